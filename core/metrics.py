@@ -1,0 +1,133 @@
+"""Membership-inference metrics as plain data (after TF Privacy's ``AttackResults``).
+
+Scores are "higher = member". For a balanced evaluation set (as in the studies) random
+guessing gives accuracy 0.5, advantage 0 and AUC 0.5.
+
+* accuracy: fraction of correct member/non-member decisions at the attack's threshold.
+* membership advantage: Adv = TPR − FPR at that threshold (Yeom et al.; paper 002). An ε-DP
+  learner bounds it by e^ε − 1.
+* ROC AUC and TPR at a fixed low FPR (Carlini et al.'s recommended low-FPR view).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+#: FPR levels at which TPR is reported.
+LOW_FPRS = (0.01, 0.001)
+_MAX_ROC_POINTS = 400
+
+
+def roc_curve(scores: np.ndarray, membership: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """ROC curve over all distinct thresholds, highest threshold first.
+
+    Returns (fpr, tpr, thresholds); the first point is (0, 0) with threshold +inf, as in
+    scikit-learn's ``roc_curve(drop_intermediate=False)``.
+    """
+    scores = np.asarray(scores, dtype=np.float64)
+    y = np.asarray(membership).astype(bool)
+    n_pos, n_neg = int(y.sum()), int((~y).sum())
+    if n_pos == 0 or n_neg == 0:
+        raise ValueError("ROC needs both members and non-members")
+    order = np.argsort(-scores, kind="mergesort")
+    s, y = scores[order], y[order]
+    last_of_run = np.r_[np.nonzero(np.diff(s))[0], len(s) - 1]  # last index of each tied block
+    tps = np.cumsum(y)[last_of_run]
+    fps = (last_of_run + 1) - tps
+    tpr = np.r_[0.0, tps / n_pos]
+    fpr = np.r_[0.0, fps / n_neg]
+    thresholds = np.r_[np.inf, s[last_of_run]]
+    return fpr, tpr, thresholds
+
+
+def roc_auc(scores: np.ndarray, membership: np.ndarray) -> float:
+    """Area under the ROC curve (trapezoidal rule; ties count one half)."""
+    fpr, tpr, _ = roc_curve(scores, membership)
+    return float(np.trapezoid(tpr, fpr))
+
+
+def tpr_at_fpr(scores: np.ndarray, membership: np.ndarray, max_fpr: float) -> float:
+    """Largest TPR reachable by a threshold whose FPR is at most ``max_fpr``."""
+    fpr, tpr, _ = roc_curve(scores, membership)
+    ok = fpr <= max_fpr + 1e-12
+    return float(tpr[ok].max()) if ok.any() else 0.0
+
+
+def best_threshold(scores: np.ndarray, membership: np.ndarray) -> float:
+    """Threshold maximising accuracy on (scores, membership): predict member iff score >= t.
+
+    Used to calibrate threshold attacks on the attacker's shadow data.
+    """
+    fpr, tpr, thr = roc_curve(scores, membership)
+    y = np.asarray(membership).astype(bool)
+    n_pos, n_neg = y.sum(), (~y).sum()
+    acc = (tpr * n_pos + (1 - fpr) * n_neg) / (n_pos + n_neg)
+    i = int(np.argmax(acc))
+    if i == 0:
+        return float("inf")
+    # midway between this threshold and the next lower score keeps decisions stable
+    lower = thr[i + 1] if i + 1 < len(thr) else thr[i] - 1.0
+    return float((thr[i] + lower) / 2.0)
+
+
+@dataclass
+class AttackResult:
+    """Outcome of one attack on one balanced evaluation set."""
+
+    name: str
+    accuracy: float
+    advantage: float
+    auc: float
+    tpr_at_fpr: dict[str, float]
+    threshold: float
+    n_members: int
+    n_nonmembers: int
+    roc_fpr: list[float] = field(default_factory=list)
+    roc_tpr: list[float] = field(default_factory=list)
+
+    def to_dict(self, include_roc: bool = True) -> dict:
+        d = asdict(self)
+        if not include_roc:
+            d.pop("roc_fpr")
+            d.pop("roc_tpr")
+        if not np.isfinite(d["threshold"]):
+            d["threshold"] = None
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "AttackResult":
+        d = dict(d)
+        if d.get("threshold") is None:
+            d["threshold"] = float("inf")
+        return cls(**d)
+
+
+def evaluate_attack(name: str, scores: np.ndarray, membership: np.ndarray, threshold: float) -> AttackResult:
+    """Metrics of an attack whose decision is ``score >= threshold``."""
+    scores = np.asarray(scores, dtype=np.float64)
+    y = np.asarray(membership).astype(bool)
+    decide = scores >= threshold
+    tpr = float(decide[y].mean())
+    fpr = float(decide[~y].mean())
+    fprs, tprs, _ = roc_curve(scores, y)
+    keep = _thin(len(fprs))
+    return AttackResult(
+        name=name,
+        accuracy=float((decide == y).mean()),
+        advantage=tpr - fpr,
+        auc=float(np.trapezoid(tprs, fprs)),
+        tpr_at_fpr={str(f): tpr_at_fpr(scores, y, f) for f in LOW_FPRS},
+        threshold=float(threshold),
+        n_members=int(y.sum()),
+        n_nonmembers=int((~y).sum()),
+        roc_fpr=[round(float(v), 6) for v in fprs[keep]],
+        roc_tpr=[round(float(v), 6) for v in tprs[keep]],
+    )
+
+
+def _thin(n: int) -> np.ndarray:
+    """Indices of at most _MAX_ROC_POINTS points of an n-point curve (ends kept)."""
+    if n <= _MAX_ROC_POINTS:
+        return np.arange(n)
+    return np.unique(np.r_[np.linspace(0, n - 1, _MAX_ROC_POINTS).astype(int), n - 1])

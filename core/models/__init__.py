@@ -1,0 +1,1 @@
+"""Pure ``nn.Module`` definitions; training loops live in the task modules."""

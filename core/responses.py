@@ -1,0 +1,281 @@
+"""What a model answers for N records, in one layout shared by every task.
+
+Each record is answered by a *sequence* of L probability vectors over m classes (L = 1 for an
+image, one per target token for translation, one per step of a rollout for navigation),
+together with the *reference* the model should have produced (a one-hot label, the reference
+token, or the label model's policy).
+
+Sequences are stored ragged: the steps of all records are concatenated along the first axis
+(T = Σ L) and ``lengths`` says where each record ends. Full probability vectors are kept only
+when m is small (:data:`FULL_VECTOR_LIMIT`); otherwise only per-step signals and the top-K
+probabilities are kept, so 2,000 sentences with a 10k vocabulary take a few megabytes instead
+of gigabytes.
+
+Per-step signals (paper 000, §4 and eq. 3):
+    entropy        H(p) = −Σⱼ pⱼ log pⱼ
+    cross_entropy  CE(q, p) = −Σⱼ qⱼ log pⱼ   (q the reference distribution)
+    ref_prob       ⟨q, p⟩ (for a one-hot q: the probability of the reference class)
+    ref_rank       rank of the reference class in p (0 = the model's top choice)
+Per-record signals average them over the record's steps; the average entropy is the APE
+H_APE = −(1/L) Σᵢ Σⱼ pⱼ⁽ⁱ⁾ log pⱼ⁽ⁱ⁾ (paper 000, eq. 3).
+"""
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field
+from typing import Iterable
+
+import numpy as np
+import torch
+
+#: Keep full probability vectors when the number of classes is at most this.
+FULL_VECTOR_LIMIT = 64
+#: Number of largest probabilities kept per step.
+TOP_K = 10
+_EPS = 1e-12
+
+
+@dataclass
+class Responses:
+    """Ragged per-step answers of one model to N records (see module docstring).
+
+    Attributes:
+        lengths: (N,) steps per record.
+        n_classes: m, size of each probability vector.
+        top_probs: (T, K) the K largest probabilities of each step, descending.
+        ref_index: (T,) reference class of each step (argmax of the reference distribution).
+        ref_prob: (T,) ⟨q, p⟩.
+        ref_rank: (T,) rank of ``ref_index`` in p, 0 = top.
+        entropy: (T,) H(p).
+        cross_entropy: (T,) CE(q, p).
+        probs: (T, m) full vectors, or None when m > FULL_VECTOR_LIMIT.
+        reference: (T, m) reference distributions, or None when ``probs`` is None.
+        record_features: task-specific per-record feature arrays, (N, F) each (e.g. the
+            BLEU-feature attack's n-gram precisions of the model's own translation).
+    """
+
+    lengths: np.ndarray
+    n_classes: int
+    top_probs: np.ndarray
+    ref_index: np.ndarray
+    ref_prob: np.ndarray
+    ref_rank: np.ndarray
+    entropy: np.ndarray
+    cross_entropy: np.ndarray
+    probs: np.ndarray | None = None
+    reference: np.ndarray | None = None
+    record_features: dict[str, np.ndarray] = field(default_factory=dict)
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_probs(
+        cls,
+        probs: torch.Tensor | np.ndarray,
+        lengths: Iterable[int],
+        reference: torch.Tensor | np.ndarray,
+        keep_full: bool | None = None,
+    ) -> "Responses":
+        """Build from concatenated steps.
+
+        Args:
+            probs: (T, m) probability vectors (rows sum to 1).
+            lengths: steps per record, summing to T.
+            reference: (T,) reference class indices, or (T, m) reference distributions.
+            keep_full: keep the full vectors; default: when m <= FULL_VECTOR_LIMIT.
+        """
+        p = torch.as_tensor(probs).detach().float().cpu()
+        if p.ndim != 2:
+            raise ValueError(f"probs must be (T, m), got shape {tuple(p.shape)}")
+        lengths = np.asarray(list(lengths), dtype=np.int64)
+        if lengths.sum() != p.shape[0]:
+            raise ValueError(f"lengths sum to {lengths.sum()} but probs has {p.shape[0]} steps")
+        m = p.shape[1]
+        ref = torch.as_tensor(reference).detach().cpu()
+        logp = torch.log(p.clamp_min(_EPS))
+        entropy = -(p * logp).sum(1)
+        if ref.ndim == 1:
+            ref_index = ref.long()
+            ref_dist = None
+            ref_prob = p.gather(1, ref_index[:, None])[:, 0]
+            cross_entropy = -logp.gather(1, ref_index[:, None])[:, 0]
+        else:
+            ref_dist = ref.float()
+            ref_index = ref_dist.argmax(1)
+            ref_prob = (p * ref_dist).sum(1)
+            cross_entropy = -(ref_dist * logp).sum(1)
+        # rank = number of classes strictly more probable than the reference class
+        ref_p = p.gather(1, ref_index[:, None])
+        ref_rank = (p > ref_p).sum(1)
+        k = min(TOP_K, m)
+        top = torch.topk(p, k, dim=1).values
+        if keep_full is None:
+            keep_full = m <= FULL_VECTOR_LIMIT
+        full = ref_full = None
+        if keep_full:
+            full = p.numpy().astype(np.float32)
+            if ref_dist is None:
+                ref_full = np.zeros((p.shape[0], m), np.float32)
+                ref_full[np.arange(p.shape[0]), ref_index.numpy()] = 1.0
+            else:
+                ref_full = ref_dist.numpy().astype(np.float32)
+        return cls(
+            lengths=lengths,
+            n_classes=int(m),
+            top_probs=top.numpy().astype(np.float32),
+            ref_index=ref_index.numpy().astype(np.int64),
+            ref_prob=ref_prob.numpy().astype(np.float32),
+            ref_rank=ref_rank.numpy().astype(np.int32),
+            entropy=entropy.numpy().astype(np.float32),
+            cross_entropy=cross_entropy.numpy().astype(np.float32),
+            probs=full,
+            reference=ref_full,
+        )
+
+    @classmethod
+    def concat(cls, parts: list["Responses"]) -> "Responses":
+        """Concatenate the records of several Responses (same n_classes)."""
+        if not parts:
+            raise ValueError("nothing to concatenate")
+        m = parts[0].n_classes
+        if any(r.n_classes != m for r in parts):
+            raise ValueError("cannot concatenate Responses with different n_classes")
+        full = all(r.probs is not None for r in parts)
+        k = min(r.top_probs.shape[1] for r in parts)
+        return cls(
+            lengths=np.concatenate([r.lengths for r in parts]),
+            n_classes=m,
+            top_probs=np.concatenate([r.top_probs[:, :k] for r in parts]),
+            ref_index=np.concatenate([r.ref_index for r in parts]),
+            ref_prob=np.concatenate([r.ref_prob for r in parts]),
+            ref_rank=np.concatenate([r.ref_rank for r in parts]),
+            entropy=np.concatenate([r.entropy for r in parts]),
+            cross_entropy=np.concatenate([r.cross_entropy for r in parts]),
+            probs=np.concatenate([r.probs for r in parts]) if full else None,
+            reference=np.concatenate([r.reference for r in parts]) if full else None,
+            record_features={
+                name: np.concatenate([r.record_features[name] for r in parts])
+                for name in parts[0].record_features
+                if all(name in r.record_features for r in parts)
+            },
+        )
+
+    # ------------------------------------------------------------------ shape helpers
+    def __len__(self) -> int:
+        return int(self.lengths.shape[0])
+
+    @property
+    def offsets(self) -> np.ndarray:
+        """(N+1,) start of each record's steps; record i spans offsets[i]:offsets[i+1]."""
+        return np.concatenate([[0], np.cumsum(self.lengths)])
+
+    @property
+    def n_steps(self) -> int:
+        return int(self.lengths.sum())
+
+    def subset(self, index: np.ndarray | list[int]) -> "Responses":
+        """Records ``index`` (in that order)."""
+        index = np.asarray(index, dtype=np.int64)
+        off = self.offsets
+        steps = np.concatenate([np.arange(off[i], off[i + 1]) for i in index]) if len(index) else np.zeros(0, np.int64)
+
+        def take(a: np.ndarray | None) -> np.ndarray | None:
+            return None if a is None else a[steps]
+
+        return Responses(
+            lengths=self.lengths[index],
+            n_classes=self.n_classes,
+            top_probs=self.top_probs[steps],
+            ref_index=self.ref_index[steps],
+            ref_prob=self.ref_prob[steps],
+            ref_rank=self.ref_rank[steps],
+            entropy=self.entropy[steps],
+            cross_entropy=self.cross_entropy[steps],
+            probs=take(self.probs),
+            reference=take(self.reference),
+            record_features={name: a[index] for name, a in self.record_features.items()},
+        )
+
+    def record_mean(self, per_step: np.ndarray) -> np.ndarray:
+        """Average a (T,) per-step array over each record's steps -> (N,)."""
+        sums = np.add.reduceat(per_step.astype(np.float64), self.offsets[:-1]) if self.n_steps else np.zeros(0)
+        sums = np.where(self.lengths > 0, sums, 0.0)
+        return (sums / np.maximum(self.lengths, 1)).astype(np.float32)
+
+    # ------------------------------------------------------------------ per-record signals
+    @property
+    def ape(self) -> np.ndarray:
+        """Average prediction entropy per record (paper 000, eq. 3)."""
+        return self.record_mean(self.entropy)
+
+    @property
+    def mean_cross_entropy(self) -> np.ndarray:
+        """Mean cross-entropy to the reference per record (the per-record loss)."""
+        return self.record_mean(self.cross_entropy)
+
+    @property
+    def mean_ref_prob(self) -> np.ndarray:
+        """Mean probability of the reference per record."""
+        return self.record_mean(self.ref_prob)
+
+    @property
+    def mean_ref_rank(self) -> np.ndarray:
+        """Mean rank of the reference per record (0 = always the top prediction)."""
+        return self.record_mean(self.ref_rank.astype(np.float32))
+
+    def record_signals(self) -> dict[str, np.ndarray]:
+        """All per-record signals by name (for tables, plots and threshold attacks)."""
+        return {
+            "ape": self.ape,
+            "cross_entropy": self.mean_cross_entropy,
+            "ref_prob": self.mean_ref_prob,
+            "ref_rank": self.mean_ref_rank,
+            "length": self.lengths.astype(np.float32),
+        }
+
+    # ------------------------------------------------------------------ attack features
+    def step_features(self) -> np.ndarray:
+        """(T, F) features of each step for a learned attack.
+
+        With full vectors: [p, q] — the model's confidence vector and the reference, the
+        3-tuple layout of the shadow-model attack (paper 000, §3.2; Shokri et al.).
+        Otherwise (large vocabularies, PVMIA of paper 001 A.2): [top-K probabilities,
+        reference probability, mass outside the top-K, log reference probability, log(1+rank)].
+        """
+        if self.probs is not None:
+            return np.concatenate([self.probs, self.reference], axis=1).astype(np.float32)
+        rest = np.clip(1.0 - self.top_probs.sum(1, keepdims=True), 0.0, 1.0)
+        return np.concatenate(
+            [
+                self.top_probs,
+                self.ref_prob[:, None],
+                rest,
+                np.log(np.maximum(self.ref_prob, _EPS))[:, None] / 10.0,
+                np.log1p(self.ref_rank.astype(np.float32))[:, None] / 10.0,
+            ],
+            axis=1,
+        ).astype(np.float32)
+
+    # ------------------------------------------------------------------ (de)serialisation
+    _ARRAYS = ("lengths", "top_probs", "ref_index", "ref_prob", "ref_rank", "entropy", "cross_entropy", "probs", "reference")
+
+    def to_bytes(self) -> bytes:
+        """Serialise to an ``.npz`` byte string (no pickle)."""
+        buf = io.BytesIO()
+        arrays = {name: getattr(self, name) for name in self._ARRAYS if getattr(self, name) is not None}
+        arrays.update({f"rf_{name}": a for name, a in self.record_features.items()})
+        np.savez(buf, n_classes=np.array(self.n_classes), **arrays)
+        return buf.getvalue()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "Responses":
+        """Inverse of :meth:`to_bytes`; never unpickles (``allow_pickle=False``)."""
+        with np.load(io.BytesIO(data), allow_pickle=False) as z:
+            kwargs = {name: (z[name] if name in z.files else None) for name in cls._ARRAYS}
+            extra = {name[3:]: z[name] for name in z.files if name.startswith("rf_")}
+            return cls(n_classes=int(z["n_classes"]), record_features=extra, **kwargs)
+
+    @property
+    def nbytes(self) -> int:
+        """Memory held by the arrays, in bytes."""
+        arrays = sum(getattr(self, n).nbytes for n in self._ARRAYS if getattr(self, n) is not None)
+        return arrays + sum(a.nbytes for a in self.record_features.values())

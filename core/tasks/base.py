@@ -1,0 +1,105 @@
+"""The Task interface: what the pipeline needs from image, translation and navigation.
+
+A task owns its data source, its two architectures and its training loop. Records are
+addressed by integer indices into the task's data source (images, sentence pairs, map
+seeds), so splitting into victim / attacker halves and members / non-members is generic and
+lives in :mod:`core.pipeline`.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+from torch import nn
+
+from ..attacks import Attack, AttackTraining
+from ..config import ExperimentConfig
+from ..errors import ConfigError
+from ..responses import Responses
+
+#: Called by a training loop after each epoch with the 1-based epoch number.
+EpochCallback = Callable[[int, nn.Module], None]
+#: Called by a training loop with the fraction of training done (0..1).
+FractionCallback = Callable[[float], None]
+
+
+@dataclass
+class TaskData:
+    """A task's data source split into the victim's half and the attacker's disjoint half.
+
+    Attributes:
+        records: task-specific container addressed by index (tensors, sentence pairs, seeds).
+        victim_pool: indices available to the victim (its members and non-members).
+        attacker_pool: indices available to the attacker for shadow models.
+        description: one line for the UI ("digits: 1,797 8×8 images, 10 classes").
+        info: task-specific facts shown in the UI and the JSON (vocabulary size, ...).
+    """
+
+    records: Any
+    victim_pool: np.ndarray
+    attacker_pool: np.ndarray
+    description: str
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+class Task(ABC):
+    """One learning task with an FFNN and an RNN architecture of matched parameter counts."""
+
+    name: str = "task"
+    #: name of the utility measure ("accuracy", "bleu", "return")
+    utility_metric: str = "accuracy"
+    #: preset name -> field overrides of :class:`ExperimentConfig` (options included)
+    presets: dict[str, dict[str, Any]] = {}
+    #: the task's frozen options dataclass
+    options_cls: type = type(None)
+
+    def make_config(self, arch: str, preset: str = "quick", overrides: dict[str, Any] | None = None) -> ExperimentConfig:
+        """A validated config from a preset plus ``overrides`` (top-level or option keys)."""
+        if preset not in self.presets:
+            raise ConfigError(f"unknown preset {preset!r} for task {self.name}; choose one of {sorted(self.presets)}")
+        base = ExperimentConfig(task=self.name, arch=arch, preset=preset, options=self.options_cls())
+        cfg = base.with_updates(self.presets[preset])
+        if overrides:
+            cfg = cfg.with_updates(overrides)
+        return cfg.validate()
+
+    @abstractmethod
+    def load(self, cfg: ExperimentConfig) -> TaskData:
+        """Load (or generate) the data source and split it into victim and attacker halves."""
+
+    @abstractmethod
+    def build_model(self, cfg: ExperimentConfig, data: TaskData) -> nn.Module:
+        """A freshly initialised model of ``cfg.arch`` (seed the RNG before calling)."""
+
+    @abstractmethod
+    def train(
+        self,
+        cfg: ExperimentConfig,
+        model: nn.Module,
+        data: TaskData,
+        train_index: np.ndarray,
+        on_epoch: EpochCallback,
+        on_progress: FractionCallback,
+    ) -> None:
+        """Train ``model`` in place on records ``train_index``; call ``on_epoch`` after each epoch."""
+
+    @abstractmethod
+    def utility(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray) -> float:
+        """The task's utility measure of ``model`` on records ``index``."""
+
+    @abstractmethod
+    def respond(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray) -> Responses:
+        """Query ``model`` with records ``index`` (in that order)."""
+
+    def extra_attacks(self, cfg: ExperimentConfig, training: AttackTraining) -> list[Attack]:
+        """Task-specific attacks run beside the standard ones (default: none)."""
+        return []
+
+    def primary_attack(self) -> str:
+        """Name of the attack reported in the JSON's ``attack`` block."""
+        return "shadow"
+
+    def param_count(self, model: nn.Module) -> int:
+        return sum(p.numel() for p in model.parameters() if p.requires_grad)

@@ -1,0 +1,218 @@
+"""Image classification task (paper 000 §4.2): residual CNN vs ReNet-style LSTM.
+
+Data sources:
+* ``digits`` (built-in default): scikit-learn's bundled 8×8 handwritten digits, 1,797 images.
+* ``cifar10``: CIFAR-10 from a local folder in the official "python version" layout
+  (``data_batch_1`` … ``data_batch_5``; ``test_batch`` is not used: like the study we take the
+  50,000 training images as the data source).
+
+Half of the data source goes to the victim, the other half to the attacker (paper 000 §3.2).
+"""
+from __future__ import annotations
+
+import pickle
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..config import ExperimentConfig
+from ..device import default_device
+from ..errors import ConfigError, DatasetNotFoundError
+from ..models.image import ReNet, ResidualCNN, count_params, match_renet
+from ..responses import Responses
+from .base import EpochCallback, FractionCallback, Task, TaskData
+
+CIFAR10_BATCHES = [f"data_batch_{i}" for i in range(1, 6)]
+CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
+
+
+@dataclass(frozen=True)
+class ImageOptions:
+    """Options of the image task.
+
+    Attributes:
+        cnn_width: channels of the CNN's first stage (doubles at each further stage).
+        cnn_stages: residual stages of the CNN.
+        cnn_fc: width of the CNN's hidden fully connected layer.
+        renet_patch: side of the non-overlapping patches the ReNet reads.
+        renet_layers: ReNet layers (each = a horizontal and a vertical bidirectional LSTM).
+        augment: random horizontal flips during training (CIFAR-10 only makes sense).
+    """
+
+    cnn_width: int = 16
+    cnn_stages: int = 2
+    cnn_fc: int = 64
+    renet_patch: int = 2
+    renet_layers: int = 1
+    augment: bool = False
+
+    def validate(self) -> None:
+        for name in ("cnn_width", "cnn_stages", "cnn_fc", "renet_patch", "renet_layers"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+
+
+@dataclass
+class ImageRecords:
+    """All images of the data source as one tensor (N, C, H, W), standardised, and labels (N,)."""
+
+    images: torch.Tensor
+    labels: torch.Tensor
+    n_classes: int
+
+
+class _RestrictedUnpickler(pickle.Unpickler):
+    """Unpickler for the CIFAR-10 batches: dicts, lists, strings, bytes and numpy arrays only."""
+
+    _ALLOWED = {
+        ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+        ("numpy", "ndarray"), ("numpy", "dtype"), ("numpy.core.multiarray", "scalar"),
+        ("numpy._core.multiarray", "scalar"), ("builtins", "list"), ("builtins", "dict"),
+    }
+
+    def find_class(self, module: str, name: str):
+        if (module, name) not in self._ALLOWED:
+            raise pickle.UnpicklingError(f"refusing to load {module}.{name} from a dataset file")
+        return super().find_class(module, name)
+
+
+def load_cifar10(folder: str | Path) -> tuple[np.ndarray, np.ndarray]:
+    """Images (N, 3, 32, 32) uint8 and labels (N,) from CIFAR-10's python-version batches.
+
+    Raises:
+        DatasetNotFoundError: folder or a batch file missing, or a batch malformed.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise DatasetNotFoundError(
+            f"CIFAR-10 folder {str(folder)!r} not found: download the 'CIFAR-10 python version' and point data_dir "
+            f"at the extracted 'cifar-10-batches-py' folder (it holds data_batch_1 … data_batch_5)"
+        )
+    missing = [b for b in CIFAR10_BATCHES if not (folder / b).is_file()]
+    if missing:
+        raise DatasetNotFoundError(f"CIFAR-10 folder {str(folder)!r} lacks {', '.join(missing)}")
+    images, labels = [], []
+    for name in CIFAR10_BATCHES:
+        try:
+            with open(folder / name, "rb") as fh:
+                batch = _RestrictedUnpickler(fh, encoding="bytes").load()
+            data = np.asarray(batch[b"data"], dtype=np.uint8)
+            lab = np.asarray(batch[b"labels"], dtype=np.int64)
+        except (pickle.UnpicklingError, KeyError, EOFError, TypeError, ValueError) as exc:
+            raise DatasetNotFoundError(f"CIFAR-10 batch {name} in {str(folder)!r} is malformed: {exc}") from None
+        if data.ndim != 2 or data.shape[1] != 3072 or len(data) != len(lab):
+            raise DatasetNotFoundError(f"CIFAR-10 batch {name} has data of shape {data.shape}, expected (N, 3072)")
+        images.append(data.reshape(-1, 3, 32, 32))
+        labels.append(lab)
+    return np.concatenate(images), np.concatenate(labels)
+
+
+def load_digits_images() -> tuple[np.ndarray, np.ndarray]:
+    """scikit-learn's bundled digits as (N, 1, 8, 8) float in [0, 1] and labels (N,)."""
+    from sklearn.datasets import load_digits
+
+    d = load_digits()
+    return (d.images[:, None] / 16.0).astype(np.float32), d.target.astype(np.int64)
+
+
+class ImageTask(Task):
+    name = "image"
+    utility_metric = "accuracy"
+    options_cls = ImageOptions
+    presets = {
+        # ~1 minute on 2 CPU cores for one architecture, shadows included
+        "quick": dict(dataset="digits", n_train=300, n_eval=300, epochs=30, batch_size=32, lr=1e-3,
+                      n_shadows=4, attack_epochs=(2, 5, 10, 20), attack_train_epochs=80),
+        # the study's layout: CIFAR-10, 25,000 images per side, 5 shadows; models scaled to CPU/GPU budgets
+        "paper": dict(dataset="cifar10", n_train=10000, n_eval=2500, epochs=50, batch_size=128, lr=1e-3,
+                      n_shadows=5, attack_epochs=(5, 10, 20, 30, 40), cnn_width=32, cnn_stages=3, cnn_fc=256,
+                      renet_patch=2, renet_layers=2, attack_train_epochs=40),
+    }
+
+    def __init__(self) -> None:
+        self._loaded: dict[tuple[str, str], TaskData] = {}
+
+    # ------------------------------------------------------------------ data
+    def load(self, cfg: ExperimentConfig) -> TaskData:
+        key = (cfg.dataset, cfg.data_dir)
+        if key in self._loaded:
+            return self._loaded[key]
+        if cfg.dataset == "digits":
+            x, y = load_digits_images()
+            description = f"digits: {len(x):,} 8×8 grey images, 10 classes (scikit-learn)"
+        elif cfg.dataset == "cifar10":
+            if not cfg.data_dir:
+                raise DatasetNotFoundError("dataset cifar10 needs data_dir: the folder holding data_batch_1 … data_batch_5")
+            raw, y = load_cifar10(cfg.data_dir)
+            x = raw.astype(np.float32) / 255.0
+            description = f"cifar10: {len(x):,} 32×32 colour images, 10 classes ({cfg.data_dir})"
+        else:
+            raise ConfigError(f"unknown image dataset {cfg.dataset!r}; choose digits or cifar10")
+        mean = x.mean(axis=(0, 2, 3), keepdims=True)
+        std = x.std(axis=(0, 2, 3), keepdims=True) + 1e-6
+        images = torch.from_numpy((x - mean) / std)
+        order = np.random.default_rng(12345).permutation(len(x))  # fixed victim/attacker halves
+        half = len(x) // 2
+        records = ImageRecords(images, torch.from_numpy(y), int(y.max()) + 1)
+        data = TaskData(records, np.sort(order[:half]), np.sort(order[half:]), description,
+                        {"n_records": int(len(x)), "image_shape": list(images.shape[1:]), "n_classes": records.n_classes})
+        self._loaded[key] = data
+        return data
+
+    # ------------------------------------------------------------------ models
+    def build_model(self, cfg: ExperimentConfig, data: TaskData) -> nn.Module:
+        o: ImageOptions = cfg.options
+        rec: ImageRecords = data.records
+        c, h, w = rec.images.shape[1:]
+        cnn = ResidualCNN(c, rec.n_classes, o.cnn_width, o.cnn_stages, o.cnn_fc)
+        if cfg.arch == "ffnn":
+            return cnn
+        hidden, fc = match_renet(count_params(cnn), c, h, w, rec.n_classes, o.renet_patch, o.renet_layers)
+        return ReNet(c, h, w, rec.n_classes, hidden, fc, o.renet_patch, o.renet_layers)
+
+    # ------------------------------------------------------------------ training
+    def train(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, train_index: np.ndarray,
+              on_epoch: EpochCallback, on_progress: FractionCallback) -> None:
+        """Adam on cross-entropy with L2 weight decay, mini-batches in a seeded order."""
+        device = default_device()
+        rec: ImageRecords = data.records
+        x = rec.images[train_index].to(device)
+        y = rec.labels[train_index].to(device)
+        opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        g = torch.Generator().manual_seed(int(torch.initial_seed()) % 2**63)
+        n = len(train_index)
+        model.train()
+        for epoch in range(1, cfg.epochs + 1):
+            perm = torch.randperm(n, generator=g).to(device)
+            for start in range(0, n, cfg.batch_size):
+                idx = perm[start : start + cfg.batch_size]
+                xb = x[idx]
+                if cfg.options.augment:
+                    flip = torch.rand(len(idx), generator=g).to(device) < 0.5
+                    xb = torch.where(flip[:, None, None, None], xb.flip(3), xb)
+                opt.zero_grad()
+                F.cross_entropy(model(xb), y[idx]).backward()
+                opt.step()
+                on_progress((epoch - 1 + min(start + cfg.batch_size, n) / n) / cfg.epochs)
+            on_epoch(epoch, model)
+
+    # ------------------------------------------------------------------ queries
+    @torch.no_grad()
+    def _probs(self, model: nn.Module, data: TaskData, index: np.ndarray) -> torch.Tensor:
+        device = next(model.parameters()).device
+        rec: ImageRecords = data.records
+        out = [F.softmax(model(rec.images[index[i : i + 1024]].to(device)), 1).cpu() for i in range(0, len(index), 1024)]
+        return torch.cat(out) if out else torch.zeros(0, rec.n_classes)
+
+    def utility(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray) -> float:
+        probs = self._probs(model, data, index)
+        return float((probs.argmax(1) == data.records.labels[index]).float().mean())
+
+    def respond(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray) -> Responses:
+        """One probability vector per image; the reference is the one-hot label."""
+        probs = self._probs(model, data, index)
+        return Responses.from_probs(probs, np.ones(len(index), np.int64), data.records.labels[index])
