@@ -180,6 +180,15 @@ class ExperimentResult:
     scores: dict[str, np.ndarray] = field(default_factory=dict)
 
 
+def cached_summary(cfg: ExperimentConfig, cache: ArtifactCache | None = None) -> dict[str, Any] | None:
+    """The cached JSON summary of ``cfg`` (marked ``cache_hit``), or None if it was never run."""
+    cache = cache or ArtifactCache()
+    summary = cache.get_json(cache.key("result", cfg.config_hash))
+    if summary is not None:
+        summary["cache_hit"] = True
+    return summary
+
+
 def run_experiment(
     cfg: ExperimentConfig,
     progress: ProgressCallback | None = None,
@@ -193,9 +202,8 @@ def run_experiment(
     t0 = time.perf_counter()
     cache = cache or ArtifactCache()
     task = get_task(cfg.task)
-    cached = cache.get_json(cache.key("result", cfg.config_hash))
+    cached = cached_summary(cfg, cache)
     if cached is not None:
-        cached["cache_hit"] = True
         cached["timings"] = dict(cached["timings"], total_s=time.perf_counter() - t0, load_s=time.perf_counter() - t0)
         if progress:
             ProgressTracker([("cached", 1.0)], progress).finish("cached")
@@ -290,5 +298,15 @@ def run_experiment(
         "cache_corrupted": list(cache.corrupted),
     }
     summary["attack"]["name"] = primary
+    summary["examples"] = _examples(task, cfg, data, victim, splits)
     cache.put_json(cache.key("result", cfg.config_hash), summary)
     return ExperimentResult(summary, victim, shadows, splits, {n: o.scores for n, o in final.items()})
+
+
+def _examples(task: Task, cfg: ExperimentConfig, data: TaskData, victim: TrainedModel, splits: Splits) -> dict[str, Any]:
+    """The task's showcase of the final victim on a few member and non-member records."""
+    seed_everything(_role_seed(cfg, "victim"))
+    model = task.build_model(cfg, data)
+    model.load_state_dict(victim.weights)
+    model.to(default_device()).eval()
+    return task.examples(cfg, model, data, splits.eval_members, splits.victim_nonmembers)

@@ -50,8 +50,11 @@ class Task(ABC):
     name: str = "task"
     #: name of the utility measure ("accuracy", "bleu", "return")
     utility_metric: str = "accuracy"
-    #: preset name -> field overrides of :class:`ExperimentConfig` (options included)
+    #: preset name -> field overrides of :class:`ExperimentConfig` (options included); a key
+    #: ``ffnn`` or ``rnn`` holds overrides for that architecture only (e.g. its learning rate)
     presets: dict[str, dict[str, Any]] = {}
+    #: built-in and real data sources the task can load (the first is the default)
+    datasets: tuple[str, ...] = ()
     #: the task's frozen options dataclass
     options_cls: type = type(None)
 
@@ -60,7 +63,9 @@ class Task(ABC):
         if preset not in self.presets:
             raise ConfigError(f"unknown preset {preset!r} for task {self.name}; choose one of {sorted(self.presets)}")
         base = ExperimentConfig(task=self.name, arch=arch, preset=preset, options=self.options_cls())
-        cfg = base.with_updates(self.presets[preset])
+        preset_fields = {k: v for k, v in self.presets[preset].items() if k not in ("ffnn", "rnn")}
+        preset_fields.update(self.presets[preset].get(arch, {}))
+        cfg = base.with_updates(preset_fields)
         if overrides:
             cfg = cfg.with_updates(overrides)
         return cfg.validate()
@@ -96,6 +101,16 @@ class Task(ABC):
     def extra_attacks(self, cfg: ExperimentConfig, training: AttackTraining) -> list[Attack]:
         """Task-specific attacks run beside the standard ones (default: none)."""
         return []
+
+    def examples(
+        self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, members: np.ndarray, nonmembers: np.ndarray
+    ) -> dict[str, Any]:
+        """JSON-serialisable showcase of the trained victim on a few member and non-member records
+        (e.g. translations with per-token reference probabilities, rendered rollouts on maps).
+
+        The app draws it; the CLI writes it under ``examples``. Default: nothing to show.
+        """
+        return {}
 
     def primary_attack(self) -> str:
         """Name of the attack reported in the JSON's ``attack`` block."""

@@ -1,0 +1,27 @@
+# Two entry points (see README): `make app` and `make test`. Both create the venv first.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+# These machines keep the CPU build of torch in /opt/wheels; use it when present.
+FIND_LINKS := $(if $(wildcard /opt/wheels),--find-links /opt/wheels,)
+
+.PHONY: app test venv bench clean-cache
+
+$(VENV)/.installed: requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet $(FIND_LINKS) -r requirements.txt
+	touch $@
+
+venv: $(VENV)/.installed
+
+app: venv
+	$(VENV)/bin/streamlit run app.py
+
+test: venv
+	$(PY) -m pytest -q tests
+
+bench: venv
+	$(PY) bench/pipeline.py
+
+clean-cache:
+	rm -rf cache/* && touch cache/.gitkeep

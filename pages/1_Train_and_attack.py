@@ -1,0 +1,133 @@
+"""Train & attack: victims and shadow models for FFNN and RNN side by side, then the attacks."""
+from __future__ import annotations
+
+import streamlit as st
+
+from core.errors import MIAError
+from core.pipeline import cached_summary
+from core.tasks import available_tasks, get_task
+from ui import plots
+from ui.examples import show_examples
+from ui.jobs import JobManager
+from ui.widgets import config_overrides
+
+st.set_page_config(page_title="Train & attack · MIA Explorer", page_icon="🎯", layout="wide")
+
+
+@st.cache_resource
+def job_manager() -> JobManager:
+    """One job registry per server process: jobs survive reruns and are shared by tabs."""
+    return JobManager()
+
+
+TASK_LABELS = {"image": "Image classification", "translation": "Machine translation", "navigation": "Navigation (deep RL)"}
+ARCH_LABELS = {"ffnn": "FFNN", "rnn": "RNN"}
+
+st.title("🎯 Train & attack")
+st.caption("Trains a victim and the attacker's shadow models per architecture, then runs the membership inference "
+           "attacks on a balanced evaluation set (chance = 50 %). Results are cached: the same settings load instantly.")
+
+c1, c2, c3 = st.columns([2, 2, 1])
+with c1:
+    task_name = st.selectbox("Task", available_tasks(), format_func=lambda t: TASK_LABELS.get(t, t))
+task = get_task(task_name)
+with c2:
+    archs = st.multiselect("Architectures", ["ffnn", "rnn"], default=["ffnn", "rnn"], format_func=ARCH_LABELS.get,
+                           help="FFNN and RNN of matched parameter counts, trained and attacked side by side.")
+with c3:
+    preset = st.selectbox("Preset", list(task.presets), help="quick: minutes on 2 CPU cores · paper: the studies' sizes")
+
+base = task.make_config("rnn", preset)
+prefix = f"{task_name}:{preset}"
+d1, d2 = st.columns([1, 3])
+with d1:
+    datasets = list(getattr(task, "datasets", ()) or [base.dataset])
+    dataset = st.selectbox("Data", datasets, index=datasets.index(base.dataset) if base.dataset in datasets else 0,
+                           key=f"{prefix}:dataset")
+with d2:
+    data_dir = st.text_input("Local dataset folder (real datasets only)", value=base.data_dir, key=f"{prefix}:data_dir",
+                             help="CIFAR-10: the extracted 'cifar-10-batches-py' folder. Multi30K: the folder with "
+                                  "train.{en,de,fr}.gz, val.*.gz, test_2016_flickr.*.gz.")
+overrides = config_overrides(base, prefix)
+if dataset != base.dataset:
+    overrides["dataset"] = dataset
+if data_dir != base.data_dir:
+    overrides["data_dir"] = data_dir
+
+if not archs:
+    st.info("Pick at least one architecture.")
+    st.stop()
+try:
+    configs = [task.make_config(arch, preset, overrides) for arch in archs]
+except MIAError as exc:
+    st.error(f"Invalid settings: {exc}")
+    st.stop()
+
+manager = job_manager()
+key = manager.key_of(configs)
+job = manager.get(key)
+summaries = [cached_summary(c) for c in configs]
+
+
+def show_results(results: list[dict]) -> None:
+    st.subheader("Overview")
+    st.dataframe(plots.overview_table(results), hide_index=True, use_container_width=True)
+    gap = plots.param_gap(results)
+    if gap is not None:
+        st.caption(f"Parameter counts differ by {gap:.1%} (matched within 5 %, as in the studies).")
+    left, right = st.columns(2)
+    with left:
+        st.plotly_chart(plots.utility_curves(results), use_container_width=True)
+    with right:
+        st.plotly_chart(plots.attack_accuracy_curve(results), use_container_width=True)
+    st.subheader("Attacks")
+    st.dataframe(plots.metrics_table(results).style.format(precision=3), hide_index=True, use_container_width=True)
+    st.plotly_chart(plots.roc_curves(results), use_container_width=True)
+    with_examples = [s for s in results if s.get("examples")]
+    if with_examples:
+        st.subheader("What the victim does with members vs non-members")
+        for s in with_examples:
+            show_examples(s["examples"], plots.ARCH_NAMES.get(s["arch"], s["arch"]))
+    with st.expander("Reproduce headless"):
+        for c in configs:
+            sets = " ".join(f"--set {k}={v}" for k, v in overrides.items())
+            st.code(f"python -m core run --task {c.task} --arch {c.arch} --preset {c.preset} {sets} --out {c.arch}.json".strip())
+        st.caption("Config hashes: " + ", ".join(f"{s['arch']}: `{s['config_hash']}`" for s in results))
+
+
+if all(s is not None for s in summaries):
+    show_results(summaries)  # type: ignore[arg-type]
+    st.stop()
+
+if job is None or (job.done and job.error):
+    if job is not None and job.error:
+        st.error(f"The last run failed: {job.error}")
+    missing = [ARCH_LABELS[c.arch] for c, s in zip(configs, summaries) if s is None]
+    st.info(f"Not in the cache yet: {', '.join(missing)}. Training runs in the background; the page stays usable.")
+    if st.button("Train & attack", type="primary"):
+        manager.submit(configs)
+        st.rerun()
+    st.stop()
+
+
+@st.fragment(run_every=1.0)
+def progress_panel() -> None:
+    current = manager.get(key)
+    if current is None or current.done:
+        st.rerun()
+        return
+    ev = current.event
+    if ev is None:
+        st.progress(0.0, text=f"{current.label}: starting…")
+        return
+    eta = f" · about {ev.eta_s:.0f} s left" if ev.eta_s is not None else ""
+    st.progress(min(ev.overall_fraction, 1.0), text=f"{current.label} — {ev.stage} ({ev.stage_fraction:.0%}){eta}")
+    st.caption(f"elapsed {ev.elapsed_s:.0f} s")
+
+
+if not job.done:
+    with st.status("Training victims and shadow models…", expanded=True):
+        progress_panel()
+    st.stop()
+
+show_results(job.summaries)

@@ -1,0 +1,57 @@
+import numpy as np
+import pytest
+from sklearn.metrics import roc_auc_score
+from sklearn.metrics import roc_curve as sk_roc_curve
+
+from core.metrics import best_threshold, evaluate_attack, roc_auc, roc_curve, tpr_at_fpr
+
+CASES = [
+    (np.array([0.9, 0.8, 0.7, 0.6, 0.55, 0.4, 0.3, 0.2]), np.array([1, 1, 0, 1, 0, 1, 0, 0])),
+    (np.array([0.5, 0.5, 0.5, 0.2, 0.2, 0.9]), np.array([1, 0, 1, 0, 1, 0])),  # ties
+    (np.random.default_rng(0).normal(size=500), np.random.default_rng(1).integers(0, 2, 500)),
+]
+
+
+@pytest.mark.parametrize("scores,y", CASES)
+def test_roc_and_auc_match_sklearn(scores, y):
+    fpr, tpr, thr = roc_curve(scores, y)
+    sk_fpr, sk_tpr, sk_thr = sk_roc_curve(y, scores, drop_intermediate=False)
+    np.testing.assert_allclose(fpr, sk_fpr)
+    np.testing.assert_allclose(tpr, sk_tpr)
+    np.testing.assert_allclose(thr[1:], sk_thr[1:])
+    assert roc_auc(scores, y) == pytest.approx(roc_auc_score(y, scores))
+
+
+def test_tpr_at_low_fpr_by_hand():
+    # members score 10..19, non-members 0..9 except one non-member at 100: at FPR 0 nothing is caught
+    scores = np.r_[np.arange(10, 20), np.arange(0, 9), 100.0]
+    y = np.r_[np.ones(10), np.zeros(10)]
+    assert tpr_at_fpr(scores, y, 0.0) == 0.0
+    assert tpr_at_fpr(scores, y, 0.1) == 1.0
+
+
+def test_evaluate_attack_accuracy_and_advantage():
+    scores = np.array([0.9, 0.8, 0.2, 0.7, 0.1, 0.3])
+    y = np.array([1, 1, 1, 0, 0, 0])
+    r = evaluate_attack("x", scores, y, threshold=0.5)
+    # decisions: 1 1 0 | 1 0 0 -> TPR 2/3, FPR 1/3
+    assert r.accuracy == pytest.approx(4 / 6)
+    assert r.advantage == pytest.approx(1 / 3)
+    assert r.auc == pytest.approx(roc_auc_score(y, scores))
+    assert r.n_members == 3 and r.n_nonmembers == 3
+    assert r.roc_fpr[0] == 0.0 and r.roc_tpr[-1] == 1.0
+
+
+def test_best_threshold_maximises_accuracy():
+    scores = np.array([5.0, 4.0, 3.0, 2.0, 1.0])
+    y = np.array([1, 1, 1, 0, 0])
+    t = best_threshold(scores, y)
+    assert 2.0 < t <= 3.0
+    assert ((scores >= t) == y).all()
+
+
+def test_chance_scores_give_chance_metrics():
+    rng = np.random.default_rng(3)
+    y = np.r_[np.ones(2000), np.zeros(2000)]
+    r = evaluate_attack("random", rng.random(4000), y, 0.5)
+    assert abs(r.auc - 0.5) < 0.03 and abs(r.accuracy - 0.5) < 0.03 and abs(r.advantage) < 0.06

@@ -1,0 +1,1 @@
+"""Streamlit-side helpers: background jobs and plotly figures. ``core`` never imports this."""

@@ -1,0 +1,45 @@
+"""Drawing of a task's ``examples`` block (translations with token probabilities, rendered maps)."""
+from __future__ import annotations
+
+import base64
+import html
+from typing import Any
+
+import streamlit as st
+
+
+def _token_html(tokens: list[str], probs: list[float]) -> str:
+    """Reference tokens shaded by the probability the model gave them (green = confident)."""
+    spans = []
+    for tok, p in zip(tokens, probs):
+        alpha = 0.15 + 0.75 * float(p)
+        spans.append(f'<span title="p={p:.3f}" style="background: rgba(46,160,67,{alpha:.2f}); padding:1px 3px; '
+                     f'border-radius:3px; margin-right:2px">{html.escape(tok)}</span>')
+    return " ".join(spans)
+
+
+def show_examples(examples: dict[str, Any], arch_name: str) -> None:
+    kind = examples.get("kind")
+    if kind == "translation":
+        for group, title in ((True, "Members (in the victim's training set)"), (False, "Non-members")):
+            st.markdown(f"**{arch_name} — {title}**")
+            for ex in [e for e in examples.get("sentences", []) if bool(e.get("member")) == group]:
+                st.markdown(f"<small>source:</small> {html.escape(ex.get('source', ''))}<br>"
+                            f"<small>victim:</small> {html.escape(ex.get('hypothesis', ''))}<br>"
+                            f"<small>reference (shaded by p):</small> "
+                            f"{_token_html(ex.get('reference_tokens', []), ex.get('reference_probs', []))}",
+                            unsafe_allow_html=True)
+    elif kind == "navigation":
+        steps = examples.get("steps_to_goal", {})
+        if steps:
+            st.markdown(f"**{arch_name}** — mean steps to goal: member maps **{steps.get('member', float('nan')):.1f}**, "
+                        f"unseen maps **{steps.get('unseen', float('nan')):.1f}**")
+        maps = examples.get("maps", [])
+        cols = st.columns(max(len(maps), 1))
+        for col, m in zip(cols, maps):
+            with col:
+                caption = f"{'member' if m.get('member') else 'non-member'} map (seed {m.get('seed')}): " \
+                          f"return {m.get('return', 0):.2f}, {m.get('steps', '?')} steps"
+                st.image(base64.b64decode(m["png_base64"]), caption=caption)
+    elif examples:
+        st.json(examples)
