@@ -68,6 +68,23 @@ class Responses:
 
     # ------------------------------------------------------------------ construction
     @classmethod
+    def from_logits(
+        cls,
+        logits: torch.Tensor,
+        lengths: Iterable[int],
+        reference: torch.Tensor | np.ndarray,
+        keep_full: bool | None = None,
+    ) -> "Responses":
+        """Build from (T, m) unnormalised scores; preferred over :meth:`from_probs`.
+
+        The log-softmax is taken in float64, so a confident model's loss on its reference
+        (−log p ≈ 1e-9) is not rounded to 0: rounding would tie many members and
+        non-members at a zero loss and blunt the threshold attacks.
+        """
+        logp = torch.log_softmax(torch.as_tensor(logits).detach().cpu().double(), dim=-1)
+        return cls._build(logp, lengths, reference, keep_full)
+
+    @classmethod
     def from_probs(
         cls,
         probs: torch.Tensor | np.ndarray,
@@ -83,15 +100,20 @@ class Responses:
             reference: (T,) reference class indices, or (T, m) reference distributions.
             keep_full: keep the full vectors; default: when m <= FULL_VECTOR_LIMIT.
         """
-        p = torch.as_tensor(probs).detach().float().cpu()
-        if p.ndim != 2:
-            raise ValueError(f"probs must be (T, m), got shape {tuple(p.shape)}")
+        p = torch.as_tensor(probs).detach().cpu().double()
+        return cls._build(torch.log(p.clamp_min(_EPS)), lengths, reference, keep_full)
+
+    @classmethod
+    def _build(cls, logp: torch.Tensor, lengths: Iterable[int], reference: torch.Tensor | np.ndarray,
+               keep_full: bool | None) -> "Responses":
+        if logp.ndim != 2:
+            raise ValueError(f"probabilities must be (T, m), got shape {tuple(logp.shape)}")
         lengths = np.asarray(list(lengths), dtype=np.int64)
-        if lengths.sum() != p.shape[0]:
-            raise ValueError(f"lengths sum to {lengths.sum()} but probs has {p.shape[0]} steps")
+        if lengths.sum() != logp.shape[0]:
+            raise ValueError(f"lengths sum to {lengths.sum()} but there are {logp.shape[0]} steps")
+        p = logp.exp()
         m = p.shape[1]
         ref = torch.as_tensor(reference).detach().cpu()
-        logp = torch.log(p.clamp_min(_EPS))
         entropy = -(p * logp).sum(1)
         if ref.ndim == 1:
             ref_index = ref.long()
@@ -99,7 +121,7 @@ class Responses:
             ref_prob = p.gather(1, ref_index[:, None])[:, 0]
             cross_entropy = -logp.gather(1, ref_index[:, None])[:, 0]
         else:
-            ref_dist = ref.float()
+            ref_dist = ref.double()
             ref_index = ref_dist.argmax(1)
             ref_prob = (p * ref_dist).sum(1)
             cross_entropy = -(ref_dist * logp).sum(1)
@@ -236,13 +258,17 @@ class Responses:
     def step_features(self) -> np.ndarray:
         """(T, F) features of each step for a learned attack.
 
-        With full vectors: [p, q] — the model's confidence vector and the reference, the
-        3-tuple layout of the shadow-model attack (paper 000, §3.2; Shokri et al.).
+        With full vectors: [p, q, log CE, log H] — the model's confidence vector and the
+        reference, the 3-tuple layout of the shadow-model attack (paper 000, §3.2; Shokri et al.),
+        plus the log of the step's cross-entropy and entropy (functions of p and q that stay
+        informative where p saturates at 1 in float32).
         Otherwise (large vocabularies, PVMIA of paper 001 A.2): [top-K probabilities,
         reference probability, mass outside the top-K, log reference probability, log(1+rank)].
         """
         if self.probs is not None:
-            return np.concatenate([self.probs, self.reference], axis=1).astype(np.float32)
+            # plus the two threshold signals on a log scale, which a saturated probability hides
+            signals = np.log(np.maximum(np.stack([self.cross_entropy, self.entropy], 1), 1e-30)) / 10.0
+            return np.concatenate([self.probs, self.reference, signals], axis=1).astype(np.float32)
         rest = np.clip(1.0 - self.top_probs.sum(1, keepdims=True), 0.0, 1.0)
         return np.concatenate(
             [

@@ -11,7 +11,6 @@ from ui.examples import show_examples
 from ui.jobs import JobManager
 from ui.widgets import config_overrides
 
-st.set_page_config(page_title="Train & attack · MIA Explorer", page_icon="🎯", layout="wide")
 
 
 @st.cache_resource
@@ -23,7 +22,7 @@ def job_manager() -> JobManager:
 TASK_LABELS = {"image": "Image classification", "translation": "Machine translation", "navigation": "Navigation (deep RL)"}
 ARCH_LABELS = {"ffnn": "FFNN", "rnn": "RNN"}
 
-st.title("🎯 Train & attack")
+st.title("Train & attack")
 st.caption("Trains a victim and the attacker's shadow models per architecture, then runs the membership inference "
            "attacks on a balanced evaluation set (chance = 50 %). Results are cached: the same settings load instantly.")
 
@@ -37,28 +36,30 @@ with c2:
 with c3:
     preset = st.selectbox("Preset", list(task.presets), help="quick: minutes on 2 CPU cores · paper: the studies' sizes")
 
-base = task.make_config("rnn", preset)
+if not archs:
+    st.info("Pick at least one architecture.")
+    st.stop()
+bases = {arch: task.make_config(arch, preset) for arch in archs}
+base = bases[archs[0]]
 prefix = f"{task_name}:{preset}"
 d1, d2 = st.columns([1, 3])
 with d1:
-    datasets = list(getattr(task, "datasets", ()) or [base.dataset])
+    datasets = list(task.datasets or [base.dataset])
     dataset = st.selectbox("Data", datasets, index=datasets.index(base.dataset) if base.dataset in datasets else 0,
                            key=f"{prefix}:dataset")
 with d2:
     data_dir = st.text_input("Local dataset folder (real datasets only)", value=base.data_dir, key=f"{prefix}:data_dir",
                              help="CIFAR-10: the extracted 'cifar-10-batches-py' folder. Multi30K: the folder with "
                                   "train.{en,de,fr}.gz, val.*.gz, test_2016_flickr.*.gz.")
-overrides = config_overrides(base, prefix)
-if dataset != base.dataset:
-    overrides["dataset"] = dataset
-if data_dir != base.data_dir:
-    overrides["data_dir"] = data_dir
+overrides = config_overrides(bases, prefix)
+for arch in archs:
+    if dataset != base.dataset:
+        overrides[arch]["dataset"] = dataset
+    if data_dir != base.data_dir:
+        overrides[arch]["data_dir"] = data_dir
 
-if not archs:
-    st.info("Pick at least one architecture.")
-    st.stop()
 try:
-    configs = [task.make_config(arch, preset, overrides) for arch in archs]
+    configs = [task.make_config(arch, preset, overrides[arch]) for arch in archs]
 except MIAError as exc:
     st.error(f"Invalid settings: {exc}")
     st.stop()
@@ -71,18 +72,18 @@ summaries = [cached_summary(c) for c in configs]
 
 def show_results(results: list[dict]) -> None:
     st.subheader("Overview")
-    st.dataframe(plots.overview_table(results), hide_index=True, use_container_width=True)
+    st.dataframe(plots.overview_table(results), hide_index=True, width="stretch")
     gap = plots.param_gap(results)
     if gap is not None:
         st.caption(f"Parameter counts differ by {gap:.1%} (matched within 5 %, as in the studies).")
     left, right = st.columns(2)
     with left:
-        st.plotly_chart(plots.utility_curves(results), use_container_width=True)
+        st.plotly_chart(plots.utility_curves(results), width="stretch")
     with right:
-        st.plotly_chart(plots.attack_accuracy_curve(results), use_container_width=True)
+        st.plotly_chart(plots.attack_accuracy_curve(results), width="stretch")
     st.subheader("Attacks")
-    st.dataframe(plots.metrics_table(results).style.format(precision=3), hide_index=True, use_container_width=True)
-    st.plotly_chart(plots.roc_curves(results), use_container_width=True)
+    st.dataframe(plots.metrics_table(results).style.format(precision=3), hide_index=True, width="stretch")
+    st.plotly_chart(plots.roc_curves(results), width="stretch")
     with_examples = [s for s in results if s.get("examples")]
     if with_examples:
         st.subheader("What the victim does with members vs non-members")
@@ -90,7 +91,7 @@ def show_results(results: list[dict]) -> None:
             show_examples(s["examples"], plots.ARCH_NAMES.get(s["arch"], s["arch"]))
     with st.expander("Reproduce headless"):
         for c in configs:
-            sets = " ".join(f"--set {k}={v}" for k, v in overrides.items())
+            sets = " ".join(f"--set {k}={v}" for k, v in overrides[c.arch].items())
             st.code(f"python -m core run --task {c.task} --arch {c.arch} --preset {c.preset} {sets} --out {c.arch}.json".strip())
         st.caption("Config hashes: " + ", ".join(f"{s['arch']}: `{s['config_hash']}`" for s in results))
 

@@ -12,6 +12,7 @@ def test_home_page_renders():
     at = AppTest.from_file(str(ROOT / "app.py")).run(timeout=30)
     assert not at.exception
     assert "MIA Explorer" in at.title[0].value
+    assert any("Membership inference attacks" in m.value for m in at.markdown)
 
 
 def set_number(at, label, value):
@@ -60,7 +61,7 @@ def test_train_page_runs_a_tiny_image_config_then_loads_it_from_cache():
 
 def test_invalid_setting_shows_a_clear_message():
     at = AppTest.from_file(PAGE).run(timeout=60)
-    set_number(at, "lr", -1.0)
+    set_number(at, "lr (RNN)", -1.0)
     at.run(timeout=60)
     assert not at.exception
     assert any("lr must be a positive number" in e.value for e in at.error)

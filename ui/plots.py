@@ -76,7 +76,8 @@ def roc_curves(summaries: list[dict[str, Any]]) -> go.Figure:
             fig.add_scatter(x=fpr, y=r["roc_tpr"], mode="lines", line=dict(color=c, dash=ATTACK_DASH.get(name, "solid")),
                             name=f"{ARCH_NAMES.get(s['arch'])} · {ATTACK_NAMES.get(name, name)} (AUC {r['auc']:.2f})",
                             visible=True if name == s["attack"]["name"] else "legendonly")
-    fig.add_scatter(x=[floor, 1], y=[floor, 1], mode="lines", line=dict(color="grey", dash="dot"), name="chance")
+    diagonal = [floor * (1 / floor) ** (i / 50) for i in range(51)]  # y = x is a curve on a log x-axis
+    fig.add_scatter(x=diagonal, y=diagonal, mode="lines", line=dict(color="grey", dash="dot"), name="chance")
     fig.update_xaxes(type="log", range=[-3, 0])
     fig.update_yaxes(range=[0, 1])
     return _layout(fig, "ROC of the attacks (log FPR)", "false positive rate", "true positive rate")
@@ -112,7 +113,7 @@ def overview_table(summaries: list[dict[str, Any]]) -> pd.DataFrame:
             f"{UTILITY_NAMES.get(s['utility']['metric'])} validation": s["utility"]["val"],
             "attack accuracy": s["attack"]["accuracy"],
             "attack AUC": s["attack"]["auc"],
-            "time (s)": round(t["total_s"], 1),
+            "compute time (s)": round(t["total_s"], 1),
             "from cache": "yes" if s.get("cache_hit") else "no",
         })
     return pd.DataFrame(rows)

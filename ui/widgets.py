@@ -1,12 +1,19 @@
-"""Config form widgets generated from the config dataclasses, so every task gets its controls."""
+"""Config form widgets generated from the config dataclasses, so every task gets its controls.
+
+A field whose preset value is the same for every selected architecture gets one widget; a field
+that differs (e.g. the learning rate: the study trains the ReNet with 1e-2, the CNN with 1e-3)
+gets one widget per architecture.
+"""
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, Callable
 
 import streamlit as st
 
 from core.config import ExperimentConfig
+
+ARCH_LABELS = {"ffnn": "FFNN", "rnn": "RNN"}
 
 #: Top-level fields offered on the page, with help texts.
 MAIN_FIELDS = {
@@ -18,6 +25,13 @@ MAIN_FIELDS = {
     "n_shadows": "Shadow models the attacker trains on its own, disjoint data.",
     "seed": "Seeds splits, initialisation and training: same seed, same numbers.",
 }
+MORE_FIELDS = {
+    "attack_epochs": "Checkpoint epochs with a separate attack (comma-separated); the final epoch is always attacked.",
+    "batch_size": "Mini-batch size of victim and shadows.",
+    "attack_hidden": "Hidden width of the attack classifier.",
+    "attack_train_epochs": "Training epochs of the attack classifier.",
+    "attack_lr": "Learning rate of the attack classifier.",
+}
 
 
 def _input(label: str, value: Any, key: str, help: str | None = None) -> Any:
@@ -28,39 +42,60 @@ def _input(label: str, value: Any, key: str, help: str | None = None) -> Any:
     if isinstance(value, float):
         return st.number_input(label, value=value, format="%g", key=key, help=help)
     if isinstance(value, tuple):
-        text = st.text_input(label, value=",".join(map(str, value)), key=key, help=help)
-        return text
+        return st.text_input(label, value=",".join(map(str, value)), key=key, help=help)
     return st.text_input(label, value=str(value), key=key, help=help)
 
 
-def config_overrides(base: ExperimentConfig, key_prefix: str) -> dict[str, Any]:
-    """Widgets for the main fields and the task's options; returns the values that differ from ``base``."""
-    overrides: dict[str, Any] = {}
-    cols = st.columns(4)
-    for i, (name, help_text) in enumerate(MAIN_FIELDS.items()):
-        with cols[i % 4]:
-            value = _input(name.replace("_", " "), getattr(base, name), f"{key_prefix}:{name}", help_text)
-        if value != getattr(base, name):
-            overrides[name] = value
+def _as_shown(value: Any) -> Any:
+    return ",".join(map(str, value)) if isinstance(value, tuple) else value
+
+
+class _Grid:
+    """Lays widgets out in rows of ``width`` columns."""
+
+    def __init__(self, width: int = 4):
+        self.width, self.i, self.cols = width, 0, None
+
+    def cell(self):
+        if self.i % self.width == 0:
+            self.cols = st.columns(self.width)
+        self.i += 1
+        return self.cols[(self.i - 1) % self.width]
+
+
+def config_overrides(bases: dict[str, ExperimentConfig], key_prefix: str) -> dict[str, dict[str, Any]]:
+    """Widgets for the main fields and the task's options; returns per-architecture overrides
+    (only values that differ from that architecture's preset)."""
+    archs = list(bases)
+    overrides: dict[str, dict[str, Any]] = {a: {} for a in archs}
+
+    def widget(grid: _Grid, name: str, get: Callable[[ExperimentConfig], Any], help_text: str | None) -> None:
+        shown = {a: _as_shown(get(bases[a])) for a in archs}
+        label = name.replace("_", " ")
+        if len({repr(v) for v in shown.values()}) == 1:
+            with grid.cell():
+                value = _input(label, get(bases[archs[0]]), f"{key_prefix}:{name}", help_text)
+            for a in archs:
+                if value != shown[a]:
+                    overrides[a][name] = value
+        else:
+            for a in archs:
+                with grid.cell():
+                    value = _input(f"{label} ({ARCH_LABELS[a]})", get(bases[a]), f"{key_prefix}:{name}:{a}", help_text)
+                if value != shown[a]:
+                    overrides[a][name] = value
+
+    grid = _Grid()
+    for name, help_text in MAIN_FIELDS.items():
+        widget(grid, name, lambda c, n=name: getattr(c, n), help_text)
     with st.expander("More settings: attack checkpoints, attack classifier, task options"):
-        cols = st.columns(4)
-        extra = ["attack_epochs", "batch_size", "attack_hidden", "attack_train_epochs", "attack_lr"]
-        for i, name in enumerate(extra):
-            with cols[i % 4]:
-                current = getattr(base, name)
-                value = _input(name.replace("_", " "), current, f"{key_prefix}:{name}")
-                if name == "attack_epochs":
-                    if value != ",".join(map(str, current)):
-                        overrides[name] = value
-                elif value != current:
-                    overrides[name] = value
-        if base.options is not None:
+        grid = _Grid()
+        for name, help_text in MORE_FIELDS.items():
+            widget(grid, name, lambda c, n=name: getattr(c, n), help_text)
+        options = bases[archs[0]].options
+        if options is not None:
             st.markdown("**Task options**")
-            cols = st.columns(4)
-            for i, f in enumerate(dataclasses.fields(base.options)):
-                current = getattr(base.options, f.name)
-                with cols[i % 4]:
-                    value = _input(f.name.replace("_", " "), current, f"{key_prefix}:opt:{f.name}")
-                if value != current:
-                    overrides[f.name] = value
+            grid = _Grid()
+            for f in dataclasses.fields(options):
+                widget(grid, f.name, lambda c, n=f.name: getattr(c.options, n), None)
     return overrides

@@ -205,17 +205,17 @@ class ImageTask(Task):
 
     # ------------------------------------------------------------------ queries
     @torch.no_grad()
-    def _probs(self, model: nn.Module, data: TaskData, index: np.ndarray) -> torch.Tensor:
+    def _logits(self, model: nn.Module, data: TaskData, index: np.ndarray) -> torch.Tensor:
         device = next(model.parameters()).device
         rec: ImageRecords = data.records
-        out = [F.softmax(model(rec.images[index[i : i + 1024]].to(device)), 1).cpu() for i in range(0, len(index), 1024)]
+        out = [model(rec.images[index[i : i + 1024]].to(device)).cpu() for i in range(0, len(index), 1024)]
         return torch.cat(out) if out else torch.zeros(0, rec.n_classes)
 
     def utility(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray) -> float:
-        probs = self._probs(model, data, index)
-        return float((probs.argmax(1) == data.records.labels[index]).float().mean())
+        logits = self._logits(model, data, index)
+        return float((logits.argmax(1) == data.records.labels[index]).float().mean())
 
     def respond(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray) -> Responses:
-        """One probability vector per image; the reference is the one-hot label."""
-        probs = self._probs(model, data, index)
-        return Responses.from_probs(probs, np.ones(len(index), np.int64), data.records.labels[index])
+        """One probability vector (softmax of the logits) per image; the reference is the one-hot label."""
+        logits = self._logits(model, data, index)
+        return Responses.from_logits(logits, np.ones(len(index), np.int64), data.records.labels[index])
