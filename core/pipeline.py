@@ -19,6 +19,7 @@ cached under the full config hash.
 """
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,7 +31,7 @@ from .attacks import AttackTraining, run_attacks, standard_attacks
 from .cache import ArtifactCache
 from .config import ExperimentConfig
 from .device import default_device
-from .errors import ConfigError
+from .errors import ConfigError, ResourceLimitError
 from .progress import ProgressCallback, ProgressTracker
 from .responses import Responses
 from .tasks import get_task
@@ -80,6 +81,32 @@ def make_splits(cfg: ExperimentConfig, data: TaskData) -> Splits:
         shadow_in.append(perm[: cfg.n_train])
         shadow_out.append(perm[cfg.n_train : need])
     return Splits(victim[: cfg.n_train], victim[cfg.n_train : need], shadow_in, shadow_out)
+
+
+def available_memory() -> int:
+    """Bytes of memory available to a training run: free GPU memory on a GPU, else free RAM."""
+    device = default_device()
+    if device.type == "cuda":
+        return int(torch.cuda.mem_get_info(device)[0])
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+
+
+def check_memory(task: Task, cfg: ExperimentConfig, data: TaskData) -> None:
+    """Raise :class:`ResourceLimitError` when a training run would not fit in memory."""
+    need = task.memory_estimate(cfg, data)
+    have = available_memory()
+    if need > 0.8 * have:
+        raise ResourceLimitError(
+            f"this config needs about {need / 2**30:.1f} GiB to train but only {have / 2**30:.1f} GiB is available "
+            f"on {default_device()}; lower batch_size, n_train or the model size"
+        )
 
 
 @dataclass
@@ -218,6 +245,7 @@ def run_experiment(
     t = time.perf_counter()
     data = task.load(cfg)
     splits = make_splits(cfg, data)
+    check_memory(task, cfg, data)
     data_s = time.perf_counter() - t
     tracker.finish("data")
 

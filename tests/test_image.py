@@ -134,3 +134,15 @@ def test_same_config_same_numbers():
     b = run_experiment(cfg).summary
     assert not b["cache_hit"]
     assert a["utility"] == b["utility"] and a["attack"]["auc"] == b["attack"]["auc"]
+
+
+def test_config_that_cannot_fit_in_memory_is_refused():
+    from core.errors import ResourceLimitError
+
+    cfg = get_task("image").make_config("rnn", "quick", dict(batch_size=10**9, n_train=100, n_eval=10))
+    with pytest.raises(ResourceLimitError, match="GiB"):
+        run_experiment(cfg)
+    # and the quick preset's estimate is far below this machine's memory
+    task = get_task("image")
+    q = task.make_config("rnn", "quick")
+    assert task.memory_estimate(q, task.load(q)) < 2**28

@@ -112,6 +112,14 @@ class Task(ABC):
         """
         return {}
 
+    def memory_estimate(self, cfg: ExperimentConfig, data: TaskData) -> int:
+        """Rough peak bytes one training run needs beyond the loaded data (0 = negligible).
+
+        The pipeline refuses a config whose estimate exceeds the memory available, with a
+        :class:`~core.errors.ResourceLimitError`, instead of letting the process be killed.
+        """
+        return 0
+
     def primary_attack(self) -> str:
         """Name of the attack reported in the JSON's ``attack`` block."""
         return "shadow"

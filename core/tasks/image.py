@@ -177,6 +177,26 @@ class ImageTask(Task):
         hidden, fc = match_renet(count_params(cnn), c, h, w, rec.n_classes, o.renet_patch, o.renet_layers)
         return ReNet(c, h, w, rec.n_classes, hidden, fc, o.renet_patch, o.renet_layers)
 
+    def memory_estimate(self, cfg: ExperimentConfig, data: TaskData) -> int:
+        """Training copy of the images, weights with Adam state, and activations of one batch.
+
+        ReNet activations dominate: every LSTM keeps (4 gates + state) × hidden per cell of the
+        grid for backpropagation; the CNN keeps a few feature maps per layer.
+        """
+        rec: ImageRecords = data.records
+        c, h, w = rec.images.shape[1:]
+        model = self.build_model(cfg, data)
+        weights = sum(p.numel() for p in model.parameters()) * 4 * 4  # weights, grads, 2 Adam moments
+        images = cfg.n_train * c * h * w * 4
+        o: ImageOptions = cfg.options
+        if cfg.arch == "rnn":
+            hidden = model.renet[0].horizontal.hidden_size
+            cells = (h // o.renet_patch) * (w // o.renet_patch)
+            act = cells * hidden * 2 * 6 * 2 * o.renet_layers
+        else:
+            act = h * w * o.cnn_width * 6 * o.cnn_stages
+        return int(weights + images + cfg.batch_size * act * 4 * 2)
+
     # ------------------------------------------------------------------ training
     def train(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, train_index: np.ndarray,
               on_epoch: EpochCallback, on_progress: FractionCallback) -> None:
