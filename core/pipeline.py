@@ -327,8 +327,26 @@ def run_experiment(
     }
     summary["attack"]["name"] = primary
     summary["examples"] = _examples(task, cfg, data, victim, splits)
+    summary["records"] = _record_signals(victim.responses[cfg.epochs], splits, final)
     cache.put_json(cache.key("result", cfg.config_hash), summary)
     return ExperimentResult(summary, victim, shadows, splits, {n: o.scores for n, o in final.items()})
+
+
+def _record_signals(responses: Responses, splits: Splits, final: dict) -> dict[str, Any]:
+    """Per-record signals of the victim's evaluation set (for the "why" plots): membership,
+    APE (paper 000 eq. 3), mean cross-entropy to the reference, and every attack's score."""
+
+    def rounded(a: np.ndarray) -> list[float]:
+        return [float(v) for v in np.round(np.asarray(a, np.float64), 6)]
+
+    return {
+        "membership": [bool(v) for v in splits.eval_membership],
+        "ape": rounded(responses.ape),
+        "cross_entropy": rounded(responses.mean_cross_entropy),
+        "length": [int(v) for v in responses.lengths],
+        "scores": {name: rounded(o.scores) for name, o in final.items()},
+        "thresholds": {name: (o.result.threshold if np.isfinite(o.result.threshold) else None) for name, o in final.items()},
+    }
 
 
 def _examples(task: Task, cfg: ExperimentConfig, data: TaskData, victim: TrainedModel, splits: Splits) -> dict[str, Any]:

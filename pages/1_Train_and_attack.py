@@ -83,7 +83,12 @@ def show_results(results: list[dict]) -> None:
         st.plotly_chart(plots.attack_accuracy_curve(results), width="stretch")
     st.subheader("Attacks")
     st.dataframe(plots.metrics_table(results).style.format(precision=3), hide_index=True, width="stretch")
-    st.plotly_chart(plots.roc_curves(results), width="stretch")
+    left, right = st.columns(2)
+    with left:
+        st.plotly_chart(plots.roc_curves(results), width="stretch")
+    with right:
+        st.plotly_chart(plots.entropy_histogram(results), width="stretch")
+        st.caption("Why attacks work: models are more certain (lower entropy) on the records they trained on.")
     with_examples = [s for s in results if s.get("examples")]
     if with_examples:
         st.subheader("What the victim does with members vs non-members")

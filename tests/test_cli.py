@@ -27,6 +27,9 @@ def test_run_writes_the_common_json(tmp_path):
     assert d["per_epoch"][0]["attack_accuracy"] is not None  # checkpoint epoch 1 was attacked
     assert set(d["timings"]) >= {"victim_s", "shadows_s", "attack_s", "total_s"}
     assert d["cache_hit"] is False
+    rec = d["records"]
+    assert len(rec["membership"]) == len(rec["ape"]) == len(rec["scores"]["shadow"]) == 40
+    assert sum(rec["membership"]) == 20
     again = cli("run", "--task", "image", "--arch", "rnn", *TINY, "--quiet")
     assert json.loads(again.stdout)["cache_hit"] is True
 

@@ -125,3 +125,24 @@ def param_gap(summaries: list[dict[str, Any]]) -> float | None:
     if len(counts) < 2:
         return None
     return abs(counts[0] - counts[1]) / max(counts)
+
+
+def entropy_histogram(summaries: list[dict[str, Any]]) -> go.Figure:
+    """Average prediction entropy (APE, paper 000 eq. 3) of members vs non-members per architecture.
+
+    A model that is more certain on its training records than on unseen ones gives the attacks
+    their signal: the further apart the two histograms, the higher the attack accuracy.
+    """
+    fig = go.Figure()
+    for s in summaries:
+        rec = s.get("records")
+        if not rec:
+            continue
+        c = ARCH_COLOURS.get(s["arch"])
+        name = ARCH_NAMES.get(s["arch"], s["arch"])
+        for member, opacity, label in ((True, 0.75, "members"), (False, 0.35, "non-members")):
+            values = [a for a, m in zip(rec["ape"], rec["membership"]) if m == member]
+            fig.add_histogram(x=values, name=f"{name} {label}", marker_color=c, opacity=opacity, nbinsx=40,
+                              histnorm="probability")
+    fig.update_layout(barmode="overlay")
+    return _layout(fig, "Prediction entropy: members vs non-members", "average prediction entropy (nats)", "fraction of records")
