@@ -30,7 +30,7 @@ import torch
 from .attacks import AttackTraining, run_attacks, standard_attacks
 from .cache import ArtifactCache
 from .config import ExperimentConfig
-from .device import default_device
+from .device import default_device, single_thread
 from .errors import ConfigError, ResourceLimitError
 from .progress import ProgressCallback, ProgressTracker
 from .responses import Responses
@@ -281,7 +281,8 @@ def run_experiment(
         tracker.update("attacks", k / len(cfg.checkpoint_epochs))
         shadow_resp = Responses.concat([s.responses[epoch] for s in shadows])
         attacks = standard_attacks(training, task.extra_attacks(cfg, training))
-        attacks_by_epoch[epoch] = run_attacks(attacks, shadow_resp, shadow_membership, victim.responses[epoch], splits.eval_membership)
+        with single_thread():  # small attack networks: extra threads only contend
+            attacks_by_epoch[epoch] = run_attacks(attacks, shadow_resp, shadow_membership, victim.responses[epoch], splits.eval_membership)
     tracker.finish("attacks")
     attack_s = time.perf_counter() - t
 

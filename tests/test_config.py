@@ -32,7 +32,7 @@ def test_attack_only_fields_keep_training_hash():
     other = cfg(n_shadows=2, attack_hidden=16)
     assert other.training_hash == base.training_hash
     assert other.config_hash != base.config_hash
-    assert cfg(lr=0.01).training_hash != base.training_hash
+    assert cfg(lr=0.02).training_hash != base.training_hash
 
 
 def test_config_is_frozen_and_json_serialisable():

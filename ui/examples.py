@@ -31,15 +31,20 @@ def show_examples(examples: dict[str, Any], arch_name: str) -> None:
                             unsafe_allow_html=True)
     elif kind == "navigation":
         steps = examples.get("steps_to_goal", {})
+        ret = examples.get("return", {})
+        success = examples.get("success_rate", {})
         if steps:
-            st.markdown(f"**{arch_name}** — mean steps to goal: member maps **{steps.get('member', float('nan')):.1f}**, "
-                        f"unseen maps **{steps.get('unseen', float('nan')):.1f}**")
+            st.markdown(
+                f"**{arch_name}** — mean steps to goal: member maps **{steps.get('member', float('nan')):.1f}**, "
+                f"unseen maps **{steps.get('unseen', float('nan')):.1f}** · mean return {ret.get('member', 0):.3f} vs "
+                f"{ret.get('unseen', 0):.3f} · goal reached {success.get('member', 0):.0%} vs {success.get('unseen', 0):.0%}"
+            )
         maps = examples.get("maps", [])
         cols = st.columns(max(len(maps), 1))
         for col, m in zip(cols, maps):
             with col:
-                caption = f"{'member' if m.get('member') else 'non-member'} map (seed {m.get('seed')}): " \
-                          f"return {m.get('return', 0):.2f}, {m.get('steps', '?')} steps"
-                st.image(base64.b64decode(m["png_base64"]), caption=caption)
+                caption = f"{m.get('role', '?')} map (seed {m.get('seed')}): return {m.get('return', 0):.2f}, " \
+                          f"{m.get('steps', '?')} steps{'' if m.get('reached_goal', True) else ', goal not reached'}"
+                st.image(base64.b64decode(m["png_base64"]), caption=caption, width=260)
     elif examples:
         st.json(examples)

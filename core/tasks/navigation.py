@@ -1,0 +1,597 @@
+"""Navigation task (paper 000 §4.2, paper 001 §3.2 and §5.1): PPO agents on MiniGrid floor-maps.
+
+Records are *floor-maps*: record i is the MiniGrid environment seed i (``reset(seed=i)`` builds
+the same map and start state every time). The victim's agent trains on ``n_train`` maps (its
+members); ``n_eval`` other maps of the victim's half are non-members; the attacker's shadow
+agents train on maps of the disjoint other half ("the attacker is able to obtain an arbitrary
+number of floor-maps by feeding a randomly generated seed number", paper 000 §4.2).
+
+* Environment: MiniGrid MultiRoom (the studies' ``MiniGrid-MultiRoom-N4-…``), gymnasium API,
+  MiniGrid's own reward r = 1 − 0.9·t/T on reaching the goal at step t of at most T, else 0
+  (paper 000, eq. 2).
+* Observation: MiniGrid's 7×7×3 egocentric partial view; the agents one-hot encode it
+  (:mod:`core.models.navigation`). The view is computed by :class:`MapEnv` with numpy instead
+  of MiniGrid's per-cell Python loops — cell for cell the same array (a test checks this) —
+  which makes an environment step several times faster.
+* Training: PPO (:func:`core.ppo.train_ppo`) on ``n_envs`` environments, each restarted on a
+  member map drawn in a seeded order (every map once per cycle, cycles shuffled). The
+  pipeline's "epoch" is ``updates_per_epoch`` PPO updates of ``n_envs × frames_per_env``
+  frames; ``updates_per_epoch = ceil(frames / (epochs · n_envs · frames_per_env))``, so the
+  agent sees ``epochs × updates_per_epoch × n_envs × frames_per_env ≥ frames`` frames.
+* Query (paper 001 §3.2): one rollout of the agent on the queried map, actions *sampled* from
+  its policy with a random stream seeded by the map alone (the same map gives the same
+  uniforms to every agent, and a rollout does not depend on which other maps are queried with
+  it), at most the environment's step limit. The response is the sequence of the agent's
+  action distributions (7 actions, full vectors kept); the reference at each step is the label
+  model's policy at the visited state: the shortest-path planner of :mod:`core.planner`
+  (uniform over all optimal actions), the exact reward-maximising policy.
+* Utility: mean episodic return of the same seeded rollouts (one per map).
+"""
+from __future__ import annotations
+
+import base64
+import io
+import math
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from ..config import ExperimentConfig
+from ..errors import ConfigError
+from ..models.navigation import build_agent
+from ..planner import DOOR, PlannerCache, WALL
+from ..device import single_thread
+from ..ppo import PPOSettings, train_ppo
+from ..responses import Responses
+from .base import EpochCallback, FractionCallback, Task, TaskData
+
+#: actions that change the grid (pickup, drop, toggle): the cached grid encoding is refreshed
+GRID_CHANGING_ACTIONS = frozenset({3, 4, 5})
+#: MiniGrid's encoding of a wall: (object "wall", colour "grey", state 0)
+WALL_CODE = (WALL, 5, 0)
+
+
+def _make_minigrid(env_id: str, render_mode: str | None = None):
+    """The unwrapped MiniGrid env of ``env_id`` (wrappers only add per-step overhead)."""
+    import gymnasium as gym
+    import minigrid  # noqa: F401  (registers the MiniGrid ids)
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "out of date" notices of the -v0 ids the studies use
+            env = gym.make(env_id, render_mode=render_mode)
+    except gym.error.Error as exc:
+        raise ConfigError(f"unknown environment {env_id!r} for the navigation task: {exc}") from None
+    env = env.unwrapped
+    if not hasattr(env, "grid") or not hasattr(env, "agent_view_size"):
+        raise ConfigError(f"{env_id!r} is not a MiniGrid environment")
+    return env
+
+
+class MapEnv:
+    """One MiniGrid environment whose observation is computed with numpy.
+
+    MiniGrid builds the agent's view by slicing and rotating a grid of Python objects and
+    propagating visibility cell by cell (~90 % of a step). Here the full grid's encoding is
+    cached (per map seed, and updated in the one cell in front of the agent after an action that
+    can change the grid: pickup, drop, toggle); the view is one gather from it (padded with
+    walls) at offsets precomputed per facing direction, and the visibility propagation is
+    MiniGrid's ``Grid.process_vis`` on a 7×7 list. Only for environments whose grid changes
+    through the agent's actions alone (all navigation maps).
+    """
+
+    #: initial grid encodings by (env id, seed): maps repeat, encoding a 25×25 grid costs ~0.7 ms
+    _initial_codes: dict[tuple[str, int], np.ndarray] = {}
+
+    def __init__(self, env_id: str, render_mode: str | None = None):
+        self.env_id = env_id
+        self.env = _make_minigrid(env_id, render_mode)
+        self.view = int(self.env.agent_view_size)
+        self.max_steps = int(self.env.max_steps)
+        self.grid_code = np.zeros((1, 1, 3), np.uint8)
+        self._padded = self.grid_code
+        self._seed: int | None = None
+        self._changed: tuple[int, int] | None = None  # cell an action may have changed
+        self._view_dx, self._view_dy = _view_offsets(self.env, self.view)
+        # instance attribute shadows the method: reset() and step() now call the fast version
+        self.env.gen_obs = self._gen_obs
+
+    def _load_grid(self) -> None:
+        """Encoding of the freshly reset map (cached by seed), padded with walls."""
+        key = (self.env_id, int(self._seed))
+        code = self._initial_codes.get(key)
+        if code is None:
+            if len(self._initial_codes) > 20000:
+                self._initial_codes.clear()
+            code = self._initial_codes[key] = self.env.grid.encode()
+        self.grid_code = code.copy()
+        v = self.view
+        w, h, _ = code.shape
+        padded = np.empty((w + 2 * v, h + 2 * v, 3), np.uint8)
+        padded[...] = WALL_CODE  # MiniGrid's slice() fills cells outside the grid with walls
+        padded[v : v + w, v : v + h] = code
+        self._padded = padded
+
+    def _sync(self) -> None:
+        """Bring the cached encoding up to date after a reset or a grid-changing action."""
+        if self._seed is not None:
+            self._load_grid()
+            self._seed = None
+        if self._changed is not None:
+            x, y = self._changed
+            obj = self.env.grid.get(x, y)
+            self.grid_code[x, y] = obj.encode() if obj is not None else (1, 0, 0)
+            self._padded[x + self.view, y + self.view] = self.grid_code[x, y]
+            self._changed = None
+
+    def observe(self) -> np.ndarray:
+        """The (7, 7, 3) egocentric view, equal to MiniGrid's ``gen_obs()["image"]``."""
+        self._sync()
+        env, v = self.env, self.view
+        d = int(env.agent_dir)
+        x, y = int(env.agent_pos[0]) + v, int(env.agent_pos[1]) + v  # in padded coordinates
+        view = self._padded[x + self._view_dx[d], y + self._view_dy[d]]
+        obj, state = view[..., 0], view[..., 2]
+        if env.see_through_walls:
+            out = view.copy()
+        else:
+            opaque = ((obj == WALL) | ((obj == DOOR) & (state != 0))).tolist()
+            out = view * _visibility(opaque, v)[..., None]
+        ax, ay = v // 2, v - 1
+        out[ax, ay] = env.carrying.encode() if env.carrying else (1, 0, 0)  # the agent's own cell
+        return out
+
+    def _gen_obs(self) -> dict[str, Any]:
+        return {"image": self.observe(), "direction": self.env.agent_dir, "mission": self.env.mission}
+
+    def reset(self, seed: int) -> np.ndarray:
+        self._seed = int(seed)
+        obs, _ = self.env.reset(seed=int(seed))
+        return obs["image"]
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool]:
+        """(view, reward, terminated, truncated)."""
+        if action in GRID_CHANGING_ACTIONS:
+            # pickup, drop and toggle act on the cell in front of the agent only
+            fx, fy = self.env.front_pos
+            if 0 <= fx < self.grid_code.shape[0] and 0 <= fy < self.grid_code.shape[1]:
+                self._changed = (int(fx), int(fy))
+        obs, reward, terminated, truncated, _ = self.env.step(int(action))
+        return obs["image"], float(reward), bool(terminated), bool(truncated)
+
+    @property
+    def agent_state(self) -> tuple[tuple[int, int], int]:
+        """((x, y), direction) of the agent."""
+        self._sync()
+        return (int(self.env.agent_pos[0]), int(self.env.agent_pos[1])), int(self.env.agent_dir)
+
+
+def _view_offsets(env, v: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per facing direction d, (4, v, v) offsets from the agent's cell of the cells MiniGrid puts
+    at each position of the view: its slice (``get_view_exts``) rotated left d+1 times
+    (``Grid.rotate_left`` is ``np.rot90`` by −90° on (x, y) arrays). Precomputed once so a view
+    is one fancy-indexing gather."""
+    ii, jj = np.meshgrid(np.arange(v), np.arange(v), indexing="ij")
+    dxs, dys = [], []
+    saved = env.agent_pos, env.agent_dir
+    for d in range(4):
+        env.agent_pos, env.agent_dir = (0, 0), d
+        top_x, top_y, _, _ = env.get_view_exts(v)
+        dxs.append(np.rot90(ii + top_x, k=-((d + 1) % 4)))
+        dys.append(np.rot90(jj + top_y, k=-((d + 1) % 4)))
+    env.agent_pos, env.agent_dir = saved
+    return np.stack(dxs), np.stack(dys)
+
+
+def _visibility(opaque: list[list[bool]], size: int) -> np.ndarray:
+    """MiniGrid's ``Grid.process_vis`` on the rotated view (agent at the bottom centre): light
+    spreads row by row away from the agent, sideways and one row up, and stops at opaque cells
+    (walls, closed doors)."""
+    mask = [[False] * size for _ in range(size)]
+    mask[size // 2][size - 1] = True
+    for j in reversed(range(size)):
+        for i in range(size - 1):
+            if not mask[i][j] or opaque[i][j]:
+                continue
+            mask[i + 1][j] = True
+            if j > 0:
+                mask[i + 1][j - 1] = True
+                mask[i][j - 1] = True
+        for i in reversed(range(1, size)):
+            if not mask[i][j] or opaque[i][j]:
+                continue
+            mask[i - 1][j] = True
+            if j > 0:
+                mask[i - 1][j - 1] = True
+                mask[i][j - 1] = True
+    return np.array(mask, dtype=np.uint8)
+
+
+class MapSampler:
+    """Endless seeded stream of map seeds: every map once per cycle, each cycle shuffled."""
+
+    def __init__(self, seeds: np.ndarray, order_seed: int):
+        self.seeds = np.asarray(seeds, np.int64)
+        if len(self.seeds) == 0:
+            raise ConfigError("the navigation agent needs at least one training map")
+        self.rng = np.random.default_rng(order_seed)
+        self._queue: list[int] = []
+
+    def next(self) -> int:
+        if not self._queue:
+            self._queue = self.rng.permutation(self.seeds).tolist()
+        return int(self._queue.pop())
+
+
+class MapVecEnv:
+    """``n_envs`` :class:`MapEnv` stepped in lock-step; a finished episode restarts at once on
+    the next map of the :class:`MapSampler` (the :class:`core.ppo.VecEnv` protocol).
+
+    A plain list of environments stepped in the main process: an env step takes ~20 µs here,
+    less than the cost of handing it to a worker process.
+    """
+
+    def __init__(self, env_id: str, n_envs: int, seeds: np.ndarray, order_seed: int):
+        self.n_envs = n_envs
+        self.envs = [MapEnv(env_id) for _ in range(n_envs)]
+        self.sampler = MapSampler(seeds, order_seed)
+        self._obs = np.zeros((n_envs, 7, 7, 3), np.uint8)
+
+    def reset(self) -> np.ndarray:
+        for i, env in enumerate(self.envs):
+            self._obs[i] = env.reset(self.sampler.next())
+        return self._obs.copy()
+
+    def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        rewards = np.zeros(self.n_envs)
+        done = np.zeros(self.n_envs, bool)
+        for i, (env, a) in enumerate(zip(self.envs, actions.tolist())):
+            obs, r, term, trunc = env.step(a)
+            rewards[i] = r
+            if term or trunc:
+                done[i] = True
+                obs = env.reset(self.sampler.next())
+            self._obs[i] = obs
+        return self._obs.copy(), rewards, done
+
+
+@dataclass
+class Rollout:
+    """One seeded query episode of an agent on one map."""
+
+    seed: int
+    probs: np.ndarray  # (L, 7) the agent's action distributions
+    reference: np.ndarray | None  # (L, 7) the label model's policy at the visited states
+    actions: list[int] = field(default_factory=list)
+    path: list[tuple[int, int]] = field(default_factory=list)  # agent cell before each step, then the last
+    episode_return: float = 0.0
+    reached: bool = False
+
+    @property
+    def steps(self) -> int:
+        return int(self.probs.shape[0])
+
+
+def query_stream(seed: int, length: int) -> np.ndarray:
+    """The uniforms the query rollout on map ``seed`` samples its actions with."""
+    return np.random.default_rng([int(seed), 0x5EED]).random(length)
+
+
+@torch.no_grad()
+def rollout_maps(model: nn.Module, envs: list[MapEnv], seeds: np.ndarray,
+                 planner: PlannerCache | None = None) -> list[Rollout]:
+    """Roll ``model`` out on each map (batched over maps), one seeded episode per map.
+
+    Action at step t of map s: the smallest a with Σ_{b ≤ a} π(b) > u_t, u = ``query_stream(s)``
+    (inverse-CDF sampling, so the episode depends on the map and the agent only). With a
+    ``planner`` the label model's policy at each visited state is recorded as the reference.
+    """
+    with single_thread():
+        return _rollout_maps(model, envs, seeds, planner)
+
+
+def _rollout_maps(model: nn.Module, envs: list[MapEnv], seeds: np.ndarray, planner: PlannerCache | None) -> list[Rollout]:
+    device = next(model.parameters()).device
+    n = len(seeds)
+    out = [Rollout(int(s), np.zeros((0, 7)), None) for s in seeds]
+    if n == 0:
+        return out
+    obs = np.stack([env.reset(s) for env, s in zip(envs, seeds)])
+    max_steps = envs[0].max_steps
+    streams = [query_stream(s, max_steps) for s in seeds]
+    memory = torch.zeros(n, model.memory_size, device=device)
+    probs: list[list[np.ndarray]] = [[] for _ in range(n)]
+    refs: list[list[np.ndarray]] = [[] for _ in range(n)]
+    active = np.arange(n)
+    t = 0
+    while len(active):
+        logits, _, new_memory = model(torch.from_numpy(obs[active]).to(device), memory[active])
+        p = torch.softmax(logits.float(), 1).cpu().numpy().astype(np.float64)
+        memory[active] = new_memory
+        still = []
+        for k, i in enumerate(active.tolist()):
+            env = envs[i]
+            pos, direction = env.agent_state
+            out[i].path.append(pos)
+            if planner is not None:
+                refs[i].append(planner.policy(env.grid_code, pos, direction))
+            probs[i].append(p[k])
+            cdf = np.cumsum(p[k])
+            a = int(min(np.searchsorted(cdf, streams[i][t] * cdf[-1], side="right"), len(cdf) - 1))
+            out[i].actions.append(a)
+            obs[i], r, term, trunc = env.step(a)
+            out[i].episode_return += r
+            if term or trunc:
+                out[i].reached = bool(term and r > 0)
+                out[i].path.append(env.agent_state[0])
+            else:
+                still.append(i)
+        active = np.asarray(still, np.int64)
+        t += 1
+    for i in range(n):
+        out[i].probs = np.asarray(probs[i], np.float32)
+        out[i].reference = np.asarray(refs[i], np.float32) if planner is not None else None
+    return out
+
+
+@dataclass(frozen=True)
+class NavigationOptions:
+    """Options of the navigation task (PPO defaults are rl-starter-files' / torch-ac's).
+
+    Attributes:
+        frames: total environment frames each agent trains on (rounded up to whole epochs of
+            whole PPO updates: see the module docstring).
+        n_envs: parallel environments per PPO update.
+        frames_per_env: frames each environment contributes to one update.
+        ppo_epochs: passes over an update's frames.
+        clip_eps: PPO's clipping ε (also clips the value update); small ε = a regulariser
+            (paper 000 §5, Fig. 7).
+        gamma, gae_lambda: discount and GAE λ.
+        entropy_coef, value_coef, max_grad_norm: loss weights and gradient-norm clip.
+        recurrence: truncated-BPTT window of the LSTM agent, in frames.
+        actor_hidden, critic_hidden: widths of the MLP agent's two hidden layers (the LSTM
+            agent's width is then chosen to match its parameter count).
+        map_pool: maps in each half of the data source (seeds [0, P) for the victim,
+            [P, 2P) for the attacker).
+    """
+
+    frames: int = 40960
+    n_envs: int = 16
+    frames_per_env: int = 128
+    ppo_epochs: int = 4
+    clip_eps: float = 0.2
+    gamma: float = 0.99
+    gae_lambda: float = 0.95
+    entropy_coef: float = 0.01
+    value_coef: float = 0.5
+    max_grad_norm: float = 0.5
+    recurrence: int = 16
+    actor_hidden: int = 74
+    critic_hidden: int = 64
+    map_pool: int = 1000
+
+    def validate(self) -> None:
+        for name in ("frames", "n_envs", "frames_per_env", "ppo_epochs", "recurrence", "actor_hidden",
+                     "critic_hidden", "map_pool"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be a positive integer, got {getattr(self, name)!r}")
+        if not 0 < self.clip_eps < 1:
+            raise ConfigError(f"clip_eps must lie in (0, 1), got {self.clip_eps!r}")
+        for name in ("gamma", "gae_lambda"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise ConfigError(f"{name} must lie in [0, 1], got {getattr(self, name)!r}")
+        for name in ("entropy_coef", "value_coef", "max_grad_norm"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)!r}")
+        if self.frames_per_env % self.recurrence:
+            raise ConfigError(f"frames_per_env ({self.frames_per_env}) must be a multiple of recurrence ({self.recurrence})")
+
+
+@dataclass
+class MapRecords:
+    """The data source: environment id and the map seeds (record i = seed ``seeds[i]``)."""
+
+    env_id: str
+    seeds: np.ndarray
+
+
+def updates_per_epoch(cfg: ExperimentConfig) -> int:
+    """PPO updates per pipeline epoch: ceil(frames / (epochs · n_envs · frames_per_env))."""
+    o: NavigationOptions = cfg.options
+    return max(1, math.ceil(o.frames / (cfg.epochs * o.n_envs * o.frames_per_env)))
+
+
+def total_frames(cfg: ExperimentConfig) -> int:
+    """Frames each agent actually trains on: epochs × updates_per_epoch × n_envs × frames_per_env."""
+    o: NavigationOptions = cfg.options
+    return cfg.epochs * updates_per_epoch(cfg) * o.n_envs * o.frames_per_env
+
+
+def ppo_settings(cfg: ExperimentConfig) -> PPOSettings:
+    o: NavigationOptions = cfg.options
+    return PPOSettings(n_envs=o.n_envs, frames_per_env=o.frames_per_env, ppo_epochs=o.ppo_epochs,
+                       batch_size=cfg.batch_size, lr=cfg.lr, weight_decay=cfg.weight_decay, gamma=o.gamma,
+                       gae_lambda=o.gae_lambda, clip_eps=o.clip_eps, entropy_coef=o.entropy_coef,
+                       value_coef=o.value_coef, max_grad_norm=o.max_grad_norm, recurrence=o.recurrence)
+
+
+class NavigationTask(Task):
+    name = "navigation"
+    utility_metric = "return"
+    options_cls = NavigationOptions
+    datasets = ("MiniGrid-MultiRoom-N2-S4-v0", "MiniGrid-MultiRoom-N4-S5-v0")
+    presets = {
+        # few member maps, each seen many times: memorisation, an attack clearly above chance
+        # (8 maps, each replayed ~1,000 times over 122,880 frames)
+        "quick": dict(dataset="MiniGrid-MultiRoom-N2-S4-v0", n_train=8, n_eval=8, epochs=12, batch_size=256,
+                      lr=1e-3, n_shadows=4, attack_epochs=(6,), attack_train_epochs=400, attack_hidden=32,
+                      frames=122880),
+        # the studies' layout: MultiRoom-N4-S5, 16 member maps, 204,800 frames per agent
+        "paper": dict(dataset="MiniGrid-MultiRoom-N4-S5-v0", n_train=16, n_eval=16, epochs=20, batch_size=256,
+                      lr=1e-3, n_shadows=5, attack_epochs=(5, 10, 15), attack_train_epochs=200, attack_hidden=32,
+                      frames=204800),
+    }
+
+    def __init__(self) -> None:
+        self._envs: dict[str, list[MapEnv]] = {}
+        self._planner = PlannerCache()
+
+    # ------------------------------------------------------------------ data
+    def load(self, cfg: ExperimentConfig) -> TaskData:
+        o: NavigationOptions = cfg.options
+        probe = self._env_pool(cfg.dataset, 1)[0]
+        if o.frames < o.n_envs * o.frames_per_env:
+            raise ConfigError(f"frames ({o.frames}) must be at least one PPO update of n_envs × frames_per_env = "
+                              f"{o.n_envs * o.frames_per_env} frames")
+        if cfg.arch == "rnn" and cfg.batch_size % o.recurrence:
+            raise ConfigError(f"batch_size ({cfg.batch_size}) must be a multiple of recurrence ({o.recurrence}): "
+                              f"a mini-batch is made of whole BPTT windows")
+        p = o.map_pool
+        records = MapRecords(cfg.dataset, np.arange(2 * p, dtype=np.int64))
+        upe = updates_per_epoch(cfg)
+        info = {
+            "env_id": cfg.dataset, "n_maps": 2 * p, "max_steps": probe.max_steps, "n_actions": 7,
+            "observation": "7×7×3 egocentric partial view, one-hot per cell (980 inputs)",
+            "updates_per_epoch": upe, "frames_per_update": o.n_envs * o.frames_per_env,
+            "frames": total_frames(cfg), "label_model": "shortest-path planner (uniform over optimal actions)",
+        }
+        description = (f"{cfg.dataset}: floor-maps = environment seeds, victim seeds [0, {p}), "
+                       f"attacker seeds [{p}, {2 * p}); {total_frames(cfg):,} frames per agent")
+        return TaskData(records, np.arange(p), np.arange(p, 2 * p), description, info)
+
+    def _env_pool(self, env_id: str, n: int) -> list[MapEnv]:
+        """Reusable query environments (creating a MiniGrid env costs more than resetting one)."""
+        pool = self._envs.setdefault(env_id, [])
+        while len(pool) < n:
+            pool.append(MapEnv(env_id))
+        return pool[:n]
+
+    # ------------------------------------------------------------------ models
+    def build_model(self, cfg: ExperimentConfig, data: TaskData) -> nn.Module:
+        o: NavigationOptions = cfg.options
+        return build_agent(cfg.arch, o.actor_hidden, o.critic_hidden)
+
+    def memory_estimate(self, cfg: ExperimentConfig, data: TaskData) -> int:
+        """Peak bytes of a PPO run: the rollout buffers (uint8 views, memories, 6 float scalars
+        per frame) twice (buffers and their flattened copies), a mini-batch's one-hot inputs
+        and activations, and weights with gradients and Adam's two moments. A few MB."""
+        o: NavigationOptions = cfg.options
+        model = self.build_model(cfg, data)
+        frames = o.n_envs * o.frames_per_env
+        memory = getattr(model, "memory_size", 0)
+        buffers = 2 * frames * (7 * 7 * 3 + 4 * (memory + 6))
+        batch = cfg.batch_size * 4 * (980 + 8 * max(o.actor_hidden, o.critic_hidden, memory))
+        return int(buffers + 4 * batch + 4 * 4 * sum(p.numel() for p in model.parameters()))
+
+    # ------------------------------------------------------------------ training
+    def train(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, train_index: np.ndarray,
+              on_epoch: EpochCallback, on_progress: FractionCallback) -> None:
+        """PPO on the member maps; one pipeline epoch = ``updates_per_epoch`` PPO updates."""
+        o: NavigationOptions = cfg.options
+        rec: MapRecords = data.records
+        upe = updates_per_epoch(cfg)
+        n_updates = cfg.epochs * upe
+        # the pipeline seeded torch for this role: derive the map order and action stream from it
+        seed = int(torch.initial_seed()) % 2**31
+        envs = MapVecEnv(rec.env_id, o.n_envs, rec.seeds[train_index], order_seed=seed + 1)
+
+        def on_update(log) -> None:
+            on_progress(log.update / n_updates)
+            if log.update % upe == 0:
+                on_epoch(log.update // upe, model)
+
+        train_ppo(model, envs, ppo_settings(cfg), n_updates, seed, on_update)
+
+    # ------------------------------------------------------------------ queries
+    def rollouts(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray,
+                 reference: bool = False) -> list[Rollout]:
+        """Seeded query episodes of ``model`` on maps ``index`` (in that order)."""
+        rec: MapRecords = data.records
+        seeds = rec.seeds[np.asarray(index, np.int64)]
+        return rollout_maps(model, self._env_pool(rec.env_id, len(seeds)), seeds,
+                            self._planner if reference else None)
+
+    def utility(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray) -> float:
+        """Mean episodic return of one seeded episode per map."""
+        runs = self.rollouts(cfg, model, data, index)
+        return float(np.mean([r.episode_return for r in runs])) if runs else 0.0
+
+    def respond(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray) -> Responses:
+        """Per map: the agent's action distributions along its query episode, with the label
+        model's (planner's) policy at each visited state as the reference (paper 001 §3.2)."""
+        runs = self.rollouts(cfg, model, data, index, reference=True)
+        probs = np.concatenate([r.probs for r in runs]) if runs else np.zeros((0, 7), np.float32)
+        refs = np.concatenate([r.reference for r in runs]) if runs else np.zeros((0, 7), np.float32)
+        resp = Responses.from_probs(probs, [r.steps for r in runs], refs)
+        resp.record_features["episode"] = np.array([[r.episode_return, r.steps, float(r.reached)] for r in runs],
+                                                   np.float32).reshape(len(runs), 3)
+        return resp
+
+    # ------------------------------------------------------------------ showcase
+    def examples(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, members: np.ndarray,
+                 nonmembers: np.ndarray) -> dict[str, Any]:
+        """One member and one non-member map rendered with the victim's query path, plus mean
+        return and steps per episode on the evaluation members vs unseen maps.
+
+        Steps of an episode that misses the goal count as the step limit (MiniGrid ends it there).
+        """
+        rec: MapRecords = data.records
+        mem_runs = self.rollouts(cfg, model, data, members)
+        non_runs = self.rollouts(cfg, model, data, nonmembers)
+
+        def stats(runs: list[Rollout]) -> dict[str, float]:
+            if not runs:
+                return {"return": 0.0, "steps": 0.0, "success": 0.0}
+            return {"return": float(np.mean([r.episode_return for r in runs])),
+                    "steps": float(np.mean([r.steps for r in runs])),
+                    "success": float(np.mean([r.reached for r in runs]))}
+
+        sm, sn = stats(mem_runs), stats(non_runs)
+        maps = []
+        for role, runs in (("member", mem_runs), ("non-member", non_runs)):
+            if runs:
+                r = runs[0]
+                maps.append({"role": role, "seed": r.seed, "return": r.episode_return, "steps": r.steps,
+                             "reached_goal": r.reached, "png_base64": render_path(rec.env_id, r)})
+        return {
+            "kind": "navigation",
+            "env_id": rec.env_id,
+            "maps": maps,
+            "steps_to_goal": {"member": sm["steps"], "unseen": sn["steps"]},
+            "return": {"member": sm["return"], "unseen": sn["return"]},
+            "success_rate": {"member": sm["success"], "unseen": sn["success"]},
+            "n_maps": {"member": len(mem_runs), "unseen": len(non_runs)},
+        }
+
+
+def render_path(env_id: str, run: Rollout, tile_size: int = 24) -> str:
+    """PNG (base64) of the map at the end of ``run`` with the cells the agent visited tinted
+    blue (darker = visited later), cropped to the rooms."""
+    from PIL import Image
+
+    env = MapEnv(env_id, render_mode="rgb_array")
+    env.env.tile_size = tile_size
+    env.env.highlight = False
+    env.reset(run.seed)
+    for a in run.actions:
+        _, _, term, trunc = env.step(a)
+        if term or trunc:
+            break
+    img = np.asarray(env.env.get_frame(highlight=False, tile_size=tile_size), dtype=np.float32)
+    n = max(len(run.path), 1)
+    for k, (x, y) in enumerate(run.path):
+        shade = 0.35 + 0.4 * k / n
+        tile = img[y * tile_size : (y + 1) * tile_size, x * tile_size : (x + 1) * tile_size]
+        tile[...] = (1 - shade) * tile + shade * np.array([60.0, 120.0, 255.0])
+    code = env.env.grid.encode()
+    used = np.argwhere(code[..., 0] != 1)  # cells that are not empty floor outside the rooms
+    if len(used):
+        (x0, y0), (x1, y1) = used.min(0), used.max(0) + 1
+        img = img[y0 * tile_size : y1 * tile_size, x0 * tile_size : x1 * tile_size]
+    buf = io.BytesIO()
+    Image.fromarray(img.clip(0, 255).astype(np.uint8)).save(buf, format="PNG", optimize=True)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
