@@ -1,11 +1,21 @@
-"""Streamlit AppTest: each page renders, and the button trains and attacks a tiny config."""
+"""Streamlit AppTest: each page renders, and the button trains and attacks a tiny config of each task."""
 import time
 from pathlib import Path
 
+import pytest
 from streamlit.testing.v1 import AppTest
+
+from core.tasks import available_tasks
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = str(ROOT / "pages" / "1_Train_and_attack.py")
+
+TINY = {
+    "image": {"n_train": 40, "n_eval": 20, "epochs": 2, "n_shadows": 1, "attack_epochs": "1", "attack_train_epochs": 3},
+    "translation": {"n_train": 24, "n_eval": 8, "epochs": 1, "n_shadows": 1, "attack_epochs": "", "attack_train_epochs": 2},
+    "navigation": {"n_train": 2, "n_eval": 2, "epochs": 1, "n_shadows": 1, "attack_epochs": "", "attack_train_epochs": 2,
+                   "frames": 2048},
+}
 
 
 def test_home_page_renders():
@@ -15,11 +25,33 @@ def test_home_page_renders():
     assert any("Membership inference attacks" in m.value for m in at.markdown)
 
 
-def set_number(at, label, value):
-    [w for w in at.number_input if w.label == label][0].set_value(value)
+def set_field(at, prefix, name, value):
+    """Set a config widget, whether it is shared by both architectures or one per architecture."""
+    found = False
+    for suffix in ("", ":ffnn", ":rnn"):
+        key = f"{prefix}:{name}{suffix}"
+        for widgets in (at.number_input, at.text_input):
+            try:
+                widgets(key=key).set_value(value)
+                found = True
+            except KeyError:
+                pass
+    assert found, f"no widget for {name}"
 
 
-def run_until(at, predicate, timeout=120):
+def open_page(task, values):
+    at = AppTest.from_file(PAGE).run(timeout=60)
+    assert not at.exception
+    if task != "image":
+        at.selectbox[0].set_value(task).run(timeout=60)
+    for name, value in values.items():
+        set_field(at, f"{task}:quick", name, value)
+    at.run(timeout=60)
+    assert not at.exception, at.exception
+    return at
+
+
+def run_until(at, predicate, timeout=240):
     deadline = time.time() + timeout
     while time.time() < deadline:
         at.run(timeout=60)
@@ -27,43 +59,29 @@ def run_until(at, predicate, timeout=120):
         if predicate(at):
             return at
         time.sleep(0.5)
-    raise AssertionError("page did not reach the expected state in time")
+    raise AssertionError(f"page did not reach the expected state in time; errors: {[e.value for e in at.error]}")
 
 
-def test_train_page_runs_a_tiny_image_config_then_loads_it_from_cache():
-    at = AppTest.from_file(PAGE).run(timeout=60)
-    assert not at.exception
-    for label, value in (("n train", 40), ("n eval", 20), ("epochs", 2), ("n shadows", 1)):
-        set_number(at, label, value)
-    at.text_input(key="image:quick:attack_epochs").set_value("1")
-    at.number_input(key="image:quick:attack_train_epochs").set_value(3)
-    at.run(timeout=60)
-    assert not at.exception
-    assert any(b.label == "Train & attack" for b in at.button)
+def has_results(at):
+    return any(s.value == "Attacks" for s in at.subheader)
+
+
+@pytest.mark.parametrize("task", available_tasks())
+def test_train_page_runs_a_tiny_config_then_loads_it_from_cache(task):
+    at = open_page(task, TINY[task])
     [b for b in at.button if b.label == "Train & attack"][0].click()
-    run_until(at, lambda a: any(s.value == "Attacks" for s in a.subheader))
-    texts = " ".join(c.value for c in at.caption)
-    assert "Parameter counts differ by" in texts
+    run_until(at, has_results)
+    assert not at.error
+    assert "Parameter counts differ by" in " ".join(c.value for c in at.caption)
     assert len(at.dataframe) >= 2
-    # second visit: straight from the cache, no button
-    again = AppTest.from_file(PAGE)
-    again.session_state  # noqa: B018
-    at2 = again.run(timeout=60)
-    for label, value in (("n train", 40), ("n eval", 20), ("epochs", 2), ("n shadows", 1)):
-        set_number(at2, label, value)
-    at2.text_input(key="image:quick:attack_epochs").set_value("1")
-    at2.number_input(key="image:quick:attack_train_epochs").set_value(3)
+    # second visit with the same settings: straight from the cache, no button to press
     t = time.time()
-    at2.run(timeout=60)
-    assert any(s.value == "Attacks" for s in at2.subheader)
-    assert time.time() - t < 10
+    again = open_page(task, TINY[task])
+    assert has_results(again) and time.time() - t < 30
 
 
 def test_invalid_setting_shows_a_clear_message():
-    at = AppTest.from_file(PAGE).run(timeout=60)
-    set_number(at, "lr (RNN)", -1.0)
-    at.run(timeout=60)
-    assert not at.exception
+    at = open_page("image", {"lr": -1.0})
     assert any("lr must be a positive number" in e.value for e in at.error)
 
 
