@@ -9,8 +9,13 @@ from core.tasks import available_tasks, get_task
 from ui import plots
 from ui.examples import show_examples
 from ui.jobs import JobManager
+from ui.nav import sidebar
 from ui.widgets import config_overrides
 
+
+
+st.set_page_config(page_title="Train & attack · MIA Explorer", page_icon="🎯", layout="wide")
+sidebar()
 
 
 @st.cache_resource
@@ -28,7 +33,10 @@ st.caption("Trains a victim and the attacker's shadow models per architecture, t
 
 c1, c2, c3 = st.columns([2, 2, 1])
 with c1:
-    task_name = st.selectbox("Task", available_tasks(), format_func=lambda t: TASK_LABELS.get(t, t))
+    tasks = available_tasks()
+    wanted = st.query_params.get("task", tasks[0])  # ?task=navigation links straight to a task
+    task_name = st.selectbox("Task", tasks, index=tasks.index(wanted) if wanted in tasks else 0,
+                             format_func=lambda t: TASK_LABELS.get(t, t))
 task = get_task(task_name)
 with c2:
     archs = st.multiselect("Architectures", ["ffnn", "rnn"], default=["ffnn", "rnn"], format_func=ARCH_LABELS.get,
@@ -47,10 +55,12 @@ with d1:
     datasets = list(task.datasets or [base.dataset])
     dataset = st.selectbox("Data", datasets, index=datasets.index(base.dataset) if base.dataset in datasets else 0,
                            key=f"{prefix}:dataset")
-with d2:
-    data_dir = st.text_input("Local dataset folder (real datasets only)", value=base.data_dir, key=f"{prefix}:data_dir",
-                             help="CIFAR-10: the extracted 'cifar-10-batches-py' folder. Multi30K: the folder with "
-                                  "train.{en,de,fr}.gz, val.*.gz, test_2016_flickr.*.gz.")
+data_dir = base.data_dir
+if dataset in task.real_datasets:
+    with d2:
+        data_dir = st.text_input(f"Local {dataset} folder", value=base.data_dir, key=f"{prefix}:data_dir",
+                                 help="CIFAR-10: the extracted 'cifar-10-batches-py' folder (data_batch_1 … data_batch_5). "
+                                      "Multi30K: the folder with train.{en,de,fr}.gz, val.*.gz, test_2016_flickr.*.gz.")
 overrides = config_overrides(bases, prefix)
 for arch in archs:
     if dataset != base.dataset:

@@ -8,7 +8,14 @@ from streamlit.testing.v1 import AppTest
 from core.tasks import available_tasks
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGE = str(ROOT / "pages" / "1_Train_and_attack.py")
+PAGE = "pages/1_Train_and_attack.py"
+
+
+def train_page():
+    """The Train & attack page, reached from the entry script as a user does."""
+    at = AppTest.from_file(str(ROOT / "app.py"))
+    at.switch_page(PAGE)
+    return at
 
 TINY = {
     "image": {"n_train": 40, "n_eval": 20, "epochs": 2, "n_shadows": 1, "attack_epochs": "1", "attack_train_epochs": 3},
@@ -40,7 +47,7 @@ def set_field(at, prefix, name, value):
 
 
 def open_page(task, values):
-    at = AppTest.from_file(PAGE).run(timeout=60)
+    at = train_page().run(timeout=60)
     assert not at.exception
     if task != "image":
         at.selectbox[0].set_value(task).run(timeout=60)
@@ -86,7 +93,7 @@ def test_invalid_setting_shows_a_clear_message():
 
 
 def test_missing_dataset_folder_is_reported():
-    at = AppTest.from_file(PAGE).run(timeout=60)
+    at = train_page().run(timeout=60)
     at.selectbox(key="image:quick:dataset").set_value("cifar10")
     at.text_input(key="image:quick:data_dir").set_value("/nonexistent/cifar")
     at.run(timeout=60)

@@ -125,6 +125,7 @@ class ImageTask(Task):
     utility_metric = "accuracy"
     options_cls = ImageOptions
     datasets = ("digits", "cifar10")
+    real_datasets = ("cifar10",)
     presets = {
         # ~1 minute on 2 CPU cores for one architecture, shadows included
         # (the study trains ResNet with lr 1e-3 and ReNet with lr 1e-2: paper 000 §4.2)
