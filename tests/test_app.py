@@ -94,7 +94,7 @@ def test_invalid_setting_shows_a_clear_message():
 
 def test_missing_dataset_folder_is_reported():
     at = train_page().run(timeout=60)
-    at.selectbox(key="image:quick:dataset").set_value("cifar10")
+    at.selectbox(key="image:quick:dataset").set_value("cifar10").run(timeout=60)
     at.text_input(key="image:quick:data_dir").set_value("/nonexistent/cifar")
     at.run(timeout=60)
     [b for b in at.button if b.label == "Train & attack"][0].click()
