@@ -175,8 +175,7 @@ def train_or_load(
         row: dict[str, Any] = {"epoch": epoch}
         if measure_utility is not None:
             trained.eval()
-            row["utility_train"] = task.utility(cfg, trained, data, measure_utility[0])
-            row["utility_val"] = task.utility(cfg, trained, data, measure_utility[1])
+            row.update(task.epoch_metrics(cfg, trained, data, measure_utility[0], measure_utility[1]))
         if epoch in checkpoints:
             trained.eval()
             responses[epoch] = task.respond(cfg, trained, data, query_index)

@@ -91,6 +91,9 @@ def show_results(results: list[dict]) -> None:
         st.plotly_chart(plots.utility_curves(results), width="stretch")
     with right:
         st.plotly_chart(plots.attack_accuracy_curve(results), width="stretch")
+    steps = plots.steps_curves(results)
+    if steps is not None:
+        st.plotly_chart(steps, width="stretch")
     st.subheader("Attacks")
     st.dataframe(plots.metrics_table(results).style.format(precision=3), hide_index=True, width="stretch")
     left, right = st.columns(2)

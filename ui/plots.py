@@ -146,3 +146,20 @@ def entropy_histogram(summaries: list[dict[str, Any]]) -> go.Figure:
                               histnorm="probability")
     fig.update_layout(barmode="overlay")
     return _layout(fig, "Prediction entropy: members vs non-members", "average prediction entropy (nats)", "fraction of records")
+
+
+def steps_curves(summaries: list[dict[str, Any]]) -> go.Figure | None:
+    """Mean steps per episode on member (solid) vs unseen (dashed) maps over training, or None
+    when the task reports no steps (only navigation does)."""
+    if not any("steps_train" in r for s in summaries for r in s["per_epoch"]):
+        return None
+    fig = go.Figure()
+    for s in summaries:
+        epochs = [r["epoch"] for r in s["per_epoch"]]
+        c = ARCH_COLOURS.get(s["arch"])
+        name = ARCH_NAMES.get(s["arch"], s["arch"])
+        fig.add_scatter(x=epochs, y=[r.get("steps_train") for r in s["per_epoch"]], name=f"{name} member maps",
+                        line=dict(color=c))
+        fig.add_scatter(x=epochs, y=[r.get("steps_val") for r in s["per_epoch"]], name=f"{name} unseen maps",
+                        line=dict(color=c, dash="dash"))
+    return _layout(fig, "Steps per episode vs epoch (fewer = more direct)", "epoch", "mean steps per episode")

@@ -96,6 +96,16 @@ class Task(ABC):
     def utility(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray) -> float:
         """The task's utility measure of ``model`` on records ``index``."""
 
+    def epoch_metrics(
+        self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, members: np.ndarray, nonmembers: np.ndarray
+    ) -> dict[str, float]:
+        """Learning-curve row of the victim after an epoch: ``utility_train`` on members,
+        ``utility_val`` on non-members, plus any task-specific curves (e.g. steps to goal)."""
+        return {
+            "utility_train": self.utility(cfg, model, data, members),
+            "utility_val": self.utility(cfg, model, data, nonmembers),
+        }
+
     @abstractmethod
     def respond(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray) -> Responses:
         """Query ``model`` with records ``index`` (in that order)."""

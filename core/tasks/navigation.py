@@ -520,6 +520,16 @@ class NavigationTask(Task):
         runs = self.rollouts(cfg, model, data, index)
         return float(np.mean([r.episode_return for r in runs])) if runs else 0.0
 
+    def epoch_metrics(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, members: np.ndarray,
+                      nonmembers: np.ndarray) -> dict[str, float]:
+        """Mean return and mean steps per episode on member and on unseen maps (one rollout each)."""
+        row = {}
+        for split, index in (("train", members), ("val", nonmembers)):
+            runs = self.rollouts(cfg, model, data, index)
+            row[f"utility_{split}"] = float(np.mean([r.episode_return for r in runs])) if runs else 0.0
+            row[f"steps_{split}"] = float(np.mean([r.steps for r in runs])) if runs else 0.0
+        return row
+
     def respond(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray) -> Responses:
         """Per map: the agent's action distributions along its query episode, with the label
         model's (planner's) policy at each visited state as the reference (paper 001 §3.2)."""
