@@ -153,7 +153,7 @@ def rank_histogram(responses: Responses) -> np.ndarray:
     record = np.repeat(np.arange(len(responses)), responses.lengths)
     hist = np.zeros((len(responses), len(RANK_BINS) - 1), np.float32)
     np.add.at(hist, (record, bins), 1.0)
-    return hist / np.maximum(responses.lengths[:, None], 1)
+    return (hist / np.maximum(responses.lengths[:, None], 1)).astype(np.float32)
 
 
 class RankHistogramAttack(_LearnedAttack):

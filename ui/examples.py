@@ -24,11 +24,17 @@ def show_examples(examples: dict[str, Any], arch_name: str) -> None:
         for group, title in ((True, "Members (in the victim's training set)"), (False, "Non-members")):
             st.markdown(f"**{arch_name} — {title}**")
             for ex in [e for e in examples.get("sentences", []) if bool(e.get("member")) == group]:
-                st.markdown(f"<small>source:</small> {html.escape(ex.get('source', ''))}<br>"
-                            f"<small>victim:</small> {html.escape(ex.get('hypothesis', ''))}<br>"
-                            f"<small>reference (shaded by p):</small> "
-                            f"{_token_html(ex.get('reference_tokens', []), ex.get('reference_probs', []))}",
-                            unsafe_allow_html=True)
+                tokens = ex.get("tokens", [])
+                mean_p = sum(t["prob"] for t in tokens) / max(len(tokens), 1)
+                st.markdown(
+                    f"<small>source:</small> {html.escape(ex.get('source', ''))}<br>"
+                    f"<small>victim's translation (sentence BLEU {ex.get('sentence_bleu', 0):.0f}):</small> "
+                    f"{html.escape(ex.get('translation', ''))}<br>"
+                    f"<small>reference, each token shaded by the probability the victim gives it "
+                    f"(mean {mean_p:.2f}):</small> "
+                    f"{_token_html([t['token'] for t in tokens], [t['prob'] for t in tokens])}",
+                    unsafe_allow_html=True,
+                )
     elif kind == "navigation":
         steps = examples.get("steps_to_goal", {})
         ret = examples.get("return", {})

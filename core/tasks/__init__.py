@@ -9,6 +9,7 @@ from .base import Task, TaskData
 #: task name -> "module:class"
 REGISTRY: dict[str, str] = {
     "image": "core.tasks.image:ImageTask",
+    "translation": "core.tasks.translation:TranslationTask",
     "navigation": "core.tasks.navigation:NavigationTask",
 }
 

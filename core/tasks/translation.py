@@ -1,0 +1,470 @@
+"""Machine translation task (paper 000 §4.3, paper 001 §3.1 and A.1–A.2): attentional LSTM vs Transformer.
+
+Data sources (the top-level ``dataset`` field):
+
+* ``captions`` (built-in default): ``n_pairs_source`` seeded Multi30K-like caption pairs, English →
+  a synthetic language with synonyms, agreement and reordering (:mod:`core.corpus`,
+  docs/captions_grammar.md).
+* ``multi30k``: Multi30K (Elliott et al. 2016) from ``data_dir`` in the repository's raw layout
+  (:mod:`core.multi30k`); the language pair is ``src_lang`` → ``tgt_lang`` (the study: fr → en).
+  Its 29,000-pair train split is the data source.
+
+Half of the data source goes to the victim, the other half to the attacker (paper 000 §3.2).
+
+Attacks on this task:
+
+* ``shadow`` — the pipeline's standard shadow-model attack. Records here are answered by one
+  probability vector per reference token, so it is an LSTM over the per-step probability
+  features: this **is the PVMIA** of paper 001 (§3.1, A.2), and the task's primary attack.
+* ``prmia`` — the rank-histogram attack of Song & Shmatikov (2019) that PVMIA is benchmarked
+  against (001 A.2).
+* ``bleu_feature`` — Hisamoto, Post & Duh (2020): an output-only attack on the model's own
+  greedy translation ê of the source, with features the modified 1- to 4-gram precisions
+  pₙ = Σ_g min(count_ê(g), count_ref(g)) / Σ_g count_ê(g) and the smoothed sentence BLEU
+  (add-one for n > 1, Lin & Och 2004) of ê against the reference.
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import sacrebleu
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..attacks import Attack, AttackTraining, RankHistogramAttack, RecordFeatureAttack
+from ..config import ExperimentConfig
+from ..corpus import generate_captions
+from ..device import default_device
+from ..errors import ConfigError, DatasetNotFoundError
+from ..models.translation import EOS, PAD, SOS, UNK, LuongSeq2Seq, TransformerSeq2Seq, match_transformer
+from ..multi30k import LANGUAGES, load_multi30k
+from ..responses import Responses
+from .base import EpochCallback, FractionCallback, Task, TaskData
+
+SPECIALS = ("<pad>", "<sos>", "<eos>", "<unk>")
+assert [SPECIALS.index(s) for s in SPECIALS] == [PAD, SOS, EOS, UNK]
+
+# ---------------------------------------------------------------------------- text processing
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+_ATTACH_LEFT = set(".,!?;:)]}%")  # no space before these
+_ATTACH_RIGHT = set("([{$")  # no space after these
+_ATTACH_BOTH = set("'-/")  # "man's", "t-shirt", "and/or"
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-case word and punctuation tokens: runs of word characters, or one other character."""
+    return _TOKEN.findall(text.lower())
+
+
+def detokenize(tokens: list[str]) -> str:
+    """Join tokens into text for BLEU. Inverse of :func:`tokenize` on its output:
+    ``tokenize(detokenize(t)) == t``, because spaces are only dropped next to punctuation,
+    which is tokenized one character at a time anyway."""
+    out = ""
+    prev = ""
+    for tok in tokens:
+        glue = (not out or tok in _ATTACH_LEFT or tok in _ATTACH_BOTH or prev in _ATTACH_RIGHT or prev in _ATTACH_BOTH)
+        # never glue two word tokens: that would merge them on re-tokenization
+        if glue and out and tok[0].isalnum() and prev[-1:].isalnum():
+            glue = False
+        out += tok if glue else " " + tok
+        prev = tok
+    return out
+
+
+@dataclass
+class Vocab:
+    """Token ↔ id map; ids 0..3 are ``<pad> <sos> <eos> <unk>``, then by frequency (ties: alphabetical)."""
+
+    itos: list[str]
+
+    def __post_init__(self) -> None:
+        self.stoi = {t: i for i, t in enumerate(self.itos)}
+
+    @classmethod
+    def build(cls, sentences: list[list[str]], min_freq: int = 1) -> "Vocab":
+        counts = Counter(t for s in sentences for t in s)
+        kept = sorted((t for t, c in counts.items() if c >= min_freq and t not in SPECIALS), key=lambda t: (-counts[t], t))
+        return cls(list(SPECIALS) + kept)
+
+    def __len__(self) -> int:
+        return len(self.itos)
+
+    def encode(self, tokens: list[str]) -> np.ndarray:
+        return np.array([self.stoi.get(t, UNK) for t in tokens], dtype=np.int64)
+
+    def decode(self, ids) -> list[str]:
+        """Tokens up to the first <eos>, without <pad>/<sos>."""
+        out = []
+        for i in ids:
+            i = int(i)
+            if i == EOS:
+                break
+            if i not in (PAD, SOS):
+                out.append(self.itos[i])
+        return out
+
+
+# ---------------------------------------------------------------------------- options and data
+@dataclass(frozen=True)
+class TranslationOptions:
+    """Options of the translation task.
+
+    Attributes:
+        src_lang, tgt_lang: Multi30K language pair (en, de, fr, cs); ignored by ``captions``
+            (always English → Veltan).
+        n_pairs_source: size of the generated ``captions`` data source.
+        captions_seed: seed of the ``captions`` generator (the data source, not the training).
+        min_freq: a token enters the vocabulary if it occurs at least this often in the data
+            source; rarer ones become <unk>.
+        max_len: pairs with more tokens than this on either side are left out of the data source.
+        emb: embedding size of the LSTM (the study: 150).
+        hidden: hidden size of the LSTM encoder (each direction) and decoder (the study: 200).
+        dropout: dropout of both architectures (the study: 0.2).
+        clip: gradient-norm clipping threshold.
+        tf_heads: attention heads of the Transformer.
+        tf_layers: encoder and decoder layers of the Transformer.
+        tf_d_model: Transformer width; 0 = chosen with its feed-forward width to match the
+            LSTM's parameter count (:func:`core.models.translation.match_transformer`).
+        bleu_sentences: at most this many sentences are decoded for each utility (BLEU) value.
+        n_examples: member and non-member sentences each in the showcase.
+    """
+
+    src_lang: str = "en"
+    tgt_lang: str = "de"
+    n_pairs_source: int = 30000
+    captions_seed: int = 0
+    min_freq: int = 2
+    max_len: int = 30
+    emb: int = 150
+    hidden: int = 200
+    dropout: float = 0.2
+    clip: float = 10.0
+    tf_heads: int = 4
+    tf_layers: int = 2
+    tf_d_model: int = 0
+    bleu_sentences: int = 100
+    n_examples: int = 3
+
+    def validate(self) -> None:
+        for lang in (self.src_lang, self.tgt_lang):
+            if lang not in LANGUAGES:
+                raise ConfigError(f"src_lang/tgt_lang must be one of {LANGUAGES}, got {lang!r}")
+        if self.src_lang == self.tgt_lang:
+            raise ConfigError("src_lang and tgt_lang must differ")
+        for name in ("n_pairs_source", "min_freq", "max_len", "emb", "hidden", "tf_heads", "tf_layers", "bleu_sentences"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.tf_d_model < 0 or (self.tf_d_model and self.tf_d_model % (2 * self.tf_heads)):
+            raise ConfigError(f"tf_d_model must be 0 (auto) or a multiple of 2·tf_heads, got {self.tf_d_model}")
+        if not 0 <= self.dropout < 1:
+            raise ConfigError(f"dropout must lie in [0, 1), got {self.dropout}")
+        if self.clip <= 0:
+            raise ConfigError(f"clip must be > 0, got {self.clip}")
+        if self.n_examples < 0:
+            raise ConfigError(f"n_examples must be >= 0, got {self.n_examples}")
+
+
+@dataclass
+class TranslationRecords:
+    """The data source: raw pairs, their token ids (no specials) and the two vocabularies."""
+
+    src_text: list[str]
+    tgt_text: list[str]
+    src_ids: list[np.ndarray]
+    tgt_ids: list[np.ndarray]
+    src_vocab: Vocab
+    tgt_vocab: Vocab
+
+    def reference(self, i: int) -> str:
+        """The detokenized (lower-cased) reference of record i, as BLEU compares it."""
+        return detokenize(tokenize(self.tgt_text[i]))
+
+
+def build_records(pairs: list[tuple[str, str]], min_freq: int, max_len: int) -> TranslationRecords:
+    """Tokenize, drop pairs longer than ``max_len`` tokens, build both vocabularies, encode.
+
+    The vocabularies come from the *whole data source* (victim's and attacker's halves). We
+    treat the vocabulary as public side-information, part of the model specification that
+    Shokri et al.'s attacker is assumed to know, so victim and shadows share one
+    preprocessing. Building it from the victim's members instead would make the vocabulary
+    itself leak membership (a rare word is in it only if some member contains it, so members
+    would have fewer <unk> than non-members whatever the model learned) and would give shadows
+    a preprocessing different from the victim's.
+    """
+    src_tok, tgt_tok, src_text, tgt_text = [], [], [], []
+    for s, t in pairs:
+        ts, tt = tokenize(s), tokenize(t)
+        if 0 < len(ts) <= max_len and 0 < len(tt) <= max_len:
+            src_tok.append(ts)
+            tgt_tok.append(tt)
+            src_text.append(s)
+            tgt_text.append(t)
+    sv, tv = Vocab.build(src_tok, min_freq), Vocab.build(tgt_tok, min_freq)
+    return TranslationRecords(src_text, tgt_text, [sv.encode(s) for s in src_tok], [tv.encode(t) for t in tgt_tok], sv, tv)
+
+
+def _pad(seqs: list[np.ndarray], prefix: int | None = None, suffix: int | None = None) -> torch.Tensor:
+    rows = [np.concatenate([[prefix] if prefix is not None else [], s, [suffix] if suffix is not None else []]) for s in seqs]
+    out = np.full((len(rows), max(len(r) for r in rows)), PAD, np.int64)
+    for i, r in enumerate(rows):
+        out[i, : len(r)] = r
+    return torch.from_numpy(out)
+
+
+def _batch(rec: TranslationRecords, idx: np.ndarray, device: torch.device):
+    """src (B, S), src_len (B,), tgt_in = <sos> y (B, T), tgt_out = y <eos> (B, T)."""
+    src = [rec.src_ids[i] for i in idx]
+    tgt = [rec.tgt_ids[i] for i in idx]
+    return (_pad(src).to(device), torch.tensor([len(s) for s in src]), _pad(tgt, prefix=SOS).to(device),
+            _pad(tgt, suffix=EOS).to(device))
+
+
+class _EvalMode:
+    """Evaluate in eval mode, then restore the caller's mode (the pipeline toggles it too)."""
+
+    def __init__(self, model: nn.Module):
+        self.model, self.was = model, model.training
+
+    def __enter__(self):
+        self.model.eval()
+        return self.model
+
+    def __exit__(self, *exc):
+        self.model.train(self.was)
+
+
+#: intra-op threads while training and querying on the CPU. These models run thousands of small
+#: ops per batch (LSTM steps, short sequences); with several threads OpenMP synchronisation costs
+#: more than it saves, and on a shared 2-core machine it slowed training 3-5x in our measurements.
+CPU_THREADS = 1
+
+
+@contextmanager
+def _cpu_threads(device: torch.device):
+    """Limit torch's intra-op threads to :data:`CPU_THREADS` on the CPU, restoring them afterwards."""
+    if device.type != "cpu":
+        yield
+        return
+    previous = torch.get_num_threads()
+    torch.set_num_threads(min(CPU_THREADS, previous))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+_SENTENCE_BLEU = sacrebleu.BLEU(smooth_method="add-k", smooth_value=1, effective_order=True)
+# add-k smoothing rewrites the n-gram counts it reports, so raw precisions come from an unsmoothed scorer
+_RAW_BLEU = sacrebleu.BLEU(smooth_method="none", effective_order=True)
+
+
+def bleu_features(hyp: str, ref: str) -> list[float]:
+    """Hisamoto et al.'s features: modified 1- to 4-gram precisions pₙ (0 when ê has no n-grams)
+    and the add-one smoothed sentence BLEU (Lin & Och 2004), all in [0, 1]."""
+    raw = _RAW_BLEU.sentence_score(hyp, [ref])
+    precisions = [c / t if t > 0 else 0.0 for c, t in zip(raw.counts, raw.totals)]
+    return precisions + [_SENTENCE_BLEU.sentence_score(hyp, [ref]).score / 100.0]
+
+
+class TranslationTask(Task):
+    name = "translation"
+    utility_metric = "bleu"
+    options_cls = TranslationOptions
+    datasets = ("captions", "multi30k")
+    real_datasets = ("multi30k",)
+    presets = {
+        # ~2-3 minutes cold on 2 CPU cores per architecture (victim, 2 shadows, attacks)
+        "quick": dict(dataset="captions", n_train=300, n_eval=150, epochs=30, batch_size=32, lr=5e-3,
+                      n_shadows=2, attack_epochs=(10,), attack_train_epochs=40,
+                      n_pairs_source=6000, emb=64, hidden=96, dropout=0.1, tf_layers=1, bleu_sentences=40),
+        # the study's sizes (001 A.1): Multi30K fr→en, 5,000 training pairs, emb 150, hidden 200,
+        # dropout 0.2, Adam 1e-3, 20 epochs; 1,000 members + 1,000 non-members = 2,000 sequences
+        # per model for the attack classifier; 5 shadows
+        "paper": dict(dataset="multi30k", src_lang="fr", tgt_lang="en", n_train=5000, n_eval=1000, epochs=20,
+                      batch_size=64, lr=1e-3, n_shadows=5, attack_epochs=(5, 10, 15), attack_train_epochs=40,
+                      emb=150, hidden=200, dropout=0.2, clip=10.0, tf_layers=2, bleu_sentences=100),
+    }
+
+    def __init__(self) -> None:
+        self._loaded: dict[tuple, TaskData] = {}
+
+    # ------------------------------------------------------------------ data
+    def load(self, cfg: ExperimentConfig) -> TaskData:
+        o: TranslationOptions = cfg.options
+        if cfg.dataset == "captions":
+            key: tuple = ("captions", o.n_pairs_source, o.captions_seed, o.min_freq, o.max_len)
+        elif cfg.dataset == "multi30k":
+            key = ("multi30k", cfg.data_dir, o.src_lang, o.tgt_lang, o.min_freq, o.max_len)
+        else:
+            raise ConfigError(f"unknown translation dataset {cfg.dataset!r}; choose captions or multi30k")
+        if key in self._loaded:
+            return self._loaded[key]
+        if cfg.dataset == "captions":
+            pairs = generate_captions(o.n_pairs_source, seed=o.captions_seed)
+            pair_name = "en→veltan"
+            source = f"captions: {len(pairs):,} generated caption pairs English → Veltan (seed {o.captions_seed})"
+        else:
+            if not cfg.data_dir:
+                raise DatasetNotFoundError(
+                    f"dataset multi30k needs data_dir: a folder holding train.{o.src_lang}.gz and train.{o.tgt_lang}.gz "
+                    f"from data/task1/raw/ of the Multi30K repository (e.g. --set data_dir=/path/to/multi30k)"
+                )
+            pairs = load_multi30k(cfg.data_dir, o.src_lang, o.tgt_lang, "train")
+            pair_name = f"{o.src_lang}→{o.tgt_lang}"
+            source = f"multi30k {pair_name}: {len(pairs):,} training pairs ({cfg.data_dir})"
+        rec = build_records(pairs, o.min_freq, o.max_len)
+        n = len(rec.src_ids)
+        order = np.random.default_rng(12345).permutation(n)  # fixed victim/attacker halves
+        half = n // 2
+        src_len = np.array([len(s) for s in rec.src_ids])
+        tgt_len = np.array([len(t) for t in rec.tgt_ids])
+        info = {
+            "n_records": int(n), "pair": pair_name, "src_vocab": len(rec.src_vocab), "tgt_vocab": len(rec.tgt_vocab),
+            "mean_src_len": float(src_len.mean()) if n else 0.0, "mean_tgt_len": float(tgt_len.mean()) if n else 0.0,
+            "dropped_too_long": int(len(pairs) - n), "min_freq": o.min_freq, "max_len": o.max_len,
+        }
+        description = f"{source}; vocabularies {len(rec.src_vocab):,} / {len(rec.tgt_vocab):,} tokens"
+        data = TaskData(rec, np.sort(order[:half]), np.sort(order[half:]), description, info)
+        self._loaded[key] = data
+        return data
+
+    # ------------------------------------------------------------------ models
+    def build_model(self, cfg: ExperimentConfig, data: TaskData) -> nn.Module:
+        """The LSTM of the study, or a Transformer with parameter count matched to it (within 1 %)."""
+        o: TranslationOptions = cfg.options
+        rec: TranslationRecords = data.records
+        vs, vt = len(rec.src_vocab), len(rec.tgt_vocab)
+        if cfg.arch == "rnn":
+            return LuongSeq2Seq(vs, vt, o.emb, o.hidden, o.dropout)
+        target = LuongSeq2Seq.param_count(vs, vt, o.emb, o.hidden)
+        d, ff = match_transformer(target, vs, vt, o.tf_heads, o.tf_layers, prefer_d=o.emb, d_model=o.tf_d_model)
+        return TransformerSeq2Seq(vs, vt, d, o.tf_heads, o.tf_layers, ff, o.dropout)
+
+    # ------------------------------------------------------------------ training
+    def train(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, train_index: np.ndarray,
+              on_epoch: EpochCallback, on_progress: FractionCallback) -> None:
+        """Adam (L2 weight decay ``cfg.weight_decay``) on the token cross-entropy
+        −Σₜ log p(yₜ | y<ₜ, x) averaged over non-<pad> target tokens (teacher forcing), gradient
+        norm clipped at ``clip``; mini-batches in a seeded order."""
+        device = default_device()
+        rec: TranslationRecords = data.records
+        opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        g = torch.Generator().manual_seed(int(torch.initial_seed()) % 2**63)
+        model.train()
+        with _cpu_threads(device):
+            self._train_epochs(cfg, model, rec, np.asarray(train_index), opt, g, device, on_epoch, on_progress)
+
+    def _train_epochs(self, cfg: ExperimentConfig, model: nn.Module, rec: TranslationRecords, train_index: np.ndarray,
+                      opt: torch.optim.Optimizer, g: torch.Generator, device: torch.device,
+                      on_epoch: EpochCallback, on_progress: FractionCallback) -> None:
+        """The epoch loop of :meth:`train` (per-batch ``on_progress``, ``on_epoch`` after each epoch)."""
+        n = len(train_index)
+        for epoch in range(1, cfg.epochs + 1):
+            perm = torch.randperm(n, generator=g).numpy()
+            for start in range(0, n, cfg.batch_size):
+                idx = train_index[perm[start : start + cfg.batch_size]]
+                src, src_len, tgt_in, tgt_out = _batch(rec, idx, device)
+                opt.zero_grad()
+                logits = model(src, src_len, tgt_in)
+                loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt_out.reshape(-1), ignore_index=PAD)
+                loss.backward()
+                nn.utils.clip_grad_norm_(model.parameters(), cfg.options.clip)
+                opt.step()
+                on_progress((epoch - 1 + min(start + cfg.batch_size, n) / n) / cfg.epochs)
+            on_epoch(epoch, model)
+
+    # ------------------------------------------------------------------ queries
+    @torch.no_grad()
+    def translate(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray,
+                  batch: int = 128) -> list[list[str]]:
+        """Greedy translations (token lists) of the sources of records ``index``."""
+        rec: TranslationRecords = data.records
+        device = next(model.parameters()).device
+        out: list[list[str]] = []
+        with _EvalMode(model), _cpu_threads(device):
+            for start in range(0, len(index), batch):
+                idx = index[start : start + batch]
+                src, src_len, _, _ = _batch(rec, idx, device)
+                # a translation longer than twice its source (+5) is a runaway, not a sentence: cap it
+                limit = min(cfg.options.max_len + 1, 2 * int(src_len.max()) + 5)
+                ids = model.greedy(src, src_len, limit).cpu().numpy()
+                out.extend(rec.tgt_vocab.decode(row) for row in ids)
+        return out
+
+    def utility(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray) -> float:
+        """Corpus BLEU (sacrebleu, 0–100) of greedy translations of the first ``bleu_sentences`` records."""
+        index = np.asarray(index)[: cfg.options.bleu_sentences]
+        if len(index) == 0:
+            return 0.0
+        hyps = [detokenize(h) for h in self.translate(cfg, model, data, index)]
+        refs = [data.records.reference(i) for i in index]
+        return float(sacrebleu.corpus_bleu(hyps, [refs]).score)
+
+    @torch.no_grad()
+    def _teacher_forced(self, model: nn.Module, data: TaskData, index: np.ndarray, batch: int = 64):
+        """Yield (probs (T, V) of each reference token incl. <eos>, lengths, reference ids) per batch."""
+        rec: TranslationRecords = data.records
+        device = next(model.parameters()).device
+        with _EvalMode(model), _cpu_threads(device):
+            for start in range(0, len(index), batch):
+                idx = index[start : start + batch]
+                src, src_len, tgt_in, tgt_out = _batch(rec, idx, device)
+                probs = F.softmax(model(src, src_len, tgt_in).float(), -1)
+                valid = tgt_out != PAD
+                yield probs[valid].cpu(), valid.sum(1).cpu().numpy(), tgt_out[valid].cpu()
+
+    def respond(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray) -> Responses:
+        """Teacher-forced answers: one probability vector per reference token (incl. <eos>), the
+        reference being that token; plus ``record_features["bleu_features"]`` (N, 5) of the greedy
+        translation (Hisamoto et al. 2020). Built batch by batch so only top-K and per-step
+        signals are ever held for the whole set (vocabularies exceed FULL_VECTOR_LIMIT)."""
+        index = np.asarray(index)
+        parts = [Responses.from_probs(p, lengths, ref) for p, lengths, ref in self._teacher_forced(model, data, index)]
+        resp = Responses.concat(parts)
+        hyps = self.translate(cfg, model, data, index)
+        feats = [bleu_features(detokenize(h), data.records.reference(i)) for h, i in zip(hyps, index)]
+        resp.record_features["bleu_features"] = np.asarray(feats, np.float32).reshape(len(index), 5)
+        return resp
+
+    # ------------------------------------------------------------------ attacks and showcase
+    def extra_attacks(self, cfg: ExperimentConfig, training: AttackTraining) -> list[Attack]:
+        """PRMIA (rank histogram) and Hisamoto et al.'s BLEU-feature attack beside the PVMIA."""
+        return [RankHistogramAttack(training), RecordFeatureAttack("bleu_features", name="bleu_feature", training=training)]
+
+    def primary_attack(self) -> str:
+        """``shadow``: on this task the standard shadow-model attack is the PVMIA (paper 001)."""
+        return "shadow"
+
+    def examples(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, members: np.ndarray,
+                 nonmembers: np.ndarray) -> dict[str, Any]:
+        """A few member and non-member sentences: source, reference, the victim's greedy
+        translation, and the teacher-forced probability of each reference token."""
+        k = cfg.options.n_examples
+        index = np.concatenate([np.asarray(members)[:k], np.asarray(nonmembers)[:k]]).astype(np.int64)
+        flags = [True] * min(k, len(members)) + [False] * min(k, len(nonmembers))
+        if len(index) == 0:
+            return {"kind": "translation", "sentences": []}
+        rec: TranslationRecords = data.records
+        hyps = self.translate(cfg, model, data, index)
+        probs = []
+        for p, lengths, ref in self._teacher_forced(model, data, index):
+            ref_p = p.gather(1, ref[:, None])[:, 0].numpy()
+            probs.extend(np.split(ref_p, np.cumsum(lengths)[:-1]))
+        sentences = []
+        for i, member, hyp, p in zip(index, flags, hyps, probs):
+            tokens = [rec.tgt_vocab.itos[t] for t in rec.tgt_ids[i]] + ["<eos>"]
+            ref = rec.reference(int(i))
+            sentences.append({
+                "index": int(i), "member": member, "source": rec.src_text[i], "reference": rec.tgt_text[i],
+                "translation": detokenize(hyp),
+                "sentence_bleu": float(_SENTENCE_BLEU.sentence_score(detokenize(hyp), [ref]).score),
+                "tokens": [{"token": t, "prob": float(q)} for t, q in zip(tokens, p)],
+            })
+        return {"kind": "translation", "sentences": sentences}

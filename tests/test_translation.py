@@ -1,0 +1,226 @@
+"""Translation task: captions generator, Multi30K loader, text processing, models, attacks."""
+from __future__ import annotations
+
+import gzip
+import json
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from core.attacks import AttackTraining, run_attacks, standard_attacks
+from core.cache import ArtifactCache
+from core.corpus import generate_captions, lexicon
+from core.errors import ConfigError, DatasetNotFoundError
+from core.models.translation import LuongSeq2Seq, TransformerSeq2Seq, count_params, match_transformer
+from core.multi30k import load_multi30k
+from core.pipeline import make_splits, train_or_load
+from core.responses import Responses
+from core.tasks import get_task
+from core.tasks.base import TaskData
+from core.tasks.translation import Vocab, bleu_features, build_records, detokenize, tokenize
+
+TASK = get_task("translation")
+
+
+# ---------------------------------------------------------------------------- captions corpus
+def test_captions_deterministic_and_seeded():
+    a = generate_captions(500, seed=7)
+    assert a == generate_captions(500, seed=7)
+    assert a != generate_captions(500, seed=8)
+    assert len(set(a)) == 500 and len({s for s, _ in a}) == 500
+
+
+def test_captions_30k_statistics_and_speed():
+    t0 = time.perf_counter()
+    pairs = generate_captions(30000, seed=0)
+    elapsed = time.perf_counter() - t0
+    assert len(set(pairs)) == 30000
+    words = [[w for w in tokenize(s) if w.isalnum()] for s, _ in pairs]
+    lengths = np.array([len(w) for w in words])
+    assert lengths.min() >= 5 and lengths.max() <= 20
+    assert len({w for ws in words for w in ws}) >= 1500
+    assert elapsed < 3.0, f"generating 30k pairs took {elapsed:.1f}s"
+
+
+def test_captions_synonyms_agreement_and_reordering():
+    lex = lexicon()
+    assert all(len(s) >= 2 for s in lex.noun_syn.values())
+    pairs = generate_captions(3000, seed=1)
+    # one concept, several wordings: "A dog ..." opens with different target nouns across sentences
+    dog_words = {tokenize(t)[1] for s, t in pairs if s.startswith("A dog ")}
+    assert len(dog_words) >= 2
+    # agreement: the indefinite article before a noun is fixed by that noun's gender
+    article_of = {"m": "un", "f": "una", "n": "unu"}
+    gender = {sg: g for syns in lex.noun_syn.values() for sg, _, g in syns}
+    checked = 0
+    for _, t in pairs:
+        toks = tokenize(t)
+        for art, noun in zip(toks, toks[1:]):
+            if art in article_of.values() and noun in gender:
+                assert art == article_of[gender[noun]], (art, noun, t)
+                checked += 1
+    assert checked > 500
+    # reordering: "a red ball" -> noun before its adjective in the target
+    suffixes = ("o", "a", "e", "os", "as", "es")
+    colour_forms = {stem + x for c in lex.colours for stem in lex.adj_syn[c] for x in suffixes}
+    seen = 0
+    for s, t in pairs:
+        toks = tokenize(t)
+        for i, tok in enumerate(toks[1:], 1):
+            if tok in colour_forms:
+                assert toks[i - 1] not in ("un", "una", "unu", "il", "la", "lo"), t  # never right after an article
+                seen += 1
+    assert seen > 100
+
+
+# ---------------------------------------------------------------------------- Multi30K loader
+def _write(folder, name, lines, gz):
+    text = "".join(line + "\n" for line in lines)
+    if gz:
+        with gzip.open(folder / (name + ".gz"), "wt", encoding="utf-8") as fh:
+            fh.write(text)
+    else:
+        (folder / name).write_text(text, encoding="utf-8")
+
+
+@pytest.mark.parametrize("gz", [True, False])
+def test_multi30k_loader(tmp_path, gz):
+    en = ["Two young, White males are outside.", "A girl climbing into a playhouse."]
+    de = ["Zwei junge weiße Männer sind im Freien.", "Ein Mädchen klettert in ein Spielhaus."]
+    _write(tmp_path, "train.en", en, gz)
+    _write(tmp_path, "train.de", de, gz)
+    assert load_multi30k(tmp_path, "en", "de") == list(zip(en, de))
+    assert load_multi30k(tmp_path, "de", "en") == list(zip(de, en))
+
+
+def test_multi30k_missing_files(tmp_path):
+    with pytest.raises(DatasetNotFoundError, match="not found"):
+        load_multi30k(tmp_path / "nope")
+    _write(tmp_path, "train.en", ["a"], True)
+    with pytest.raises(DatasetNotFoundError, match=r"train\.de\.gz"):
+        load_multi30k(tmp_path, "en", "de")
+    _write(tmp_path, "train.de", ["a", "b"], False)
+    with pytest.raises(DatasetNotFoundError, match="do not align"):
+        load_multi30k(tmp_path, "en", "de")
+    cfg = TASK.make_config("rnn", "quick", {"dataset": "multi30k", "data_dir": str(tmp_path / "nope")})
+    with pytest.raises(DatasetNotFoundError, match="train.en.gz"):
+        TASK.load(cfg)
+    with pytest.raises(DatasetNotFoundError, match="data_dir"):
+        TASK.load(TASK.make_config("rnn", "quick", {"dataset": "multi30k"}))
+
+
+# ---------------------------------------------------------------------------- text processing
+def test_tokenizer_round_trip():
+    texts = [s for p in generate_captions(200, seed=2) for s in p] + [
+        "A man's T-shirt (red), 5.5 % off!", "Zwei junge weiße Männer sind im Freien.", "and/or: yes; no?"]
+    for text in texts:
+        toks = tokenize(text)
+        assert toks == [t.lower() for t in toks]
+        assert tokenize(detokenize(toks)) == toks
+    assert detokenize(tokenize("A man's t-shirt, red.")) == "a man's t-shirt, red."
+
+
+def test_vocab_min_freq_and_unk():
+    v = Vocab.build([["a", "b", "a"], ["a", "c", "b"]], min_freq=2)
+    assert v.itos[:4] == ["<pad>", "<sos>", "<eos>", "<unk>"] and v.itos[4:] == ["a", "b"]
+    assert v.encode(["a", "c"]).tolist() == [4, 3]
+    assert v.decode([4, 5, 2, 4]) == ["a", "b"]
+
+
+def test_bleu_features():
+    ref = "il mano korat sok la fisa ."
+    assert bleu_features(ref, ref) == pytest.approx([1, 1, 1, 1, 1])
+    f = bleu_features("il mano korat .", ref)
+    assert f[0] == 1.0 and f[1] == pytest.approx(2 / 3) and f[3] == 0.0 and 0 < f[4] < 1
+    assert bleu_features("", ref) == [0, 0, 0, 0, 0]
+
+
+# ---------------------------------------------------------------------------- models
+@pytest.mark.parametrize("vs,vt,emb,hidden,layers", [(1629, 5180, 64, 96, 1), (9800, 8000, 150, 200, 2), (300, 400, 32, 64, 1)])
+def test_parameter_counts_match(vs, vt, emb, hidden, layers):
+    rnn = LuongSeq2Seq.param_count(vs, vt, emb, hidden)
+    d, ff = match_transformer(rnn, vs, vt, 4, layers, prefer_d=emb)
+    tf = TransformerSeq2Seq.param_count(vs, vt, d, layers, ff)
+    assert abs(tf - rnn) / rnn < 0.05
+    if vs < 2000:  # the closed forms agree with the real modules
+        assert count_params(LuongSeq2Seq(vs, vt, emb, hidden)) == rnn
+        assert count_params(TransformerSeq2Seq(vs, vt, d, 4, layers, ff)) == tf
+
+
+def _tiny_data(n: int, seed: int = 3) -> TaskData:
+    rec = build_records(generate_captions(n, seed=seed), 1, 30)
+    return TaskData(rec, np.arange(n), np.arange(0), f"{n} pairs", {})
+
+
+@pytest.mark.parametrize("arch,lr", [("rnn", 1e-2), ("ffnn", 3e-3)])
+def test_models_overfit_20_pairs(arch, lr):
+    data = _tiny_data(20)
+    cfg = TASK.make_config(arch, "quick", {"epochs": 50, "attack_epochs": (), "lr": lr, "batch_size": 10, "emb": 32,
+                                           "hidden": 64, "dropout": 0.0})
+    torch.manual_seed(0)
+    model = TASK.build_model(cfg, data)
+    epochs = []
+    TASK.train(cfg, model, data, np.arange(20), lambda e, m: epochs.append(e), lambda f: None)
+    assert epochs == list(range(1, 51))
+    assert TASK.utility(cfg, model, data, np.arange(20)) > 90
+
+
+def test_respond_layout_and_examples():
+    data = _tiny_data(30)
+    cfg = TASK.make_config("rnn", "quick", {"epochs": 2, "attack_epochs": (), "emb": 16, "hidden": 16})
+    torch.manual_seed(0)
+    model = TASK.build_model(cfg, data)
+    index = np.array([5, 1, 7])
+    r = TASK.respond(cfg, model, data, index)
+    rec = data.records
+    assert r.lengths.tolist() == [len(rec.tgt_ids[i]) + 1 for i in index]  # + <eos>
+    assert r.n_classes == len(rec.tgt_vocab) and r.probs is None  # vocab > 64: top-K only
+    assert r.ref_index[: r.lengths[0]].tolist() == rec.tgt_ids[5].tolist() + [2]
+    assert r.record_features["bleu_features"].shape == (3, 5)
+    ex = TASK.examples(cfg, model, data, np.array([0, 1]), np.array([2, 3]))
+    json.dumps(ex)
+    assert [s["member"] for s in ex["sentences"]] == [True, True, False, False]
+    assert len(ex["sentences"][0]["tokens"]) == len(rec.tgt_ids[0]) + 1
+
+
+def test_options_validation():
+    with pytest.raises(ConfigError):
+        TASK.make_config("rnn", "quick", {"tgt_lang": "en", "src_lang": "en"})
+    with pytest.raises(ConfigError):
+        TASK.make_config("ffnn", "quick", {"tf_d_model": 30})
+
+
+# ---------------------------------------------------------------------------- attacks
+def test_pvmia_above_chance_on_victim_and_at_chance_on_unseen_members():
+    """PVMIA (the shadow attack) against a victim that trained on the members, and against a
+    'null victim' of the same specification trained on other records of the victim's half: for
+    it the evaluation set's members are non-members too, so the same attack must be at chance."""
+    cfg = TASK.make_config("rnn", "quick", {
+        "n_pairs_source": 1200, "n_train": 80, "n_eval": 60, "epochs": 25, "attack_epochs": (), "n_shadows": 2,
+        "emb": 32, "hidden": 48, "lr": 1e-2, "batch_size": 16, "attack_train_epochs": 40, "bleu_sentences": 10})
+    data = TASK.load(cfg)
+    splits = make_splits(cfg, data)
+    cache = ArtifactCache()
+    query = splits.eval_index
+    victim = train_or_load(TASK, cfg, data, "victim", splits.victim_members, query, cache)
+    others = np.setdiff1d(data.victim_pool, np.concatenate([splits.victim_members, splits.victim_nonmembers]))
+    null = train_or_load(TASK, cfg, data, "shadow_9", others[: cfg.n_train], query, cache)  # never saw the members
+    shadows = []
+    for i in range(cfg.n_shadows):
+        q = np.concatenate([splits.shadow_in[i][: cfg.n_eval], splits.shadow_out[i]])
+        shadows.append(train_or_load(TASK, cfg, data, f"shadow_{i}", splits.shadow_in[i], q, cache))
+    shadow_resp = Responses.concat([s.responses[cfg.epochs] for s in shadows])
+    shadow_membership = np.concatenate([splits.eval_membership] * cfg.n_shadows)
+    training = AttackTraining(cfg.attack_hidden, cfg.attack_train_epochs, cfg.attack_lr, seed=cfg.seed)
+
+    def auc(target) -> dict[str, float]:
+        out = run_attacks(standard_attacks(training, TASK.extra_attacks(cfg, training)), shadow_resp, shadow_membership,
+                          target.responses[cfg.epochs], splits.eval_membership)
+        return {name: o.result.auc for name, o in out.items()}
+
+    on_victim, on_null = auc(victim), auc(null)
+    assert on_victim["shadow"] > 0.75, on_victim
+    assert abs(on_null["shadow"] - 0.5) < 0.15, on_null
+    assert on_victim["prmia"] > 0.65
