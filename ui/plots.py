@@ -33,18 +33,24 @@ def arch_label(s: dict[str, Any]) -> str:
     return f"{ARCH_NAMES.get(s['arch'], s['arch'])} ({s['params']:,} params)"
 
 
-def utility_curves(summaries: list[dict[str, Any]]) -> go.Figure:
-    """Train (solid) and validation (dashed) utility per epoch, one colour per architecture."""
+def _member_vs_unseen_curves(summaries: list[dict[str, Any]], key: str, member: str, unseen: str) -> go.Figure:
+    """Per-epoch ``<key>_train`` (solid) and ``<key>_val`` (dashed), one colour per architecture."""
     fig = go.Figure()
-    metric = summaries[0]["utility"]["metric"] if summaries else "accuracy"
     for s in summaries:
         epochs = [r["epoch"] for r in s["per_epoch"]]
         c = ARCH_COLOURS.get(s["arch"])
         name = ARCH_NAMES.get(s["arch"], s["arch"])
-        fig.add_scatter(x=epochs, y=[r.get("utility_train") for r in s["per_epoch"]], name=f"{name} train (members)",
+        fig.add_scatter(x=epochs, y=[r.get(f"{key}_train") for r in s["per_epoch"]], name=f"{name} {member}",
                         line=dict(color=c))
-        fig.add_scatter(x=epochs, y=[r.get("utility_val") for r in s["per_epoch"]], name=f"{name} validation",
+        fig.add_scatter(x=epochs, y=[r.get(f"{key}_val") for r in s["per_epoch"]], name=f"{name} {unseen}",
                         line=dict(color=c, dash="dash"))
+    return fig
+
+
+def utility_curves(summaries: list[dict[str, Any]]) -> go.Figure:
+    """Train (members, solid) and validation (dashed) utility per epoch, one colour per architecture."""
+    metric = summaries[0]["utility"]["metric"] if summaries else "accuracy"
+    fig = _member_vs_unseen_curves(summaries, "utility", "train (members)", "validation")
     return _layout(fig, f"Utility ({UTILITY_NAMES.get(metric, metric)}) vs epoch", "epoch", UTILITY_NAMES.get(metric, metric))
 
 
@@ -153,13 +159,5 @@ def steps_curves(summaries: list[dict[str, Any]]) -> go.Figure | None:
     when the task reports no steps (only navigation does)."""
     if not any("steps_train" in r for s in summaries for r in s["per_epoch"]):
         return None
-    fig = go.Figure()
-    for s in summaries:
-        epochs = [r["epoch"] for r in s["per_epoch"]]
-        c = ARCH_COLOURS.get(s["arch"])
-        name = ARCH_NAMES.get(s["arch"], s["arch"])
-        fig.add_scatter(x=epochs, y=[r.get("steps_train") for r in s["per_epoch"]], name=f"{name} member maps",
-                        line=dict(color=c))
-        fig.add_scatter(x=epochs, y=[r.get("steps_val") for r in s["per_epoch"]], name=f"{name} unseen maps",
-                        line=dict(color=c, dash="dash"))
+    fig = _member_vs_unseen_curves(summaries, "steps", "member maps", "unseen maps")
     return _layout(fig, "Steps per episode vs epoch (fewer = more direct)", "epoch", "mean steps per episode")
