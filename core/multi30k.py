@@ -8,14 +8,20 @@ and language::
     test_2016_flickr.en.gz  test_2016_flickr.de.gz  ...          (1,000)
 
 Line i of ``<split>.<src>`` translates to line i of ``<split>.<tgt>``. Files may be gzipped
-(``.gz``) or plain; nothing is downloaded.
+(``.gz``) or plain. Nothing is downloaded unless a user asks for it explicitly
+(:func:`download_multi30k`, behind the app's download button); loading never touches the network.
 """
 from __future__ import annotations
 
 import gzip
+import os
+import tempfile
+import urllib.error
+import urllib.request
 from pathlib import Path
+from typing import Callable
 
-from .errors import DatasetNotFoundError
+from .errors import DatasetNotFoundError, MIAError
 
 #: split name -> file stem in the raw layout
 SPLITS = {"train": "train", "val": "val", "test": "test_2016_flickr"}
@@ -43,6 +49,62 @@ def _read_lines(path: Path) -> list[str]:
     if lines and lines[-1] == "":  # the trailing newline
         lines.pop()
     return [line.strip() for line in lines]
+
+
+#: where the official raw files live (the Multi30K repository's data/task1/raw/ folder)
+RAW_URL = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/{name}"
+
+
+class DownloadError(MIAError):
+    """The Multi30K files could not be fetched (offline, or the server refused)."""
+
+
+def missing_files(folder: str | Path, langs: tuple[str, ...]) -> list[str]:
+    """Names of the raw files (``<split>.<lang>.gz``) of ``langs`` that ``folder`` lacks."""
+    folder = Path(folder)
+    return [f"{stem}.{lang}.gz" for stem in SPLITS.values() for lang in langs if _find(folder, stem, lang) is None]
+
+
+def download_multi30k(
+    folder: str | Path,
+    langs: tuple[str, ...] = ("en", "de"),
+    timeout: float = 20.0,
+    on_file: Callable[[str, int, int], None] | None = None,
+) -> list[str]:
+    """Fetch the missing raw files of ``langs`` into ``folder``; return the names fetched.
+
+    Each file is written to a temporary name in ``folder`` and renamed into place only once it
+    is complete and decompresses, so an interrupted download never leaves a half file behind.
+
+    Raises:
+        DownloadError: the machine is offline or the server did not deliver a file; the message
+            says so plainly and where to put the files by hand.
+    """
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    todo = missing_files(folder, langs)
+    for k, name in enumerate(todo):
+        if on_file:
+            on_file(name, k, len(todo))
+        url = RAW_URL.format(name=name)
+        try:
+            with urllib.request.urlopen(url, timeout=timeout) as response:
+                data = response.read()
+        except (urllib.error.URLError, OSError, TimeoutError) as exc:
+            raise DownloadError(
+                f"could not download {name} ({exc}): this machine seems to be offline or cannot reach "
+                f"{url.split('/')[2]}. Copy {', '.join(todo[k:])} from data/task1/raw/ of the Multi30K repository "
+                f"into {str(folder)!r} by hand"
+            ) from None
+        try:
+            gzip.decompress(data)
+        except (OSError, EOFError) as exc:
+            raise DownloadError(f"the server sent a broken {name} ({exc}); nothing was saved") from None
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".part")
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, folder / name)
+    return todo
 
 
 def load_multi30k(folder: str | Path, src_lang: str = "en", tgt_lang: str = "de", split: str = "train") -> list[tuple[str, str]]:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from core import multi30k
 from core.errors import MIAError
 from core.pipeline import cached_summary
 from core.tasks import available_tasks, get_task
@@ -68,11 +69,40 @@ for arch in archs:
     if data_dir != base.data_dir:
         overrides[arch]["data_dir"] = data_dir
 
+def multi30k_folder_check(cfg) -> None:
+    """Say which Multi30K files are missing, and offer to fetch them (only on a click: no network otherwise)."""
+    langs = (cfg.options.src_lang, cfg.options.tgt_lang)
+    if not cfg.data_dir:
+        st.warning("Multi30K is read from a local folder: enter it above. It must hold "
+                   f"train.{langs[0]}.gz and train.{langs[1]}.gz (plus val.* and test_2016_flickr.*) from "
+                   "data/task1/raw/ of the Multi30K repository.")
+        st.stop()
+    needed = [f for f in multi30k.missing_files(cfg.data_dir, langs) if f.startswith("train.")]
+    if not needed:
+        return
+    st.warning(f"The folder {cfg.data_dir!r} lacks {', '.join(needed)}. Put the files from data/task1/raw/ of the "
+               "Multi30K repository there, or download them (needs an internet connection).")
+    if st.button(f"Download Multi30K ({'/'.join(langs)}) into this folder"):
+        with st.status("Downloading Multi30K…", expanded=True) as status:
+            try:
+                fetched = multi30k.download_multi30k(cfg.data_dir, langs, on_file=lambda name, k, n: st.write(f"{name} ({k + 1}/{n})"))
+            except multi30k.DownloadError as exc:
+                status.update(label="Download failed", state="error")
+                st.error(str(exc))
+                st.stop()
+            status.update(label=f"Downloaded {len(fetched)} files", state="complete")
+        st.rerun()
+    st.stop()
+
+
 try:
     configs = [task.make_config(arch, preset, overrides[arch]) for arch in archs]
 except MIAError as exc:
     st.error(f"Invalid settings: {exc}")
     st.stop()
+
+if dataset == "multi30k":
+    multi30k_folder_check(configs[0])
 
 manager = job_manager()
 key = manager.key_of(configs)

@@ -99,3 +99,15 @@ def test_missing_dataset_folder_is_reported():
     at.run(timeout=60)
     [b for b in at.button if b.label == "Train & attack"][0].click()
     run_until(at, lambda a: any("not found" in e.value for e in a.error), timeout=60)
+
+
+def test_multi30k_folder_without_files_is_explained_with_a_download_offer(tmp_path):
+    at = train_page().run(timeout=60)
+    at.selectbox[0].set_value("translation").run(timeout=60)
+    at.selectbox(key="translation:quick:dataset").set_value("multi30k").run(timeout=60)
+    assert any("local folder" in w.value for w in at.warning)
+    at.text_input(key="translation:quick:data_dir").set_value(str(tmp_path / "m30k")).run(timeout=60)
+    assert not at.exception
+    assert any("lacks train.en.gz, train.de.gz" in w.value for w in at.warning)
+    assert any(b.label.startswith("Download Multi30K") for b in at.button)
+    assert not any(b.label == "Train & attack" for b in at.button)

@@ -224,3 +224,36 @@ def test_pvmia_above_chance_on_victim_and_at_chance_on_unseen_members():
     assert on_victim["shadow"] > 0.75, on_victim
     assert abs(on_null["shadow"] - 0.5) < 0.15, on_null
     assert on_victim["prmia"] > 0.65
+
+
+def test_multi30k_download_writes_complete_files_and_reports_offline(tmp_path, monkeypatch):
+    """The download button's function, with the network replaced by local bytes (tests stay offline)."""
+    import gzip as _gzip
+    import io
+    import urllib.error
+
+    from core import multi30k
+
+    served = []
+
+    def fake_urlopen(url, timeout):
+        served.append(url)
+        name = url.rsplit("/", 1)[1]
+        return io.BytesIO(_gzip.compress(f"line of {name}\n".encode()))
+
+    monkeypatch.setattr(multi30k.urllib.request, "urlopen", fake_urlopen)
+    folder = tmp_path / "m30k"
+    fetched = multi30k.download_multi30k(folder, ("en", "de"))
+    assert sorted(fetched) == sorted(f"{s}.{l}.gz" for s in ("train", "val", "test_2016_flickr") for l in ("en", "de"))
+    assert multi30k.missing_files(folder, ("en", "de")) == []
+    assert multi30k.load_multi30k(folder, "en", "de", "val") == [("line of val.en.gz", "line of val.de.gz")]
+    assert not list(folder.glob(".*part"))
+    assert multi30k.download_multi30k(folder, ("en", "de")) == []  # nothing left to fetch
+
+    def offline(url, timeout):
+        raise urllib.error.URLError("Temporary failure in name resolution")
+
+    monkeypatch.setattr(multi30k.urllib.request, "urlopen", offline)
+    with pytest.raises(multi30k.DownloadError, match="offline"):
+        multi30k.download_multi30k(tmp_path / "other", ("fr",))
+    assert multi30k.missing_files(tmp_path / "other", ("fr",)) == ["train.fr.gz", "val.fr.gz", "test_2016_flickr.fr.gz"]
