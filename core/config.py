@@ -20,7 +20,7 @@ from typing import Any, Mapping
 from .errors import ConfigError
 
 #: Bump when the meaning or layout of anything stored in the cache changes.
-CACHE_SCHEMA_VERSION = 1
+CACHE_SCHEMA_VERSION = 2
 
 TASKS = ("image", "translation", "navigation")
 ARCHS = ("ffnn", "rnn")
