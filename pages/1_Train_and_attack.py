@@ -45,6 +45,8 @@ with c2:
 with c3:
     preset = st.selectbox("Preset", list(task.presets), help="quick: minutes on 2 CPU cores · paper: the studies' sizes")
 
+if task.about:
+    st.caption(task.about)
 if not archs:
     st.info("Pick at least one architecture.")
     st.stop()

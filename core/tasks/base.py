@@ -55,6 +55,8 @@ class Task(ABC):
     presets: dict[str, dict[str, Any]] = {}
     #: built-in and real data sources the task can load (the first is the default)
     datasets: tuple[str, ...] = ()
+    #: one paragraph for the UI: what a record is, what the models answer, what the reference is
+    about: str = ""
     #: those of ``datasets`` read from a local folder (``data_dir``)
     real_datasets: tuple[str, ...] = ()
     #: the task's frozen options dataclass

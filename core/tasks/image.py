@@ -125,6 +125,8 @@ class ImageTask(Task):
     utility_metric = "accuracy"
     options_cls = ImageOptions
     datasets = ("digits", "cifar10")
+    about = ("A record is an image. Each model answers with its softmax vector; the reference is the one-hot "
+             "label. The shadow-model attack is an MLP on (confidence vector, label), as in Shokri et al.")
     real_datasets = ("cifar10",)
     presets = {
         # ~1 minute on 2 CPU cores for one architecture, shadows included

@@ -424,6 +424,11 @@ class NavigationTask(Task):
     utility_metric = "return"
     options_cls = NavigationOptions
     datasets = ("MiniGrid-MultiRoom-N2-S4-v0", "MiniGrid-MultiRoom-N4-S5-v0")
+    about = ("A record is a floor-map (an environment seed); it is a member if the agent trained on it. A query is "
+             "one seeded rollout of the agent on the map, answered by its action distribution at every step. The "
+             "reference (label model) is the reward-maximising policy, computed exactly by a shortest-path planner "
+             "over the full grid (all optimal actions equally likely) instead of a trained labelling agent. The "
+             "attack is an LSTM over the (agent policy, label policy) sequence.")
     presets = {
         # few member maps, each seen many times: memorisation, an attack clearly above chance
         # (8 maps, each replayed ~1,000 times over 122,880 frames)

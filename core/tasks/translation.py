@@ -278,6 +278,10 @@ class TranslationTask(Task):
     utility_metric = "bleu"
     options_cls = TranslationOptions
     datasets = ("captions", "multi30k")
+    about = ("A record is a sentence pair. Models are queried teacher-forced with the reference translation and "
+             "answer one probability vector per target token. The shadow-model attack is PVMIA: an LSTM over the "
+             "per-token probability values; PRMIA reads only the reference tokens' ranks, the BLEU-feature attack "
+             "only the model's own greedy translation.")
     real_datasets = ("multi30k",)
     presets = {
         # ~2-3 minutes cold on 2 CPU cores per architecture (victim, 2 shadows, attacks)
