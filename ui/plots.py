@@ -5,6 +5,7 @@ app shows can always be reproduced headless.
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pandas as pd
@@ -24,8 +25,8 @@ UTILITY_NAMES = {"accuracy": "accuracy", "bleu": "BLEU", "return": "mean return"
 
 
 def _layout(fig: go.Figure, title: str, x: str, y: str) -> go.Figure:
-    fig.update_layout(title=title, xaxis_title=x, yaxis_title=y, height=380, margin=dict(l=10, r=10, t=50, b=10),
-                      legend=dict(orientation="h", yanchor="bottom", y=-0.35))
+    fig.update_layout(title=title, xaxis_title=x, yaxis_title=y, height=470, margin=dict(l=10, r=10, t=50, b=10),
+                      legend=dict(orientation="h", yanchor="top", y=-0.18, xanchor="left", x=0))
     return fig
 
 
@@ -68,6 +69,7 @@ def attack_accuracy_curve(summaries: list[dict[str, Any]]) -> go.Figure:
                             line=dict(color=c, dash=ATTACK_DASH.get(attack, "solid")),
                             visible=True if attack == s["attack"]["name"] else "legendonly")
     fig.add_hline(y=0.5, line=dict(color="grey", dash="dot"), annotation_text="chance")
+    fig.update_yaxes(range=[0.3, 1.02])
     return _layout(fig, "Attack accuracy vs training epoch", "epoch", "attack accuracy")
 
 
@@ -84,7 +86,7 @@ def roc_curves(summaries: list[dict[str, Any]]) -> go.Figure:
                             visible=True if name == s["attack"]["name"] else "legendonly")
     diagonal = [floor * (1 / floor) ** (i / 50) for i in range(51)]  # y = x is a curve on a log x-axis
     fig.add_scatter(x=diagonal, y=diagonal, mode="lines", line=dict(color="grey", dash="dot"), name="chance")
-    fig.update_xaxes(type="log", range=[-3, 0])
+    fig.update_xaxes(type="log", range=[-3, 0], tickvals=[1e-3, 1e-2, 1e-1, 1], ticktext=["0.1%", "1%", "10%", "100%"])
     fig.update_yaxes(range=[0, 1])
     return _layout(fig, "ROC of the attacks (log FPR)", "false positive rate", "true positive rate")
 
@@ -147,11 +149,13 @@ def entropy_histogram(summaries: list[dict[str, Any]]) -> go.Figure:
         c = ARCH_COLOURS.get(s["arch"])
         name = ARCH_NAMES.get(s["arch"], s["arch"])
         for member, opacity, label in ((True, 0.75, "members"), (False, 0.35, "non-members")):
-            values = [a for a, m in zip(rec["ape"], rec["membership"]) if m == member]
+            # log scale: a confident model's entropies span many orders of magnitude near 0
+            values = [math.log10(max(a, 1e-12)) for a, m in zip(rec["ape"], rec["membership"]) if m == member]
             fig.add_histogram(x=values, name=f"{name} {label}", marker_color=c, opacity=opacity, nbinsx=40,
                               histnorm="probability")
     fig.update_layout(barmode="overlay")
-    return _layout(fig, "Prediction entropy: members vs non-members", "average prediction entropy (nats)", "fraction of records")
+    return _layout(fig, "Prediction entropy: members vs non-members", "log₁₀ average prediction entropy (nats)",
+                   "fraction of records")
 
 
 def steps_curves(summaries: list[dict[str, Any]]) -> go.Figure | None:
