@@ -15,7 +15,7 @@ This explorer trains victims and the attacker's *shadow models*, attacks them, a
 **recurrent networks (RNNs)** and **feed-forward networks (FFNNs)** of the same size compare.
 
 * **Tasks** — image classification (residual CNN vs ReNet-style LSTM), machine translation (Transformer vs
-  LSTM with attention) and navigation by deep RL (PPO agents, MLP vs MLP+LSTM), where each task is installed.
+  LSTM with attention) and navigation by deep RL (PPO agents, MLP vs MLP+LSTM).
 * **Attacks** — Shokri et al.'s shadow-model attack (an MLP on one prediction, an LSTM over output
   sequences) with loss- and entropy-threshold baselines; accuracy, membership advantage (TPR − FPR),
   ROC AUC and TPR at low FPR, at every checkpoint epoch.

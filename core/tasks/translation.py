@@ -281,7 +281,9 @@ class TranslationTask(Task):
     about = ("A record is a sentence pair. Models are queried teacher-forced with the reference translation and "
              "answer one probability vector per target token. The shadow-model attack is PVMIA: an LSTM over the "
              "per-token probability values; PRMIA reads only the reference tokens' ranks, the BLEU-feature attack "
-             "only the model's own greedy translation.")
+             "only the model's own greedy translation. On the built-in captions corpus each concept has several "
+             "synonyms drawn at random per sentence, so validation BLEU stays low by design: only a memorised pair "
+             "can be reproduced word for word.")
     real_datasets = ("multi30k",)
     presets = {
         # ~2-3 minutes cold on 2 CPU cores per architecture (victim, 2 shadows, attacks)
