@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,7 +39,7 @@ from torch import nn
 from ..attacks import Attack, AttackTraining, RankHistogramAttack, RecordFeatureAttack
 from ..config import ExperimentConfig
 from ..corpus import generate_captions
-from ..device import default_device
+from ..device import default_device, single_thread
 from ..errors import ConfigError, DatasetNotFoundError
 from ..models.translation import EOS, PAD, SOS, UNK, LuongSeq2Seq, TransformerSeq2Seq, match_transformer
 from ..multi30k import LANGUAGES, load_multi30k
@@ -240,26 +239,6 @@ class _EvalMode:
         self.model.train(self.was)
 
 
-#: intra-op threads while training and querying on the CPU. These models run thousands of small
-#: ops per batch (LSTM steps, short sequences); with several threads OpenMP synchronisation costs
-#: more than it saves, and on a shared 2-core machine it slowed training 3-5x in our measurements.
-CPU_THREADS = 1
-
-
-@contextmanager
-def _cpu_threads(device: torch.device):
-    """Limit torch's intra-op threads to :data:`CPU_THREADS` on the CPU, restoring them afterwards."""
-    if device.type != "cpu":
-        yield
-        return
-    previous = torch.get_num_threads()
-    torch.set_num_threads(min(CPU_THREADS, previous))
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
-
-
 _SENTENCE_BLEU = sacrebleu.BLEU(smooth_method="add-k", smooth_value=1, effective_order=True)
 # add-k smoothing rewrites the n-gram counts it reports, so raw precisions come from an unsmoothed scorer
 _RAW_BLEU = sacrebleu.BLEU(smooth_method="none", effective_order=True)
@@ -366,7 +345,7 @@ class TranslationTask(Task):
         opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         g = torch.Generator().manual_seed(int(torch.initial_seed()) % 2**63)
         model.train()
-        with _cpu_threads(device):
+        with single_thread():  # thousands of small LSTM ops per batch: threads cost more than they save
             self._train_epochs(cfg, model, rec, np.asarray(train_index), opt, g, device, on_epoch, on_progress)
 
     def _train_epochs(self, cfg: ExperimentConfig, model: nn.Module, rec: TranslationRecords, train_index: np.ndarray,
@@ -396,7 +375,7 @@ class TranslationTask(Task):
         rec: TranslationRecords = data.records
         device = next(model.parameters()).device
         out: list[list[str]] = []
-        with _EvalMode(model), _cpu_threads(device):
+        with _EvalMode(model), single_thread():
             for start in range(0, len(index), batch):
                 idx = index[start : start + batch]
                 src, src_len, _, _ = _batch(rec, idx, device)
@@ -417,16 +396,16 @@ class TranslationTask(Task):
 
     @torch.no_grad()
     def _teacher_forced(self, model: nn.Module, data: TaskData, index: np.ndarray, batch: int = 64):
-        """Yield (probs (T, V) of each reference token incl. <eos>, lengths, reference ids) per batch."""
+        """Yield (logits (T, V) at each reference token incl. <eos>, lengths, reference ids) per batch."""
         rec: TranslationRecords = data.records
         device = next(model.parameters()).device
-        with _EvalMode(model), _cpu_threads(device):
+        with _EvalMode(model), single_thread():
             for start in range(0, len(index), batch):
                 idx = index[start : start + batch]
                 src, src_len, tgt_in, tgt_out = _batch(rec, idx, device)
-                probs = F.softmax(model(src, src_len, tgt_in).float(), -1)
+                logits = model(src, src_len, tgt_in).float()
                 valid = tgt_out != PAD
-                yield probs[valid].cpu(), valid.sum(1).cpu().numpy(), tgt_out[valid].cpu()
+                yield logits[valid].cpu(), valid.sum(1).cpu().numpy(), tgt_out[valid].cpu()
 
     def respond(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray) -> Responses:
         """Teacher-forced answers: one probability vector per reference token (incl. <eos>), the
@@ -434,7 +413,7 @@ class TranslationTask(Task):
         translation (Hisamoto et al. 2020). Built batch by batch so only top-K and per-step
         signals are ever held for the whole set (vocabularies exceed FULL_VECTOR_LIMIT)."""
         index = np.asarray(index)
-        parts = [Responses.from_probs(p, lengths, ref) for p, lengths, ref in self._teacher_forced(model, data, index)]
+        parts = [Responses.from_logits(z, lengths, ref) for z, lengths, ref in self._teacher_forced(model, data, index)]
         resp = Responses.concat(parts)
         hyps = self.translate(cfg, model, data, index)
         feats = [bleu_features(detokenize(h), data.records.reference(i)) for h, i in zip(hyps, index)]
@@ -462,8 +441,8 @@ class TranslationTask(Task):
         rec: TranslationRecords = data.records
         hyps = self.translate(cfg, model, data, index)
         probs = []
-        for p, lengths, ref in self._teacher_forced(model, data, index):
-            ref_p = p.gather(1, ref[:, None])[:, 0].numpy()
+        for logits, lengths, ref in self._teacher_forced(model, data, index):
+            ref_p = F.softmax(logits, -1).gather(1, ref[:, None])[:, 0].numpy()
             probs.extend(np.split(ref_p, np.cumsum(lengths)[:-1]))
         sentences = []
         for i, member, hyp, p in zip(index, flags, hyps, probs):
