@@ -16,12 +16,16 @@ Scores are "higher = member"; each attack also fixes a decision threshold on sha
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
 import numpy as np
 import torch
 from torch import nn
+
+from safetensors.torch import load as load_safetensors
+from safetensors.torch import save as save_safetensors
 
 from .metrics import AttackResult, best_threshold, evaluate_attack
 from .models.attack import AttackLSTM, AttackMLP
@@ -32,11 +36,17 @@ class Attack(Protocol):
     """What every attack offers."""
 
     name: str
-    threshold: float
+    threshold: float  # decision: member iff score >= threshold
 
     def fit(self, responses: Responses, membership: np.ndarray) -> "Attack": ...
 
     def score(self, responses: Responses) -> np.ndarray: ...
+
+    def boundary(self) -> dict | None: ...
+
+    def state(self) -> tuple[dict[str, torch.Tensor], dict[str, str]]: ...
+
+    def load_state(self, tensors: dict[str, torch.Tensor], meta: dict[str, str]) -> None: ...
 
 
 @dataclass
@@ -127,6 +137,32 @@ class _LearnedAttack:
         x, lengths = self.features(responses)
         return _predict(self.model, self._standardise(x, lengths), lengths)
 
+    def boundary(self) -> None:
+        """A learned attack has no boundary on one signal (plots fit a surrogate instead)."""
+        return None
+
+    def state(self) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
+        """Fitted classifier weights and standardisation, plus what rebuilds the classifier."""
+        if self.model is None:
+            raise RuntimeError(f"{self.name}: fit() before state()")
+        tensors = {f"model.{k}": v.detach().cpu() for k, v in self.model.state_dict().items()}
+        tensors.update(mean=self._mean, std=self._std)
+        meta = {"in_dim": str(int(self._mean.shape[0])), "sequential": str(isinstance(self.model, AttackLSTM))}
+        return tensors, meta
+
+    def load_state(self, tensors: dict[str, torch.Tensor], meta: dict[str, str]) -> None:
+        """Inverse of :meth:`state`; raises ``ValueError`` when names or shapes do not fit."""
+        try:
+            in_dim, sequential = int(meta["in_dim"]), meta["sequential"] == "True"
+            model = self.build(in_dim, sequential)
+            model.load_state_dict({k[6:]: v for k, v in tensors.items() if k.startswith("model.")}, strict=True)
+            mean, std = tensors["mean"], tensors["std"]
+        except (KeyError, RuntimeError, ValueError) as exc:
+            raise ValueError(f"{self.name}: stored state does not match this attack: {exc}") from None
+        if mean.shape != (in_dim,) or std.shape != (in_dim,):
+            raise ValueError(f"{self.name}: stored standardisation has the wrong shape")
+        self.model, self._mean, self._std = model.eval(), mean, std
+
 
 class ShadowModelAttack(_LearnedAttack):
     """Shokri et al.'s classifier on per-step (output, reference) features.
@@ -182,33 +218,64 @@ class RecordFeatureAttack(_LearnedAttack):
         return torch.from_numpy(x.reshape(len(responses), -1)), torch.ones(len(responses), dtype=torch.long)
 
 
+#: Per-record signals a threshold attack can read, by the name :meth:`Responses.record_signals` uses.
+SIGNALS: dict[str, Callable[[Responses], np.ndarray]] = {
+    "cross_entropy": lambda r: r.mean_cross_entropy,
+    "ape": lambda r: r.ape,
+}
+
+
 class ThresholdAttack:
-    """Member iff ``sign · signal(record) >= threshold``; threshold fitted on shadow data.
+    """Member iff ``signal(record) <= signal_threshold``; the threshold is fitted on shadow data.
 
     ``loss_threshold`` (Yeom et al.): low cross-entropy to the reference ⇒ member.
     ``entropy_threshold``: low average prediction entropy (APE, paper 000 eq. 3) ⇒ member.
+
+    The fitted threshold is kept in the signal's own units (``signal_threshold``), so a plot can
+    draw the boundary on the signal's axis; ``score`` = −signal is the "higher = member" score
+    the metrics rank, and ``threshold`` the same boundary in score units.
     """
 
-    def __init__(self, name: str, signal: Callable[[Responses], np.ndarray], sign: float = -1.0):
+    member_if = "below"
+
+    def __init__(self, name: str, signal: str):
+        if signal not in SIGNALS:
+            raise ValueError(f"unknown signal {signal!r}; choose one of {sorted(SIGNALS)}")
         self.name = name
         self.signal = signal
-        self.sign = sign
-        self.threshold = float("nan")
+        self.signal_threshold = float("nan")
+
+    @property
+    def threshold(self) -> float:
+        return -self.signal_threshold
 
     def score(self, responses: Responses) -> np.ndarray:
-        return self.sign * np.asarray(self.signal(responses), np.float64)
+        return -np.asarray(SIGNALS[self.signal](responses), np.float64)
 
     def fit(self, responses: Responses, membership: np.ndarray) -> "ThresholdAttack":
-        self.threshold = best_threshold(self.score(responses), membership)
+        self.signal_threshold = -best_threshold(self.score(responses), membership)
         return self
+
+    def boundary(self) -> dict[str, object]:
+        """The decision boundary in the signal's units, for plots: member iff signal ≤ threshold."""
+        t = self.signal_threshold
+        return {"signal": self.signal, "threshold": t if np.isfinite(t) else None, "member_if": self.member_if}
+
+    def state(self) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
+        return {"signal_threshold": torch.tensor([self.signal_threshold], dtype=torch.float64)}, {"signal": self.signal}
+
+    def load_state(self, tensors: dict[str, torch.Tensor], meta: dict[str, str]) -> None:
+        if set(tensors) != {"signal_threshold"} or meta.get("signal") != self.signal:
+            raise ValueError(f"{self.name}: stored state does not match this attack")
+        self.signal_threshold = float(tensors["signal_threshold"][0])
 
 
 def loss_threshold_attack() -> ThresholdAttack:
-    return ThresholdAttack("loss_threshold", lambda r: r.mean_cross_entropy)
+    return ThresholdAttack("loss_threshold", "cross_entropy")
 
 
 def entropy_threshold_attack() -> ThresholdAttack:
-    return ThresholdAttack("entropy_threshold", lambda r: r.ape)
+    return ThresholdAttack("entropy_threshold", "ape")
 
 
 def standard_attacks(training: AttackTraining, extra: list[Attack] | None = None) -> list[Attack]:
@@ -224,6 +291,24 @@ class AttackOutcome:
     scores: np.ndarray
 
 
+def fit_attacks(attacks: list[Attack], shadow_responses: Responses, shadow_membership: np.ndarray) -> list[Attack]:
+    """Fit every attack on the attacker's shadow data (in place); return them."""
+    for attack in attacks:
+        attack.fit(shadow_responses, shadow_membership)
+    return attacks
+
+
+def score_attacks(attacks: list[Attack], target_responses: Responses, target_membership: np.ndarray) -> dict[str, AttackOutcome]:
+    """Evaluate fitted attacks on any target Responses (undefended or defended) with known membership."""
+    out: dict[str, AttackOutcome] = {}
+    for attack in attacks:
+        scores = attack.score(target_responses)
+        result = evaluate_attack(attack.name, scores, target_membership, attack.threshold)
+        result.boundary = attack.boundary()
+        out[attack.name] = AttackOutcome(result, scores)
+    return out
+
+
 def run_attacks(
     attacks: list[Attack],
     shadow_responses: Responses,
@@ -232,9 +317,37 @@ def run_attacks(
     target_membership: np.ndarray,
 ) -> dict[str, AttackOutcome]:
     """Fit each attack on shadow data and evaluate it on the target's balanced evaluation set."""
-    out: dict[str, AttackOutcome] = {}
-    for attack in attacks:
-        attack.fit(shadow_responses, shadow_membership)
-        scores = attack.score(target_responses)
-        out[attack.name] = AttackOutcome(evaluate_attack(attack.name, scores, target_membership, attack.threshold), scores)
-    return out
+    return score_attacks(fit_attacks(attacks, shadow_responses, shadow_membership), target_responses, target_membership)
+
+
+def safetensors_metadata(blob: bytes) -> dict[str, str]:
+    """The ``__metadata__`` of a safetensors blob: its header is 8 bytes of length, then JSON."""
+    size = int.from_bytes(blob[:8], "little")
+    if size <= 0 or size > len(blob) - 8:
+        raise ValueError("not a safetensors blob")
+    meta = json.loads(blob[8 : 8 + size]).get("__metadata__") or {}
+    if not isinstance(meta, dict):
+        raise ValueError("safetensors metadata is not a mapping")
+    return {str(k): str(v) for k, v in meta.items()}
+
+
+def attack_to_bytes(attack: Attack) -> bytes:
+    """A fitted attack as a safetensors blob (weights, thresholds; no pickle)."""
+    tensors, meta = attack.state()
+    return save_safetensors({k: v.contiguous() for k, v in tensors.items()}, metadata={"name": attack.name, **meta})
+
+
+def load_attack_bytes(attack: Attack, blob: bytes) -> Attack:
+    """Restore a fitted ``attack`` (built the same way as the one saved) from :func:`attack_to_bytes`.
+
+    Raises ``ValueError`` when the blob is not a stored state of this attack.
+    """
+    try:
+        tensors = load_safetensors(blob)
+        metadata = safetensors_metadata(blob)
+    except Exception as exc:  # safetensors raises its own error types for malformed headers
+        raise ValueError(f"{attack.name}: not a stored attack: {exc}") from None
+    if metadata.get("name") != attack.name:
+        raise ValueError(f"stored attack is {metadata.get('name')!r}, expected {attack.name!r}")
+    attack.load_state(tensors, metadata)
+    return attack

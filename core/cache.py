@@ -1,14 +1,24 @@
 """On-disk cache of trained weights, Responses and results (diskcache-backed).
 
 Safety and integrity:
-* Only raw bytes go into diskcache, so reading an entry never unpickles anything. Weights are
-  safetensors, Responses ``.npz`` read with ``allow_pickle=False``, results JSON.
+* Nothing read from the cache is ever unpickled. diskcache unpickles any row whose stored mode
+  is "pickle" (values, in the database or in a ``.val`` file) and any key stored as a pickle;
+  a cache folder is just files, so anyone who can write there could plant such a row. The
+  store therefore uses :class:`SafeDisk`, which refuses those rows *before any byte is
+  deserialised*: only ``str`` keys and ``bytes`` values go in, and only raw or binary rows come
+  out. A refused row is reported through ``corrupted`` / the logger, deleted and treated as a
+  miss, so the caller recomputes it.
+* Weights are safetensors, Responses ``.npz`` read with ``allow_pickle=False``, results JSON.
 * Every value is wrapped as ``MAGIC + sha256(payload) + payload``; a value whose digest does not
-  match (truncated file, bit rot, a hand-edited entry) raises :class:`CacheCorruptionError`
-  internally, is deleted, reported through ``corrupted`` / the logger, and treated as a miss so
-  the caller recomputes it.
+  match (truncated file, bit rot, a hand-edited entry) is discarded the same way.
+* An entry can pass its checksum and still not be what its key claims (a result ``[1, 2, 3]``,
+  weights of another model): the typed getters take a ``validate`` hook (JSON, Responses) or
+  the expected tensor names and shapes (weights); an entry that fails is discarded the same way.
 * diskcache commits an entry in one SQLite transaction after its file is fully written, so a
   crash mid-write leaves no half entry under the key.
+* The folder and its database are created only when something is first stored: a run that
+  fails before storing anything leaves no empty cache behind, and reading a cache that does
+  not exist answers "miss" without creating it.
 
 The folder is ``cache/`` at the repository root unless ``MIA_CACHE_DIR`` names another.
 """
@@ -18,28 +28,73 @@ import hashlib
 import json
 import logging
 import os
+import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Mapping
 
 import diskcache
 import torch
+from diskcache.core import MODE_BINARY, MODE_PICKLE, MODE_RAW, UNKNOWN
 from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 
 from .config import CACHE_SCHEMA_VERSION
-from .errors import CacheCorruptionError
+from .errors import CacheCorruptionError, UnsafeCacheEntryError
+from .paths import DEFAULT_CACHE_DIR as DEFAULT_DIR  # noqa: F401  (re-exported: the old name)
+from .paths import cache_dir
 from .responses import Responses
 
 log = logging.getLogger(__name__)
 
 _MAGIC = b"MIAX1"
 _DIGEST = 32
-DEFAULT_DIR = Path(__file__).resolve().parent.parent / "cache"
+#: diskcache's database file inside the cache folder
+DB_NAME = diskcache.core.DBNAME
+#: values at least this large go to their own file (diskcache's default, pinned so that a
+#: planted Settings row cannot change it)
+MIN_FILE_SIZE = 2**15
+
+#: A validation hook: raises (any exception) or returns False when a value is not what its key
+#: claims; returning anything else (None, True) accepts it.
+Validator = Callable[[Any], object]
 
 
-def cache_dir() -> Path:
-    """The cache folder: ``$MIA_CACHE_DIR`` or ``<repo>/cache``."""
-    return Path(os.environ.get("MIA_CACHE_DIR") or DEFAULT_DIR)
+class SafeDisk(diskcache.Disk):
+    """A diskcache ``Disk`` that never unpickles: str keys and bytes values only.
+
+    diskcache calls ``put``/``get`` to convert keys and ``store``/``fetch`` to convert values.
+    The base class pickles anything that is not a str/bytes/int/float and unpickles rows marked
+    as pickles; here writing anything but a ``str`` key or a ``bytes`` value raises
+    ``TypeError``, and reading a pickled key or a row in any mode but raw/binary raises
+    :class:`UnsafeCacheEntryError` before the stored bytes are even opened. The error is not an
+    ``OSError``, so diskcache does not swallow it as "key vanished": it reaches
+    :class:`ArtifactCache`, which reports, deletes and recomputes the entry.
+    """
+
+    def __init__(self, directory: str, min_file_size: int = MIN_FILE_SIZE, pickle_protocol: int = 0, **_: Any):
+        # settings read from the database are ignored: nothing stored there may steer us
+        super().__init__(directory, min_file_size=MIN_FILE_SIZE, pickle_protocol=0)
+
+    def put(self, key: Any) -> tuple[Any, bool]:
+        if type(key) is not str:
+            raise TypeError(f"cache keys must be str, got {type(key).__name__}")
+        return super().put(key)
+
+    def get(self, key: Any, raw: bool) -> Any:
+        if not raw:
+            raise UnsafeCacheEntryError("cache row has a pickled key; refusing to unpickle it")
+        return super().get(key, raw)
+
+    def store(self, value: Any, read: bool, key: Any = UNKNOWN) -> tuple[int, int, str | None, Any]:
+        if read or type(value) is not bytes:
+            raise TypeError(f"the cache stores bytes only, got {type(value).__name__}")
+        return super().store(value, read, key)
+
+    def fetch(self, mode: int, filename: str | None, value: Any, read: bool) -> Any:
+        if mode not in (MODE_RAW, MODE_BINARY) or read:
+            kind = "pickle" if mode == MODE_PICKLE else f"mode {mode}"
+            raise UnsafeCacheEntryError(f"cache row is stored as {kind}; refusing to read it")
+        return super().fetch(mode, filename, value, read)
 
 
 def _wrap(payload: bytes) -> bytes:
@@ -56,13 +111,46 @@ def _unwrap(key: str, blob: Any) -> bytes:
     return payload
 
 
+def tensor_shapes(tensors: Mapping[str, torch.Tensor]) -> dict[str, tuple[int, ...]]:
+    """``{name: shape}`` of a state dict: what :meth:`ArtifactCache.get_tensors` should expect
+    for weights of a freshly built model (``tensor_shapes(model.state_dict())``)."""
+    return {name: tuple(int(d) for d in t.shape) for name, t in tensors.items()}
+
+
+def dict_with(**types: type | tuple[type, ...]) -> Validator:
+    """A :data:`Validator` accepting a dict that has every named key with a value of that type.
+
+    ``int`` never accepts a bool, and ``float`` accepts an int (JSON writes 2.0 as 2)::
+
+        cache.get_json(key, validate=dict_with(params=int, per_epoch=list, train_s=float))
+    """
+
+    def check(value: Any) -> None:
+        if not isinstance(value, dict):
+            raise TypeError(f"expected an object, got {type(value).__name__}")
+        for name, expected in types.items():
+            if name not in value:
+                raise KeyError(f"missing {name!r}")
+            allowed = expected if isinstance(expected, tuple) else (expected,)
+            if float in allowed:
+                allowed = allowed + (int,)
+            v = value[name]
+            if (isinstance(v, bool) and bool not in allowed) or not isinstance(v, allowed):
+                raise TypeError(f"{name!r} is a {type(v).__name__}, expected {'/'.join(t.__name__ for t in allowed)}")
+
+    return check
+
+
 class ArtifactCache:
-    """Typed get/put of bytes, JSON, tensors and Responses under string keys."""
+    """Typed get/put of bytes, JSON, tensors and Responses under string keys.
+
+    Reads never raise for a bad entry: they return None (a miss) and append the key to
+    :attr:`corrupted`. Nothing is created on disk until the first ``put_*``.
+    """
 
     def __init__(self, directory: str | os.PathLike | None = None):
         self.directory = Path(directory) if directory is not None else cache_dir()
-        self.directory.mkdir(parents=True, exist_ok=True)
-        self._store = diskcache.Cache(str(self.directory), size_limit=2**34, eviction_policy="least-recently-used")
+        self._opened: diskcache.Cache | None = None
         #: keys of entries found corrupted (and discarded) during this object's life
         self.corrupted: list[str] = []
 
@@ -71,77 +159,201 @@ class ArtifactCache:
         """``v<schema>/<kind>/<digest>/<parts...>``."""
         return "/".join([f"v{CACHE_SCHEMA_VERSION}", kind, digest, *map(str, parts)])
 
+    # ------------------------------------------------------------------ the store, opened lazily
+    def _open(self) -> diskcache.Cache:
+        if self._opened is None:
+            self._opened = diskcache.Cache(
+                str(self.directory), disk=SafeDisk, size_limit=2**34, eviction_policy="least-recently-used",
+                disk_min_file_size=MIN_FILE_SIZE, disk_pickle_protocol=0,
+            )
+        return self._opened
+
+    def _reader(self) -> diskcache.Cache | None:
+        """The store if its database exists (never creates it), else None."""
+        if self._opened is None and not (self.directory / DB_NAME).is_file():
+            return None
+        return self._open()
+
+    @property
+    def _store(self) -> diskcache.Cache:
+        """The underlying diskcache store, created if needed (for writers and tests)."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        return self._open()
+
+    @property
+    def exists(self) -> bool:
+        """Whether the cache database exists (something was ever stored here)."""
+        return self._opened is not None or (self.directory / DB_NAME).is_file()
+
     # ------------------------------------------------------------------ bytes
     def get_bytes(self, key: str) -> bytes | None:
+        """The payload stored under ``key``, or None if absent or discarded as corrupted/unsafe."""
+        _check_key(key)
         try:
-            blob = self._store.get(key, default=None, retry=True)
-        except (OSError, EOFError, ValueError) as exc:  # e.g. the value's file was removed
-            blob = exc
+            store = self._reader()
+            if store is None:
+                return None
+            blob = store.get(key, default=None, retry=True)
+        except UnsafeCacheEntryError as exc:
+            self._discard(key, f"is unsafe ({exc})")
+            return None
+        except (OSError, EOFError, ValueError, sqlite3.DatabaseError) as exc:  # e.g. the value's file was removed
+            self._discard(key, f"is unreadable ({exc})")
+            return None
         if blob is None:
             return None
         try:
-            if isinstance(blob, Exception):
-                raise CacheCorruptionError(f"cache entry {key!r} is unreadable: {blob}")
             return _unwrap(key, blob)
         except CacheCorruptionError as exc:
-            log.warning("%s; discarding it and recomputing", exc)
-            self.corrupted.append(key)
-            self._store.delete(key, retry=True)
+            self._discard(key, f"is corrupted ({exc})")
             return None
 
     def put_bytes(self, key: str, payload: bytes) -> None:
-        self._store.set(key, _wrap(payload), retry=True)
+        """Store ``payload`` under ``key`` (creating the cache folder on first use)."""
+        _check_key(key)
+        if not isinstance(payload, (bytes, bytearray)):
+            raise TypeError(f"payload must be bytes, got {type(payload).__name__}")
+        self._store.set(key, _wrap(bytes(payload)), retry=True)
 
     def __contains__(self, key: str) -> bool:
-        return key in self._store
+        try:
+            store = self._reader()
+            return store is not None and key in store
+        except (OSError, sqlite3.DatabaseError):
+            return False
 
     # ------------------------------------------------------------------ typed helpers
-    def get_json(self, key: str) -> Any | None:
+    def get_json(self, key: str, validate: Validator | None = None) -> Any | None:
+        """The JSON value under ``key``; None if absent, not JSON, or rejected by ``validate``."""
         data = self.get_bytes(key)
         if data is None:
             return None
         try:
-            return json.loads(data)
+            value = json.loads(data)
         except ValueError:
             self._discard(key, "is not valid JSON")
             return None
+        return value if self._accepted(key, value, validate) else None
 
-    def put_json(self, key: str, value: Any) -> None:
-        self.put_bytes(key, json.dumps(value, sort_keys=True).encode())
+    def put_json(self, key: str, value: Any, allow_nan: bool = True) -> None:
+        """Store ``value`` as JSON. ``allow_nan=False`` refuses NaN/±inf anywhere in it
+        (``ValueError``), so a diverged run's numbers can never become a cached result."""
+        self.put_bytes(key, json.dumps(value, sort_keys=True, allow_nan=allow_nan).encode())
 
-    def get_tensors(self, key: str) -> dict[str, torch.Tensor] | None:
+    def get_tensors(
+        self,
+        key: str,
+        expected: Mapping[str, tuple[int, ...]] | None = None,
+        require_finite: bool = False,
+    ) -> dict[str, torch.Tensor] | None:
+        """The tensors under ``key``; None if absent, malformed or not what the caller expects.
+
+        Args:
+            expected: exact ``{name: shape}`` the entry must hold (e.g.
+                ``tensor_shapes(model.state_dict())`` of a freshly built model): other names,
+                missing names or other shapes discard the entry instead of failing later in
+                ``load_state_dict``.
+            require_finite: also discard it if a floating-point tensor holds NaN or ±inf.
+        """
         data = self.get_bytes(key)
         if data is None:
             return None
         try:
-            return load_safetensors(data)
+            tensors = load_safetensors(data)
         except Exception:  # safetensors raises its own error types for malformed headers
             self._discard(key, "is not a valid safetensors blob")
             return None
+        if expected is not None:
+            why = _shape_mismatch(tensors, expected)
+            if why:
+                self._discard(key, f"does not hold the expected tensors ({why})")
+                return None
+        if require_finite:
+            bad = [n for n, t in tensors.items() if t.is_floating_point() and not bool(torch.isfinite(t).all())]
+            if bad:
+                self._discard(key, f"holds non-finite values in {', '.join(sorted(bad)[:3])}")
+                return None
+        return tensors
 
     def put_tensors(self, key: str, tensors: dict[str, torch.Tensor]) -> None:
         self.put_bytes(key, save_safetensors({k: v.detach().cpu().contiguous() for k, v in tensors.items()}))
 
-    def get_responses(self, key: str) -> Responses | None:
+    def get_responses(self, key: str, validate: Validator | None = None) -> Responses | None:
+        """The Responses under ``key``; None if absent, malformed or rejected by ``validate``
+        (e.g. a check of the number of records)."""
         data = self.get_bytes(key)
         if data is None:
             return None
         try:
-            return Responses.from_bytes(data)
-        except (ValueError, KeyError, OSError):
+            responses = Responses.from_bytes(data)
+        except Exception:  # numpy/zipfile raise several types for a malformed archive
             self._discard(key, "is not a valid Responses archive")
             return None
+        return responses if self._accepted(key, responses, validate) else None
 
     def put_responses(self, key: str, responses: Responses) -> None:
         self.put_bytes(key, responses.to_bytes())
 
+    # ------------------------------------------------------------------ discarding
+    def _accepted(self, key: str, value: Any, validate: Validator | None) -> bool:
+        if validate is None:
+            return True
+        try:
+            ok = validate(value)
+        except Exception as exc:  # a validator says "wrong schema" by raising anything
+            self._discard(key, f"does not match its schema ({type(exc).__name__}: {exc})")
+            return False
+        if ok is False:
+            self._discard(key, "does not match its schema")
+            return False
+        return True
+
+    def keys(self, prefix: str = "") -> list[str]:
+        """Keys of the stored entries starting with ``prefix`` (keys are strings only: never unpickled)."""
+        store = self._reader()
+        if store is None:
+            return []
+        return [k for k in store.iterkeys() if isinstance(k, str) and k.startswith(prefix)]
+
+    def discard(self, key: str, why: str) -> None:
+        """Delete ``key`` and report it in ``corrupted``: for entries whose content a caller found
+        not to be what the key promises (e.g. a fitted attack that does not load)."""
+        self._discard(key, why)
+
     def _discard(self, key: str, why: str) -> None:
         log.warning("cache entry %r %s; discarding it and recomputing", key, why)
         self.corrupted.append(key)
-        self._store.delete(key, retry=True)
+        try:
+            store = self._reader()
+            if store is not None:
+                store.delete(key, retry=True)
+        except (OSError, sqlite3.DatabaseError) as exc:  # an unusable database: nothing to delete from
+            log.warning("could not delete cache entry %r: %s", key, exc)
 
     def clear(self) -> None:
-        self._store.clear(retry=True)
+        store = self._reader()
+        if store is not None:
+            store.clear(retry=True)
 
     def close(self) -> None:
-        self._store.close()
+        if self._opened is not None:
+            self._opened.close()
+            self._opened = None
+
+
+def _check_key(key: Any) -> None:
+    if type(key) is not str:
+        raise TypeError(f"cache keys must be str, got {type(key).__name__}")
+
+
+def _shape_mismatch(tensors: Mapping[str, torch.Tensor], expected: Mapping[str, tuple[int, ...]]) -> str:
+    """Why ``tensors`` differ from ``expected`` names and shapes ("" when they match)."""
+    missing = sorted(set(expected) - set(tensors))
+    extra = sorted(set(tensors) - set(expected))
+    if missing or extra:
+        parts = [f"missing {', '.join(missing[:3])}" if missing else "", f"unexpected {', '.join(extra[:3])}" if extra else ""]
+        return "; ".join(p for p in parts if p)
+    for name, shape in expected.items():
+        if tuple(tensors[name].shape) != tuple(shape):
+            return f"{name} has shape {tuple(tensors[name].shape)}, expected {tuple(shape)}"
+    return ""

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 from dataclasses import dataclass, field, fields
 from typing import Any, Mapping
 
@@ -29,11 +30,126 @@ ARCHS = ("ffnn", "rnn")
 ATTACK_ONLY_FIELDS = frozenset({"n_shadows", "attack_hidden", "attack_train_epochs", "attack_lr"})
 #: Fields that are labels only and never change a number.
 LABEL_FIELDS = frozenset({"preset"})
+#: Most checkpoint epochs one config may list in ``attack_epochs``.
+MAX_ATTACK_EPOCHS = 1000
+
+
+# ---------------------------------------------------------------------------- field ranges
+@dataclass(frozen=True)
+class Range:
+    """The documented range of a numeric config field, checked by :func:`check_fields`.
+
+    Ranges exist so that a careless or hostile value (``lr=inf``, ``seed=-1``, ``epochs=10**12``,
+    ``n_shadows=10**9``) is refused with one clear line *before* anything is allocated or
+    trained, instead of surfacing later as a NaN result, a traceback or an out-of-memory kill.
+    The bounds are generous: every preset lies well inside them.
+
+    Attributes:
+        lo, hi: the bounds.
+        lo_open, hi_open: whether a bound itself is excluded.
+        integer: the field holds an int (else a finite float; ints are accepted for floats).
+        hi_text: how ``hi`` is written in messages and docs (e.g. ``"2**32"``).
+    """
+
+    lo: float
+    hi: float
+    lo_open: bool = False
+    hi_open: bool = False
+    integer: bool = False
+    hi_text: str = ""
+
+    def describe(self) -> str:
+        """The range in interval notation, e.g. ``[1, 10000]``, ``(0, 10]``, ``[0, 2**32)``."""
+        hi = self.hi_text or _num(self.hi)
+        return f"{'(' if self.lo_open else '['}{_num(self.lo)}, {hi}{')' if self.hi_open else ']'}"
+
+    def contains(self, value: Any) -> bool:
+        """Whether ``value`` has the right type and lies in the range (NaN and ±inf never do)."""
+        if isinstance(value, bool):
+            return False
+        if self.integer:
+            if not isinstance(value, int):
+                return False
+        elif not isinstance(value, (int, float)) or not math.isfinite(value):
+            return False
+        above = value > self.lo if self.lo_open else value >= self.lo
+        below = value < self.hi if self.hi_open else value <= self.hi
+        return above and below
+
+    def check(self, name: str, value: Any) -> None:
+        """Raise :class:`ConfigError` with a one-line message unless ``value`` is in range."""
+        if self.contains(value):
+            return
+        if self.integer:
+            kind = "a positive integer" if (self.lo == 1 and not self.lo_open) else "an integer"
+        else:
+            kind = "a positive number" if (self.lo == 0 and self.lo_open) else "a finite number"
+        raise ConfigError(f"{name} must be {kind} in {self.describe()}, got {shown(value)}")
+
+
+def shown(value: Any, limit: int = 60) -> str:
+    """``repr(value)`` cut to ``limit`` characters: messages echo what was typed, but a
+    5,000-digit number must not turn a one-line error into a page."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 5] + "…" + text[-4:]
+
+
+def _num(x: float) -> str:
+    """A bound as written in docs: ints with no decimals, floats in short form."""
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+def bounded(default: Any, lo: float, hi: float, *, lo_open: bool = False, hi_open: bool = False,
+            hi_text: str = "") -> Any:
+    """A dataclass field whose value must lie in a :class:`Range` (int if ``default`` is an int)."""
+    integer = isinstance(default, int) and not isinstance(default, bool)
+    return field(default=default, metadata={"range": Range(lo, hi, lo_open, hi_open, integer, hi_text)})
+
+
+def field_range(obj: Any, name: str) -> Range | None:
+    """The :class:`Range` of field ``name`` of a config dataclass (class or instance), if it has one."""
+    for f in fields(obj):
+        if f.name == name:
+            return f.metadata.get("range")
+    return None
+
+
+#: longest string accepted in a free-text field (labels, dataset names, folder paths)
+MAX_TEXT = 4096
+
+
+def check_fields(obj: Any) -> None:
+    """Check every field of a config dataclass: ranged numbers against their :class:`Range`,
+    booleans and strings by type (strings: at most :data:`MAX_TEXT` characters, no NUL byte,
+    which the OS would refuse in a path with a traceback).
+
+    One mechanism for every task's options, so a new field only needs ``bounded(...)``.
+    """
+    for f in fields(obj):
+        value = getattr(obj, f.name)
+        rng = f.metadata.get("range")
+        if rng is not None:
+            rng.check(f.name, value)
+        elif isinstance(f.default, bool):
+            if not isinstance(value, bool):
+                raise ConfigError(f"{f.name} must be true or false, got {shown(value)}")
+        elif isinstance(f.default, str):
+            if not isinstance(value, str):
+                raise ConfigError(f"{f.name} must be a string, got {shown(value)}")
+            if len(value) > MAX_TEXT or "\x00" in value:
+                raise ConfigError(f"{f.name} must be at most {MAX_TEXT} characters without NUL bytes")
+
 
 
 @dataclass(frozen=True)
 class ExperimentConfig:
     """Everything that determines one victim-and-attack experiment.
+
+    Every numeric field has a documented range (in brackets below), checked by
+    :meth:`validate` before anything is loaded, allocated or trained; floats must be finite.
+    The ranges are generous sanity bounds, not recommendations: ``lr=inf``, ``seed=-1`` or
+    ``n_shadows=10**9`` are refused with one line instead of training to NaN, crashing or
+    exhausting memory.
 
     Attributes:
         task: which task (``image``, ``translation``, ``navigation``).
@@ -42,19 +158,21 @@ class ExperimentConfig:
         dataset: data source of the task (e.g. ``digits`` or ``cifar10`` for images).
         data_dir: local folder of a real dataset in its official layout ("" for built-in data).
         n_train: records each model (victim and every shadow) trains on: the *members*.
-        n_eval: members and non-members each in the balanced attack evaluation set.
+            [1, 1000000]; the data source must also hold them (checked when it is loaded).
+        n_eval: members and non-members each in the balanced attack evaluation set. [1, 1000000]
         epochs: training epochs of victims and shadows (for navigation: PPO update rounds,
-            see the task's options).
-        batch_size: mini-batch size of the optimiser.
-        lr: learning rate of Adam.
-        weight_decay: L2 regularisation coefficient (a defense: paper 000, Fig. 7).
-        n_shadows: shadow models trained on the attacker's disjoint data (Shokri et al.).
+            see the task's options). [1, 10000]
+        batch_size: mini-batch size of the optimiser. [1, 65536]
+        lr: learning rate of Adam. (0, 10]
+        weight_decay: L2 regularisation coefficient (a defense: paper 000, Fig. 7). [0, 10]
+        n_shadows: shadow models trained on the attacker's disjoint data (Shokri et al.). [1, 64]
         attack_epochs: checkpoint epochs at which a separate attack is run, with shadows
             taken at the same epoch (paper 000, Fig. 4). The final epoch is always added.
-        attack_hidden: hidden width of the attack classifier (MLP or LSTM).
-        attack_train_epochs: training epochs of the attack classifier.
-        attack_lr: learning rate of the attack classifier.
-        seed: seeds data splits, initialisation and training.
+            Each in [1, epochs]; at most 1000 of them.
+        attack_hidden: hidden width of the attack classifier (MLP or LSTM). [1, 4096]
+        attack_train_epochs: training epochs of the attack classifier. [1, 10000]
+        attack_lr: learning rate of the attack classifier. (0, 10]
+        seed: seeds data splits, initialisation and training. [0, 2**32)
         options: task-specific options (a frozen dataclass owned by the task module).
     """
 
@@ -63,43 +181,38 @@ class ExperimentConfig:
     preset: str = "quick"
     dataset: str = "digits"
     data_dir: str = ""
-    n_train: int = 200
-    n_eval: int = 200
-    epochs: int = 30
-    batch_size: int = 32
-    lr: float = 1e-3
-    weight_decay: float = 0.0
-    n_shadows: int = 4
+    n_train: int = bounded(200, 1, 1_000_000)
+    n_eval: int = bounded(200, 1, 1_000_000)
+    epochs: int = bounded(30, 1, 10_000)
+    batch_size: int = bounded(32, 1, 65_536)
+    lr: float = bounded(1e-3, 0, 10, lo_open=True)
+    weight_decay: float = bounded(0.0, 0, 10)
+    n_shadows: int = bounded(4, 1, 64)
     attack_epochs: tuple[int, ...] = ()
-    attack_hidden: int = 64
-    attack_train_epochs: int = 80
-    attack_lr: float = 1e-3
-    seed: int = 0
+    attack_hidden: int = bounded(64, 1, 4096)
+    attack_train_epochs: int = bounded(80, 1, 10_000)
+    attack_lr: float = bounded(1e-3, 0, 10, lo_open=True)
+    seed: int = bounded(0, 0, 2**32, hi_open=True, hi_text="2**32")
     options: Any = field(default=None)
 
     # ------------------------------------------------------------------ validation
     def validate(self) -> "ExperimentConfig":
-        """Raise :class:`ConfigError` naming the first invalid field; return self if valid."""
+        """Raise :class:`ConfigError` naming the first invalid field; return self if valid.
+
+        Purely static (no data, no allocation), so it is cheap to call before every run.
+        """
         if self.task not in TASKS:
-            raise ConfigError(f"task must be one of {TASKS}, got {self.task!r}")
+            raise ConfigError(f"task must be one of {TASKS}, got {shown(self.task)}")
         if self.arch not in ARCHS:
-            raise ConfigError(f"arch must be one of {ARCHS}, got {self.arch!r}")
-        positive_ints = ("n_train", "n_eval", "epochs", "batch_size", "attack_hidden", "attack_train_epochs")
-        for name in positive_ints:
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
-                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
-        if not isinstance(self.n_shadows, int) or self.n_shadows < 1:
-            raise ConfigError(f"n_shadows must be at least 1, got {self.n_shadows!r}")
-        for name in ("lr", "attack_lr"):
-            value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and value > 0):
-                raise ConfigError(f"{name} must be a positive number, got {value!r}")
-        if not (isinstance(self.weight_decay, (int, float)) and self.weight_decay >= 0):
-            raise ConfigError(f"weight_decay must be >= 0, got {self.weight_decay!r}")
+            raise ConfigError(f"arch must be one of {ARCHS}, got {shown(self.arch)}")
+        check_fields(self)
+        if not isinstance(self.attack_epochs, tuple):
+            raise ConfigError(f"attack_epochs must be a tuple of epochs, got {shown(self.attack_epochs)}")
+        if len(self.attack_epochs) > MAX_ATTACK_EPOCHS:
+            raise ConfigError(f"attack_epochs lists {len(self.attack_epochs)} epochs; at most {MAX_ATTACK_EPOCHS}")
         for e in self.attack_epochs:
-            if not isinstance(e, int) or not 1 <= e <= self.epochs:
-                raise ConfigError(f"attack_epochs must lie in 1..epochs={self.epochs}, got {e!r}")
+            if isinstance(e, bool) or not isinstance(e, int) or not 1 <= e <= self.epochs:
+                raise ConfigError(f"attack_epochs must lie in 1..epochs={self.epochs}, got {shown(e)}")
         if self.options is not None and hasattr(self.options, "validate"):
             self.options.validate()
         return self
@@ -149,13 +262,18 @@ class ExperimentConfig:
         top_updates: dict[str, Any] = {}
         opt_updates: dict[str, Any] = {}
         for key, value in updates.items():
+            if key == "task" and value != self.task and self.options is not None:
+                raise ConfigError(
+                    f"task cannot be changed to {shown(value)} by an update: this config's options belong to task "
+                    f"{self.task!r}; start from that task instead"
+                )
             if key in top and key != "options":
                 top_updates[key] = _coerce(key, value, getattr(self, key))
             elif key in opt_fields:
                 opt_updates[key] = _coerce(key, value, getattr(self.options, key))
             else:
                 known = sorted([k for k in top if k != "options"] + list(opt_fields))
-                raise ConfigError(f"unknown config key {key!r}; known keys: {', '.join(known)}")
+                raise ConfigError(f"unknown config key {shown(key)}; known keys: {', '.join(known)}")
         new = dataclasses.replace(self, **top_updates)
         if opt_updates:
             new = dataclasses.replace(new, options=dataclasses.replace(self.options, **opt_updates))
@@ -184,5 +302,5 @@ def _coerce(key: str, value: Any, current: Any) -> Any:
         if isinstance(current, tuple):
             return tuple(int(v) for v in value.replace(" ", "").split(",") if v)
     except ValueError:
-        raise ConfigError(f"invalid value for {key}: {value!r} (expected {type(current).__name__})") from None
+        raise ConfigError(f"invalid value for {key}: {shown(value)} (expected {type(current).__name__})") from None
     return value

@@ -7,13 +7,51 @@ from typing import Iterator
 
 import torch
 
+from .errors import ConfigError
+
 
 def default_device() -> torch.device:
-    """``cuda`` if available (and not disabled by ``MIA_DEVICE=cpu``), else ``cpu``."""
-    forced = os.environ.get("MIA_DEVICE")
+    """``cuda`` if available (and not disabled by ``MIA_DEVICE=cpu``), else ``cpu``.
+
+    Raises:
+        ConfigError: ``MIA_DEVICE`` is not ``cpu``, ``cuda`` or ``cuda:N``, or names a GPU this
+            machine does not have (one line, instead of a RuntimeError deep inside torch).
+    """
+    forced = os.environ.get("MIA_DEVICE", "").strip()
     if forced:
-        return torch.device(forced)
+        try:
+            device = torch.device(forced)
+        except RuntimeError:
+            raise ConfigError(f"MIA_DEVICE must be cpu, cuda or cuda:N, got {forced!r}") from None
+        if device.type == "mps" and torch.backends.mps.is_available():
+            return device
+        if device.type not in ("cpu", "cuda"):
+            raise ConfigError(f"MIA_DEVICE must be cpu, cuda or cuda:N, got {forced!r}")
+        if device.type == "cuda" and (not torch.cuda.is_available() or (device.index or 0) >= torch.cuda.device_count()):
+            raise ConfigError(f"MIA_DEVICE={forced} but this machine has no such GPU; use MIA_DEVICE=cpu")
+        return device
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def usable_cores() -> int:
+    """CPU cores this process may really use: its CPU affinity, further limited by a cgroup v2
+    CPU quota (containers), at least 1.
+
+    ``os.cpu_count()`` reports the host's cores, so torch's default thread pool oversubscribes a
+    container limited to 2 of 64 cores; size thread pools with this instead.
+    """
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    try:
+        with open("/sys/fs/cgroup/cpu.max") as fh:
+            quota, period = fh.read().split()[:2]
+        if quota != "max":
+            cores = min(cores, max(1, int(int(quota) // int(period))))
+    except (OSError, ValueError):
+        pass
+    return max(1, cores)
 
 
 @contextmanager

@@ -1,4 +1,8 @@
-"""Precise exceptions of the library; the app turns each into a clear message."""
+"""Precise exceptions of the library; the app turns each into a clear message.
+
+Every error raised on purpose is a :class:`MIAError`, so callers (the CLI, the pages) catch one
+class and print one line; anything else is a bug and keeps its traceback.
+"""
 
 
 class MIAError(Exception):
@@ -17,5 +21,21 @@ class CacheCorruptionError(MIAError):
     """A cache entry failed its integrity check (it is discarded and recomputed)."""
 
 
+class UnsafeCacheEntryError(CacheCorruptionError):
+    """A cache row is stored in a form that would need unpickling (refused before any byte is read)."""
+
+
 class ResourceLimitError(MIAError):
     """A configuration would not fit in the memory available."""
+
+
+class LockTimeoutError(MIAError, TimeoutError):
+    """Another process held an inter-process lock for longer than the caller agreed to wait."""
+
+
+class OutputPathError(MIAError, OSError):
+    """A result file cannot be written where the user asked (missing folder, not writable)."""
+
+
+class TrainingDivergedError(MIAError, ArithmeticError):
+    """A training run produced non-finite weights or outputs (nothing of it is cached)."""

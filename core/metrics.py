@@ -30,6 +30,9 @@ def roc_curve(scores: np.ndarray, membership: np.ndarray) -> tuple[np.ndarray, n
     n_pos, n_neg = int(y.sum()), int((~y).sum())
     if n_pos == 0 or n_neg == 0:
         raise ValueError("ROC needs both members and non-members")
+    if np.isnan(scores).any():
+        # NaN has no place in a ranking: sorting would put it anywhere and report a made-up AUC
+        raise ValueError(f"{int(np.isnan(scores).sum())} attack scores are NaN (did the model diverge?)")
     order = np.argsort(-scores, kind="mergesort")
     s, y = scores[order], y[order]
     last_of_run = np.r_[np.nonzero(np.diff(s))[0], len(s) - 1]  # last index of each tied block
@@ -85,6 +88,8 @@ class AttackResult:
     n_nonmembers: int
     roc_fpr: list[float] = field(default_factory=list)
     roc_tpr: list[float] = field(default_factory=list)
+    #: threshold attacks: {"signal", "threshold" (in the signal's units), "member_if"}; else None
+    boundary: dict | None = None
 
     def to_dict(self, include_roc: bool = True) -> dict:
         d = asdict(self)
@@ -131,3 +136,48 @@ def _thin(n: int) -> np.ndarray:
     if n <= _MAX_ROC_POINTS:
         return np.arange(n)
     return np.unique(np.r_[np.linspace(0, n - 1, _MAX_ROC_POINTS).astype(int), n - 1])
+
+
+def clopper_pearson(successes: np.ndarray | int, trials: np.ndarray | int,
+                    confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """Exact (Clopper–Pearson) two-sided confidence interval of binomial proportions (vectorised)."""
+    from scipy import stats
+
+    x = np.asarray(successes, np.float64)
+    n = np.asarray(trials, np.float64)
+    alpha = 1 - confidence
+    with np.errstate(invalid="ignore"):
+        lo = np.where(x > 0, stats.beta.ppf(alpha / 2, np.maximum(x, 1e-12), n - x + 1), 0.0)
+        hi = np.where(x < n, stats.beta.ppf(1 - alpha / 2, x + 1, np.maximum(n - x, 1e-12)), 1.0)
+    return lo, hi
+
+
+def empirical_epsilon(scores: np.ndarray, membership: np.ndarray, confidence: float = 0.95) -> dict[str, float | None]:
+    """An empirical lower bound on ε from one attack's decisions (after Jagielski et al. 2020).
+
+    Any ε-DP mechanism forces TPR ≤ e^ε·FPR (and TNR ≤ e^ε·FNR) at every threshold, so
+    ε ≥ ln(TPR/FPR). With finite samples, TPR and FPR are replaced by their Clopper–Pearson
+    bounds (TPR's lower, FPR's upper) at ``confidence``, which makes the bound hold with that
+    confidence per threshold; the best threshold over the ROC curve is reported (the choice of
+    threshold is itself made on these records, so read it as an audit figure, not a proof).
+
+    Returns ``{"lower_bound", "estimate", "tpr", "fpr"}``: the CP-bounded ε at the best threshold
+    (0 when nothing is significant) and the plain ln(TPR/FPR) there (None when that is infinite).
+    """
+    fpr, tpr, _ = roc_curve(scores, membership)
+    y = np.asarray(membership).astype(bool)
+    n_pos, n_neg = int(y.sum()), int((~y).sum())
+    tp, fp = np.rint(tpr * n_pos), np.rint(fpr * n_neg)
+    best = {"lower_bound": 0.0, "estimate": 0.0, "tpr": 0.0, "fpr": 0.0}
+    # both directions: members flagged vs non-members flagged, and non-members passed vs members passed
+    for hits, n_hits, misses, n_miss in ((tp, n_pos, fp, n_neg), (n_neg - fp, n_neg, n_pos - tp, n_pos)):
+        lo = clopper_pearson(hits, n_hits, confidence)[0]
+        hi = clopper_pearson(misses, n_miss, confidence)[1]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            eps = np.where((lo > 0) & (hi > 0), np.log(lo / hi), 0.0)
+        i = int(np.argmax(eps))
+        if eps[i] > best["lower_bound"]:
+            rate_miss = misses[i] / n_miss
+            est = float(np.log((hits[i] / n_hits) / rate_miss)) if rate_miss > 0 else None  # no false positives: ∞
+            best = {"lower_bound": float(eps[i]), "estimate": est, "tpr": float(tpr[i]), "fpr": float(fpr[i])}
+    return best

@@ -27,11 +27,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from .attacks import AttackTraining, run_attacks, standard_attacks
-from .cache import ArtifactCache
+from .attacks import (Attack, AttackOutcome, AttackTraining, attack_to_bytes, fit_attacks, load_attack_bytes,
+                      score_attacks, standard_attacks)
+from .cache import ArtifactCache, dict_with, tensor_shapes
 from .config import ExperimentConfig
 from .device import default_device, single_thread
-from .errors import ConfigError, ResourceLimitError
+from .errors import ConfigError, ResourceLimitError, TrainingDivergedError
+from .locks import hold
 from .progress import ProgressCallback, ProgressTracker
 from .responses import Responses
 from .tasks import get_task
@@ -130,9 +132,40 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def _role_seed(cfg: ExperimentConfig, role: str) -> int:
+def role_seed(cfg: ExperimentConfig, role: str) -> int:
+    """The seed of ``role`` (``victim`` or ``shadow_<i>``): initialisation and data order."""
     offset = 0 if role == "victim" else 1 + int(role.split("_")[1])
     return cfg.seed * 7919 + offset * 104729
+
+
+def model_from_weights(task: Task, cfg: ExperimentConfig, weights: dict[str, torch.Tensor],
+                       data: TaskData | None = None) -> torch.nn.Module:
+    """The model of ``cfg`` with ``weights`` loaded, on the default device, in eval mode.
+
+    Raises ``ValueError`` when the weights' names or shapes do not fit the model of ``cfg``.
+    """
+    data = data if data is not None else task.load(cfg)
+    torch.manual_seed(0)  # the initial values are overwritten; seeding keeps construction deterministic
+    model = task.build_model(cfg, data)
+    try:
+        model.load_state_dict(weights, strict=True)
+    except RuntimeError as exc:
+        raise ValueError(f"weights do not fit the {cfg.task}/{cfg.arch} model: {exc}") from None
+    return model.to(default_device()).eval()
+
+
+def train_model(task: Task, cfg: ExperimentConfig, data: TaskData, train_index: np.ndarray, seed: int,
+                on_epoch=None, on_progress=None) -> torch.nn.Module:
+    """A freshly initialised model of ``cfg`` (seeded by ``seed``) trained on ``train_index``.
+
+    The seed fixes the initialisation and the data order, so two calls with the same seed on
+    neighbouring training sets differ only through the record that differs (what
+    SensitivitySampler measures, paper 000 Algorithm 2).
+    """
+    seed_everything(seed)
+    model = task.build_model(cfg, data).to(default_device())
+    task.train(cfg, model, data, train_index, on_epoch or (lambda e, m: None), on_progress or (lambda f: None))
+    return model.eval()
 
 
 def train_or_load(
@@ -153,36 +186,73 @@ def train_or_load(
     is measured after every epoch.
     """
     digest = cfg.training_hash
-    meta_key = cache.key("model", digest, role, "meta")
-    meta = cache.get_json(meta_key)
-    if meta is not None:
-        responses = {e: cache.get_responses(cache.key("model", digest, role, "responses", e)) for e in cfg.checkpoint_epochs}
-        weights = cache.get_tensors(cache.key("model", digest, role, "weights"))
-        if weights is not None and all(r is not None for r in responses.values()):
-            if on_progress:
-                on_progress(1.0)
-            return TrainedModel(role, meta["params"], meta["per_epoch"], responses, weights, meta["train_s"], True)
+    loaded = _load_trained(task, cfg, data, role, cache)
+    if loaded is None:
+        # one training per model across processes: a second caller waits here, then loads
+        with hold(f"model-{digest}-{role}", directory=cache.directory / "locks"):
+            loaded = _load_trained(task, cfg, data, role, cache)
+            if loaded is None:
+                return _train_and_store(task, cfg, data, role, train_index, query_index, cache, measure_utility, on_progress)
+    if on_progress:
+        on_progress(1.0)
+    return loaded
 
-    seed_everything(_role_seed(cfg, role))
-    model = task.build_model(cfg, data).to(default_device())
-    params = task.param_count(model)
+
+#: schema of a trained model's meta entry (anything else is discarded as corrupted)
+_META = dict_with(params=int, per_epoch=list, train_s=float)
+
+
+def _load_trained(task: Task, cfg: ExperimentConfig, data: TaskData, role: str, cache: ArtifactCache) -> TrainedModel | None:
+    """``role``'s cached model if every part is present and is what it claims, else None.
+
+    Weights are checked name by name and shape by shape against a freshly built model, so an
+    entry with a valid checksum but foreign tensors is discarded instead of crashing later.
+    """
+    digest = cfg.training_hash
+    meta = cache.get_json(cache.key("model", digest, role, "meta"), validate=_META)
+    if meta is None:
+        return None
+    responses = {e: cache.get_responses(cache.key("model", digest, role, "responses", e)) for e in cfg.checkpoint_epochs}
+    expected = tensor_shapes(task.build_model(cfg, data).state_dict())
+    weights = cache.get_tensors(cache.key("model", digest, role, "weights"), expected=expected, require_finite=True)
+    if weights is None or any(r is None for r in responses.values()):
+        return None
+    return TrainedModel(role, meta["params"], meta["per_epoch"], responses, weights, float(meta["train_s"]), True)
+
+
+def _train_and_store(task: Task, cfg: ExperimentConfig, data: TaskData, role: str, train_index: np.ndarray,
+                     query_index: np.ndarray, cache: ArtifactCache,
+                     measure_utility: tuple[np.ndarray, np.ndarray] | None, on_progress) -> TrainedModel:
+    """Train ``role``, check it stayed finite, then cache weights, Responses and meta (meta last:
+    it marks the entry complete)."""
+    digest = cfg.training_hash
+    meta_key = cache.key("model", digest, role, "meta")
     per_epoch: list[dict[str, Any]] = []
     responses: dict[int, Responses] = {}
     checkpoints = set(cfg.checkpoint_epochs)
     start = time.perf_counter()
 
     def on_epoch(epoch: int, trained: torch.nn.Module) -> None:
+        if not all(bool(torch.isfinite(p).all()) for p in trained.parameters()):
+            raise TrainingDivergedError(
+                f"training of the {role} ({cfg.task}/{cfg.arch}) diverged at epoch {epoch} (weights became NaN or "
+                f"infinite); lower lr (now {cfg.lr:g}). Nothing of this run was cached.")
         row: dict[str, Any] = {"epoch": epoch}
         if measure_utility is not None:
             trained.eval()
             row.update(task.epoch_metrics(cfg, trained, data, measure_utility[0], measure_utility[1]))
         if epoch in checkpoints:
             trained.eval()
-            responses[epoch] = task.respond(cfg, trained, data, query_index)
+            try:
+                responses[epoch] = task.respond(cfg, trained, data, query_index).validate()
+            except ValueError as exc:  # e.g. NaN probabilities from an overflowing model
+                raise TrainingDivergedError(f"the {role} answers with invalid outputs at epoch {epoch} ({exc}); "
+                                            f"lower lr (now {cfg.lr:g}). Nothing of this run was cached.") from None
         trained.train()
         per_epoch.append(row)
 
-    task.train(cfg, model, data, train_index, on_epoch, on_progress or (lambda f: None))
+    model = train_model(task, cfg, data, train_index, role_seed(cfg, role), on_epoch, on_progress)
+    params = task.param_count(model)
     train_s = time.perf_counter() - start
     missing = checkpoints - set(responses)
     if missing:
@@ -196,50 +266,63 @@ def train_or_load(
 
 
 @dataclass
-class ExperimentResult:
-    """Everything an experiment produced: the JSON summary plus in-memory artefacts."""
+class TrainedModels:
+    """The victim and the attacker's shadows of one config, trained or loaded (:func:`trained_models`).
 
-    summary: dict[str, Any]
-    victim: TrainedModel | None = None
-    shadows: list[TrainedModel] = field(default_factory=list)
-    splits: Splits | None = None
-    scores: dict[str, np.ndarray] = field(default_factory=dict)
+    Everything a defense or an analysis needs: the data, the splits, each model's weights and its
+    Responses at every checkpoint epoch. Rebuild a model with :meth:`model`.
+    """
+
+    cfg: ExperimentConfig
+    task: Task
+    data: TaskData
+    splits: Splits
+    victim: TrainedModel
+    shadows: list[TrainedModel]
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def eval_membership(self) -> np.ndarray:
+        """Membership of the victim's balanced evaluation set (members first)."""
+        return self.splits.eval_membership
+
+    @property
+    def shadow_membership(self) -> np.ndarray:
+        """Membership of the concatenated shadow query sets (each: n_eval in, then n_eval out)."""
+        one = np.r_[np.ones(self.cfg.n_eval, bool), np.zeros(self.cfg.n_eval, bool)]
+        return np.concatenate([one] * len(self.shadows))
+
+    def shadow_query_index(self, i: int) -> np.ndarray:
+        """Records shadow ``i`` answered: n_eval of its members, then its n_eval non-members."""
+        return np.concatenate([self.splits.shadow_in[i][: self.cfg.n_eval], self.splits.shadow_out[i]])
+
+    def shadow_responses(self, epoch: int | None = None) -> Responses:
+        """Every shadow's Responses at ``epoch`` (default: the last), concatenated."""
+        epoch = self.cfg.epochs if epoch is None else epoch
+        return Responses.concat([s.responses[epoch] for s in self.shadows])
+
+    def model(self, role: str = "victim") -> torch.nn.Module:
+        """The trained model of ``role`` (``victim`` or ``shadow_<i>``), final weights, eval mode."""
+        trained = self.victim if role == "victim" else self.shadows[int(role.split("_")[1])]
+        return model_from_weights(self.task, self.cfg, trained.weights, self.data)
 
 
-def cached_summary(cfg: ExperimentConfig, cache: ArtifactCache | None = None) -> dict[str, Any] | None:
-    """The cached JSON summary of ``cfg`` (marked ``cache_hit``), or None if it was never run."""
-    cache = cache or ArtifactCache()
-    summary = cache.get_json(cache.key("result", cfg.config_hash))
-    if summary is not None:
-        summary["cache_hit"] = True
-    return summary
-
-
-def run_experiment(
+def trained_models(
     cfg: ExperimentConfig,
     progress: ProgressCallback | None = None,
     cache: ArtifactCache | None = None,
-) -> ExperimentResult:
-    """Run (or load) the whole pipeline for ``cfg`` and return its result.
+    tracker: ProgressTracker | None = None,
+) -> TrainedModels:
+    """Train (or load from the cache) the victim and every shadow model of ``cfg``.
 
-    The JSON ``summary`` layout is shared by every task (see docs/architecture.md).
+    The one public way to obtain trained models: the pipeline, the defenses and the analyses
+    all start here, so a model is trained once and then re-used from the cache.
     """
     cfg.validate()
-    t0 = time.perf_counter()
     cache = cache or ArtifactCache()
     task = get_task(cfg.task)
-    cached = cached_summary(cfg, cache)
-    if cached is not None:
-        cached["timings"] = dict(cached["timings"], total_s=time.perf_counter() - t0, load_s=time.perf_counter() - t0)
-        if progress:
-            ProgressTracker([("cached", 1.0)], progress).finish("cached")
-        return ExperimentResult(cached)
-
-    stages = [("data", 0.2), (f"victim ({cfg.arch})", 2.0)]
-    stages += [(f"shadow {i + 1}/{cfg.n_shadows}", 1.0) for i in range(cfg.n_shadows)]
-    stages += [("attacks", 0.3 * len(cfg.checkpoint_epochs))]
-    tracker = ProgressTracker(stages, progress)
-
+    if tracker is None:
+        tracker = ProgressTracker(training_stages(cfg), progress)
     tracker.update("data", 0.0)
     t = time.perf_counter()
     data = task.load(cfg)
@@ -271,17 +354,126 @@ def run_experiment(
         )
         tracker.finish(stage_i)
     shadows_s = time.perf_counter() - t
+    timings = {"data_s": data_s, "victim_s": victim_s, "shadows_s": shadows_s}
+    return TrainedModels(cfg, task, data, splits, victim, shadows, timings)
+
+
+def training_stages(cfg: ExperimentConfig) -> list[tuple[str, float]]:
+    """Progress stages of :func:`trained_models` with their relative cost."""
+    stages = [("data", 0.2), (f"victim ({cfg.arch})", 2.0)]
+    return stages + [(f"shadow {i + 1}/{cfg.n_shadows}", 1.0) for i in range(cfg.n_shadows)]
+
+
+def build_attacks(task: Task, cfg: ExperimentConfig) -> list[Attack]:
+    """Fresh (unfitted) attacks of ``cfg``: the standard ones plus the task's own."""
+    training = AttackTraining(cfg.attack_hidden, cfg.attack_train_epochs, cfg.attack_lr, seed=cfg.seed)
+    return standard_attacks(training, task.extra_attacks(cfg, training))
+
+
+def fitted_attacks(
+    models: TrainedModels,
+    epoch: int | None = None,
+    shadow_responses: Responses | None = None,
+    tag: str = "undefended",
+    cache: ArtifactCache | None = None,
+) -> list[Attack]:
+    """Attacks fitted on the shadows' Responses at ``epoch`` (default: the last), cached as bytes.
+
+    ``shadow_responses`` replaces the shadows' own Responses (an adaptive attacker fits on its
+    shadows' *defended* answers); ``tag`` then names what they are (e.g. a defense spec's key),
+    so each variant is cached under (config hash, epoch, tag). Fitting happens once; scoring any
+    Responses afterwards is :func:`core.attacks.score_attacks`.
+    """
+    cfg = models.cfg
+    epoch = cfg.epochs if epoch is None else epoch
+    cache = cache or ArtifactCache()
+    attacks = build_attacks(models.task, cfg)
+    keys = [cache.key("attack", cfg.config_hash, epoch, tag, a.name) for a in attacks]
+    blobs = [cache.get_bytes(k) for k in keys]
+    if all(b is not None for b in blobs):
+        try:
+            return [load_attack_bytes(a, b) for a, b in zip(attacks, blobs)]
+        except ValueError as exc:  # checksum passed but the content is not this attack: recompute
+            for k in keys:
+                cache.discard(k, f"does not hold a fitted attack ({exc})")
+            attacks = build_attacks(models.task, cfg)
+    if shadow_responses is None:
+        shadow_responses = models.shadow_responses(epoch)
+    with single_thread():  # small attack networks: extra threads only contend
+        fit_attacks(attacks, shadow_responses, models.shadow_membership)
+    for attack, key in zip(attacks, keys):
+        cache.put_bytes(key, attack_to_bytes(attack))
+    return attacks
+
+
+@dataclass
+class ExperimentResult:
+    """Everything an experiment produced: the JSON summary plus in-memory artefacts."""
+
+    summary: dict[str, Any]
+    models: TrainedModels | None = None
+    scores: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def victim(self) -> TrainedModel | None:
+        return self.models.victim if self.models else None
+
+    @property
+    def shadows(self) -> list[TrainedModel]:
+        return self.models.shadows if self.models else []
+
+    @property
+    def splits(self) -> Splits | None:
+        return self.models.splits if self.models else None
+
+
+def cached_summary(cfg: ExperimentConfig, cache: ArtifactCache | None = None) -> dict[str, Any] | None:
+    """The cached JSON summary of ``cfg`` (marked ``cache_hit``), or None if it was never run."""
+    cache = cache or ArtifactCache()
+    summary = cache.get_json(cache.key("result", cfg.config_hash), validate=_SUMMARY)
+    if summary is not None:
+        summary["cache_hit"] = True
+    return summary
+
+
+#: what every cached summary must hold (anything else is discarded and recomputed)
+_SUMMARY = dict_with(task=str, arch=str, config=dict, config_hash=str, params=int, utility=dict, attack=dict,
+                     attacks=dict, per_epoch=list, timings=dict, records=dict)
+
+
+def run_experiment(
+    cfg: ExperimentConfig,
+    progress: ProgressCallback | None = None,
+    cache: ArtifactCache | None = None,
+) -> ExperimentResult:
+    """Run (or load) the whole pipeline for ``cfg`` and return its result.
+
+    The JSON ``summary`` layout is shared by every task (see docs/architecture.md).
+    """
+    cfg.validate()
+    t0 = time.perf_counter()
+    cache = cache or ArtifactCache()
+    corrupted_before = len(cache.corrupted)  # report this run's discarded entries, not older ones
+    task = get_task(cfg.task)
+    cached = cached_summary(cfg, cache)
+    if cached is not None:
+        cached["cache_corrupted"] = cache.corrupted[corrupted_before:]
+        cached["timings"] = dict(cached["timings"], total_s=time.perf_counter() - t0, load_s=time.perf_counter() - t0)
+        if progress:
+            ProgressTracker([("cached", 1.0)], progress).finish("cached")
+        return ExperimentResult(cached)
+
+    tracker = ProgressTracker(training_stages(cfg) + [("attacks", 0.3 * len(cfg.checkpoint_epochs))], progress)
+    models = trained_models(cfg, cache=cache, tracker=tracker)
+    victim, shadows, splits = models.victim, models.shadows, models.splits
 
     t = time.perf_counter()
-    training = AttackTraining(cfg.attack_hidden, cfg.attack_train_epochs, cfg.attack_lr, seed=cfg.seed)
-    shadow_membership = np.concatenate([np.r_[np.ones(cfg.n_eval, bool), np.zeros(cfg.n_eval, bool)]] * cfg.n_shadows)
     attacks_by_epoch: dict[int, dict] = {}
     for k, epoch in enumerate(cfg.checkpoint_epochs):
         tracker.update("attacks", k / len(cfg.checkpoint_epochs))
-        shadow_resp = Responses.concat([s.responses[epoch] for s in shadows])
-        attacks = standard_attacks(training, task.extra_attacks(cfg, training))
-        with single_thread():  # small attack networks: extra threads only contend
-            attacks_by_epoch[epoch] = run_attacks(attacks, shadow_resp, shadow_membership, victim.responses[epoch], splits.eval_membership)
+        attacks = fitted_attacks(models, epoch, cache=cache)
+        with single_thread():
+            attacks_by_epoch[epoch] = score_attacks(attacks, victim.responses[epoch], splits.eval_membership)
     tracker.finish("attacks")
     attack_s = time.perf_counter() - t
 
@@ -302,8 +494,9 @@ def run_experiment(
         "preset": cfg.preset,
         "config": cfg.to_dict(),
         "config_hash": cfg.config_hash,
+        "training_hash": cfg.training_hash,
         "params": victim.params,
-        "data": {"description": data.description, **data.info},
+        "data": {"description": models.data.description, **models.data.info},
         "device": str(default_device()),
         "utility": {"metric": task.utility_metric, "train": last.get("utility_train"), "val": last.get("utility_val")},
         "attack": {**primary_result},
@@ -313,9 +506,7 @@ def run_experiment(
         },
         "per_epoch": per_epoch,
         "timings": {
-            "data_s": data_s,
-            "victim_s": victim_s,
-            "shadows_s": shadows_s,
+            **models.timings,
             "attack_s": attack_s,
             "total_s": time.perf_counter() - t0,
             "victim_trained_s": victim.train_s,
@@ -323,36 +514,35 @@ def run_experiment(
         },
         "cache_hit": False,
         "models_from_cache": {"victim": victim.cache_hit, "shadows": sum(s.cache_hit for s in shadows)},
-        "cache_corrupted": list(cache.corrupted),
+        "cache_corrupted": cache.corrupted[corrupted_before:],
     }
     summary["attack"]["name"] = primary
-    summary["examples"] = _examples(task, cfg, data, victim, splits)
-    summary["records"] = _record_signals(victim.responses[cfg.epochs], splits, final)
-    cache.put_json(cache.key("result", cfg.config_hash), summary)
-    return ExperimentResult(summary, victim, shadows, splits, {n: o.scores for n, o in final.items()})
+    summary["examples"] = _examples(models)
+    summary["records"] = record_signals(victim.responses[cfg.epochs], splits.eval_membership, final)
+    cache.put_json(cache.key("result", cfg.config_hash), summary, allow_nan=False)
+    return ExperimentResult(summary, models, {n: o.scores for n, o in final.items()})
 
 
-def _record_signals(responses: Responses, splits: Splits, final: dict) -> dict[str, Any]:
-    """Per-record signals of the victim's evaluation set (for the "why" plots): membership,
-    APE (paper 000 eq. 3), mean cross-entropy to the reference, and every attack's score."""
+def record_signals(responses: Responses, membership: np.ndarray, outcomes: dict[str, AttackOutcome]) -> dict[str, Any]:
+    """Per-record signals of an evaluation set (for the "why" plots): membership, APE (paper 000
+    eq. 3), mean cross-entropy to the reference, every attack's score, and the decision boundary
+    of each threshold attack in its signal's units (``{"signal", "threshold", "member_if"}``)."""
 
     def rounded(a: np.ndarray) -> list[float]:
         return [float(v) for v in np.round(np.asarray(a, np.float64), 6)]
 
     return {
-        "membership": [bool(v) for v in splits.eval_membership],
+        "membership": [bool(v) for v in membership],
         "ape": rounded(responses.ape),
         "cross_entropy": rounded(responses.mean_cross_entropy),
         "length": [int(v) for v in responses.lengths],
-        "scores": {name: rounded(o.scores) for name, o in final.items()},
-        "thresholds": {name: (o.result.threshold if np.isfinite(o.result.threshold) else None) for name, o in final.items()},
+        "scores": {name: rounded(o.scores) for name, o in outcomes.items()},
+        "boundaries": {name: o.result.boundary for name, o in outcomes.items() if o.result.boundary is not None},
     }
 
 
-def _examples(task: Task, cfg: ExperimentConfig, data: TaskData, victim: TrainedModel, splits: Splits) -> dict[str, Any]:
+def _examples(models: TrainedModels) -> dict[str, Any]:
     """The task's showcase of the final victim on a few member and non-member records."""
-    seed_everything(_role_seed(cfg, "victim"))
-    model = task.build_model(cfg, data)
-    model.load_state_dict(victim.weights)
-    model.to(default_device()).eval()
-    return task.examples(cfg, model, data, splits.eval_members, splits.victim_nonmembers)
+    seed_everything(role_seed(models.cfg, "victim"))
+    return models.task.examples(models.cfg, models.model("victim"), models.data, models.splits.eval_members,
+                                models.splits.victim_nonmembers)

@@ -21,6 +21,7 @@ H_APE = −(1/L) Σᵢ Σⱼ pⱼ⁽ⁱ⁾ log pⱼ⁽ⁱ⁾ (paper 000, eq. 3).
 """
 from __future__ import annotations
 
+import dataclasses
 import io
 from dataclasses import dataclass, field
 from typing import Iterable
@@ -126,8 +127,9 @@ class Responses:
             ref_prob = (p * ref_dist).sum(1)
             cross_entropy = -(ref_dist * logp).sum(1)
         # rank = number of classes strictly more probable than the reference class
-        ref_p = p.gather(1, ref_index[:, None])
-        ref_rank = (p > ref_p).sum(1)
+        # compared in log space: probabilities that underflow to 0 would all tie with a tiny reference
+        ref_logp = logp.gather(1, ref_index[:, None])
+        ref_rank = (logp > ref_logp).sum(1)
         k = min(TOP_K, m)
         top = torch.topk(p, k, dim=1).values
         if keep_full is None:
@@ -162,6 +164,12 @@ class Responses:
         if any(r.n_classes != m for r in parts):
             raise ValueError("cannot concatenate Responses with different n_classes")
         full = all(r.probs is not None for r in parts)
+        names = set(parts[0].record_features)
+        for i, r in enumerate(parts[1:], 1):
+            if set(r.record_features) != names:
+                # dropping a feature silently would disable the attack that reads it
+                raise ValueError(f"cannot concatenate Responses with different record features: part 0 has "
+                                 f"{sorted(names)}, part {i} has {sorted(r.record_features)}")
         k = min(r.top_probs.shape[1] for r in parts)
         return cls(
             lengths=np.concatenate([r.lengths for r in parts]),
@@ -174,12 +182,87 @@ class Responses:
             cross_entropy=np.concatenate([r.cross_entropy for r in parts]),
             probs=np.concatenate([r.probs for r in parts]) if full else None,
             reference=np.concatenate([r.reference for r in parts]) if full else None,
-            record_features={
-                name: np.concatenate([r.record_features[name] for r in parts])
-                for name in parts[0].record_features
-                if all(name in r.record_features for r in parts)
-            },
+            record_features={name: np.concatenate([r.record_features[name] for r in parts]) for name in names},
         )
+
+    # ------------------------------------------------------------------ new answers, same records
+    def with_log_probs(self, log_probs: torch.Tensor | np.ndarray) -> "Responses":
+        """The same records and references answered by new (T, m) log-probability vectors.
+
+        Every per-step signal is recomputed from the new vectors; ``lengths``, the references and
+        ``record_features`` are kept (a copy of the dict). Used by output defenses (the Dirichlet
+        mechanism): sampling in log space keeps tiny probabilities exact instead of rounding them
+        to 0. Only for Responses that keep full vectors (the reference must be known in full).
+        """
+        if self.reference is None:
+            raise ValueError("with_log_probs needs full probability vectors; these Responses keep only the top-K")
+        logp = torch.as_tensor(log_probs).detach().cpu().double()
+        if tuple(logp.shape) != (self.n_steps, self.n_classes):
+            raise ValueError(f"expected ({self.n_steps}, {self.n_classes}) log-probabilities, got {tuple(logp.shape)}")
+        ref = torch.from_numpy(self.reference.astype(np.float64))
+        if self.is_one_hot_reference:
+            ref = torch.from_numpy(self.ref_index)
+        out = self._build(logp, self.lengths, ref, keep_full=True)
+        out.record_features = dict(self.record_features)
+        return out.validate()
+
+    def with_probs(self, probs: torch.Tensor | np.ndarray) -> "Responses":
+        """:meth:`with_log_probs` from probability vectors (zeros are floored at 1e-12)."""
+        return self.with_log_probs(torch.log(torch.as_tensor(probs).double().clamp_min(_EPS)))
+
+    def with_step_signals(self, **arrays: np.ndarray) -> "Responses":
+        """A copy with some per-step arrays replaced (e.g. ``top_probs``, ``ref_prob``, ``entropy``),
+        validated. For mechanisms that recompute the signals of top-K Responses directly."""
+        unknown = set(arrays) - set(self._ARRAYS)
+        if unknown:
+            raise ValueError(f"unknown Responses arrays {sorted(unknown)}")
+        return dataclasses.replace(self, record_features=dict(self.record_features), **arrays).validate()
+
+    @property
+    def is_one_hot_reference(self) -> bool:
+        """True when every step's reference is a single class (a label or a token)."""
+        if self.reference is None:
+            return True  # top-K Responses are only built for token references
+        return bool(np.all(self.reference.max(1) == 1.0))
+
+    def validate(self) -> "Responses":
+        """Check shapes, ranges and finiteness; raise ``ValueError`` naming the first problem.
+
+        Called on everything a mechanism produces and on what the cache returns, so a bad array
+        fails here instead of as a NaN deep inside an attack.
+        """
+        lengths = np.asarray(self.lengths)
+        if lengths.ndim != 1 or (len(lengths) and lengths.min() < 0):
+            raise ValueError("Responses: lengths must be a 1-D array of non-negative step counts")
+        t, n = int(lengths.sum()), len(lengths)
+        for name in ("top_probs", "ref_index", "ref_prob", "ref_rank", "entropy", "cross_entropy", "probs", "reference"):
+            a = getattr(self, name)
+            if a is None:
+                continue
+            if a.shape[0] != t:
+                raise ValueError(f"Responses: {name} has {a.shape[0]} steps, lengths sum to {t}")
+            if a.dtype.kind == "f" and not np.all(np.isfinite(a)):
+                raise ValueError(f"Responses: {name} holds non-finite values")
+        if (self.probs is None) != (self.reference is None):
+            raise ValueError("Responses: probs and reference must both be kept or both be dropped")
+        if self.probs is not None and self.probs.shape[1] != self.n_classes:
+            raise ValueError(f"Responses: probs have {self.probs.shape[1]} classes, n_classes is {self.n_classes}")
+        for name in ("top_probs", "ref_prob", "probs"):
+            a = getattr(self, name)
+            if a is not None and a.size and (a.min() < 0 or a.max() > 1 + 1e-5):
+                raise ValueError(f"Responses: {name} must lie in [0, 1]")
+        if self.entropy.size and self.entropy.min() < -1e-5:
+            raise ValueError("Responses: entropy must be >= 0")
+        if self.cross_entropy.size and self.cross_entropy.min() < -1e-5:
+            raise ValueError("Responses: cross_entropy must be >= 0")
+        if self.ref_index.size and (self.ref_index.min() < 0 or self.ref_index.max() >= self.n_classes):
+            raise ValueError("Responses: ref_index out of range")
+        for name, a in self.record_features.items():
+            if a.shape[0] != n:
+                raise ValueError(f"Responses: record feature {name!r} has {a.shape[0]} rows for {n} records")
+            if a.dtype.kind == "f" and not np.all(np.isfinite(a)):
+                raise ValueError(f"Responses: record feature {name!r} holds non-finite values")
+        return self
 
     # ------------------------------------------------------------------ shape helpers
     def __len__(self) -> int:
@@ -297,8 +380,11 @@ class Responses:
         """Inverse of :meth:`to_bytes`; never unpickles (``allow_pickle=False``)."""
         with np.load(io.BytesIO(data), allow_pickle=False) as z:
             kwargs = {name: (z[name] if name in z.files else None) for name in cls._ARRAYS}
+            missing = [n for n in cls._ARRAYS[:7] if kwargs[n] is None] + ([] if "n_classes" in z.files else ["n_classes"])
+            if missing:
+                raise ValueError(f"Responses archive lacks {', '.join(missing)}")
             extra = {name[3:]: z[name] for name in z.files if name.startswith("rf_")}
-            return cls(n_classes=int(z["n_classes"]), record_features=extra, **kwargs)
+            return cls(n_classes=int(z["n_classes"]), record_features=extra, **kwargs).validate()
 
     @property
     def nbytes(self) -> int:

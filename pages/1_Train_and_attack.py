@@ -5,11 +5,12 @@ import streamlit as st
 
 from core import multi30k
 from core.errors import MIAError
+from core.paths import data_root, resolve_data_dir
 from core.pipeline import cached_summary
 from core.tasks import available_tasks, get_task
 from ui import plots
 from ui.examples import show_examples
-from ui.jobs import JobManager
+from ui.shared import job_manager
 from ui.nav import sidebar
 from ui.widgets import config_overrides
 
@@ -17,12 +18,6 @@ from ui.widgets import config_overrides
 
 st.set_page_config(page_title="Train & attack · MIA Explorer", page_icon="🎯", layout="wide")
 sidebar()
-
-
-@st.cache_resource
-def job_manager() -> JobManager:
-    """One job registry per server process: jobs survive reruns and are shared by tabs."""
-    return JobManager()
 
 
 TASK_LABELS = {"image": "Image classification", "translation": "Machine translation", "navigation": "Navigation (deep RL)"}
@@ -63,7 +58,14 @@ if dataset in task.real_datasets:
     with d2:
         data_dir = st.text_input(f"Local {dataset} folder", value=base.data_dir, key=f"{prefix}:data_dir",
                                  help="CIFAR-10: the extracted 'cifar-10-batches-py' folder (data_batch_1 … data_batch_5). "
-                                      "Multi30K: the folder with train.{en,de,fr}.gz, val.*.gz, test_2016_flickr.*.gz.")
+                                      "Multi30K: the folder with train.{en,de,fr}.gz, val.*.gz, test_2016_flickr.*.gz. "
+                                      f"It must lie under the data root {str(data_root())!r} (set MIA_DATA_ROOT to change it).")
+    if data_dir.strip():
+        try:  # folders typed here are confined to the data root (the page may be served on a network)
+            data_dir = str(resolve_data_dir(data_dir))
+        except MIAError as exc:
+            st.error(str(exc))
+            st.stop()
 overrides = config_overrides(bases, prefix)
 for arch in archs:
     if dataset != base.dataset:
@@ -87,8 +89,9 @@ def multi30k_folder_check(cfg) -> None:
     if st.button(f"Download Multi30K ({'/'.join(langs)}) into this folder"):
         with st.status("Downloading Multi30K…", expanded=True) as status:
             try:
-                fetched = multi30k.download_multi30k(cfg.data_dir, langs, on_file=lambda name, k, n: st.write(f"{name} ({k + 1}/{n})"))
-            except multi30k.DownloadError as exc:
+                fetched = multi30k.download_multi30k(cfg.data_dir, langs, root=data_root(),
+                                                     on_file=lambda name, k, n: st.write(f"{name} ({k + 1}/{n})"))
+            except MIAError as exc:  # offline, a broken file, or a folder outside the data root
                 status.update(label="Download failed", state="error")
                 st.error(str(exc))
                 st.stop()

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.tasks import available_tasks
+from core.tasks import available_tasks, get_task
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = "pages/1_Train_and_attack.py"
@@ -92,7 +92,8 @@ def test_invalid_setting_shows_a_clear_message():
     assert any("lr must be a positive number" in e.value for e in at.error)
 
 
-def test_missing_dataset_folder_is_reported():
+def test_missing_dataset_folder_is_reported(monkeypatch):
+    monkeypatch.setenv("MIA_DATA_ROOT", "/")  # the folder is inside the data root, it just does not exist
     at = train_page().run(timeout=60)
     at.selectbox(key="image:quick:dataset").set_value("cifar10").run(timeout=60)
     at.text_input(key="image:quick:data_dir").set_value("/nonexistent/cifar")
@@ -101,7 +102,8 @@ def test_missing_dataset_folder_is_reported():
     run_until(at, lambda a: any("not found" in e.value for e in a.error), timeout=60)
 
 
-def test_multi30k_folder_without_files_is_explained_with_a_download_offer(tmp_path):
+def test_multi30k_folder_without_files_is_explained_with_a_download_offer(tmp_path, monkeypatch):
+    monkeypatch.setenv("MIA_DATA_ROOT", str(tmp_path))
     at = train_page().run(timeout=60)
     at.selectbox[0].set_value("translation").run(timeout=60)
     at.selectbox(key="translation:quick:dataset").set_value("multi30k").run(timeout=60)
@@ -111,3 +113,30 @@ def test_multi30k_folder_without_files_is_explained_with_a_download_offer(tmp_pa
     assert any("lacks train.en.gz, train.de.gz" in w.value for w in at.warning)
     assert any(b.label.startswith("Download Multi30K") for b in at.button)
     assert not any(b.label == "Train & attack" for b in at.button)
+
+
+def test_defenses_page_offers_training_then_moves_with_the_slider(monkeypatch):
+    """Without cached models the page says which run to start; with them, the slider changes the numbers."""
+    from core.pipeline import run_experiment
+
+    tiny = {"n_train": 60, "n_eval": 30, "epochs": 8, "n_shadows": 1, "attack_epochs": (), "attack_train_epochs": 10}
+    task = get_task("image")
+    quick = {"ffnn": task.presets["quick"], "rnn": task.presets["quick"]}
+    at = AppTest.from_file(str(ROOT / "app.py"))
+    at.switch_page("pages/2_Defenses.py")
+    at.run(timeout=60)
+    assert not at.exception
+    assert any("not in the cache yet" in i.value for i in at.info)
+    # train a tiny run of both architectures into the (isolated) cache, then let the page use it
+    monkeypatch.setitem(task.presets, "quick", {**quick["ffnn"], **tiny, "rnn": {"lr": 1e-2}})
+    for arch in ("ffnn", "rnn"):
+        run_experiment(task.make_config(arch, "quick"))
+    at.run(timeout=120)
+    assert not at.exception, at.exception
+    before = [m.value for m in at.metric]
+    assert any(m.label == "attack accuracy" for m in at.metric)
+    at.select_slider(key="k:image").set_value(0.01).run(timeout=120)
+    assert not at.exception, at.exception
+    after = [m.value for m in at.metric]
+    assert after != before
+    assert any(m.label == "utility loss" for m in at.metric)

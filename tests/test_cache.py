@@ -1,4 +1,8 @@
+import pickle
+import sqlite3
+
 import numpy as np
+import pytest
 import torch
 
 from core.cache import ArtifactCache
@@ -37,11 +41,31 @@ def test_corrupted_entry_is_detected_discarded_and_reported():
     assert "k" not in c
 
 
-def test_foreign_value_is_not_unpickled():
+class _Planted:
+    """Unpickling this creates the file ``marker``."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+def test_foreign_pickled_value_is_never_unpickled(isolated_cache, tmp_path):
+    """A row planted in diskcache's "pickle" mode (4) is refused before it is deserialised
+    (tests/test_hardening.py plants more: files, pickled keys, other modes)."""
     c = ArtifactCache()
-    c._store.set("evil", {"pickled": "object"})  # diskcache would pickle this: we must refuse it
+    with pytest.raises(TypeError):
+        c._store.set("evil", {"pickled": "object"})  # diskcache would pickle this: refused on the way in
+    marker = tmp_path / "marker"
+    con = sqlite3.connect(isolated_cache / "cache.db")
+    con.execute("INSERT INTO Cache (key, raw, store_time, access_time, size, mode, filename, value)"
+                " VALUES ('evil', 1, 0, 0, 0, 4, NULL, ?)", (sqlite3.Binary(pickle.dumps(_Planted(marker))),))
+    con.commit()
+    con.close()
     assert c.get_bytes("evil") is None
-    assert c.corrupted == ["evil"]
+    assert not marker.exists()
+    assert c.corrupted == ["evil"] and "evil" not in c
 
 
 def test_valid_checksum_but_bad_content_is_rejected():

@@ -1,4 +1,6 @@
 import json
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -42,7 +44,9 @@ def test_progress_goes_to_stderr_with_stage_names():
 
 
 def test_bad_input_gives_one_line_error_and_exit_2():
-    for args in (["--set", "epochs=-3"], ["--set", "bogus=1"], ["--set", "noequals"], ["--preset", "nope"]):
+    for args in (["--set", "epochs=-3"], ["--set", "bogus=1"], ["--set", "noequals"], ["--preset", "nope"],
+                 ["--arch", "cnn"], ["--set", "epochs=3", "--set", "epochs=4"], ["--set", "task=translation"],
+                 ["--out", "/nonexistent-folder/r.json"]):
         p = cli("run", "--task", "image", *args)
         assert p.returncode == 2, args
         assert p.stderr.startswith("error: ") and p.stderr.count("\n") == 1, p.stderr
@@ -53,3 +57,58 @@ def test_help_documents_the_commands():
     assert p.returncode == 0 and "run" in p.stdout and "config" in p.stdout
     p = cli("run", "--help")
     assert "--set" in p.stdout and "--out" in p.stdout
+
+
+def test_ctrl_c_prints_one_line_and_exits_130(tmp_path):
+    """A real SIGINT while the victim trains: no traceback, one line, exit status 130."""
+    env = dict(os.environ, MIA_CACHE_DIR=str(tmp_path / "cache"), MIA_DEVICE="cpu")
+    long = [a if a != "epochs=2" else "epochs=5000" for a in TINY]
+    p = subprocess.Popen([sys.executable, "-m", "core", "run", "--task", "image", "--arch", "ffnn", *long],
+                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    lines = []
+    for line in p.stderr:  # wait until training has started
+        lines.append(line)
+        if "victim" in line:
+            break
+    p.send_signal(signal.SIGINT)
+    _, rest = p.communicate(timeout=60)
+    err = "".join(lines) + rest
+    assert p.returncode == 130, err
+    assert err.endswith("interrupted; cached models are kept\n") and "Traceback" not in err, err
+
+
+def test_defend_writes_the_documented_json(tmp_path):
+    out = tmp_path / "d.json"
+    p = cli("defend", "--task", "image", "--arch", "ffnn", *TINY, "--mechanism", "dirichlet", "--values", "100,0.01",
+            "--attacker", "both", "--out", str(out), "--quiet")
+    assert p.returncode == 0, p.stderr
+    d = json.loads(out.read_text())
+    assert (d["task"], d["arch"], d["mechanism"], d["attacker"]) == ("image", "ffnn", "dirichlet", "both")
+    assert {"accuracy", "auc"} <= set(d["baseline"]["attack"]) and "utility" in d["baseline"]
+    assert [pt["value"] for pt in d["points"]] == [100.0, 0.01]
+    for pt in d["points"]:
+        for key in ("attack", "adaptive_attack", "utility", "utility_loss", "epsilon", "delta", "gamma",
+                    "epsilon_lower_bound", "timings"):
+            assert key in pt, key
+        assert {"accuracy", "advantage", "auc", "tpr_at_fpr"} <= set(pt["attack"])
+        assert pt["adaptive_attack"] is not None
+
+
+def test_defend_gpm_reports_epsilon_from_the_sensitivity_sampler(tmp_path):
+    p = cli("defend", "--task", "image", "--arch", "rnn", *TINY, "--mechanism", "gpm", "--values", "0,0.01",
+            "--sensitivity-samples", "2", "--quiet")
+    assert p.returncode == 0, p.stderr
+    d = json.loads(p.stdout)
+    assert d["sensitivity"]["n"] == 2 and d["sensitivity"]["sensitivity"] > 0
+    zero, noisy = d["points"]
+    assert zero["epsilon"] is None and noisy["epsilon"] > 0 and noisy["gamma"] > 0  # σ = 0: ε = ∞ (null)
+    assert zero["attack"]["accuracy"] == d["baseline"]["attack"]["accuracy"]
+
+
+def test_defend_refuses_bad_values_in_one_line():
+    for args in (["--mechanism", "dirichlet", "--values", "0"], ["--mechanism", "gpm", "--values", "-1"],
+                 ["--mechanism", "dirichlet", "--values", "nan"], ["--mechanism", "laplace", "--values", "1"],
+                 ["--mechanism", "gpm", "--values", "0.1", "--attacker", "smart"]):
+        p = cli("defend", "--task", "image", *args)
+        assert p.returncode == 2, args
+        assert p.stderr.startswith("error: ") and p.stderr.count("\n") == 1, p.stderr

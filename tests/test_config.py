@@ -56,7 +56,10 @@ def test_string_values_are_parsed():
         ({"nope": 1}, "unknown config key 'nope'"),
         ({"epochs": "ten"}, "invalid value for epochs"),
         ({"attack_epochs": "99"}, "attack_epochs must lie in"),
-        ({"weight_decay": -0.1}, "weight_decay must be >= 0"),
+        ({"weight_decay": -0.1}, r"weight_decay must be a finite number in \[0, 10\]"),
+        ({"lr": "inf"}, r"lr must be a positive number in \(0, 10\], got inf"),
+        ({"seed": -1}, r"seed must be an integer in \[0, 2\*\*32\)"),
+        ({"epochs": 10**12}, r"epochs must be a positive integer in \[1, 10000\]"),
         ({"arch": "cnn"}, "arch must be one of"),
     ],
 )

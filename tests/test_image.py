@@ -139,7 +139,7 @@ def test_same_config_same_numbers():
 def test_config_that_cannot_fit_in_memory_is_refused():
     from core.errors import ResourceLimitError
 
-    cfg = get_task("image").make_config("rnn", "quick", dict(batch_size=10**9, n_train=100, n_eval=10))
+    cfg = get_task("image").make_config("ffnn", "quick", dict(cnn_width=512, cnn_stages=6))
     with pytest.raises(ResourceLimitError, match="GiB"):
         run_experiment(cfg)
     # and the quick preset's estimate is far below this machine's memory

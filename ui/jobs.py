@@ -84,3 +84,59 @@ class JobManager:
     def forget(self, key: str) -> None:
         with self._lock:
             self._jobs.pop(key, None)
+
+
+@dataclass
+class Background:
+    """One deduplicated background computation (a function call) and its outcome."""
+
+    key: str
+    label: str
+    started: float = field(default_factory=time.time)
+    progress: str = ""
+    result: Any = None
+    error: str | None = None
+    done: bool = False
+
+
+class BackgroundRunner:
+    """Runs keyed calls one at a time in a daemon thread; the same key never runs twice.
+
+    For work a page must not wait for (the adaptive attacker refitting on defended shadows, the
+    SensitivitySampler): the page submits, polls :meth:`get` and shows the result when done.
+    """
+
+    def __init__(self) -> None:
+        self._items: dict[str, Background] = {}
+        self._lock = threading.Lock()
+        self._slot = threading.Semaphore(1)  # one heavy computation at a time on a small machine
+
+    def get(self, key: str) -> Background | None:
+        with self._lock:
+            return self._items.get(key)
+
+    def submit(self, key: str, label: str, fn, *args, **kwargs) -> Background:
+        """Start ``fn(item, *args, **kwargs)`` unless ``key`` is running or finished without error."""
+        with self._lock:
+            item = self._items.get(key)
+            if item is not None and item.error is None:
+                return item
+            item = self._items[key] = Background(key, label)
+        threading.Thread(target=self._run, args=(item, fn, args, kwargs), daemon=True, name=f"mia-bg-{key[:12]}").start()
+        return item
+
+    def pending(self) -> list[Background]:
+        with self._lock:
+            return [b for b in self._items.values() if not b.done]
+
+    def _run(self, item: Background, fn, args, kwargs) -> None:
+        try:
+            with self._slot:
+                item.result = fn(item, *args, **kwargs)
+        except MIAError as exc:
+            item.error = str(exc)
+        except Exception as exc:  # report, never swallow
+            item.error = f"{type(exc).__name__}: {exc}"
+            traceback.print_exc()
+        finally:
+            item.done = True

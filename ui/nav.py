@@ -2,7 +2,7 @@
 that the entry page reads "Home" rather than its file name)."""
 import streamlit as st
 
-PAGES = [("app.py", "Home"), ("pages/1_Train_and_attack.py", "Train & attack")]
+PAGES = [("app.py", "Home"), ("pages/1_Train_and_attack.py", "Train & attack"), ("pages/2_Defenses.py", "Defenses")]
 
 
 def sidebar() -> None:

@@ -165,3 +165,79 @@ def steps_curves(summaries: list[dict[str, Any]]) -> go.Figure | None:
         return None
     fig = _member_vs_unseen_curves(summaries, "steps", "member maps", "unseen maps")
     return _layout(fig, "Steps per episode vs epoch (fewer = more direct)", "epoch", "mean steps per episode")
+
+
+# ---------------------------------------------------------------------------- defenses
+#: 001 Tables 1–2: attack accuracy and utility under Dir_k as the study reports them
+STUDY_DIRICHLET = {
+    "navigation": {"metric": "total reward", "rows": {None: (99.19, 0.9095), 100.0: (98.74, 0.9047), 10.0: (55.87, 0.8960),
+                                                      1.0: (50.59, 0.8936), 0.1: (50.00, 0.8843), 0.01: (50.00, 0.8783)}},
+    "translation": {"metric": "BLEU", "rows": {None: (81.02, 46.74), 100.0: (67.53, 46.53), 10.0: (55.98, 46.02),
+                                               1.0: (53.42, 44.57), 0.1: (50.42, 43.961), 0.01: (50.34, 43.74)}},
+}
+
+
+def defense_curves(points: dict[str, list[dict[str, Any]]], baselines: dict[str, dict[str, Any]], value_name: str,
+                   current: float | None, log_x: bool) -> go.Figure:
+    """Attack accuracy (solid) and utility loss (dotted, right axis) over the mechanism's value,
+    one colour per architecture; the slider's value is marked, the undefended accuracy dashed."""
+    fig = go.Figure()
+    for arch, pts in points.items():
+        pts = sorted(pts, key=lambda p: p["value"])
+        c = ARCH_COLOURS.get(arch)
+        name = ARCH_NAMES.get(arch, arch)
+        xs = [p["value"] for p in pts]
+        acc = [p["attack"]["accuracy"] for p in pts]
+        std = [p["attack"].get("accuracy_std", 0.0) for p in pts]
+        fig.add_scatter(x=xs, y=acc, name=f"{name} attack accuracy", line=dict(color=c), mode="lines+markers",
+                        error_y=dict(type="data", array=std, visible=any(s > 0 for s in std)))
+        with_u = [p for p in pts if p.get("utility_loss") is not None]
+        if with_u:
+            fig.add_scatter(x=[p["value"] for p in with_u], y=[p["utility_loss"] for p in with_u], yaxis="y2",
+                            name=f"{name} utility loss", line=dict(color=c, dash="dot"), mode="lines+markers")
+        base = baselines.get(arch)
+        if base and xs:
+            fig.add_scatter(x=[min(xs), max(xs)], y=[base["attack"]["accuracy"]] * 2, mode="lines",
+                            name=f"{name} undefended", line=dict(color=c, dash="dash", width=1))
+    if current is not None:
+        fig.add_vline(x=current, line=dict(color="grey", width=1))
+    fig.add_hline(y=0.5, line=dict(color="grey", dash="dot", width=1))
+    losses = [p["utility_loss"] for pts in points.values() for p in pts if p.get("utility_loss") is not None]
+    top = max([0.2] + [1.1 * v for v in losses])
+    fig.update_layout(yaxis=dict(range=[0.4, 1.02]),
+                      yaxis2=dict(title="utility loss", overlaying="y", side="right", tickformat=".0%",
+                                  range=[min([-0.05] + losses), top], showgrid=False))
+    if log_x:
+        fig.update_xaxes(type="log")
+    return _layout(fig, f"Attack accuracy and utility loss vs {value_name}", value_name, "attack accuracy (chance = 0.5)")
+
+
+def defended_entropy_histogram(points: dict[str, dict[str, Any]]) -> go.Figure:
+    """The entropy histogram of :func:`entropy_histogram` on the defended outputs of each architecture."""
+    return entropy_histogram([{"arch": arch, "records": p["records"]} for arch, p in points.items()])
+
+
+def dirichlet_table(task: str, rows: dict[str, list[dict[str, Any]]], baselines: dict[str, dict[str, Any]]) -> pd.DataFrame:
+    """The studies' rows (k = 100 … 0.01) beside the measured naive / adaptive attack and utility."""
+    study = STUDY_DIRICHLET.get(task)
+    out = []
+    for arch, pts in rows.items():
+        name = ARCH_NAMES.get(arch, arch)
+        by_k = {p["value"]: p for p in pts}
+        for k in [None, 100.0, 10.0, 1.0, 0.1, 0.01]:
+            p = by_k.get(k) if k is not None else None
+            base = baselines[arch]
+            row = {"arch": name, "k": "no protection" if k is None else f"{k:g}",
+                   "attack acc (naive)": base["attack"]["accuracy"] if k is None else (p["attack"]["accuracy"] if p else None),
+                   "attack acc (adaptive)": (p["adaptive_attack"]["accuracy"] if p and p.get("adaptive_attack") else None),
+                   "utility": base["utility"] if k is None else (p.get("utility") if p else None),
+                   "utility loss": 0.0 if k is None else (p.get("utility_loss") if p else None)}
+            if study:
+                acc, util = study["rows"][k]
+                row[f"study: attack acc"] = acc / 100
+                row[f"study: {study['metric']}"] = util
+            out.append(row)
+    df = pd.DataFrame(out)
+    for col in df.columns[2:]:  # numbers: a missing one is NaN (shown as "—"), not the string None
+        df[col] = pd.to_numeric(df[col], errors="coerce")
+    return df

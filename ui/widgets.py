@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import streamlit as st
 
-from core.config import ExperimentConfig
+from core.config import ExperimentConfig, field_range
 
 ARCH_LABELS = {"ffnn": "FFNN", "rnn": "RNN"}
 
@@ -46,6 +46,16 @@ def _input(label: str, value: Any, key: str, help: str | None = None) -> Any:
     return st.text_input(label, value=str(value), key=key, help=help)
 
 
+def with_range(help_text: str | None, owner: Any, name: str) -> str | None:
+    """The help text plus the field's documented range (the one ``validate()`` enforces), so
+    the page says what is allowed before a value is refused."""
+    rng = field_range(owner, name)
+    if rng is None:
+        return help_text
+    allowed = f"Allowed: {rng.describe()}."
+    return f"{help_text} {allowed}" if help_text else allowed
+
+
 def _as_shown(value: Any) -> Any:
     return ",".join(map(str, value)) if isinstance(value, tuple) else value
 
@@ -69,7 +79,9 @@ def config_overrides(bases: dict[str, ExperimentConfig], key_prefix: str) -> dic
     archs = list(bases)
     overrides: dict[str, dict[str, Any]] = {a: {} for a in archs}
 
-    def widget(grid: _Grid, name: str, get: Callable[[ExperimentConfig], Any], help_text: str | None) -> None:
+    def widget(grid: _Grid, name: str, get: Callable[[ExperimentConfig], Any], help_text: str | None,
+               owner: Any = None) -> None:
+        help_text = with_range(help_text, owner if owner is not None else bases[archs[0]], name)
         shown = {a: _as_shown(get(bases[a])) for a in archs}
         label = name.replace("_", " ")
         if len({repr(v) for v in shown.values()}) == 1:
@@ -97,5 +109,5 @@ def config_overrides(bases: dict[str, ExperimentConfig], key_prefix: str) -> dic
             st.markdown("**Task options**")
             grid = _Grid()
             for f in dataclasses.fields(options):
-                widget(grid, f.name, lambda c, n=f.name: getattr(c.options, n), None)
+                widget(grid, f.name, lambda c, n=f.name: getattr(c.options, n), None, owner=options)
     return overrides

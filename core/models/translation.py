@@ -29,6 +29,13 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 PAD, SOS, EOS, UNK = 0, 1, 2, 3
 
 
+def _pick(logits: torch.Tensor, step_transform=None) -> torch.Tensor:
+    """The next token of greedy decoding: argmax of the (optionally transformed) distribution."""
+    if step_transform is None:
+        return logits.argmax(-1)
+    return step_transform(torch.log_softmax(logits.double(), -1)).argmax(-1)
+
+
 def count_params(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
@@ -85,8 +92,10 @@ class LuongSeq2Seq(nn.Module):
         return self._attend(dec, keys, pad_mask)
 
     @torch.no_grad()
-    def greedy(self, src: torch.Tensor, src_len: torch.Tensor, max_len: int) -> torch.Tensor:
-        """Batched greedy decoding -> (B, ≤ max_len) ids, <eos> then <pad> after a sentence ends."""
+    def greedy(self, src: torch.Tensor, src_len: torch.Tensor, max_len: int, step_transform=None) -> torch.Tensor:
+        """Batched greedy decoding -> (B, ≤ max_len) ids, <eos> then <pad> after a sentence ends.
+
+        ``step_transform`` maps each step's (B, V) log-probabilities before the argmax."""
         keys, pad_mask, state = self.encode(src, src_len)
         b = src.shape[0]
         token = torch.full((b, 1), SOS, dtype=torch.long, device=src.device)
@@ -94,7 +103,7 @@ class LuongSeq2Seq(nn.Module):
         out = []
         for _ in range(max_len):
             dec, state = self.decoder(self.tgt_emb(token), state)
-            token = self._attend(dec, keys, pad_mask).argmax(-1)  # (B, 1)
+            token = _pick(self._attend(dec, keys, pad_mask)[:, 0], step_transform)[:, None]  # (B, 1)
             token = token.masked_fill(done[:, None], PAD)
             out.append(token)
             done |= token[:, 0] == EOS
@@ -164,15 +173,16 @@ class TransformerSeq2Seq(nn.Module):
         return self._decode(tgt_in, memory, src_pad)
 
     @torch.no_grad()
-    def greedy(self, src: torch.Tensor, src_len: torch.Tensor, max_len: int) -> torch.Tensor:
-        """Batched greedy decoding (the prefix is re-decoded each step: sentences are short)."""
+    def greedy(self, src: torch.Tensor, src_len: torch.Tensor, max_len: int, step_transform=None) -> torch.Tensor:
+        """Batched greedy decoding (the prefix is re-decoded each step: sentences are short);
+        ``step_transform`` as in :meth:`LuongSeq2Seq.greedy`."""
         memory, src_pad = self.encode(src)
         b = src.shape[0]
         ys = torch.full((b, 1), SOS, dtype=torch.long, device=src.device)
         done = torch.zeros(b, dtype=torch.bool, device=src.device)
         for _ in range(max_len):
             # finished rows keep getting <pad>; their padded prefix never feeds an unfinished row
-            token = self._decode(ys, memory, src_pad)[:, -1].argmax(-1).masked_fill(done, PAD)
+            token = _pick(self._decode(ys, memory, src_pad)[:, -1], step_transform).masked_fill(done, PAD)
             ys = torch.cat([ys, token[:, None]], 1)
             done |= token == EOS
             if bool(done.all()):

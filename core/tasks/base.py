@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
+import torch
 from torch import nn
 
 from ..attacks import Attack, AttackTraining
@@ -23,6 +24,8 @@ from ..responses import Responses
 EpochCallback = Callable[[int, nn.Module], None]
 #: Called by a training loop with the fraction of training done (0..1).
 FractionCallback = Callable[[float], None]
+#: Maps (B, m) log-probabilities to (B, m) log-probabilities (an output defense, e.g. Dir_k).
+OutputTransform = Callable[[torch.Tensor], torch.Tensor]
 
 
 @dataclass
@@ -95,8 +98,21 @@ class Task(ABC):
         """Train ``model`` in place on records ``train_index``; call ``on_epoch`` after each epoch."""
 
     @abstractmethod
-    def utility(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray) -> float:
-        """The task's utility measure of ``model`` on records ``index``."""
+    def utility(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray,
+                output_transform: OutputTransform | None = None) -> float:
+        """The task's utility measure of ``model`` on records ``index``.
+
+        With ``output_transform`` every output distribution the model's decisions are taken from
+        (a class, the next token, the next action) first passes through it: the utility of the
+        model behind an output defense such as the Dirichlet mechanism.
+        """
+
+    def record_features_under(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray,
+                              output_transform: OutputTransform) -> dict[str, np.ndarray]:
+        """The task's ``Responses.record_features`` of records ``index`` when every output passes
+        through ``output_transform`` (e.g. the BLEU features of a translation decoded from noisy
+        distributions). Default: none depend on the outputs' values."""
+        return {}
 
     def epoch_metrics(
         self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, members: np.ndarray, nonmembers: np.ndarray

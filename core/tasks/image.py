@@ -19,12 +19,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..config import ExperimentConfig
+from ..config import ExperimentConfig, bounded, check_fields
 from ..device import default_device
 from ..errors import ConfigError, DatasetNotFoundError
-from ..models.image import ReNet, ResidualCNN, count_params, match_renet
+from ..memory import FLOAT_BYTES, attack_training_bytes, cnn_param_count, responses_bytes, training_state_bytes
+from ..models.image import ReNet, ResidualCNN, count_params, match_renet, renet_param_count
 from ..responses import Responses
-from .base import EpochCallback, FractionCallback, Task, TaskData
+from .base import EpochCallback, FractionCallback, OutputTransform, Task, TaskData
 
 CIFAR10_BATCHES = [f"data_batch_{i}" for i in range(1, 6)]
 CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
@@ -32,28 +33,49 @@ CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog
 
 @dataclass(frozen=True)
 class ImageOptions:
-    """Options of the image task.
+    """Options of the image task (ranges in brackets, checked by :meth:`validate`).
 
     Attributes:
-        cnn_width: channels of the CNN's first stage (doubles at each further stage).
-        cnn_stages: residual stages of the CNN.
-        cnn_fc: width of the CNN's hidden fully connected layer.
-        renet_patch: side of the non-overlapping patches the ReNet reads.
-        renet_layers: ReNet layers (each = a horizontal and a vertical bidirectional LSTM).
+        cnn_width: channels of the CNN's first stage (doubles at each further stage). [1, 512];
+            every stage's channel count must divide into GroupNorm's min(8, channels) groups,
+            so a width of 8 or more must be a multiple of 8 (and below 8, with several
+            stages, a power of two).
+        cnn_stages: residual stages of the CNN. [1, 6]
+        cnn_fc: width of the CNN's hidden fully connected layer. [1, 4096]
+        renet_patch: side of the non-overlapping patches the ReNet reads. [1, 32]; it must
+            also divide the image's height and width (8 for digits, 32 for CIFAR-10), checked
+            when the data is known (:meth:`ImageTask.memory_estimate`).
+        renet_layers: ReNet layers (each = a horizontal and a vertical bidirectional LSTM). [1, 8]
         augment: random horizontal flips during training (CIFAR-10 only makes sense).
     """
 
-    cnn_width: int = 16
-    cnn_stages: int = 2
-    cnn_fc: int = 64
-    renet_patch: int = 2
-    renet_layers: int = 1
+    cnn_width: int = bounded(16, 1, 512)
+    cnn_stages: int = bounded(2, 1, 6)
+    cnn_fc: int = bounded(64, 1, 4096)
+    renet_patch: int = bounded(2, 1, 32)
+    renet_layers: int = bounded(1, 1, 8)
     augment: bool = False
 
     def validate(self) -> None:
-        for name in ("cnn_width", "cnn_stages", "cnn_fc", "renet_patch", "renet_layers"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        """Ranges of every field, then GroupNorm's divisibility at every CNN stage (a width of
+        12 would otherwise fail inside PyTorch when the model is built)."""
+        check_fields(self)
+        for stage in range(self.cnn_stages):
+            channels = self.cnn_width * 2**stage
+            if channels % min(8, channels):
+                raise ConfigError(
+                    f"cnn_width={self.cnn_width} gives {channels} channels at stage {stage + 1}, which GroupNorm "
+                    f"cannot split into {min(8, channels)} groups: use a multiple of 8 (or 1, 2, 4)"
+                )
+
+    def check_image(self, height: int, width: int) -> None:
+        """Raise :class:`ConfigError` unless ``renet_patch`` tiles a ``height``×``width`` image."""
+        if height % self.renet_patch or width % self.renet_patch:
+            sides = sorted({d for d in range(1, min(height, width) + 1) if height % d == 0 and width % d == 0})
+            raise ConfigError(
+                f"renet_patch={self.renet_patch} does not tile {height}×{width} images: "
+                f"choose one of {', '.join(map(str, sides))}"
+            )
 
 
 @dataclass
@@ -181,24 +203,37 @@ class ImageTask(Task):
         return ReNet(c, h, w, rec.n_classes, hidden, fc, o.renet_patch, o.renet_layers)
 
     def memory_estimate(self, cfg: ExperimentConfig, data: TaskData) -> int:
-        """Training copy of the images, weights with Adam state, and activations of one batch.
+        """Peak bytes of one experiment, computed from the config alone (nothing is built, so a
+        huge config is refused before it allocates): the training copy of the images, weights
+        with gradients and Adam state, activations of one batch, the attack classifier's
+        training and the Responses every model keeps.
 
         ReNet activations dominate: every LSTM keeps (4 gates + state) × hidden per cell of the
-        grid for backpropagation; the CNN keeps a few feature maps per layer.
+        grid for backpropagation; the CNN keeps a few feature maps per block.
+
+        Raises:
+            ConfigError: ``renet_patch`` does not tile the images (known only once loaded).
         """
         rec: ImageRecords = data.records
-        c, h, w = rec.images.shape[1:]
-        model = self.build_model(cfg, data)
-        weights = sum(p.numel() for p in model.parameters()) * 4 * 4  # weights, grads, 2 Adam moments
-        images = cfg.n_train * c * h * w * 4
+        c, h, w = (int(v) for v in rec.images.shape[1:])
         o: ImageOptions = cfg.options
+        cnn_params = cnn_param_count(c, rec.n_classes, o.cnn_width, o.cnn_stages, o.cnn_fc)
+        images = cfg.n_train * c * h * w * FLOAT_BYTES
         if cfg.arch == "rnn":
-            hidden = model.renet[0].horizontal.hidden_size
+            o.check_image(h, w)
+            hidden, fc = match_renet(cnn_params, c, h, w, rec.n_classes, o.renet_patch, o.renet_layers)
+            params = renet_param_count(c, h, w, rec.n_classes, hidden, fc, o.renet_patch, o.renet_layers)
             cells = (h // o.renet_patch) * (w // o.renet_patch)
             act = cells * hidden * 2 * 6 * 2 * o.renet_layers
         else:
-            act = h * w * o.cnn_width * 6 * o.cnn_stages
-        return int(weights + images + cfg.batch_size * act * 4 * 2)
+            params = cnn_params
+            act = 3 * h * w * o.cnn_width + sum(
+                8 * -(-h // 2**k) * -(-w // 2**k) * o.cnn_width * 2**k for k in range(o.cnn_stages)
+            )
+        train = training_state_bytes(params) + images + cfg.batch_size * act * FLOAT_BYTES * 2
+        attack = attack_training_bytes(cfg, n_features=2 * rec.n_classes + 2, max_steps=1)
+        kept = responses_bytes(cfg, steps_per_record=1, floats_per_step=2 * rec.n_classes + 6)
+        return int(max(train, attack) + kept)
 
     # ------------------------------------------------------------------ training
     def train(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, train_index: np.ndarray,
@@ -234,9 +269,13 @@ class ImageTask(Task):
         out = [model(rec.images[index[i : i + 1024]].to(device)).cpu() for i in range(0, len(index), 1024)]
         return torch.cat(out) if out else torch.zeros(0, rec.n_classes)
 
-    def utility(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray) -> float:
-        logits = self._logits(model, data, index)
-        return float((logits.argmax(1) == data.records.labels[index]).float().mean())
+    def utility(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray,
+                output_transform: OutputTransform | None = None) -> float:
+        """Accuracy: the most probable class (of the transformed distribution) against the label."""
+        scores = self._logits(model, data, index)
+        if output_transform is not None:
+            scores = output_transform(torch.log_softmax(scores.double(), 1))
+        return float((scores.argmax(1) == data.records.labels[index]).float().mean())
 
     def respond(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray) -> Responses:
         """One probability vector (softmax of the logits) per image; the reference is the one-hot label."""

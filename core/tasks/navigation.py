@@ -40,14 +40,15 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..config import ExperimentConfig
+from ..config import ExperimentConfig, bounded, check_fields
 from ..errors import ConfigError
-from ..models.navigation import build_agent
+from ..memory import FLOAT_BYTES, attack_training_bytes, mlp_agent_param_count, responses_bytes, training_state_bytes
+from ..models.navigation import build_agent, lstm_agent_params, match_lstm_width
 from ..planner import DOOR, PlannerCache, WALL
 from ..device import single_thread
 from ..ppo import PPOSettings, train_ppo
 from ..responses import Responses
-from .base import EpochCallback, FractionCallback, Task, TaskData
+from .base import EpochCallback, FractionCallback, OutputTransform, Task, TaskData
 
 #: actions that change the grid (pickup, drop, toggle): the cached grid encoding is refreshed
 GRID_CHANGING_ACTIONS = frozenset({3, 4, 5})
@@ -283,18 +284,21 @@ def query_stream(seed: int, length: int) -> np.ndarray:
 
 @torch.no_grad()
 def rollout_maps(model: nn.Module, envs: list[MapEnv], seeds: np.ndarray,
-                 planner: PlannerCache | None = None) -> list[Rollout]:
+                 planner: PlannerCache | None = None, policy_transform=None) -> list[Rollout]:
     """Roll ``model`` out on each map (batched over maps), one seeded episode per map.
 
     Action at step t of map s: the smallest a with Σ_{b ≤ a} π(b) > u_t, u = ``query_stream(s)``
     (inverse-CDF sampling, so the episode depends on the map and the agent only). With a
     ``planner`` the label model's policy at each visited state is recorded as the reference.
+    ``policy_transform`` maps the (n, 7) log-probabilities of each step before the action is
+    drawn (an output defense); the recorded distributions are then the transformed ones.
     """
     with single_thread():
-        return _rollout_maps(model, envs, seeds, planner)
+        return _rollout_maps(model, envs, seeds, planner, policy_transform)
 
 
-def _rollout_maps(model: nn.Module, envs: list[MapEnv], seeds: np.ndarray, planner: PlannerCache | None) -> list[Rollout]:
+def _rollout_maps(model: nn.Module, envs: list[MapEnv], seeds: np.ndarray, planner: PlannerCache | None,
+                  policy_transform=None) -> list[Rollout]:
     device = next(model.parameters()).device
     n = len(seeds)
     out = [Rollout(int(s), np.zeros((0, 7)), None) for s in seeds]
@@ -310,7 +314,10 @@ def _rollout_maps(model: nn.Module, envs: list[MapEnv], seeds: np.ndarray, plann
     t = 0
     while len(active):
         logits, _, new_memory = model(torch.from_numpy(obs[active]).to(device), memory[active])
-        p = torch.softmax(logits.float(), 1).cpu().numpy().astype(np.float64)
+        if policy_transform is None:
+            p = torch.softmax(logits.float(), 1).cpu().numpy().astype(np.float64)
+        else:
+            p = policy_transform(torch.log_softmax(logits.double(), 1)).exp().cpu().numpy()
         memory[active] = new_memory
         still = []
         for k, i in enumerate(active.tolist()):
@@ -342,51 +349,45 @@ def _rollout_maps(model: nn.Module, envs: list[MapEnv], seeds: np.ndarray, plann
 class NavigationOptions:
     """Options of the navigation task (PPO defaults are rl-starter-files' / torch-ac's).
 
+    Ranges in brackets are checked by :meth:`validate`; floats must be finite.
+
     Attributes:
         frames: total environment frames each agent trains on (rounded up to whole epochs of
-            whole PPO updates: see the module docstring).
-        n_envs: parallel environments per PPO update.
-        frames_per_env: frames each environment contributes to one update.
-        ppo_epochs: passes over an update's frames.
+            whole PPO updates: see the module docstring). [1, 100000000]
+        n_envs: parallel environments per PPO update. [1, 256]
+        frames_per_env: frames each environment contributes to one update. [1, 4096]
+        ppo_epochs: passes over an update's frames. [1, 100]
         clip_eps: PPO's clipping ε (also clips the value update); small ε = a regulariser
-            (paper 000 §5, Fig. 7).
-        gamma, gae_lambda: discount and GAE λ.
-        entropy_coef, value_coef, max_grad_norm: loss weights and gradient-norm clip.
-        recurrence: truncated-BPTT window of the LSTM agent, in frames.
+            (paper 000 §5, Fig. 7). (0, 1)
+        gamma, gae_lambda: discount and GAE λ. [0, 1]
+        entropy_coef, value_coef: loss weights. [0, 10]
+        max_grad_norm: gradient-norm clip. (0, 1000]
+        recurrence: truncated-BPTT window of the LSTM agent, in frames. [1, 4096], and a
+            divisor of frames_per_env.
         actor_hidden, critic_hidden: widths of the MLP agent's two hidden layers (the LSTM
-            agent's width is then chosen to match its parameter count).
+            agent's width is then chosen to match its parameter count). [1, 4096]
         map_pool: maps in each half of the data source (seeds [0, P) for the victim,
-            [P, 2P) for the attacker).
+            [P, 2P) for the attacker). [1, 1000000]
     """
 
-    frames: int = 40960
-    n_envs: int = 16
-    frames_per_env: int = 128
-    ppo_epochs: int = 4
-    clip_eps: float = 0.2
-    gamma: float = 0.99
-    gae_lambda: float = 0.95
-    entropy_coef: float = 0.01
-    value_coef: float = 0.5
-    max_grad_norm: float = 0.5
-    recurrence: int = 16
-    actor_hidden: int = 74
-    critic_hidden: int = 64
-    map_pool: int = 1000
+    frames: int = bounded(40960, 1, 100_000_000)
+    n_envs: int = bounded(16, 1, 256)
+    frames_per_env: int = bounded(128, 1, 4096)
+    ppo_epochs: int = bounded(4, 1, 100)
+    clip_eps: float = bounded(0.2, 0, 1, lo_open=True, hi_open=True)
+    gamma: float = bounded(0.99, 0, 1)
+    gae_lambda: float = bounded(0.95, 0, 1)
+    entropy_coef: float = bounded(0.01, 0, 10)
+    value_coef: float = bounded(0.5, 0, 10)
+    max_grad_norm: float = bounded(0.5, 0, 1000, lo_open=True)
+    recurrence: int = bounded(16, 1, 4096)
+    actor_hidden: int = bounded(74, 1, 4096)
+    critic_hidden: int = bounded(64, 1, 4096)
+    map_pool: int = bounded(1000, 1, 1_000_000)
 
     def validate(self) -> None:
-        for name in ("frames", "n_envs", "frames_per_env", "ppo_epochs", "recurrence", "actor_hidden",
-                     "critic_hidden", "map_pool"):
-            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
-                raise ConfigError(f"{name} must be a positive integer, got {getattr(self, name)!r}")
-        if not 0 < self.clip_eps < 1:
-            raise ConfigError(f"clip_eps must lie in (0, 1), got {self.clip_eps!r}")
-        for name in ("gamma", "gae_lambda"):
-            if not 0 <= getattr(self, name) <= 1:
-                raise ConfigError(f"{name} must lie in [0, 1], got {getattr(self, name)!r}")
-        for name in ("entropy_coef", "value_coef", "max_grad_norm"):
-            if getattr(self, name) < 0:
-                raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)!r}")
+        """Ranges and types of every field, then that BPTT windows tile each environment's frames."""
+        check_fields(self)
         if self.frames_per_env % self.recurrence:
             raise ConfigError(f"frames_per_env ({self.frames_per_env}) must be a multiple of recurrence ({self.recurrence})")
 
@@ -481,16 +482,26 @@ class NavigationTask(Task):
         return build_agent(cfg.arch, o.actor_hidden, o.critic_hidden)
 
     def memory_estimate(self, cfg: ExperimentConfig, data: TaskData) -> int:
-        """Peak bytes of a PPO run: the rollout buffers (uint8 views, memories, 6 float scalars
-        per frame) twice (buffers and their flattened copies), a mini-batch's one-hot inputs
-        and activations, and weights with gradients and Adam's two moments. A few MB."""
+        """Peak bytes of one experiment, from the config alone (no agent is built): the rollout
+        buffers of a PPO update (uint8 views, memories, 6 float scalars per frame) twice
+        (buffers and their flattened copies), a mini-batch's one-hot inputs and activations,
+        weights with gradients and Adam's two moments; the attack LSTM over the query episodes
+        (16 features per step); and the Responses every agent keeps. A few MB at the presets."""
         o: NavigationOptions = cfg.options
-        model = self.build_model(cfg, data)
+        mlp_params = mlp_agent_param_count(o.actor_hidden, o.critic_hidden)
+        if cfg.arch == "rnn":
+            width = match_lstm_width(mlp_params)
+            params, memory = lstm_agent_params(width), 2 * width
+        else:
+            params, memory = mlp_params, 0
         frames = o.n_envs * o.frames_per_env
-        memory = getattr(model, "memory_size", 0)
-        buffers = 2 * frames * (7 * 7 * 3 + 4 * (memory + 6))
-        batch = cfg.batch_size * 4 * (980 + 8 * max(o.actor_hidden, o.critic_hidden, memory))
-        return int(buffers + 4 * batch + 4 * 4 * sum(p.numel() for p in model.parameters()))
+        buffers = 2 * frames * (7 * 7 * 3 + FLOAT_BYTES * (memory + 6))
+        batch = cfg.batch_size * FLOAT_BYTES * (980 + 8 * max(o.actor_hidden, o.critic_hidden, memory))
+        train = buffers + 4 * batch + training_state_bytes(params)
+        steps = int(data.info.get("max_steps", 0) or 100)
+        attack = attack_training_bytes(cfg, n_features=16, max_steps=steps)
+        kept = responses_bytes(cfg, steps_per_record=steps, floats_per_step=20)
+        return int(max(train, attack) + kept)
 
     # ------------------------------------------------------------------ training
     def train(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, train_index: np.ndarray,
@@ -513,16 +524,17 @@ class NavigationTask(Task):
 
     # ------------------------------------------------------------------ queries
     def rollouts(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray,
-                 reference: bool = False) -> list[Rollout]:
+                 reference: bool = False, output_transform: OutputTransform | None = None) -> list[Rollout]:
         """Seeded query episodes of ``model`` on maps ``index`` (in that order)."""
         rec: MapRecords = data.records
         seeds = rec.seeds[np.asarray(index, np.int64)]
         return rollout_maps(model, self._env_pool(rec.env_id, len(seeds)), seeds,
-                            self._planner if reference else None)
+                            self._planner if reference else None, output_transform)
 
-    def utility(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray) -> float:
-        """Mean episodic return of one seeded episode per map."""
-        runs = self.rollouts(cfg, model, data, index)
+    def utility(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray,
+                output_transform: OutputTransform | None = None) -> float:
+        """Mean episodic return of one seeded episode per map (acting on the transformed policy, if given)."""
+        runs = self.rollouts(cfg, model, data, index, output_transform=output_transform)
         return float(np.mean([r.episode_return for r in runs])) if runs else 0.0
 
     def epoch_metrics(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, members: np.ndarray,

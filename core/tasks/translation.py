@@ -37,14 +37,15 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..attacks import Attack, AttackTraining, RankHistogramAttack, RecordFeatureAttack
-from ..config import ExperimentConfig
+from ..config import ExperimentConfig, bounded, check_fields
 from ..corpus import generate_captions
 from ..device import default_device, single_thread
 from ..errors import ConfigError, DatasetNotFoundError
 from ..models.translation import EOS, PAD, SOS, UNK, LuongSeq2Seq, TransformerSeq2Seq, match_transformer
+from ..memory import FLOAT_BYTES, attack_training_bytes, responses_bytes, training_state_bytes
 from ..multi30k import LANGUAGES, load_multi30k
 from ..responses import Responses
-from .base import EpochCallback, FractionCallback, Task, TaskData
+from .base import EpochCallback, FractionCallback, OutputTransform, Task, TaskData
 
 SPECIALS = ("<pad>", "<sos>", "<eos>", "<unk>")
 assert [SPECIALS.index(s) for s in SPECIALS] == [PAD, SOS, EOS, UNK]
@@ -113,61 +114,59 @@ class Vocab:
 # ---------------------------------------------------------------------------- options and data
 @dataclass(frozen=True)
 class TranslationOptions:
-    """Options of the translation task.
+    """Options of the translation task (ranges in brackets, checked by :meth:`validate`).
 
     Attributes:
-        src_lang, tgt_lang: Multi30K language pair (en, de, fr, cs); ignored by ``captions``
-            (always English → Veltan).
-        n_pairs_source: size of the generated ``captions`` data source.
+        src_lang, tgt_lang: Multi30K language pair (en, de, fr, cs; they must differ); ignored
+            by ``captions`` (always English → Veltan).
+        n_pairs_source: size of the generated ``captions`` data source. [1, 500000]
         captions_seed: seed of the ``captions`` generator (the data source, not the training).
+            [0, 2**32)
         min_freq: a token enters the vocabulary if it occurs at least this often in the data
-            source; rarer ones become <unk>.
-        max_len: pairs with more tokens than this on either side are left out of the data source.
-        emb: embedding size of the LSTM (the study: 150).
+            source; rarer ones become <unk>. [1, 1000000]
+        max_len: pairs with more tokens than this on either side are left out of the data
+            source. [1, 512]
+        emb: embedding size of the LSTM (the study: 150). [1, 4096]
         hidden: hidden size of the LSTM encoder (each direction) and decoder (the study: 200).
-        dropout: dropout of both architectures (the study: 0.2).
-        clip: gradient-norm clipping threshold.
-        tf_heads: attention heads of the Transformer.
-        tf_layers: encoder and decoder layers of the Transformer.
+            [1, 4096]
+        dropout: dropout of both architectures (the study: 0.2). [0, 1)
+        clip: gradient-norm clipping threshold. (0, 1000000]
+        tf_heads: attention heads of the Transformer. [1, 64]
+        tf_layers: encoder and decoder layers of the Transformer. [1, 24]
         tf_d_model: Transformer width; 0 = chosen with its feed-forward width to match the
             LSTM's parameter count (:func:`core.models.translation.match_transformer`).
+            [0, 8192], and a multiple of 2·tf_heads when not 0.
         bleu_sentences: at most this many sentences are decoded for each utility (BLEU) value.
-        n_examples: member and non-member sentences each in the showcase.
+            [1, 100000]
+        n_examples: member and non-member sentences each in the showcase. [0, 100]
     """
 
     src_lang: str = "en"
     tgt_lang: str = "de"
-    n_pairs_source: int = 30000
-    captions_seed: int = 0
-    min_freq: int = 2
-    max_len: int = 30
-    emb: int = 150
-    hidden: int = 200
-    dropout: float = 0.2
-    clip: float = 10.0
-    tf_heads: int = 4
-    tf_layers: int = 2
-    tf_d_model: int = 0
-    bleu_sentences: int = 100
-    n_examples: int = 3
+    n_pairs_source: int = bounded(30000, 1, 500_000)
+    captions_seed: int = bounded(0, 0, 2**32, hi_open=True, hi_text="2**32")
+    min_freq: int = bounded(2, 1, 1_000_000)
+    max_len: int = bounded(30, 1, 512)
+    emb: int = bounded(150, 1, 4096)
+    hidden: int = bounded(200, 1, 4096)
+    dropout: float = bounded(0.2, 0, 1, hi_open=True)
+    clip: float = bounded(10.0, 0, 1_000_000, lo_open=True)
+    tf_heads: int = bounded(4, 1, 64)
+    tf_layers: int = bounded(2, 1, 24)
+    tf_d_model: int = bounded(0, 0, 8192)
+    bleu_sentences: int = bounded(100, 1, 100_000)
+    n_examples: int = bounded(3, 0, 100)
 
     def validate(self) -> None:
+        """Ranges and types of every field, then the language pair and the Transformer width."""
+        check_fields(self)
         for lang in (self.src_lang, self.tgt_lang):
             if lang not in LANGUAGES:
                 raise ConfigError(f"src_lang/tgt_lang must be one of {LANGUAGES}, got {lang!r}")
         if self.src_lang == self.tgt_lang:
             raise ConfigError("src_lang and tgt_lang must differ")
-        for name in ("n_pairs_source", "min_freq", "max_len", "emb", "hidden", "tf_heads", "tf_layers", "bleu_sentences"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.tf_d_model < 0 or (self.tf_d_model and self.tf_d_model % (2 * self.tf_heads)):
+        if self.tf_d_model and self.tf_d_model % (2 * self.tf_heads):
             raise ConfigError(f"tf_d_model must be 0 (auto) or a multiple of 2·tf_heads, got {self.tf_d_model}")
-        if not 0 <= self.dropout < 1:
-            raise ConfigError(f"dropout must lie in [0, 1), got {self.dropout}")
-        if self.clip <= 0:
-            raise ConfigError(f"clip must be > 0, got {self.clip}")
-        if self.n_examples < 0:
-            raise ConfigError(f"n_examples must be >= 0, got {self.n_examples}")
 
 
 @dataclass
@@ -334,6 +333,26 @@ class TranslationTask(Task):
         d, ff = match_transformer(target, vs, vt, o.tf_heads, o.tf_layers, prefer_d=o.emb, d_model=o.tf_d_model)
         return TransformerSeq2Seq(vs, vt, d, o.tf_heads, o.tf_layers, ff, o.dropout)
 
+    def memory_estimate(self, cfg: ExperimentConfig, data: TaskData) -> int:
+        """Peak bytes of one experiment from the config and the vocabulary sizes (nothing is built):
+        weights with gradients and Adam state (both architectures have the LSTM's parameter
+        count, matched within 1 %), one batch's logits over the target vocabulary (with softmax
+        and gradient) and hidden states at every target position, the largest attack
+        classifier's training (PVMIA: an LSTM over ``max_len + 1`` steps of 14 features) and
+        the Responses every model keeps (top-10 probabilities plus per-step signals)."""
+        o: TranslationOptions = cfg.options
+        rec: TranslationRecords = data.records
+        vs, vt = len(rec.src_vocab), len(rec.tgt_vocab)
+        params = LuongSeq2Seq.param_count(vs, vt, o.emb, o.hidden)
+        steps = o.max_len + 1
+        width = max(o.emb, o.hidden, o.tf_d_model)
+        act = cfg.batch_size * steps * (3 * vt + 40 * width * max(1, o.tf_layers if cfg.arch == "ffnn" else 1))
+        train = training_state_bytes(params) + act * FLOAT_BYTES
+        attack = max(attack_training_bytes(cfg, n_features=14, max_steps=steps),
+                     attack_training_bytes(cfg, n_features=8), attack_training_bytes(cfg, n_features=5))
+        kept = responses_bytes(cfg, steps_per_record=steps, floats_per_step=18)
+        return int(max(train, attack) + kept)
+
     # ------------------------------------------------------------------ training
     def train(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, train_index: np.ndarray,
               on_epoch: EpochCallback, on_progress: FractionCallback) -> None:
@@ -370,8 +389,9 @@ class TranslationTask(Task):
     # ------------------------------------------------------------------ queries
     @torch.no_grad()
     def translate(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray,
-                  batch: int = 128) -> list[list[str]]:
-        """Greedy translations (token lists) of the sources of records ``index``."""
+                  batch: int = 128, output_transform: OutputTransform | None = None) -> list[list[str]]:
+        """Greedy translations (token lists) of the sources of records ``index`` (each step's
+        distribution passed through ``output_transform`` first, when given)."""
         rec: TranslationRecords = data.records
         device = next(model.parameters()).device
         out: list[list[str]] = []
@@ -381,16 +401,17 @@ class TranslationTask(Task):
                 src, src_len, _, _ = _batch(rec, idx, device)
                 # a translation longer than twice its source (+5) is a runaway, not a sentence: cap it
                 limit = min(cfg.options.max_len + 1, 2 * int(src_len.max()) + 5)
-                ids = model.greedy(src, src_len, limit).cpu().numpy()
+                ids = model.greedy(src, src_len, limit, output_transform).cpu().numpy()
                 out.extend(rec.tgt_vocab.decode(row) for row in ids)
         return out
 
-    def utility(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray) -> float:
+    def utility(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray,
+                output_transform: OutputTransform | None = None) -> float:
         """Corpus BLEU (sacrebleu, 0–100) of greedy translations of the first ``bleu_sentences`` records."""
         index = np.asarray(index)[: cfg.options.bleu_sentences]
         if len(index) == 0:
             return 0.0
-        hyps = [detokenize(h) for h in self.translate(cfg, model, data, index)]
+        hyps = [detokenize(h) for h in self.translate(cfg, model, data, index, output_transform=output_transform)]
         refs = [data.records.reference(i) for i in index]
         return float(sacrebleu.corpus_bleu(hyps, [refs]).score)
 
@@ -415,10 +436,19 @@ class TranslationTask(Task):
         index = np.asarray(index)
         parts = [Responses.from_logits(z, lengths, ref) for z, lengths, ref in self._teacher_forced(model, data, index)]
         resp = Responses.concat(parts)
-        hyps = self.translate(cfg, model, data, index)
-        feats = [bleu_features(detokenize(h), data.records.reference(i)) for h, i in zip(hyps, index)]
-        resp.record_features["bleu_features"] = np.asarray(feats, np.float32).reshape(len(index), 5)
+        resp.record_features.update(self._bleu_record_features(cfg, model, data, index))
         return resp
+
+    def _bleu_record_features(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray,
+                              output_transform: OutputTransform | None = None) -> dict[str, np.ndarray]:
+        hyps = self.translate(cfg, model, data, index, output_transform=output_transform)
+        feats = [bleu_features(detokenize(h), data.records.reference(i)) for h, i in zip(hyps, index)]
+        return {"bleu_features": np.asarray(feats, np.float32).reshape(len(index), 5)}
+
+    def record_features_under(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray,
+                              output_transform: OutputTransform) -> dict[str, np.ndarray]:
+        """The BLEU features of translations decoded from the transformed distributions."""
+        return self._bleu_record_features(cfg, model, data, np.asarray(index), output_transform)
 
     # ------------------------------------------------------------------ attacks and showcase
     def extra_attacks(self, cfg: ExperimentConfig, training: AttackTraining) -> list[Attack]:

@@ -1,0 +1,386 @@
+"""Defenses that act after training, evaluated on cached models: the defense facade.
+
+A defended *point* is one mechanism at one value (the Dirichlet mechanism's k, the Gaussian
+privacy module's σ), described by a :class:`DefenseSpec` that is **not** part of the experiment
+config: its key joins the config hash (training + attack settings) in the cache, so sliding a
+value never retrains a victim or a shadow and never changes the undefended result.
+
+:class:`Defender` holds what does not depend on the value — the trained models
+(:func:`core.pipeline.trained_models`), the naive attacks fitted once on undefended shadows, the
+victim's rebuilt model, the GPM's noise directions — and answers a point from it:
+
+* attack numbers: the mechanism applied to the victim's answers on its balanced evaluation set,
+  scored by the **naive** attacker (fitted on undefended shadows, the studies' setting) and,
+  on request, by the **adaptive** attacker (who knows the mechanism and its value, applies it
+  to its own shadows and refits: the honest evaluation);
+* utility and utility loss L = 1 − M(defended)/M(undefended) (paper 000, Def. 4), on the same
+  member / non-member records as the undefended learning curve;
+* the theoretical guarantee (Lemma 1 of 001 for Dir_k; eq. 12–13 of 000 for the GPM) beside
+  the empirical lower bound ε̂ from the attack (:func:`core.metrics.empirical_epsilon`).
+
+Navigation: the attacker's queries are the states of each map's seeded query rollout, answered
+through the mechanism; utility is measured on rollouts that act on the defended policy.
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import math
+import time
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..attacks import Attack, RecordFeatureAttack, score_attacks
+from ..cache import ArtifactCache
+from ..errors import ConfigError
+from ..metrics import empirical_epsilon
+from ..pipeline import TrainedModels, fitted_attacks
+from ..responses import Responses
+from . import dirichlet, gpm
+from .sensitivity import SensitivityEstimate, cached_sensitivity, sample_sensitivity
+
+MECHANISMS = ("dirichlet", "gpm")
+ATTACKERS = ("naive", "adaptive", "both")
+#: bump when the meaning of a stored defended point changes
+DEFENSE_SCHEMA = 1
+#: the studies' table rows (001 Tables 1–2) and a σ grid for the GPM
+DIRICHLET_GRID = (100.0, 10.0, 1.0, 0.1, 0.01)
+#: SensitivitySampler pairs by task for the quick presets (the study: n = 500); γ(n) shows the price
+DEFAULT_SENSITIVITY_SAMPLES = {"image": 10, "translation": 3, "navigation": 3}
+
+
+@dataclass(frozen=True)
+class DefenseSpec:
+    """One defended point: a mechanism at one value, and how it is evaluated.
+
+    Attributes:
+        mechanism: ``dirichlet`` (outputs x ~ Dir(k·p), paper 001 eq. 4) or ``gpm`` (weights
+            θ + N(0, σ²I), paper 000 Algorithm 1).
+        value: k (> 0) for the Dirichlet mechanism, σ (≥ 0) for the GPM.
+        draws: independent draws of the mechanism; numbers are their mean (± std).
+        seed: seeds the mechanism's randomness (draw d uses (seed, d, role)).
+        eta: Dirichlet floor: p̃ = (1 − nη)·p + η keeps p inside the simplex (Lemma 1's η).
+        tau, b: Lemma 1's τ and adjacency radius b (the study gives none: documented defaults).
+        delta: the GPM's ε is reported at this δ (the study's 1e-4).
+    """
+
+    mechanism: str
+    value: float
+    draws: int = 1
+    seed: int = 0
+    eta: float = 1e-6
+    tau: float = 1e-6
+    b: float = 0.1
+    delta: float = 1e-4
+
+    def validate(self) -> "DefenseSpec":
+        if self.mechanism not in MECHANISMS:
+            raise ConfigError(f"unknown mechanism {self.mechanism!r}; choose one of {', '.join(MECHANISMS)}")
+        v = self.value
+        if not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise ConfigError(f"{self.value_name} must be a finite number, got {v!r}")
+        if self.mechanism == "dirichlet" and not 0 < v <= 1e9:
+            raise ConfigError(f"k must lie in (0, 1e9], got {v!r}")
+        if self.mechanism == "gpm" and not 0 <= v <= 1e3:
+            raise ConfigError(f"σ must lie in [0, 1000], got {v!r}")
+        if not isinstance(self.draws, int) or not 1 <= self.draws <= 100:
+            raise ConfigError(f"draws must be an integer in 1..100, got {self.draws!r}")
+        if not isinstance(self.seed, int) or not 0 <= self.seed < 2**32:
+            raise ConfigError(f"seed must be an integer in [0, 2**32), got {self.seed!r}")
+        for name in ("eta", "tau", "b", "delta"):
+            x = getattr(self, name)
+            if not (isinstance(x, (int, float)) and math.isfinite(x) and 0 < x < 1):
+                raise ConfigError(f"{name} must lie in (0, 1), got {x!r}")
+        return self
+
+    @property
+    def value_name(self) -> str:
+        return "k" if self.mechanism == "dirichlet" else "σ"
+
+    @property
+    def key(self) -> str:
+        """Stable content hash of the spec (with the defense schema version)."""
+        payload = json.dumps({"schema": DEFENSE_SCHEMA, **asdict(self)}, sort_keys=True)
+        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+    def at(self, value: float) -> "DefenseSpec":
+        """The same spec at another value."""
+        return replace(self, value=float(value))
+
+
+def _mean_std(values: list[float]) -> tuple[float, float]:
+    a = np.asarray(values, np.float64)
+    return float(a.mean()), float(a.std(ddof=1)) if len(a) > 1 else 0.0
+
+
+def _summarise(per_draw: list[dict[str, Any]], primary: str) -> dict[str, Any]:
+    """Mean (± std over draws) of every attack's headline numbers; ``primary`` on top."""
+    names = per_draw[0].keys()
+    attacks = {}
+    for name in names:
+        rows = [d[name] for d in per_draw]
+        out: dict[str, Any] = {}
+        for metric in ("accuracy", "advantage", "auc"):
+            out[metric], out[f"{metric}_std"] = _mean_std([r.accuracy if metric == "accuracy" else getattr(r, metric) for r in rows])
+        out["tpr_at_fpr"] = {f: _mean_std([r.tpr_at_fpr[f] for r in rows])[0] for f in rows[0].tpr_at_fpr}
+        out["boundary"] = rows[0].boundary
+        attacks[name] = out
+    head = {k: v for k, v in attacks[primary].items() if k != "boundary"}
+    return {"attack": {"name": primary, **head}, "attacks": attacks}
+
+
+class Defender:
+    """Defended points of one trained config (see the module docstring).
+
+    Build it once per (config, cache) — e.g. kept by the page — then call :meth:`point` for any
+    spec; every point computed with utility is cached on disk, and all are memoised in memory.
+    """
+
+    def __init__(self, models: TrainedModels, cache: ArtifactCache | None = None):
+        self.models = models
+        self.cfg = models.cfg
+        self.task = models.task
+        self.cache = cache or ArtifactCache()
+        self.primary = self.task.primary_attack()
+        self.naive_attacks: list[Attack] = fitted_attacks(models, cache=self.cache)
+        self.victim_responses: Responses = models.victim.responses[self.cfg.epochs]
+        self.membership = models.eval_membership
+        self._victim_model: torch.nn.Module | None = None
+        self._shadow_models: dict[int, torch.nn.Module] = {}
+        self._directions: dict[tuple[str, int, int], dict[str, torch.Tensor]] = {}
+        self._memo: dict[tuple, dict[str, Any]] = {}
+        self._answers: dict[tuple, tuple[list[Responses], dict[str, Any]]] = {}
+        self.sensitivity: SensitivityEstimate | None = None
+        last = models.victim.per_epoch[-1]
+        undefended = score_attacks(self.naive_attacks, self.victim_responses, self.membership)
+        self.baseline = {
+            "attack": {"name": self.primary, **undefended[self.primary].result.to_dict(include_roc=False)},
+            "attacks": {n: o.result.to_dict(include_roc=False) for n, o in undefended.items()},
+            "utility": last.get("utility_val"),
+            "utility_train": last.get("utility_train"),
+            "utility_metric": self.task.utility_metric,
+            "epsilon_lower_bound": empirical_epsilon(undefended[self.primary].scores, self.membership),
+        }
+
+    # ------------------------------------------------------------------ models
+    def victim_model(self) -> torch.nn.Module:
+        if self._victim_model is None:
+            self._victim_model = self.models.model("victim")
+        return self._victim_model
+
+    def _shadow_model(self, i: int) -> torch.nn.Module:
+        if i not in self._shadow_models:
+            self._shadow_models[i] = self.models.model(f"shadow_{i}")
+        return self._shadow_models[i]
+
+    def _noisy(self, role: str, model: torch.nn.Module, weights: dict[str, torch.Tensor], spec: DefenseSpec,
+               draw: int) -> torch.nn.Module:
+        """A copy of ``model`` with θ + σ·z_draw (the direction fixed per (seed, draw, role))."""
+        key = (role, spec.seed, draw)
+        if key not in self._directions:
+            seed = int.from_bytes(hashlib.sha256(f"{spec.seed}/{draw}/{role}".encode()).digest()[:8], "little")
+            self._directions[key] = gpm.noise_direction(model, seed)
+        return gpm.add_noise(copy.deepcopy(model), weights, self._directions[key], spec.value).eval()
+
+    # ------------------------------------------------------------------ sensitivity
+    def ensure_sensitivity(self, n: int, compute: bool = True, on_pair=None) -> SensitivityEstimate | None:
+        """S from ``n`` SensitivitySampler pairs: from the cache, else trained when ``compute``."""
+        if self.sensitivity is not None and self.sensitivity.n == n:
+            return self.sensitivity
+        est = cached_sensitivity(self.cfg, n, self.cache)
+        if est is None and compute:
+            est = sample_sensitivity(self.cfg, n, self.cache, on_pair=on_pair)
+        self.sensitivity = est
+        return est
+
+    # ------------------------------------------------------------------ one point
+    def _rng(self, spec: DefenseSpec, draw: int, role: str) -> np.random.Generator:
+        return np.random.default_rng([spec.seed, draw, int(hashlib.sha256(role.encode()).hexdigest()[:8], 16)])
+
+    def _torch_generator(self, spec: DefenseSpec, draw: int, role: str) -> torch.Generator:
+        return torch.Generator().manual_seed(int(self._rng(spec, draw, role + "/torch").integers(2**62)))
+
+    def victim_answers(self, spec: DefenseSpec, draw: int, with_record_features: bool) -> Responses:
+        """The victim's defended answers on its evaluation set (draw ``draw``)."""
+        if spec.mechanism == "dirichlet":
+            out = dirichlet.defend_responses(self.victim_responses, spec.value, spec.eta, self._rng(spec, draw, "victim"))
+            if with_record_features:
+                transform = dirichlet.torch_output_transform(spec.value, spec.eta, self._torch_generator(spec, draw, "victim"))
+                out.record_features.update(self.task.record_features_under(
+                    self.cfg, self.victim_model(), self.models.data, self.models.splits.eval_index, transform))
+            return out
+        model = self._noisy("victim", self.victim_model(), self.models.victim.weights, spec, draw)
+        return self.task.respond(self.cfg, model, self.models.data, self.models.splits.eval_index)
+
+    def shadow_answers(self, spec: DefenseSpec, draw: int) -> Responses:
+        """The adaptive attacker's shadows answering through the same mechanism (draw ``draw``)."""
+        parts = []
+        for i, shadow in enumerate(self.models.shadows):
+            role = f"shadow_{i}"
+            query = self.models.shadow_query_index(i)
+            if spec.mechanism == "dirichlet":
+                part = dirichlet.defend_responses(shadow.responses[self.cfg.epochs], spec.value, spec.eta,
+                                                  self._rng(spec, draw, role))
+                transform = dirichlet.torch_output_transform(spec.value, spec.eta, self._torch_generator(spec, draw, role))
+                part.record_features.update(self.task.record_features_under(
+                    self.cfg, self._shadow_model(i), self.models.data, query, transform))
+            else:
+                model = self._noisy(role, self._shadow_model(i), shadow.weights, spec, draw)
+                part = self.task.respond(self.cfg, model, self.models.data, query)
+            parts.append(part)
+        return Responses.concat(parts)
+
+    def utility(self, spec: DefenseSpec, draw: int) -> tuple[float, float]:
+        """(members, non-members) utility of the defended victim on the learning curve's records."""
+        splits = self.models.splits
+        if spec.mechanism == "dirichlet":
+            model = self.victim_model()
+            gen = self._torch_generator(spec, draw, "utility")
+            transform = dirichlet.torch_output_transform(spec.value, spec.eta, gen)
+            return (self.task.utility(self.cfg, model, self.models.data, splits.eval_members, transform),
+                    self.task.utility(self.cfg, model, self.models.data, splits.victim_nonmembers, transform))
+        model = self._noisy("victim", self.victim_model(), self.models.victim.weights, spec, draw)
+        return (self.task.utility(self.cfg, model, self.models.data, splits.eval_members),
+                self.task.utility(self.cfg, model, self.models.data, splits.victim_nonmembers))
+
+    def privacy(self, spec: DefenseSpec) -> dict[str, Any]:
+        """The mechanism's theoretical guarantee at ``spec``'s value."""
+        if spec.mechanism == "dirichlet":
+            n = self.victim_responses.n_classes
+            bound = dirichlet.lemma1_bound(spec.value, n, spec.eta, spec.tau, spec.b)
+            note = ("vacuous: δ ≥ 1 or the printed ε < 0 — Lemma 1 says nothing at this k" if bound.vacuous else
+                    f"Lemma 1 (001 eq. 7) with n = {n}, η = {spec.eta:g}, τ = {spec.tau:g}, b = {spec.b:g}")
+            return {"epsilon": bound.epsilon, "delta": bound.delta, "gamma": None, "privacy_note": note}
+        s = self.sensitivity
+        if s is None:
+            return {"epsilon": None, "delta": spec.delta, "gamma": None,
+                    "privacy_note": "sensitivity not estimated yet: run the SensitivitySampler"}
+        eps = gpm.epsilon_at_delta(spec.delta, s.sensitivity, spec.value)
+        return {"epsilon": eps if math.isfinite(eps) else None, "delta": spec.delta, "gamma": s.gamma,
+                "sensitivity": s.sensitivity, "sensitivity_samples": s.n,
+                "privacy_note": (f"random DP (000 Thm 5.3): S = {s.sensitivity:.4g} from n = {s.n} pairs, "
+                                 f"holds with confidence 1 − γ = {1 - s.gamma:.3f}" +
+                                 ("; σ = 0 gives no privacy (ε = ∞)" if not math.isfinite(eps) else ""))}
+
+    def measured(self, spec: DefenseSpec, attacker: str = "naive") -> dict[str, Any] | None:
+        """The full point (with utility) if it was computed before, in memory or on disk; never computes."""
+        memo = self._memo.get((spec.key, attacker, True))
+        if memo is None:
+            stored = self.cache.get_json(self.cache.key("defended", self.cfg.config_hash, spec.key, attacker))
+            if not (isinstance(stored, dict) and stored.get("value") == spec.value and "attack" in stored):
+                return None
+            memo = self._memo[(spec.key, attacker, True)] = stored
+        # the guarantee is cheap and may have changed since (a sensitivity estimated later)
+        return {**memo, **self.privacy(spec)}
+
+    def _naive(self, spec: DefenseSpec, with_features: bool) -> tuple[list[Responses], dict[str, Any]]:
+        """The victim's defended answers (one per draw) and the naive attacker's numbers on them,
+        memoised so a full point re-uses what the slider's fast point computed."""
+        key = (spec.key, with_features)
+        if key not in self._answers:
+            features = spec.mechanism == "dirichlet" and with_features
+            answers = [self.victim_answers(spec, d, features) for d in range(spec.draws)]
+            attacks = [a for a in self.naive_attacks if with_features or not isinstance(a, RecordFeatureAttack)]
+            outcomes = [score_attacks(attacks, r, self.membership) for r in answers]
+            part = _summarise([{n: o.result for n, o in out.items()} for out in outcomes], self.primary)
+            eps_hat = [empirical_epsilon(out[self.primary].scores, self.membership) for out in outcomes]
+            part["epsilon_lower_bound"] = _mean_std([e["lower_bound"] for e in eps_hat])[0]
+            part["epsilon_lower_bound_detail"] = eps_hat[0]
+            part["records"] = {"ape": [round(float(v), 6) for v in answers[0].ape],
+                               "cross_entropy": [round(float(v), 6) for v in answers[0].mean_cross_entropy],
+                               "membership": [bool(v) for v in self.membership]}
+            if len(self._answers) > 64:  # a long slider session: keep memory bounded
+                self._answers.clear()
+            self._answers[key] = (answers, part)
+        return self._answers[key]
+
+    def point(self, spec: DefenseSpec, attacker: str = "naive", utility: bool = True) -> dict[str, Any]:
+        """Attack numbers, utility and guarantees at one defended point (see the module docstring).
+
+        ``utility=False`` is the slider's fast path: no utility, and attacks that read
+        output-dependent record features (the BLEU-feature attack under Dir_k) are left out
+        until the full point is computed. ``attacker`` is ``naive``, ``adaptive`` or ``both``.
+        """
+        spec.validate()
+        if attacker not in ATTACKERS:
+            raise ConfigError(f"attacker must be one of {', '.join(ATTACKERS)}, got {attacker!r}")
+        memo_key = (spec.key, attacker, utility)
+        if memo_key in self._memo:
+            return {**self._memo[memo_key], **self.privacy(spec)}
+        disk_key = self.cache.key("defended", self.cfg.config_hash, spec.key, attacker)
+        if utility and (stored := self.measured(spec, attacker)) is not None:
+            return stored
+        timings: dict[str, float] = {}
+        t = time.perf_counter()
+        has_features = any(isinstance(a, RecordFeatureAttack) for a in self.naive_attacks)
+        # under Dir_k, record features (BLEU of a noisy decoding) need the model re-run: only with utility
+        with_features = spec.mechanism == "gpm" or utility or not has_features
+        skip = set() if with_features else {a.name for a in self.naive_attacks if isinstance(a, RecordFeatureAttack)}
+        answers, naive_part = self._naive(spec, with_features)
+        point: dict[str, Any] = {"value": spec.value, "mechanism": spec.mechanism, "draws": spec.draws, **naive_part}
+        if attacker == "adaptive":
+            point.pop("attack"), point.pop("attacks")
+        timings["attack_s"] = time.perf_counter() - t
+        point["adaptive_attack"] = None
+        if attacker in ("adaptive", "both"):
+            t = time.perf_counter()
+            per_draw = []
+            for d in range(spec.draws):
+                attacks = fitted_attacks(self.models, shadow_responses=self.shadow_answers(spec, d),
+                                         tag=f"{spec.key}/draw{d}", cache=self.cache)
+                attacks = [a for a in attacks if a.name not in skip]
+                per_draw.append({n: o.result for n, o in score_attacks(attacks, answers[d], self.membership).items()})
+            adaptive = _summarise(per_draw, self.primary)
+            point["adaptive_attack"] = adaptive["attack"]
+            point["adaptive_attacks"] = adaptive["attacks"]
+            if attacker == "adaptive":
+                point["attack"], point["attacks"] = adaptive["attack"], adaptive["attacks"]
+            timings["adaptive_s"] = time.perf_counter() - t
+        point.update(self.privacy(spec))
+        if utility:
+            t = time.perf_counter()
+            values = [self.utility(spec, d) for d in range(spec.draws)]
+            point["utility_train"], point["utility_train_std"] = _mean_std([v[0] for v in values])
+            point["utility"], point["utility_std"] = _mean_std([v[1] for v in values])
+            point["utility_loss"] = _utility_loss(point["utility"], self.baseline["utility"])
+            point["utility_loss_train"] = _utility_loss(point["utility_train"], self.baseline["utility_train"])
+            timings["utility_s"] = time.perf_counter() - t
+        else:
+            point.update(utility=None, utility_train=None, utility_loss=None, utility_loss_train=None)
+        point["timings"] = timings
+        point["skipped_attacks"] = sorted(skip)
+        if utility:
+            self.cache.put_json(disk_key, point, allow_nan=False)
+        self._memo[memo_key] = point
+        return point
+
+
+def _utility_loss(defended: float | None, undefended: float | None) -> float | None:
+    """L = 1 − M(defended)/M(undefended) (paper 000 Def. 4); None where M(undefended) ≈ 0."""
+    if defended is None or undefended is None or abs(undefended) < 1e-9:
+        return None
+    return 1.0 - defended / undefended
+
+
+def defend(models: TrainedModels, mechanism: str, values: list[float], attacker: str = "naive", draws: int = 1,
+           sensitivity_samples: int = 0, cache: ArtifactCache | None = None, seed: int = 0,
+           on_point=None, on_pair=None) -> dict[str, Any]:
+    """The CLI's ``defend`` result: the baseline and one point per value (see README)."""
+    defender = Defender(models, cache)
+    spec = DefenseSpec(mechanism, float(values[0]) if values else 1.0, draws=draws, seed=seed).validate()
+    if mechanism == "gpm" and sensitivity_samples > 0:
+        defender.ensure_sensitivity(sensitivity_samples, on_pair=on_pair)
+    points = []
+    for i, v in enumerate(values):
+        points.append(defender.point(spec.at(v).validate(), attacker, utility=True))
+        if on_point:
+            on_point(i + 1, len(values))
+    cfg = models.cfg
+    return {"task": cfg.task, "arch": cfg.arch, "preset": cfg.preset, "mechanism": mechanism, "attacker": attacker,
+            "config_hash": cfg.config_hash, "training_hash": cfg.training_hash, "spec": asdict(spec),
+            "sensitivity": defender.sensitivity.to_dict() if defender.sensitivity else None,
+            "baseline": defender.baseline, "points": points}

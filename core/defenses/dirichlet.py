@@ -1,0 +1,226 @@
+"""The Dirichlet mechanism on output distributions (paper 001 eq. 4; Gohari et al. 2021).
+
+Every probability vector p a model answers with is replaced by one sample x ~ Dir(k·p), whose
+density is ∝ Πᵢ xᵢ^{k·pᵢ − 1} on the simplex. E[x] = p; a large k concentrates x around p, a
+small k scatters it towards the simplex' corners (k → 0: a one-hot vector drawn with probs p).
+
+* **Inside the simplex.** Dir(k·p) needs every pᵢ > 0, so p is first mixed with the uniform
+  distribution, p̃ = (1 − nη)·p + η (n classes): every p̃ᵢ ≥ η, as Lemma 1's p* assumes, and the
+  order of the classes is kept.
+* **Log space.** Samples are drawn as log-probabilities: a Gamma(a) variate is
+  Gamma(a + 1)·U^{1/a}, so log G = log Gamma(a + 1) + log(U)/a stays finite where G itself
+  underflows to 0 (k·p̃ᵢ ≪ 1), and x = G/ΣG becomes log x = log G − logsumexp(log G).
+* **Top-K Responses (large vocabularies).** Only the K largest probabilities, the reference's
+  and the total of the rest are stored. By the aggregation property of the Dirichlet
+  distribution, (x_known…, x_rest) ~ Dir(k·p_known…, k·p_rest) exactly, so the reference's
+  probability and cross-entropy of the defended answer are exact. The split of x_rest over the
+  unseen tokens is approximated by n_eff = exp(H_rest) equally likely tokens (H_rest the rest's
+  conditional entropy, recovered from the stored entropy): R of them drawn explicitly, the
+  largest of the others drawn as a maximum of Gamma variates, and the remaining ones as one
+  aggregate whose entropy and rank contributions are their expectations. The
+  top-K, the reference's rank and the entropy are therefore approximate; ``test_defenses``
+  bounds their error against sampling the full vector.
+* **Privacy (Lemma 1, eq. 5–7 of paper 001, as printed).** With p* = [η, …, η, 1 − (n−1)η],
+  δ = 1 − P_{x ~ Dir(k·p*)}(x ∈ Δₙ(τ)), Δₙ(τ) = {x : τ ≤ xᵢ ≤ 1 − τ ∀i}, bounded here by the
+  union bound over the Beta marginals xᵢ ~ Beta(k·p*ᵢ, k − k·p*ᵢ) (never below the true δ), and
+  ε ≤ 2k(1 − η) − 3 + (k·b/2)·|log(1 − (n−1)τ) − log τ|. The study gives no τ and b; ours are
+  documented defaults. For small k the bound is vacuous (δ ≈ 1, as 001 §5.3 notes) and the
+  printed ε can even be negative: we report it as computed and flag it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from scipy import special, stats
+
+from ..responses import Responses
+
+#: explicit tokens representing the unseen rest of a top-K answer (see module docstring)
+REST_TOKENS = 32
+
+
+def floor_probs(p: np.ndarray, eta: float) -> np.ndarray:
+    """(1 − nη)·p + η: every component ≥ η, the order kept (n = the last axis' size)."""
+    n = p.shape[-1]
+    if not 0 <= eta * n < 1:
+        raise ValueError(f"the floor η = {eta} must satisfy 0 ≤ n·η < 1 for n = {n} classes")
+    return (1.0 - n * eta) * p + eta
+
+
+def log_gamma_variates(rng: np.random.Generator, shape_param: np.ndarray) -> np.ndarray:
+    """log G with G ~ Gamma(a), elementwise for a > 0, finite even where G underflows."""
+    a = np.asarray(shape_param, np.float64)
+    u = rng.random(a.shape)
+    return np.log(rng.standard_gamma(a + 1.0)) + np.log(np.maximum(u, 1e-300)) / a
+
+
+def log_dirichlet(rng: np.random.Generator, alpha: np.ndarray) -> np.ndarray:
+    """log x for x ~ Dir(alpha) along the last axis."""
+    log_g = log_gamma_variates(rng, alpha)
+    return log_g - special.logsumexp(log_g, axis=-1, keepdims=True)
+
+
+def sample_probs(p: np.ndarray, k: float, eta: float, rng: np.random.Generator) -> np.ndarray:
+    """Log-probabilities of Dir(k·p̃) samples, one per row of ``p`` (full vectors)."""
+    return log_dirichlet(rng, k * floor_probs(np.asarray(p, np.float64), eta))
+
+
+def torch_output_transform(k: float, eta: float, generator: torch.Generator):
+    """A callable mapping (B, m) log-probabilities to log-probabilities of Dir(k·p̃) samples, in
+    torch (for decisions taken inside a model's decoding or rollout loop)."""
+
+    def transform(log_probs: torch.Tensor) -> torch.Tensor:
+        p = log_probs.double().exp()
+        n = p.shape[-1]
+        alpha = k * ((1.0 - n * eta) * p + eta)
+        u = torch.rand(alpha.shape, generator=generator, dtype=torch.float64, device="cpu").to(alpha.device)
+        g = torch._standard_gamma(alpha + 1.0)
+        log_g = torch.log(g) + torch.log(u.clamp_min(1e-300)) / alpha
+        return (log_g - torch.logsumexp(log_g, -1, keepdim=True)).to(log_probs.dtype)
+
+    return transform
+
+
+def defend_responses(responses: Responses, k: float, eta: float, rng: np.random.Generator) -> Responses:
+    """The answers of ``responses`` passed through Dir_k, every step independently."""
+    if responses.probs is not None:
+        return responses.with_log_probs(sample_probs(responses.probs, k, eta, rng))
+    return _defend_top_k(responses, k, eta, rng)
+
+
+def _log_gamma_cdf(a: np.ndarray, log_g: np.ndarray) -> np.ndarray:
+    """P(G ≤ g) for G ~ Gamma(a), from log g; the small-g series g^a/Γ(a+1) where g underflows."""
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        direct = special.gammainc(a, np.exp(np.minimum(log_g, 700.0)))
+        series = np.exp(np.minimum(a * log_g - special.gammaln(a + 1.0), 0.0))
+    return np.where(log_g > -700.0, direct, series)
+
+
+def _log_max_of_gammas(rng: np.random.Generator, a: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """log of max(G₁…G_n), Gᵢ ~ Gamma(a) iid (n real ≥ 1): inverse CDF of F(g)^n at a uniform."""
+    log_q = np.log(np.maximum(rng.random(a.shape), 1e-300)) / n  # log of u^{1/n}
+    with np.errstate(divide="ignore", under="ignore"):
+        direct = np.log(special.gammaincinv(a, np.exp(log_q)))
+    series = (special.gammaln(a + 1.0) + log_q) / a  # where F(g) ≈ g^a/Γ(a+1)
+    return np.where(np.isfinite(direct) & (direct > -700.0), direct, series)
+
+
+def _defend_top_k(r: Responses, k: float, eta: float, rng: np.random.Generator) -> Responses:
+    """Aggregated sampling for top-K Responses (module docstring).
+
+    Components per step: the known probabilities (top-K and the reference), R explicit tokens
+    of the unseen rest, and its remaining n_tail tokens as (the largest of them, the others):
+    the largest is drawn as the max of n_tail Gamma variates, so a small k that piles the mass
+    on one unseen token still shows it in the top-K; the others are one aggregate Gamma.
+    """
+    t, kk, v = r.n_steps, r.top_probs.shape[1], r.n_classes
+    if not 0 <= v * eta < 1:
+        raise ValueError(f"the floor η = {eta} must satisfy 0 ≤ n·η < 1 for n = {v} classes")
+    top = r.top_probs.astype(np.float64)
+    ref = r.ref_prob.astype(np.float64)
+    ref_in_top = r.ref_rank < kk
+    # known components: the top-K, plus the reference where it is not among them
+    known = np.concatenate([top, np.where(ref_in_top, 0.0, ref)[:, None]], axis=1)  # (T, K+1)
+    n_known = kk + (~ref_in_top).astype(np.int64)
+    rest = np.clip(1.0 - known.sum(1), 0.0, 1.0)
+    n_rest = np.maximum(v - n_known, 0)
+    # conditional entropy of the rest, from H(p) = −Σ_known p log p − p_rest log p_rest + p_rest·H_rest
+    known_h = -(special.xlogy(known, known)).sum(1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        h_rest = (r.entropy.astype(np.float64) - known_h + special.xlogy(rest, rest)) / rest
+    h_rest = np.where(rest > 1e-12, np.clip(np.nan_to_num(h_rest), 0.0, np.log(np.maximum(n_rest, 1))), 0.0)
+    n_eff = np.where(n_rest > 0, np.clip(np.exp(h_rest), 1.0, np.maximum(n_rest, 1)), 0.0)
+    explicit = np.minimum(np.floor(n_eff).astype(np.int64), REST_TOKENS)
+    n_tail = np.maximum(n_eff - explicit, 0.0)
+
+    # the floor (1 − nη)·p + η over the whole vocabulary, mapped onto the components
+    scale = 1.0 - v * eta
+    known_f = np.where(known > 0, scale * known + eta, 0.0)
+    per_token = np.where(n_eff > 0, (scale * rest + eta * n_rest) / np.maximum(n_eff, 1.0), 0.0)
+    a = np.maximum(k * per_token, 1e-300)  # Gamma shape of one unseen token
+    cols = np.arange(REST_TOKENS)[None, :]
+    alpha = np.concatenate([k * known_f, np.where(cols < explicit[:, None], a[:, None], 0.0)], axis=1)
+    log_g = np.full((t, alpha.shape[1] + 2), -np.inf)
+    present = alpha > 0
+    log_g[:, :-2][present] = log_gamma_variates(rng, alpha[present])
+    has_tail = n_tail > 0
+    # the largest tail token (a fractional tail, n_tail < 1, is one token of shape n_tail·a)
+    single = has_tail & (n_tail < 1)
+    many = n_tail >= 1
+    log_g[single, -2] = log_gamma_variates(rng, (n_tail * a)[single])
+    log_g[many, -2] = _log_max_of_gammas(rng, a[many], n_tail[many])
+    others = n_tail > 1
+    log_g[others, -1] = log_gamma_variates(rng, ((n_tail - 1) * a)[others])
+    # each other token is below the max: where their total shape is small the sum is dominated by
+    # its own largest term, so it cannot exceed M (unconditioned, it would in about half the draws)
+    sparse = others & ((n_tail - 1) * a < 1.0)
+    log_g[sparse, -1] = np.minimum(log_g[sparse, -1], log_g[sparse, -2])
+    log_x = log_g - special.logsumexp(log_g, axis=1, keepdims=True)
+    x = np.exp(log_x)
+
+    # the reference's component: its slot among the top-K, or the extra known slot
+    ref_col = np.where(ref_in_top, r.ref_rank, kk).astype(np.int64)
+    rows = np.arange(t)
+    log_ref = log_x[rows, ref_col]
+    x_ref = x[rows, ref_col]
+    visible = x[:, :-1]
+    new_top = -np.sort(-visible, axis=1)[:, :kk]
+    rank = (visible > x_ref[:, None]).sum(1).astype(np.float64)
+    # the other tail tokens: Gᵢ ~ Gamma(a) below the tail's max M, independent of G_ref; the
+    # expected number above G_ref is (n_tail − 1)·(F(M) − F(G_ref))/F(M)
+    f_ref = _log_gamma_cdf(a, log_g[rows, ref_col])
+    f_max = _log_gamma_cdf(a, log_g[:, -2])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        above = np.where(others & (f_max > f_ref), (n_tail - 1) * (f_max - f_ref) / f_max, 0.0)
+    rank = rank + np.nan_to_num(above)
+    # entropy: exact over the visible components, the expectation over the others' split
+    x_others = x[:, -1]
+    n_o = np.maximum(n_tail - 1, 0.0)
+    others_h = np.where(others, special.digamma(n_o * a + 1.0) - special.digamma(a + 1.0), 0.0)
+    entropy = (-(special.xlogy(visible, visible)).sum(1) - special.xlogy(x_others, x_others)
+               + x_others * np.clip(others_h, 0, None))
+    return r.with_step_signals(
+        top_probs=new_top.astype(np.float32),
+        ref_prob=x_ref.astype(np.float32),
+        ref_rank=np.rint(rank).astype(np.int32),
+        entropy=np.maximum(entropy, 0.0).astype(np.float32),
+        cross_entropy=(-log_ref).astype(np.float32),
+    )
+
+
+@dataclass(frozen=True)
+class DirichletPrivacy:
+    """(ε, δ) of Lemma 1 (paper 001, eq. 6–7 as printed) for one k."""
+
+    epsilon: float
+    delta: float
+    k: float
+    n: int
+    eta: float
+    tau: float
+    b: float
+
+    @property
+    def vacuous(self) -> bool:
+        """True when the bound says nothing: δ ≥ 1, or the printed ε is negative."""
+        return self.delta >= 1.0 or self.epsilon < 0
+
+
+def lemma1_bound(k: float, n: int, eta: float, tau: float, b: float) -> DirichletPrivacy:
+    """Lemma 1: ε ≤ 2k(1 − η) − 3 + (k·b/2)·|log(1 − (n−1)τ) − log τ| and
+    δ = 1 − P(x ∈ Δₙ(τ)) for x ~ Dir(k·p*), p* = [η, …, η, 1 − (n−1)η].
+
+    δ is bounded above by the union bound Σᵢ P(xᵢ < τ) + P(xᵢ > 1 − τ) over the Beta(k·p*ᵢ,
+    k − k·p*ᵢ) marginals (clipped to 1), so the reported δ is never smaller than the lemma's.
+    """
+    if not (k > 0 and 0 < eta and (n - 1) * eta < 1 and 0 < tau and (n - 1) * tau < 1 and b > 0):
+        raise ValueError("lemma 1 needs k > 0, 0 < η, (n−1)η < 1, 0 < τ, (n−1)τ < 1 and b > 0")
+    eps = 2 * k * (1 - eta) - 3 + (k * b / 2) * abs(np.log(1 - (n - 1) * tau) - np.log(tau))
+    small = k * eta
+    big = k * (1 - (n - 1) * eta)
+    out_small = stats.beta.cdf(tau, small, k - small) + stats.beta.sf(1 - tau, small, k - small)
+    out_big = stats.beta.cdf(tau, big, k - big) + stats.beta.sf(1 - tau, big, k - big)
+    delta = min(1.0, (n - 1) * out_small + out_big)
+    return DirichletPrivacy(float(eps), float(delta), float(k), int(n), float(eta), float(tau), float(b))

@@ -1,0 +1,230 @@
+"""Defenses after training: the Dirichlet mechanism, the Gaussian privacy module, the
+SensitivitySampler, the seam they plug into (fitted attacks, defended points) and their guarantees."""
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+
+from core.attacks import attack_to_bytes, load_attack_bytes, score_attacks
+from core.cache import ArtifactCache
+from core.defenses import DefenseSpec, Defender, dirichlet, gpm
+from core.defenses.sensitivity import parameter_distance, sensitivity_sampler
+from core.errors import ConfigError
+from core.metrics import empirical_epsilon
+from core.pipeline import build_attacks, fitted_attacks, train_model, trained_models
+from core.responses import Responses
+from core.tasks import get_task
+
+OVERFIT = dict(n_train=100, n_eval=100, epochs=40, n_shadows=3, attack_epochs=(), attack_train_epochs=60)
+
+
+@pytest.fixture(scope="module")
+def overfit(tmp_path_factory):
+    """An image CNN trained 40 epochs on 100 records (it overfits) with 3 shadows, and its Defender."""
+    cache = ArtifactCache(tmp_path_factory.mktemp("cache"))
+    cfg = get_task("image").make_config("ffnn", "quick", OVERFIT)
+    models = trained_models(cfg, cache=cache)
+    return Defender(models, cache)
+
+
+# ---------------------------------------------------------------------------- Dirichlet mechanism
+def test_dirichlet_sample_mean_is_p():
+    rng = np.random.default_rng(0)
+    p = np.array([0.7, 0.2, 0.05, 0.05])
+    for k in (0.5, 5.0, 50.0):
+        samples = np.exp(dirichlet.sample_probs(np.tile(p, (20000, 1)), k, 1e-6, rng))
+        np.testing.assert_allclose(samples.sum(1), 1.0, atol=1e-9)
+        np.testing.assert_allclose(samples.mean(0), p, atol=0.01)
+    # a large k concentrates the samples around p, a small one scatters them
+    near = np.exp(dirichlet.sample_probs(np.tile(p, (2000, 1)), 1e5, 1e-6, rng))
+    far = np.exp(dirichlet.sample_probs(np.tile(p, (2000, 1)), 0.1, 1e-6, rng))
+    assert np.abs(near - p).max() < 0.02 and np.abs(far - p).mean() > 0.2
+
+
+def test_dirichlet_log_space_keeps_tiny_probabilities_finite():
+    rng = np.random.default_rng(1)
+    logx = dirichlet.sample_probs(np.array([[1 - 1e-9, 1e-9, 0.0]]).repeat(100, 0), 0.01, 1e-8, rng)
+    assert np.isfinite(logx).all()
+    with pytest.raises(ValueError, match="η"):
+        dirichlet.floor_probs(np.ones((1, 10)) / 10, 0.2)
+
+
+def _vocab_responses(t=600, v=200, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    logits = torch.randn(t, v, generator=g) * 3.0
+    ref = torch.randint(0, v, (t,), generator=g)
+    ref[: t // 2] = logits[: t // 2].argmax(1)  # half the steps: the model's top choice is the reference
+    full = Responses.from_logits(logits, np.ones(t, np.int64), ref, keep_full=True)
+    top = Responses.from_logits(logits, np.ones(t, np.int64), ref, keep_full=False)
+    return full, top
+
+
+@pytest.mark.parametrize("k, rank_tolerance", [(100.0, 0.05), (1.0, 0.06), (0.05, 0.06), (0.01, 0.15)])
+def test_aggregated_top_k_sampling_agrees_with_full_vocabulary(k, rank_tolerance):
+    """Aggregation makes the reference's probability (and so the loss) exact in distribution; the
+    top-K, the reference's rank and the entropy are approximations whose error stays bounded."""
+    full, top = _vocab_responses()
+    a = dirichlet.defend_responses(full, k, 1e-7, np.random.default_rng(2))
+    b = dirichlet.defend_responses(top, k, 1e-7, np.random.default_rng(3))
+    assert b.probs is None and b.top_probs.shape == top.top_probs.shape
+    # exact parts: the reference's probability and cross-entropy (KS test, same distribution)
+    assert stats.ks_2samp(a.ref_prob, b.ref_prob).pvalue > 0.01
+    assert stats.ks_2samp(a.cross_entropy, b.cross_entropy).pvalue > 0.01
+    # approximate parts: mean entropy within 8 % (or 0.01 nats), top-1 within 0.03, the rank histogram's
+    # bins within the tolerance (the unseen tokens' shares are modelled as equal: coarsest at tiny k)
+    assert abs(a.entropy.mean() - b.entropy.mean()) < max(0.08 * a.entropy.mean(), 0.01)
+    assert abs(a.top_probs[:, 0].mean() - b.top_probs[:, 0].mean()) < 0.03
+    for lo, hi in ((0, 1), (1, 10), (10, 10**9)):
+        share_a = ((a.ref_rank >= lo) & (a.ref_rank < hi)).mean()
+        share_b = ((b.ref_rank >= lo) & (b.ref_rank < hi)).mean()
+        assert abs(share_a - share_b) < rank_tolerance, (lo, hi, share_a, share_b)
+
+
+def test_defended_responses_keep_record_features_and_validate():
+    full, top = _vocab_responses(t=40, v=30)
+    full.record_features["bleu_features"] = np.ones((40, 5), np.float32)
+    out = dirichlet.defend_responses(full, 1.0, 1e-6, np.random.default_rng(0))
+    assert set(out.record_features) == {"bleu_features"}
+    assert out.lengths is not None and out.validate() is out
+
+
+def test_lemma1_bound():
+    tight = dirichlet.lemma1_bound(1000.0, 10, 1e-2, 1e-4, 0.1)
+    loose = dirichlet.lemma1_bound(0.1, 10, 1e-6, 1e-6, 0.1)
+    assert tight.delta < 0.01 and not tight.vacuous
+    assert loose.delta == 1.0 and loose.vacuous  # small k: δ ≈ 1, as 001 §5.3 says
+    # ε grows linearly with k; a smaller τ lowers δ and raises ε
+    assert dirichlet.lemma1_bound(2000.0, 10, 1e-2, 1e-4, 0.1).epsilon > tight.epsilon
+    smaller_tau = dirichlet.lemma1_bound(1000.0, 10, 1e-2, 1e-6, 0.1)
+    assert smaller_tau.delta <= tight.delta and smaller_tau.epsilon > tight.epsilon
+
+
+# ---------------------------------------------------------------------------- Gaussian privacy module
+def test_random_dp_gamma_reference_values():
+    assert [round(gpm.random_dp_gamma(n), 4) for n in (100, 500, 1000)] == [0.1597, 0.0774, 0.0565]
+
+
+def test_delta_of_epsilon_and_its_inverse():
+    # μ = 1, ε = 0: Φ(0.5) − Φ(−0.5)
+    assert gpm.delta_of_epsilon(0.0, 1.0) == pytest.approx(stats.norm.cdf(0.5) - stats.norm.cdf(-0.5))
+    for s, sigma in ((0.0132, 0.01), (0.1, 0.05), (1.0, 0.2)):
+        eps = gpm.epsilon_at_delta(1e-4, s, sigma)
+        assert gpm.delta_of_epsilon(eps, s / sigma) == pytest.approx(1e-4, rel=1e-6)
+    assert gpm.epsilon_at_delta(1e-4, 0.01, 0.0) == math.inf
+    # more noise, smaller ε
+    assert gpm.epsilon_at_delta(1e-4, 0.01, 0.02) < gpm.epsilon_at_delta(1e-4, 0.01, 0.01)
+
+
+def test_sensitivity_sampler_on_a_learner_with_known_sensitivity():
+    """θ = mean of N points in {−1, +1}: replacing one point moves θ by 0 or 2/N, so S = 2/N."""
+    n_records = 25
+    rng = np.random.default_rng(0)
+
+    def pair_distance(i):
+        drawn = rng.choice([-1.0, 1.0], size=n_records + 1)
+        d1, d2 = drawn[:n_records], np.r_[drawn[: n_records - 1], drawn[n_records]]
+        return abs(d1.mean() - d2.mean())
+
+    est = sensitivity_sampler(30, pair_distance)
+    assert est.sensitivity == pytest.approx(2 / n_records)
+    assert est.gamma == pytest.approx(gpm.random_dp_gamma(30))
+    assert all(d in (0.0, pytest.approx(2 / n_records)) for d in est.distances)
+
+
+def test_same_seed_same_data_trains_identical_models():
+    """SensitivitySampler's premise: only the differing record may separate θ from θ′."""
+    task = get_task("image")
+    cfg = task.make_config("ffnn", "quick", dict(n_train=30, n_eval=10, epochs=2, n_shadows=1, attack_epochs=()))
+    data = task.load(cfg)
+    idx = data.victim_pool[:30]
+    a, b = train_model(task, cfg, data, idx, 5), train_model(task, cfg, data, idx, 5)
+    assert parameter_distance(a, b) == 0.0
+    c = train_model(task, cfg, data, np.r_[idx[:29], data.victim_pool[40]], 5)
+    assert parameter_distance(a, c) > 0.0
+
+
+# ---------------------------------------------------------------------------- seam and defended points
+def test_fitted_attacks_score_the_same_after_a_cache_round_trip(overfit):
+    models, cache = overfit.models, overfit.cache
+    first = overfit.naive_attacks
+    again = fitted_attacks(models, cache=cache)  # loaded from bytes, not refitted
+    target = models.victim.responses[models.cfg.epochs]
+    for a, b in zip(first, again):
+        np.testing.assert_array_equal(a.score(target), b.score(target))
+    # a blob of one attack does not load into another
+    with pytest.raises(ValueError):
+        load_attack_bytes(build_attacks(models.task, models.cfg)[1], attack_to_bytes(first[0]))
+
+
+def test_threshold_boundary_is_in_the_signals_units(overfit):
+    outcomes = score_attacks(overfit.naive_attacks, overfit.victim_responses, overfit.membership)
+    loss = outcomes["loss_threshold"].result.boundary
+    assert loss["signal"] == "cross_entropy" and loss["member_if"] == "below"
+    decided = overfit.victim_responses.mean_cross_entropy <= loss["threshold"]
+    np.testing.assert_array_equal(decided, outcomes["loss_threshold"].scores >= outcomes["loss_threshold"].result.threshold)
+
+
+def test_dirichlet_large_k_changes_nothing_small_k_defeats_the_naive_attack(overfit):
+    base = overfit.baseline
+    assert base["attack"]["accuracy"] > 0.6  # the victim overfits: there is something to defend
+    near = overfit.point(DefenseSpec("dirichlet", 1e8), "naive")
+    assert abs(near["attack"]["accuracy"] - base["attack"]["accuracy"]) < 0.05
+    assert abs(near["attack"]["auc"] - base["attack"]["auc"]) < 0.05
+    assert near["utility_loss"] == pytest.approx(0.0, abs=0.02)
+    scattered = overfit.point(DefenseSpec("dirichlet", 0.01, draws=2), "naive")
+    assert abs(scattered["attack"]["accuracy"] - 0.5) < 0.08
+    # answers become one-hot at class j with probability p_j: a confident model keeps most of its
+    # accuracy (001 Tables 1–2: < 10 % loss), but not all of it
+    assert near["utility_loss"] < scattered["utility_loss"] < 0.5
+    assert scattered["epsilon_lower_bound"] < near["epsilon_lower_bound"] or near["epsilon_lower_bound"] == 0
+
+
+def test_gpm_sigma_zero_changes_nothing(overfit):
+    answers = overfit.victim_answers(DefenseSpec("gpm", 0.0), 0, with_record_features=True)
+    ref = overfit.victim_responses
+    np.testing.assert_array_equal(answers.probs, ref.probs)
+    np.testing.assert_array_equal(answers.cross_entropy, ref.cross_entropy)
+    p = overfit.point(DefenseSpec("gpm", 0.0), "naive")
+    assert p["attack"]["accuracy"] == overfit.baseline["attack"]["accuracy"]
+    assert p["utility_loss"] == pytest.approx(0.0, abs=1e-9)
+    noisy = overfit.point(DefenseSpec("gpm", 0.5), "naive")
+    assert noisy["utility_loss"] > 0.2
+
+
+def test_adaptive_attacker_and_cached_points(overfit):
+    spec = DefenseSpec("dirichlet", 1.0)
+    p = overfit.point(spec, "both")
+    assert p["adaptive_attack"] is not None and 0 <= p["adaptive_attack"]["accuracy"] <= 1
+    assert p["attack"]["accuracy"] == overfit.point(spec, "naive")["attack"]["accuracy"]
+    fresh = Defender(overfit.models, overfit.cache)  # a new page session: served from the disk cache
+    assert fresh.measured(spec, "both")["adaptive_attack"] == p["adaptive_attack"]
+
+
+@pytest.mark.parametrize("spec", [
+    DefenseSpec("dirichlet", 0.0), DefenseSpec("dirichlet", -1.0), DefenseSpec("dirichlet", float("nan")),
+    DefenseSpec("gpm", -1.0), DefenseSpec("gpm", float("inf")), DefenseSpec("laplace", 1.0),
+    DefenseSpec("gpm", 0.1, draws=0),
+])
+def test_bad_defense_specs_are_refused(spec):
+    with pytest.raises(ConfigError):
+        spec.validate()
+
+
+def test_empirical_epsilon():
+    y = np.r_[np.ones(200, bool), np.zeros(200, bool)]
+    separated = empirical_epsilon(y.astype(float), y)
+    assert separated["lower_bound"] > 3.0  # 200 vs 0 at one threshold: ε̂ ≥ ln(0.98/0.018)
+    noise = empirical_epsilon(np.random.default_rng(0).random(400), y)
+    assert noise["lower_bound"] < 0.5
+
+
+def test_responses_validate_and_strict_concat():
+    r = Responses.from_probs(torch.softmax(torch.randn(4, 3), 1), [1, 3], torch.tensor([0, 1, 2, 0]))
+    bad = Responses(**{**r.__dict__, "entropy": np.full(4, np.nan, np.float32)})
+    with pytest.raises(ValueError, match="non-finite"):
+        bad.validate()
+    a = Responses(**{**r.__dict__, "record_features": {"x": np.ones((2, 1), np.float32)}})
+    with pytest.raises(ValueError, match="record features"):
+        Responses.concat([a, r])
