@@ -436,6 +436,30 @@ def cached_summary(cfg: ExperimentConfig, cache: ArtifactCache | None = None) ->
     return summary
 
 
+def cached_runs(task: str, arch: str | None = None, cache: ArtifactCache | None = None) -> list[dict[str, Any]]:
+    """Summaries of every cached result of ``task`` (and ``arch``), newest first by nothing but key
+    order: what a page offers as "trained runs" to analyse or defend."""
+    cache = cache or ArtifactCache()
+    out = []
+    for key in cache.keys(cache.key("result", "")):
+        summary = cache.get_json(key, validate=_SUMMARY)
+        if summary is not None and summary["task"] == task and (arch is None or summary["arch"] == arch):
+            out.append(summary)
+    return out
+
+
+def config_of(summary: dict[str, Any]) -> ExperimentConfig:
+    """The validated config a summary was produced with (options included)."""
+    c = dict(summary["config"])
+    task = get_task(c.pop("task"))
+    arch, preset = c.pop("arch"), c.pop("preset")
+    options = c.pop("options", {}) or {}
+    cfg = task.make_config(arch, preset, {**c, **options})
+    if cfg.config_hash != summary["config_hash"]:
+        raise ConfigError("the summary's config does not reproduce its hash (written by another version?)")
+    return cfg
+
+
 #: what every cached summary must hold (anything else is discarded and recomputed)
 _SUMMARY = dict_with(task=str, arch=str, config=dict, config_hash=str, params=int, utility=dict, attack=dict,
                      attacks=dict, per_epoch=list, timings=dict, records=dict)

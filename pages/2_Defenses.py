@@ -9,7 +9,7 @@ import streamlit as st
 from core.config import ExperimentConfig
 from core.defenses import DEFAULT_SENSITIVITY_SAMPLES, DIRICHLET_GRID, Defender, DefenseSpec
 from core.errors import MIAError
-from core.pipeline import cached_summary, trained_models
+from core.pipeline import cached_runs, cached_summary, config_of, trained_models
 from core.tasks import available_tasks, get_task
 from ui import plots
 from ui.nav import sidebar
@@ -51,6 +51,35 @@ if not archs:
     st.stop()
 archs = [a for a in ("ffnn", "rnn") if a in archs]  # a stable order whatever the clicks
 configs: dict[str, ExperimentConfig] = {a: task.make_config(a, preset) for a in archs}
+
+
+def run_label(summary: dict, base: ExperimentConfig) -> str:
+    """A cached run named by its preset and what it changed from that preset."""
+    ref = base.to_dict()
+    changed = [f"{k}={v}" for k, v in summary["config"].items() if k not in ("options", "preset") and ref.get(k) != v]
+    changed += [f"{k}={v}" for k, v in summary["config"].get("options", {}).items() if ref["options"].get(k) != v]
+    return f"{summary['config']['preset']}" + (f" · {', '.join(changed)}" if changed else " (as the preset)")
+
+
+# any cached run can be defended: the preset's by default, or one trained with other settings
+runs = {a: cached_runs(task_name, a) for a in archs}
+if any(runs.values()):
+    with st.expander("Trained runs", expanded=any(len(r) > 1 for r in runs.values())):
+        cols = st.columns(len(archs))
+        for col, arch in zip(cols, archs):
+            options = {s["config_hash"]: s for s in runs[arch]}
+            if not options:
+                continue
+            default = configs[arch].config_hash
+            keys = [default] if default in options else []
+            keys += [k for k in options if k != default]
+            # plain string options (labels carry the hash): stable across reruns and testable
+            labels = {f"{run_label(options[k], configs[arch])} [{k[:6]}]": k for k in keys}
+            chosen = labels[col.selectbox(f"{ARCH_LABELS[arch]} run", list(labels), key=f"run:{task_name}:{arch}")]
+            try:
+                configs[arch] = config_of(options[chosen])
+            except MIAError as exc:
+                col.error(f"This run cannot be reloaded: {exc}")
 
 # ---------------------------------------------------------------------------- trained models?
 missing = [a for a, c in configs.items() if cached_summary(c) is None]
