@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any, Callable, NoReturn, Sequence
 
@@ -57,6 +58,9 @@ def guarded(command: Callable[..., int], *args: Any, **kwargs: Any) -> int:
     except KeyboardInterrupt:
         print(INTERRUPTED, file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:  # `python -m core run ... | head`: the reader left, nothing to report
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except MIAError as exc:
         print(f"error: {one_line(exc)}", file=sys.stderr)
         return EXIT_ERROR
@@ -195,6 +199,9 @@ def _main(argv: Sequence[str] | None) -> int:
         return 0
 
     out = check_out_path(args.out) if args.out else None  # before any work, not after it
+    from .device import configure_threads
+
+    configure_threads()  # several runs at once must not each start one thread per host core
 
     from .pipeline import run_experiment
 

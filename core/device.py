@@ -54,6 +54,14 @@ def usable_cores() -> int:
     return max(1, cores)
 
 
+def configure_threads() -> int:
+    """Size torch's intra-op thread pool to :func:`usable_cores` (entry points call this once:
+    the CLI, the app's worker processes); returns the count."""
+    n = usable_cores()
+    torch.set_num_threads(n)
+    return n
+
+
 @contextmanager
 def single_thread(threads: int = 1) -> Iterator[None]:
     """Run with ``threads`` intra-op torch threads, restoring the previous count afterwards.
