@@ -19,6 +19,7 @@ cached under the full config hash.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from dataclasses import dataclass, field
@@ -356,6 +357,30 @@ def trained_models(
     shadows_s = time.perf_counter() - t
     timings = {"data_s": data_s, "victim_s": victim_s, "shadows_s": shadows_s}
     return TrainedModels(cfg, task, data, splits, victim, shadows, timings)
+
+
+def reference_answers(models: TrainedModels, index: np.ndarray | None = None,
+                      cache: ArtifactCache | None = None) -> list[Responses]:
+    """Every shadow's final model answering records ``index`` (default: the victim's evaluation set).
+
+    For attacks that compare the victim with *reference* models on the very records attacked
+    (LiRA, RMIA): the shadows never trained on the victim's half, so for those records they are
+    OUT models. Computed from the cached weights (nothing retrains) and cached per shadow under
+    (training hash, role, a digest of the records).
+    """
+    cache = cache or ArtifactCache()
+    cfg = models.cfg
+    index = models.splits.eval_index if index is None else np.asarray(index, np.int64)
+    tag = hashlib.sha256(np.ascontiguousarray(index, np.int64).tobytes()).hexdigest()[:16]
+    out = []
+    for i in range(len(models.shadows)):
+        key = cache.key("model", cfg.training_hash, f"shadow_{i}", "answers", tag)
+        answers = cache.get_responses(key)
+        if answers is None or len(answers) != len(index):
+            answers = models.task.respond(cfg, models.model(f"shadow_{i}"), models.data, index).validate()
+            cache.put_responses(key, answers)
+        out.append(answers)
+    return out
 
 
 def training_stages(cfg: ExperimentConfig) -> list[tuple[str, float]]:
