@@ -1,0 +1,435 @@
+"""Why do RNNs leak more? The explorer's explanation analyses, task-generic, as plain data.
+
+Each analysis takes summaries or trained models (never a figure) and returns JSON-able dicts that
+the CLI writes (``python -m core analyze``) and the Analyses page draws:
+
+* :func:`entropy_scatter` — paper 000 Fig. 5: per record, x = average prediction entropy (APE,
+  eq. 3), y = cross-entropy to the reference; membership, each attack's decision, and its decision
+  boundary in this plane: the real threshold for threshold attacks; for learned attacks (which see
+  more than these two signals) a *surrogate* classifier fitted to the attack's decisions on
+  (log H, log CE) with its agreement rate; and the best two-threshold quadrant
+  (CE < a and H < b) with its own accuracy.
+* :func:`vulnerability` — paper 000 Fig. 4: per checkpoint epoch, train/validation utility, APE of
+  members and non-members, attack accuracy and AUC (a separate attack per epoch, shadows at that
+  epoch), the best-validation epoch and the generalization gap.
+* :func:`overtraining` — attack accuracy far past the best validation epoch (a longer run).
+* :func:`mismatch` — paper 001 A.3: shadows of another size than the victim (half / double the
+  task's width knob); how much the attack loses.
+* :func:`memorization` — paper 000 Fig. 6 / 001 Figs. 1–3: the victim learns k disjoint blocks one
+  after another; each block is attacked separately, in the order it was learned.
+
+:func:`verdict` turns two curves into a computed sentence ("RNN higher than FFNN at 4 of 5
+epochs, by 0.06 on average") so no page writes a finding by hand.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .attacks import fit_attacks, score_attacks
+from .cache import ArtifactCache
+from .config import ExperimentConfig
+from .device import default_device, single_thread
+from .errors import ConfigError
+from .pipeline import (TrainedModels, build_attacks, fitted_attacks, make_splits, role_seed, run_experiment,
+                       seed_everything, train_or_load, trained_models)
+from .responses import Responses
+from .tasks import get_task
+
+_FLOOR = 1e-12
+
+
+def _log10(values) -> np.ndarray:
+    return np.log10(np.maximum(np.asarray(values, np.float64), _FLOOR))
+
+
+# ---------------------------------------------------------------------------- scatter and boundaries
+def surrogate_boundary(x: np.ndarray, y: np.ndarray, decisions: np.ndarray, grid: int = 60) -> dict[str, Any]:
+    """A logistic regression on quadratic features of (x, y) fitted to an attack's decisions.
+
+    Returns its agreement with the decisions and its predicted member probability on a
+    ``grid``×``grid`` lattice spanning the data (for a filled contour): how well the attack's
+    behaviour can be read off these two signals alone.
+    """
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import PolynomialFeatures, StandardScaler
+
+    xy = np.stack([x, y], 1)
+    decisions = np.asarray(decisions, bool)
+    gx = np.linspace(x.min(), x.max(), grid)
+    gy = np.linspace(y.min(), y.max(), grid)
+    if decisions.all() or not decisions.any():  # one class everywhere: the boundary is the frame
+        z = np.full((grid, grid), float(decisions.all()))
+        return {"agreement": 1.0, "x": gx.tolist(), "y": gy.tolist(), "member_probability": z.tolist()}
+    model = make_pipeline(StandardScaler(), PolynomialFeatures(2), LogisticRegression(C=10.0, max_iter=2000))
+    model.fit(xy, decisions)
+    agreement = float((model.predict(xy) == decisions).mean())
+    mx, my = np.meshgrid(gx, gy)
+    z = model.predict_proba(np.stack([mx.ravel(), my.ravel()], 1))[:, 1].reshape(grid, grid)
+    return {"agreement": agreement, "x": gx.tolist(), "y": gy.tolist(), "member_probability": np.round(z, 4).tolist()}
+
+
+def best_quadrant(entropy: np.ndarray, cross_entropy: np.ndarray, membership: np.ndarray,
+                  candidates: int = 80) -> dict[str, float]:
+    """The two-threshold rule "member iff CE < a and H < b" with the highest accuracy.
+
+    Thresholds range over quantiles of each signal (plus +∞, i.e. that signal unused).
+    """
+    h = np.asarray(entropy, np.float64)
+    ce = np.asarray(cross_entropy, np.float64)
+    y = np.asarray(membership, bool)
+    qs = np.linspace(0, 1, candidates)
+    a_cand = np.r_[np.unique(np.quantile(ce, qs)), np.inf]
+    b_cand = np.r_[np.unique(np.quantile(h, qs)), np.inf]
+    below_a = ce[None, :] <= a_cand[:, None]  # (A, N)
+    below_b = h[None, :] <= b_cand[:, None]  # (B, N)
+    # accuracy of every (a, b): members inside + non-members outside, over N
+    mem_in = below_a[:, y].astype(np.int32) @ below_b[:, y].T.astype(np.int32)
+    non_in = below_a[:, ~y].astype(np.int32) @ below_b[:, ~y].T.astype(np.int32)
+    acc = (mem_in + ((~y).sum() - non_in)) / len(y)
+    i, j = np.unravel_index(int(np.argmax(acc)), acc.shape)
+    return {"cross_entropy_max": float(a_cand[i]) if np.isfinite(a_cand[i]) else None,
+            "entropy_max": float(b_cand[j]) if np.isfinite(b_cand[j]) else None,
+            "accuracy": float(acc[i, j])}
+
+
+def entropy_scatter(summary: dict[str, Any]) -> dict[str, Any]:
+    """The data of paper 000 Fig. 5 for one run (see the module docstring), from its summary."""
+    rec = summary.get("records")
+    if not rec:
+        raise ConfigError("this summary carries no per-record signals (run it again with this version)")
+    ape, ce = np.asarray(rec["ape"]), np.asarray(rec["cross_entropy"])
+    member = np.asarray(rec["membership"], bool)
+    lx, ly = _log10(ape), _log10(ce)
+    attacks = {}
+    for name, scores in rec["scores"].items():
+        threshold = summary["attacks"][name].get("threshold")
+        threshold = float("inf") if threshold is None else threshold
+        decided = np.asarray(scores) >= threshold
+        entry: dict[str, Any] = {"decision": decided.tolist(), "correct": (decided == member).tolist(),
+                                 "accuracy": float((decided == member).mean())}
+        boundary = rec.get("boundaries", {}).get(name)
+        if boundary:
+            entry["boundary"] = boundary  # the real threshold, in its signal's units
+        else:
+            entry["surrogate"] = surrogate_boundary(lx, ly, decided)
+        attacks[name] = entry
+    return {"arch": summary["arch"], "task": summary["task"], "log10_ape": lx.tolist(), "log10_cross_entropy": ly.tolist(),
+            "membership": member.tolist(), "attacks": attacks, "quadrant": best_quadrant(ape, ce, member),
+            "mean_ape": {"members": float(ape[member].mean()), "non_members": float(ape[~member].mean())},
+            "mean_cross_entropy": {"members": float(ce[member].mean()), "non_members": float(ce[~member].mean())}}
+
+
+def most_exposed(summary: dict[str, Any], attack: str | None = None, top: int = 10) -> list[dict[str, Any]]:
+    """Members with the highest attack score (position in the evaluation set, score, APE, CE)."""
+    rec = summary["records"]
+    attack = attack or summary["attack"]["name"]
+    scores = np.asarray(rec["scores"][attack])
+    member = np.asarray(rec["membership"], bool)
+    order = [int(i) for i in np.argsort(-scores) if member[i]][:top]
+    return [{"position": i, "score": float(scores[i]), "ape": rec["ape"][i], "cross_entropy": rec["cross_entropy"][i]}
+            for i in order]
+
+
+# ---------------------------------------------------------------------------- over training
+def vulnerability(models: TrainedModels, summary: dict[str, Any]) -> dict[str, Any]:
+    """Paper 000 Fig. 4 for one run: per epoch utility, per checkpoint APE and attack numbers."""
+    member = models.eval_membership
+    rows = []
+    primary = summary["attack"]["name"]
+    for row in summary["per_epoch"]:
+        e = row["epoch"]
+        out = {"epoch": e, "utility_train": row.get("utility_train"), "utility_val": row.get("utility_val")}
+        r = models.victim.responses.get(e)
+        if r is not None:
+            ape = r.ape
+            out.update(ape_members=float(ape[member].mean()), ape_non_members=float(ape[~member].mean()))
+            res = summary["attacks_by_epoch"].get(str(e), {}).get(primary)
+            if res:
+                out.update(attack_accuracy=res["accuracy"], attack_auc=res["auc"])
+        rows.append(out)
+    vals = [(r["utility_val"], r["epoch"]) for r in rows if r["utility_val"] is not None]
+    best = max(vals)[1] if vals else None
+    by_epoch = {r["epoch"]: r for r in rows}
+    gap = lambda e: (by_epoch[e]["utility_train"] - by_epoch[e]["utility_val"]) if e in by_epoch and by_epoch[e]["utility_train"] is not None else None
+    return {"arch": summary["arch"], "rows": rows, "best_val_epoch": best, "gap_at_best": gap(best) if best else None,
+            "gap_final": gap(rows[-1]["epoch"]) if rows else None, "attack": primary}
+
+
+def _spread(epochs: int, points: int) -> tuple[int, ...]:
+    return tuple(sorted({max(1, int(round(epochs * (i + 1) / points))) for i in range(points)} - {epochs}))
+
+
+def overtraining(cfg: ExperimentConfig, factor: int = 3, points: int = 8, progress=None,
+                 cache: ArtifactCache | None = None) -> dict[str, Any]:
+    """Attack accuracy at epochs up to ``factor`` × the preset's, a separate attack per checkpoint.
+    ``progress(fraction)`` is told how far the (cached) longer run is."""
+    if not 2 <= factor <= 10:
+        raise ConfigError(f"factor must lie in 2..10, got {factor}")
+    long = cfg.with_updates({"epochs": cfg.epochs * factor, "attack_epochs": _spread(cfg.epochs * factor, points)})
+    summary = run_experiment(long.validate(), progress=(lambda ev: progress(ev.overall_fraction)) if progress else None,
+                             cache=cache).summary
+    models = trained_models(long, cache=cache)
+    v = vulnerability(models, summary)
+    return {**v, "epochs": long.epochs, "preset_epochs": cfg.epochs, "config_hash": long.config_hash}
+
+
+# ---------------------------------------------------------------------------- model mismatch
+#: the width knob of each task that sets both architectures' size (001 A.3: other hidden sizes)
+WIDTH_KNOB = {"image": "cnn_width", "translation": "hidden", "navigation": "actor_hidden"}
+
+
+def mismatch(cfg: ExperimentConfig, scales: tuple[float, ...] = (0.5, 2.0), progress=None,
+             cache: ArtifactCache | None = None) -> dict[str, Any]:
+    """Attack the victim of ``cfg`` with shadows whose width knob is scaled (paper 001 A.3).
+
+    The victim, its evaluation set and the attacker's data stay the same; only the shadows'
+    architecture size changes (they are trained, and cached, under their own config).
+    """
+    cache = cache or ArtifactCache()
+    models = trained_models(cfg, cache=cache)
+    matched = fitted_attacks(models, cache=cache)
+    target = models.victim.responses[cfg.epochs]
+    member = models.eval_membership
+    base = {n: o.result.accuracy for n, o in score_attacks(matched, target, member).items()}
+    knob = WIDTH_KNOB[cfg.task]
+    rows = [{"scale": 1.0, knob: getattr(cfg.options, knob), "accuracy": base}]
+    for k, scale in enumerate(scales):
+        width = max(1, int(round(getattr(cfg.options, knob) * scale)))
+        if knob == "cnn_width" and width >= 8:
+            width = 8 * round(width / 8)  # GroupNorm splits channels into 8 groups
+        other = cfg.with_updates({knob: width}).validate()
+        shadows = _shadows_only(other, cache, progress=(lambda f, k=k: progress((k + f) / len(scales))) if progress else None)
+        attacks = build_attacks(models.task, cfg)
+        membership = np.concatenate([np.r_[np.ones(cfg.n_eval, bool), np.zeros(cfg.n_eval, bool)]] * len(shadows))
+        with single_thread():
+            fit_attacks(attacks, Responses.concat(shadows), membership)
+            acc = {n: o.result.accuracy for n, o in score_attacks(attacks, target, member).items()}
+        rows.append({"scale": scale, knob: width, "accuracy": acc})
+    return {"arch": cfg.arch, "knob": knob, "rows": rows, "attack": models.task.primary_attack()}
+
+
+def _shadows_only(cfg: ExperimentConfig, cache: ArtifactCache, progress=None) -> list[Responses]:
+    """The shadows of ``cfg`` (trained or loaded), their final-epoch Responses."""
+    task = get_task(cfg.task)
+    data = task.load(cfg)
+    splits = make_splits(cfg, data)
+    out = []
+    for i in range(cfg.n_shadows):
+        query = np.concatenate([splits.shadow_in[i][: cfg.n_eval], splits.shadow_out[i]])
+        trained = train_or_load(task, cfg, data, f"shadow_{i}", splits.shadow_in[i], query, cache,
+                                on_progress=(lambda f, i=i: progress((i + f) / cfg.n_shadows)) if progress else None)
+        out.append(trained.responses[cfg.epochs])
+    return out
+
+
+# ---------------------------------------------------------------------------- memorization
+def _train_in_blocks(task, cfg: ExperimentConfig, data, blocks: list[np.ndarray], epochs_per_block: int, seed: int,
+                     val_index: np.ndarray | None = None, on_progress=None):
+    """A fresh model (seeded) trained on ``blocks`` one after another, ``epochs_per_block`` each.
+
+    Each block goes through the task's own training loop (a fresh optimizer per block: the
+    model keeps its weights, not its optimizer state). Returns the model and, when
+    ``val_index`` is given, the utility on the current block and on ``val_index`` after every
+    epoch (the saw-tooth of paper 000 Fig. 6).
+    """
+    seed_everything(seed)
+    model = task.build_model(cfg, data).to(default_device())
+    block_cfg = cfg.with_updates({"epochs": epochs_per_block, "attack_epochs": ()})
+    curve: list[dict[str, Any]] = []
+    for b, block in enumerate(blocks):
+        def on_epoch(epoch: int, m, b=b, block=block) -> None:
+            if val_index is not None:
+                m.eval()
+                curve.append({"step": b * epochs_per_block + epoch, "block": b + 1,
+                              "utility_current_block": task.utility(block_cfg, m, data, block),
+                              "utility_val": task.utility(block_cfg, m, data, val_index)})
+                m.train()
+
+        def progress(f: float, b=b) -> None:
+            if on_progress:
+                on_progress((b + f) / len(blocks))
+
+        task.train(block_cfg, model, data, block, on_epoch, progress)
+    return model.eval(), curve
+
+
+def memorization(cfg: ExperimentConfig, blocks: int = 4, epochs_per_block: int | None = None, progress=None,
+                 cache: ArtifactCache | None = None) -> dict[str, Any]:
+    """Paper 000 Fig. 6 / 001 Figs. 1–3: the victim and every shadow learn ``blocks`` disjoint
+    blocks of their members in sequence; block j is then attacked on its own — an attack fitted on
+    the shadows' block-j members vs their non-members, evaluated on the victim's block-j members
+    vs as many of its non-members. The studies' finding: the FFNN forgets early blocks (attack
+    → 50 %), the RNN does not. The result is cached under the training hash and the schedule.
+    """
+    cache = cache or ArtifactCache()
+    if not 2 <= blocks <= 10:
+        raise ConfigError(f"blocks must lie in 2..10, got {blocks}")
+    epochs_per_block = epochs_per_block or max(1, cfg.epochs // blocks)
+    key = cache.key("analysis", cfg.training_hash, "memorization", cfg.config_hash, blocks, epochs_per_block)
+    stored = cache.get_json(key)
+    if isinstance(stored, dict) and "blocks" in stored:
+        return stored
+    task = get_task(cfg.task)
+    data = task.load(cfg)
+    splits = make_splits(cfg, data)
+    size = cfg.n_train // blocks
+    if size < 2:
+        raise ConfigError(f"n_train = {cfg.n_train} is too small for {blocks} blocks")
+    n_eval = min(size, cfg.n_eval)
+    models_total = 1 + cfg.n_shadows
+    done = [0]
+
+    def stage(f: float) -> None:
+        if progress:
+            progress((done[0] + f) / models_total)
+
+    def split(members: np.ndarray) -> list[np.ndarray]:
+        return [members[j * size : (j + 1) * size] for j in range(blocks)]
+
+    victim_blocks = split(splits.victim_members)
+    victim, curve = _train_in_blocks(task, cfg, data, victim_blocks, epochs_per_block, role_seed(cfg, "victim"),
+                                     splits.victim_nonmembers[: cfg.n_eval], stage)
+    done[0] += 1
+    victim_out = splits.victim_nonmembers[:n_eval]
+    shadow_answers: list[list[Responses]] = [[] for _ in range(blocks)]
+    shadow_out: list[Responses] = []
+    for i in range(cfg.n_shadows):
+        shadow_blocks = split(splits.shadow_in[i])
+        model, _ = _train_in_blocks(task, cfg, data, shadow_blocks, epochs_per_block, role_seed(cfg, f"shadow_{i}"),
+                                    None, stage)
+        done[0] += 1
+        for j in range(blocks):
+            shadow_answers[j].append(task.respond(cfg, model, data, shadow_blocks[j][:n_eval]))
+        shadow_out.append(task.respond(cfg, model, data, splits.shadow_out[i][:n_eval]))
+    non = task.respond(cfg, victim, data, victim_out)
+    membership = np.r_[np.ones(n_eval, bool), np.zeros(n_eval, bool)]
+    primary = task.primary_attack()
+    rows = []
+    for j in range(blocks):
+        attacks = build_attacks(task, cfg)
+        train_resp = Responses.concat([r for pair in zip(shadow_answers[j], shadow_out) for r in pair])
+        with single_thread():
+            fit_attacks(attacks, train_resp, np.concatenate([membership] * cfg.n_shadows))
+            target = Responses.concat([task.respond(cfg, victim, data, victim_blocks[j][:n_eval]), non])
+            out = score_attacks(attacks, target, membership)
+        rows.append({"block": j + 1, "attack_accuracy": out[primary].result.accuracy, "attack_auc": out[primary].result.auc,
+                     "accuracies": {n: o.result.accuracy for n, o in out.items()},
+                     "ape_members": float(target.ape[:n_eval].mean()), "ape_non_members": float(target.ape[n_eval:].mean())})
+    result = {"arch": cfg.arch, "blocks": rows, "curve": curve, "block_size": size, "epochs_per_block": epochs_per_block,
+              "n_eval_per_block": n_eval, "attack": primary}
+    cache.put_json(key, result, allow_nan=False)
+    return result
+
+
+# ---------------------------------------------------------------------------- verdicts
+@dataclass
+class Verdict:
+    """A computed finding: whether it holds for this run and the sentence that says so."""
+
+    holds: bool | None
+    text: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def verdict(rnn: list[float | None], ffnn: list[float | None], what: str = "attack accuracy",
+            margin: float = 0.0) -> Verdict:
+    """"RNN higher than FFNN" over paired points (epochs, blocks …), computed from the numbers."""
+    pairs = [(r, f) for r, f in zip(rnn, ffnn) if r is not None and f is not None]
+    if not pairs:
+        return Verdict(None, f"no paired {what} values to compare")
+    if len(pairs) == 1:
+        r, f = pairs[0]
+        holds = r - f > margin
+        return Verdict(holds, f"RNN {what} {r:.3f} vs FFNN {f:.3f}: {'higher' if holds else 'not higher'} "
+                              f"({r - f:+.3f})")
+    diff = np.array([r - f for r, f in pairs])
+    higher = int((diff > margin).sum())
+    holds = True if higher == len(pairs) else (False if higher == 0 else None)  # None: mixed
+    where = "at every point" if holds else f"at {higher} of {len(pairs)} points"
+    return Verdict(holds, f"RNN {what} higher than FFNN's {where}; mean difference {diff.mean():+.3f}")
+
+
+# ---------------------------------------------------------------------------- everything, both architectures
+ANALYSES = ("scatter", "vulnerability", "memorization", "overtraining", "mismatch")
+
+
+def analyze(configs: dict[str, ExperimentConfig], analyses: tuple[str, ...] = ANALYSES, progress=None,
+            cache: ArtifactCache | None = None) -> dict[str, Any]:
+    """Run ``analyses`` for each architecture's config (``{"ffnn": cfg, "rnn": cfg}``) and compute
+    the verdicts that compare them. ``progress(stage, fraction)`` is told what runs."""
+    unknown = set(analyses) - set(ANALYSES)
+    if unknown:
+        raise ConfigError(f"unknown analyses {sorted(unknown)}; choose from {', '.join(ANALYSES)}")
+    cache = cache or ArtifactCache()
+    say = progress or (lambda stage, fraction: None)
+    out: dict[str, Any] = {"task": next(iter(configs.values())).task, "archs": list(configs), "verdicts": {}}
+    summaries = {}
+    for arch, cfg in configs.items():
+        say(f"train & attack ({arch})", 0.0)
+        summaries[arch] = run_experiment(cfg, cache=cache, progress=lambda ev, a=arch: say(f"train & attack ({a})",
+                                                                                             ev.overall_fraction)).summary
+    if "scatter" in analyses:
+        out["scatter"] = {a: entropy_scatter(s) for a, s in summaries.items()}
+        out["most_exposed"] = {a: most_exposed(s) for a, s in summaries.items()}
+    if "vulnerability" in analyses:
+        out["vulnerability"] = {a: vulnerability(trained_models(configs[a], cache=cache), s) for a, s in summaries.items()}
+    for name, fn in (("memorization", memorization), ("overtraining", overtraining), ("mismatch", mismatch)):
+        if name in analyses:
+            out[name] = {}
+            for arch, cfg in configs.items():
+                stage = f"{name} ({arch})"
+                say(stage, 0.0)
+                out[name][arch] = fn(cfg, cache=cache, progress=lambda f, s=stage: say(s, f))
+    out["verdicts"] = verdicts(out, summaries)
+    return out
+
+
+def verdicts(results: dict[str, Any], summaries: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The studies' findings, checked on this run's numbers (needs both architectures)."""
+    if not {"ffnn", "rnn"} <= set(summaries):
+        return {}
+    out: dict[str, dict[str, Any]] = {}
+    acc = {a: s["attack"]["accuracy"] for a, s in summaries.items()}
+    out["rnn_more_vulnerable"] = verdict([acc["rnn"]], [acc["ffnn"]], "final attack accuracy").to_dict()
+    if "scatter" in results:
+        gaps = {a: results["scatter"][a]["mean_ape"]["non_members"] - results["scatter"][a]["mean_ape"]["members"]
+                for a in ("ffnn", "rnn")}
+        lower = all(g > 0 for g in gaps.values())
+        out["lower_member_entropy"] = Verdict(lower, "members' mean APE below non-members' for "
+                                              + ("both architectures" if lower else "not both architectures")
+                                              + f" (gap FFNN {gaps['ffnn']:+.3g}, RNN {gaps['rnn']:+.3g} nats)").to_dict()
+    if "vulnerability" in results:
+        def at_checkpoints(arch: str) -> dict[int, float]:
+            return {r["epoch"]: r["attack_accuracy"] for r in results["vulnerability"][arch]["rows"]
+                    if r.get("attack_accuracy") is not None}
+        f, r = at_checkpoints("ffnn"), at_checkpoints("rnn")
+        epochs = sorted(set(f) & set(r))
+        out["rnn_more_vulnerable_over_training"] = verdict([r[e] for e in epochs], [f[e] for e in epochs],
+                                                          "attack accuracy per checkpoint epoch").to_dict()
+    if "memorization" in results:
+        m = results["memorization"]
+        first = {a: m[a]["blocks"][0]["attack_accuracy"] for a in ("ffnn", "rnn")}
+        forgets = first["ffnn"] <= 0.55
+        keeps = first["rnn"] > 0.55 and first["rnn"] > first["ffnn"]  # above chance, not just above the FFNN
+        out["ffnn_forgets_early_blocks"] = Verdict(
+            forgets and keeps, f"first block attacked at {first['ffnn']:.3f} (FFNN) vs {first['rnn']:.3f} (RNN); "
+            f"the FFNN {'has' if forgets else 'has not'} forgotten it (≤ 0.55), the RNN "
+            f"{'keeps more' if keeps else 'does not keep more'} of it").to_dict()
+    if "mismatch" in results:
+        drops = {}
+        for a in ("ffnn", "rnn"):
+            m = results["mismatch"][a]
+            base = m["rows"][0]["accuracy"][m["attack"]]
+            drops[a] = max(base - r["accuracy"][m["attack"]] for r in m["rows"][1:])
+        little = all(d <= 0.05 for d in drops.values())
+        out["mismatch_costs_little"] = Verdict(
+            little, f"largest accuracy drop with mismatched shadows: FFNN {drops['ffnn']:+.3f}, RNN {drops['rnn']:+.3f} "
+            f"({'≤' if little else '>'} 0.05)").to_dict()
+    return out

@@ -1,0 +1,94 @@
+"""Files of the analyses: one CSV (the data) and one self-contained HTML (the figure, plotly
+inlined so it opens offline) per analysis, plus ``analyses.json`` with everything and the
+verdicts. Used by ``python -m core analyze`` and the Analyses page's downloads."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from . import figures
+from .fileio import write_json_atomically
+
+
+def tables(results: dict[str, Any]) -> dict[str, pd.DataFrame]:
+    """One flat table per analysis present in ``results`` (see :func:`core.analysis.analyze`)."""
+    out: dict[str, pd.DataFrame] = {}
+    if "scatter" in results:
+        rows = []
+        for arch, sc in results["scatter"].items():
+            for i, (x, y, m) in enumerate(zip(sc["log10_ape"], sc["log10_cross_entropy"], sc["membership"])):
+                row = {"arch": arch, "record": i, "member": m, "log10_ape": x, "log10_cross_entropy": y}
+                row.update({f"{name}_decision": a["decision"][i] for name, a in sc["attacks"].items()})
+                rows.append(row)
+        out["scatter"] = pd.DataFrame(rows)
+    for name in ("vulnerability", "overtraining"):
+        if name in results:
+            out[name] = pd.DataFrame([{"arch": arch, **r} for arch, v in results[name].items() for r in v["rows"]])
+    if "memorization" in results:
+        out["memorization"] = pd.DataFrame([{"arch": arch, **{k: v for k, v in b.items() if k != "accuracies"}}
+                                            for arch, m in results["memorization"].items() for b in m["blocks"]])
+    if "mismatch" in results:
+        out["mismatch"] = pd.DataFrame([{"arch": arch, "scale": r["scale"], m["knob"]: r[m["knob"]], "attack": name,
+                                         "accuracy": acc}
+                                        for arch, m in results["mismatch"].items() for r in m["rows"]
+                                        for name, acc in r["accuracy"].items()])
+    return out
+
+
+def figures_of(results: dict[str, Any], attack: str | None = None) -> dict[str, go.Figure]:
+    """One figure per analysis present in ``results``."""
+    out: dict[str, go.Figure] = {}
+    if "scatter" in results:
+        first = next(iter(results["scatter"].values()))
+        name = attack or ("shadow" if "shadow" in first["attacks"] else next(iter(first["attacks"])))
+        out["scatter"] = figures.scatter_figure(results["scatter"], name)
+    if "vulnerability" in results:
+        out["vulnerability"] = figures.vulnerability_figure(results["vulnerability"])
+    if "memorization" in results:
+        out["memorization"] = figures.memorization_figure(results["memorization"])
+    if "overtraining" in results:
+        out["overtraining"] = figures.overtraining_figure(results["overtraining"])
+    if "mismatch" in results:
+        out["mismatch"] = figures.mismatch_figure(results["mismatch"])
+    return out
+
+
+def write_analyses(results: dict[str, Any], folder: str | Path) -> list[Path]:
+    """``<name>.csv`` and ``<name>.html`` per analysis and ``analyses.json``; returns the paths."""
+    folder = Path(folder)
+    written = []
+    for name, df in tables(results).items():
+        path = folder / f"{name}.csv"
+        df.to_csv(path, index=False)
+        written.append(path)
+    for name, fig in figures_of(results).items():
+        path = folder / f"{name}.html"
+        fig.write_html(path, include_plotlyjs=True, full_html=True)  # inlined: opens without a network
+        written.append(path)
+    path = folder / "analyses.json"
+    write_json_atomically(path, results)
+    written.append(path)
+    return written
+
+
+def html_report(results: dict[str, Any], configs: dict[str, dict], title: str) -> str:
+    """One self-contained HTML page: the configs, the computed verdicts and every figure
+    (plotly's script inlined once, so the file opens offline)."""
+    import html
+    import json
+
+    parts = [f"<h1>{html.escape(title)}</h1>", "<h2>Verdicts (computed from this run)</h2><ul>"]
+    for name, v in results.get("verdicts", {}).items():
+        mark = {True: "holds", False: "does not hold", None: "mixed"}[v["holds"]]
+        parts.append(f"<li><b>{html.escape(name.replace('_', ' '))}</b>: {mark} — {html.escape(v['text'])}</li>")
+    parts.append("</ul>")
+    for i, (name, fig) in enumerate(figures_of(results).items()):
+        parts.append(f"<h2>{html.escape(name)}</h2>")
+        parts.append(fig.to_html(include_plotlyjs=(i == 0), full_html=False))
+    parts.append("<h2>Configs</h2><pre>" + html.escape(json.dumps(configs, indent=2)) + "</pre>")
+    body = "\n".join(parts)
+    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+            f"<style>body{{font-family:sans-serif;max-width:1200px;margin:auto}}</style></head><body>{body}</body></html>")

@@ -1,0 +1,103 @@
+"""The "why" analyses: scatter boundaries, quadrant search, verdicts, sequential training, the
+analyze CLI and the Analyses page."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from core import analysis
+from core.pipeline import run_experiment
+from core.responses import Responses
+from core.tasks import get_task
+
+ROOT = Path(__file__).resolve().parent.parent
+TINY = dict(n_train=40, n_eval=20, epochs=4, n_shadows=1, attack_epochs=(2,), attack_train_epochs=5)
+
+
+def test_signals_on_hand_made_responses():
+    probs = np.array([[1.0, 0.0], [0.5, 0.5], [0.9, 0.1], [0.2, 0.8]])
+    r = Responses.from_probs(probs, [1, 1, 2], np.array([0, 0, 0, 1]))
+    np.testing.assert_allclose(r.ape[:2], [0.0, np.log(2)], atol=1e-6)
+    np.testing.assert_allclose(r.mean_cross_entropy[2], (-np.log(0.9) - np.log(0.8)) / 2, rtol=1e-5)
+
+
+def test_surrogate_recovers_a_known_boundary():
+    rng = np.random.default_rng(0)
+    x, y = rng.uniform(-3, 0, 2000), rng.uniform(-3, 0, 2000)
+    decisions = x + y < -3  # the attack's (known) rule, a line in this plane
+    s = analysis.surrogate_boundary(x, y, decisions)
+    assert s["agreement"] > 0.97
+    z = np.asarray(s["member_probability"])
+    gx, gy = np.asarray(s["x"]), np.asarray(s["y"])
+    # the predicted member region on the lattice matches the rule away from the line
+    far = np.abs(gx[None, :] + gy[:, None] + 3) > 0.3
+    assert ((z > 0.5) == (gx[None, :] + gy[:, None] < -3))[far].mean() > 0.98
+
+
+def test_quadrant_search_finds_a_planted_quadrant():
+    rng = np.random.default_rng(1)
+    h, ce = rng.uniform(0, 1, 1000), rng.uniform(0, 1, 1000)
+    member = (ce < 0.3) & (h < 0.6)
+    q = analysis.best_quadrant(h, ce, member)
+    assert q["accuracy"] > 0.98
+    assert q["cross_entropy_max"] == pytest.approx(0.3, abs=0.03) and q["entropy_max"] == pytest.approx(0.6, abs=0.03)
+
+
+@pytest.mark.parametrize("rnn,ffnn,holds", [([0.7, 0.8], [0.6, 0.65], True), ([0.5, 0.5], [0.6, 0.7], False),
+                                            ([0.7, 0.5], [0.6, 0.6], None), ([0.7], [0.6], True)])
+def test_verdict_on_hand_made_curves(rnn, ffnn, holds):
+    v = analysis.verdict(rnn, ffnn)
+    assert v.holds is holds and "RNN" in v.text
+
+
+def test_sequential_training_learns_each_block_in_order():
+    task = get_task("image")
+    cfg = task.make_config("ffnn", "quick", TINY)
+    data = task.load(cfg)
+    blocks = [data.victim_pool[:20], data.victim_pool[20:40]]
+    model, curve = analysis._train_in_blocks(task, cfg, data, blocks, 3, 0, data.victim_pool[40:60])
+    assert [r["block"] for r in curve] == [1, 1, 1, 2, 2, 2]
+    assert [r["step"] for r in curve] == list(range(1, 7))
+    assert curve[2]["utility_current_block"] > 0.3  # block 1 was learned while it was current
+    m = analysis.memorization(cfg, blocks=2, epochs_per_block=2)
+    assert [b["block"] for b in m["blocks"]] == [1, 2] and m["block_size"] == 20
+    assert analysis.memorization(cfg, blocks=2, epochs_per_block=2) == m  # cached
+
+
+def test_mismatched_shadows_attack_the_same_victim():
+    cfg = get_task("image").make_config("ffnn", "quick", TINY)
+    m = analysis.mismatch(cfg, scales=(0.5,))
+    assert [r["scale"] for r in m["rows"]] == [1.0, 0.5] and m["rows"][1]["cnn_width"] == 8
+    assert all(0 <= r["accuracy"][m["attack"]] <= 1 for r in m["rows"])
+
+
+def test_analyze_cli_writes_csv_and_html(tmp_path):
+    sets = [f"--set={k}={','.join(map(str, v)) if isinstance(v, tuple) else v}" for k, v in TINY.items()]
+    p = subprocess.run([sys.executable, "-m", "core", "analyze", "--task", "image", *sets, "--analysis",
+                        "scatter,vulnerability", "--out", str(tmp_path), "--quiet"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    verdicts = json.loads(p.stdout)
+    assert {"rnn_more_vulnerable", "lower_member_entropy", "rnn_more_vulnerable_over_training"} <= set(verdicts)
+    for name in ("scatter", "vulnerability"):
+        assert (tmp_path / f"{name}.csv").stat().st_size > 0
+        assert "plotly" in (tmp_path / f"{name}.html").read_text()[:4_000_000]
+    bad = subprocess.run([sys.executable, "-m", "core", "analyze", "--task", "image", "--analysis", "nope",
+                          "--out", str(tmp_path)], cwd=ROOT, capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.startswith("error: ")
+
+
+def test_analyses_page_on_a_tiny_cached_run(monkeypatch):
+    task = get_task("image")
+    monkeypatch.setitem(task.presets, "quick", {**task.presets["quick"], **TINY})
+    for arch in ("ffnn", "rnn"):
+        run_experiment(task.make_config(arch, "quick"))
+    at = AppTest.from_file(str(ROOT / "app_pages" / "4_Analyses.py"))
+    at.run(timeout=120)
+    assert not at.exception, at.exception
+    text = " ".join(m.value for m in at.markdown)
+    assert "The studies:" in text and "This run:" in text
