@@ -3,6 +3,8 @@
     python -m core run --task image --arch rnn --preset quick [--set key=value ...] [--out result.json]
     python -m core config --task image --arch ffnn --preset quick     # print the resolved config
     python -m core defend --task image --arch rnn --mechanism dirichlet --values 100,10,1,0.1,0.01 --attacker both
+    python -m core defend --task image --arch rnn --mechanism dpsgd --values 0.5,1,2,4     # σ grid (retrains)
+    python -m core defend --task image --arch rnn --mechanism dpsgd --values 1,3,8 --target-epsilon
 
 Every failure the user can fix prints one line ``error: ...`` on stderr and exits with 2 (bad
 arguments, bad config values, missing data, an unwritable ``--out``); Ctrl-C prints one line
@@ -16,6 +18,7 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
 from typing import Any, Callable, NoReturn, Sequence
 
 from .errors import ConfigError, MIAError
@@ -108,6 +111,12 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--task", choices=available_tasks(), default="image", help="learning task (default: image)")
         p.add_argument("--arch", choices=("ffnn", "rnn"), default="rnn", help="ffnn (CNN/Transformer/MLP) or rnn (LSTM-based)")
         p.add_argument("--preset", default="quick", help="quick (minutes on 2 CPU cores) or paper (the studies' sizes)")
+        p.add_argument("--executor", default=os.environ.get("MIA_EXECUTOR", "local"), metavar="{local,processes,ray}",
+                       help="where trainings run: local (this process, default), processes (a local pool), ray "
+                            "(a local Ray instance, or the cluster at --ray-address); results are identical and cached "
+                            "by this process")
+        p.add_argument("--ray-address", default=os.environ.get("MIA_RAY_ADDRESS"), help="Ray cluster address (ray executor)")
+        p.add_argument("--workers", type=int, default=None, help="processes/ray: parallel trainings (default: usable cores)")
         p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                        help="override a config field (repeatable, each key once), e.g. --set epochs=10 "
                             "--set weight_decay=1e-4; 'python -m core config' lists the keys")
@@ -118,13 +127,29 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     cfg = sub.add_parser("config", help="print the resolved config and its hash as JSON")
     common(cfg)
-    defend = sub.add_parser("defend", help="a defense after training (Dirichlet k or GPM σ) over a grid of values, "
-                                           "on the cached models of a run (trains them first if needed)")
+    analyze = sub.add_parser("analyze", help="why attacks work: entropy scatter with decision boundaries, "
+                                             "vulnerability over training, memorization, overtraining, model mismatch "
+                                             "(FFNN and RNN; writes <name>.csv and <name>.html per analysis)")
+    common(analyze)
+    analyze.add_argument("--analysis", default="scatter,vulnerability", metavar="NAMES",
+                         help="comma-separated: all or any of scatter, vulnerability, memorization, overtraining, "
+                              "mismatch (default: scatter,vulnerability; the last three train extra models)")
+    analyze.add_argument("--archs", default="ffnn,rnn", help="architectures to compare (default: ffnn,rnn)")
+    analyze.add_argument("--out", required=True, metavar="DIR", help="folder for the files (must exist)")
+    analyze.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    defend = sub.add_parser("defend", help="a defense over a grid of values: after training (Dirichlet k, GPM σ) on "
+                                           "the cached models of a run, or during training (DP-SGD σ or ε, L2 λ, PPO "
+                                           "clip ε), one cached run per value")
     common(defend)
-    defend.add_argument("--mechanism", required=True, metavar="{dirichlet,gpm}",
-                        help="dirichlet: outputs x ~ Dir(k·p) (paper 001); gpm: weights θ + N(0, σ²I) (paper 000)")
+    defend.add_argument("--mechanism", required=True, metavar="{dirichlet,gpm,dpsgd,l2,clip}",
+                        help="dirichlet: outputs x ~ Dir(k·p) (paper 001); gpm: weights θ + N(0, σ²I) (paper 000); "
+                             "dpsgd: DP-SGD with noise multiplier σ (Opacus; C and δ from --set dp_max_grad_norm=, "
+                             "dp_delta=); l2: L2 coefficient λ on weight matrices; clip: PPO clip ε (navigation)")
     defend.add_argument("--values", required=True, metavar="V1,V2,...",
-                        help="k values (> 0) for dirichlet, σ values (≥ 0) for gpm, e.g. 100,10,1,0.1,0.01")
+                        help="k values (> 0) for dirichlet, σ values (≥ 0) for gpm and dpsgd, ε values (> 0) for dpsgd "
+                             "--target-epsilon, λ (≥ 0) for l2, clip ε in (0, 1) for clip, e.g. 100,10,1,0.1,0.01")
+    defend.add_argument("--target-epsilon", action="store_true",
+                        help="dpsgd: the values are target ε at δ; each σ is found by Opacus' get_noise_multiplier")
     defend.add_argument("--attacker", default="naive", metavar="{naive,adaptive,both}",
                         help="naive: attack fitted on undefended shadows; adaptive: refitted on shadows behind the "
                              "same mechanism; both (default: naive)")
@@ -136,6 +161,36 @@ def build_parser() -> argparse.ArgumentParser:
     defend.add_argument("--out", help="write the JSON here (default: stdout); the folder must exist")
     defend.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     return parser
+
+
+def _analyze(args: argparse.Namespace) -> int:
+    from .analysis import ANALYSES, analyze
+    from .report import write_analyses
+
+    folder = Path(args.out).expanduser()
+    if not folder.is_dir():
+        raise ConfigError(f"--out {args.out!r} must be an existing folder")
+    check_out_path(folder / "analyses.json")  # writable, before any work
+    names = ANALYSES if args.analysis.strip() == "all" else tuple(n.strip() for n in args.analysis.split(",") if n.strip())
+    archs = [a.strip() for a in args.archs.split(",") if a.strip()]
+    if not archs or any(a not in ("ffnn", "rnn") for a in archs):
+        raise ConfigError(f"--archs must list ffnn and/or rnn, got {args.archs!r}")
+    task = get_task(args.task)
+    sets = check_named_sets(parse_sets(args.sets), args)
+    configs = {a: task.make_config(a, args.preset, sets) for a in archs}
+    last = [""]
+
+    def progress(stage: str, fraction: float) -> None:
+        if not args.quiet and (stage != last[0] or fraction >= 1.0):
+            print(f"[analyze] {stage}", file=sys.stderr)
+            last[0] = stage
+
+    results = analyze(configs, names, progress)
+    for path in write_analyses(results, folder):
+        if not args.quiet:
+            print(f"wrote {path}", file=sys.stderr)
+    print(json.dumps(results["verdicts"], indent=2))
+    return 0
 
 
 def parse_values(text: str) -> list[float]:
@@ -155,10 +210,34 @@ def parse_values(text: str) -> list[float]:
     return values
 
 
-def _defend(args: argparse.Namespace, config, out, progress) -> int:
-    from .defenses import ATTACKERS, DEFAULT_SENSITIVITY_SAMPLES, DefenseSpec, defend
-    from .pipeline import trained_models
+def _defend_training(args: argparse.Namespace, config, out, progress) -> int:
+    """``defend`` with a training-time mechanism: one cached run per value (:mod:`core.sweeps`)."""
+    from .sweeps import check_sweep, sweep
 
+    values = parse_values(args.values)
+    check_sweep(config, args.mechanism, values, args.target_epsilon)  # every value before any training
+    say = (lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr))
+    result = sweep(config, args.mechanism, values, target_epsilon=args.target_epsilon, progress=progress,
+                   on_point=lambda i, n, p: say(f"[defend] {args.mechanism}: {i}/{n} values"))
+    if out is not None:
+        write_json_atomically(out, result)
+    else:
+        print(json.dumps(result, indent=2))
+    return 0
+
+
+def _defend(args: argparse.Namespace, config, out, progress) -> int:
+    from .defenses import ATTACKERS, DEFAULT_SENSITIVITY_SAMPLES, MECHANISMS, DefenseSpec, defend
+    from .pipeline import trained_models
+    from .sweeps import MECHANISMS as TRAINING_MECHANISMS
+
+    if args.mechanism in TRAINING_MECHANISMS:
+        return _defend_training(args, config, out, progress)
+    if args.mechanism not in MECHANISMS:
+        raise ConfigError(f"unknown mechanism {args.mechanism!r}; choose one of "
+                          f"{', '.join(MECHANISMS + TRAINING_MECHANISMS)}")
+    if args.target_epsilon:
+        raise ConfigError("--target-epsilon applies to the dpsgd mechanism only")
     values = parse_values(args.values)
     if args.attacker not in ATTACKERS:
         raise ConfigError(f"--attacker must be one of {', '.join(ATTACKERS)}, got {args.attacker!r}")
@@ -198,10 +277,12 @@ def _main(argv: Sequence[str] | None) -> int:
         print(json.dumps({"config": config.to_dict(), "config_hash": config.config_hash}, indent=2))
         return 0
 
-    out = check_out_path(args.out) if args.out else None  # before any work, not after it
     from .device import configure_threads
 
     configure_threads()  # several runs at once must not each start one thread per host core
+    if args.command == "analyze":  # --out is a folder here
+        return _analyze(args)
+    out = check_out_path(args.out) if args.out else None  # before any work, not after it
 
     from .pipeline import run_experiment
 
@@ -211,7 +292,10 @@ def _main(argv: Sequence[str] | None) -> int:
 
     if args.command == "defend":
         return _defend(args, config, out, None if args.quiet else progress)
-    result = run_experiment(config, progress=None if args.quiet else progress)
+    from .executor import make_executor
+
+    executor = make_executor(args.executor, args.workers, args.ray_address)
+    result = run_experiment(config, progress=None if args.quiet else progress, executor=executor)
     if out is not None:
         write_json_atomically(out, result.summary)
     else:

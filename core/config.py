@@ -21,7 +21,9 @@ from typing import Any, Mapping
 from .errors import ConfigError
 
 #: Bump when the meaning or layout of anything stored in the cache changes.
-CACHE_SCHEMA_VERSION = 2
+#: v3: weight decay reaches weight matrices only (core.training); DP-SGD fields; privacy records.
+#: v4: captions corpus grammar v2 (same config, other data); summaries add LiRA/RMIA and shadow_fidelity.
+CACHE_SCHEMA_VERSION = 4
 
 TASKS = ("image", "translation", "navigation")
 ARCHS = ("ffnn", "rnn")
@@ -32,6 +34,12 @@ ATTACK_ONLY_FIELDS = frozenset({"n_shadows", "attack_hidden", "attack_train_epoc
 LABEL_FIELDS = frozenset({"preset"})
 #: Most checkpoint epochs one config may list in ``attack_epochs``.
 MAX_ATTACK_EPOCHS = 1000
+#: DP-SGD modes: off, a given noise multiplier σ, or a target ε (σ then found by Opacus)
+DP_MODES = ("off", "sigma", "epsilon")
+#: Opacus accountants a target ε may be calibrated with (RDP and PRV ε are both always reported)
+DP_ACCOUNTANTS = ("rdp", "prv")
+#: DP-SGD parameters: while ``dp`` is off they change nothing and are left out of the hashes
+DP_FIELDS = frozenset({"dp_noise_multiplier", "dp_max_grad_norm", "dp_delta", "dp_epsilon", "dp_accountant"})
 
 
 # ---------------------------------------------------------------------------- field ranges
@@ -173,7 +181,21 @@ class ExperimentConfig:
         attack_train_epochs: training epochs of the attack classifier. [1, 10000]
         attack_lr: learning rate of the attack classifier. (0, 10]
         seed: seeds data splits, initialisation and training. [0, 2**32)
+        dp: DP-SGD (paper 000 eq. 7–8, Opacus) for victims and shadows alike: ``off``,
+            ``sigma`` (noise multiplier ``dp_noise_multiplier``) or ``epsilon`` (the noise
+            multiplier reaching ``dp_epsilon`` at ``dp_delta`` after all steps, found by Opacus'
+            ``get_noise_multiplier`` with ``dp_accountant``).
+        dp_noise_multiplier: σ, the Gaussian noise's standard deviation in units of the clip
+            norm C. [0, 1000]; 0 clips without noise (no privacy).
+        dp_max_grad_norm: C, each record's gradient is clipped to this L2 norm. (0, 1000000]
+        dp_delta: δ of the reported (ε, δ) (the study's 1e-4). (0, 1)
+        dp_epsilon: target ε of ``dp=epsilon``. (0, 1000000]
+        dp_accountant: accountant calibrating σ to the target ε: ``rdp`` or ``prv``.
         options: task-specific options (a frozen dataclass owned by the task module).
+
+    The DP fields that change nothing in a config (all of them while ``dp`` is off; the target
+    ε while σ is given, σ while ε is the target) are left out of its hashes, and δ is left out
+    of the *training* hash while σ is given: it changes the reported ε, not the training.
     """
 
     task: str = "image"
@@ -193,6 +215,12 @@ class ExperimentConfig:
     attack_train_epochs: int = bounded(80, 1, 10_000)
     attack_lr: float = bounded(1e-3, 0, 10, lo_open=True)
     seed: int = bounded(0, 0, 2**32, hi_open=True, hi_text="2**32")
+    dp: str = "off"
+    dp_noise_multiplier: float = bounded(1.0, 0, 1000)
+    dp_max_grad_norm: float = bounded(1.0, 0, 1_000_000, lo_open=True)
+    dp_delta: float = bounded(1e-4, 0, 1, lo_open=True, hi_open=True)
+    dp_epsilon: float = bounded(8.0, 0, 1_000_000, lo_open=True)
+    dp_accountant: str = "rdp"
     options: Any = field(default=None)
 
     # ------------------------------------------------------------------ validation
@@ -206,6 +234,10 @@ class ExperimentConfig:
         if self.arch not in ARCHS:
             raise ConfigError(f"arch must be one of {ARCHS}, got {shown(self.arch)}")
         check_fields(self)
+        if self.dp not in DP_MODES:
+            raise ConfigError(f"dp must be one of {', '.join(DP_MODES)}, got {shown(self.dp)}")
+        if self.dp_accountant not in DP_ACCOUNTANTS:
+            raise ConfigError(f"dp_accountant must be one of {', '.join(DP_ACCOUNTANTS)}, got {shown(self.dp_accountant)}")
         if not isinstance(self.attack_epochs, tuple):
             raise ConfigError(f"attack_epochs must be a tuple of epochs, got {shown(self.attack_epochs)}")
         if len(self.attack_epochs) > MAX_ATTACK_EPOCHS:
@@ -230,14 +262,30 @@ class ExperimentConfig:
         d["options"] = dataclasses.asdict(self.options) if self.options is not None else {}
         return d
 
+    @property
+    def private(self) -> bool:
+        """Whether victims and shadows train with DP-SGD."""
+        return self.dp != "off"
+
+    def inert_fields(self, training: bool = False) -> frozenset[str]:
+        """DP fields that change nothing in this config (``training``: nothing in the trained
+        models), left out of its hashes so that setting them never retrains or reruns anything."""
+        if self.dp == "off":
+            return DP_FIELDS
+        unused = {"dp_epsilon", "dp_accountant"} if self.dp == "sigma" else {"dp_noise_multiplier"}
+        if training and self.dp == "sigma":
+            unused.add("dp_delta")  # σ given: δ only changes the ε reported from the recorded steps
+        return frozenset(unused)
+
     def stable_hash(self, exclude: frozenset[str] = frozenset()) -> str:
         """Content hash of the config (schema version included), stable across runs and machines.
 
         Args:
-            exclude: field names left out, e.g. :data:`ATTACK_ONLY_FIELDS` for training keys.
+            exclude: field names left out, e.g. :data:`ATTACK_ONLY_FIELDS` for training keys
+                (:meth:`inert_fields` are always left out).
         """
         d = self.to_dict()
-        for name in LABEL_FIELDS | exclude:
+        for name in LABEL_FIELDS | exclude | self.inert_fields():
             d.pop(name, None)
         payload = json.dumps({"schema": CACHE_SCHEMA_VERSION, "config": d}, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(payload.encode()).hexdigest()[:20]
@@ -250,7 +298,7 @@ class ExperimentConfig:
     @property
     def training_hash(self) -> str:
         """Hash of what determines the trained victim and shadows (attack-only fields excluded)."""
-        return self.stable_hash(ATTACK_ONLY_FIELDS)
+        return self.stable_hash(ATTACK_ONLY_FIELDS | self.inert_fields(training=True))
 
     def with_updates(self, updates: Mapping[str, Any]) -> "ExperimentConfig":
         """Return a copy with ``updates`` applied; keys may name top-level or option fields.

@@ -23,7 +23,7 @@ import hashlib
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -34,11 +34,16 @@ from .cache import ArtifactCache, dict_with, tensor_shapes
 from .config import ExperimentConfig
 from .device import default_device, single_thread
 from .errors import ConfigError, ResourceLimitError, TrainingDivergedError
+from .fidelity import measure_shadow_fidelity
 from .locks import hold
 from .progress import ProgressCallback, ProgressTracker
+from .reference_attacks import reference_attack_outcomes
 from .responses import Responses
 from .tasks import get_task
 from .tasks.base import Task, TaskData
+
+if TYPE_CHECKING:
+    from .executor import Executor
 
 
 @dataclass
@@ -123,6 +128,8 @@ class TrainedModel:
     weights: dict[str, torch.Tensor]
     train_s: float
     cache_hit: bool
+    #: DP-SGD's record of the training (σ, C, q, steps, accountant history), None if not private
+    privacy: dict[str, Any] | None = None
 
 
 def seed_everything(seed: int) -> None:
@@ -156,16 +163,23 @@ def model_from_weights(task: Task, cfg: ExperimentConfig, weights: dict[str, tor
 
 
 def train_model(task: Task, cfg: ExperimentConfig, data: TaskData, train_index: np.ndarray, seed: int,
-                on_epoch=None, on_progress=None) -> torch.nn.Module:
+                on_epoch=None, on_progress=None, on_batch=None, on_record=None) -> torch.nn.Module:
     """A freshly initialised model of ``cfg`` (seeded by ``seed``) trained on ``train_index``.
 
     The seed fixes the initialisation and the data order, so two calls with the same seed on
     neighbouring training sets differ only through the record that differs (what
-    SensitivitySampler measures, paper 000 Algorithm 2).
+    SensitivitySampler measures, paper 000 Algorithm 2). ``on_batch`` is the training loop's
+    per-step hook (:class:`core.training.Batch`); ``on_record`` receives the run's
+    :class:`core.training.TrainingRecord` (steps, and DP-SGD's privacy record). The model
+    returned is the one that trained (under DP-SGD with Opacus' hooks removed).
     """
     seed_everything(seed)
     model = task.build_model(cfg, data).to(default_device())
-    task.train(cfg, model, data, train_index, on_epoch or (lambda e, m: None), on_progress or (lambda f: None))
+    hooks = {"on_batch": on_batch} if on_batch is not None else {}
+    record = task.train(cfg, model, data, train_index, on_epoch or (lambda e, m: None), on_progress or (lambda f: None),
+                        **hooks)
+    if on_record is not None and record is not None:
+        on_record(record)
     return model.eval()
 
 
@@ -218,16 +232,38 @@ def _load_trained(task: Task, cfg: ExperimentConfig, data: TaskData, role: str, 
     weights = cache.get_tensors(cache.key("model", digest, role, "weights"), expected=expected, require_finite=True)
     if weights is None or any(r is None for r in responses.values()):
         return None
-    return TrainedModel(role, meta["params"], meta["per_epoch"], responses, weights, float(meta["train_s"]), True)
+    privacy = meta.get("privacy")
+    if cfg.private and not isinstance(privacy, dict):
+        return None  # a private model without its privacy record cannot report ε: retrain
+    return TrainedModel(role, meta["params"], meta["per_epoch"], responses, weights, float(meta["train_s"]), True,
+                        privacy if cfg.private else None)
 
 
 def _train_and_store(task: Task, cfg: ExperimentConfig, data: TaskData, role: str, train_index: np.ndarray,
                      query_index: np.ndarray, cache: ArtifactCache,
                      measure_utility: tuple[np.ndarray, np.ndarray] | None, on_progress) -> TrainedModel:
-    """Train ``role``, check it stayed finite, then cache weights, Responses and meta (meta last:
-    it marks the entry complete)."""
-    digest = cfg.training_hash
-    meta_key = cache.key("model", digest, role, "meta")
+    """Train ``role`` (:func:`train_role`), then cache it (:func:`store_trained`)."""
+    trained = train_role(task, cfg, data, role, train_index, query_index, measure_utility, on_progress)
+    store_trained(cache, cfg, trained)
+    return trained
+
+
+def store_trained(cache: ArtifactCache, cfg: ExperimentConfig, trained: TrainedModel) -> None:
+    """Cache a trained model: Responses, weights, then meta (last: it marks the entry complete)."""
+    digest, role = cfg.training_hash, trained.role
+    for e, r in trained.responses.items():
+        cache.put_responses(cache.key("model", digest, role, "responses", e), r)
+    cache.put_tensors(cache.key("model", digest, role, "weights"), trained.weights)
+    cache.put_json(cache.key("model", digest, role, "meta"), {"params": trained.params, "per_epoch": trained.per_epoch,
+                                                             "train_s": trained.train_s, "privacy": trained.privacy})
+
+
+def train_role(task: Task, cfg: ExperimentConfig, data: TaskData, role: str, train_index: np.ndarray,
+               query_index: np.ndarray, measure_utility: tuple[np.ndarray, np.ndarray] | None = None,
+               on_progress=None) -> TrainedModel:
+    """Train ``role`` (seeded by :func:`role_seed`) and collect its Responses at every checkpoint
+    epoch; stops with :class:`TrainingDivergedError` when weights or outputs become non-finite.
+    Touches no cache (an executor's worker runs this and sends the result back as bytes)."""
     per_epoch: list[dict[str, Any]] = []
     responses: dict[int, Responses] = {}
     checkpoints = set(cfg.checkpoint_epochs)
@@ -252,18 +288,17 @@ def _train_and_store(task: Task, cfg: ExperimentConfig, data: TaskData, role: st
         trained.train()
         per_epoch.append(row)
 
-    model = train_model(task, cfg, data, train_index, role_seed(cfg, role), on_epoch, on_progress)
+    records = []
+    model = train_model(task, cfg, data, train_index, role_seed(cfg, role), on_epoch, on_progress,
+                        on_record=records.append)
+    privacy = records[0].privacy if records else None
     params = task.param_count(model)
     train_s = time.perf_counter() - start
     missing = checkpoints - set(responses)
     if missing:
         raise RuntimeError(f"task {task.name} did not report checkpoint epochs {sorted(missing)}")
     weights = {k: v.detach().cpu() for k, v in model.state_dict().items()}
-    for e, r in responses.items():
-        cache.put_responses(cache.key("model", digest, role, "responses", e), r)
-    cache.put_tensors(cache.key("model", digest, role, "weights"), weights)
-    cache.put_json(meta_key, {"params": params, "per_epoch": per_epoch, "train_s": train_s})
-    return TrainedModel(role, params, per_epoch, responses, weights, train_s, False)
+    return TrainedModel(role, params, per_epoch, responses, weights, train_s, False, privacy)
 
 
 @dataclass
@@ -313,12 +348,18 @@ def trained_models(
     progress: ProgressCallback | None = None,
     cache: ArtifactCache | None = None,
     tracker: ProgressTracker | None = None,
+    executor: "Executor | None" = None,
 ) -> TrainedModels:
     """Train (or load from the cache) the victim and every shadow model of ``cfg``.
 
     The one public way to obtain trained models: the pipeline, the defenses and the analyses
-    all start here, so a model is trained once and then re-used from the cache.
+    all start here, so a model is trained once and then re-used from the cache. With an
+    ``executor`` other than the local one (:mod:`core.executor`: a process pool, Ray) the missing
+    models train there in parallel and come back as bytes that this process caches; the models
+    are then loaded like any cached ones (same numbers whichever executor trained them).
     """
+    if executor is not None and executor.name != "local":
+        _train_missing_on(executor, cfg, cache or ArtifactCache())
     cfg.validate()
     cache = cache or ArtifactCache()
     task = get_task(cfg.task)
@@ -381,6 +422,36 @@ def reference_answers(models: TrainedModels, index: np.ndarray | None = None,
             cache.put_responses(key, answers)
         out.append(answers)
     return out
+
+
+def _train_missing_on(executor: "Executor", cfg: ExperimentConfig, cache: ArtifactCache) -> None:
+    """Train the roles of ``cfg`` missing from the cache on ``executor``; cache what comes back."""
+    from safetensors.torch import load as load_safetensors
+
+    from .executor import TrainingJob, as_tuple
+
+    cfg.validate()
+    task = get_task(cfg.task)
+    data = task.load(cfg)
+    splits = make_splits(cfg, data)
+    check_memory(task, cfg, data)
+    jobs = []
+    if _load_trained(task, cfg, data, "victim", cache) is None:
+        jobs.append(TrainingJob(cfg.to_dict(), "victim", as_tuple(splits.victim_members), as_tuple(splits.eval_index),
+                                (as_tuple(splits.eval_members), as_tuple(splits.victim_nonmembers))))
+    for i in range(cfg.n_shadows):
+        if _load_trained(task, cfg, data, f"shadow_{i}", cache) is None:
+            query = np.concatenate([splits.shadow_in[i][: cfg.n_eval], splits.shadow_out[i]])
+            jobs.append(TrainingJob(cfg.to_dict(), f"shadow_{i}", as_tuple(splits.shadow_in[i]), as_tuple(query)))
+
+    def store(out) -> None:
+        responses = {int(e): Responses.from_bytes(b) for e, b in out.responses.items()}
+        meta = out.meta
+        trained = TrainedModel(out.role, meta["params"], meta["per_epoch"], responses, load_safetensors(out.weights),
+                               meta["train_s"], False, meta.get("privacy"))
+        store_trained(cache, cfg, trained)
+
+    executor.map(jobs, store)
 
 
 def training_stages(cfg: ExperimentConfig) -> list[tuple[str, float]]:
@@ -494,6 +565,7 @@ def run_experiment(
     cfg: ExperimentConfig,
     progress: ProgressCallback | None = None,
     cache: ArtifactCache | None = None,
+    executor: "Executor | None" = None,
 ) -> ExperimentResult:
     """Run (or load) the whole pipeline for ``cfg`` and return its result.
 
@@ -513,7 +585,7 @@ def run_experiment(
         return ExperimentResult(cached)
 
     tracker = ProgressTracker(training_stages(cfg) + [("attacks", 0.3 * len(cfg.checkpoint_epochs))], progress)
-    models = trained_models(cfg, cache=cache, tracker=tracker)
+    models = trained_models(cfg, cache=cache, tracker=tracker, executor=executor)
     victim, shadows, splits = models.victim, models.shadows, models.splits
 
     t = time.perf_counter()
@@ -523,6 +595,12 @@ def run_experiment(
         attacks = fitted_attacks(models, epoch, cache=cache)
         with single_thread():
             attacks_by_epoch[epoch] = score_attacks(attacks, victim.responses[epoch], splits.eval_membership)
+    # LiRA and RMIA beside them, at the final epoch (they need the shadows' final weights), and
+    # how closely the shadows track the victim (core.reference_attacks, core.fidelity)
+    t_reference = time.perf_counter()
+    attacks_by_epoch[cfg.epochs].update(reference_attack_outcomes(models, cache))
+    fidelity = measure_shadow_fidelity(models)
+    reference_s = time.perf_counter() - t_reference
     tracker.finish("attacks")
     attack_s = time.perf_counter() - t
 
@@ -560,12 +638,15 @@ def run_experiment(
             "total_s": time.perf_counter() - t0,
             "victim_trained_s": victim.train_s,
             "shadows_trained_s": sum(s.train_s for s in shadows),
+            "reference_attacks_s": reference_s,
         },
         "cache_hit": False,
         "models_from_cache": {"victim": victim.cache_hit, "shadows": sum(s.cache_hit for s in shadows)},
         "cache_corrupted": cache.corrupted[corrupted_before:],
     }
     summary["attack"]["name"] = primary
+    summary["shadow_fidelity"] = fidelity
+    summary["privacy"] = _privacy(cfg, victim)
     summary["examples"] = _examples(models)
     summary["records"] = record_signals(victim.responses[cfg.epochs], splits.eval_membership, final)
     cache.put_json(cache.key("result", cfg.config_hash), summary, allow_nan=False)
@@ -588,6 +669,15 @@ def record_signals(responses: Responses, membership: np.ndarray, outcomes: dict[
         "scores": {name: rounded(o.scores) for name, o in outcomes.items()},
         "boundaries": {name: o.result.boundary for name, o in outcomes.items() if o.result.boundary is not None},
     }
+
+
+def _privacy(cfg: ExperimentConfig, victim: TrainedModel) -> dict[str, Any] | None:
+    """DP-SGD's ``dpsgd`` block of the victim (σ, C, q, steps, δ, ε by RDP/PRV/GDP), None if not private."""
+    if victim.privacy is None:
+        return None
+    from .defenses.dpsgd import report  # Opacus accounting, only for private configs
+
+    return report(victim.privacy, cfg.dp_delta)
 
 
 def _examples(models: TrainedModels) -> dict[str, Any]:

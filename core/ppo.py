@@ -25,18 +25,33 @@ torch-ac, window starts are not shifted by half a window every other update and 
 memories are not refreshed between PPO epochs (simpler; no effect on the studies' findings
 that we know of), and the window is 16 frames by default (torch-ac: 4) so that the memory
 is trained over a whole member-map episode (~10–20 steps once learned).
+
+The optimizer is :func:`core.training.build_optimizer`'s (Adam, L2 on weight matrices only).
+With ``settings.privacy`` the updates are DP-SGD (paper 000 eq. 7–8) through
+:func:`core.training.privatize`: a *sample* is one BPTT window of ``recurrence`` consecutive
+frames of one environment (for the MLP agent too, so both agents protect the same unit), each
+pass over an update's N·T/R windows draws Poisson batches of expected size ``batch_size``/R,
+each window's gradient of its own loss (the mean over its frames of the loss above) is clipped to
+C and the sum gets N(0, σ²C²I); the global clip is then not applied. Every pass of every update
+is one accountant step sequence at q = 1/⌈(N·T/R)/(batch_size/R)⌉, so the reported ε bounds
+what all updates together reveal about *one window's training tuple* (its observations,
+actions, old log-probabilities, advantages and returns). It does not bound what they reveal
+about a map: a map is replayed in many windows of many updates (per-map privacy needs group
+privacy over all of them, or per-map clipping), and GAE lets a window's advantages depend on
+the later frames of its environment.
 """
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Any, Callable, Protocol
 
 import numpy as np
 import torch
 from torch import nn
 
 from .device import single_thread
+from .training import Batch, BatchCallback, PrivacySettings, build_optimizer, privatize
 
 
 class VecEnv(Protocol):
@@ -73,13 +88,19 @@ class PPOSettings:
     max_grad_norm: float = 0.5
     recurrence: int = 16
     threads: int = 1
+    privacy: PrivacySettings | None = None
 
     @property
     def frames_per_update(self) -> int:
         return self.n_envs * self.frames_per_env
 
+    def window(self, recurrent: bool) -> int:
+        """Frames per training window: ``recurrence`` for a recurrent agent and under DP-SGD
+        (the window is the private sample), else 1."""
+        return self.recurrence if recurrent or self.privacy is not None else 1
+
     def check(self, recurrent: bool) -> None:
-        r = self.recurrence if recurrent else 1
+        r = self.window(recurrent)
         if self.frames_per_env % r or self.batch_size % r:
             raise ValueError(f"frames_per_env ({self.frames_per_env}) and batch_size ({self.batch_size}) "
                              f"must be multiples of recurrence ({r})")
@@ -111,7 +132,8 @@ def train_ppo(
     n_updates: int,
     seed: int,
     on_update: Callable[[UpdateLog], None] | None = None,
-) -> None:
+    on_batch: BatchCallback | None = None,
+) -> dict[str, Any] | None:
     """Train ``model`` in place with ``n_updates`` PPO updates on ``envs`` (see module docstring).
 
     Args:
@@ -123,16 +145,40 @@ def train_ppo(
         n_updates: number of rollout + optimisation rounds.
         seed: seeds action sampling and mini-batch order.
         on_update: called after every update with its :class:`UpdateLog`.
+        on_batch: called after every optimizer step (:class:`core.training.Batch`; its index
+            holds the windows' positions in the update's buffer).
+
+    Returns:
+        Under DP-SGD the privacy record (σ, C, q, steps, accountant history), else None.
     """
     recurrent = bool(getattr(model, "recurrent", False))
     settings.check(recurrent)
     s = settings
     device = next(model.parameters()).device
     n, t_len = s.n_envs, s.frames_per_env
-    rec = s.recurrence if recurrent else 1
+    rec = s.window(recurrent)
     gen = torch.Generator().manual_seed(seed)
     batch_rng = np.random.default_rng(seed)
-    opt = torch.optim.Adam(model.parameters(), lr=s.lr, eps=s.adam_eps, weight_decay=s.weight_decay)
+    opt = build_optimizer(model, s.lr, s.weight_decay, eps=s.adam_eps)
+    private = None
+    if s.privacy is not None:
+        private = privatize(model, opt, n * t_len // rec, s.batch_size // rec, n_updates * s.ppo_epochs, s.privacy,
+                            torch.Generator().manual_seed(seed + 1),
+                            unit=f"one trajectory window ({rec} consecutive frames of one environment in one update)")
+    try:
+        _updates(model, envs, s, n_updates, rec, gen, batch_rng, opt, private, device, on_update, on_batch)
+    finally:
+        record = private.record().to_dict() if private is not None else None
+        if private is not None:
+            private.close()
+    return record
+
+
+def _updates(model: nn.Module, envs: VecEnv, s: PPOSettings, n_updates: int, rec: int, gen: torch.Generator,
+             batch_rng: np.random.Generator, opt: torch.optim.Optimizer, private, device: torch.device,
+             on_update: Callable[[UpdateLog], None] | None, on_batch: BatchCallback | None) -> None:
+    """The rollout / GAE / optimisation rounds of :func:`train_ppo`."""
+    n, t_len = s.n_envs, s.frames_per_env
 
     obs = torch.from_numpy(envs.reset())
     obs_buf = torch.zeros((t_len, n) + tuple(obs.shape[1:]), dtype=obs.dtype)
@@ -195,14 +241,19 @@ def train_ppo(
             b_ret = b_val + b_adv
             # ---------------------------------------------------------------- 3. optimise
             model.train()
-            starts_all = np.arange(0, n * t_len, rec)
-            per_batch = s.batch_size // rec
             logs = []
             for _ in range(s.ppo_epochs):
-                starts = batch_rng.permutation(starts_all)
-                for b in range(0, len(starts), per_batch):
+                for k, windows in enumerate(_window_batches(n * t_len // rec, s.batch_size // rec, batch_rng, private)):
+                    if private is not None:
+                        private.zero_grad()
+                        if len(windows) == 0:  # Poisson sampling drew no window: a noise-only step
+                            private.step(empty=True)
+                            if on_batch is not None:
+                                on_batch(Batch(update, k, windows, float("nan")))
+                            continue
                     # (B, rec) frame indices: B windows of `rec` consecutive steps of one env each
-                    idx = torch.from_numpy(starts[b : b + per_batch][:, None] + np.arange(rec)[None, :]).to(device)
+                    starts = windows * rec
+                    idx = torch.from_numpy(starts[:, None] + np.arange(rec)[None, :]).to(device)
                     logits, value, _ = model.forward_sequence(b_obs[idx], b_mem[idx[:, 0]], b_mask[idx])
                     logp_all = torch.log_softmax(logits, -1)
                     entropy = -(logp_all.exp() * logp_all).sum(-1).mean()
@@ -213,13 +264,31 @@ def train_ppo(
                     value_loss = torch.max((value - b_ret[idx]) ** 2, (v_clipped - b_ret[idx]) ** 2).mean()
                     # the mean over all B·rec frames = torch-ac's mean over the rec per-step losses
                     loss = policy_loss - s.entropy_coef * entropy + s.value_coef * value_loss
-                    opt.zero_grad()
-                    loss.backward()
-                    nn.utils.clip_grad_norm_(model.parameters(), s.max_grad_norm)
-                    opt.step()
+                    if private is None:
+                        opt.zero_grad()
+                        loss.backward()
+                        nn.utils.clip_grad_norm_(model.parameters(), s.max_grad_norm)
+                        opt.step()
+                    else:  # each window's gradient clipped to C, noise added (module docstring)
+                        private.backward(loss)
+                        private.step()
                     logs.append((policy_loss.item(), value_loss.item(), entropy.item()))
+                    if on_batch is not None:
+                        on_batch(Batch(update, k, windows, float(loss.item())))
             model.eval()
             if on_update is not None:
-                pl, vl, ent = np.mean(logs, axis=0)
+                pl, vl, ent = np.mean(logs, axis=0) if logs else (float("nan"),) * 3
                 on_update(UpdateLog(update, frames, done_returns, done_lengths, float(pl), float(vl), float(ent),
                                     n * t_len / max(time.perf_counter() - t0, 1e-9)))
+
+
+def _window_batches(n_windows: int, per_batch: int, rng: np.random.Generator, private):
+    """One pass over an update's windows: a seeded permutation cut into batches of ``per_batch``
+    windows, or under DP-SGD Opacus' Poisson batches (each window with q = 1/⌈n_windows/per_batch⌉)."""
+    if private is not None:
+        for windows in private.batches():
+            yield windows.numpy()
+        return
+    starts = rng.permutation(n_windows)
+    for b in range(0, n_windows, per_batch):
+        yield starts[b : b + per_batch]

@@ -6,9 +6,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from core.tasks import available_tasks, get_task
+from ui.nav import page_files
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGE = "pages/1_Train_and_attack.py"
+PAGE = "app_pages/1_Train_and_attack.py"
 
 
 def train_page():
@@ -30,6 +31,36 @@ def test_home_page_renders():
     assert not at.exception
     assert "MIA Explorer" in at.title[0].value
     assert any("Membership inference attacks" in m.value for m in at.markdown)
+    assert any(b.label == "▶ Run the image demo" for b in at.button)  # nothing cached: one click trains it
+
+
+@pytest.mark.parametrize("page", page_files())
+def test_every_registered_page_renders(page):
+    at = AppTest.from_file(str(ROOT / "app.py"))
+    at.switch_page(page)
+    at.run(timeout=60)
+    assert not at.exception, at.exception
+    assert at.title, "every page has a title"
+
+
+def test_pages_are_registered_only_when_their_file_exists():
+    from ui.nav import PAGES
+
+    files = page_files()
+    assert files[:3] == ["app_pages/0_Home.py", "app_pages/1_Train_and_attack.py", "app_pages/2_Defenses.py"]
+    for f, *_ in PAGES:
+        assert (f in files) == (ROOT / f).is_file()
+
+
+def test_a_task_link_opens_that_task():
+    at = AppTest.from_file(str(ROOT / "app.py"))
+    at.query_params["task"] = "navigation"
+    at.switch_page(PAGE)
+    at.run(timeout=60)
+    assert not at.exception
+    assert at.selectbox(key="train:task").value == "navigation"
+    at.selectbox(key="train:task").set_value("translation").run(timeout=60)
+    assert at.query_params["task"] in ("translation", ["translation"])  # the address bar links to what is shown
 
 
 def set_field(at, prefix, name, value):
@@ -70,13 +101,14 @@ def run_until(at, predicate, timeout=240):
 
 
 def has_results(at):
-    return any(s.value == "Attacks" for s in at.subheader)
+    """Every selected architecture's results are shown (partial results say what is still to come)."""
+    return any(s.value == "Attacks" for s in at.subheader) and not any("still to come" in c.value for c in at.caption)
 
 
 @pytest.mark.parametrize("task", available_tasks())
 def test_train_page_runs_a_tiny_config_then_loads_it_from_cache(task):
     at = open_page(task, TINY[task])
-    [b for b in at.button if b.label == "Train & attack"][0].click()
+    [b for b in at.button if b.label == "Train & attack"][0].click()  # trains in the job queue's worker
     run_until(at, has_results)
     assert not at.error
     assert "Parameter counts differ by" in " ".join(c.value for c in at.caption)
@@ -85,6 +117,23 @@ def test_train_page_runs_a_tiny_config_then_loads_it_from_cache(task):
     t = time.time()
     again = open_page(task, TINY[task])
     assert has_results(again) and time.time() - t < 30
+    assert not [b for b in again.button if b.label == "Train & attack"]
+
+
+def test_report_is_one_self_contained_html_file():
+    from core.pipeline import run_experiment
+    from ui.results import report_html
+
+    task = get_task("image")
+    values = {**TINY["image"], "attack_epochs": ()}
+    summaries = [run_experiment(task.make_config(a, "quick", values)).summary for a in ("ffnn", "rnn")]
+    page = report_html(summaries, [task.make_config(a, "quick", values) for a in ("ffnn", "rnn")],
+                       {a: values for a in ("ffnn", "rnn")})
+    assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
+    assert page.count("Plotly.newPlot") >= 4  # the figures
+    assert "src=\"http" not in page and "src='http" not in page  # plotly.js embedded: opens offline
+    assert summaries[0]["config_hash"] in page and "python -m core run --task image --arch rnn" in page
+    assert "Shadow-model classifier" in page  # the attack table
 
 
 def test_invalid_setting_shows_a_clear_message():
@@ -123,7 +172,7 @@ def test_defenses_page_offers_training_then_moves_with_the_slider(monkeypatch):
     task = get_task("image")
     quick = {"ffnn": task.presets["quick"], "rnn": task.presets["quick"]}
     at = AppTest.from_file(str(ROOT / "app.py"))
-    at.switch_page("pages/2_Defenses.py")
+    at.switch_page("app_pages/2_Defenses.py")
     at.run(timeout=60)
     assert not at.exception
     assert any("not in the cache yet" in i.value for i in at.info)

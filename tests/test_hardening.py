@@ -614,7 +614,7 @@ def test_the_page_refuses_a_folder_outside_the_data_root(root):
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(str(ROOT / "app.py"))
-    at.switch_page("pages/1_Train_and_attack.py")
+    at.switch_page("app_pages/1_Train_and_attack.py")
     at.run(timeout=60)
     at.selectbox[0].set_value("translation").run(timeout=60)
     at.selectbox(key="translation:quick:dataset").set_value("multi30k").run(timeout=60)
@@ -683,7 +683,7 @@ def test_cli_writes_out_atomically_after_the_run(tmp_path, capsys, monkeypatch):
 
     out = tmp_path / "r.json"
     out.write_text("old")
-    monkeypatch.setattr(core.pipeline, "run_experiment", lambda cfg, progress=None: SimpleNamespace(summary={"ok": 1}))
+    monkeypatch.setattr(core.pipeline, "run_experiment", lambda cfg, progress=None, **kw: SimpleNamespace(summary={"ok": 1}))
     assert cli.main(["run", "--quiet", "--out", str(out)]) == 0
     assert json.loads(out.read_text()) == {"ok": 1}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]

@@ -1,4 +1,7 @@
+"""Progress events (stage-weighted bar, measured-rate ETA) and the background job API the pages use."""
 import time
+
+import pytest
 
 from core.progress import ProgressTracker
 from core.tasks import get_task
@@ -20,30 +23,83 @@ def test_progress_is_weighted_by_stage_and_monotone():
     assert events[-1].eta_s is not None and events[-1].eta_s < 1e-6
 
 
-def test_job_runs_in_background_reports_stages_and_is_not_started_twice():
+class Clock:
+    def __init__(self):
+        self.t = 0.0
+
+    def __call__(self):
+        return self.t
+
+
+def test_eta_follows_the_measured_rate_not_the_declared_weights():
+    """The victim is declared twice as costly as a shadow but takes as long: once a shadow has run,
+    the other shadows are expected to take what it took, and the ETA does not drift."""
+    clock, events = Clock(), []
+    stages = [("data", 0.2), ("victim (rnn)", 2.0), ("shadow 1/3", 1.0), ("shadow 2/3", 1.0), ("shadow 3/3", 1.0)]
+    tracker = ProgressTracker(stages, events.append, clock=clock)
+    tracker.update("data", 0.0)
+    tracker.finish("data")  # instant (e.g. cached): not a rate
+    for name in [n for n, _ in stages[1:]]:
+        for k in range(1, 11):  # every model takes 100 s, in 10 steps
+            clock.t += 10.0
+            tracker.update(name, k / 10, force=True)
+        tracker.finish(name)
+    by_time = {round(e.elapsed_s): e.eta_s for e in events if e.eta_s is not None}
+    # half-way through the victim: its own rate, and the shadows at the victim's rate per weight
+    assert by_time[50] == pytest.approx(50 + 3 * 50, rel=0.05)
+    # half-way through shadow 2: 50 s of it, then shadow 3 at shadow 1's measured 100 s
+    assert by_time[250] == pytest.approx(150, rel=0.05)
+    assert by_time[350] == pytest.approx(50, rel=0.05)
+    assert events[-1].eta_s == 0.0
+
+
+def test_while_the_first_shadow_runs_the_others_are_expected_to_take_as_long():
+    """Declared weights 2:1, measured 100 s : 200 s — no jump when the first shadow ends."""
+    clock, events = Clock(), []
+    stages = [("victim (rnn)", 2.0), ("shadow 1/3", 1.0), ("shadow 2/3", 1.0), ("shadow 3/3", 1.0)]
+    tracker = ProgressTracker(stages, events.append, clock=clock)
+    for name, seconds in [(n, 100.0 if n.startswith("victim") else 200.0) for n, _ in stages]:
+        for k in range(1, 11):
+            clock.t += seconds / 10
+            tracker.update(name, k / 10, force=True)
+        tracker.finish(name)
+    eta = {round(e.elapsed_s): e.eta_s for e in events}
+    assert eta[280] == pytest.approx(20 + 2 * 200, rel=0.05)  # shadow 1 at 90 %
+    assert eta[300] == pytest.approx(400, rel=0.01)  # shadow 1 done: no jump
+    assert eta[400] == pytest.approx(300, rel=0.01)
+
+
+def test_a_cached_stage_does_not_make_the_rest_look_free():
+    clock, events = Clock(), []
+    tracker = ProgressTracker([("victim (ffnn)", 2.0), ("shadow 1/1", 1.0), ("attacks", 0.3)], events.append, clock=clock)
+    tracker.update("victim (ffnn)", 1.0)  # loaded from the cache: no intermediate fraction
+    tracker.finish("victim (ffnn)")
+    clock.t += 20
+    tracker.update("shadow 1/1", 0.5, force=True)
+    assert events[-1].eta_s == pytest.approx(20 + 0.3 * 40, rel=0.05)  # own rate, 40 s per unit of weight
+
+
+@pytest.fixture
+def manager():
+    m = JobManager(workers=1)
+    yield m
+    m.shutdown()
+
+
+def test_job_runs_in_a_worker_reports_stages_and_is_not_started_twice(manager):
     task = get_task("image")
     cfg = task.make_config("ffnn", "quick", dict(n_train=40, n_eval=20, epochs=2, n_shadows=1, attack_epochs=(),
                                                   attack_train_epochs=3))
-    manager = JobManager()
-    job = manager.submit([cfg])
-    assert manager.submit([cfg]) is job  # same configs: attach, don't start another
-    deadline = time.time() + 120
+    group = manager.submit([cfg])
+    assert manager.submit([cfg]).jobs[0] is group.jobs[0]  # same config: attach, don't start another
+    assert manager.get(manager.key_of([cfg])).jobs[0] is group.jobs[0]
+    deadline = time.time() + 180
     stages = set()
-    while not job.done and time.time() < deadline:
-        if job.event is not None:
-            stages.add(job.event.stage)
-        time.sleep(0.05)
-    assert job.done and job.error is None
-    assert job.summaries[0]["config_hash"] == cfg.config_hash
+    while not group.done and time.time() < deadline:
+        if group.event is not None:
+            stages.add(group.event.stage)
+        time.sleep(0.02)
+    assert group.done and group.error is None
+    assert group.summaries[0]["config_hash"] == cfg.config_hash
     assert stages  # progress was visible while it ran
-
-
-def test_job_error_is_reported_not_swallowed():
-    cfg = get_task("image").make_config("rnn", "quick", dict(dataset="cifar10", data_dir="/nonexistent"))
-    manager = JobManager()
-    job = manager.submit([cfg])
-    deadline = time.time() + 30
-    while not job.done and time.time() < deadline:
-        time.sleep(0.05)
-    assert job.done and "not found" in job.error
-    assert manager.submit([cfg]) is not job  # a failed job can be retried
+    assert group.jobs[0].worker_pid in manager.worker_pids()  # the worker stays warm for the next job

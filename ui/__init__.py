@@ -1,1 +1,1 @@
-"""Streamlit-side helpers: background jobs and plotly figures. ``core`` never imports this."""
+"""Streamlit-side helpers (pages, job queue, figures); ui/worker.py and ui/mapview.py never import Streamlit."""

@@ -1,89 +1,498 @@
-"""Background jobs so a page stays responsive while victims and shadows train.
+"""Training jobs of the app: a small queue served by worker processes, shared by every session.
 
-A job runs ``core.pipeline.run_experiment`` for one or more configs in a daemon thread and
-records the latest progress event of each; pages poll it (``st.fragment(run_every=...)``).
-Jobs are keyed by their configs' hashes, so clicking twice, or opening a second tab with the
-same settings, attaches to the running job instead of starting another.
+Why processes: training in a thread of the Streamlit server shares one interpreter with every
+page's reruns, so both crawl. Here a job runs in a worker process (:mod:`ui.worker`, the same
+``core`` entry points and thread count as the CLI), and the server only moves messages.
+
+* **One job per model config.** A job trains (or loads) one ``ExperimentConfig``; its key is
+  (cache folder, kind, config hash). Whatever the order of clicks — FFNN then RNN, both at once,
+  one removed and added back, a second browser tab — the same config attaches to the same job.
+* **A queue.** Jobs wait in submission order for one of ``MIA_JOB_WORKERS`` slots (default 1:
+  one training at a time, right for a small machine). Each slot keeps one worker process warm
+  between jobs and ends it after ``IDLE_S`` seconds without work.
+* **Progress from the worker**: the pipeline's :class:`~core.progress.ProgressEvent` (stage,
+  fraction, measured-rate ETA) arrives over a pipe, a few times per second.
+* **Cancel** stops a running job at its next progress report (a second request, 3 s later, at
+  once); queued jobs just leave the queue. Models already cached stay cached, as with Ctrl-C in
+  the CLI, so training the same config again resumes from them.
+* **Shutdown** (:meth:`JobManager.shutdown`, registered with ``atexit`` by ``ui.shared``)
+  cancels everything and ends the workers; a worker also ends by itself when the server dies.
+
+:class:`BackgroundRunner` keeps the light, interactive computations of the Defenses page
+(adaptive attacker, SensitivitySampler) in a server thread: they need the page's live objects.
 """
 from __future__ import annotations
 
+import itertools
+import os
+import signal
+import socket
+import subprocess
+import sys
 import threading
 import time
 import traceback
+from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any, Iterable
 
 from core.config import ExperimentConfig
+from core.device import usable_cores
 from core.errors import MIAError
+from core.paths import cache_dir
 from core.progress import ProgressEvent
+from ui.worker import JOB_ENV
+
+ROOT = Path(__file__).resolve().parent.parent
+
+QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed", "cancelled"
+ACTIVE = (QUEUED, RUNNING)
+
+#: a warm worker with nothing to do ends after this many seconds
+IDLE_S = 600.0
+#: seconds between the polite cancel request, the immediate one and killing the worker
+CANCEL_GRACE_S = 3.0
+KILL_AFTER_S = 10.0
+#: finished jobs remembered (for the sidebar and for error messages)
+HISTORY = 50
 
 
-@dataclass
+def default_workers() -> int:
+    """Training slots: ``$MIA_JOB_WORKERS`` if set, else 1."""
+    try:
+        return max(1, int(os.environ.get("MIA_JOB_WORKERS", "1")))
+    except ValueError:
+        return 1
+
+
+def _env_now() -> dict[str, str]:
+    return {name: os.environ.get(name, "") for name in JOB_ENV}
+
+
+def job_key(config: ExperimentConfig, kind: str = "experiment", cache: str | os.PathLike | None = None) -> str:
+    """A job's identity: the cache it writes to, what it computes and the config's hash."""
+    return f"{Path(cache) if cache is not None else cache_dir()}|{kind}|{config.config_hash}"
+
+
+ARCH_NAMES = {"ffnn": "FFNN", "rnn": "RNN"}
+
+
+@dataclass(eq=False)
 class Job:
+    """One queued, running or finished computation for one config."""
+
+    id: int
     key: str
-    configs: list[ExperimentConfig]
-    started: float = field(default_factory=time.time)
-    current: int = 0
+    config: ExperimentConfig
+    kind: str = "experiment"
+    env: dict[str, str] = field(default_factory=_env_now)
+    state: str = QUEUED
+    submitted: float = field(default_factory=time.time)
+    started: float | None = None
+    finished: float | None = None
     event: ProgressEvent | None = None
-    summaries: list[dict[str, Any]] = field(default_factory=list)
+    event_at: float | None = None
+    result: Any = None
     error: str | None = None
-    done: bool = False
+    cancel_requested: bool = False
+    worker_pid: int | None = None
 
     @property
     def label(self) -> str:
-        cfg = self.configs[min(self.current, len(self.configs) - 1)]
-        return f"{cfg.task} · {cfg.arch} ({self.current + 1}/{len(self.configs)})"
+        c = self.config
+        what = "" if self.kind == "experiment" else f" · {self.kind}"
+        return f"{c.task} · {ARCH_NAMES.get(c.arch, c.arch)} ({c.preset}){what}"
+
+    @property
+    def active(self) -> bool:
+        return self.state in ACTIVE
+
+    @property
+    def done(self) -> bool:
+        return not self.active
+
+    @property
+    def summary(self) -> dict[str, Any] | None:
+        return self.result if self.kind == "experiment" and self.state == DONE else None
+
+    @property
+    def fraction(self) -> float:
+        return 1.0 if self.state == DONE else min(self.event.overall_fraction, 1.0) if self.event else 0.0
+
+    @property
+    def eta_s(self) -> float | None:
+        """Seconds left, from the worker's last event, aged by the time since it arrived."""
+        if self.event is None or self.event.eta_s is None:
+            return None
+        return max(self.event.eta_s - (time.time() - (self.event_at or time.time())), 0.0)
+
+    @property
+    def elapsed_s(self) -> float:
+        if self.started is None:
+            return 0.0
+        return (self.finished or time.time()) - self.started
+
+
+class JobGroup:
+    """The jobs of a page's selection (one per config), read as one: what pages poll."""
+
+    def __init__(self, configs: list[ExperimentConfig], jobs: list[Job | None]):
+        self.configs, self.jobs = configs, jobs
+
+    @property
+    def done(self) -> bool:
+        return all(j is None or j.done for j in self.jobs)
+
+    @property
+    def error(self) -> str | None:
+        errors = [f"{j.label}: {j.error}" for j in self.jobs if j is not None and j.state == FAILED]
+        return "; ".join(errors) or None
+
+    @property
+    def running(self) -> Job | None:
+        return next((j for j in self.jobs if j is not None and j.state == RUNNING), None)
+
+    @property
+    def event(self) -> ProgressEvent | None:
+        job = self.running
+        return job.event if job else None
+
+    @property
+    def label(self) -> str:
+        job = self.running or next((j for j in self.jobs if j is not None), None)
+        return job.label if job else ""
+
+    @property
+    def summaries(self) -> list[dict[str, Any]]:
+        return [j.summary for j in self.jobs if j is not None and j.summary is not None]
+
+
+class _Worker:
+    """One worker process and the server's end of its pipe."""
+
+    def __init__(self, threads: int | None = None) -> None:
+        mine, theirs = socket.socketpair()
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+        if threads and not os.environ.get("MIA_WORKER_THREADS"):
+            env["MIA_WORKER_THREADS"] = str(threads)
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "ui.worker", str(theirs.fileno()), str(os.getpid())],
+                pass_fds=(theirs.fileno(),), cwd=str(ROOT), start_new_session=True, env=env,
+            )
+        finally:
+            theirs.close()
+        self.conn = Connection(mine.detach())
+        self.idle_since = time.monotonic()
+        deadline = time.monotonic() + 120
+        while not self.conn.poll(0.2):  # torch and core import before "ready"
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.kill()
+                raise RuntimeError(f"the worker process did not start (exit code {self.proc.returncode})")
+        msg = self.conn.recv()
+        if msg[0] != "ready":
+            self.kill()
+            raise RuntimeError(f"unexpected first message from the worker: {msg[0]!r}")
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def signal(self, sig: int) -> None:
+        if self.alive():
+            try:
+                self.proc.send_signal(sig)
+            except ProcessLookupError:
+                pass
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """End the worker: politely, then SIGTERM (twice), then SIGKILL."""
+        try:
+            self.conn.send(("stop",))
+        except (OSError, EOFError):
+            pass
+        for sig in (None, signal.SIGTERM, signal.SIGTERM):
+            if sig is not None:
+                self.signal(sig)
+            try:
+                self.proc.wait(timeout)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        self.kill()
+
+    def kill(self) -> None:
+        if self.alive():
+            self.proc.kill()
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            pass
+        try:
+            self.conn.close()
+        except OSError:
+            pass
 
 
 class JobManager:
-    """Thread-safe registry of running and finished jobs (one per distinct set of configs)."""
+    """The server-wide job queue (one per Streamlit server: ``ui.shared.job_manager``)."""
 
-    def __init__(self) -> None:
-        self._jobs: dict[str, Job] = {}
-        self._lock = threading.Lock()
+    def __init__(self, workers: int | None = None) -> None:
+        self.n_workers = workers or default_workers()
+        self._cond = threading.Condition()
+        self._ids = itertools.count(1)
+        self._jobs: dict[str, Job] = {}  # latest job per key
+        self._queue: deque[Job] = deque()
+        self._history: deque[Job] = deque(maxlen=HISTORY)
+        self._running: list[Job | None] = [None] * self.n_workers
+        self._workers: list[_Worker | None] = [None] * self.n_workers
+        self._stopping = False
+        self._warm_wanted = False
+        self._threads = [threading.Thread(target=self._slot_loop, args=(i,), daemon=True, name=f"mia-slot-{i}")
+                         for i in range(self.n_workers)]
+        for t in self._threads:
+            t.start()
 
+    # ------------------------------------------------------------------ what pages call
     @staticmethod
-    def key_of(configs: list[ExperimentConfig]) -> str:
-        return "+".join(c.config_hash for c in configs)
+    def key_of(configs: Iterable[ExperimentConfig]) -> str:
+        """A selection's key, independent of its order (kept for pages that poll a selection)."""
+        return "+".join(sorted({c.config_hash for c in configs}))
 
-    def get(self, key: str) -> Job | None:
-        with self._lock:
-            return self._jobs.get(key)
+    def submit(self, configs: Iterable[ExperimentConfig], kind: str = "experiment") -> JobGroup:
+        """Queue a job for each config unless one is queued or running already (then attach to it).
 
-    def submit(self, configs: list[ExperimentConfig]) -> Job:
-        """Start a job for ``configs`` unless one is already running or finished without error."""
-        key = self.key_of(configs)
-        with self._lock:
-            job = self._jobs.get(key)
-            if job is not None and job.error is None:
-                return job
-            job = Job(key, configs)
-            self._jobs[key] = job
-        threading.Thread(target=self._run, args=(job,), daemon=True, name=f"mia-job-{key[:8]}").start()
-        return job
+        A config whose last job finished is queued again (the page submits only what is not in
+        the cache, so this resumes a cancelled job or retries a failed one).
+        """
+        configs = list(configs)
+        jobs = []
+        with self._cond:
+            if self._stopping:
+                raise RuntimeError("the job manager is shut down")
+            for cfg in configs:
+                key = job_key(cfg, kind)
+                job = self._jobs.get(key)
+                if job is None or not job.active:
+                    job = Job(next(self._ids), key, cfg, kind)
+                    self._jobs[key] = job
+                    self._queue.append(job)
+                jobs.append(job)
+            self._cond.notify_all()
+        return JobGroup(configs, jobs)
 
-    def _run(self, job: Job) -> None:
-        from core.pipeline import run_experiment
+    def group(self, configs: Iterable[ExperimentConfig], kind: str = "experiment") -> JobGroup:
+        configs = list(configs)
+        return JobGroup(configs, [self.job(c, kind) for c in configs])
 
-        try:
-            for i, cfg in enumerate(job.configs):
-                job.current = i
+    def job(self, config: ExperimentConfig, kind: str = "experiment") -> Job | None:
+        """The latest job of ``config`` (in the current cache folder), or None."""
+        with self._cond:
+            return self._jobs.get(job_key(config, kind))
 
-                def on_progress(ev: ProgressEvent) -> None:
-                    job.event = ev
+    def get(self, key: str) -> JobGroup | None:
+        """The jobs of a selection key from :meth:`key_of` (None if none of its configs has one)."""
+        hashes = set(key.split("+"))
+        prefix = f"{cache_dir()}|experiment|"
+        with self._cond:
+            jobs = [j for k, j in self._jobs.items() if k.startswith(prefix) and j.config.config_hash in hashes]
+        if not jobs:
+            return None
+        return JobGroup([j.config for j in jobs], jobs)
 
-                job.summaries.append(run_experiment(cfg, progress=on_progress).summary)
-        except MIAError as exc:
-            job.error = str(exc)
-        except Exception as exc:  # report, never swallow: the page shows the traceback's last line
-            job.error = f"{type(exc).__name__}: {exc}"
-            traceback.print_exc()
-        finally:
-            job.done = True
+    def active(self) -> list[Job]:
+        """Running jobs, then queued ones in queue order."""
+        with self._cond:
+            return [j for j in self._running if j is not None] + list(self._queue)
 
-    def forget(self, key: str) -> None:
-        with self._lock:
-            self._jobs.pop(key, None)
+    def place(self, job: Job) -> int | None:
+        """1 for the next job to start, 2 for the one after, …; None unless queued."""
+        with self._cond:
+            for i, j in enumerate(self._queue):
+                if j is job:
+                    return i + 1
+        return None
+
+    def recent(self, seconds: float = 600.0) -> list[Job]:
+        """Jobs that finished in the last ``seconds``, newest first."""
+        now = time.time()
+        with self._cond:
+            return [j for j in reversed(self._history) if j.finished and now - j.finished < seconds]
+
+    def cancel(self, job: Job) -> None:
+        """Take a queued job off the queue, or stop a running one (cached models are kept)."""
+        with self._cond:
+            if job.state == QUEUED:
+                try:
+                    self._queue.remove(job)
+                except ValueError:
+                    pass
+                self._end(job, CANCELLED)
+            elif job.state == RUNNING:
+                job.cancel_requested = True
+            self._cond.notify_all()
+
+    def prewarm(self) -> None:
+        """Start a worker process now if none is up (the next click then trains at once)."""
+        with self._cond:
+            self._warm_wanted = True
+            self._cond.notify_all()
+
+    def worker_pids(self) -> list[int]:
+        with self._cond:
+            return [w.pid for w in self._workers if w is not None and w.alive()]
+
+    def shutdown(self, timeout: float = 15.0) -> None:
+        """Cancel every job, end the workers and the slot threads (idempotent)."""
+        with self._cond:
+            if self._stopping:
+                return
+            self._stopping = True
+            while self._queue:
+                self._end(self._queue.popleft(), CANCELLED)
+            for job in self._running:
+                if job is not None:
+                    job.cancel_requested = True
+            self._cond.notify_all()
+        deadline = time.monotonic() + timeout
+        for t in self._threads:
+            t.join(max(deadline - time.monotonic(), 0.1))
+        for i, w in enumerate(self._workers):  # a slot thread that did not make it in time
+            if w is not None:
+                w.kill()
+                self._workers[i] = None
+
+    # ------------------------------------------------------------------ the slots
+    def _end(self, job: Job, state: str, error: str | None = None) -> None:
+        """Mark ``job`` finished (call with the lock held)."""
+        job.state, job.error, job.finished = state, error, time.time()
+        self._history.append(job)
+
+    def _next(self, slot: int) -> tuple[bool, Job | None]:
+        """Wait for work: (False, None) to end the slot, (True, job) to run it, (True, None) to warm up."""
+        while True:
+            idle: _Worker | None = None
+            with self._cond:
+                if self._stopping:
+                    return False, None
+                if self._queue:
+                    job = self._queue.popleft()
+                    job.state, job.started = RUNNING, time.time()
+                    self._running[slot] = job
+                    return True, job
+                worker = self._workers[slot]
+                if worker is None and self._warm_wanted:
+                    self._warm_wanted = False
+                    return True, None
+                if worker is not None and (not worker.alive() or time.monotonic() - worker.idle_since > IDLE_S):
+                    idle, self._workers[slot] = worker, None
+                else:
+                    self._cond.wait(timeout=5.0)
+            if idle is not None:
+                idle.stop()
+
+    def _slot_loop(self, slot: int) -> None:
+        while True:
+            go, job = self._next(slot)
+            if not go:
+                break
+            try:
+                worker = self._worker(slot)
+                if job is not None:
+                    self._serve(slot, worker, job)
+            except Exception as exc:  # the worker did not start or died: report it on the job
+                traceback.print_exc()
+                if job is not None:
+                    with self._cond:
+                        if job.active:
+                            self._end(job, FAILED, f"{type(exc).__name__}: {exc}")
+            finally:
+                with self._cond:
+                    self._running[slot] = None
+                    self._cond.notify_all()
+        worker = self._workers[slot]
+        if worker is not None:
+            worker.stop()
+            self._workers[slot] = None
+
+    def _worker(self, slot: int) -> _Worker:
+        worker = self._workers[slot]
+        if worker is None or not worker.alive():
+            if worker is not None:
+                worker.kill()
+            self._workers[slot] = None
+            # several slots share the cores (one slot: the worker sizes its pool as the CLI does)
+            threads = max(1, usable_cores() // self.n_workers) if self.n_workers > 1 else None
+            worker = _Worker(threads)
+            with self._cond:
+                self._workers[slot] = worker
+        return worker
+
+    def _serve(self, slot: int, worker: _Worker, job: Job) -> None:
+        """Run ``job`` on ``worker`` and follow its messages until it ends."""
+        job.worker_pid = worker.pid
+        worker.conn.send(("run", job.id, job.kind, job.config, job.env))
+        asked_at, asked_twice = None, False
+        while True:
+            if job.cancel_requested:
+                sig = signal.SIGTERM if self._stopping else signal.SIGUSR1
+                now = time.monotonic()
+                if asked_at is None:
+                    asked_at = now
+                    worker.signal(sig)
+                elif now - asked_at > KILL_AFTER_S:
+                    worker.kill()
+                    self._workers[slot] = None
+                    with self._cond:
+                        self._end(job, CANCELLED)
+                    return
+                elif not asked_twice and now - asked_at > CANCEL_GRACE_S:
+                    worker.signal(sig)  # the second request stops it at once
+                    asked_twice = True
+            try:
+                ready = worker.conn.poll(0.2)
+                msg = worker.conn.recv() if ready else None
+            except (EOFError, OSError):
+                msg = None
+                ready = True
+            if msg is None:
+                if ready or not worker.alive():
+                    code = worker.proc.poll()
+                    print(f"mia: worker process {worker.pid} ended (exit code {code}) during {job.label}",
+                          file=sys.stderr, flush=True)
+                    worker.kill()
+                    self._workers[slot] = None
+                    with self._cond:
+                        if job.cancel_requested:
+                            self._end(job, CANCELLED)
+                        else:
+                            self._end(job, FAILED, f"the worker process ended unexpectedly (exit code {code})")
+                    return
+                continue
+            kind, job_id = msg[0], msg[1]
+            if job_id != job.id:
+                continue
+            if kind == "progress":
+                job.event, job.event_at = msg[2], time.time()
+                continue
+            with self._cond:
+                if kind == "done":
+                    job.result = msg[2]
+                    self._end(job, DONE)
+                elif kind == "error":
+                    self._end(job, FAILED, msg[2])
+                else:
+                    self._end(job, CANCELLED)
+            worker.idle_since = time.monotonic()
+            if self._stopping:
+                worker.stop()
+                self._workers[slot] = None
+            return
 
 
 @dataclass

@@ -1,12 +1,172 @@
-"""Sidebar navigation shared by every page (the automatic page list is hidden in config.toml so
-that the entry page reads "Home" rather than its file name)."""
+"""Multi-page navigation (``st.navigation``) and the sidebar's job panel, shown on every page."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
 import streamlit as st
 
-PAGES = [("app.py", "Home"), ("pages/1_Train_and_attack.py", "Train & attack"), ("pages/2_Defenses.py", "Defenses")]
+ROOT = Path(__file__).resolve().parent.parent
+
+#: the app's pages: file, title, icon, URL path (the URL paths are those of the former
+#: automatic page list, so old links such as ``/Train_and_attack?task=navigation`` keep working)
+PAGES = [
+    ("app_pages/0_Home.py", "Home", ":material/home:", "home"),
+    ("app_pages/1_Train_and_attack.py", "Train & attack", ":material/model_training:", "Train_and_attack"),
+    ("app_pages/2_Defenses.py", "Defenses", ":material/shield:", "Defenses"),
+    ("app_pages/3_Training_defenses.py", "Training defenses", ":material/health_and_safety:", "Training_defenses"),
+    ("app_pages/4_Analyses.py", "Analyses", ":material/analytics:", "Analyses"),
+]
+
+#: one sentence per page, for the Home page (only pages whose file exists are listed)
+ABOUT = {
+    "app_pages/1_Train_and_attack.py":
+        "train FFNN and RNN victims with the attacker's shadow models on a task, then see how well each attack "
+        "tells members from non-members, epoch by epoch.",
+    "app_pages/2_Defenses.py":
+        "slide the noise of a defense that acts on a trained model (Dirichlet mechanism on outputs, Gaussian noise "
+        "on weights) and watch attack accuracy and utility move.",
+    "app_pages/3_Training_defenses.py":
+        "retrain victims and shadows with a defense that acts during training (DP-SGD at a noise level or a target "
+        "ε, L2, PPO clip) and compare utility, attack accuracy and ε.",
+    "app_pages/4_Analyses.py":
+        "why do RNNs leak more? The studies' analyses (entropy with the attacks' decision boundaries, "
+        "vulnerability over training, memorization, overtraining, model mismatch) on a cached run, each with a "
+        "verdict for this run.",
+}
 
 
-def sidebar() -> None:
+#: where page files live. Not ``pages/``: Streamlit treats a ``pages/`` folder next to the entry
+#: script as a legacy multipage app and serves a fresh server's first request from it, bypassing
+#: ``st.navigation``. A page file left in ``pages/`` is still registered (found after ``app_pages/``).
+PAGE_DIRS = ("app_pages", "pages")
+
+
+def page_files() -> list[str]:
+    """The pages to register: the known ones whose file exists (in ``app_pages/``, else ``pages/``),
+    then any other numbered page file (``app_pages/5_Something.py``) under a title made from its name."""
+    found: dict[str, str] = {}
+    for folder in PAGE_DIRS:
+        for p in sorted((ROOT / folder).glob("[0-9]*_*.py")):
+            found.setdefault(p.name, f"{folder}/{p.name}")
+    known = [Path(f).name for f, *_ in PAGES]
+    files = [found[name] for name in known if name in found]
+    return files + [f for name, f in sorted(found.items()) if name not in known]
+
+
+def page_meta(path: str) -> tuple[str, str | None, str, str]:
+    """(title, icon, url path, one-sentence description) of a page file."""
+    for f, title, icon, url in PAGES:
+        if Path(f).name == Path(path).name:
+            return title, icon, url, ABOUT.get(f, "")
+    return _title(path), None, re.sub(r"^\d+_", "", Path(path).stem), _docstring_sentence(path)
+
+
+def _docstring_sentence(path: str) -> str:
+    """The first sentence of a page file's docstring (what a page says it is for)."""
+    import ast
+
+    try:
+        doc = ast.get_docstring(ast.parse((ROOT / path).read_text())) or ""
+    except (OSError, SyntaxError, ValueError):
+        return ""
+    first = " ".join(doc.split()).split(". ")[0]
+    return first.split(": ", 1)[-1] if first else ""
+
+
+def registered_pages() -> list[str]:
+    """The page files :func:`navigation` registered in this script run."""
+    return list(st.session_state.get("_mia_pages") or page_files())
+
+
+def _title(path: str) -> str:
+    stem = re.sub(r"^\d+_", "", Path(path).stem)
+    return stem.replace("_and_", " & ").replace("_", " ")
+
+
+def navigation() -> st.Page:
+    """Register the pages (Home is the default) and return the one to run."""
+    pages = []
+    files = page_files()
+    st.session_state["_mia_pages"] = files  # what this run registered (a page file may appear meanwhile)
+    for f in files:
+        title, icon, url, _ = page_meta(f)
+        pages.append(st.Page(str(ROOT / f), title=title, icon=icon, url_path=url, default=f.endswith("/0_Home.py")))
+    return st.navigation(pages, position="sidebar")
+
+
+def _fmt_s(seconds: float | None) -> str:
+    if seconds is None:
+        return "estimating…"
+    seconds = int(round(seconds))
+    return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"
+
+
+def job_line(job) -> str:
+    """One line about a running job: stage, percentage, ETA."""
+    ev = job.event
+    if ev is None:
+        return "starting the worker…"
+    left = job.eta_s
+    return f"{ev.stage} · {job.fraction:.0%} · {_fmt_s(left) + ' left' if left is not None else 'estimating time left…'}"
+
+
+def _panel() -> None:
+    from ui.shared import background_runner, job_manager
+
+    manager = job_manager()
+    active = manager.active()
+    pending = background_runner().pending()
+    if not active and not pending:
+        recent = [j for j in manager.recent(300) if j.state in ("failed", "cancelled")]
+        if recent:
+            st.caption("Recent jobs: " + "; ".join(f"{j.label} {j.state}" for j in recent[:3]))
+        return
+    st.markdown("**Jobs on this server**")
+    for job in active:
+        cols = st.columns([5, 1])
+        with cols[0]:
+            if job.state == "running":
+                st.progress(job.fraction, text=f":material/play_arrow: {job.label}")
+                st.caption(job_line(job))
+            else:
+                place = manager.place(job)
+                st.caption(f":material/hourglass_empty: {job.label} — queued, #{place} in line" if place
+                           else f":material/hourglass_empty: {job.label} — queued")
+        with cols[1]:
+            if st.button(":material/close:", key=f"cancel-side-{job.id}", type="tertiary",
+                         help=f"Cancel {job.label} (models already trained stay cached)"):
+                manager.cancel(job)
+                st.rerun(scope="app")
+    for item in pending:
+        st.caption(f":material/settings: {item.label} {item.progress}".strip())
+
+
+#: seconds between refreshes of the sidebar's job panel while jobs run / otherwise (a fragment rerun
+#: costs the server about 0.1 s of CPU on a 2-core machine: polling is kept slow)
+POLL_BUSY_S, POLL_IDLE_S = 4.0, 15.0
+
+
+def jobs_sidebar() -> None:
+    """The running and queued jobs of the whole server, on every page. The panel refreshes itself
+    (every ``POLL_BUSY_S`` while jobs run, every ``POLL_IDLE_S`` otherwise) and reruns the page when a
+    job starts or ends, so a page waiting for a model shows it as soon as it is cached."""
+    from ui.shared import background_runner, job_manager
+
+    def state() -> tuple:
+        return (tuple(j.id for j in job_manager().active()), len(background_runner().pending()))
+
+    seen = state()
+
+    @st.fragment(run_every=POLL_BUSY_S if any(seen) else POLL_IDLE_S)
+    def panel() -> None:
+        _panel()
+        if state() != seen:
+            st.rerun(scope="app")
+
     with st.sidebar:
-        st.markdown("### MIA Explorer")
-        for path, label in PAGES:
-            st.page_link(path, label=label)
+        panel()
+
+
+def format_seconds(seconds: float | None) -> str:
+    return _fmt_s(seconds)

@@ -1,18 +1,68 @@
-"""Process-wide UI resources shared by every page and browser session of one server."""
+"""Process-wide UI resources shared by every page and browser session of one server, and the
+per-config caches that make warm pages fast."""
 from __future__ import annotations
+
+import atexit
+from typing import Any
 
 import streamlit as st
 
+from core.config import ExperimentConfig
+from core.paths import cache_dir
 from ui.jobs import BackgroundRunner, JobManager
 
 
 @st.cache_resource
 def job_manager() -> JobManager:
-    """One registry of training jobs per server process: jobs survive reruns and are shared by tabs."""
-    return JobManager()
+    """One queue of training jobs per server process: shared by every tab, survives reruns; its
+    worker processes end with the server."""
+    manager = JobManager()
+    atexit.register(manager.shutdown)
+    return manager
 
 
 @st.cache_resource
 def background_runner() -> BackgroundRunner:
     """One runner of background computations (adaptive attacker, SensitivitySampler) per server."""
     return BackgroundRunner()
+
+
+class _NotCached(Exception):
+    """Raised inside a cached loader so that "not there yet" is never memoised."""
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _summary(folder: str, config_hash: str, _cfg: ExperimentConfig) -> dict[str, Any]:
+    from core.pipeline import cached_summary
+
+    summary = cached_summary(_cfg)
+    if summary is None:
+        raise _NotCached
+    return summary
+
+
+def summary_of(cfg: ExperimentConfig) -> dict[str, Any] | None:
+    """The cached summary of ``cfg`` (None if not trained yet), read from disk once per server
+    and config hash: a warm page does not touch the artifact cache again."""
+    try:
+        return _summary(str(cache_dir()), cfg.config_hash, cfg)
+    except _NotCached:
+        return None
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _map_views(folder: str, config_hash: str, _cfg: ExperimentConfig) -> dict[str, Any]:
+    from ui.mapview import cached_map_views
+
+    views = cached_map_views(_cfg)
+    if views is None:
+        raise _NotCached
+    return views
+
+
+def map_views_of(cfg: ExperimentConfig) -> dict[str, Any] | None:
+    """The navigation map views of ``cfg`` (see :mod:`ui.mapview`), or None."""
+    try:
+        return _map_views(str(cache_dir()), cfg.config_hash, cfg)
+    except _NotCached:
+        return None

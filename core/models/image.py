@@ -5,6 +5,9 @@ but at sizes a CPU trains in minutes, and match their parameter counts (within 5
 choosing the ReNet's hidden size and FC width for the CNN's count (:func:`match_renet`).
 
 GroupNorm instead of BatchNorm keeps the CNN compatible with per-sample gradients (DP-SGD).
+With ``dp=True`` (DP-SGD) the ReNet sweeps with :class:`GridLSTM`: the same LSTM maths and
+parameter count, written with ``nn.Linear`` layers whose batch dimension is the *image* (all its
+rows advance together), so Opacus' per-sample gradients are per image, not per row.
 """
 from __future__ import annotations
 
@@ -47,28 +50,80 @@ class ResidualCNN(nn.Module):
         return self.head(self.features(x))
 
 
-class ReNetLayer(nn.Module):
-    """One ReNet layer (Visin et al. 2015): a bidirectional LSTM sweeps every row, then another
-    sweeps every column of the result. Input/output layout (B, H, W, F)."""
+class GridLSTM(nn.Module):
+    """A bidirectional LSTM run over every row of a grid at once: (B, N, L, F) → (B, N, L, 2h).
+
+    Per direction, at step t of each of the N sequences of an image (Hochreiter & Schmidhuber;
+    PyTorch's gate order and two bias vectors, so the parameter count is ``nn.LSTM``'s):
+
+        [i, f, g, o] = W_ih x_t + b_ih + W_hh h_{t−1} + b_hh,
+        c_t = σ(f)·c_{t−1} + σ(i)·tanh(g),   h_t = σ(o)·tanh(c_t).
+
+    The DP-SGD replacement of the ReNet's ``nn.LSTM``: Opacus' ``DPLSTM`` takes sequences as its
+    batch, so an image's H rows would be H samples; here every Linear sees (B, N, ·) inputs and
+    Opacus sums their per-sample gradients over the rows, giving one gradient per image. (Opacus'
+    ``DPLSTM`` looping over the rows is exact too, but ~3× slower on the ReNet.)
+    """
 
     def __init__(self, in_features: int, hidden: int):
         super().__init__()
-        self.horizontal = nn.LSTM(in_features, hidden, batch_first=True, bidirectional=True)
-        self.vertical = nn.LSTM(2 * hidden, hidden, batch_first=True, bidirectional=True)
+        self.hidden = hidden
+        self.ih = nn.ModuleList([nn.Linear(in_features, 4 * hidden) for _ in range(2)])  # forward, backward
+        self.hh = nn.ModuleList([nn.Linear(hidden, 4 * hidden) for _ in range(2)])
+        bound = hidden**-0.5  # nn.LSTM's initialisation
+        for p in self.parameters():
+            nn.init.uniform_(p, -bound, bound)
+
+    def _direction(self, x: torch.Tensor, d: int) -> torch.Tensor:
+        b, n, length, _ = x.shape
+        gates_x = self.ih[d](x)  # (B, N, L, 4h): the input part of every step at once
+        h = c = x.new_zeros(b, n, self.hidden)
+        out: list[torch.Tensor] = [h] * length
+        for t in (range(length - 1, -1, -1) if d else range(length)):
+            i, f, g, o = (gates_x[:, :, t] + self.hh[d](h)).chunk(4, -1)
+            c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+            h = torch.sigmoid(o) * torch.tanh(c)
+            out[t] = h
+        return torch.stack(out, 2)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        b, h, w, f = x.shape
-        rows, _ = self.horizontal(x.reshape(b * h, w, f))  # sequence along the width
-        x = rows.reshape(b, h, w, -1).transpose(1, 2)  # (B, W, H, 2h)
-        cols, _ = self.vertical(x.reshape(b * w, h, -1))  # sequence along the height
-        return cols.reshape(b, w, h, -1).transpose(1, 2)  # (B, H, W, 2h)
+        return torch.cat([self._direction(x, 0), self._direction(x, 1)], -1)
+
+
+class ReNetLayer(nn.Module):
+    """One ReNet layer (Visin et al. 2015): a bidirectional LSTM sweeps every row, then another
+    sweeps every column of the result. Input/output layout (B, H, W, F).
+
+    ``dp=True``: :class:`GridLSTM` sweeps (per-image per-sample gradients for DP-SGD).
+    """
+
+    def __init__(self, in_features: int, hidden: int, dp: bool = False):
+        super().__init__()
+        self.dp = dp
+        if dp:
+            self.horizontal, self.vertical = GridLSTM(in_features, hidden), GridLSTM(2 * hidden, hidden)
+        else:
+            self.horizontal = nn.LSTM(in_features, hidden, batch_first=True, bidirectional=True)
+            self.vertical = nn.LSTM(2 * hidden, hidden, batch_first=True, bidirectional=True)
+
+    def _sweep(self, lstm: nn.Module, x: torch.Tensor) -> torch.Tensor:
+        """x (B, N, L, F): N sequences of length L per image -> (B, N, L, 2h)."""
+        if self.dp:
+            return lstm(x)
+        b, n, length, f = x.shape
+        return lstm(x.reshape(b * n, length, f))[0].reshape(b, n, length, -1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        rows = self._sweep(self.horizontal, x)  # sequences along the width
+        cols = self._sweep(self.vertical, rows.transpose(1, 2))  # (B, W, H, 2h): along the height
+        return cols.transpose(1, 2)  # (B, H, W, 2h)
 
 
 class ReNet(nn.Module):
     """ReNet classifier: non-overlapping p×p patches, ReNet layers, two ReLU FC layers, output."""
 
     def __init__(self, in_channels: int, height: int, width: int, n_classes: int,
-                 hidden: int = 16, fc: int = 64, patch: int = 2, layers: int = 1):
+                 hidden: int = 16, fc: int = 64, patch: int = 2, layers: int = 1, dp: bool = False):
         super().__init__()
         if height % patch or width % patch:
             raise ValueError(f"image {height}x{width} is not divisible into {patch}x{patch} patches")
@@ -76,7 +131,7 @@ class ReNet(nn.Module):
         feats = in_channels * patch * patch
         blocks = []
         for _ in range(layers):
-            blocks.append(ReNetLayer(feats, hidden))
+            blocks.append(ReNetLayer(feats, hidden, dp))
             feats = 2 * hidden
         self.renet = nn.Sequential(*blocks)
         cells = (height // patch) * (width // patch)

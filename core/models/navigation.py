@@ -19,6 +19,11 @@ measure.
 
 Both take ``(obs, memory)`` and return ``(logits, value, memory)``; the MLP's memory has
 width 0, so one PPO loop serves both (the memory is zeroed at episode starts by the caller).
+
+DP-SGD (per-sample gradients with Opacus): ``forward_sequence`` keeps the window dimension B
+first in every layer with parameters (the Linear layers see (B, R, ·) inputs, summed over R by
+Opacus), so a per-sample gradient is the gradient of one R-frame window; with ``dp=True`` the
+LSTM cell is Opacus' ``DPLSTMCell`` (same maths and parameter count as ``nn.LSTMCell``).
 """
 from __future__ import annotations
 
@@ -82,8 +87,8 @@ class MLPAgent(nn.Module):
         """obs (B, R, 7, 7, 3) -> logits (B, R, A), values (B, R), memory (B, 0); no recurrence,
         so the R steps are one batch."""
         b, r = obs.shape[:2]
-        logits, value, _ = self.forward(obs.reshape((b * r,) + tuple(obs.shape[2:])))
-        return logits.reshape(b, r, -1), value.reshape(b, r), memory
+        x = self.encode(obs.reshape((b * r,) + tuple(obs.shape[2:]))).reshape(b, r, -1)
+        return self.actor(x), self.critic(x)[..., 0], memory
 
 
 class LSTMAgent(nn.Module):
@@ -92,11 +97,16 @@ class LSTMAgent(nn.Module):
 
     recurrent = True
 
-    def __init__(self, view_cells: int = 49, n_actions: int = N_ACTIONS, width: int = 64):
+    def __init__(self, view_cells: int = 49, n_actions: int = N_ACTIONS, width: int = 64, dp: bool = False):
         super().__init__()
         self.encode = OneHotView(view_cells)
         self.embed = nn.Sequential(nn.Linear(self.encode.out_dim, width), nn.Tanh())
-        self.cell = nn.LSTMCell(width, width)
+        if dp:
+            from opacus.layers.dp_rnn import DPLSTMCell
+
+            self.cell = DPLSTMCell(width, width, bias=True)
+        else:
+            self.cell = nn.LSTMCell(width, width)
         self.actor = mlp(width, width, n_actions, layers=1)
         self.critic = mlp(width, width, 1, layers=1)
         self.width = width
@@ -121,15 +131,15 @@ class LSTMAgent(nn.Module):
         LSTM cell runs step by step (the per-call overhead dominates at these sizes).
         """
         b, r = obs.shape[:2]
-        e = self.embed(self.encode(obs.reshape((b * r,) + tuple(obs.shape[2:])))).reshape(b, r, -1)
+        e = self.embed(self.encode(obs.reshape((b * r,) + tuple(obs.shape[2:]))).reshape(b, r, -1))
         h, c = memory[:, : self.width], memory[:, self.width :]
         hs = []
         for k in range(r):
             m = masks[:, k : k + 1]
             h, c = self.cell(e[:, k], (h * m, c * m))
             hs.append(h)
-        hseq = torch.stack(hs, 1).reshape(b * r, -1)
-        return self.actor(hseq).reshape(b, r, -1), self.critic(hseq).reshape(b, r), torch.cat([h, c], 1)
+        hseq = torch.stack(hs, 1)  # (B, R, width)
+        return self.actor(hseq), self.critic(hseq)[..., 0], torch.cat([h, c], 1)
 
 
 def count_params(model: nn.Module) -> int:
@@ -161,11 +171,13 @@ def match_lstm_width(target: int, view_cells: int = 49, n_actions: int = N_ACTIO
 
 
 def build_agent(arch: str, actor_hidden: int = 74, critic_hidden: int = 64, view_cells: int = 49,
-                n_actions: int = N_ACTIONS) -> nn.Module:
-    """``ffnn``: :class:`MLPAgent`; ``rnn``: :class:`LSTMAgent` with the MLP's parameter count."""
+                n_actions: int = N_ACTIONS, dp: bool = False) -> nn.Module:
+    """``ffnn``: :class:`MLPAgent`; ``rnn``: :class:`LSTMAgent` with the MLP's parameter count
+    (``dp``: with Opacus' DP LSTM cell)."""
     mlp_agent = MLPAgent(view_cells, n_actions, actor_hidden, critic_hidden)
     if arch == "ffnn":
         return mlp_agent
     if arch == "rnn":
-        return LSTMAgent(view_cells, n_actions, match_lstm_width(count_params(mlp_agent), view_cells, n_actions))
+        width = match_lstm_width(count_params(mlp_agent), view_cells, n_actions)
+        return LSTMAgent(view_cells, n_actions, width, dp=dp)
     raise ValueError(f"unknown arch {arch!r}")

@@ -16,6 +16,12 @@ parameter count is within 1 % of the LSTM's (the study compares architectures at
 Both models share one interface: ``forward(src, src_len, tgt_in) -> logits`` (teacher forcing)
 and ``greedy(src, src_len, max_len) -> token ids`` (batched greedy decoding).
 
+With ``dp=True`` (a DP-SGD config) the layers whose per-sample gradients Opacus cannot compute
+are swapped for equivalent ones built from layers it can: Opacus' ``DPLSTM`` for ``nn.LSTM``,
+and :class:`DPAttention` (q, k, v and output projections as ``nn.Linear``) for
+``nn.MultiheadAttention``. The function computed and the parameter count are unchanged; only the
+parameter names differ, so a DP config always rebuilds its model with the same layers.
+
 Token ids 0..3 are ``<pad> <sos> <eos> <unk>`` in both vocabularies.
 """
 from __future__ import annotations
@@ -27,6 +33,42 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 PAD, SOS, EOS, UNK = 0, 1, 2, 3
+
+
+def _lstm(input_size: int, hidden: int, dp: bool, **kwargs) -> nn.Module:
+    """``nn.LSTM``, or Opacus' ``DPLSTM`` (same maths and parameter count, per-sample gradients)."""
+    if not dp:
+        return nn.LSTM(input_size, hidden, batch_first=True, **kwargs)
+    from opacus.layers import DPLSTM
+
+    lstm = DPLSTM(input_size, hidden, batch_first=True, **kwargs)
+    _state_under_lstm_names(lstm)
+    return lstm
+
+
+def _state_under_lstm_names(lstm: nn.Module) -> None:
+    """Keep each of a nested ``DPLSTM``'s tensors once in ``state_dict()``, under ``nn.LSTM``'s name.
+
+    ``DPLSTM`` registers its weights under ``nn.LSTM``'s names (``weight_ih_l0``, ...) *and* keeps
+    them in its cells (``l0.ih.weight``, ...). Its state-dict hook, meant to drop the cells' names,
+    ignores the prefix and returns a copy, so it does nothing for a DPLSTM nested in a model: both
+    names would be saved — the same storage twice, which safetensors refuses. It is replaced by
+    one that drops the cells' names in place, and loading fills them back in from ``nn.LSTM``'s.
+    """
+    aliases = dict(lstm.old_to_new)  # cell name -> nn.LSTM name
+
+    def drop(module, state, prefix, local_metadata) -> None:
+        for cell_name in aliases:
+            state.pop(prefix + cell_name, None)
+
+    def restore(module, state, prefix, *args) -> None:
+        for cell_name, lstm_name in aliases.items():
+            if prefix + lstm_name in state:
+                state[prefix + cell_name] = state[prefix + lstm_name]
+
+    lstm._state_dict_hooks.clear()  # Opacus' filter (see above)
+    lstm.register_state_dict_post_hook(drop)
+    lstm.register_load_state_dict_pre_hook(restore)
 
 
 def _pick(logits: torch.Tensor, step_transform=None) -> torch.Tensor:
@@ -43,17 +85,18 @@ def count_params(model: nn.Module) -> int:
 class LuongSeq2Seq(nn.Module):
     """Bidirectional-LSTM encoder, LSTM decoder, Luong global dot attention (see module docstring)."""
 
-    def __init__(self, src_vocab: int, tgt_vocab: int, emb: int = 150, hidden: int = 200, dropout: float = 0.2):
+    def __init__(self, src_vocab: int, tgt_vocab: int, emb: int = 150, hidden: int = 200, dropout: float = 0.2,
+                 dp: bool = False):
         super().__init__()
         self.hidden = hidden
         self.src_emb = nn.Embedding(src_vocab, emb, padding_idx=PAD)
         self.tgt_emb = nn.Embedding(tgt_vocab, emb, padding_idx=PAD)
-        self.encoder = nn.LSTM(emb, hidden, batch_first=True, bidirectional=True)
+        self.encoder = _lstm(emb, hidden, dp, bidirectional=True)
         # the decoder starts from the encoder's final forward and backward states
         self.bridge_h = nn.Linear(2 * hidden, hidden)
         self.bridge_c = nn.Linear(2 * hidden, hidden)
         self.key = nn.Linear(2 * hidden, hidden, bias=False)
-        self.decoder = nn.LSTM(emb, hidden, batch_first=True)
+        self.decoder = _lstm(emb, hidden, dp)
         self.combine = nn.Linear(2 * hidden, hidden)
         self.out = nn.Linear(hidden, tgt_vocab)
         self.drop = nn.Dropout(dropout)
@@ -67,9 +110,16 @@ class LuongSeq2Seq(nn.Module):
                 + lstm(emb) + 2 * h * h + h + h * tgt_vocab + tgt_vocab)
 
     def encode(self, src: torch.Tensor, src_len: torch.Tensor):
-        """src (B, S) -> keys (B, S, h), padding mask (B, S), initial decoder state."""
+        """src (B, S) -> keys (B, S, h), padding mask (B, S), initial decoder state.
+
+        A batch already sorted by decreasing source length is packed as it is (no permutation):
+        DP-SGD training sorts its batches so, because Opacus' per-sample gradients of a packed
+        ``DPLSTM`` are in packed (sorted) order and must line up with the other layers' rows.
+        """
         x = self.drop(self.src_emb(src))
-        packed = pack_padded_sequence(x, src_len.clamp_min(1).cpu(), batch_first=True, enforce_sorted=False)
+        lengths = src_len.clamp_min(1).cpu()
+        in_order = bool((lengths[1:] <= lengths[:-1]).all())
+        packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=in_order)
         out, (h, c) = self.encoder(packed)
         out, _ = pad_packed_sequence(out, batch_first=True, total_length=src.shape[1])
         # h, c: (2, B, h) forward/backward final states -> (1, B, h)
@@ -128,11 +178,70 @@ class PositionalEncoding(nn.Module):
         return x + self.pe[: x.shape[1]]
 
 
+class DPAttention(nn.Module):
+    """Multi-head attention (Vaswani et al. 2017) from four ``nn.Linear`` layers, batch first,
+    a drop-in for ``nn.MultiheadAttention`` inside ``nn.Transformer*Layer`` whose per-sample
+    gradients Opacus computes (its Linear rule sums over the sequence dimension):
+
+        head_i = softmax(Q_i K_iᵀ / √d_h + M) V_i,   out = W_o [head_1; …; head_H],
+
+    Q = W_q x, K = W_k m, V = W_v m, and M the additive mask (−∞ where a boolean mask is True:
+    future positions, padding). Same parameter count as ``nn.MultiheadAttention``.
+
+    Opacus' own ``DPMultiheadAttention`` (1.6) refuses the decoder's causal mask and checks a 2-D
+    mask against the wrong dimension when ``batch_first=True``, hence this module.
+    """
+
+    # read by nn.TransformerEncoderLayer's fast-path checks: this module never takes the fast path
+    in_proj_weight = None
+    in_proj_bias = None
+    _qkv_same_embed_dim = False
+    batch_first = True
+
+    def __init__(self, d_model: int, heads: int, dropout: float = 0.0):
+        super().__init__()
+        if d_model % heads:
+            raise ValueError(f"d_model ({d_model}) must be a multiple of heads ({heads})")
+        self.num_heads, self.head_dim, self.dropout = heads, d_model // heads, dropout
+        self.q, self.k, self.v = (nn.Linear(d_model, d_model) for _ in range(3))
+        self.out_proj = nn.Linear(d_model, d_model)
+
+    @staticmethod
+    def _additive(mask: torch.Tensor | None, like: torch.Tensor) -> torch.Tensor | None:
+        if mask is None or mask.dtype != torch.bool:
+            return mask
+        return torch.zeros(mask.shape, dtype=like.dtype, device=like.device).masked_fill(mask, float("-inf"))
+
+    def forward(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                key_padding_mask: torch.Tensor | None = None, need_weights: bool = False,
+                attn_mask: torch.Tensor | None = None, is_causal: bool = False, **_: object):
+        """query (B, T, d), key and value (B, S, d); attn_mask (T, S), key_padding_mask (B, S), each
+        boolean (True = may not attend) or additive. Returns (output (B, T, d), None)."""
+        b, t, _ = query.shape
+        s = key.shape[1]
+
+        def heads(x: torch.Tensor, n: int) -> torch.Tensor:
+            return x.reshape(b, n, self.num_heads, self.head_dim).transpose(1, 2)  # (B, H, n, d_h)
+
+        q, k, v = heads(self.q(query), t), heads(self.k(key), s), heads(self.v(value), s)
+        mask = torch.zeros(b, 1, t, s, dtype=q.dtype, device=q.device)
+        if is_causal and attn_mask is None:
+            attn_mask = torch.ones(t, s, dtype=torch.bool, device=q.device).triu(1)
+        if attn_mask is not None:  # (T, S), or (B·H, T, S) as nn.MultiheadAttention takes it
+            extra = self._additive(attn_mask, q)
+            mask = mask + (extra[None, None] if extra.dim() == 2 else extra.reshape(b, self.num_heads, t, s))
+        if key_padding_mask is not None:
+            mask = mask + self._additive(key_padding_mask, q)[:, None, None, :]
+        out = nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask,
+                                                         dropout_p=self.dropout if self.training else 0.0)
+        return self.out_proj(out.transpose(1, 2).reshape(b, t, -1)), None
+
+
 class TransformerSeq2Seq(nn.Module):
     """Encoder-decoder Transformer (pre-norm layers, final LayerNorms, untied output layer)."""
 
     def __init__(self, src_vocab: int, tgt_vocab: int, d_model: int = 128, heads: int = 4, layers: int = 2,
-                 ff: int = 512, dropout: float = 0.2):
+                 ff: int = 512, dropout: float = 0.2, dp: bool = False):
         super().__init__()
         self.d_model = d_model
         self.src_emb = nn.Embedding(src_vocab, d_model, padding_idx=PAD)
@@ -142,6 +251,10 @@ class TransformerSeq2Seq(nn.Module):
         # pre-norm: trains stably without warm-up on small data (Xiong et al. 2020)
         enc_layer = nn.TransformerEncoderLayer(d_model, heads, ff, dropout, batch_first=True, norm_first=True)
         dec_layer = nn.TransformerDecoderLayer(d_model, heads, ff, dropout, batch_first=True, norm_first=True)
+        if dp:  # before the stacks deep-copy the layers
+            enc_layer.self_attn = DPAttention(d_model, heads, dropout)
+            dec_layer.self_attn = DPAttention(d_model, heads, dropout)
+            dec_layer.multihead_attn = DPAttention(d_model, heads, dropout)
         self.encoder = nn.TransformerEncoder(enc_layer, layers, norm=nn.LayerNorm(d_model), enable_nested_tensor=False)
         self.decoder = nn.TransformerDecoder(dec_layer, layers, norm=nn.LayerNorm(d_model))
         self.out = nn.Linear(d_model, tgt_vocab)

@@ -94,8 +94,14 @@ class Task(ABC):
         train_index: np.ndarray,
         on_epoch: EpochCallback,
         on_progress: FractionCallback,
-    ) -> None:
-        """Train ``model`` in place on records ``train_index``; call ``on_epoch`` after each epoch."""
+        on_batch: Callable[[Any], None] | None = None,
+    ) -> Any:
+        """Train ``model`` in place on records ``train_index``; call ``on_epoch`` after each epoch.
+
+        Training goes through :mod:`core.training` (the optimizer, seeded batching, the
+        ``on_batch`` hook called with a :class:`core.training.Batch` after each step, DP-SGD when
+        ``cfg.dp`` is on) and returns its :class:`core.training.TrainingRecord`.
+        """
 
     @abstractmethod
     def utility(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray,

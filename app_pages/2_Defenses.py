@@ -12,11 +12,7 @@ from core.errors import MIAError
 from core.pipeline import cached_runs, cached_summary, config_of, trained_models
 from core.tasks import available_tasks, get_task
 from ui import plots
-from ui.nav import sidebar
 from ui.shared import background_runner, job_manager
-
-st.set_page_config(page_title="Defenses · MIA Explorer", page_icon="🛡️", layout="wide")
-sidebar()
 
 TASK_LABELS = {"image": "Image classification", "translation": "Machine translation", "navigation": "Navigation (deep RL)"}
 ARCH_LABELS = {"ffnn": "FFNN", "rnn": "RNN"}
@@ -101,7 +97,7 @@ if missing:
     if st.button(f"Train & attack {names} ({preset})", type="primary"):
         manager.submit(todo)
         st.rerun()
-    st.page_link("pages/1_Train_and_attack.py", label="or open Train & attack →")
+    st.page_link("app_pages/1_Train_and_attack.py", label="or open Train & attack →")
     st.stop()
 
 
@@ -242,7 +238,9 @@ if pending:
 
 # ---------------------------------------------------------------------------- curves over the grid
 st.subheader("Over the whole range")
-grid = K_VALUES[::4] if mechanism == "dirichlet" else SIGMA_VALUES[::4]
+# Dir_k re-samples cached answers (milliseconds a point); the GPM re-queries a noisy model per point and
+# draw, so its curve uses the table's coarser grid
+grid = K_VALUES[::4] if mechanism == "dirichlet" else list(GPM_GRID)
 curve_points = {}
 for arch in fast:
     d = defenders[arch]

@@ -1,0 +1,211 @@
+"""Train & attack: victims and shadow models for FFNN and RNN side by side, then the attacks.
+
+Training runs in the server's job queue (worker processes, one job per config): the page only
+submits, shows progress and draws results from the cache.
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+from core import multi30k
+from core.errors import MIAError
+from core.paths import data_root, resolve_data_dir
+from core.tasks import available_tasks, get_task
+from ui.nav import format_seconds
+from ui.results import show_results
+from ui.shared import job_manager, map_views_of, summary_of
+from ui.widgets import config_overrides
+
+
+TASK_LABELS = {"image": "Image classification", "translation": "Machine translation", "navigation": "Navigation (deep RL)"}
+ARCH_LABELS = {"ffnn": "FFNN", "rnn": "RNN"}
+
+st.title("Train & attack")
+st.caption("Trains a victim and the attacker's shadow models per architecture, then runs the membership inference "
+           "attacks on a balanced evaluation set (chance = 50 %). Results are cached: the same settings load instantly.")
+
+c1, c2, c3 = st.columns([2, 2, 1])
+with c1:
+    tasks = available_tasks()
+    wanted = st.query_params.get("task")  # ?task=navigation links straight to a task
+    if wanted in tasks and st.session_state.get("_task_link") != wanted:
+        st.session_state["train:task"] = wanted  # a (new) link wins over the last choice
+    st.session_state["_task_link"] = wanted
+    task_name = st.selectbox("Task", tasks, key="train:task", format_func=lambda t: TASK_LABELS.get(t, t))
+    if st.query_params.get("task") != task_name:
+        st.query_params["task"] = task_name  # the address bar always links to what is shown
+        st.session_state["_task_link"] = task_name
+task = get_task(task_name)
+with c2:
+    picked = st.multiselect("Architectures", ["ffnn", "rnn"], default=["ffnn", "rnn"], format_func=ARCH_LABELS.get,
+                            help="FFNN and RNN of matched parameter counts, trained and attacked side by side.")
+    archs = [a for a in ("ffnn", "rnn") if a in picked]  # the same order whatever the clicks
+with c3:
+    preset = st.selectbox("Preset", list(task.presets), help="quick: minutes on 2 CPU cores · paper: the studies' sizes")
+
+if task.about:
+    st.caption(task.about)
+if not archs:
+    st.info("Pick at least one architecture.")
+    st.stop()
+bases = {arch: task.make_config(arch, preset) for arch in archs}
+base = bases[archs[0]]
+prefix = f"{task_name}:{preset}"
+d1, d2 = st.columns([1, 3])
+with d1:
+    datasets = list(task.datasets or [base.dataset])
+    dataset = st.selectbox("Data", datasets, index=datasets.index(base.dataset) if base.dataset in datasets else 0,
+                           key=f"{prefix}:dataset")
+data_dir = base.data_dir
+if dataset in task.real_datasets:
+    with d2:
+        data_dir = st.text_input(f"Local {dataset} folder", value=base.data_dir, key=f"{prefix}:data_dir",
+                                 help="CIFAR-10: the extracted 'cifar-10-batches-py' folder (data_batch_1 … data_batch_5). "
+                                      "Multi30K: the folder with train.{en,de,fr}.gz, val.*.gz, test_2016_flickr.*.gz. "
+                                      f"It must lie under the data root {str(data_root())!r} (set MIA_DATA_ROOT to change it).")
+    if data_dir.strip():
+        try:  # folders typed here are confined to the data root (the page may be served on a network)
+            data_dir = str(resolve_data_dir(data_dir))
+        except MIAError as exc:
+            st.error(str(exc))
+            st.stop()
+overrides = config_overrides(bases, prefix)
+for arch in archs:
+    if dataset != base.dataset:
+        overrides[arch]["dataset"] = dataset
+    if data_dir != base.data_dir:
+        overrides[arch]["data_dir"] = data_dir
+
+def multi30k_folder_check(cfg) -> None:
+    """Say which Multi30K files are missing, and offer to fetch them (only on a click: no network otherwise)."""
+    langs = (cfg.options.src_lang, cfg.options.tgt_lang)
+    if not cfg.data_dir:
+        st.warning("Multi30K is read from a local folder: enter it above. It must hold "
+                   f"train.{langs[0]}.gz and train.{langs[1]}.gz (plus val.* and test_2016_flickr.*) from "
+                   "data/task1/raw/ of the Multi30K repository.")
+        st.stop()
+    needed = [f for f in multi30k.missing_files(cfg.data_dir, langs) if f.startswith("train.")]
+    if not needed:
+        return
+    st.warning(f"The folder {cfg.data_dir!r} lacks {', '.join(needed)}. Put the files from data/task1/raw/ of the "
+               "Multi30K repository there, or download them (needs an internet connection).")
+    if st.button(f"Download Multi30K ({'/'.join(langs)}) into this folder"):
+        with st.status("Downloading Multi30K…", expanded=True) as status:
+            try:
+                fetched = multi30k.download_multi30k(cfg.data_dir, langs, root=data_root(),
+                                                     on_file=lambda name, k, n: st.write(f"{name} ({k + 1}/{n})"))
+            except MIAError as exc:  # offline, a broken file, or a folder outside the data root
+                status.update(label="Download failed", state="error")
+                st.error(str(exc))
+                st.stop()
+            status.update(label=f"Downloaded {len(fetched)} files", state="complete")
+        st.rerun()
+    st.stop()
+
+
+try:
+    configs = [task.make_config(arch, preset, overrides[arch]) for arch in archs]
+except MIAError as exc:
+    st.error(f"Invalid settings: {exc}")
+    st.stop()
+
+if dataset == "multi30k":
+    multi30k_folder_check(configs[0])
+
+manager = job_manager()
+summaries = {c.arch: summary_of(c) for c in configs}
+jobs = {c.arch: manager.job(c) for c in configs}
+for c in configs:  # a job that finished but whose result cannot be read back from the cache
+    if summaries[c.arch] is None and jobs[c.arch] is not None and jobs[c.arch].summary is not None:
+        summaries[c.arch] = jobs[c.arch].summary
+missing = [c for c in configs if summaries[c.arch] is None]
+active = [c for c in missing if jobs[c.arch] is not None and jobs[c.arch].active]
+idle = [c for c in missing if c not in active]
+
+
+@st.fragment(run_every=2.0)
+def progress_panel(cfgs) -> None:
+    """The selection's jobs, refreshed every 2 s from the worker's events; when one ends, the whole
+    page reruns and draws its results from the cache."""
+    current = [manager.job(c) for c in cfgs]
+    if any(j is None or j.done for j in current):  # one ended: its results (or its error) belong on the page
+        st.rerun(scope="app")
+        return
+    for job in current:
+        if job is None:
+            continue
+        cols = st.columns([6, 1])
+        with cols[0]:
+            if job.state == "running":
+                ev = job.event
+                if ev is None:
+                    st.progress(0.0, text=f"{job.label}: starting the worker…")
+                else:
+                    left = job.eta_s
+                    eta = f" · about {format_seconds(left)} left" if left is not None else " · estimating time left…"
+                    st.progress(job.fraction, text=f"{job.label} — {ev.stage} ({ev.stage_fraction:.0%}){eta}")
+                    st.caption(f"running for {format_seconds(job.elapsed_s)} in worker process {job.worker_pid}; "
+                               "the ETA extrapolates the measured rate")
+            elif job.state == "queued":
+                place = manager.place(job)
+                running = [j.label for j in manager.active() if j.state == "running"]
+                st.progress(0.0, text=f"{job.label}: queued, #{place} in line"
+                                      + (f" (running now: {', '.join(running)})" if running else ""))
+            else:
+                st.progress(1.0, text=f"{job.label}: {job.state}")
+        with cols[1]:
+            if job.active and st.button("Cancel", key=f"cancel-{job.id}",
+                                        help="Stops this job; models already trained stay cached, so training it "
+                                             "again resumes from them."):
+                manager.cancel(job)
+                st.rerun(scope="app")
+
+
+if missing:
+    for c in idle:
+        job = jobs[c.arch]
+        if job is not None and job.state == "failed":
+            st.error(f"The last run of {ARCH_LABELS[c.arch]} failed: {job.error}")
+        elif job is not None and job.state == "cancelled":
+            st.warning(f"{ARCH_LABELS[c.arch]} was cancelled. Models it had finished are cached: training it again "
+                       "resumes from them.")
+    if idle:
+        idle_names = ", ".join(ARCH_LABELS[c.arch] for c in idle)
+        st.info(f"Not in the cache yet: {idle_names}. Training runs in a background worker process; the page stays "
+                "usable and every page shows the job queue in the sidebar.")
+        manager.prewarm()  # a worker process starts now, so the click trains at once
+        label = "Train & attack" if not active else f"Train & attack {idle_names} too"
+        if st.button(label, type="primary"):
+            manager.submit(idle)
+            st.rerun()
+    if active:
+        with st.container(border=True):
+            st.markdown(f"**Training {', '.join(ARCH_LABELS[c.arch] for c in active)} in the background** — you can "
+                        "change settings or pages meanwhile; this job keeps running.")
+            progress_panel(active)
+
+available = [summaries[c.arch] for c in configs if summaries[c.arch] is not None]
+if not available:
+    st.stop()
+if missing:
+    coming = [ARCH_LABELS[c.arch] for c in active]
+    untrained = [ARCH_LABELS[c.arch] for c in idle]
+    st.caption(f"Results so far: {', '.join(ARCH_LABELS[s['arch']] for s in available)} ("
+               + "; ".join(filter(None, [f"{', '.join(coming)} still to come" if coming else "",
+                                         f"{', '.join(untrained)} not trained yet" if untrained else ""])) + ").")
+views = {}
+if task_name == "navigation":
+    wanted_views = []
+    for c in configs:
+        if summaries[c.arch] is None:
+            continue
+        v = map_views_of(c)
+        if v is not None:
+            views[c.arch] = v
+        else:
+            mj = manager.job(c, "mapview")
+            if mj is None:  # cached runs from before the crisp maps: draw them once, in the worker
+                wanted_views.append(c)
+    if wanted_views:
+        manager.submit(wanted_views, kind="mapview")
+show_results(available, [c for c in configs if summaries[c.arch] is not None], overrides, views)

@@ -1,0 +1,242 @@
+"""Training defenses: retrain victims and shadows with DP-SGD (a σ or a target-ε grid), an L2 penalty
+or PPO's clip ε, FFNN vs RNN; utility loss, attack accuracy and ε at every point.
+
+Every point is an experiment config, trained by the server's job queue (worker processes, progress
+per point) and cached like any Train & attack run, so a sweep seen once loads at once.
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+from core.config import ExperimentConfig, field_range
+from core.errors import MIAError
+from core.sweeps import (DEFAULT_GRIDS, STUDY_TABLE2, accuracy_bound, baseline_config, baseline_of, check_sweep,
+                         point_config, point_of, study_recipe_epsilons, value_name)
+from core.tasks import available_tasks, get_task
+from ui import plots
+from ui.results import show_results
+from ui.shared import job_manager, summary_of
+
+TASK_LABELS = {"image": "Image classification", "translation": "Machine translation", "navigation": "Navigation (deep RL)"}
+ARCH_LABELS = {"ffnn": "FFNN", "rnn": "RNN"}
+MECHANISM_LABELS = {"dpsgd": "DP-SGD (Opacus)", "l2": "L2 penalty λ", "clip": "PPO clip ε"}
+UNITS = {"image": "one image", "translation": "one sentence pair",
+         "navigation": "one trajectory window (recurrence frames of one environment in one PPO update)"}
+
+st.title("Training defenses")
+st.caption(
+    "Defenses that change how victims **and the attacker's shadows** train (the attacker knows the recipe), so every "
+    "value is a full retraining, cached like any run. **DP-SGD** (paper 000 eq. 7–8): each record's gradient is "
+    "clipped to norm C and Gaussian noise N(0, σ²C²) is added to the batch sum; Opacus' accountants turn σ, the "
+    "sampling rate q and the number of steps into (ε, δ). **L2** penalises the weight matrices (paper 000 Fig. 7). "
+    "**PPO clip ε** (navigation) limits how far each update moves the policy. The study's question: does the same "
+    "ε cost the RNN more utility than the FFNN?")
+
+c1, c2, c3, c4 = st.columns([2, 2, 1, 2])
+with c1:
+    tasks = available_tasks()
+    wanted = st.query_params.get("task")
+    task_name = st.selectbox("Task", tasks, index=tasks.index(wanted) if wanted in tasks else 0,
+                             format_func=lambda t: TASK_LABELS.get(t, t), key="tdef:task")
+task = get_task(task_name)
+with c2:
+    picked = st.multiselect("Architectures", ["ffnn", "rnn"], default=["ffnn", "rnn"], format_func=ARCH_LABELS.get,
+                            key="tdef:archs")
+    archs = [a for a in ("ffnn", "rnn") if a in picked]
+with c3:
+    preset = st.selectbox("Preset", list(task.presets), key="tdef:preset")
+with c4:
+    mechanisms = ["dpsgd", "l2"] + (["clip"] if task_name == "navigation" else [])
+    mechanism = st.radio("Defense", mechanisms, horizontal=True, format_func=MECHANISM_LABELS.get, key="tdef:mech")
+if not archs:
+    st.info("Pick at least one architecture.")
+    st.stop()
+
+target_epsilon, clip_norm, delta = False, None, None
+bases: dict[str, ExperimentConfig] = {a: task.make_config(a, preset) for a in archs}
+if mechanism == "dpsgd":
+    d1, d2, d3 = st.columns([2, 1, 1])
+    with d1:
+        target_epsilon = st.radio("Grid of", ["σ", "ε"], horizontal=True, key="tdef:mode",
+                                  format_func={"σ": "noise multipliers σ", "ε": "target ε (σ found by Opacus)"}.get) == "ε"
+    with d2:
+        rng = field_range(ExperimentConfig, "dp_max_grad_norm")
+        clip_norm = st.number_input("clip norm C", value=1.0, format="%g", key="tdef:C",
+                                    help=f"Each record's gradient is clipped to this L2 norm (the study: 10). "
+                                         f"Allowed: {rng.describe()}.")
+    with d3:
+        rng = field_range(ExperimentConfig, "dp_delta")
+        delta = st.number_input("δ", value=1e-4, format="%g", key="tdef:delta",
+                                help=f"δ of the reported (ε, δ) (the study: 1e-4). Allowed: {rng.describe()}.")
+grid_key = "dpsgd_epsilon" if target_epsilon else mechanism
+name = value_name(mechanism, target_epsilon)
+text = st.text_input(f"{name} grid (comma-separated)", value=",".join(f"{v:g}" for v in DEFAULT_GRIDS[grid_key]),
+                     key=f"tdef:grid:{grid_key}")
+try:
+    values = [float(v) for v in text.replace(" ", "").split(",") if v]
+    for arch, base in bases.items():
+        check_sweep(base, mechanism, values, target_epsilon)
+        for v in values:
+            point_config(base, mechanism, v, target_epsilon, clip_norm, delta)
+except ValueError:
+    st.error(f"The {name} grid must be comma-separated numbers, got {text!r}.")
+    st.stop()
+except MIAError as exc:
+    st.error(str(exc))
+    st.stop()
+values = sorted(set(values))
+
+if mechanism == "dpsgd" and task_name == "navigation":
+    st.warning(
+        "**What DP-SGD protects here.** A private sample is one trajectory window (`recurrence` consecutive frames of "
+        "one environment within one PPO update), for both agents. ε bounds what training reveals about *one window's "
+        "training tuple*, not about a map: a member map is replayed in many windows of many updates, so per-map "
+        "privacy would need group privacy over all of them (ε grows roughly with their number) or clipping per map. "
+        "The membership attack on this page asks about maps.")
+
+# ---------------------------------------------------------------------------- the runs
+runs: dict[str, list[tuple[float | None, ExperimentConfig]]] = {}
+for arch, base in bases.items():
+    runs[arch] = [(None, baseline_config(base, mechanism))] + [
+        (v, point_config(base, mechanism, v, target_epsilon, clip_norm, delta)) for v in values]
+summaries = {(arch, v): summary_of(cfg) for arch, rs in runs.items() for v, cfg in rs}
+missing = [cfg for arch, rs in runs.items() for v, cfg in rs if summaries[(arch, v)] is None]
+manager = job_manager()
+
+
+def run_label(v: float | None) -> str:
+    return "undefended" if v is None else f"{name} = {v:g}"
+
+
+def status_rows() -> list[dict]:
+    rows = []
+    for arch, rs in runs.items():
+        for v, cfg in rs:
+            if summaries[(arch, v)] is not None:
+                state = "cached ✓"
+            else:
+                job = manager.job(cfg)
+                if job is None:
+                    state = "not trained"
+                elif job.state == "running":
+                    eta = f", ~{job.eta_s:.0f} s left" if job.eta_s is not None else ""
+                    state = f"training {job.fraction:.0%}{eta}"
+                elif job.error:
+                    state = f"failed: {job.error}"
+                else:
+                    state = job.state
+            rows.append({"arch": ARCH_LABELS[arch], "run": run_label(v), "status": state})
+    return rows
+
+
+if missing:
+    group = manager.group(missing)
+    active = [j for j in group.jobs if j is not None and j.active]
+    if active:
+        st.info(f"Training {len(active)} of {len(missing)} missing runs in the background (one job per point; "
+                f"the victim and every shadow train with the point's recipe).")
+
+        @st.fragment(run_every=2.0)
+        def _progress() -> None:
+            if not any(j is not None and j.active for j in manager.group(missing).jobs):
+                st.rerun()
+            st.dataframe(status_rows(), hide_index=True, width="stretch")
+
+        _progress()
+    else:
+        if group.error:
+            st.error(f"Some runs failed: {group.error}")
+        st.dataframe(status_rows(), hide_index=True, width="stretch")
+        if st.button(f"Run the sweep ({len(missing)} run{'s' if len(missing) != 1 else ''} to train)", type="primary"):
+            manager.submit(missing)
+            st.rerun()
+
+# ---------------------------------------------------------------------------- results
+points: dict[str, list[dict]] = {}
+baselines: dict[str, dict] = {}
+for arch, rs in runs.items():
+    base_summary = summaries[(arch, None)]
+    if base_summary is None:
+        continue
+    baselines[arch] = baseline_of(base_summary)
+    points[arch] = [point_of(summaries[(arch, v)], baselines[arch], mechanism, v, target_epsilon)
+                    for v, _ in rs[1:] if summaries[(arch, v)] is not None]
+if not any(points.values()):
+    st.caption("Results appear here point by point as the runs finish.")
+    st.stop()
+
+st.subheader("FFNN vs RNN over the grid")
+log_x = mechanism == "l2" or (mechanism == "dpsgd" and target_epsilon)
+left, right = st.columns(2)
+with left:
+    st.plotly_chart(plots.training_defense_curves(points, baselines, "utility_loss", "value", name, log_x), width="stretch")
+with right:
+    st.plotly_chart(plots.training_defense_curves(points, baselines, "attack_accuracy", "value", name, log_x),
+                    width="stretch")
+if mechanism == "dpsgd":
+    eps_values = [e for pts in points.values() for p in pts for e in (p["dpsgd"]["epsilons"].values()) if e]
+    bound = None
+    if eps_values:
+        top = max(eps_values)
+        grid = [top * k / 60 for k in range(61)]
+        bound = [(e, accuracy_bound(e, delta)) for e in grid]
+    left, right = st.columns(2)
+    with left:
+        st.plotly_chart(plots.training_defense_curves(points, baselines, "utility_loss", "epsilon_rdp", "ε",
+                                                      log_x=True), width="stretch")
+        st.caption("Utility loss at each ε (solid: RDP accountant, dotted: PRV): where the RNN's curve lies above the "
+                   "FFNN's, the same privacy costs the RNN more utility (paper 000 Fig. 8).")
+    with right:
+        st.plotly_chart(plots.training_defense_curves(points, baselines, "attack_accuracy", "epsilon_rdp", "ε",
+                                                      bound=bound), width="stretch")
+        st.caption("Grey: the highest balanced accuracy any attack can reach against an (ε, δ)-DP learner, "
+                   "½·(1 + δ + (1 − δ)·tanh(ε/2)). A measured attack above it would mean a broken guarantee.")
+
+st.dataframe(plots.training_defense_table(points, baselines).style.format(precision=4, na_rep="—"),
+             hide_index=True, width="stretch")
+metric = plots.UTILITY_NAMES.get(next(iter(baselines.values()))["utility_metric"], "utility")
+st.caption(f"Utility: {metric} on unseen records; utility loss 1 − M(defended)/M(undefended) (paper 000 Def. 4). "
+           "Attack: the task's primary attack, fitted on shadows trained with the same recipe.")
+
+if mechanism == "dpsgd":
+    st.markdown("**DP-SGD recipes: the study's (paper 000 Table 2) beside ours**")
+    dp_points = {a: [p for p in pts if p.get("dpsgd")] for a, pts in points.items()}
+    sigmas = sorted({p["dpsgd"]["noise_multiplier"] for pts in dp_points.values() for p in pts})
+    study = STUDY_TABLE2[task_name]
+    st.dataframe(plots.dpsgd_recipe_table(study, study_recipe_epsilons(task_name, sigmas), dp_points)
+                 .style.format(precision=4, na_rep="—"), hide_index=True, width="stretch")
+    st.caption(f"The study's rows: its recipe (|D|, batch, epochs, δ, C = {study['clip_norm']:g}) with the ε Opacus' "
+               "accountants give it at our σ values (the paper shows ε and utility loss only as figures, Figs. 8–9). "
+               f"A sample is {UNITS[task_name]}. Our quick runs have far fewer records, so at the same σ their q is "
+               "larger and ε higher.")
+
+# ---------------------------------------------------------------------------- one point in full
+st.subheader("One point in full")
+choices = [v for v in values if all(summaries[(a, v)] is not None for a in archs)]
+if choices:
+    chosen = st.selectbox("Point", choices, format_func=lambda v: run_label(v), key=f"tdef:point:{grid_key}")
+    shown = [summaries[(a, chosen)] for a in archs]
+    cfgs = [cfg for a in archs for v, cfg in runs[a] if v == chosen]
+    overrides = {}
+    for a, cfg in zip(archs, cfgs):
+        preset_cfg = bases[a].to_dict()
+        changed = {k: v for k, v in cfg.to_dict().items() if k != "options" and preset_cfg.get(k) != v}
+        changed.update({k: v for k, v in cfg.to_dict()["options"].items() if preset_cfg["options"].get(k) != v})
+        overrides[a] = changed
+    st.page_link("app_pages/1_Train_and_attack.py", label=f"Open Train & attack for {TASK_LABELS[task_name]} →",
+                 query_params={"task": task_name})
+    show_results(shown, cfgs, overrides)
+else:
+    st.caption("A point appears here once every selected architecture has run it.")
+
+with st.expander("Reproduce headless"):
+    grid_text = ",".join(f"{v:g}" for v in values)
+    extra = ""
+    if mechanism == "dpsgd":
+        extra = (" --target-epsilon" if target_epsilon else "") + f" --set dp_max_grad_norm={clip_norm:g} --set dp_delta={delta:g}"
+    for arch in archs:
+        st.code(f"python -m core defend --task {task_name} --arch {arch} --preset {preset} --mechanism {mechanism} "
+                f"--values {grid_text}{extra} --out {mechanism}_{arch}.json")
+    if mechanism == "dpsgd":
+        st.caption("Each point's `dpsgd` block records σ, C, q, steps, δ and the accountant history, so ε can be "
+                   "recomputed with Opacus directly.")

@@ -1,0 +1,167 @@
+"""The table a reviewer asks for: every task × architecture × preset that runs here, cold.
+
+    .venv/bin/python bench/presets.py [--tasks image,translation,navigation] [--presets quick]
+                                      [--archs ffnn,rnn] [--set TASK:KEY=VALUE ...] [--json out.json]
+
+Per run (a fresh temporary cache, so every number is a cold run): parameters, wall and CPU time (the
+process's CPU seconds over all its threads: a figure that other jobs on the machine do not inflate;
+on an otherwise idle 2-core machine the wall time lies between CPU/2 and CPU), train /
+validation utility, shadow fidelity (the shadows' mean member-loss gap to the victim at the final
+epoch, their validation utility), every attack's AUC, TPR at 1 % and at 0.1 % FPR, and stage timings.
+Then per task and preset, the FFNN-vs-RNN comparison: utility gap, the confounding warnings of
+core.fidelity, and the matched-utility view (each architecture at the checkpoint whose validation
+utility is closest to the other's final one).
+
+This is a benchmark, not a test: it trains every model for real and takes minutes per run.
+``--set translation:dataset=multi30k --set translation:data_dir=DIR`` runs a preset on real data.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+#: attacks shown in the main table (the rest are in the per-run attack lines and the JSON)
+MAIN_ATTACKS = ("shadow", "lira", "rmia")
+
+
+def run_one(task_name: str, arch: str, preset: str, overrides: dict, keep_cache: str | None) -> dict:
+    """One cold run in its own cache folder; returns the summary with the wall time added."""
+    cache = keep_cache or tempfile.mkdtemp(prefix="mia_bench_")
+    os.environ["MIA_CACHE_DIR"] = cache
+    try:
+        from core.cache import ArtifactCache
+        from core.pipeline import run_experiment
+        from core.tasks import get_task
+
+        cfg = get_task(task_name).make_config(arch, preset, overrides)
+        t, c = time.perf_counter(), time.process_time()
+        load = os.getloadavg()[0]
+        summary = run_experiment(cfg, cache=ArtifactCache(cache)).summary
+        summary["bench_wall_s"] = time.perf_counter() - t
+        summary["bench_cpu_s"] = time.process_time() - c  # all threads of this process: robust to other load
+        summary["bench_load"] = [load, os.getloadavg()[0]]
+        return summary
+    finally:
+        if keep_cache is None:
+            shutil.rmtree(cache, ignore_errors=True)
+
+
+def _f(x, fmt: str = ".3f") -> str:
+    return "–" if x is None else format(x, fmt)
+
+
+def utility_text(s: dict) -> str:
+    u = s["utility"]
+    fmt = ".1f" if u["metric"] == "bleu" else ".3f"
+    name = {"bleu": "BLEU", "accuracy": "acc", "return": "return"}.get(u["metric"], u["metric"])
+    return f"{name} {_f(u['train'], fmt)} / {_f(u['val'], fmt)}"
+
+
+def fidelity_text(s: dict) -> str:
+    f = s.get("shadow_fidelity")
+    if not f:
+        return "–"
+    last = f["checkpoints"][-1]
+    u = f["utility"].get("shadow_mean", {})
+    fmt = ".1f" if f["utility"]["metric"] == "bleu" else ".3f"
+    return f"{_f(last['member_loss_gap'], '.0%')} / {_f(last['nonmember_loss_gap'], '.0%')}; val {_f(u.get('val'), fmt)}"
+
+
+def attack_text(s: dict, name: str) -> str:
+    r = s["attacks"].get(name)
+    if r is None:
+        return "–"
+    return f"{r['auc']:.3f} / {r['tpr_at_fpr']['0.01']:.3f} / {r['tpr_at_fpr']['0.001']:.3f}"
+
+
+def markdown(rows: list[dict]) -> str:
+    head = ["task", "arch", "preset", "params", "cold s (wall / CPU)", "utility train / val",
+            "shadow fidelity: loss gap m / nm; val",
+            *[f"{n} AUC / TPR@1% / TPR@0.1%" for n in MAIN_ATTACKS]]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for s in rows:
+        data = s.get("data", {})
+        task = s["task"] + (f" ({data.get('pair') or data.get('env_id') or s['config']['dataset']})")
+        lines.append("| " + " | ".join([
+            task, s["arch"].upper(), s["preset"], f"{s['params']:,}",
+            f"{s['bench_wall_s']:.0f} / {s.get('bench_cpu_s', float('nan')):.0f}", utility_text(s),
+            fidelity_text(s), *[attack_text(s, n) for n in MAIN_ATTACKS]]) + " |")
+    return "\n".join(lines)
+
+
+def comparison_text(pair: list[dict]) -> str:
+    from core.fidelity import confounding_warnings, matched_utility, utility_gap
+
+    out = []
+    gap = utility_gap(pair)
+    if gap:
+        out.append(f"utility gap ({gap['archs'][0].upper()} − {gap['archs'][1].upper()}): train {_f(gap['train'], '.3g')}, "
+                   f"val {_f(gap['val'], '.3g')}")
+    for w in confounding_warnings(pair):
+        out.append(f"WARNING {w}")
+    view = matched_utility(pair)
+    for p in (view or {}).get("pairs", []):
+        m, r = p["matched"], p["reference"]
+        names = sorted(set(m["attacks"]) & set(r["attacks"]))
+        aucs = ", ".join(f"{n} {m['attacks'][n]['auc']:.3f} vs {r['attacks'][n]['auc']:.3f}" for n in names)
+        out.append(f"matched utility: {m['arch'].upper()}@{m['epoch']} (val {m['utility_val']:.3g}) vs "
+                   f"{r['arch'].upper()}@{r['epoch']} (val {r['utility_val']:.3g}): AUC {aucs}")
+    return "\n".join(out)
+
+
+def parse_sets(values: list[str]) -> dict[str, dict[str, str]]:
+    out: dict[str, dict[str, str]] = {}
+    for v in values:
+        scope, _, kv = v.partition(":")
+        key, sep, value = kv.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"--set expects TASK:KEY=VALUE, got {v!r}")
+        out.setdefault(scope, {})[key] = value
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", default="image,translation,navigation")
+    parser.add_argument("--presets", default="quick")
+    parser.add_argument("--archs", default="ffnn,rnn")
+    parser.add_argument("--set", action="append", default=[], help="TASK:KEY=VALUE override (repeatable)")
+    parser.add_argument("--json", help="write every summary (and the table) to this file")
+    parser.add_argument("--cache", help="use (and keep) this cache folder instead of a fresh one per run")
+    args = parser.parse_args()
+    sets = parse_sets(args.set)
+    import torch
+
+    from core.device import default_device
+
+    rows = []
+    for task in args.tasks.split(","):
+        for preset in args.presets.split(","):
+            pair = []
+            for arch in args.archs.split(","):
+                s = run_one(task, arch, preset, sets.get(task, {}), args.cache)
+                rows.append(s)
+                pair.append(s)
+                print(f"{task}/{arch}/{preset}: {s['bench_wall_s']:.0f} s wall, {s['bench_cpu_s']:.0f} s CPU (load "
+                      f"{s['bench_load'][0]:.1f}→{s['bench_load'][1]:.1f}), {utility_text(s)}; " + ", ".join(
+                    f"{n} {r['auc']:.3f}/{r['tpr_at_fpr']['0.01']:.3f}/{r['tpr_at_fpr']['0.001']:.3f}"
+                    for n, r in s["attacks"].items()), flush=True)
+            if len(pair) == 2:
+                print(comparison_text(pair), flush=True)
+    print(f"\ndevice={default_device()} torch threads={torch.get_num_threads()} cpus={os.cpu_count()}")
+    print(markdown(rows))
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"rows": rows, "table": markdown(rows)}, fh)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,177 @@
+"""Where independent trainings run: in this process, in a local process pool, or on Ray.
+
+The pipeline's trainings of one config (victim, shadows) and of analyses and sweeps are
+independent of each other. An executor runs a list of :class:`TrainingJob` and returns, per job,
+a :class:`TrainingOutput` made of plain bytes (safetensors weights, ``.npz`` Responses, JSON
+meta): the *driver* writes them into the content-addressed cache, so a result is the same
+whichever executor produced it, and a rerun on another executor is a cache hit.
+
+* ``local`` (default): one after another, in this process.
+* ``processes``: a local pool of ``workers`` processes (spawned; each sizes torch's thread pool to
+  its share of the usable cores, so they do not oversubscribe the machine).
+* ``ray``: tasks on a Ray cluster (``address``), or on a local Ray instance when no address is
+  given. Workers need this repository importable (same code, same data paths): on a cluster,
+  ship it with a runtime environment (``ray.init(runtime_env={"working_dir": ...})``) or install
+  it on every node.
+
+Seeds travel in the job (the role's seed is derived from the config), so every executor trains
+bit-for-bit the same model on the same hardware.
+"""
+from __future__ import annotations
+
+import os
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+import multiprocessing
+
+EXECUTORS = ("local", "processes", "ray")
+
+
+@dataclass(frozen=True)
+class TrainingJob:
+    """One training of the pipeline, described by plain data (picklable, JSON-able)."""
+
+    config: dict[str, Any]
+    role: str
+    train_index: tuple[int, ...]
+    query_index: tuple[int, ...]
+    measure_utility: tuple[tuple[int, ...], tuple[int, ...]] | None = None
+
+
+@dataclass
+class TrainingOutput:
+    """What a worker sends back: bytes only, written to the cache by the driver."""
+
+    role: str
+    meta: dict[str, Any]
+    weights: bytes
+    responses: dict[int, bytes] = field(default_factory=dict)
+
+
+def config_from_dict(d: dict[str, Any]):
+    """The validated :class:`~core.config.ExperimentConfig` of ``cfg.to_dict()``."""
+    from .tasks import get_task
+
+    d = dict(d)
+    task = get_task(d.pop("task"))
+    arch, preset = d.pop("arch"), d.pop("preset")
+    options = d.pop("options", {}) or {}
+    return task.make_config(arch, preset, {**d, **options})
+
+
+def run_job(job: TrainingJob) -> TrainingOutput:
+    """Train one job (in whatever process this runs) and return its bytes."""
+    import numpy as np
+    from safetensors.torch import save as save_safetensors
+
+    from .pipeline import train_role
+    from .tasks import get_task
+
+    cfg = config_from_dict(job.config)
+    task = get_task(cfg.task)
+    data = task.load(cfg)
+    measure = None
+    if job.measure_utility is not None:
+        measure = (np.asarray(job.measure_utility[0], np.int64), np.asarray(job.measure_utility[1], np.int64))
+    trained = train_role(task, cfg, data, job.role, np.asarray(job.train_index, np.int64),
+                         np.asarray(job.query_index, np.int64), measure)
+    weights = save_safetensors({k: v.detach().cpu().contiguous() for k, v in trained.weights.items()})
+    meta = {"params": trained.params, "per_epoch": trained.per_epoch, "train_s": trained.train_s,
+            "privacy": trained.privacy}
+    return TrainingOutput(job.role, meta, weights, {e: r.to_bytes() for e, r in trained.responses.items()})
+
+
+def _worker_init(threads: int) -> None:
+    import torch
+
+    torch.set_num_threads(max(1, threads))
+
+
+class Executor:
+    """Runs jobs; ``on_done(output)`` is called in the driver as each one finishes."""
+
+    name = "local"
+
+    def map(self, jobs: list[TrainingJob], on_done: Callable[[TrainingOutput], None]) -> None:
+        for job in jobs:
+            on_done(run_job(job))
+
+    def close(self) -> None:
+        pass
+
+
+class ProcessExecutor(Executor):
+    """A local pool of spawned worker processes."""
+
+    name = "processes"
+
+    def __init__(self, workers: int | None = None):
+        from .device import usable_cores
+
+        cores = usable_cores()
+        self.workers = max(1, min(workers or cores, cores))
+        self.threads = max(1, cores // self.workers)
+
+    def map(self, jobs: list[TrainingJob], on_done: Callable[[TrainingOutput], None]) -> None:
+        if not jobs:
+            return
+        ctx = multiprocessing.get_context("spawn")  # no forked torch/diskcache state in the workers
+        with ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_worker_init,
+                                 initargs=(self.threads,)) as pool:
+            futures = [pool.submit(run_job, job) for job in jobs]
+            for future in as_completed(futures):
+                on_done(future.result())
+
+
+class RayExecutor(Executor):
+    """Jobs as Ray tasks (one CPU each by default); a local Ray instance when no address is given."""
+
+    name = "ray"
+
+    def __init__(self, address: str | None = None, num_cpus: int | None = None, cpus_per_job: float = 1.0):
+        import ray
+
+        if not ray.is_initialized():
+            root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+            kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
+                                      "runtime_env": {"env_vars": {"PYTHONPATH": root}}}
+            if address:
+                kwargs["address"] = address
+            else:
+                kwargs["num_cpus"] = num_cpus
+            ray.init(**kwargs)
+        self._ray = ray
+        self._remote = ray.remote(num_cpus=cpus_per_job)(run_job)
+
+    def map(self, jobs: list[TrainingJob], on_done: Callable[[TrainingOutput], None]) -> None:
+        pending = [self._remote.remote(job) for job in jobs]
+        while pending:
+            done, pending = self._ray.wait(pending, num_returns=1)
+            on_done(self._ray.get(done[0]))
+
+
+def make_executor(name: str = "local", workers: int | None = None, address: str | None = None) -> Executor:
+    """The executor called ``name`` (``local``, ``processes``, ``ray``)."""
+    from .errors import ConfigError
+
+    if name == "local":
+        return Executor()
+    if name == "processes":
+        return ProcessExecutor(workers)
+    if name == "ray":
+        try:
+            return RayExecutor(address, num_cpus=workers)
+        except ImportError:
+            raise ConfigError("the ray executor needs the ray package (pip install -r requirements.txt)") from None
+    raise ConfigError(f"executor must be one of {', '.join(EXECUTORS)}, got {name!r}")
+
+
+def default_executor() -> Executor:
+    """The executor named by ``$MIA_EXECUTOR`` (``local`` when unset; ``$MIA_RAY_ADDRESS`` for ray)."""
+    return make_executor(os.environ.get("MIA_EXECUTOR", "local"), address=os.environ.get("MIA_RAY_ADDRESS") or None)
+
+
+def as_tuple(index: Iterable[int]) -> tuple[int, ...]:
+    return tuple(int(i) for i in index)

@@ -1,0 +1,261 @@
+"""Training-time defenses over a grid of values: DP-SGD's σ (or a target ε), L2's λ, PPO's clip ε.
+
+Unlike the defenses after training (:mod:`core.defenses`), these change how victims and shadows
+train, so every value is its own experiment: a *point* is the base config with one field set
+(:func:`point_config`), run by :func:`core.pipeline.run_experiment` and therefore cached like
+any run (a second sweep over the same grid loads at once; each point is also a full Train &
+attack result). The attacker's shadows train with the same config, so the attacker knows the
+training recipe, DP settings included (the adaptive attacker of the defenses' vocabulary).
+
+A sweep's JSON has the shape of ``python -m core defend`` (:func:`core.defenses.defend`): a
+``baseline`` (the undefended run) and ``points`` each with ``attack``, ``attacks``,
+``utility``, ``utility_loss`` (paper 000 Def. 4: L = 1 − M(defended)/M(undefended)),
+``epsilon`` and ``delta``; DP-SGD points add a ``dpsgd`` block (σ, C, q, steps, δ, the
+accountant, ε by RDP / PRV / GDP and the accountant history to recompute them).
+
+Mechanisms:
+
+* ``dpsgd`` — DP-SGD (paper 000 eq. 7–8) with noise multiplier σ = value, or, with
+  ``target_epsilon``, the σ reaching ε = value at δ (Opacus' ``get_noise_multiplier``).
+* ``l2`` — the L2 penalty λ = value on weight matrices (paper 000 Fig. 7); undefended: λ = 0.
+* ``clip`` — navigation only: PPO's clip ε = value (a small ε limits each update; paper 000
+  Fig. 7); undefended: the preset's ε (rl-starter-files' 0.2).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Callable
+
+import numpy as np
+
+from .cache import ArtifactCache
+from .config import ExperimentConfig
+from .defenses.dpsgd import epsilon
+from .errors import ConfigError
+from .metrics import empirical_epsilon
+from .pipeline import run_experiment
+from .progress import ProgressCallback
+
+MECHANISMS = ("dpsgd", "l2", "clip")
+#: quick grids: σ, target ε, λ and PPO clip ε
+DEFAULT_GRIDS: dict[str, tuple[float, ...]] = {
+    "dpsgd": (0.5, 1.0, 2.0, 4.0),
+    "dpsgd_epsilon": (1.0, 3.0, 8.0, 30.0),
+    "l2": (1e-4, 1e-3, 1e-2, 1e-1),
+    "clip": (0.02, 0.05, 0.1, 0.3),
+}
+#: paper 000, Table 2: the studies' DP-SGD recipe per task (S: empirical sensitivities of Table 1)
+STUDY_TABLE2: dict[str, dict[str, Any]] = {
+    "image": {"task": "IC", "train_size": 10000, "s_rnn": 0.013209, "s_ffnn": 0.013518, "delta": 1e-4,
+              "clip_norm": 10.0, "batch": 128, "epochs": 50},
+    "navigation": {"task": "RL", "train_size": "6400 (32 maps)", "s_rnn": 0.093682, "s_ffnn": 0.093429, "delta": 1e-4,
+                   "clip_norm": 10.0, "batch": 128, "epochs": 100},
+    "translation": {"task": "NMT", "train_size": 5000, "s_rnn": 0.11678, "s_ffnn": 0.11845, "delta": 1e-4,
+                    "clip_norm": 10.0, "batch": 128, "epochs": 50},
+}
+
+
+def value_name(mechanism: str, target_epsilon: bool = False) -> str:
+    """How the swept value is written: σ, ε, λ or clip ε."""
+    if mechanism == "dpsgd":
+        return "ε" if target_epsilon else "σ"
+    return {"l2": "λ", "clip": "clip ε"}.get(mechanism, "value")
+
+
+def check_sweep(cfg: ExperimentConfig, mechanism: str, values: list[float], target_epsilon: bool = False) -> None:
+    """Raise :class:`ConfigError` (one line) unless every value is valid for ``mechanism`` on
+    ``cfg``'s task: σ ≥ 0, ε > 0, λ ≥ 0, clip ε in (0, 1); ``clip`` only for navigation;
+    ``target_epsilon`` only for DP-SGD. Every point's config is validated too."""
+    if mechanism not in MECHANISMS:
+        raise ConfigError(f"unknown training defense {mechanism!r}; choose one of {', '.join(MECHANISMS)}")
+    if mechanism == "clip" and cfg.task != "navigation":
+        raise ConfigError(f"the clip mechanism sweeps PPO's clip ε and exists for navigation only, not {cfg.task}")
+    if target_epsilon and mechanism != "dpsgd":
+        raise ConfigError("--target-epsilon applies to the dpsgd mechanism only")
+    if not values:
+        raise ConfigError("no values to sweep")
+    name = value_name(mechanism, target_epsilon)
+    for v in values:
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
+            raise ConfigError(f"{name} must be a finite number, got {v!r}")
+        if mechanism == "dpsgd" and target_epsilon and v <= 0:
+            raise ConfigError(f"target ε must be > 0, got {v:g}")
+        if mechanism == "dpsgd" and not target_epsilon and v < 0:
+            raise ConfigError(f"σ (the noise multiplier) must be ≥ 0, got {v:g}")
+        if mechanism == "l2" and v < 0:
+            raise ConfigError(f"λ (the L2 coefficient) must be ≥ 0, got {v:g}")
+        point_config(cfg, mechanism, v, target_epsilon)  # the fields' own ranges (one line each)
+
+
+def point_config(cfg: ExperimentConfig, mechanism: str, value: float, target_epsilon: bool = False,
+                 max_grad_norm: float | None = None, delta: float | None = None) -> ExperimentConfig:
+    """The validated config of one point: ``cfg`` with the mechanism's field set to ``value``
+    (DP-SGD: also C and δ when given; otherwise ``cfg``'s)."""
+    value = float(value)
+    if mechanism == "dpsgd":
+        updates: dict[str, Any] = {"dp": "epsilon" if target_epsilon else "sigma"}
+        updates["dp_epsilon" if target_epsilon else "dp_noise_multiplier"] = value
+        if max_grad_norm is not None:
+            updates["dp_max_grad_norm"] = float(max_grad_norm)
+        if delta is not None:
+            updates["dp_delta"] = float(delta)
+    elif mechanism == "l2":
+        updates = {"weight_decay": value}
+    elif mechanism == "clip":
+        updates = {"clip_eps": value}
+    else:
+        raise ConfigError(f"unknown training defense {mechanism!r}; choose one of {', '.join(MECHANISMS)}")
+    return cfg.with_updates(updates).validate()
+
+
+def baseline_config(cfg: ExperimentConfig, mechanism: str) -> ExperimentConfig:
+    """The undefended run the utility loss is measured against: DP off (DP-SGD), λ = 0 (L2), or
+    ``cfg`` as it is (clip: its clip ε is the reference)."""
+    if mechanism == "dpsgd":
+        return cfg.with_updates({"dp": "off"}).validate()
+    if mechanism == "l2":
+        return cfg.with_updates({"weight_decay": 0.0}).validate()
+    return cfg
+
+
+def sweep_configs(cfg: ExperimentConfig, mechanism: str, values: list[float], target_epsilon: bool = False,
+                  max_grad_norm: float | None = None, delta: float | None = None) -> list[ExperimentConfig]:
+    """The points' configs, in the order of ``values``."""
+    return [point_config(cfg, mechanism, v, target_epsilon, max_grad_norm, delta) for v in values]
+
+
+def _utility_loss(defended: float | None, undefended: float | None) -> float | None:
+    """L = 1 − M(defended)/M(undefended) (paper 000 Def. 4); None where M(undefended) ≈ 0."""
+    if defended is None or undefended is None or abs(undefended) < 1e-9:
+        return None
+    return 1.0 - defended / undefended
+
+
+def _lower_bound(summary: dict[str, Any]) -> dict[str, float | None] | None:
+    """The empirical ε lower bound (Jagielski et al.) of the primary attack's scores."""
+    records = summary.get("records") or {}
+    scores = (records.get("scores") or {}).get(summary["attack"]["name"])
+    if scores is None or not records.get("membership"):
+        return None
+    return empirical_epsilon(np.asarray(scores, np.float64), np.asarray(records["membership"], bool))
+
+
+def _without_roc(attacks: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {n: {k: v for k, v in a.items() if k not in ("roc_fpr", "roc_tpr")} for n, a in attacks.items()}
+
+
+def baseline_of(summary: dict[str, Any]) -> dict[str, Any]:
+    """The ``baseline`` block from the undefended run's summary (the defenses' layout)."""
+    return {
+        "attack": {k: v for k, v in summary["attack"].items() if k not in ("roc_fpr", "roc_tpr")},
+        "attacks": _without_roc(summary["attacks"]),
+        "utility": summary["utility"]["val"], "utility_train": summary["utility"]["train"],
+        "utility_metric": summary["utility"]["metric"], "epsilon_lower_bound": _lower_bound(summary),
+        "config_hash": summary["config_hash"],
+    }
+
+
+def point_of(summary: dict[str, Any], baseline: dict[str, Any], mechanism: str, value: float,
+             target_epsilon: bool = False) -> dict[str, Any]:
+    """One point from its run's summary and the baseline block (see the module docstring)."""
+    point: dict[str, Any] = {
+        "value": float(value), "mechanism": mechanism, "value_name": value_name(mechanism, target_epsilon),
+        "config_hash": summary["config_hash"], "training_hash": summary.get("training_hash"),
+        "attack": {k: v for k, v in summary["attack"].items() if k not in ("roc_fpr", "roc_tpr")},
+        "attacks": _without_roc(summary["attacks"]), "adaptive_attack": None,
+        "utility": summary["utility"]["val"], "utility_train": summary["utility"]["train"],
+        "epsilon_lower_bound": _lower_bound(summary),
+        "timings": {"total_s": summary["timings"].get("total_s"),
+                    "trained_s": summary["timings"].get("victim_trained_s", 0.0)
+                    + summary["timings"].get("shadows_trained_s", 0.0)},
+        "cache_hit": bool(summary.get("cache_hit")),
+    }
+    point["utility_loss"] = _utility_loss(point["utility"], baseline["utility"])
+    point["utility_loss_train"] = _utility_loss(point["utility_train"], baseline["utility_train"])
+    dp = summary.get("privacy")
+    if mechanism == "dpsgd":
+        if not dp:
+            raise ConfigError(f"the run {summary['config_hash']} has no DP-SGD record (cached by an older version?)")
+        point["dpsgd"] = dp
+        point["epsilon"], point["delta"], point["gamma"] = dp["epsilon"], dp["delta"], None
+        recipe = (f"σ = {dp['noise_multiplier']:.4g}, C = {dp['max_grad_norm']:g}, q = {dp['sample_rate']:.4g}, "
+                  f"{dp['steps']} steps")
+        if dp["epsilon"] is None:
+            point["privacy_note"] = f"no finite ε ({recipe}): {next(iter(dp['notes'].values()), '')}"
+        else:
+            prv = dp["epsilons"].get("prv")
+            point["privacy_note"] = (f"(ε, δ)-DP for {dp['unit']} ({recipe}); ε by {dp['accountant'].upper()}"
+                                     + (f", PRV gives {prv:.3g}" if prv is not None else ""))
+    else:
+        point["epsilon"], point["delta"], point["gamma"] = None, None, None
+        point["privacy_note"] = f"{value_name(mechanism)} is a regulariser: no formal privacy guarantee"
+    return point
+
+
+def sweep(cfg: ExperimentConfig, mechanism: str, values: list[float], *, target_epsilon: bool = False,
+          max_grad_norm: float | None = None, delta: float | None = None, progress: ProgressCallback | None = None,
+          on_point: Callable[[int, int, dict[str, Any]], None] | None = None,
+          cache: ArtifactCache | None = None) -> dict[str, Any]:
+    """Run (or load) the baseline and every point; the CLI's ``defend --mechanism dpsgd|l2|clip`` JSON.
+
+    ``progress`` receives each run's events with the stage prefixed by the point and the
+    overall fraction spread over the runs; ``on_point(i, n, point)`` after each point.
+    """
+    check_sweep(cfg, mechanism, values, target_epsilon)
+    cache = cache or ArtifactCache()
+    base_cfg = baseline_config(cfg, mechanism)
+    configs = sweep_configs(cfg, mechanism, values, target_epsilon, max_grad_norm, delta)
+    runs = [("baseline", base_cfg)] + [(f"{value_name(mechanism, target_epsilon)} = {v:g}", c)
+                                       for v, c in zip(values, configs)]
+
+    def run(i: int, label: str, c: ExperimentConfig) -> dict[str, Any]:
+        def relay(ev) -> None:
+            if progress is not None:
+                progress(dataclasses.replace(ev, stage=f"{label} ({i + 1}/{len(runs)}): {ev.stage}",
+                                             overall_fraction=(i + ev.overall_fraction) / len(runs)))
+        return run_experiment(c, progress=relay, cache=cache).summary
+
+    baseline = baseline_of(run(0, *runs[0]))
+    points = []
+    for i, (v, c) in enumerate(zip(values, configs)):
+        points.append(point_of(run(i + 1, *runs[i + 1]), baseline, mechanism, v, target_epsilon))
+        if on_point is not None:
+            on_point(i + 1, len(values), points[-1])
+    spec = {"mechanism": mechanism, "values": [float(v) for v in values], "target_epsilon": target_epsilon,
+            "value_name": value_name(mechanism, target_epsilon)}
+    if mechanism == "dpsgd":
+        spec.update(max_grad_norm=configs[0].dp_max_grad_norm, delta=configs[0].dp_delta,
+                    accountant=configs[0].dp_accountant)
+    return {"task": cfg.task, "arch": cfg.arch, "preset": cfg.preset, "mechanism": mechanism,
+            "attacker": "adaptive", "attacker_note": "the shadows train with the victim's recipe, this defense included",
+            "config_hash": base_cfg.config_hash, "training_hash": base_cfg.training_hash, "spec": spec,
+            "sensitivity": None, "baseline": baseline, "points": points}
+
+
+def study_recipe_epsilons(task: str, sigmas: list[float]) -> list[dict[str, Any]]:
+    """ε at each σ of the study's own DP-SGD recipe (paper 000 Table 2: |D|, batch, epochs, δ),
+    as Opacus' RDP and PRV accountants give it with Poisson sampling at q = batch/|D|: the
+    privacy the study's models got at the σ values we sweep (navigation: 6,400 samples)."""
+    row = STUDY_TABLE2[task]
+    n = 6400 if task == "navigation" else int(row["train_size"])
+    q = row["batch"] / n
+    steps = int(round(row["epochs"] / q))
+    out = []
+    for s in sigmas:
+        hist = [[float(s), q, steps]]
+        rdp, prv = epsilon(hist, row["delta"], "rdp"), epsilon(hist, row["delta"], "prv")
+        out.append({"sigma": float(s), "sample_rate": q, "steps": steps, "delta": row["delta"],
+                    "epsilon_rdp": rdp if math.isfinite(rdp) else None, "epsilon_prv": prv if math.isfinite(prv) else None})
+    return out
+
+
+def accuracy_bound(epsilon: float, delta: float) -> float:
+    """The highest balanced accuracy any membership attack can reach on an (ε, δ)-DP learner.
+
+    DP bounds every test's error rates (Kairouz, Oh & Viswanath 2015): TPR ≤ e^ε·FPR + δ and
+    1 − FPR ≤ e^ε·(1 − TPR) + δ. With both tight, FPR = (1 − δ)/(e^ε + 1), so the accuracy
+    (1 + TPR − FPR)/2 is at most ½·(1 + δ + (1 − δ)·(e^ε − 1)/(e^ε + 1)) — e^ε/(1 + e^ε) at δ = 0,
+    the accuracy form of Yeom et al.'s advantage bound (paper 002).
+    """
+    return 0.5 * (1.0 + delta + (1.0 - delta) * math.tanh(epsilon / 2.0))

@@ -1,0 +1,239 @@
+"""The one training loop: optimizer from the config, seeded batching, hooks, progress, DP-SGD.
+
+Image classification and translation train through :func:`train_epochs`; navigation's PPO keeps
+its own rollout/update structure (:mod:`core.ppo`) but builds its optimizer with
+:func:`build_optimizer` and goes private with :func:`privatize`, the same hooks.
+
+One epoch of :func:`train_epochs` over N training records with batch size B:
+
+* **non-private** — a seeded permutation of 0..N−1 cut into ⌈N/B⌉ batches; per batch:
+  ``loss = batch_loss(index)`` (the mean of the records' losses), backward, optional global
+  gradient-norm clip, optimizer step;
+* **private** (``privacy`` given, DP-SGD of paper 000 eq. 7–8) — ⌈N/B⌉ batches drawn by Opacus'
+  Poisson sampler (each record independently with q = 1/⌈N/B⌉, the same seeded generator);
+  the per-record gradients g_x of ``batch_loss`` are clipped to C and summed, N(0, σ²C²I) is
+  added and the sum divided by B̄ = q·N before the optimizer step:
+  θ ← θ − η·(1/B̄)·(Σₓ clip(gₓ, C) + N(0, C²σ²I)), clip(g, C) = g·min(1, C/‖g‖). The global clip
+  is not applied (the per-record clip takes its place); ε is accounted by
+  :mod:`core.defenses.dpsgd`, which is imported only when a config asks for DP.
+
+The optimizer is Adam with the L2 penalty (λ/2)·‖W‖² of the study's regularisation defense
+(paper 000 Fig. 7) on **weight matrices only** — parameters with two or more dimensions (linear,
+convolution, embedding and recurrent weights) — never on biases or normalisation gains (as
+nanoGPT's ``configure_optimizers``): penalising those shifts activations without limiting
+capacity. Adam's coupled ``weight_decay`` adds λ·W to the gradient; under DP-SGD it is added to
+the noisy gradient, a data-independent step that costs no privacy.
+
+Hooks: ``on_batch(Batch)`` after every optimizer step (record positions, loss and, under DP,
+each record's gradient norm before clipping), ``on_epoch(epoch, model)`` after every epoch,
+``on_progress(fraction)`` after every batch.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from typing import Any, Callable
+
+import numpy as np
+import torch
+from torch import nn
+
+#: ``batch_loss(index)``: the mean loss of the records at positions ``index`` (a CPU LongTensor)
+BatchLoss = Callable[[torch.Tensor], torch.Tensor]
+
+
+@dataclass
+class Batch:
+    """What ``on_batch`` is told after each optimizer step.
+
+    Attributes:
+        epoch: 1-based epoch (PPO: update).
+        step: 0-based optimizer step within the epoch.
+        index: positions (0..N−1) of the records (PPO: of the trajectory windows) in the batch.
+        loss: the batch's mean loss (NaN for an empty Poisson batch: a noise-only step).
+        per_sample_norms: DP-SGD only: ‖g_x‖₂ of each record's gradient before clipping.
+    """
+
+    epoch: int
+    step: int
+    index: np.ndarray
+    loss: float
+    per_sample_norms: np.ndarray | None = None
+
+
+BatchCallback = Callable[[Batch], None]
+
+
+@dataclass(frozen=True)
+class PrivacySettings:
+    """What a config asks of DP-SGD (:meth:`from_config`; None while ``dp`` is off).
+
+    Attributes:
+        max_grad_norm: C, the per-sample clip norm (> 0).
+        delta: δ of the reported (ε, δ), in (0, 1).
+        noise_multiplier: σ (≥ 0), or None when ``target_epsilon`` sets it.
+        target_epsilon: ε the run must reach at δ after all its steps (σ then found by Opacus'
+            ``get_noise_multiplier``), or None.
+        accountant: the accountant calibrating σ to a target ε (``rdp`` or ``prv``).
+    """
+
+    max_grad_norm: float
+    delta: float = 1e-4
+    noise_multiplier: float | None = 1.0
+    target_epsilon: float | None = None
+    accountant: str = "rdp"
+
+    @classmethod
+    def from_config(cls, cfg: Any) -> "PrivacySettings | None":
+        """The DP-SGD settings of an :class:`~core.config.ExperimentConfig`, None if ``dp`` is off."""
+        if cfg.dp == "off":
+            return None
+        return cls(max_grad_norm=cfg.dp_max_grad_norm, delta=cfg.dp_delta,
+                   noise_multiplier=cfg.dp_noise_multiplier if cfg.dp == "sigma" else None,
+                   target_epsilon=cfg.dp_epsilon if cfg.dp == "epsilon" else None, accountant=cfg.dp_accountant)
+
+
+@dataclass
+class TrainingRecord:
+    """What a training run reports besides the trained model.
+
+    Attributes:
+        epochs: epochs (PPO: updates) run.
+        steps: optimizer steps taken.
+        seconds: wall-clock seconds of the loop.
+        privacy: DP-SGD only: σ, C, q, steps and the accountant history
+            (:class:`core.defenses.dpsgd.PrivacyRecord` as a dict), else None.
+    """
+
+    epochs: int
+    steps: int
+    seconds: float
+    privacy: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# ---------------------------------------------------------------------------- optimizer
+def decay_groups(model: nn.Module) -> tuple[list[str], list[str]]:
+    """(names decayed, names not decayed): weight matrices (≥ 2 dimensions) vs biases and
+    normalisation gains (1 dimension)."""
+    decay, no_decay = [], []
+    for name, p in model.named_parameters():
+        if p.requires_grad:
+            (decay if p.dim() >= 2 else no_decay).append(name)
+    return decay, no_decay
+
+
+def build_optimizer(model: nn.Module, lr: float, weight_decay: float = 0.0, eps: float = 1e-8) -> torch.optim.Adam:
+    """Adam with the L2 penalty ``weight_decay`` on weight matrices only (module docstring).
+
+    Two parameter groups, decayed first; with ``weight_decay = 0`` the steps are Adam's exactly.
+    """
+    params = dict(model.named_parameters())
+    decay, no_decay = decay_groups(model)
+    groups = [{"params": [params[n] for n in decay], "weight_decay": weight_decay},
+              {"params": [params[n] for n in no_decay], "weight_decay": 0.0}]
+    return torch.optim.Adam([g for g in groups if g["params"]], lr=lr, eps=eps)
+
+
+def seeded_generator(offset: int = 0) -> torch.Generator:
+    """A CPU generator seeded from the seed the pipeline gave this model (``torch.initial_seed``),
+    so the data order (and Poisson sampling) is fixed by the role's seed alone."""
+    return torch.Generator().manual_seed((int(torch.initial_seed()) + offset) % 2**63)
+
+
+def noise_seed() -> int:
+    """Seed of DP-SGD's noise generator, derived from the role's seed (independent of the data order)."""
+    return (int(torch.initial_seed()) * 6364136223846793005 + 1442695040888963407) % 2**63
+
+
+# ---------------------------------------------------------------------------- privacy hook
+def privatize(model: nn.Module, optimizer: torch.optim.Optimizer, n_samples: int, batch_size: int, passes: int,
+              settings: PrivacySettings, generator: torch.Generator, unit: str):
+    """Wrap ``model`` and ``optimizer`` for DP-SGD over ``n_samples`` samples with Opacus
+    (:func:`core.defenses.dpsgd.make_private`): Poisson batches of expected size ≈ ``batch_size``
+    drawn with ``generator``, ``passes`` passes, σ from ``settings`` (given, or calibrated to the
+    target ε over all the steps). ``unit`` says what one sample is (what the guarantee protects)."""
+    from .defenses import dpsgd  # Opacus is imported only by configs that ask for DP
+
+    return dpsgd.make_private(model, optimizer, n_samples, batch_size, passes, settings, generator, noise_seed(), unit)
+
+
+# ---------------------------------------------------------------------------- the loop
+def train_epochs(
+    model: nn.Module,
+    n_records: int,
+    batch_loss: BatchLoss,
+    *,
+    epochs: int,
+    batch_size: int,
+    optimizer: torch.optim.Optimizer,
+    generator: torch.Generator,
+    privacy: PrivacySettings | None = None,
+    clip_norm: float | None = None,
+    unit: str = "one training record",
+    on_batch: BatchCallback | None = None,
+    on_epoch: Callable[[int, nn.Module], None] | None = None,
+    on_progress: Callable[[float], None] | None = None,
+) -> TrainingRecord:
+    """Train ``model`` in place for ``epochs`` epochs over records 0..``n_records``−1 (see the
+    module docstring); ``batch_loss(index)`` must return the *mean* of the per-record losses
+    (DP-SGD's per-sample gradients are taken of it), each record's loss depending on that record
+    alone. Returns the :class:`TrainingRecord` (with the privacy record under DP-SGD)."""
+    start = time.perf_counter()
+    model.train()
+    private = None
+    if privacy is not None:
+        private = privatize(model, optimizer, n_records, batch_size, epochs, privacy, generator, unit)
+        steps_per_epoch = private.steps_per_pass
+    else:
+        steps_per_epoch = -(-n_records // batch_size)
+    steps = 0
+    try:
+        for epoch in range(1, epochs + 1):
+            if private is None:
+                perm = torch.randperm(n_records, generator=generator)
+                batches = (perm[i : i + batch_size] for i in range(0, n_records, batch_size))
+            else:
+                batches = private.batches()
+            for k, index in enumerate(batches):
+                loss_value, norms = _step(model, optimizer, private, batch_loss, index, clip_norm, on_batch is not None)
+                steps += 1
+                if on_batch is not None:
+                    on_batch(Batch(epoch, k, index.numpy(), loss_value, norms))
+                if on_progress is not None:
+                    on_progress((epoch - 1 + min(k + 1, steps_per_epoch) / steps_per_epoch) / epochs)
+            if on_epoch is not None:
+                on_epoch(epoch, model)
+    finally:
+        record = private.record().to_dict() if private is not None else None
+        if private is not None:
+            private.close()
+    return TrainingRecord(epochs, steps, time.perf_counter() - start, record)
+
+
+def _step(model: nn.Module, optimizer: torch.optim.Optimizer, private, batch_loss: BatchLoss, index: torch.Tensor,
+          clip_norm: float | None, want_norms: bool) -> tuple[float, np.ndarray | None]:
+    """One optimizer step on the records ``index``: (loss, per-sample norms under DP or None)."""
+    if private is None:
+        optimizer.zero_grad(set_to_none=True)
+        loss = batch_loss(index)
+        loss.backward()
+        if clip_norm is not None:
+            nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
+        optimizer.step()
+        return float(loss.detach()), None
+    private.zero_grad()
+    if len(index) == 0:  # Poisson sampling drew nobody: the noise-only step still happens
+        private.step(empty=True)
+        return float("nan"), (np.zeros(0, np.float32) if want_norms else None)
+    loss = batch_loss(index)
+    private.backward(loss)
+    norms = None
+    if want_norms:
+        from .defenses.dpsgd import per_sample_norms
+
+        norms = per_sample_norms(private.optimizer).detach().cpu().numpy()
+    private.step()
+    return float(loss.detach()), norms

@@ -1,0 +1,192 @@
+"""The app's job queue: worker processes, one job per model config shared by every session, queue
+order, cancel (cached models kept), progress from the worker to the page, clean shutdown."""
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from core.pipeline import cached_summary
+from core.tasks import get_task
+from ui.jobs import CANCELLED, DONE, JobManager
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGE = "app_pages/1_Train_and_attack.py"
+TINY = dict(n_train=40, n_eval=20, epochs=2, n_shadows=1, attack_epochs=(), attack_train_epochs=3)
+
+
+def tiny(arch, **changes):
+    return get_task("image").make_config(arch, "quick", {**TINY, **changes})
+
+
+def wait(predicate, timeout=180, every=0.1):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if predicate():
+            return True
+        time.sleep(every)
+    raise AssertionError("timed out")
+
+
+@pytest.fixture(scope="module")
+def manager():
+    """One queue (and warm worker) for these tests, as one server has; each test's jobs write to
+    that test's own cache folder (a job carries the environment it was submitted with)."""
+    m = JobManager(workers=1)
+    yield m
+    m.shutdown()
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie (exited, not yet reaped) is not alive
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+def test_overlapping_selections_train_each_model_once_in_queue_order(manager):
+    """Session A asks for FFNN and RNN, session B for RNN alone and then for RNN and FFNN in the
+    other order: the same two jobs, trained once each, in the order they were first queued."""
+    ffnn, rnn, other = tiny("ffnn"), tiny("rnn"), tiny("ffnn", seed=7)
+    a = manager.submit([ffnn, rnn])
+    b1 = manager.submit([rnn])
+    b2 = manager.submit([rnn, ffnn])
+    c = manager.submit([other])
+    assert b1.jobs[0] is a.jobs[1] and b2.jobs == [a.jobs[1], a.jobs[0]]
+    assert [j.label for j in manager.active()] == [j.label for j in (a.jobs + c.jobs)]
+    assert manager.place(c.jobs[0]) in (2, 3)  # behind RNN (and FFNN until it starts)
+    wait(lambda: a.done and c.done)
+    jobs = a.jobs + c.jobs
+    assert [j.state for j in jobs] == [DONE] * 3, [j.error for j in jobs]
+    assert jobs[0].started < jobs[1].started < jobs[2].started  # queue order kept
+    for job in jobs:
+        assert job.summary["models_from_cache"] == {"victim": False, "shadows": 0}  # trained, once
+        assert cached_summary(job.config)["config_hash"] == job.config.config_hash
+    assert manager.submit([ffnn]).jobs[0] is not a.jobs[0]  # a finished job is never re-attached to
+
+
+def test_cancel_stops_the_worker_job_and_keeps_cached_models(manager):
+    cfg = tiny("rnn", n_shadows=3, epochs=4, n_train=80, n_eval=40)
+    group = manager.submit([cfg])
+    job = group.jobs[0]
+    # the victim is cached once the first shadow starts
+    wait(lambda: job.event is not None and job.event.stage.startswith("shadow") or job.done, every=0.02)
+    assert job.state == "running", job.error
+    pid = job.worker_pid
+    t = time.time()
+    manager.cancel(job)
+    wait(lambda: job.done, timeout=30)
+    assert job.state == CANCELLED and time.time() - t < 15
+    assert cached_summary(cfg) is None
+    # the worker survived the cancel and trains the next job; the victim comes from the cache
+    again = manager.submit([cfg]).jobs[0]
+    assert again is not job
+    wait(lambda: again.done)
+    assert again.state == DONE, again.error
+    assert again.summary["models_from_cache"]["victim"] is True
+    assert again.worker_pid == pid
+
+
+def test_cancel_a_queued_job_takes_it_off_the_queue(manager):
+    first, second = tiny("ffnn", seed=11), tiny("rnn", seed=11)
+    group = manager.submit([first, second])
+    queued = group.jobs[1]
+    manager.cancel(queued)
+    assert queued.state == CANCELLED and queued not in manager.active()
+    wait(lambda: group.jobs[0].done)
+    assert group.jobs[0].state == DONE and cached_summary(second) is None
+
+
+def test_a_job_error_is_reported_and_can_be_retried(manager):
+    cfg = get_task("image").make_config("rnn", "quick", dict(dataset="cifar10", data_dir="/nonexistent"))
+    group = manager.submit([cfg])
+    wait(lambda: group.done, timeout=120)
+    assert "not found" in group.error
+    assert manager.submit([cfg]).jobs[0] is not group.jobs[0]
+
+
+def test_the_workers_progress_reaches_the_page():
+    """Two browser sessions: A clicks Train & attack; B, with the selection in the other order,
+    sees the same jobs (no second button) and the worker's stages and ETA in its progress bars."""
+    cfg = {"n_train": 60, "n_eval": 30, "epochs": 6, "n_shadows": 2, "attack_epochs": "", "attack_train_epochs": 3}
+
+    def session():
+        at = AppTest.from_file(str(ROOT / "app.py"))
+        at.switch_page(PAGE)
+        at.run(timeout=60)
+        for name, value in cfg.items():
+            for key in (f"image:quick:{name}", f"image:quick:{name}:ffnn", f"image:quick:{name}:rnn"):
+                for widgets in (at.number_input, at.text_input):
+                    try:
+                        widgets(key=key).set_value(value)
+                    except KeyError:
+                        pass
+        return at.run(timeout=60)
+
+    a, b = session(), session()
+    [x for x in a.button if x.label == "Train & attack"][0].click()
+    a.run(timeout=60)
+    b.multiselect[0].set_value(["rnn", "ffnn"]).run(timeout=60)
+    assert not [x for x in b.button if x.label.startswith("Train & attack")]
+    texts = set()
+    deadline = time.time() + 240
+    def complete(at):
+        return any(s.value == "Attacks" for s in at.subheader) and not any("still to come" in c.value for c in at.caption)
+
+    while time.time() < deadline and not complete(b):
+        b.run(timeout=60)
+        assert not b.exception, b.exception
+        texts |= {p.proto.text for p in b.get("progress")}
+        time.sleep(0.3)
+    assert complete(b)
+    stages = " ".join(texts)
+    assert "victim (ffnn)" in stages or "shadow" in stages, texts
+    assert "left" in stages, texts  # an ETA from the worker's measured rate
+    a.run(timeout=60)
+    assert complete(a)
+
+
+SHUTDOWN_SCRIPT = textwrap.dedent("""
+    import atexit, signal, sys, time
+    sys.path.insert(0, {root!r})
+    from core.tasks import get_task
+    from ui.jobs import JobManager
+    m = JobManager(workers=1)
+    atexit.register(m.shutdown)
+    signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))  # as the Streamlit server stops on SIGTERM
+    cfg = get_task("image").make_config("rnn", "quick", dict(n_train=300, n_eval=100, epochs=40, n_shadows=4))
+    job = m.submit([cfg]).jobs[0]
+    while job.event is None or not job.event.stage.startswith("victim"):
+        time.sleep(0.05)
+    print(job.worker_pid, flush=True)
+    time.sleep(600)
+""")
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL"])
+def test_server_shutdown_with_a_running_job_ends_the_worker(tmp_path, how):
+    """A server stopped (or killed) while its worker trains leaves no process behind."""
+    script = tmp_path / "server.py"
+    script.write_text(SHUTDOWN_SCRIPT.format(root=str(ROOT)))
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, cwd=str(ROOT))
+    try:
+        worker = int(proc.stdout.readline())
+        assert alive(worker)
+        t = time.time()
+        proc.send_signal(getattr(signal, how))
+        assert proc.wait(30) in (0, -signal.SIGKILL)
+        wait(lambda: not alive(worker), timeout=20)
+        assert time.time() - t < 20
+    finally:
+        if proc.poll() is None:
+            proc.kill()

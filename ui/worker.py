@@ -1,0 +1,225 @@
+"""The worker process that trains for the app: ``python -m ui.worker FD SERVER_PID`` (started by
+:mod:`ui.jobs`).
+
+It never imports Streamlit. The app server (its parent) talks to it over the inherited socket ``FD``
+with pickled tuples (a :class:`multiprocessing.connection.Connection`; only these two processes
+hold its ends):
+
+* server → worker: ``("run", job_id, kind, config, env)`` and ``("stop",)``;
+* worker → server: ``("ready", pid)``, then per job ``("progress", job_id, ProgressEvent)`` …
+  and one of ``("done", job_id, result)``, ``("error", job_id, message)``, ``("cancelled", job_id)``.
+
+Signals: ``SIGUSR1`` cancels the running job and the worker waits for the next one; ``SIGTERM``
+ends the worker. A first signal asks: the job stops at its next progress report (inside a training
+loop, never half-way through a cache write); a second one stops it at once. Either way it unwinds
+like Ctrl-C in the CLI: locks are released and the models already cached stay cached. The worker
+runs in its own session (Ctrl-C in the server's terminal reaches the server only, which then ends
+its workers) and ends by itself when the server process disappears (``kill -9`` included).
+"""
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+import traceback
+from multiprocessing.connection import Connection
+from typing import Any
+
+#: environment variables a job carries from the server (its value at submit time; "" = unset)
+JOB_ENV = ("MIA_CACHE_DIR", "MIA_DATA_ROOT", "MIA_DEVICE")
+#: niceness added to the worker (``$MIA_WORKER_NICE``, default 0: it trains as fast as the CLI; the
+#: server stays responsive anyway, being another process that mostly sleeps)
+def niceness() -> int:
+    try:
+        return max(0, int(os.environ.get("MIA_WORKER_NICE", "0") or 0))
+    except ValueError:
+        return 0
+
+
+class JobCancelled(BaseException):
+    """Raised in the worker's main thread by SIGUSR1 (cancel the job) or SIGTERM (end)."""
+
+
+class WorkerExit(JobCancelled):
+    pass
+
+
+_state = {"running": False, "cancel": False, "exit": False}
+_SIGNALS = {signal.SIGUSR1, signal.SIGTERM}
+
+
+def _on_cancel(signum, frame):
+    if not _state["running"]:
+        return  # a cancel that arrived after its job ended
+    if _state["cancel"]:
+        raise JobCancelled()
+    _state["cancel"] = True
+
+
+def _on_term(signum, frame):
+    if not _state["running"] or _state["exit"]:
+        raise WorkerExit()
+    _state["exit"] = _state["cancel"] = True
+
+
+def _checkpoint() -> None:
+    """Where a requested cancel takes effect (called with every progress report)."""
+    if _state["exit"]:
+        raise WorkerExit()
+    if _state["cancel"]:
+        raise JobCancelled()
+
+
+def _send(conn: Connection, msg: tuple) -> None:
+    """Send with the cancel signals held back, so a message is never cut in half."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+    try:
+        conn.send(msg)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def _watch_parent(parent: int) -> None:
+    """End this worker when the server is gone (its parent changes when it dies)."""
+    while True:
+        time.sleep(0.5)
+        if os.getppid() != parent:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(10)
+            os._exit(1)
+
+
+def _preload_tasks() -> None:
+    """Import every task module (their libraries take seconds to import) before the first job."""
+    try:
+        from core.tasks import available_tasks, get_task
+
+        for name in available_tasks():
+            get_task(name)
+    except Exception:  # only a head start; the job imports what it needs anyway
+        pass
+
+
+def _set_env(env: dict[str, str]) -> None:
+    for name in JOB_ENV:
+        value = env.get(name, "")
+        if value:
+            os.environ[name] = value
+        else:
+            os.environ.pop(name, None)
+
+
+def run_job(kind: str, config: Any, progress) -> Any:
+    """What a job computes (the same entry points the CLI uses)."""
+    if kind == "experiment":
+        from core.pipeline import run_experiment
+
+        result = run_experiment(config, progress=progress)
+        if config.task == "navigation" and result.models is not None:
+            try:  # the crisp example maps, from the models still in memory
+                from ui.mapview import compute_map_views
+
+                compute_map_views(config, models=result.models)
+            except Exception:  # the summary is what the job is for; the page can redo this
+                traceback.print_exc()
+        return result.summary
+    if kind == "mapview":
+        from ui.mapview import compute_map_views
+
+        return compute_map_views(config, progress=progress)
+    raise ValueError(f"unknown job kind {kind!r}")
+
+
+def serve(conn: Connection, parent: int) -> None:
+    from core.device import configure_threads
+    from core.errors import MIAError
+
+    signal.signal(signal.SIGUSR1, _on_cancel)
+    signal.signal(signal.SIGTERM, _on_term)
+    threading.Thread(target=_watch_parent, args=(parent,), daemon=True, name="mia-watch-parent").start()
+    threads = int(os.environ.get("MIA_WORKER_THREADS", "0") or 0)
+    if threads > 0:
+        import torch
+
+        torch.set_num_threads(threads)
+    else:
+        configure_threads()
+    import core.pipeline  # noqa: F401  (imported before "ready": the first job starts at once)
+
+    _preload_tasks()  # pages start a worker before the click (JobManager.prewarm), so this is free
+    _send(conn, ("ready", os.getpid()))
+    while True:
+        try:
+            msg = conn.recv()  # idle: SIGTERM ends the worker here, SIGUSR1 is ignored
+        except (EOFError, OSError):
+            return
+        if msg[0] == "stop":
+            return
+        _, job_id, kind, config, env = msg
+        _set_env(env)
+        last = [0.0]
+
+        def progress(ev, job_id=job_id):
+            _checkpoint()
+            now = time.monotonic()
+            if now - last[0] >= 0.2 or ev.stage_fraction >= 1.0:
+                last[0] = now
+                _send(conn, ("progress", job_id, ev))
+
+        _state.update(running=True, cancel=False)
+        try:
+            try:
+                result = run_job(kind, config, progress)
+                _checkpoint()
+            except MIAError as exc:
+                reply = ("error", job_id, str(exc))
+            except JobCancelled:
+                raise
+            except Exception as exc:  # report, never swallow: the page shows it, the log has the traceback
+                traceback.print_exc()
+                reply = ("error", job_id, f"{type(exc).__name__}: {exc}")
+            else:
+                reply = ("done", job_id, result)
+            _finish(conn, reply)
+        except JobCancelled as exc:
+            _finish(conn, ("cancelled", job_id))
+            if isinstance(exc, WorkerExit):
+                return
+
+
+def _finish(conn: Connection, reply: tuple) -> None:
+    """Send a job's outcome and go idle, with no signal in between."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+    try:
+        _state.update(running=False, cancel=False)
+        conn.send(reply)
+    except (OSError, EOFError):
+        pass
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def main(argv: list[str]) -> int:
+    fd, parent = int(argv[0]), int(argv[1])
+    if niceness():
+        try:
+            os.nice(niceness())
+        except OSError:
+            pass
+    conn = Connection(fd)
+    try:
+        serve(conn, parent)
+    except JobCancelled:
+        pass
+    finally:
+        try:
+            conn.close()
+        except OSError:
+            pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
