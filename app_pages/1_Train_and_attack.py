@@ -14,10 +14,9 @@ from core.tasks import available_tasks, get_task
 from ui.nav import format_seconds
 from ui.results import show_results
 from ui.shared import job_manager, map_views_of, summary_of
-from ui.widgets import config_overrides
+from ui.widgets import TASK_LABELS, config_overrides
 
 
-TASK_LABELS = {"image": "Image classification", "translation": "Machine translation", "navigation": "Navigation (deep RL)"}
 ARCH_LABELS = {"ffnn": "FFNN", "rnn": "RNN"}
 
 st.title("Train & attack")

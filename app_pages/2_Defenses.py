@@ -10,11 +10,11 @@ from core.config import ExperimentConfig
 from core.defenses import DEFAULT_SENSITIVITY_SAMPLES, DIRICHLET_GRID, Defender, DefenseSpec
 from core.errors import MIAError
 from core.pipeline import cached_runs, cached_summary, config_of, trained_models
-from core.tasks import available_tasks, get_task
+from core.tasks import get_task
 from ui import plots
+from ui.widgets import task_selector
 from ui.shared import background_runner, job_manager
 
-TASK_LABELS = {"image": "Image classification", "translation": "Machine translation", "navigation": "Navigation (deep RL)"}
 ARCH_LABELS = {"ffnn": "FFNN", "rnn": "RNN"}
 #: log-spaced k from 0.01 to 10⁴ (8 values per decade) and σ from 0 to 1 (relative to nothing: weights are O(0.1))
 K_VALUES = [float(f"{v:.3g}") for v in np.logspace(-2, 4, 49)]
@@ -30,10 +30,7 @@ st.caption("Both mechanisms act on a trained model, so nothing here retrains a v
 
 c1, c2, c3, c4 = st.columns([2, 2, 1, 2])
 with c1:
-    tasks = available_tasks()
-    wanted = st.query_params.get("task", tasks[0])
-    task_name = st.selectbox("Task", tasks, index=tasks.index(wanted) if wanted in tasks else 0,
-                             format_func=lambda t: TASK_LABELS.get(t, t))
+    task_name = task_selector()
 task = get_task(task_name)
 with c2:
     archs = st.multiselect("Architectures", ["ffnn", "rnn"], default=["ffnn", "rnn"], format_func=ARCH_LABELS.get)

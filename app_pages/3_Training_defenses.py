@@ -12,12 +12,12 @@ from core.config import ExperimentConfig, field_range
 from core.errors import MIAError
 from core.sweeps import (DEFAULT_GRIDS, STUDY_TABLE2, accuracy_bound, baseline_config, baseline_of, check_sweep,
                          point_config, point_of, study_recipe_epsilons, value_name)
-from core.tasks import available_tasks, get_task
+from core.tasks import get_task
 from ui import plots
 from ui.results import show_results
+from ui.widgets import TASK_LABELS, task_selector
 from ui.shared import job_manager, summary_of
 
-TASK_LABELS = {"image": "Image classification", "translation": "Machine translation", "navigation": "Navigation (deep RL)"}
 ARCH_LABELS = {"ffnn": "FFNN", "rnn": "RNN"}
 MECHANISM_LABELS = {"dpsgd": "DP-SGD (Opacus)", "l2": "L2 penalty λ", "clip": "PPO clip ε"}
 UNITS = {"image": "one image", "translation": "one sentence pair",
@@ -34,10 +34,7 @@ st.caption(
 
 c1, c2, c3, c4 = st.columns([2, 2, 1, 2])
 with c1:
-    tasks = available_tasks()
-    wanted = st.query_params.get("task")
-    task_name = st.selectbox("Task", tasks, index=tasks.index(wanted) if wanted in tasks else 0,
-                             format_func=lambda t: TASK_LABELS.get(t, t), key="tdef:task")
+    task_name = task_selector(key="tdef:task")
 task = get_task(task_name)
 with c2:
     picked = st.multiselect("Architectures", ["ffnn", "rnn"], default=["ffnn", "rnn"], format_func=ARCH_LABELS.get,

@@ -12,10 +12,10 @@ from core import analysis, figures, report
 from core.config import ExperimentConfig
 from core.errors import MIAError
 from core.pipeline import cached_summary, trained_models
-from core.tasks import available_tasks, get_task
+from core.tasks import get_task
+from ui.widgets import task_selector
 from ui.shared import background_runner, job_manager
 
-TASK_LABELS = {"image": "Image classification", "translation": "Machine translation", "navigation": "Navigation (deep RL)"}
 ARCH_LABELS = {"ffnn": "FFNN", "rnn": "RNN"}
 ATTACK_LABELS = {"shadow": "Shadow-model classifier", "loss_threshold": "Loss threshold", "entropy_threshold":
                  "Entropy threshold", "prmia": "PRMIA", "bleu_feature": "BLEU features"}
@@ -26,10 +26,7 @@ st.caption("Every view is computed from the cached runs (the long ones train ext
 
 c1, c2 = st.columns([3, 1])
 with c1:
-    tasks = available_tasks()
-    wanted = st.query_params.get("task", tasks[0])
-    task_name = st.selectbox("Task", tasks, index=tasks.index(wanted) if wanted in tasks else 0,
-                             format_func=lambda t: TASK_LABELS.get(t, t), key="analyses:task")
+    task_name = task_selector(key="analyses:task")
 task = get_task(task_name)
 with c2:
     preset = st.selectbox("Preset", list(task.presets), key="analyses:preset")

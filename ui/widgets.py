@@ -111,3 +111,16 @@ def config_overrides(bases: dict[str, ExperimentConfig], key_prefix: str) -> dic
             for f in dataclasses.fields(options):
                 widget(grid, f.name, lambda c, n=f.name: getattr(c.options, n), None, owner=options)
     return overrides
+
+
+TASK_LABELS = {"image": "Image classification", "translation": "Machine translation", "navigation": "Navigation (deep RL)"}
+
+
+def task_selector(key: str | None = None) -> str:
+    """The task select box shared by the pages, pre-selected by a ``?task=`` deep link."""
+    from core.tasks import available_tasks
+
+    tasks = available_tasks()
+    wanted = st.query_params.get("task")
+    return st.selectbox("Task", tasks, index=tasks.index(wanted) if wanted in tasks else 0,
+                        format_func=lambda t: TASK_LABELS.get(t, t), key=key)
