@@ -155,6 +155,7 @@ if mechanism == "gpm":
 st.subheader(f"{spec.value_name} = {value:g}")
 columns = st.columns(len(archs))
 fast: dict[str, dict] = {}
+slots: dict = {}  # per architecture: where its utility appears once measured
 for col, arch in zip(columns, archs):
     d = defenders[arch]
     with col:
@@ -185,14 +186,14 @@ for col, arch in zip(columns, archs):
         slot = st.empty()
         with slot.container():
             st.caption("measuring utility…")
-        st.session_state.setdefault("_slots", {})[arch] = slot
+        slots[arch] = slot
 
 full: dict[str, dict] = {}
 for arch in fast:
     d = defenders[arch]
     point = d.point(spec, "naive", utility=True)
     full[arch] = point
-    slot = st.session_state["_slots"][arch]
+    slot = slots[arch]
     with slot.container():
         metric = plots.UTILITY_NAMES.get(d.baseline["utility_metric"], d.baseline["utility_metric"])
         u1, u2 = st.columns(2)
@@ -242,7 +243,7 @@ curve_points = {}
 for arch in fast:
     d = defenders[arch]
     # points whose utility was measured (visited values, the table's rows) carry the utility loss too
-    curve_points[arch] = [d.measured(spec.at(v)) or d.point(spec.at(v), "naive", utility=False)
+    curve_points[arch] = [d.measured(spec.at(v), disk=False) or d.point(spec.at(v), "naive", utility=False)
                           for v in sorted(set(grid) | {value})]
 st.plotly_chart(plots.defense_curves(curve_points, {a: defenders[a].baseline for a in fast}, spec.value_name, value,
                                      log_x=mechanism == "dirichlet"), width="stretch")

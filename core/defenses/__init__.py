@@ -266,9 +266,12 @@ class Defender:
                                  f"holds with confidence 1 − γ = {1 - s.gamma:.3f}" +
                                  ("; σ = 0 gives no privacy (ε = ∞)" if not math.isfinite(eps) else ""))}
 
-    def measured(self, spec: DefenseSpec, attacker: str = "naive") -> dict[str, Any] | None:
-        """The full point (with utility) if it was computed before, in memory or on disk; never computes."""
+    def measured(self, spec: DefenseSpec, attacker: str = "naive", disk: bool = True) -> dict[str, Any] | None:
+        """The full point (with utility) if it was computed before, in memory or (``disk``) in the
+        cache; never computes. ``disk=False`` for per-rerun loops over a grid: no I/O on the slider's path."""
         memo = self._memo.get((spec.key, attacker, True))
+        if memo is None and not disk:
+            return None
         if memo is None:
             stored = self.cache.get_json(self.cache.key("defended", self.cfg.config_hash, spec.key, attacker))
             if not (isinstance(stored, dict) and stored.get("value") == spec.value and "attack" in stored):
