@@ -180,6 +180,16 @@ for col, arch in zip(columns, archs):
         m5.metric("δ", f"{point['delta']:.2g}" if point.get("delta") is not None else "—")
         m6.metric("ε̂ lower bound (attack)", f"{point['epsilon_lower_bound']:.2f}",
                   help="ln(TPR/FPR) at the best threshold with Clopper–Pearson 95 % bounds: what the attack proves")
+        strong = [n for n in ("lira", "rmia") if n in point["attacks"] and n in base["attacks"]]
+        if strong:  # the strongest attacks: a defense judged by the shadow MLP alone looks better than it is
+            cols = st.columns(len(strong) + 1)
+            for c, n in zip(cols, strong):
+                r, r0 = point["attacks"][n], base["attacks"][n]
+                c.metric(f"{plots.ATTACK_SHORT.get(n, n)} AUC", f"{r['auc']:.3f}", f"{r['auc'] - r0['auc']:+.3f}",
+                         delta_color="inverse", help=f"naive: references and threshold fitted on undefended shadows; "
+                                                     f"undefended AUC {r0['auc']:.3f}")
+            best = max(point["attacks"][n]["tpr_at_fpr"]["0.001"] for n in strong)
+            cols[-1].metric("TPR @ 0.1 % FPR", f"{best:.3f}", help="the better of LiRA and RMIA at 0.1 % FPR")
         if point.get("gamma") is not None:
             st.caption(f"random DP with confidence γ = {point['gamma']:.3f}")
         st.caption(point.get("privacy_note", ""))
@@ -210,6 +220,10 @@ for arch in fast:
                 ad = cached["adaptive_attack"]
                 st.metric("adaptive attack accuracy", f"{ad['accuracy']:.3f}",
                           f"{ad['accuracy'] - d.baseline['attack']['accuracy']:+.3f}", delta_color="inverse")
+                strong = {n: r for n, r in (cached.get("adaptive_attacks") or {}).items() if n in ("lira", "rmia")}
+                if strong:
+                    st.caption("adaptive " + " · ".join(f"{plots.ATTACK_SHORT.get(n, n)} AUC {r['auc']:.3f}"
+                                                        for n, r in strong.items()))
             elif item is None or item.error:
                 if item is not None:
                     st.error(f"adaptive attacker failed: {item.error}")
@@ -248,7 +262,8 @@ for arch in fast:
 st.plotly_chart(plots.defense_curves(curve_points, {a: defenders[a].baseline for a in fast}, spec.value_name, value,
                                      log_x=mechanism == "dirichlet"), width="stretch")
 st.caption("Solid: naive attack accuracy (± std over draws); dotted: utility loss where it was measured "
-           "(visited values and the table's rows); dashed: undefended accuracy.")
+           "(visited values and the table's rows); dashed: undefended accuracy; dash-dot: the AUC of the stronger "
+           "of LiRA and RMIA (naive) — where it stays above the accuracy line, the shadow MLP understates the leak.")
 
 left, right = st.columns(2)
 with left:

@@ -13,6 +13,8 @@ from core.config import ExperimentConfig
 from core.errors import MIAError
 from core.pipeline import cached_summary, trained_models
 from core.tasks import get_task
+from ui.mapview import record_map_views
+from ui.plots import navigation_map
 from ui.widgets import task_selector
 from ui.shared import background_runner, job_manager
 
@@ -78,6 +80,12 @@ def scatter_and_vulnerability(hashes: tuple[str, ...], _configs: dict[str, Exper
     return results
 
 
+@st.cache_data(max_entries=64, show_spinner="Replaying the agent on the map…")
+def exposed_map(config_hash: str, arch: str, index: int) -> dict:
+    """One navigation record's map with the victim's query path (the episode the attack saw)."""
+    return record_map_views(trained_models(configs[arch]), [index])[0]
+
+
 base = scatter_and_vulnerability(tuple(c.config_hash for c in configs.values()), configs)
 runner = background_runner()
 long_results: dict[str, dict] = {}
@@ -136,7 +144,7 @@ with tabs[0]:
         with col:
             splits_eval = trained_models(configs[arch]).splits.eval_index
             st.caption(ARCH_LABELS[arch])
-            for row in base["most_exposed"][arch][:5]:
+            for row in base["most_exposed"][arch][: 3 if task_name == "navigation" else 5]:
                 index = int(splits_eval[row["position"]])
                 label = f"score {row['score']:.3f} · APE {row['ape']:.3g} · CE {row['cross_entropy']:.3g}"
                 if task_name == "image":
@@ -146,7 +154,10 @@ with tabs[0]:
                 elif task_name == "translation":
                     st.markdown(f"*{data.records.src_text[index]}* → {data.records.tgt_text[index]}  \n{label}")
                 else:
-                    st.markdown(f"map seed {int(data.records.seeds[index])}  \n{label}")
+                    view = exposed_map(configs[arch].config_hash, arch, index)
+                    fig_map = navigation_map({arch: {"maps": [view]}}, "member")
+                    st.plotly_chart(fig_map, width="stretch", key=f"exposed-{arch}-{index}")
+                    st.caption(label)
     downloads("scatter", all_results, fig)
 
 # ---------------------------------------------------------------------------- over training

@@ -5,7 +5,7 @@ environment with rl-starter-files' defaults: 16 environments × 128 frames per u
 mini-batches of 256 frames, truncated BPTT over 16 frames for the LSTM agent, one torch thread.
 torch-ac steps its environments in 15 worker processes (its ParallelEnv) and builds MiniGrid's
 observations with MiniGrid's own code; ours steps them in-process with the numpy observation of
-core.tasks.navigation.MapEnv.
+core.envs.minigrid.MapEnv.
 
     .venv/bin/python bench/ppo.py [--env MiniGrid-MultiRoom-N2-S4-v0] [--updates 5]
 
@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from core.models.navigation import build_agent, count_params  # noqa: E402
 from core.ppo import PPOSettings, train_ppo  # noqa: E402
-from core.tasks.navigation import MapVecEnv  # noqa: E402
+from core.envs.minigrid import MapVecEnv  # noqa: E402
 
 
 def bench_ours(arch: str, env_id: str, updates: int, settings: PPOSettings) -> float:

@@ -63,7 +63,7 @@ shadow). The reference attacks need at least two shadows.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -427,16 +427,31 @@ CALIBRATION_RECORDS = 100
 
 
 @dataclass
-class _Calibration:
-    """Each shadow as a pseudo-target on its own in/out records, the others as its references."""
+class Calibration:
+    """Each shadow as a pseudo-target on its own in/out records, the others as its references.
 
+    ``queries[k]`` are the dataset indices shadow k plays the target on (its first m in records,
+    then m out records); ``targets[k]`` its answers on them; ``references[k]`` the other shadows'
+    answers on the same records, usable where ``out_masks[k]`` says they did not train on them."""
+
+    queries: list[np.ndarray]
     targets: list[Responses]
     references: list[list[Responses]]
     out_masks: list[np.ndarray]
     membership: np.ndarray
 
+    def mapped(self, target_fn, reference_fn) -> "Calibration":
+        """The same calibration with every answer passed through ``target_fn(k, r)`` (shadow k as
+        target) and ``reference_fn(j, k, r)`` (shadow j answering shadow k's records) — e.g. a
+        defense applied to the attacker's own models."""
+        n = len(self.targets)
+        refs = [[reference_fn(j, k, r) for j, r in zip([j for j in range(n) if j != k], self.references[k])]
+                for k in range(n)]
+        return Calibration(self.queries, [target_fn(k, t) for k, t in enumerate(self.targets)], refs,
+                           self.out_masks, self.membership)
 
-def _calibration(models: "TrainedModels", cache: "ArtifactCache") -> _Calibration:
+
+def _calibration(models: "TrainedModels", cache: "ArtifactCache") -> Calibration:
     from .pipeline import reference_answers
 
     cfg, splits = models.cfg, models.splits
@@ -454,32 +469,50 @@ def _calibration(models: "TrainedModels", cache: "ArtifactCache") -> _Calibratio
         trained = [np.isin(queries[k], splits.shadow_in[j]) for j in others]
         masks.append(~np.stack(trained))
     membership = np.concatenate([np.r_[np.ones(m, bool), np.zeros(m, bool)]] * n)
-    return _Calibration(targets, refs, masks, membership)
+    return Calibration(queries, targets, refs, masks, membership)
 
 
-def reference_attack_outcomes(models: "TrainedModels", cache: "ArtifactCache | None" = None,
-                              population_size: int | None = None, variance: str = "global"
-                              ) -> dict[str, AttackOutcome]:
-    """Offline LiRA and RMIA on the victim's evaluation set at the final epoch, fitted on the
-    shadows: ``{"lira": AttackOutcome, "rmia": AttackOutcome}`` (empty with fewer than 2 shadows).
+@dataclass
+class ReferenceInputs:
+    """Everything LiRA and RMIA read, as answers (no models): the target's answers on the attacked
+    records, each reference model's (shadow's) answers on the same records, the target's and the
+    references' answers on RMIA's population, and the shadows' calibration for the thresholds.
+    A defense evaluated against these attacks swaps in defended answers (:mod:`core.defenses`)."""
 
-    The shadows' answers on the victim's records come from :func:`core.pipeline.reference_answers`,
-    the victim's and the shadows' answers on the population from :func:`victim_answers` and the
-    same function, all cached; nothing retrains.
-    """
+    target: Responses
+    references: list[Responses]
+    population_target: Responses
+    population_references: list[Responses]
+    calibration: Calibration
+    population_index: np.ndarray
+    eval_index: np.ndarray
+
+
+def reference_inputs(models: "TrainedModels", cache: "ArtifactCache | None" = None,
+                     population_size: int | None = None) -> ReferenceInputs | None:
+    """The undefended inputs of the final epoch (None with fewer than 2 shadows); the shadows'
+    answers come from :func:`core.pipeline.reference_answers`, the victim's on the population from
+    :func:`victim_answers`, all cached: nothing retrains."""
     from .cache import ArtifactCache
     from .pipeline import reference_answers
 
     cache = cache or ArtifactCache()
     if len(models.shadows) < 2:
-        return {}
-    cfg = models.cfg
-    membership = models.eval_membership
-    target = models.victim.responses[cfg.epochs]
-    refs = reference_answers(models, None, cache)
-    cal = _calibration(models, cache)
+        return None
+    pop = population_index(models, population_size)
+    return ReferenceInputs(models.victim.responses[models.cfg.epochs], reference_answers(models, None, cache),
+                           victim_answers(models, pop, cache), reference_answers(models, pop, cache),
+                           _calibration(models, cache), pop, models.splits.eval_index)
 
-    # ---- LiRA: σ²_out from the shadows on the victim's records (no labels needed), threshold from the shadows
+
+def fit_reference_attacks(inputs: ReferenceInputs, variance: str = "global") -> list[ReferenceAttack]:
+    """Offline LiRA and RMIA fitted on the attacker's side of ``inputs`` (σ²_out from the references
+    on the attacked records — no labels needed; RMIA's a and T and both thresholds on the shadows'
+    calibration) and bound to the references' answers: ready to ``score(target answers)``."""
+    cal, refs = inputs.calibration, inputs.references
+    target = inputs.target
+
+    # ---- LiRA: σ²_out from the shadows on the victim's records, threshold from the shadows
     sigma2 = lira_global_variance(target, refs)
     cal_lira = np.concatenate([
         lira_scores(t, r, out_mask=m, variance=variance, global_var=(sigma2, sigma2))
@@ -488,11 +521,9 @@ def reference_attack_outcomes(models: "TrainedModels", cache: "ArtifactCache | N
     ok = np.isfinite(cal_lira)
     lira.threshold = best_threshold(cal_lira[ok], cal.membership[ok])
 
-    # ---- RMIA: population answered by the victim and every shadow; a and threshold from the shadows
-    pop = population_index(models, population_size)
-    pop_refs = reference_answers(models, pop, cache)
-    pop_victim = victim_answers(models, pop, cache)
-    n = len(models.shadows)
+    # ---- RMIA: a, T and the threshold from the shadows
+    pop_refs = inputs.population_references
+    n = len(refs)
 
     def calibration_scores(a: float, t: float) -> np.ndarray:
         out = []
@@ -511,16 +542,35 @@ def reference_attack_outcomes(models: "TrainedModels", cache: "ArtifactCache | N
             auc = roc_auc(s[ok], cal.membership[ok]) if ok.any() else 0.5
             if auc > best_auc + 1e-9:
                 best, best_auc, best_scores = (a, t), auc, s
-    rmia = ReferenceAttack(RMIA, "rmia", a=best[0], temperature=best[1]).bind(refs, pop_victim, pop_refs)
+    rmia = ReferenceAttack(RMIA, "rmia", a=best[0], temperature=best[1]).bind(refs, inputs.population_target, pop_refs)
     ok = np.isfinite(best_scores)
     rmia.threshold = best_threshold(best_scores[ok], cal.membership[ok])
+    return [lira, rmia]
 
+
+def score_reference_attacks(attacks: list[ReferenceAttack], target: Responses, membership: np.ndarray,
+                            population_target: Responses | None = None) -> dict[str, AttackOutcome]:
+    """Score ``target`` (answers on the bound records) with fitted reference attacks; RMIA reads the
+    target's answers on the population, ``population_target`` when given (e.g. a defended victim's)."""
     out: dict[str, AttackOutcome] = {}
-    for attack in (lira, rmia):
+    for attack in attacks:
+        if population_target is not None and attack.kind == "rmia":
+            b = attack._bound
+            attack = replace(attack).bind(b["references"], population_target, b["reference_population"])
         scores = attack.score(target)
-        result = evaluate_attack(attack.name, scores, membership, attack.threshold)
-        out[attack.name] = AttackOutcome(result, scores)
+        out[attack.name] = AttackOutcome(evaluate_attack(attack.name, scores, membership, attack.threshold), scores)
     return out
+
+
+def reference_attack_outcomes(models: "TrainedModels", cache: "ArtifactCache | None" = None,
+                              population_size: int | None = None, variance: str = "global"
+                              ) -> dict[str, AttackOutcome]:
+    """Offline LiRA and RMIA on the victim's evaluation set at the final epoch, fitted on the
+    shadows: ``{"lira": AttackOutcome, "rmia": AttackOutcome}`` (empty with fewer than 2 shadows)."""
+    inputs = reference_inputs(models, cache, population_size)
+    if inputs is None:
+        return {}
+    return score_reference_attacks(fit_reference_attacks(inputs, variance), inputs.target, models.eval_membership)
 
 
 # ---------------------------------------------------------------------------- online LiRA (option)

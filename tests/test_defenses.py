@@ -202,6 +202,31 @@ def test_adaptive_attacker_and_cached_points(overfit):
     assert fresh.measured(spec, "both")["adaptive_attack"] == p["adaptive_attack"]
 
 
+def test_lira_and_rmia_score_defended_points(overfit):
+    base = overfit.baseline["attacks"]
+    assert {"lira", "rmia"} <= set(base) and base["lira"]["auc"] > 0.6  # strong on the overfit victim
+    # σ = 0 is the identity: the reference attacks see exactly the undefended answers
+    same = overfit.point(DefenseSpec("gpm", 0.0), "naive")["attacks"]
+    for name in ("lira", "rmia"):
+        assert same[name]["auc"] == pytest.approx(base[name]["auc"], abs=1e-12)
+    # a huge k changes little; k = 0.01 (near one-hot draws from p) costs LiRA and RMIA much of
+    # their AUC, but not all: the draws still land on the label more often for members, and the
+    # per-record references say on which records that is unusual — so they stay above the shadow
+    # MLP, whose accuracy the mechanism does take to chance (a defense judged by a weak attack only
+    # looks stronger than it is)
+    near = overfit.point(DefenseSpec("dirichlet", 1e8), "naive")["attacks"]
+    assert abs(near["lira"]["auc"] - base["lira"]["auc"]) < 0.05
+    scattered = overfit.point(DefenseSpec("dirichlet", 0.01), "both")
+    for name in ("lira", "rmia"):
+        assert scattered["attacks"][name]["auc"] < base[name]["auc"] - 0.1
+        assert 0 <= scattered["adaptive_attacks"][name]["auc"] <= 1  # refitted behind the mechanism
+    strongest = max(scattered["attacks"][n]["auc"] for n in ("lira", "rmia"))
+    assert strongest > scattered["attacks"]["shadow"]["auc"] + 0.05 and strongest > 0.6
+    # the GPM's adaptive attacker re-queries noisy shadows on every record it needs
+    noisy = overfit.point(DefenseSpec("gpm", 0.02), "both")
+    assert {"lira", "rmia"} <= set(noisy["adaptive_attacks"])
+
+
 @pytest.mark.parametrize("spec", [
     DefenseSpec("dirichlet", 0.0), DefenseSpec("dirichlet", -1.0), DefenseSpec("dirichlet", float("nan")),
     DefenseSpec("gpm", -1.0), DefenseSpec("gpm", float("inf")), DefenseSpec("laplace", 1.0),

@@ -9,7 +9,8 @@ import torch
 from core.models.navigation import LSTMAgent, build_agent, count_params
 from core.planner import DOOR, EMPTY, FORWARD, GOAL, LEFT, RIGHT, TOGGLE, WALL, PlannerCache, distance_map, optimal_policy
 from core.ppo import PPOSettings, train_ppo
-from core.tasks.navigation import MapEnv, MapVecEnv, rollout_maps
+from core.envs.minigrid import MapEnv, MapVecEnv
+from core.tasks.navigation import rollout_maps
 
 N2 = "MiniGrid-MultiRoom-N2-S4-v0"
 

@@ -33,7 +33,7 @@ def cached_map_views(cfg: ExperimentConfig, cache: ArtifactCache | None = None) 
 
 
 def _map_view(env_id: str, run, role: str) -> dict[str, Any]:
-    from core.tasks.navigation import MapEnv
+    from core.envs.minigrid import MapEnv
 
     env = MapEnv(env_id)
     env.reset(run.seed)
@@ -77,3 +77,14 @@ def compute_map_views(cfg: ExperimentConfig, progress=None, models=None, cache: 
     views = {"arch": cfg.arch, "config_hash": cfg.config_hash, "env_id": models.data.records.env_id, "maps": maps}
     cache.put_json(cache_key(cfg), views)
     return views
+
+
+def record_map_views(models, index: list[int] | np.ndarray, role: str = "member") -> list[dict[str, Any]]:
+    """Map views of arbitrary records (dataset indices) of a trained run: the map of each record with
+    the victim's seeded query path on it — the same episodes the attack was given. Used to show
+    the records an analysis singles out (e.g. the most exposed members); cheap (one rollout per map)."""
+    index = np.asarray(index, dtype=np.int64)
+    if not len(index):
+        return []
+    runs = models.task.rollouts(models.cfg, models.model("victim"), models.data, index)
+    return [_map_view(models.data.records.env_id, run, role) for run in runs]

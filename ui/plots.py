@@ -303,6 +303,12 @@ def defense_curves(points: dict[str, list[dict[str, Any]]], baselines: dict[str,
         std = [p["attack"].get("accuracy_std", 0.0) for p in pts]
         fig.add_scatter(x=xs, y=acc, name=f"{name} attack accuracy", line=dict(color=c), mode="lines+markers",
                         error_y=dict(type="data", array=std, visible=any(s > 0 for s in std)))
+        strongest = [p for p in pts if any(n in p.get("attacks", {}) for n in STRONG_ATTACKS)]
+        if strongest:  # the best of LiRA/RMIA: what survives a defense the shadow MLP no longer sees
+            fig.add_scatter(x=[p["value"] for p in strongest],
+                            y=[max(p["attacks"][n]["auc"] for n in STRONG_ATTACKS if n in p["attacks"]) for p in strongest],
+                            name=f"{name} LiRA/RMIA AUC (best)", line=dict(color=c, dash="dashdot", width=1.5),
+                            mode="lines")
         with_u = [p for p in pts if p.get("utility_loss") is not None]
         if with_u:
             fig.add_scatter(x=[p["value"] for p in with_u], y=[p["utility_loss"] for p in with_u], yaxis="y2",
@@ -321,7 +327,8 @@ def defense_curves(points: dict[str, list[dict[str, Any]]], baselines: dict[str,
                                   range=[min([-0.05] + losses), top], showgrid=False))
     if log_x:
         fig.update_xaxes(type="log")
-    return _layout(fig, f"Attack accuracy and utility loss vs {value_name}", value_name, "attack accuracy (chance = 0.5)")
+    return _layout(fig, f"Attack accuracy and utility loss vs {value_name}", value_name,
+                   "attack accuracy / AUC (chance = 0.5)")
 
 
 def defended_entropy_histogram(points: dict[str, dict[str, Any]]) -> go.Figure:

@@ -12,7 +12,11 @@ victim's rebuilt model, the GPM's noise directions — and answers a point from 
 * attack numbers: the mechanism applied to the victim's answers on its balanced evaluation set,
   scored by the **naive** attacker (fitted on undefended shadows, the studies' setting) and,
   on request, by the **adaptive** attacker (who knows the mechanism and its value, applies it
-  to its own shadows and refits: the honest evaluation);
+  to its own shadows and refits: the honest evaluation); the strongest attacks, offline LiRA and
+  RMIA (:mod:`core.reference_attacks`), score every point too: naive, they keep the references
+  and thresholds fitted on undefended shadows and read the defended victim (its answers on the
+  attacked records and on RMIA's population); adaptive, every reference answer and the shadows'
+  calibration pass through the same mechanism and both are refitted;
 * utility and utility loss L = 1 − M(defended)/M(undefended) (paper 000, Def. 4), on the same
   member / non-member records as the undefended learning curve;
 * the theoretical guarantee (Lemma 1 of 001 for Dir_k; eq. 12–13 of 000 for the GPM) beside
@@ -39,6 +43,8 @@ from ..cache import ArtifactCache
 from ..errors import ConfigError
 from ..metrics import empirical_epsilon
 from ..pipeline import TrainedModels, fitted_attacks
+from ..reference_attacks import (Calibration, ReferenceAttack, ReferenceInputs, fit_reference_attacks,
+                                 reference_inputs, score_reference_attacks)
 from ..responses import Responses
 from . import dirichlet, gpm
 from .sensitivity import SensitivityEstimate, cached_sensitivity, sample_sensitivity
@@ -46,7 +52,7 @@ from .sensitivity import SensitivityEstimate, cached_sensitivity, sample_sensiti
 MECHANISMS = ("dirichlet", "gpm")
 ATTACKERS = ("naive", "adaptive", "both")
 #: bump when the meaning of a stored defended point changes
-DEFENSE_SCHEMA = 1
+DEFENSE_SCHEMA = 2  # 2: points carry LiRA and RMIA
 #: the studies' table rows (001 Tables 1–2) and a σ grid for the GPM
 DIRICHLET_GRID = (100.0, 10.0, 1.0, 0.1, 0.01)
 #: SensitivitySampler pairs by task for the quick presets (the study: n = 500); γ(n) shows the price
@@ -157,6 +163,12 @@ class Defender:
         self.sensitivity: SensitivityEstimate | None = None
         last = models.victim.per_epoch[-1]
         undefended = score_attacks(self.naive_attacks, self.victim_responses, self.membership)
+        # LiRA and RMIA (need ≥ 2 shadows): inputs and fits from undefended shadows, once
+        self.reference_inputs: ReferenceInputs | None = reference_inputs(models, self.cache)
+        self.reference_attacks: list[ReferenceAttack] = (
+            fit_reference_attacks(self.reference_inputs) if self.reference_inputs is not None else [])
+        if self.reference_attacks:
+            undefended.update(score_reference_attacks(self.reference_attacks, self.victim_responses, self.membership))
         self.baseline = {
             "attack": {"name": self.primary, **undefended[self.primary].result.to_dict(include_roc=False)},
             "attacks": {n: o.result.to_dict(include_roc=False) for n, o in undefended.items()},
@@ -234,6 +246,49 @@ class Defender:
             parts.append(part)
         return Responses.concat(parts)
 
+    def population_answers(self, spec: DefenseSpec, draw: int) -> Responses:
+        """The defended victim's answers on RMIA's population (the attacker queries it too)."""
+        inputs = self.reference_inputs
+        if spec.mechanism == "dirichlet":
+            return dirichlet.defend_responses(inputs.population_target, spec.value, spec.eta,
+                                              self._rng(spec, draw, "victim/population"))
+        model = self._noisy("victim", self.victim_model(), self.models.victim.weights, spec, draw)
+        return self.task.respond(self.cfg, model, self.models.data, inputs.population_index)
+
+    def defended_reference_inputs(self, spec: DefenseSpec, draw: int, target: Responses,
+                                  population_target: Responses) -> ReferenceInputs:
+        """The adaptive attacker's LiRA/RMIA inputs: every shadow answer (on the attacked records, the
+        population and the calibration records) through the same mechanism, draw ``draw``."""
+        inputs = self.reference_inputs
+        cal = inputs.calibration
+        n = len(inputs.references)
+        if spec.mechanism == "dirichlet":
+            def through(r: Responses, role: str) -> Responses:
+                return dirichlet.defend_responses(r, spec.value, spec.eta, self._rng(spec, draw, role))
+
+            refs = [through(r, f"shadow_{i}/eval") for i, r in enumerate(inputs.references)]
+            pop_refs = [through(r, f"shadow_{i}/population") for i, r in enumerate(inputs.population_references)]
+            cal = cal.mapped(lambda k, r: through(r, f"shadow_{k}/calibration"),
+                             lambda j, k, r: through(r, f"shadow_{j}/calibration_{k}"))
+        else:
+            # each noisy shadow answers every record it is asked about once, then the answers are split
+            parts = [inputs.eval_index, inputs.population_index, *cal.queries]
+            bounds = np.cumsum([0] + [len(p) for p in parts])
+            everything = np.concatenate(parts)
+            refs, pop_refs, per_query = [], [], []
+            for i, shadow in enumerate(self.models.shadows):
+                model = self._noisy(f"shadow_{i}", self._shadow_model(i), shadow.weights, spec, draw)
+                r = self.task.respond(self.cfg, model, self.models.data, everything)
+                split = [r.subset(np.arange(bounds[p], bounds[p + 1])) for p in range(len(parts))]
+                refs.append(split[0])
+                pop_refs.append(split[1])
+                per_query.append(split[2:])  # shadow i on shadow k's calibration records
+            cal = Calibration(cal.queries, [per_query[k][k] for k in range(n)],
+                              [[per_query[j][k] for j in range(n) if j != k] for k in range(n)],
+                              cal.out_masks, cal.membership)
+        return ReferenceInputs(target, refs, population_target, pop_refs, cal, inputs.population_index,
+                               inputs.eval_index)
+
     def utility(self, spec: DefenseSpec, draw: int) -> tuple[float, float]:
         """(members, non-members) utility of the defended victim on the learning curve's records."""
         splits = self.models.splits
@@ -289,6 +344,10 @@ class Defender:
             answers = [self.victim_answers(spec, d, features) for d in range(spec.draws)]
             attacks = [a for a in self.naive_attacks if with_features or not isinstance(a, RecordFeatureAttack)]
             outcomes = [score_attacks(attacks, r, self.membership) for r in answers]
+            if self.reference_attacks:
+                for d, (r, out) in enumerate(zip(answers, outcomes)):
+                    out.update(score_reference_attacks(self.reference_attacks, r, self.membership,
+                                                       self.population_answers(spec, d)))
             part = _summarise([{n: o.result for n, o in out.items()} for out in outcomes], self.primary)
             eps_hat = [empirical_epsilon(out[self.primary].scores, self.membership) for out in outcomes]
             part["epsilon_lower_bound"] = _mean_std([e["lower_bound"] for e in eps_hat])[0]
@@ -336,7 +395,11 @@ class Defender:
                 attacks = fitted_attacks(self.models, shadow_responses=self.shadow_answers(spec, d),
                                          tag=f"{spec.key}/draw{d}", cache=self.cache)
                 attacks = [a for a in attacks if a.name not in skip]
-                per_draw.append({n: o.result for n, o in score_attacks(attacks, answers[d], self.membership).items()})
+                outcome = score_attacks(attacks, answers[d], self.membership)
+                if self.reference_attacks:
+                    inputs = self.defended_reference_inputs(spec, d, answers[d], self.population_answers(spec, d))
+                    outcome.update(score_reference_attacks(fit_reference_attacks(inputs), answers[d], self.membership))
+                per_draw.append({n: o.result for n, o in outcome.items()})
             adaptive = _summarise(per_draw, self.primary)
             point["adaptive_attack"] = adaptive["attack"]
             point["adaptive_attacks"] = adaptive["attacks"]

@@ -29,12 +29,9 @@ number of floor-maps by feeding a randomly generated seed number", paper 000 §4
 """
 from __future__ import annotations
 
-import base64
-import io
 import math
 import time
-import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -45,243 +42,15 @@ from ..config import ExperimentConfig, bounded, check_fields
 from ..errors import ConfigError
 from ..memory import FLOAT_BYTES, attack_training_bytes, mlp_agent_param_count, responses_bytes, training_state_bytes
 from ..models.navigation import build_agent, lstm_agent_params, match_lstm_width
-from ..planner import DOOR, PlannerCache, WALL
+from ..envs.minigrid import MapEnv, MapVecEnv, Rollout, query_stream
+from ..planner import PlannerCache
+from ..render import render_path
 from ..device import single_thread
 from ..ppo import PPOSettings, train_ppo
 from ..responses import Responses
 from ..training import BatchCallback, PrivacySettings, TrainingRecord
 from .base import EpochCallback, FractionCallback, OutputTransform, Task, TaskData
 
-#: actions that change the grid (pickup, drop, toggle): the cached grid encoding is refreshed
-GRID_CHANGING_ACTIONS = frozenset({3, 4, 5})
-#: MiniGrid's encoding of a wall: (object "wall", colour "grey", state 0)
-WALL_CODE = (WALL, 5, 0)
-
-
-def _make_minigrid(env_id: str, render_mode: str | None = None):
-    """The unwrapped MiniGrid env of ``env_id`` (wrappers only add per-step overhead)."""
-    import gymnasium as gym
-    import minigrid  # noqa: F401  (registers the MiniGrid ids)
-
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # "out of date" notices of the -v0 ids the studies use
-            env = gym.make(env_id, render_mode=render_mode)
-    except gym.error.Error as exc:
-        raise ConfigError(f"unknown environment {env_id!r} for the navigation task: {exc}") from None
-    env = env.unwrapped
-    if not hasattr(env, "grid") or not hasattr(env, "agent_view_size"):
-        raise ConfigError(f"{env_id!r} is not a MiniGrid environment")
-    return env
-
-
-class MapEnv:
-    """One MiniGrid environment whose observation is computed with numpy.
-
-    MiniGrid builds the agent's view by slicing and rotating a grid of Python objects and
-    propagating visibility cell by cell (~90 % of a step). Here the full grid's encoding is
-    cached (per map seed, and updated in the one cell in front of the agent after an action that
-    can change the grid: pickup, drop, toggle); the view is one gather from it (padded with
-    walls) at offsets precomputed per facing direction, and the visibility propagation is
-    MiniGrid's ``Grid.process_vis`` on a 7×7 list. Only for environments whose grid changes
-    through the agent's actions alone (all navigation maps).
-    """
-
-    #: initial grid encodings by (env id, seed): maps repeat, encoding a 25×25 grid costs ~0.7 ms
-    _initial_codes: dict[tuple[str, int], np.ndarray] = {}
-
-    def __init__(self, env_id: str, render_mode: str | None = None):
-        self.env_id = env_id
-        self.env = _make_minigrid(env_id, render_mode)
-        self.view = int(self.env.agent_view_size)
-        self.max_steps = int(self.env.max_steps)
-        self.grid_code = np.zeros((1, 1, 3), np.uint8)
-        self._padded = self.grid_code
-        self._seed: int | None = None
-        self._changed: tuple[int, int] | None = None  # cell an action may have changed
-        self._view_dx, self._view_dy = _view_offsets(self.env, self.view)
-        # instance attribute shadows the method: reset() and step() now call the fast version
-        self.env.gen_obs = self._gen_obs
-
-    def _load_grid(self) -> None:
-        """Encoding of the freshly reset map (cached by seed), padded with walls."""
-        key = (self.env_id, int(self._seed))
-        code = self._initial_codes.get(key)
-        if code is None:
-            if len(self._initial_codes) > 20000:
-                self._initial_codes.clear()
-            code = self._initial_codes[key] = self.env.grid.encode()
-        self.grid_code = code.copy()
-        v = self.view
-        w, h, _ = code.shape
-        padded = np.empty((w + 2 * v, h + 2 * v, 3), np.uint8)
-        padded[...] = WALL_CODE  # MiniGrid's slice() fills cells outside the grid with walls
-        padded[v : v + w, v : v + h] = code
-        self._padded = padded
-
-    def _sync(self) -> None:
-        """Bring the cached encoding up to date after a reset or a grid-changing action."""
-        if self._seed is not None:
-            self._load_grid()
-            self._seed = None
-        if self._changed is not None:
-            x, y = self._changed
-            obj = self.env.grid.get(x, y)
-            self.grid_code[x, y] = obj.encode() if obj is not None else (1, 0, 0)
-            self._padded[x + self.view, y + self.view] = self.grid_code[x, y]
-            self._changed = None
-
-    def observe(self) -> np.ndarray:
-        """The (7, 7, 3) egocentric view, equal to MiniGrid's ``gen_obs()["image"]``."""
-        self._sync()
-        env, v = self.env, self.view
-        d = int(env.agent_dir)
-        x, y = int(env.agent_pos[0]) + v, int(env.agent_pos[1]) + v  # in padded coordinates
-        view = self._padded[x + self._view_dx[d], y + self._view_dy[d]]
-        obj, state = view[..., 0], view[..., 2]
-        if env.see_through_walls:
-            out = view.copy()
-        else:
-            opaque = ((obj == WALL) | ((obj == DOOR) & (state != 0))).tolist()
-            out = view * _visibility(opaque, v)[..., None]
-        ax, ay = v // 2, v - 1
-        out[ax, ay] = env.carrying.encode() if env.carrying else (1, 0, 0)  # the agent's own cell
-        return out
-
-    def _gen_obs(self) -> dict[str, Any]:
-        return {"image": self.observe(), "direction": self.env.agent_dir, "mission": self.env.mission}
-
-    def reset(self, seed: int) -> np.ndarray:
-        self._seed = int(seed)
-        obs, _ = self.env.reset(seed=int(seed))
-        return obs["image"]
-
-    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool]:
-        """(view, reward, terminated, truncated)."""
-        if action in GRID_CHANGING_ACTIONS:
-            # pickup, drop and toggle act on the cell in front of the agent only
-            fx, fy = self.env.front_pos
-            if 0 <= fx < self.grid_code.shape[0] and 0 <= fy < self.grid_code.shape[1]:
-                self._changed = (int(fx), int(fy))
-        obs, reward, terminated, truncated, _ = self.env.step(int(action))
-        return obs["image"], float(reward), bool(terminated), bool(truncated)
-
-    @property
-    def agent_state(self) -> tuple[tuple[int, int], int]:
-        """((x, y), direction) of the agent."""
-        self._sync()
-        return (int(self.env.agent_pos[0]), int(self.env.agent_pos[1])), int(self.env.agent_dir)
-
-
-def _view_offsets(env, v: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per facing direction d, (4, v, v) offsets from the agent's cell of the cells MiniGrid puts
-    at each position of the view: its slice (``get_view_exts``) rotated left d+1 times
-    (``Grid.rotate_left`` is ``np.rot90`` by −90° on (x, y) arrays). Precomputed once so a view
-    is one fancy-indexing gather."""
-    ii, jj = np.meshgrid(np.arange(v), np.arange(v), indexing="ij")
-    dxs, dys = [], []
-    saved = env.agent_pos, env.agent_dir
-    for d in range(4):
-        env.agent_pos, env.agent_dir = (0, 0), d
-        top_x, top_y, _, _ = env.get_view_exts(v)
-        dxs.append(np.rot90(ii + top_x, k=-((d + 1) % 4)))
-        dys.append(np.rot90(jj + top_y, k=-((d + 1) % 4)))
-    env.agent_pos, env.agent_dir = saved
-    return np.stack(dxs), np.stack(dys)
-
-
-def _visibility(opaque: list[list[bool]], size: int) -> np.ndarray:
-    """MiniGrid's ``Grid.process_vis`` on the rotated view (agent at the bottom centre): light
-    spreads row by row away from the agent, sideways and one row up, and stops at opaque cells
-    (walls, closed doors)."""
-    mask = [[False] * size for _ in range(size)]
-    mask[size // 2][size - 1] = True
-    for j in reversed(range(size)):
-        for i in range(size - 1):
-            if not mask[i][j] or opaque[i][j]:
-                continue
-            mask[i + 1][j] = True
-            if j > 0:
-                mask[i + 1][j - 1] = True
-                mask[i][j - 1] = True
-        for i in reversed(range(1, size)):
-            if not mask[i][j] or opaque[i][j]:
-                continue
-            mask[i - 1][j] = True
-            if j > 0:
-                mask[i - 1][j - 1] = True
-                mask[i][j - 1] = True
-    return np.array(mask, dtype=np.uint8)
-
-
-class MapSampler:
-    """Endless seeded stream of map seeds: every map once per cycle, each cycle shuffled."""
-
-    def __init__(self, seeds: np.ndarray, order_seed: int):
-        self.seeds = np.asarray(seeds, np.int64)
-        if len(self.seeds) == 0:
-            raise ConfigError("the navigation agent needs at least one training map")
-        self.rng = np.random.default_rng(order_seed)
-        self._queue: list[int] = []
-
-    def next(self) -> int:
-        if not self._queue:
-            self._queue = self.rng.permutation(self.seeds).tolist()
-        return int(self._queue.pop())
-
-
-class MapVecEnv:
-    """``n_envs`` :class:`MapEnv` stepped in lock-step; a finished episode restarts at once on
-    the next map of the :class:`MapSampler` (the :class:`core.ppo.VecEnv` protocol).
-
-    A plain list of environments stepped in the main process: an env step takes ~20 µs here,
-    less than the cost of handing it to a worker process.
-    """
-
-    def __init__(self, env_id: str, n_envs: int, seeds: np.ndarray, order_seed: int):
-        self.n_envs = n_envs
-        self.envs = [MapEnv(env_id) for _ in range(n_envs)]
-        self.sampler = MapSampler(seeds, order_seed)
-        self._obs = np.zeros((n_envs, 7, 7, 3), np.uint8)
-
-    def reset(self) -> np.ndarray:
-        for i, env in enumerate(self.envs):
-            self._obs[i] = env.reset(self.sampler.next())
-        return self._obs.copy()
-
-    def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        rewards = np.zeros(self.n_envs)
-        done = np.zeros(self.n_envs, bool)
-        for i, (env, a) in enumerate(zip(self.envs, actions.tolist())):
-            obs, r, term, trunc = env.step(a)
-            rewards[i] = r
-            if term or trunc:
-                done[i] = True
-                obs = env.reset(self.sampler.next())
-            self._obs[i] = obs
-        return self._obs.copy(), rewards, done
-
-
-@dataclass
-class Rollout:
-    """One seeded query episode of an agent on one map."""
-
-    seed: int
-    probs: np.ndarray  # (L, 7) the agent's action distributions
-    reference: np.ndarray | None  # (L, 7) the label model's policy at the visited states
-    actions: list[int] = field(default_factory=list)
-    path: list[tuple[int, int]] = field(default_factory=list)  # agent cell before each step, then the last
-    episode_return: float = 0.0
-    reached: bool = False
-
-    @property
-    def steps(self) -> int:
-        return int(self.probs.shape[0])
-
-
-def query_stream(seed: int, length: int) -> np.ndarray:
-    """The uniforms the query rollout on map ``seed`` samples its actions with."""
-    return np.random.default_rng([int(seed), 0x5EED]).random(length)
 
 
 @torch.no_grad()
@@ -616,32 +385,3 @@ class NavigationTask(Task):
             "success_rate": {"member": sm["success"], "unseen": sn["success"]},
             "n_maps": {"member": len(mem_runs), "unseen": len(non_runs)},
         }
-
-
-def render_path(env_id: str, run: Rollout, tile_size: int = 24) -> str:
-    """PNG (base64) of the map at the end of ``run`` with the cells the agent visited tinted
-    blue (darker = visited later), cropped to the rooms."""
-    from PIL import Image
-
-    env = MapEnv(env_id, render_mode="rgb_array")
-    env.env.tile_size = tile_size
-    env.env.highlight = False
-    env.reset(run.seed)
-    for a in run.actions:
-        _, _, term, trunc = env.step(a)
-        if term or trunc:
-            break
-    img = np.asarray(env.env.get_frame(highlight=False, tile_size=tile_size), dtype=np.float32)
-    n = max(len(run.path), 1)
-    for k, (x, y) in enumerate(run.path):
-        shade = 0.35 + 0.4 * k / n
-        tile = img[y * tile_size : (y + 1) * tile_size, x * tile_size : (x + 1) * tile_size]
-        tile[...] = (1 - shade) * tile + shade * np.array([60.0, 120.0, 255.0])
-    code = env.env.grid.encode()
-    used = np.argwhere(code[..., 0] != 1)  # cells that are not empty floor outside the rooms
-    if len(used):
-        (x0, y0), (x1, y1) = used.min(0), used.max(0) + 1
-        img = img[y0 * tile_size : y1 * tile_size, x0 * tile_size : x1 * tile_size]
-    buf = io.BytesIO()
-    Image.fromarray(img.clip(0, 255).astype(np.uint8)).save(buf, format="PNG", optimize=True)
-    return base64.b64encode(buf.getvalue()).decode("ascii")

@@ -1,0 +1,1 @@
+"""Environments of the tasks (MiniGrid floor-maps for navigation: :mod:`core.envs.minigrid`)."""
