@@ -80,6 +80,15 @@ def scatter_and_vulnerability(hashes: tuple[str, ...], _configs: dict[str, Exper
     return results
 
 
+@st.cache_data(max_entries=256, show_spinner=False)
+def victim_translation(config_hash: str, arch: str, index: int) -> str:
+    """The victim's greedy translation of one record's source (a member the attack singled out)."""
+    from core.tasks.translation import detokenize
+
+    models = trained_models(configs[arch])
+    return detokenize(models.task.translate(models.cfg, models.model("victim"), models.data, np.array([index]))[0])
+
+
 @st.cache_data(max_entries=64, show_spinner="Replaying the agent on the map…")
 def exposed_map(config_hash: str, arch: str, index: int) -> dict:
     """One navigation record's map with the victim's query path (the episode the attack saw)."""
@@ -152,7 +161,9 @@ with tabs[0]:
                     img = (img - img.min()) / max(float(img.max() - img.min()), 1e-9)
                     st.image(np.transpose(img, (1, 2, 0)) if img.shape[0] == 3 else img[0], caption=label, width=96)
                 elif task_name == "translation":
-                    st.markdown(f"*{data.records.src_text[index]}* → {data.records.tgt_text[index]}  \n{label}")
+                    said = victim_translation(configs[arch].config_hash, arch, index)
+                    st.markdown(f"*{data.records.src_text[index]}*  \nreference: {data.records.tgt_text[index]}  \n"
+                                f"victim: {said}  \n{label}")
                 else:
                     view = exposed_map(configs[arch].config_hash, arch, index)
                     fig_map = navigation_map({arch: {"maps": [view]}}, "member")

@@ -125,6 +125,11 @@ def build_parser() -> argparse.ArgumentParser:
     common(run)
     run.add_argument("--out", help="write the JSON here (default: stdout); the folder must exist")
     run.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    run.add_argument("--online-lira", type=int, default=0, metavar="N",
+                     help="also run online LiRA with N extra reference models (2..64), each trained on a random half "
+                          "of the victim's evaluation records: a stronger threat model (the attacker holds the "
+                          "candidate records and trains on them); its models are cached. Added to the JSON as "
+                          "attacks.lira_online")
     cfg = sub.add_parser("config", help="print the resolved config and its hash as JSON")
     common(cfg)
     analyze = sub.add_parser("analyze", help="why attacks work: entropy scatter with decision boundaries, "
@@ -294,8 +299,19 @@ def _main(argv: Sequence[str] | None) -> int:
         return _defend(args, config, out, None if args.quiet else progress)
     from .executor import make_executor
 
+    if args.online_lira and not 2 <= args.online_lira <= 64:
+        raise ConfigError(f"--online-lira must be 0 (off) or lie in 2..64, got {args.online_lira}")
     executor = make_executor(args.executor, args.workers, args.ray_address)
     result = run_experiment(config, progress=None if args.quiet else progress, executor=executor)
+    if args.online_lira:
+        from .pipeline import trained_models
+        from .reference_attacks import LIRA_ONLINE, online_lira
+
+        if not args.quiet:
+            print(f"[online LiRA] {args.online_lira} reference models (trained once, cached)", file=sys.stderr)
+        outcome = online_lira(trained_models(config), n_models=args.online_lira)
+        result.summary["attacks"][LIRA_ONLINE] = {**outcome.result.to_dict(), "threat_model": "online",
+                                                  "reference_models": args.online_lira}
     if out is not None:
         write_json_atomically(out, result.summary)
     else:

@@ -36,6 +36,16 @@ def test_run_writes_the_common_json(tmp_path):
     assert json.loads(again.stdout)["cache_hit"] is True
 
 
+def test_online_lira_from_the_command_line(tmp_path):
+    bad = cli("run", "--task", "image", "--arch", "ffnn", *TINY, "--online-lira", "1", "--quiet")
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--online-lira" in bad.stderr
+    sets = [a if a != "n_shadows=1" else "n_shadows=2" for a in TINY]
+    p = cli("run", "--task", "image", "--arch", "ffnn", *sets, "--online-lira", "2", "--quiet")
+    assert p.returncode == 0, p.stderr
+    online = json.loads(p.stdout)["attacks"]["lira_online"]
+    assert online["threat_model"] == "online" and online["reference_models"] == 2 and 0 <= online["auc"] <= 1
+
+
 def test_progress_goes_to_stderr_with_stage_names():
     p = cli("run", "--task", "image", "--arch", "ffnn", *TINY)
     assert p.returncode == 0

@@ -9,7 +9,7 @@ import torch
 from core.models.navigation import LSTMAgent, build_agent, count_params
 from core.planner import DOOR, EMPTY, FORWARD, GOAL, LEFT, RIGHT, TOGGLE, WALL, PlannerCache, distance_map, optimal_policy
 from core.ppo import PPOSettings, train_ppo
-from core.envs.minigrid import MapEnv, MapVecEnv
+from core.envs.minigrid import MapEnv, MapVecEnv, StartRoomCurriculum
 from core.tasks.navigation import rollout_maps
 
 N2 = "MiniGrid-MultiRoom-N2-S4-v0"
@@ -31,7 +31,7 @@ def test_same_seed_same_map_different_seeds_different_maps():
     assert len(codes) == 10
 
 
-@pytest.mark.parametrize("env_id", [N2, "MiniGrid-MultiRoom-N4-S5-v0", "MiniGrid-Empty-5x5-v0"])
+@pytest.mark.parametrize("env_id", [N2, "MiniGrid-MultiRoom-N4-S5-v1", "MiniGrid-Empty-5x5-v0"])
 def test_fast_observation_equals_minigrid(env_id):
     env = MapEnv(env_id)
     rng = np.random.default_rng(0)
@@ -42,6 +42,48 @@ def test_fast_observation_equals_minigrid(env_id):
         assert np.array_equal(obs, reference), f"step {i}"
         if term or trunc:
             env.reset(i)
+
+
+def test_minigrid_n4_s5_ids_really_differ():
+    # MiniGrid registers "-N4-S5-v0" with six rooms; "-v1" is the four-room layout the studies name
+    rooms = {}
+    for version in ("v0", "v1"):
+        env = MapEnv(f"MiniGrid-MultiRoom-N4-S5-{version}")
+        env.reset(0)
+        rooms[version] = env.n_rooms
+    assert rooms == {"v0": 6, "v1": 4}
+
+
+def _room_of(env: MapEnv, pos) -> int:
+    for k, room in enumerate(env.env.rooms):
+        (x, y), (w, h) = room.top, room.size
+        if x < pos[0] < x + w - 1 and y < pos[1] < y + h - 1:
+            return k
+    return -1
+
+
+def test_start_room_curriculum_moves_the_start_back_to_the_maps_own():
+    cur = StartRoomCurriculum(ramp=0.5, seed=0)
+    assert [cur.frontier(4) for cur.progress in (0.0, 0.25, 0.5, 1.0)] == [3, 2, 0, 0]  # round(3·(1 − p/0.5))
+    with pytest.raises(Exception, match="ramp"):
+        StartRoomCurriculum(ramp=0.0, seed=0)
+    env = MapEnv("MiniGrid-MultiRoom-N4-S5-v1")
+    rng = np.random.default_rng(0)
+    for seed in range(5):
+        env.reset(seed)
+        start = env.agent_state
+        env.start_in_room(0, rng)
+        assert env.agent_state == start  # room 0: the map's own start, untouched
+        for room in (1, 3):
+            env.reset(seed)
+            obs = env.start_in_room(room, rng)
+            pos, _ = env.agent_state
+            assert _room_of(env, pos) == room and env.env.grid.get(*pos) is None
+            assert np.array_equal(obs, type(env.env).gen_obs(env.env)["image"])  # the view follows the move
+    # at the start of training every episode starts in the goal's room
+    vec = MapVecEnv("MiniGrid-MultiRoom-N4-S5-v1", 4, np.arange(4), order_seed=0, curriculum=StartRoomCurriculum(0.5, 1))
+    vec.reset()
+    assert all(_room_of(e, e.agent_state[0]) == e.n_rooms - 1 for e in vec.envs)
 
 
 def _corridor_with_door() -> np.ndarray:
@@ -79,7 +121,7 @@ def test_planner_on_empty_5x5():
     assert list(np.flatnonzero(optimal_policy(env.grid_code, dist, (1, 1), 0))) == [FORWARD]
 
 
-@pytest.mark.parametrize("env_id,seeds", [(N2, range(8)), ("MiniGrid-MultiRoom-N4-S5-v0", range(3))])
+@pytest.mark.parametrize("env_id,seeds", [(N2, range(8)), ("MiniGrid-MultiRoom-N4-S5-v1", range(3))])
 def test_following_the_planner_reaches_the_goal_in_the_planned_steps(env_id, seeds):
     planner = PlannerCache()
     env = MapEnv(env_id)
@@ -158,3 +200,12 @@ def test_attack_above_chance_on_agent_trained_many_times_on_few_maps(tmp_path, m
     ex = summary["examples"]
     assert ex["kind"] == "navigation" and len(ex["maps"]) == 2 and ex["maps"][0]["png_base64"]
     assert set(ex["steps_to_goal"]) == {"member", "unseen"}
+
+
+@pytest.mark.parametrize("bad", [{"curriculum": "N2-then-N4"}, {"curriculum_ramp": 0}, {"curriculum_ramp": 1.5}])
+def test_bad_curriculum_settings_are_refused(bad):
+    from core.errors import ConfigError
+    from core.tasks import get_task
+
+    with pytest.raises(ConfigError):
+        get_task("navigation").make_config("ffnn", "paper", bad).validate()

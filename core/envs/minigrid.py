@@ -4,7 +4,8 @@ A *map* is a MiniGrid environment seed: ``MapEnv.reset(seed)`` builds the same f
 start state every time. :class:`MapEnv` computes MiniGrid's 7×7×3 egocentric view with numpy
 (cell for cell MiniGrid's own array; a test checks it), :class:`MapSampler` streams member maps
 in a seeded order, :class:`MapVecEnv` steps several environments in lock-step for PPO
-(:class:`core.ppo.VecEnv` protocol), and :class:`Rollout` is one query episode's record.
+(:class:`core.ppo.VecEnv` protocol), optionally starting episodes by a :class:`StartRoomCurriculum`,
+and :class:`Rollout` is one query episode's record.
 Nothing here knows about agents, attacks or the pipeline (:mod:`core.tasks.navigation` does).
 """
 from __future__ import annotations
@@ -122,6 +123,30 @@ class MapEnv:
         obs, _ = self.env.reset(seed=int(seed))
         return obs["image"]
 
+    @property
+    def n_rooms(self) -> int:
+        """Rooms of the current map (MultiRoom layouts; 1 for layouts without rooms)."""
+        return len(getattr(self.env, "rooms", None) or [None])
+
+    def start_in_room(self, room: int, rng: np.random.Generator) -> np.ndarray:
+        """Move the agent of the freshly reset map to a free cell of room ``room`` (0 = the map's
+        own start room, rooms numbered along the route to the goal), facing a random direction;
+        the doors stay as the map has them. Returns the new view. The start-room curriculum's
+        move (:class:`StartRoomCurriculum`); query rollouts never use it."""
+        rooms = getattr(self.env, "rooms", None)
+        if not rooms or room <= 0:
+            return self.observe()
+        r = rooms[min(room, len(rooms) - 1)]
+        (x, y), (w, h) = r.top, r.size
+        free = [(i, j) for i in range(x + 1, x + w - 1) for j in range(y + 1, y + h - 1)
+                if self.env.grid.get(i, j) is None]
+        if not free:  # cannot happen in MultiRoom (rooms are at least 4×4), but never start in a wall
+            return self.observe()
+        i, j = free[int(rng.integers(len(free)))]
+        self.env.agent_pos = (i, j)
+        self.env.agent_dir = int(rng.integers(4))
+        return self.observe()
+
     def step(self, action: int) -> tuple[np.ndarray, float, bool, bool]:
         """(view, reward, terminated, truncated)."""
         if action in GRID_CHANGING_ACTIONS:
@@ -196,6 +221,33 @@ class MapSampler:
         return int(self._queue.pop())
 
 
+class StartRoomCurriculum:
+    """A reverse curriculum over start rooms (Florensa et al. 2017, "Reverse curriculum
+    generation", with rooms as the distance to the goal): a training episode on a map of R rooms
+    starts in a room drawn uniformly from [f, R), the *frontier* f moving from the goal's room
+    R − 1 to the true start room 0 over the first ``ramp`` share of training:
+    f = round((R − 1)·(1 − min(1, progress/ramp))). Afterwards episodes start in any room
+    (room 0 included), so no stage is forgotten. The maps are the agent's member maps all along;
+    only where an episode starts changes. The owner sets ``progress`` (0 → 1) as training goes.
+    """
+
+    def __init__(self, ramp: float, seed: int):
+        if not 0 < ramp <= 1:
+            raise ConfigError(f"the curriculum's ramp must lie in (0, 1], got {ramp!r}")
+        self.ramp = ramp
+        self.progress = 0.0
+        self.rng = np.random.default_rng([int(seed), 0xC0A1])
+
+    def frontier(self, n_rooms: int) -> int:
+        return max(0, int(round((n_rooms - 1) * (1 - min(1.0, self.progress / self.ramp)))))
+
+    def start(self, env: "MapEnv") -> np.ndarray:
+        """Draw the start room of ``env``'s freshly reset map and move the agent there."""
+        n = env.n_rooms
+        room = int(self.rng.integers(self.frontier(n), n))
+        return env.start_in_room(room, self.rng)
+
+
 class MapVecEnv:
     """``n_envs`` :class:`MapEnv` stepped in lock-step; a finished episode restarts at once on
     the next map of the :class:`MapSampler` (the :class:`core.ppo.VecEnv` protocol).
@@ -204,15 +256,21 @@ class MapVecEnv:
     less than the cost of handing it to a worker process.
     """
 
-    def __init__(self, env_id: str, n_envs: int, seeds: np.ndarray, order_seed: int):
+    def __init__(self, env_id: str, n_envs: int, seeds: np.ndarray, order_seed: int,
+                 curriculum: StartRoomCurriculum | None = None):
         self.n_envs = n_envs
         self.envs = [MapEnv(env_id) for _ in range(n_envs)]
         self.sampler = MapSampler(seeds, order_seed)
+        self.curriculum = curriculum
         self._obs = np.zeros((n_envs, 7, 7, 3), np.uint8)
+
+    def _restart(self, env: MapEnv) -> np.ndarray:
+        obs = env.reset(self.sampler.next())
+        return self.curriculum.start(env) if self.curriculum is not None else obs
 
     def reset(self) -> np.ndarray:
         for i, env in enumerate(self.envs):
-            self._obs[i] = env.reset(self.sampler.next())
+            self._obs[i] = self._restart(env)
         return self._obs.copy()
 
     def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -223,7 +281,7 @@ class MapVecEnv:
             rewards[i] = r
             if term or trunc:
                 done[i] = True
-                obs = env.reset(self.sampler.next())
+                obs = self._restart(env)
             self._obs[i] = obs
         return self._obs.copy(), rewards, done
 

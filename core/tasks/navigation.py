@@ -42,7 +42,7 @@ from ..config import ExperimentConfig, bounded, check_fields
 from ..errors import ConfigError
 from ..memory import FLOAT_BYTES, attack_training_bytes, mlp_agent_param_count, responses_bytes, training_state_bytes
 from ..models.navigation import build_agent, lstm_agent_params, match_lstm_width
-from ..envs.minigrid import MapEnv, MapVecEnv, Rollout, query_stream
+from ..envs.minigrid import MapEnv, MapVecEnv, Rollout, StartRoomCurriculum, query_stream
 from ..planner import PlannerCache
 from ..render import render_path
 from ..device import single_thread
@@ -116,6 +116,10 @@ def _rollout_maps(model: nn.Module, envs: list[MapEnv], seeds: np.ndarray, plann
     return out
 
 
+#: training curricula: none, or the reverse curriculum over start rooms
+CURRICULA = ("", "start_rooms")
+
+
 @dataclass(frozen=True)
 class NavigationOptions:
     """Options of the navigation task (PPO defaults are rl-starter-files' / torch-ac's).
@@ -139,6 +143,12 @@ class NavigationOptions:
             agent's width is then chosen to match its parameter count). [1, 4096]
         map_pool: maps in each half of the data source (seeds [0, P) for the victim,
             [P, 2P) for the attacker). [1, 1000000]
+        curriculum: "" (episodes start where the map says) or ``start_rooms``: a reverse
+            curriculum over start rooms (:class:`core.envs.minigrid.StartRoomCurriculum`):
+            training episodes on the member maps first start in the goal's room, then ever
+            farther from it, until any room (the true start included). Query rollouts always
+            start at the map's own start. Victim and shadows follow the same recipe.
+        curriculum_ramp: share of training over which the start moves back to room 0. (0, 1]
     """
 
     frames: int = bounded(40960, 1, 100_000_000)
@@ -155,12 +165,16 @@ class NavigationOptions:
     actor_hidden: int = bounded(74, 1, 4096)
     critic_hidden: int = bounded(64, 1, 4096)
     map_pool: int = bounded(1000, 1, 1_000_000)
+    curriculum: str = ""
+    curriculum_ramp: float = bounded(0.5, 0, 1, lo_open=True)
 
     def validate(self) -> None:
-        """Ranges and types of every field, then that BPTT windows tile each environment's frames."""
+        """Ranges and types of every field, then that BPTT windows tile each environment's frames
+        and that the curriculum is one this task knows."""
         check_fields(self)
-        if self.frames_per_env % self.recurrence:
-            raise ConfigError(f"frames_per_env ({self.frames_per_env}) must be a multiple of recurrence ({self.recurrence})")
+        if self.curriculum not in CURRICULA:
+            raise ConfigError(f"curriculum must be one of {', '.join(repr(c) for c in CURRICULA)}, "
+                              f"got {self.curriculum!r}")
 
 
 @dataclass
@@ -196,7 +210,9 @@ class NavigationTask(Task):
     name = "navigation"
     utility_metric = "return"
     options_cls = NavigationOptions
-    datasets = ("MiniGrid-MultiRoom-N2-S4-v0", "MiniGrid-MultiRoom-N4-S5-v0")
+    # MiniGrid registers "MultiRoom-N4-S5-v0" with SIX rooms (minNumRooms = maxNumRooms = 6, 120 steps;
+    # kept for backward compatibility): "-v1" is the 4-room layout the name promises
+    datasets = ("MiniGrid-MultiRoom-N2-S4-v0", "MiniGrid-MultiRoom-N4-S5-v1", "MiniGrid-MultiRoom-N4-S5-v0")
     about = ("A record is a floor-map (an environment seed); it is a member if the agent trained on it. A query is "
              "one seeded rollout of the agent on the map, answered by its action distribution at every step. The "
              "reference (label model) is the reward-maximising policy, computed exactly by a shortest-path planner "
@@ -249,8 +265,12 @@ class NavigationTask(Task):
             "updates_per_epoch": upe, "frames_per_update": o.n_envs * o.frames_per_env,
             "frames": total_frames(cfg), "label_model": "shortest-path planner (uniform over optimal actions)",
         }
+        if o.curriculum:
+            info["curriculum"] = {"kind": o.curriculum, "ramp": o.curriculum_ramp}
         description = (f"{cfg.dataset}: floor-maps = environment seeds, victim seeds [0, {p}), "
-                       f"attacker seeds [{p}, {2 * p}); {total_frames(cfg):,} frames per agent")
+                       f"attacker seeds [{p}, {2 * p}); {total_frames(cfg):,} frames per agent" +
+                       (f" (start-room curriculum over the first {o.curriculum_ramp:.0%} of training)"
+                        if o.curriculum else ""))
         return TaskData(records, np.arange(p), np.arange(p, 2 * p), description, info)
 
     def _env_pool(self, env_id: str, n: int) -> list[MapEnv]:
@@ -301,9 +321,13 @@ class NavigationTask(Task):
         # the pipeline seeded torch for this role: derive the map order and action stream from it
         seed = int(torch.initial_seed()) % 2**31
         envs = MapVecEnv(rec.env_id, o.n_envs, rec.seeds[train_index], order_seed=seed + 1)
+        curriculum = StartRoomCurriculum(o.curriculum_ramp, seed) if o.curriculum == "start_rooms" else None
+        envs.curriculum = curriculum
 
         def on_update(log) -> None:
             on_progress(log.update / n_updates)
+            if curriculum is not None:
+                curriculum.progress = log.update / n_updates
             if log.update % upe == 0:
                 on_epoch(log.update // upe, model)
 
