@@ -336,6 +336,13 @@ def defended_entropy_histogram(points: dict[str, dict[str, Any]]) -> go.Figure:
     return entropy_comparison([{"arch": arch, "records": p["records"]} for arch, p in points.items()])
 
 
+def _best_strong_auc(point: dict[str, Any] | None) -> float | None:
+    """The AUC of the stronger of LiRA and RMIA in a point (None when neither was scored)."""
+    attacks = (point or {}).get("attacks") or {}
+    aucs = [attacks[n]["auc"] for n in STRONG_ATTACKS if n in attacks]
+    return max(aucs) if aucs else None
+
+
 def dirichlet_table(task: str, rows: dict[str, list[dict[str, Any]]], baselines: dict[str, dict[str, Any]]) -> pd.DataFrame:
     """The studies' rows (k = 100 … 0.01) beside the measured naive / adaptive attack and utility."""
     study = STUDY_DIRICHLET.get(task)
@@ -349,6 +356,7 @@ def dirichlet_table(task: str, rows: dict[str, list[dict[str, Any]]], baselines:
             row = {"arch": name, "k": "no protection" if k is None else f"{k:g}",
                    "attack acc (naive)": base["attack"]["accuracy"] if k is None else (p["attack"]["accuracy"] if p else None),
                    "attack acc (adaptive)": (p["adaptive_attack"]["accuracy"] if p and p.get("adaptive_attack") else None),
+                   "LiRA/RMIA AUC (best)": _best_strong_auc(base if k is None else p),
                    "utility": base["utility"] if k is None else (p.get("utility") if p else None),
                    "utility loss": 0.0 if k is None else (p.get("utility_loss") if p else None)}
             if study:
