@@ -111,10 +111,11 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--task", choices=available_tasks(), default="image", help="learning task (default: image)")
         p.add_argument("--arch", choices=("ffnn", "rnn"), default="rnn", help="ffnn (CNN/Transformer/MLP) or rnn (LSTM-based)")
         p.add_argument("--preset", default="quick", help="quick (minutes on 2 CPU cores) or paper (the studies' sizes)")
-        p.add_argument("--executor", default=os.environ.get("MIA_EXECUTOR", "local"), metavar="{local,processes,ray}",
-                       help="where trainings run: local (this process, default), processes (a local pool), ray "
-                            "(a local Ray instance, or the cluster at --ray-address); results are identical and cached "
-                            "by this process")
+        p.add_argument("--executor", default=os.environ.get("MIA_EXECUTOR", "local"), metavar="{local,ensemble,processes,ray}",
+                       help="where trainings run: local (this process, default), ensemble (this process; victim and "
+                            "shadows trained as one vectorised ensemble where the task supports it: the image CNN), "
+                            "processes (a local pool), ray (a local Ray instance, or the cluster at --ray-address); "
+                            "results are the same (ensemble: to float tolerance) and cached by this process")
         p.add_argument("--ray-address", default=os.environ.get("MIA_RAY_ADDRESS"), help="Ray cluster address (ray executor)")
         p.add_argument("--workers", type=int, default=None, help="processes/ray: parallel trainings (default: usable cores)")
         p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",

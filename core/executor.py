@@ -7,6 +7,9 @@ meta): the *driver* writes them into the content-addressed cache, so a result is
 whichever executor produced it, and a rerun on another executor is a cache hit.
 
 * ``local`` (default): one after another, in this process.
+* ``ensemble``: in this process, the jobs of one config that the task can vectorise trained
+  together as one ensemble (:mod:`core.ensemble`; the rest one after another). Same per-member
+  seeds and data order as ``local``, equal to float tolerance rather than bit for bit.
 * ``processes``: a local pool of ``workers`` processes (spawned; each sizes torch's thread pool to
   its share of the usable cores, so they do not oversubscribe the machine).
 * ``ray``: tasks on a Ray cluster (``address``), or on a local Ray instance when no address is
@@ -26,7 +29,7 @@ from typing import Any, Callable, Iterable
 
 import multiprocessing
 
-EXECUTORS = ("local", "processes", "ray")
+EXECUTORS = ("local", "ensemble", "processes", "ray")
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,22 @@ class Executor:
         pass
 
 
+class EnsembleExecutor(Executor):
+    """This process; jobs of one config trained as one vectorised ensemble where the task allows."""
+
+    name = "ensemble"
+
+    def map(self, jobs: list[TrainingJob], on_done: Callable[[TrainingOutput], None]) -> None:
+        from .ensemble import ensemble_groups, train_jobs_together
+
+        together, alone = ensemble_groups(jobs)
+        for group in together:
+            for output in train_jobs_together([jobs[i] for i in group]):
+                on_done(output)
+        for i in alone:
+            on_done(run_job(jobs[i]))
+
+
 class ProcessExecutor(Executor):
     """A local pool of spawned worker processes."""
 
@@ -153,11 +172,13 @@ class RayExecutor(Executor):
 
 
 def make_executor(name: str = "local", workers: int | None = None, address: str | None = None) -> Executor:
-    """The executor called ``name`` (``local``, ``processes``, ``ray``)."""
+    """The executor called ``name`` (``local``, ``ensemble``, ``processes``, ``ray``)."""
     from .errors import ConfigError
 
     if name == "local":
         return Executor()
+    if name == "ensemble":
+        return EnsembleExecutor()
     if name == "processes":
         return ProcessExecutor(workers)
     if name == "ray":

@@ -258,47 +258,62 @@ def store_trained(cache: ArtifactCache, cfg: ExperimentConfig, trained: TrainedM
                                                              "train_s": trained.train_s, "privacy": trained.privacy})
 
 
+class EpochRecorder:
+    """What a training of ``role`` keeps after every epoch: the divergence check, the utility on
+    ``measure_utility = (train_idx, val_idx)`` when given, and the Responses to ``query_index`` at
+    the checkpoint epochs. Call it as ``on_epoch(epoch, model)``; :meth:`result` packs the run.
+    Shared by the sequential path (:func:`train_role`) and the ensemble (:mod:`core.ensemble`)."""
+
+    def __init__(self, task: Task, cfg: ExperimentConfig, data: TaskData, role: str, query_index: np.ndarray,
+                 measure_utility: tuple[np.ndarray, np.ndarray] | None = None):
+        self.task, self.cfg, self.data, self.role = task, cfg, data, role
+        self.query_index, self.measure_utility = query_index, measure_utility
+        self.checkpoints = set(cfg.checkpoint_epochs)
+        self.per_epoch: list[dict[str, Any]] = []
+        self.responses: dict[int, Responses] = {}
+
+    def __call__(self, epoch: int, trained: torch.nn.Module) -> None:
+        task, cfg, role = self.task, self.cfg, self.role
+        if not all(bool(torch.isfinite(p).all()) for p in trained.parameters()):
+            raise TrainingDivergedError(
+                f"training of the {role} ({cfg.task}/{cfg.arch}) diverged at epoch {epoch} (weights became NaN or "
+                f"infinite); lower lr (now {cfg.lr:g}). Nothing of this run was cached.")
+        row: dict[str, Any] = {"epoch": epoch}
+        if self.measure_utility is not None:
+            trained.eval()
+            row.update(task.epoch_metrics(cfg, trained, self.data, self.measure_utility[0], self.measure_utility[1]))
+        if epoch in self.checkpoints:
+            trained.eval()
+            try:
+                self.responses[epoch] = task.respond(cfg, trained, self.data, self.query_index).validate()
+            except ValueError as exc:  # e.g. NaN probabilities from an overflowing model
+                raise TrainingDivergedError(f"the {role} answers with invalid outputs at epoch {epoch} ({exc}); "
+                                            f"lower lr (now {cfg.lr:g}). Nothing of this run was cached.") from None
+        trained.train()
+        self.per_epoch.append(row)
+
+    def result(self, model: torch.nn.Module, train_s: float, privacy: dict[str, Any] | None = None) -> TrainedModel:
+        missing = self.checkpoints - set(self.responses)
+        if missing:
+            raise RuntimeError(f"task {self.task.name} did not report checkpoint epochs {sorted(missing)}")
+        weights = {k: v.detach().cpu() for k, v in model.state_dict().items()}
+        return TrainedModel(self.role, self.task.param_count(model), self.per_epoch, self.responses, weights, train_s,
+                            False, privacy)
+
+
 def train_role(task: Task, cfg: ExperimentConfig, data: TaskData, role: str, train_index: np.ndarray,
                query_index: np.ndarray, measure_utility: tuple[np.ndarray, np.ndarray] | None = None,
                on_progress=None) -> TrainedModel:
     """Train ``role`` (seeded by :func:`role_seed`) and collect its Responses at every checkpoint
     epoch; stops with :class:`TrainingDivergedError` when weights or outputs become non-finite.
     Touches no cache (an executor's worker runs this and sends the result back as bytes)."""
-    per_epoch: list[dict[str, Any]] = []
-    responses: dict[int, Responses] = {}
-    checkpoints = set(cfg.checkpoint_epochs)
     start = time.perf_counter()
-
-    def on_epoch(epoch: int, trained: torch.nn.Module) -> None:
-        if not all(bool(torch.isfinite(p).all()) for p in trained.parameters()):
-            raise TrainingDivergedError(
-                f"training of the {role} ({cfg.task}/{cfg.arch}) diverged at epoch {epoch} (weights became NaN or "
-                f"infinite); lower lr (now {cfg.lr:g}). Nothing of this run was cached.")
-        row: dict[str, Any] = {"epoch": epoch}
-        if measure_utility is not None:
-            trained.eval()
-            row.update(task.epoch_metrics(cfg, trained, data, measure_utility[0], measure_utility[1]))
-        if epoch in checkpoints:
-            trained.eval()
-            try:
-                responses[epoch] = task.respond(cfg, trained, data, query_index).validate()
-            except ValueError as exc:  # e.g. NaN probabilities from an overflowing model
-                raise TrainingDivergedError(f"the {role} answers with invalid outputs at epoch {epoch} ({exc}); "
-                                            f"lower lr (now {cfg.lr:g}). Nothing of this run was cached.") from None
-        trained.train()
-        per_epoch.append(row)
-
+    recorder = EpochRecorder(task, cfg, data, role, query_index, measure_utility)
     records = []
-    model = train_model(task, cfg, data, train_index, role_seed(cfg, role), on_epoch, on_progress,
+    model = train_model(task, cfg, data, train_index, role_seed(cfg, role), recorder, on_progress,
                         on_record=records.append)
     privacy = records[0].privacy if records else None
-    params = task.param_count(model)
-    train_s = time.perf_counter() - start
-    missing = checkpoints - set(responses)
-    if missing:
-        raise RuntimeError(f"task {task.name} did not report checkpoint epochs {sorted(missing)}")
-    weights = {k: v.detach().cpu() for k, v in model.state_dict().items()}
-    return TrainedModel(role, params, per_epoch, responses, weights, train_s, False, privacy)
+    return recorder.result(model, time.perf_counter() - start, privacy)
 
 
 @dataclass

@@ -103,6 +103,18 @@ class Task(ABC):
         ``cfg.dp`` is on) and returns its :class:`core.training.TrainingRecord`.
         """
 
+    def supports_ensemble(self, cfg: ExperimentConfig) -> bool:
+        """Whether models of ``cfg`` can train as one vectorised ensemble (:mod:`core.ensemble`)."""
+        return False
+
+    def train_ensemble(self, cfg: ExperimentConfig, models: list[nn.Module], data: TaskData,
+                       train_indices: list[np.ndarray], seeds: list[int],
+                       on_epoch: Callable[[int, Any], None]) -> float:
+        """Train ``models`` (member m on ``train_indices[m]``, seeded by ``seeds[m]``) as one ensemble,
+        calling ``on_epoch(epoch, models)`` after every epoch; returns the seconds it took. Only
+        for configs where :meth:`supports_ensemble` is true."""
+        raise NotImplementedError(f"task {self.name} trains its models one by one")
+
     @abstractmethod
     def utility(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray,
                 output_transform: OutputTransform | None = None) -> float:

@@ -267,6 +267,32 @@ class ImageTask(Task):
                             privacy=PrivacySettings.from_config(cfg), unit="one image (a training record)",
                             on_batch=on_batch, on_epoch=on_epoch, on_progress=on_progress)
 
+    def supports_ensemble(self, cfg: ExperimentConfig) -> bool:
+        """The CNN without DP-SGD or augmentation (the ReNet's ``nn.LSTM`` has no ``vmap`` rule)."""
+        return cfg.arch == "ffnn" and not cfg.private and not cfg.options.augment
+
+    def train_ensemble(self, cfg: ExperimentConfig, models: list[nn.Module], data: TaskData,
+                       train_indices: list[np.ndarray], seeds: list[int], on_epoch) -> float:
+        """Cross-entropy, Adam with L2 on weight matrices, each member's own data order: the
+        sequential :meth:`train`'s recipe for all members at once (:mod:`core.ensemble`)."""
+        from ..ensemble import member_generator, train_ensemble_epochs
+
+        if len({len(i) for i in train_indices}) != 1:
+            raise ValueError("ensemble members must have training sets of one size")
+        device = default_device()
+        rec: ImageRecords = data.records
+        x = torch.stack([rec.images[torch.as_tensor(i)] for i in train_indices]).to(device)  # (M, n, C, H, W)
+        y = torch.stack([rec.labels[torch.as_tensor(i)] for i in train_indices]).to(device)
+        rows = torch.arange(len(models), device=device)[:, None]
+
+        def member_batches(positions: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+            pos = torch.stack(positions).to(device)  # (M, B)
+            return x[rows, pos], y[rows, pos]
+
+        return train_ensemble_epochs(models, len(train_indices[0]), member_batches, F.cross_entropy, epochs=cfg.epochs,
+                                     batch_size=cfg.batch_size, lr=cfg.lr, weight_decay=cfg.weight_decay,
+                                     generators=[member_generator(s) for s in seeds], on_epoch=on_epoch)
+
     # ------------------------------------------------------------------ queries
     @torch.no_grad()
     def _logits(self, model: nn.Module, data: TaskData, index: np.ndarray) -> torch.Tensor:

@@ -1,0 +1,94 @@
+"""Training throughput: the victim and shadows of a preset trained one by one vs as one vectorised
+ensemble (core.ensemble), cold, in one run; plus the attack stage.
+
+    .venv/bin/python bench/throughput.py [--tasks image] [--archs ffnn,rnn] [--presets quick] [--repeat 1]
+
+Per task × architecture × preset: the models of one config (victim + shadows), the wall time to
+train them sequentially (``local`` executor) and as one ensemble (``ensemble`` executor) — each
+in a fresh cache, so both are cold — their ratio, models per second, and the attack stage of the
+run (attack fitting and scoring at every checkpoint epoch, LiRA, RMIA). Configs the task cannot
+vectorise (DP-SGD, the ReNet's nn.LSTM, PPO, the translation models) print "sequential only".
+The device is the one the library picks (a GPU when present). The timings are only comparable
+within one run: the machine's load changes between runs.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def timed_models(cfg, executor, folder: str) -> float:
+    """Cold wall time of trained_models(cfg) in the fresh cache ``folder``."""
+    from core.cache import ArtifactCache
+    from core.pipeline import trained_models
+
+    t = time.perf_counter()
+    trained_models(cfg, cache=ArtifactCache(folder), executor=executor)
+    return time.perf_counter() - t
+
+
+def attack_stage(cfg, folder: str) -> float:
+    """Seconds of the attack stage of the run whose models ``folder`` caches."""
+    from core.cache import ArtifactCache
+    from core.pipeline import run_experiment
+
+    return float(run_experiment(cfg, cache=ArtifactCache(folder)).summary["timings"]["attack_s"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", default="image")
+    parser.add_argument("--archs", default="ffnn,rnn")
+    parser.add_argument("--presets", default="quick")
+    parser.add_argument("--repeat", type=int, default=1, help="alternate sequential/ensemble this many times")
+    parser.add_argument("--json", help="write the rows here")
+    args = parser.parse_args()
+    from core.device import configure_threads, default_device
+    from core.executor import make_executor
+    from core.tasks import get_task
+
+    configure_threads()
+    import torch
+
+    device = default_device()
+    print(f"device: {device} · torch threads: {torch.get_num_threads()} · cores: {os.cpu_count()}", flush=True)
+    rows = []
+    for task_name in args.tasks.split(","):
+        task = get_task(task_name)
+        for preset in args.presets.split(","):
+            for arch in args.archs.split(","):
+                cfg = task.make_config(arch, preset)
+                seq, ens, folders = [], [], []
+                for _ in range(args.repeat):  # alternate, so a change of load hits both
+                    folders += [tempfile.mkdtemp(prefix="mia_throughput_"), tempfile.mkdtemp(prefix="mia_throughput_")]
+                    seq.append(timed_models(cfg, None, folders[-2]))
+                    if task.supports_ensemble(cfg):
+                        ens.append(timed_models(cfg, make_executor("ensemble"), folders[-1]))
+                n = 1 + cfg.n_shadows
+                row = {"task": task_name, "arch": arch, "preset": preset, "models": n, "device": str(device),
+                       "sequential_s": min(seq), "ensemble_s": min(ens) if ens else None,
+                       "speedup": (min(seq) / min(ens)) if ens else None,
+                       "models_per_s_sequential": n / min(seq), "models_per_s_ensemble": (n / min(ens)) if ens else None,
+                       "attack_stage_s": attack_stage(cfg, folders[0])}
+                for folder in folders:
+                    shutil.rmtree(folder, ignore_errors=True)
+                rows.append(row)
+                ens_text = (f"ensemble {row['ensemble_s']:.1f} s ({row['models_per_s_ensemble']:.2f} models/s) → "
+                            f"{row['speedup']:.2f}×" if ens else "ensemble: sequential only (not vectorisable)")
+                print(f"{task_name:11} {arch:4} {preset:6} {n} models: sequential {row['sequential_s']:.1f} s "
+                      f"({row['models_per_s_sequential']:.2f} models/s), {ens_text}; attack stage "
+                      f"{row['attack_stage_s']:.1f} s", flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=2))
+
+
+if __name__ == "__main__":
+    main()

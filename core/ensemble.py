@@ -1,0 +1,184 @@
+"""Several models of one config trained as one vectorised ensemble (victim and shadows at once).
+
+The victim and the shadows of a config share every shape; only their initialisation, their
+training records and their data order differ. Training them one after another runs many small
+kernels per step for each model; here the M models' parameters are stacked along a new leading
+dimension (``torch.func.stack_module_state``) and one step computes all M losses at once with
+``torch.func.vmap`` over ``functional_call`` — the same per-member mathematics:
+
+* member m is initialised exactly as the sequential path initialises it (the model built right
+  after seeding with the member's seed), and its data order comes from a generator seeded the
+  way :func:`core.training.seeded_generator` seeds it — so each member sees the batches it would
+  have seen alone;
+* the step minimises Σₘ Lₘ(θₘ); since Lₘ depends on θₘ alone, ∂/∂θₘ of the sum is ∂Lₘ/∂θₘ, and
+  Adam (element-wise) on the stacked tensors is M independent Adams. Weight decay (L2 on weight
+  matrices only) is grouped by the *member's* parameter shapes, as :func:`core.training.build_optimizer`
+  groups them.
+
+What can differ from the sequential path is float rounding: vmapped kernels (a convolution
+becomes one grouped convolution) add in another order, so weights agree to float tolerance, not
+bit for bit (``tests/test_ensemble.py`` checks a seeded tiny config). Not covered: DP-SGD
+(per-sample clipping is Opacus', per model), gradient clipping across the whole model, PPO, and
+models with a batching rule missing in ``torch.func`` (``nn.LSTM``: no ``vmap`` rule for
+``aten::lstm``) — those configs train sequentially (``Task.supports_ensemble``).
+"""
+from __future__ import annotations
+
+import copy
+import time
+from typing import TYPE_CHECKING, Callable, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+from torch.func import functional_call, stack_module_state, vmap
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .executor import TrainingJob, TrainingOutput
+
+#: ``member_batches(indices)``: the stacked inputs and targets of one step, from each member's
+#: record positions (a list of M CPU LongTensors of equal length): ``(inputs (M, B, …), targets (M, B, …))``
+MemberBatches = Callable[[list[torch.Tensor]], tuple[torch.Tensor, torch.Tensor]]
+#: ``loss(outputs, targets)`` of one member: the mean of its records' losses
+MemberLoss = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+def train_ensemble_epochs(
+    models: Sequence[nn.Module],
+    n_records: int,
+    member_batches: MemberBatches,
+    member_loss: MemberLoss,
+    *,
+    epochs: int,
+    batch_size: int,
+    lr: float,
+    weight_decay: float,
+    generators: Sequence[torch.Generator],
+    on_epoch: Callable[[int, Sequence[nn.Module]], None] | None = None,
+    on_progress: Callable[[float], None] | None = None,
+    eps: float = 1e-8,
+) -> float:
+    """Train ``models`` (same architecture, each on its own ``n_records`` records) in place, as
+    one ensemble: per epoch, member m's records in the order of ``generators[m]`` cut into
+    ⌈n/B⌉ batches, one Adam step per batch for all members. After every epoch the members'
+    weights are written back to ``models`` and ``on_epoch(epoch, models)`` is called. Returns
+    the wall-clock seconds of the loop."""
+    start = time.perf_counter()
+    m = len(models)
+    if m == 0 or len(generators) != m:
+        raise ValueError("train_ensemble_epochs needs one generator per model and at least one model")
+    for model in models:
+        model.train()
+    params, buffers = stack_module_state(list(models))  # leaves, (M, …) each
+    base = copy.deepcopy(models[0]).to("meta")
+    decay = [n for n, p in models[0].named_parameters() if p.requires_grad and p.dim() >= 2]
+    no_decay = [n for n, p in models[0].named_parameters() if p.requires_grad and p.dim() < 2]
+    groups = [{"params": [params[n] for n in decay], "weight_decay": weight_decay},
+              {"params": [params[n] for n in no_decay], "weight_decay": 0.0}]
+    optimizer = torch.optim.Adam([g for g in groups if g["params"]], lr=lr, eps=eps)
+
+    def one_loss(p, b, x, y):
+        return member_loss(functional_call(base, (p, b), (x,)), y)
+
+    losses = vmap(one_loss)
+    steps_per_epoch = -(-n_records // batch_size)
+    for epoch in range(1, epochs + 1):
+        perms = [torch.randperm(n_records, generator=g) for g in generators]
+        for k in range(steps_per_epoch):
+            index = [perm[k * batch_size : (k + 1) * batch_size] for perm in perms]
+            inputs, targets = member_batches(index)
+            optimizer.zero_grad(set_to_none=True)
+            losses(params, buffers, inputs, targets).sum().backward()
+            optimizer.step()
+            if on_progress is not None:
+                on_progress((epoch - 1 + (k + 1) / steps_per_epoch) / epochs)
+        unstack_into(params, buffers, models)
+        if on_epoch is not None:
+            on_epoch(epoch, models)
+            for model in models:
+                model.train()
+    return time.perf_counter() - start
+
+
+@torch.no_grad()
+def unstack_into(params: dict[str, torch.Tensor], buffers: dict[str, torch.Tensor], models: Sequence[nn.Module]) -> None:
+    """Copy member m's slice of the stacked tensors into ``models[m]``."""
+    for i, model in enumerate(models):
+        for name, p in model.named_parameters():
+            p.copy_(params[name][i])
+        for name, b in model.named_buffers():
+            if name in buffers:
+                b.copy_(buffers[name][i])
+
+
+def member_generator(seed: int) -> torch.Generator:
+    """The data-order generator member ``seed`` would get alone: :func:`core.training.seeded_generator`
+    right after ``torch.manual_seed(seed)`` (offset 0)."""
+    return torch.Generator().manual_seed(int(seed) % 2**63)
+
+
+def stacked_rows(tensor: torch.Tensor, member_index: list[np.ndarray], positions: list[torch.Tensor]) -> torch.Tensor:
+    """(M, B, …): for each member m, rows ``member_index[m][positions[m]]`` of ``tensor``."""
+    return torch.stack([tensor[torch.as_tensor(idx)[pos]] for idx, pos in zip(member_index, positions)])
+
+
+# ---------------------------------------------------------------------------- the pipeline's jobs
+def ensemble_groups(jobs: Sequence["TrainingJob"]) -> tuple[list[list[int]], list[int]]:
+    """Positions of ``jobs`` that can train together (same config, the task supports an ensemble
+    for it, equal training-set sizes), and the rest (trained one by one)."""
+    from .executor import config_from_dict
+    from .tasks import get_task
+
+    groups: dict[tuple, list[int]] = {}
+    alone: list[int] = []
+    for i, job in enumerate(jobs):
+        cfg = config_from_dict(job.config)
+        if get_task(cfg.task).supports_ensemble(cfg):
+            groups.setdefault((cfg.config_hash, len(job.train_index)), []).append(i)
+        else:
+            alone.append(i)
+    together = [g for g in groups.values() if len(g) > 1]
+    alone += [g[0] for g in groups.values() if len(g) == 1]
+    return together, sorted(alone)
+
+
+def train_jobs_together(jobs: Sequence["TrainingJob"]) -> list["TrainingOutput"]:
+    """Train ``jobs`` (one config, equal training sizes) as one ensemble; per job the same
+    :class:`~core.executor.TrainingOutput` as :func:`core.executor.run_job` (``train_s``: the
+    ensemble's time over its members)."""
+    from safetensors.torch import save as save_safetensors
+
+    from .device import default_device
+    from .executor import TrainingOutput, config_from_dict
+    from .pipeline import EpochRecorder, role_seed, seed_everything
+    from .tasks import get_task
+
+    cfg = config_from_dict(jobs[0].config)
+    task = get_task(cfg.task)
+    data = task.load(cfg)
+    seeds = [role_seed(cfg, job.role) for job in jobs]
+    models = []
+    for seed in seeds:  # each member initialised exactly as it would be alone
+        seed_everything(seed)
+        models.append(task.build_model(cfg, data).to(default_device()))
+    recorders = []
+    for job in jobs:
+        measure = None
+        if job.measure_utility is not None:
+            measure = (np.asarray(job.measure_utility[0], np.int64), np.asarray(job.measure_utility[1], np.int64))
+        recorders.append(EpochRecorder(task, cfg, data, job.role, np.asarray(job.query_index, np.int64), measure))
+
+    def on_epoch(epoch: int, members: Sequence[nn.Module]) -> None:
+        for recorder, member in zip(recorders, members):
+            recorder(epoch, member)
+
+    seconds = task.train_ensemble(cfg, models, data, [np.asarray(j.train_index, np.int64) for j in jobs], seeds,
+                                  on_epoch)
+    out = []
+    for job, recorder, model in zip(jobs, recorders, models):
+        trained = recorder.result(model.eval(), seconds / len(jobs))
+        weights = save_safetensors({k: v.detach().cpu().contiguous() for k, v in trained.weights.items()})
+        meta = {"params": trained.params, "per_epoch": trained.per_epoch, "train_s": trained.train_s,
+                "privacy": None, "ensemble_members": len(jobs)}
+        out.append(TrainingOutput(job.role, meta, weights, {e: r.to_bytes() for e, r in trained.responses.items()}))
+    return out
