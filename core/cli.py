@@ -254,11 +254,14 @@ def _defend(args: argparse.Namespace, config, out, progress) -> int:
         n_pairs = DEFAULT_SENSITIVITY_SAMPLES.get(config.task, 5) if args.mechanism == "gpm" else 0
     if n_pairs < 0:
         raise ConfigError(f"--sensitivity-samples must be >= 0, got {n_pairs}")
-    models = trained_models(config, progress=progress)
+    from .executor import make_executor
+
+    executor = make_executor(args.executor, args.workers, args.ray_address)
+    models = trained_models(config, progress=progress, executor=executor)
     say = (lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr))
     result = defend(models, args.mechanism, values, args.attacker, args.draws, n_pairs, seed=args.seed,
                     on_point=lambda i, n: say(f"[defend] {args.mechanism}: {i}/{n} values"),
-                    on_pair=lambda i, n: say(f"[sensitivity] {i}/{n} pairs"))
+                    on_pair=lambda i, n: say(f"[sensitivity] {i}/{n} pairs"), executor=executor)
     if out is not None:
         write_json_atomically(out, result)
     else:

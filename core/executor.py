@@ -101,6 +101,13 @@ class Executor:
         for job in jobs:
             on_done(run_job(job))
 
+    def run_many(self, function: Callable[[Any], Any], items: list[Any], on_done: Callable[[Any], None]) -> None:
+        """``on_done(function(item))`` for every item, in any order: for independent work other than
+        the pipeline's trainings (e.g. SensitivitySampler pairs). ``function`` must be a module-level
+        function and items plain data (they travel to worker processes); results return as plain data."""
+        for item in items:
+            on_done(function(item))
+
     def close(self) -> None:
         pass
 
@@ -143,6 +150,15 @@ class ProcessExecutor(Executor):
             for future in as_completed(futures):
                 on_done(future.result())
 
+    def run_many(self, function: Callable[[Any], Any], items: list[Any], on_done: Callable[[Any], None]) -> None:
+        if not items:
+            return
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_worker_init,
+                                 initargs=(self.threads,)) as pool:
+            for future in as_completed([pool.submit(function, item) for item in items]):
+                on_done(future.result())
+
 
 class RayExecutor(Executor):
     """Jobs as Ray tasks (one CPU each by default); a local Ray instance when no address is given."""
@@ -162,10 +178,17 @@ class RayExecutor(Executor):
                 kwargs["num_cpus"] = num_cpus
             ray.init(**kwargs)
         self._ray = ray
+        self._cpus_per_job = cpus_per_job
         self._remote = ray.remote(num_cpus=cpus_per_job)(run_job)
 
     def map(self, jobs: list[TrainingJob], on_done: Callable[[TrainingOutput], None]) -> None:
-        pending = [self._remote.remote(job) for job in jobs]
+        self._drain([self._remote.remote(job) for job in jobs], on_done)
+
+    def run_many(self, function: Callable[[Any], Any], items: list[Any], on_done: Callable[[Any], None]) -> None:
+        remote = self._ray.remote(num_cpus=self._cpus_per_job)(function)
+        self._drain([remote.remote(item) for item in items], on_done)
+
+    def _drain(self, pending: list, on_done: Callable[[Any], None]) -> None:
         while pending:
             done, pending = self._ray.wait(pending, num_returns=1)
             on_done(self._ray.get(done[0]))

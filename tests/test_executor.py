@@ -56,3 +56,23 @@ def test_executors_train_the_same_models_as_the_local_one(tmp_path, name):
 def test_unknown_executor_is_a_config_error():
     with pytest.raises(ConfigError):
         make_executor("slurm")
+
+
+def test_sensitivity_pairs_fan_out_on_a_process_pool(tmp_path):
+    """SensitivitySampler pairs are independent trainings: on the processes executor they give the
+    distances this process gives (one thread each, the same seeds), cached by the driver."""
+    from core.defenses.sensitivity import cached_sensitivity, sample_sensitivity
+
+    cfg = get_task("image").make_config("ffnn", "quick", TINY)
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        local = sample_sensitivity(cfg, 2, ArtifactCache(tmp_path / "local"))
+    finally:
+        torch.set_num_threads(before)
+    seen = []
+    pool = sample_sensitivity(cfg, 2, ArtifactCache(tmp_path / "pool"), on_pair=lambda d, n: seen.append((d, n)),
+                              executor=make_executor("processes", workers=2))
+    assert pool.distances == local.distances and pool.sensitivity == local.sensitivity > 0
+    assert seen[-1] == (2, 2)
+    assert cached_sensitivity(cfg, 2, ArtifactCache(tmp_path / "pool")).distances == local.distances

@@ -199,13 +199,14 @@ class Defender:
         return gpm.add_noise(copy.deepcopy(model), weights, self._directions[key], spec.value).eval()
 
     # ------------------------------------------------------------------ sensitivity
-    def ensure_sensitivity(self, n: int, compute: bool = True, on_pair=None) -> SensitivityEstimate | None:
-        """S from ``n`` SensitivitySampler pairs: from the cache, else trained when ``compute``."""
+    def ensure_sensitivity(self, n: int, compute: bool = True, on_pair=None, executor=None) -> SensitivityEstimate | None:
+        """S from ``n`` SensitivitySampler pairs: from the cache, else trained when ``compute``
+        (the pairs on ``executor`` when given: a process pool or Ray)."""
         if self.sensitivity is not None and self.sensitivity.n == n:
             return self.sensitivity
         est = cached_sensitivity(self.cfg, n, self.cache)
         if est is None and compute:
-            est = sample_sensitivity(self.cfg, n, self.cache, on_pair=on_pair)
+            est = sample_sensitivity(self.cfg, n, self.cache, on_pair=on_pair, executor=executor)
         self.sensitivity = est
         return est
 
@@ -434,12 +435,12 @@ def _utility_loss(defended: float | None, undefended: float | None) -> float | N
 
 def defend(models: TrainedModels, mechanism: str, values: list[float], attacker: str = "naive", draws: int = 1,
            sensitivity_samples: int = 0, cache: ArtifactCache | None = None, seed: int = 0,
-           on_point=None, on_pair=None) -> dict[str, Any]:
+           on_point=None, on_pair=None, executor=None) -> dict[str, Any]:
     """The CLI's ``defend`` result: the baseline and one point per value (see README)."""
     defender = Defender(models, cache)
     spec = DefenseSpec(mechanism, float(values[0]) if values else 1.0, draws=draws, seed=seed).validate()
     if mechanism == "gpm" and sensitivity_samples > 0:
-        defender.ensure_sensitivity(sensitivity_samples, on_pair=on_pair)
+        defender.ensure_sensitivity(sensitivity_samples, on_pair=on_pair, executor=executor)
     points = []
     for i, v in enumerate(values):
         points.append(defender.point(spec.at(v).validate(), attacker, utility=True))

@@ -74,33 +74,71 @@ def sensitivity_sampler(n: int, pair_distance: Callable[[int], float],
     return SensitivityEstimate(max(distances), distances, n, random_dp_gamma(n), time.perf_counter() - start)
 
 
+def pair_distance(cfg: ExperimentConfig, data, i: int) -> float:
+    """Pair ``i`` of Algorithm 2 for ``cfg``: two neighbouring training sets drawn from the
+    victim's pool (seeded by i), two models trained on them with the same seed, ‖θ − θ′‖₂."""
+    task = get_task(cfg.task)
+    rng = np.random.default_rng([cfg.seed, 0x5E45, i])
+    d1, d2 = neighbouring_sets(np.asarray(data.victim_pool), cfg.n_train, rng)
+    seed = cfg.seed * 7919 + 7 * 104729 + i  # the same for both models of the pair
+    return parameter_distance(train_model(task, cfg, data, d1, seed), train_model(task, cfg, data, d2, seed))
+
+
+def pair_job(item: tuple[dict, int]) -> tuple[int, float]:
+    """One pair on an executor's worker: ``(config as a dict, i)`` → ``(i, distance)``."""
+    from ..executor import config_from_dict
+
+    config, i = item
+    cfg = config_from_dict(config)
+    return i, pair_distance(cfg, get_task(cfg.task).load(cfg), i)
+
+
 def sample_sensitivity(
     cfg: ExperimentConfig,
     n: int,
     cache: ArtifactCache | None = None,
     on_pair: Callable[[int, int], None] | None = None,
+    executor=None,
 ) -> SensitivityEstimate:
     """Algorithm 2 with ``n`` pairs for the model of ``cfg``; each pair cached under the training hash.
 
-    ``on_pair(done, n)`` reports progress after every pair.
+    ``on_pair(done, n)`` reports progress after every pair. The pairs are independent: with an
+    ``executor`` (:mod:`core.executor`: processes, Ray) the missing ones train in parallel there and
+    this process caches their distances (the same numbers as in this process, same seeds).
     """
     cache = cache or ArtifactCache()
-    task = get_task(cfg.task)
-    data = task.load(cfg)
+    start = time.perf_counter()
 
-    def pair_distance(i: int) -> float:
-        key = cache.key("sensitivity", cfg.training_hash, "pair", i)
-        stored = cache.get_json(key)
-        if isinstance(stored, dict) and isinstance(stored.get("distance"), (int, float)):
-            return float(stored["distance"])
-        rng = np.random.default_rng([cfg.seed, 0x5E45, i])
-        d1, d2 = neighbouring_sets(np.asarray(data.victim_pool), cfg.n_train, rng)
-        seed = cfg.seed * 7919 + 7 * 104729 + i  # the same for both models of the pair
-        d = parameter_distance(train_model(task, cfg, data, d1, seed), train_model(task, cfg, data, d2, seed))
-        cache.put_json(key, {"distance": d})
+    def key(i: int) -> str:
+        return cache.key("sensitivity", cfg.training_hash, "pair", i)
+
+    def stored(i: int) -> float | None:
+        value = cache.get_json(key(i))
+        return float(value["distance"]) if isinstance(value, dict) and isinstance(value.get("distance"), (int, float)) else None
+
+    if executor is not None and executor.name not in ("local", "ensemble") and n >= 1:
+        missing = [i for i in range(n) if stored(i) is None]
+        done = [n - len(missing)]
+
+        def keep(result: tuple[int, float]) -> None:
+            cache.put_json(key(result[0]), {"distance": float(result[1])})
+            done[0] += 1
+            if on_pair:
+                on_pair(done[0], n)
+
+        executor.run_many(pair_job, [(cfg.to_dict(), i) for i in missing], keep)
+    data = get_task(cfg.task).load(cfg)
+
+    def distance(i: int) -> float:
+        d = stored(i)
+        if d is None:
+            d = pair_distance(cfg, data, i)
+            cache.put_json(key(i), {"distance": d})
         return d
 
-    return sensitivity_sampler(n, pair_distance, on_pair)
+    estimate = sensitivity_sampler(n, distance, on_pair)
+    estimate.seconds = time.perf_counter() - start
+    return estimate
 
 
 def cached_sensitivity(cfg: ExperimentConfig, n: int, cache: ArtifactCache | None = None) -> SensitivityEstimate | None:
