@@ -3,7 +3,6 @@ accuracy, utility loss and the privacy guarantee move — on cached models, FFNN
 from __future__ import annotations
 
 
-import numpy as np
 import streamlit as st
 
 from core.config import ExperimentConfig
@@ -12,13 +11,10 @@ from core.errors import MIAError
 from core.pipeline import cached_runs, cached_summary, config_of, trained_models
 from core.tasks import get_task
 from ui import plots
-from ui.widgets import task_selector
-from ui.shared import background_runner, job_manager
+from ui.widgets import K_VALUES, SIGMA_VALUES, task_selector
+from ui.shared import background_runner, defender_for, defense_value_key, job_manager
 
 ARCH_LABELS = {"ffnn": "FFNN", "rnn": "RNN"}
-#: log-spaced k from 0.01 to 10⁴ (8 values per decade) and σ from 0 to 1 (relative to nothing: weights are O(0.1))
-K_VALUES = [float(f"{v:.3g}") for v in np.logspace(-2, 4, 49)]
-SIGMA_VALUES = [0.0] + [float(f"{v:.3g}") for v in np.logspace(-4, 0, 33)]
 GPM_GRID = (0.0, 0.001, 0.003, 0.01, 0.03, 0.1)
 
 st.title("Defenses after training")
@@ -98,14 +94,8 @@ if missing:
     st.stop()
 
 
-@st.cache_resource(max_entries=6, show_spinner="Loading the cached models and fitting nothing new…")
-def defender_for(config_hash: str, _cfg: ExperimentConfig) -> Defender:
-    """One Defender per trained config: models from the cache, naive attacks fitted once."""
-    return Defender(trained_models(_cfg))
-
-
 try:
-    defenders = {a: defender_for(c.config_hash, c) for a, c in configs.items()}
+    defenders = {a: defender_for(c) for a, c in configs.items()}
 except MIAError as exc:
     st.error(f"Could not load the trained models: {exc}")
     st.stop()
@@ -127,6 +117,7 @@ with s3:
                               help="Refits the attack on the attacker's own shadows behind the same mechanism "
                                    "(background job; the slider never waits for it).")
 spec = DefenseSpec(mechanism, float(value), draws=int(draws))
+st.session_state[defense_value_key(task_name, mechanism)] = float(value)  # the Analyses page's default
 runner = background_runner()
 
 if mechanism == "gpm":

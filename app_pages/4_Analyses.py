@@ -10,17 +10,19 @@ import streamlit as st
 
 from core import analysis, figures, report
 from core.config import ExperimentConfig
+from core.defenses import DefenseSpec
 from core.errors import MIAError
 from core.pipeline import cached_summary, trained_models
 from core.tasks import get_task
 from ui.mapview import record_map_views
 from ui.plots import navigation_map
-from ui.widgets import task_selector
-from ui.shared import background_runner, job_manager
+from ui.widgets import K_VALUES, SIGMA_VALUES, task_selector
+from ui.shared import background_runner, defender_for, defense_value_key, job_manager
 
 ARCH_LABELS = {"ffnn": "FFNN", "rnn": "RNN"}
 ATTACK_LABELS = {"shadow": "Shadow-model classifier", "loss_threshold": "Loss threshold", "entropy_threshold":
-                 "Entropy threshold", "prmia": "PRMIA", "bleu_feature": "BLEU features"}
+                 "Entropy threshold", "prmia": "PRMIA", "bleu_feature": "BLEU features", "lira": "LiRA (offline)",
+                 "rmia": "RMIA"}
 
 st.title("Analyses: why do the attacks work?")
 st.caption("Every view is computed from the cached runs (the long ones train extra models in the background, "
@@ -108,15 +110,45 @@ all_results["verdicts"] = analysis.verdicts(all_results, summaries)
 tabs = st.tabs(["Entropy scatter", "Over training", "Memorization", "Overtraining", "Model mismatch"])
 
 # ---------------------------------------------------------------------------- scatter
+def defended_scatter(mechanism: str, value: float) -> dict[str, dict]:
+    """The scatter of both architectures' outputs behind a defense (naive attacker: its thresholds
+    and boundaries unchanged, its scores on the defended outputs): the Defenses page's points."""
+    out = {}
+    for arch, cfg in configs.items():
+        point = defender_for(cfg).point(DefenseSpec(mechanism, value), "naive", utility=False)
+        out[arch] = analysis.entropy_scatter(analysis.defended_summary(summaries[arch], point))
+    return out
+
+
 with tabs[0]:
-    attacks = list(base["scatter"]["ffnn"]["attacks"])
+    o1, o2, o3 = st.columns([2, 3, 2])
+    with o1:
+        outputs = st.radio("Outputs", ["undefended", "Dirichlet k", "Gaussian σ"], horizontal=True,
+                           key="analyses:outputs", help="the records as the attack sees them behind a defense "
+                                                        "of the Defenses page (naive attacker)")
+    scatter = base["scatter"]
+    if outputs != "undefended":
+        mechanism = "dirichlet" if outputs == "Dirichlet k" else "gpm"
+        values = K_VALUES if mechanism == "dirichlet" else SIGMA_VALUES
+        chosen = st.session_state.get(defense_value_key(task_name, mechanism), 1.0 if mechanism == "dirichlet" else 0.01)
+        chosen = min(values, key=lambda v: abs(v - chosen))
+        with o2:
+            value = st.select_slider("k" if mechanism == "dirichlet" else "σ", options=values, value=chosen,
+                                     key=f"analyses:{mechanism}", format_func=lambda v: f"{v:g}",
+                                     help="starts at the value last chosen on the Defenses page")
+        try:
+            scatter = defended_scatter(mechanism, float(value))
+        except MIAError as exc:
+            st.error(f"Could not defend these runs: {exc}")
+    attacks = [a for a in base["scatter"]["ffnn"]["attacks"] if a in scatter["ffnn"]["attacks"]]
     default = attacks.index("shadow") if "shadow" in attacks else 0
-    attack = st.selectbox("Attack", attacks, index=default, format_func=lambda n: ATTACK_LABELS.get(n, n))
-    fig = figures.scatter_figure(base["scatter"], attack)
+    with o3:
+        attack = st.selectbox("Attack", attacks, index=default, format_func=lambda n: ATTACK_LABELS.get(n, n))
+    fig = figures.scatter_figure(scatter, attack)
     event = st.plotly_chart(fig, width="stretch", on_select="rerun", selection_mode=("box", "lasso"), key="scatter")
     cols = st.columns(2)
     for col, arch in zip(cols, ("ffnn", "rnn")):
-        sc = base["scatter"][arch]
+        sc = scatter[arch]
         entry = sc["attacks"][attack]
         with col:
             st.markdown(f"**{ARCH_LABELS[arch]}** · attack accuracy {entry['accuracy']:.3f}")

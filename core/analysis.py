@@ -124,6 +124,21 @@ def entropy_scatter(summary: dict[str, Any]) -> dict[str, Any]:
             "mean_cross_entropy": {"members": float(ce[member].mean()), "non_members": float(ce[~member].mean())}}
 
 
+def defended_summary(summary: dict[str, Any], point: dict[str, Any]) -> dict[str, Any]:
+    """``summary`` with its per-record signals replaced by those of a defended point
+    (:meth:`core.defenses.Defender.point`): the defended outputs' APE and cross-entropy and the
+    naive attacks' scores on them. The naive attacker keeps its thresholds and boundaries, so
+    :func:`entropy_scatter` then draws the same decision boundaries over the defended records."""
+    rec = point.get("records") or {}
+    if "scores" not in rec:
+        raise ConfigError("this defended point carries no per-record attack scores (computed by an older version)")
+    scores = {n: [float("nan") if v is None else v for v in values] for n, values in rec["scores"].items()
+              if n in summary["attacks"]}
+    records = {"membership": rec["membership"], "ape": rec["ape"], "cross_entropy": rec["cross_entropy"],
+               "scores": scores, "boundaries": summary.get("records", {}).get("boundaries", {})}
+    return {**summary, "records": records}
+
+
 def most_exposed(summary: dict[str, Any], attack: str | None = None, top: int = 10) -> list[dict[str, Any]]:
     """Members with the highest attack score (position in the evaluation set, score, APE, CE)."""
     rec = summary["records"]

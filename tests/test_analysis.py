@@ -10,6 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from core import analysis
+from core.errors import ConfigError
 from core.pipeline import run_experiment
 from core.responses import Responses
 from core.tasks import get_task
@@ -101,3 +102,27 @@ def test_analyses_page_on_a_tiny_cached_run(monkeypatch):
     assert not at.exception, at.exception
     text = " ".join(m.value for m in at.markdown)
     assert "The studies:" in text and "This run:" in text
+    # the scatter behind a defense: the naive attacker's boundaries over the defended records
+    at.radio(key="analyses:outputs").set_value("Dirichlet k").run(timeout=120)
+    assert not at.exception, at.exception
+    assert any("attack accuracy" in m.value for m in at.markdown)
+
+
+def test_defended_summary_keeps_the_naive_boundaries_and_reads_defended_records():
+    summary = {"arch": "ffnn", "task": "image", "attack": {"name": "loss_threshold"},
+               "attacks": {"loss_threshold": {"threshold": -1.0}},
+               "records": {"membership": [True, False], "ape": [0.1, 0.9], "cross_entropy": [0.1, 2.0],
+                           "scores": {"loss_threshold": [-0.1, -2.0]},
+                           "boundaries": {"loss_threshold": {"signal": "cross_entropy", "threshold": 1.0,
+                                                             "member_if": "below"}}}}
+    point = {"records": {"membership": [True, False], "ape": [0.5, 0.6], "cross_entropy": [1.5, 1.2],
+                         "scores": {"loss_threshold": [-1.5, None], "lira": [0.0, 0.0]}}}
+    defended = analysis.defended_summary(summary, point)
+    assert defended["records"]["cross_entropy"] == [1.5, 1.2]
+    assert defended["records"]["boundaries"] == summary["records"]["boundaries"]
+    assert set(defended["records"]["scores"]) == {"loss_threshold"}  # only attacks the summary knows
+    sc = analysis.entropy_scatter(defended)
+    # the member's defended loss 1.5 is above the naive threshold: now taken for a non-member
+    assert sc["attacks"]["loss_threshold"]["decision"] == [False, False]
+    with pytest.raises(ConfigError):
+        analysis.defended_summary(summary, {"records": {"ape": [], "cross_entropy": [], "membership": []}})

@@ -66,3 +66,23 @@ def map_views_of(cfg: ExperimentConfig) -> dict[str, Any] | None:
         return _map_views(str(cache_dir()), cfg.config_hash, cfg)
     except _NotCached:
         return None
+
+
+@st.cache_resource(max_entries=6, show_spinner="Loading the cached models and fitting nothing new…")
+def _defender(folder: str, config_hash: str, _cfg: ExperimentConfig):
+    from core.defenses import Defender
+    from core.pipeline import trained_models
+
+    return Defender(trained_models(_cfg))
+
+
+def defender_for(cfg: ExperimentConfig):
+    """One :class:`core.defenses.Defender` per trained config and cache folder, shared by the pages
+    (the Defenses page's slider and the Analyses page's scatter under defense reuse its memo)."""
+    return _defender(str(cache_dir()), cfg.config_hash, cfg)
+
+
+#: the defense value last chosen on the Defenses page, per (task, mechanism): a plain session key
+#: (widget keys are dropped when their page is left), read by the Analyses page as its default
+def defense_value_key(task: str, mechanism: str) -> str:
+    return f"defense-value:{task}:{mechanism}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable
 
+import numpy as np
 import streamlit as st
 
 from core.config import ExperimentConfig, field_range
@@ -124,3 +125,9 @@ def task_selector(key: str | None = None) -> str:
     wanted = st.query_params.get("task")
     return st.selectbox("Task", tasks, index=tasks.index(wanted) if wanted in tasks else 0,
                         format_func=lambda t: TASK_LABELS.get(t, t), key=key)
+
+
+#: the defense sliders' values: log-spaced k from 0.01 to 10⁴ (8 per decade) and σ from 0 to 1
+#: (weights are O(0.1)); shared by the Defenses page and the Analyses page's scatter under defense
+K_VALUES = [float(f"{v:.3g}") for v in np.logspace(-2, 4, 49)]
+SIGMA_VALUES = [0.0] + [float(f"{v:.3g}") for v in np.logspace(-4, 0, 33)]

@@ -355,7 +355,10 @@ class Defender:
             part["epsilon_lower_bound_detail"] = eps_hat[0]
             part["records"] = {"ape": [round(float(v), 6) for v in answers[0].ape],
                                "cross_entropy": [round(float(v), 6) for v in answers[0].mean_cross_entropy],
-                               "membership": [bool(v) for v in self.membership]}
+                               "membership": [bool(v) for v in self.membership],
+                               # the naive attacks' per-record scores on draw 0 (the "why" scatter under defense)
+                               "scores": {n: [round(float(v), 6) if np.isfinite(v) else None for v in o.scores]
+                                          for n, o in outcomes[0].items()}}
             if len(self._answers) > 64:  # a long slider session: keep memory bounded
                 self._answers.clear()
             self._answers[key] = (answers, part)
