@@ -35,7 +35,11 @@ MORE_FIELDS = {
 }
 
 
-def _input(label: str, value: Any, key: str, help: str | None = None) -> Any:
+def _input(label: str, value: Any, key: str, help: str | None = None, choices: tuple | None = None) -> Any:
+    if choices:  # a field with a fixed set of values (e.g. navigation's curriculum): no free text
+        options = list(choices) if value in choices else [value, *choices]
+        return st.selectbox(label, options, index=options.index(value), key=key, help=help,
+                            format_func=lambda v: v if v != "" else "none")
     if isinstance(value, bool):
         return st.checkbox(label, value=value, key=key, help=help)
     if isinstance(value, int):
@@ -83,18 +87,20 @@ def config_overrides(bases: dict[str, ExperimentConfig], key_prefix: str) -> dic
     def widget(grid: _Grid, name: str, get: Callable[[ExperimentConfig], Any], help_text: str | None,
                owner: Any = None) -> None:
         help_text = with_range(help_text, owner if owner is not None else bases[archs[0]], name)
+        choices = getattr(type(owner), "FIELD_CHOICES", {}).get(name) if owner is not None else None
         shown = {a: _as_shown(get(bases[a])) for a in archs}
         label = name.replace("_", " ")
         if len({repr(v) for v in shown.values()}) == 1:
             with grid.cell():
-                value = _input(label, get(bases[archs[0]]), f"{key_prefix}:{name}", help_text)
+                value = _input(label, get(bases[archs[0]]), f"{key_prefix}:{name}", help_text, choices)
             for a in archs:
                 if value != shown[a]:
                     overrides[a][name] = value
         else:
             for a in archs:
                 with grid.cell():
-                    value = _input(f"{label} ({ARCH_LABELS[a]})", get(bases[a]), f"{key_prefix}:{name}:{a}", help_text)
+                    value = _input(f"{label} ({ARCH_LABELS[a]})", get(bases[a]), f"{key_prefix}:{name}:{a}", help_text,
+                                   choices)
                 if value != shown[a]:
                     overrides[a][name] = value
 

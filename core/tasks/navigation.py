@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -167,6 +167,9 @@ class NavigationOptions:
     map_pool: int = bounded(1000, 1, 1_000_000)
     curriculum: str = ""
     curriculum_ramp: float = bounded(0.5, 0, 1, lo_open=True)
+
+    #: fields with a fixed set of values (forms show a choice, not free text)
+    FIELD_CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"curriculum": CURRICULA}
 
     def validate(self) -> None:
         """Ranges and types of every field, then that BPTT windows tile each environment's frames
