@@ -140,3 +140,18 @@ def test_plot_helpers_for_the_page():
     assert m["leaks more (AUC)"][0] == "shadow model: RNN"
     assert m["leaks more (AUC)"][2].startswith("no fair match")  # no RNN checkpoint reaches the FFNN's 0.9
     assert len(plots.strongest_attacks_table([ffnn, rnn])) == 4
+
+
+def test_study_comparison_is_computed_from_the_runs():
+    from core.fidelity import study_comparison
+
+    def run(arch, acc, train, val):
+        return {"arch": arch, "task": "image", "utility": {"metric": "accuracy", "train": train, "val": val},
+                "attack": {"name": "shadow", "accuracy": acc}}
+
+    c = study_comparison([run("ffnn", 0.60, 1.0, 0.90), run("rnn", 0.70, 0.95, 0.88)])
+    assert c["holds"] is True and c["fair"] is True and "CIFAR-10" in c["finding"]
+    assert c["generalization_gap"]["ffnn"] == pytest.approx(0.10)
+    c = study_comparison([run("ffnn", 0.75, 1.0, 0.95), run("rnn", 0.70, 1.0, 0.60)])
+    assert c["holds"] is False and c["fair"] is False and "matched utility" in c["text"]
+    assert study_comparison([run("ffnn", 0.6, 1, 0.9)]) is None  # needs one run of each architecture

@@ -566,8 +566,7 @@ def roc_loglog(summaries: list[dict[str, Any]]) -> go.Figure:
             fig.add_scatter(
                 x=[max(v, lo) for v in fpr], y=[max(v, lo) for v in tpr], mode="lines",
                 line=dict(color=c, dash=ATTACK_DASH.get(name, "solid"), width=3 if name in STRONG_ATTACKS else 2),
-                name=(f"{ARCH_NAMES.get(s['arch'], s['arch'])} · {ATTACK_NAMES.get(name, name)} "
-                      f"(AUC {r['auc']:.2f}, TPR@1% {tpr_low:.2f})"),
+                name=f"{ARCH_NAMES.get(s['arch'], s['arch'])} · {ATTACK_SHORT.get(name, name)} · TPR@1% {tpr_low:.2f}",
                 visible=True if name in STRONG_ATTACKS or name == s["attack"]["name"] else "legendonly")
     lo_exp = math.floor(math.log10(floor))
     diagonal = [10 ** (lo_exp + (-lo_exp) * i / 50) for i in range(51)]

@@ -12,6 +12,7 @@ import streamlit as st
 
 from core.config import ExperimentConfig
 from core.paths import cache_dir
+from core.fidelity import confounding_warnings, study_comparison
 from ui import plots
 from ui.examples import navigation_stats, show_examples, show_map_images, translation_html
 
@@ -29,6 +30,10 @@ def build_figures(summaries: list[dict[str, Any]]) -> dict[str, Any]:
         "steps": plots.steps_curves(summaries),
         "metrics": plots.metrics_table(summaries),
         "roc": plots.roc_curves(summaries),
+        "roc_loglog": plots.roc_loglog(summaries),
+        "strongest": plots.strongest_attacks_table(summaries),
+        "fidelity": plots.shadow_fidelity_table(summaries),
+        "matched": plots.matched_utility_table(summaries),
         "entropy": plots.entropy_comparison(summaries),
     }
 
@@ -92,6 +97,16 @@ def show_results(summaries: list[dict[str, Any]], configs: list[ExperimentConfig
     gap = plots.param_gap(summaries)
     if gap is not None:
         st.caption(f"Parameter counts differ by {gap:.1%} (matched within 5 %, as in the studies).")
+    # is the comparison fair? (core.fidelity: models that did not learn, utilities far apart, shadows
+    # that do not track their victim) — said before any number is read
+    for warning in confounding_warnings(summaries):
+        st.warning(warning, icon="⚠️")
+    study = study_comparison(summaries)
+    if study is not None:
+        verdict = {True: "✅ holds", False: "❌ does not hold"}[study["holds"]]
+        if study["fair"] is False:
+            verdict += " (utilities too far apart to blame the architecture)"
+        st.info(f"**The studies:** {study['finding']}  \n**This run:** {verdict} — {study['text']}.")
     left, right = st.columns(2)
     with left:
         st.plotly_chart(f["utility"], width="stretch")
@@ -106,8 +121,26 @@ def show_results(summaries: list[dict[str, Any]], configs: list[ExperimentConfig
         st.plotly_chart(f["roc"], width="stretch")
         st.caption("Click a legend entry to show or hide an attack; the primary attack of each architecture is shown.")
     with right:
+        st.plotly_chart(f["roc_loglog"], width="stretch")
+        st.caption("The low false-positive regime on log-log axes (LiRA's convention): an attack that is sure about "
+                   "a few members stands out here, not in the AUC.")
+    st.markdown("**The strongest attacks** — offline LiRA (Carlini et al.) and RMIA (Zarifzadeh et al.), with the "
+                "shadows as reference models, beside Shokri's shadow attack (final epoch)")
+    st.dataframe(f["strongest"].style.format(precision=3), hide_index=True, width="stretch")
+    left, right = st.columns(2)
+    with left:
         st.plotly_chart(f["entropy"], width="stretch")
         st.caption("Why attacks work: models are more certain (lower entropy) on the records they trained on.")
+    with right:
+        if not f["matched"].empty:
+            st.markdown("**At matched utility** — each architecture at the checkpoint whose validation utility is "
+                        "closest to the other's final one (the studies compare at similar utility)")
+            st.dataframe(f["matched"].style.format(precision=3, na_rep="—"), hide_index=True, width="stretch")
+    if not f["fidelity"].empty:
+        with st.expander("Do the shadows track the victim? (the attacker's core assumption)"):
+            st.dataframe(f["fidelity"].style.format(precision=3, na_rep="—"), hide_index=True, width="stretch")
+            st.caption("Mean loss of members and non-members, victim vs shadows, per checkpoint; a gap above 25 % "
+                       "means thresholds and classifiers fitted on the shadows transfer badly to the victim.")
     with_examples = [s for s in summaries if s.get("examples")]
     if with_examples:
         st.subheader("What the victim does with members vs non-members")
@@ -183,11 +216,23 @@ def report_html(summaries: list[dict[str, Any]], configs: list[ExperimentConfig]
     gap = plots.param_gap(summaries)
     if gap is not None:
         parts.append(f"<p class='muted'>Parameter counts differ by {gap:.1%}.</p>")
+    for warning in confounding_warnings(summaries):
+        parts.append(f"<p><b>Warning:</b> {html.escape(warning)}</p>")
+    study = study_comparison(summaries)
+    if study is not None:
+        parts.append(f"<p><b>The studies:</b> {html.escape(study['finding'].replace('*', ''))}<br><b>This run:</b> "
+                     f"{'holds' if study['holds'] else 'does not hold'} — {html.escape(study['text'])}.</p>")
     parts += ["<div class='grid'>", fig_html(f["utility"]), fig_html(f["attack_by_epoch"]), "</div>"]
     if f["steps"] is not None:
         parts.append(fig_html(f["steps"]))
     parts += ["<h2>Attacks</h2>", _table(f["metrics"]),
-              "<div class='grid'>", fig_html(f["roc"]), fig_html(f["entropy"]), "</div>"]
+              "<div class='grid'>", fig_html(f["roc"]), fig_html(f["roc_loglog"]), "</div>",
+              "<h3>The strongest attacks (LiRA, RMIA) beside the shadow attack</h3>", _table(f["strongest"]),
+              fig_html(f["entropy"])]
+    if not f["matched"].empty:
+        parts += ["<h3>At matched utility</h3>", _table(f["matched"])]
+    if not f["fidelity"].empty:
+        parts += ["<h3>Shadow fidelity</h3>", _table(f["fidelity"])]
     examples = [s for s in summaries if s.get("examples")]
     if examples:
         parts.append("<h2>What the victim does with members vs non-members</h2>")
