@@ -489,7 +489,9 @@ def training_defense_curves(points: dict[str, list[dict[str, Any]]], baselines: 
         fig.add_hline(y=0.5, line=dict(color="grey", dash="dot", width=1))
         y_title, what = "attack accuracy (chance = 0.5)", "Attack accuracy"
     else:
-        fig.update_yaxes(tickformat=".0%")
+        ys = [p.get("utility_loss") for pts in points.values() for p in pts if p.get("utility_loss") is not None]
+        narrow = bool(ys) and max(ys) - min(ys) < 0.05  # e.g. 98.6–100 %: whole percents would repeat
+        fig.update_yaxes(tickformat=".1%" if narrow else ".0%")
         y_title, what = "utility loss 1 − M/M₀", "Utility loss"
     if log_x:
         fig.update_xaxes(type="log")
