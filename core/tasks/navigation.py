@@ -175,6 +175,8 @@ class NavigationOptions:
         """Ranges and types of every field, then that BPTT windows tile each environment's frames
         and that the curriculum is one this task knows."""
         check_fields(self)
+        if self.frames_per_env % self.recurrence:
+            raise ConfigError(f"frames_per_env ({self.frames_per_env}) must be a multiple of recurrence ({self.recurrence})")
         if self.curriculum not in CURRICULA:
             raise ConfigError(f"curriculum must be one of {', '.join(repr(c) for c in CURRICULA)}, "
                               f"got {self.curriculum!r}")
