@@ -36,7 +36,7 @@ from torch.func import functional_call, stack_module_state, vmap
 if TYPE_CHECKING:  # pragma: no cover
     from .executor import TrainingJob, TrainingOutput
 
-#: ``member_batches(indices)``: the stacked inputs and targets of one step, from each member's
+#: ``member_batches(positions)``: the stacked inputs and targets of one step, from each member's
 #: record positions (a list of M CPU LongTensors of equal length): ``(inputs (M, B, …), targets (M, B, …))``
 MemberBatches = Callable[[list[torch.Tensor]], tuple[torch.Tensor, torch.Tensor]]
 #: ``loss(outputs, targets)`` of one member: the mean of its records' losses
@@ -116,10 +116,6 @@ def member_generator(seed: int) -> torch.Generator:
     right after ``torch.manual_seed(seed)`` (offset 0)."""
     return torch.Generator().manual_seed(int(seed) % 2**63)
 
-
-def stacked_rows(tensor: torch.Tensor, member_index: list[np.ndarray], positions: list[torch.Tensor]) -> torch.Tensor:
-    """(M, B, …): for each member m, rows ``member_index[m][positions[m]]`` of ``tensor``."""
-    return torch.stack([tensor[torch.as_tensor(idx)[pos]] for idx, pos in zip(member_index, positions)])
 
 
 # ---------------------------------------------------------------------------- the pipeline's jobs
