@@ -160,6 +160,7 @@ class Defender:
         self._directions: dict[tuple[str, int, int], dict[str, torch.Tensor]] = {}
         self._memo: dict[tuple, dict[str, Any]] = {}
         self._answers: dict[tuple, tuple[list[Responses], dict[str, Any]]] = {}
+        self._population: dict[tuple, Responses] = {}
         self.sensitivity: SensitivityEstimate | None = None
         last = models.victim.per_epoch[-1]
         undefended = score_attacks(self.naive_attacks, self.victim_responses, self.membership)
@@ -248,13 +249,21 @@ class Defender:
         return Responses.concat(parts)
 
     def population_answers(self, spec: DefenseSpec, draw: int) -> Responses:
-        """The defended victim's answers on RMIA's population (the attacker queries it too)."""
-        inputs = self.reference_inputs
-        if spec.mechanism == "dirichlet":
-            return dirichlet.defend_responses(inputs.population_target, spec.value, spec.eta,
-                                              self._rng(spec, draw, "victim/population"))
-        model = self._noisy("victim", self.victim_model(), self.models.victim.weights, spec, draw)
-        return self.task.respond(self.cfg, model, self.models.data, inputs.population_index)
+        """The defended victim's answers on RMIA's population (the attacker queries it too);
+        memoised per (spec, draw), so the naive and the adaptive attacker share one query."""
+        key = (spec.key, draw)
+        if key not in self._population:
+            inputs = self.reference_inputs
+            if spec.mechanism == "dirichlet":
+                out = dirichlet.defend_responses(inputs.population_target, spec.value, spec.eta,
+                                                 self._rng(spec, draw, "victim/population"))
+            else:
+                model = self._noisy("victim", self.victim_model(), self.models.victim.weights, spec, draw)
+                out = self.task.respond(self.cfg, model, self.models.data, inputs.population_index)
+            if len(self._population) > 64:  # a long slider session: keep memory bounded
+                self._population.clear()
+            self._population[key] = out
+        return self._population[key]
 
     def defended_reference_inputs(self, spec: DefenseSpec, draw: int, target: Responses,
                                   population_target: Responses) -> ReferenceInputs:
