@@ -6,7 +6,8 @@ ensemble (core.ensemble), cold, in one run; plus the attack stage.
 Per task × architecture × preset: the models of one config (victim + shadows), the wall time to
 train them sequentially (``local`` executor) and as one ensemble (``ensemble`` executor) — each
 in a fresh cache, so both are cold — their ratio, models per second, and the attack stage of the
-run (attack fitting and scoring at every checkpoint epoch, LiRA, RMIA). Configs the task cannot
+run (attack fitting and scoring at every checkpoint epoch, LiRA, RMIA), and within it the attack
+fitting of all checkpoint epochs one set at a time vs jointly (core.attacks.fit_attack_sets). Configs the task cannot
 vectorise (DP-SGD, the ReNet's nn.LSTM, PPO, the translation models) print "sequential only".
 The device is the one the library picks (a GPU when present). The timings are only comparable
 within one run: the machine's load changes between runs.
@@ -43,6 +44,27 @@ def attack_stage(cfg, folder: str) -> float:
     return float(run_experiment(cfg, cache=ArtifactCache(folder)).summary["timings"]["attack_s"])
 
 
+def attack_fitting(cfg, folder: str) -> tuple[float, float]:
+    """Seconds to fit the attacks of every checkpoint epoch one set at a time, then all sets
+    jointly (core.attacks.fit_attack_sets), on the shadows ``folder`` caches."""
+    from core.attacks import fit_attack_sets, fit_attacks
+    from core.cache import ArtifactCache
+    from core.device import single_thread
+    from core.pipeline import build_attacks, trained_models
+
+    models = trained_models(cfg, cache=ArtifactCache(folder))
+    responses = [models.shadow_responses(e) for e in cfg.checkpoint_epochs]
+    with single_thread():  # as the pipeline fits them
+        t = time.perf_counter()
+        for r in responses:
+            fit_attacks(build_attacks(models.task, cfg), r, models.shadow_membership)
+        one_by_one = time.perf_counter() - t
+        t = time.perf_counter()
+        fit_attack_sets([build_attacks(models.task, cfg) for _ in responses], responses, models.shadow_membership)
+        joint = time.perf_counter() - t
+    return one_by_one, joint
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", default="image")
@@ -77,7 +99,8 @@ def main() -> None:
                        "sequential_s": min(seq), "ensemble_s": min(ens) if ens else None,
                        "speedup": (min(seq) / min(ens)) if ens else None,
                        "models_per_s_sequential": n / min(seq), "models_per_s_ensemble": (n / min(ens)) if ens else None,
-                       "attack_stage_s": attack_stage(cfg, folders[0])}
+                       "attack_stage_s": attack_stage(cfg, folders[0]), "checkpoint_epochs": len(cfg.checkpoint_epochs)}
+                row["attack_fit_one_by_one_s"], row["attack_fit_joint_s"] = attack_fitting(cfg, folders[0])
                 for folder in folders:
                     shutil.rmtree(folder, ignore_errors=True)
                 rows.append(row)
@@ -85,7 +108,9 @@ def main() -> None:
                             f"{row['speedup']:.2f}×" if ens else "ensemble: sequential only (not vectorisable)")
                 print(f"{task_name:11} {arch:4} {preset:6} {n} models: sequential {row['sequential_s']:.1f} s "
                       f"({row['models_per_s_sequential']:.2f} models/s), {ens_text}; attack stage "
-                      f"{row['attack_stage_s']:.1f} s", flush=True)
+                      f"{row['attack_stage_s']:.1f} s; attack fitting at {row['checkpoint_epochs']} checkpoint epochs: "
+                      f"one set at a time {row['attack_fit_one_by_one_s']:.1f} s, jointly {row['attack_fit_joint_s']:.1f} s → "
+                      f"{row['attack_fit_one_by_one_s'] / row['attack_fit_joint_s']:.2f}×", flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2))
 

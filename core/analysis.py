@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from .attacks import fit_attacks, score_attacks
+from .attacks import fit_attack_sets, fit_attacks, score_attacks
 from .cache import ArtifactCache
 from .config import ExperimentConfig
 from .device import default_device, single_thread
@@ -325,11 +325,12 @@ def memorization(cfg: ExperimentConfig, blocks: int = 4, epochs_per_block: int |
     membership = np.r_[np.ones(n_eval, bool), np.zeros(n_eval, bool)]
     primary = task.primary_attack()
     rows = []
-    for j in range(blocks):
-        attacks = build_attacks(task, cfg)
-        train_resp = Responses.concat([r for pair in zip(shadow_answers[j], shadow_out) for r in pair])
+    attack_sets = [build_attacks(task, cfg) for _ in range(blocks)]
+    with single_thread():  # one attack per block, fitted together (core.attacks.fit_attack_sets)
+        fit_attack_sets(attack_sets, [Responses.concat([r for pair in zip(shadow_answers[j], shadow_out) for r in pair])
+                                      for j in range(blocks)], np.concatenate([membership] * cfg.n_shadows))
+    for j, attacks in enumerate(attack_sets):
         with single_thread():
-            fit_attacks(attacks, train_resp, np.concatenate([membership] * cfg.n_shadows))
             target = Responses.concat([task.respond(cfg, victim, data, victim_blocks[j][:n_eval]), non])
             out = score_attacks(attacks, target, membership)
         rows.append({"block": j + 1, "attack_accuracy": out[primary].result.accuracy, "attack_auc": out[primary].result.auc,

@@ -23,12 +23,12 @@ import hashlib
 import os
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 import torch
 
-from .attacks import (Attack, AttackOutcome, AttackTraining, attack_to_bytes, fit_attacks, load_attack_bytes,
+from .attacks import (Attack, AttackOutcome, AttackTraining, attack_to_bytes, fit_attack_sets, load_attack_bytes,
                       score_attacks, standard_attacks)
 from .cache import ArtifactCache, dict_with, tensor_shapes
 from .config import ExperimentConfig
@@ -495,26 +495,54 @@ def fitted_attacks(
     so each variant is cached under (config hash, epoch, tag). Fitting happens once; scoring any
     Responses afterwards is :func:`core.attacks.score_attacks`.
     """
+    return fitted_attack_variants(models, [AttackVariant(epoch, tag, shadow_responses)], cache)[0]
+
+
+@dataclass(frozen=True)
+class AttackVariant:
+    """What one set of attacks is fitted on: the shadows' answers at ``epoch`` (None: the last),
+    or ``shadow_responses`` in their place (defended answers), cached under ``tag``."""
+
+    epoch: int | None = None
+    tag: str = "undefended"
+    shadow_responses: Responses | None = None
+
+
+def fitted_attack_variants(
+    models: TrainedModels, variants: list[AttackVariant], cache: ArtifactCache | None = None,
+    on_progress: Callable[[float], None] | None = None,
+) -> list[list[Attack]]:
+    """:func:`fitted_attacks` for several variants at once (checkpoint epochs, defense draws):
+    the cached ones load, the missing ones are fitted together (:func:`core.attacks.fit_attack_sets`:
+    the same learned attack of several variants shares one joint network)."""
     cfg = models.cfg
-    epoch = cfg.epochs if epoch is None else epoch
     cache = cache or ArtifactCache()
-    attacks = build_attacks(models.task, cfg)
-    keys = [cache.key("attack", cfg.config_hash, epoch, tag, a.name) for a in attacks]
-    blobs = [cache.get_bytes(k) for k in keys]
-    if all(b is not None for b in blobs):
-        try:
-            return [load_attack_bytes(a, b) for a, b in zip(attacks, blobs)]
-        except ValueError as exc:  # checksum passed but the content is not this attack: recompute
-            for k in keys:
-                cache.discard(k, f"does not hold a fitted attack ({exc})")
-            attacks = build_attacks(models.task, cfg)
-    if shadow_responses is None:
-        shadow_responses = models.shadow_responses(epoch)
-    with single_thread():  # small attack networks: extra threads only contend
-        fit_attacks(attacks, shadow_responses, models.shadow_membership)
-    for attack, key in zip(attacks, keys):
-        cache.put_bytes(key, attack_to_bytes(attack))
-    return attacks
+    out: list[list[Attack] | None] = []
+    missing: list[tuple[int, list[Attack], list[str], Responses]] = []
+    for v in variants:
+        epoch = cfg.epochs if v.epoch is None else v.epoch
+        attacks = build_attacks(models.task, cfg)
+        keys = [cache.key("attack", cfg.config_hash, epoch, v.tag, a.name) for a in attacks]
+        blobs = [cache.get_bytes(k) for k in keys]
+        if all(b is not None for b in blobs):
+            try:
+                out.append([load_attack_bytes(a, b) for a, b in zip(attacks, blobs)])
+                continue
+            except ValueError as exc:  # checksum passed but the content is not this attack: recompute
+                for k in keys:
+                    cache.discard(k, f"does not hold a fitted attack ({exc})")
+                attacks = build_attacks(models.task, cfg)
+        responses = models.shadow_responses(epoch) if v.shadow_responses is None else v.shadow_responses
+        missing.append((len(out), attacks, keys, responses))
+        out.append(None)
+    if missing:
+        with single_thread():  # small attack networks: extra threads only contend
+            fit_attack_sets([m[1] for m in missing], [m[3] for m in missing], models.shadow_membership, on_progress)
+        for position, attacks, keys, _ in missing:
+            for attack, key in zip(attacks, keys):
+                cache.put_bytes(key, attack_to_bytes(attack))
+            out[position] = attacks
+    return out  # type: ignore[return-value]
 
 
 @dataclass
@@ -605,9 +633,9 @@ def run_experiment(
 
     t = time.perf_counter()
     attacks_by_epoch: dict[int, dict] = {}
-    for k, epoch in enumerate(cfg.checkpoint_epochs):
-        tracker.update("attacks", k / len(cfg.checkpoint_epochs))
-        attacks = fitted_attacks(models, epoch, cache=cache)
+    fitted = fitted_attack_variants(models, [AttackVariant(e) for e in cfg.checkpoint_epochs], cache,
+                                    on_progress=lambda f: tracker.update("attacks", 0.9 * f))
+    for epoch, attacks in zip(cfg.checkpoint_epochs, fitted):
         with single_thread():
             attacks_by_epoch[epoch] = score_attacks(attacks, victim.responses[epoch], splits.eval_membership)
     # LiRA and RMIA beside them, at the final epoch (they need the shadows' final weights), and

@@ -42,7 +42,7 @@ from ..attacks import Attack, RecordFeatureAttack, score_attacks
 from ..cache import ArtifactCache
 from ..errors import ConfigError
 from ..metrics import empirical_epsilon
-from ..pipeline import TrainedModels, fitted_attacks
+from ..pipeline import AttackVariant, TrainedModels, fitted_attack_variants, fitted_attacks
 from ..reference_attacks import (Calibration, ReferenceAttack, ReferenceInputs, fit_reference_attacks,
                                  reference_inputs, score_reference_attacks)
 from ..responses import Responses
@@ -404,10 +404,12 @@ class Defender:
         if attacker in ("adaptive", "both"):
             t = time.perf_counter()
             per_draw = []
+            # the draws' attacks are fitted together (the same shadow records under each draw)
+            fitted = fitted_attack_variants(self.models, [
+                AttackVariant(tag=f"{spec.key}/draw{d}", shadow_responses=self.shadow_answers(spec, d))
+                for d in range(spec.draws)], cache=self.cache)
             for d in range(spec.draws):
-                attacks = fitted_attacks(self.models, shadow_responses=self.shadow_answers(spec, d),
-                                         tag=f"{spec.key}/draw{d}", cache=self.cache)
-                attacks = [a for a in attacks if a.name not in skip]
+                attacks = [a for a in fitted[d] if a.name not in skip]
                 outcome = score_attacks(attacks, answers[d], self.membership)
                 if self.reference_attacks:
                     inputs = self.defended_reference_inputs(spec, d, answers[d], self.population_answers(spec, d))
