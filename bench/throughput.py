@@ -9,7 +9,7 @@ in a fresh cache, so both are cold — their ratio, models per second, and the a
 run (attack fitting and scoring at every checkpoint epoch, LiRA, RMIA), and within it the attack
 fitting of all checkpoint epochs one set at a time vs jointly (core.attacks.fit_attack_sets). Configs the task cannot
 vectorise (DP-SGD, the ReNet's nn.LSTM, PPO, the translation models) print "sequential only".
-The device is the one the library picks (a GPU when present). The timings are only comparable
+``--bf16`` adds the sequential training with ``precision=bf16`` (autocast). The device is the one the library picks (a GPU when present). The timings are only comparable
 within one run: the machine's load changes between runs.
 """
 from __future__ import annotations
@@ -71,6 +71,8 @@ def main() -> None:
     parser.add_argument("--archs", default="ffnn,rnn")
     parser.add_argument("--presets", default="quick")
     parser.add_argument("--repeat", type=int, default=1, help="alternate sequential/ensemble this many times")
+    parser.add_argument("--bf16", action="store_true",
+                        help="also time the sequential training with precision=bf16 (image and translation)")
     parser.add_argument("--json", help="write the rows here")
     args = parser.parse_args()
     from core.device import configure_threads, default_device
@@ -101,6 +103,9 @@ def main() -> None:
                        "models_per_s_sequential": n / min(seq), "models_per_s_ensemble": (n / min(ens)) if ens else None,
                        "attack_stage_s": attack_stage(cfg, folders[0]), "checkpoint_epochs": len(cfg.checkpoint_epochs)}
                 row["attack_fit_one_by_one_s"], row["attack_fit_joint_s"] = attack_fitting(cfg, folders[0])
+                if args.bf16 and task_name != "navigation":
+                    folders.append(tempfile.mkdtemp(prefix="mia_throughput_"))
+                    row["sequential_bf16_s"] = timed_models(cfg.with_updates({"precision": "bf16"}), None, folders[-1])
                 for folder in folders:
                     shutil.rmtree(folder, ignore_errors=True)
                 rows.append(row)
@@ -110,7 +115,9 @@ def main() -> None:
                       f"({row['models_per_s_sequential']:.2f} models/s), {ens_text}; attack stage "
                       f"{row['attack_stage_s']:.1f} s; attack fitting at {row['checkpoint_epochs']} checkpoint epochs: "
                       f"one set at a time {row['attack_fit_one_by_one_s']:.1f} s, jointly {row['attack_fit_joint_s']:.1f} s → "
-                      f"{row['attack_fit_one_by_one_s'] / row['attack_fit_joint_s']:.2f}×", flush=True)
+                      f"{row['attack_fit_one_by_one_s'] / row['attack_fit_joint_s']:.2f}×"
+                      + (f"; sequential in bf16 {row['sequential_bf16_s']:.1f} s" if "sequential_bf16_s" in row else ""),
+                      flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2))
 

@@ -16,7 +16,7 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass, field, fields
-from typing import Any, Mapping
+from typing import Any, ClassVar, Mapping
 
 from .errors import ConfigError
 
@@ -40,6 +40,8 @@ DP_MODES = ("off", "sigma", "epsilon")
 DP_ACCOUNTANTS = ("rdp", "prv")
 #: DP-SGD parameters: while ``dp`` is off they change nothing and are left out of the hashes
 DP_FIELDS = frozenset({"dp_noise_multiplier", "dp_max_grad_norm", "dp_delta", "dp_epsilon", "dp_accountant"})
+#: Training precisions: float32, or bfloat16 autocast of the training forward passes
+PRECISIONS = ("float32", "bf16")
 
 
 # ---------------------------------------------------------------------------- field ranges
@@ -191,6 +193,12 @@ class ExperimentConfig:
         dp_delta: δ of the reported (ε, δ) (the study's 1e-4). (0, 1)
         dp_epsilon: target ε of ``dp=epsilon``. (0, 1000000]
         dp_accountant: accountant calibrating σ to the target ε: ``rdp`` or ``prv``.
+        precision: ``float32``, or ``bf16``: the training forward passes (and the loss) run
+            under ``torch.autocast`` in bfloat16 — for GPUs with bfloat16 tensor cores; on a CPU
+            it is usually slower. Parameters, optimizer state and gradients stay float32, and
+            everything measured after training (Responses, utility, attacks) is computed in
+            float32/float64. Image and translation only (PPO keeps float32), not with DP-SGD.
+            A training field: bf16 models are other models (float32 adds nothing to the hashes).
         options: task-specific options (a frozen dataclass owned by the task module).
 
     The DP fields that change nothing in a config (all of them while ``dp`` is off; the target
@@ -221,7 +229,11 @@ class ExperimentConfig:
     dp_delta: float = bounded(1e-4, 0, 1, lo_open=True, hi_open=True)
     dp_epsilon: float = bounded(8.0, 0, 1_000_000, lo_open=True)
     dp_accountant: str = "rdp"
+    precision: str = "float32"
     options: Any = field(default=None)
+
+    #: fields with a fixed set of values (forms offer them as a choice)
+    FIELD_CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"precision": PRECISIONS}
 
     # ------------------------------------------------------------------ validation
     def validate(self) -> "ExperimentConfig":
@@ -238,6 +250,12 @@ class ExperimentConfig:
             raise ConfigError(f"dp must be one of {', '.join(DP_MODES)}, got {shown(self.dp)}")
         if self.dp_accountant not in DP_ACCOUNTANTS:
             raise ConfigError(f"dp_accountant must be one of {', '.join(DP_ACCOUNTANTS)}, got {shown(self.dp_accountant)}")
+        if self.precision not in PRECISIONS:
+            raise ConfigError(f"precision must be one of {', '.join(PRECISIONS)}, got {shown(self.precision)}")
+        if self.precision != "float32" and self.task == "navigation":
+            raise ConfigError("precision=bf16 applies to image and translation training; PPO (navigation) trains in float32")
+        if self.precision != "float32" and self.private:
+            raise ConfigError("precision=bf16 cannot be combined with DP-SGD: per-sample gradients are clipped in float32")
         if not isinstance(self.attack_epochs, tuple):
             raise ConfigError(f"attack_epochs must be a tuple of epochs, got {shown(self.attack_epochs)}")
         if len(self.attack_epochs) > MAX_ATTACK_EPOCHS:
@@ -268,11 +286,14 @@ class ExperimentConfig:
         return self.dp != "off"
 
     def inert_fields(self, training: bool = False) -> frozenset[str]:
-        """DP fields that change nothing in this config (``training``: nothing in the trained
-        models), left out of its hashes so that setting them never retrains or reruns anything."""
+        """Fields that change nothing in this config (``training``: nothing in the trained models):
+        DP fields while unused, and the default precision; left out of its hashes so that setting
+        them never retrains or reruns anything."""
+        # float32 was the only precision before the field existed: it stays out of the hashes
+        precision = {"precision"} if self.precision == "float32" else set()
         if self.dp == "off":
-            return DP_FIELDS
-        unused = {"dp_epsilon", "dp_accountant"} if self.dp == "sigma" else {"dp_noise_multiplier"}
+            return DP_FIELDS | precision
+        unused = precision | ({"dp_epsilon", "dp_accountant"} if self.dp == "sigma" else {"dp_noise_multiplier"})
         if training and self.dp == "sigma":
             unused.add("dp_delta")  # σ given: δ only changes the ε reported from the recorded steps
         return frozenset(unused)

@@ -39,3 +39,8 @@ class OutputPathError(MIAError, OSError):
 
 class TrainingDivergedError(MIAError, ArithmeticError):
     """A training run produced non-finite weights or outputs (nothing of it is cached)."""
+
+
+class WorkerFailedError(MIAError, RuntimeError):
+    """A job on a process pool or on Ray failed, or its worker died; the jobs that finished were
+    delivered (the pipeline's models are cached) and only the rest need a rerun."""

@@ -128,8 +128,30 @@ class EnsembleExecutor(Executor):
             on_done(run_job(jobs[i]))
 
 
+def raise_failures(executor: str, failures: list[tuple[str, BaseException]], finished: int, total: int) -> None:
+    """One :class:`~core.errors.WorkerFailedError` for the jobs of a map that failed (if any),
+    naming them, the first cause, and how many finished (those were delivered to ``on_done``)."""
+    if not failures:
+        return
+    from .errors import WorkerFailedError
+
+    names = ", ".join(name for name, _ in failures[:8]) + (" …" if len(failures) > 8 else "")
+    first = failures[0][1]
+    cause = f"{type(first).__name__}: {first}".strip().rstrip(":")
+    if type(first).__name__ == "BrokenProcessPool":
+        cause = "a worker process died (killed, out of memory or crashed) and took the pool with it"
+    raise WorkerFailedError(
+        f"{len(failures)} of {total} jobs failed on the {executor} executor ({names}): {cause}. "
+        f"The {finished} that finished are kept (cached); a rerun does only the rest.") from first
+
+
 class ProcessExecutor(Executor):
-    """A local pool of spawned worker processes."""
+    """A local pool of spawned worker processes.
+
+    Jobs that finish are delivered as they finish; a job that raises, or a worker that dies, does
+    not lose them: the pool is drained, then one :class:`~core.errors.WorkerFailedError` names
+    what failed. (A dead worker breaks the whole pool, so every job still pending fails with it.)
+    """
 
     name = "processes"
 
@@ -141,27 +163,35 @@ class ProcessExecutor(Executor):
         self.threads = max(1, cores // self.workers)
 
     def map(self, jobs: list[TrainingJob], on_done: Callable[[TrainingOutput], None]) -> None:
-        if not jobs:
+        self._run(run_job, jobs, [job.role for job in jobs], on_done)
+
+    def run_many(self, function: Callable[[Any], Any], items: list[Any], on_done: Callable[[Any], None]) -> None:
+        self._run(function, items, [f"item {k}" for k in range(len(items))], on_done)
+
+    def _run(self, function: Callable[[Any], Any], items: list[Any], names: list[str],
+             on_done: Callable[[Any], None]) -> None:
+        if not items:
             return
+        failures: list[tuple[str, BaseException]] = []
+        finished = 0
         ctx = multiprocessing.get_context("spawn")  # no forked torch/diskcache state in the workers
         with ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_worker_init,
                                  initargs=(self.threads,)) as pool:
-            futures = [pool.submit(run_job, job) for job in jobs]
+            futures = {pool.submit(function, item): name for item, name in zip(items, names)}
             for future in as_completed(futures):
-                on_done(future.result())
-
-    def run_many(self, function: Callable[[Any], Any], items: list[Any], on_done: Callable[[Any], None]) -> None:
-        if not items:
-            return
-        ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_worker_init,
-                                 initargs=(self.threads,)) as pool:
-            for future in as_completed([pool.submit(function, item) for item in items]):
-                on_done(future.result())
+                try:
+                    result = future.result()
+                except Exception as exc:  # noqa: BLE001 - reported below, after the others are kept
+                    failures.append((futures[future], exc))
+                    continue
+                on_done(result)
+                finished += 1
+        raise_failures(self.name, failures, finished, len(items))
 
 
 class RayExecutor(Executor):
-    """Jobs as Ray tasks (one CPU each by default); a local Ray instance when no address is given."""
+    """Jobs as Ray tasks (one CPU each by default); a local Ray instance when no address is given.
+    Failures are reported as :class:`ProcessExecutor`'s are, after the other tasks finished."""
 
     name = "ray"
 
@@ -182,16 +212,24 @@ class RayExecutor(Executor):
         self._remote = ray.remote(num_cpus=cpus_per_job)(run_job)
 
     def map(self, jobs: list[TrainingJob], on_done: Callable[[TrainingOutput], None]) -> None:
-        self._drain([self._remote.remote(job) for job in jobs], on_done)
+        self._drain({self._remote.remote(job): job.role for job in jobs}, on_done)
 
     def run_many(self, function: Callable[[Any], Any], items: list[Any], on_done: Callable[[Any], None]) -> None:
         remote = self._ray.remote(num_cpus=self._cpus_per_job)(function)
-        self._drain([remote.remote(item) for item in items], on_done)
+        self._drain({remote.remote(item): f"item {k}" for k, item in enumerate(items)}, on_done)
 
-    def _drain(self, pending: list, on_done: Callable[[Any], None]) -> None:
+    def _drain(self, names: dict, on_done: Callable[[Any], None]) -> None:
+        pending, failures, finished = list(names), [], 0
         while pending:
             done, pending = self._ray.wait(pending, num_returns=1)
-            on_done(self._ray.get(done[0]))
+            try:
+                result = self._ray.get(done[0])
+            except Exception as exc:  # noqa: BLE001 - RayTaskError, WorkerCrashedError, …
+                failures.append((names[done[0]], exc))
+                continue
+            on_done(result)
+            finished += 1
+        raise_failures(self.name, failures, finished, len(names))
 
 
 def make_executor(name: str = "local", workers: int | None = None, address: str | None = None) -> Executor:

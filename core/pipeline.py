@@ -373,13 +373,13 @@ def trained_models(
     models train there in parallel and come back as bytes that this process caches; the models
     are then loaded like any cached ones (same numbers whichever executor trained them).
     """
-    if executor is not None and executor.name != "local":
-        _train_missing_on(executor, cfg, cache or ArtifactCache())
     cfg.validate()
     cache = cache or ArtifactCache()
     task = get_task(cfg.task)
     if tracker is None:
         tracker = ProgressTracker(training_stages(cfg), progress)
+    if executor is not None and executor.name != "local":
+        _train_missing_on(executor, cfg, cache, tracker)
     tracker.update("data", 0.0)
     t = time.perf_counter()
     data = task.load(cfg)
@@ -389,7 +389,7 @@ def trained_models(
     tracker.finish("data")
 
     t = time.perf_counter()
-    stage = f"victim ({cfg.arch})"
+    stage = role_stage(cfg, "victim")
     victim = train_or_load(
         task, cfg, data, "victim", splits.victim_members, splits.eval_index, cache,
         measure_utility=(splits.eval_members, splits.victim_nonmembers),
@@ -401,7 +401,7 @@ def trained_models(
     t = time.perf_counter()
     shadows = []
     for i in range(cfg.n_shadows):
-        stage_i = f"shadow {i + 1}/{cfg.n_shadows}"
+        stage_i = role_stage(cfg, f"shadow_{i}")
         query = np.concatenate([splits.shadow_in[i][: cfg.n_eval], splits.shadow_out[i]])
         shadows.append(
             train_or_load(
@@ -422,7 +422,8 @@ def reference_answers(models: TrainedModels, index: np.ndarray | None = None,
     For attacks that compare the victim with *reference* models on the very records attacked
     (LiRA, RMIA): the shadows never trained on the victim's half, so for those records they are
     OUT models. Computed from the cached weights (nothing retrains) and cached per shadow under
-    (training hash, role, a digest of the records).
+    (training hash, role, a digest of the records). Per-step answers only: LiRA and RMIA read no
+    record features (translation's BLEU features would cost a greedy decoding per record).
     """
     cache = cache or ArtifactCache()
     cfg = models.cfg
@@ -433,14 +434,18 @@ def reference_answers(models: TrainedModels, index: np.ndarray | None = None,
         key = cache.key("model", cfg.training_hash, f"shadow_{i}", "answers", tag)
         answers = cache.get_responses(key)
         if answers is None or len(answers) != len(index):
-            answers = models.task.respond(cfg, models.model(f"shadow_{i}"), models.data, index).validate()
+            answers = models.task.respond(cfg, models.model(f"shadow_{i}"), models.data, index,
+                                          record_features=False).validate()
             cache.put_responses(key, answers)
         out.append(answers)
     return out
 
 
-def _train_missing_on(executor: "Executor", cfg: ExperimentConfig, cache: ArtifactCache) -> None:
-    """Train the roles of ``cfg`` missing from the cache on ``executor``; cache what comes back."""
+def _train_missing_on(executor: "Executor", cfg: ExperimentConfig, cache: ArtifactCache,
+                      tracker: ProgressTracker | None = None) -> None:
+    """Train the roles of ``cfg`` missing from the cache on ``executor``; cache what comes back,
+    each model as it arrives (a failed or crashed job loses none that finished), and finish its
+    progress stage then (workers report no fractions: progress moves model by model)."""
     from safetensors.torch import load as load_safetensors
 
     from .executor import TrainingJob, as_tuple
@@ -465,14 +470,21 @@ def _train_missing_on(executor: "Executor", cfg: ExperimentConfig, cache: Artifa
         trained = TrainedModel(out.role, meta["params"], meta["per_epoch"], responses, load_safetensors(out.weights),
                                meta["train_s"], False, meta.get("privacy"))
         store_trained(cache, cfg, trained)
+        if tracker is not None:
+            tracker.finish(role_stage(cfg, out.role))
 
     executor.map(jobs, store)
 
 
+def role_stage(cfg: ExperimentConfig, role: str) -> str:
+    """The progress stage of training ``role`` (``victim``, ``shadow_i``)."""
+    return f"victim ({cfg.arch})" if role == "victim" else f"shadow {int(role.split('_')[1]) + 1}/{cfg.n_shadows}"
+
+
 def training_stages(cfg: ExperimentConfig) -> list[tuple[str, float]]:
     """Progress stages of :func:`trained_models` with their relative cost."""
-    stages = [("data", 0.2), (f"victim ({cfg.arch})", 2.0)]
-    return stages + [(f"shadow {i + 1}/{cfg.n_shadows}", 1.0) for i in range(cfg.n_shadows)]
+    stages = [("data", 0.2), (role_stage(cfg, "victim"), 2.0)]
+    return stages + [(role_stage(cfg, f"shadow_{i}"), 1.0) for i in range(cfg.n_shadows)]
 
 
 def build_attacks(task: Task, cfg: ExperimentConfig) -> list[Attack]:

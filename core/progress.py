@@ -145,6 +145,8 @@ class ProgressTracker:
         self._boundary = None
 
     def finish(self, stage: str) -> None:
+        if stage in self._finished:  # e.g. a model a worker trained, then loaded from the cache
+            return
         now = self.clock()
         if stage != self._current:
             self._begin(stage, now)

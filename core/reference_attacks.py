@@ -405,7 +405,8 @@ def victim_answers(models: "TrainedModels", index: np.ndarray, cache: "ArtifactC
     key = cache.key("model", models.cfg.training_hash, "victim", "answers", _digest(index))
     answers = cache.get_responses(key)
     if answers is None or len(answers) != len(index):
-        answers = models.task.respond(models.cfg, models.model("victim"), models.data, index).validate()
+        answers = models.task.respond(models.cfg, models.model("victim"), models.data, index,
+                                      record_features=False).validate()
         cache.put_responses(key, answers)
     return answers
 
@@ -614,7 +615,7 @@ def online_lira(models: "TrainedModels", n_models: int = 4, cache: "ArtifactCach
                 weights = {k: v.detach().cpu() for k, v in model.state_dict().items()}
                 cache.put_tensors(key_w, weights)
             model = model_from_weights(task, cfg, weights, data)
-            resp = task.respond(cfg, model, data, eval_index).validate()
+            resp = task.respond(cfg, model, data, eval_index, record_features=False).validate()
             cache.put_responses(key_a, resp)
         answers.append(resp)
         mask = np.zeros(len(eval_index), bool)

@@ -24,6 +24,11 @@ nanoGPT's ``configure_optimizers``): penalising those shifts activations without
 capacity. Adam's coupled ``weight_decay`` adds λ·W to the gradient; under DP-SGD it is added to
 the noisy gradient, a data-independent step that costs no privacy.
 
+Precision: with ``autocast`` (``cfg.precision = "bf16"``: :func:`autocast_dtype`) the forward
+pass and the loss of each step run under ``torch.autocast`` in that dtype; parameters, gradients
+and Adam's state stay float32 (bfloat16 has float32's range, so no loss scaling is needed), and
+nothing measured after training — Responses, utility — runs under autocast.
+
 Hooks: ``on_batch(Batch)`` after every optimizer step (record positions, loss and, under DP,
 each record's gradient norm before clipping), ``on_epoch(epoch, model)`` after every epoch,
 ``on_progress(fraction)`` after every batch.
@@ -148,6 +153,11 @@ def noise_seed() -> int:
     return (int(torch.initial_seed()) * 6364136223846793005 + 1442695040888963407) % 2**63
 
 
+def autocast_dtype(cfg: Any) -> torch.dtype | None:
+    """The autocast dtype of a config's training (``precision``), None for float32."""
+    return torch.bfloat16 if getattr(cfg, "precision", "float32") == "bf16" else None
+
+
 # ---------------------------------------------------------------------------- privacy hook
 def privatize(model: nn.Module, optimizer: torch.optim.Optimizer, n_samples: int, batch_size: int, passes: int,
               settings: PrivacySettings, generator: torch.Generator, unit: str):
@@ -172,6 +182,7 @@ def train_epochs(
     generator: torch.Generator,
     privacy: PrivacySettings | None = None,
     clip_norm: float | None = None,
+    autocast: torch.dtype | None = None,
     unit: str = "one training record",
     on_batch: BatchCallback | None = None,
     on_epoch: Callable[[int, nn.Module], None] | None = None,
@@ -180,7 +191,10 @@ def train_epochs(
     """Train ``model`` in place for ``epochs`` epochs over records 0..``n_records``−1 (see the
     module docstring); ``batch_loss(index)`` must return the *mean* of the per-record losses
     (DP-SGD's per-sample gradients are taken of it), each record's loss depending on that record
-    alone. Returns the :class:`TrainingRecord` (with the privacy record under DP-SGD)."""
+    alone. ``autocast``: the dtype of the forward passes (None: float32), not with ``privacy``.
+    Returns the :class:`TrainingRecord` (with the privacy record under DP-SGD)."""
+    if autocast is not None and privacy is not None:
+        raise ValueError("autocast training cannot be combined with DP-SGD")
     start = time.perf_counter()
     model.train()
     private = None
@@ -198,7 +212,8 @@ def train_epochs(
             else:
                 batches = private.batches()
             for k, index in enumerate(batches):
-                loss_value, norms = _step(model, optimizer, private, batch_loss, index, clip_norm, on_batch is not None)
+                loss_value, norms = _step(model, optimizer, private, batch_loss, index, clip_norm, on_batch is not None,
+                                          autocast)
                 steps += 1
                 if on_batch is not None:
                     on_batch(Batch(epoch, k, index.numpy(), loss_value, norms))
@@ -214,11 +229,16 @@ def train_epochs(
 
 
 def _step(model: nn.Module, optimizer: torch.optim.Optimizer, private, batch_loss: BatchLoss, index: torch.Tensor,
-          clip_norm: float | None, want_norms: bool) -> tuple[float, np.ndarray | None]:
+          clip_norm: float | None, want_norms: bool, autocast: torch.dtype | None = None) -> tuple[float, np.ndarray | None]:
     """One optimizer step on the records ``index``: (loss, per-sample norms under DP or None)."""
     if private is None:
         optimizer.zero_grad(set_to_none=True)
-        loss = batch_loss(index)
+        if autocast is None:
+            loss = batch_loss(index)
+        else:  # the backward pass runs outside autocast, in the dtypes the forward pass chose
+            device_type = next(model.parameters()).device.type
+            with torch.autocast(device_type, dtype=autocast):
+                loss = batch_loss(index)
         loss.backward()
         if clip_norm is not None:
             nn.utils.clip_grad_norm_(model.parameters(), clip_norm)

@@ -75,3 +75,23 @@ def test_unknown_preset_and_task():
         get_task("audio")
     with pytest.raises(ConfigError):
         ExperimentConfig(task="audio").validate()
+
+
+def test_default_precision_keeps_the_hashes_of_configs_made_before_the_field():
+    # the quick presets' hashes as written by the version without `precision` (cached runs stay valid)
+    image = get_task("image").make_config("rnn", "quick")
+    assert (image.config_hash, image.training_hash) == ("5138b927c106302a6c88", "f2d5065eb5aa917a4d3e")
+    translation = get_task("translation").make_config("ffnn", "quick")
+    assert (translation.config_hash, translation.training_hash) == ("9b83ee45660ef4bc7e5c", "961d5268c21b656a4787")
+    bf16 = cfg(precision="bf16")
+    assert bf16.training_hash != image.training_hash and bf16.config_hash != image.config_hash
+
+
+@pytest.mark.parametrize("task, updates, message", [
+    ("image", {"precision": "fp8"}, "precision must be one of float32, bf16"),
+    ("image", {"precision": "bf16", "dp": "sigma"}, "cannot be combined with DP-SGD"),
+    ("navigation", {"precision": "bf16"}, "PPO"),
+])
+def test_precision_is_checked(task, updates, message):
+    with pytest.raises(ConfigError, match=message):
+        get_task(task).make_config("ffnn", "quick", updates)

@@ -1,12 +1,15 @@
 """Executors: the same trainings in this process, in a process pool and on a local Ray instance
 give the same models; the driver writes the cache, so a rerun on another executor is a hit."""
+import os
+import time
+
 import numpy as np
 import pytest
 import torch
 
 from core.cache import ArtifactCache
-from core.errors import ConfigError
-from core.executor import make_executor
+from core.errors import ConfigError, WorkerFailedError
+from core.executor import ProcessExecutor, make_executor, run_job
 from core.pipeline import trained_models
 from core.tasks import get_task
 
@@ -76,3 +79,59 @@ def test_sensitivity_pairs_fan_out_on_a_process_pool(tmp_path):
     assert pool.distances == local.distances and pool.sensitivity == local.sensitivity > 0
     assert seen[-1] == (2, 2)
     assert cached_sensitivity(cfg, 2, ArtifactCache(tmp_path / "pool")).distances == local.distances
+
+
+# ---------------------------------------------------------------------------- failures
+def _crash_on_three(x: int) -> int:
+    """Runs in a spawned worker: item 3 kills its process (as the OOM killer would)."""
+    if x == 3:
+        time.sleep(0.3)
+        os._exit(7)
+    return 2 * x
+
+
+def _raise_on_two(x: int) -> int:
+    if x == 2:
+        raise ArithmeticError("bad item")
+    return 2 * x
+
+
+def _crash_on_shadow_1(job):
+    if job.role == "shadow_1":
+        time.sleep(0.3)
+        os._exit(7)
+    return run_job(job)
+
+
+class _CrashingPool(ProcessExecutor):
+    """A pool whose worker dies on the second shadow's training."""
+
+    def map(self, jobs, on_done):
+        self._run(_crash_on_shadow_1, jobs, [job.role for job in jobs], on_done)
+
+
+def test_a_dead_worker_is_reported_and_what_finished_is_kept():
+    done = []
+    with pytest.raises(WorkerFailedError, match=r"2 of 4 jobs failed on the processes executor \(item 2, item 3\): a worker "
+                                                r"process died.*The 2 that finished are kept"):
+        ProcessExecutor(workers=1).run_many(_crash_on_three, [1, 2, 3, 4], done.append)
+    assert sorted(done) == [2, 4]
+
+
+def test_a_failing_job_does_not_stop_the_others():
+    done = []
+    with pytest.raises(WorkerFailedError, match=r"1 of 3 jobs failed .*\(item 1\): ArithmeticError: bad item"):
+        ProcessExecutor(workers=2).run_many(_raise_on_two, [1, 2, 3], done.append)
+    assert sorted(done) == [2, 6]
+
+
+def test_a_crash_mid_config_keeps_the_cached_models_and_progress_moved(tmp_path):
+    cfg = get_task("image").make_config("ffnn", "quick", TINY)
+    events = []
+    with pytest.raises(WorkerFailedError, match=r"shadow_1"):
+        trained_models(cfg, progress=events.append, cache=ArtifactCache(tmp_path / "c"), executor=_CrashingPool(workers=1))
+    finished = {e.stage for e in events if e.stage_fraction == 1.0}
+    assert {"victim (ffnn)", "shadow 1/2"} <= finished and "shadow 2/2" not in finished
+    assert 0 < events[-1].overall_fraction < 1
+    again = trained_models(cfg, cache=ArtifactCache(tmp_path / "c"))  # local rerun: only the missing shadow trains
+    assert again.victim.cache_hit and again.shadows[0].cache_hit and not again.shadows[1].cache_hit

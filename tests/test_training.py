@@ -439,3 +439,49 @@ def test_training_defenses_page_shows_a_cached_sweep_and_offers_the_rest(dp_swee
     assert [b for b in at.button if b.label == "Run the sweep (1 run to train)"]
     at.text_input(key="tdef:grid:dpsgd").set_value("-1").run(timeout=60)
     assert at.error and "σ" in at.error[0].value
+
+
+# ---------------------------------------------------------------------------- precision
+@pytest.mark.parametrize("task_name, arch, extra", [
+    ("image", "rnn", dict(IMAGE_TINY, n_train=64, epochs=3)),
+    ("translation", "ffnn", {"epochs": 3, "attack_epochs": (), "emb": 16, "hidden": 16, "dropout": 0.0, "n_train": 64}),
+])
+def test_bf16_autocast_trains_in_lower_precision_and_answers_in_float(task_name, arch, extra, monkeypatch):
+    """bf16 runs the training forward passes under autocast; weights stay float32, and the model
+    answers (Responses, utility) outside autocast: a bf16 and a float32 run differ in training only."""
+    task = get_task(task_name)
+    autocasts = []
+    real = training._step
+
+    def spy(*args, **kwargs):
+        autocasts.append(args[7] if len(args) > 7 else kwargs.get("autocast"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(training, "_step", spy)
+    cfg = task.make_config(arch, "quick", dict(extra, precision="bf16"))
+    data = task.load(cfg)
+    index = data.victim_pool[: cfg.n_train]
+    model = train_model(task, cfg, data, index, seed=1)
+    assert autocasts and all(a is torch.bfloat16 for a in autocasts)
+    assert all(p.dtype == torch.float32 for p in model.parameters())
+    responses = task.respond(cfg, model.eval(), data, index[:8]).validate()
+    assert np.isfinite(responses.cross_entropy).all()
+
+    autocasts.clear()
+    plain_cfg = task.make_config(arch, "quick", extra)
+    plain = train_model(task, plain_cfg, data, index, seed=1)
+    assert autocasts and all(a is None for a in autocasts)
+    # the forward passes really were bf16: the same seeded training ends elsewhere …
+    diff = max(float((p - q).detach().abs().max()) for p, q in zip(model.parameters(), plain.parameters()))
+    assert diff > 1e-4
+    # … having learned about as much
+    u_bf16, u_fp32 = task.utility(cfg, model, data, index), task.utility(plain_cfg, plain, data, index)
+    assert abs(u_bf16 - u_fp32) <= 0.25 * max(abs(u_fp32), 1.0), (u_bf16, u_fp32)
+
+
+def test_autocast_is_refused_with_dp_sgd():
+    model = nn.Linear(2, 2)
+    with pytest.raises(ValueError, match="DP-SGD"):
+        train_epochs(model, 4, lambda i: model(torch.zeros(len(i), 2)).sum(), epochs=1, batch_size=2,
+                     optimizer=build_optimizer(model, 0.1), generator=torch.Generator(), privacy=PrivacySettings(1.0),
+                     autocast=torch.bfloat16)

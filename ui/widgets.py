@@ -32,6 +32,8 @@ MORE_FIELDS = {
     "attack_hidden": "Hidden width of the attack classifier.",
     "attack_train_epochs": "Training epochs of the attack classifier.",
     "attack_lr": "Learning rate of the attack classifier.",
+    "precision": "float32, or bf16: training forward passes under bfloat16 autocast (for GPUs; slower on most CPUs). "
+                 "Everything measured after training stays float32. Not with DP-SGD; PPO trains in float32.",
 }
 
 
@@ -87,7 +89,7 @@ def config_overrides(bases: dict[str, ExperimentConfig], key_prefix: str) -> dic
     def widget(grid: _Grid, name: str, get: Callable[[ExperimentConfig], Any], help_text: str | None,
                owner: Any = None) -> None:
         help_text = with_range(help_text, owner if owner is not None else bases[archs[0]], name)
-        choices = getattr(type(owner), "FIELD_CHOICES", {}).get(name) if owner is not None else None
+        choices = getattr(type(owner if owner is not None else bases[archs[0]]), "FIELD_CHOICES", {}).get(name)
         shown = {a: _as_shown(get(bases[a])) for a in archs}
         label = name.replace("_", " ")
         if len({repr(v) for v in shown.values()}) == 1:
@@ -110,6 +112,8 @@ def config_overrides(bases: dict[str, ExperimentConfig], key_prefix: str) -> dic
     with st.expander("More settings: attack checkpoints, attack classifier, task options"):
         grid = _Grid()
         for name, help_text in MORE_FIELDS.items():
+            if name == "precision" and bases[archs[0]].task == "navigation":
+                continue  # PPO trains in float32 only
             widget(grid, name, lambda c, n=name: getattr(c, n), help_text)
         options = bases[archs[0]].options
         if options is not None:

@@ -259,7 +259,8 @@ class Defender:
                                                  self._rng(spec, draw, "victim/population"))
             else:
                 model = self._noisy("victim", self.victim_model(), self.models.victim.weights, spec, draw)
-                out = self.task.respond(self.cfg, model, self.models.data, inputs.population_index)
+                out = self.task.respond(self.cfg, model, self.models.data, inputs.population_index,
+                                        record_features=False)
             if len(self._population) > 64:  # a long slider session: keep memory bounded
                 self._population.clear()
             self._population[key] = out
@@ -288,7 +289,7 @@ class Defender:
             refs, pop_refs, per_query = [], [], []
             for i, shadow in enumerate(self.models.shadows):
                 model = self._noisy(f"shadow_{i}", self._shadow_model(i), shadow.weights, spec, draw)
-                r = self.task.respond(self.cfg, model, self.models.data, everything)
+                r = self.task.respond(self.cfg, model, self.models.data, everything, record_features=False)
                 split = [r.subset(np.arange(bounds[p], bounds[p + 1])) for p in range(len(parts))]
                 refs.append(split[0])
                 pop_refs.append(split[1])

@@ -143,8 +143,11 @@ class Task(ABC):
         }
 
     @abstractmethod
-    def respond(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray) -> Responses:
-        """Query ``model`` with records ``index`` (in that order)."""
+    def respond(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray,
+                record_features: bool = True) -> Responses:
+        """Query ``model`` with records ``index`` (in that order). ``record_features=False`` leaves
+        out per-record features that cost extra model runs (translation's BLEU features: a greedy
+        decoding) for callers that read per-step answers only (LiRA, RMIA)."""
 
     def extra_attacks(self, cfg: ExperimentConfig, training: AttackTraining) -> list[Attack]:
         """Task-specific attacks run beside the standard ones (default: none)."""

@@ -25,7 +25,8 @@ from ..errors import ConfigError, DatasetNotFoundError
 from ..memory import FLOAT_BYTES, attack_training_bytes, cnn_param_count, responses_bytes, training_state_bytes
 from ..models.image import ReNet, ResidualCNN, count_params, match_renet, renet_param_count
 from ..responses import Responses
-from ..training import BatchCallback, PrivacySettings, TrainingRecord, build_optimizer, seeded_generator, train_epochs
+from ..training import (BatchCallback, PrivacySettings, TrainingRecord, autocast_dtype, build_optimizer, seeded_generator,
+                        train_epochs)
 from .base import EpochCallback, FractionCallback, OutputTransform, Task, TaskData
 
 CIFAR10_BATCHES = [f"data_batch_{i}" for i in range(1, 6)]
@@ -264,12 +265,13 @@ class ImageTask(Task):
 
         return train_epochs(model, len(train_index), batch_loss, epochs=cfg.epochs, batch_size=cfg.batch_size,
                             optimizer=build_optimizer(model, cfg.lr, cfg.weight_decay), generator=g,
-                            privacy=PrivacySettings.from_config(cfg), unit="one image (a training record)",
+                            privacy=PrivacySettings.from_config(cfg), autocast=autocast_dtype(cfg),
+                            unit="one image (a training record)",
                             on_batch=on_batch, on_epoch=on_epoch, on_progress=on_progress)
 
     def supports_ensemble(self, cfg: ExperimentConfig) -> bool:
-        """The CNN without DP-SGD or augmentation (the ReNet's ``nn.LSTM`` has no ``vmap`` rule)."""
-        return cfg.arch == "ffnn" and not cfg.private and not cfg.options.augment
+        """The CNN in float32 without DP-SGD or augmentation (the ReNet's ``nn.LSTM`` has no ``vmap`` rule)."""
+        return cfg.arch == "ffnn" and not cfg.private and not cfg.options.augment and cfg.precision == "float32"
 
     def train_ensemble(self, cfg: ExperimentConfig, models: list[nn.Module], data: TaskData,
                        train_indices: list[np.ndarray], seeds: list[int], on_epoch) -> float:
@@ -309,7 +311,8 @@ class ImageTask(Task):
             scores = output_transform(torch.log_softmax(scores.double(), 1))
         return float((scores.argmax(1) == data.records.labels[index]).float().mean())
 
-    def respond(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray) -> Responses:
+    def respond(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray,
+                record_features: bool = True) -> Responses:
         """One probability vector (softmax of the logits) per image; the reference is the one-hot label."""
         logits = self._logits(model, data, index)
         return Responses.from_logits(logits, np.ones(len(index), np.int64), data.records.labels[index])

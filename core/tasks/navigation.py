@@ -371,7 +371,8 @@ class NavigationTask(Task):
             row[f"steps_{split}"] = float(np.mean([r.steps for r in runs])) if runs else 0.0
         return row
 
-    def respond(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray) -> Responses:
+    def respond(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray,
+                record_features: bool = True) -> Responses:
         """Per map: the agent's action distributions along its query episode, with the label
         model's (planner's) policy at each visited state as the reference (paper 001 §3.2)."""
         runs = self.rollouts(cfg, model, data, index, reference=True)

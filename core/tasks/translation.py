@@ -45,7 +45,8 @@ from ..models.translation import EOS, PAD, SOS, UNK, LuongSeq2Seq, TransformerSe
 from ..memory import FLOAT_BYTES, attack_training_bytes, responses_bytes, training_state_bytes
 from ..multi30k import LANGUAGES, load_multi30k
 from ..responses import Responses
-from ..training import BatchCallback, PrivacySettings, TrainingRecord, build_optimizer, seeded_generator, train_epochs
+from ..training import (BatchCallback, PrivacySettings, TrainingRecord, autocast_dtype, build_optimizer, seeded_generator,
+                        train_epochs)
 from .base import EpochCallback, FractionCallback, OutputTransform, Task, TaskData
 
 SPECIALS = ("<pad>", "<sos>", "<eos>", "<unk>")
@@ -397,6 +398,7 @@ class TranslationTask(Task):
             return train_epochs(model, len(train_index), batch_loss, epochs=cfg.epochs, batch_size=cfg.batch_size,
                                 optimizer=build_optimizer(model, cfg.lr, cfg.weight_decay), generator=seeded_generator(),
                                 privacy=PrivacySettings.from_config(cfg), clip_norm=cfg.options.clip,
+                                autocast=autocast_dtype(cfg),
                                 unit="one sentence pair (a training record)", on_batch=on_batch, on_epoch=on_epoch,
                                 on_progress=on_progress)
 
@@ -442,15 +444,17 @@ class TranslationTask(Task):
                 valid = tgt_out != PAD
                 yield logits[valid].cpu(), valid.sum(1).cpu().numpy(), tgt_out[valid].cpu()
 
-    def respond(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray) -> Responses:
+    def respond(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray,
+                record_features: bool = True) -> Responses:
         """Teacher-forced answers: one probability vector per reference token (incl. <eos>), the
         reference being that token; plus ``record_features["bleu_features"]`` (N, 5) of the greedy
-        translation (Hisamoto et al. 2020). Built batch by batch so only top-K and per-step
+        translation (Hisamoto et al. 2020) unless ``record_features`` is False. Built batch by batch so only top-K and per-step
         signals are ever held for the whole set (vocabularies exceed FULL_VECTOR_LIMIT)."""
         index = np.asarray(index)
         parts = [Responses.from_logits(z, lengths, ref) for z, lengths, ref in self._teacher_forced(model, data, index)]
         resp = Responses.concat(parts)
-        resp.record_features.update(self._bleu_record_features(cfg, model, data, index))
+        if record_features:
+            resp.record_features.update(self._bleu_record_features(cfg, model, data, index))
         return resp
 
     def _bleu_record_features(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray,
