@@ -118,8 +118,29 @@ def main() -> None:
                       f"{row['attack_fit_one_by_one_s'] / row['attack_fit_joint_s']:.2f}×"
                       + (f"; sequential in bf16 {row['sequential_bf16_s']:.1f} s" if "sequential_bf16_s" in row else ""),
                       flush=True)
+    print_targets(rows, str(device))
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2))
+
+
+def print_targets(rows: list[dict], device: str) -> None:
+    """Issue 13's targets beside what this run measured (a figure this run did not measure says so)."""
+    print("\ntarget | this run")
+    for r in rows:
+        if r["preset"] == "quick" and not device.startswith("cuda"):
+            got = (f"{r['speedup']:.2f}× ({'met' if r['speedup'] >= 2 else 'not met'})" if r["speedup"]
+                   else "no ensemble path for this model")
+            print(f"quick, CPU, ≥ 2× vs sequential: {r['task']}/{r['arch']} | {got}")
+    paper = [r for r in rows if r["task"] == "translation" and r["preset"] == "paper" and device.startswith("cuda")]
+    for r in paper:
+        train = r["ensemble_s"] or r["sequential_s"]
+        print(f"translation paper, GPU, ≤ 60 s per architecture: {r['arch']} | {train:.1f} s training "
+              f"({'met' if train <= 60 else 'not met'})")
+        print(f"attack stage, translation paper, GPU, ≤ 10 s: {r['arch']} | {r['attack_stage_s']:.1f} s "
+              f"({'met' if r['attack_stage_s'] <= 10 else 'not met'})")
+    if not paper:
+        print("translation paper on a GPU (≤ 60 s per architecture; attack stage ≤ 10 s) | not measured in this run "
+              "(needs a GPU and --tasks translation --presets paper)")
 
 
 if __name__ == "__main__":

@@ -111,6 +111,96 @@ def unstack_into(params: dict[str, torch.Tensor], buffers: dict[str, torch.Tenso
                 b.copy_(buffers[name][i])
 
 
+# ---------------------------------------------------------------------------- joint (block) models
+#: per parameter name of a joint model, per member: (rows, columns or None) of its entries
+MemberPlaces = dict[str, list[tuple[np.ndarray, "np.ndarray | None"]]]
+
+
+@torch.no_grad()
+def place_members(joint: nn.Module, members: Sequence[nn.Module], places: MemberPlaces) -> dict[str, torch.Tensor]:
+    """Write each member's parameters into ``joint`` at its places, zero elsewhere; return per
+    parameter the 0/1 mask of the member entries (what training must keep the gradient to)."""
+    own = [dict(m.named_parameters()) for m in members]
+    names = {n for n, _ in joint.named_parameters()}
+    if names != set(places):
+        raise ValueError(f"member places do not cover the joint model: {sorted(names ^ set(places))}")
+    masks = {}
+    for name, p in joint.named_parameters():
+        p.zero_()
+        mask = torch.zeros_like(p)
+        for e, (rows, cols) in enumerate(places[name]):
+            at = (torch.as_tensor(rows),) if cols is None else (torch.as_tensor(rows)[:, None], torch.as_tensor(cols)[None, :])
+            p[at] = own[e][name].to(p.device)
+            mask[at] = 1.0
+        masks[name] = mask
+    return masks
+
+
+@torch.no_grad()
+def read_members(joint: nn.Module, members: Sequence[nn.Module], places: MemberPlaces) -> None:
+    """Copy each member's entries of ``joint`` back into ``members`` (inverse of :func:`place_members`)."""
+    for name, p in joint.named_parameters():
+        for e, (rows, cols) in enumerate(places[name]):
+            target = dict(members[e].named_parameters())[name]
+            at = (torch.as_tensor(rows),) if cols is None else (torch.as_tensor(rows)[:, None], torch.as_tensor(cols)[None, :])
+            target.copy_(p[at])
+
+
+def train_joint_epochs(
+    joint: nn.Module,
+    places: MemberPlaces,
+    models: Sequence[nn.Module],
+    n_records: int,
+    member_batches: MemberBatches,
+    joint_loss: Callable[[nn.Module, torch.Tensor, torch.Tensor], torch.Tensor],
+    *,
+    epochs: int,
+    batch_size: int,
+    lr: float,
+    weight_decay: float,
+    generators: Sequence[torch.Generator],
+    on_epoch: Callable[[int, Sequence[nn.Module]], None] | None = None,
+    on_progress: Callable[[float], None] | None = None,
+) -> float:
+    """Train ``models`` in place through ``joint``, one model E times as wide holding member e's
+    weights at ``places[name][e]`` and zeros elsewhere (e.g. :func:`core.models.image.joint_renet`)
+    — for models ``vmap`` cannot batch (``nn.LSTM``).
+
+    The same per-member mathematics as :func:`train_ensemble_epochs`: each member's batches from
+    its own generator, ``joint_loss(joint, inputs, targets)`` = Σₑ Lₑ, the gradients off the
+    member entries masked to zero (so Adam — element-wise, its weight decay λ·θ zero there too —
+    keeps them at exactly zero and runs E independent Adams with the sequential path's parameter
+    groups: L2 on weight matrices only). Members are read back after every epoch for ``on_epoch``.
+    """
+    from .training import build_optimizer
+
+    start = time.perf_counter()
+    if len(models) == 0 or len(generators) != len(models):
+        raise ValueError("train_joint_epochs needs one generator per model and at least one model")
+    masks = place_members(joint, models, places)
+    for name, p in joint.named_parameters():
+        if not bool(masks[name].all()):
+            p.register_hook(lambda g, m=masks[name]: g * m)
+    optimizer = build_optimizer(joint, lr, weight_decay)
+    joint.train()
+    steps_per_epoch = -(-n_records // batch_size)
+    for epoch in range(1, epochs + 1):
+        perms = [torch.randperm(n_records, generator=g) for g in generators]
+        for k in range(steps_per_epoch):
+            inputs, targets = member_batches([perm[k * batch_size : (k + 1) * batch_size] for perm in perms])
+            optimizer.zero_grad(set_to_none=True)
+            joint_loss(joint, inputs, targets).backward()
+            optimizer.step()
+            if on_progress is not None:
+                on_progress((epoch - 1 + (k + 1) / steps_per_epoch) / epochs)
+        read_members(joint, models, places)
+        if on_epoch is not None:
+            on_epoch(epoch, models)
+            for model in models:
+                model.train()
+    return time.perf_counter() - start
+
+
 def member_generator(seed: int) -> torch.Generator:
     """The data-order generator member ``seed`` would get alone: :func:`core.training.seeded_generator`
     right after ``torch.manual_seed(seed)`` (offset 0)."""

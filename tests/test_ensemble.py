@@ -19,9 +19,10 @@ def _models(tmp_path, name, executor=None, arch="ffnn"):
     return trained_models(cfg, cache=ArtifactCache(tmp_path / name), executor=executor)
 
 
-def test_ensemble_trains_the_models_the_sequential_path_trains(tmp_path):
-    sequential = _models(tmp_path, "sequential")
-    ensemble = _models(tmp_path, "ensemble", make_executor("ensemble"))
+@pytest.mark.parametrize("arch", ["ffnn", "rnn"])  # the CNN through vmap, the ReNet as one joint ReNet
+def test_ensemble_trains_the_models_the_sequential_path_trains(tmp_path, arch):
+    sequential = _models(tmp_path, "sequential", arch=arch)
+    ensemble = _models(tmp_path, "ensemble", make_executor("ensemble"), arch=arch)
     for a, b in zip([sequential.victim, *sequential.shadows], [ensemble.victim, *ensemble.shadows]):
         assert a.role == b.role
         moved = 0.0
@@ -39,10 +40,11 @@ def test_ensemble_trains_the_models_the_sequential_path_trains(tmp_path):
                 assert ra[key] == pytest.approx(rb[key], abs=1e-6), (a.role, key)
 
 
-def test_members_differ_and_learn(tmp_path):
+@pytest.mark.parametrize("arch, weight", [("ffnn", "head.4.weight"), ("rnn", "renet.0.vertical.weight_hh_l0")])
+def test_members_differ_and_learn(tmp_path, arch, weight):
     """Not one model copied M times: members start apart and each fits its own records."""
-    models = _models(tmp_path, "ensemble", make_executor("ensemble"))
-    w = [m.weights["head.4.weight"] for m in [models.victim, *models.shadows]]
+    models = _models(tmp_path, "ensemble", make_executor("ensemble"), arch=arch)
+    w = [m.weights[weight] for m in [models.victim, *models.shadows]]
     assert not torch.equal(w[0], w[1]) and not torch.equal(w[1], w[2])
     assert models.victim.per_epoch[-1]["utility_train"] > models.victim.per_epoch[0]["utility_train"] - 1e-9
 
@@ -53,14 +55,44 @@ def test_only_what_can_be_vectorised_is_grouped():
         cfg = get_task("image").make_config(arch, "quick", TINY)
         for role in ("victim", "shadow_0", "shadow_1"):
             jobs.append(TrainingJob(cfg.to_dict(), role, tuple(range(40)), tuple(range(10))))
+    translation = get_task("translation").make_config("rnn", "quick")
+    jobs.append(TrainingJob(translation.to_dict(), "victim", tuple(range(40)), tuple(range(10))))
+    jobs.append(TrainingJob(translation.to_dict(), "shadow_0", tuple(range(40)), tuple(range(10))))
     together, alone = ensemble_groups(jobs)
-    assert together == [[0, 1, 2]] and alone == [3, 4, 5]  # the ReNet's nn.LSTM has no vmap rule
+    assert together == [[0, 1, 2], [3, 4, 5]] and alone == [6, 7]  # one group per config; translation: one by one
     private = get_task("image").make_config("ffnn", "quick", {**TINY, "dp": "sigma"})
     assert not get_task("image").supports_ensemble(private)  # DP-SGD clips per sample per model
+    assert not get_task("image").supports_ensemble(get_task("image").make_config("rnn", "quick", {"precision": "bf16"}))
 
 
-def test_a_run_on_the_ensemble_executor_is_a_full_run(tmp_path):
-    cfg = get_task("image").make_config("ffnn", "quick", TINY)
+def test_joint_renet_computes_each_member():
+    """The joint ReNet with the members placed in it gives each member's logits, and reads back exactly."""
+    from core.ensemble import place_members, read_members
+    from core.models.image import JointReNet, ReNet
+
+    members = []
+    for seed in range(3):
+        torch.manual_seed(seed)
+        members.append(ReNet(2, 4, 6, 5, hidden=3, fc=7, patch=2, layers=2))
+    joint = JointReNet(members)
+    masks = place_members(joint, members, joint.places)
+    x = [torch.randn(4, 2, 4, 6) for _ in members]
+    out = joint(torch.cat(x, 1))
+    assert out.shape == (4, 3, 5)
+    for e, m in enumerate(members):
+        torch.testing.assert_close(out[:, e], m(x[e]), atol=1e-5, rtol=1e-5)
+    # every entry of the joint belongs to at most one member: the masks count each member's parameters once
+    assert sum(int(m.sum()) for m in masks.values()) == 3 * sum(p.numel() for p in members[0].parameters())
+    copies = [ReNet(2, 4, 6, 5, hidden=3, fc=7, patch=2, layers=2) for _ in members]
+    read_members(joint, copies, joint.places)
+    for a, b in zip(members, copies):
+        for (name, p), q in zip(a.named_parameters(), b.parameters()):
+            assert torch.equal(p, q), name
+
+
+@pytest.mark.parametrize("arch", ["ffnn", "rnn"])
+def test_a_run_on_the_ensemble_executor_is_a_full_run(tmp_path, arch):
+    cfg = get_task("image").make_config(arch, "quick", TINY)
     result = run_experiment(cfg, cache=ArtifactCache(tmp_path / "c"), executor=make_executor("ensemble"))
     s = result.summary
     assert s["models_from_cache"] == {"victim": True, "shadows": 2}  # trained by the executor, then loaded

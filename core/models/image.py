@@ -11,6 +11,7 @@ rows advance together), so Opacus' per-sample gradients are per image, not per r
 """
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -128,6 +129,8 @@ class ReNet(nn.Module):
         if height % patch or width % patch:
             raise ValueError(f"image {height}x{width} is not divisible into {patch}x{patch} patches")
         self.patch = patch
+        self.sizes = dict(in_channels=in_channels, height=height, width=width, n_classes=n_classes, hidden=hidden,
+                          fc=fc, patch=patch, layers=layers, dp=dp)
         feats = in_channels * patch * patch
         blocks = []
         for _ in range(layers):
@@ -138,6 +141,98 @@ class ReNet(nn.Module):
         self.head = nn.Sequential(
             nn.Flatten(), nn.Linear(cells * 2 * hidden, fc), nn.ReLU(), nn.Linear(fc, fc), nn.ReLU(), nn.Linear(fc, n_classes)
         )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, c, h, w = x.shape
+        p = self.patch
+        x = x.reshape(b, c, h // p, p, w // p, p).permute(0, 2, 4, 1, 3, 5).reshape(b, h // p, w // p, c * p * p)
+        return self.head(self.renet(x))
+
+
+#: where member e's entries of one joint parameter sit: per member (rows, columns or None for a vector)
+MemberPlaces = list[tuple[np.ndarray, np.ndarray | None]]
+
+
+class GroupedLinear(nn.Module):
+    """E linear layers applied side by side: (B, E, in) -> (B, E, out), member e with the weight
+    rows e·out … (e+1)·out of one (E·out, in) matrix. Exact per member (no zero blocks)."""
+
+    def __init__(self, members: int, in_features: int, out_features: int):
+        super().__init__()
+        self.members, self.out_features = members, out_features
+        self.weight = nn.Parameter(torch.zeros(members * out_features, in_features))
+        self.bias = nn.Parameter(torch.zeros(members * out_features))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        w = self.weight.view(self.members, self.out_features, -1)
+        return torch.einsum("bei,eoi->beo", x, w) + self.bias.view(self.members, self.out_features)
+
+
+class _MemberFeatures(nn.Module):
+    """(B, H', W', 2·E·h) joint ReNet features -> (B, E, H'·W'·2h): each member's flattened
+    features in the order its own ``nn.Flatten`` gives them."""
+
+    def __init__(self, index: torch.Tensor, members: int):
+        super().__init__()
+        self.members = members
+        self.register_buffer("index", index, persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.reshape(x.shape[0], -1)[:, self.index].reshape(x.shape[0], self.members, -1)
+
+
+class JointReNet(nn.Module):
+    """E equal-sized ReNets computed as one network (the victim and shadows trained together).
+
+    ``nn.LSTM`` has no ``vmap`` rule, so the ReNet layers are one LSTM per sweep E times as wide
+    whose weight matrices are block-structured: member e's rows keep the gate-major layout (gate g
+    at g·E·h + e·h), its inputs are its own features (its image's patch block e·F, then its own
+    forward block e·h and backward block E·h + e·h), and everything else is zero — held there by
+    the trainer (:func:`core.ensemble.train_joint_epochs` masks those gradients). The head is
+    exact per member: each member's flattened features through :class:`GroupedLinear` layers.
+    Input: the members' images stacked along channels (member e's at e·C … (e+1)·C); output
+    (B, E, K) logits. :attr:`places` says where each member parameter sits.
+    """
+
+    def __init__(self, members: list["ReNet"]):
+        super().__init__()
+        sizes = members[0].sizes
+        if any(m.sizes != sizes for m in members) or sizes["dp"]:
+            raise ValueError("only non-DP ReNets of one size can be joined")
+        e_n, h, f, k, p = len(members), sizes["hidden"], sizes["fc"], sizes["n_classes"], sizes["patch"]
+        self.patch = p
+        feats = sizes["in_channels"] * p * p
+        self.renet = nn.Sequential(*[ReNetLayer(e_n * feats if i == 0 else 2 * e_n * h, e_n * h)
+                                     for i in range(sizes["layers"])])
+        cells = (sizes["height"] // p) * (sizes["width"] // p)
+
+        def block(e: int, size: int) -> np.ndarray:
+            return e * size + np.arange(size)
+
+        def gate_rows(e: int) -> np.ndarray:
+            return np.concatenate([g * e_n * h + block(e, h) for g in range(4)])
+
+        def bi_out(e: int) -> np.ndarray:
+            return np.r_[block(e, h), e_n * h + block(e, h)]
+
+        flat = np.concatenate([np.concatenate([c * 2 * e_n * h + bi_out(e) for c in range(cells)]) for e in range(e_n)])
+        self.head = nn.Sequential(
+            _MemberFeatures(torch.as_tensor(flat), e_n), GroupedLinear(e_n, cells * 2 * h, f), nn.ReLU(),
+            GroupedLinear(e_n, f, f), nn.ReLU(), GroupedLinear(e_n, f, k))
+        places: dict[str, MemberPlaces] = {}
+        inputs = [block(e, feats) for e in range(e_n)]
+        for layer in range(sizes["layers"]):
+            for direction in ("horizontal", "vertical"):
+                for rev in ("", "_reverse"):
+                    name = f"renet.{layer}.{direction}.%s_l0{rev}"
+                    places[name % "weight_ih"] = [(gate_rows(e), inputs[e]) for e in range(e_n)]
+                    places[name % "weight_hh"] = [(gate_rows(e), block(e, h)) for e in range(e_n)]
+                    places[name % "bias_ih"] = places[name % "bias_hh"] = [(gate_rows(e), None) for e in range(e_n)]
+                inputs = [bi_out(e) for e in range(e_n)]
+        for i, (out_dim, in_dim) in {1: (f, cells * 2 * h), 3: (f, f), 5: (k, f)}.items():
+            places[f"head.{i}.weight"] = [(block(e, out_dim), np.arange(in_dim)) for e in range(e_n)]
+            places[f"head.{i}.bias"] = [(block(e, out_dim), None) for e in range(e_n)]
+        self.places = places
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         b, c, h, w = x.shape

@@ -270,14 +270,16 @@ class ImageTask(Task):
                             on_batch=on_batch, on_epoch=on_epoch, on_progress=on_progress)
 
     def supports_ensemble(self, cfg: ExperimentConfig) -> bool:
-        """The CNN in float32 without DP-SGD or augmentation (the ReNet's ``nn.LSTM`` has no ``vmap`` rule)."""
-        return cfg.arch == "ffnn" and not cfg.private and not cfg.options.augment and cfg.precision == "float32"
+        """Both models in float32 without DP-SGD or augmentation: the CNN through ``vmap``, the
+        ReNet (whose ``nn.LSTM`` has no ``vmap`` rule) as one block-structured joint ReNet."""
+        return not cfg.private and not cfg.options.augment and cfg.precision == "float32"
 
     def train_ensemble(self, cfg: ExperimentConfig, models: list[nn.Module], data: TaskData,
                        train_indices: list[np.ndarray], seeds: list[int], on_epoch) -> float:
         """Cross-entropy, Adam with L2 on weight matrices, each member's own data order: the
         sequential :meth:`train`'s recipe for all members at once (:mod:`core.ensemble`)."""
-        from ..ensemble import member_generator, train_ensemble_epochs
+        from ..ensemble import member_generator, train_ensemble_epochs, train_joint_epochs
+        from ..models.image import JointReNet, ReNet
 
         if len({len(i) for i in train_indices}) != 1:
             raise ValueError("ensemble members must have training sets of one size")
@@ -291,9 +293,19 @@ class ImageTask(Task):
             pos = torch.stack(positions).to(device)  # (M, B)
             return x[rows, pos], y[rows, pos]
 
-        return train_ensemble_epochs(models, len(train_indices[0]), member_batches, F.cross_entropy, epochs=cfg.epochs,
-                                     batch_size=cfg.batch_size, lr=cfg.lr, weight_decay=cfg.weight_decay,
-                                     generators=[member_generator(s) for s in seeds], on_epoch=on_epoch)
+        recipe = dict(epochs=cfg.epochs, batch_size=cfg.batch_size, lr=cfg.lr, weight_decay=cfg.weight_decay,
+                      generators=[member_generator(s) for s in seeds], on_epoch=on_epoch)
+        if isinstance(models[0], ReNet):  # nn.LSTM: no vmap rule; one block-structured joint ReNet instead
+            joint = JointReNet(list(models)).to(device)
+
+            def joint_loss(net: nn.Module, inputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+                m, b = inputs.shape[:2]  # the members' images side by side along channels
+                logits = net(inputs.transpose(0, 1).reshape(b, m * inputs.shape[2], *inputs.shape[3:]))  # (B, M, K)
+                return sum(F.cross_entropy(logits[:, e], targets[e]) for e in range(m))
+
+            return train_joint_epochs(joint, joint.places, models, len(train_indices[0]), member_batches, joint_loss,
+                                      **recipe)
+        return train_ensemble_epochs(models, len(train_indices[0]), member_batches, F.cross_entropy, **recipe)
 
     # ------------------------------------------------------------------ queries
     @torch.no_grad()
