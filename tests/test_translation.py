@@ -127,6 +127,31 @@ def test_models_overfit_20_pairs(arch, lr):
     assert TASK.utility(cfg, model, data, np.arange(20)) > 90
 
 
+@pytest.mark.parametrize("dp", [False, True])
+def test_incremental_greedy_decoding_equals_teacher_forcing_its_own_output(dp):
+    """Each token greedy() emits is the argmax of the full (teacher-forced) decoder on the prefix
+    it decoded: the incremental cache computes what re-decoding the whole prefix computes."""
+    from core.models.translation import EOS, PAD, SOS
+
+    torch.manual_seed(0)
+    model = TransformerSeq2Seq(40, 50, d_model=16, heads=2, layers=2, ff=32, dropout=0.3, dp=dp).eval()
+    with torch.no_grad():  # a peaked output layer, so the argmax is never a near-tie
+        model.out.weight.mul_(20)
+    src = torch.randint(4, 40, (6, 7))
+    src[3, 5:] = PAD
+    ys = model.greedy(src, torch.tensor([7, 7, 7, 5, 7, 7]), 12)
+    assert ys.shape[0] == 6 and 1 <= ys.shape[1] <= 12
+    prefix = torch.cat([torch.full((6, 1), SOS), ys], 1)
+    with torch.no_grad():
+        logits = model(src, None, prefix[:, :-1])  # (B, T, V) on each row's own prefix
+    for row in range(6):
+        for t in range(ys.shape[1]):
+            assert int(logits[row, t].argmax()) == int(ys[row, t])
+            if int(ys[row, t]) == EOS:
+                assert (ys[row, t + 1:] == PAD).all()  # finished rows pad
+                break
+
+
 def test_respond_layout_and_examples():
     data = _tiny_data(30)
     cfg = TASK.make_config("rnn", "quick", {"epochs": 2, "attack_epochs": (), "emb": 16, "hidden": 16})
