@@ -318,15 +318,17 @@ def fit_attacks(attacks: list[Attack], shadow_responses: Responses, shadow_membe
 def max_joint(sequential: bool, device: torch.device) -> int:
     """How many classifiers share one :class:`JointAttack` network.
 
-    Its weight matrices grow with E² (all but E blocks are zeros), so the saved kernel launches
-    pay only up to a size. Measured on 2 CPU cores (translation quick shadows, 40 epochs, 800
-    sequences): two attack LSTMs jointly 6.7 s vs 8.3 s one by one, four 18.9 s vs 15.6 s; six
-    attack MLPs (image quick) in joints of 4 + 2: 3.3 s vs 5.0 s. On a GPU the kernels are
-    launch-bound, so wider joints are used there (not yet measured: no GPU was available).
+    Its weight matrices grow with E² (all but E blocks are zeros), so joining pays only while the
+    saved kernel launches outweigh the zeros. Measured on 2 CPU cores (bench/throughput.py, cold,
+    several runs): attack MLPs of the image quick preset's 6 checkpoint epochs in joints of 4 + 2
+    fit in 2.6–3.6 s vs 3.7–4.3 s one by one (1.07–1.54×); attack LSTMs of translation quick's 2
+    epochs jointly took 0.70–1.23× the one-by-one time (no reliable gain), so on a CPU sequence
+    attacks fit one by one. On a GPU the kernels are launch-bound and wider joints are used (not
+    yet measured: no GPU was available to this work).
     """
     if device.type == "cuda":
         return 8
-    return 2 if sequential else 4
+    return 1 if sequential else 4
 
 
 def fit_attack_sets(attack_sets: Sequence[list[Attack]], responses: Sequence[Responses], membership: np.ndarray,

@@ -15,12 +15,18 @@ dimension (``torch.func.stack_module_state``) and one step computes all M losses
   matrices only) is grouped by the *member's* parameter shapes, as :func:`core.training.build_optimizer`
   groups them.
 
+Models with a layer ``vmap`` cannot batch (``nn.LSTM``: no rule for ``aten::lstm``) train through
+:func:`train_joint_epochs` instead: one *joint* model E times as wide holds member e's weights at
+fixed places and zeros elsewhere (the ReNet: :class:`core.models.image.JointReNet`), the gradients
+off the member entries are masked, and the same argument makes it E independent Adams.
+
 What can differ from the sequential path is float rounding: vmapped kernels (a convolution
-becomes one grouped convolution) add in another order, so weights agree to float tolerance, not
-bit for bit (``tests/test_ensemble.py`` checks a seeded tiny config). Not covered: DP-SGD
-(per-sample clipping is Opacus', per model), gradient clipping across the whole model, PPO, and
-models with a batching rule missing in ``torch.func`` (``nn.LSTM``: no ``vmap`` rule for
-``aten::lstm``) — those configs train sequentially (``Task.supports_ensemble``).
+becomes one grouped convolution) and wider matrix products add in another order, so weights
+agree to float tolerance, not bit for bit (``tests/test_ensemble.py`` checks a seeded tiny config
+of both image models). Not covered: DP-SGD (per-sample clipping is Opacus', per model), bf16,
+gradient clipping across the whole model, PPO, and the translation models (per-member
+variable-length batches; attention mixes features across blocks) — those configs train
+sequentially (``Task.supports_ensemble``).
 """
 from __future__ import annotations
 
