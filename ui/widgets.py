@@ -109,7 +109,7 @@ def config_overrides(bases: dict[str, ExperimentConfig], key_prefix: str) -> dic
     grid = _Grid()
     for name, help_text in MAIN_FIELDS.items():
         widget(grid, name, lambda c, n=name: getattr(c, n), help_text)
-    with st.expander("More settings: attack checkpoints, attack classifier, task options"):
+    with st.expander("More settings: attack checkpoints, attack classifier, precision, task options"):
         grid = _Grid()
         for name, help_text in MORE_FIELDS.items():
             if name == "precision" and bases[archs[0]].task == "navigation":
