@@ -17,7 +17,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Any, Callable, NoReturn, Sequence
 
@@ -49,6 +51,25 @@ def one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
+class CtrlC:
+    """A Ctrl-C that cannot be lost. Python's default handler raises ``KeyboardInterrupt`` wherever
+    the main thread is, and an exception raised inside a finalizer or inside code a library runs
+    under a catch-all is dropped ("Exception ignored in …"), so a run could go on after Ctrl-C.
+    This handler also remembers it, and every progress report (:meth:`check`) raises it again."""
+
+    pending = False
+
+    @classmethod
+    def handler(cls, signum: int, frame: Any) -> None:
+        cls.pending = True
+        raise KeyboardInterrupt
+
+    @classmethod
+    def check(cls) -> None:
+        if cls.pending:
+            raise KeyboardInterrupt
+
+
 def guarded(command: Callable[..., int], *args: Any, **kwargs: Any) -> int:
     """Run a CLI command and turn expected failures into an exit status.
 
@@ -56,6 +77,9 @@ def guarded(command: Callable[..., int], *args: Any, **kwargs: Any) -> int:
     :data:`INTERRUPTED` and 130 (finished cache entries are committed atomically, so nothing
     half-written is left). Anything else is a bug and keeps its traceback.
     """
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGINT, CtrlC.handler)
     try:
         return command(*args, **kwargs)
     except KeyboardInterrupt:
@@ -67,6 +91,10 @@ def guarded(command: Callable[..., int], *args: Any, **kwargs: Any) -> int:
     except MIAError as exc:
         print(f"error: {one_line(exc)}", file=sys.stderr)
         return EXIT_ERROR
+    finally:
+        CtrlC.pending = False
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
 
 
 def parse_sets(pairs: Sequence[str]) -> dict[str, str]:
@@ -187,6 +215,7 @@ def _analyze(args: argparse.Namespace) -> int:
     last = [""]
 
     def progress(stage: str, fraction: float) -> None:
+        CtrlC.check()
         if not args.quiet and (stage != last[0] or fraction >= 1.0):
             print(f"[analyze] {stage}", file=sys.stderr)
             last[0] = stage
@@ -296,17 +325,20 @@ def _main(argv: Sequence[str] | None) -> int:
     from .pipeline import run_experiment
 
     def progress(ev) -> None:
+        CtrlC.check()
+        if args.quiet:
+            return
         eta = f", ~{ev.eta_s:.0f}s left" if ev.eta_s is not None else ""
         print(f"[{ev.overall_fraction:6.1%}] {ev.stage}: {ev.stage_fraction:.0%}{eta}", file=sys.stderr)
 
     if args.command == "defend":
-        return _defend(args, config, out, None if args.quiet else progress)
+        return _defend(args, config, out, progress)
     from .executor import make_executor
 
     if args.online_lira and not 2 <= args.online_lira <= 64:
         raise ConfigError(f"--online-lira must be 0 (off) or lie in 2..64, got {args.online_lira}")
     executor = make_executor(args.executor, args.workers, args.ray_address)
-    result = run_experiment(config, progress=None if args.quiet else progress, executor=executor)
+    result = run_experiment(config, progress=progress, executor=executor)
     if args.online_lira:
         from .pipeline import trained_models
         from .reference_attacks import LIRA_ONLINE, online_lira

@@ -23,7 +23,9 @@ bit-for-bit the same model on the same hardware.
 from __future__ import annotations
 
 import os
-from concurrent.futures import ProcessPoolExecutor, as_completed
+import queue as queue_module
+import time
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
@@ -64,8 +66,9 @@ def config_from_dict(d: dict[str, Any]):
     return task.make_config(arch, preset, {**d, **options})
 
 
-def run_job(job: TrainingJob) -> TrainingOutput:
-    """Train one job (in whatever process this runs) and return its bytes."""
+def run_job(job: TrainingJob, on_progress: Callable[[float], None] | None = None) -> TrainingOutput:
+    """Train one job (in whatever process this runs) and return its bytes; ``on_progress(fraction)``
+    as it trains."""
     import numpy as np
     from safetensors.torch import save as save_safetensors
 
@@ -79,27 +82,56 @@ def run_job(job: TrainingJob) -> TrainingOutput:
     if job.measure_utility is not None:
         measure = (np.asarray(job.measure_utility[0], np.int64), np.asarray(job.measure_utility[1], np.int64))
     trained = train_role(task, cfg, data, job.role, np.asarray(job.train_index, np.int64),
-                         np.asarray(job.query_index, np.int64), measure)
+                         np.asarray(job.query_index, np.int64), measure, on_progress)
     weights = save_safetensors({k: v.detach().cpu().contiguous() for k, v in trained.weights.items()})
     meta = {"params": trained.params, "per_epoch": trained.per_epoch, "train_s": trained.train_s,
             "privacy": trained.privacy}
     return TrainingOutput(job.role, meta, weights, {e: r.to_bytes() for e, r in trained.responses.items()})
 
 
-def _worker_init(threads: int) -> None:
+#: in a pool worker: the queue its jobs report progress on (set by the pool's initializer)
+_PROGRESS_QUEUE = None
+
+
+def _worker_init(threads: int, progress_queue=None) -> None:
+    global _PROGRESS_QUEUE
     import torch
 
     torch.set_num_threads(max(1, threads))
+    _PROGRESS_QUEUE = progress_queue
+
+
+def run_job_reporting(job: TrainingJob) -> TrainingOutput:
+    """:func:`run_job` in a pool worker, sending ``(role, fraction)`` to the driver's queue at most
+    every 0.2 s (and at the end), so the driver's progress bar moves while the worker trains."""
+    queue = _PROGRESS_QUEUE
+    if queue is None:
+        return run_job(job)
+    last = [0.0]
+
+    def report(fraction: float) -> None:
+        now = time.monotonic()
+        if fraction >= 1.0 or now - last[0] >= 0.2:
+            last[0] = now
+            queue.put((job.role, float(fraction)))
+
+    return run_job(job, report)
+
+
+#: ``on_progress(role, fraction)``: a job's training progress, in the driver
+JobProgress = Callable[[str, float], None]
 
 
 class Executor:
-    """Runs jobs; ``on_done(output)`` is called in the driver as each one finishes."""
+    """Runs jobs; ``on_done(output)`` is called in the driver as each one finishes, and
+    ``on_progress(role, fraction)`` (where the executor can) while each trains."""
 
     name = "local"
 
-    def map(self, jobs: list[TrainingJob], on_done: Callable[[TrainingOutput], None]) -> None:
+    def map(self, jobs: list[TrainingJob], on_done: Callable[[TrainingOutput], None],
+            on_progress: JobProgress | None = None) -> None:
         for job in jobs:
-            on_done(run_job(job))
+            on_done(run_job(job, (lambda f, r=job.role: on_progress(r, f)) if on_progress else None))
 
     def run_many(self, function: Callable[[Any], Any], items: list[Any], on_done: Callable[[Any], None]) -> None:
         """``on_done(function(item))`` for every item, in any order: for independent work other than
@@ -117,7 +149,9 @@ class EnsembleExecutor(Executor):
 
     name = "ensemble"
 
-    def map(self, jobs: list[TrainingJob], on_done: Callable[[TrainingOutput], None]) -> None:
+    def map(self, jobs: list[TrainingJob], on_done: Callable[[TrainingOutput], None],
+            on_progress: JobProgress | None = None) -> None:
+        """(Progress here moves model by model: an ensemble step trains every member.)"""
         from .ensemble import ensemble_groups, train_jobs_together
 
         together, alone = ensemble_groups(jobs)
@@ -162,30 +196,47 @@ class ProcessExecutor(Executor):
         self.workers = max(1, min(workers or cores, cores))
         self.threads = max(1, cores // self.workers)
 
-    def map(self, jobs: list[TrainingJob], on_done: Callable[[TrainingOutput], None]) -> None:
-        self._run(run_job, jobs, [job.role for job in jobs], on_done)
+    def map(self, jobs: list[TrainingJob], on_done: Callable[[TrainingOutput], None],
+            on_progress: JobProgress | None = None) -> None:
+        self._run(run_job_reporting, jobs, [job.role for job in jobs], on_done, on_progress)
 
     def run_many(self, function: Callable[[Any], Any], items: list[Any], on_done: Callable[[Any], None]) -> None:
         self._run(function, items, [f"item {k}" for k in range(len(items))], on_done)
 
     def _run(self, function: Callable[[Any], Any], items: list[Any], names: list[str],
-             on_done: Callable[[Any], None]) -> None:
+             on_done: Callable[[Any], None], on_progress: JobProgress | None = None) -> None:
         if not items:
             return
         failures: list[tuple[str, BaseException]] = []
         finished = 0
         ctx = multiprocessing.get_context("spawn")  # no forked torch/diskcache state in the workers
-        with ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_worker_init,
-                                 initargs=(self.threads,)) as pool:
-            futures = {pool.submit(function, item): name for item, name in zip(items, names)}
-            for future in as_completed(futures):
+        progress = ctx.Queue() if on_progress is not None else None  # handed to the workers as they start
+
+        def drain() -> None:
+            while progress is not None:
                 try:
-                    result = future.result()
-                except Exception as exc:  # noqa: BLE001 - reported below, after the others are kept
-                    failures.append((futures[future], exc))
-                    continue
-                on_done(result)
-                finished += 1
+                    role, fraction = progress.get_nowait()
+                except queue_module.Empty:
+                    return
+                on_progress(role, fraction)
+
+        with ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_worker_init,
+                                 initargs=(self.threads, progress)) as pool:
+            futures = {pool.submit(function, item): name for item, name in zip(items, names)}
+            pending = set(futures)
+            while pending:
+                done, pending = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
+                drain()
+                for future in done:
+                    try:
+                        result = future.result()
+                    except Exception as exc:  # noqa: BLE001 - reported below, after the others are kept
+                        failures.append((futures[future], exc))
+                        continue
+                    on_done(result)
+                    finished += 1
+        if progress is not None:
+            progress.close()
         raise_failures(self.name, failures, finished, len(items))
 
 
@@ -211,7 +262,9 @@ class RayExecutor(Executor):
         self._cpus_per_job = cpus_per_job
         self._remote = ray.remote(num_cpus=cpus_per_job)(run_job)
 
-    def map(self, jobs: list[TrainingJob], on_done: Callable[[TrainingOutput], None]) -> None:
+    def map(self, jobs: list[TrainingJob], on_done: Callable[[TrainingOutput], None],
+            on_progress: JobProgress | None = None) -> None:
+        """(Progress moves model by model on Ray: tasks send no fractions back.)"""
         self._drain({self._remote.remote(job): job.role for job in jobs}, on_done)
 
     def run_many(self, function: Callable[[Any], Any], items: list[Any], on_done: Callable[[Any], None]) -> None:

@@ -444,8 +444,9 @@ def reference_answers(models: TrainedModels, index: np.ndarray | None = None,
 def _train_missing_on(executor: "Executor", cfg: ExperimentConfig, cache: ArtifactCache,
                       tracker: ProgressTracker | None = None) -> None:
     """Train the roles of ``cfg`` missing from the cache on ``executor``; cache what comes back,
-    each model as it arrives (a failed or crashed job loses none that finished), and finish its
-    progress stage then (workers report no fractions: progress moves model by model)."""
+    each model as it arrives (a failed or crashed job loses none that finished). Progress: the
+    models training side by side report their fractions where the executor passes them on
+    (local, processes), else move model by model (ensemble, Ray)."""
     from safetensors.torch import load as load_safetensors
 
     from .executor import TrainingJob, as_tuple
@@ -471,9 +472,19 @@ def _train_missing_on(executor: "Executor", cfg: ExperimentConfig, cache: Artifa
                                meta["train_s"], False, meta.get("privacy"))
         store_trained(cache, cfg, trained)
         if tracker is not None:
-            tracker.finish(role_stage(cfg, out.role))
+            finished.add(role_stage(cfg, out.role))
+            tracker.finish_parallel(role_stage(cfg, out.role), running)
 
-    executor.map(jobs, store)
+    running: dict[str, float] = {}  # the progress of the models training right now, by stage
+    finished: set[str] = set()
+
+    def progress(role: str, fraction: float) -> None:
+        stage = role_stage(cfg, role)
+        if stage not in finished and fraction > running.get(stage, -1.0):  # a late report changes nothing
+            running[stage] = fraction
+            tracker.update_parallel(running)
+
+    executor.map(jobs, store, progress if tracker is not None else None)
 
 
 def role_stage(cfg: ExperimentConfig, role: str) -> str:

@@ -72,6 +72,8 @@ class ProgressTracker:
         self._measured: dict[str, tuple[float, float]] = {}  # finished working stage -> (weight, seconds)
         self._min_interval = 0.1
         self._last_emit = float("-inf")
+        self._parallel_start: float | None = None  # first report of stages running side by side
+        self._parallel_done0 = 0.0
 
     def _weight(self, stage: str) -> float:
         for name, w in self.stages:
@@ -156,3 +158,37 @@ class ProgressTracker:
         self.update(stage, 1.0, force=True)
         self._done_weight += self._weight(stage)
         self._boundary = now
+
+    # ------------------------------------------------------------------ stages running side by side
+    def update_parallel(self, running: dict[str, float], force: bool = False) -> None:
+        """Progress of stages that run at the same time (trainings on worker processes):
+        ``running`` maps each unfinished running stage to its fraction. The bar counts every
+        running stage's share; the ETA divides the weight still to do (every unfinished stage) by
+        the weight per second done since the first parallel report."""
+        now = self.clock()
+        if self._parallel_start is None:
+            self._parallel_start, self._parallel_done0 = now, self._done_weight
+        if self.callback is None or (not force and now - self._last_emit < self._min_interval):
+            return
+        self._last_emit = now
+        names = [name for name, _ in self.stages if name in running] or sorted(running)
+        moving = sum(self._weight(s) * min(max(f, 0.0), 1.0) for s, f in running.items())
+        done = self._done_weight + moving
+        overall = min(done / self.total, 1.0)
+        elapsed = now - (self._parallel_start or now)
+        rate = (done - self._parallel_done0) / elapsed if elapsed >= self.MIN_STAGE_S else 0.0
+        left = sum(w for name, w in self.stages if name not in self._finished) - moving
+        eta = max(left, 0.0) / rate if rate > 0 else None
+        label = names[0] if len(names) == 1 else f"{names[0]} + {len(names) - 1} more" if names else "next model"
+        fraction = sum(running.values()) / len(running) if running else 0.0
+        self.callback(ProgressEvent(label, fraction, overall, now - self.start, eta))
+
+    def finish_parallel(self, stage: str, running: dict[str, float]) -> None:
+        """``stage`` (one of several running side by side) is done; report the others. Its duration
+        is not a measured rate: it shared the machine with the others."""
+        if stage in self._finished:
+            return
+        self._finished.add(stage)
+        self._done_weight += self._weight(stage)
+        running.pop(stage, None)
+        self.update_parallel(running, force=True)

@@ -87,6 +87,25 @@ def test_ctrl_c_prints_one_line_and_exits_130(tmp_path):
     assert err.endswith("interrupted; cached models are kept\n") and "Traceback" not in err, err
 
 
+def test_a_ctrl_c_swallowed_by_library_code_still_stops_the_run_at_the_next_progress_report(capsys):
+    from core.cli import CtrlC, guarded
+
+    reached = []
+
+    def command() -> int:
+        try:
+            CtrlC.handler(signal.SIGINT, None)  # what the signal does, wherever Python is …
+        except KeyboardInterrupt:
+            pass  # … and a catch-all (or a finalizer) drops it
+        CtrlC.check()  # the next progress report
+        reached.append("went on")
+        return 0
+
+    assert guarded(command) == 130 and not reached
+    assert capsys.readouterr().err == "interrupted; cached models are kept\n"
+    assert CtrlC.pending is False and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
 def test_defend_writes_the_documented_json(tmp_path):
     out = tmp_path / "d.json"
     p = cli("defend", "--task", "image", "--arch", "ffnn", *TINY, "--mechanism", "dirichlet", "--values", "100,0.01",

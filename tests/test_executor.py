@@ -106,8 +106,8 @@ def _crash_on_shadow_1(job):
 class _CrashingPool(ProcessExecutor):
     """A pool whose worker dies on the second shadow's training."""
 
-    def map(self, jobs, on_done):
-        self._run(_crash_on_shadow_1, jobs, [job.role for job in jobs], on_done)
+    def map(self, jobs, on_done, on_progress=None):
+        self._run(_crash_on_shadow_1, jobs, [job.role for job in jobs], on_done, on_progress)
 
 
 def test_a_dead_worker_is_reported_and_what_finished_is_kept():
@@ -125,13 +125,24 @@ def test_a_failing_job_does_not_stop_the_others():
     assert sorted(done) == [2, 6]
 
 
+def test_progress_moves_while_workers_train(tmp_path):
+    """The pool's workers report their trainings' fractions: the bar moves inside a model, not only
+    when one arrives, and never backwards."""
+    cfg = get_task("image").make_config("ffnn", "quick", dict(TINY, epochs=6, n_train=120))
+    events = []
+    trained_models(cfg, progress=events.append, cache=ArtifactCache(tmp_path / "c"), executor=ProcessExecutor(workers=2))
+    inside = [e for e in events if 0 < e.stage_fraction < 1 and e.stage != "data"]
+    assert inside, [(e.stage, e.stage_fraction) for e in events]
+    overall = [e.overall_fraction for e in events]
+    assert overall == sorted(overall) and overall[-1] == 1.0
+
+
 def test_a_crash_mid_config_keeps_the_cached_models_and_progress_moved(tmp_path):
     cfg = get_task("image").make_config("ffnn", "quick", TINY)
     events = []
     with pytest.raises(WorkerFailedError, match=r"shadow_1"):
         trained_models(cfg, progress=events.append, cache=ArtifactCache(tmp_path / "c"), executor=_CrashingPool(workers=1))
-    finished = {e.stage for e in events if e.stage_fraction == 1.0}
-    assert {"victim (ffnn)", "shadow 1/2"} <= finished and "shadow 2/2" not in finished
-    assert 0 < events[-1].overall_fraction < 1
+    # victim (weight 2) and the first shadow (1) of data 0.2 + 2 + 1 + 1 arrived; the second never did
+    assert max(e.overall_fraction for e in events) == pytest.approx(3.0 / 4.2)
     again = trained_models(cfg, cache=ArtifactCache(tmp_path / "c"))  # local rerun: only the missing shadow trains
     assert again.victim.cache_hit and again.shadows[0].cache_hit and not again.shadows[1].cache_hit
