@@ -78,7 +78,8 @@ def guarded(command: Callable[..., int], *args: Any, **kwargs: Any) -> int:
     half-written is left). Anything else is a bug and keeps its traceback.
     """
     previous = None
-    if threading.current_thread() is threading.main_thread():
+    # only where Ctrl-C would interrupt anyway: a parent that set SIGINT to be ignored keeps it so
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         previous = signal.signal(signal.SIGINT, CtrlC.handler)
     try:
         return command(*args, **kwargs)

@@ -73,8 +73,10 @@ def test_ctrl_c_prints_one_line_and_exits_130(tmp_path):
     """A real SIGINT while the victim trains: no traceback, one line, exit status 130."""
     env = dict(os.environ, MIA_CACHE_DIR=str(tmp_path / "cache"), MIA_DEVICE="cpu")
     long = [a if a != "epochs=2" else "epochs=5000" for a in TINY]
+    # SIGINT as a terminal leaves it (a CI that runs in the background may start us with it ignored)
     p = subprocess.Popen([sys.executable, "-m", "core", "run", "--task", "image", "--arch", "ffnn", *long],
-                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     lines = []
     for line in p.stderr:  # wait until training has started
         lines.append(line)
@@ -92,7 +94,10 @@ def test_a_ctrl_c_swallowed_by_library_code_still_stops_the_run_at_the_next_prog
 
     reached = []
 
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal (a CI may ignore it)
+
     def command() -> int:
+        assert signal.getsignal(signal.SIGINT) == CtrlC.handler
         try:
             CtrlC.handler(signal.SIGINT, None)  # what the signal does, wherever Python is …
         except KeyboardInterrupt:
@@ -101,9 +106,12 @@ def test_a_ctrl_c_swallowed_by_library_code_still_stops_the_run_at_the_next_prog
         reached.append("went on")
         return 0
 
-    assert guarded(command) == 130 and not reached
-    assert capsys.readouterr().err == "interrupted; cached models are kept\n"
-    assert CtrlC.pending is False and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    try:
+        assert guarded(command) == 130 and not reached
+        assert capsys.readouterr().err == "interrupted; cached models are kept\n"
+        assert CtrlC.pending is False and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 def test_defend_writes_the_documented_json(tmp_path):
