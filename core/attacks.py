@@ -137,7 +137,11 @@ class _LearnedAttack:
         return model, self._standardise(x, lengths), lengths
 
     def fit(self, responses: Responses, membership: np.ndarray) -> "_LearnedAttack":
-        model, z, lengths = self.prepare(responses)
+        return self.fit_prepared(*self.prepare(responses), membership)
+
+    def fit_prepared(self, model: nn.Module, z: torch.Tensor, lengths: torch.Tensor,
+                     membership: np.ndarray) -> "_LearnedAttack":
+        """Fit what :meth:`prepare` built (on the GPU when there is one; the fitted model lives on the CPU)."""
         self.model = _fit_classifier(model.to(default_device()), z, lengths, membership, self.training).cpu()
         return self
 
@@ -362,13 +366,11 @@ def fit_attack_sets(attack_sets: Sequence[list[Attack]], responses: Sequence[Res
             and a.training == column[0].training
             for a, (m, z, n) in zip(column, prepared)
         )
-        size = max_joint(first_z.ndim == 3 and first_z.shape[1] > 1, default_device()) if joinable else 1
+        size = max_joint(isinstance(first_model, AttackLSTM), default_device()) if joinable else 1
         for start in range(0, len(column), size):
             group = list(range(start, min(start + size, len(column))))
             if len(group) == 1:
-                attack = column[group[0]]
-                model, z, lengths = prepared[group[0]]
-                attack.model = _fit_classifier(model.to(default_device()), z, lengths, membership, attack.training).cpu()
+                column[group[0]].fit_prepared(*prepared[group[0]], membership)
                 continue
             joint = JointAttack([prepared[i][0] for i in group]).to(default_device())
             z = torch.cat([prepared[i][1] for i in group], dim=-1)
