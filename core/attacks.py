@@ -325,7 +325,7 @@ def max_joint(sequential: bool, device: torch.device) -> int:
     Its weight matrices grow with E² (all but E blocks are zeros), so joining pays only while the
     saved kernel launches outweigh the zeros. Measured on 2 CPU cores (bench/throughput.py, cold,
     several runs): attack MLPs of the image quick preset's 6 checkpoint epochs in joints of 4 + 2
-    fit in 2.6–3.6 s vs 3.7–4.3 s one by one (1.07–1.54×); attack LSTMs of translation quick's 2
+    fit in 2.6–3.6 s jointly vs 3.8–4.4 s one by one over five runs (1.07–1.54×); attack LSTMs of translation quick's 2
     epochs jointly took 0.70–1.23× the one-by-one time (no reliable gain), so on a CPU sequence
     attacks fit one by one. On a GPU the kernels are launch-bound and wider joints are used (not
     yet measured: no GPU was available to this work).

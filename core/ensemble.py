@@ -87,23 +87,38 @@ def train_ensemble_epochs(
         return member_loss(functional_call(base, (p, b), (x,)), y)
 
     losses = vmap(one_loss)
+
+    def step(inputs: torch.Tensor, targets: torch.Tensor) -> None:
+        optimizer.zero_grad(set_to_none=True)
+        losses(params, buffers, inputs, targets).sum().backward()
+        optimizer.step()
+
+    _member_epochs(models, n_records, member_batches, step, lambda: unstack_into(params, buffers, models),
+                   epochs=epochs, batch_size=batch_size, generators=generators, on_epoch=on_epoch,
+                   on_progress=on_progress)
+    return time.perf_counter() - start
+
+
+def _member_epochs(models: Sequence[nn.Module], n_records: int, member_batches: MemberBatches,
+                   step: Callable[[torch.Tensor, torch.Tensor], None], write_back: Callable[[], None], *,
+                   epochs: int, batch_size: int, generators: Sequence[torch.Generator],
+                   on_epoch: Callable[[int, Sequence[nn.Module]], None] | None,
+                   on_progress: Callable[[float], None] | None) -> None:
+    """The loop both ensembles share: per epoch each member's permutation from its own generator
+    cut into ⌈n/B⌉ batches, ``step(inputs, targets)`` once per batch for all members, then the
+    members' weights written back (``write_back``) for ``on_epoch(epoch, models)``."""
     steps_per_epoch = -(-n_records // batch_size)
     for epoch in range(1, epochs + 1):
         perms = [torch.randperm(n_records, generator=g) for g in generators]
         for k in range(steps_per_epoch):
-            index = [perm[k * batch_size : (k + 1) * batch_size] for perm in perms]
-            inputs, targets = member_batches(index)
-            optimizer.zero_grad(set_to_none=True)
-            losses(params, buffers, inputs, targets).sum().backward()
-            optimizer.step()
+            step(*member_batches([perm[k * batch_size : (k + 1) * batch_size] for perm in perms]))
             if on_progress is not None:
                 on_progress((epoch - 1 + (k + 1) / steps_per_epoch) / epochs)
-        unstack_into(params, buffers, models)
+        write_back()
         if on_epoch is not None:
             on_epoch(epoch, models)
             for model in models:
                 model.train()
-    return time.perf_counter() - start
 
 
 @torch.no_grad()
@@ -189,21 +204,15 @@ def train_joint_epochs(
             p.register_hook(lambda g, m=masks[name]: g * m)
     optimizer = build_optimizer(joint, lr, weight_decay)
     joint.train()
-    steps_per_epoch = -(-n_records // batch_size)
-    for epoch in range(1, epochs + 1):
-        perms = [torch.randperm(n_records, generator=g) for g in generators]
-        for k in range(steps_per_epoch):
-            inputs, targets = member_batches([perm[k * batch_size : (k + 1) * batch_size] for perm in perms])
-            optimizer.zero_grad(set_to_none=True)
-            joint_loss(joint, inputs, targets).backward()
-            optimizer.step()
-            if on_progress is not None:
-                on_progress((epoch - 1 + (k + 1) / steps_per_epoch) / epochs)
-        read_members(joint, models, places)
-        if on_epoch is not None:
-            on_epoch(epoch, models)
-            for model in models:
-                model.train()
+
+    def step(inputs: torch.Tensor, targets: torch.Tensor) -> None:
+        optimizer.zero_grad(set_to_none=True)
+        joint_loss(joint, inputs, targets).backward()
+        optimizer.step()
+
+    _member_epochs(models, n_records, member_batches, step, lambda: read_members(joint, models, places),
+                   epochs=epochs, batch_size=batch_size, generators=generators, on_epoch=on_epoch,
+                   on_progress=on_progress)
     return time.perf_counter() - start
 
 
