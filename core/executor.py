@@ -223,11 +223,12 @@ class ProcessExecutor(Executor):
         with ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_worker_init,
                                  initargs=(self.threads, progress)) as pool:
             futures = {pool.submit(function, item): name for item, name in zip(items, names)}
+            order = {future: k for k, future in enumerate(futures)}
             pending = set(futures)
             while pending:
                 done, pending = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
                 drain()
-                for future in done:
+                for future in sorted(done, key=order.__getitem__):  # in submission order: reproducible reports
                     try:
                         result = future.result()
                     except Exception as exc:  # noqa: BLE001 - reported below, after the others are kept

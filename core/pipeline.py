@@ -453,9 +453,13 @@ def _train_missing_on(executor: "Executor", cfg: ExperimentConfig, cache: Artifa
 
     cfg.validate()
     task = get_task(cfg.task)
+    if tracker is not None:
+        tracker.update("data", 0.0)
     data = task.load(cfg)
     splits = make_splits(cfg, data)
     check_memory(task, cfg, data)
+    if tracker is not None:
+        tracker.finish("data")
     jobs = []
     if _load_trained(task, cfg, data, "victim", cache) is None:
         jobs.append(TrainingJob(cfg.to_dict(), "victim", as_tuple(splits.victim_members), as_tuple(splits.eval_index),

@@ -127,6 +127,8 @@ class ProgressTracker:
         return left
 
     def update(self, stage: str, fraction: float, force: bool = False) -> None:
+        if stage in self._finished:  # e.g. a model a worker trained, reported again as it loads
+            return
         now = self.clock()
         if stage != self._current:
             self._begin(stage, now)
@@ -154,13 +156,13 @@ class ProgressTracker:
             self._begin(stage, now)
         if self._moved:
             self._measured[stage] = (self._weight(stage), now - self._stage_start)
-        self._finished.add(stage)
         self.update(stage, 1.0, force=True)
+        self._finished.add(stage)
         self._done_weight += self._weight(stage)
         self._boundary = now
 
     # ------------------------------------------------------------------ stages running side by side
-    def update_parallel(self, running: dict[str, float], force: bool = False) -> None:
+    def update_parallel(self, running: dict[str, float], force: bool = False, finished: str | None = None) -> None:
         """Progress of stages that run at the same time (trainings on worker processes):
         ``running`` maps each unfinished running stage to its fraction. The bar counts every
         running stage's share; the ETA divides the weight still to do (every unfinished stage) by
@@ -179,8 +181,11 @@ class ProgressTracker:
         rate = (done - self._parallel_done0) / elapsed if elapsed >= self.MIN_STAGE_S else 0.0
         left = sum(w for name, w in self.stages if name not in self._finished) - moving
         eta = max(left, 0.0) / rate if rate > 0 else None
-        label = names[0] if len(names) == 1 else f"{names[0]} + {len(names) - 1} more" if names else "next model"
-        fraction = sum(running.values()) / len(running) if running else 0.0
+        if names:
+            label = names[0] if len(names) == 1 else f"{names[0]} + {len(names) - 1} more"
+            fraction = sum(running.values()) / len(running)
+        else:  # between reports: the stage that just finished, else the next one starting
+            label, fraction = (finished, 1.0) if finished else ("next model", 0.0)
         self.callback(ProgressEvent(label, fraction, overall, now - self.start, eta))
 
     def finish_parallel(self, stage: str, running: dict[str, float]) -> None:
@@ -191,4 +196,4 @@ class ProgressTracker:
         self._finished.add(stage)
         self._done_weight += self._weight(stage)
         running.pop(stage, None)
-        self.update_parallel(running, force=True)
+        self.update_parallel(running, force=True, finished=stage)

@@ -103,3 +103,40 @@ def test_job_runs_in_a_worker_reports_stages_and_is_not_started_twice(manager):
     assert group.summaries[0]["config_hash"] == cfg.config_hash
     assert stages  # progress was visible while it ran
     assert group.jobs[0].worker_pid in manager.worker_pids()  # the worker stays warm for the next job
+
+
+def test_stages_side_by_side_count_once_and_never_go_back():
+    """Workers' trainings reported in parallel, then the same stages reported again as they load
+    from the cache: the bar adds each stage's weight once and only moves forward."""
+    clock, events = Clock(), []
+    stages = [("data", 1.0), ("victim (ffnn)", 2.0), ("shadow 1/2", 1.0), ("shadow 2/2", 1.0), ("attacks", 1.0)]
+    tracker = ProgressTracker(stages, events.append, clock=clock)
+    tracker.finish("data")
+    running = {}
+    for f in (0.25, 0.5, 0.75):
+        clock.t += 1.0
+        running.update({"victim (ffnn)": f, "shadow 1/2": f})
+        tracker.update_parallel(running)
+    assert events[-1].stage == "victim (ffnn) + 1 more"
+    assert events[-1].overall_fraction == pytest.approx((1 + 0.75 * 3) / 6)
+    assert events[-1].eta_s is not None and events[-1].eta_s > 0
+    for stage in ("victim (ffnn)", "shadow 1/2"):
+        clock.t += 1.0
+        tracker.finish_parallel(stage, running)
+    clock.t += 1.0
+    running["shadow 2/2"] = 0.5
+    tracker.update_parallel(running)
+    clock.t += 1.0
+    tracker.finish_parallel("shadow 2/2", running)
+    assert events[-1].overall_fraction == pytest.approx(5 / 6) and events[-1].stage == "shadow 2/2"
+    # loading the trained models reports their stages again: nothing moves
+    before = len(events)
+    for stage in ("data", "victim (ffnn)", "shadow 1/2", "shadow 2/2"):
+        clock.t += 1.0
+        tracker.update(stage, 1.0, force=True)
+        tracker.finish(stage)
+    assert len(events) == before
+    clock.t += 1.0
+    tracker.finish("attacks")
+    overall = [e.overall_fraction for e in events]
+    assert overall == sorted(overall) and overall[-1] == pytest.approx(1.0)
