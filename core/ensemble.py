@@ -39,6 +39,8 @@ import torch
 from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 
+from .models.joint import MemberPlaces, hold_off_member_entries, place_members, read_members
+
 if TYPE_CHECKING:  # pragma: no cover
     from .executor import TrainingJob, TrainingOutput
 
@@ -132,41 +134,6 @@ def unstack_into(params: dict[str, torch.Tensor], buffers: dict[str, torch.Tenso
                 b.copy_(buffers[name][i])
 
 
-# ---------------------------------------------------------------------------- joint (block) models
-#: per parameter name of a joint model, per member: (rows, columns or None) of its entries
-MemberPlaces = dict[str, list[tuple[np.ndarray, "np.ndarray | None"]]]
-
-
-@torch.no_grad()
-def place_members(joint: nn.Module, members: Sequence[nn.Module], places: MemberPlaces) -> dict[str, torch.Tensor]:
-    """Write each member's parameters into ``joint`` at its places, zero elsewhere; return per
-    parameter the 0/1 mask of the member entries (what training must keep the gradient to)."""
-    own = [dict(m.named_parameters()) for m in members]
-    names = {n for n, _ in joint.named_parameters()}
-    if names != set(places):
-        raise ValueError(f"member places do not cover the joint model: {sorted(names ^ set(places))}")
-    masks = {}
-    for name, p in joint.named_parameters():
-        p.zero_()
-        mask = torch.zeros_like(p)
-        for e, (rows, cols) in enumerate(places[name]):
-            at = (torch.as_tensor(rows),) if cols is None else (torch.as_tensor(rows)[:, None], torch.as_tensor(cols)[None, :])
-            p[at] = own[e][name].to(p.device)
-            mask[at] = 1.0
-        masks[name] = mask
-    return masks
-
-
-@torch.no_grad()
-def read_members(joint: nn.Module, members: Sequence[nn.Module], places: MemberPlaces) -> None:
-    """Copy each member's entries of ``joint`` back into ``members`` (inverse of :func:`place_members`)."""
-    for name, p in joint.named_parameters():
-        for e, (rows, cols) in enumerate(places[name]):
-            target = dict(members[e].named_parameters())[name]
-            at = (torch.as_tensor(rows),) if cols is None else (torch.as_tensor(rows)[:, None], torch.as_tensor(cols)[None, :])
-            target.copy_(p[at])
-
-
 def train_joint_epochs(
     joint: nn.Module,
     places: MemberPlaces,
@@ -184,7 +151,7 @@ def train_joint_epochs(
     on_progress: Callable[[float], None] | None = None,
 ) -> float:
     """Train ``models`` in place through ``joint``, one model E times as wide holding member e's
-    weights at ``places[name][e]`` and zeros elsewhere (e.g. :func:`core.models.image.joint_renet`)
+    weights at ``places[name][e]`` and zeros elsewhere (e.g. :class:`core.models.image.JointReNet`)
     — for models ``vmap`` cannot batch (``nn.LSTM``).
 
     The same per-member mathematics as :func:`train_ensemble_epochs`: each member's batches from
@@ -198,10 +165,7 @@ def train_joint_epochs(
     start = time.perf_counter()
     if len(models) == 0 or len(generators) != len(models):
         raise ValueError("train_joint_epochs needs one generator per model and at least one model")
-    masks = place_members(joint, models, places)
-    for name, p in joint.named_parameters():
-        if not bool(masks[name].all()):
-            p.register_hook(lambda g, m=masks[name]: g * m)
+    hold_off_member_entries(joint, place_members(joint, models, places))
     optimizer = build_optimizer(joint, lr, weight_decay)
     joint.train()
 

@@ -67,7 +67,7 @@ def test_only_what_can_be_vectorised_is_grouped():
 
 def test_joint_renet_computes_each_member():
     """The joint ReNet with the members placed in it gives each member's logits, and reads back exactly."""
-    from core.ensemble import place_members, read_members
+    from core.models.joint import place_members, read_members
     from core.models.image import JointReNet, ReNet
 
     members = []

@@ -6,7 +6,8 @@ import torch
 from core.attacks import (AttackTraining, ShadowModelAttack, _fit_classifier, entropy_threshold_attack,
                           fit_attack_sets, loss_threshold_attack)
 from core.metrics import roc_auc
-from core.models.attack import AttackLSTM, AttackMLP, JointAttack, block_diagonal, block_of
+from core.models.attack import AttackLSTM, AttackMLP, JointAttack
+from core.models.joint import block_places, member_index, place_members
 from core.responses import Responses
 
 
@@ -18,15 +19,19 @@ def _members(kind, e_n=3, in_dim=5, hidden=7):
     return out
 
 
-def test_block_diagonal_round_trip_keeps_gate_layout():
-    blocks = [torch.randn(4 * 3, 2) for _ in range(3)]
-    joint = block_diagonal(blocks, gates=4)
-    assert joint.shape == (36, 6)
-    for e, b in enumerate(blocks):
-        assert torch.equal(block_of(joint, e, 3, gates=4), b)
-    # gate g of member e: rows g·E·H + e·H …; columns e·in …; zero elsewhere
-    assert torch.equal(joint[1 * 9 + 2 * 3: 1 * 9 + 3 * 3, 4:6], blocks[2][3:6])
-    assert torch.count_nonzero(joint) == sum(torch.count_nonzero(b) for b in blocks)
+def test_block_places_keep_the_gate_layout():
+    """An LSTM's 4 gates stay gate-major in the joint layer: gate g of member e at rows
+    g·E·H + e·H …, its columns e·in …; nothing else of the joint holds member entries."""
+    members = [torch.nn.LSTM(2, 3) for _ in range(3)]
+    joint = torch.nn.LSTM(6, 9)
+    places = block_places(joint, 3, lambda name: 4)
+    masks = place_members(joint, members, places)
+    w = joint.weight_ih_l0.detach()
+    assert torch.equal(w[1 * 9 + 2 * 3: 1 * 9 + 3 * 3, 4:6], members[2].weight_ih_l0.detach()[3:6])
+    assert torch.count_nonzero(masks["weight_ih_l0"]) == 3 * 12 * 2
+    assert torch.count_nonzero(w[~masks["weight_ih_l0"].bool()]) == 0
+    for e, m in enumerate(members):
+        assert torch.equal(w[member_index(*places["weight_ih_l0"][e])], m.weight_ih_l0.detach())
 
 
 @pytest.mark.parametrize("kind", [AttackMLP, AttackLSTM])
@@ -62,8 +67,9 @@ def test_joint_fit_keeps_off_blocks_zero_and_equals_fitting_one_by_one(kind):
     joint = _fit_classifier(JointAttack(_members(kind)), torch.cat(xs, -1), lengths, y, train)
     for name, p in joint.named_parameters():
         if p.ndim == 2:  # everything off the member blocks is still exactly zero
-            gates = 4 if name.startswith("lstm.") else 1
-            on_blocks = block_diagonal([torch.ones(p.shape[0] // 3, p.shape[1] // 3)] * 3, gates).bool()
+            on_blocks = torch.zeros_like(p, dtype=torch.bool)
+            for rows, cols in joint.places[name]:
+                on_blocks[member_index(rows, cols)] = True
             assert torch.count_nonzero(p.detach()[~on_blocks]) == 0, name
     for m, back, x in zip(alone, joint.members(), xs):
         with torch.no_grad():

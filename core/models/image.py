@@ -15,6 +15,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from .joint import MemberPlaces, block, gate_rows
+
 
 class ResidualBlock(nn.Module):
     """x + conv-GN-ReLU-conv-GN(x), then ReLU (He et al.)."""
@@ -149,10 +151,6 @@ class ReNet(nn.Module):
         return self.head(self.renet(x))
 
 
-#: where member e's entries of one joint parameter sit: per member (rows, columns or None for a vector)
-MemberPlaces = list[tuple[np.ndarray, np.ndarray | None]]
-
-
 class GroupedLinear(nn.Module):
     """E linear layers applied side by side: (B, E, in) -> (B, E, out), member e with the weight
     rows e·out … (e+1)·out of one (E·out, in) matrix. Exact per member (no zero blocks)."""
@@ -206,12 +204,6 @@ class JointReNet(nn.Module):
                                      for i in range(sizes["layers"])])
         cells = (sizes["height"] // p) * (sizes["width"] // p)
 
-        def block(e: int, size: int) -> np.ndarray:
-            return e * size + np.arange(size)
-
-        def gate_rows(e: int) -> np.ndarray:
-            return np.concatenate([g * e_n * h + block(e, h) for g in range(4)])
-
         def bi_out(e: int) -> np.ndarray:
             return np.r_[block(e, h), e_n * h + block(e, h)]
 
@@ -219,15 +211,15 @@ class JointReNet(nn.Module):
         self.head = nn.Sequential(
             _MemberFeatures(torch.as_tensor(flat), e_n), GroupedLinear(e_n, cells * 2 * h, f), nn.ReLU(),
             GroupedLinear(e_n, f, f), nn.ReLU(), GroupedLinear(e_n, f, k))
-        places: dict[str, MemberPlaces] = {}
+        places: MemberPlaces = {}
         inputs = [block(e, feats) for e in range(e_n)]
         for layer in range(sizes["layers"]):
             for direction in ("horizontal", "vertical"):
                 for rev in ("", "_reverse"):
                     name = f"renet.{layer}.{direction}.%s_l0{rev}"
-                    places[name % "weight_ih"] = [(gate_rows(e), inputs[e]) for e in range(e_n)]
-                    places[name % "weight_hh"] = [(gate_rows(e), block(e, h)) for e in range(e_n)]
-                    places[name % "bias_ih"] = places[name % "bias_hh"] = [(gate_rows(e), None) for e in range(e_n)]
+                    places[name % "weight_ih"] = [(gate_rows(e, e_n, h, 4), inputs[e]) for e in range(e_n)]
+                    places[name % "weight_hh"] = [(gate_rows(e, e_n, h, 4), block(e, h)) for e in range(e_n)]
+                    places[name % "bias_ih"] = places[name % "bias_hh"] = [(gate_rows(e, e_n, h, 4), None) for e in range(e_n)]
                 inputs = [bi_out(e) for e in range(e_n)]
         for i, (out_dim, in_dim) in {1: (f, cells * 2 * h), 3: (f, f), 5: (k, f)}.items():
             places[f"head.{i}.weight"] = [(block(e, out_dim), np.arange(in_dim)) for e in range(e_n)]
