@@ -28,7 +28,9 @@ import hashlib
 import json
 import logging
 import os
+import re
 import sqlite3
+import stat
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -39,15 +41,23 @@ from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 
 from .config import CACHE_SCHEMA_VERSION
-from .errors import CacheCorruptionError, UnsafeCacheEntryError
+from .errors import CacheCorruptionError, CacheUnusableError, UnsafeCacheEntryError
 from .paths import DEFAULT_CACHE_DIR as DEFAULT_DIR  # noqa: F401  (re-exported: the old name)
 from .paths import cache_dir
 from .responses import Responses
 
 log = logging.getLogger(__name__)
 
-_MAGIC = b"MIAX1"
+#: format tag of a wrapped value: version 2 binds the key into the digest (version 1 did not,
+#: so an intact entry copied to another key was served; such entries are discarded and recomputed)
+_MAGIC = b"MIAX2"
 _DIGEST = 32
+#: the only value-file names we read or delete: what diskcache writes, ``xx/yy/<28 hex>.val``
+#: (a row naming anything else — ``/etc/passwd``, ``../../x`` — is refused before any access)
+_VALUE_FILE = re.compile(r"[0-9a-f]{2}/[0-9a-f]{2}/[0-9a-f]{28}\.val")
+#: largest value file read (the biggest entries, paper-preset weights, are a few MB): a row
+#: pointing at a huge file cannot exhaust memory
+MAX_VALUE_BYTES = 2**31
 #: diskcache's database file inside the cache folder
 DB_NAME = diskcache.core.DBNAME
 #: values at least this large go to their own file (diskcache's default, pinned so that a
@@ -94,20 +104,127 @@ class SafeDisk(diskcache.Disk):
         if mode not in (MODE_RAW, MODE_BINARY) or read:
             kind = "pickle" if mode == MODE_PICKLE else f"mode {mode}"
             raise UnsafeCacheEntryError(f"cache row is stored as {kind}; refusing to read it")
-        return super().fetch(mode, filename, value, read)
+        if mode == MODE_RAW:
+            return super().fetch(mode, filename, value, read)
+        return read_value_file(self._directory, filename)
+
+    def remove(self, file_path: str) -> None:
+        """Delete a value file of ours and its emptied ``xx/yy`` folders — nothing else.
+
+        diskcache joins the row's ``filename`` to the folder and deletes it, then every emptied
+        parent (``os.removedirs``): a planted row naming ``/some/dir/precious.txt`` or ``../../x``
+        would delete that file and its folder. Only names of the form diskcache writes are
+        accepted, the path is walked without following links, and the walk stops at the cache
+        folder itself.
+        """
+        if not _is_value_name(file_path):
+            log.warning("cache row names a file outside the cache (%r); not deleting it", file_path)
+            return
+        try:
+            with _value_folder(self._directory, file_path) as (outer_fd, inner_fd, name):
+                if stat.S_ISREG(os.stat(name, dir_fd=inner_fd, follow_symlinks=False).st_mode):
+                    os.unlink(name, dir_fd=inner_fd)
+                # the emptied folders yy, then xx, and never above the cache folder
+                # (rmdir removes neither a link nor a folder that still holds something)
+                os.rmdir(file_path[3:5], dir_fd=outer_fd)
+                os.rmdir(os.path.join(self._directory, file_path[:2]))
+        except OSError:  # already gone, or another process removed it
+            pass
+
+    def filename(self, key: Any = UNKNOWN, value: Any = UNKNOWN) -> tuple[str, str]:
+        """A new value file's name; refuses to write through a planted link in ``xx`` or ``xx/yy``."""
+        name, full_path = super().filename(key, value)
+        for part in (name[:2], name[:5]):
+            path = os.path.join(self._directory, part)
+            if os.path.islink(path) or (os.path.lexists(path) and not os.path.isdir(path)):
+                raise CacheUnusableError(
+                    f"the cache folder holds {path!r}, which is not a plain folder; refusing to write through it "
+                    "(remove it, or run `make clean-cache`)")
+        return name, full_path
 
 
-def _wrap(payload: bytes) -> bytes:
-    return _MAGIC + hashlib.sha256(payload).digest() + payload
+def _is_value_name(filename: Any) -> bool:
+    return isinstance(filename, str) and _VALUE_FILE.fullmatch(filename) is not None
+
+
+class _value_folder:
+    """``with _value_folder(dir, "xx/yy/name.val") as (xx_fd, yy_fd, name)``: the two levels of
+    folders opened without following links (``O_NOFOLLOW``), so that a planted link cannot lead
+    a read or a delete outside the cache folder."""
+
+    def __init__(self, directory: str, filename: str):
+        self.directory, self.filename = directory, filename
+        self.fds: list[int] = []
+
+    def __enter__(self) -> tuple[int, int, str]:
+        flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+        try:
+            outer = os.open(os.path.join(self.directory, self.filename[:2]), flags)
+            self.fds.append(outer)
+            inner = os.open(self.filename[3:5], flags, dir_fd=outer)
+            self.fds.append(inner)
+        except BaseException:
+            self.__exit__()
+            raise
+        return outer, inner, self.filename[6:]
+
+    def __exit__(self, *exc: object) -> None:
+        for fd in reversed(self.fds):
+            os.close(fd)
+        self.fds = []
+
+
+def read_value_file(directory: str, filename: Any, limit: int = MAX_VALUE_BYTES) -> bytes:
+    """The bytes of value file ``filename`` inside ``directory``, read safely.
+
+    Refused (:class:`UnsafeCacheEntryError`, before a byte is read): a name that is not one
+    diskcache writes (absolute, ``..``, anything but ``xx/yy/<hex>.val``), a link anywhere on
+    the way, anything but a regular file (``/dev/zero`` would read until memory runs out), or
+    a file over ``limit`` bytes.
+    """
+    if not _is_value_name(filename):
+        raise UnsafeCacheEntryError(f"cache row names the file {filename!r}, which is not a value file of the cache")
+    with _value_folder(directory, filename) as (_, inner, name):
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=inner)
+        except OSError as exc:
+            if exc.errno == 40:  # ELOOP: the file itself is a link
+                raise UnsafeCacheEntryError(f"cache value file {filename!r} is a link; refusing to follow it") from None
+            raise
+    with os.fdopen(fd, "rb") as fh:
+        info = os.fstat(fh.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise UnsafeCacheEntryError(f"cache value file {filename!r} is not a regular file")
+        if info.st_size > limit:
+            raise UnsafeCacheEntryError(f"cache value file {filename!r} holds {info.st_size} bytes, over the {limit} limit")
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise UnsafeCacheEntryError(f"cache value file {filename!r} grew past the {limit}-byte limit while read")
+    return data
+
+
+def _digest(key: str, payload: bytes) -> bytes:
+    """sha256 over the format tag, the key and the payload: an entry only verifies under the key
+    it was stored under, so a value copied or moved to another key (another seed's result, the
+    victim's weights under a shadow's name) is discarded instead of served."""
+    h = hashlib.sha256(_MAGIC)
+    h.update(len(key.encode()).to_bytes(8, "big"))
+    h.update(key.encode())
+    h.update(payload)
+    return h.digest()
+
+
+def _wrap(key: str, payload: bytes) -> bytes:
+    return _MAGIC + _digest(key, payload) + payload
 
 
 def _unwrap(key: str, blob: Any) -> bytes:
     if not isinstance(blob, (bytes, bytearray)) or not blob.startswith(_MAGIC):
-        raise CacheCorruptionError(f"cache entry {key!r} has an unknown format")
+        raise CacheCorruptionError(f"cache entry {key!r} has an unknown format (written by an older version?)")
     digest = blob[len(_MAGIC) : len(_MAGIC) + _DIGEST]
     payload = bytes(blob[len(_MAGIC) + _DIGEST :])
-    if hashlib.sha256(payload).digest() != digest:
-        raise CacheCorruptionError(f"cache entry {key!r} failed its checksum")
+    if _digest(key, payload) != digest:
+        raise CacheCorruptionError(f"cache entry {key!r} failed its checksum (damaged, or stored under another key)")
     return payload
 
 
@@ -150,7 +267,7 @@ class ArtifactCache:
 
     def __init__(self, directory: str | os.PathLike | None = None):
         self.directory = Path(directory) if directory is not None else cache_dir()
-        self._opened: diskcache.Cache | None = None
+        self._opened: diskcache.Cache | _ReadOnlyStore | None = None
         #: keys of entries found corrupted (and discarded) during this object's life
         self.corrupted: list[str] = []
 
@@ -160,15 +277,21 @@ class ArtifactCache:
         return "/".join([f"v{CACHE_SCHEMA_VERSION}", kind, digest, *map(str, parts)])
 
     # ------------------------------------------------------------------ the store, opened lazily
-    def _open(self) -> diskcache.Cache:
+    def _open(self) -> "diskcache.Cache | _ReadOnlyStore":
         if self._opened is None:
-            self._opened = diskcache.Cache(
-                str(self.directory), disk=SafeDisk, size_limit=2**34, eviction_policy="least-recently-used",
-                disk_min_file_size=MIN_FILE_SIZE, disk_pickle_protocol=0,
-            )
+            db = self.directory / DB_NAME
+            if db.is_file() and not _writable(self.directory, db):
+                # diskcache writes on every read (LRU bookkeeping) and would fail each one as
+                # "unreadable": a read-only cache is read through plain SQL instead
+                self._opened = _ReadOnlyStore(self.directory)
+            else:
+                self._opened = diskcache.Cache(
+                    str(self.directory), disk=SafeDisk, size_limit=2**34, eviction_policy="least-recently-used",
+                    disk_min_file_size=MIN_FILE_SIZE, disk_pickle_protocol=0,
+                )
         return self._opened
 
-    def _reader(self) -> diskcache.Cache | None:
+    def _reader(self) -> "diskcache.Cache | _ReadOnlyStore | None":
         """The store if its database exists (never creates it), else None."""
         if self._opened is None and not (self.directory / DB_NAME).is_file():
             return None
@@ -177,13 +300,61 @@ class ArtifactCache:
     @property
     def _store(self) -> diskcache.Cache:
         """The underlying diskcache store, created if needed (for writers and tests)."""
+        if self.read_only:
+            raise CacheUnusableError(f"the cache folder {str(self.directory)!r} is read-only: it serves cached "
+                                     "results but cannot store new ones (point MIA_CACHE_DIR at a writable folder)")
         self.directory.mkdir(parents=True, exist_ok=True)
-        return self._open()
+        store = self._open()
+        assert isinstance(store, diskcache.Cache)
+        return store
 
     @property
     def exists(self) -> bool:
         """Whether the cache database exists (something was ever stored here)."""
         return self._opened is not None or (self.directory / DB_NAME).is_file()
+
+    @property
+    def read_only(self) -> bool:
+        """Whether the cache can only be read (its database or folder is not writable by us)."""
+        db = self.directory / DB_NAME
+        return isinstance(self._opened, _ReadOnlyStore) or (db.is_file() and not _writable(self.directory, db))
+
+    def check_usable(self, write: bool = False) -> None:
+        """Raise :class:`CacheUnusableError` (one line, saying what to do) unless the cache folder
+        can serve reads and, with ``write``, store: run it *before* work whose results must be
+        stored, so a broken cache fails in a second rather than after the whole training.
+
+        Checked: the folder is a folder (or can be created), its database opens and its rows can
+        be counted (a truncated or garbage ``cache.db`` fails here), ``locks/`` is a plain folder;
+        with ``write``: folder, database and ``locks/`` writable. Creates nothing.
+        """
+        where = str(self.directory)
+        if os.path.lexists(self.directory) and not self.directory.is_dir():
+            raise CacheUnusableError(f"the cache folder {where!r} is not a folder (check MIA_CACHE_DIR)")
+        if not self.directory.exists():
+            if write:
+                parent = _nearest_existing(self.directory)
+                if parent is None or not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+                    raise CacheUnusableError(f"the cache folder {where!r} cannot be created (check MIA_CACHE_DIR)")
+            return
+        db = self.directory / DB_NAME
+        if os.path.lexists(db):
+            if db.is_symlink() or not db.is_file():
+                raise CacheUnusableError(f"{str(db)!r} is not a regular file; move it away or run `make clean-cache`")
+            try:
+                with _connect_read_only(db) as con:
+                    con.execute("SELECT COUNT(*), SUM(LENGTH(key)) FROM Cache").fetchone()
+            except sqlite3.Error as exc:
+                raise CacheUnusableError(f"the cache database {str(db)!r} is unreadable ({exc}); move the folder away "
+                                         "or run `make clean-cache`") from None
+        locks = self.directory / "locks"
+        if os.path.lexists(locks) and (locks.is_symlink() or not locks.is_dir()):
+            raise CacheUnusableError(f"{str(locks)!r} is not a plain folder; remove it")
+        if write:
+            targets = [self.directory] + [p for p in (db, locks) if p.exists()]
+            if not all(os.access(p, os.W_OK) for p in targets):
+                raise CacheUnusableError(f"the cache folder {where!r} is read-only: it serves cached results but "
+                                         "cannot store new ones (point MIA_CACHE_DIR at a writable folder)")
 
     # ------------------------------------------------------------------ bytes
     def get_bytes(self, key: str) -> bytes | None:
@@ -213,7 +384,7 @@ class ArtifactCache:
         _check_key(key)
         if not isinstance(payload, (bytes, bytearray)):
             raise TypeError(f"payload must be bytes, got {type(payload).__name__}")
-        self._store.set(key, _wrap(bytes(payload)), retry=True)
+        self._store.set(key, _wrap(key, bytes(payload)), retry=True)
 
     def __contains__(self, key: str) -> bool:
         try:
@@ -313,7 +484,17 @@ class ArtifactCache:
         store = self._reader()
         if store is None:
             return []
-        return [k for k in store.iterkeys() if isinstance(k, str) and k.startswith(prefix)]
+        try:
+            # plain SQL over the rows whose key is stored raw (a str); diskcache's iterkeys would
+            # stop at the first pickled key (refused by SafeDisk), hiding every entry after it
+            if isinstance(store, _ReadOnlyStore):
+                rows = store.raw_keys()
+            else:
+                rows = [r[0] for r in store._sql("SELECT key FROM Cache WHERE raw = 1 ORDER BY rowid").fetchall()]
+        except sqlite3.Error as exc:
+            log.warning("could not list the cache's keys: %s", exc)
+            return []
+        return [k for k in rows if isinstance(k, str) and k.startswith(prefix)]
 
     def discard(self, key: str, why: str) -> None:
         """Delete ``key`` and report it in ``corrupted``: for entries whose content a caller found
@@ -321,10 +502,17 @@ class ArtifactCache:
         self._discard(key, why)
 
     def _discard(self, key: str, why: str) -> None:
-        log.warning("cache entry %r %s; discarding it and recomputing", key, why)
         self.corrupted.append(key)
         try:
             store = self._reader()
+        except (OSError, sqlite3.DatabaseError) as exc:  # an unusable database: nothing to delete from
+            log.warning("cache entry %r %s; the cache database is unusable (%s)", key, why, exc)
+            return
+        if isinstance(store, _ReadOnlyStore):
+            log.warning("cache entry %r %s; ignoring it (the cache is read-only)", key, why)
+            return
+        log.warning("cache entry %r %s; discarding it and recomputing", key, why)
+        try:
             if store is not None:
                 store.delete(key, retry=True)
         except (OSError, sqlite3.DatabaseError) as exc:  # an unusable database: nothing to delete from
@@ -357,3 +545,57 @@ def _shape_mismatch(tensors: Mapping[str, torch.Tensor], expected: Mapping[str, 
         if tuple(tensors[name].shape) != tuple(shape):
             return f"{name} has shape {tuple(tensors[name].shape)}, expected {tuple(shape)}"
     return ""
+
+
+def _writable(directory: Path, db: Path) -> bool:
+    return os.access(directory, os.W_OK | os.X_OK) and os.access(db, os.W_OK)
+
+
+def _nearest_existing(path: Path) -> Path | None:
+    for p in [path, *path.parents]:
+        if os.path.lexists(p):
+            return p
+    return None
+
+
+def _connect_read_only(db: Path) -> sqlite3.Connection:
+    """A read-only connection that writes nothing, not even WAL side files: ``mode=ro`` where the
+    folder allows it, else ``immutable=1`` (a read-only folder cannot hold the ``-shm`` file)."""
+    uri = f"file:{db.as_posix()}?mode=ro"
+    if not os.access(db.parent, os.W_OK):
+        uri += "&immutable=1"
+    return sqlite3.connect(uri, uri=True, timeout=60, isolation_level=None)
+
+
+class _ReadOnlyStore:
+    """The reads :class:`ArtifactCache` needs from a cache it cannot write: ``get`` and keys, by
+    plain SQL on diskcache's table, values through the same checks as :class:`SafeDisk`."""
+
+    def __init__(self, directory: Path):
+        self.directory = directory
+        self._con = _connect_read_only(directory / DB_NAME)
+
+    def get(self, key: str, default: Any = None, retry: bool = True) -> Any:
+        row = self._con.execute(
+            "SELECT mode, filename, value, expire_time FROM Cache WHERE key = ? AND raw = 1", (key,)).fetchone()
+        if row is None:  # (pickled keys, raw = 0, are never compared: that would unpickle them)
+            return default
+        mode, filename, value, _ = row
+        if mode not in (MODE_RAW, MODE_BINARY):
+            kind = "pickle" if mode == MODE_PICKLE else f"mode {mode}"
+            raise UnsafeCacheEntryError(f"cache row is stored as {kind}; refusing to read it")
+        if mode == MODE_RAW:
+            return bytes(value) if isinstance(value, (bytes, memoryview)) else value
+        return read_value_file(str(self.directory), filename)
+
+    def __contains__(self, key: str) -> bool:
+        return self._con.execute("SELECT 1 FROM Cache WHERE key = ? AND raw = 1", (key,)).fetchone() is not None
+
+    def raw_keys(self) -> list[str]:
+        return [r[0] for r in self._con.execute("SELECT key FROM Cache WHERE raw = 1 ORDER BY rowid").fetchall()]
+
+    def clear(self, retry: bool = True) -> None:
+        raise CacheUnusableError(f"the cache folder {str(self.directory)!r} is read-only")
+
+    def close(self) -> None:
+        self._con.close()

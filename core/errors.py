@@ -25,12 +25,21 @@ class UnsafeCacheEntryError(CacheCorruptionError):
     """A cache row is stored in a form that would need unpickling (refused before any byte is read)."""
 
 
+class CacheUnusableError(MIAError):
+    """The cache folder cannot be used as asked: not a folder, an unreadable database, read-only
+    when a run must store, a planted link in its layout (checked before any training)."""
+
+
 class ResourceLimitError(MIAError):
     """A configuration would not fit in the memory available."""
 
 
 class LockTimeoutError(MIAError, TimeoutError):
     """Another process held an inter-process lock for longer than the caller agreed to wait."""
+
+
+class LockFileError(MIAError, OSError):
+    """A lock file or the lock folder is not what it must be (a link, a device): refused."""
 
 
 class OutputPathError(MIAError, OSError):

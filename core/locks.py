@@ -27,21 +27,25 @@ Typical use in the pipeline (the second process waits, then finds the model in t
 """
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import json
 import os
 import socket
+import stat
 import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from .errors import LockTimeoutError
+from .errors import LockFileError, LockTimeoutError
 from .paths import cache_dir
 
 #: seconds between attempts while waiting for a lock
 POLL_S = 0.05
+#: most bytes of a holder record read back (it is ~100 bytes; a planted big file is not read whole)
+MAX_RECORD_BYTES = 4096
 
 
 def lock_dir() -> Path:
@@ -73,12 +77,44 @@ class KeyLock:
         return self._fd is not None
 
     def holder(self) -> dict[str, Any] | None:
-        """What the current (or last) holder wrote: ``pid``, ``host``, ``since`` (epoch s), ``key``."""
+        """What the current (or last) holder wrote: ``pid``, ``host``, ``since`` (epoch s), ``key``
+        (read without following links, at most :data:`MAX_RECORD_BYTES`)."""
         try:
-            text = self.path.read_text()
-            return json.loads(text) if text.strip() else None
+            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            return None
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
+            text = os.pread(fd, MAX_RECORD_BYTES, 0).decode("utf-8", "replace")
+            value = json.loads(text) if text.strip() else None
+            return value if isinstance(value, dict) else None
         except (OSError, ValueError):
             return None
+        finally:
+            os.close(fd)
+
+    def _open_lock_file(self) -> int:
+        """The lock file, opened for writing without following a link anywhere we control.
+
+        A link planted as ``locks/`` or as a lock file would otherwise make the next run truncate
+        and overwrite the link's target with the holder record. ``O_NOFOLLOW`` refuses a link as
+        the file, the folder is checked not to be a link, and anything but a regular file (a FIFO,
+        a device) is refused after opening (``O_NONBLOCK``: a FIFO must not block the open).
+        """
+        if os.path.islink(self.directory):
+            raise LockFileError(f"the lock folder {str(self.directory)!r} is a symbolic link; refusing to use it")
+        self.directory.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise LockFileError(f"the lock file {str(self.path)!r} is a symbolic link; remove it") from None
+            raise LockFileError(f"cannot open the lock file {str(self.path)!r}: {exc.strerror or exc}") from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise LockFileError(f"the lock file {str(self.path)!r} is not a regular file; remove it")
+        return fd
 
     def acquire(
         self,
@@ -97,8 +133,7 @@ class KeyLock:
         """
         if self._fd is not None:
             raise RuntimeError(f"lock {self.key!r} is already held by this object")
-        self.directory.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = self._open_lock_file()
         deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
         waited = False
         try:

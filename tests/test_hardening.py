@@ -69,8 +69,8 @@ def plant_row(directory: Path, key, payload: bytes, mode: int = 4, as_file: bool
     ArtifactCache(directory).put_bytes("honest", b"an honest entry")  # the database exists
     filename, value, size = None, sqlite3.Binary(payload), 0
     if as_file:
-        filename = "ev/il/planted.val"
-        (directory / "ev" / "il").mkdir(parents=True, exist_ok=True)
+        filename = "e0/1f/" + "ab" * 14 + ".val"  # a name of the form diskcache writes
+        (directory / "e0" / "1f").mkdir(parents=True, exist_ok=True)
         (directory / filename).write_bytes(payload)
         value, size = None, len(payload)
     con = sqlite3.connect(directory / "cache.db")
