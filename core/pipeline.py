@@ -30,7 +30,7 @@ import torch
 
 from .attacks import (Attack, AttackOutcome, AttackTraining, attack_to_bytes, fit_attack_sets, load_attack_bytes,
                       score_attacks, standard_attacks)
-from .cache import ArtifactCache, dict_with, tensor_shapes
+from .cache import ArtifactCache, Validator, dict_with, tensor_shapes
 from .config import ExperimentConfig
 from .device import default_device, single_thread
 from .errors import ConfigError, ResourceLimitError, TrainingDivergedError
@@ -201,11 +201,12 @@ def train_or_load(
     is measured after every epoch.
     """
     digest = cfg.training_hash
-    loaded = _load_trained(task, cfg, data, role, cache)
+    loaded = _load_trained(task, cfg, data, role, cache, len(query_index))
     if loaded is None:
+        cache.check_usable(write=True)  # a cache that cannot store fails now, not after the training
         # one training per model across processes: a second caller waits here, then loads
         with hold(f"model-{digest}-{role}", directory=cache.directory / "locks"):
-            loaded = _load_trained(task, cfg, data, role, cache)
+            loaded = _load_trained(task, cfg, data, role, cache, len(query_index))
             if loaded is None:
                 return _train_and_store(task, cfg, data, role, train_index, query_index, cache, measure_utility, on_progress)
     if on_progress:
@@ -217,17 +218,27 @@ def train_or_load(
 _META = dict_with(params=int, per_epoch=list, train_s=float)
 
 
-def _load_trained(task: Task, cfg: ExperimentConfig, data: TaskData, role: str, cache: ArtifactCache) -> TrainedModel | None:
+def _load_trained(task: Task, cfg: ExperimentConfig, data: TaskData, role: str, cache: ArtifactCache,
+                  n_queries: int) -> TrainedModel | None:
     """``role``'s cached model if every part is present and is what it claims, else None.
 
     Weights are checked name by name and shape by shape against a freshly built model, so an
-    entry with a valid checksum but foreign tensors is discarded instead of crashing later.
+    entry with a valid checksum but foreign tensors is discarded instead of crashing later;
+    Responses must answer exactly the ``n_queries`` records this config queries (another
+    config's answers would fail later as an IndexError, or worse, be scored).
     """
     digest = cfg.training_hash
     meta = cache.get_json(cache.key("model", digest, role, "meta"), validate=_META)
     if meta is None:
         return None
-    responses = {e: cache.get_responses(cache.key("model", digest, role, "responses", e)) for e in cfg.checkpoint_epochs}
+
+    def answers_the_queries(r: Responses) -> None:
+        if len(r) != n_queries:
+            raise ValueError(f"answers {len(r)} records, the config queries {n_queries}")
+        r.validate()
+
+    responses = {e: cache.get_responses(cache.key("model", digest, role, "responses", e), validate=answers_the_queries)
+                 for e in cfg.checkpoint_epochs}
     expected = tensor_shapes(task.build_model(cfg, data).state_dict())
     weights = cache.get_tensors(cache.key("model", digest, role, "weights"), expected=expected, require_finite=True)
     if weights is None or any(r is None for r in responses.values()):
@@ -375,6 +386,7 @@ def trained_models(
     """
     cfg.validate()
     cache = cache or ArtifactCache()
+    cache.check_usable()
     task = get_task(cfg.task)
     if tracker is None:
         tracker = ProgressTracker(training_stages(cfg), progress)
@@ -461,12 +473,12 @@ def _train_missing_on(executor: "Executor", cfg: ExperimentConfig, cache: Artifa
     if tracker is not None:
         tracker.finish("data")
     jobs = []
-    if _load_trained(task, cfg, data, "victim", cache) is None:
+    if _load_trained(task, cfg, data, "victim", cache, len(splits.eval_index)) is None:
         jobs.append(TrainingJob(cfg.to_dict(), "victim", as_tuple(splits.victim_members), as_tuple(splits.eval_index),
                                 (as_tuple(splits.eval_members), as_tuple(splits.victim_nonmembers))))
     for i in range(cfg.n_shadows):
-        if _load_trained(task, cfg, data, f"shadow_{i}", cache) is None:
-            query = np.concatenate([splits.shadow_in[i][: cfg.n_eval], splits.shadow_out[i]])
+        query = np.concatenate([splits.shadow_in[i][: cfg.n_eval], splits.shadow_out[i]])
+        if _load_trained(task, cfg, data, f"shadow_{i}", cache, len(query)) is None:
             jobs.append(TrainingJob(cfg.to_dict(), f"shadow_{i}", as_tuple(splits.shadow_in[i]), as_tuple(query)))
 
     def store(out) -> None:
@@ -596,10 +608,26 @@ class ExperimentResult:
 def cached_summary(cfg: ExperimentConfig, cache: ArtifactCache | None = None) -> dict[str, Any] | None:
     """The cached JSON summary of ``cfg`` (marked ``cache_hit``), or None if it was never run."""
     cache = cache or ArtifactCache()
-    summary = cache.get_json(cache.key("result", cfg.config_hash), validate=_SUMMARY)
+    key = cache.key("result", cfg.config_hash)
+    summary = cache.get_json(key, validate=_summary_of(cfg.config_hash, cfg.task, cfg.arch))
     if summary is not None:
         summary["cache_hit"] = True
     return summary
+
+
+def _summary_of(config_hash: str, task: str | None = None, arch: str | None = None) -> Validator:
+    """The summary schema, and that the summary is the one asked for: a result whose own
+    ``config_hash`` (or task, arch) differs from the requested one is discarded, not served."""
+
+    def check(summary: Any) -> None:
+        _SUMMARY(summary)
+        if summary["config_hash"] != config_hash:
+            raise ValueError(f"holds the result of config {summary['config_hash'][:12]}…, not {config_hash[:12]}…")
+        for name, want in (("task", task), ("arch", arch)):
+            if want is not None and summary[name] != want:
+                raise ValueError(f"holds a {summary[name]!r} result, not {want!r}")
+
+    return check
 
 
 def cached_runs(task: str, arch: str | None = None, cache: ArtifactCache | None = None) -> list[dict[str, Any]]:
@@ -608,7 +636,7 @@ def cached_runs(task: str, arch: str | None = None, cache: ArtifactCache | None 
     cache = cache or ArtifactCache()
     out = []
     for key in cache.keys(cache.key("result", "")):
-        summary = cache.get_json(key, validate=_SUMMARY)
+        summary = cache.get_json(key, validate=_summary_of(key.rsplit("/", 1)[-1]))
         if summary is not None and summary["task"] == task and (arch is None or summary["arch"] == arch):
             out.append(summary)
     return out
@@ -644,6 +672,7 @@ def run_experiment(
     cfg.validate()
     t0 = time.perf_counter()
     cache = cache or ArtifactCache()
+    cache.check_usable()  # a garbage database or a file as the folder: one clear error, now
     corrupted_before = len(cache.corrupted)  # report this run's discarded entries, not older ones
     task = get_task(cfg.task)
     cached = cached_summary(cfg, cache)
@@ -653,6 +682,7 @@ def run_experiment(
         if progress:
             ProgressTracker([("cached", 1.0)], progress).finish("cached")
         return ExperimentResult(cached)
+    cache.check_usable(write=True)  # results must be stored: a read-only cache fails now, not after the work
 
     tracker = ProgressTracker(training_stages(cfg) + [("attacks", 0.3 * len(cfg.checkpoint_epochs))], progress)
     models = trained_models(cfg, cache=cache, tracker=tracker, executor=executor)
