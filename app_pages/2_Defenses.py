@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from core import studies
 from core.config import ExperimentConfig
 from core.defenses import DEFAULT_SENSITIVITY_SAMPLES, DIRICHLET_GRID, Defender, DefenseSpec
 from core.errors import MIAError
@@ -275,10 +276,14 @@ with right:
                 for a in fast}
         st.dataframe(plots.dirichlet_table(task_name, rows, {a: defenders[a].baseline for a in fast})
                      .style.format(precision=3, na_rep="—"), hide_index=True, width="stretch")
-        if task_name == "image":
-            st.caption("The studies report no Dirichlet table for images.")
+        reported = [a for a in fast if studies.dirichlet_rows(task_name, a)]
+        if not reported:
+            st.caption("The studies report no Dirichlet table for this task.")
         else:
-            st.caption("Study figures are the paper's (their models and data); ours are measured on this preset.")
+            st.caption("Rows marked *study* are the paper's figures (their models and data), on the architecture the "
+                       "paper reports them for: " + "; ".join(
+                           f"{ARCH_LABELS[a]} — {studies.dirichlet_rows(task_name, a)['source'].note}" for a in reported)
+                       + ". Rows marked *ours* are measured on this preset.")
     else:
         st.markdown("**GPM grid**")
         rows = []
@@ -295,8 +300,7 @@ with right:
             st.rerun()
         if rows:
             st.dataframe(rows, hide_index=True, width="stretch")
-        st.caption("Reference (000 Table 1): empirical sensitivity with n = 500 — image 0.0132 / 0.0135, translation "
-                   "0.1168 / 0.1185, RL 0.0937 / 0.0934 (RNN / FFNN).")
+        st.caption(studies.sensitivity_sentence(task_name))
 
 with st.expander("Reproduce headless"):
     values = ",".join(f"{v:g}" for v in (DIRICHLET_GRID if mechanism == "dirichlet" else GPM_GRID))

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import streamlit as st
 
-from core import analysis, figures, report
+from core import analysis, figures, report, studies
 from core.config import ExperimentConfig
 from core.defenses import DefenseSpec
 from core.errors import MIAError
@@ -54,6 +54,12 @@ def verdict_box(v: dict | None, finding: str) -> None:
         return
     icon = {True: "✅ holds", False: "❌ does not hold", None: "➖ mixed"}[v["holds"]]
     st.markdown(f"**This run:** {icon} — {v['text']}")
+
+
+def tab_verdict(name: str) -> None:
+    """The finding of analysis ``name`` and the verdict computed from that analysis' data only
+    (``analysis.VERDICT_OF``: no tab shows a verdict another analysis computed)."""
+    verdict_box(all_results["verdicts"].get(analysis.VERDICT_OF[name]), studies.analysis_finding(name))
 
 
 def downloads(name: str, results: dict, fig) -> None:
@@ -165,9 +171,7 @@ with tabs[0]:
                        f"{q['accuracy']:.3f}." if q['cross_entropy_max'] is not None and q['entropy_max'] is not None
                        else f"Best quadrant accuracy {q['accuracy']:.3f}.")
             st.caption(f"Mean APE: members {sc['mean_ape']['members']:.3g}, non-members {sc['mean_ape']['non_members']:.3g}.")
-    verdict_box(all_results["verdicts"].get("lower_member_entropy"),
-                "members get lower prediction entropy and cross-entropy than non-members, and the RNN separates them "
-                "more (paper 000, Fig. 5).")
+    tab_verdict("scatter")
     points = (event.selection.points if event and getattr(event, "selection", None) else []) or []
     data = task.load(configs["ffnn"])
     if points:
@@ -212,22 +216,20 @@ with tabs[1]:
         gap = v["gap_final"]
         st.caption(f"{ARCH_LABELS[arch]}: best validation epoch {v['best_val_epoch']}; generalization gap "
                    f"(train − validation utility) at the end {gap:.3g}" if gap is not None else "")
-    verdict_box(all_results["verdicts"].get("rnn_more_vulnerable_over_training"),
-                "the RNN is more vulnerable than the FFNN at every stage of training, and its members' entropy drops "
-                "faster (paper 000, Fig. 4).")
+    tab_verdict("vulnerability")
     downloads("vulnerability", all_results, fig)
 
 
-def long_tab(name: str, finding: str, verdict_key: str, draw, explain: str) -> None:
+def long_tab(name: str, draw, explain: str) -> None:
     key = f"{name}:{configs['ffnn'].config_hash}:{configs['rnn'].config_hash}"
     item = runner.get(key)
     if name in long_results:
         fig = draw(long_results[name])
         st.plotly_chart(fig, width="stretch")
-        verdict_box(all_results["verdicts"].get(verdict_key), finding)
+        tab_verdict(name)
         downloads(name, all_results, fig)
         return
-    st.markdown(f"**The studies:** {finding}")
+    st.markdown(f"**The studies:** {studies.analysis_finding(name)}")
     st.caption(explain)
     if item is not None and not item.done:
         st.info(f"Running in the background: {item.progress or 'starting'}")
@@ -257,19 +259,15 @@ def long_tab(name: str, finding: str, verdict_key: str, draw, explain: str) -> N
 
 
 with tabs[2]:
-    long_tab("memorization", "trained on blocks in sequence, the FFNN forgets the early blocks (attack accuracy on "
-             "them → 50 %) while the RNN still leaks them (paper 000 Fig. 6; paper 001 Figs. 1–3).",
-             "ffnn_forgets_early_blocks", figures.memorization_figure,
+    long_tab("memorization", figures.memorization_figure,
              "Victim and shadows learn their members in 4 disjoint blocks, one after another (a quarter of the "
              "preset's epochs each); every block is then attacked on its own. Trains 1 + n_shadows models per "
              "architecture.")
 with tabs[3]:
-    long_tab("overtraining", "training far past the best validation epoch keeps raising the attack's accuracy, "
-             "more for the RNN (paper 001 §5.2).", "rnn_more_vulnerable_over_training", figures.overtraining_figure,
+    long_tab("overtraining", figures.overtraining_figure,
              "The same run for 3× the preset's epochs, attacked at 8 checkpoints (a longer run, cached).")
 with tabs[4]:
-    long_tab("mismatch", "shadows with other hidden sizes than the victim cost the attack little (paper 001 A.3).",
-             "mismatch_costs_little", figures.mismatch_figure,
+    long_tab("mismatch", figures.mismatch_figure,
              "Shadows with half and double the task's width knob attack the unchanged victim.")
 
 with st.expander("Reproduce headless · export"):
