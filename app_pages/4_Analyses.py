@@ -17,7 +17,8 @@ from core.tasks import get_task
 from ui.mapview import record_map_views
 from ui.plots import navigation_map
 from ui.widgets import K_VALUES, SIGMA_VALUES, task_selector
-from ui.shared import background_runner, defender_for, defense_value_key, job_manager
+from ui.nav import job_line
+from ui.shared import defender_for, defense_value_key, job_manager
 
 ARCH_LABELS = {"ffnn": "FFNN", "rnn": "RNN"}
 ATTACK_LABELS = {"shadow": "Shadow-model classifier", "loss_threshold": "Loss threshold", "entropy_threshold":
@@ -25,8 +26,9 @@ ATTACK_LABELS = {"shadow": "Shadow-model classifier", "loss_threshold": "Loss th
                  "rmia": "RMIA"}
 
 st.title("Analyses: why do the attacks work?")
-st.caption("Every view is computed from the cached runs (the long ones train extra models in the background, "
-           "once). Each states what the studies found and a verdict for this run, computed from its numbers.")
+st.caption("Every view is computed from the cached runs (the long ones train extra models in a worker process, "
+           "once, cancellable from the sidebar). Each states what the studies found and a verdict for this run, "
+           "computed from that view's own numbers.")
 
 c1, c2 = st.columns([3, 1])
 with c1:
@@ -104,12 +106,20 @@ def exposed_map(config_hash: str, arch: str, index: int) -> dict:
 
 
 base = scatter_and_vulnerability(tuple(c.config_hash for c in configs.values()), configs)
-runner = background_runner()
+manager = job_manager()
+#: the long analyses run as worker jobs (ui.worker, kind "analysis"), one per architecture
+LONG = ("memorization", "overtraining", "mismatch")
+
+
+def long_jobs(name: str):
+    return manager.group([configs["ffnn"], configs["rnn"]], "analysis", {"name": name})
+
+
 long_results: dict[str, dict] = {}
-for name in ("memorization", "overtraining", "mismatch"):
-    item = runner.get(f"{name}:{configs['ffnn'].config_hash}:{configs['rnn'].config_hash}")
-    if item is not None and item.done and item.error is None:
-        long_results[name] = item.result
+for name in LONG:
+    group = long_jobs(name)
+    if all(j is not None and j.state == "done" for j in group.jobs):
+        long_results[name] = {a: j.result for a, j in zip(("ffnn", "rnn"), group.jobs)}
 all_results = {**base, **long_results}
 all_results["verdicts"] = analysis.verdicts(all_results, summaries)
 
@@ -221,8 +231,6 @@ with tabs[1]:
 
 
 def long_tab(name: str, draw, explain: str) -> None:
-    key = f"{name}:{configs['ffnn'].config_hash}:{configs['rnn'].config_hash}"
-    item = runner.get(key)
     if name in long_results:
         fig = draw(long_results[name])
         st.plotly_chart(fig, width="stretch")
@@ -231,30 +239,21 @@ def long_tab(name: str, draw, explain: str) -> None:
         return
     st.markdown(f"**The studies:** {studies.analysis_finding(name)}")
     st.caption(explain)
-    if item is not None and not item.done:
-        st.info(f"Running in the background: {item.progress or 'starting'}")
-
-        @st.fragment(run_every=2.0)
-        def poll() -> None:
-            current = runner.get(key)
-            if current is not None and current.done:
-                st.rerun()
-            elif current is not None:
-                st.caption(current.progress)
-
-        poll()
+    group = long_jobs(name)
+    jobs = [j for j in group.jobs if j is not None]
+    if jobs and not group.done:
+        running = group.running
+        st.info(f"Running in a worker: {job_line(running) if running else 'queued'} — cancel it in the sidebar; "
+                "the page updates when it finishes.")
         return
-    if item is not None and item.error:
-        st.error(f"The last run failed: {item.error}")
-    if st.button(f"Run the {name} analysis (background)", key=f"run-{name}"):
-        def work(bg, name=name):
-            fn = getattr(analysis, name)
-            out = {}
-            for arch, cfg in configs.items():
-                out[arch] = fn(cfg, progress=lambda f, a=arch: setattr(bg, "progress", f"{ARCH_LABELS[a]} {f:.0%}"))
-            return out
-
-        runner.submit(key, f"{name} ({task_name})", work)
+    for j in jobs:
+        if j.state == "failed":
+            st.error(f"The last run failed ({j.label}): {j.error}")
+        elif j.state == "cancelled":
+            st.caption(f"{j.label} was cancelled (models already trained stay cached).")
+    if st.button(f"Run the {name} analysis (in a worker)", key=f"run-{name}"):
+        todo = [c for c, j in zip((configs["ffnn"], configs["rnn"]), group.jobs) if j is None or j.state != "done"]
+        manager.submit(todo, "analysis", {"name": name})
         st.rerun()
 
 
