@@ -462,8 +462,8 @@ def overtraining_verdict(over: dict[str, dict[str, Any]]) -> Verdict:
     rise = {a: overtraining_rise(over[a]) for a in ("ffnn", "rnn")}
     missing = [ARCH_NAMES[a] for a, v in rise.items() if v is None]
     if missing:
-        return Verdict(None, f"no overtraining to compare for {' and '.join(missing)}: the best validation epoch is "
-                             "the last attacked one (or too few checkpoints)")
+        return Verdict(None, f"no overtraining to compare for {' and '.join(missing)}: its best validation epoch is not "
+                             "before its last attacked checkpoint (or fewer than two checkpoints were attacked)")
     (f0, f1, fr), (r0, r1, rr) = rise["ffnn"], rise["rnn"]
     holds = fr > 0 and fr > rr
     return Verdict(holds, f"past the best validation epoch the attack accuracy rose by {fr:+.3f} for the FFNN "

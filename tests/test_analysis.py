@@ -188,3 +188,36 @@ def test_analyses_page_shows_each_tab_its_own_verdict():
         assert f'tab_verdict("{name}")' in source
     for name in ("memorization", "overtraining", "mismatch"):
         assert f'long_tab("{name}"' in source
+
+
+def test_analyses_page_runs_the_long_analyses_as_worker_jobs_with_their_own_verdicts(monkeypatch):
+    """The long analyses are worker jobs (one per architecture); once done, the overtraining tab
+    shows the verdict computed from the overtraining runs, not the vulnerability one."""
+    import time
+
+    task = get_task("image")
+    monkeypatch.setitem(task.presets, "quick", {**task.presets["quick"], **TINY})
+    for arch in ("ffnn", "rnn"):
+        run_experiment(task.make_config(arch, "quick"))
+    at = AppTest.from_file(str(ROOT / "app_pages" / "4_Analyses.py"))
+    at.run(timeout=120)
+    [button] = [b for b in at.button if b.label == "Run the overtraining analysis (in a worker)"]
+    button.click().run(timeout=120)
+    assert not at.exception, at.exception
+    assert any("Running in a worker" in i.value for i in at.info)
+    deadline = time.time() + 400
+    def verdict_shown():
+        return any(m.value.startswith("**This run:**") and ("the attack accuracy rose by" in m.value
+                                                            or "no overtraining" in m.value) for m in at.markdown)
+
+    while time.time() < deadline and not verdict_shown():
+        time.sleep(2.0)
+        at.run(timeout=120)
+        assert not at.exception, at.exception
+    texts = [m.value for m in at.markdown]
+    assert verdict_shown(), texts
+    assert any("overtraining raises the attack's accuracy a lot for a feed-forward model" in t for t in texts)
+    from ui.shared import job_manager
+
+    done = [j for j in job_manager().recent() if j.kind == "analysis" and j.state == "done"]
+    assert {j.config.arch for j in done} >= {"ffnn", "rnn"}

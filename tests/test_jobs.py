@@ -229,7 +229,7 @@ def test_a_sensitivity_job_runs_in_the_worker_with_progress_and_caches_its_pairs
     assert job.result["n"] == 2 and job.result["sensitivity"] > 0
     est = cached_sensitivity(cfg, 2)  # what the Defenses page reads on its next rerun
     assert est is not None and est.sensitivity == pytest.approx(job.result["sensitivity"])
-    assert "SensitivitySampler (2 pairs)" in job.label
+    assert "SensitivitySampler (n = 2)" in job.label
 
 
 def test_an_analysis_job_runs_in_the_worker_and_reports_progress(manager):

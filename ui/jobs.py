@@ -133,7 +133,7 @@ class Job:
         c = self.config
         p = thaw_params(self.params)
         what = {"experiment": "", "mapview": " · example maps",
-                "sensitivity": f" · SensitivitySampler ({p.get('pairs')} pairs)",
+                "sensitivity": f" · SensitivitySampler (n = {p.get('pairs')})",
                 "analysis": f" · {p.get('name')} analysis",
                 "adaptive": " · adaptive attacker ({mechanism} {value:g})".format(**p["spec"])
                 if isinstance(p.get("spec"), dict) and {"mechanism", "value"} <= set(p["spec"]) else " · adaptive attacker",
