@@ -19,7 +19,10 @@ the CLI writes (``python -m core analyze``) and the Analyses page draws:
   after another; each block is attacked separately, in the order it was learned.
 
 :func:`verdict` turns two curves into a computed sentence ("RNN higher than FFNN at 4 of 5
-epochs, by 0.06 on average") so no page writes a finding by hand.
+epochs, by 0.06 on average") so no page writes a finding by hand. :func:`verdicts` computes one
+verdict per analysis (:data:`VERDICT_OF`), each from that analysis' own data only: a tab never shows
+a verdict that another analysis' runs decided. The findings they check, with their sources, are
+in :mod:`core.studies`.
 """
 from __future__ import annotations
 
