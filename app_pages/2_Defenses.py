@@ -2,17 +2,19 @@
 accuracy, utility loss and the privacy guarantee move — on cached models, FFNN and RNN side by side."""
 from __future__ import annotations
 
+import dataclasses
 
 import streamlit as st
 
+from core import studies
 from core.config import ExperimentConfig
-from core.defenses import DEFAULT_SENSITIVITY_SAMPLES, DIRICHLET_GRID, Defender, DefenseSpec
+from core.defenses import DEFAULT_SENSITIVITY_SAMPLES, DIRICHLET_GRID, DefenseSpec
 from core.errors import MIAError
-from core.pipeline import cached_runs, cached_summary, config_of, trained_models
+from core.pipeline import cached_runs, cached_summary, config_of
 from core.tasks import get_task
 from ui import plots
 from ui.widgets import K_VALUES, SIGMA_VALUES, task_selector
-from ui.shared import background_runner, defender_for, defense_value_key, job_manager
+from ui.shared import defender_for, defense_value_key, job_manager
 
 ARCH_LABELS = {"ffnn": "FFNN", "rnn": "RNN"}
 GPM_GRID = (0.0, 0.001, 0.003, 0.01, 0.03, 0.1)
@@ -115,32 +117,41 @@ with s2:
 with s3:
     show_adaptive = st.toggle("adaptive attacker", value=False,
                               help="Refits the attack on the attacker's own shadows behind the same mechanism "
-                                   "(background job; the slider never waits for it).")
+                                   "(a job in a worker process, cancellable in the sidebar; the slider never waits for it).")
 spec = DefenseSpec(mechanism, float(value), draws=int(draws))
 st.session_state[defense_value_key(task_name, mechanism)] = float(value)  # the Analyses page's default
-runner = background_runner()
+manager = job_manager()
+
+
+def job_status(job, what: str) -> bool:
+    """Say where a worker job of this page stands; True when a (re)submit button should show."""
+    if job is None:
+        return True
+    if job.state == "failed":
+        st.error(f"{what} failed: {job.error}")
+        return True
+    if job.state == "cancelled":
+        st.caption(f"{what} was cancelled (pairs and models already computed stay cached).")
+        return True
+    if job.active:
+        ev = job.event
+        st.caption(f"{what}: {'queued' if job.state == 'queued' else 'running in a worker'}"
+                   + (f" · {job.fraction:.0%}" if ev else "") + " — cancel it in the sidebar; the page updates when "
+                   "it finishes.")
+    return False
+
 
 if mechanism == "gpm":
     n_pairs = DEFAULT_SENSITIVITY_SAMPLES.get(task_name, 5)
     for arch, d in defenders.items():
         if d.ensure_sensitivity(n_pairs, compute=False) is None:
-            key = f"sens:{configs[arch].training_hash}:{n_pairs}"
-            item = runner.get(key)
-            if item is None or item.error:
-                if item is not None:
-                    st.error(f"SensitivitySampler ({ARCH_LABELS[arch]}) failed: {item.error}")
+            params = {"pairs": n_pairs}
+            job = manager.job(configs[arch], "sensitivity", params)
+            if job_status(job, f"SensitivitySampler ({ARCH_LABELS[arch]})"):
                 if st.button(f"Estimate the sensitivity of {ARCH_LABELS[arch]} (SensitivitySampler, n = {n_pairs} "
-                             f"pairs = {2 * n_pairs} trainings)", key=key):
-
-                    def sample(bg, cfg=configs[arch], n=n_pairs):
-                        return Defender(trained_models(cfg)).ensure_sensitivity(
-                            n, on_pair=lambda done, total: setattr(bg, "progress", f"{done}/{total} pairs"))
-
-                    runner.submit(key, f"sensitivity {arch}", sample)
+                             f"pairs = {2 * n_pairs} trainings, in a worker)", key=f"sens:{arch}:{n_pairs}"):
+                    manager.submit([configs[arch]], "sensitivity", params)
                     st.rerun()
-            elif not item.done:
-                st.caption(f"SensitivitySampler for {ARCH_LABELS[arch]} running ({item.progress or 'first pair'}); "
-                           "ε appears when it finishes.")
 
 # ---------------------------------------------------------------------------- numbers
 st.subheader(f"{spec.value_name} = {value:g}")
@@ -204,8 +215,6 @@ for arch in fast:
         u2.metric("utility loss", "—" if loss is None else f"{loss:.1%}",
                   help="1 − M(defended)/M(undefended) (paper 000, Def. 4)")
         if show_adaptive:
-            key = f"adaptive:{configs[arch].config_hash}:{spec.key}"
-            item = runner.get(key)
             cached = d.measured(spec, "both")
             if cached:
                 ad = cached["adaptive_attack"]
@@ -215,29 +224,18 @@ for arch in fast:
                 if strong:
                     st.caption("adaptive " + " · ".join(f"{plots.ATTACK_SHORT.get(n, n)} AUC {r['auc']:.3f}"
                                                         for n, r in strong.items()))
-            elif item is None or item.error:
-                if item is not None:
-                    st.error(f"adaptive attacker failed: {item.error}")
-
-                def adaptive(bg, cfg=configs[arch], sp=spec):
-                    return Defender(trained_models(cfg)).point(sp, "both", utility=True)
-
-                runner.submit(key, f"adaptive {arch} {spec.value_name}={value:g}", adaptive)
-                st.caption("adaptive attacker: refitting on defended shadows in the background…")
             else:
-                st.caption("adaptive attacker: refitting on defended shadows in the background…")
-
-pending = runner.pending()
-if pending:
-    st.caption("Background: " + "; ".join(f"{b.label} {b.progress}".strip() for b in pending) +
-               " — the page refreshes when they finish.")
-
-    @st.fragment(run_every=2.0)
-    def _poll() -> None:
-        if not runner.pending():
-            st.rerun()
-
-    _poll()
+                # the refit on defended shadows runs in a worker (ui.worker, job kind "adaptive"); the
+                # point it caches on disk is what `measured` reads on the rerun after it finishes
+                params = {"spec": dataclasses.asdict(spec)}
+                job = manager.job(configs[arch], "adaptive", params)
+                if job is None:
+                    manager.submit([configs[arch]], "adaptive", params)
+                    st.caption("adaptive attacker: queued to refit on defended shadows in a worker…")
+                elif job_status(job, "adaptive attacker") and st.button(
+                        "Refit the adaptive attacker again", key=f"adaptive:{arch}:{spec.key}"):
+                    manager.submit([configs[arch]], "adaptive", params)
+                    st.rerun()
 
 # ---------------------------------------------------------------------------- curves over the grid
 st.subheader("Over the whole range")
@@ -269,16 +267,20 @@ with right:
                 for arch in fast:
                     defenders[arch].point(spec.at(k), "naive", utility=True)
                 bar.progress((i + 1) / len(DIRICHLET_GRID), text=f"k = {k:g}")
-        # a row shows the adaptive attacker too once its background job (or the CLI) measured it
+        # a row shows the adaptive attacker too once its worker job (or the CLI) measured it
         rows = {a: [p for k in DIRICHLET_GRID
                     if (p := defenders[a].measured(spec.at(k), "both") or defenders[a].measured(spec.at(k)))]
                 for a in fast}
         st.dataframe(plots.dirichlet_table(task_name, rows, {a: defenders[a].baseline for a in fast})
                      .style.format(precision=3, na_rep="—"), hide_index=True, width="stretch")
-        if task_name == "image":
-            st.caption("The studies report no Dirichlet table for images.")
+        reported = [a for a in fast if studies.dirichlet_rows(task_name, a)]
+        if not reported:
+            st.caption("The studies report no Dirichlet table for this task.")
         else:
-            st.caption("Study figures are the paper's (their models and data); ours are measured on this preset.")
+            st.caption("Rows marked *study* are the paper's figures (their models and data), on the architecture the "
+                       "paper reports them for: " + "; ".join(
+                           f"{ARCH_LABELS[a]} — {studies.dirichlet_rows(task_name, a)['source'].note}" for a in reported)
+                       + ". Rows marked *ours* are measured on this preset.")
     else:
         st.markdown("**GPM grid**")
         rows = []
@@ -295,8 +297,7 @@ with right:
             st.rerun()
         if rows:
             st.dataframe(rows, hide_index=True, width="stretch")
-        st.caption("Reference (000 Table 1): empirical sensitivity with n = 500 — image 0.0132 / 0.0135, translation "
-                   "0.1168 / 0.1185, RL 0.0937 / 0.0934 (RNN / FFNN).")
+        st.caption(studies.sensitivity_sentence(task_name))
 
 with st.expander("Reproduce headless"):
     values = ",".join(f"{v:g}" for v in (DIRICHLET_GRID if mechanism == "dirichlet" else GPM_GRID))

@@ -10,7 +10,8 @@ import streamlit as st
 
 from core.config import ExperimentConfig, field_range
 from core.errors import MIAError
-from core.sweeps import (DEFAULT_GRIDS, STUDY_TABLE2, accuracy_bound, baseline_config, baseline_of, check_sweep,
+from core.studies import DPSGD_RECIPE
+from core.sweeps import (DEFAULT_GRIDS, accuracy_bound, baseline_config, baseline_of, check_sweep,
                          point_config, point_of, study_recipe_epsilons, value_name)
 from core.tasks import get_task
 from ui import plots
@@ -196,14 +197,15 @@ st.caption(f"Utility: {metric} on unseen records; utility loss 1 − M(defended)
            "Attack: the task's primary attack, fitted on shadows trained with the same recipe.")
 
 if mechanism == "dpsgd":
-    st.markdown("**DP-SGD recipes: the study's (paper 000 Table 2) beside ours**")
+    st.markdown("**DP-SGD recipes: the study's (paper 000 Table 2; ε computed by us) beside ours**")
     dp_points = {a: [p for p in pts if p.get("dpsgd")] for a, pts in points.items()}
     sigmas = sorted({p["dpsgd"]["noise_multiplier"] for pts in dp_points.values() for p in pts})
-    study = STUDY_TABLE2[task_name]
+    study = DPSGD_RECIPE[task_name]
     st.dataframe(plots.dpsgd_recipe_table(study, study_recipe_epsilons(task_name, sigmas), dp_points)
                  .style.format(precision=4, na_rep="—"), hide_index=True, width="stretch")
-    st.caption(f"The study's rows: its recipe (|D|, batch, epochs, δ, C = {study['clip_norm']:g}) with the ε Opacus' "
-               "accountants give it at our σ values (the paper shows ε and utility loss only as figures, Figs. 8–9). "
+    st.caption(f"The study's rows: its recipe (|D|, batch, epochs, δ, C = {study['clip_norm']:g}) with the ε that we "
+               "compute for it with Opacus' accountants at our σ values — not the paper's numbers (it shows ε and "
+               "utility loss only as figures, Figs. 8–9). "
                f"A sample is {UNITS[task_name]}. Our quick runs have far fewer records, so at the same σ their q is "
                "larger and ε higher.")
 

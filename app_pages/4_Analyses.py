@@ -8,7 +8,7 @@ import json
 import numpy as np
 import streamlit as st
 
-from core import analysis, figures, report
+from core import analysis, figures, report, studies
 from core.config import ExperimentConfig
 from core.defenses import DefenseSpec
 from core.errors import MIAError
@@ -17,7 +17,8 @@ from core.tasks import get_task
 from ui.mapview import record_map_views
 from ui.plots import navigation_map
 from ui.widgets import K_VALUES, SIGMA_VALUES, task_selector
-from ui.shared import background_runner, defender_for, defense_value_key, job_manager
+from ui.nav import job_line
+from ui.shared import defender_for, defense_value_key, job_manager
 
 ARCH_LABELS = {"ffnn": "FFNN", "rnn": "RNN"}
 ATTACK_LABELS = {"shadow": "Shadow-model classifier", "loss_threshold": "Loss threshold", "entropy_threshold":
@@ -25,8 +26,9 @@ ATTACK_LABELS = {"shadow": "Shadow-model classifier", "loss_threshold": "Loss th
                  "rmia": "RMIA"}
 
 st.title("Analyses: why do the attacks work?")
-st.caption("Every view is computed from the cached runs (the long ones train extra models in the background, "
-           "once). Each states what the studies found and a verdict for this run, computed from its numbers.")
+st.caption("Every view is computed from the cached runs (the long ones train extra models in a worker process, "
+           "once, cancellable from the sidebar). Each states what the studies found and a verdict for this run, "
+           "computed from that view's own numbers.")
 
 c1, c2 = st.columns([3, 1])
 with c1:
@@ -54,6 +56,12 @@ def verdict_box(v: dict | None, finding: str) -> None:
         return
     icon = {True: "✅ holds", False: "❌ does not hold", None: "➖ mixed"}[v["holds"]]
     st.markdown(f"**This run:** {icon} — {v['text']}")
+
+
+def tab_verdict(name: str) -> None:
+    """The finding of analysis ``name`` and the verdict computed from that analysis' data only
+    (``analysis.VERDICT_OF``: no tab shows a verdict another analysis computed)."""
+    verdict_box(all_results["verdicts"].get(analysis.VERDICT_OF[name]), studies.analysis_finding(name))
 
 
 def downloads(name: str, results: dict, fig) -> None:
@@ -98,12 +106,20 @@ def exposed_map(config_hash: str, arch: str, index: int) -> dict:
 
 
 base = scatter_and_vulnerability(tuple(c.config_hash for c in configs.values()), configs)
-runner = background_runner()
+manager = job_manager()
+#: the long analyses run as worker jobs (ui.worker, kind "analysis"), one per architecture
+LONG = ("memorization", "overtraining", "mismatch")
+
+
+def long_jobs(name: str):
+    return manager.group([configs["ffnn"], configs["rnn"]], "analysis", {"name": name})
+
+
 long_results: dict[str, dict] = {}
-for name in ("memorization", "overtraining", "mismatch"):
-    item = runner.get(f"{name}:{configs['ffnn'].config_hash}:{configs['rnn'].config_hash}")
-    if item is not None and item.done and item.error is None:
-        long_results[name] = item.result
+for name in LONG:
+    group = long_jobs(name)
+    if all(j is not None and j.state == "done" for j in group.jobs):
+        long_results[name] = {a: j.result for a, j in zip(("ffnn", "rnn"), group.jobs)}
 all_results = {**base, **long_results}
 all_results["verdicts"] = analysis.verdicts(all_results, summaries)
 
@@ -165,9 +181,7 @@ with tabs[0]:
                        f"{q['accuracy']:.3f}." if q['cross_entropy_max'] is not None and q['entropy_max'] is not None
                        else f"Best quadrant accuracy {q['accuracy']:.3f}.")
             st.caption(f"Mean APE: members {sc['mean_ape']['members']:.3g}, non-members {sc['mean_ape']['non_members']:.3g}.")
-    verdict_box(all_results["verdicts"].get("lower_member_entropy"),
-                "members get lower prediction entropy and cross-entropy than non-members, and the RNN separates them "
-                "more (paper 000, Fig. 5).")
+    tab_verdict("scatter")
     points = (event.selection.points if event and getattr(event, "selection", None) else []) or []
     data = task.load(configs["ffnn"])
     if points:
@@ -212,64 +226,47 @@ with tabs[1]:
         gap = v["gap_final"]
         st.caption(f"{ARCH_LABELS[arch]}: best validation epoch {v['best_val_epoch']}; generalization gap "
                    f"(train − validation utility) at the end {gap:.3g}" if gap is not None else "")
-    verdict_box(all_results["verdicts"].get("rnn_more_vulnerable_over_training"),
-                "the RNN is more vulnerable than the FFNN at every stage of training, and its members' entropy drops "
-                "faster (paper 000, Fig. 4).")
+    tab_verdict("vulnerability")
     downloads("vulnerability", all_results, fig)
 
 
-def long_tab(name: str, finding: str, verdict_key: str, draw, explain: str) -> None:
-    key = f"{name}:{configs['ffnn'].config_hash}:{configs['rnn'].config_hash}"
-    item = runner.get(key)
+def long_tab(name: str, draw, explain: str) -> None:
     if name in long_results:
         fig = draw(long_results[name])
         st.plotly_chart(fig, width="stretch")
-        verdict_box(all_results["verdicts"].get(verdict_key), finding)
+        tab_verdict(name)
         downloads(name, all_results, fig)
         return
-    st.markdown(f"**The studies:** {finding}")
+    st.markdown(f"**The studies:** {studies.analysis_finding(name)}")
     st.caption(explain)
-    if item is not None and not item.done:
-        st.info(f"Running in the background: {item.progress or 'starting'}")
-
-        @st.fragment(run_every=2.0)
-        def poll() -> None:
-            current = runner.get(key)
-            if current is not None and current.done:
-                st.rerun()
-            elif current is not None:
-                st.caption(current.progress)
-
-        poll()
+    group = long_jobs(name)
+    jobs = [j for j in group.jobs if j is not None]
+    if jobs and not group.done:
+        running = group.running
+        st.info(f"Running in a worker: {job_line(running) if running else 'queued'} — cancel it in the sidebar; "
+                "the page updates when it finishes.")
         return
-    if item is not None and item.error:
-        st.error(f"The last run failed: {item.error}")
-    if st.button(f"Run the {name} analysis (background)", key=f"run-{name}"):
-        def work(bg, name=name):
-            fn = getattr(analysis, name)
-            out = {}
-            for arch, cfg in configs.items():
-                out[arch] = fn(cfg, progress=lambda f, a=arch: setattr(bg, "progress", f"{ARCH_LABELS[a]} {f:.0%}"))
-            return out
-
-        runner.submit(key, f"{name} ({task_name})", work)
+    for j in jobs:
+        if j.state == "failed":
+            st.error(f"The last run failed ({j.label}): {j.error}")
+        elif j.state == "cancelled":
+            st.caption(f"{j.label} was cancelled (models already trained stay cached).")
+    if st.button(f"Run the {name} analysis (in a worker)", key=f"run-{name}"):
+        todo = [c for c, j in zip((configs["ffnn"], configs["rnn"]), group.jobs) if j is None or j.state != "done"]
+        manager.submit(todo, "analysis", {"name": name})
         st.rerun()
 
 
 with tabs[2]:
-    long_tab("memorization", "trained on blocks in sequence, the FFNN forgets the early blocks (attack accuracy on "
-             "them → 50 %) while the RNN still leaks them (paper 000 Fig. 6; paper 001 Figs. 1–3).",
-             "ffnn_forgets_early_blocks", figures.memorization_figure,
+    long_tab("memorization", figures.memorization_figure,
              "Victim and shadows learn their members in 4 disjoint blocks, one after another (a quarter of the "
              "preset's epochs each); every block is then attacked on its own. Trains 1 + n_shadows models per "
              "architecture.")
 with tabs[3]:
-    long_tab("overtraining", "training far past the best validation epoch keeps raising the attack's accuracy, "
-             "more for the RNN (paper 001 §5.2).", "rnn_more_vulnerable_over_training", figures.overtraining_figure,
+    long_tab("overtraining", figures.overtraining_figure,
              "The same run for 3× the preset's epochs, attacked at 8 checkpoints (a longer run, cached).")
 with tabs[4]:
-    long_tab("mismatch", "shadows with other hidden sizes than the victim cost the attack little (paper 001 A.3).",
-             "mismatch_costs_little", figures.mismatch_figure,
+    long_tab("mismatch", figures.mismatch_figure,
              "Shadows with half and double the task's width knob attack the unchanged victim.")
 
 with st.expander("Reproduce headless · export"):

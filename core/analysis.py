@@ -19,7 +19,10 @@ the CLI writes (``python -m core analyze``) and the Analyses page draws:
   after another; each block is attacked separately, in the order it was learned.
 
 :func:`verdict` turns two curves into a computed sentence ("RNN higher than FFNN at 4 of 5
-epochs, by 0.06 on average") so no page writes a finding by hand.
+epochs, by 0.06 on average") so no page writes a finding by hand. :func:`verdicts` computes one
+verdict per analysis (:data:`VERDICT_OF`), each from that analysis' own data only: a tab never shows
+a verdict that another analysis' runs decided. The findings they check, with their sources, are
+in :mod:`core.studies`.
 """
 from __future__ import annotations
 
@@ -40,6 +43,7 @@ from .responses import Responses
 from .tasks import get_task
 
 _FLOOR = 1e-12
+ARCH_NAMES = {"ffnn": "FFNN", "rnn": "RNN"}
 
 
 def _log10(values) -> np.ndarray:
@@ -407,45 +411,104 @@ def analyze(configs: dict[str, ExperimentConfig], analyses: tuple[str, ...] = AN
     return out
 
 
+#: the verdict each analysis computes, from that analysis' own data only (``runs``: the two
+#: architectures' summaries, i.e. the final attack accuracy of the runs every analysis starts from)
+VERDICT_OF = {"runs": "rnn_more_vulnerable", "scatter": "lower_member_entropy",
+              "vulnerability": "rnn_more_vulnerable_over_training", "memorization": "ffnn_forgets_early_blocks",
+              "overtraining": "overtraining_raises_ffnn_more", "mismatch": "mismatch_costs_little"}
+
+
+def runs_verdict(summaries: dict[str, dict[str, Any]]) -> Verdict:
+    """RNN's final attack accuracy above the FFNN's (the runs' summaries)."""
+    return verdict([summaries["rnn"]["attack"]["accuracy"]], [summaries["ffnn"]["attack"]["accuracy"]],
+                   "final attack accuracy")
+
+
+def scatter_verdict(scatter: dict[str, dict[str, Any]]) -> Verdict:
+    """Members' mean APE below non-members' for both architectures (:func:`entropy_scatter` data)."""
+    gaps = {a: scatter[a]["mean_ape"]["non_members"] - scatter[a]["mean_ape"]["members"] for a in ("ffnn", "rnn")}
+    lower = all(g > 0 for g in gaps.values())
+    return Verdict(lower, "members' mean APE below non-members' for "
+                   + ("both architectures" if lower else "not both architectures")
+                   + f" (gap FFNN {gaps['ffnn']:+.3g}, RNN {gaps['rnn']:+.3g} nats)")
+
+
+def _checkpoint_accuracy(rows: list[dict[str, Any]]) -> dict[int, float]:
+    return {r["epoch"]: r["attack_accuracy"] for r in rows if r.get("attack_accuracy") is not None}
+
+
+def vulnerability_verdict(vuln: dict[str, dict[str, Any]]) -> Verdict:
+    """RNN's attack accuracy above the FFNN's at the shared checkpoint epochs (:func:`vulnerability` data)."""
+    f, r = _checkpoint_accuracy(vuln["ffnn"]["rows"]), _checkpoint_accuracy(vuln["rnn"]["rows"])
+    epochs = sorted(set(f) & set(r))
+    return verdict([r[e] for e in epochs], [f[e] for e in epochs], "attack accuracy per checkpoint epoch")
+
+
+def overtraining_rise(result: dict[str, Any]) -> tuple[int, int, float] | None:
+    """(from epoch, to epoch, rise) of one architecture's :func:`overtraining` data: the attack
+    accuracy at the last checkpoint minus that at the last checkpoint not after the best
+    validation epoch (the first checkpoint when none is). None when the best validation epoch is
+    the last one (no overtraining happened) or fewer than two checkpoints were attacked."""
+    acc = _checkpoint_accuracy(result["rows"])
+    best, last = result.get("best_val_epoch"), max(acc, default=None)
+    if best is None or last is None or len(acc) < 2 or best >= last:
+        return None
+    start = max((e for e in acc if e <= best), default=min(acc))
+    return start, last, acc[last] - acc[start]
+
+
+def overtraining_verdict(over: dict[str, dict[str, Any]]) -> Verdict:
+    """Paper 001 §5.2: past the best validation epoch the FFNN's attack accuracy keeps rising
+    (≈70 % → ≈90 %, its Fig. 1) while the RNN's rises by a small margin only (its Fig. 3).
+    Holds when the FFNN's rise (:func:`overtraining_rise`) is positive and larger than the RNN's,
+    computed from the :func:`overtraining` (longer) runs only."""
+    rise = {a: overtraining_rise(over[a]) for a in ("ffnn", "rnn")}
+    missing = [ARCH_NAMES[a] for a, v in rise.items() if v is None]
+    if missing:
+        return Verdict(None, f"no overtraining to compare for {' and '.join(missing)}: its best validation epoch is not "
+                             "before its last attacked checkpoint (or fewer than two checkpoints were attacked)")
+    (f0, f1, fr), (r0, r1, rr) = rise["ffnn"], rise["rnn"]
+    holds = fr > 0 and fr > rr
+    return Verdict(holds, f"past the best validation epoch the attack accuracy rose by {fr:+.3f} for the FFNN "
+                          f"(epoch {f0} → {f1}) and {rr:+.3f} for the RNN (epoch {r0} → {r1}): the FFNN's "
+                          f"{'rose more' if holds else 'did not rise more'}")
+
+
+def memorization_verdict(m: dict[str, dict[str, Any]]) -> Verdict:
+    """The FFNN forgets the first block (attack ≤ 0.55) and the RNN keeps more of it (:func:`memorization` data)."""
+    first = {a: m[a]["blocks"][0]["attack_accuracy"] for a in ("ffnn", "rnn")}
+    forgets = first["ffnn"] <= 0.55
+    keeps = first["rnn"] > 0.55 and first["rnn"] > first["ffnn"]  # above chance, not just above the FFNN
+    return Verdict(forgets and keeps, f"first block attacked at {first['ffnn']:.3f} (FFNN) vs {first['rnn']:.3f} (RNN); "
+                   f"the FFNN {'has' if forgets else 'has not'} forgotten it (≤ 0.55), the RNN "
+                   f"{'keeps more' if keeps else 'does not keep more'} of it")
+
+
+def mismatch_verdict(mm: dict[str, dict[str, Any]]) -> Verdict:
+    """Mismatched shadows cost the attack at most 0.05 accuracy for both architectures (:func:`mismatch` data)."""
+    drops = {}
+    for a in ("ffnn", "rnn"):
+        m = mm[a]
+        base = m["rows"][0]["accuracy"][m["attack"]]
+        drops[a] = max(base - r["accuracy"][m["attack"]] for r in m["rows"][1:])
+    little = all(d <= 0.05 for d in drops.values())
+    return Verdict(little, f"largest accuracy drop with mismatched shadows: FFNN {drops['ffnn']:+.3f}, "
+                           f"RNN {drops['rnn']:+.3f} ({'≤' if little else '>'} 0.05)")
+
+
+_VERDICT_FUNCTIONS = {"scatter": scatter_verdict, "vulnerability": vulnerability_verdict,
+                      "memorization": memorization_verdict, "overtraining": overtraining_verdict,
+                      "mismatch": mismatch_verdict}
+
+
 def verdicts(results: dict[str, Any], summaries: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """The studies' findings, checked on this run's numbers (needs both architectures)."""
+    """The studies' findings, each checked on the data of its own analysis (``VERDICT_OF``):
+    ``results[name]`` feeds the verdict of ``name`` and nothing else (needs both architectures)."""
     if not {"ffnn", "rnn"} <= set(summaries):
         return {}
-    out: dict[str, dict[str, Any]] = {}
-    acc = {a: s["attack"]["accuracy"] for a, s in summaries.items()}
-    out["rnn_more_vulnerable"] = verdict([acc["rnn"]], [acc["ffnn"]], "final attack accuracy").to_dict()
-    if "scatter" in results:
-        gaps = {a: results["scatter"][a]["mean_ape"]["non_members"] - results["scatter"][a]["mean_ape"]["members"]
-                for a in ("ffnn", "rnn")}
-        lower = all(g > 0 for g in gaps.values())
-        out["lower_member_entropy"] = Verdict(lower, "members' mean APE below non-members' for "
-                                              + ("both architectures" if lower else "not both architectures")
-                                              + f" (gap FFNN {gaps['ffnn']:+.3g}, RNN {gaps['rnn']:+.3g} nats)").to_dict()
-    if "vulnerability" in results:
-        def at_checkpoints(arch: str) -> dict[int, float]:
-            return {r["epoch"]: r["attack_accuracy"] for r in results["vulnerability"][arch]["rows"]
-                    if r.get("attack_accuracy") is not None}
-        f, r = at_checkpoints("ffnn"), at_checkpoints("rnn")
-        epochs = sorted(set(f) & set(r))
-        out["rnn_more_vulnerable_over_training"] = verdict([r[e] for e in epochs], [f[e] for e in epochs],
-                                                          "attack accuracy per checkpoint epoch").to_dict()
-    if "memorization" in results:
-        m = results["memorization"]
-        first = {a: m[a]["blocks"][0]["attack_accuracy"] for a in ("ffnn", "rnn")}
-        forgets = first["ffnn"] <= 0.55
-        keeps = first["rnn"] > 0.55 and first["rnn"] > first["ffnn"]  # above chance, not just above the FFNN
-        out["ffnn_forgets_early_blocks"] = Verdict(
-            forgets and keeps, f"first block attacked at {first['ffnn']:.3f} (FFNN) vs {first['rnn']:.3f} (RNN); "
-            f"the FFNN {'has' if forgets else 'has not'} forgotten it (≤ 0.55), the RNN "
-            f"{'keeps more' if keeps else 'does not keep more'} of it").to_dict()
-    if "mismatch" in results:
-        drops = {}
-        for a in ("ffnn", "rnn"):
-            m = results["mismatch"][a]
-            base = m["rows"][0]["accuracy"][m["attack"]]
-            drops[a] = max(base - r["accuracy"][m["attack"]] for r in m["rows"][1:])
-        little = all(d <= 0.05 for d in drops.values())
-        out["mismatch_costs_little"] = Verdict(
-            little, f"largest accuracy drop with mismatched shadows: FFNN {drops['ffnn']:+.3f}, RNN {drops['rnn']:+.3f} "
-            f"({'≤' if little else '>'} 0.05)").to_dict()
+    out = {VERDICT_OF["runs"]: runs_verdict(summaries).to_dict()}
+    for name, fn in _VERDICT_FUNCTIONS.items():
+        data = results.get(name)
+        if data and {"ffnn", "rnn"} <= set(data):
+            out[VERDICT_OF[name]] = fn(data).to_dict()
     return out

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .responses import Responses
+from .studies import arch_finding
 
 if TYPE_CHECKING:  # pragma: no cover
     from .pipeline import TrainedModels
@@ -257,20 +258,6 @@ def matched_utility(summaries: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 
 # ---------------------------------------------------------------------------- the studies vs this run (pure)
-#: what the studies found when comparing the two architectures on each task (paper 000 §5.1 and
-#: Fig. 4; paper 001 §5.1), in their setting (the models and data named)
-STUDY_FINDINGS = {
-    "image": ("On CIFAR-10 (ResNet-101 vs ReNet, ~42.6 M parameters each; paper 000 Fig. 4) the two reached about "
-              "the same validation accuracy and the CNN had the *larger* generalization gap, yet the attack was more "
-              "accurate against the ReNet at every epoch."),
-    "translation": ("On Multi30K (Transformer vs LSTM encoder-decoder; paper 000 Fig. 4) the two performed about "
-                    "equally in training and validation, and the attack was more accurate against the LSTM."),
-    "navigation": ("On MiniGrid MultiRoom (MLP vs MLP+LSTM agents; paper 000 Fig. 4, paper 001 §5.1) both agents "
-                   "had about zero generalization gap, and the attack was more accurate against the LSTM agent "
-                   "(001: ≈ 98 % vs 91 % at similar returns)."),
-}
-
-
 def study_comparison(summaries: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The studies' FFNN-vs-RNN finding for this task beside what these two runs show, computed:
     validation utility and generalization gap (train − validation) of each, the primary attack's
@@ -299,6 +286,6 @@ def study_comparison(summaries: list[dict[str, Any]]) -> dict[str, Any] | None:
     if fair is False:
         text += " — the utilities differ by more than " + _fmt(UTILITY_GAP.get(metric, 0.1)) + \
                 ", so compare at matched utility before reading the architectures"
-    return {"task": f["task"], "finding": STUDY_FINDINGS.get(f["task"], ""), "holds": holds, "fair": fair,
+    return {"task": f["task"], "finding": arch_finding(f["task"]), "holds": holds, "fair": fair,
             "attack": attack, "attack_accuracy": acc, "utility_val": vals,
             "generalization_gap": {"ffnn": gap(f), "rnn": gap(r)}, "text": text}

@@ -36,6 +36,7 @@ from .errors import ConfigError
 from .metrics import empirical_epsilon
 from .pipeline import run_experiment
 from .progress import ProgressCallback
+from .studies import DPSGD_RECIPE, DPSGD_RECIPE_SOURCE
 
 MECHANISMS = ("dpsgd", "l2", "clip")
 #: quick grids: σ, target ε, λ and PPO clip ε
@@ -45,17 +46,6 @@ DEFAULT_GRIDS: dict[str, tuple[float, ...]] = {
     "l2": (1e-4, 1e-3, 1e-2, 1e-1),
     "clip": (0.02, 0.05, 0.1, 0.3),
 }
-#: paper 000, Table 2: the studies' DP-SGD recipe per task (S: empirical sensitivities of Table 1)
-STUDY_TABLE2: dict[str, dict[str, Any]] = {
-    "image": {"task": "IC", "train_size": 10000, "s_rnn": 0.013209, "s_ffnn": 0.013518, "delta": 1e-4,
-              "clip_norm": 10.0, "batch": 128, "epochs": 50},
-    "navigation": {"task": "RL", "train_size": "6400 (32 maps)", "s_rnn": 0.093682, "s_ffnn": 0.093429, "delta": 1e-4,
-                   "clip_norm": 10.0, "batch": 128, "epochs": 100},
-    "translation": {"task": "NMT", "train_size": 5000, "s_rnn": 0.11678, "s_ffnn": 0.11845, "delta": 1e-4,
-                    "clip_norm": 10.0, "batch": 128, "epochs": 50},
-}
-
-
 def value_name(mechanism: str, target_epsilon: bool = False) -> str:
     """How the swept value is written: σ, ε, λ or clip ε."""
     if mechanism == "dpsgd":
@@ -234,11 +224,12 @@ def sweep(cfg: ExperimentConfig, mechanism: str, values: list[float], *, target_
 
 
 def study_recipe_epsilons(task: str, sigmas: list[float]) -> list[dict[str, Any]]:
-    """ε at each σ of the study's own DP-SGD recipe (paper 000 Table 2: |D|, batch, epochs, δ),
-    as Opacus' RDP and PRV accountants give it with Poisson sampling at q = batch/|D|: the
-    privacy the study's models got at the σ values we sweep (navigation: 6,400 samples)."""
-    row = STUDY_TABLE2[task]
-    n = 6400 if task == "navigation" else int(row["train_size"])
+    """ε at each σ of the study's DP-SGD recipe (:data:`core.studies.DPSGD_RECIPE`, paper 000
+    Table 2: |D|, batch, epochs, δ), **computed by us** with Opacus' RDP and PRV accountants under
+    Poisson sampling at q = batch/|D| (the paper prints no ε per σ): the privacy the study's
+    recipe gives at the σ values we sweep. Each row says so (``computed_by``)."""
+    row = DPSGD_RECIPE[task]
+    n = int(row["samples"])
     q = row["batch"] / n
     steps = int(round(row["epochs"] / q))
     out = []
@@ -246,7 +237,8 @@ def study_recipe_epsilons(task: str, sigmas: list[float]) -> list[dict[str, Any]
         hist = [[float(s), q, steps]]
         rdp, prv = epsilon(hist, row["delta"], "rdp"), epsilon(hist, row["delta"], "prv")
         out.append({"sigma": float(s), "sample_rate": q, "steps": steps, "delta": row["delta"],
-                    "epsilon_rdp": rdp if math.isfinite(rdp) else None, "epsilon_prv": prv if math.isfinite(prv) else None})
+                    "epsilon_rdp": rdp if math.isfinite(rdp) else None, "epsilon_prv": prv if math.isfinite(prv) else None,
+                    "computed_by": "us (Opacus accountants) for the recipe of " + DPSGD_RECIPE_SOURCE.cite()})
     return out
 
 

@@ -126,3 +126,98 @@ def test_defended_summary_keeps_the_naive_boundaries_and_reads_defended_records(
     assert sc["attacks"]["loss_threshold"]["decision"] == [False, False]
     with pytest.raises(ConfigError):
         analysis.defended_summary(summary, {"records": {"ape": [], "cross_entropy": [], "membership": []}})
+
+
+def _arch_pair(make):
+    return {"ffnn": make("ffnn"), "rnn": make("rnn")}
+
+
+def _curve(acc_by_epoch: dict[int, float], best: int) -> dict:
+    return {"rows": [{"epoch": e, "attack_accuracy": a, "utility_train": 1.0, "utility_val": 0.5}
+                     for e, a in sorted(acc_by_epoch.items())], "best_val_epoch": best}
+
+
+def test_each_verdict_is_computed_from_its_own_analysis_only():
+    """Feed analyses whose data disagree: each verdict must follow its own analysis' numbers. The
+    overtraining tab once showed the vulnerability run's verdict (issue 18, point 10)."""
+    summaries = {"ffnn": {"attack": {"accuracy": 0.8}}, "rnn": {"attack": {"accuracy": 0.6}}}  # runs: RNN lower
+    # vulnerability: RNN above FFNN at every checkpoint
+    vulnerability = {"ffnn": _curve({2: 0.55, 4: 0.6}, 4), "rnn": _curve({2: 0.7, 4: 0.75}, 4)}
+    # overtraining (a longer run): FFNN rises 0.6 → 0.9 past its best epoch, RNN 0.7 → 0.72
+    overtraining = {"ffnn": _curve({3: 0.6, 6: 0.8, 12: 0.9}, 3), "rnn": _curve({3: 0.7, 6: 0.71, 12: 0.72}, 3)}
+    scatter = {"ffnn": {"mean_ape": {"members": 0.1, "non_members": 0.3}},
+               "rnn": {"mean_ape": {"members": 0.5, "non_members": 0.2}}}  # RNN members higher: does not hold
+    memorization = {"ffnn": {"blocks": [{"attack_accuracy": 0.5}]}, "rnn": {"blocks": [{"attack_accuracy": 0.7}]}}
+    mismatch = {a: {"attack": "shadow", "rows": [{"accuracy": {"shadow": 0.8}}, {"accuracy": {"shadow": 0.5}}]}
+                for a in ("ffnn", "rnn")}  # a big drop: does not hold
+    results = {"vulnerability": vulnerability, "overtraining": overtraining, "scatter": scatter,
+               "memorization": memorization, "mismatch": mismatch}
+    v = analysis.verdicts(results, summaries)
+    of = analysis.VERDICT_OF
+    assert v[of["runs"]]["holds"] is False
+    assert v[of["vulnerability"]]["holds"] is True
+    assert v[of["overtraining"]]["holds"] is True and "+0.300" in v[of["overtraining"]]["text"]
+    assert v[of["scatter"]]["holds"] is False
+    assert v[of["memorization"]]["holds"] is True
+    assert v[of["mismatch"]]["holds"] is False
+    assert len(set(of.values())) == len(of)  # one verdict per analysis: no tab borrows another's
+    # flip one analysis' data: only its own verdict moves
+    flipped = {**results, "overtraining": {"ffnn": overtraining["rnn"], "rnn": overtraining["ffnn"]}}
+    w = analysis.verdicts(flipped, summaries)
+    assert w[of["overtraining"]]["holds"] is False
+    assert {k: x for k, x in w.items() if k != of["overtraining"]} == \
+           {k: x for k, x in v.items() if k != of["overtraining"]}
+    # without the overtraining data there is no overtraining verdict (nothing borrowed from vulnerability)
+    assert of["overtraining"] not in analysis.verdicts({"vulnerability": vulnerability}, summaries)
+    assert of["vulnerability"] not in analysis.verdicts({"overtraining": overtraining}, summaries)
+
+
+def test_overtraining_verdict_says_when_no_overtraining_happened():
+    still_rising = {"ffnn": _curve({3: 0.6, 6: 0.8}, 6), "rnn": _curve({3: 0.6, 6: 0.7}, 6)}
+    v = analysis.overtraining_verdict(still_rising)
+    assert v.holds is None and "no overtraining" in v.text
+
+
+def test_analyses_page_shows_each_tab_its_own_verdict():
+    """The page reads every tab's verdict through ``analysis.VERDICT_OF`` under the tab's own name."""
+    source = (ROOT / "app_pages" / "4_Analyses.py").read_text()
+    for key in analysis.VERDICT_OF.values():
+        assert f'"{key}"' not in source  # no hand-picked verdict key that could name another analysis
+    assert "analysis.VERDICT_OF[name]" in source
+    for name in ("scatter", "vulnerability"):
+        assert f'tab_verdict("{name}")' in source
+    for name in ("memorization", "overtraining", "mismatch"):
+        assert f'long_tab("{name}"' in source
+
+
+def test_analyses_page_runs_the_long_analyses_as_worker_jobs_with_their_own_verdicts(monkeypatch):
+    """The long analyses are worker jobs (one per architecture); once done, the overtraining tab
+    shows the verdict computed from the overtraining runs, not the vulnerability one."""
+    import time
+
+    task = get_task("image")
+    monkeypatch.setitem(task.presets, "quick", {**task.presets["quick"], **TINY})
+    for arch in ("ffnn", "rnn"):
+        run_experiment(task.make_config(arch, "quick"))
+    at = AppTest.from_file(str(ROOT / "app_pages" / "4_Analyses.py"))
+    at.run(timeout=120)
+    [button] = [b for b in at.button if b.label == "Run the overtraining analysis (in a worker)"]
+    button.click().run(timeout=120)
+    assert not at.exception, at.exception
+    assert any("Running in a worker" in i.value for i in at.info)
+    deadline = time.time() + 400
+    def verdict_shown():
+        return any(m.value.startswith("**This run:**") and ("the attack accuracy rose by" in m.value
+                                                            or "no overtraining" in m.value) for m in at.markdown)
+
+    while time.time() < deadline and not verdict_shown():
+        time.sleep(2.0)
+        at.run(timeout=120)
+        assert not at.exception, at.exception
+    texts = [m.value for m in at.markdown]
+    assert verdict_shown(), texts
+    assert any("overtraining raises the attack's accuracy a lot for a feed-forward model" in t for t in texts)
+    from ui.shared import job_manager
+
+    done = [j for j in job_manager().recent() if j.kind == "analysis" and j.state == "done"]
+    assert {j.config.arch for j in done} >= {"ffnn", "rnn"}

@@ -1,5 +1,6 @@
 """The app's job queue: worker processes, one job per model config shared by every session, queue
 order, cancel (cached models kept), progress from the worker to the page, clean shutdown."""
+import dataclasses
 import os
 import signal
 import subprocess
@@ -11,9 +12,10 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from core.defenses.sensitivity import cached_sensitivity
 from core.pipeline import cached_summary
 from core.tasks import get_task
-from ui.jobs import CANCELLED, DONE, JobManager
+from ui.jobs import CANCELLED, DONE, JobManager, job_key
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = "app_pages/1_Train_and_attack.py"
@@ -190,3 +192,136 @@ def test_server_shutdown_with_a_running_job_ends_the_worker(tmp_path, how):
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+# ---------------------------------------------------------------------------- the long work of the other pages
+def stages_until_done(job, timeout=300):
+    """The stages a job reported (sampled) until it ended."""
+    seen = set()
+    deadline = time.time() + timeout
+    while not job.done and time.time() < deadline:
+        if job.event is not None:
+            seen.add((job.event.stage, round(job.event.overall_fraction, 2)))
+        time.sleep(0.02)
+    assert job.done, "timed out"
+    return seen
+
+
+def test_job_kinds_and_parameters_make_the_key():
+    cfg = tiny("ffnn")
+    assert job_key(cfg, "sensitivity", params={"pairs": 2}) != job_key(cfg, "sensitivity", params={"pairs": 3})
+    assert job_key(cfg, "analysis", params={"name": "mismatch"}) == job_key(cfg, "analysis", params={"name": "mismatch"})
+    assert job_key(cfg, "analysis", params={"name": "mismatch"}) != job_key(cfg)
+    with pytest.raises(ValueError):
+        job_key(cfg, "train-in-the-server")
+
+
+def test_a_sensitivity_job_runs_in_the_worker_with_progress_and_caches_its_pairs(manager):
+    cfg = tiny("ffnn", epochs=1)
+    assert cached_sensitivity(cfg, 2) is None
+    job = manager.submit([cfg], "sensitivity", {"pairs": 2}).jobs[0]
+    assert manager.submit([cfg], "sensitivity", {"pairs": 2}).jobs[0] is job  # the same job for a second tab
+    assert manager.job(cfg, "sensitivity", {"pairs": 2}) is job and manager.job(cfg) is None
+    seen = stages_until_done(job)
+    assert job.state == DONE, job.error
+    assert job.worker_pid != os.getpid() and job.worker_pid in manager.worker_pids()
+    assert any(stage.startswith("SensitivitySampler") for stage, _ in seen), seen
+    assert job.result["n"] == 2 and job.result["sensitivity"] > 0
+    est = cached_sensitivity(cfg, 2)  # what the Defenses page reads on its next rerun
+    assert est is not None and est.sensitivity == pytest.approx(job.result["sensitivity"])
+    assert "SensitivitySampler (n = 2)" in job.label
+
+
+def test_an_analysis_job_runs_in_the_worker_and_reports_progress(manager):
+    cfg = tiny("rnn", epochs=4, n_train=40, n_eval=20)
+    job = manager.submit([cfg], "analysis", {"name": "memorization"}).jobs[0]
+    seen = stages_until_done(job)
+    assert job.state == DONE, job.error
+    assert [b["block"] for b in job.result["blocks"]] == [1, 2, 3, 4]
+    fractions = sorted(f for stage, f in seen if stage.startswith("memorization"))
+    assert fractions and fractions[-1] > fractions[0], seen  # it moved while it ran
+    bad = manager.submit([cfg], "analysis", {"name": "rm -rf"}).jobs[0]
+    wait(lambda: bad.done)
+    assert bad.state == "failed" and "unknown analysis" in bad.error
+
+
+def test_an_analysis_job_can_be_cancelled_and_the_worker_serves_the_next_job(manager):
+    cfg = tiny("rnn", n_train=200, n_eval=100, epochs=10, n_shadows=2)
+    job = manager.submit([cfg], "analysis", {"name": "overtraining"}).jobs[0]
+    wait(lambda: job.done or (job.event is not None and 0 < job.event.overall_fraction < 0.5), every=0.02)
+    assert job.state == "running", job.error
+    pid, t = job.worker_pid, time.time()
+    manager.cancel(job)
+    wait(lambda: job.done, timeout=30)
+    assert job.state == CANCELLED and time.time() - t < 15
+    after = manager.submit([tiny("ffnn", epochs=1)], "sensitivity", {"pairs": 1}).jobs[0]
+    wait(lambda: after.done)
+    assert after.state == DONE and after.worker_pid == pid  # the worker survived the cancel
+
+
+def test_an_adaptive_job_caches_the_point_the_defenses_page_reads(manager):
+    from core.defenses import Defender, DefenseSpec
+    from core.pipeline import run_experiment, trained_models
+
+    cfg = tiny("ffnn")
+    run_experiment(cfg)
+    spec = DefenseSpec("dirichlet", 1.0)
+    job = manager.submit([cfg], "adaptive", {"spec": dataclasses.asdict(spec)}).jobs[0]
+    wait(lambda: job.done)
+    assert job.state == DONE, job.error
+    assert "adaptive attacker (dirichlet 1)" in job.label
+    point = Defender(trained_models(cfg)).measured(spec, "both")
+    assert point is not None and point["adaptive_attack"]["accuracy"] == job.result["adaptive_attack"]["accuracy"]
+
+
+def test_no_page_runs_work_in_a_server_thread():
+    """The background thread runner is gone: the pages submit worker jobs and poll."""
+    import ui.jobs
+
+    assert not hasattr(ui.jobs, "BackgroundRunner")
+    for page in (ROOT / "app_pages").glob("*.py"):
+        text = page.read_text()
+        assert "threading" not in text and "background_runner" not in text, page.name
+
+
+def test_defenses_page_runs_the_sensitivity_sampler_and_the_adaptive_attacker_as_worker_jobs(monkeypatch):
+    """The GPM's SensitivitySampler and the adaptive attacker: the page submits worker jobs, says
+    they run, and shows their results on a rerun once they are done (nothing trains in the page)."""
+    from core.defenses import DEFAULT_SENSITIVITY_SAMPLES
+    from core.pipeline import run_experiment
+
+    task = get_task("image")
+    monkeypatch.setitem(task.presets, "quick", {**task.presets["quick"], **TINY, "rnn": {"lr": 1e-2}})
+    monkeypatch.setitem(DEFAULT_SENSITIVITY_SAMPLES, "image", 1)
+    run_experiment(task.make_config("ffnn", "quick"))
+    at = AppTest.from_file(str(ROOT / "app.py"))
+    at.switch_page("app_pages/2_Defenses.py")
+    at.run(timeout=60)
+    at.multiselect[0].set_value(["ffnn"])
+    at.radio[0].set_value("gpm").run(timeout=120)
+    assert not at.exception, at.exception
+    assert [m.value for m in at.metric if m.label == "ε (theory)"] == ["—"]
+    [button] = [b for b in at.button if b.label.startswith("Estimate the sensitivity of FFNN")]
+    button.click().run(timeout=120)
+    assert not at.exception, at.exception
+
+    def rerun_until(done, timeout=240):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            at.run(timeout=120)
+            assert not at.exception, at.exception
+            if done():
+                return
+            time.sleep(1.0)
+        raise AssertionError("timed out")
+
+    rerun_until(lambda: [m.value for m in at.metric if m.label == "ε (theory)"] != ["—"])
+    assert not [b for b in at.button if b.label.startswith("Estimate the sensitivity")]
+    at.toggle[0].set_value(True).run(timeout=120)
+    assert any("adaptive attacker" in c.value for c in at.caption)  # queued or running in a worker
+    rerun_until(lambda: any(m.label == "adaptive attack accuracy" for m in at.metric))
+    from ui.shared import job_manager
+
+    kinds = {j.kind: j for j in job_manager().recent() if j.config.arch == "ffnn" and j.state == DONE}
+    assert {"sensitivity", "adaptive"} <= set(kinds)  # both ran as worker jobs of the server's queue
+    assert kinds["sensitivity"].worker_pid != os.getpid() and kinds["adaptive"].worker_pid != os.getpid()

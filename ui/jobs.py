@@ -1,29 +1,36 @@
-"""Training jobs of the app: a small queue served by worker processes, shared by every session.
+"""The app's long computations: a small queue served by worker processes, shared by every session.
 
 Why processes: training in a thread of the Streamlit server shares one interpreter with every
 page's reruns, so both crawl. Here a job runs in a worker process (:mod:`ui.worker`, the same
 ``core`` entry points and thread count as the CLI), and the server only moves messages.
 
-* **One job per model config.** A job trains (or loads) one ``ExperimentConfig``; its key is
-  (cache folder, kind, config hash). Whatever the order of clicks — FFNN then RNN, both at once,
-  one removed and added back, a second browser tab — the same config attaches to the same job.
+* **One job per (config, kind, parameters).** A job computes one thing for one ``ExperimentConfig``;
+  its key is (cache folder, kind, config hash, parameters). Whatever the order of clicks — FFNN then
+  RNN, both at once, one removed and added back, a second browser tab — the same config attaches to
+  the same job. Kinds (:data:`KINDS`, run by :func:`ui.worker.run_job`): ``experiment`` (train and
+  attack: the summary), ``mapview`` (navigation example maps), ``sensitivity`` (the
+  SensitivitySampler, ``pairs`` pairs: its estimate, cached pair by pair), ``analysis`` (one long
+  analysis of ``core.analysis``, ``name`` = memorization, overtraining or mismatch: its data) and
+  ``adaptive`` (a defended point with the adaptive attacker, ``spec`` = a ``DefenseSpec`` as a dict:
+  the point, cached on disk).
 * **A queue.** Jobs wait in submission order for one of ``MIA_JOB_WORKERS`` slots (default 1:
   one training at a time, right for a small machine). Each slot keeps one worker process warm
   between jobs and ends it after ``IDLE_S`` seconds without work.
 * **Progress from the worker**: the pipeline's :class:`~core.progress.ProgressEvent` (stage,
   fraction, measured-rate ETA) arrives over a pipe, a few times per second.
 * **Cancel** stops a running job at its next progress report (a second request, 3 s later, at
-  once); queued jobs just leave the queue. Models already cached stay cached, as with Ctrl-C in
-  the CLI, so training the same config again resumes from them.
+  once); queued jobs just leave the queue. Models (and SensitivitySampler pairs) already cached
+  stay cached, as with Ctrl-C in the CLI, so the same job again resumes from them.
 * **Shutdown** (:meth:`JobManager.shutdown`, registered with ``atexit`` by ``ui.shared``)
   cancels everything and ends the workers; a worker also ends by itself when the server dies.
 
-:class:`BackgroundRunner` keeps the light, interactive computations of the Defenses page
-(adaptive attacker, SensitivitySampler) in a server thread: they need the page's live objects.
+No page trains or fits in the server process: every training (victims, shadows, SensitivitySampler
+pairs, the analyses' extra models) and every adaptive refit runs here, in a worker, cancellable.
 """
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import signal
 import socket
@@ -40,7 +47,6 @@ from typing import Any, Iterable
 
 from core.config import ExperimentConfig
 from core.device import usable_cores
-from core.errors import MIAError
 from core.paths import cache_dir
 from core.progress import ProgressEvent
 from ui.worker import JOB_ENV
@@ -48,6 +54,8 @@ from ui.worker import JOB_ENV
 ROOT = Path(__file__).resolve().parent.parent
 
 QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed", "cancelled"
+#: what a job can compute (see the module docstring and :func:`ui.worker.run_job`)
+KINDS = ("experiment", "mapview", "sensitivity", "analysis", "adaptive")
 ACTIVE = (QUEUED, RUNNING)
 
 #: a warm worker with nothing to do ends after this many seconds
@@ -71,9 +79,29 @@ def _env_now() -> dict[str, str]:
     return {name: os.environ.get(name, "") for name in JOB_ENV}
 
 
-def job_key(config: ExperimentConfig, kind: str = "experiment", cache: str | os.PathLike | None = None) -> str:
-    """A job's identity: the cache it writes to, what it computes and the config's hash."""
-    return f"{Path(cache) if cache is not None else cache_dir()}|{kind}|{config.config_hash}"
+def freeze_params(params: dict[str, Any] | None) -> str:
+    """A job's parameters as canonical JSON (sorted keys; part of its key): JSON-able values only."""
+    if not params:
+        return ""
+    try:
+        return json.dumps(params, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"job parameters must be plain JSON values: {exc}") from None
+
+
+def thaw_params(params: str) -> dict[str, Any]:
+    """The inverse of :func:`freeze_params`."""
+    return json.loads(params) if params else {}
+
+
+def job_key(config: ExperimentConfig, kind: str = "experiment", cache: str | os.PathLike | None = None,
+            params: dict[str, Any] | str | None = None) -> str:
+    """A job's identity: the cache it writes to, what it computes, the config's hash and the parameters."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown job kind {kind!r}; one of {', '.join(KINDS)}")
+    frozen = params if isinstance(params, str) else freeze_params(params)
+    tail = f"|{frozen}" if frozen else ""
+    return f"{Path(cache) if cache is not None else cache_dir()}|{kind}|{config.config_hash}{tail}"
 
 
 ARCH_NAMES = {"ffnn": "FFNN", "rnn": "RNN"}
@@ -87,6 +115,7 @@ class Job:
     key: str
     config: ExperimentConfig
     kind: str = "experiment"
+    params: str = ""  # canonical JSON (freeze_params)
     env: dict[str, str] = field(default_factory=_env_now)
     state: str = QUEUED
     submitted: float = field(default_factory=time.time)
@@ -102,7 +131,13 @@ class Job:
     @property
     def label(self) -> str:
         c = self.config
-        what = "" if self.kind == "experiment" else f" · {self.kind}"
+        p = thaw_params(self.params)
+        what = {"experiment": "", "mapview": " · example maps",
+                "sensitivity": f" · SensitivitySampler (n = {p.get('pairs')})",
+                "analysis": f" · {p.get('name')} analysis",
+                "adaptive": " · adaptive attacker ({mechanism} {value:g})".format(**p["spec"])
+                if isinstance(p.get("spec"), dict) and {"mechanism", "value"} <= set(p["spec"]) else " · adaptive attacker",
+                }.get(self.kind, f" · {self.kind}")
         return f"{c.task} · {ARCH_NAMES.get(c.arch, c.arch)} ({c.preset}){what}"
 
     @property
@@ -264,36 +299,40 @@ class JobManager:
         """A selection's key, independent of its order (kept for pages that poll a selection)."""
         return "+".join(sorted({c.config_hash for c in configs}))
 
-    def submit(self, configs: Iterable[ExperimentConfig], kind: str = "experiment") -> JobGroup:
-        """Queue a job for each config unless one is queued or running already (then attach to it).
+    def submit(self, configs: Iterable[ExperimentConfig], kind: str = "experiment",
+               params: dict[str, Any] | None = None) -> JobGroup:
+        """Queue a job of ``kind`` (with ``params``) for each config unless one is queued or running
+        already (then attach to it).
 
         A config whose last job finished is queued again (the page submits only what is not in
         the cache, so this resumes a cancelled job or retries a failed one).
         """
         configs = list(configs)
+        frozen = freeze_params(params)
         jobs = []
         with self._cond:
             if self._stopping:
                 raise RuntimeError("the job manager is shut down")
             for cfg in configs:
-                key = job_key(cfg, kind)
+                key = job_key(cfg, kind, params=frozen)
                 job = self._jobs.get(key)
                 if job is None or not job.active:
-                    job = Job(next(self._ids), key, cfg, kind)
+                    job = Job(next(self._ids), key, cfg, kind, frozen)
                     self._jobs[key] = job
                     self._queue.append(job)
                 jobs.append(job)
             self._cond.notify_all()
         return JobGroup(configs, jobs)
 
-    def group(self, configs: Iterable[ExperimentConfig], kind: str = "experiment") -> JobGroup:
+    def group(self, configs: Iterable[ExperimentConfig], kind: str = "experiment",
+              params: dict[str, Any] | None = None) -> JobGroup:
         configs = list(configs)
-        return JobGroup(configs, [self.job(c, kind) for c in configs])
+        return JobGroup(configs, [self.job(c, kind, params) for c in configs])
 
-    def job(self, config: ExperimentConfig, kind: str = "experiment") -> Job | None:
-        """The latest job of ``config`` (in the current cache folder), or None."""
+    def job(self, config: ExperimentConfig, kind: str = "experiment", params: dict[str, Any] | None = None) -> Job | None:
+        """The latest job of ``config`` of ``kind`` with ``params`` (in the current cache folder), or None."""
         with self._cond:
-            return self._jobs.get(job_key(config, kind))
+            return self._jobs.get(job_key(config, kind, params=params))
 
     def get(self, key: str) -> JobGroup | None:
         """The jobs of a selection key from :meth:`key_of` (None if none of its configs has one)."""
@@ -436,7 +475,7 @@ class JobManager:
     def _serve(self, slot: int, worker: _Worker, job: Job) -> None:
         """Run ``job`` on ``worker`` and follow its messages until it ends."""
         job.worker_pid = worker.pid
-        worker.conn.send(("run", job.id, job.kind, job.config, job.env))
+        worker.conn.send(("run", job.id, job.kind, job.config, job.env, thaw_params(job.params)))
         asked_at, asked_twice = None, False
         while True:
             if job.cancel_requested:
@@ -493,59 +532,3 @@ class JobManager:
                 worker.stop()
                 self._workers[slot] = None
             return
-
-
-@dataclass
-class Background:
-    """One deduplicated background computation (a function call) and its outcome."""
-
-    key: str
-    label: str
-    started: float = field(default_factory=time.time)
-    progress: str = ""
-    result: Any = None
-    error: str | None = None
-    done: bool = False
-
-
-class BackgroundRunner:
-    """Runs keyed calls one at a time in a daemon thread; the same key never runs twice.
-
-    For work a page must not wait for (the adaptive attacker refitting on defended shadows, the
-    SensitivitySampler): the page submits, polls :meth:`get` and shows the result when done.
-    """
-
-    def __init__(self) -> None:
-        self._items: dict[str, Background] = {}
-        self._lock = threading.Lock()
-        self._slot = threading.Semaphore(1)  # one heavy computation at a time on a small machine
-
-    def get(self, key: str) -> Background | None:
-        with self._lock:
-            return self._items.get(key)
-
-    def submit(self, key: str, label: str, fn, *args, **kwargs) -> Background:
-        """Start ``fn(item, *args, **kwargs)`` unless ``key`` is running or finished without error."""
-        with self._lock:
-            item = self._items.get(key)
-            if item is not None and item.error is None:
-                return item
-            item = self._items[key] = Background(key, label)
-        threading.Thread(target=self._run, args=(item, fn, args, kwargs), daemon=True, name=f"mia-bg-{key[:12]}").start()
-        return item
-
-    def pending(self) -> list[Background]:
-        with self._lock:
-            return [b for b in self._items.values() if not b.done]
-
-    def _run(self, item: Background, fn, args, kwargs) -> None:
-        try:
-            with self._slot:
-                item.result = fn(item, *args, **kwargs)
-        except MIAError as exc:
-            item.error = str(exc)
-        except Exception as exc:  # report, never swallow
-            item.error = f"{type(exc).__name__}: {exc}"
-            traceback.print_exc()
-        finally:
-            item.done = True

@@ -112,12 +112,11 @@ def job_line(job) -> str:
 
 
 def _panel() -> None:
-    from ui.shared import background_runner, job_manager
+    from ui.shared import job_manager
 
     manager = job_manager()
     active = manager.active()
-    pending = background_runner().pending()
-    if not active and not pending:
+    if not active:
         recent = [j for j in manager.recent(300) if j.state in ("failed", "cancelled")]
         if recent:
             st.caption("Recent jobs: " + "; ".join(f"{j.label} {j.state}" for j in recent[:3]))
@@ -138,8 +137,6 @@ def _panel() -> None:
                          help=f"Cancel {job.label} (models already trained stay cached)"):
                 manager.cancel(job)
                 st.rerun(scope="app")
-    for item in pending:
-        st.caption(f":material/settings: {item.label} {item.progress}".strip())
 
 
 #: seconds between refreshes of the sidebar's job panel while jobs run / otherwise (a fragment rerun
@@ -151,10 +148,10 @@ def jobs_sidebar() -> None:
     """The running and queued jobs of the whole server, on every page. The panel refreshes itself
     (every ``POLL_BUSY_S`` while jobs run, every ``POLL_IDLE_S`` otherwise) and reruns the page when a
     job starts or ends, so a page waiting for a model shows it as soon as it is cached."""
-    from ui.shared import background_runner, job_manager
+    from ui.shared import job_manager
 
     def state() -> tuple:
-        return (tuple(j.id for j in job_manager().active()), len(background_runner().pending()))
+        return tuple(j.id for j in job_manager().active())
 
     seen = state()
 

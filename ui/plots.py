@@ -12,6 +12,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from core import studies
+
 ARCH_COLOURS = {"ffnn": "#1f77b4", "rnn": "#d62728"}
 ARCH_NAMES = {"ffnn": "FFNN", "rnn": "RNN"}
 ATTACK_DASH = {"shadow": "solid", "loss_threshold": "dash", "entropy_threshold": "dot", "prmia": "dashdot",
@@ -280,15 +282,6 @@ def steps_curves(summaries: list[dict[str, Any]]) -> go.Figure | None:
 
 
 # ---------------------------------------------------------------------------- defenses
-#: 001 Tables 1–2: attack accuracy and utility under Dir_k as the study reports them
-STUDY_DIRICHLET = {
-    "navigation": {"metric": "total reward", "rows": {None: (99.19, 0.9095), 100.0: (98.74, 0.9047), 10.0: (55.87, 0.8960),
-                                                      1.0: (50.59, 0.8936), 0.1: (50.00, 0.8843), 0.01: (50.00, 0.8783)}},
-    "translation": {"metric": "BLEU", "rows": {None: (81.02, 46.74), 100.0: (67.53, 46.53), 10.0: (55.98, 46.02),
-                                               1.0: (53.42, 44.57), 0.1: (50.42, 43.961), 0.01: (50.34, 43.74)}},
-}
-
-
 def defense_curves(points: dict[str, list[dict[str, Any]]], baselines: dict[str, dict[str, Any]], value_name: str,
                    current: float | None, log_x: bool) -> go.Figure:
     """Attack accuracy (solid) and utility loss (dotted, right axis) over the mechanism's value,
@@ -344,28 +337,37 @@ def _best_strong_auc(point: dict[str, Any] | None) -> float | None:
 
 
 def dirichlet_table(task: str, rows: dict[str, list[dict[str, Any]]], baselines: dict[str, dict[str, Any]]) -> pd.DataFrame:
-    """The studies' rows (k = 100 … 0.01) beside the measured naive / adaptive attack and utility."""
-    study = STUDY_DIRICHLET.get(task)
+    """Our measured naive / adaptive attack and utility per k (k = 100 … 0.01), one row per
+    (architecture, k), ``source`` "ours". The study's own rows (:data:`core.studies.DIRICHLET`,
+    001 Tables 1–2) follow as separate rows, ``source`` naming the paper and table, on the
+    architecture the study reports them for (its RNN victims only: no study figure on an FFNN row)."""
     out = []
+    ks = [None, 100.0, 10.0, 1.0, 0.1, 0.01]
     for arch, pts in rows.items():
         name = ARCH_NAMES.get(arch, arch)
         by_k = {p["value"]: p for p in pts}
-        for k in [None, 100.0, 10.0, 1.0, 0.1, 0.01]:
+        for k in ks:
             p = by_k.get(k) if k is not None else None
             base = baselines[arch]
-            row = {"arch": name, "k": "no protection" if k is None else f"{k:g}",
-                   "attack acc (naive)": base["attack"]["accuracy"] if k is None else (p["attack"]["accuracy"] if p else None),
-                   "attack acc (adaptive)": (p["adaptive_attack"]["accuracy"] if p and p.get("adaptive_attack") else None),
-                   "LiRA/RMIA AUC (best)": _best_strong_auc(base if k is None else p),
-                   "utility": base["utility"] if k is None else (p.get("utility") if p else None),
-                   "utility loss": 0.0 if k is None else (p.get("utility_loss") if p else None)}
-            if study:
-                acc, util = study["rows"][k]
-                row[f"study: attack acc"] = acc / 100
-                row[f"study: {study['metric']}"] = util
-            out.append(row)
+            out.append({"source": "ours (this preset)", "arch": name, "k": "no protection" if k is None else f"{k:g}",
+                        "attack acc (naive)": base["attack"]["accuracy"] if k is None else (p["attack"]["accuracy"] if p else None),
+                        "attack acc (adaptive)": (p["adaptive_attack"]["accuracy"] if p and p.get("adaptive_attack") else None),
+                        "LiRA/RMIA AUC (best)": _best_strong_auc(base if k is None else p),
+                        "utility": base["utility"] if k is None else (p.get("utility") if p else None),
+                        "utility loss": 0.0 if k is None else (p.get("utility_loss") if p else None)})
+    for arch in rows:
+        study = studies.dirichlet_rows(task, arch)
+        if not study:
+            continue
+        base_util = study["rows"][None][2]
+        for k in ks:
+            acc, _, util, _ = study["rows"][k]
+            out.append({"source": f"study ({study['source'].cite()}: {study['model']}, {study['metric']})",
+                        "arch": ARCH_NAMES.get(arch, arch), "k": "no protection" if k is None else f"{k:g}",
+                        "attack acc (naive)": acc / 100, "attack acc (adaptive)": None, "LiRA/RMIA AUC (best)": None,
+                        "utility": util, "utility loss": 1.0 - util / base_util})
     df = pd.DataFrame(out)
-    for col in df.columns[2:]:  # numbers: a missing one is NaN (shown as "—"), not the string None
+    for col in df.columns[3:]:  # numbers: a missing one is NaN (shown as "—"), not the string None
         df[col] = pd.to_numeric(df[col], errors="coerce")
     return df
 
@@ -523,11 +525,13 @@ def training_defense_table(points: dict[str, list[dict[str, Any]]], baselines: d
 
 def dpsgd_recipe_table(study: dict[str, Any], study_eps: list[dict[str, Any]],
                        ours: dict[str, list[dict[str, Any]]]) -> pd.DataFrame:
-    """Paper 000 Table 2's DP-SGD row for the task (with the ε its recipe gives at each σ, from
-    Opacus' accountants) beside the recipe and ε of our measured points."""
+    """The study's DP-SGD recipe for the task (:data:`core.studies.DPSGD_RECIPE`, paper 000 Table 2)
+    with the ε *we* compute for that recipe at each of our σ (the paper prints none; the ``source``
+    says so), beside the recipe and ε of our measured points."""
     rows = []
     for e in study_eps:
-        rows.append({"source": f"study ({study['task']}, Table 2)", "|D|": str(study["train_size"]),
+        rows.append({"source": f"study's recipe ({studies.DPSGD_RECIPE_SOURCE.cite()}, {study['task']}); "
+                               "ε computed by us at our σ", "|D|": str(study["train_size"]),
                      "batch": study["batch"], "epochs": study["epochs"], "C": study["clip_norm"], "δ": study["delta"],
                      "σ": e["sigma"], "q": e["sample_rate"], "steps": e["steps"], "ε RDP": e["epsilon_rdp"],
                      "ε PRV": e["epsilon_prv"], "utility loss": None})

@@ -9,22 +9,16 @@ import streamlit as st
 
 from core.config import ExperimentConfig
 from core.paths import cache_dir
-from ui.jobs import BackgroundRunner, JobManager
+from ui.jobs import JobManager
 
 
 @st.cache_resource
 def job_manager() -> JobManager:
-    """One queue of training jobs per server process: shared by every tab, survives reruns; its
-    worker processes end with the server."""
+    """One queue of jobs (trainings, SensitivitySampler, long analyses, adaptive refits) per server
+    process: shared by every tab, survives reruns; its worker processes end with the server."""
     manager = JobManager()
     atexit.register(manager.shutdown)
     return manager
-
-
-@st.cache_resource
-def background_runner() -> BackgroundRunner:
-    """One runner of background computations (adaptive attacker, SensitivitySampler) per server."""
-    return BackgroundRunner()
 
 
 class _NotCached(Exception):

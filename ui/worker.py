@@ -1,11 +1,11 @@
-"""The worker process that trains for the app: ``python -m ui.worker FD SERVER_PID`` (started by
-:mod:`ui.jobs`).
+"""The worker process that trains and fits for the app: ``python -m ui.worker FD SERVER_PID``
+(started by :mod:`ui.jobs`). Every job kind of :data:`ui.jobs.KINDS` runs here (:func:`run_job`).
 
 It never imports Streamlit. The app server (its parent) talks to it over the inherited socket ``FD``
 with pickled tuples (a :class:`multiprocessing.connection.Connection`; only these two processes
 hold its ends):
 
-* server → worker: ``("run", job_id, kind, config, env)`` and ``("stop",)``;
+* server → worker: ``("run", job_id, kind, config, env, params)`` and ``("stop",)``;
 * worker → server: ``("ready", pid)``, then per job ``("progress", job_id, ProgressEvent)`` …
   and one of ``("done", job_id, result)``, ``("error", job_id, message)``, ``("cancelled", job_id)``.
 
@@ -18,6 +18,7 @@ its workers) and ends by itself when the server process disappears (``kill -9`` 
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import sys
@@ -26,6 +27,8 @@ import time
 import traceback
 from multiprocessing.connection import Connection
 from typing import Any
+
+from core.errors import ConfigError
 
 #: environment variables a job carries from the server (its value at submit time; "" = unset)
 JOB_ENV = ("MIA_CACHE_DIR", "MIA_DATA_ROOT", "MIA_DEVICE")
@@ -111,8 +114,32 @@ def _set_env(env: dict[str, str]) -> None:
             os.environ.pop(name, None)
 
 
-def run_job(kind: str, config: Any, progress) -> Any:
-    """What a job computes (the same entry points the CLI uses)."""
+#: the analyses that train models of their own, run as jobs of kind "analysis" (``params["name"]``)
+LONG_ANALYSES = ("memorization", "overtraining", "mismatch")
+
+
+def _one_stage(stage: str, progress):
+    """A fraction callback for work that reports ``fraction`` only: one stage of a
+    :class:`~core.progress.ProgressTracker`, so the page gets stage, fraction and a measured-rate ETA
+    (and every report is a cancel checkpoint, through ``progress``)."""
+    from core.progress import ProgressTracker
+
+    tracker = ProgressTracker([(stage, 1.0)], progress)
+    tracker.update(stage, 0.0, force=True)
+    return lambda fraction: tracker.update(stage, float(fraction))
+
+
+def run_job(kind: str, config: Any, progress, params: dict[str, Any] | None = None) -> Any:
+    """What a job computes (the same entry points the CLI uses).
+
+    * ``experiment``: ``run_experiment`` → the summary;
+    * ``mapview``: the navigation example maps;
+    * ``sensitivity``: ``params["pairs"]`` SensitivitySampler pairs (``sample_sensitivity``, each pair
+      cached as it finishes) → the estimate as a dict;
+    * ``analysis``: ``core.analysis.<params["name"]>(config)`` for a name of :data:`LONG_ANALYSES` → its data;
+    * ``adaptive``: ``Defender.point(DefenseSpec(**params["spec"]), "both")`` → the point (cached on disk).
+    """
+    params = params or {}
     if kind == "experiment":
         from core.pipeline import run_experiment
 
@@ -129,6 +156,33 @@ def run_job(kind: str, config: Any, progress) -> Any:
         from ui.mapview import compute_map_views
 
         return compute_map_views(config, progress=progress)
+    if kind == "sensitivity":
+        from core.defenses.sensitivity import sample_sensitivity
+
+        pairs = params.get("pairs")
+        if not isinstance(pairs, int) or isinstance(pairs, bool) or not 1 <= pairs <= 10_000:
+            raise ConfigError(f"SensitivitySampler pairs must be an integer in 1..10000, got {pairs!r}")
+        fraction = _one_stage(f"SensitivitySampler ({config.arch}, {pairs} pairs)", progress)
+        return sample_sensitivity(config, pairs, on_pair=lambda done, total: fraction(done / total)).to_dict()
+    if kind == "analysis":
+        from core import analysis
+
+        name = params.get("name")
+        if name not in LONG_ANALYSES:
+            raise ConfigError(f"unknown analysis job {name!r}; one of {', '.join(LONG_ANALYSES)}")
+        return getattr(analysis, name)(config, progress=_one_stage(f"{name} ({config.arch})", progress))
+    if kind == "adaptive":
+        from core.defenses import Defender, DefenseSpec
+        from core.pipeline import trained_models
+
+        fields = params.get("spec")
+        if not isinstance(fields, dict) or not set(fields) <= {f.name for f in dataclasses.fields(DefenseSpec)}:
+            raise ConfigError(f"an adaptive job needs a DefenseSpec as a dict, got {fields!r}")
+        spec = DefenseSpec(**fields).validate()
+        fraction = _one_stage(f"adaptive attacker ({config.arch}, {spec.mechanism} {spec.value:g})", progress)
+        point = Defender(trained_models(config)).point(spec, "both", utility=True)
+        fraction(1.0)
+        return point
     raise ValueError(f"unknown job kind {kind!r}")
 
 
@@ -157,7 +211,8 @@ def serve(conn: Connection, parent: int) -> None:
             return
         if msg[0] == "stop":
             return
-        _, job_id, kind, config, env = msg
+        _, job_id, kind, config, env, *rest = msg
+        params = rest[0] if rest else {}
         _set_env(env)
         last = [0.0]
 
@@ -171,7 +226,7 @@ def serve(conn: Connection, parent: int) -> None:
         _state.update(running=True, cancel=False)
         try:
             try:
-                result = run_job(kind, config, progress)
+                result = run_job(kind, config, progress, params)
                 _checkpoint()
             except MIAError as exc:
                 reply = ("error", job_id, str(exc))

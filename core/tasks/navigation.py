@@ -228,8 +228,8 @@ class NavigationTask(Task):
              "layout (MiniGrid's MultiRoom-N4-S5-v1: its '-v0' id builds six rooms) with 16 member maps; plain PPO "
              "never reaches a goal there, so agents train with a start-room curriculum on their member maps "
              "(episodes first start in the goal's room, then ever farther back; queries always start at the map's "
-             "own start): both agents then reach the goal on 15 of 16 member maps after 819,200 frames. The "
-             "curriculum is part of the training recipe, so the shadows follow it too.")
+             "own start); the run shown reports how often its agents reach the goal. The curriculum is part of the "
+             "training recipe, so the shadows follow it too.")
     presets = {
         # few member maps, each seen many times: memorisation, an attack clearly above chance
         # (8 maps, each replayed ~1,000 times over 122,880 frames)

@@ -263,11 +263,11 @@ class TranslationTask(Task):
              "per-token probability values; PRMIA reads only the reference tokens' ranks, the BLEU-feature attack "
              "only the model's own greedy translation; LiRA and RMIA compare each token's probability with the "
              "shadows' on the same sentence. The built-in captions corpus decides every synonym and word order by "
-             "context the source shows (docs/captions_grammar.md), so both architectures generalise on the quick "
-             "preset (measured on 2 CPU cores: validation BLEU 34 Transformer, 61 LSTM). The quick preset is sized "
-             "for captions and is too small for real data: on Multi30K en→de with its sizes the LSTM reaches train "
-             "BLEU 6 and the Transformer 28.5, at about 160 s per model on 2 CPU cores, so the comparison would set "
-             "a model that learned against one that did not. For Multi30K use the paper preset (the study's sizes; "
+             "context the source shows (docs/captions_grammar.md), so that both architectures can generalise on the "
+             "quick preset (the run shown reports its own training and validation BLEU). The quick preset is sized "
+             "for captions and is too small for real data: on Multi30K en→de with its sizes a model may barely "
+             "learn, and the comparison would then set a model that learned against one that did not (compare the "
+             "two runs' BLEU before reading their attacks). For Multi30K use the paper preset (the study's sizes; "
              "a GPU recommended).")
     real_datasets = ("multi30k",)
     presets = {

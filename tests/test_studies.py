@@ -1,0 +1,87 @@
+"""The studies' figures (core/studies.py) are labelled as the paper's, on the architecture they
+belong to, and ours as ours; task texts carry no measured figures of ours (issue 18, points 11–12)."""
+import re
+
+import pytest
+
+from core import studies
+from core.sweeps import study_recipe_epsilons
+from core.tasks import available_tasks, get_task
+from ui import plots
+
+#: a figure in prose: a decimal, a percentage, "N of M", a BLEU/AUC/accuracy value, seconds
+FIGURE = re.compile(r"\d+\.\d+|\d+\s?%|\b\d+ of \d+\b|\b(?:BLEU|AUC|accuracy|return)\s+\d|\d+\s?s\b")
+
+
+def measured_figures(text: str) -> list[str]:
+    """Sentences of ``text`` with a figure that is not labelled as a study's (``paper NNN``)."""
+    sentences = re.split(r"(?<=[.;:])\s+", text)
+    return [s for s in sentences if FIGURE.search(s) and not re.search(r"\bpaper \d{3}\b", s)]
+
+
+def test_the_figure_check_catches_the_old_frozen_texts():
+    old_image = ("measured here, the CNN reaches validation accuracy 0.95 and the ReNet 0.875, and every attack "
+                 "finds the CNN at least as vulnerable (LiRA AUC 0.78 vs 0.64).")
+    old_translation = "preset (measured on 2 CPU cores: validation BLEU 34 Transformer, 61 LSTM)."
+    old_navigation = "both agents then reach the goal on 15 of 16 member maps after 819,200 frames."
+    old_timing = "at about 160 s per model on 2 CPU cores."
+    for text in (old_image, old_translation, old_navigation, old_timing):
+        assert measured_figures(text), text
+    assert not measured_figures("The study (paper 000, CIFAR-10) found 70 % vs 90 %.")
+
+
+@pytest.mark.parametrize("name", available_tasks())
+def test_task_texts_carry_no_measured_figures(name):
+    task = get_task(name)
+    assert task.about, name
+    assert measured_figures(task.about) == [], task.about
+
+
+def test_dirichlet_figures_are_the_papers_on_their_rnn_victims_only():
+    assert set(studies.DIRICHLET) == {("navigation", "rnn"), ("translation", "rnn")}
+    for (task, arch), table in studies.DIRICHLET.items():
+        assert table["source"].paper == "001" and table["source"].where in ("Table 1", "Table 2")
+        assert table["source"].note and table["model"]
+        assert set(table["rows"]) == {None, 100.0, 10.0, 1.0, 0.1, 0.01}
+    assert studies.dirichlet_rows("navigation", "ffnn") is None and studies.dirichlet_rows("image", "rnn") is None
+
+
+def _point(k, acc):
+    return {"value": k, "attack": {"accuracy": acc}, "attacks": {}, "utility": 0.5, "utility_loss": 0.1}
+
+
+def test_dirichlet_table_labels_the_papers_rows_and_ours():
+    base = {"attack": {"accuracy": 0.7}, "attacks": {}, "utility": 0.9}
+    rows = {"ffnn": [_point(10.0, 0.6)], "rnn": [_point(10.0, 0.65)]}
+    df = plots.dirichlet_table("translation", rows, {"ffnn": base, "rnn": base})
+    study = df[df["source"].str.startswith("study")]
+    ours = df[df["source"].str.startswith("ours")]
+    assert set(study["arch"]) == {"RNN"}  # no study figure on an FFNN row
+    assert all("paper 001, Table 2" in s for s in study["source"])
+    assert study.loc[study["k"] == "no protection", "attack acc (naive)"].item() == pytest.approx(0.8102)
+    assert set(ours["arch"]) == {"FFNN", "RNN"} and len(ours) == 12
+    assert ours.loc[(ours["arch"] == "FFNN") & (ours["k"] == "10"), "attack acc (naive)"].item() == 0.6
+    # image: the studies report nothing, so only our rows
+    assert set(plots.dirichlet_table("image", rows, {"ffnn": base, "rnn": base})["source"]) == {"ours (this preset)"}
+
+
+def test_dpsgd_recipe_rows_say_their_epsilon_is_ours():
+    eps = study_recipe_epsilons("image", [1.0])
+    assert eps[0]["computed_by"].startswith("us") and "paper 000, Table 2" in eps[0]["computed_by"]
+    df = plots.dpsgd_recipe_table(studies.DPSGD_RECIPE["image"], eps, {})
+    assert "ε computed by us" in df["source"].item() and "paper 000, Table 2" in df["source"].item()
+    assert eps[0]["sample_rate"] == pytest.approx(128 / 10000)
+
+
+def test_sensitivities_are_the_papers_per_architecture():
+    assert studies.sensitivity("image", "rnn") == 0.013209 and studies.sensitivity("image", "ffnn") == 0.013518
+    s = studies.sensitivity_sentence("translation")
+    assert "paper 000, Table 1" in s and "0.11678" in s and "0.11845" in s
+    assert studies.sensitivity_sentence("nope") == ""
+
+
+def test_every_finding_has_a_source():
+    for name, (text, source) in {**studies.ARCH_FINDINGS, **studies.ANALYSIS_FINDINGS}.items():
+        assert text and source.paper in ("000", "001"), name
+    from core.analysis import ANALYSES
+    assert set(studies.ANALYSIS_FINDINGS) == set(ANALYSES)
