@@ -258,7 +258,19 @@ class RayExecutor(Executor):
                 kwargs["address"] = address
             else:
                 kwargs["num_cpus"] = num_cpus
-            ray.init(**kwargs)
+            try:
+                ray.init(**kwargs)
+            except (ValueError, ConnectionError, TimeoutError) as exc:
+                # `ray://` needs the client extra (ValueError "Ray Client requires pip package
+                # `ray[client]`"), a malformed address is a ValueError, an unreachable one a
+                # ConnectionError: the user's to fix, one line
+                from .errors import ConfigError
+
+                where = f"the Ray cluster at {address!r}" if address else "a local Ray instance"
+                reason = " ".join(str(exc).split())
+                if "ray[client]" in reason:
+                    reason = "Ray's client extra is not installed (pip install 'ray[client]')"
+                raise ConfigError(f"cannot start the ray executor on {where}: {reason}") from None
         self._ray = ray
         self._cpus_per_job = cpus_per_job
         self._remote = ray.remote(num_cpus=cpus_per_job)(run_job)

@@ -597,8 +597,9 @@ def cached_summary(cfg: ExperimentConfig, cache: ArtifactCache | None = None) ->
     """The cached JSON summary of ``cfg`` (marked ``cache_hit``), or None if it was never run."""
     cache = cache or ArtifactCache()
     summary = cache.get_json(cache.key("result", cfg.config_hash), validate=_SUMMARY)
-    if summary is not None:
+    if summary is not None:  # what *this* load did (the stored values are the first run's)
         summary["cache_hit"] = True
+        summary["models_from_cache"] = {"victim": True, "shadows": int(summary["config"].get("n_shadows", 0))}
     return summary
 
 
