@@ -247,21 +247,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def out_folder(text: str) -> Path:
+def out_folder(text: str, create: bool = True) -> Path:
     """The folder ``analyze --out DIR`` writes into, created (with its parents) if missing, as
-    users expect of an output folder. A path that exists and is not a folder — a file, a device,
-    or a symbolic link (even to a folder: the files would land where the link points) — is an
-    :class:`OutputPathError`, as is one that cannot be created."""
+    users expect of an output folder (``create=False``: only checked). A path that exists and is
+    not a folder — a file, a device, or a symbolic link (even to a folder: the files would land
+    where the link points) — is an :class:`OutputPathError`, as is one that cannot be created."""
     if not text or not text.strip() or "\x00" in text:
         raise OutputPathError(f"--out {show_path(text)} is not a valid folder name")
     try:
         folder = Path(text).expanduser().absolute()
     except RuntimeError:  # "~nosuchuser/dir"
         raise OutputPathError(f"cannot write into {show_path(text)}: no such user's home directory") from None
-    if folder.is_symlink():
-        raise OutputPathError(f"--out {show_path(text)} is a symbolic link; give a folder (links are not followed)")
-    if folder.exists() and not folder.is_dir():
-        raise OutputPathError(f"--out {show_path(text)} exists and is not a folder; give a folder (it is created if missing)")
+    try:
+        if folder.is_symlink():
+            raise OutputPathError(f"--out {show_path(text)} is a symbolic link; give a folder (links are not followed)")
+        if folder.exists() and not folder.is_dir():
+            raise OutputPathError(f"--out {show_path(text)} exists and is not a folder; give a folder (it is created if missing)")
+    except OutputPathError:
+        raise
+    except OSError as exc:  # a name longer than the system allows, …
+        raise OutputPathError(f"--out {show_path(text)}: {exc.strerror or exc}") from None
+    if not create:
+        return folder
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -280,6 +287,14 @@ def analysis_names(text: str) -> tuple[str, ...]:
     return from_text
 
 
+def analysis_archs(text: str) -> list[str]:
+    """``--archs``: ffnn and/or rnn, comma-separated."""
+    archs = [a.strip() for a in text.split(",") if a.strip()]
+    if not archs or any(a not in ("ffnn", "rnn") for a in archs):
+        raise ConfigError(f"--archs must list ffnn and/or rnn, got {text!r}")
+    return archs
+
+
 #: ``core.analysis.ANALYSES``, named here so that ``--analysis`` is checked without importing torch
 #: (tests/test_trust_cli.py keeps the two equal)
 ANALYSIS_NAMES = ("scatter", "vulnerability", "memorization", "overtraining", "mismatch")
@@ -290,14 +305,13 @@ def _analyze(args: argparse.Namespace) -> int:
     from .report import write_analyses
 
     names = analysis_names(args.analysis)
-    archs = [a.strip() for a in args.archs.split(",") if a.strip()]
-    if not archs or any(a not in ("ffnn", "rnn") for a in archs):
-        raise ConfigError(f"--archs must list ffnn and/or rnn, got {args.archs!r}")
+    archs = analysis_archs(args.archs)
     task = get_task(args.task)
     sets = check_named_sets(parse_sets(args.sets), args)
     configs = {a: task.make_config(a, args.preset, sets) for a in archs}
     folder = out_folder(args.out)  # after the checks: a refused run creates no folder
-    check_out_path(folder / "analyses.json")  # writable, before any work
+    for name in ("analyses.json", *(f"{n}.{ext}" for n in names for ext in ("csv", "html"))):
+        check_out_path(folder / name)  # writable, regular files only: before any work
     last = [""]
 
     def progress(stage: str, fraction: float) -> None:
@@ -409,6 +423,8 @@ def check_arguments(args: argparse.Namespace) -> Path | None:
             raise ConfigError(f"--sensitivity-samples must be >= 0, got {args.sensitivity_samples}")
     if args.command == "analyze":
         analysis_names(args.analysis)
+        analysis_archs(args.archs)
+        out_folder(args.out, create=False)  # created once the config is valid too
         return None
     out = getattr(args, "out", None)
     # `--out ''` used to mean stdout; an empty name is a mistake (a variable that was not set)
