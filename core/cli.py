@@ -18,6 +18,7 @@ answers at once; the config's values are checked next, still before any work. Re
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import signal
@@ -87,7 +88,8 @@ def emit_json(obj: Any) -> None:
     except BrokenPipeError:
         raise
     except OSError as exc:
-        reason = "the disk is full" if exc.errno in (28, 122) else (exc.strerror or str(exc))  # ENOSPC, EDQUOT
+        full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
+        reason = f"the disk is full ({exc.strerror})" if full else (exc.strerror or str(exc))
         raise OutputPathError(f"cannot write the JSON to stdout: {reason}") from None
 
 

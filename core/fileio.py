@@ -167,7 +167,8 @@ def write_text_atomically(path: str | os.PathLike, text: str) -> None:
         if isinstance(exc, OutputPathError):
             raise
         if isinstance(exc, OSError):
-            reason = "the disk is full" if exc.errno in (errno.ENOSPC, errno.EDQUOT) else (exc.strerror or str(exc))
+            full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
+            reason = f"the disk is full ({exc.strerror})" if full else (exc.strerror or str(exc))
             raise OutputPathError(f"cannot write {show_path(target)}: {reason}") from None
         raise
 

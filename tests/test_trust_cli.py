@@ -252,7 +252,7 @@ def test_json_to_a_full_stdout_is_one_line(monkeypatch, capsys):
     monkeypatch.setattr(sys, "stdout", Full())
     rc = cli.guarded(cli.emit_json, {"a": 1})
     err = capsys.readouterr().err
-    assert rc == 2 and err == "error: cannot write the JSON to stdout: the disk is full\n"
+    assert rc == 2 and err == "error: cannot write the JSON to stdout: the disk is full (No space left on device)\n"
 
 
 # ---------------------------------------------------------------- Ray, data root, CIFAR labels
