@@ -111,7 +111,7 @@ def refusal_cases(t: Path, s: dict[str, Path]) -> list[list[str]]:
         ["analyze", "--task", "image", "--out", "~nosuchuser/reports"],
         ["analyze", "--task", "image", "--out", ""],
         ["analyze", "--task", "image", "--out", str(t / "x"), "--out", str(t / "y")],
-        ["analyze", "--task", "image", "--out", str(t / "never"), "--analysis", "bogus"],
+        ["analyze", "--task", "image", "--out", str(t / "never"), "--analysis", " , "],
         ["analyze", "--task", "image", "--out", str(t / "never"), "--archs", "cnn"],
     ]
 
@@ -414,10 +414,12 @@ def test_tiny_config_cache_hit_tiny_k_and_analyze_folder(tmp_path, capsys):
     json.loads(capsys.readouterr().out)
 
 
-def test_analysis_names_known_to_the_cli_are_the_library_s():
-    from core.analysis import ANALYSES
-
-    assert cli.ANALYSIS_NAMES == tuple(ANALYSES)
+def test_an_unknown_analysis_is_refused_before_any_folder_or_work(tmp_path, capsys):
+    folder = tmp_path / "never"
+    assert cli.main(["analyze", "--task", "image", "--analysis", "scatter,bogus", "--out", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: unknown analyses ['bogus']") and err.count("\n") == 1
+    assert not folder.exists()
 
 
 # ---------------------------------------------------------------- processes: Ctrl-C, orphans
