@@ -9,7 +9,7 @@
 Every failure the user can fix prints one line ``error: ...`` on stderr and exits with 2 (bad
 arguments, an option given twice, bad config values, missing data, an unwritable ``--out`` or one
 that is not a regular file, a full disk); Ctrl-C prints one line and exits with 130, from the
-first instant (the handler is installed before the heavy imports). The options are parsed and
+start (the handler is installed before the heavy imports; only the light package import precedes it). The options are parsed and
 checked before torch is imported (``import torch`` takes over a second), so refused input
 answers at once; the config's values are checked next, still before any work. Reusable pieces
 for further subcommands: :class:`OneLineErrorParser`, :class:`Once`, :func:`guarded`,
