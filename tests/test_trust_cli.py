@@ -1,6 +1,7 @@
 """Issue 18, points 3, 7, 8, 9, 14: the CLI's `--out`, one-line errors, refused input, orphans, the
 app's error details. Files and nodes are stand-ins made in a temp folder (never the real /dev)."""
 import errno
+import importlib.util
 import json
 import os
 import pickle
@@ -16,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from scipy import special
 
 from core import cli, fileio
 from core.errors import ConfigError, DatasetNotFoundError, OutputPathError
@@ -257,8 +259,6 @@ def test_json_to_a_full_stdout_is_one_line(monkeypatch, capsys):
 
 # ---------------------------------------------------------------- Ray, data root, CIFAR labels
 def test_ray_without_its_client_extra_is_one_line():
-    import importlib.util
-
     if importlib.util.find_spec("ray") is None or importlib.util.find_spec("grpc") is not None:
         pytest.skip("needs ray installed without its client extra (grpcio)")
     from core.executor import make_executor
@@ -313,8 +313,7 @@ def test_train_page_says_so_when_the_data_root_does_not_resolve(monkeypatch):
 def write_batches(folder: Path, labels) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     for name in [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]:
-        n = len(labels) if not hasattr(labels[0], "__len__") else len(labels)
-        batch = {b"labels": labels, b"data": np.zeros((n, 3072), np.uint8)}
+        batch = {b"labels": labels, b"data": np.zeros((len(labels), 3072), np.uint8)}
         with open(folder / name, "wb") as fh:
             pickle.dump(batch, fh, protocol=2)
 
@@ -362,7 +361,6 @@ def test_dirichlet_keeps_moderate_k_bit_identical():
     for k in (1e9, 100.0, 0.01, 1e-6):
         a = dirichlet.sample_probs(p, k, 1e-6, np.random.default_rng(3))
         g = dirichlet.log_gamma_variates(np.random.default_rng(3), k * dirichlet.floor_probs(p, 1e-6))
-        from scipy import special
         assert np.array_equal(a, g - special.logsumexp(g, axis=-1, keepdims=True))
 
 
