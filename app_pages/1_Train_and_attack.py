@@ -57,11 +57,16 @@ with d1:
                            key=f"{prefix}:dataset")
 data_dir = base.data_dir
 if dataset in task.real_datasets:
+    try:  # MIA_DATA_ROOT may name nothing that resolves ("~nosuchuser"): say so, no traceback
+        root_text = str(data_root())
+    except MIAError as exc:
+        st.error(str(exc))
+        st.stop()
     with d2:
         data_dir = st.text_input(f"Local {dataset} folder", value=base.data_dir, key=f"{prefix}:data_dir",
                                  help="CIFAR-10: the extracted 'cifar-10-batches-py' folder (data_batch_1 … data_batch_5). "
                                       "Multi30K: the folder with train.{en,de,fr}.gz, val.*.gz, test_2016_flickr.*.gz. "
-                                      f"It must lie under the data root {str(data_root())!r} (set MIA_DATA_ROOT to change it).")
+                                      f"It must lie under the data root {root_text!r} (set MIA_DATA_ROOT to change it).")
     if data_dir.strip():
         try:  # folders typed here are confined to the data root (the page may be served on a network)
             data_dir = str(resolve_data_dir(data_dir))

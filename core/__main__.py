@@ -1,5 +1,9 @@
 import sys
 
-from .cli import main
+try:
+    from .cli import main
+except KeyboardInterrupt:  # Ctrl-C while the (light) CLI module loads, before its handler exists
+    print("interrupted; cached models are kept", file=sys.stderr)
+    sys.exit(130)
 
 sys.exit(main())

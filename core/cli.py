@@ -7,14 +7,19 @@
     python -m core defend --task image --arch rnn --mechanism dpsgd --values 1,3,8 --target-epsilon
 
 Every failure the user can fix prints one line ``error: ...`` on stderr and exits with 2 (bad
-arguments, bad config values, missing data, an unwritable ``--out``); Ctrl-C prints one line
-and exits with 130. Reusable pieces for further subcommands: :class:`OneLineErrorParser`,
-:func:`guarded`, :func:`parse_sets`, :func:`check_named_sets`, and
+arguments, an option given twice, bad config values, missing data, an unwritable ``--out`` or one
+that is not a regular file, a full disk); Ctrl-C prints one line and exits with 130, from the
+start (the handler is installed before the heavy imports; only the light package import precedes it). The options are parsed and
+checked before torch is imported (``import torch`` takes over a second), so refused input
+answers at once; the config's values are checked next, still before any work. Reusable pieces
+for further subcommands: :class:`OneLineErrorParser`, :class:`Once`, :func:`guarded`,
+:func:`parse_sets`, :func:`check_named_sets`, :func:`check_arguments`, and
 :func:`core.fileio.check_out_path` / :func:`core.fileio.write_json_atomically`.
 """
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import signal
@@ -23,9 +28,10 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, NoReturn, Sequence
 
-from .errors import ConfigError, MIAError
-from .fileio import check_out_path, write_json_atomically
-from .tasks import available_tasks, get_task
+from .errors import ConfigError, MIAError, OutputPathError
+from .executor import EXECUTORS
+from .fileio import check_out_path, show_path, write_json_atomically
+from .tasks import available_tasks, get_task  # light: a task's module (and torch) loads on first use
 
 #: printed (alone) when a run is interrupted with Ctrl-C
 INTERRUPTED = "interrupted; cached models are kept"
@@ -44,6 +50,48 @@ class OneLineErrorParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_ERROR, f"error: {message} (see {self.prog} --help)\n")
+
+
+class Once(argparse.Action):
+    """Store an option's value, refusing a second occurrence: with argparse's default the last of
+    ``--task image --task translation`` wins silently, which hides a typo (as with ``--set``)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        given = getattr(namespace, "_given", None)
+        if given is None:
+            given = set()
+            setattr(namespace, "_given", given)
+        if self.dest in given:
+            parser.error(f"{option_string} given twice ({option_string} {getattr(namespace, self.dest)}, "
+                         f"{option_string} {values}): give it once")
+        given.add(self.dest)
+        setattr(namespace, self.dest, values)
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer ≥ 1 (``--workers 0`` used to be clamped to 1 silently)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def emit_json(obj: Any) -> None:
+    """Print ``obj`` as JSON on stdout and flush, so that a full disk or a closed stdout is reported
+    here (one line) rather than as "Exception ignored" when Python exits."""
+    try:
+        print(json.dumps(obj, indent=2))
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
+        reason = f"the disk is full ({exc.strerror})" if full else (exc.strerror or str(exc))
+        raise OutputPathError(f"cannot write the JSON to stdout: {reason}") from None
 
 
 def one_line(exc: BaseException) -> str:
@@ -137,25 +185,27 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--task", choices=available_tasks(), default="image", help="learning task (default: image)")
-        p.add_argument("--arch", choices=("ffnn", "rnn"), default="rnn", help="ffnn (CNN/Transformer/MLP) or rnn (LSTM-based)")
-        p.add_argument("--preset", default="quick", help="quick (minutes on 2 CPU cores) or paper (the studies' sizes)")
-        p.add_argument("--executor", default=os.environ.get("MIA_EXECUTOR", "local"), metavar="{local,ensemble,processes,ray}",
+        p.add_argument("--task", choices=available_tasks(), default="image", action=Once, help="learning task (default: image)")
+        p.add_argument("--arch", choices=("ffnn", "rnn"), default="rnn", action=Once, help="ffnn (CNN/Transformer/MLP) or rnn (LSTM-based)")
+        p.add_argument("--preset", default="quick", action=Once, help="quick (minutes on 2 CPU cores) or paper (the studies' sizes)")
+        p.add_argument("--executor", default=os.environ.get("MIA_EXECUTOR", "local"), action=Once, metavar="{local,ensemble,processes,ray}",
                        help="where trainings run: local (this process, default), ensemble (this process; victim and "
                             "shadows trained as one vectorised ensemble where the task supports it: the image CNN), "
                             "processes (a local pool), ray (a local Ray instance, or the cluster at --ray-address); "
                             "results are the same (ensemble: to float tolerance) and cached by this process")
-        p.add_argument("--ray-address", default=os.environ.get("MIA_RAY_ADDRESS"), help="Ray cluster address (ray executor)")
-        p.add_argument("--workers", type=int, default=None, help="processes/ray: parallel trainings (default: usable cores)")
+        p.add_argument("--ray-address", default=os.environ.get("MIA_RAY_ADDRESS"), action=Once, help="Ray cluster address (ray executor)")
+        p.add_argument("--workers", type=positive_int, default=None, action=Once,
+                       help="processes/ray: parallel trainings, at least 1 (default: usable cores)")
         p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                        help="override a config field (repeatable, each key once), e.g. --set epochs=10 "
                             "--set weight_decay=1e-4; 'python -m core config' lists the keys")
 
     run = sub.add_parser("run", help="run the whole pipeline (cached) and write the result JSON")
     common(run)
-    run.add_argument("--out", help="write the JSON here (default: stdout); the folder must exist")
+    run.add_argument("--out", action=Once, help="write the JSON here (default: stdout); the folder must exist, and "
+                                                 "the file, if it exists, must be a regular file (not a link or device)")
     run.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
-    run.add_argument("--online-lira", type=int, default=0, metavar="N",
+    run.add_argument("--online-lira", type=int, default=0, metavar="N", action=Once,
                      help="also run online LiRA with N extra reference models (2..64), each trained on a random half "
                           "of the victim's evaluation records: a stronger threat model (the attacker holds the "
                           "candidate records and trains on them); its models are cached. Added to the JSON as "
@@ -166,53 +216,104 @@ def build_parser() -> argparse.ArgumentParser:
                                              "vulnerability over training, memorization, overtraining, model mismatch "
                                              "(FFNN and RNN; writes <name>.csv and <name>.html per analysis)")
     common(analyze)
-    analyze.add_argument("--analysis", default="scatter,vulnerability", metavar="NAMES",
+    analyze.add_argument("--analysis", default="scatter,vulnerability", metavar="NAMES", action=Once,
                          help="comma-separated: all or any of scatter, vulnerability, memorization, overtraining, "
                               "mismatch (default: scatter,vulnerability; the last three train extra models)")
-    analyze.add_argument("--archs", default="ffnn,rnn", help="architectures to compare (default: ffnn,rnn)")
-    analyze.add_argument("--out", required=True, metavar="DIR", help="folder for the files (must exist)")
+    analyze.add_argument("--archs", default="ffnn,rnn", action=Once, help="architectures to compare (default: ffnn,rnn)")
+    analyze.add_argument("--out", required=True, metavar="DIR", action=Once,
+                         help="folder for the files (created, with its parents, if missing)")
     analyze.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     defend = sub.add_parser("defend", help="a defense over a grid of values: after training (Dirichlet k, GPM σ) on "
                                            "the cached models of a run, or during training (DP-SGD σ or ε, L2 λ, PPO "
                                            "clip ε), one cached run per value")
     common(defend)
-    defend.add_argument("--mechanism", required=True, metavar="{dirichlet,gpm,dpsgd,l2,clip}",
+    defend.add_argument("--mechanism", required=True, action=Once, metavar="{dirichlet,gpm,dpsgd,l2,clip}",
                         help="dirichlet: outputs x ~ Dir(k·p) (paper 001); gpm: weights θ + N(0, σ²I) (paper 000); "
                              "dpsgd: DP-SGD with noise multiplier σ (Opacus; C and δ from --set dp_max_grad_norm=, "
                              "dp_delta=); l2: L2 coefficient λ on weight matrices; clip: PPO clip ε (navigation)")
-    defend.add_argument("--values", required=True, metavar="V1,V2,...",
+    defend.add_argument("--values", required=True, action=Once, metavar="V1,V2,...",
                         help="k values (> 0) for dirichlet, σ values (≥ 0) for gpm and dpsgd, ε values (> 0) for dpsgd "
                              "--target-epsilon, λ (≥ 0) for l2, clip ε in (0, 1) for clip, e.g. 100,10,1,0.1,0.01")
     defend.add_argument("--target-epsilon", action="store_true",
                         help="dpsgd: the values are target ε at δ; each σ is found by Opacus' get_noise_multiplier")
-    defend.add_argument("--attacker", default="naive", metavar="{naive,adaptive,both}",
+    defend.add_argument("--attacker", default="naive", action=Once, metavar="{naive,adaptive,both}",
                         help="naive: attack fitted on undefended shadows; adaptive: refitted on shadows behind the "
                              "same mechanism; both (default: naive)")
-    defend.add_argument("--draws", type=int, default=1, help="independent draws of the mechanism per value (default 1)")
-    defend.add_argument("--seed", type=int, default=0, help="seed of the mechanism's randomness (default 0)")
-    defend.add_argument("--sensitivity-samples", type=int, default=None, metavar="N",
+    defend.add_argument("--draws", type=int, default=1, action=Once, help="independent draws of the mechanism per value (default 1)")
+    defend.add_argument("--seed", type=int, default=0, action=Once, help="seed of the mechanism's randomness (default 0)")
+    defend.add_argument("--sensitivity-samples", type=int, default=None, metavar="N", action=Once,
                         help="gpm: SensitivitySampler pairs for S and ε (2N trainings, cached; default per task: "
                              "image 10, translation 3, navigation 3; 0 = skip, ε is then null)")
-    defend.add_argument("--out", help="write the JSON here (default: stdout); the folder must exist")
+    defend.add_argument("--out", action=Once, help="write the JSON here (default: stdout); the folder must exist, and "
+                                                    "the file, if it exists, must be a regular file")
     defend.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     return parser
+
+
+def out_folder(text: str, create: bool = True) -> Path:
+    """The folder ``analyze --out DIR`` writes into, created (with its parents) if missing, as
+    users expect of an output folder (``create=False``: only checked). A path that exists and is
+    not a folder — a file, a device, or a symbolic link (even to a folder: the files would land
+    where the link points) — is an :class:`OutputPathError`, as is one that cannot be created."""
+    if not text or not text.strip() or "\x00" in text:
+        raise OutputPathError(f"--out {show_path(text)} is not a valid folder name")
+    try:
+        folder = Path(text).expanduser().absolute()
+    except RuntimeError:  # "~nosuchuser/dir"
+        raise OutputPathError(f"cannot write into {show_path(text)}: no such user's home directory") from None
+    try:
+        if folder.is_symlink():
+            raise OutputPathError(f"--out {show_path(text)} is a symbolic link; give a folder (links are not followed)")
+        if folder.exists() and not folder.is_dir():
+            raise OutputPathError(f"--out {show_path(text)} exists and is not a folder; give a folder (it is created if missing)")
+    except OutputPathError:
+        raise
+    except OSError as exc:  # a name longer than the system allows, …
+        raise OutputPathError(f"--out {show_path(text)}: {exc.strerror or exc}") from None
+    if not create:
+        return folder
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputPathError(f"cannot create the folder {show_path(text)}: {exc.strerror or exc}") from None
+    return folder
+
+
+def analysis_names(text: str) -> tuple[str, ...]:
+    """``--analysis``: ``all`` (returned as ``("all",)``) or comma-separated names; an empty list
+    is refused here, unknown names by :func:`core.analysis.analyze` before any work (the list of
+    analyses lives there, behind torch)."""
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    if not names:
+        raise ConfigError(f"--analysis must be all or a comma-separated list of analyses, got {text!r}")
+    return names
+
+
+def analysis_archs(text: str) -> list[str]:
+    """``--archs``: ffnn and/or rnn, comma-separated."""
+    archs = [a.strip() for a in text.split(",") if a.strip()]
+    if not archs or any(a not in ("ffnn", "rnn") for a in archs):
+        raise ConfigError(f"--archs must list ffnn and/or rnn, got {text!r}")
+    return archs
 
 
 def _analyze(args: argparse.Namespace) -> int:
     from .analysis import ANALYSES, analyze
     from .report import write_analyses
 
-    folder = Path(args.out).expanduser()
-    if not folder.is_dir():
-        raise ConfigError(f"--out {args.out!r} must be an existing folder")
-    check_out_path(folder / "analyses.json")  # writable, before any work
-    names = ANALYSES if args.analysis.strip() == "all" else tuple(n.strip() for n in args.analysis.split(",") if n.strip())
-    archs = [a.strip() for a in args.archs.split(",") if a.strip()]
-    if not archs or any(a not in ("ffnn", "rnn") for a in archs):
-        raise ConfigError(f"--archs must list ffnn and/or rnn, got {args.archs!r}")
+    names = analysis_names(args.analysis)
+    if names == ("all",):
+        names = ANALYSES
+    unknown = [n for n in names if n not in ANALYSES]
+    if unknown:
+        raise ConfigError(f"unknown analyses {unknown}; choose from {', '.join(ANALYSES)} (or all)")
+    archs = analysis_archs(args.archs)
     task = get_task(args.task)
     sets = check_named_sets(parse_sets(args.sets), args)
     configs = {a: task.make_config(a, args.preset, sets) for a in archs}
+    folder = out_folder(args.out)  # after the checks: a refused run creates no folder
+    for name in ("analyses.json", *(f"{n}.{ext}" for n in names for ext in ("csv", "html"))):
+        check_out_path(folder / name)  # writable, regular files only: before any work
     last = [""]
 
     def progress(stage: str, fraction: float) -> None:
@@ -225,7 +326,7 @@ def _analyze(args: argparse.Namespace) -> int:
     for path in write_analyses(results, folder):
         if not args.quiet:
             print(f"wrote {path}", file=sys.stderr)
-    print(json.dumps(results["verdicts"], indent=2))
+    emit_json(results["verdicts"])
     return 0
 
 
@@ -258,7 +359,7 @@ def _defend_training(args: argparse.Namespace, config, out, progress) -> int:
     if out is not None:
         write_json_atomically(out, result)
     else:
-        print(json.dumps(result, indent=2))
+        emit_json(result)
     return 0
 
 
@@ -295,7 +396,7 @@ def _defend(args: argparse.Namespace, config, out, progress) -> int:
     if out is not None:
         write_json_atomically(out, result)
     else:
-        print(json.dumps(result, indent=2))
+        emit_json(result)
     return 0
 
 
@@ -309,11 +410,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     return guarded(_main, argv)
 
 
+def check_arguments(args: argparse.Namespace) -> Path | None:
+    """Every check that needs neither torch nor a task module, before they are imported: option
+    values, ``--set`` syntax, ``--values``, the executor's name, the ``--out`` file. Returns the
+    checked ``--out`` path of ``run``/``defend`` (None: stdout)."""
+    check_named_sets(parse_sets(args.sets), args)
+    if args.executor not in EXECUTORS:
+        raise ConfigError(f"--executor must be one of {', '.join(EXECUTORS)}, got {args.executor!r}")
+    if args.command == "run" and args.online_lira and not 2 <= args.online_lira <= 64:
+        raise ConfigError(f"--online-lira must be 0 (off) or lie in 2..64, got {args.online_lira}")
+    if args.command == "defend":
+        parse_values(args.values)
+        if args.sensitivity_samples is not None and args.sensitivity_samples < 0:
+            raise ConfigError(f"--sensitivity-samples must be >= 0, got {args.sensitivity_samples}")
+    if args.command == "analyze":
+        analysis_names(args.analysis)
+        analysis_archs(args.archs)
+        out_folder(args.out, create=False)  # created once the config is valid too
+        return None
+    out = getattr(args, "out", None)
+    # `--out ''` used to mean stdout; an empty name is a mistake (a variable that was not set)
+    return check_out_path(out) if out is not None else None  # before any work, not after it
+
+
 def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
+    out = check_arguments(args)  # torch is not imported yet: refused input answers at once
     config = resolve_config(args)
     if args.command == "config":
-        print(json.dumps({"config": config.to_dict(), "config_hash": config.config_hash}, indent=2))
+        emit_json({"config": config.to_dict(), "config_hash": config.config_hash})
         return 0
 
     from .device import configure_threads
@@ -321,7 +446,6 @@ def _main(argv: Sequence[str] | None) -> int:
     configure_threads()  # several runs at once must not each start one thread per host core
     if args.command == "analyze":  # --out is a folder here
         return _analyze(args)
-    out = check_out_path(args.out) if args.out else None  # before any work, not after it
 
     from .pipeline import run_experiment
 
@@ -336,8 +460,6 @@ def _main(argv: Sequence[str] | None) -> int:
         return _defend(args, config, out, progress)
     from .executor import make_executor
 
-    if args.online_lira and not 2 <= args.online_lira <= 64:
-        raise ConfigError(f"--online-lira must be 0 (off) or lie in 2..64, got {args.online_lira}")
     executor = make_executor(args.executor, args.workers, args.ray_address)
     result = run_experiment(config, progress=progress, executor=executor)
     if args.online_lira:
@@ -352,5 +474,5 @@ def _main(argv: Sequence[str] | None) -> int:
     if out is not None:
         write_json_atomically(out, result.summary)
     else:
-        print(json.dumps(result.summary, indent=2))
+        emit_json(result.summary)
     return 0

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import queue as queue_module
+import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -93,10 +94,29 @@ def run_job(job: TrainingJob, on_progress: Callable[[float], None] | None = None
 _PROGRESS_QUEUE = None
 
 
-def _worker_init(threads: int, progress_queue=None) -> None:
+#: how often a pool worker looks whether its driver is still alive (seconds)
+PARENT_POLL_S = 0.5
+
+
+def _exit_with_driver(driver: int) -> None:
+    """End this worker as soon as the driver is gone. A driver killed with ``kill -9`` runs no
+    cleanup: its workers would train on for nobody (for many minutes, holding the driver's
+    stdout), and multiprocessing's resource tracker, which waits for every holder of its pipe,
+    with them. A dead parent re-parents the worker, so its parent id changes: poll for that
+    (portable, unlike Linux's PR_SET_PDEATHSIG, which also fires when the *thread* that
+    started the worker ends)."""
+    while True:
+        time.sleep(PARENT_POLL_S)
+        if os.getppid() != driver:
+            os._exit(1)
+
+
+def _worker_init(threads: int, progress_queue=None, driver: int | None = None) -> None:
     global _PROGRESS_QUEUE
     import torch
 
+    if driver is not None:
+        threading.Thread(target=_exit_with_driver, args=(driver,), name="exit-with-driver", daemon=True).start()
     torch.set_num_threads(max(1, threads))
     _PROGRESS_QUEUE = progress_queue
 
@@ -221,7 +241,7 @@ class ProcessExecutor(Executor):
                 on_progress(role, fraction)
 
         with ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_worker_init,
-                                 initargs=(self.threads, progress)) as pool:
+                                 initargs=(self.threads, progress, os.getpid())) as pool:
             futures = {pool.submit(function, item): name for item, name in zip(items, names)}
             order = {future: k for k, future in enumerate(futures)}
             pending = set(futures)
@@ -258,7 +278,19 @@ class RayExecutor(Executor):
                 kwargs["address"] = address
             else:
                 kwargs["num_cpus"] = num_cpus
-            ray.init(**kwargs)
+            try:
+                ray.init(**kwargs)
+            except (ValueError, ConnectionError, TimeoutError) as exc:
+                # `ray://` needs the client extra (ValueError "Ray Client requires pip package
+                # `ray[client]`"), a malformed address is a ValueError, an unreachable one a
+                # ConnectionError: the user's to fix, one line
+                from .errors import ConfigError
+
+                where = f"the Ray cluster at {address!r}" if address else "a local Ray instance"
+                reason = " ".join(str(exc).split())
+                if "ray[client]" in reason:
+                    reason = "Ray's client extra is not installed (pip install 'ray[client]')"
+                raise ConfigError(f"cannot start the ray executor on {where}: {reason}") from None
         self._ray = ray
         self._cpus_per_job = cpus_per_job
         self._remote = ray.remote(num_cpus=cpus_per_job)(run_job)

@@ -37,10 +37,22 @@ def cache_dir() -> Path:
 
 
 def data_root() -> Path:
-    """The resolved data root: ``$MIA_DATA_ROOT``, else the home directory."""
+    """The resolved data root: ``$MIA_DATA_ROOT``, else the home directory.
+
+    Raises:
+        ConfigError: ``$MIA_DATA_ROOT`` (or the home directory) cannot be resolved — ``~user`` of
+            no such user, a symbolic link loop, a NUL byte. There is no fallback on purpose: a
+            root wider than the one configured would let the browser reach more than intended,
+            and a narrower one would hide the user's data without saying why.
+    """
     configured = os.environ.get(DATA_ROOT_ENV, "").strip()
-    root = Path(configured).expanduser() if configured else Path.home()
-    return root.resolve()
+    try:
+        root = Path(configured).expanduser() if configured else Path.home()
+        return root.resolve()
+    except (RuntimeError, OSError, ValueError) as exc:  # no such user / no home, a loop, a NUL byte
+        named = f"{DATA_ROOT_ENV}={configured!r}" if configured else "the home directory (the default data root)"
+        raise ConfigError(f"{named} cannot be resolved ({' '.join(str(exc).split()) or type(exc).__name__}): "
+                          f"set {DATA_ROOT_ENV} to an existing folder") from None
 
 
 def resolve_data_dir(user_text: str, root: str | os.PathLike | None = None) -> Path:

@@ -610,8 +610,9 @@ def cached_summary(cfg: ExperimentConfig, cache: ArtifactCache | None = None) ->
     cache = cache or ArtifactCache()
     key = cache.key("result", cfg.config_hash)
     summary = cache.get_json(key, validate=_summary_of(cfg.config_hash, cfg.task, cfg.arch))
-    if summary is not None:
+    if summary is not None:  # what *this* load did (the stored values are the first run's)
         summary["cache_hit"] = True
+        summary["models_from_cache"] = {"victim": True, "shadows": int(summary["config"].get("n_shadows", 0))}
     return summary
 
 

@@ -10,7 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from . import figures
-from .fileio import write_json_atomically
+from .fileio import write_json_atomically, write_text_atomically
 
 
 def tables(results: dict[str, Any]) -> dict[str, pd.DataFrame]:
@@ -57,16 +57,18 @@ def figures_of(results: dict[str, Any], attack: str | None = None) -> dict[str, 
 
 
 def write_analyses(results: dict[str, Any], folder: str | Path) -> list[Path]:
-    """``<name>.csv`` and ``<name>.html`` per analysis and ``analyses.json``; returns the paths."""
+    """``<name>.csv`` and ``<name>.html`` per analysis and ``analyses.json``, each written atomically
+    and only as a regular file (a link or device planted in the folder is refused, never written
+    through: :mod:`core.fileio`); returns the paths."""
     folder = Path(folder)
     written = []
     for name, df in tables(results).items():
         path = folder / f"{name}.csv"
-        df.to_csv(path, index=False)
+        write_text_atomically(path, df.to_csv(index=False))
         written.append(path)
     for name, fig in figures_of(results).items():
         path = folder / f"{name}.html"
-        fig.write_html(path, include_plotlyjs=True, full_html=True)  # inlined: opens without a network
+        write_text_atomically(path, fig.to_html(include_plotlyjs=True, full_html=True))  # inlined: opens offline
         written.append(path)
     path = folder / "analyses.json"
     write_json_atomically(path, results)

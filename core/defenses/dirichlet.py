@@ -10,6 +10,17 @@ small k scatters it towards the simplex' corners (k → 0: a one-hot vector draw
 * **Log space.** Samples are drawn as log-probabilities: a Gamma(a) variate is
   Gamma(a + 1)·U^{1/a}, so log G = log Gamma(a + 1) + log(U)/a stays finite where G itself
   underflows to 0 (k·p̃ᵢ ≪ 1), and x = G/ΣG becomes log x = log G − logsumexp(log G).
+* **Every k in (0, 1e9], however small.** Two limits of the number formats, not of the math:
+  (i) log x is floored at :data:`LOG_PROB_FLOOR` = −1e30: e^(−1e30) is 0 in every float format,
+  and the per-step signals are stored as float32, where a cross-entropy of 1e38 nats or more is
+  infinite (k ≲ 1e-37 gave log x ≈ −1/(k·p̃ᵢ) and failed). Only the stored cross-entropy of such
+  an answer saturates (at 1e30 nats); the answer's probabilities, its argmax and ranks are those
+  of the sample. (ii) k is sampled as max(k, :data:`K_SAMPLING_MIN` = 1e-250), where
+  log(U)/(k·p̃ᵢ) would otherwise overflow float64 (k·p̃ᵢ below ~1e-308: every component −∞, no
+  winner). As k → 0, Dir(k·p) tends to the one-hot vector e_I with P(I = i) = pᵢ (the smallest
+  log U_i/pᵢ wins an exponential race), within O(k); at k = 1e-250 the draw is that limit, every
+  other component below e^(−1e240), i.e. 0, so every k ≤ 1e-250 gives the same distribution of
+  stored answers to within 1e-240 (tested: the one-hot frequencies match p at k = 1e-100 and 1e-300).
 * **Top-K Responses (large vocabularies).** Only the K largest probabilities, the reference's
   and the total of the rest are stored. By the aggregation property of the Dirichlet
   distribution, (x_known…, x_rest) ~ Dir(k·p_known…, k·p_rest) exactly, so the reference's
@@ -39,6 +50,17 @@ from ..responses import Responses
 
 #: explicit tokens representing the unseen rest of a top-K answer (see module docstring)
 REST_TOKENS = 32
+#: floor of a sampled log-probability: e^(−1e30) is 0 in any float, and a cross-entropy of 1e30
+#: nats still fits the float32 signals (module docstring, "Every k")
+LOG_PROB_FLOOR = -1e30
+#: smallest k actually sampled: below it the draw is the k → 0 limit (module docstring, "Every k")
+K_SAMPLING_MIN = 1e-250
+
+
+def sampling_k(k: float) -> float:
+    """The k used to draw samples: ``k``, or :data:`K_SAMPLING_MIN` below it (same distribution of
+    stored answers; module docstring)."""
+    return max(float(k), K_SAMPLING_MIN)
 
 
 def floor_probs(p: np.ndarray, eta: float) -> np.ndarray:
@@ -50,26 +72,29 @@ def floor_probs(p: np.ndarray, eta: float) -> np.ndarray:
 
 
 def log_gamma_variates(rng: np.random.Generator, shape_param: np.ndarray) -> np.ndarray:
-    """log G with G ~ Gamma(a), elementwise for a > 0, finite even where G underflows."""
+    """log G with G ~ Gamma(a), elementwise for a > 0, finite even where G underflows (for
+    a ≥ ~1e-300; −∞ where a is 0, a component that must be 0)."""
     a = np.asarray(shape_param, np.float64)
     u = rng.random(a.shape)
-    return np.log(rng.standard_gamma(a + 1.0)) + np.log(np.maximum(u, 1e-300)) / a
+    with np.errstate(divide="ignore"):
+        return np.log(rng.standard_gamma(a + 1.0)) + np.log(np.maximum(u, 1e-300)) / a
 
 
 def log_dirichlet(rng: np.random.Generator, alpha: np.ndarray) -> np.ndarray:
-    """log x for x ~ Dir(alpha) along the last axis."""
+    """log x for x ~ Dir(alpha) along the last axis, floored at :data:`LOG_PROB_FLOOR`."""
     log_g = log_gamma_variates(rng, alpha)
-    return log_g - special.logsumexp(log_g, axis=-1, keepdims=True)
+    return np.maximum(log_g - special.logsumexp(log_g, axis=-1, keepdims=True), LOG_PROB_FLOOR)
 
 
 def sample_probs(p: np.ndarray, k: float, eta: float, rng: np.random.Generator) -> np.ndarray:
-    """Log-probabilities of Dir(k·p̃) samples, one per row of ``p`` (full vectors)."""
-    return log_dirichlet(rng, k * floor_probs(np.asarray(p, np.float64), eta))
+    """Log-probabilities of Dir(k·p̃) samples, one per row of ``p`` (full vectors); any k > 0."""
+    return log_dirichlet(rng, sampling_k(k) * floor_probs(np.asarray(p, np.float64), eta))
 
 
 def torch_output_transform(k: float, eta: float, generator: torch.Generator):
     """A callable mapping (B, m) log-probabilities to log-probabilities of Dir(k·p̃) samples, in
-    torch (for decisions taken inside a model's decoding or rollout loop)."""
+    torch (for decisions taken inside a model's decoding or rollout loop); any k > 0."""
+    k = sampling_k(k)
 
     def transform(log_probs: torch.Tensor) -> torch.Tensor:
         p = log_probs.double().exp()
@@ -78,7 +103,9 @@ def torch_output_transform(k: float, eta: float, generator: torch.Generator):
         u = torch.rand(alpha.shape, generator=generator, dtype=torch.float64, device="cpu").to(alpha.device)
         g = torch._standard_gamma(alpha + 1.0)
         log_g = torch.log(g) + torch.log(u.clamp_min(1e-300)) / alpha
-        return (log_g - torch.logsumexp(log_g, -1, keepdim=True)).to(log_probs.dtype)
+        log_x = (log_g - torch.logsumexp(log_g, -1, keepdim=True)).clamp_min(LOG_PROB_FLOOR)
+        # float16/bfloat16 cannot hold the floor: their own most negative finite value instead
+        return log_x.clamp_min(torch.finfo(log_probs.dtype).min).to(log_probs.dtype)
 
     return transform
 
@@ -115,6 +142,7 @@ def _defend_top_k(r: Responses, k: float, eta: float, rng: np.random.Generator) 
     the largest is drawn as the max of n_tail Gamma variates, so a small k that piles the mass
     on one unseen token still shows it in the top-K; the others are one aggregate Gamma.
     """
+    k = sampling_k(k)
     t, kk, v = r.n_steps, r.top_probs.shape[1], r.n_classes
     if not 0 <= v * eta < 1:
         raise ValueError(f"the floor η = {eta} must satisfy 0 ≤ n·η < 1 for n = {v} classes")
@@ -157,7 +185,7 @@ def _defend_top_k(r: Responses, k: float, eta: float, rng: np.random.Generator) 
     # its own largest term, so it cannot exceed M (unconditioned, it would in about half the draws)
     sparse = others & ((n_tail - 1) * a < 1.0)
     log_g[sparse, -1] = np.minimum(log_g[sparse, -1], log_g[sparse, -2])
-    log_x = log_g - special.logsumexp(log_g, axis=1, keepdims=True)
+    log_x = np.maximum(log_g - special.logsumexp(log_g, axis=1, keepdims=True), LOG_PROB_FLOOR)
     x = np.exp(log_x)
 
     # the reference's component: its slot among the top-K, or the extra known slot

@@ -1,10 +1,12 @@
-"""Task registry: ``get_task(name)`` imports a task module only when it is first used."""
+"""Task registry: ``get_task(name)`` imports a task module only when it is first used.
+
+Importing this package imports no torch (the Task interface lives in :mod:`core.tasks.base`), so
+the CLI can check a task's name, and every other argument, before the heavy imports."""
 from __future__ import annotations
 
 import importlib
 
 from ..errors import ConfigError
-from .base import Task, TaskData
 
 #: task name -> "module:class"
 REGISTRY: dict[str, str] = {
@@ -30,4 +32,4 @@ def get_task(name: str) -> Task:
     return _instances[name]
 
 
-__all__ = ["Task", "TaskData", "available_tasks", "get_task"]
+__all__ = ["REGISTRY", "available_tasks", "get_task"]

@@ -127,10 +127,13 @@ def load_cifar10(folder: str | Path) -> tuple[np.ndarray, np.ndarray]:
                 batch = _RestrictedUnpickler(fh, encoding="bytes").load()
             data = np.asarray(batch[b"data"], dtype=np.uint8)
             lab = np.asarray(batch[b"labels"], dtype=np.int64)
-        except (pickle.UnpicklingError, KeyError, EOFError, TypeError, ValueError) as exc:
+        except (pickle.UnpicklingError, KeyError, EOFError, TypeError, ValueError, OverflowError) as exc:
             raise DatasetNotFoundError(f"CIFAR-10 batch {name} in {str(folder)!r} is malformed: {exc}") from None
-        if data.ndim != 2 or data.shape[1] != 3072 or len(data) != len(lab):
+        if data.ndim != 2 or data.shape[1] != 3072 or lab.ndim != 1 or len(data) != len(lab):
             raise DatasetNotFoundError(f"CIFAR-10 batch {name} has data of shape {data.shape}, expected (N, 3072)")
+        if len(lab) and not (0 <= lab.min() and lab.max() <= 9):  # a label ≥ 10 would index past the 10 outputs
+            raise DatasetNotFoundError(f"CIFAR-10 batch {name} in {str(folder)!r} has labels {lab.min()}..{lab.max()}, "
+                                       f"expected classes 0..9")
         images.append(data.reshape(-1, 3, 32, 32))
         labels.append(lab)
     return np.concatenate(images), np.concatenate(labels)
