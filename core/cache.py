@@ -174,19 +174,21 @@ class _value_folder:
         self.fds = []
 
 
-def read_value_file(directory: str, filename: Any, limit: int = MAX_VALUE_BYTES) -> bytes:
+def read_value_file(directory: str, filename: Any, limit: int | None = None) -> bytes:
     """The bytes of value file ``filename`` inside ``directory``, read safely.
 
     Refused (:class:`UnsafeCacheEntryError`, before a byte is read): a name that is not one
     diskcache writes (absolute, ``..``, anything but ``xx/yy/<hex>.val``), a link anywhere on
     the way, anything but a regular file (``/dev/zero`` would read until memory runs out), or
-    a file over ``limit`` bytes.
+    a file over ``limit`` bytes (default :data:`MAX_VALUE_BYTES`).
     """
+    limit = MAX_VALUE_BYTES if limit is None else limit
     if not _is_value_name(filename):
         raise UnsafeCacheEntryError(f"cache row names the file {filename!r}, which is not a value file of the cache")
     with _value_folder(directory, filename) as (_, inner, name):
         try:
-            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=inner)
+            # O_NONBLOCK: a FIFO planted as a value file must not block the open (fstat refuses it next)
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=inner)
         except OSError as exc:
             if exc.errno == 40:  # ELOOP: the file itself is a link
                 raise UnsafeCacheEntryError(f"cache value file {filename!r} is a link; refusing to follow it") from None
@@ -328,6 +330,13 @@ class ArtifactCache:
         be counted (a truncated or garbage ``cache.db`` fails here), ``locks/`` is a plain folder;
         with ``write``: folder, database and ``locks/`` writable. Creates nothing.
         """
+        where = str(self.directory)
+        try:
+            self._check_usable(write)
+        except OSError as exc:  # e.g. a folder on the way that we may not enter
+            raise CacheUnusableError(f"the cache folder {where!r} cannot be used: {exc.strerror or exc}") from None
+
+    def _check_usable(self, write: bool) -> None:
         where = str(self.directory)
         if os.path.lexists(self.directory) and not self.directory.is_dir():
             raise CacheUnusableError(f"the cache folder {where!r} is not a folder (check MIA_CACHE_DIR)")
@@ -513,7 +522,7 @@ class ArtifactCache:
             return
         log.warning("cache entry %r %s; discarding it and recomputing", key, why)
         try:
-            if store is not None:
+            if store is not None and not _forget_shared_row(store, key):
                 store.delete(key, retry=True)
         except (OSError, sqlite3.DatabaseError) as exc:  # an unusable database: nothing to delete from
             log.warning("could not delete cache entry %r: %s", key, exc)
@@ -545,6 +554,21 @@ def _shape_mismatch(tensors: Mapping[str, torch.Tensor], expected: Mapping[str, 
         if tuple(tensors[name].shape) != tuple(shape):
             return f"{name} has shape {tuple(tensors[name].shape)}, expected {tuple(shape)}"
     return ""
+
+
+def _forget_shared_row(store: diskcache.Cache, key: str) -> bool:
+    """Delete ``key``'s row but not its value file when another row names the same file (a row
+    copied to another key): deleting the file would destroy the intact original too. True if
+    done so; False leaves the ordinary delete (row and file) to the caller."""
+    row = store._sql("SELECT filename FROM Cache WHERE key = ? AND raw = 1", (key,)).fetchone()
+    if row is None or row[0] is None:
+        return False
+    (sharing,) = store._sql("SELECT COUNT(*) FROM Cache WHERE filename = ?", (row[0],)).fetchone()
+    if sharing < 2:
+        return False
+    with store.transact(retry=True):
+        store._sql("DELETE FROM Cache WHERE key = ? AND raw = 1", (key,))
+    return True
 
 
 def _writable(directory: Path, db: Path) -> bool:

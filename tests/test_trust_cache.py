@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -319,12 +321,19 @@ NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 def test_a_read_only_cache_serves_reads_and_refuses_writes_up_front(tmp_path):
     """As an unprivileged user (root ignores permission bits): a warm read-only cache is read
     without "discarding" anything; a write check fails with one clear line."""
-    folder = tmp_path / "ro"
+    base = Path(tempfile.mkdtemp(prefix="mia-ro-"))  # pytest's tmp folders are private to root
+    os.chmod(base, 0o755)
+    try:
+        _read_only_case(base / "ro")
+    finally:
+        shutil.rmtree(base)
+
+
+def _read_only_case(folder: Path) -> None:
     c = ArtifactCache(folder)
     c.put_json("small", {"x": 1})
     c.put_bytes("big", b"y" * 40_000)
     c.close()
-    os.chmod(tmp_path, 0o755)
     subprocess.run(["chmod", "-R", "a+rX,a-w", str(folder)], check=True)
     script = (
         "import sys; sys.path.insert(0, %r)\n"
@@ -344,6 +353,13 @@ def test_a_read_only_cache_serves_reads_and_refuses_writes_up_front(tmp_path):
     assert lines[1].startswith("refused:") and "read-only" in lines[1]
     assert lines[2] == "put refused"
     assert "discarding" not in out.stderr
+    # and a folder the user may not enter: one line, not a traceback
+    script2 = ("import sys; sys.path.insert(0, %r)\nfrom core.cache import ArtifactCache\n"
+               "from core.errors import CacheUnusableError\n"
+               "try:\n    ArtifactCache('/root/x/cache').check_usable(write=True)\n"
+               "except CacheUnusableError as e:\n    print('refused')\n") % str(ROOT)
+    out = subprocess.run(NOBODY + [sys.executable, "-c", script2], capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "refused", out.stderr
 
 
 def test_cli_reports_an_unusable_cache_in_one_line(tmp_path):
