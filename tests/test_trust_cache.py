@@ -366,8 +366,8 @@ def test_cli_reports_an_unusable_cache_in_one_line(tmp_path):
     f = tmp_path / "afile"
     f.write_text("x")
     out = subprocess.run(
-        [sys.executable, "-m", "core", "run", "--task", "image", "--arch", "ffnn", "--preset", "quick",
-         "--set", "epochs=2"], cwd=ROOT, capture_output=True, text=True, timeout=300,
+        [sys.executable, "-m", "core", "run", "--task", "image", "--arch", "ffnn", "--preset", "quick"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
         env={**os.environ, "MIA_CACHE_DIR": str(f), "MIA_DEVICE": "cpu"})
     assert out.returncode == 2
     assert out.stderr.strip().count("\n") == 0 and out.stderr.startswith("error:") and "not a folder" in out.stderr
