@@ -14,11 +14,12 @@ from core.defenses import DefenseSpec
 from core.errors import MIAError
 from core.pipeline import cached_summary, trained_models
 from core.tasks import get_task
+from core.tasks.translation import detokenize
 from ui.mapview import record_map_views
-from ui.plots import navigation_map
-from ui.widgets import K_VALUES, SIGMA_VALUES, task_selector
 from ui.nav import job_line
+from ui.plots import navigation_map
 from ui.shared import defender_for, defense_value_key, job_manager
+from ui.widgets import K_VALUES, SIGMA_VALUES, task_selector
 
 ARCH_LABELS = {"ffnn": "FFNN", "rnn": "RNN"}
 ATTACK_LABELS = {"shadow": "Shadow-model classifier", "loss_threshold": "Loss threshold", "entropy_threshold":
@@ -93,8 +94,6 @@ def scatter_and_vulnerability(hashes: tuple[str, ...], _configs: dict[str, Exper
 @st.cache_data(max_entries=256, show_spinner=False)
 def victim_translation(config_hash: str, arch: str, index: int) -> str:
     """The victim's greedy translation of one record's source (a member the attack singled out)."""
-    from core.tasks.translation import detokenize
-
     models = trained_models(configs[arch])
     return detokenize(models.task.translate(models.cfg, models.model("victim"), models.data, np.array([index]))[0])
 

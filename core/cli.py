@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, NoReturn, Sequence
 
 from .errors import ConfigError, MIAError, OutputPathError
-from .executor import EXECUTORS
+from .config import EXECUTORS
 from .fileio import check_out_path, show_path, write_json_atomically
 from .tasks import available_tasks, get_task  # light: a task's module (and torch) loads on first use
 

@@ -40,6 +40,9 @@ DP_MODES = ("off", "sigma", "epsilon")
 DP_ACCOUNTANTS = ("rdp", "prv")
 #: DP-SGD parameters: while ``dp`` is off they change nothing and are left out of the hashes
 DP_FIELDS = frozenset({"dp_noise_multiplier", "dp_max_grad_norm", "dp_delta", "dp_epsilon", "dp_accountant"})
+#: Where independent trainings run (core.executor): this process, one vectorised ensemble, a local
+#: process pool, Ray (named here, import-light, so that the CLI can check ``--executor`` first)
+EXECUTORS = ("local", "ensemble", "processes", "ray")
 #: Training precisions: float32, or bfloat16 autocast of the training forward passes
 PRECISIONS = ("float32", "bf16")
 

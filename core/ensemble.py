@@ -32,17 +32,14 @@ from __future__ import annotations
 
 import copy
 import time
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import Callable, Sequence
 
-import numpy as np
 import torch
 from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 
 from .models.joint import MemberPlaces, hold_off_member_entries, place_members, read_members
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .executor import TrainingJob, TrainingOutput
+from .training import build_optimizer
 
 #: ``member_batches(positions)``: the stacked inputs and targets of one step, from each member's
 #: record positions (a list of M CPU LongTensors of equal length): ``(inputs (M, B, …), targets (M, B, …))``
@@ -160,8 +157,6 @@ def train_joint_epochs(
     keeps them at exactly zero and runs E independent Adams with the sequential path's parameter
     groups: L2 on weight matrices only). Members are read back after every epoch for ``on_epoch``.
     """
-    from .training import build_optimizer
-
     start = time.perf_counter()
     if len(models) == 0 or len(generators) != len(models):
         raise ValueError("train_joint_epochs needs one generator per model and at least one model")
@@ -184,66 +179,3 @@ def member_generator(seed: int) -> torch.Generator:
     """The data-order generator member ``seed`` would get alone: :func:`core.training.seeded_generator`
     right after ``torch.manual_seed(seed)`` (offset 0)."""
     return torch.Generator().manual_seed(int(seed) % 2**63)
-
-
-
-# ---------------------------------------------------------------------------- the pipeline's jobs
-def ensemble_groups(jobs: Sequence["TrainingJob"]) -> tuple[list[list[int]], list[int]]:
-    """Positions of ``jobs`` that can train together (same config, the task supports an ensemble
-    for it, equal training-set sizes), and the rest (trained one by one)."""
-    from .executor import config_from_dict
-    from .tasks import get_task
-
-    groups: dict[tuple, list[int]] = {}
-    alone: list[int] = []
-    for i, job in enumerate(jobs):
-        cfg = config_from_dict(job.config)
-        if get_task(cfg.task).supports_ensemble(cfg):
-            groups.setdefault((cfg.config_hash, len(job.train_index)), []).append(i)
-        else:
-            alone.append(i)
-    together = [g for g in groups.values() if len(g) > 1]
-    alone += [g[0] for g in groups.values() if len(g) == 1]
-    return together, sorted(alone)
-
-
-def train_jobs_together(jobs: Sequence["TrainingJob"]) -> list["TrainingOutput"]:
-    """Train ``jobs`` (one config, equal training sizes) as one ensemble; per job the same
-    :class:`~core.executor.TrainingOutput` as :func:`core.executor.run_job` (``train_s``: the
-    ensemble's time over its members)."""
-    from safetensors.torch import save as save_safetensors
-
-    from .device import default_device
-    from .executor import TrainingOutput, config_from_dict
-    from .pipeline import EpochRecorder, role_seed, seed_everything
-    from .tasks import get_task
-
-    cfg = config_from_dict(jobs[0].config)
-    task = get_task(cfg.task)
-    data = task.load(cfg)
-    seeds = [role_seed(cfg, job.role) for job in jobs]
-    models = []
-    for seed in seeds:  # each member initialised exactly as it would be alone
-        seed_everything(seed)
-        models.append(task.build_model(cfg, data).to(default_device()))
-    recorders = []
-    for job in jobs:
-        measure = None
-        if job.measure_utility is not None:
-            measure = (np.asarray(job.measure_utility[0], np.int64), np.asarray(job.measure_utility[1], np.int64))
-        recorders.append(EpochRecorder(task, cfg, data, job.role, np.asarray(job.query_index, np.int64), measure))
-
-    def on_epoch(epoch: int, members: Sequence[nn.Module]) -> None:
-        for recorder, member in zip(recorders, members):
-            recorder(epoch, member)
-
-    seconds = task.train_ensemble(cfg, models, data, [np.asarray(j.train_index, np.int64) for j in jobs], seeds,
-                                  on_epoch)
-    out = []
-    for job, recorder, model in zip(jobs, recorders, models):
-        trained = recorder.result(model.eval(), seconds / len(jobs))
-        weights = save_safetensors({k: v.detach().cpu().contiguous() for k, v in trained.weights.items()})
-        meta = {"params": trained.params, "per_epoch": trained.per_epoch, "train_s": trained.train_s,
-                "privacy": None, "ensemble_members": len(jobs)}
-        out.append(TrainingOutput(job.role, meta, weights, {e: r.to_bytes() for e, r in trained.responses.items()}))
-    return out

@@ -26,68 +26,73 @@ import os
 import queue as queue_module
 import threading
 import time
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
-
 import multiprocessing
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from typing import Any, Callable, Iterable, Sequence
 
-EXECUTORS = ("local", "ensemble", "processes", "ray")
+import numpy as np
+import torch
+from safetensors.torch import save as save_safetensors
+from torch import nn
 
-
-@dataclass(frozen=True)
-class TrainingJob:
-    """One training of the pipeline, described by plain data (picklable, JSON-able)."""
-
-    config: dict[str, Any]
-    role: str
-    train_index: tuple[int, ...]
-    query_index: tuple[int, ...]
-    measure_utility: tuple[tuple[int, ...], tuple[int, ...]] | None = None
-
-
-@dataclass
-class TrainingOutput:
-    """What a worker sends back: bytes only, written to the cache by the driver."""
-
-    role: str
-    meta: dict[str, Any]
-    weights: bytes
-    responses: dict[int, bytes] = field(default_factory=dict)
+from .config import EXECUTORS
+from .device import default_device, usable_cores
+from .errors import ConfigError, WorkerFailedError
+from .roles import EpochRecorder, TrainingJob, TrainingOutput, config_from_dict, role_seed, run_job, seed_everything
+from .tasks import get_task
 
 
-def config_from_dict(d: dict[str, Any]):
-    """The validated :class:`~core.config.ExperimentConfig` of ``cfg.to_dict()``."""
-    from .tasks import get_task
 
-    d = dict(d)
-    task = get_task(d.pop("task"))
-    arch, preset = d.pop("arch"), d.pop("preset")
-    options = d.pop("options", {}) or {}
-    return task.make_config(arch, preset, {**d, **options})
+# ---------------------------------------------------------------------------- the ensemble executor's grouping
+def ensemble_groups(jobs: Sequence[TrainingJob]) -> tuple[list[list[int]], list[int]]:
+    """Positions of ``jobs`` that can train together (same config, the task supports an ensemble
+    for it, equal training-set sizes), and the rest (trained one by one)."""
+    groups: dict[tuple, list[int]] = {}
+    alone: list[int] = []
+    for i, job in enumerate(jobs):
+        cfg = config_from_dict(job.config)
+        if get_task(cfg.task).supports_ensemble(cfg):
+            groups.setdefault((cfg.config_hash, len(job.train_index)), []).append(i)
+        else:
+            alone.append(i)
+    together = [g for g in groups.values() if len(g) > 1]
+    alone += [g[0] for g in groups.values() if len(g) == 1]
+    return together, sorted(alone)
 
 
-def run_job(job: TrainingJob, on_progress: Callable[[float], None] | None = None) -> TrainingOutput:
-    """Train one job (in whatever process this runs) and return its bytes; ``on_progress(fraction)``
-    as it trains."""
-    import numpy as np
-    from safetensors.torch import save as save_safetensors
-
-    from .pipeline import train_role
-    from .tasks import get_task
-
-    cfg = config_from_dict(job.config)
+def train_jobs_together(jobs: Sequence[TrainingJob]) -> list[TrainingOutput]:
+    """Train ``jobs`` (one config, equal training sizes) as one ensemble; per job the same
+    :class:`~core.executor.TrainingOutput` as :func:`core.executor.run_job` (``train_s``: the
+    ensemble's time over its members)."""
+    cfg = config_from_dict(jobs[0].config)
     task = get_task(cfg.task)
     data = task.load(cfg)
-    measure = None
-    if job.measure_utility is not None:
-        measure = (np.asarray(job.measure_utility[0], np.int64), np.asarray(job.measure_utility[1], np.int64))
-    trained = train_role(task, cfg, data, job.role, np.asarray(job.train_index, np.int64),
-                         np.asarray(job.query_index, np.int64), measure, on_progress)
-    weights = save_safetensors({k: v.detach().cpu().contiguous() for k, v in trained.weights.items()})
-    meta = {"params": trained.params, "per_epoch": trained.per_epoch, "train_s": trained.train_s,
-            "privacy": trained.privacy}
-    return TrainingOutput(job.role, meta, weights, {e: r.to_bytes() for e, r in trained.responses.items()})
+    seeds = [role_seed(cfg, job.role) for job in jobs]
+    models = []
+    for seed in seeds:  # each member initialised exactly as it would be alone
+        seed_everything(seed)
+        models.append(task.build_model(cfg, data).to(default_device()))
+    recorders = []
+    for job in jobs:
+        measure = None
+        if job.measure_utility is not None:
+            measure = (np.asarray(job.measure_utility[0], np.int64), np.asarray(job.measure_utility[1], np.int64))
+        recorders.append(EpochRecorder(task, cfg, data, job.role, np.asarray(job.query_index, np.int64), measure))
+
+    def on_epoch(epoch: int, members: Sequence[nn.Module]) -> None:
+        for recorder, member in zip(recorders, members):
+            recorder(epoch, member)
+
+    seconds = task.train_ensemble(cfg, models, data, [np.asarray(j.train_index, np.int64) for j in jobs], seeds,
+                                  on_epoch)
+    out = []
+    for job, recorder, model in zip(jobs, recorders, models):
+        trained = recorder.result(model.eval(), seconds / len(jobs))
+        weights = save_safetensors({k: v.detach().cpu().contiguous() for k, v in trained.weights.items()})
+        meta = {"params": trained.params, "per_epoch": trained.per_epoch, "train_s": trained.train_s,
+                "privacy": None, "ensemble_members": len(jobs)}
+        out.append(TrainingOutput(job.role, meta, weights, {e: r.to_bytes() for e, r in trained.responses.items()}))
+    return out
 
 
 #: in a pool worker: the queue its jobs report progress on (set by the pool's initializer)
@@ -113,8 +118,6 @@ def _exit_with_driver(driver: int) -> None:
 
 def _worker_init(threads: int, progress_queue=None, driver: int | None = None) -> None:
     global _PROGRESS_QUEUE
-    import torch
-
     if driver is not None:
         threading.Thread(target=_exit_with_driver, args=(driver,), name="exit-with-driver", daemon=True).start()
     torch.set_num_threads(max(1, threads))
@@ -172,7 +175,6 @@ class EnsembleExecutor(Executor):
     def map(self, jobs: list[TrainingJob], on_done: Callable[[TrainingOutput], None],
             on_progress: JobProgress | None = None) -> None:
         """(Progress here moves model by model: an ensemble step trains every member.)"""
-        from .ensemble import ensemble_groups, train_jobs_together
 
         together, alone = ensemble_groups(jobs)
         for group in together:
@@ -187,7 +189,6 @@ def raise_failures(executor: str, failures: list[tuple[str, BaseException]], fin
     naming them, the first cause, and how many finished (those were delivered to ``on_done``)."""
     if not failures:
         return
-    from .errors import WorkerFailedError
 
     names = ", ".join(name for name, _ in failures[:8]) + (" …" if len(failures) > 8 else "")
     first = failures[0][1]
@@ -210,7 +211,6 @@ class ProcessExecutor(Executor):
     name = "processes"
 
     def __init__(self, workers: int | None = None):
-        from .device import usable_cores
 
         cores = usable_cores()
         self.workers = max(1, min(workers or cores, cores))
@@ -284,8 +284,7 @@ class RayExecutor(Executor):
                 # `ray://` needs the client extra (ValueError "Ray Client requires pip package
                 # `ray[client]`"), a malformed address is a ValueError, an unreachable one a
                 # ConnectionError: the user's to fix, one line
-                from .errors import ConfigError
-
+            
                 where = f"the Ray cluster at {address!r}" if address else "a local Ray instance"
                 reason = " ".join(str(exc).split())
                 if "ray[client]" in reason:
@@ -320,8 +319,6 @@ class RayExecutor(Executor):
 
 def make_executor(name: str = "local", workers: int | None = None, address: str | None = None) -> Executor:
     """The executor called ``name`` (``local``, ``ensemble``, ``processes``, ``ray``)."""
-    from .errors import ConfigError
-
     if name == "local":
         return Executor()
     if name == "ensemble":

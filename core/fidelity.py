@@ -25,15 +25,14 @@ losses from reading as "100 % apart"); above ``loss_tolerance`` the block warns.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from .responses import Responses
+from .roles import TrainedModels
 from .studies import arch_finding
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .pipeline import TrainedModels
 
 #: relative loss gap above which shadows are said not to track the victim
 LOSS_TOLERANCE = 0.25
@@ -101,7 +100,7 @@ def shadow_fidelity(
     return block
 
 
-def measure_shadow_fidelity(models: "TrainedModels") -> dict[str, Any]:
+def measure_shadow_fidelity(models: TrainedModels) -> dict[str, Any]:
     """The ``shadow_fidelity`` block of trained (or cached) models: losses from the Responses kept at
     every checkpoint; the shadows' final utility measured on their in / out query records like the
     victim's (the first n_eval members / the non-members), from the final weights."""

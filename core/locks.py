@@ -10,7 +10,7 @@ Why flock (stdlib, no dependency):
   ends: normal exit, an exception, Ctrl-C, ``kill -9``, an out-of-memory kill. A crashed holder
   therefore never blocks anyone, and no stale-lock cleanup is needed;
 * it is per open file, so it also excludes two threads of one process that each hold their own
-  :class:`KeyLock` (the app trains in background threads);
+  :class:`KeyLock` (the app's job slots are threads of one server);
 * a holder that is alive but stuck is bounded by the waiter's ``timeout``: after it, the waiter
   gets :class:`~core.errors.LockTimeoutError` (naming the holder's pid and how long it has held
   the lock) and decides — typically train anyway, since cache writes are atomic and a

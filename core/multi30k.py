@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import BinaryIO, Callable
 
 from .errors import DatasetNotFoundError, MIAError
+from .paths import resolve_data_dir
 
 #: most decompressed bytes read from one Multi30K file (the largest real one: about 2.5 MB)
 MAX_FILE_BYTES = 64 * 2**20
@@ -131,8 +132,6 @@ def download_multi30k(
         ConfigError: ``folder`` lies outside ``root``.
     """
     if root is not None:
-        from .paths import resolve_data_dir
-
         folder = resolve_data_dir(str(folder), root)
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)

@@ -64,18 +64,14 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
-
 import numpy as np
 import torch
 
 from .attacks import AttackOutcome
+from .cache import ArtifactCache, tensor_shapes
 from .metrics import best_threshold, evaluate_attack, roc_auc
 from .responses import Responses
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .cache import ArtifactCache
-    from .pipeline import TrainedModels
+from .roles import TrainedModels, model_from_weights, reference_answers, role_seed, train_model
 
 #: floors that keep logs finite (float32 cross-entropies and probabilities can be exactly 0)
 _TINY = 1e-45
@@ -395,10 +391,9 @@ def _digest(index: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(index, np.int64).tobytes()).hexdigest()[:16]
 
 
-def victim_answers(models: "TrainedModels", index: np.ndarray, cache: "ArtifactCache | None" = None) -> Responses:
+def victim_answers(models: TrainedModels, index: np.ndarray, cache: ArtifactCache | None = None) -> Responses:
     """The final victim answering records ``index`` (e.g. RMIA's population), cached like
     :func:`core.pipeline.reference_answers` under (training hash, "victim", a digest of the records)."""
-    from .cache import ArtifactCache
 
     cache = cache or ArtifactCache()
     index = np.asarray(index, np.int64)
@@ -411,7 +406,7 @@ def victim_answers(models: "TrainedModels", index: np.ndarray, cache: "ArtifactC
     return answers
 
 
-def population_index(models: "TrainedModels", size: int | None = None) -> np.ndarray:
+def population_index(models: TrainedModels, size: int | None = None) -> np.ndarray:
     """RMIA's population: attacker-pool records no shadow trained on (seeded choice of ``size``,
     default max(n_eval, 100), at most what the pool holds). Its size sets the resolution of the
     share, not the ranking (see the module docstring), so a modest population suffices."""
@@ -452,8 +447,7 @@ class Calibration:
                            self.out_masks, self.membership)
 
 
-def _calibration(models: "TrainedModels", cache: "ArtifactCache") -> Calibration:
-    from .pipeline import reference_answers
+def _calibration(models: TrainedModels, cache: ArtifactCache) -> Calibration:
 
     cfg, splits = models.cfg, models.splits
     n = len(models.shadows)
@@ -489,13 +483,11 @@ class ReferenceInputs:
     eval_index: np.ndarray
 
 
-def reference_inputs(models: "TrainedModels", cache: "ArtifactCache | None" = None,
+def reference_inputs(models: TrainedModels, cache: ArtifactCache | None = None,
                      population_size: int | None = None) -> ReferenceInputs | None:
     """The undefended inputs of the final epoch (None with fewer than 2 shadows); the shadows'
     answers come from :func:`core.pipeline.reference_answers`, the victim's on the population from
     :func:`victim_answers`, all cached: nothing retrains."""
-    from .cache import ArtifactCache
-    from .pipeline import reference_answers
 
     cache = cache or ArtifactCache()
     if len(models.shadows) < 2:
@@ -563,7 +555,7 @@ def score_reference_attacks(attacks: list[ReferenceAttack], target: Responses, m
     return out
 
 
-def reference_attack_outcomes(models: "TrainedModels", cache: "ArtifactCache | None" = None,
+def reference_attack_outcomes(models: TrainedModels, cache: ArtifactCache | None = None,
                               population_size: int | None = None, variance: str = "global"
                               ) -> dict[str, AttackOutcome]:
     """Offline LiRA and RMIA on the victim's evaluation set at the final epoch, fitted on the
@@ -575,7 +567,7 @@ def reference_attack_outcomes(models: "TrainedModels", cache: "ArtifactCache | N
 
 
 # ---------------------------------------------------------------------------- online LiRA (option)
-def online_lira(models: "TrainedModels", n_models: int = 4, cache: "ArtifactCache | None" = None,
+def online_lira(models: TrainedModels, n_models: int = 4, cache: ArtifactCache | None = None,
                 variance: str = "global") -> AttackOutcome:
     """Online LiRA on the victim's evaluation set — **a stronger threat model**: the attacker is
     assumed to hold the candidate records and to train on them.
@@ -586,8 +578,6 @@ def online_lira(models: "TrainedModels", n_models: int = 4, cache: "ArtifactCach
     shadows are added as OUT models. Score: per record, the log-likelihood ratio of φ under
     N(μ_in, σ²_in) and N(μ_out, σ²_out); threshold 0 (the likelihood-ratio test at equal priors).
     """
-    from .cache import ArtifactCache, tensor_shapes
-    from .pipeline import model_from_weights, reference_answers, role_seed, train_model
 
     cache = cache or ArtifactCache()
     cfg, splits, task, data = models.cfg, models.splits, models.task, models.data

@@ -3,6 +3,8 @@ inlined so it opens offline) per analysis, plus ``analyses.json`` with everythin
 verdicts. Used by ``python -m core analyze`` and the Analyses page's downloads."""
 from __future__ import annotations
 
+import html
+import json
 from pathlib import Path
 from typing import Any
 
@@ -79,9 +81,6 @@ def write_analyses(results: dict[str, Any], folder: str | Path) -> list[Path]:
 def html_report(results: dict[str, Any], configs: dict[str, dict], title: str) -> str:
     """One self-contained HTML page: the configs, the computed verdicts and every figure
     (plotly's script inlined once, so the file opens offline)."""
-    import html
-    import json
-
     parts = [f"<h1>{html.escape(title)}</h1>", "<h2>Verdicts (computed from this run)</h2><ul>"]
     for name, v in results.get("verdicts", {}).items():
         mark = {True: "holds", False: "does not hold", None: "mixed"}[v["holds"]]

@@ -31,7 +31,7 @@ import numpy as np
 
 from .cache import ArtifactCache
 from .config import ExperimentConfig
-from .defenses.dpsgd import epsilon
+from .dpsgd import epsilon
 from .errors import ConfigError
 from .metrics import empirical_epsilon
 from .pipeline import run_experiment

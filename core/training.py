@@ -15,7 +15,7 @@ One epoch of :func:`train_epochs` over N training records with batch size B:
   added and the sum divided by B̄ = q·N before the optimizer step:
   θ ← θ − η·(1/B̄)·(Σₓ clip(gₓ, C) + N(0, C²σ²I)), clip(g, C) = g·min(1, C/‖g‖). The global clip
   is not applied (the per-record clip takes its place); ε is accounted by
-  :mod:`core.defenses.dpsgd`, which is imported only when a config asks for DP.
+  :mod:`core.dpsgd` (which imports Opacus only when a config asks for DP).
 
 The optimizer is Adam with the L2 penalty (λ/2)·‖W‖² of the study's regularisation defense
 (paper 000 Fig. 7) on **weight matrices only** — parameters with two or more dimensions (linear,
@@ -43,6 +43,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from .dpsgd import PrivacySettings, make_private, per_sample_norms
+
 #: ``batch_loss(index)``: the mean loss of the records at positions ``index`` (a CPU LongTensor)
 BatchLoss = Callable[[torch.Tensor], torch.Tensor]
 
@@ -69,35 +71,6 @@ class Batch:
 BatchCallback = Callable[[Batch], None]
 
 
-@dataclass(frozen=True)
-class PrivacySettings:
-    """What a config asks of DP-SGD (:meth:`from_config`; None while ``dp`` is off).
-
-    Attributes:
-        max_grad_norm: C, the per-sample clip norm (> 0).
-        delta: δ of the reported (ε, δ), in (0, 1).
-        noise_multiplier: σ (≥ 0), or None when ``target_epsilon`` sets it.
-        target_epsilon: ε the run must reach at δ after all its steps (σ then found by Opacus'
-            ``get_noise_multiplier``), or None.
-        accountant: the accountant calibrating σ to a target ε (``rdp`` or ``prv``).
-    """
-
-    max_grad_norm: float
-    delta: float = 1e-4
-    noise_multiplier: float | None = 1.0
-    target_epsilon: float | None = None
-    accountant: str = "rdp"
-
-    @classmethod
-    def from_config(cls, cfg: Any) -> "PrivacySettings | None":
-        """The DP-SGD settings of an :class:`~core.config.ExperimentConfig`, None if ``dp`` is off."""
-        if cfg.dp == "off":
-            return None
-        return cls(max_grad_norm=cfg.dp_max_grad_norm, delta=cfg.dp_delta,
-                   noise_multiplier=cfg.dp_noise_multiplier if cfg.dp == "sigma" else None,
-                   target_epsilon=cfg.dp_epsilon if cfg.dp == "epsilon" else None, accountant=cfg.dp_accountant)
-
-
 @dataclass
 class TrainingRecord:
     """What a training run reports besides the trained model.
@@ -107,7 +80,7 @@ class TrainingRecord:
         steps: optimizer steps taken.
         seconds: wall-clock seconds of the loop.
         privacy: DP-SGD only: σ, C, q, steps and the accountant history
-            (:class:`core.defenses.dpsgd.PrivacyRecord` as a dict), else None.
+            (:class:`core.dpsgd.PrivacyRecord` as a dict), else None.
     """
 
     epochs: int
@@ -162,12 +135,10 @@ def autocast_dtype(cfg: Any) -> torch.dtype | None:
 def privatize(model: nn.Module, optimizer: torch.optim.Optimizer, n_samples: int, batch_size: int, passes: int,
               settings: PrivacySettings, generator: torch.Generator, unit: str):
     """Wrap ``model`` and ``optimizer`` for DP-SGD over ``n_samples`` samples with Opacus
-    (:func:`core.defenses.dpsgd.make_private`): Poisson batches of expected size ≈ ``batch_size``
+    (:func:`core.dpsgd.make_private`): Poisson batches of expected size ≈ ``batch_size``
     drawn with ``generator``, ``passes`` passes, σ from ``settings`` (given, or calibrated to the
     target ε over all the steps). ``unit`` says what one sample is (what the guarantee protects)."""
-    from .defenses import dpsgd  # Opacus is imported only by configs that ask for DP
-
-    return dpsgd.make_private(model, optimizer, n_samples, batch_size, passes, settings, generator, noise_seed(), unit)
+    return make_private(model, optimizer, n_samples, batch_size, passes, settings, generator, noise_seed(), unit)
 
 
 # ---------------------------------------------------------------------------- the loop
@@ -252,8 +223,6 @@ def _step(model: nn.Module, optimizer: torch.optim.Optimizer, private, batch_los
     private.backward(loss)
     norms = None
     if want_norms:
-        from .defenses.dpsgd import per_sample_norms
-
         norms = per_sample_norms(private.optimizer).detach().cpu().numpy()
     private.step()
     return float(loss.detach()), norms

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from core.cache import ArtifactCache
-from core.ensemble import ensemble_groups
+from core.executor import ensemble_groups
 from core.executor import TrainingJob, make_executor
 from core.pipeline import run_experiment, trained_models
 from core.tasks import get_task

@@ -16,7 +16,7 @@ from core import training
 from core.cache import ArtifactCache
 from core.cli import main
 from core.corpus import generate_captions
-from core.defenses import dpsgd
+from core import dpsgd
 from core.errors import ConfigError
 from core.models.image import GridLSTM
 from core.models.navigation import build_agent

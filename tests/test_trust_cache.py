@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core import pipeline
+from core import pipeline, roles
 from core.cache import ArtifactCache, SafeDisk
 from core.errors import CacheUnusableError, LockFileError
 from core.locks import KeyLock, hold
@@ -260,7 +260,7 @@ def test_responses_of_another_size_are_discarded_not_indexed(isolated_cache):
     key = c.key("model", cfg.training_hash, "victim", "responses", 1)
     r = c.get_responses(key)
     c.put_responses(key, r.subset(np.arange(len(r) // 2)))  # another config's answers (n_eval 10, not 20)
-    assert pipeline._load_trained(task, cfg, data, "victim", c, len(splits.eval_index)) is None
+    assert roles.load_trained(task, cfg, data, "victim", c, len(splits.eval_index)) is None
     assert key in c.corrupted
 
 

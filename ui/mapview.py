@@ -13,6 +13,8 @@ import numpy as np
 
 from core.cache import ArtifactCache
 from core.config import ExperimentConfig
+from core.envs.minigrid import MapEnv
+from core.pipeline import trained_models
 
 #: bump when the layout of a map view changes (older entries are then recomputed)
 VERSION = 1
@@ -33,8 +35,6 @@ def cached_map_views(cfg: ExperimentConfig, cache: ArtifactCache | None = None) 
 
 
 def _map_view(env_id: str, run, role: str) -> dict[str, Any]:
-    from core.envs.minigrid import MapEnv
-
     env = MapEnv(env_id)
     env.reset(run.seed)
     code = np.asarray(env.env.grid.encode())  # (W, H, 3): object, colour, state
@@ -62,8 +62,6 @@ def _map_view(env_id: str, run, role: str) -> dict[str, Any]:
 def compute_map_views(cfg: ExperimentConfig, progress=None, models=None, cache: ArtifactCache | None = None) -> dict[str, Any]:
     """Map views of the first member and the first non-member map of ``cfg``'s evaluation set,
     with the victim's seeded query path on each; stored in the cache and returned."""
-    from core.pipeline import trained_models
-
     cache = cache or ArtifactCache()
     models = models if models is not None else trained_models(cfg, progress=progress, cache=cache)
     task, splits = models.task, models.splits

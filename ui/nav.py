@@ -1,10 +1,13 @@
 """Multi-page navigation (``st.navigation``) and the sidebar's job panel, shown on every page."""
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
 import streamlit as st
+
+from ui.shared import job_manager
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -64,8 +67,6 @@ def page_meta(path: str) -> tuple[str, str | None, str, str]:
 
 def _docstring_sentence(path: str) -> str:
     """The first sentence of a page file's docstring (what a page says it is for)."""
-    import ast
-
     try:
         doc = ast.get_docstring(ast.parse((ROOT / path).read_text())) or ""
     except (OSError, SyntaxError, ValueError):
@@ -112,8 +113,6 @@ def job_line(job) -> str:
 
 
 def _panel() -> None:
-    from ui.shared import job_manager
-
     manager = job_manager()
     active = manager.active()
     if not active:
@@ -148,8 +147,6 @@ def jobs_sidebar() -> None:
     """The running and queued jobs of the whole server, on every page. The panel refreshes itself
     (every ``POLL_BUSY_S`` while jobs run, every ``POLL_IDLE_S`` otherwise) and reruns the page when a
     job starts or ends, so a page waiting for a model shows it as soon as it is cached."""
-    from ui.shared import job_manager
-
     def state() -> tuple:
         return tuple(j.id for j in job_manager().active())
 

@@ -13,6 +13,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from core import studies
+from core.fidelity import matched_utility
 
 ARCH_COLOURS = {"ffnn": "#1f77b4", "rnn": "#d62728"}
 ARCH_NAMES = {"ffnn": "FFNN", "rnn": "RNN"}
@@ -635,8 +636,6 @@ def matched_utility_table(summaries: list[dict[str, Any]], attacks: tuple[str, .
     """The matched-utility view (core.fidelity.matched_utility): for each architecture, the checkpoint
     whose validation utility is closest to the other's final one, beside the other at its final epoch,
     with each attack's AUC and TPR@1 % at those epochs and which architecture leaks more there."""
-    from core.fidelity import matched_utility
-
     view = matched_utility(summaries)
     rows = []
     if not view:

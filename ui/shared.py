@@ -8,8 +8,11 @@ from typing import Any
 import streamlit as st
 
 from core.config import ExperimentConfig
+from core.defenses import Defender
 from core.paths import cache_dir
+from core.pipeline import cached_summary, trained_models
 from ui.jobs import JobManager
+from ui.mapview import cached_map_views
 
 
 @st.cache_resource
@@ -27,8 +30,6 @@ class _NotCached(Exception):
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def _summary(folder: str, config_hash: str, _cfg: ExperimentConfig) -> dict[str, Any]:
-    from core.pipeline import cached_summary
-
     summary = cached_summary(_cfg)
     if summary is None:
         raise _NotCached
@@ -46,8 +47,6 @@ def summary_of(cfg: ExperimentConfig) -> dict[str, Any] | None:
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def _map_views(folder: str, config_hash: str, _cfg: ExperimentConfig) -> dict[str, Any]:
-    from ui.mapview import cached_map_views
-
     views = cached_map_views(_cfg)
     if views is None:
         raise _NotCached
@@ -64,9 +63,6 @@ def map_views_of(cfg: ExperimentConfig) -> dict[str, Any] | None:
 
 @st.cache_resource(max_entries=6, show_spinner="Loading the cached models and fitting nothing new…")
 def _defender(folder: str, config_hash: str, _cfg: ExperimentConfig):
-    from core.defenses import Defender
-    from core.pipeline import trained_models
-
     return Defender(trained_models(_cfg))
 
 

@@ -13,6 +13,7 @@ import numpy as np
 import streamlit as st
 
 from core.config import ExperimentConfig, field_range
+from core.tasks import available_tasks
 
 ARCH_LABELS = {"ffnn": "FFNN", "rnn": "RNN"}
 
@@ -69,7 +70,6 @@ def _as_shown(value: Any) -> Any:
 
 class _Grid:
     """Lays widgets out in rows of ``width`` columns."""
-
     def __init__(self, width: int = 4):
         self.width, self.i, self.cols = width, 0, None
 
@@ -129,8 +129,6 @@ TASK_LABELS = {"image": "Image classification", "translation": "Machine translat
 
 def task_selector(key: str | None = None) -> str:
     """The task select box shared by the pages, pre-selected by a ``?task=`` deep link."""
-    from core.tasks import available_tasks
-
     tasks = available_tasks()
     wanted = st.query_params.get("task")
     return st.selectbox("Task", tasks, index=tasks.index(wanted) if wanted in tasks else 0,

@@ -22,7 +22,7 @@ import torch
 
 from ..cache import ArtifactCache
 from ..config import ExperimentConfig
-from ..pipeline import train_model
+from ..roles import config_from_dict, train_model
 from ..tasks import get_task
 from .gpm import random_dp_gamma
 
@@ -86,7 +86,6 @@ def pair_distance(cfg: ExperimentConfig, data, i: int) -> float:
 
 def pair_job(item: tuple[dict, int]) -> tuple[int, float]:
     """One pair on an executor's worker: ``(config as a dict, i)`` → ``(i, distance)``."""
-    from ..executor import config_from_dict
 
     config, i = item
     cfg = config_from_dict(config)

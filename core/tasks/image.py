@@ -21,9 +21,10 @@ from torch import nn
 
 from ..config import ExperimentConfig, bounded, check_fields
 from ..device import default_device
+from ..ensemble import member_generator, train_ensemble_epochs, train_joint_epochs
 from ..errors import ConfigError, DatasetNotFoundError
 from ..memory import FLOAT_BYTES, attack_training_bytes, cnn_param_count, responses_bytes, training_state_bytes
-from ..models.image import ReNet, ResidualCNN, count_params, match_renet, renet_param_count
+from ..models.image import JointReNet, ReNet, ResidualCNN, count_params, match_renet, renet_param_count
 from ..responses import Responses
 from ..training import (BatchCallback, PrivacySettings, TrainingRecord, autocast_dtype, build_optimizer, seeded_generator,
                         train_epochs)
@@ -281,8 +282,6 @@ class ImageTask(Task):
                        train_indices: list[np.ndarray], seeds: list[int], on_epoch) -> float:
         """Cross-entropy, Adam with L2 on weight matrices, each member's own data order: the
         sequential :meth:`train`'s recipe for all members at once (:mod:`core.ensemble`)."""
-        from ..ensemble import member_generator, train_ensemble_epochs, train_joint_epochs
-        from ..models.image import JointReNet, ReNet
 
         if len({len(i) for i in train_indices}) != 1:
             raise ValueError("ensemble members must have training sets of one size")

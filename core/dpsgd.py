@@ -24,8 +24,8 @@ hooks (so the model must pass ``ModuleValidator``: the tasks build DP-compatible
 Poisson sampling with our seeded generator. What is recorded — σ, C, q, steps, δ and the
 accountant's history ``[(σ, q, steps)]`` — is enough for anyone to recompute ε with Opacus.
 
-:mod:`core.training` imports this module only when a config asks for DP (it imports nothing of
-``core`` but :class:`core.training.PrivacySettings` and the errors), so non-private runs never load Opacus.
+:mod:`core.training` sits on top of this module (it imports nothing of ``core`` but the errors), and
+Opacus is imported inside the functions that need it, so non-private runs never load it.
 """
 from __future__ import annotations
 
@@ -38,8 +38,36 @@ from typing import Any, Iterator
 import torch
 from torch import nn
 
-from ..errors import ConfigError
-from ..training import PrivacySettings
+from .errors import ConfigError
+
+@dataclass(frozen=True)
+class PrivacySettings:
+    """What a config asks of DP-SGD (:meth:`from_config`; None while ``dp`` is off).
+
+    Attributes:
+        max_grad_norm: C, the per-sample clip norm (> 0).
+        delta: δ of the reported (ε, δ), in (0, 1).
+        noise_multiplier: σ (≥ 0), or None when ``target_epsilon`` sets it.
+        target_epsilon: ε the run must reach at δ after all its steps (σ then found by Opacus'
+            ``get_noise_multiplier``), or None.
+        accountant: the accountant calibrating σ to a target ε (``rdp`` or ``prv``).
+    """
+
+    max_grad_norm: float
+    delta: float = 1e-4
+    noise_multiplier: float | None = 1.0
+    target_epsilon: float | None = None
+    accountant: str = "rdp"
+
+    @classmethod
+    def from_config(cls, cfg: Any) -> "PrivacySettings | None":
+        """The DP-SGD settings of an :class:`~core.config.ExperimentConfig`, None if ``dp`` is off."""
+        if cfg.dp == "off":
+            return None
+        return cls(max_grad_norm=cfg.dp_max_grad_norm, delta=cfg.dp_delta,
+                   noise_multiplier=cfg.dp_noise_multiplier if cfg.dp == "sigma" else None,
+                   target_epsilon=cfg.dp_epsilon if cfg.dp == "epsilon" else None, accountant=cfg.dp_accountant)
+
 
 #: accountants reported for every private run (GDP: a CLT approximation, shown for comparison)
 REPORTED_ACCOUNTANTS = ("rdp", "prv", "gdp")
