@@ -32,6 +32,11 @@ ARCHS = ("ffnn", "rnn")
 ATTACK_ONLY_FIELDS = frozenset({"n_shadows", "attack_hidden", "attack_train_epochs", "attack_lr"})
 #: Fields that are labels only and never change a number.
 LABEL_FIELDS = frozenset({"preset"})
+#: Fields that say how often a config is run (core.repeats), never what one run computes: left out
+#: of every hash, so repeat 0 of any N is the run cached before the field existed.
+REPEAT_FIELDS = frozenset({"repeats"})
+#: Most repeats of one config (each is a full victim + shadows run)
+MAX_REPEATS = 20
 #: Most checkpoint epochs one config may list in ``attack_epochs``.
 MAX_ATTACK_EPOCHS = 1000
 #: DP-SGD modes: off, a given noise multiplier σ, or a target ε (σ then found by Opacus)
@@ -183,6 +188,10 @@ class ExperimentConfig:
         attack_train_epochs: training epochs of the attack classifier. [1, 10000]
         attack_lr: learning rate of the attack classifier. (0, 10]
         seed: seeds data splits, initialisation and training. [0, 2**32)
+        repeats: independent repeats of the experiment (core.repeats): repeat 0 is this config,
+            repeat r > 0 the same config with a seed derived from ``seed`` and r (other splits,
+            initialisation and batch order), each cached as an ordinary run; numbers are then
+            reported as a mean with a 95 % interval over the repeats. Not hashed. [1, 20]
         dp: DP-SGD (paper 000 eq. 7–8, Opacus) for victims and shadows alike: ``off``,
             ``sigma`` (noise multiplier ``dp_noise_multiplier``) or ``epsilon`` (the noise
             multiplier reaching ``dp_epsilon`` at ``dp_delta`` after all steps, found by Opacus'
@@ -223,6 +232,7 @@ class ExperimentConfig:
     attack_train_epochs: int = bounded(80, 1, 10_000)
     attack_lr: float = bounded(1e-3, 0, 10, lo_open=True)
     seed: int = bounded(0, 0, 2**32, hi_open=True, hi_text="2**32")
+    repeats: int = bounded(1, 1, MAX_REPEATS)
     dp: str = "off"
     dp_noise_multiplier: float = bounded(1.0, 0, 1000)
     dp_max_grad_norm: float = bounded(1.0, 0, 1_000_000, lo_open=True)
@@ -306,7 +316,7 @@ class ExperimentConfig:
                 (:meth:`inert_fields` are always left out).
         """
         d = self.to_dict()
-        for name in LABEL_FIELDS | exclude | self.inert_fields():
+        for name in LABEL_FIELDS | REPEAT_FIELDS | exclude | self.inert_fields():
             d.pop(name, None)
         payload = json.dumps({"schema": CACHE_SCHEMA_VERSION, "config": d}, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(payload.encode()).hexdigest()[:20]

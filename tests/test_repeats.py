@@ -1,0 +1,82 @@
+"""Repeats: repeat 0 is the config itself, seeds differ by repeat and are shared by both
+architectures, each repeat is cached (raising N trains only the new ones), paired comparison JSON."""
+import json
+
+import numpy as np
+import pytest
+
+import core.pipeline as pipeline
+from core.config import ConfigError
+from core.repeats import (comparison_configs, repeat_config, repeat_configs, repeat_seed, repeats_block,
+                          run_comparison, run_repeats)
+from core.tasks import get_task
+
+TINY = dict(n_train=40, n_eval=20, epochs=2, n_shadows=1, attack_epochs=(1,), attack_train_epochs=3)
+
+
+def test_repeats_field_is_not_hashed_and_repeat_zero_is_the_config():
+    cfg = get_task("image").make_config("rnn", "quick")
+    three = cfg.with_updates({"repeats": 3})
+    assert (three.config_hash, three.training_hash) == (cfg.config_hash, cfg.training_hash)
+    # the quick preset's hashes as pinned before the field existed (tests/test_config.py)
+    assert (cfg.config_hash, cfg.training_hash) == ("5138b927c106302a6c88", "f2d5065eb5aa917a4d3e")
+    assert repeat_config(three, 0).config_hash == cfg.config_hash
+    hashes = {c.config_hash for c in repeat_configs(three)}
+    assert len(hashes) == 3
+    with pytest.raises(ConfigError, match="repeats"):
+        cfg.with_updates({"repeats": 21}).validate()
+    with pytest.raises(ConfigError, match="repeats"):
+        cfg.with_updates({"repeats": 0}).validate()
+
+
+def test_repeat_seeds_are_derived_in_range_and_shared_by_both_architectures():
+    seeds = [repeat_seed(0, r) for r in range(20)]
+    assert seeds[0] == 0 and len(set(seeds)) == 20 and all(0 <= s < 2**32 for s in seeds)
+    assert repeat_seed(1, 1) != repeat_seed(0, 2)
+    pair = comparison_configs("image", "quick", 3, TINY)
+    assert [c.seed for c in repeat_configs(pair["ffnn"])] == [c.seed for c in repeat_configs(pair["rnn"])]
+    assert pair["ffnn"].lr != pair["rnn"].lr  # per-architecture preset values are kept
+
+
+def test_repeats_differ_in_split_and_raising_n_trains_only_new_repeats(monkeypatch):
+    trained = []
+    real = pipeline.train_role
+
+    def counting(task, cfg, data, role, *args, **kwargs):
+        trained.append((cfg.seed, role))
+        return real(task, cfg, data, role, *args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "train_role", counting)
+    cfg = get_task("image").make_config("ffnn", "quick", {**TINY, "repeats": 2})
+    two = run_repeats(cfg)
+    assert len(trained) == 4  # 2 repeats × (victim + 1 shadow)
+    members = [np.asarray(s["records"]["membership"]) for s in two]
+    assert two[0]["config"]["seed"] != two[1]["config"]["seed"]
+    assert two[0]["records"]["ape"] != two[1]["records"]["ape"]  # another split, another model
+    trained.clear()
+    three = run_repeats(cfg.with_updates({"repeats": 3}))
+    assert sorted({seed for seed, _ in trained}) == [repeat_seed(cfg.seed, 2)] and len(trained) == 2
+    assert [s["config_hash"] for s in three[:2]] == [s["config_hash"] for s in two]
+    block = repeats_block(three, n_boot=200)
+    acc = block["metrics"]["attack_accuracy"]
+    assert acc["n"] == 3 and len(acc["values"]) == 3 and acc["ci_low"] <= acc["mean"] <= acc["ci_high"]
+    assert acc["mean"] == pytest.approx(np.mean([s["attack"]["accuracy"] for s in three]))
+    assert block["within_run"]["attack_auc"]["method"].startswith("bootstrap")
+    assert len(members[0]) == 2 * TINY["n_eval"]
+    json.dumps(block, allow_nan=False)
+
+
+def test_comparison_json_is_paired_with_verdicts():
+    configs = comparison_configs("image", "quick", 2, {**TINY, "n_shadows": 2})  # LiRA/RMIA need 2 shadows
+    out = run_comparison(configs)
+    text = json.dumps(out, allow_nan=False)
+    assert out["repeats"] == 2 and out["seeds"][0] == configs["ffnn"].seed
+    m = out["metrics"]["attack_auc"]
+    assert m["ffnn"]["n"] == 2 and m["rnn"]["n"] == 2
+    assert m["difference"]["of"] == "ffnn - rnn"
+    assert m["difference"]["diff"]["mean"] == pytest.approx(m["ffnn"]["mean"] - m["rnn"]["mean"])
+    assert m["verdict"]["value"] in ("holds", "reversed", "inconclusive") and m["verdict"]["n"] == 2
+    assert out["metrics"]["utility_val"]["verdict"] is None
+    assert {"attack_accuracy", "tpr_at_1pct_fpr", "tpr_at_0.1pct_fpr", "attack_advantage", "lira_auc", "rmia_auc"} <= set(
+        out["metrics"])
+    assert "roc_band" in out and len(text) < 200_000
