@@ -80,3 +80,38 @@ def test_comparison_json_is_paired_with_verdicts():
     assert {"attack_accuracy", "tpr_at_1pct_fpr", "tpr_at_0.1pct_fpr", "attack_advantage", "lira_auc", "rmia_auc"} <= set(
         out["metrics"])
     assert "roc_band" in out and len(text) < 200_000
+
+
+def _cli(capsys, *argv):
+    from core.cli import main
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.err
+
+
+TINY_SETS = [f"--set={k}={','.join(map(str, v)) if isinstance(v, tuple) else v}"
+             for k, v in {**TINY, "n_shadows": 2}.items()]  # LiRA/RMIA need 2 shadows
+
+
+def test_cli_compare_and_run_repeats_write_intervals(tmp_path, capsys):
+    out = tmp_path / "compare.json"
+    code, err = _cli(capsys, "compare", "--task", "image", "--preset", "quick", "--repeats", "2", *TINY_SETS,
+                     "--out", str(out), "--quiet")
+    assert code == 0, err
+    d = json.loads(out.read_text())
+    m = d["metrics"]["attack_accuracy"]
+    assert {"ffnn", "rnn", "difference", "verdict"} <= set(m)
+    assert {"mean", "ci_low", "ci_high", "n", "values", "p_t", "p_permutation"} <= set(m["difference"]) | set(
+        m["difference"]["diff"])
+    run = tmp_path / "run.json"
+    code, err = _cli(capsys, "run", "--task", "image", "--arch", "ffnn", "--repeats", "2", *TINY_SETS,
+                     "--out", str(run), "--quiet")
+    assert code == 0, err
+    r = json.loads(run.read_text())
+    assert r["repeats"]["n"] == 2 and r["repeats"]["metrics"]["attack_auc"]["n"] == 2
+    assert r["repeats"]["config_hashes"] == d["config_hashes"]["ffnn"]  # the compare's runs, from the cache
+    for bad in (["--repeats", "0"], ["--repeats", "21"], ["--set=repeats=2"]):
+        code, err = _cli(capsys, "compare", "--task", "image", *bad, *TINY_SETS)
+        assert code == 2 and err.startswith("error:") and "repeats" in err, err
+    code, err = _cli(capsys, "run", "--task", "image", "--repeats", "25", *TINY_SETS)
+    assert code == 2 and err.startswith("error:") and "repeats" in err
