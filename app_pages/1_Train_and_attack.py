@@ -10,9 +10,10 @@ import streamlit as st
 from core import multi30k
 from core.errors import MIAError
 from core.paths import data_root, resolve_data_dir
+from core.repeats import repeat_config
 from core.tasks import available_tasks, get_task
 from ui.nav import format_seconds
-from ui.results import show_results
+from ui.results import cached_repeats_view, show_results
 from ui.shared import job_manager, map_views_of, summary_of
 from ui.widgets import TASK_LABELS, config_overrides
 
@@ -212,4 +213,34 @@ if task_name == "navigation":
                 wanted_views.append(c)
     if wanted_views:
         manager.submit(wanted_views, kind="mapview")
-show_results(available, [c for c in configs if summaries[c.arch] is not None], overrides, views)
+
+
+def repeats_section(cfgs) -> dict | None:
+    """Repeats 1 … N−1 of the shown configs (repeat 0 is the run above): trained on request in the
+    job queue like any run; once all are cached, their view (means with intervals, the paired
+    comparison and verdicts) for the results. None while any is missing."""
+    n = cfgs[0].repeats
+    if n < 2:
+        return None
+    extra = [repeat_config(c, r) for r in range(1, n) for c in cfgs]
+    have = {c.config_hash: summary_of(c) for c in extra}
+    lacking = [c for c in extra if have[c.config_hash] is None]
+    if lacking:
+        running = [c for c in lacking if (j := manager.job(c)) is not None and j.active]
+        waiting = [c for c in lacking if c not in running]
+        with st.container(border=True):
+            st.markdown(f"**Repeats**: {len(extra) - len(lacking)} of the {len(extra)} further runs (repeats 2…{n}, "
+                        "other seeds: other splits, initialisation and batch order) are cached. Means with 95 % "
+                        "intervals and the FFNN-vs-RNN verdicts appear when all are.")
+            if waiting and st.button(f"Train the {len(waiting)} missing repeat run(s)", key="train:repeats"):
+                manager.submit(waiting)
+                st.rerun()
+            if running:
+                progress_panel(running)
+        return None
+    runs = {c.arch: [summaries[c.arch]] + [have[repeat_config(c, r).config_hash] for r in range(1, n)] for c in cfgs}
+    return cached_repeats_view(runs)
+
+
+repeats_view = repeats_section([c for c in configs if summaries[c.arch] is not None]) if not missing else None
+show_results(available, [c for c in configs if summaries[c.arch] is not None], overrides, views, repeats_view)

@@ -660,3 +660,72 @@ def matched_utility_table(summaries: list[dict[str, Any]], attacks: tuple[str, .
                 row["utility gap"], row["leaks more (AUC)"] = None, ""
             rows.append(row)
     return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------------------- repeats and intervals
+#: headline metrics of core.repeats, as the pages name them
+METRIC_NAMES = {"attack_accuracy": "attack accuracy", "attack_auc": "attack AUC",
+                "attack_advantage": "advantage (TPR−FPR)", "tpr_at_1pct_fpr": "TPR @ 1% FPR",
+                "tpr_at_0.1pct_fpr": "TPR @ 0.1% FPR", "lira_auc": "LiRA AUC", "rmia_auc": "RMIA AUC",
+                "utility_val": "utility (validation)", "utility_train": "utility (train)"}
+VERDICT_MARKS = {"holds": "✅ holds", "reversed": "↩️ reversed", "inconclusive": "❔ inconclusive"}
+
+
+def with_ci(e: dict[str, Any] | None, digits: int = 3) -> str:
+    """``mean [ci_low, ci_high]`` of an estimate's JSON (the mean alone when N = 1)."""
+    if not e or e.get("mean") is None:
+        return "—"
+    if e.get("ci_low") is None:
+        return f"{e['mean']:.{digits}f} (N = 1)"
+    return f"{e['mean']:.{digits}f} [{e['ci_low']:.{digits}f}, {e['ci_high']:.{digits}f}]"
+
+
+def _p(v: float | None) -> str:
+    return "—" if v is None else (f"{v:.3f}" if v >= 0.001 else "< 0.001")
+
+
+def comparison_table(comparison: dict[str, Any]) -> pd.DataFrame:
+    """One row per headline metric of ``core.repeats.comparison_json``: each architecture's mean
+    with its 95 % interval, the paired difference FFNN − RNN with its interval, both p-values,
+    Cohen's d_z, the verdict on "the RNN leaks more" and N."""
+    rows = []
+    for name, m in comparison["metrics"].items():
+        d = m["difference"]
+        v = m.get("verdict")
+        rows.append({"metric": METRIC_NAMES.get(name, name), "FFNN mean [95% CI]": with_ci(m["ffnn"]),
+                     "RNN mean [95% CI]": with_ci(m["rnn"]), "FFNN − RNN [95% CI]": with_ci(d["diff"], 3),
+                     "p (paired t)": _p(d.get("p_t")), "p (sign flip)": _p(d.get("p_permutation")),
+                     "effect d_z": d.get("effect_size"), "verdict: RNN leaks more": VERDICT_MARKS[v["value"]] if v else
+                     "(no hypothesis)", "N": d["n"]})
+    return pd.DataFrame(rows)
+
+
+def repeats_table(blocks: dict[str, dict[str, Any]]) -> pd.DataFrame:
+    """Per architecture, every headline metric as mean [95 % CI] over its repeats
+    (``blocks``: arch → ``core.repeats.repeats_block``)."""
+    rows = []
+    for arch, block in blocks.items():
+        row: dict[str, Any] = {"architecture": ARCH_NAMES.get(arch, arch), "N": block["n"]}
+        for name, e in block["metrics"].items():
+            row[METRIC_NAMES.get(name, name)] = with_ci(e)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def roc_band_figure(bands: dict[str, dict[str, Any]]) -> go.Figure:
+    """Each architecture's mean ROC curve over its repeats with the pointwise 95 % band (log FPR)."""
+    fig = go.Figure()
+    floor = 1e-3
+    for arch, b in bands.items():
+        c = ARCH_COLOURS.get(arch, "#444")
+        x = [max(v, floor) for v in b["fpr"]]
+        fig.add_scatter(x=x + x[::-1], y=list(b["hi"]) + list(b["lo"])[::-1], fill="toself", mode="lines",
+                        line=dict(width=0), fillcolor=c, opacity=0.18, hoverinfo="skip", showlegend=False)
+        fig.add_scatter(x=x, y=b["tpr"], mode="lines", line=dict(color=c),
+                        name=f"{ARCH_NAMES.get(arch, arch)}: mean of N = {b['n']}"
+                             + (", 95% band" if b["n"] > 1 else ""))
+    diagonal = [floor * (1 / floor) ** (i / 50) for i in range(51)]
+    fig.add_scatter(x=diagonal, y=diagonal, mode="lines", line=dict(color="grey", dash="dot"), name="chance")
+    fig.update_xaxes(type="log", range=[-3, 0], tickvals=[1e-3, 1e-2, 1e-1, 1], ticktext=["0.1%", "1%", "10%", "100%"])
+    fig.update_yaxes(range=[0, 1])
+    return _layout(fig, "ROC of the primary attack over repeats", "false positive rate", "true positive rate")

@@ -25,6 +25,9 @@ MAIN_FIELDS = {
     "weight_decay": "L2 regularisation (a defense: it narrows the generalisation gap).",
     "n_shadows": "Shadow models the attacker trains on its own, disjoint data.",
     "seed": "Seeds splits, initialisation and training: same seed, same numbers.",
+    "repeats": "Independent repeats (seeds derived from the seed; repeat r of FFNN and RNN share a split): numbers "
+               "become means with 95 % intervals and the FFNN-vs-RNN difference gets a verdict. Each repeat is "
+               "cached, so raising it trains only the new ones.",
 }
 MORE_FIELDS = {
     "attack_epochs": "Checkpoint epochs with a separate attack (comma-separated); the final epoch is always attacked.",
