@@ -521,6 +521,11 @@ def add_compare_command(sub: Any, common: Callable[[argparse.ArgumentParser], No
                                        "(holds / reversed / inconclusive)")
     common(p)
     p.add_argument("--repeats", type=int, default=3, metavar="N", help="paired repeats, 1..20 (default 3)")
+    p.add_argument("--match-utility", default="off", metavar="{off,lower,NUMBER}",
+                   help="compare at matched utility by construction: each architecture (victim and shadows) "
+                        "trains until its victim's validation utility first reaches the target (NUMBER, or lower: "
+                        "the lower of the two final utilities), then stops; the JSON gives each one's stopping "
+                        "epoch and the comparison there (default: off)")
     p.add_argument("--out", help="write the JSON here (default: stdout); the folder must exist")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
 
@@ -536,6 +541,8 @@ def _compare(args: argparse.Namespace, out: Path | None) -> int:
     sets = check_named_sets(parse_sets(args.sets), args)
     if "repeats" in sets:
         raise ConfigError("give the number of repeats with --repeats, not --set repeats=")
+    if args.match_utility != "off":
+        sets["match_utility"] = args.match_utility
     configs = comparison_configs(args.task, args.preset, args.repeats, sets)
     configure_threads()
 
@@ -545,8 +552,13 @@ def _compare(args: argparse.Namespace, out: Path | None) -> int:
             eta = f", ~{ev.eta_s:.0f}s left" if ev.eta_s is not None else ""
             print(f"[{ev.overall_fraction:6.1%}] {ev.stage}: {ev.stage_fraction:.0%}{eta}", file=sys.stderr)
 
-    result = run_comparison(configs, progress=progress, executor=make_executor(args.executor, args.workers,
-                                                                                args.ray_address))
+    executor = make_executor(args.executor, args.workers, args.ray_address)
+    if configs["ffnn"].match_utility != "off":
+        from .matching import run_matched
+
+        result = run_matched(configs, progress=progress, executor=executor)
+    else:
+        result = run_comparison(configs, progress=progress, executor=executor)
     if out is not None:
         write_json_atomically(out, result)
     else:

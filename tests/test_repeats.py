@@ -93,7 +93,9 @@ TINY_SETS = [f"--set={k}={','.join(map(str, v)) if isinstance(v, tuple) else v}"
              for k, v in {**TINY, "n_shadows": 2}.items()]  # LiRA/RMIA need 2 shadows
 
 
-def test_cli_compare_and_run_repeats_write_intervals(tmp_path, capsys):
+def test_cli_compare_and_run_repeats_write_intervals(tmp_path, capsys, monkeypatch):
+    # in-process CLI: keep this test process's torch thread count (the CLI sizes it for a whole machine)
+    monkeypatch.setattr("core.device.configure_threads", lambda: 1)
     out = tmp_path / "compare.json"
     code, err = _cli(capsys, "compare", "--task", "image", "--preset", "quick", "--repeats", "2", *TINY_SETS,
                      "--out", str(out), "--quiet")
