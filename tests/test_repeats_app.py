@@ -75,3 +75,28 @@ def test_home_demo_offers_repeats_beside_its_result_then_shows_the_verdict(monke
     text = " ".join(m.value for m in at.markdown)
     assert "Over 3 paired repeats" in text and "N = 3" in text
     assert not any(b.label.startswith("➕ Add") for b in at.button)
+
+
+def test_page_shows_where_each_architecture_reached_the_matched_utility():
+    from core.matching import run_matched
+
+    learning = dict(n_train=150, n_eval=40, epochs=6, n_shadows=1, attack_epochs=(), attack_train_epochs=3)
+    configs = {a: c.with_updates({"match_utility": "lower"})
+               for a, c in comparison_configs("image", "quick", 1, learning).items()}
+    out = run_matched(configs)  # what the page's job queue would train
+    at = AppTest.from_file(str(ROOT / "app.py"))
+    at.switch_page(PAGE)
+    at.run(timeout=60)
+    for name, value in {**learning, "attack_epochs": "", "match_utility": "lower"}.items():
+        for suffix in ("", ":ffnn", ":rnn"):
+            for widgets in (at.number_input, at.text_input):
+                try:
+                    widgets(key=f"image:quick:{name}{suffix}").set_value(value)
+                except KeyError:
+                    pass
+    at.run(timeout=120)
+    assert not at.exception, at.exception
+    assert any(s.value == "At matched utility (by construction)" for s in at.subheader)
+    table = [d.value for d in at.dataframe if "stopped at epoch" in d.value.columns][0]
+    epochs = {r["architecture"]: r["stopped at epoch"] for _, r in table.iterrows()}
+    assert epochs == {"FFNN": out["repeats"][0]["ffnn"]["epoch"], "RNN": out["repeats"][0]["rnn"]["epoch"]}

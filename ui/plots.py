@@ -729,3 +729,20 @@ def roc_band_figure(bands: dict[str, dict[str, Any]]) -> go.Figure:
     fig.update_xaxes(type="log", range=[-3, 0], tickvals=[1e-3, 1e-2, 1e-1, 1], ticktext=["0.1%", "1%", "10%", "100%"])
     fig.update_yaxes(range=[0, 1])
     return _layout(fig, "ROC of the primary attack over repeats", "false positive rate", "true positive rate")
+
+
+def matched_stops_table(view: dict[str, Any]) -> pd.DataFrame:
+    """Per repeat and architecture: the target, the epoch the victim first reached it (or that it
+    did not), its measured utility there and the primary attack's accuracy and AUC there."""
+    metric = UTILITY_NAMES.get(view["metric"], view["metric"])
+    rows = []
+    for row in view["rows"]:
+        for arch in ("ffnn", "rnn"):
+            p = row[arch]
+            rows.append({"repeat": row["repeat"] + 1, "architecture": ARCH_NAMES.get(arch, arch),
+                         f"target {metric}": row["target"],
+                         "stopped at epoch": p["epoch"] if p["reached"] else f"{p['epoch']} (target not reached)",
+                         "of epochs": p["final_epoch"], f"{metric} at stop": p["utility_at_stop"],
+                         f"final {metric}": p["final_utility"], "attack accuracy": p["attack_accuracy"],
+                         "attack AUC": p["attack_auc"]})
+    return pd.DataFrame(rows)

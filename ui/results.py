@@ -91,9 +91,10 @@ def show_navigation_maps(summaries: list[dict[str, Any]], views: dict[str, dict[
 
 def show_results(summaries: list[dict[str, Any]], configs: list[ExperimentConfig],
                  overrides: dict[str, dict[str, Any]], views: dict[str, dict[str, Any]] | None = None,
-                 repeats: dict[str, Any] | None = None) -> None:
+                 repeats: dict[str, Any] | None = None, matched: dict[str, Any] | None = None) -> None:
     """The results sections of the Train & attack page (``summaries``: repeat 0 of each
-    architecture; ``repeats``: a :func:`repeats_view` of every repeat, when there are several)."""
+    architecture; ``repeats``: a :func:`repeats_view` of every repeat, when there are several;
+    ``matched``: a :func:`matched_view` when ``match_utility`` is on)."""
     f = figures(summaries)
     st.subheader("Overview")
     st.dataframe(f["overview"], hide_index=True, width="stretch")
@@ -118,6 +119,8 @@ def show_results(summaries: list[dict[str, Any]], configs: list[ExperimentConfig
                     "the verdicts below (repeat 0's numbers fill the rest of the page).")
     if repeats is not None:
         show_repeats(repeats)
+    if matched is not None:
+        show_matched(matched)
     left, right = st.columns(2)
     with left:
         st.plotly_chart(f["utility"], width="stretch")
@@ -163,7 +166,7 @@ def show_results(summaries: list[dict[str, Any]], configs: list[ExperimentConfig
     e1, e2 = st.columns([1, 3])
     with e1:
         name = "_".join([summaries[0]["task"], summaries[0].get("preset") or "custom"] + [s["arch"] for s in summaries])
-        st.download_button("Download report (HTML)", data=lambda: report_html(summaries, configs, overrides, views, repeats),
+        st.download_button("Download report (HTML)", data=lambda: report_html(summaries, configs, overrides, views, repeats, matched),
                            file_name=f"mia_{name}.html", mime="text/html", on_click="ignore", icon="📄",
                            help="One self-contained HTML file: config, tables and interactive figures (works offline).")
     with e2:
@@ -245,6 +248,40 @@ def repeats_html(view: dict[str, Any]) -> list[str]:
             f"<p class='muted'>{html.escape(SMALL_N_NOTE.replace('**', ''))}</p>"]
 
 
+def matched_view(plan: list[dict[str, Any]], stopped: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The matched-utility section's data: per repeat the target and each architecture's stopping
+    point (``core.matching.matched_plan``) with its stopped run's measured utility and attack, and
+    the paired comparison of the stopped runs (``stopped``: config hash → summary)."""
+    rows, runs = [], {"ffnn": [], "rnn": []}
+    for row in plan:
+        out = {"repeat": row["repeat"], "target": row["target"]}
+        for arch in ("ffnn", "rnn"):
+            s = stopped[row[arch]["config"].config_hash]
+            point = {k: v for k, v in row[arch].items() if k != "config"}
+            out[arch] = {**point, "utility_at_stop": s["utility"]["val"], "attack_accuracy": s["attack"]["accuracy"],
+                         "attack_auc": s["attack"]["auc"]}
+            runs[arch].append(s)
+        rows.append(out)
+    return {"metric": runs["ffnn"][0]["utility"]["metric"], "rows": rows,
+            "comparison": comparison_json(runs["ffnn"], runs["rnn"])}
+
+
+MATCHED_NOTE = ("Each architecture's victim and shadows train until the victim's validation utility first reaches the "
+                "target, then stop (the shadows stop at the victim's epoch: the attacker copies its recipe). The full "
+                "runs above are kept; the post-hoc matched view compares checkpoints of them.")
+
+
+def show_matched(view: dict[str, Any]) -> None:
+    """The matched-utility-by-construction section: stopping epochs, then the comparison there."""
+    st.subheader("At matched utility (by construction)")
+    st.dataframe(plots.matched_stops_table(view).style.format(precision=3, na_rep="—"), hide_index=True,
+                 width="stretch")
+    comp = view["comparison"]
+    st.markdown("  \n".join(verdict_lines(comp)))
+    st.dataframe(plots.comparison_table(comp).style.format(precision=2, na_rep="—"), hide_index=True, width="stretch")
+    st.caption(MATCHED_NOTE)
+
+
 # ---------------------------------------------------------------------------- the report
 _CSS = """
 body { font-family: -apple-system, Segoe UI, Helvetica, Arial, sans-serif; margin: 2em auto; max-width: 1200px;
@@ -269,7 +306,8 @@ def _table(df) -> str:
 
 def report_html(summaries: list[dict[str, Any]], configs: list[ExperimentConfig] | None = None,
                 overrides: dict[str, dict[str, Any]] | None = None,
-                views: dict[str, dict[str, Any]] | None = None, repeats: dict[str, Any] | None = None) -> str:
+                views: dict[str, dict[str, Any]] | None = None, repeats: dict[str, Any] | None = None,
+                matched: dict[str, Any] | None = None) -> str:
     """One self-contained HTML file of a run: config, tables, figures (plotly.js embedded once,
     so it opens offline), examples and how to reproduce it; with ``repeats`` (a
     :func:`repeats_view`) the means with intervals, paired differences and verdicts."""
@@ -311,6 +349,11 @@ def report_html(summaries: list[dict[str, Any]], configs: list[ExperimentConfig]
         parts += repeats_html(repeats)
         if "comparison" in repeats:
             parts.append(fig_html(plots.roc_band_figure(repeats["comparison"]["roc_band"])))
+    if matched:
+        parts += ["<h2>At matched utility (by construction)</h2>", _table(plots.matched_stops_table(matched)),
+                  "<p>" + "<br>".join(html.escape(x.replace("**", "")) for x in verdict_lines(matched["comparison"]))
+                  + "</p>", _table(plots.comparison_table(matched["comparison"])),
+                  f"<p class='muted'>{html.escape(MATCHED_NOTE)}</p>"]
     parts += ["<div class='grid'>", fig_html(f["utility"]), fig_html(f["attack_by_epoch"]), "</div>"]
     if f["steps"] is not None:
         parts.append(fig_html(f["steps"]))

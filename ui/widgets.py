@@ -35,6 +35,9 @@ MORE_FIELDS = {
     "attack_hidden": "Hidden width of the attack classifier.",
     "attack_train_epochs": "Training epochs of the attack classifier.",
     "attack_lr": "Learning rate of the attack classifier.",
+    "match_utility": "off, lower, or a number: compare at matched utility by construction — each architecture "
+                     "(victim and shadows) stops at the first epoch whose validation utility reaches the target (the "
+                     "number, or the lower of the two final utilities).",
     "precision": "float32, or bf16: training forward passes under bfloat16 autocast (for GPUs; slower on most CPUs). "
                  "Everything measured after training stays float32. Not with DP-SGD; PPO trains in float32.",
 }
@@ -112,7 +115,7 @@ def config_overrides(bases: dict[str, ExperimentConfig], key_prefix: str) -> dic
     grid = _Grid()
     for name, help_text in MAIN_FIELDS.items():
         widget(grid, name, lambda c, n=name: getattr(c, n), help_text)
-    with st.expander("More settings: attack checkpoints, attack classifier, precision, task options"):
+    with st.expander("More settings: attack checkpoints, attack classifier, matched utility, precision, task options"):
         grid = _Grid()
         for name, help_text in MORE_FIELDS.items():
             if name == "precision" and bases[archs[0]].task == "navigation":
