@@ -251,6 +251,10 @@ def build_parser() -> argparse.ArgumentParser:
     defend.add_argument("--sensitivity-samples", type=int, default=None, metavar="N", action=Once,
                         help="gpm: SensitivitySampler pairs for S and ε (2N trainings, cached; default per task: "
                              "image 10, translation 3, navigation 3; 0 = skip, ε is then null)")
+    defend.add_argument("--repeats", type=positive_int, default=None, action=Once, metavar="N",
+                        help="dirichlet/gpm: the defense on N repeats of the config (1..20; seeds derived from its "
+                             "seed, each cached); every point gets 95 %% intervals over the repeats (of each repeat's "
+                             "mean over its draws); with one repeat and --draws ≥ 2 the intervals are over the draws")
     defend.add_argument("--out", action=Once, help="write the JSON here (default: stdout); the folder must exist, and "
                                                     "the file, if it exists, must be a regular file")
     defend.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
@@ -376,6 +380,8 @@ def _defend(args: argparse.Namespace, config, out, progress) -> int:
     from .sweeps import MECHANISMS as TRAINING_MECHANISMS
 
     if args.mechanism in TRAINING_MECHANISMS:
+        if args.repeats is not None:
+            raise ConfigError(f"--repeats applies to the after-training mechanisms (dirichlet, gpm), not {args.mechanism}")
         return _defend_training(args, config, out, progress)
     if args.mechanism not in MECHANISMS:
         raise ConfigError(f"unknown mechanism {args.mechanism!r}; choose one of "
@@ -395,6 +401,8 @@ def _defend(args: argparse.Namespace, config, out, progress) -> int:
     from .executor import make_executor
 
     executor = make_executor(args.executor, args.workers, args.ray_address)
+    if args.repeats is not None:
+        return _defend_repeats(args, with_repeats(config, args.repeats), values, n_pairs, out, progress, executor)
     models = trained_models(config, progress=progress, executor=executor)
     say = (lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr))
     result = defend(models, args.mechanism, values, args.attacker, args.draws, n_pairs, seed=args.seed,
@@ -563,4 +571,19 @@ def _compare(args: argparse.Namespace, out: Path | None) -> int:
         write_json_atomically(out, result)
     else:
         emit_json(result)
+    return 0
+
+
+def _defend_repeats(args: argparse.Namespace, config, values, n_pairs: int, out, progress, executor) -> int:
+    """``defend --repeats N``: :func:`core.repeats.defend_repeats` (intervals per point)."""
+    from .repeats import defend_repeats
+
+    say = (lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr))
+    result = defend_repeats(config, args.mechanism, values, args.attacker, args.draws, n_pairs, seed=args.seed,
+                            progress=progress, executor=executor,
+                            on_point=lambda i, n: say(f"[defend] {args.mechanism}: {i}/{n} values"))
+    if out is not None:
+        write_json_atomically(out, result)
+    else:
+        print(json.dumps(result, indent=2))
     return 0

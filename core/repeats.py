@@ -28,9 +28,11 @@ import numpy as np
 from .cache import ArtifactCache
 from .config import ExperimentConfig
 from .errors import ConfigError
-from .pipeline import run_experiment
+from .defenses import defend
+from .pipeline import run_experiment, trained_models
 from .progress import ProgressCallback, ProgressEvent
-from .stats import (Comparison, Estimate, bootstrap_metric, compare, mean_interval, roc_band_repeats)
+from .stats import (Comparison, Estimate, bootstrap_metric, compare, interval_from_moments, mean_interval,
+                    roc_band_repeats)
 from .tasks import get_task
 
 if TYPE_CHECKING:
@@ -251,3 +253,62 @@ def run_comparison(configs: dict[str, ExperimentConfig], progress: ProgressCallb
             bar.done(summary)
             runs[arch].append(summary)
     return comparison_json(runs["ffnn"], runs["rnn"])
+
+
+# ---------------------------------------------------------------------------- defenses over repeats × draws
+def _point_metrics(point: dict[str, Any]) -> dict[str, tuple[float | None, float | None]]:
+    """(mean over draws, sd over draws) of a defense point's banded metrics."""
+    a = point.get("attack") or {}
+    return {"attack_accuracy": (a.get("accuracy"), a.get("accuracy_std")), "attack_auc": (a.get("auc"), a.get("auc_std")),
+            "utility": (point.get("utility"), point.get("utility_std")),
+            "utility_loss": (point.get("utility_loss"), None)}
+
+
+def defense_intervals(per_repeat: Sequence[dict[str, Any]], draws: int) -> dict[str, dict[str, Any]]:
+    """Intervals of one defense value's metrics over repeats × draws.
+
+    With N ≥ 2 repeats: the t interval over the repeats of each repeat's mean over its draws (the
+    draws of one repeat share its models, so they are not independent replicates of the
+    experiment); with one repeat: the t interval over the draws from their mean and sd (draw
+    noise only). Metrics missing in any repeat are left out.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    rows = [_point_metrics(p) for p in per_repeat]
+    for name in rows[0]:
+        means = [r[name][0] for r in rows]
+        if any(m is None for m in means):
+            continue
+        if len(rows) >= 2:
+            e = mean_interval([float(m) for m in means])
+            out[name] = dataclasses.replace(e, method=f"t over {len(rows)} repeats (each the mean of {draws} draws)").to_dict()
+        else:
+            sd = rows[0][name][1]
+            if sd is None:
+                continue
+            out[name] = interval_from_moments(float(means[0]), float(sd), draws, method=f"t over {draws} draws",
+                                              note="one repeat: draw noise only").to_dict()
+    return out
+
+
+def defend_repeats(cfg: ExperimentConfig, mechanism: str, values: Sequence[float], attacker: str = "naive",
+                   draws: int = 1, sensitivity_samples: int = 0, seed: int = 0, cache: ArtifactCache | None = None,
+                   progress: ProgressCallback | None = None, executor: "Executor | None" = None,
+                   on_point: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """:func:`core.defenses.defend` on every repeat of ``cfg`` (an after-training mechanism): repeat
+    0's JSON, each point with ``intervals`` (:func:`defense_intervals`) and a ``repeats`` block."""
+    cache = cache or ArtifactCache()
+    configs = repeat_configs(cfg)
+    bar = _RepeatProgress(len(configs), progress, lambda i: f"repeat {i + 1}/{len(configs)}")
+    results = []
+    for i, c in enumerate(configs):
+        models = trained_models(c, progress=bar.for_run(i), cache=cache, executor=executor)
+        results.append(defend(models, mechanism, list(values), attacker, draws, sensitivity_samples, cache, seed=seed,
+                              on_point=on_point))
+    out = dict(results[0])
+    out["points"] = [dict(p, intervals=defense_intervals([r["points"][j] for r in results], draws))
+                     for j, p in enumerate(results[0]["points"])]
+    out["repeats"] = {"n": len(results), "seeds": [c.seed for c in configs],
+                      "config_hashes": [r["config_hash"] for r in results],
+                      "baseline_utility": mean_interval([float(r["baseline"]["utility"]) for r in results]).to_dict()
+                      if all(r["baseline"]["utility"] is not None for r in results) else None}
+    return out

@@ -135,6 +135,17 @@ def mean_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> Es
     return Estimate(mean, mean - half, mean + half, int(x.size), tuple(float(v) for v in x), "t", confidence)
 
 
+def interval_from_moments(mean: float, sd: float, n: int, confidence: float = CONFIDENCE, method: str = "t",
+                          note: str = "") -> Estimate:
+    """The Student-t interval mean ± t_{n−1,1−α/2}·sd/√n from summary statistics (e.g. a defense
+    point's mean and sd over its n draws); no interval with n < 2."""
+    _check_confidence(confidence)
+    if n < 2:
+        return Estimate(float(mean), None, None, int(n), (), "single", confidence, note or "one value: no interval")
+    half = float(sps.t.ppf(0.5 + confidence / 2, n - 1) * sd / math.sqrt(n))
+    return Estimate(float(mean), float(mean) - half, float(mean) + half, int(n), (), method, confidence, note)
+
+
 # ---------------------------------------------------------------------------- bootstrap over records
 def _auc_rows(scores: np.ndarray, n_pos: int) -> np.ndarray:
     """AUC of each row of ``scores`` whose first ``n_pos`` columns are members (Mann–Whitney U

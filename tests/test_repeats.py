@@ -117,3 +117,43 @@ def test_cli_compare_and_run_repeats_write_intervals(tmp_path, capsys, monkeypat
         assert code == 2 and err.startswith("error:") and "repeats" in err, err
     code, err = _cli(capsys, "run", "--task", "image", "--repeats", "25", *TINY_SETS)
     assert code == 2 and err.startswith("error:") and "repeats" in err
+
+
+def test_defend_repeats_gives_intervals_over_repeats_and_over_draws(tmp_path, capsys, monkeypatch):
+    from core.cli import main
+
+    monkeypatch.setattr("core.device.configure_threads", lambda: 1)
+    sets = [f"--set={k}={','.join(map(str, v)) if isinstance(v, tuple) else v}" for k, v in TINY.items()]
+    out = tmp_path / "d.json"
+    assert main(["defend", "--task", "image", "--arch", "ffnn", *sets, "--mechanism", "dirichlet", "--values", "10,0.1",
+                 "--draws", "2", "--repeats", "2", "--out", str(out), "--quiet"]) == 0
+    d = json.loads(out.read_text())
+    assert d["repeats"]["n"] == 2 and len(set(d["repeats"]["config_hashes"])) == 2
+    for p in d["points"]:
+        acc = p["intervals"]["attack_accuracy"]
+        assert acc["n"] == 2 and acc["ci_low"] <= acc["mean"] <= acc["ci_high"] and "repeats" in acc["method"]
+        assert "utility" in p["intervals"]
+    one = tmp_path / "d1.json"
+    assert main(["defend", "--task", "image", "--arch", "ffnn", *sets, "--mechanism", "dirichlet", "--values", "0.1",
+                 "--draws", "3", "--repeats", "1", "--out", str(one), "--quiet"]) == 0
+    p = json.loads(one.read_text())["points"][0]
+    assert p["intervals"]["utility"]["method"] == "t over 3 draws" and p["intervals"]["utility"]["n"] == 3
+    capsys.readouterr()
+    assert main(["defend", "--task", "image", "--arch", "ffnn", *sets, "--mechanism", "l2", "--values", "0.1",
+                 "--repeats", "2"]) == 2
+    assert "--repeats applies" in capsys.readouterr().err
+
+
+def test_defense_curve_draws_the_interval_when_a_point_has_one():
+    from ui.plots import defense_curves
+
+    point = {"value": 1.0, "attack": {"accuracy": 0.6, "accuracy_std": 0.01}, "utility_loss": 0.1,
+             "intervals": {"attack_accuracy": {"mean": 0.6, "ci_low": 0.5, "ci_high": 0.75, "n": 3},
+                           "utility_loss": {"mean": 0.1, "ci_low": 0.05, "ci_high": 0.2, "n": 3}}}
+    plain = {"value": 2.0, "attack": {"accuracy": 0.55, "accuracy_std": 0.02}, "utility_loss": 0.2}
+    fig = defense_curves({"rnn": [point, plain]}, {}, "k", None, True)
+    acc = [t for t in fig.data if t.name == "RNN attack accuracy"][0]
+    assert list(acc.error_y.array) == pytest.approx([0.15, 0.02]) and list(acc.error_y.arrayminus) == pytest.approx(
+        [0.1, 0.02])
+    loss = [t for t in fig.data if t.name == "RNN utility loss"][0]
+    assert list(loss.error_y.array) == pytest.approx([0.1, 0.0])

@@ -282,10 +282,26 @@ def steps_curves(summaries: list[dict[str, Any]]) -> go.Figure | None:
 
 
 # ---------------------------------------------------------------------------- defenses
+def _bars(pts: list[dict[str, Any]], metric: str, fallback: list[float]) -> tuple[list[float], list[float]]:
+    """Error bars of a defense curve: the 95 % interval over repeats × draws where the point has one
+    (``intervals``, core.repeats.defense_intervals), else ``fallback`` (± sd over draws)."""
+    up, down = [], []
+    for p, f in zip(pts, fallback):
+        e = (p.get("intervals") or {}).get(metric)
+        if e and e.get("ci_low") is not None:
+            up.append(e["ci_high"] - e["mean"])
+            down.append(e["mean"] - e["ci_low"])
+        else:
+            up.append(f or 0.0)
+            down.append(f or 0.0)
+    return up, down
+
+
 def defense_curves(points: dict[str, list[dict[str, Any]]], baselines: dict[str, dict[str, Any]], value_name: str,
                    current: float | None, log_x: bool) -> go.Figure:
     """Attack accuracy (solid) and utility loss (dotted, right axis) over the mechanism's value,
-    one colour per architecture; the slider's value is marked, the undefended accuracy dashed."""
+    one colour per architecture; the slider's value is marked, the undefended accuracy dashed. Error
+    bars: the 95 % interval over repeats × draws where a point has ``intervals``, else ± sd over draws."""
     fig = go.Figure()
     for arch, pts in points.items():
         pts = sorted(pts, key=lambda p: p["value"])
@@ -293,9 +309,9 @@ def defense_curves(points: dict[str, list[dict[str, Any]]], baselines: dict[str,
         name = ARCH_NAMES.get(arch, arch)
         xs = [p["value"] for p in pts]
         acc = [p["attack"]["accuracy"] for p in pts]
-        std = [p["attack"].get("accuracy_std", 0.0) for p in pts]
+        up, down = _bars(pts, "attack_accuracy", [p["attack"].get("accuracy_std", 0.0) for p in pts])
         fig.add_scatter(x=xs, y=acc, name=f"{name} attack accuracy", line=dict(color=c), mode="lines+markers",
-                        error_y=dict(type="data", array=std, visible=any(s > 0 for s in std)))
+                        error_y=dict(type="data", array=up, arrayminus=down, visible=any(v > 0 for v in up + down)))
         strongest = [p for p in pts if any(n in p.get("attacks", {}) for n in STRONG_ATTACKS)]
         if strongest:  # the best of LiRA/RMIA: what survives a defense the shadow MLP no longer sees
             fig.add_scatter(x=[p["value"] for p in strongest],
@@ -304,8 +320,10 @@ def defense_curves(points: dict[str, list[dict[str, Any]]], baselines: dict[str,
                             mode="lines")
         with_u = [p for p in pts if p.get("utility_loss") is not None]
         if with_u:
+            up, down = _bars(with_u, "utility_loss", [0.0] * len(with_u))
             fig.add_scatter(x=[p["value"] for p in with_u], y=[p["utility_loss"] for p in with_u], yaxis="y2",
-                            name=f"{name} utility loss", line=dict(color=c, dash="dot"), mode="lines+markers")
+                            name=f"{name} utility loss", line=dict(color=c, dash="dot"), mode="lines+markers",
+                            error_y=dict(type="data", array=up, arrayminus=down, visible=any(v > 0 for v in up + down)))
         base = baselines.get(arch)
         if base and xs:
             fig.add_scatter(x=[min(xs), max(xs)], y=[base["attack"]["accuracy"]] * 2, mode="lines",
