@@ -28,6 +28,7 @@ import numpy as np
 from .cache import ArtifactCache
 from .config import ExperimentConfig
 from .errors import ConfigError
+from .metrics import empirical_epsilon
 from .defenses import defend
 from .pipeline import run_experiment, trained_models
 from .progress import ProgressCallback, ProgressEvent
@@ -79,6 +80,16 @@ def _utility(key: str) -> Callable[[dict[str, Any]], float | None]:
     return get
 
 
+def _epsilon_lower_bound(summary: dict[str, Any]) -> float | None:
+    """The empirical ε lower bound (Jagielski et al.; :func:`core.metrics.empirical_epsilon`) of the
+    primary attack's scores on the evaluation records."""
+    records = summary.get("records") or {}
+    scores = (records.get("scores") or {}).get(summary["attack"]["name"])
+    if scores is None or not records.get("membership"):
+        return None
+    return float(empirical_epsilon(np.asarray(scores, np.float64), np.asarray(records["membership"], bool))["lower_bound"])
+
+
 #: headline metric → (read from a summary, the sign the studies predict for FFNN − RNN:
 #: −1 "the RNN leaks more" for leakage metrics, 0 no hypothesis (utility))
 HEADLINE: dict[str, tuple[Callable[[dict[str, Any]], float | None], int]] = {
@@ -89,6 +100,7 @@ HEADLINE: dict[str, tuple[Callable[[dict[str, Any]], float | None], int]] = {
     "tpr_at_0.1pct_fpr": (_attack(None, "tpr_at_fpr", "0.001"), -1),
     "lira_auc": (_attack("lira", "auc"), -1),
     "rmia_auc": (_attack("rmia", "auc"), -1),
+    "epsilon_lower_bound": (_epsilon_lower_bound, -1),
     "utility_val": (_utility("val"), 0),
     "utility_train": (_utility("train"), 0),
 }

@@ -77,7 +77,8 @@ def test_comparison_json_is_paired_with_verdicts():
     assert m["difference"]["diff"]["mean"] == pytest.approx(m["ffnn"]["mean"] - m["rnn"]["mean"])
     assert m["verdict"]["value"] in ("holds", "reversed", "inconclusive") and m["verdict"]["n"] == 2
     assert out["metrics"]["utility_val"]["verdict"] is None
-    assert {"attack_accuracy", "tpr_at_1pct_fpr", "tpr_at_0.1pct_fpr", "attack_advantage", "lira_auc", "rmia_auc"} <= set(
+    assert {"attack_accuracy", "tpr_at_1pct_fpr", "tpr_at_0.1pct_fpr", "attack_advantage", "lira_auc", "rmia_auc",
+            "epsilon_lower_bound"} <= set(
         out["metrics"])
     assert "roc_band" in out and len(text) < 200_000
 

@@ -685,6 +685,7 @@ def matched_utility_table(summaries: list[dict[str, Any]], attacks: tuple[str, .
 METRIC_NAMES = {"attack_accuracy": "attack accuracy", "attack_auc": "attack AUC",
                 "attack_advantage": "advantage (TPR−FPR)", "tpr_at_1pct_fpr": "TPR @ 1% FPR",
                 "tpr_at_0.1pct_fpr": "TPR @ 0.1% FPR", "lira_auc": "LiRA AUC", "rmia_auc": "RMIA AUC",
+                "epsilon_lower_bound": "ε̂ lower bound",
                 "utility_val": "utility (validation)", "utility_train": "utility (train)"}
 VERDICT_MARKS = {"holds": "✅ holds", "reversed": "↩️ reversed", "inconclusive": "❔ inconclusive"}
 
