@@ -51,9 +51,9 @@ def repeat_seed(seed: int, r: int) -> int:
 
 
 def repeat_config(cfg: ExperimentConfig, r: int) -> ExperimentConfig:
-    """Repeat ``r`` of ``cfg``: the same config with :func:`repeat_seed` and ``repeats = 1``
-    (each repeat is one ordinary run; ``repeats`` is not hashed either way)."""
-    return dataclasses.replace(cfg, seed=repeat_seed(cfg.seed, r), repeats=1)
+    """Repeat ``r`` of ``cfg``: the same config with :func:`repeat_seed`, ``repeats = 1`` and
+    ``match_utility`` off (each repeat is one ordinary run; neither field is hashed)."""
+    return dataclasses.replace(cfg, seed=repeat_seed(cfg.seed, r), repeats=1, match_utility="off")
 
 
 def repeat_configs(cfg: ExperimentConfig) -> list[ExperimentConfig]:
