@@ -20,16 +20,15 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
 from .cache import ArtifactCache
 from .config import ExperimentConfig
+from .defenses import defend
 from .errors import ConfigError
 from .metrics import empirical_epsilon
-from .defenses import defend
 from .pipeline import run_experiment, trained_models
 from .progress import ProgressCallback, ProgressEvent
 from .stats import (Comparison, Estimate, bootstrap_metric, compare, interval_from_moments, mean_interval,
