@@ -30,6 +30,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, NoReturn, Sequence
 
+from .config import MAX_REPEATS
 from .errors import ConfigError, MIAError, OutputPathError
 from .executor import EXECUTORS
 from .fileio import check_out_path, show_path, write_json_atomically
@@ -212,7 +213,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "of the victim's evaluation records: a stronger threat model (the attacker holds the "
                           "candidate records and trains on them); its models are cached. Added to the JSON as "
                           "attacks.lira_online")
-    run.add_argument("--repeats", type=int, default=None, metavar="N",
+    run.add_argument("--repeats", type=int, default=None, action=Once, metavar="N",
                      help="run N repeats (1..20; seeds derived from the config's seed, repeat 0 = the config, each "
                           "cached) and add a 'repeats' block: every headline metric's mean, ci_low, ci_high, n and "
                           "per-repeat values (same as --set repeats=N)")
@@ -251,7 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
     defend.add_argument("--sensitivity-samples", type=int, default=None, metavar="N", action=Once,
                         help="gpm: SensitivitySampler pairs for S and ε (2N trainings, cached; default per task: "
                              "image 10, translation 3, navigation 3; 0 = skip, ε is then null)")
-    defend.add_argument("--repeats", type=positive_int, default=None, action=Once, metavar="N",
+    defend.add_argument("--repeats", type=int, default=None, action=Once, metavar="N",
                         help="dirichlet/gpm: the defense on N repeats of the config (1..20; seeds derived from its "
                              "seed, each cached); every point gets 95 %% intervals over the repeats (of each repeat's "
                              "mean over its draws); with one repeat and --draws ≥ 2 the intervals are over the draws")
@@ -434,6 +435,9 @@ def check_arguments(args: argparse.Namespace) -> Path | None:
         raise ConfigError(f"--executor must be one of {', '.join(EXECUTORS)}, got {args.executor!r}")
     if args.command == "run" and args.online_lira and not 2 <= args.online_lira <= 64:
         raise ConfigError(f"--online-lira must be 0 (off) or lie in 2..64, got {args.online_lira}")
+    repeats = getattr(args, "repeats", None)
+    if repeats is not None and not 1 <= repeats <= MAX_REPEATS:
+        raise ConfigError(f"--repeats must lie in 1..{MAX_REPEATS}, got {repeats}")
     if args.command == "defend":
         parse_values(args.values)
         if args.sensitivity_samples is not None and args.sensitivity_samples < 0:
@@ -528,13 +532,14 @@ def add_compare_command(sub: Any, common: Callable[[argparse.ArgumentParser], No
                                        "CI, paired t and sign-flip p-values, and the verdict on 'the RNN leaks more' "
                                        "(holds / reversed / inconclusive)")
     common(p)
-    p.add_argument("--repeats", type=int, default=3, metavar="N", help="paired repeats, 1..20 (default 3)")
-    p.add_argument("--match-utility", default="off", metavar="{off,lower,NUMBER}",
+    p.add_argument("--repeats", type=int, default=3, action=Once, metavar="N", help="paired repeats, 1..20 (default 3)")
+    p.add_argument("--match-utility", default="off", action=Once, metavar="{off,lower,NUMBER}",
                    help="compare at matched utility by construction: each architecture (victim and shadows) "
                         "trains until its victim's validation utility first reaches the target (NUMBER, or lower: "
                         "the lower of the two final utilities), then stops; the JSON gives each one's stopping "
                         "epoch and the comparison there (default: off)")
-    p.add_argument("--out", help="write the JSON here (default: stdout); the folder must exist")
+    p.add_argument("--out", action=Once, help="write the JSON here (default: stdout); the folder must exist, and the "
+                                             "file, if it exists, must be a regular file")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
 
 
