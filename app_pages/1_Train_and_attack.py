@@ -10,9 +10,11 @@ import streamlit as st
 from core import multi30k
 from core.errors import MIAError
 from core.paths import data_root, resolve_data_dir
+from core.matching import matched_plan
+from core.repeats import repeat_config
 from core.tasks import available_tasks, get_task
 from ui.nav import format_seconds
-from ui.results import show_results
+from ui.results import cached_repeats_view, matched_view, show_results
 from ui.shared import job_manager, map_views_of, summary_of
 from ui.widgets import TASK_LABELS, config_overrides
 
@@ -212,4 +214,61 @@ if task_name == "navigation":
                 wanted_views.append(c)
     if wanted_views:
         manager.submit(wanted_views, kind="mapview")
-show_results(available, [c for c in configs if summaries[c.arch] is not None], overrides, views)
+
+
+def repeats_section(cfgs) -> dict | None:
+    """Every repeat of the shown configs (repeat 0 is the run above): repeats 1 … N−1 are trained on
+    request in the job queue like any run. Returns ``{arch: [summary of repeat r]}`` once all are
+    cached (None while any is missing: then the offer to train them is drawn)."""
+    n = cfgs[0].repeats
+    if n < 2:
+        return {c.arch: [summaries[c.arch]] for c in cfgs}
+    extra = [repeat_config(c, r) for r in range(1, n) for c in cfgs]
+    have = {c.config_hash: summary_of(c) for c in extra}
+    lacking = [c for c in extra if have[c.config_hash] is None]
+    if lacking:
+        offer_runs(lacking, "repeats", f"**Repeats**: {len(extra) - len(lacking)} of the {len(extra)} further runs "
+                   f"(repeats 2…{n}, other seeds: other splits, initialisation and batch order) are cached. Means with "
+                   "95 % intervals and the FFNN-vs-RNN verdicts appear when all are.", "missing repeat run(s)")
+        return None
+    return {c.arch: [summaries[c.arch]] + [have[repeat_config(c, r).config_hash] for r in range(1, n)] for c in cfgs}
+
+
+def offer_runs(lacking, key: str, text: str, what: str) -> None:
+    """A box saying which runs are missing, with a button that queues them and their progress."""
+    running = [c for c in lacking if (j := manager.job(c)) is not None and j.active]
+    waiting = [c for c in lacking if c not in running]
+    with st.container(border=True):
+        st.markdown(text)
+        if waiting and st.button(f"Train the {len(waiting)} {what}", key=f"train:{key}"):
+            manager.submit(waiting)
+            st.rerun()
+        if running:
+            progress_panel(running)
+
+
+def matched_section(cfgs, runs) -> dict | None:
+    """``match_utility``: where each architecture's victim first reaches the target (core.matching),
+    the runs stopped there (trained on request), and the comparison at those epochs."""
+    plan = matched_plan(runs, {c.arch: c for c in cfgs})
+    stopped = [row[a]["config"] for row in plan for a in ("ffnn", "rnn")]
+    have = {c.config_hash: summary_of(c) for c in stopped}
+    lacking = [c for c in stopped if have[c.config_hash] is None]
+    if lacking:
+        offer_runs(lacking, "matched", f"**Matched utility** ({cfgs[0].match_utility}): {len(lacking)} of the "
+                   f"{len(stopped)} runs stopped at the target are not trained yet.", "stopped run(s)")
+        return None
+    return matched_view(plan, have)
+
+
+runs = None
+matched = None
+shown_cfgs = [c for c in configs if summaries[c.arch] is not None]
+if not missing:
+    runs = repeats_section(shown_cfgs)
+    if runs is not None and shown_cfgs[0].match_utility != "off" and {c.arch for c in shown_cfgs} == {"ffnn", "rnn"}:
+        matched = matched_section(shown_cfgs, runs)
+    elif runs is not None and shown_cfgs[0].match_utility != "off":
+        st.info("Matched utility compares FFNN and RNN: select both architectures.")
+repeats_view = cached_repeats_view(runs) if runs is not None and shown_cfgs[0].repeats > 1 else None
+show_results(available, shown_cfgs, overrides, views, repeats_view, matched)

@@ -252,7 +252,10 @@ st.plotly_chart(plots.defense_curves(curve_points, {a: defenders[a].baseline for
                                      log_x=mechanism == "dirichlet"), width="stretch")
 st.caption("Solid: naive attack accuracy (± std over draws); dotted: utility loss where it was measured "
            "(visited values and the table's rows); dashed: undefended accuracy; dash-dot: the AUC of the stronger "
-           "of LiRA and RMIA (naive) — where it stays above the accuracy line, the shadow MLP understates the leak.")
+           "of LiRA and RMIA (naive) — where it stays above the accuracy line, the shadow MLP understates the leak. "
+           "One draw scatters: translation BLEU on the quick preset's 40 sentences has an sd of 1.6–3.2 points "
+           "over draws under Dirichlet noise (measured, 8 draws per k) — raise draws before reading a bend; "
+           "`python -m core defend --repeats N` adds 95 % intervals over repeats × draws.")
 
 left, right = st.columns(2)
 with left:

@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/presets.py [--tasks image,translation,navigation] [--presets quick]
                                       [--archs ffnn,rnn] [--set TASK:KEY=VALUE ...] [--json out.json]
+                                      [--repeats N]
 
 Per run (a fresh temporary cache, so every number is a cold run): parameters, wall and CPU time (the
 process's CPU seconds over all its threads: a figure that other jobs on the machine do not inflate;
@@ -11,6 +12,11 @@ epoch, their validation utility), every attack's AUC, TPR at 1 % and at 0.1 % FP
 Then per task and preset, the FFNN-vs-RNN comparison: utility gap, the confounding warnings of
 core.fidelity, and the matched-utility view (each architecture at the checkpoint whose validation
 utility is closest to the other's final one).
+
+With ``--repeats N`` (N ≥ 2) every configuration runs N times (repeat r: the seed derived by
+core.repeats; repeat r of FFNN and RNN share a split) and the tables give each number as the mean
+with its 95 % Student-t interval over the N repeats, then the paired FFNN − RNN difference per
+metric with its interval, p-values and the verdict on "the RNN leaks more" (core.stats).
 
 This is a benchmark, not a test: it trains every model for real and takes minutes per run.
 ``--set translation:dataset=multi30k --set translation:data_dir=DIR`` runs a preset on real data.
@@ -32,8 +38,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 MAIN_ATTACKS = ("shadow", "lira", "rmia")
 
 
-def run_one(task_name: str, arch: str, preset: str, overrides: dict, keep_cache: str | None) -> dict:
-    """One cold run in its own cache folder; returns the summary with the wall time added."""
+def run_one(task_name: str, arch: str, preset: str, overrides: dict, keep_cache: str | None, repeat: int = 0) -> dict:
+    """One cold run (repeat ``repeat`` of the config) in its own cache folder; returns the summary
+    with the wall time added."""
     cache = keep_cache or tempfile.mkdtemp(prefix="mia_bench_")
     os.environ["MIA_CACHE_DIR"] = cache
     try:
@@ -41,7 +48,9 @@ def run_one(task_name: str, arch: str, preset: str, overrides: dict, keep_cache:
         from core.pipeline import run_experiment
         from core.tasks import get_task
 
-        cfg = get_task(task_name).make_config(arch, preset, overrides)
+        from core.repeats import repeat_config
+
+        cfg = repeat_config(get_task(task_name).make_config(arch, preset, overrides), repeat)
         t, c = time.perf_counter(), time.process_time()
         load = os.getloadavg()[0]
         summary = run_experiment(cfg, cache=ArtifactCache(cache)).summary
@@ -117,6 +126,43 @@ def comparison_text(pair: list[dict]) -> str:
     return "\n".join(out)
 
 
+#: headline metrics of the repeats table (core.repeats.HEADLINE names)
+REPEAT_COLUMNS = ("utility_val", "attack_accuracy", "attack_auc", "tpr_at_1pct_fpr", "lira_auc", "rmia_auc")
+
+
+def _ci(e: dict | None) -> str:
+    if not e:
+        return "–"
+    if e["ci_low"] is None:
+        return f"{e['mean']:.3f}"
+    return f"{e['mean']:.3f} [{e['ci_low']:.3f}, {e['ci_high']:.3f}]"
+
+
+def repeats_markdown(groups: list[tuple[str, str, dict[str, list[dict]]]]) -> str:
+    """Per (task, preset, arch): N and every headline metric as mean [95 % CI] over the repeats;
+    then per (task, preset) with both architectures the paired FFNN − RNN differences."""
+    from core.repeats import aggregate, compare_summaries
+
+    head = ["task", "preset", "arch", "N", *REPEAT_COLUMNS]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for task, preset, runs in groups:
+        for arch, summaries in runs.items():
+            est = {k: e.to_dict() for k, e in aggregate(summaries).items()}
+            lines.append("| " + " | ".join([task, preset, arch.upper(), str(len(summaries)),
+                                            *[_ci(est.get(c)) for c in REPEAT_COLUMNS]]) + " |")
+    diff_head = ["task", "preset", "metric", "FFNN − RNN [95% CI]", "p (paired t)", "p (sign flip)", "d_z", "verdict", "N"]
+    lines += ["", "| " + " | ".join(diff_head) + " |", "|" + "---|" * len(diff_head)]
+    for task, preset, runs in groups:
+        if set(runs) != {"ffnn", "rnn"}:
+            continue
+        for name, c in compare_summaries(runs["ffnn"], runs["rnn"]).items():
+            d = c.difference
+            lines.append("| " + " | ".join([
+                task, preset, name, _ci(d.diff.to_dict()), _f(d.p_t), _f(d.p_permutation), _f(d.effect_size, ".2f"),
+                c.verdict.value if c.verdict else "(no hypothesis)", str(d.n)]) + " |")
+    return "\n".join(lines)
+
+
 def parse_sets(values: list[str]) -> dict[str, dict[str, str]]:
     out: dict[str, dict[str, str]] = {}
     for v in values:
@@ -136,31 +182,47 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], help="TASK:KEY=VALUE override (repeatable)")
     parser.add_argument("--json", help="write every summary (and the table) to this file")
     parser.add_argument("--cache", help="use (and keep) this cache folder instead of a fresh one per run")
+    parser.add_argument("--repeats", type=int, default=1, help="runs per configuration (1..20; N ≥ 2: means with 95 %% "
+                                                               "intervals and paired FFNN − RNN differences)")
     args = parser.parse_args()
+    if not 1 <= args.repeats <= 20:
+        raise SystemExit(f"error: --repeats must lie in 1..20, got {args.repeats}")
     sets = parse_sets(args.set)
     import torch
 
     from core.device import default_device
 
     rows = []
+    groups = []
     for task in args.tasks.split(","):
         for preset in args.presets.split(","):
             pair = []
-            for arch in args.archs.split(","):
-                s = run_one(task, arch, preset, sets.get(task, {}), args.cache)
-                rows.append(s)
-                pair.append(s)
-                print(f"{task}/{arch}/{preset}: {s['bench_wall_s']:.0f} s wall, {s['bench_cpu_s']:.0f} s CPU (load "
-                      f"{s['bench_load'][0]:.1f}→{s['bench_load'][1]:.1f}), {utility_text(s)}; " + ", ".join(
-                    f"{n} {r['auc']:.3f}/{r['tpr_at_fpr']['0.01']:.3f}/{r['tpr_at_fpr']['0.001']:.3f}"
-                    for n, r in s["attacks"].items()), flush=True)
+            runs: dict[str, list[dict]] = {}
+            for rep in range(args.repeats):
+                for arch in args.archs.split(","):
+                    s = run_one(task, arch, preset, sets.get(task, {}), args.cache, rep)
+                    runs.setdefault(arch, []).append(s)
+                    rows.append(s)
+                    if rep == 0:
+                        pair.append(s)
+                    print(f"{task}/{arch}/{preset} (repeat {rep}, seed {s['config']['seed']}): {s['bench_wall_s']:.0f} s "
+                          f"wall, {s['bench_cpu_s']:.0f} s CPU (load {s['bench_load'][0]:.1f}→{s['bench_load'][1]:.1f}), "
+                          f"{utility_text(s)}; " + ", ".join(
+                              f"{n} {a['auc']:.3f}/{a['tpr_at_fpr']['0.01']:.3f}/{a['tpr_at_fpr']['0.001']:.3f}"
+                              for n, a in s["attacks"].items()), flush=True)
             if len(pair) == 2:
                 print(comparison_text(pair), flush=True)
+            groups.append((task, preset, runs))
     print(f"\ndevice={default_device()} torch threads={torch.get_num_threads()} cpus={os.cpu_count()}")
     print(markdown(rows))
+    table = markdown(rows)
+    if args.repeats > 1:
+        table_repeats = repeats_markdown(groups)
+        print(f"\nOver {args.repeats} repeats (mean [95 % t interval]):\n" + table_repeats)
+        table += "\n\n" + table_repeats
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"rows": rows, "table": markdown(rows)}, fh)
+            json.dump({"rows": rows, "table": table}, fh)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,8 @@
     python -m core defend --task image --arch rnn --mechanism dirichlet --values 100,10,1,0.1,0.01 --attacker both
     python -m core defend --task image --arch rnn --mechanism dpsgd --values 0.5,1,2,4     # σ grid (retrains)
     python -m core defend --task image --arch rnn --mechanism dpsgd --values 1,3,8 --target-epsilon
+    python -m core run --task image --arch rnn --repeats 3      # headline numbers as mean with 95 % CI
+    python -m core compare --task image --preset quick --repeats 3 [--out compare.json]  # FFNN vs RNN, paired
 
 Every failure the user can fix prints one line ``error: ...`` on stderr and exits with 2 (bad
 arguments, an option given twice, bad config values, missing data, an unwritable ``--out`` or one
@@ -28,6 +30,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, NoReturn, Sequence
 
+from .config import MAX_REPEATS
 from .errors import ConfigError, MIAError, OutputPathError
 from .config import EXECUTORS
 from .fileio import check_out_path, show_path, write_json_atomically
@@ -210,6 +213,11 @@ def build_parser() -> argparse.ArgumentParser:
                           "of the victim's evaluation records: a stronger threat model (the attacker holds the "
                           "candidate records and trains on them); its models are cached. Added to the JSON as "
                           "attacks.lira_online")
+    run.add_argument("--repeats", type=int, default=None, action=Once, metavar="N",
+                     help="run N repeats (1..20; seeds derived from the config's seed, repeat 0 = the config, each "
+                          "cached) and add a 'repeats' block: every headline metric's mean, ci_low, ci_high, n and "
+                          "per-repeat values (same as --set repeats=N)")
+    add_compare_command(sub, common)
     cfg = sub.add_parser("config", help="print the resolved config and its hash as JSON")
     common(cfg)
     analyze = sub.add_parser("analyze", help="why attacks work: entropy scatter with decision boundaries, "
@@ -244,6 +252,10 @@ def build_parser() -> argparse.ArgumentParser:
     defend.add_argument("--sensitivity-samples", type=int, default=None, metavar="N", action=Once,
                         help="gpm: SensitivitySampler pairs for S and ε (2N trainings, cached; default per task: "
                              "image 10, translation 3, navigation 3; 0 = skip, ε is then null)")
+    defend.add_argument("--repeats", type=int, default=None, action=Once, metavar="N",
+                        help="dirichlet/gpm: the defense on N repeats of the config (1..20; seeds derived from its "
+                             "seed, each cached); every point gets 95 %% intervals over the repeats (of each repeat's "
+                             "mean over its draws); with one repeat and --draws ≥ 2 the intervals are over the draws")
     defend.add_argument("--out", action=Once, help="write the JSON here (default: stdout); the folder must exist, and "
                                                     "the file, if it exists, must be a regular file")
     defend.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
@@ -369,6 +381,8 @@ def _defend(args: argparse.Namespace, config, out, progress) -> int:
     from .sweeps import MECHANISMS as TRAINING_MECHANISMS
 
     if args.mechanism in TRAINING_MECHANISMS:
+        if args.repeats is not None:
+            raise ConfigError(f"--repeats applies to the after-training mechanisms (dirichlet, gpm), not {args.mechanism}")
         return _defend_training(args, config, out, progress)
     if args.mechanism not in MECHANISMS:
         raise ConfigError(f"unknown mechanism {args.mechanism!r}; choose one of "
@@ -388,6 +402,8 @@ def _defend(args: argparse.Namespace, config, out, progress) -> int:
     from .executor import make_executor
 
     executor = make_executor(args.executor, args.workers, args.ray_address)
+    if args.repeats is not None:
+        return _defend_repeats(args, with_repeats(config, args.repeats), values, n_pairs, out, progress, executor)
     models = trained_models(config, progress=progress, executor=executor)
     say = (lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr))
     result = defend(models, args.mechanism, values, args.attacker, args.draws, n_pairs, seed=args.seed,
@@ -419,6 +435,9 @@ def check_arguments(args: argparse.Namespace) -> Path | None:
         raise ConfigError(f"--executor must be one of {', '.join(EXECUTORS)}, got {args.executor!r}")
     if args.command == "run" and args.online_lira and not 2 <= args.online_lira <= 64:
         raise ConfigError(f"--online-lira must be 0 (off) or lie in 2..64, got {args.online_lira}")
+    repeats = getattr(args, "repeats", None)
+    if repeats is not None and not 1 <= repeats <= MAX_REPEATS:
+        raise ConfigError(f"--repeats must lie in 1..{MAX_REPEATS}, got {repeats}")
     if args.command == "defend":
         parse_values(args.values)
         if args.sensitivity_samples is not None and args.sensitivity_samples < 0:
@@ -436,6 +455,8 @@ def check_arguments(args: argparse.Namespace) -> Path | None:
 def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     out = check_arguments(args)  # torch is not imported yet: refused input answers at once
+    if args.command == "compare":
+        return _compare(args, out)
     config = resolve_config(args)
     if args.command == "config":
         emit_json({"config": config.to_dict(), "config_hash": config.config_hash})
@@ -461,6 +482,9 @@ def _main(argv: Sequence[str] | None) -> int:
     from .executor import make_executor
 
     executor = make_executor(args.executor, args.workers, args.ray_address)
+    config = with_repeats(config, args.repeats)
+    if args.repeats is not None or config.repeats > 1:
+        return _run_repeats(args, config, out, progress, executor)
     result = run_experiment(config, progress=progress, executor=executor)
     if args.online_lira:
         from .pipeline import trained_models
@@ -475,4 +499,96 @@ def _main(argv: Sequence[str] | None) -> int:
         write_json_atomically(out, result.summary)
     else:
         emit_json(result.summary)
+    return 0
+
+
+# ---------------------------------------------------------------------------- repeats and compare
+def with_repeats(config, repeats: int | None):
+    """``config`` with ``repeats`` (from ``--repeats``) set and checked against its range."""
+    if repeats is None:
+        return config
+    return config.with_updates({"repeats": repeats}).validate()
+
+
+def _run_repeats(args: argparse.Namespace, config, out, progress, executor) -> int:
+    """``run --repeats N``: repeat 0's summary plus a ``repeats`` block (:func:`core.repeats.repeats_block`)."""
+    from .repeats import repeats_block, run_repeats
+
+    if args.online_lira:
+        raise ConfigError("--online-lira runs on one run; leave out --repeats (or run it on repeat 0 alone)")
+    summaries = run_repeats(config, progress=progress, executor=executor)
+    summary = dict(summaries[0], repeats=repeats_block(summaries))
+    if out is not None:
+        write_json_atomically(out, summary)
+    else:
+        emit_json(summary)
+    return 0
+
+
+def add_compare_command(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> None:
+    """The ``compare`` subcommand: FFNN vs RNN over N paired repeats."""
+    p = sub.add_parser("compare", help="FFNN vs RNN over N paired repeats (same seed, same split): per headline "
+                                       "metric both means with 95 %% CIs, the paired difference FFNN − RNN with its "
+                                       "CI, paired t and sign-flip p-values, and the verdict on 'the RNN leaks more' "
+                                       "(holds / reversed / inconclusive)")
+    common(p)
+    p.add_argument("--repeats", type=int, default=3, action=Once, metavar="N", help="paired repeats, 1..20 (default 3)")
+    p.add_argument("--match-utility", default="off", action=Once, metavar="{off,lower,NUMBER}",
+                   help="compare at matched utility by construction: each architecture (victim and shadows) "
+                        "trains until its victim's validation utility first reaches the target (NUMBER, or lower: "
+                        "the lower of the two final utilities), then stops; the JSON gives each one's stopping "
+                        "epoch and the comparison there (default: off)")
+    p.add_argument("--out", action=Once, help="write the JSON here (default: stdout); the folder must exist, and the "
+                                             "file, if it exists, must be a regular file")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+
+
+def _compare(args: argparse.Namespace, out: Path | None) -> int:
+    """``compare``: :func:`core.repeats.run_comparison` (``out`` checked by :func:`check_arguments`)."""
+    from .device import configure_threads
+    from .executor import make_executor
+    from .repeats import comparison_configs, run_comparison
+
+    if args.arch != "rnn":  # --arch comes with the common flags; compare always runs both
+        raise ConfigError("compare runs both architectures; leave out --arch")
+    sets = check_named_sets(parse_sets(args.sets), args)
+    if "repeats" in sets:
+        raise ConfigError("give the number of repeats with --repeats, not --set repeats=")
+    if args.match_utility != "off":
+        sets["match_utility"] = args.match_utility
+    configs = comparison_configs(args.task, args.preset, args.repeats, sets)
+    configure_threads()
+
+    def progress(ev) -> None:
+        CtrlC.check()
+        if not args.quiet:
+            eta = f", ~{ev.eta_s:.0f}s left" if ev.eta_s is not None else ""
+            print(f"[{ev.overall_fraction:6.1%}] {ev.stage}: {ev.stage_fraction:.0%}{eta}", file=sys.stderr)
+
+    executor = make_executor(args.executor, args.workers, args.ray_address)
+    if configs["ffnn"].match_utility != "off":
+        from .matching import run_matched
+
+        result = run_matched(configs, progress=progress, executor=executor)
+    else:
+        result = run_comparison(configs, progress=progress, executor=executor)
+    if out is not None:
+        write_json_atomically(out, result)
+    else:
+        emit_json(result)
+    return 0
+
+
+def _defend_repeats(args: argparse.Namespace, config, values, n_pairs: int, out, progress, executor) -> int:
+    """``defend --repeats N``: :func:`core.repeats.defend_repeats` (intervals per point)."""
+    from .repeats import defend_repeats
+
+    say = (lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr))
+    result = defend_repeats(config, args.mechanism, values, args.attacker, args.draws, n_pairs, seed=args.seed,
+                            progress=progress, executor=executor,
+                            on_point=lambda i, n: say(f"[defend] {args.mechanism}: {i}/{n} values"))
+    if out is not None:
+        write_json_atomically(out, result)
+    else:
+        print(json.dumps(result, indent=2))
     return 0

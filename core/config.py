@@ -32,6 +32,12 @@ ARCHS = ("ffnn", "rnn")
 ATTACK_ONLY_FIELDS = frozenset({"n_shadows", "attack_hidden", "attack_train_epochs", "attack_lr"})
 #: Fields that are labels only and never change a number.
 LABEL_FIELDS = frozenset({"preset"})
+#: Fields that say how a config is orchestrated above the pipeline (core.repeats: how often it is
+#: run; core.matching: where training stops), never what one run computes: left out of every hash,
+#: so repeat 0 of any N is the run cached before the fields existed.
+REPEAT_FIELDS = frozenset({"repeats", "match_utility"})
+#: Most repeats of one config (each is a full victim + shadows run)
+MAX_REPEATS = 20
 #: Most checkpoint epochs one config may list in ``attack_epochs``.
 MAX_ATTACK_EPOCHS = 1000
 #: DP-SGD modes: off, a given noise multiplier σ, or a target ε (σ then found by Opacus)
@@ -186,6 +192,15 @@ class ExperimentConfig:
         attack_train_epochs: training epochs of the attack classifier. [1, 10000]
         attack_lr: learning rate of the attack classifier. (0, 10]
         seed: seeds data splits, initialisation and training. [0, 2**32)
+        repeats: independent repeats of the experiment (core.repeats): repeat 0 is this config,
+            repeat r > 0 the same config with a seed derived from ``seed`` and r (other splits,
+            initialisation and batch order), each cached as an ordinary run; numbers are then
+            reported as a mean with a 95 % interval over the repeats. Not hashed. [1, 20]
+        match_utility: ``off`` (default), a number, or ``lower``: compare at matched utility by
+            construction (core.matching): each architecture's victim and shadows train until the
+            victim's validation utility first reaches the target (the number, or the lower of the
+            two architectures' final validation utilities), then stop. Not hashed: the stopped
+            runs are ordinary configs with fewer epochs.
         dp: DP-SGD (paper 000 eq. 7–8, Opacus) for victims and shadows alike: ``off``,
             ``sigma`` (noise multiplier ``dp_noise_multiplier``) or ``epsilon`` (the noise
             multiplier reaching ``dp_epsilon`` at ``dp_delta`` after all steps, found by Opacus'
@@ -226,6 +241,8 @@ class ExperimentConfig:
     attack_train_epochs: int = bounded(80, 1, 10_000)
     attack_lr: float = bounded(1e-3, 0, 10, lo_open=True)
     seed: int = bounded(0, 0, 2**32, hi_open=True, hi_text="2**32")
+    repeats: int = bounded(1, 1, MAX_REPEATS)
+    match_utility: str = "off"
     dp: str = "off"
     dp_noise_multiplier: float = bounded(1.0, 0, 1000)
     dp_max_grad_norm: float = bounded(1.0, 0, 1_000_000, lo_open=True)
@@ -253,6 +270,13 @@ class ExperimentConfig:
             raise ConfigError(f"dp must be one of {', '.join(DP_MODES)}, got {shown(self.dp)}")
         if self.dp_accountant not in DP_ACCOUNTANTS:
             raise ConfigError(f"dp_accountant must be one of {', '.join(DP_ACCOUNTANTS)}, got {shown(self.dp_accountant)}")
+        if self.match_utility not in ("off", "lower"):
+            try:
+                target = float(self.match_utility)
+            except ValueError:
+                target = float("nan")
+            if not math.isfinite(target):
+                raise ConfigError(f"match_utility must be off, lower or a finite number, got {shown(self.match_utility)}")
         if self.precision not in PRECISIONS:
             raise ConfigError(f"precision must be one of {', '.join(PRECISIONS)}, got {shown(self.precision)}")
         if self.precision != "float32" and self.task == "navigation":
@@ -309,7 +333,7 @@ class ExperimentConfig:
                 (:meth:`inert_fields` are always left out).
         """
         d = self.to_dict()
-        for name in LABEL_FIELDS | exclude | self.inert_fields():
+        for name in LABEL_FIELDS | REPEAT_FIELDS | exclude | self.inert_fields():
             d.pop(name, None)
         payload = json.dumps({"schema": CACHE_SCHEMA_VERSION, "config": d}, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(payload.encode()).hexdigest()[:20]

@@ -283,10 +283,26 @@ def steps_curves(summaries: list[dict[str, Any]]) -> go.Figure | None:
 
 
 # ---------------------------------------------------------------------------- defenses
+def _bars(pts: list[dict[str, Any]], metric: str, fallback: list[float]) -> tuple[list[float], list[float]]:
+    """Error bars of a defense curve: the 95 % interval over repeats × draws where the point has one
+    (``intervals``, core.repeats.defense_intervals), else ``fallback`` (± sd over draws)."""
+    up, down = [], []
+    for p, f in zip(pts, fallback):
+        e = (p.get("intervals") or {}).get(metric)
+        if e and e.get("ci_low") is not None:
+            up.append(e["ci_high"] - e["mean"])
+            down.append(e["mean"] - e["ci_low"])
+        else:
+            up.append(f or 0.0)
+            down.append(f or 0.0)
+    return up, down
+
+
 def defense_curves(points: dict[str, list[dict[str, Any]]], baselines: dict[str, dict[str, Any]], value_name: str,
                    current: float | None, log_x: bool) -> go.Figure:
     """Attack accuracy (solid) and utility loss (dotted, right axis) over the mechanism's value,
-    one colour per architecture; the slider's value is marked, the undefended accuracy dashed."""
+    one colour per architecture; the slider's value is marked, the undefended accuracy dashed. Error
+    bars: the 95 % interval over repeats × draws where a point has ``intervals``, else ± sd over draws."""
     fig = go.Figure()
     for arch, pts in points.items():
         pts = sorted(pts, key=lambda p: p["value"])
@@ -294,9 +310,9 @@ def defense_curves(points: dict[str, list[dict[str, Any]]], baselines: dict[str,
         name = ARCH_NAMES.get(arch, arch)
         xs = [p["value"] for p in pts]
         acc = [p["attack"]["accuracy"] for p in pts]
-        std = [p["attack"].get("accuracy_std", 0.0) for p in pts]
+        up, down = _bars(pts, "attack_accuracy", [p["attack"].get("accuracy_std", 0.0) for p in pts])
         fig.add_scatter(x=xs, y=acc, name=f"{name} attack accuracy", line=dict(color=c), mode="lines+markers",
-                        error_y=dict(type="data", array=std, visible=any(s > 0 for s in std)))
+                        error_y=dict(type="data", array=up, arrayminus=down, visible=any(v > 0 for v in up + down)))
         strongest = [p for p in pts if any(n in p.get("attacks", {}) for n in STRONG_ATTACKS)]
         if strongest:  # the best of LiRA/RMIA: what survives a defense the shadow MLP no longer sees
             fig.add_scatter(x=[p["value"] for p in strongest],
@@ -305,8 +321,10 @@ def defense_curves(points: dict[str, list[dict[str, Any]]], baselines: dict[str,
                             mode="lines")
         with_u = [p for p in pts if p.get("utility_loss") is not None]
         if with_u:
+            up, down = _bars(with_u, "utility_loss", [0.0] * len(with_u))
             fig.add_scatter(x=[p["value"] for p in with_u], y=[p["utility_loss"] for p in with_u], yaxis="y2",
-                            name=f"{name} utility loss", line=dict(color=c, dash="dot"), mode="lines+markers")
+                            name=f"{name} utility loss", line=dict(color=c, dash="dot"), mode="lines+markers",
+                            error_y=dict(type="data", array=up, arrayminus=down, visible=any(v > 0 for v in up + down)))
         base = baselines.get(arch)
         if base and xs:
             fig.add_scatter(x=[min(xs), max(xs)], y=[base["attack"]["accuracy"]] * 2, mode="lines",
@@ -658,4 +676,91 @@ def matched_utility_table(summaries: list[dict[str, Any]], attacks: tuple[str, .
             else:
                 row["utility gap"], row["leaks more (AUC)"] = None, ""
             rows.append(row)
+    return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------------------- repeats and intervals
+#: headline metrics of core.repeats, as the pages name them
+METRIC_NAMES = {"attack_accuracy": "attack accuracy", "attack_auc": "attack AUC",
+                "attack_advantage": "advantage (TPR−FPR)", "tpr_at_1pct_fpr": "TPR @ 1% FPR",
+                "tpr_at_0.1pct_fpr": "TPR @ 0.1% FPR", "lira_auc": "LiRA AUC", "rmia_auc": "RMIA AUC",
+                "epsilon_lower_bound": "ε̂ lower bound",
+                "utility_val": "utility (validation)", "utility_train": "utility (train)"}
+VERDICT_MARKS = {"holds": "✅ holds", "reversed": "↩️ reversed", "inconclusive": "❔ inconclusive"}
+
+
+def with_ci(e: dict[str, Any] | None, digits: int = 3) -> str:
+    """``mean [ci_low, ci_high]`` of an estimate's JSON (the mean alone when N = 1)."""
+    if not e or e.get("mean") is None:
+        return "—"
+    if e.get("ci_low") is None:
+        return f"{e['mean']:.{digits}f} (N = 1)"
+    return f"{e['mean']:.{digits}f} [{e['ci_low']:.{digits}f}, {e['ci_high']:.{digits}f}]"
+
+
+def _p(v: float | None) -> str:
+    return "—" if v is None else (f"{v:.3f}" if v >= 0.001 else "< 0.001")
+
+
+def comparison_table(comparison: dict[str, Any]) -> pd.DataFrame:
+    """One row per headline metric of ``core.repeats.comparison_json``: each architecture's mean
+    with its 95 % interval, the paired difference FFNN − RNN with its interval, both p-values,
+    Cohen's d_z, the verdict on "the RNN leaks more" and N."""
+    rows = []
+    for name, m in comparison["metrics"].items():
+        d = m["difference"]
+        v = m.get("verdict")
+        rows.append({"metric": METRIC_NAMES.get(name, name), "FFNN mean [95% CI]": with_ci(m["ffnn"]),
+                     "RNN mean [95% CI]": with_ci(m["rnn"]), "FFNN − RNN [95% CI]": with_ci(d["diff"], 3),
+                     "p (paired t)": _p(d.get("p_t")), "p (sign flip)": _p(d.get("p_permutation")),
+                     "effect d_z": d.get("effect_size"), "verdict: RNN leaks more": VERDICT_MARKS[v["value"]] if v else
+                     "(no hypothesis)", "N": d["n"]})
+    return pd.DataFrame(rows)
+
+
+def repeats_table(blocks: dict[str, dict[str, Any]]) -> pd.DataFrame:
+    """Per architecture, every headline metric as mean [95 % CI] over its repeats
+    (``blocks``: arch → ``core.repeats.repeats_block``)."""
+    rows = []
+    for arch, block in blocks.items():
+        row: dict[str, Any] = {"architecture": ARCH_NAMES.get(arch, arch), "N": block["n"]}
+        for name, e in block["metrics"].items():
+            row[METRIC_NAMES.get(name, name)] = with_ci(e)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def roc_band_figure(bands: dict[str, dict[str, Any]]) -> go.Figure:
+    """Each architecture's mean ROC curve over its repeats with the pointwise 95 % band (log FPR)."""
+    fig = go.Figure()
+    floor = 1e-3
+    for arch, b in bands.items():
+        c = ARCH_COLOURS.get(arch, "#444")
+        x = [max(v, floor) for v in b["fpr"]]
+        fig.add_scatter(x=x + x[::-1], y=list(b["hi"]) + list(b["lo"])[::-1], fill="toself", mode="lines",
+                        line=dict(width=0), fillcolor=c, opacity=0.18, hoverinfo="skip", showlegend=False)
+        fig.add_scatter(x=x, y=b["tpr"], mode="lines", line=dict(color=c),
+                        name=f"{ARCH_NAMES.get(arch, arch)}: mean of N = {b['n']}"
+                             + (", 95% band" if b["n"] > 1 else ""))
+    diagonal = [floor * (1 / floor) ** (i / 50) for i in range(51)]
+    fig.add_scatter(x=diagonal, y=diagonal, mode="lines", line=dict(color="grey", dash="dot"), name="chance")
+    fig.update_xaxes(type="log", range=[-3, 0], tickvals=[1e-3, 1e-2, 1e-1, 1], ticktext=["0.1%", "1%", "10%", "100%"])
+    fig.update_yaxes(range=[0, 1])
+    return _layout(fig, "ROC of the primary attack over repeats", "false positive rate", "true positive rate")
+
+
+def matched_stops_table(view: dict[str, Any]) -> pd.DataFrame:
+    """Per repeat and architecture: the target, the epoch the victim first reached it (or that it
+    did not), its measured utility there and the primary attack's accuracy and AUC there."""
+    metric = UTILITY_NAMES.get(view["metric"], view["metric"])
+    rows = []
+    for row in view["rows"]:
+        for arch in ("ffnn", "rnn"):
+            p = row[arch]
+            rows.append({"repeat": row["repeat"] + 1, "architecture": ARCH_NAMES.get(arch, arch),
+                         f"target {metric}": row["target"],
+                         "stopped at epoch": p["epoch"] if p["reached"] else f"{p['epoch']} (target not reached)",
+                         "of epochs": p["final_epoch"], f"{metric} at stop": p["utility_at_stop"],
+                         f"final {metric}": p["final_utility"], "attack accuracy": p["attack_accuracy"],
+                         "attack AUC": p["attack_auc"]})
     return pd.DataFrame(rows)

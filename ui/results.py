@@ -13,6 +13,7 @@ import streamlit as st
 from core.config import ExperimentConfig
 from core.paths import cache_dir
 from core.fidelity import confounding_warnings, study_comparison
+from core.repeats import comparison_json, repeats_block
 from ui import plots
 from ui.examples import navigation_stats, show_examples, show_map_images, translation_html
 
@@ -89,8 +90,11 @@ def show_navigation_maps(summaries: list[dict[str, Any]], views: dict[str, dict[
 
 
 def show_results(summaries: list[dict[str, Any]], configs: list[ExperimentConfig],
-                 overrides: dict[str, dict[str, Any]], views: dict[str, dict[str, Any]] | None = None) -> None:
-    """The results sections of the Train & attack page."""
+                 overrides: dict[str, dict[str, Any]], views: dict[str, dict[str, Any]] | None = None,
+                 repeats: dict[str, Any] | None = None, matched: dict[str, Any] | None = None) -> None:
+    """The results sections of the Train & attack page (``summaries``: repeat 0 of each
+    architecture; ``repeats``: a :func:`repeats_view` of every repeat, when there are several;
+    ``matched``: a :func:`matched_view` when ``match_utility`` is on)."""
     f = figures(summaries)
     st.subheader("Overview")
     st.dataframe(f["overview"], hide_index=True, width="stretch")
@@ -103,10 +107,20 @@ def show_results(summaries: list[dict[str, Any]], configs: list[ExperimentConfig
         st.warning(warning, icon="⚠️")
     study = study_comparison(summaries)
     if study is not None:
-        verdict = {True: "✅ holds", False: "❌ does not hold"}[study["holds"]]
+        # one seed per architecture: the direction of two point estimates, not a verdict (core.stats)
+        verdict = ("❔ inconclusive with one repeat per architecture (the point estimates point "
+                   + ("the studies' way" if study["holds"] else "the other way") + "; set repeats ≥ 3 for an interval)")
         if study["fair"] is False:
             verdict += " (utilities too far apart to blame the architecture)"
-        st.info(f"**The studies:** {study['finding']}  \n**This run:** {verdict} — {study['text']}.")
+        if repeats is None or "comparison" not in repeats:
+            st.info(f"**The studies:** {study['finding']}  \n**This run:** {verdict} — {study['text']}.")
+        else:
+            st.info(f"**The studies:** {study['finding']}  \n**Over {repeats['comparison']['repeats']} repeats:** see "
+                    "the verdicts below (repeat 0's numbers fill the rest of the page).")
+    if repeats is not None:
+        show_repeats(repeats)
+    if matched is not None:
+        show_matched(matched)
     left, right = st.columns(2)
     with left:
         st.plotly_chart(f["utility"], width="stretch")
@@ -152,7 +166,7 @@ def show_results(summaries: list[dict[str, Any]], configs: list[ExperimentConfig
     e1, e2 = st.columns([1, 3])
     with e1:
         name = "_".join([summaries[0]["task"], summaries[0].get("preset") or "custom"] + [s["arch"] for s in summaries])
-        st.download_button("Download report (HTML)", data=lambda: report_html(summaries, configs, overrides, views),
+        st.download_button("Download report (HTML)", data=lambda: report_html(summaries, configs, overrides, views, repeats, matched),
                            file_name=f"mia_{name}.html", mime="text/html", on_click="ignore", icon="📄",
                            help="One self-contained HTML file: config, tables and interactive figures (works offline).")
     with e2:
@@ -163,6 +177,109 @@ def show_results(summaries: list[dict[str, Any]], configs: list[ExperimentConfig
         for cmd in reproduce_commands(configs, overrides):
             st.code(cmd)
         st.caption("Config hashes: " + ", ".join(f"{s['arch']}: `{s['config_hash']}`" for s in summaries))
+
+
+# ---------------------------------------------------------------------------- repeats
+def repeats_view(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """What the repeats section shows, computed by ``core.repeats``: with FFNN and RNN at the same
+    number of repeats the paired comparison (``comparison``), else each architecture's
+    mean [95 % CI] per headline metric (``blocks``)."""
+    if set(runs) == {"ffnn", "rnn"} and len(runs["ffnn"]) == len(runs["rnn"]):
+        return {"comparison": comparison_json(runs["ffnn"], runs["rnn"])}
+    return {"blocks": {a: repeats_block(ss, n_boot=500) for a, ss in runs.items()}}
+
+
+@st.cache_resource(max_entries=24, show_spinner=False)
+def _repeats_view(key: tuple[str, ...], _runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    return repeats_view(_runs)
+
+
+def cached_repeats_view(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """:func:`repeats_view` once per set of config hashes."""
+    return _repeats_view(_key([s for a in sorted(runs) for s in runs[a]]), runs)
+
+
+def verdict_lines(comparison: dict[str, Any], metrics: tuple[str, ...] = ("attack_accuracy", "attack_auc", "lira_auc")
+                  ) -> list[str]:
+    """One markdown line per headline leakage metric: the three-valued verdict, effect, CI, N."""
+    lines = []
+    for name in metrics:
+        m = comparison["metrics"].get(name)
+        if not m or not m.get("verdict"):
+            continue
+        v, d = m["verdict"], m["difference"]
+        dz = f", d_z = {d['effect_size']:.2f}" if d.get("effect_size") is not None else ""
+        lines.append(f"**{plots.METRIC_NAMES.get(name, name)}**: {plots.VERDICT_MARKS[v['value']]} — FFNN − RNN "
+                     f"{plots.with_ci(d['diff'])}{dz}, p (paired t) {plots._p(d.get('p_t'))}, N = {v['n']}")
+    return lines
+
+
+SMALL_N_NOTE = ("Intervals are 95 % Student-t intervals over repeats (seeds: split, initialisation, batch order); "
+                "the difference is paired by repeat (same seed, same split for both architectures). **holds**: the "
+                "interval of FFNN − RNN lies below 0 (the RNN leaks more, as in the studies); **reversed**: above 0; "
+                "**inconclusive**: it contains 0. With N = 3 the t interval is wide (t₂ = 4.30) and the sign-flip "
+                "test cannot go below p = 0.25; N ≥ 6 reaches 0.031.")
+
+
+def show_repeats(view: dict[str, Any]) -> None:
+    """The repeats section: verdicts, the table of means with intervals, the ROC band."""
+    if "comparison" in view:
+        comp = view["comparison"]
+        st.subheader(f"FFNN vs RNN over {comp['repeats']} paired repeats")
+        st.markdown("  \n".join(verdict_lines(comp)))
+        st.dataframe(plots.comparison_table(comp).style.format(precision=2, na_rep="—"), hide_index=True,
+                     width="stretch")
+        st.plotly_chart(plots.roc_band_figure(comp["roc_band"]), width="stretch")
+    else:
+        st.subheader("Over repeats")
+        st.dataframe(plots.repeats_table(view["blocks"]), hide_index=True, width="stretch")
+        st.plotly_chart(plots.roc_band_figure({a: b["roc_band"] for a, b in view["blocks"].items()}), width="stretch")
+    st.caption(SMALL_N_NOTE)
+
+
+def repeats_html(view: dict[str, Any]) -> list[str]:
+    """The repeats section of the HTML report."""
+    if "comparison" in view:
+        comp = view["comparison"]
+        lines = [html.escape(line.replace("**", "")) for line in verdict_lines(comp)]
+        return [f"<h2>FFNN vs RNN over {comp['repeats']} paired repeats</h2>", "<p>" + "<br>".join(lines) + "</p>",
+                _table(plots.comparison_table(comp)), f"<p class='muted'>{html.escape(SMALL_N_NOTE.replace('**', ''))}</p>"]
+    return ["<h2>Over repeats</h2>", _table(plots.repeats_table(view["blocks"])),
+            f"<p class='muted'>{html.escape(SMALL_N_NOTE.replace('**', ''))}</p>"]
+
+
+def matched_view(plan: list[dict[str, Any]], stopped: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The matched-utility section's data: per repeat the target and each architecture's stopping
+    point (``core.matching.matched_plan``) with its stopped run's measured utility and attack, and
+    the paired comparison of the stopped runs (``stopped``: config hash → summary)."""
+    rows, runs = [], {"ffnn": [], "rnn": []}
+    for row in plan:
+        out = {"repeat": row["repeat"], "target": row["target"]}
+        for arch in ("ffnn", "rnn"):
+            s = stopped[row[arch]["config"].config_hash]
+            point = {k: v for k, v in row[arch].items() if k != "config"}
+            out[arch] = {**point, "utility_at_stop": s["utility"]["val"], "attack_accuracy": s["attack"]["accuracy"],
+                         "attack_auc": s["attack"]["auc"]}
+            runs[arch].append(s)
+        rows.append(out)
+    return {"metric": runs["ffnn"][0]["utility"]["metric"], "rows": rows,
+            "comparison": comparison_json(runs["ffnn"], runs["rnn"])}
+
+
+MATCHED_NOTE = ("Each architecture's victim and shadows train until the victim's validation utility first reaches the "
+                "target, then stop (the shadows stop at the victim's epoch: the attacker copies its recipe). The full "
+                "runs above are kept; the post-hoc matched view compares checkpoints of them.")
+
+
+def show_matched(view: dict[str, Any]) -> None:
+    """The matched-utility-by-construction section: stopping epochs, then the comparison there."""
+    st.subheader("At matched utility (by construction)")
+    st.dataframe(plots.matched_stops_table(view).style.format(precision=3, na_rep="—"), hide_index=True,
+                 width="stretch")
+    comp = view["comparison"]
+    st.markdown("  \n".join(verdict_lines(comp)))
+    st.dataframe(plots.comparison_table(comp).style.format(precision=2, na_rep="—"), hide_index=True, width="stretch")
+    st.caption(MATCHED_NOTE)
 
 
 # ---------------------------------------------------------------------------- the report
@@ -189,9 +306,11 @@ def _table(df) -> str:
 
 def report_html(summaries: list[dict[str, Any]], configs: list[ExperimentConfig] | None = None,
                 overrides: dict[str, dict[str, Any]] | None = None,
-                views: dict[str, dict[str, Any]] | None = None) -> str:
+                views: dict[str, dict[str, Any]] | None = None, repeats: dict[str, Any] | None = None,
+                matched: dict[str, Any] | None = None) -> str:
     """One self-contained HTML file of a run: config, tables, figures (plotly.js embedded once,
-    so it opens offline), examples and how to reproduce it."""
+    so it opens offline), examples and how to reproduce it; with ``repeats`` (a
+    :func:`repeats_view`) the means with intervals, paired differences and verdicts."""
     f = build_figures(summaries)
     first = [True]
 
@@ -220,8 +339,21 @@ def report_html(summaries: list[dict[str, Any]], configs: list[ExperimentConfig]
         parts.append(f"<p><b>Warning:</b> {html.escape(warning)}</p>")
     study = study_comparison(summaries)
     if study is not None:
+        one = ("inconclusive with one repeat per architecture (the point estimates point "
+               + ("the studies' way" if study["holds"] else "the other way") + ")")
+        if repeats and "comparison" in repeats:
+            one = f"repeat 0 below; the verdicts over {repeats['comparison']['repeats']} paired repeats follow"
         parts.append(f"<p><b>The studies:</b> {html.escape(study['finding'].replace('*', ''))}<br><b>This run:</b> "
-                     f"{'holds' if study['holds'] else 'does not hold'} — {html.escape(study['text'])}.</p>")
+                     f"{html.escape(one)} — {html.escape(study['text'])}.</p>")
+    if repeats:
+        parts += repeats_html(repeats)
+        if "comparison" in repeats:
+            parts.append(fig_html(plots.roc_band_figure(repeats["comparison"]["roc_band"])))
+    if matched:
+        parts += ["<h2>At matched utility (by construction)</h2>", _table(plots.matched_stops_table(matched)),
+                  "<p>" + "<br>".join(html.escape(x.replace("**", "")) for x in verdict_lines(matched["comparison"]))
+                  + "</p>", _table(plots.comparison_table(matched["comparison"])),
+                  f"<p class='muted'>{html.escape(MATCHED_NOTE)}</p>"]
     parts += ["<div class='grid'>", fig_html(f["utility"]), fig_html(f["attack_by_epoch"]), "</div>"]
     if f["steps"] is not None:
         parts.append(fig_html(f["steps"]))

@@ -26,6 +26,9 @@ MAIN_FIELDS = {
     "weight_decay": "L2 regularisation (a defense: it narrows the generalisation gap).",
     "n_shadows": "Shadow models the attacker trains on its own, disjoint data.",
     "seed": "Seeds splits, initialisation and training: same seed, same numbers.",
+    "repeats": "Independent repeats (seeds derived from the seed; repeat r of FFNN and RNN share a split): numbers "
+               "become means with 95 % intervals and the FFNN-vs-RNN difference gets a verdict. Each repeat is "
+               "cached, so raising it trains only the new ones.",
 }
 MORE_FIELDS = {
     "attack_epochs": "Checkpoint epochs with a separate attack (comma-separated); the final epoch is always attacked.",
@@ -33,6 +36,9 @@ MORE_FIELDS = {
     "attack_hidden": "Hidden width of the attack classifier.",
     "attack_train_epochs": "Training epochs of the attack classifier.",
     "attack_lr": "Learning rate of the attack classifier.",
+    "match_utility": "off, lower, or a number: compare at matched utility by construction — each architecture "
+                     "(victim and shadows) stops at the first epoch whose validation utility reaches the target (the "
+                     "number, or the lower of the two final utilities).",
     "precision": "float32, or bf16: training forward passes under bfloat16 autocast (for GPUs; slower on most CPUs). "
                  "Everything measured after training stays float32. Not with DP-SGD; PPO trains in float32.",
 }
@@ -109,7 +115,7 @@ def config_overrides(bases: dict[str, ExperimentConfig], key_prefix: str) -> dic
     grid = _Grid()
     for name, help_text in MAIN_FIELDS.items():
         widget(grid, name, lambda c, n=name: getattr(c, n), help_text)
-    with st.expander("More settings: attack checkpoints, attack classifier, precision, task options"):
+    with st.expander("More settings: attack checkpoints, attack classifier, matched utility, precision, task options"):
         grid = _Grid()
         for name, help_text in MORE_FIELDS.items():
             if name == "precision" and bases[archs[0]].task == "navigation":

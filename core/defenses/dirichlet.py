@@ -93,16 +93,20 @@ def sample_probs(p: np.ndarray, k: float, eta: float, rng: np.random.Generator) 
 
 def torch_output_transform(k: float, eta: float, generator: torch.Generator):
     """A callable mapping (B, m) log-probabilities to log-probabilities of Dir(k·p̃) samples, in
-    torch (for decisions taken inside a model's decoding or rollout loop); any k > 0."""
+    torch (for decisions taken inside a model's decoding or rollout loop); any k > 0.
+
+    Every random number comes from ``generator`` (one seed drawn from it per call feeds
+    :func:`log_gamma_variates`), so a draw is fixed by the defense's seed. ``torch._standard_gamma``
+    takes no generator: it read torch's global RNG, which made two runs of the same draw decode
+    differently (issue 20)."""
     k = sampling_k(k)
 
     def transform(log_probs: torch.Tensor) -> torch.Tensor:
         p = log_probs.double().exp()
         n = p.shape[-1]
         alpha = k * ((1.0 - n * eta) * p + eta)
-        u = torch.rand(alpha.shape, generator=generator, dtype=torch.float64, device="cpu").to(alpha.device)
-        g = torch._standard_gamma(alpha + 1.0)
-        log_g = torch.log(g) + torch.log(u.clamp_min(1e-300)) / alpha
+        seed = int(torch.randint(0, 2**62, (1,), generator=generator))
+        log_g = torch.from_numpy(log_gamma_variates(np.random.default_rng(seed), alpha.cpu().numpy())).to(alpha.device)
         log_x = (log_g - torch.logsumexp(log_g, -1, keepdim=True)).clamp_min(LOG_PROB_FLOOR)
         # float16/bfloat16 cannot hold the floor: their own most negative finite value instead
         return log_x.clamp_min(torch.finfo(log_probs.dtype).min).to(log_probs.dtype)

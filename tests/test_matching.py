@@ -1,0 +1,79 @@
+"""match_utility: each architecture (victim and shadows) stops at the first epoch whose validation
+utility reaches the target, and the comparison is made there."""
+import json
+
+import pytest
+
+import core.pipeline as pipeline
+from core.config import ConfigError
+from core.matching import first_epoch_reaching, run_matched, stopped_config
+from core.repeats import comparison_configs
+
+# small but learning: the CNN passes the ReNet's final validation accuracy before its last epoch
+TINY = dict(n_train=150, n_eval=40, epochs=6, n_shadows=1, attack_epochs=(), attack_train_epochs=3)
+
+
+def test_match_utility_field_is_validated_and_not_hashed():
+    cfgs = comparison_configs("image", "quick", 1, TINY)
+    c = cfgs["rnn"]
+    assert c.with_updates({"match_utility": "lower"}).config_hash == c.config_hash
+    assert c.with_updates({"match_utility": "0.5"}).validate().match_utility == "0.5"
+    with pytest.raises(ConfigError, match="match_utility"):
+        c.with_updates({"match_utility": "nan"}).validate()
+    with pytest.raises(ConfigError, match="match_utility"):
+        run_matched(cfgs)  # off
+
+
+def test_both_architectures_stop_where_they_reach_the_lower_final_utility(monkeypatch):
+    epochs_trained = []
+    real = pipeline.train_role
+
+    def counting(task, cfg, data, role, *args, **kwargs):
+        epochs_trained.append((cfg.arch, role, cfg.epochs))
+        return real(task, cfg, data, role, *args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "train_role", counting)
+    cfgs = {a: c.with_updates({"match_utility": "lower"}) for a, c in comparison_configs("image", "quick", 1, TINY).items()}
+    out = run_matched(cfgs)
+    json.dumps(out, allow_nan=False)
+    row = out["repeats"][0]
+    target = row["target"]
+    assert target == min(row["ffnn"]["final_utility"], row["rnn"]["final_utility"])
+    for arch in ("ffnn", "rnn"):
+        point = row[arch]
+        assert point["reached"] and 1 <= point["epoch"] <= TINY["epochs"]
+        assert point["utility_at_stop"] >= target - 1e-9  # the stopped victim really is at the target
+        if point["epoch"] < TINY["epochs"]:  # a stopped run: victim and shadow trained only that far
+            assert (arch, "victim", point["epoch"]) in epochs_trained
+            assert (arch, "shadow_0", point["epoch"]) in epochs_trained
+    higher = max(("ffnn", "rnn"), key=lambda a: row[a]["final_utility"])
+    assert row[higher]["epoch"] < TINY["epochs"]  # the better one stopped early, at the other's utility
+    assert row[higher]["final_utility"] > target
+    m = out["comparison"]["metrics"]["attack_accuracy"]
+    assert m["ffnn"]["n"] == 1 and m["verdict"]["value"] == "inconclusive"
+
+
+def test_first_epoch_reaching_and_stopped_config():
+    summary = {"per_epoch": [{"epoch": 1, "utility_val": 0.2}, {"epoch": 2, "utility_val": 0.6},
+                             {"epoch": 3, "utility_val": 0.5}]}
+    assert first_epoch_reaching(summary, 0.55) == 2 and first_epoch_reaching(summary, 0.7) is None
+    cfg = comparison_configs("image", "quick", 1, {**TINY, "attack_epochs": (2, 4)})["ffnn"]
+    assert stopped_config(cfg, 3).attack_epochs == (2,) and stopped_config(cfg, 3).epochs == 3
+    assert stopped_config(cfg, cfg.epochs).config_hash == cfg.config_hash  # no stop: the full run itself
+
+
+def test_cli_compare_at_matched_utility(tmp_path, capsys, monkeypatch):
+    from core.cli import main
+    # in-process CLI: keep this test process's torch thread count (the CLI sizes it for a whole machine)
+    monkeypatch.setattr("core.device.configure_threads", lambda: 1)
+
+    sets = [f"--set={k}={','.join(map(str, v)) if isinstance(v, tuple) else v}" for k, v in TINY.items()]
+    out = tmp_path / "m.json"
+    assert main(["compare", "--task", "image", "--repeats", "1", "--match-utility", "lower", *sets, "--out", str(out),
+                 "--quiet"]) == 0
+    d = json.loads(out.read_text())
+    assert d["match_utility"] == "lower" and d["repeats"][0]["ffnn"]["epoch"] >= 1
+    assert "attack_auc" in d["comparison"]["metrics"]
+    capsys.readouterr()
+    assert main(["compare", "--task", "image", "--match-utility", "best", *sets]) == 2
+    assert capsys.readouterr().err.startswith("error: match_utility")

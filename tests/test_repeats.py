@@ -1,0 +1,160 @@
+"""Repeats: repeat 0 is the config itself, seeds differ by repeat and are shared by both
+architectures, each repeat is cached (raising N trains only the new ones), paired comparison JSON."""
+import json
+
+import numpy as np
+import pytest
+
+import core.pipeline as pipeline
+from core.config import ConfigError
+from core.repeats import (comparison_configs, repeat_config, repeat_configs, repeat_seed, repeats_block,
+                          run_comparison, run_repeats)
+from core.tasks import get_task
+
+TINY = dict(n_train=40, n_eval=20, epochs=2, n_shadows=1, attack_epochs=(1,), attack_train_epochs=3)
+
+
+def test_repeats_field_is_not_hashed_and_repeat_zero_is_the_config():
+    cfg = get_task("image").make_config("rnn", "quick")
+    three = cfg.with_updates({"repeats": 3})
+    assert (three.config_hash, three.training_hash) == (cfg.config_hash, cfg.training_hash)
+    # the quick preset's hashes as pinned before the field existed (tests/test_config.py)
+    assert (cfg.config_hash, cfg.training_hash) == ("5138b927c106302a6c88", "f2d5065eb5aa917a4d3e")
+    assert repeat_config(three, 0).config_hash == cfg.config_hash
+    hashes = {c.config_hash for c in repeat_configs(three)}
+    assert len(hashes) == 3
+    with pytest.raises(ConfigError, match="repeats"):
+        cfg.with_updates({"repeats": 21}).validate()
+    with pytest.raises(ConfigError, match="repeats"):
+        cfg.with_updates({"repeats": 0}).validate()
+
+
+def test_repeat_seeds_are_derived_in_range_and_shared_by_both_architectures():
+    seeds = [repeat_seed(0, r) for r in range(20)]
+    assert seeds[0] == 0 and len(set(seeds)) == 20 and all(0 <= s < 2**32 for s in seeds)
+    assert repeat_seed(1, 1) != repeat_seed(0, 2)
+    pair = comparison_configs("image", "quick", 3, TINY)
+    assert [c.seed for c in repeat_configs(pair["ffnn"])] == [c.seed for c in repeat_configs(pair["rnn"])]
+    assert pair["ffnn"].lr != pair["rnn"].lr  # per-architecture preset values are kept
+
+
+def test_repeats_differ_in_split_and_raising_n_trains_only_new_repeats(monkeypatch):
+    trained = []
+    real = pipeline.train_role
+
+    def counting(task, cfg, data, role, *args, **kwargs):
+        trained.append((cfg.seed, role))
+        return real(task, cfg, data, role, *args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "train_role", counting)
+    cfg = get_task("image").make_config("ffnn", "quick", {**TINY, "repeats": 2})
+    two = run_repeats(cfg)
+    assert len(trained) == 4  # 2 repeats × (victim + 1 shadow)
+    members = [np.asarray(s["records"]["membership"]) for s in two]
+    assert two[0]["config"]["seed"] != two[1]["config"]["seed"]
+    assert two[0]["records"]["ape"] != two[1]["records"]["ape"]  # another split, another model
+    trained.clear()
+    three = run_repeats(cfg.with_updates({"repeats": 3}))
+    assert sorted({seed for seed, _ in trained}) == [repeat_seed(cfg.seed, 2)] and len(trained) == 2
+    assert [s["config_hash"] for s in three[:2]] == [s["config_hash"] for s in two]
+    block = repeats_block(three, n_boot=200)
+    acc = block["metrics"]["attack_accuracy"]
+    assert acc["n"] == 3 and len(acc["values"]) == 3 and acc["ci_low"] <= acc["mean"] <= acc["ci_high"]
+    assert acc["mean"] == pytest.approx(np.mean([s["attack"]["accuracy"] for s in three]))
+    assert block["within_run"]["attack_auc"]["method"].startswith("bootstrap")
+    assert len(members[0]) == 2 * TINY["n_eval"]
+    json.dumps(block, allow_nan=False)
+
+
+def test_comparison_json_is_paired_with_verdicts():
+    configs = comparison_configs("image", "quick", 2, {**TINY, "n_shadows": 2})  # LiRA/RMIA need 2 shadows
+    out = run_comparison(configs)
+    text = json.dumps(out, allow_nan=False)
+    assert out["repeats"] == 2 and out["seeds"][0] == configs["ffnn"].seed
+    m = out["metrics"]["attack_auc"]
+    assert m["ffnn"]["n"] == 2 and m["rnn"]["n"] == 2
+    assert m["difference"]["of"] == "ffnn - rnn"
+    assert m["difference"]["diff"]["mean"] == pytest.approx(m["ffnn"]["mean"] - m["rnn"]["mean"])
+    assert m["verdict"]["value"] in ("holds", "reversed", "inconclusive") and m["verdict"]["n"] == 2
+    assert out["metrics"]["utility_val"]["verdict"] is None
+    assert {"attack_accuracy", "tpr_at_1pct_fpr", "tpr_at_0.1pct_fpr", "attack_advantage", "lira_auc", "rmia_auc",
+            "epsilon_lower_bound"} <= set(
+        out["metrics"])
+    assert "roc_band" in out and len(text) < 200_000
+
+
+def _cli(capsys, *argv):
+    from core.cli import main
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.err
+
+
+TINY_SETS = [f"--set={k}={','.join(map(str, v)) if isinstance(v, tuple) else v}"
+             for k, v in {**TINY, "n_shadows": 2}.items()]  # LiRA/RMIA need 2 shadows
+
+
+def test_cli_compare_and_run_repeats_write_intervals(tmp_path, capsys, monkeypatch):
+    # in-process CLI: keep this test process's torch thread count (the CLI sizes it for a whole machine)
+    monkeypatch.setattr("core.device.configure_threads", lambda: 1)
+    out = tmp_path / "compare.json"
+    code, err = _cli(capsys, "compare", "--task", "image", "--preset", "quick", "--repeats", "2", *TINY_SETS,
+                     "--out", str(out), "--quiet")
+    assert code == 0, err
+    d = json.loads(out.read_text())
+    m = d["metrics"]["attack_accuracy"]
+    assert {"ffnn", "rnn", "difference", "verdict"} <= set(m)
+    assert {"mean", "ci_low", "ci_high", "n", "values", "p_t", "p_permutation"} <= set(m["difference"]) | set(
+        m["difference"]["diff"])
+    run = tmp_path / "run.json"
+    code, err = _cli(capsys, "run", "--task", "image", "--arch", "ffnn", "--repeats", "2", *TINY_SETS,
+                     "--out", str(run), "--quiet")
+    assert code == 0, err
+    r = json.loads(run.read_text())
+    assert r["repeats"]["n"] == 2 and r["repeats"]["metrics"]["attack_auc"]["n"] == 2
+    assert r["repeats"]["config_hashes"] == d["config_hashes"]["ffnn"]  # the compare's runs, from the cache
+    for bad in (["--repeats", "0"], ["--repeats", "21"], ["--set=repeats=2"]):
+        code, err = _cli(capsys, "compare", "--task", "image", *bad, *TINY_SETS)
+        assert code == 2 and err.startswith("error:") and "repeats" in err, err
+    code, err = _cli(capsys, "run", "--task", "image", "--repeats", "25", *TINY_SETS)
+    assert code == 2 and err.startswith("error:") and "repeats" in err
+
+
+def test_defend_repeats_gives_intervals_over_repeats_and_over_draws(tmp_path, capsys, monkeypatch):
+    from core.cli import main
+
+    monkeypatch.setattr("core.device.configure_threads", lambda: 1)
+    sets = [f"--set={k}={','.join(map(str, v)) if isinstance(v, tuple) else v}" for k, v in TINY.items()]
+    out = tmp_path / "d.json"
+    assert main(["defend", "--task", "image", "--arch", "ffnn", *sets, "--mechanism", "dirichlet", "--values", "10,0.1",
+                 "--draws", "2", "--repeats", "2", "--out", str(out), "--quiet"]) == 0
+    d = json.loads(out.read_text())
+    assert d["repeats"]["n"] == 2 and len(set(d["repeats"]["config_hashes"])) == 2
+    for p in d["points"]:
+        acc = p["intervals"]["attack_accuracy"]
+        assert acc["n"] == 2 and acc["ci_low"] <= acc["mean"] <= acc["ci_high"] and "repeats" in acc["method"]
+        assert "utility" in p["intervals"]
+    one = tmp_path / "d1.json"
+    assert main(["defend", "--task", "image", "--arch", "ffnn", *sets, "--mechanism", "dirichlet", "--values", "0.1",
+                 "--draws", "3", "--repeats", "1", "--out", str(one), "--quiet"]) == 0
+    p = json.loads(one.read_text())["points"][0]
+    assert p["intervals"]["utility"]["method"] == "t over 3 draws" and p["intervals"]["utility"]["n"] == 3
+    capsys.readouterr()
+    assert main(["defend", "--task", "image", "--arch", "ffnn", *sets, "--mechanism", "l2", "--values", "0.1",
+                 "--repeats", "2"]) == 2
+    assert "--repeats applies" in capsys.readouterr().err
+
+
+def test_defense_curve_draws_the_interval_when_a_point_has_one():
+    from ui.plots import defense_curves
+
+    point = {"value": 1.0, "attack": {"accuracy": 0.6, "accuracy_std": 0.01}, "utility_loss": 0.1,
+             "intervals": {"attack_accuracy": {"mean": 0.6, "ci_low": 0.5, "ci_high": 0.75, "n": 3},
+                           "utility_loss": {"mean": 0.1, "ci_low": 0.05, "ci_high": 0.2, "n": 3}}}
+    plain = {"value": 2.0, "attack": {"accuracy": 0.55, "accuracy_std": 0.02}, "utility_loss": 0.2}
+    fig = defense_curves({"rnn": [point, plain]}, {}, "k", None, True)
+    acc = [t for t in fig.data if t.name == "RNN attack accuracy"][0]
+    assert list(acc.error_y.array) == pytest.approx([0.15, 0.02]) and list(acc.error_y.arrayminus) == pytest.approx(
+        [0.1, 0.02])
+    loss = [t for t in fig.data if t.name == "RNN utility loss"][0]
+    assert list(loss.error_y.array) == pytest.approx([0.1, 0.0])

@@ -1,0 +1,102 @@
+"""The app with repeats: Train & attack offers the missing repeats, then shows means with intervals,
+the paired differences and the three-valued verdicts; the HTML report shows them too."""
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from core.pipeline import run_experiment
+from core.repeats import comparison_configs, repeat_configs, run_comparison
+from core.tasks import get_task
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGE = "app_pages/1_Train_and_attack.py"
+TINY = dict(n_train=40, n_eval=20, epochs=2, n_shadows=1, attack_epochs=(1,), attack_train_epochs=3)
+WIDGETS = {**TINY, "attack_epochs": "1", "repeats": 2}
+
+
+def open_page():
+    at = AppTest.from_file(str(ROOT / "app.py"))
+    at.switch_page(PAGE)
+    at.run(timeout=60)
+    for name, value in WIDGETS.items():
+        for suffix in ("", ":ffnn", ":rnn"):
+            for widgets in (at.number_input, at.text_input):
+                try:
+                    widgets(key=f"image:quick:{name}{suffix}").set_value(value)
+                except KeyError:
+                    pass
+    at.run(timeout=120)
+    assert not at.exception, at.exception
+    return at
+
+
+def test_page_offers_missing_repeats_then_shows_verdicts():
+    configs = comparison_configs("image", "quick", 2, TINY)
+    for c in configs.values():  # repeat 0 only
+        run_experiment(repeat_configs(c)[0])
+    at = open_page()
+    assert any(b.label.startswith("Train the 2 missing repeat") for b in at.button)
+    assert any("Repeats" in m.value for m in at.markdown)
+    run_comparison(configs)  # the missing repeats, as the job queue would train them
+    at = open_page()
+    assert any(s.value == "FFNN vs RNN over 2 paired repeats" for s in at.subheader)
+    text = " ".join(m.value for m in at.markdown)
+    assert "attack accuracy" in text and "N = 2" in text
+    assert any(v in text for v in ("holds", "reversed", "inconclusive"))
+    assert not any(b.label.startswith("Train the") for b in at.button)
+
+
+def test_report_shows_the_paired_comparison():
+    from ui.results import report_html, repeats_view
+
+    configs = comparison_configs("image", "quick", 2, TINY)
+    run_comparison(configs)
+    runs = {a: [run_experiment(c).summary for c in repeat_configs(cfg)] for a, cfg in configs.items()}
+    view = repeats_view(runs)
+    page = report_html([runs["ffnn"][0], runs["rnn"][0]], list(configs.values()), {}, None, view)
+    assert "FFNN vs RNN over 2 paired repeats" in page and "FFNN − RNN [95% CI]" in page
+    assert "sign flip" in page and "verdicts over 2 paired repeats" in page
+    single = report_html([runs["ffnn"][0], runs["rnn"][0]], list(configs.values()), {})
+    assert "inconclusive with one repeat per architecture" in single and "paired repeats" not in single
+
+
+def test_home_demo_offers_repeats_beside_its_result_then_shows_the_verdict(monkeypatch):
+    # the demo is the image quick preset: made tiny here (the page builds its configs from the preset)
+    task = get_task("image")
+    monkeypatch.setattr(type(task), "presets", {**task.presets, "quick": {**task.presets["quick"], **TINY}})
+    demo = [task.make_config(a, "quick") for a in ("ffnn", "rnn")]
+    for c in demo:
+        run_experiment(c)
+    at = AppTest.from_file(str(ROOT / "app.py")).run(timeout=60)
+    assert not at.exception, at.exception
+    assert any(b.label.startswith("➕ Add 2 repeats") for b in at.button)
+    run_comparison({c.arch: c.with_updates({"repeats": 3}) for c in demo})
+    at = AppTest.from_file(str(ROOT / "app.py")).run(timeout=60)
+    text = " ".join(m.value for m in at.markdown)
+    assert "Over 3 paired repeats" in text and "N = 3" in text
+    assert not any(b.label.startswith("➕ Add") for b in at.button)
+
+
+def test_page_shows_where_each_architecture_reached_the_matched_utility():
+    from core.matching import run_matched
+
+    learning = dict(n_train=150, n_eval=40, epochs=6, n_shadows=1, attack_epochs=(), attack_train_epochs=3)
+    configs = {a: c.with_updates({"match_utility": "lower"})
+               for a, c in comparison_configs("image", "quick", 1, learning).items()}
+    out = run_matched(configs)  # what the page's job queue would train
+    at = AppTest.from_file(str(ROOT / "app.py"))
+    at.switch_page(PAGE)
+    at.run(timeout=60)
+    for name, value in {**learning, "attack_epochs": "", "match_utility": "lower"}.items():
+        for suffix in ("", ":ffnn", ":rnn"):
+            for widgets in (at.number_input, at.text_input):
+                try:
+                    widgets(key=f"image:quick:{name}{suffix}").set_value(value)
+                except KeyError:
+                    pass
+    at.run(timeout=120)
+    assert not at.exception, at.exception
+    assert any(s.value == "At matched utility (by construction)" for s in at.subheader)
+    table = [d.value for d in at.dataframe if "stopped at epoch" in d.value.columns][0]
+    epochs = {r["architecture"]: r["stopped at epoch"] for _, r in table.iterrows()}
+    assert epochs == {"FFNN": out["repeats"][0]["ffnn"]["epoch"], "RNN": out["repeats"][0]["rnn"]["epoch"]}
