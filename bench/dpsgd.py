@@ -30,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from core.device import configure_threads, usable_cores  # noqa: E402
-from core.pipeline import train_model  # noqa: E402
+from core.roles import train_model  # noqa: E402
 from core.tasks import get_task  # noqa: E402
 
 SWEEP_SIGMAS = (0.5, 1.0, 2.0, 4.0)

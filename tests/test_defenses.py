@@ -13,7 +13,8 @@ from core.defenses import DefenseSpec, Defender, dirichlet, gpm
 from core.defenses.sensitivity import parameter_distance, sensitivity_sampler
 from core.errors import ConfigError
 from core.metrics import empirical_epsilon
-from core.pipeline import build_attacks, fitted_attacks, train_model, trained_models
+from core.pipeline import build_attacks, fitted_attacks, trained_models
+from core.roles import train_model
 from core.responses import Responses
 from core.tasks import get_task
 

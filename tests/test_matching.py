@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-import core.pipeline as pipeline
+from core import roles
 from core.config import ConfigError
 from core.matching import first_epoch_reaching, run_matched, stopped_config
 from core.repeats import comparison_configs
@@ -26,13 +26,13 @@ def test_match_utility_field_is_validated_and_not_hashed():
 
 def test_both_architectures_stop_where_they_reach_the_lower_final_utility(monkeypatch):
     epochs_trained = []
-    real = pipeline.train_role
+    real = roles.train_role
 
     def counting(task, cfg, data, role, *args, **kwargs):
         epochs_trained.append((cfg.arch, role, cfg.epochs))
         return real(task, cfg, data, role, *args, **kwargs)
 
-    monkeypatch.setattr(pipeline, "train_role", counting)
+    monkeypatch.setattr(roles, "train_role", counting)
     cfgs = {a: c.with_updates({"match_utility": "lower"}) for a, c in comparison_configs("image", "quick", 1, TINY).items()}
     out = run_matched(cfgs)
     json.dumps(out, allow_nan=False)

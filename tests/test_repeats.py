@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-import core.pipeline as pipeline
+from core import roles
 from core.config import ConfigError
 from core.repeats import (comparison_configs, repeat_config, repeat_configs, repeat_seed, repeats_block,
                           run_comparison, run_repeats)
@@ -40,13 +40,13 @@ def test_repeat_seeds_are_derived_in_range_and_shared_by_both_architectures():
 
 def test_repeats_differ_in_split_and_raising_n_trains_only_new_repeats(monkeypatch):
     trained = []
-    real = pipeline.train_role
+    real = roles.train_role
 
     def counting(task, cfg, data, role, *args, **kwargs):
         trained.append((cfg.seed, role))
         return real(task, cfg, data, role, *args, **kwargs)
 
-    monkeypatch.setattr(pipeline, "train_role", counting)
+    monkeypatch.setattr(roles, "train_role", counting)
     cfg = get_task("image").make_config("ffnn", "quick", {**TINY, "repeats": 2})
     two = run_repeats(cfg)
     assert len(trained) == 4  # 2 repeats × (victim + 1 shadow)

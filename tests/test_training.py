@@ -20,7 +20,8 @@ from core import dpsgd
 from core.errors import ConfigError
 from core.models.image import GridLSTM
 from core.models.navigation import build_agent
-from core.pipeline import model_from_weights, seed_everything, train_model, trained_models
+from core.pipeline import trained_models
+from core.roles import model_from_weights, seed_everything, train_model
 from core.sweeps import MECHANISMS, check_sweep, point_config, sweep
 from core.tasks import get_task
 from core.tasks.base import TaskData
