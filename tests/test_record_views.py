@@ -1,0 +1,168 @@
+"""Per-record exposure, the one-run audit, the reference budget and slices (issue 22): the pure
+modules on planted data, then the wiring on a tiny cached image run."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+
+from core import audit, budget, exposure, slices
+from core.reference_attacks import lira_scores
+from core.responses import Responses
+
+
+# ---------------------------------------------------------------------------- exposure
+def test_threshold_at_fpr_allows_at_most_floor_fpr_n_false_positives():
+    non = np.arange(200, dtype=float)
+    t = exposure.threshold_at_fpr(non, 0.01)
+    assert (non > t).sum() == 2
+    assert (non > exposure.threshold_at_fpr(non, 0.001)).sum() == 0  # 0.2 of a record: none allowed
+
+
+def test_quadrant_counts_on_planted_scores():
+    # 100 members, 100 non-members; non-members score 0..0.99 under both (threshold at 1 % = 0.98)
+    n = 100
+    member = np.r_[np.ones(n, bool), np.zeros(n, bool)]
+    non = np.linspace(0, 0.99, n)
+    a = np.r_[np.zeros(n), non]
+    b = np.r_[np.zeros(n), non]
+    a[:10] = 5.0            # members 0..9 exposed by A only
+    b[10:25] = 5.0          # 10..24 by B only
+    a[25:32] = b[25:32] = 5.0  # 25..31 by both
+    q = exposure.quadrants(a, b, member, fpr=0.01, label_a="ffnn", label_b="rnn")
+    assert q.count("only_a") == 10 and q.count("only_b") == 15 and q.count("both") == 7 and q.count("neither") == 68
+    assert sum(c.count for c in q.members) == n
+    assert q.count("both", members=False) == 1  # the one non-member allowed above the threshold, in both tables
+    c = next(c for c in q.members if c.name == "only_b")
+    assert c.share_low < 0.15 < c.share_high and c.n == n
+    assert q.quadrant[12] == "only_b" and q.quadrant[3] == "only_a" and q.quadrant[50] == "neither"
+    # repeats: the same planted pair twice gives a zero-width interval around the same counts
+    rep = exposure.quadrants(a, b, member, fpr=0.01, repeats=[(a, b, member)])
+    c = next(c for c in rep.members if c.name == "only_b")
+    assert c.repeats == 2 and c.mean_count == 15 and c.count_low == c.count_high == 15
+
+
+def test_quadrants_refuse_tables_of_different_records():
+    with pytest.raises(ValueError, match="same records"):
+        exposure.quadrants(np.zeros(4), np.zeros(5), [1, 1, 0, 0])
+
+
+def test_flips_are_symmetric_and_empty_against_itself():
+    rng = np.random.default_rng(0)
+    member = np.r_[np.ones(300, bool), np.zeros(300, bool)]
+    und = rng.normal(size=600) + 1.5 * member
+    none = exposure.flips(und, und, member, 0.01)
+    assert none.stopped == () and none.started == ()
+    dfd = und + rng.normal(scale=1.0, size=600)
+    f, back = exposure.flips(und, dfd, member, 0.01), exposure.flips(dfd, und, member, 0.01)
+    assert f.stopped == back.started and f.started == back.stopped and (f.stopped or f.started)
+
+
+# ---------------------------------------------------------------------------- audit
+def test_p_value_pure_dp_is_the_binomial_tail():
+    eps, r, v = 1.0, 50, 40
+    q = math.exp(eps) / (1 + math.exp(eps))
+    assert audit.p_value(100, r, v, eps) == pytest.approx(stats.binom.sf(v - 1, r, q))
+    assert audit.p_value(100, r, v, eps, 1e-5) > audit.p_value(100, r, v, eps)  # δ only adds
+
+
+def test_audit_of_randomized_response_is_below_and_close_to_its_epsilon():
+    # ε-DP randomized response on each canary's inclusion: the tightest mechanism for this game
+    eps, m = 1.0, 20000
+    rng = np.random.default_rng(1)
+    included = rng.random(m) < 0.5
+    truthful = rng.random(m) < math.exp(eps) / (1 + math.exp(eps))
+    scores = np.where(included == truthful, 1.0, -1.0) + 1e-6 * rng.random(m)  # ties broken at random
+    result = audit.audit(scores, included, delta=0.0, k_grid=[m])
+    assert result.epsilon <= eps
+    assert result.epsilon > 0.9 * eps
+
+
+def test_audit_of_gaussian_mechanism_never_exceeds_its_epsilon_at_delta():
+    mu, delta, m = 1.0, 1e-5, 5000  # each canary: score = μ·[included] + N(0, 1): μ-GDP
+    truth = audit.gaussian_mechanism_epsilon(mu, delta)
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        included = rng.random(m) < 0.5
+        result = audit.audit(mu * included + rng.normal(size=m), included, delta=delta)
+        assert 0 < result.epsilon <= truth
+
+
+def test_audit_stays_below_the_accountant_with_enough_noise_and_is_large_without_it():
+    # a DP run with enough noise, synthetic: μ = 0.3 gives ε(δ = 1e-5) ≈ 1.3 by the accountant's exact curve
+    mu, delta, m = 0.3, 1e-5, 1000
+    accountant = audit.gaussian_mechanism_epsilon(mu, delta)
+    rng = np.random.default_rng(3)
+    included = rng.random(m) < 0.5
+    assert audit.audit(mu * included + rng.normal(size=m), included, delta).epsilon <= accountant
+    # a non-private, overfit model: members' loss ≈ 0, non-members' large → every guess right
+    loss = np.where(included, rng.uniform(0, 1e-3, m), rng.uniform(2, 5, m))
+    overfit = audit.audit(-loss, included, delta)
+    assert overfit.epsilon > 4.0 and overfit.per_k[-1].accuracy >= 0.99  # k₊ = k₋ = 500 vs 502 in
+
+
+def test_audit_bound_monotone_in_correct_guesses():
+    values = [audit.epsilon_lower_bound(200, 100, v, 1e-5) for v in (50, 70, 90, 100)]
+    assert values[0] == 0.0 and values == sorted(values) and values[-1] > values[-2]
+
+
+# ---------------------------------------------------------------------------- budget
+def _planted_responses(phi: np.ndarray) -> Responses:
+    """Binary Responses whose LiRA signal φ = log p − log(1 − p) is ``phi`` (label 0, logits [φ, 0])."""
+    logits = torch.tensor(np.stack([phi, np.zeros_like(phi)], 1))
+    return Responses.from_logits(logits, np.ones(len(phi), np.int64), torch.zeros(len(phi), dtype=torch.long))
+
+
+def test_budget_curve_recovers_the_planted_optimum_as_references_grow():
+    rng = np.random.default_rng(7)
+    n, n_refs, mu = 600, 16, 2.0
+    member = np.r_[np.ones(n, bool), np.zeros(n, bool)]
+    difficulty = rng.normal(scale=3.0, size=2 * n)
+    target = _planted_responses(difficulty + mu * member + rng.normal(size=2 * n))
+    refs = [_planted_responses(difficulty + rng.normal(size=2 * n)) for _ in range(n_refs)]
+    optimum = stats.norm.cdf(mu / math.sqrt(2))  # the test that knows every record's difficulty exactly
+
+    curve = budget.budget_curve("lira", lambda sub: lira_scores(target, [refs[j] for j in sub]), n_refs, member,
+                                resamples=6, minimum=2)
+    sizes = [p.n_references for p in curve.points]
+    assert sizes == [2, 4, 8, 16]
+    aucs = [p.auc for p in curve.points]
+    assert aucs[-1] > aucs[0] + 0.01
+    assert abs(aucs[-1] - optimum) < 0.03
+    # one draw at the full budget: no spread; smaller budgets: several draws
+    assert curve.points[-1].draws == 1 and curve.points[0].draws == 6
+    assert curve.flattens_at is not None and curve.flattens_at <= 16
+
+
+def test_budget_subsets_enumerate_or_sample():
+    assert budget.subsets(4, 2, 10) == [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)]
+    draws = budget.subsets(16, 4, 5, seed=1)
+    assert len(draws) == 5 and len(set(draws)) == 5
+    assert budget.budgets(5) == (1, 2, 4, 5) and budget.budgets(4, minimum=2) == (2, 4)
+    assert budget.flattening_point([1, 2, 4], [0.6, 0.795, 0.8]) == 2
+
+
+# ---------------------------------------------------------------------------- slices
+def test_slices_partition_the_records_and_mark_small_ones():
+    rng = np.random.default_rng(0)
+    member = np.r_[np.ones(300, bool), np.zeros(300, bool)]
+    labels = rng.integers(0, 4, 600)
+    labels[:5] = 9  # a tiny slice
+    labels[300:303] = 9
+    scores = rng.normal(size=600) + member * (labels == 1)
+    out = slices.slice_metrics("class", [f"class {v}" for v in labels], scores, member, bootstrap=50)
+    assert sum(r.n_members + r.n_non_members for r in out) == 600
+    assert [r.slice for r in out] == ["class 0", "class 1", "class 2", "class 3", "class 9"]
+    tiny = out[-1]
+    assert tiny.too_small and tiny.n_members == 5 and tiny.n_non_members == 3
+    leaky = out[1]
+    assert leaky.auc > 0.65 and leaky.auc_low < leaky.auc < leaky.auc_high and not leaky.too_small
+
+
+def test_quantile_buckets_partition_a_feature():
+    values = np.arange(30)
+    b = slices.quantile_buckets(values, 3, " tokens")
+    assert len(set(b)) == 3 and len(b) == 30 and b[0] == "[0, 9.66667) tokens"
