@@ -39,6 +39,7 @@ from .device import default_device, single_thread
 from .errors import ConfigError
 from .pipeline import (TrainedModels, build_attacks, fitted_attacks, make_splits, role_seed, run_experiment,
                        seed_everything, train_or_load, trained_models)
+from .record_views import DEFAULT_CANARIES, audit_view, budget_view, defended_points, exposure_view, slices_view
 from .responses import Responses
 from .tasks import get_task
 
@@ -377,13 +378,19 @@ def verdict(rnn: list[float | None], ffnn: list[float | None], what: str = "atta
 
 
 # ---------------------------------------------------------------------------- everything, both architectures
-ANALYSES = ("scatter", "vulnerability", "memorization", "overtraining", "mismatch")
+ANALYSES = ("scatter", "vulnerability", "memorization", "overtraining", "mismatch", "exposure", "budget", "audit",
+            "slices")
 
 
 def analyze(configs: dict[str, ExperimentConfig], analyses: tuple[str, ...] = ANALYSES, progress=None,
-            cache: ArtifactCache | None = None) -> dict[str, Any]:
+            cache: ArtifactCache | None = None, canaries: int = DEFAULT_CANARIES,
+            defense: tuple[str, float] | None = None) -> dict[str, Any]:
     """Run ``analyses`` for each architecture's config (``{"ffnn": cfg, "rnn": cfg}``) and compute
-    the verdicts that compare them. ``progress(stage, fraction)`` is told what runs."""
+    the verdicts that compare them. ``progress(stage, fraction)`` is told what runs.
+
+    Issue 22's views (:mod:`core.record_views`): ``exposure`` (both architectures; with ``defense``
+    = (mechanism, value) also the flips under that after-training defense), ``budget``, ``audit``
+    (one canary run of ``canaries`` canaries per architecture, cached) and ``slices``."""
     unknown = set(analyses) - set(ANALYSES)
     if unknown:
         raise ConfigError(f"unknown analyses {sorted(unknown)}; choose from {', '.join(ANALYSES)}")
@@ -407,6 +414,19 @@ def analyze(configs: dict[str, ExperimentConfig], analyses: tuple[str, ...] = AN
                 stage = f"{name} ({arch})"
                 say(stage, 0.0)
                 out[name][arch] = fn(cfg, cache=cache, progress=lambda f, s=stage: say(s, f))
+    if "exposure" in analyses:
+        say("exposure", 0.0)
+        points = defended_points(configs, defense[0], defense[1], cache) if defense else None
+        out["exposure"] = exposure_view(configs, summaries, defended=points)
+    if "budget" in analyses:
+        out["budget"] = {}
+        for arch, cfg in configs.items():
+            say(f"budget ({arch})", 0.0)
+            out["budget"][arch] = budget_view(cfg, cache=cache)
+    if "audit" in analyses:
+        out["audit"] = audit_view(configs, summaries, canaries, cache, progress=say)
+    if "slices" in analyses:
+        out["slices"] = slices_view(configs, summaries)
     out["verdicts"] = verdicts(out, summaries)
     return out
 

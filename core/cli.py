@@ -226,7 +226,13 @@ def build_parser() -> argparse.ArgumentParser:
     common(analyze)
     analyze.add_argument("--analysis", default="scatter,vulnerability", metavar="NAMES", action=Once,
                          help="comma-separated: all or any of scatter, vulnerability, memorization, overtraining, "
-                              "mismatch (default: scatter,vulnerability; the last three train extra models)")
+                              "mismatch, exposure, budget, audit, slices (default: scatter,vulnerability; "
+                              "memorization, overtraining, mismatch and audit train extra models)")
+    analyze.add_argument("--canaries", type=int, default=100, metavar="M", action=Once,
+                         help="audit: canaries in the one audited training run (default 100)")
+    analyze.add_argument("--defense", default=None, metavar="MECHANISM:VALUE", action=Once,
+                         help="exposure: also the members that stop / start being exposed behind this after-training "
+                              "defense, e.g. dirichlet:1 or gpm:0.01 (naive attacker)")
     analyze.add_argument("--archs", default="ffnn,rnn", action=Once, help="architectures to compare (default: ffnn,rnn)")
     analyze.add_argument("--out", required=True, metavar="DIR", action=Once,
                          help="folder for the files (created, with its parents, if missing)")
@@ -334,7 +340,13 @@ def _analyze(args: argparse.Namespace) -> int:
             print(f"[analyze] {stage}", file=sys.stderr)
             last[0] = stage
 
-    results = analyze(configs, names, progress)
+    defense = None
+    if args.defense:
+        mechanism, sep, value = args.defense.partition(":")
+        if not sep:
+            raise ConfigError(f"--defense expects MECHANISM:VALUE, e.g. dirichlet:1, got {args.defense!r}")
+        defense = (mechanism.strip(), parse_values(value)[0])
+    results = analyze(configs, names, progress, canaries=args.canaries, defense=defense)
     for path in write_analyses(results, folder):
         if not args.quiet:
             print(f"wrote {path}", file=sys.stderr)

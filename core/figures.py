@@ -148,3 +148,105 @@ def overtraining_figure(results: dict[str, dict[str, Any]]) -> go.Figure:
                       xaxis_title="epoch", yaxis=dict(title="attack accuracy", range=[0.4, 1.02]),
                       yaxis2=dict(title="validation utility", overlaying="y", side="right", showgrid=False))
     return _legend_below(fig, 480)
+
+
+# ---------------------------------------------------------------------------- issue 22's views
+QUADRANT_NAMES = {"both": "both", "only_b": "only {b}", "only_a": "only {a}", "neither": "neither"}
+
+
+def exposure_figure(view: dict[str, Any], fpr: str = "0.01") -> go.Figure:
+    """Each evaluated record's membership score under the two architectures (x: the first, y: the
+    second), members and non-members marked, with each architecture's threshold at ``fpr`` (from its
+    non-members): the four quadrants of exposure, their member counts in the title."""
+    a, b = view["archs"]
+    q = view["quadrants"][fpr]
+    x, y = np.asarray(view["scores"][a]), np.asarray(view["scores"][b])
+    member = np.asarray(view["membership"], bool)
+    fig = go.Figure()
+    for is_member in (True, False):
+        idx = np.nonzero(member == is_member)[0]
+        fig.add_scatter(x=x[idx], y=y[idx], mode="markers", customdata=idx,
+                        marker=dict(color=MEMBER_COLOURS[is_member], size=6, opacity=0.65,
+                                    symbol="circle" if is_member else "circle-open"),
+                        name="member" if is_member else "non-member",
+                        hovertemplate=f"record %{{customdata}}<br>{ARCH_NAMES.get(a, a)} %{{x:.3g}}<br>"
+                                      f"{ARCH_NAMES.get(b, b)} %{{y:.3g}}<extra></extra>")
+    fig.add_vline(x=q["a"]["threshold"], line=dict(color=ARCH_COLOURS.get(a), dash="dash"))
+    fig.add_hline(y=q["b"]["threshold"], line=dict(color=ARCH_COLOURS.get(b), dash="dash"))
+    names = {k: v.format(a=ARCH_NAMES.get(a, a), b=ARCH_NAMES.get(b, b)) for k, v in QUADRANT_NAMES.items()}
+    counts = ", ".join(f"{names[c['name']]} {c['count']}" for c in q["members"])
+    fig.update_layout(title=f"{view['attack']} score per record at FPR {float(fpr):.1%} — members exposed: {counts} "
+                            f"(of {q['members'][0]['n']})",
+                      xaxis_title=f"{ARCH_NAMES.get(a, a)} score", yaxis_title=f"{ARCH_NAMES.get(b, b)} score")
+    return _legend_below(fig, 560)
+
+
+def budget_figure(budgets: dict[str, dict[str, Any]]) -> go.Figure:
+    """AUC (top) and TPR at 1 % FPR (bottom) against the number of reference models, one panel per
+    attack, per architecture; bars: 2.5–97.5 % over which references were drawn; ▼: where it flattens."""
+    attacks = list(next(iter(budgets.values()))["curves"])
+    fig = make_subplots(rows=2, cols=len(attacks), shared_xaxes=True, vertical_spacing=0.08,
+                        subplot_titles=[f"{n} AUC" for n in attacks] + [f"{n} TPR at 1 % FPR" for n in attacks])
+    for arch, view in budgets.items():
+        c, name = ARCH_COLOURS.get(arch), ARCH_NAMES.get(arch, arch)
+        for col, attack in enumerate(attacks, 1):
+            curve = view["curves"][attack]
+            pts = curve["points"]
+            n = [p["n_references"] for p in pts]
+            for row, (get, lo, hi) in enumerate(((lambda p: p["auc"], lambda p: p["auc_low"], lambda p: p["auc_high"]),
+                                                 (lambda p: p["tpr_at_fpr"]["0.01"], lambda p: p["tpr_low"]["0.01"],
+                                                  lambda p: p["tpr_high"]["0.01"])), 1):
+                ys = [get(p) for p in pts]
+                fig.add_scatter(x=n, y=ys, mode="lines+markers", line=dict(color=c), name=name, legendgroup=arch,
+                                showlegend=row == 1 and col == 1, row=row, col=col,
+                                error_y=dict(type="data", symmetric=False, array=[hi(p) - get(p) for p in pts],
+                                             arrayminus=[get(p) - lo(p) for p in pts]))
+            if curve["flattens_at"] is not None:
+                at = next(p for p in pts if p["n_references"] == curve["flattens_at"])
+                fig.add_scatter(x=[at["n_references"]], y=[at["auc"]], mode="markers", row=1, col=col,
+                                marker=dict(symbol="triangle-down", size=13, color=c), showlegend=False,
+                                hovertemplate=f"{name}: flattens at %{{x}} references<extra></extra>")
+    fig.update_xaxes(title_text="reference models used", row=2)
+    fig.update_layout(title="The attacker's reference budget (▼: within 0.01 AUC of all references)")
+    return _legend_below(fig, 640)
+
+
+def audit_figure(audits: dict[str, dict[str, Any]]) -> go.Figure:
+    """Per architecture: the audited ε (one run, canaries), the accountant's ε (RDP, PRV; DP-SGD
+    runs only) and the attack-derived ε̂ of the cached run, side by side."""
+    fig = go.Figure()
+    archs = list(audits)
+    labels = [ARCH_NAMES.get(a, a) for a in archs]
+    fig.add_bar(x=labels, y=[audits[a]["audited_epsilon"] for a in archs], name="audited ε (one run, canaries)",
+                marker_color="#2ca02c")
+    for key, colour in (("rdp", "#7f7f7f"), ("prv", "#bcbd22")):
+        values = [(audits[a]["accountant_epsilon"] or {}).get(key) for a in archs]
+        if any(v is not None for v in values):
+            fig.add_bar(x=labels, y=values, name=f"accountant ε ({key.upper()})", marker_color=colour)
+    fig.add_bar(x=labels, y=[audits[a]["attack_epsilon_lower_bound"] for a in archs],
+                name="attack ε̂ (cached run)", marker_color="#9467bd")
+    first = audits[archs[0]]
+    fig.update_layout(title=f"Audited ε beside the accountant's (δ = {first['delta']:g}, m = {first['m']} canaries, "
+                            f"{first['audit']['confidence']:.0%} confidence)", barmode="group", yaxis_title="ε")
+    return _legend_below(fig, 460)
+
+
+def slices_figure(view: dict[str, Any], slicing: str | None = None) -> go.Figure:
+    """AUC per slice, per architecture, with bootstrap 95 % bars; slices with too few records faded."""
+    fig = go.Figure()
+    for arch, by in view["archs"].items():
+        name = slicing or next(iter(by))
+        rows = by[name]
+        fig.add_bar(x=[r["slice"] for r in rows], y=[r["auc"] for r in rows], name=ARCH_NAMES.get(arch, arch),
+                    marker=dict(color=ARCH_COLOURS.get(arch), opacity=[0.35 if r["too_small"] else 1.0 for r in rows]),
+                    error_y=dict(type="data", symmetric=False,
+                                 array=[(r["auc_high"] - r["auc"]) if r["auc"] is not None else 0 for r in rows],
+                                 arrayminus=[(r["auc"] - r["auc_low"]) if r["auc"] is not None else 0 for r in rows]),
+                    customdata=[[r["n_members"], r["n_non_members"]] for r in rows],
+                    hovertemplate="%{x}: AUC %{y:.3f}<br>%{customdata[0]} members, %{customdata[1]} non-members"
+                                  "<extra></extra>")
+        slicing = name
+    fig.add_hline(y=0.5, line=dict(color="grey", dash="dot", width=1))
+    fig.update_layout(title=f"{view['attack']} AUC per slice ({slicing}); faded: fewer than {view['min_records']} "
+                            "members or non-members", barmode="group", yaxis=dict(title="AUC", range=[0.0, 1.02]))
+    return _legend_below(fig, 460)

@@ -482,6 +482,29 @@ class ReferenceInputs:
     population_index: np.ndarray
     eval_index: np.ndarray
 
+    def subset(self, keep: tuple[int, ...] | list[int]) -> "ReferenceInputs":
+        """The same inputs with only the reference models (shadows) at positions ``keep``: what an
+        attacker holding just those references would use (the reference budget,
+        :mod:`core.budget`). The calibration keeps those shadows as pseudo-targets, each with the
+        others of ``keep`` as its references. Needs at least two positions."""
+        keep = sorted({int(k) for k in keep})
+        n = len(self.references)
+        if len(keep) < 2 or keep[0] < 0 or keep[-1] >= n:
+            raise ValueError(f"a reference subset needs at least two of the {n} references, got {keep}")
+        cal = self.calibration
+        q = len(cal.membership) // n  # each shadow's block of calibration records
+
+        def others_of(k: int) -> list[int]:  # positions in cal.references[k] of the kept shadows j ≠ k
+            return [j if j < k else j - 1 for j in keep if j != k]
+
+        sub_cal = Calibration(
+            [cal.queries[k] for k in keep], [cal.targets[k] for k in keep],
+            [[cal.references[k][p] for p in others_of(k)] for k in keep],
+            [cal.out_masks[k][others_of(k)] for k in keep],
+            np.concatenate([cal.membership[k * q:(k + 1) * q] for k in keep]))
+        return replace(self, references=[self.references[k] for k in keep],
+                       population_references=[self.population_references[k] for k in keep], calibration=sub_cal)
+
 
 def reference_inputs(models: TrainedModels, cache: ArtifactCache | None = None,
                      population_size: int | None = None) -> ReferenceInputs | None:

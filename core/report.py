@@ -37,6 +37,49 @@ def tables(results: dict[str, Any]) -> dict[str, pd.DataFrame]:
                                          "accuracy": acc}
                                         for arch, m in results["mismatch"].items() for r in m["rows"]
                                         for name, acc in r["accuracy"].items()])
+    out.update(record_view_tables(results))
+    return out
+
+
+def record_view_tables(results: dict[str, Any]) -> dict[str, pd.DataFrame]:
+    """Tables of issue 22's views (:mod:`core.record_views`) present in ``results``."""
+    out: dict[str, pd.DataFrame] = {}
+    if "exposure" in results:
+        ex = results["exposure"]
+        rows = []
+        for i, (index, m) in enumerate(zip(ex["records"], ex["membership"])):
+            row: dict[str, Any] = {"record": i, "dataset_index": index, "member": m, "attack": ex["attack"]}
+            for arch in ex["archs"]:
+                row[f"score_{arch}"] = ex["scores"][arch][i]
+                row[f"cross_entropy_{arch}"] = ex["cross_entropy"][arch][i]
+            for fpr, q in ex["quadrants"].items():
+                row[f"quadrant_at_fpr_{fpr}"] = q["quadrant"][i]
+            for arch, by_fpr in ex.get("flips", {}).items():
+                for fpr, f in by_fpr.items():
+                    row[f"flip_{arch}_at_fpr_{fpr}"] = ("stopped" if i in f["stopped"] else
+                                                        "started" if i in f["started"] else "")
+            rows.append(row)
+        out["exposure"] = pd.DataFrame(rows)
+    if "budget" in results:
+        out["budget"] = pd.DataFrame([
+            {"arch": arch, "attack": name, "n_references": p["n_references"], "draws": p["draws"], "auc": p["auc"],
+             "auc_low": p["auc_low"], "auc_high": p["auc_high"],
+             **{f"tpr_at_fpr_{f}": v for f, v in p["tpr_at_fpr"].items()},
+             **{f"tpr_low_{f}": v for f, v in p["tpr_low"].items()},
+             **{f"tpr_high_{f}": v for f, v in p["tpr_high"].items()}, "flattens_at": c["flattens_at"]}
+            for arch, view in results["budget"].items() for name, c in view["curves"].items() for p in c["points"]])
+    if "audit" in results:
+        out["audit"] = pd.DataFrame([
+            {"arch": arch, "m": v["m"], "delta": v["delta"], "k": k["k"], "correct": k["correct"],
+             "accuracy": k["accuracy"], "epsilon_at_k": k["epsilon"], "audited_epsilon": v["audited_epsilon"],
+             "best_k": v["audit"]["best_k"], "accountant_rdp": (v["accountant_epsilon"] or {}).get("rdp"),
+             "accountant_prv": (v["accountant_epsilon"] or {}).get("prv"),
+             "attack_epsilon_lower_bound": v["attack_epsilon_lower_bound"]}
+            for arch, v in results["audit"].items() for k in v["audit"]["per_k"]])
+    if "slices" in results:
+        out["slices"] = pd.DataFrame([{"arch": arch, "attack": results["slices"]["attack"], **r}
+                                      for arch, by in results["slices"]["archs"].items()
+                                      for rows in by.values() for r in rows])
     return out
 
 
@@ -55,6 +98,14 @@ def figures_of(results: dict[str, Any], attack: str | None = None) -> dict[str, 
         out["overtraining"] = figures.overtraining_figure(results["overtraining"])
     if "mismatch" in results:
         out["mismatch"] = figures.mismatch_figure(results["mismatch"])
+    if "exposure" in results:
+        out["exposure"] = figures.exposure_figure(results["exposure"])
+    if "budget" in results:
+        out["budget"] = figures.budget_figure(results["budget"])
+    if "audit" in results:
+        out["audit"] = figures.audit_figure(results["audit"])
+    if "slices" in results:
+        out["slices"] = figures.slices_figure(results["slices"])
     return out
 
 

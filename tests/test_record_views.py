@@ -166,3 +166,80 @@ def test_quantile_buckets_partition_a_feature():
     values = np.arange(30)
     b = slices.quantile_buckets(values, 3, " tokens")
     assert len(set(b)) == 3 and len(b) == 30 and b[0] == "[0, 9.66667) tokens"
+
+
+# ---------------------------------------------------------------------------- wiring on cached runs
+from core import analysis, record_views, report  # noqa: E402
+from core.errors import ConfigError  # noqa: E402
+from core.pipeline import run_experiment  # noqa: E402
+from core.tasks import get_task  # noqa: E402
+
+SMALL = dict(n_train=60, n_eval=40, epochs=15, n_shadows=3, attack_epochs=(), attack_train_epochs=5)
+
+
+def test_four_views_on_tiny_cached_image_runs(tmp_path):
+    task = get_task("image")
+    configs = {a: task.make_config(a, "quick", SMALL) for a in ("ffnn", "rnn")}
+    results = analysis.analyze(configs, ("exposure", "budget", "audit", "slices"), canaries=60,
+                               defense=("dirichlet", 1.0))
+    ex = results["exposure"]
+    assert ex["attack"] in ("lira", "rmia") and len(ex["records"]) == 80
+    assert np.array_equal(ex["records"], record_views.evaluated_records(configs["rnn"]))
+    for q in ex["quadrants"].values():
+        assert sum(c["count"] for c in q["members"]) == 40 and sum(c["count"] for c in q["non_members"]) == 40
+    for arch, by_fpr in ex["flips"].items():
+        f = by_fpr["0.01"]
+        exposed_before = sum(f["undefended"]["exposed"][:40])
+        exposed_after = sum(f["defended"]["exposed"][:40])
+        assert exposed_before - f["n_stopped"] + f["n_started"] == exposed_after
+    for arch, view in results["budget"].items():
+        lira = view["curves"]["lira"]
+        assert [p["n_references"] for p in lira["points"]] == [2, 3]
+        assert lira["points"][0]["draws"] == 3 and lira["points"][1]["draws"] == 1  # C(3, 2) subsets, then all
+    for arch, by in results["slices"]["archs"].items():
+        rows = by["class"]
+        assert sum(r["n_members"] + r["n_non_members"] for r in rows) == 80  # the slices partition the records
+        assert all(r["too_small"] for r in rows)  # 8 records per class at this size: all marked
+    aud = results["audit"]
+    assert aud["ffnn"]["m"] == 60 and aud["ffnn"]["accountant_epsilon"] is None  # non-private: no accountant
+    assert aud["ffnn"]["audited_epsilon"] > 1.0  # an overfit non-private CNN memorises mislabeled canaries
+    written = {p.name for p in report.write_analyses(results, tmp_path)}
+    assert {"exposure.csv", "exposure.html", "budget.csv", "budget.html", "audit.csv", "audit.html", "slices.csv",
+            "slices.html"} <= written
+
+
+def test_audited_epsilon_of_a_dp_sgd_run_stays_below_its_accountant():
+    cfg = get_task("image").make_config("ffnn", "quick", dict(SMALL, epochs=5, dp="sigma", dp_noise_multiplier=3.0))
+    out = record_views.canary_audit(cfg, 100)
+    eps = out["accountant"]["epsilons"]
+    assert out["audit"]["epsilon"] <= min(eps["rdp"], eps["prv"])
+    assert out["n_train"] == 60 + sum(out["included"])
+    assert record_views.canary_audit(cfg, 100) == out  # cached: the same run, not a retraining
+
+
+def test_per_record_views_refuse_different_records_and_bad_canaries():
+    task = get_task("image")
+    a, b = task.make_config("ffnn", "quick", SMALL), task.make_config("rnn", "quick", dict(SMALL, seed=1))
+    with pytest.raises(ConfigError, match="different records"):
+        record_views.check_same_records({"ffnn": a, "rnn": b})
+    with pytest.raises(ConfigError, match="canaries must lie"):
+        record_views.canary_audit(a, 100_000)
+    with pytest.raises(ConfigError, match="no canaries for the navigation"):
+        get_task("navigation").canary_data(None, None, np.zeros(0), np.random.default_rng(0))
+
+
+def test_reference_subset_keeps_the_chosen_shadows_and_their_calibration():
+    task = get_task("image")
+    cfg = task.make_config("ffnn", "quick", SMALL)
+    from core.pipeline import trained_models
+    from core.reference_attacks import reference_inputs
+
+    inputs = reference_inputs(trained_models(cfg))
+    sub = inputs.subset((0, 2))
+    assert sub.references == [inputs.references[0], inputs.references[2]]
+    assert len(sub.calibration.targets) == 2 and len(sub.calibration.references[0]) == 1
+    # shadow 0's reference in the subset is shadow 2, at position 1 of its original others (1, 2)
+    assert sub.calibration.references[0][0] is inputs.calibration.references[0][1]
+    assert len(sub.calibration.membership) == 2 * len(inputs.calibration.membership) // 3
+    with pytest.raises(ValueError):
+        inputs.subset((1,))

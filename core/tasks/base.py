@@ -171,6 +171,17 @@ class Task(ABC):
         """
         return 0
 
+    #: the audit canaries' design in words (None: the task has no canaries yet)
+    canary_design: str | None = None
+
+    def canary_data(self, cfg: ExperimentConfig, data: TaskData, index: np.ndarray,
+                    rng: np.random.Generator) -> TaskData:
+        """``data`` with the records ``index`` turned into audit canaries (records the model can
+        only fit by memorising them; Steinke, Nasr & Jagielski 2023), for the one-run audit of
+        :mod:`core.record_views`. The records stay where they are, so ``index`` addresses the canaries."""
+        raise ConfigError(f"the one-run audit has no canaries for the {self.name} task yet "
+                          "(their design is in docs/record_views.md)")
+
     def primary_attack(self) -> str:
         """Name of the attack reported in the JSON's ``attack`` block."""
         return "shadow"

@@ -309,6 +309,23 @@ class ImageTask(Task):
                                       **recipe)
         return train_ensemble_epochs(models, len(train_indices[0]), member_batches, F.cross_entropy, **recipe)
 
+    # ------------------------------------------------------------------ audit canaries
+    canary_design = ("mislabeled images: unused images of the victim's half, each given a seeded wrong label "
+                     "(uniform over the other classes); the model fits one only by memorising it, and the auditor's "
+                     "score is minus its loss on that wrong label")
+
+    def canary_data(self, cfg: ExperimentConfig, data: TaskData, index: np.ndarray,
+                    rng: np.random.Generator) -> TaskData:
+        """Mislabeled images: the labels of ``index`` are shifted by a seeded offset in 1..K−1, the
+        images kept. Our design choice: an image with a wrong label is fitted only by memorising it,
+        so its inclusion shows in the loss far more than a typical record's would."""
+        rec: ImageRecords = data.records
+        labels = rec.labels.clone()
+        offset = torch.from_numpy(rng.integers(1, rec.n_classes, len(index))).to(labels.dtype)
+        labels[torch.as_tensor(index)] = (labels[torch.as_tensor(index)] + offset) % rec.n_classes
+        return TaskData(ImageRecords(rec.images, labels, rec.n_classes), data.victim_pool, data.attacker_pool,
+                        data.description, data.info)
+
     # ------------------------------------------------------------------ queries
     @torch.no_grad()
     def _logits(self, model: nn.Module, data: TaskData, index: np.ndarray) -> torch.Tensor:
