@@ -1,6 +1,8 @@
 """Analyses: why do RNNs leak more? Entropy scatter with the attacks' decision boundaries,
 vulnerability over training, memorization of early blocks, overtraining and model mismatch —
-FFNN and RNN side by side, each with the study's finding and a verdict computed for this run."""
+FFNN and RNN side by side, each with the study's finding and a verdict computed for this run — and
+issue 22's per-record views: exposure FFNN vs RNN (flips behind a defense), the reference budget,
+an audited ε beside the accountant's and vulnerability per slice (computed in core.record_views)."""
 from __future__ import annotations
 
 import json
@@ -8,7 +10,7 @@ import json
 import numpy as np
 import streamlit as st
 
-from core import analysis, figures, report, studies
+from core import analysis, figures, record_views, report, studies
 from core.config import ExperimentConfig
 from core.defenses import DefenseSpec
 from core.errors import MIAError
@@ -122,7 +124,8 @@ for name in LONG:
 all_results = {**base, **long_results}
 all_results["verdicts"] = analysis.verdicts(all_results, summaries)
 
-tabs = st.tabs(["Entropy scatter", "Over training", "Memorization", "Overtraining", "Model mismatch"])
+tabs = st.tabs(["Entropy scatter", "Over training", "Memorization", "Overtraining", "Model mismatch",
+                "Exposure per record", "Reference budget", "Audited ε", "Slices"])
 
 # ---------------------------------------------------------------------------- scatter
 def defended_scatter(mechanism: str, value: float) -> dict[str, dict]:
@@ -267,6 +270,210 @@ with tabs[3]:
 with tabs[4]:
     long_tab("mismatch", figures.mismatch_figure,
              "Shadows with half and double the task's width knob attack the unchanged victim.")
+
+# ---------------------------------------------------------------------------- issue 22: per-record views
+HASHES = tuple(c.config_hash for c in configs.values())
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def exposure_of(hashes: tuple[str, ...], attack: str | None, mechanism: str | None, value: float | None,
+                _configs: dict[str, ExperimentConfig]) -> dict:
+    """The exposure view (quadrants at both FPRs, flips behind a defense): reads cached scores only."""
+    points = None
+    if mechanism is not None:
+        points = {a: defender_for(c).point(DefenseSpec(mechanism, value), "naive", utility=False)
+                  for a, c in _configs.items()}
+    return record_views.exposure_view(_configs, {a: cached_summary(c) for a, c in _configs.items()}, attack,
+                                      defended=points)
+
+
+@st.cache_data(max_entries=16, show_spinner="Refitting LiRA and RMIA on each subset of references…")
+def budget_of(config_hash: str, _cfg: ExperimentConfig) -> dict:
+    return record_views.budget_view(_cfg)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def slices_of(hashes: tuple[str, ...], attack: str | None, _configs: dict[str, ExperimentConfig]) -> dict:
+    return record_views.slices_view(_configs, {a: cached_summary(c) for a, c in _configs.items()}, attack)
+
+
+def show_record(position: int, view: dict) -> None:
+    """One evaluated record as each architecture sees it: the record itself, its scores, loss and entropy."""
+    index = int(view["records"][position])
+    member = view["membership"][position]
+    st.markdown(f"**Record {position}** (data index {index}, {'member' if member else 'non-member'})")
+    cols = st.columns(2)
+    for col, arch in zip(cols, view["archs"]):
+        with col:
+            st.caption(f"{ARCH_LABELS[arch]}: {view['attack']} score {view['scores'][arch][position]:.3g} · loss "
+                       f"{view['cross_entropy'][arch][position]:.3g} · entropy {view['ape'][arch][position]:.3g}")
+    data = task.load(configs["ffnn"])
+    if task_name == "image":
+        img = data.records.images[index].numpy()
+        img = (img - img.min()) / max(float(img.max() - img.min()), 1e-9)
+        st.image(np.transpose(img, (1, 2, 0)) if img.shape[0] == 3 else img[0],
+                 caption=f"label {int(data.records.labels[index])}", width=120)
+    elif task_name == "translation":
+        st.markdown(f"*{data.records.src_text[index]}*  \nreference: {data.records.tgt_text[index]}")
+        for col, arch in zip(st.columns(2), view["archs"]):
+            col.markdown(f"{ARCH_LABELS[arch]} victim: {victim_translation(configs[arch].config_hash, arch, index)}")
+    else:
+        for col, arch in zip(st.columns(2), view["archs"]):
+            with col:
+                fig_map = navigation_map({arch: {"maps": [exposed_map(configs[arch].config_hash, arch, index)]}},
+                                         "member" if member else "non-member")
+                st.plotly_chart(fig_map, width="stretch", key=f"record-map-{arch}-{index}")
+
+
+with tabs[5]:
+    st.caption("The same evaluated records under both architectures (same seed, same split): each record's "
+               "membership score under the FFNN against the RNN, with each one's threshold at the chosen FPR (set "
+               "on its own non-members). Reads the cached scores; nothing trains.")
+    e1, e2, e3 = st.columns([2, 2, 3])
+    with e1:
+        fpr = st.radio("FPR", ["0.01", "0.001"], format_func=lambda f: f"{float(f):.1%}", horizontal=True,
+                       key="exposure:fpr")
+    strongest = [a for a in record_views.STRONGEST if all(a in s["records"]["scores"] for s in summaries.values())]
+    with e2:
+        attack_x = st.selectbox("Attack", strongest or [None], format_func=lambda n: ATTACK_LABELS.get(n, str(n)),
+                                key="exposure:attack") if strongest else None
+    with e3:
+        behind = st.radio("Flips behind a defense", ["none", "Dirichlet k", "Gaussian σ"], horizontal=True,
+                          key="exposure:defense", help="members that stop or start being exposed at the Defenses "
+                                                       "page's current value (naive attacker)")
+    mech = val = None
+    if behind != "none":
+        mech = "dirichlet" if behind == "Dirichlet k" else "gpm"
+        values = K_VALUES if mech == "dirichlet" else SIGMA_VALUES
+        chosen = st.session_state.get(defense_value_key(task_name, mech), 1.0 if mech == "dirichlet" else 0.01)
+        val = st.select_slider("k" if mech == "dirichlet" else "σ", options=values,
+                               value=min(values, key=lambda v: abs(v - chosen)), key=f"exposure:{mech}",
+                               format_func=lambda v: f"{v:g}")
+    try:
+        view = exposure_of(HASHES, attack_x, mech, float(val) if val is not None else None, configs)
+    except MIAError as exc:
+        st.error(f"Could not compute the exposure view: {exc}")
+        view = None
+    if view is not None:
+        all_results["exposure"] = view
+        fig = figures.exposure_figure(view, fpr)
+        event = st.plotly_chart(fig, width="stretch", on_select="rerun", selection_mode=("points",),
+                                key="exposure-scatter")
+        q = view["quadrants"][fpr]
+        names = {"both": "both", "only_b": "only RNN", "only_a": "only FFNN", "neither": "neither"}
+        st.dataframe([{"quadrant": names[c["name"]], "members": c["count"], "of": c["n"],
+                       "share": f"{c['share']:.1%} [{c['share_low']:.1%}, {c['share_high']:.1%}]",
+                       "non-members (false alarms)": next(n["count"] for n in q["non_members"] if n["name"] == c["name"])}
+                      for c in q["members"]], hide_index=True)
+        st.caption(f"Realised FPR: FFNN {q['a']['fpr_realised']:.2%}, RNN {q['b']['fpr_realised']:.2%} (N = "
+                   f"{q['members'][0]['n']} members; shares with Clopper–Pearson 95 % intervals; one trained pair, "
+                   "so no interval over repeats).")
+        if "flips" in view:
+            for arch, by in view["flips"].items():
+                f = by[fpr]
+                st.markdown(f"**{ARCH_LABELS[arch]}** behind {behind} = {val:g}: {f['n_stopped']} members stop being "
+                            f"exposed, {f['n_started']} start, {f['kept']} stay exposed (of {f['n_members']}).")
+        picked = [p for p in ((event.selection.points if event and getattr(event, "selection", None) else []) or [])
+                  if p.get("customdata") is not None]
+        default = next((i for i, qn in enumerate(q["quadrant"]) if qn == "only_b" and view["membership"][i]), 0)
+        first = picked[0]["customdata"] if picked else default
+        first = int(first[0] if isinstance(first, list) else first)
+        position = st.number_input("Record (position in the evaluated set; click a point to pick it)", 0,
+                                   len(view["records"]) - 1, first, key=f"exposure:record:{first}")
+        show_record(int(position), view)
+        downloads("exposure", all_results, fig)
+
+with tabs[6]:
+    st.caption("Offline LiRA and RMIA using only some of the shadows as reference models, refitted per subset; "
+               "bars: 2.5–97.5 % over which references were used (every subset when there are few). More references "
+               "need more shadows (train a preset with a larger n_shadows).")
+    budgets = None
+    if st.toggle("Compute the budget curves (refits both attacks on every subset of references; cached)",
+                 key="budget:on"):
+        try:
+            budgets = {a: budget_of(c.config_hash, c) for a, c in configs.items()}
+        except MIAError as exc:
+            st.error(f"Could not compute the reference budget: {exc}")
+    if budgets:
+        all_results["budget"] = budgets
+        fig = figures.budget_figure(budgets)
+        st.plotly_chart(fig, width="stretch")
+        for arch, b in budgets.items():
+            flat = ", ".join(f"{n} flattens at {c['flattens_at']} of {b['n_shadows']}" for n, c in b["curves"].items())
+            st.caption(f"{ARCH_LABELS[arch]}: {flat} (within 0.01 AUC of all references).")
+        downloads("budget", all_results, fig)
+
+with tabs[7]:
+    st.caption("Steinke, Nasr & Jagielski (2023): one training run of the victim's recipe with m canaries, each "
+               "included with probability ½; the auditor guesses on the canaries it is most confident about and the "
+               "number of correct guesses proves a lower bound on ε at δ (95 % confidence, Bonferroni over the "
+               "number of guesses). Beside it: Opacus' accountant ε of the same run (DP-SGD presets only) and the "
+               "attack-derived ε̂ of the cached run.")
+    design = task.canary_design
+    if design is None:
+        st.info("This task has no audit canaries yet; the design is in docs/record_views.md.")
+    else:
+        st.markdown(f"**Canaries:** {design}. Cost: one extra training per architecture (cached).")
+        m = st.select_slider("Canaries m", [20, 50, 100, 200], value=100, key="audit:m")
+        key = f"audit:{HASHES[0]}:{HASHES[1]}:{m}"
+        item = runner.get(key)
+        if item is not None and item.done and item.error is None:
+            audits = item.result
+            all_results["audit"] = audits
+            fig = figures.audit_figure(audits)
+            st.plotly_chart(fig, width="stretch")
+            st.dataframe([{"arch": ARCH_LABELS[a], "audited ε": round(v["audited_epsilon"], 3),
+                           "best k": v["audit"]["best_k"], "accountant ε (RDP / PRV)":
+                           ("—" if not v["accountant_epsilon"] else
+                            f"{v['accountant_epsilon']['rdp']:.3g} / {v['accountant_epsilon']['prv']:.3g}"),
+                           f"attack ε̂ ({v['attack']})": round(v["attack_epsilon_lower_bound"], 3),
+                           "canary-run validation utility": round(v["utility_val"], 3)}
+                          for a, v in audits.items()], hide_index=True)
+            verdict_box(analysis.verdicts({"audit": audits}, summaries).get("audit_within_accountant"),
+                        "an audit's ε is a lower bound: it must never exceed the accountant's upper bound.")
+            downloads("audit", all_results, fig)
+        elif item is not None and not item.done:
+            st.info(f"Training the canary runs in the background: {item.progress or 'starting'}")
+
+            @st.fragment(run_every=2.0)
+            def poll_audit() -> None:
+                current = runner.get(key)
+                if current is not None and current.done:
+                    st.rerun()
+
+            poll_audit()
+        else:
+            if item is not None and item.error:
+                st.error(f"The last audit failed: {item.error}")
+            if st.button(f"Audit both architectures with {m} canaries (background)", key="run-audit"):
+                def audit_work(bg, m=m):
+                    return record_views.audit_view(
+                        configs, summaries, m, progress=lambda stage, f: setattr(bg, "progress", f"{stage} {f:.0%}"))
+
+                runner.submit(key, f"audit ({task_name}, m = {m})", audit_work)
+                st.rerun()
+
+with tabs[8]:
+    try:
+        sliced = slices_of(HASHES, None, configs)
+    except MIAError as exc:
+        st.error(f"Could not slice the records: {exc}")
+        sliced = None
+    if sliced:
+        all_results["slices"] = sliced
+        names = list(next(iter(sliced["archs"].values())))
+        slicing = st.radio("Slice by", names, horizontal=True, key="slices:by") if len(names) > 1 else names[0]
+        fig = figures.slices_figure(sliced, slicing)
+        st.plotly_chart(fig, width="stretch")
+        st.dataframe([{"arch": ARCH_LABELS[a], "slice": r["slice"], "members": r["n_members"],
+                       "non-members": r["n_non_members"],
+                       "AUC [95 %]": "—" if r["auc"] is None else f"{r['auc']:.3f} [{r['auc_low']:.3f}, {r['auc_high']:.3f}]",
+                       "TPR@1 % FPR": "—" if r["tpr_at_1pct"] is None else f"{r['tpr_at_1pct']:.3f}",
+                       "too small": "yes" if r["too_small"] else ""}
+                      for a, by in sliced["archs"].items() for r in by[slicing]], hide_index=True)
+        st.caption(f"{sliced['attack']} per slice; a slice with fewer than {sliced['min_records']} members or "
+                   "non-members is marked too small (its interval is wide or degenerate: read it as inconclusive).")
+        downloads("slices", all_results, fig)
 
 with st.expander("Reproduce headless · export"):
     st.code(f"python -m core analyze --task {task_name} --preset {preset} --analysis all --out analyses/")

@@ -243,3 +243,39 @@ def test_reference_subset_keeps_the_chosen_shadows_and_their_calibration():
     assert len(sub.calibration.membership) == 2 * len(inputs.calibration.membership) // 3
     with pytest.raises(ValueError):
         inputs.subset((1,))
+
+
+def test_analyses_page_draws_the_four_views(monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    from tests.test_analysis import ROOT
+
+    task = get_task("image")
+    monkeypatch.setitem(task.presets, "quick", {**task.presets["quick"], **SMALL})
+    for arch in ("ffnn", "rnn"):
+        run_experiment(task.make_config(arch, "quick"))
+    at = AppTest.from_file(str(ROOT / "app_pages" / "4_Analyses.py"))
+    at.run(timeout=180)
+    assert not at.exception, at.exception
+    assert any("Realised FPR" in c.value for c in at.caption)  # the exposure tab's quadrant table
+    assert any("too small" in c.value for c in at.caption)  # the slices tab
+    at.toggle(key="budget:on").set_value(True).run(timeout=180)
+    assert not at.exception, at.exception
+    assert any("flattens at" in c.value for c in at.caption)
+    at.radio(key="exposure:defense").set_value("Dirichlet k").run(timeout=180)
+    assert not at.exception, at.exception
+    assert any("stop being exposed" in m.value for m in at.markdown)
+    assert any("Record " in m.value for m in at.markdown)  # the selected record is shown
+
+
+def test_translation_canaries_are_mismatched_pairs():
+    task = get_task("translation")
+    cfg = task.make_config("rnn", "quick")
+    data = task.load(cfg)
+    index = np.array([3, 10, 42, 77])
+    canary = task.canary_data(cfg, data, index, np.random.default_rng(0))
+    rec, new = data.records, canary.records
+    assert [new.src_text[i] for i in index] == [rec.src_text[i] for i in index]  # sources kept
+    assert sorted(new.tgt_text[i] for i in index) == sorted(rec.tgt_text[i] for i in index)  # targets rotated
+    assert all(new.tgt_text[i] != rec.tgt_text[i] for i in index)
+    assert new.tgt_text[5] == rec.tgt_text[5] and rec.tgt_text is not new.tgt_text  # others and the source untouched

@@ -473,6 +473,26 @@ class TranslationTask(Task):
         """PRMIA (rank histogram) and Hisamoto et al.'s BLEU-feature attack beside the PVMIA."""
         return [RankHistogramAttack(training), RecordFeatureAttack("bleu_features", name="bleu_feature", training=training)]
 
+    canary_design = ("mismatched sentence pairs: unused pairs of the victim's half whose target is swapped for "
+                     "another canary's (a seeded rotation), so no rule of the language produces it; the model "
+                     "fits one only by memorising it, and the auditor's score is minus its teacher-forced loss")
+
+    def canary_data(self, cfg: ExperimentConfig, data: TaskData, index: np.ndarray,
+                    rng: np.random.Generator) -> TaskData:
+        """Rare (mismatched) sentence pairs: the targets of ``index`` rotated among themselves by a
+        seeded offset in 1..m−1, the sources kept; vocabularies unchanged (the targets are words of
+        the same data source)."""
+        rec: TranslationRecords = data.records
+        index = np.asarray(index, np.int64)
+        if len(index) < 2:
+            raise ConfigError("mismatched-pair canaries need at least two records")
+        donor = np.roll(index, int(rng.integers(1, len(index))))
+        tgt_ids, tgt_text = list(rec.tgt_ids), list(rec.tgt_text)
+        for i, j in zip(index, donor):
+            tgt_ids[i], tgt_text[i] = rec.tgt_ids[j], rec.tgt_text[j]
+        records = TranslationRecords(rec.src_text, tgt_text, rec.src_ids, tgt_ids, rec.src_vocab, rec.tgt_vocab)
+        return TaskData(records, data.victim_pool, data.attacker_pool, data.description, data.info)
+
     def primary_attack(self) -> str:
         """``shadow``: on this task the standard shadow-model attack is the PVMIA (paper 001)."""
         return "shadow"
