@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import math
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
 from scipy import stats
+from streamlit.testing.v1 import AppTest
 
-from core import audit, budget, exposure, slices
-from core.reference_attacks import lira_scores
+from core import analysis, audit, budget, exposure, record_views, report, slices
+from core.errors import ConfigError
+from core.pipeline import trained_models
+from core.reference_attacks import lira_scores, reference_inputs
 from core.responses import Responses
+from core.tasks import get_task
 
 
 # ---------------------------------------------------------------------------- exposure
@@ -169,15 +175,25 @@ def test_quantile_buckets_partition_a_feature():
 
 
 # ---------------------------------------------------------------------------- wiring on cached runs
-from core import analysis, record_views, report  # noqa: E402
-from core.errors import ConfigError  # noqa: E402
-from core.pipeline import run_experiment  # noqa: E402
-from core.tasks import get_task  # noqa: E402
 
+ROOT = Path(__file__).resolve().parent.parent
 SMALL = dict(n_train=60, n_eval=40, epochs=15, n_shadows=3, attack_epochs=(), attack_train_epochs=5)
 
 
-def test_four_views_on_tiny_cached_image_runs(tmp_path):
+def _check_reference_subset(cfg) -> None:
+    """ReferenceInputs.subset keeps the chosen shadows and their calibration (on cached models)."""
+    inputs = reference_inputs(trained_models(cfg))
+    sub = inputs.subset((0, 2))
+    assert sub.references == [inputs.references[0], inputs.references[2]]
+    assert len(sub.calibration.targets) == 2 and len(sub.calibration.references[0]) == 1
+    # shadow 0's reference in the subset is shadow 2, at position 1 of its original others (1, 2)
+    assert sub.calibration.references[0][0] is inputs.calibration.references[0][1]
+    assert len(sub.calibration.membership) == 2 * len(inputs.calibration.membership) // 3
+    with pytest.raises(ValueError):
+        inputs.subset((1,))
+
+
+def test_four_views_on_tiny_cached_image_runs_and_the_page(tmp_path, monkeypatch):
     task = get_task("image")
     configs = {a: task.make_config(a, "quick", SMALL) for a in ("ffnn", "rnn")}
     results = analysis.analyze(configs, ("exposure", "budget", "audit", "slices"), canaries=60,
@@ -203,9 +219,25 @@ def test_four_views_on_tiny_cached_image_runs(tmp_path):
     aud = results["audit"]
     assert aud["ffnn"]["m"] == 60 and aud["ffnn"]["accountant_epsilon"] is None  # non-private: no accountant
     assert aud["ffnn"]["audited_epsilon"] > 1.0  # an overfit non-private CNN memorises mislabeled canaries
+    _check_reference_subset(configs["ffnn"])
     written = {p.name for p in report.write_analyses(results, tmp_path)}
     assert {"exposure.csv", "exposure.html", "budget.csv", "budget.html", "audit.csv", "audit.html", "slices.csv",
             "slices.html"} <= written
+    # the Analyses page on the same cached runs (the quick preset shrunk to SMALL: the same configs)
+    monkeypatch.setitem(task.presets, "quick", {**task.presets["quick"], **SMALL})
+    assert {a: task.make_config(a, "quick").config_hash for a in configs} == {a: c.config_hash for a, c in configs.items()}
+    at = AppTest.from_file(str(ROOT / "app_pages" / "4_Analyses.py"))
+    at.run(timeout=180)
+    assert not at.exception, at.exception
+    assert any("Realised FPR" in c.value for c in at.caption)  # the exposure tab's quadrant table
+    assert any("too small" in c.value for c in at.caption)  # the slices tab
+    at.toggle(key="budget:on").set_value(True).run(timeout=180)
+    assert not at.exception, at.exception
+    assert any("flattens at" in c.value for c in at.caption)
+    at.radio(key="exposure:defense").set_value("Dirichlet k").run(timeout=180)
+    assert not at.exception, at.exception
+    assert any("stop being exposed" in m.value for m in at.markdown)
+    assert any("Record " in m.value for m in at.markdown)  # the selected record is shown
 
 
 def test_audited_epsilon_of_a_dp_sgd_run_stays_below_its_accountant():
@@ -226,46 +258,6 @@ def test_per_record_views_refuse_different_records_and_bad_canaries():
         record_views.canary_audit(a, 100_000)
     with pytest.raises(ConfigError, match="no canaries for the navigation"):
         get_task("navigation").canary_data(None, None, np.zeros(0), np.random.default_rng(0))
-
-
-def test_reference_subset_keeps_the_chosen_shadows_and_their_calibration():
-    task = get_task("image")
-    cfg = task.make_config("ffnn", "quick", SMALL)
-    from core.pipeline import trained_models
-    from core.reference_attacks import reference_inputs
-
-    inputs = reference_inputs(trained_models(cfg))
-    sub = inputs.subset((0, 2))
-    assert sub.references == [inputs.references[0], inputs.references[2]]
-    assert len(sub.calibration.targets) == 2 and len(sub.calibration.references[0]) == 1
-    # shadow 0's reference in the subset is shadow 2, at position 1 of its original others (1, 2)
-    assert sub.calibration.references[0][0] is inputs.calibration.references[0][1]
-    assert len(sub.calibration.membership) == 2 * len(inputs.calibration.membership) // 3
-    with pytest.raises(ValueError):
-        inputs.subset((1,))
-
-
-def test_analyses_page_draws_the_four_views(monkeypatch):
-    from streamlit.testing.v1 import AppTest
-
-    from tests.test_analysis import ROOT
-
-    task = get_task("image")
-    monkeypatch.setitem(task.presets, "quick", {**task.presets["quick"], **SMALL})
-    for arch in ("ffnn", "rnn"):
-        run_experiment(task.make_config(arch, "quick"))
-    at = AppTest.from_file(str(ROOT / "app_pages" / "4_Analyses.py"))
-    at.run(timeout=180)
-    assert not at.exception, at.exception
-    assert any("Realised FPR" in c.value for c in at.caption)  # the exposure tab's quadrant table
-    assert any("too small" in c.value for c in at.caption)  # the slices tab
-    at.toggle(key="budget:on").set_value(True).run(timeout=180)
-    assert not at.exception, at.exception
-    assert any("flattens at" in c.value for c in at.caption)
-    at.radio(key="exposure:defense").set_value("Dirichlet k").run(timeout=180)
-    assert not at.exception, at.exception
-    assert any("stop being exposed" in m.value for m in at.markdown)
-    assert any("Record " in m.value for m in at.markdown)  # the selected record is shown
 
 
 def test_translation_canaries_are_mismatched_pairs():
