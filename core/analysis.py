@@ -39,7 +39,8 @@ from .device import default_device, single_thread
 from .errors import ConfigError
 from .pipeline import (TrainedModels, build_attacks, fitted_attacks, make_splits, role_seed, run_experiment,
                        seed_everything, train_or_load, trained_models)
-from .record_views import DEFAULT_CANARIES, audit_view, budget_view, defended_points, exposure_view, slices_view
+from .record_views import (DEFAULT_CANARIES, audit_view, budget_view, cached_repeats, defended_points, exposure_view,
+                           slices_view)
 from .responses import Responses
 from .tasks import get_task
 
@@ -417,7 +418,7 @@ def analyze(configs: dict[str, ExperimentConfig], analyses: tuple[str, ...] = AN
     if "exposure" in analyses:
         say("exposure", 0.0)
         points = defended_points(configs, defense[0], defense[1], cache) if defense else None
-        out["exposure"] = exposure_view(configs, summaries, defended=points)
+        out["exposure"] = exposure_view(configs, summaries, defended=points, repeats=cached_repeats(configs, cache))
     if "budget" in analyses:
         out["budget"] = {}
         for arch, cfg in configs.items():

@@ -38,7 +38,7 @@ from .defenses.dpsgd import report as privacy_report
 from .errors import ConfigError
 from .exposure import EXPOSURE_FPRS, flips, quadrants
 from .metrics import empirical_epsilon
-from .pipeline import make_splits, role_seed, train_model, trained_models
+from .pipeline import cached_runs, make_splits, role_seed, train_model, trained_models
 from .reference_attacks import fit_reference_attacks, reference_inputs, score_reference_attacks
 from .slices import MIN_SLICE_RECORDS, quantile_buckets, slice_metrics
 from .tasks import get_task
@@ -91,12 +91,32 @@ def defended_points(configs: dict[str, ExperimentConfig], mechanism: str, value:
             for arch, cfg in configs.items()}
 
 
+def cached_repeats(configs: dict[str, ExperimentConfig], cache: ArtifactCache | None = None
+                   ) -> list[dict[str, dict[str, Any]]]:
+    """Cached runs of the same configs with *other seeds*, as ``{arch: summary}`` pairs where every
+    architecture of ``configs`` is cached for that seed: the independent repeats the exposure
+    quadrants take an interval over. Nothing trains."""
+    def same_but_seed(summary: dict[str, Any], cfg: ExperimentConfig) -> bool:
+        mine, theirs = cfg.to_dict(), dict(summary["config"])
+        return theirs.get("seed") != cfg.seed and all(
+            theirs.get(k) == v for k, v in mine.items() if k not in ("seed", "preset"))
+
+    by_seed: dict[int, dict[str, dict[str, Any]]] = {}
+    for arch, cfg in configs.items():
+        for summary in cached_runs(cfg.task, arch, cache):
+            if same_but_seed(summary, cfg):
+                by_seed.setdefault(int(summary["config"]["seed"]), {})[arch] = summary
+    return [pair for _, pair in sorted(by_seed.items()) if set(pair) == set(configs)]
+
+
 def exposure_view(configs: dict[str, ExperimentConfig], summaries: dict[str, dict[str, Any]], attack: str | None = None,
-                  fprs: tuple[float, ...] = EXPOSURE_FPRS, defended: dict[str, dict[str, Any]] | None = None
-                  ) -> dict[str, Any]:
+                  fprs: tuple[float, ...] = EXPOSURE_FPRS, defended: dict[str, dict[str, Any]] | None = None,
+                  repeats: list[dict[str, dict[str, Any]]] | None = None) -> dict[str, Any]:
     """Per-record exposure of the same records under two architectures (``{"ffnn": …, "rnn": …}``):
-    scores, loss and entropy per record, the quadrants at each FPR, and with ``defended`` (points of
-    :func:`defended_points`) the members that stop / start being exposed under the defense."""
+    scores, loss and entropy per record, the quadrants at each FPR (with ``repeats`` — pairs of
+    summaries of other seeds, :func:`cached_repeats` — also a t interval of each count over the
+    repeats), and with ``defended`` (points of :func:`defended_points`) the members that stop /
+    start being exposed under the defense."""
     if len(configs) != 2:
         raise ConfigError("the exposure view compares two architectures: give both ffnn and rnn")
     records = check_same_records(configs)
@@ -114,8 +134,16 @@ def exposure_view(configs: dict[str, ExperimentConfig], summaries: dict[str, dic
         "scores": {k: v.tolist() for k, v in scores.items()},
         "cross_entropy": {arch: s["records"]["cross_entropy"] for arch, s in summaries.items()},
         "ape": {arch: s["records"]["ape"] for arch, s in summaries.items()},
-        "quadrants": {str(f): quadrants(scores[a], scores[b], member, f, a, b).to_dict() for f in fprs},
     }
+    triples, seeds = [], []
+    for pair in repeats or []:
+        if attack in pair[a]["records"]["scores"] and attack in pair[b]["records"]["scores"]:
+            triples.append((_scores(pair[a]["records"]["scores"][attack], "repeat"),
+                            _scores(pair[b]["records"]["scores"][attack], "repeat"),
+                            np.asarray(pair[a]["records"]["membership"], bool)))
+            seeds.append(int(pair[a]["config"]["seed"]))
+    out["repeat_seeds"] = seeds
+    out["quadrants"] = {str(f): quadrants(scores[a], scores[b], member, f, a, b, triples).to_dict() for f in fprs}
     if defended:
         out["defense"] = {"mechanism": next(iter(defended.values()))["mechanism"],
                           "value": next(iter(defended.values()))["value"], "attacker": "naive"}

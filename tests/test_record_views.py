@@ -13,6 +13,7 @@ from scipy import stats
 from streamlit.testing.v1 import AppTest
 
 from core import analysis, audit, budget, exposure, record_views, report, slices
+from core.cache import ArtifactCache
 from core.errors import ConfigError
 from core.pipeline import trained_models
 from core.reference_attacks import lira_scores, reference_inputs
@@ -271,3 +272,30 @@ def test_translation_canaries_are_mismatched_pairs():
     assert sorted(new.tgt_text[i] for i in index) == sorted(rec.tgt_text[i] for i in index)  # targets rotated
     assert all(new.tgt_text[i] != rec.tgt_text[i] for i in index)
     assert new.tgt_text[5] == rec.tgt_text[5] and rec.tgt_text is not new.tgt_text  # others and the source untouched
+
+
+def test_exposure_takes_an_interval_over_cached_repeats_of_other_seeds():
+    task = get_task("image")
+    configs = {a: task.make_config(a, "quick", SMALL) for a in ("ffnn", "rnn")}
+    rng = np.random.default_rng(0)
+    member = [True] * 40 + [False] * 40
+
+    def fake(cfg):  # a summary of the shape the pipeline caches, with planted per-record scores
+        return {"task": "image", "arch": cfg.arch, "config": cfg.to_dict(), "config_hash": cfg.config_hash,
+                "params": 1, "utility": {}, "attack": {"name": "shadow"}, "attacks": {"lira": {"auc": 0.7}},
+                "per_epoch": [], "timings": {},
+                "records": {"membership": member, "ape": [0.1] * 80, "cross_entropy": [0.1] * 80, "length": [1] * 80,
+                            "scores": {"lira": list(rng.normal(size=80) + 2 * np.asarray(member))}}}
+
+    cache = ArtifactCache()
+    for seed, archs in ((1, ("ffnn", "rnn")), (2, ("ffnn",))):  # seed 2 lacks its RNN: not a repeat
+        for arch in archs:
+            cfg = configs[arch].with_updates({"seed": seed})
+            cache.put_json(cache.key("result", cfg.config_hash), fake(cfg))
+    repeats = record_views.cached_repeats(configs, cache)
+    assert [p["ffnn"]["config"]["seed"] for p in repeats] == [1]
+    summaries = {a: fake(c) for a, c in configs.items()}
+    view = record_views.exposure_view(configs, summaries, "lira", repeats=repeats)
+    assert view["repeat_seeds"] == [1]
+    c = view["quadrants"]["0.01"]["members"][0]
+    assert c["repeats"] == 2 and c["count_low"] <= c["mean_count"] <= c["count_high"]
