@@ -393,12 +393,44 @@ with tabs[6]:
                "bars: 2.5–97.5 % over which references were used (every subset when there are few). More references "
                "need more shadows (train a preset with a larger n_shadows).")
     budgets = None
-    if st.toggle("Compute the budget curves (refits both attacks on every subset of references; cached)",
-                 key="budget:on"):
-        try:
-            budgets = {a: budget_of(c.config_hash, c) for a, c in configs.items()}
-        except MIAError as exc:
-            st.error(f"Could not compute the reference budget: {exc}")
+    online_n = st.select_slider("Online LiRA: extra IN/OUT reference models (trained on request in the background, "
+                                "cached; a stronger threat model)", [0, 2, 4, 8], value=0, key="budget:online")
+    if online_n == 0:
+        if st.toggle("Compute the budget curves (refits both attacks on every subset of references; cached)",
+                     key="budget:on"):
+            try:
+                budgets = {a: budget_of(c.config_hash, c) for a, c in configs.items()}
+            except MIAError as exc:
+                st.error(f"Could not compute the reference budget: {exc}")
+    else:
+        bkey = f"budget:{HASHES[0]}:{HASHES[1]}:{online_n}"
+        bitem = runner.get(bkey)
+        if bitem is not None and bitem.done and bitem.error is None:
+            budgets = bitem.result
+        elif bitem is not None and not bitem.done:
+            st.info(f"Training the online references in the background: {bitem.progress or 'starting'}")
+
+            @st.fragment(run_every=2.0)
+            def poll_budget() -> None:
+                current = runner.get(bkey)
+                if current is not None and current.done:
+                    st.rerun()
+
+            poll_budget()
+        else:
+            if bitem is not None and bitem.error:
+                st.error(f"The last budget run failed: {bitem.error}")
+            if st.button(f"Train {online_n} online references per architecture and draw the curves (background)",
+                         key="run-budget"):
+                def budget_work(bg, n=online_n):
+                    out = {}
+                    for a, c in configs.items():
+                        bg.progress = f"{ARCH_LABELS[a]}: online references and refits"
+                        out[a] = record_views.budget_view(c, online=n)
+                    return out
+
+                runner.submit(bkey, f"reference budget ({task_name}, {online_n} online models)", budget_work)
+                st.rerun()
     if budgets:
         all_results["budget"] = budgets
         fig = figures.budget_figure(budgets)

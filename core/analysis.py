@@ -385,12 +385,13 @@ ANALYSES = ("scatter", "vulnerability", "memorization", "overtraining", "mismatc
 
 def analyze(configs: dict[str, ExperimentConfig], analyses: tuple[str, ...] = ANALYSES, progress=None,
             cache: ArtifactCache | None = None, canaries: int = DEFAULT_CANARIES,
-            defense: tuple[str, float] | None = None) -> dict[str, Any]:
+            defense: tuple[str, float] | None = None, online_lira: int = 0) -> dict[str, Any]:
     """Run ``analyses`` for each architecture's config (``{"ffnn": cfg, "rnn": cfg}``) and compute
     the verdicts that compare them. ``progress(stage, fraction)`` is told what runs.
 
     Issue 22's views (:mod:`core.record_views`): ``exposure`` (both architectures; with ``defense``
-    = (mechanism, value) also the flips under that after-training defense), ``budget``, ``audit``
+    = (mechanism, value) also the flips under that after-training defense), ``budget`` (with
+    ``online_lira`` = N > 0 also online LiRA's curve; its N models train once), ``audit``
     (one canary run of ``canaries`` canaries per architecture, cached) and ``slices``."""
     unknown = set(analyses) - set(ANALYSES)
     if unknown:
@@ -423,7 +424,7 @@ def analyze(configs: dict[str, ExperimentConfig], analyses: tuple[str, ...] = AN
         out["budget"] = {}
         for arch, cfg in configs.items():
             say(f"budget ({arch})", 0.0)
-            out["budget"][arch] = budget_view(cfg, cache=cache)
+            out["budget"][arch] = budget_view(cfg, cache=cache, online=online_lira)
     if "audit" in analyses:
         out["audit"] = audit_view(configs, summaries, canaries, cache, progress=say)
     if "slices" in analyses:

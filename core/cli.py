@@ -230,6 +230,9 @@ def build_parser() -> argparse.ArgumentParser:
                               "memorization, overtraining, mismatch and audit train extra models)")
     analyze.add_argument("--canaries", type=int, default=100, metavar="M", action=Once,
                          help="audit: canaries in the one audited training run (default 100)")
+    analyze.add_argument("--online-lira", type=int, default=0, metavar="N", action=Once,
+                         help="budget: also online LiRA's curve, with N extra IN/OUT reference models (2..64, trained "
+                              "once and cached; a stronger threat model, see run --online-lira)")
     analyze.add_argument("--defense", default=None, metavar="MECHANISM:VALUE", action=Once,
                          help="exposure: also the members that stop / start being exposed behind this after-training "
                               "defense, e.g. dirichlet:1 or gpm:0.01 (naive attacker)")
@@ -346,7 +349,9 @@ def _analyze(args: argparse.Namespace) -> int:
         if not sep:
             raise ConfigError(f"--defense expects MECHANISM:VALUE, e.g. dirichlet:1, got {args.defense!r}")
         defense = (mechanism.strip(), parse_values(value)[0])
-    results = analyze(configs, names, progress, canaries=args.canaries, defense=defense)
+    if args.online_lira and not 2 <= args.online_lira <= 64:
+        raise ConfigError(f"--online-lira must be 0 (off) or lie in 2..64, got {args.online_lira}")
+    results = analyze(configs, names, progress, canaries=args.canaries, defense=defense, online_lira=args.online_lira)
     for path in write_analyses(results, folder):
         if not args.quiet:
             print(f"wrote {path}", file=sys.stderr)

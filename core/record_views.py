@@ -39,7 +39,8 @@ from .errors import ConfigError
 from .exposure import EXPOSURE_FPRS, flips, quadrants
 from .metrics import empirical_epsilon
 from .pipeline import cached_runs, make_splits, role_seed, train_model, trained_models
-from .reference_attacks import fit_reference_attacks, reference_inputs, score_reference_attacks
+from .reference_attacks import (LIRA_ONLINE, fit_reference_attacks, lira_scores, online_references, reference_inputs,
+                                score_reference_attacks)
 from .slices import MIN_SLICE_RECORDS, quantile_buckets, slice_metrics
 from .tasks import get_task
 
@@ -158,10 +159,14 @@ def exposure_view(configs: dict[str, ExperimentConfig], summaries: dict[str, dic
 
 
 # ---------------------------------------------------------------------------- 2. reference budget
-def budget_view(cfg: ExperimentConfig, resamples: int = 8, cache: ArtifactCache | None = None) -> dict[str, Any]:
+def budget_view(cfg: ExperimentConfig, resamples: int = 8, cache: ArtifactCache | None = None,
+                online: int = 0) -> dict[str, Any]:
     """Offline LiRA and RMIA with 2, 4, … up to all shadows as references (each budget refitted
     on its own subset: σ²_out, RMIA's a and T, the calibration), AUC and TPR at 1 % / 0.1 % FPR with
-    their spread over which references were used (:func:`core.budget.budget_curve`)."""
+    their spread over which references were used (:func:`core.budget.budget_curve`). With
+    ``online`` = N > 0 also online LiRA over subsets of its N IN/OUT models plus the shadows
+    (:func:`core.reference_attacks.online_references`: the N models train once, on request, cached);
+    a record with no IN model in a subset gets the offline test there, as :func:`lira_scores` does."""
     cache = cache or ArtifactCache()
     models = trained_models(cfg, cache=cache)
     inputs = reference_inputs(models, cache)
@@ -180,9 +185,15 @@ def budget_view(cfg: ExperimentConfig, resamples: int = 8, cache: ArtifactCache 
 
     curves = {name: budget_curve(name, lambda sub, name=name: scores(sub)[name], n, member, resamples=resamples,
                                  seed=cfg.seed, minimum=2).to_dict() for name in STRONGEST}
-    return {"arch": cfg.arch, "n_shadows": n, "resamples": resamples, "curves": curves,
-            "note": "offline references only (the shadows); both attacks need two (LiRA's variance, RMIA's "
-                    "calibration), so the budget starts at 2"}
+    if online:
+        refs, in_mask = online_references(models, online, cache)
+        target = models.victim.responses[cfg.epochs]
+        curves[LIRA_ONLINE] = budget_curve(
+            LIRA_ONLINE, lambda sub: lira_scores(target, [refs[j] for j in sub], in_mask=in_mask[list(sub)]),
+            len(refs), member, resamples=resamples, seed=cfg.seed, minimum=2).to_dict()
+    return {"arch": cfg.arch, "n_shadows": n, "online_models": int(online), "resamples": resamples, "curves": curves,
+            "note": "lira and rmia: the shadows as (OUT) references; lira_online: its IN/OUT models plus the shadows; "
+                    "every attack needs two references (LiRA's variance, RMIA's calibration), so budgets start at 2"}
 
 
 # ---------------------------------------------------------------------------- 3. audited ε

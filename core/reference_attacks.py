@@ -601,6 +601,18 @@ def online_lira(models: TrainedModels, n_models: int = 4, cache: ArtifactCache |
     shadows are added as OUT models. Score: per record, the log-likelihood ratio of φ under
     N(μ_in, σ²_in) and N(μ_out, σ²_out); threshold 0 (the likelihood-ratio test at equal priors).
     """
+    refs, in_mask = online_references(models, n_models, cache)
+    target = models.victim.responses[models.cfg.epochs]
+    scores = lira_scores(target, refs, in_mask=in_mask, variance=variance)
+    result = evaluate_attack(LIRA_ONLINE, scores, models.eval_membership, 0.0)
+    return AttackOutcome(result, scores)
+
+
+def online_references(models: TrainedModels, n_models: int = 4, cache: ArtifactCache | None = None
+                      ) -> tuple[list[Responses], np.ndarray]:
+    """Online LiRA's references on the victim's evaluation records: the ``n_models`` extra models
+    (trained once and cached, see :func:`online_lira`), then the shadows; and the (n_refs, N) mask
+    of which reference trained on which record (the shadows on none)."""
 
     cache = cache or ArtifactCache()
     cfg, splits, task, data = models.cfg, models.splits, models.task, models.data
@@ -635,9 +647,5 @@ def online_lira(models: TrainedModels, n_models: int = 4, cache: ArtifactCache |
         mask[chosen] = True
         in_mask.append(mask)
     shadows = reference_answers(models, None, cache)
-    refs = answers + shadows
     in_mask = np.r_[np.stack(in_mask), np.zeros((len(shadows), len(eval_index)), bool)]
-    target = models.victim.responses[cfg.epochs]
-    scores = lira_scores(target, refs, in_mask=in_mask, variance=variance)
-    result = evaluate_attack(LIRA_ONLINE, scores, models.eval_membership, 0.0)
-    return AttackOutcome(result, scores)
+    return answers + shadows, in_mask

@@ -16,7 +16,7 @@ from core import analysis, audit, budget, exposure, record_views, report, slices
 from core.cache import ArtifactCache
 from core.errors import ConfigError
 from core.pipeline import trained_models
-from core.reference_attacks import lira_scores, reference_inputs
+from core.reference_attacks import lira_scores, online_lira, reference_inputs
 from core.responses import Responses
 from core.tasks import get_task
 
@@ -299,3 +299,14 @@ def test_exposure_takes_an_interval_over_cached_repeats_of_other_seeds():
     assert view["repeat_seeds"] == [1]
     c = view["quadrants"]["0.01"]["members"][0]
     assert c["repeats"] == 2 and c["count_low"] <= c["mean_count"] <= c["count_high"]
+
+
+def test_online_lira_budget_curve_over_its_in_out_models():
+    cfg = get_task("image").make_config("ffnn", "quick", dict(SMALL, n_shadows=2, epochs=8))
+    view = record_views.budget_view(cfg, resamples=3, online=2)
+    online = view["curves"]["lira_online"]
+    assert [p["n_references"] for p in online["points"]] == [2, 4]  # of 2 IN/OUT models + 2 shadows
+    assert online["points"][-1]["draws"] == 1 and 0.0 <= online["points"][-1]["auc"] <= 1.0
+    # the full budget is online LiRA itself
+    full = online_lira(trained_models(cfg), n_models=2)
+    assert online["points"][-1]["auc"] == pytest.approx(full.result.auc)
