@@ -18,6 +18,10 @@ the CLI writes (``python -m core analyze``) and the Analyses page draws:
 * :func:`memorization` — paper 000 Fig. 6 / 001 Figs. 1–3: the victim learns k disjoint blocks one
   after another; each block is attacked separately, in the order it was learned.
 
+Issue 22's per-record views (:mod:`core.record_views`): ``exposure`` (which records FFNN and RNN
+expose, flips behind a defense), ``budget`` (LiRA/RMIA against the number of references), ``audit``
+(a one-run audited ε beside the accountant's) and ``slices`` (attack metrics per slice).
+
 :func:`verdict` turns two curves into a computed sentence ("RNN higher than FFNN at 4 of 5
 epochs, by 0.06 on average") so no page writes a finding by hand. :func:`verdicts` computes one
 verdict per analysis (:data:`VERDICT_OF`), each from that analysis' own data only: a tab never shows
@@ -396,6 +400,10 @@ def analyze(configs: dict[str, ExperimentConfig], analyses: tuple[str, ...] = AN
     unknown = set(analyses) - set(ANALYSES)
     if unknown:
         raise ConfigError(f"unknown analyses {sorted(unknown)}; choose from {', '.join(ANALYSES)}")
+    if "exposure" in analyses and len(configs) != 2:
+        raise ConfigError("the exposure analysis compares two architectures: give both ffnn and rnn")
+    if "audit" in analyses and canaries < 2:
+        raise ConfigError(f"the audit needs at least 2 canaries, got {canaries}")
     cache = cache or ArtifactCache()
     say = progress or (lambda stage, fraction: None)
     out: dict[str, Any] = {"task": next(iter(configs.values())).task, "archs": list(configs), "verdicts": {}}

@@ -257,6 +257,10 @@ def test_per_record_views_refuse_different_records_and_bad_canaries():
         record_views.check_same_records({"ffnn": a, "rnn": b})
     with pytest.raises(ConfigError, match="canaries must lie"):
         record_views.canary_audit(a, 100_000)
+    with pytest.raises(ConfigError, match="two architectures"):  # refused before anything trains
+        analysis.analyze({"ffnn": a}, ("exposure",))
+    with pytest.raises(ConfigError, match="at least 2 canaries"):
+        analysis.analyze({"ffnn": a}, ("audit",), canaries=1)
     with pytest.raises(ConfigError, match="no canaries for the navigation"):
         get_task("navigation").canary_data(None, None, np.zeros(0), np.random.default_rng(0))
 
