@@ -314,3 +314,16 @@ def test_online_lira_budget_curve_over_its_in_out_models():
     # the full budget is online LiRA itself
     full = online_lira(trained_models(cfg), n_models=2)
     assert online["points"][-1]["auc"] == pytest.approx(full.result.auc)
+
+
+def test_translation_slicings_cover_every_record():
+    task = get_task("translation")
+    cfg = task.make_config("rnn", "quick")
+    records = record_views.evaluated_records(cfg)
+    labels = record_views.slice_labels(cfg, records, {"records": {"length": [1] * len(records)}})
+    assert set(labels) == {"source length", "rarest source word frequency"}
+    for values in labels.values():
+        assert len(values) == len(records) and 1 <= len(set(values)) <= 3
+    nav = record_views.slice_labels(get_task("navigation").make_config("rnn", "quick"), np.arange(4),
+                                    {"records": {"length": [3, 9, 27, 81]}})
+    assert len(set(nav["query episode length"])) == 3
