@@ -464,8 +464,14 @@ with tabs[7]:
                            ("—" if not v["accountant_epsilon"] else
                             f"{v['accountant_epsilon']['rdp']:.3g} / {v['accountant_epsilon']['prv']:.3g}"),
                            f"attack ε̂ ({v['attack']})": round(v["attack_epsilon_lower_bound"], 3),
-                           "canary-run validation utility": round(v["utility_val"], 3)}
+                           "canary-run validation utility": round(v["utility_val"], 3),
+                           "every guess right": "yes: m's ceiling" if v["audit"].get("saturated") else ""}
                           for a, v in audits.items()], hide_index=True)
+            if any(v["audit"].get("saturated") for v in audits.values()):
+                st.caption("Every guess at the best k was right: the bound is then set by the number of canaries, not "
+                           "by the model; audit with more canaries to prove more.")
+            verdict_box(analysis.verdicts({"audit": audits}, summaries).get("rnn_higher_audited_epsilon"),
+                        "the RNN leaks more than the FFNN (paper 000); here measured as an audited ε.")
             verdict_box(analysis.verdicts({"audit": audits}, summaries).get("audit_within_accountant"),
                         "an audit's ε is a lower bound: it must never exceed the accountant's upper bound.")
             downloads("audit", all_results, fig)

@@ -118,10 +118,14 @@ class AuditResult:
     #: the headline: the best k of the grid at significance / len(grid) (Bonferroni), its ε and k
     epsilon: float
     best_k: int
+    #: every guess at the best k was right: the bound is set by m, not by the model (more canaries
+    #: could prove more)
+    saturated: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {"m": self.m, "n_included": self.n_included, "delta": self.delta, "significance": self.significance,
                 "per_k": [a.to_dict() for a in self.per_k], "epsilon": self.epsilon, "best_k": self.best_k,
+                "saturated": self.saturated,
                 "confidence": 1 - self.significance,
                 "method": "Steinke, Nasr & Jagielski 2023 (one training run), Bonferroni over the k grid"}
 
@@ -156,7 +160,7 @@ def audit(scores: Any, included: Any, delta: float = 0.0, k_grid: Sequence[int] 
     corrected = [epsilon_lower_bound(m, a.k, a.correct, delta, significance / len(grid)) for a in per_k]
     best = int(np.argmax(corrected))
     return AuditResult(m, int(inc.sum()), float(delta), float(significance), tuple(per_k), float(corrected[best]),
-                       per_k[best].k)
+                       per_k[best].k, per_k[best].correct == per_k[best].k and corrected[best] > 0)
 
 
 def gaussian_mechanism_epsilon(mu: float, delta: float) -> float:

@@ -109,6 +109,8 @@ def test_audit_stays_below_the_accountant_with_enough_noise_and_is_large_without
     loss = np.where(included, rng.uniform(0, 1e-3, m), rng.uniform(2, 5, m))
     overfit = audit.audit(-loss, included, delta)
     assert overfit.epsilon > 4.0 and overfit.per_k[-1].accuracy >= 0.99  # k₊ = k₋ = 500 vs 502 in
+    assert not overfit.saturated  # its best k (all 1000) had two wrong guesses (500 "out" guesses, 498 out)
+    assert audit.audit(-loss, included, delta, k_grid=[500]).saturated  # every guess right: m's ceiling
 
 
 def test_audit_bound_monotone_in_correct_guesses():
