@@ -52,9 +52,9 @@ if missing:
     st.stop()
 
 
-def verdict_box(v: dict | None, finding: str) -> None:
-    """The study's finding and this run's computed verdict."""
-    st.markdown(f"**The studies:** {finding}")
+def verdict_box(v: dict | None, finding: str, label: str = "The studies") -> None:
+    """The study's finding (or, with ``label``, what is checked) and this run's computed verdict."""
+    st.markdown(f"**{label}:** {finding}")
     if not v:
         return
     icon = {True: "✅ holds", False: "❌ does not hold", None: "➖ mixed"}[v["holds"]]
@@ -388,12 +388,35 @@ with tabs[5]:
         show_record(int(position), view)
         downloads("exposure", all_results, fig)
 
+def job_status(group, what: str) -> bool:
+    """Draw a job group's state (queued/running, failed, cancelled); True while it is unfinished."""
+    jobs = [j for j in group.jobs if j is not None]
+    if jobs and not group.done:
+        running = group.running
+        st.info(f"{what} in a worker: {job_line(running) if running else 'queued'} — cancel it in the sidebar; the "
+                "page updates when it finishes.")
+        return True
+    for j in jobs:
+        if j.state == "failed":
+            st.error(f"The last run failed ({j.label}): {j.error}")
+        elif j.state == "cancelled":
+            st.caption(f"{j.label} was cancelled (models already trained stay cached).")
+    return False
+
+
+def job_results(group) -> dict | None:
+    """``{arch: result}`` when every job of the (ffnn, rnn) group is done, else None."""
+    if all(j is not None and j.state == "done" for j in group.jobs):
+        return {a: j.result for a, j in zip(("ffnn", "rnn"), group.jobs)}
+    return None
+
+
 with tabs[6]:
     st.caption("Offline LiRA and RMIA using only some of the shadows as reference models, refitted per subset; "
                "bars: 2.5–97.5 % over which references were used (every subset when there are few). More references "
                "need more shadows (train a preset with a larger n_shadows).")
     budgets = None
-    online_n = st.select_slider("Online LiRA: extra IN/OUT reference models (trained on request in the background, "
+    online_n = st.select_slider("Online LiRA: extra IN/OUT reference models (trained on request in a worker, "
                                 "cached; a stronger threat model)", [0, 2, 4, 8], value=0, key="budget:online")
     if online_n == 0:
         if st.toggle("Compute the budget curves (refits both attacks on every subset of references; cached)",
@@ -403,40 +426,21 @@ with tabs[6]:
             except MIAError as exc:
                 st.error(f"Could not compute the reference budget: {exc}")
     else:
-        bkey = f"budget:{HASHES[0]}:{HASHES[1]}:{online_n}"
-        bitem = runner.get(bkey)
-        if bitem is not None and bitem.done and bitem.error is None:
-            budgets = bitem.result
-        elif bitem is not None and not bitem.done:
-            st.info(f"Training the online references in the background: {bitem.progress or 'starting'}")
-
-            @st.fragment(run_every=2.0)
-            def poll_budget() -> None:
-                current = runner.get(bkey)
-                if current is not None and current.done:
-                    st.rerun()
-
-            poll_budget()
-        else:
-            if bitem is not None and bitem.error:
-                st.error(f"The last budget run failed: {bitem.error}")
-            if st.button(f"Train {online_n} online references per architecture and draw the curves (background)",
-                         key="run-budget"):
-                def budget_work(bg, n=online_n):
-                    out = {}
-                    for a, c in configs.items():
-                        bg.progress = f"{ARCH_LABELS[a]}: online references and refits"
-                        out[a] = record_views.budget_view(c, online=n)
-                    return out
-
-                runner.submit(bkey, f"reference budget ({task_name}, {online_n} online models)", budget_work)
-                st.rerun()
+        params = {"name": "budget", "online": online_n}
+        group = manager.group([configs["ffnn"], configs["rnn"]], "analysis", params)
+        budgets = job_results(group)
+        if budgets is None and not job_status(group, "Training the online references") and st.button(
+                f"Train {online_n} online references per architecture and draw the curves (in a worker)",
+                key="run-budget"):
+            todo = [c for c, j in zip((configs["ffnn"], configs["rnn"]), group.jobs) if j is None or j.state != "done"]
+            manager.submit(todo, "analysis", params)
+            st.rerun()
     if budgets:
         all_results["budget"] = budgets
         fig = figures.budget_figure(budgets)
         st.plotly_chart(fig, width="stretch")
         for arch, b in budgets.items():
-            flat = ", ".join(f"{n} flattens at {c['flattens_at']} of {b['n_shadows']}" for n, c in b["curves"].items())
+            flat = ", ".join(f"{n} flattens at {c['flattens_at']} of {c['n_available']}" for n, c in b["curves"].items())
             st.caption(f"{ARCH_LABELS[arch]}: {flat} (within 0.01 AUC of all references).")
         downloads("budget", all_results, fig)
 
@@ -452,11 +456,13 @@ with tabs[7]:
     else:
         st.markdown(f"**Canaries:** {design}. Cost: one extra training per architecture (cached).")
         m = st.select_slider("Canaries m", [20, 50, 100, 200], value=100, key="audit:m")
-        key = f"audit:{HASHES[0]}:{HASHES[1]}:{m}"
-        item = runner.get(key)
-        if item is not None and item.done and item.error is None:
-            audits = item.result
+        params = {"name": "audit", "canaries": m}
+        group = manager.group([configs["ffnn"], configs["rnn"]], "analysis", params)
+        done = job_results(group)
+        if done is not None:
+            audits = {a: record_views.audit_beside(entry, summaries[a]) for a, entry in done.items()}
             all_results["audit"] = audits
+            all_results["verdicts"] = analysis.verdicts(all_results, summaries)
             fig = figures.audit_figure(audits)
             st.plotly_chart(fig, width="stretch")
             st.dataframe([{"arch": ARCH_LABELS[a], "audited ε": round(v["audited_epsilon"], 3),
@@ -470,31 +476,15 @@ with tabs[7]:
             if any(v["audit"].get("saturated") for v in audits.values()):
                 st.caption("Every guess at the best k was right: the bound is then set by the number of canaries, not "
                            "by the model; audit with more canaries to prove more.")
-            verdict_box(analysis.verdicts({"audit": audits}, summaries).get("rnn_higher_audited_epsilon"),
-                        "the RNN leaks more than the FFNN (paper 000); here measured as an audited ε.")
-            verdict_box(analysis.verdicts({"audit": audits}, summaries).get("audit_within_accountant"),
-                        "an audit's ε is a lower bound: it must never exceed the accountant's upper bound.")
+            verdict_box(all_results["verdicts"].get(analysis.VERDICT_OF["audit"]),
+                        "an audited ε is a lower bound: it must never exceed the accountant's upper bound (DP-SGD "
+                        "runs).", label="The check")
             downloads("audit", all_results, fig)
-        elif item is not None and not item.done:
-            st.info(f"Training the canary runs in the background: {item.progress or 'starting'}")
-
-            @st.fragment(run_every=2.0)
-            def poll_audit() -> None:
-                current = runner.get(key)
-                if current is not None and current.done:
-                    st.rerun()
-
-            poll_audit()
-        else:
-            if item is not None and item.error:
-                st.error(f"The last audit failed: {item.error}")
-            if st.button(f"Audit both architectures with {m} canaries (background)", key="run-audit"):
-                def audit_work(bg, m=m):
-                    return record_views.audit_view(
-                        configs, summaries, m, progress=lambda stage, f: setattr(bg, "progress", f"{stage} {f:.0%}"))
-
-                runner.submit(key, f"audit ({task_name}, m = {m})", audit_work)
-                st.rerun()
+        elif not job_status(group, "Training the canary runs") and st.button(
+                f"Audit both architectures with {m} canaries (in a worker)", key="run-audit"):
+            todo = [c for c, j in zip((configs["ffnn"], configs["rnn"]), group.jobs) if j is None or j.state != "done"]
+            manager.submit(todo, "analysis", params)
+            st.rerun()
 
 with tabs[8]:
     try:

@@ -445,7 +445,8 @@ def analyze(configs: dict[str, ExperimentConfig], analyses: tuple[str, ...] = AN
 #: architectures' summaries, i.e. the final attack accuracy of the runs every analysis starts from)
 VERDICT_OF = {"runs": "rnn_more_vulnerable", "scatter": "lower_member_entropy",
               "vulnerability": "rnn_more_vulnerable_over_training", "memorization": "ffnn_forgets_early_blocks",
-              "overtraining": "overtraining_raises_ffnn_more", "mismatch": "mismatch_costs_little"}
+              "overtraining": "overtraining_raises_ffnn_more", "mismatch": "mismatch_costs_little",
+              "audit": "audit_within_accountant"}
 
 
 def runs_verdict(summaries: dict[str, dict[str, Any]]) -> Verdict:
@@ -526,9 +527,34 @@ def mismatch_verdict(mm: dict[str, dict[str, Any]]) -> Verdict:
                            f"RNN {drops['rnn']:+.3f} ({'≤' if little else '>'} 0.05)")
 
 
+def audit_verdict(aud: dict[str, dict[str, Any]]) -> Verdict:
+    """An audited ε is a lower bound (95 %): on DP-SGD runs it must not exceed the accountant's
+    upper bound (RDP and PRV); on non-private runs there is nothing to check it against, and the
+    audited ε of each architecture is reported (a saturated bound — every guess right — is m's
+    ceiling, not the model's; :mod:`core.record_views`)."""
+    def g(x: float | None) -> str:
+        return "n/a" if x is None else f"{x:.3g}"
+
+    def line(a: str) -> str:
+        v = aud[a]
+        acc = v.get("accountant_epsilon")
+        text = f"{ARCH_NAMES[a]} audited ε {g(v['audited_epsilon'])}"
+        if acc:
+            text += f" vs accountant ε RDP {g(acc.get('rdp'))}, PRV {g(acc.get('prv'))}"
+        return text + (" (saturated: the ceiling of m canaries)" if v["audit"].get("saturated") else "")
+
+    private = [a for a in ("ffnn", "rnn") if aud[a].get("accountant_epsilon")]
+    text = "; ".join(line(a) for a in ("ffnn", "rnn"))
+    if not private:
+        return Verdict(None, f"no accountant to check against (non-private runs): {text}; each a 95 % lower bound")
+    within = all(aud[a]["audited_epsilon"] <= min((e for e in aud[a]["accountant_epsilon"].values() if e is not None),
+                                                  default=float("inf")) for a in private)
+    return Verdict(within, f"{text} — the audit {'stays within' if within else 'EXCEEDS'} the accountant")
+
+
 _VERDICT_FUNCTIONS = {"scatter": scatter_verdict, "vulnerability": vulnerability_verdict,
                       "memorization": memorization_verdict, "overtraining": overtraining_verdict,
-                      "mismatch": mismatch_verdict}
+                      "mismatch": mismatch_verdict, "audit": audit_verdict}
 
 
 def verdicts(results: dict[str, Any], summaries: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -320,6 +320,7 @@ def analysis_archs(text: str) -> list[str]:
 
 def _analyze(args: argparse.Namespace) -> int:
     from .analysis import ANALYSES, analyze
+    from .defenses import DefenseSpec
     from .report import write_analyses
 
     names = analysis_names(args.analysis)
@@ -332,6 +333,19 @@ def _analyze(args: argparse.Namespace) -> int:
     task = get_task(args.task)
     sets = check_named_sets(parse_sets(args.sets), args)
     configs = {a: task.make_config(a, args.preset, sets) for a in archs}
+    defense = None
+    if args.defense:
+        mechanism, sep, value = args.defense.partition(":")
+        if not sep:
+            raise ConfigError(f"--defense expects MECHANISM:VALUE, e.g. dirichlet:1, got {args.defense!r}")
+        defense = (mechanism.strip(), parse_values(value)[0])
+        DefenseSpec(*defense).validate()  # an unknown mechanism or a value out of range: before any work
+    if args.online_lira and not 2 <= args.online_lira <= 64:
+        raise ConfigError(f"--online-lira must be 0 (off) or lie in 2..64, got {args.online_lira}")
+    if "audit" in names and args.canaries < 2:
+        raise ConfigError(f"--canaries must be at least 2, got {args.canaries}")
+    if "exposure" in names and len(archs) != 2:
+        raise ConfigError("the exposure analysis compares two architectures: give --archs ffnn,rnn")
     folder = out_folder(args.out)  # after the checks: a refused run creates no folder
     for name in ("analyses.json", *(f"{n}.{ext}" for n in names for ext in ("csv", "html"))):
         check_out_path(folder / name)  # writable, regular files only: before any work
@@ -343,14 +357,6 @@ def _analyze(args: argparse.Namespace) -> int:
             print(f"[analyze] {stage}", file=sys.stderr)
             last[0] = stage
 
-    defense = None
-    if args.defense:
-        mechanism, sep, value = args.defense.partition(":")
-        if not sep:
-            raise ConfigError(f"--defense expects MECHANISM:VALUE, e.g. dirichlet:1, got {args.defense!r}")
-        defense = (mechanism.strip(), parse_values(value)[0])
-    if args.online_lira and not 2 <= args.online_lira <= 64:
-        raise ConfigError(f"--online-lira must be 0 (off) or lie in 2..64, got {args.online_lira}")
     results = analyze(configs, names, progress, canaries=args.canaries, defense=defense, online_lira=args.online_lira)
     for path in write_analyses(results, folder):
         if not args.quiet:

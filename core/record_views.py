@@ -240,19 +240,21 @@ def audit_view(configs: dict[str, ExperimentConfig], summaries: dict[str, dict[s
                cache: ArtifactCache | None = None, progress: Callable[[str, float], None] | None = None) -> dict[str, Any]:
     """Per architecture: the audited ε of a canary run, its accountant ε (DP-SGD runs; None
     otherwise: no guarantee to compare) and the attack-derived ε̂ of the cached run."""
-    out = {}
-    for arch, cfg in configs.items():
-        entry = canary_audit(cfg, m, cache=cache, progress=(lambda f, a=arch: progress(f"audit ({a})", f))
-                             if progress else None)
-        s = summaries[arch]
-        primary = s["attack"]["name"]
-        member = np.asarray(s["records"]["membership"], bool)
-        hat = empirical_epsilon(_scores(s["records"]["scores"][primary], primary), member)
-        acc = entry["accountant"] or {}
-        out[arch] = {**entry, "audited_epsilon": entry["audit"]["epsilon"],
-                     "accountant_epsilon": {k: acc.get("epsilons", {}).get(k) for k in ("rdp", "prv")} if acc else None,
-                     "attack_epsilon_lower_bound": hat["lower_bound"], "attack": primary}
-    return out
+    return {arch: audit_beside(canary_audit(cfg, m, cache=cache, progress=(lambda f, a=arch: progress(f"audit ({a})", f))
+                                            if progress else None), summaries[arch])
+            for arch, cfg in configs.items()}
+
+
+def audit_beside(entry: dict[str, Any], summary: dict[str, Any]) -> dict[str, Any]:
+    """A :func:`canary_audit` result with the numbers it is read against: its audited ε, its
+    accountant ε (RDP, PRV; None when not private) and the cached run's attack-derived ε̂."""
+    primary = summary["attack"]["name"]
+    member = np.asarray(summary["records"]["membership"], bool)
+    hat = empirical_epsilon(_scores(summary["records"]["scores"][primary], primary), member)
+    acc = entry["accountant"] or {}
+    return {**entry, "audited_epsilon": entry["audit"]["epsilon"],
+            "accountant_epsilon": {k: acc.get("epsilons", {}).get(k) for k in ("rdp", "prv")} if acc else None,
+            "attack_epsilon_lower_bound": hat["lower_bound"], "attack": primary}
 
 
 # ---------------------------------------------------------------------------- 4. slices

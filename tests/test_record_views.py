@@ -3,7 +3,8 @@ modules on planted data, then the wiring on a tiny cached image run."""
 from __future__ import annotations
 
 import math
-
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -329,3 +330,29 @@ def test_translation_slicings_cover_every_record():
     nav = record_views.slice_labels(get_task("navigation").make_config("rnn", "quick"), np.arange(4),
                                     {"records": {"length": [3, 9, 27, 81]}})
     assert len(set(nav["query episode length"])) == 3
+
+
+def test_worker_runs_audit_and_budget_jobs_and_refuses_bad_params():
+    from ui.worker import run_job
+
+    cfg = get_task("image").make_config("ffnn", "quick", dict(SMALL, epochs=5, n_shadows=2))
+    events = []
+    out = run_job("analysis", cfg, events.append, {"name": "audit", "canaries": 20})
+    assert out["m"] == 20 and len(out["scores"]) == 20 and events  # progress reported (a cancel checkpoint)
+    with pytest.raises(ConfigError, match="canaries must be an integer"):
+        run_job("analysis", cfg, events.append, {"name": "audit", "canaries": 10**9})
+    with pytest.raises(ConfigError, match="online must be an integer"):
+        run_job("analysis", cfg, events.append, {"name": "budget", "online": "4"})
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--analysis", "exposure", "--archs", "ffnn"], "two architectures"),
+    (["--analysis", "exposure", "--defense", "nope:1"], "mechanism"),
+    (["--analysis", "audit", "--canaries", "1"], "at least 2"),
+])
+def test_analyze_cli_refuses_bad_view_options_before_any_work(tmp_path, args, message):
+    out = tmp_path / "never"
+    p = subprocess.run([sys.executable, "-m", "core", "analyze", "--task", "image", *args, "--out", str(out)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 2 and p.stderr.startswith("error: ") and message in p.stderr, p.stderr
+    assert not out.exists()  # refused before the folder was created

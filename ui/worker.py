@@ -114,8 +114,16 @@ def _set_env(env: dict[str, str]) -> None:
             os.environ.pop(name, None)
 
 
-#: the analyses that train models of their own, run as jobs of kind "analysis" (``params["name"]``)
-LONG_ANALYSES = ("memorization", "overtraining", "mismatch")
+#: the analyses that train models of their own, run as jobs of kind "analysis" (``params["name"]``);
+#: ``audit`` (params ``canaries``) and ``budget`` (params ``online``): :mod:`core.record_views`
+LONG_ANALYSES = ("memorization", "overtraining", "mismatch", "audit", "budget")
+
+
+def _int_param(params: dict[str, Any], name: str, default: int, lo: int, hi: int) -> int:
+    value = params.get(name, default)
+    if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
+        raise ConfigError(f"{name} must be an integer in {lo}..{hi}, got {value!r}")
+    return value
 
 
 def _one_stage(stage: str, progress):
@@ -170,6 +178,19 @@ def run_job(kind: str, config: Any, progress, params: dict[str, Any] | None = No
         name = params.get("name")
         if name not in LONG_ANALYSES:
             raise ConfigError(f"unknown analysis job {name!r}; one of {', '.join(LONG_ANALYSES)}")
+        if name == "audit":
+            from core.record_views import canary_audit
+
+            m = _int_param(params, "canaries", 100, 2, 100_000)
+            return canary_audit(config, m, progress=_one_stage(f"audit ({config.arch}, {m} canaries)", progress))
+        if name == "budget":
+            from core.record_views import budget_view
+
+            online = _int_param(params, "online", 0, 0, 64)
+            fraction = _one_stage(f"reference budget ({config.arch}, {online} online models)", progress)
+            result = budget_view(config, online=online)
+            fraction(1.0)
+            return result
         return getattr(analysis, name)(config, progress=_one_stage(f"{name} ({config.arch})", progress))
     if kind == "adaptive":
         from core.defenses import Defender, DefenseSpec
