@@ -356,3 +356,15 @@ def test_analyze_cli_refuses_bad_view_options_before_any_work(tmp_path, args, me
                        cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert p.returncode == 2 and p.stderr.startswith("error: ") and message in p.stderr, p.stderr
     assert not out.exists()  # refused before the folder was created
+
+
+def test_audit_verdict_checks_the_accountant_on_dp_runs_only():
+    def entry(eps, acc=None, saturated=False):
+        return {"audited_epsilon": eps, "accountant_epsilon": acc, "audit": {"saturated": saturated}}
+
+    v = analysis.audit_verdict({"ffnn": entry(0.2, {"rdp": 2.7, "prv": 2.5}), "rnn": entry(0.0, {"rdp": 2.7, "prv": 2.4})})
+    assert v.holds is True and "stays within" in v.text
+    v = analysis.audit_verdict({"ffnn": entry(3.0, {"rdp": 2.7, "prv": 2.5}), "rnn": entry(0.0, {"rdp": 2.7, "prv": None})})
+    assert v.holds is False and "EXCEEDS" in v.text
+    v = analysis.audit_verdict({"ffnn": entry(2.27, saturated=True), "rnn": entry(1.1)})
+    assert v.holds is None and "saturated" in v.text and "no accountant" in v.text
