@@ -32,15 +32,17 @@ import numpy as np
 from .audit import audit
 from .budget import budget_curve
 from .cache import ArtifactCache
-from .config import ExperimentConfig
+from .config import MAX_REPEATS, ExperimentConfig
 from .defenses import DefenseSpec, Defender
-from .defenses.dpsgd import report as privacy_report
+from .dpsgd import report as privacy_report
 from .errors import ConfigError
 from .exposure import EXPOSURE_FPRS, flips, quadrants
 from .metrics import empirical_epsilon
-from .pipeline import cached_runs, make_splits, role_seed, train_model, trained_models
+from .pipeline import cached_summary, trained_models
 from .reference_attacks import (LIRA_ONLINE, fit_reference_attacks, lira_scores, online_references, reference_inputs,
                                 score_reference_attacks)
+from .repeats import repeat_config
+from .roles import make_splits, role_seed, train_model
 from .slices import MIN_SLICE_RECORDS, quantile_buckets, slice_metrics
 from .tasks import get_task
 
@@ -94,20 +96,16 @@ def defended_points(configs: dict[str, ExperimentConfig], mechanism: str, value:
 
 def cached_repeats(configs: dict[str, ExperimentConfig], cache: ArtifactCache | None = None
                    ) -> list[dict[str, dict[str, Any]]]:
-    """Cached runs of the same configs with *other seeds*, as ``{arch: summary}`` pairs where every
-    architecture of ``configs`` is cached for that seed: the independent repeats the exposure
-    quadrants take an interval over. Nothing trains."""
-    def same_but_seed(summary: dict[str, Any], cfg: ExperimentConfig) -> bool:
-        mine, theirs = cfg.to_dict(), dict(summary["config"])
-        return theirs.get("seed") != cfg.seed and all(
-            theirs.get(k) == v for k, v in mine.items() if k not in ("seed", "preset"))
-
-    by_seed: dict[int, dict[str, dict[str, Any]]] = {}
-    for arch, cfg in configs.items():
-        for summary in cached_runs(cfg.task, arch, cache):
-            if same_but_seed(summary, cfg):
-                by_seed.setdefault(int(summary["config"]["seed"]), {})[arch] = summary
-    return [pair for _, pair in sorted(by_seed.items()) if set(pair) == set(configs)]
+    """The cached repeats r ≥ 1 of the configs (:func:`core.repeats.repeat_config`: the same config
+    with a derived seed, shared by both architectures) as ``{arch: summary}`` pairs, where every
+    architecture's repeat r is cached: the independent repeats the exposure quadrants take an
+    interval over. Nothing trains."""
+    out = []
+    for r in range(1, MAX_REPEATS):
+        pair = {arch: cached_summary(repeat_config(cfg, r), cache) for arch, cfg in configs.items()}
+        if all(s is not None for s in pair.values()):
+            out.append(pair)
+    return out
 
 
 def exposure_view(configs: dict[str, ExperimentConfig], summaries: dict[str, dict[str, Any]], attack: str | None = None,

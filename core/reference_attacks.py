@@ -613,7 +613,6 @@ def online_references(models: TrainedModels, n_models: int = 4, cache: ArtifactC
     """Online LiRA's references on the victim's evaluation records: the ``n_models`` extra models
     (trained once and cached, see :func:`online_lira`), then the shadows; and the (n_refs, N) mask
     of which reference trained on which record (the shadows on none)."""
-
     cache = cache or ArtifactCache()
     cfg, splits, task, data = models.cfg, models.splits, models.task, models.data
     eval_index = splits.eval_index

@@ -18,6 +18,7 @@ from core.cache import ArtifactCache
 from core.errors import ConfigError
 from core.pipeline import trained_models
 from core.reference_attacks import lira_scores, online_lira, reference_inputs
+from core.repeats import repeat_config
 from core.responses import Responses
 from core.tasks import get_task
 
@@ -295,15 +296,16 @@ def test_exposure_takes_an_interval_over_cached_repeats_of_other_seeds():
                             "scores": {"lira": list(rng.normal(size=80) + 2 * np.asarray(member))}}}
 
     cache = ArtifactCache()
-    for seed, archs in ((1, ("ffnn", "rnn")), (2, ("ffnn",))):  # seed 2 lacks its RNN: not a repeat
+    for r, archs in ((1, ("ffnn", "rnn")), (2, ("ffnn",))):  # repeat 2 lacks its RNN: not a repeat pair
         for arch in archs:
-            cfg = configs[arch].with_updates({"seed": seed})
+            cfg = repeat_config(configs[arch], r)
             cache.put_json(cache.key("result", cfg.config_hash), fake(cfg))
     repeats = record_views.cached_repeats(configs, cache)
-    assert [p["ffnn"]["config"]["seed"] for p in repeats] == [1]
+    seed_1 = repeat_config(configs["ffnn"], 1).seed
+    assert [p["ffnn"]["config"]["seed"] for p in repeats] == [seed_1]
     summaries = {a: fake(c) for a, c in configs.items()}
     view = record_views.exposure_view(configs, summaries, "lira", repeats=repeats)
-    assert view["repeat_seeds"] == [1]
+    assert view["repeat_seeds"] == [seed_1]
     c = view["quadrants"]["0.01"]["members"][0]
     assert c["repeats"] == 2 and c["count_low"] <= c["mean_count"] <= c["count_high"]
 
