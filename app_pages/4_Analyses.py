@@ -363,14 +363,14 @@ with tabs[5]:
         names = {"both": "both", "only_b": "only RNN", "only_a": "only FFNN", "neither": "neither"}
         st.dataframe([{"quadrant": names[c["name"]], "members": c["count"], "of": c["n"],
                        "share": f"{c['share']:.1%} [{c['share_low']:.1%}, {c['share_high']:.1%}]",
-                       **({f"mean over {c['repeats']} seeds [95 %]":
+                       **({f"mean over {c['repeats']} repeats [95 %]":
                            f"{c['mean_count']:.1f} [{c['count_low']:.1f}, {c['count_high']:.1f}]"}
                           if c.get("repeats", 1) > 1 else {}),
                        "non-members (false alarms)": next(n["count"] for n in q["non_members"] if n["name"] == c["name"])}
                       for c in q["members"]], hide_index=True)
-        over = (f"intervals over seeds {', '.join(map(str, [configs['ffnn'].seed] + view['repeat_seeds']))} (cached "
-                "pairs)" if view["repeat_seeds"] else "one trained pair cached, so no interval over repeats (train "
-                "the preset with other seeds to get one)")
+        over = (f"counts also over {1 + len(view['repeat_seeds'])} cached repeats (mean, 95 % t interval)"
+                if view["repeat_seeds"] else "one repeat cached, so no interval over repeats (run the preset with "
+                "repeats on Train & attack, or compare --repeats N, to get one)")
         st.caption(f"Realised FPR: FFNN {q['a']['fpr_realised']:.2%}, RNN {q['b']['fpr_realised']:.2%} (N = "
                    f"{q['members'][0]['n']} members; shares with Clopper–Pearson 95 % intervals; {over}).")
         if "flips" in view:
