@@ -42,8 +42,11 @@ with c2:
                             help="FFNN and RNN of matched parameter counts, trained and attacked side by side.")
     archs = [a for a in ("ffnn", "rnn") if a in picked]  # the same order whatever the clicks
 with c3:
-    preset = st.selectbox("Preset", list(task.presets), help="quick: minutes on 2 CPU cores · paper: the studies' sizes")
+    preset = st.selectbox("Preset", list(task.presets),
+                          help=" · ".join(f"{name}: {note}" for name, note in task.preset_notes.items()) or None)
 
+if task.preset_notes.get(preset):
+    st.info(f"**Preset {preset}** — {task.preset_notes[preset]}", icon="⏱️")
 if task.about:
     st.caption(task.about)
 if not archs:

@@ -190,7 +190,10 @@ def build_parser() -> argparse.ArgumentParser:
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument("--task", choices=available_tasks(), default="image", action=Once, help="learning task (default: image)")
         p.add_argument("--arch", choices=("ffnn", "rnn"), default="rnn", action=Once, help="ffnn (CNN/Transformer/MLP) or rnn (LSTM-based)")
-        p.add_argument("--preset", default="quick", action=Once, help="quick (minutes on 2 CPU cores) or paper (the studies' sizes)")
+        p.add_argument("--preset", default="quick", action=Once,
+                       help="quick (minutes on 2 CPU cores), paper (the studies' sizes; a GPU recommended), "
+                       "cifar_cpu (image, CIFAR-10 in data_dir) or multi30k_cpu (translation, Multi30K in data_dir): "
+                       "real data sized for 2 CPU cores; 'python -m core config' shows a preset's fields")
         p.add_argument("--executor", default=os.environ.get("MIA_EXECUTOR", "local"), action=Once, metavar="{local,ensemble,processes,ray}",
                        help="where trainings run: local (this process, default), ensemble (this process; victim and "
                             "shadows trained as one vectorised ensemble where the task supports it: the image CNN), "

@@ -335,6 +335,11 @@ class ExperimentConfig:
         d = self.to_dict()
         for name in LABEL_FIELDS | REPEAT_FIELDS | exclude | self.inert_fields():
             d.pop(name, None)
+        # option fields added after runs were cached: out of the hash while at their default
+        defaults = {f.name: f.default for f in fields(self.options)} if self.options is not None else {}
+        for name in getattr(self.options, "OMIT_AT_DEFAULT", ()):
+            if name in d["options"] and d["options"][name] == defaults.get(name):
+                d["options"].pop(name)
         payload = json.dumps({"schema": CACHE_SCHEMA_VERSION, "config": d}, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(payload.encode()).hexdigest()[:20]
 

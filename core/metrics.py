@@ -131,6 +131,23 @@ def evaluate_attack(name: str, scores: np.ndarray, membership: np.ndarray, thres
     )
 
 
+def resolution(n_members: int, n_nonmembers: int) -> dict[str, float | int]:
+    """The smallest step each metric of one evaluation set can take: one member moves the TPR by
+    1/n_members, one non-member the FPR by 1/n_nonmembers, one record the accuracy by 1/(total).
+
+    On small evaluation sets (navigation's 8 + 8 maps: one map = 0.125 of TPR) two architectures
+    whose TPRs differ by one step differ by one record, not by their architecture; the step is
+    shown beside the numbers so that it is read before them.
+    """
+    return {
+        "n_members": int(n_members),
+        "n_nonmembers": int(n_nonmembers),
+        "tpr_step": 1.0 / n_members if n_members else 1.0,
+        "fpr_step": 1.0 / n_nonmembers if n_nonmembers else 1.0,
+        "accuracy_step": 1.0 / (n_members + n_nonmembers) if n_members + n_nonmembers else 1.0,
+    }
+
+
 def _thin(n: int) -> np.ndarray:
     """Indices of at most _MAX_ROC_POINTS points of an n-point curve (ends kept)."""
     if n <= _MAX_ROC_POINTS:

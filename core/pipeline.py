@@ -35,6 +35,7 @@ from .dpsgd import report as privacy_report
 from .errors import ConfigError
 from .executor import Executor, TrainingJob, as_tuple
 from .fidelity import measure_shadow_fidelity
+from .metrics import resolution
 from .progress import ProgressCallback, ProgressTracker
 from .reference_attacks import reference_attack_outcomes
 from .responses import Responses
@@ -397,6 +398,8 @@ def run_experiment(
     }
     summary["attack"]["name"] = primary
     summary["shadow_fidelity"] = fidelity
+    # one record of the evaluation set = how much TPR / FPR / accuracy (read before comparing numbers)
+    summary["resolution"] = resolution(int(splits.eval_membership.sum()), int((~splits.eval_membership).sum()))
     summary["privacy"] = _privacy(cfg, victim)
     summary["examples"] = _examples(models)
     summary["records"] = record_signals(victim.responses[cfg.epochs], splits.eval_membership, final)

@@ -179,6 +179,29 @@ def overview_table(summaries: list[dict[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+#: what one record of the evaluation set is, per task (for the resolution line)
+RECORD_NAMES = {"image": ("image", "images"), "translation": ("sentence pair", "sentence pairs"),
+                "navigation": ("map", "maps")}
+
+
+def resolution_note(summaries: list[dict[str, Any]]) -> str | None:
+    """One line: how much TPR / FPR / accuracy one evaluation record is worth in each run (the
+    summary's ``resolution``, or its config's ``n_eval`` for summaries written before it)."""
+    parts = []
+    for s in summaries:
+        res = s.get("resolution") or {}
+        n_in = int(res.get("n_members") or s.get("config", {}).get("n_eval") or 0)
+        n_out = int(res.get("n_nonmembers") or n_in)
+        if not n_in or not n_out:
+            continue
+        one, many = RECORD_NAMES.get(s.get("task", ""), ("record", "records"))
+        parts.append(f"{ARCH_NAMES.get(s['arch'], s['arch'])}: {n_in} + {n_out} {many}, one {one} = "
+                     f"{1 / n_in:.3g} of TPR, {1 / n_out:.3g} of FPR, {1 / (n_in + n_out):.3g} of accuracy")
+    if not parts:
+        return None
+    return "Resolution — " + "; ".join(parts) + ". Differences of a step or two are one or two records, not an architecture."
+
+
 def param_gap(summaries: list[dict[str, Any]]) -> float | None:
     """Relative difference of the two architectures' parameter counts (None with one arch)."""
     counts = [s["params"] for s in summaries]

@@ -130,6 +130,8 @@ def show_results(summaries: list[dict[str, Any]], configs: list[ExperimentConfig
         st.plotly_chart(f["steps"], width="stretch")
     st.subheader("Attacks")
     st.dataframe(f["metrics"].style.format(precision=3), hide_index=True, width="stretch")
+    if (note := plots.resolution_note(summaries)) is not None:
+        st.caption(note)
     left, right = st.columns(2)
     with left:
         st.plotly_chart(f["roc"], width="stretch")
@@ -357,7 +359,8 @@ def report_html(summaries: list[dict[str, Any]], configs: list[ExperimentConfig]
     parts += ["<div class='grid'>", fig_html(f["utility"]), fig_html(f["attack_by_epoch"]), "</div>"]
     if f["steps"] is not None:
         parts.append(fig_html(f["steps"]))
-    parts += ["<h2>Attacks</h2>", _table(f["metrics"]),
+    note = plots.resolution_note(summaries)
+    parts += ["<h2>Attacks</h2>", _table(f["metrics"]), f"<p class='muted'>{html.escape(note)}</p>" if note else "",
               "<div class='grid'>", fig_html(f["roc"]), fig_html(f["roc_loglog"]), "</div>",
               "<h3>The strongest attacks (LiRA, RMIA) beside the shadow attack</h3>", _table(f["strongest"]),
               fig_html(f["entropy"])]

@@ -56,6 +56,9 @@ class Task(ABC):
     #: preset name -> field overrides of :class:`ExperimentConfig` (options included); a key
     #: ``ffnn`` or ``rnn`` holds overrides for that architecture only (e.g. its learning rate)
     presets: dict[str, dict[str, Any]] = {}
+    #: preset name -> one line for the UI and the CLI: what it needs (a data folder, a GPU) and how
+    #: long it takes (measured, with the machine it was measured on)
+    preset_notes: dict[str, str] = {}
     #: built-in and real data sources the task can load (the first is the default)
     datasets: tuple[str, ...] = ()
     #: one paragraph for the UI: what a record is, what the models answer, what the reference is
