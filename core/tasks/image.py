@@ -179,6 +179,15 @@ class ImageTask(Task):
                       renet_patch=2, renet_layers=2, attack_train_epochs=40, rnn=dict(lr=1e-2)),
     }
 
+    preset_notes = {
+        "quick": "built-in 8×8 digits, no data folder; cold on 2 CPU cores 18 s (CNN) / 10 s (ReNet), measured "
+                 "(README table).",
+        "cifar_cpu": "CIFAR-10 in data_dir (the 'python version' folder: data_batch_1 … data_batch_5); 4,000 members, "
+                     "2 shadows. CPU_TIME_NOTE",
+        "paper": "CIFAR-10 in data_dir; the study's layout (10,000 members, 5 shadows, 50 epochs): a GPU recommended, "
+                 "not measured on 2 CPU cores.",
+    }
+
     def __init__(self) -> None:
         self._loaded: dict[tuple[str, str], TaskData] = {}
 

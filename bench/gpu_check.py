@@ -1,0 +1,246 @@
+"""GPU check: the steps and figures that need a GPU, in one run sized for one GPU within 9 minutes.
+
+    .venv/bin/python bench/gpu_check.py --multi30k DIR [--json out.json] [--budget-s 540]
+    .venv/bin/python bench/gpu_check.py --tiny --multi30k DIR     # the same steps on the CPU, tiny sizes
+
+A GPU is lent to these machines only now and then; this script is kept ready so that whenever one is at
+hand a single command measures what the README and the issues name as GPU figures. Steps, in order:
+
+1. the device: torch and CUDA versions, the GPU's name, whether it has bfloat16;
+2. the CUDA-relevant tests (pytest: the vectorised ensemble, bf16 autocast, joint attacks, the device
+   choice) — ``--tiny`` only collects them (a test suite inside a test would be slow and recursive);
+3. image ``quick``, FFNN and RNN, cold: victim + shadows trained one by one and as one ensemble (the
+   ensemble speedup, issue 13: ≥ 2×), then the attack stage;
+4. translation ``paper`` on Multi30K en→de, Transformer and LSTM, cold: training time of victim +
+   shadows per architecture (issue 13: ≤ 60 s on one H100/H200) and the attack stage (≤ 10 s; 174 s
+   before issue 13), with train / validation BLEU;
+5. translation ``quick``, both architectures, cold (training and attack stage);
+6. bf16: the image quick and translation paper trainings again with ``precision=bf16`` (README
+   "Precision": meant for GPUs; the CPU figures are there for comparison).
+
+Each step runs in a fresh temporary cache (cold). Once ``--budget-s`` seconds have passed, the steps
+left print "not measured (budget)" instead of running, so the run ends in time and says what it did
+not measure. The last lines are one table: figure | this run | target | where it is named.
+
+``--tiny`` forces the CPU (``MIA_DEVICE=cpu``) and shrinks every config (a few records, one epoch, one
+shadow): it checks that every step and figure is wired, in seconds, and measures nothing worth reading.
+``tests/test_gpu_check.py`` runs it.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import core.ensemble  # noqa: E402,F401 - torch.func's imports once, outside every timing
+from core.cache import ArtifactCache  # noqa: E402
+from core.device import configure_threads, default_device  # noqa: E402
+from core.executor import make_executor  # noqa: E402
+from core.pipeline import run_experiment, trained_models  # noqa: E402
+from core.tasks import get_task  # noqa: E402
+
+#: the CUDA-relevant tests: code paths that place tensors on the device the library picks
+CUDA_TESTS = ["tests/test_ensemble.py", "tests/test_joint_attacks.py",
+              "tests/test_training.py::test_bf16_autocast_trains_in_lower_precision_and_answers_in_float"]
+
+#: tiny overrides per (task, preset): every step's wiring in seconds on a CPU
+TINY = {
+    ("image", "quick"): dict(n_train=24, n_eval=12, epochs=2, n_shadows=1, attack_epochs=(1,), attack_train_epochs=2,
+                             batch_size=8, cnn_width=4, cnn_fc=8),
+    ("translation", "quick"): dict(n_pairs_source=200, n_train=24, n_eval=12, epochs=1, n_shadows=1, attack_epochs=(),
+                                   attack_train_epochs=2, emb=8, hidden=8, bleu_sentences=4, n_examples=1),
+    ("translation", "paper"): dict(n_train=24, n_eval=12, epochs=2, n_shadows=1, attack_epochs=(1,), attack_train_epochs=2,
+                                   emb=8, hidden=8, bleu_sentences=4, n_examples=1, batch_size=8),
+}
+
+
+class Budget:
+    """Wall-clock budget of the whole check: steps after it ran out are reported, not run."""
+
+    def __init__(self, seconds: float):
+        self.start, self.seconds = time.perf_counter(), seconds
+
+    @property
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.start
+
+    def left(self) -> bool:
+        return self.elapsed < self.seconds
+
+
+def say(text: str) -> None:
+    print(text, flush=True)
+
+
+def device_report() -> dict[str, Any]:
+    """Torch, CUDA, the device the library picks, the GPU's name and bfloat16 support."""
+
+
+    device = default_device()
+    info: dict[str, Any] = {"torch": torch.__version__, "python": platform.python_version(), "device": str(device),
+                            "cuda": torch.version.cuda, "cuda_available": torch.cuda.is_available()}
+    if device.type == "cuda":
+        info["gpu"] = torch.cuda.get_device_name(device)
+        info["bf16"] = bool(torch.cuda.is_bf16_supported())
+        info["gpu_memory_gib"] = round(torch.cuda.get_device_properties(device).total_memory / 2**30, 1)
+    return info
+
+
+def run_tests(tiny: bool) -> dict[str, Any]:
+    """pytest on :data:`CUDA_TESTS` (``tiny``: collection only); returns exit code and its last line."""
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *CUDA_TESTS]
+    if tiny:
+        cmd.append("--collect-only")
+    t = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
+    return {"rc": proc.returncode, "last_line": lines[-1] if lines else proc.stderr.strip()[-200:],
+            "seconds": time.perf_counter() - t, "collect_only": tiny}
+
+
+def make_config(task_name: str, arch: str, preset: str, tiny: bool, extra: dict[str, Any]):
+    overrides = dict(TINY[(task_name, preset)]) if tiny else {}
+    overrides.update(extra)
+    return get_task(task_name).make_config(arch, preset, overrides)
+
+
+def cold_run(cfg, executor_name: str | None = None) -> dict[str, Any]:
+    """Victim + shadows trained cold in a fresh cache (``executor_name``: None = one by one), then
+    the attack stage on those models; seconds of both and the run's utility."""
+
+    get_task(cfg.task).load(cfg)  # the data source once, outside every timing (tasks keep it loaded)
+    folder = tempfile.mkdtemp(prefix="mia_gpu_check_")
+    try:
+        cache = ArtifactCache(folder)
+        executor = make_executor(executor_name) if executor_name else None
+        t = time.perf_counter()
+        trained_models(cfg, cache=cache, executor=executor)
+        train_s = time.perf_counter() - t
+        summary = run_experiment(cfg, cache=cache).summary
+        return {"train_s": train_s, "attack_s": float(summary["timings"]["attack_s"]), "models": 1 + cfg.n_shadows,
+                "utility": summary["utility"], "auc": {n: r["auc"] for n, r in summary["attacks"].items()}}
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def cold_training(cfg, executor_name: str | None = None) -> float:
+    """Seconds to train victim + shadows cold (fresh cache), without the attacks."""
+
+    get_task(cfg.task).load(cfg)
+    folder = tempfile.mkdtemp(prefix="mia_gpu_check_")
+    try:
+        t = time.perf_counter()
+        trained_models(cfg, cache=ArtifactCache(folder), executor=make_executor(executor_name) if executor_name else None)
+        return time.perf_counter() - t
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--multi30k", default=os.environ.get("MIA_MULTI30K", ""),
+                        help="folder with Multi30K's train.en.gz and train.de.gz (translation paper)")
+    parser.add_argument("--tiny", "--dry-run", action="store_true", dest="tiny",
+                        help="the same steps on the CPU with tiny sizes (checks the wiring; measures nothing)")
+    parser.add_argument("--budget-s", type=float, default=540.0, help="stop starting steps after this many seconds")
+    parser.add_argument("--skip-tests", action="store_true", help="leave out step 2 (pytest)")
+    parser.add_argument("--json", help="write every figure here")
+    args = parser.parse_args(argv)
+    if args.tiny:
+        os.environ["MIA_DEVICE"] = "cpu"
+    if not args.multi30k or not Path(args.multi30k).is_dir():
+        print(f"error: --multi30k must name the Multi30K folder (train.en.gz, train.de.gz), got {args.multi30k!r}")
+        return 2
+    os.environ.setdefault("MIA_CACHE_DIR", tempfile.mkdtemp(prefix="mia_gpu_check_cache_"))
+
+    configure_threads()
+
+    budget = Budget(args.budget_s)
+    out: dict[str, Any] = {"tiny": args.tiny, "steps": {}}
+    figures: list[tuple[str, str, str, str]] = []  # (figure, this run, target, named in)
+
+    def step(name: str, fn: Callable[[], Any]) -> Any:
+        if not budget.left():
+            say(f"[{name}] not measured (budget of {args.budget_s:.0f} s spent)")
+            out["steps"][name] = "not measured (budget)"
+            return None
+        t = time.perf_counter()
+        value = fn()
+        out["steps"][name] = value
+        say(f"[{name}] {time.perf_counter() - t:.1f} s · {json.dumps(value, default=str)}")
+        return value
+
+    dev = step("device", device_report)
+    on_gpu = bool(dev and dev["device"].startswith("cuda"))
+    if not on_gpu and not args.tiny:
+        say("warning: no GPU: the figures below are CPU figures (use --tiny for a quick wiring check)")
+    tests = None if args.skip_tests else step("tests", lambda: run_tests(args.tiny))
+    if tests is not None:
+        figures.append(("CUDA-relevant tests", f"rc {tests['rc']}: {tests['last_line']}", "rc 0", "issue 21"))
+
+    m30k = {"dataset": "multi30k", "data_dir": args.multi30k, "src_lang": "en", "tgt_lang": "de"}
+    image, paper, quick = {}, {}, {}
+    for arch in ("ffnn", "rnn"):
+        cfg = make_config("image", arch, "quick", args.tiny, {})
+        image[arch] = step(f"image quick {arch}", lambda cfg=cfg: {
+            **cold_run(cfg), "ensemble_train_s": cold_training(cfg, "ensemble")})
+        if image[arch]:
+            r = image[arch]
+            figures.append((f"image quick {arch}: victim + {r['models'] - 1} shadows, training (s)", f"{r['train_s']:.1f}",
+                            "12.7 / 13.9 s (whole run, issue 13's GPU)", "issue 13"))
+            figures.append((f"image quick {arch}: ensemble speedup", f"{r['train_s'] / r['ensemble_train_s']:.2f}×", "≥ 2×",
+                            "issue 13, README"))
+            figures.append((f"image quick {arch}: attack stage (s)", f"{r['attack_s']:.1f}", "–", "README"))
+    for arch in ("ffnn", "rnn"):
+        cfg = make_config("translation", arch, "paper", args.tiny, m30k)
+        paper[arch] = step(f"translation paper en→de {arch}", lambda cfg=cfg: cold_run(cfg))
+        if paper[arch]:
+            r = paper[arch]
+            figures.append((f"translation paper {arch}: victim + {r['models'] - 1} shadows, training (s)",
+                            f"{r['train_s']:.1f}", "≤ 60 s", "issue 13"))
+            figures.append((f"translation paper {arch}: attack stage (s)", f"{r['attack_s']:.1f}", "≤ 10 s (174 s before)",
+                            "issue 13"))
+            figures.append((f"translation paper {arch}: BLEU train / val",
+                            f"{r['utility']['train']:.1f} / {r['utility']['val']:.1f}", "–", "issue 21"))
+    for arch in ("ffnn", "rnn"):
+        cfg = make_config("translation", arch, "quick", args.tiny, {})
+        quick[arch] = step(f"translation quick {arch}", lambda cfg=cfg: cold_run(cfg))
+        if quick[arch]:
+            r = quick[arch]
+            figures.append((f"translation quick {arch}: training / attack stage (s)",
+                            f"{r['train_s']:.1f} / {r['attack_s']:.1f}", "–", "README"))
+    for task_name, preset, extra, ref in (("image", "quick", {}, image), ("translation", "paper", m30k, paper)):
+        for arch in ("ffnn", "rnn"):
+            cfg = make_config(task_name, arch, preset, args.tiny, {**extra, "precision": "bf16"})
+            got = step(f"bf16 {task_name} {preset} {arch}", lambda cfg=cfg: {"train_s": cold_training(cfg)})
+            if got and ref.get(arch):
+                figures.append((f"bf16 {task_name} {preset} {arch}: training (s) bf16 vs float32",
+                                f"{got['train_s']:.1f} vs {ref[arch]['train_s']:.1f}", "faster on a GPU", "README"))
+    out["figures"] = [dict(zip(("figure", "this run", "target", "named in"), f)) for f in figures]
+    out["elapsed_s"] = budget.elapsed
+    say(f"\ndevice: {dev['device'] if dev else '?'}{' (' + dev['gpu'] + ')' if dev and dev.get('gpu') else ''}"
+        f"{' · TINY dry run: nothing here is a measurement' if args.tiny else ''} · total {budget.elapsed:.0f} s "
+        f"(budget {args.budget_s:.0f} s)")
+    say("| figure | this run | target | named in |\n|---|---|---|---|")
+    for f in figures:
+        say("| " + " | ".join(f) + " |")
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=1, default=str))
+    return 1 if tests is not None and tests["rc"] != 0 else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,133 @@
+"""The real-data CPU presets (issue 21): their configs, matched parameter counts on small fixtures,
+the translation vocabulary cap, the evaluation set's resolution, and the GPU check's dry run."""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from core.models.translation import LuongSeq2Seq, TransformerSeq2Seq, match_transformer
+from core.tasks import get_task
+from core.tasks.translation import SPECIALS, Vocab
+from tests.test_image import write_cifar_fixture
+from ui.plots import resolution_note
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: task -> (preset, real dataset); every real-data preset must appear here
+REAL_PRESETS = {"image": ("cifar_cpu", "cifar10"), "translation": ("multi30k_cpu", "multi30k")}
+
+_EN = ["a man in a blue shirt is standing on a ladder .", "two dogs play in the grass .",
+       "a woman is reading a book in the park .", "children are running on the beach .",
+       "a boy jumps into the water .", "an old man sits on a bench ."]
+_DE = ["ein mann in einem blauen hemd steht auf einer leiter .", "zwei hunde spielen im gras .",
+       "eine frau liest ein buch im park .", "kinder laufen am strand .",
+       "ein junge springt ins wasser .", "ein alter mann sitzt auf einer bank ."]
+
+
+def write_multi30k_fixture(folder: Path, n: int = 120) -> Path:
+    """train.en.gz / train.de.gz of ``n`` pairs varied by a number word (Multi30K's raw layout)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for lang, lines in (("en", _EN), ("de", _DE)):
+        text = "".join(f"{lines[i % len(lines)]} {i}\n" for i in range(n))
+        with gzip.open(folder / f"train.{lang}.gz", "wt", encoding="utf-8") as fh:
+            fh.write(text)
+    return folder
+
+
+def _fixture_overrides(task_name: str, tmp_path: Path) -> dict:
+    if task_name == "image":
+        write_cifar_fixture(tmp_path / "cifar", per_batch=40)
+        return {"data_dir": str(tmp_path / "cifar"), "n_train": 40, "n_eval": 20}
+    return {"data_dir": str(write_multi30k_fixture(tmp_path / "m30k")), "n_train": 40, "n_eval": 20}
+
+
+@pytest.mark.parametrize("task_name", sorted(REAL_PRESETS))
+def test_real_preset_reads_its_dataset_and_matches_parameter_counts(task_name, tmp_path):
+    """Each real-data preset names its dataset, says what it needs and how long it takes, and builds
+    FFNN and RNN within 5 % of each other's parameter count on a small fixture of its data."""
+    task = get_task(task_name)
+    preset, dataset = REAL_PRESETS[task_name]
+    assert preset in task.presets and dataset in task.real_datasets
+    note = task.preset_notes[preset]
+    assert "data_dir" in note and "measured" in note  # what it needs, and how long it took where
+    overrides = _fixture_overrides(task_name, tmp_path)
+    counts = {}
+    for arch in ("ffnn", "rnn"):
+        cfg = task.make_config(arch, preset, overrides)
+        assert cfg.dataset == dataset and cfg.preset == preset
+        counts[arch] = task.param_count(task.build_model(cfg, task.load(cfg)))
+    assert abs(counts["ffnn"] - counts["rnn"]) / max(counts.values()) <= 0.05, counts
+
+
+def test_cifar_cpu_models_at_cifar10s_shape_are_matched():
+    """On 32×32 colour images (the fixture's shape, CIFAR-10's): the counts the preset trains."""
+    from core.models.image import ResidualCNN, count_params, match_renet, renet_param_count
+
+    o = get_task("image").make_config("ffnn", "cifar_cpu").options
+    cnn = count_params(ResidualCNN(3, 10, o.cnn_width, o.cnn_stages, o.cnn_fc))
+    hidden, fc = match_renet(cnn, 3, 32, 32, 10, o.renet_patch, o.renet_layers)
+    renet = renet_param_count(3, 32, 32, 10, hidden, fc, o.renet_patch, o.renet_layers)
+    assert abs(cnn - renet) / max(cnn, renet) <= 0.05
+
+
+def test_multi30k_cpu_models_at_the_capped_vocabulary_are_matched():
+    """Real Multi30K fills the vocabulary cap on every pair: both models at that size, within 5 %
+    (the cap makes the output layer the same size whichever pair is chosen)."""
+    cfg = get_task("translation").make_config("rnn", "multi30k_cpu")
+    o = cfg.options
+    assert o.max_vocab > 0
+    lstm = LuongSeq2Seq.param_count(o.max_vocab, o.max_vocab, o.emb, o.hidden)
+    d, ff = match_transformer(lstm, o.max_vocab, o.max_vocab, o.tf_heads, o.tf_layers, prefer_d=o.emb)
+    tf = TransformerSeq2Seq.param_count(o.max_vocab, o.max_vocab, d, o.tf_layers, ff)
+    assert abs(lstm - tf) / lstm <= 0.05
+
+
+def test_vocabulary_cap_keeps_the_most_frequent_tokens():
+    sentences = [["a", "b", "a", "c"], ["a", "b", "d"]]
+    assert Vocab.build(sentences).itos[len(SPECIALS):] == ["a", "b", "c", "d"]
+    capped = Vocab.build(sentences, max_size=len(SPECIALS) + 2)
+    assert capped.itos[len(SPECIALS):] == ["a", "b"] and len(capped) == len(SPECIALS) + 2
+    assert capped.encode(["c", "a"]).tolist() == [SPECIALS.index("<unk>"), capped.stoi["a"]]
+
+
+def test_vocabulary_cap_enters_the_hash_only_when_set():
+    task = get_task("translation")
+    plain = task.make_config("rnn", "quick")
+    capped = task.make_config("rnn", "quick", {"max_vocab": 500})
+    assert capped.training_hash != plain.training_hash
+    assert task.make_config("rnn", "quick", {"max_vocab": 0}).training_hash == plain.training_hash
+
+
+def test_resolution_note_says_what_one_record_is_worth():
+    summaries = [{"task": "navigation", "arch": "ffnn", "config": {"n_eval": 8},
+                  "resolution": {"n_members": 8, "n_nonmembers": 8}},
+                 {"task": "navigation", "arch": "rnn", "config": {"n_eval": 8}}]  # written before the field
+    note = resolution_note(summaries)
+    assert "8 + 8 maps, one map = 0.125 of TPR" in note and note.count("0.125 of TPR") == 2
+
+
+def test_gpu_check_dry_run_runs_every_step_on_the_cpu(tmp_path):
+    """bench/gpu_check.py --tiny: every step and figure of the GPU check, on the CPU, tiny sizes."""
+    folder = write_multi30k_fixture(tmp_path / "m30k", n=160)
+    out = tmp_path / "gpu_check.json"
+    proc = subprocess.run([sys.executable, "bench/gpu_check.py", "--tiny", "--multi30k", str(folder), "--json", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "OMP_NUM_THREADS": "1", "MIA_CACHE_DIR": str(tmp_path / "c")})
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    result = json.loads(out.read_text())
+    steps = result["steps"]
+    assert steps["device"]["device"] == "cpu" and steps["tests"]["rc"] == 0
+    for arch in ("ffnn", "rnn"):
+        for name in (f"image quick {arch}", f"translation paper en→de {arch}", f"translation quick {arch}",
+                     f"bf16 image quick {arch}", f"bf16 translation paper {arch}"):
+            assert isinstance(steps[name], dict) and steps[name]["train_s"] > 0, name
+    figures = {f["figure"] for f in result["figures"]}
+    assert any("ensemble speedup" in f for f in figures) and any("attack stage" in f for f in figures)
+    assert any(f.startswith("bf16 translation paper") for f in figures)
+    assert "TINY dry run" in proc.stdout
