@@ -1,0 +1,108 @@
+"""docs/results.md's tables from bench/presets.py's JSON files: every attack's AUC with a 95 % interval.
+
+    .venv/bin/python bench/results_table.py RUN.json [RUN.json ...] [--resamples 2000]
+
+Per run (one architecture, one seed): utility train / validation, shadow fidelity, wall and CPU seconds,
+and per attack the AUC with its 95 % bootstrap interval over the evaluation records (members and
+non-members resampled separately, N = their sum), TPR at 1 % FPR and the resolution (one member =
+1/n_members of TPR). Then per task, preset and pair of runs (FFNN, RNN) the AUC difference FFNN − RNN
+with its 95 % interval (the two bootstraps are independent), "inconclusive" where it holds 0.
+
+The interval is the record-sampling uncertainty of one trained model, not the seed-to-seed spread:
+repeats (other seeds) widen it.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from core.metrics import roc_auc  # noqa: E402
+
+
+def bootstrap_auc(scores: np.ndarray, membership: np.ndarray, resamples: int, seed: int = 0) -> np.ndarray:
+    """AUCs of ``resamples`` stratified bootstrap resamples of the evaluation records."""
+    rng = np.random.default_rng(seed)
+    members, others = np.flatnonzero(membership), np.flatnonzero(~membership)
+    out = np.empty(resamples)
+    for b in range(resamples):
+        idx = np.concatenate([rng.choice(members, len(members)), rng.choice(others, len(others))])
+        out[b] = roc_auc(scores[idx], membership[idx])
+    return out
+
+
+def run_rows(summary: dict, resamples: int) -> tuple[dict, dict[str, np.ndarray]]:
+    rec = summary["records"]
+    membership = np.asarray(rec["membership"], bool)
+    boots = {}
+    attacks = {}
+    for name, r in summary["attacks"].items():
+        scores = np.asarray(rec["scores"][name], np.float64)
+        boots[name] = bootstrap_auc(scores, membership, resamples)
+        lo, hi = np.percentile(boots[name], [2.5, 97.5])
+        attacks[name] = {"auc": r["auc"], "lo": lo, "hi": hi, "tpr1": r["tpr_at_fpr"]["0.01"], "acc": r["accuracy"]}
+    return {"attacks": attacks, "n": int(membership.size), "n_members": int(membership.sum())}, boots
+
+
+def fmt_utility(s: dict) -> str:
+    u = s["utility"]
+    f = ".1f" if u["metric"] == "bleu" else ".3f"
+    return f"{format(u['train'], f)} / {format(u['val'], f)}"
+
+
+def fidelity(s: dict) -> str:
+    f = s.get("shadow_fidelity") or {}
+    if not f:
+        return "–"
+    last = f["checkpoints"][-1]
+    u = f["utility"].get("shadow_mean", {})
+    fmt = ".1f" if f["utility"]["metric"] == "bleu" else ".3f"
+    gap = lambda v: "–" if v is None else f"{v:.0%}"  # noqa: E731
+    return (f"loss gap {gap(last['member_loss_gap'])} / {gap(last['nonmember_loss_gap'])}; shadows "
+            f"{format(u.get('train', float('nan')), fmt)} / {format(u.get('val', float('nan')), fmt)}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="+")
+    parser.add_argument("--resamples", type=int, default=2000)
+    args = parser.parse_args()
+    groups: dict[tuple, dict[str, tuple[dict, dict]]] = defaultdict(dict)
+    print("| run | params | wall / CPU s | utility train / val | shadow fidelity (m / nm; shadows train / val) |")
+    print("|---|---|---|---|---|")
+    attack_lines = []
+    for path in args.runs:
+        for s in json.loads(Path(path).read_text())["rows"]:
+            data = s.get("data", {})
+            label = f"{s['task']} {s['preset']} {data.get('pair', s['config']['dataset'])} {s['arch'].upper()} seed {s['config']['seed']}"
+            row, boots = run_rows(s, args.resamples)
+            groups[(s["task"], s["preset"], data.get("pair", ""), s["config"]["seed"])][s["arch"]] = (row, boots)
+            print(f"| {label} | {s['params']:,} | {s['bench_wall_s']:.0f} / {s['bench_cpu_s']:.0f} | {fmt_utility(s)} | "
+                  f"{fidelity(s)} |")
+            res = 1 / row["n_members"]
+            cells = ", ".join(f"{n} {a['auc']:.3f} [{a['lo']:.3f}, {a['hi']:.3f}] (TPR@1% {a['tpr1']:.3f})"
+                              for n, a in row["attacks"].items())
+            attack_lines.append(f"* {label} — N = {row['n']} records (one member = {res:.3g} of TPR): {cells}")
+    print("\nAUC [95 % bootstrap interval over the evaluation records]:\n")
+    print("\n".join(attack_lines))
+    print("\nFFNN − RNN, AUC difference [95 % interval]:\n")
+    for key, archs in groups.items():
+        if {"ffnn", "rnn"} <= set(archs):
+            (_, bf), (_, br) = archs["ffnn"], archs["rnn"]
+            cells = []
+            for name in sorted(set(bf) & set(br)):
+                d = bf[name] - br[name]
+                lo, hi = np.percentile(d, [2.5, 97.5])
+                verdict = "inconclusive" if lo <= 0 <= hi else ("FFNN leaks more" if lo > 0 else "RNN leaks more")
+                cells.append(f"{name} {np.mean(d):+.3f} [{lo:+.3f}, {hi:+.3f}] {verdict}")
+            print(f"* {' '.join(map(str, key))}: " + "; ".join(cells))
+
+
+if __name__ == "__main__":
+    main()
