@@ -131,3 +131,22 @@ def test_gpu_check_dry_run_runs_every_step_on_the_cpu(tmp_path):
     assert any("ensemble speedup" in f for f in figures) and any("attack stage" in f for f in figures)
     assert any(f.startswith("bf16 translation paper") for f in figures)
     assert "TINY dry run" in proc.stdout
+
+
+@pytest.mark.parametrize("task_name", sorted(REAL_PRESETS))
+def test_real_preset_is_selectable_on_the_page_with_what_it_needs(task_name, tmp_path, monkeypatch):
+    """Train & attack: picking the preset shows its note (data folder, measured time) and asks for the
+    folder of its real dataset."""
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("MIA_DATA_ROOT", str(tmp_path))
+    preset, dataset = REAL_PRESETS[task_name]
+    at = AppTest.from_file(str(ROOT / "app.py"))
+    at.switch_page("app_pages/1_Train_and_attack.py")
+    at.run(timeout=60)
+    at.selectbox(key="train:task").set_value(task_name).run(timeout=60)
+    [box for box in at.selectbox if box.label == "Preset"][0].set_value(preset).run(timeout=60)
+    assert not at.exception, at.exception
+    assert any(get_task(task_name).preset_notes[preset] in i.value for i in at.info)
+    assert at.selectbox(key=f"{task_name}:{preset}:dataset").value == dataset
+    assert at.text_input(key=f"{task_name}:{preset}:data_dir").value == ""
