@@ -181,6 +181,8 @@ def main(argv: list[str] | None = None) -> int:
         value = fn()
         out["steps"][name] = value
         say(f"[{name}] {time.perf_counter() - t:.1f} s · {json.dumps(value, default=str)}")
+        if args.json:  # after every step: a run cut short (a device's time limit) keeps what it measured
+            Path(args.json).write_text(json.dumps(out, indent=1, default=str))
         return value
 
     dev = step("device", device_report)

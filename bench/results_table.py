@@ -82,7 +82,7 @@ def main() -> None:
             data = s.get("data", {})
             label = f"{s['task']} {s['preset']} {data.get('pair', s['config']['dataset'])} {s['arch'].upper()} seed {s['config']['seed']}"
             row, boots = run_rows(s, args.resamples)
-            groups[(s["task"], s["preset"], data.get("pair", ""), s["config"]["seed"])][s["arch"]] = (row, boots)
+            groups[(s["task"], s["preset"], data.get("pair", s["config"]["dataset"]), "seed", s["config"]["seed"])][s["arch"]] = (row, boots)
             print(f"| {label} | {s['params']:,} | {s['bench_wall_s']:.0f} / {s['bench_cpu_s']:.0f} | {fmt_utility(s)} | "
                   f"{fidelity(s)} |")
             res = 1 / row["n_members"]
