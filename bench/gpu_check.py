@@ -162,12 +162,23 @@ def main(argv: list[str] | None = None) -> int:
     if args.tiny:
         os.environ["MIA_DEVICE"] = "cpu"
     if not args.multi30k or not Path(args.multi30k).is_dir():
-        print(f"error: --multi30k must name the Multi30K folder (train.en.gz, train.de.gz), got {args.multi30k!r}")
+        print(f"error: --multi30k must name the Multi30K folder (train.en.gz, train.de.gz), got {args.multi30k!r}",
+              file=sys.stderr)
         return 2
-    os.environ.setdefault("MIA_CACHE_DIR", tempfile.mkdtemp(prefix="mia_gpu_check_cache_"))
+    own_cache = None
+    if "MIA_CACHE_DIR" not in os.environ:  # every step has its own cold cache; this one only catches strays
+        own_cache = tempfile.mkdtemp(prefix="mia_gpu_check_cache_")
+        os.environ["MIA_CACHE_DIR"] = own_cache
+    try:
+        return check(args)
+    finally:
+        if own_cache:
+            shutil.rmtree(own_cache, ignore_errors=True)
 
+
+def check(args: argparse.Namespace) -> int:
+    """The steps of :func:`main`, in order; returns the exit code (1 when the tests failed)."""
     configure_threads()
-
     budget = Budget(args.budget_s)
     out: dict[str, Any] = {"tiny": args.tiny, "steps": {}}
     figures: list[tuple[str, str, str, str]] = []  # (figure, this run, target, named in)
