@@ -160,7 +160,8 @@ class ImageTask(Task):
              "attack accuracy against the RNN, although the CNN had the larger generalisation gap. The default "
              "digits run is far smaller (8×8 images, 200 members), so the study's trend need not reproduce at "
              "this size: whether it does is computed from the run shown (the studies' finding beside this run's "
-             "numbers, under the results); the paper preset runs CIFAR-10.")
+             "numbers, under the results). The cifar_cpu preset runs real CIFAR-10 sized for 2 CPU cores "
+             "(docs/results.md), the paper preset the study's layout.")
     real_datasets = ("cifar10",)
     presets = {
         # ~1 minute on 2 CPU cores for one architecture, shadows included

@@ -281,8 +281,8 @@ class TranslationTask(Task):
              "quick preset (the run shown reports its own training and validation BLEU). The quick preset is sized "
              "for captions and is too small for real data: on Multi30K en→de with its sizes a model may barely "
              "learn, and the comparison would then set a model that learned against one that did not (compare the "
-             "two runs' BLEU before reading their attacks). For Multi30K use the paper preset (the study's sizes; "
-             "a GPU recommended).")
+             "two runs' BLEU before reading their attacks). For Multi30K on a CPU use the multi30k_cpu preset "
+             "(docs/results.md), on a GPU the paper preset (the study's sizes).")
     real_datasets = ("multi30k",)
     presets = {
         # captions v2 (context-decided synonyms): both architectures generalise — measured cold on 2 CPU
