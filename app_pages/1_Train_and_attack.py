@@ -203,7 +203,7 @@ if missing:
                + "; ".join(filter(None, [f"{', '.join(coming)} still to come" if coming else "",
                                          f"{', '.join(untrained)} not trained yet" if untrained else ""])) + ").")
 views = {}
-if task_name == "navigation":
+if task.map_views:
     wanted_views = []
     for c in configs:
         if summaries[c.arch] is None:

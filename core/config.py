@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Mapping
 
 from .errors import ConfigError
-from .tasks import available_tasks
+from .tasks import available_tasks, get_task
 
 #: Bump when the meaning or layout of anything stored in the cache changes.
 #: v3: weight decay reaches weight matrices only (core.training); DP-SGD fields; privacy records.
@@ -279,8 +279,9 @@ class ExperimentConfig:
                 raise ConfigError(f"match_utility must be off, lower or a finite number, got {shown(self.match_utility)}")
         if self.precision not in PRECISIONS:
             raise ConfigError(f"precision must be one of {', '.join(PRECISIONS)}, got {shown(self.precision)}")
-        if self.precision != "float32" and self.task == "navigation":
-            raise ConfigError("precision=bf16 applies to image and translation training; PPO (navigation) trains in float32")
+        if self.precision not in get_task(self.task).precisions:  # the task's training loop says which
+            raise ConfigError(f"precision={self.precision} does not apply to {self.task}: it trains in "
+                              f"{', '.join(get_task(self.task).precisions)} only")
         if self.precision != "float32" and self.private:
             raise ConfigError("precision=bf16 cannot be combined with DP-SGD: per-sample gradients are clipped in float32")
         if not isinstance(self.attack_epochs, tuple):

@@ -117,8 +117,8 @@ def config_overrides(bases: dict[str, ExperimentConfig], key_prefix: str) -> dic
     with st.expander("More settings: attack checkpoints, attack classifier, matched utility, precision, task options"):
         grid = _Grid()
         for name, help_text in MORE_FIELDS.items():
-            if name == "precision" and bases[archs[0]].task == "navigation":
-                continue  # PPO trains in float32 only
+            if name == "precision" and len(get_task(bases[archs[0]].task).precisions) < 2:
+                continue  # one precision only (PPO: float32)
             widget(grid, name, lambda c, n=name: getattr(c, n), help_text)
         options = bases[archs[0]].options
         if options is not None:

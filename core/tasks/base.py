@@ -75,6 +75,10 @@ class Task(ABC):
     privacy_unit: str = "one record"
     #: what DP-SGD's guarantee does not cover on this task, shown beside its ε (empty: nothing to add)
     privacy_caveat: str = ""
+    #: the training precisions the task's loop supports (``ExperimentConfig.precision``)
+    precisions: tuple[str, ...] = ("float32", "bf16")
+    #: whether the app draws the task's records as maps (ui.mapview: navigation)
+    map_views: bool = False
     #: SensitivitySampler pairs for the GPM's S at the quick presets (the study: n = 500; γ(n) shows the price)
     sensitivity_samples: int = 5
 

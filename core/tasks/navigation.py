@@ -218,6 +218,8 @@ class NavigationTask(Task):
     width_knob = "actor_hidden"
     privacy_unit = "one trajectory window (recurrence frames of one environment in one PPO update)"
     sensitivity_samples = 3
+    precisions = ("float32",)  # PPO trains in float32
+    map_views = True
     privacy_caveat = (
         "**What DP-SGD protects here.** A private sample is one trajectory window (`recurrence` consecutive frames of "
         "one environment within one PPO update), for both agents. ε bounds what training reveals about *one window's "
