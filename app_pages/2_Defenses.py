@@ -7,7 +7,7 @@ import dataclasses
 import streamlit as st
 
 from core import defense_registry, studies
-from core.config import ExperimentConfig
+from core.config import ExperimentConfig, config_changes
 from core.defenses import DefenseSpec
 from core.errors import MIAError
 from core.names import ARCH_NAMES as ARCH_LABELS
@@ -47,9 +47,7 @@ configs: dict[str, ExperimentConfig] = {a: task.make_config(a, preset) for a in 
 
 def run_label(summary: dict, base: ExperimentConfig) -> str:
     """A cached run named by its preset and what it changed from that preset."""
-    ref = base.to_dict()
-    changed = [f"{k}={v}" for k, v in summary["config"].items() if k not in ("options", "preset") and ref.get(k) != v]
-    changed += [f"{k}={v}" for k, v in summary["config"].get("options", {}).items() if ref["options"].get(k) != v]
+    changed = [f"{k}={v}" for k, v in config_changes(base, summary["config"]).items()]
     return f"{summary['config']['preset']}" + (f" · {', '.join(changed)}" if changed else " (as the preset)")
 
 

@@ -9,12 +9,11 @@ from __future__ import annotations
 import streamlit as st
 
 from core import defense_registry
-from core.config import ExperimentConfig, field_range
+from core.config import ExperimentConfig, config_changes, field_range, parse_values
 from core.errors import MIAError
 from core.names import ARCH_NAMES as ARCH_LABELS
 from core.studies import DPSGD_RECIPE
-from core.sweeps import (accuracy_bound, baseline_config, baseline_of, check_sweep, point_config, point_of,
-                         study_recipe_epsilons)
+from core.sweeps import accuracy_bound_curve, collect_points, study_recipe_epsilons, sweep_runs
 from core.tasks import get_task
 from ui import plots
 from ui.results import show_results
@@ -67,32 +66,22 @@ if defense.accounted:  # DP-SGD: a grid of σ or of target ε, the clip norm C a
         delta = st.number_input("δ", value=1e-4, format="%g", key="tdef:delta",
                                 help=f"δ of the reported (ε, δ) (the study: 1e-4). Allowed: {rng.describe()}.")
 param = defense.parameter_of(target_epsilon)
-grid_key = f"{mechanism}_{param.name}"
+grid_key = f"{mechanism}_{param.name}" if target_epsilon else mechanism  # "dpsgd", "dpsgd_epsilon", "l2"
 name = param.symbol
 text = st.text_input(f"{name} grid (comma-separated)", value=",".join(f"{v:g}" for v in param.grid),
                      key=f"tdef:grid:{grid_key}")
-try:
-    values = [float(v) for v in text.replace(" ", "").split(",") if v]
-    for arch, base in bases.items():
-        check_sweep(base, mechanism, values, target_epsilon)
-        for v in values:
-            point_config(base, mechanism, v, target_epsilon, clip_norm, delta)
-except ValueError:
-    st.error(f"The {name} grid must be comma-separated numbers, got {text!r}.")
-    st.stop()
+try:  # every value checked for every architecture before anything is shown or submitted
+    runs: dict[str, list[tuple[float | None, ExperimentConfig]]] = sweep_runs(
+        bases, mechanism, parse_values(text, f"the {name} grid"), target_epsilon, clip_norm, delta)
 except MIAError as exc:
     st.error(str(exc))
     st.stop()
-values = sorted(set(values))
+values = [v for v, _ in next(iter(runs.values()))[1:]]
 
 if defense.accounted and task.privacy_caveat:
     st.warning(task.privacy_caveat)
 
 # ---------------------------------------------------------------------------- the runs
-runs: dict[str, list[tuple[float | None, ExperimentConfig]]] = {}
-for arch, base in bases.items():
-    runs[arch] = [(None, baseline_config(base, mechanism))] + [
-        (v, point_config(base, mechanism, v, target_epsilon, clip_norm, delta)) for v in values]
 summaries = {(arch, v): summary_of(cfg) for arch, rs in runs.items() for v, cfg in rs}
 missing = [cfg for arch, rs in runs.items() for v, cfg in rs if summaries[(arch, v)] is None]
 manager = job_manager()
@@ -146,15 +135,7 @@ if missing:
             st.rerun()
 
 # ---------------------------------------------------------------------------- results
-points: dict[str, list[dict]] = {}
-baselines: dict[str, dict] = {}
-for arch, rs in runs.items():
-    base_summary = summaries[(arch, None)]
-    if base_summary is None:
-        continue
-    baselines[arch] = baseline_of(base_summary)
-    points[arch] = [point_of(summaries[(arch, v)], baselines[arch], mechanism, v, target_epsilon)
-                    for v, _ in rs[1:] if summaries[(arch, v)] is not None]
+baselines, points = collect_points(runs, summaries, mechanism, target_epsilon)
 if not any(points.values()):
     st.caption("Results appear here point by point as the runs finish.")
     st.stop()
@@ -171,9 +152,7 @@ if defense.accounted:
     eps_values = [e for pts in points.values() for p in pts for e in (p["dpsgd"]["epsilons"].values()) if e]
     bound = None
     if eps_values:
-        top = max(eps_values)
-        grid = [top * k / 60 for k in range(61)]
-        bound = [(e, accuracy_bound(e, delta)) for e in grid]
+        bound = accuracy_bound_curve(max(eps_values), delta)
     left, right = st.columns(2)
     with left:
         st.plotly_chart(plots.training_defense_curves(points, baselines, "utility_loss", "epsilon_rdp", "ε",
@@ -212,12 +191,7 @@ if choices:
     chosen = st.selectbox("Point", choices, format_func=lambda v: run_label(v), key=f"tdef:point:{grid_key}")
     shown = [summaries[(a, chosen)] for a in archs]
     cfgs = [cfg for a in archs for v, cfg in runs[a] if v == chosen]
-    overrides = {}
-    for a, cfg in zip(archs, cfgs):
-        preset_cfg = bases[a].to_dict()
-        changed = {k: v for k, v in cfg.to_dict().items() if k != "options" and preset_cfg.get(k) != v}
-        changed.update({k: v for k, v in cfg.to_dict()["options"].items() if preset_cfg["options"].get(k) != v})
-        overrides[a] = changed
+    overrides = {a: config_changes(bases[a], cfg) for a, cfg in zip(archs, cfgs)}
     st.page_link("app_pages/1_Train_and_attack.py", label=f"Open Train & attack for {task_label(task_name)} →",
                  query_params={"task": task_name})
     show_results(shown, cfgs, overrides)

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Callable, NoReturn, Sequence
 
 from . import defense_registry  # light: a mechanism's module (and torch) loads on first use
-from .config import MAX_REPEATS
+from .config import MAX_REPEATS, parse_values
 from .errors import ConfigError, MIAError, OutputPathError
 from .config import EXECUTORS
 from .fileio import check_out_path, show_path, write_json_atomically
@@ -370,23 +370,6 @@ def _analyze(args: argparse.Namespace) -> int:
             print(f"wrote {path}", file=sys.stderr)
     emit_json(results["verdicts"])
     return 0
-
-
-def parse_values(text: str) -> list[float]:
-    """``"100,10,1"`` → ``[100.0, 10.0, 1.0]``; anything that is not a finite number is a ConfigError."""
-    values = []
-    for part in text.split(","):
-        part = part.strip()
-        try:
-            v = float(part)
-        except ValueError:
-            raise ConfigError(f"--values expects comma-separated numbers, got {part!r}") from None
-        if v != v or v in (float("inf"), float("-inf")):
-            raise ConfigError(f"--values must be finite numbers, got {part!r}")
-        values.append(v)
-    if not values:
-        raise ConfigError("--values is empty")
-    return values
 
 
 def _defend_training(args: argparse.Namespace, config, out, progress) -> int:

@@ -406,3 +406,31 @@ def _coerce(key: str, value: Any, current: Any) -> Any:
     except ValueError:
         raise ConfigError(f"invalid value for {key}: {shown(value)} (expected {type(current).__name__})") from None
     return value
+
+
+def parse_values(text: str, what: str = "--values") -> list[float]:
+    """``"100,10,1"`` → ``[100.0, 10.0, 1.0]``: the CLI's ``--values`` and the pages' grids. Anything
+    that is not a finite number, or an empty list, is a one-line ConfigError naming ``what``."""
+    values = []
+    for part in str(text).split(","):
+        part = part.strip()
+        try:
+            v = float(part)
+        except ValueError:
+            raise ConfigError(f"{what} expects comma-separated numbers, got {part!r}") from None
+        if not math.isfinite(v):
+            raise ConfigError(f"{what} must be finite numbers, got {part!r}")
+        values.append(v)
+    if not values:
+        raise ConfigError(f"{what} is empty")
+    return values
+
+
+def config_changes(base: "ExperimentConfig | dict[str, Any]", other: "ExperimentConfig | dict[str, Any]") -> dict[str, Any]:
+    """The fields (task options flattened in) where ``other`` differs from ``base`` (the preset label
+    left out): what a run changed from its preset, for the pages' labels and the sweep JSON."""
+    a = base.to_dict() if isinstance(base, ExperimentConfig) else base
+    b = other.to_dict() if isinstance(other, ExperimentConfig) else other
+    changed = {k: v for k, v in b.items() if k not in ("options", "preset") and a.get(k) != v}
+    changed.update({k: v for k, v in (b.get("options") or {}).items() if (a.get("options") or {}).get(k) != v})
+    return changed

@@ -31,7 +31,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .cache import ArtifactCache
-from .config import ExperimentConfig
+from .config import ExperimentConfig, config_changes
 from .defense_registry import get_training
 from .dpsgd import epsilon
 from .errors import ConfigError
@@ -87,6 +87,42 @@ def sweep_configs(cfg: ExperimentConfig, mechanism: str, values: list[float], ta
                   max_grad_norm: float | None = None, delta: float | None = None) -> list[ExperimentConfig]:
     """The points' configs, in the order of ``values``."""
     return [point_config(cfg, mechanism, v, target_epsilon, max_grad_norm, delta) for v in values]
+
+
+def sweep_runs(bases: dict[str, ExperimentConfig], mechanism: str, values: list[float], target_epsilon: bool = False,
+               max_grad_norm: float | None = None, delta: float | None = None
+               ) -> dict[str, list[tuple[float | None, ExperimentConfig]]]:
+    """Every run of a sweep per architecture: ``(None, baseline)`` first, then ``(value, point config)``
+    for the sorted distinct ``values``; every value is checked (:func:`check_sweep`) for every
+    architecture before anything is returned (the Training defenses page's plan)."""
+    values = sorted(set(float(v) for v in values))
+    for base in bases.values():
+        check_sweep(base, mechanism, values, target_epsilon)
+    return {arch: [(None, baseline_config(base, mechanism))]
+            + list(zip(values, sweep_configs(base, mechanism, values, target_epsilon, max_grad_norm, delta)))
+            for arch, base in bases.items()}
+
+
+def collect_points(runs: dict[str, list[tuple[float | None, ExperimentConfig]]],
+                   summaries: dict[tuple[str, float | None], dict[str, Any] | None], mechanism: str,
+                   target_epsilon: bool = False) -> tuple[dict[str, dict[str, Any]], dict[str, list[dict[str, Any]]]]:
+    """(baselines, points) per architecture from the runs' summaries (``None``: not trained yet);
+    an architecture whose baseline is missing is left out, a missing point is skipped."""
+    baselines: dict[str, dict[str, Any]] = {}
+    points: dict[str, list[dict[str, Any]]] = {}
+    for arch, rs in runs.items():
+        base_summary = summaries.get((arch, None))
+        if base_summary is None:
+            continue
+        baselines[arch] = baseline_of(base_summary)
+        points[arch] = [point_of(summaries[(arch, v)], baselines[arch], mechanism, v, target_epsilon)
+                        for v, _ in rs[1:] if summaries.get((arch, v)) is not None]
+    return baselines, points
+
+
+def accuracy_bound_curve(max_epsilon: float, delta: float, n: int = 61) -> list[tuple[float, float]]:
+    """(ε, :func:`accuracy_bound`) at ``n`` evenly spaced ε in [0, max_epsilon] (the pages' grey curve)."""
+    return [(e, accuracy_bound(e, delta)) for e in (max_epsilon * k / (n - 1) for k in range(n))]
 
 
 def _utility_loss(defended: float | None, undefended: float | None) -> float | None:
@@ -168,6 +204,7 @@ def sweep(cfg: ExperimentConfig, mechanism: str, values: list[float], *, target_
     points = []
     for i, (v, c) in enumerate(zip(values, configs)):
         points.append(point_of(run(i + 1, *runs[i + 1]), baseline, mechanism, v, target_epsilon))
+        points[-1]["changes"] = config_changes(base_cfg, c)  # what this point's run changed from the baseline's
         if on_point is not None:
             on_point(i + 1, len(values), points[-1])
     spec = {"mechanism": mechanism, "values": [float(v) for v in values], "target_epsilon": target_epsilon,

@@ -17,7 +17,8 @@ from core.defense_registry import (OutputMechanism, Parameter, TrainingDefense, 
 from core.defenses import DefenseSpec
 from core.errors import ConfigError
 from core.responses import Responses
-from core.sweeps import check_sweep
+from core.config import config_changes, parse_values
+from core.sweeps import accuracy_bound_curve, check_sweep, sweep_runs
 from core.tasks import get_task
 
 TINY = ["--set", "n_train=40", "--set", "n_eval=20", "--set", "epochs=2", "--set", "n_shadows=1",
@@ -142,6 +143,7 @@ def test_a_training_defense_registered_in_a_test_is_a_cli_choice_and_swept(tmp_p
         [point] = d["points"]
         assert d["mechanism"] == "small_steps" and point["value_name"] == "lr" and point["value"] == 0.003
         assert point["config_hash"] != d["baseline"]["config_hash"]  # a retrained run, not the baseline
+        assert point["changes"] == {"lr": 0.003}
         assert point["privacy_note"] == "lr is a regulariser: no formal privacy guarantee"
         with pytest.raises(ConfigError, match="target-epsilon|dpsgd"):
             check_sweep(get_task("image").make_config("ffnn", "quick"), "small_steps", [0.1], target_epsilon=True)
@@ -149,3 +151,21 @@ def test_a_training_defense_registered_in_a_test_is_a_cli_choice_and_swept(tmp_p
         unregister_training("small_steps")
     with pytest.raises(ConfigError, match="unknown training defense 'small_steps'"):
         get_training("small_steps")
+
+
+def test_the_training_defenses_plan_grid_and_diff_live_in_core():
+    """What the Training defenses page used to compute itself: the grid, the runs, the config diff."""
+    image = get_task("image").make_config("ffnn", "quick")
+    runs = sweep_runs({"ffnn": image}, "l2", parse_values(" 0.1, 0.01,0.1", "the λ grid"))
+    assert [v for v, _ in runs["ffnn"]] == [None, 0.01, 0.1]  # baseline first, then sorted distinct values
+    assert runs["ffnn"][0][1].weight_decay == 0.0
+    assert config_changes(runs["ffnn"][0][1], runs["ffnn"][2][1]) == {"weight_decay": 0.1}
+    assert config_changes(image, image.to_dict()) == {}
+    with pytest.raises(ConfigError, match="the λ grid expects comma-separated numbers"):
+        parse_values("1,x", "the λ grid")
+    with pytest.raises(ConfigError, match="navigation only"):
+        sweep_runs({"ffnn": image}, "clip", [0.1])
+    with pytest.raises(ConfigError, match=r"λ must lie in \[0, ∞\)"):
+        sweep_runs({"ffnn": image}, "l2", [-1.0])
+    curve = accuracy_bound_curve(2.0, 0.0, n=3)
+    assert [e for e, _ in curve] == [0.0, 1.0, 2.0] and curve[0][1] == 0.5
