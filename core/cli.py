@@ -31,9 +31,8 @@ from pathlib import Path
 from typing import Any, Callable, NoReturn, Sequence
 
 from . import defense_registry  # light: a mechanism's module (and torch) loads on first use
-from .config import MAX_REPEATS, parse_values
+from .config import EXECUTORS, MAX_REPEATS, parse_values
 from .errors import ConfigError, MIAError, OutputPathError
-from .config import EXECUTORS
 from .fileio import check_out_path, show_path, write_json_atomically
 from .tasks import available_tasks, get_task  # light: a task's module (and torch) loads on first use
 

@@ -30,7 +30,6 @@ if TYPE_CHECKING:  # types only: this module stays light (no torch) for the CLI
     import torch
     from torch import nn
 
-    from .defenses import DefenseSpec
     from .responses import Responses
 
 
@@ -81,6 +80,10 @@ class Parameter:
 class Mechanism(ABC):
     """A post-training defense: subclass :class:`OutputMechanism` or :class:`WeightMechanism`.
 
+    Methods receive the point's :class:`core.defenses.DefenseSpec` as ``spec`` (typed ``Any`` here:
+    the registry sits under the defense facade and does not import it): ``spec.value`` is the
+    parameter's value; ``eta``, ``tau``, ``b``, ``delta``, ``seed`` the evaluation's settings.
+
     Class attributes: ``name`` (the CLI's ``--mechanism``), ``label`` (the page's radio),
     ``short`` (a word: "Dirichlet"), ``help`` (one CLI help sentence), ``parameter``,
     ``default_draws`` (the page's draws box), ``needs_sensitivity`` (its guarantee reads the
@@ -96,7 +99,7 @@ class Mechanism(ABC):
     needs_sensitivity: ClassVar[bool] = False
 
     @abstractmethod
-    def guarantee(self, spec: "DefenseSpec", n_classes: int, sensitivity: Any | None) -> dict[str, Any]:
+    def guarantee(self, spec: Any, n_classes: int, sensitivity: Any | None) -> dict[str, Any]:
         """The theoretical guarantee at ``spec``: ``{"epsilon", "delta", "gamma", "privacy_note", …}``
         (``epsilon`` None where the theory gives no number). ``sensitivity`` is the
         :class:`~core.defenses.sensitivity.SensitivityEstimate` when one was estimated."""
@@ -111,11 +114,11 @@ class OutputMechanism(Mechanism):
     """A mechanism on the answers: the trained model is untouched, each output is replaced."""
 
     @abstractmethod
-    def transform(self, responses: Responses, spec: "DefenseSpec", rng: np.random.Generator) -> Responses:
+    def transform(self, responses: Responses, spec: Any, rng: np.random.Generator) -> Responses:
         """``responses`` passed through the mechanism (every step independently)."""
 
     @abstractmethod
-    def torch_transform(self, spec: "DefenseSpec", generator: torch.Generator) -> Callable[[torch.Tensor], torch.Tensor]:
+    def torch_transform(self, spec: Any, generator: torch.Generator) -> Callable[[torch.Tensor], torch.Tensor]:
         """The same map on (B, m) log-probabilities inside a model's decoding or rollout loop
         (utility and output-dependent record features are measured through it)."""
 
@@ -130,7 +133,7 @@ class WeightMechanism(Mechanism):
 
     @abstractmethod
     def perturb(self, model: nn.Module, weights: dict[str, torch.Tensor], prepared: Any,
-                spec: "DefenseSpec") -> nn.Module:
+                spec: Any) -> nn.Module:
         """A copy of ``model`` (never ``model`` itself: the Defender keeps it for every value) with
         weights derived from ``weights`` at ``spec.value``."""
 

@@ -1,7 +1,7 @@
 """DP-SGD as a training-time defense (paper 000 eq. 7–8): a grid of noise multipliers σ, or of
 target ε at δ (each σ then found by Opacus' ``get_noise_multiplier``).
 
-The training itself is :mod:`core.training` + :mod:`core.defenses.dpsgd`; this module only says
+The training itself is :mod:`core.training` + :mod:`core.dpsgd`; this module only says
 which config fields a point sets and reads the run's accountant record into the point's
 guarantee ((ε, δ) by RDP, PRV for comparison).
 """
