@@ -13,9 +13,10 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from core import studies
-from core.fidelity import matched_utility
 from core.defense_registry import Mechanism
+from core.fidelity import matched_utility
 from core.names import ARCH_NAMES, ATTACK_NAMES, ATTACK_SHORT, UTILITY_NAMES  # noqa: F401  (the pages read them here)
+from core.planner import DOOR, EMPTY, FLOOR, GOAL, LAVA, WALL  # MiniGrid's object indices: one source
 
 ARCH_COLOURS = {"ffnn": "#1f77b4", "rnn": "#d62728"}
 ATTACK_DASH = {"shadow": "solid", "loss_threshold": "dash", "entropy_threshold": "dot", "prmia": "dashdot",
@@ -413,8 +414,8 @@ def defense_table(task: str, mechanism: Mechanism, rows: dict[str, list[dict[str
 
 # ---------------------------------------------------------------------------- navigation maps
 #: MiniGrid object index -> (name, colour) of the cells drawn
-CELL_STYLE = {1: ("floor", "#f5f5f0"), 3: ("floor", "#f5f5f0"), 2: ("wall", "#4d4d4d"), 4: ("door", "#c8963e"),
-              8: ("goal", "#2ca02c"), 9: ("lava", "#ff7f0e")}
+CELL_STYLE = {EMPTY: ("floor", "#f5f5f0"), FLOOR: ("floor", "#f5f5f0"), WALL: ("wall", "#4d4d4d"),
+              DOOR: ("door", "#c8963e"), GOAL: ("goal", "#2ca02c"), LAVA: ("lava", "#ff7f0e")}
 #: MiniGrid's agent direction -> marker pointing that way (0 = +x, 1 = +y (down), 2 = −x, 3 = −y)
 DIR_SYMBOL = {0: "triangle-right", 1: "triangle-down", 2: "triangle-left", 3: "triangle-up"}
 
