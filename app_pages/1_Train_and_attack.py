@@ -9,6 +9,7 @@ import streamlit as st
 
 from core import multi30k
 from core.errors import MIAError
+from core.names import ARCH_NAMES as ARCH_LABELS
 from core.paths import data_root, resolve_data_dir
 from core.matching import matched_plan
 from core.repeats import repeat_config
@@ -16,10 +17,9 @@ from core.tasks import available_tasks, get_task
 from ui.nav import format_seconds
 from ui.results import cached_repeats_view, matched_view, show_results
 from ui.shared import job_manager, map_views_of, summary_of
-from ui.widgets import TASK_LABELS, config_overrides
+from ui.widgets import config_overrides, task_label
 
 
-ARCH_LABELS = {"ffnn": "FFNN", "rnn": "RNN"}
 
 st.title("Train & attack")
 st.caption("Trains a victim and the attacker's shadow models per architecture, then runs the membership inference "
@@ -32,7 +32,7 @@ with c1:
     if wanted in tasks and st.session_state.get("_task_link") != wanted:
         st.session_state["train:task"] = wanted  # a (new) link wins over the last choice
     st.session_state["_task_link"] = wanted
-    task_name = st.selectbox("Task", tasks, key="train:task", format_func=lambda t: TASK_LABELS.get(t, t))
+    task_name = st.selectbox("Task", tasks, key="train:task", format_func=task_label)
     if st.query_params.get("task") != task_name:
         st.query_params["task"] = task_name  # the address bar always links to what is shown
         st.session_state["_task_link"] = task_name
@@ -203,7 +203,7 @@ if missing:
                + "; ".join(filter(None, [f"{', '.join(coming)} still to come" if coming else "",
                                          f"{', '.join(untrained)} not trained yet" if untrained else ""])) + ").")
 views = {}
-if task_name == "navigation":
+if task.map_views:
     wanted_views = []
     for c in configs:
         if summaries[c.arch] is None:

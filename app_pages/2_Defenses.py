@@ -6,18 +6,17 @@ import dataclasses
 
 import streamlit as st
 
-from core import studies
-from core.config import ExperimentConfig
-from core.defenses import DEFAULT_SENSITIVITY_SAMPLES, DIRICHLET_GRID, DefenseSpec
+from core import defense_registry, studies
+from core.config import ExperimentConfig, config_changes
+from core.defenses import DefenseSpec
 from core.errors import MIAError
+from core.names import ARCH_NAMES as ARCH_LABELS
 from core.pipeline import cached_runs, cached_summary, config_of
 from core.tasks import get_task
 from ui import plots
-from ui.widgets import K_VALUES, SIGMA_VALUES, task_selector
+from ui.widgets import task_selector
 from ui.shared import defender_for, defense_value_key, job_manager
 
-ARCH_LABELS = {"ffnn": "FFNN", "rnn": "RNN"}
-GPM_GRID = (0.0, 0.001, 0.003, 0.01, 0.03, 0.1)
 
 st.title("Defenses after training")
 st.caption("Both mechanisms act on a trained model, so nothing here retrains a victim or a shadow. "
@@ -35,8 +34,10 @@ with c2:
 with c3:
     preset = st.selectbox("Preset", list(task.presets))
 with c4:
-    mechanism = st.radio("Mechanism", ["dirichlet", "gpm"], horizontal=True,
-                         format_func={"dirichlet": "Dirichlet (outputs)", "gpm": "Gaussian (weights)"}.get)
+    mechanism = st.radio("Mechanism", defense_registry.names(), horizontal=True,
+                         format_func=lambda n: defense_registry.get(n).label)
+mech = defense_registry.get(mechanism)
+param = mech.parameter
 if not archs:
     st.info("Pick at least one architecture.")
     st.stop()
@@ -46,9 +47,7 @@ configs: dict[str, ExperimentConfig] = {a: task.make_config(a, preset) for a in 
 
 def run_label(summary: dict, base: ExperimentConfig) -> str:
     """A cached run named by its preset and what it changed from that preset."""
-    ref = base.to_dict()
-    changed = [f"{k}={v}" for k, v in summary["config"].items() if k not in ("options", "preset") and ref.get(k) != v]
-    changed += [f"{k}={v}" for k, v in summary["config"].get("options", {}).items() if ref["options"].get(k) != v]
+    changed = [f"{k}={v}" for k, v in config_changes(base, summary["config"]).items()]
     return f"{summary['config']['preset']}" + (f" · {', '.join(changed)}" if changed else " (as the preset)")
 
 
@@ -105,14 +104,10 @@ except MIAError as exc:
 # ---------------------------------------------------------------------------- the slider
 s1, s2, s3 = st.columns([4, 1, 2])
 with s1:
-    if mechanism == "dirichlet":
-        value = st.select_slider("k (log scale: smaller = more noise)", options=K_VALUES, value=10.0,
-                                 key=f"k:{task_name}", format_func=lambda v: f"{v:g}")
-    else:
-        value = st.select_slider("σ of the weight noise", options=SIGMA_VALUES, value=0.01, key=f"sigma:{task_name}",
-                                 format_func=lambda v: f"{v:g}")
+    value = st.select_slider(param.hint or param.symbol, options=list(param.slider), value=param.slider_default,
+                             key=f"{param.name}:{task_name}", format_func=lambda v: f"{v:g}")
 with s2:
-    draws = st.number_input("draws", 1, 20, 1 if mechanism == "dirichlet" else 3, key=f"draws:{mechanism}",
+    draws = st.number_input("draws", 1, 20, mech.default_draws, key=f"draws:{mechanism}",
                             help="independent draws of the mechanism; numbers are their mean (± std)")
 with s3:
     show_adaptive = st.toggle("adaptive attacker", value=False,
@@ -141,8 +136,8 @@ def job_status(job, what: str) -> bool:
     return False
 
 
-if mechanism == "gpm":
-    n_pairs = DEFAULT_SENSITIVITY_SAMPLES.get(task_name, 5)
+if mech.needs_sensitivity:
+    n_pairs = task.sensitivity_samples
     for arch, d in defenders.items():
         if d.ensure_sensitivity(n_pairs, compute=False) is None:
             params = {"pairs": n_pairs}
@@ -239,17 +234,11 @@ for arch in fast:
 
 # ---------------------------------------------------------------------------- curves over the grid
 st.subheader("Over the whole range")
-# Dir_k re-samples cached answers (milliseconds a point); the GPM re-queries a noisy model per point and
-# draw, so its curve uses the table's coarser grid
-grid = K_VALUES[::4] if mechanism == "dirichlet" else list(GPM_GRID)
-curve_points = {}
-for arch in fast:
-    d = defenders[arch]
-    # points whose utility was measured (visited values, the table's rows) carry the utility loss too
-    curve_points[arch] = [d.measured(spec.at(v), disk=False) or d.point(spec.at(v), "naive", utility=False)
-                          for v in sorted(set(grid) | {value})]
+# the mechanism's curve grid (Dir_k re-samples cached answers: a fine grid; the GPM re-queries a noisy
+# model per point and draw: its table's coarse grid); points whose utility was measured carry its loss
+curve_points = {arch: defenders[arch].curve(spec, [*param.curve, value]) for arch in fast}
 st.plotly_chart(plots.defense_curves(curve_points, {a: defenders[a].baseline for a in fast}, spec.value_name, value,
-                                     log_x=mechanism == "dirichlet"), width="stretch")
+                                     log_x=param.log_scale), width="stretch")
 st.caption("Solid: naive attack accuracy (± std over draws); dotted: utility loss where it was measured "
            "(visited values and the table's rows); dashed: undefended accuracy; dash-dot: the AUC of the stronger "
            "of LiRA and RMIA (naive) — where it stays above the accuracy line, the shadow MLP understates the leak. "
@@ -262,48 +251,30 @@ with left:
     st.plotly_chart(plots.defended_entropy_histogram(full), width="stretch")
     st.caption("The defended outputs' entropy: when members and non-members overlap, the attack has nothing to read.")
 with right:
-    if mechanism == "dirichlet":
-        st.markdown("**The studies' rows (001 Tables 1–2) beside ours**")
-        if st.button("Measure k = 100, 10, 1, 0.1, 0.01 (utility included)"):
-            bar = st.progress(0.0)
-            for i, k in enumerate(DIRICHLET_GRID):
-                for arch in fast:
-                    defenders[arch].point(spec.at(k), "naive", utility=True)
-                bar.progress((i + 1) / len(DIRICHLET_GRID), text=f"k = {k:g}")
-        # a row shows the adaptive attacker too once its worker job (or the CLI) measured it
-        rows = {a: [p for k in DIRICHLET_GRID
-                    if (p := defenders[a].measured(spec.at(k), "both") or defenders[a].measured(spec.at(k)))]
-                for a in fast}
-        st.dataframe(plots.dirichlet_table(task_name, rows, {a: defenders[a].baseline for a in fast})
-                     .style.format(precision=3, na_rep="—"), hide_index=True, width="stretch")
-        reported = [a for a in fast if studies.dirichlet_rows(task_name, a)]
-        if not reported:
-            st.caption("The studies report no Dirichlet table for this task.")
-        else:
-            st.caption("Rows marked *study* are the paper's figures (their models and data), on the architecture the "
-                       "paper reports them for: " + "; ".join(
-                           f"{ARCH_LABELS[a]} — {studies.dirichlet_rows(task_name, a)['source'].note}" for a in reported)
-                       + ". Rows marked *ours* are measured on this preset.")
-    else:
-        st.markdown("**GPM grid**")
-        rows = []
-        for arch in fast:
-            for s in GPM_GRID:
-                p = defenders[arch].measured(spec.at(s))
-                if p:
-                    rows.append({"arch": ARCH_LABELS[arch], "σ": s, "attack acc": p["attack"]["accuracy"],
-                                 "utility loss": p["utility_loss"], "ε @ δ=1e-4": p["epsilon"]})
-        if st.button("Measure σ = " + ", ".join(f"{s:g}" for s in GPM_GRID)):
-            for arch in fast:
-                for s in GPM_GRID:
-                    defenders[arch].point(spec.at(s), "naive", utility=True)
-            st.rerun()
-        if rows:
-            st.dataframe(rows, hide_index=True, width="stretch")
+    grid_text = ", ".join(f"{v:g}" for v in param.grid)
+    reported = [a for a in fast if mech.study_rows(task_name, a)]
+    st.markdown(f"**{mech.short}: {'the studies’ rows beside ours' if reported else 'the grid'}**")
+    if st.button(f"Measure {param.symbol} = {grid_text} (utility included)"):
+        bar = st.progress(0.0)
+        for i, arch in enumerate(fast):
+            defenders[arch].measure(spec, list(param.grid), on_point=lambda j, n, i=i: bar.progress(
+                (i * n + j) / (n * len(fast)), text=f"{ARCH_LABELS[arch]}: {j}/{n} values"))
+    # a row shows the adaptive attacker too once its worker job (or the CLI) measured it
+    rows = {a: defenders[a].measured_rows(spec, list(param.grid)) for a in fast}
+    st.dataframe(plots.defense_table(task_name, mech, rows, {a: defenders[a].baseline for a in fast})
+                 .style.format(precision=3, na_rep="—"), hide_index=True, width="stretch")
+    if reported:
+        st.caption("Rows marked *study* are the paper's figures (their models and data), on the architecture the "
+                   "paper reports them for: " + "; ".join(
+                       f"{ARCH_LABELS[a]} — {mech.study_rows(task_name, a)['source'].note}" for a in reported)
+                   + ". Rows marked *ours* are measured on this preset.")
+    elif mech.needs_sensitivity:
         st.caption(studies.sensitivity_sentence(task_name))
+    else:
+        st.caption(f"The studies report no {mech.short} table for this task.")
 
 with st.expander("Reproduce headless"):
-    values = ",".join(f"{v:g}" for v in (DIRICHLET_GRID if mechanism == "dirichlet" else GPM_GRID))
+    values = ",".join(f"{v:g}" for v in param.grid)
     for arch in fast:
         st.code(f"python -m core defend --task {task_name} --arch {arch} --preset {preset} --mechanism {mechanism} "
                 f"--values {values} --attacker both --draws {int(draws)} --out defend_{arch}.json")

@@ -8,21 +8,18 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.config import ExperimentConfig, field_range
+from core import defense_registry
+from core.config import ExperimentConfig, config_changes, field_range, parse_values
 from core.errors import MIAError
+from core.names import ARCH_NAMES as ARCH_LABELS
 from core.studies import DPSGD_RECIPE
-from core.sweeps import (DEFAULT_GRIDS, accuracy_bound, baseline_config, baseline_of, check_sweep,
-                         point_config, point_of, study_recipe_epsilons, value_name)
+from core.sweeps import accuracy_bound_curve, collect_points, study_recipe_epsilons, sweep_runs
 from core.tasks import get_task
 from ui import plots
 from ui.results import show_results
-from ui.widgets import TASK_LABELS, task_selector
+from ui.widgets import task_label, task_selector
 from ui.shared import job_manager, summary_of
 
-ARCH_LABELS = {"ffnn": "FFNN", "rnn": "RNN"}
-MECHANISM_LABELS = {"dpsgd": "DP-SGD (Opacus)", "l2": "L2 penalty λ", "clip": "PPO clip ε"}
-UNITS = {"image": "one image", "translation": "one sentence pair",
-         "navigation": "one trajectory window (recurrence frames of one environment in one PPO update)"}
 
 st.title("Training defenses")
 st.caption(
@@ -44,19 +41,21 @@ with c2:
 with c3:
     preset = st.selectbox("Preset", list(task.presets), key="tdef:preset")
 with c4:
-    mechanisms = ["dpsgd", "l2"] + (["clip"] if task_name == "navigation" else [])
-    mechanism = st.radio("Defense", mechanisms, horizontal=True, format_func=MECHANISM_LABELS.get, key="tdef:mech")
+    mechanism = st.radio("Defense", defense_registry.training_names(task_name), horizontal=True,
+                         format_func=lambda n: defense_registry.get_training(n).label, key="tdef:mech")
+defense = defense_registry.get_training(mechanism)
 if not archs:
     st.info("Pick at least one architecture.")
     st.stop()
 
 target_epsilon, clip_norm, delta = False, None, None
 bases: dict[str, ExperimentConfig] = {a: task.make_config(a, preset) for a in archs}
-if mechanism == "dpsgd":
+if defense.accounted:  # DP-SGD: a grid of σ or of target ε, the clip norm C and δ
     d1, d2, d3 = st.columns([2, 1, 1])
     with d1:
-        target_epsilon = st.radio("Grid of", ["σ", "ε"], horizontal=True, key="tdef:mode",
-                                  format_func={"σ": "noise multipliers σ", "ε": "target ε (σ found by Opacus)"}.get) == "ε"
+        modes = {p.symbol: p.hint for p in (defense.parameter, defense.target) if p is not None}
+        target_epsilon = st.radio("Grid of", list(modes), horizontal=True, key="tdef:mode",
+                                  format_func=modes.get) != defense.parameter.symbol
     with d2:
         rng = field_range(ExperimentConfig, "dp_max_grad_norm")
         clip_norm = st.number_input("clip norm C", value=1.0, format="%g", key="tdef:C",
@@ -66,37 +65,23 @@ if mechanism == "dpsgd":
         rng = field_range(ExperimentConfig, "dp_delta")
         delta = st.number_input("δ", value=1e-4, format="%g", key="tdef:delta",
                                 help=f"δ of the reported (ε, δ) (the study: 1e-4). Allowed: {rng.describe()}.")
-grid_key = "dpsgd_epsilon" if target_epsilon else mechanism
-name = value_name(mechanism, target_epsilon)
-text = st.text_input(f"{name} grid (comma-separated)", value=",".join(f"{v:g}" for v in DEFAULT_GRIDS[grid_key]),
+param = defense.parameter_of(target_epsilon)
+grid_key = f"{mechanism}_{param.name}" if target_epsilon else mechanism  # "dpsgd", "dpsgd_epsilon", "l2"
+name = param.symbol
+text = st.text_input(f"{name} grid (comma-separated)", value=",".join(f"{v:g}" for v in param.grid),
                      key=f"tdef:grid:{grid_key}")
-try:
-    values = [float(v) for v in text.replace(" ", "").split(",") if v]
-    for arch, base in bases.items():
-        check_sweep(base, mechanism, values, target_epsilon)
-        for v in values:
-            point_config(base, mechanism, v, target_epsilon, clip_norm, delta)
-except ValueError:
-    st.error(f"The {name} grid must be comma-separated numbers, got {text!r}.")
-    st.stop()
+try:  # every value checked for every architecture before anything is shown or submitted
+    runs: dict[str, list[tuple[float | None, ExperimentConfig]]] = sweep_runs(
+        bases, mechanism, parse_values(text, f"the {name} grid"), target_epsilon, clip_norm, delta)
 except MIAError as exc:
     st.error(str(exc))
     st.stop()
-values = sorted(set(values))
+values = [v for v, _ in next(iter(runs.values()))[1:]]
 
-if mechanism == "dpsgd" and task_name == "navigation":
-    st.warning(
-        "**What DP-SGD protects here.** A private sample is one trajectory window (`recurrence` consecutive frames of "
-        "one environment within one PPO update), for both agents. ε bounds what training reveals about *one window's "
-        "training tuple*, not about a map: a member map is replayed in many windows of many updates, so per-map "
-        "privacy would need group privacy over all of them (ε grows roughly with their number) or clipping per map. "
-        "The membership attack on this page asks about maps.")
+if defense.accounted and task.privacy_caveat:
+    st.warning(task.privacy_caveat)
 
 # ---------------------------------------------------------------------------- the runs
-runs: dict[str, list[tuple[float | None, ExperimentConfig]]] = {}
-for arch, base in bases.items():
-    runs[arch] = [(None, baseline_config(base, mechanism))] + [
-        (v, point_config(base, mechanism, v, target_epsilon, clip_norm, delta)) for v in values]
 summaries = {(arch, v): summary_of(cfg) for arch, rs in runs.items() for v, cfg in rs}
 missing = [cfg for arch, rs in runs.items() for v, cfg in rs if summaries[(arch, v)] is None]
 manager = job_manager()
@@ -150,34 +135,24 @@ if missing:
             st.rerun()
 
 # ---------------------------------------------------------------------------- results
-points: dict[str, list[dict]] = {}
-baselines: dict[str, dict] = {}
-for arch, rs in runs.items():
-    base_summary = summaries[(arch, None)]
-    if base_summary is None:
-        continue
-    baselines[arch] = baseline_of(base_summary)
-    points[arch] = [point_of(summaries[(arch, v)], baselines[arch], mechanism, v, target_epsilon)
-                    for v, _ in rs[1:] if summaries[(arch, v)] is not None]
+baselines, points = collect_points(runs, summaries, mechanism, target_epsilon)
 if not any(points.values()):
     st.caption("Results appear here point by point as the runs finish.")
     st.stop()
 
 st.subheader("FFNN vs RNN over the grid")
-log_x = mechanism == "l2" or (mechanism == "dpsgd" and target_epsilon)
+log_x = param.log_scale
 left, right = st.columns(2)
 with left:
     st.plotly_chart(plots.training_defense_curves(points, baselines, "utility_loss", "value", name, log_x), width="stretch")
 with right:
     st.plotly_chart(plots.training_defense_curves(points, baselines, "attack_accuracy", "value", name, log_x),
                     width="stretch")
-if mechanism == "dpsgd":
+if defense.accounted:
     eps_values = [e for pts in points.values() for p in pts for e in (p["dpsgd"]["epsilons"].values()) if e]
     bound = None
     if eps_values:
-        top = max(eps_values)
-        grid = [top * k / 60 for k in range(61)]
-        bound = [(e, accuracy_bound(e, delta)) for e in grid]
+        bound = accuracy_bound_curve(max(eps_values), delta)
     left, right = st.columns(2)
     with left:
         st.plotly_chart(plots.training_defense_curves(points, baselines, "utility_loss", "epsilon_rdp", "ε",
@@ -196,7 +171,7 @@ metric = plots.UTILITY_NAMES.get(next(iter(baselines.values()))["utility_metric"
 st.caption(f"Utility: {metric} on unseen records; utility loss 1 − M(defended)/M(undefended) (paper 000 Def. 4). "
            "Attack: the task's primary attack, fitted on shadows trained with the same recipe.")
 
-if mechanism == "dpsgd":
+if defense.accounted:
     st.markdown("**DP-SGD recipes: the study's (paper 000 Table 2; ε computed by us) beside ours**")
     dp_points = {a: [p for p in pts if p.get("dpsgd")] for a, pts in points.items()}
     sigmas = sorted({p["dpsgd"]["noise_multiplier"] for pts in dp_points.values() for p in pts})
@@ -206,7 +181,7 @@ if mechanism == "dpsgd":
     st.caption(f"The study's rows: its recipe (|D|, batch, epochs, δ, C = {study['clip_norm']:g}) with the ε that we "
                "compute for it with Opacus' accountants at our σ values — not the paper's numbers (it shows ε and "
                "utility loss only as figures, Figs. 8–9). "
-               f"A sample is {UNITS[task_name]}. Our quick runs have far fewer records, so at the same σ their q is "
+               f"A sample is {task.privacy_unit}. Our quick runs have far fewer records, so at the same σ their q is "
                "larger and ε higher.")
 
 # ---------------------------------------------------------------------------- one point in full
@@ -216,13 +191,8 @@ if choices:
     chosen = st.selectbox("Point", choices, format_func=lambda v: run_label(v), key=f"tdef:point:{grid_key}")
     shown = [summaries[(a, chosen)] for a in archs]
     cfgs = [cfg for a in archs for v, cfg in runs[a] if v == chosen]
-    overrides = {}
-    for a, cfg in zip(archs, cfgs):
-        preset_cfg = bases[a].to_dict()
-        changed = {k: v for k, v in cfg.to_dict().items() if k != "options" and preset_cfg.get(k) != v}
-        changed.update({k: v for k, v in cfg.to_dict()["options"].items() if preset_cfg["options"].get(k) != v})
-        overrides[a] = changed
-    st.page_link("app_pages/1_Train_and_attack.py", label=f"Open Train & attack for {TASK_LABELS[task_name]} →",
+    overrides = {a: config_changes(bases[a], cfg) for a, cfg in zip(archs, cfgs)}
+    st.page_link("app_pages/1_Train_and_attack.py", label=f"Open Train & attack for {task_label(task_name)} →",
                  query_params={"task": task_name})
     show_results(shown, cfgs, overrides)
 else:
@@ -231,11 +201,11 @@ else:
 with st.expander("Reproduce headless"):
     grid_text = ",".join(f"{v:g}" for v in values)
     extra = ""
-    if mechanism == "dpsgd":
+    if defense.accounted:
         extra = (" --target-epsilon" if target_epsilon else "") + f" --set dp_max_grad_norm={clip_norm:g} --set dp_delta={delta:g}"
     for arch in archs:
         st.code(f"python -m core defend --task {task_name} --arch {arch} --preset {preset} --mechanism {mechanism} "
                 f"--values {grid_text}{extra} --out {mechanism}_{arch}.json")
-    if mechanism == "dpsgd":
+    if defense.accounted:
         st.caption("Each point's `dpsgd` block records σ, C, q, steps, δ and the accountant history, so ε can be "
                    "recomputed with Opacus directly.")

@@ -10,10 +10,11 @@ import json
 import numpy as np
 import streamlit as st
 
-from core import analysis, figures, record_views, report, studies
+from core import analysis, defense_registry, figures, record_views, report, studies
 from core.config import ExperimentConfig
 from core.defenses import DefenseSpec
 from core.errors import MIAError
+from core.names import ARCH_NAMES as ARCH_LABELS, ATTACK_NAMES as ATTACK_LABELS
 from core.pipeline import cached_summary, trained_models
 from core.tasks import get_task
 from core.tasks.translation import detokenize
@@ -21,12 +22,8 @@ from ui.mapview import record_map_views
 from ui.nav import job_line
 from ui.plots import navigation_map
 from ui.shared import defender_for, defense_value_key, job_manager
-from ui.widgets import K_VALUES, SIGMA_VALUES, task_selector
+from ui.widgets import task_selector
 
-ARCH_LABELS = {"ffnn": "FFNN", "rnn": "RNN"}
-ATTACK_LABELS = {"shadow": "Shadow-model classifier", "loss_threshold": "Loss threshold", "entropy_threshold":
-                 "Entropy threshold", "prmia": "PRMIA", "bleu_feature": "BLEU features", "lira": "LiRA (offline)",
-                 "rmia": "RMIA"}
 
 st.title("Analyses: why do the attacks work?")
 st.caption("Every view is computed from the cached runs (the long ones train extra models in a worker process, "
@@ -141,17 +138,19 @@ def defended_scatter(mechanism: str, value: float) -> dict[str, dict]:
 with tabs[0]:
     o1, o2, o3 = st.columns([2, 3, 2])
     with o1:
-        outputs = st.radio("Outputs", ["undefended", "Dirichlet k", "Gaussian σ"], horizontal=True,
+        # "undefended", then every registered mechanism as "<short name> <parameter symbol>" ("Dirichlet k")
+        behind = {f"{m.short} {m.parameter.symbol}": m for m in defense_registry.all_mechanisms()}
+        outputs = st.radio("Outputs", ["undefended", *behind], horizontal=True,
                            key="analyses:outputs", help="the records as the attack sees them behind a defense "
                                                         "of the Defenses page (naive attacker)")
     scatter = base["scatter"]
     if outputs != "undefended":
-        mechanism = "dirichlet" if outputs == "Dirichlet k" else "gpm"
-        values = K_VALUES if mechanism == "dirichlet" else SIGMA_VALUES
-        chosen = st.session_state.get(defense_value_key(task_name, mechanism), 1.0 if mechanism == "dirichlet" else 0.01)
+        mech = behind[outputs]
+        mechanism, values = mech.name, list(mech.parameter.slider)
+        chosen = st.session_state.get(defense_value_key(task_name, mechanism), mech.parameter.slider_default)
         chosen = min(values, key=lambda v: abs(v - chosen))
         with o2:
-            value = st.select_slider("k" if mechanism == "dirichlet" else "σ", options=values, value=chosen,
+            value = st.select_slider(mech.parameter.symbol, options=values, value=chosen,
                                      key=f"analyses:{mechanism}", format_func=lambda v: f"{v:g}",
                                      help="starts at the value last chosen on the Defenses page")
         try:
@@ -338,15 +337,17 @@ with tabs[5]:
         attack_x = st.selectbox("Attack", strongest or [None], format_func=lambda n: ATTACK_LABELS.get(n, str(n)),
                                 key="exposure:attack") if strongest else None
     with e3:
-        behind = st.radio("Flips behind a defense", ["none", "Dirichlet k", "Gaussian σ"], horizontal=True,
+        # "none", then every registered mechanism as "<short name> <parameter symbol>" ("Dirichlet k")
+        defended = {f"{m.short} {m.parameter.symbol}": m for m in defense_registry.all_mechanisms()}
+        behind = st.radio("Flips behind a defense", ["none", *defended], horizontal=True,
                           key="exposure:defense", help="members that stop or start being exposed at the Defenses "
                                                        "page's current value (naive attacker)")
     mech = val = None
     if behind != "none":
-        mech = "dirichlet" if behind == "Dirichlet k" else "gpm"
-        values = K_VALUES if mech == "dirichlet" else SIGMA_VALUES
-        chosen = st.session_state.get(defense_value_key(task_name, mech), 1.0 if mech == "dirichlet" else 0.01)
-        val = st.select_slider("k" if mech == "dirichlet" else "σ", options=values,
+        param = defended[behind].parameter
+        mech, values = defended[behind].name, list(param.slider)
+        chosen = st.session_state.get(defense_value_key(task_name, mech), param.slider_default)
+        val = st.select_slider(param.symbol, options=values,
                                value=min(values, key=lambda v: abs(v - chosen)), key=f"exposure:{mech}",
                                format_func=lambda v: f"{v:g}")
     try:

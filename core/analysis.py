@@ -41,6 +41,7 @@ from .cache import ArtifactCache
 from .config import ExperimentConfig
 from .device import default_device, single_thread
 from .errors import ConfigError
+from .names import ARCH_NAMES
 from .pipeline import (TrainedModels, build_attacks, fitted_attacks, make_splits, role_seed, run_experiment,
                        seed_everything, train_or_load, trained_models)
 from .record_views import (DEFAULT_CANARIES, audit_view, budget_view, cached_repeats, defended_points, exposure_view,
@@ -49,7 +50,6 @@ from .responses import Responses
 from .tasks import get_task
 
 _FLOOR = 1e-12
-ARCH_NAMES = {"ffnn": "FFNN", "rnn": "RNN"}
 
 
 def _log10(values) -> np.ndarray:
@@ -204,10 +204,6 @@ def overtraining(cfg: ExperimentConfig, factor: int = 3, points: int = 8, progre
 
 
 # ---------------------------------------------------------------------------- model mismatch
-#: the width knob of each task that sets both architectures' size (001 A.3: other hidden sizes)
-WIDTH_KNOB = {"image": "cnn_width", "translation": "hidden", "navigation": "actor_hidden"}
-
-
 def mismatch(cfg: ExperimentConfig, scales: tuple[float, ...] = (0.5, 2.0), progress=None,
              cache: ArtifactCache | None = None) -> dict[str, Any]:
     """Attack the victim of ``cfg`` with shadows whose width knob is scaled (paper 001 A.3).
@@ -221,7 +217,9 @@ def mismatch(cfg: ExperimentConfig, scales: tuple[float, ...] = (0.5, 2.0), prog
     target = models.victim.responses[cfg.epochs]
     member = models.eval_membership
     base = {n: o.result.accuracy for n, o in score_attacks(matched, target, member).items()}
-    knob = WIDTH_KNOB[cfg.task]
+    knob = models.task.width_knob  # the option that sets both architectures' size (001 A.3)
+    if not knob:
+        raise ConfigError(f"task {cfg.task} names no width knob: the model-mismatch analysis cannot scale its shadows")
     rows = [{"scale": 1.0, knob: getattr(cfg.options, knob), "accuracy": base}]
     for k, scale in enumerate(scales):
         width = max(1, int(round(getattr(cfg.options, knob) * scale)))

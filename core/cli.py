@@ -30,9 +30,9 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, NoReturn, Sequence
 
-from .config import MAX_REPEATS
+from . import defense_registry  # light: a mechanism's module (and torch) loads on first use
+from .config import EXECUTORS, MAX_REPEATS, parse_values
 from .errors import ConfigError, MIAError, OutputPathError
-from .config import EXECUTORS
 from .fileio import check_out_path, show_path, write_json_atomically
 from .tasks import available_tasks, get_task  # light: a task's module (and torch) loads on first use
 
@@ -247,10 +247,13 @@ def build_parser() -> argparse.ArgumentParser:
                                            "the cached models of a run, or during training (DP-SGD σ or ε, L2 λ, PPO "
                                            "clip ε), one cached run per value")
     common(defend)
-    defend.add_argument("--mechanism", required=True, action=Once, metavar="{dirichlet,gpm,dpsgd,l2,clip}",
-                        help="dirichlet: outputs x ~ Dir(k·p) (paper 001); gpm: weights θ + N(0, σ²I) (paper 000); "
-                             "dpsgd: DP-SGD with noise multiplier σ (Opacus; C and δ from --set dp_max_grad_norm=, "
-                             "dp_delta=); l2: L2 coefficient λ on weight matrices; clip: PPO clip ε (navigation)")
+    after, during = defense_registry.names(), defense_registry.training_names()
+    defend.add_argument("--mechanism", required=True, action=Once, metavar="{" + ",".join(after + during) + "}",
+                        help=f"after training (on the cached models): {', '.join(after)}; during training (one run "
+                             f"per value): {', '.join(during)}. dirichlet: outputs x ~ Dir(k·p) (paper 001); gpm: "
+                             "weights θ + N(0, σ²I) (paper 000); dpsgd: DP-SGD with noise multiplier σ (Opacus; C and "
+                             "δ from --set dp_max_grad_norm=, dp_delta=); l2: L2 coefficient λ on weight matrices; "
+                             "clip: PPO clip ε (navigation)")
     defend.add_argument("--values", required=True, action=Once, metavar="V1,V2,...",
                         help="k values (> 0) for dirichlet, σ values (≥ 0) for gpm and dpsgd, ε values (> 0) for dpsgd "
                              "--target-epsilon, λ (≥ 0) for l2, clip ε in (0, 1) for clip, e.g. 100,10,1,0.1,0.01")
@@ -368,23 +371,6 @@ def _analyze(args: argparse.Namespace) -> int:
     return 0
 
 
-def parse_values(text: str) -> list[float]:
-    """``"100,10,1"`` → ``[100.0, 10.0, 1.0]``; anything that is not a finite number is a ConfigError."""
-    values = []
-    for part in text.split(","):
-        part = part.strip()
-        try:
-            v = float(part)
-        except ValueError:
-            raise ConfigError(f"--values expects comma-separated numbers, got {part!r}") from None
-        if v != v or v in (float("inf"), float("-inf")):
-            raise ConfigError(f"--values must be finite numbers, got {part!r}")
-        values.append(v)
-    if not values:
-        raise ConfigError("--values is empty")
-    return values
-
-
 def _defend_training(args: argparse.Namespace, config, out, progress) -> int:
     """``defend`` with a training-time mechanism: one cached run per value (:mod:`core.sweeps`)."""
     from .sweeps import check_sweep, sweep
@@ -402,19 +388,21 @@ def _defend_training(args: argparse.Namespace, config, out, progress) -> int:
 
 
 def _defend(args: argparse.Namespace, config, out, progress) -> int:
-    from .defenses import ATTACKERS, DEFAULT_SENSITIVITY_SAMPLES, MECHANISMS, DefenseSpec, defend
+    from .defenses import ATTACKERS, DefenseSpec, defend
     from .pipeline import trained_models
-    from .sweeps import MECHANISMS as TRAINING_MECHANISMS
 
-    if args.mechanism in TRAINING_MECHANISMS:
+    if args.mechanism in defense_registry.training_names():
         if args.repeats is not None:
-            raise ConfigError(f"--repeats applies to the after-training mechanisms (dirichlet, gpm), not {args.mechanism}")
+            raise ConfigError(f"--repeats applies to the after-training mechanisms ({', '.join(defense_registry.names())}), "
+                              f"not {args.mechanism}")
         return _defend_training(args, config, out, progress)
-    if args.mechanism not in MECHANISMS:
+    if args.mechanism not in defense_registry.names():
         raise ConfigError(f"unknown mechanism {args.mechanism!r}; choose one of "
-                          f"{', '.join(MECHANISMS + TRAINING_MECHANISMS)}")
+                          f"{', '.join(defense_registry.names() + defense_registry.training_names())}")
+    mechanism = defense_registry.get(args.mechanism)
     if args.target_epsilon:
-        raise ConfigError("--target-epsilon applies to the dpsgd mechanism only")
+        with_target = [n for n in defense_registry.training_names() if defense_registry.get_training(n).target]
+        raise ConfigError(f"--target-epsilon applies to {', '.join(with_target)} only")
     values = parse_values(args.values)
     if args.attacker not in ATTACKERS:
         raise ConfigError(f"--attacker must be one of {', '.join(ATTACKERS)}, got {args.attacker!r}")
@@ -422,7 +410,7 @@ def _defend(args: argparse.Namespace, config, out, progress) -> int:
         DefenseSpec(args.mechanism, v, draws=args.draws, seed=args.seed).validate()
     n_pairs = args.sensitivity_samples
     if n_pairs is None:
-        n_pairs = DEFAULT_SENSITIVITY_SAMPLES.get(config.task, 5) if args.mechanism == "gpm" else 0
+        n_pairs = get_task(config.task).sensitivity_samples if mechanism.needs_sensitivity else 0
     if n_pairs < 0:
         raise ConfigError(f"--sensitivity-samples must be >= 0, got {n_pairs}")
     from .executor import make_executor

@@ -19,13 +19,13 @@ from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Mapping
 
 from .errors import ConfigError
+from .tasks import available_tasks, get_task
 
 #: Bump when the meaning or layout of anything stored in the cache changes.
 #: v3: weight decay reaches weight matrices only (core.training); DP-SGD fields; privacy records.
 #: v4: captions corpus grammar v2 (same config, other data); summaries add LiRA/RMIA and shadow_fidelity.
 CACHE_SCHEMA_VERSION = 4
 
-TASKS = ("image", "translation", "navigation")
 ARCHS = ("ffnn", "rnn")
 
 #: Fields that influence only the attack, never the training of victims and shadows.
@@ -261,8 +261,8 @@ class ExperimentConfig:
 
         Purely static (no data, no allocation), so it is cheap to call before every run.
         """
-        if self.task not in TASKS:
-            raise ConfigError(f"task must be one of {TASKS}, got {shown(self.task)}")
+        if self.task not in available_tasks():  # the task registry (light: no task module is imported)
+            raise ConfigError(f"task must be one of {tuple(available_tasks())}, got {shown(self.task)}")
         if self.arch not in ARCHS:
             raise ConfigError(f"arch must be one of {ARCHS}, got {shown(self.arch)}")
         check_fields(self)
@@ -279,8 +279,9 @@ class ExperimentConfig:
                 raise ConfigError(f"match_utility must be off, lower or a finite number, got {shown(self.match_utility)}")
         if self.precision not in PRECISIONS:
             raise ConfigError(f"precision must be one of {', '.join(PRECISIONS)}, got {shown(self.precision)}")
-        if self.precision != "float32" and self.task == "navigation":
-            raise ConfigError("precision=bf16 applies to image and translation training; PPO (navigation) trains in float32")
+        if self.precision not in get_task(self.task).precisions:  # the task's training loop says which
+            raise ConfigError(f"precision={self.precision} does not apply to {self.task}: it trains in "
+                              f"{', '.join(get_task(self.task).precisions)} only")
         if self.precision != "float32" and self.private:
             raise ConfigError("precision=bf16 cannot be combined with DP-SGD: per-sample gradients are clipped in float32")
         if not isinstance(self.attack_epochs, tuple):
@@ -405,3 +406,31 @@ def _coerce(key: str, value: Any, current: Any) -> Any:
     except ValueError:
         raise ConfigError(f"invalid value for {key}: {shown(value)} (expected {type(current).__name__})") from None
     return value
+
+
+def parse_values(text: str, what: str = "--values") -> list[float]:
+    """``"100,10,1"`` → ``[100.0, 10.0, 1.0]``: the CLI's ``--values`` and the pages' grids. Anything
+    that is not a finite number, or an empty list, is a one-line ConfigError naming ``what``."""
+    values = []
+    for part in str(text).split(","):
+        part = part.strip()
+        try:
+            v = float(part)
+        except ValueError:
+            raise ConfigError(f"{what} expects comma-separated numbers, got {part!r}") from None
+        if not math.isfinite(v):
+            raise ConfigError(f"{what} must be finite numbers, got {part!r}")
+        values.append(v)
+    if not values:
+        raise ConfigError(f"{what} is empty")
+    return values
+
+
+def config_changes(base: "ExperimentConfig | dict[str, Any]", other: "ExperimentConfig | dict[str, Any]") -> dict[str, Any]:
+    """The fields (task options flattened in) where ``other`` differs from ``base`` (the preset label
+    left out): what a run changed from its preset, for the pages' labels and the sweep JSON."""
+    a = base.to_dict() if isinstance(base, ExperimentConfig) else base
+    b = other.to_dict() if isinstance(other, ExperimentConfig) else other
+    changed = {k: v for k, v in b.items() if k not in ("options", "preset") and a.get(k) != v}
+    changed.update({k: v for k, v in (b.get("options") or {}).items() if (a.get("options") or {}).get(k) != v})
+    return changed

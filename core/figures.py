@@ -9,8 +9,9 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from .names import ARCH_NAMES
+
 ARCH_COLOURS = {"ffnn": "#1f77b4", "rnn": "#d62728"}
-ARCH_NAMES = {"ffnn": "FFNN", "rnn": "RNN"}
 MEMBER_COLOURS = {True: "#d62728", False: "#1f77b4"}
 SIGNAL_AXIS = {"ape": "x", "cross_entropy": "y"}
 

@@ -13,7 +13,8 @@ A sweep's JSON has the shape of ``python -m core defend`` (:func:`core.defenses.
 ``epsilon`` and ``delta``; DP-SGD points add a ``dpsgd`` block (σ, C, q, steps, δ, the
 accountant, ε by RDP / PRV / GDP and the accountant history to recompute them).
 
-Mechanisms:
+Mechanisms: the training-time defenses of :mod:`core.defense_registry` (one module each under
+``core/defenses/``: which config fields a point sets, the undefended run, the guarantee); built in:
 
 * ``dpsgd`` — DP-SGD (paper 000 eq. 7–8) with noise multiplier σ = value, or, with
   ``target_epsilon``, the σ reaching ε = value at δ (Opacus' ``get_noise_multiplier``).
@@ -30,7 +31,8 @@ from typing import Any, Callable
 import numpy as np
 
 from .cache import ArtifactCache
-from .config import ExperimentConfig
+from .config import ExperimentConfig, config_changes
+from .defense_registry import get_training
 from .dpsgd import epsilon
 from .errors import ConfigError
 from .metrics import empirical_epsilon
@@ -38,81 +40,89 @@ from .pipeline import run_experiment
 from .progress import ProgressCallback
 from .studies import DPSGD_RECIPE, DPSGD_RECIPE_SOURCE
 
-MECHANISMS = ("dpsgd", "l2", "clip")
-#: quick grids: σ, target ε, λ and PPO clip ε
-DEFAULT_GRIDS: dict[str, tuple[float, ...]] = {
-    "dpsgd": (0.5, 1.0, 2.0, 4.0),
-    "dpsgd_epsilon": (1.0, 3.0, 8.0, 30.0),
-    "l2": (1e-4, 1e-3, 1e-2, 1e-1),
-    "clip": (0.02, 0.05, 0.1, 0.3),
-}
 def value_name(mechanism: str, target_epsilon: bool = False) -> str:
-    """How the swept value is written: σ, ε, λ or clip ε."""
-    if mechanism == "dpsgd":
-        return "ε" if target_epsilon else "σ"
-    return {"l2": "λ", "clip": "clip ε"}.get(mechanism, "value")
+    """How the swept value is written: σ, ε, λ or clip ε (the defense's parameter symbol)."""
+    return get_training(mechanism).parameter_of(target_epsilon).symbol
+
+
+def default_grid(mechanism: str, target_epsilon: bool = False) -> tuple[float, ...]:
+    """The quick grid of the defense's (target) parameter."""
+    return get_training(mechanism).parameter_of(target_epsilon).grid
 
 
 def check_sweep(cfg: ExperimentConfig, mechanism: str, values: list[float], target_epsilon: bool = False) -> None:
     """Raise :class:`ConfigError` (one line) unless every value is valid for ``mechanism`` on
-    ``cfg``'s task: σ ≥ 0, ε > 0, λ ≥ 0, clip ε in (0, 1); ``clip`` only for navigation;
-    ``target_epsilon`` only for DP-SGD. Every point's config is validated too."""
-    if mechanism not in MECHANISMS:
-        raise ConfigError(f"unknown training defense {mechanism!r}; choose one of {', '.join(MECHANISMS)}")
-    if mechanism == "clip" and cfg.task != "navigation":
-        raise ConfigError(f"the clip mechanism sweeps PPO's clip ε and exists for navigation only, not {cfg.task}")
-    if target_epsilon and mechanism != "dpsgd":
-        raise ConfigError("--target-epsilon applies to the dpsgd mechanism only")
+    ``cfg``'s task: in the defense's parameter range (σ ≥ 0, ε > 0, λ ≥ 0, clip ε in (0, 1)),
+    the defense available for the task (``clip``: navigation), ``target_epsilon`` only where
+    the defense has a target parameter (DP-SGD). Every point's config is validated too."""
+    defense = get_training(mechanism)
+    if not defense.applies_to(cfg.task):
+        raise ConfigError(f"the {mechanism} defense ({defense.label}) exists for {', '.join(defense.tasks or ())} "
+                          f"only, not {cfg.task}")
+    param = defense.parameter_of(target_epsilon)
     if not values:
         raise ConfigError("no values to sweep")
-    name = value_name(mechanism, target_epsilon)
     for v in values:
-        if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
-            raise ConfigError(f"{name} must be a finite number, got {v!r}")
-        if mechanism == "dpsgd" and target_epsilon and v <= 0:
-            raise ConfigError(f"target ε must be > 0, got {v:g}")
-        if mechanism == "dpsgd" and not target_epsilon and v < 0:
-            raise ConfigError(f"σ (the noise multiplier) must be ≥ 0, got {v:g}")
-        if mechanism == "l2" and v < 0:
-            raise ConfigError(f"λ (the L2 coefficient) must be ≥ 0, got {v:g}")
+        param.check(v)
         point_config(cfg, mechanism, v, target_epsilon)  # the fields' own ranges (one line each)
 
 
 def point_config(cfg: ExperimentConfig, mechanism: str, value: float, target_epsilon: bool = False,
                  max_grad_norm: float | None = None, delta: float | None = None) -> ExperimentConfig:
-    """The validated config of one point: ``cfg`` with the mechanism's field set to ``value``
+    """The validated config of one point: ``cfg`` with the defense's fields set for ``value``
     (DP-SGD: also C and δ when given; otherwise ``cfg``'s)."""
-    value = float(value)
-    if mechanism == "dpsgd":
-        updates: dict[str, Any] = {"dp": "epsilon" if target_epsilon else "sigma"}
-        updates["dp_epsilon" if target_epsilon else "dp_noise_multiplier"] = value
-        if max_grad_norm is not None:
-            updates["dp_max_grad_norm"] = float(max_grad_norm)
-        if delta is not None:
-            updates["dp_delta"] = float(delta)
-    elif mechanism == "l2":
-        updates = {"weight_decay": value}
-    elif mechanism == "clip":
-        updates = {"clip_eps": value}
-    else:
-        raise ConfigError(f"unknown training defense {mechanism!r}; choose one of {', '.join(MECHANISMS)}")
-    return cfg.with_updates(updates).validate()
+    defense = get_training(mechanism)
+    defense.parameter_of(target_epsilon)
+    return cfg.with_updates(defense.updates(float(value), target_epsilon, max_grad_norm, delta)).validate()
 
 
 def baseline_config(cfg: ExperimentConfig, mechanism: str) -> ExperimentConfig:
     """The undefended run the utility loss is measured against: DP off (DP-SGD), λ = 0 (L2), or
     ``cfg`` as it is (clip: its clip ε is the reference)."""
-    if mechanism == "dpsgd":
-        return cfg.with_updates({"dp": "off"}).validate()
-    if mechanism == "l2":
-        return cfg.with_updates({"weight_decay": 0.0}).validate()
-    return cfg
+    updates = get_training(mechanism).baseline_updates()
+    return cfg.with_updates(updates).validate() if updates else cfg
 
 
 def sweep_configs(cfg: ExperimentConfig, mechanism: str, values: list[float], target_epsilon: bool = False,
                   max_grad_norm: float | None = None, delta: float | None = None) -> list[ExperimentConfig]:
     """The points' configs, in the order of ``values``."""
     return [point_config(cfg, mechanism, v, target_epsilon, max_grad_norm, delta) for v in values]
+
+
+def sweep_runs(bases: dict[str, ExperimentConfig], mechanism: str, values: list[float], target_epsilon: bool = False,
+               max_grad_norm: float | None = None, delta: float | None = None
+               ) -> dict[str, list[tuple[float | None, ExperimentConfig]]]:
+    """Every run of a sweep per architecture: ``(None, baseline)`` first, then ``(value, point config)``
+    for the sorted distinct ``values``; every value is checked (:func:`check_sweep`) for every
+    architecture before anything is returned (the Training defenses page's plan)."""
+    values = sorted(set(float(v) for v in values))
+    for base in bases.values():
+        check_sweep(base, mechanism, values, target_epsilon)
+    return {arch: [(None, baseline_config(base, mechanism))]
+            + list(zip(values, sweep_configs(base, mechanism, values, target_epsilon, max_grad_norm, delta)))
+            for arch, base in bases.items()}
+
+
+def collect_points(runs: dict[str, list[tuple[float | None, ExperimentConfig]]],
+                   summaries: dict[tuple[str, float | None], dict[str, Any] | None], mechanism: str,
+                   target_epsilon: bool = False) -> tuple[dict[str, dict[str, Any]], dict[str, list[dict[str, Any]]]]:
+    """(baselines, points) per architecture from the runs' summaries (``None``: not trained yet);
+    an architecture whose baseline is missing is left out, a missing point is skipped."""
+    baselines: dict[str, dict[str, Any]] = {}
+    points: dict[str, list[dict[str, Any]]] = {}
+    for arch, rs in runs.items():
+        base_summary = summaries.get((arch, None))
+        if base_summary is None:
+            continue
+        baselines[arch] = baseline_of(base_summary)
+        points[arch] = [point_of(summaries[(arch, v)], baselines[arch], mechanism, v, target_epsilon)
+                        for v, _ in rs[1:] if summaries.get((arch, v)) is not None]
+    return baselines, points
+
+
+def accuracy_bound_curve(max_epsilon: float, delta: float, n: int = 61) -> list[tuple[float, float]]:
+    """(ε, :func:`accuracy_bound`) at ``n`` evenly spaced ε in [0, max_epsilon] (the pages' grey curve)."""
+    return [(e, accuracy_bound(e, delta)) for e in (max_epsilon * k / (n - 1) for k in range(n))]
 
 
 def _utility_loss(defended: float | None, undefended: float | None) -> float | None:
@@ -163,23 +173,7 @@ def point_of(summary: dict[str, Any], baseline: dict[str, Any], mechanism: str, 
     }
     point["utility_loss"] = _utility_loss(point["utility"], baseline["utility"])
     point["utility_loss_train"] = _utility_loss(point["utility_train"], baseline["utility_train"])
-    dp = summary.get("privacy")
-    if mechanism == "dpsgd":
-        if not dp:
-            raise ConfigError(f"the run {summary['config_hash']} has no DP-SGD record (cached by an older version?)")
-        point["dpsgd"] = dp
-        point["epsilon"], point["delta"], point["gamma"] = dp["epsilon"], dp["delta"], None
-        recipe = (f"σ = {dp['noise_multiplier']:.4g}, C = {dp['max_grad_norm']:g}, q = {dp['sample_rate']:.4g}, "
-                  f"{dp['steps']} steps")
-        if dp["epsilon"] is None:
-            point["privacy_note"] = f"no finite ε ({recipe}): {next(iter(dp['notes'].values()), '')}"
-        else:
-            prv = dp["epsilons"].get("prv")
-            point["privacy_note"] = (f"(ε, δ)-DP for {dp['unit']} ({recipe}); ε by {dp['accountant'].upper()}"
-                                     + (f", PRV gives {prv:.3g}" if prv is not None else ""))
-    else:
-        point["epsilon"], point["delta"], point["gamma"] = None, None, None
-        point["privacy_note"] = f"{value_name(mechanism)} is a regulariser: no formal privacy guarantee"
+    point.update(get_training(mechanism).guarantee(summary))
     return point
 
 
@@ -187,7 +181,7 @@ def sweep(cfg: ExperimentConfig, mechanism: str, values: list[float], *, target_
           max_grad_norm: float | None = None, delta: float | None = None, progress: ProgressCallback | None = None,
           on_point: Callable[[int, int, dict[str, Any]], None] | None = None,
           cache: ArtifactCache | None = None) -> dict[str, Any]:
-    """Run (or load) the baseline and every point; the CLI's ``defend --mechanism dpsgd|l2|clip`` JSON.
+    """Run (or load) the baseline and every point; the CLI's ``defend --mechanism dpsgd|l2|clip|…`` JSON.
 
     ``progress`` receives each run's events with the stage prefixed by the point and the
     overall fraction spread over the runs; ``on_point(i, n, point)`` after each point.
@@ -210,13 +204,12 @@ def sweep(cfg: ExperimentConfig, mechanism: str, values: list[float], *, target_
     points = []
     for i, (v, c) in enumerate(zip(values, configs)):
         points.append(point_of(run(i + 1, *runs[i + 1]), baseline, mechanism, v, target_epsilon))
+        points[-1]["changes"] = config_changes(base_cfg, c)  # what this point's run changed from the baseline's
         if on_point is not None:
             on_point(i + 1, len(values), points[-1])
     spec = {"mechanism": mechanism, "values": [float(v) for v in values], "target_epsilon": target_epsilon,
             "value_name": value_name(mechanism, target_epsilon)}
-    if mechanism == "dpsgd":
-        spec.update(max_grad_norm=configs[0].dp_max_grad_norm, delta=configs[0].dp_delta,
-                    accountant=configs[0].dp_accountant)
+    spec.update(get_training(mechanism).spec_extra(configs[0]))
     return {"task": cfg.task, "arch": cfg.arch, "preset": cfg.preset, "mechanism": mechanism,
             "attacker": "adaptive", "attacker_note": "the shadows train with the victim's recipe, this defense included",
             "config_hash": base_cfg.config_hash, "training_hash": base_cfg.training_hash, "spec": spec,

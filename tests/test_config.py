@@ -90,7 +90,7 @@ def test_default_precision_keeps_the_hashes_of_configs_made_before_the_field():
 @pytest.mark.parametrize("task, updates, message", [
     ("image", {"precision": "fp8"}, "precision must be one of float32, bf16"),
     ("image", {"precision": "bf16", "dp": "sigma"}, "cannot be combined with DP-SGD"),
-    ("navigation", {"precision": "bf16"}, "PPO"),
+    ("navigation", {"precision": "bf16"}, "does not apply to navigation: it trains in float32 only"),
 ])
 def test_precision_is_checked(task, updates, message):
     with pytest.raises(ConfigError, match=message):

@@ -287,12 +287,11 @@ def test_no_page_runs_work_in_a_server_thread():
 def test_defenses_page_runs_the_sensitivity_sampler_and_the_adaptive_attacker_as_worker_jobs(monkeypatch):
     """The GPM's SensitivitySampler and the adaptive attacker: the page submits worker jobs, says
     they run, and shows their results on a rerun once they are done (nothing trains in the page)."""
-    from core.defenses import DEFAULT_SENSITIVITY_SAMPLES
     from core.pipeline import run_experiment
 
     task = get_task("image")
     monkeypatch.setitem(task.presets, "quick", {**task.presets["quick"], **TINY, "rnn": {"lr": 1e-2}})
-    monkeypatch.setitem(DEFAULT_SENSITIVITY_SAMPLES, "image", 1)
+    monkeypatch.setattr(task, "sensitivity_samples", 1)
     run_experiment(task.make_config("ffnn", "quick"))
     at = AppTest.from_file(str(ROOT / "app.py"))
     at.switch_page("app_pages/2_Defenses.py")

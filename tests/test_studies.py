@@ -5,6 +5,7 @@ import re
 import pytest
 
 from core import studies
+from core.defense_registry import get as get_mechanism
 from core.sweeps import study_recipe_epsilons
 from core.tasks import available_tasks, get_task
 from ui import plots
@@ -53,7 +54,7 @@ def _point(k, acc):
 def test_dirichlet_table_labels_the_papers_rows_and_ours():
     base = {"attack": {"accuracy": 0.7}, "attacks": {}, "utility": 0.9}
     rows = {"ffnn": [_point(10.0, 0.6)], "rnn": [_point(10.0, 0.65)]}
-    df = plots.dirichlet_table("translation", rows, {"ffnn": base, "rnn": base})
+    df = plots.defense_table("translation", get_mechanism("dirichlet"), rows, {"ffnn": base, "rnn": base})
     study = df[df["source"].str.startswith("study")]
     ours = df[df["source"].str.startswith("ours")]
     assert set(study["arch"]) == {"RNN"}  # no study figure on an FFNN row
@@ -62,7 +63,7 @@ def test_dirichlet_table_labels_the_papers_rows_and_ours():
     assert set(ours["arch"]) == {"FFNN", "RNN"} and len(ours) == 12
     assert ours.loc[(ours["arch"] == "FFNN") & (ours["k"] == "10"), "attack acc (naive)"].item() == 0.6
     # image: the studies report nothing, so only our rows
-    assert set(plots.dirichlet_table("image", rows, {"ffnn": base, "rnn": base})["source"]) == {"ours (this preset)"}
+    assert set(plots.defense_table("image", get_mechanism("dirichlet"), rows, {"ffnn": base, "rnn": base})["source"]) == {"ours (this preset)"}
 
 
 def test_dpsgd_recipe_rows_say_their_epsilon_is_ours():

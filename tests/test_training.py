@@ -22,7 +22,8 @@ from core.models.image import GridLSTM
 from core.models.navigation import build_agent
 from core.pipeline import trained_models
 from core.roles import model_from_weights, seed_everything, train_model
-from core.sweeps import MECHANISMS, check_sweep, point_config, sweep
+from core.defense_registry import training_names
+from core.sweeps import check_sweep, point_config, sweep
 from core.tasks import get_task
 from core.tasks.base import TaskData
 from core.tasks.translation import PAD, _batch, build_records
@@ -339,7 +340,7 @@ def test_dp_fields_are_checked_and_hashed_only_where_they_matter():
 
 def test_sweep_values_are_checked_before_training():
     image, nav = get_task("image").make_config("ffnn", "quick"), _nav_cfg("ffnn")
-    assert set(MECHANISMS) == {"dpsgd", "l2", "clip"}
+    assert set(training_names()) == {"dpsgd", "l2", "clip"} and training_names("image") == ("dpsgd", "l2")
     for mechanism, values, target, cfg in (("dpsgd", [-1.0], False, image), ("dpsgd", [0.0], True, image),
                                            ("l2", [-0.1], False, image), ("clip", [0.1], False, image),
                                            ("clip", [1.0], False, nav), ("l2", [1.0], True, image)):

@@ -47,6 +47,7 @@ from typing import Any, Iterable
 
 from core.config import ExperimentConfig
 from core.device import usable_cores
+from core.names import ARCH_NAMES
 from core.paths import cache_dir
 from core.progress import ProgressEvent
 from ui.worker import JOB_ENV
@@ -104,7 +105,6 @@ def job_key(config: ExperimentConfig, kind: str = "experiment", cache: str | os.
     return f"{Path(cache) if cache is not None else cache_dir()}|{kind}|{config.config_hash}{tail}"
 
 
-ARCH_NAMES = {"ffnn": "FFNN", "rnn": "RNN"}
 
 
 @dataclass(eq=False)

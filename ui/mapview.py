@@ -15,12 +15,10 @@ from core.cache import ArtifactCache
 from core.config import ExperimentConfig
 from core.envs.minigrid import MapEnv
 from core.pipeline import trained_models
+from core.planner import EMPTY, GOAL  # MiniGrid's object indices: one source (core/planner.py)
 
 #: bump when the layout of a map view changes (older entries are then recomputed)
 VERSION = 1
-
-#: MiniGrid object indices (minigrid.core.constants.OBJECT_TO_IDX) the maps use
-EMPTY, WALL, FLOOR, DOOR, GOAL, LAVA = 1, 2, 3, 4, 8, 9
 
 
 def cache_key(cfg: ExperimentConfig) -> str:

@@ -13,27 +13,15 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from core import studies
+from core.defense_registry import Mechanism
 from core.fidelity import matched_utility
+from core.names import ARCH_NAMES, ATTACK_NAMES, ATTACK_SHORT, UTILITY_NAMES  # noqa: F401  (the pages read them here)
+from core.planner import DOOR, EMPTY, FLOOR, GOAL, LAVA, WALL  # MiniGrid's object indices: one source
 
 ARCH_COLOURS = {"ffnn": "#1f77b4", "rnn": "#d62728"}
-ARCH_NAMES = {"ffnn": "FFNN", "rnn": "RNN"}
 ATTACK_DASH = {"shadow": "solid", "loss_threshold": "dash", "entropy_threshold": "dot", "prmia": "dashdot",
                "bleu_feature": "longdash", "lira": "longdashdot", "lira_online": "longdashdot", "rmia": "longdashdot"}
-ATTACK_NAMES = {
-    "shadow": "Shadow-model classifier",
-    "loss_threshold": "Loss threshold (Yeom)",
-    "entropy_threshold": "Entropy threshold",
-    "prmia": "PRMIA (rank histogram)",
-    "bleu_feature": "BLEU features (Hisamoto)",
-    "lira": "LiRA (offline, Carlini)",
-    "lira_online": "LiRA (online, Carlini)",
-    "rmia": "RMIA (Zarifzadeh)",
-}
 #: shorter names for legends (half-width charts)
-ATTACK_SHORT = {"shadow": "shadow model", "loss_threshold": "loss threshold", "entropy_threshold": "entropy threshold",
-                "prmia": "PRMIA", "bleu_feature": "BLEU features", "pvmia": "PVMIA", "lira": "LiRA",
-                "lira_online": "LiRA online", "rmia": "RMIA"}
-UTILITY_NAMES = {"accuracy": "accuracy", "bleu": "BLEU", "return": "mean return"}
 
 
 #: legend below the plot, under the x-axis title, in the figure's own margin: it never covers
@@ -378,36 +366,46 @@ def _best_strong_auc(point: dict[str, Any] | None) -> float | None:
     return max(aucs) if aucs else None
 
 
-def dirichlet_table(task: str, rows: dict[str, list[dict[str, Any]]], baselines: dict[str, dict[str, Any]]) -> pd.DataFrame:
-    """Our measured naive / adaptive attack and utility per k (k = 100 … 0.01), one row per
-    (architecture, k), ``source`` "ours". The study's own rows (:data:`core.studies.DIRICHLET`,
-    001 Tables 1–2) follow as separate rows, ``source`` naming the paper and table, on the
-    architecture the study reports them for (its RNN victims only: no study figure on an FFNN row)."""
+def defense_table(task: str, mechanism: Mechanism, rows: dict[str, list[dict[str, Any]]],
+                  baselines: dict[str, dict[str, Any]]) -> pd.DataFrame:
+    """Our measured naive / adaptive attack, utility and guarantee per value of the mechanism's
+    grid (:attr:`Parameter.grid`; Dir_k: k = 100 … 0.01), one row per (architecture, value),
+    ``source`` "ours". The study's own rows (``mechanism.study_rows``: for Dir_k
+    :data:`core.studies.DIRICHLET`, 001 Tables 1–2) follow as separate rows, ``source`` naming the
+    paper and table, on the architecture the study reports them for (no study figure on an FFNN row)."""
+    symbol = mechanism.parameter.symbol
     out = []
-    ks = [None, 100.0, 10.0, 1.0, 0.1, 0.01]
+    values = [None, *mechanism.parameter.grid]
+
+    def label(v: float | None) -> str:
+        return "no protection" if v is None else f"{v:g}"
+
     for arch, pts in rows.items():
         name = ARCH_NAMES.get(arch, arch)
-        by_k = {p["value"]: p for p in pts}
-        for k in ks:
-            p = by_k.get(k) if k is not None else None
+        by_value = {p["value"]: p for p in pts}
+        for v in values:
+            p = by_value.get(v) if v is not None else None
             base = baselines[arch]
-            out.append({"source": "ours (this preset)", "arch": name, "k": "no protection" if k is None else f"{k:g}",
-                        "attack acc (naive)": base["attack"]["accuracy"] if k is None else (p["attack"]["accuracy"] if p else None),
+            out.append({"source": "ours (this preset)", "arch": name, symbol: label(v),
+                        "attack acc (naive)": base["attack"]["accuracy"] if v is None else (p["attack"]["accuracy"] if p else None),
                         "attack acc (adaptive)": (p["adaptive_attack"]["accuracy"] if p and p.get("adaptive_attack") else None),
-                        "LiRA/RMIA AUC (best)": _best_strong_auc(base if k is None else p),
-                        "utility": base["utility"] if k is None else (p.get("utility") if p else None),
-                        "utility loss": 0.0 if k is None else (p.get("utility_loss") if p else None)})
+                        "LiRA/RMIA AUC (best)": _best_strong_auc(base if v is None else p),
+                        "utility": base["utility"] if v is None else (p.get("utility") if p else None),
+                        "utility loss": 0.0 if v is None else (p.get("utility_loss") if p else None),
+                        "ε (theory)": None if v is None or not p else p.get("epsilon")})
     for arch in rows:
-        study = studies.dirichlet_rows(task, arch)
+        study = mechanism.study_rows(task, arch)
         if not study:
             continue
         base_util = study["rows"][None][2]
-        for k in ks:
-            acc, _, util, _ = study["rows"][k]
+        for v in values:
+            if v not in study["rows"]:
+                continue
+            acc, _, util, _ = study["rows"][v]
             out.append({"source": f"study ({study['source'].cite()}: {study['model']}, {study['metric']})",
-                        "arch": ARCH_NAMES.get(arch, arch), "k": "no protection" if k is None else f"{k:g}",
+                        "arch": ARCH_NAMES.get(arch, arch), symbol: label(v),
                         "attack acc (naive)": acc / 100, "attack acc (adaptive)": None, "LiRA/RMIA AUC (best)": None,
-                        "utility": util, "utility loss": 1.0 - util / base_util})
+                        "utility": util, "utility loss": 1.0 - util / base_util, "ε (theory)": None})
     df = pd.DataFrame(out)
     for col in df.columns[3:]:  # numbers: a missing one is NaN (shown as "—"), not the string None
         df[col] = pd.to_numeric(df[col], errors="coerce")
@@ -416,8 +414,8 @@ def dirichlet_table(task: str, rows: dict[str, list[dict[str, Any]]], baselines:
 
 # ---------------------------------------------------------------------------- navigation maps
 #: MiniGrid object index -> (name, colour) of the cells drawn
-CELL_STYLE = {1: ("floor", "#f5f5f0"), 3: ("floor", "#f5f5f0"), 2: ("wall", "#4d4d4d"), 4: ("door", "#c8963e"),
-              8: ("goal", "#2ca02c"), 9: ("lava", "#ff7f0e")}
+CELL_STYLE = {EMPTY: ("floor", "#f5f5f0"), FLOOR: ("floor", "#f5f5f0"), WALL: ("wall", "#4d4d4d"),
+              DOOR: ("door", "#c8963e"), GOAL: ("goal", "#2ca02c"), LAVA: ("lava", "#ff7f0e")}
 #: MiniGrid's agent direction -> marker pointing that way (0 = +x, 1 = +y (down), 2 = −x, 3 = −y)
 DIR_SYMBOL = {0: "triangle-right", 1: "triangle-down", 2: "triangle-left", 3: "triangle-up"}
 

@@ -9,13 +9,12 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable
 
-import numpy as np
 import streamlit as st
 
 from core.config import ExperimentConfig, field_range
-from core.tasks import available_tasks
+from core.names import ARCH_NAMES as ARCH_LABELS
+from core.tasks import available_tasks, get_task
 
-ARCH_LABELS = {"ffnn": "FFNN", "rnn": "RNN"}
 
 #: Top-level fields offered on the page, with help texts.
 MAIN_FIELDS = {
@@ -118,8 +117,8 @@ def config_overrides(bases: dict[str, ExperimentConfig], key_prefix: str) -> dic
     with st.expander("More settings: attack checkpoints, attack classifier, matched utility, precision, task options"):
         grid = _Grid()
         for name, help_text in MORE_FIELDS.items():
-            if name == "precision" and bases[archs[0]].task == "navigation":
-                continue  # PPO trains in float32 only
+            if name == "precision" and len(get_task(bases[archs[0]].task).precisions) < 2:
+                continue  # one precision only (PPO: float32)
             widget(grid, name, lambda c, n=name: getattr(c, n), help_text)
         options = bases[archs[0]].options
         if options is not None:
@@ -130,7 +129,11 @@ def config_overrides(bases: dict[str, ExperimentConfig], key_prefix: str) -> dic
     return overrides
 
 
-TASK_LABELS = {"image": "Image classification", "translation": "Machine translation", "navigation": "Navigation (deep RL)"}
+
+
+def task_label(name: str) -> str:
+    """A task's display name (:attr:`core.tasks.base.Task.label`)."""
+    return get_task(name).label or name
 
 
 def task_selector(key: str | None = None) -> str:
@@ -138,10 +141,4 @@ def task_selector(key: str | None = None) -> str:
     tasks = available_tasks()
     wanted = st.query_params.get("task")
     return st.selectbox("Task", tasks, index=tasks.index(wanted) if wanted in tasks else 0,
-                        format_func=lambda t: TASK_LABELS.get(t, t), key=key)
-
-
-#: the defense sliders' values: log-spaced k from 0.01 to 10⁴ (8 per decade) and σ from 0 to 1
-#: (weights are O(0.1)); shared by the Defenses page and the Analyses page's scatter under defense
-K_VALUES = [float(f"{v:.3g}") for v in np.logspace(-2, 4, 49)]
-SIGMA_VALUES = [0.0] + [float(f"{v:.3g}") for v in np.logspace(-4, 0, 33)]
+                        format_func=task_label, key=key)

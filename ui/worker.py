@@ -29,6 +29,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from core.errors import ConfigError
+from core.tasks import get_task
 
 #: environment variables a job carries from the server (its value at submit time; "" = unset)
 JOB_ENV = ("MIA_CACHE_DIR", "MIA_DATA_ROOT", "MIA_DEVICE")
@@ -152,7 +153,7 @@ def run_job(kind: str, config: Any, progress, params: dict[str, Any] | None = No
         from core.pipeline import run_experiment
 
         result = run_experiment(config, progress=progress)
-        if config.task == "navigation" and result.models is not None:
+        if get_task(config.task).map_views and result.models is not None:
             try:  # the crisp example maps, from the models still in memory
                 from ui.mapview import compute_map_views
 

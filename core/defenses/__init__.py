@@ -27,13 +27,12 @@ through the mechanism; utility is measured on rollouts that act on the defended 
 """
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import math
 import time
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -46,17 +45,15 @@ from ..pipeline import AttackVariant, TrainedModels, fitted_attack_variants, fit
 from ..reference_attacks import (Calibration, ReferenceAttack, ReferenceInputs, fit_reference_attacks,
                                  reference_inputs, score_reference_attacks)
 from ..responses import Responses
-from . import dirichlet, gpm
+from . import dirichlet, gpm  # noqa: F401  (each registers its mechanism)
+from .dirichlet import DIRICHLET_GRID
+from .gpm import GPM_GRID
+from ..defense_registry import Mechanism, OutputMechanism, WeightMechanism, get as get_mechanism
 from .sensitivity import SensitivityEstimate, cached_sensitivity, sample_sensitivity
 
-MECHANISMS = ("dirichlet", "gpm")
 ATTACKERS = ("naive", "adaptive", "both")
 #: bump when the meaning of a stored defended point changes
 DEFENSE_SCHEMA = 2  # 2: points carry LiRA and RMIA
-#: the studies' table rows (001 Tables 1–2) and a σ grid for the GPM
-DIRICHLET_GRID = (100.0, 10.0, 1.0, 0.1, 0.01)
-#: SensitivitySampler pairs by task for the quick presets (the study: n = 500); γ(n) shows the price
-DEFAULT_SENSITIVITY_SAMPLES = {"image": 10, "translation": 3, "navigation": 3}
 
 
 @dataclass(frozen=True)
@@ -64,9 +61,10 @@ class DefenseSpec:
     """One defended point: a mechanism at one value, and how it is evaluated.
 
     Attributes:
-        mechanism: ``dirichlet`` (outputs x ~ Dir(k·p), paper 001 eq. 4) or ``gpm`` (weights
-            θ + N(0, σ²I), paper 000 Algorithm 1).
-        value: k (> 0) for the Dirichlet mechanism, σ (≥ 0) for the GPM.
+        mechanism: a registered mechanism's name (:mod:`core.defenses.mechanisms`): ``dirichlet``
+            (outputs x ~ Dir(k·p), paper 001 eq. 4), ``gpm`` (weights θ + N(0, σ²I), paper 000
+            Algorithm 1), or any other registered one.
+        value: the mechanism's parameter (k > 0 for the Dirichlet mechanism, σ ≥ 0 for the GPM).
         draws: independent draws of the mechanism; numbers are their mean (± std).
         seed: seeds the mechanism's randomness (draw d uses (seed, d, role)).
         eta: Dirichlet floor: p̃ = (1 − nη)·p + η keeps p inside the simplex (Lemma 1's η).
@@ -84,15 +82,7 @@ class DefenseSpec:
     delta: float = 1e-4
 
     def validate(self) -> "DefenseSpec":
-        if self.mechanism not in MECHANISMS:
-            raise ConfigError(f"unknown mechanism {self.mechanism!r}; choose one of {', '.join(MECHANISMS)}")
-        v = self.value
-        if not isinstance(v, (int, float)) or not math.isfinite(v):
-            raise ConfigError(f"{self.value_name} must be a finite number, got {v!r}")
-        if self.mechanism == "dirichlet" and not 0 < v <= 1e9:
-            raise ConfigError(f"k must lie in (0, 1e9], got {v!r}")
-        if self.mechanism == "gpm" and not 0 <= v <= 1e3:
-            raise ConfigError(f"σ must lie in [0, 1000], got {v!r}")
+        self.mechanism_class.parameter.check(self.value)  # an unknown mechanism: ConfigError
         if not isinstance(self.draws, int) or not 1 <= self.draws <= 100:
             raise ConfigError(f"draws must be an integer in 1..100, got {self.draws!r}")
         if not isinstance(self.seed, int) or not 0 <= self.seed < 2**32:
@@ -104,8 +94,13 @@ class DefenseSpec:
         return self
 
     @property
+    def mechanism_class(self) -> Mechanism:
+        """The registered mechanism (:class:`ConfigError` for an unknown name)."""
+        return get_mechanism(self.mechanism)
+
+    @property
     def value_name(self) -> str:
-        return "k" if self.mechanism == "dirichlet" else "σ"
+        return self.mechanism_class.parameter.symbol
 
     @property
     def key(self) -> str:
@@ -157,7 +152,7 @@ class Defender:
         self.membership = models.eval_membership
         self._victim_model: torch.nn.Module | None = None
         self._shadow_models: dict[int, torch.nn.Module] = {}
-        self._directions: dict[tuple[str, int, int], dict[str, torch.Tensor]] = {}
+        self._directions: dict[tuple[str, str, int, int], Any] = {}
         self._memo: dict[tuple, dict[str, Any]] = {}
         self._answers: dict[tuple, tuple[list[Responses], dict[str, Any]]] = {}
         self._population: dict[tuple, Responses] = {}
@@ -192,12 +187,14 @@ class Defender:
 
     def _noisy(self, role: str, model: torch.nn.Module, weights: dict[str, torch.Tensor], spec: DefenseSpec,
                draw: int) -> torch.nn.Module:
-        """A copy of ``model`` with θ + σ·z_draw (the direction fixed per (seed, draw, role))."""
-        key = (role, spec.seed, draw)
+        """A copy of ``model`` behind a weight mechanism (for the GPM θ + σ·z_draw); what does not
+        depend on the value (the GPM's direction) is fixed per (mechanism, seed, draw, role)."""
+        mech = spec.mechanism_class
+        key = (spec.mechanism, role, spec.seed, draw)
         if key not in self._directions:
             seed = int.from_bytes(hashlib.sha256(f"{spec.seed}/{draw}/{role}".encode()).digest()[:8], "little")
-            self._directions[key] = gpm.noise_direction(model, seed)
-        return gpm.add_noise(copy.deepcopy(model), weights, self._directions[key], spec.value).eval()
+            self._directions[key] = mech.prepare(model, seed)
+        return mech.perturb(model, weights, self._directions[key], spec).eval()
 
     # ------------------------------------------------------------------ sensitivity
     def ensure_sensitivity(self, n: int, compute: bool = True, on_pair=None, executor=None) -> SensitivityEstimate | None:
@@ -220,10 +217,11 @@ class Defender:
 
     def victim_answers(self, spec: DefenseSpec, draw: int, with_record_features: bool) -> Responses:
         """The victim's defended answers on its evaluation set (draw ``draw``)."""
-        if spec.mechanism == "dirichlet":
-            out = dirichlet.defend_responses(self.victim_responses, spec.value, spec.eta, self._rng(spec, draw, "victim"))
+        mech = spec.mechanism_class
+        if isinstance(mech, OutputMechanism):
+            out = mech.transform(self.victim_responses, spec, self._rng(spec, draw, "victim"))
             if with_record_features:
-                transform = dirichlet.torch_output_transform(spec.value, spec.eta, self._torch_generator(spec, draw, "victim"))
+                transform = mech.torch_transform(spec, self._torch_generator(spec, draw, "victim"))
                 out.record_features.update(self.task.record_features_under(
                     self.cfg, self.victim_model(), self.models.data, self.models.splits.eval_index, transform))
             return out
@@ -233,13 +231,13 @@ class Defender:
     def shadow_answers(self, spec: DefenseSpec, draw: int) -> Responses:
         """The adaptive attacker's shadows answering through the same mechanism (draw ``draw``)."""
         parts = []
+        mech = spec.mechanism_class
         for i, shadow in enumerate(self.models.shadows):
             role = f"shadow_{i}"
             query = self.models.shadow_query_index(i)
-            if spec.mechanism == "dirichlet":
-                part = dirichlet.defend_responses(shadow.responses[self.cfg.epochs], spec.value, spec.eta,
-                                                  self._rng(spec, draw, role))
-                transform = dirichlet.torch_output_transform(spec.value, spec.eta, self._torch_generator(spec, draw, role))
+            if isinstance(mech, OutputMechanism):
+                part = mech.transform(shadow.responses[self.cfg.epochs], spec, self._rng(spec, draw, role))
+                transform = mech.torch_transform(spec, self._torch_generator(spec, draw, role))
                 part.record_features.update(self.task.record_features_under(
                     self.cfg, self._shadow_model(i), self.models.data, query, transform))
             else:
@@ -254,9 +252,9 @@ class Defender:
         key = (spec.key, draw)
         if key not in self._population:
             inputs = self.reference_inputs
-            if spec.mechanism == "dirichlet":
-                out = dirichlet.defend_responses(inputs.population_target, spec.value, spec.eta,
-                                                 self._rng(spec, draw, "victim/population"))
+            mech = spec.mechanism_class
+            if isinstance(mech, OutputMechanism):
+                out = mech.transform(inputs.population_target, spec, self._rng(spec, draw, "victim/population"))
             else:
                 model = self._noisy("victim", self.victim_model(), self.models.victim.weights, spec, draw)
                 out = self.task.respond(self.cfg, model, self.models.data, inputs.population_index,
@@ -273,9 +271,10 @@ class Defender:
         inputs = self.reference_inputs
         cal = inputs.calibration
         n = len(inputs.references)
-        if spec.mechanism == "dirichlet":
+        mech = spec.mechanism_class
+        if isinstance(mech, OutputMechanism):
             def through(r: Responses, role: str) -> Responses:
-                return dirichlet.defend_responses(r, spec.value, spec.eta, self._rng(spec, draw, role))
+                return mech.transform(r, spec, self._rng(spec, draw, role))
 
             refs = [through(r, f"shadow_{i}/eval") for i, r in enumerate(inputs.references)]
             pop_refs = [through(r, f"shadow_{i}/population") for i, r in enumerate(inputs.population_references)]
@@ -303,10 +302,10 @@ class Defender:
     def utility(self, spec: DefenseSpec, draw: int) -> tuple[float, float]:
         """(members, non-members) utility of the defended victim on the learning curve's records."""
         splits = self.models.splits
-        if spec.mechanism == "dirichlet":
+        mech = spec.mechanism_class
+        if isinstance(mech, OutputMechanism):
             model = self.victim_model()
-            gen = self._torch_generator(spec, draw, "utility")
-            transform = dirichlet.torch_output_transform(spec.value, spec.eta, gen)
+            transform = mech.torch_transform(spec, self._torch_generator(spec, draw, "utility"))
             return (self.task.utility(self.cfg, model, self.models.data, splits.eval_members, transform),
                     self.task.utility(self.cfg, model, self.models.data, splits.victim_nonmembers, transform))
         model = self._noisy("victim", self.victim_model(), self.models.victim.weights, spec, draw)
@@ -315,22 +314,7 @@ class Defender:
 
     def privacy(self, spec: DefenseSpec) -> dict[str, Any]:
         """The mechanism's theoretical guarantee at ``spec``'s value."""
-        if spec.mechanism == "dirichlet":
-            n = self.victim_responses.n_classes
-            bound = dirichlet.lemma1_bound(spec.value, n, spec.eta, spec.tau, spec.b)
-            note = ("vacuous: δ ≥ 1 or the printed ε < 0 — Lemma 1 says nothing at this k" if bound.vacuous else
-                    f"Lemma 1 (001 eq. 7) with n = {n}, η = {spec.eta:g}, τ = {spec.tau:g}, b = {spec.b:g}")
-            return {"epsilon": bound.epsilon, "delta": bound.delta, "gamma": None, "privacy_note": note}
-        s = self.sensitivity
-        if s is None:
-            return {"epsilon": None, "delta": spec.delta, "gamma": None,
-                    "privacy_note": "sensitivity not estimated yet: run the SensitivitySampler"}
-        eps = gpm.epsilon_at_delta(spec.delta, s.sensitivity, spec.value)
-        return {"epsilon": eps if math.isfinite(eps) else None, "delta": spec.delta, "gamma": s.gamma,
-                "sensitivity": s.sensitivity, "sensitivity_samples": s.n,
-                "privacy_note": (f"random DP (000 Thm 5.3): S = {s.sensitivity:.4g} from n = {s.n} pairs, "
-                                 f"holds with confidence 1 − γ = {1 - s.gamma:.3f}" +
-                                 ("; σ = 0 gives no privacy (ε = ∞)" if not math.isfinite(eps) else ""))}
+        return spec.mechanism_class.guarantee(spec, self.victim_responses.n_classes, self.sensitivity)
 
     def measured(self, spec: DefenseSpec, attacker: str = "naive", disk: bool = True) -> dict[str, Any] | None:
         """The full point (with utility) if it was computed before, in memory or (``disk``) in the
@@ -351,7 +335,8 @@ class Defender:
         memoised so a full point re-uses what the slider's fast point computed."""
         key = (spec.key, with_features)
         if key not in self._answers:
-            features = spec.mechanism == "dirichlet" and with_features
+            # an output mechanism changes output-dependent record features: the model re-runs
+            features = isinstance(spec.mechanism_class, OutputMechanism) and with_features
             answers = [self.victim_answers(spec, d, features) for d in range(spec.draws)]
             attacks = [a for a in self.naive_attacks if with_features or not isinstance(a, RecordFeatureAttack)]
             outcomes = [score_attacks(attacks, r, self.membership) for r in answers]
@@ -393,8 +378,9 @@ class Defender:
         timings: dict[str, float] = {}
         t = time.perf_counter()
         has_features = any(isinstance(a, RecordFeatureAttack) for a in self.naive_attacks)
-        # under Dir_k, record features (BLEU of a noisy decoding) need the model re-run: only with utility
-        with_features = spec.mechanism == "gpm" or utility or not has_features
+        # under an output mechanism (Dir_k), record features (BLEU of a noisy decoding) need the model
+        # re-run: only with utility; a weight mechanism's model answers them as it answers anyway
+        with_features = isinstance(spec.mechanism_class, WeightMechanism) or utility or not has_features
         skip = set() if with_features else {a.name for a in self.naive_attacks if isinstance(a, RecordFeatureAttack)}
         answers, naive_part = self._naive(spec, with_features)
         point: dict[str, Any] = {"value": spec.value, "mechanism": spec.mechanism, "draws": spec.draws, **naive_part}
@@ -440,6 +426,27 @@ class Defender:
         self._memo[memo_key] = point
         return point
 
+    # ------------------------------------------------------------------ over a grid
+    def curve(self, spec: DefenseSpec, values: list[float]) -> list[dict[str, Any]]:
+        """The fast (naive, no utility) point at every value, sorted; a value whose full point was
+        measured before (in memory) comes with its utility loss. No disk reads: the slider's path."""
+        return [self.measured(spec.at(v), disk=False) or self.point(spec.at(v), "naive", utility=False)
+                for v in sorted(set(values))]
+
+    def measure(self, spec: DefenseSpec, values: list[float], attacker: str = "naive",
+                on_point: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
+        """The full point (utility included, cached) at every value, in order; ``on_point(i, n)`` after each."""
+        out = []
+        for i, v in enumerate(values):
+            out.append(self.point(spec.at(v).validate(), attacker, utility=True))
+            if on_point is not None:
+                on_point(i + 1, len(values))
+        return out
+
+    def measured_rows(self, spec: DefenseSpec, values: list[float]) -> list[dict[str, Any]]:
+        """The points at ``values`` computed before (the adaptive attacker's too, when it was measured)."""
+        return [p for v in values if (p := self.measured(spec.at(v), "both") or self.measured(spec.at(v)))]
+
 
 def _utility_loss(defended: float | None, undefended: float | None) -> float | None:
     """L = 1 − M(defended)/M(undefended) (paper 000 Def. 4); None where M(undefended) ≈ 0."""
@@ -454,13 +461,9 @@ def defend(models: TrainedModels, mechanism: str, values: list[float], attacker:
     """The CLI's ``defend`` result: the baseline and one point per value (see README)."""
     defender = Defender(models, cache)
     spec = DefenseSpec(mechanism, float(values[0]) if values else 1.0, draws=draws, seed=seed).validate()
-    if mechanism == "gpm" and sensitivity_samples > 0:
+    if spec.mechanism_class.needs_sensitivity and sensitivity_samples > 0:
         defender.ensure_sensitivity(sensitivity_samples, on_pair=on_pair, executor=executor)
-    points = []
-    for i, v in enumerate(values):
-        points.append(defender.point(spec.at(v).validate(), attacker, utility=True))
-        if on_point:
-            on_point(i + 1, len(values))
+    points = defender.measure(spec, list(values), attacker, on_point)
     cfg = models.cfg
     return {"task": cfg.task, "arch": cfg.arch, "preset": cfg.preset, "mechanism": mechanism, "attacker": attacker,
             "config_hash": cfg.config_hash, "training_hash": cfg.training_hash, "spec": asdict(spec),

@@ -41,12 +41,15 @@ small k scatters it towards the simplex' corners (k → 0: a one-hot vector draw
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
 from scipy import special, stats
 
+from .. import studies
 from ..responses import Responses
+from ..defense_registry import OutputMechanism, Parameter, register
 
 #: explicit tokens representing the unseen rest of a top-K answer (see module docstring)
 REST_TOKENS = 32
@@ -256,3 +259,39 @@ def lemma1_bound(k: float, n: int, eta: float, tau: float, b: float) -> Dirichle
     out_big = stats.beta.cdf(tau, big, k - big) + stats.beta.sf(1 - tau, big, k - big)
     delta = min(1.0, (n - 1) * out_small + out_big)
     return DirichletPrivacy(float(eps), float(delta), float(k), int(n), float(eta), float(tau), float(b))
+
+
+#: the studies' table rows (001 Tables 1–2)
+DIRICHLET_GRID = (100.0, 10.0, 1.0, 0.1, 0.01)
+#: the Defenses page's slider stops for k (log-spaced, three significant digits)
+K_VALUES = tuple(float(f"{v:.3g}") for v in np.logspace(-2, 4, 49))
+
+
+@register
+class DirichletMechanism(OutputMechanism):
+    """Dir_k on every answer (paper 001 eq. 4); guarantee: Lemma 1 (eq. 5–7) at the spec's η, τ, b."""
+
+    name = "dirichlet"
+    label = "Dirichlet (outputs)"
+    short = "Dirichlet"
+    help = "dirichlet: outputs x ~ Dir(k·p) (paper 001)"
+    parameter = Parameter(name="k", symbol="k", low=0.0, high=1e9, low_open=True, log_scale=True,
+                          grid=DIRICHLET_GRID, slider=K_VALUES, slider_default=10.0,
+                          # Dir_k re-samples cached answers (milliseconds a point): a fine curve is cheap
+                          curve=K_VALUES[::4], hint="k (log scale: smaller = more noise)")
+    default_draws = 1
+
+    def transform(self, responses: Responses, spec: Any, rng: np.random.Generator) -> Responses:
+        return defend_responses(responses, spec.value, spec.eta, rng)
+
+    def torch_transform(self, spec: Any, generator: torch.Generator):
+        return torch_output_transform(spec.value, spec.eta, generator)
+
+    def guarantee(self, spec: Any, n_classes: int, sensitivity: Any | None) -> dict[str, Any]:
+        bound = lemma1_bound(spec.value, n_classes, spec.eta, spec.tau, spec.b)
+        note = ("vacuous: δ ≥ 1 or the printed ε < 0 — Lemma 1 says nothing at this k" if bound.vacuous else
+                f"Lemma 1 (001 eq. 7) with n = {n_classes}, η = {spec.eta:g}, τ = {spec.tau:g}, b = {spec.b:g}")
+        return {"epsilon": bound.epsilon, "delta": bound.delta, "gamma": None, "privacy_note": note}
+
+    def study_rows(self, task: str, arch: str) -> dict[str, Any] | None:
+        return studies.dirichlet_rows(task, arch)

@@ -15,12 +15,16 @@ Only trainable parameters are perturbed (not BatchNorm statistics or other buffe
 """
 from __future__ import annotations
 
+import copy
 import math
+from typing import Any
 
 import numpy as np
 import torch
 from scipy import optimize, special
 from torch import nn
+
+from ..defense_registry import Parameter, WeightMechanism, register
 
 
 def noise_direction(model: nn.Module, seed: int) -> dict[str, torch.Tensor]:
@@ -79,3 +83,43 @@ def random_dp_gamma(n: int) -> float:
         raise ValueError(f"n must be >= 1, got {n}")
     rho = math.exp(0.5 * float(np.real(special.lambertw(-1.0 / (4 * n), k=-1))))
     return rho + math.sqrt(math.log(1 / rho) / (2 * n))
+
+
+#: the Defenses page's table rows and curve (each point re-queries a noisy model per draw: coarse)
+GPM_GRID = (0.0, 0.001, 0.003, 0.01, 0.03, 0.1)
+#: the Defenses page's slider stops for σ
+SIGMA_VALUES = (0.0,) + tuple(float(f"{v:.3g}") for v in np.logspace(-4, 0, 33))
+
+
+@register
+class GaussianPrivacyModule(WeightMechanism):
+    """θ + σ·z (paper 000 Algorithm 1); guarantee: δ(ε) of eq. 13 with S from the SensitivitySampler."""
+
+    name = "gpm"
+    label = "Gaussian (weights)"
+    short = "Gaussian"
+    help = "gpm: weights θ + N(0, σ²I) (paper 000)"
+    parameter = Parameter(name="sigma", symbol="σ", low=0.0, high=1e3, low_open=False, log_scale=False,
+                          grid=GPM_GRID, slider=SIGMA_VALUES, slider_default=0.01, curve=GPM_GRID,
+                          hint="σ of the weight noise")
+    default_draws = 3
+    needs_sensitivity = True
+
+    def prepare(self, model: nn.Module, seed: int) -> dict[str, torch.Tensor]:
+        return noise_direction(model, seed)
+
+    def perturb(self, model: nn.Module, weights: dict[str, torch.Tensor], prepared: dict[str, torch.Tensor],
+                spec: Any) -> nn.Module:
+        return add_noise(copy.deepcopy(model), weights, prepared, spec.value)
+
+    def guarantee(self, spec: Any, n_classes: int, sensitivity: Any | None) -> dict[str, Any]:
+        s = sensitivity
+        if s is None:
+            return {"epsilon": None, "delta": spec.delta, "gamma": None,
+                    "privacy_note": "sensitivity not estimated yet: run the SensitivitySampler"}
+        eps = epsilon_at_delta(spec.delta, s.sensitivity, spec.value)
+        return {"epsilon": eps if math.isfinite(eps) else None, "delta": spec.delta, "gamma": s.gamma,
+                "sensitivity": s.sensitivity, "sensitivity_samples": s.n,
+                "privacy_note": (f"random DP (000 Thm 5.3): S = {s.sensitivity:.4g} from n = {s.n} pairs, "
+                                 f"holds with confidence 1 − γ = {1 - s.gamma:.3f}" +
+                                 ("; σ = 0 gives no privacy (ε = ∞)" if not math.isfinite(eps) else ""))}

@@ -15,11 +15,31 @@ REGISTRY: dict[str, str] = {
     "navigation": "core.tasks.navigation:NavigationTask",
 }
 
+_BUILTIN = tuple(REGISTRY)
 _instances: dict[str, Task] = {}
 
 
 def available_tasks() -> list[str]:
     return list(REGISTRY)
+
+
+def register_task(cls: type) -> type:
+    """Register a Task class defined elsewhere (a test's toy task) under its ``name``; usable as a
+    decorator. A built-in name is refused."""
+    where = f"{cls.__module__}:{cls.__qualname__}"
+    if REGISTRY.get(cls.name, where) != where:
+        raise ValueError(f"task {cls.name!r} is already registered ({REGISTRY[cls.name]})")
+    REGISTRY[cls.name] = where
+    _instances[cls.name] = cls()
+    return cls
+
+
+def unregister_task(name: str) -> None:
+    """Remove a task registered with :func:`register_task` (built-in ones stay)."""
+    if name in _BUILTIN:
+        raise ValueError(f"{name!r} is a built-in task")
+    REGISTRY.pop(name, None)
+    _instances.pop(name, None)
 
 
 def get_task(name: str) -> Task:
@@ -32,4 +52,4 @@ def get_task(name: str) -> Task:
     return _instances[name]
 
 
-__all__ = ["REGISTRY", "available_tasks", "get_task"]
+__all__ = ["REGISTRY", "available_tasks", "get_task", "register_task", "unregister_task"]

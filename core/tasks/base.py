@@ -67,6 +67,20 @@ class Task(ABC):
     real_datasets: tuple[str, ...] = ()
     #: the task's frozen options dataclass
     options_cls: type = type(None)
+    #: display name ("Image classification"); the name itself where empty
+    label: str = ""
+    #: the option that sets both architectures' size (the model-mismatch analysis scales it; 001 A.3)
+    width_knob: str = ""
+    #: what one private sample of DP-SGD is, for the pages and reports ("one image")
+    privacy_unit: str = "one record"
+    #: what DP-SGD's guarantee does not cover on this task, shown beside its ε (empty: nothing to add)
+    privacy_caveat: str = ""
+    #: the training precisions the task's loop supports (``ExperimentConfig.precision``)
+    precisions: tuple[str, ...] = ("float32", "bf16")
+    #: whether the app draws the task's records as maps (ui.mapview: navigation)
+    map_views: bool = False
+    #: SensitivitySampler pairs for the GPM's S at the quick presets (the study: n = 500; γ(n) shows the price)
+    sensitivity_samples: int = 5
 
     def make_config(self, arch: str, preset: str = "quick", overrides: dict[str, Any] | None = None) -> ExperimentConfig:
         """A validated config from a preset plus ``overrides`` (top-level or option keys)."""

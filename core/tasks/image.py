@@ -152,6 +152,10 @@ class ImageTask(Task):
     name = "image"
     utility_metric = "accuracy"
     options_cls = ImageOptions
+    label = "Image classification"
+    width_knob = "cnn_width"
+    privacy_unit = "one image"
+    sensitivity_samples = 10
     datasets = ("digits", "cifar10")
     about = ("A record is an image. Each model answers with its softmax vector; the reference is the one-hot "
              "label. The shadow-model attack is an MLP on (confidence vector, label), as in Shokri et al.; LiRA and "

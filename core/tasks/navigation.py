@@ -214,6 +214,18 @@ def ppo_settings(cfg: ExperimentConfig) -> PPOSettings:
 class NavigationTask(Task):
     name = "navigation"
     utility_metric = "return"
+    label = "Navigation (deep RL)"
+    width_knob = "actor_hidden"
+    privacy_unit = "one trajectory window (recurrence frames of one environment in one PPO update)"
+    sensitivity_samples = 3
+    precisions = ("float32",)  # PPO trains in float32
+    map_views = True
+    privacy_caveat = (
+        "**What DP-SGD protects here.** A private sample is one trajectory window (`recurrence` consecutive frames of "
+        "one environment within one PPO update), for both agents. ε bounds what training reveals about *one window's "
+        "training tuple*, not about a map: a member map is replayed in many windows of many updates, so per-map "
+        "privacy would need group privacy over all of them (ε grows roughly with their number) or clipping per map. "
+        "The membership attack on this page asks about maps.")
     options_cls = NavigationOptions
     # MiniGrid registers "MultiRoom-N4-S5-v0" with SIX rooms (minNumRooms = maxNumRooms = 6, 120 steps;
     # kept for backward compatibility): "-v1" is the 4-room layout the name promises

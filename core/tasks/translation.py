@@ -270,6 +270,10 @@ def bleu_features(hyp: str, ref: str) -> list[float]:
 class TranslationTask(Task):
     name = "translation"
     utility_metric = "bleu"
+    label = "Machine translation"
+    width_knob = "hidden"
+    privacy_unit = "one sentence pair"
+    sensitivity_samples = 3
     options_cls = TranslationOptions
     datasets = ("captions", "multi30k")
     about = ("A record is a sentence pair. Models are queried teacher-forced with the reference translation and "
