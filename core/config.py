@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Mapping
 
 from .errors import ConfigError
-from .tasks import available_tasks, get_task
+from .task_registry import available_tasks, get_task
 
 #: Bump when the meaning or layout of anything stored in the cache changes.
 #: v3: weight decay reaches weight matrices only (core.training); DP-SGD fields; privacy records.

@@ -1,55 +1,5 @@
-"""Task registry: ``get_task(name)`` imports a task module only when it is first used.
-
-Importing this package imports no torch (the Task interface lives in :mod:`core.tasks.base`), so
-the CLI can check a task's name, and every other argument, before the heavy imports."""
-from __future__ import annotations
-
-import importlib
-
-from ..errors import ConfigError
-
-#: task name -> "module:class"
-REGISTRY: dict[str, str] = {
-    "image": "core.tasks.image:ImageTask",
-    "translation": "core.tasks.translation:TranslationTask",
-    "navigation": "core.tasks.navigation:NavigationTask",
-}
-
-_BUILTIN = tuple(REGISTRY)
-_instances: dict[str, Task] = {}
-
-
-def available_tasks() -> list[str]:
-    return list(REGISTRY)
-
-
-def register_task(cls: type) -> type:
-    """Register a Task class defined elsewhere (a test's toy task) under its ``name``; usable as a
-    decorator. A built-in name is refused."""
-    where = f"{cls.__module__}:{cls.__qualname__}"
-    if REGISTRY.get(cls.name, where) != where:
-        raise ValueError(f"task {cls.name!r} is already registered ({REGISTRY[cls.name]})")
-    REGISTRY[cls.name] = where
-    _instances[cls.name] = cls()
-    return cls
-
-
-def unregister_task(name: str) -> None:
-    """Remove a task registered with :func:`register_task` (built-in ones stay)."""
-    if name in _BUILTIN:
-        raise ValueError(f"{name!r} is a built-in task")
-    REGISTRY.pop(name, None)
-    _instances.pop(name, None)
-
-
-def get_task(name: str) -> Task:
-    """The (singleton) Task object of ``name``."""
-    if name not in REGISTRY:
-        raise ConfigError(f"unknown task {name!r}; available: {', '.join(REGISTRY)}")
-    if name not in _instances:
-        module, cls = REGISTRY[name].split(":")
-        _instances[name] = getattr(importlib.import_module(module), cls)()
-    return _instances[name]
-
+"""The tasks: one module per task (``image``, ``translation``, ``navigation``), the interface in
+:mod:`core.tasks.base`. The registry itself is :mod:`core.task_registry` (its names are re-exported here)."""
+from ..task_registry import REGISTRY, available_tasks, get_task, register_task, unregister_task
 
 __all__ = ["REGISTRY", "available_tasks", "get_task", "register_task", "unregister_task"]
