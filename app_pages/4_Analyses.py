@@ -161,7 +161,10 @@ with tabs[0]:
     default = attacks.index("shadow") if "shadow" in attacks else 0
     with o3:
         attack = st.selectbox("Attack", attacks, index=default, format_func=lambda n: ATTACK_LABELS.get(n, n))
-    fig = figures.scatter_figure(scatter, attack)
+        scale = st.radio("Axes", figures.SCALES, horizontal=True, key="analyses:scale",
+                         help="log₁₀ of both signals (records clipped at 1e-12 drawn on a strip below the axis), "
+                              "or the signals themselves")
+    fig = figures.scatter_figure(scatter, attack, scale)
     event = st.plotly_chart(fig, width="stretch", on_select="rerun", selection_mode=("box", "lasso"), key="scatter")
     cols = st.columns(2)
     for col, arch in zip(cols, ("ffnn", "rnn")):

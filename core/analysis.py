@@ -57,12 +57,37 @@ def _log10(values) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------- scatter and boundaries
-def surrogate_boundary(x: np.ndarray, y: np.ndarray, decisions: np.ndarray, grid: int = 60) -> dict[str, Any]:
+def data_range(values: np.ndarray, clipped: np.ndarray) -> tuple[float, float]:
+    """The span of the records' log₁₀ values that were not clipped at the floor (1e-12), widened to
+    at least one decade: the box the figure, the surrogate's lattice and the quadrant are drawn in.
+    All records clipped: one decade above the floor."""
+    kept = np.asarray(values, np.float64)[~np.asarray(clipped, bool)]
+    kept = kept[np.isfinite(kept)]
+    if kept.size == 0:
+        lo = hi = float(np.log10(_FLOOR))
+    else:
+        lo, hi = float(kept.min()), float(kept.max())
+    if hi - lo < 1.0:  # a degenerate span: centre one decade on it
+        mid = (hi + lo) / 2
+        lo, hi = mid - 0.5, mid + 0.5
+    return lo, hi
+
+
+def clip_strip(lo: float, hi: float) -> float:
+    """Where records clipped at the floor are drawn (and fitted): just below the data's range
+    (8 % of its span), so that they read as "below this axis" and not as a row of data at −12."""
+    return lo - 0.08 * (hi - lo)
+
+
+def surrogate_boundary(x: np.ndarray, y: np.ndarray, decisions: np.ndarray, grid: int = 60,
+                       x_range: tuple[float, float] | None = None,
+                       y_range: tuple[float, float] | None = None) -> dict[str, Any]:
     """A logistic regression on quadratic features of (x, y) fitted to an attack's decisions.
 
     Returns its agreement with the decisions and its predicted member probability on a
-    ``grid``×``grid`` lattice spanning the data (for a filled contour): how well the attack's
-    behaviour can be read off these two signals alone.
+    ``grid``×``grid`` lattice spanning ``x_range`` × ``y_range`` (default: the data's min–max; the
+    scatter passes the records' range so the shaded region and its boundary stay where the records
+    are) for a filled contour: how well the attack's behaviour can be read off these two signals alone.
     """
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
@@ -70,8 +95,10 @@ def surrogate_boundary(x: np.ndarray, y: np.ndarray, decisions: np.ndarray, grid
 
     xy = np.stack([x, y], 1)
     decisions = np.asarray(decisions, bool)
-    gx = np.linspace(x.min(), x.max(), grid)
-    gy = np.linspace(y.min(), y.max(), grid)
+    x0, x1 = x_range if x_range is not None else (float(x.min()), float(x.max()))
+    y0, y1 = y_range if y_range is not None else (float(y.min()), float(y.max()))
+    gx = np.linspace(x0, x1, grid)
+    gy = np.linspace(y0, y1, grid)
     if decisions.all() or not decisions.any():  # one class everywhere: the boundary is the frame
         z = np.full((grid, grid), float(decisions.all()))
         return {"agreement": 1.0, "x": gx.tolist(), "y": gy.tolist(), "member_probability": z.tolist()}
@@ -108,13 +135,25 @@ def best_quadrant(entropy: np.ndarray, cross_entropy: np.ndarray, membership: np
 
 
 def entropy_scatter(summary: dict[str, Any]) -> dict[str, Any]:
-    """The data of paper 000 Fig. 5 for one run (see the module docstring), from its summary."""
+    """The data of paper 000 Fig. 5 for one run (see the module docstring), from its summary.
+
+    Signals at or below 1e-12 (a confident correct answer's cross-entropy underflows) are flagged
+    per record (``clipped_ape``, ``clipped_cross_entropy``): their log₁₀ stays −12 in the data, and the
+    figure draws them on a strip below the axis (``strip``, :func:`clip_strip`) marked as clipped. ``range`` is
+    the unclipped records' log₁₀ span (:func:`data_range`); the surrogates are fitted with clipped
+    values on the strip and evaluated over that range only.
+    """
     rec = summary.get("records")
     if not rec:
         raise ConfigError("this summary carries no per-record signals (run it again with this version)")
     ape, ce = np.asarray(rec["ape"]), np.asarray(rec["cross_entropy"])
     member = np.asarray(rec["membership"], bool)
     lx, ly = _log10(ape), _log10(ce)
+    cx, cy = lx <= np.log10(_FLOOR), ly <= np.log10(_FLOOR)
+    x_range, y_range = data_range(lx, cx), data_range(ly, cy)
+    # the surrogate sees clipped records where the figure draws them, not 10 decades away
+    fx = np.where(cx, clip_strip(*x_range), lx)
+    fy = np.where(cy, clip_strip(*y_range), ly)
     attacks = {}
     for name, scores in rec["scores"].items():
         threshold = summary["attacks"][name].get("threshold")
@@ -126,10 +165,14 @@ def entropy_scatter(summary: dict[str, Any]) -> dict[str, Any]:
         if boundary:
             entry["boundary"] = boundary  # the real threshold, in its signal's units
         else:
-            entry["surrogate"] = surrogate_boundary(lx, ly, decided)
+            entry["surrogate"] = surrogate_boundary(fx, fy, decided, x_range=(clip_strip(*x_range), x_range[1]),
+                                                    y_range=(clip_strip(*y_range), y_range[1]))
         attacks[name] = entry
     return {"arch": summary["arch"], "task": summary["task"], "log10_ape": lx.tolist(), "log10_cross_entropy": ly.tolist(),
-            "membership": member.tolist(), "attacks": attacks, "quadrant": best_quadrant(ape, ce, member),
+            "membership": member.tolist(), "clipped_ape": cx.tolist(), "clipped_cross_entropy": cy.tolist(),
+            "floor": _FLOOR, "range": {"log10_ape": list(x_range), "log10_cross_entropy": list(y_range)},
+            "strip": {"log10_ape": clip_strip(*x_range), "log10_cross_entropy": clip_strip(*y_range)},
+            "attacks": attacks, "quadrant": best_quadrant(ape, ce, member),
             "mean_ape": {"members": float(ape[member].mean()), "non_members": float(ape[~member].mean())},
             "mean_cross_entropy": {"members": float(ce[member].mean()), "non_members": float(ce[~member].mean())}}
 

@@ -22,52 +22,188 @@ def _legend_below(fig: go.Figure, height: int = 520) -> go.Figure:
     return fig
 
 
-def scatter_figure(scatters: dict[str, dict[str, Any]], attack: str) -> go.Figure:
-    """Paper 000 Fig. 5: log APE vs log cross-entropy per record, one panel per architecture with
-    shared axes; colour = membership, ○ = the attack got it right, × = wrong; the attack's boundary
-    (its real threshold, or a surrogate's 0.5 contour shaded), and the best quadrant (dotted)."""
+#: member / non-member colours of the scatter: an orange / blue pair that colour-blind readers tell apart
+POPULATION_COLOURS = {True: "#e66100", False: "#3b6fb6"}
+POPULATION_NAMES = {True: "members", False: "non-members"}
+SCALES = ("log", "linear")
+
+
+def _rgba(hex_colour: str, alpha: float) -> str:
+    r, g, b = (int(hex_colour[i:i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({r},{g},{b},{alpha})"
+
+
+def scatter_box(sc: dict[str, Any], scale: str = "log") -> dict[str, tuple[float, float]]:
+    """The plotted box of one panel in the figure's units: in ``log`` the records' log₁₀ range
+    (``range``, :func:`core.analysis.data_range`) from the strip (``strip``) of clipped records below it to its top, padded
+    by 3 %; in ``linear`` from 0 to the largest value. The surrogate region, the threshold and the
+    best quadrant are drawn inside this box only."""
+    box = {}
+    for key in ("log10_ape", "log10_cross_entropy"):
+        lo, hi = sc["range"][key]
+        if scale == "log":
+            bottom = sc["strip"][key]
+            pad = 0.03 * (hi - bottom)
+            box[key] = (bottom - pad, hi + pad)
+        else:
+            top = 10.0 ** hi
+            box[key] = (-0.03 * top, 1.03 * top)
+    return box
+
+
+def _in_units(values, scale: str) -> np.ndarray:
+    v = np.asarray(values, np.float64)
+    return v if scale == "log" else 10.0 ** v
+
+
+def scatter_figure(scatters: dict[str, dict[str, Any]], attack: str, scale: str = "log") -> go.Figure:
+    """Paper 000 Fig. 5: average prediction entropy vs cross-entropy per record (``scale`` ``log``:
+    log₁₀ of both, or ``linear``), one panel per architecture with shared axes.
+
+    The populations are told apart by colour (members orange, non-members blue), by a density
+    contour per population over the translucent points, and by their marginal histograms (top:
+    entropy, right: cross-entropy, each normalised to its population). × = the attack got that
+    record wrong. Records clipped at 1e-12 are drawn as triangles on a grey strip below (left of)
+    the axis, not as a row of data at −12. The attack's boundary — its real threshold (dashed) or a
+    surrogate's 0.5 contour (solid, its member side lightly shaded) — and the best quadrant
+    (dotted) are clipped to the records' range."""
+    if scale not in SCALES:
+        raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
     archs = list(scatters)
-    fig = make_subplots(rows=1, cols=len(archs), shared_xaxes="all", shared_yaxes="all", horizontal_spacing=0.04,
-                        subplot_titles=[ARCH_NAMES.get(a, a) for a in archs])
-    for col, arch in enumerate(archs, 1):
+    n = len(archs)
+    titles = []
+    for arch in archs:
+        titles += [ARCH_NAMES.get(arch, arch), ""]
+    titles += [""] * (2 * n)
+    fig = make_subplots(rows=2, cols=2 * n, column_widths=[0.82 / n, 0.18 / n] * n, row_heights=[0.18, 0.82],
+                        horizontal_spacing=0.012, vertical_spacing=0.02, subplot_titles=titles)
+    log = scale == "log"
+    boxes = [scatter_box(scatters[a], scale) for a in archs]
+    # one box over all panels: the panels share their axes, so the two architectures compare in place
+    bx = (min(b["log10_ape"][0] for b in boxes), max(b["log10_ape"][1] for b in boxes))
+    by = (min(b["log10_cross_entropy"][0] for b in boxes), max(b["log10_cross_entropy"][1] for b in boxes))
+    for i, arch in enumerate(archs):
+        col = 2 * i + 1
         sc = scatters[arch]
-        x, y = np.asarray(sc["log10_ape"]), np.asarray(sc["log10_cross_entropy"])
         member = np.asarray(sc["membership"], bool)
+        cx = np.asarray(sc.get("clipped_ape", [False] * len(member)), bool)
+        cy = np.asarray(sc.get("clipped_cross_entropy", [False] * len(member)), bool)
+        x, y = _in_units(sc["log10_ape"], scale), _in_units(sc["log10_cross_entropy"], scale)
+        if log:  # clipped records on the strip below the records' range
+            x = np.where(cx, sc["strip"]["log10_ape"], x)
+            y = np.where(cy, sc["strip"]["log10_cross_entropy"], y)
         entry = sc["attacks"][attack]
         correct = np.asarray(entry["correct"], bool)
+        first = i == 0
         surrogate = entry.get("surrogate")
         if surrogate:
-            fig.add_contour(x=surrogate["x"], y=surrogate["y"], z=surrogate["member_probability"], row=1, col=col,
+            fig.add_contour(x=_in_units(surrogate["x"], scale), y=_in_units(surrogate["y"], scale),
+                            z=surrogate["member_probability"], row=2, col=col,
                             contours=dict(start=0.5, end=1.0, size=0.5, coloring="fill"), showscale=False,
-                            colorscale=[[0, "rgba(214,39,40,0.0)"], [1, "rgba(214,39,40,0.18)"]], line=dict(width=1.5),
-                            hoverinfo="skip", name="surrogate: member region", showlegend=col == 1)
-        for is_member in (True, False):
+                            colorscale=[[0, "rgba(0,0,0,0)"], [1, "rgba(120,120,120,0.16)"]],
+                            line=dict(width=2, color="#333"), hoverinfo="skip",
+                            name="attack's member side (surrogate on these two signals)", showlegend=first)
+        if log:  # the strips where clipped records lie, labelled as such
+            if cx.any():
+                fig.add_shape(type="rect", x0=bx[0], x1=sc["strip"]["log10_ape"] + 0.02 * (bx[1] - bx[0]), y0=by[0],
+                              y1=by[1], fillcolor="rgba(0,0,0,0.06)", line_width=0, layer="below", row=2, col=col)
+                fig.add_annotation(x=sc["strip"]["log10_ape"], y=by[1], text="APE ≤ 1e-12 (clipped)", textangle=-90,
+                                   showarrow=False, xanchor="center", yanchor="top", font=dict(size=10, color="#555"),
+                                   row=2, col=col)
+            if cy.any():
+                fig.add_shape(type="rect", y0=by[0], y1=sc["strip"]["log10_cross_entropy"] + 0.02 * (by[1] - by[0]),
+                              x0=bx[0], x1=bx[1], fillcolor="rgba(0,0,0,0.06)", line_width=0, layer="below",
+                              row=2, col=col)
+                fig.add_annotation(x=bx[1], y=sc["strip"]["log10_cross_entropy"], text="CE ≤ 1e-12 (clipped)",
+                                   showarrow=False, xanchor="right", yanchor="bottom", font=dict(size=10, color="#555"),
+                                   row=2, col=col)
+        for is_member in (False, True):  # members on top: the smaller, denser population
+            colour = POPULATION_COLOURS[is_member]
+            pop = member == is_member
+            kept = pop & ~cx & ~cy
+            if kept.sum() >= 10:
+                fig.add_histogram2dcontour(
+                    x=x[kept], y=y[kept], row=2, col=col, ncontours=5, showscale=False, hoverinfo="skip",
+                    contours=dict(coloring="none"), line=dict(color=colour, width=1.6),
+                    name=f"density of {POPULATION_NAMES[is_member]}", legendgroup=f"density{is_member}",
+                    showlegend=first)
             for ok in (True, False):
-                sel = (member == is_member) & (correct == ok)
+                sel = pop & (correct == ok) & ~cx & ~cy
                 idx = np.nonzero(sel)[0]
                 fig.add_scatter(
-                    x=x[sel], y=y[sel], mode="markers", row=1, col=col,
-                    marker=dict(color=MEMBER_COLOURS[is_member], symbol="circle-open" if ok else "x", size=6, opacity=0.7),
-                    name=f"{'member' if is_member else 'non-member'}, attack {'right' if ok else 'wrong'}",
-                    legendgroup=f"{is_member}{ok}", showlegend=col == 1, customdata=idx,
-                    hovertemplate="record %{customdata}<br>log₁₀ APE %{x:.2f}<br>log₁₀ CE %{y:.2f}<extra></extra>")
+                    x=x[sel], y=y[sel], mode="markers", row=2, col=col,
+                    marker=dict(color=colour, symbol="circle" if ok else "x-thin-open", size=5 if ok else 6,
+                                opacity=0.35 if ok else 0.8, line=dict(width=1.2, color=colour) if not ok else None),
+                    name=(POPULATION_NAMES[is_member] if ok else f"{POPULATION_NAMES[is_member]}, attack wrong (×)"),
+                    legendgroup=f"{is_member}{ok}", showlegend=first, customdata=idx,
+                    hovertemplate="record %{customdata}<br>APE %{x:.3g}<br>CE %{y:.3g}<extra></extra>" if not log else
+                    "record %{customdata}<br>log₁₀ APE %{x:.2f}<br>log₁₀ CE %{y:.2f}<extra></extra>")
+            clipped = pop & (cx | cy)
+            idx = np.nonzero(clipped)[0]
+            fig.add_scatter(
+                x=x[clipped], y=y[clipped], mode="markers", row=2, col=col,
+                marker=dict(color=colour, symbol="triangle-down", size=7, opacity=0.6),
+                name=f"{POPULATION_NAMES[is_member]}, clipped at {sc.get('floor', 1e-12):g}",
+                legendgroup=f"clipped{is_member}", showlegend=first and bool(clipped.any()), customdata=idx,
+                hovertemplate="record %{customdata}: a signal ≤ 1e-12 (clipped)<extra></extra>")
+            # marginal histograms, each normalised to its own population (the two have different sizes)
+            fig.add_histogram(x=x[pop & ~cx], row=1, col=col, marker_color=colour, opacity=0.5, histnorm="probability",
+                              nbinsx=40, showlegend=False, hoverinfo="skip", legendgroup=f"density{is_member}")
+            fig.add_histogram(y=y[pop & ~cy], row=2, col=col + 1, marker_color=colour, opacity=0.5,
+                              histnorm="probability", nbinsy=40, showlegend=False, hoverinfo="skip",
+                              legendgroup=f"density{is_member}")
         boundary = entry.get("boundary")
         if boundary and boundary.get("threshold") is not None:
-            t = float(np.log10(max(boundary["threshold"], 1e-12)))
-            if boundary["signal"] == "ape":
-                fig.add_vline(x=t, line=dict(color="black", dash="dash"), row=1, col=col)
+            t = max(float(boundary["threshold"]), 1e-12)
+            t = float(np.log10(t)) if log else t
+            vertical = boundary["signal"] == "ape"
+            lo, hi = bx if vertical else by
+            if lo <= t <= hi:
+                line = dict(color="black", dash="dash", width=2)
+                if vertical:
+                    fig.add_shape(type="line", x0=t, x1=t, y0=by[0], y1=by[1], line=line, row=2, col=col)
+                else:
+                    fig.add_shape(type="line", y0=t, y1=t, x0=bx[0], x1=bx[1], line=line, row=2, col=col)
             else:
-                fig.add_hline(y=t, line=dict(color="black", dash="dash"), row=1, col=col)
+                side = "below" if t < lo else "above"
+                fig.add_annotation(text=f"threshold {boundary['threshold']:.3g} lies {side} every record",
+                                   xref=f"x{'' if col + 2 * n == 1 else col + 2 * n} domain",
+                                   yref=f"y{'' if col + 2 * n == 1 else col + 2 * n} domain",
+                                   x=0.5, y=0.98, showarrow=False, font=dict(size=11))
         q = sc["quadrant"]
-        qx = np.log10(max(q["entropy_max"], 1e-12)) if q["entropy_max"] is not None else float(x.max())
-        qy = np.log10(max(q["cross_entropy_max"], 1e-12)) if q["cross_entropy_max"] is not None else float(y.max())
-        fig.add_shape(type="rect", x0=float(min(x.min(), qx)), x1=qx, y0=float(min(y.min(), qy)), y1=qy,
-                      line=dict(color="grey", dash="dot"), row=1, col=col)
-    fig.update_xaxes(title_text="log₁₀ average prediction entropy")
-    fig.update_yaxes(title_text="log₁₀ cross-entropy to the reference", col=1)
-    fig.update_layout(title="Entropy vs cross-entropy with the attack's decisions (dashed: threshold; "
-                            "shaded: surrogate member region; dotted box: best quadrant)")
-    return _legend_below(fig, 560)
+        qx = float(np.log10(max(q["entropy_max"], 1e-12)) if log else q["entropy_max"]) \
+            if q["entropy_max"] is not None else bx[1]
+        qy = float(np.log10(max(q["cross_entropy_max"], 1e-12)) if log else q["cross_entropy_max"]) \
+            if q["cross_entropy_max"] is not None else by[1]
+        qx, qy = min(max(qx, bx[0]), bx[1]), min(max(qy, by[0]), by[1])
+        fig.add_shape(type="rect", x0=bx[0], x1=qx, y0=by[0], y1=qy, line=dict(color="#222", dash="dot", width=2),
+                      row=2, col=col)
+        fig.add_annotation(x=qx, y=qy, text=f"best quadrant · acc {q['accuracy']:.2f}", showarrow=False,
+                           xanchor="right" if qx > (bx[0] + bx[1]) / 2 else "left", yanchor="bottom", font=dict(size=11, color="#222"),
+                           bgcolor="rgba(255,255,255,0.7)", row=2, col=col)
+    # axes: every main panel on one box; each marginal follows its main panel's axis
+    unit = "log₁₀ " if log else ""
+    for i in range(n):
+        col = 2 * i + 1
+        fig.update_xaxes(range=list(bx), row=2, col=col, title_text=f"{unit}average prediction entropy (APE)")
+        fig.update_yaxes(range=list(by), row=2, col=col, title_text=f"{unit}cross-entropy to the reference" if i == 0 else None,
+                         showticklabels=i == 0)
+        fig.update_xaxes(matches=f"x{2 * n + col}", row=1, col=col, showticklabels=False)
+        fig.update_yaxes(row=1, col=col, showticklabels=False, title_text=None)
+        fig.update_yaxes(matches=f"y{2 * n + col}", row=2, col=col + 1, showticklabels=False)
+        fig.update_xaxes(row=2, col=col + 1, showticklabels=False)
+        fig.update_xaxes(row=1, col=col + 1, visible=False)
+        fig.update_yaxes(row=1, col=col + 1, visible=False)
+    fig.update_layout(barmode="overlay", plot_bgcolor="white",
+                      title=dict(text="Entropy vs cross-entropy per record · " + ("dashed: the attack's threshold"
+                                 if any("boundary" in scatters[a]["attacks"][attack] for a in archs) else
+                                 "solid line: the attack's boundary (surrogate), shaded: its member side")
+                                 + " · dotted: best quadrant", font=dict(size=14)))
+    fig.update_xaxes(showgrid=True, gridcolor="#eee", zeroline=False)
+    fig.update_yaxes(showgrid=True, gridcolor="#eee", zeroline=False)
+    _legend_below(fig, 640)
+    fig.update_layout(margin=dict(l=70, r=10, t=70, b=10))  # room for the y axis' ticks and title
+    return fig
 
 
 def vulnerability_figure(vulns: dict[str, dict[str, Any]]) -> go.Figure:

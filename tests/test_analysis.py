@@ -221,3 +221,62 @@ def test_analyses_page_runs_the_long_analyses_as_worker_jobs_with_their_own_verd
 
     done = [j for j in job_manager().recent() if j.kind == "analysis" and j.state == "done"]
     assert {j.config.arch for j in done} >= {"ffnn", "rnn"}
+
+
+def _synthetic_summary(arch: str = "rnn", n: int = 400, seed: int = 0) -> dict:
+    """Members confident (low CE, a quarter of them underflowing to 0), non-members less so; a
+    shadow attack whose decisions follow CE, and a loss-threshold attack with a real boundary."""
+    rng = np.random.default_rng(seed)
+    member = np.arange(n) < n // 2
+    ce = np.where(member, 10 ** rng.uniform(-6, -1, n), 10 ** rng.uniform(-3, 0.5, n))
+    ce[: n // 8] = 0.0  # clipped at the floor (1e-12)
+    ape = np.where(member, 10 ** rng.uniform(-5, -1, n), 10 ** rng.uniform(-2, 0, n))
+    return {"arch": arch, "task": "image",
+            "attacks": {"shadow": {"threshold": 0.5}, "loss_threshold": {"threshold": -0.01}},
+            "records": {"membership": member.tolist(), "ape": ape.tolist(), "cross_entropy": ce.tolist(),
+                        "scores": {"shadow": (ce < 1e-2).astype(float).tolist(), "loss_threshold": (-ce).tolist()},
+                        "boundaries": {"loss_threshold": {"signal": "cross_entropy", "threshold": 0.01,
+                                                          "member_if": "below"}}}}
+
+
+def test_scatter_flags_clipped_records_and_keeps_boundaries_in_the_records_range():
+    sc = analysis.entropy_scatter(_synthetic_summary())
+    ly = np.asarray(sc["log10_cross_entropy"])
+    clipped = np.asarray(sc["clipped_cross_entropy"])
+    assert clipped.sum() == 50 and clipped[:50].all()  # exactly the records at 0 are flagged
+    assert not any(sc["clipped_ape"])
+    lo, hi = sc["range"]["log10_cross_entropy"]
+    # the range is the unclipped records' span: the floor (−12) is not in it
+    assert lo == pytest.approx(ly[~clipped].min()) and hi == pytest.approx(ly[~clipped].max()) and lo > -7
+    strip = sc["strip"]["log10_cross_entropy"]
+    assert lo - 0.1 * (hi - lo) < strip < lo  # just below the records, not at the floor
+    # the surrogate's lattice (its shaded region and boundary) spans the strip..top, never −12
+    sur = sc["attacks"]["shadow"]["surrogate"]
+    assert min(sur["y"]) == pytest.approx(strip) and max(sur["y"]) == pytest.approx(hi)
+    assert min(sur["x"]) == pytest.approx(sc["strip"]["log10_ape"])
+    assert sur["agreement"] > 0.9  # clipped records fitted on the strip, not 6 decades away
+
+
+def test_scatter_figure_draws_populations_clipped_marks_and_clips_shapes_to_the_box():
+    from core import figures
+
+    scatters = {a: analysis.entropy_scatter(_synthetic_summary(a, seed=i)) for i, a in enumerate(("ffnn", "rnn"))}
+    for scale in figures.SCALES:
+        for attack in ("shadow", "loss_threshold"):
+            fig = figures.scatter_figure(scatters, attack, scale)
+            names = {t.name for t in fig.data}
+            assert {"members", "non-members", "density of members", "density of non-members"} <= names
+            clipped = [t for t in fig.data if t.name and "clipped" in t.name]
+            assert sum(len(t.x) for t in clipped) == 2 * 50  # every clipped record, per panel, marked as such
+            main = fig.layout.xaxis5.range, fig.layout.yaxis5.range  # the first main panel (row 2, col 1)
+            for t in clipped:
+                if scale == "log":  # on the strip inside the box, not at −12
+                    assert all(main[1][0] <= v <= main[1][1] for v in t.y)
+            for shape in fig.layout.shapes:
+                if shape.xref in ("x5", "x7"):
+                    assert main[0][0] - 1e-9 <= min(shape.x0, shape.x1) and max(shape.x0, shape.x1) <= main[0][1] + 1e-9
+                    assert main[1][0] - 1e-9 <= min(shape.y0, shape.y1) and max(shape.y0, shape.y1) <= main[1][1] + 1e-9
+            if attack == "loss_threshold":  # the threshold line is drawn (it lies inside the records' range)
+                assert any(s.type == "line" and s.line.dash == "dash" for s in fig.layout.shapes)
+    with pytest.raises(ValueError):
+        figures.scatter_figure(scatters, "shadow", "sqrt")
