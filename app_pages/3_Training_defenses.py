@@ -13,9 +13,11 @@ from core.config import ExperimentConfig, config_changes, field_range, parse_val
 from core.errors import MIAError
 from core.names import ARCH_NAMES as ARCH_LABELS
 from core.studies import DPSGD_RECIPE
-from core.sweeps import accuracy_bound_curve, collect_points, study_recipe_epsilons, sweep_runs
+from core.sweeps import (accuracy_bound_curve, collect_points, expected_run_s, expected_sweep, run_cost_s,
+                         study_recipe_epsilons, sweep_runs)
 from core.tasks import get_task
 from ui import plots
+from ui.nav import format_seconds
 from ui.results import show_results
 from ui.widgets import task_label, task_selector
 from ui.shared import job_manager, summary_of
@@ -85,6 +87,33 @@ if defense.accounted and task.privacy_caveat:
 summaries = {(arch, v): summary_of(cfg) for arch, rs in runs.items() for v, cfg in rs}
 missing = [cfg for arch, rs in runs.items() for v, cfg in rs if summaries[(arch, v)] is None]
 manager = job_manager()
+# what this machine measured: the cost of every cached point of this sweep and of the undefended runs
+# (core.sweeps.run_cost_s), the basis of the time announced before the click and left during the sweep
+measured_points = {arch: [run_cost_s(summaries[(arch, v)]) for v, _ in rs[1:] if summaries[(arch, v)] is not None]
+                   for arch, rs in runs.items()}
+measured_baseline = {arch: run_cost_s(summaries[(arch, None)]) if summaries[(arch, None)] is not None else None
+                     for arch in runs}
+
+
+def sweep_left_s() -> tuple[float | None, bool]:
+    """Seconds left of the sweep's active jobs: a running job's own measured-rate ETA (its
+    expected cost less its elapsed time before it has one), the expected cost of each queued job;
+    with the flag "a lower bound" when a DP-SGD point was estimated from an undefended run."""
+    left, lower = 0.0, False
+    for arch, rs in runs.items():
+        for v, cfg in rs:
+            job = manager.job(cfg) if summaries[(arch, v)] is None else None
+            if job is None or not job.active:
+                continue
+            expected, lb = expected_run_s(arch, v is None, measured_points, measured_baseline, mechanism)
+            if job.state == "running" and job.eta_s is not None:
+                left += job.eta_s
+                continue
+            if expected is None:
+                return None, False
+            left += max(expected - (job.elapsed_s if job.state == "running" else 0.0), 0.0)
+            lower = lower or lb
+    return left, lower
 
 
 def run_label(v: float | None) -> str:
@@ -123,6 +152,12 @@ if missing:
         def _progress() -> None:
             if not any(j is not None and j.active for j in manager.group(missing).jobs):
                 st.rerun()
+            left, lower = sweep_left_s()
+            if left is not None:
+                shared = f", shared by {manager.n_workers} workers" if manager.n_workers > 1 else ""
+                st.caption(f"Sweep: {'at least ' if lower else 'about '}{format_seconds(left)} left{shared} "
+                           "(running runs: their measured-rate ETA; queued runs: what this machine measured for "
+                           "this sweep's points so far).")
             st.dataframe(status_rows(), hide_index=True, width="stretch")
 
         _progress()
@@ -130,7 +165,17 @@ if missing:
         if group.error:
             st.error(f"Some runs failed: {group.error}")
         st.dataframe(status_rows(), hide_index=True, width="stretch")
-        if st.button(f"Run the sweep ({len(missing)} run{'s' if len(missing) != 1 else ''} to train)", type="primary"):
+        todo = [(arch, v is None) for arch, rs in runs.items() for v, cfg in rs if summaries[(arch, v)] is None]
+        estimate = expected_sweep(todo, measured_points, measured_baseline, mechanism)
+        if estimate.seconds is not None:
+            expected = f"{'at least ' if estimate.lower_bound else 'about '}{format_seconds(estimate.seconds)}"
+            st.caption(f"Expected time: {expected} with one worker — {estimate.basis}.")
+        else:
+            st.caption(f"Expected time: not known yet — {estimate.basis}; the job panel shows the time left once "
+                       "the first run has started.")
+        if st.button(f"Run the sweep ({len(missing)} run{'s' if len(missing) != 1 else ''} to train"
+                     + (f", {'≥ ' if estimate.lower_bound else '~'}{format_seconds(estimate.seconds)}"
+                        if estimate.seconds is not None else "") + ")", type="primary"):
             manager.submit(missing)
             st.rerun()
 

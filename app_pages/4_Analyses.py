@@ -65,29 +65,37 @@ def tab_verdict(name: str) -> None:
 
 
 def downloads(name: str, results: dict, fig) -> None:
-    """The figure as self-contained HTML and its data as CSV."""
-    table = report.tables(results).get(name)
+    """The figure as self-contained HTML and its data as CSV, both written on the click only (a
+    self-contained figure carries ~5 MB of plotly.js: building it on every rerun delayed the page)."""
     a, b = st.columns(2)
-    a.download_button(f"{name}.html", fig.to_html(include_plotlyjs=True, full_html=True), file_name=f"{name}.html",
-                      mime="text/html", key=f"dl-html-{name}")
-    if table is not None:
-        b.download_button(f"{name}.csv", table.to_csv(index=False), file_name=f"{name}.csv", mime="text/csv",
-                          key=f"dl-csv-{name}")
+    a.download_button(f"{name}.html", lambda: fig.to_html(include_plotlyjs=True, full_html=True),
+                      file_name=f"{name}.html", mime="text/html", key=f"dl-html-{name}", on_click="ignore")
+    b.download_button(f"{name}.csv", lambda: report.tables(results)[name].to_csv(index=False),
+                      file_name=f"{name}.csv", mime="text/csv", key=f"dl-csv-{name}", on_click="ignore")
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def scatter_and_vulnerability(hashes: tuple[str, ...], _configs: dict[str, ExperimentConfig]) -> dict:
     """The two analyses that need no training, cached per pair of runs."""
-    results = {"scatter": {}, "vulnerability": {}, "most_exposed": {}}
+    results = {"scatter": {}, "vulnerability": {}, "most_exposed": {}, "eval_index": {}}
     sums = {}
     for arch, cfg in _configs.items():
         s = cached_summary(cfg)
         sums[arch] = s
+        models = trained_models(cfg)
         results["scatter"][arch] = analysis.entropy_scatter(s)
         results["most_exposed"][arch] = analysis.most_exposed(s)
-        results["vulnerability"][arch] = analysis.vulnerability(trained_models(cfg), s)
+        results["vulnerability"][arch] = analysis.vulnerability(models, s)
+        # the records behind "most exposed": kept here so a rerun does not load the models again
+        results["eval_index"][arch] = np.asarray(models.splits.eval_index).tolist()
     results["verdicts"] = analysis.verdicts(results, sums)
     return results
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def task_data(config_hash: str, _cfg: ExperimentConfig):
+    """The task's records (images, sentences) for the most exposed members, loaded once per config."""
+    return get_task(_cfg.task).load(_cfg)
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
@@ -118,7 +126,7 @@ for name in LONG:
     group = long_jobs(name)
     if all(j is not None and j.state == "done" for j in group.jobs):
         long_results[name] = {a: j.result for a, j in zip(("ffnn", "rnn"), group.jobs)}
-all_results = {**base, **long_results}
+all_results = {**{k: v for k, v in base.items() if k != "eval_index"}, **long_results}
 all_results["verdicts"] = analysis.verdicts(all_results, summaries)
 
 tabs = st.tabs(["Entropy scatter", "Over training", "Memorization", "Overtraining", "Model mismatch",
@@ -187,7 +195,7 @@ with tabs[0]:
             st.caption(f"Mean APE: members {sc['mean_ape']['members']:.3g}, non-members {sc['mean_ape']['non_members']:.3g}.")
     tab_verdict("scatter")
     points = (event.selection.points if event and getattr(event, "selection", None) else []) or []
-    data = task.load(configs["ffnn"])
+    data = task_data(configs["ffnn"].config_hash, configs["ffnn"]) if task_name != "navigation" else None
     if points:
         st.markdown(f"**Selected records** ({len(points)})")
         rows = []
@@ -201,7 +209,7 @@ with tabs[0]:
     st.markdown("**Most exposed members** (highest primary-attack score)")
     for col, arch in zip(st.columns(2), ("ffnn", "rnn")):
         with col:
-            splits_eval = trained_models(configs[arch]).splits.eval_index
+            splits_eval = base["eval_index"][arch]
             st.caption(ARCH_LABELS[arch])
             for row in base["most_exposed"][arch][: 3 if task_name == "navigation" else 5]:
                 index = int(splits_eval[row["position"]])
@@ -514,9 +522,10 @@ with tabs[8]:
 
 with st.expander("Reproduce headless · export"):
     st.code(f"python -m core analyze --task {task_name} --preset {preset} --analysis all --out analyses/")
+    # both written on the click only (every figure's HTML and the records' JSON, on every rerun otherwise)
     st.download_button("Export report (one self-contained HTML: config, verdicts, every figure computed so far)",
-                       report.html_report(all_results, {a: c.to_dict() for a, c in configs.items()},
-                                          f"MIA Explorer analyses — {task_name}, {preset}"),
-                       file_name=f"analyses_{task_name}_{preset}.html", mime="text/html")
-    st.download_button("analyses.json", json.dumps(all_results, default=str), file_name="analyses.json",
-                       mime="application/json")
+                       lambda: report.html_report(all_results, {a: c.to_dict() for a, c in configs.items()},
+                                                  f"MIA Explorer analyses — {task_name}, {preset}"),
+                       file_name=f"analyses_{task_name}_{preset}.html", mime="text/html", on_click="ignore")
+    st.download_button("analyses.json", lambda: json.dumps(all_results, default=str),
+                       file_name="analyses.json", mime="application/json", on_click="ignore")

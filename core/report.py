@@ -22,7 +22,10 @@ def tables(results: dict[str, Any]) -> dict[str, pd.DataFrame]:
         rows = []
         for arch, sc in results["scatter"].items():
             for i, (x, y, m) in enumerate(zip(sc["log10_ape"], sc["log10_cross_entropy"], sc["membership"])):
-                row = {"arch": arch, "record": i, "member": m, "log10_ape": x, "log10_cross_entropy": y}
+                row = {"arch": arch, "record": i, "member": m, "log10_ape": x, "log10_cross_entropy": y,
+                       # −12 means "at or below 1e-12": flagged, so a reader does not take it for a value
+                       "clipped_ape": sc.get("clipped_ape", [None] * (i + 1))[i],
+                       "clipped_cross_entropy": sc.get("clipped_cross_entropy", [None] * (i + 1))[i]}
                 row.update({f"{name}_decision": a["decision"][i] for name, a in sc["attacks"].items()})
                 rows.append(row)
         out["scatter"] = pd.DataFrame(rows)

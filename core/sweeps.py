@@ -244,3 +244,74 @@ def accuracy_bound(epsilon: float, delta: float) -> float:
     the accuracy form of Yeom et al.'s advantage bound (paper 002).
     """
     return 0.5 * (1.0 + delta + (1.0 - delta) * math.tanh(epsilon / 2.0))
+
+
+# ---------------------------------------------------------------------------- how long a sweep takes
+def run_cost_s(summary: dict[str, Any]) -> float | None:
+    """Seconds that computing ``summary`` from nothing took on the machine that computed it: data
+    loading, the victim's and every shadow's *training* (``victim_trained_s``, ``shadows_trained_s``:
+    the models' own recorded times, kept when they are later loaded from the cache) and the attacks.
+    None when the summary does not carry them (a summary written by an older version)."""
+    t = summary.get("timings") or {}
+    parts = [t.get("victim_trained_s"), t.get("shadows_trained_s"), t.get("attack_s")]
+    if any(not isinstance(p, (int, float)) or not math.isfinite(p) for p in parts):
+        return None
+    data = t.get("data_s")
+    return float(sum(parts) + (data if isinstance(data, (int, float)) and math.isfinite(data) else 0.0))
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepEstimate:
+    """The expected seconds of a sweep's missing runs, from runs measured on this machine.
+
+    ``seconds``: the sum over the missing runs (one worker runs them one after another); None when
+    no run of an architecture was measured. ``lower_bound``: some runs were estimated from the
+    undefended run only, and DP-SGD's per-sample gradients make a point slower than that.
+    ``basis``: one line saying what was measured."""
+
+    seconds: float | None
+    lower_bound: bool
+    basis: str
+
+
+def expected_run_s(arch: str, is_baseline: bool, points: dict[str, list[float | None]],
+                   baseline: dict[str, float | None], mechanism: str) -> tuple[float | None, bool]:
+    """Expected seconds of one missing run of ``arch`` and whether that is a lower bound.
+
+    A point: the mean measured cost of this sweep's points of ``arch`` that already ran (same
+    recipe kind), else its undefended run's cost (a lower bound under DP-SGD), else None. The
+    undefended run itself: the cheapest measured point (DP-SGD points cost more than it, so that is
+    no lower bound; L2 and clip points cost about the same)."""
+    done = [c for c in points.get(arch, []) if c is not None]
+    if is_baseline:
+        return (float(min(done)), False) if done else (None, False)
+    if done:
+        return float(np.mean(done)), False
+    base = baseline.get(arch)
+    if base is not None:
+        return float(base), mechanism == "dpsgd"
+    return None, False
+
+
+def expected_sweep(missing: list[tuple[str, bool]], points: dict[str, list[float]],
+                   baseline: dict[str, float | None], mechanism: str) -> SweepEstimate:
+    """The expected time of a sweep's missing runs (``missing``: (arch, is the undefended run) per
+    run) from the measured costs (:func:`run_cost_s`) of the sweep's points already cached
+    (``points`` per arch) and of the undefended runs (``baseline`` per arch)."""
+    total, lower, unknown = 0.0, False, []
+    for arch, is_baseline in missing:
+        s, lb = expected_run_s(arch, is_baseline, points, baseline, mechanism)
+        if s is None:
+            unknown.append(arch)
+            continue
+        total += s
+        lower = lower or lb
+    if unknown:
+        return SweepEstimate(None, False, f"no run of this size was measured on this machine yet for "
+                                          f"{', '.join(sorted(set(unknown)))}")
+    measured = sum(len([c for c in v if c is not None]) for v in points.values())
+    basis = (f"from {measured} point{'s' if measured != 1 else ''} of this sweep measured on this machine"
+             if measured else "from the undefended runs measured on this machine")
+    if lower:
+        basis += " (DP-SGD's per-sample gradients make a point slower than an undefended run: a lower bound)"
+    return SweepEstimate(total, lower, basis)

@@ -23,7 +23,7 @@ from core.models.navigation import build_agent
 from core.pipeline import trained_models
 from core.roles import model_from_weights, seed_everything, train_model
 from core.defense_registry import training_names
-from core.sweeps import check_sweep, point_config, sweep
+from core.sweeps import check_sweep, expected_sweep, point_config, run_cost_s, sweep
 from core.tasks import get_task
 from core.tasks.base import TaskData
 from core.tasks.translation import PAD, _batch, build_records
@@ -438,9 +438,30 @@ def test_training_defenses_page_shows_a_cached_sweep_and_offers_the_rest(dp_swee
     assert len(at.get("plotly_chart")) >= 4 and at.dataframe
     at.text_input(key="tdef:grid:dpsgd").set_value("2,8").run(timeout=120)
     assert not at.exception, at.exception
-    assert [b for b in at.button if b.label == "Run the sweep (1 run to train)"]
+    # the time is announced before the click, from the cached point 2 measured on this machine
+    button = [b for b in at.button if b.label.startswith("Run the sweep (1 run to train, ~")]
+    assert button, [b.label for b in at.button]
+    assert any(c.value.startswith("Expected time: about ") and "1 point of this sweep" in c.value for c in at.caption)
     at.text_input(key="tdef:grid:dpsgd").set_value("-1").run(timeout=60)
     assert at.error and "σ" in at.error[0].value
+
+
+def test_sweep_time_is_expected_from_measured_runs():
+    summary = {"timings": {"data_s": 1.0, "victim_trained_s": 10.0, "shadows_trained_s": 20.0, "attack_s": 4.0,
+                           "total_s": 0.1}}  # total_s of a summary loaded from the cache is the load time
+    assert run_cost_s(summary) == 35.0
+    assert run_cost_s({"timings": {"total_s": 3.0}}) is None  # an older summary: no per-model training times
+    # points of this sweep measured: their mean, per architecture
+    e = expected_sweep([("ffnn", False), ("ffnn", False), ("rnn", False)], {"ffnn": [30.0, 50.0], "rnn": [70.0]},
+                       {"ffnn": 10.0, "rnn": 20.0}, "dpsgd")
+    assert e.seconds == 40.0 + 40.0 + 70.0 and not e.lower_bound and "3 points" in e.basis
+    # only the undefended run measured: its cost, a lower bound under DP-SGD, not under L2
+    e = expected_sweep([("ffnn", False), ("rnn", False)], {"ffnn": [], "rnn": []}, {"ffnn": 10.0, "rnn": 20.0}, "dpsgd")
+    assert e.seconds == 30.0 and e.lower_bound and "lower bound" in e.basis
+    assert not expected_sweep([("ffnn", False)], {}, {"ffnn": 10.0}, "l2").lower_bound
+    # nothing of an architecture measured: no number
+    e = expected_sweep([("ffnn", False), ("rnn", True)], {"ffnn": [5.0]}, {"ffnn": None, "rnn": None}, "l2")
+    assert e.seconds is None and "rnn" in e.basis
 
 
 # ---------------------------------------------------------------------------- precision
