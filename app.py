@@ -6,8 +6,10 @@ are registered in :mod:`ui.nav`; this script runs before each of them.
 import streamlit as st
 
 from ui.nav import jobs_sidebar, navigation
+from ui.shared import preload_page_modules
 
 st.set_page_config(page_title="MIA Explorer", page_icon="🔍", layout="wide")
+preload_page_modules()  # once per server: the other pages' imports start in the background now
 page = navigation()
 jobs_sidebar()
 page.run()

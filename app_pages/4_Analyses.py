@@ -143,6 +143,13 @@ def defended_scatter(mechanism: str, value: float) -> dict[str, dict]:
     return out
 
 
+@st.cache_resource(max_entries=32, show_spinner=False)
+def scatter_figure(key: tuple, _scatter: dict[str, dict], attack: str, scale: str):
+    """The scatter's figure, built once per (runs, outputs, defense value) × attack × scale and shared
+    read-only: a rerun (a selection, another tab) does not lay out its contours and histograms again."""
+    return figures.scatter_figure(_scatter, attack, scale)
+
+
 with tabs[0]:
     o1, o2, o3 = st.columns([2, 3, 2])
     with o1:
@@ -172,7 +179,8 @@ with tabs[0]:
         scale = st.radio("Axes", figures.SCALES, horizontal=True, key="analyses:scale",
                          help="log₁₀ of both signals (records clipped at 1e-12 drawn on a strip below the axis), "
                               "or the signals themselves")
-    fig = figures.scatter_figure(scatter, attack, scale)
+    fig = scatter_figure((tuple(c.config_hash for c in configs.values()), outputs,
+                          None if outputs == "undefended" else float(value)), scatter, attack, scale)
     event = st.plotly_chart(fig, width="stretch", on_select="rerun", selection_mode=("box", "lasso"), key="scatter")
     cols = st.columns(2)
     for col, arch in zip(cols, ("ffnn", "rnn")):

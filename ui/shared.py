@@ -3,6 +3,8 @@ per-config caches that make warm pages fast."""
 from __future__ import annotations
 
 import atexit
+import importlib
+import threading
 from typing import Any
 
 import streamlit as st
@@ -22,6 +24,29 @@ def job_manager() -> JobManager:
     manager = JobManager()
     atexit.register(manager.shutdown)
     return manager
+
+
+#: what the pages import beyond the Home page (torch-based analyses, scipy.stats via the defenses,
+#: scikit-learn's surrogate, pandas via the reports): tens of seconds on a loaded 2-core machine
+PAGE_MODULES = ("core.analysis", "core.defenses", "core.figures", "core.report", "core.sweeps", "core.fidelity",
+                "ui.results", "sklearn.linear_model", "sklearn.preprocessing", "sklearn.pipeline")
+
+
+@st.cache_resource
+def preload_page_modules() -> threading.Thread:
+    """Import the pages' heavy modules once per server, in a background thread started by the first
+    script run: by the time a user opens a page after Home, its imports are done (an import the
+    page needs sooner waits on the module's import lock instead of importing twice)."""
+    def load() -> None:
+        for name in PAGE_MODULES:
+            try:
+                importlib.import_module(name)
+            except Exception:  # an optional module missing: the page that needs it reports it
+                pass
+
+    thread = threading.Thread(target=load, name="preload-page-modules", daemon=True)
+    thread.start()
+    return thread
 
 
 class _NotCached(Exception):
