@@ -134,6 +134,22 @@ def best_quadrant(entropy: np.ndarray, cross_entropy: np.ndarray, membership: np
             "accuracy": float(acc[i, j])}
 
 
+def near_records(surrogate: dict[str, Any], x: np.ndarray, y: np.ndarray, reach: float = 0.06) -> dict[str, Any]:
+    """``surrogate`` with its member probability blanked (None) on lattice points farther than
+    ``reach`` (a fraction of each axis' span, in the max norm) from every record: the shaded region
+    and its boundary are then drawn where there are records to decide about, not extrapolated by the
+    quadratic surface into empty corners of the plot."""
+    gx, gy = np.asarray(surrogate["x"]), np.asarray(surrogate["y"])
+    sx, sy = max(float(gx[-1] - gx[0]), 1e-12), max(float(gy[-1] - gy[0]), 1e-12)
+    # per lattice row/column: distance of each lattice coordinate to each record, scaled by the span
+    dx = np.abs(gx[:, None] - np.asarray(x)[None, :]) / sx  # (G, N)
+    dy = np.abs(gy[:, None] - np.asarray(y)[None, :]) / sy  # (G, N)
+    near = ((dx[None, :, :] <= reach) & (dy[:, None, :] <= reach)).any(axis=2)  # (Gy, Gx)
+    z = np.asarray(surrogate["member_probability"], dtype=object)
+    z[~near] = None
+    return {**surrogate, "member_probability": z.tolist(), "reach": reach}
+
+
 def entropy_scatter(summary: dict[str, Any]) -> dict[str, Any]:
     """The data of paper 000 Fig. 5 for one run (see the module docstring), from its summary.
 
@@ -154,6 +170,9 @@ def entropy_scatter(summary: dict[str, Any]) -> dict[str, Any]:
     # the surrogate sees clipped records where the figure draws them, not 10 decades away
     fx = np.where(cx, clip_strip(*x_range), lx)
     fy = np.where(cy, clip_strip(*y_range), ly)
+    # the lattice starts at the strip only where records were clipped: otherwise at the records
+    x_lo = clip_strip(*x_range) if cx.any() else x_range[0]
+    y_lo = clip_strip(*y_range) if cy.any() else y_range[0]
     attacks = {}
     for name, scores in rec["scores"].items():
         threshold = summary["attacks"][name].get("threshold")
@@ -165,8 +184,8 @@ def entropy_scatter(summary: dict[str, Any]) -> dict[str, Any]:
         if boundary:
             entry["boundary"] = boundary  # the real threshold, in its signal's units
         else:
-            entry["surrogate"] = surrogate_boundary(fx, fy, decided, x_range=(clip_strip(*x_range), x_range[1]),
-                                                    y_range=(clip_strip(*y_range), y_range[1]))
+            entry["surrogate"] = near_records(
+                surrogate_boundary(fx, fy, decided, x_range=(x_lo, x_range[1]), y_range=(y_lo, y_range[1])), fx, fy)
         attacks[name] = entry
     return {"arch": summary["arch"], "task": summary["task"], "log10_ape": lx.tolist(), "log10_cross_entropy": ly.tolist(),
             "membership": member.tolist(), "clipped_ape": cx.tolist(), "clipped_cross_entropy": cy.tolist(),

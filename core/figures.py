@@ -39,10 +39,10 @@ def scatter_box(sc: dict[str, Any], scale: str = "log") -> dict[str, tuple[float
     by 3 %; in ``linear`` from 0 to the largest value. The surrogate region, the threshold and the
     best quadrant are drawn inside this box only."""
     box = {}
-    for key in ("log10_ape", "log10_cross_entropy"):
+    for key, clipped in (("log10_ape", "clipped_ape"), ("log10_cross_entropy", "clipped_cross_entropy")):
         lo, hi = sc["range"][key]
         if scale == "log":
-            bottom = sc["strip"][key]
+            bottom = sc["strip"][key] if any(sc.get(clipped, ())) else lo  # the strip only when it holds records
             pad = 0.03 * (hi - bottom)
             box[key] = (bottom - pad, hi + pad)
         else:
@@ -147,11 +147,13 @@ def scatter_figure(scatters: dict[str, dict[str, Any]], attack: str, scale: str 
                 legendgroup=f"clipped{is_member}", showlegend=first and bool(clipped.any()), customdata=idx,
                 hovertemplate="record %{customdata}: a signal ≤ 1e-12 (clipped)<extra></extra>")
             # marginal histograms, each normalised to its own population (the two have different sizes)
+            # the same 40 bins for both populations, so that the bars compare bin by bin
             fig.add_histogram(x=x[pop & ~cx], row=1, col=col, marker_color=colour, opacity=0.5, histnorm="probability",
-                              nbinsx=40, showlegend=False, hoverinfo="skip", legendgroup=f"density{is_member}")
+                              xbins=dict(start=bx[0], end=bx[1], size=(bx[1] - bx[0]) / 40), showlegend=False,
+                              hoverinfo="skip", legendgroup=f"density{is_member}")
             fig.add_histogram(y=y[pop & ~cy], row=2, col=col + 1, marker_color=colour, opacity=0.5,
-                              histnorm="probability", nbinsy=40, showlegend=False, hoverinfo="skip",
-                              legendgroup=f"density{is_member}")
+                              histnorm="probability", ybins=dict(start=by[0], end=by[1], size=(by[1] - by[0]) / 40),
+                              showlegend=False, hoverinfo="skip", legendgroup=f"density{is_member}")
         boundary = entry.get("boundary")
         if boundary and boundary.get("threshold") is not None:
             t = max(float(boundary["threshold"]), 1e-12)

@@ -253,8 +253,17 @@ def test_scatter_flags_clipped_records_and_keeps_boundaries_in_the_records_range
     # the surrogate's lattice (its shaded region and boundary) spans the strip..top, never −12
     sur = sc["attacks"]["shadow"]["surrogate"]
     assert min(sur["y"]) == pytest.approx(strip) and max(sur["y"]) == pytest.approx(hi)
-    assert min(sur["x"]) == pytest.approx(sc["strip"]["log10_ape"])
+    assert min(sur["x"]) == pytest.approx(sc["range"]["log10_ape"][0])  # no APE clipped: no strip on x
     assert sur["agreement"] > 0.9  # clipped records fitted on the strip, not 6 decades away
+    # the member region is blanked where no record is near: not extrapolated into empty corners
+    z = np.asarray(sur["member_probability"], dtype=object)
+    assert (z == None).any() and (z != None).any()  # noqa: E711 (element-wise)
+    gx, gy = np.asarray(sur["x"]), np.asarray(sur["y"])
+    lx = np.where(clipped, strip, ly)
+    ax = np.asarray(sc["log10_ape"])
+    for i, j in zip(*np.nonzero(z != None)):  # noqa: E711
+        d = np.maximum(np.abs(ax - gx[j]) / np.ptp(gx), np.abs(lx - gy[i]) / np.ptp(gy))
+        assert d.min() <= sur["reach"] + 1e-9
 
 
 def test_scatter_figure_draws_populations_clipped_marks_and_clips_shapes_to_the_box():
