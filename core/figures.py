@@ -58,7 +58,7 @@ def _in_units(values, scale: str) -> np.ndarray:
 
 def scatter_figure(scatters: dict[str, dict[str, Any]], attack: str, scale: str = "log") -> go.Figure:
     """Paper 000 Fig. 5: average prediction entropy vs cross-entropy per record (``scale`` ``log``:
-    log₁₀ of both, or ``linear``), one panel per architecture with shared axes.
+    log₁₀ of both, or ``linear``), one panel per architecture.
 
     The populations are told apart by colour (members orange, non-members blue), by a density
     contour per population over the translucent points, and by their marginal histograms (top:
@@ -66,7 +66,7 @@ def scatter_figure(scatters: dict[str, dict[str, Any]], attack: str, scale: str 
     record wrong. Records clipped at 1e-12 are drawn as triangles on a grey strip below (left of)
     the axis, not as a row of data at −12. The attack's boundary — its real threshold (dashed) or a
     surrogate's 0.5 contour (solid, its member side lightly shaded) — and the best quadrant
-    (dotted) are clipped to the records' range."""
+    (dotted) are clipped to the records' range; each panel spans its own records."""
     if scale not in SCALES:
         raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
     archs = list(scatters)
@@ -78,13 +78,16 @@ def scatter_figure(scatters: dict[str, dict[str, Any]], attack: str, scale: str 
     fig = make_subplots(rows=2, cols=2 * n, column_widths=[0.82 / n, 0.18 / n] * n, row_heights=[0.18, 0.82],
                         horizontal_spacing=0.012, vertical_spacing=0.02, subplot_titles=titles)
     log = scale == "log"
-    boxes = [scatter_box(scatters[a], scale) for a in archs]
-    # one box over all panels: the panels share their axes, so the two architectures compare in place
-    bx = (min(b["log10_ape"][0] for b in boxes), max(b["log10_ape"][1] for b in boxes))
-    by = (min(b["log10_cross_entropy"][0] for b in boxes), max(b["log10_cross_entropy"][1] for b in boxes))
+    in_legend: set[str] = set()
+    boxes = []
     for i, arch in enumerate(archs):
         col = 2 * i + 1
         sc = scatters[arch]
+        # each panel on its own records' box: a shared one squeezed the architecture with the narrower
+        # spread into a corner (the tick labels carry the comparison)
+        box = scatter_box(sc, scale)
+        bx, by = box["log10_ape"], box["log10_cross_entropy"]
+        boxes.append((bx, by))
         member = np.asarray(sc["membership"], bool)
         cx = np.asarray(sc.get("clipped_ape", [False] * len(member)), bool)
         cy = np.asarray(sc.get("clipped_cross_entropy", [False] * len(member)), bool)
@@ -144,8 +147,11 @@ def scatter_figure(scatters: dict[str, dict[str, Any]], attack: str, scale: str 
                 x=x[clipped], y=y[clipped], mode="markers", row=2, col=col,
                 marker=dict(color=colour, symbol="triangle-down", size=7, opacity=0.6),
                 name=f"{POPULATION_NAMES[is_member]}, clipped at {sc.get('floor', 1e-12):g}",
-                legendgroup=f"clipped{is_member}", showlegend=first and bool(clipped.any()), customdata=idx,
+                legendgroup=f"clipped{is_member}", customdata=idx,
+                showlegend=bool(clipped.any()) and f"clipped{is_member}" not in in_legend,
                 hovertemplate="record %{customdata}: a signal ≤ 1e-12 (clipped)<extra></extra>")
+            if clipped.any():  # listed once, by the first panel that has such records
+                in_legend.add(f"clipped{is_member}")
             # marginal histograms, each normalised to its own population (the two have different sizes)
             # the same 40 bins for both populations, so that the bars compare bin by bin
             fig.add_histogram(x=x[pop & ~cx], row=1, col=col, marker_color=colour, opacity=0.5, histnorm="probability",
@@ -185,11 +191,10 @@ def scatter_figure(scatters: dict[str, dict[str, Any]], attack: str, scale: str 
                            bgcolor="rgba(255,255,255,0.7)", row=2, col=col)
     # axes: every main panel on one box; each marginal follows its main panel's axis
     unit = "log₁₀ " if log else ""
-    for i in range(n):
+    for i, (bx, by) in enumerate(boxes):
         col = 2 * i + 1
         fig.update_xaxes(range=list(bx), row=2, col=col, title_text=f"{unit}average prediction entropy (APE)")
-        fig.update_yaxes(range=list(by), row=2, col=col, title_text=f"{unit}cross-entropy to the reference" if i == 0 else None,
-                         showticklabels=i == 0)
+        fig.update_yaxes(range=list(by), row=2, col=col, title_text=f"{unit}cross-entropy to the reference" if i == 0 else None)
         fig.update_xaxes(matches=f"x{2 * n + col}", row=1, col=col, showticklabels=False)
         fig.update_yaxes(row=1, col=col, showticklabels=False, title_text=None)
         fig.update_yaxes(matches=f"y{2 * n + col}", row=2, col=col + 1, showticklabels=False)

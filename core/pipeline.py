@@ -415,10 +415,15 @@ def record_signals(responses: Responses, membership: np.ndarray, outcomes: dict[
     def rounded(a: np.ndarray) -> list[float]:
         return [float(v) for v in np.round(np.asarray(a, np.float64), 6)]
 
+    def significant(a: np.ndarray) -> list[float]:
+        # 6 significant digits, not 6 decimals: a confident answer's APE or cross-entropy is 1e-7 … 1e-9, which
+        # 6 decimals turned into 0 or a few values (1e-6, 2e-6, …): rows of records on a log scale that are not data
+        return [float(f"{v:.6g}") for v in np.asarray(a, np.float64)]
+
     return {
         "membership": [bool(v) for v in membership],
-        "ape": rounded(responses.ape),
-        "cross_entropy": rounded(responses.mean_cross_entropy),
+        "ape": significant(responses.ape),
+        "cross_entropy": significant(responses.mean_cross_entropy),
         "length": [int(v) for v in responses.lengths],
         "scores": {name: rounded(o.scores) for name, o in outcomes.items()},
         "boundaries": {name: o.result.boundary for name, o in outcomes.items() if o.result.boundary is not None},

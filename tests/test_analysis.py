@@ -277,15 +277,32 @@ def test_scatter_figure_draws_populations_clipped_marks_and_clips_shapes_to_the_
             assert {"members", "non-members", "density of members", "density of non-members"} <= names
             clipped = [t for t in fig.data if t.name and "clipped" in t.name]
             assert sum(len(t.x) for t in clipped) == 2 * 50  # every clipped record, per panel, marked as such
-            main = fig.layout.xaxis5.range, fig.layout.yaxis5.range  # the first main panel (row 2, col 1)
+            assert sum(bool(t.showlegend) for t in clipped) == 1  # listed once, though both panels have some
+            # the main panels (row 2, columns 1 and 3), each on its own box
+            boxes = {f"x{k}": (fig.layout[f"xaxis{k}"].range, fig.layout[f"yaxis{k}"].range) for k in (5, 7)}
             for t in clipped:
                 if scale == "log":  # on the strip inside the box, not at −12
-                    assert all(main[1][0] <= v <= main[1][1] for v in t.y)
+                    assert all(boxes[t.xaxis][1][0] <= v <= boxes[t.xaxis][1][1] for v in t.y)
             for shape in fig.layout.shapes:
-                if shape.xref in ("x5", "x7"):
-                    assert main[0][0] - 1e-9 <= min(shape.x0, shape.x1) and max(shape.x0, shape.x1) <= main[0][1] + 1e-9
-                    assert main[1][0] - 1e-9 <= min(shape.y0, shape.y1) and max(shape.y0, shape.y1) <= main[1][1] + 1e-9
+                if shape.xref in boxes:
+                    bx, by = boxes[shape.xref]
+                    assert bx[0] - 1e-9 <= min(shape.x0, shape.x1) and max(shape.x0, shape.x1) <= bx[1] + 1e-9
+                    assert by[0] - 1e-9 <= min(shape.y0, shape.y1) and max(shape.y0, shape.y1) <= by[1] + 1e-9
             if attack == "loss_threshold":  # the threshold line is drawn (it lies inside the records' range)
                 assert any(s.type == "line" and s.line.dash == "dash" for s in fig.layout.shapes)
     with pytest.raises(ValueError):
         figures.scatter_figure(scatters, "shadow", "sqrt")
+
+
+def test_record_signals_keep_small_values_to_six_significant_digits():
+    """A confident answer's cross-entropy (~3e-6 here) keeps its value: rounding to 6 decimals made
+    it 3e-6 (and anything below 5e-7 a 0), rows of records on the scatter's log axes."""
+    from core.pipeline import record_signals
+
+    p = np.float32(1 - 3.3e-6)
+    r = Responses.from_probs(np.array([[p, 1 - p], [0.5, 0.5]]), [1, 1], np.array([0, 0]))
+    signals = record_signals(r, np.array([True, False]), {})
+    expected = float(r.mean_cross_entropy[0])
+    assert 1e-6 < expected < 1e-5
+    assert signals["cross_entropy"][0] == pytest.approx(expected, rel=1e-5)
+    assert signals["ape"][0] == pytest.approx(float(r.ape[0]), rel=1e-5)

@@ -134,7 +134,9 @@ def test_plot_helpers_for_the_page():
     assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
     assert min(min(t.x) for t in fig.data[:-1]) == pytest.approx(0.002)  # FPR 0 drawn at 1/(2·non-members)
     table = plots.shadow_fidelity_table([ffnn, rnn])
-    assert list(table["epoch"]) == [10, "final utility"] and table["tracks the victim"][0] == "no"
+    assert list(table["epoch"]) == ["10", "final utility"] and table["tracks the victim"][0] == "no"
+    pa = pytest.importorskip("pyarrow")
+    pa.Table.from_pandas(table)  # one type per column: Streamlit sends it as it is (no fallback on each rerun)
     m = plots.matched_utility_table([ffnn, rnn])
     assert list(m["epoch"]) == [5, 10, 10, 10]  # FFNN@5 (0.7) matches RNN's final 0.72
     assert m["leaks more (AUC)"][0] == "shadow model: RNN"

@@ -651,7 +651,9 @@ def shadow_fidelity_table(summaries: list[dict[str, Any]]) -> pd.DataFrame:
         for c in block["checkpoints"]:
             v, sh = c["victim"], c["shadows"]
             gaps = [g for g in (c["member_loss_gap"], c["nonmember_loss_gap"]) if g is not None]
-            rows.append({"architecture": ARCH_NAMES.get(s["arch"], s["arch"]), "epoch": c["epoch"],
+            # the epoch as text: the column also holds "final utility", and a mixed column makes Arrow fail and
+            # Streamlit fall back (logging a traceback) on every rerun of the page
+            rows.append({"architecture": ARCH_NAMES.get(s["arch"], s["arch"]), "epoch": str(c["epoch"]),
                          "victim member loss": v["member_loss"], "shadows member loss": sh.get("member_loss"),
                          "member gap": c["member_loss_gap"],
                          "victim non-member loss": v["nonmember_loss"], "shadows non-member loss": sh.get("nonmember_loss"),
