@@ -233,7 +233,7 @@ def sigma_steps(page, sidebar, steps: int, timeout_s: float) -> list[float]:
     page.get_by_text("Gaussian (weights)", exact=True).click(timeout=timeout_s * 1000)
     page.wait_for_function(IDLE, timeout=timeout_s * 1000)
     page.wait_for_function(NEW_CHART, timeout=timeout_s * 1000)
-    thumb = page.locator("[role=slider]").first
+    thumb = page.locator("[data-testid=stSlider] input[type=range]").first  # the σ slider (the only one)
     thumb.wait_for(timeout=timeout_s * 1000)
     times = []
     for i in range(steps):
