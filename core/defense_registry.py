@@ -143,55 +143,80 @@ BUILTIN: dict[str, str] = {
     "dirichlet": "core.defenses.dirichlet:DirichletMechanism",
     "gpm": "core.defenses.gpm:GaussianPrivacyModule",
 }
-_names: list[str] = list(BUILTIN)
-_instances: dict[str, Mechanism] = {}
+class _Registry:
+    """Defense classes by name; the built-in ones listed as ``module:Class`` and imported on first
+    use (their module registers the class), so listing names imports nothing (the CLI checks
+    ``--mechanism`` before torch loads). One instance per kind of defense."""
+
+    def __init__(self, kind: str, builtin: dict[str, str], base: tuple[type, ...]):
+        self.kind, self.builtin, self.base = kind, builtin, base
+        self.names: list[str] = list(builtin)
+        self.instances: dict[str, Any] = {}
+
+    def register(self, cls: type, taken_elsewhere: tuple[str, ...] = ()) -> type:
+        if not (isinstance(cls, type) and issubclass(cls, self.base)):
+            raise TypeError(f"{cls!r} is not a {' or '.join(b.__name__ for b in self.base)}")
+        where = f"{cls.__module__}:{cls.__qualname__}"
+        known = self.instances.get(cls.name)
+        if known is not None and f"{type(known).__module__}:{type(known).__qualname__}" != where:
+            raise ValueError(f"{self.kind} {cls.name!r} is already registered by {type(known).__qualname__}")
+        if cls.name in self.builtin and self.builtin[cls.name] != where:
+            raise ValueError(f"{self.kind} {cls.name!r} is a built-in one ({self.builtin[cls.name]})")
+        if cls.name in taken_elsewhere:
+            raise ValueError(f"{cls.name!r} already names another kind of defense")
+        self.instances[cls.name] = cls()
+        if cls.name not in self.names:
+            self.names.append(cls.name)
+        return cls
+
+    def unregister(self, name: str) -> None:
+        """Remove a registered (not built-in) defense: tests register toy ones."""
+        if name in self.builtin:
+            raise ValueError(f"{name!r} is a built-in {self.kind}")
+        self.instances.pop(name, None)
+        if name in self.names:
+            self.names.remove(name)
+
+    def load(self, name: str) -> Any:
+        if name not in self.instances:
+            importlib.import_module(self.builtin[name].split(":")[0])  # the module registers its class
+            if name not in self.instances:
+                raise RuntimeError(f"{self.builtin[name]} did not register a {self.kind} {name!r}")
+        return self.instances[name]
+
+    def get(self, name: str) -> Any:
+        """The defense called ``name``; :class:`ConfigError` (one line) for an unknown name."""
+        if not isinstance(name, str) or name not in self.names:
+            raise ConfigError(f"unknown {self.kind} {name!r}; choose one of {', '.join(self.names)}")
+        return self.load(name)
+
+
+_MECHANISMS = _Registry("mechanism", BUILTIN, (OutputMechanism, WeightMechanism))
 
 
 def register(cls: type[Mechanism]) -> type[Mechanism]:
     """Register a mechanism class (usable as a decorator); another class under a taken name is an error."""
-    if not (isinstance(cls, type) and issubclass(cls, (OutputMechanism, WeightMechanism))):
-        raise TypeError(f"{cls!r} is neither an OutputMechanism nor a WeightMechanism")
-    known = _instances.get(cls.name)
-    where = f"{cls.__module__}:{cls.__qualname__}"
-    if known is not None and f"{type(known).__module__}:{type(known).__qualname__}" != where:
-        raise ValueError(f"mechanism {cls.name!r} is already registered by {type(known).__qualname__}")
-    if cls.name in BUILTIN and BUILTIN[cls.name] != where:
-        raise ValueError(f"mechanism {cls.name!r} is a built-in one ({BUILTIN[cls.name]})")
-    _instances[cls.name] = cls()
-    if cls.name not in _names:
-        _names.append(cls.name)
-    return cls
+    return _MECHANISMS.register(cls)
 
 
 def unregister(name: str) -> None:
     """Remove a registered (not built-in) mechanism: tests register toy ones."""
-    if name in BUILTIN:
-        raise ValueError(f"{name!r} is a built-in mechanism")
-    _instances.pop(name, None)
-    if name in _names:
-        _names.remove(name)
+    _MECHANISMS.unregister(name)
 
 
 def names() -> tuple[str, ...]:
     """The mechanisms' names, built-in first, then in registration order (imports nothing)."""
-    return tuple(_names)
+    return tuple(_MECHANISMS.names)
 
 
 def get(name: str) -> Mechanism:
     """The mechanism called ``name`` (its module imported on first use); :class:`ConfigError`
     (one line) for an unknown name."""
-    if not isinstance(name, str) or name not in _names:
-        raise ConfigError(f"unknown mechanism {name!r}; choose one of {', '.join(_names)}")
-    if name not in _instances:
-        module, cls = BUILTIN[name].split(":")
-        importlib.import_module(module)  # the module registers its class
-        if name not in _instances:
-            raise RuntimeError(f"{BUILTIN[name]} did not register a mechanism {name!r}")
-    return _instances[name]
+    return _MECHANISMS.get(name)
 
 
 def all_mechanisms() -> tuple[Mechanism, ...]:
-    return tuple(get(n) for n in _names)
+    return tuple(get(n) for n in _MECHANISMS.names)
 
 
 # ---------------------------------------------------------------------------- during training
@@ -220,7 +245,7 @@ class TrainingDefense(ABC):
         if not target_epsilon:
             return self.parameter
         if self.target is None:
-            raise ConfigError(f"--target-epsilon applies to {', '.join(n for n in _training_names if _training(n).target)}"
+            raise ConfigError(f"--target-epsilon applies to {', '.join(n for n in _TRAINING.names if _TRAINING.load(n).target)}"
                               f" only, not {self.name}")
         return self.target
 
@@ -249,55 +274,26 @@ TRAINING_BUILTIN: dict[str, str] = {
     "l2": "core.defenses.l2:L2Defense",
     "clip": "core.defenses.ppo_clip:PPOClipDefense",
 }
-_training_names: list[str] = list(TRAINING_BUILTIN)
-_training_instances: dict[str, TrainingDefense] = {}
+_TRAINING = _Registry("training defense", TRAINING_BUILTIN, (TrainingDefense,))
 
 
 def register_training(cls: type[TrainingDefense]) -> type[TrainingDefense]:
     """Register a training-time defense class (usable as a decorator)."""
-    if not (isinstance(cls, type) and issubclass(cls, TrainingDefense)):
-        raise TypeError(f"{cls!r} is not a TrainingDefense")
-    where = f"{cls.__module__}:{cls.__qualname__}"
-    known = _training_instances.get(cls.name)
-    if known is not None and f"{type(known).__module__}:{type(known).__qualname__}" != where:
-        raise ValueError(f"training defense {cls.name!r} is already registered by {type(known).__qualname__}")
-    if cls.name in TRAINING_BUILTIN and TRAINING_BUILTIN[cls.name] != where:
-        raise ValueError(f"training defense {cls.name!r} is a built-in one ({TRAINING_BUILTIN[cls.name]})")
-    if cls.name in _names:
-        raise ValueError(f"{cls.name!r} already names a mechanism after training")
-    _training_instances[cls.name] = cls()
-    if cls.name not in _training_names:
-        _training_names.append(cls.name)
-    return cls
+    return _TRAINING.register(cls, taken_elsewhere=tuple(_MECHANISMS.names))
 
 
 def unregister_training(name: str) -> None:
     """Remove a registered (not built-in) training-time defense."""
-    if name in TRAINING_BUILTIN:
-        raise ValueError(f"{name!r} is a built-in training defense")
-    _training_instances.pop(name, None)
-    if name in _training_names:
-        _training_names.remove(name)
+    _TRAINING.unregister(name)
 
 
 def training_names(task: str | None = None) -> tuple[str, ...]:
     """The training-time defenses' names (imports nothing unless ``task`` asks which apply to it)."""
     if task is None:
-        return tuple(_training_names)
-    return tuple(n for n in _training_names if _training(n).applies_to(task))
-
-
-def _training(name: str) -> TrainingDefense:
-    if name not in _training_instances:
-        module, _ = TRAINING_BUILTIN[name].split(":")
-        importlib.import_module(module)  # the module registers its class
-        if name not in _training_instances:
-            raise RuntimeError(f"{TRAINING_BUILTIN[name]} did not register a training defense {name!r}")
-    return _training_instances[name]
+        return tuple(_TRAINING.names)
+    return tuple(n for n in _TRAINING.names if _TRAINING.load(n).applies_to(task))
 
 
 def get_training(name: str) -> TrainingDefense:
     """The training-time defense called ``name``; :class:`ConfigError` (one line) for an unknown name."""
-    if not isinstance(name, str) or name not in _training_names:
-        raise ConfigError(f"unknown training defense {name!r}; choose one of {', '.join(_training_names)}")
-    return _training(name)
+    return _TRAINING.get(name)

@@ -86,6 +86,15 @@ def record_view_tables(results: dict[str, Any]) -> dict[str, pd.DataFrame]:
     return out
 
 
+#: each analysis' figure from its results (the scatter, which also takes the attack, is drawn apart)
+FIGURE_OF = {
+    "vulnerability": figures.vulnerability_figure, "memorization": figures.memorization_figure,
+    "overtraining": figures.overtraining_figure, "mismatch": figures.mismatch_figure,
+    "exposure": figures.exposure_figure, "budget": figures.budget_figure, "audit": figures.audit_figure,
+    "slices": figures.slices_figure,
+}
+
+
 def figures_of(results: dict[str, Any], attack: str | None = None) -> dict[str, go.Figure]:
     """One figure per analysis present in ``results``."""
     out: dict[str, go.Figure] = {}
@@ -93,22 +102,9 @@ def figures_of(results: dict[str, Any], attack: str | None = None) -> dict[str, 
         first = next(iter(results["scatter"].values()))
         name = attack or ("shadow" if "shadow" in first["attacks"] else next(iter(first["attacks"])))
         out["scatter"] = figures.scatter_figure(results["scatter"], name)
-    if "vulnerability" in results:
-        out["vulnerability"] = figures.vulnerability_figure(results["vulnerability"])
-    if "memorization" in results:
-        out["memorization"] = figures.memorization_figure(results["memorization"])
-    if "overtraining" in results:
-        out["overtraining"] = figures.overtraining_figure(results["overtraining"])
-    if "mismatch" in results:
-        out["mismatch"] = figures.mismatch_figure(results["mismatch"])
-    if "exposure" in results:
-        out["exposure"] = figures.exposure_figure(results["exposure"])
-    if "budget" in results:
-        out["budget"] = figures.budget_figure(results["budget"])
-    if "audit" in results:
-        out["audit"] = figures.audit_figure(results["audit"])
-    if "slices" in results:
-        out["slices"] = figures.slices_figure(results["slices"])
+    for name, figure in FIGURE_OF.items():
+        if name in results:
+            out[name] = figure(results[name])
     return out
 
 
