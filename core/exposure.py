@@ -27,9 +27,9 @@ from dataclasses import asdict, dataclass
 from typing import Any, Sequence
 
 import numpy as np
-from scipy import stats
 
 from .metrics import clopper_pearson
+from .stats import mean_interval
 
 #: FPRs offered for exposure decisions (Carlini et al.'s low-FPR regime)
 EXPOSURE_FPRS = (0.01, 0.001)
@@ -135,12 +135,13 @@ def _quadrant_of(ea: np.ndarray, eb: np.ndarray) -> np.ndarray:
     return out
 
 
-def _t_interval(values: np.ndarray) -> tuple[float, float, float]:
-    mean = float(values.mean())
-    if len(values) < 2:
-        return mean, mean, mean
-    half = float(stats.t.ppf(0.975, len(values) - 1) * values.std(ddof=1) / math.sqrt(len(values)))
-    return mean, mean - half, mean + half
+def _count_interval(values: np.ndarray, n: int) -> tuple[float, float, float]:
+    """Mean count over repeats with its 95 % t interval (:func:`core.stats.mean_interval`), kept
+    within [0, n]: a count cannot leave them, however wide the interval of three repeats is."""
+    est = mean_interval(values)
+    low = est.mean if est.ci_low is None else est.ci_low
+    high = est.mean if est.ci_high is None else est.ci_high
+    return est.mean, max(0.0, low), min(float(n), high)
 
 
 def quadrants(scores_a: Any, scores_b: Any, membership: Any, fpr: float = 0.01, label_a: str = "ffnn",
@@ -179,7 +180,7 @@ def quadrants(scores_a: Any, scores_b: Any, membership: Any, fpr: float = 0.01, 
             if len(per_repeat) > 1:
                 values = np.array([(q[mm if which else ~mm] == name).sum() for q, mm in zip(per_repeat, rep_members)],
                                   np.float64)
-                mean, low, high = _t_interval(values)
+                mean, low, high = _count_interval(values, n)
                 extra = dict(repeats=len(values), mean_count=mean, count_low=low, count_high=high)
             out.append(QuadrantCount(name, c, n, c / n if n else 0.0, float(lo), float(hi), **extra))
         return tuple(out)

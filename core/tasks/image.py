@@ -186,7 +186,7 @@ class ImageTask(Task):
 
     preset_notes = {
         "quick": "built-in 8×8 digits, no data folder; cold on 2 CPU cores 18 s (CNN) / 10 s (ReNet), measured "
-                 "(README table).",
+                 "(docs/results.md).",
         "cifar_cpu": "CIFAR-10 in data_dir (the 'python version' folder: data_batch_1 … data_batch_5); 4,000 members, "
                      "2 shadows. Measured (one seed, docs/results.md): 413 CPU s (CNN) / 132 (ReNet) with shadows and attacks "
                      "(≤ 7 / 2.5 min on 2 idle cores, an estimate: the machine was loaded, wall 45 / 22 min); "

@@ -263,7 +263,7 @@ class NavigationTask(Task):
 
     preset_notes = {
         "quick": "built-in MiniGrid maps (N2-S4), no data folder; cold on 2 CPU cores 110 s (MLP) / 207 s (LSTM), "
-                 "measured on a loaded machine (README table). 8 + 8 maps: one map moves a TPR by 0.125.",
+                 "measured on a loaded machine (docs/results.md). 8 + 8 maps: one map moves a TPR by 0.125.",
         "paper": "built-in MiniGrid maps (N4-S5, start-room curriculum); 1,023 s (MLP) / 1,646 s (LSTM) cold, measured "
                  "on a loaded 2-core machine. 16 + 16 maps: one map moves a TPR by 0.0625.",
     }

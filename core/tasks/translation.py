@@ -317,7 +317,7 @@ class TranslationTask(Task):
 
     preset_notes = {
         "quick": "built-in captions corpus, no data folder; cold on 2 CPU cores 128 s (Transformer) / 76 s (LSTM), "
-                 "measured (README table). Too small for real data.",
+                 "measured (docs/results.md). Too small for real data.",
         "multi30k_cpu": "Multi30K in data_dir (train.<src>.gz and train.<tgt>.gz; en→de by default, de→en with "
                         "src_lang/tgt_lang; no fr in the shared data); 1,000 pairs, 2 shadows. Measured (one seed, docs/results.md): "
                         "188–208 CPU s per architecture with shadows and attacks (≈ 3–3.5 min on 2 idle cores, an "
