@@ -4,6 +4,7 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
+from core.matching import run_matched
 from core.pipeline import run_experiment
 from core.repeats import comparison_configs, repeat_configs, run_comparison
 from core.tasks import get_task
@@ -14,11 +15,12 @@ TINY = dict(n_train=40, n_eval=20, epochs=2, n_shadows=1, attack_epochs=(1,), at
 WIDGETS = {**TINY, "attack_epochs": "1", "repeats": 2}
 
 
-def open_page():
+def open_page(widgets_set: dict | None = None):
+    """The Train & attack page with the form's fields set (default: the tiny ``WIDGETS``)."""
     at = AppTest.from_file(str(ROOT / "app.py"))
     at.switch_page(PAGE)
     at.run(timeout=60)
-    for name, value in WIDGETS.items():
+    for name, value in (WIDGETS if widgets_set is None else widgets_set).items():
         for suffix in ("", ":ffnn", ":rnn"):
             for widgets in (at.number_input, at.text_input):
                 try:
@@ -78,24 +80,11 @@ def test_home_demo_offers_repeats_beside_its_result_then_shows_the_verdict(monke
 
 
 def test_page_shows_where_each_architecture_reached_the_matched_utility():
-    from core.matching import run_matched
-
     learning = dict(n_train=150, n_eval=40, epochs=6, n_shadows=1, attack_epochs=(), attack_train_epochs=3)
     configs = {a: c.with_updates({"match_utility": "lower"})
                for a, c in comparison_configs("image", "quick", 1, learning).items()}
     out = run_matched(configs)  # what the page's job queue would train
-    at = AppTest.from_file(str(ROOT / "app.py"))
-    at.switch_page(PAGE)
-    at.run(timeout=60)
-    for name, value in {**learning, "attack_epochs": "", "match_utility": "lower"}.items():
-        for suffix in ("", ":ffnn", ":rnn"):
-            for widgets in (at.number_input, at.text_input):
-                try:
-                    widgets(key=f"image:quick:{name}{suffix}").set_value(value)
-                except KeyError:
-                    pass
-    at.run(timeout=120)
-    assert not at.exception, at.exception
+    at = open_page({**learning, "attack_epochs": "", "match_utility": "lower"})
     assert any(s.value == "At matched utility (by construction)" for s in at.subheader)
     table = [d.value for d in at.dataframe if "stopped at epoch" in d.value.columns][0]
     epochs = {r["architecture"]: r["stopped at epoch"] for _, r in table.iterrows()}
