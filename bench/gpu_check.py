@@ -99,16 +99,23 @@ def device_report() -> dict[str, Any]:
     return info
 
 
-def run_tests(tiny: bool) -> dict[str, Any]:
-    """pytest on :data:`CUDA_TESTS` (``tiny``: collection only); returns exit code and its last line."""
+def run_tests(tiny: bool, device: str, timeout_s: float = 180.0) -> dict[str, Any]:
+    """pytest on :data:`CUDA_TESTS` on ``device`` (``tiny``: collection only); returns exit code
+    and its last line. ``MIA_DEVICE`` is passed on because tests/conftest.py defaults it to the CPU."""
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *CUDA_TESTS]
     if tiny:
         cmd.append("--collect-only")
     t = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    try:
+        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout_s,
+                              env={**os.environ, "MIA_DEVICE": device})
+    except subprocess.TimeoutExpired:
+        return {"rc": 124, "last_line": f"timed out after {timeout_s:.0f} s", "seconds": time.perf_counter() - t,
+                "collect_only": tiny, "device": device}
     lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
+    failed = [ln for ln in proc.stdout.splitlines() if ln.startswith(("FAILED", "ERROR"))]
     return {"rc": proc.returncode, "last_line": lines[-1] if lines else proc.stderr.strip()[-200:],
-            "seconds": time.perf_counter() - t, "collect_only": tiny}
+            "failed": failed[:20], "seconds": time.perf_counter() - t, "collect_only": tiny, "device": device}
 
 
 def make_config(task_name: str, arch: str, preset: str, tiny: bool, extra: dict[str, Any]):
@@ -200,7 +207,7 @@ def check(args: argparse.Namespace) -> int:
     on_gpu = bool(dev and dev["device"].startswith("cuda"))
     if not on_gpu and not args.tiny:
         say("warning: no GPU: the figures below are CPU figures (use --tiny for a quick wiring check)")
-    tests = None if args.skip_tests else step("tests", lambda: run_tests(args.tiny))
+    tests = None if args.skip_tests else step("tests", lambda: run_tests(args.tiny, dev["device"] if dev else "cpu"))
     if tests is not None:
         figures.append(("CUDA-relevant tests", f"rc {tests['rc']}: {tests['last_line']}", "rc 0", "issue 21"))
 
