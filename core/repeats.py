@@ -105,6 +105,16 @@ HEADLINE: dict[str, tuple[Callable[[dict[str, Any]], float | None], int]] = {
 }
 
 
+#: the range each headline metric can take: intervals across repeats are clipped to it
+#: (advantage = max(TPR − FPR) can be negative for a worse-than-chance attack; utilities — accuracy,
+#: BLEU, return — are not below 0; ε̂'s lower bound is ≥ 0)
+HEADLINE_BOUNDS: dict[str, tuple[float | None, float | None]] = {
+    "attack_accuracy": (0.0, 1.0), "attack_auc": (0.0, 1.0), "attack_advantage": (-1.0, 1.0),
+    "tpr_at_1pct_fpr": (0.0, 1.0), "tpr_at_0.1pct_fpr": (0.0, 1.0), "lira_auc": (0.0, 1.0), "rmia_auc": (0.0, 1.0),
+    "epsilon_lower_bound": (0.0, None), "utility_val": (0.0, None), "utility_train": (0.0, None),
+}
+
+
 def headline_values(summaries: Sequence[dict[str, Any]]) -> dict[str, list[float | None]]:
     """Per headline metric, its value in each summary (None where the run has no such number)."""
     return {name: [get(s) for s in summaries] for name, (get, _) in HEADLINE.items()}
@@ -115,7 +125,7 @@ def aggregate(summaries: Sequence[dict[str, Any]]) -> dict[str, Estimate]:
     out = {}
     for name, values in headline_values(summaries).items():
         if values and all(v is not None for v in values):
-            out[name] = mean_interval([float(v) for v in values])
+            out[name] = mean_interval([float(v) for v in values], bounds=HEADLINE_BOUNDS.get(name))
     return out
 
 
@@ -214,7 +224,8 @@ def compare_summaries(ffnn: Sequence[dict[str, Any]], rnn: Sequence[dict[str, An
     for name, (_, expected) in HEADLINE.items():
         a, b = fa[name], rb[name]
         if a and all(v is not None for v in a + b):
-            out[name] = compare(name, [float(v) for v in a], [float(v) for v in b], expected)
+            out[name] = compare(name, [float(v) for v in a], [float(v) for v in b], expected,
+                                bounds=HEADLINE_BOUNDS.get(name))
     return out
 
 

@@ -115,11 +115,15 @@ class Estimate:
                    confidence=float(d.get("confidence", CONFIDENCE)), note=str(d.get("note", "")))
 
 
-def mean_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> Estimate:
+def mean_interval(values: Sequence[float], confidence: float = CONFIDENCE,
+                  bounds: tuple[float | None, float | None] | None = None) -> Estimate:
     """Mean of per-repeat values with the Student-t interval x̄ ± t_{N−1,1−α/2}·s/√N.
 
     With N = 1 there is no interval (``ci_low = ci_high = None``, method ``single``). Values must
     be finite (a missing metric is left out by the caller, which then reports the smaller N).
+    ``bounds`` (low, high; None = unbounded) is the metric's range, e.g. (0, 1) for an AUC: the
+    interval is intersected with it (the true mean lies in the range, so coverage is kept) and the
+    note says so — an AUC of "0.998 [0.991, 1.004]" names values no AUC can take.
     """
     _check_confidence(confidence)
     x = np.asarray(values, np.float64).ravel()
@@ -132,7 +136,16 @@ def mean_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> Es
         return Estimate(mean, None, None, 1, (float(x[0]),), "single", confidence,
                         "one repeat: no interval (run with --repeats ≥ 2)")
     half = float(sps.t.ppf(0.5 + confidence / 2, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size))
-    return Estimate(mean, mean - half, mean + half, int(x.size), tuple(float(v) for v in x), "t", confidence)
+    low, high = mean - half, mean + half
+    note = ""
+    lo_bound, hi_bound = bounds if bounds is not None else (None, None)
+    if lo_bound is not None and low < lo_bound:
+        low, note = float(lo_bound), f"interval clipped to the metric's range at {lo_bound:g}"
+    if hi_bound is not None and high > hi_bound:
+        high = float(hi_bound)
+        note = f"interval clipped to the metric's range at {hi_bound:g}" if not note else \
+            f"interval clipped to the metric's range [{lo_bound:g}, {hi_bound:g}]"
+    return Estimate(mean, low, high, int(x.size), tuple(float(v) for v in x), "t", confidence, note)
 
 
 def interval_from_moments(mean: float, sd: float, n: int, confidence: float = CONFIDENCE, method: str = "t",
@@ -423,12 +436,14 @@ class PairedDifference:
                    d.get("p_t"), d.get("p_permutation"), bool(d.get("permutation_exact", True)), d.get("effect_size"))
 
 
-def paired_difference(a: Sequence[float], b: Sequence[float], confidence: float = CONFIDENCE) -> PairedDifference:
+def paired_difference(a: Sequence[float], b: Sequence[float], confidence: float = CONFIDENCE,
+                      bounds: tuple[float | None, float | None] | None = None) -> PairedDifference:
     """The paired difference dᵣ = aᵣ − bᵣ over repeats r (same seed → same split).
 
     Interval: d̄ ± t_{N−1,1−α/2}·s_d/√N. Paired t test: T = d̄/(s_d/√N) with N−1 degrees of
     freedom (p two-sided; 1 if all dᵣ = 0, 0 if they are equal and non-zero). Sign-flip test:
-    :func:`sign_flip_pvalue`. With N = 1 there is neither interval nor p-value.
+    :func:`sign_flip_pvalue`. With N = 1 there is neither interval nor p-value. ``bounds``: the
+    metric's range, to which A's and B's own intervals are clipped (not the difference's).
     """
     x, y = np.asarray(a, np.float64).ravel(), np.asarray(b, np.float64).ravel()
     if x.shape != y.shape:
@@ -436,7 +451,8 @@ def paired_difference(a: Sequence[float], b: Sequence[float], confidence: float 
     d = x - y
     diff = mean_interval(d, confidence)
     if d.size < 2:
-        return PairedDifference(mean_interval(x, confidence), mean_interval(y, confidence), diff, None, None, True, None)
+        return PairedDifference(mean_interval(x, confidence, bounds), mean_interval(y, confidence, bounds), diff,
+                                None, None, True, None)
     sd = float(d.std(ddof=1))
     if sd == 0:
         p_t = 1.0 if diff.mean == 0 else 0.0
@@ -445,7 +461,8 @@ def paired_difference(a: Sequence[float], b: Sequence[float], confidence: float 
         p_t = float(2 * sps.t.sf(abs(diff.mean) / (sd / math.sqrt(d.size)), d.size - 1))
         effect = diff.mean / sd
     p_perm, exact = sign_flip_pvalue(d)
-    return PairedDifference(mean_interval(x, confidence), mean_interval(y, confidence), diff, p_t, p_perm, exact, effect)
+    return PairedDifference(mean_interval(x, confidence, bounds), mean_interval(y, confidence, bounds), diff, p_t, p_perm,
+                            exact, effect)
 
 
 @dataclass(frozen=True)
@@ -527,8 +544,9 @@ class Comparison:
 
 
 def compare(metric: str, a: Sequence[float], b: Sequence[float], expected: int = 0,
-            labels: tuple[str, str] = ("ffnn", "rnn"), confidence: float = CONFIDENCE) -> Comparison:
+            labels: tuple[str, str] = ("ffnn", "rnn"), confidence: float = CONFIDENCE,
+            bounds: tuple[float | None, float | None] | None = None) -> Comparison:
     """The paired comparison of ``metric`` (A = ``a``, B = ``b`` by repeat) and, with
-    ``expected`` = ±1, its verdict."""
-    diff = paired_difference(a, b, confidence)
+    ``expected`` = ±1, its verdict; ``bounds``: the metric's range (see :func:`mean_interval`)."""
+    diff = paired_difference(a, b, confidence, bounds)
     return Comparison(metric, diff, verdict(diff, expected) if expected else None, labels)

@@ -33,6 +33,25 @@ def test_t_interval_by_hand_and_single_repeat():
         mean_interval([1.0, float("nan")])
 
 
+def test_t_interval_is_clipped_to_the_metrics_range_and_says_so():
+    # three AUCs near 1 (the multi30k_cpu repeats): the raw t interval runs past 1.0
+    raw = mean_interval([0.9975, 1.0, 0.995])
+    assert raw.ci_high > 1.0
+    e = mean_interval([0.9975, 1.0, 0.995], bounds=(0.0, 1.0))
+    assert e.ci_high == 1.0 and e.ci_low == pytest.approx(raw.ci_low) and e.mean == raw.mean and "clipped" in e.note
+    low = mean_interval([0.0, 0.01, 0.05], bounds=(0.0, 1.0))
+    assert low.ci_low == 0.0 and low.ci_high < 1.0 and "at 0" in low.note
+    inside = mean_interval([0.5, 0.6, 0.7], bounds=(0.0, 1.0))
+    assert inside == mean_interval([0.5, 0.6, 0.7]) and inside.note == ""
+    eps = mean_interval([0.0, 0.1, 0.9], bounds=(0.0, None))  # ε̂: no upper end
+    assert eps.ci_low == 0.0 and eps.ci_high == pytest.approx(mean_interval([0.0, 0.1, 0.9]).ci_high)
+    # the paired comparison clips each architecture's interval, never the difference
+    c = compare("attack_auc", [0.9975, 1.0, 0.995], [0.99, 0.99, 0.97], expected=-1, bounds=(0.0, 1.0))
+    assert c.difference.a.ci_high == 1.0 and c.difference.b.ci_high == 1.0
+    d = mean_interval(np.array([0.9975, 1.0, 0.995]) - np.array([0.99, 0.99, 0.97]))
+    assert c.difference.diff == d and d.ci_low < 0  # unclipped: a difference of AUCs may be negative
+
+
 def test_estimate_json_round_trip_has_no_nan():
     for e in (mean_interval([0.1, 0.2, 0.4]), mean_interval([0.5])):
         text = json.dumps(e.to_dict(), allow_nan=False)
