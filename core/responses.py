@@ -36,6 +36,11 @@ TOP_K = 10
 _EPS = 1e-12
 
 
+def _numpy(t: torch.Tensor) -> np.ndarray:
+    """A tensor's values as a NumPy array, from whichever device holds them."""
+    return t.cpu().numpy()
+
+
 @dataclass
 class Responses:
     """Ragged per-step answers of one model to N records (see module docstring).
@@ -80,9 +85,12 @@ class Responses:
 
         The log-softmax is taken in float64, so a confident model's loss on its reference
         (−log p ≈ 1e-9) is not rounded to 0: rounding would tie many members and
-        non-members at a zero loss and blunt the threshold attacks.
+        non-members at a zero loss and blunt the threshold attacks. It runs where the logits
+        are: on a GPU only the per-step signals and the top-K leave it, not the (T, m) matrix
+        (a translation model's m is its whole vocabulary; copying and reducing that matrix on
+        the CPU was the largest cost of translation ``paper`` on an H100, docs/results.md).
         """
-        logp = torch.log_softmax(torch.as_tensor(logits).detach().cpu().double(), dim=-1)
+        logp = torch.log_softmax(torch.as_tensor(logits).detach().double(), dim=-1)
         return cls._build(logp, lengths, reference, keep_full)
 
     @classmethod
@@ -114,7 +122,7 @@ class Responses:
             raise ValueError(f"lengths sum to {lengths.sum()} but there are {logp.shape[0]} steps")
         p = logp.exp()
         m = p.shape[1]
-        ref = torch.as_tensor(reference).detach().cpu()
+        ref = torch.as_tensor(reference).detach().to(logp.device)
         entropy = -(p * logp).sum(1)
         if ref.ndim == 1:
             ref_index = ref.long()
@@ -136,21 +144,21 @@ class Responses:
             keep_full = m <= FULL_VECTOR_LIMIT
         full = ref_full = None
         if keep_full:
-            full = p.numpy().astype(np.float32)
+            full = _numpy(p).astype(np.float32)
             if ref_dist is None:
                 ref_full = np.zeros((p.shape[0], m), np.float32)
-                ref_full[np.arange(p.shape[0]), ref_index.numpy()] = 1.0
+                ref_full[np.arange(p.shape[0]), _numpy(ref_index)] = 1.0
             else:
-                ref_full = ref_dist.numpy().astype(np.float32)
+                ref_full = _numpy(ref_dist).astype(np.float32)
         return cls(
             lengths=lengths,
             n_classes=int(m),
-            top_probs=top.numpy().astype(np.float32),
-            ref_index=ref_index.numpy().astype(np.int64),
-            ref_prob=ref_prob.numpy().astype(np.float32),
-            ref_rank=ref_rank.numpy().astype(np.int32),
-            entropy=entropy.numpy().astype(np.float32),
-            cross_entropy=cross_entropy.numpy().astype(np.float32),
+            top_probs=_numpy(top).astype(np.float32),
+            ref_index=_numpy(ref_index).astype(np.int64),
+            ref_prob=_numpy(ref_prob).astype(np.float32),
+            ref_rank=_numpy(ref_rank).astype(np.int32),
+            entropy=_numpy(entropy).astype(np.float32),
+            cross_entropy=_numpy(cross_entropy).astype(np.float32),
             probs=full,
             reference=ref_full,
         )

@@ -483,7 +483,8 @@ class TranslationTask(Task):
                 src, src_len, tgt_in, tgt_out = _batch(rec, idx, device)
                 logits = model(src, src_len, tgt_in).float()
                 valid = tgt_out != PAD
-                yield logits[valid].cpu(), valid.sum(1).cpu().numpy(), tgt_out[valid].cpu()
+                # logits stay on the model's device: Responses reduce them there (core/responses.py)
+                yield logits[valid], valid.sum(1).cpu().numpy(), tgt_out[valid]
 
     def respond(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray,
                 record_features: bool = True) -> Responses:
@@ -551,7 +552,7 @@ class TranslationTask(Task):
         hyps = self.translate(cfg, model, data, index)
         probs = []
         for logits, lengths, ref in self._teacher_forced(model, data, index):
-            ref_p = F.softmax(logits, -1).gather(1, ref[:, None])[:, 0].numpy()
+            ref_p = F.softmax(logits, -1).gather(1, ref[:, None])[:, 0].cpu().numpy()
             probs.extend(np.split(ref_p, np.cumsum(lengths)[:-1]))
         sentences = []
         for i, member, hyp, p in zip(index, flags, hyps, probs):
