@@ -11,12 +11,13 @@ hand a single command measures what the README and the issues name as GPU figure
    choice) — ``--tiny`` only collects them (a test suite inside a test would be slow and recursive);
 3. image ``quick``, FFNN and RNN, cold: victim + shadows trained one by one and as one ensemble (the
    ensemble speedup, issue 13: ≥ 2×), then the attack stage;
-4. translation ``paper`` on Multi30K en→de, Transformer and LSTM, cold: training time of victim +
+4. translation ``quick``, both architectures, cold (training and attack stage);
+5. bf16: the image quick trainings again with ``precision=bf16`` (README "Precision": meant for GPUs);
+6. translation ``paper`` on Multi30K en→de, Transformer and LSTM, cold: training time of victim +
    shadows per architecture (issue 13: ≤ 60 s on one H100/H200) and the attack stage (≤ 10 s; 174 s
-   before issue 13), with train / validation BLEU;
-5. translation ``quick``, both architectures, cold (training and attack stage);
-6. bf16: the image quick and translation paper trainings again with ``precision=bf16`` (README
-   "Precision": meant for GPUs; the CPU figures are there for comparison).
+   before issue 13), with train / validation BLEU — last, being the longest (on an H100 on 2026-11-26
+   the Transformer alone did not finish in ~460 s, docs/results.md);
+7. bf16: the translation paper trainings again with ``precision=bf16``.
 
 Each step runs in a fresh temporary cache (cold). Once ``--budget-s`` seconds have passed, the steps
 left print "not measured (budget)" instead of running, so the run ends in time and says what it did
@@ -225,6 +226,23 @@ def check(args: argparse.Namespace) -> int:
                             "issue 13, README"))
             figures.append((f"image quick {arch}: attack stage (s)", f"{r['attack_s']:.1f}", "–", "README"))
     for arch in ("ffnn", "rnn"):
+        cfg = make_config("translation", arch, "quick", args.tiny, {})
+        quick[arch] = step(f"translation quick {arch}", lambda cfg=cfg: cold_run(cfg))
+        if quick[arch]:
+            r = quick[arch]
+            figures.append((f"translation quick {arch}: training / attack stage (s)",
+                            f"{r['train_s']:.1f} / {r['attack_s']:.1f}", "–", "README"))
+
+    def bf16_steps(task_name: str, preset: str, extra: dict[str, Any], ref: dict[str, Any]) -> None:
+        for arch in ("ffnn", "rnn"):
+            cfg = make_config(task_name, arch, preset, args.tiny, {**extra, "precision": "bf16"})
+            got = step(f"bf16 {task_name} {preset} {arch}", lambda cfg=cfg: {"train_s": cold_training(cfg)})
+            if got and ref.get(arch):
+                figures.append((f"bf16 {task_name} {preset} {arch}: training (s) bf16 vs float32",
+                                f"{got['train_s']:.1f} vs {ref[arch]['train_s']:.1f}", "faster on a GPU", "README"))
+
+    bf16_steps("image", "quick", {}, image)
+    for arch in ("ffnn", "rnn"):
         cfg = make_config("translation", arch, "paper", args.tiny, m30k)
         paper[arch] = step(f"translation paper en→de {arch}", lambda cfg=cfg: cold_run(cfg))
         if paper[arch]:
@@ -235,20 +253,7 @@ def check(args: argparse.Namespace) -> int:
                             "issue 13"))
             figures.append((f"translation paper {arch}: BLEU train / val",
                             f"{r['utility']['train']:.1f} / {r['utility']['val']:.1f}", "–", "issue 21"))
-    for arch in ("ffnn", "rnn"):
-        cfg = make_config("translation", arch, "quick", args.tiny, {})
-        quick[arch] = step(f"translation quick {arch}", lambda cfg=cfg: cold_run(cfg))
-        if quick[arch]:
-            r = quick[arch]
-            figures.append((f"translation quick {arch}: training / attack stage (s)",
-                            f"{r['train_s']:.1f} / {r['attack_s']:.1f}", "–", "README"))
-    for task_name, preset, extra, ref in (("image", "quick", {}, image), ("translation", "paper", m30k, paper)):
-        for arch in ("ffnn", "rnn"):
-            cfg = make_config(task_name, arch, preset, args.tiny, {**extra, "precision": "bf16"})
-            got = step(f"bf16 {task_name} {preset} {arch}", lambda cfg=cfg: {"train_s": cold_training(cfg)})
-            if got and ref.get(arch):
-                figures.append((f"bf16 {task_name} {preset} {arch}: training (s) bf16 vs float32",
-                                f"{got['train_s']:.1f} vs {ref[arch]['train_s']:.1f}", "faster on a GPU", "README"))
+    bf16_steps("translation", "paper", m30k, paper)
     out["figures"] = [dict(zip(("figure", "this run", "target", "named in"), f)) for f in figures]
     out["elapsed_s"] = budget.elapsed
     say(f"\ndevice: {dev['device'] if dev else '?'}{' (' + dev['gpu'] + ')' if dev and dev.get('gpu') else ''}"
