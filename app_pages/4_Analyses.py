@@ -20,7 +20,7 @@ from core.tasks import get_task
 from core.tasks.translation import detokenize
 from ui.mapview import record_map_views
 from ui.nav import job_line
-from ui.plots import navigation_map
+from core.figures import navigation_map
 from ui.shared import defender_for, defense_value_key, job_manager
 from ui.widgets import task_selector
 

@@ -42,7 +42,7 @@ from .pipeline import cached_summary, trained_models
 from .reference_attacks import (LIRA_ONLINE, fit_reference_attacks, lira_scores, online_references, reference_inputs,
                                 score_reference_attacks)
 from .repeats import repeat_config
-from .roles import make_splits, role_seed, train_model
+from .roles import is_cached, make_splits, role_seed, train_model
 from .slices import MIN_SLICE_RECORDS, quantile_buckets, slice_metrics
 from .tasks import get_task
 
@@ -289,4 +289,40 @@ def slices_view(configs: dict[str, ExperimentConfig], summaries: dict[str, dict[
         out["archs"][arch] = {name: [r.to_dict() for r in slice_metrics(name, labels, scores, member, min_records,
                                                                         seed=cfg.seed)]
                               for name, labels in slice_labels(cfg, records, s).items()}
+    return out
+
+
+# ---------------------------------------------------------------------------- the run report's views
+def report_views(configs: dict[str, ExperimentConfig], summaries: dict[str, dict[str, Any]],
+                 cache: ArtifactCache | None = None, budget: bool = True) -> dict[str, Any]:
+    """The per-record views a run report shows (:func:`core.report.run_report`), from what is cached
+    only — nothing trains: ``exposure`` (both architectures, with the cached repeats' intervals),
+    ``budget`` (each architecture with ≥ 2 shadows whose models are all still cached; with
+    ``budget`` False left out, as it refits LiRA and RMIA per subset) and ``slices``. A view the
+    runs cannot give is under ``skipped`` with the reason."""
+    cache = cache or ArtifactCache()
+    out: dict[str, Any] = {"skipped": {}}
+    if len(configs) == 2:
+        try:
+            out["exposure"] = exposure_view(configs, summaries, repeats=cached_repeats(configs, cache))
+        except ConfigError as exc:
+            out["skipped"]["exposure"] = str(exc)
+    else:
+        out["skipped"]["exposure"] = "compares two architectures: report on both ffnn and rnn"
+    if budget:
+        budgets = {}
+        for arch, cfg in configs.items():
+            roles = ["victim", *(f"shadow_{i}" for i in range(cfg.n_shadows))]
+            if cfg.n_shadows < 2:
+                out["skipped"][f"budget ({arch})"] = "needs at least 2 shadows as references (n_shadows ≥ 2)"
+            elif not all(is_cached(cfg, role, cache) for role in roles):
+                out["skipped"][f"budget ({arch})"] = "the run's models are no longer cached (rerun it to refit)"
+            else:
+                budgets[arch] = budget_view(cfg, cache=cache)
+        if budgets:
+            out["budget"] = budgets
+    try:
+        out["slices"] = slices_view(configs, summaries)
+    except ConfigError as exc:
+        out["skipped"]["slices"] = str(exc)
     return out

@@ -5,7 +5,7 @@ import pytest
 
 from core.pipeline import run_experiment
 from core.tasks import get_task
-from ui import plots
+from core import figures as plots
 
 
 def summary(arch, n, rng, separation=1.0):

@@ -71,6 +71,8 @@ class Task(ABC):
     label: str = ""
     #: the option that sets both architectures' size (the model-mismatch analysis scales it; 001 A.3)
     width_knob: str = ""
+    #: what one record is called, singular and plural (the resolution line: "one image = 0.01 of TPR")
+    record_names: tuple[str, str] = ("record", "records")
     #: what one private sample of DP-SGD is, for the pages and reports ("one image")
     privacy_unit: str = "one record"
     #: what DP-SGD's guarantee does not cover on this task, shown beside its ε (empty: nothing to add)

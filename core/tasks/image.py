@@ -153,6 +153,7 @@ class ImageTask(Task):
     utility_metric = "accuracy"
     options_cls = ImageOptions
     label = "Image classification"
+    record_names = ("image", "images")
     width_knob = "cnn_width"
     privacy_unit = "one image"
     sensitivity_samples = 10

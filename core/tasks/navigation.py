@@ -215,6 +215,7 @@ class NavigationTask(Task):
     name = "navigation"
     utility_metric = "return"
     label = "Navigation (deep RL)"
+    record_names = ("map", "maps")
     width_knob = "actor_hidden"
     privacy_unit = "one trajectory window (recurrence frames of one environment in one PPO update)"
     sensitivity_samples = 3

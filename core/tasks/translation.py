@@ -271,6 +271,7 @@ class TranslationTask(Task):
     name = "translation"
     utility_metric = "bleu"
     label = "Machine translation"
+    record_names = ("sentence pair", "sentence pairs")
     width_knob = "hidden"
     privacy_unit = "one sentence pair"
     sensitivity_samples = 3
