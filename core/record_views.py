@@ -43,7 +43,7 @@ from .reference_attacks import (LIRA_ONLINE, fit_reference_attacks, lira_scores,
                                 score_reference_attacks)
 from .repeats import repeat_config
 from .roles import is_cached, make_splits, role_seed, train_model
-from .slices import MIN_SLICE_RECORDS, quantile_buckets, slice_metrics
+from .slices import MIN_SLICE_RECORDS, slice_metrics
 from .tasks import get_task
 
 #: the strongest attacks, in order of preference when a run has them
@@ -257,23 +257,14 @@ def audit_beside(entry: dict[str, Any], summary: dict[str, Any]) -> dict[str, An
 
 # ---------------------------------------------------------------------------- 4. slices
 def slice_labels(cfg: ExperimentConfig, records: np.ndarray, summary: dict[str, Any]) -> dict[str, list[str]]:
-    """The slicings of the evaluated ``records`` for the task: image — class; translation — source
-    length and frequency (in the whole data source) of the source's rarest word, in terciles;
-    navigation — the map layout is fixed by the environment (rooms and their maximum size), so the
-    query episode's length (a map's difficulty for the victim) in terciles."""
+    """The task's slicings of the evaluated ``records`` (:meth:`core.tasks.base.Task.slice_labels`:
+    image — class; translation — source length and frequency of the source's rarest word, in
+    terciles; navigation — the query episode's length in terciles)."""
     task = get_task(cfg.task)
-    data = task.load(cfg)
-    rec = data.records
-    if cfg.task == "image":
-        return {"class": [f"class {int(rec.labels[i])}" for i in records]}
-    if cfg.task == "translation":
-        counts = np.bincount(np.concatenate([np.asarray(s, np.int64) for s in rec.src_ids]))
-        lengths = [len(rec.src_ids[i]) for i in records]
-        rarest = [int(counts[np.asarray(rec.src_ids[i], np.int64)].min()) if len(rec.src_ids[i]) else 0
-                  for i in records]
-        return {"source length": quantile_buckets(lengths, 3, " tokens"),
-                "rarest source word frequency": quantile_buckets(rarest, 3, "×")}
-    return {"query episode length": quantile_buckets(summary["records"]["length"], 3, " steps")}
+    labels = task.slice_labels(cfg, task.load(cfg), records, summary)
+    if not labels:
+        raise ConfigError(f"the {cfg.task} task defines no slicing of its records")
+    return labels
 
 
 def slices_view(configs: dict[str, ExperimentConfig], summaries: dict[str, dict[str, Any]], attack: str | None = None,

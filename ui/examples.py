@@ -1,4 +1,5 @@
-"""Drawing of a task's ``examples`` block (translations with token probabilities, rendered maps)."""
+"""Drawing of a task's ``examples`` block (translations with token probabilities, rendered maps) and
+of one record (:class:`core.tasks.base.RecordView`, by its kind)."""
 from __future__ import annotations
 
 import base64
@@ -6,7 +7,10 @@ from typing import Any
 
 import streamlit as st
 
+from core.figures import navigation_map
+from core.names import ARCH_NAMES
 from core.report import navigation_stats, translation_html
+from core.tasks.base import RECORD_KINDS, RecordView
 
 
 def show_examples(examples: dict[str, Any], arch_name: str) -> None:
@@ -31,3 +35,29 @@ def show_map_images(examples: dict[str, Any], arch_name: str) -> None:
             caption = f"{arch_name}, {m.get('role', '?')} map (seed {m.get('seed')}): return {m.get('return', 0):.2f}, " \
                       f"{m.get('steps', '?')} steps{'' if m.get('reached_goal', True) else ', goal not reached'}"
             st.image(base64.b64decode(m["png_base64"]), caption=caption)
+
+
+def show_record(views: dict[str, RecordView], key: str, note: str = "", width: int = 120) -> None:
+    """One record as :meth:`core.tasks.base.Task.describe_record` gives it, one view per
+    architecture (arch → view, the same record): the record once, then each victim's answer on it
+    (a translation; a map with its path), and ``note`` (scores) under it. Drawn by the view's kind
+    alone, so a new task needs nothing here."""
+    first = next(iter(views.values()))
+    caption = f"{first.caption} · {note}" if note else first.caption
+    if first.kind == "image":
+        st.image(first.image, caption=caption, width=width)
+    elif first.kind == "text":
+        lines = [f"{label}: {text}" for label, text in first.lines]
+        lines += [f"{ARCH_NAMES.get(a, a) + ' ' if len(views) > 1 else ''}victim: {v.answer}"
+                  for a, v in views.items() if v.answer is not None]
+        st.markdown("  \n".join(lines + ([note] if note else [])))
+    elif first.kind == "map":
+        drawn = {a: v.answer for a, v in views.items() if v.answer is not None}
+        for col, (arch, view) in zip(st.columns(max(len(drawn), 1)), drawn.items()):
+            with col:
+                fig = navigation_map({arch: {"maps": [view]}}, view["role"])
+                if fig is not None:
+                    st.plotly_chart(fig, width="stretch", key=f"{key}-{arch}")
+        st.caption(caption)
+    else:
+        raise ValueError(f"unknown record kind {first.kind!r}; one of {RECORD_KINDS}")
