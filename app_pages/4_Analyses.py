@@ -348,7 +348,7 @@ with tabs[5]:
         event = st.plotly_chart(fig, width="stretch", on_select="rerun", selection_mode=("points",),
                                 key="exposure-scatter")
         q = view["quadrants"][fpr]
-        names = {"both": "both", "only_b": "only RNN", "only_a": "only FFNN", "neither": "neither"}
+        names = figures.quadrant_names(view["archs"])
         st.dataframe([{"quadrant": names[c["name"]], "members": c["count"], "of": c["n"],
                        "share": f"{c['share']:.1%} [{c['share_low']:.1%}, {c['share_high']:.1%}]",
                        **({f"mean over {c['repeats']} repeats [95 %]":

@@ -1078,6 +1078,12 @@ def overtraining_figure(results: dict[str, dict[str, Any]]) -> go.Figure:
 QUADRANT_NAMES = {"both": "both", "only_b": "only {b}", "only_a": "only {a}", "neither": "neither"}
 
 
+def quadrant_names(archs: list[str]) -> dict[str, str]:
+    """The exposure quadrants' display names for the two architectures ``archs`` (a, b): "only RNN", …"""
+    a, b = archs
+    return {k: v.format(a=ARCH_NAMES.get(a, a), b=ARCH_NAMES.get(b, b)) for k, v in QUADRANT_NAMES.items()}
+
+
 def exposure_figure(view: dict[str, Any], fpr: str = "0.01") -> go.Figure:
     """Each evaluated record's membership score under the two architectures (x: the first, y: the
     second), members and non-members marked, with each architecture's threshold at ``fpr`` (from its
@@ -1097,7 +1103,7 @@ def exposure_figure(view: dict[str, Any], fpr: str = "0.01") -> go.Figure:
                                       f"{ARCH_NAMES.get(b, b)} %{{y:.3g}}<extra></extra>")
     fig.add_vline(x=q["a"]["threshold"], line=dict(color=ARCH_COLOURS.get(a), dash="dash"))
     fig.add_hline(y=q["b"]["threshold"], line=dict(color=ARCH_COLOURS.get(b), dash="dash"))
-    names = {k: v.format(a=ARCH_NAMES.get(a, a), b=ARCH_NAMES.get(b, b)) for k, v in QUADRANT_NAMES.items()}
+    names = quadrant_names([a, b])
     counts = ", ".join(f"{names[c['name']]} {c['count']}" for c in q["members"])
     fig.update_layout(title=f"{view['attack']} score per record at FPR {float(fpr):.1%} — members exposed: {counts} "
                             f"(of {q['members'][0]['n']})",

@@ -309,8 +309,7 @@ def exposure_table(view: dict[str, Any]) -> pd.DataFrame:
     """Per FPR and quadrant of :func:`core.record_views.exposure_view`: members (share with its 95 %
     Clopper–Pearson interval, and the mean count over repeats where repeats are cached) and the
     non-members in the same quadrant (false alarms)."""
-    a, b = view["archs"]
-    names = {k: v.format(a=ARCH_NAMES.get(a, a), b=ARCH_NAMES.get(b, b)) for k, v in figures.QUADRANT_NAMES.items()}
+    names = figures.quadrant_names(view["archs"])
     rows = []
     for fpr, q in view["quadrants"].items():
         for c in q["members"]:
