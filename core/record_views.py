@@ -35,7 +35,7 @@ from .cache import ArtifactCache
 from .config import MAX_REPEATS, ExperimentConfig
 from .defenses import DefenseSpec, Defender
 from .dpsgd import report as privacy_report
-from .errors import ConfigError
+from .errors import ConfigError, MIAError
 from .exposure import EXPOSURE_FPRS, flips, quadrants
 from .metrics import empirical_epsilon
 from .pipeline import cached_summary, trained_models
@@ -290,13 +290,14 @@ def report_views(configs: dict[str, ExperimentConfig], summaries: dict[str, dict
     only — nothing trains: ``exposure`` (both architectures, with the cached repeats' intervals),
     ``budget`` (each architecture with ≥ 2 shadows whose models are all still cached; with
     ``budget`` False left out, as it refits LiRA and RMIA per subset) and ``slices``. A view the
-    runs cannot give is under ``skipped`` with the reason."""
+    runs cannot give (any :class:`MIAError` of its computation) is under ``skipped`` with the reason:
+    the report is still written."""
     cache = cache or ArtifactCache()
     out: dict[str, Any] = {"skipped": {}}
     if len(configs) == 2:
         try:
             out["exposure"] = exposure_view(configs, summaries, repeats=cached_repeats(configs, cache))
-        except ConfigError as exc:
+        except MIAError as exc:
             out["skipped"]["exposure"] = str(exc)
     else:
         out["skipped"]["exposure"] = "compares two architectures: report on both ffnn and rnn"
@@ -309,11 +310,14 @@ def report_views(configs: dict[str, ExperimentConfig], summaries: dict[str, dict
             elif not all(is_cached(cfg, role, cache) for role in roles):
                 out["skipped"][f"budget ({arch})"] = "the run's models are no longer cached (rerun it to refit)"
             else:
-                budgets[arch] = budget_view(cfg, cache=cache)
+                try:
+                    budgets[arch] = budget_view(cfg, cache=cache)
+                except MIAError as exc:
+                    out["skipped"][f"budget ({arch})"] = str(exc)
         if budgets:
             out["budget"] = budgets
     try:
         out["slices"] = slices_view(configs, summaries)
-    except ConfigError as exc:
+    except MIAError as exc:
         out["skipped"]["slices"] = str(exc)
     return out
