@@ -329,8 +329,10 @@ def budget_table(budgets: dict[str, dict[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame([
         {"architecture": ARCH_NAMES.get(arch, arch), "attack": ATTACK_NAMES.get(name, name),
          "references": p["n_references"], "of": c["n_available"], "subsets": p["draws"],
-         "AUC [spread]": _ci(p["auc"], p["auc_low"], p["auc_high"]),
-         "TPR @ 1% FPR [spread]": _ci(p["tpr_at_fpr"]["0.01"], p["tpr_low"]["0.01"], p["tpr_high"]["0.01"]),
+         # one subset (all references): no spread to show, not a zero-width interval
+         "AUC [spread]": _ci(p["auc"], *((p["auc_low"], p["auc_high"]) if p["draws"] > 1 else (None, None))),
+         "TPR @ 1% FPR [spread]": _ci(p["tpr_at_fpr"]["0.01"], *((p["tpr_low"]["0.01"], p["tpr_high"]["0.01"])
+                                                                 if p["draws"] > 1 else (None, None))),
          "flattens at": c["flattens_at"] if c["flattens_at"] is not None else "—"}
         for arch, view in budgets.items() for name, c in view["curves"].items() for p in c["points"]])
 
