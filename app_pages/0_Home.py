@@ -8,7 +8,7 @@ import streamlit as st
 from core.errors import MIAError
 from core.repeats import repeat_config
 from core.tasks import get_task
-from ui import plots
+from core import figures as plots  # the one figure module
 from ui.nav import page_meta, registered_pages
 from ui.results import cached_repeats_view, figures, verdict_lines
 from ui.shared import job_manager, summary_of

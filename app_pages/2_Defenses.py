@@ -13,7 +13,7 @@ from core.errors import MIAError
 from core.names import ARCH_NAMES as ARCH_LABELS
 from core.pipeline import cached_runs, cached_summary, config_of
 from core.tasks import get_task
-from ui import plots
+from core import figures as plots  # the one figure module
 from ui.widgets import task_selector
 from ui.shared import defender_for, defense_value_key, job_manager
 

@@ -16,7 +16,7 @@ from core.studies import DPSGD_RECIPE
 from core.sweeps import (accuracy_bound_curve, collect_points, expected_run_s, expected_sweep, run_cost_s,
                          study_recipe_epsilons, sweep_runs)
 from core.tasks import get_task
-from ui import plots
+from core import figures as plots  # the one figure module
 from ui.nav import format_seconds
 from ui.results import show_results
 from ui.widgets import task_label, task_selector

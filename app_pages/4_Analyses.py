@@ -17,10 +17,8 @@ from core.errors import MIAError
 from core.names import ARCH_NAMES as ARCH_LABELS, ATTACK_NAMES as ATTACK_LABELS
 from core.pipeline import cached_summary, trained_models
 from core.tasks import get_task
-from core.tasks.translation import detokenize
-from ui.mapview import record_map_views
+from ui.examples import show_record as draw_record
 from ui.nav import job_line
-from ui.plots import navigation_map
 from ui.shared import defender_for, defense_value_key, job_manager
 from ui.widgets import task_selector
 
@@ -98,17 +96,12 @@ def task_data(config_hash: str, _cfg: ExperimentConfig):
     return get_task(_cfg.task).load(_cfg)
 
 
-@st.cache_data(max_entries=256, show_spinner=False)
-def victim_translation(config_hash: str, arch: str, index: int) -> str:
-    """The victim's greedy translation of one record's source (a member the attack singled out)."""
-    models = trained_models(configs[arch])
-    return detokenize(models.task.translate(models.cfg, models.model("victim"), models.data, np.array([index]))[0])
-
-
-@st.cache_data(max_entries=64, show_spinner="Replaying the agent on the map…")
-def exposed_map(config_hash: str, arch: str, index: int) -> dict:
-    """One navigation record's map with the victim's query path (the episode the attack saw)."""
-    return record_map_views(trained_models(configs[arch]), [index])[0]
+@st.cache_data(max_entries=256, show_spinner="Asking the victim about the record…")
+def record_view(config_hash: str, arch: str, index: int, role: str):
+    """One record as the task describes it (Task.describe_record), with ``arch``'s victim's answer
+    (loaded only by a task that shows one)."""
+    return task.describe_record(configs[arch], task_data(configs["ffnn"].config_hash, configs["ffnn"]), index,
+                                lambda: trained_models(configs[arch]).model("victim"), role)
 
 
 base = scatter_and_vulnerability(tuple(c.config_hash for c in configs.values()), configs)
@@ -203,7 +196,6 @@ with tabs[0]:
             st.caption(f"Mean APE: members {sc['mean_ape']['members']:.3g}, non-members {sc['mean_ape']['non_members']:.3g}.")
     tab_verdict("scatter")
     points = (event.selection.points if event and getattr(event, "selection", None) else []) or []
-    data = task_data(configs["ffnn"].config_hash, configs["ffnn"]) if task_name != "navigation" else None
     if points:
         st.markdown(f"**Selected records** ({len(points)})")
         rows = []
@@ -219,22 +211,11 @@ with tabs[0]:
         with col:
             splits_eval = base["eval_index"][arch]
             st.caption(ARCH_LABELS[arch])
-            for row in base["most_exposed"][arch][: 3 if task_name == "navigation" else 5]:
+            for row in base["most_exposed"][arch][: 3 if task.map_views else 5]:  # maps take room
                 index = int(splits_eval[row["position"]])
                 label = f"score {row['score']:.3f} · APE {row['ape']:.3g} · CE {row['cross_entropy']:.3g}"
-                if task_name == "image":
-                    img = data.records.images[index].numpy()
-                    img = (img - img.min()) / max(float(img.max() - img.min()), 1e-9)
-                    st.image(np.transpose(img, (1, 2, 0)) if img.shape[0] == 3 else img[0], caption=label, width=96)
-                elif task_name == "translation":
-                    said = victim_translation(configs[arch].config_hash, arch, index)
-                    st.markdown(f"*{data.records.src_text[index]}*  \nreference: {data.records.tgt_text[index]}  \n"
-                                f"victim: {said}  \n{label}")
-                else:
-                    view = exposed_map(configs[arch].config_hash, arch, index)
-                    fig_map = navigation_map({arch: {"maps": [view]}}, "member")
-                    st.plotly_chart(fig_map, width="stretch", key=f"exposed-{arch}-{index}")
-                    st.caption(label)
+                draw_record({arch: record_view(configs[arch].config_hash, arch, index, "member")},
+                            key=f"exposed-{arch}-{index}", note=label, width=96)
     downloads("scatter", all_results, fig)
 
 # ---------------------------------------------------------------------------- over training
@@ -325,22 +306,9 @@ def show_record(position: int, view: dict) -> None:
         with col:
             st.caption(f"{ARCH_LABELS[arch]}: {view['attack']} score {view['scores'][arch][position]:.3g} · loss "
                        f"{view['cross_entropy'][arch][position]:.3g} · entropy {view['ape'][arch][position]:.3g}")
-    data = task.load(configs["ffnn"])
-    if task_name == "image":
-        img = data.records.images[index].numpy()
-        img = (img - img.min()) / max(float(img.max() - img.min()), 1e-9)
-        st.image(np.transpose(img, (1, 2, 0)) if img.shape[0] == 3 else img[0],
-                 caption=f"label {int(data.records.labels[index])}", width=120)
-    elif task_name == "translation":
-        st.markdown(f"*{data.records.src_text[index]}*  \nreference: {data.records.tgt_text[index]}")
-        for col, arch in zip(st.columns(2), view["archs"]):
-            col.markdown(f"{ARCH_LABELS[arch]} victim: {victim_translation(configs[arch].config_hash, arch, index)}")
-    else:
-        for col, arch in zip(st.columns(2), view["archs"]):
-            with col:
-                fig_map = navigation_map({arch: {"maps": [exposed_map(configs[arch].config_hash, arch, index)]}},
-                                         "member" if member else "non-member")
-                st.plotly_chart(fig_map, width="stretch", key=f"record-map-{arch}-{index}")
+    role = "member" if member else "non-member"
+    draw_record({arch: record_view(configs[arch].config_hash, arch, index, role) for arch in view["archs"]},
+                key=f"record-{index}")
 
 
 with tabs[5]:
@@ -380,7 +348,7 @@ with tabs[5]:
         event = st.plotly_chart(fig, width="stretch", on_select="rerun", selection_mode=("points",),
                                 key="exposure-scatter")
         q = view["quadrants"][fpr]
-        names = {"both": "both", "only_b": "only RNN", "only_a": "only FFNN", "neither": "neither"}
+        names = figures.quadrant_names(view["archs"])
         st.dataframe([{"quadrant": names[c["name"]], "members": c["count"], "of": c["n"],
                        "share": f"{c['share']:.1%} [{c['share_low']:.1%}, {c['share_high']:.1%}]",
                        **({f"mean over {c['repeats']} repeats [95 %]":

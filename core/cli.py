@@ -7,6 +7,7 @@
     python -m core defend --task image --arch rnn --mechanism dpsgd --values 1,3,8 --target-epsilon
     python -m core run --task image --arch rnn --repeats 3      # headline numbers as mean with 95 % CI
     python -m core compare --task image --preset quick --repeats 3 [--out compare.json]  # FFNN vs RNN, paired
+    python -m core report --task image --preset quick --out report.html   # the run report of cached runs (HTML)
 
 Every failure the user can fix prints one line ``error: ...`` on stderr and exits with 2 (bad
 arguments, an option given twice, bad config values, missing data, an unwritable ``--out`` or one
@@ -33,7 +34,7 @@ from typing import Any, Callable, NoReturn, Sequence
 from . import defense_registry  # light: a mechanism's module (and torch) loads on first use
 from .config import EXECUTORS, MAX_REPEATS, parse_values
 from .errors import ConfigError, MIAError, OutputPathError
-from .fileio import check_out_path, show_path, write_json_atomically
+from .fileio import check_out_path, show_path, write_json_atomically, write_text_atomically
 from .tasks import available_tasks, get_task  # light: a task's module (and torch) loads on first use
 
 #: printed (alone) when a run is interrupted with Ctrl-C
@@ -243,6 +244,19 @@ def build_parser() -> argparse.ArgumentParser:
     analyze.add_argument("--out", required=True, metavar="DIR", action=Once,
                          help="folder for the files (created, with its parents, if missing)")
     analyze.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    report = sub.add_parser("report", help="the run report of cached runs: one self-contained HTML page, the same as "
+                                           "the Train & attack page's download (overview, attacks table, ROC curves, "
+                                           "examples, configs) with the per-record views (exposure quadrants, the "
+                                           "reference budget, slices); reads the cache, never trains")
+    common(report)
+    report.add_argument("--archs", default=None, action=Once, metavar="ffnn,rnn",
+                        help="architectures in the report (default: ffnn,rnn; --arch A reports one, without the "
+                             "exposure view, which compares two)")
+    report.add_argument("--no-budget", action="store_true",
+                        help="leave out the reference budget (it refits LiRA and RMIA on every subset of references)")
+    report.add_argument("--out", required=True, metavar="FILE", action=Once,
+                        help="the HTML file; its folder must exist, and the file, if it exists, must be a regular file")
+    report.add_argument("--quiet", action="store_true", help="no line on stderr")
     defend = sub.add_parser("defend", help="a defense over a grid of values: after training (Dirichlet k, GPM σ) on "
                                            "the cached models of a run, or during training (DP-SGD σ or ε, L2 λ, PPO "
                                            "clip ε), one cached run per value")
@@ -322,6 +336,29 @@ def analysis_archs(text: str) -> list[str]:
     if not archs or any(a not in ("ffnn", "rnn") for a in archs):
         raise ConfigError(f"--archs must list ffnn and/or rnn, got {text!r}")
     return archs
+
+
+def report_archs(args: argparse.Namespace) -> list[str]:
+    """``report``'s architectures: ``--arch A`` alone, ``--archs`` (checked), or both by default."""
+    if "arch" in getattr(args, "_given", set()):
+        if args.archs is not None:
+            raise ConfigError("give --arch (one architecture) or --archs (several), not both")
+        return [args.arch]
+    return analysis_archs(args.archs or "ffnn,rnn")
+
+
+def _report(args: argparse.Namespace, out: Path) -> int:
+    """``report``: :func:`core.report.run_report` of the cached runs, written atomically to ``out``."""
+    from .report import run_report
+
+    task = get_task(args.task)
+    sets = check_named_sets(parse_sets(args.sets), args)
+    configs = {a: task.make_config(a, args.preset, sets) for a in report_archs(args)}
+    page = run_report(configs, budget=not args.no_budget)
+    write_text_atomically(out, page)
+    if not args.quiet:
+        print(f"wrote {show_path(str(out))}", file=sys.stderr)
+    return 0
 
 
 def _analyze(args: argparse.Namespace) -> int:
@@ -461,6 +498,8 @@ def check_arguments(args: argparse.Namespace) -> Path | None:
         analysis_archs(args.archs)
         out_folder(args.out, create=False)  # created once the config is valid too
         return None
+    if args.command == "report":
+        report_archs(args)
     out = getattr(args, "out", None)
     # `--out ''` used to mean stdout; an empty name is a mistake (a variable that was not set)
     return check_out_path(out) if out is not None else None  # before any work, not after it
@@ -481,6 +520,8 @@ def _main(argv: Sequence[str] | None) -> int:
     configure_threads()  # several runs at once must not each start one thread per host core
     if args.command == "analyze":  # --out is a folder here
         return _analyze(args)
+    if args.command == "report":
+        return _report(args, out)
 
     from .pipeline import run_experiment
 

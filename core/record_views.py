@@ -35,15 +35,15 @@ from .cache import ArtifactCache
 from .config import MAX_REPEATS, ExperimentConfig
 from .defenses import DefenseSpec, Defender
 from .dpsgd import report as privacy_report
-from .errors import ConfigError
+from .errors import ConfigError, MIAError
 from .exposure import EXPOSURE_FPRS, flips, quadrants
 from .metrics import empirical_epsilon
 from .pipeline import cached_summary, trained_models
 from .reference_attacks import (LIRA_ONLINE, fit_reference_attacks, lira_scores, online_references, reference_inputs,
                                 score_reference_attacks)
 from .repeats import repeat_config
-from .roles import make_splits, role_seed, train_model
-from .slices import MIN_SLICE_RECORDS, quantile_buckets, slice_metrics
+from .roles import is_cached, make_splits, role_seed, train_model
+from .slices import MIN_SLICE_RECORDS, slice_metrics
 from .tasks import get_task
 
 #: the strongest attacks, in order of preference when a run has them
@@ -257,23 +257,14 @@ def audit_beside(entry: dict[str, Any], summary: dict[str, Any]) -> dict[str, An
 
 # ---------------------------------------------------------------------------- 4. slices
 def slice_labels(cfg: ExperimentConfig, records: np.ndarray, summary: dict[str, Any]) -> dict[str, list[str]]:
-    """The slicings of the evaluated ``records`` for the task: image — class; translation — source
-    length and frequency (in the whole data source) of the source's rarest word, in terciles;
-    navigation — the map layout is fixed by the environment (rooms and their maximum size), so the
-    query episode's length (a map's difficulty for the victim) in terciles."""
+    """The task's slicings of the evaluated ``records`` (:meth:`core.tasks.base.Task.slice_labels`:
+    image — class; translation — source length and frequency of the source's rarest word, in
+    terciles; navigation — the query episode's length in terciles)."""
     task = get_task(cfg.task)
-    data = task.load(cfg)
-    rec = data.records
-    if cfg.task == "image":
-        return {"class": [f"class {int(rec.labels[i])}" for i in records]}
-    if cfg.task == "translation":
-        counts = np.bincount(np.concatenate([np.asarray(s, np.int64) for s in rec.src_ids]))
-        lengths = [len(rec.src_ids[i]) for i in records]
-        rarest = [int(counts[np.asarray(rec.src_ids[i], np.int64)].min()) if len(rec.src_ids[i]) else 0
-                  for i in records]
-        return {"source length": quantile_buckets(lengths, 3, " tokens"),
-                "rarest source word frequency": quantile_buckets(rarest, 3, "×")}
-    return {"query episode length": quantile_buckets(summary["records"]["length"], 3, " steps")}
+    labels = task.slice_labels(cfg, task.load(cfg), records, summary)
+    if not labels:
+        raise ConfigError(f"the {cfg.task} task defines no slicing of its records")
+    return labels
 
 
 def slices_view(configs: dict[str, ExperimentConfig], summaries: dict[str, dict[str, Any]], attack: str | None = None,
@@ -289,4 +280,44 @@ def slices_view(configs: dict[str, ExperimentConfig], summaries: dict[str, dict[
         out["archs"][arch] = {name: [r.to_dict() for r in slice_metrics(name, labels, scores, member, min_records,
                                                                         seed=cfg.seed)]
                               for name, labels in slice_labels(cfg, records, s).items()}
+    return out
+
+
+# ---------------------------------------------------------------------------- the run report's views
+def report_views(configs: dict[str, ExperimentConfig], summaries: dict[str, dict[str, Any]],
+                 cache: ArtifactCache | None = None, budget: bool = True) -> dict[str, Any]:
+    """The per-record views a run report shows (:func:`core.report.run_report`), from what is cached
+    only — nothing trains: ``exposure`` (both architectures, with the cached repeats' intervals),
+    ``budget`` (each architecture with ≥ 2 shadows whose models are all still cached; with
+    ``budget`` False left out, as it refits LiRA and RMIA per subset) and ``slices``. A view the
+    runs cannot give (any :class:`MIAError` of its computation) is under ``skipped`` with the reason:
+    the report is still written."""
+    cache = cache or ArtifactCache()
+    out: dict[str, Any] = {"skipped": {}}
+    if len(configs) == 2:
+        try:
+            out["exposure"] = exposure_view(configs, summaries, repeats=cached_repeats(configs, cache))
+        except MIAError as exc:
+            out["skipped"]["exposure"] = str(exc)
+    else:
+        out["skipped"]["exposure"] = "compares two architectures: report on both ffnn and rnn"
+    if budget:
+        budgets = {}
+        for arch, cfg in configs.items():
+            roles = ["victim", *(f"shadow_{i}" for i in range(cfg.n_shadows))]
+            if cfg.n_shadows < 2:
+                out["skipped"][f"budget ({arch})"] = "needs at least 2 shadows as references (n_shadows ≥ 2)"
+            elif not all(is_cached(cfg, role, cache) for role in roles):
+                out["skipped"][f"budget ({arch})"] = "the run's models are no longer cached (rerun it to refit)"
+            else:
+                try:
+                    budgets[arch] = budget_view(cfg, cache=cache)
+                except MIAError as exc:
+                    out["skipped"][f"budget ({arch})"] = str(exc)
+        if budgets:
+            out["budget"] = budgets
+    try:
+        out["slices"] = slices_view(configs, summaries)
+    except MIAError as exc:
+        out["skipped"]["slices"] = str(exc)
     return out

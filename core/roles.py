@@ -207,6 +207,13 @@ def train_or_load(
 _META = dict_with(params=int, per_epoch=list, train_s=float)
 
 
+def is_cached(cfg: ExperimentConfig, role: str, cache: ArtifactCache) -> bool:
+    """Whether ``role``'s model of ``cfg`` is in the cache (its meta entry; the weights and answers are
+    checked when :func:`load_trained` loads them): lets a reader of cached runs refuse work that
+    would train."""
+    return cache.get_json(cache.key("model", cfg.training_hash, role, "meta"), validate=_META) is not None
+
+
 def load_trained(task: Task, cfg: ExperimentConfig, data: TaskData, role: str, cache: ArtifactCache,
                   n_queries: int) -> TrainedModel | None:
     """``role``'s cached model if every part is present and is what it claims, else None.

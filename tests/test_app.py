@@ -122,7 +122,7 @@ def test_train_page_runs_a_tiny_config_then_loads_it_from_cache(task):
 
 def test_report_is_one_self_contained_html_file():
     from core.pipeline import run_experiment
-    from ui.results import report_html
+    from core.report import run_report_html as report_html
 
     task = get_task("image")
     values = {**TINY["image"], "attack_epochs": ()}

@@ -117,7 +117,7 @@ def test_summary_holds_the_shadow_fidelity_block():
 
 
 def test_plot_helpers_for_the_page():
-    from ui import plots
+    from core import figures as plots
 
     block = shadow_fidelity({10: stats(0.2, 1.0)}, {10: [stats(0.3, 1.0)]}, "accuracy",
                             {"train": 1.0, "val": 0.9}, [{"train": 1.0, "val": 0.8}])

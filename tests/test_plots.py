@@ -5,7 +5,7 @@ import pytest
 
 from core.pipeline import run_experiment
 from core.tasks import get_task
-from ui import plots
+from core import figures as plots
 
 
 def summary(arch, n, rng, separation=1.0):
@@ -80,12 +80,12 @@ def test_navigation_maps_show_each_architectures_path_start_and_goal():
             assert m["goal"] is not None and cells[m["goal"][1], m["goal"][0]] == 8
             assert m["path"][0] == m["start"]
         # any record's map (e.g. a most exposed member) replays the same seeded episode as the examples
-        from ui.mapview import record_map_views
-        member = result.models.splits.eval_members[:1]
-        (again,) = record_map_views(result.models, member)
-        first = views[arch]["maps"][0]
+        models = result.models
+        member = int(models.splits.eval_members[0])
+        shown = models.task.describe_record(cfg, models.data, member, lambda: models.model("victim"))
+        again, first = shown.answer, views[arch]["maps"][0]
+        assert shown.kind == "map" and again["role"] == "member"
         assert (again["seed"], again["path"], again["cells"]) == (first["seed"], first["path"], first["cells"])
-        assert record_map_views(result.models, []) == []
     fig = plots.navigation_map(views, "member")
     names = [t.name for t in fig.data if t.showlegend is not False]
     assert any(n.startswith("FFNN path") for n in names) and any(n.startswith("RNN path") for n in names)

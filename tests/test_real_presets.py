@@ -15,7 +15,7 @@ from core.models.translation import LuongSeq2Seq, TransformerSeq2Seq, match_tran
 from core.tasks import get_task
 from core.tasks.translation import SPECIALS, Vocab
 from tests.test_image import write_cifar_fixture
-from ui.plots import resolution_note
+from core.figures import resolution_note
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -49,7 +49,8 @@ def test_page_offers_missing_repeats_then_shows_verdicts():
 
 
 def test_report_shows_the_paired_comparison():
-    from ui.results import report_html, repeats_view
+    from core.report import run_report_html as report_html
+    from ui.results import repeats_view
 
     configs = comparison_configs("image", "quick", 2, TINY)
     run_comparison(configs)

@@ -9,7 +9,7 @@ from core.analysis import ANALYSES
 from core.defense_registry import get as get_mechanism
 from core.sweeps import study_recipe_epsilons
 from core.tasks import available_tasks, get_task
-from ui import plots
+from core import figures as plots
 
 #: a figure in prose: a decimal, a percentage, "N of M", a BLEU/AUC/accuracy value, seconds
 FIGURE = re.compile(r"\d+\.\d+|\d+\s?%|\b\d+ of \d+\b|\b(?:BLEU|AUC|accuracy|return)\s+\d|\d+\s?s\b")

@@ -1,51 +1,16 @@
-"""Drawing of a task's ``examples`` block (translations with token probabilities, rendered maps)."""
+"""Drawing of a task's ``examples`` block (translations with token probabilities, rendered maps) and
+of one record (:class:`core.tasks.base.RecordView`, by its kind)."""
 from __future__ import annotations
 
 import base64
-import html
 from typing import Any
 
 import streamlit as st
 
-
-def _token_html(tokens: list[str], probs: list[float]) -> str:
-    """Reference tokens shaded by the probability the model gave them (green = confident)."""
-    spans = []
-    for tok, p in zip(tokens, probs):
-        alpha = 0.15 + 0.75 * float(p)
-        spans.append(f'<span title="p={p:.3f}" style="background: rgba(46,160,67,{alpha:.2f}); padding:1px 3px; '
-                     f'border-radius:3px; margin-right:2px">{html.escape(tok)}</span>')
-    return " ".join(spans)
-
-
-def translation_html(examples: dict[str, Any], arch_name: str) -> str:
-    """The translation examples of one architecture as HTML (the page and the report use it)."""
-    parts = []
-    for group, title in ((True, "Members (in the victim's training set)"), (False, "Non-members")):
-        parts.append(f"<p><b>{html.escape(arch_name)} — {title}</b></p>")
-        for ex in [e for e in examples.get("sentences", []) if bool(e.get("member")) == group]:
-            tokens = ex.get("tokens", [])
-            mean_p = sum(t["prob"] for t in tokens) / max(len(tokens), 1)
-            parts.append(
-                f"<p><small>source:</small> {html.escape(ex.get('source', ''))}<br>"
-                f"<small>victim's translation (sentence BLEU {ex.get('sentence_bleu', 0):.0f}):</small> "
-                f"{html.escape(ex.get('translation', ''))}<br>"
-                f"<small>reference, each token shaded by the probability the victim gives it "
-                f"(mean {mean_p:.2f}):</small> "
-                f"{_token_html([t['token'] for t in tokens], [t['prob'] for t in tokens])}</p>")
-    return "\n".join(parts)
-
-
-def navigation_stats(examples: dict[str, Any], arch_name: str) -> str:
-    """One Markdown line: steps, return and success on member vs unseen maps."""
-    steps = examples.get("steps_to_goal", {})
-    ret = examples.get("return", {})
-    success = examples.get("success_rate", {})
-    n = examples.get("n_maps", {})
-    maps = f" ({n.get('member', '?')} vs {n.get('unseen', '?')} maps)" if n else ""
-    return (f"**{arch_name}**{maps} — mean steps to goal: member maps **{steps.get('member', float('nan')):.1f}**, "
-            f"unseen maps **{steps.get('unseen', float('nan')):.1f}** · mean return {ret.get('member', 0):.3f} vs "
-            f"{ret.get('unseen', 0):.3f} · goal reached {success.get('member', 0):.0%} vs {success.get('unseen', 0):.0%}")
+from core.figures import navigation_map
+from core.names import ARCH_NAMES
+from core.report import navigation_stats, translation_html
+from core.tasks.base import RECORD_KINDS, RecordView
 
 
 def show_examples(examples: dict[str, Any], arch_name: str) -> None:
@@ -70,3 +35,29 @@ def show_map_images(examples: dict[str, Any], arch_name: str) -> None:
             caption = f"{arch_name}, {m.get('role', '?')} map (seed {m.get('seed')}): return {m.get('return', 0):.2f}, " \
                       f"{m.get('steps', '?')} steps{'' if m.get('reached_goal', True) else ', goal not reached'}"
             st.image(base64.b64decode(m["png_base64"]), caption=caption)
+
+
+def show_record(views: dict[str, RecordView], key: str, note: str = "", width: int = 120) -> None:
+    """One record as :meth:`core.tasks.base.Task.describe_record` gives it, one view per
+    architecture (arch → view, the same record): the record once, then each victim's answer on it
+    (a translation; a map with its path), and ``note`` (scores) under it. Drawn by the view's kind
+    alone, so a new task needs nothing here."""
+    first = next(iter(views.values()))
+    caption = f"{first.caption} · {note}" if note else first.caption
+    if first.kind == "image":
+        st.image(first.image, caption=caption, width=width)
+    elif first.kind == "text":
+        lines = [f"{label}: {text}" for label, text in first.lines]
+        lines += [f"{ARCH_NAMES.get(a, a) + ' ' if len(views) > 1 else ''}victim: {v.answer}"
+                  for a, v in views.items() if v.answer is not None]
+        st.markdown("  \n".join(lines + ([note] if note else [])))
+    elif first.kind == "map":
+        drawn = {a: v.answer for a, v in views.items() if v.answer is not None}
+        for col, (arch, view) in zip(st.columns(max(len(drawn), 1)), drawn.items()):
+            with col:
+                fig = navigation_map({arch: {"maps": [view]}}, view["role"])
+                if fig is not None:
+                    st.plotly_chart(fig, width="stretch", key=f"{key}-{arch}")
+        st.caption(caption)
+    else:
+        raise ValueError(f"unknown record kind {first.kind!r}; one of {RECORD_KINDS}")

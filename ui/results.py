@@ -1,49 +1,34 @@
-"""The results of a run (FFNN and RNN side by side): figures cached per config hash, the page's
-sections, and the self-contained HTML report."""
+"""The results of a run (FFNN and RNN side by side) on the Train & attack page: figures cached per
+config hash and the page's sections. The figures come from :mod:`core.figures` and the HTML report
+from :mod:`core.report` (the one builder, which the CLI's ``report`` also calls)."""
 from __future__ import annotations
 
-import datetime as _dt
-import html
 import json
 from typing import Any
 
 import plotly.graph_objects as go
 import streamlit as st
 
+from core import figures as plots
+from core import report
 from core.config import ExperimentConfig
-from core.paths import cache_dir
 from core.fidelity import confounding_warnings, study_comparison
+from core.names import ARCH_NAMES
+from core.paths import cache_dir
+from core.report import MATCHED_NOTE, SMALL_N_NOTE, reproduce_commands, verdict_lines  # noqa: F401  (pages read them here)
 from core.repeats import comparison_json, repeats_block
-from ui import plots
-from ui.examples import navigation_stats, show_examples, show_map_images, translation_html
+from ui.examples import navigation_stats, show_examples, show_map_images
 
 
 def _key(summaries: list[dict[str, Any]]) -> tuple[str, ...]:
     return (str(cache_dir()),) + tuple(s["config_hash"] for s in summaries)
 
 
-def build_figures(summaries: list[dict[str, Any]]) -> dict[str, Any]:
-    """Every figure and table of the results, from the summaries alone."""
-    return {
-        "overview": plots.overview_table(summaries),
-        "utility": plots.utility_curves(summaries),
-        "attack_by_epoch": plots.attack_accuracy_curve(summaries),
-        "steps": plots.steps_curves(summaries),
-        "metrics": plots.metrics_table(summaries),
-        "roc": plots.roc_curves(summaries),
-        "roc_loglog": plots.roc_loglog(summaries),
-        "strongest": plots.strongest_attacks_table(summaries),
-        "fidelity": plots.shadow_fidelity_table(summaries),
-        "matched": plots.matched_utility_table(summaries),
-        "entropy": plots.entropy_comparison(summaries),
-    }
-
-
 @st.cache_resource(max_entries=24, show_spinner=False)
 def _figures(key: tuple[str, ...], _summaries: list[dict[str, Any]]) -> dict[str, Any]:
-    """:func:`build_figures`, once per set of config hashes (figures are read-only once built, so
-    every session can share them)."""
-    return build_figures(_summaries)
+    """:func:`core.report.run_figures`, once per set of config hashes (figures are read-only once
+    built, so every session can share them)."""
+    return report.run_figures(_summaries)
 
 
 def figures(summaries: list[dict[str, Any]]) -> dict[str, Any]:
@@ -59,22 +44,12 @@ def map_figures(views: dict[str, dict[str, Any]]) -> list[go.Figure]:
     return _map_figures((str(cache_dir()),) + tuple(v["config_hash"] for v in views.values()), views)
 
 
-def reproduce_commands(configs: list[ExperimentConfig], overrides: dict[str, dict[str, Any]]) -> list[str]:
-    cmds = []
-    for c in configs:
-        sets = " ".join(f"--set {k}={','.join(map(str, v)) if isinstance(v, tuple) else v}"
-                        for k, v in overrides.get(c.arch, {}).items())
-        cmds.append(f"python -m core run --task {c.task} --arch {c.arch} --preset {c.preset} {sets} --out {c.arch}.json"
-                    .replace("  ", " "))
-    return cmds
-
-
 def show_navigation_maps(summaries: list[dict[str, Any]], views: dict[str, dict[str, Any]]) -> None:
     """Crisp maps with every architecture's path when their map views exist; the task's own
     rendered images (and a note that the maps are being drawn) otherwise."""
     for s in summaries:
         if s.get("examples", {}).get("kind") == "navigation":
-            st.markdown(navigation_stats(s["examples"], plots.ARCH_NAMES.get(s["arch"], s["arch"])))
+            st.markdown(navigation_stats(s["examples"], ARCH_NAMES.get(s["arch"], s["arch"])))
     ready = {s["arch"]: views[s["arch"]] for s in summaries if s["arch"] in views}
     if ready:
         figs = map_figures(ready)
@@ -86,7 +61,7 @@ def show_navigation_maps(summaries: list[dict[str, Any]], views: dict[str, dict[
                    "visited, × marks where it stopped. Both architectures were trained on the same member maps.")
     missing = [s for s in summaries if s["arch"] not in views and s.get("examples", {}).get("maps")]
     for s in missing:
-        show_map_images(s["examples"], plots.ARCH_NAMES.get(s["arch"], s["arch"]))
+        show_map_images(s["examples"], ARCH_NAMES.get(s["arch"], s["arch"]))
 
 
 def show_results(summaries: list[dict[str, Any]], configs: list[ExperimentConfig],
@@ -164,13 +139,18 @@ def show_results(summaries: list[dict[str, Any]], configs: list[ExperimentConfig
             show_navigation_maps([s for s in with_examples if s["examples"].get("kind") == "navigation"], views or {})
         for s in with_examples:
             if s["examples"].get("kind") != "navigation":
-                show_examples(s["examples"], plots.ARCH_NAMES.get(s["arch"], s["arch"]))
+                show_examples(s["examples"], ARCH_NAMES.get(s["arch"], s["arch"]))
     e1, e2 = st.columns([1, 3])
     with e1:
         name = "_".join([summaries[0]["task"], summaries[0].get("preset") or "custom"] + [s["arch"] for s in summaries])
-        st.download_button("Download report (HTML)", data=lambda: report_html(summaries, configs, overrides, views, repeats, matched),
+        # core.report.run_report: the one builder (python -m core report writes the same page), on the click only
+        st.download_button("Download report (HTML)",
+                           data=lambda: report.run_report({c.arch: c for c in configs}, overrides=overrides,
+                                                          map_views=views, repeats=repeats, matched=matched,
+                                                          summaries={s["arch"]: s for s in summaries}),
                            file_name=f"mia_{name}.html", mime="text/html", on_click="ignore", icon="📄",
-                           help="One self-contained HTML file: config, tables and interactive figures (works offline).")
+                           help="One self-contained HTML file: config, tables, interactive figures and the "
+                                "per-record views (works offline).")
     with e2:
         st.download_button("Download summaries (JSON)", data=lambda: json.dumps(summaries, indent=1),
                            file_name=f"mia_{name}.json", mime="application/json", on_click="ignore",
@@ -201,28 +181,6 @@ def cached_repeats_view(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]
     return _repeats_view(_key([s for a in sorted(runs) for s in runs[a]]), runs)
 
 
-def verdict_lines(comparison: dict[str, Any], metrics: tuple[str, ...] = ("attack_accuracy", "attack_auc", "lira_auc")
-                  ) -> list[str]:
-    """One markdown line per headline leakage metric: the three-valued verdict, effect, CI, N."""
-    lines = []
-    for name in metrics:
-        m = comparison["metrics"].get(name)
-        if not m or not m.get("verdict"):
-            continue
-        v, d = m["verdict"], m["difference"]
-        dz = f", d_z = {d['effect_size']:.2f}" if d.get("effect_size") is not None else ""
-        lines.append(f"**{plots.METRIC_NAMES.get(name, name)}**: {plots.VERDICT_MARKS[v['value']]} — FFNN − RNN "
-                     f"{plots.with_ci(d['diff'])}{dz}, p (paired t) {plots._p(d.get('p_t'))}, N = {v['n']}")
-    return lines
-
-
-SMALL_N_NOTE = ("Intervals are 95 % Student-t intervals over repeats (seeds: split, initialisation, batch order); "
-                "the difference is paired by repeat (same seed, same split for both architectures). **holds**: the "
-                "interval of FFNN − RNN lies below 0 (the RNN leaks more, as in the studies); **reversed**: above 0; "
-                "**inconclusive**: it contains 0. With N = 3 the t interval is wide (t₂ = 4.30) and the sign-flip "
-                "test cannot go below p = 0.25; N ≥ 6 reaches 0.031.")
-
-
 def show_repeats(view: dict[str, Any]) -> None:
     """The repeats section: verdicts, the table of means with intervals, the ROC band."""
     if "comparison" in view:
@@ -237,17 +195,6 @@ def show_repeats(view: dict[str, Any]) -> None:
         st.dataframe(plots.repeats_table(view["blocks"]), hide_index=True, width="stretch")
         st.plotly_chart(plots.roc_band_figure({a: b["roc_band"] for a, b in view["blocks"].items()}), width="stretch")
     st.caption(SMALL_N_NOTE)
-
-
-def repeats_html(view: dict[str, Any]) -> list[str]:
-    """The repeats section of the HTML report."""
-    if "comparison" in view:
-        comp = view["comparison"]
-        lines = [html.escape(line.replace("**", "")) for line in verdict_lines(comp)]
-        return [f"<h2>FFNN vs RNN over {comp['repeats']} paired repeats</h2>", "<p>" + "<br>".join(lines) + "</p>",
-                _table(plots.comparison_table(comp)), f"<p class='muted'>{html.escape(SMALL_N_NOTE.replace('**', ''))}</p>"]
-    return ["<h2>Over repeats</h2>", _table(plots.repeats_table(view["blocks"])),
-            f"<p class='muted'>{html.escape(SMALL_N_NOTE.replace('**', ''))}</p>"]
 
 
 def matched_view(plan: list[dict[str, Any]], stopped: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -268,11 +215,6 @@ def matched_view(plan: list[dict[str, Any]], stopped: dict[str, dict[str, Any]])
             "comparison": comparison_json(runs["ffnn"], runs["rnn"])}
 
 
-MATCHED_NOTE = ("Each architecture's victim and shadows train until the victim's validation utility first reaches the "
-                "target, then stop (the shadows stop at the victim's epoch: the attacker copies its recipe). The full "
-                "runs above are kept; the post-hoc matched view compares checkpoints of them.")
-
-
 def show_matched(view: dict[str, Any]) -> None:
     """The matched-utility-by-construction section: stopping epochs, then the comparison there."""
     st.subheader("At matched utility (by construction)")
@@ -282,122 +224,3 @@ def show_matched(view: dict[str, Any]) -> None:
     st.markdown("  \n".join(verdict_lines(comp)))
     st.dataframe(plots.comparison_table(comp).style.format(precision=2, na_rep="—"), hide_index=True, width="stretch")
     st.caption(MATCHED_NOTE)
-
-
-# ---------------------------------------------------------------------------- the report
-_CSS = """
-body { font-family: -apple-system, Segoe UI, Helvetica, Arial, sans-serif; margin: 2em auto; max-width: 1200px;
-       color: #222; padding: 0 1em; }
-h1 { margin-bottom: 0.2em; } h2 { margin-top: 1.6em; border-bottom: 1px solid #ddd; }
-table.df { border-collapse: collapse; font-size: 0.9em; margin: 0.5em 0; }
-table.df th, table.df td { border: 1px solid #ddd; padding: 4px 8px; text-align: right; }
-table.df th { background: #f4f4f4; }
-.grid { display: grid; grid-template-columns: 1fr 1fr; gap: 1em; }
-pre { background: #f6f6f6; padding: 0.6em; overflow-x: auto; font-size: 0.85em; }
-.muted { color: #666; font-size: 0.9em; }
-"""
-
-
-def _timings(summary: dict[str, Any]) -> str:
-    return ", ".join(f"{k} {v:.1f}" for k, v in summary.get("timings", {}).items() if isinstance(v, (int, float)))
-
-
-def _table(df) -> str:
-    return df.to_html(index=False, classes="df", float_format=lambda v: f"{v:.3f}", border=0, na_rep="—")
-
-
-def report_html(summaries: list[dict[str, Any]], configs: list[ExperimentConfig] | None = None,
-                overrides: dict[str, dict[str, Any]] | None = None,
-                views: dict[str, dict[str, Any]] | None = None, repeats: dict[str, Any] | None = None,
-                matched: dict[str, Any] | None = None) -> str:
-    """One self-contained HTML file of a run: config, tables, figures (plotly.js embedded once,
-    so it opens offline), examples and how to reproduce it; with ``repeats`` (a
-    :func:`repeats_view`) the means with intervals, paired differences and verdicts."""
-    f = build_figures(summaries)
-    first = [True]
-
-    def fig_html(fig: go.Figure | None) -> str:
-        if fig is None:
-            return ""
-        out = fig.to_html(full_html=False, include_plotlyjs=first[0], config={"displaylogo": False})
-        first[0] = False
-        return f"<div>{out}</div>"
-
-    task = summaries[0]["task"]
-    archs = ", ".join(plots.ARCH_NAMES.get(s["arch"], s["arch"]) for s in summaries)
-    when = _dt.datetime.now().strftime("%Y-%m-%d %H:%M")
-    parts = [
-        "<!DOCTYPE html><html><head><meta charset='utf-8'>",
-        f"<title>MIA Explorer report: {html.escape(task)} ({html.escape(archs)})</title><style>{_CSS}</style></head><body>",
-        f"<h1>MIA Explorer — {html.escape(task)}: {html.escape(archs)}</h1>",
-        f"<p class='muted'>Report written {when}. Every number comes from the cached run summaries below "
-        "(the same JSON that <code>python -m core run</code> writes).</p>",
-        "<h2>Overview</h2>", _table(f["overview"]),
-    ]
-    gap = plots.param_gap(summaries)
-    if gap is not None:
-        parts.append(f"<p class='muted'>Parameter counts differ by {gap:.1%}.</p>")
-    for warning in confounding_warnings(summaries):
-        parts.append(f"<p><b>Warning:</b> {html.escape(warning)}</p>")
-    study = study_comparison(summaries)
-    if study is not None:
-        one = ("inconclusive with one repeat per architecture (the point estimates point "
-               + ("the studies' way" if study["holds"] else "the other way") + ")")
-        if repeats and "comparison" in repeats:
-            one = f"repeat 0 below; the verdicts over {repeats['comparison']['repeats']} paired repeats follow"
-        parts.append(f"<p><b>The studies:</b> {html.escape(study['finding'].replace('*', ''))}<br><b>This run:</b> "
-                     f"{html.escape(one)} — {html.escape(study['text'])}.</p>")
-    if repeats:
-        parts += repeats_html(repeats)
-        if "comparison" in repeats:
-            parts.append(fig_html(plots.roc_band_figure(repeats["comparison"]["roc_band"])))
-    if matched:
-        parts += ["<h2>At matched utility (by construction)</h2>", _table(plots.matched_stops_table(matched)),
-                  "<p>" + "<br>".join(html.escape(x.replace("**", "")) for x in verdict_lines(matched["comparison"]))
-                  + "</p>", _table(plots.comparison_table(matched["comparison"])),
-                  f"<p class='muted'>{html.escape(MATCHED_NOTE)}</p>"]
-    parts += ["<div class='grid'>", fig_html(f["utility"]), fig_html(f["attack_by_epoch"]), "</div>"]
-    if f["steps"] is not None:
-        parts.append(fig_html(f["steps"]))
-    note = plots.resolution_note(summaries)
-    parts += ["<h2>Attacks</h2>", _table(f["metrics"]), f"<p class='muted'>{html.escape(note)}</p>" if note else "",
-              "<div class='grid'>", fig_html(f["roc"]), fig_html(f["roc_loglog"]), "</div>",
-              "<h3>The strongest attacks (LiRA, RMIA) beside the shadow attack</h3>", _table(f["strongest"]),
-              fig_html(f["entropy"])]
-    if not f["matched"].empty:
-        parts += ["<h3>At matched utility</h3>", _table(f["matched"])]
-    if not f["fidelity"].empty:
-        parts += ["<h3>Shadow fidelity</h3>", _table(f["fidelity"])]
-    examples = [s for s in summaries if s.get("examples")]
-    if examples:
-        parts.append("<h2>What the victim does with members vs non-members</h2>")
-        nav = [s for s in examples if s["examples"].get("kind") == "navigation"]
-        for s in nav:
-            parts.append("<p>" + html.escape(navigation_stats(s["examples"], plots.ARCH_NAMES.get(s["arch"], s["arch"])))
-                         .replace("**", "") + "</p>")
-        ready = {s["arch"]: views[s["arch"]] for s in nav if views and s["arch"] in views}
-        if ready:
-            parts += ["<div class='grid'>"] + [fig_html(fig) for role in ("member", "non-member")
-                                               if (fig := plots.navigation_map(ready, role)) is not None] + ["</div>"]
-        for s in nav:
-            if s["arch"] not in ready:
-                for m in s["examples"].get("maps", []):
-                    parts.append(f"<figure><img alt='map' src='data:image/png;base64,{m['png_base64']}'>"
-                                 f"<figcaption>{html.escape(plots.ARCH_NAMES.get(s['arch'], s['arch']))}, "
-                                 f"{html.escape(str(m.get('role')))} map (seed {m.get('seed')})</figcaption></figure>")
-        for s in examples:
-            if s["examples"].get("kind") == "translation":
-                parts.append(translation_html(s["examples"], plots.ARCH_NAMES.get(s["arch"], s["arch"])))
-    parts.append("<h2>Configuration</h2>")
-    for s in summaries:
-        parts.append(f"<h3>{html.escape(plots.ARCH_NAMES.get(s['arch'], s['arch']))} · config hash "
-                     f"<code>{html.escape(s['config_hash'])}</code></h3>"
-                     f"<pre>{html.escape(json.dumps(s['config'], indent=2, ensure_ascii=False))}</pre>"
-                     f"<p class='muted'>data: {html.escape(json.dumps(s.get('data', {}), ensure_ascii=False))}<br>device: "
-                     f"{html.escape(str(s.get('device')))} · timings (s): "
-                     f"{html.escape(_timings(s))}</p>")
-    if configs:
-        parts.append("<h3>Reproduce headless</h3><pre>" + html.escape("\n".join(reproduce_commands(configs, overrides or {})))
-                     + "</pre>")
-    parts.append("</body></html>")
-    return "\n".join(parts)

@@ -19,6 +19,7 @@ from ..attacks import Attack, AttackTraining
 from ..config import ExperimentConfig
 from ..errors import ConfigError
 from ..responses import Responses
+from ..slices import quantile_buckets
 
 #: Called by a training loop after each epoch with the 1-based epoch number.
 EpochCallback = Callable[[int, nn.Module], None]
@@ -47,6 +48,36 @@ class TaskData:
     info: dict[str, Any] = field(default_factory=dict)
 
 
+#: how a :class:`RecordView` is drawn (the app and the report know these, and nothing task-specific)
+RECORD_KINDS = ("image", "text", "map")
+
+
+@dataclass(frozen=True)
+class RecordView:
+    """One record as the app shows it, as data (no drawing): :meth:`Task.describe_record`.
+
+    Attributes:
+        kind: how it is drawn, one of :data:`RECORD_KINDS`: ``image`` (``image``), ``text``
+            (``lines``, and the victim's ``answer`` as text), ``map`` (the victim's ``answer``: a
+            map view, :func:`core.tasks.navigation.map_view`, drawn with its path).
+        caption: one line under the record ("label 3", "map seed 1234").
+        image: ``kind`` image: H×W or H×W×3 floats in [0, 1].
+        lines: (label, text) pairs, e.g. ("source", …), ("reference", …).
+        answer: the victim's answer on the record (a translation, a map view with its path), or
+            None when no victim was given or the task shows none.
+    """
+
+    kind: str
+    caption: str = ""
+    image: np.ndarray | None = None
+    lines: tuple[tuple[str, str], ...] = ()
+    answer: Any = None
+
+
+#: returns the trained victim when called: a task loads it only when it shows the victim's answer
+VictimLoader = Callable[[], nn.Module]
+
+
 class Task(ABC):
     """One learning task with an FFNN and an RNN architecture of matched parameter counts."""
 
@@ -71,6 +102,8 @@ class Task(ABC):
     label: str = ""
     #: the option that sets both architectures' size (the model-mismatch analysis scales it; 001 A.3)
     width_knob: str = ""
+    #: what one record is called, singular and plural (the resolution line: "one image = 0.01 of TPR")
+    record_names: tuple[str, str] = ("record", "records")
     #: what one private sample of DP-SGD is, for the pages and reports ("one image")
     privacy_unit: str = "one record"
     #: what DP-SGD's guarantee does not cover on this task, shown beside its ε (empty: nothing to add)
@@ -198,6 +231,22 @@ class Task(ABC):
         :mod:`core.record_views`. The records stay where they are, so ``index`` addresses the canaries."""
         raise ConfigError(f"the one-run audit has no canaries for the {self.name} task yet "
                           "(their design is in docs/record_views.md)")
+
+    def describe_record(self, cfg: ExperimentConfig, data: TaskData, index: int, victim: VictimLoader | None = None,
+                        role: str = "member") -> RecordView:
+        """Record ``index`` of ``data`` as the app shows it (the Analyses page's most exposed members
+        and its selected record): the record itself and, where the task shows one, what ``cfg``'s
+        victim (``victim()``, called only then) answers on it. ``role`` ("member" or "non-member")
+        labels it. Data only: the page draws it by :attr:`RecordView.kind`. Default: the index."""
+        return RecordView("text", f"record {int(index)} ({role})", lines=(("record", f"#{int(index)}"),))
+
+    def slice_labels(self, cfg: ExperimentConfig, data: TaskData, records: np.ndarray,
+                     summary: dict[str, Any]) -> dict[str, list[str]]:
+        """The slicings of the evaluated ``records`` (dataset indices) for vulnerability per slice
+        (:func:`core.record_views.slices_view`; TF Privacy's SlicingSpec): slicing name → each record's
+        slice label. Default: the records' answer length (steps per record, ``summary["records"]
+        ["length"]``) in terciles."""
+        return {"answer length": quantile_buckets(summary["records"]["length"], 3, " steps")}
 
     def primary_attack(self) -> str:
         """Name of the attack reported in the JSON's ``attack`` block."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import pickle
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -28,7 +29,7 @@ from ..models.image import JointReNet, ReNet, ResidualCNN, count_params, match_r
 from ..responses import Responses
 from ..training import (BatchCallback, PrivacySettings, TrainingRecord, autocast_dtype, build_optimizer, seeded_generator,
                         train_epochs)
-from .base import EpochCallback, FractionCallback, OutputTransform, Task, TaskData
+from .base import EpochCallback, FractionCallback, OutputTransform, RecordView, Task, TaskData, VictimLoader
 
 CIFAR10_BATCHES = [f"data_batch_{i}" for i in range(1, 6)]
 CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
@@ -153,6 +154,7 @@ class ImageTask(Task):
     utility_metric = "accuracy"
     options_cls = ImageOptions
     label = "Image classification"
+    record_names = ("image", "images")
     width_knob = "cnn_width"
     privacy_unit = "one image"
     sensitivity_samples = 10
@@ -347,6 +349,22 @@ class ImageTask(Task):
         labels[torch.as_tensor(index)] = (labels[torch.as_tensor(index)] + offset) % rec.n_classes
         return TaskData(ImageRecords(rec.images, labels, rec.n_classes), data.victim_pool, data.attacker_pool,
                         data.description, data.info)
+
+    # ------------------------------------------------------------------ one record, for the app
+    def describe_record(self, cfg: ExperimentConfig, data: TaskData, index: int, victim: VictimLoader | None = None,
+                        role: str = "member") -> RecordView:
+        """The image (min–max scaled to [0, 1] for display: the stored image is standardised) and its
+        label; the victim's answer is not shown (its scores are beside the record on the page)."""
+        rec: ImageRecords = data.records
+        img = rec.images[int(index)].numpy().astype(np.float32)
+        img = (img - img.min()) / max(float(img.max() - img.min()), 1e-9)
+        img = np.transpose(img, (1, 2, 0)) if img.shape[0] == 3 else img[0]
+        return RecordView("image", f"label {int(rec.labels[int(index)])} ({role})", image=img)
+
+    def slice_labels(self, cfg: ExperimentConfig, data: TaskData, records: np.ndarray,
+                     summary: dict[str, Any]) -> dict[str, list[str]]:
+        """One slice per class."""
+        return {"class": [f"class {int(data.records.labels[i])}" for i in records]}
 
     # ------------------------------------------------------------------ queries
     @torch.no_grad()

@@ -43,13 +43,14 @@ from ..errors import ConfigError
 from ..memory import FLOAT_BYTES, attack_training_bytes, mlp_agent_param_count, responses_bytes, training_state_bytes
 from ..models.navigation import build_agent, lstm_agent_params, match_lstm_width
 from ..envs.minigrid import MapEnv, MapVecEnv, Rollout, StartRoomCurriculum, query_stream
-from ..planner import PlannerCache
+from ..planner import EMPTY, GOAL, PlannerCache
 from ..render import render_path
 from ..device import single_thread
 from ..ppo import PPOSettings, train_ppo
 from ..responses import Responses
+from ..slices import quantile_buckets
 from ..training import BatchCallback, PrivacySettings, TrainingRecord
-from .base import EpochCallback, FractionCallback, OutputTransform, Task, TaskData
+from .base import EpochCallback, FractionCallback, OutputTransform, RecordView, Task, TaskData, VictimLoader
 
 
 
@@ -190,6 +191,34 @@ class MapRecords:
     seeds: np.ndarray
 
 
+def map_view(env_id: str, run: Rollout, role: str) -> dict[str, Any]:
+    """One map as data for crisp drawing (:func:`core.figures.navigation_map`): its cells (MiniGrid
+    object indices, rows = y, cropped to the used area), open doors, the start and its direction,
+    the goal, and ``run``'s path, steps, return and whether it reached the goal."""
+    env = MapEnv(env_id)
+    env.reset(run.seed)
+    code = np.asarray(env.env.grid.encode())  # (W, H, 3): object, colour, state
+    start = [int(v) for v in env.env.agent_pos]
+    start_dir = int(env.env.agent_dir)
+    objects = code[..., 0]
+    used = np.argwhere(objects != EMPTY)
+    (x0, y0), (x1, y1) = (int(v) for v in used.min(0)), (int(v) for v in used.max(0))
+    goal = [[int(x) - x0, int(y) - y0] for x, y in np.argwhere(objects == GOAL)]
+    return {
+        "role": role,
+        "seed": int(run.seed),
+        "cells": objects[x0 : x1 + 1, y0 : y1 + 1].T.astype(int).tolist(),  # rows = y, columns = x
+        "door_open": (code[x0 : x1 + 1, y0 : y1 + 1, 2] == 0).T.astype(int).tolist(),
+        "start": [start[0] - x0, start[1] - y0],
+        "start_dir": start_dir,
+        "goal": goal[0] if goal else None,
+        "path": [[int(x) - x0, int(y) - y0] for x, y in run.path],
+        "steps": int(run.steps),
+        "return": float(run.episode_return),
+        "reached_goal": bool(run.reached),
+    }
+
+
 def updates_per_epoch(cfg: ExperimentConfig) -> int:
     """PPO updates per pipeline epoch: ceil(frames / (epochs · n_envs · frames_per_env))."""
     o: NavigationOptions = cfg.options
@@ -215,6 +244,7 @@ class NavigationTask(Task):
     name = "navigation"
     utility_metric = "return"
     label = "Navigation (deep RL)"
+    record_names = ("map", "maps")
     width_knob = "actor_hidden"
     privacy_unit = "one trajectory window (recurrence frames of one environment in one PPO update)"
     sensitivity_samples = 3
@@ -401,6 +431,25 @@ class NavigationTask(Task):
         resp.record_features["episode"] = np.array([[r.episode_return, r.steps, float(r.reached)] for r in runs],
                                                    np.float32).reshape(len(runs), 3)
         return resp
+
+    # ------------------------------------------------------------------ one record, for the app
+    def describe_record(self, cfg: ExperimentConfig, data: TaskData, index: int, victim: VictimLoader | None = None,
+                        role: str = "member") -> RecordView:
+        """The map with, given a ``victim``, its seeded query episode on it (the one the attack saw):
+        :func:`map_view`. Without a victim only the seed (a map is drawn with an agent's path)."""
+        rec: MapRecords = data.records
+        i = int(index)
+        caption = f"map seed {int(rec.seeds[i])} ({role})"
+        if victim is None:
+            return RecordView("map", caption)
+        run = self.rollouts(cfg, victim(), data, np.array([i], np.int64))[0]
+        return RecordView("map", caption, answer=map_view(rec.env_id, run, role))
+
+    def slice_labels(self, cfg: ExperimentConfig, data: TaskData, records: np.ndarray,
+                     summary: dict[str, Any]) -> dict[str, list[str]]:
+        """The map layout is fixed by the environment (rooms and their maximum size), so the query
+        episode's length (a map's difficulty for the victim), in terciles."""
+        return {"query episode length": quantile_buckets(summary["records"]["length"], 3, " steps")}
 
     # ------------------------------------------------------------------ showcase
     def examples(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, members: np.ndarray,

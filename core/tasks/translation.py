@@ -45,9 +45,10 @@ from ..models.translation import EOS, PAD, SOS, UNK, LuongSeq2Seq, TransformerSe
 from ..memory import FLOAT_BYTES, attack_training_bytes, responses_bytes, training_state_bytes
 from ..multi30k import LANGUAGES, load_multi30k
 from ..responses import Responses
+from ..slices import quantile_buckets
 from ..training import (BatchCallback, PrivacySettings, TrainingRecord, autocast_dtype, build_optimizer, seeded_generator,
                         train_epochs)
-from .base import EpochCallback, FractionCallback, OutputTransform, Task, TaskData
+from .base import EpochCallback, FractionCallback, OutputTransform, RecordView, Task, TaskData, VictimLoader
 
 SPECIALS = ("<pad>", "<sos>", "<eos>", "<unk>")
 assert [SPECIALS.index(s) for s in SPECIALS] == [PAD, SOS, EOS, UNK]
@@ -271,6 +272,7 @@ class TranslationTask(Task):
     name = "translation"
     utility_metric = "bleu"
     label = "Machine translation"
+    record_names = ("sentence pair", "sentence pairs")
     width_knob = "hidden"
     privacy_unit = "one sentence pair"
     sensitivity_samples = 3
@@ -534,6 +536,30 @@ class TranslationTask(Task):
             tgt_ids[i], tgt_text[i] = rec.tgt_ids[j], rec.tgt_text[j]
         records = TranslationRecords(rec.src_text, tgt_text, rec.src_ids, tgt_ids, rec.src_vocab, rec.tgt_vocab)
         return TaskData(records, data.victim_pool, data.attacker_pool, data.description, data.info)
+
+    # ------------------------------------------------------------------ one record, for the app
+    def describe_record(self, cfg: ExperimentConfig, data: TaskData, index: int, victim: VictimLoader | None = None,
+                        role: str = "member") -> RecordView:
+        """The sentence pair (source, reference) and, with a ``victim``, its greedy translation."""
+        rec: TranslationRecords = data.records
+        i = int(index)
+        answer = None
+        if victim is not None:
+            answer = detokenize(self.translate(cfg, victim(), data, np.array([i], np.int64))[0])
+        return RecordView("text", f"sentence pair {i} ({role})",
+                          lines=(("source", rec.src_text[i]), ("reference", rec.tgt_text[i])), answer=answer)
+
+    def slice_labels(self, cfg: ExperimentConfig, data: TaskData, records: np.ndarray,
+                     summary: dict[str, Any]) -> dict[str, list[str]]:
+        """Source length and the frequency (in the whole data source) of the source's rarest word,
+        each in terciles."""
+        rec: TranslationRecords = data.records
+        counts = np.bincount(np.concatenate([np.asarray(s, np.int64) for s in rec.src_ids]))
+        lengths = [len(rec.src_ids[i]) for i in records]
+        rarest = [int(counts[np.asarray(rec.src_ids[i], np.int64)].min()) if len(rec.src_ids[i]) else 0
+                  for i in records]
+        return {"source length": quantile_buckets(lengths, 3, " tokens"),
+                "rarest source word frequency": quantile_buckets(rarest, 3, "×")}
 
     def primary_attack(self) -> str:
         """``shadow``: on this task the standard shadow-model attack is the PVMIA (paper 001)."""

@@ -1,0 +1,68 @@
+"""The one run report (core/report.py): ``python -m core report`` on tiny cached runs writes the
+same HTML page as the app's download, with the attacks table and issue 22's per-record views;
+bad input is one ``error:`` line and exit 2; a report never trains."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from core import report
+from core.pipeline import run_experiment
+from core.tasks import get_task
+
+ROOT = Path(__file__).resolve().parent.parent
+#: two shadows: LiRA and RMIA (and so the exposure view and the reference budget) need two references
+TINY = {"n_train": 40, "n_eval": 20, "epochs": 3, "n_shadows": 2, "attack_epochs": "", "attack_train_epochs": 3}
+SETS = [a for k, v in TINY.items() for a in ("--set", f"{k}={v}")]
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "core", *args], cwd=ROOT, capture_output=True, text=True)
+
+
+def test_report_cli_writes_the_run_report_with_the_per_record_views(tmp_path):
+    task = get_task("image")
+    configs = {a: task.make_config(a, "quick", TINY) for a in ("ffnn", "rnn")}
+    missing = cli("report", "--task", "image", "--preset", "quick", *SETS, "--out", str(tmp_path / "r.html"))
+    assert missing.returncode == 2 and missing.stderr.startswith("error: ") and missing.stderr.count("\n") == 1
+    assert "not cached" in missing.stderr and "python -m core run" in missing.stderr
+    assert not (tmp_path / "r.html").exists()  # refused: nothing written, nothing trained
+    for cfg in configs.values():
+        run_experiment(cfg)
+    out = tmp_path / "report.html"
+    p = cli("report", "--task", "image", "--preset", "quick", *SETS, "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    page = out.read_text()
+    assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
+    assert "<h2>Attacks</h2>" in page and "Shadow-model classifier" in page and "TPR @ 1% FPR" in page
+    assert "<h2>Per-record views</h2>" in page
+    assert "Exposure: the same records under FFNN and RNN" in page and "exposed by" in page and "only RNN" in page
+    assert "reference budget" in page and "flattens at" in page
+    assert "Vulnerability per slice" in page and "class 0" in page
+    assert "src=\"http" not in page and "src='http" not in page  # plotly.js inlined once: opens offline
+    assert page.count("Plotly.newPlot") >= 8  # the run's figures and the views' figures
+    # the app's download calls the same builder on the same summaries: the same sections
+    summaries = report.cached_summaries(configs)
+    app_page = report.run_report(configs, summaries=summaries)
+    for section in ("<h2>Attacks</h2>", "<h2>Per-record views</h2>", "Vulnerability per slice"):
+        assert section in app_page
+    # one architecture: the views that need two are said to be missing, not silently dropped
+    one = tmp_path / "one.html"
+    p = cli("report", "--task", "image", "--arch", "rnn", "--preset", "quick", *SETS, "--no-budget", "--out", str(one))
+    assert p.returncode == 0, p.stderr
+    text = one.read_text()
+    assert "Not shown: exposure" in text and "reference budget" not in text and "Vulnerability per slice" in text
+
+
+def test_report_cli_refuses_bad_input_in_one_line(tmp_path):
+    (tmp_path / "folder.html").mkdir()
+    for args in (["--arch", "ffnn", "--archs", "ffnn,rnn", "--out", str(tmp_path / "r.html")],
+                 ["--archs", "ffnn,cnn", "--out", str(tmp_path / "r.html")],
+                 ["--out", str(tmp_path / "folder.html")],
+                 ["--out", "/nonexistent-folder/r.html"],
+                 ["--set", "epochs=-1", "--out", str(tmp_path / "r.html")],
+                 []):
+        p = cli("report", "--task", "image", *args)
+        assert p.returncode == 2, (args, p.stderr)
+        assert p.stderr.startswith("error: ") and p.stderr.count("\n") == 1, p.stderr
