@@ -39,7 +39,7 @@ from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 
 from .models.joint import MemberPlaces, hold_off_member_entries, place_members, read_members
-from .training import build_optimizer
+from .training import adam_over, build_optimizer
 
 #: ``member_batches(positions)``: the stacked inputs and targets of one step, from each member's
 #: record positions (a list of M CPU LongTensors of equal length): ``(inputs (M, B, …), targets (M, B, …))``
@@ -76,11 +76,7 @@ def train_ensemble_epochs(
         model.train()
     params, buffers = stack_module_state(list(models))  # leaves, (M, …) each
     base = copy.deepcopy(models[0]).to("meta")
-    decay = [n for n, p in models[0].named_parameters() if p.requires_grad and p.dim() >= 2]
-    no_decay = [n for n, p in models[0].named_parameters() if p.requires_grad and p.dim() < 2]
-    groups = [{"params": [params[n] for n in decay], "weight_decay": weight_decay},
-              {"params": [params[n] for n in no_decay], "weight_decay": 0.0}]
-    optimizer = torch.optim.Adam([g for g in groups if g["params"]], lr=lr, eps=eps)
+    optimizer = adam_over(params, models[0], lr, weight_decay, eps)
 
     def one_loss(p, b, x, y):
         return member_loss(functional_call(base, (p, b), (x,)), y)

@@ -108,8 +108,15 @@ def build_optimizer(model: nn.Module, lr: float, weight_decay: float = 0.0, eps:
 
     Two parameter groups, decayed first; with ``weight_decay = 0`` the steps are Adam's exactly.
     """
-    params = dict(model.named_parameters())
-    decay, no_decay = decay_groups(model)
+    return adam_over(dict(model.named_parameters()), model, lr, weight_decay, eps)
+
+
+def adam_over(params: dict[str, torch.Tensor], layout: nn.Module, lr: float, weight_decay: float = 0.0,
+              eps: float = 1e-8) -> torch.optim.Adam:
+    """Adam over ``params`` (named like ``layout``'s parameters: the model's own, or an ensemble's
+    stacked (M, …) copies), grouped by :func:`decay_groups` of ``layout`` — one grouping rule for
+    the sequential and the ensemble path, so L2 means the same on both."""
+    decay, no_decay = decay_groups(layout)
     groups = [{"params": [params[n] for n in decay], "weight_decay": weight_decay},
               {"params": [params[n] for n in no_decay], "weight_decay": 0.0}]
     return torch.optim.Adam([g for g in groups if g["params"]], lr=lr, eps=eps)
