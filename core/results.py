@@ -19,7 +19,7 @@ them as they are (not copied), so treat them as read-only.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Mapping, Sequence, TypeVar
 
 from .errors import ResultFormatError
@@ -458,7 +458,9 @@ class DefendedPoint(_Typed):
     delta: float | None = None
     gamma: float | None = None
     privacy_note: str | None = None
-    epsilon_lower_bound: float | None = None
+    #: the naive attack's empirical ε lower bound: its mean over draws (after training), or
+    #: :func:`core.metrics.empirical_epsilon`'s block (a training-time point): :attr:`epsilon_hat`
+    epsilon_lower_bound: float | dict[str, Any] | None = None
     epsilon_lower_bound_detail: dict[str, Any] | None = None
     records: dict[str, Any] | None = None
     timings: dict[str, Any] | None = None
@@ -477,6 +479,12 @@ class DefendedPoint(_Typed):
         return (self.intervals or {}).get(metric)
 
     @property
+    def epsilon_hat(self) -> float | None:
+        """The empirical ε lower bound as a number, whichever layout holds it."""
+        bound = self.epsilon_lower_bound
+        return bound.get("lower_bound") if isinstance(bound, dict) else bound
+
+    @property
     def has_utility(self) -> bool:
         """Whether utility was measured at this point (the slider's fast points have none)."""
         return self.utility is not None
@@ -485,7 +493,7 @@ class DefendedPoint(_Typed):
 DefendedPoint._FIELDS = {
     "value": (NUM, True), "mechanism": (STR, False), "draws": (INT, False), "value_name": (STR, False),
     "config_hash": (STR, False), "training_hash": (_null(STR), False), "attack": (_ATTACK, True),
-    "attacks": (_ATTACKS, True), "epsilon_lower_bound": (_null(NUM), False),
+    "attacks": (_ATTACKS, True), "epsilon_lower_bound": (_null(_kind((int, float, dict), "a number or an object")), False),
     "epsilon_lower_bound_detail": (_null(DICT), False), "records": (_null(DICT), False),
     "adaptive_attack": (_null(_ATTACK), False), "adaptive_attacks": (_null(_ATTACKS), False),
     "epsilon": (_null(NUM), False), "delta": (_null(NUM), False), "gamma": (_null(NUM), False),
