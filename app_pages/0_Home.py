@@ -48,9 +48,10 @@ if demo:
                         "by every attack of the Train & attack page. It is in the cache:")
             cols = st.columns(len(cached))
             for col, s in zip(cols, cached):
-                col.metric(f"{plots.ARCH_NAMES[s['arch']]}: attack accuracy (chance 0.5)", f"{s['attack']['accuracy']:.3f}",
-                           help=f"{plots.ATTACK_NAMES.get(s['attack']['name'], s['attack']['name'])}; AUC "
-                                f"{s['attack']['auc']:.3f}; validation accuracy {s['utility']['val']:.3f}")
+                val = "—" if s.utility.val is None else f"{s.utility.val:.3f}"
+                col.metric(f"{plots.ARCH_NAMES[s.arch]}: attack accuracy (chance 0.5)", f"{s.attack.accuracy:.3f}",
+                           help=f"{plots.ATTACK_NAMES.get(s.attack.name, s.attack.name)}; AUC "
+                                f"{s.attack.auc:.3f}; validation accuracy {val}")
             extra = [repeat_config(c, r) for r in range(1, DEMO_REPEATS) for c in demo]
             have = [summary_of(c) for c in extra]
             if all(h is not None for h in have):
@@ -61,7 +62,7 @@ if demo:
             else:
                 lacking = [c for c, h in zip(extra, have) if h is None]
                 adding = any((j := manager.job(c)) is not None and j.active for c in lacking)
-                took = sum(float(s["timings"].get("total_s", 0)) for s in cached) * (DEMO_REPEATS - 1)
+                took = sum(s.timing("total_s") for s in cached) * (DEMO_REPEATS - 1)
                 st.caption("One seed per architecture: the difference above has no interval yet, so it is not a "
                            "verdict (seed-to-seed spread is 0.02–0.03 in attack accuracy).")
                 if adding:

@@ -13,6 +13,7 @@ from core.names import ARCH_NAMES as ARCH_LABELS
 from core.paths import data_root, resolve_data_dir
 from core.matching import matched_plan
 from core.repeats import repeat_config
+from core.results import RunSummary
 from core.tasks import available_tasks, get_task
 from ui.nav import format_seconds
 from ui.results import cached_repeats_view, matched_view, show_results
@@ -126,7 +127,10 @@ summaries = {c.arch: summary_of(c) for c in configs}
 jobs = {c.arch: manager.job(c) for c in configs}
 for c in configs:  # a job that finished but whose result cannot be read back from the cache
     if summaries[c.arch] is None and jobs[c.arch] is not None and jobs[c.arch].summary is not None:
-        summaries[c.arch] = jobs[c.arch].summary
+        try:
+            summaries[c.arch] = RunSummary.from_dict(jobs[c.arch].summary)
+        except MIAError as exc:  # checked like a cached one: a malformed result is said, not drawn
+            st.error(f"The result of {ARCH_LABELS[c.arch]} cannot be shown: {exc}")
 missing = [c for c in configs if summaries[c.arch] is None]
 active = [c for c in missing if jobs[c.arch] is not None and jobs[c.arch].active]
 idle = [c for c in missing if c not in active]
@@ -199,7 +203,7 @@ if not available:
 if missing:
     coming = [ARCH_LABELS[c.arch] for c in active]
     untrained = [ARCH_LABELS[c.arch] for c in idle]
-    st.caption(f"Results so far: {', '.join(ARCH_LABELS[s['arch']] for s in available)} ("
+    st.caption(f"Results so far: {', '.join(ARCH_LABELS[s.arch] for s in available)} ("
                + "; ".join(filter(None, [f"{', '.join(coming)} still to come" if coming else "",
                                          f"{', '.join(untrained)} not trained yet" if untrained else ""])) + ").")
 views = {}

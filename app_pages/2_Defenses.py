@@ -12,6 +12,7 @@ from core.defenses import DefenseSpec
 from core.errors import MIAError
 from core.names import ARCH_NAMES as ARCH_LABELS
 from core.pipeline import cached_runs, cached_summary, config_of
+from core.results import DefendedPoint, DefenseBaseline, RunSummary, runs as typed_runs
 from core.tasks import get_task
 from core import figures as plots  # the one figure module
 from ui.widgets import task_selector
@@ -45,19 +46,19 @@ archs = [a for a in ("ffnn", "rnn") if a in archs]  # a stable order whatever th
 configs: dict[str, ExperimentConfig] = {a: task.make_config(a, preset) for a in archs}
 
 
-def run_label(summary: dict, base: ExperimentConfig) -> str:
+def run_label(summary: RunSummary, base: ExperimentConfig) -> str:
     """A cached run named by its preset and what it changed from that preset."""
-    changed = [f"{k}={v}" for k, v in config_changes(base, summary["config"]).items()]
-    return f"{summary['config']['preset']}" + (f" · {', '.join(changed)}" if changed else " (as the preset)")
+    changed = [f"{k}={v}" for k, v in config_changes(base, summary.config).items()]
+    return f"{summary.config['preset']}" + (f" · {', '.join(changed)}" if changed else " (as the preset)")
 
 
 # any cached run can be defended: the preset's by default, or one trained with other settings
-runs = {a: cached_runs(task_name, a) for a in archs}
+runs = {a: typed_runs(cached_runs(task_name, a)) for a in archs}
 if any(runs.values()):
     with st.expander("Trained runs", expanded=any(len(r) > 1 for r in runs.values())):
         cols = st.columns(len(archs))
         for col, arch in zip(cols, archs):
-            options = {s["config_hash"]: s for s in runs[arch]}
+            options = {s.config_hash: s for s in runs[arch]}
             if not options:
                 continue
             default = configs[arch].config_hash
@@ -158,38 +159,38 @@ for col, arch in zip(columns, archs):
     with col:
         st.markdown(f"**{ARCH_LABELS[arch]}** · {d.models.victim.params:,} parameters")
         try:
-            point = d.point(spec, "naive", utility=False)
+            raw = d.point(spec, "naive", utility=False)
+            point = DefendedPoint.from_dict(raw)
         except (MIAError, ValueError) as exc:
             st.error(str(exc))
             continue
-        fast[arch] = point
-        base = d.baseline
-        a = point["attack"]
+        fast[arch] = raw
+        base = DefenseBaseline.from_dict(d.baseline)
+        a = point.attack
         m1, m2, m3 = st.columns(3)
-        m1.metric("attack accuracy", f"{a['accuracy']:.3f}", f"{a['accuracy'] - base['attack']['accuracy']:+.3f}",
-                  delta_color="inverse", help=f"naive attacker ({a['name']}); undefended {base['attack']['accuracy']:.3f}")
-        m2.metric("AUC", f"{a['auc']:.3f}", f"{a['auc'] - base['attack']['auc']:+.3f}", delta_color="inverse")
-        m3.metric("TPR @ 1 % FPR", f"{a['tpr_at_fpr']['0.01']:.3f}")
-        eps = point.get("epsilon")
+        m1.metric("attack accuracy", f"{a.accuracy:.3f}", f"{a.accuracy - base.attack.accuracy:+.3f}",
+                  delta_color="inverse", help=f"naive attacker ({a.name}); undefended {base.attack.accuracy:.3f}")
+        m2.metric("AUC", f"{a.auc:.3f}", f"{a.auc - base.attack.auc:+.3f}", delta_color="inverse")
+        m3.metric("TPR @ 1 % FPR", "—" if a.tpr_at_1pct_fpr is None else f"{a.tpr_at_1pct_fpr:.3f}")
         m4, m5, m6 = st.columns(3)
-        m4.metric("ε (theory)", "—" if eps is None else f"{eps:.3g}",
-                  help=point.get("privacy_note"))
-        m5.metric("δ", f"{point['delta']:.2g}" if point.get("delta") is not None else "—")
-        m6.metric("ε̂ lower bound (attack)", f"{point['epsilon_lower_bound']:.2f}",
+        m4.metric("ε (theory)", "—" if point.epsilon is None else f"{point.epsilon:.3g}", help=point.privacy_note)
+        m5.metric("δ", f"{point.delta:.2g}" if point.delta is not None else "—")
+        m6.metric("ε̂ lower bound (attack)",
+                  "—" if point.epsilon_hat is None else f"{point.epsilon_hat:.2f}",
                   help="ln(TPR/FPR) at the best threshold with Clopper–Pearson 95 % bounds: what the attack proves")
-        strong = [n for n in ("lira", "rmia") if n in point["attacks"] and n in base["attacks"]]
+        strong = [n for n in ("lira", "rmia") if n in point.attacks and n in base.attacks]
         if strong:  # the strongest attacks: a defense judged by the shadow MLP alone looks better than it is
             cols = st.columns(len(strong) + 1)
             for c, n in zip(cols, strong):
-                r, r0 = point["attacks"][n], base["attacks"][n]
-                c.metric(f"{plots.ATTACK_SHORT.get(n, n)} AUC", f"{r['auc']:.3f}", f"{r['auc'] - r0['auc']:+.3f}",
+                r, r0 = point.attacks[n], base.attacks[n]
+                c.metric(f"{plots.ATTACK_SHORT.get(n, n)} AUC", f"{r.auc:.3f}", f"{r.auc - r0.auc:+.3f}",
                          delta_color="inverse", help=f"naive: references and threshold fitted on undefended shadows; "
-                                                     f"undefended AUC {r0['auc']:.3f}")
-            best = max(point["attacks"][n]["tpr_at_fpr"]["0.001"] for n in strong)
+                                                     f"undefended AUC {r0.auc:.3f}")
+            best = max(point.attacks[n].tpr_at_01pct_fpr or 0.0 for n in strong)
             cols[-1].metric("TPR @ 0.1 % FPR", f"{best:.3f}", help="the better of LiRA and RMIA at 0.1 % FPR")
-        if point.get("gamma") is not None:
-            st.caption(f"random DP with confidence γ = {point['gamma']:.3f}")
-        st.caption(point.get("privacy_note", ""))
+        if point.gamma is not None:
+            st.caption(f"random DP with confidence γ = {point.gamma:.3f}")
+        st.caption(point.privacy_note or "")
         slot = st.empty()
         with slot.container():
             st.caption("measuring utility…")
@@ -198,26 +199,29 @@ for col, arch in zip(columns, archs):
 full: dict[str, dict] = {}
 for arch in fast:
     d = defenders[arch]
-    point = d.point(spec, "naive", utility=True)
-    full[arch] = point
+    full[arch] = d.point(spec, "naive", utility=True)
+    point = DefendedPoint.from_dict(full[arch])
+    base = DefenseBaseline.from_dict(d.baseline)
     slot = slots[arch]
     with slot.container():
-        metric = plots.UTILITY_NAMES.get(d.baseline["utility_metric"], d.baseline["utility_metric"])
+        metric = plots.UTILITY_NAMES.get(base.utility_metric, base.utility_metric)
         u1, u2 = st.columns(2)
-        u = point["utility"]
-        u1.metric(f"utility ({metric}, unseen records)", f"{u:.3f}", f"{u - d.baseline['utility']:+.3f}")
-        loss = point["utility_loss"]
+        u = point.utility
+        u1.metric(f"utility ({metric}, unseen records)", "—" if u is None else f"{u:.3f}",
+                  None if u is None or base.utility is None else f"{u - base.utility:+.3f}")
+        loss = point.utility_loss
         u2.metric("utility loss", "—" if loss is None else f"{loss:.1%}",
                   help="1 − M(defended)/M(undefended) (paper 000, Def. 4)")
         if show_adaptive:
-            cached = d.measured(spec, "both")
-            if cached:
-                ad = cached["adaptive_attack"]
-                st.metric("adaptive attack accuracy", f"{ad['accuracy']:.3f}",
-                          f"{ad['accuracy'] - d.baseline['attack']['accuracy']:+.3f}", delta_color="inverse")
-                strong = {n: r for n, r in (cached.get("adaptive_attacks") or {}).items() if n in ("lira", "rmia")}
+            stored = d.measured(spec, "both")
+            cached = DefendedPoint.from_dict(stored) if stored else None
+            if cached is not None and cached.adaptive_attack is not None:
+                ad = cached.adaptive_attack
+                st.metric("adaptive attack accuracy", f"{ad.accuracy:.3f}",
+                          f"{ad.accuracy - base.attack.accuracy:+.3f}", delta_color="inverse")
+                strong = {n: r for n, r in (cached.adaptive_attacks or {}).items() if n in ("lira", "rmia")}
                 if strong:
-                    st.caption("adaptive " + " · ".join(f"{plots.ATTACK_SHORT.get(n, n)} AUC {r['auc']:.3f}"
+                    st.caption("adaptive " + " · ".join(f"{plots.ATTACK_SHORT.get(n, n)} AUC {r.auc:.3f}"
                                                         for n, r in strong.items()))
             else:
                 # the refit on defended shadows runs in a worker (ui.worker, job kind "adaptive"); the

@@ -47,6 +47,7 @@ from .pipeline import (TrainedModels, build_attacks, fitted_attacks, make_splits
 from .record_views import (DEFAULT_CANARIES, audit_view, budget_view, cached_repeats, defended_points, exposure_view,
                            slices_view)
 from .responses import Responses
+from .results import DefendedPoint, RunSummary
 from .tasks import get_task
 
 _FLOOR = 1e-12
@@ -159,7 +160,8 @@ def entropy_scatter(summary: dict[str, Any]) -> dict[str, Any]:
     the unclipped records' log₁₀ span (:func:`data_range`); the surrogates are fitted with clipped
     values on the strip and evaluated over that range only.
     """
-    rec = summary.get("records")
+    run = RunSummary.coerce(summary)
+    rec = run.records
     if not rec:
         raise ConfigError("this summary carries no per-record signals (run it again with this version)")
     ape, ce = np.asarray(rec["ape"]), np.asarray(rec["cross_entropy"])
@@ -175,7 +177,7 @@ def entropy_scatter(summary: dict[str, Any]) -> dict[str, Any]:
     y_lo = clip_strip(*y_range) if cy.any() else y_range[0]
     attacks = {}
     for name, scores in rec["scores"].items():
-        threshold = summary["attacks"][name].get("threshold")
+        threshold = run.attacks[name].threshold
         threshold = float("inf") if threshold is None else threshold
         decided = np.asarray(scores) >= threshold
         entry: dict[str, Any] = {"decision": decided.tolist(), "correct": (decided == member).tolist(),
@@ -187,7 +189,7 @@ def entropy_scatter(summary: dict[str, Any]) -> dict[str, Any]:
             entry["surrogate"] = near_records(
                 surrogate_boundary(fx, fy, decided, x_range=(x_lo, x_range[1]), y_range=(y_lo, y_range[1])), fx, fy)
         attacks[name] = entry
-    return {"arch": summary["arch"], "task": summary["task"], "log10_ape": lx.tolist(), "log10_cross_entropy": ly.tolist(),
+    return {"arch": run.arch, "task": run.task, "log10_ape": lx.tolist(), "log10_cross_entropy": ly.tolist(),
             "membership": member.tolist(), "clipped_ape": cx.tolist(), "clipped_cross_entropy": cy.tolist(),
             "floor": _FLOOR, "range": {"log10_ape": list(x_range), "log10_cross_entropy": list(y_range)},
             "strip": {"log10_ape": clip_strip(*x_range), "log10_cross_entropy": clip_strip(*y_range)},
@@ -196,25 +198,28 @@ def entropy_scatter(summary: dict[str, Any]) -> dict[str, Any]:
             "mean_cross_entropy": {"members": float(ce[member].mean()), "non_members": float(ce[~member].mean())}}
 
 
-def defended_summary(summary: dict[str, Any], point: dict[str, Any]) -> dict[str, Any]:
+def defended_summary(summary: RunSummary | dict[str, Any], point: DefendedPoint | dict[str, Any]) -> dict[str, Any]:
     """``summary`` with its per-record signals replaced by those of a defended point
     (:meth:`core.defenses.Defender.point`): the defended outputs' APE and cross-entropy and the
     naive attacks' scores on them. The naive attacker keeps its thresholds and boundaries, so
     :func:`entropy_scatter` then draws the same decision boundaries over the defended records."""
-    rec = point.get("records") or {}
+    run = RunSummary.coerce(summary)
+    rec = (point.records if isinstance(point, DefendedPoint) else point.get("records")) or {}
     if "scores" not in rec:
         raise ConfigError("this defended point carries no per-record attack scores (computed by an older version)")
     scores = {n: [float("nan") if v is None else v for v in values] for n, values in rec["scores"].items()
-              if n in summary["attacks"]}
+              if n in run.attacks}
     records = {"membership": rec["membership"], "ape": rec["ape"], "cross_entropy": rec["cross_entropy"],
-               "scores": scores, "boundaries": summary.get("records", {}).get("boundaries", {})}
-    return {**summary, "records": records}
+               "scores": scores, "boundaries": run.records.get("boundaries", {})}
+    return {**run.to_dict(), "records": records}
 
 
-def most_exposed(summary: dict[str, Any], attack: str | None = None, top: int = 10) -> list[dict[str, Any]]:
+def most_exposed(summary: RunSummary | dict[str, Any], attack: str | None = None, top: int = 10
+                 ) -> list[dict[str, Any]]:
     """Members with the highest attack score (position in the evaluation set, score, APE, CE)."""
-    rec = summary["records"]
-    attack = attack or summary["attack"]["name"]
+    run = RunSummary.coerce(summary)
+    rec = run.records
+    attack = attack or run.primary
     scores = np.asarray(rec["scores"][attack])
     member = np.asarray(rec["membership"], bool)
     order = [int(i) for i in np.argsort(-scores) if member[i]][:top]
@@ -223,27 +228,28 @@ def most_exposed(summary: dict[str, Any], attack: str | None = None, top: int = 
 
 
 # ---------------------------------------------------------------------------- over training
-def vulnerability(models: TrainedModels, summary: dict[str, Any]) -> dict[str, Any]:
+def vulnerability(models: TrainedModels, summary: RunSummary | dict[str, Any]) -> dict[str, Any]:
     """Paper 000 Fig. 4 for one run: per epoch utility, per checkpoint APE and attack numbers."""
+    run = RunSummary.coerce(summary)
     member = models.eval_membership
     rows = []
-    primary = summary["attack"]["name"]
-    for row in summary["per_epoch"]:
-        e = row["epoch"]
-        out = {"epoch": e, "utility_train": row.get("utility_train"), "utility_val": row.get("utility_val")}
+    primary = run.primary
+    for row in run.per_epoch:
+        e = row.epoch
+        out = {"epoch": e, "utility_train": row.utility_train, "utility_val": row.utility_val}
         r = models.victim.responses.get(e)
         if r is not None:
             ape = r.ape
             out.update(ape_members=float(ape[member].mean()), ape_non_members=float(ape[~member].mean()))
-            res = summary["attacks_by_epoch"].get(str(e), {}).get(primary)
+            res = run.attacks_at(e).get(primary)
             if res:
-                out.update(attack_accuracy=res["accuracy"], attack_auc=res["auc"])
+                out.update(attack_accuracy=res.accuracy, attack_auc=res.auc)
         rows.append(out)
     vals = [(r["utility_val"], r["epoch"]) for r in rows if r["utility_val"] is not None]
     best = max(vals)[1] if vals else None
     by_epoch = {r["epoch"]: r for r in rows}
     gap = lambda e: (by_epoch[e]["utility_train"] - by_epoch[e]["utility_val"]) if e in by_epoch and by_epoch[e]["utility_train"] is not None else None
-    return {"arch": summary["arch"], "rows": rows, "best_val_epoch": best, "gap_at_best": gap(best) if best else None,
+    return {"arch": run.arch, "rows": rows, "best_val_epoch": best, "gap_at_best": gap(best) if best else None,
             "gap_final": gap(rows[-1]["epoch"]) if rows else None, "attack": primary}
 
 
@@ -509,10 +515,12 @@ VERDICT_OF = {"runs": "rnn_more_vulnerable", "scatter": "lower_member_entropy",
               "audit": "audit_within_accountant"}
 
 
-def runs_verdict(summaries: dict[str, dict[str, Any]]) -> Verdict:
+def runs_verdict(summaries: dict[str, RunSummary | dict[str, Any]]) -> Verdict:
     """RNN's final attack accuracy above the FFNN's (the runs' summaries)."""
-    return verdict([summaries["rnn"]["attack"]["accuracy"]], [summaries["ffnn"]["attack"]["accuracy"]],
-                   "final attack accuracy")
+    def accuracy(s: RunSummary | dict[str, Any]) -> float:  # the one number this verdict reads
+        return s.attack.accuracy if isinstance(s, RunSummary) else s["attack"]["accuracy"]
+
+    return verdict([accuracy(summaries["rnn"])], [accuracy(summaries["ffnn"])], "final attack accuracy")
 
 
 def scatter_verdict(scatter: dict[str, dict[str, Any]]) -> Verdict:

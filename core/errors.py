@@ -53,3 +53,8 @@ class TrainingDivergedError(MIAError, ArithmeticError):
 class WorkerFailedError(MIAError, RuntimeError):
     """A job on a process pool or on Ray failed, or its worker died; the jobs that finished were
     delivered (the pipeline's models are cached) and only the rest need a rerun."""
+
+
+class ResultFormatError(MIAError, ValueError):
+    """A result dict (a run's summary, an attack, a defended point) lacks a field or holds one of
+    the wrong type (:mod:`core.results`); the message names the field in one line."""

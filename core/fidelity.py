@@ -25,11 +25,12 @@ losses from reading as "100 % apart"); above ``loss_tolerance`` the block warns.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
 from .responses import Responses
+from .results import RunSummary, runs
 from .roles import TrainedModels
 from .studies import arch_finding
 
@@ -154,73 +155,74 @@ def fidelity_warnings(block: dict[str, Any] | None) -> list[str]:
     return out
 
 
-def chance_utility(summary: dict[str, Any]) -> float:
+def chance_utility(summary: RunSummary | dict[str, Any]) -> float:
     """The utility of a model that learned nothing: 1/classes for accuracy, else 0."""
-    if summary["utility"]["metric"] == "accuracy":
-        return 1.0 / max(int(summary.get("data", {}).get("n_classes", 10) or 10), 1)
+    run = RunSummary.coerce(summary)
+    if run.utility.metric == "accuracy":
+        return 1.0 / max(int((run.data or {}).get("n_classes", 10) or 10), 1)
     return 0.0
 
 
-def confounding_warnings(summaries: list[dict[str, Any]]) -> list[str]:
+def confounding_warnings(summaries: Sequence[RunSummary | dict[str, Any]]) -> list[str]:
     """Why an FFNN-vs-RNN comparison of these summaries (one per architecture) may be confounded:
     a model whose training utility is near chance, validation utilities further apart than
     :data:`UTILITY_GAP`, and each summary's shadow-fidelity warnings."""
     out = []
+    summaries = runs(summaries)
     for s in summaries:
-        metric = s["utility"]["metric"]
-        train = s["utility"].get("train")
+        metric, train = s.utility.metric, s.utility.train
         if train is not None and train < chance_utility(s) + NEAR_CHANCE.get(metric, 0.1):
-            out.append(f"{s['arch'].upper()}: training {metric} {train:.3g} is near chance ({chance_utility(s):.3g}): "
+            out.append(f"{s.arch.upper()}: training {metric} {train:.3g} is near chance ({chance_utility(s):.3g}): "
                        f"this model did not learn, so its attack numbers say little about its architecture")
-        for w in fidelity_warnings(s.get("shadow_fidelity")):
-            out.append(f"{s['arch'].upper()}: {w}")
+        for w in fidelity_warnings(s.shadow_fidelity):
+            out.append(f"{s.arch.upper()}: {w}")
     if len(summaries) == 2:
         a, b = summaries
-        metric = a["utility"]["metric"]
-        va, vb = a["utility"].get("val"), b["utility"].get("val")
+        metric = a.utility.metric
+        va, vb = a.utility.val, b.utility.val
         if va is not None and vb is not None and abs(va - vb) > UTILITY_GAP.get(metric, 0.1):
-            out.append(f"validation {metric} differs by {abs(va - vb):.3g} ({a['arch'].upper()} {va:.3g} vs "
-                       f"{b['arch'].upper()} {vb:.3g}; more than {UTILITY_GAP.get(metric, 0.1):g}): the comparison is "
+            out.append(f"validation {metric} differs by {abs(va - vb):.3g} ({a.arch.upper()} {va:.3g} vs "
+                       f"{b.arch.upper()} {vb:.3g}; more than {UTILITY_GAP.get(metric, 0.1):g}): the comparison is "
                        f"confounded by utility — see the matched-utility view")
     return out
 
 
-def utility_gap(summaries: list[dict[str, Any]]) -> dict[str, Any] | None:
+def utility_gap(summaries: Sequence[RunSummary | dict[str, Any]]) -> dict[str, Any] | None:
     """Train and validation utility gaps (first − second summary) of a two-architecture comparison."""
     if len(summaries) != 2:
         return None
-    a, b = summaries
+    a, b = runs(summaries)
 
     def diff(k: str) -> float | None:
-        x, y = a["utility"].get(k), b["utility"].get(k)
+        x, y = getattr(a.utility, k), getattr(b.utility, k)
         return None if x is None or y is None else float(x - y)
 
-    return {"metric": a["utility"]["metric"], "archs": [a["arch"], b["arch"]], "train": diff("train"), "val": diff("val")}
+    return {"metric": a.utility.metric, "archs": [a.arch, b.arch], "train": diff("train"), "val": diff("val")}
 
 
 # ---------------------------------------------------------------------------- matched utility (pure)
-def _val_by_epoch(summary: dict[str, Any]) -> dict[int, float]:
-    return {int(r["epoch"]): r["utility_val"] for r in summary.get("per_epoch", []) if r.get("utility_val") is not None}
+def _val_by_epoch(run: RunSummary) -> dict[int, float]:
+    return {r.epoch: r.utility_val for r in run.per_epoch if r.utility_val is not None}
 
 
-def _attack_numbers(summary: dict[str, Any], epoch: int) -> dict[str, dict[str, float]]:
-    res = summary.get("attacks_by_epoch", {}).get(str(epoch), {})
-    return {name: {"auc": r["auc"], "accuracy": r["accuracy"], "advantage": r["advantage"],
-                   "tpr_at_1pct": r["tpr_at_fpr"].get("0.01"), "tpr_at_0.1pct": r["tpr_at_fpr"].get("0.001")}
-            for name, r in res.items()}
+def _attack_numbers(run: RunSummary, epoch: int) -> dict[str, dict[str, float]]:
+    return {name: {"auc": r.auc, "accuracy": r.accuracy, "advantage": r.advantage,
+                   "tpr_at_1pct": r.tpr_at_1pct_fpr, "tpr_at_0.1pct": r.tpr_at_01pct_fpr}
+            for name, r in run.attacks_at(epoch).items()}
 
 
-def closest_checkpoint(summary: dict[str, Any], target_val: float) -> int | None:
+def closest_checkpoint(summary: RunSummary | dict[str, Any], target_val: float) -> int | None:
     """The checkpoint epoch (one with attack results) whose validation utility is closest to
     ``target_val`` (ties: the later epoch)."""
-    vals = _val_by_epoch(summary)
-    epochs = [int(e) for e in summary.get("attacks_by_epoch", {}) if int(e) in vals]
+    run = RunSummary.coerce(summary)
+    vals = _val_by_epoch(run)
+    epochs = [int(e) for e in run.attacks_by_epoch or {} if int(e) in vals]
     if not epochs:
         return None
     return min(sorted(epochs, reverse=True), key=lambda e: abs(vals[e] - target_val))
 
 
-def matched_utility(summaries: list[dict[str, Any]]) -> dict[str, Any] | None:
+def matched_utility(summaries: Sequence[RunSummary | dict[str, Any]]) -> dict[str, Any] | None:
     """The matched-utility view of a two-architecture comparison (the studies compare at similar utility).
 
     For each architecture A (the other B): A's checkpoint epoch whose validation utility is closest
@@ -233,51 +235,51 @@ def matched_utility(summaries: list[dict[str, Any]]) -> dict[str, Any] | None:
     """
     if len(summaries) != 2:
         return None
+    summaries = runs(summaries)
     pairs = []
     for a, b in (summaries, summaries[::-1]):
-        b_final = int(b["config"]["epochs"]) if "config" in b else max(_val_by_epoch(b))
-        b_val = _val_by_epoch(b).get(b_final, b["utility"].get("val"))
+        b_final = int(b.config["epochs"]) if "epochs" in b.config else max(_val_by_epoch(b))
+        b_val = _val_by_epoch(b).get(b_final, b.utility.val)
         if b_val is None:
             continue
         epoch = closest_checkpoint(a, b_val)
         if epoch is None:
             continue
         a_val = _val_by_epoch(a)[epoch]
-        matched = {"arch": a["arch"], "epoch": epoch, "utility_val": a_val, "attacks": _attack_numbers(a, epoch)}
-        reference = {"arch": b["arch"], "epoch": b_final, "utility_val": b_val, "attacks": _attack_numbers(b, b_final)}
-        common = sorted(set(matched["attacks"]) & set(reference["attacks"]))
+        matched = {"arch": a.arch, "epoch": epoch, "utility_val": a_val, "attacks": _attack_numbers(a, epoch)}
+        reference = {"arch": b.arch, "epoch": b_final, "utility_val": b_val, "attacks": _attack_numbers(b, b_final)}
         more = {}
-        for name in common:
-            x, y = matched["attacks"][name]["auc"], reference["attacks"][name]["auc"]
-            more[name] = a["arch"] if x > y else (b["arch"] if y > x else "tie")
+        for name in sorted(set(matched["attacks"]) & set(reference["attacks"])):
+            x, y = a.attacks_at(epoch)[name].auc, b.attacks_at(b_final)[name].auc
+            more[name] = a.arch if x > y else (b.arch if y > x else "tie")
         gap = float(a_val - b_val)
         pairs.append({"matched": matched, "reference": reference, "utility_gap": gap,
-                      "within_tolerance": abs(gap) <= UTILITY_GAP.get(a["utility"]["metric"], 0.1), "more_leaky": more})
-    return {"metric": summaries[0]["utility"]["metric"], "pairs": pairs}
+                      "within_tolerance": abs(gap) <= UTILITY_GAP.get(a.utility.metric, 0.1), "more_leaky": more})
+    return {"metric": summaries[0].utility.metric, "pairs": pairs}
 
 
 # ---------------------------------------------------------------------------- the studies vs this run (pure)
-def study_comparison(summaries: list[dict[str, Any]]) -> dict[str, Any] | None:
+def study_comparison(summaries: Sequence[RunSummary | dict[str, Any]]) -> dict[str, Any] | None:
     """The studies' FFNN-vs-RNN finding for this task beside what these two runs show, computed:
     validation utility and generalization gap (train − validation) of each, the primary attack's
     accuracy of each, whether "the attack is more accurate against the RNN" holds, and whether the
     comparison is fair (validation utilities within :data:`UTILITY_GAP`). None unless the
     summaries are one FFNN and one RNN run of the same task."""
-    by_arch = {s["arch"]: s for s in summaries}
-    if set(by_arch) != {"ffnn", "rnn"} or len(summaries) != 2 or by_arch["ffnn"]["task"] != by_arch["rnn"]["task"]:
+    by_arch = {s.arch: s for s in runs(summaries)}
+    if set(by_arch) != {"ffnn", "rnn"} or len(summaries) != 2 or by_arch["ffnn"].task != by_arch["rnn"].task:
         return None
     f, r = by_arch["ffnn"], by_arch["rnn"]
-    metric = f["utility"]["metric"]
+    metric = f.utility.metric
 
-    def gap(s: dict[str, Any]) -> float | None:
-        u = s["utility"]
-        return None if u.get("train") is None or u.get("val") is None else float(u["train"] - u["val"])
+    def gap(s: RunSummary) -> float | None:
+        u = s.utility
+        return None if u.train is None or u.val is None else float(u.train - u.val)
 
-    acc = {a: float(s["attack"]["accuracy"]) for a, s in by_arch.items()}
-    vals = {a: s["utility"].get("val") for a, s in by_arch.items()}
+    acc = {a: float(s.attack.accuracy) for a, s in by_arch.items()}
+    vals = {a: s.utility.val for a, s in by_arch.items()}
     fair = None if None in vals.values() else abs(vals["ffnn"] - vals["rnn"]) <= UTILITY_GAP.get(metric, 0.1)
     holds = acc["rnn"] > acc["ffnn"]
-    attack = f["attack"]["name"]
+    attack = f.attack.name
     text = (f"attack ({attack}) accuracy RNN {acc['rnn']:.3f} vs FFNN {acc['ffnn']:.3f}: "
             f"{'more' if holds else 'not more'} accurate against the RNN; validation {metric} "
             f"FFNN {_fmt(vals['ffnn'])} vs RNN {_fmt(vals['rnn'])}, generalization gap FFNN {_fmt(gap(f))} vs "
@@ -285,6 +287,6 @@ def study_comparison(summaries: list[dict[str, Any]]) -> dict[str, Any] | None:
     if fair is False:
         text += " — the utilities differ by more than " + _fmt(UTILITY_GAP.get(metric, 0.1)) + \
                 ", so compare at matched utility before reading the architectures"
-    return {"task": f["task"], "finding": arch_finding(f["task"]), "holds": holds, "fair": fair,
+    return {"task": f.task, "finding": arch_finding(f.task), "holds": holds, "fair": fair,
             "attack": attack, "attack_accuracy": acc, "utility_val": vals,
             "generalization_gap": {"ffnn": gap(f), "rnn": gap(r)}, "text": text}

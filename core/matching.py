@@ -30,18 +30,19 @@ from .errors import ConfigError
 from .pipeline import run_experiment
 from .progress import ProgressCallback
 from .repeats import _RepeatProgress, comparison_json, repeat_configs
+from .results import RunSummary
 
 if TYPE_CHECKING:
     from .executor import Executor
 
 
-def utility_curve(summary: dict[str, Any]) -> list[tuple[int, float]]:
+def utility_curve(summary: RunSummary | dict[str, Any]) -> list[tuple[int, float]]:
     """(epoch, validation utility) of the victim after every epoch that measured it."""
-    return [(int(r["epoch"]), float(r["utility_val"])) for r in summary["per_epoch"]
-            if r.get("utility_val") is not None and math.isfinite(float(r["utility_val"]))]
+    return [(r.epoch, float(r.utility_val)) for r in RunSummary.coerce(summary).per_epoch
+            if r.utility_val is not None and math.isfinite(float(r.utility_val))]
 
 
-def first_epoch_reaching(summary: dict[str, Any], target: float) -> int | None:
+def first_epoch_reaching(summary: RunSummary | dict[str, Any], target: float) -> int | None:
     """The first epoch whose validation utility is ≥ ``target`` (None if none is)."""
     for epoch, value in utility_curve(summary):
         if value >= target:
@@ -70,13 +71,14 @@ def resolve_target(match_utility: str, finals: dict[str, float]) -> float:
     return target
 
 
-def stopping_point(summary: dict[str, Any], target: float) -> dict[str, Any]:
+def stopping_point(summary: RunSummary | dict[str, Any], target: float) -> dict[str, Any]:
     """Where the run ``summary`` stops for ``target``: ``epoch``, ``reached``, the full run's final
     utility and epochs."""
-    epoch = first_epoch_reaching(summary, target)
-    final_epoch = int(summary["config"]["epochs"])
+    run = RunSummary.coerce(summary)
+    epoch = first_epoch_reaching(run, target)
+    final_epoch = int(run.config["epochs"])
     return {"epoch": epoch if epoch is not None else final_epoch, "reached": epoch is not None,
-            "final_epoch": final_epoch, "final_utility": summary["utility"]["val"]}
+            "final_epoch": final_epoch, "final_utility": run.utility.val}
 
 
 def run_matched(configs: dict[str, ExperimentConfig], progress: ProgressCallback | None = None,
@@ -115,7 +117,7 @@ def run_matched(configs: dict[str, ExperimentConfig], progress: ProgressCallback
             "comparison": comparison_json(stopped["ffnn"], stopped["rnn"])}
 
 
-def matched_plan(full: dict[str, Sequence[dict[str, Any]]], configs: dict[str, ExperimentConfig]
+def matched_plan(full: dict[str, Sequence[RunSummary | dict[str, Any]]], configs: dict[str, ExperimentConfig]
                  ) -> list[dict[str, Any]]:
     """For pages: per repeat, the target and each architecture's stopping point and stopped config,
     from the full runs' summaries ``full[arch][r]`` (nothing is trained here)."""
@@ -123,7 +125,7 @@ def matched_plan(full: dict[str, Sequence[dict[str, Any]]], configs: dict[str, E
     per = {a: repeat_configs(c) for a, c in configs.items()}
     plan = []
     for r in range(len(full["ffnn"])):
-        target = resolve_target(mode, {a: float(full[a][r]["utility"]["val"]) for a in ("ffnn", "rnn")})
+        target = resolve_target(mode, {a: float(RunSummary.coerce(full[a][r]).utility.val) for a in ("ffnn", "rnn")})
         row: dict[str, Any] = {"repeat": r, "target": target}
         for arch in ("ffnn", "rnn"):
             point = stopping_point(full[arch][r], target)

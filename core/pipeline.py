@@ -39,6 +39,7 @@ from .metrics import resolution
 from .progress import ProgressCallback, ProgressTracker
 from .reference_attacks import reference_attack_outcomes
 from .responses import Responses
+from .results import RunSummary
 from .roles import (Splits, TrainedModel, TrainedModels, check_memory, load_trained, make_splits, model_from_weights,
                     reference_answers, role_seed, seed_everything, store_trained, train_or_load)
 from .tasks import get_task
@@ -273,6 +274,7 @@ def _summary_of(config_hash: str, task: str | None = None, arch: str | None = No
 
     def check(summary: Any) -> None:
         _SUMMARY(summary)
+        RunSummary.from_dict(summary)  # every field a reader types (core.results), checked as it leaves the cache
         if summary["config_hash"] != config_hash:
             raise ValueError(f"holds the result of config {summary['config_hash'][:12]}…, not {config_hash[:12]}…")
         for name, want in (("task", task), ("arch", arch)):
@@ -294,14 +296,15 @@ def cached_runs(task: str, arch: str | None = None, cache: ArtifactCache | None 
     return out
 
 
-def config_of(summary: dict[str, Any]) -> ExperimentConfig:
+def config_of(summary: RunSummary | dict[str, Any]) -> ExperimentConfig:
     """The validated config a summary was produced with (options included)."""
-    c = dict(summary["config"])
+    run = RunSummary.coerce(summary)
+    c = dict(run.config)
     task = get_task(c.pop("task"))
     arch, preset = c.pop("arch"), c.pop("preset")
     options = c.pop("options", {}) or {}
     cfg = task.make_config(arch, preset, {**c, **options})
-    if cfg.config_hash != summary["config_hash"]:
+    if cfg.config_hash != run.config_hash:
         raise ConfigError("the summary's config does not reproduce its hash (written by another version?)")
     return cfg
 

@@ -31,6 +31,7 @@ from .errors import ConfigError
 from .metrics import empirical_epsilon
 from .pipeline import run_experiment, trained_models
 from .progress import ProgressCallback, ProgressEvent
+from .results import RunSummary, runs
 from .stats import (Comparison, Estimate, bootstrap_metric, compare, interval_from_moments, mean_interval,
                     roc_band_repeats)
 from .tasks import get_task
@@ -62,28 +63,28 @@ def repeat_configs(cfg: ExperimentConfig) -> list[ExperimentConfig]:
 
 
 # ---------------------------------------------------------------------------- headline metrics
-def _attack(name: str | None, key: str, fpr: str | None = None) -> Callable[[dict[str, Any]], float | None]:
-    def get(summary: dict[str, Any]) -> float | None:
-        block = summary["attack"] if name is None else (summary.get("attacks") or {}).get(name)
-        if not block:
+def _attack(name: str | None, key: str, fpr: str | None = None) -> Callable[[RunSummary], float | None]:
+    def get(run: RunSummary) -> float | None:
+        result = run.attack if name is None else run.attacks.get(name)
+        if result is None:
             return None
-        value = block.get(key) if fpr is None else (block.get(key) or {}).get(fpr)
+        value = getattr(result, key) if fpr is None else result.tpr_at_fpr.get(fpr)
         return None if value is None else float(value)
     return get
 
 
-def _utility(key: str) -> Callable[[dict[str, Any]], float | None]:
-    def get(summary: dict[str, Any]) -> float | None:
-        value = (summary.get("utility") or {}).get(key)
+def _utility(key: str) -> Callable[[RunSummary], float | None]:
+    def get(run: RunSummary) -> float | None:
+        value = getattr(run.utility, key)
         return None if value is None else float(value)
     return get
 
 
-def _epsilon_lower_bound(summary: dict[str, Any]) -> float | None:
+def _epsilon_lower_bound(run: RunSummary) -> float | None:
     """The empirical ε lower bound (Jagielski et al.; :func:`core.metrics.empirical_epsilon`) of the
     primary attack's scores on the evaluation records."""
-    records = summary.get("records") or {}
-    scores = (records.get("scores") or {}).get(summary["attack"]["name"])
+    records = run.records
+    scores = (records.get("scores") or {}).get(run.primary)
     if scores is None or not records.get("membership"):
         return None
     return float(empirical_epsilon(np.asarray(scores, np.float64), np.asarray(records["membership"], bool))["lower_bound"])
@@ -91,7 +92,7 @@ def _epsilon_lower_bound(summary: dict[str, Any]) -> float | None:
 
 #: headline metric → (read from a summary, the sign the studies predict for FFNN − RNN:
 #: −1 "the RNN leaks more" for leakage metrics, 0 no hypothesis (utility))
-HEADLINE: dict[str, tuple[Callable[[dict[str, Any]], float | None], int]] = {
+HEADLINE: dict[str, tuple[Callable[[RunSummary], float | None], int]] = {
     "attack_accuracy": (_attack(None, "accuracy"), -1),
     "attack_auc": (_attack(None, "auc"), -1),
     "attack_advantage": (_attack(None, "advantage"), -1),
@@ -115,12 +116,13 @@ HEADLINE_BOUNDS: dict[str, tuple[float | None, float | None]] = {
 }
 
 
-def headline_values(summaries: Sequence[dict[str, Any]]) -> dict[str, list[float | None]]:
+def headline_values(summaries: Sequence[RunSummary | dict[str, Any]]) -> dict[str, list[float | None]]:
     """Per headline metric, its value in each summary (None where the run has no such number)."""
-    return {name: [get(s) for s in summaries] for name, (get, _) in HEADLINE.items()}
+    typed = runs(summaries)
+    return {name: [get(s) for s in typed] for name, (get, _) in HEADLINE.items()}
 
 
-def aggregate(summaries: Sequence[dict[str, Any]]) -> dict[str, Estimate]:
+def aggregate(summaries: Sequence[RunSummary | dict[str, Any]]) -> dict[str, Estimate]:
     """Mean and 95 % t interval across repeats of every headline metric present in all of them."""
     out = {}
     for name, values in headline_values(summaries).items():
@@ -129,11 +131,12 @@ def aggregate(summaries: Sequence[dict[str, Any]]) -> dict[str, Estimate]:
     return out
 
 
-def within_run(summary: dict[str, Any], n_boot: int = 1000, seed: int = 0) -> dict[str, Estimate]:
+def within_run(summary: RunSummary | dict[str, Any], n_boot: int = 1000, seed: int = 0) -> dict[str, Estimate]:
     """The primary attack's AUC and TPR at 1 % / 0.1 % FPR in one run with a stratified BCa
     bootstrap over its evaluation records (:func:`core.stats.bootstrap_metric`)."""
-    records = summary.get("records") or {}
-    scores = (records.get("scores") or {}).get(summary["attack"]["name"])
+    run = RunSummary.coerce(summary)
+    records = run.records
+    scores = (records.get("scores") or {}).get(run.primary)
     if scores is None or not records.get("membership"):
         return {}
     s, y = np.asarray(scores, np.float64), np.asarray(records["membership"], bool)
@@ -142,12 +145,12 @@ def within_run(summary: dict[str, Any], n_boot: int = 1000, seed: int = 0) -> di
             "tpr_at_0.1pct_fpr": bootstrap_metric(s, y, "tpr@0.001", n_boot=n_boot, seed=seed)}
 
 
-def roc_band(summaries: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def roc_band(summaries: Sequence[RunSummary | dict[str, Any]]) -> dict[str, Any]:
     """The primary attack's mean ROC curve over the repeats with a pointwise t band."""
     curves = []
-    for s in summaries:
-        a = s["attacks"][s["attack"]["name"]]
-        curves.append((a["roc_fpr"], a["roc_tpr"]))
+    for s in runs(summaries):
+        a = s.attacks[s.primary]
+        curves.append((list(a.roc_fpr or ()), list(a.roc_tpr or ())))
     return roc_band_repeats(curves).to_dict()
 
 
@@ -196,14 +199,15 @@ def run_repeats(cfg: ExperimentConfig, progress: ProgressCallback | None = None,
     return out
 
 
-def repeats_block(summaries: Sequence[dict[str, Any]], n_boot: int = 1000) -> dict[str, Any]:
+def repeats_block(summaries: Sequence[RunSummary | dict[str, Any]], n_boot: int = 1000) -> dict[str, Any]:
     """The ``repeats`` block of a run's JSON: per headline metric mean / ci_low / ci_high / n /
     values across repeats, the config hash of each repeat, the primary attack's ROC band over the
     repeats, and repeat 0's bootstrap intervals over records (``within_run``)."""
+    summaries = runs(summaries)
     return {
         "n": len(summaries),
-        "seeds": [s["config"]["seed"] for s in summaries],
-        "config_hashes": [s["config_hash"] for s in summaries],
+        "seeds": [s.config["seed"] for s in summaries],
+        "config_hashes": [s.config_hash for s in summaries],
         "metrics": {k: e.to_dict() for k, e in aggregate(summaries).items()},
         "roc_band": roc_band(summaries),
         "within_run": {k: e.to_dict() for k, e in within_run(summaries[0], n_boot).items()},
@@ -211,13 +215,15 @@ def repeats_block(summaries: Sequence[dict[str, Any]], n_boot: int = 1000) -> di
 
 
 # ---------------------------------------------------------------------------- FFNN vs RNN
-def compare_summaries(ffnn: Sequence[dict[str, Any]], rnn: Sequence[dict[str, Any]]) -> dict[str, Comparison]:
+def compare_summaries(ffnn: Sequence[RunSummary | dict[str, Any]], rnn: Sequence[RunSummary | dict[str, Any]]
+                      ) -> dict[str, Comparison]:
     """Per headline metric the paired comparison FFNN − RNN by repeat, with the verdict on "the
     RNN leaks more" for leakage metrics (utility: the difference only)."""
     if len(ffnn) != len(rnn):
         raise ValueError(f"paired repeats need as many FFNN as RNN runs ({len(ffnn)} vs {len(rnn)})")
+    ffnn, rnn = runs(ffnn), runs(rnn)
     for a, b in zip(ffnn, rnn):
-        if a["config"]["seed"] != b["config"]["seed"]:
+        if a.config["seed"] != b.config["seed"]:
             raise ValueError("repeat r of both architectures must share its seed (same split)")
     fa, rb = headline_values(ffnn), headline_values(rnn)
     out = {}
@@ -242,17 +248,19 @@ def comparison_configs(task: str, preset: str, repeats: int, sets: dict[str, Any
     return out
 
 
-def comparison_json(ffnn: Sequence[dict[str, Any]], rnn: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def comparison_json(ffnn: Sequence[RunSummary | dict[str, Any]], rnn: Sequence[RunSummary | dict[str, Any]]
+                    ) -> dict[str, Any]:
     """The comparison as JSON: per metric ``ffnn`` and ``rnn`` (mean, ci_low, ci_high, n, values),
     ``difference`` (FFNN − RNN: the same plus p_t, p_permutation, effect_size) and ``verdict``."""
+    ffnn, rnn = runs(ffnn), runs(rnn)
     first = ffnn[0]
     comps = compare_summaries(ffnn, rnn)
     return {
-        "task": first["task"], "preset": first["preset"], "repeats": len(ffnn),
+        "task": first.task, "preset": first.preset, "repeats": len(ffnn),
         "hypothesis": "the RNN leaks more than the FFNN (FFNN − RNN < 0 for every leakage metric)",
-        "seeds": [s["config"]["seed"] for s in ffnn],
-        "config_hashes": {"ffnn": [s["config_hash"] for s in ffnn], "rnn": [s["config_hash"] for s in rnn]},
-        "utility_metric": first["utility"]["metric"],
+        "seeds": [s.config["seed"] for s in ffnn],
+        "config_hashes": {"ffnn": [s.config_hash for s in ffnn], "rnn": [s.config_hash for s in rnn]},
+        "utility_metric": first.utility.metric,
         "metrics": {name: c.to_dict() for name, c in comps.items()},
         "roc_band": {"ffnn": roc_band(ffnn), "rnn": roc_band(rnn)},
     }

@@ -38,6 +38,7 @@ from .errors import ConfigError
 from .metrics import empirical_epsilon
 from .pipeline import run_experiment
 from .progress import ProgressCallback
+from .results import AttackResult, RunSummary
 from .studies import DPSGD_RECIPE, DPSGD_RECIPE_SOURCE
 
 def value_name(mechanism: str, target_epsilon: bool = False) -> str:
@@ -104,7 +105,7 @@ def sweep_runs(bases: dict[str, ExperimentConfig], mechanism: str, values: list[
 
 
 def collect_points(runs: dict[str, list[tuple[float | None, ExperimentConfig]]],
-                   summaries: dict[tuple[str, float | None], dict[str, Any] | None], mechanism: str,
+                   summaries: dict[tuple[str, float | None], RunSummary | dict[str, Any] | None], mechanism: str,
                    target_epsilon: bool = False) -> tuple[dict[str, dict[str, Any]], dict[str, list[dict[str, Any]]]]:
     """(baselines, points) per architecture from the runs' summaries (``None``: not trained yet);
     an architecture whose baseline is missing is left out, a missing point is skipped."""
@@ -132,48 +133,50 @@ def _utility_loss(defended: float | None, undefended: float | None) -> float | N
     return 1.0 - defended / undefended
 
 
-def _lower_bound(summary: dict[str, Any]) -> dict[str, float | None] | None:
+def _lower_bound(run: RunSummary) -> dict[str, float | None] | None:
     """The empirical ε lower bound (Jagielski et al.) of the primary attack's scores."""
-    records = summary.get("records") or {}
-    scores = (records.get("scores") or {}).get(summary["attack"]["name"])
+    records = run.records
+    scores = (records.get("scores") or {}).get(run.primary)
     if scores is None or not records.get("membership"):
         return None
     return empirical_epsilon(np.asarray(scores, np.float64), np.asarray(records["membership"], bool))
 
 
-def _without_roc(attacks: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    return {n: {k: v for k, v in a.items() if k not in ("roc_fpr", "roc_tpr")} for n, a in attacks.items()}
+def _without_roc(result: AttackResult) -> dict[str, Any]:
+    return {k: v for k, v in result.to_dict().items() if k not in ("roc_fpr", "roc_tpr")}
 
 
-def baseline_of(summary: dict[str, Any]) -> dict[str, Any]:
+def baseline_of(summary: RunSummary | dict[str, Any]) -> dict[str, Any]:
     """The ``baseline`` block from the undefended run's summary (the defenses' layout)."""
+    run = RunSummary.coerce(summary)
     return {
-        "attack": {k: v for k, v in summary["attack"].items() if k not in ("roc_fpr", "roc_tpr")},
-        "attacks": _without_roc(summary["attacks"]),
-        "utility": summary["utility"]["val"], "utility_train": summary["utility"]["train"],
-        "utility_metric": summary["utility"]["metric"], "epsilon_lower_bound": _lower_bound(summary),
-        "config_hash": summary["config_hash"],
+        "attack": _without_roc(run.attack),
+        "attacks": {n: _without_roc(a) for n, a in run.attacks.items()},
+        "utility": run.utility.val, "utility_train": run.utility.train,
+        "utility_metric": run.utility.metric, "epsilon_lower_bound": _lower_bound(run),
+        "config_hash": run.config_hash,
     }
 
 
-def point_of(summary: dict[str, Any], baseline: dict[str, Any], mechanism: str, value: float,
+def point_of(summary: RunSummary | dict[str, Any], baseline: dict[str, Any], mechanism: str, value: float,
              target_epsilon: bool = False) -> dict[str, Any]:
     """One point from its run's summary and the baseline block (see the module docstring)."""
+    run = RunSummary.coerce(summary)
     point: dict[str, Any] = {
         "value": float(value), "mechanism": mechanism, "value_name": value_name(mechanism, target_epsilon),
-        "config_hash": summary["config_hash"], "training_hash": summary.get("training_hash"),
-        "attack": {k: v for k, v in summary["attack"].items() if k not in ("roc_fpr", "roc_tpr")},
-        "attacks": _without_roc(summary["attacks"]), "adaptive_attack": None,
-        "utility": summary["utility"]["val"], "utility_train": summary["utility"]["train"],
-        "epsilon_lower_bound": _lower_bound(summary),
-        "timings": {"total_s": summary["timings"].get("total_s"),
-                    "trained_s": summary["timings"].get("victim_trained_s", 0.0)
-                    + summary["timings"].get("shadows_trained_s", 0.0)},
-        "cache_hit": bool(summary.get("cache_hit")),
+        "config_hash": run.config_hash, "training_hash": run.training_hash,
+        "attack": _without_roc(run.attack),
+        "attacks": {n: _without_roc(a) for n, a in run.attacks.items()}, "adaptive_attack": None,
+        "utility": run.utility.val, "utility_train": run.utility.train,
+        "epsilon_lower_bound": _lower_bound(run),
+        "timings": {"total_s": run.timings.get("total_s"),
+                    "trained_s": run.timings.get("victim_trained_s", 0.0) + run.timings.get("shadows_trained_s", 0.0)},
+        "cache_hit": bool(run.cache_hit),
     }
     point["utility_loss"] = _utility_loss(point["utility"], baseline["utility"])
     point["utility_loss_train"] = _utility_loss(point["utility_train"], baseline["utility_train"])
-    point.update(get_training(mechanism).guarantee(summary))
+    # the registry's guarantee reads the run's JSON (a training defense is one file: core.defense_registry)
+    point.update(get_training(mechanism).guarantee(run.to_dict()))
     return point
 
 
@@ -247,12 +250,12 @@ def accuracy_bound(epsilon: float, delta: float) -> float:
 
 
 # ---------------------------------------------------------------------------- how long a sweep takes
-def run_cost_s(summary: dict[str, Any]) -> float | None:
+def run_cost_s(summary: RunSummary | dict[str, Any]) -> float | None:
     """Seconds that computing ``summary`` from nothing took on the machine that computed it: data
     loading, the victim's and every shadow's *training* (``victim_trained_s``, ``shadows_trained_s``:
     the models' own recorded times, kept when they are later loaded from the cache) and the attacks.
     None when the summary does not carry them (a summary written by an older version)."""
-    t = summary.get("timings") or {}
+    t = summary.timings if isinstance(summary, RunSummary) else (summary.get("timings") or {})
     parts = [t.get("victim_trained_s"), t.get("shadows_trained_s"), t.get("attack_s")]
     if any(not isinstance(p, (int, float)) or not math.isfinite(p) for p in parts):
         return None

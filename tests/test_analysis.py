@@ -109,8 +109,11 @@ def test_analyses_page_on_a_tiny_cached_run(monkeypatch):
 
 
 def test_defended_summary_keeps_the_naive_boundaries_and_reads_defended_records():
-    summary = {"arch": "ffnn", "task": "image", "attack": {"name": "loss_threshold"},
-               "attacks": {"loss_threshold": {"threshold": -1.0}},
+    attack = {"name": "loss_threshold", "accuracy": 0.5, "advantage": 0.0, "auc": 0.5, "tpr_at_fpr": {},
+              "threshold": -1.0}
+    summary = {"arch": "ffnn", "task": "image", "config": {}, "config_hash": "h", "params": 1,
+               "utility": {"metric": "accuracy"}, "per_epoch": [], "timings": {}, "attack": attack,
+               "attacks": {"loss_threshold": attack},
                "records": {"membership": [True, False], "ape": [0.1, 0.9], "cross_entropy": [0.1, 2.0],
                            "scores": {"loss_threshold": [-0.1, -2.0]},
                            "boundaries": {"loss_threshold": {"signal": "cross_entropy", "threshold": 1.0,
@@ -231,8 +234,13 @@ def _synthetic_summary(arch: str = "rnn", n: int = 400, seed: int = 0) -> dict:
     ce = np.where(member, 10 ** rng.uniform(-6, -1, n), 10 ** rng.uniform(-3, 0.5, n))
     ce[: n // 8] = 0.0  # clipped at the floor (1e-12)
     ape = np.where(member, 10 ** rng.uniform(-5, -1, n), 10 ** rng.uniform(-2, 0, n))
-    return {"arch": arch, "task": "image",
-            "attacks": {"shadow": {"threshold": 0.5}, "loss_threshold": {"threshold": -0.01}},
+    def attack(name, threshold):
+        return {"name": name, "accuracy": 0.5, "advantage": 0.0, "auc": 0.5, "tpr_at_fpr": {}, "threshold": threshold}
+
+    # a whole summary (core.results checks every field it types); the scatter reads the attacks' thresholds
+    return {"arch": arch, "task": "image", "config": {}, "config_hash": arch, "params": 1,
+            "utility": {"metric": "accuracy"}, "attack": attack("shadow", 0.5), "per_epoch": [], "timings": {},
+            "attacks": {"shadow": attack("shadow", 0.5), "loss_threshold": attack("loss_threshold", -0.01)},
             "records": {"membership": member.tolist(), "ape": ape.tolist(), "cross_entropy": ce.tolist(),
                         "scores": {"shadow": (ce < 1e-2).astype(float).tolist(), "loss_threshold": (-ce).tolist()},
                         "boundaries": {"loss_threshold": {"signal": "cross_entropy", "threshold": 0.01,

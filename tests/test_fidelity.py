@@ -11,8 +11,10 @@ from core.responses import Responses
 
 def summary(arch, train, val, metric="accuracy", per_epoch=None, attacks_by_epoch=None, fidelity=None, epochs=30):
     per_epoch = per_epoch or [{"epoch": epochs, "utility_train": train, "utility_val": val}]
-    s = {"task": "image", "arch": arch, "params": 1000, "config": {"epochs": epochs},
+    primary = {"name": "shadow", **attack(0.5)}  # a whole summary (core.results checks every field it types)
+    s = {"task": "image", "arch": arch, "params": 1000, "config": {"epochs": epochs}, "config_hash": arch * 8,
          "data": {"n_classes": 10}, "utility": {"metric": metric, "train": train, "val": val},
+         "attack": primary, "attacks": {"shadow": primary}, "timings": {}, "records": {},
          "per_epoch": per_epoch, "attacks_by_epoch": attacks_by_epoch or {}}
     if fidelity is not None:
         s["shadow_fidelity"] = fidelity
@@ -129,7 +131,7 @@ def test_plot_helpers_for_the_page():
                   attacks_by_epoch={"5": {"shadow": attack(0.55)}, "10": {"shadow": attack(0.75), "lira": attack(0.85)}})
     for s in (ffnn, rnn):
         s["attacks"] = {n: {**a, **roc} for n, a in s["attacks_by_epoch"]["10"].items()}
-        s["attack"] = {"name": "shadow"}
+        s["attack"] = {"name": "shadow", **attack(0.5)}
     fig = plots.roc_loglog([ffnn, rnn])
     assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
     assert min(min(t.x) for t in fig.data[:-1]) == pytest.approx(0.002)  # FPR 0 drawn at 1/(2·non-members)
@@ -148,8 +150,9 @@ def test_study_comparison_is_computed_from_the_runs():
     from core.fidelity import study_comparison
 
     def run(arch, acc, train, val):
-        return {"arch": arch, "task": "image", "utility": {"metric": "accuracy", "train": train, "val": val},
-                "attack": {"name": "shadow", "accuracy": acc}}
+        s = summary(arch, train, val)
+        s["attack"]["accuracy"] = acc
+        return s
 
     c = study_comparison([run("ffnn", 0.60, 1.0, 0.90), run("rnn", 0.70, 0.95, 0.88)])
     assert c["holds"] is True and c["fair"] is True and "CIFAR-10" in c["finding"]

@@ -54,7 +54,11 @@ def test_both_architectures_stop_where_they_reach_the_lower_final_utility(monkey
 
 
 def test_first_epoch_reaching_and_stopped_config():
-    summary = {"per_epoch": [{"epoch": 1, "utility_val": 0.2}, {"epoch": 2, "utility_val": 0.6},
+    attack = {"name": "shadow", "accuracy": 0.5, "advantage": 0.0, "auc": 0.5, "tpr_at_fpr": {}}
+    summary = {"task": "image", "arch": "ffnn", "config": {"epochs": 3}, "config_hash": "h", "params": 1,
+               "utility": {"metric": "accuracy", "val": 0.5}, "attack": attack, "attacks": {"shadow": attack},
+               "timings": {}, "records": {},
+               "per_epoch": [{"epoch": 1, "utility_val": 0.2}, {"epoch": 2, "utility_val": 0.6},
                              {"epoch": 3, "utility_val": 0.5}]}
     assert first_epoch_reaching(summary, 0.55) == 2 and first_epoch_reaching(summary, 0.7) is None
     cfg = comparison_configs("image", "quick", 1, {**TINY, "attack_epochs": (2, 4)})["ffnn"]

@@ -288,9 +288,13 @@ def test_exposure_takes_an_interval_over_cached_repeats_of_other_seeds():
     rng = np.random.default_rng(0)
     member = [True] * 40 + [False] * 40
 
+    def attack(name, auc):
+        return {"name": name, "accuracy": 0.5, "advantage": 0.0, "auc": auc, "tpr_at_fpr": {}}
+
     def fake(cfg):  # a summary of the shape the pipeline caches, with planted per-record scores
         return {"task": "image", "arch": cfg.arch, "config": cfg.to_dict(), "config_hash": cfg.config_hash,
-                "params": 1, "utility": {}, "attack": {"name": "shadow"}, "attacks": {"lira": {"auc": 0.7}},
+                "params": 1, "utility": {"metric": "accuracy"}, "attack": attack("shadow", 0.5),
+                "attacks": {"shadow": attack("shadow", 0.5), "lira": attack("lira", 0.7)},
                 "per_epoch": [], "timings": {},
                 "records": {"membership": member, "ape": [0.1] * 80, "cross_entropy": [0.1] * 80, "length": [1] * 80,
                             "scores": {"lira": list(rng.normal(size=80) + 2 * np.asarray(member))}}}

@@ -215,8 +215,10 @@ def test_a_summary_claiming_another_config_is_not_served(isolated_cache):
     task = get_task("image")
     cfg0 = task.make_config("ffnn", "quick", dict(TINY, seed=0))
     cfg1 = task.make_config("ffnn", "quick", dict(TINY, seed=1))
+    attack = {"name": "shadow", "accuracy": 0.5, "advantage": 0.0, "auc": 0.5, "tpr_at_fpr": {}}
     summary = {"task": "image", "arch": "ffnn", "config": cfg1.to_dict(), "config_hash": cfg1.config_hash, "params": 1,
-               "utility": {}, "attack": {}, "attacks": {}, "per_epoch": [], "timings": {}, "records": {}}
+               "utility": {"metric": "accuracy"}, "attack": attack, "attacks": {"shadow": attack}, "per_epoch": [],
+               "timings": {}, "records": {}}  # whole (core.results' schema): refused for its hash alone
     c = ArtifactCache()
     c.put_json(c.key("result", cfg0.config_hash), summary)  # a correct checksum under the wrong key
     assert pipeline.cached_summary(cfg0, c) is None

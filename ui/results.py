@@ -17,21 +17,22 @@ from core.names import ARCH_NAMES
 from core.paths import cache_dir
 from core.report import MATCHED_NOTE, SMALL_N_NOTE, reproduce_commands, verdict_lines  # noqa: F401  (pages read them here)
 from core.repeats import comparison_json, repeats_block
+from core.results import RunSummary, dicts
 from ui.examples import navigation_stats, show_examples, show_map_images
 
 
-def _key(summaries: list[dict[str, Any]]) -> tuple[str, ...]:
-    return (str(cache_dir()),) + tuple(s["config_hash"] for s in summaries)
+def _key(summaries: list[RunSummary]) -> tuple[str, ...]:
+    return (str(cache_dir()),) + tuple(s.config_hash for s in summaries)
 
 
 @st.cache_resource(max_entries=24, show_spinner=False)
-def _figures(key: tuple[str, ...], _summaries: list[dict[str, Any]]) -> dict[str, Any]:
-    """:func:`core.report.run_figures`, once per set of config hashes (figures are read-only once
-    built, so every session can share them)."""
-    return report.run_figures(_summaries)
+def _figures(key: tuple[str, ...], _summaries: list[RunSummary]) -> dict[str, Any]:
+    """:func:`core.report.run_figures` (which reads the summaries' JSON), once per set of config
+    hashes (figures are read-only once built, so every session can share them)."""
+    return report.run_figures(dicts(_summaries))
 
 
-def figures(summaries: list[dict[str, Any]]) -> dict[str, Any]:
+def figures(summaries: list[RunSummary]) -> dict[str, Any]:
     return _figures(_key(summaries), summaries)
 
 
@@ -44,13 +45,13 @@ def map_figures(views: dict[str, dict[str, Any]]) -> list[go.Figure]:
     return _map_figures((str(cache_dir()),) + tuple(v["config_hash"] for v in views.values()), views)
 
 
-def show_navigation_maps(summaries: list[dict[str, Any]], views: dict[str, dict[str, Any]]) -> None:
+def show_navigation_maps(summaries: list[RunSummary], views: dict[str, dict[str, Any]]) -> None:
     """Crisp maps with every architecture's path when their map views exist; the task's own
     rendered images (and a note that the maps are being drawn) otherwise."""
     for s in summaries:
-        if s.get("examples", {}).get("kind") == "navigation":
-            st.markdown(navigation_stats(s["examples"], ARCH_NAMES.get(s["arch"], s["arch"])))
-    ready = {s["arch"]: views[s["arch"]] for s in summaries if s["arch"] in views}
+        if s.example_kind == "navigation":
+            st.markdown(navigation_stats(s.examples, ARCH_NAMES.get(s.arch, s.arch)))
+    ready = {s.arch: views[s.arch] for s in summaries if s.arch in views}
     if ready:
         figs = map_figures(ready)
         cols = st.columns(max(len(figs), 1))
@@ -59,21 +60,22 @@ def show_navigation_maps(summaries: list[dict[str, Any]], views: dict[str, dict[
                 st.plotly_chart(fig, width="stretch", config={"displayModeBar": False})
         st.caption("Each agent's seeded query episode (the one the attack reads): the path runs through the cells it "
                    "visited, × marks where it stopped. Both architectures were trained on the same member maps.")
-    missing = [s for s in summaries if s["arch"] not in views and s.get("examples", {}).get("maps")]
+    missing = [s for s in summaries if s.arch not in views and s.example_kind and s.examples.get("maps")]
     for s in missing:
-        show_map_images(s["examples"], ARCH_NAMES.get(s["arch"], s["arch"]))
+        show_map_images(s.examples, ARCH_NAMES.get(s.arch, s.arch))
 
 
-def show_results(summaries: list[dict[str, Any]], configs: list[ExperimentConfig],
+def show_results(summaries: list[RunSummary], configs: list[ExperimentConfig],
                  overrides: dict[str, dict[str, Any]], views: dict[str, dict[str, Any]] | None = None,
                  repeats: dict[str, Any] | None = None, matched: dict[str, Any] | None = None) -> None:
     """The results sections of the Train & attack page (``summaries``: repeat 0 of each
     architecture; ``repeats``: a :func:`repeats_view` of every repeat, when there are several;
     ``matched``: a :func:`matched_view` when ``match_utility`` is on)."""
     f = figures(summaries)
+    raw = dicts(summaries)  # what the figure and report builders read
     st.subheader("Overview")
     st.dataframe(f["overview"], hide_index=True, width="stretch")
-    gap = plots.param_gap(summaries)
+    gap = plots.param_gap(raw)
     if gap is not None:
         st.caption(f"Parameter counts differ by {gap:.1%} (matched within 5 %, as in the studies).")
     # is the comparison fair? (core.fidelity: models that did not learn, utilities far apart, shadows
@@ -105,7 +107,7 @@ def show_results(summaries: list[dict[str, Any]], configs: list[ExperimentConfig
         st.plotly_chart(f["steps"], width="stretch")
     st.subheader("Attacks")
     st.dataframe(f["metrics"].style.format(precision=3), hide_index=True, width="stretch")
-    if (note := plots.resolution_note(summaries)) is not None:
+    if (note := plots.resolution_note(raw)) is not None:
         st.caption(note)
     left, right = st.columns(2)
     with left:
@@ -132,37 +134,37 @@ def show_results(summaries: list[dict[str, Any]], configs: list[ExperimentConfig
             st.dataframe(f["fidelity"].style.format(precision=3, na_rep="—"), hide_index=True, width="stretch")
             st.caption("Mean loss of members and non-members, victim vs shadows, per checkpoint; a gap above 25 % "
                        "means thresholds and classifiers fitted on the shadows transfer badly to the victim.")
-    with_examples = [s for s in summaries if s.get("examples")]
+    with_examples = [s for s in summaries if s.examples]
     if with_examples:
         st.subheader("What the victim does with members vs non-members")
-        if any(s["examples"].get("kind") == "navigation" for s in with_examples):
-            show_navigation_maps([s for s in with_examples if s["examples"].get("kind") == "navigation"], views or {})
+        if any(s.example_kind == "navigation" for s in with_examples):
+            show_navigation_maps([s for s in with_examples if s.example_kind == "navigation"], views or {})
         for s in with_examples:
-            if s["examples"].get("kind") != "navigation":
-                show_examples(s["examples"], ARCH_NAMES.get(s["arch"], s["arch"]))
+            if s.example_kind != "navigation":
+                show_examples(s.examples, ARCH_NAMES.get(s.arch, s.arch))
     e1, e2 = st.columns([1, 3])
     with e1:
-        name = "_".join([summaries[0]["task"], summaries[0].get("preset") or "custom"] + [s["arch"] for s in summaries])
+        name = "_".join([summaries[0].task, summaries[0].preset or "custom"] + [s.arch for s in summaries])
         # core.report.run_report: the one builder (python -m core report writes the same page), on the click only
         st.download_button("Download report (HTML)",
                            data=lambda: report.run_report({c.arch: c for c in configs}, overrides=overrides,
                                                           map_views=views, repeats=repeats, matched=matched,
-                                                          summaries={s["arch"]: s for s in summaries}),
+                                                          summaries={s.arch: d for s, d in zip(summaries, raw)}),
                            file_name=f"mia_{name}.html", mime="text/html", on_click="ignore", icon="📄",
                            help="One self-contained HTML file: config, tables, interactive figures and the "
                                 "per-record views (works offline).")
     with e2:
-        st.download_button("Download summaries (JSON)", data=lambda: json.dumps(summaries, indent=1),
+        st.download_button("Download summaries (JSON)", data=lambda: json.dumps(raw, indent=1),
                            file_name=f"mia_{name}.json", mime="application/json", on_click="ignore",
                            help="The full summaries (full ROC curves and per-record signals), as the CLI writes them.")
     with st.expander("Reproduce headless"):
         for cmd in reproduce_commands(configs, overrides):
             st.code(cmd)
-        st.caption("Config hashes: " + ", ".join(f"{s['arch']}: `{s['config_hash']}`" for s in summaries))
+        st.caption("Config hashes: " + ", ".join(f"{s.arch}: `{s.config_hash}`" for s in summaries))
 
 
 # ---------------------------------------------------------------------------- repeats
-def repeats_view(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+def repeats_view(runs: dict[str, list[RunSummary]]) -> dict[str, Any]:
     """What the repeats section shows, computed by ``core.repeats``: with FFNN and RNN at the same
     number of repeats the paired comparison (``comparison``), else each architecture's
     mean [95 % CI] per headline metric (``blocks``)."""
@@ -172,11 +174,11 @@ def repeats_view(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
 
 
 @st.cache_resource(max_entries=24, show_spinner=False)
-def _repeats_view(key: tuple[str, ...], _runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+def _repeats_view(key: tuple[str, ...], _runs: dict[str, list[RunSummary]]) -> dict[str, Any]:
     return repeats_view(_runs)
 
 
-def cached_repeats_view(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+def cached_repeats_view(runs: dict[str, list[RunSummary]]) -> dict[str, Any]:
     """:func:`repeats_view` once per set of config hashes."""
     return _repeats_view(_key([s for a in sorted(runs) for s in runs[a]]), runs)
 
@@ -197,7 +199,7 @@ def show_repeats(view: dict[str, Any]) -> None:
     st.caption(SMALL_N_NOTE)
 
 
-def matched_view(plan: list[dict[str, Any]], stopped: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def matched_view(plan: list[dict[str, Any]], stopped: dict[str, RunSummary]) -> dict[str, Any]:
     """The matched-utility section's data: per repeat the target and each architecture's stopping
     point (``core.matching.matched_plan``) with its stopped run's measured utility and attack, and
     the paired comparison of the stopped runs (``stopped``: config hash → summary)."""
@@ -207,11 +209,11 @@ def matched_view(plan: list[dict[str, Any]], stopped: dict[str, dict[str, Any]])
         for arch in ("ffnn", "rnn"):
             s = stopped[row[arch]["config"].config_hash]
             point = {k: v for k, v in row[arch].items() if k != "config"}
-            out[arch] = {**point, "utility_at_stop": s["utility"]["val"], "attack_accuracy": s["attack"]["accuracy"],
-                         "attack_auc": s["attack"]["auc"]}
+            out[arch] = {**point, "utility_at_stop": s.utility.val, "attack_accuracy": s.attack.accuracy,
+                         "attack_auc": s.attack.auc}
             runs[arch].append(s)
         rows.append(out)
-    return {"metric": runs["ffnn"][0]["utility"]["metric"], "rows": rows,
+    return {"metric": runs["ffnn"][0].utility.metric, "rows": rows,
             "comparison": comparison_json(runs["ffnn"], runs["rnn"])}
 
 

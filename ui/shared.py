@@ -13,6 +13,7 @@ from core.config import ExperimentConfig
 from core.defenses import Defender
 from core.paths import cache_dir
 from core.pipeline import cached_summary, trained_models
+from core.results import RunSummary
 from ui.jobs import JobManager
 from ui.mapview import cached_map_views
 
@@ -54,16 +55,16 @@ class _NotCached(Exception):
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def _summary(folder: str, config_hash: str, _cfg: ExperimentConfig) -> dict[str, Any]:
-    summary = cached_summary(_cfg)
+def _summary(folder: str, config_hash: str, _cfg: ExperimentConfig) -> RunSummary:
+    summary = cached_summary(_cfg)  # checked against core.results' schema as it left the cache
     if summary is None:
         raise _NotCached
-    return summary
+    return RunSummary.from_dict(summary)
 
 
-def summary_of(cfg: ExperimentConfig) -> dict[str, Any] | None:
-    """The cached summary of ``cfg`` (None if not trained yet), read from disk once per server
-    and config hash: a warm page does not touch the artifact cache again."""
+def summary_of(cfg: ExperimentConfig) -> RunSummary | None:
+    """The cached summary of ``cfg``, typed (None if not trained yet), read from disk once per
+    server and config hash: a warm page does not touch the artifact cache again."""
     try:
         return _summary(str(cache_dir()), cfg.config_hash, cfg)
     except _NotCached:

@@ -45,6 +45,7 @@ from ..pipeline import AttackVariant, TrainedModels, fitted_attack_variants, fit
 from ..reference_attacks import (Calibration, ReferenceAttack, ReferenceInputs, fit_reference_attacks,
                                  reference_inputs, score_reference_attacks)
 from ..responses import Responses
+from ..results import DefendedPoint
 from . import dirichlet, gpm  # noqa: F401  (each registers its mechanism)
 from .dirichlet import DIRICHLET_GRID
 from .gpm import GPM_GRID
@@ -323,7 +324,8 @@ class Defender:
         if memo is None and not disk:
             return None
         if memo is None:
-            stored = self.cache.get_json(self.cache.key("defended", self.cfg.config_hash, spec.key, attacker))
+            stored = self.cache.get_json(self.cache.key("defended", self.cfg.config_hash, spec.key, attacker),
+                                         validate=DefendedPoint.from_dict)  # core.results' schema, as it leaves the cache
             if not (isinstance(stored, dict) and stored.get("value") == spec.value and "attack" in stored):
                 return None
             memo = self._memo[(spec.key, attacker, True)] = stored
