@@ -64,8 +64,19 @@ def usable_cores() -> int:
 
 def configure_threads() -> int:
     """Size torch's intra-op thread pool to :func:`usable_cores` (entry points call this once:
-    the CLI, the app's worker processes); returns the count."""
+    the CLI, the app's worker processes), or to ``OMP_NUM_THREADS`` when that asks for fewer;
+    returns the count.
+
+    An explicit ``OMP_NUM_THREADS=1`` is how a user keeps several runs from oversubscribing a small
+    machine; overriding it would double each run's threads and make them spin against each other.
+    """
     n = usable_cores()
+    try:
+        asked = int(os.environ.get("OMP_NUM_THREADS", ""))
+    except ValueError:
+        asked = 0
+    if asked > 0:
+        n = min(n, asked)
     torch.set_num_threads(n)
     return n
 

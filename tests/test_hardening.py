@@ -833,3 +833,20 @@ def test_float32_on_a_gpu_is_not_tf32():
     import torch
 
     assert torch.backends.cudnn.allow_tf32 is False and torch.backends.cuda.matmul.allow_tf32 is False
+
+
+def test_configure_threads_keeps_an_explicit_omp_num_threads(monkeypatch):
+    import torch
+
+    from core.device import configure_threads, usable_cores
+
+    before = torch.get_num_threads()
+    try:
+        monkeypatch.setenv("OMP_NUM_THREADS", "1")
+        assert configure_threads() == 1 and torch.get_num_threads() == 1
+        monkeypatch.setenv("OMP_NUM_THREADS", "999")  # more than the machine has: the cores win
+        assert configure_threads() == usable_cores()
+        monkeypatch.setenv("OMP_NUM_THREADS", "lots")  # not a number: ignored
+        assert configure_threads() == usable_cores()
+    finally:
+        torch.set_num_threads(before)
