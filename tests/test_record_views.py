@@ -265,8 +265,6 @@ def test_per_record_views_refuse_different_records_and_bad_canaries():
         analysis.analyze({"ffnn": a}, ("exposure",))
     with pytest.raises(ConfigError, match="at least 2 canaries"):
         analysis.analyze({"ffnn": a}, ("audit",), canaries=1)
-    with pytest.raises(ConfigError, match="no canaries for the navigation"):
-        get_task("navigation").canary_data(None, None, np.zeros(0), np.random.default_rng(0))
 
 
 def test_translation_canaries_are_mismatched_pairs():
@@ -280,6 +278,52 @@ def test_translation_canaries_are_mismatched_pairs():
     assert sorted(new.tgt_text[i] for i in index) == sorted(rec.tgt_text[i] for i in index)  # targets rotated
     assert all(new.tgt_text[i] != rec.tgt_text[i] for i in index)
     assert new.tgt_text[5] == rec.tgt_text[5] and rec.tgt_text is not new.tgt_text  # others and the source untouched
+
+
+#: a navigation recipe of seconds: 2 member maps, 2 PPO updates of 4 × 64 frames
+NAV_TINY = dict(n_train=2, n_eval=2, epochs=1, n_shadows=1, attack_epochs=(), attack_train_epochs=2, frames=512,
+                n_envs=4, frames_per_env=64, batch_size=64)
+
+
+def test_navigation_canaries_are_maps_with_a_moved_hidden_goal():
+    from core.envs.minigrid import MapEnv
+    from core.planner import GOAL
+
+    task = get_task("navigation")
+    cfg = task.make_config("ffnn", "quick", NAV_TINY)
+    data = task.load(cfg)
+    index = np.array([5, 9, 30])
+    canary = task.canary_data(cfg, data, index, np.random.default_rng(0))
+    assert canary.records.canaries == frozenset(data.records.seeds[index].tolist()) and not data.records.canaries
+    env = MapEnv(cfg.dataset)
+    goals = {}
+    for seed in data.records.seeds[index]:
+        for marked in (frozenset(), canary.records.canaries):
+            env.canaries = marked
+            env.reset(int(seed))
+            goals[int(seed), bool(marked)] = np.argwhere(env.grid_code[..., 0] == GOAL).tolist()
+            # the view never shows a canary's goal; the full grid (the planner's) holds exactly one
+            assert len(goals[int(seed), bool(marked)]) == 1
+            assert not marked or not (env._padded[..., 0] == GOAL).any()
+        assert goals[int(seed), True] != goals[int(seed), False]  # a canary map is not the ordinary map
+    # the planner routes to the hidden goal: following it ends the episode with MiniGrid's reward
+    from core.planner import PlannerCache
+    planner, env.canaries = PlannerCache(), canary.records.canaries
+    env.reset(int(data.records.seeds[index[0]]))
+    for _ in range(env.max_steps):
+        obs, reward, done, truncated = env.step(int(np.argmax(planner.policy(env.grid_code, *env.agent_state))))
+        assert not (obs[..., 0] == GOAL).any()
+        if done or truncated:
+            break
+    assert done and reward > 0
+
+
+def test_navigation_one_run_audit_gives_a_finite_bound(tmp_path):
+    cfg = get_task("navigation").make_config("rnn", "quick", NAV_TINY)
+    out = record_views.canary_audit(cfg, 6, cache=ArtifactCache(tmp_path))
+    assert 0 <= out["audit"]["epsilon"] < math.inf and out["design"].startswith("maps with an unusual layout")
+    assert out["m"] == 6 and len(out["scores"]) == 6 and all(math.isfinite(v) for v in out["scores"])
+    assert out["n_train"] == 2 + sum(out["included"]) and out["accountant"] is None
 
 
 def test_exposure_takes_an_interval_over_cached_repeats_of_other_seeds():

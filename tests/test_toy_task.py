@@ -139,3 +139,10 @@ def test_a_task_name_not_registered_is_refused():
         get_task("blobs")
     with pytest.raises(ValueError):
         unregister_task("image")
+
+
+def test_a_task_without_canaries_refuses_the_audit_in_one_line(blobs):
+    from core.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="no canaries for the blobs task"):
+        blobs.canary_data(None, None, np.zeros(0), np.random.default_rng(0))

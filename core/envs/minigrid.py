@@ -5,7 +5,8 @@ start state every time. :class:`MapEnv` computes MiniGrid's 7×7×3 egocentric v
 (cell for cell MiniGrid's own array; a test checks it), :class:`MapSampler` streams member maps
 in a seeded order, :class:`MapVecEnv` steps several environments in lock-step for PPO
 (:class:`core.ppo.VecEnv` protocol), optionally starting episodes by a :class:`StartRoomCurriculum`,
-and :class:`Rollout` is one query episode's record.
+and :class:`Rollout` is one query episode's record. A seed in an environment's ``canaries`` is built
+as an audit canary (:func:`canary_layout`: the goal moved and hidden; :mod:`core.record_views`).
 Nothing here knows about agents, attacks or the pipeline (:mod:`core.tasks.navigation` does).
 """
 from __future__ import annotations
@@ -23,6 +24,8 @@ from ..planner import DOOR, WALL
 GRID_CHANGING_ACTIONS = frozenset({3, 4, 5})
 #: MiniGrid's encoding of a wall: (object "wall", colour "grey", state 0)
 WALL_CODE = (WALL, 5, 0)
+#: MiniGrid's encoding of an empty cell (also what a canary map's hidden goal looks like)
+EMPTY_CODE = (1, 0, 0)
 
 
 def _make_minigrid(env_id: str, render_mode: str | None = None):
@@ -66,13 +69,17 @@ class MapEnv:
         self._padded = self.grid_code
         self._seed: int | None = None
         self._changed: tuple[int, int] | None = None  # cell an action may have changed
+        #: seeds built as audit canaries (:func:`canary_layout`); the owner sets it
+        self.canaries: frozenset[int] = frozenset()
+        self._canary = False  # the current map is a canary
+        self._hidden: tuple[int, int] | None = None  # its goal cell, drawn as empty floor in the view
         self._view_dx, self._view_dy = _view_offsets(self.env, self.view)
         # instance attribute shadows the method: reset() and step() now call the fast version
         self.env.gen_obs = self._gen_obs
 
     def _load_grid(self) -> None:
         """Encoding of the freshly reset map (cached by seed), padded with walls."""
-        key = (self.env_id, int(self._seed))
+        key = (self.env_id, int(self._seed), self._canary)
         code = self._initial_codes.get(key)
         if code is None:
             if len(self._initial_codes) > 20000:
@@ -84,6 +91,8 @@ class MapEnv:
         padded = np.empty((w + 2 * v, h + 2 * v, 3), np.uint8)
         padded[...] = WALL_CODE  # MiniGrid's slice() fills cells outside the grid with walls
         padded[v : v + w, v : v + h] = code
+        if self._hidden is not None:  # the agent sees floor where a canary's goal is; the planner sees the goal
+            padded[self._hidden[0] + v, self._hidden[1] + v] = EMPTY_CODE
         self._padded = padded
 
     def _sync(self) -> None:
@@ -94,8 +103,9 @@ class MapEnv:
         if self._changed is not None:
             x, y = self._changed
             obj = self.env.grid.get(x, y)
-            self.grid_code[x, y] = obj.encode() if obj is not None else (1, 0, 0)
-            self._padded[x + self.view, y + self.view] = self.grid_code[x, y]
+            self.grid_code[x, y] = obj.encode() if obj is not None else EMPTY_CODE
+            if (x, y) != self._hidden:
+                self._padded[x + self.view, y + self.view] = self.grid_code[x, y]
             self._changed = None
 
     def observe(self) -> np.ndarray:
@@ -112,16 +122,21 @@ class MapEnv:
             opaque = ((obj == WALL) | ((obj == DOOR) & (state != 0))).tolist()
             out = view * _visibility(opaque, v)[..., None]
         ax, ay = v // 2, v - 1
-        out[ax, ay] = env.carrying.encode() if env.carrying else (1, 0, 0)  # the agent's own cell
+        out[ax, ay] = env.carrying.encode() if env.carrying else EMPTY_CODE  # the agent's own cell
         return out
 
     def _gen_obs(self) -> dict[str, Any]:
         return {"image": self.observe(), "direction": self.env.agent_dir, "mission": self.env.mission}
 
     def reset(self, seed: int) -> np.ndarray:
-        self._seed = int(seed)
+        self._seed, self._canary, self._hidden = int(seed), False, None
         obs, _ = self.env.reset(seed=int(seed))
-        return obs["image"]
+        if int(seed) not in self.canaries:
+            return obs["image"]
+        # MiniGrid built the ordinary map (and its view); rebuild both as the canary's
+        self._hidden = canary_layout(self.env, int(seed))
+        self._seed, self._canary = int(seed), True
+        return self.observe()
 
     @property
     def n_rooms(self) -> int:
@@ -162,6 +177,33 @@ class MapEnv:
         """((x, y), direction) of the agent."""
         self._sync()
         return (int(self.env.agent_pos[0]), int(self.env.agent_pos[1])), int(self.env.agent_dir)
+
+
+def canary_layout(env, seed: int) -> tuple[int, int]:
+    """Turn the freshly reset map of ``seed`` into its audit canary; returns the new goal cell.
+
+    The goal moves to a free cell drawn (seeded by the map) uniformly from the interiors of *all*
+    rooms except its own cell and the agent's, and the agent's view shows it as empty floor
+    (:class:`MapEnv` hides it; reaching it still ends the episode with MiniGrid's reward, and the
+    planner, which reads the full grid, routes to it). An ordinary MultiRoom map always has a
+    visible goal in its last room; a canary's goal is often in an earlier room and never seen, so
+    nothing the agent observes tells where it is: an agent acts well on a canary map only by
+    memorising it (the navigation counterpart of a mislabeled image). Needs a layout with rooms.
+    """
+    rooms = getattr(env, "rooms", None)
+    if not rooms:
+        raise ConfigError("navigation canaries move the goal between rooms: the layout has no rooms")
+    old = tuple(int(c) for c in env.goal_pos)
+    agent = tuple(int(c) for c in env.agent_pos)
+    free = sorted({(i, j) for r in rooms for i in range(r.top[0] + 1, r.top[0] + r.size[0] - 1)
+                   for j in range(r.top[1] + 1, r.top[1] + r.size[1] - 1)
+                   if env.grid.get(i, j) is None and (i, j) != agent})
+    rng = np.random.default_rng([int(seed), 0xCA7A])
+    new = free[int(rng.integers(len(free)))]
+    env.grid.set(*new, env.grid.get(*old))
+    env.grid.set(*old, None)
+    env.goal_pos = new
+    return new
 
 
 def _view_offsets(env, v: int) -> tuple[np.ndarray, np.ndarray]:
@@ -257,9 +299,11 @@ class MapVecEnv:
     """
 
     def __init__(self, env_id: str, n_envs: int, seeds: np.ndarray, order_seed: int,
-                 curriculum: StartRoomCurriculum | None = None):
+                 curriculum: StartRoomCurriculum | None = None, canaries: frozenset[int] = frozenset()):
         self.n_envs = n_envs
         self.envs = [MapEnv(env_id) for _ in range(n_envs)]
+        for env in self.envs:  # canary maps join the member maps in the sampler's order, built as canaries
+            env.canaries = frozenset(int(c) for c in canaries)
         self.sampler = MapSampler(seeds, order_seed)
         self.curriculum = curriculum
         self._obs = np.zeros((n_envs, 7, 7, 3), np.uint8)

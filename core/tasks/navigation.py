@@ -185,10 +185,12 @@ class NavigationOptions:
 
 @dataclass
 class MapRecords:
-    """The data source: environment id and the map seeds (record i = seed ``seeds[i]``)."""
+    """The data source: environment id and the map seeds (record i = seed ``seeds[i]``); seeds in
+    ``canaries`` are built as audit canaries (:func:`core.envs.minigrid.canary_layout`)."""
 
     env_id: str
     seeds: np.ndarray
+    canaries: frozenset[int] = frozenset()
 
 
 def map_view(env_id: str, run: Rollout, role: str) -> dict[str, Any]:
@@ -377,7 +379,7 @@ class NavigationTask(Task):
         n_updates = cfg.epochs * upe
         # the pipeline seeded torch for this role: derive the map order and action stream from it
         seed = int(torch.initial_seed()) % 2**31
-        envs = MapVecEnv(rec.env_id, o.n_envs, rec.seeds[train_index], order_seed=seed + 1)
+        envs = MapVecEnv(rec.env_id, o.n_envs, rec.seeds[train_index], order_seed=seed + 1, canaries=rec.canaries)
         curriculum = StartRoomCurriculum(o.curriculum_ramp, seed) if o.curriculum == "start_rooms" else None
         envs.curriculum = curriculum
 
@@ -395,14 +397,34 @@ class NavigationTask(Task):
             steps = int(privacy["steps"])
         return TrainingRecord(n_updates, steps, time.perf_counter() - start, privacy)
 
+    # ------------------------------------------------------------------ audit canaries
+    canary_design = ("maps with an unusual layout: unused maps of the victim's half whose goal is moved to a seeded "
+                     "free cell of any room and hidden (the agent's view shows floor there; the planner routes to it), "
+                     "so nothing the agent sees tells where the goal is; an agent acts well on one only by memorising "
+                     "it, and the auditor's score is minus the agent's mean loss against the planner along its query "
+                     "rollout")
+
+    def canary_data(self, cfg: ExperimentConfig, data: TaskData, index: np.ndarray,
+                    rng: np.random.Generator) -> TaskData:
+        """The maps ``index`` built as canaries (:func:`core.envs.minigrid.canary_layout`): the same
+        seeds, marked, so the training sampler and the query environments build their canary layout.
+        Our design choice: another MiniGrid layout (more rooms) would not do, since plain PPO does not
+        learn N4 maps (docs/results.md), so an included canary would leave no trace."""
+        rec: MapRecords = data.records
+        marked = rec.canaries | frozenset(int(s) for s in rec.seeds[np.asarray(index, np.int64)])
+        return TaskData(MapRecords(rec.env_id, rec.seeds, marked), data.victim_pool, data.attacker_pool,
+                        data.description, data.info)
+
     # ------------------------------------------------------------------ queries
     def rollouts(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray,
                  reference: bool = False, output_transform: OutputTransform | None = None) -> list[Rollout]:
         """Seeded query episodes of ``model`` on maps ``index`` (in that order)."""
         rec: MapRecords = data.records
         seeds = rec.seeds[np.asarray(index, np.int64)]
-        return rollout_maps(model, self._env_pool(rec.env_id, len(seeds)), seeds,
-                            self._planner if reference else None, output_transform)
+        envs = self._env_pool(rec.env_id, len(seeds))
+        for env in envs:  # the pool is shared: each query sets whether its data source has canaries
+            env.canaries = rec.canaries
+        return rollout_maps(model, envs, seeds, self._planner if reference else None, output_transform)
 
     def utility(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray,
                 output_transform: OutputTransform | None = None) -> float:
