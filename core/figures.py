@@ -192,6 +192,14 @@ def resolution_note(summaries: list[dict[str, Any]]) -> str | None:
     return "Resolution — " + "; ".join(parts) + ". Differences of a step or two are one or two records, not an architecture."
 
 
+def comparison_resolution_note(comparison: dict[str, Any]) -> str | None:
+    """:func:`resolution_note` of a comparison (``core.repeats.comparison_json``'s ``resolution``
+    block; None for a comparison written before it)."""
+    res = comparison.get("resolution") or {}
+    return resolution_note([{"task": comparison.get("task", ""), "arch": arch, "resolution": r}
+                            for arch, r in res.items()])
+
+
 def param_gap(summaries: list[dict[str, Any]]) -> float | None:
     """Relative difference of the two architectures' parameter counts (None with one arch)."""
     counts = [s["params"] for s in summaries]

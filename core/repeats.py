@@ -28,7 +28,7 @@ from .cache import ArtifactCache
 from .config import ExperimentConfig
 from .defenses import defend
 from .errors import ConfigError
-from .metrics import empirical_epsilon
+from .metrics import empirical_epsilon, resolution
 from .pipeline import run_experiment, trained_models
 from .progress import ProgressCallback, ProgressEvent
 from .results import RunSummary, runs
@@ -248,15 +248,30 @@ def comparison_configs(task: str, preset: str, repeats: int, sets: dict[str, Any
     return out
 
 
+def summary_resolution(summary: RunSummary | dict[str, Any]) -> dict[str, float | int]:
+    """A run's evaluation-set resolution (:func:`core.metrics.resolution`: one record = how much TPR,
+    FPR, accuracy): its ``resolution`` block, or from its config's ``n_eval`` for summaries written
+    before the block (the balanced set holds n_eval members and n_eval non-members)."""
+    block = summary.get("resolution") if isinstance(summary, dict) else summary.resolution
+    if block:
+        return dict(block)
+    config = summary["config"] if isinstance(summary, dict) else summary.config
+    n = int(config["n_eval"])
+    return resolution(n, n)
+
+
 def comparison_json(ffnn: Sequence[RunSummary | dict[str, Any]], rnn: Sequence[RunSummary | dict[str, Any]]
                     ) -> dict[str, Any]:
     """The comparison as JSON: per metric ``ffnn`` and ``rnn`` (mean, ci_low, ci_high, n, values),
-    ``difference`` (FFNN − RNN: the same plus p_t, p_permutation, effect_size) and ``verdict``."""
+    ``difference`` (FFNN − RNN: the same plus p_t, p_permutation, effect_size) and ``verdict``;
+    ``resolution`` per architecture (repeat 0's evaluation set: every repeat has one of that size), so
+    that a difference of one record's step is read as one record."""
     ffnn, rnn = runs(ffnn), runs(rnn)
     first = ffnn[0]
     comps = compare_summaries(ffnn, rnn)
     return {
         "task": first.task, "preset": first.preset, "repeats": len(ffnn),
+        "resolution": {"ffnn": summary_resolution(first), "rnn": summary_resolution(rnn[0])},
         "hypothesis": "the RNN leaks more than the FFNN (FFNN − RNN < 0 for every leakage metric)",
         "seeds": [s.config["seed"] for s in ffnn],
         "config_hashes": {"ffnn": [s.config_hash for s in ffnn], "rnn": [s.config_hash for s in rnn]},

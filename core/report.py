@@ -290,9 +290,11 @@ def repeats_html(view: dict[str, Any]) -> list[str]:
     or ``blocks`` = arch → :func:`core.repeats.repeats_block`)."""
     if "comparison" in view:
         comp = view["comparison"]
+        note = figures.comparison_resolution_note(comp)
         return [f"<h2>FFNN vs RNN over {comp['repeats']} paired repeats</h2>",
                 "<p>" + "<br>".join(_md(line) for line in verdict_lines(comp)) + "</p>",
-                _table(figures.comparison_table(comp)), f"<p class='muted'>{_md(SMALL_N_NOTE)}</p>"]
+                _table(figures.comparison_table(comp)), f"<p class='muted'>{html.escape(note)}</p>" if note else "",
+                f"<p class='muted'>{_md(SMALL_N_NOTE)}</p>"]
     return ["<h2>Over repeats</h2>", _table(figures.repeats_table(view["blocks"])),
             f"<p class='muted'>{_md(SMALL_N_NOTE)}</p>"]
 
@@ -441,6 +443,8 @@ def run_report_html(summaries: list[dict[str, Any]], configs: list[ExperimentCon
         parts += ["<h2>At matched utility (by construction)</h2>", _table(figures.matched_stops_table(matched)),
                   "<p>" + "<br>".join(_md(x) for x in verdict_lines(matched["comparison"])) + "</p>",
                   _table(figures.comparison_table(matched["comparison"])),
+                  *([f"<p class='muted'>{html.escape(note)}</p>"]
+                    if (note := figures.comparison_resolution_note(matched["comparison"])) else []),
                   f"<p class='muted'>{html.escape(MATCHED_NOTE)}</p>"]
     parts += ["<div class='grid'>", fig_html(f["utility"]), fig_html(f["attack_by_epoch"]), "</div>"]
     if f["steps"] is not None:

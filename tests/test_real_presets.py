@@ -15,7 +15,7 @@ from core.models.translation import LuongSeq2Seq, TransformerSeq2Seq, match_tran
 from core.tasks import get_task
 from core.tasks.translation import SPECIALS, Vocab
 from tests.test_image import write_cifar_fixture
-from core.figures import resolution_note
+from core.figures import comparison_resolution_note, resolution_note
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -110,6 +110,18 @@ def test_resolution_note_says_what_one_record_is_worth():
                  {"task": "navigation", "arch": "rnn", "config": {"n_eval": 8}}]  # written before the field
     note = resolution_note(summaries)
     assert "8 + 8 maps, one map = 0.125 of TPR" in note and note.count("0.125 of TPR") == 2
+
+
+
+def test_a_comparison_states_its_resolution_beside_the_numbers():
+    from core.repeats import summary_resolution
+
+    old = {"config": {"n_eval": 16}}  # a summary written before the resolution block
+    res = {"ffnn": summary_resolution(old), "rnn": summary_resolution({"resolution": {"n_members": 16,
+                                                                                       "n_nonmembers": 16}})}
+    note = comparison_resolution_note({"task": "navigation", "resolution": res})
+    assert "16 + 16 maps, one map = 0.0625 of TPR" in note and note.count("0.0625 of TPR") == 2
+    assert comparison_resolution_note({"task": "navigation"}) is None  # written before the block
 
 
 def test_gpu_check_dry_run_runs_every_step_on_the_cpu(tmp_path):

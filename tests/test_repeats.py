@@ -81,6 +81,8 @@ def test_comparison_json_is_paired_with_verdicts():
             "epsilon_lower_bound"} <= set(
         out["metrics"])
     assert "roc_band" in out and len(text) < 200_000
+    # the step of one record beside the numbers: 20 members + 20 non-members per repeat
+    assert out["resolution"]["ffnn"]["tpr_step"] == out["resolution"]["rnn"]["tpr_step"] == pytest.approx(1 / 20)
 
 
 def _cli(capsys, *argv):

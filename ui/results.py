@@ -191,6 +191,8 @@ def show_repeats(view: dict[str, Any]) -> None:
         st.markdown("  \n".join(verdict_lines(comp)))
         st.dataframe(plots.comparison_table(comp).style.format(precision=2, na_rep="—"), hide_index=True,
                      width="stretch")
+        if (note := plots.comparison_resolution_note(comp)) is not None:
+            st.caption(note)
         st.plotly_chart(plots.roc_band_figure(comp["roc_band"]), width="stretch")
     else:
         st.subheader("Over repeats")
@@ -225,4 +227,6 @@ def show_matched(view: dict[str, Any]) -> None:
     comp = view["comparison"]
     st.markdown("  \n".join(verdict_lines(comp)))
     st.dataframe(plots.comparison_table(comp).style.format(precision=2, na_rep="—"), hide_index=True, width="stretch")
+    if (note := plots.comparison_resolution_note(comp)) is not None:
+        st.caption(note)
     st.caption(MATCHED_NOTE)
