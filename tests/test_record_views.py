@@ -173,6 +173,22 @@ def test_slices_partition_the_records_and_mark_small_ones():
     assert leaky.auc > 0.65 and leaky.auc_low < leaky.auc < leaky.auc_high and not leaky.too_small
 
 
+@pytest.mark.parametrize("n_m, n_n, levels", [(37, 250, 6), (20, 50, 1000), (5, 99, 3), (12, 301, 40)])
+def test_slice_bootstrap_all_at_once_equals_one_resample_at_a_time(n_m, n_n, levels):
+    from core.metrics import roc_auc, tpr_at_fpr
+
+    rng = np.random.default_rng(n_m)
+    scores = rng.integers(0, levels, n_m + n_n).astype(float)  # few levels: many ties
+    y = np.r_[np.ones(n_m, bool), np.zeros(n_n, bool)]
+    aucs, tprs = slices._bootstrap(scores, y, np.random.default_rng(7), 30)
+    again = np.random.default_rng(7)  # the same draws, one resample at a time
+    mem, non = np.nonzero(y)[0], np.nonzero(~y)[0]
+    for a, t in zip(aucs, tprs):
+        idx = np.r_[again.choice(mem, n_m), again.choice(non, n_n)]
+        assert a == pytest.approx(roc_auc(scores[idx], y[idx]), abs=1e-12)
+        assert t == tpr_at_fpr(scores[idx], y[idx], 0.01)
+
+
 def test_quantile_buckets_partition_a_feature():
     values = np.arange(30)
     b = slices.quantile_buckets(values, 3, " tokens")
