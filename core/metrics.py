@@ -135,7 +135,7 @@ def resolution(n_members: int, n_nonmembers: int) -> dict[str, float | int]:
     """The smallest step each metric of one evaluation set can take: one member moves the TPR by
     1/n_members, one non-member the FPR by 1/n_nonmembers, one record the accuracy by 1/(total).
 
-    On small evaluation sets (navigation's 8 + 8 maps: one map = 0.125 of TPR) two architectures
+    On small evaluation sets (navigation's 16 + 16 maps: one map = 0.0625 of TPR) two architectures
     whose TPRs differ by one step differ by one record, not by their architecture; the step is
     shown beside the numbers so that it is read before them.
     """

@@ -268,16 +268,18 @@ class NavigationTask(Task):
              "over the full grid (all optimal actions equally likely) instead of a trained labelling agent. The "
              "attack is an LSTM over the (agent policy, label policy) sequence; LiRA and RMIA compare the agent's mean "
              "confidence in an optimal action on a map with the shadows' on the same map. The quick preset "
-             "(MultiRoom-N2-S4, 8 member maps) learns with plain PPO. The paper preset uses the studies' 4-room "
+             "(MultiRoom-N2-S4, 16 member maps) learns with plain PPO. The paper preset uses the studies' 4-room "
              "layout (MiniGrid's MultiRoom-N4-S5-v1: its '-v0' id builds six rooms) with 16 member maps; plain PPO "
              "never reaches a goal there, so agents train with a start-room curriculum on their member maps "
              "(episodes first start in the goal's room, then ever farther back; queries always start at the map's "
              "own start); the run shown reports how often its agents reach the goal. The curriculum is part of the "
              "training recipe, so the shadows follow it too.")
     presets = {
-        # few member maps, each seen many times: memorisation, an attack clearly above chance
-        # (8 maps, each replayed ~1,000 times over 122,880 frames)
-        "quick": dict(dataset="MiniGrid-MultiRoom-N2-S4-v0", n_train=8, n_eval=8, epochs=12, batch_size=256,
+        # few member maps, each seen many times: memorisation, an attack above chance
+        # (16 maps, each replayed ~500 times over 122,880 frames). 16 + 16 maps, not 8 + 8: one map moves a
+        # TPR by 0.0625 instead of 0.125, at the same cost (frames are fixed: on one loaded 2-core machine
+        # the MLP run took 203 CPU s at 16 + 16 and 211 CPU s at 8 + 8; docs/results.md)
+        "quick": dict(dataset="MiniGrid-MultiRoom-N2-S4-v0", n_train=16, n_eval=16, epochs=12, batch_size=256,
                       lr=1e-3, n_shadows=4, attack_epochs=(4, 8), attack_train_epochs=400, attack_hidden=32,
                       frames=122880),
         # the studies' layout: 4 rooms of up to 5×5 cells (MiniGrid's "-N4-S5-v1"; "-v0" builds six rooms),
@@ -294,8 +296,9 @@ class NavigationTask(Task):
     }
 
     preset_notes = {
-        "quick": "built-in MiniGrid maps (N2-S4), no data folder; cold on 2 CPU cores 110 s (MLP) / 207 s (LSTM), "
-                 "measured on a loaded machine (docs/results.md). 8 + 8 maps: one map moves a TPR by 0.125.",
+        "quick": "built-in MiniGrid maps (N2-S4), no data folder; cold, 5 agents and the attacks: 203 CPU s (MLP) / "
+                 "298 CPU s (LSTM) on a loaded 2-core machine (docs/results.md; an idle machine is faster). 16 + 16 "
+                 "maps: one map moves a TPR by 0.0625.",
         "paper": "built-in MiniGrid maps (N4-S5, start-room curriculum); 1,023 s (MLP) / 1,646 s (LSTM) cold, measured "
                  "on a loaded 2-core machine. 16 + 16 maps: one map moves a TPR by 0.0625.",
     }
