@@ -46,6 +46,8 @@ def test_page_offers_missing_repeats_then_shows_verdicts():
     assert "attack accuracy" in text and "N = 2" in text
     assert any(v in text for v in ("holds", "reversed", "inconclusive"))
     assert not any(b.label.startswith("Train the") for b in at.button)
+    # the resolution beside the paired comparison too, not only under the attack table
+    assert sum("Resolution — " in c.value for c in at.caption) >= 2
 
 
 def test_report_shows_the_paired_comparison():
@@ -59,8 +61,10 @@ def test_report_shows_the_paired_comparison():
     page = report_html([runs["ffnn"][0], runs["rnn"][0]], list(configs.values()), {}, None, view)
     assert "FFNN vs RNN over 2 paired repeats" in page and "FFNN − RNN [95% CI]" in page
     assert "sign flip" in page and "verdicts over 2 paired repeats" in page
+    assert page.count("one image = 0.05 of TPR") == 4  # under the attacks and under the comparison, per arch
     single = report_html([runs["ffnn"][0], runs["rnn"][0]], list(configs.values()), {})
     assert "inconclusive with one repeat per architecture" in single and "paired repeats" not in single
+    assert single.count("one image = 0.05 of TPR") == 2
 
 
 def test_home_demo_offers_repeats_beside_its_result_then_shows_the_verdict(monkeypatch):
