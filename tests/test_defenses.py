@@ -194,6 +194,25 @@ def test_gpm_sigma_zero_changes_nothing(overfit):
     assert noisy["utility_loss"] > 0.2
 
 
+def test_gpm_point_perturbs_each_model_once_per_draw(overfit, monkeypatch):
+    """One noisy copy per (role, draw) serves the attack, RMIA's population and the utility of a
+    point (the σ slider's cost); a new σ makes new copies, the same σ again none."""
+    mech = type(DefenseSpec("gpm", 0.0).mechanism_class)
+    calls = []
+    real = mech.perturb
+    monkeypatch.setattr(mech, "perturb", lambda self, model, w, z, spec: calls.append(spec.value) or real(self, model, w, z, spec))
+    spec = DefenseSpec("gpm", 0.0137, draws=2)
+    p = overfit.point(spec, "naive", utility=False)
+    assert calls == [0.0137, 0.0137]  # the victim, draws 0 and 1 (its population answers reuse them)
+    full = overfit.point(spec, "naive")  # utility: the same two noisy victims
+    assert calls == [0.0137, 0.0137] and full["attack"] == p["attack"] and full["utility"] is not None
+    overfit.point(spec.at(0.0139), "naive", utility=False)
+    assert calls[2:] == [0.0139, 0.0139]
+    # a copy with the same σ and direction answers as the one kept: the memo changes no number
+    again = overfit.point(DefenseSpec("gpm", 0.0137, draws=2, seed=0), "naive", utility=False)
+    assert again["attack"] == p["attack"]
+
+
 def test_adaptive_attacker_and_cached_points(overfit):
     spec = DefenseSpec("dirichlet", 1.0)
     p = overfit.point(spec, "both")

@@ -154,6 +154,7 @@ class Defender:
         self._victim_model: torch.nn.Module | None = None
         self._shadow_models: dict[int, torch.nn.Module] = {}
         self._directions: dict[tuple[str, str, int, int], Any] = {}
+        self._noisy_models: dict[str, dict[tuple[str, int], torch.nn.Module]] = {}
         self._memo: dict[tuple, dict[str, Any]] = {}
         self._answers: dict[tuple, tuple[list[Responses], dict[str, Any]]] = {}
         self._population: dict[tuple, Responses] = {}
@@ -191,11 +192,21 @@ class Defender:
         """A copy of ``model`` behind a weight mechanism (for the GPM θ + σ·z_draw); what does not
         depend on the value (the GPM's direction) is fixed per (mechanism, seed, draw, role)."""
         mech = spec.mechanism_class
+        noisy = self._noisy_models.get(spec.key)
+        if noisy is None:
+            # one perturbed copy per (role, draw) serves the victim's answers, RMIA's population and
+            # the utility of the same point: one copy and one noise addition instead of three. Only
+            # the latest value's models are kept (a slider visits one value at a time).
+            self._noisy_models = {spec.key: {}}
+            noisy = self._noisy_models[spec.key]
+        if (role, draw) in noisy:
+            return noisy[(role, draw)]
         key = (spec.mechanism, role, spec.seed, draw)
         if key not in self._directions:
             seed = int.from_bytes(hashlib.sha256(f"{spec.seed}/{draw}/{role}".encode()).digest()[:8], "little")
             self._directions[key] = mech.prepare(model, seed)
-        return mech.perturb(model, weights, self._directions[key], spec).eval()
+        noisy[(role, draw)] = mech.perturb(model, weights, self._directions[key], spec).eval()
+        return noisy[(role, draw)]
 
     # ------------------------------------------------------------------ sensitivity
     def ensure_sensitivity(self, n: int, compute: bool = True, on_pair=None, executor=None) -> SensitivityEstimate | None:
