@@ -122,8 +122,21 @@ for name in LONG:
 all_results = {**{k: v for k, v in base.items() if k != "eval_index"}, **long_results}
 all_results["verdicts"] = analysis.verdicts(all_results, summaries)
 
+# only the open tab runs (on_change="rerun": switching tabs reruns the page): a hidden tab's views are
+# neither computed nor sent to the browser, which drew every tab's figures on each visit before
 tabs = st.tabs(["Entropy scatter", "Over training", "Memorization", "Overtraining", "Model mismatch",
-                "Exposure per record", "Reference budget", "Audited ε", "Slices"])
+                "Exposure per record", "Reference budget", "Audited ε", "Slices"], key="analyses:tab",
+               on_change="rerun")
+
+
+def drawn(tab):
+    """``for _ in drawn(tab):`` runs its body once inside ``tab`` when ``tab`` is the open tab, and
+    not at all otherwise (a conditional ``with``: the tabs' bodies keep their indentation)."""
+    if tab.open is False:  # None: the tabs do not track which is open; draw everything
+        return
+    with tab:
+        yield
+
 
 # ---------------------------------------------------------------------------- scatter
 def defended_scatter(mechanism: str, value: float) -> dict[str, dict]:
@@ -143,7 +156,7 @@ def scatter_figure(key: tuple, _scatter: dict[str, dict], attack: str, scale: st
     return figures.scatter_figure(_scatter, attack, scale)
 
 
-with tabs[0]:
+for _ in drawn(tabs[0]):
     o1, o2, o3 = st.columns([2, 3, 2])
     with o1:
         # "undefended", then every registered mechanism as "<short name> <parameter symbol>" ("Dirichlet k")
@@ -219,7 +232,7 @@ with tabs[0]:
     downloads("scatter", all_results, fig)
 
 # ---------------------------------------------------------------------------- over training
-with tabs[1]:
+for _ in drawn(tabs[1]):
     fig = figures.vulnerability_figure(base["vulnerability"])
     st.plotly_chart(fig, width="stretch")
     for arch in ("ffnn", "rnn"):
@@ -258,15 +271,15 @@ def long_tab(name: str, draw, explain: str) -> None:
         st.rerun()
 
 
-with tabs[2]:
+for _ in drawn(tabs[2]):
     long_tab("memorization", figures.memorization_figure,
              "Victim and shadows learn their members in 4 disjoint blocks, one after another (a quarter of the "
              "preset's epochs each); every block is then attacked on its own. Trains 1 + n_shadows models per "
              "architecture.")
-with tabs[3]:
+for _ in drawn(tabs[3]):
     long_tab("overtraining", figures.overtraining_figure,
              "The same run for 3× the preset's epochs, attacked at 8 checkpoints (a longer run, cached).")
-with tabs[4]:
+for _ in drawn(tabs[4]):
     long_tab("mismatch", figures.mismatch_figure,
              "Shadows with half and double the task's width knob attack the unchanged victim.")
 
@@ -311,7 +324,7 @@ def show_record(position: int, view: dict) -> None:
                 key=f"record-{index}")
 
 
-with tabs[5]:
+for _ in drawn(tabs[5]):
     st.caption("The same evaluated records under both architectures (same seed, same split): each record's "
                "membership score under the FFNN against the RNN, with each one's threshold at the chosen FPR (set "
                "on its own non-members). Reads the cached scores; nothing trains.")
@@ -399,7 +412,7 @@ def job_results(group) -> dict | None:
     return None
 
 
-with tabs[6]:
+for _ in drawn(tabs[6]):
     st.caption("Offline LiRA and RMIA using only some of the shadows as reference models, refitted per subset; "
                "bars: 2.5–97.5 % over which references were used (every subset when there are few). More references "
                "need more shadows (train a preset with a larger n_shadows).")
@@ -432,7 +445,7 @@ with tabs[6]:
             st.caption(f"{ARCH_LABELS[arch]}: {flat} (within 0.01 AUC of all references).")
         downloads("budget", all_results, fig)
 
-with tabs[7]:
+for _ in drawn(tabs[7]):
     st.caption("Steinke, Nasr & Jagielski (2023): one training run of the victim's recipe with m canaries, each "
                "included with probability ½; the auditor guesses on the canaries it is most confident about and the "
                "number of correct guesses proves a lower bound on ε at δ (95 % confidence, Bonferroni over the "
@@ -474,7 +487,7 @@ with tabs[7]:
             manager.submit(todo, "analysis", params)
             st.rerun()
 
-with tabs[8]:
+for _ in drawn(tabs[8]):
     try:
         sliced = slices_of(HASHES, None, configs)
     except MIAError as exc:
@@ -496,12 +509,29 @@ with tabs[8]:
                    "non-members is marked too small (its interval is wide or degenerate: read it as inconclusive).")
         downloads("slices", all_results, fig)
 
+
+
+def exported() -> dict:
+    """What the exports hold: this run's results, and the per-record views that read cached scores only
+    (exposure at its default attack, slices) where their tab was not open in this run: computed on the
+    click, from the same caches the tabs use."""
+    out = dict(all_results)
+    try:
+        if "exposure" not in out:
+            out["exposure"] = exposure_of(HASHES, None, None, None, configs)
+        if "slices" not in out:
+            out["slices"] = slices_of(HASHES, None, configs)
+    except MIAError:  # a view these runs cannot give (e.g. different records): the rest is exported
+        pass
+    return out
+
+
 with st.expander("Reproduce headless · export"):
     st.code(f"python -m core analyze --task {task_name} --preset {preset} --analysis all --out analyses/")
     # both written on the click only (every figure's HTML and the records' JSON, on every rerun otherwise)
     st.download_button("Export report (one self-contained HTML: config, verdicts, every figure computed so far)",
-                       lambda: report.html_report(all_results, {a: c.to_dict() for a, c in configs.items()},
+                       lambda: report.html_report(exported(), {a: c.to_dict() for a, c in configs.items()},
                                                   f"MIA Explorer analyses — {task_name}, {preset}"),
                        file_name=f"analyses_{task_name}_{preset}.html", mime="text/html", on_click="ignore")
-    st.download_button("analyses.json", lambda: json.dumps(all_results, default=str),
+    st.download_button("analyses.json", lambda: json.dumps(exported(), default=str),
                        file_name="analyses.json", mime="application/json", on_click="ignore")

@@ -204,6 +204,9 @@ def test_analyses_page_runs_the_long_analyses_as_worker_jobs_with_their_own_verd
         run_experiment(task.make_config(arch, "quick"))
     at = AppTest.from_file(str(ROOT / "app_pages" / "4_Analyses.py"))
     at.run(timeout=120)
+    assert not [b for b in at.button if "overtraining" in b.label]  # only the open tab runs
+    at.session_state["analyses:tab"] = "Overtraining"  # what a click on the tab does
+    at.run(timeout=120)
     [button] = [b for b in at.button if b.label == "Run the overtraining analysis (in a worker)"]
     button.click().run(timeout=120)
     assert not at.exception, at.exception

@@ -250,11 +250,24 @@ def test_four_views_on_tiny_cached_image_runs_and_the_page(tmp_path, monkeypatch
     at = AppTest.from_file(str(ROOT / "app_pages" / "4_Analyses.py"))
     at.run(timeout=180)
     assert not at.exception, at.exception
+    # only the open tab runs: the first (the scatter) until another is opened
+    assert not any("Realised FPR" in c.value for c in at.caption)
+
+    def open_tab(label: str) -> None:
+        at.session_state["analyses:tab"] = label  # what a click on the tab does
+        at.run(timeout=180)
+        assert not at.exception, at.exception
+
+    open_tab("Exposure per record")
     assert any("Realised FPR" in c.value for c in at.caption)  # the exposure tab's quadrant table
+    open_tab("Slices")
     assert any("too small" in c.value for c in at.caption)  # the slices tab
+    assert not any("Realised FPR" in c.value for c in at.caption)
+    open_tab("Reference budget")
     at.toggle(key="budget:on").set_value(True).run(timeout=180)
     assert not at.exception, at.exception
     assert any("flattens at" in c.value for c in at.caption)
+    open_tab("Exposure per record")
     at.radio(key="exposure:defense").set_value("Dirichlet k").run(timeout=180)
     assert not at.exception, at.exception
     assert any("stop being exposed" in m.value for m in at.markdown)
