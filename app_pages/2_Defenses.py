@@ -11,12 +11,12 @@ from core.config import ExperimentConfig, config_changes
 from core.defenses import DefenseSpec
 from core.errors import MIAError
 from core.names import ARCH_NAMES as ARCH_LABELS
-from core.pipeline import cached_runs, cached_summary, config_of
-from core.results import DefendedPoint, DefenseBaseline, RunSummary, runs as typed_runs
+from core.pipeline import config_of
+from core.results import DefendedPoint, DefenseBaseline, RunSummary
 from core.tasks import get_task
 from core import figures as plots  # the one figure module
 from ui.widgets import task_selector
-from ui.shared import defender_for, defense_value_key, job_manager
+from ui.shared import defender_for, defense_value_key, job_manager, runs_of, summary_of
 
 
 st.title("Defenses after training")
@@ -53,7 +53,7 @@ def run_label(summary: RunSummary, base: ExperimentConfig) -> str:
 
 
 # any cached run can be defended: the preset's by default, or one trained with other settings
-runs = {a: typed_runs(cached_runs(task_name, a)) for a in archs}
+runs = {a: runs_of(task_name, a) for a in archs}
 if any(runs.values()):
     with st.expander("Trained runs", expanded=any(len(r) > 1 for r in runs.values())):
         cols = st.columns(len(archs))
@@ -73,7 +73,7 @@ if any(runs.values()):
                 col.error(f"This run cannot be reloaded: {exc}")
 
 # ---------------------------------------------------------------------------- trained models?
-missing = [a for a, c in configs.items() if cached_summary(c) is None]
+missing = [a for a, c in configs.items() if summary_of(c) is None]
 if missing:
     manager = job_manager()
     todo = [configs[a] for a in missing]

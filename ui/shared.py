@@ -9,11 +9,12 @@ from typing import Any
 
 import streamlit as st
 
+from core.cache import ArtifactCache
 from core.config import ExperimentConfig
 from core.defenses import Defender
 from core.paths import cache_dir
-from core.pipeline import cached_summary, trained_models
-from core.results import RunSummary
+from core.pipeline import cached_runs, cached_summary, trained_models
+from core.results import RunSummary, runs as typed_runs
 from ui.jobs import JobManager
 from ui.mapview import cached_map_views
 
@@ -69,6 +70,19 @@ def summary_of(cfg: ExperimentConfig) -> RunSummary | None:
         return _summary(str(cache_dir()), cfg.config_hash, cfg)
     except _NotCached:
         return None
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _runs(folder: str, task: str, arch: str, keys: tuple[str, ...]) -> list[RunSummary]:
+    return typed_runs(cached_runs(task, arch))
+
+
+def runs_of(task: str, arch: str) -> list[RunSummary]:
+    """:func:`core.pipeline.cached_runs`, typed, read from disk again only when the cache's result keys
+    change (a run was added or removed): a rerun does not read and check every cached result (their
+    number grows with use; each costs a checksum, a JSON parse and a schema check)."""
+    cache = ArtifactCache()
+    return _runs(str(cache_dir()), task, arch, tuple(cache.keys(cache.key("result", ""))))
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
