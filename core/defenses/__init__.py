@@ -114,6 +114,14 @@ class DefenseSpec:
         return replace(self, value=float(value))
 
 
+def _rounded(values: Any) -> list[float | None]:
+    """Per-record values for JSON: 6 decimals (what a scatter reads), None where not finite;
+    vectorised, as every slider step writes a few thousand of them."""
+    a = np.round(np.asarray(values, np.float64), 6)
+    finite = np.isfinite(a)
+    return a.tolist() if finite.all() else [v if f else None for v, f in zip(a.tolist(), finite.tolist())]
+
+
 def _mean_std(values: list[float]) -> tuple[float, float]:
     a = np.asarray(values, np.float64)
     return float(a.mean()), float(a.std(ddof=1)) if len(a) > 1 else 0.0
@@ -361,12 +369,11 @@ class Defender:
             eps_hat = [empirical_epsilon(out[self.primary].scores, self.membership) for out in outcomes]
             part["epsilon_lower_bound"] = _mean_std([e["lower_bound"] for e in eps_hat])[0]
             part["epsilon_lower_bound_detail"] = eps_hat[0]
-            part["records"] = {"ape": [round(float(v), 6) for v in answers[0].ape],
-                               "cross_entropy": [round(float(v), 6) for v in answers[0].mean_cross_entropy],
-                               "membership": [bool(v) for v in self.membership],
+            part["records"] = {"ape": _rounded(answers[0].ape),
+                               "cross_entropy": _rounded(answers[0].mean_cross_entropy),
+                               "membership": np.asarray(self.membership, bool).tolist(),
                                # the naive attacks' per-record scores on draw 0 (the "why" scatter under defense)
-                               "scores": {n: [round(float(v), 6) if np.isfinite(v) else None for v in o.scores]
-                                          for n, o in outcomes[0].items()}}
+                               "scores": {n: _rounded(o.scores) for n, o in outcomes[0].items()}}
             if len(self._answers) > 64:  # a long slider session: keep memory bounded
                 self._answers.clear()
             self._answers[key] = (answers, part)
