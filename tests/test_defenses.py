@@ -213,6 +213,24 @@ def test_gpm_point_perturbs_each_model_once_per_draw(overfit, monkeypatch):
     assert again["attack"] == p["attack"]
 
 
+def test_gpm_utility_from_the_attack_answers_equals_a_model_run(overfit):
+    """The image task reads accuracy off the noisy victim's answers on the evaluated records: the
+    same numbers as running the noisy model again; a tie at the top falls back to the model."""
+    task, splits = overfit.task, overfit.models.splits
+    for sigma in (0.0, 0.02, 0.3):
+        spec = DefenseSpec("gpm", sigma, draws=2)
+        overfit.point(spec, "naive", utility=False)  # the answers the utility reads
+        for draw in range(2):
+            model = overfit._noisy("victim", overfit.victim_model(), overfit.models.victim.weights, spec, draw)
+            ran = (task.utility(overfit.cfg, model, overfit.models.data, splits.eval_members),
+                   task.utility(overfit.cfg, model, overfit.models.data, splits.victim_nonmembers))
+            assert overfit.utility(spec, draw) == ran
+    tied = Responses.from_logits(torch.zeros(3, 10), np.ones(3, np.int64), torch.tensor([0, 3, 5]))
+    assert task.utility_of_responses(overfit.cfg, tied) is None  # argmax picks class 0: only a model run knows
+    clear = Responses.from_logits(torch.eye(10)[[0, 3, 5]], np.ones(3, np.int64), torch.tensor([0, 3, 4]))
+    assert task.utility_of_responses(overfit.cfg, clear) == pytest.approx(2 / 3)
+
+
 def test_adaptive_attacker_and_cached_points(overfit):
     spec = DefenseSpec("dirichlet", 1.0)
     p = overfit.point(spec, "both")

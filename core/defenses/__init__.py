@@ -328,6 +328,17 @@ class Defender:
             transform = mech.torch_transform(spec, self._torch_generator(spec, draw, "utility"))
             return (self.task.utility(self.cfg, model, self.models.data, splits.eval_members, transform),
                     self.task.utility(self.cfg, model, self.models.data, splits.victim_nonmembers, transform))
+        # the noisy victim answered these very records for the attack (eval_index = members ++
+        # non-members, same draw): where the task reads its utility off answers, no model run again
+        answered = self._answers.get((spec.key, True))
+        n = len(splits.eval_members)
+        if answered is not None and draw < len(answered[0]) and np.array_equal(
+                splits.eval_index, np.concatenate([splits.eval_members, splits.victim_nonmembers])):
+            r = answered[0][draw]
+            members = self.task.utility_of_responses(self.cfg, r.subset(np.arange(n)))
+            nonmembers = self.task.utility_of_responses(self.cfg, r.subset(np.arange(n, len(r))))
+            if members is not None and nonmembers is not None:
+                return members, nonmembers
         model = self._noisy("victim", self.victim_model(), self.models.victim.weights, spec, draw)
         return (self.task.utility(self.cfg, model, self.models.data, splits.eval_members),
                 self.task.utility(self.cfg, model, self.models.data, splits.victim_nonmembers))

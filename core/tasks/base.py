@@ -175,6 +175,12 @@ class Task(ABC):
         model behind an output defense such as the Dirichlet mechanism.
         """
 
+    def utility_of_responses(self, cfg: ExperimentConfig, responses: Responses) -> float | None:
+        """:meth:`utility` read off answers the model already gave on the same records (no model
+        run; the Defenses page's σ step reuses the noisy victim's answers), or None when it cannot
+        be read from them exactly. Default None: a BLEU needs a decoding, a return an episode."""
+        return None
+
     def record_features_under(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray,
                               output_transform: OutputTransform) -> dict[str, np.ndarray]:
         """The task's ``Responses.record_features`` of records ``index`` when every output passes

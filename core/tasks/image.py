@@ -382,6 +382,16 @@ class ImageTask(Task):
             scores = output_transform(torch.log_softmax(scores.double(), 1))
         return float((scores.argmax(1) == data.records.labels[index]).float().mean())
 
+    def utility_of_responses(self, cfg: ExperimentConfig, responses: Responses) -> float | None:
+        """Accuracy from the answers: the label is the argmax iff no class is strictly more probable
+        (rank 0, counted in float64 log space) and none ties it at the top. A tie at the top (equal
+        logits, e.g. a collapsed noisy model) returns None: argmax's first-index rule needs the logits."""
+        top = responses.top_probs
+        if top.shape[1] > 1 and bool((top[:, 0] == top[:, 1]).any()):
+            return None
+        # the float32 mean of :meth:`utility`, so both give the very same number
+        return float(torch.from_numpy(responses.ref_rank == 0).float().mean())
+
     def respond(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray,
                 record_features: bool = True) -> Responses:
         """One probability vector (softmax of the logits) per image; the reference is the one-hot label."""
