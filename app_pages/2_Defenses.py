@@ -13,6 +13,7 @@ from core.errors import MIAError
 from core.names import ARCH_NAMES as ARCH_LABELS
 from core.pipeline import config_of
 from core.results import DefendedPoint, DefenseBaseline, RunSummary
+from core.repeats import cached_repeat_configs, defense_curve_bands
 from core.tasks import get_task
 from core import figures as plots  # the one figure module
 from ui.widgets import task_selector
@@ -115,6 +116,30 @@ with s3:
                               help="Refits the attack on the attacker's own shadows behind the same mechanism "
                                    "(a job in a worker process, cancellable in the sidebar; the slider never waits for it).")
 spec = DefenseSpec(mechanism, float(value), draws=int(draws))
+
+
+@st.cache_data(ttl=15, max_entries=32, show_spinner=False)
+def repeats_cached(config_hash: str, _cfg: ExperimentConfig) -> int:
+    """How many repeats (0, 1, …) of a run are cached: what the curves can band over without training."""
+    return len(cached_repeat_configs(_cfg))
+
+
+available = min(repeats_cached(c.config_hash, c) for c in configs.values())
+n_repeats = 1
+if available >= 2:
+    n_repeats = int(st.number_input(
+        "repeats in the curves' bands", 1, available, available, key=f"repeats:{task_name}:{preset}",
+        help=f"{available} repeats of {'these runs' if len(configs) > 1 else 'this run'} are cached (seeds derived "
+             "from the run's seed; Train & attack's repeats, or `python -m core compare --repeats N`): the curves "
+             "below show the 95 % interval over them (each repeat the mean of its draws). Each repeat re-scores "
+             "its own cached models."))
+repeat_defenders: dict[str, list] = {}
+try:
+    for a, c in configs.items():
+        repeat_defenders[a] = [defenders[a]] + [defender_for(rc) for rc in cached_repeat_configs(c, n_repeats)[1:]]
+except MIAError as exc:
+    st.error(f"Could not load a repeat's models: {exc}")
+    repeat_defenders = {a: [d] for a, d in defenders.items()}
 st.session_state[defense_value_key(task_name, mechanism)] = float(value)  # the Analyses page's default
 manager = job_manager()
 
@@ -240,15 +265,20 @@ for arch in fast:
 st.subheader("Over the whole range")
 # the mechanism's curve grid (Dir_k re-samples cached answers: a fine grid; the GPM re-queries a noisy
 # model per point and draw: its table's coarse grid); points whose utility was measured carry its loss
-curve_points = {arch: defenders[arch].curve(spec, [*param.curve, value]) for arch in fast}
+# with repeats cached, every repeat's curve (its own models, the same spec) and the band over them
+# (core.repeats.defense_curve_bands: over repeats × draws; with one repeat over the draws)
+curve_points = {arch: defense_curve_bands([d.curve(spec, [*param.curve, value]) for d in repeat_defenders[arch]],
+                                          spec.draws, [d.baseline["utility"] for d in repeat_defenders[arch]])
+                for arch in fast}
 st.plotly_chart(plots.defense_curves(curve_points, {a: defenders[a].baseline for a in fast}, spec.value_name, value,
                                      log_x=param.log_scale), width="stretch")
-st.caption("Solid: naive attack accuracy (± std over draws); dotted: utility loss where it was measured "
-           "(visited values and the table's rows); dashed: undefended accuracy; dash-dot: the AUC of the stronger "
-           "of LiRA and RMIA (naive) — where it stays above the accuracy line, the shadow MLP understates the leak. "
-           "One draw scatters: translation BLEU on the quick preset's 40 sentences has an sd of 1.6–3.2 points "
-           "over draws under Dirichlet noise (measured, 8 draws per k) — raise draws before reading a bend; "
-           "`python -m core defend --repeats N` adds 95 % intervals over repeats × draws.")
+st.caption(plots.band_caption(curve_points))
+st.caption("Solid: naive attack accuracy; dotted: utility loss where it was measured (visited values and the "
+           "table's rows; with repeats, where every repeat measured it); dashed: undefended accuracy (repeat 0); "
+           "dash-dot: the AUC of the stronger of LiRA and RMIA (naive) — where it stays above the accuracy line, the "
+           "shadow MLP understates the leak. One draw scatters (translation quick: validation BLEU's sd over draws "
+           "is 1.6–3.2 points under Dirichlet noise, docs/defenses.md) — read a bend only where the bands do not "
+           "overlap; `python -m core defend --repeats N --draws D` writes the same intervals.")
 
 left, right = st.columns(2)
 with left:
@@ -258,11 +288,13 @@ with right:
     grid_text = ", ".join(f"{v:g}" for v in param.grid)
     reported = [a for a in fast if mech.study_rows(task_name, a)]
     st.markdown(f"**{mech.short}: {'the studies’ rows beside ours' if reported else 'the grid'}**")
-    if st.button(f"Measure {param.symbol} = {grid_text} (utility included)"):
+    if st.button(f"Measure {param.symbol} = {grid_text} (utility included"
+                 + (f", on {n_repeats} repeats" if n_repeats > 1 else "") + ")"):
         bar = st.progress(0.0)
-        for i, arch in enumerate(fast):
-            defenders[arch].measure(spec, list(param.grid), on_point=lambda j, n, i=i: bar.progress(
-                (i * n + j) / (n * len(fast)), text=f"{ARCH_LABELS[arch]}: {j}/{n} values"))
+        jobs = [(arch, r, d) for arch in fast for r, d in enumerate(repeat_defenders[arch])]
+        for i, (arch, r, d) in enumerate(jobs):
+            d.measure(spec, list(param.grid), on_point=lambda j, n, i=i, arch=arch, r=r: bar.progress(
+                (i * n + j) / (n * len(jobs)), text=f"{ARCH_LABELS[arch]}, repeat {r + 1}: {j}/{n} values"))
     # a row shows the adaptive attacker too once its worker job (or the CLI) measured it
     rows = {a: defenders[a].measured_rows(spec, list(param.grid)) for a in fast}
     st.dataframe(plots.defense_table(task_name, mech, rows, {a: defenders[a].baseline for a in fast})
@@ -281,4 +313,5 @@ with st.expander("Reproduce headless"):
     values = ",".join(f"{v:g}" for v in param.grid)
     for arch in fast:
         st.code(f"python -m core defend --task {task_name} --arch {arch} --preset {preset} --mechanism {mechanism} "
-                f"--values {values} --attacker both --draws {int(draws)} --out defend_{arch}.json")
+                f"--values {values} --attacker both --draws {int(draws)}"
+                + (f" --repeats {n_repeats}" if n_repeats > 1 else "") + f" --out defend_{arch}.json")

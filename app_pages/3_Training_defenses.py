@@ -13,7 +13,9 @@ from core.config import ExperimentConfig, config_changes, field_range, parse_val
 from core.errors import MIAError
 from core.names import ARCH_NAMES as ARCH_LABELS
 from core.studies import DPSGD_RECIPE
-from core.sweeps import (accuracy_bound_curve, collect_points, expected_run_s, expected_sweep, run_cost_s,
+from core.config import MAX_REPEATS
+from core.repeats import repeat_config
+from core.sweeps import (accuracy_bound_curve, collect_points_repeats, expected_run_s, expected_sweep, run_cost_s,
                          study_recipe_epsilons, sweep_runs)
 from core.tasks import get_task
 from core import figures as plots  # the one figure module
@@ -85,7 +87,30 @@ if defense.accounted and task.privacy_caveat:
 
 # ---------------------------------------------------------------------------- the runs
 summaries = {(arch, v): summary_of(cfg) for arch, rs in runs.items() for v, cfg in rs}
-missing = [cfg for arch, rs in runs.items() for v, cfg in rs if summaries[(arch, v)] is None]
+
+
+def cached_repeat_count() -> int:
+    """Repeats 0, 1, … of every run of the sweep that are cached (the default of the repeats box)."""
+    n = 1
+    while n < MAX_REPEATS and all(summary_of(repeat_config(cfg, n)) is not None for rs in runs.values() for _, cfg in rs):
+        n += 1
+    return n
+
+
+n_repeats = int(st.number_input(
+    "repeats", 1, MAX_REPEATS, cached_repeat_count(), key=f"tdef:repeats:{grid_key}",
+    help="Every point (and the undefended run) N times, with seeds derived from the preset's seed (repeat r of every "
+         "point shares its split); with N ≥ 2 the curves show the mean and its 95 % interval over the repeats. "
+         "Repeats beyond the first train as further runs of the sweep."))
+# repeat r of every run of the sweep: the same config with core.repeats' derived seed (repeat 0 = the run)
+repeat_runs = [runs] + [{arch: [(v, repeat_config(cfg, r)) for v, cfg in rs] for arch, rs in runs.items()}
+                        for r in range(1, n_repeats)]
+repeat_summaries = [summaries] + [{(arch, v): summary_of(cfg) for arch, rs in rr.items() for v, cfg in rs}
+                                  for rr in repeat_runs[1:]]
+#: (repeat, arch, value, config, summary or None) of every run the sweep needs
+all_runs = [(r, arch, v, cfg, repeat_summaries[r][(arch, v)])
+            for r, rr in enumerate(repeat_runs) for arch, rs in rr.items() for v, cfg in rs]
+missing = [cfg for _, _, _, cfg, s in all_runs if s is None]
 manager = job_manager()
 # what this machine measured: the cost of every cached point of this sweep and of the undefended runs
 # (core.sweeps.run_cost_s), the basis of the time announced before the click and left during the sweep
@@ -100,19 +125,18 @@ def sweep_left_s() -> tuple[float | None, bool]:
     expected cost less its elapsed time before it has one), the expected cost of each queued job;
     with the flag "a lower bound" when a DP-SGD point was estimated from an undefended run."""
     left, lower = 0.0, False
-    for arch, rs in runs.items():
-        for v, cfg in rs:
-            job = manager.job(cfg) if summaries[(arch, v)] is None else None
-            if job is None or not job.active:
-                continue
-            expected, lb = expected_run_s(arch, v is None, measured_points, measured_baseline, mechanism)
-            if job.state == "running" and job.eta_s is not None:
-                left += job.eta_s
-                continue
-            if expected is None:
-                return None, False
-            left += max(expected - (job.elapsed_s if job.state == "running" else 0.0), 0.0)
-            lower = lower or lb
+    for _, arch, v, cfg, summary in all_runs:
+        job = manager.job(cfg) if summary is None else None
+        if job is None or not job.active:
+            continue
+        expected, lb = expected_run_s(arch, v is None, measured_points, measured_baseline, mechanism)
+        if job.state == "running" and job.eta_s is not None:
+            left += job.eta_s
+            continue
+        if expected is None:
+            return None, False
+        left += max(expected - (job.elapsed_s if job.state == "running" else 0.0), 0.0)
+        lower = lower or lb
     return left, lower
 
 
@@ -122,22 +146,22 @@ def run_label(v: float | None) -> str:
 
 def status_rows() -> list[dict]:
     rows = []
-    for arch, rs in runs.items():
-        for v, cfg in rs:
-            if summaries[(arch, v)] is not None:
-                state = "cached ✓"
+    for r, arch, v, cfg, summary in all_runs:
+        if summary is not None:
+            state = "cached ✓"
+        else:
+            job = manager.job(cfg)
+            if job is None:
+                state = "not trained"
+            elif job.state == "running":
+                eta = f", ~{job.eta_s:.0f} s left" if job.eta_s is not None else ""
+                state = f"training {job.fraction:.0%}{eta}"
+            elif job.error:
+                state = f"failed: {job.error}"
             else:
-                job = manager.job(cfg)
-                if job is None:
-                    state = "not trained"
-                elif job.state == "running":
-                    eta = f", ~{job.eta_s:.0f} s left" if job.eta_s is not None else ""
-                    state = f"training {job.fraction:.0%}{eta}"
-                elif job.error:
-                    state = f"failed: {job.error}"
-                else:
-                    state = job.state
-            rows.append({"arch": ARCH_LABELS[arch], "run": run_label(v), "status": state})
+                state = job.state
+        rows.append({"arch": ARCH_LABELS[arch], "run": run_label(v) + (f" (repeat {r + 1})" if r else ""),
+                     "status": state})
     return rows
 
 
@@ -165,7 +189,7 @@ if missing:
         if group.error:
             st.error(f"Some runs failed: {group.error}")
         st.dataframe(status_rows(), hide_index=True, width="stretch")
-        todo = [(arch, v is None) for arch, rs in runs.items() for v, cfg in rs if summaries[(arch, v)] is None]
+        todo = [(arch, v is None) for _, arch, v, _, summary in all_runs if summary is None]
         estimate = expected_sweep(todo, measured_points, measured_baseline, mechanism)
         if estimate.seconds is not None:
             expected = f"{'at least ' if estimate.lower_bound else 'about '}{format_seconds(estimate.seconds)}"
@@ -180,7 +204,8 @@ if missing:
             st.rerun()
 
 # ---------------------------------------------------------------------------- results
-baselines, points = collect_points(runs, summaries, mechanism, target_epsilon)
+# repeat 0's points; with repeats, each with its mean and 95 % interval over the repeats cached so far
+baselines, points = collect_points_repeats(runs, repeat_summaries, mechanism, target_epsilon)
 if not any(points.values()):
     st.caption("Results appear here point by point as the runs finish.")
     st.stop()
@@ -210,6 +235,10 @@ if defense.accounted:
         st.caption("Grey: the highest balanced accuracy any attack can reach against an (ε, δ)-DP learner, "
                    "½·(1 + δ + (1 − δ)·tanh(ε/2)). A measured attack above it would mean a broken guarantee.")
 
+if n_repeats > 1:
+    st.caption(plots.band_caption(points) if any(p.get("band") for pts in points.values() for p in pts) else
+               "No band yet: a point gets its 95 % interval once at least two of its repeats (and their undefended "
+               "runs) are cached.")
 st.dataframe(plots.training_defense_table(points, baselines).style.format(precision=4, na_rep="—"),
              hide_index=True, width="stretch")
 metric = plots.UTILITY_NAMES.get(next(iter(baselines.values()))["utility_metric"], "utility")

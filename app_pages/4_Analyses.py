@@ -16,6 +16,7 @@ from core.defenses import DefenseSpec
 from core.errors import MIAError
 from core.names import ARCH_NAMES as ARCH_LABELS, ATTACK_NAMES as ATTACK_LABELS
 from core.pipeline import cached_summary, trained_models
+from core.repeats import cached_repeat_configs, repeat_config
 from core.tasks import get_task
 from ui.examples import show_record as draw_record
 from ui.nav import job_line
@@ -58,8 +59,12 @@ def verdict_box(v: dict | None, finding: str, label: str = "The studies") -> Non
 
 def tab_verdict(name: str) -> None:
     """The finding of analysis ``name`` and the verdict computed from that analysis' data only
-    (``analysis.VERDICT_OF``: no tab shows a verdict another analysis computed)."""
+    (``analysis.VERDICT_OF``: no tab shows a verdict another analysis computed); over the cached
+    repeats too where they exist (paired FFNN − RNN, its interval and N)."""
     verdict_box(all_results["verdicts"].get(analysis.VERDICT_OF[name]), studies.analysis_finding(name))
+    v = repeated["verdicts"].get(analysis.VERDICT_OF[name]) if repeated else None
+    if v:
+        st.markdown(f"**Over {v['n']} paired repeats:** {analysis.repeated_verdict_sentence(v)}")
 
 
 def downloads(name: str, results: dict, fig) -> None:
@@ -121,6 +126,44 @@ for name in LONG:
         long_results[name] = {a: j.result for a, j in zip(("ffnn", "rnn"), group.jobs)}
 all_results = {**{k: v for k, v in base.items() if k != "eval_index"}, **long_results}
 all_results["verdicts"] = analysis.verdicts(all_results, summaries)
+
+
+# ---------------------------------------------------------------------------- verdicts over repeats
+@st.cache_data(ttl=15, max_entries=16, show_spinner=False)
+def repeats_cached(hashes: tuple[str, ...], _configs: dict[str, ExperimentConfig]) -> int:
+    """Repeats 0, 1, … cached for both architectures (Train & attack's repeats, `compare --repeats`)."""
+    return min(len(cached_repeat_configs(c)) for c in _configs.values())
+
+
+def long_repeat_jobs(name: str, r: int):
+    rc = repeat_configs[r]
+    return manager.group([rc["ffnn"], rc["rnn"]], "analysis", {"name": name})
+
+
+n_rep = repeats_cached(tuple(c.config_hash for c in configs.values()), configs)
+repeat_configs = [{a: repeat_config(c, r) for a, c in configs.items()} for r in range(n_rep)]
+repeated: dict | None = None
+if n_rep >= 2:
+    # per repeat: its runs, its vulnerability (cached models, nothing trains) and the long analyses
+    # whose worker jobs finished for it; core.analysis.repeated_verdicts pairs them by repeat
+    per_repeat = [{"runs": summaries, **{k: all_results[k] for k in ("vulnerability", *long_results)}}]
+    for r in range(1, n_rep):
+        rc = repeat_configs[r]
+        b = scatter_and_vulnerability(tuple(c.config_hash for c in rc.values()), rc)
+        data = {"runs": {a: cached_summary(c) for a, c in rc.items()}, "vulnerability": b["vulnerability"]}
+        for name in LONG:
+            group = long_repeat_jobs(name, r)
+            if all(j is not None and j.state == "done" for j in group.jobs):
+                data[name] = {a: j.result for a, j in zip(("ffnn", "rnn"), group.jobs)}
+        per_repeat.append(data)
+    repeated = analysis.repeated_verdicts(per_repeat, [rc["ffnn"].seed for rc in repeat_configs])
+    lines = [f"* {key.replace('_', ' ')} ({v['analysis']}): {analysis.repeated_verdict_sentence(v)}"
+             for key, v in repeated["verdicts"].items()]
+    st.markdown(f"**Over {n_rep} paired repeats** (the cached repeats of both runs; repeat r of FFNN and RNN on one "
+                "split; 95 % t interval of the paired difference; *inconclusive* where it contains 0):\n"
+                + "\n".join(lines))
+    if repeated["missing"]:
+        st.caption("; ".join(repeated["missing"].values()))
 
 # only the open tab runs (on_change="rerun": switching tabs reruns the page): a hidden tab's views are
 # neither computed nor sent to the browser, which drew every tab's figures on each visit before
@@ -250,6 +293,19 @@ def long_tab(name: str, draw, explain: str) -> None:
         st.plotly_chart(fig, width="stretch")
         tab_verdict(name)
         downloads(name, all_results, fig)
+        if name in analysis.REPEATED and n_rep >= 2:
+            groups = [long_repeat_jobs(name, r) for r in range(1, n_rep)]
+            todo = [c for g, r in zip(groups, range(1, n_rep))
+                    for c, j in zip((repeat_configs[r]["ffnn"], repeat_configs[r]["rnn"]), g.jobs)
+                    if j is None or j.state in ("failed", "cancelled")]
+            if any(not g.done for g in groups):
+                st.caption(f"The {name} analysis runs on the other repeats in a worker; the verdict over repeats "
+                           "appears when they finish.")
+            elif todo and st.button(f"Run the {name} analysis on the other {n_rep - 1} cached repeat"
+                                    f"{'s' if n_rep > 2 else ''} (in a worker): a verdict over {n_rep} repeats",
+                                    key=f"run-rep-{name}"):
+                manager.submit(todo, "analysis", {"name": name})
+                st.rerun()
         return
     st.markdown(f"**The studies:** {studies.analysis_finding(name)}")
     st.caption(explain)

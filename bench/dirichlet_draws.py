@@ -1,7 +1,7 @@
 """Is the Dirichlet defense's non-monotone utility curve draw noise or a defect? (issue 20)
 
     .venv/bin/python bench/dirichlet_draws.py [--task translation] [--arch ffnn] [--values 100,10,1,0.1,0.01]
-                                              [--draws 8] [--sentences 40,200]
+                                              [--draws 8] [--sentences 40,200] [--repeat R]
 
 Trains (or loads) the preset's victim, then decodes its validation (non-member) records under
 Dir(k·p̃) with ``--draws`` independent draws per k, each with its own seeded generator, for every
@@ -9,6 +9,9 @@ Dir(k·p̃) with ``--draws`` independent draws per k, each with its own seeded g
 spread), and prints per k: the mean utility over draws with its 95 % t interval, the draws' sd
 and range, and the undefended utility on the same sentences. A curve whose means are monotone and
 whose one-draw values scatter by more than the gaps between neighbouring k is draw noise.
+For translation it also prints BLEU's brevity penalty and the hypothesis/reference length
+ratio (means over the draws): greedy decoding that stops early is penalised, and noise that
+lengthens the translations raises BLEU without better words.
 """
 from __future__ import annotations
 
@@ -21,12 +24,24 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np  # noqa: E402
+import sacrebleu  # noqa: E402
 import torch  # noqa: E402
 
 from core.defenses import dirichlet  # noqa: E402
 from core.pipeline import trained_models  # noqa: E402
+from core.repeats import repeat_config  # noqa: E402
 from core.stats import mean_interval  # noqa: E402
 from core.tasks import get_task  # noqa: E402
+from core.tasks.translation import detokenize  # noqa: E402
+
+
+def bleu_detail(task, cfg, model, data, index, transform=None) -> tuple[float, float, float]:
+    """(BLEU, brevity penalty, hypothesis/reference length ratio) of the task's utility decoding
+    (the same greedy translations and corpus BLEU as ``task.utility``)."""
+    index = np.asarray(index)[: cfg.options.bleu_sentences]
+    hyps = [detokenize(h) for h in task.translate(cfg, model, data, index, output_transform=transform)]
+    b = sacrebleu.corpus_bleu(hyps, [[data.records.reference(i) for i in index]])
+    return float(b.score), float(b.bp), float(b.sys_len / max(b.ref_len, 1))
 
 
 def main() -> None:
@@ -38,10 +53,11 @@ def main() -> None:
     p.add_argument("--draws", type=int, default=8)
     p.add_argument("--sentences", default="40,200", help="records decoded per utility value (translation)")
     p.add_argument("--eta", type=float, default=1e-6)
+    p.add_argument("--repeat", type=int, default=0, help="repeat r of the preset (core.repeats.repeat_config; 0 = it)")
     args = p.parse_args()
     torch.set_num_threads(1)
     task = get_task(args.task)
-    cfg = task.make_config(args.arch, args.preset)
+    cfg = repeat_config(task.make_config(args.arch, args.preset), args.repeat)
     t = time.perf_counter()
     models = trained_models(cfg)
     print(f"models ready in {time.perf_counter() - t:.0f} s (config {cfg.config_hash})", flush=True)
@@ -52,16 +68,28 @@ def main() -> None:
         if hasattr(cfg.options, "bleu_sentences"):
             c = dataclasses.replace(cfg, options=dataclasses.replace(cfg.options, bleu_sentences=n))
         base = task.utility(c, model, models.data, index)
-        print(f"\n{n} sentences: undefended {task.utility_metric} {base:.2f}", flush=True)
+        extra = ""
+        if args.task == "translation":
+            _, bp, ratio = bleu_detail(task, c, model, models.data, index)
+            extra = f" (brevity penalty {bp:.3f}, length ratio {ratio:.3f})"
+        print(f"\n{n} sentences: undefended {task.utility_metric} {base:.2f}{extra}", flush=True)
         for k in [float(v) for v in args.values.split(",")]:
-            vals = []
+            vals, bps, ratios = [], [], []
             for d in range(args.draws):
                 gen = torch.Generator().manual_seed(1000 * d + 7)
-                vals.append(task.utility(c, model, models.data, index,
-                                         dirichlet.torch_output_transform(k, args.eta, gen)))
+                transform = dirichlet.torch_output_transform(k, args.eta, gen)
+                if args.task == "translation":
+                    v, bp, ratio = bleu_detail(task, c, model, models.data, index, transform)
+                    bps.append(bp)
+                    ratios.append(ratio)
+                else:
+                    v = task.utility(c, model, models.data, index, transform)
+                vals.append(v)
             e = mean_interval(vals)
+            lengths = f"  BP {np.mean(bps):.3f} ratio {np.mean(ratios):.3f}" if bps else ""
             print(f"k={k:g}: mean {e.mean:.2f} [{e.ci_low:.2f}, {e.ci_high:.2f}] sd {np.std(vals, ddof=1):.2f} "
-                  f"range {min(vals):.2f}..{max(vals):.2f}  draws {', '.join(f'{v:.1f}' for v in vals)}", flush=True)
+                  f"range {min(vals):.2f}..{max(vals):.2f}{lengths}  draws {', '.join(f'{v:.1f}' for v in vals)}",
+                  flush=True)
 
 
 if __name__ == "__main__":

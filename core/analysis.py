@@ -44,10 +44,12 @@ from .errors import ConfigError
 from .names import ARCH_NAMES
 from .pipeline import (TrainedModels, build_attacks, fitted_attacks, make_splits, role_seed, run_experiment,
                        seed_everything, train_or_load, trained_models)
+from .repeats import repeat_config
 from .record_views import (DEFAULT_CANARIES, audit_view, budget_view, cached_repeats, defended_points, exposure_view,
                            slices_view)
 from .responses import Responses
 from .results import DefendedPoint, RunSummary
+from .stats import compare as paired_compare
 from .tasks import get_task
 
 _FLOOR = 1e-12
@@ -455,9 +457,15 @@ ANALYSES = ("scatter", "vulnerability", "memorization", "overtraining", "mismatc
 
 def analyze(configs: dict[str, ExperimentConfig], analyses: tuple[str, ...] = ANALYSES, progress=None,
             cache: ArtifactCache | None = None, canaries: int = DEFAULT_CANARIES,
-            defense: tuple[str, float] | None = None, online_lira: int = 0) -> dict[str, Any]:
+            defense: tuple[str, float] | None = None, online_lira: int = 0, repeats: int = 1) -> dict[str, Any]:
     """Run ``analyses`` for each architecture's config (``{"ffnn": cfg, "rnn": cfg}``) and compute
     the verdicts that compare them. ``progress(stage, fraction)`` is told what runs.
+
+    With ``repeats`` = N ≥ 2 the analyses that compare FFNN with RNN (:data:`REPEATED`: the runs,
+    vulnerability, overtraining, memorization, as far as asked for) also run on repeats 1 … N−1
+    (:func:`core.repeats.repeat_config`: derived seeds, repeat r of both architectures on one
+    split; each cached) and ``repeats`` holds their paired verdicts (:func:`repeated_verdicts`);
+    everything else is repeat 0's, as without repeats.
 
     Issue 22's views (:mod:`core.record_views`): ``exposure`` (both architectures; with ``defense``
     = (mechanism, value) also the flips under that after-training defense), ``budget`` (with
@@ -504,6 +512,31 @@ def analyze(configs: dict[str, ExperimentConfig], analyses: tuple[str, ...] = AN
     if "slices" in analyses:
         out["slices"] = slices_view(configs, summaries)
     out["verdicts"] = verdicts(out, summaries)
+    if repeats >= 2 and {"ffnn", "rnn"} <= set(configs):
+        per_repeat = [{"runs": summaries, **{n: out[n] for n in REPEATED if n in out}}]
+        for r in range(1, repeats):
+            rcfg = {a: repeat_config(c, r) for a, c in configs.items()}
+            per_repeat.append(_repeat_results(rcfg, [n for n in REPEATED if n in analyses], cache,
+                                              lambda stage, f, r=r: say(f"repeat {r + 1}/{repeats}: {stage}", f)))
+        out["repeats"] = repeated_verdicts(per_repeat, [repeat_config(configs["ffnn"], r).seed for r in range(repeats)])
+    return out
+
+
+def _repeat_results(configs: dict[str, ExperimentConfig], names: list[str], cache: ArtifactCache, say) -> dict[str, Any]:
+    """One repeat's data for the comparing analyses ``names`` (and its runs' summaries)."""
+    summaries = {}
+    for arch, cfg in configs.items():
+        say(f"train & attack ({arch})", 0.0)
+        summaries[arch] = run_experiment(cfg, cache=cache).summary
+    out: dict[str, Any] = {"runs": summaries}
+    if "vulnerability" in names:
+        out["vulnerability"] = {a: vulnerability(trained_models(configs[a], cache=cache), s) for a, s in summaries.items()}
+    for name, fn in (("memorization", memorization), ("overtraining", overtraining)):
+        if name in names:
+            out[name] = {}
+            for arch, cfg in configs.items():
+                say(f"{name} ({arch})", 0.0)
+                out[name][arch] = fn(cfg, cache=cache, progress=lambda f, st=f"{name} ({arch})": say(st, f))
     return out
 
 
@@ -618,6 +651,80 @@ def audit_verdict(aud: dict[str, dict[str, Any]]) -> Verdict:
     within = all(aud[a]["audited_epsilon"] <= min((e for e in aud[a]["accountant_epsilon"].values() if e is not None),
                                                   default=float("inf")) for a in private)
     return Verdict(within, f"{text} — the audit {'stays within' if within else 'EXCEEDS'} the accountant")
+
+
+# ---------------------------------------------------------------------------- verdicts over repeats
+def _runs_pair(summaries: dict[str, RunSummary | dict[str, Any]]) -> tuple[float, float] | None:
+    def accuracy(s: RunSummary | dict[str, Any]) -> float:
+        return s.attack.accuracy if isinstance(s, RunSummary) else s["attack"]["accuracy"]
+
+    return accuracy(summaries["ffnn"]), accuracy(summaries["rnn"])
+
+
+def _vulnerability_pair(vuln: dict[str, dict[str, Any]]) -> tuple[float, float] | None:
+    """Each architecture's attack accuracy averaged over the checkpoint epochs both attacked."""
+    f, r = _checkpoint_accuracy(vuln["ffnn"]["rows"]), _checkpoint_accuracy(vuln["rnn"]["rows"])
+    epochs = sorted(set(f) & set(r))
+    if not epochs:
+        return None
+    return float(np.mean([f[e] for e in epochs])), float(np.mean([r[e] for e in epochs]))
+
+
+def _overtraining_pair(over: dict[str, dict[str, Any]]) -> tuple[float, float] | None:
+    rise = {a: overtraining_rise(over[a]) for a in ("ffnn", "rnn")}
+    if any(v is None for v in rise.values()):
+        return None
+    return rise["ffnn"][2], rise["rnn"][2]
+
+
+def _memorization_pair(m: dict[str, dict[str, Any]]) -> tuple[float, float] | None:
+    return m["ffnn"]["blocks"][0]["attack_accuracy"], m["rnn"]["blocks"][0]["attack_accuracy"]
+
+
+#: the analyses that compare FFNN with RNN, as one number per architecture and repeat: analysis →
+#: (the (FFNN, RNN) pair from that analysis' data of one repeat, or None where it has none; the
+#: sign the studies predict for FFNN − RNN; what the number is). The verdict over repeats is
+#: core.stats' three-valued one on the paired difference (holds / reversed / inconclusive).
+REPEATED: dict[str, tuple[Any, int, str]] = {
+    "runs": (_runs_pair, -1, "final attack accuracy"),
+    "vulnerability": (_vulnerability_pair, -1, "attack accuracy averaged over the shared checkpoint epochs"),
+    "overtraining": (_overtraining_pair, +1, "rise of the attack accuracy past the best validation epoch"),
+    "memorization": (_memorization_pair, -1, "attack accuracy on the first block learned"),
+}
+
+
+def repeated_verdicts(per_repeat: list[dict[str, Any]], seeds: list[int] | None = None) -> dict[str, Any]:
+    """The comparing analyses' verdicts over N repeats: ``per_repeat[r]`` holds repeat r's data
+    (``runs``: both architectures' summaries; and any of :data:`REPEATED`'s analyses). Per analysis
+    present in every repeat with a number for each, the paired comparison FFNN − RNN by repeat
+    (:func:`core.stats.compare`: mean difference d̄ with its Student-t 95 % interval, paired t and
+    sign-flip p-values, d_z) and the verdict on the studies' direction — *holds* (the interval
+    excludes 0 on the predicted side), *reversed* (on the other), *inconclusive* — keyed by
+    :data:`VERDICT_OF`, with N, the per-repeat values and what the number is. An analysis some
+    repeat lacks a number for (e.g. no overtraining happened) is listed under ``missing``."""
+    n = len(per_repeat)
+    out: dict[str, Any] = {"n": n, "seeds": list(seeds) if seeds else None, "verdicts": {}, "missing": {}}
+    for name, (pair_of, expected, what) in REPEATED.items():
+        if not all(name in r for r in per_repeat):
+            continue
+        pairs = [pair_of(r[name]) for r in per_repeat]
+        if any(p is None for p in pairs):
+            out["missing"][VERDICT_OF[name]] = (f"{sum(p is None for p in pairs)} of {n} repeats have no {what}")
+            continue
+        comp = paired_compare(name, [p[0] for p in pairs], [p[1] for p in pairs], expected)
+        out["verdicts"][VERDICT_OF[name]] = {"analysis": name, "what": what, "n": n, **comp.to_dict()}
+    return out
+
+
+def repeated_verdict_sentence(v: dict[str, Any]) -> str:
+    """One line for a verdict of :func:`repeated_verdicts`: the value, FFNN − RNN with its 95 %
+    interval, N and the p-values (what the pages and reports print)."""
+    d, verdict_ = v["difference"], v.get("verdict") or {}
+    diff = d["diff"]
+    ci = (f"[{diff['ci_low']:+.3f}, {diff['ci_high']:+.3f}]" if diff.get("ci_low") is not None else "(no interval)")
+    p = f"; p = {d['p_t']:.3f} (paired t), {d['p_permutation']:.3f} (sign flip)" if d.get("p_t") is not None else ""
+    return (f"**{verdict_.get('value', 'no hypothesis')}** — {v['what']}: FFNN − RNN {diff['mean']:+.3f} "
+            f"95 % CI {ci}, N = {v['n']} repeats{p}")
 
 
 _VERDICT_FUNCTIONS = {"scatter": scatter_verdict, "vulnerability": vulnerability_verdict,

@@ -241,6 +241,11 @@ def build_parser() -> argparse.ArgumentParser:
                          help="exposure: also the members that stop / start being exposed behind this after-training "
                               "defense, e.g. dirichlet:1 or gpm:0.01 (naive attacker)")
     analyze.add_argument("--archs", default="ffnn,rnn", action=Once, help="architectures to compare (default: ffnn,rnn)")
+    analyze.add_argument("--repeats", type=int, default=None, action=Once, metavar="N",
+                         help="the analyses that compare FFNN with RNN (final attack accuracy, vulnerability, "
+                              "overtraining, memorization) also on repeats 1..N-1 (1..20; seeds derived from the "
+                              "config's, each cached): their paired FFNN - RNN difference with its 95 %% interval, "
+                              "p-values and the verdict holds / reversed / inconclusive, under 'repeats'")
     analyze.add_argument("--out", required=True, metavar="DIR", action=Once,
                          help="folder for the files (created, with its parents, if missing)")
     analyze.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
@@ -400,11 +405,15 @@ def _analyze(args: argparse.Namespace) -> int:
             print(f"[analyze] {stage}", file=sys.stderr)
             last[0] = stage
 
-    results = analyze(configs, names, progress, canaries=args.canaries, defense=defense, online_lira=args.online_lira)
+    if args.repeats is not None and args.repeats > 1 and len(archs) != 2:
+        raise ConfigError("--repeats compares FFNN with RNN over paired repeats: give --archs ffnn,rnn")
+    results = analyze(configs, names, progress, canaries=args.canaries, defense=defense, online_lira=args.online_lira,
+                      repeats=args.repeats or 1)
     for path in write_analyses(results, folder):
         if not args.quiet:
             print(f"wrote {path}", file=sys.stderr)
-    emit_json(results["verdicts"])
+    emit_json(results["verdicts"] if "repeats" not in results else
+              {"verdicts": results["verdicts"], "repeats": results["repeats"]})
     return 0
 
 

@@ -304,47 +304,94 @@ def steps_curves(summaries: list[dict[str, Any]]) -> go.Figure | None:
 
 
 # ---------------------------------------------------------------------------- defenses
+def _interval(p: dict[str, Any], metric: str) -> dict[str, Any] | None:
+    """The point's 95 % interval of ``metric`` (``intervals``, core.repeats.defense_curve_bands),
+    or None where it has none (one repeat and one draw, or a metric not banded)."""
+    e = (p.get("intervals") or {}).get(metric)
+    return e if e and e.get("ci_low") is not None and e.get("ci_high") is not None else None
+
+
 def _bars(pts: list[dict[str, Any]], metric: str, fallback: list[float]) -> tuple[list[float], list[float]]:
-    """Error bars of a defense curve: the 95 % interval over repeats × draws where the point has one
-    (``intervals``, core.repeats.defense_intervals), else ``fallback`` (± sd over draws)."""
+    """Error bars of a curve's points without an interval: ``fallback`` (± sd over draws); 0 where
+    the point has an interval (:func:`_band` draws that one)."""
     up, down = [], []
     for p, f in zip(pts, fallback):
-        e = (p.get("intervals") or {}).get(metric)
-        if e and e.get("ci_low") is not None:
-            up.append(e["ci_high"] - e["mean"])
-            down.append(e["mean"] - e["ci_low"])
-        else:
-            up.append(f or 0.0)
-            down.append(f or 0.0)
+        v = 0.0 if _interval(p, metric) else (f or 0.0)
+        up.append(v)
+        down.append(v)
     return up, down
+
+
+def _band(fig: go.Figure, pts: list[dict[str, Any]], metric: str, colour: str | None, name: str,
+          x_of=lambda p: p["value"], yaxis: str | None = None) -> None:
+    """The 95 % band of ``metric`` over the points that have an interval: one filled polygon
+    (upper ends left to right, lower ends back), named with N (repeats or draws)."""
+    with_ci = [(x_of(p), e) for p in pts if (e := _interval(p, metric)) is not None and x_of(p) is not None]
+    if not with_ci:
+        return
+    with_ci.sort(key=lambda t: t[0])
+    xs = [x for x, _ in with_ci]
+    band = next((p.get("band") for p in pts if p.get("band")), None) or {}
+    n = with_ci[0][1]["n"]
+    what = ("repeats" if band.get("over") == "repeats" else "draws") if band else "repeats"
+    extra = f" × {band['draws']} draws" if band.get("over") == "repeats" and band.get("draws", 1) > 1 else ""
+    fig.add_scatter(x=xs + xs[::-1], y=[e["ci_high"] for _, e in with_ci] + [e["ci_low"] for _, e in with_ci][::-1],
+                    fill="toself", mode="lines", line=dict(width=0), fillcolor=colour or "#444", opacity=0.18,
+                    hoverinfo="skip", name=f"{name} 95% band (N = {n} {what}{extra})", yaxis=yaxis)
+
+
+def _centre(p: dict[str, Any], metric: str, value: float | None) -> float | None:
+    """Where a curve's line passes: the interval's mean (over repeats) where the point has one."""
+    e = _interval(p, metric)
+    return e["mean"] if e else value
+
+
+def band_caption(points: dict[str, list[dict[str, Any]]]) -> str:
+    """One line saying what the curves' bands are over (N repeats × D draws, D draws, or nothing)."""
+    bands = [p["band"] for pts in points.values() for p in pts if p.get("band")]
+    if not bands:
+        return "No interval: one repeat and one draw per point (raise draws, or train repeats, for a band)."
+    b = bands[0]
+    if b["over"] == "repeats":
+        return (f"Bands: 95 % t intervals over N = {b['repeats']} repeats (independent victims and shadows; each "
+                f"repeat the mean of its {b['draws']} draw{'s' if b['draws'] != 1 else ''}); the line is their mean.")
+    if b["over"] == "draws":
+        return (f"Bands: 95 % t intervals over the {b['draws']} draws of one repeat (draw noise only: the models' "
+                "seed-to-seed spread is not in them — train repeats for that).")
+    return "No interval: one repeat and one draw per point (raise draws, or train repeats, for a band)."
 
 
 def defense_curves(points: dict[str, list[dict[str, Any]]], baselines: dict[str, dict[str, Any]], value_name: str,
                    current: float | None, log_x: bool) -> go.Figure:
     """Attack accuracy (solid) and utility loss (dotted, right axis) over the mechanism's value,
-    one colour per architecture; the slider's value is marked, the undefended accuracy dashed. Error
-    bars: the 95 % interval over repeats × draws where a point has ``intervals``, else ± sd over draws."""
+    one colour per architecture; the slider's value is marked, the undefended accuracy dashed.
+    Where points carry ``intervals`` (core.repeats.defense_curve_bands: over repeats × draws, or
+    over the draws of one repeat) the line passes through their means and a shaded 95 % band
+    is drawn; elsewhere error bars show ± sd over draws."""
     fig = go.Figure()
     for arch, pts in points.items():
         pts = sorted(pts, key=lambda p: p["value"])
         c = ARCH_COLOURS.get(arch)
         name = ARCH_NAMES.get(arch, arch)
         xs = [p["value"] for p in pts]
-        acc = [p["attack"]["accuracy"] for p in pts]
+        acc = [_centre(p, "attack_accuracy", p["attack"]["accuracy"]) for p in pts]
         up, down = _bars(pts, "attack_accuracy", [p["attack"].get("accuracy_std", 0.0) for p in pts])
+        _band(fig, pts, "attack_accuracy", c, f"{name} attack accuracy")
         fig.add_scatter(x=xs, y=acc, name=f"{name} attack accuracy", line=dict(color=c), mode="lines+markers",
                         error_y=dict(type="data", array=up, arrayminus=down, visible=any(v > 0 for v in up + down)))
         strongest = [p for p in pts if any(n in p.get("attacks", {}) for n in STRONG_ATTACKS)]
         if strongest:  # the best of LiRA/RMIA: what survives a defense the shadow MLP no longer sees
             fig.add_scatter(x=[p["value"] for p in strongest],
-                            y=[max(p["attacks"][n]["auc"] for n in STRONG_ATTACKS if n in p["attacks"]) for p in strongest],
+                            y=[max(_centre(p, f"{n}_auc", p["attacks"][n]["auc"]) for n in STRONG_ATTACKS
+                                   if n in p["attacks"]) for p in strongest],
                             name=f"{name} LiRA/RMIA AUC (best)", line=dict(color=c, dash="dashdot", width=1.5),
                             mode="lines")
         with_u = [p for p in pts if p.get("utility_loss") is not None]
         if with_u:
             up, down = _bars(with_u, "utility_loss", [0.0] * len(with_u))
-            fig.add_scatter(x=[p["value"] for p in with_u], y=[p["utility_loss"] for p in with_u], yaxis="y2",
-                            name=f"{name} utility loss", line=dict(color=c, dash="dot"), mode="lines+markers",
+            _band(fig, with_u, "utility_loss", c, f"{name} utility loss", yaxis="y2")
+            fig.add_scatter(x=[p["value"] for p in with_u], y=[_centre(p, "utility_loss", p["utility_loss"]) for p in with_u],
+                            yaxis="y2", name=f"{name} utility loss", line=dict(color=c, dash="dot"), mode="lines+markers",
                             error_y=dict(type="data", array=up, arrayminus=down, visible=any(v > 0 for v in up + down)))
         base = baselines.get(arch)
         if base and xs:
@@ -353,7 +400,12 @@ def defense_curves(points: dict[str, list[dict[str, Any]]], baselines: dict[str,
     if current is not None:
         fig.add_vline(x=current, line=dict(color="grey", width=1))
     fig.add_hline(y=0.5, line=dict(color="grey", dash="dot", width=1))
-    losses = [p["utility_loss"] for pts in points.values() for p in pts if p.get("utility_loss") is not None]
+    losses = []
+    for pts in points.values():
+        for p in pts:
+            if p.get("utility_loss") is not None:
+                e = _interval(p, "utility_loss")
+                losses += [p["utility_loss"], *((e["ci_low"], e["ci_high"]) if e else ())]
     top = max([0.2] + [1.1 * v for v in losses])
     fig.update_layout(yaxis=dict(range=[0.4, 1.02]),
                       yaxis2=dict(title="utility loss", overlaying="y", side="right", tickformat=".0%",
@@ -516,7 +568,8 @@ def training_defense_curves(points: dict[str, list[dict[str, Any]]], baselines: 
     """One sweep metric (``utility_loss`` or ``attack_accuracy``) over the swept value or over ε,
     one colour per architecture (FFNN vs RNN). Over ε the PRV points are drawn dotted beside the
     RDP ones; ``bound`` (x, y) pairs draw a reference curve (the DP bound on attack accuracy);
-    the undefended attack accuracy is dashed."""
+    the undefended attack accuracy is dashed. Points with ``intervals`` (repeats of the sweep:
+    core.sweeps.collect_points_repeats) put the line at the mean over repeats and draw the 95 % band."""
     fig = go.Figure()
     xs_all: list[float] = []
     for arch, pts in points.items():
@@ -525,9 +578,11 @@ def training_defense_curves(points: dict[str, list[dict[str, Any]]], baselines: 
                                                                    ("epsilon_prv", "dot", " (PRV ε)")]
         for key, dash, suffix in variants:
             rows = sorted((xv, yv) for p in pts if (xv := _point_x(p, key)) is not None
-                          and (yv := _point_y(p, metric)) is not None)
+                          and (yv := _centre(p, metric, _point_y(p, metric))) is not None)
             if rows:
                 xs_all += [r[0] for r in rows]
+                if dash == "solid":  # one band per architecture (over the RDP ε or the swept value)
+                    _band(fig, pts, metric, c, name, x_of=lambda p, k=key: _point_x(p, k))
                 fig.add_scatter(x=[r[0] for r in rows], y=[r[1] for r in rows], mode="lines+markers",
                                 name=f"{name}{suffix}", line=dict(color=c, dash=dash))
         base = baselines.get(arch)

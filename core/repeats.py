@@ -25,11 +25,11 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import numpy as np
 
 from .cache import ArtifactCache
-from .config import ExperimentConfig
+from .config import MAX_REPEATS, ExperimentConfig
 from .defenses import defend
 from .errors import ConfigError
 from .metrics import empirical_epsilon, resolution
-from .pipeline import run_experiment, trained_models
+from .pipeline import cached_summary, run_experiment, trained_models
 from .progress import ProgressCallback, ProgressEvent
 from .results import RunSummary, runs
 from .stats import (Comparison, Estimate, bootstrap_metric, compare, interval_from_moments, mean_interval,
@@ -301,21 +301,35 @@ def run_comparison(configs: dict[str, ExperimentConfig], progress: ProgressCallb
 
 
 # ---------------------------------------------------------------------------- defenses over repeats × draws
+#: the metrics of a defense point that get an interval (curve bands, ``defend --repeats``)
+BANDED = ("attack_accuracy", "attack_auc", "lira_auc", "rmia_auc", "utility", "utility_loss")
+
+
 def _point_metrics(point: dict[str, Any]) -> dict[str, tuple[float | None, float | None]]:
-    """(mean over draws, sd over draws) of a defense point's banded metrics."""
+    """(mean over draws, sd over draws) of a defense point's banded metrics (:data:`BANDED`; sd
+    None where the point does not carry one)."""
     a = point.get("attack") or {}
-    return {"attack_accuracy": (a.get("accuracy"), a.get("accuracy_std")), "attack_auc": (a.get("auc"), a.get("auc_std")),
-            "utility": (point.get("utility"), point.get("utility_std")),
-            "utility_loss": (point.get("utility_loss"), None)}
+    attacks = point.get("attacks") or {}
+    out = {"attack_accuracy": (a.get("accuracy"), a.get("accuracy_std")), "attack_auc": (a.get("auc"), a.get("auc_std"))}
+    for name in ("lira", "rmia"):
+        r = attacks.get(name) or {}
+        out[f"{name}_auc"] = (r.get("auc"), r.get("auc_std"))
+    out["utility"] = (point.get("utility"), point.get("utility_std"))
+    out["utility_loss"] = (point.get("utility_loss"), None)
+    return out
 
 
-def defense_intervals(per_repeat: Sequence[dict[str, Any]], draws: int) -> dict[str, dict[str, Any]]:
-    """Intervals of one defense value's metrics over repeats × draws.
+def defense_intervals(per_repeat: Sequence[dict[str, Any]], draws: int,
+                      baseline_utility: float | None = None) -> dict[str, dict[str, Any]]:
+    """Intervals of one defense value's metrics (:data:`BANDED`) over repeats × draws.
 
     With N ≥ 2 repeats: the t interval over the repeats of each repeat's mean over its draws (the
     draws of one repeat share its models, so they are not independent replicates of the
-    experiment); with one repeat: the t interval over the draws from their mean and sd (draw
-    noise only). Metrics missing in any repeat are left out.
+    experiment). With one repeat: the t interval over the draws from their mean and sd (draw
+    noise only, n = draws); there the utility loss L = 1 − u/u₀ is linear in the utility u for the
+    repeat's fixed undefended u₀ (``baseline_utility``), so its interval is the utility's mapped
+    through L (Def. 4 of paper 000). Metrics missing in any repeat are left out; with one repeat
+    and one draw there is no interval (``ci_low`` None).
     """
     out: dict[str, dict[str, Any]] = {}
     rows = [_point_metrics(p) for p in per_repeat]
@@ -326,12 +340,59 @@ def defense_intervals(per_repeat: Sequence[dict[str, Any]], draws: int) -> dict[
         if len(rows) >= 2:
             e = mean_interval([float(m) for m in means])
             out[name] = dataclasses.replace(e, method=f"t over {len(rows)} repeats (each the mean of {draws} draws)").to_dict()
-        else:
-            sd = rows[0][name][1]
-            if sd is None:
-                continue
-            out[name] = interval_from_moments(float(means[0]), float(sd), draws, method=f"t over {draws} draws",
-                                              note="one repeat: draw noise only").to_dict()
+            continue
+        sd = rows[0][name][1]
+        if name == "utility_loss" and "utility" in out and baseline_utility and abs(baseline_utility) > 1e-9:
+            u = out["utility"]
+            lo = None if u["ci_high"] is None else 1.0 - u["ci_high"] / baseline_utility
+            hi = None if u["ci_low"] is None else 1.0 - u["ci_low"] / baseline_utility
+            out[name] = dict(u, mean=float(means[0]), ci_low=lo, ci_high=hi, values=[], sd=None,
+                             method=f"t over {draws} draws (through L = 1 − u/u₀)")
+            continue
+        if sd is None:
+            continue
+        out[name] = interval_from_moments(float(means[0]), float(sd), draws, method=f"t over {draws} draws",
+                                          note="one repeat: draw noise only").to_dict()
+    return out
+
+
+def defense_curve_bands(curves: Sequence[Sequence[dict[str, Any]]], draws: int,
+                        baseline_utilities: Sequence[float | None] | None = None) -> list[dict[str, Any]]:
+    """A defense curve with a 95 % band: ``curves[r]`` are repeat r's points (any values, the
+    points of :meth:`core.defenses.Defender.curve` or ``defend``), ``draws`` the draws per point.
+
+    Returns, per value present in every repeat (in repeat 0's order), repeat 0's point with ``intervals``
+    (:func:`defense_intervals`: over the N repeats of each repeat's mean over its draws; with one
+    repeat over the draws) and ``band`` = ``{"repeats": N, "draws": D, "over": "repeats" | "draws"
+    | None}`` (None: one repeat and one draw, no interval). The pages draw the line at each
+    interval's mean and the band between its ends; the CLI writes the same points.
+    """
+    if not curves:
+        return []
+    by_value = [{float(p["value"]): p for p in c} for c in curves]
+    values = [v for v in by_value[0] if all(v in b for b in by_value[1:])]
+    n = len(curves)
+    over = "repeats" if n >= 2 else ("draws" if draws >= 2 else None)
+    base0 = baseline_utilities[0] if baseline_utilities else None
+    out = []
+    for v in values:
+        per = [b[v] for b in by_value]
+        out.append(dict(per[0], intervals=defense_intervals(per, draws, base0 if n == 1 else None),
+                        band={"repeats": n, "draws": int(draws), "over": over}))
+    return out
+
+
+def cached_repeat_configs(cfg: ExperimentConfig, limit: int = MAX_REPEATS, cache: ArtifactCache | None = None
+                          ) -> list[ExperimentConfig]:
+    """Repeats 0, 1, … of ``cfg`` whose runs are cached, up to the first missing one (at most
+    ``limit``): the repeats a page can band over without training anything."""
+    cache = cache or ArtifactCache()
+    out = []
+    for r in range(limit):
+        c = repeat_config(cfg, r)
+        if cached_summary(c, cache) is None:
+            break
+        out.append(c)
     return out
 
 
@@ -350,8 +411,8 @@ def defend_repeats(cfg: ExperimentConfig, mechanism: str, values: Sequence[float
         results.append(defend(models, mechanism, list(values), attacker, draws, sensitivity_samples, cache, seed=seed,
                               on_point=on_point))
     out = dict(results[0])
-    out["points"] = [dict(p, intervals=defense_intervals([r["points"][j] for r in results], draws))
-                     for j, p in enumerate(results[0]["points"])]
+    out["points"] = defense_curve_bands([r["points"] for r in results], draws,
+                                        [r["baseline"]["utility"] for r in results])
     out["repeats"] = {"n": len(results), "seeds": [c.seed for c in configs],
                       "config_hashes": [r["config_hash"] for r in results],
                       "baseline_utility": mean_interval([float(r["baseline"]["utility"]) for r in results]).to_dict()

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -39,6 +39,7 @@ from .metrics import empirical_epsilon
 from .pipeline import run_experiment
 from .progress import ProgressCallback
 from .results import AttackResult, RunSummary
+from .stats import mean_interval
 from .studies import DPSGD_RECIPE, DPSGD_RECIPE_SOURCE
 
 def value_name(mechanism: str, target_epsilon: bool = False) -> str:
@@ -118,6 +119,48 @@ def collect_points(runs: dict[str, list[tuple[float | None, ExperimentConfig]]],
         baselines[arch] = baseline_of(base_summary)
         points[arch] = [point_of(summaries[(arch, v)], baselines[arch], mechanism, v, target_epsilon)
                         for v, _ in rs[1:] if summaries.get((arch, v)) is not None]
+    return baselines, points
+
+
+#: the metrics of a sweep point that get an interval over repeats (the pages' bands)
+SWEEP_BANDED = ("attack_accuracy", "attack_auc", "utility", "utility_loss")
+
+
+def _sweep_metrics(point: dict[str, Any]) -> dict[str, float | None]:
+    a = point.get("attack") or {}
+    return {"attack_accuracy": a.get("accuracy"), "attack_auc": a.get("auc"), "utility": point.get("utility"),
+            "utility_loss": point.get("utility_loss")}
+
+
+def collect_points_repeats(runs: dict[str, list[tuple[float | None, ExperimentConfig]]],
+                           summaries: Sequence[dict[tuple[str, float | None], dict[str, Any] | None]], mechanism: str,
+                           target_epsilon: bool = False) -> tuple[dict[str, dict[str, Any]], dict[str, list[dict[str, Any]]]]:
+    """:func:`collect_points` over repeats: ``summaries[r]`` holds repeat r's runs (the same keys as
+    ``runs``; repeat r of a point is its config with :func:`core.repeats.repeat_config`'s seed, so
+    repeat r of every point and of the baseline share a split). Repeat 0's points, each with
+    ``intervals`` — per metric of :data:`SWEEP_BANDED`, the mean and 95 % Student-t interval over
+    the repeats whose point *and* baseline are cached (each repeat's utility loss against its own
+    baseline, paper 000 Def. 4), :func:`core.stats.mean_interval` — and ``band`` = ``{"repeats": N,
+    "draws": 1, "over": "repeats"}``, where N ≥ 2 such repeats exist; other points come as
+    :func:`collect_points` gives them."""
+    baselines, points = collect_points(runs, summaries[0], mechanism, target_epsilon)
+    for arch, pts in points.items():
+        for p in pts:
+            per_repeat = []
+            for s in summaries:
+                base, run = s.get((arch, None)), s.get((arch, p["value"]))
+                if base is not None and run is not None:
+                    per_repeat.append(_sweep_metrics(point_of(run, baseline_of(base), mechanism, p["value"], target_epsilon)))
+            if len(per_repeat) < 2:
+                continue
+            intervals = {}
+            for name in SWEEP_BANDED:
+                values = [m[name] for m in per_repeat]
+                if all(v is not None for v in values):
+                    e = mean_interval([float(v) for v in values])
+                    intervals[name] = dataclasses.replace(e, method=f"t over {len(values)} repeats").to_dict()
+            p["intervals"] = intervals
+            p["band"] = {"repeats": len(per_repeat), "draws": 1, "over": "repeats"}
     return baselines, points
 
 

@@ -155,8 +155,11 @@ def test_defense_curve_draws_the_interval_when_a_point_has_one():
                            "utility_loss": {"mean": 0.1, "ci_low": 0.05, "ci_high": 0.2, "n": 3}}}
     plain = {"value": 2.0, "attack": {"accuracy": 0.55, "accuracy_std": 0.02}, "utility_loss": 0.2}
     fig = defense_curves({"rnn": [point, plain]}, {}, "k", None, True)
+    # the point with an interval: in the shaded band (its ends), not as an error bar; the plain one: ± sd
     acc = [t for t in fig.data if t.name == "RNN attack accuracy"][0]
-    assert list(acc.error_y.array) == pytest.approx([0.15, 0.02]) and list(acc.error_y.arrayminus) == pytest.approx(
-        [0.1, 0.02])
-    loss = [t for t in fig.data if t.name == "RNN utility loss"][0]
-    assert list(loss.error_y.array) == pytest.approx([0.1, 0.0])
+    assert list(acc.error_y.array) == pytest.approx([0.0, 0.02]) and list(acc.error_y.arrayminus) == pytest.approx(
+        [0.0, 0.02])
+    band = [t for t in fig.data if t.name and t.name.startswith("RNN attack accuracy 95% band")][0]
+    assert band.fill == "toself" and sorted(band.y) == pytest.approx([0.5, 0.75])
+    loss_band = [t for t in fig.data if t.name and t.name.startswith("RNN utility loss 95% band")][0]
+    assert sorted(loss_band.y) == pytest.approx([0.05, 0.2]) and loss_band.yaxis == "y2"
