@@ -98,7 +98,8 @@ def cached_repeat_count() -> int:
 
 
 n_repeats = int(st.number_input(
-    "repeats", 1, MAX_REPEATS, cached_repeat_count(), key=f"tdef:repeats:{grid_key}",
+    # keyed by the grid too: its default (the repeats cached for this grid) follows a new grid
+    "repeats", 1, MAX_REPEATS, cached_repeat_count(), key=f"tdef:repeats:{grid_key}:{text}",
     help="Every point (and the undefended run) N times, with seeds derived from the preset's seed (repeat r of every "
          "point shares its split); with N ≥ 2 the curves show the mean and its 95 % interval over the repeats. "
          "Repeats beyond the first train as further runs of the sweep."))

@@ -153,3 +153,31 @@ def test_defenses_page_draws_the_band_over_cached_repeats(monkeypatch):
     charts = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
     bands = [t for fig in charts for t in fig["data"] if t.get("fill") == "toself" and "95% band" in t.get("name", "")]
     assert {b["name"].split(" attack")[0] for b in bands} >= {"FFNN", "RNN"} and all("N = 2" in b["name"] for b in bands)
+
+
+def test_training_defenses_page_bands_a_sweep_over_its_cached_repeats(monkeypatch):
+    from core.sweeps import sweep_runs
+
+    task = get_task("image")
+    tiny = {**TINY, "attack_epochs": (), "batch_size": 16}
+    monkeypatch.setitem(task.presets, "quick", {**task.presets["quick"], **tiny})
+    runs = sweep_runs({"ffnn": task.make_config("ffnn", "quick")}, "l2", [0.1])
+    for r in range(2):
+        for _, cfg in runs["ffnn"]:
+            run_experiment(repeat_config(cfg, r))
+    at = AppTest.from_file(str(ROOT / "app.py"))
+    at.switch_page("app_pages/3_Training_defenses.py")
+    at.run(timeout=60)
+    at.multiselect(key="tdef:archs").set_value(["ffnn"])
+    at.radio(key="tdef:mech").set_value("l2")
+    at.run(timeout=60)
+    at.text_input(key="tdef:grid:l2").set_value("0.1").run(timeout=120)
+    assert not at.exception, at.exception
+    assert at.number_input(key="tdef:repeats:l2:0.1").value == 2
+    assert not [b for b in at.button if b.label.startswith("Run the sweep")]  # both repeats cached
+    assert any("N = 2 repeats" in c.value for c in at.caption)
+    charts = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    assert any(t.get("fill") == "toself" and "N = 2 repeats" in t.get("name", "") for f in charts for t in f["data"])
+    # a third repeat is offered as further runs of the sweep
+    at.number_input(key="tdef:repeats:l2:0.1").set_value(3).run(timeout=60)
+    assert any(b.label.startswith("Run the sweep (2 runs to train") for b in at.button), [b.label for b in at.button]
