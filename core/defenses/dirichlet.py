@@ -207,7 +207,9 @@ def _defend_top_k(r: Responses, k: float, eta: float, rng: np.random.Generator) 
     # expected number above G_ref is (n_tail − 1)·(F(M) − F(G_ref))/F(M)
     f_ref = _log_gamma_cdf(a, log_g[rows, ref_col])
     f_max = _log_gamma_cdf(a, log_g[:, -2])
-    with np.errstate(invalid="ignore", divide="ignore"):
+    # np.where computes both branches: where f_max is tiny and not above f_ref the unused quotient
+    # overflows (a warning, not a value: those entries take 0)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         above = np.where(others & (f_max > f_ref), (n_tail - 1) * (f_max - f_ref) / f_max, 0.0)
     rank = rank + np.nan_to_num(above)
     # entropy: exact over the visible components, the expectation over the others' split
