@@ -277,7 +277,7 @@ st.caption("Solid: naive attack accuracy; dotted: utility loss where it was meas
            "table's rows; with repeats, where every repeat measured it); dashed: undefended accuracy (repeat 0); "
            "dash-dot: the AUC of the stronger of LiRA and RMIA (naive) — where it stays above the accuracy line, the "
            "shadow MLP understates the leak. One draw scatters (translation quick: validation BLEU's sd over draws "
-           "is 1.6–3.2 points under Dirichlet noise, docs/defenses.md) — read a bend only where the bands do not "
+           "is 1.1–2.7 points under Dirichlet noise, docs/defenses.md) — read a bend only where the bands do not "
            "overlap; `python -m core defend --repeats N --draws D` writes the same intervals.")
 
 left, right = st.columns(2)

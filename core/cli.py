@@ -281,7 +281,9 @@ def build_parser() -> argparse.ArgumentParser:
     defend.add_argument("--attacker", default="naive", action=Once, metavar="{naive,adaptive,both}",
                         help="naive: attack fitted on undefended shadows; adaptive: refitted on shadows behind the "
                              "same mechanism; both (default: naive)")
-    defend.add_argument("--draws", type=int, default=1, action=Once, help="independent draws of the mechanism per value (default 1)")
+    defend.add_argument("--draws", type=int, default=None, action=Once,
+                        help="independent draws of the mechanism per value (default: the mechanism's, as on the "
+                             "Defenses page: dirichlet 8, gpm 3; numbers are their mean)")
     defend.add_argument("--seed", type=int, default=0, action=Once, help="seed of the mechanism's randomness (default 0)")
     defend.add_argument("--sensitivity-samples", type=int, default=None, metavar="N", action=Once,
                         help="gpm: SensitivitySampler pairs for S and ε (2N trainings, cached; default per task: "
@@ -450,6 +452,8 @@ def _defend(args: argparse.Namespace, config, out, progress) -> int:
         with_target = [n for n in defense_registry.training_names() if defense_registry.get_training(n).target]
         raise ConfigError(f"--target-epsilon applies to {', '.join(with_target)} only")
     values = parse_values(args.values)
+    if args.draws is None:  # the mechanism's default, the Defenses page's draws box
+        args.draws = mechanism.default_draws
     if args.attacker not in ATTACKERS:
         raise ConfigError(f"--attacker must be one of {', '.join(ATTACKERS)}, got {args.attacker!r}")
     for v in values:  # every value checked before any training

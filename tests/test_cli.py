@@ -123,6 +123,7 @@ def test_defend_writes_the_documented_json(tmp_path):
     assert (d["task"], d["arch"], d["mechanism"], d["attacker"]) == ("image", "ffnn", "dirichlet", "both")
     assert {"accuracy", "auc"} <= set(d["baseline"]["attack"]) and "utility" in d["baseline"]
     assert [pt["value"] for pt in d["points"]] == [100.0, 0.01]
+    assert d["spec"]["draws"] == 8  # no --draws: the mechanism's default, as on the Defenses page
     for pt in d["points"]:
         for key in ("attack", "adaptive_attack", "utility", "utility_loss", "epsilon", "delta", "gamma",
                     "epsilon_lower_bound", "timings"):
@@ -133,7 +134,7 @@ def test_defend_writes_the_documented_json(tmp_path):
 
 def test_defend_gpm_reports_epsilon_from_the_sensitivity_sampler(tmp_path):
     p = cli("defend", "--task", "image", "--arch", "rnn", *TINY, "--mechanism", "gpm", "--values", "0,0.01",
-            "--sensitivity-samples", "2", "--quiet")
+            "--sensitivity-samples", "2", "--draws", "1", "--quiet")
     assert p.returncode == 0, p.stderr
     d = json.loads(p.stdout)
     assert d["sensitivity"]["n"] == 2 and d["sensitivity"]["sensitivity"] > 0
