@@ -1,6 +1,7 @@
 """Bands on defense curves (after training and DP-SGD-style sweeps) and the analyses' verdicts over
 repeats: intervals computed on planted data cover the truth and carry the right N, the Defenses page
 draws the band, ``analyze --repeats`` writes three-valued verdicts."""
+import copy
 import json
 from pathlib import Path
 
@@ -76,21 +77,34 @@ def test_defense_curve_figure_draws_the_band_through_the_means():
     assert "N = 3 repeats" in band_caption({"rnn": band})
 
 
-def _summary(acc, utility, seed=0):
-    return {"config_hash": f"h{seed}{acc}", "attack": {"name": "shadow", "accuracy": acc, "auc": acc},
-            "attacks": {"shadow": {"accuracy": acc, "auc": acc}}, "utility": {"val": utility, "train": 1.0,
-                                                                           "metric": "accuracy"},
-            "timings": {}, "records": {}}
+@pytest.fixture(scope="module")
+def template_summary(tmp_path_factory):
+    """A whole summary of a tiny run (the typed reader checks every field), to plant numbers in."""
+    from core.cache import ArtifactCache
+
+    cfg = get_task("image").make_config("ffnn", "quick", TINY)
+    return run_experiment(cfg, cache=ArtifactCache(tmp_path_factory.mktemp("cache"))).summary
 
 
-def test_sweep_points_get_intervals_over_the_cached_repeats_only():
+def _summary(template, acc, utility, seed=0):
+    s = copy.deepcopy(template)
+    name = s["attack"]["name"]
+    s["config_hash"] = f"{s['config_hash'][:10]}{seed:04d}{int(acc * 1000):06d}"
+    s["attack"]["accuracy"] = s["attacks"][name]["accuracy"] = acc
+    s["utility"]["val"] = utility
+    return s
+
+
+def test_sweep_points_get_intervals_over_the_cached_repeats_only(template_summary):
+    t = template_summary
     runs = {"ffnn": [(None, None), (2.0, None), (8.0, None)]}
-    reps = [{("ffnn", None): _summary(0.7, 0.9, r), ("ffnn", 2.0): _summary(0.55 + 0.01 * r, 0.6 - 0.02 * r, r),
-             ("ffnn", 8.0): _summary(0.5, 0.3, r) if r == 0 else None} for r in range(3)]
+    reps = [{("ffnn", None): _summary(t, 0.7, 0.9, r), ("ffnn", 2.0): _summary(t, 0.55 + 0.01 * r, 0.6 - 0.02 * r, r),
+             ("ffnn", 8.0): _summary(t, 0.5, 0.3, r) if r == 0 else None} for r in range(3)]
     baselines, points = collect_points_repeats(runs, reps, "l2")
     p2, p8 = sorted(points["ffnn"], key=lambda p: p["value"])
     acc = p2["intervals"]["attack_accuracy"]
     assert p2["band"]["repeats"] == 3 and acc["n"] == 3 and acc["ci_low"] < 0.56 < acc["ci_high"]
+    assert acc["mean"] == pytest.approx(0.56)
     assert p2["intervals"]["utility_loss"]["mean"] == pytest.approx(1 - 0.58 / 0.9)
     assert "intervals" not in p8  # one repeat cached: no interval
     fig = training_defense_curves(points, baselines, "attack_accuracy", "value", "λ")
