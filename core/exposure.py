@@ -138,10 +138,10 @@ def _quadrant_of(ea: np.ndarray, eb: np.ndarray) -> np.ndarray:
 def _count_interval(values: np.ndarray, n: int) -> tuple[float, float, float]:
     """Mean count over repeats with its 95 % t interval (:func:`core.stats.mean_interval`), kept
     within [0, n]: a count cannot leave them, however wide the interval of three repeats is."""
-    est = mean_interval(values)
+    est = mean_interval(values, bounds=(0.0, float(n)))
     low = est.mean if est.ci_low is None else est.ci_low
     high = est.mean if est.ci_high is None else est.ci_high
-    return est.mean, max(0.0, low), min(float(n), high)
+    return est.mean, low, high
 
 
 def quadrants(scores_a: Any, scores_b: Any, membership: Any, fpr: float = 0.01, label_a: str = "ffnn",

@@ -303,6 +303,10 @@ def run_comparison(configs: dict[str, ExperimentConfig], progress: ProgressCallb
 # ---------------------------------------------------------------------------- defenses over repeats × draws
 #: the metrics of a defense point that get an interval (curve bands, ``defend --repeats``)
 BANDED = ("attack_accuracy", "attack_auc", "lira_auc", "rmia_auc", "utility", "utility_loss")
+#: their ranges (intervals are clipped to them); utility loss 1 − u/u₀ is at most 1 (u ≥ 0)
+BANDED_BOUNDS: dict[str, tuple[float | None, float | None]] = {
+    "attack_accuracy": (0.0, 1.0), "attack_auc": (0.0, 1.0), "lira_auc": (0.0, 1.0), "rmia_auc": (0.0, 1.0),
+    "utility": (0.0, None), "utility_loss": (None, 1.0)}
 
 
 def _point_metrics(point: dict[str, Any]) -> dict[str, tuple[float | None, float | None]]:
@@ -338,7 +342,7 @@ def defense_intervals(per_repeat: Sequence[dict[str, Any]], draws: int,
         if any(m is None for m in means):
             continue
         if len(rows) >= 2:
-            e = mean_interval([float(m) for m in means])
+            e = mean_interval([float(m) for m in means], bounds=BANDED_BOUNDS.get(name))
             out[name] = dataclasses.replace(e, method=f"t over {len(rows)} repeats (each the mean of {draws} draws)").to_dict()
             continue
         sd = rows[0][name][1]
@@ -352,7 +356,7 @@ def defense_intervals(per_repeat: Sequence[dict[str, Any]], draws: int,
         if sd is None:
             continue
         out[name] = interval_from_moments(float(means[0]), float(sd), draws, method=f"t over {draws} draws",
-                                          note="one repeat: draw noise only").to_dict()
+                                          note="one repeat: draw noise only", bounds=BANDED_BOUNDS.get(name)).to_dict()
     return out
 
 

@@ -136,27 +136,38 @@ def mean_interval(values: Sequence[float], confidence: float = CONFIDENCE,
         return Estimate(mean, None, None, 1, (float(x[0]),), "single", confidence,
                         "one repeat: no interval (run with --repeats ≥ 2)")
     half = float(sps.t.ppf(0.5 + confidence / 2, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size))
-    low, high = mean - half, mean + half
-    note = ""
-    lo_bound, hi_bound = bounds if bounds is not None else (None, None)
-    if lo_bound is not None and low < lo_bound:
-        low, note = float(lo_bound), f"interval clipped to the metric's range at {lo_bound:g}"
-    if hi_bound is not None and high > hi_bound:
-        high = float(hi_bound)
-        note = f"interval clipped to the metric's range at {hi_bound:g}" if not note else \
-            f"interval clipped to the metric's range [{lo_bound:g}, {hi_bound:g}]"
+    low, high, note = _clipped(mean - half, mean + half, bounds)
     return Estimate(mean, low, high, int(x.size), tuple(float(v) for v in x), "t", confidence, note)
 
 
 def interval_from_moments(mean: float, sd: float, n: int, confidence: float = CONFIDENCE, method: str = "t",
-                          note: str = "") -> Estimate:
+                          note: str = "", bounds: tuple[float | None, float | None] | None = None) -> Estimate:
     """The Student-t interval mean ± t_{n−1,1−α/2}·sd/√n from summary statistics (e.g. a defense
-    point's mean and sd over its n draws); no interval with n < 2."""
+    point's mean and sd over its n draws); no interval with n < 2; ``bounds`` as in
+    :func:`mean_interval`."""
     _check_confidence(confidence)
     if n < 2:
         return Estimate(float(mean), None, None, int(n), (), "single", confidence, note or "one value: no interval")
     half = float(sps.t.ppf(0.5 + confidence / 2, n - 1) * sd / math.sqrt(n))
-    return Estimate(float(mean), float(mean) - half, float(mean) + half, int(n), (), method, confidence, note)
+    low, high, clip_note = _clipped(float(mean) - half, float(mean) + half, bounds)
+    return Estimate(float(mean), low, high, int(n), (), method, confidence, "; ".join(x for x in (note, clip_note) if x))
+
+
+def _clipped(low: float, high: float, bounds: tuple[float | None, float | None] | None) -> tuple[float, float, str]:
+    """(low, high) intersected with a metric's range ``bounds`` (None: unbounded), and a note
+    saying so when it cut: the true mean lies in the range, so coverage is kept."""
+    lo_bound, hi_bound = bounds if bounds is not None else (None, None)
+    cut_low = lo_bound is not None and low < lo_bound
+    cut_high = hi_bound is not None and high > hi_bound
+    if cut_low:
+        low = float(lo_bound)
+    if cut_high:
+        high = float(hi_bound)
+    if cut_low and cut_high:
+        return low, high, f"interval clipped to the metric's range [{lo_bound:g}, {hi_bound:g}]"
+    if cut_low or cut_high:
+        return low, high, f"interval clipped to the metric's range at {lo_bound if cut_low else hi_bound:g}"
+    return low, high, ""
 
 
 # ---------------------------------------------------------------------------- bootstrap over records

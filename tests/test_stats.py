@@ -9,7 +9,8 @@ from scipy import stats as sps
 
 from core.metrics import roc_auc, roc_curve, tpr_at_fpr
 from core.stats import (Comparison, Estimate, PairedDifference, RocBand, Verdict, _jackknife, _metric_rows,
-                        bootstrap_metric, compare, low_fpr_note, mean_interval, paired_difference,
+                        bootstrap_metric, compare, interval_from_moments, low_fpr_note, mean_interval,
+                        paired_difference,
                         roc_band_bootstrap, roc_band_repeats, sign_flip_pvalue, verdict)
 
 
@@ -50,6 +51,13 @@ def test_t_interval_is_clipped_to_the_metrics_range_and_says_so():
     assert c.difference.a.ci_high == 1.0 and c.difference.b.ci_high == 1.0
     d = mean_interval(np.array([0.9975, 1.0, 0.995]) - np.array([0.99, 0.99, 0.97]))
     assert c.difference.diff == d and d.ci_low < 0  # unclipped: a difference of AUCs may be negative
+
+
+def test_moments_interval_is_clipped_too():
+    raw = interval_from_moments(0.99, 0.05, 8)
+    e = interval_from_moments(0.99, 0.05, 8, note="one repeat: draw noise only", bounds=(0.0, 1.0))
+    assert raw.ci_high > 1.0 and e.ci_high == 1.0 and e.ci_low == pytest.approx(raw.ci_low)
+    assert e.note.startswith("one repeat: draw noise only; interval clipped")
 
 
 def test_estimate_json_round_trip_has_no_nan():
