@@ -13,7 +13,7 @@ from core.errors import MIAError
 from core.names import ARCH_NAMES as ARCH_LABELS
 from core.pipeline import config_of
 from core.results import DefendedPoint, DefenseBaseline, RunSummary
-from core.repeats import cached_repeat_configs, defense_curve_bands
+from core.repeats import cached_repeat_configs, defense_curve_bands, repeat_config
 from core.tasks import get_task
 from core import figures as plots  # the one figure module
 from ui.widgets import task_selector
@@ -136,7 +136,8 @@ if available >= 2:
 repeat_defenders: dict[str, list] = {}
 try:
     for a, c in configs.items():
-        repeat_defenders[a] = [defenders[a]] + [defender_for(rc) for rc in cached_repeat_configs(c, n_repeats)[1:]]
+        # repeats_cached already counted them: no cache reads on a slider step (repeat_config is pure)
+        repeat_defenders[a] = [defenders[a]] + [defender_for(repeat_config(c, r)) for r in range(1, n_repeats)]
 except MIAError as exc:
     st.error(f"Could not load a repeat's models: {exc}")
     repeat_defenders = {a: [d] for a, d in defenders.items()}
