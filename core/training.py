@@ -190,11 +190,11 @@ def train_epochs(
             else:
                 batches = private.batches()
             for k, index in enumerate(batches):
-                loss_value, norms = _step(model, optimizer, private, batch_loss, index, clip_norm, on_batch is not None,
-                                          autocast)
+                loss, norms = _step(model, optimizer, private, batch_loss, index, clip_norm, on_batch is not None,
+                                    autocast)
                 steps += 1
-                if on_batch is not None:
-                    on_batch(Batch(epoch, k, index.numpy(), loss_value, norms))
+                if on_batch is not None:  # reading the loss waits for the GPU: only when someone asks
+                    on_batch(Batch(epoch, k, index.numpy(), float(loss), norms))
                 if on_progress is not None:
                     on_progress((epoch - 1 + min(k + 1, steps_per_epoch) / steps_per_epoch) / epochs)
             if on_epoch is not None:
@@ -207,8 +207,13 @@ def train_epochs(
 
 
 def _step(model: nn.Module, optimizer: torch.optim.Optimizer, private, batch_loss: BatchLoss, index: torch.Tensor,
-          clip_norm: float | None, want_norms: bool, autocast: torch.dtype | None = None) -> tuple[float, np.ndarray | None]:
-    """One optimizer step on the records ``index``: (loss, per-sample norms under DP or None)."""
+          clip_norm: float | None, want_norms: bool,
+          autocast: torch.dtype | None = None) -> tuple[torch.Tensor | float, np.ndarray | None]:
+    """One optimizer step on the records ``index``: (loss, per-sample norms under DP or None).
+
+    The loss comes back as a detached tensor, not a float: turning it into a number waits for the
+    device to finish the step, and on a GPU that wait on every step kept the CPU from queueing the
+    next one (small models are launch-bound there)."""
     if private is None:
         optimizer.zero_grad(set_to_none=True)
         if autocast is None:
@@ -221,7 +226,7 @@ def _step(model: nn.Module, optimizer: torch.optim.Optimizer, private, batch_los
         if clip_norm is not None:
             nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
         optimizer.step()
-        return float(loss.detach()), None
+        return loss.detach(), None
     private.zero_grad()
     if len(index) == 0:  # Poisson sampling drew nobody: the noise-only step still happens
         private.step(empty=True)
@@ -232,4 +237,4 @@ def _step(model: nn.Module, optimizer: torch.optim.Optimizer, private, batch_los
     if want_norms:
         norms = per_sample_norms(private.optimizer).detach().cpu().numpy()
     private.step()
-    return float(loss.detach()), norms
+    return loss.detach(), norms

@@ -139,6 +139,8 @@ def test_gpu_check_dry_run_runs_every_step_on_the_cpu(tmp_path):
         for name in (f"image quick {arch}", f"translation paper en→de {arch}", f"translation quick {arch}",
                      f"bf16 image quick {arch}", f"bf16 translation paper {arch}"):
             assert isinstance(steps[name], dict) and steps[name]["train_s"] > 0, name
+        paper = steps[f"translation paper en→de {arch}"]  # side by side in worker processes, each model timed
+        assert paper["executor"] == "processes" and len(paper["model_train_s"]) == paper["models"]
     figures = {f["figure"] for f in result["figures"]}
     assert any("ensemble speedup" in f for f in figures) and any("attack stage" in f for f in figures)
     assert any(f.startswith("bf16 translation paper") for f in figures)
