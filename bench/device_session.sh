@@ -8,6 +8,9 @@
 #
 #   bench/device_session.sh MULTI30K_DIR OUT_DIR [--tiny]
 #
+# CPU_ARCHS (default "ffnn rnn") picks the architectures of the CPU runs: with one, 6 runs take
+# cores 0-5 and gpu_check gets the other 10 (its paper step trains six models side by side, one
+# worker process each), and the compare step is left out (it needs both).
 # PY names the Python (default: python3; the device image's holds torch). --tiny shrinks every
 # run (a few records, one epoch) to check the wiring on any machine in a minute: nothing it
 # prints is a measurement. Everything lands in OUT_DIR: gpu_check.json/.log, compare_SRCTGT.json,
@@ -23,7 +26,7 @@ mkdir -p "$OUT"
 WORK=$(mktemp -d /tmp/device_session.XXXXXX)
 export MIA_CACHE_DIR="$WORK/cache" PYTHONUNBUFFERED=1
 RUNS="$WORK/runs"; mkdir -p "$RUNS"
-CPU_LIMIT_S=440; CHECK_BUDGET_S=430; CHECK_LIMIT_S=540
+CPU_LIMIT_S=440; CHECK_BUDGET_S=400; CHECK_LIMIT_S=520
 TINY_SET=()
 if [ "$TINY" = "--tiny" ]; then
   CPU_LIMIT_S=120; CHECK_LIMIT_S=300
@@ -31,6 +34,9 @@ if [ "$TINY" = "--tiny" ]; then
             --set emb=8 --set hidden=8 --set bleu_sentences=4 --set n_examples=1)
 fi
 NCORES=$(nproc)
+CPU_ARCHS=${CPU_ARCHS:-"ffnn rnn"}
+N_CPU_RUNS=$((6 * $(echo $CPU_ARCHS | wc -w)))
+CHECK_CORES="$N_CPU_RUNS-15"; [ "$N_CPU_RUNS" -gt 12 ] && CHECK_CORES="12-15"
 pin() {  # pin to cores "$1" where taskset exists and the machine has them
   if command -v taskset >/dev/null && [ "$NCORES" -ge 16 ]; then taskset -c "$1" "${@:2}"; else "${@:2}"; fi
 }
@@ -40,7 +46,7 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>
 
 CHECK_ARGS=(--multi30k "$M30K" --budget-s "$CHECK_BUDGET_S" --json "$OUT/gpu_check.json")
 [ "$TINY" = "--tiny" ] && CHECK_ARGS+=(--tiny)
-( pin 12-15 timeout "$CHECK_LIMIT_S" "$PY" bench/gpu_check.py "${CHECK_ARGS[@]}" >"$OUT/gpu_check.log" 2>&1;
+( pin "$CHECK_CORES" timeout "$CHECK_LIMIT_S" "$PY" bench/gpu_check.py "${CHECK_ARGS[@]}" >"$OUT/gpu_check.log" 2>&1;
   echo "gpu_check rc $?" >>"$OUT/gpu_check.log" ) &
 CHECK_PID=$!
 
@@ -48,7 +54,7 @@ core=0
 printf 'run\twall_s\tuser_s\tsys_s\trc\n' >"$OUT/times.tsv"
 for pair in en:de de:en; do
   src=${pair%:*}; tgt=${pair#*:}
-  for arch in ffnn rnn; do
+  for arch in $CPU_ARCHS; do
     r=0
     for seed in $SEEDS; do
       name="${src}${tgt}_${arch}_r${r}"
@@ -67,6 +73,7 @@ done
 wait $(jobs -p | grep -v "^$CHECK_PID$") 2>/dev/null
 echo "cpu runs done: $(date +%T)"
 for pair in en:de de:en; do
+  [ "$CPU_ARCHS" = "ffnn rnn" ] || break
   src=${pair%:*}; tgt=${pair#*:}
   MIA_DEVICE=cpu OMP_NUM_THREADS=4 timeout 45 "$PY" -m core compare --task translation --preset multi30k_cpu \
     --set "data_dir=$M30K" --set "src_lang=$src" --set "tgt_lang=$tgt" "${TINY_SET[@]}" --repeats 3 --quiet \
