@@ -10,6 +10,12 @@ from core.executor import TrainingJob, make_executor
 from core.pipeline import run_experiment, trained_models
 from core.tasks import get_task
 
+# Weights may differ by float rounding only, which depends on the kernels: with one CPU thread the
+# CNN's weights drift 1.3e-4 apart over these 3 epochs (1e-4 holds with two threads), and on an H100
+# the joint ReNet's head 1.4e-4 (docs/results.md "GPU check", TF32 off): the ensemble's batches are M
+# times larger, so another summation order. 5e-4 is about 4× the largest such gap seen.
+WEIGHT_TOLERANCE = 5e-4
+
 TINY = dict(n_train=40, n_eval=10, epochs=3, n_shadows=2, attack_epochs=(1,), attack_train_epochs=3,
             weight_decay=1e-3)
 
@@ -29,7 +35,7 @@ def test_ensemble_trains_the_models_the_sequential_path_trains(tmp_path, arch):
         for k in a.weights:
             init_scale = float(a.weights[k].abs().max()) + 1e-6
             diff = float((a.weights[k] - b.weights[k]).abs().max())
-            assert diff <= 1e-4 * max(1.0, init_scale), (a.role, k, diff)
+            assert diff <= WEIGHT_TOLERANCE * max(1.0, init_scale), (a.role, k, diff)
             moved = max(moved, diff)
         for e in a.responses:
             np.testing.assert_allclose(a.responses[e].probs, b.responses[e].probs, atol=1e-4)
