@@ -21,7 +21,7 @@ from core.tasks import get_task
 from ui.examples import show_record as draw_record
 from ui.nav import job_line
 from ui.shared import defender_for, defense_value_key, job_manager
-from ui.widgets import task_selector
+from ui.widgets import drawn, task_selector
 
 
 st.title("Analyses: why do the attacks work?")
@@ -172,13 +172,6 @@ tabs = st.tabs(["Entropy scatter", "Over training", "Memorization", "Overtrainin
                on_change="rerun")
 
 
-def drawn(tab):
-    """``for _ in drawn(tab):`` runs its body once inside ``tab`` when ``tab`` is the open tab, and
-    not at all otherwise (a conditional ``with``: the tabs' bodies keep their indentation)."""
-    if tab.open is False:  # None: the tabs do not track which is open; draw everything
-        return
-    with tab:
-        yield
 
 
 # ---------------------------------------------------------------------------- scatter

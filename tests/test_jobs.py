@@ -143,7 +143,7 @@ def test_the_workers_progress_reaches_the_page():
     texts = set()
     deadline = time.time() + 240
     def complete(at):
-        return any(s.value == "Attacks" for s in at.subheader) and not any("still to come" in c.value for c in at.caption)
+        return any(s.value == "Overview" for s in at.subheader) and not any("still to come" in c.value for c in at.caption)
 
     while time.time() < deadline and not complete(b):
         b.run(timeout=60)

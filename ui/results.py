@@ -19,6 +19,7 @@ from core.report import MATCHED_NOTE, SMALL_N_NOTE, reproduce_commands, verdict_
 from core.repeats import comparison_json, repeats_block
 from core.results import RunSummary, dicts
 from ui.examples import navigation_stats, show_examples, show_map_images
+from ui.widgets import drawn
 
 
 def _key(summaries: list[RunSummary]) -> tuple[str, ...]:
@@ -75,6 +76,8 @@ def show_results(summaries: list[RunSummary], configs: list[ExperimentConfig],
     raw = dicts(summaries)  # what the figure and report builders read
     st.subheader("Overview")
     st.dataframe(f["overview"], hide_index=True, width="stretch")
+    if (note := plots.resolution_note(raw)) is not None:  # what one record is worth, before any number is compared
+        st.caption(note)
     gap = plots.param_gap(raw)
     if gap is not None:
         st.caption(f"Parameter counts differ by {gap:.1%} (matched within 5 %, as in the studies).")
@@ -98,50 +101,57 @@ def show_results(summaries: list[RunSummary], configs: list[ExperimentConfig],
         show_repeats(repeats)
     if matched is not None:
         show_matched(matched)
-    left, right = st.columns(2)
-    with left:
-        st.plotly_chart(f["utility"], width="stretch")
-    with right:
-        st.plotly_chart(f["attack_by_epoch"], width="stretch")
-    if f["steps"] is not None:
-        st.plotly_chart(f["steps"], width="stretch")
-    st.subheader("Attacks")
-    st.dataframe(f["metrics"].style.format(precision=3), hide_index=True, width="stretch")
-    if (note := plots.resolution_note(raw)) is not None:
-        st.caption(note)
-    left, right = st.columns(2)
-    with left:
-        st.plotly_chart(f["roc"], width="stretch")
-        st.caption("Click a legend entry to show or hide an attack; the primary attack of each architecture is shown.")
-    with right:
-        st.plotly_chart(f["roc_loglog"], width="stretch")
-        st.caption("The low false-positive regime on log-log axes (LiRA's convention): an attack that is sure about "
-                   "a few members stands out here, not in the AUC.")
-    st.markdown("**The strongest attacks** — offline LiRA (Carlini et al.) and RMIA (Zarifzadeh et al.), with the "
-                "shadows as reference models, beside Shokri's shadow attack (final epoch)")
-    st.dataframe(f["strongest"].style.format(precision=3), hide_index=True, width="stretch")
-    left, right = st.columns(2)
-    with left:
-        st.plotly_chart(f["entropy"], width="stretch")
-        st.caption("Why attacks work: models are more certain (lower entropy) on the records they trained on.")
-    with right:
-        if not f["matched"].empty:
-            st.markdown("**At matched utility** — each architecture at the checkpoint whose validation utility is "
-                        "closest to the other's final one (the studies compare at similar utility)")
-            st.dataframe(f["matched"].style.format(precision=3, na_rep="—"), hide_index=True, width="stretch")
-    if not f["fidelity"].empty:
-        with st.expander("Do the shadows track the victim? (the attacker's core assumption)"):
-            st.dataframe(f["fidelity"].style.format(precision=3, na_rep="—"), hide_index=True, width="stretch")
-            st.caption("Mean loss of members and non-members, victim vs shadows, per checkpoint; a gap above 25 % "
-                       "means thresholds and classifiers fitted on the shadows transfer badly to the victim.")
+    # the rest in tabs of which only the open one runs (on_change="rerun"): a page open then sends the
+    # browser two or three charts instead of seven, and drawing them was most of a visit's time (issue 23)
     with_examples = [s for s in summaries if s.examples]
+    names = ["Over training", "Attacks", "Strongest attacks & why"] + (["Examples"] if with_examples else [])
+    tabs = st.tabs(names, key="train:results_tab", on_change="rerun")
+    for _ in drawn(tabs[0]):
+        left, right = st.columns(2)
+        with left:
+            st.plotly_chart(f["utility"], width="stretch")
+        with right:
+            st.plotly_chart(f["attack_by_epoch"], width="stretch")
+        if f["steps"] is not None:
+            st.plotly_chart(f["steps"], width="stretch")
+    for _ in drawn(tabs[1]):
+        st.subheader("Attacks")
+        st.dataframe(f["metrics"].style.format(precision=3), hide_index=True, width="stretch")
+        left, right = st.columns(2)
+        with left:
+            st.plotly_chart(f["roc"], width="stretch")
+            st.caption("Click a legend entry to show or hide an attack; the primary attack of each architecture is "
+                       "shown.")
+        with right:
+            st.plotly_chart(f["roc_loglog"], width="stretch")
+            st.caption("The low false-positive regime on log-log axes (LiRA's convention): an attack that is sure "
+                       "about a few members stands out here, not in the AUC.")
+    for _ in drawn(tabs[2]):
+        st.markdown("**The strongest attacks** — offline LiRA (Carlini et al.) and RMIA (Zarifzadeh et al.), with "
+                    "the shadows as reference models, beside Shokri's shadow attack (final epoch)")
+        st.dataframe(f["strongest"].style.format(precision=3), hide_index=True, width="stretch")
+        left, right = st.columns(2)
+        with left:
+            st.plotly_chart(f["entropy"], width="stretch")
+            st.caption("Why attacks work: models are more certain (lower entropy) on the records they trained on.")
+        with right:
+            if not f["matched"].empty:
+                st.markdown("**At matched utility** — each architecture at the checkpoint whose validation utility "
+                            "is closest to the other's final one (the studies compare at similar utility)")
+                st.dataframe(f["matched"].style.format(precision=3, na_rep="—"), hide_index=True, width="stretch")
+        if not f["fidelity"].empty:
+            with st.expander("Do the shadows track the victim? (the attacker's core assumption)"):
+                st.dataframe(f["fidelity"].style.format(precision=3, na_rep="—"), hide_index=True, width="stretch")
+                st.caption("Mean loss of members and non-members, victim vs shadows, per checkpoint; a gap above "
+                           "25 % means thresholds and classifiers fitted on the shadows transfer badly to the victim.")
     if with_examples:
-        st.subheader("What the victim does with members vs non-members")
-        if any(s.example_kind == "navigation" for s in with_examples):
-            show_navigation_maps([s for s in with_examples if s.example_kind == "navigation"], views or {})
-        for s in with_examples:
-            if s.example_kind != "navigation":
-                show_examples(s.examples, ARCH_NAMES.get(s.arch, s.arch))
+        for _ in drawn(tabs[3]):
+            st.subheader("What the victim does with members vs non-members")
+            if any(s.example_kind == "navigation" for s in with_examples):
+                show_navigation_maps([s for s in with_examples if s.example_kind == "navigation"], views or {})
+            for s in with_examples:
+                if s.example_kind != "navigation":
+                    show_examples(s.examples, ARCH_NAMES.get(s.arch, s.arch))
     e1, e2 = st.columns([1, 3])
     with e1:
         name = "_".join([summaries[0].task, summaries[0].preset or "custom"] + [s.arch for s in summaries])

@@ -7,7 +7,7 @@ gets one widget per architecture.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import streamlit as st
 
@@ -142,3 +142,14 @@ def task_selector(key: str | None = None) -> str:
     wanted = st.query_params.get("task")
     return st.selectbox("Task", tasks, index=tasks.index(wanted) if wanted in tasks else 0,
                         format_func=task_label, key=key)
+
+
+def drawn(tab) -> Iterator[None]:
+    """``for _ in drawn(tab):`` runs its body once inside ``tab`` when ``tab`` is the open tab of
+    tabs made with ``on_change="rerun"``, and not at all otherwise (a conditional ``with``: the
+    tabs' bodies keep their indentation). A hidden tab's views are then neither computed nor sent
+    to the browser. ``tab.open`` None (tabs that do not track which is open): draw every tab."""
+    if tab.open is False:
+        return
+    with tab:
+        yield
