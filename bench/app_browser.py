@@ -267,6 +267,7 @@ def main() -> int:
             if args.slider and sidebar.get_by_role("link", name="Defenses", exact=True).count():
                 try:
                     out["gaussian_sigma_step_s"] = sigma_steps(page, sidebar, args.steps, args.chart_timeout)
+                    out["gaussian_sigma_step_to_run_start_s"] = list(SIGMA_START_S)
                 except Exception as exc:  # a page that did not offer the slider in time: say so, keep the rest
                     out["gaussian_sigma_step_s"] = f"not measured: {type(exc).__name__}: {str(exc).splitlines()[0]}"
             # the same page again through a deep link (a full page load)
@@ -304,18 +305,25 @@ def sigma_steps(page, sidebar, steps: int, timeout_s: float) -> list[float]:
     page.wait_for_function(NEW_CHART, timeout=timeout_s * 1000)
     thumb = page.locator("[data-testid=stSlider] input[type=range]").first  # the σ slider (the only one)
     thumb.wait_for(timeout=timeout_s * 1000)
-    times = []
+    times, starts = [], []
     for i in range(steps):
         thumb.focus()
         t = time.time()
         page.keyboard.press("ArrowLeft" if i % 2 else "ArrowRight")
         try:
             page.wait_for_function(RUNNING, timeout=3000, polling=10)
+            starts.append(round(time.time() - t, 3))
         except Exception:  # the run ended before the first poll
-            pass
+            starts.append(None)
         page.wait_for_function(IDLE, timeout=timeout_s * 1000, polling=10)
         times.append(round(time.time() - t, 3))
+    # how long the browser took to start the script run (the widget's own delay, the message to the server)
+    SIGMA_START_S[:] = starts
     return times
+
+
+#: each σ step's key press → the script run's start, as :func:`sigma_steps` last saw it
+SIGMA_START_S: list = []
 
 
 def _cpu_delta(before: tuple, after: tuple) -> dict | None:
