@@ -226,7 +226,7 @@ def main() -> int:
                     out["demo_click_to_page_s"] = round(time.time() - t, 2)
                     # every architecture's results (partial results say what is "still to come")
                     page.wait_for_function("() => [...document.querySelectorAll('h3')].some(h => h.innerText === "
-                                           "'Attacks') && !document.body.innerText.includes('still to come')",
+                                           "'Overview') && !document.body.innerText.includes('still to come')",
                                            timeout=3_600_000, polling=250)
                     page.wait_for_function(NEW_CHART, timeout=60_000)
                     out["demo_click_to_results_s"] = round(time.time() - t, 1)

@@ -327,3 +327,12 @@ def test_defenses_page_runs_the_sensitivity_sampler_and_the_adaptive_attacker_as
     kinds = {j.kind: j for j in job_manager().recent() if j.config.arch == "ffnn" and j.state == DONE}
     assert {"sensitivity", "adaptive"} <= set(kinds)  # both ran as worker jobs of the server's queue
     assert kinds["sensitivity"].worker_pid != os.getpid() and kinds["adaptive"].worker_pid != os.getpid()
+
+
+def test_worker_threads_leave_a_core_to_the_app():
+    """The worker's torch threads: the usable cores less the one the server and browser use, shared
+    by the slots, never 0 (a 2-thread worker on 2 cores spun against them: docs/performance.md)."""
+    from ui.jobs import worker_threads
+
+    assert worker_threads(1, cores=2) == 1 and worker_threads(1, cores=1) == 1
+    assert worker_threads(1, cores=16) == 15 and worker_threads(2, cores=16) == 7 and worker_threads(4, cores=2) == 1

@@ -204,6 +204,17 @@ class JobGroup:
         return [j.summary for j in self.jobs if j is not None and j.summary is not None]
 
 
+def worker_threads(slots: int, cores: int | None = None) -> int:
+    """Torch threads of each worker process: the usable cores less one, shared by the slots, at
+    least 1. The core left over is the app's own: its server reruns the pages (the job panel every
+    2 s) and, on the same machine, the browser draws them while the worker trains. Measured on 2
+    idle cores (docs/performance.md, "Home demo vs the CLI"): the image demo took 54.4 s with a
+    2-thread worker (its threads spun, waiting for each other, whenever the server or the browser
+    ran: 82 s of CPU) and 38.7 s with one (41 s of CPU); the CLI's same two runs 48.8 s with two
+    threads, 48.1 s with one."""
+    return max(1, ((cores or usable_cores()) - 1) // max(1, slots))
+
+
 class _Worker:
     """One worker process and the server's end of its pipe."""
 
@@ -465,9 +476,7 @@ class JobManager:
             if worker is not None:
                 worker.kill()
             self._workers[slot] = None
-            # several slots share the cores (one slot: the worker sizes its pool as the CLI does)
-            threads = max(1, usable_cores() // self.n_workers) if self.n_workers > 1 else None
-            worker = _Worker(threads)
+            worker = _Worker(worker_threads(self.n_workers))
             with self._cond:
                 self._workers[slot] = worker
         return worker
