@@ -21,7 +21,7 @@ from core.tasks import get_task
 from core import figures as plots  # the one figure module
 from ui.nav import format_seconds
 from ui.results import show_results
-from ui.widgets import task_label, task_selector
+from ui.widgets import remember, remembered, task_label, task_selector
 from ui.shared import job_manager, summary_of
 
 
@@ -46,7 +46,8 @@ with c3:
     preset = st.selectbox("Preset", list(task.presets), key="tdef:preset")
 with c4:
     mechanism = st.radio("Defense", defense_registry.training_names(task_name), horizontal=True,
-                         format_func=lambda n: defense_registry.get_training(n).label, key="tdef:mech")
+                         format_func=lambda n: defense_registry.get_training(n).label, key=remembered("tdef:mech"))
+    remember("tdef:mech")  # the defense picked last, again after a visit to another page
 defense = defense_registry.get_training(mechanism)
 if not archs:
     st.info("Pick at least one architecture.")

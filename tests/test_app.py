@@ -194,3 +194,19 @@ def test_defenses_page_offers_training_then_moves_with_the_slider(monkeypatch):
     after = [m.value for m in at.metric]
     assert after != before
     assert any(m.label == "utility loss" for m in at.metric)
+
+
+def test_training_defenses_page_remembers_the_defense_across_pages():
+    """Streamlit drops a page's widget state on a visit to another page: the defense picked last is
+    put back (ui.widgets.remembered), not the default."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.run()
+    at.switch_page("app_pages/3_Training_defenses.py")
+    at.run()
+    [r for r in at.radio if r.label == "Defense"][0].set_value("l2").run()
+    at.switch_page("app_pages/0_Home.py")
+    at.run()
+    at.switch_page("app_pages/3_Training_defenses.py")
+    at.run()
+    assert not at.exception, at.exception
+    assert [r for r in at.radio if r.label == "Defense"][0].value == "l2"

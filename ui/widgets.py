@@ -153,3 +153,20 @@ def drawn(tab) -> Iterator[None]:
         return
     with tab:
         yield
+
+
+def remembered(key: str) -> str:
+    """``key``, with the value its widget had when the user left the page put back: Streamlit drops
+    a page's widget state on a visit to another page, so a user coming back would find the
+    default again. Pair with :func:`remember` after the widget. For widgets created without an
+    explicit default (one given beside a Session State value makes Streamlit warn)."""
+    kept = f"_remembered:{key}"
+    if key not in st.session_state and kept in st.session_state:
+        st.session_state[key] = st.session_state[kept]
+    return key
+
+
+def remember(key: str) -> None:
+    """Keep the current value of the widget ``key`` for :func:`remembered`."""
+    if key in st.session_state:
+        st.session_state[f"_remembered:{key}"] = st.session_state[key]
