@@ -170,6 +170,9 @@ def main() -> int:
     parser.add_argument("--slider", action="store_true", help="time Gaussian σ slider steps on the Defenses page")
     parser.add_argument("--steps", type=int, default=6, help="σ slider steps to time")
     parser.add_argument("--no-cli", action="store_true", help="with --demo: do not time the CLI for the ratio")
+    parser.add_argument("--training-defense", metavar="LABEL",
+                        help="pick this defense on the Training defenses page before timing it (e.g. 'L2 penalty λ': "
+                             "the page then opens on it, and draws a chart if that sweep is cached)")
     parser.add_argument("--python", default=str(ROOT / ".venv" / "bin" / "python"),
                         help="the project's interpreter, for the CLI's time")
     args = parser.parse_args()
@@ -235,6 +238,12 @@ def main() -> int:
                     out["demo_cpu_s"] = _cpu_delta(c0, split_cpu(server))
                 go_home()
 
+            if args.training_defense:  # the page keeps the defense picked last (ui.widgets.remembered)
+                sidebar.get_by_role("link", name="Training defenses", exact=True).click()
+                page.get_by_text(args.training_defense, exact=True).click(timeout=60_000)
+                page.wait_for_timeout(500)
+                page.wait_for_function(IDLE, timeout=60_000)
+                out["training_defense"] = args.training_defense
             for label, title in PAGES.items():
                 link = sidebar.get_by_role("link", name=label, exact=True)
                 if link.count() == 0:
