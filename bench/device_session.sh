@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # One call on a lent GPU machine (one GPU, 16 CPU cores), sized to end within 9 minutes:
-#   * bench/gpu_check.py on the GPU, pinned to 4 cores (the figures the README and issues name);
-#   * at the same time, on the other 12 cores, the real-data translation preset `multi30k_cpu` with
-#     3 repeats × 2 architectures × 2 directions (en→de, de→en) on the CPU, one core per run
-#     (MIA_DEVICE=cpu, OMP_NUM_THREADS=1: each run's wall time is a one-core time on an otherwise
+#   * bench/gpu_check.py on the GPU, on the cores the CPU runs leave (4 with both architectures, 10 with
+#     one; the figures the README and issues name);
+#   * at the same time, on other cores, the real-data translation preset `multi30k_cpu` with
+#     3 repeats × the architectures of CPU_ARCHS × 2 directions (en→de, de→en) on the CPU, one core per
+#     run (MIA_DEVICE=cpu, OMP_NUM_THREADS=1: each run's wall time is a one-core time on an otherwise
 #     idle core), then `python -m core compare --repeats 3` per direction from the shared cache.
 #
 #   bench/device_session.sh MULTI30K_DIR OUT_DIR [--tiny]
