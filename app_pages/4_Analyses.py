@@ -565,6 +565,8 @@ def exported() -> dict:
     (exposure at its default attack, slices) where their tab was not open in this run: computed on the
     click, from the same caches the tabs use."""
     out = dict(all_results)
+    if repeated:  # the verdicts over the cached repeats, as `python -m core analyze --repeats N` writes them
+        out["repeats"] = repeated
     try:
         if "exposure" not in out:
             out["exposure"] = exposure_of(HASHES, None, None, None, configs)

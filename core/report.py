@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime as _dt
 import html
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from . import figures
+from .analysis import repeated_verdict_sentence
 from .cache import ArtifactCache
 from .config import ExperimentConfig
 from .errors import ConfigError
@@ -147,13 +149,26 @@ def write_analyses(results: dict[str, Any], folder: str | Path) -> list[Path]:
 
 
 def html_report(results: dict[str, Any], configs: dict[str, dict], title: str) -> str:
-    """One self-contained HTML page: the configs, the computed verdicts and every figure
-    (plotly's script inlined once, so the file opens offline)."""
+    """One self-contained HTML page: the configs, the computed verdicts (and, where ``results``
+    holds ``repeats``, the verdicts over the paired repeats of :func:`core.analysis.repeated_verdicts`
+    with their intervals and N) and every figure (plotly's script inlined once, so the file opens
+    offline)."""
     parts = [f"<h1>{html.escape(title)}</h1>", "<h2>Verdicts (computed from this run)</h2><ul>"]
     for name, v in results.get("verdicts", {}).items():
         mark = {True: "holds", False: "does not hold", None: "mixed"}[v["holds"]]
         parts.append(f"<li><b>{html.escape(name.replace('_', ' '))}</b>: {mark} — {html.escape(v['text'])}</li>")
     parts.append("</ul>")
+    repeated = results.get("repeats") or {}
+    if repeated.get("verdicts"):  # analysis.repeated_verdicts: the paired FFNN − RNN over the cached repeats
+        parts.append(f"<h2>Verdicts over {int(repeated['n'])} paired repeats</h2><p>Repeat r of FFNN and RNN on one "
+                     "split; 95 % t interval of the paired difference; <i>inconclusive</i> where it contains 0.</p><ul>")
+        for key, v in repeated["verdicts"].items():
+            line = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", html.escape(repeated_verdict_sentence(v)))
+            parts.append(f"<li><b>{html.escape(key.replace('_', ' '))}</b> ({html.escape(str(v.get('analysis', '')))}): "
+                         f"{line}</li>")
+        parts.append("</ul>")
+        if repeated.get("missing"):
+            parts.append("<p>" + html.escape("; ".join(map(str, repeated["missing"].values()))) + "</p>")
     for i, (name, fig) in enumerate(figures_of(results).items()):
         parts.append(f"<h2>{html.escape(name)}</h2>")
         parts.append(fig.to_html(include_plotlyjs=(i == 0), full_html=False))

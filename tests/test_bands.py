@@ -122,6 +122,12 @@ def test_repeated_verdicts_on_planted_pairs():
         "rnn_more_vulnerable"]["verdict"]["value"] == "reversed"
     null = analysis.repeated_verdicts([rep(0.6, 0.7), rep(0.7, 0.6), rep(0.65, 0.66)])
     assert null["verdicts"]["rnn_more_vulnerable"]["verdict"]["value"] == "inconclusive"
+    # the analyses' HTML export (the Analyses page's button) carries them, with interval and N
+    from core.report import html_report
+
+    page = html_report({"verdicts": {}, "repeats": holds}, {}, "t")
+    assert "Verdicts over 3 paired repeats" in page and "<b>holds</b>" in page and "N = 3 repeats" in page
+    assert "Verdicts over" not in html_report({"verdicts": {}}, {}, "t")  # one run: no such section
 
 
 def test_analyze_repeats_writes_paired_verdicts_and_the_page_shows_them(tmp_path, capsys, monkeypatch):
