@@ -275,8 +275,8 @@ def main() -> int:
                                        "cpu_to_first_chart_s": cpu_first, "cpu_whole_page_s": cpu_page}
             if args.slider and sidebar.get_by_role("link", name="Defenses", exact=True).count():
                 try:
-                    out["gaussian_sigma_step_s"] = sigma_steps(page, sidebar, args.steps, args.chart_timeout)
-                    out["gaussian_sigma_step_to_run_start_s"] = list(SIGMA_START_S)
+                    out["gaussian_sigma_step_s"], out["gaussian_sigma_step_to_run_start_s"] = sigma_steps(
+                        page, sidebar, args.steps, args.chart_timeout)
                 except Exception as exc:  # a page that did not offer the slider in time: say so, keep the rest
                     out["gaussian_sigma_step_s"] = f"not measured: {type(exc).__name__}: {str(exc).splitlines()[0]}"
             # the same page again through a deep link (a full page load)
@@ -304,9 +304,10 @@ def main() -> int:
     return 0
 
 
-def sigma_steps(page, sidebar, steps: int, timeout_s: float) -> list[float]:
+def sigma_steps(page, sidebar, steps: int, timeout_s: float) -> tuple[list[float], list[float | None]]:
     """Defenses page, Gaussian mechanism: each σ slider step (arrow key on the focused thumb) to the
-    end of the script run that redraws every number."""
+    end of the script run that redraws every number; and each step's key press → the run's start
+    (the widget's own delay and the message to the server)."""
     sidebar.get_by_role("link", name="Defenses", exact=True).click()
     page.wait_for_selector("h1:has-text('Defenses after training')", timeout=120_000)
     page.get_by_text("Gaussian (weights)", exact=True).click(timeout=timeout_s * 1000)
@@ -326,13 +327,7 @@ def sigma_steps(page, sidebar, steps: int, timeout_s: float) -> list[float]:
             starts.append(None)
         page.wait_for_function(IDLE, timeout=timeout_s * 1000, polling=10)
         times.append(round(time.time() - t, 3))
-    # how long the browser took to start the script run (the widget's own delay, the message to the server)
-    SIGMA_START_S[:] = starts
-    return times
-
-
-#: each σ step's key press → the script run's start, as :func:`sigma_steps` last saw it
-SIGMA_START_S: list = []
+    return times, starts
 
 
 def _cpu_delta(before: tuple, after: tuple) -> dict | None:

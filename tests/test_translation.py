@@ -242,3 +242,21 @@ def test_multi30k_download_writes_complete_files_and_reports_offline(tmp_path, m
     with pytest.raises(multi30k.DownloadError, match="offline"):
         multi30k.download_multi30k(tmp_path / "other", ("fr",))
     assert multi30k.missing_files(tmp_path / "other", ("fr",)) == ["train.fr.gz", "val.fr.gz", "test_2016_flickr.fr.gz"]
+
+
+def test_batches_gathered_from_records_padded_once_equal_the_padded_batches():
+    """Training batches come from records padded once and kept on the device (no per-step copy):
+    each must equal what padding the same records per batch gives — values and widths — or
+    training would differ from before."""
+    from core.tasks.translation import _batch, _PaddedRecords
+
+    task = get_task("translation")
+    cfg = task.make_config("rnn", "quick", {"n_pairs_source": 400})
+    rec = task.load(cfg).records
+    index = np.arange(0, 300, 3)
+    padded = _PaddedRecords(rec, index, torch.device("cpu"))
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        pos = rng.choice(len(index), 16, replace=False)
+        for a, b in zip(padded.batch(pos), _batch(rec, index[pos], torch.device("cpu"))):
+            assert a.shape == b.shape and torch.equal(a, b)

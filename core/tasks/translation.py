@@ -331,7 +331,7 @@ class TranslationTask(Task):
         # de→en seed 3964924996, every run still rising steeply (docs/results.md). So the LSTM trains 28
         # epochs: that run's victim reached 20.7 at epoch 22 and 42.3 at 28, en→de's slowest 57.0 (victim-
         # only probes, the first 18 epochs equal to the 18-epoch runs'). lr 1e-2 with clip 1 was slower.
-        # The Transformer passes 44 by epoch 18 on all six and stays there.
+        # The Transformer is past train BLEU 44 at epoch 18 in all six runs.
         "multi30k_cpu": dict(dataset="multi30k", src_lang="en", tgt_lang="de", n_train=1000, n_eval=200, epochs=18,
                              batch_size=16, lr=3e-3, n_shadows=2, attack_epochs=(9,), attack_train_epochs=40,
                              max_vocab=2000, max_len=20, emb=64, hidden=96, dropout=0.0, tf_layers=2,
