@@ -184,6 +184,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="the same steps on the CPU with tiny sizes (checks the wiring; measures nothing)")
     parser.add_argument("--budget-s", type=float, default=540.0, help="stop starting steps after this many seconds")
     parser.add_argument("--skip-tests", action="store_true", help="leave out step 2 (pytest)")
+    parser.add_argument("--only", nargs="+", metavar="TEXT", default=None,
+                        help="run only the steps whose name contains one of these texts (the device step always "
+                             "runs), e.g. --only tests 'bf16 translation paper rnn': a short call on a GPU lent "
+                             "for a few minutes measures what an earlier call left out")
     parser.add_argument("--json", help="write every figure here")
     args = parser.parse_args(argv)
     if args.tiny:
@@ -211,6 +215,9 @@ def check(args: argparse.Namespace) -> int:
     figures: list[tuple[str, str, str, str]] = []  # (figure, this run, target, named in)
 
     def step(name: str, fn: Callable[[], Any]) -> Any:
+        if args.only and name != "device" and not any(text in name for text in args.only):
+            out["steps"][name] = "not run (--only)"
+            return None
         if not budget.left():
             say(f"[{name}] not measured (budget of {args.budget_s:.0f} s spent)")
             out["steps"][name] = "not measured (budget)"
