@@ -16,7 +16,7 @@ from core.results import DefendedPoint, DefenseBaseline, RunSummary
 from core.repeats import cached_repeat_configs, defense_curve_bands, repeat_config
 from core.tasks import get_task
 from core import figures as plots  # the one figure module
-from ui.widgets import task_selector
+from ui.widgets import drawn, task_selector
 from ui.shared import defender_for, defense_value_key, job_manager, runs_of, summary_of
 
 
@@ -290,11 +290,14 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
                "is 1.1–2.7 points under Dirichlet noise, docs/defenses.md) — read a bend only where the bands do not "
                "overlap; `python -m core defend --repeats N --draws D` writes the same intervals.")
 
-    left, right = st.columns(2)
-    with left:
+    # two tabs of which only the open one runs (on_change="rerun"): a σ step redraws one chart, not two
+    # (issue 23: the browser's share of a step is mostly Plotly drawing its charts anew)
+    grid_tab, entropy_tab = st.tabs(["Table over the grid", "Defended outputs' entropy"],
+                                    key=f"defenses:below:{mechanism}", on_change="rerun")
+    for _ in drawn(entropy_tab):
         st.plotly_chart(plots.defended_entropy_histogram(full), width="stretch")
         st.caption("The defended outputs' entropy: when members and non-members overlap, the attack has nothing to read.")
-    with right:
+    for _ in drawn(grid_tab):
         grid_text = ", ".join(f"{v:g}" for v in param.grid)
         reported = [a for a in fast if mech.study_rows(task_name, a)]
         st.markdown(f"**{mech.short}: {'the studies’ rows beside ours' if reported else 'the grid'}**")

@@ -173,6 +173,15 @@ def test_defenses_page_draws_the_band_over_cached_repeats(monkeypatch):
     charts = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
     bands = [t for fig in charts for t in fig["data"] if t.get("fill") == "toself" and "95% band" in t.get("name", "")]
     assert {b["name"].split(" attack")[0] for b in bands} >= {"FFNN", "RNN"} and all("N = 2" in b["name"] for b in bands)
+    # below the curves, two tabs of which only the open one is drawn: the grid's table first, then
+    # the defended outputs' entropy (a slider step redraws one chart, not two)
+    titles = [c["layout"]["title"]["text"] for c in charts]
+    assert len(charts) == 1 and "utility loss" in titles[0] and at.dataframe
+    at.session_state["defenses:below:dirichlet"] = "Defended outputs' entropy"
+    at.run(timeout=120)
+    assert not at.exception, at.exception
+    titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
+    assert len(titles) == 2 and "Prediction entropy" in titles[1] and not at.dataframe
 
 
 def test_training_defenses_page_bands_a_sweep_over_its_cached_repeats(monkeypatch):
