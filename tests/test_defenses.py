@@ -240,6 +240,22 @@ def test_adaptive_attacker_and_cached_points(overfit):
     assert fresh.measured(spec, "both")["adaptive_attack"] == p["adaptive_attack"]
 
 
+
+def test_a_curves_fast_points_are_read_back_by_a_new_session(overfit, monkeypatch):
+    """The slider's fast points (naive, no utility) are kept on disk: a new page session reads a
+    curve instead of recomputing it (no defended answers computed), and gets the same numbers."""
+    spec = DefenseSpec("dirichlet", 2.0)
+    values = [0.5, 2.0, 8.0]
+    first = overfit.curve(spec, values)
+    fresh = Defender(overfit.models, overfit.cache)
+    monkeypatch.setattr(Defender, "_naive", lambda *a, **k: pytest.fail("recomputed a cached fast point"))
+    again = fresh.curve(spec, values)
+    assert [p["value"] for p in again] == values
+    assert [p["attack"] for p in again] == [p["attack"] for p in first]
+    assert [p["records"]["scores"] for p in again] == [p["records"]["scores"] for p in first]
+    assert all(p["utility"] is None for p in again)  # a fast point never stands in for a measured one
+    assert fresh.measured(spec.at(0.5)) is None
+
 def test_lira_and_rmia_score_defended_points(overfit):
     base = overfit.baseline["attacks"]
     assert {"lira", "rmia"} <= set(base) and base["lira"]["auc"] > 0.6  # strong on the overfit victim
