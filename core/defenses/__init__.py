@@ -409,7 +409,8 @@ class Defender:
         # the slider's fast point is kept on disk too: a new server session (or another one) reads a
         # curve's points instead of recomputing them (the Defenses page's first open on the image quick
         # runs with 3 repeats: 13 s of Dir_k curves). Read once per session, then from memory.
-        fast_key = self.cache.key("defended_fast", self.cfg.config_hash, spec.key) if not utility and attacker == "naive" else None
+        fast_key = (self.cache.key("defended_fast", self.cfg.config_hash, spec.key)
+                    if not utility and attacker == "naive" else None)
         if fast_key is not None:
             stored = self.cache.get_json(fast_key, validate=DefendedPoint.from_dict)
             if isinstance(stored, dict) and stored.get("value") == spec.value and "attack" in stored:
