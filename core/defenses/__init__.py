@@ -354,13 +354,18 @@ class Defender:
         if memo is None and not disk:
             return None
         if memo is None:
-            stored = self.cache.get_json(self.cache.key("defended", self.cfg.config_hash, spec.key, attacker),
-                                         validate=DefendedPoint.from_dict)  # core.results' schema, as it leaves the cache
-            if not (isinstance(stored, dict) and stored.get("value") == spec.value and "attack" in stored):
+            stored = self._stored_point(self.cache.key("defended", self.cfg.config_hash, spec.key, attacker), spec)
+            if stored is None:
                 return None
             memo = self._memo[(spec.key, attacker, True)] = stored
         # the guarantee is cheap and may have changed since (a sensitivity estimated later)
         return {**memo, **self.privacy(spec)}
+
+    def _stored_point(self, key: str, spec: DefenseSpec) -> dict[str, Any] | None:
+        """The point cached under ``key`` if it is one of ``spec``'s value (core.results' schema, as it
+        leaves the cache), else None."""
+        stored = self.cache.get_json(key, validate=DefendedPoint.from_dict)
+        return stored if isinstance(stored, dict) and stored.get("value") == spec.value and "attack" in stored else None
 
     def _naive(self, spec: DefenseSpec, with_features: bool) -> tuple[list[Responses], dict[str, Any]]:
         """The victim's defended answers (one per draw) and the naive attacker's numbers on them,
@@ -411,11 +416,9 @@ class Defender:
         # runs with 3 repeats: 13 s of Dir_k curves). Read once per session, then from memory.
         fast_key = (self.cache.key("defended_fast", self.cfg.config_hash, spec.key)
                     if not utility and attacker == "naive" else None)
-        if fast_key is not None:
-            stored = self.cache.get_json(fast_key, validate=DefendedPoint.from_dict)
-            if isinstance(stored, dict) and stored.get("value") == spec.value and "attack" in stored:
-                self._memo[memo_key] = stored
-                return {**stored, **self.privacy(spec)}
+        if fast_key is not None and (stored := self._stored_point(fast_key, spec)) is not None:
+            self._memo[memo_key] = stored
+            return {**stored, **self.privacy(spec)}
         timings: dict[str, float] = {}
         t = time.perf_counter()
         has_features = any(isinstance(a, RecordFeatureAttack) for a in self.naive_attacks)
@@ -472,7 +475,9 @@ class Defender:
     # ------------------------------------------------------------------ over a grid
     def curve(self, spec: DefenseSpec, values: list[float]) -> list[dict[str, Any]]:
         """The fast (naive, no utility) point at every value, sorted; a value whose full point was
-        measured before (in memory) comes with its utility loss. No disk reads: the slider's path."""
+        measured before (in memory) comes with its utility loss. The slider's path: a value is read
+        from disk at most once per Defender (its fast point, then memoised), and computed only when
+        no session computed it before."""
         return [self.measured(spec.at(v), disk=False) or self.point(spec.at(v), "naive", utility=False)
                 for v in sorted(set(values))]
 
