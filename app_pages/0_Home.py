@@ -5,10 +5,10 @@ from pathlib import Path
 
 import streamlit as st
 
-from core.errors import MIAError
-from core.repeats import repeat_config
+from core.foundations.errors import MIAError
+from core.analyses.repeats import repeat_config
 from core.tasks import get_task
-from core import figures as plots  # the one figure module
+from core.views import figures as plots  # the one figure module
 from ui.nav import page_meta, registered_pages
 from ui.results import cached_repeats_view, figures, verdict_lines
 from ui.shared import job_manager, summary_of

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core import multi30k
-from core.errors import MIAError
-from core.names import ARCH_NAMES as ARCH_LABELS
-from core.paths import data_root, resolve_data_dir
-from core.matching import matched_plan
-from core.repeats import repeat_config
-from core.results import RunSummary
+from core.data import multi30k
+from core.foundations.errors import MIAError
+from core.foundations.names import ARCH_NAMES as ARCH_LABELS
+from core.foundations.paths import data_root, resolve_data_dir
+from core.analyses.matching import matched_plan
+from core.analyses.repeats import repeat_config
+from core.experiment.results import RunSummary
 from core.tasks import available_tasks, get_task
 from ui.nav import format_seconds
 from ui.results import cached_repeats_view, matched_view, show_results
@@ -255,7 +255,7 @@ def offer_runs(lacking, key: str, text: str, what: str) -> None:
 
 
 def matched_section(cfgs, runs) -> dict | None:
-    """``match_utility``: where each architecture's victim first reaches the target (core.matching),
+    """``match_utility``: where each architecture's victim first reaches the target (core.analyses.matching),
     the runs stopped there (trained on request), and the comparison at those epochs."""
     plan = matched_plan(runs, {c.arch: c for c in cfgs})
     stopped = [row[a]["config"] for row in plan for a in ("ffnn", "rnn")]

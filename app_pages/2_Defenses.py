@@ -6,16 +6,17 @@ import dataclasses
 
 import streamlit as st
 
-from core import defense_registry, studies
-from core.config import ExperimentConfig, config_changes
-from core.defenses import DefenseSpec
-from core.errors import MIAError
-from core.names import ARCH_NAMES as ARCH_LABELS
-from core.pipeline import config_of
-from core.results import DefendedPoint, DefenseBaseline, RunSummary
-from core.repeats import cached_repeat_configs, defense_curve_bands, repeat_config
+from core.defenses import registry as defense_registry
+from core.measurement import studies
+from core.foundations.config import ExperimentConfig, config_changes
+from core.defenses.defender import DefenseSpec
+from core.foundations.errors import MIAError
+from core.foundations.names import ARCH_NAMES as ARCH_LABELS
+from core.experiment.pipeline import config_of
+from core.experiment.results import DefendedPoint, DefenseBaseline, RunSummary
+from core.analyses.repeats import cached_repeat_configs, defense_curve_bands, repeat_config
 from core.tasks import get_task
-from core import figures as plots  # the one figure module
+from core.views import figures as plots  # the one figure module
 from ui.widgets import drawn, task_selector
 from ui.shared import defender_for, defense_value_key, job_manager, runs_of, summary_of
 
@@ -276,7 +277,7 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
     # the mechanism's curve grid (Dir_k re-samples cached answers: a fine grid; the GPM re-queries a noisy
     # model per point and draw: its table's coarse grid); points whose utility was measured carry its loss
     # with repeats cached, every repeat's curve (its own models, the same spec) and the band over them
-    # (core.repeats.defense_curve_bands: over repeats × draws; with one repeat over the draws)
+    # (core.analyses.repeats.defense_curve_bands: over repeats × draws; with one repeat over the draws)
     curve_points = {arch: defense_curve_bands([d.curve(spec, [*param.curve, value]) for d in repeat_defenders[arch]],
                                               spec.draws, [d.baseline["utility"] for d in repeat_defenders[arch]])
                     for arch in fast}

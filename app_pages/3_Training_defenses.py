@@ -8,17 +8,17 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core import defense_registry
-from core.config import ExperimentConfig, config_changes, field_range, parse_values
-from core.errors import MIAError
-from core.names import ARCH_NAMES as ARCH_LABELS
-from core.studies import DPSGD_RECIPE
-from core.config import MAX_REPEATS
-from core.repeats import repeat_config
-from core.sweeps import (accuracy_bound_curve, collect_points_repeats, expected_run_s, expected_sweep, run_cost_s,
-                         study_recipe_epsilons, sweep_runs)
+from core.defenses import registry as defense_registry
+from core.foundations.config import ExperimentConfig, config_changes, field_range, parse_values
+from core.foundations.errors import MIAError
+from core.foundations.names import ARCH_NAMES as ARCH_LABELS
+from core.measurement.studies import DPSGD_RECIPE
+from core.foundations.config import MAX_REPEATS
+from core.analyses.repeats import repeat_config
+from core.defenses.sweeps import (accuracy_bound_curve, collect_points_repeats, expected_run_s, expected_sweep,
+    run_cost_s, study_recipe_epsilons, sweep_runs)
 from core.tasks import get_task
-from core import figures as plots  # the one figure module
+from core.views import figures as plots  # the one figure module
 from ui.nav import format_seconds
 from ui.results import show_results
 from ui.widgets import remember, remembered, task_label, task_selector
@@ -104,7 +104,7 @@ n_repeats = int(st.number_input(
     help="Every point (and the undefended run) N times, with seeds derived from the preset's seed (repeat r of every "
          "point shares its split); with N ≥ 2 the curves show the mean and its 95 % interval over the repeats. "
          "Repeats beyond the first train as further runs of the sweep."))
-# repeat r of every run of the sweep: the same config with core.repeats' derived seed (repeat 0 = the run)
+# repeat r of every run of the sweep: the same config with core.analyses.repeats' derived seed (repeat 0 = the run)
 repeat_runs = [runs] + [{arch: [(v, repeat_config(cfg, r)) for v, cfg in rs] for arch, rs in runs.items()}
                         for r in range(1, n_repeats)]
 repeat_summaries = [summaries] + [{(arch, v): summary_of(cfg) for arch, rs in rr.items() for v, cfg in rs}
@@ -115,7 +115,7 @@ all_runs = [(r, arch, v, cfg, repeat_summaries[r][(arch, v)])
 missing = [cfg for _, _, _, cfg, s in all_runs if s is None]
 manager = job_manager()
 # what this machine measured: the cost of every cached point of this sweep and of the undefended runs
-# (core.sweeps.run_cost_s), the basis of the time announced before the click and left during the sweep
+# (core.defenses.sweeps.run_cost_s), the basis of the time announced before the click and left during the sweep
 measured_points = {arch: [run_cost_s(summaries[(arch, v)]) for v, _ in rs[1:] if summaries[(arch, v)] is not None]
                    for arch, rs in runs.items()}
 measured_baseline = {arch: run_cost_s(summaries[(arch, None)]) if summaries[(arch, None)] is not None else None

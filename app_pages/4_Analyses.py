@@ -2,7 +2,7 @@
 vulnerability over training, memorization of early blocks, overtraining and model mismatch —
 FFNN and RNN side by side, each with the study's finding and a verdict computed for this run — and
 issue 22's per-record views: exposure FFNN vs RNN (flips behind a defense), the reference budget,
-an audited ε beside the accountant's and vulnerability per slice (computed in core.record_views)."""
+an audited ε beside the accountant's and vulnerability per slice (computed in core.analyses.record_views)."""
 from __future__ import annotations
 
 import json
@@ -10,13 +10,16 @@ import json
 import numpy as np
 import streamlit as st
 
-from core import analysis, defense_registry, figures, record_views, report, studies
-from core.config import ExperimentConfig
-from core.defenses import DefenseSpec
-from core.errors import MIAError
-from core.names import ARCH_NAMES as ARCH_LABELS, ATTACK_NAMES as ATTACK_LABELS
-from core.pipeline import cached_summary, trained_models
-from core.repeats import cached_repeat_configs, repeat_config
+from core.analyses import analysis, record_views
+from core.defenses import registry as defense_registry
+from core.views import figures, report
+from core.measurement import studies
+from core.foundations.config import ExperimentConfig
+from core.defenses.defender import DefenseSpec
+from core.foundations.errors import MIAError
+from core.foundations.names import ARCH_NAMES as ARCH_LABELS, ATTACK_NAMES as ATTACK_LABELS
+from core.experiment.pipeline import cached_summary, trained_models
+from core.analyses.repeats import cached_repeat_configs, repeat_config
 from core.tasks import get_task
 from ui.examples import show_record as draw_record
 from ui.nav import job_line
@@ -145,7 +148,7 @@ repeat_configs = [{a: repeat_config(c, r) for a, c in configs.items()} for r in 
 repeated: dict | None = None
 if n_rep >= 2:
     # per repeat: its runs, its vulnerability (cached models, nothing trains) and the long analyses
-    # whose worker jobs finished for it; core.analysis.repeated_verdicts pairs them by repeat
+    # whose worker jobs finished for it; core.analyses.analysis.repeated_verdicts pairs them by repeat
     per_repeat = [{"runs": summaries, **{k: all_results[k] for k in ("vulnerability", *long_results)}}]
     for r in range(1, n_rep):
         rc = repeat_configs[r]

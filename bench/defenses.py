@@ -23,8 +23,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.defenses import Defender, DefenseSpec  # noqa: E402
-from core.pipeline import trained_models  # noqa: E402
+from core.defenses.defender import Defender, DefenseSpec  # noqa: E402
+from core.experiment.pipeline import trained_models  # noqa: E402
 from core.tasks import get_task  # noqa: E402
 
 TARGETS_MS = {

@@ -41,7 +41,7 @@ CHECK_CORES="$N_CPU_RUNS-15"; [ "$N_CPU_RUNS" -gt 12 ] && CHECK_CORES="12-15"
 pin() {  # pin to cores "$1" where taskset exists and the machine has them
   if command -v taskset >/dev/null && [ "$NCORES" -ge 16 ]; then taskset -c "$1" "${@:2}"; else "${@:2}"; fi
 }
-SEEDS=$($PY -c "from core.repeats import repeat_seed; print(*[repeat_seed(0, r) for r in range(3)])") || exit 2
+SEEDS=$($PY -c "from core.analyses.repeats import repeat_seed; print(*[repeat_seed(0, r) for r in range(3)])") || exit 2
 echo "host $(hostname) · $NCORES cores · commit ${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo "?")} · seeds $SEEDS"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || true
 

@@ -28,9 +28,9 @@ import sacrebleu  # noqa: E402
 import torch  # noqa: E402
 
 from core.defenses import dirichlet  # noqa: E402
-from core.pipeline import trained_models  # noqa: E402
-from core.repeats import repeat_config  # noqa: E402
-from core.stats import mean_interval  # noqa: E402
+from core.experiment.pipeline import trained_models  # noqa: E402
+from core.analyses.repeats import repeat_config  # noqa: E402
+from core.measurement.stats import mean_interval  # noqa: E402
 from core.tasks import get_task  # noqa: E402
 from core.tasks.translation import detokenize  # noqa: E402
 
@@ -53,7 +53,7 @@ def main() -> None:
     p.add_argument("--draws", type=int, default=8)
     p.add_argument("--sentences", default="40,200", help="records decoded per utility value (translation)")
     p.add_argument("--eta", type=float, default=1e-6)
-    p.add_argument("--repeat", type=int, default=0, help="repeat r of the preset (core.repeats.repeat_config; 0 = it)")
+    p.add_argument("--repeat", type=int, default=0, help="repeat r of the preset (core.analyses.repeats.repeat_config; 0 = it)")
     args = p.parse_args()
     torch.set_num_threads(1)
     task = get_task(args.task)

@@ -26,7 +26,7 @@ def main() -> None:
     args = parser.parse_args()
     import numpy as np
 
-    from core.roles import make_splits, role_seed, train_model
+    from core.experiment.roles import make_splits, role_seed, train_model
     from core.tasks import get_task
     from core.tasks.navigation import total_frames, updates_per_epoch
 

@@ -27,8 +27,8 @@ def main() -> None:
         os.environ["MIA_CACHE_DIR"] = tmp
         import torch
 
-        from core.device import default_device
-        from core.pipeline import run_experiment
+        from core.foundations.device import default_device
+        from core.experiment.pipeline import run_experiment
         from core.tasks import get_task
 
         task = get_task(args.task)

@@ -1,11 +1,11 @@
-"""PPO throughput: our loop (core.ppo.train_ppo) vs torch-ac's PPOAlgo at equal settings.
+"""PPO throughput: our loop (core.training.ppo.train_ppo) vs torch-ac's PPOAlgo at equal settings.
 
 Both train the same agents (core.models.navigation, same widths) on the same MiniGrid
 environment with rl-starter-files' defaults: 16 environments × 128 frames per update, 4 epochs,
 mini-batches of 256 frames, truncated BPTT over 16 frames for the LSTM agent, one torch thread.
 torch-ac steps its environments in 15 worker processes (its ParallelEnv) and builds MiniGrid's
 observations with MiniGrid's own code; ours steps them in-process with the numpy observation of
-core.envs.minigrid.MapEnv.
+core.data.minigrid.MapEnv.
 
     .venv/bin/python bench/ppo.py [--env MiniGrid-MultiRoom-N2-S4-v0] [--updates 5]
 
@@ -24,8 +24,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from core.models.navigation import build_agent, count_params  # noqa: E402
-from core.ppo import PPOSettings, train_ppo  # noqa: E402
-from core.envs.minigrid import MapVecEnv  # noqa: E402
+from core.training.ppo import PPOSettings, train_ppo  # noqa: E402
+from core.data.minigrid import MapVecEnv  # noqa: E402
 
 
 def bench_ours(arch: str, env_id: str, updates: int, settings: PPOSettings) -> float:

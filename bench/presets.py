@@ -10,13 +10,13 @@ on an otherwise idle 2-core machine the wall time lies between CPU/2 and CPU), t
 validation utility, shadow fidelity (the shadows' mean member-loss gap to the victim at the final
 epoch, their validation utility), every attack's AUC, TPR at 1 % and at 0.1 % FPR, and stage timings.
 Then per task and preset, the FFNN-vs-RNN comparison: utility gap, the confounding warnings of
-core.fidelity, and the matched-utility view (each architecture at the checkpoint whose validation
+core.experiment.fidelity, and the matched-utility view (each architecture at the checkpoint whose validation
 utility is closest to the other's final one).
 
 With ``--repeats N`` (N ≥ 2) every configuration runs N times (repeat r: the seed derived by
-core.repeats; repeat r of FFNN and RNN share a split) and the tables give each number as the mean
+core.analyses.repeats; repeat r of FFNN and RNN share a split) and the tables give each number as the mean
 with its 95 % Student-t interval over the N repeats, then the paired FFNN − RNN difference per
-metric with its interval, p-values and the verdict on "the RNN leaks more" (core.stats).
+metric with its interval, p-values and the verdict on "the RNN leaks more" (core.measurement.stats).
 
 This is a benchmark, not a test: it trains every model for real and takes minutes per run.
 ``--set translation:dataset=multi30k --set translation:data_dir=DIR`` runs a preset on real data.
@@ -44,11 +44,11 @@ def run_one(task_name: str, arch: str, preset: str, overrides: dict, keep_cache:
     cache = keep_cache or tempfile.mkdtemp(prefix="mia_bench_")
     os.environ["MIA_CACHE_DIR"] = cache
     try:
-        from core.cache import ArtifactCache
-        from core.pipeline import run_experiment
+        from core.experiment.cache import ArtifactCache
+        from core.experiment.pipeline import run_experiment
         from core.tasks import get_task
 
-        from core.repeats import repeat_config
+        from core.analyses.repeats import repeat_config
 
         cfg = repeat_config(get_task(task_name).make_config(arch, preset, overrides), repeat)
         t, c = time.perf_counter(), time.process_time()
@@ -107,7 +107,7 @@ def markdown(rows: list[dict]) -> str:
 
 
 def comparison_text(pair: list[dict]) -> str:
-    from core.fidelity import confounding_warnings, matched_utility, utility_gap
+    from core.experiment.fidelity import confounding_warnings, matched_utility, utility_gap
 
     out = []
     gap = utility_gap(pair)
@@ -126,7 +126,7 @@ def comparison_text(pair: list[dict]) -> str:
     return "\n".join(out)
 
 
-#: headline metrics of the repeats table (core.repeats.HEADLINE names)
+#: headline metrics of the repeats table (core.analyses.repeats.HEADLINE names)
 REPEAT_COLUMNS = ("utility_val", "attack_accuracy", "attack_auc", "tpr_at_1pct_fpr", "lira_auc", "rmia_auc")
 
 
@@ -141,7 +141,7 @@ def _ci(e: dict | None) -> str:
 def repeats_markdown(groups: list[tuple[str, str, dict[str, list[dict]]]]) -> str:
     """Per (task, preset, arch): N and every headline metric as mean [95 % CI] over the repeats;
     then per (task, preset) with both architectures the paired FFNN − RNN differences."""
-    from core.repeats import aggregate, compare_summaries
+    from core.analyses.repeats import aggregate, compare_summaries
 
     head = ["task", "preset", "arch", "N", *REPEAT_COLUMNS]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -190,7 +190,7 @@ def main() -> None:
     sets = parse_sets(args.set)
     import torch
 
-    from core.device import default_device
+    from core.foundations.device import default_device
 
     rows = []
     groups = []

@@ -17,9 +17,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from core.cache import ArtifactCache  # noqa: E402
-from core.executor import make_executor  # noqa: E402
-from core.pipeline import run_experiment, trained_models  # noqa: E402
+from core.experiment.cache import ArtifactCache  # noqa: E402
+from core.experiment.executor import make_executor  # noqa: E402
+from core.experiment.pipeline import run_experiment, trained_models  # noqa: E402
 from core.tasks import get_task  # noqa: E402
 
 

@@ -19,8 +19,8 @@ import time
 faulthandler.dump_traceback_later(int(os.environ.get("DUMP_S", "150")), exit=True)
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from core.cache import ArtifactCache  # noqa: E402
-from core.pipeline import run_experiment  # noqa: E402
+from core.experiment.cache import ArtifactCache  # noqa: E402
+from core.experiment.pipeline import run_experiment  # noqa: E402
 from core.tasks import get_task  # noqa: E402
 
 if len(sys.argv) != 5:

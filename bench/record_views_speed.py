@@ -6,13 +6,13 @@ FPR, slice or defense value redraws within 1 s on 2 CPU cores). A benchmark, not
 
 Setup (not timed as a redraw): the FFNN and RNN runs of the preset are trained or loaded from the
 cache (``--cache``, default a fresh temporary folder: then they train first), and each
-architecture's :class:`core.defenses.Defender` is built once, as the pages keep one per config
+architecture's :class:`core.defenses.defender.Defender` is built once, as the pages keep one per config
 (``ui.shared.defender_for``). Then, ``--runs`` times each, what the Analyses page computes when the
 user moves a control, without Streamlit's own drawing:
 
-* ``exposure @ new FPR``: read both cached summaries, :func:`core.record_views.exposure_view` at an
+* ``exposure @ new FPR``: read both cached summaries, :func:`core.analyses.record_views.exposure_view` at an
   FPR never computed before (quadrants with the interval over cached repeats), and its figure;
-* ``slices (computed)``: read both summaries, :func:`core.record_views.slices_view` (every slicing of
+* ``slices (computed)``: read both summaries, :func:`core.analyses.record_views.slices_view` (every slicing of
   the task, bootstrap intervals per slice) and the figure of each slicing: what the page does when it
   first opens the tab (it keeps the view; ``st.cache_data``);
 * ``slice change``: the figure of another slicing from that view (a click on "Slice by");
@@ -61,11 +61,12 @@ def main() -> int:
 
     import numpy as np
 
-    from core import figures, record_views
-    from core.cache import ArtifactCache
+    from core.views import figures
+    from core.analyses import record_views
+    from core.experiment.cache import ArtifactCache
     from core.cli import parse_sets
-    from core.defenses import DefenseSpec, Defender
-    from core.pipeline import cached_summary, run_experiment, trained_models
+    from core.defenses.defender import DefenseSpec, Defender
+    from core.experiment.pipeline import cached_summary, run_experiment, trained_models
     from core.tasks import get_task
 
     cache = ArtifactCache(os.environ["MIA_CACHE_DIR"])

@@ -23,7 +23,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.metrics import roc_auc  # noqa: E402
+from core.measurement.metrics import roc_auc  # noqa: E402
 
 
 def bootstrap_auc(scores: np.ndarray, membership: np.ndarray, resamples: int, seed: int = 0) -> np.ndarray:

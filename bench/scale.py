@@ -29,10 +29,10 @@ def main() -> None:
     parser.add_argument("--executors", default="local,processes,ray")
     parser.add_argument("--workers", type=int, default=None, help="processes/ray workers (default: usable cores)")
     args = parser.parse_args()
-    from core.cache import ArtifactCache
+    from core.experiment.cache import ArtifactCache
     from core.defenses.sensitivity import sample_sensitivity
-    from core.device import configure_threads, usable_cores
-    from core.executor import make_executor
+    from core.foundations.device import configure_threads, usable_cores
+    from core.experiment.executor import make_executor
     from core.tasks import get_task
 
     configure_threads()

@@ -1,5 +1,5 @@
 """Training throughput: the victim and shadows of a preset trained one by one vs as one vectorised
-ensemble (core.ensemble), cold, in one run; plus the attack stage.
+ensemble (core.training.ensemble), cold, in one run; plus the attack stage.
 
     .venv/bin/python bench/throughput.py [--tasks image] [--archs ffnn,rnn] [--presets quick] [--repeat 1]
 
@@ -7,7 +7,7 @@ Per task × architecture × preset: the models of one config (victim + shadows),
 train them sequentially (``local`` executor) and as one ensemble (``ensemble`` executor) — each
 in a fresh cache, so both are cold — their ratio, models per second, and the attack stage of the
 run (attack fitting and scoring at every checkpoint epoch, LiRA, RMIA), and within it the attack
-fitting of all checkpoint epochs one set at a time vs jointly (core.attacks.fit_attack_sets). Configs the task cannot
+fitting of all checkpoint epochs one set at a time vs jointly (core.attacks.shadow_attacks.fit_attack_sets). Configs the task cannot
 vectorise (DP-SGD, the ReNet's nn.LSTM, PPO, the translation models) print "sequential only".
 ``--bf16`` adds the sequential training with ``precision=bf16`` (autocast). The device is the one the library picks (a GPU when present). The timings are only comparable
 within one run: the machine's load changes between runs.
@@ -28,8 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 def timed_models(cfg, executor, folder: str) -> float:
     """Cold wall time of trained_models(cfg) in the fresh cache ``folder``."""
-    from core.cache import ArtifactCache
-    from core.pipeline import trained_models
+    from core.experiment.cache import ArtifactCache
+    from core.experiment.pipeline import trained_models
 
     t = time.perf_counter()
     trained_models(cfg, cache=ArtifactCache(folder), executor=executor)
@@ -38,19 +38,19 @@ def timed_models(cfg, executor, folder: str) -> float:
 
 def attack_stage(cfg, folder: str) -> float:
     """Seconds of the attack stage of the run whose models ``folder`` caches."""
-    from core.cache import ArtifactCache
-    from core.pipeline import run_experiment
+    from core.experiment.cache import ArtifactCache
+    from core.experiment.pipeline import run_experiment
 
     return float(run_experiment(cfg, cache=ArtifactCache(folder)).summary["timings"]["attack_s"])
 
 
 def attack_fitting(cfg, folder: str) -> tuple[float, float]:
     """Seconds to fit the attacks of every checkpoint epoch one set at a time, then all sets
-    jointly (core.attacks.fit_attack_sets), on the shadows ``folder`` caches."""
-    from core.attacks import fit_attack_sets, fit_attacks
-    from core.cache import ArtifactCache
-    from core.device import single_thread
-    from core.pipeline import build_attacks, trained_models
+    jointly (core.attacks.shadow_attacks.fit_attack_sets), on the shadows ``folder`` caches."""
+    from core.attacks.shadow_attacks import fit_attack_sets, fit_attacks
+    from core.experiment.cache import ArtifactCache
+    from core.foundations.device import single_thread
+    from core.experiment.pipeline import build_attacks, trained_models
 
     models = trained_models(cfg, cache=ArtifactCache(folder))
     responses = [models.shadow_responses(e) for e in cfg.checkpoint_epochs]
@@ -75,14 +75,14 @@ def main() -> None:
                         help="also time the sequential training with precision=bf16 (image and translation)")
     parser.add_argument("--json", help="write the rows here")
     args = parser.parse_args()
-    from core.device import configure_threads, default_device
-    from core.executor import make_executor
+    from core.foundations.device import configure_threads, default_device
+    from core.experiment.executor import make_executor
     from core.tasks import get_task
 
     configure_threads()
     import torch
 
-    import core.ensemble  # noqa: F401 - torch.func's imports, once, outside every timing
+    import core.training.ensemble
     from core.tasks import get_task as _get
 
     for name in args.tasks.split(","):  # each task's modules and data loaders, outside every timing

@@ -2,7 +2,7 @@
 
 This package knows nothing of Streamlit; the app's pages only call it and draw.
 """
-from .config import ExperimentConfig
-from .errors import CacheCorruptionError, ConfigError, DatasetNotFoundError, MIAError
+from core.foundations.config import ExperimentConfig
+from core.foundations.errors import CacheCorruptionError, ConfigError, DatasetNotFoundError, MIAError
 
 __all__ = ["ExperimentConfig", "ConfigError", "DatasetNotFoundError", "CacheCorruptionError", "MIAError"]

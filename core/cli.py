@@ -17,7 +17,7 @@ checked before torch is imported (``import torch`` takes over a second), so refu
 answers at once; the config's values are checked next, still before any work. Reusable pieces
 for further subcommands: :class:`OneLineErrorParser`, :class:`Once`, :func:`guarded`,
 :func:`parse_sets`, :func:`check_named_sets`, :func:`check_arguments`, and
-:func:`core.fileio.check_out_path` / :func:`core.fileio.write_json_atomically`.
+:func:`core.foundations.fileio.check_out_path` / :func:`core.foundations.fileio.write_json_atomically`.
 """
 from __future__ import annotations
 
@@ -31,11 +31,11 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, NoReturn, Sequence
 
-from . import defense_registry  # light: a mechanism's module (and torch) loads on first use
-from .config import EXECUTORS, MAX_REPEATS, parse_values
-from .errors import ConfigError, MIAError, OutputPathError
-from .fileio import check_out_path, show_path, write_json_atomically, write_text_atomically
-from .tasks import available_tasks, get_task  # light: a task's module (and torch) loads on first use
+from core.defenses import registry as defense_registry  # light: a mechanism's module (and torch) loads on first use
+from core.foundations.config import EXECUTORS, MAX_REPEATS, parse_values
+from core.foundations.errors import ConfigError, MIAError, OutputPathError
+from core.foundations.fileio import check_out_path, show_path, write_json_atomically, write_text_atomically
+from core.tasks import available_tasks, get_task  # light: a task's module (and torch) loads on first use
 
 #: printed (alone) when a run is interrupted with Ctrl-C
 INTERRUPTED = "interrupted; cached models are kept"
@@ -329,7 +329,7 @@ def out_folder(text: str, create: bool = True) -> Path:
 
 def analysis_names(text: str) -> tuple[str, ...]:
     """``--analysis``: ``all`` (returned as ``("all",)``) or comma-separated names; an empty list
-    is refused here, unknown names by :func:`core.analysis.analyze` before any work (the list of
+    is refused here, unknown names by :func:`core.analyses.analysis.analyze` before any work (the list of
     analyses lives there, behind torch)."""
     names = tuple(n.strip() for n in text.split(",") if n.strip())
     if not names:
@@ -355,8 +355,8 @@ def report_archs(args: argparse.Namespace) -> list[str]:
 
 
 def _report(args: argparse.Namespace, out: Path) -> int:
-    """``report``: :func:`core.report.run_report` of the cached runs, written atomically to ``out``."""
-    from .report import run_report
+    """``report``: :func:`core.views.report.run_report` of the cached runs, written atomically to ``out``."""
+    from core.views.report import run_report
 
     task = get_task(args.task)
     sets = check_named_sets(parse_sets(args.sets), args)
@@ -369,9 +369,9 @@ def _report(args: argparse.Namespace, out: Path) -> int:
 
 
 def _analyze(args: argparse.Namespace) -> int:
-    from .analysis import ANALYSES, analyze
-    from .defenses import DefenseSpec
-    from .report import write_analyses
+    from core.analyses.analysis import ANALYSES, analyze
+    from core.defenses.defender import DefenseSpec
+    from core.views.report import write_analyses
 
     names = analysis_names(args.analysis)
     if names == ("all",):
@@ -420,8 +420,8 @@ def _analyze(args: argparse.Namespace) -> int:
 
 
 def _defend_training(args: argparse.Namespace, config, out, progress) -> int:
-    """``defend`` with a training-time mechanism: one cached run per value (:mod:`core.sweeps`)."""
-    from .sweeps import check_sweep, sweep
+    """``defend`` with a training-time mechanism: one cached run per value (:mod:`core.defenses.sweeps`)."""
+    from core.defenses.sweeps import check_sweep, sweep
 
     values = parse_values(args.values)
     check_sweep(config, args.mechanism, values, args.target_epsilon)  # every value before any training
@@ -436,8 +436,8 @@ def _defend_training(args: argparse.Namespace, config, out, progress) -> int:
 
 
 def _defend(args: argparse.Namespace, config, out, progress) -> int:
-    from .defenses import ATTACKERS, DefenseSpec, defend
-    from .pipeline import trained_models
+    from core.defenses.defender import ATTACKERS, DefenseSpec, defend
+    from core.experiment.pipeline import trained_models
 
     if args.mechanism in defense_registry.training_names():
         if args.repeats is not None:
@@ -463,7 +463,7 @@ def _defend(args: argparse.Namespace, config, out, progress) -> int:
         n_pairs = get_task(config.task).sensitivity_samples if mechanism.needs_sensitivity else 0
     if n_pairs < 0:
         raise ConfigError(f"--sensitivity-samples must be >= 0, got {n_pairs}")
-    from .executor import make_executor
+    from core.experiment.executor import make_executor
 
     executor = make_executor(args.executor, args.workers, args.ray_address)
     if args.repeats is not None:
@@ -528,7 +528,7 @@ def _main(argv: Sequence[str] | None) -> int:
         emit_json({"config": config.to_dict(), "config_hash": config.config_hash})
         return 0
 
-    from .device import configure_threads
+    from core.foundations.device import configure_threads
 
     configure_threads()  # several runs at once must not each start one thread per host core
     if args.command == "analyze":  # --out is a folder here
@@ -536,7 +536,7 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.command == "report":
         return _report(args, out)
 
-    from .pipeline import run_experiment
+    from core.experiment.pipeline import run_experiment
 
     def progress(ev) -> None:
         CtrlC.check()
@@ -547,7 +547,7 @@ def _main(argv: Sequence[str] | None) -> int:
 
     if args.command == "defend":
         return _defend(args, config, out, progress)
-    from .executor import make_executor
+    from core.experiment.executor import make_executor
 
     executor = make_executor(args.executor, args.workers, args.ray_address)
     config = with_repeats(config, args.repeats)
@@ -555,8 +555,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return _run_repeats(args, config, out, progress, executor)
     result = run_experiment(config, progress=progress, executor=executor)
     if args.online_lira:
-        from .pipeline import trained_models
-        from .reference_attacks import LIRA_ONLINE, online_lira
+        from core.experiment.pipeline import trained_models
+        from core.experiment.reference_attacks import LIRA_ONLINE, online_lira
 
         if not args.quiet:
             print(f"[online LiRA] {args.online_lira} reference models (trained once, cached)", file=sys.stderr)
@@ -579,8 +579,8 @@ def with_repeats(config, repeats: int | None):
 
 
 def _run_repeats(args: argparse.Namespace, config, out, progress, executor) -> int:
-    """``run --repeats N``: repeat 0's summary plus a ``repeats`` block (:func:`core.repeats.repeats_block`)."""
-    from .repeats import repeats_block, run_repeats
+    """``run --repeats N``: repeat 0's summary plus a ``repeats`` block (:func:`core.analyses.repeats.repeats_block`)."""
+    from core.analyses.repeats import repeats_block, run_repeats
 
     if args.online_lira:
         raise ConfigError("--online-lira runs on one run; leave out --repeats (or run it on repeat 0 alone)")
@@ -612,10 +612,10 @@ def add_compare_command(sub: Any, common: Callable[[argparse.ArgumentParser], No
 
 
 def _compare(args: argparse.Namespace, out: Path | None) -> int:
-    """``compare``: :func:`core.repeats.run_comparison` (``out`` checked by :func:`check_arguments`)."""
-    from .device import configure_threads
-    from .executor import make_executor
-    from .repeats import comparison_configs, run_comparison
+    """``compare``: :func:`core.analyses.repeats.run_comparison` (``out`` checked by :func:`check_arguments`)."""
+    from core.foundations.device import configure_threads
+    from core.experiment.executor import make_executor
+    from core.analyses.repeats import comparison_configs, run_comparison
 
     if args.arch != "rnn":  # --arch comes with the common flags; compare always runs both
         raise ConfigError("compare runs both architectures; leave out --arch")
@@ -635,7 +635,7 @@ def _compare(args: argparse.Namespace, out: Path | None) -> int:
 
     executor = make_executor(args.executor, args.workers, args.ray_address)
     if configs["ffnn"].match_utility != "off":
-        from .matching import run_matched
+        from core.analyses.matching import run_matched
 
         result = run_matched(configs, progress=progress, executor=executor)
     else:
@@ -648,8 +648,8 @@ def _compare(args: argparse.Namespace, out: Path | None) -> int:
 
 
 def _defend_repeats(args: argparse.Namespace, config, values, n_pairs: int, out, progress, executor) -> int:
-    """``defend --repeats N``: :func:`core.repeats.defend_repeats` (intervals per point)."""
-    from .repeats import defend_repeats
+    """``defend --repeats N``: :func:`core.analyses.repeats.defend_repeats` (intervals per point)."""
+    from core.analyses.repeats import defend_repeats
 
     say = (lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr))
     result = defend_repeats(config, args.mechanism, values, args.attacker, args.draws, n_pairs, seed=args.seed,

@@ -1,10 +1,10 @@
-"""Screenshots of the Analyses page's entropy scatter (``core.figures.scatter_figure``) for each task's
+"""Screenshots of the Analyses page's entropy scatter (``core.views.figures.scatter_figure``) for each task's
 cached FFNN and RNN runs, written as PNG into ``docs/`` — re-make them whenever the figure changes:
 
     MIA_CACHE_DIR=/tmp/cache python docs/make_screenshots.py                 # every task whose runs are cached
     MIA_CACHE_DIR=/tmp/cache python docs/make_screenshots.py --task image --scale linear
 
-The figure is the page's own (same data from ``core.analysis.entropy_scatter``, same function), written
+The figure is the page's own (same data from ``core.analyses.analysis.entropy_scatter``, same function), written
 as a self-contained HTML file and photographed by headless Chromium (``--chromium``, default
 ``/usr/bin/chromium``): no network, no extra Python package. Runs that are not cached are skipped
 with a line saying so (train them with ``python -m core run --task T --arch A --preset P``).
@@ -21,8 +21,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from core import analysis, figures  # noqa: E402  (the repository root is put on the path first)
-from core.pipeline import cached_summary  # noqa: E402
+from core.analyses import analysis  # noqa: E402  (the repository root is put on the path first)
+from core.views import figures
+from core.experiment.pipeline import cached_summary  # noqa: E402
 from core.tasks import available_tasks, get_task  # noqa: E402
 
 WIDTH, HEIGHT = 1400, 700

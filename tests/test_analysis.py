@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core import analysis
-from core.errors import ConfigError
-from core.pipeline import run_experiment
-from core.responses import Responses
+from core.analyses import analysis
+from core.foundations.errors import ConfigError
+from core.experiment.pipeline import run_experiment
+from core.measurement.responses import Responses
 from core.tasks import get_task
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -240,7 +240,7 @@ def _synthetic_summary(arch: str = "rnn", n: int = 400, seed: int = 0) -> dict:
     def attack(name, threshold):
         return {"name": name, "accuracy": 0.5, "advantage": 0.0, "auc": 0.5, "tpr_at_fpr": {}, "threshold": threshold}
 
-    # a whole summary (core.results checks every field it types); the scatter reads the attacks' thresholds
+    # a whole summary (core.experiment.results checks every field it types); the scatter reads the attacks' thresholds
     return {"arch": arch, "task": "image", "config": {}, "config_hash": arch, "params": 1,
             "utility": {"metric": "accuracy"}, "attack": attack("shadow", 0.5), "per_epoch": [], "timings": {},
             "attacks": {"shadow": attack("shadow", 0.5), "loss_threshold": attack("loss_threshold", -0.01)},
@@ -278,7 +278,7 @@ def test_scatter_flags_clipped_records_and_keeps_boundaries_in_the_records_range
 
 
 def test_scatter_figure_draws_populations_clipped_marks_and_clips_shapes_to_the_box():
-    from core import figures
+    from core.views import figures
 
     scatters = {a: analysis.entropy_scatter(_synthetic_summary(a, seed=i)) for i, a in enumerate(("ffnn", "rnn"))}
     for scale in figures.SCALES:
@@ -308,7 +308,7 @@ def test_scatter_figure_draws_populations_clipped_marks_and_clips_shapes_to_the_
 def test_record_signals_keep_small_values_to_six_significant_digits():
     """A confident answer's cross-entropy (~3e-6 here) keeps its value: rounding to 6 decimals made
     it 3e-6 (and anything below 5e-7 a 0), rows of records on the scatter's log axes."""
-    from core.pipeline import record_signals
+    from core.experiment.pipeline import record_signals
 
     p = np.float32(1 - 3.3e-6)
     r = Responses.from_probs(np.array([[p, 1 - p], [0.5, 0.5]]), [1, 1], np.array([0, 0]))

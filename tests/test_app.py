@@ -126,8 +126,8 @@ def test_train_page_runs_a_tiny_config_then_loads_it_from_cache(task):
 
 
 def test_report_is_one_self_contained_html_file():
-    from core.pipeline import run_experiment
-    from core.report import run_report_html as report_html
+    from core.experiment.pipeline import run_experiment
+    from core.views.report import run_report_html as report_html
 
     task = get_task("image")
     values = {**TINY["image"], "attack_epochs": ()}
@@ -171,7 +171,7 @@ def test_multi30k_folder_without_files_is_explained_with_a_download_offer(tmp_pa
 
 def test_defenses_page_offers_training_then_moves_with_the_slider(monkeypatch):
     """Without cached models the page says which run to start; with them, the slider changes the numbers."""
-    from core.pipeline import run_experiment
+    from core.experiment.pipeline import run_experiment
 
     tiny = {"n_train": 60, "n_eval": 30, "epochs": 8, "n_shadows": 1, "attack_epochs": (), "attack_train_epochs": 10}
     task = get_task("image")

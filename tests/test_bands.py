@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core import analysis
-from core.pipeline import run_experiment
-from core.repeats import defense_curve_bands, defense_intervals, repeat_config
-from core.sweeps import collect_points_repeats
+from core.analyses import analysis
+from core.experiment.pipeline import run_experiment
+from core.analyses.repeats import defense_curve_bands, defense_intervals, repeat_config
+from core.defenses.sweeps import collect_points_repeats
 from core.tasks import get_task
-from core.figures import band_caption, defense_curves, training_defense_curves
+from core.views.figures import band_caption, defense_curves, training_defense_curves
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = dict(n_train=40, n_eval=20, epochs=2, n_shadows=1, attack_epochs=(1,), attack_train_epochs=3)
@@ -80,7 +80,7 @@ def test_defense_curve_figure_draws_the_band_through_the_means():
 @pytest.fixture(scope="module")
 def template_summary(tmp_path_factory):
     """A whole summary of a tiny run (the typed reader checks every field), to plant numbers in."""
-    from core.cache import ArtifactCache
+    from core.experiment.cache import ArtifactCache
 
     cfg = get_task("image").make_config("ffnn", "quick", TINY)
     return run_experiment(cfg, cache=ArtifactCache(tmp_path_factory.mktemp("cache"))).summary
@@ -123,7 +123,7 @@ def test_repeated_verdicts_on_planted_pairs():
     null = analysis.repeated_verdicts([rep(0.6, 0.7), rep(0.7, 0.6), rep(0.65, 0.66)])
     assert null["verdicts"]["rnn_more_vulnerable"]["verdict"]["value"] == "inconclusive"
     # the analyses' HTML export (the Analyses page's button) carries them, with interval and N
-    from core.report import html_report
+    from core.views.report import html_report
 
     page = html_report({"verdicts": {}, "repeats": holds}, {}, "t")
     assert "Verdicts over 3 paired repeats" in page and "<b>holds</b>" in page and "N = 3 repeats" in page
@@ -133,7 +133,7 @@ def test_repeated_verdicts_on_planted_pairs():
 def test_analyze_repeats_writes_paired_verdicts_and_the_page_shows_them(tmp_path, capsys, monkeypatch):
     from core.cli import main
 
-    monkeypatch.setattr("core.device.configure_threads", lambda: 1)
+    monkeypatch.setattr("core.foundations.device.configure_threads", lambda: 1)
     sets = [f"--set={k}={','.join(map(str, v)) if isinstance(v, tuple) else v}" for k, v in TINY.items()]
     out = tmp_path / "a"
     assert main(["analyze", "--task", "image", *sets, "--analysis", "vulnerability", "--repeats", "2",
@@ -185,7 +185,7 @@ def test_defenses_page_draws_the_band_over_cached_repeats(monkeypatch):
 
 
 def test_training_defenses_page_bands_a_sweep_over_its_cached_repeats(monkeypatch):
-    from core.sweeps import sweep_runs
+    from core.defenses.sweeps import sweep_runs
 
     task = get_task("image")
     tiny = {**TINY, "attack_epochs": (), "batch_size": 16}

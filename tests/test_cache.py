@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from core.cache import ArtifactCache
-from core.responses import Responses
+from core.experiment.cache import ArtifactCache
+from core.measurement.responses import Responses
 
 
 def test_hit_and_miss(isolated_cache):

@@ -4,8 +4,8 @@ import sys
 
 import pytest
 
-from core.config import ExperimentConfig
-from core.errors import ConfigError
+from core.foundations.config import ExperimentConfig
+from core.foundations.errors import ConfigError
 from core.tasks import get_task
 
 

@@ -1,4 +1,4 @@
-"""The captions corpus (core.corpus, docs/captions_grammar.md): determinism, the documented grammar,
+"""The captions corpus (core.data.corpus, docs/captions_grammar.md): determinism, the documented grammar,
 context-decided synonyms, agreement, reordering, and the held-out split of unseen combinations."""
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from core.corpus import (ADJ_SUFFIX, AND, COLOURS, DEF_ART, INDEF_ART, NUMBERS, PREPOSITIONS, TIMES, WHILE, WHO, WITH,
-                         GrammarError, generate_caption_pairs, generate_captions, lexicon, reserved, translate)
+from core.data.corpus import (ADJ_SUFFIX, AND, COLOURS, DEF_ART, INDEF_ART, NUMBERS, PREPOSITIONS, TIMES, WHILE, WHO,
+    WITH, GrammarError, generate_caption_pairs, generate_captions, lexicon, reserved, translate)
 from core.tasks.translation import tokenize
 
 

@@ -7,15 +7,16 @@ import pytest
 import torch
 from scipy import stats
 
-from core.attacks import attack_to_bytes, load_attack_bytes, score_attacks
-from core.cache import ArtifactCache
-from core.defenses import DefenseSpec, Defender, dirichlet, gpm
+from core.attacks.shadow_attacks import attack_to_bytes, load_attack_bytes, score_attacks
+from core.experiment.cache import ArtifactCache
+from core.defenses.defender import DefenseSpec, Defender
+from core.defenses import dirichlet, gpm
 from core.defenses.sensitivity import parameter_distance, sensitivity_sampler
-from core.errors import ConfigError
-from core.metrics import empirical_epsilon
-from core.pipeline import build_attacks, fitted_attacks, trained_models
-from core.roles import train_model
-from core.responses import Responses
+from core.foundations.errors import ConfigError
+from core.measurement.metrics import empirical_epsilon
+from core.experiment.pipeline import build_attacks, fitted_attacks, trained_models
+from core.experiment.roles import train_model
+from core.measurement.responses import Responses
 from core.tasks import get_task
 
 OVERFIT = dict(n_train=100, n_eval=100, epochs=40, n_shadows=3, attack_epochs=(), attack_train_epochs=60)

@@ -1,13 +1,13 @@
-"""The vectorised ensemble (core.ensemble): victim and shadows trained at once give the models the
+"""The vectorised ensemble (core.training.ensemble): victim and shadows trained at once give the models the
 sequential path gives — same initialisation, same data order, same Adam — to float tolerance."""
 import numpy as np
 import pytest
 import torch
 
-from core.cache import ArtifactCache
-from core.executor import ensemble_groups
-from core.executor import TrainingJob, make_executor
-from core.pipeline import run_experiment, trained_models
+from core.experiment.cache import ArtifactCache
+from core.experiment.executor import ensemble_groups
+from core.experiment.executor import TrainingJob, make_executor
+from core.experiment.pipeline import run_experiment, trained_models
 from core.tasks import get_task
 
 # Weights may differ by float rounding only, which depends on the kernels: with one CPU thread the

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import torch
 
-from core.cache import ArtifactCache
-from core.errors import ConfigError, WorkerFailedError
-from core.executor import ProcessExecutor, make_executor, run_job
-from core.pipeline import trained_models
+from core.experiment.cache import ArtifactCache
+from core.foundations.errors import ConfigError, WorkerFailedError
+from core.experiment.executor import ProcessExecutor, make_executor, run_job
+from core.experiment.pipeline import trained_models
 from core.tasks import get_task
 
 TINY = dict(n_train=30, n_eval=10, epochs=2, n_shadows=2, attack_epochs=(1,), attack_train_epochs=3)

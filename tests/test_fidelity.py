@@ -1,17 +1,17 @@
-"""Shadow fidelity, confounding warnings and the matched-utility view (core.fidelity)."""
+"""Shadow fidelity, confounding warnings and the matched-utility view (core.experiment.fidelity)."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from core.fidelity import (confounding_warnings, fidelity_warnings, matched_utility, response_stats, shadow_fidelity,
-                           utility_gap)
-from core.responses import Responses
+from core.experiment.fidelity import (confounding_warnings, fidelity_warnings, matched_utility, response_stats,
+    shadow_fidelity, utility_gap)
+from core.measurement.responses import Responses
 
 
 def summary(arch, train, val, metric="accuracy", per_epoch=None, attacks_by_epoch=None, fidelity=None, epochs=30):
     per_epoch = per_epoch or [{"epoch": epochs, "utility_train": train, "utility_val": val}]
-    primary = {"name": "shadow", **attack(0.5)}  # a whole summary (core.results checks every field it types)
+    primary = {"name": "shadow", **attack(0.5)}  # a whole summary (core.experiment.results checks every field it types)
     s = {"task": "image", "arch": arch, "params": 1000, "config": {"epochs": epochs}, "config_hash": arch * 8,
          "data": {"n_classes": 10}, "utility": {"metric": metric, "train": train, "val": val},
          "attack": primary, "attacks": {"shadow": primary}, "timings": {}, "records": {},
@@ -103,7 +103,7 @@ TINY = dict(n_train=40, n_eval=20, epochs=3, attack_epochs=(2,), n_shadows=2, at
 
 
 def test_summary_holds_the_shadow_fidelity_block():
-    from core.pipeline import run_experiment
+    from core.experiment.pipeline import run_experiment
     from core.tasks import get_task
 
     cfg = get_task("image").make_config("rnn", "quick", TINY)
@@ -119,7 +119,7 @@ def test_summary_holds_the_shadow_fidelity_block():
 
 
 def test_plot_helpers_for_the_page():
-    from core import figures as plots
+    from core.views import figures as plots
 
     block = shadow_fidelity({10: stats(0.2, 1.0)}, {10: [stats(0.3, 1.0)]}, "accuracy",
                             {"train": 1.0, "val": 0.9}, [{"train": 1.0, "val": 0.8}])
@@ -147,7 +147,7 @@ def test_plot_helpers_for_the_page():
 
 
 def test_study_comparison_is_computed_from_the_runs():
-    from core.fidelity import study_comparison
+    from core.experiment.fidelity import study_comparison
 
     def run(arch, acc, train, val):
         s = summary(arch, train, val)

@@ -30,18 +30,17 @@ import numpy as np
 import pytest
 import torch
 
-from core import cli, multi30k
-from core.cache import ArtifactCache, SafeDisk, dict_with, tensor_shapes
-from core.config import ExperimentConfig, field_range
-from core.errors import (
-    CacheCorruptionError, ConfigError, DatasetNotFoundError, LockTimeoutError, OutputPathError, ResourceLimitError,
-    UnsafeCacheEntryError,
-)
-from core.fileio import check_out_path, write_json_atomically
-from core.locks import KeyLock, hold
-from core.memory import cnn_param_count, mlp_agent_param_count
-from core.paths import DATA_ROOT_ENV, data_root, resolve_data_dir
-from core.responses import Responses
+from core import cli
+from core.data import multi30k
+from core.experiment.cache import ArtifactCache, SafeDisk, dict_with, tensor_shapes
+from core.foundations.config import ExperimentConfig, field_range
+from core.foundations.errors import (CacheCorruptionError, ConfigError, DatasetNotFoundError, LockTimeoutError,
+    OutputPathError, ResourceLimitError, UnsafeCacheEntryError)
+from core.foundations.fileio import check_out_path, write_json_atomically
+from core.foundations.locks import KeyLock, hold
+from core.foundations.memory import cnn_param_count, mlp_agent_param_count
+from core.foundations.paths import DATA_ROOT_ENV, data_root, resolve_data_dir
+from core.measurement.responses import Responses
 from core.tasks import get_task
 from core.tasks.base import TaskData
 
@@ -414,7 +413,7 @@ def test_task_cannot_be_changed_by_an_update():
 
 
 def test_unknown_device_is_a_config_error(monkeypatch):
-    from core.device import default_device, usable_cores
+    from core.foundations.device import default_device, usable_cores
 
     monkeypatch.setenv("MIA_DEVICE", "tpu")
     with pytest.raises(ConfigError, match="MIA_DEVICE"):
@@ -637,9 +636,9 @@ def run_main(args, capsys):
 @pytest.fixture
 def no_pipeline(monkeypatch):
     """Any run that gets as far as the pipeline fails the test: errors must come before it."""
-    import core.pipeline
+    import core.experiment.pipeline
 
-    monkeypatch.setattr(core.pipeline, "run_experiment", lambda *a, **k: pytest.fail("reached the pipeline"))
+    monkeypatch.setattr(core.experiment.pipeline, "run_experiment", lambda *a, **k: pytest.fail("reached the pipeline"))
 
 
 CLI_BAD = [
@@ -679,34 +678,34 @@ def test_cli_same_value_in_set_and_flag_is_fine(capsys):
 
 
 def test_cli_writes_out_atomically_after_the_run(tmp_path, capsys, monkeypatch):
-    import core.pipeline
+    import core.experiment.pipeline
 
     out = tmp_path / "r.json"
     out.write_text("old")
-    monkeypatch.setattr(core.pipeline, "run_experiment", lambda cfg, progress=None, **kw: SimpleNamespace(summary={"ok": 1}))
+    monkeypatch.setattr(core.experiment.pipeline, "run_experiment", lambda cfg, progress=None, **kw: SimpleNamespace(summary={"ok": 1}))
     assert cli.main(["run", "--quiet", "--out", str(out)]) == 0
     assert json.loads(out.read_text()) == {"ok": 1}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]
 
 
 def test_cli_interrupt_is_one_line_and_exit_130(capsys, monkeypatch):
-    import core.pipeline
+    import core.experiment.pipeline
 
     def interrupted(*a, **k):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(core.pipeline, "run_experiment", interrupted)
+    monkeypatch.setattr(core.experiment.pipeline, "run_experiment", interrupted)
     rc, err = run_main(["run", "--quiet"], capsys)
     assert rc == 130 and err == "interrupted; cached models are kept\n"
 
 
 def test_cli_error_messages_with_newlines_stay_on_one_line(capsys, monkeypatch):
-    import core.pipeline
+    import core.experiment.pipeline
 
     def fails(*a, **k):
         raise DatasetNotFoundError("first line\nsecond line")
 
-    monkeypatch.setattr(core.pipeline, "run_experiment", fails)
+    monkeypatch.setattr(core.experiment.pipeline, "run_experiment", fails)
     rc, err = run_main(["run", "--quiet"], capsys)
     assert rc == 2 and err == "error: first line second line\n"
 
@@ -749,7 +748,7 @@ LOCK_SCRIPT = textwrap.dedent(
     """
     import sys, time
     sys.path.insert(0, {root!r})
-    from core.locks import KeyLock
+    from core.foundations.locks import KeyLock
     lock = KeyLock("train/abc/victim", {dir!r})
     lock.acquire()
     print("acquired", time.time(), flush=True)
@@ -829,7 +828,7 @@ def test_threads_exclude_each_other_and_keys_are_independent(tmp_path):
 
 def test_float32_on_a_gpu_is_not_tf32():
     """precision float32 must mean float32 on a GPU too (cuDNN convolutions default to TF32)."""
-    import core.device  # noqa: F401 - the setting is made when the library is imported
+    import core.foundations.device
     import torch
 
     assert torch.backends.cudnn.allow_tf32 is False and torch.backends.cuda.matmul.allow_tf32 is False
@@ -838,7 +837,7 @@ def test_float32_on_a_gpu_is_not_tf32():
 def test_configure_threads_keeps_an_explicit_omp_num_threads(monkeypatch):
     import torch
 
-    from core.device import configure_threads, usable_cores
+    from core.foundations.device import configure_threads, usable_cores
 
     before = torch.get_num_threads()
     try:

@@ -4,12 +4,12 @@ import numpy as np
 import pytest
 import torch
 
-from core.attacks import AttackTraining, run_attacks, standard_attacks
-from core.cache import ArtifactCache
-from core.errors import DatasetNotFoundError
+from core.attacks.shadow_attacks import AttackTraining, run_attacks, standard_attacks
+from core.experiment.cache import ArtifactCache
+from core.foundations.errors import DatasetNotFoundError
 from core.models.image import ReNet, count_params, renet_param_count
-from core.pipeline import make_splits, run_experiment, train_or_load
-from core.responses import Responses
+from core.experiment.pipeline import make_splits, run_experiment, train_or_load
+from core.measurement.responses import Responses
 from core.tasks import get_task
 from core.tasks.image import load_cifar10
 
@@ -140,7 +140,7 @@ def test_same_config_same_numbers():
 
 
 def test_config_that_cannot_fit_in_memory_is_refused():
-    from core.errors import ResourceLimitError
+    from core.foundations.errors import ResourceLimitError
 
     cfg = get_task("image").make_config("ffnn", "quick", dict(cnn_width=512, cnn_stages=6))
     with pytest.raises(ResourceLimitError, match="GiB"):

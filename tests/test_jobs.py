@@ -13,7 +13,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from core.defenses.sensitivity import cached_sensitivity
-from core.pipeline import cached_summary
+from core.experiment.pipeline import cached_summary
 from core.tasks import get_task
 from ui.jobs import CANCELLED, DONE, JobManager, job_key
 
@@ -263,8 +263,8 @@ def test_an_analysis_job_can_be_cancelled_and_the_worker_serves_the_next_job(man
 
 
 def test_an_adaptive_job_caches_the_point_the_defenses_page_reads(manager):
-    from core.defenses import Defender, DefenseSpec
-    from core.pipeline import run_experiment, trained_models
+    from core.defenses.defender import Defender, DefenseSpec
+    from core.experiment.pipeline import run_experiment, trained_models
 
     cfg = tiny("ffnn")
     run_experiment(cfg)
@@ -290,7 +290,7 @@ def test_no_page_runs_work_in_a_server_thread():
 def test_defenses_page_runs_the_sensitivity_sampler_and_the_adaptive_attacker_as_worker_jobs(monkeypatch):
     """The GPM's SensitivitySampler and the adaptive attacker: the page submits worker jobs, says
     they run, and shows their results on a rerun once they are done (nothing trains in the page)."""
-    from core.pipeline import run_experiment
+    from core.experiment.pipeline import run_experiment
 
     task = get_task("image")
     monkeypatch.setitem(task.presets, "quick", {**task.presets["quick"], **TINY, "rnn": {"lr": 1e-2}})

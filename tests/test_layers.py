@@ -130,7 +130,7 @@ def test_the_reader_finds_a_planted_circle():
 
 def test_no_import_circle_in_the_project():
     edges, _ = graph()
-    assert "core.pipeline" in edges and "core.roles" in edges["core.pipeline"]  # the reader sees imports
+    assert "core.experiment.pipeline" in edges and "core.experiment.roles" in edges["core.experiment.pipeline"]  # the reader sees imports
     assert circles(edges) == []
 
 
@@ -148,10 +148,10 @@ def test_every_import_points_down_a_floor():
         for d in edges[m]:
             assert floor_of(d) < floor_of(m), f"{m} imports {d}, which is not below it"
     # the layers the architecture describes
-    assert floor_of("core.roles") < floor_of("core.pipeline")
-    for above_roles in ("core.executor", "core.reference_attacks", "core.fidelity"):
-        assert floor_of("core.roles") < floor_of(above_roles) < floor_of("core.cli")
-    assert floor_of("core.dpsgd") < floor_of("core.training")
+    assert floor_of("core.experiment.roles") < floor_of("core.experiment.pipeline")
+    for above_roles in ("core.experiment.executor", "core.experiment.reference_attacks", "core.experiment.fidelity"):
+        assert floor_of("core.experiment.roles") < floor_of(above_roles) < floor_of("core.cli")
+    assert floor_of("core.training.dpsgd") < floor_of("core.training.loop")
 
 
 def test_no_import_inside_a_function_except_entry_points_and_optional_heavy_dependencies():
@@ -162,3 +162,38 @@ def test_no_import_inside_a_function_except_entry_points_and_optional_heavy_depe
         for name, line, top in found if top in PACKAGES or top not in OPTIONAL_HEAVY
     }
     assert sorted(offending) == []
+
+
+#: the packages of ``core`` from the bottom floor up (docs/architecture.md, "Layers"); a package may
+#: import only the packages below it
+CORE_LAYERS = ("foundations", "measurement", "models", "data", "training", "attacks", "tasks", "experiment",
+               "defenses", "analyses", "views")
+
+
+def package_of(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if parts[0] == "core" and len(parts) > 2 or (len(parts) == 2 and parts[1] in CORE_LAYERS) \
+        else None
+
+
+def test_core_packages_import_only_the_packages_below_them():
+    edges, _ = graph()
+    floor = {name: i for i, name in enumerate(CORE_LAYERS)}
+    upward = sorted(
+        f"{m} imports {d}"
+        for m, deps in edges.items() for d in deps
+        if package_of(m) in floor and package_of(d) in floor and floor[package_of(d)] > floor[package_of(m)]
+    )
+    assert upward == []
+    # the reader sees the packages: a planted upward arrow would be caught
+    assert any(package_of(m) == "experiment" and package_of(d) == "tasks" for m, deps in edges.items() for d in deps)
+
+
+def test_core_shows_its_layers_as_packages():
+    loose = sorted(p.name for p in (ROOT / "core").glob("*.py"))
+    assert len(loose) <= 12, loose
+    packages = sorted(p.name for p in (ROOT / "core").iterdir() if (p / "__init__.py").exists())
+    assert packages == sorted(CORE_LAYERS)
+    for name in packages:  # each package says its job and what it may import
+        doc = ast.get_docstring(ast.parse((ROOT / "core" / name / "__init__.py").read_text()))
+        assert doc and "import" in doc.lower(), name

@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from core import roles
-from core.config import ConfigError
-from core.matching import first_epoch_reaching, run_matched, stopped_config
-from core.repeats import comparison_configs
+from core.experiment import roles
+from core.foundations.config import ConfigError
+from core.analyses.matching import first_epoch_reaching, run_matched, stopped_config
+from core.analyses.repeats import comparison_configs
 
 # small but learning: the CNN passes the ReNet's final validation accuracy before its last epoch
 TINY = dict(n_train=150, n_eval=40, epochs=6, n_shadows=1, attack_epochs=(), attack_train_epochs=3)
@@ -69,7 +69,7 @@ def test_first_epoch_reaching_and_stopped_config():
 def test_cli_compare_at_matched_utility(tmp_path, capsys, monkeypatch):
     from core.cli import main
     # in-process CLI: keep this test process's torch thread count (the CLI sizes it for a whole machine)
-    monkeypatch.setattr("core.device.configure_threads", lambda: 1)
+    monkeypatch.setattr("core.foundations.device.configure_threads", lambda: 1)
 
     sets = [f"--set={k}={','.join(map(str, v)) if isinstance(v, tuple) else v}" for k, v in TINY.items()]
     out = tmp_path / "m.json"

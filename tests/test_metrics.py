@@ -3,7 +3,7 @@ import pytest
 from sklearn.metrics import roc_auc_score
 from sklearn.metrics import roc_curve as sk_roc_curve
 
-from core.metrics import best_threshold, evaluate_attack, roc_auc, roc_curve, tpr_at_fpr
+from core.measurement.metrics import best_threshold, evaluate_attack, roc_auc, roc_curve, tpr_at_fpr
 
 CASES = [
     (np.array([0.9, 0.8, 0.7, 0.6, 0.55, 0.4, 0.3, 0.2]), np.array([1, 1, 0, 1, 0, 1, 0, 0])),

@@ -7,9 +7,10 @@ import pytest
 import torch
 
 from core.models.navigation import LSTMAgent, build_agent, count_params
-from core.planner import DOOR, EMPTY, FORWARD, GOAL, LEFT, RIGHT, TOGGLE, WALL, PlannerCache, distance_map, optimal_policy
-from core.ppo import PPOSettings, train_ppo
-from core.envs.minigrid import MapEnv, MapVecEnv, StartRoomCurriculum
+from core.data.planner import (DOOR, EMPTY, FORWARD, GOAL, LEFT, RIGHT, TOGGLE, WALL, PlannerCache, distance_map,
+    optimal_policy)
+from core.training.ppo import PPOSettings, train_ppo
+from core.data.minigrid import MapEnv, MapVecEnv, StartRoomCurriculum
 from core.tasks.navigation import rollout_maps
 
 N2 = "MiniGrid-MultiRoom-N2-S4-v0"
@@ -184,8 +185,8 @@ def test_ppo_learns_empty_5x5():
 
 def test_attack_above_chance_on_agent_trained_many_times_on_few_maps(tmp_path, monkeypatch):
     monkeypatch.setenv("MIA_CACHE_DIR", str(tmp_path))
-    from core.cache import ArtifactCache
-    from core.pipeline import run_experiment
+    from core.experiment.cache import ArtifactCache
+    from core.experiment.pipeline import run_experiment
     from core.tasks import get_task
 
     cfg = get_task("navigation").make_config("ffnn", "quick", {
@@ -204,7 +205,7 @@ def test_attack_above_chance_on_agent_trained_many_times_on_few_maps(tmp_path, m
 
 @pytest.mark.parametrize("bad", [{"curriculum": "N2-then-N4"}, {"curriculum_ramp": 0}, {"curriculum_ramp": 1.5}])
 def test_bad_curriculum_settings_are_refused(bad):
-    from core.errors import ConfigError
+    from core.foundations.errors import ConfigError
     from core.tasks import get_task
 
     with pytest.raises(ConfigError):

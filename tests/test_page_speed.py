@@ -1,5 +1,5 @@
 """What keeps a page's rerun cheap (issue 23): cached runs read from disk once per set of results."""
-from core.cache import ArtifactCache
+from core.experiment.cache import ArtifactCache
 from core.tasks import get_task
 from ui import shared
 
@@ -7,7 +7,7 @@ SMALL = dict(n_train=40, n_eval=20, epochs=2, n_shadows=1, attack_epochs=())
 
 
 def _fake(cfg) -> dict:
-    """A summary of the shape the pipeline caches (whole: core.results' schema)."""
+    """A summary of the shape the pipeline caches (whole: core.experiment.results' schema)."""
     attack = {"name": "shadow", "accuracy": 0.5, "advantage": 0.0, "auc": 0.5, "tpr_at_fpr": {}}
     return {"task": cfg.task, "arch": cfg.arch, "config": cfg.to_dict(), "config_hash": cfg.config_hash, "params": 1,
             "utility": {"metric": "accuracy"}, "attack": attack, "attacks": {"shadow": attack}, "per_epoch": [],

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 import torch
 
-from core.cache import ArtifactCache
-from core.errors import TrainingDivergedError
-from core.metrics import evaluate_attack, roc_auc
-from core.pipeline import run_experiment
+from core.experiment.cache import ArtifactCache
+from core.foundations.errors import TrainingDivergedError
+from core.measurement.metrics import evaluate_attack, roc_auc
+from core.experiment.pipeline import run_experiment
 from core.tasks import get_task
 from core.tasks.image import ImageTask
 

@@ -3,9 +3,9 @@ dots), navigation maps from the victim's real paths."""
 import numpy as np
 import pytest
 
-from core.pipeline import run_experiment
+from core.experiment.pipeline import run_experiment
 from core.tasks import get_task
-from core import figures as plots
+from core.views import figures as plots
 
 
 def summary(arch, n, rng, separation=1.0):

@@ -3,7 +3,7 @@ import time
 
 import pytest
 
-from core.progress import ProgressTracker
+from core.foundations.progress import ProgressTracker
 from core.tasks import get_task
 from ui.jobs import JobManager
 

@@ -15,7 +15,7 @@ from core.models.translation import LuongSeq2Seq, TransformerSeq2Seq, match_tran
 from core.tasks import get_task
 from core.tasks.translation import SPECIALS, Vocab
 from tests.test_image import write_cifar_fixture
-from core.figures import comparison_resolution_note, resolution_note
+from core.views.figures import comparison_resolution_note, resolution_note
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -114,7 +114,7 @@ def test_resolution_note_says_what_one_record_is_worth():
 
 
 def test_a_comparison_states_its_resolution_beside_the_numbers():
-    from core.repeats import summary_resolution
+    from core.analyses.repeats import summary_resolution
 
     old = {"config": {"n_eval": 16}}  # a summary written before the resolution block
     res = {"ffnn": summary_resolution(old), "rnn": summary_resolution({"resolution": {"n_members": 16,

@@ -13,13 +13,15 @@ import torch
 from scipy import stats
 from streamlit.testing.v1 import AppTest
 
-from core import analysis, audit, budget, exposure, record_views, report, slices
-from core.cache import ArtifactCache
-from core.errors import ConfigError
-from core.pipeline import trained_models
-from core.reference_attacks import lira_scores, online_lira, reference_inputs
-from core.repeats import repeat_config
-from core.responses import Responses
+from core.analyses import analysis, record_views
+from core.measurement import audit, budget, exposure, slices
+from core.views import report
+from core.experiment.cache import ArtifactCache
+from core.foundations.errors import ConfigError
+from core.experiment.pipeline import trained_models
+from core.experiment.reference_attacks import lira_scores, online_lira, reference_inputs
+from core.analyses.repeats import repeat_config
+from core.measurement.responses import Responses
 from core.tasks import get_task
 
 
@@ -175,7 +177,7 @@ def test_slices_partition_the_records_and_mark_small_ones():
 
 @pytest.mark.parametrize("n_m, n_n, levels", [(37, 250, 6), (20, 50, 1000), (5, 99, 3), (12, 301, 40)])
 def test_slice_bootstrap_all_at_once_equals_one_resample_at_a_time(n_m, n_n, levels):
-    from core.metrics import roc_auc, tpr_at_fpr
+    from core.measurement.metrics import roc_auc, tpr_at_fpr
 
     rng = np.random.default_rng(n_m)
     scores = rng.integers(0, levels, n_m + n_n).astype(float)  # few levels: many ties
@@ -315,8 +317,8 @@ NAV_TINY = dict(n_train=2, n_eval=2, epochs=1, n_shadows=1, attack_epochs=(), at
 
 
 def test_navigation_canaries_are_maps_with_a_moved_hidden_goal():
-    from core.envs.minigrid import MapEnv
-    from core.planner import GOAL
+    from core.data.minigrid import MapEnv
+    from core.data.planner import GOAL
 
     task = get_task("navigation")
     cfg = task.make_config("ffnn", "quick", NAV_TINY)
@@ -336,7 +338,7 @@ def test_navigation_canaries_are_maps_with_a_moved_hidden_goal():
             assert not marked or not (env._padded[..., 0] == GOAL).any()
         assert goals[int(seed), True] != goals[int(seed), False]  # a canary map is not the ordinary map
     # the planner routes to the hidden goal: following it ends the episode with MiniGrid's reward
-    from core.planner import PlannerCache
+    from core.data.planner import PlannerCache
     planner, env.canaries = PlannerCache(), canary.records.canaries
     env.reset(int(data.records.seeds[index[0]]))
     for _ in range(env.max_steps):

@@ -1,4 +1,4 @@
-"""LiRA and RMIA (core.reference_attacks): known optima on synthetic scores, a planted RMIA case,
+"""LiRA and RMIA (core.experiment.reference_attacks): known optima on synthetic scores, a planted RMIA case,
 sequence aggregation, state round trip, and the pipeline's wiring on a tiny image run."""
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from core.attacks import attack_to_bytes, load_attack_bytes
-from core.metrics import roc_auc
-from core.reference_attacks import (ReferenceAttack, aligned, lira_global_variance, lira_scores, online_lira,
-                                    reference_attack_outcomes, rmia_scores, step_logit_confidence)
-from core.responses import Responses
+from core.attacks.shadow_attacks import attack_to_bytes, load_attack_bytes
+from core.measurement.metrics import roc_auc
+from core.experiment.reference_attacks import (ReferenceAttack, aligned, lira_global_variance, lira_scores,
+    online_lira, reference_attack_outcomes, rmia_scores, step_logit_confidence)
+from core.measurement.responses import Responses
 
 
 def binary(phi: np.ndarray) -> Responses:
@@ -168,7 +168,7 @@ TINY = dict(n_train=40, n_eval=20, epochs=3, attack_epochs=(), n_shadows=2, atta
 
 
 def test_pipeline_adds_lira_and_rmia_and_online_lira_runs():
-    from core.pipeline import run_experiment, trained_models
+    from core.experiment.pipeline import run_experiment, trained_models
     from core.tasks import get_task
 
     cfg = get_task("image").make_config("ffnn", "quick", TINY)

@@ -10,15 +10,15 @@ import numpy as np
 import pytest
 import torch
 
-from core import defense_registry
+from core.defenses import registry as defense_registry
 from core.cli import build_parser, main
-from core.defense_registry import (OutputMechanism, Parameter, TrainingDefense, get_training, register_training,
-                                   training_names, unregister_training)
-from core.defenses import DefenseSpec
-from core.errors import ConfigError
-from core.responses import Responses
-from core.config import config_changes, parse_values
-from core.sweeps import accuracy_bound_curve, check_sweep, sweep_runs
+from core.defenses.registry import (OutputMechanism, Parameter, TrainingDefense, get_training, register_training,
+    training_names, unregister_training)
+from core.defenses.defender import DefenseSpec
+from core.foundations.errors import ConfigError
+from core.measurement.responses import Responses
+from core.foundations.config import config_changes, parse_values
+from core.defenses.sweeps import accuracy_bound_curve, check_sweep, sweep_runs
 from core.tasks import get_task
 
 TINY = ["--set", "n_train=40", "--set", "n_eval=20", "--set", "epochs=2", "--set", "n_shadows=1",

@@ -5,10 +5,10 @@ import json
 import numpy as np
 import pytest
 
-from core import roles
-from core.config import ConfigError
-from core.repeats import (comparison_configs, repeat_config, repeat_configs, repeat_seed, repeats_block,
-                          run_comparison, run_repeats)
+from core.experiment import roles
+from core.foundations.config import ConfigError
+from core.analyses.repeats import (comparison_configs, repeat_config, repeat_configs, repeat_seed, repeats_block,
+    run_comparison, run_repeats)
 from core.tasks import get_task
 
 TINY = dict(n_train=40, n_eval=20, epochs=2, n_shadows=1, attack_epochs=(1,), attack_train_epochs=3)
@@ -98,7 +98,7 @@ TINY_SETS = [f"--set={k}={','.join(map(str, v)) if isinstance(v, tuple) else v}"
 
 def test_cli_compare_and_run_repeats_write_intervals(tmp_path, capsys, monkeypatch):
     # in-process CLI: keep this test process's torch thread count (the CLI sizes it for a whole machine)
-    monkeypatch.setattr("core.device.configure_threads", lambda: 1)
+    monkeypatch.setattr("core.foundations.device.configure_threads", lambda: 1)
     out = tmp_path / "compare.json"
     code, err = _cli(capsys, "compare", "--task", "image", "--preset", "quick", "--repeats", "2", *TINY_SETS,
                      "--out", str(out), "--quiet")
@@ -125,7 +125,7 @@ def test_cli_compare_and_run_repeats_write_intervals(tmp_path, capsys, monkeypat
 def test_defend_repeats_gives_intervals_over_repeats_and_over_draws(tmp_path, capsys, monkeypatch):
     from core.cli import main
 
-    monkeypatch.setattr("core.device.configure_threads", lambda: 1)
+    monkeypatch.setattr("core.foundations.device.configure_threads", lambda: 1)
     sets = [f"--set={k}={','.join(map(str, v)) if isinstance(v, tuple) else v}" for k, v in TINY.items()]
     out = tmp_path / "d.json"
     assert main(["defend", "--task", "image", "--arch", "ffnn", *sets, "--mechanism", "dirichlet", "--values", "10,0.1",
@@ -148,7 +148,7 @@ def test_defend_repeats_gives_intervals_over_repeats_and_over_draws(tmp_path, ca
 
 
 def test_defense_curve_draws_the_interval_when_a_point_has_one():
-    from core.figures import defense_curves
+    from core.views.figures import defense_curves
 
     point = {"value": 1.0, "attack": {"accuracy": 0.6, "accuracy_std": 0.01}, "utility_loss": 0.1,
              "intervals": {"attack_accuracy": {"mean": 0.6, "ci_low": 0.5, "ci_high": 0.75, "n": 3},

@@ -4,9 +4,9 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-from core.matching import run_matched
-from core.pipeline import run_experiment
-from core.repeats import comparison_configs, repeat_configs, run_comparison
+from core.analyses.matching import run_matched
+from core.experiment.pipeline import run_experiment
+from core.analyses.repeats import comparison_configs, repeat_configs, run_comparison
 from core.tasks import get_task
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,7 +51,7 @@ def test_page_offers_missing_repeats_then_shows_verdicts():
 
 
 def test_report_shows_the_paired_comparison():
-    from core.report import run_report_html as report_html
+    from core.views.report import run_report_html as report_html
     from ui.results import repeats_view
 
     configs = comparison_configs("image", "quick", 2, TINY)

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 
-from core.responses import TOP_K, Responses
+from core.measurement.responses import TOP_K, Responses
 
 
 def make(seed=0, lengths=(1, 3, 2), m=5):

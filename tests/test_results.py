@@ -1,4 +1,4 @@
-"""Typed results (core.results): real summaries, defended points and their intervals read and written
+"""Typed results (core.experiment.results): real summaries, defended points and their intervals read and written
 back exactly (the JSON the CLI writes and the cache stores does not change); malformed dicts refused
 with one line that names the field; a bad cached summary discarded as it leaves the cache."""
 from __future__ import annotations
@@ -9,13 +9,13 @@ import json
 
 import pytest
 
-from core.cache import ArtifactCache
-from core.defenses import Defender, DefenseSpec
-from core.errors import MIAError, ResultFormatError
-from core.pipeline import cached_summary, run_experiment, trained_models
-from core.repeats import defense_intervals, repeat_config, repeats_block
-from core.results import AttackResult, DefendedPoint, DefenseBaseline, RunSummary
-from core.sweeps import baseline_of, point_of
+from core.experiment.cache import ArtifactCache
+from core.defenses.defender import Defender, DefenseSpec
+from core.foundations.errors import MIAError, ResultFormatError
+from core.experiment.pipeline import cached_summary, run_experiment, trained_models
+from core.analyses.repeats import defense_intervals, repeat_config, repeats_block
+from core.experiment.results import AttackResult, DefendedPoint, DefenseBaseline, RunSummary
+from core.defenses.sweeps import baseline_of, point_of
 from core.tasks import get_task
 
 #: the smallest runs of each task (tests/test_app.py's sizes); translation with two shadows for LiRA and RMIA
@@ -113,7 +113,7 @@ def test_defended_points_round_trip(summaries, configs, cache_dir, monkeypatch):
     typed = DefendedPoint.from_dict(with_intervals)
     assert exact(typed.to_dict()) == exact(with_intervals)
     assert typed.interval("attack_accuracy").n == 2 and typed.interval("nothing") is None
-    # a training-time point (core.sweeps) and its baseline, from real summaries
+    # a training-time point (core.defenses.sweeps) and its baseline, from real summaries
     baseline = baseline_of(summaries["image"])
     sweep_point = point_of(summaries["image"], baseline, "l2", 0.01)
     typed = DefendedPoint.from_dict(sweep_point)

@@ -1,4 +1,4 @@
-"""The one run report (core/report.py): ``python -m core report`` on tiny cached runs writes the
+"""The one run report (core/views/report.py): ``python -m core report`` on tiny cached runs writes the
 same HTML page as the app's download, with the attacks table and issue 22's per-record views;
 bad input is one ``error:`` line and exit 2; a report never trains."""
 from __future__ import annotations
@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from core import report
-from core.pipeline import run_experiment
+from core.views import report
+from core.experiment.pipeline import run_experiment
 from core.tasks import get_task
 
 ROOT = Path(__file__).resolve().parent.parent

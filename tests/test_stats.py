@@ -1,4 +1,4 @@
-"""core.stats: intervals cover at their stated rate, the paired difference finds a planted effect
+"""core.measurement.stats: intervals cover at their stated rate, the paired difference finds a planted effect
 and calls a null one inconclusive, the verdict's three values, bootstrap and ROC bands."""
 import json
 import math
@@ -7,11 +7,10 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from core.metrics import roc_auc, roc_curve, tpr_at_fpr
-from core.stats import (Comparison, Estimate, PairedDifference, RocBand, Verdict, _jackknife, _metric_rows,
-                        bootstrap_metric, compare, interval_from_moments, low_fpr_note, mean_interval,
-                        paired_difference,
-                        roc_band_bootstrap, roc_band_repeats, sign_flip_pvalue, verdict)
+from core.measurement.metrics import roc_auc, roc_curve, tpr_at_fpr
+from core.measurement.stats import (Comparison, Estimate, PairedDifference, RocBand, Verdict, _jackknife,
+    _metric_rows, bootstrap_metric, compare, interval_from_moments, low_fpr_note, mean_interval, paired_difference,
+    roc_band_bootstrap, roc_band_repeats, sign_flip_pvalue, verdict)
 
 
 def test_t_interval_covers_the_true_mean_at_the_stated_rate():

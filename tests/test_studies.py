@@ -1,15 +1,15 @@
-"""The studies' figures (core/studies.py) are labelled as the paper's, on the architecture they
+"""The studies' figures (core/measurement/studies.py) are labelled as the paper's, on the architecture they
 belong to, and ours as ours; task texts carry no measured figures of ours (issue 18, points 11–12)."""
 import re
 
 import pytest
 
-from core import studies
-from core.analysis import ANALYSES
-from core.defense_registry import get as get_mechanism
-from core.sweeps import study_recipe_epsilons
+from core.measurement import studies
+from core.analyses.analysis import ANALYSES
+from core.defenses.registry import get as get_mechanism
+from core.defenses.sweeps import study_recipe_epsilons
 from core.tasks import available_tasks, get_task
-from core import figures as plots
+from core.views import figures as plots
 
 #: a figure in prose: a decimal, a percentage, "N of M", a BLEU/AUC/accuracy value, seconds
 FIGURE = re.compile(r"\d+\.\d+|\d+\s?%|\b\d+ of \d+\b|\b(?:BLEU|AUC|accuracy|return)\s+\d|\d+\s?s\b")

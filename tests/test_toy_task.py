@@ -8,15 +8,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from core import analysis
-from core.config import ExperimentConfig, bounded, check_fields
-from core.defenses import DefenseSpec, Defender
-from core.errors import ConfigError
-from core.pipeline import run_experiment, trained_models
-from core.responses import Responses
+from core.analyses import analysis
+from core.foundations.config import ExperimentConfig, bounded, check_fields
+from core.defenses.defender import DefenseSpec, Defender
+from core.foundations.errors import ConfigError
+from core.experiment.pipeline import run_experiment, trained_models
+from core.measurement.responses import Responses
 from core.tasks import available_tasks, get_task, register_task, unregister_task
 from core.tasks.base import Task, TaskData
-from core.training import PrivacySettings, build_optimizer, seeded_generator, train_epochs
+from core.training.loop import PrivacySettings, build_optimizer, seeded_generator, train_epochs
 
 FEATURES = 6
 
@@ -142,7 +142,7 @@ def test_a_task_name_not_registered_is_refused():
 
 
 def test_a_task_without_canaries_refuses_the_audit_in_one_line(blobs):
-    from core.errors import ConfigError
+    from core.foundations.errors import ConfigError
 
     with pytest.raises(ConfigError, match="no canaries for the blobs task"):
         blobs.canary_data(None, None, np.zeros(0), np.random.default_rng(0))

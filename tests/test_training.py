@@ -12,22 +12,22 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from core import training
-from core.cache import ArtifactCache
+from core.training import loop as training
+from core.experiment.cache import ArtifactCache
 from core.cli import main
-from core.corpus import generate_captions
-from core import dpsgd
-from core.errors import ConfigError
+from core.data.corpus import generate_captions
+from core.training import dpsgd
+from core.foundations.errors import ConfigError
 from core.models.image import GridLSTM
 from core.models.navigation import build_agent
-from core.pipeline import trained_models
-from core.roles import model_from_weights, seed_everything, train_model
-from core.defense_registry import training_names
-from core.sweeps import check_sweep, expected_sweep, point_config, run_cost_s, sweep
+from core.experiment.pipeline import trained_models
+from core.experiment.roles import model_from_weights, seed_everything, train_model
+from core.defenses.registry import training_names
+from core.defenses.sweeps import check_sweep, expected_sweep, point_config, run_cost_s, sweep
 from core.tasks import get_task
 from core.tasks.base import TaskData
 from core.tasks.translation import PAD, _batch, build_records
-from core.training import Batch, PrivacySettings, TrainingRecord, build_optimizer, privatize, train_epochs
+from core.training.loop import Batch, PrivacySettings, TrainingRecord, build_optimizer, privatize, train_epochs
 
 IMAGE_TINY = dict(n_train=40, n_eval=20, epochs=2, n_shadows=1, attack_epochs=(), attack_train_epochs=5, batch_size=16)
 
@@ -353,7 +353,7 @@ def test_sweep_values_are_checked_before_training():
 
 
 def test_dp_bound_on_attack_accuracy():
-    from core.sweeps import accuracy_bound
+    from core.defenses.sweeps import accuracy_bound
 
     assert accuracy_bound(0.0, 0.0) == 0.5 and accuracy_bound(50.0, 0.0) == pytest.approx(1.0)
     assert accuracy_bound(1.0, 0.0) == pytest.approx(math.e / (1 + math.e))  # e^ε/(1 + e^ε)

@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 import torch
 
-from core.attacks import AttackTraining, run_attacks, standard_attacks
-from core.cache import ArtifactCache
-from core.corpus import generate_captions
-from core.errors import ConfigError, DatasetNotFoundError
+from core.attacks.shadow_attacks import AttackTraining, run_attacks, standard_attacks
+from core.experiment.cache import ArtifactCache
+from core.data.corpus import generate_captions
+from core.foundations.errors import ConfigError, DatasetNotFoundError
 from core.models.translation import LuongSeq2Seq, TransformerSeq2Seq, count_params, match_transformer
-from core.multi30k import load_multi30k
-from core.pipeline import make_splits, train_or_load
-from core.responses import Responses
+from core.data.multi30k import load_multi30k
+from core.experiment.pipeline import make_splits, train_or_load
+from core.measurement.responses import Responses
 from core.tasks import get_task
 from core.tasks.base import TaskData
 from core.tasks.translation import Vocab, bleu_features, build_records, detokenize, tokenize
@@ -217,7 +217,7 @@ def test_multi30k_download_writes_complete_files_and_reports_offline(tmp_path, m
     import io
     import urllib.error
 
-    from core import multi30k
+    from core.data import multi30k
 
     served = []
 

@@ -20,10 +20,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core import pipeline, roles
-from core.cache import ArtifactCache, SafeDisk
-from core.errors import CacheUnusableError, LockFileError
-from core.locks import KeyLock, hold
+from core.experiment import pipeline, roles
+from core.experiment.cache import ArtifactCache, SafeDisk
+from core.foundations.errors import CacheUnusableError, LockFileError
+from core.foundations.locks import KeyLock, hold
 from core.tasks import get_task
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -110,7 +110,7 @@ def test_value_files_that_are_links_fifos_or_huge_are_refused(isolated_cache, tm
     plant(isolated_cache, "k-fifo", mode=2, filename=fifo, size=1)
     assert ArtifactCache().get_bytes("k-fifo") is None  # returns: a FIFO is never opened for a blocking read
 
-    monkeypatch.setattr("core.cache.MAX_VALUE_BYTES", 1000)
+    monkeypatch.setattr("core.experiment.cache.MAX_VALUE_BYTES", 1000)
     c = ArtifactCache()
     c.put_bytes("big", os.urandom(40_000))  # > 32 KiB: its own value file
     assert c.get_bytes("big") is None and c.corrupted == ["big"]
@@ -218,7 +218,7 @@ def test_a_summary_claiming_another_config_is_not_served(isolated_cache):
     attack = {"name": "shadow", "accuracy": 0.5, "advantage": 0.0, "auc": 0.5, "tpr_at_fpr": {}}
     summary = {"task": "image", "arch": "ffnn", "config": cfg1.to_dict(), "config_hash": cfg1.config_hash, "params": 1,
                "utility": {"metric": "accuracy"}, "attack": attack, "attacks": {"shadow": attack}, "per_epoch": [],
-               "timings": {}, "records": {}}  # whole (core.results' schema): refused for its hash alone
+               "timings": {}, "records": {}}  # whole (core.experiment.results' schema): refused for its hash alone
     c = ArtifactCache()
     c.put_json(c.key("result", cfg0.config_hash), summary)  # a correct checksum under the wrong key
     assert pipeline.cached_summary(cfg0, c) is None
@@ -339,8 +339,8 @@ def _read_only_case(folder: Path) -> None:
     subprocess.run(["chmod", "-R", "a+rX,a-w", str(folder)], check=True)
     script = (
         "import sys; sys.path.insert(0, %r)\n"
-        "from core.cache import ArtifactCache\n"
-        "from core.errors import CacheUnusableError\n"
+        "from core.experiment.cache import ArtifactCache\n"
+        "from core.foundations.errors import CacheUnusableError\n"
         "c = ArtifactCache(%r)\n"
         "c.check_usable()\n"
         "print(c.get_json('small'), len(c.get_bytes('big')), c.corrupted, c.read_only, c.keys())\n"
@@ -356,8 +356,8 @@ def _read_only_case(folder: Path) -> None:
     assert lines[2] == "put refused"
     assert "discarding" not in out.stderr
     # and a folder the user may not enter: one line, not a traceback
-    script2 = ("import sys; sys.path.insert(0, %r)\nfrom core.cache import ArtifactCache\n"
-               "from core.errors import CacheUnusableError\n"
+    script2 = ("import sys; sys.path.insert(0, %r)\nfrom core.experiment.cache import ArtifactCache\n"
+               "from core.foundations.errors import CacheUnusableError\n"
                "try:\n    ArtifactCache('/root/x/cache').check_usable(write=True)\n"
                "except CacheUnusableError as e:\n    print('refused')\n") % str(ROOT)
     out = subprocess.run(NOBODY + [sys.executable, "-c", script2], capture_output=True, text=True, timeout=120)

@@ -19,8 +19,9 @@ import pytest
 import torch
 from scipy import special
 
-from core import cli, fileio
-from core.errors import ConfigError, DatasetNotFoundError, OutputPathError
+from core import cli
+from core.foundations import fileio
+from core.foundations.errors import ConfigError, DatasetNotFoundError, OutputPathError
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = ["--set", "n_train=40", "--set", "n_eval=20", "--set", "epochs=2", "--set", "n_shadows=1",
@@ -261,7 +262,7 @@ def test_json_to_a_full_stdout_is_one_line(monkeypatch, capsys):
 def test_ray_without_its_client_extra_is_one_line():
     if importlib.util.find_spec("ray") is None or importlib.util.find_spec("grpc") is not None:
         pytest.skip("needs ray installed without its client extra (grpcio)")
-    from core.executor import make_executor
+    from core.experiment.executor import make_executor
 
     with pytest.raises(ConfigError, match=r"client extra is not installed"):
         make_executor("ray", address="ray://127.0.0.1:1")
@@ -270,7 +271,7 @@ def test_ray_without_its_client_extra_is_one_line():
 @pytest.mark.parametrize("raised", [ValueError("Invalid address format: x"), ConnectionError("no GCS at x")])
 def test_ray_init_failures_are_config_errors(monkeypatch, raised):
     ray = pytest.importorskip("ray")
-    from core.executor import make_executor
+    from core.experiment.executor import make_executor
 
     def init(**kwargs):
         raise raised
@@ -283,7 +284,7 @@ def test_ray_init_failures_are_config_errors(monkeypatch, raised):
 
 
 def test_a_data_root_that_does_not_resolve_is_a_config_error(tmp_path, monkeypatch):
-    from core.paths import data_root, resolve_data_dir
+    from core.foundations.paths import data_root, resolve_data_dir
 
     monkeypatch.setenv("MIA_DATA_ROOT", "~nosuchuser")
     with pytest.raises(ConfigError, match="MIA_DATA_ROOT='~nosuchuser' cannot be resolved"):
@@ -340,7 +341,7 @@ def test_dirichlet_samples_for_tiny_k_are_proper_distributions_drawn_as_the_one_
     """As k → 0, Dir(k·p) → e_I with P(I = i) = pᵢ: finite log-probabilities, rows summing to 1,
     one-hot, and the winners' frequencies match p (20,000 draws: 5 standard errors)."""
     from core.defenses.dirichlet import LOG_PROB_FLOOR, sample_probs
-    from core.responses import Responses
+    from core.measurement.responses import Responses
 
     p = np.tile([0.7, 0.2, 0.1], (20000, 1))
     log_x = sample_probs(p, k, 1e-6, np.random.default_rng(0))
@@ -367,7 +368,7 @@ def test_dirichlet_keeps_moderate_k_bit_identical():
 @pytest.mark.parametrize("k", [1e-100, 5e-324])
 def test_dirichlet_tiny_k_in_torch_and_on_top_k_answers(k):
     from core.defenses.dirichlet import defend_responses, torch_output_transform
-    from core.responses import Responses
+    from core.measurement.responses import Responses
 
     logits = torch.randn(30, 5, dtype=torch.float64)
     for dtype in (torch.float32, torch.float64):
@@ -385,7 +386,7 @@ def test_dirichlet_tiny_k_in_torch_and_on_top_k_answers(k):
 def test_tiny_config_cache_hit_tiny_k_and_analyze_folder(tmp_path, capsys):
     """A pure cache hit reports this run (models from the cache), `defend` with k = 1e-100 and the
     smallest double works end to end, and `analyze --out` creates its folder with parents."""
-    from core.pipeline import run_experiment
+    from core.experiment.pipeline import run_experiment
     from core.tasks import get_task
 
     sets = dict(a.split("=", 1) for a in TINY[1::2])

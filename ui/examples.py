@@ -7,9 +7,9 @@ from typing import Any
 
 import streamlit as st
 
-from core.figures import navigation_map
-from core.names import ARCH_NAMES
-from core.report import navigation_stats, translation_html
+from core.views.figures import navigation_map
+from core.foundations.names import ARCH_NAMES
+from core.views.report import navigation_stats, translation_html
 from core.tasks.base import RECORD_KINDS, RecordView
 
 

@@ -10,13 +10,13 @@ page's reruns, so both crawl. Here a job runs in a worker process (:mod:`ui.work
   the same job. Kinds (:data:`KINDS`, run by :func:`ui.worker.run_job`): ``experiment`` (train and
   attack: the summary), ``mapview`` (navigation example maps), ``sensitivity`` (the
   SensitivitySampler, ``pairs`` pairs: its estimate, cached pair by pair), ``analysis`` (one long
-  analysis of ``core.analysis``, ``name`` = memorization, overtraining or mismatch: its data) and
+  analysis of ``core.analyses.analysis``, ``name`` = memorization, overtraining or mismatch: its data) and
   ``adaptive`` (a defended point with the adaptive attacker, ``spec`` = a ``DefenseSpec`` as a dict:
   the point, cached on disk).
 * **A queue.** Jobs wait in submission order for one of ``MIA_JOB_WORKERS`` slots (default 1:
   one training at a time, right for a small machine). Each slot keeps one worker process warm
   between jobs and ends it after ``IDLE_S`` seconds without work.
-* **Progress from the worker**: the pipeline's :class:`~core.progress.ProgressEvent` (stage,
+* **Progress from the worker**: the pipeline's :class:`~core.foundations.progress.ProgressEvent` (stage,
   fraction, measured-rate ETA) arrives over a pipe, a few times per second.
 * **Cancel** stops a running job at its next progress report (a second request, 3 s later, at
   once); queued jobs just leave the queue. Models (and SensitivitySampler pairs) already cached
@@ -45,11 +45,11 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Iterable
 
-from core.config import ExperimentConfig
-from core.device import usable_cores
-from core.names import ARCH_NAMES
-from core.paths import cache_dir
-from core.progress import ProgressEvent
+from core.foundations.config import ExperimentConfig
+from core.foundations.device import usable_cores
+from core.foundations.names import ARCH_NAMES
+from core.foundations.paths import cache_dir
+from core.foundations.progress import ProgressEvent
 from ui.worker import JOB_ENV
 
 ROOT = Path(__file__).resolve().parent.parent

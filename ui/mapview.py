@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.cache import ArtifactCache
-from core.config import ExperimentConfig
-from core.pipeline import trained_models
+from core.experiment.cache import ArtifactCache
+from core.foundations.config import ExperimentConfig
+from core.experiment.pipeline import trained_models
 from core.tasks.navigation import map_view  # a map as data: the task's (its records' view, Task.describe_record)
 
 #: bump when the layout of a map view changes (older entries are then recomputed)

@@ -1,6 +1,6 @@
 """The results of a run (FFNN and RNN side by side) on the Train & attack page: figures cached per
-config hash and the page's sections. The figures come from :mod:`core.figures` and the HTML report
-from :mod:`core.report` (the one builder, which the CLI's ``report`` also calls)."""
+config hash and the page's sections. The figures come from :mod:`core.views.figures` and the HTML report
+from :mod:`core.views.report` (the one builder, which the CLI's ``report`` also calls)."""
 from __future__ import annotations
 
 import json
@@ -9,15 +9,15 @@ from typing import Any
 import plotly.graph_objects as go
 import streamlit as st
 
-from core import figures as plots
-from core import report
-from core.config import ExperimentConfig
-from core.fidelity import confounding_warnings, study_comparison
-from core.names import ARCH_NAMES
-from core.paths import cache_dir
-from core.report import MATCHED_NOTE, SMALL_N_NOTE, reproduce_commands, verdict_lines  # noqa: F401  (pages read them here)
-from core.repeats import comparison_json, repeats_block
-from core.results import RunSummary, dicts
+from core.views import figures as plots
+from core.views import report
+from core.foundations.config import ExperimentConfig
+from core.experiment.fidelity import confounding_warnings, study_comparison
+from core.foundations.names import ARCH_NAMES
+from core.foundations.paths import cache_dir
+from core.views.report import MATCHED_NOTE, SMALL_N_NOTE, reproduce_commands, verdict_lines  # noqa: F401  (pages read them here)
+from core.analyses.repeats import comparison_json, repeats_block
+from core.experiment.results import RunSummary, dicts
 from ui.examples import navigation_stats, show_examples, show_map_images
 from ui.widgets import drawn
 
@@ -28,7 +28,7 @@ def _key(summaries: list[RunSummary]) -> tuple[str, ...]:
 
 @st.cache_resource(max_entries=24, show_spinner=False)
 def _figures(key: tuple[str, ...], _summaries: list[RunSummary]) -> dict[str, Any]:
-    """:func:`core.report.run_figures` (which reads the summaries' JSON), once per set of config
+    """:func:`core.views.report.run_figures` (which reads the summaries' JSON), once per set of config
     hashes (figures are read-only once built, so every session can share them)."""
     return report.run_figures(dicts(_summaries))
 
@@ -81,13 +81,13 @@ def show_results(summaries: list[RunSummary], configs: list[ExperimentConfig],
     gap = plots.param_gap(raw)
     if gap is not None:
         st.caption(f"Parameter counts differ by {gap:.1%} (matched within 5 %, as in the studies).")
-    # is the comparison fair? (core.fidelity: models that did not learn, utilities far apart, shadows
+    # is the comparison fair? (core.experiment.fidelity: models that did not learn, utilities far apart, shadows
     # that do not track their victim) — said before any number is read
     for warning in confounding_warnings(summaries):
         st.warning(warning, icon="⚠️")
     study = study_comparison(summaries)
     if study is not None:
-        # one seed per architecture: the direction of two point estimates, not a verdict (core.stats)
+        # one seed per architecture: the direction of two point estimates, not a verdict (core.measurement.stats)
         verdict = ("❔ inconclusive with one repeat per architecture (the point estimates point "
                    + ("the studies' way" if study["holds"] else "the other way") + "; set repeats ≥ 3 for an interval)")
         if study["fair"] is False:
@@ -155,7 +155,7 @@ def show_results(summaries: list[RunSummary], configs: list[ExperimentConfig],
     e1, e2 = st.columns([1, 3])
     with e1:
         name = "_".join([summaries[0].task, summaries[0].preset or "custom"] + [s.arch for s in summaries])
-        # core.report.run_report: the one builder (python -m core report writes the same page), on the click only
+        # core.views.report.run_report: the one builder (python -m core report writes the same page), on the click only
         st.download_button("Download report (HTML)",
                            data=lambda: report.run_report({c.arch: c for c in configs}, overrides=overrides,
                                                           map_views=views, repeats=repeats, matched=matched,
@@ -175,7 +175,7 @@ def show_results(summaries: list[RunSummary], configs: list[ExperimentConfig],
 
 # ---------------------------------------------------------------------------- repeats
 def repeats_view(runs: dict[str, list[RunSummary]]) -> dict[str, Any]:
-    """What the repeats section shows, computed by ``core.repeats``: with FFNN and RNN at the same
+    """What the repeats section shows, computed by ``core.analyses.repeats``: with FFNN and RNN at the same
     number of repeats the paired comparison (``comparison``), else each architecture's
     mean [95 % CI] per headline metric (``blocks``)."""
     if set(runs) == {"ffnn", "rnn"} and len(runs["ffnn"]) == len(runs["rnn"]):
@@ -213,7 +213,7 @@ def show_repeats(view: dict[str, Any]) -> None:
 
 def matched_view(plan: list[dict[str, Any]], stopped: dict[str, RunSummary]) -> dict[str, Any]:
     """The matched-utility section's data: per repeat the target and each architecture's stopping
-    point (``core.matching.matched_plan``) with its stopped run's measured utility and attack, and
+    point (``core.analyses.matching.matched_plan``) with its stopped run's measured utility and attack, and
     the paired comparison of the stopped runs (``stopped``: config hash → summary)."""
     rows, runs = [], {"ffnn": [], "rnn": []}
     for row in plan:

@@ -9,12 +9,12 @@ from typing import Any
 
 import streamlit as st
 
-from core.cache import ArtifactCache
-from core.config import ExperimentConfig
-from core.defenses import Defender
-from core.paths import cache_dir
-from core.pipeline import cached_runs, cached_summary, trained_models
-from core.results import RunSummary, runs as typed_runs
+from core.experiment.cache import ArtifactCache
+from core.foundations.config import ExperimentConfig
+from core.defenses.defender import Defender
+from core.foundations.paths import cache_dir
+from core.experiment.pipeline import cached_runs, cached_summary, trained_models
+from core.experiment.results import RunSummary, runs as typed_runs
 from ui.jobs import JobManager
 from ui.mapview import cached_map_views
 
@@ -30,7 +30,7 @@ def job_manager() -> JobManager:
 
 #: what the pages import beyond the Home page (torch-based analyses, scipy.stats via the defenses,
 #: scikit-learn's surrogate, pandas via the reports): tens of seconds on a loaded 2-core machine
-PAGE_MODULES = ("core.analysis", "core.defenses", "core.figures", "core.report", "core.sweeps", "core.fidelity",
+PAGE_MODULES = ("core.analyses.analysis", "core.defenses.defender", "core.views.figures", "core.views.report", "core.defenses.sweeps", "core.experiment.fidelity",
                 "ui.results", "sklearn.linear_model", "sklearn.preprocessing", "sklearn.pipeline")
 
 
@@ -57,7 +57,7 @@ class _NotCached(Exception):
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def _summary(folder: str, config_hash: str, _cfg: ExperimentConfig) -> RunSummary:
-    summary = cached_summary(_cfg)  # checked against core.results' schema as it left the cache
+    summary = cached_summary(_cfg)  # checked against core.experiment.results' schema as it left the cache
     if summary is None:
         raise _NotCached
     return RunSummary.from_dict(summary)
@@ -78,7 +78,7 @@ def _runs(folder: str, task: str, arch: str, keys: tuple[str, ...]) -> list[RunS
 
 
 def runs_of(task: str, arch: str) -> list[RunSummary]:
-    """:func:`core.pipeline.cached_runs`, typed, read from disk again only when the cache's result keys
+    """:func:`core.experiment.pipeline.cached_runs`, typed, read from disk again only when the cache's result keys
     change (a run was added or removed): a rerun does not read and check every cached result (their
     number grows with use; each costs a checksum, a JSON parse and a schema check)."""
     cache = ArtifactCache()
@@ -107,7 +107,7 @@ def _defender(folder: str, config_hash: str, _cfg: ExperimentConfig):
 
 
 def defender_for(cfg: ExperimentConfig):
-    """One :class:`core.defenses.Defender` per trained config and cache folder, shared by the pages
+    """One :class:`core.defenses.defender.Defender` per trained config and cache folder, shared by the pages
     (the Defenses page's slider and the Analyses page's scatter under defense reuse its memo)."""
     return _defender(str(cache_dir()), cfg.config_hash, cfg)
 

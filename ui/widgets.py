@@ -11,8 +11,8 @@ from typing import Any, Callable, Iterator
 
 import streamlit as st
 
-from core.config import ExperimentConfig, field_range
-from core.names import ARCH_NAMES as ARCH_LABELS
+from core.foundations.config import ExperimentConfig, field_range
+from core.foundations.names import ARCH_NAMES as ARCH_LABELS
 from core.tasks import available_tasks, get_task
 
 

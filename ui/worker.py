@@ -28,7 +28,7 @@ import traceback
 from multiprocessing.connection import Connection
 from typing import Any
 
-from core.errors import ConfigError
+from core.foundations.errors import ConfigError
 from core.tasks import get_task
 
 #: environment variables a job carries from the server (its value at submit time; "" = unset)
@@ -116,7 +116,7 @@ def _set_env(env: dict[str, str]) -> None:
 
 
 #: the analyses that train models of their own, run as jobs of kind "analysis" (``params["name"]``);
-#: ``audit`` (params ``canaries``) and ``budget`` (params ``online``): :mod:`core.record_views`
+#: ``audit`` (params ``canaries``) and ``budget`` (params ``online``): :mod:`core.analyses.record_views`
 LONG_ANALYSES = ("memorization", "overtraining", "mismatch", "audit", "budget")
 
 
@@ -129,9 +129,9 @@ def _int_param(params: dict[str, Any], name: str, default: int, lo: int, hi: int
 
 def _one_stage(stage: str, progress):
     """A fraction callback for work that reports ``fraction`` only: one stage of a
-    :class:`~core.progress.ProgressTracker`, so the page gets stage, fraction and a measured-rate ETA
+    :class:`~core.foundations.progress.ProgressTracker`, so the page gets stage, fraction and a measured-rate ETA
     (and every report is a cancel checkpoint, through ``progress``)."""
-    from core.progress import ProgressTracker
+    from core.foundations.progress import ProgressTracker
 
     tracker = ProgressTracker([(stage, 1.0)], progress)
     tracker.update(stage, 0.0, force=True)
@@ -145,12 +145,12 @@ def run_job(kind: str, config: Any, progress, params: dict[str, Any] | None = No
     * ``mapview``: the navigation example maps;
     * ``sensitivity``: ``params["pairs"]`` SensitivitySampler pairs (``sample_sensitivity``, each pair
       cached as it finishes) → the estimate as a dict;
-    * ``analysis``: ``core.analysis.<params["name"]>(config)`` for a name of :data:`LONG_ANALYSES` → its data;
+    * ``analysis``: ``core.analyses.analysis.<params["name"]>(config)`` for a name of :data:`LONG_ANALYSES` → its data;
     * ``adaptive``: ``Defender.point(DefenseSpec(**params["spec"]), "both")`` → the point (cached on disk).
     """
     params = params or {}
     if kind == "experiment":
-        from core.pipeline import run_experiment
+        from core.experiment.pipeline import run_experiment
 
         result = run_experiment(config, progress=progress)
         if get_task(config.task).map_views and result.models is not None:
@@ -174,18 +174,18 @@ def run_job(kind: str, config: Any, progress, params: dict[str, Any] | None = No
         fraction = _one_stage(f"SensitivitySampler ({config.arch}, {pairs} pairs)", progress)
         return sample_sensitivity(config, pairs, on_pair=lambda done, total: fraction(done / total)).to_dict()
     if kind == "analysis":
-        from core import analysis
+        from core.analyses import analysis
 
         name = params.get("name")
         if name not in LONG_ANALYSES:
             raise ConfigError(f"unknown analysis job {name!r}; one of {', '.join(LONG_ANALYSES)}")
         if name == "audit":
-            from core.record_views import canary_audit
+            from core.analyses.record_views import canary_audit
 
             m = _int_param(params, "canaries", 100, 2, 100_000)
             return canary_audit(config, m, progress=_one_stage(f"audit ({config.arch}, {m} canaries)", progress))
         if name == "budget":
-            from core.record_views import budget_view
+            from core.analyses.record_views import budget_view
 
             online = _int_param(params, "online", 0, 0, 64)
             fraction = _one_stage(f"reference budget ({config.arch}, {online} online models)", progress)
@@ -194,8 +194,8 @@ def run_job(kind: str, config: Any, progress, params: dict[str, Any] | None = No
             return result
         return getattr(analysis, name)(config, progress=_one_stage(f"{name} ({config.arch})", progress))
     if kind == "adaptive":
-        from core.defenses import Defender, DefenseSpec
-        from core.pipeline import trained_models
+        from core.defenses.defender import Defender, DefenseSpec
+        from core.experiment.pipeline import trained_models
 
         fields = params.get("spec")
         if not isinstance(fields, dict) or not set(fields) <= {f.name for f in dataclasses.fields(DefenseSpec)}:
@@ -209,8 +209,8 @@ def run_job(kind: str, config: Any, progress, params: dict[str, Any] | None = No
 
 
 def serve(conn: Connection, parent: int) -> None:
-    from core.device import configure_threads
-    from core.errors import MIAError
+    from core.foundations.device import configure_threads
+    from core.foundations.errors import MIAError
 
     signal.signal(signal.SIGUSR1, _on_cancel)
     signal.signal(signal.SIGTERM, _on_term)
@@ -222,7 +222,7 @@ def serve(conn: Connection, parent: int) -> None:
         torch.set_num_threads(threads)
     else:
         configure_threads()
-    import core.pipeline  # noqa: F401  (imported before "ready": the first job starts at once)
+    import core.experiment.pipeline
 
     _preload_tasks()  # pages start a worker before the click (JobManager.prewarm), so this is free
     _send(conn, ("ready", os.getpid()))

@@ -47,9 +47,9 @@ import numpy as np
 import torch
 from scipy import special, stats
 
-from .. import studies
-from ..responses import Responses
-from ..defense_registry import OutputMechanism, Parameter, register
+from core.measurement import studies
+from core.measurement.responses import Responses
+from core.defenses.registry import OutputMechanism, Parameter, register
 
 #: explicit tokens representing the unseen rest of a top-K answer (see module docstring)
 REST_TOKENS = 32

@@ -1,7 +1,7 @@
 """DP-SGD as a training-time defense (paper 000 eq. 7–8): a grid of noise multipliers σ, or of
 target ε at δ (each σ then found by Opacus' ``get_noise_multiplier``).
 
-The training itself is :mod:`core.training` + :mod:`core.dpsgd`; this module only says
+The training itself is :mod:`core.training` + :mod:`core.training.dpsgd`; this module only says
 which config fields a point sets and reads the run's accountant record into the point's
 guarantee ((ε, δ) by RDP, PRV for comparison).
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..defense_registry import Parameter, TrainingDefense, register_training
-from ..errors import ConfigError
+from core.defenses.registry import Parameter, TrainingDefense, register_training
+from core.foundations.errors import ConfigError
 
 
 @register_training

@@ -24,7 +24,7 @@ import torch
 from scipy import optimize, special
 from torch import nn
 
-from ..defense_registry import Parameter, WeightMechanism, register
+from core.defenses.registry import Parameter, WeightMechanism, register
 
 
 def noise_direction(model: nn.Module, seed: int) -> dict[str, torch.Tensor]:

@@ -1,6 +1,6 @@
 """The L2 penalty as a training-time defense: λ on the weight matrices (paper 000 Fig. 7).
 
-Every λ retrains victim and shadows (:mod:`core.sweeps`); the undefended run is λ = 0. A
+Every λ retrains victim and shadows (:mod:`core.defenses.sweeps`); the undefended run is λ = 0. A
 regulariser, so no formal privacy guarantee: only the measured attack says what it buys.
 """
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..defense_registry import Parameter, TrainingDefense, register_training
+from core.defenses.registry import Parameter, TrainingDefense, register_training
 
 
 @register_training

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..defense_registry import Parameter, TrainingDefense, register_training
+from core.defenses.registry import Parameter, TrainingDefense, register_training
 
 
 @register_training

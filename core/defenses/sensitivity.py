@@ -20,11 +20,11 @@ from typing import Callable
 import numpy as np
 import torch
 
-from ..cache import ArtifactCache
-from ..config import ExperimentConfig
-from ..roles import config_from_dict, train_model
-from ..tasks import get_task
-from .gpm import random_dp_gamma
+from core.experiment.cache import ArtifactCache
+from core.foundations.config import ExperimentConfig
+from core.experiment.roles import config_from_dict, train_model
+from core.tasks import get_task
+from core.defenses.gpm import random_dp_gamma
 
 
 @dataclass
@@ -102,7 +102,7 @@ def sample_sensitivity(
     """Algorithm 2 with ``n`` pairs for the model of ``cfg``; each pair cached under the training hash.
 
     ``on_pair(done, n)`` reports progress after every pair. The pairs are independent: with an
-    ``executor`` (:mod:`core.executor`: processes, Ray) the missing ones train in parallel there and
+    ``executor`` (:mod:`core.experiment.executor`: processes, Ray) the missing ones train in parallel there and
     this process caches their distances (the same numbers as in this process, same seeds).
     """
     cache = cache or ArtifactCache()

@@ -5,7 +5,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
-from .joint import block_places, hold_off_member_entries, place_members, read_members
+from core.models.joint import block_places, hold_off_member_entries, place_members, read_members
 
 
 class AttackMLP(nn.Module):

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .joint import MemberPlaces, block, gate_rows
+from core.models.joint import MemberPlaces, block, gate_rows
 
 
 class ResidualBlock(nn.Module):
@@ -186,7 +186,7 @@ class JointReNet(nn.Module):
     whose weight matrices are block-structured: member e's rows keep the gate-major layout (gate g
     at g·E·h + e·h), its inputs are its own features (its image's patch block e·F, then its own
     forward block e·h and backward block E·h + e·h), and everything else is zero — held there by
-    the trainer (:func:`core.ensemble.train_joint_epochs` masks those gradients). The head is
+    the trainer (:func:`core.training.ensemble.train_joint_epochs` masks those gradients). The head is
     exact per member: each member's flattened features through :class:`GroupedLinear` layers.
     Input: the members' images stacked along channels (member e's at e·C … (e+1)·C); output
     (B, E, K) logits. :attr:`places` says where each member parameter sits.

@@ -3,7 +3,7 @@
 A task owns its data source, its two architectures and its training loop. Records are
 addressed by integer indices into the task's data source (images, sentence pairs, map
 seeds), so splitting into victim / attacker halves and members / non-members is generic and
-lives in :mod:`core.pipeline`.
+lives in :mod:`core.experiment.pipeline`.
 """
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..attacks import Attack, AttackTraining
-from ..config import ExperimentConfig
-from ..errors import ConfigError
-from ..responses import Responses
-from ..slices import quantile_buckets
+from core.attacks.shadow_attacks import Attack, AttackTraining
+from core.foundations.config import ExperimentConfig
+from core.foundations.errors import ConfigError
+from core.measurement.responses import Responses
+from core.measurement.slices import quantile_buckets
 
 #: Called by a training loop after each epoch with the 1-based epoch number.
 EpochCallback = Callable[[int, nn.Module], None]
@@ -149,12 +149,12 @@ class Task(ABC):
         """Train ``model`` in place on records ``train_index``; call ``on_epoch`` after each epoch.
 
         Training goes through :mod:`core.training` (the optimizer, seeded batching, the
-        ``on_batch`` hook called with a :class:`core.training.Batch` after each step, DP-SGD when
-        ``cfg.dp`` is on) and returns its :class:`core.training.TrainingRecord`.
+        ``on_batch`` hook called with a :class:`core.training.loop.Batch` after each step, DP-SGD when
+        ``cfg.dp`` is on) and returns its :class:`core.training.loop.TrainingRecord`.
         """
 
     def supports_ensemble(self, cfg: ExperimentConfig) -> bool:
-        """Whether models of ``cfg`` can train as one vectorised ensemble (:mod:`core.ensemble`)."""
+        """Whether models of ``cfg`` can train as one vectorised ensemble (:mod:`core.training.ensemble`)."""
         return False
 
     def train_ensemble(self, cfg: ExperimentConfig, models: list[nn.Module], data: TaskData,
@@ -223,7 +223,7 @@ class Task(ABC):
         """Rough peak bytes one training run needs beyond the loaded data (0 = negligible).
 
         The pipeline refuses a config whose estimate exceeds the memory available, with a
-        :class:`~core.errors.ResourceLimitError`, instead of letting the process be killed.
+        :class:`~core.foundations.errors.ResourceLimitError`, instead of letting the process be killed.
         """
         return 0
 
@@ -234,7 +234,7 @@ class Task(ABC):
                     rng: np.random.Generator) -> TaskData:
         """``data`` with the records ``index`` turned into audit canaries (records the model can
         only fit by memorising them; Steinke, Nasr & Jagielski 2023), for the one-run audit of
-        :mod:`core.record_views`. The records stay where they are, so ``index`` addresses the canaries."""
+        :mod:`core.analyses.record_views`. The records stay where they are, so ``index`` addresses the canaries."""
         raise ConfigError(f"the one-run audit has no canaries for the {self.name} task yet "
                           "(their design is in docs/record_views.md)")
 
@@ -249,7 +249,7 @@ class Task(ABC):
     def slice_labels(self, cfg: ExperimentConfig, data: TaskData, records: np.ndarray,
                      summary: dict[str, Any]) -> dict[str, list[str]]:
         """The slicings of the evaluated ``records`` (dataset indices) for vulnerability per slice
-        (:func:`core.record_views.slices_view`; TF Privacy's SlicingSpec): slicing name → each record's
+        (:func:`core.analyses.record_views.slices_view`; TF Privacy's SlicingSpec): slicing name → each record's
         slice label. Default: the records' answer length (steps per record, ``summary["records"]
         ["length"]``) in terciles."""
         return {"answer length": quantile_buckets(summary["records"]["length"], 3, " steps")}

@@ -20,16 +20,17 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..config import ExperimentConfig, bounded, check_fields
-from ..device import default_device
-from ..ensemble import member_generator, train_ensemble_epochs, train_joint_epochs
-from ..errors import ConfigError, DatasetNotFoundError
-from ..memory import FLOAT_BYTES, attack_training_bytes, cnn_param_count, responses_bytes, training_state_bytes
-from ..models.image import JointReNet, ReNet, ResidualCNN, count_params, match_renet, renet_param_count
-from ..responses import Responses
-from ..training import (BatchCallback, PrivacySettings, TrainingRecord, autocast_dtype, build_optimizer, seeded_generator,
-                        train_epochs)
-from .base import EpochCallback, FractionCallback, OutputTransform, RecordView, Task, TaskData, VictimLoader
+from core.foundations.config import ExperimentConfig, bounded, check_fields
+from core.foundations.device import default_device
+from core.training.ensemble import member_generator, train_ensemble_epochs, train_joint_epochs
+from core.foundations.errors import ConfigError, DatasetNotFoundError
+from core.foundations.memory import (FLOAT_BYTES, attack_training_bytes, cnn_param_count, responses_bytes,
+    training_state_bytes)
+from core.models.image import JointReNet, ReNet, ResidualCNN, count_params, match_renet, renet_param_count
+from core.measurement.responses import Responses
+from core.training.loop import (BatchCallback, PrivacySettings, TrainingRecord, autocast_dtype, build_optimizer,
+    seeded_generator, train_epochs)
+from core.tasks.base import EpochCallback, FractionCallback, OutputTransform, RecordView, Task, TaskData, VictimLoader
 
 CIFAR10_BATCHES = [f"data_batch_{i}" for i in range(1, 6)]
 CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
@@ -275,7 +276,7 @@ class ImageTask(Task):
     def train(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, train_index: np.ndarray,
               on_epoch: EpochCallback, on_progress: FractionCallback,
               on_batch: BatchCallback | None = None) -> TrainingRecord:
-        """Cross-entropy through the shared loop (:func:`core.training.train_epochs`): Adam with L2
+        """Cross-entropy through the shared loop (:func:`core.training.loop.train_epochs`): Adam with L2
         on weight matrices, seeded batches, DP-SGD when ``cfg.dp`` is on (a sample = one image)."""
         device = default_device()
         rec: ImageRecords = data.records
@@ -305,7 +306,7 @@ class ImageTask(Task):
     def train_ensemble(self, cfg: ExperimentConfig, models: list[nn.Module], data: TaskData,
                        train_indices: list[np.ndarray], seeds: list[int], on_epoch) -> float:
         """Cross-entropy, Adam with L2 on weight matrices, each member's own data order: the
-        sequential :meth:`train`'s recipe for all members at once (:mod:`core.ensemble`)."""
+        sequential :meth:`train`'s recipe for all members at once (:mod:`core.training.ensemble`)."""
 
         if len({len(i) for i in train_indices}) != 1:
             raise ValueError("ensemble members must have training sets of one size")

@@ -13,7 +13,7 @@ number of floor-maps by feeding a randomly generated seed number", paper 000 §4
   (:mod:`core.models.navigation`). The view is computed by :class:`MapEnv` with numpy instead
   of MiniGrid's per-cell Python loops — cell for cell the same array (a test checks this) —
   which makes an environment step several times faster.
-* Training: PPO (:func:`core.ppo.train_ppo`) on ``n_envs`` environments, each restarted on a
+* Training: PPO (:func:`core.training.ppo.train_ppo`) on ``n_envs`` environments, each restarted on a
   member map drawn in a seeded order (every map once per cycle, cycles shuffled). The
   pipeline's "epoch" is ``updates_per_epoch`` PPO updates of ``n_envs × frames_per_env``
   frames; ``updates_per_epoch = ceil(frames / (epochs · n_envs · frames_per_env))``, so the
@@ -23,7 +23,7 @@ number of floor-maps by feeding a randomly generated seed number", paper 000 §4
   uniforms to every agent, and a rollout does not depend on which other maps are queried with
   it), at most the environment's step limit. The response is the sequence of the agent's
   action distributions (7 actions, full vectors kept); the reference at each step is the label
-  model's policy at the visited state: the shortest-path planner of :mod:`core.planner`
+  model's policy at the visited state: the shortest-path planner of :mod:`core.data.planner`
   (uniform over all optimal actions), the exact reward-maximising policy.
 * Utility: mean episodic return of the same seeded rollouts (one per map).
 """
@@ -38,19 +38,20 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..config import ExperimentConfig, bounded, check_fields
-from ..errors import ConfigError
-from ..memory import FLOAT_BYTES, attack_training_bytes, mlp_agent_param_count, responses_bytes, training_state_bytes
-from ..models.navigation import build_agent, lstm_agent_params, match_lstm_width
-from ..envs.minigrid import MapEnv, MapVecEnv, Rollout, StartRoomCurriculum, query_stream
-from ..planner import EMPTY, GOAL, PlannerCache
-from ..render import render_path
-from ..device import single_thread
-from ..ppo import PPOSettings, train_ppo
-from ..responses import Responses
-from ..slices import quantile_buckets
-from ..training import BatchCallback, PrivacySettings, TrainingRecord
-from .base import EpochCallback, FractionCallback, OutputTransform, RecordView, Task, TaskData, VictimLoader
+from core.foundations.config import ExperimentConfig, bounded, check_fields
+from core.foundations.errors import ConfigError
+from core.foundations.memory import (FLOAT_BYTES, attack_training_bytes, mlp_agent_param_count, responses_bytes,
+    training_state_bytes)
+from core.models.navigation import build_agent, lstm_agent_params, match_lstm_width
+from core.data.minigrid import MapEnv, MapVecEnv, Rollout, StartRoomCurriculum, query_stream
+from core.data.planner import EMPTY, GOAL, PlannerCache
+from core.data.render import render_path
+from core.foundations.device import single_thread
+from core.training.ppo import PPOSettings, train_ppo
+from core.measurement.responses import Responses
+from core.measurement.slices import quantile_buckets
+from core.training.loop import BatchCallback, PrivacySettings, TrainingRecord
+from core.tasks.base import EpochCallback, FractionCallback, OutputTransform, RecordView, Task, TaskData, VictimLoader
 
 
 
@@ -145,7 +146,7 @@ class NavigationOptions:
         map_pool: maps in each half of the data source (seeds [0, P) for the victim,
             [P, 2P) for the attacker). [1, 1000000]
         curriculum: "" (episodes start where the map says) or ``start_rooms``: a reverse
-            curriculum over start rooms (:class:`core.envs.minigrid.StartRoomCurriculum`):
+            curriculum over start rooms (:class:`core.data.minigrid.StartRoomCurriculum`):
             training episodes on the member maps first start in the goal's room, then ever
             farther from it, until any room (the true start included). Query rollouts always
             start at the map's own start. Victim and shadows follow the same recipe.
@@ -186,7 +187,7 @@ class NavigationOptions:
 @dataclass
 class MapRecords:
     """The data source: environment id and the map seeds (record i = seed ``seeds[i]``); seeds in
-    ``canaries`` are built as audit canaries (:func:`core.envs.minigrid.canary_layout`)."""
+    ``canaries`` are built as audit canaries (:func:`core.data.minigrid.canary_layout`)."""
 
     env_id: str
     seeds: np.ndarray
@@ -194,7 +195,7 @@ class MapRecords:
 
 
 def map_view(env_id: str, run: Rollout, role: str) -> dict[str, Any]:
-    """One map as data for crisp drawing (:func:`core.figures.navigation_map`): its cells (MiniGrid
+    """One map as data for crisp drawing (:func:`core.views.figures.navigation_map`): its cells (MiniGrid
     object indices, rows = y, cropped to the used area), open doors, the start and its direction,
     the goal, and ``run``'s path, steps, return and whether it reached the goal."""
     env = MapEnv(env_id)
@@ -375,7 +376,7 @@ class NavigationTask(Task):
               on_batch: BatchCallback | None = None) -> TrainingRecord:
         """PPO on the member maps; one pipeline epoch = ``updates_per_epoch`` PPO updates. The
         optimizer and the DP-SGD wrapper are the shared loop's (:mod:`core.training`); under DP a
-        sample is one trajectory window, not a map (:mod:`core.ppo`)."""
+        sample is one trajectory window, not a map (:mod:`core.training.ppo`)."""
         o: NavigationOptions = cfg.options
         rec: MapRecords = data.records
         upe = updates_per_epoch(cfg)
@@ -409,7 +410,7 @@ class NavigationTask(Task):
 
     def canary_data(self, cfg: ExperimentConfig, data: TaskData, index: np.ndarray,
                     rng: np.random.Generator) -> TaskData:
-        """The maps ``index`` built as canaries (:func:`core.envs.minigrid.canary_layout`): the same
+        """The maps ``index`` built as canaries (:func:`core.data.minigrid.canary_layout`): the same
         seeds, marked, so the training sampler and the query environments build their canary layout.
         Our design choice: another MiniGrid layout (more rooms) would not do, since plain PPO does not
         learn N4 maps (docs/results.md), so an included canary would leave no trace."""

@@ -3,10 +3,10 @@
 Data sources (the top-level ``dataset`` field):
 
 * ``captions`` (built-in default): ``n_pairs_source`` seeded Multi30K-like caption pairs, English →
-  a synthetic language with synonyms, agreement and reordering (:mod:`core.corpus`,
+  a synthetic language with synonyms, agreement and reordering (:mod:`core.data.corpus`,
   docs/captions_grammar.md).
 * ``multi30k``: Multi30K (Elliott et al. 2016) from ``data_dir`` in the repository's raw layout
-  (:mod:`core.multi30k`); the language pair is ``src_lang`` → ``tgt_lang`` (the study: fr → en).
+  (:mod:`core.data.multi30k`); the language pair is ``src_lang`` → ``tgt_lang`` (the study: fr → en).
   Its 29,000-pair train split is the data source.
 
 Half of the data source goes to the victim, the other half to the attacker (paper 000 §3.2).
@@ -36,19 +36,19 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..attacks import Attack, AttackTraining, RankHistogramAttack, RecordFeatureAttack
-from ..config import ExperimentConfig, bounded, check_fields
-from ..corpus import generate_captions
-from ..device import default_device, single_thread
-from ..errors import ConfigError, DatasetNotFoundError
-from ..models.translation import EOS, PAD, SOS, UNK, LuongSeq2Seq, TransformerSeq2Seq, match_transformer
-from ..memory import FLOAT_BYTES, attack_training_bytes, responses_bytes, training_state_bytes
-from ..multi30k import LANGUAGES, load_multi30k
-from ..responses import Responses
-from ..slices import quantile_buckets
-from ..training import (BatchCallback, PrivacySettings, TrainingRecord, autocast_dtype, build_optimizer, seeded_generator,
-                        train_epochs)
-from .base import EpochCallback, FractionCallback, OutputTransform, RecordView, Task, TaskData, VictimLoader
+from core.attacks.shadow_attacks import Attack, AttackTraining, RankHistogramAttack, RecordFeatureAttack
+from core.foundations.config import ExperimentConfig, bounded, check_fields
+from core.data.corpus import generate_captions
+from core.foundations.device import default_device, single_thread
+from core.foundations.errors import ConfigError, DatasetNotFoundError
+from core.models.translation import EOS, PAD, SOS, UNK, LuongSeq2Seq, TransformerSeq2Seq, match_transformer
+from core.foundations.memory import FLOAT_BYTES, attack_training_bytes, responses_bytes, training_state_bytes
+from core.data.multi30k import LANGUAGES, load_multi30k
+from core.measurement.responses import Responses
+from core.measurement.slices import quantile_buckets
+from core.training.loop import (BatchCallback, PrivacySettings, TrainingRecord, autocast_dtype, build_optimizer,
+    seeded_generator, train_epochs)
+from core.tasks.base import EpochCallback, FractionCallback, OutputTransform, RecordView, Task, TaskData, VictimLoader
 
 SPECIALS = ("<pad>", "<sos>", "<eos>", "<unk>")
 assert [SPECIALS.index(s) for s in SPECIALS] == [PAD, SOS, EOS, UNK]
@@ -438,7 +438,7 @@ class TranslationTask(Task):
     def train(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, train_index: np.ndarray,
               on_epoch: EpochCallback, on_progress: FractionCallback,
               on_batch: BatchCallback | None = None) -> TrainingRecord:
-        """Teacher-forced token cross-entropy through the shared loop (:func:`core.training.train_epochs`):
+        """Teacher-forced token cross-entropy through the shared loop (:func:`core.training.loop.train_epochs`):
         Adam with L2 on weight matrices, seeded batches, gradient norm clipped at ``clip``.
 
         Non-private: −Σ log p(yₜ | y<ₜ, x) averaged over all non-<pad> target tokens of the batch.
@@ -514,7 +514,7 @@ class TranslationTask(Task):
                 src, src_len, tgt_in, tgt_out = _batch(rec, idx, device)
                 logits = model(src, src_len, tgt_in).float()
                 valid = tgt_out != PAD
-                # logits stay on the model's device: Responses reduce them there (core/responses.py)
+                # logits stay on the model's device: Responses reduce them there (core/measurement/responses.py)
                 yield logits[valid], valid.sum(1).cpu().numpy(), tgt_out[valid]
 
     def respond(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray,

@@ -1,0 +1,745 @@
+"""Why do RNNs leak more? The explorer's explanation analyses, task-generic, as plain data.
+
+Each analysis takes summaries or trained models (never a figure) and returns JSON-able dicts that
+the CLI writes (``python -m core analyze``) and the Analyses page draws:
+
+* :func:`entropy_scatter` — paper 000 Fig. 5: per record, x = average prediction entropy (APE,
+  eq. 3), y = cross-entropy to the reference; membership, each attack's decision, and its decision
+  boundary in this plane: the real threshold for threshold attacks; for learned attacks (which see
+  more than these two signals) a *surrogate* classifier fitted to the attack's decisions on
+  (log H, log CE) with its agreement rate; and the best two-threshold quadrant
+  (CE < a and H < b) with its own accuracy.
+* :func:`vulnerability` — paper 000 Fig. 4: per checkpoint epoch, train/validation utility, APE of
+  members and non-members, attack accuracy and AUC (a separate attack per epoch, shadows at that
+  epoch), the best-validation epoch and the generalization gap.
+* :func:`overtraining` — attack accuracy far past the best validation epoch (a longer run).
+* :func:`mismatch` — paper 001 A.3: shadows of another size than the victim (half / double the
+  task's width knob); how much the attack loses.
+* :func:`memorization` — paper 000 Fig. 6 / 001 Figs. 1–3: the victim learns k disjoint blocks one
+  after another; each block is attacked separately, in the order it was learned.
+
+Issue 22's per-record views (:mod:`core.analyses.record_views`): ``exposure`` (which records FFNN and RNN
+expose, flips behind a defense), ``budget`` (LiRA/RMIA against the number of references), ``audit``
+(a one-run audited ε beside the accountant's) and ``slices`` (attack metrics per slice).
+
+:func:`verdict` turns two curves into a computed sentence ("RNN higher than FFNN at 4 of 5
+epochs, by 0.06 on average") so no page writes a finding by hand. :func:`verdicts` computes one
+verdict per analysis (:data:`VERDICT_OF`), each from that analysis' own data only: a tab never shows
+a verdict that another analysis' runs decided. The findings they check, with their sources, are
+in :mod:`core.measurement.studies`.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from core.attacks.shadow_attacks import fit_attack_sets, fit_attacks, score_attacks
+from core.experiment.cache import ArtifactCache
+from core.foundations.config import ExperimentConfig
+from core.foundations.device import default_device, single_thread
+from core.foundations.errors import ConfigError
+from core.foundations.names import ARCH_NAMES
+from core.experiment.pipeline import (TrainedModels, build_attacks, fitted_attacks, make_splits, role_seed,
+    run_experiment, seed_everything, train_or_load, trained_models)
+from core.analyses.repeats import repeat_config
+from core.analyses.record_views import (DEFAULT_CANARIES, audit_view, budget_view, cached_repeats, defended_points,
+    exposure_view, slices_view)
+from core.measurement.responses import Responses
+from core.experiment.results import DefendedPoint, RunSummary
+from core.measurement.stats import compare as paired_compare
+from core.tasks import get_task
+
+_FLOOR = 1e-12
+
+
+def _log10(values) -> np.ndarray:
+    return np.log10(np.maximum(np.asarray(values, np.float64), _FLOOR))
+
+
+# ---------------------------------------------------------------------------- scatter and boundaries
+def data_range(values: np.ndarray, clipped: np.ndarray) -> tuple[float, float]:
+    """The span of the records' log₁₀ values that were not clipped at the floor (1e-12), widened to
+    at least one decade: the box the figure, the surrogate's lattice and the quadrant are drawn in.
+    All records clipped: one decade above the floor."""
+    kept = np.asarray(values, np.float64)[~np.asarray(clipped, bool)]
+    kept = kept[np.isfinite(kept)]
+    if kept.size == 0:
+        lo = hi = float(np.log10(_FLOOR))
+    else:
+        lo, hi = float(kept.min()), float(kept.max())
+    if hi - lo < 1.0:  # a degenerate span: centre one decade on it
+        mid = (hi + lo) / 2
+        lo, hi = mid - 0.5, mid + 0.5
+    return lo, hi
+
+
+def clip_strip(lo: float, hi: float) -> float:
+    """Where records clipped at the floor are drawn (and fitted): just below the data's range
+    (8 % of its span), so that they read as "below this axis" and not as a row of data at −12."""
+    return lo - 0.08 * (hi - lo)
+
+
+def surrogate_boundary(x: np.ndarray, y: np.ndarray, decisions: np.ndarray, grid: int = 60,
+                       x_range: tuple[float, float] | None = None,
+                       y_range: tuple[float, float] | None = None) -> dict[str, Any]:
+    """A logistic regression on quadratic features of (x, y) fitted to an attack's decisions.
+
+    Returns its agreement with the decisions and its predicted member probability on a
+    ``grid``×``grid`` lattice spanning ``x_range`` × ``y_range`` (default: the data's min–max; the
+    scatter passes the records' range so the shaded region and its boundary stay where the records
+    are) for a filled contour: how well the attack's behaviour can be read off these two signals alone.
+    """
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import PolynomialFeatures, StandardScaler
+
+    xy = np.stack([x, y], 1)
+    decisions = np.asarray(decisions, bool)
+    x0, x1 = x_range if x_range is not None else (float(x.min()), float(x.max()))
+    y0, y1 = y_range if y_range is not None else (float(y.min()), float(y.max()))
+    gx = np.linspace(x0, x1, grid)
+    gy = np.linspace(y0, y1, grid)
+    if decisions.all() or not decisions.any():  # one class everywhere: the boundary is the frame
+        z = np.full((grid, grid), float(decisions.all()))
+        return {"agreement": 1.0, "x": gx.tolist(), "y": gy.tolist(), "member_probability": z.tolist()}
+    model = make_pipeline(StandardScaler(), PolynomialFeatures(2), LogisticRegression(C=10.0, max_iter=2000))
+    model.fit(xy, decisions)
+    agreement = float((model.predict(xy) == decisions).mean())
+    mx, my = np.meshgrid(gx, gy)
+    z = model.predict_proba(np.stack([mx.ravel(), my.ravel()], 1))[:, 1].reshape(grid, grid)
+    return {"agreement": agreement, "x": gx.tolist(), "y": gy.tolist(), "member_probability": np.round(z, 4).tolist()}
+
+
+def best_quadrant(entropy: np.ndarray, cross_entropy: np.ndarray, membership: np.ndarray,
+                  candidates: int = 80) -> dict[str, float]:
+    """The two-threshold rule "member iff CE < a and H < b" with the highest accuracy.
+
+    Thresholds range over quantiles of each signal (plus +∞, i.e. that signal unused).
+    """
+    h = np.asarray(entropy, np.float64)
+    ce = np.asarray(cross_entropy, np.float64)
+    y = np.asarray(membership, bool)
+    qs = np.linspace(0, 1, candidates)
+    a_cand = np.r_[np.unique(np.quantile(ce, qs)), np.inf]
+    b_cand = np.r_[np.unique(np.quantile(h, qs)), np.inf]
+    below_a = ce[None, :] <= a_cand[:, None]  # (A, N)
+    below_b = h[None, :] <= b_cand[:, None]  # (B, N)
+    # accuracy of every (a, b): members inside + non-members outside, over N
+    mem_in = below_a[:, y].astype(np.int32) @ below_b[:, y].T.astype(np.int32)
+    non_in = below_a[:, ~y].astype(np.int32) @ below_b[:, ~y].T.astype(np.int32)
+    acc = (mem_in + ((~y).sum() - non_in)) / len(y)
+    i, j = np.unravel_index(int(np.argmax(acc)), acc.shape)
+    return {"cross_entropy_max": float(a_cand[i]) if np.isfinite(a_cand[i]) else None,
+            "entropy_max": float(b_cand[j]) if np.isfinite(b_cand[j]) else None,
+            "accuracy": float(acc[i, j])}
+
+
+def near_records(surrogate: dict[str, Any], x: np.ndarray, y: np.ndarray, reach: float = 0.06) -> dict[str, Any]:
+    """``surrogate`` with its member probability blanked (None) on lattice points farther than
+    ``reach`` (a fraction of each axis' span, in the max norm) from every record: the shaded region
+    and its boundary are then drawn where there are records to decide about, not extrapolated by the
+    quadratic surface into empty corners of the plot."""
+    gx, gy = np.asarray(surrogate["x"]), np.asarray(surrogate["y"])
+    sx, sy = max(float(gx[-1] - gx[0]), 1e-12), max(float(gy[-1] - gy[0]), 1e-12)
+    # per lattice row/column: distance of each lattice coordinate to each record, scaled by the span
+    dx = np.abs(gx[:, None] - np.asarray(x)[None, :]) / sx  # (G, N)
+    dy = np.abs(gy[:, None] - np.asarray(y)[None, :]) / sy  # (G, N)
+    near = ((dx[None, :, :] <= reach) & (dy[:, None, :] <= reach)).any(axis=2)  # (Gy, Gx)
+    z = np.asarray(surrogate["member_probability"], dtype=object)
+    z[~near] = None
+    return {**surrogate, "member_probability": z.tolist(), "reach": reach}
+
+
+def entropy_scatter(summary: dict[str, Any]) -> dict[str, Any]:
+    """The data of paper 000 Fig. 5 for one run (see the module docstring), from its summary.
+
+    Signals at or below 1e-12 (a confident correct answer's cross-entropy underflows) are flagged
+    per record (``clipped_ape``, ``clipped_cross_entropy``): their log₁₀ stays −12 in the data, and the
+    figure draws them on a strip below the axis (``strip``, :func:`clip_strip`) marked as clipped. ``range`` is
+    the unclipped records' log₁₀ span (:func:`data_range`); the surrogates are fitted with clipped
+    values on the strip and evaluated over that range only.
+    """
+    run = RunSummary.coerce(summary)
+    rec = run.records
+    if not rec:
+        raise ConfigError("this summary carries no per-record signals (run it again with this version)")
+    ape, ce = np.asarray(rec["ape"]), np.asarray(rec["cross_entropy"])
+    member = np.asarray(rec["membership"], bool)
+    lx, ly = _log10(ape), _log10(ce)
+    cx, cy = lx <= np.log10(_FLOOR), ly <= np.log10(_FLOOR)
+    x_range, y_range = data_range(lx, cx), data_range(ly, cy)
+    # the surrogate sees clipped records where the figure draws them, not 10 decades away
+    fx = np.where(cx, clip_strip(*x_range), lx)
+    fy = np.where(cy, clip_strip(*y_range), ly)
+    # the lattice starts at the strip only where records were clipped: otherwise at the records
+    x_lo = clip_strip(*x_range) if cx.any() else x_range[0]
+    y_lo = clip_strip(*y_range) if cy.any() else y_range[0]
+    attacks = {}
+    for name, scores in rec["scores"].items():
+        threshold = run.attacks[name].threshold
+        threshold = float("inf") if threshold is None else threshold
+        decided = np.asarray(scores) >= threshold
+        entry: dict[str, Any] = {"decision": decided.tolist(), "correct": (decided == member).tolist(),
+                                 "accuracy": float((decided == member).mean())}
+        boundary = rec.get("boundaries", {}).get(name)
+        if boundary:
+            entry["boundary"] = boundary  # the real threshold, in its signal's units
+        else:
+            entry["surrogate"] = near_records(
+                surrogate_boundary(fx, fy, decided, x_range=(x_lo, x_range[1]), y_range=(y_lo, y_range[1])), fx, fy)
+        attacks[name] = entry
+    return {"arch": run.arch, "task": run.task, "log10_ape": lx.tolist(), "log10_cross_entropy": ly.tolist(),
+            "membership": member.tolist(), "clipped_ape": cx.tolist(), "clipped_cross_entropy": cy.tolist(),
+            "floor": _FLOOR, "range": {"log10_ape": list(x_range), "log10_cross_entropy": list(y_range)},
+            "strip": {"log10_ape": clip_strip(*x_range), "log10_cross_entropy": clip_strip(*y_range)},
+            "attacks": attacks, "quadrant": best_quadrant(ape, ce, member),
+            "mean_ape": {"members": float(ape[member].mean()), "non_members": float(ape[~member].mean())},
+            "mean_cross_entropy": {"members": float(ce[member].mean()), "non_members": float(ce[~member].mean())}}
+
+
+def defended_summary(summary: RunSummary | dict[str, Any], point: DefendedPoint | dict[str, Any]) -> dict[str, Any]:
+    """``summary`` with its per-record signals replaced by those of a defended point
+    (:meth:`core.defenses.defender.Defender.point`): the defended outputs' APE and cross-entropy and the
+    naive attacks' scores on them. The naive attacker keeps its thresholds and boundaries, so
+    :func:`entropy_scatter` then draws the same decision boundaries over the defended records."""
+    run = RunSummary.coerce(summary)
+    rec = (point.records if isinstance(point, DefendedPoint) else point.get("records")) or {}
+    if "scores" not in rec:
+        raise ConfigError("this defended point carries no per-record attack scores (computed by an older version)")
+    scores = {n: [float("nan") if v is None else v for v in values] for n, values in rec["scores"].items()
+              if n in run.attacks}
+    records = {"membership": rec["membership"], "ape": rec["ape"], "cross_entropy": rec["cross_entropy"],
+               "scores": scores, "boundaries": run.records.get("boundaries", {})}
+    return {**run.to_dict(), "records": records}
+
+
+def most_exposed(summary: RunSummary | dict[str, Any], attack: str | None = None, top: int = 10
+                 ) -> list[dict[str, Any]]:
+    """Members with the highest attack score (position in the evaluation set, score, APE, CE)."""
+    run = RunSummary.coerce(summary)
+    rec = run.records
+    attack = attack or run.primary
+    scores = np.asarray(rec["scores"][attack])
+    member = np.asarray(rec["membership"], bool)
+    order = [int(i) for i in np.argsort(-scores) if member[i]][:top]
+    return [{"position": i, "score": float(scores[i]), "ape": rec["ape"][i], "cross_entropy": rec["cross_entropy"][i]}
+            for i in order]
+
+
+# ---------------------------------------------------------------------------- over training
+def vulnerability(models: TrainedModels, summary: RunSummary | dict[str, Any]) -> dict[str, Any]:
+    """Paper 000 Fig. 4 for one run: per epoch utility, per checkpoint APE and attack numbers."""
+    run = RunSummary.coerce(summary)
+    member = models.eval_membership
+    rows = []
+    primary = run.primary
+    for row in run.per_epoch:
+        e = row.epoch
+        out = {"epoch": e, "utility_train": row.utility_train, "utility_val": row.utility_val}
+        r = models.victim.responses.get(e)
+        if r is not None:
+            ape = r.ape
+            out.update(ape_members=float(ape[member].mean()), ape_non_members=float(ape[~member].mean()))
+            res = run.attacks_at(e).get(primary)
+            if res:
+                out.update(attack_accuracy=res.accuracy, attack_auc=res.auc)
+        rows.append(out)
+    vals = [(r["utility_val"], r["epoch"]) for r in rows if r["utility_val"] is not None]
+    best = max(vals)[1] if vals else None
+    by_epoch = {r["epoch"]: r for r in rows}
+    gap = lambda e: (by_epoch[e]["utility_train"] - by_epoch[e]["utility_val"]) if e in by_epoch and by_epoch[e]["utility_train"] is not None else None
+    return {"arch": run.arch, "rows": rows, "best_val_epoch": best, "gap_at_best": gap(best) if best else None,
+            "gap_final": gap(rows[-1]["epoch"]) if rows else None, "attack": primary}
+
+
+def _spread(epochs: int, points: int) -> tuple[int, ...]:
+    return tuple(sorted({max(1, int(round(epochs * (i + 1) / points))) for i in range(points)} - {epochs}))
+
+
+def overtraining(cfg: ExperimentConfig, factor: int = 3, points: int = 8, progress=None,
+                 cache: ArtifactCache | None = None) -> dict[str, Any]:
+    """Attack accuracy at epochs up to ``factor`` × the preset's, a separate attack per checkpoint.
+    ``progress(fraction)`` is told how far the (cached) longer run is."""
+    if not 2 <= factor <= 10:
+        raise ConfigError(f"factor must lie in 2..10, got {factor}")
+    long = cfg.with_updates({"epochs": cfg.epochs * factor, "attack_epochs": _spread(cfg.epochs * factor, points)})
+    summary = run_experiment(long.validate(), progress=(lambda ev: progress(ev.overall_fraction)) if progress else None,
+                             cache=cache).summary
+    models = trained_models(long, cache=cache)
+    v = vulnerability(models, summary)
+    return {**v, "epochs": long.epochs, "preset_epochs": cfg.epochs, "config_hash": long.config_hash}
+
+
+# ---------------------------------------------------------------------------- model mismatch
+def mismatch(cfg: ExperimentConfig, scales: tuple[float, ...] = (0.5, 2.0), progress=None,
+             cache: ArtifactCache | None = None) -> dict[str, Any]:
+    """Attack the victim of ``cfg`` with shadows whose width knob is scaled (paper 001 A.3).
+
+    The victim, its evaluation set and the attacker's data stay the same; only the shadows'
+    architecture size changes (they are trained, and cached, under their own config).
+    """
+    cache = cache or ArtifactCache()
+    models = trained_models(cfg, cache=cache)
+    matched = fitted_attacks(models, cache=cache)
+    target = models.victim.responses[cfg.epochs]
+    member = models.eval_membership
+    base = {n: o.result.accuracy for n, o in score_attacks(matched, target, member).items()}
+    knob = models.task.width_knob  # the option that sets both architectures' size (001 A.3)
+    if not knob:
+        raise ConfigError(f"task {cfg.task} names no width knob: the model-mismatch analysis cannot scale its shadows")
+    rows = [{"scale": 1.0, knob: getattr(cfg.options, knob), "accuracy": base}]
+    for k, scale in enumerate(scales):
+        width = max(1, int(round(getattr(cfg.options, knob) * scale)))
+        if knob == "cnn_width" and width >= 8:
+            width = 8 * round(width / 8)  # GroupNorm splits channels into 8 groups
+        other = cfg.with_updates({knob: width}).validate()
+        shadows = _shadows_only(other, cache, progress=(lambda f, k=k: progress((k + f) / len(scales))) if progress else None)
+        attacks = build_attacks(models.task, cfg)
+        membership = np.concatenate([np.r_[np.ones(cfg.n_eval, bool), np.zeros(cfg.n_eval, bool)]] * len(shadows))
+        with single_thread():
+            fit_attacks(attacks, Responses.concat(shadows), membership)
+            acc = {n: o.result.accuracy for n, o in score_attacks(attacks, target, member).items()}
+        rows.append({"scale": scale, knob: width, "accuracy": acc})
+    return {"arch": cfg.arch, "knob": knob, "rows": rows, "attack": models.task.primary_attack()}
+
+
+def _shadows_only(cfg: ExperimentConfig, cache: ArtifactCache, progress=None) -> list[Responses]:
+    """The shadows of ``cfg`` (trained or loaded), their final-epoch Responses."""
+    task = get_task(cfg.task)
+    data = task.load(cfg)
+    splits = make_splits(cfg, data)
+    out = []
+    for i in range(cfg.n_shadows):
+        query = np.concatenate([splits.shadow_in[i][: cfg.n_eval], splits.shadow_out[i]])
+        trained = train_or_load(task, cfg, data, f"shadow_{i}", splits.shadow_in[i], query, cache,
+                                on_progress=(lambda f, i=i: progress((i + f) / cfg.n_shadows)) if progress else None)
+        out.append(trained.responses[cfg.epochs])
+    return out
+
+
+# ---------------------------------------------------------------------------- memorization
+def _train_in_blocks(task, cfg: ExperimentConfig, data, blocks: list[np.ndarray], epochs_per_block: int, seed: int,
+                     val_index: np.ndarray | None = None, on_progress=None):
+    """A fresh model (seeded) trained on ``blocks`` one after another, ``epochs_per_block`` each.
+
+    Each block goes through the task's own training loop (a fresh optimizer per block: the
+    model keeps its weights, not its optimizer state). Returns the model and, when
+    ``val_index`` is given, the utility on the current block and on ``val_index`` after every
+    epoch (the saw-tooth of paper 000 Fig. 6).
+    """
+    seed_everything(seed)
+    model = task.build_model(cfg, data).to(default_device())
+    block_cfg = cfg.with_updates({"epochs": epochs_per_block, "attack_epochs": ()})
+    curve: list[dict[str, Any]] = []
+    for b, block in enumerate(blocks):
+        def on_epoch(epoch: int, m, b=b, block=block) -> None:
+            if val_index is not None:
+                m.eval()
+                curve.append({"step": b * epochs_per_block + epoch, "block": b + 1,
+                              "utility_current_block": task.utility(block_cfg, m, data, block),
+                              "utility_val": task.utility(block_cfg, m, data, val_index)})
+                m.train()
+
+        def progress(f: float, b=b) -> None:
+            if on_progress:
+                on_progress((b + f) / len(blocks))
+
+        task.train(block_cfg, model, data, block, on_epoch, progress)
+    return model.eval(), curve
+
+
+def memorization(cfg: ExperimentConfig, blocks: int = 4, epochs_per_block: int | None = None, progress=None,
+                 cache: ArtifactCache | None = None) -> dict[str, Any]:
+    """Paper 000 Fig. 6 / 001 Figs. 1–3: the victim and every shadow learn ``blocks`` disjoint
+    blocks of their members in sequence; block j is then attacked on its own — an attack fitted on
+    the shadows' block-j members vs their non-members, evaluated on the victim's block-j members
+    vs as many of its non-members. The studies' finding: the FFNN forgets early blocks (attack
+    → 50 %), the RNN does not. The result is cached under the training hash and the schedule.
+    """
+    cache = cache or ArtifactCache()
+    if not 2 <= blocks <= 10:
+        raise ConfigError(f"blocks must lie in 2..10, got {blocks}")
+    epochs_per_block = epochs_per_block or max(1, cfg.epochs // blocks)
+    key = cache.key("analysis", cfg.training_hash, "memorization", cfg.config_hash, blocks, epochs_per_block)
+    stored = cache.get_json(key)
+    if isinstance(stored, dict) and "blocks" in stored:
+        return stored
+    task = get_task(cfg.task)
+    data = task.load(cfg)
+    splits = make_splits(cfg, data)
+    size = cfg.n_train // blocks
+    if size < 2:
+        raise ConfigError(f"n_train = {cfg.n_train} is too small for {blocks} blocks")
+    n_eval = min(size, cfg.n_eval)
+    models_total = 1 + cfg.n_shadows
+    done = [0]
+
+    def stage(f: float) -> None:
+        if progress:
+            progress((done[0] + f) / models_total)
+
+    def split(members: np.ndarray) -> list[np.ndarray]:
+        return [members[j * size : (j + 1) * size] for j in range(blocks)]
+
+    victim_blocks = split(splits.victim_members)
+    victim, curve = _train_in_blocks(task, cfg, data, victim_blocks, epochs_per_block, role_seed(cfg, "victim"),
+                                     splits.victim_nonmembers[: cfg.n_eval], stage)
+    done[0] += 1
+    victim_out = splits.victim_nonmembers[:n_eval]
+    shadow_answers: list[list[Responses]] = [[] for _ in range(blocks)]
+    shadow_out: list[Responses] = []
+    for i in range(cfg.n_shadows):
+        shadow_blocks = split(splits.shadow_in[i])
+        model, _ = _train_in_blocks(task, cfg, data, shadow_blocks, epochs_per_block, role_seed(cfg, f"shadow_{i}"),
+                                    None, stage)
+        done[0] += 1
+        for j in range(blocks):
+            shadow_answers[j].append(task.respond(cfg, model, data, shadow_blocks[j][:n_eval]))
+        shadow_out.append(task.respond(cfg, model, data, splits.shadow_out[i][:n_eval]))
+    non = task.respond(cfg, victim, data, victim_out)
+    membership = np.r_[np.ones(n_eval, bool), np.zeros(n_eval, bool)]
+    primary = task.primary_attack()
+    rows = []
+    attack_sets = [build_attacks(task, cfg) for _ in range(blocks)]
+    with single_thread():  # one attack per block, fitted together (core.attacks.shadow_attacks.fit_attack_sets)
+        fit_attack_sets(attack_sets, [Responses.concat([r for pair in zip(shadow_answers[j], shadow_out) for r in pair])
+                                      for j in range(blocks)], np.concatenate([membership] * cfg.n_shadows))
+    for j, attacks in enumerate(attack_sets):
+        with single_thread():
+            target = Responses.concat([task.respond(cfg, victim, data, victim_blocks[j][:n_eval]), non])
+            out = score_attacks(attacks, target, membership)
+        rows.append({"block": j + 1, "attack_accuracy": out[primary].result.accuracy, "attack_auc": out[primary].result.auc,
+                     "accuracies": {n: o.result.accuracy for n, o in out.items()},
+                     "ape_members": float(target.ape[:n_eval].mean()), "ape_non_members": float(target.ape[n_eval:].mean())})
+    result = {"arch": cfg.arch, "blocks": rows, "curve": curve, "block_size": size, "epochs_per_block": epochs_per_block,
+              "n_eval_per_block": n_eval, "attack": primary}
+    cache.put_json(key, result, allow_nan=False)
+    return result
+
+
+# ---------------------------------------------------------------------------- verdicts
+@dataclass
+class Verdict:
+    """A computed finding: whether it holds for this run and the sentence that says so."""
+
+    holds: bool | None
+    text: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def verdict(rnn: list[float | None], ffnn: list[float | None], what: str = "attack accuracy",
+            margin: float = 0.0) -> Verdict:
+    """"RNN higher than FFNN" over paired points (epochs, blocks …), computed from the numbers."""
+    pairs = [(r, f) for r, f in zip(rnn, ffnn) if r is not None and f is not None]
+    if not pairs:
+        return Verdict(None, f"no paired {what} values to compare")
+    if len(pairs) == 1:
+        r, f = pairs[0]
+        holds = r - f > margin
+        return Verdict(holds, f"RNN {what} {r:.3f} vs FFNN {f:.3f}: {'higher' if holds else 'not higher'} "
+                              f"({r - f:+.3f})")
+    diff = np.array([r - f for r, f in pairs])
+    higher = int((diff > margin).sum())
+    holds = True if higher == len(pairs) else (False if higher == 0 else None)  # None: mixed
+    where = "at every point" if holds else f"at {higher} of {len(pairs)} points"
+    return Verdict(holds, f"RNN {what} higher than FFNN's {where}; mean difference {diff.mean():+.3f}")
+
+
+# ---------------------------------------------------------------------------- everything, both architectures
+ANALYSES = ("scatter", "vulnerability", "memorization", "overtraining", "mismatch", "exposure", "budget", "audit",
+            "slices")
+
+
+def analyze(configs: dict[str, ExperimentConfig], analyses: tuple[str, ...] = ANALYSES, progress=None,
+            cache: ArtifactCache | None = None, canaries: int = DEFAULT_CANARIES,
+            defense: tuple[str, float] | None = None, online_lira: int = 0, repeats: int = 1) -> dict[str, Any]:
+    """Run ``analyses`` for each architecture's config (``{"ffnn": cfg, "rnn": cfg}``) and compute
+    the verdicts that compare them. ``progress(stage, fraction)`` is told what runs.
+
+    With ``repeats`` = N ≥ 2 the analyses that compare FFNN with RNN (:data:`REPEATED`: the runs,
+    vulnerability, overtraining, memorization, as far as asked for) also run on repeats 1 … N−1
+    (:func:`core.analyses.repeats.repeat_config`: derived seeds, repeat r of both architectures on one
+    split; each cached) and ``repeats`` holds their paired verdicts (:func:`repeated_verdicts`);
+    everything else is repeat 0's, as without repeats.
+
+    Issue 22's views (:mod:`core.analyses.record_views`): ``exposure`` (both architectures; with ``defense``
+    = (mechanism, value) also the flips under that after-training defense), ``budget`` (with
+    ``online_lira`` = N > 0 also online LiRA's curve; its N models train once), ``audit``
+    (one canary run of ``canaries`` canaries per architecture, cached) and ``slices``."""
+    unknown = set(analyses) - set(ANALYSES)
+    if unknown:
+        raise ConfigError(f"unknown analyses {sorted(unknown)}; choose from {', '.join(ANALYSES)}")
+    if "exposure" in analyses and len(configs) != 2:
+        raise ConfigError("the exposure analysis compares two architectures: give both ffnn and rnn")
+    if "audit" in analyses and canaries < 2:
+        raise ConfigError(f"the audit needs at least 2 canaries, got {canaries}")
+    cache = cache or ArtifactCache()
+    say = progress or (lambda stage, fraction: None)
+    out: dict[str, Any] = {"task": next(iter(configs.values())).task, "archs": list(configs), "verdicts": {}}
+    summaries = {}
+    for arch, cfg in configs.items():
+        say(f"train & attack ({arch})", 0.0)
+        summaries[arch] = run_experiment(cfg, cache=cache, progress=lambda ev, a=arch: say(f"train & attack ({a})",
+                                                                                             ev.overall_fraction)).summary
+    if "scatter" in analyses:
+        out["scatter"] = {a: entropy_scatter(s) for a, s in summaries.items()}
+        out["most_exposed"] = {a: most_exposed(s) for a, s in summaries.items()}
+    if "vulnerability" in analyses:
+        out["vulnerability"] = {a: vulnerability(trained_models(configs[a], cache=cache), s) for a, s in summaries.items()}
+    for name, fn in (("memorization", memorization), ("overtraining", overtraining), ("mismatch", mismatch)):
+        if name in analyses:
+            out[name] = {}
+            for arch, cfg in configs.items():
+                stage = f"{name} ({arch})"
+                say(stage, 0.0)
+                out[name][arch] = fn(cfg, cache=cache, progress=lambda f, s=stage: say(s, f))
+    if "exposure" in analyses:
+        say("exposure", 0.0)
+        points = defended_points(configs, defense[0], defense[1], cache) if defense else None
+        out["exposure"] = exposure_view(configs, summaries, defended=points, repeats=cached_repeats(configs, cache))
+    if "budget" in analyses:
+        out["budget"] = {}
+        for arch, cfg in configs.items():
+            say(f"budget ({arch})", 0.0)
+            out["budget"][arch] = budget_view(cfg, cache=cache, online=online_lira)
+    if "audit" in analyses:
+        out["audit"] = audit_view(configs, summaries, canaries, cache, progress=say)
+    if "slices" in analyses:
+        out["slices"] = slices_view(configs, summaries)
+    out["verdicts"] = verdicts(out, summaries)
+    if repeats >= 2 and {"ffnn", "rnn"} <= set(configs):
+        per_repeat = [{"runs": summaries, **{n: out[n] for n in REPEATED if n in out}}]
+        for r in range(1, repeats):
+            rcfg = {a: repeat_config(c, r) for a, c in configs.items()}
+            per_repeat.append(_repeat_results(rcfg, [n for n in REPEATED if n in analyses], cache,
+                                              lambda stage, f, r=r: say(f"repeat {r + 1}/{repeats}: {stage}", f)))
+        out["repeats"] = repeated_verdicts(per_repeat, [repeat_config(configs["ffnn"], r).seed for r in range(repeats)])
+    return out
+
+
+def _repeat_results(configs: dict[str, ExperimentConfig], names: list[str], cache: ArtifactCache, say) -> dict[str, Any]:
+    """One repeat's data for the comparing analyses ``names`` (and its runs' summaries)."""
+    summaries = {}
+    for arch, cfg in configs.items():
+        say(f"train & attack ({arch})", 0.0)
+        summaries[arch] = run_experiment(cfg, cache=cache).summary
+    out: dict[str, Any] = {"runs": summaries}
+    if "vulnerability" in names:
+        out["vulnerability"] = {a: vulnerability(trained_models(configs[a], cache=cache), s) for a, s in summaries.items()}
+    for name, fn in (("memorization", memorization), ("overtraining", overtraining)):
+        if name in names:
+            out[name] = {}
+            for arch, cfg in configs.items():
+                say(f"{name} ({arch})", 0.0)
+                out[name][arch] = fn(cfg, cache=cache, progress=lambda f, st=f"{name} ({arch})": say(st, f))
+    return out
+
+
+#: the verdict each analysis computes, from that analysis' own data only (``runs``: the two
+#: architectures' summaries, i.e. the final attack accuracy of the runs every analysis starts from)
+VERDICT_OF = {"runs": "rnn_more_vulnerable", "scatter": "lower_member_entropy",
+              "vulnerability": "rnn_more_vulnerable_over_training", "memorization": "ffnn_forgets_early_blocks",
+              "overtraining": "overtraining_raises_ffnn_more", "mismatch": "mismatch_costs_little",
+              "audit": "audit_within_accountant"}
+
+
+def runs_verdict(summaries: dict[str, RunSummary | dict[str, Any]]) -> Verdict:
+    """RNN's final attack accuracy above the FFNN's (the runs' summaries)."""
+    def accuracy(s: RunSummary | dict[str, Any]) -> float:  # the one number this verdict reads
+        return s.attack.accuracy if isinstance(s, RunSummary) else s["attack"]["accuracy"]
+
+    return verdict([accuracy(summaries["rnn"])], [accuracy(summaries["ffnn"])], "final attack accuracy")
+
+
+def scatter_verdict(scatter: dict[str, dict[str, Any]]) -> Verdict:
+    """Members' mean APE below non-members' for both architectures (:func:`entropy_scatter` data)."""
+    gaps = {a: scatter[a]["mean_ape"]["non_members"] - scatter[a]["mean_ape"]["members"] for a in ("ffnn", "rnn")}
+    lower = all(g > 0 for g in gaps.values())
+    return Verdict(lower, "members' mean APE below non-members' for "
+                   + ("both architectures" if lower else "not both architectures")
+                   + f" (gap FFNN {gaps['ffnn']:+.3g}, RNN {gaps['rnn']:+.3g} nats)")
+
+
+def _checkpoint_accuracy(rows: list[dict[str, Any]]) -> dict[int, float]:
+    return {r["epoch"]: r["attack_accuracy"] for r in rows if r.get("attack_accuracy") is not None}
+
+
+def vulnerability_verdict(vuln: dict[str, dict[str, Any]]) -> Verdict:
+    """RNN's attack accuracy above the FFNN's at the shared checkpoint epochs (:func:`vulnerability` data)."""
+    f, r = _checkpoint_accuracy(vuln["ffnn"]["rows"]), _checkpoint_accuracy(vuln["rnn"]["rows"])
+    epochs = sorted(set(f) & set(r))
+    return verdict([r[e] for e in epochs], [f[e] for e in epochs], "attack accuracy per checkpoint epoch")
+
+
+def overtraining_rise(result: dict[str, Any]) -> tuple[int, int, float] | None:
+    """(from epoch, to epoch, rise) of one architecture's :func:`overtraining` data: the attack
+    accuracy at the last checkpoint minus that at the last checkpoint not after the best
+    validation epoch (the first checkpoint when none is). None when the best validation epoch is
+    the last one (no overtraining happened) or fewer than two checkpoints were attacked."""
+    acc = _checkpoint_accuracy(result["rows"])
+    best, last = result.get("best_val_epoch"), max(acc, default=None)
+    if best is None or last is None or len(acc) < 2 or best >= last:
+        return None
+    start = max((e for e in acc if e <= best), default=min(acc))
+    return start, last, acc[last] - acc[start]
+
+
+def overtraining_verdict(over: dict[str, dict[str, Any]]) -> Verdict:
+    """Paper 001 §5.2: past the best validation epoch the FFNN's attack accuracy keeps rising
+    (≈70 % → ≈90 %, its Fig. 1) while the RNN's rises by a small margin only (its Fig. 3).
+    Holds when the FFNN's rise (:func:`overtraining_rise`) is positive and larger than the RNN's,
+    computed from the :func:`overtraining` (longer) runs only."""
+    rise = {a: overtraining_rise(over[a]) for a in ("ffnn", "rnn")}
+    missing = [ARCH_NAMES[a] for a, v in rise.items() if v is None]
+    if missing:
+        return Verdict(None, f"no overtraining to compare for {' and '.join(missing)}: its best validation epoch is not "
+                             "before its last attacked checkpoint (or fewer than two checkpoints were attacked)")
+    (f0, f1, fr), (r0, r1, rr) = rise["ffnn"], rise["rnn"]
+    holds = fr > 0 and fr > rr
+    return Verdict(holds, f"past the best validation epoch the attack accuracy rose by {fr:+.3f} for the FFNN "
+                          f"(epoch {f0} → {f1}) and {rr:+.3f} for the RNN (epoch {r0} → {r1}): the FFNN's "
+                          f"{'rose more' if holds else 'did not rise more'}")
+
+
+def memorization_verdict(m: dict[str, dict[str, Any]]) -> Verdict:
+    """The FFNN forgets the first block (attack ≤ 0.55) and the RNN keeps more of it (:func:`memorization` data)."""
+    first = {a: m[a]["blocks"][0]["attack_accuracy"] for a in ("ffnn", "rnn")}
+    forgets = first["ffnn"] <= 0.55
+    keeps = first["rnn"] > 0.55 and first["rnn"] > first["ffnn"]  # above chance, not just above the FFNN
+    return Verdict(forgets and keeps, f"first block attacked at {first['ffnn']:.3f} (FFNN) vs {first['rnn']:.3f} (RNN); "
+                   f"the FFNN {'has' if forgets else 'has not'} forgotten it (≤ 0.55), the RNN "
+                   f"{'keeps more' if keeps else 'does not keep more'} of it")
+
+
+def mismatch_verdict(mm: dict[str, dict[str, Any]]) -> Verdict:
+    """Mismatched shadows cost the attack at most 0.05 accuracy for both architectures (:func:`mismatch` data)."""
+    drops = {}
+    for a in ("ffnn", "rnn"):
+        m = mm[a]
+        base = m["rows"][0]["accuracy"][m["attack"]]
+        drops[a] = max(base - r["accuracy"][m["attack"]] for r in m["rows"][1:])
+    little = all(d <= 0.05 for d in drops.values())
+    return Verdict(little, f"largest accuracy drop with mismatched shadows: FFNN {drops['ffnn']:+.3f}, "
+                           f"RNN {drops['rnn']:+.3f} ({'≤' if little else '>'} 0.05)")
+
+
+def audit_verdict(aud: dict[str, dict[str, Any]]) -> Verdict:
+    """An audited ε is a lower bound (95 %): on DP-SGD runs it must not exceed the accountant's
+    upper bound (RDP and PRV); on non-private runs there is nothing to check it against, and the
+    audited ε of each architecture is reported (a saturated bound — every guess right — is m's
+    ceiling, not the model's; :mod:`core.analyses.record_views`)."""
+    def g(x: float | None) -> str:
+        return "n/a" if x is None else f"{x:.3g}"
+
+    def line(a: str) -> str:
+        v = aud[a]
+        acc = v.get("accountant_epsilon")
+        text = f"{ARCH_NAMES[a]} audited ε {g(v['audited_epsilon'])}"
+        if acc:
+            text += f" vs accountant ε RDP {g(acc.get('rdp'))}, PRV {g(acc.get('prv'))}"
+        return text + (" (saturated: the ceiling of m canaries)" if v["audit"].get("saturated") else "")
+
+    private = [a for a in ("ffnn", "rnn") if aud[a].get("accountant_epsilon")]
+    text = "; ".join(line(a) for a in ("ffnn", "rnn"))
+    if not private:
+        return Verdict(None, f"no accountant to check against (non-private runs): {text}; each a 95 % lower bound")
+    within = all(aud[a]["audited_epsilon"] <= min((e for e in aud[a]["accountant_epsilon"].values() if e is not None),
+                                                  default=float("inf")) for a in private)
+    return Verdict(within, f"{text} — the audit {'stays within' if within else 'EXCEEDS'} the accountant")
+
+
+# ---------------------------------------------------------------------------- verdicts over repeats
+def _runs_pair(summaries: dict[str, RunSummary | dict[str, Any]]) -> tuple[float, float] | None:
+    def accuracy(s: RunSummary | dict[str, Any]) -> float:
+        return s.attack.accuracy if isinstance(s, RunSummary) else s["attack"]["accuracy"]
+
+    return accuracy(summaries["ffnn"]), accuracy(summaries["rnn"])
+
+
+def _vulnerability_pair(vuln: dict[str, dict[str, Any]]) -> tuple[float, float] | None:
+    """Each architecture's attack accuracy averaged over the checkpoint epochs both attacked."""
+    f, r = _checkpoint_accuracy(vuln["ffnn"]["rows"]), _checkpoint_accuracy(vuln["rnn"]["rows"])
+    epochs = sorted(set(f) & set(r))
+    if not epochs:
+        return None
+    return float(np.mean([f[e] for e in epochs])), float(np.mean([r[e] for e in epochs]))
+
+
+def _overtraining_pair(over: dict[str, dict[str, Any]]) -> tuple[float, float] | None:
+    rise = {a: overtraining_rise(over[a]) for a in ("ffnn", "rnn")}
+    if any(v is None for v in rise.values()):
+        return None
+    return rise["ffnn"][2], rise["rnn"][2]
+
+
+def _memorization_pair(m: dict[str, dict[str, Any]]) -> tuple[float, float] | None:
+    return m["ffnn"]["blocks"][0]["attack_accuracy"], m["rnn"]["blocks"][0]["attack_accuracy"]
+
+
+#: the analyses that compare FFNN with RNN, as one number per architecture and repeat: analysis →
+#: (the (FFNN, RNN) pair from that analysis' data of one repeat, or None where it has none; the
+#: sign the studies predict for FFNN − RNN; what the number is). The verdict over repeats is
+#: core.measurement.stats' three-valued one on the paired difference (holds / reversed / inconclusive).
+REPEATED: dict[str, tuple[Any, int, str]] = {
+    "runs": (_runs_pair, -1, "final attack accuracy"),
+    "vulnerability": (_vulnerability_pair, -1, "attack accuracy averaged over the shared checkpoint epochs"),
+    "overtraining": (_overtraining_pair, +1, "rise of the attack accuracy past the best validation epoch"),
+    "memorization": (_memorization_pair, -1, "attack accuracy on the first block learned"),
+}
+
+
+def repeated_verdicts(per_repeat: list[dict[str, Any]], seeds: list[int] | None = None) -> dict[str, Any]:
+    """The comparing analyses' verdicts over N repeats: ``per_repeat[r]`` holds repeat r's data
+    (``runs``: both architectures' summaries; and any of :data:`REPEATED`'s analyses). Per analysis
+    present in every repeat with a number for each, the paired comparison FFNN − RNN by repeat
+    (:func:`core.measurement.stats.compare`: mean difference d̄ with its Student-t 95 % interval, paired t and
+    sign-flip p-values, d_z) and the verdict on the studies' direction — *holds* (the interval
+    excludes 0 on the predicted side), *reversed* (on the other), *inconclusive* — keyed by
+    :data:`VERDICT_OF`, with N, the per-repeat values and what the number is. An analysis some
+    repeat lacks a number for (e.g. no overtraining happened) is listed under ``missing``."""
+    n = len(per_repeat)
+    out: dict[str, Any] = {"n": n, "seeds": list(seeds) if seeds else None, "verdicts": {}, "missing": {}}
+    for name, (pair_of, expected, what) in REPEATED.items():
+        if not all(name in r for r in per_repeat):
+            continue
+        pairs = [pair_of(r[name]) for r in per_repeat]
+        if any(p is None for p in pairs):
+            out["missing"][VERDICT_OF[name]] = (f"{sum(p is None for p in pairs)} of {n} repeats have no {what}")
+            continue
+        comp = paired_compare(name, [p[0] for p in pairs], [p[1] for p in pairs], expected)
+        out["verdicts"][VERDICT_OF[name]] = {"analysis": name, "what": what, "n": n, **comp.to_dict()}
+    return out
+
+
+def repeated_verdict_sentence(v: dict[str, Any]) -> str:
+    """One line for a verdict of :func:`repeated_verdicts`: the value, FFNN − RNN with its 95 %
+    interval, N and the p-values (what the pages and reports print)."""
+    d, verdict_ = v["difference"], v.get("verdict") or {}
+    diff = d["diff"]
+    ci = (f"[{diff['ci_low']:+.3f}, {diff['ci_high']:+.3f}]" if diff.get("ci_low") is not None else "(no interval)")
+    p = f"; p = {d['p_t']:.3f} (paired t), {d['p_permutation']:.3f} (sign flip)" if d.get("p_t") is not None else ""
+    return (f"**{verdict_.get('value', 'no hypothesis')}** — {v['what']}: FFNN − RNN {diff['mean']:+.3f} "
+            f"95 % CI {ci}, N = {v['n']} repeats{p}")
+
+
+_VERDICT_FUNCTIONS = {"scatter": scatter_verdict, "vulnerability": vulnerability_verdict,
+                      "memorization": memorization_verdict, "overtraining": overtraining_verdict,
+                      "mismatch": mismatch_verdict, "audit": audit_verdict}
+
+
+def verdicts(results: dict[str, Any], summaries: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The studies' findings, each checked on the data of its own analysis (``VERDICT_OF``):
+    ``results[name]`` feeds the verdict of ``name`` and nothing else (needs both architectures)."""
+    if not {"ffnn", "rnn"} <= set(summaries):
+        return {}
+    out = {VERDICT_OF["runs"]: runs_verdict(summaries).to_dict()}
+    for name, fn in _VERDICT_FUNCTIONS.items():
+        data = results.get(name)
+        if data and {"ffnn", "rnn"} <= set(data):
+            out[VERDICT_OF[name]] = fn(data).to_dict()
+    return out

@@ -1,0 +1,134 @@
+"""Comparison at matched utility by construction (``match_utility``), above the pipeline.
+
+The studies compared FFNN and RNN after tuning both to a similar converged utility. Here each
+architecture trains until its victim's validation utility first reaches a target, then stops:
+
+1. the full run of the config (cached as usual) records the victim's validation utility after
+   every epoch (``per_epoch[].utility_val``);
+2. the target is a number, or ``lower``: the lower of the two architectures' final validation
+   utilities (per repeat: repeat r of FFNN and RNN share their split);
+3. e* = the first epoch whose validation utility is ≥ the target; the *stopped run* is the same
+   config with ``epochs = e*`` (checkpoints beyond e* dropped), an ordinary cached run whose
+   victim **and shadows** train e* epochs — the attacker copies the victim's recipe, stopping
+   epoch included. Training is seeded per role and has no schedule depending on the epoch count,
+   so the stopped victim is the full run's epoch-e* model; its own measured utility is reported
+   (``utility_at_stop``) and checked against the target.
+
+An architecture that never reaches the target is compared at its final epoch and marked
+``reached: false``. Known limit: the shadows stop at the victim's e*, not at an epoch of their own
+(the pipeline measures utility for the victim only).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import TYPE_CHECKING, Any, Sequence
+
+from core.experiment.cache import ArtifactCache
+from core.foundations.config import ExperimentConfig
+from core.foundations.errors import ConfigError
+from core.experiment.pipeline import run_experiment
+from core.foundations.progress import ProgressCallback
+from core.analyses.repeats import _RepeatProgress, comparison_json, repeat_configs
+from core.experiment.results import RunSummary
+
+if TYPE_CHECKING:
+    from core.experiment.executor import Executor
+
+
+def utility_curve(summary: RunSummary | dict[str, Any]) -> list[tuple[int, float]]:
+    """(epoch, validation utility) of the victim after every epoch that measured it."""
+    return [(r.epoch, float(r.utility_val)) for r in RunSummary.coerce(summary).per_epoch
+            if r.utility_val is not None and math.isfinite(float(r.utility_val))]
+
+
+def first_epoch_reaching(summary: RunSummary | dict[str, Any], target: float) -> int | None:
+    """The first epoch whose validation utility is ≥ ``target`` (None if none is)."""
+    for epoch, value in utility_curve(summary):
+        if value >= target:
+            return epoch
+    return None
+
+
+def stopped_config(cfg: ExperimentConfig, epoch: int) -> ExperimentConfig:
+    """``cfg`` trained for ``epoch`` epochs (checkpoints after it dropped; orchestration fields off)."""
+    if not 1 <= epoch <= cfg.epochs:
+        raise ValueError(f"stopping epoch {epoch} outside 1..{cfg.epochs}")
+    return dataclasses.replace(cfg, epochs=epoch, attack_epochs=tuple(e for e in cfg.attack_epochs if e <= epoch),
+                               match_utility="off", repeats=1).validate()
+
+
+def resolve_target(match_utility: str, finals: dict[str, float]) -> float:
+    """The target utility: the number, or (``lower``) the lower of the final utilities ``finals``."""
+    if match_utility == "lower":
+        return min(finals.values())
+    try:
+        target = float(match_utility)
+    except ValueError:
+        raise ConfigError(f"match_utility must be off, lower or a number, got {match_utility!r}") from None
+    if not math.isfinite(target):
+        raise ConfigError(f"match_utility must be a finite number, got {match_utility!r}")
+    return target
+
+
+def stopping_point(summary: RunSummary | dict[str, Any], target: float) -> dict[str, Any]:
+    """Where the run ``summary`` stops for ``target``: ``epoch``, ``reached``, the full run's final
+    utility and epochs."""
+    run = RunSummary.coerce(summary)
+    epoch = first_epoch_reaching(run, target)
+    final_epoch = int(run.config["epochs"])
+    return {"epoch": epoch if epoch is not None else final_epoch, "reached": epoch is not None,
+            "final_epoch": final_epoch, "final_utility": run.utility.val}
+
+
+def run_matched(configs: dict[str, ExperimentConfig], progress: ProgressCallback | None = None,
+                cache: ArtifactCache | None = None, executor: "Executor | None" = None) -> dict[str, Any]:
+    """FFNN and RNN at matched utility (``configs[a].match_utility``), repeat by repeat.
+
+    Returns ``{"match_utility", "metric", "repeats": [{"repeat", "seed", "target", arch: {epoch,
+    reached, final_epoch, final_utility, utility_at_stop, config_hash}}], "comparison"}`` where
+    ``comparison`` is :func:`core.analyses.repeats.comparison_json` of the stopped runs.
+    """
+    cache = cache or ArtifactCache()
+    mode = configs["ffnn"].match_utility
+    if mode == "off" or configs["rnn"].match_utility != mode:
+        raise ConfigError("match_utility must be set (a number or lower), the same for both architectures")
+    per = {a: repeat_configs(c) for a, c in configs.items()}
+    n = len(per["ffnn"])
+    bar = _RepeatProgress(4 * n, progress, lambda i: f"repeat {i // 4 + 1}/{n} "
+                                                     f"{('FFNN full', 'RNN full', 'FFNN stopped', 'RNN stopped')[i % 4]}")
+    rows, stopped = [], {"ffnn": [], "rnn": []}
+    for r in range(n):
+        full = {}
+        for j, arch in enumerate(("ffnn", "rnn")):
+            full[arch] = run_experiment(per[arch][r], bar.for_run(4 * r + j), cache, executor).summary
+            bar.done(full[arch])
+        target = resolve_target(mode, {a: float(s["utility"]["val"]) for a, s in full.items()})
+        row: dict[str, Any] = {"repeat": r, "seed": per["ffnn"][r].seed, "target": target}
+        for j, arch in enumerate(("ffnn", "rnn")):
+            point = stopping_point(full[arch], target)
+            summary = run_experiment(stopped_config(per[arch][r], point["epoch"]), bar.for_run(4 * r + 2 + j), cache,
+                                     executor).summary
+            bar.done(summary)
+            row[arch] = {**point, "utility_at_stop": summary["utility"]["val"], "config_hash": summary["config_hash"]}
+            stopped[arch].append(summary)
+        rows.append(row)
+    return {"match_utility": mode, "metric": stopped["ffnn"][0]["utility"]["metric"], "repeats": rows,
+            "comparison": comparison_json(stopped["ffnn"], stopped["rnn"])}
+
+
+def matched_plan(full: dict[str, Sequence[RunSummary | dict[str, Any]]], configs: dict[str, ExperimentConfig]
+                 ) -> list[dict[str, Any]]:
+    """For pages: per repeat, the target and each architecture's stopping point and stopped config,
+    from the full runs' summaries ``full[arch][r]`` (nothing is trained here)."""
+    mode = configs["ffnn"].match_utility
+    per = {a: repeat_configs(c) for a, c in configs.items()}
+    plan = []
+    for r in range(len(full["ffnn"])):
+        target = resolve_target(mode, {a: float(RunSummary.coerce(full[a][r]).utility.val) for a in ("ffnn", "rnn")})
+        row: dict[str, Any] = {"repeat": r, "target": target}
+        for arch in ("ffnn", "rnn"):
+            point = stopping_point(full[arch][r], target)
+            row[arch] = {**point, "config": stopped_config(per[arch][r], point["epoch"])}
+        plan.append(row)
+    return plan

@@ -1,0 +1,323 @@
+"""Issue 22's four views on cached runs: per-record exposure FFNN vs RNN (and flips under a
+defense), the attacker's reference budget, an audited ε beside the accountant's, and
+vulnerability per slice. The math is in the pure modules :mod:`core.measurement.exposure`,
+:mod:`core.measurement.budget`, :mod:`core.measurement.audit` and :mod:`core.measurement.slices`; this module feeds them the cached
+summaries and models and returns JSON-able dicts (the CLI's ``analyze`` writes them, the
+Analyses page draws them).
+
+Every view but the audit reads what the runs already cached: the per-record scores in each
+summary (``records.scores``), the shadows' answers (LiRA/RMIA's references) and the defended
+points of the Defenses page. Nothing retrains, except the audit's one canary run per
+(config, m, seed), trained once and cached.
+
+**The same records.** FFNN and RNN of a preset share the seed, ``n_train``, ``n_eval``, the data
+source and so the split (:func:`core.experiment.pipeline.make_splits`): record i of one summary is record i
+of the other. :func:`evaluated_records` recomputes both splits and refuses a pair that differs.
+
+**The audit's canary run** (Steinke, Nasr & Jagielski 2023; :mod:`core.measurement.audit`): m canaries are
+drawn (seeded) from the victim's half among records neither its members nor its non-members; the
+task turns them into canaries (:meth:`core.tasks.base.Task.canary_data`: image = mislabeled images);
+each is included with probability ½ (seeded coin flips); one model of the victim's recipe (same
+config: DP-SGD included, same seed) trains on the victim's members plus the included canaries.
+The auditor's score of a canary is minus the model's mean loss on it. The run's own accountant ε
+(Opacus RDP/PRV of *this* run's steps: its q counts the canaries) is reported beside the audited
+bound, and so is the attack-derived ε̂ of the cached run (:func:`core.measurement.metrics.empirical_epsilon`).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from core.measurement.audit import audit
+from core.measurement.budget import budget_curve
+from core.experiment.cache import ArtifactCache
+from core.foundations.config import MAX_REPEATS, ExperimentConfig
+from core.defenses.defender import DefenseSpec, Defender
+from core.training.dpsgd import report as privacy_report
+from core.foundations.errors import ConfigError, MIAError
+from core.measurement.exposure import EXPOSURE_FPRS, flips, quadrants
+from core.measurement.metrics import empirical_epsilon
+from core.experiment.pipeline import cached_summary, trained_models
+from core.experiment.reference_attacks import (LIRA_ONLINE, fit_reference_attacks, lira_scores, online_references,
+    reference_inputs, score_reference_attacks)
+from core.analyses.repeats import repeat_config
+from core.experiment.roles import is_cached, make_splits, role_seed, train_model
+from core.measurement.slices import MIN_SLICE_RECORDS, slice_metrics
+from core.tasks import get_task
+
+#: the strongest attacks, in order of preference when a run has them
+STRONGEST = ("lira", "rmia")
+#: default number of audit canaries
+DEFAULT_CANARIES = 100
+
+
+# ---------------------------------------------------------------------------- the same records
+def evaluated_records(cfg: ExperimentConfig) -> np.ndarray:
+    """Dataset indices of the victim's balanced evaluation set of ``cfg`` (members first)."""
+    task = get_task(cfg.task)
+    return make_splits(cfg, task.load(cfg)).eval_index
+
+
+def check_same_records(configs: dict[str, ExperimentConfig]) -> np.ndarray:
+    """The evaluated records shared by every config; :class:`ConfigError` when they differ."""
+    indices = {arch: evaluated_records(cfg) for arch, cfg in configs.items()}
+    first_arch, first = next(iter(indices.items()))
+    for arch, idx in indices.items():
+        if not np.array_equal(idx, first):
+            raise ConfigError(f"{arch} and {first_arch} evaluate different records (seed, n_train, n_eval or data "
+                              "differ): per-record comparisons need the same split")
+    return first
+
+
+def strongest_attack(summaries: dict[str, dict[str, Any]]) -> str:
+    """LiRA or RMIA, whichever has the higher AUC averaged over the runs (the task's primary
+    attack when a run has neither)."""
+    names = [n for n in STRONGEST if all(n in s["records"]["scores"] for s in summaries.values())]
+    if not names:
+        return next(iter(summaries.values()))["attack"]["name"]
+    return max(names, key=lambda n: np.mean([s["attacks"][n]["auc"] for s in summaries.values()]))
+
+
+def _scores(values: list[Any], what: str) -> np.ndarray:
+    if any(v is None for v in values):
+        raise ConfigError(f"{what} has records without a score (an attack with no usable reference)")
+    return np.asarray(values, np.float64)
+
+
+# ---------------------------------------------------------------------------- 1. exposure
+def defended_points(configs: dict[str, ExperimentConfig], mechanism: str, value: float,
+                    cache: ArtifactCache | None = None) -> dict[str, dict[str, Any]]:
+    """The Defenses page's point (naive attacker, no utility: the slider's fast path) of each config."""
+    return {arch: Defender(trained_models(cfg, cache=cache), cache).point(DefenseSpec(mechanism, value), "naive",
+                                                                            utility=False)
+            for arch, cfg in configs.items()}
+
+
+def cached_repeats(configs: dict[str, ExperimentConfig], cache: ArtifactCache | None = None
+                   ) -> list[dict[str, dict[str, Any]]]:
+    """The cached repeats r ≥ 1 of the configs (:func:`core.analyses.repeats.repeat_config`: the same config
+    with a derived seed, shared by both architectures) as ``{arch: summary}`` pairs, where every
+    architecture's repeat r is cached: the independent repeats the exposure quadrants take an
+    interval over. Nothing trains."""
+    out = []
+    for r in range(1, MAX_REPEATS):
+        pair = {arch: cached_summary(repeat_config(cfg, r), cache) for arch, cfg in configs.items()}
+        if all(s is not None for s in pair.values()):
+            out.append(pair)
+    return out
+
+
+def exposure_view(configs: dict[str, ExperimentConfig], summaries: dict[str, dict[str, Any]], attack: str | None = None,
+                  fprs: tuple[float, ...] = EXPOSURE_FPRS, defended: dict[str, dict[str, Any]] | None = None,
+                  repeats: list[dict[str, dict[str, Any]]] | None = None) -> dict[str, Any]:
+    """Per-record exposure of the same records under two architectures (``{"ffnn": …, "rnn": …}``):
+    scores, loss and entropy per record, the quadrants at each FPR (with ``repeats`` — pairs of
+    summaries of other seeds, :func:`cached_repeats` — also a t interval of each count over the
+    repeats), and with ``defended`` (points of :func:`defended_points`) the members that stop /
+    start being exposed under the defense."""
+    if len(configs) != 2:
+        raise ConfigError("the exposure view compares two architectures: give both ffnn and rnn")
+    records = check_same_records(configs)
+    (a, sa), (b, sb) = summaries.items()
+    attack = attack or strongest_attack(summaries)
+    for arch, s in summaries.items():
+        if attack not in s["records"]["scores"]:
+            raise ConfigError(f"the {arch} run has no per-record scores of {attack!r}")
+    member = np.asarray(sa["records"]["membership"], bool)
+    if not np.array_equal(member, np.asarray(sb["records"]["membership"], bool)) or len(member) != len(records):
+        raise ConfigError("the two runs' per-record tables do not describe the same records")
+    scores = {arch: _scores(s["records"]["scores"][attack], f"{arch} {attack}") for arch, s in summaries.items()}
+    out: dict[str, Any] = {
+        "attack": attack, "archs": [a, b], "records": [int(i) for i in records], "membership": member.tolist(),
+        "scores": {k: v.tolist() for k, v in scores.items()},
+        "cross_entropy": {arch: s["records"]["cross_entropy"] for arch, s in summaries.items()},
+        "ape": {arch: s["records"]["ape"] for arch, s in summaries.items()},
+    }
+    triples, seeds = [], []
+    for pair in repeats or []:
+        if attack in pair[a]["records"]["scores"] and attack in pair[b]["records"]["scores"]:
+            triples.append((_scores(pair[a]["records"]["scores"][attack], "repeat"),
+                            _scores(pair[b]["records"]["scores"][attack], "repeat"),
+                            np.asarray(pair[a]["records"]["membership"], bool)))
+            seeds.append(int(pair[a]["config"]["seed"]))
+    out["repeat_seeds"] = seeds
+    out["quadrants"] = {str(f): quadrants(scores[a], scores[b], member, f, a, b, triples).to_dict() for f in fprs}
+    if defended:
+        out["defense"] = {"mechanism": next(iter(defended.values()))["mechanism"],
+                          "value": next(iter(defended.values()))["value"], "attacker": "naive"}
+        out["flips"] = {}
+        for arch, point in defended.items():
+            rec = point.get("records") or {}
+            if attack not in rec.get("scores", {}):
+                raise ConfigError(f"the defended {arch} point has no per-record {attack!r} scores")
+            d = _scores(rec["scores"][attack], f"defended {arch} {attack}")
+            out["flips"][arch] = {str(f): flips(scores[arch], d, member, f).to_dict() for f in fprs}
+    return out
+
+
+# ---------------------------------------------------------------------------- 2. reference budget
+def budget_view(cfg: ExperimentConfig, resamples: int = 8, cache: ArtifactCache | None = None,
+                online: int = 0) -> dict[str, Any]:
+    """Offline LiRA and RMIA with 2, 4, … up to all shadows as references (each budget refitted
+    on its own subset: σ²_out, RMIA's a and T, the calibration), AUC and TPR at 1 % / 0.1 % FPR with
+    their spread over which references were used (:func:`core.measurement.budget.budget_curve`). With
+    ``online`` = N > 0 also online LiRA over subsets of its N IN/OUT models plus the shadows
+    (:func:`core.experiment.reference_attacks.online_references`: the N models train once, on request, cached);
+    a record with no IN model in a subset gets the offline test there, as :func:`lira_scores` does."""
+    cache = cache or ArtifactCache()
+    models = trained_models(cfg, cache=cache)
+    inputs = reference_inputs(models, cache)
+    if inputs is None:
+        raise ConfigError("the reference budget needs at least 2 shadows (n_shadows ≥ 2)")
+    n = len(inputs.references)
+    member = models.eval_membership
+    memo: dict[tuple[int, ...], dict[str, np.ndarray]] = {}
+
+    def scores(sub: tuple[int, ...]) -> dict[str, np.ndarray]:
+        if sub not in memo:
+            chosen = inputs if len(sub) == n else inputs.subset(sub)
+            outcome = score_reference_attacks(fit_reference_attacks(chosen), chosen.target, member)
+            memo[sub] = {name: o.scores for name, o in outcome.items()}
+        return memo[sub]
+
+    curves = {name: budget_curve(name, lambda sub, name=name: scores(sub)[name], n, member, resamples=resamples,
+                                 seed=cfg.seed, minimum=2).to_dict() for name in STRONGEST}
+    if online:
+        refs, in_mask = online_references(models, online, cache)
+        target = models.victim.responses[cfg.epochs]
+        curves[LIRA_ONLINE] = budget_curve(
+            LIRA_ONLINE, lambda sub: lira_scores(target, [refs[j] for j in sub], in_mask=in_mask[list(sub)]),
+            len(refs), member, resamples=resamples, seed=cfg.seed, minimum=2).to_dict()
+    return {"arch": cfg.arch, "n_shadows": n, "online_models": int(online), "resamples": resamples, "curves": curves,
+            "note": "lira and rmia: the shadows as (OUT) references; lira_online: its IN/OUT models plus the shadows; "
+                    "every attack needs two references (LiRA's variance, RMIA's calibration), so budgets start at 2"}
+
+
+# ---------------------------------------------------------------------------- 3. audited ε
+def canary_audit(cfg: ExperimentConfig, m: int = DEFAULT_CANARIES, seed: int = 0, cache: ArtifactCache | None = None,
+                 progress: Callable[[float], None] | None = None) -> dict[str, Any]:
+    """The one-run audit of ``cfg``'s recipe with ``m`` canaries (module docstring); cached under
+    (training hash, m, seed), so it trains once."""
+    cache = cache or ArtifactCache()
+    key = cache.key("analysis", cfg.training_hash, "audit", int(m), int(seed))
+    stored = cache.get_json(key)
+    if isinstance(stored, dict) and "audit" in stored and stored.get("m") == m:
+        return stored
+    task = get_task(cfg.task)
+    data = task.load(cfg)
+    splits = make_splits(cfg, data)
+    free = np.setdiff1d(data.victim_pool, np.r_[splits.victim_members, splits.victim_nonmembers])
+    if not 2 <= m <= len(free):
+        raise ConfigError(f"audit canaries must lie in 2..{len(free)} (the victim's unused records), got {m}")
+    rng = np.random.default_rng([cfg.seed, 0xCA7A, int(m), int(seed)])
+    canaries = np.sort(rng.choice(free, m, replace=False)).astype(np.int64)
+    included = rng.random(m) < 0.5
+    canary_data = task.canary_data(cfg, data, canaries, rng)
+    records: list[Any] = []
+    model = train_model(task, cfg, canary_data, np.r_[splits.victim_members, canaries[included]].astype(np.int64),
+                        role_seed(cfg, "victim"), on_progress=progress, on_record=records.append)
+    answers = task.respond(cfg, model, canary_data, canaries, record_features=False)
+    scores = -np.asarray(answers.mean_cross_entropy, np.float64)
+    delta = float(cfg.dp_delta)
+    result = audit(scores, included, delta)
+    privacy = records[0].privacy if records and records[0].privacy else None
+    out = {
+        "arch": cfg.arch, "m": int(m), "seed": int(seed), "delta": delta, "design": task.canary_design,
+        "canaries": canaries.tolist(), "included": included.tolist(), "scores": [float(v) for v in scores],
+        "audit": result.to_dict(), "private": cfg.private,
+        "accountant": privacy_report(privacy, delta) if privacy else None,
+        "utility_val": float(task.utility(cfg, model, data, splits.victim_nonmembers)),
+        "n_train": int(len(splits.victim_members) + included.sum()),
+    }
+    cache.put_json(key, out, allow_nan=False)
+    return out
+
+
+def audit_view(configs: dict[str, ExperimentConfig], summaries: dict[str, dict[str, Any]], m: int = DEFAULT_CANARIES,
+               cache: ArtifactCache | None = None, progress: Callable[[str, float], None] | None = None) -> dict[str, Any]:
+    """Per architecture: the audited ε of a canary run, its accountant ε (DP-SGD runs; None
+    otherwise: no guarantee to compare) and the attack-derived ε̂ of the cached run."""
+    return {arch: audit_beside(canary_audit(cfg, m, cache=cache, progress=(lambda f, a=arch: progress(f"audit ({a})", f))
+                                            if progress else None), summaries[arch])
+            for arch, cfg in configs.items()}
+
+
+def audit_beside(entry: dict[str, Any], summary: dict[str, Any]) -> dict[str, Any]:
+    """A :func:`canary_audit` result with the numbers it is read against: its audited ε, its
+    accountant ε (RDP, PRV; None when not private) and the cached run's attack-derived ε̂."""
+    primary = summary["attack"]["name"]
+    member = np.asarray(summary["records"]["membership"], bool)
+    hat = empirical_epsilon(_scores(summary["records"]["scores"][primary], primary), member)
+    acc = entry["accountant"] or {}
+    return {**entry, "audited_epsilon": entry["audit"]["epsilon"],
+            "accountant_epsilon": {k: acc.get("epsilons", {}).get(k) for k in ("rdp", "prv")} if acc else None,
+            "attack_epsilon_lower_bound": hat["lower_bound"], "attack": primary}
+
+
+# ---------------------------------------------------------------------------- 4. slices
+def slice_labels(cfg: ExperimentConfig, records: np.ndarray, summary: dict[str, Any]) -> dict[str, list[str]]:
+    """The task's slicings of the evaluated ``records`` (:meth:`core.tasks.base.Task.slice_labels`:
+    image — class; translation — source length and frequency of the source's rarest word, in
+    terciles; navigation — the query episode's length in terciles)."""
+    task = get_task(cfg.task)
+    labels = task.slice_labels(cfg, task.load(cfg), records, summary)
+    if not labels:
+        raise ConfigError(f"the {cfg.task} task defines no slicing of its records")
+    return labels
+
+
+def slices_view(configs: dict[str, ExperimentConfig], summaries: dict[str, dict[str, Any]], attack: str | None = None,
+                min_records: int = MIN_SLICE_RECORDS) -> dict[str, Any]:
+    """Attack metrics per slice, per architecture (the same slices when the records are the same)."""
+    attack = attack or strongest_attack(summaries)
+    out: dict[str, Any] = {"attack": attack, "min_records": min_records, "archs": {}}
+    for arch, cfg in configs.items():
+        s = summaries[arch]
+        records = evaluated_records(cfg)
+        member = np.asarray(s["records"]["membership"], bool)
+        scores = _scores(s["records"]["scores"][attack], f"{arch} {attack}")
+        out["archs"][arch] = {name: [r.to_dict() for r in slice_metrics(name, labels, scores, member, min_records,
+                                                                        seed=cfg.seed)]
+                              for name, labels in slice_labels(cfg, records, s).items()}
+    return out
+
+
+# ---------------------------------------------------------------------------- the run report's views
+def report_views(configs: dict[str, ExperimentConfig], summaries: dict[str, dict[str, Any]],
+                 cache: ArtifactCache | None = None, budget: bool = True) -> dict[str, Any]:
+    """The per-record views a run report shows (:func:`core.views.report.run_report`), from what is cached
+    only — nothing trains: ``exposure`` (both architectures, with the cached repeats' intervals),
+    ``budget`` (each architecture with ≥ 2 shadows whose models are all still cached; with
+    ``budget`` False left out, as it refits LiRA and RMIA per subset) and ``slices``. A view the
+    runs cannot give (any :class:`MIAError` of its computation) is under ``skipped`` with the reason:
+    the report is still written."""
+    cache = cache or ArtifactCache()
+    out: dict[str, Any] = {"skipped": {}}
+    if len(configs) == 2:
+        try:
+            out["exposure"] = exposure_view(configs, summaries, repeats=cached_repeats(configs, cache))
+        except MIAError as exc:
+            out["skipped"]["exposure"] = str(exc)
+    else:
+        out["skipped"]["exposure"] = "compares two architectures: report on both ffnn and rnn"
+    if budget:
+        budgets = {}
+        for arch, cfg in configs.items():
+            roles = ["victim", *(f"shadow_{i}" for i in range(cfg.n_shadows))]
+            if cfg.n_shadows < 2:
+                out["skipped"][f"budget ({arch})"] = "needs at least 2 shadows as references (n_shadows ≥ 2)"
+            elif not all(is_cached(cfg, role, cache) for role in roles):
+                out["skipped"][f"budget ({arch})"] = "the run's models are no longer cached (rerun it to refit)"
+            else:
+                try:
+                    budgets[arch] = budget_view(cfg, cache=cache)
+                except MIAError as exc:
+                    out["skipped"][f"budget ({arch})"] = str(exc)
+        if budgets:
+            out["budget"] = budgets
+    try:
+        out["slices"] = slices_view(configs, summaries)
+    except MIAError as exc:
+        out["skipped"]["slices"] = str(exc)
+    return out

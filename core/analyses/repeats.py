@@ -1,0 +1,424 @@
+"""Repeats of an experiment and the FFNN-vs-RNN comparison with intervals (above the pipeline).
+
+Repeat r of a config (``cfg.repeats`` of them) is the config with seed
+:func:`repeat_seed` (``cfg.seed``, r): repeat 0 *is* the config (so runs cached before repeats
+existed are repeat 0), repeat r > 0 a seed derived by numpy's ``SeedSequence([seed, r])`` (a
+hash: no two repeats of nearby seeds collide by arithmetic). The seed moves everything the
+pipeline seeds — the member/non-member split (:func:`core.experiment.pipeline.make_splits`), the shadows'
+draws, initialisation and batch order (:func:`core.experiment.pipeline.role_seed`). Each repeat is an
+ordinary run, cached under its own hash, so raising N trains only the new repeats.
+
+Repeat r of the FFNN and repeat r of the RNN get the same derived seed, hence the same data
+split: their difference is **paired** (:func:`core.measurement.stats.paired_difference`).
+
+Headline metrics (:data:`HEADLINE`) are read from each repeat's summary and reported as a mean
+with a 95 % Student-t interval across repeats (:func:`core.measurement.stats.mean_interval`); within one run
+the primary attack's AUC and TPR at low FPR also get a stratified bootstrap over the evaluation
+records (:func:`within_run`).
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+import numpy as np
+
+from core.experiment.cache import ArtifactCache
+from core.foundations.config import MAX_REPEATS, ExperimentConfig
+from core.defenses.defender import defend
+from core.foundations.errors import ConfigError
+from core.measurement.metrics import empirical_epsilon, resolution
+from core.experiment.pipeline import cached_summary, run_experiment, trained_models
+from core.foundations.progress import ProgressCallback, ProgressEvent
+from core.experiment.results import RunSummary, runs
+from core.measurement.stats import (Comparison, Estimate, bootstrap_metric, compare, interval_from_moments,
+    mean_interval, roc_band_repeats)
+from core.tasks import get_task
+
+if TYPE_CHECKING:
+    from core.experiment.executor import Executor
+
+
+def repeat_seed(seed: int, r: int) -> int:
+    """The seed of repeat ``r`` of a config seeded ``seed``: ``seed`` itself for r = 0, else the
+    first 32-bit word of ``SeedSequence([seed, r])`` (in the config's seed range [0, 2**32))."""
+    if r < 0:
+        raise ValueError("repeat index must be ≥ 0")
+    if r == 0:
+        return int(seed)
+    return int(np.random.SeedSequence([int(seed), int(r)]).generate_state(1, np.uint32)[0])
+
+
+def repeat_config(cfg: ExperimentConfig, r: int) -> ExperimentConfig:
+    """Repeat ``r`` of ``cfg``: the same config with :func:`repeat_seed`, ``repeats = 1`` and
+    ``match_utility`` off (each repeat is one ordinary run; neither field is hashed)."""
+    return dataclasses.replace(cfg, seed=repeat_seed(cfg.seed, r), repeats=1, match_utility="off")
+
+
+def repeat_configs(cfg: ExperimentConfig) -> list[ExperimentConfig]:
+    """The ``cfg.repeats`` configs of ``cfg`` (repeat 0 first)."""
+    cfg.validate()
+    return [repeat_config(cfg, r) for r in range(cfg.repeats)]
+
+
+# ---------------------------------------------------------------------------- headline metrics
+def _attack(name: str | None, key: str, fpr: str | None = None) -> Callable[[RunSummary], float | None]:
+    def get(run: RunSummary) -> float | None:
+        result = run.attack if name is None else run.attacks.get(name)
+        if result is None:
+            return None
+        value = getattr(result, key) if fpr is None else result.tpr_at_fpr.get(fpr)
+        return None if value is None else float(value)
+    return get
+
+
+def _utility(key: str) -> Callable[[RunSummary], float | None]:
+    def get(run: RunSummary) -> float | None:
+        value = getattr(run.utility, key)
+        return None if value is None else float(value)
+    return get
+
+
+def _epsilon_lower_bound(run: RunSummary) -> float | None:
+    """The empirical ε lower bound (Jagielski et al.; :func:`core.measurement.metrics.empirical_epsilon`) of the
+    primary attack's scores on the evaluation records."""
+    records = run.records
+    scores = (records.get("scores") or {}).get(run.primary)
+    if scores is None or not records.get("membership"):
+        return None
+    return float(empirical_epsilon(np.asarray(scores, np.float64), np.asarray(records["membership"], bool))["lower_bound"])
+
+
+#: headline metric → (read from a summary, the sign the studies predict for FFNN − RNN:
+#: −1 "the RNN leaks more" for leakage metrics, 0 no hypothesis (utility))
+HEADLINE: dict[str, tuple[Callable[[RunSummary], float | None], int]] = {
+    "attack_accuracy": (_attack(None, "accuracy"), -1),
+    "attack_auc": (_attack(None, "auc"), -1),
+    "attack_advantage": (_attack(None, "advantage"), -1),
+    "tpr_at_1pct_fpr": (_attack(None, "tpr_at_fpr", "0.01"), -1),
+    "tpr_at_0.1pct_fpr": (_attack(None, "tpr_at_fpr", "0.001"), -1),
+    "lira_auc": (_attack("lira", "auc"), -1),
+    "rmia_auc": (_attack("rmia", "auc"), -1),
+    "epsilon_lower_bound": (_epsilon_lower_bound, -1),
+    "utility_val": (_utility("val"), 0),
+    "utility_train": (_utility("train"), 0),
+}
+
+
+#: the range each headline metric can take: intervals across repeats are clipped to it
+#: (advantage = max(TPR − FPR) can be negative for a worse-than-chance attack; utilities — accuracy,
+#: BLEU, return — are not below 0; ε̂'s lower bound is ≥ 0)
+HEADLINE_BOUNDS: dict[str, tuple[float | None, float | None]] = {
+    "attack_accuracy": (0.0, 1.0), "attack_auc": (0.0, 1.0), "attack_advantage": (-1.0, 1.0),
+    "tpr_at_1pct_fpr": (0.0, 1.0), "tpr_at_0.1pct_fpr": (0.0, 1.0), "lira_auc": (0.0, 1.0), "rmia_auc": (0.0, 1.0),
+    "epsilon_lower_bound": (0.0, None), "utility_val": (0.0, None), "utility_train": (0.0, None),
+}
+
+
+def headline_values(summaries: Sequence[RunSummary | dict[str, Any]]) -> dict[str, list[float | None]]:
+    """Per headline metric, its value in each summary (None where the run has no such number)."""
+    typed = runs(summaries)
+    return {name: [get(s) for s in typed] for name, (get, _) in HEADLINE.items()}
+
+
+def aggregate(summaries: Sequence[RunSummary | dict[str, Any]]) -> dict[str, Estimate]:
+    """Mean and 95 % t interval across repeats of every headline metric present in all of them."""
+    out = {}
+    for name, values in headline_values(summaries).items():
+        if values and all(v is not None for v in values):
+            out[name] = mean_interval([float(v) for v in values], bounds=HEADLINE_BOUNDS.get(name))
+    return out
+
+
+def within_run(summary: RunSummary | dict[str, Any], n_boot: int = 1000, seed: int = 0) -> dict[str, Estimate]:
+    """The primary attack's AUC and TPR at 1 % / 0.1 % FPR in one run with a stratified BCa
+    bootstrap over its evaluation records (:func:`core.measurement.stats.bootstrap_metric`)."""
+    run = RunSummary.coerce(summary)
+    records = run.records
+    scores = (records.get("scores") or {}).get(run.primary)
+    if scores is None or not records.get("membership"):
+        return {}
+    s, y = np.asarray(scores, np.float64), np.asarray(records["membership"], bool)
+    return {"attack_auc": bootstrap_metric(s, y, "auc", n_boot=n_boot, seed=seed),
+            "tpr_at_1pct_fpr": bootstrap_metric(s, y, "tpr@0.01", n_boot=n_boot, seed=seed),
+            "tpr_at_0.1pct_fpr": bootstrap_metric(s, y, "tpr@0.001", n_boot=n_boot, seed=seed)}
+
+
+def roc_band(summaries: Sequence[RunSummary | dict[str, Any]]) -> dict[str, Any]:
+    """The primary attack's mean ROC curve over the repeats with a pointwise t band."""
+    curves = []
+    for s in runs(summaries):
+        a = s.attacks[s.primary]
+        curves.append((list(a.roc_fpr or ()), list(a.roc_tpr or ())))
+    return roc_band_repeats(curves).to_dict()
+
+
+# ---------------------------------------------------------------------------- running repeats
+class _RepeatProgress:
+    """Progress of N runs in sequence as one bar: run i's fraction f maps to (i + f)/N; the ETA
+    adds the mean measured duration of the finished runs that computed something (a cached run
+    takes no time) for every run still to come, or the running run's own projection before that."""
+
+    def __init__(self, n: int, callback: ProgressCallback | None, label: Callable[[int], str]):
+        self.n, self.callback, self.label = n, callback, label
+        self.start = time.perf_counter()
+        self.durations: list[float] = []
+        self.run_start = self.start
+
+    def for_run(self, i: int) -> ProgressCallback | None:
+        if self.callback is None:
+            return None
+        self.run_start = time.perf_counter()
+
+        def report(ev: ProgressEvent) -> None:
+            per_run = (np.mean(self.durations) if self.durations else
+                       ((ev.elapsed_s + ev.eta_s) if ev.eta_s is not None else None))
+            eta = None if ev.eta_s is None or per_run is None else ev.eta_s + per_run * (self.n - i - 1)
+            self.callback(ProgressEvent(f"{self.label(i)}: {ev.stage}", ev.stage_fraction,
+                                        min((i + ev.overall_fraction) / self.n, 1.0),
+                                        time.perf_counter() - self.start, eta))
+        return report
+
+    def done(self, summary: dict[str, Any]) -> None:
+        if not summary.get("cache_hit"):
+            self.durations.append(time.perf_counter() - self.run_start)
+
+
+def run_repeats(cfg: ExperimentConfig, progress: ProgressCallback | None = None, cache: ArtifactCache | None = None,
+                executor: "Executor | None" = None) -> list[dict[str, Any]]:
+    """The summaries of the ``cfg.repeats`` repeats of ``cfg`` (each run or loaded from the cache)."""
+    configs = repeat_configs(cfg)
+    cache = cache or ArtifactCache()
+    bar = _RepeatProgress(len(configs), progress, lambda i: f"repeat {i + 1}/{len(configs)}")
+    out = []
+    for i, c in enumerate(configs):
+        summary = run_experiment(c, bar.for_run(i), cache, executor).summary
+        bar.done(summary)
+        out.append(summary)
+    return out
+
+
+def repeats_block(summaries: Sequence[RunSummary | dict[str, Any]], n_boot: int = 1000) -> dict[str, Any]:
+    """The ``repeats`` block of a run's JSON: per headline metric mean / ci_low / ci_high / n /
+    values across repeats, the config hash of each repeat, the primary attack's ROC band over the
+    repeats, and repeat 0's bootstrap intervals over records (``within_run``)."""
+    summaries = runs(summaries)
+    return {
+        "n": len(summaries),
+        "seeds": [s.config["seed"] for s in summaries],
+        "config_hashes": [s.config_hash for s in summaries],
+        "metrics": {k: e.to_dict() for k, e in aggregate(summaries).items()},
+        "roc_band": roc_band(summaries),
+        "within_run": {k: e.to_dict() for k, e in within_run(summaries[0], n_boot).items()},
+    }
+
+
+# ---------------------------------------------------------------------------- FFNN vs RNN
+def compare_summaries(ffnn: Sequence[RunSummary | dict[str, Any]], rnn: Sequence[RunSummary | dict[str, Any]]
+                      ) -> dict[str, Comparison]:
+    """Per headline metric the paired comparison FFNN − RNN by repeat, with the verdict on "the
+    RNN leaks more" for leakage metrics (utility: the difference only)."""
+    if len(ffnn) != len(rnn):
+        raise ValueError(f"paired repeats need as many FFNN as RNN runs ({len(ffnn)} vs {len(rnn)})")
+    ffnn, rnn = runs(ffnn), runs(rnn)
+    for a, b in zip(ffnn, rnn):
+        if a.config["seed"] != b.config["seed"]:
+            raise ValueError("repeat r of both architectures must share its seed (same split)")
+    fa, rb = headline_values(ffnn), headline_values(rnn)
+    out = {}
+    for name, (_, expected) in HEADLINE.items():
+        a, b = fa[name], rb[name]
+        if a and all(v is not None for v in a + b):
+            out[name] = compare(name, [float(v) for v in a], [float(v) for v in b], expected,
+                                bounds=HEADLINE_BOUNDS.get(name))
+    return out
+
+
+def comparison_configs(task: str, preset: str, repeats: int, sets: dict[str, Any] | None = None
+                       ) -> dict[str, ExperimentConfig]:
+    """The FFNN and RNN configs of a comparison (``sets`` applied to both; ``repeats`` set)."""
+    t = get_task(task)
+    out = {}
+    for arch in ("ffnn", "rnn"):
+        cfg = t.make_config(arch, preset, dict(sets or {}))
+        out[arch] = dataclasses.replace(cfg, repeats=repeats).validate()
+    if out["ffnn"].seed != out["rnn"].seed:
+        raise ConfigError("the FFNN and RNN configs must share the seed so that repeats are paired")
+    return out
+
+
+def summary_resolution(summary: RunSummary | dict[str, Any]) -> dict[str, float | int]:
+    """A run's evaluation-set resolution (:func:`core.measurement.metrics.resolution`: one record = how much TPR,
+    FPR, accuracy): its ``resolution`` block, or from its config's ``n_eval`` for summaries written
+    before the block (the balanced set holds n_eval members and n_eval non-members)."""
+    block = summary.get("resolution") if isinstance(summary, dict) else summary.resolution
+    if block:
+        return dict(block)
+    config = summary["config"] if isinstance(summary, dict) else summary.config
+    n = int(config["n_eval"])
+    return resolution(n, n)
+
+
+def comparison_json(ffnn: Sequence[RunSummary | dict[str, Any]], rnn: Sequence[RunSummary | dict[str, Any]]
+                    ) -> dict[str, Any]:
+    """The comparison as JSON: per metric ``ffnn`` and ``rnn`` (mean, ci_low, ci_high, n, values),
+    ``difference`` (FFNN − RNN: the same plus p_t, p_permutation, effect_size) and ``verdict``;
+    ``resolution`` per architecture (repeat 0's evaluation set: every repeat has one of that size), so
+    that a difference of one record's step is read as one record."""
+    ffnn, rnn = runs(ffnn), runs(rnn)
+    first = ffnn[0]
+    comps = compare_summaries(ffnn, rnn)
+    return {
+        "task": first.task, "preset": first.preset, "repeats": len(ffnn),
+        "resolution": {"ffnn": summary_resolution(first), "rnn": summary_resolution(rnn[0])},
+        "hypothesis": "the RNN leaks more than the FFNN (FFNN − RNN < 0 for every leakage metric)",
+        "seeds": [s.config["seed"] for s in ffnn],
+        "config_hashes": {"ffnn": [s.config_hash for s in ffnn], "rnn": [s.config_hash for s in rnn]},
+        "utility_metric": first.utility.metric,
+        "metrics": {name: c.to_dict() for name, c in comps.items()},
+        "roc_band": {"ffnn": roc_band(ffnn), "rnn": roc_band(rnn)},
+    }
+
+
+def run_comparison(configs: dict[str, ExperimentConfig], progress: ProgressCallback | None = None,
+                   cache: ArtifactCache | None = None, executor: "Executor | None" = None) -> dict[str, Any]:
+    """Run (or load) every repeat of the FFNN and the RNN config, repeat by repeat (so that a
+    stopped comparison keeps whole pairs), and return :func:`comparison_json`."""
+    cache = cache or ArtifactCache()
+    n = configs["ffnn"].repeats
+    if configs["rnn"].repeats != n:
+        raise ConfigError("both architectures need the same number of repeats")
+    per = {a: repeat_configs(c) for a, c in configs.items()}
+    bar = _RepeatProgress(2 * n, progress, lambda i: f"repeat {i // 2 + 1}/{n} {('FFNN', 'RNN')[i % 2]}")
+    runs: dict[str, list[dict[str, Any]]] = {"ffnn": [], "rnn": []}
+    for r in range(n):
+        for j, arch in enumerate(("ffnn", "rnn")):
+            summary = run_experiment(per[arch][r], bar.for_run(2 * r + j), cache, executor).summary
+            bar.done(summary)
+            runs[arch].append(summary)
+    return comparison_json(runs["ffnn"], runs["rnn"])
+
+
+# ---------------------------------------------------------------------------- defenses over repeats × draws
+#: the metrics of a defense point that get an interval (curve bands, ``defend --repeats``)
+BANDED = ("attack_accuracy", "attack_auc", "lira_auc", "rmia_auc", "utility", "utility_loss")
+#: their ranges (intervals are clipped to them); utility loss 1 − u/u₀ is at most 1 (u ≥ 0)
+BANDED_BOUNDS: dict[str, tuple[float | None, float | None]] = {
+    "attack_accuracy": (0.0, 1.0), "attack_auc": (0.0, 1.0), "lira_auc": (0.0, 1.0), "rmia_auc": (0.0, 1.0),
+    "utility": (0.0, None), "utility_loss": (None, 1.0)}
+
+
+def _point_metrics(point: dict[str, Any]) -> dict[str, tuple[float | None, float | None]]:
+    """(mean over draws, sd over draws) of a defense point's banded metrics (:data:`BANDED`; sd
+    None where the point does not carry one)."""
+    a = point.get("attack") or {}
+    attacks = point.get("attacks") or {}
+    out = {"attack_accuracy": (a.get("accuracy"), a.get("accuracy_std")), "attack_auc": (a.get("auc"), a.get("auc_std"))}
+    for name in ("lira", "rmia"):
+        r = attacks.get(name) or {}
+        out[f"{name}_auc"] = (r.get("auc"), r.get("auc_std"))
+    out["utility"] = (point.get("utility"), point.get("utility_std"))
+    out["utility_loss"] = (point.get("utility_loss"), None)
+    return out
+
+
+def defense_intervals(per_repeat: Sequence[dict[str, Any]], draws: int,
+                      baseline_utility: float | None = None) -> dict[str, dict[str, Any]]:
+    """Intervals of one defense value's metrics (:data:`BANDED`) over repeats × draws.
+
+    With N ≥ 2 repeats: the t interval over the repeats of each repeat's mean over its draws (the
+    draws of one repeat share its models, so they are not independent replicates of the
+    experiment). With one repeat: the t interval over the draws from their mean and sd (draw
+    noise only, n = draws); there the utility loss L = 1 − u/u₀ is linear in the utility u for the
+    repeat's fixed undefended u₀ (``baseline_utility``), so its interval is the utility's mapped
+    through L (Def. 4 of paper 000). Metrics missing in any repeat are left out; with one repeat
+    and one draw there is no interval (``ci_low`` None).
+    """
+    out: dict[str, dict[str, Any]] = {}
+    rows = [_point_metrics(p) for p in per_repeat]
+    for name in rows[0]:
+        means = [r[name][0] for r in rows]
+        if any(m is None for m in means):
+            continue
+        if len(rows) >= 2:
+            e = mean_interval([float(m) for m in means], bounds=BANDED_BOUNDS.get(name))
+            out[name] = dataclasses.replace(e, method=f"t over {len(rows)} repeats (each the mean of {draws} draws)").to_dict()
+            continue
+        sd = rows[0][name][1]
+        if name == "utility_loss" and "utility" in out and baseline_utility and abs(baseline_utility) > 1e-9:
+            u = out["utility"]
+            lo = None if u["ci_high"] is None else 1.0 - u["ci_high"] / baseline_utility
+            hi = None if u["ci_low"] is None else 1.0 - u["ci_low"] / baseline_utility
+            out[name] = dict(u, mean=float(means[0]), ci_low=lo, ci_high=hi, values=[], sd=None,
+                             method=f"t over {draws} draws (through L = 1 − u/u₀)")
+            continue
+        if sd is None:
+            continue
+        out[name] = interval_from_moments(float(means[0]), float(sd), draws, method=f"t over {draws} draws",
+                                          note="one repeat: draw noise only", bounds=BANDED_BOUNDS.get(name)).to_dict()
+    return out
+
+
+def defense_curve_bands(curves: Sequence[Sequence[dict[str, Any]]], draws: int,
+                        baseline_utilities: Sequence[float | None] | None = None) -> list[dict[str, Any]]:
+    """A defense curve with a 95 % band: ``curves[r]`` are repeat r's points (any values, the
+    points of :meth:`core.defenses.defender.Defender.curve` or ``defend``), ``draws`` the draws per point.
+
+    Returns, per value present in every repeat (in repeat 0's order), repeat 0's point with ``intervals``
+    (:func:`defense_intervals`: over the N repeats of each repeat's mean over its draws; with one
+    repeat over the draws) and ``band`` = ``{"repeats": N, "draws": D, "over": "repeats" | "draws"
+    | None}`` (None: one repeat and one draw, no interval). The pages draw the line at each
+    interval's mean and the band between its ends; the CLI writes the same points.
+    """
+    if not curves:
+        return []
+    by_value = [{float(p["value"]): p for p in c} for c in curves]
+    values = [v for v in by_value[0] if all(v in b for b in by_value[1:])]
+    n = len(curves)
+    over = "repeats" if n >= 2 else ("draws" if draws >= 2 else None)
+    base0 = baseline_utilities[0] if baseline_utilities else None
+    out = []
+    for v in values:
+        per = [b[v] for b in by_value]
+        out.append(dict(per[0], intervals=defense_intervals(per, draws, base0 if n == 1 else None),
+                        band={"repeats": n, "draws": int(draws), "over": over}))
+    return out
+
+
+def cached_repeat_configs(cfg: ExperimentConfig, limit: int = MAX_REPEATS, cache: ArtifactCache | None = None
+                          ) -> list[ExperimentConfig]:
+    """Repeats 0, 1, … of ``cfg`` whose runs are cached, up to the first missing one (at most
+    ``limit``): the repeats a page can band over without training anything."""
+    cache = cache or ArtifactCache()
+    out = []
+    for r in range(limit):
+        c = repeat_config(cfg, r)
+        if cached_summary(c, cache) is None:
+            break
+        out.append(c)
+    return out
+
+
+def defend_repeats(cfg: ExperimentConfig, mechanism: str, values: Sequence[float], attacker: str = "naive",
+                   draws: int = 1, sensitivity_samples: int = 0, seed: int = 0, cache: ArtifactCache | None = None,
+                   progress: ProgressCallback | None = None, executor: "Executor | None" = None,
+                   on_point: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """:func:`core.defenses.defender.defend` on every repeat of ``cfg`` (an after-training mechanism): repeat
+    0's JSON, each point with ``intervals`` (:func:`defense_intervals`) and a ``repeats`` block."""
+    cache = cache or ArtifactCache()
+    configs = repeat_configs(cfg)
+    bar = _RepeatProgress(len(configs), progress, lambda i: f"repeat {i + 1}/{len(configs)}")
+    results = []
+    for i, c in enumerate(configs):
+        models = trained_models(c, progress=bar.for_run(i), cache=cache, executor=executor)
+        results.append(defend(models, mechanism, list(values), attacker, draws, sensitivity_samples, cache, seed=seed,
+                              on_point=on_point))
+    out = dict(results[0])
+    out["points"] = defense_curve_bands([r["points"] for r in results], draws,
+                                        [r["baseline"]["utility"] for r in results])
+    out["repeats"] = {"n": len(results), "seeds": [c.seed for c in configs],
+                      "config_hashes": [r["config_hash"] for r in results],
+                      "baseline_utility": mean_interval([float(r["baseline"]["utility"]) for r in results]).to_dict()
+                      if all(r["baseline"]["utility"] is not None for r in results) else None}
+    return out

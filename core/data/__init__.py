@@ -1,0 +1,3 @@
+"""Data: corpora, Multi30K, the MiniGrid maps, their planner and renderer.
+
+Imports only ``core.foundations``."""

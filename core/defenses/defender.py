@@ -1,0 +1,519 @@
+"""Defenses that act after training, evaluated on cached models: the defense facade.
+
+A defended *point* is one mechanism at one value (the Dirichlet mechanism's k, the Gaussian
+privacy module's σ), described by a :class:`DefenseSpec` that is **not** part of the experiment
+config: its key joins the config hash (training + attack settings) in the cache, so sliding a
+value never retrains a victim or a shadow and never changes the undefended result.
+
+:class:`Defender` holds what does not depend on the value — the trained models
+(:func:`core.experiment.pipeline.trained_models`), the naive attacks fitted once on undefended shadows, the
+victim's rebuilt model, the GPM's noise directions — and answers a point from it:
+
+* attack numbers: the mechanism applied to the victim's answers on its balanced evaluation set,
+  scored by the **naive** attacker (fitted on undefended shadows, the studies' setting) and,
+  on request, by the **adaptive** attacker (who knows the mechanism and its value, applies it
+  to its own shadows and refits: the honest evaluation); the strongest attacks, offline LiRA and
+  RMIA (:mod:`core.experiment.reference_attacks`), score every point too: naive, they keep the references
+  and thresholds fitted on undefended shadows and read the defended victim (its answers on the
+  attacked records and on RMIA's population); adaptive, every reference answer and the shadows'
+  calibration pass through the same mechanism and both are refitted;
+* utility and utility loss L = 1 − M(defended)/M(undefended) (paper 000, Def. 4), on the same
+  member / non-member records as the undefended learning curve;
+* the theoretical guarantee (Lemma 1 of 001 for Dir_k; eq. 12–13 of 000 for the GPM) beside
+  the empirical lower bound ε̂ from the attack (:func:`core.measurement.metrics.empirical_epsilon`).
+
+Navigation: the attacker's queries are the states of each map's seeded query rollout, answered
+through the mechanism; utility is measured on rollouts that act on the defended policy.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import time
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+from core.attacks.shadow_attacks import Attack, RecordFeatureAttack, score_attacks
+from core.experiment.cache import ArtifactCache
+from core.foundations.errors import ConfigError
+from core.measurement.metrics import empirical_epsilon
+from core.experiment.pipeline import AttackVariant, TrainedModels, fitted_attack_variants, fitted_attacks
+from core.experiment.reference_attacks import (Calibration, ReferenceAttack, ReferenceInputs, fit_reference_attacks,
+    reference_inputs, score_reference_attacks)
+from core.measurement.responses import Responses
+from core.experiment.results import DefendedPoint
+from core.defenses import dirichlet, gpm  # noqa: F401  (each registers its mechanism)
+from core.defenses.dirichlet import DIRICHLET_GRID
+from core.defenses.gpm import GPM_GRID
+from core.defenses.registry import Mechanism, OutputMechanism, WeightMechanism, get as get_mechanism
+from core.defenses.sensitivity import SensitivityEstimate, cached_sensitivity, sample_sensitivity
+
+ATTACKERS = ("naive", "adaptive", "both")
+#: bump when the meaning of a stored defended point changes
+DEFENSE_SCHEMA = 2  # 2: points carry LiRA and RMIA
+
+
+@dataclass(frozen=True)
+class DefenseSpec:
+    """One defended point: a mechanism at one value, and how it is evaluated.
+
+    Attributes:
+        mechanism: a registered mechanism's name (:mod:`core.defenses.defender.mechanisms`): ``dirichlet``
+            (outputs x ~ Dir(k·p), paper 001 eq. 4), ``gpm`` (weights θ + N(0, σ²I), paper 000
+            Algorithm 1), or any other registered one.
+        value: the mechanism's parameter (k > 0 for the Dirichlet mechanism, σ ≥ 0 for the GPM).
+        draws: independent draws of the mechanism; numbers are their mean (± std).
+        seed: seeds the mechanism's randomness (draw d uses (seed, d, role)).
+        eta: Dirichlet floor: p̃ = (1 − nη)·p + η keeps p inside the simplex (Lemma 1's η).
+        tau, b: Lemma 1's τ and adjacency radius b (the study gives none: documented defaults).
+        delta: the GPM's ε is reported at this δ (the study's 1e-4).
+    """
+
+    mechanism: str
+    value: float
+    draws: int = 1
+    seed: int = 0
+    eta: float = 1e-6
+    tau: float = 1e-6
+    b: float = 0.1
+    delta: float = 1e-4
+
+    def validate(self) -> "DefenseSpec":
+        self.mechanism_class.parameter.check(self.value)  # an unknown mechanism: ConfigError
+        if not isinstance(self.draws, int) or not 1 <= self.draws <= 100:
+            raise ConfigError(f"draws must be an integer in 1..100, got {self.draws!r}")
+        if not isinstance(self.seed, int) or not 0 <= self.seed < 2**32:
+            raise ConfigError(f"seed must be an integer in [0, 2**32), got {self.seed!r}")
+        for name in ("eta", "tau", "b", "delta"):
+            x = getattr(self, name)
+            if not (isinstance(x, (int, float)) and math.isfinite(x) and 0 < x < 1):
+                raise ConfigError(f"{name} must lie in (0, 1), got {x!r}")
+        return self
+
+    @property
+    def mechanism_class(self) -> Mechanism:
+        """The registered mechanism (:class:`ConfigError` for an unknown name)."""
+        return get_mechanism(self.mechanism)
+
+    @property
+    def value_name(self) -> str:
+        return self.mechanism_class.parameter.symbol
+
+    @property
+    def key(self) -> str:
+        """Stable content hash of the spec (with the defense schema version)."""
+        payload = json.dumps({"schema": DEFENSE_SCHEMA, **asdict(self)}, sort_keys=True)
+        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+    def at(self, value: float) -> "DefenseSpec":
+        """The same spec at another value."""
+        return replace(self, value=float(value))
+
+
+def _rounded(values: Any) -> list[float | None]:
+    """Per-record values for JSON: 6 decimals (what a scatter reads), None where not finite;
+    vectorised, as every slider step writes a few thousand of them."""
+    a = np.round(np.asarray(values, np.float64), 6)
+    finite = np.isfinite(a)
+    return a.tolist() if finite.all() else [v if f else None for v, f in zip(a.tolist(), finite.tolist())]
+
+
+def _mean_std(values: list[float]) -> tuple[float, float]:
+    a = np.asarray(values, np.float64)
+    return float(a.mean()), float(a.std(ddof=1)) if len(a) > 1 else 0.0
+
+
+def _summarise(per_draw: list[dict[str, Any]], primary: str) -> dict[str, Any]:
+    """Mean (± std over draws) of every attack's headline numbers; ``primary`` on top."""
+    names = per_draw[0].keys()
+    attacks = {}
+    for name in names:
+        rows = [d[name] for d in per_draw]
+        out: dict[str, Any] = {}
+        for metric in ("accuracy", "advantage", "auc"):
+            out[metric], out[f"{metric}_std"] = _mean_std([r.accuracy if metric == "accuracy" else getattr(r, metric) for r in rows])
+        out["tpr_at_fpr"] = {f: _mean_std([r.tpr_at_fpr[f] for r in rows])[0] for f in rows[0].tpr_at_fpr}
+        out["boundary"] = rows[0].boundary
+        attacks[name] = out
+    head = {k: v for k, v in attacks[primary].items() if k != "boundary"}
+    return {"attack": {"name": primary, **head}, "attacks": attacks}
+
+
+class Defender:
+    """Defended points of one trained config (see the module docstring).
+
+    Build it once per (config, cache) — e.g. kept by the page — then call :meth:`point` for any
+    spec; every point computed with utility is cached on disk, and all are memoised in memory.
+    """
+
+    def __init__(self, models: TrainedModels, cache: ArtifactCache | None = None):
+        self.models = models
+        self.cfg = models.cfg
+        self.task = models.task
+        self.cache = cache or ArtifactCache()
+        self.primary = self.task.primary_attack()
+        self.naive_attacks: list[Attack] = fitted_attacks(models, cache=self.cache)
+        self.victim_responses: Responses = models.victim.responses[self.cfg.epochs]
+        self.membership = models.eval_membership
+        self._victim_model: torch.nn.Module | None = None
+        self._shadow_models: dict[int, torch.nn.Module] = {}
+        self._directions: dict[tuple[str, str, int, int], Any] = {}
+        self._noisy_models: dict[str, dict[tuple[str, int], torch.nn.Module]] = {}
+        self._memo: dict[tuple, dict[str, Any]] = {}
+        self._answers: dict[tuple, tuple[list[Responses], dict[str, Any]]] = {}
+        self._population: dict[tuple, Responses] = {}
+        self.sensitivity: SensitivityEstimate | None = None
+        last = models.victim.per_epoch[-1]
+        undefended = score_attacks(self.naive_attacks, self.victim_responses, self.membership)
+        # LiRA and RMIA (need ≥ 2 shadows): inputs and fits from undefended shadows, once
+        self.reference_inputs: ReferenceInputs | None = reference_inputs(models, self.cache)
+        self.reference_attacks: list[ReferenceAttack] = (
+            fit_reference_attacks(self.reference_inputs) if self.reference_inputs is not None else [])
+        if self.reference_attacks:
+            undefended.update(score_reference_attacks(self.reference_attacks, self.victim_responses, self.membership))
+        self.baseline = {
+            "attack": {"name": self.primary, **undefended[self.primary].result.to_dict(include_roc=False)},
+            "attacks": {n: o.result.to_dict(include_roc=False) for n, o in undefended.items()},
+            "utility": last.get("utility_val"),
+            "utility_train": last.get("utility_train"),
+            "utility_metric": self.task.utility_metric,
+            "epsilon_lower_bound": empirical_epsilon(undefended[self.primary].scores, self.membership),
+        }
+
+    # ------------------------------------------------------------------ models
+    def victim_model(self) -> torch.nn.Module:
+        if self._victim_model is None:
+            self._victim_model = self.models.model("victim")
+        return self._victim_model
+
+    def _shadow_model(self, i: int) -> torch.nn.Module:
+        if i not in self._shadow_models:
+            self._shadow_models[i] = self.models.model(f"shadow_{i}")
+        return self._shadow_models[i]
+
+    def _noisy(self, role: str, model: torch.nn.Module, weights: dict[str, torch.Tensor], spec: DefenseSpec,
+               draw: int) -> torch.nn.Module:
+        """A copy of ``model`` behind a weight mechanism (for the GPM θ + σ·z_draw); what does not
+        depend on the value (the GPM's direction) is fixed per (mechanism, seed, draw, role)."""
+        mech = spec.mechanism_class
+        noisy = self._noisy_models.get(spec.key)
+        if noisy is None:
+            # one perturbed copy per (role, draw) serves the victim's answers, RMIA's population and
+            # the utility of the same point: one copy and one noise addition instead of three. Only
+            # the latest value's models are kept (a slider visits one value at a time).
+            self._noisy_models = {spec.key: {}}
+            noisy = self._noisy_models[spec.key]
+        if (role, draw) in noisy:
+            return noisy[(role, draw)]
+        key = (spec.mechanism, role, spec.seed, draw)
+        if key not in self._directions:
+            seed = int.from_bytes(hashlib.sha256(f"{spec.seed}/{draw}/{role}".encode()).digest()[:8], "little")
+            self._directions[key] = mech.prepare(model, seed)
+        noisy[(role, draw)] = mech.perturb(model, weights, self._directions[key], spec).eval()
+        return noisy[(role, draw)]
+
+    # ------------------------------------------------------------------ sensitivity
+    def ensure_sensitivity(self, n: int, compute: bool = True, on_pair=None, executor=None) -> SensitivityEstimate | None:
+        """S from ``n`` SensitivitySampler pairs: from the cache, else trained when ``compute``
+        (the pairs on ``executor`` when given: a process pool or Ray)."""
+        if self.sensitivity is not None and self.sensitivity.n == n:
+            return self.sensitivity
+        est = cached_sensitivity(self.cfg, n, self.cache)
+        if est is None and compute:
+            est = sample_sensitivity(self.cfg, n, self.cache, on_pair=on_pair, executor=executor)
+        self.sensitivity = est
+        return est
+
+    # ------------------------------------------------------------------ one point
+    def _rng(self, spec: DefenseSpec, draw: int, role: str) -> np.random.Generator:
+        return np.random.default_rng([spec.seed, draw, int(hashlib.sha256(role.encode()).hexdigest()[:8], 16)])
+
+    def _torch_generator(self, spec: DefenseSpec, draw: int, role: str) -> torch.Generator:
+        return torch.Generator().manual_seed(int(self._rng(spec, draw, role + "/torch").integers(2**62)))
+
+    def victim_answers(self, spec: DefenseSpec, draw: int, with_record_features: bool) -> Responses:
+        """The victim's defended answers on its evaluation set (draw ``draw``)."""
+        mech = spec.mechanism_class
+        if isinstance(mech, OutputMechanism):
+            out = mech.transform(self.victim_responses, spec, self._rng(spec, draw, "victim"))
+            if with_record_features:
+                transform = mech.torch_transform(spec, self._torch_generator(spec, draw, "victim"))
+                out.record_features.update(self.task.record_features_under(
+                    self.cfg, self.victim_model(), self.models.data, self.models.splits.eval_index, transform))
+            return out
+        model = self._noisy("victim", self.victim_model(), self.models.victim.weights, spec, draw)
+        return self.task.respond(self.cfg, model, self.models.data, self.models.splits.eval_index)
+
+    def shadow_answers(self, spec: DefenseSpec, draw: int) -> Responses:
+        """The adaptive attacker's shadows answering through the same mechanism (draw ``draw``)."""
+        parts = []
+        mech = spec.mechanism_class
+        for i, shadow in enumerate(self.models.shadows):
+            role = f"shadow_{i}"
+            query = self.models.shadow_query_index(i)
+            if isinstance(mech, OutputMechanism):
+                part = mech.transform(shadow.responses[self.cfg.epochs], spec, self._rng(spec, draw, role))
+                transform = mech.torch_transform(spec, self._torch_generator(spec, draw, role))
+                part.record_features.update(self.task.record_features_under(
+                    self.cfg, self._shadow_model(i), self.models.data, query, transform))
+            else:
+                model = self._noisy(role, self._shadow_model(i), shadow.weights, spec, draw)
+                part = self.task.respond(self.cfg, model, self.models.data, query)
+            parts.append(part)
+        return Responses.concat(parts)
+
+    def population_answers(self, spec: DefenseSpec, draw: int) -> Responses:
+        """The defended victim's answers on RMIA's population (the attacker queries it too);
+        memoised per (spec, draw), so the naive and the adaptive attacker share one query."""
+        key = (spec.key, draw)
+        if key not in self._population:
+            inputs = self.reference_inputs
+            mech = spec.mechanism_class
+            if isinstance(mech, OutputMechanism):
+                out = mech.transform(inputs.population_target, spec, self._rng(spec, draw, "victim/population"))
+            else:
+                model = self._noisy("victim", self.victim_model(), self.models.victim.weights, spec, draw)
+                out = self.task.respond(self.cfg, model, self.models.data, inputs.population_index,
+                                        record_features=False)
+            if len(self._population) > 64:  # a long slider session: keep memory bounded
+                self._population.clear()
+            self._population[key] = out
+        return self._population[key]
+
+    def defended_reference_inputs(self, spec: DefenseSpec, draw: int, target: Responses,
+                                  population_target: Responses) -> ReferenceInputs:
+        """The adaptive attacker's LiRA/RMIA inputs: every shadow answer (on the attacked records, the
+        population and the calibration records) through the same mechanism, draw ``draw``."""
+        inputs = self.reference_inputs
+        cal = inputs.calibration
+        n = len(inputs.references)
+        mech = spec.mechanism_class
+        if isinstance(mech, OutputMechanism):
+            def through(r: Responses, role: str) -> Responses:
+                return mech.transform(r, spec, self._rng(spec, draw, role))
+
+            refs = [through(r, f"shadow_{i}/eval") for i, r in enumerate(inputs.references)]
+            pop_refs = [through(r, f"shadow_{i}/population") for i, r in enumerate(inputs.population_references)]
+            cal = cal.mapped(lambda k, r: through(r, f"shadow_{k}/calibration"),
+                             lambda j, k, r: through(r, f"shadow_{j}/calibration_{k}"))
+        else:
+            # each noisy shadow answers every record it is asked about once, then the answers are split
+            parts = [inputs.eval_index, inputs.population_index, *cal.queries]
+            bounds = np.cumsum([0] + [len(p) for p in parts])
+            everything = np.concatenate(parts)
+            refs, pop_refs, per_query = [], [], []
+            for i, shadow in enumerate(self.models.shadows):
+                model = self._noisy(f"shadow_{i}", self._shadow_model(i), shadow.weights, spec, draw)
+                r = self.task.respond(self.cfg, model, self.models.data, everything, record_features=False)
+                split = [r.subset(np.arange(bounds[p], bounds[p + 1])) for p in range(len(parts))]
+                refs.append(split[0])
+                pop_refs.append(split[1])
+                per_query.append(split[2:])  # shadow i on shadow k's calibration records
+            cal = Calibration(cal.queries, [per_query[k][k] for k in range(n)],
+                              [[per_query[j][k] for j in range(n) if j != k] for k in range(n)],
+                              cal.out_masks, cal.membership)
+        return ReferenceInputs(target, refs, population_target, pop_refs, cal, inputs.population_index,
+                               inputs.eval_index)
+
+    def utility(self, spec: DefenseSpec, draw: int) -> tuple[float, float]:
+        """(members, non-members) utility of the defended victim on the learning curve's records."""
+        splits = self.models.splits
+        mech = spec.mechanism_class
+        if isinstance(mech, OutputMechanism):
+            model = self.victim_model()
+            transform = mech.torch_transform(spec, self._torch_generator(spec, draw, "utility"))
+            return (self.task.utility(self.cfg, model, self.models.data, splits.eval_members, transform),
+                    self.task.utility(self.cfg, model, self.models.data, splits.victim_nonmembers, transform))
+        # the noisy victim answered these very records for the attack (eval_index = members ++
+        # non-members, same draw): where the task reads its utility off answers, no model run again
+        answered = self._answers.get((spec.key, True))
+        n = len(splits.eval_members)
+        if answered is not None and draw < len(answered[0]) and np.array_equal(
+                splits.eval_index, np.concatenate([splits.eval_members, splits.victim_nonmembers])):
+            r = answered[0][draw]
+            members = self.task.utility_of_responses(self.cfg, r.subset(np.arange(n)))
+            nonmembers = self.task.utility_of_responses(self.cfg, r.subset(np.arange(n, len(r))))
+            if members is not None and nonmembers is not None:
+                return members, nonmembers
+        model = self._noisy("victim", self.victim_model(), self.models.victim.weights, spec, draw)
+        return (self.task.utility(self.cfg, model, self.models.data, splits.eval_members),
+                self.task.utility(self.cfg, model, self.models.data, splits.victim_nonmembers))
+
+    def privacy(self, spec: DefenseSpec) -> dict[str, Any]:
+        """The mechanism's theoretical guarantee at ``spec``'s value."""
+        return spec.mechanism_class.guarantee(spec, self.victim_responses.n_classes, self.sensitivity)
+
+    def measured(self, spec: DefenseSpec, attacker: str = "naive", disk: bool = True) -> dict[str, Any] | None:
+        """The full point (with utility) if it was computed before, in memory or (``disk``) in the
+        cache; never computes. ``disk=False`` for per-rerun loops over a grid: no I/O on the slider's path."""
+        memo = self._memo.get((spec.key, attacker, True))
+        if memo is None and not disk:
+            return None
+        if memo is None:
+            stored = self._stored_point(self.cache.key("defended", self.cfg.config_hash, spec.key, attacker), spec)
+            if stored is None:
+                return None
+            memo = self._memo[(spec.key, attacker, True)] = stored
+        # the guarantee is cheap and may have changed since (a sensitivity estimated later)
+        return {**memo, **self.privacy(spec)}
+
+    def _stored_point(self, key: str, spec: DefenseSpec) -> dict[str, Any] | None:
+        """The point cached under ``key`` if it is one of ``spec``'s value (core.experiment.results' schema, as it
+        leaves the cache), else None."""
+        stored = self.cache.get_json(key, validate=DefendedPoint.from_dict)
+        return stored if isinstance(stored, dict) and stored.get("value") == spec.value and "attack" in stored else None
+
+    def _naive(self, spec: DefenseSpec, with_features: bool) -> tuple[list[Responses], dict[str, Any]]:
+        """The victim's defended answers (one per draw) and the naive attacker's numbers on them,
+        memoised so a full point re-uses what the slider's fast point computed."""
+        key = (spec.key, with_features)
+        if key not in self._answers:
+            # an output mechanism changes output-dependent record features: the model re-runs
+            features = isinstance(spec.mechanism_class, OutputMechanism) and with_features
+            answers = [self.victim_answers(spec, d, features) for d in range(spec.draws)]
+            attacks = [a for a in self.naive_attacks if with_features or not isinstance(a, RecordFeatureAttack)]
+            outcomes = [score_attacks(attacks, r, self.membership) for r in answers]
+            if self.reference_attacks:
+                for d, (r, out) in enumerate(zip(answers, outcomes)):
+                    out.update(score_reference_attacks(self.reference_attacks, r, self.membership,
+                                                       self.population_answers(spec, d)))
+            part = _summarise([{n: o.result for n, o in out.items()} for out in outcomes], self.primary)
+            eps_hat = [empirical_epsilon(out[self.primary].scores, self.membership) for out in outcomes]
+            part["epsilon_lower_bound"] = _mean_std([e["lower_bound"] for e in eps_hat])[0]
+            part["epsilon_lower_bound_detail"] = eps_hat[0]
+            part["records"] = {"ape": _rounded(answers[0].ape),
+                               "cross_entropy": _rounded(answers[0].mean_cross_entropy),
+                               "membership": np.asarray(self.membership, bool).tolist(),
+                               # the naive attacks' per-record scores on draw 0 (the "why" scatter under defense)
+                               "scores": {n: _rounded(o.scores) for n, o in outcomes[0].items()}}
+            if len(self._answers) > 64:  # a long slider session: keep memory bounded
+                self._answers.clear()
+            self._answers[key] = (answers, part)
+        return self._answers[key]
+
+    def point(self, spec: DefenseSpec, attacker: str = "naive", utility: bool = True) -> dict[str, Any]:
+        """Attack numbers, utility and guarantees at one defended point (see the module docstring).
+
+        ``utility=False`` is the slider's fast path: no utility, and attacks that read
+        output-dependent record features (the BLEU-feature attack under Dir_k) are left out
+        until the full point is computed. ``attacker`` is ``naive``, ``adaptive`` or ``both``.
+        """
+        spec.validate()
+        if attacker not in ATTACKERS:
+            raise ConfigError(f"attacker must be one of {', '.join(ATTACKERS)}, got {attacker!r}")
+        memo_key = (spec.key, attacker, utility)
+        if memo_key in self._memo:
+            return {**self._memo[memo_key], **self.privacy(spec)}
+        disk_key = self.cache.key("defended", self.cfg.config_hash, spec.key, attacker)
+        if utility and (stored := self.measured(spec, attacker)) is not None:
+            return stored
+        # the slider's fast point is kept on disk too: a new server session (or another one) reads a
+        # curve's points instead of recomputing them (the Defenses page's first open on the image quick
+        # runs with 3 repeats: 13 s of Dir_k curves). Read once per session, then from memory.
+        fast_key = (self.cache.key("defended_fast", self.cfg.config_hash, spec.key)
+                    if not utility and attacker == "naive" else None)
+        if fast_key is not None and (stored := self._stored_point(fast_key, spec)) is not None:
+            self._memo[memo_key] = stored
+            return {**stored, **self.privacy(spec)}
+        timings: dict[str, float] = {}
+        t = time.perf_counter()
+        has_features = any(isinstance(a, RecordFeatureAttack) for a in self.naive_attacks)
+        # under an output mechanism (Dir_k), record features (BLEU of a noisy decoding) need the model
+        # re-run: only with utility; a weight mechanism's model answers them as it answers anyway
+        with_features = isinstance(spec.mechanism_class, WeightMechanism) or utility or not has_features
+        skip = set() if with_features else {a.name for a in self.naive_attacks if isinstance(a, RecordFeatureAttack)}
+        answers, naive_part = self._naive(spec, with_features)
+        point: dict[str, Any] = {"value": spec.value, "mechanism": spec.mechanism, "draws": spec.draws, **naive_part}
+        if attacker == "adaptive":
+            point.pop("attack"), point.pop("attacks")
+        timings["attack_s"] = time.perf_counter() - t
+        point["adaptive_attack"] = None
+        if attacker in ("adaptive", "both"):
+            t = time.perf_counter()
+            per_draw = []
+            # the draws' attacks are fitted together (the same shadow records under each draw)
+            fitted = fitted_attack_variants(self.models, [
+                AttackVariant(tag=f"{spec.key}/draw{d}", shadow_responses=self.shadow_answers(spec, d))
+                for d in range(spec.draws)], cache=self.cache)
+            for d in range(spec.draws):
+                attacks = [a for a in fitted[d] if a.name not in skip]
+                outcome = score_attacks(attacks, answers[d], self.membership)
+                if self.reference_attacks:
+                    inputs = self.defended_reference_inputs(spec, d, answers[d], self.population_answers(spec, d))
+                    outcome.update(score_reference_attacks(fit_reference_attacks(inputs), answers[d], self.membership))
+                per_draw.append({n: o.result for n, o in outcome.items()})
+            adaptive = _summarise(per_draw, self.primary)
+            point["adaptive_attack"] = adaptive["attack"]
+            point["adaptive_attacks"] = adaptive["attacks"]
+            if attacker == "adaptive":
+                point["attack"], point["attacks"] = adaptive["attack"], adaptive["attacks"]
+            timings["adaptive_s"] = time.perf_counter() - t
+        point.update(self.privacy(spec))
+        if utility:
+            t = time.perf_counter()
+            values = [self.utility(spec, d) for d in range(spec.draws)]
+            point["utility_train"], point["utility_train_std"] = _mean_std([v[0] for v in values])
+            point["utility"], point["utility_std"] = _mean_std([v[1] for v in values])
+            point["utility_loss"] = _utility_loss(point["utility"], self.baseline["utility"])
+            point["utility_loss_train"] = _utility_loss(point["utility_train"], self.baseline["utility_train"])
+            timings["utility_s"] = time.perf_counter() - t
+        else:
+            point.update(utility=None, utility_train=None, utility_loss=None, utility_loss_train=None)
+        point["timings"] = timings
+        point["skipped_attacks"] = sorted(skip)
+        if utility:
+            self.cache.put_json(disk_key, point, allow_nan=False)
+        elif fast_key is not None and not self.cache.read_only:  # a read-only cache still serves the slider
+            self.cache.put_json(fast_key, point, allow_nan=False)
+        self._memo[memo_key] = point
+        return point
+
+    # ------------------------------------------------------------------ over a grid
+    def curve(self, spec: DefenseSpec, values: list[float]) -> list[dict[str, Any]]:
+        """The fast (naive, no utility) point at every value, sorted; a value whose full point was
+        measured before (in memory) comes with its utility loss. The slider's path: a value is read
+        from disk at most once per Defender (its fast point, then memoised), and computed only when
+        no session computed it before."""
+        return [self.measured(spec.at(v), disk=False) or self.point(spec.at(v), "naive", utility=False)
+                for v in sorted(set(values))]
+
+    def measure(self, spec: DefenseSpec, values: list[float], attacker: str = "naive",
+                on_point: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
+        """The full point (utility included, cached) at every value, in order; ``on_point(i, n)`` after each."""
+        out = []
+        for i, v in enumerate(values):
+            out.append(self.point(spec.at(v).validate(), attacker, utility=True))
+            if on_point is not None:
+                on_point(i + 1, len(values))
+        return out
+
+    def measured_rows(self, spec: DefenseSpec, values: list[float]) -> list[dict[str, Any]]:
+        """The points at ``values`` computed before (the adaptive attacker's too, when it was measured)."""
+        return [p for v in values if (p := self.measured(spec.at(v), "both") or self.measured(spec.at(v)))]
+
+
+def _utility_loss(defended: float | None, undefended: float | None) -> float | None:
+    """L = 1 − M(defended)/M(undefended) (paper 000 Def. 4); None where M(undefended) ≈ 0."""
+    if defended is None or undefended is None or abs(undefended) < 1e-9:
+        return None
+    return 1.0 - defended / undefended
+
+
+def defend(models: TrainedModels, mechanism: str, values: list[float], attacker: str = "naive", draws: int = 1,
+           sensitivity_samples: int = 0, cache: ArtifactCache | None = None, seed: int = 0,
+           on_point=None, on_pair=None, executor=None) -> dict[str, Any]:
+    """The CLI's ``defend`` result: the baseline and one point per value (see README)."""
+    defender = Defender(models, cache)
+    spec = DefenseSpec(mechanism, float(values[0]) if values else 1.0, draws=draws, seed=seed).validate()
+    if spec.mechanism_class.needs_sensitivity and sensitivity_samples > 0:
+        defender.ensure_sensitivity(sensitivity_samples, on_pair=on_pair, executor=executor)
+    points = defender.measure(spec, list(values), attacker, on_point)
+    cfg = models.cfg
+    return {"task": cfg.task, "arch": cfg.arch, "preset": cfg.preset, "mechanism": mechanism, "attacker": attacker,
+            "config_hash": cfg.config_hash, "training_hash": cfg.training_hash, "spec": asdict(spec),
+            "sensitivity": defender.sensitivity.to_dict() if defender.sensitivity else None,
+            "baseline": defender.baseline, "points": points}

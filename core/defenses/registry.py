@@ -1,0 +1,299 @@
+"""The registry of defenses that act after training (the Opacus accountant registry is the model).
+
+A mechanism is one class in one module under ``core/defenses/``: it declares its name, its label,
+its one parameter (:class:`Parameter`: symbol, range, log scale, grids, slider default), how it
+transforms the model's answers (:class:`OutputMechanism`: Responses in, Responses out, e.g. the
+Dirichlet mechanism) or its weights (:class:`WeightMechanism`: θ → θ', e.g. the Gaussian privacy
+module), and its theoretical guarantee. It registers itself with :func:`register`; everything
+that used to ask ``mechanism == "dirichlet"`` — the :class:`~core.defenses.defender.Defender`, the CLI's
+``defend --mechanism`` choices, the Defenses page's radio, slider, curve grid and table, the
+Analyses page's "Outputs" — asks :func:`get` instead. An unknown name is a
+:class:`~core.foundations.errors.ConfigError`, never a silent fallback to another mechanism.
+
+Like the task registry, this module imports no torch: the built-in mechanisms are named here as
+``module:Class`` and their modules load on first :func:`get`, so the CLI can list and check
+names before the heavy imports. A mechanism defined elsewhere (a test's toy) registers its class
+with :func:`register` and is then listed like the built-in ones.
+"""
+from __future__ import annotations
+
+import importlib
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, ClassVar
+
+from core.foundations.errors import ConfigError
+
+if TYPE_CHECKING:  # types only: this module stays light (no torch) for the CLI
+    import numpy as np
+    import torch
+    from torch import nn
+
+    from core.measurement.responses import Responses
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """The one value a mechanism is slid along.
+
+    Attributes:
+        name: plain-ASCII name (``k``, ``sigma``) for keys and file names.
+        symbol: how it is printed (``k``, ``σ``).
+        low, high: the valid range; ``low_open`` excludes ``low`` itself (k > 0), ``high_open`` ``high``.
+        log_scale: curves draw the value on a log axis.
+        grid: the default grid — the CLI's example, the page's table rows and its "measure" button.
+        slider: the page's slider stops; ``slider_default`` the value it starts at.
+        curve: the values of the page's curve over the whole range (a cheap mechanism can afford more).
+        hint: the slider's label.
+    """
+
+    name: str
+    symbol: str
+    low: float
+    high: float
+    low_open: bool
+    log_scale: bool
+    grid: tuple[float, ...]
+    slider: tuple[float, ...]
+    slider_default: float
+    curve: tuple[float, ...]
+    hint: str = ""
+    high_open: bool = False
+
+    @property
+    def interval(self) -> str:
+        def num(x: float) -> str:
+            return "∞" if math.isinf(x) else f"{x:g}".replace("e+0", "e").replace("e+", "e")
+
+        return f"{'(' if self.low_open else '['}{num(self.low)}, {num(self.high)}{')' if self.high_open or math.isinf(self.high) else ']'}"
+
+    def check(self, value: Any) -> None:
+        """Raise :class:`ConfigError` (one line) unless ``value`` is a finite number in range."""
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise ConfigError(f"{self.symbol} must be a finite number, got {value!r}")
+        if (value <= self.low if self.low_open else value < self.low) or (
+                value >= self.high if self.high_open else value > self.high):
+            raise ConfigError(f"{self.symbol} must lie in {self.interval}, got {value!r}")
+
+
+class Mechanism(ABC):
+    """A post-training defense: subclass :class:`OutputMechanism` or :class:`WeightMechanism`.
+
+    Methods receive the point's :class:`core.defenses.defender.DefenseSpec` as ``spec`` (typed ``Any`` here:
+    the registry sits under the defense facade and does not import it): ``spec.value`` is the
+    parameter's value; ``eta``, ``tau``, ``b``, ``delta``, ``seed`` the evaluation's settings.
+
+    Class attributes: ``name`` (the CLI's ``--mechanism``), ``label`` (the page's radio),
+    ``short`` (a word: "Dirichlet"), ``help`` (one CLI help sentence), ``parameter``,
+    ``default_draws`` (the page's draws box), ``needs_sensitivity`` (its guarantee reads the
+    SensitivitySampler's S, so the CLI and the page estimate it).
+    """
+
+    name: ClassVar[str]
+    label: ClassVar[str]
+    short: ClassVar[str]
+    help: ClassVar[str] = ""
+    parameter: ClassVar[Parameter]
+    default_draws: ClassVar[int] = 1
+    needs_sensitivity: ClassVar[bool] = False
+
+    @abstractmethod
+    def guarantee(self, spec: Any, n_classes: int, sensitivity: Any | None) -> dict[str, Any]:
+        """The theoretical guarantee at ``spec``: ``{"epsilon", "delta", "gamma", "privacy_note", …}``
+        (``epsilon`` None where the theory gives no number). ``sensitivity`` is the
+        :class:`~core.defenses.sensitivity.SensitivityEstimate` when one was estimated."""
+
+    def study_rows(self, task: str, arch: str) -> dict[str, Any] | None:
+        """The studies' published rows for this mechanism on (task, arch), keyed by value, in
+        :func:`core.measurement.studies.dirichlet_rows`' layout; None where the studies report none."""
+        return None
+
+
+class OutputMechanism(Mechanism):
+    """A mechanism on the answers: the trained model is untouched, each output is replaced."""
+
+    @abstractmethod
+    def transform(self, responses: Responses, spec: Any, rng: np.random.Generator) -> Responses:
+        """``responses`` passed through the mechanism (every step independently)."""
+
+    @abstractmethod
+    def torch_transform(self, spec: Any, generator: torch.Generator) -> Callable[[torch.Tensor], torch.Tensor]:
+        """The same map on (B, m) log-probabilities inside a model's decoding or rollout loop
+        (utility and output-dependent record features are measured through it)."""
+
+
+class WeightMechanism(Mechanism):
+    """A mechanism on the weights: the model itself changes, then answers as usual."""
+
+    @abstractmethod
+    def prepare(self, model: nn.Module, seed: int) -> Any:
+        """What does not depend on the value (e.g. the GPM's noise direction z), kept by the
+        Defender per (role, seed, draw) so every value of a curve moves along the same draw."""
+
+    @abstractmethod
+    def perturb(self, model: nn.Module, weights: dict[str, torch.Tensor], prepared: Any,
+                spec: Any) -> nn.Module:
+        """A copy of ``model`` (never ``model`` itself: the Defender keeps it for every value) with
+        weights derived from ``weights`` at ``spec.value``."""
+
+
+#: the built-in mechanisms: name -> "module:Class" (loaded on first use)
+BUILTIN: dict[str, str] = {
+    "dirichlet": "core.defenses.dirichlet:DirichletMechanism",
+    "gpm": "core.defenses.gpm:GaussianPrivacyModule",
+}
+class _Registry:
+    """Defense classes by name; the built-in ones listed as ``module:Class`` and imported on first
+    use (their module registers the class), so listing names imports nothing (the CLI checks
+    ``--mechanism`` before torch loads). One instance per kind of defense."""
+
+    def __init__(self, kind: str, builtin: dict[str, str], base: tuple[type, ...]):
+        self.kind, self.builtin, self.base = kind, builtin, base
+        self.names: list[str] = list(builtin)
+        self.instances: dict[str, Any] = {}
+
+    def register(self, cls: type, taken_elsewhere: tuple[str, ...] = ()) -> type:
+        if not (isinstance(cls, type) and issubclass(cls, self.base)):
+            raise TypeError(f"{cls!r} is not a {' or '.join(b.__name__ for b in self.base)}")
+        where = f"{cls.__module__}:{cls.__qualname__}"
+        known = self.instances.get(cls.name)
+        if known is not None and f"{type(known).__module__}:{type(known).__qualname__}" != where:
+            raise ValueError(f"{self.kind} {cls.name!r} is already registered by {type(known).__qualname__}")
+        if cls.name in self.builtin and self.builtin[cls.name] != where:
+            raise ValueError(f"{self.kind} {cls.name!r} is a built-in one ({self.builtin[cls.name]})")
+        if cls.name in taken_elsewhere:
+            raise ValueError(f"{cls.name!r} already names another kind of defense")
+        self.instances[cls.name] = cls()
+        if cls.name not in self.names:
+            self.names.append(cls.name)
+        return cls
+
+    def unregister(self, name: str) -> None:
+        """Remove a registered (not built-in) defense: tests register toy ones."""
+        if name in self.builtin:
+            raise ValueError(f"{name!r} is a built-in {self.kind}")
+        self.instances.pop(name, None)
+        if name in self.names:
+            self.names.remove(name)
+
+    def load(self, name: str) -> Any:
+        if name not in self.instances:
+            importlib.import_module(self.builtin[name].split(":")[0])  # the module registers its class
+            if name not in self.instances:
+                raise RuntimeError(f"{self.builtin[name]} did not register a {self.kind} {name!r}")
+        return self.instances[name]
+
+    def get(self, name: str) -> Any:
+        """The defense called ``name``; :class:`ConfigError` (one line) for an unknown name."""
+        if not isinstance(name, str) or name not in self.names:
+            raise ConfigError(f"unknown {self.kind} {name!r}; choose one of {', '.join(self.names)}")
+        return self.load(name)
+
+
+_MECHANISMS = _Registry("mechanism", BUILTIN, (OutputMechanism, WeightMechanism))
+
+
+def register(cls: type[Mechanism]) -> type[Mechanism]:
+    """Register a mechanism class (usable as a decorator); another class under a taken name is an error."""
+    return _MECHANISMS.register(cls)
+
+
+def unregister(name: str) -> None:
+    """Remove a registered (not built-in) mechanism: tests register toy ones."""
+    _MECHANISMS.unregister(name)
+
+
+def names() -> tuple[str, ...]:
+    """The mechanisms' names, built-in first, then in registration order (imports nothing)."""
+    return tuple(_MECHANISMS.names)
+
+
+def get(name: str) -> Mechanism:
+    """The mechanism called ``name`` (its module imported on first use); :class:`ConfigError`
+    (one line) for an unknown name."""
+    return _MECHANISMS.get(name)
+
+
+def all_mechanisms() -> tuple[Mechanism, ...]:
+    return tuple(get(n) for n in _MECHANISMS.names)
+
+
+# ---------------------------------------------------------------------------- during training
+class TrainingDefense(ABC):
+    """A defense that changes how victims and shadows train: every value is its own experiment
+    (:mod:`core.defenses.sweeps` runs them). One class in one module under ``core/defenses/``.
+
+    Class attributes: ``name`` (the CLI's ``--mechanism``), ``label`` (the page's radio),
+    ``parameter`` (the swept value), ``target`` (an alternative value to sweep instead, DP-SGD's
+    target ε; None where there is none), ``tasks`` (the tasks it exists for; None: every task),
+    ``accounted`` (its runs carry a privacy accountant's record: the page's ε views).
+    """
+
+    name: ClassVar[str]
+    label: ClassVar[str]
+    parameter: ClassVar[Parameter]
+    target: ClassVar[Parameter | None] = None
+    tasks: ClassVar[tuple[str, ...] | None] = None
+    accounted: ClassVar[bool] = False
+
+    def applies_to(self, task: str) -> bool:
+        return self.tasks is None or task in self.tasks
+
+    def parameter_of(self, target_epsilon: bool = False) -> Parameter:
+        """The swept parameter (``target_epsilon``: the target one; ConfigError where there is none)."""
+        if not target_epsilon:
+            return self.parameter
+        if self.target is None:
+            raise ConfigError(f"--target-epsilon applies to {', '.join(n for n in _TRAINING.names if _TRAINING.load(n).target)}"
+                              f" only, not {self.name}")
+        return self.target
+
+    @abstractmethod
+    def updates(self, value: float, target_epsilon: bool = False, max_grad_norm: float | None = None,
+                delta: float | None = None) -> dict[str, Any]:
+        """The config fields of one point (``ExperimentConfig.with_updates``)."""
+
+    def baseline_updates(self) -> dict[str, Any]:
+        """The fields of the undefended run the utility loss is measured against ({}: the config as it is)."""
+        return {}
+
+    def guarantee(self, summary: dict[str, Any]) -> dict[str, Any]:
+        """``epsilon``, ``delta``, ``gamma``, ``privacy_note`` (and any block of its own) of one point's run."""
+        return {"epsilon": None, "delta": None, "gamma": None,
+                "privacy_note": f"{self.parameter.symbol} is a regulariser: no formal privacy guarantee"}
+
+    def spec_extra(self, config: Any) -> dict[str, Any]:
+        """What a sweep's ``spec`` records besides the values (DP-SGD: C, δ, the accountant)."""
+        return {}
+
+
+#: the built-in training-time defenses: name -> "module:Class" (loaded on first use)
+TRAINING_BUILTIN: dict[str, str] = {
+    "dpsgd": "core.defenses.dpsgd_sweep:DPSGDDefense",
+    "l2": "core.defenses.l2:L2Defense",
+    "clip": "core.defenses.ppo_clip:PPOClipDefense",
+}
+_TRAINING = _Registry("training defense", TRAINING_BUILTIN, (TrainingDefense,))
+
+
+def register_training(cls: type[TrainingDefense]) -> type[TrainingDefense]:
+    """Register a training-time defense class (usable as a decorator)."""
+    return _TRAINING.register(cls, taken_elsewhere=tuple(_MECHANISMS.names))
+
+
+def unregister_training(name: str) -> None:
+    """Remove a registered (not built-in) training-time defense."""
+    _TRAINING.unregister(name)
+
+
+def training_names(task: str | None = None) -> tuple[str, ...]:
+    """The training-time defenses' names (imports nothing unless ``task`` asks which apply to it)."""
+    if task is None:
+        return tuple(_TRAINING.names)
+    return tuple(n for n in _TRAINING.names if _TRAINING.load(n).applies_to(task))
+
+
+def get_training(name: str) -> TrainingDefense:
+    """The training-time defense called ``name``; :class:`ConfigError` (one line) for an unknown name."""
+    return _TRAINING.get(name)

@@ -1,0 +1,363 @@
+"""Training-time defenses over a grid of values: DP-SGD's σ (or a target ε), L2's λ, PPO's clip ε.
+
+Unlike the defenses after training (:mod:`core.defenses`), these change how victims and shadows
+train, so every value is its own experiment: a *point* is the base config with one field set
+(:func:`point_config`), run by :func:`core.experiment.pipeline.run_experiment` and therefore cached like
+any run (a second sweep over the same grid loads at once; each point is also a full Train &
+attack result). The attacker's shadows train with the same config, so the attacker knows the
+training recipe, DP settings included (the adaptive attacker of the defenses' vocabulary).
+
+A sweep's JSON has the shape of ``python -m core defend`` (:func:`core.defenses.defender.defend`): a
+``baseline`` (the undefended run) and ``points`` each with ``attack``, ``attacks``,
+``utility``, ``utility_loss`` (paper 000 Def. 4: L = 1 − M(defended)/M(undefended)),
+``epsilon`` and ``delta``; DP-SGD points add a ``dpsgd`` block (σ, C, q, steps, δ, the
+accountant, ε by RDP / PRV / GDP and the accountant history to recompute them).
+
+Mechanisms: the training-time defenses of :mod:`core.defenses.registry` (one module each under
+``core/defenses/``: which config fields a point sets, the undefended run, the guarantee); built in:
+
+* ``dpsgd`` — DP-SGD (paper 000 eq. 7–8) with noise multiplier σ = value, or, with
+  ``target_epsilon``, the σ reaching ε = value at δ (Opacus' ``get_noise_multiplier``).
+* ``l2`` — the L2 penalty λ = value on weight matrices (paper 000 Fig. 7); undefended: λ = 0.
+* ``clip`` — navigation only: PPO's clip ε = value (a small ε limits each update; paper 000
+  Fig. 7); undefended: the preset's ε (rl-starter-files' 0.2).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from core.experiment.cache import ArtifactCache
+from core.foundations.config import ExperimentConfig, config_changes
+from core.defenses.registry import get_training
+from core.training.dpsgd import epsilon
+from core.foundations.errors import ConfigError
+from core.measurement.metrics import empirical_epsilon
+from core.experiment.pipeline import run_experiment
+from core.foundations.progress import ProgressCallback
+from core.experiment.results import AttackResult, RunSummary
+from core.measurement.stats import mean_interval
+from core.measurement.studies import DPSGD_RECIPE, DPSGD_RECIPE_SOURCE
+
+def value_name(mechanism: str, target_epsilon: bool = False) -> str:
+    """How the swept value is written: σ, ε, λ or clip ε (the defense's parameter symbol)."""
+    return get_training(mechanism).parameter_of(target_epsilon).symbol
+
+
+def default_grid(mechanism: str, target_epsilon: bool = False) -> tuple[float, ...]:
+    """The quick grid of the defense's (target) parameter."""
+    return get_training(mechanism).parameter_of(target_epsilon).grid
+
+
+def check_sweep(cfg: ExperimentConfig, mechanism: str, values: list[float], target_epsilon: bool = False) -> None:
+    """Raise :class:`ConfigError` (one line) unless every value is valid for ``mechanism`` on
+    ``cfg``'s task: in the defense's parameter range (σ ≥ 0, ε > 0, λ ≥ 0, clip ε in (0, 1)),
+    the defense available for the task (``clip``: navigation), ``target_epsilon`` only where
+    the defense has a target parameter (DP-SGD). Every point's config is validated too."""
+    defense = get_training(mechanism)
+    if not defense.applies_to(cfg.task):
+        raise ConfigError(f"the {mechanism} defense ({defense.label}) exists for {', '.join(defense.tasks or ())} "
+                          f"only, not {cfg.task}")
+    param = defense.parameter_of(target_epsilon)
+    if not values:
+        raise ConfigError("no values to sweep")
+    for v in values:
+        param.check(v)
+        point_config(cfg, mechanism, v, target_epsilon)  # the fields' own ranges (one line each)
+
+
+def point_config(cfg: ExperimentConfig, mechanism: str, value: float, target_epsilon: bool = False,
+                 max_grad_norm: float | None = None, delta: float | None = None) -> ExperimentConfig:
+    """The validated config of one point: ``cfg`` with the defense's fields set for ``value``
+    (DP-SGD: also C and δ when given; otherwise ``cfg``'s)."""
+    defense = get_training(mechanism)
+    defense.parameter_of(target_epsilon)
+    return cfg.with_updates(defense.updates(float(value), target_epsilon, max_grad_norm, delta)).validate()
+
+
+def baseline_config(cfg: ExperimentConfig, mechanism: str) -> ExperimentConfig:
+    """The undefended run the utility loss is measured against: DP off (DP-SGD), λ = 0 (L2), or
+    ``cfg`` as it is (clip: its clip ε is the reference)."""
+    updates = get_training(mechanism).baseline_updates()
+    return cfg.with_updates(updates).validate() if updates else cfg
+
+
+def sweep_configs(cfg: ExperimentConfig, mechanism: str, values: list[float], target_epsilon: bool = False,
+                  max_grad_norm: float | None = None, delta: float | None = None) -> list[ExperimentConfig]:
+    """The points' configs, in the order of ``values``."""
+    return [point_config(cfg, mechanism, v, target_epsilon, max_grad_norm, delta) for v in values]
+
+
+def sweep_runs(bases: dict[str, ExperimentConfig], mechanism: str, values: list[float], target_epsilon: bool = False,
+               max_grad_norm: float | None = None, delta: float | None = None
+               ) -> dict[str, list[tuple[float | None, ExperimentConfig]]]:
+    """Every run of a sweep per architecture: ``(None, baseline)`` first, then ``(value, point config)``
+    for the sorted distinct ``values``; every value is checked (:func:`check_sweep`) for every
+    architecture before anything is returned (the Training defenses page's plan)."""
+    values = sorted(set(float(v) for v in values))
+    for base in bases.values():
+        check_sweep(base, mechanism, values, target_epsilon)
+    return {arch: [(None, baseline_config(base, mechanism))]
+            + list(zip(values, sweep_configs(base, mechanism, values, target_epsilon, max_grad_norm, delta)))
+            for arch, base in bases.items()}
+
+
+def collect_points(runs: dict[str, list[tuple[float | None, ExperimentConfig]]],
+                   summaries: dict[tuple[str, float | None], RunSummary | dict[str, Any] | None], mechanism: str,
+                   target_epsilon: bool = False) -> tuple[dict[str, dict[str, Any]], dict[str, list[dict[str, Any]]]]:
+    """(baselines, points) per architecture from the runs' summaries (``None``: not trained yet);
+    an architecture whose baseline is missing is left out, a missing point is skipped."""
+    baselines: dict[str, dict[str, Any]] = {}
+    points: dict[str, list[dict[str, Any]]] = {}
+    for arch, rs in runs.items():
+        base_summary = summaries.get((arch, None))
+        if base_summary is None:
+            continue
+        baselines[arch] = baseline_of(base_summary)
+        points[arch] = [point_of(summaries[(arch, v)], baselines[arch], mechanism, v, target_epsilon)
+                        for v, _ in rs[1:] if summaries.get((arch, v)) is not None]
+    return baselines, points
+
+
+#: the metrics of a sweep point that get an interval over repeats (the pages' bands)
+SWEEP_BANDED = ("attack_accuracy", "attack_auc", "utility", "utility_loss")
+
+
+def _sweep_metrics(point: dict[str, Any]) -> dict[str, float | None]:
+    a = point.get("attack") or {}
+    return {"attack_accuracy": a.get("accuracy"), "attack_auc": a.get("auc"), "utility": point.get("utility"),
+            "utility_loss": point.get("utility_loss")}
+
+
+def collect_points_repeats(runs: dict[str, list[tuple[float | None, ExperimentConfig]]],
+                           summaries: Sequence[dict[tuple[str, float | None], dict[str, Any] | None]], mechanism: str,
+                           target_epsilon: bool = False) -> tuple[dict[str, dict[str, Any]], dict[str, list[dict[str, Any]]]]:
+    """:func:`collect_points` over repeats: ``summaries[r]`` holds repeat r's runs (the same keys as
+    ``runs``; repeat r of a point is its config with :func:`core.analyses.repeats.repeat_config`'s seed, so
+    repeat r of every point and of the baseline share a split). Repeat 0's points, each with
+    ``intervals`` — per metric of :data:`SWEEP_BANDED`, the mean and 95 % Student-t interval over
+    the repeats whose point *and* baseline are cached (each repeat's utility loss against its own
+    baseline, paper 000 Def. 4), :func:`core.measurement.stats.mean_interval` — and ``band`` = ``{"repeats": N,
+    "draws": 1, "over": "repeats"}``, where N ≥ 2 such repeats exist; other points come as
+    :func:`collect_points` gives them."""
+    baselines, points = collect_points(runs, summaries[0], mechanism, target_epsilon)
+    for arch, pts in points.items():
+        for p in pts:
+            per_repeat = []
+            for s in summaries:
+                base, run = s.get((arch, None)), s.get((arch, p["value"]))
+                if base is not None and run is not None:
+                    per_repeat.append(_sweep_metrics(point_of(run, baseline_of(base), mechanism, p["value"], target_epsilon)))
+            if len(per_repeat) < 2:
+                continue
+            intervals = {}
+            for name in SWEEP_BANDED:
+                values = [m[name] for m in per_repeat]
+                if all(v is not None for v in values):
+                    e = mean_interval([float(v) for v in values])
+                    intervals[name] = dataclasses.replace(e, method=f"t over {len(values)} repeats").to_dict()
+            p["intervals"] = intervals
+            p["band"] = {"repeats": len(per_repeat), "draws": 1, "over": "repeats"}
+    return baselines, points
+
+
+def accuracy_bound_curve(max_epsilon: float, delta: float, n: int = 61) -> list[tuple[float, float]]:
+    """(ε, :func:`accuracy_bound`) at ``n`` evenly spaced ε in [0, max_epsilon] (the pages' grey curve)."""
+    return [(e, accuracy_bound(e, delta)) for e in (max_epsilon * k / (n - 1) for k in range(n))]
+
+
+def _utility_loss(defended: float | None, undefended: float | None) -> float | None:
+    """L = 1 − M(defended)/M(undefended) (paper 000 Def. 4); None where M(undefended) ≈ 0."""
+    if defended is None or undefended is None or abs(undefended) < 1e-9:
+        return None
+    return 1.0 - defended / undefended
+
+
+def _lower_bound(run: RunSummary) -> dict[str, float | None] | None:
+    """The empirical ε lower bound (Jagielski et al.) of the primary attack's scores."""
+    records = run.records
+    scores = (records.get("scores") or {}).get(run.primary)
+    if scores is None or not records.get("membership"):
+        return None
+    return empirical_epsilon(np.asarray(scores, np.float64), np.asarray(records["membership"], bool))
+
+
+def _without_roc(result: AttackResult) -> dict[str, Any]:
+    return {k: v for k, v in result.to_dict().items() if k not in ("roc_fpr", "roc_tpr")}
+
+
+def baseline_of(summary: RunSummary | dict[str, Any]) -> dict[str, Any]:
+    """The ``baseline`` block from the undefended run's summary (the defenses' layout)."""
+    run = RunSummary.coerce(summary)
+    return {
+        "attack": _without_roc(run.attack),
+        "attacks": {n: _without_roc(a) for n, a in run.attacks.items()},
+        "utility": run.utility.val, "utility_train": run.utility.train,
+        "utility_metric": run.utility.metric, "epsilon_lower_bound": _lower_bound(run),
+        "config_hash": run.config_hash,
+    }
+
+
+def point_of(summary: RunSummary | dict[str, Any], baseline: dict[str, Any], mechanism: str, value: float,
+             target_epsilon: bool = False) -> dict[str, Any]:
+    """One point from its run's summary and the baseline block (see the module docstring)."""
+    run = RunSummary.coerce(summary)
+    point: dict[str, Any] = {
+        "value": float(value), "mechanism": mechanism, "value_name": value_name(mechanism, target_epsilon),
+        "config_hash": run.config_hash, "training_hash": run.training_hash,
+        "attack": _without_roc(run.attack),
+        "attacks": {n: _without_roc(a) for n, a in run.attacks.items()}, "adaptive_attack": None,
+        "utility": run.utility.val, "utility_train": run.utility.train,
+        "epsilon_lower_bound": _lower_bound(run),
+        "timings": {"total_s": run.timings.get("total_s"),
+                    "trained_s": run.timings.get("victim_trained_s", 0.0) + run.timings.get("shadows_trained_s", 0.0)},
+        "cache_hit": bool(run.cache_hit),
+    }
+    point["utility_loss"] = _utility_loss(point["utility"], baseline["utility"])
+    point["utility_loss_train"] = _utility_loss(point["utility_train"], baseline["utility_train"])
+    # the registry's guarantee reads the run's JSON (a training defense is one file: core.defenses.registry)
+    point.update(get_training(mechanism).guarantee(run.to_dict()))
+    return point
+
+
+def sweep(cfg: ExperimentConfig, mechanism: str, values: list[float], *, target_epsilon: bool = False,
+          max_grad_norm: float | None = None, delta: float | None = None, progress: ProgressCallback | None = None,
+          on_point: Callable[[int, int, dict[str, Any]], None] | None = None,
+          cache: ArtifactCache | None = None) -> dict[str, Any]:
+    """Run (or load) the baseline and every point; the CLI's ``defend --mechanism dpsgd|l2|clip|…`` JSON.
+
+    ``progress`` receives each run's events with the stage prefixed by the point and the
+    overall fraction spread over the runs; ``on_point(i, n, point)`` after each point.
+    """
+    check_sweep(cfg, mechanism, values, target_epsilon)
+    cache = cache or ArtifactCache()
+    base_cfg = baseline_config(cfg, mechanism)
+    configs = sweep_configs(cfg, mechanism, values, target_epsilon, max_grad_norm, delta)
+    runs = [("baseline", base_cfg)] + [(f"{value_name(mechanism, target_epsilon)} = {v:g}", c)
+                                       for v, c in zip(values, configs)]
+
+    def run(i: int, label: str, c: ExperimentConfig) -> dict[str, Any]:
+        def relay(ev) -> None:
+            if progress is not None:
+                progress(dataclasses.replace(ev, stage=f"{label} ({i + 1}/{len(runs)}): {ev.stage}",
+                                             overall_fraction=(i + ev.overall_fraction) / len(runs)))
+        return run_experiment(c, progress=relay, cache=cache).summary
+
+    baseline = baseline_of(run(0, *runs[0]))
+    points = []
+    for i, (v, c) in enumerate(zip(values, configs)):
+        points.append(point_of(run(i + 1, *runs[i + 1]), baseline, mechanism, v, target_epsilon))
+        points[-1]["changes"] = config_changes(base_cfg, c)  # what this point's run changed from the baseline's
+        if on_point is not None:
+            on_point(i + 1, len(values), points[-1])
+    spec = {"mechanism": mechanism, "values": [float(v) for v in values], "target_epsilon": target_epsilon,
+            "value_name": value_name(mechanism, target_epsilon)}
+    spec.update(get_training(mechanism).spec_extra(configs[0]))
+    return {"task": cfg.task, "arch": cfg.arch, "preset": cfg.preset, "mechanism": mechanism,
+            "attacker": "adaptive", "attacker_note": "the shadows train with the victim's recipe, this defense included",
+            "config_hash": base_cfg.config_hash, "training_hash": base_cfg.training_hash, "spec": spec,
+            "sensitivity": None, "baseline": baseline, "points": points}
+
+
+def study_recipe_epsilons(task: str, sigmas: list[float]) -> list[dict[str, Any]]:
+    """ε at each σ of the study's DP-SGD recipe (:data:`core.measurement.studies.DPSGD_RECIPE`, paper 000
+    Table 2: |D|, batch, epochs, δ), **computed by us** with Opacus' RDP and PRV accountants under
+    Poisson sampling at q = batch/|D| (the paper prints no ε per σ): the privacy the study's
+    recipe gives at the σ values we sweep. Each row says so (``computed_by``)."""
+    row = DPSGD_RECIPE[task]
+    n = int(row["samples"])
+    q = row["batch"] / n
+    steps = int(round(row["epochs"] / q))
+    out = []
+    for s in sigmas:
+        hist = [[float(s), q, steps]]
+        rdp, prv = epsilon(hist, row["delta"], "rdp"), epsilon(hist, row["delta"], "prv")
+        out.append({"sigma": float(s), "sample_rate": q, "steps": steps, "delta": row["delta"],
+                    "epsilon_rdp": rdp if math.isfinite(rdp) else None, "epsilon_prv": prv if math.isfinite(prv) else None,
+                    "computed_by": "us (Opacus accountants) for the recipe of " + DPSGD_RECIPE_SOURCE.cite()})
+    return out
+
+
+def accuracy_bound(epsilon: float, delta: float) -> float:
+    """The highest balanced accuracy any membership attack can reach on an (ε, δ)-DP learner.
+
+    DP bounds every test's error rates (Kairouz, Oh & Viswanath 2015): TPR ≤ e^ε·FPR + δ and
+    1 − FPR ≤ e^ε·(1 − TPR) + δ. With both tight, FPR = (1 − δ)/(e^ε + 1), so the accuracy
+    (1 + TPR − FPR)/2 is at most ½·(1 + δ + (1 − δ)·(e^ε − 1)/(e^ε + 1)) — e^ε/(1 + e^ε) at δ = 0,
+    the accuracy form of Yeom et al.'s advantage bound (paper 002).
+    """
+    return 0.5 * (1.0 + delta + (1.0 - delta) * math.tanh(epsilon / 2.0))
+
+
+# ---------------------------------------------------------------------------- how long a sweep takes
+def run_cost_s(summary: RunSummary | dict[str, Any]) -> float | None:
+    """Seconds that computing ``summary`` from nothing took on the machine that computed it: data
+    loading, the victim's and every shadow's *training* (``victim_trained_s``, ``shadows_trained_s``:
+    the models' own recorded times, kept when they are later loaded from the cache) and the attacks.
+    None when the summary does not carry them (a summary written by an older version)."""
+    t = summary.timings if isinstance(summary, RunSummary) else (summary.get("timings") or {})
+    parts = [t.get("victim_trained_s"), t.get("shadows_trained_s"), t.get("attack_s")]
+    if any(not isinstance(p, (int, float)) or not math.isfinite(p) for p in parts):
+        return None
+    data = t.get("data_s")
+    return float(sum(parts) + (data if isinstance(data, (int, float)) and math.isfinite(data) else 0.0))
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepEstimate:
+    """The expected seconds of a sweep's missing runs, from runs measured on this machine.
+
+    ``seconds``: the sum over the missing runs (one worker runs them one after another); None when
+    no run of an architecture was measured. ``lower_bound``: some runs were estimated from the
+    undefended run only, and DP-SGD's per-sample gradients make a point slower than that.
+    ``basis``: one line saying what was measured."""
+
+    seconds: float | None
+    lower_bound: bool
+    basis: str
+
+
+def expected_run_s(arch: str, is_baseline: bool, points: dict[str, list[float | None]],
+                   baseline: dict[str, float | None], mechanism: str) -> tuple[float | None, bool]:
+    """Expected seconds of one missing run of ``arch`` and whether that is a lower bound.
+
+    A point: the mean measured cost of this sweep's points of ``arch`` that already ran (same
+    recipe kind), else its undefended run's cost (a lower bound under DP-SGD), else None. The
+    undefended run itself: the cheapest measured point (DP-SGD points cost more than it, so that is
+    no lower bound; L2 and clip points cost about the same)."""
+    done = [c for c in points.get(arch, []) if c is not None]
+    if is_baseline:
+        return (float(min(done)), False) if done else (None, False)
+    if done:
+        return float(np.mean(done)), False
+    base = baseline.get(arch)
+    if base is not None:
+        return float(base), mechanism == "dpsgd"
+    return None, False
+
+
+def expected_sweep(missing: list[tuple[str, bool]], points: dict[str, list[float]],
+                   baseline: dict[str, float | None], mechanism: str) -> SweepEstimate:
+    """The expected time of a sweep's missing runs (``missing``: (arch, is the undefended run) per
+    run) from the measured costs (:func:`run_cost_s`) of the sweep's points already cached
+    (``points`` per arch) and of the undefended runs (``baseline`` per arch)."""
+    total, lower, unknown = 0.0, False, []
+    for arch, is_baseline in missing:
+        s, lb = expected_run_s(arch, is_baseline, points, baseline, mechanism)
+        if s is None:
+            unknown.append(arch)
+            continue
+        total += s
+        lower = lower or lb
+    if unknown:
+        return SweepEstimate(None, False, f"no run of this size was measured on this machine yet for "
+                                          f"{', '.join(sorted(set(unknown)))}")
+    measured = sum(len([c for c in v if c is not None]) for v in points.values())
+    basis = (f"from {measured} point{'s' if measured != 1 else ''} of this sweep measured on this machine"
+             if measured else "from the undefended runs measured on this machine")
+    if lower:
+        basis += " (DP-SGD's per-sample gradients make a point slower than an undefended run: a lower bound)"
+    return SweepEstimate(total, lower, basis)

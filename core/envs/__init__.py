@@ -1,1 +1,0 @@
-"""Environments of the tasks (MiniGrid floor-maps for navigation: :mod:`core.envs.minigrid`)."""

@@ -1,0 +1,292 @@
+"""Honest comparisons: do the shadows track the victim, and do the two architectures compare fairly?
+
+The shadow-model attacks rest on one assumption: a shadow trained like the victim behaves like the
+victim, so a decision rule fitted on shadows transfers. When the shadows' losses differ from the
+victim's (they learned less, or more), thresholds and classifiers fitted on them misfire — an
+attack at chance then says nothing about the victim's privacy. And the FFNN-vs-RNN question ("at
+the same size and utility, does the RNN leak more?") is confounded when one model learned and the
+other did not. This module measures both, from the JSON summaries (pure functions) and, for the
+summary's ``shadow_fidelity`` block, from the trained models' cached Responses.
+
+``shadow_fidelity`` block of a summary::
+
+    {"loss_tolerance": 0.25, "loss_floor": 0.05,
+     "checkpoints": [{"epoch", "victim": Stats, "shadows": Stats (mean), "shadow_each": [Stats],
+                      "member_loss_gap", "nonmember_loss_gap"}],
+     "utility": {"metric", "victim": {"train", "val"}, "shadows": [{"train", "val"}],
+                 "shadow_mean": {"train", "val"}},
+     "warnings": [str]}
+
+Stats = ``{"member_loss", "nonmember_loss", "member_top1", "nonmember_top1"}``: mean per-record
+cross-entropy to the reference and mean share of steps whose reference is the model's top choice,
+on the evaluation members / non-members (victim) or the in / out query records (each shadow).
+A loss gap is |shadows − victim| / max(victim, ``loss_floor``) (the floor keeps two near-zero
+losses from reading as "100 % apart"); above ``loss_tolerance`` the block warns.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from core.measurement.responses import Responses
+from core.experiment.results import RunSummary, runs
+from core.experiment.roles import TrainedModels
+from core.measurement.studies import arch_finding
+
+
+#: relative loss gap above which shadows are said not to track the victim
+LOSS_TOLERANCE = 0.25
+#: losses below this are compared as if they were this large
+LOSS_FLOOR = 0.05
+#: validation-utility gap above which an FFNN-vs-RNN comparison is confounded, per utility metric
+#: (10 points: accuracy and return are fractions, BLEU is 0–100)
+UTILITY_GAP = {"accuracy": 0.10, "bleu": 10.0, "return": 0.10}
+#: a training utility this close to chance means the model did not learn (accuracy: above 1/classes)
+NEAR_CHANCE = {"accuracy": 0.10, "bleu": 5.0, "return": 0.05}
+
+
+# ---------------------------------------------------------------------------- from Responses
+def response_stats(responses: Responses, membership: np.ndarray) -> dict[str, float]:
+    """Mean loss and top-1 agreement of members and non-members (see the module docstring)."""
+    y = np.asarray(membership, bool)
+    loss = responses.mean_cross_entropy.astype(np.float64)
+    top1 = responses.record_mean((responses.ref_rank == 0).astype(np.float32)).astype(np.float64)
+
+    def mean(a: np.ndarray, sel: np.ndarray) -> float | None:
+        return float(a[sel].mean()) if sel.any() else None
+
+    return {"member_loss": mean(loss, y), "nonmember_loss": mean(loss, ~y),
+            "member_top1": mean(top1, y), "nonmember_top1": mean(top1, ~y)}
+
+
+def _gap(shadow: float | None, victim: float | None, floor: float = LOSS_FLOOR) -> float | None:
+    if shadow is None or victim is None:
+        return None
+    return abs(shadow - victim) / max(abs(victim), floor)
+
+
+def _mean_stats(rows: list[dict[str, float | None]]) -> dict[str, float | None]:
+    out = {}
+    for k in rows[0] if rows else ():
+        vals = [r[k] for r in rows if r[k] is not None]
+        out[k] = float(np.mean(vals)) if vals else None
+    return out
+
+
+def shadow_fidelity(
+    victim: dict[int, dict[str, float | None]],
+    shadows: dict[int, list[dict[str, float | None]]],
+    metric: str,
+    victim_utility: dict[str, float | None],
+    shadow_utility: list[dict[str, float | None]],
+) -> dict[str, Any]:
+    """The ``shadow_fidelity`` block from per-checkpoint :func:`response_stats` of the victim and of
+    each shadow, and the final utilities (train = members / in records, val = non-members / out)."""
+    checkpoints = []
+    for epoch in sorted(victim):
+        v, each = victim[epoch], shadows.get(epoch, [])
+        s = _mean_stats(each)
+        checkpoints.append({
+            "epoch": int(epoch), "victim": v, "shadows": s, "shadow_each": each,
+            "member_loss_gap": _gap(s.get("member_loss"), v["member_loss"]),
+            "nonmember_loss_gap": _gap(s.get("nonmember_loss"), v["nonmember_loss"]),
+        })
+    block = {
+        "loss_tolerance": LOSS_TOLERANCE, "loss_floor": LOSS_FLOOR, "checkpoints": checkpoints,
+        "utility": {"metric": metric, "victim": victim_utility, "shadows": shadow_utility,
+                    "shadow_mean": _mean_stats(shadow_utility) if shadow_utility else {}},
+    }
+    block["warnings"] = fidelity_warnings(block)
+    return block
+
+
+def measure_shadow_fidelity(models: TrainedModels) -> dict[str, Any]:
+    """The ``shadow_fidelity`` block of trained (or cached) models: losses from the Responses kept at
+    every checkpoint; the shadows' final utility measured on their in / out query records like the
+    victim's (the first n_eval members / the non-members), from the final weights."""
+    cfg, splits = models.cfg, models.splits
+    victim = {e: response_stats(models.victim.responses[e], models.eval_membership) for e in cfg.checkpoint_epochs}
+    one = np.r_[np.ones(cfg.n_eval, bool), np.zeros(cfg.n_eval, bool)]
+    shadows = {e: [response_stats(s.responses[e], one) for s in models.shadows] for e in cfg.checkpoint_epochs}
+    last = models.victim.per_epoch[-1] if models.victim.per_epoch else {}
+    victim_utility = {"train": last.get("utility_train"), "val": last.get("utility_val")}
+    shadow_utility = []
+    for i in range(len(models.shadows)):
+        model = models.model(f"shadow_{i}")
+        shadow_utility.append({
+            "train": float(models.task.utility(cfg, model, models.data, splits.shadow_in[i][: cfg.n_eval])),
+            "val": float(models.task.utility(cfg, model, models.data, splits.shadow_out[i])),
+        })
+    return shadow_fidelity(victim, shadows, models.task.utility_metric, victim_utility, shadow_utility)
+
+
+# ---------------------------------------------------------------------------- warnings (pure)
+def _fmt(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.3g}"
+
+
+def fidelity_warnings(block: dict[str, Any] | None) -> list[str]:
+    """One line per loss (member, non-member) whose shadows' mean is off the victim's by more than the
+    tolerance at some checkpoint (the worst gap and every such epoch), plus one when the shadows'
+    final validation utility is off by more than the comparison's utility gap."""
+    if not block:
+        return []
+    tol = block.get("loss_tolerance", LOSS_TOLERANCE)
+    out = []
+    for which, loss, key in (("member", "member_loss", "member_loss_gap"),
+                             ("non-member", "nonmember_loss", "nonmember_loss_gap")):
+        off = [row for row in block.get("checkpoints", []) if row.get(key) is not None and row[key] > tol]
+        if not off:
+            continue
+        worst = max(off, key=lambda row: row[key])
+        epochs = ", ".join(str(row["epoch"]) for row in off)
+        out.append(
+            f"the shadows' mean {which} loss is off the victim's by more than {tol:.0%} at epoch{'s' * (len(off) > 1)} "
+            f"{epochs} (worst: epoch {worst['epoch']}, {_fmt(worst['shadows'].get(loss))} vs "
+            f"{_fmt(worst['victim'].get(loss))}, {worst[key]:.0%} off): the shadows do not track the victim, so "
+            f"attacks fitted on them may transfer badly")
+    util = block.get("utility", {})
+    metric = util.get("metric", "accuracy")
+    v, s = util.get("victim", {}).get("val"), util.get("shadow_mean", {}).get("val")
+    if v is not None and s is not None and abs(v - s) > UTILITY_GAP.get(metric, 0.1):
+        out.append(f"the shadows' validation {metric} {_fmt(s)} differs from the victim's {_fmt(v)} by more than "
+                   f"{_fmt(UTILITY_GAP.get(metric, 0.1))}")
+    return out
+
+
+def chance_utility(summary: RunSummary | dict[str, Any]) -> float:
+    """The utility of a model that learned nothing: 1/classes for accuracy, else 0."""
+    run = RunSummary.coerce(summary)
+    if run.utility.metric == "accuracy":
+        return 1.0 / max(int((run.data or {}).get("n_classes", 10) or 10), 1)
+    return 0.0
+
+
+def confounding_warnings(summaries: Sequence[RunSummary | dict[str, Any]]) -> list[str]:
+    """Why an FFNN-vs-RNN comparison of these summaries (one per architecture) may be confounded:
+    a model whose training utility is near chance, validation utilities further apart than
+    :data:`UTILITY_GAP`, and each summary's shadow-fidelity warnings."""
+    out = []
+    summaries = runs(summaries)
+    for s in summaries:
+        metric, train = s.utility.metric, s.utility.train
+        if train is not None and train < chance_utility(s) + NEAR_CHANCE.get(metric, 0.1):
+            out.append(f"{s.arch.upper()}: training {metric} {train:.3g} is near chance ({chance_utility(s):.3g}): "
+                       f"this model did not learn, so its attack numbers say little about its architecture")
+        for w in fidelity_warnings(s.shadow_fidelity):
+            out.append(f"{s.arch.upper()}: {w}")
+    if len(summaries) == 2:
+        a, b = summaries
+        metric = a.utility.metric
+        va, vb = a.utility.val, b.utility.val
+        if va is not None and vb is not None and abs(va - vb) > UTILITY_GAP.get(metric, 0.1):
+            out.append(f"validation {metric} differs by {abs(va - vb):.3g} ({a.arch.upper()} {va:.3g} vs "
+                       f"{b.arch.upper()} {vb:.3g}; more than {UTILITY_GAP.get(metric, 0.1):g}): the comparison is "
+                       f"confounded by utility — see the matched-utility view")
+    return out
+
+
+def utility_gap(summaries: Sequence[RunSummary | dict[str, Any]]) -> dict[str, Any] | None:
+    """Train and validation utility gaps (first − second summary) of a two-architecture comparison."""
+    if len(summaries) != 2:
+        return None
+    a, b = runs(summaries)
+
+    def diff(k: str) -> float | None:
+        x, y = getattr(a.utility, k), getattr(b.utility, k)
+        return None if x is None or y is None else float(x - y)
+
+    return {"metric": a.utility.metric, "archs": [a.arch, b.arch], "train": diff("train"), "val": diff("val")}
+
+
+# ---------------------------------------------------------------------------- matched utility (pure)
+def _val_by_epoch(run: RunSummary) -> dict[int, float]:
+    return {r.epoch: r.utility_val for r in run.per_epoch if r.utility_val is not None}
+
+
+def _attack_numbers(run: RunSummary, epoch: int) -> dict[str, dict[str, float]]:
+    return {name: {"auc": r.auc, "accuracy": r.accuracy, "advantage": r.advantage,
+                   "tpr_at_1pct": r.tpr_at_1pct_fpr, "tpr_at_0.1pct": r.tpr_at_01pct_fpr}
+            for name, r in run.attacks_at(epoch).items()}
+
+
+def closest_checkpoint(summary: RunSummary | dict[str, Any], target_val: float) -> int | None:
+    """The checkpoint epoch (one with attack results) whose validation utility is closest to
+    ``target_val`` (ties: the later epoch)."""
+    run = RunSummary.coerce(summary)
+    vals = _val_by_epoch(run)
+    epochs = [int(e) for e in run.attacks_by_epoch or {} if int(e) in vals]
+    if not epochs:
+        return None
+    return min(sorted(epochs, reverse=True), key=lambda e: abs(vals[e] - target_val))
+
+
+def matched_utility(summaries: Sequence[RunSummary | dict[str, Any]]) -> dict[str, Any] | None:
+    """The matched-utility view of a two-architecture comparison (the studies compare at similar utility).
+
+    For each architecture A (the other B): A's checkpoint epoch whose validation utility is closest
+    to B's final one, and the attack numbers of A there beside B's at its final epoch.
+    Returns ``{"metric", "pairs": [{"matched": {arch, epoch, utility_val, attacks},
+    "reference": {arch, epoch, utility_val, attacks}, "utility_gap", "within_tolerance", "more_leaky":
+    {attack: arch}}]}`` (None without two summaries); ``within_tolerance`` says whether the gap is within
+    :data:`UTILITY_GAP` — when it is not, no checkpoint of A reaches B's utility and the pair is no fair match. Attacks run only at the final epoch (LiRA, RMIA) appear in a pair
+    only when the matched epoch is the final one.
+    """
+    if len(summaries) != 2:
+        return None
+    summaries = runs(summaries)
+    pairs = []
+    for a, b in (summaries, summaries[::-1]):
+        b_final = int(b.config["epochs"]) if "epochs" in b.config else max(_val_by_epoch(b))
+        b_val = _val_by_epoch(b).get(b_final, b.utility.val)
+        if b_val is None:
+            continue
+        epoch = closest_checkpoint(a, b_val)
+        if epoch is None:
+            continue
+        a_val = _val_by_epoch(a)[epoch]
+        matched = {"arch": a.arch, "epoch": epoch, "utility_val": a_val, "attacks": _attack_numbers(a, epoch)}
+        reference = {"arch": b.arch, "epoch": b_final, "utility_val": b_val, "attacks": _attack_numbers(b, b_final)}
+        more = {}
+        for name in sorted(set(matched["attacks"]) & set(reference["attacks"])):
+            x, y = a.attacks_at(epoch)[name].auc, b.attacks_at(b_final)[name].auc
+            more[name] = a.arch if x > y else (b.arch if y > x else "tie")
+        gap = float(a_val - b_val)
+        pairs.append({"matched": matched, "reference": reference, "utility_gap": gap,
+                      "within_tolerance": abs(gap) <= UTILITY_GAP.get(a.utility.metric, 0.1), "more_leaky": more})
+    return {"metric": summaries[0].utility.metric, "pairs": pairs}
+
+
+# ---------------------------------------------------------------------------- the studies vs this run (pure)
+def study_comparison(summaries: Sequence[RunSummary | dict[str, Any]]) -> dict[str, Any] | None:
+    """The studies' FFNN-vs-RNN finding for this task beside what these two runs show, computed:
+    validation utility and generalization gap (train − validation) of each, the primary attack's
+    accuracy of each, whether "the attack is more accurate against the RNN" holds, and whether the
+    comparison is fair (validation utilities within :data:`UTILITY_GAP`). None unless the
+    summaries are one FFNN and one RNN run of the same task."""
+    by_arch = {s.arch: s for s in runs(summaries)}
+    if set(by_arch) != {"ffnn", "rnn"} or len(summaries) != 2 or by_arch["ffnn"].task != by_arch["rnn"].task:
+        return None
+    f, r = by_arch["ffnn"], by_arch["rnn"]
+    metric = f.utility.metric
+
+    def gap(s: RunSummary) -> float | None:
+        u = s.utility
+        return None if u.train is None or u.val is None else float(u.train - u.val)
+
+    acc = {a: float(s.attack.accuracy) for a, s in by_arch.items()}
+    vals = {a: s.utility.val for a, s in by_arch.items()}
+    fair = None if None in vals.values() else abs(vals["ffnn"] - vals["rnn"]) <= UTILITY_GAP.get(metric, 0.1)
+    holds = acc["rnn"] > acc["ffnn"]
+    attack = f.attack.name
+    text = (f"attack ({attack}) accuracy RNN {acc['rnn']:.3f} vs FFNN {acc['ffnn']:.3f}: "
+            f"{'more' if holds else 'not more'} accurate against the RNN; validation {metric} "
+            f"FFNN {_fmt(vals['ffnn'])} vs RNN {_fmt(vals['rnn'])}, generalization gap FFNN {_fmt(gap(f))} vs "
+            f"RNN {_fmt(gap(r))}")
+    if fair is False:
+        text += " — the utilities differ by more than " + _fmt(UTILITY_GAP.get(metric, 0.1)) + \
+                ", so compare at matched utility before reading the architectures"
+    return {"task": f.task, "finding": arch_finding(f.task), "holds": holds, "fair": fair,
+            "attack": attack, "attack_accuracy": acc, "utility_val": vals,
+            "generalization_gap": {"ffnn": gap(f), "rnn": gap(r)}, "text": text}

@@ -1,0 +1,447 @@
+"""The experiment pipeline: data → victim → shadow models → attacks → result (task-generic).
+
+Follows the shadow-model framework of Shokri et al. as laid out in paper 000 §3.2:
+
+1. The task's data source is split into two disjoint halves, the victim's and the attacker's.
+2. The victim trains on ``n_train`` records of its half (members); ``n_eval`` further records
+   of its half are non-members. The evaluation set is ``n_eval`` members + ``n_eval``
+   non-members (balanced: chance = 50 %).
+3. Shadow model i trains on ``n_train`` records drawn from the attacker's half (its "in"
+   records) with the victim's specification; ``n_eval`` other attacker records are its "out"
+   records. Responses of all shadows on their in/out records, with known membership, train the
+   attack.
+4. At every checkpoint epoch a separate attack is fitted on shadows taken at that same epoch and
+   evaluated on the victim at that epoch (paper 000, Fig. 4).
+
+Trained models (weights, learning curves, Responses at each checkpoint) are cached under the
+config's *training* hash, so changing only attack settings re-uses them; the whole result is
+cached under the full config hash.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+from safetensors.torch import load as load_safetensors
+
+from core.attacks.shadow_attacks import (Attack, AttackOutcome, AttackTraining, attack_to_bytes, fit_attack_sets,
+    load_attack_bytes, score_attacks, standard_attacks)
+from core.experiment.cache import ArtifactCache, Validator, dict_with
+from core.foundations.config import ExperimentConfig
+from core.foundations.device import default_device, single_thread
+from core.training.dpsgd import report as privacy_report
+from core.foundations.errors import ConfigError
+from core.experiment.executor import Executor, TrainingJob, as_tuple
+from core.experiment.fidelity import measure_shadow_fidelity
+from core.measurement.metrics import resolution
+from core.foundations.progress import ProgressCallback, ProgressTracker
+from core.experiment.reference_attacks import reference_attack_outcomes
+from core.measurement.responses import Responses
+from core.experiment.results import RunSummary
+from core.experiment.roles import (Splits, TrainedModel, TrainedModels, check_memory, load_trained, make_splits,
+    model_from_weights, reference_answers, role_seed, seed_everything, store_trained, train_or_load)
+from core.tasks import get_task
+from core.tasks.base import Task
+
+#: names other modules and pages long took from here; they live in :mod:`core.experiment.roles` now
+__all__ = ["run_experiment", "trained_models", "cached_summary", "cached_runs", "config_of", "fitted_attacks",
+           "fitted_attack_variants", "build_attacks", "AttackVariant", "ExperimentResult", "TrainedModels",
+           "Splits", "make_splits", "role_seed", "seed_everything", "model_from_weights", "reference_answers"]
+
+
+def trained_models(
+    cfg: ExperimentConfig,
+    progress: ProgressCallback | None = None,
+    cache: ArtifactCache | None = None,
+    tracker: ProgressTracker | None = None,
+    executor: Executor | None = None,
+) -> TrainedModels:
+    """Train (or load from the cache) the victim and every shadow model of ``cfg``.
+
+    The one public way to obtain trained models: the pipeline, the defenses and the analyses
+    all start here, so a model is trained once and then re-used from the cache. With an
+    ``executor`` other than the local one (:mod:`core.experiment.executor`: a process pool, Ray) the missing
+    models train there in parallel and come back as bytes that this process caches; the models
+    are then loaded like any cached ones (same numbers whichever executor trained them).
+    """
+    cfg.validate()
+    cache = cache or ArtifactCache()
+    cache.check_usable()
+    task = get_task(cfg.task)
+    if tracker is None:
+        tracker = ProgressTracker(training_stages(cfg), progress)
+    if executor is not None and executor.name != "local":
+        _train_missing_on(executor, cfg, cache, tracker)
+    tracker.update("data", 0.0)
+    t = time.perf_counter()
+    data = task.load(cfg)
+    splits = make_splits(cfg, data)
+    check_memory(task, cfg, data)
+    data_s = time.perf_counter() - t
+    tracker.finish("data")
+
+    t = time.perf_counter()
+    stage = role_stage(cfg, "victim")
+    victim = train_or_load(
+        task, cfg, data, "victim", splits.victim_members, splits.eval_index, cache,
+        measure_utility=(splits.eval_members, splits.victim_nonmembers),
+        on_progress=lambda f: tracker.update(stage, f),
+    )
+    tracker.finish(stage)
+    victim_s = time.perf_counter() - t
+
+    t = time.perf_counter()
+    shadows = []
+    for i in range(cfg.n_shadows):
+        stage_i = role_stage(cfg, f"shadow_{i}")
+        query = np.concatenate([splits.shadow_in[i][: cfg.n_eval], splits.shadow_out[i]])
+        shadows.append(
+            train_or_load(
+                task, cfg, data, f"shadow_{i}", splits.shadow_in[i], query, cache,
+                on_progress=lambda f, s=stage_i: tracker.update(s, f),
+            )
+        )
+        tracker.finish(stage_i)
+    shadows_s = time.perf_counter() - t
+    timings = {"data_s": data_s, "victim_s": victim_s, "shadows_s": shadows_s}
+    return TrainedModels(cfg, task, data, splits, victim, shadows, timings)
+
+
+def _train_missing_on(executor: Executor, cfg: ExperimentConfig, cache: ArtifactCache,
+                      tracker: ProgressTracker | None = None) -> None:
+    """Train the roles of ``cfg`` missing from the cache on ``executor``; cache what comes back,
+    each model as it arrives (a failed or crashed job loses none that finished). Progress: the
+    models training side by side report their fractions where the executor passes them on
+    (local, processes), else move model by model (ensemble, Ray)."""
+    cfg.validate()
+    task = get_task(cfg.task)
+    if tracker is not None:
+        tracker.update("data", 0.0)
+    data = task.load(cfg)
+    splits = make_splits(cfg, data)
+    check_memory(task, cfg, data)
+    if tracker is not None:
+        tracker.finish("data")
+    jobs = []
+    if load_trained(task, cfg, data, "victim", cache, len(splits.eval_index)) is None:
+        jobs.append(TrainingJob(cfg.to_dict(), "victim", as_tuple(splits.victim_members), as_tuple(splits.eval_index),
+                                (as_tuple(splits.eval_members), as_tuple(splits.victim_nonmembers))))
+    for i in range(cfg.n_shadows):
+        query = np.concatenate([splits.shadow_in[i][: cfg.n_eval], splits.shadow_out[i]])
+        if load_trained(task, cfg, data, f"shadow_{i}", cache, len(query)) is None:
+            jobs.append(TrainingJob(cfg.to_dict(), f"shadow_{i}", as_tuple(splits.shadow_in[i]), as_tuple(query)))
+
+    def store(out) -> None:
+        responses = {int(e): Responses.from_bytes(b) for e, b in out.responses.items()}
+        meta = out.meta
+        trained = TrainedModel(out.role, meta["params"], meta["per_epoch"], responses, load_safetensors(out.weights),
+                               meta["train_s"], False, meta.get("privacy"))
+        store_trained(cache, cfg, trained)
+        if tracker is not None:
+            finished.add(role_stage(cfg, out.role))
+            tracker.finish_parallel(role_stage(cfg, out.role), running)
+
+    running: dict[str, float] = {}  # the progress of the models training right now, by stage
+    finished: set[str] = set()
+
+    def progress(role: str, fraction: float) -> None:
+        stage = role_stage(cfg, role)
+        if stage not in finished and fraction > running.get(stage, -1.0):  # a late report changes nothing
+            running[stage] = fraction
+            tracker.update_parallel(running)
+
+    executor.map(jobs, store, progress if tracker is not None else None)
+
+
+def role_stage(cfg: ExperimentConfig, role: str) -> str:
+    """The progress stage of training ``role`` (``victim``, ``shadow_i``)."""
+    return f"victim ({cfg.arch})" if role == "victim" else f"shadow {int(role.split('_')[1]) + 1}/{cfg.n_shadows}"
+
+
+def training_stages(cfg: ExperimentConfig) -> list[tuple[str, float]]:
+    """Progress stages of :func:`trained_models` with their relative cost."""
+    stages = [("data", 0.2), (role_stage(cfg, "victim"), 2.0)]
+    return stages + [(role_stage(cfg, f"shadow_{i}"), 1.0) for i in range(cfg.n_shadows)]
+
+
+def build_attacks(task: Task, cfg: ExperimentConfig) -> list[Attack]:
+    """Fresh (unfitted) attacks of ``cfg``: the standard ones plus the task's own."""
+    training = AttackTraining(cfg.attack_hidden, cfg.attack_train_epochs, cfg.attack_lr, seed=cfg.seed)
+    return standard_attacks(training, task.extra_attacks(cfg, training))
+
+
+def fitted_attacks(
+    models: TrainedModels,
+    epoch: int | None = None,
+    shadow_responses: Responses | None = None,
+    tag: str = "undefended",
+    cache: ArtifactCache | None = None,
+) -> list[Attack]:
+    """Attacks fitted on the shadows' Responses at ``epoch`` (default: the last), cached as bytes.
+
+    ``shadow_responses`` replaces the shadows' own Responses (an adaptive attacker fits on its
+    shadows' *defended* answers); ``tag`` then names what they are (e.g. a defense spec's key),
+    so each variant is cached under (config hash, epoch, tag). Fitting happens once; scoring any
+    Responses afterwards is :func:`core.attacks.shadow_attacks.score_attacks`.
+    """
+    return fitted_attack_variants(models, [AttackVariant(epoch, tag, shadow_responses)], cache)[0]
+
+
+@dataclass(frozen=True)
+class AttackVariant:
+    """What one set of attacks is fitted on: the shadows' answers at ``epoch`` (None: the last),
+    or ``shadow_responses`` in their place (defended answers), cached under ``tag``."""
+
+    epoch: int | None = None
+    tag: str = "undefended"
+    shadow_responses: Responses | None = None
+
+
+def fitted_attack_variants(
+    models: TrainedModels, variants: list[AttackVariant], cache: ArtifactCache | None = None,
+    on_progress: Callable[[float], None] | None = None,
+) -> list[list[Attack]]:
+    """:func:`fitted_attacks` for several variants at once (checkpoint epochs, defense draws):
+    the cached ones load, the missing ones are fitted together (:func:`core.attacks.shadow_attacks.fit_attack_sets`:
+    the same learned attack of several variants shares one joint network)."""
+    cfg = models.cfg
+    cache = cache or ArtifactCache()
+    out: list[list[Attack] | None] = []
+    missing: list[tuple[int, list[Attack], list[str], Responses]] = []
+    for v in variants:
+        epoch = cfg.epochs if v.epoch is None else v.epoch
+        attacks = build_attacks(models.task, cfg)
+        keys = [cache.key("attack", cfg.config_hash, epoch, v.tag, a.name) for a in attacks]
+        blobs = [cache.get_bytes(k) for k in keys]
+        if all(b is not None for b in blobs):
+            try:
+                out.append([load_attack_bytes(a, b) for a, b in zip(attacks, blobs)])
+                continue
+            except ValueError as exc:  # checksum passed but the content is not this attack: recompute
+                for k in keys:
+                    cache.discard(k, f"does not hold a fitted attack ({exc})")
+                attacks = build_attacks(models.task, cfg)
+        responses = models.shadow_responses(epoch) if v.shadow_responses is None else v.shadow_responses
+        missing.append((len(out), attacks, keys, responses))
+        out.append(None)
+    if missing:
+        with single_thread():  # small attack networks: extra threads only contend
+            fit_attack_sets([m[1] for m in missing], [m[3] for m in missing], models.shadow_membership, on_progress)
+        for position, attacks, keys, _ in missing:
+            for attack, key in zip(attacks, keys):
+                cache.put_bytes(key, attack_to_bytes(attack))
+            out[position] = attacks
+    return out  # type: ignore[return-value]
+
+
+@dataclass
+class ExperimentResult:
+    """Everything an experiment produced: the JSON summary plus in-memory artefacts."""
+
+    summary: dict[str, Any]
+    models: TrainedModels | None = None
+    scores: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def victim(self) -> TrainedModel | None:
+        return self.models.victim if self.models else None
+
+    @property
+    def shadows(self) -> list[TrainedModel]:
+        return self.models.shadows if self.models else []
+
+    @property
+    def splits(self) -> Splits | None:
+        return self.models.splits if self.models else None
+
+
+def cached_summary(cfg: ExperimentConfig, cache: ArtifactCache | None = None) -> dict[str, Any] | None:
+    """The cached JSON summary of ``cfg`` (marked ``cache_hit``), or None if it was never run."""
+    cache = cache or ArtifactCache()
+    key = cache.key("result", cfg.config_hash)
+    summary = cache.get_json(key, validate=_summary_of(cfg.config_hash, cfg.task, cfg.arch))
+    if summary is not None:  # what *this* load did (the stored values are the first run's)
+        summary["cache_hit"] = True
+        summary["models_from_cache"] = {"victim": True, "shadows": int(summary["config"].get("n_shadows", 0))}
+    return summary
+
+
+def _summary_of(config_hash: str, task: str | None = None, arch: str | None = None) -> Validator:
+    """The summary schema, and that the summary is the one asked for: a result whose own
+    ``config_hash`` (or task, arch) differs from the requested one is discarded, not served."""
+
+    def check(summary: Any) -> None:
+        _SUMMARY(summary)
+        RunSummary.from_dict(summary)  # every field a reader types (core.experiment.results), checked as it leaves the cache
+        if summary["config_hash"] != config_hash:
+            raise ValueError(f"holds the result of config {summary['config_hash'][:12]}…, not {config_hash[:12]}…")
+        for name, want in (("task", task), ("arch", arch)):
+            if want is not None and summary[name] != want:
+                raise ValueError(f"holds a {summary[name]!r} result, not {want!r}")
+
+    return check
+
+
+def cached_runs(task: str, arch: str | None = None, cache: ArtifactCache | None = None) -> list[dict[str, Any]]:
+    """Summaries of every cached result of ``task`` (and ``arch``), newest first by nothing but key
+    order: what a page offers as "trained runs" to analyse or defend."""
+    cache = cache or ArtifactCache()
+    out = []
+    for key in cache.keys(cache.key("result", "")):
+        summary = cache.get_json(key, validate=_summary_of(key.rsplit("/", 1)[-1]))
+        if summary is not None and summary["task"] == task and (arch is None or summary["arch"] == arch):
+            out.append(summary)
+    return out
+
+
+def config_of(summary: RunSummary | dict[str, Any]) -> ExperimentConfig:
+    """The validated config a summary was produced with (options included)."""
+    run = RunSummary.coerce(summary)
+    c = dict(run.config)
+    task = get_task(c.pop("task"))
+    arch, preset = c.pop("arch"), c.pop("preset")
+    options = c.pop("options", {}) or {}
+    cfg = task.make_config(arch, preset, {**c, **options})
+    if cfg.config_hash != run.config_hash:
+        raise ConfigError("the summary's config does not reproduce its hash (written by another version?)")
+    return cfg
+
+
+#: what every cached summary must hold (anything else is discarded and recomputed)
+_SUMMARY = dict_with(task=str, arch=str, config=dict, config_hash=str, params=int, utility=dict, attack=dict,
+                     attacks=dict, per_epoch=list, timings=dict, records=dict)
+
+
+def run_experiment(
+    cfg: ExperimentConfig,
+    progress: ProgressCallback | None = None,
+    cache: ArtifactCache | None = None,
+    executor: Executor | None = None,
+) -> ExperimentResult:
+    """Run (or load) the whole pipeline for ``cfg`` and return its result.
+
+    The JSON ``summary`` layout is shared by every task (see docs/architecture.md).
+    """
+    cfg.validate()
+    t0 = time.perf_counter()
+    cache = cache or ArtifactCache()
+    cache.check_usable()  # a garbage database or a file as the folder: one clear error, now
+    corrupted_before = len(cache.corrupted)  # report this run's discarded entries, not older ones
+    task = get_task(cfg.task)
+    cached = cached_summary(cfg, cache)
+    if cached is not None:
+        cached["cache_corrupted"] = cache.corrupted[corrupted_before:]
+        cached["timings"] = dict(cached["timings"], total_s=time.perf_counter() - t0, load_s=time.perf_counter() - t0)
+        if progress:
+            ProgressTracker([("cached", 1.0)], progress).finish("cached")
+        return ExperimentResult(cached)
+    cache.check_usable(write=True)  # results must be stored: a read-only cache fails now, not after the work
+
+    tracker = ProgressTracker(training_stages(cfg) + [("attacks", 0.3 * len(cfg.checkpoint_epochs))], progress)
+    models = trained_models(cfg, cache=cache, tracker=tracker, executor=executor)
+    victim, shadows, splits = models.victim, models.shadows, models.splits
+
+    t = time.perf_counter()
+    attacks_by_epoch: dict[int, dict] = {}
+    fitted = fitted_attack_variants(models, [AttackVariant(e) for e in cfg.checkpoint_epochs], cache,
+                                    on_progress=lambda f: tracker.update("attacks", 0.9 * f))
+    for epoch, attacks in zip(cfg.checkpoint_epochs, fitted):
+        with single_thread():
+            attacks_by_epoch[epoch] = score_attacks(attacks, victim.responses[epoch], splits.eval_membership)
+    # LiRA and RMIA beside them, at the final epoch (they need the shadows' final weights), and
+    # how closely the shadows track the victim (core.experiment.reference_attacks, core.experiment.fidelity)
+    t_reference = time.perf_counter()
+    attacks_by_epoch[cfg.epochs].update(reference_attack_outcomes(models, cache))
+    fidelity = measure_shadow_fidelity(models)
+    reference_s = time.perf_counter() - t_reference
+    tracker.finish("attacks")
+    attack_s = time.perf_counter() - t
+
+    final = attacks_by_epoch[cfg.epochs]
+    primary = task.primary_attack()
+    per_epoch = []
+    for row in victim.per_epoch:
+        row = dict(row)
+        outcome = attacks_by_epoch.get(row["epoch"], {}).get(primary)
+        row["attack_accuracy"] = outcome.result.accuracy if outcome else None
+        row["attack_auc"] = outcome.result.auc if outcome else None
+        per_epoch.append(row)
+    last = victim.per_epoch[-1]
+    primary_result = final[primary].result.to_dict(include_roc=False)
+    summary: dict[str, Any] = {
+        "task": cfg.task,
+        "arch": cfg.arch,
+        "preset": cfg.preset,
+        "config": cfg.to_dict(),
+        "config_hash": cfg.config_hash,
+        "training_hash": cfg.training_hash,
+        "params": victim.params,
+        "data": {"description": models.data.description, **models.data.info},
+        "device": str(default_device()),
+        "utility": {"metric": task.utility_metric, "train": last.get("utility_train"), "val": last.get("utility_val")},
+        "attack": {**primary_result},
+        "attacks": {name: o.result.to_dict() for name, o in final.items()},
+        "attacks_by_epoch": {
+            str(e): {name: o.result.to_dict(include_roc=False) for name, o in res.items()} for e, res in attacks_by_epoch.items()
+        },
+        "per_epoch": per_epoch,
+        "timings": {
+            **models.timings,
+            "attack_s": attack_s,
+            "total_s": time.perf_counter() - t0,
+            "victim_trained_s": victim.train_s,
+            "shadows_trained_s": sum(s.train_s for s in shadows),
+            "reference_attacks_s": reference_s,
+        },
+        "cache_hit": False,
+        "models_from_cache": {"victim": victim.cache_hit, "shadows": sum(s.cache_hit for s in shadows)},
+        "cache_corrupted": cache.corrupted[corrupted_before:],
+    }
+    summary["attack"]["name"] = primary
+    summary["shadow_fidelity"] = fidelity
+    # one record of the evaluation set = how much TPR / FPR / accuracy (read before comparing numbers)
+    summary["resolution"] = resolution(int(splits.eval_membership.sum()), int((~splits.eval_membership).sum()))
+    summary["privacy"] = _privacy(cfg, victim)
+    summary["examples"] = _examples(models)
+    summary["records"] = record_signals(victim.responses[cfg.epochs], splits.eval_membership, final)
+    cache.put_json(cache.key("result", cfg.config_hash), summary, allow_nan=False)
+    return ExperimentResult(summary, models, {n: o.scores for n, o in final.items()})
+
+
+def record_signals(responses: Responses, membership: np.ndarray, outcomes: dict[str, AttackOutcome]) -> dict[str, Any]:
+    """Per-record signals of an evaluation set (for the "why" plots): membership, APE (paper 000
+    eq. 3), mean cross-entropy to the reference, every attack's score, and the decision boundary
+    of each threshold attack in its signal's units (``{"signal", "threshold", "member_if"}``)."""
+
+    def rounded(a: np.ndarray) -> list[float]:
+        return [float(v) for v in np.round(np.asarray(a, np.float64), 6)]
+
+    def significant(a: np.ndarray) -> list[float]:
+        # 6 significant digits, not 6 decimals: a confident answer's APE or cross-entropy is 1e-7 … 1e-9, which
+        # 6 decimals turned into 0 or a few values (1e-6, 2e-6, …): rows of records on a log scale that are not data
+        return [float(f"{v:.6g}") for v in np.asarray(a, np.float64)]
+
+    return {
+        "membership": [bool(v) for v in membership],
+        "ape": significant(responses.ape),
+        "cross_entropy": significant(responses.mean_cross_entropy),
+        "length": [int(v) for v in responses.lengths],
+        "scores": {name: rounded(o.scores) for name, o in outcomes.items()},
+        "boundaries": {name: o.result.boundary for name, o in outcomes.items() if o.result.boundary is not None},
+    }
+
+
+def _privacy(cfg: ExperimentConfig, victim: TrainedModel) -> dict[str, Any] | None:
+    """DP-SGD's ``dpsgd`` block of the victim (σ, C, q, steps, δ, ε by RDP/PRV/GDP), None if not private."""
+    if victim.privacy is None:
+        return None
+    return privacy_report(victim.privacy, cfg.dp_delta)
+
+
+def _examples(models: TrainedModels) -> dict[str, Any]:
+    """The task's showcase of the final victim on a few member and non-member records."""
+    seed_everything(role_seed(models.cfg, "victim"))
+    return models.task.examples(models.cfg, models.model("victim"), models.data, models.splits.eval_members,
+                                models.splits.victim_nonmembers)

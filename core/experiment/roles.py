@@ -1,0 +1,439 @@
+"""The roles of one experiment: victim and shadow models, trained or loaded, one at a time.
+
+The layer under the pipeline (:mod:`core.experiment.pipeline` orchestrates; the executors, the ensemble,
+the reference attacks and shadow fidelity build on this module, never on the pipeline):
+
+* the data splits of paper 000 §3.2 (:func:`make_splits`) and the memory guard;
+* seeds: one per role, derived from the config's seed (:func:`role_seed`, :func:`seed_everything`);
+* one model trained (:func:`train_role`, :class:`EpochRecorder`: Responses, weights and utility
+  at each checkpoint epoch) or loaded from the cache, under an inter-process lock
+  (:func:`train_or_load`), and its (de)serialisation (:func:`model_from_weights`,
+  :func:`store_trained`);
+* :class:`TrainedModels`, what defenses and analyses consume, and the reference models'
+  answers on the victim's records (:func:`reference_answers`, for LiRA and RMIA);
+* the job types the executors run (:class:`TrainingJob` → :func:`run_job` → :class:`TrainingOutput`:
+  plain data and bytes, so a worker process or a Ray node can train one role).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+import torch
+from safetensors.torch import save as save_safetensors
+
+from core.experiment.cache import ArtifactCache, dict_with, tensor_shapes
+from core.foundations.config import ExperimentConfig
+from core.foundations.device import default_device
+from core.foundations.errors import ConfigError, ResourceLimitError, TrainingDivergedError
+from core.foundations.locks import hold
+from core.measurement.responses import Responses
+from core.tasks import get_task
+from core.tasks.base import Task, TaskData
+
+
+@dataclass
+class Splits:
+    """Record indices of one experiment (all index the task's data source)."""
+
+    victim_members: np.ndarray
+    victim_nonmembers: np.ndarray
+    shadow_in: list[np.ndarray]
+    shadow_out: list[np.ndarray]
+
+    @property
+    def eval_members(self) -> np.ndarray:
+        return self.victim_members[: len(self.victim_nonmembers)]
+
+    @property
+    def eval_index(self) -> np.ndarray:
+        """Victim's balanced evaluation set: members first, then non-members."""
+        return np.concatenate([self.eval_members, self.victim_nonmembers])
+
+    @property
+    def eval_membership(self) -> np.ndarray:
+        n = len(self.victim_nonmembers)
+        return np.r_[np.ones(n, bool), np.zeros(n, bool)]
+
+
+def make_splits(cfg: ExperimentConfig, data: TaskData) -> Splits:
+    """Seeded member/non-member splits of the victim's and attacker's halves."""
+    need = cfg.n_train + cfg.n_eval
+    for name, pool in (("victim", data.victim_pool), ("attacker", data.attacker_pool)):
+        if len(pool) < need:
+            raise ConfigError(
+                f"n_train + n_eval = {need} records needed, but the {name}'s half of {data.description!r} "
+                f"has only {len(pool)}; lower n_train or n_eval"
+            )
+    if cfg.n_eval > cfg.n_train:
+        raise ConfigError(f"n_eval ({cfg.n_eval}) must not exceed n_train ({cfg.n_train}) for a balanced evaluation set")
+    rng = np.random.default_rng(cfg.seed)
+    victim = rng.permutation(data.victim_pool)
+    shadow_in, shadow_out = [], []
+    for i in range(cfg.n_shadows):
+        perm = np.random.default_rng([cfg.seed, 1000 + i]).permutation(data.attacker_pool)
+        shadow_in.append(perm[: cfg.n_train])
+        shadow_out.append(perm[cfg.n_train : need])
+    return Splits(victim[: cfg.n_train], victim[cfg.n_train : need], shadow_in, shadow_out)
+
+
+def available_memory() -> int:
+    """Bytes of memory available to a training run: free GPU memory on a GPU, else free RAM."""
+    device = default_device()
+    if device.type == "cuda":
+        return int(torch.cuda.mem_get_info(device)[0])
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+
+
+def check_memory(task: Task, cfg: ExperimentConfig, data: TaskData) -> None:
+    """Raise :class:`ResourceLimitError` when a training run would not fit in memory."""
+    need = task.memory_estimate(cfg, data)
+    have = available_memory()
+    if need > 0.8 * have:
+        raise ResourceLimitError(
+            f"this config needs about {need / 2**30:.1f} GiB to train but only {have / 2**30:.1f} GiB is available "
+            f"on {default_device()}; lower batch_size, n_train or the model size"
+        )
+
+
+@dataclass
+class TrainedModel:
+    """A trained victim or shadow with what the attacks and the UI need."""
+
+    role: str
+    params: int
+    per_epoch: list[dict[str, Any]]
+    responses: dict[int, Responses]
+    weights: dict[str, torch.Tensor]
+    train_s: float
+    cache_hit: bool
+    #: DP-SGD's record of the training (σ, C, q, steps, accountant history), None if not private
+    privacy: dict[str, Any] | None = None
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def role_seed(cfg: ExperimentConfig, role: str) -> int:
+    """The seed of ``role`` (``victim`` or ``shadow_<i>``): initialisation and data order."""
+    offset = 0 if role == "victim" else 1 + int(role.split("_")[1])
+    return cfg.seed * 7919 + offset * 104729
+
+
+def model_from_weights(task: Task, cfg: ExperimentConfig, weights: dict[str, torch.Tensor],
+                       data: TaskData | None = None) -> torch.nn.Module:
+    """The model of ``cfg`` with ``weights`` loaded, on the default device, in eval mode.
+
+    Raises ``ValueError`` when the weights' names or shapes do not fit the model of ``cfg``.
+    """
+    data = data if data is not None else task.load(cfg)
+    torch.manual_seed(0)  # the initial values are overwritten; seeding keeps construction deterministic
+    model = task.build_model(cfg, data)
+    try:
+        model.load_state_dict(weights, strict=True)
+    except RuntimeError as exc:
+        raise ValueError(f"weights do not fit the {cfg.task}/{cfg.arch} model: {exc}") from None
+    return model.to(default_device()).eval()
+
+
+def train_model(task: Task, cfg: ExperimentConfig, data: TaskData, train_index: np.ndarray, seed: int,
+                on_epoch=None, on_progress=None, on_batch=None, on_record=None) -> torch.nn.Module:
+    """A freshly initialised model of ``cfg`` (seeded by ``seed``) trained on ``train_index``.
+
+    The seed fixes the initialisation and the data order, so two calls with the same seed on
+    neighbouring training sets differ only through the record that differs (what
+    SensitivitySampler measures, paper 000 Algorithm 2). ``on_batch`` is the training loop's
+    per-step hook (:class:`core.training.loop.Batch`); ``on_record`` receives the run's
+    :class:`core.training.loop.TrainingRecord` (steps, and DP-SGD's privacy record). The model
+    returned is the one that trained (under DP-SGD with Opacus' hooks removed).
+    """
+    seed_everything(seed)
+    model = task.build_model(cfg, data).to(default_device())
+    hooks = {"on_batch": on_batch} if on_batch is not None else {}
+    record = task.train(cfg, model, data, train_index, on_epoch or (lambda e, m: None), on_progress or (lambda f: None),
+                        **hooks)
+    if on_record is not None and record is not None:
+        on_record(record)
+    return model.eval()
+
+
+def train_or_load(
+    task: Task,
+    cfg: ExperimentConfig,
+    data: TaskData,
+    role: str,
+    train_index: np.ndarray,
+    query_index: np.ndarray,
+    cache: ArtifactCache,
+    measure_utility: tuple[np.ndarray, np.ndarray] | None = None,
+    on_progress=None,
+) -> TrainedModel:
+    """Train ``role`` (``victim`` or ``shadow_<i>``) on ``train_index`` or load it from the cache.
+
+    At every checkpoint epoch the model answers ``query_index`` (Responses are kept) and its
+    weights are snapshotted; with ``measure_utility = (train_idx, val_idx)`` the utility on both
+    is measured after every epoch.
+    """
+    digest = cfg.training_hash
+    loaded = load_trained(task, cfg, data, role, cache, len(query_index))
+    if loaded is None:
+        cache.check_usable(write=True)  # a cache that cannot store fails now, not after the training
+        # one training per model across processes: a second caller waits here, then loads
+        with hold(f"model-{digest}-{role}", directory=cache.directory / "locks"):
+            loaded = load_trained(task, cfg, data, role, cache, len(query_index))
+            if loaded is None:
+                return _train_and_store(task, cfg, data, role, train_index, query_index, cache, measure_utility, on_progress)
+    if on_progress:
+        on_progress(1.0)
+    return loaded
+
+
+#: schema of a trained model's meta entry (anything else is discarded as corrupted)
+_META = dict_with(params=int, per_epoch=list, train_s=float)
+
+
+def is_cached(cfg: ExperimentConfig, role: str, cache: ArtifactCache) -> bool:
+    """Whether ``role``'s model of ``cfg`` is in the cache (its meta entry; the weights and answers are
+    checked when :func:`load_trained` loads them): lets a reader of cached runs refuse work that
+    would train."""
+    return cache.get_json(cache.key("model", cfg.training_hash, role, "meta"), validate=_META) is not None
+
+
+def load_trained(task: Task, cfg: ExperimentConfig, data: TaskData, role: str, cache: ArtifactCache,
+                  n_queries: int) -> TrainedModel | None:
+    """``role``'s cached model if every part is present and is what it claims, else None.
+
+    Weights are checked name by name and shape by shape against a freshly built model, so an
+    entry with a valid checksum but foreign tensors is discarded instead of crashing later;
+    Responses must answer exactly the ``n_queries`` records this config queries (another
+    config's answers would fail later as an IndexError, or worse, be scored).
+    """
+    digest = cfg.training_hash
+    meta = cache.get_json(cache.key("model", digest, role, "meta"), validate=_META)
+    if meta is None:
+        return None
+
+    def answers_the_queries(r: Responses) -> None:
+        if len(r) != n_queries:
+            raise ValueError(f"answers {len(r)} records, the config queries {n_queries}")
+        r.validate()
+
+    responses = {e: cache.get_responses(cache.key("model", digest, role, "responses", e), validate=answers_the_queries)
+                 for e in cfg.checkpoint_epochs}
+    expected = tensor_shapes(task.build_model(cfg, data).state_dict())
+    weights = cache.get_tensors(cache.key("model", digest, role, "weights"), expected=expected, require_finite=True)
+    if weights is None or any(r is None for r in responses.values()):
+        return None
+    privacy = meta.get("privacy")
+    if cfg.private and not isinstance(privacy, dict):
+        return None  # a private model without its privacy record cannot report ε: retrain
+    return TrainedModel(role, meta["params"], meta["per_epoch"], responses, weights, float(meta["train_s"]), True,
+                        privacy if cfg.private else None)
+
+
+def _train_and_store(task: Task, cfg: ExperimentConfig, data: TaskData, role: str, train_index: np.ndarray,
+                     query_index: np.ndarray, cache: ArtifactCache,
+                     measure_utility: tuple[np.ndarray, np.ndarray] | None, on_progress) -> TrainedModel:
+    """Train ``role`` (:func:`train_role`), then cache it (:func:`store_trained`)."""
+    trained = train_role(task, cfg, data, role, train_index, query_index, measure_utility, on_progress)
+    store_trained(cache, cfg, trained)
+    return trained
+
+
+def store_trained(cache: ArtifactCache, cfg: ExperimentConfig, trained: TrainedModel) -> None:
+    """Cache a trained model: Responses, weights, then meta (last: it marks the entry complete)."""
+    digest, role = cfg.training_hash, trained.role
+    for e, r in trained.responses.items():
+        cache.put_responses(cache.key("model", digest, role, "responses", e), r)
+    cache.put_tensors(cache.key("model", digest, role, "weights"), trained.weights)
+    cache.put_json(cache.key("model", digest, role, "meta"), {"params": trained.params, "per_epoch": trained.per_epoch,
+                                                             "train_s": trained.train_s, "privacy": trained.privacy})
+
+
+class EpochRecorder:
+    """What a training of ``role`` keeps after every epoch: the divergence check, the utility on
+    ``measure_utility = (train_idx, val_idx)`` when given, and the Responses to ``query_index`` at
+    the checkpoint epochs. Call it as ``on_epoch(epoch, model)``; :meth:`result` packs the run.
+    Shared by the sequential path (:func:`train_role`) and the ensemble (:mod:`core.training.ensemble`)."""
+
+    def __init__(self, task: Task, cfg: ExperimentConfig, data: TaskData, role: str, query_index: np.ndarray,
+                 measure_utility: tuple[np.ndarray, np.ndarray] | None = None):
+        self.task, self.cfg, self.data, self.role = task, cfg, data, role
+        self.query_index, self.measure_utility = query_index, measure_utility
+        self.checkpoints = set(cfg.checkpoint_epochs)
+        self.per_epoch: list[dict[str, Any]] = []
+        self.responses: dict[int, Responses] = {}
+
+    def __call__(self, epoch: int, trained: torch.nn.Module) -> None:
+        task, cfg, role = self.task, self.cfg, self.role
+        if not all(bool(torch.isfinite(p).all()) for p in trained.parameters()):
+            raise TrainingDivergedError(
+                f"training of the {role} ({cfg.task}/{cfg.arch}) diverged at epoch {epoch} (weights became NaN or "
+                f"infinite); lower lr (now {cfg.lr:g}). Nothing of this run was cached.")
+        row: dict[str, Any] = {"epoch": epoch}
+        if self.measure_utility is not None:
+            trained.eval()
+            row.update(task.epoch_metrics(cfg, trained, self.data, self.measure_utility[0], self.measure_utility[1]))
+        if epoch in self.checkpoints:
+            trained.eval()
+            try:
+                self.responses[epoch] = task.respond(cfg, trained, self.data, self.query_index).validate()
+            except ValueError as exc:  # e.g. NaN probabilities from an overflowing model
+                raise TrainingDivergedError(f"the {role} answers with invalid outputs at epoch {epoch} ({exc}); "
+                                            f"lower lr (now {cfg.lr:g}). Nothing of this run was cached.") from None
+        trained.train()
+        self.per_epoch.append(row)
+
+    def result(self, model: torch.nn.Module, train_s: float, privacy: dict[str, Any] | None = None) -> TrainedModel:
+        missing = self.checkpoints - set(self.responses)
+        if missing:
+            raise RuntimeError(f"task {self.task.name} did not report checkpoint epochs {sorted(missing)}")
+        weights = {k: v.detach().cpu() for k, v in model.state_dict().items()}
+        return TrainedModel(self.role, self.task.param_count(model), self.per_epoch, self.responses, weights, train_s,
+                            False, privacy)
+
+
+def train_role(task: Task, cfg: ExperimentConfig, data: TaskData, role: str, train_index: np.ndarray,
+               query_index: np.ndarray, measure_utility: tuple[np.ndarray, np.ndarray] | None = None,
+               on_progress=None) -> TrainedModel:
+    """Train ``role`` (seeded by :func:`role_seed`) and collect its Responses at every checkpoint
+    epoch; stops with :class:`TrainingDivergedError` when weights or outputs become non-finite.
+    Touches no cache (an executor's worker runs this and sends the result back as bytes)."""
+    start = time.perf_counter()
+    recorder = EpochRecorder(task, cfg, data, role, query_index, measure_utility)
+    records = []
+    model = train_model(task, cfg, data, train_index, role_seed(cfg, role), recorder, on_progress,
+                        on_record=records.append)
+    privacy = records[0].privacy if records else None
+    return recorder.result(model, time.perf_counter() - start, privacy)
+
+
+@dataclass
+class TrainedModels:
+    """The victim and the attacker's shadows of one config, trained or loaded (:func:`trained_models`).
+
+    Everything a defense or an analysis needs: the data, the splits, each model's weights and its
+    Responses at every checkpoint epoch. Rebuild a model with :meth:`model`.
+    """
+
+    cfg: ExperimentConfig
+    task: Task
+    data: TaskData
+    splits: Splits
+    victim: TrainedModel
+    shadows: list[TrainedModel]
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def eval_membership(self) -> np.ndarray:
+        """Membership of the victim's balanced evaluation set (members first)."""
+        return self.splits.eval_membership
+
+    @property
+    def shadow_membership(self) -> np.ndarray:
+        """Membership of the concatenated shadow query sets (each: n_eval in, then n_eval out)."""
+        one = np.r_[np.ones(self.cfg.n_eval, bool), np.zeros(self.cfg.n_eval, bool)]
+        return np.concatenate([one] * len(self.shadows))
+
+    def shadow_query_index(self, i: int) -> np.ndarray:
+        """Records shadow ``i`` answered: n_eval of its members, then its n_eval non-members."""
+        return np.concatenate([self.splits.shadow_in[i][: self.cfg.n_eval], self.splits.shadow_out[i]])
+
+    def shadow_responses(self, epoch: int | None = None) -> Responses:
+        """Every shadow's Responses at ``epoch`` (default: the last), concatenated."""
+        epoch = self.cfg.epochs if epoch is None else epoch
+        return Responses.concat([s.responses[epoch] for s in self.shadows])
+
+    def model(self, role: str = "victim") -> torch.nn.Module:
+        """The trained model of ``role`` (``victim`` or ``shadow_<i>``), final weights, eval mode."""
+        trained = self.victim if role == "victim" else self.shadows[int(role.split("_")[1])]
+        return model_from_weights(self.task, self.cfg, trained.weights, self.data)
+
+
+def reference_answers(models: TrainedModels, index: np.ndarray | None = None,
+                      cache: ArtifactCache | None = None) -> list[Responses]:
+    """Every shadow's final model answering records ``index`` (default: the victim's evaluation set).
+
+    For attacks that compare the victim with *reference* models on the very records attacked
+    (LiRA, RMIA): the shadows never trained on the victim's half, so for those records they are
+    OUT models. Computed from the cached weights (nothing retrains) and cached per shadow under
+    (training hash, role, a digest of the records). Per-step answers only: LiRA and RMIA read no
+    record features (translation's BLEU features would cost a greedy decoding per record).
+    """
+    cache = cache or ArtifactCache()
+    cfg = models.cfg
+    index = models.splits.eval_index if index is None else np.asarray(index, np.int64)
+    tag = hashlib.sha256(np.ascontiguousarray(index, np.int64).tobytes()).hexdigest()[:16]
+    out = []
+    for i in range(len(models.shadows)):
+        key = cache.key("model", cfg.training_hash, f"shadow_{i}", "answers", tag)
+        answers = cache.get_responses(key)
+        if answers is None or len(answers) != len(index):
+            answers = models.task.respond(cfg, models.model(f"shadow_{i}"), models.data, index,
+                                          record_features=False).validate()
+            cache.put_responses(key, answers)
+        out.append(answers)
+    return out
+
+
+
+@dataclass(frozen=True)
+class TrainingJob:
+    """One training of the pipeline, described by plain data (picklable, JSON-able)."""
+
+    config: dict[str, Any]
+    role: str
+    train_index: tuple[int, ...]
+    query_index: tuple[int, ...]
+    measure_utility: tuple[tuple[int, ...], tuple[int, ...]] | None = None
+
+
+@dataclass
+class TrainingOutput:
+    """What a worker sends back: bytes only, written to the cache by the driver."""
+
+    role: str
+    meta: dict[str, Any]
+    weights: bytes
+    responses: dict[int, bytes] = field(default_factory=dict)
+
+
+def config_from_dict(d: dict[str, Any]) -> ExperimentConfig:
+    """The validated :class:`~core.foundations.config.ExperimentConfig` of ``cfg.to_dict()``."""
+    d = dict(d)
+    task = get_task(d.pop("task"))
+    arch, preset = d.pop("arch"), d.pop("preset")
+    options = d.pop("options", {}) or {}
+    return task.make_config(arch, preset, {**d, **options})
+
+
+def run_job(job: TrainingJob, on_progress: Callable[[float], None] | None = None) -> TrainingOutput:
+    """Train one job (in whatever process this runs) and return its bytes; ``on_progress(fraction)``
+    as it trains."""
+    cfg = config_from_dict(job.config)
+    task = get_task(cfg.task)
+    data = task.load(cfg)
+    measure = None
+    if job.measure_utility is not None:
+        measure = (np.asarray(job.measure_utility[0], np.int64), np.asarray(job.measure_utility[1], np.int64))
+    trained = train_role(task, cfg, data, job.role, np.asarray(job.train_index, np.int64),
+                         np.asarray(job.query_index, np.int64), measure, on_progress)
+    weights = save_safetensors({k: v.detach().cpu().contiguous() for k, v in trained.weights.items()})
+    meta = {"params": trained.params, "per_epoch": trained.per_epoch, "train_s": trained.train_s,
+            "privacy": trained.privacy}
+    return TrainingOutput(job.role, meta, weights, {e: r.to_bytes() for e, r in trained.responses.items()})

@@ -1,0 +1,563 @@
+"""Uncertainty of the explorer's numbers: intervals across repeats, bootstrap over records,
+paired FFNN-vs-RNN differences and a three-valued verdict (numpy/scipy only; bottom layer).
+
+Two sources of spread, two intervals:
+
+* **Across repeats** (independent seeds: data split, initialisation, batch order). A metric
+  measured on N repeats x₁…x_N gets the Student-t interval
+  x̄ ± t_{N−1, 1−α/2} · s/√N  (s the sample standard deviation; exact for normal xᵢ,
+  e.g. Wasserman, *All of Statistics*, 2004, §10.4). This is the interval a comparison needs:
+  it contains the seed-to-seed variation that one run cannot show.
+* **Within one run** (the evaluation records are a sample): a stratified bootstrap over records
+  (members and non-members resampled separately, so every resample stays balanced), percentile
+  or BCa (Efron, "Better bootstrap confidence intervals", JASA 1987; Efron & Tibshirani, *An
+  Introduction to the Bootstrap*, 1993, ch. 14). TPR at a low FPR rests on very few records:
+  with n₀ non-members only ⌊FPR·n₀⌋ false positives are allowed (zero at FPR 0.001 and
+  n₀ < 1000, where "TPR at 0.1 % FPR" is the TPR at *no* false positive), and its interval is
+  correspondingly wide (:func:`low_fpr_note`).
+
+The FFNN-vs-RNN comparison is **paired** by repeat: repeat r of both architectures uses the same
+derived seed, hence the same data split, so dᵣ = FFNN_r − RNN_r removes the split's share of
+the variance. Its interval is the t interval of the dᵣ; its p-values are the paired t test's and
+an exact sign-flip permutation test's (Fisher 1935; Good, *Permutation Tests*, 2000), which
+needs no normality but cannot go below 2/2^N — with N = 3 repeats never below 0.25 (N ≥ 6
+reaches 0.031). The effect size is Cohen's d_z = d̄ / s_d (Lakens, Front. Psychol. 2013).
+
+The verdict about the studies' finding "the RNN leaks more" is three-valued: ``holds`` when the
+difference's 95 % interval lies wholly on the expected side of 0 (FFNN − RNN < 0 for a leakage
+metric), ``reversed`` when it lies wholly on the other side, ``inconclusive`` otherwise (and
+always with N < 2, where no interval exists).
+
+Every result is a frozen dataclass with ``to_dict`` / ``from_dict`` (JSON keys ``mean``,
+``ci_low``, ``ci_high``, ``n``, ``values``; no NaN: an interval that does not exist is null).
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+from scipy import stats as sps
+
+#: the confidence of every interval unless told otherwise
+CONFIDENCE = 0.95
+#: the three verdicts, in the studies' direction ("the RNN leaks more")
+VERDICTS = ("holds", "reversed", "inconclusive")
+#: repeats up to which the sign-flip test enumerates all 2^N sign patterns (above: Monte Carlo)
+EXACT_PERMUTATION_MAX_N = 16
+#: Monte Carlo sign flips above EXACT_PERMUTATION_MAX_N
+PERMUTATION_DRAWS = 100_000
+
+
+def _finite_or_none(x: float | None) -> float | None:
+    return None if x is None or not math.isfinite(float(x)) else float(x)
+
+
+def _check_confidence(confidence: float) -> None:
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
+
+
+# ---------------------------------------------------------------------------- estimates
+@dataclass(frozen=True)
+class Estimate:
+    """A number with its interval.
+
+    Attributes:
+        mean: the point estimate (the mean over repeats, or the statistic on all records).
+        ci_low, ci_high: the interval's ends (None where no interval exists, e.g. N = 1).
+        n: repeats (``method`` ``t``/``single``) or records (bootstrap) behind it.
+        values: the per-repeat values (empty for a bootstrap over records).
+        method: ``t`` (Student-t across repeats), ``single`` (N = 1: no interval),
+            ``bootstrap-percentile`` or ``bootstrap-bca`` (over records).
+        confidence: the interval's nominal coverage.
+        note: why an interval is missing or wide (few positives, N = 1), else "".
+    """
+
+    mean: float
+    ci_low: float | None
+    ci_high: float | None
+    n: int
+    values: tuple[float, ...] = ()
+    method: str = "t"
+    confidence: float = CONFIDENCE
+    note: str = ""
+
+    @property
+    def half_width(self) -> float | None:
+        """Half the interval's width (None without an interval)."""
+        if self.ci_low is None or self.ci_high is None:
+            return None
+        return (self.ci_high - self.ci_low) / 2
+
+    @property
+    def sd(self) -> float | None:
+        """Sample standard deviation of the per-repeat values (None with fewer than two)."""
+        return float(np.std(self.values, ddof=1)) if len(self.values) >= 2 else None
+
+    def excludes(self, value: float = 0.0) -> bool:
+        """Whether the interval exists and does not contain ``value``."""
+        return self.ci_low is not None and self.ci_high is not None and not self.ci_low <= value <= self.ci_high
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"mean": _finite_or_none(self.mean), "ci_low": _finite_or_none(self.ci_low),
+                "ci_high": _finite_or_none(self.ci_high), "n": int(self.n), "values": [float(v) for v in self.values],
+                "sd": _finite_or_none(self.sd), "method": self.method, "confidence": self.confidence, "note": self.note}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Estimate":
+        return cls(mean=float("nan") if d["mean"] is None else float(d["mean"]),
+                   ci_low=None if d.get("ci_low") is None else float(d["ci_low"]),
+                   ci_high=None if d.get("ci_high") is None else float(d["ci_high"]), n=int(d["n"]),
+                   values=tuple(float(v) for v in d.get("values", ())), method=str(d.get("method", "t")),
+                   confidence=float(d.get("confidence", CONFIDENCE)), note=str(d.get("note", "")))
+
+
+def mean_interval(values: Sequence[float], confidence: float = CONFIDENCE,
+                  bounds: tuple[float | None, float | None] | None = None) -> Estimate:
+    """Mean of per-repeat values with the Student-t interval x̄ ± t_{N−1,1−α/2}·s/√N.
+
+    With N = 1 there is no interval (``ci_low = ci_high = None``, method ``single``). Values must
+    be finite (a missing metric is left out by the caller, which then reports the smaller N).
+    ``bounds`` (low, high; None = unbounded) is the metric's range, e.g. (0, 1) for an AUC: the
+    interval is intersected with it (the true mean lies in the range, so coverage is kept) and the
+    note says so — an AUC of "0.998 [0.991, 1.004]" names values no AUC can take.
+    """
+    _check_confidence(confidence)
+    x = np.asarray(values, np.float64).ravel()
+    if x.size == 0:
+        raise ValueError("an interval needs at least one value")
+    if not np.isfinite(x).all():
+        raise ValueError("values must be finite")
+    mean = float(x.mean())
+    if x.size == 1:
+        return Estimate(mean, None, None, 1, (float(x[0]),), "single", confidence,
+                        "one repeat: no interval (run with --repeats ≥ 2)")
+    half = float(sps.t.ppf(0.5 + confidence / 2, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size))
+    low, high, note = _clipped(mean - half, mean + half, bounds)
+    return Estimate(mean, low, high, int(x.size), tuple(float(v) for v in x), "t", confidence, note)
+
+
+def interval_from_moments(mean: float, sd: float, n: int, confidence: float = CONFIDENCE, method: str = "t",
+                          note: str = "", bounds: tuple[float | None, float | None] | None = None) -> Estimate:
+    """The Student-t interval mean ± t_{n−1,1−α/2}·sd/√n from summary statistics (e.g. a defense
+    point's mean and sd over its n draws); no interval with n < 2; ``bounds`` as in
+    :func:`mean_interval`."""
+    _check_confidence(confidence)
+    if n < 2:
+        return Estimate(float(mean), None, None, int(n), (), "single", confidence, note or "one value: no interval")
+    half = float(sps.t.ppf(0.5 + confidence / 2, n - 1) * sd / math.sqrt(n))
+    low, high, clip_note = _clipped(float(mean) - half, float(mean) + half, bounds)
+    return Estimate(float(mean), low, high, int(n), (), method, confidence, "; ".join(x for x in (note, clip_note) if x))
+
+
+def _clipped(low: float, high: float, bounds: tuple[float | None, float | None] | None) -> tuple[float, float, str]:
+    """(low, high) intersected with a metric's range ``bounds`` (None: unbounded), and a note
+    saying so when it cut: the true mean lies in the range, so coverage is kept."""
+    lo_bound, hi_bound = bounds if bounds is not None else (None, None)
+    cut_low = lo_bound is not None and low < lo_bound
+    cut_high = hi_bound is not None and high > hi_bound
+    if cut_low:
+        low = float(lo_bound)
+    if cut_high:
+        high = float(hi_bound)
+    if cut_low and cut_high:
+        return low, high, f"interval clipped to the metric's range [{lo_bound:g}, {hi_bound:g}]"
+    if cut_low or cut_high:
+        return low, high, f"interval clipped to the metric's range at {lo_bound if cut_low else hi_bound:g}"
+    return low, high, ""
+
+
+# ---------------------------------------------------------------------------- bootstrap over records
+def _auc_rows(scores: np.ndarray, n_pos: int) -> np.ndarray:
+    """AUC of each row of ``scores`` whose first ``n_pos`` columns are members (Mann–Whitney U
+    with mid-ranks: ties count one half, equal to the trapezoidal ROC area)."""
+    ranks = sps.rankdata(scores, axis=-1)
+    n_neg = scores.shape[-1] - n_pos
+    return (ranks[..., :n_pos].sum(axis=-1) - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)
+
+
+def _tpr_rows(pos: np.ndarray, neg: np.ndarray, max_fpr: float) -> np.ndarray:
+    """TPR at FPR ≤ ``max_fpr`` of each row (same meaning as :func:`core.measurement.metrics.tpr_at_fpr`):
+    with k = ⌊max_fpr·n₀⌋ false positives allowed, the best threshold lies just above the
+    (k+1)-th highest non-member score, so TPR = share of members scoring above it."""
+    n_neg = neg.shape[-1]
+    k = int(math.floor(max_fpr * n_neg + 1e-12))
+    if k >= n_neg:
+        return np.ones(pos.shape[:-1])
+    kth = -np.sort(-neg, axis=-1)[..., k]
+    return (pos > kth[..., None]).mean(axis=-1)
+
+
+def _metric_rows(metric: str, pos: np.ndarray, neg: np.ndarray) -> np.ndarray:
+    if metric == "auc":
+        return _auc_rows(np.concatenate([pos, neg], axis=-1), pos.shape[-1])
+    if metric.startswith("tpr@"):
+        return _tpr_rows(pos, neg, float(metric[4:]))
+    raise ValueError(f"unknown metric {metric!r}: use 'auc' or 'tpr@<fpr>'")
+
+
+def _jackknife(metric: str, pos: np.ndarray, neg: np.ndarray) -> np.ndarray:
+    """Leave-one-record-out values of ``metric`` (for BCa's acceleration), in closed form.
+
+    AUC: with cᵢ = Σⱼ H(sᵢ − sⱼ) (H(0) = ½) the member i's share of the U statistic,
+    AUC₋ᵢ = (U − cᵢ)/((n₁−1)n₀); a non-member's analogously. TPR: removing a member removes its
+    indicator; removing a non-member moves the threshold to the next non-member score when it
+    lay at or above it.
+    """
+    n1, n0 = len(pos), len(neg)
+    if metric == "auc":
+        neg_sorted, pos_sorted = np.sort(neg), np.sort(pos)
+        c_pos = (np.searchsorted(neg_sorted, pos, "left") + np.searchsorted(neg_sorted, pos, "right")) / 2
+        c_neg = n1 - (np.searchsorted(pos_sorted, neg, "left") + np.searchsorted(pos_sorted, neg, "right")) / 2
+        u = c_pos.sum()
+        out = [(u - c_pos) / ((n1 - 1) * n0) if n1 > 1 else np.full(n1, np.nan),
+               (u - c_neg) / (n1 * (n0 - 1)) if n0 > 1 else np.full(n0, np.nan)]
+        return np.concatenate(out)
+    fpr = float(metric[4:])
+    desc = -np.sort(-neg)
+    k = int(math.floor(fpr * n0 + 1e-12))
+    thr = desc[k] if k < n0 else -np.inf
+    above = pos > thr
+    loo_pos = (above.sum() - above) / max(n1 - 1, 1)
+    k1 = int(math.floor(fpr * (n0 - 1) + 1e-12))
+    # rank (descending, first occurrence) of each non-member; removing one at or above the
+    # (k1+1)-th position shifts the threshold one place down
+    rank = np.searchsorted(-desc, -neg, "left")
+    t_keep = desc[k1] if k1 < n0 - 1 else -np.inf
+    t_shift = desc[k1 + 1] if k1 + 1 < n0 else -np.inf
+    tpr_keep, tpr_shift = (pos > t_keep).mean(), (pos > t_shift).mean()
+    loo_neg = np.where(rank <= k1, tpr_shift, tpr_keep)
+    return np.concatenate([loo_pos, loo_neg])
+
+
+def low_fpr_note(n_nonmembers: int, fpr: float) -> str:
+    """How many false positives "TPR at ``fpr``" allows with ``n_nonmembers`` non-members, in words."""
+    k = int(math.floor(fpr * n_nonmembers + 1e-12))
+    if k == 0:
+        return (f"TPR at FPR {fpr:g} with {n_nonmembers} non-members allows no false positive: it is the TPR "
+                f"at zero false positives (≥ {math.ceil(1 / fpr)} non-members are needed to resolve FPR {fpr:g})")
+    return f"TPR at FPR {fpr:g} with {n_nonmembers} non-members rests on the {k} highest-scoring non-member(s)"
+
+
+def bootstrap_metric(scores: np.ndarray, membership: np.ndarray, metric: str = "auc", *, n_boot: int = 1000,
+                     method: str = "bca", confidence: float = CONFIDENCE, seed: int = 0) -> Estimate:
+    """Stratified bootstrap interval of ``metric`` (``auc`` or ``tpr@<fpr>``) over the records.
+
+    Members and non-members are resampled separately with replacement (``n_boot`` times), so each
+    resample keeps the evaluation set's balance. ``method``:
+
+    * ``percentile``: the α/2 and 1−α/2 quantiles of the bootstrap values θ*_b.
+    * ``bca`` (Efron 1987): the quantiles Φ(z₀ + (z₀+z_q)/(1 − a(z₀+z_q))) for q = α/2, 1−α/2, with
+      bias correction z₀ = Φ⁻¹(#{θ*_b < θ̂}/B + ½·#{θ*_b = θ̂}/B) and acceleration
+      a = Σ(θ̄₋ − θ₋ᵢ)³ / (6 [Σ(θ̄₋ − θ₋ᵢ)²]^{3/2}) from the leave-one-out (jackknife) values.
+      Falls back to the percentile interval when z₀ or a is not finite (every resample on one side
+      of θ̂, as for a TPR of 0 at a low FPR), and says so in ``method``.
+
+    ``mean`` is θ̂ on all records (not the bootstrap mean); ``n`` the number of records; ``note``
+    states the low-FPR resolution for ``tpr@`` metrics.
+    """
+    _check_confidence(confidence)
+    if method not in ("bca", "percentile"):
+        raise ValueError(f"method must be 'bca' or 'percentile', got {method!r}")
+    s = np.asarray(scores, np.float64)
+    y = np.asarray(membership).astype(bool)
+    if s.shape != y.shape or s.ndim != 1:
+        raise ValueError("scores and membership must be 1-D arrays of the same length")
+    if not np.isfinite(s).all():
+        raise ValueError("scores must be finite")
+    pos, neg = s[y], s[~y]
+    if len(pos) == 0 or len(neg) == 0:
+        raise ValueError("a bootstrap of an attack metric needs both members and non-members")
+    rng = np.random.default_rng(seed)
+    theta = float(_metric_rows(metric, pos[None], neg[None])[0])
+    boot = np.empty(n_boot)
+    chunk = max(1, 2_000_000 // len(s))  # bounded memory for large evaluation sets
+    for start in range(0, n_boot, chunk):
+        b = min(chunk, n_boot - start)
+        bp = pos[rng.integers(0, len(pos), (b, len(pos)))]
+        bn = neg[rng.integers(0, len(neg), (b, len(neg)))]
+        boot[start : start + b] = _metric_rows(metric, bp, bn)
+    alpha = 1 - confidence
+    qs = np.array([alpha / 2, 1 - alpha / 2])
+    used = "bootstrap-percentile"
+    if method == "bca":
+        below = (boot < theta).mean() + 0.5 * (boot == theta).mean()
+        z0 = sps.norm.ppf(below)
+        jack = _jackknife(metric, pos, neg)
+        d = jack.mean() - jack
+        denom = 6 * (d ** 2).sum() ** 1.5
+        a = (d ** 3).sum() / denom if denom > 0 else float("nan")
+        if np.isfinite(z0) and np.isfinite(a):
+            z = sps.norm.ppf(qs)
+            qs = sps.norm.cdf(z0 + (z0 + z) / (1 - a * (z0 + z)))
+            used = "bootstrap-bca"
+        else:
+            used = "bootstrap-percentile (bca undefined: resamples all on one side)"
+    lo, hi = np.quantile(boot, qs)
+    note = low_fpr_note(len(neg), float(metric[4:])) if metric.startswith("tpr@") else ""
+    return Estimate(theta, float(lo), float(hi), int(len(s)), (), used, confidence, note)
+
+
+# ---------------------------------------------------------------------------- ROC bands
+@dataclass(frozen=True)
+class RocBand:
+    """A ROC curve with a pointwise band of TPR on a fixed FPR grid (vertical averaging,
+    Macskassy & Provost 2004; Fawcett, "An introduction to ROC analysis", 2006, §7)."""
+
+    fpr: tuple[float, ...]
+    tpr: tuple[float, ...]
+    lo: tuple[float, ...]
+    hi: tuple[float, ...]
+    n: int
+    method: str
+    confidence: float = CONFIDENCE
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"fpr": list(self.fpr), "tpr": list(self.tpr), "lo": list(self.lo), "hi": list(self.hi), "n": self.n,
+                "method": self.method, "confidence": self.confidence}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "RocBand":
+        return cls(tuple(d["fpr"]), tuple(d["tpr"]), tuple(d["lo"]), tuple(d["hi"]), int(d["n"]), str(d["method"]),
+                   float(d.get("confidence", CONFIDENCE)))
+
+
+#: FPR grid of ROC bands: log-spaced at low FPR (where the studies look), linear above
+ROC_GRID = tuple(float(v) for v in np.unique(np.r_[0.0, np.geomspace(1e-3, 0.1, 12), np.linspace(0.1, 1, 19)]))
+
+
+def _tpr_on_grid(fpr: np.ndarray, tpr: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """The highest TPR with FPR ≤ g for each grid value g (step interpolation of a ROC curve)."""
+    fpr, tpr = np.asarray(fpr, np.float64), np.asarray(tpr, np.float64)
+    best = np.maximum.accumulate(tpr[np.argsort(fpr, kind="stable")])
+    idx = np.searchsorted(np.sort(fpr), grid + 1e-12, "right") - 1
+    return np.where(idx >= 0, best[np.clip(idx, 0, None)], 0.0)
+
+
+def roc_band_bootstrap(scores: np.ndarray, membership: np.ndarray, *, n_boot: int = 500,
+                       confidence: float = CONFIDENCE, seed: int = 0,
+                       grid: Sequence[float] = ROC_GRID) -> RocBand:
+    """Pointwise percentile band of the ROC curve by a stratified bootstrap over records.
+
+    At each grid FPR g, the TPR of a resample is the share of its members above its
+    (⌊g·n₀⌋+1)-th highest non-member (:func:`_tpr_rows`); the band is the α/2 and 1−α/2
+    quantiles of those TPRs, the curve the TPR on all records.
+    """
+    _check_confidence(confidence)
+    s = np.asarray(scores, np.float64)
+    y = np.asarray(membership).astype(bool)
+    pos, neg = s[y], s[~y]
+    if len(pos) == 0 or len(neg) == 0:
+        raise ValueError("a ROC band needs both members and non-members")
+    rng = np.random.default_rng(seed)
+    bp = pos[rng.integers(0, len(pos), (n_boot, len(pos)))]
+    bn = -np.sort(-neg[rng.integers(0, len(neg), (n_boot, len(neg)))], axis=1)
+    neg_desc = -np.sort(-neg)
+    g = np.asarray(grid, np.float64)
+    tpr = np.empty(len(g))
+    lo, hi = np.empty(len(g)), np.empty(len(g))
+    alpha = 1 - confidence
+    for j, f in enumerate(g):
+        k = int(math.floor(f * len(neg) + 1e-12))
+        if k >= len(neg):
+            tpr[j] = lo[j] = hi[j] = 1.0
+            continue
+        tpr[j] = (pos > neg_desc[k]).mean()
+        vals = (bp > bn[:, k : k + 1]).mean(axis=1)
+        lo[j], hi[j] = np.quantile(vals, [alpha / 2, 1 - alpha / 2])
+    return RocBand(tuple(g.tolist()), tuple(tpr.tolist()), tuple(lo.tolist()), tuple(hi.tolist()), int(len(s)),
+                   "bootstrap-percentile", confidence)
+
+
+def roc_band_repeats(curves: Sequence[tuple[Sequence[float], Sequence[float]]], *, confidence: float = CONFIDENCE,
+                     grid: Sequence[float] = ROC_GRID) -> RocBand:
+    """Mean ROC curve of N repeats with a pointwise Student-t band (clipped to [0, 1]).
+
+    Each repeat's curve (fpr, tpr) is read on the grid by step interpolation (the highest TPR at
+    FPR ≤ g); the band at g is the t interval of those N TPRs (no band with N = 1).
+    """
+    if not curves:
+        raise ValueError("a ROC band needs at least one curve")
+    g = np.asarray(grid, np.float64)
+    rows = np.array([_tpr_on_grid(np.asarray(f), np.asarray(t), g) for f, t in curves])
+    mean = rows.mean(axis=0)
+    if len(rows) < 2:
+        return RocBand(tuple(g.tolist()), tuple(mean.tolist()), tuple(mean.tolist()), tuple(mean.tolist()), 1, "single",
+                       confidence)
+    half = sps.t.ppf(0.5 + confidence / 2, len(rows) - 1) * rows.std(axis=0, ddof=1) / math.sqrt(len(rows))
+    return RocBand(tuple(g.tolist()), tuple(mean.tolist()), tuple(np.clip(mean - half, 0, 1).tolist()),
+                   tuple(np.clip(mean + half, 0, 1).tolist()), len(rows), "t", confidence)
+
+
+# ---------------------------------------------------------------------------- paired difference and verdict
+def sign_flip_pvalue(differences: Sequence[float], *, seed: int = 0) -> tuple[float, bool]:
+    """Two-sided p-value of H₀ "the paired differences are symmetric about 0" by sign flips.
+
+    Under H₀ each dᵣ is as likely as −dᵣ, so the statistic |Σ εᵣdᵣ| over the 2^N sign patterns ε
+    is the null distribution of |Σ dᵣ|; p = #{patterns with |Σ εd| ≥ |Σ d|} / 2^N (the observed
+    pattern included, so p ≥ 2/2^N when d ≠ 0). Exact up to :data:`EXACT_PERMUTATION_MAX_N`
+    repeats, else :data:`PERMUTATION_DRAWS` random patterns (p = (1 + hits)/(1 + draws)).
+
+    Returns (p, exact).
+    """
+    d = np.asarray(differences, np.float64)
+    if d.size == 0:
+        raise ValueError("no differences")
+    observed = abs(d.sum())
+    tol = 1e-12 * max(1.0, np.abs(d).sum())
+    if d.size <= EXACT_PERMUTATION_MAX_N:
+        signs = np.array(list(itertools.product((1.0, -1.0), repeat=d.size)))
+        return float((np.abs(signs @ d) >= observed - tol).mean()), True
+    rng = np.random.default_rng(seed)
+    signs = rng.choice((1.0, -1.0), size=(PERMUTATION_DRAWS, d.size))
+    hits = int((np.abs(signs @ d) >= observed - tol).sum())
+    return (1 + hits) / (1 + PERMUTATION_DRAWS), False
+
+
+@dataclass(frozen=True)
+class PairedDifference:
+    """A − B paired by repeat (here A = FFNN, B = RNN): per-architecture estimates, the
+    difference's t interval, the paired t test's and the sign-flip test's two-sided p-values,
+    and Cohen's d_z = d̄/s_d (None when undefined: N < 2 or all differences equal)."""
+
+    a: Estimate
+    b: Estimate
+    diff: Estimate
+    p_t: float | None
+    p_permutation: float | None
+    permutation_exact: bool
+    effect_size: float | None
+
+    @property
+    def n(self) -> int:
+        return self.diff.n
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"a": self.a.to_dict(), "b": self.b.to_dict(), "diff": self.diff.to_dict(),
+                "p_t": _finite_or_none(self.p_t), "p_permutation": _finite_or_none(self.p_permutation),
+                "permutation_exact": self.permutation_exact, "effect_size": _finite_or_none(self.effect_size),
+                "n": self.n}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "PairedDifference":
+        return cls(Estimate.from_dict(d["a"]), Estimate.from_dict(d["b"]), Estimate.from_dict(d["diff"]),
+                   d.get("p_t"), d.get("p_permutation"), bool(d.get("permutation_exact", True)), d.get("effect_size"))
+
+
+def paired_difference(a: Sequence[float], b: Sequence[float], confidence: float = CONFIDENCE,
+                      bounds: tuple[float | None, float | None] | None = None) -> PairedDifference:
+    """The paired difference dᵣ = aᵣ − bᵣ over repeats r (same seed → same split).
+
+    Interval: d̄ ± t_{N−1,1−α/2}·s_d/√N. Paired t test: T = d̄/(s_d/√N) with N−1 degrees of
+    freedom (p two-sided; 1 if all dᵣ = 0, 0 if they are equal and non-zero). Sign-flip test:
+    :func:`sign_flip_pvalue`. With N = 1 there is neither interval nor p-value. ``bounds``: the
+    metric's range, to which A's and B's own intervals are clipped (not the difference's).
+    """
+    x, y = np.asarray(a, np.float64).ravel(), np.asarray(b, np.float64).ravel()
+    if x.shape != y.shape:
+        raise ValueError(f"paired values need the same number of repeats, got {x.size} and {y.size}")
+    d = x - y
+    diff = mean_interval(d, confidence)
+    if d.size < 2:
+        return PairedDifference(mean_interval(x, confidence, bounds), mean_interval(y, confidence, bounds), diff,
+                                None, None, True, None)
+    sd = float(d.std(ddof=1))
+    if sd == 0:
+        p_t = 1.0 if diff.mean == 0 else 0.0
+        effect = None
+    else:
+        p_t = float(2 * sps.t.sf(abs(diff.mean) / (sd / math.sqrt(d.size)), d.size - 1))
+        effect = diff.mean / sd
+    p_perm, exact = sign_flip_pvalue(d)
+    return PairedDifference(mean_interval(x, confidence, bounds), mean_interval(y, confidence, bounds), diff, p_t, p_perm,
+                            exact, effect)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The three-valued verdict on a paired difference.
+
+    Attributes:
+        value: ``holds`` / ``reversed`` / ``inconclusive``.
+        expected: the sign the hypothesis predicts for A − B (−1: A below B, e.g. FFNN − RNN of a
+            leakage metric when "the RNN leaks more"; +1 the other way).
+        effect: d̄ (in the metric's units), ci_low/ci_high its interval, effect_size Cohen's d_z.
+        n: repeats; reason: one line saying why.
+    """
+
+    value: str
+    expected: int
+    effect: float
+    ci_low: float | None
+    ci_high: float | None
+    effect_size: float | None
+    n: int
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"value": self.value, "expected": self.expected, "effect": _finite_or_none(self.effect),
+                "ci_low": _finite_or_none(self.ci_low), "ci_high": _finite_or_none(self.ci_high),
+                "effect_size": _finite_or_none(self.effect_size), "n": self.n, "reason": self.reason}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Verdict":
+        if d["value"] not in VERDICTS:
+            raise ValueError(f"unknown verdict {d['value']!r}")
+        return cls(str(d["value"]), int(d["expected"]), float("nan") if d["effect"] is None else float(d["effect"]),
+                   d.get("ci_low"), d.get("ci_high"), d.get("effect_size"), int(d["n"]), str(d.get("reason", "")))
+
+
+def verdict(diff: PairedDifference, expected: int = -1) -> Verdict:
+    """``holds`` if the difference's interval lies wholly on the ``expected`` side of 0,
+    ``reversed`` if wholly on the other side, else ``inconclusive`` (always with N < 2)."""
+    if expected not in (-1, 1):
+        raise ValueError("expected must be -1 or +1")
+    e = diff.diff
+    n = e.n
+    pct = round(100 * e.confidence)
+    if e.ci_low is None or e.ci_high is None:
+        return Verdict("inconclusive", expected, e.mean, None, None, None, n,
+                       f"N = {n}: no interval; run ≥ 2 repeats (≥ 3 for a usable t interval)")
+    ci = f"{pct} % CI [{e.ci_low:+.3f}, {e.ci_high:+.3f}], N = {n}"
+    if e.excludes(0.0) and np.sign(e.mean) == expected:
+        value, why = "holds", f"difference {e.mean:+.3f} ({ci}) excludes 0 in the expected direction"
+    elif e.excludes(0.0):
+        value, why = "reversed", f"difference {e.mean:+.3f} ({ci}) excludes 0 against the expected direction"
+    else:
+        value, why = "inconclusive", f"difference {e.mean:+.3f} ({ci}) contains 0"
+    return Verdict(value, expected, e.mean, e.ci_low, e.ci_high, diff.effect_size, n, why)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One metric compared between two architectures: the paired difference and, when the
+    metric has a hypothesis (``expected`` ≠ 0), its verdict."""
+
+    metric: str
+    difference: PairedDifference
+    verdict: Verdict | None = None
+    labels: tuple[str, str] = ("ffnn", "rnn")
+
+    def to_dict(self) -> dict[str, Any]:
+        a, b = self.labels
+        return {"metric": self.metric, a: self.difference.a.to_dict(), b: self.difference.b.to_dict(),
+                "difference": {"of": f"{a} - {b}", **self.difference.to_dict()},
+                "verdict": self.verdict.to_dict() if self.verdict else None}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Comparison":
+        a, b = str(d["difference"]["of"]).split(" - ")
+        return cls(str(d["metric"]), PairedDifference.from_dict(d["difference"]),
+                   Verdict.from_dict(d["verdict"]) if d.get("verdict") else None, (a, b))
+
+
+def compare(metric: str, a: Sequence[float], b: Sequence[float], expected: int = 0,
+            labels: tuple[str, str] = ("ffnn", "rnn"), confidence: float = CONFIDENCE,
+            bounds: tuple[float | None, float | None] | None = None) -> Comparison:
+    """The paired comparison of ``metric`` (A = ``a``, B = ``b`` by repeat) and, with
+    ``expected`` = ±1, its verdict; ``bounds``: the metric's range (see :func:`mean_interval`)."""
+    diff = paired_difference(a, b, confidence, bounds)
+    return Comparison(metric, diff, verdict(diff, expected) if expected else None, labels)

@@ -1,0 +1,3 @@
+"""Training: the training loop, DP-SGD (Opacus), PPO, the ensemble of models trained side by side.
+
+Imports ``core.foundations``, ``core.models``."""

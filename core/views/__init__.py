@@ -1,0 +1,1 @@
+"""Views: figures and the HTML report, built from results. Imports ``core.analyses`` and below."""
