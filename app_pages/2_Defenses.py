@@ -209,7 +209,9 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
             m2.metric("AUC", f"{a.auc:.3f}", f"{a.auc - base.attack.auc:+.3f}", delta_color="inverse")
             m3.metric("TPR @ 1 % FPR", "—" if a.tpr_at_1pct_fpr is None else f"{a.tpr_at_1pct_fpr:.3f}")
             m4, m5, m6 = st.columns(3)
-            m4.metric("ε (theory)", "—" if point.epsilon is None else f"{point.epsilon:.3g}", help=point.privacy_note)
+            no_bound = point.extra.get("guarantee") if point.epsilon is None else None
+            m4.metric("ε (theory)", f"{point.epsilon:.3g}" if point.epsilon is not None else
+                      (no_bound.split(" (")[0] if no_bound else "—"), help=point.privacy_note)
             m5.metric("δ", f"{point.delta:.2g}" if point.delta is not None else "—")
             m6.metric("ε̂ lower bound (attack)",
                       "—" if point.epsilon_hat is None else f"{point.epsilon_hat:.2f}",

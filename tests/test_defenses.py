@@ -103,6 +103,20 @@ def test_lemma1_bound():
     assert smaller_tau.delta <= tight.delta and smaller_tau.epsilon > tight.epsilon
 
 
+def test_a_vacuous_dirichlet_guarantee_is_never_a_number():
+    """Issue 32 point 7: at k = 1, 0.1, 0.01 the printed ε goes negative or δ = 1; the guarantee the pages and
+    the CLI read carries no ε then, only the reason; where Lemma 1 holds (k large, δ < 1) the number stays."""
+    mech = dirichlet.DirichletMechanism()
+    for k in (1.0, 0.1, 0.01):
+        g = mech.guarantee(DefenseSpec("dirichlet", k), n_classes=10, sensitivity=None)
+        assert g["epsilon"] is None and g["delta"] == 1.0
+        assert g["guarantee"] == "vacuous (δ ≥ 1)" and g["privacy_note"].startswith("vacuous (δ ≥ 1)")
+    negative = dirichlet.DirichletPrivacy(epsilon=-0.3, delta=0.5, k=0.1, n=10, eta=1e-6, tau=1e-6, b=0.1)
+    assert dirichlet.bound_status(negative) == "no bound (the printed formula goes negative)"
+    g = mech.guarantee(DefenseSpec("dirichlet", 1000.0, eta=1e-2, tau=1e-4), n_classes=10, sensitivity=None)
+    assert g["epsilon"] > 0 and g["delta"] < 1 and g["guarantee"] == "(ε, δ)-DP"
+
+
 # ---------------------------------------------------------------------------- Gaussian privacy module
 def test_random_dp_gamma_reference_values():
     assert [round(gpm.random_dp_gamma(n), 4) for n in (100, 500, 1000)] == [0.1597, 0.0774, 0.0565]

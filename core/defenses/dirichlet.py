@@ -263,6 +263,16 @@ def lemma1_bound(k: float, n: int, eta: float, tau: float, b: float) -> Dirichle
     return DirichletPrivacy(float(eps), float(delta), float(k), int(n), float(eta), float(tau), float(b))
 
 
+def bound_status(bound: DirichletPrivacy) -> str | None:
+    """Why Lemma 1 gives no guarantee at this k (None when it gives one): δ ≥ 1 makes any ε vacuous;
+    the printed formula (eq. 7) goes negative for small k, which no ε-DP bound can be."""
+    if bound.delta >= 1.0:
+        return "vacuous (δ ≥ 1)"
+    if bound.epsilon < 0:
+        return "no bound (the printed formula goes negative)"
+    return None
+
+
 #: the studies' table rows (001 Tables 1–2)
 DIRICHLET_GRID = (100.0, 10.0, 1.0, 0.1, 0.01)
 #: the Defenses page's slider stops for k (log-spaced, three significant digits)
@@ -295,9 +305,13 @@ class DirichletMechanism(OutputMechanism):
 
     def guarantee(self, spec: Any, n_classes: int, sensitivity: Any | None) -> dict[str, Any]:
         bound = lemma1_bound(spec.value, n_classes, spec.eta, spec.tau, spec.b)
-        note = ("vacuous: δ ≥ 1 or the printed ε < 0 — Lemma 1 says nothing at this k" if bound.vacuous else
-                f"Lemma 1 (001 eq. 7) with n = {n_classes}, η = {spec.eta:g}, τ = {spec.tau:g}, b = {spec.b:g}")
-        return {"epsilon": bound.epsilon, "delta": bound.delta, "gamma": None, "privacy_note": note}
+        where = f"Lemma 1 (001 eq. 7) with n = {n_classes}, η = {spec.eta:g}, τ = {spec.tau:g}, b = {spec.b:g}"
+        # a vacuous guarantee is never shown as a number: an ε beside δ = 1, or a negative ε from the
+        # printed formula, reads as a promise the lemma does not make
+        status = bound_status(bound)
+        note = f"{status}: {where} says nothing at this k" if status else where
+        return {"epsilon": None if status else bound.epsilon, "delta": bound.delta, "gamma": None,
+                "privacy_note": note, "guarantee": status or "(ε, δ)-DP"}
 
     def study_rows(self, task: str, arch: str) -> dict[str, Any] | None:
         return studies.dirichlet_rows(task, arch)

@@ -460,7 +460,8 @@ def defense_table(task: str, mechanism: Mechanism, rows: dict[str, list[dict[str
                         "LiRA/RMIA AUC (best)": _best_strong_auc(base if v is None else p),
                         "utility": base["utility"] if v is None else (p.get("utility") if p else None),
                         "utility loss": 0.0 if v is None else (p.get("utility_loss") if p else None),
-                        "ε (theory)": None if v is None or not p else p.get("epsilon")})
+                        "ε (theory)": None if v is None or not p else p.get("epsilon"),
+                        "guarantee": "" if v is None or not p else (p.get("guarantee") or "")})
     for arch in rows:
         study = mechanism.study_rows(task, arch)
         if not study:
@@ -473,9 +474,10 @@ def defense_table(task: str, mechanism: Mechanism, rows: dict[str, list[dict[str
             out.append({"source": f"study ({study['source'].cite()}: {study['model']}, {study['metric']})",
                         "arch": ARCH_NAMES.get(arch, arch), symbol: label(v),
                         "attack acc (naive)": acc / 100, "attack acc (adaptive)": None, "LiRA/RMIA AUC (best)": None,
-                        "utility": util, "utility loss": 1.0 - util / base_util, "ε (theory)": None})
+                        "utility": util, "utility loss": 1.0 - util / base_util, "ε (theory)": None,
+                        "guarantee": ""})
     df = pd.DataFrame(out)
-    for col in df.columns[3:]:  # numbers: a missing one is NaN (shown as "—"), not the string None
+    for col in df.columns[3:-1]:  # numbers: a missing one is NaN (shown as "—"), not the string None
         df[col] = pd.to_numeric(df[col], errors="coerce")
     return df
 
