@@ -56,8 +56,8 @@ def verdict_box(v: dict | None, finding: str, label: str = "The studies") -> Non
     st.markdown(f"**{label}:** {finding}")
     if not v:
         return
-    icon = {True: "✅ holds", False: "❌ does not hold", None: "➖ mixed"}[v["holds"]]
-    st.markdown(f"**This run:** {icon} — {v['text']}")
+    # the verdict's own word, no ✅/❌: a comparison from one run reads "inconclusive (one repeat)"
+    st.markdown(f"**This run:** {v['value']} — {v['text']}")
 
 
 def tab_verdict(name: str) -> None:
