@@ -85,3 +85,19 @@ def test_empirical_epsilon_says_what_it_is_and_bounds_on_the_held_out_half():
     assert "random half" in separated["method"]
     with pytest.raises(ValueError):
         empirical_epsilon_rows(np.zeros(5), y)
+
+
+def test_stored_roc_keeps_the_low_fpr_tpr_of_the_full_curve():
+    """Issue 30.7: a 2,000-record curve thinned evenly to 400 points dropped the corners that the
+    low-FPR band reads, understating TPR there; the stored curve now reads the same at every FPR ≤ 0.1."""
+    from core.measurement.stats import ROC_GRID, _tpr_on_grid
+
+    rng = np.random.default_rng(3)
+    y = np.r_[np.ones(1000, bool), np.zeros(1000, bool)]
+    scores = y + rng.normal(0, 1, 2000)
+    stored = evaluate_attack("x", scores, y, 0.5)
+    full_fpr, full_tpr, _ = roc_curve(scores, y)
+    grid = np.array([g for g in ROC_GRID if g <= 0.1])
+    assert np.array_equal(_tpr_on_grid(np.array(stored.roc_fpr), np.array(stored.roc_tpr), grid),
+                          _tpr_on_grid(full_fpr, full_tpr, grid))
+    assert len(stored.roc_fpr) < len(full_fpr) / 2  # still thinned above the low-FPR region

@@ -116,7 +116,7 @@ def evaluate_attack(name: str, scores: np.ndarray, membership: np.ndarray, thres
     tpr = float(decide[y].mean())
     fpr = float(decide[~y].mean())
     fprs, tprs, _ = roc_curve(scores, y)
-    keep = _thin(len(fprs))
+    keep = _thin(fprs)
     return AttackResult(
         name=name,
         accuracy=float((decide == y).mean()),
@@ -148,11 +148,22 @@ def resolution(n_members: int, n_nonmembers: int) -> dict[str, float | int]:
     }
 
 
-def _thin(n: int) -> np.ndarray:
-    """Indices of at most _MAX_ROC_POINTS points of an n-point curve (ends kept)."""
+#: up to this FPR a stored ROC curve keeps every corner (the highest TPR at each FPR): the low-FPR
+#: view and the ROC bands over repeats (core.measurement.stats.ROC_GRID's log part) read the curve there
+LOW_FPR_REGION = 0.1
+
+
+def _thin(fpr: np.ndarray) -> np.ndarray:
+    """Indices of the points of a ROC curve (FPR non-decreasing) to store: every corner — the last
+    point at each FPR value, where the TPR is highest — up to :data:`LOW_FPR_REGION`, so the TPR
+    read at any low FPR is the curve's own (an evenly thinned curve dropped corners and understated
+    it); above, at most _MAX_ROC_POINTS evenly spaced points (ends kept)."""
+    fpr = np.asarray(fpr, np.float64)
+    n = len(fpr)
     if n <= _MAX_ROC_POINTS:
         return np.arange(n)
-    return np.unique(np.r_[np.linspace(0, n - 1, _MAX_ROC_POINTS).astype(int), n - 1])
+    corners = np.flatnonzero(np.r_[fpr[1:] != fpr[:-1], True] & (fpr <= LOW_FPR_REGION + 1e-12))
+    return np.unique(np.r_[0, corners, np.linspace(0, n - 1, _MAX_ROC_POINTS).astype(int), n - 1])
 
 
 def clopper_pearson(successes: np.ndarray | int, trials: np.ndarray | int,
