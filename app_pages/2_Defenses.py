@@ -8,6 +8,7 @@ import streamlit as st
 
 from core.defenses import registry as defense_registry
 from core.measurement import studies
+from core.measurement.metrics import EPSILON_HAT_HELP
 from core.foundations.config import ExperimentConfig, config_changes
 from core.defenses.defender import DefenseSpec
 from core.foundations.errors import MIAError
@@ -215,7 +216,7 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
             m5.metric("δ", f"{point.delta:.2g}" if point.delta is not None else "—")
             m6.metric("ε̂ lower bound (attack)",
                       "—" if point.epsilon_hat is None else f"{point.epsilon_hat:.2f}",
-                      help="ln(TPR/FPR) at the best threshold with Clopper–Pearson 95 % bounds: what the attack proves")
+                      help=EPSILON_HAT_HELP)
             strong = [n for n in ("lira", "rmia") if n in point.attacks and n in base.attacks]
             if strong:  # the strongest attacks: a defense judged by the shadow MLP alone looks better than it is
                 cols = st.columns(len(strong) + 1)

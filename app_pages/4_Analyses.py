@@ -14,6 +14,7 @@ from core.analyses import analysis, record_views
 from core.defenses import registry as defense_registry
 from core.views import figures, report
 from core.measurement import studies
+from core.measurement.metrics import EPSILON_HAT_HELP
 from core.foundations.config import ExperimentConfig
 from core.defenses.defender import DefenseSpec
 from core.foundations.errors import MIAError
@@ -56,8 +57,8 @@ def verdict_box(v: dict | None, finding: str, label: str = "The studies") -> Non
     st.markdown(f"**{label}:** {finding}")
     if not v:
         return
-    icon = {True: "✅ holds", False: "❌ does not hold", None: "➖ mixed"}[v["holds"]]
-    st.markdown(f"**This run:** {icon} — {v['text']}")
+    # the verdict's own word, no ✅/❌: a comparison from one run reads "inconclusive (one repeat)"
+    st.markdown(f"**This run:** {v['value']} — {v['text']}")
 
 
 def tab_verdict(name: str) -> None:
@@ -502,7 +503,7 @@ for _ in drawn(tabs[7]):
                "included with probability ½; the auditor guesses on the canaries it is most confident about and the "
                "number of correct guesses proves a lower bound on ε at δ (95 % confidence, Bonferroni over the "
                "number of guesses). Beside it: Opacus' accountant ε of the same run (DP-SGD presets only) and the "
-               "attack-derived ε̂ of the cached run.")
+               "attack-derived ε̂ of the cached run: " + EPSILON_HAT_HELP)
     design = task.canary_design
     if design is None:
         st.info("This task has no audit canaries yet; the design is in docs/record_views.md.")

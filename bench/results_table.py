@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import zlib
 from collections import defaultdict
 from pathlib import Path
 
@@ -26,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from core.measurement.metrics import roc_auc  # noqa: E402
 
 
-def bootstrap_auc(scores: np.ndarray, membership: np.ndarray, resamples: int, seed: int = 0) -> np.ndarray:
+def bootstrap_auc(scores: np.ndarray, membership: np.ndarray, resamples: int, seed: int | list[int] = 0) -> np.ndarray:
     """AUCs of ``resamples`` stratified bootstrap resamples of the evaluation records."""
     rng = np.random.default_rng(seed)
     members, others = np.flatnonzero(membership), np.flatnonzero(~membership)
@@ -37,6 +38,14 @@ def bootstrap_auc(scores: np.ndarray, membership: np.ndarray, resamples: int, se
     return out
 
 
+def run_seed(summary: dict, attack: str) -> list[int]:
+    """The bootstrap's seed of one run's attack: its own (task, preset, arch, seed, attack), so the
+    FFNN's and the RNN's resamples are independent draws (one shared seed drew the same record
+    indices for both, which the difference's interval then treated as independent)."""
+    return [zlib.crc32(f"{summary['task']}|{summary['preset']}|{summary['arch']}|{attack}".encode()),
+            int(summary["config"]["seed"])]
+
+
 def run_rows(summary: dict, resamples: int) -> tuple[dict, dict[str, np.ndarray]]:
     rec = summary["records"]
     membership = np.asarray(rec["membership"], bool)
@@ -44,7 +53,7 @@ def run_rows(summary: dict, resamples: int) -> tuple[dict, dict[str, np.ndarray]
     attacks = {}
     for name, r in summary["attacks"].items():
         scores = np.asarray(rec["scores"][name], np.float64)
-        boots[name] = bootstrap_auc(scores, membership, resamples)
+        boots[name] = bootstrap_auc(scores, membership, resamples, seed=run_seed(summary, name))
         lo, hi = np.percentile(boots[name], [2.5, 97.5])
         attacks[name] = {"auc": r["auc"], "lo": lo, "hi": hi, "tpr1": r["tpr_at_fpr"]["0.01"], "acc": r["accuracy"]}
     return {"attacks": attacks, "n": int(membership.size), "n_members": int(membership.sum())}, boots

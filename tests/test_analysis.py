@@ -48,11 +48,13 @@ def test_quadrant_search_finds_a_planted_quadrant():
     assert q["cross_entropy_max"] == pytest.approx(0.3, abs=0.03) and q["entropy_max"] == pytest.approx(0.6, abs=0.03)
 
 
-@pytest.mark.parametrize("rnn,ffnn,holds", [([0.7, 0.8], [0.6, 0.65], True), ([0.5, 0.5], [0.6, 0.7], False),
-                                            ([0.7, 0.5], [0.6, 0.6], None), ([0.7], [0.6], True)])
-def test_verdict_on_hand_made_curves(rnn, ffnn, holds):
+@pytest.mark.parametrize("rnn,ffnn,diff", [([0.7, 0.8], [0.6, 0.65], -0.125), ([0.5, 0.5], [0.6, 0.7], 0.15),
+                                           ([0.7, 0.5], [0.6, 0.6], 0.0), ([0.7], [0.6], -0.1)])
+def test_one_run_gives_the_difference_and_no_verdict(rnn, ffnn, diff):
+    """Issue 30: points of one run (epochs, blocks) are not repeats; one run never holds or fails."""
     v = analysis.verdict(rnn, ffnn)
-    assert v.holds is holds and "RNN" in v.text
+    assert v.value == "inconclusive" and v.difference == pytest.approx(diff)
+    assert analysis.ONE_REPEAT in v.text and f"{diff:+.3f}" in v.text
 
 
 def test_sequential_training_learns_each_block_in_order():
@@ -84,6 +86,9 @@ def test_analyze_cli_writes_csv_and_html(tmp_path):
     assert p.returncode == 0, p.stderr
     verdicts = json.loads(p.stdout)
     assert {"rnn_more_vulnerable", "lower_member_entropy", "rnn_more_vulnerable_over_training"} <= set(verdicts)
+    # one run: the CLI prints the difference and no verdict (issue 30)
+    assert {v["value"] for v in verdicts.values()} == {"inconclusive"}
+    assert all(analysis.ONE_REPEAT in v["text"] for v in verdicts.values())
     for name in ("scatter", "vulnerability"):
         assert (tmp_path / f"{name}.csv").stat().st_size > 0
         assert "plotly" in (tmp_path / f"{name}.html").read_text()[:4_000_000]
@@ -102,6 +107,10 @@ def test_analyses_page_on_a_tiny_cached_run(monkeypatch):
     assert not at.exception, at.exception
     text = " ".join(m.value for m in at.markdown)
     assert "The studies:" in text and "This run:" in text
+    # one run: the page shows the difference and "inconclusive (one repeat)", never ✅ / ❌ / "does not hold"
+    shown = [m.value for m in at.markdown if m.value.startswith("**This run:**")]
+    assert shown and all(analysis.ONE_REPEAT in t for t in shown)
+    assert not any(mark in text for mark in ("✅", "❌", "does not hold", "mixed"))
     # the scatter behind a defense: the naive attacker's boundaries over the defended records
     at.radio(key="analyses:outputs").set_value("Dirichlet k").run(timeout=120)
     assert not at.exception, at.exception
@@ -157,17 +166,21 @@ def test_each_verdict_is_computed_from_its_own_analysis_only():
                "memorization": memorization, "mismatch": mismatch}
     v = analysis.verdicts(results, summaries)
     of = analysis.VERDICT_OF
-    assert v[of["runs"]]["holds"] is False
-    assert v[of["vulnerability"]]["holds"] is True
-    assert v[of["overtraining"]]["holds"] is True and "+0.300" in v[of["overtraining"]]["text"]
-    assert v[of["scatter"]]["holds"] is False
-    assert v[of["memorization"]]["holds"] is True
-    assert v[of["mismatch"]]["holds"] is False
+    # one run: every comparison is "inconclusive (one repeat)" with its own analysis' FFNN − RNN difference
+    assert {x["value"] for x in v.values()} == {"inconclusive"}
+    assert all(analysis.ONE_REPEAT in x["text"] for x in v.values())
+    assert v[of["runs"]]["difference"] == pytest.approx(0.2)
+    assert v[of["vulnerability"]]["difference"] == pytest.approx(-0.15)
+    assert v[of["overtraining"]]["difference"] == pytest.approx(0.28) and "+0.300" in v[of["overtraining"]]["text"]
+    assert "FFNN" in v[of["scatter"]]["text"] and "RNN" not in v[of["scatter"]]["text"].split("(")[0]
+    assert v[of["memorization"]]["difference"] == pytest.approx(-0.2)
+    assert v[of["mismatch"]]["difference"] == pytest.approx(0.0) and "+0.300" in v[of["mismatch"]]["text"]
+    assert "0.55" not in v[of["memorization"]]["text"] and "0.05" not in v[of["mismatch"]]["text"]  # no uncited cut-offs
     assert len(set(of.values())) == len(of)  # one verdict per analysis: no tab borrows another's
     # flip one analysis' data: only its own verdict moves
     flipped = {**results, "overtraining": {"ffnn": overtraining["rnn"], "rnn": overtraining["ffnn"]}}
     w = analysis.verdicts(flipped, summaries)
-    assert w[of["overtraining"]]["holds"] is False
+    assert w[of["overtraining"]]["difference"] == pytest.approx(-0.28)
     assert {k: x for k, x in w.items() if k != of["overtraining"]} == \
            {k: x for k, x in v.items() if k != of["overtraining"]}
     # without the overtraining data there is no overtraining verdict (nothing borrowed from vulnerability)
@@ -175,10 +188,22 @@ def test_each_verdict_is_computed_from_its_own_analysis_only():
     assert of["vulnerability"] not in analysis.verdicts({"overtraining": overtraining}, summaries)
 
 
+def test_html_export_of_one_run_shows_differences_and_no_verdict():
+    from core.views.report import html_report
+
+    summaries = {"ffnn": {"attack": {"accuracy": 0.55}}, "rnn": {"attack": {"accuracy": 0.75}}}
+    memorization = {"ffnn": {"blocks": [{"attack_accuracy": 0.5}]}, "rnn": {"blocks": [{"attack_accuracy": 0.7}]}}
+    page = html_report({"verdicts": analysis.verdicts({"memorization": memorization}, summaries)}, {}, "t")
+    assert "inconclusive — final attack accuracy: FFNN 0.550, RNN 0.750, FFNN − RNN -0.200 — inconclusive (one repeat)" \
+        in page
+    assert "first block attacked at 0.500 (FFNN) vs 0.700 (RNN); FFNN − RNN -0.200" in page
+    assert not any(mark in page for mark in ("✅", "❌", "does not hold", "mixed", "holds"))
+
+
 def test_overtraining_verdict_says_when_no_overtraining_happened():
     still_rising = {"ffnn": _curve({3: 0.6, 6: 0.8}, 6), "rnn": _curve({3: 0.6, 6: 0.7}, 6)}
     v = analysis.overtraining_verdict(still_rising)
-    assert v.holds is None and "no overtraining" in v.text
+    assert v.value == "inconclusive" and v.difference is None and "no overtraining" in v.text
 
 
 def test_analyses_page_shows_each_tab_its_own_verdict():

@@ -115,18 +115,21 @@ def test_repeated_verdicts_on_planted_pairs():
     def rep(f, r):
         return {"runs": {"ffnn": {"attack": {"accuracy": f}}, "rnn": {"attack": {"accuracy": r}}}}
 
-    holds = analysis.repeated_verdicts([rep(0.6, 0.7), rep(0.61, 0.72), rep(0.59, 0.69)], [0, 1, 2])
+    ffnn, rnn = (0.6, 0.61, 0.59, 0.6, 0.62, 0.6), (0.7, 0.72, 0.69, 0.71, 0.7, 0.73)  # N = 6: a sign test can reach 95 %
+    holds = analysis.repeated_verdicts([rep(f, r) for f, r in zip(ffnn, rnn)], list(range(6)))
     v = holds["verdicts"]["rnn_more_vulnerable"]
-    assert v["verdict"]["value"] == "holds" and v["n"] == 3 and v["verdict"]["ci_high"] < 0
-    assert analysis.repeated_verdicts([rep(0.7, 0.6), rep(0.72, 0.61), rep(0.69, 0.59)])["verdicts"][
+    assert v["verdict"]["value"] == "holds" and v["n"] == 6 and v["verdict"]["ci_high"] < 0
+    assert analysis.repeated_verdicts([rep(r, f) for f, r in zip(ffnn, rnn)])["verdicts"][
         "rnn_more_vulnerable"]["verdict"]["value"] == "reversed"
+    three = analysis.repeated_verdicts([rep(0.6, 0.7), rep(0.61, 0.72), rep(0.59, 0.69)])["verdicts"]
+    assert three["rnn_more_vulnerable"]["verdict"]["value"] == "inconclusive"  # N = 3: the sign test cannot agree
     null = analysis.repeated_verdicts([rep(0.6, 0.7), rep(0.7, 0.6), rep(0.65, 0.66)])
     assert null["verdicts"]["rnn_more_vulnerable"]["verdict"]["value"] == "inconclusive"
     # the analyses' HTML export (the Analyses page's button) carries them, with interval and N
     from core.views.report import html_report
 
     page = html_report({"verdicts": {}, "repeats": holds}, {}, "t")
-    assert "Verdicts over 3 paired repeats" in page and "<b>holds</b>" in page and "N = 3 repeats" in page
+    assert "Verdicts over 6 paired repeats" in page and "<b>holds</b>" in page and "N = 6 repeats" in page
     assert "Verdicts over" not in html_report({"verdicts": {}}, {}, "t")  # one run: no such section
 
 

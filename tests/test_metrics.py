@@ -3,7 +3,8 @@ import pytest
 from sklearn.metrics import roc_auc_score
 from sklearn.metrics import roc_curve as sk_roc_curve
 
-from core.measurement.metrics import best_threshold, evaluate_attack, roc_auc, roc_curve, tpr_at_fpr
+from core.measurement.metrics import (best_threshold, clopper_pearson, empirical_epsilon, empirical_epsilon_rows,
+    evaluate_attack, roc_auc, roc_curve, tpr_at_fpr)
 
 CASES = [
     (np.array([0.9, 0.8, 0.7, 0.6, 0.55, 0.4, 0.3, 0.2]), np.array([1, 1, 0, 1, 0, 1, 0, 0])),
@@ -55,3 +56,48 @@ def test_chance_scores_give_chance_metrics():
     y = np.r_[np.ones(2000), np.zeros(2000)]
     r = evaluate_attack("random", rng.random(4000), y, 0.5)
     assert abs(r.auc - 0.5) < 0.03 and abs(r.accuracy - 0.5) < 0.03 and abs(r.advantage) < 0.06
+
+
+def test_empirical_epsilon_is_a_95_percent_lower_bound_on_an_exactly_dp_mechanism():
+    """Issue 30: scores from an exactly ε-DP mechanism (the Laplace mechanism on the membership bit,
+    score = b + Lap(1/ε): every tail threshold has TPR/FPR = e^ε exactly). A 95 % lower bound may
+    exceed the true ε in at most 5 % of trials (+ Monte-Carlo error). Choosing the threshold on the
+    same records it bounds exceeded it in about 7 % (1,000 trials, 1,000 + 1,000 records)."""
+    eps, n, trials = 1.0, 1000, 1000
+    y = np.r_[np.ones(n, bool), np.zeros(n, bool)]
+    rng = np.random.default_rng(1)
+    scores = y.astype(float) + rng.laplace(0, 1 / eps, (trials, 2 * n))
+    bounds = np.array([r["lower_bound"] for r in empirical_epsilon_rows(scores, y)])
+    exceed = (bounds > eps).mean()
+    assert exceed <= 0.05 + 2 * np.sqrt(0.05 * 0.95 / trials)
+    assert bounds.mean() > 0.3 * eps  # and it still finds most of the leak (not a bound stuck at 0)
+    # one row through the single-run function is the same computation
+    assert empirical_epsilon(scores[0], y)["lower_bound"] == pytest.approx(bounds[0])
+
+
+def test_empirical_epsilon_says_what_it_is_and_bounds_on_the_held_out_half():
+    y = np.r_[np.ones(200, bool), np.zeros(200, bool)]
+    separated = empirical_epsilon(y.astype(float), y)
+    # 100 of 100 held-out members above the threshold, 0 of 100 non-members: ln(CP-lo(1) / CP-hi(0)) at n = 100
+    lo, hi = clopper_pearson(100, 100)[0], clopper_pearson(0, 100)[1]
+    assert separated["lower_bound"] == pytest.approx(np.log(lo / hi)) and separated["n_bound"] == 200
+    assert separated["direction"] == "members above" and separated["estimate"] is None  # no false positive: ∞
+    assert "random half" in separated["method"]
+    with pytest.raises(ValueError):
+        empirical_epsilon_rows(np.zeros(5), y)
+
+
+def test_stored_roc_keeps_the_low_fpr_tpr_of_the_full_curve():
+    """Issue 30.7: a 2,000-record curve thinned evenly to 400 points dropped the corners that the
+    low-FPR band reads, understating TPR there; the stored curve now reads the same at every FPR ≤ 0.1."""
+    from core.measurement.stats import ROC_GRID, _tpr_on_grid
+
+    rng = np.random.default_rng(3)
+    y = np.r_[np.ones(1000, bool), np.zeros(1000, bool)]
+    scores = y + rng.normal(0, 1, 2000)
+    stored = evaluate_attack("x", scores, y, 0.5)
+    full_fpr, full_tpr, _ = roc_curve(scores, y)
+    grid = np.array([g for g in ROC_GRID if g <= 0.1])
+    assert np.array_equal(_tpr_on_grid(np.array(stored.roc_fpr), np.array(stored.roc_tpr), grid),
+                          _tpr_on_grid(full_fpr, full_tpr, grid))
+    assert len(stored.roc_fpr) < len(full_fpr) / 2  # still thinned above the low-FPR region

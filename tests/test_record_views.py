@@ -440,12 +440,29 @@ def test_analyze_cli_refuses_bad_view_options_before_any_work(tmp_path, args, me
 
 
 def test_audit_verdict_checks_the_accountant_on_dp_runs_only():
-    def entry(eps, acc=None, saturated=False):
-        return {"audited_epsilon": eps, "accountant_epsilon": acc, "audit": {"saturated": saturated}}
+    def entry(eps, acc=None, saturated=False, comparable=True):
+        return {"audited_epsilon": eps, "accountant_epsilon": acc, "audit": {"saturated": saturated},
+                "comparability": {"comparable": comparable, "reason": "canary a map, DP-SGD one window"}}
 
     v = analysis.audit_verdict({"ffnn": entry(0.2, {"rdp": 2.7, "prv": 2.5}), "rnn": entry(0.0, {"rdp": 2.7, "prv": 2.4})})
-    assert v.holds is True and "stays within" in v.text
+    assert v.value == "holds" and "stays within" in v.text
     v = analysis.audit_verdict({"ffnn": entry(3.0, {"rdp": 2.7, "prv": 2.5}), "rnn": entry(0.0, {"rdp": 2.7, "prv": None})})
-    assert v.holds is False and "EXCEEDS" in v.text
+    assert v.value == "reversed" and "EXCEEDS" in v.text
     v = analysis.audit_verdict({"ffnn": entry(2.27, saturated=True), "rnn": entry(1.1)})
-    assert v.holds is None and "saturated" in v.text and "no accountant" in v.text
+    assert v.value == "inconclusive" and "saturated" in v.text and "no accountant" in v.text
+    # issue 30: a canary map against DP-SGD's 16-frame window is no comparison, whichever is larger
+    for audited in (0.2, 3.0):
+        v = analysis.audit_verdict({a: entry(audited, {"rdp": 2.7, "prv": 2.5}, comparable=False) for a in ("ffnn", "rnn")})
+        assert v.value == "inconclusive" and "not comparable" in v.text
+        assert "stays within" not in v.text and "EXCEEDS" not in v.text
+
+
+def test_audit_comparability_follows_the_tasks_privacy_unit():
+    from core.measurement.audit import audit_comparability
+    from core.tasks import get_task
+
+    nav, image = get_task("navigation"), get_task("image")
+    assert not nav.privacy_unit_is_record and image.privacy_unit_is_record
+    apart = audit_comparability("one map", nav.privacy_unit, nav.privacy_unit_is_record)
+    assert apart["comparable"] is False and "one map" in apart["reason"] and "window" in apart["reason"]
+    assert audit_comparability("one image", image.privacy_unit, True)["comparable"] is True

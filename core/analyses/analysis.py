@@ -421,33 +421,43 @@ def memorization(cfg: ExperimentConfig, blocks: int = 4, epochs_per_block: int |
 
 
 # ---------------------------------------------------------------------------- verdicts
+#: what a single run can say about a comparison: one pair of numbers has no interval, so no
+#: verdict (the same words as Train & attack and the run report; issue 30)
+ONE_REPEAT = "inconclusive (one repeat)"
+
+
 @dataclass
 class Verdict:
-    """A computed finding: whether it holds for this run and the sentence that says so."""
+    """A computed finding of one run: its value in the one vocabulary of
+    :data:`core.measurement.stats.VERDICTS` (holds / reversed / inconclusive), the sentence that
+    says so, and the FFNN − RNN difference it rests on (None where there is no single one).
 
-    holds: bool | None
+    A comparison of FFNN with RNN from one run is always ``inconclusive`` (:data:`ONE_REPEAT`):
+    the difference is reported, the verdict needs repeats (:func:`repeated_verdicts`)."""
+
+    value: str
     text: str
+    difference: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
 
-def verdict(rnn: list[float | None], ffnn: list[float | None], what: str = "attack accuracy",
-            margin: float = 0.0) -> Verdict:
-    """"RNN higher than FFNN" over paired points (epochs, blocks …), computed from the numbers."""
+def verdict(rnn: list[float | None], ffnn: list[float | None], what: str = "attack accuracy") -> Verdict:
+    """"RNN higher than FFNN" over paired points of one run (epochs, blocks …): the FFNN − RNN
+    difference (its mean over the points) and :data:`ONE_REPEAT` — points of one run share its
+    split and initialisation, so they are not repeats and give no interval."""
     pairs = [(r, f) for r, f in zip(rnn, ffnn) if r is not None and f is not None]
     if not pairs:
-        return Verdict(None, f"no paired {what} values to compare")
+        return Verdict("inconclusive", f"no paired {what} values to compare")
     if len(pairs) == 1:
         r, f = pairs[0]
-        holds = r - f > margin
-        return Verdict(holds, f"RNN {what} {r:.3f} vs FFNN {f:.3f}: {'higher' if holds else 'not higher'} "
-                              f"({r - f:+.3f})")
-    diff = np.array([r - f for r, f in pairs])
-    higher = int((diff > margin).sum())
-    holds = True if higher == len(pairs) else (False if higher == 0 else None)  # None: mixed
-    where = "at every point" if holds else f"at {higher} of {len(pairs)} points"
-    return Verdict(holds, f"RNN {what} higher than FFNN's {where}; mean difference {diff.mean():+.3f}")
+        return Verdict("inconclusive", f"{what}: FFNN {f:.3f}, RNN {r:.3f}, FFNN − RNN {f - r:+.3f} — {ONE_REPEAT}",
+                       f - r)
+    diff = np.array([f - r for r, f in pairs])
+    higher = int((diff < 0).sum())
+    return Verdict("inconclusive", f"{what}: RNN higher at {higher} of {len(pairs)} points, mean FFNN − RNN "
+                                   f"{diff.mean():+.3f} — {ONE_REPEAT}", float(diff.mean()))
 
 
 # ---------------------------------------------------------------------------- everything, both architectures
@@ -557,12 +567,13 @@ def runs_verdict(summaries: dict[str, RunSummary | dict[str, Any]]) -> Verdict:
 
 
 def scatter_verdict(scatter: dict[str, dict[str, Any]]) -> Verdict:
-    """Members' mean APE below non-members' for both architectures (:func:`entropy_scatter` data)."""
+    """Members' mean APE below non-members' for both architectures (:func:`entropy_scatter` data):
+    the gaps of one run, :data:`ONE_REPEAT` (no interval is computed for them)."""
     gaps = {a: scatter[a]["mean_ape"]["non_members"] - scatter[a]["mean_ape"]["members"] for a in ("ffnn", "rnn")}
-    lower = all(g > 0 for g in gaps.values())
-    return Verdict(lower, "members' mean APE below non-members' for "
-                   + ("both architectures" if lower else "not both architectures")
-                   + f" (gap FFNN {gaps['ffnn']:+.3g}, RNN {gaps['rnn']:+.3g} nats)")
+    lower = [ARCH_NAMES[a] for a, g in gaps.items() if g > 0]
+    return Verdict("inconclusive", "members' mean APE below non-members' for "
+                   + (" and ".join(lower) if lower else "neither architecture")
+                   + f" (gap FFNN {gaps['ffnn']:+.3g}, RNN {gaps['rnn']:+.3g} nats) — {ONE_REPEAT}")
 
 
 def _checkpoint_accuracy(rows: list[dict[str, Any]]) -> dict[int, float]:
@@ -591,48 +602,52 @@ def overtraining_rise(result: dict[str, Any]) -> tuple[int, int, float] | None:
 
 def overtraining_verdict(over: dict[str, dict[str, Any]]) -> Verdict:
     """Paper 001 §5.2: past the best validation epoch the FFNN's attack accuracy keeps rising
-    (≈70 % → ≈90 %, its Fig. 1) while the RNN's rises by a small margin only (its Fig. 3).
-    Holds when the FFNN's rise (:func:`overtraining_rise`) is positive and larger than the RNN's,
-    computed from the :func:`overtraining` (longer) runs only."""
+    (≈70 % → ≈90 %, its Fig. 1) while the RNN's rises by a small margin only (its Fig. 3). One
+    run gives each rise (:func:`overtraining_rise`, from the :func:`overtraining` runs only) and
+    their difference, :data:`ONE_REPEAT`."""
     rise = {a: overtraining_rise(over[a]) for a in ("ffnn", "rnn")}
     missing = [ARCH_NAMES[a] for a, v in rise.items() if v is None]
     if missing:
-        return Verdict(None, f"no overtraining to compare for {' and '.join(missing)}: its best validation epoch is not "
-                             "before its last attacked checkpoint (or fewer than two checkpoints were attacked)")
+        return Verdict("inconclusive", f"no overtraining to compare for {' and '.join(missing)}: its best validation "
+                                       "epoch is not before its last attacked checkpoint (or fewer than two checkpoints "
+                                       "were attacked)")
     (f0, f1, fr), (r0, r1, rr) = rise["ffnn"], rise["rnn"]
-    holds = fr > 0 and fr > rr
-    return Verdict(holds, f"past the best validation epoch the attack accuracy rose by {fr:+.3f} for the FFNN "
-                          f"(epoch {f0} → {f1}) and {rr:+.3f} for the RNN (epoch {r0} → {r1}): the FFNN's "
-                          f"{'rose more' if holds else 'did not rise more'}")
+    return Verdict("inconclusive", f"past the best validation epoch the attack accuracy rose by {fr:+.3f} for the FFNN "
+                                   f"(epoch {f0} → {f1}) and {rr:+.3f} for the RNN (epoch {r0} → {r1}); FFNN − RNN "
+                                   f"{fr - rr:+.3f} — {ONE_REPEAT}", fr - rr)
 
 
 def memorization_verdict(m: dict[str, dict[str, Any]]) -> Verdict:
-    """The FFNN forgets the first block (attack ≤ 0.55) and the RNN keeps more of it (:func:`memorization` data)."""
+    """The FFNN forgets the first block and the RNN keeps more of it (:func:`memorization` data):
+    the first block's attack accuracy of each and their difference, :data:`ONE_REPEAT` (no paper
+    gives a threshold for "forgotten", so none is applied)."""
     first = {a: m[a]["blocks"][0]["attack_accuracy"] for a in ("ffnn", "rnn")}
-    forgets = first["ffnn"] <= 0.55
-    keeps = first["rnn"] > 0.55 and first["rnn"] > first["ffnn"]  # above chance, not just above the FFNN
-    return Verdict(forgets and keeps, f"first block attacked at {first['ffnn']:.3f} (FFNN) vs {first['rnn']:.3f} (RNN); "
-                   f"the FFNN {'has' if forgets else 'has not'} forgotten it (≤ 0.55), the RNN "
-                   f"{'keeps more' if keeps else 'does not keep more'} of it")
+    return Verdict("inconclusive", f"first block attacked at {first['ffnn']:.3f} (FFNN) vs {first['rnn']:.3f} (RNN); "
+                                   f"FFNN − RNN {first['ffnn'] - first['rnn']:+.3f} — {ONE_REPEAT}",
+                   first["ffnn"] - first["rnn"])
 
 
 def mismatch_verdict(mm: dict[str, dict[str, Any]]) -> Verdict:
-    """Mismatched shadows cost the attack at most 0.05 accuracy for both architectures (:func:`mismatch` data)."""
+    """How much mismatched shadows cost the attack, per architecture (:func:`mismatch` data): the
+    largest accuracy drop of each, :data:`ONE_REPEAT` (no paper gives a "small" threshold, so none
+    is applied)."""
     drops = {}
     for a in ("ffnn", "rnn"):
         m = mm[a]
         base = m["rows"][0]["accuracy"][m["attack"]]
         drops[a] = max(base - r["accuracy"][m["attack"]] for r in m["rows"][1:])
-    little = all(d <= 0.05 for d in drops.values())
-    return Verdict(little, f"largest accuracy drop with mismatched shadows: FFNN {drops['ffnn']:+.3f}, "
-                           f"RNN {drops['rnn']:+.3f} ({'≤' if little else '>'} 0.05)")
+    return Verdict("inconclusive", f"largest accuracy drop with mismatched shadows: FFNN {drops['ffnn']:+.3f}, "
+                                   f"RNN {drops['rnn']:+.3f} — {ONE_REPEAT}", drops["ffnn"] - drops["rnn"])
 
 
 def audit_verdict(aud: dict[str, dict[str, Any]]) -> Verdict:
     """An audited ε is a lower bound (95 %): on DP-SGD runs it must not exceed the accountant's
-    upper bound (RDP and PRV); on non-private runs there is nothing to check it against, and the
-    audited ε of each architecture is reported (a saturated bound — every guess right — is m's
-    ceiling, not the model's; :mod:`core.analyses.record_views`)."""
+    upper bound (RDP and PRV) — ``holds`` when it stays within, ``reversed`` when it exceeds —
+    provided both bound ε on the same unit (``comparable``: a navigation canary is a whole map,
+    DP-SGD protects one window, :func:`core.measurement.audit.audit_comparability`); else
+    ``inconclusive`` (not comparable, or non-private runs with nothing to check against; a
+    saturated bound — every guess right — is m's ceiling, not the model's;
+    :mod:`core.analyses.record_views`)."""
     def g(x: float | None) -> str:
         return "n/a" if x is None else f"{x:.3g}"
 
@@ -647,10 +662,15 @@ def audit_verdict(aud: dict[str, dict[str, Any]]) -> Verdict:
     private = [a for a in ("ffnn", "rnn") if aud[a].get("accountant_epsilon")]
     text = "; ".join(line(a) for a in ("ffnn", "rnn"))
     if not private:
-        return Verdict(None, f"no accountant to check against (non-private runs): {text}; each a 95 % lower bound")
+        return Verdict("inconclusive", f"no accountant to check against (non-private runs): {text}; each a 95 % lower "
+                                       "bound")
+    apart = [aud[a]["comparability"] for a in private if aud[a].get("comparability", {}).get("comparable") is False]
+    if apart:
+        return Verdict("inconclusive", f"{text} — not comparable: {apart[0]['reason']}")
     within = all(aud[a]["audited_epsilon"] <= min((e for e in aud[a]["accountant_epsilon"].values() if e is not None),
                                                   default=float("inf")) for a in private)
-    return Verdict(within, f"{text} — the audit {'stays within' if within else 'EXCEEDS'} the accountant")
+    return Verdict("holds" if within else "reversed",
+                   f"{text} — the audit {'stays within' if within else 'EXCEEDS'} the accountant")
 
 
 # ---------------------------------------------------------------------------- verdicts over repeats

@@ -29,7 +29,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from core.measurement.audit import audit
+from core.measurement.audit import audit, audit_comparability
 from core.measurement.budget import budget_curve
 from core.experiment.cache import ArtifactCache
 from core.foundations.config import MAX_REPEATS, ExperimentConfig
@@ -250,9 +250,12 @@ def audit_beside(entry: dict[str, Any], summary: dict[str, Any]) -> dict[str, An
     member = np.asarray(summary["records"]["membership"], bool)
     hat = empirical_epsilon(_scores(summary["records"]["scores"][primary], primary), member)
     acc = entry["accountant"] or {}
+    task = get_task(summary["task"])
     return {**entry, "audited_epsilon": entry["audit"]["epsilon"],
             "accountant_epsilon": {k: acc.get("epsilons", {}).get(k) for k in ("rdp", "prv")} if acc else None,
-            "attack_epsilon_lower_bound": hat["lower_bound"], "attack": primary}
+            "attack_epsilon_lower_bound": hat["lower_bound"], "attack": primary,
+            "comparability": audit_comparability(f"one {task.record_names[0]}", task.privacy_unit,
+                                                 task.privacy_unit_is_record)}
 
 
 # ---------------------------------------------------------------------------- 4. slices

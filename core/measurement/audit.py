@@ -175,3 +175,20 @@ def gaussian_mechanism_epsilon(mu: float, delta: float) -> float:
     while d(hi) > 0:
         hi *= 2
     return float(optimize.brentq(d, 0.0, hi, xtol=1e-10))
+
+
+def audit_comparability(canary_unit: str, privacy_unit: str, same_unit: bool) -> dict[str, Any]:
+    """Whether an audited ε and an accountant's ε bound the same thing. The audit's canary is
+    ``canary_unit`` (one record of the task: an image, a map); the accountant's ε protects one
+    ``privacy_unit`` (DP-SGD's sample). When they differ (navigation: a canary map is replayed in
+    many 16-frame windows, each a DP-SGD sample), the audited ε bounds a group of samples and the
+    accountant's ε one sample: group privacy would scale the latter to k·ε with δ scaled to
+    k·e^{(k−1)ε}·δ over the k windows a map yields, which for hundreds of windows says nothing, so
+    the two are "not comparable" and no verdict is drawn from them."""
+    if same_unit:
+        return {"comparable": True, "reason": f"both bound one {canary_unit.removeprefix('one ')}"}
+    return {"comparable": False,
+            "reason": f"the audit's canary is {canary_unit}, the accountant protects {privacy_unit}: group privacy over "
+                      f"the samples one canary yields would be needed (ε and δ scaled by their number), so the two ε "
+                      f"are not on one unit"}
+

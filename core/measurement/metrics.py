@@ -116,7 +116,7 @@ def evaluate_attack(name: str, scores: np.ndarray, membership: np.ndarray, thres
     tpr = float(decide[y].mean())
     fpr = float(decide[~y].mean())
     fprs, tprs, _ = roc_curve(scores, y)
-    keep = _thin(len(fprs))
+    keep = _thin(fprs)
     return AttackResult(
         name=name,
         accuracy=float((decide == y).mean()),
@@ -148,11 +148,22 @@ def resolution(n_members: int, n_nonmembers: int) -> dict[str, float | int]:
     }
 
 
-def _thin(n: int) -> np.ndarray:
-    """Indices of at most _MAX_ROC_POINTS points of an n-point curve (ends kept)."""
+#: up to this FPR a stored ROC curve keeps every corner (the highest TPR at each FPR): the low-FPR
+#: view and the ROC bands over repeats (core.measurement.stats.ROC_GRID's log part) read the curve there
+LOW_FPR_REGION = 0.1
+
+
+def _thin(fpr: np.ndarray) -> np.ndarray:
+    """Indices of the points of a ROC curve (FPR non-decreasing) to store: every corner — the last
+    point at each FPR value, where the TPR is highest — up to :data:`LOW_FPR_REGION`, so the TPR
+    read at any low FPR is the curve's own (an evenly thinned curve dropped corners and understated
+    it); above, at most _MAX_ROC_POINTS evenly spaced points (ends kept)."""
+    fpr = np.asarray(fpr, np.float64)
+    n = len(fpr)
     if n <= _MAX_ROC_POINTS:
         return np.arange(n)
-    return np.unique(np.r_[np.linspace(0, n - 1, _MAX_ROC_POINTS).astype(int), n - 1])
+    corners = np.flatnonzero(np.r_[fpr[1:] != fpr[:-1], True] & (fpr <= LOW_FPR_REGION + 1e-12))
+    return np.unique(np.r_[0, corners, np.linspace(0, n - 1, _MAX_ROC_POINTS).astype(int), n - 1])
 
 
 def clopper_pearson(successes: np.ndarray | int, trials: np.ndarray | int,
@@ -169,32 +180,122 @@ def clopper_pearson(successes: np.ndarray | int, trials: np.ndarray | int,
     return lo, hi
 
 
-def empirical_epsilon(scores: np.ndarray, membership: np.ndarray, confidence: float = 0.95) -> dict[str, float | None]:
-    """An empirical lower bound on ε from one attack's decisions (after Jagielski et al. 2020).
+#: what ε̂ (:func:`empirical_epsilon`) is, for the help text beside it wherever a page shows it
+EPSILON_HAT_HELP = ("A 95 % lower bound on ε (at δ = 0): the attack's threshold is chosen on a random half of the "
+                    "evaluation records and ln(TPR/FPR), with Clopper–Pearson bounds, is read on the other half — one "
+                    "test, so the 95 % holds (a threshold picked on the records it bounds overstates). Training that "
+                    "is ε-DP with a smaller ε would contradict it; it is not the training's ε, whose accountant value "
+                    "is an upper bound.")
 
-    Any ε-DP mechanism forces TPR ≤ e^ε·FPR (and TNR ≤ e^ε·FNR) at every threshold, so
-    ε ≥ ln(TPR/FPR). With finite samples, TPR and FPR are replaced by their Clopper–Pearson
-    bounds (TPR's lower, FPR's upper) at ``confidence``, which makes the bound hold with that
-    confidence per threshold; the best threshold over the ROC curve is reported (the choice of
-    threshold is itself made on these records, so read it as an audit figure, not a proof).
 
-    Returns ``{"lower_bound", "estimate", "tpr", "fpr"}``: the CP-bounded ε at the best threshold
-    (0 when nothing is significant) and the plain ln(TPR/FPR) there (None when that is infinite).
+def _split_halves(membership: np.ndarray, seed: int) -> np.ndarray:
+    """A stratified random half of the records (True: the threshold-selection half): members and
+    non-members are each shuffled and cut in two, so both halves keep the set's balance."""
+    rng = np.random.default_rng(seed)
+    select = np.zeros(len(membership), bool)
+    for group in (np.flatnonzero(membership), np.flatnonzero(~membership)):
+        select[rng.permutation(group)[: len(group) // 2]] = True
+    return select
+
+
+def empirical_epsilon(scores: np.ndarray, membership: np.ndarray, confidence: float = 0.95,
+                      seed: int = 0) -> dict[str, float | str | None]:
+    """A lower bound on ε from one attack's scores, holding with probability ≥ ``confidence``
+    (after Jagielski et al. 2020; Nasr et al. 2021).
+
+    Any ε-DP mechanism forces TPR ≤ e^ε·FPR (and TNR ≤ e^ε·FNR) at every fixed threshold, so
+    ε ≥ ln(TPR/FPR). What the number is, exactly: the records are split at random into two
+    stratified halves (``seed``). On the first half the threshold and direction (members flagged
+    above it, or non-members passed below it) with the largest Clopper–Pearson-bounded ratio are
+    chosen; on the second half, with that threshold now fixed, ε̂ = ln(CP-lower(TPR) / CP-upper(FPR))
+    at one-sided level (1+confidence)/2 each, so that both hold together with probability ≥
+    ``confidence`` (Bonferroni). Because the threshold was not chosen on the records that bound
+    it, this is a single test and the bound is a valid ``confidence`` lower bound on the ε of the
+    mechanism that produced these scores (for i.i.d. records; a model's ε for its *training* set
+    needs canaries, :mod:`core.measurement.audit`). The price of honesty: half the records bound it,
+    so it is looser than a bound read off the best threshold of all records, which overstates.
+
+    Returns ``{"lower_bound", "estimate", "tpr", "fpr", "threshold", "direction", "n_bound",
+    "method"}``: the bound (0 when nothing is significant), the plain ln(TPR/FPR) on the second
+    half (None when it has no false positive: ∞), its TPR and FPR there, the chosen threshold and
+    direction, and the records of the bounding half.
     """
-    fpr, tpr, _ = roc_curve(scores, membership)
+    return empirical_epsilon_rows(np.asarray(scores, np.float64)[None], membership, confidence, seed)[0]
+
+
+def _cp_ratio_bound(hits: np.ndarray, n_hits: int, misses: np.ndarray, n_miss: int, confidence: float) -> np.ndarray:
+    """ln(CP-lower(hits/n_hits) / CP-upper(misses/n_miss)), 0 where not positive. A two-sided CP
+    interval at ``confidence`` has each side at (1+confidence)/2: by the union bound the two
+    bounds hold together with probability ≥ confidence."""
+    hits, misses = np.asarray(hits, np.int64), np.asarray(misses, np.int64)
+    n_hits, n_miss = np.broadcast_to(n_hits, hits.shape), np.broadcast_to(n_miss, misses.shape)
+    lo, hi = np.empty(hits.shape), np.empty(misses.shape)
+    # counts are integers ≤ n: the beta quantiles once per possible count, then looked up
+    for n in np.unique(n_hits):
+        at = n_hits == n
+        lo[at] = clopper_pearson(np.arange(n + 1), n, confidence)[0][hits[at]]
+    for n in np.unique(n_miss):
+        at = n_miss == n
+        hi[at] = clopper_pearson(np.arange(n + 1), n, confidence)[1][misses[at]]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where((lo > hi) & (hi > 0), np.log(lo / hi), 0.0)
+
+
+def empirical_epsilon_rows(scores: np.ndarray, membership: np.ndarray, confidence: float = 0.95,
+                           seed: int = 0) -> list[dict[str, float | str | None]]:
+    """:func:`empirical_epsilon` of each row of ``scores`` (shape (T, n), one membership vector
+    for all rows, one split for all rows), vectorised over the rows: what a simulation of many
+    trials of one mechanism needs."""
+    s = np.asarray(scores, np.float64)
     y = np.asarray(membership).astype(bool)
-    n_pos, n_neg = int(y.sum()), int((~y).sum())
-    tp, fp = np.rint(tpr * n_pos), np.rint(fpr * n_neg)
-    best = {"lower_bound": 0.0, "estimate": 0.0, "tpr": 0.0, "fpr": 0.0}
-    # both directions: members flagged vs non-members flagged, and non-members passed vs members passed
-    for hits, n_hits, misses, n_miss in ((tp, n_pos, fp, n_neg), (n_neg - fp, n_neg, n_pos - tp, n_pos)):
-        lo = clopper_pearson(hits, n_hits, confidence)[0]
-        hi = clopper_pearson(misses, n_miss, confidence)[1]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            eps = np.where((lo > 0) & (hi > 0), np.log(lo / hi), 0.0)
-        i = int(np.argmax(eps))
-        if eps[i] > best["lower_bound"]:
-            rate_miss = misses[i] / n_miss
-            est = float(np.log((hits[i] / n_hits) / rate_miss)) if rate_miss > 0 else None  # no false positives: ∞
-            best = {"lower_bound": float(eps[i]), "estimate": est, "tpr": float(tpr[i]), "fpr": float(fpr[i])}
-    return best
+    if s.ndim != 2 or s.shape[1] != y.size:
+        raise ValueError("scores must have shape (trials, records) with one membership flag per record")
+    if np.isnan(s).any():
+        raise ValueError("attack scores are NaN (did the model diverge?)")
+    select = _split_halves(y, seed)
+    ys, yb = y[select], y[~select]
+    empty = {"lower_bound": 0.0, "estimate": 0.0, "tpr": 0.0, "fpr": 0.0, "threshold": None, "direction": None,
+             "n_bound": int((~select).sum()), "method": "threshold chosen on a random half, bounded on the other"}
+    if min(ys.sum(), (~ys).sum(), yb.sum(), (~yb).sum()) == 0:
+        return [dict(empty) for _ in range(len(s))]  # a half without members or non-members: nothing to bound
+    # selection half: every distinct threshold of each row (flag scores ≥ it), as roc_curve's points
+    sel = s[:, select]
+    order = np.argsort(-sel, axis=1, kind="mergesort")
+    sorted_scores = np.take_along_axis(sel, order, 1)
+    tp = np.cumsum(ys[order], axis=1)
+    fp = np.arange(1, sel.shape[1] + 1) - tp
+    last_of_tie = np.c_[sorted_scores[:, 1:] != sorted_scores[:, :-1], np.ones((len(s), 1), bool)]
+    n_pos, n_neg = int(ys.sum()), int((~ys).sum())
+    directions = ("members above", "non-members below")
+    eps = np.stack([_cp_ratio_bound(tp, n_pos, fp, n_neg, confidence),  # members flagged vs non-members flagged
+                    _cp_ratio_bound(n_neg - fp, n_neg, n_pos - tp, n_pos, confidence)])  # non-members passed
+    eps = np.where(last_of_tie[None], eps, 0.0)  # a threshold inside a tied block is no threshold
+    flat = eps.transpose(1, 0, 2).reshape(len(s), -1)
+    best = flat.argmax(axis=1)
+    which, idx = np.divmod(best, sel.shape[1])
+    chosen = flat[np.arange(len(s)), best] > 0
+    threshold = sorted_scores[np.arange(len(s)), idx]
+    # bounding half: the chosen threshold, now fixed, counted once
+    bound = s[:, ~select]
+    flagged = bound >= threshold[:, None]
+    member_b = yb[None]
+    tp_b, fp_b = (flagged & member_b).sum(1), (flagged & ~member_b).sum(1)
+    nb_pos, nb_neg = int(yb.sum()), int((~yb).sum())
+    above = which == 0
+    hits = np.where(above, tp_b, nb_neg - fp_b)
+    misses = np.where(above, fp_b, nb_pos - tp_b)
+    n_hits = np.where(above, nb_pos, nb_neg)
+    n_miss = np.where(above, nb_neg, nb_pos)
+    lower = np.where(chosen, _cp_ratio_bound(hits, n_hits, misses, n_miss, confidence), 0.0)
+    out = []
+    for r in range(len(s)):
+        if not chosen[r]:
+            out.append(dict(empty))
+            continue
+        rate_hit, rate_miss = hits[r] / n_hits[r], misses[r] / n_miss[r]
+        estimate = (float(np.log(rate_hit / rate_miss)) if rate_miss > 0 and rate_hit > 0 else
+                    (None if rate_hit > 0 else 0.0))  # None: no false positive, ln(TPR/0) = ∞
+        out.append({**empty, "lower_bound": float(lower[r]), "estimate": estimate,
+                    "tpr": float(tp_b[r] / nb_pos), "fpr": float(fp_b[r] / nb_neg),
+                    "threshold": float(threshold[r]), "direction": directions[int(which[r])]})
+    return out

@@ -25,8 +25,13 @@ reaches 0.031). The effect size is Cohen's d_z = d̄ / s_d (Lakens, Front. Psych
 
 The verdict about the studies' finding "the RNN leaks more" is three-valued: ``holds`` when the
 difference's 95 % interval lies wholly on the expected side of 0 (FFNN − RNN < 0 for a leakage
-metric), ``reversed`` when it lies wholly on the other side, ``inconclusive`` otherwise (and
-always with N < 2, where no interval exists).
+metric) **and** the exact sign-flip test agrees (p ≤ 1 − confidence), ``reversed`` when both say
+the other side, ``inconclusive`` otherwise. The t interval alone is not enough: when every repeat
+gives the same difference (a coarse metric: one navigation map moves accuracy by 1/32) its width
+is zero and p_t = 0, which is the metric's resolution, not certainty. The sign-flip test needs no
+normality, but with N pairs it cannot go below 2/2^N, so below :func:`min_repeats_for` (6 at
+95 %) no verdict can be reached at all and the reason says which N could. ``inconclusive`` also
+for N < 2 (no interval) and for a zero-width interval (all differences equal).
 
 Every result is a frozen dataclass with ``to_dict`` / ``from_dict`` (JSON keys ``mean``,
 ``ci_low``, ``ci_high``, ``n``, ``values``; no NaN: an interval that does not exist is null).
@@ -510,24 +515,55 @@ class Verdict:
                    d.get("ci_low"), d.get("ci_high"), d.get("effect_size"), int(d["n"]), str(d.get("reason", "")))
 
 
+def min_repeats_for(confidence: float = CONFIDENCE) -> int:
+    """The fewest pairs N with which the two-sided exact sign-flip test can reach ``confidence``:
+    its smallest p-value is 2/2^N (all differences on one side), so N = ⌈log₂(2/α)⌉ (6 at 95 %)."""
+    _check_confidence(confidence)
+    return max(1, math.ceil(math.log2(2 / (1 - confidence)) - 1e-12))
+
+
 def verdict(diff: PairedDifference, expected: int = -1) -> Verdict:
-    """``holds`` if the difference's interval lies wholly on the ``expected`` side of 0,
-    ``reversed`` if wholly on the other side, else ``inconclusive`` (always with N < 2)."""
+    """``holds`` if the difference's t interval lies wholly on the ``expected`` side of 0 and the
+    exact sign-flip test rejects "no difference" at the same level, ``reversed`` if both say the
+    other side, else ``inconclusive`` — always with N < 2, with a zero-width interval (all N
+    differences equal: the interval reflects the metric's resolution, not certainty) and with
+    N < :func:`min_repeats_for` (the sign-flip test cannot reach the confidence: the reason says
+    which N can)."""
     if expected not in (-1, 1):
         raise ValueError("expected must be -1 or +1")
     e = diff.diff
     n = e.n
     pct = round(100 * e.confidence)
+    alpha = 1 - e.confidence
+    n_min = min_repeats_for(e.confidence)
     if e.ci_low is None or e.ci_high is None:
         return Verdict("inconclusive", expected, e.mean, None, None, None, n,
-                       f"N = {n}: no interval; run ≥ 2 repeats (≥ 3 for a usable t interval)")
+                       f"N = {n}: no interval; run ≥ {n_min} repeats (a sign-flip test reaches {pct} % from N = {n_min})")
     ci = f"{pct} % CI [{e.ci_low:+.3f}, {e.ci_high:+.3f}], N = {n}"
-    if e.excludes(0.0) and np.sign(e.mean) == expected:
-        value, why = "holds", f"difference {e.mean:+.3f} ({ci}) excludes 0 in the expected direction"
-    elif e.excludes(0.0):
-        value, why = "reversed", f"difference {e.mean:+.3f} ({ci}) excludes 0 against the expected direction"
+    p_perm = diff.p_permutation
+    side = int(np.sign(e.mean))
+    if e.ci_high - e.ci_low <= 1e-12 * max(1.0, abs(e.mean)):  # equal up to float rounding
+        why = (f"difference {e.mean:+.3f} in all N = {n} repeats: a zero-width interval is the metric's "
+               f"resolution, not certainty")
+        if n < n_min:
+            why += f"; N = {n} cannot reach {pct} % with a sign test; {n_min} can"
+        return Verdict("inconclusive", expected, e.mean, e.ci_low, e.ci_high, diff.effect_size, n, why)
+    if not e.excludes(0.0):
+        return Verdict("inconclusive", expected, e.mean, e.ci_low, e.ci_high, diff.effect_size, n,
+                       f"difference {e.mean:+.3f} ({ci}) contains 0")
+    if n < n_min:
+        return Verdict("inconclusive", expected, e.mean, e.ci_low, e.ci_high, diff.effect_size, n,
+                       f"difference {e.mean:+.3f} ({ci}) excludes 0, but N = {n} cannot reach {pct} % with a "
+                       f"sign test; {n_min} can (its p is at least 2/2^{n} = {2 / 2 ** n:.3g})")
+    if p_perm is None or p_perm > alpha:
+        return Verdict("inconclusive", expected, e.mean, e.ci_low, e.ci_high, diff.effect_size, n,
+                       f"difference {e.mean:+.3f} ({ci}) excludes 0, but the sign-flip test does not agree "
+                       f"(p = {p_perm:.3g} > {alpha:g})")
+    agrees = f"sign-flip p = {p_perm:.3g}"
+    if side == expected:
+        value, why = "holds", f"difference {e.mean:+.3f} ({ci}; {agrees}) excludes 0 in the expected direction"
     else:
-        value, why = "inconclusive", f"difference {e.mean:+.3f} ({ci}) contains 0"
+        value, why = "reversed", f"difference {e.mean:+.3f} ({ci}; {agrees}) excludes 0 against the expected direction"
     return Verdict(value, expected, e.mean, e.ci_low, e.ci_high, diff.effect_size, n, why)
 
 

@@ -106,6 +106,10 @@ class Task(ABC):
     record_names: tuple[str, str] = ("record", "records")
     #: what one private sample of DP-SGD is, for the pages and reports ("one image")
     privacy_unit: str = "one record"
+    #: whether DP-SGD's sample is one record of the task (an audit canary, a member): False where a
+    #: record yields many samples (navigation: a map yields many trajectory windows), so an audited
+    #: ε per record and the accountant's ε per sample are not comparable
+    privacy_unit_is_record: bool = True
     #: what DP-SGD's guarantee does not cover on this task, shown beside its ε (empty: nothing to add)
     privacy_caveat: str = ""
     #: the training precisions the task's loop supports (``ExperimentConfig.precision``)

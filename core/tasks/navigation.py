@@ -250,6 +250,7 @@ class NavigationTask(Task):
     record_names = ("map", "maps")
     width_knob = "actor_hidden"
     privacy_unit = "one trajectory window (recurrence frames of one environment in one PPO update)"
+    privacy_unit_is_record = False  # a map yields many windows (privacy_caveat)
     sensitivity_samples = 3
     precisions = ("float32",)  # PPO trains in float32
     map_views = True

@@ -155,13 +155,15 @@ def html_report(results: dict[str, Any], configs: dict[str, dict], title: str) -
     offline)."""
     parts = [f"<h1>{html.escape(title)}</h1>", "<h2>Verdicts (computed from this run)</h2><ul>"]
     for name, v in results.get("verdicts", {}).items():
-        mark = {True: "holds", False: "does not hold", None: "mixed"}[v["holds"]]
-        parts.append(f"<li><b>{html.escape(name.replace('_', ' '))}</b>: {mark} — {html.escape(v['text'])}</li>")
+        # one run: a comparison is "inconclusive (one repeat)" in its text; the word is the verdict's own
+        parts.append(f"<li><b>{html.escape(name.replace('_', ' '))}</b>: {html.escape(str(v['value']))} — "
+                     f"{html.escape(v['text'])}</li>")
     parts.append("</ul>")
     repeated = results.get("repeats") or {}
     if repeated.get("verdicts"):  # analysis.repeated_verdicts: the paired FFNN − RNN over the cached repeats
         parts.append(f"<h2>Verdicts over {int(repeated['n'])} paired repeats</h2><p>Repeat r of FFNN and RNN on one "
-                     "split; 95 % t interval of the paired difference; <i>inconclusive</i> where it contains 0.</p><ul>")
+                     "split; 95 % t interval of the paired difference; <i>holds</i> or <i>reversed</i> only where it excludes 0 "
+                     "and the exact sign-flip test agrees, else <i>inconclusive</i>.</p><ul>")
         for key, v in repeated["verdicts"].items():
             line = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", html.escape(repeated_verdict_sentence(v)))
             parts.append(f"<li><b>{html.escape(key.replace('_', ' '))}</b> ({html.escape(str(v.get('analysis', '')))}): "
