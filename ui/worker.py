@@ -28,6 +28,7 @@ import traceback
 from multiprocessing.connection import Connection
 from typing import Any
 
+from core.foundations.config import MAX_SENSITIVITY_PAIRS
 from core.foundations.errors import ConfigError
 from core.tasks import get_task
 
@@ -169,8 +170,8 @@ def run_job(kind: str, config: Any, progress, params: dict[str, Any] | None = No
         from core.defenses.sensitivity import sample_sensitivity
 
         pairs = params.get("pairs")
-        if not isinstance(pairs, int) or isinstance(pairs, bool) or not 1 <= pairs <= 10_000:
-            raise ConfigError(f"SensitivitySampler pairs must be an integer in 1..10000, got {pairs!r}")
+        if not isinstance(pairs, int) or isinstance(pairs, bool) or not 1 <= pairs <= MAX_SENSITIVITY_PAIRS:
+            raise ConfigError(f"SensitivitySampler pairs must be an integer in 1..{MAX_SENSITIVITY_PAIRS}, got {pairs!r}")
         fraction = _one_stage(f"SensitivitySampler ({config.arch}, {pairs} pairs)", progress)
         return sample_sensitivity(config, pairs, on_pair=lambda done, total: fraction(done / total)).to_dict()
     if kind == "analysis":
