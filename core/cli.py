@@ -33,6 +33,7 @@ from typing import Any, Callable, NoReturn, Sequence
 
 from core.defenses import registry as defense_registry  # light: a mechanism's module (and torch) loads on first use
 from core.foundations.config import EXECUTORS, MAX_DRAWS, MAX_REPEATS, MAX_SENSITIVITY_PAIRS, parse_values
+from core.foundations.environment import check_environment
 from core.foundations.errors import ConfigError, MIAError, OutputPathError
 from core.foundations.fileio import check_out_path, show_path, write_json_atomically, write_text_atomically
 from core.tasks import available_tasks, get_task  # light: a task's module (and torch) loads on first use
@@ -585,6 +586,7 @@ def check_analyze_options(args: argparse.Namespace) -> None:
 
 
 def _main(argv: Sequence[str] | None) -> int:
+    check_environment()  # a bad MIA_* value: one line before anything else
     args = build_parser().parse_args(argv)
     out = check_arguments(args)  # torch is not imported yet: refused input answers at once
     if args.command == "compare":
