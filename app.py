@@ -5,10 +5,18 @@ are registered in :mod:`ui.nav`; this script runs before each of them.
 """
 import streamlit as st
 
+from core.foundations.environment import check_environment
+from core.foundations.errors import ConfigError
+
 from ui.nav import jobs_sidebar, navigation
 from ui.shared import preload_page_modules
 
 st.set_page_config(page_title="MIA Explorer", page_icon="🔍", layout="wide")
+try:  # a bad MIA_* value: one message before any page or worker starts (the CLI's rule too)
+    check_environment()
+except ConfigError as exc:
+    st.error(str(exc))
+    st.stop()
 preload_page_modules()  # once per server: the other pages' imports start in the background now
 page = navigation()
 jobs_sidebar()

@@ -9,7 +9,7 @@ import streamlit as st
 from core.defenses import registry as defense_registry
 from core.measurement import studies
 from core.measurement.metrics import EPSILON_HAT_HELP
-from core.foundations.config import ExperimentConfig, config_changes
+from core.foundations.config import MAX_DRAWS, ExperimentConfig, config_changes
 from core.defenses.defender import DefenseSpec
 from core.foundations.errors import MIAError
 from core.foundations.names import ARCH_NAMES as ARCH_LABELS
@@ -161,7 +161,7 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
         value = st.select_slider(param.hint or param.symbol, options=list(param.slider), value=param.slider_default,
                                  key=f"{param.name}:{task_name}", format_func=lambda v: f"{v:g}")
     with s2:
-        draws = st.number_input("draws", 1, 20, mech.default_draws, key=f"draws:{mechanism}",
+        draws = st.number_input("draws", 1, MAX_DRAWS, mech.default_draws, key=f"draws:{mechanism}",
                                 help="independent draws of the mechanism; numbers are their mean (± std)")
     with s3:
         show_adaptive = st.toggle("adaptive attacker", value=False,

@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import Any, Callable, NoReturn, Sequence
 
 from core.defenses import registry as defense_registry  # light: a mechanism's module (and torch) loads on first use
-from core.foundations.config import EXECUTORS, MAX_REPEATS, parse_values
+from core.foundations.config import EXECUTORS, MAX_DRAWS, MAX_REPEATS, MAX_SENSITIVITY_PAIRS, parse_values
+from core.foundations.environment import check_environment
 from core.foundations.errors import ConfigError, MIAError, OutputPathError
 from core.foundations.fileio import check_out_path, show_path, write_json_atomically, write_text_atomically
 from core.tasks import available_tasks, get_task  # light: a task's module (and torch) loads on first use
@@ -351,7 +352,7 @@ def report_archs(args: argparse.Namespace) -> list[str]:
         if args.archs is not None:
             raise ConfigError("give --arch (one architecture) or --archs (several), not both")
         return [args.arch]
-    return analysis_archs(args.archs or "ffnn,rnn")
+    return analysis_archs("ffnn,rnn" if args.archs is None else args.archs)  # `--archs ''` is refused, not the default
 
 
 def _report(args: argparse.Namespace, out: Path) -> int:
@@ -396,6 +397,18 @@ def _analyze(args: argparse.Namespace) -> int:
         raise ConfigError(f"--canaries must be at least 2, got {args.canaries}")
     if "exposure" in names and len(archs) != 2:
         raise ConfigError("the exposure analysis compares two architectures: give --archs ffnn,rnn")
+    if "budget" in names:  # known from the config: refused before the victims and shadows train
+        few = {a: c.n_shadows for a, c in configs.items() if c.n_shadows < 2}
+        if few:
+            raise ConfigError(f"the reference budget needs at least 2 shadows, got n_shadows = "
+                              f"{', '.join(f'{n} ({a})' for a, n in few.items())}: --set n_shadows=2 or more")
+    if "audit" in names:
+        from core.analyses.record_views import check_canaries
+
+        for cfg in configs.values():  # the pool is known from the data and the splits: no training
+            check_canaries(cfg, args.canaries)
+    if args.repeats is not None and args.repeats > 1 and len(archs) != 2:
+        raise ConfigError("--repeats compares FFNN with RNN over paired repeats: give --archs ffnn,rnn")
     folder = out_folder(args.out)  # after the checks: a refused run creates no folder
     for name in ("analyses.json", *(f"{n}.{ext}" for n in names for ext in ("csv", "html"))):
         check_out_path(folder / name)  # writable, regular files only: before any work
@@ -407,8 +420,6 @@ def _analyze(args: argparse.Namespace) -> int:
             print(f"[analyze] {stage}", file=sys.stderr)
             last[0] = stage
 
-    if args.repeats is not None and args.repeats > 1 and len(archs) != 2:
-        raise ConfigError("--repeats compares FFNN with RNN over paired repeats: give --archs ffnn,rnn")
     results = analyze(configs, names, progress, canaries=args.canaries, defense=defense, online_lira=args.online_lira,
                       repeats=args.repeats or 1)
     for path in write_analyses(results, folder):
@@ -432,6 +443,11 @@ def _defend_training(args: argparse.Namespace, config, out, progress) -> int:
         write_json_atomically(out, result)
     else:
         emit_json(result)
+    if result.get("unreachable"):  # the points computed are written above; the rest is one line
+        missing = result["unreachable"]
+        shown_values = ", ".join(f"{u['value']:g}" for u in missing)
+        raise ConfigError(f"{len(missing)} of {len(values)} values not computed ({shown_values}), the points computed "
+                          f"are written; the first: {missing[0]['error']}")
     return 0
 
 
@@ -459,6 +475,10 @@ def _defend(args: argparse.Namespace, config, out, progress) -> int:
     for v in values:  # every value checked before any training
         DefenseSpec(args.mechanism, v, draws=args.draws, seed=args.seed).validate()
     n_pairs = args.sensitivity_samples
+    if n_pairs is not None and not mechanism.needs_sensitivity:
+        needing = [n for n in defense_registry.names() if defense_registry.get(n).needs_sensitivity]
+        raise ConfigError(f"--sensitivity-samples applies to {', '.join(needing)} (ε from the sensitivity), "
+                          f"not {args.mechanism}")
     if n_pairs is None:
         n_pairs = get_task(config.task).sensitivity_samples if mechanism.needs_sensitivity else 0
     if n_pairs < 0:
@@ -483,7 +503,11 @@ def _defend(args: argparse.Namespace, config, out, progress) -> int:
 def resolve_config(args: argparse.Namespace):
     """The validated config named by ``--task``/``--arch``/``--preset``/``--set``."""
     task = get_task(args.task)
-    return task.make_config(args.arch, args.preset, check_named_sets(parse_sets(args.sets), args))
+    config = task.make_config(args.arch, args.preset, check_named_sets(parse_sets(args.sets), args))
+    if config.match_utility != "off" and args.command != "config":  # run would train as if it were off
+        raise ConfigError(f"match_utility={config.match_utility} applies to compare (FFNN vs RNN at matched utility), "
+                          f"not {args.command}: use python -m core compare --match-utility {config.match_utility}")
+    return config
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -502,12 +526,13 @@ def check_arguments(args: argparse.Namespace) -> Path | None:
     repeats = getattr(args, "repeats", None)
     if repeats is not None and not 1 <= repeats <= MAX_REPEATS:
         raise ConfigError(f"--repeats must lie in 1..{MAX_REPEATS}, got {repeats}")
+    if "match_utility" in check_named_sets(parse_sets(args.sets), args) and args.command not in ("compare", "config"):
+        raise ConfigError(f"match_utility applies to compare (FFNN vs RNN at matched utility), not {args.command}: "
+                          f"use python -m core compare --match-utility")
     if args.command == "defend":
-        parse_values(args.values)
-        if args.sensitivity_samples is not None and args.sensitivity_samples < 0:
-            raise ConfigError(f"--sensitivity-samples must be >= 0, got {args.sensitivity_samples}")
+        check_defend_options(args)
     if args.command == "analyze":
-        analysis_names(args.analysis)
+        check_analyze_options(args)
         analysis_archs(args.archs)
         out_folder(args.out, create=False)  # created once the config is valid too
         return None
@@ -518,7 +543,50 @@ def check_arguments(args: argparse.Namespace) -> Path | None:
     return check_out_path(out) if out is not None else None  # before any work, not after it
 
 
+def given(args: argparse.Namespace) -> set[str]:
+    """The options given on the command line (recorded by :class:`Once`), by their ``dest``."""
+    return set(getattr(args, "_given", set()))
+
+
+def check_defend_options(args: argparse.Namespace) -> None:
+    """``defend``'s options before torch: ``--values`` (at most MAX_VALUES), the counts' caps (the
+    app's: draws 1..MAX_DRAWS, SensitivitySampler pairs 0..MAX_SENSITIVITY_PAIRS), and no option
+    that the chosen mechanism would ignore (``--draws`` with dpsgd used to vanish)."""
+    parse_values(args.values)
+    if args.sensitivity_samples is not None and not 0 <= args.sensitivity_samples <= MAX_SENSITIVITY_PAIRS:
+        raise ConfigError(f"--sensitivity-samples must lie in 0..{MAX_SENSITIVITY_PAIRS} (each pair trains 2 models), "
+                          f"got {args.sensitivity_samples}")
+    if args.draws is not None and not 1 <= args.draws <= MAX_DRAWS:
+        raise ConfigError(f"--draws must lie in 1..{MAX_DRAWS}, got {args.draws}")
+    if args.mechanism in defense_registry.training_names():
+        unused = sorted(f"--{d.replace('_', '-')}" for d in given(args) & {"draws", "attacker", "seed", "sensitivity_samples"})
+        if unused:
+            raise ConfigError(f"{', '.join(unused)} {'applies' if len(unused) == 1 else 'apply'} to the after-training "
+                              f"mechanisms ({', '.join(defense_registry.names())}), not {args.mechanism} (it retrains "
+                              "with the defense: the attacker is adaptive, one run per value)")
+
+
+#: analyze's options and the analyses they belong to (given with none of them, an option would vanish)
+ANALYSIS_OPTIONS = {"canaries": ("audit",), "online_lira": ("budget",), "defense": ("exposure",)}
+
+
+def check_analyze_options(args: argparse.Namespace) -> None:
+    """``analyze``'s names, archs and folder before torch, and no option for an analysis not asked for."""
+    names = analysis_names(args.analysis)
+    analysis_archs(args.archs)
+    if names != ("all",):
+        for dest, owners in ANALYSIS_OPTIONS.items():
+            if dest in given(args) and not set(owners) & set(names):
+                raise ConfigError(f"--{dest.replace('_', '-')} applies to the {' or '.join(owners)} analysis, which "
+                                  f"--analysis {args.analysis} does not include")
+    if args.canaries < 2:
+        raise ConfigError(f"--canaries must be at least 2, got {args.canaries}")
+    if args.online_lira and not 2 <= args.online_lira <= 64:
+        raise ConfigError(f"--online-lira must be 0 (off) or lie in 2..64, got {args.online_lira}")
+
+
 def _main(argv: Sequence[str] | None) -> int:
+    check_environment()  # a bad MIA_* value: one line before anything else
     args = build_parser().parse_args(argv)
     out = check_arguments(args)  # torch is not imported yet: refused input answers at once
     if args.command == "compare":
@@ -622,7 +690,10 @@ def _compare(args: argparse.Namespace, out: Path | None) -> int:
     sets = check_named_sets(parse_sets(args.sets), args)
     if "repeats" in sets:
         raise ConfigError("give the number of repeats with --repeats, not --set repeats=")
-    if args.match_utility != "off":
+    if "match_utility" in sets and "match_utility" in given(args):  # one would silently override the other
+        raise ConfigError(f"match_utility given twice (--set match_utility={sets['match_utility']}, --match-utility "
+                          f"{args.match_utility}): give it once")
+    if "match_utility" in given(args):
         sets["match_utility"] = args.match_utility
     configs = comparison_configs(args.task, args.preset, args.repeats, sets)
     configure_threads()

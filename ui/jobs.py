@@ -47,6 +47,7 @@ from typing import Any, Iterable
 
 from core.foundations.config import ExperimentConfig
 from core.foundations.device import usable_cores
+from core.foundations.environment import check_environment, env_value
 from core.foundations.names import ARCH_NAMES
 from core.foundations.paths import cache_dir
 from core.foundations.progress import ProgressEvent
@@ -69,11 +70,8 @@ HISTORY = 50
 
 
 def default_workers() -> int:
-    """Training slots: ``$MIA_JOB_WORKERS`` if set, else 1."""
-    try:
-        return max(1, int(os.environ.get("MIA_JOB_WORKERS", "1")))
-    except ValueError:
-        return 1
+    """Training slots: ``$MIA_JOB_WORKERS`` if set, else 1 (a bad value: :class:`ConfigError`, one line)."""
+    return int(env_value("MIA_JOB_WORKERS") or 1)
 
 
 def _env_now() -> dict[str, str]:
@@ -219,6 +217,7 @@ class _Worker:
     """One worker process and the server's end of its pipe."""
 
     def __init__(self, threads: int | None = None) -> None:
+        check_environment()  # a bad MIA_* value: one message here, not a worker dying at start again and again
         mine, theirs = socket.socketpair()
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
         if threads and not os.environ.get("MIA_WORKER_THREADS"):

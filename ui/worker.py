@@ -28,6 +28,8 @@ import traceback
 from multiprocessing.connection import Connection
 from typing import Any
 
+from core.foundations.config import MAX_SENSITIVITY_PAIRS
+from core.foundations.environment import env_value
 from core.foundations.errors import ConfigError
 from core.tasks import get_task
 
@@ -36,10 +38,9 @@ JOB_ENV = ("MIA_CACHE_DIR", "MIA_DATA_ROOT", "MIA_DEVICE")
 #: niceness added to the worker (``$MIA_WORKER_NICE``, default 0: it trains as fast as the CLI; the
 #: server stays responsive anyway, being another process that mostly sleeps)
 def niceness() -> int:
-    try:
-        return max(0, int(os.environ.get("MIA_WORKER_NICE", "0") or 0))
-    except ValueError:
-        return 0
+    """``$MIA_WORKER_NICE`` (0..19), 0 when unset; a bad value is a ConfigError (the server checks
+    every ``MIA_*`` variable before it starts a worker: :func:`core.foundations.environment.check_environment`)."""
+    return int(env_value("MIA_WORKER_NICE") or 0)
 
 
 class JobCancelled(BaseException):
@@ -169,8 +170,8 @@ def run_job(kind: str, config: Any, progress, params: dict[str, Any] | None = No
         from core.defenses.sensitivity import sample_sensitivity
 
         pairs = params.get("pairs")
-        if not isinstance(pairs, int) or isinstance(pairs, bool) or not 1 <= pairs <= 10_000:
-            raise ConfigError(f"SensitivitySampler pairs must be an integer in 1..10000, got {pairs!r}")
+        if not isinstance(pairs, int) or isinstance(pairs, bool) or not 1 <= pairs <= MAX_SENSITIVITY_PAIRS:
+            raise ConfigError(f"SensitivitySampler pairs must be an integer in 1..{MAX_SENSITIVITY_PAIRS}, got {pairs!r}")
         fraction = _one_stage(f"SensitivitySampler ({config.arch}, {pairs} pairs)", progress)
         return sample_sensitivity(config, pairs, on_pair=lambda done, total: fraction(done / total)).to_dict()
     if kind == "analysis":
@@ -215,7 +216,7 @@ def serve(conn: Connection, parent: int) -> None:
     signal.signal(signal.SIGUSR1, _on_cancel)
     signal.signal(signal.SIGTERM, _on_term)
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True, name="mia-watch-parent").start()
-    threads = int(os.environ.get("MIA_WORKER_THREADS", "0") or 0)
+    threads = int(env_value("MIA_WORKER_THREADS") or 0)  # checked by the server before it starts us
     if threads > 0:
         import torch
 

@@ -195,6 +195,22 @@ def budget_view(cfg: ExperimentConfig, resamples: int = 8, cache: ArtifactCache 
 
 
 # ---------------------------------------------------------------------------- 3. audited ε
+def canary_pool(cfg: ExperimentConfig) -> np.ndarray:
+    """The victim's unused records, where the audit's canaries are drawn from (loads the data and
+    makes the splits: no training)."""
+    data = get_task(cfg.task).load(cfg)  # the same pool canary_audit draws from
+    splits = make_splits(cfg, data)
+    return np.setdiff1d(data.victim_pool, np.r_[splits.victim_members, splits.victim_nonmembers])
+
+
+def check_canaries(cfg: ExperimentConfig, m: int, free: np.ndarray | None = None) -> None:
+    """Raise :class:`ConfigError` unless ``m`` canaries fit in ``cfg``'s unused victim records: the
+    CLI calls it before any training (the pool is known from the data and the splits alone)."""
+    free = canary_pool(cfg) if free is None else free
+    if not 2 <= m <= len(free):
+        raise ConfigError(f"audit canaries must lie in 2..{len(free)} (the victim's unused records), got {m}")
+
+
 def canary_audit(cfg: ExperimentConfig, m: int = DEFAULT_CANARIES, seed: int = 0, cache: ArtifactCache | None = None,
                  progress: Callable[[float], None] | None = None) -> dict[str, Any]:
     """The one-run audit of ``cfg``'s recipe with ``m`` canaries (module docstring); cached under
@@ -208,8 +224,7 @@ def canary_audit(cfg: ExperimentConfig, m: int = DEFAULT_CANARIES, seed: int = 0
     data = task.load(cfg)
     splits = make_splits(cfg, data)
     free = np.setdiff1d(data.victim_pool, np.r_[splits.victim_members, splits.victim_nonmembers])
-    if not 2 <= m <= len(free):
-        raise ConfigError(f"audit canaries must lie in 2..{len(free)} (the victim's unused records), got {m}")
+    check_canaries(cfg, m, free)
     rng = np.random.default_rng([cfg.seed, 0xCA7A, int(m), int(seed)])
     canaries = np.sort(rng.choice(free, m, replace=False)).astype(np.int64)
     included = rng.random(m) < 0.5

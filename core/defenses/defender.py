@@ -39,6 +39,7 @@ import torch
 
 from core.attacks.shadow_attacks import Attack, RecordFeatureAttack, score_attacks
 from core.experiment.cache import ArtifactCache
+from core.foundations.config import MAX_DRAWS
 from core.foundations.errors import ConfigError
 from core.measurement.metrics import empirical_epsilon
 from core.experiment.pipeline import AttackVariant, TrainedModels, fitted_attack_variants, fitted_attacks
@@ -84,8 +85,8 @@ class DefenseSpec:
 
     def validate(self) -> "DefenseSpec":
         self.mechanism_class.parameter.check(self.value)  # an unknown mechanism: ConfigError
-        if not isinstance(self.draws, int) or not 1 <= self.draws <= 100:
-            raise ConfigError(f"draws must be an integer in 1..100, got {self.draws!r}")
+        if not isinstance(self.draws, int) or isinstance(self.draws, bool) or not 1 <= self.draws <= MAX_DRAWS:
+            raise ConfigError(f"draws must be an integer in 1..{MAX_DRAWS}, got {self.draws!r}")
         if not isinstance(self.seed, int) or not 0 <= self.seed < 2**32:
             raise ConfigError(f"seed must be an integer in [0, 2**32), got {self.seed!r}")
         for name in ("eta", "tau", "b", "delta"):

@@ -33,7 +33,7 @@ import numpy as np
 from core.experiment.cache import ArtifactCache
 from core.foundations.config import ExperimentConfig, config_changes
 from core.defenses.registry import get_training
-from core.training.dpsgd import epsilon
+from core.training.dpsgd import EpsilonOutOfReachError, epsilon
 from core.foundations.errors import ConfigError
 from core.measurement.metrics import empirical_epsilon
 from core.experiment.pipeline import run_experiment
@@ -247,9 +247,17 @@ def sweep(cfg: ExperimentConfig, mechanism: str, values: list[float], *, target_
         return run_experiment(c, progress=relay, cache=cache).summary
 
     baseline = baseline_of(run(0, *runs[0]))
-    points = []
+    points: list[dict[str, Any]] = []
+    unreachable: list[dict[str, Any]] = []
     for i, (v, c) in enumerate(zip(values, configs)):
-        points.append(point_of(run(i + 1, *runs[i + 1]), baseline, mechanism, v, target_epsilon))
+        try:
+            summary = run(i + 1, *runs[i + 1])
+        except EpsilonOutOfReachError as exc:
+            # a target ε out of reach is known only once the run's sampling plan is (in training);
+            # the other values are independent runs: keep them, and say which value was not computed
+            unreachable.append({"value": float(v), "error": " ".join(str(exc).split())})
+            continue
+        points.append(point_of(summary, baseline, mechanism, v, target_epsilon))
         points[-1]["changes"] = config_changes(base_cfg, c)  # what this point's run changed from the baseline's
         if on_point is not None:
             on_point(i + 1, len(values), points[-1])
@@ -259,7 +267,8 @@ def sweep(cfg: ExperimentConfig, mechanism: str, values: list[float], *, target_
     return {"task": cfg.task, "arch": cfg.arch, "preset": cfg.preset, "mechanism": mechanism,
             "attacker": "adaptive", "attacker_note": "the shadows train with the victim's recipe, this defense included",
             "config_hash": base_cfg.config_hash, "training_hash": base_cfg.training_hash, "spec": spec,
-            "sensitivity": None, "baseline": baseline, "points": points}
+            "sensitivity": None, "baseline": baseline, "points": points,
+            **({"unreachable": unreachable} if unreachable else {})}
 
 
 def study_recipe_epsilons(task: str, sigmas: list[float]) -> list[dict[str, Any]]:

@@ -24,6 +24,7 @@ The folder is ``cache/`` at the repository root unless ``MIA_CACHE_DIR`` names a
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
@@ -378,6 +379,8 @@ class ArtifactCache:
             self._discard(key, f"is unsafe ({exc})")
             return None
         except (OSError, EOFError, ValueError, sqlite3.DatabaseError) as exc:  # e.g. the value's file was removed
+            if _disk_full(exc):  # diskcache writes on every read (LRU bookkeeping): the entry may be intact
+                raise self._full_error() from None
             self._discard(key, f"is unreadable ({exc})")
             return None
         if blob is None:
@@ -393,7 +396,18 @@ class ArtifactCache:
         _check_key(key)
         if not isinstance(payload, (bytes, bytearray)):
             raise TypeError(f"payload must be bytes, got {type(payload).__name__}")
-        self._store.set(key, _wrap(key, bytes(payload)), retry=True)
+        try:
+            self._store.set(key, _wrap(key, bytes(payload)), retry=True)
+        except (OSError, sqlite3.OperationalError) as exc:
+            # diskcache removes a value file whose row was not committed, and SQLite rolls the row
+            # back: nothing half-written is left to serve; the user gets one line, not a traceback
+            if _disk_full(exc):
+                raise self._full_error() from None
+            raise
+
+    def _full_error(self) -> CacheUnusableError:
+        return CacheUnusableError(f"the disk under the cache folder {str(self.directory)!r} is full: free some space "
+                                  "or point MIA_CACHE_DIR at another disk (cached entries are kept)")
 
     def __contains__(self, key: str) -> bool:
         try:
@@ -536,6 +550,14 @@ class ArtifactCache:
         if self._opened is not None:
             self._opened.close()
             self._opened = None
+
+
+def _disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` says the disk (or the user's quota) is full: ENOSPC/EDQUOT from a file write,
+    or SQLite's SQLITE_FULL ("database or disk is full")."""
+    if isinstance(exc, OSError):
+        return exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    return getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or "disk is full" in str(exc)
 
 
 def _check_key(key: Any) -> None:

@@ -40,6 +40,13 @@ REPEAT_FIELDS = frozenset({"repeats", "match_utility"})
 MAX_REPEATS = 20
 #: Most checkpoint epochs one config may list in ``attack_epochs``.
 MAX_ATTACK_EPOCHS = 1000
+#: Counts the CLI and the app accept, one cap each for both (issue 31: the CLI took 10⁹ sensitivity
+#: pairs while the app capped them): values in one ``--values`` list or a page's grid (each value
+#: is at least one cached run or defended point), independent draws of an after-training mechanism
+#: (the Defenses page's box), SensitivitySampler pairs (2 trainings each).
+MAX_VALUES = 100
+MAX_DRAWS = 20
+MAX_SENSITIVITY_PAIRS = 10_000
 #: DP-SGD modes: off, a given noise multiplier σ, or a target ε (σ then found by Opacus)
 DP_MODES = ("off", "sigma", "epsilon")
 #: Opacus accountants a target ε may be calibrated with (RDP and PRV ε are both always reported)
@@ -304,7 +311,11 @@ class ExperimentConfig:
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-serialisable dict (options nested under ``options``)."""
         d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "options"}
-        d["attack_epochs"] = list(self.attack_epochs)
+        # sorted and unique: "2,1", "1,2" and "1,2,2" checkpoint the same epochs, so they must hash
+        # (and cache) as one config; an already sorted, unique spelling is unchanged, as is its hash
+        epochs = self.attack_epochs
+        ints = isinstance(epochs, tuple) and all(type(e) is int for e in epochs)
+        d["attack_epochs"] = sorted(set(epochs)) if ints else list(epochs)  # anything else: validate() refuses it
         d["options"] = dataclasses.asdict(self.options) if self.options is not None else {}
         return d
 
@@ -423,6 +434,8 @@ def parse_values(text: str, what: str = "--values") -> list[float]:
         values.append(v)
     if not values:
         raise ConfigError(f"{what} is empty")
+    if len(values) > MAX_VALUES:
+        raise ConfigError(f"{what} lists {len(values)} values; at most {MAX_VALUES}")
     return values
 
 

@@ -69,6 +69,11 @@ class PrivacySettings:
                    target_epsilon=cfg.dp_epsilon if cfg.dp == "epsilon" else None, accountant=cfg.dp_accountant)
 
 
+class EpsilonOutOfReachError(ConfigError):
+    """No σ ≤ 10⁶ reaches the target ε in the run's steps: known once its sampling plan is (in
+    training), so a sweep keeps the points it computed and names the value it could not."""
+
+
 #: accountants reported for every private run (GDP: a CLT approximation, shown for comparison)
 REPORTED_ACCOUNTANTS = ("rdp", "prv", "gdp")
 
@@ -83,7 +88,7 @@ def resolve_noise(settings: PrivacySettings, sample_rate: float, steps: int) -> 
         return noise_for_epsilon(float(settings.target_epsilon), float(settings.delta), float(sample_rate), int(steps),
                                  settings.accountant)
     except ValueError as exc:  # "The privacy budget is too low."
-        raise ConfigError(f"target ε = {settings.target_epsilon:g} at δ = {settings.delta:g} is out of reach in {steps} "
+        raise EpsilonOutOfReachError(f"target ε = {settings.target_epsilon:g} at δ = {settings.delta:g} is out of reach in {steps} "
                           f"steps at q = {sample_rate:.4g} (no σ ≤ 10⁶ gets there: {exc}); raise dp_epsilon") from None
 
 
