@@ -5,10 +5,19 @@ are registered in :mod:`ui.nav`; this script runs before each of them.
 """
 import streamlit as st
 
+from core.foundations.errors import ConfigError
+from core.tasks import available_tasks
+
 from ui.nav import jobs_sidebar, navigation
 from ui.shared import preload_page_modules
 
 st.set_page_config(page_title="MIA Explorer", page_icon="🔍", layout="wide")
+try:  # the plugins the server was configured with ($MIA_PLUGINS, installed entry points), never the browser
+    available_tasks()
+except ConfigError as exc:
+    st.error(f"The server's task plugins cannot be loaded: {exc}. Fix or remove it in $MIA_PLUGINS and restart "
+             "the server (docs/your_data.md, 'Your architecture').")
+    st.stop()
 preload_page_modules()  # once per server: the other pages' imports start in the background now
 page = navigation()
 jobs_sidebar()

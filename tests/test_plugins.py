@@ -237,3 +237,34 @@ def test_an_installed_entry_point_registers_its_task_and_a_broken_one_is_one_lin
     (info / "entry_points.txt").write_text("[mia_explorer.tasks]\nbroken = ep_missing_module:Task\n")
     with pytest.raises(ConfigError, match=r"entry point broken = ep_missing_module:Task .*ModuleNotFoundError"):
         available_tasks()
+
+
+# ------------------------------------------------------------------------------- the app
+def test_the_app_lists_a_plugin_task_and_says_when_its_comparison_is_unavailable(tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    solo = write(tmp_path / "solo.py", MINIMAL.format(name="solo", archs=("ffnn",)))
+    monkeypatch.setenv(PLUGIN_ENV, str(solo))  # the server's own environment
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.switch_page("app_pages/1_Train_and_attack.py")
+    at.run()
+    assert not at.exception and "solo" in at.selectbox(key="train:task").options
+    at.selectbox(key="train:task").set_value("solo").run()
+    assert not at.exception
+    assert at.multiselect[0].value == ["ffnn"] and len(at.multiselect[0].options) == 1  # no RNN offered
+    assert any("comparison is unavailable" in c.value for c in at.caption)
+    at.switch_page("app_pages/4_Analyses.py")
+    at.query_params["task"] = "solo"
+    at.run()
+    assert not at.exception
+    assert any("analyses compare FFNN with RNN, so they are unavailable" in i.value for i in at.info)
+
+
+def test_the_app_reports_a_broken_plugin_in_one_message(tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    broken = write(tmp_path / "broken.py", "raise RuntimeError('no GPU here')\n")
+    monkeypatch.setenv(PLUGIN_ENV, str(broken))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
+    assert not at.exception
+    assert len(at.error) == 1 and "broken.py raised RuntimeError: no GPU here" in at.error[0].value
