@@ -268,3 +268,10 @@ def test_the_app_reports_a_broken_plugin_in_one_message(tmp_path, monkeypatch):
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
     assert not at.exception
     assert len(at.error) == 1 and "broken.py raised RuntimeError: no GPU here" in at.error[0].value
+
+
+def test_dp_sgd_on_a_plugin_layer_opacus_cannot_clip_is_one_line(tmp_path, capsys):
+    """The template's GRU is a plain nn.GRU: DP-SGD (per-sample gradients) refuses it in one line."""
+    line = refused(capsys, ["run", "--plugin", str(TEMPLATE), "--task", "demo_sequences", "--arch", "rnn", *TINY,
+                            "--set", "dp=sigma", "--quiet"])
+    assert "DP-SGD cannot train this model" in line and "nn.GRU" in line
