@@ -84,7 +84,12 @@ def parameter_count(model: nn.Module) -> int:
 def matched_gru_width(mlp_hidden: int) -> int:
     """The GRU width whose parameter count is nearest the MLP's (a fair FFNN-vs-RNN comparison)."""
     target = parameter_count(SequenceMLP(mlp_hidden))
-    return min(range(1, 1025), key=lambda h: abs(parameter_count(SequenceGRU(h)) - target))
+    width, below = 1, parameter_count(SequenceGRU(1))
+    while True:  # the count grows with the width: stop at the first width past the target
+        above = parameter_count(SequenceGRU(width + 1))
+        if above >= target:
+            return width + 1 if above - target < target - below else width
+        width, below = width + 1, above
 
 
 class SequenceTask(Task):
