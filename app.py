@@ -7,6 +7,7 @@ import streamlit as st
 
 from core.foundations.environment import check_environment
 from core.foundations.errors import ConfigError
+from core.tasks import available_tasks
 
 from ui.nav import jobs_sidebar, navigation
 from ui.shared import preload_page_modules
@@ -16,6 +17,12 @@ try:  # a bad MIA_* value: one message before any page or worker starts (the CLI
     check_environment()
 except ConfigError as exc:
     st.error(str(exc))
+    st.stop()
+try:  # the plugins the server was configured with ($MIA_PLUGINS, installed entry points), never the browser
+    available_tasks()
+except ConfigError as exc:
+    st.error(f"The server's task plugins cannot be loaded: {exc}. Fix or remove it in $MIA_PLUGINS and restart "
+             "the server (docs/your_data.md, 'Your architecture').")
     st.stop()
 preload_page_modules()  # once per server: the other pages' imports start in the background now
 page = navigation()

@@ -18,7 +18,7 @@ from core.tasks import available_tasks, get_task
 from ui.nav import format_seconds
 from ui.results import cached_repeats_view, matched_view, show_results
 from ui.shared import job_manager, map_views_of, summary_of
-from ui.widgets import config_overrides, task_label
+from ui.widgets import config_overrides, one_architecture_note, task_label
 
 
 
@@ -39,8 +39,9 @@ with c1:
         st.session_state["_task_link"] = task_name
 task = get_task(task_name)
 with c2:
-    picked = st.multiselect("Architectures", ["ffnn", "rnn"], default=["ffnn", "rnn"], format_func=ARCH_LABELS.get,
+    picked = st.multiselect("Architectures", list(task.archs), default=list(task.archs), format_func=ARCH_LABELS.get,
                             help="FFNN and RNN of matched parameter counts, trained and attacked side by side.")
+    one_architecture_note(task)
     archs = [a for a in ("ffnn", "rnn") if a in picked]  # the same order whatever the clicks
 with c3:
     preset = st.selectbox("Preset", list(task.presets),

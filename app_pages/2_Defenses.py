@@ -18,7 +18,7 @@ from core.experiment.results import DefendedPoint, DefenseBaseline, RunSummary
 from core.analyses.repeats import cached_repeat_configs, defense_curve_bands, repeat_config
 from core.tasks import get_task
 from core.views import figures as plots  # the one figure module
-from ui.widgets import drawn, task_selector
+from ui.widgets import drawn, one_architecture_note, task_selector
 from ui.shared import defender_for, defense_value_key, job_manager, runs_of, summary_of
 
 
@@ -34,7 +34,8 @@ with c1:
     task_name = task_selector()
 task = get_task(task_name)
 with c2:
-    archs = st.multiselect("Architectures", ["ffnn", "rnn"], default=["ffnn", "rnn"], format_func=ARCH_LABELS.get)
+    archs = st.multiselect("Architectures", list(task.archs), default=list(task.archs), format_func=ARCH_LABELS.get)
+    one_architecture_note(task)
 with c3:
     preset = st.selectbox("Preset", list(task.presets))
 with c4:

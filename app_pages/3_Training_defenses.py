@@ -21,7 +21,7 @@ from core.tasks import get_task
 from core.views import figures as plots  # the one figure module
 from ui.nav import format_seconds
 from ui.results import show_results
-from ui.widgets import remember, remembered, task_label, task_selector
+from ui.widgets import one_architecture_note, remember, remembered, task_label, task_selector
 from ui.shared import job_manager, summary_of
 
 
@@ -39,8 +39,9 @@ with c1:
     task_name = task_selector(key="tdef:task")
 task = get_task(task_name)
 with c2:
-    picked = st.multiselect("Architectures", ["ffnn", "rnn"], default=["ffnn", "rnn"], format_func=ARCH_LABELS.get,
-                            key="tdef:archs")
+    picked = st.multiselect("Architectures", list(task.archs), default=list(task.archs), format_func=ARCH_LABELS.get,
+                            key="tdef:archs" if len(task.archs) == 2 else f"tdef:archs:{task.archs[0]}")
+    one_architecture_note(task)
     archs = [a for a in ("ffnn", "rnn") if a in picked]
 with c3:
     preset = st.selectbox("Preset", list(task.presets), key="tdef:preset")

@@ -39,6 +39,11 @@ with c1:
 task = get_task(task_name)
 with c2:
     preset = st.selectbox("Preset", list(task.presets), key="analyses:preset")
+if len(task.archs) < 2:  # a plugin with one model: every analysis here reads both architectures' runs
+    st.info(f"{task.label or task_name} provides the {ARCH_LABELS[task.archs[0]]} only: the analyses compare FFNN "
+            "with RNN, so they are unavailable for it. Its runs, attacks and defenses are on the other pages; "
+            "the CLI's `analyze --archs` runs the single-model analyses.")
+    st.stop()
 configs: dict[str, ExperimentConfig] = {a: task.make_config(a, preset) for a in ("ffnn", "rnn")}
 summaries = {a: cached_summary(c) for a, c in configs.items()}
 missing = [a for a, s in summaries.items() if s is None]

@@ -8,6 +8,7 @@
     python -m core run --task image --arch rnn --repeats 3      # headline numbers as mean with 95 % CI
     python -m core compare --task image --preset quick --repeats 3 [--out compare.json]  # FFNN vs RNN, paired
     python -m core report --task image --preset quick --out report.html   # the run report of cached runs (HTML)
+    python -m core run --plugin examples/plugin_task.py --task demo_sequences --arch ffnn   # a plugin's task
 
 Every failure the user can fix prints one line ``error: ...`` on stderr and exits with 2 (bad
 arguments, an option given twice, bad config values, missing data, an unwritable ``--out`` or one
@@ -36,6 +37,8 @@ from core.foundations.config import EXECUTORS, MAX_DRAWS, MAX_REPEATS, MAX_SENSI
 from core.foundations.environment import check_environment
 from core.foundations.errors import ConfigError, MIAError, OutputPathError
 from core.foundations.fileio import check_out_path, show_path, write_json_atomically, write_text_atomically
+from core.foundations.plugins import PLUGIN_ENV
+from core.foundations.task_registry import load_plugin_file
 from core.tasks import available_tasks, get_task  # light: a task's module (and torch) loads on first use
 
 #: printed (alone) when a run is interrupted with Ctrl-C
@@ -190,6 +193,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--plugin", dest="plugins", action="append", default=[], metavar="FILE.py",
+                       help="load a task plugin file first (repeatable; also $MIA_PLUGINS): its tasks join --task "
+                            "(docs/your_data.md, 'Your architecture')")
         p.add_argument("--task", choices=available_tasks(), default="image", action=Once, help="learning task (default: image)")
         p.add_argument("--arch", choices=("ffnn", "rnn"), default="rnn", action=Once, help="ffnn (CNN/Transformer/MLP) or rnn (LSTM-based)")
         p.add_argument("--preset", default="quick", action=Once,
@@ -503,6 +509,8 @@ def _defend(args: argparse.Namespace, config, out, progress) -> int:
 def resolve_config(args: argparse.Namespace):
     """The validated config named by ``--task``/``--arch``/``--preset``/``--set``."""
     task = get_task(args.task)
+    if "arch" not in getattr(args, "_given", set()) and args.arch not in task.archs:
+        args.arch = task.archs[0]  # a plugin with one model: without --arch, that model
     config = task.make_config(args.arch, args.preset, check_named_sets(parse_sets(args.sets), args))
     if config.match_utility != "off" and args.command != "config":  # run would train as if it were off
         raise ConfigError(f"match_utility={config.match_utility} applies to compare (FFNN vs RNN at matched utility), "
@@ -585,8 +593,26 @@ def check_analyze_options(args: argparse.Namespace) -> None:
         raise ConfigError(f"--online-lira must be 0 (off) or lie in 2..64, got {args.online_lira}")
 
 
+def load_cli_plugins(argv: Sequence[str]) -> None:
+    """Load the ``--plugin`` files of ``argv`` before the parser is built (their tasks are choices of
+    ``--task``), and add them to ``$MIA_PLUGINS`` so that the processes this run starts (a pool's
+    workers) load them too. A bad file: one line (:func:`core.foundations.task_registry.load_plugin_file`)."""
+    pre = OneLineErrorParser(prog="python -m core", add_help=False)
+    pre.add_argument("--plugin", dest="plugins", action="append", default=[])
+    files = pre.parse_known_args(argv)[0].plugins
+    listed = [p for p in os.environ.get(PLUGIN_ENV, "").split(os.pathsep) if p]
+    for path in files:
+        load_plugin_file(path)
+        absolute = os.path.abspath(os.path.expanduser(path))
+        if absolute not in listed:
+            listed.append(absolute)
+    if files:
+        os.environ[PLUGIN_ENV] = os.pathsep.join(listed)
+
+
 def _main(argv: Sequence[str] | None) -> int:
     check_environment()  # a bad MIA_* value: one line before anything else
+    load_cli_plugins(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     out = check_arguments(args)  # torch is not imported yet: refused input answers at once
     if args.command == "compare":

@@ -131,6 +131,14 @@ def config_overrides(bases: dict[str, ExperimentConfig], key_prefix: str) -> dic
 
 
 
+def one_architecture_note(task) -> None:
+    """Under the architecture picker of a task that provides one model (a plugin's): say that the
+    FFNN-vs-RNN comparison is unavailable, instead of offering an architecture it lacks."""
+    if len(task.archs) < 2:
+        st.caption(f"{task.label or task.name} provides the {ARCH_LABELS[task.archs[0]]} only: "
+                   "the FFNN-vs-RNN comparison is unavailable for it.")
+
+
 def task_label(name: str) -> str:
     """A task's display name (:attr:`core.tasks.base.Task.label`)."""
     return get_task(name).label or name

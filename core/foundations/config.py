@@ -272,6 +272,10 @@ class ExperimentConfig:
             raise ConfigError(f"task must be one of {tuple(available_tasks())}, got {shown(self.task)}")
         if self.arch not in ARCHS:
             raise ConfigError(f"arch must be one of {ARCHS}, got {shown(self.arch)}")
+        provided = tuple(getattr(get_task(self.task), "archs", ARCHS))
+        if self.arch not in provided:  # a plugin with one model: say so rather than fail inside training
+            raise ConfigError(f"task {self.task} provides the {' and '.join(provided)} architecture only, not "
+                              f"{self.arch}: the FFNN-vs-RNN comparison is unavailable for it; use arch={provided[0]}")
         check_fields(self)
         if self.dp not in DP_MODES:
             raise ConfigError(f"dp must be one of {', '.join(DP_MODES)}, got {shown(self.dp)}")

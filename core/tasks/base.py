@@ -116,6 +116,9 @@ class Task(ABC):
     precisions: tuple[str, ...] = ("float32", "bf16")
     #: whether the app draws the task's records as maps (ui.mapview: navigation)
     map_views: bool = False
+    #: the architectures the task provides: both (the FFNN-vs-RNN comparison), or one (a plugin with
+    #: a single model: runs, defenses and single-model views work; comparisons are refused in one line)
+    archs: tuple[str, ...] = ("ffnn", "rnn")
     #: SensitivitySampler pairs for the GPM's S at the quick presets (the study: n = 500; γ(n) shows the price)
     sensitivity_samples: int = 5
 

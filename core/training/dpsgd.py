@@ -278,10 +278,11 @@ def make_private(model: nn.Module, optimizer: torch.optim.Optimizer, n_samples: 
 
     Raises:
         ConfigError: the target ε is out of reach.
-        opacus.validators.errors.UnsupportedModuleError: the model has a layer Opacus cannot
-            compute per-sample gradients for (a bug: DP configs build compatible layers).
+        ConfigError: the model has a layer Opacus cannot compute per-sample gradients for (the
+            built-in tasks build compatible layers under DP; a plugin's model may not).
     """
     from opacus import PrivacyEngine
+    from opacus.validators.errors import UnsupportedModuleError
     from torch.utils.data import DataLoader, TensorDataset
 
     if n_samples < 1:
@@ -297,11 +298,16 @@ def make_private(model: nn.Module, optimizer: torch.optim.Optimizer, n_samples: 
         engine = PrivacyEngine(accountant=settings.accountant)  # keeps the history; ε comes from report()
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*non-full backward hook.*")
-        module, dp_optimizer, loader = engine.make_private(
-            module=model, optimizer=optimizer, data_loader=index_loader, noise_multiplier=sigma,
-            max_grad_norm=float(settings.max_grad_norm), poisson_sampling=True,
-            noise_generator=torch.Generator(device=next(model.parameters()).device).manual_seed(int(noise_seed)),
-            loss_reduction="mean", batch_first=True, grad_sample_mode="hooks")
+        try:
+            module, dp_optimizer, loader = engine.make_private(
+                module=model, optimizer=optimizer, data_loader=index_loader, noise_multiplier=sigma,
+                max_grad_norm=float(settings.max_grad_norm), poisson_sampling=True,
+                noise_generator=torch.Generator(device=next(model.parameters()).device).manual_seed(int(noise_seed)),
+                loss_reduction="mean", batch_first=True, grad_sample_mode="hooks")
+        except UnsupportedModuleError as exc:  # a plugin's own model: the user's to fix, in one line
+            raise ConfigError(f"DP-SGD cannot train this model: {' '.join(str(exc).split())} "
+                              "(Opacus' per-sample gradients need its layers, e.g. opacus.layers.DPGRU for "
+                              "nn.GRU)") from None
     return PrivateTraining(module, dp_optimizer, loader, engine, model, settings, float(sigma), float(sample_rate),
                            int(n_samples), unit)
 
