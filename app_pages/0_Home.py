@@ -64,7 +64,7 @@ if demo:
                 adding = any((j := manager.job(c)) is not None and j.active for c in lacking)
                 took = sum(s.timing("total_s") for s in cached) * (DEMO_REPEATS - 1)
                 st.caption("One seed per architecture: the difference above has no interval yet, so it is not a "
-                           "verdict (seed-to-seed spread is 0.02–0.03 in attack accuracy).")
+                           "verdict; the repeats measure how far it moves from seed to seed.")
                 if adding:
                     st.markdown(f"**Adding repeats**: {len(extra) - len(lacking)} of {len(extra)} runs done; follow "
                                 "them in the sidebar.")
@@ -118,5 +118,6 @@ st.markdown(
 )
 st.caption(
     "Reproduced studies: *Privacy risks of RNNs vs FFNNs* and *On the vulnerability of RNNs to membership "
-    "inference attacks*. The quick presets are small and fast: they show trends, not the papers' exact figures."
+    "inference attacks*. The quick presets are small and fast: their numbers are not the papers' figures, and "
+    "whether a paper's finding holds on them is the verdict over repeats, with its interval and N."
 )

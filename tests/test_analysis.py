@@ -3,6 +3,7 @@ analyze CLI and the Analyses page."""
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -206,52 +207,59 @@ def test_overtraining_verdict_says_when_no_overtraining_happened():
     assert v.value == "inconclusive" and v.difference is None and "no overtraining" in v.text
 
 
-def test_analyses_page_shows_each_tab_its_own_verdict():
-    """The page reads every tab's verdict through ``analysis.VERDICT_OF`` under the tab's own name."""
-    source = (ROOT / "app_pages" / "4_Analyses.py").read_text()
-    for key in analysis.VERDICT_OF.values():
-        assert f'"{key}"' not in source  # no hand-picked verdict key that could name another analysis
-    assert "analysis.VERDICT_OF[name]" in source
-    for name in ("scatter", "vulnerability"):
-        assert f'tab_verdict("{name}")' in source
-    for name in ("memorization", "overtraining", "mismatch"):
-        assert f'long_tab("{name}"' in source
+def _tagged_verdicts(real):
+    """``analysis.verdicts`` with each verdict's text prefixed by its own key, so a page test can
+    tell which analysis' verdict a tab shows."""
+    def verdicts(*args, **kwargs):
+        return {key: {**v, "text": f"[{key}] {v['text']}"} for key, v in real(*args, **kwargs).items()}
+    return verdicts
+
+
+def _shown_verdict_keys(at) -> list[str]:
+    """The verdict keys of the "This run:" lines on the page (tagged by ``_tagged_verdicts``)."""
+    keys = set(analysis.VERDICT_OF.values())
+    return [k for m in at.markdown if m.value.startswith("**This run:**") for k in keys if f"[{k}]" in m.value]
 
 
 def test_analyses_page_runs_the_long_analyses_as_worker_jobs_with_their_own_verdicts(monkeypatch):
     """The long analyses are worker jobs (one per architecture); once done, the overtraining tab
-    shows the verdict computed from the overtraining runs, not the vulnerability one."""
-    import time
+    shows the verdict computed from the overtraining runs, not the vulnerability one. Every tab
+    shows its own analysis' verdict (``analysis.VERDICT_OF``) and no other."""
+    from ui.shared import job_manager
 
     task = get_task("image")
     monkeypatch.setitem(task.presets, "quick", {**task.presets["quick"], **TINY})
+    monkeypatch.setattr(analysis, "verdicts", _tagged_verdicts(analysis.verdicts))
     for arch in ("ffnn", "rnn"):
         run_experiment(task.make_config(arch, "quick"))
     at = AppTest.from_file(str(ROOT / "app_pages" / "4_Analyses.py"))
     at.run(timeout=120)
+    assert not at.exception, at.exception
+    assert _shown_verdict_keys(at) == [analysis.VERDICT_OF["scatter"]]  # the open tab: the scatter
     assert not [b for b in at.button if "overtraining" in b.label]  # only the open tab runs
-    at.session_state["analyses:tab"] = "Overtraining"  # what a click on the tab does
+    at.session_state["analyses:tab"] = "Over training"  # what a click on the tab does
     at.run(timeout=120)
+    assert _shown_verdict_keys(at) == [analysis.VERDICT_OF["vulnerability"]]
+    at.session_state["analyses:tab"] = "Overtraining"
+    at.run(timeout=120)
+    assert _shown_verdict_keys(at) == []  # not computed yet: no verdict borrowed from another analysis
     [button] = [b for b in at.button if b.label == "Run the overtraining analysis (in a worker)"]
     button.click().run(timeout=120)
     assert not at.exception, at.exception
     assert any("Running in a worker" in i.value for i in at.info)
+    jobs = [j for j in job_manager().active() if j.kind == "analysis"]
+    assert sorted(j.config.arch for j in jobs) == ["ffnn", "rnn"]
     deadline = time.time() + 400
-    def verdict_shown():
-        return any(m.value.startswith("**This run:**") and ("the attack accuracy rose by" in m.value
-                                                            or "no overtraining" in m.value) for m in at.markdown)
-
-    while time.time() < deadline and not verdict_shown():
-        time.sleep(2.0)
-        at.run(timeout=120)
-        assert not at.exception, at.exception
+    while not all(j.done for j in jobs) and time.time() < deadline:  # wait for the workers' jobs to end
+        time.sleep(0.1)
+    assert [j.state for j in jobs] == ["done", "done"], [j.error for j in jobs]
+    at.run(timeout=120)
+    assert not at.exception, at.exception
     texts = [m.value for m in at.markdown]
-    assert verdict_shown(), texts
+    assert _shown_verdict_keys(at) == [analysis.VERDICT_OF["overtraining"]], texts
+    assert any(t.startswith("**This run:**") and ("the attack accuracy rose by" in t or "no overtraining" in t)
+               for t in texts), texts
     assert any("overtraining raises the attack's accuracy a lot for a feed-forward model" in t for t in texts)
-    from ui.shared import job_manager
-
-    done = [j for j in job_manager().recent() if j.kind == "analysis" and j.state == "done"]
-    assert {j.config.arch for j in done} >= {"ffnn", "rnn"}
 
 
 def _synthetic_summary(arch: str = "rnn", n: int = 400, seed: int = 0) -> dict:

@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from apptest_fields import set_field
 from core.tasks import available_tasks, get_task
 from ui.nav import page_files
 
@@ -61,20 +62,6 @@ def test_a_task_link_opens_that_task():
     assert at.selectbox(key="train:task").value == "navigation"
     at.selectbox(key="train:task").set_value("translation").run(timeout=60)
     assert at.query_params["task"] in ("translation", ["translation"])  # the address bar links to what is shown
-
-
-def set_field(at, prefix, name, value):
-    """Set a config widget, whether it is shared by both architectures or one per architecture."""
-    found = False
-    for suffix in ("", ":ffnn", ":rnn"):
-        key = f"{prefix}:{name}{suffix}"
-        for widgets in (at.number_input, at.text_input):
-            try:
-                widgets(key=key).set_value(value)
-                found = True
-            except KeyError:
-                pass
-    assert found, f"no widget for {name}"
 
 
 def open_page(task, values):

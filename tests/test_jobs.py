@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from apptest_fields import set_fields
+from job_events import record_job_events
 from core.defenses.sensitivity import cached_sensitivity
 from core.experiment.pipeline import cached_summary
 from core.tasks import get_task
@@ -117,45 +119,85 @@ def test_a_job_error_is_reported_and_can_be_retried(manager):
     assert manager.submit([cfg]).jobs[0] is not group.jobs[0]
 
 
-def test_the_workers_progress_reaches_the_page():
+def training_event(job):
+    """``job``'s last event when it is a training stage that carries an ETA, else None."""
+    ev = job.event
+    if job.state == "running" and ev is not None and ev.eta_s is not None and ev.stage.startswith(("victim", "shadow")):
+        return ev
+    return None
+
+
+def no_gradient_step_here(*args, **kwargs):
+    raise AssertionError("a gradient step ran in the server process: training belongs in a worker process")
+
+
+def test_the_workers_progress_reaches_the_page(monkeypatch):
     """Two browser sessions: A clicks Train & attack; B, with the selection in the other order,
-    sees the same jobs (no second button) and the worker's stages and ETA in its progress bars."""
-    cfg = {"n_train": 60, "n_eval": 30, "epochs": 6, "n_shadows": 2, "attack_epochs": "", "attack_train_epochs": 3}
+    sees the same jobs (no second button) and the worker's stage and ETA in its progress bar.
+    Nothing trains in the server (this process, which runs the pages): a backward pass here fails
+    the test, while the worker processes train.
+
+    Deterministic: the worker is paused (SIGSTOP) once it reports a training stage with an ETA, and
+    B's page is checked against the event the manager held across that very render (the event the
+    page read), whatever the machine's speed; the worker then resumes and both pages show results."""
+    import torch
+
+    from ui.shared import job_manager
+
+    monkeypatch.setattr(torch.Tensor, "backward", no_gradient_step_here)
+    monkeypatch.setattr(torch.autograd, "backward", no_gradient_step_here)
+    fields = {"n_train": 60, "n_eval": 30, "epochs": 6, "n_shadows": 2, "attack_epochs": "", "attack_train_epochs": 3}
 
     def session():
         at = AppTest.from_file(str(ROOT / "app.py"))
         at.switch_page(PAGE)
         at.run(timeout=60)
-        for name, value in cfg.items():
-            for key in (f"image:quick:{name}", f"image:quick:{name}:ffnn", f"image:quick:{name}:rnn"):
-                for widgets in (at.number_input, at.text_input):
-                    try:
-                        widgets(key=key).set_value(value)
-                    except KeyError:
-                        pass
+        set_fields(at, "image:quick", fields)
         return at.run(timeout=60)
+
+    def complete(at):
+        return any(s.value == "Overview" for s in at.subheader) and not any("still to come" in c.value for c in at.caption)
 
     a, b = session(), session()
     [x for x in a.button if x.label == "Train & attack"][0].click()
     a.run(timeout=60)
     b.multiselect[0].set_value(["rnn", "ffnn"]).run(timeout=60)
-    assert not [x for x in b.button if x.label.startswith("Train & attack")]
-    texts = set()
-    deadline = time.time() + 240
-    def complete(at):
-        return any(s.value == "Overview" for s in at.subheader) and not any("still to come" in c.value for c in at.caption)
+    assert not b.exception, b.exception
+    assert not [x for x in b.button if x.label.startswith("Train & attack")]  # B joins A's jobs
+    jobs = [j for j in job_manager().active() if j.kind == "experiment"]
+    assert sorted(j.config.arch for j in jobs) == ["ffnn", "rnn"]
 
-    while time.time() < deadline and not complete(b):
-        b.run(timeout=60)
-        assert not b.exception, b.exception
-        texts |= {p.proto.text for p in b.get("progress")}
-        time.sleep(0.3)
-    assert complete(b)
-    stages = " ".join(texts)
-    assert "victim (ffnn)" in stages or "shadow" in stages, texts
-    assert "left" in stages, texts  # an ETA from the worker's measured rate
-    a.run(timeout=60)
-    assert complete(a)
+    shown = None
+    for job in jobs:  # queue order: the first job, or the second if the first ended between two polls
+        wait(lambda: training_event(job) is not None or job.done, every=0.005)
+        if job.done:
+            continue
+        os.kill(job.worker_pid, signal.SIGSTOP)
+        try:
+            for _ in range(100):  # the worker is paused: the events it had already sent run out
+                before = job.event
+                b.run(timeout=60)
+                assert not b.exception, b.exception
+                if job.event is before:
+                    break
+            assert job.event is before, "the worker kept reporting while paused"
+            if training_event(job) is not None:
+                shown = (job, before, [p.proto.text for p in b.get("progress")])
+                break
+        finally:
+            os.kill(job.worker_pid, signal.SIGCONT)
+    assert shown is not None, "no job was seen in a training stage"
+    job, event, texts = shown
+    [text] = [t for t in texts if t.startswith(f"{job.label} — ")]
+    assert f"— {event.stage} ({event.stage_fraction:.0%})" in text, texts
+    assert text.endswith(" left"), texts  # an ETA from the worker's measured rate, not "estimating"
+
+    wait(lambda: all(j.done for j in jobs), timeout=300)
+    assert [j.state for j in jobs] == [DONE, DONE], [j.error for j in jobs]
+    for at in (a, b):
+        at.run(timeout=60)
+        assert not at.exception, at.exception
+        assert complete(at)
 
 
 SHUTDOWN_SCRIPT = textwrap.dedent("""
@@ -196,27 +238,27 @@ def test_server_shutdown_with_a_running_job_ends_the_worker(tmp_path, how):
 
 # ---------------------------------------------------------------------------- the long work of the other pages
 def stages_until_done(job, timeout=300):
-    """The stages a job reported (sampled) until it ended."""
-    seen = set()
-    deadline = time.time() + timeout
-    while not job.done and time.time() < deadline:
-        if job.event is not None:
-            seen.add((job.event.stage, round(job.event.overall_fraction, 2)))
-        time.sleep(0.02)
-    assert job.done, "timed out"
-    return seen
+    """Every (stage, overall fraction) the job's worker reported, once the job ended (the job must
+    come from a manager patched by ``record_job_events``: every event, not a sample of them)."""
+    wait(lambda: job.done, timeout=timeout)
+    return {(e.stage, round(e.overall_fraction, 2)) for e in job.events}
 
 
 def test_job_kinds_and_parameters_make_the_key():
     cfg = tiny("ffnn")
     assert job_key(cfg, "sensitivity", params={"pairs": 2}) != job_key(cfg, "sensitivity", params={"pairs": 3})
-    assert job_key(cfg, "analysis", params={"name": "mismatch"}) == job_key(cfg, "analysis", params={"name": "mismatch"})
+    # a config built again and parameters given in another order are the same job; another cache is another job
+    assert job_key(tiny("ffnn"), "analysis", params={"name": "mismatch", "pairs": 2}) == \
+        job_key(cfg, "analysis", params={"pairs": 2, "name": "mismatch"})
+    assert job_key(cfg, cache="/tmp/one") != job_key(cfg, cache="/tmp/two")
+    assert job_key(cfg) != job_key(tiny("ffnn", seed=cfg.seed + 1))
     assert job_key(cfg, "analysis", params={"name": "mismatch"}) != job_key(cfg)
     with pytest.raises(ValueError):
         job_key(cfg, "train-in-the-server")
 
 
-def test_a_sensitivity_job_runs_in_the_worker_with_progress_and_caches_its_pairs(manager):
+def test_a_sensitivity_job_runs_in_the_worker_with_progress_and_caches_its_pairs(manager, monkeypatch):
+    record_job_events(monkeypatch)
     cfg = tiny("ffnn", epochs=1)
     assert cached_sensitivity(cfg, 2) is None
     job = manager.submit([cfg], "sensitivity", {"pairs": 2}).jobs[0]
@@ -232,15 +274,16 @@ def test_a_sensitivity_job_runs_in_the_worker_with_progress_and_caches_its_pairs
     assert "SensitivitySampler (n = 2)" in job.label
 
 
-def test_an_analysis_job_runs_in_the_worker_and_reports_progress(manager):
+def test_an_analysis_job_runs_in_the_worker_and_reports_progress(manager, monkeypatch):
+    record_job_events(monkeypatch)
     cfg = tiny("rnn", epochs=4, n_train=40, n_eval=20)
     job = manager.submit([cfg], "analysis", {"name": "memorization"}).jobs[0]
     seen = stages_until_done(job)
     assert job.state == DONE, job.error
     assert [b["block"] for b in job.result["blocks"]] == [1, 2, 3, 4]
     fractions = sorted(f for stage, f in seen if stage.startswith("memorization"))
-    # the page saw the analysis' own stage while it ran (sampled every 20 ms: on an idle machine a
-    # tiny job may move from 0 to done between two samples), and the job ends at 100 %
+    # the worker reported the analysis' own stage (every event recorded: no sampling to miss it;
+    # the tracker rate-limits later ones, so how many depends on speed), and the job ends at 100 %
     assert fractions, seen
     assert job.fraction == 1.0
     bad = manager.submit([cfg], "analysis", {"name": "rm -rf"}).jobs[0]
@@ -275,16 +318,6 @@ def test_an_adaptive_job_caches_the_point_the_defenses_page_reads(manager):
     assert "adaptive attacker (dirichlet 1)" in job.label
     point = Defender(trained_models(cfg)).measured(spec, "both")
     assert point is not None and point["adaptive_attack"]["accuracy"] == job.result["adaptive_attack"]["accuracy"]
-
-
-def test_no_page_runs_work_in_a_server_thread():
-    """The background thread runner is gone: the pages submit worker jobs and poll."""
-    import ui.jobs
-
-    assert not hasattr(ui.jobs, "BackgroundRunner")
-    for page in (ROOT / "app_pages").glob("*.py"):
-        text = page.read_text()
-        assert "threading" not in text and "background_runner" not in text, page.name
 
 
 def test_defenses_page_runs_the_sensitivity_sampler_and_the_adaptive_attacker_as_worker_jobs(monkeypatch):

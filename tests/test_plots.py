@@ -29,6 +29,20 @@ def test_legends_sit_below_the_axis_titles_in_their_own_margin():
     assert fig.layout.margin.b >= plots.AXIS_TITLE_PX + rows * plots.LEGEND_ROW_PX
 
 
+def best_tpr_at(fpr, tpr, at):
+    """The original curve's highest TPR at an FPR ≤ each of ``at`` (what a threshold there reaches)."""
+    f, t = np.asarray(fpr, float), np.asarray(tpr, float)
+    order = np.argsort(f, kind="stable")
+    f, t = f[order], np.maximum.accumulate(t[order])
+    return t[np.searchsorted(f, np.asarray(at, float), side="right") - 1]
+
+
+def on_the_curve(fpr, tpr, f, t) -> bool:
+    """Every drawn point is a point the attack reaches: its TPR is the best the curve has at that
+    FPR or below — never more (an inflated TPR) and never less."""
+    return bool(np.array_equal(np.asarray(t, float), best_tpr_at(fpr, tpr, f)))
+
+
 def test_roc_is_thinned_for_drawing_keeping_its_shape():
     rng = np.random.default_rng(1)
     s = summary("ffnn", 50, rng)
@@ -36,9 +50,13 @@ def test_roc_is_thinned_for_drawing_keeping_its_shape():
     f, t = plots.thin_roc(fpr, tpr, max_points=200)
     assert len(f) <= 210 and f[0] == 0.0 and f[-1] == 1.0 and t[-1] == 1.0
     assert all(a <= b for a, b in zip(f, f[1:])) and all(a <= b for a, b in zip(t, t[1:]))
-    # each kept point is on the original curve (best TPR reached at that FPR)
-    full = dict(zip(fpr, tpr))
-    assert all(abs(full[x] - y) < 1e-12 or y >= full[x] for x, y in zip(f, t))
+    assert on_the_curve(fpr, tpr, f, t)
+    # the low-FPR end is kept: the smallest non-zero FPR of the curve is drawn, with its TPR
+    assert min(v for v in f if v > 0) == min(v for v in fpr if v > 0)
+    # the check sees a thinning that pairs each kept FPR with the next point's TPR (an inflated curve)
+    idx = np.searchsorted(np.asarray(fpr), f)
+    inflated = [tpr[min(i + 1, len(tpr) - 1)] for i in idx]
+    assert not on_the_curve(fpr, tpr, f, inflated)
     short = ([0.0, 0.5, 1.0], [0.0, 0.7, 1.0])
     assert plots.thin_roc(*short) == (list(short[0]), list(short[1]))
 

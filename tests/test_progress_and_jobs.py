@@ -4,6 +4,7 @@ import time
 import pytest
 
 from core.foundations.progress import ProgressTracker
+from job_events import record_job_events
 from core.tasks import get_task
 from ui.jobs import JobManager
 
@@ -86,7 +87,8 @@ def manager():
     m.shutdown()
 
 
-def test_job_runs_in_a_worker_reports_stages_and_is_not_started_twice(manager):
+def test_job_runs_in_a_worker_reports_stages_and_is_not_started_twice(manager, monkeypatch):
+    record_job_events(monkeypatch)  # every event the worker sent, not a sample of them
     task = get_task("image")
     cfg = task.make_config("ffnn", "quick", dict(n_train=40, n_eval=20, epochs=2, n_shadows=1, attack_epochs=(),
                                                   attack_train_epochs=3))
@@ -94,14 +96,14 @@ def test_job_runs_in_a_worker_reports_stages_and_is_not_started_twice(manager):
     assert manager.submit([cfg]).jobs[0] is group.jobs[0]  # same config: attach, don't start another
     assert manager.get(manager.key_of([cfg])).jobs[0] is group.jobs[0]
     deadline = time.time() + 180
-    stages = set()
     while not group.done and time.time() < deadline:
-        if group.event is not None:
-            stages.add(group.event.stage)
         time.sleep(0.02)
     assert group.done and group.error is None
+    stages = [e.stage for e in group.jobs[0].events]
     assert group.summaries[0]["config_hash"] == cfg.config_hash
-    assert stages  # progress was visible while it ran
+    # the worker reported its training stages in order, the victim before the shadow
+    assert "victim (ffnn)" in stages and "shadow 1/1" in stages, stages
+    assert stages.index("victim (ffnn)") < stages.index("shadow 1/1"), stages
     assert group.jobs[0].worker_pid in manager.worker_pids()  # the worker stays warm for the next job
 
 

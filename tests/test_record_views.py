@@ -349,12 +349,38 @@ def test_navigation_canaries_are_maps_with_a_moved_hidden_goal():
     assert done and reward > 0
 
 
-def test_navigation_one_run_audit_gives_a_finite_bound(tmp_path):
-    cfg = get_task("navigation").make_config("rnn", "quick", NAV_TINY)
-    out = record_views.canary_audit(cfg, 6, cache=ArtifactCache(tmp_path))
-    assert 0 <= out["audit"]["epsilon"] < math.inf and out["design"].startswith("maps with an unusual layout")
-    assert out["m"] == 6 and len(out["scores"]) == 6 and all(math.isfinite(v) for v in out["scores"])
-    assert out["n_train"] == 2 + sum(out["included"]) and out["accountant"] is None
+def test_navigation_one_run_audit_reports_the_bound_of_its_canaries_answers(tmp_path, monkeypatch):
+    """A tiny navigation canary run whose victim answers are planted after training: every canary
+    it trained on answered with cross-entropy 0, every other with 5 — a perfect guess. The audit
+    must score those answers against the coins it flipped and report that guess's bound (> 0; the
+    same answers reversed would bound ε by 0), not a number from elsewhere."""
+    import dataclasses
+
+    task = get_task("navigation")
+    cfg = task.make_config("rnn", "quick", NAV_TINY)
+    trained: set[int] = set()
+    real_train, real_respond = record_views.train_model, task.respond
+
+    def train_and_note(task_, cfg_, data_, index, *args, **kwargs):
+        trained.update(int(i) for i in index)
+        return real_train(task_, cfg_, data_, index, *args, **kwargs)
+
+    def planted_answers(cfg_, model, data_, index, **kwargs):
+        answers = real_respond(cfg_, model, data_, index, **kwargs)
+        loss = np.array([0.0 if int(i) in trained else 5.0 for i in index])
+        return dataclasses.replace(answers, cross_entropy=np.repeat(loss, answers.lengths).astype(np.float32))
+
+    monkeypatch.setattr(record_views, "train_model", train_and_note)
+    monkeypatch.setattr(task, "respond", planted_answers)
+    out = record_views.canary_audit(cfg, 16, cache=ArtifactCache(tmp_path))
+    assert out["design"].startswith("maps with an unusual layout") and out["accountant"] is None
+    included = np.asarray(out["included"], bool)
+    assert out["m"] == 16 and included.tolist() == [c in trained for c in out["canaries"]]
+    assert out["scores"] == [0.0 if i else -5.0 for i in included]  # −loss of each canary, in order
+    assert out["n_train"] == 2 + included.sum()
+    perfect = audit.audit(np.where(included, 1.0, 0.0), included, out["delta"]).epsilon
+    assert perfect > 0 and audit.audit(np.where(included, 0.0, 1.0), included, out["delta"]).epsilon == 0
+    assert out["audit"]["epsilon"] == pytest.approx(perfect, rel=1e-12)
 
 
 def test_exposure_takes_an_interval_over_cached_repeats_of_other_seeds():

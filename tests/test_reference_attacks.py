@@ -143,11 +143,23 @@ def test_rmia_separates_planted_members_that_a_loss_threshold_cannot():
 
 
 def test_rmia_temperature_needs_full_vectors_and_changes_saturated_ranking():
-    r = binary(np.array([20.0, 5.0]))
-    assert r.probs is not None
-    ok = rmia_scores(r, [binary(np.array([19.0, 2.0]))], binary(np.array([1.0, 2.0])), [binary(np.array([1.0, 2.0]))],
-                     temperature=4.0)
-    assert np.all(np.isfinite(ok))
+    """Two records the target answers with saturated confidence (logits 30 and 22; the reference
+    model 20 and 21). At T = 1 both likelihood ratios are ≈ 1 and they beat the same population
+    records: a tie. Re-tempered at T = 4, record 0 — whose confidence rose far above its
+    reference's — beats one population record more than record 1."""
+    target, references = binary(np.array([30.0, 22.0])), [binary(np.array([20.0, 21.0]))]
+    n_z = 50
+    population, population_refs = binary(np.linspace(-3, 3, n_z)), [binary(np.linspace(3, -3, n_z))]
+    assert target.probs is not None
+
+    def beaten(temperature):  # population records each beats: the score less its tie-break (< 1/(n_z + 1))
+        scores = rmia_scores(target, references, population, population_refs, temperature=temperature)
+        assert np.all(np.isfinite(scores))
+        return np.floor(scores * n_z).astype(int)
+
+    flat, tempered = beaten(1.0), beaten(4.0)
+    assert flat[0] == flat[1]
+    assert tempered[0] > tempered[1]
     top_k_only = Responses.from_logits(np.random.default_rng(0).normal(size=(3, 100)), [1, 1, 1], [0, 1, 2])
     with pytest.raises(ValueError, match="full probability vectors"):
         rmia_scores(top_k_only, [top_k_only], top_k_only, [top_k_only], temperature=2.0)
@@ -175,9 +187,13 @@ def test_pipeline_adds_lira_and_rmia_and_online_lira_runs():
     summary = run_experiment(cfg).summary
     for name in ("lira", "rmia"):
         r = summary["attacks"][name]
-        assert 0 <= r["auc"] <= 1 and r["roc_fpr"] and set(r["tpr_at_fpr"]) == {"0.01", "0.001"}
-        assert name in summary["attacks_by_epoch"][str(cfg.epochs)]
-        assert len(summary["records"]["scores"][name]) == 2 * cfg.n_eval
+        scores = np.asarray(summary["records"]["scores"][name], float)
+        member = np.asarray(summary["records"]["membership"], bool)
+        assert len(scores) == 2 * cfg.n_eval and member.sum() == cfg.n_eval
+        # the reported AUC is the one of the per-record scores the summary keeps, on the last epoch
+        assert r["auc"] == pytest.approx(roc_auc(scores, member), abs=1e-6)
+        assert summary["attacks_by_epoch"][str(cfg.epochs)][name]["auc"] == pytest.approx(r["auc"])
+        assert set(r["tpr_at_fpr"]) == {"0.01", "0.001"}
     assert summary["timings"]["reference_attacks_s"] >= 0
     models = trained_models(cfg)
     again = reference_attack_outcomes(models)  # cached answers: the same numbers

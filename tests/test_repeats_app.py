@@ -4,6 +4,7 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
+from apptest_fields import set_fields
 from core.analyses.matching import run_matched
 from core.experiment.pipeline import run_experiment
 from core.analyses.repeats import comparison_configs, repeat_configs, run_comparison
@@ -20,13 +21,7 @@ def open_page(widgets_set: dict | None = None):
     at = AppTest.from_file(str(ROOT / "app.py"))
     at.switch_page(PAGE)
     at.run(timeout=60)
-    for name, value in (WIDGETS if widgets_set is None else widgets_set).items():
-        for suffix in ("", ":ffnn", ":rnn"):
-            for widgets in (at.number_input, at.text_input):
-                try:
-                    widgets(key=f"image:quick:{name}{suffix}").set_value(value)
-                except KeyError:
-                    pass
+    set_fields(at, "image:quick", WIDGETS if widgets_set is None else widgets_set)
     at.run(timeout=120)
     assert not at.exception, at.exception
     return at

@@ -1,11 +1,15 @@
 """The studies' figures (core/measurement/studies.py) are labelled as the paper's, on the architecture they
 belong to, and ours as ours; task texts carry no measured figures of ours (issue 18, points 11–12)."""
+import math
+import os
 import re
+from pathlib import Path
 
 import pytest
 
 from core.measurement import studies
 from core.analyses.analysis import ANALYSES
+from core.defenses import gpm
 from core.defenses.registry import get as get_mechanism
 from core.defenses.sweeps import study_recipe_epsilons
 from core.tasks import available_tasks, get_task
@@ -60,7 +64,8 @@ def test_dirichlet_table_labels_the_papers_rows_and_ours():
     ours = df[df["source"].str.startswith("ours")]
     assert set(study["arch"]) == {"RNN"}  # no study figure on an FFNN row
     assert all("paper 001, Table 2" in s for s in study["source"])
-    assert study.loc[study["k"] == "no protection", "attack acc (naive)"].item() == pytest.approx(0.8102)
+    paper_undefended = studies.DIRICHLET[("translation", "rnn")]["rows"][None][0]  # a percentage in the paper
+    assert study.loc[study["k"] == "no protection", "attack acc (naive)"].item() == pytest.approx(paper_undefended / 100)
     assert set(ours["arch"]) == {"FFNN", "RNN"} and len(ours) == 12
     assert ours.loc[(ours["arch"] == "FFNN") & (ours["k"] == "10"), "attack acc (naive)"].item() == 0.6
     # image: the studies report nothing, so only our rows
@@ -72,14 +77,74 @@ def test_dpsgd_recipe_rows_say_their_epsilon_is_ours():
     assert eps[0]["computed_by"].startswith("us") and "paper 000, Table 2" in eps[0]["computed_by"]
     df = plots.dpsgd_recipe_table(studies.DPSGD_RECIPE["image"], eps, {})
     assert "ε computed by us" in df["source"].item() and "paper 000, Table 2" in df["source"].item()
-    assert eps[0]["sample_rate"] == pytest.approx(128 / 10000)
+    recipe = studies.DPSGD_RECIPE["image"]
+    assert eps[0]["sample_rate"] == pytest.approx(recipe["batch"] / recipe["samples"])  # q = B / |D|
 
 
-def test_sensitivities_are_the_papers_per_architecture():
-    assert studies.sensitivity("image", "rnn") == 0.013209 and studies.sensitivity("image", "ffnn") == 0.013518
-    s = studies.sensitivity_sentence("translation")
-    assert "paper 000, Table 1" in s and "0.11678" in s and "0.11845" in s
-    assert studies.sensitivity_sentence("nope") == ""
+def test_sensitivities_are_read_per_task_and_architecture():
+    for (task, arch), value in studies.SENSITIVITY.items():
+        assert studies.sensitivity(task, arch) == value
+        s = studies.sensitivity_sentence(task)  # each architecture's own value beside its name
+        assert f"{'RNN' if arch == 'rnn' else 'FFNN'} {value:g}" in s
+        assert studies.SENSITIVITY_SOURCE.cite() in s and f"n = {studies.SENSITIVITY_SAMPLES}" in s
+    assert studies.sensitivity("image", "transformer") is None and studies.sensitivity_sentence("nope") == ""
+    # the source's "γ < 0.08" is what n = 500 SensitivitySampler pairs give (Rubinstein & Aldà's γ(n))
+    stated = float(re.search(r"γ < ([\d.]+)", studies.SENSITIVITY_SOURCE.note).group(1))
+    assert gpm.random_dp_gamma(studies.SENSITIVITY_SAMPLES) < stated
+
+
+# ---------------------------------------------------------------------------- the figures against the papers
+def papers_folder() -> Path | None:
+    """The papers' text (``MIA_PAPERS_DIR``, else the shared folder beside the checkout), or None."""
+    root = Path(__file__).resolve().parent.parent
+    for folder in (os.environ.get("MIA_PAPERS_DIR"), root.parent / "shared" / "papers",
+                   root.parent.parent / "shared" / "papers"):
+        if folder and Path(folder).is_dir() and list(Path(folder).glob("000_*.txt")):
+            return Path(folder)
+    return None
+
+
+def paper_text(paper: str) -> str:
+    folder = papers_folder()
+    if folder is None:
+        pytest.skip("the papers' text is not here (set MIA_PAPERS_DIR): the figures cannot be checked against them")
+    [path] = folder.glob(f"{paper}_*.txt")
+    return path.read_text()
+
+
+NUMBER = r"(\d+(?:\.\d+)?)"
+
+
+def test_dirichlet_rows_are_the_papers_tables():
+    """Each row of studies.DIRICHLET against the same row of the paper's table (001 Tables 1–2)."""
+    for (task, arch), table in studies.DIRICHLET.items():
+        text = paper_text(table["source"].paper)
+        lines = text.splitlines()
+        start = next(i for i, line in enumerate(lines) if line.startswith(f"{table['source'].where}: Deploying"))
+        for k, row in table["rows"].items():
+            label = "No Protection" if k is None else f"$k = {k:g}$"
+            line = next(line for line in lines[start:] if line.startswith(label + "\t"))
+            printed = tuple(float(v) for v in re.findall(NUMBER, line[len(label):]))
+            assert printed == row, (task, arch, k, line)
+
+
+def test_sensitivities_are_the_papers_table_1():
+    text = paper_text(studies.SENSITIVITY_SOURCE.paper)
+    for task, printed_as in (("image", "Image Classification"), ("translation", "Machine Translation"),
+                             ("navigation", "Reinforcement Learning")):
+        line = next(line for line in text.splitlines() if line.startswith(printed_as + " 0."))  # columns: RNN, FFNN
+        rnn, ffnn = (float(v) for v in re.findall(NUMBER, line)[:2])
+        assert (studies.sensitivity(task, "rnn"), studies.sensitivity(task, "ffnn")) == (rnn, ffnn), line
+
+
+def test_rl_attack_accuracies_are_the_papers():
+    text = paper_text(studies.RL_ATTACK_SOURCE.paper)
+    m = re.search(r"roughly (\d+)% successful for the RNN agent, whereas the success rate for the feed-forward "
+                  r"agent is (\d+)%", text)
+    assert m, "the sentence of 001 §5.1 the accuracies are read from"
+    rnn, ffnn = (int(v) / 100 for v in m.groups())
+    assert math.isclose(studies.RL_ATTACK_ACCURACY["navigation", "rnn"], rnn)
+    assert math.isclose(studies.RL_ATTACK_ACCURACY["navigation", "ffnn"], ffnn)
 
 
 def test_every_finding_has_a_source():

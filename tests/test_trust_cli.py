@@ -11,7 +11,6 @@ import stat
 import subprocess
 import sys
 import time
-import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -495,9 +494,45 @@ def test_pool_workers_exit_when_the_driver_is_killed(tmp_path):
 
 
 # ---------------------------------------------------------------- the app's error details
-def test_a_served_app_shows_no_tracebacks():
-    from streamlit.config import ShowErrorDetailsConfigOptions
+PLANTED = "planted failure in /srv/secret/module.py"
 
-    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
-    value = config["client"]["showErrorDetails"]
-    assert value in {ShowErrorDetailsConfigOptions.NONE, ShowErrorDetailsConfigOptions.TYPE}
+
+def _fail(*args, **kwargs):
+    raise RuntimeError(PLANTED)
+
+
+def _home_with_an_uncaught_error(monkeypatch) -> list:
+    """The Home page run through the entry script with a planted uncaught error: the exception
+    elements the browser would receive."""
+    from streamlit.testing.v1 import AppTest
+
+    import ui.shared
+
+    monkeypatch.setattr(ui.shared, "summary_of", _fail)  # the Home page reads the demo's cached summary
+    at = AppTest.from_file(str(ROOT / "app.py")).run(timeout=60)
+    assert at.exception, "the planted error did not reach the page"
+    return [e.proto for e in at.exception]
+
+
+def test_a_served_app_shows_no_tracebacks(monkeypatch):
+    """An uncaught error in a page, with the config a served app reads (``streamlit run app.py`` from
+    the repository: .streamlit/config.toml): the browser gets Streamlit's generic message — no
+    traceback, no exception type, no message (file paths, code). The same error with
+    showErrorDetails = full shows all three, so the check can see a leak."""
+    from streamlit import config
+
+    before = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        config.get_config_options(force_reparse=True)  # as `streamlit run` from the repository reads it
+        served = _home_with_an_uncaught_error(monkeypatch)
+        config.set_option("client.showErrorDetails", "full")
+        leaky = _home_with_an_uncaught_error(monkeypatch)
+    finally:
+        os.chdir(before)
+        config.get_config_options(force_reparse=True)
+    assert any(p.stack_trace for p in leaky) and any(PLANTED in p.message for p in leaky)  # the control leaks
+    for proto in served:
+        assert not proto.stack_trace and not proto.type, proto
+        assert PLANTED not in proto.message and "Traceback" not in proto.message, proto
+        assert "redacted" in proto.message, proto

@@ -315,8 +315,10 @@ class TranslationTask(Task):
     real_datasets = ("multi30k",)
     presets = {
         # captions v2 (context-decided synonyms): both architectures generalise — measured cold on 2 CPU
-        # cores: Transformer BLEU 66 train / 34 val in 217 s, LSTM 79 / 61 in 145 s (victim, 2 shadows,
-        # every attack incl. LiRA/RMIA; bench/presets.py). 1,000 pairs: at 300 both memorise (val < 10);
+        # cores: Transformer BLEU 66 train / 34 val in 128 s wall, LSTM 79 / 61 in 76 s (victim, 2 shadows,
+        # every attack incl. LiRA/RMIA; `bench/presets.py --presets quick`, one seed, docs/results.md "Quick
+        # presets, built-in data"; the same figures as preset_notes["quick"]). 1,000 pairs: at 300 both
+        # memorise (val < 10);
         # 2 Transformer layers: val 34 vs 21 with one at equal parameters.
         "quick": dict(dataset="captions", n_train=1000, n_eval=200, epochs=16, batch_size=32, lr=5e-3,
                       n_shadows=2, attack_epochs=(8,), attack_train_epochs=40,
@@ -345,8 +347,8 @@ class TranslationTask(Task):
     }
 
     preset_notes = {
-        "quick": "built-in captions corpus, no data folder; cold on 2 CPU cores 128 s (Transformer) / 76 s (LSTM), "
-                 "measured (docs/results.md). Too small for real data.",
+        "quick": "built-in captions corpus, no data folder; cold on 2 CPU cores 128 s (Transformer) / 76 s (LSTM) "
+                 "wall, one seed on a shared machine, measured (docs/results.md). Too small for real data.",
         "multi30k_cpu": "Multi30K in data_dir (train.<src>.gz and train.<tgt>.gz; en→de by default, de→en with "
                         "src_lang/tgt_lang; no fr in the shared data); 1,000 pairs, 2 shadows; the LSTM trains 28 "
                         "epochs, the Transformer 18. Measured over 3 seeds × 2 directions (docs/results.md), one CPU "
