@@ -301,6 +301,20 @@ def victim_source(cfg: ExperimentConfig) -> dict[str, Any]:
     return {"kind": "user weights", "weights_sha256": cfg.target_weights_sha256, "members_sha256": cfg.members_sha256}
 
 
+#: the analyses that train victims of their own from the recipe (longer, in blocks, with canaries): with a
+#: user's model they would describe those models, not the one audited
+RETRAINING_ANALYSES = ("memorization", "overtraining", "audit")
+
+
+def refuse_loaded_victim(cfg: ExperimentConfig, analysis: str) -> None:
+    """Raise :class:`ConfigError` when ``analysis`` (one of :data:`RETRAINING_ANALYSES`) is asked of a
+    config whose victim is the user's model: it would retrain a victim the user trained."""
+    if cfg.target_weights:
+        raise ConfigError(f"the {analysis} analysis trains victims of its own with the recipe; with target_weights "
+                          f"the victim is your trained model, which the explorer cannot retrain: leave out "
+                          f"{', '.join(RETRAINING_ANALYSES)}")
+
+
 #: schema of a trained model's meta entry (anything else is discarded as corrupted)
 _META = dict_with(params=int, per_epoch=list, train_s=float)
 
