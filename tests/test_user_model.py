@@ -13,8 +13,10 @@ import torch
 from safetensors.torch import save_file
 
 from core import cli
-from core.analyses.analysis import analyze
+from core.analyses.analysis import analyze, memorization
+from core.analyses.record_views import canary_audit
 from core.defenses.defender import DefenseSpec, Defender
+from core.defenses.sweeps import check_sweep
 from core.experiment.cache import ArtifactCache
 from core.experiment.pipeline import run_experiment, trained_models
 from core.experiment.roles import make_splits, user_splits
@@ -83,9 +85,16 @@ def test_an_exported_victim_audited_as_your_model_gives_the_same_numbers(root, t
     assert reopened.victim.cache_hit and np.array_equal(reopened.splits.victim_members, models.splits.victim_members)
     point = Defender(reopened).point(DefenseSpec("dirichlet", 1.0), "naive", utility=False)
     assert "shadow" in point["attacks"] and point["value"] == 1.0  # the sliders' point, on the loaded model
-    # the retraining analyses are refused, before any work
-    with pytest.raises(ConfigError, match="cannot retrain"):
-        analyze({"ffnn": bound}, ("overtraining",))
+    # the analyses and defenses that retrain the victim are refused, before any work
+    before = len(ArtifactCache().keys())
+    for refused in (lambda: analyze({"ffnn": bound}, ("overtraining",)), lambda: memorization(bound),
+                    lambda: canary_audit(bound, 4), lambda: check_sweep(bound, "l2", [1e-3]),
+                    lambda: check_sweep(bound, "dpsgd", [1.0])):
+        with pytest.raises(ConfigError, match="retrain"):
+            refused()
+    with pytest.raises(ConfigError, match="leave dp off"):
+        bound.with_updates({"dp": "sigma"}).validate()
+    assert len(ArtifactCache().keys()) == before
 
 
 def test_the_cache_key_binds_the_files_content_not_their_path(root):
