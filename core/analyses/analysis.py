@@ -49,6 +49,7 @@ from core.analyses.record_views import (DEFAULT_CANARIES, audit_view, budget_vie
     exposure_view, slices_view)
 from core.measurement.responses import Responses
 from core.experiment.results import DefendedPoint, RunSummary
+from core.experiment.roles import RETRAINING_ANALYSES, refuse_loaded_victim
 from core.measurement.stats import compare as paired_compare
 from core.tasks import get_task
 
@@ -263,6 +264,7 @@ def overtraining(cfg: ExperimentConfig, factor: int = 3, points: int = 8, progre
                  cache: ArtifactCache | None = None) -> dict[str, Any]:
     """Attack accuracy at epochs up to ``factor`` × the preset's, a separate attack per checkpoint.
     ``progress(fraction)`` is told how far the (cached) longer run is."""
+    refuse_loaded_victim(cfg, "overtraining")
     if not 2 <= factor <= 10:
         raise ConfigError(f"factor must lie in 2..10, got {factor}")
     long = cfg.with_updates({"epochs": cfg.epochs * factor, "attack_epochs": _spread(cfg.epochs * factor, points)})
@@ -359,6 +361,7 @@ def memorization(cfg: ExperimentConfig, blocks: int = 4, epochs_per_block: int |
     vs as many of its non-members. The studies' finding: the FFNN forgets early blocks (attack
     → 50 %), the RNN does not. The result is cached under the training hash and the schedule.
     """
+    refuse_loaded_victim(cfg, "memorization")
     cache = cache or ArtifactCache()
     if not 2 <= blocks <= 10:
         raise ConfigError(f"blocks must lie in 2..10, got {blocks}")
@@ -488,6 +491,10 @@ def analyze(configs: dict[str, ExperimentConfig], analyses: tuple[str, ...] = AN
         raise ConfigError("the exposure analysis compares two architectures: give both ffnn and rnn")
     if "audit" in analyses and canaries < 2:
         raise ConfigError(f"the audit needs at least 2 canaries, got {canaries}")
+    for name in RETRAINING_ANALYSES:  # before any work: a user's model cannot be retrained
+        if name in analyses:
+            for cfg in configs.values():
+                refuse_loaded_victim(cfg, name)
     cache = cache or ArtifactCache()
     say = progress or (lambda stage, fraction: None)
     out: dict[str, Any] = {"task": next(iter(configs.values())).task, "archs": list(configs), "verdicts": {}}

@@ -42,7 +42,7 @@ from core.experiment.pipeline import cached_summary, trained_models
 from core.experiment.reference_attacks import (LIRA_ONLINE, fit_reference_attacks, lira_scores, online_references,
     reference_inputs, score_reference_attacks)
 from core.analyses.repeats import repeat_config
-from core.experiment.roles import is_cached, make_splits, role_seed, train_model
+from core.experiment.roles import is_cached, make_splits, refuse_loaded_victim, role_seed, train_model
 from core.measurement.slices import MIN_SLICE_RECORDS, slice_metrics
 from core.tasks import get_task
 
@@ -215,6 +215,7 @@ def canary_audit(cfg: ExperimentConfig, m: int = DEFAULT_CANARIES, seed: int = 0
                  progress: Callable[[float], None] | None = None) -> dict[str, Any]:
     """The one-run audit of ``cfg``'s recipe with ``m`` canaries (module docstring); cached under
     (training hash, m, seed), so it trains once."""
+    refuse_loaded_victim(cfg, "audit")
     cache = cache or ArtifactCache()
     key = cache.key("analysis", cfg.training_hash, "audit", int(m), int(seed))
     stored = cache.get_json(key)

@@ -58,6 +58,10 @@ def check_sweep(cfg: ExperimentConfig, mechanism: str, values: list[float], targ
     the defense available for the task (``clip``: navigation), ``target_epsilon`` only where
     the defense has a target parameter (DP-SGD). Every point's config is validated too."""
     defense = get_training(mechanism)
+    if cfg.target_weights:  # every point retrains the victim, and a user's model is loaded, not trained here
+        raise ConfigError(f"the {mechanism} defense retrains the victim at every value; with target_weights the victim "
+                          f"is your trained model: retrain it yourself and audit each model, or use the after-training "
+                          f"defenses (defend --mechanism dirichlet|gpm)")
     if not defense.applies_to(cfg.task):
         raise ConfigError(f"the {mechanism} defense ({defense.label}) exists for {', '.join(defense.tasks or ())} "
                           f"only, not {cfg.task}")

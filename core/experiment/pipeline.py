@@ -40,8 +40,9 @@ from core.foundations.progress import ProgressCallback, ProgressTracker
 from core.experiment.reference_attacks import reference_attack_outcomes
 from core.measurement.responses import Responses
 from core.experiment.results import RunSummary
-from core.experiment.roles import (Splits, TrainedModel, TrainedModels, check_memory, load_trained, make_splits,
-    model_from_weights, reference_answers, role_seed, seed_everything, store_trained, train_or_load)
+from core.experiment.roles import (Splits, TrainedModel, TrainedModels, check_memory, load_trained, load_user_victim,
+    make_splits, model_from_weights, reference_answers, role_seed, seed_everything, store_trained, train_or_load,
+    victim_source)
 from core.tasks import get_task
 from core.tasks.base import Task
 
@@ -77,18 +78,21 @@ def trained_models(
     tracker.update("data", 0.0)
     t = time.perf_counter()
     data = task.load(cfg)
-    splits = make_splits(cfg, data)
+    splits = make_splits(cfg, data, cache)
     check_memory(task, cfg, data)
     data_s = time.perf_counter() - t
     tracker.finish("data")
 
     t = time.perf_counter()
     stage = role_stage(cfg, "victim")
-    victim = train_or_load(
-        task, cfg, data, "victim", splits.victim_members, splits.eval_index, cache,
-        measure_utility=(splits.eval_members, splits.victim_nonmembers),
-        on_progress=lambda f: tracker.update(stage, f),
-    )
+    if cfg.target_weights:  # the user's model: loaded and checked before any shadow trains
+        victim = load_user_victim(task, cfg, data, splits, cache, on_progress=lambda f: tracker.update(stage, f))
+    else:
+        victim = train_or_load(
+            task, cfg, data, "victim", splits.victim_members, splits.eval_index, cache,
+            measure_utility=(splits.eval_members, splits.victim_nonmembers),
+            on_progress=lambda f: tracker.update(stage, f),
+        )
     tracker.finish(stage)
     victim_s = time.perf_counter() - t
 
@@ -120,12 +124,14 @@ def _train_missing_on(executor: Executor, cfg: ExperimentConfig, cache: Artifact
     if tracker is not None:
         tracker.update("data", 0.0)
     data = task.load(cfg)
-    splits = make_splits(cfg, data)
+    splits = make_splits(cfg, data, cache)
     check_memory(task, cfg, data)
     if tracker is not None:
         tracker.finish("data")
     jobs = []
-    if load_trained(task, cfg, data, "victim", cache, len(splits.eval_index)) is None:
+    if cfg.target_weights:  # the user's model is loaded here, not trained: its weights are checked before the jobs
+        load_user_victim(task, cfg, data, splits, cache)
+    elif load_trained(task, cfg, data, "victim", cache, len(splits.eval_index)) is None:
         jobs.append(TrainingJob(cfg.to_dict(), "victim", as_tuple(splits.victim_members), as_tuple(splits.eval_index),
                                 (as_tuple(splits.eval_members), as_tuple(splits.victim_nonmembers))))
     for i in range(cfg.n_shadows):
@@ -400,6 +406,7 @@ def run_experiment(
         "cache_corrupted": cache.corrupted[corrupted_before:],
     }
     summary["attack"]["name"] = primary
+    summary["victim_source"] = {**victim_source(cfg), "n_members": int(len(splits.victim_members))}
     summary["shadow_fidelity"] = fidelity
     # one record of the evaluation set = how much TPR / FPR / accuracy (read before comparing numbers)
     summary["resolution"] = resolution(int(splits.eval_membership.sum()), int((~splits.eval_membership).sum()))

@@ -28,6 +28,7 @@ import torch
 from safetensors.torch import save as save_safetensors
 
 from core.experiment.cache import ArtifactCache, dict_with, tensor_shapes
+from core.experiment.user_model import member_index, user_weights
 from core.foundations.config import ExperimentConfig
 from core.foundations.device import default_device
 from core.foundations.errors import ConfigError, ResourceLimitError, TrainingDivergedError
@@ -61,8 +62,12 @@ class Splits:
         return np.r_[np.ones(n, bool), np.zeros(n, bool)]
 
 
-def make_splits(cfg: ExperimentConfig, data: TaskData) -> Splits:
-    """Seeded member/non-member splits of the victim's and attacker's halves."""
+def make_splits(cfg: ExperimentConfig, data: TaskData, cache: ArtifactCache | None = None) -> Splits:
+    """Seeded member/non-member splits of the victim's and attacker's halves (with ``target_weights``:
+    :func:`user_splits` around the listed members, read through ``cache``)."""
+    if cfg.target_weights:
+        cache = cache or ArtifactCache()
+        return user_splits(cfg, data, member_index(get_task(cfg.task), cfg, data, cache))
     need = cfg.n_train + cfg.n_eval
     for name, pool in (("victim", data.victim_pool), ("attacker", data.attacker_pool)):
         if len(pool) < need:
@@ -74,12 +79,65 @@ def make_splits(cfg: ExperimentConfig, data: TaskData) -> Splits:
         raise ConfigError(f"n_eval ({cfg.n_eval}) must not exceed n_train ({cfg.n_train}) for a balanced evaluation set")
     rng = np.random.default_rng(cfg.seed)
     victim = rng.permutation(data.victim_pool)
+    shadow_in, shadow_out = _shadow_splits(cfg, data.attacker_pool)
+    return Splits(victim[: cfg.n_train], victim[cfg.n_train : need], shadow_in, shadow_out)
+
+
+def _shadow_splits(cfg: ExperimentConfig, pool: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Shadow i's n_train members and n_eval non-members: a permutation of ``pool`` seeded by (seed, i)."""
     shadow_in, shadow_out = [], []
     for i in range(cfg.n_shadows):
-        perm = np.random.default_rng([cfg.seed, 1000 + i]).permutation(data.attacker_pool)
+        perm = np.random.default_rng([cfg.seed, 1000 + i]).permutation(pool)
         shadow_in.append(perm[: cfg.n_train])
-        shadow_out.append(perm[cfg.n_train : need])
-    return Splits(victim[: cfg.n_train], victim[cfg.n_train : need], shadow_in, shadow_out)
+        shadow_out.append(perm[cfg.n_train : cfg.n_train + cfg.n_eval])
+    return shadow_in, shadow_out
+
+
+def user_splits(cfg: ExperimentConfig, data: TaskData, members: np.ndarray) -> Splits:
+    """The splits around a user's model that trained on records ``members`` (issue 33, way 3).
+
+    The rule (seeded by ``cfg.seed``; listed and unlisted records never mix):
+
+    * victim members: every listed record, ordered as the explorer's own split orders records — the
+      victim's half in :func:`make_splits`' permutation, then the attacker's half in a permutation
+      seeded by (seed, 2); the evaluation's members are the first ``n_eval`` of them;
+    * evaluation non-members: the first ``n_eval`` *unlisted* records of the victim's half in that
+      same permutation (balanced: as many as the evaluation's members);
+    * attacker's pool: the attacker's half without the listed records (a listed record there is
+      left out, never trained on or queried by a shadow); shadow i draws ``n_train`` members and
+      ``n_eval`` non-members from it as in :func:`make_splits`.
+
+    A victim the explorer trained, exported with its members, so gets back the very splits of its
+    run (same non-members, same shadows). Listed members can therefore never overlap the attacker's
+    pool; too few of them or of the unlisted records is refused.
+
+    Raises:
+        ConfigError: fewer members than n_train (or n_eval), fewer unlisted records of the victim's
+            half than n_eval, or an attacker's pool smaller than n_train + n_eval.
+    """
+    members = np.asarray(members, np.int64)
+    if cfg.n_train > len(members):
+        raise ConfigError(f"n_train ({cfg.n_train}), the shadows' training-set size, exceeds the {len(members)} listed "
+                          f"members: lower n_train (left out, it is the number of members)")
+    if cfg.n_eval > cfg.n_train:
+        raise ConfigError(f"n_eval ({cfg.n_eval}) must not exceed n_train ({cfg.n_train}) for a balanced evaluation set")
+    victim_order = np.random.default_rng(cfg.seed).permutation(data.victim_pool)
+    attacker_order = np.random.default_rng([cfg.seed, 2]).permutation(data.attacker_pool)
+    order = np.concatenate([victim_order, attacker_order])
+    rank = np.full(int(order.max()) + 1 if order.size else 0, order.size, np.int64)
+    rank[order] = np.arange(order.size)
+    ordered_members = members[np.argsort(rank[members], kind="stable")]
+    nonmembers = victim_order[~np.isin(victim_order, members)][: cfg.n_eval]
+    if len(nonmembers) < cfg.n_eval:
+        raise ConfigError(f"only {len(nonmembers)} records of the victim's half of {data.description!r} are not listed "
+                          f"as members; the evaluation needs n_eval = {cfg.n_eval} non-members: lower n_eval or list "
+                          f"fewer members")
+    pool = data.attacker_pool[~np.isin(data.attacker_pool, members)]
+    if len(pool) < cfg.n_train + cfg.n_eval:
+        raise ConfigError(f"the attacker's pool (the attacker's half without listed members) holds {len(pool)} records; "
+                          f"each shadow needs n_train + n_eval = {cfg.n_train + cfg.n_eval}: lower n_train or n_eval")
+    shadow_in, shadow_out = _shadow_splits(cfg, pool)
+    return Splits(ordered_members, nonmembers, shadow_in, shadow_out)
 
 
 def available_memory() -> int:
@@ -201,6 +259,60 @@ def train_or_load(
     if on_progress:
         on_progress(1.0)
     return loaded
+
+
+def load_user_victim(task: Task, cfg: ExperimentConfig, data: TaskData, splits: Splits, cache: ArtifactCache,
+                     on_progress: Callable[[float], None] | None = None) -> TrainedModel:
+    """The victim of a config with ``target_weights``: the user's model, loaded, never trained.
+
+    Its weights are checked against this config's architecture (:func:`core.experiment.user_model.user_weights`),
+    then it answers the evaluation set and its utility is measured on the evaluation's members and
+    non-members (one learning-curve row, at ``cfg.epochs``); the result is cached like a trained
+    victim (under the training hash, which binds the files' sha256), so a reopened run needs the
+    files no more.
+
+    Raises:
+        ConfigError: the weights do not fit, or the model answers with NaN or infinite outputs.
+    """
+    loaded = load_trained(task, cfg, data, "victim", cache, len(splits.eval_index))
+    if loaded is None:
+        cache.check_usable(write=True)
+        weights = user_weights(task, cfg, data)
+        model = model_from_weights(task, cfg, weights, data)
+        row = {"epoch": cfg.epochs,
+               **task.epoch_metrics(cfg, model, data, splits.eval_members, splits.victim_nonmembers)}
+        try:
+            responses = {cfg.epochs: task.respond(cfg, model, data, splits.eval_index).validate()}
+        except ValueError as exc:  # NaN probabilities from finite but extreme weights
+            raise ConfigError(f"the model of target_weights answers with invalid outputs ({exc})") from None
+        # trained 0 s here: the training happened elsewhere
+        loaded = TrainedModel("victim", task.param_count(model), [row], responses, weights, 0.0, False)
+        store_trained(cache, cfg, loaded)
+    if on_progress:
+        on_progress(1.0)
+    return loaded
+
+
+def victim_source(cfg: ExperimentConfig) -> dict[str, Any]:
+    """Where the victim of ``cfg`` came from, for the summary: trained by the explorer, or the user's
+    weights (loaded) with the sha256 of the weights file and of the member list."""
+    if not cfg.target_weights:
+        return {"kind": "trained"}
+    return {"kind": "user weights", "weights_sha256": cfg.target_weights_sha256, "members_sha256": cfg.members_sha256}
+
+
+#: the analyses that train victims of their own from the recipe (longer, in blocks, with canaries): with a
+#: user's model they would describe those models, not the one audited
+RETRAINING_ANALYSES = ("memorization", "overtraining", "audit")
+
+
+def refuse_loaded_victim(cfg: ExperimentConfig, analysis: str) -> None:
+    """Raise :class:`ConfigError` when ``analysis`` (one of :data:`RETRAINING_ANALYSES`) is asked of a
+    config whose victim is the user's model: it would retrain a victim the user trained."""
+    if cfg.target_weights:
+        raise ConfigError(f"the {analysis} analysis trains victims of its own with the recipe; with target_weights "
+                          f"the victim is your trained model, which the explorer cannot retrain: leave out "
+                          f"{', '.join(RETRAINING_ANALYSES)}")
 
 
 #: schema of a trained model's meta entry (anything else is discarded as corrupted)

@@ -224,6 +224,13 @@ class ExperimentConfig:
             everything measured after training (Responses, utility, attacks) is computed in
             float32/float64. Image and translation only (PPO keeps float32), not with DP-SGD.
             A training field: bf16 models are other models (float32 adds nothing to the hashes).
+        target_weights, members: your trained model as the victim (issue 33, way 3;
+            :mod:`core.foundations.user_files`, docs/your_data.md): a safetensors file of its weights
+            and a text file of the records it trained on (one record id a line), under the data root.
+            The victim is then loaded, not trained; the shadows train with this config's recipe.
+        target_weights_sha256, members_sha256: the sha256 of those files' bytes, filled in when the
+            config is made (:func:`core.foundations.user_files.bind_user_files`): they, not the paths,
+            enter the hashes.
         options: task-specific options (a frozen dataclass owned by the task module).
 
     The DP fields that change nothing in a config (all of them while ``dp`` is off; the target
@@ -257,6 +264,10 @@ class ExperimentConfig:
     dp_epsilon: float = bounded(8.0, 0, 1_000_000, lo_open=True)
     dp_accountant: str = "rdp"
     precision: str = "float32"
+    target_weights: str = ""
+    members: str = ""
+    target_weights_sha256: str = ""
+    members_sha256: str = ""
     options: Any = field(default=None)
 
     #: fields with a fixed set of values (forms offer them as a choice)
@@ -302,9 +313,33 @@ class ExperimentConfig:
         for e in self.attack_epochs:
             if isinstance(e, bool) or not isinstance(e, int) or not 1 <= e <= self.epochs:
                 raise ConfigError(f"attack_epochs must lie in 1..epochs={self.epochs}, got {shown(e)}")
+        self._validate_user_model()
         if self.options is not None and hasattr(self.options, "validate"):
             self.options.validate()
         return self
+
+    def _validate_user_model(self) -> None:
+        """A user's model as the victim (``target_weights``): both files bound to their content, and
+        nothing asked of the victim's training, which happened elsewhere."""
+        for path_field, digest_field in (("target_weights", "target_weights_sha256"), ("members", "members_sha256")):
+            path, digest = getattr(self, path_field), getattr(self, digest_field)
+            if digest and (len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest)):
+                raise ConfigError(f"{digest_field} must be 64 lower-case hex digits, got {shown(digest)}")
+            if digest and not path:
+                raise ConfigError(f"{digest_field} is set but {path_field} names no file")
+            if path and not digest:
+                raise ConfigError(f"{path_field} is not bound to its content yet: make the config with the task's "
+                                  f"make_config (it reads the file and records its sha256)")
+        if bool(self.target_weights) != bool(self.members):
+            raise ConfigError("target_weights and members go together: the weights of your trained model and the list "
+                              "of the records it trained on")
+        if self.target_weights:
+            if self.private:
+                raise ConfigError("dp applies to models the explorer trains; the victim of target_weights is loaded "
+                                  "(train it with DP-SGD yourself), so leave dp off")
+            if self.attack_epochs:
+                raise ConfigError("attack_epochs must be empty with target_weights: a loaded model has its final "
+                                  "weights only, no checkpoints")
 
     # ------------------------------------------------------------------ derived
     @property
@@ -351,6 +386,16 @@ class ExperimentConfig:
         d = self.to_dict()
         for name in LABEL_FIELDS | REPEAT_FIELDS | exclude | self.inert_fields():
             d.pop(name, None)
+        # a user's model (issue 33): its files' content is hashed, not where they lay; unused, the fields
+        # stay out (every hash made before they existed is unchanged)
+        if self.target_weights and not self.target_weights_sha256 or self.members and not self.members_sha256:
+            raise ConfigError("target_weights / members are not bound to their content: make the config with the "
+                              "task's make_config")
+        for name in ("target_weights", "members"):
+            d.pop(name, None)
+        for name in ("target_weights_sha256", "members_sha256"):
+            if not d.get(name):
+                d.pop(name, None)
         # option fields added after runs were cached: out of the hash while at their default
         defaults = {f.name: f.default for f in fields(self.options)} if self.options is not None else {}
         for name in getattr(self.options, "OMIT_AT_DEFAULT", ()):
@@ -391,6 +436,10 @@ class ExperimentConfig:
             else:
                 known = sorted([k for k in top if k != "options"] + list(opt_fields))
                 raise ConfigError(f"unknown config key {shown(key)}; known keys: {', '.join(known)}")
+        for path_field, digest_field in (("target_weights", "target_weights_sha256"), ("members", "members_sha256")):
+            if path_field in top_updates and top_updates[path_field] != getattr(self, path_field) \
+                    and digest_field not in top_updates:
+                top_updates[digest_field] = ""  # another file: its content is read again (Task.make_config)
         new = dataclasses.replace(self, **top_updates)
         if opt_updates:
             new = dataclasses.replace(new, options=dataclasses.replace(self.options, **opt_updates))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
@@ -18,6 +18,7 @@ from torch import nn
 from core.attacks.shadow_attacks import Attack, AttackTraining
 from core.foundations.config import ExperimentConfig
 from core.foundations.errors import ConfigError
+from core.foundations.user_files import bind_user_files
 from core.measurement.responses import Responses
 from core.measurement.slices import quantile_buckets
 
@@ -132,7 +133,8 @@ class Task(ABC):
         cfg = base.with_updates(preset_fields)
         if overrides:
             cfg = cfg.with_updates(overrides)
-        return cfg.validate()
+        # a user's model as the victim: its files' content into the config (read once, here)
+        return bind_user_files(cfg, given=set(overrides or ())).validate()
 
     @abstractmethod
     def load(self, cfg: ExperimentConfig) -> TaskData:
@@ -252,6 +254,35 @@ class Task(ABC):
         victim (``victim()``, called only then) answers on it. ``role`` ("member" or "non-member")
         labels it. Data only: the page draws it by :attr:`RecordView.kind`. Default: the index."""
         return RecordView("text", f"record {int(index)} ({role})", lines=(("record", f"#{int(index)}"),))
+
+    #: what a record id of a member list is (issue 33, way 3), one line for the docs and the errors
+    record_id_meaning: str = "the record's 0-based index in the task's record list"
+
+    def record_ids(self, cfg: ExperimentConfig, data: TaskData, index: np.ndarray) -> list[str]:
+        """The ids of records ``index`` as a member list writes them (:meth:`record_indices` inverts
+        it). Default: the index in decimal."""
+        return [str(int(i)) for i in index]
+
+    def record_indices(self, cfg: ExperimentConfig, data: TaskData, ids: Sequence[str]) -> np.ndarray:
+        """The record indices of a member list's ``ids`` (in that order): how a user's list of the
+        records their model trained on (issue 33, way 3) addresses ``data``. A task whose records have
+        names (a relative image path, a CSV row, a text line) overrides this and :meth:`record_ids`.
+
+        Default: an id is :attr:`record_id_meaning`, written in decimal; the records are those of
+        the victim's and the attacker's halves.
+
+        Raises:
+            ConfigError: an id that names no record (the first few are quoted).
+        """
+        known = np.union1d(data.victim_pool, data.attacker_pool)
+        # decimal digits only ("+3", " 3", "3.0", "٣" are no ids); -1 where not a number
+        out = np.array([int(t) if t.isascii() and t.isdigit() and len(t) <= 18 else -1 for t in ids], np.int64)
+        unknown = [t for t, ok in zip(ids, np.isin(out, known)) if not ok]
+        if unknown:
+            shown = ", ".join(repr(t[:40]) for t in unknown[:3]) + (f" and {len(unknown) - 3} more" if len(unknown) > 3 else "")
+            raise ConfigError(f"members: {len(unknown)} id(s) name no record of {data.description!r}: {shown} "
+                              f"(an id is {self.record_id_meaning}, 0..{int(known.max()) if known.size else -1})")
+        return out
 
     def slice_labels(self, cfg: ExperimentConfig, data: TaskData, records: np.ndarray,
                      summary: dict[str, Any]) -> dict[str, list[str]]:

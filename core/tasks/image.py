@@ -282,6 +282,8 @@ class ImageTask(Task):
              "numbers, under the results). The cifar_cpu preset runs real CIFAR-10 sized for 2 CPU cores "
              "(docs/results.md), the paper preset the study's layout.")
     real_datasets = ("cifar10",)
+    record_id_meaning = ("the image's 0-based index in the data source (digits: scikit-learn's load_digits order; "
+                         "cifar10: data_batch_1 … data_batch_5 in file order)")
     presets = {
         # ~1 minute on 2 CPU cores for one architecture, shadows included
         # (the study trains ResNet with lr 1e-3 and ReNet with lr 1e-2: paper 000 §4.2)

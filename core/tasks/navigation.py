@@ -248,6 +248,7 @@ class NavigationTask(Task):
     utility_metric = "return"
     label = "Navigation (deep RL)"
     record_names = ("map", "maps")
+    record_id_meaning = "the map's environment seed (victim's half 0..map_pool-1, attacker's map_pool..2·map_pool-1)"
     width_knob = "actor_hidden"
     privacy_unit = "one trajectory window (recurrence frames of one environment in one PPO update)"
     privacy_unit_is_record = False  # a map yields many windows (privacy_caveat)

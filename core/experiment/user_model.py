@@ -1,0 +1,88 @@
+"""A user's trained model as the victim (issue 33, way 3): its member list and its weights, checked.
+
+The config names the files and holds the sha256 of their bytes (:mod:`core.foundations.user_files`).
+Here they are read for the experiment:
+
+* :func:`member_index` — the listed records as indices of the task's data source, through the task's
+  :meth:`~core.tasks.base.Task.record_indices`. The list's bytes are kept in the cache under their
+  sha256, so a cached run reopens (Defenses, Analyses) after the file moved or changed (its victim's
+  weights are cached like a trained victim's).
+* :func:`user_weights` — the safetensors file's tensors, which must be exactly the state dict of
+  this config's architecture (names, shapes, floating point where the model's are) and finite.
+
+Both refuse with one :class:`~core.foundations.errors.ConfigError` line; :mod:`core.experiment.roles`
+calls them before any model trains.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+from safetensors.torch import load as load_safetensors
+
+from core.experiment.cache import ArtifactCache
+from core.foundations.config import ExperimentConfig
+from core.foundations.errors import ConfigError
+from core.foundations.user_files import (MAX_MEMBERS_BYTES, MAX_WEIGHTS_BYTES, parse_member_ids, read_bound_file,
+    sha256_hex)
+from core.tasks.base import Task, TaskData
+
+
+def member_index(task: Task, cfg: ExperimentConfig, data: TaskData, cache: ArtifactCache) -> np.ndarray:
+    """The indices of the records the user's model trained on, in the list's order.
+
+    The list's bytes come from the cache (content-addressed by the config's ``members_sha256``), else
+    from the file, checked against that sha256 and cached once they map to records.
+
+    Raises:
+        ConfigError: the file changed, or the list is not one id a line, names an id twice or a
+            record the task does not have.
+    """
+    key = cache.key("user_file", cfg.members_sha256)
+    payload = cache.get_bytes(key)
+    from_file = payload is None or sha256_hex(payload) != cfg.members_sha256
+    if from_file:
+        payload = read_bound_file(cfg.members, "members", MAX_MEMBERS_BYTES, cfg.members_sha256)
+    index = task.record_indices(cfg, data, parse_member_ids(payload))
+    if from_file and not cache.read_only:
+        cache.put_bytes(key, payload)
+    return index
+
+
+def user_weights(task: Task, cfg: ExperimentConfig, data: TaskData) -> dict[str, torch.Tensor]:
+    """The user's weights, as the state dict of the model of ``cfg`` (floating tensors cast to the
+    model's dtype: a float16 or float64 export loads as the float32 model).
+
+    Raises:
+        ConfigError: the file changed since the config was made, is not safetensors, or its tensors
+            are not this architecture's (a name missing or extra, a shape or a kind differing), or
+            hold NaN or infinite values.
+    """
+    payload = read_bound_file(cfg.target_weights, "target_weights", MAX_WEIGHTS_BYTES, cfg.target_weights_sha256)
+    try:
+        tensors = load_safetensors(payload)
+    except Exception as exc:  # safetensors raises its own error types for a malformed header
+        reason = " ".join(str(exc).split())[:120] or type(exc).__name__
+        raise ConfigError(f"target_weights {cfg.target_weights!r} is not a safetensors file ({reason}); export with "
+                          f"safetensors.torch.save_file(model.state_dict(), path)") from None
+    torch.manual_seed(0)  # construction only: every value is replaced by the user's
+    expected = task.build_model(cfg, data).state_dict()
+    model_name = f"the {cfg.task}/{cfg.arch} model of this config ({len(expected)} tensors)"
+    missing, extra = sorted(set(expected) - set(tensors)), sorted(set(tensors) - set(expected))
+    if missing or extra:
+        parts = ([f"missing {', '.join(missing[:3])}" + (" …" if len(missing) > 3 else "")] if missing else []) + \
+                ([f"not in it {', '.join(extra[:3])}" + (" …" if len(extra) > 3 else "")] if extra else [])
+        raise ConfigError(f"target_weights do not fit {model_name}: {'; '.join(parts)} (arch and the size options "
+                          f"must be those the model was built with)")
+    out = {}
+    for name, want in expected.items():
+        got = tensors[name]
+        if tuple(got.shape) != tuple(want.shape):
+            raise ConfigError(f"target_weights do not fit {model_name}: {name} has shape {tuple(got.shape)}, the "
+                              f"model's is {tuple(want.shape)}")
+        if got.is_floating_point() != want.is_floating_point() or got.is_complex():
+            raise ConfigError(f"target_weights do not fit {model_name}: {name} is {got.dtype}, the model's {want.dtype}")
+        if got.is_floating_point() and not bool(torch.isfinite(got).all()):
+            raise ConfigError(f"target_weights hold NaN or infinite values in {name}: a model that diverged cannot "
+                              f"be audited")
+        out[name] = got.to(want.dtype).contiguous()
+    return out

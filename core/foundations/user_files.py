@@ -1,0 +1,186 @@
+"""A user's trained model as an experiment's victim (issue 33, way 3): the two files it is named by.
+
+``--set target_weights=FILE.safetensors --set members=FILE.txt`` makes the victim the user's model,
+loaded instead of trained. The config names the files by path, but an experiment is what the files
+*hold*: :func:`bind_user_files` reads both (once, when the config is made) and puts the sha256 of
+their bytes into the config (``target_weights_sha256``, ``members_sha256``); the hashes, not the
+paths, enter the config hash, so a changed file is another experiment and a moved one the same.
+Whoever reads a file again later (the victim's weights, the member list) checks its bytes against
+the hash the config holds (:func:`read_bound_file`).
+
+Nothing read is trusted (the app passes what was typed in a browser): both files must lie under the
+data root (:mod:`core.foundations.paths`; ``MIA_DATA_ROOT=/`` lifts it), no component of the path
+may be a symbolic link, the file must be a regular file no larger than its cap, and the member list
+must be UTF-8 text with one record id per line and no id twice. Each failure is one
+:class:`~core.foundations.errors.ConfigError` line, before any data is loaded or model trained.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+from core.foundations.errors import ConfigError
+from core.foundations.paths import DATA_ROOT_ENV, MAX_PATH_CHARS, data_root
+
+#: largest weights file read (bytes): far above the presets' models (the paper presets' largest is a few MB)
+MAX_WEIGHTS_BYTES = 256 * 2**20
+#: largest member list read (bytes): CIFAR-10's 50,000 indices take 300 kB, relative image paths a few MB
+MAX_MEMBERS_BYTES = 32 * 2**20
+#: longest record id (one line of the member list), in characters
+MAX_ID_CHARS = 4096
+#: config fields naming the user's files, and the fields holding their content's sha256
+USER_FILE_FIELDS = ("target_weights", "members")
+DIGEST_FIELDS = {"target_weights": "target_weights_sha256", "members": "members_sha256"}
+
+
+def user_file_path(text: str, what: str) -> Path:
+    """The absolute path ``text`` names (``~`` expanded, relative to the data root), if it lies under
+    the data root and no component of it is a symbolic link.
+
+    Raises:
+        ConfigError: empty, too long, a NUL byte, outside the data root, or through a link.
+    """
+    text = (text or "").strip()
+    if not text:
+        raise ConfigError(f"{what}: no file named")
+    if len(text) > MAX_PATH_CHARS or "\x00" in text:
+        raise ConfigError(f"{what} must be a path of at most {MAX_PATH_CHARS} characters without NUL bytes")
+    root = data_root()
+    try:
+        path = Path(text).expanduser()
+    except RuntimeError:  # "~nobody/x"
+        raise ConfigError(f"{what} {text!r}: no such home directory") from None
+    path = Path(os.path.normpath(path if path.is_absolute() else root / path))
+    if not path.is_relative_to(root):
+        raise ConfigError(f"{what} {text!r} lies outside the data root {str(root)!r}: put the file under it, "
+                          f"or set {DATA_ROOT_ENV} to a folder that holds it")
+    # links are not followed: a link inside the root could lead anywhere, and what the config's hash
+    # binds must be the file the path names
+    probe = root
+    for part in path.relative_to(root).parts:
+        probe = probe / part
+        if probe.is_symlink():
+            raise ConfigError(f"{what} {text!r} passes through the symbolic link {str(probe)!r}: name the file itself")
+    return path
+
+
+def read_user_file(text: str, what: str, limit: int) -> bytes:
+    """The bytes of the regular file ``text`` names (:func:`user_file_path`), at most ``limit`` of them.
+
+    Raises:
+        ConfigError: not found, not a regular file (a folder, a FIFO, a device), larger than
+            ``limit``, or unreadable.
+    """
+    path = user_file_path(text, what)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise ConfigError(f"{what} {text!r}: no such file") from None
+    except OSError as exc:
+        raise ConfigError(f"{what} {text!r} cannot be read: {exc.strerror or exc}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ConfigError(f"{what} {text!r} is not a regular file")
+        if info.st_size > limit:
+            raise ConfigError(f"{what} {text!r} holds {info.st_size:,} bytes; at most {limit:,} are read")
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        raise ConfigError(f"{what} {text!r} cannot be read: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    payload = b"".join(chunks)
+    if len(payload) > limit:  # it grew while being read
+        raise ConfigError(f"{what} {text!r} holds more than {limit:,} bytes")
+    return payload
+
+
+def sha256_hex(payload: bytes) -> str:
+    return hashlib.sha256(payload).hexdigest()
+
+
+def read_bound_file(text: str, what: str, limit: int, digest: str) -> bytes:
+    """:func:`read_user_file`, and the bytes must be the ones the config's ``digest`` names.
+
+    Raises:
+        ConfigError: as :func:`read_user_file`, or the file changed since the config was made.
+    """
+    payload = read_user_file(text, what, limit)
+    actual = sha256_hex(payload)
+    if actual != digest:
+        raise ConfigError(f"{what} {text!r} changed since this experiment was set up (its sha256 is now "
+                          f"{actual[:12]}…, the experiment's is {digest[:12]}…): start the run again to audit the new file")
+    return payload
+
+
+def parse_member_ids(payload: bytes, what: str = "members") -> tuple[str, ...]:
+    """The record ids of a member list: UTF-8 text, one id a line (surrounding blanks and a ``\\r``
+    removed, blank lines skipped), in file order.
+
+    Raises:
+        ConfigError: not UTF-8, no id, an id longer than :data:`MAX_ID_CHARS`, or an id twice.
+    """
+    try:
+        text = payload.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{what}: not UTF-8 text (byte {exc.start}); one record id a line") from None
+    ids: list[str] = []
+    first_line: dict[str, int] = {}
+    for number, line in enumerate(text.split("\n"), start=1):
+        record = line.strip()
+        if not record:
+            continue
+        if len(record) > MAX_ID_CHARS or "\x00" in record:
+            raise ConfigError(f"{what}: line {number} is not a record id (over {MAX_ID_CHARS} characters or a NUL byte)")
+        if record in first_line:
+            raise ConfigError(f"{what}: record id {record[:60]!r} is listed twice (lines {first_line[record]} and {number})")
+        first_line[record] = number
+        ids.append(record)
+    if not ids:
+        raise ConfigError(f"{what}: the member list names no record")
+    return tuple(ids)
+
+
+def bind_user_files(cfg: Any, given: frozenset[str] | set[str] = frozenset()) -> Any:
+    """``cfg`` with the sha256 of its user files filled in, read now where missing (issue 33, way 3).
+
+    A config naming no user file comes back unchanged. Otherwise both files must be named; a file
+    whose hash the config already holds (a config rebuilt from a summary or a job) is not read
+    here — its bytes are checked against the hash when it is read. Where the member list is read,
+    the fields the user did not set (``given``: the keys of the overrides) follow it: ``n_train``
+    (the shadows' training-set size) becomes the number of members, ``n_eval`` at most that, and
+    ``attack_epochs`` empty (a loaded model has its final weights only).
+
+    Raises:
+        ConfigError: one file without the other, or a file refused by :func:`read_user_file` /
+            :func:`parse_member_ids`.
+    """
+    weights, members = cfg.target_weights, cfg.members
+    if not weights and not members:
+        return cfg
+    if not weights or not members:
+        raise ConfigError("target_weights and members go together: the weights of your trained model and the list "
+                          "of the records it trained on (one record id a line)")
+    updates: dict[str, Any] = {}
+    if not cfg.target_weights_sha256:
+        updates["target_weights_sha256"] = sha256_hex(read_user_file(weights, "target_weights", MAX_WEIGHTS_BYTES))
+    if not cfg.members_sha256:
+        payload = read_user_file(members, "members", MAX_MEMBERS_BYTES)
+        n_members = len(parse_member_ids(payload))
+        updates["members_sha256"] = sha256_hex(payload)
+        if "n_train" not in given:
+            updates["n_train"] = n_members
+        if "n_eval" not in given:
+            updates["n_eval"] = min(cfg.n_eval, n_members)
+        if "attack_epochs" not in given:
+            updates["attack_epochs"] = ()
+    return cfg.with_updates(updates) if updates else cfg
