@@ -378,13 +378,23 @@ def budget_table(budgets: dict[str, dict[str, Any]]) -> pd.DataFrame:
         for arch, view in budgets.items() for name, c in view["curves"].items() for p in c["points"]])
 
 
+def slice_tpr_cell(r: dict[str, Any]) -> str:
+    """A slice's TPR at 1 % FPR with its interval, or, where its n non-members cannot resolve 1 %
+    (``tpr_resolved`` false), the same number named for what it is: the TPR at 0 false positives."""
+    cell = _ci(r["tpr_at_1pct"], r["tpr_low"], r["tpr_high"])
+    if r.get("tpr_resolved", True) or r["tpr_at_1pct"] is None:
+        return cell
+    return f"{cell} — TPR at 0 false positives (FPR < 1/{r['n_non_members']})"
+
+
 def slices_table(view: dict[str, Any]) -> pd.DataFrame:
     """Per architecture, slicing and slice of :func:`core.analyses.record_views.slices_view`: records, AUC and
-    TPR at 1 % FPR with their bootstrap 95 % intervals, and whether the slice is too small to read."""
+    TPR at 1 % FPR with their bootstrap 95 % intervals, and whether the slice is too small to read; a
+    slice whose non-members cannot resolve 1 % FPR says that its TPR is the TPR at 0 false positives."""
     return pd.DataFrame([
         {"architecture": ARCH_NAMES.get(arch, arch), "slicing": name, "slice": r["slice"], "members": r["n_members"],
          "non-members": r["n_non_members"], "AUC [95 % CI]": _ci(r["auc"], r["auc_low"], r["auc_high"]),
-         "TPR @ 1% FPR [95 % CI]": _ci(r["tpr_at_1pct"], r["tpr_low"], r["tpr_high"]),
+         "TPR @ 1% FPR [95 % CI]": slice_tpr_cell(r),
          "too small": "yes" if r["too_small"] else ""}
         for arch, by in view["archs"].items() for name, rows in by.items() for r in rows])
 
