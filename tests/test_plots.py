@@ -133,3 +133,14 @@ def test_log_roc_draws_only_what_the_non_members_measure_and_marks_the_floor():
     fig = plots.roc_band_figure({"rnn": band}, {"rnn": 200})
     assert min(fig.data[1].x) == pytest.approx(0.005) and fig.data[1].y[0] == 0.2
     assert [sh.x0 for sh in fig.layout.shapes] == [pytest.approx(1 / 200)]
+
+
+def test_repeats_table_names_an_unresolved_tpr_for_what_it_is():
+    e = {"mean": 0.1, "ci_low": 0.05, "ci_high": 0.15, "n": 3}
+    block = {"n": 3, "resolution": {"n_members": 200, "n_nonmembers": 200},
+             "metrics": {"attack_auc": e, "tpr_at_1pct_fpr": {**e, "mean": 0.3}, "tpr_at_0.1pct_fpr": e}}
+    table = plots.repeats_table({"ffnn": block})
+    assert "TPR @ 1% FPR" in table.columns and "TPR @ 0.1% FPR" not in table.columns
+    assert table["TPR at 0 false positives (FPR < 1/200)"][0] == "0.100 [0.050, 0.150]"
+    old = {k: v for k, v in block.items() if k != "resolution"}  # a block written before its resolution
+    assert "TPR @ 0.1% FPR" in plots.repeats_table({"ffnn": old}).columns

@@ -82,7 +82,7 @@ def test_comparison_json_is_paired_with_verdicts():
         out["metrics"])
     assert "roc_band" in out and len(text) < 200_000
     # one primary metric declared in advance (LiRA ran), the rest secondary or without a verdict
-    assert out["comparison_schema"] == 2 and out["primary"]["metric"] == "lira_auc" and "LiRA" in out["primary"]["why"]
+    assert out["comparison_schema"] == 2 and out["primary"]["metric"] == "lira_auc" and "declared" in out["primary"]["why"]
     assert out["metrics"]["lira_auc"]["role"] == "primary"
     assert out["metrics"]["attack_advantage"]["verdict"] is None  # = 2·accuracy − 1 on 20 + 20
     for tpr in ("tpr_at_1pct_fpr", "tpr_at_0.1pct_fpr"):  # 20 non-members: both are the TPR at 0 false positives

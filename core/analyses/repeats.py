@@ -278,12 +278,12 @@ COMPARISON_SCHEMA = 2
 #: maximum over eight tests.
 PRIMARY_ORDER = ("lira_auc", "rmia_auc", "attack_auc")
 PRIMARY_WHY = {
-    "lira_auc": "LiRA AUC: the strongest attack class that ran (LiRA, then RMIA, then the shadow attack, "
-                "declared before any number is read); the AUC uses every evaluation record and no threshold",
-    "rmia_auc": "RMIA AUC: the strongest attack class that ran (LiRA did not), declared before any number is "
-                "read; the AUC uses every evaluation record and no threshold",
-    "attack_auc": "the primary attack's AUC (neither LiRA nor RMIA ran in every repeat); the AUC uses every "
-                  "evaluation record and no threshold",
+    "lira_auc": "the strongest attack class that ran (LiRA, else RMIA, else the shadow attack: declared before any "
+                "number is read); an AUC uses every evaluation record and no threshold",
+    "rmia_auc": "the strongest attack class that ran (LiRA did not; RMIA, else the shadow attack: declared before "
+                "any number is read); an AUC uses every evaluation record and no threshold",
+    "attack_auc": "neither LiRA nor RMIA ran in every repeat, so the primary attack's AUC (declared before any "
+                  "number is read); an AUC uses every evaluation record and no threshold",
 }
 #: the low FPR each TPR headline metric asks for
 TPR_FPR = {"tpr_at_1pct_fpr": 0.01, "tpr_at_0.1pct_fpr": 0.001}

@@ -906,10 +906,18 @@ def comparison_table(comparison: dict[str, Any]) -> pd.DataFrame:
 def repeats_table(blocks: dict[str, dict[str, Any]]) -> pd.DataFrame:
     """Per architecture, every headline metric as mean [95 % CI] over its repeats
     (``blocks``: arch → ``core.analyses.repeats.repeats_block``)."""
+    # a TPR at an FPR the non-members cannot resolve is the TPR at 0 false positives, and named so
+    # (blocks written before their ``resolution`` keep the plain names)
+    ns = [int(b["resolution"]["n_nonmembers"]) for b in blocks.values() if b.get("resolution")]
+    fprs = {"tpr_at_1pct_fpr": 0.01, "tpr_at_0.1pct_fpr": 0.001}
+    unresolved = [m for m, f in fprs.items() if ns and not all(resolves(f, n) for n in ns)]
     rows = []
     for arch, block in blocks.items():
         row: dict[str, Any] = {"architecture": ARCH_NAMES.get(arch, arch), "N": block["n"]}
         for name, e in block["metrics"].items():
+            if name in unresolved:  # both unresolved: the same number, one column
+                row[zero_fp_label(ns)] = with_ci(block["metrics"][unresolved[-1]])
+                continue
             row[METRIC_NAMES.get(name, name)] = with_ci(e)
         rows.append(row)
     return pd.DataFrame(rows)

@@ -231,15 +231,20 @@ def verdict_lines(comparison: dict[str, Any], metrics: tuple[str, ...] = ("attac
     primary = comparison.get("primary")
     if primary and metrics_.get(primary["metric"], {}).get("verdict"):
         lines.append(_verdict_line(primary["metric"], metrics_[primary["metric"]], f"Primary — {primary['label']}")
-                     + f" (primary because: {primary['why']})")
+                     + f" — primary: {primary['why']}")
     secondary = [n for n in comparison.get("secondary", {}).get("metrics", []) if metrics_.get(n, {}).get("verdict")]
     if secondary:
         parts = [f"{metrics_[n]['label']} {metrics_[n]['verdict']['value']} (Holm p "
                  f"{figures._p((metrics_[n].get('p_holm') or {}).get('p_permutation'))})" for n in secondary]
         lines.append(f"Secondary, sign-flip p Holm-adjusted over {len(secondary)}: " + "; ".join(parts))
-    if comparison.get("no_verdict"):
-        lines.append("No verdict: " + "; ".join(f"{metrics_[n]['label']} ({why})"
-                                                 for n, why in comparison["no_verdict"].items()))
+    no = comparison.get("no_verdict") or {}
+    dup = [f"{metrics_[n]['label']} ({why})" for n, why in no.items() if metrics_[n].get("role") == "duplicate"]
+    fine = [n for n in no if metrics_[n].get("role") == "unresolved"]
+    if fine:  # the same number under each name: said once
+        dup.append(" and ".join(figures.METRIC_NAMES.get(n, n) for n in fine) + f": {metrics_[fine[0]]['label']}, a "
+                   "rate finer than the data")
+    if dup:
+        lines.append("No verdict: " + "; ".join(dup))
     return lines
 
 
