@@ -560,11 +560,13 @@ for _ in drawn(tabs[8]):
         st.dataframe([{"arch": ARCH_LABELS[a], "slice": r["slice"], "members": r["n_members"],
                        "non-members": r["n_non_members"],
                        "AUC [95 %]": "—" if r["auc"] is None else f"{r['auc']:.3f} [{r['auc_low']:.3f}, {r['auc_high']:.3f}]",
-                       "TPR@1 % FPR": "—" if r["tpr_at_1pct"] is None else f"{r['tpr_at_1pct']:.3f}",
+                       "TPR@1 % FPR": "—" if r["tpr_at_1pct"] is None else report.slice_tpr_cell(r),
                        "too small": "yes" if r["too_small"] else ""}
                       for a, by in sliced["archs"].items() for r in by[slicing]], hide_index=True)
         st.caption(f"{sliced['attack']} per slice; a slice with fewer than {sliced['min_records']} members or "
-                   "non-members is marked too small (its interval is wide or degenerate: read it as inconclusive).")
+                   "non-members is marked too small (its interval is wide or degenerate: read it as inconclusive); "
+                   "with fewer than 100 non-members a slice cannot resolve 1 % FPR, so its TPR is the TPR at 0 false "
+                   "positives (FPR < 1/n), and says so.")
         downloads("slices", all_results, fig)
 
 

@@ -141,7 +141,7 @@ def _ci(e: dict | None) -> str:
 def repeats_markdown(groups: list[tuple[str, str, dict[str, list[dict]]]]) -> str:
     """Per (task, preset, arch): N and every headline metric as mean [95 % CI] over the repeats;
     then per (task, preset) with both architectures the paired FFNN − RNN differences."""
-    from core.analyses.repeats import aggregate, compare_summaries
+    from core.analyses.repeats import aggregate, compare_summaries, evaluation_facts, judged_comparisons
 
     head = ["task", "preset", "arch", "N", *REPEAT_COLUMNS]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -150,16 +150,22 @@ def repeats_markdown(groups: list[tuple[str, str, dict[str, list[dict]]]]) -> st
             est = {k: e.to_dict() for k, e in aggregate(summaries).items()}
             lines.append("| " + " | ".join([task, preset, arch.upper(), str(len(summaries)),
                                             *[_ci(est.get(c)) for c in REPEAT_COLUMNS]]) + " |")
-    diff_head = ["task", "preset", "metric", "FFNN − RNN [95% CI]", "p (paired t)", "p (sign flip)", "d_z", "verdict", "N"]
+    diff_head = ["task", "preset", "metric", "role", "FFNN − RNN [95% CI]", "p (paired t)", "p (sign flip)",
+                 "p (sign flip, Holm)", "d_z", "verdict", "N"]
     lines += ["", "| " + " | ".join(diff_head) + " |", "|" + "---|" * len(diff_head)]
     for task, preset, runs in groups:
         if set(runs) != {"ffnn", "rnn"}:
             continue
-        for name, c in compare_summaries(runs["ffnn"], runs["rnn"]).items():
-            d = c.difference
+        # one primary metric carries the verdict; the rest Holm-corrected or without one (core.analyses.repeats)
+        judged = judged_comparisons(compare_summaries(runs["ffnn"], runs["rnn"]),
+                                    evaluation_facts(list(runs["ffnn"]) + list(runs["rnn"])))
+        for name, c in judged.items():
+            d, v = c["difference"], c["verdict"]
+            word = v["value"] if v else ("(no verdict)" if c["role"] in ("duplicate", "unresolved") else "(no hypothesis)")
             lines.append("| " + " | ".join([
-                task, preset, name, _ci(d.diff.to_dict()), _f(d.p_t), _f(d.p_permutation), _f(d.effect_size, ".2f"),
-                c.verdict.value if c.verdict else "(no hypothesis)", str(d.n)]) + " |")
+                task, preset, c["label"], c["role"], _ci(d["diff"]), _f(d["p_t"]), _f(d["p_permutation"]),
+                _f((c.get("p_holm") or {}).get("p_permutation")), _f(d["effect_size"], ".2f"), word,
+                str(d["n"])]) + " |")
     return "\n".join(lines)
 
 

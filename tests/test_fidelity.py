@@ -134,7 +134,9 @@ def test_plot_helpers_for_the_page():
         s["attack"] = {"name": "shadow", **attack(0.5)}
     fig = plots.roc_loglog([ffnn, rnn])
     assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
-    assert min(min(t.x) for t in fig.data[:-1]) == pytest.approx(0.002)  # FPR 0 drawn at 1/(2·non-members)
+    # drawn only down to FPR = 1/n (250 non-members), the floor marked; FPR 0 is not drawn as if measured
+    assert min(min(t.x) for t in fig.data[:-1]) == pytest.approx(1 / 250)
+    assert [sh.x0 for sh in fig.layout.shapes] == [pytest.approx(1 / 250)]
     table = plots.shadow_fidelity_table([ffnn, rnn])
     assert list(table["epoch"]) == ["10", "final utility"] and table["tracks the victim"][0] == "no"
     pa = pytest.importorskip("pyarrow")

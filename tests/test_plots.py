@@ -109,3 +109,56 @@ def test_navigation_maps_show_each_architectures_path_start_and_goal():
     assert any(n.startswith("FFNN path") for n in names) and any(n.startswith("RNN path") for n in names)
     assert "start (facing)" in names and "wall" in names and "goal" in names
     assert fig.layout.yaxis.scaleanchor == "x"  # square cells
+
+
+def _attack(n_nonmembers, fpr, tpr, tpr_at):
+    return {"name": "shadow", "accuracy": 0.6, "advantage": 0.2, "auc": 0.7, "n_members": n_nonmembers,
+            "n_nonmembers": n_nonmembers, "roc_fpr": fpr, "roc_tpr": tpr, "tpr_at_fpr": tpr_at}
+
+
+def test_a_tpr_finer_than_the_non_members_is_labelled_the_tpr_at_zero_false_positives():
+    # 200 non-members: 1 % allows 2 false positives (resolved); 0.1 % allows none: the TPR at FPR 0
+    roc = ([0.0, 0.005, 0.01, 0.5, 1.0], [0.12, 0.2, 0.3, 0.9, 1.0])
+    s = {"arch": "ffnn", "attack": {"name": "shadow"},
+         "attacks": {"shadow": _attack(200, *roc, {"0.01": 0.3, "0.001": 0.12})}}
+    table = plots.metrics_table([s])
+    assert "TPR @ 0.1% FPR" not in table.columns and table["TPR @ 1% FPR"][0] == 0.3
+    assert table["TPR at 0 false positives (FPR < 1/200)"][0] == 0.12
+    strong = plots.strongest_attacks_table([s])
+    assert list(strong.columns).count("TPR at 0 false positives (FPR < 1/200)") == 1
+    # 50 non-members: neither FPR is resolved; one column, not two copies of the same number
+    few = {**s, "attacks": {"shadow": _attack(50, *roc, {"0.01": 0.12, "0.001": 0.12})}}
+    cols = plots.metrics_table([few]).columns
+    assert "TPR @ 1% FPR" not in cols and "TPR at 0 false positives (FPR < 1/50)" in cols
+    # 2000 non-members resolve both: the usual names
+    many = {**s, "attacks": {"shadow": _attack(2000, *roc, {"0.01": 0.3, "0.001": 0.12})}}
+    assert {"TPR @ 1% FPR", "TPR @ 0.1% FPR"} <= set(plots.metrics_table([many]).columns)
+
+
+def test_log_roc_draws_only_what_the_non_members_measure_and_marks_the_floor():
+    roc = ([0.0, 0.005, 0.01, 0.5, 1.0], [0.12, 0.2, 0.3, 0.9, 1.0])
+    s = {"arch": "rnn", "attack": {"name": "shadow"},
+         "attacks": {"shadow": _attack(200, *roc, {"0.01": 0.3, "0.001": 0.12})}}
+    for fig in (plots.roc_loglog([s]), plots.roc_curves([s])):
+        curve = fig.data[0]
+        assert min(curve.x) == pytest.approx(1 / 200)  # FPR 0 is not drawn at 10⁻³ as if measured
+        assert [sh.x0 for sh in fig.layout.shapes] == [pytest.approx(1 / 200)]
+        assert any("1/n = 1/200" in a.text for a in fig.layout.annotations)
+    few = {**s, "attacks": {"shadow": _attack(50, *roc, {"0.01": 0.12, "0.001": 0.12})}}
+    assert "TPR@0FP (FPR < 1/50) 0.12" in plots.roc_loglog([few]).data[0].name
+    band = {"fpr": [0.0, 0.001, 0.005, 0.01, 0.1, 1.0], "tpr": [0.1, 0.1, 0.2, 0.3, 0.6, 1.0],
+            "lo": [0.0] * 5 + [1.0], "hi": [0.3, 0.3, 0.4, 0.5, 0.8, 1.0], "n": 3}
+    fig = plots.roc_band_figure({"rnn": band}, {"rnn": 200})
+    assert min(fig.data[1].x) == pytest.approx(0.005) and fig.data[1].y[0] == 0.2
+    assert [sh.x0 for sh in fig.layout.shapes] == [pytest.approx(1 / 200)]
+
+
+def test_repeats_table_names_an_unresolved_tpr_for_what_it_is():
+    e = {"mean": 0.1, "ci_low": 0.05, "ci_high": 0.15, "n": 3}
+    block = {"n": 3, "resolution": {"n_members": 200, "n_nonmembers": 200},
+             "metrics": {"attack_auc": e, "tpr_at_1pct_fpr": {**e, "mean": 0.3}, "tpr_at_0.1pct_fpr": e}}
+    table = plots.repeats_table({"ffnn": block})
+    assert "TPR @ 1% FPR" in table.columns and "TPR @ 0.1% FPR" not in table.columns
+    assert table["TPR at 0 false positives (FPR < 1/200)"][0] == "0.100 [0.050, 0.150]"
+    old = {k: v for k, v in block.items() if k != "resolution"}  # a block written before its resolution
+    assert "TPR @ 0.1% FPR" in plots.repeats_table({"ffnn": old}).columns

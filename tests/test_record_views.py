@@ -175,6 +175,24 @@ def test_slices_partition_the_records_and_mark_small_ones():
     assert leaky.auc > 0.65 and leaky.auc_low < leaky.auc < leaky.auc_high and not leaky.too_small
 
 
+def test_slices_with_too_few_non_members_for_1pct_fpr_say_their_tpr_is_at_zero_false_positives():
+    from core.views.report import slices_table
+
+    rng = np.random.default_rng(3)
+    # slice "a": 20 + 20 (like an image slice) cannot resolve 1 % FPR; slice "b": 150 + 150 can (1 false positive)
+    labels = ["a"] * 20 + ["b"] * 150 + ["a"] * 20 + ["b"] * 150
+    member = np.r_[np.ones(170, bool), np.zeros(170, bool)]
+    scores = rng.normal(size=340) + member
+    small, large = slices.slice_metrics("group", labels, scores, member, bootstrap=20)
+    assert not small.tpr_resolved and "TPR at 0 false positives (FPR < 1/20)" in small.tpr_note
+    # the number is indeed the TPR above the highest non-member
+    a = np.array(labels) == "a"
+    assert small.tpr_at_1pct == pytest.approx((scores[a & member] > scores[a & ~member].max()).mean())
+    assert large.tpr_resolved and large.tpr_note == ""
+    cells = list(slices_table({"archs": {"rnn": {"group": [small.to_dict(), large.to_dict()]}}})["TPR @ 1% FPR [95 % CI]"])
+    assert cells[0].endswith("TPR at 0 false positives (FPR < 1/20)") and "false positives" not in cells[1]
+
+
 @pytest.mark.parametrize("n_m, n_n, levels", [(37, 250, 6), (20, 50, 1000), (5, 99, 3), (12, 301, 40)])
 def test_slice_bootstrap_all_at_once_equals_one_resample_at_a_time(n_m, n_n, levels):
     from core.measurement.metrics import roc_auc, tpr_at_fpr

@@ -81,6 +81,16 @@ def test_comparison_json_is_paired_with_verdicts():
             "epsilon_lower_bound"} <= set(
         out["metrics"])
     assert "roc_band" in out and len(text) < 200_000
+    # one primary metric declared in advance (LiRA ran), the rest secondary or without a verdict
+    assert out["comparison_schema"] == 2 and out["primary"]["metric"] == "lira_auc" and "declared" in out["primary"]["why"]
+    assert out["metrics"]["lira_auc"]["role"] == "primary"
+    assert out["metrics"]["attack_advantage"]["verdict"] is None  # = 2·accuracy − 1 on 20 + 20
+    for tpr in ("tpr_at_1pct_fpr", "tpr_at_0.1pct_fpr"):  # 20 non-members: both are the TPR at 0 false positives
+        assert out["metrics"][tpr]["verdict"] is None and out["metrics"][tpr]["role"] == "unresolved"
+        assert out["metrics"][tpr]["label"] == "TPR at 0 false positives (FPR < 1/20)" and tpr in out["no_verdict"]
+    family = out["secondary"]["metrics"]
+    assert set(family) == {"attack_accuracy", "attack_auc", "rmia_auc", "epsilon_lower_bound"}
+    assert all(out["metrics"][n]["p_holm"]["family"] == 4 for n in family)
     # the step of one record beside the numbers: 20 members + 20 non-members per repeat
     assert out["resolution"]["ffnn"]["tpr_step"] == out["resolution"]["rnn"]["tpr_step"] == pytest.approx(1 / 20)
 
@@ -163,3 +173,70 @@ def test_defense_curve_draws_the_interval_when_a_point_has_one():
     assert band.fill == "toself" and sorted(band.y) == pytest.approx([0.5, 0.75])
     loss_band = [t for t in fig.data if t.name and t.name.startswith("RNN utility loss 95% band")][0]
     assert sorted(loss_band.y) == pytest.approx([0.05, 0.2]) and loss_band.yaxis == "y2"
+
+
+# ---------------------------------------------------------------------------- one primary metric, Holm for the rest
+def _planted_comparisons(with_lira: bool = True):
+    """Every leakage metric over N = 8 paired repeats, planted: LiRA's difference small but consistent,
+    RMIA's large but null (alternating sign), the shadow attack's AUC 7 of 8 below (raw sign-flip
+    p = 4/256), accuracy null, TPR @ 0.1 % strongly below (but 200 non-members cannot resolve it)."""
+    from core.analyses.repeats import HEADLINE, HEADLINE_BOUNDS
+    from core.measurement.stats import compare
+
+    base = np.linspace(0.6, 0.7, 8)
+    null = np.array([0.01, -0.01] * 4)
+    diffs = {"lira_auc": -0.02 + 0.001 * np.arange(8), "rmia_auc": 10 * null, "attack_auc": 0.01 * np.r_[[-1] * 7, 0.5],
+             "attack_accuracy": null, "tpr_at_1pct_fpr": null, "tpr_at_0.1pct_fpr": np.full(8, -0.2) + 0.01 * null,
+             "epsilon_lower_bound": null}
+    if not with_lira:
+        diffs.pop("lira_auc")
+    values = {m: (base + d, base) for m, d in diffs.items()}
+    acc = values["attack_accuracy"]
+    values["attack_advantage"] = (2 * acc[0] - 1, 2 * acc[1] - 1)
+    return {m: compare(m, list(a), list(b), HEADLINE[m][1], bounds=HEADLINE_BOUNDS[m]) for m, (a, b) in values.items()}
+
+
+def test_one_declared_primary_metric_carries_the_verdict_and_the_rest_are_holm_corrected():
+    from core.analyses.repeats import EvaluationFacts, judged_comparisons
+
+    comps = _planted_comparisons()
+    facts = EvaluationFacts(n_members=200, n_nonmembers=200, balanced=True, primary_attack="shadow")
+    out = judged_comparisons(comps, facts)
+    roles = {m: d["role"] for m, d in out.items()}
+    # LiRA is primary because it ran, not because it differs most (RMIA's difference is ten times larger)
+    assert roles["lira_auc"] == "primary" and out["lira_auc"]["verdict"]["value"] == "holds"
+    assert [m for m, r in roles.items() if r == "primary"] == ["lira_auc"]
+    # exact duplicates and rates finer than the data: values kept, no verdict
+    assert roles["attack_advantage"] == "duplicate" and out["attack_advantage"]["verdict"] is None
+    assert "2·accuracy − 1" in out["attack_advantage"]["no_verdict_reason"]
+    assert roles["tpr_at_0.1pct_fpr"] == "unresolved" and out["tpr_at_0.1pct_fpr"]["verdict"] is None
+    assert out["tpr_at_0.1pct_fpr"]["label"] == "TPR at 0 false positives (FPR < 1/200)"
+    assert out["tpr_at_0.1pct_fpr"]["difference"]["diff"]["mean"] == pytest.approx(-0.2)  # still shown as a value
+    assert roles["tpr_at_1pct_fpr"] == "secondary"  # 200 non-members allow 2 false positives at 1 %
+    secondary = sorted(m for m, r in roles.items() if r == "secondary")
+    assert secondary == sorted(["attack_auc", "attack_accuracy", "tpr_at_1pct_fpr", "rmia_auc", "epsilon_lower_bound"])
+    # the shadow attack's AUC holds on its own (sign-flip p = 4/256) but not after Holm over 5 (5 · 4/256 > 0.05)
+    assert comps["attack_auc"].verdict.value == "holds"
+    auc = out["attack_auc"]
+    assert auc["difference"]["p_permutation"] == pytest.approx(4 / 256)
+    assert auc["p_holm"]["p_permutation"] == pytest.approx(5 * 4 / 256) and auc["p_holm"]["family"] == 5
+    assert auc["verdict"]["value"] == "inconclusive" and "Holm" in auc["verdict"]["reason"]
+    # with 1000 non-members both TPRs are resolved and enter the family
+    wide = judged_comparisons(comps, EvaluationFacts(1000, 1000, True, "shadow"))
+    assert wide["tpr_at_0.1pct_fpr"]["role"] == "secondary" and wide["tpr_at_0.1pct_fpr"]["verdict"]["value"] == "holds"
+    assert wide["tpr_at_0.1pct_fpr"]["label"] == "TPR @ 0.1% FPR"
+    # an unbalanced set: advantage is no longer 2·accuracy − 1, so it is its own secondary metric
+    assert judged_comparisons(comps, EvaluationFacts(150, 200, False, "shadow"))["attack_advantage"]["role"] == "secondary"
+
+
+def test_primary_falls_back_to_rmia_then_the_shadow_attack_and_a_lira_primary_attack_is_a_duplicate():
+    from core.analyses.repeats import EvaluationFacts, judged_comparisons
+
+    comps = _planted_comparisons(with_lira=False)
+    facts = EvaluationFacts(200, 200, True, "shadow")
+    assert judged_comparisons(comps, facts)["rmia_auc"]["role"] == "primary"
+    comps.pop("rmia_auc")
+    assert judged_comparisons(comps, facts)["attack_auc"]["role"] == "primary"
+    lira = _planted_comparisons()
+    out = judged_comparisons(lira, EvaluationFacts(200, 200, True, "lira"))
+    assert out["attack_auc"]["role"] == "duplicate" and out["attack_auc"]["verdict"] is None

@@ -56,6 +56,11 @@ def test_report_shows_the_paired_comparison():
     page = report_html([runs["ffnn"][0], runs["rnn"][0]], list(configs.values()), {}, None, view)
     assert "FFNN vs RNN over 2 paired repeats" in page and "FFNN − RNN [95% CI]" in page
     assert "sign flip" in page and "verdicts over 2 paired repeats" in page
+    # one primary metric carries the headline (one shadow: no LiRA or RMIA, so the shadow attack's AUC), the
+    # others are secondary with Holm-adjusted p-values; 20 non-members: TPR @ 0.1 % is the TPR at 0 false positives
+    assert "Primary — attack AUC" in page and "Holm-adjusted over" in page and "p (sign flip, Holm)" in page
+    assert "TPR at 0 false positives (FPR &lt; 1/20)" in page
+    assert "<th>TPR @ 0.1% FPR</th>" not in page and "<td>TPR @ 0.1% FPR</td>" not in page  # no column or row says 0.1 %
     assert page.count("one image = 0.05 of TPR") == 4  # under the attacks and under the comparison, per arch
     single = report_html([runs["ffnn"][0], runs["rnn"][0]], list(configs.values()), {})
     assert "inconclusive with one repeat per architecture" in single and "paired repeats" not in single

@@ -222,3 +222,12 @@ def test_roc_band_over_repeats():
     assert all(lo <= m <= hi for lo, m, hi in zip(band.lo, band.tpr, band.hi))
     assert band.tpr[-1] == 1.0
     assert roc_band_repeats(curves[:1]).method == "single"
+
+
+def test_holm_adjusts_step_down_and_keeps_missing_tests_out_of_the_family():
+    from core.measurement.stats import holm
+
+    # sorted 0.01, 0.03, 0.04 → 3·0.01, max(0.03, 2·0.03), max(0.06, 1·0.04)
+    assert holm([0.01, 0.04, None, 0.03]) == pytest.approx([0.03, 0.06, None, 0.06])
+    assert holm([0.5, 0.9]) == pytest.approx([1.0, 1.0])
+    assert holm([]) == []

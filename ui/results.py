@@ -203,11 +203,15 @@ def show_repeats(view: dict[str, Any]) -> None:
                      width="stretch")
         if (note := plots.comparison_resolution_note(comp)) is not None:
             st.caption(note)
-        st.plotly_chart(plots.roc_band_figure(comp["roc_band"]), width="stretch")
+        st.plotly_chart(plots.roc_band_figure(comp["roc_band"], {a: r["n_nonmembers"] for a, r in
+                                                                 (comp.get("resolution") or {}).items()}),
+                        width="stretch")
     else:
         st.subheader("Over repeats")
         st.dataframe(plots.repeats_table(view["blocks"]), hide_index=True, width="stretch")
-        st.plotly_chart(plots.roc_band_figure({a: b["roc_band"] for a, b in view["blocks"].items()}), width="stretch")
+        st.plotly_chart(plots.roc_band_figure({a: b["roc_band"] for a, b in view["blocks"].items()},
+                                              {a: b["resolution"]["n_nonmembers"] for a, b in view["blocks"].items()
+                                               if b.get("resolution")}), width="stretch")
     st.caption(SMALL_N_NOTE)
 
 

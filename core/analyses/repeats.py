@@ -19,6 +19,7 @@ records (:func:`within_run`).
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
@@ -32,8 +33,8 @@ from core.measurement.metrics import empirical_epsilon, resolution
 from core.experiment.pipeline import cached_summary, run_experiment, trained_models
 from core.foundations.progress import ProgressCallback, ProgressEvent
 from core.experiment.results import RunSummary, runs
-from core.measurement.stats import (Comparison, Estimate, bootstrap_metric, compare, interval_from_moments,
-    mean_interval, roc_band_repeats)
+from core.measurement.stats import (Comparison, Estimate, bootstrap_metric, compare, corrected_verdict, holm,
+    interval_from_moments, low_fpr_note, mean_interval, roc_band_repeats)
 from core.tasks import get_task
 
 if TYPE_CHECKING:
@@ -210,6 +211,7 @@ def repeats_block(summaries: Sequence[RunSummary | dict[str, Any]], n_boot: int 
         "config_hashes": [s.config_hash for s in summaries],
         "metrics": {k: e.to_dict() for k, e in aggregate(summaries).items()},
         "roc_band": roc_band(summaries),
+        "resolution": summary_resolution(summaries[0]),  # the band's 1/n floor (every repeat's set has this size)
         "within_run": {k: e.to_dict() for k, e in within_run(summaries[0], n_boot).items()},
     }
 
@@ -260,23 +262,165 @@ def summary_resolution(summary: RunSummary | dict[str, Any]) -> dict[str, float 
     return resolution(n, n)
 
 
+#: the version of :func:`comparison_json`'s layout. 1: every headline metric with its own uncorrected
+#: verdict. 2 (issue 30.5/30.6): the same keys, plus ``primary`` (the one metric carrying the headline
+#: verdict), ``secondary`` (the family, Holm-corrected), ``no_verdict`` (exact duplicates and rates finer than
+#: the data) and, per metric, ``role``, ``label``, ``p_holm`` (secondary) and ``no_verdict_reason``; a metric
+#: without a verdict has ``verdict`` null, as a utility always had.
+COMPARISON_SCHEMA = 2
+
+#: "does the RNN leak more" is answered by ONE metric, declared before any number is read: the AUC
+#: of the strongest attack class that ran in every repeat of both architectures — LiRA (Carlini et al.,
+#: S&P 2022), else RMIA (Zarifzadeh et al., ICML 2024), else the task's primary attack (Shokri's shadow
+#: attack). The AUC because it uses every evaluation record and no threshold (accuracy needs one; a TPR
+#: at a low FPR rests on the few highest non-members). Which attacks ran is fixed by the config, so the
+#: choice never looks at the values; picking whichever metric differs most would make the verdict a
+#: maximum over eight tests.
+PRIMARY_ORDER = ("lira_auc", "rmia_auc", "attack_auc")
+PRIMARY_WHY = {
+    "lira_auc": "the strongest attack class that ran (LiRA, else RMIA, else the shadow attack: declared before any "
+                "number is read); an AUC uses every evaluation record and no threshold",
+    "rmia_auc": "the strongest attack class that ran (LiRA did not; RMIA, else the shadow attack: declared before "
+                "any number is read); an AUC uses every evaluation record and no threshold",
+    "attack_auc": "neither LiRA nor RMIA ran in every repeat, so the primary attack's AUC (declared before any "
+                  "number is read); an AUC uses every evaluation record and no threshold",
+}
+#: the low FPR each TPR headline metric asks for
+TPR_FPR = {"tpr_at_1pct_fpr": 0.01, "tpr_at_0.1pct_fpr": 0.001}
+#: a reference attack's AUC metric, for the case where the task's primary attack *is* that attack
+_AUC_OF_ATTACK = {"lira": "lira_auc", "rmia": "rmia_auc"}
+
+
+@dataclasses.dataclass(frozen=True)
+class EvaluationFacts:
+    """What the comparison's evaluation sets fix before any score is read: the fewest members and
+    non-members of the primary attack's evaluation set over every run, whether every set is
+    balanced (n members = n non-members) and the task's primary attack in every run (None if they differ)."""
+
+    n_members: int
+    n_nonmembers: int
+    balanced: bool
+    primary_attack: str | None
+
+
+def evaluation_facts(summaries: Sequence[RunSummary | dict[str, Any]]) -> EvaluationFacts:
+    """:class:`EvaluationFacts` of ``summaries`` (every run of both architectures); a run without
+    counts is read from its config's ``n_eval`` (the balanced set holds n_eval + n_eval)."""
+    typed = runs(summaries)
+    sizes = []
+    for s in typed:
+        res = summary_resolution(s)
+        n_in = s.attack.n_members if s.attack.n_members is not None else int(res["n_members"])
+        n_out = s.attack.n_nonmembers if s.attack.n_nonmembers is not None else int(res["n_nonmembers"])
+        sizes.append((int(n_in), int(n_out)))
+    names = {s.primary for s in typed}
+    return EvaluationFacts(min(a for a, _ in sizes), min(b for _, b in sizes), all(a == b for a, b in sizes),
+                           names.pop() if len(names) == 1 else None)
+
+
+def unresolved_label(n_nonmembers: int) -> str:
+    """The name of a TPR at an FPR below one non-member's step: it is the TPR at no false positive."""
+    return f"TPR at 0 false positives (FPR < 1/{n_nonmembers})"
+
+
+def metric_roles(comps: dict[str, Comparison], facts: EvaluationFacts) -> dict[str, dict[str, Any]]:
+    """Per compared metric its ``role`` and display ``label`` (and ``no_verdict_reason`` where it gets none):
+
+    * ``primary``: the first of :data:`PRIMARY_ORDER` compared (declared, not chosen by value);
+    * ``duplicate``: the same number (or an exact function of it) as another metric in the list —
+      advantage = 2·accuracy − 1 on a balanced set (accuracy = (TPR + 1 − FPR)/2 at the same threshold),
+      and the primary attack's AUC when that attack is LiRA or RMIA;
+    * ``unresolved``: a TPR at an FPR f with fewer than 1/f non-members (⌊f·n⌋ = 0 false positives
+      allowed): it is the TPR at zero false positives, labelled so, with no verdict (and TPR @ 1 % and
+      @ 0.1 % are then the same number);
+    * ``secondary``: every other leakage metric (Holm-corrected in :func:`judged_comparisons`);
+    * ``utility``: no hypothesis (``expected`` = 0), the difference only.
+    """
+    primary = next((m for m in PRIMARY_ORDER if m in comps), None)
+    n0 = facts.n_nonmembers
+    out: dict[str, dict[str, Any]] = {}
+    for name, c in comps.items():
+        role, label, why = "secondary", None, None
+        if HEADLINE[name][1] == 0:
+            role = "utility"
+        elif name == primary:
+            role = "primary"
+        elif name == "attack_advantage" and facts.balanced and "attack_accuracy" in comps:
+            role = "duplicate"
+            why = (f"advantage = 2·accuracy − 1 on a balanced evaluation set ({facts.n_members} + {n0}): "
+                   "the same finding as attack accuracy")
+        elif name == "attack_auc" and _AUC_OF_ATTACK.get(facts.primary_attack or "") in comps:
+            role = "duplicate"
+            why = f"the primary attack is {facts.primary_attack}: the same number as {_AUC_OF_ATTACK[facts.primary_attack]}"
+        elif name in TPR_FPR and math.floor(TPR_FPR[name] * n0 + 1e-12) == 0:
+            role, label = "unresolved", unresolved_label(n0)
+            why = low_fpr_note(n0, TPR_FPR[name]) + "; a rate finer than the data gets no verdict"
+        out[name] = {"role": role, "label": label, "no_verdict_reason": why}
+    return out
+
+
+def judged_comparisons(comps: dict[str, Comparison], facts: EvaluationFacts) -> dict[str, dict[str, Any]]:
+    """The comparison JSON of every metric with its role (:func:`metric_roles`): the primary metric's
+    verdict as :func:`core.measurement.stats.compare` gives it; the secondary metrics' p-values
+    Holm-adjusted over the secondary family (:func:`core.measurement.stats.holm`, ``p_holm``) and their
+    verdict held to them (:func:`core.measurement.stats.corrected_verdict`); duplicates and unresolved
+    rates keep their values and difference but no verdict."""
+    roles = metric_roles(comps, facts)
+    secondary = [m for m, r in roles.items() if r["role"] == "secondary"]
+    adj_t = holm([comps[m].difference.p_t for m in secondary])
+    adj_perm = holm([comps[m].difference.p_permutation for m in secondary])
+    out = {}
+    for name, c in comps.items():
+        r = roles[name]
+        d = c.to_dict()
+        d["role"] = r["role"]
+        d["label"] = r["label"] or METRIC_LABELS.get(name, name)
+        if r["role"] in ("duplicate", "unresolved"):
+            d["verdict"], d["no_verdict_reason"] = None, r["no_verdict_reason"]
+        elif r["role"] == "secondary" and c.verdict is not None:
+            i = secondary.index(name)
+            d["p_holm"] = {"p_t": adj_t[i], "p_permutation": adj_perm[i], "family": len(secondary)}
+            d["verdict"] = corrected_verdict(c.verdict, adj_t[i], adj_perm[i], len(secondary)).to_dict()
+        out[name] = d
+    return out
+
+
+#: the headline metrics as the pages name them (a comparison's ``label`` overrides a TPR that the
+#: data cannot resolve: :func:`unresolved_label`)
+METRIC_LABELS = {"attack_accuracy": "attack accuracy", "attack_auc": "attack AUC",
+                 "attack_advantage": "advantage (TPR−FPR)", "tpr_at_1pct_fpr": "TPR @ 1% FPR",
+                 "tpr_at_0.1pct_fpr": "TPR @ 0.1% FPR", "lira_auc": "LiRA AUC", "rmia_auc": "RMIA AUC",
+                 "epsilon_lower_bound": "ε̂ lower bound",
+                 "utility_val": "utility (validation)", "utility_train": "utility (train)"}
+
+
 def comparison_json(ffnn: Sequence[RunSummary | dict[str, Any]], rnn: Sequence[RunSummary | dict[str, Any]]
                     ) -> dict[str, Any]:
     """The comparison as JSON: per metric ``ffnn`` and ``rnn`` (mean, ci_low, ci_high, n, values),
-    ``difference`` (FFNN − RNN: the same plus p_t, p_permutation, effect_size) and ``verdict``;
+    ``difference`` (FFNN − RNN: the same plus p_t, p_permutation, effect_size), ``verdict``, ``role``
+    and ``label`` (:func:`judged_comparisons`); ``primary`` (the metric that carries the headline verdict
+    and why), ``secondary`` (the Holm family), ``no_verdict`` (metric → why it has none);
     ``resolution`` per architecture (repeat 0's evaluation set: every repeat has one of that size), so
-    that a difference of one record's step is read as one record."""
+    that a difference of one record's step is read as one record. Layout :data:`COMPARISON_SCHEMA`."""
     ffnn, rnn = runs(ffnn), runs(rnn)
     first = ffnn[0]
     comps = compare_summaries(ffnn, rnn)
+    metrics = judged_comparisons(comps, evaluation_facts(list(ffnn) + list(rnn)))
+    primary = next((m for m, d in metrics.items() if d["role"] == "primary"), None)
+    secondary = [m for m, d in metrics.items() if d["role"] == "secondary"]
     return {
+        "comparison_schema": COMPARISON_SCHEMA,
         "task": first.task, "preset": first.preset, "repeats": len(ffnn),
         "resolution": {"ffnn": summary_resolution(first), "rnn": summary_resolution(rnn[0])},
         "hypothesis": "the RNN leaks more than the FFNN (FFNN − RNN < 0 for every leakage metric)",
+        "primary": None if primary is None else {"metric": primary, "label": metrics[primary]["label"],
+                                                 "why": PRIMARY_WHY[primary]},
+        "secondary": {"metrics": secondary, "correction": "Holm (1979) over the secondary metrics' p-values"},
+        "no_verdict": {m: d["no_verdict_reason"] for m, d in metrics.items() if d.get("no_verdict_reason")},
         "seeds": [s.config["seed"] for s in ffnn],
         "config_hashes": {"ffnn": [s.config_hash for s in ffnn], "rnn": [s.config_hash for s in rnn]},
         "utility_metric": first.utility.metric,
-        "metrics": {name: c.to_dict() for name, c in comps.items()},
+        "metrics": metrics,
         "roc_band": {"ffnn": roc_band(ffnn), "rnn": roc_band(rnn)},
     }
 

@@ -4,7 +4,10 @@ A *slicing* assigns every evaluated record one slice label (its class; its sourc
 the frequency bucket of its rarest word …). :func:`slice_metrics` evaluates one attack's scores
 within each slice: AUC and TPR at 1 % FPR with seeded bootstrap 95 % intervals (records resampled
 within the slice, members and non-members separately so each resample keeps both), and marks
-slices with fewer than ``min_records`` members or non-members as too small to read. The slices
+slices with fewer than ``min_records`` members or non-members as too small to read. A slice with
+fewer than 100 non-members cannot resolve FPR 1 % (not one false positive is allowed): its "TPR at
+1 % FPR" is the TPR at zero false positives, and ``tpr_resolved`` / ``tpr_note`` say so (image slices
+hold about 20 + 20 records). The slices
 of one slicing partition the records (every record in exactly one). :func:`quantile_buckets` cuts a
 numeric feature into buckets of about equal size. Pure numpy/scipy.
 """
@@ -18,6 +21,7 @@ import numpy as np
 from scipy import stats
 
 from core.measurement.metrics import roc_auc, tpr_at_fpr
+from core.measurement.stats import low_fpr_note
 
 #: a slice with fewer members or non-members than this is marked too small
 MIN_SLICE_RECORDS = 20
@@ -39,6 +43,10 @@ class SliceResult:
     tpr_at_1pct: float | None
     tpr_low: float | None
     tpr_high: float | None
+    #: whether the slice's non-members resolve FPR 1 % (≥ 100 of them, so ⌊0.01·n⌋ ≥ 1 false positive is
+    #: allowed); when not, ``tpr_at_1pct`` is the TPR at zero false positives and ``tpr_note`` says so
+    tpr_resolved: bool = True
+    tpr_note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -104,9 +112,12 @@ def slice_metrics(slicing: str, labels: Sequence[Any], scores: Any, membership: 
             continue
         auc, tpr = roc_auc(ss, ys), tpr_at_fpr(ss, ys, FPR_1PCT)
         aucs, tprs = _bootstrap(ss, ys, np.random.default_rng([seed, i]), bootstrap)
+        resolved = np.floor((FPR_1PCT + 1e-12) * n_n) >= 1  # the same k as _bootstrap's
         out.append(SliceResult(slicing, name, n_m, n_n, small, auc, float(np.percentile(aucs, 2.5)),
                                float(np.percentile(aucs, 97.5)), tpr, float(np.percentile(tprs, 2.5)),
-                               float(np.percentile(tprs, 97.5))))
+                               float(np.percentile(tprs, 97.5)), bool(resolved),
+                               "" if resolved else f"TPR at 0 false positives (FPR < 1/{n_n}): "
+                               + low_fpr_note(n_n, FPR_1PCT)))
     return out
 
 

@@ -38,6 +38,7 @@ Every result is a frozen dataclass with ``to_dict`` / ``from_dict`` (JSON keys `
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from dataclasses import dataclass
@@ -565,6 +566,40 @@ def verdict(diff: PairedDifference, expected: int = -1) -> Verdict:
     else:
         value, why = "reversed", f"difference {e.mean:+.3f} ({ci}; {agrees}) excludes 0 against the expected direction"
     return Verdict(value, expected, e.mean, e.ci_low, e.ci_high, diff.effect_size, n, why)
+
+
+def holm(pvalues: Sequence[float | None]) -> list[float | None]:
+    """Holm's step-down adjusted p-values (Holm, "A simple sequentially rejective multiple test
+    procedure", Scand. J. Statist. 1979): with the m p-values sorted p₍₁₎ ≤ … ≤ p₍ₘ₎, the adjusted
+    p₍ᵢ₎ = max over j ≤ i of min(1, (m − j + 1)·p₍ⱼ₎). Rejecting where the adjusted p ≤ α keeps the
+    chance of any false rejection in the family ≤ α under any dependence between the tests (the
+    leakage metrics of one comparison are strongly dependent). ``None`` (no test) stays None and
+    does not count in m."""
+    have = [(float(p), i) for i, p in enumerate(pvalues) if p is not None]
+    out: list[float | None] = [None] * len(pvalues)
+    m = len(have)
+    running = 0.0
+    for rank, (p, i) in enumerate(sorted(have)):
+        running = max(running, min(1.0, (m - rank) * p))
+        out[i] = running
+    return out
+
+
+def corrected_verdict(v: Verdict, p_t: float | None, p_permutation: float | None, family: int,
+                      confidence: float = CONFIDENCE) -> Verdict:
+    """``v`` (from :func:`verdict`) within a family of ``family`` tests, given its Holm-adjusted
+    p-values (:func:`holm`): a ``holds`` / ``reversed`` stays only if both the adjusted paired-t and
+    the adjusted sign-flip p are ≤ 1 − confidence, else it reads ``inconclusive`` and says why (the
+    uncorrected interval alone would carry the family's multiplicity)."""
+    if v.value == "inconclusive":
+        return v
+    alpha = 1 - confidence
+    worst = max((p for p in (p_t, p_permutation) if p is not None), default=None)
+    if worst is not None and worst <= alpha:
+        return dataclasses.replace(v, reason=f"{v.reason}; Holm-adjusted p ≤ {worst:.3g} over {family} secondary metrics")
+    shown = "—" if worst is None else f"{worst:.3g}"
+    return dataclasses.replace(v, value="inconclusive", reason=(
+        f"{v.reason}, but not after Holm's correction over {family} secondary metrics (adjusted p = {shown} > {alpha:g})"))
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from core.analyses.repeats import METRIC_LABELS, unresolved_label
 from core.measurement import studies
 from core.defenses.registry import Mechanism
 from core.experiment.fidelity import matched_utility
@@ -103,6 +104,69 @@ def attack_accuracy_curve(summaries: list[dict[str, Any]]) -> go.Figure:
     return _layout(fig, "Attack accuracy vs training epoch", "epoch", "attack accuracy")
 
 
+#: the low FPRs of the attack tables, as (the key of ``tpr_at_fpr``, the FPR, the column's name)
+LOW_FPR_COLUMNS = (("0.01", 0.01, "TPR @ 1% FPR"), ("0.001", 0.001, "TPR @ 0.1% FPR"))
+
+
+def resolves(fpr: float, n_nonmembers: int) -> bool:
+    """Whether ``n_nonmembers`` non-members can resolve FPR ``fpr``: at least one false positive is
+    allowed (⌊fpr·n⌋ ≥ 1). Below that, "TPR at ``fpr``" is the TPR at zero false positives."""
+    return n_nonmembers > 0 and math.floor(fpr * n_nonmembers + 1e-12) >= 1
+
+
+def zero_fp_label(n_nonmembers: list[int]) -> str:
+    """The name of the TPR at zero false positives (FPR < 1/n) for these evaluation sets' non-members."""
+    ns = sorted(set(int(n) for n in n_nonmembers if n))
+    if len(ns) == 1:
+        return unresolved_label(ns[0])
+    return f"TPR at 0 false positives (FPR < 1/n, n = {', '.join(map(str, ns))} non-members)"
+
+
+def _zero_fp_tpr(r: dict[str, Any]) -> float | None:
+    """The TPR at zero false positives of an attack result: the highest TPR at FPR 0 of its stored ROC
+    (every corner is kept at low FPR), else its TPR at a low FPR its non-members cannot resolve."""
+    at0 = [t for f, t in zip(r.get("roc_fpr") or [], r.get("roc_tpr") or []) if f <= 0]
+    if at0:
+        return float(max(at0))
+    n0 = int(r.get("n_nonmembers") or 0)
+    return next((r["tpr_at_fpr"][k] for k, f, _ in LOW_FPR_COLUMNS[::-1]
+                 if k in (r.get("tpr_at_fpr") or {}) and n0 and not resolves(f, n0)), None)
+
+
+def low_fpr_cells(results: list[dict[str, Any]]) -> list[dict[str, float | None]]:
+    """Each attack result's TPR cells for one table (a row each): "TPR @ 1 % / 0.1 % FPR" where every
+    row's non-members resolve that FPR (:func:`resolves`), and otherwise one column "TPR at 0 false
+    positives (FPR < 1/n)" — with 200 non-members "TPR @ 0.1 % FPR" is that number, not a rate of 0.1 %."""
+    ns = [int(r.get("n_nonmembers") or 0) for r in results]
+    resolved = [(k, name) for k, f, name in LOW_FPR_COLUMNS if ns and all(resolves(f, n) for n in ns)]
+    zero = len(resolved) < len(LOW_FPR_COLUMNS)
+    label = zero_fp_label(ns)
+    out = []
+    for r in results:
+        cells = {name: (r.get("tpr_at_fpr") or {}).get(k) for k, name in resolved}
+        if zero:
+            cells[label] = _zero_fp_tpr(r)
+        out.append(cells)
+    return out
+
+
+def measured_roc(fpr: list[float], tpr: list[float], n_nonmembers: int | None) -> tuple[list[float], list[float]]:
+    """The points of a ROC curve a log FPR axis can draw as measured: FPR ≥ 1/n (one non-member);
+    FPR 0 has no place on a log axis, and drawing it at an axis floor such as 10⁻³ shows a rate the
+    data never measured (with n unknown, the positive FPRs)."""
+    low = 1.0 / n_nonmembers if n_nonmembers else 0.0
+    keep = [(f, t) for f, t in zip(fpr, tpr) if f > 0 and f >= low - 1e-12]
+    return [f for f, _ in keep], [t for _, t in keep]
+
+
+def mark_fpr_floor(fig: go.Figure, n_nonmembers: list[int]) -> None:
+    """A vertical dotted line at FPR = 1/n for each evaluation set's n non-members: nothing left of it
+    is measured (the first false positive costs 1/n of FPR)."""
+    for n in sorted(set(int(n) for n in n_nonmembers if n)):
+        fig.add_vline(x=1.0 / n, line=dict(color="grey", dash="dot", width=1),
+                      annotation_text=f"1/n = 1/{n}", annotation_position="top left")
+
+
 def thin_roc(fpr: list[float], tpr: list[float], max_points: int = 240) -> tuple[list[float], list[float]]:
     """At most about ``max_points`` points of a ROC curve for drawing (the full curve stays in the
     summary and in downloads): the first and last points, points spaced evenly in log FPR (the
@@ -124,16 +188,20 @@ def roc_curves(summaries: list[dict[str, Any]]) -> go.Figure:
     attack of each architecture is shown, the others are one click on their legend entry away."""
     fig = go.Figure()
     floor = 1e-3
+    ns = []
     for s in summaries:
         c = ARCH_COLOURS.get(s["arch"])
         for name, r in s["attacks"].items():
-            fpr, tpr = thin_roc(r["roc_fpr"], r["roc_tpr"])
-            fig.add_scatter(x=[max(v, floor) for v in fpr], y=tpr, mode="lines",
+            n0 = r.get("n_nonmembers")
+            ns.append(n0)
+            fpr, tpr = measured_roc(*thin_roc(r["roc_fpr"], r["roc_tpr"]), n0)
+            fig.add_scatter(x=fpr, y=tpr, mode="lines",
                             line=dict(color=c, dash=ATTACK_DASH.get(name, "solid")),
                             name=f"{ARCH_NAMES.get(s['arch'])} · {ATTACK_SHORT.get(name, name)} · AUC {r['auc']:.2f}",
                             visible=True if name == s["attack"]["name"] else "legendonly")
     diagonal = [floor * (1 / floor) ** (i / 50) for i in range(51)]  # y = x is a curve on a log x-axis
     fig.add_scatter(x=diagonal, y=diagonal, mode="lines", line=dict(color="grey", dash="dot"), name="chance")
+    mark_fpr_floor(fig, [n for n in ns if n and 1 / n > floor])
     fig.update_xaxes(type="log", range=[-3, 0], tickvals=[1e-3, 1e-2, 1e-1, 1], ticktext=["0.1%", "1%", "10%", "100%"])
     fig.update_yaxes(range=[0, 1])
     return _layout(fig, "ROC of the attacks (log FPR)", "false positive rate", "true positive rate")
@@ -141,19 +209,18 @@ def roc_curves(summaries: list[dict[str, Any]]) -> go.Figure:
 
 def metrics_table(summaries: list[dict[str, Any]]) -> pd.DataFrame:
     """One row per (architecture, attack) with the common AttackResult metrics."""
+    pairs = [(s, name, r) for s in summaries for name, r in s["attacks"].items()]
     rows = []
-    for s in summaries:
-        for name, r in s["attacks"].items():
-            rows.append({
-                "architecture": ARCH_NAMES.get(s["arch"], s["arch"]),
-                "attack": ATTACK_NAMES.get(name, name),
-                "accuracy": r["accuracy"],
-                "advantage (TPR−FPR)": r["advantage"],
-                "AUC": r["auc"],
-                "TPR @ 1% FPR": r["tpr_at_fpr"]["0.01"],
-                "TPR @ 0.1% FPR": r["tpr_at_fpr"]["0.001"],
-                "eval records": r["n_members"] + r["n_nonmembers"],
-            })
+    for (s, name, r), tprs in zip(pairs, low_fpr_cells([r for _, _, r in pairs])):
+        rows.append({
+            "architecture": ARCH_NAMES.get(s["arch"], s["arch"]),
+            "attack": ATTACK_NAMES.get(name, name),
+            "accuracy": r["accuracy"],
+            "advantage (TPR−FPR)": r["advantage"],
+            "AUC": r["auc"],
+            **tprs,  # "TPR @ 0.1% FPR" only where the non-members resolve it (low_fpr_cells)
+            "eval records": r["n_members"] + r["n_nonmembers"],
+        })
     return pd.DataFrame(rows)
 
 
@@ -670,26 +737,37 @@ def roc_loglog(summaries: list[dict[str, Any]]) -> go.Figure:
     """ROC curves of every attack on log-log axes (the convention of the LiRA paper): the low-FPR
     regime, where an attack that confidently identifies a few members differs from one that is
     merely above chance on average. The primary attack, LiRA and RMIA are shown; the others are a
-    click on the legend away. Points at FPR or TPR 0 are drawn at the axis floor 1/(2·non-members)."""
+    click on the legend away. Each curve is drawn only down to FPR = 1/n (its n non-members:
+    :func:`measured_roc`), a dotted line marks that floor, and nothing left of it is drawn as if
+    measured; TPR 0 is drawn at the axis floor. The legend's TPR is at 1 % FPR, or at 0 false
+    positives where 1/n > 1 %."""
     fig = go.Figure()
     floor = 1e-3
+    ns = []
     for s in summaries:
         c = ARCH_COLOURS.get(s["arch"])
         for name, r in s["attacks"].items():
             fpr, tpr = r.get("roc_fpr") or [], r.get("roc_tpr") or []
             if not fpr:
                 continue
-            lo = 0.5 / max(int(r.get("n_nonmembers", 1000)), 1)
+            n0 = int(r.get("n_nonmembers") or 0) or None
+            ns.append(n0)
+            lo = 0.5 / (n0 or 1000)
             floor = min(floor, lo)
-            tpr_low = r["tpr_at_fpr"].get("0.01")
+            fpr, tpr = measured_roc(fpr, tpr, n0)
+            if n0 and not resolves(0.01, n0):
+                low = f"TPR@0FP (FPR < 1/{n0}) {_zero_fp_tpr(r) or 0:.2f}"
+            else:
+                low = f"TPR@1% {r['tpr_at_fpr'].get('0.01', float('nan')):.2f}"
             fig.add_scatter(
-                x=[max(v, lo) for v in fpr], y=[max(v, lo) for v in tpr], mode="lines",
+                x=fpr, y=[max(v, lo) for v in tpr], mode="lines",
                 line=dict(color=c, dash=ATTACK_DASH.get(name, "solid"), width=3 if name in STRONG_ATTACKS else 2),
-                name=f"{ARCH_NAMES.get(s['arch'], s['arch'])} · {ATTACK_SHORT.get(name, name)} · TPR@1% {tpr_low:.2f}",
+                name=f"{ARCH_NAMES.get(s['arch'], s['arch'])} · {ATTACK_SHORT.get(name, name)} · {low}",
                 visible=True if name in STRONG_ATTACKS or name == s["attack"]["name"] else "legendonly")
     lo_exp = math.floor(math.log10(floor))
     diagonal = [10 ** (lo_exp + (-lo_exp) * i / 50) for i in range(51)]
     fig.add_scatter(x=diagonal, y=diagonal, mode="lines", line=dict(color="grey", dash="dot"), name="chance (TPR = FPR)")
+    mark_fpr_floor(fig, [n for n in ns if n])
     ticks = [10.0 ** k for k in range(lo_exp, 1)]
     text = [f"{100 * t:g}%" for t in ticks]
     fig.update_xaxes(type="log", range=[lo_exp, 0], tickvals=ticks, ticktext=text)
@@ -699,16 +777,12 @@ def roc_loglog(summaries: list[dict[str, Any]]) -> go.Figure:
 
 def strongest_attacks_table(summaries: list[dict[str, Any]]) -> pd.DataFrame:
     """Per architecture: Shokri's shadow attack beside LiRA and RMIA (AUC, TPR at 1 % and 0.1 % FPR)."""
+    pairs = [(s, name, s["attacks"][name]) for s in summaries
+             for name in ("shadow", "loss_threshold", "lira", "rmia", "lira_online") if name in s["attacks"]]
     rows = []
-    for s in summaries:
-        for name in ("shadow", "loss_threshold", "lira", "rmia", "lira_online"):
-            r = s["attacks"].get(name)
-            if r is None:
-                continue
-            rows.append({"architecture": ARCH_NAMES.get(s["arch"], s["arch"]), "attack": ATTACK_NAMES.get(name, name),
-                         "AUC": r["auc"], "accuracy": r["accuracy"], "TPR @ 1% FPR": r["tpr_at_fpr"]["0.01"],
-                         "TPR @ 0.1% FPR": r["tpr_at_fpr"]["0.001"],
-                         "non-members": r["n_nonmembers"]})
+    for (s, name, r), tprs in zip(pairs, low_fpr_cells([r for _, _, r in pairs])):
+        rows.append({"architecture": ARCH_NAMES.get(s["arch"], s["arch"]), "attack": ATTACK_NAMES.get(name, name),
+                     "AUC": r["auc"], "accuracy": r["accuracy"], **tprs, "non-members": r["n_nonmembers"]})
     return pd.DataFrame(rows)
 
 
@@ -776,12 +850,8 @@ def matched_utility_table(summaries: list[dict[str, Any]], attacks: tuple[str, .
 
 
 # ---------------------------------------------------------------------------- repeats and intervals
-#: headline metrics of core.analyses.repeats, as the pages name them
-METRIC_NAMES = {"attack_accuracy": "attack accuracy", "attack_auc": "attack AUC",
-                "attack_advantage": "advantage (TPR−FPR)", "tpr_at_1pct_fpr": "TPR @ 1% FPR",
-                "tpr_at_0.1pct_fpr": "TPR @ 0.1% FPR", "lira_auc": "LiRA AUC", "rmia_auc": "RMIA AUC",
-                "epsilon_lower_bound": "ε̂ lower bound",
-                "utility_val": "utility (validation)", "utility_train": "utility (train)"}
+#: headline metrics of core.analyses.repeats, as the pages name them (one list: the comparison JSON's labels)
+METRIC_NAMES = METRIC_LABELS
 VERDICT_MARKS = {"holds": "✅ holds", "reversed": "↩️ reversed", "inconclusive": "❔ inconclusive"}
 
 
@@ -798,48 +868,82 @@ def _p(v: float | None) -> str:
     return "—" if v is None else (f"{v:.3f}" if v >= 0.001 else "< 0.001")
 
 
+#: a comparison metric's role (core.analyses.repeats.metric_roles), as the table says it
+ROLE_NAMES = {"primary": "primary", "secondary": "secondary (Holm)", "duplicate": "duplicate: no verdict",
+              "unresolved": "finer than the data: no verdict", "utility": "utility: no hypothesis"}
+_ROLE_ORDER = {"primary": 0, "secondary": 1, "duplicate": 2, "unresolved": 3, "utility": 4}
+
+
 def comparison_table(comparison: dict[str, Any]) -> pd.DataFrame:
     """One row per headline metric of ``core.analyses.repeats.comparison_json``: each architecture's mean
-    with its 95 % interval, the paired difference FFNN − RNN with its interval, both p-values,
-    Cohen's d_z, the verdict on "the RNN leaks more" and N."""
+    with its 95 % interval, the paired difference FFNN − RNN with its interval, both p-values (and,
+    for a secondary metric, the Holm-adjusted sign-flip p), Cohen's d_z, the metric's role, the verdict
+    on "the RNN leaks more" (none for a duplicate or a rate finer than the data) and N. The primary
+    metric comes first; a comparison written before roles (schema 1) keeps its order and verdicts."""
     rows = []
-    for name, m in comparison["metrics"].items():
+    items = sorted(comparison["metrics"].items(), key=lambda kv: _ROLE_ORDER.get(kv[1].get("role", ""), 1))
+    for name, m in items:
         d = m["difference"]
         v = m.get("verdict")
-        rows.append({"metric": METRIC_NAMES.get(name, name), "FFNN mean [95% CI]": with_ci(m["ffnn"]),
-                     "RNN mean [95% CI]": with_ci(m["rnn"]), "FFNN − RNN [95% CI]": with_ci(d["diff"], 3),
-                     "p (paired t)": _p(d.get("p_t")), "p (sign flip)": _p(d.get("p_permutation")),
-                     "effect d_z": d.get("effect_size"), "verdict: RNN leaks more": VERDICT_MARKS[v["value"]] if v else
-                     "(no hypothesis)", "N": d["n"]})
+        role = m.get("role")
+        if v:
+            word = VERDICT_MARKS[v["value"]]
+        elif role in ("duplicate", "unresolved"):
+            word = "— (no verdict)"
+        else:
+            word = "(no hypothesis)"
+        row = {"metric": m.get("label") or METRIC_NAMES.get(name, name), "FFNN mean [95% CI]": with_ci(m["ffnn"]),
+               "RNN mean [95% CI]": with_ci(m["rnn"]), "FFNN − RNN [95% CI]": with_ci(d["diff"], 3),
+               "p (paired t)": _p(d.get("p_t")), "p (sign flip)": _p(d.get("p_permutation"))}
+        if role is not None:
+            row["role"] = ROLE_NAMES.get(role, role)
+            row["p (sign flip, Holm)"] = _p((m.get("p_holm") or {}).get("p_permutation"))
+        row.update({"effect d_z": d.get("effect_size"), "verdict: RNN leaks more": word, "N": d["n"]})
+        rows.append(row)
     return pd.DataFrame(rows)
 
 
 def repeats_table(blocks: dict[str, dict[str, Any]]) -> pd.DataFrame:
     """Per architecture, every headline metric as mean [95 % CI] over its repeats
     (``blocks``: arch → ``core.analyses.repeats.repeats_block``)."""
+    # a TPR at an FPR the non-members cannot resolve is the TPR at 0 false positives, and named so
+    # (blocks written before their ``resolution`` keep the plain names)
+    ns = [int(b["resolution"]["n_nonmembers"]) for b in blocks.values() if b.get("resolution")]
+    fprs = {"tpr_at_1pct_fpr": 0.01, "tpr_at_0.1pct_fpr": 0.001}
+    unresolved = [m for m, f in fprs.items() if ns and not all(resolves(f, n) for n in ns)]
     rows = []
     for arch, block in blocks.items():
         row: dict[str, Any] = {"architecture": ARCH_NAMES.get(arch, arch), "N": block["n"]}
         for name, e in block["metrics"].items():
+            if name in unresolved:  # both unresolved: the same number, one column
+                row[zero_fp_label(ns)] = with_ci(block["metrics"][unresolved[-1]])
+                continue
             row[METRIC_NAMES.get(name, name)] = with_ci(e)
         rows.append(row)
     return pd.DataFrame(rows)
 
 
-def roc_band_figure(bands: dict[str, dict[str, Any]]) -> go.Figure:
-    """Each architecture's mean ROC curve over its repeats with the pointwise 95 % band (log FPR)."""
+def roc_band_figure(bands: dict[str, dict[str, Any]], n_nonmembers: dict[str, int] | None = None) -> go.Figure:
+    """Each architecture's mean ROC curve over its repeats with the pointwise 95 % band (log FPR).
+    With ``n_nonmembers`` (arch → its evaluation set's non-members) the band is drawn only down to
+    FPR = 1/n and a dotted line marks it: below it the grid reads the TPR at zero false positives."""
     fig = go.Figure()
     floor = 1e-3
+    ns = n_nonmembers or {}
     for arch, b in bands.items():
         c = ARCH_COLOURS.get(arch, "#444")
-        x = [max(v, floor) for v in b["fpr"]]
-        fig.add_scatter(x=x + x[::-1], y=list(b["hi"]) + list(b["lo"])[::-1], fill="toself", mode="lines",
+        n0 = ns.get(arch)
+        keep = [i for i, v in enumerate(b["fpr"]) if (v >= 1.0 / n0 - 1e-12 if n0 else True)]
+        x = [max(b["fpr"][i], floor) for i in keep]
+        hi, lo, tpr = [b["hi"][i] for i in keep], [b["lo"][i] for i in keep], [b["tpr"][i] for i in keep]
+        fig.add_scatter(x=x + x[::-1], y=hi + lo[::-1], fill="toself", mode="lines",
                         line=dict(width=0), fillcolor=c, opacity=0.18, hoverinfo="skip", showlegend=False)
-        fig.add_scatter(x=x, y=b["tpr"], mode="lines", line=dict(color=c),
+        fig.add_scatter(x=x, y=tpr, mode="lines", line=dict(color=c),
                         name=f"{ARCH_NAMES.get(arch, arch)}: mean of N = {b['n']}"
                              + (", 95% band" if b["n"] > 1 else ""))
     diagonal = [floor * (1 / floor) ** (i / 50) for i in range(51)]
     fig.add_scatter(x=diagonal, y=diagonal, mode="lines", line=dict(color="grey", dash="dot"), name="chance")
+    mark_fpr_floor(fig, [n for n in ns.values() if n and 1 / n > floor])
     fig.update_xaxes(type="log", range=[-3, 0], tickvals=[1e-3, 1e-2, 1e-1, 1], ticktext=["0.1%", "1%", "10%", "100%"])
     fig.update_yaxes(range=[0, 1])
     return _layout(fig, "ROC of the primary attack over repeats", "false positive rate", "true positive rate")

@@ -210,26 +210,53 @@ def reproduce_commands(configs: list[ExperimentConfig], overrides: dict[str, dic
     return cmds
 
 
+def _verdict_line(name: str, m: dict[str, Any], title: str) -> str:
+    v, d = m["verdict"], m["difference"]
+    dz = f", d_z = {d['effect_size']:.2f}" if d.get("effect_size") is not None else ""
+    return (f"**{title}**: {figures.VERDICT_MARKS[v['value']]} — FFNN − RNN {figures.with_ci(d['diff'])}{dz}, "
+            f"p (paired t) {figures._p(d.get('p_t'))}, p (sign flip) {figures._p(d.get('p_permutation'))}, N = {v['n']}")
+
+
 def verdict_lines(comparison: dict[str, Any], metrics: tuple[str, ...] = ("attack_accuracy", "attack_auc", "lira_auc")
                   ) -> list[str]:
-    """One markdown line per headline leakage metric: the three-valued verdict, effect, CI, N."""
+    """The headline of a comparison in markdown: the **primary** metric's verdict (effect, CI, p, N)
+    and why it is primary, then one line with the secondary metrics' verdicts and Holm-adjusted
+    p-values, then what gets no verdict. A comparison written before roles (no ``primary`` key)
+    gets one line per metric of ``metrics``, as then."""
+    if "primary" not in comparison:
+        return [_verdict_line(n, comparison["metrics"][n], figures.METRIC_NAMES.get(n, n))
+                for n in metrics if (comparison["metrics"].get(n) or {}).get("verdict")]
+    metrics_ = comparison["metrics"]
     lines = []
-    for name in metrics:
-        m = comparison["metrics"].get(name)
-        if not m or not m.get("verdict"):
-            continue
-        v, d = m["verdict"], m["difference"]
-        dz = f", d_z = {d['effect_size']:.2f}" if d.get("effect_size") is not None else ""
-        lines.append(f"**{figures.METRIC_NAMES.get(name, name)}**: {figures.VERDICT_MARKS[v['value']]} — FFNN − RNN "
-                     f"{figures.with_ci(d['diff'])}{dz}, p (paired t) {figures._p(d.get('p_t'))}, N = {v['n']}")
+    primary = comparison.get("primary")
+    if primary and metrics_.get(primary["metric"], {}).get("verdict"):
+        lines.append(_verdict_line(primary["metric"], metrics_[primary["metric"]], f"Primary — {primary['label']}")
+                     + f" — primary: {primary['why']}")
+    secondary = [n for n in comparison.get("secondary", {}).get("metrics", []) if metrics_.get(n, {}).get("verdict")]
+    if secondary:
+        parts = [f"{metrics_[n]['label']} {metrics_[n]['verdict']['value']} (Holm p "
+                 f"{figures._p((metrics_[n].get('p_holm') or {}).get('p_permutation'))})" for n in secondary]
+        lines.append(f"Secondary, sign-flip p Holm-adjusted over {len(secondary)}: " + "; ".join(parts))
+    no = comparison.get("no_verdict") or {}
+    dup = [f"{metrics_[n]['label']} ({why})" for n, why in no.items() if metrics_[n].get("role") == "duplicate"]
+    fine = [n for n in no if metrics_[n].get("role") == "unresolved"]
+    if fine:  # the same number under each name: said once
+        dup.append(" and ".join(figures.METRIC_NAMES.get(n, n) for n in fine) + f": {metrics_[fine[0]]['label']}, a "
+                   "rate finer than the data")
+    if dup:
+        lines.append("No verdict: " + "; ".join(dup))
     return lines
 
 
 SMALL_N_NOTE = ("Intervals are 95 % Student-t intervals over repeats (seeds: split, initialisation, batch order); "
                 "the difference is paired by repeat (same seed, same split for both architectures). **holds**: the "
-                "interval of FFNN − RNN lies below 0 (the RNN leaks more, as in the studies); **reversed**: above 0; "
-                "**inconclusive**: it contains 0. With N = 3 the t interval is wide (t₂ = 4.30) and the sign-flip "
-                "test cannot go below p = 0.25; N ≥ 6 reaches 0.031.")
+                "interval of FFNN − RNN lies below 0 (the RNN leaks more, as in the studies) and the exact sign-flip "
+                "test agrees; **reversed**: both say above 0; **inconclusive**: otherwise. With N = 3 the t interval "
+                "is wide (t₂ = 4.30) and the sign-flip test cannot go below p = 0.25; N ≥ 6 reaches 0.031. One "
+                "**primary** metric, declared before any number is read (LiRA AUC where LiRA ran, else RMIA AUC, else "
+                "the shadow attack's AUC), carries the headline verdict; the other leakage metrics are secondary, "
+                "their p-values Holm-adjusted over that family. Advantage (= 2·accuracy − 1 on a balanced set) and a "
+                "TPR at an FPR below 1/non-members (the TPR at 0 false positives) are shown without a verdict.")
 
 MATCHED_NOTE = ("Each architecture's victim and shadows train until the victim's validation utility first reaches the "
                 "target, then stop (the shadows stop at the victim's epoch: the attacker copies its recipe). The full "
@@ -356,13 +383,23 @@ def budget_table(budgets: dict[str, dict[str, Any]]) -> pd.DataFrame:
         for arch, view in budgets.items() for name, c in view["curves"].items() for p in c["points"]])
 
 
+def slice_tpr_cell(r: dict[str, Any]) -> str:
+    """A slice's TPR at 1 % FPR with its interval, or, where its n non-members cannot resolve 1 %
+    (``tpr_resolved`` false), the same number named for what it is: the TPR at 0 false positives."""
+    cell = _ci(r["tpr_at_1pct"], r["tpr_low"], r["tpr_high"])
+    if r.get("tpr_resolved", True) or r["tpr_at_1pct"] is None:
+        return cell
+    return f"{cell} — TPR at 0 false positives (FPR < 1/{r['n_non_members']})"
+
+
 def slices_table(view: dict[str, Any]) -> pd.DataFrame:
     """Per architecture, slicing and slice of :func:`core.analyses.record_views.slices_view`: records, AUC and
-    TPR at 1 % FPR with their bootstrap 95 % intervals, and whether the slice is too small to read."""
+    TPR at 1 % FPR with their bootstrap 95 % intervals, and whether the slice is too small to read; a
+    slice whose non-members cannot resolve 1 % FPR says that its TPR is the TPR at 0 false positives."""
     return pd.DataFrame([
         {"architecture": ARCH_NAMES.get(arch, arch), "slicing": name, "slice": r["slice"], "members": r["n_members"],
          "non-members": r["n_non_members"], "AUC [95 % CI]": _ci(r["auc"], r["auc_low"], r["auc_high"]),
-         "TPR @ 1% FPR [95 % CI]": _ci(r["tpr_at_1pct"], r["tpr_low"], r["tpr_high"]),
+         "TPR @ 1% FPR [95 % CI]": slice_tpr_cell(r),
          "too small": "yes" if r["too_small"] else ""}
         for arch, by in view["archs"].items() for name, rows in by.items() for r in rows])
 
@@ -455,7 +492,9 @@ def run_report_html(summaries: list[dict[str, Any]], configs: list[ExperimentCon
     if repeats:
         parts += repeats_html(repeats)
         if "comparison" in repeats:
-            parts.append(fig_html(figures.roc_band_figure(repeats["comparison"]["roc_band"])))
+            parts.append(fig_html(figures.roc_band_figure(
+                repeats["comparison"]["roc_band"],
+                {a: r["n_nonmembers"] for a, r in (repeats["comparison"].get("resolution") or {}).items()})))
     if matched:
         parts += ["<h2>At matched utility (by construction)</h2>", _table(figures.matched_stops_table(matched)),
                   "<p>" + "<br>".join(_md(x) for x in verdict_lines(matched["comparison"])) + "</p>",
