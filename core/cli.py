@@ -231,6 +231,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_compare_command(sub, common)
     cfg = sub.add_parser("config", help="print the resolved config and its hash as JSON")
     common(cfg)
+    inspect = sub.add_parser("inspect", help="what the config's data source holds and how a run would split it "
+                                             "(records, classes, victim/attacker halves, example record ids): "
+                                             "reads the data, trains nothing; JSON as the Your model page shows it")
+    common(inspect)
+    inspect.add_argument("--out", action=Once, help="write the JSON here (default: stdout)")
     analyze = sub.add_parser("analyze", help="why attacks work: entropy scatter with decision boundaries, "
                                              "vulnerability over training, memorization, overtraining, model mismatch "
                                              "(FFNN and RNN; writes <name>.csv and <name>.html per analysis)")
@@ -620,6 +625,15 @@ def _main(argv: Sequence[str] | None) -> int:
     config = resolve_config(args)
     if args.command == "config":
         emit_json({"config": config.to_dict(), "config_hash": config.config_hash})
+        return 0
+    if args.command == "inspect":
+        from core.experiment.data_preview import preview_data
+
+        preview = preview_data(config).to_dict()
+        if out is None:
+            emit_json(preview)
+        else:
+            write_json_atomically(out, preview)
         return 0
 
     from core.foundations.device import configure_threads
