@@ -242,3 +242,40 @@ def test_the_cli_runs_a_csv_and_refuses_a_bad_label_in_one_line(root, tmp_path):
               *sets, "--quiet", root=root)
     assert bad.returncode == 2 and bad.stderr.startswith("error: ") and bad.stderr.count("\n") == 1
     assert "no column 'nope'" in bad.stderr
+
+
+def test_the_train_page_reads_a_csv_and_says_a_bad_label_in_one_message(root):
+    from tests.test_app import has_results, run_until, set_field, train_page
+
+    at = train_page()
+    at.query_params["task"] = "tabular"
+    at.run(timeout=60)
+    assert at.selectbox(key="train:task").value == "tabular" and not at.exception
+    at.selectbox(key="tabular:quick:dataset").set_value("csv").run(timeout=60)
+    at.text_input(key="tabular:quick:data_dir").set_value("table.csv")
+    for name, value in {**TINY, "attack_epochs": "", "label": "nope"}.items():
+        set_field(at, "tabular:quick", name, value)
+    at.run(timeout=60)
+    assert not at.exception, at.exception
+    [b for b in at.button if b.label == "Train & attack"][0].click()
+    run_until(at, lambda a: any("no column 'nope'" in e.value for e in a.error), timeout=120)
+    set_field(at, "tabular:quick", "label", "label")  # fixed: the run goes through
+    at.run(timeout=60)
+    [b for b in at.button if b.label == "Train & attack"][0].click()
+    run_until(at, has_results)
+    shown = " ".join(c.value for c in at.caption)
+    assert not at.exception and "csv: 120 rows" in shown and "missing values: income 12" in shown
+
+
+@pytest.mark.parametrize("page", ["app_pages/1_Train_and_attack.py", "app_pages/2_Defenses.py",
+                                  "app_pages/3_Training_defenses.py", "app_pages/4_Analyses.py"])
+def test_every_page_with_a_task_selector_offers_and_renders_the_tabular_task(page):
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "app.py"))
+    at.query_params["task"] = "tabular"
+    at.switch_page(page)
+    at.run(timeout=60)
+    assert not at.exception, at.exception
+    selector = [s for s in at.selectbox if s.label == "Task"][0]
+    assert selector.value == "tabular" and "Tabular classification (your CSV)" in selector.options
