@@ -279,3 +279,29 @@ def test_every_page_with_a_task_selector_offers_and_renders_the_tabular_task(pag
     assert not at.exception, at.exception
     selector = [s for s in at.selectbox if s.label == "Task"][0]
     assert selector.value == "tabular" and "Tabular classification (your CSV)" in selector.options
+
+
+def test_the_training_defenses_page_shows_a_dp_sgd_sweep_of_the_table(monkeypatch):
+    """DP-SGD on the table end to end on the page: the cached sweep's point drawn, with the task's caveat on
+    the unnoised standardisation (and no study recipe row: the studies had no table)."""
+    from streamlit.testing.v1 import AppTest
+
+    from core.defenses.sweeps import sweep_runs
+
+    task = get_task("tabular")
+    monkeypatch.setitem(task.presets, "quick", {**task.presets["quick"], **TINY, "batch_size": 16})
+    runs = sweep_runs({"rnn": task.make_config("rnn", "quick")}, "dpsgd", [1.0], max_grad_norm=1.0, delta=1e-4)
+    for _, cfg in runs["rnn"]:
+        run_experiment(cfg)
+    at = AppTest.from_file(str(ROOT / "app.py"))
+    at.query_params["task"] = "tabular"
+    at.switch_page("app_pages/3_Training_defenses.py")
+    at.run(timeout=60)
+    at.multiselect(key="tdef:archs").set_value(["rnn"])
+    at.radio(key="tdef:mech").set_value("dpsgd")
+    at.run(timeout=60)
+    at.text_input(key="tdef:grid:dpsgd").set_value("1").run(timeout=120)
+    assert not at.exception, at.exception
+    assert not [b for b in at.button if b.label.startswith("Run the sweep")]  # the point is cached
+    assert any("standard deviation" in w.value for w in at.warning)  # the privacy caveat
+    assert at.get("plotly_chart") and at.dataframe
