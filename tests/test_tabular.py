@@ -305,3 +305,13 @@ def test_the_training_defenses_page_shows_a_dp_sgd_sweep_of_the_table(monkeypatc
     assert not [b for b in at.button if b.label.startswith("Run the sweep")]  # the point is cached
     assert any("standard deviation" in w.value for w in at.warning)  # the privacy caveat
     assert at.get("plotly_chart") and at.dataframe
+
+
+def test_every_analysis_runs_on_a_csv_table(root):
+    """All analyses, the audit's mislabeled-row canaries and the slices by class and by missing values included."""
+    write_table(root / "wide.csv", n=200)  # 100 rows a half: 40 members, 20 non-members, 40 unused for canaries
+    cfgs = {a: tabular(a, data_dir="wide.csv", label="label", n_shadows=2) for a in ("ffnn", "rnn")}
+    out = analysis.analyze(cfgs, analysis.ANALYSES, canaries=10)
+    assert set(analysis.ANALYSES) <= set(out) and out["task"] == "tabular"
+    assert set(out["slices"]["archs"]["rnn"]) == {"class", "missing values"}
+    assert out["audit"]["rnn"]["m"] == 10 and "mislabeled rows" in out["audit"]["rnn"]["design"]
