@@ -59,6 +59,8 @@ from core.training.loop import (BatchCallback, PrivacySettings, TrainingRecord, 
 MISSING_TOKENS = frozenset({"", "na", "n/a", "nan", "null", "none", "?"})
 #: the largest relative difference of the two architectures' parameter counts (issue 33: within 5 %)
 MATCH_TOLERANCE = 0.05
+#: loaded tables kept in memory per process (the oldest is dropped first)
+MAX_TABLES_KEPT = 4
 #: built-in tables (scikit-learn) and the name of their label column
 BUILTIN_LABELS = {"breast_cancer": "diagnosis"}
 
@@ -435,7 +437,8 @@ class TabularTask(Task):
     }
     preset_notes = {
         "quick": "built-in breast cancer table (scikit-learn, 569 rows), no file needed; for your CSV add data_dir "
-                 "and label (and n_train, n_eval for a table under 560 rows). Time: docs/your_data.md.",
+                 "and label (and lower n_train, n_eval for a table under 560 rows). Cold, victim + 4 shadows + attacks, "
+                 "measured once on a shared 2-core machine (docs/your_data.md): 33 CPU s (MLP) / 97 CPU s (LSTM).",
         "paper": "your CSV in data_dir with at least 6,000 rows (2,000 members + 1,000 non-members a side), "
                  "5 shadows, 100 epochs; not measured.",
     }
@@ -500,6 +503,8 @@ class TabularTask(Task):
                 "columns": {c.name: c.kind for c in rec.columns}, "missing_values": dict(table.missing),
                 "dropped_columns": list(table.dropped), **facts}
         data = TaskData(rec, np.sort(order[:half]), np.sort(order[half:]), description, info)
+        if len(self._loaded) >= MAX_TABLES_KEPT:  # a server's worker reads one table after another: keep the last few
+            self._loaded.pop(next(iter(self._loaded)))
         self._loaded[key] = data
         return data
 
