@@ -248,7 +248,7 @@ metric = plots.UTILITY_NAMES.get(next(iter(baselines.values()))["utility_metric"
 st.caption(f"Utility: {metric} on unseen records; utility loss 1 − M(defended)/M(undefended) (paper 000 Def. 4). "
            "Attack: the task's primary attack, fitted on shadows trained with the same recipe.")
 
-if defense.accounted:
+if defense.accounted and task_name in DPSGD_RECIPE:  # the studies' tasks only (a tabular task has no recipe)
     st.markdown("**DP-SGD recipes: the study's (paper 000 Table 2; ε computed by us) beside ours**")
     dp_points = {a: [p for p in pts if p.get("dpsgd")] for a, pts in points.items()}
     sigmas = sorted({p["dpsgd"]["noise_multiplier"] for pts in dp_points.values() for p in pts})

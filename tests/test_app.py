@@ -24,6 +24,7 @@ TINY = {
     "translation": {"n_train": 24, "n_eval": 8, "epochs": 1, "n_shadows": 1, "attack_epochs": "", "attack_train_epochs": 2},
     "navigation": {"n_train": 2, "n_eval": 2, "epochs": 1, "n_shadows": 1, "attack_epochs": "", "attack_train_epochs": 2,
                    "frames": 2048},
+    "tabular": {"n_train": 40, "n_eval": 20, "epochs": 2, "n_shadows": 1, "attack_epochs": "", "attack_train_epochs": 3},
 }
 
 

@@ -362,7 +362,7 @@ def test_range_bounds_themselves_are_accepted(key, value):
     assert getattr(cfg, key, getattr(cfg.options, key, None)) == value
 
 
-@pytest.mark.parametrize("task", ["image", "translation", "navigation"])
+@pytest.mark.parametrize("task", ["image", "translation", "navigation", "tabular"])
 def test_every_preset_lies_inside_the_ranges(task):
     t = get_task(task)
     for preset in t.presets:
@@ -370,14 +370,17 @@ def test_every_preset_lies_inside_the_ranges(task):
             t.make_config(arch, preset).validate()
 
 
-@pytest.mark.parametrize("cls", ["ExperimentConfig", "ImageOptions", "TranslationOptions", "NavigationOptions"])
+@pytest.mark.parametrize("cls", ["ExperimentConfig", "ImageOptions", "TranslationOptions", "NavigationOptions",
+                                 "TabularOptions"])
 def test_every_range_is_documented_in_the_docstring(cls):
     from core.tasks.image import ImageOptions
     from core.tasks.navigation import NavigationOptions
+    from core.tasks.tabular import TabularOptions
     from core.tasks.translation import TranslationOptions
 
     klass = {"ExperimentConfig": ExperimentConfig, "ImageOptions": ImageOptions,
-             "TranslationOptions": TranslationOptions, "NavigationOptions": NavigationOptions}[cls]
+             "TranslationOptions": TranslationOptions, "NavigationOptions": NavigationOptions,
+             "TabularOptions": TabularOptions}[cls]
     doc = klass.__doc__
     for f in fields(klass):
         rng = field_range(klass, f.name)

@@ -76,6 +76,8 @@ def show_results(summaries: list[RunSummary], configs: list[ExperimentConfig],
     raw = dicts(summaries)  # what the figure and report builders read
     st.subheader("Overview")
     st.dataframe(f["overview"], hide_index=True, width="stretch")
+    if summaries[0].data and summaries[0].data.get("description"):  # what was read (a CSV's missing values among it)
+        st.caption(f"Data: {summaries[0].data['description']}")
     if (note := plots.resolution_note(raw)) is not None:  # what one record is worth, before any number is compared
         st.caption(note)
     gap = plots.param_gap(raw)

@@ -29,6 +29,7 @@ REGISTRY: dict[str, str] = {
     "image": "core.tasks.image:ImageTask",
     "translation": "core.tasks.translation:TranslationTask",
     "navigation": "core.tasks.navigation:NavigationTask",
+    "tabular": "core.tasks.tabular:TabularTask",
 }
 
 _BUILTIN = tuple(REGISTRY)

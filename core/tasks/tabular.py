@@ -1,0 +1,663 @@
+"""Tabular classification (issue 33, "your data"): a CSV table with a header, MLP vs LSTM.
+
+Data sources:
+
+* ``breast_cancer`` (built-in default): scikit-learn's bundled Wisconsin diagnostic breast cancer
+  table (569 rows, 30 numeric columns, label ``diagnosis``: benign / malignant), read from the
+  installed package — no file, no network.
+* ``csv``: a CSV file with a header row under the data root (``--set data_dir=FILE.csv --set
+  label=COLUMN``; giving ``data_dir`` alone selects ``csv``).
+
+Both go through one encoder (:func:`encode_table`): numeric columns (every non-missing cell a
+number) are one feature each, standardised inside each model from its own training records
+(:class:`core.models.tabular.Standardize`); text columns are one-hot over their most frequent
+values (at most ``max_categories`` features a column, the rest as ``other``); a missing value
+(an empty cell, ``NA``, ``N/A``, ``NaN``, ``null``, ``None``, ``?``) is the training mean of a
+numeric column plus a ``(missing)`` indicator feature, or its own ``(missing)`` category of a text
+column, and is counted per column in the data's description and ``info["missing_values"]``.
+
+A file is not trusted (:func:`read_csv`): it must lie under the data root
+(:func:`core.foundations.paths.resolve_data_dir`, links leading out refused), must not itself be a
+symbolic link, must be a regular file, and is refused with one line past the caps of
+:class:`CsvLimits` (bytes, rows, columns, cells, encoded features, classes), on a NUL byte or on
+text that is not UTF-8. Nothing is evaluated: cells are strings parsed as floats or kept as
+categories.
+
+Half of the rows go to the victim, the other half to the attacker (paper 000 §3.2), as in the
+other tasks.
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import math
+import os
+import stat
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from core.foundations.config import ExperimentConfig, bounded, check_fields
+from core.foundations.device import default_device
+from core.foundations.errors import ConfigError, DatasetNotFoundError
+from core.foundations.memory import FLOAT_BYTES, attack_training_bytes, responses_bytes, training_state_bytes
+from core.foundations.paths import data_root, resolve_data_dir
+from core.measurement.responses import Responses
+from core.models.tabular import (TabularLSTM, TabularMLP, lstm_param_count, match_lstm_hidden, mlp_param_count)
+from core.tasks.base import EpochCallback, FractionCallback, OutputTransform, RecordView, Task, TaskData, VictimLoader
+from core.training.loop import (BatchCallback, PrivacySettings, TrainingRecord, autocast_dtype, build_optimizer,
+    seeded_generator, train_epochs)
+
+#: cells read as a missing value (compared stripped and lower-cased)
+MISSING_TOKENS = frozenset({"", "na", "n/a", "nan", "null", "none", "?"})
+#: the largest relative difference of the two architectures' parameter counts (issue 33: within 5 %)
+MATCH_TOLERANCE = 0.05
+#: loaded tables kept in memory per process (the oldest is dropped first)
+MAX_TABLES_KEPT = 4
+#: built-in tables (scikit-learn) and the name of their label column
+BUILTIN_LABELS = {"breast_cancer": "diagnosis"}
+
+
+@dataclass(frozen=True)
+class CsvLimits:
+    """Hard caps on a CSV file, each refused with one line before anything is trained.
+
+    They keep one table within what a run on a laptop holds (every cell is a Python string while
+    the file is parsed: 4 million cells take about 300 MB) and what the models read (an LSTM over
+    512 feature tokens).
+
+    Attributes:
+        max_bytes: file size (32 MiB).
+        max_rows: data rows, the header excluded (200,000).
+        max_columns: columns, the label included (256).
+        max_cells: rows × columns (4,000,000).
+        max_features: features after encoding (one-hot and missing indicators included) (512).
+        max_classes: distinct label values (64: a label with more looks like a regression target,
+            and the answers keep full probability vectors up to 64 classes).
+    """
+
+    max_bytes: int = 32 * 2**20
+    max_rows: int = 200_000
+    max_columns: int = 256
+    max_cells: int = 4_000_000
+    max_features: int = 512
+    max_classes: int = 64
+
+
+LIMITS = CsvLimits()
+
+
+@dataclass(frozen=True)
+class TabularOptions:
+    """Options of the tabular task (ranges in brackets, checked by :meth:`validate`).
+
+    Attributes:
+        label: the label column's name (the built-in table's: ``diagnosis``; empty = that default;
+            a CSV needs it named).
+        mlp_hidden: width of the MLP's hidden layers; the LSTM's width follows, matched in
+            parameters within 5 %. [1, 4096]
+        mlp_layers: hidden layers of the MLP. [1, 8]
+        token_dim: width of the LSTM's feature tokens. [1, 256]
+        max_categories: most one-hot features of one text column, its ``other`` included (the
+            most frequent values that occur at least twice; a ``(missing)`` feature comes on top
+            where values are missing). [2, 64]
+    """
+
+    label: str = ""
+    mlp_hidden: int = bounded(64, 1, 4096)
+    mlp_layers: int = bounded(2, 1, 8)
+    token_dim: int = bounded(8, 1, 256)
+    max_categories: int = bounded(16, 2, 64)
+
+    def validate(self) -> None:
+        check_fields(self)
+
+
+@dataclass(frozen=True)
+class TableColumn:
+    """How one source column became features: ``kind`` numeric or text, the indices of its features,
+    and (text) the category of each of them."""
+
+    name: str
+    kind: str
+    features: tuple[int, ...]
+    categories: tuple[str, ...] = ()
+
+
+@dataclass
+class TabularRecords:
+    """The encoded table.
+
+    Attributes:
+        x: (N, F) float32 features; NaN where a numeric value is missing (the models standardise
+            and impute, from their own training records).
+        labels: (N,) class indices.
+        class_names: the label's values, in class-index order.
+        feature_names: F names ("age", "age (missing)", "colour=red", "colour=(other)").
+        standardised: (F,) bool, the numeric features the models standardise.
+        columns: the source columns, for showing a row as it was (:meth:`TabularTask.describe_record`).
+    """
+
+    x: torch.Tensor
+    labels: torch.Tensor
+    class_names: tuple[str, ...]
+    feature_names: tuple[str, ...]
+    standardised: torch.Tensor
+    columns: tuple[TableColumn, ...]
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.class_names)
+
+    @property
+    def n_features(self) -> int:
+        return int(self.x.shape[1])
+
+
+@dataclass
+class EncodedTable:
+    """:func:`encode_table`'s result: the records, the missing values per column, dropped columns."""
+
+    records: TabularRecords
+    missing: dict[str, int]
+    dropped: tuple[str, ...]
+
+
+# ---------------------------------------------------------------------------- reading a file
+def _refuse(path_text: str, why: str) -> DatasetNotFoundError:
+    return DatasetNotFoundError(f"CSV file {path_text!r} {why}")
+
+
+def read_csv_bytes(path_text: str, limits: CsvLimits = LIMITS, root: str | os.PathLike | None = None) -> bytes:
+    """The bytes of the CSV file ``path_text`` (absolute, ``~/…`` or relative to the data root).
+
+    Raises:
+        ConfigError: empty, outside the data root, or a link leading out of it
+            (:func:`core.foundations.paths.resolve_data_dir`).
+        DatasetNotFoundError: missing, a symbolic link, not a regular file, unreadable, larger
+            than ``limits.max_bytes``.
+    """
+    base = Path(root).expanduser().resolve() if root is not None else data_root()
+    resolved = resolve_data_dir(path_text, base)  # confinement: "..", and links pointing out, refused
+    given = Path(path_text.strip()).expanduser()
+    given = given if given.is_absolute() else base / given
+    if given.is_symlink():  # links are not followed, even inside the root
+        raise _refuse(path_text, "is a symbolic link; give the file itself (links are not followed)")
+    try:
+        fd = os.open(resolved, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise _refuse(path_text, "not found") from None
+    except OSError as exc:  # a link planted after the check (ELOOP), no permission, …
+        raise _refuse(path_text, f"cannot be opened: {exc.strerror or exc}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise _refuse(path_text, "is not a regular file (a folder, device or pipe)")
+        if info.st_size > limits.max_bytes:
+            raise _refuse(path_text, f"has {info.st_size:,} bytes, more than the {limits.max_bytes:,} a table may have")
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            data = fh.read(limits.max_bytes + 1)
+    finally:
+        os.close(fd)
+    if len(data) > limits.max_bytes:  # it grew while read
+        raise _refuse(path_text, f"has more than the {limits.max_bytes:,} bytes a table may have")
+    return data
+
+
+def parse_csv(data: bytes, source: str, limits: CsvLimits = LIMITS) -> tuple[list[str], list[list[str]]]:
+    """The header and the columns (one list of cell strings per column) of CSV ``data``.
+
+    Comma-separated, ``"``-quoted, UTF-8 (a byte-order mark is skipped); blank lines skipped.
+
+    Raises:
+        DatasetNotFoundError: binary content (a NUL byte, not UTF-8), no header, empty or duplicate
+            column names, a row of another length than the header, a malformed quote, more
+            columns, rows or cells than ``limits`` allows.
+    """
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        raise DatasetNotFoundError(f"{source} holds binary content (a NUL byte at offset {nul:,}), not a CSV text file")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise DatasetNotFoundError(f"{source} is not UTF-8 text (byte {exc.start:,}): binary content, or save it "
+                                   "as UTF-8") from None
+    first = text.split("\n", 1)[0]
+    if first.count(",") + 1 > limits.max_columns:  # counted before the csv module splits a huge header
+        raise DatasetNotFoundError(f"{source} has about {first.count(',') + 1:,} columns; at most "
+                                   f"{limits.max_columns} (the label included)")
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    try:
+        header = next(reader, None)
+        if not header:
+            raise DatasetNotFoundError(f"{source} is empty: a CSV needs a header row naming its columns")
+        header = [h.strip() for h in header]
+        if len(header) > limits.max_columns:
+            raise DatasetNotFoundError(f"{source} has {len(header):,} columns; at most {limits.max_columns} "
+                                       "(the label included)")
+        if len(header) < 2:
+            raise DatasetNotFoundError(f"{source} has one column ({header[0]!r}): a table needs a label column and "
+                                       "at least one feature, separated by commas")
+        if any(not h for h in header):
+            raise DatasetNotFoundError(f"{source}: column {header.index('') + 1} of the header has no name")
+        twice = [h for h, n in Counter(header).items() if n > 1]
+        if twice:
+            raise DatasetNotFoundError(f"{source}: column name {twice[0]!r} appears twice in the header")
+        columns: list[list[str]] = [[] for _ in header]
+        rows = 0
+        for row in reader:
+            if not row:  # a blank line
+                continue
+            if len(row) != len(header):
+                raise DatasetNotFoundError(f"{source}, line {reader.line_num}: {len(row)} cells, the header has "
+                                           f"{len(header)}")
+            rows += 1
+            if rows > limits.max_rows:
+                raise DatasetNotFoundError(f"{source} has more than {limits.max_rows:,} rows; at most "
+                                           f"{limits.max_rows:,} (take a sample)")
+            if rows * len(header) > limits.max_cells:
+                raise DatasetNotFoundError(f"{source} has more than {limits.max_cells:,} cells (rows × columns); "
+                                           "take a sample or fewer columns")
+            for column, cell in zip(columns, row):
+                column.append(cell)
+    except csv.Error as exc:  # an unclosed quote, a field over the csv module's size limit
+        raise DatasetNotFoundError(f"{source}, line {reader.line_num}: malformed CSV ({exc})") from None
+    if rows == 0:
+        raise DatasetNotFoundError(f"{source} has a header but no rows")
+    return header, columns
+
+
+# ---------------------------------------------------------------------------- encoding
+def _is_missing(cell: str) -> bool:
+    return cell.strip().lower() in MISSING_TOKENS
+
+
+def _as_numbers(cells: list[str]) -> np.ndarray | None:
+    """The column as float64 with NaN for missing (and non-finite) values, or None when a non-missing
+    cell is not a number (a text column)."""
+    out = np.empty(len(cells), np.float64)
+    for i, cell in enumerate(cells):
+        if _is_missing(cell):
+            out[i] = np.nan
+            continue
+        try:
+            value = float(cell)
+        except ValueError:
+            return None
+        out[i] = value if math.isfinite(value) else np.nan
+    return out
+
+
+def _label_classes(name: str, cells: list[str], source: str, limits: CsvLimits) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Class index per row and the class names (numbers in numeric order, text in alphabetical order)."""
+    missing = [i for i, c in enumerate(cells) if _is_missing(c)]
+    numbers = _as_numbers(cells)
+    if missing:
+        kind = "numeric" if numbers is not None else "a text column"
+        raise ConfigError(f"label column {name!r} of {source} is {kind} with {len(missing):,} missing values "
+                          f"(first in data row {missing[0] + 1}): fill them or drop those rows")
+    if numbers is not None:
+        values, index = np.unique(numbers, return_inverse=True)
+        names = tuple(f"{v:g}" for v in values)
+    else:
+        stripped = [c.strip() for c in cells]
+        names = tuple(sorted(set(stripped)))
+        position = {n: k for k, n in enumerate(names)}
+        index = np.array([position[c] for c in stripped], np.int64)
+    if len(names) < 2:
+        raise ConfigError(f"label column {name!r} of {source} has one value ({names[0]!r}) in every row: "
+                          "a classifier needs two classes or more")
+    if len(names) > limits.max_classes:
+        raise ConfigError(f"label column {name!r} of {source} has {len(names):,} distinct values, more than "
+                          f"{limits.max_classes} classes: it looks like a number to predict (regression), not a class")
+    return index.astype(np.int64), names
+
+
+def encode_table(header: list[str], columns: list[list[str]], label: str, source: str, max_categories: int = 16,
+                 limits: CsvLimits = LIMITS) -> EncodedTable:
+    """The records of a parsed table (see the module docstring for the encoding).
+
+    Raises:
+        ConfigError: no label given or no such column, a label with missing values, one value
+            or more than ``limits.max_classes``, no feature column left, more encoded features
+            than ``limits.max_features``.
+    """
+    shown_columns = ", ".join(header[:20]) + (f", … ({len(header)} in all)" if len(header) > 20 else "")
+    if not label:
+        raise ConfigError(f"name the label column of {source}: --set label=COLUMN (columns: {shown_columns})")
+    if label not in header:
+        raise ConfigError(f"{source} has no column {label!r} to use as the label; columns: {shown_columns}")
+    labels, class_names = _label_classes(label, columns[header.index(label)], source, limits)
+    n_rows = len(labels)
+    blocks: list[np.ndarray] = []
+    names: list[str] = []
+    standardised: list[bool] = []
+    described: list[TableColumn] = []
+    missing: dict[str, int] = {}
+    dropped: list[str] = []
+    for name, cells in zip(header, columns):
+        if name == label:
+            continue
+        numbers = _as_numbers(cells)
+        absent = np.isnan(numbers) if numbers is not None else np.array([_is_missing(c) for c in cells])
+        if absent.any():
+            missing[name] = int(absent.sum())
+        if absent.all():  # nothing to learn from
+            dropped.append(name)
+            continue
+        start = len(names)
+        if numbers is not None:
+            blocks.append(numbers[:, None])
+            names.append(name)
+            standardised.append(True)
+            if absent.any():
+                blocks.append(absent[:, None].astype(np.float64))
+                names.append(f"{name} (missing)")
+                standardised.append(False)
+            described.append(TableColumn(name, "numeric", tuple(range(start, len(names)))))
+            continue
+        values = [c.strip() for c in cells]
+        counts = Counter(v for v, gone in zip(values, absent) if not gone)
+        # the most frequent values seen at least twice (a value of one row would be a fingerprint of it)
+        kept = [v for v, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])) if n >= 2][: max_categories - 1]
+        categories = kept + ["(other)"] + (["(missing)"] if absent.any() else [])
+        position = {v: k for k, v in enumerate(kept)}
+        other = len(kept)
+        code = np.array([other + 1 if gone else position.get(v, other) for v, gone in zip(values, absent)], np.int64)
+        onehot = np.zeros((n_rows, len(categories)))
+        onehot[np.arange(n_rows), code] = 1.0
+        blocks.append(onehot)
+        names += [f"{name}={c}" for c in categories]
+        standardised += [False] * len(categories)
+        described.append(TableColumn(name, "text", tuple(range(start, len(names))), tuple(categories)))
+    if not names:
+        raise ConfigError(f"{source} has no feature column with values besides the label {label!r}")
+    if len(names) > limits.max_features:
+        raise ConfigError(f"{source} encodes to {len(names):,} features (one-hot and missing indicators "
+                          f"included), more than {limits.max_features}: lower max_categories or drop columns")
+    x = torch.from_numpy(np.concatenate(blocks, axis=1).astype(np.float32))
+    records = TabularRecords(x, torch.from_numpy(labels), class_names, tuple(names),
+                             torch.tensor(standardised, dtype=torch.bool), tuple(described))
+    return EncodedTable(records, missing, tuple(dropped))
+
+
+def builtin_table(name: str) -> tuple[list[str], list[list[str]]]:
+    """A table bundled with scikit-learn as header and cell strings (the CSV reader's output), so the
+    built-in data takes the very path a user's file takes."""
+    if name != "breast_cancer":
+        raise ConfigError(f"unknown tabular dataset {name!r}; choose breast_cancer or csv")
+    from sklearn.datasets import load_breast_cancer
+
+    d = load_breast_cancer()
+    header = [str(f) for f in d.feature_names] + [BUILTIN_LABELS[name]]
+    columns = [[repr(float(v)) for v in d.data[:, j]] for j in range(d.data.shape[1])]
+    columns.append([str(d.target_names[t]) for t in d.target])
+    return header, columns
+
+
+# ---------------------------------------------------------------------------- the task
+class TabularTask(Task):
+    name = "tabular"
+    utility_metric = "accuracy"
+    options_cls = TabularOptions
+    label = "Tabular classification (your CSV)"
+    record_names = ("row", "rows")
+    width_knob = "mlp_hidden"
+    privacy_unit = "one row"
+    privacy_caveat = (
+        "**What DP-SGD protects here.** A private sample is one row. The numeric columns' mean and standard deviation "
+        "each model standardises with are computed from its training rows and are not noised: DP-SGD's guarantee "
+        "covers the weights, not these statistics, which travel with the model.")
+    sensitivity_samples = 5
+    datasets = ("breast_cancer", "csv")
+    real_datasets = ("csv",)
+    about = ("A record is one row of a table. Each model answers with its softmax vector over the label's classes; "
+             "the reference is the row's label. The MLP reads the encoded row at once; the LSTM reads it as a "
+             "sequence of feature tokens, one per feature, and the two are matched in parameters. Numeric columns "
+             "are standardised with each model's own training rows; text columns are one-hot over their most "
+             "frequent values; missing values are imputed and counted per column in the data description. The "
+             "built-in table is scikit-learn's breast cancer data; give your own CSV with data_dir (a file under "
+             "the data root) and label (its label column). No study measured tabular data: whether the FFNN or "
+             "the RNN leaks more is what the run shown says, with its intervals.")
+    presets = {
+        # the built-in table (569 rows, 284 per half): 140 members + 140 non-members a side
+        "quick": dict(dataset="breast_cancer", n_train=140, n_eval=140, epochs=60, batch_size=32, lr=1e-3,
+                      n_shadows=4, attack_epochs=(10, 30), attack_train_epochs=80, rnn=dict(lr=3e-3)),
+        # a user's larger table: 5 shadows as the studies' layout, wider models
+        "paper": dict(dataset="csv", n_train=2000, n_eval=1000, epochs=100, batch_size=64, lr=1e-3, n_shadows=5,
+                      attack_epochs=(25, 50, 75), attack_train_epochs=80, mlp_hidden=128, token_dim=16,
+                      rnn=dict(lr=3e-3)),
+    }
+    preset_notes = {
+        "quick": "built-in breast cancer table (scikit-learn, 569 rows), no file needed; for your CSV add data_dir "
+                 "and label (and lower n_train, n_eval for a table under 560 rows). Cold, victim + 4 shadows + attacks, "
+                 "measured once on a shared 2-core machine (docs/your_data.md): 33 CPU s (MLP) / 97 CPU s (LSTM).",
+        "paper": "your CSV in data_dir with at least 6,000 rows (2,000 members + 1,000 non-members a side), "
+                 "5 shadows, 100 epochs; not measured.",
+    }
+
+    def __init__(self) -> None:
+        self._loaded: dict[tuple, TaskData] = {}
+
+    def make_config(self, arch: str, preset: str = "quick", overrides: dict[str, Any] | None = None) -> ExperimentConfig:
+        """As :meth:`Task.make_config`; a ``data_dir`` given without a ``dataset`` selects ``csv``
+        (``--set data_dir=FILE.csv --set label=COLUMN`` is the whole command)."""
+        overrides = dict(overrides or {})
+        if str(overrides.get("data_dir", "")).strip() and "dataset" not in overrides:
+            overrides["dataset"] = "csv"
+        return super().make_config(arch, preset, overrides)
+
+    # ------------------------------------------------------------------ data
+    def load(self, cfg: ExperimentConfig) -> TaskData:
+        o: TabularOptions = cfg.options
+        if cfg.dataset == "csv":
+            if not cfg.data_dir.strip():
+                raise DatasetNotFoundError("dataset csv needs data_dir: a CSV file with a header row, under the data "
+                                           "root, and --set label=COLUMN")
+            raw = read_csv_bytes(cfg.data_dir)
+            digest = hashlib.sha256(raw).hexdigest()
+            key: tuple = (cfg.dataset, cfg.data_dir, o.label, o.max_categories, digest)
+            if key in self._loaded:
+                return self._loaded[key]
+            source = f"CSV file {cfg.data_dir!r}"
+            header, columns = parse_csv(raw, source)
+            del raw
+            label = o.label
+            facts: dict[str, Any] = {"file": cfg.data_dir, "sha256": digest}
+        elif cfg.dataset in BUILTIN_LABELS:
+            if cfg.data_dir.strip():
+                raise ConfigError(f"data_dir names a file, but dataset is {cfg.dataset}: set dataset=csv (or leave "
+                                  "dataset out) to read it")
+            key = (cfg.dataset, "", o.label, o.max_categories, "")
+            if key in self._loaded:
+                return self._loaded[key]
+            source = f"the built-in {cfg.dataset} table"
+            header, columns = builtin_table(cfg.dataset)
+            label = o.label or BUILTIN_LABELS[cfg.dataset]
+            facts = {"source": "scikit-learn"}
+        else:
+            raise ConfigError(f"unknown tabular dataset {cfg.dataset!r}; choose one of {', '.join(self.datasets)}")
+        table = encode_table(header, columns, label, source, o.max_categories)
+        rec = table.records
+        n = len(rec.labels)
+        order = np.random.default_rng(12345).permutation(n)  # fixed victim/attacker halves
+        half = n // 2
+        counts = np.bincount(rec.labels.numpy(), minlength=rec.n_classes)
+        numeric = sum(c.kind == "numeric" for c in rec.columns)
+        missing_text = (", missing values: " + ", ".join(f"{k} {v:,}" for k, v in list(table.missing.items())[:8])
+                        + (" …" if len(table.missing) > 8 else "") if table.missing else ", no missing values")
+        dropped_text = f", dropped (no values): {', '.join(table.dropped)}" if table.dropped else ""
+        name = "csv" if cfg.dataset == "csv" else cfg.dataset
+        description = (f"{name}: {n:,} rows, {len(rec.columns)} feature columns ({numeric} numeric, "
+                       f"{len(rec.columns) - numeric} text) → {rec.n_features} features, label {label!r} with "
+                       f"{rec.n_classes} classes{missing_text}{dropped_text}")
+        info = {"n_records": int(n), "n_features": rec.n_features, "n_classes": rec.n_classes, "label": label,
+                "classes": {c: int(k) for c, k in zip(rec.class_names, counts)},
+                "columns": {c.name: c.kind for c in rec.columns}, "missing_values": dict(table.missing),
+                "dropped_columns": list(table.dropped), **facts}
+        data = TaskData(rec, np.sort(order[:half]), np.sort(order[half:]), description, info)
+        if len(self._loaded) >= MAX_TABLES_KEPT:  # a server's worker reads one table after another: keep the last few
+            self._loaded.pop(next(iter(self._loaded)))
+        self._loaded[key] = data
+        return data
+
+    # ------------------------------------------------------------------ models
+    def _sizes(self, cfg: ExperimentConfig, data: TaskData) -> tuple[int, int, int]:
+        """(MLP parameters, the LSTM's width, LSTM parameters), the LSTM matched to the MLP.
+
+        Raises:
+            ConfigError: no LSTM width comes within :data:`MATCH_TOLERANCE` of the MLP (a tiny MLP
+                on many features: the token tables alone outweigh it).
+        """
+        o: TabularOptions = cfg.options
+        rec: TabularRecords = data.records
+        mlp = mlp_param_count(rec.n_features, rec.n_classes, o.mlp_hidden, o.mlp_layers)
+        hidden = match_lstm_hidden(mlp, rec.n_features, rec.n_classes, o.token_dim)
+        lstm = lstm_param_count(rec.n_features, rec.n_classes, o.token_dim, hidden)
+        if abs(lstm - mlp) > MATCH_TOLERANCE * mlp:
+            raise ConfigError(f"no LSTM comes within 5 % of the MLP's {mlp:,} parameters on {rec.n_features} features "
+                              f"(nearest: {lstm:,} at width {hidden}); raise mlp_hidden or lower token_dim")
+        return mlp, hidden, lstm
+
+    def build_model(self, cfg: ExperimentConfig, data: TaskData) -> nn.Module:
+        o: TabularOptions = cfg.options
+        rec: TabularRecords = data.records
+        if cfg.arch == "ffnn":
+            return TabularMLP(rec.n_features, rec.n_classes, o.mlp_hidden, o.mlp_layers)
+        _, hidden, _ = self._sizes(cfg, data)
+        return TabularLSTM(rec.n_features, rec.n_classes, o.token_dim, hidden, dp=cfg.private)
+
+    def memory_estimate(self, cfg: ExperimentConfig, data: TaskData) -> int:
+        """Peak bytes from the config and the table's shape (nothing built): weights with gradients and
+        Adam state, one batch's activations (the LSTM keeps gates and states of every token; DP-SGD a
+        per-sample gradient of every weight), the attack classifiers and the Responses kept.
+
+        Raises:
+            ConfigError: the LSTM cannot be matched to the MLP (:meth:`_sizes`).
+        """
+        o: TabularOptions = cfg.options
+        rec: TabularRecords = data.records
+        mlp, hidden, lstm = self._sizes(cfg, data)
+        params = mlp if cfg.arch == "ffnn" else lstm
+        if cfg.arch == "ffnn":
+            act = rec.n_features + o.mlp_layers * o.mlp_hidden * 2
+        else:
+            act = rec.n_features * (3 * o.token_dim + 6 * hidden)
+        per_sample = params if cfg.private else 0
+        train = training_state_bytes(params) + cfg.batch_size * (act * 2 + per_sample) * FLOAT_BYTES
+        attack = attack_training_bytes(cfg, n_features=2 * rec.n_classes + 2, max_steps=1)
+        kept = responses_bytes(cfg, steps_per_record=1, floats_per_step=2 * rec.n_classes + 6)
+        return int(max(train, attack) + kept)
+
+    # ------------------------------------------------------------------ training
+    def train(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, train_index: np.ndarray,
+              on_epoch: EpochCallback, on_progress: FractionCallback,
+              on_batch: BatchCallback | None = None) -> TrainingRecord:
+        """Standardisation statistics from the training rows, then cross-entropy through the shared loop
+        (Adam with L2 on weight matrices, seeded batches, DP-SGD when ``cfg.dp`` is on: a sample = one row)."""
+        device = default_device()
+        rec: TabularRecords = data.records
+        x = rec.x[train_index].to(device)
+        y = rec.labels[train_index].to(device)
+        model.standardize.fit(rec.x[train_index], rec.standardised)
+
+        def batch_loss(index: torch.Tensor) -> torch.Tensor:
+            idx = index.to(device)
+            return F.cross_entropy(model(x[idx]), y[idx])
+
+        return train_epochs(model, len(train_index), batch_loss, epochs=cfg.epochs, batch_size=cfg.batch_size,
+                            optimizer=build_optimizer(model, cfg.lr, cfg.weight_decay), generator=seeded_generator(),
+                            privacy=PrivacySettings.from_config(cfg), autocast=autocast_dtype(cfg),
+                            unit="one row (a training record)",
+                            on_batch=on_batch, on_epoch=on_epoch, on_progress=on_progress)
+
+    # ------------------------------------------------------------------ audit canaries
+    canary_design = ("mislabeled rows: unused rows of the victim's half, each given a seeded wrong label (uniform "
+                     "over the other classes); the model fits one only by memorising it")
+
+    def canary_data(self, cfg: ExperimentConfig, data: TaskData, index: np.ndarray,
+                    rng: np.random.Generator) -> TaskData:
+        """Mislabeled rows: the labels of ``index`` shifted by a seeded offset in 1..K−1, the features kept
+        (as the image task's mislabeled images)."""
+        rec: TabularRecords = data.records
+        labels = rec.labels.clone()
+        offset = torch.from_numpy(rng.integers(1, rec.n_classes, len(index))).to(labels.dtype)
+        labels[torch.as_tensor(index)] = (labels[torch.as_tensor(index)] + offset) % rec.n_classes
+        canaries = TabularRecords(rec.x, labels, rec.class_names, rec.feature_names, rec.standardised, rec.columns)
+        return TaskData(canaries, data.victim_pool, data.attacker_pool, data.description, data.info)
+
+    # ------------------------------------------------------------------ one record, for the app
+    def describe_record(self, cfg: ExperimentConfig, data: TaskData, index: int, victim: VictimLoader | None = None,
+                        role: str = "member") -> RecordView:
+        """The row as its columns' values (numbers as read, a text column's category, ``(missing)``;
+        the first 24 columns) and its label; with ``victim``, the class it answers and its probability."""
+        rec: TabularRecords = data.records
+        i = int(index)
+        row = rec.x[i]
+        lines: list[tuple[str, str]] = []
+        for column in rec.columns[:24]:
+            if column.kind == "numeric":
+                value = float(row[column.features[0]])
+                lines.append((column.name, "(missing)" if math.isnan(value) else f"{value:g}"))
+            else:
+                hot = int(torch.argmax(row[list(column.features)]))
+                lines.append((column.name, column.categories[hot]))
+        if len(rec.columns) > 24:
+            lines.append(("…", f"{len(rec.columns) - 24} more columns"))
+        truth = rec.class_names[int(rec.labels[i])]
+        lines.append(("label", truth))
+        answer = None
+        if victim is not None:
+            model = victim()
+            probs = torch.softmax(self._logits(model, data, np.array([i])).double(), 1)[0]
+            k = int(probs.argmax())
+            answer = f"{rec.class_names[k]} (p = {float(probs[k]):.3f})"
+        return RecordView("text", f"row {i} · label {truth} ({role})", lines=tuple(lines), answer=answer)
+
+    def slice_labels(self, cfg: ExperimentConfig, data: TaskData, records: np.ndarray,
+                     summary: dict[str, Any]) -> dict[str, list[str]]:
+        """One slice per class; where the table has missing values, also rows with and without them."""
+        rec: TabularRecords = data.records
+        out = {"class": [f"class {rec.class_names[int(rec.labels[i])]}" for i in records]}
+        numeric = rec.standardised.numpy()
+        if np.isnan(rec.x.numpy()[:, numeric]).any():
+            gaps = np.isnan(rec.x.numpy()[np.asarray(records, np.int64)][:, numeric]).any(1)
+            out["missing values"] = ["has missing values" if g else "complete" for g in gaps]
+        return out
+
+    # ------------------------------------------------------------------ queries
+    @torch.no_grad()
+    def _logits(self, model: nn.Module, data: TaskData, index: np.ndarray) -> torch.Tensor:
+        device = next(model.parameters()).device
+        rec: TabularRecords = data.records
+        out = [model(rec.x[index[i: i + 4096]].to(device)).float().cpu() for i in range(0, len(index), 4096)]
+        return torch.cat(out) if out else torch.zeros(0, rec.n_classes)
+
+    def utility(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray,
+                output_transform: OutputTransform | None = None) -> float:
+        """Accuracy: the most probable class (of the transformed distribution) against the label."""
+        scores = self._logits(model, data, index)
+        if output_transform is not None:
+            scores = output_transform(torch.log_softmax(scores.double(), 1))
+        return float((scores.argmax(1) == data.records.labels[index]).float().mean())
+
+    def utility_of_responses(self, cfg: ExperimentConfig, responses: Responses) -> float | None:
+        """Accuracy from the answers, as the image task's: the label ranks first and nothing ties it
+        at the top (a tie returns None: argmax's first-index rule needs the logits)."""
+        top = responses.top_probs
+        if top.shape[1] > 1 and bool((top[:, 0] == top[:, 1]).any()):
+            return None
+        return float(torch.from_numpy(responses.ref_rank == 0).float().mean())
+
+    def respond(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray,
+                record_features: bool = True) -> Responses:
+        """One probability vector (softmax of the logits) per row; the reference is the one-hot label."""
+        logits = self._logits(model, data, index)
+        return Responses.from_logits(logits, np.ones(len(index), np.int64), data.records.labels[index])
