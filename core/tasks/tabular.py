@@ -416,6 +416,10 @@ class TabularTask(Task):
         "each model standardises with are computed from its training rows and are not noised: DP-SGD's guarantee "
         "covers the weights, not these statistics, which travel with the model.")
     sensitivity_samples = 5
+    #: records are the file's data rows in order (one per row the reader kept), so the base class's
+    #: index-based member ids (Task.record_indices) are these row numbers
+    record_id_meaning = ("the CSV data row's 0-based number (the header and blank lines not counted; the built-in "
+                         "table: scikit-learn's load_breast_cancer order)")
     datasets = ("breast_cancer", "csv")
     real_datasets = ("csv",)
     about = ("A record is one row of a table. Each model answers with its softmax vector over the label's classes; "
