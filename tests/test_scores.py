@@ -206,6 +206,7 @@ BAD_INPUTS = {
     "unknown column": ({"member": [0, 1] * 20, "Loss": [0.5] * 40}, "unknown column 'Loss'"),
     "empty cell": ({"member": [0, 1] * 20, "loss": [""] + [0.5] * 39}, "an empty cell"),
     "text": ({"member": [0, 1] * 20, "loss": ["abc"] + [0.5] * 39}, "'abc', not a number"),
+    "huge loss": ({"member": [0, 1] * 20, "loss": [1e300] + [0.5] * 39}, "values up to 1e+06"),
     "negative loss": ({"member": [0, 1] * 20, "loss": [-1] + [0.5] * 39}, "≥ 0"),
     "logits without label": ({"member": [0, 1] * 20, "logit_0": [1] * 40, "logit_1": [0] * 40}, "need a 'label'"),
     "label out of range": ({"member": [0, 1] * 20, "logit_0": [1] * 40, "logit_1": [0] * 40, "label": [2] + [0] * 39},

@@ -63,6 +63,9 @@ MAX_REFERENCES = 512
 #: the most distinct slices, and the longest slice label
 MAX_SLICES = 100
 MAX_SLICE_CHARS = 100
+#: the largest |value| of a loss or a logit: e^−1,000,000 is no probability any float holds, and larger
+#: values would overflow the Gaussians of LiRA (a loss of 1e300 squared)
+MAX_MAGNITUDE = 1e6
 #: the fewest members and non-members: the thresholds are fitted on one half and scored on the other
 MIN_PER_CLASS = 10
 #: the file types read
@@ -358,6 +361,11 @@ def _table(name: str, arrays: dict[str, np.ndarray]) -> ScoresTable:
     for key, a in arrays.items():
         if key != "slice":
             _finite(name, col(key), a, lines)
+            if key in ("loss", "logits", "ref_loss"):
+                bad = np.abs(a) > MAX_MAGNITUDE
+                if bad.any():
+                    raise ScoresFileError(f"{_where(name, col(key), bad, lines)}: {a[bad][0]:g}; values up to "
+                                          f"{MAX_MAGNITUDE:g} in size are read (is it a loss in nats?)")
     member = arrays["member"]
     bad = (member != 0) & (member != 1)
     if bad.any():
