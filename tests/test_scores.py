@@ -217,6 +217,8 @@ BAD_INPUTS = {
                              "ref_loss_1": [1] * 40, "ref_in_0": [0] * 40}, "one mask per reference"),
     "mask 3": ({"member": [0, 1] * 20, "loss": [0.5] * 40, "ref_loss_0": [1] * 40, "ref_in_0": [3] * 40},
                "ref_in must be 0 or 1"),
+    "nan reference": ({"member": [0, 1] * 20, "loss": [0.5] * 40, "ref_loss_0": [1] * 40,
+                       "ref_loss_1": [1] * 5 + ["nan"] + [1] * 34}, "'ref_loss_1', line 7"),
 }
 
 
@@ -325,3 +327,4 @@ def test_score_file_stays_under_the_data_root(tmp_path, monkeypatch):
         score_file(inside / "sub" / "s.csv", n_boot=100)
     os.replace(target, inside / "s.csv")
     assert score_file(inside / "s.csv", n_boot=100).n_records == 60
+    assert score_file("s.csv", n_boot=100).n_records == 60  # relative: to the data root, as the app's folders

@@ -144,6 +144,8 @@ def read_bytes(path: str | os.PathLike, root: str | os.PathLike | None = None) -
         raise ScoresFileError(f"{show_path(p)}: give a .csv or .npz file (got {p.suffix or 'no suffix'!r})")
     if root is not None:
         base = os.path.realpath(Path(root).expanduser())
+        if not p.is_absolute():  # as a folder typed in the app: relative to the data root
+            p = Path(base) / p
         real = os.path.realpath(p)
         if os.path.commonpath([base, real]) != base:
             raise ScoresFileError(f"{show_path(p)} lies outside the data root {show_path(base)}")
@@ -337,6 +339,9 @@ def _npz_arrays(name: str, data: bytes) -> dict[str, np.ndarray]:
 def _where(name: str, key: str, bad: np.ndarray, lines: np.ndarray | None) -> str:
     """Where the first bad value is: the CSV line (header = line 1) or the npz row (from 0)."""
     i = int(np.argmax(bad.reshape(len(bad), -1).any(axis=1)))
+    if bad.ndim == 2:  # name the column: ref_loss_3 (CSV) or ref_loss[:, 3] (npz)
+        j = int(np.argmax(bad[i]))
+        key = key.replace("*", str(j)) if "*" in key else f"{key}[:, {j}]"
     return f"{name}: {key!r}, {'row ' + str(i) if lines is None else 'line ' + str(int(lines[i]))}"
 
 
