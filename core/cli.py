@@ -9,6 +9,8 @@
     python -m core compare --task image --preset quick --repeats 3 [--out compare.json]  # FFNN vs RNN, paired
     python -m core report --task image --preset quick --out report.html   # the run report of cached runs (HTML)
     python -m core run --plugin examples/plugin_task.py --task demo_sequences --arch ffnn   # a plugin's task
+    python -m core score --in scores.csv --out result.json [--report report.html]   # a file of scores, no model
+    python -m core inspect --task tabular --set dataset=csv --set data_dir=~/t.csv --set label=y  # what a run reads
 
 Every failure the user can fix prints one line ``error: ...`` on stderr and exits with 2 (bad
 arguments, an option given twice, bad config values, missing data, an unwritable ``--out`` or one
@@ -229,6 +231,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "cached) and add a 'repeats' block: every headline metric's mean, ci_low, ci_high, n and "
                           "per-repeat values (same as --set repeats=N)")
     add_compare_command(sub, common)
+    add_score_command(sub)
     cfg = sub.add_parser("config", help="print the resolved config and its hash as JSON")
     common(cfg)
     inspect = sub.add_parser("inspect", help="what the config's data source holds and how a run would split it "
@@ -619,6 +622,8 @@ def _main(argv: Sequence[str] | None) -> int:
     check_environment()  # a bad MIA_* value: one line before anything else
     load_cli_plugins(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
+    if args.command == "score":  # no task, no config, no torch
+        return _score(args)
     out = check_arguments(args)  # torch is not imported yet: refused input answers at once
     if args.command == "compare":
         return _compare(args, out)
@@ -717,6 +722,43 @@ def add_compare_command(sub: Any, common: Callable[[argparse.ArgumentParser], No
     p.add_argument("--out", action=Once, help="write the JSON here (default: stdout); the folder must exist, and the "
                                              "file, if it exists, must be a regular file")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+
+
+def add_score_command(sub: Any) -> None:
+    """The ``score`` subcommand: membership inference from a file of per-record scores (issue 33)."""
+    p = sub.add_parser("score", help="membership inference from a file of per-record scores, no model: loss/entropy "
+                                     "thresholds (cross-fitted), LiRA and RMIA with reference losses, ROC, AUC, TPR at "
+                                     "low FPR, ε̂, slices, all with 95 %% intervals (docs/your_data.md)")
+    p.add_argument("--in", dest="inp", required=True, action=Once, metavar="FILE.csv|FILE.npz",
+                   help="one row per record: member (0/1), loss or logit_0…, label, ref_loss_<k>, ref_in_<k>, slice "
+                        "(docs/your_data.md, 'Just the scores'); a regular file, not a link")
+    p.add_argument("--out", action=Once, help="write the JSON here (default: stdout); the folder must exist, and the "
+                                             "file, if it exists, must be a regular file")
+    p.add_argument("--report", action=Once, metavar="FILE.html", help="also write the HTML report here")
+    p.add_argument("--bootstrap", type=positive_int, default=None, action=Once, metavar="N",
+                   help="resamples per interval, at least 100 (default 1000, fewer above 20,000 records)")
+    p.add_argument("--seed", type=int, default=0, action=Once, help="seed of the halves and the bootstrap (default 0)")
+
+
+def _score(args: argparse.Namespace) -> int:
+    """``score``: :func:`core.analyses.scores.score_file` → JSON (and the HTML report)."""
+    from core.analyses.scores import score_file
+    from core.views.scores_report import scores_report_html
+
+    if args.bootstrap is not None and args.bootstrap < 100:
+        raise ConfigError(f"--bootstrap must be at least 100, got {args.bootstrap}")
+    out = check_out_path(args.out) if args.out is not None else None
+    report = check_out_path(args.report) if args.report is not None else None
+    if out is not None and report is not None and out == report:
+        raise ConfigError("--out and --report name the same file")
+    result = score_file(args.inp, anywhere=True, n_boot=args.bootstrap, seed=args.seed)
+    if report is not None:
+        write_text_atomically(report, scores_report_html(result))
+    if out is not None:
+        write_json_atomically(out, result.to_dict())
+    else:
+        emit_json(result.to_dict())
+    return 0
 
 
 def _compare(args: argparse.Namespace, out: Path | None) -> int:

@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PAGES = [
     ("app_pages/0_Home.py", "Home", ":material/home:", "home"),
     ("app_pages/1_Train_and_attack.py", "Train & attack", ":material/model_training:", "Train_and_attack"),
+    ("app_pages/6_Your_model.py", "Your model", ":material/upload_file:", "Your_model"),
     ("app_pages/2_Defenses.py", "Defenses", ":material/shield:", "Defenses"),
     ("app_pages/3_Training_defenses.py", "Training defenses", ":material/health_and_safety:", "Training_defenses"),
     ("app_pages/4_Analyses.py", "Analyses", ":material/analytics:", "Analyses"),
@@ -26,6 +27,9 @@ ABOUT = {
     "app_pages/1_Train_and_attack.py":
         "train FFNN and RNN victims with the attacker's shadow models on a task, then see how well each attack "
         "tells members from non-members, epoch by epoch.",
+    "app_pages/6_Your_model.py":
+        "audit **your** model on **your** data: class folders of images, a CSV table or parallel text trained with "
+        "our FFNN and RNN; your own trained weights as the victim; or just a file of per-record scores.",
     "app_pages/2_Defenses.py":
         "slide the noise of a defense that acts on a trained model (Dirichlet mechanism on outputs, Gaussian noise "
         "on weights) and watch attack accuracy and utility move.",

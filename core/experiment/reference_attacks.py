@@ -70,6 +70,8 @@ import torch
 from core.attacks.shadow_attacks import AttackOutcome
 from core.experiment.cache import ArtifactCache, tensor_shapes
 from core.measurement.metrics import best_threshold, evaluate_attack, roc_auc
+from core.measurement.reference_math import (  # the array math, shared with core.analyses.scores
+    logit_confidence_from_loss, lira_unit_scores, pooled_variance, rmia_from_log_likelihoods)
 from core.measurement.responses import Responses
 from core.experiment.roles import TrainedModels, model_from_weights, reference_answers, role_seed, train_model
 
@@ -130,8 +132,7 @@ def step_logit_confidence(r: Responses) -> np.ndarray:
         others = p.sum(1)
         others = np.where(ce > 1e-3, -np.expm1(-ce), others)  # far from saturation 1 − e^−CE is exact too
         return -ce - np.log(np.maximum(others, _TINY))
-    ce = np.maximum(ce, _TINY)
-    return -ce - np.log(-np.expm1(-ce))
+    return logit_confidence_from_loss(ce)
 
 
 def record_mean(r: Responses, per_step: np.ndarray) -> np.ndarray:
@@ -151,29 +152,6 @@ def aligned(target: Responses, references: list[Responses]) -> bool:
 
 
 # ---------------------------------------------------------------------------- LiRA
-def _masked_mean_std(values: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per column of (n_refs, M) ``values`` over the rows where ``mask``: mean, unbiased variance
-    (NaN with < 2 rows) and the row count."""
-    n = mask.sum(0)
-    v = np.where(mask, values, 0.0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean = v.sum(0) / n
-        dev = np.where(mask, values - mean, 0.0)
-        var = (dev**2).sum(0) / (n - 1)
-    var = np.where(n >= 2, var, np.nan)
-    return mean, var, n
-
-
-def pooled_variance(values: np.ndarray, mask: np.ndarray) -> float:
-    """σ² pooled over every column: Σ (x − column mean)² / Σ (n_col − 1), columns with ≥ 2 rows."""
-    mean, _, n = _masked_mean_std(values, mask)
-    dev = np.where(mask & (n >= 2), values - np.where(np.isfinite(mean), mean, 0.0), 0.0)
-    dof = np.maximum(n - 1, 0)[n >= 2].sum()
-    if dof <= 0:
-        raise ValueError("LiRA needs at least two reference models on some record to estimate a variance")
-    return float((dev**2).sum() / dof)
-
-
 @dataclass
 class LiRAFit:
     """What scores a target: the reference statistics in the units LiRA compares."""
@@ -236,26 +214,7 @@ def lira_scores(
     phi_t, phis, steps = lira_signals(target, references)
     ins = _unit_mask(target, in_mask if in_mask is not None else np.zeros((n_refs, len(target)), bool), n_refs, steps)
     outs = _unit_mask(target, out_mask, n_refs, steps) & ~ins if out_mask is not None else ~ins
-    mu_out, var_out_ex, n_out = _masked_mean_std(phis, outs)
-    mu_in, var_in_ex, n_in = _masked_mean_std(phis, ins)
-    if global_var is None:
-        g_out = pooled_variance(phis, outs)
-        g_in = pooled_variance(phis, ins) if (ins.sum(0) >= 2).any() else g_out
-    else:
-        g_out, g_in = global_var
-    g_out, g_in = max(g_out, 1e-12), max(g_in, 1e-12)
-    if variance == "per_example":
-        var_out = np.where(np.isfinite(var_out_ex), np.maximum(var_out_ex, 1e-12), g_out)
-        var_in = np.where(np.isfinite(var_in_ex), np.maximum(var_in_ex, 1e-12), g_in)
-    else:
-        var_out, var_in = np.full_like(mu_out, g_out), np.full_like(mu_out, g_in)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        z = (phi_t - mu_out) / np.sqrt(var_out)
-        llr = (-0.5 * (phi_t - mu_in) ** 2 / var_in - 0.5 * np.log(var_in)) \
-            - (-0.5 * (phi_t - mu_out) ** 2 / var_out - 0.5 * np.log(var_out))
-    z = np.where(n_out > 0, z, np.nan)
-    online = n_in > 0
-    unit_score = np.where(online, llr, z)
+    unit_score, online = lira_unit_scores(phi_t, phis, ins, outs, variance, global_var)
     if not steps:
         return unit_score
     record = np.repeat(np.arange(len(target)), target.lengths)
@@ -277,17 +236,6 @@ def lira_global_variance(target: Responses, references: list[Responses]) -> floa
 def record_log_likelihood(r: Responses, temperature: float = 1.0) -> np.ndarray:
     """(N,) log Pr(x|θ) as RMIA uses it: the mean log step confidence (geometric mean, see above)."""
     return record_mean(r, step_log_confidence(r, temperature))
-
-
-def _log_marginal(ref_loglik: np.ndarray, mask: np.ndarray | None, a: float) -> np.ndarray:
-    """log Pr(x) = log(½[(1 + a)·mean_ref Pr(x|θ_ref) + (1 − a)]) from (n_refs, N) log-likelihoods."""
-    if mask is None:
-        mask = np.ones_like(ref_loglik, bool)
-    n = mask.sum(0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean = np.where(mask, np.exp(ref_loglik), 0.0).sum(0) / n
-    pr = 0.5 * ((1 + a) * mean + (1 - a))
-    return np.where(n > 0, np.log(np.maximum(pr, 1e-300)), np.nan)
 
 
 def rmia_scores(
@@ -317,17 +265,9 @@ def rmia_scores(
     t = temperature
     lx = record_log_likelihood(target, t)
     ref_x = np.stack([record_log_likelihood(r, t) for r in references])
-    ratio_x = lx - _log_marginal(ref_x, mask, a)
     lz = record_log_likelihood(target_population, t)
     ref_z = np.stack([record_log_likelihood(r, t) for r in reference_population])
-    ratio_z = np.sort(lz - _log_marginal(ref_z, None, a))
-    n_z = len(ratio_z)
-    if n_z == 0:
-        raise ValueError("RMIA needs population records")
-    # LR(x, z) ≥ γ  ⟺  ratio_z ≤ ratio_x − log γ: count by binary search
-    share = np.searchsorted(ratio_z, ratio_x - np.log(gamma), side="right") / n_z
-    tie = 1.0 / (1.0 + np.exp(-np.clip(ratio_x, -50, 50))) / (n_z + 1)
-    return np.where(np.isfinite(ratio_x), share + tie, np.nan)
+    return rmia_from_log_likelihoods(lx, ref_x, lz, ref_z, a, gamma, mask)
 
 
 # ---------------------------------------------------------------------------- attack objects

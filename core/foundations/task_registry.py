@@ -46,6 +46,11 @@ _loading = False
 TASK_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
 
 
+def builtin_tasks() -> tuple[str, ...]:
+    """The tasks that ship with the explorer (a plugin's are the others of :func:`available_tasks`)."""
+    return _BUILTIN
+
+
 def available_tasks() -> list[str]:
     """The built-in and the registered tasks' names, the configured plugins' included."""
     load_plugins()

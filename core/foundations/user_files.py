@@ -184,3 +184,57 @@ def bind_user_files(cfg: Any, given: frozenset[str] | set[str] = frozenset()) ->
         if "attack_epochs" not in given:
             updates["attack_epochs"] = ()
     return cfg.with_updates(updates) if updates else cfg
+
+
+# ---------------------------------------------------------------------------- files uploaded through the app
+#: the folder under the data root where the app stores uploaded files (content-addressed names)
+UPLOAD_FOLDER = "mia_uploads"
+#: what an upload may be: kind → (file suffix, the most bytes kept)
+UPLOAD_KINDS = {"weights": (".safetensors", MAX_WEIGHTS_BYTES), "members": (".txt", MAX_MEMBERS_BYTES),
+                "scores_csv": (".csv", 64 * 2**20), "scores_npz": (".npz", 64 * 2**20)}
+#: uploads kept at most (a server shared by a class must not fill its disk through the browser)
+MAX_UPLOADS = 200
+
+
+def store_upload(content: bytes, kind: str, root: str | os.PathLike | None = None) -> Path:
+    """Keep an uploaded file's bytes under ``<data root>/mia_uploads/`` and return its path.
+
+    The name is the content's sha256 plus the kind's suffix, never anything the browser sent, so an
+    upload cannot choose where it lands; the same bytes land on the same file (a re-upload is free).
+    The file is then read back like any user file (:func:`read_user_file`: confined, no links, capped)
+    and its content is checked by the reader of its kind, as a file typed on the command line would be.
+
+    Raises:
+        ConfigError: an unknown kind, an empty or too large upload, a full upload folder, or a folder
+            that cannot be written.
+    """
+    if kind not in UPLOAD_KINDS:
+        raise ConfigError(f"unknown upload kind {kind!r}; one of {', '.join(UPLOAD_KINDS)}")
+    suffix, limit = UPLOAD_KINDS[kind]
+    if not content:
+        raise ConfigError("the uploaded file is empty")
+    if len(content) > limit:
+        raise ConfigError(f"the uploaded file holds {len(content):,} bytes; at most {limit:,} are kept for {kind}")
+    folder = Path(root) if root is not None else data_root()
+    folder = folder / UPLOAD_FOLDER
+    target = folder / (hashlib.sha256(content).hexdigest()[:32] + suffix)
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        if folder.is_symlink() or not folder.is_dir():
+            raise ConfigError(f"{folder} is not a folder the app can keep uploads in")
+        if target.exists() and not target.is_symlink() and target.is_file():
+            return target
+        if sum(1 for _ in folder.iterdir()) >= MAX_UPLOADS:
+            raise ConfigError(f"{folder} already holds {MAX_UPLOADS} uploads: remove old ones to upload more")
+        tmp = folder / f".{target.name}.{os.getpid()}.part"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(content)
+            os.replace(tmp, target)
+        finally:
+            if tmp.exists():
+                tmp.unlink()
+    except OSError as exc:
+        raise ConfigError(f"the upload cannot be kept in {folder}: {exc.strerror or exc}") from None
+    return target

@@ -1,0 +1,293 @@
+"""Your model, your data (issue 33): audit a model or data set the user brings, in the layouts they have.
+
+Four ways in, one code path with the CLI: data in a local folder or file (class folders of images, a
+CSV table, parallel text) trained and attacked with our FFNN and RNN; the user's own trained weights
+as the victim; just a file of per-record scores; and the server's plugin tasks (code is loaded only
+from the server's configuration, never from anything sent through this page). The page gathers the
+inputs, calls ``core`` (``inspect``'s preview, ``score``'s scoring) and submits training to the job
+queue; results open in the same views as a built-in task, and the Defenses and Analyses pages list
+the runs it trained.
+"""
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import streamlit as st
+
+from core.analyses.scores import score_file
+from core.experiment.data_preview import preview_data
+from core.foundations.config import ExperimentConfig
+from core.foundations.errors import MIAError
+from core.foundations.names import ARCH_NAMES as ARCH_LABELS
+from core.foundations.paths import data_root, resolve_data_dir
+from core.foundations.plugins import PLUGIN_ENV
+from core.foundations.task_registry import builtin_tasks
+from core.foundations.user_files import store_upload
+from core.tasks import available_tasks, get_task
+from core.views.scores_report import roc_loglog_figure, scores_report_html
+from ui.examples import show_record
+from ui.nav import format_seconds
+from ui.results import show_results
+from ui.shared import job_manager, summary_of
+
+#: the layouts a user's data comes in: label → (task, dataset, preset to start from, what the box takes)
+LAYOUTS = {
+    "Images in class folders": ("image", "folder", "folder_quick",
+                                "a folder holding one sub-folder per class (DIR/<class>/<file>.png|jpg)"),
+    "A CSV table": ("tabular", "csv", "quick", "a .csv file with a header row; name its label column below"),
+    "Parallel text": ("translation", "pairs", "pairs_cpu",
+                      "a folder of <name>.<src> / <name>.<tgt> files with equal line counts"),
+}
+WAYS = ("Your data", "Your trained model", "Just the scores", "Your architecture")
+
+st.title("Your model, your data")
+st.caption("How much does **your** model leak, on **your** data, and what would a defense cost you? Point the "
+           "explorer at a local folder or file under the data root, bring trained weights, or just a file of scores. "
+           "Nothing leaves this machine; the layouts and caps are in docs/your_data.md.")
+
+try:
+    root = data_root()
+except MIAError as exc:
+    st.error(str(exc))
+    st.stop()
+
+way = st.radio("What do you bring?", WAYS, horizontal=True, key="yours:way")
+
+
+def layout_config(arch: str, layout: str, path_text: str, extra: dict) -> ExperimentConfig:
+    """The config a run of ``layout`` on ``path_text`` would use (a preset of the layout's task plus the path)."""
+    task_name, dataset, preset, _ = LAYOUTS[layout]
+    task = get_task(task_name)
+    preset = preset if preset in task.presets else "quick"
+    path = str(resolve_data_dir(path_text))  # confined to the data root; a link leading out is refused
+    return task.make_config(arch, preset, {"dataset": dataset, "data_dir": path, **extra})
+
+
+@st.cache_data(max_entries=16, show_spinner="Reading the data…")
+def cached_preview(config_hash: str, _cfg: ExperimentConfig) -> dict:
+    preview = preview_data(_cfg)
+    return {"dict": preview.to_dict(), "examples": preview.examples}
+
+
+def data_inputs(key: str) -> tuple[str, str, dict] | None:
+    """The layout, path and layout-specific settings a user picks (None until a path is given)."""
+    c1, c2 = st.columns([1, 2])
+    layout = c1.selectbox("Layout", list(LAYOUTS), key=f"{key}:layout")
+    task_name, dataset, _, takes = LAYOUTS[layout]
+    if dataset not in get_task(task_name).datasets:
+        st.error(f"{layout} are not available in this build (the {task_name} task has no {dataset!r} data set).")
+        st.stop()
+    path_text = c2.text_input("Folder or file", key=f"{key}:path", placeholder=str(root / "my_data"),
+                              help=f"{takes}. It must lie under the data root {str(root)!r} (set MIA_DATA_ROOT to "
+                                   "change it); links leading out of it are refused.")
+    extra: dict = {}
+    if dataset == "csv":
+        label = st.text_input("Label column", key=f"{key}:label", help="the CSV column the models predict")
+        if label.strip():
+            extra["label"] = label.strip()
+    elif dataset == "pairs":
+        l1, l2 = st.columns(2)
+        extra["src_lang"] = l1.text_input("Source language code", value="en", key=f"{key}:src")
+        extra["tgt_lang"] = l2.text_input("Target language code", value="de", key=f"{key}:tgt")
+    elif dataset == "folder":
+        extra["image_size"] = int(st.number_input("Resize images to (pixels a side)", 4, 256, 32, key=f"{key}:size"))
+    if not path_text.strip():
+        st.info(f"Enter {takes}.")
+        return None
+    return layout, path_text.strip(), extra
+
+
+def show_preview(cfg: ExperimentConfig) -> bool:
+    """What was found and how a run would split it; False when the configured sizes do not fit."""
+    try:
+        found = cached_preview(cfg.config_hash, cfg)
+    except MIAError as exc:
+        st.error(str(exc))
+        return False
+    p = found["dict"]
+    st.success(f"**Found:** {p['description']}")
+    cols = st.columns(4)
+    cols[0].metric("records", f"{p['n_records']:,}")
+    cols[1].metric("victim's half", f"{p['victim_pool']:,}", help="members and non-members of the victim come from here")
+    cols[2].metric("attacker's half", f"{p['attacker_pool']:,}", help="the shadow models train on this disjoint half")
+    cols[3].metric("members / non-members", f"{p['members']:,} / {p['nonmembers']:,}")
+    missing = p["info"].get("missing_values")
+    if missing:
+        st.caption("Missing values per column: " + ", ".join(f"{k}: {v}" for k, v in missing.items()))
+    if p["split_problem"]:
+        st.error(f"The configured sizes do not fit this data: {p['split_problem']}")
+        return False
+    st.caption(f"{p['shadows']} shadow models, each on {p['shadow_members']:,} members and {p['shadow_nonmembers']:,} "
+               f"non-members of the attacker's half. A member list's id is {p['record_id_meaning']}.")
+    if found["examples"]:
+        for k, (col, view, rid) in enumerate(zip(st.columns(len(found["examples"])), found["examples"],
+                                                  p["example_ids"])):
+            with col:
+                show_record({cfg.arch: view}, key=f"preview:{k}", note=f"id {rid}")
+    return True
+
+
+def train_and_show(configs: list[ExperimentConfig], key: str) -> None:
+    """Train the configs that are not cached (in the job queue), then draw their results."""
+    manager = job_manager()
+    summaries = {c.arch: summary_of(c) for c in configs}
+    missing = [c for c in configs if summaries[c.arch] is None]
+    if missing:
+        jobs = [manager.job(c) for c in missing]
+        active = [j for j in jobs if j is not None and j.active]
+        failed = [j for j in jobs if j is not None and j.state == "failed"]
+        for j in failed:
+            st.error(f"The last run of {j.label} failed: {j.error}")
+        if active:
+            progress_panel(missing)
+        elif st.button(f"Train & attack {', '.join(ARCH_LABELS[c.arch] for c in missing)}", type="primary",
+                       key=f"{key}:train"):
+            manager.submit(missing)
+            st.rerun()
+        else:
+            st.caption("Training runs in a background worker with progress, ETA and Cancel (also in the sidebar); "
+                       "results are cached, so the Defenses and Analyses pages list the run afterwards.")
+    done = [summaries[c.arch] for c in configs if summaries[c.arch] is not None]
+    if done:
+        shown = [c for c in configs if summaries[c.arch] is not None]
+        show_results(done, shown, {c.arch: {} for c in shown})
+        st.page_link("app_pages/2_Defenses.py", label="Defend this model (Dirichlet k, Gaussian σ sliders) →")
+        st.page_link("app_pages/4_Analyses.py", label="Why it leaks (Analyses) →")
+
+
+@st.fragment(run_every=2.0)
+def progress_panel(configs: list[ExperimentConfig]) -> None:
+    manager = job_manager()
+    jobs = [manager.job(c) for c in configs]
+    if any(j is None or j.done for j in jobs):
+        st.rerun(scope="app")
+        return
+    for job in jobs:
+        cols = st.columns([6, 1])
+        left = job.eta_s
+        text = f"{job.label}: {job.state}" + (f" · about {format_seconds(left)} left" if left is not None else "")
+        cols[0].progress(min(job.fraction, 1.0), text=text)
+        if cols[1].button("Cancel", key=f"cancel:{job.id}"):
+            manager.cancel(job)
+            st.rerun(scope="app")
+
+
+def kept_upload(upload, kind: str) -> str | None:
+    """An uploaded file kept under the data root (content-addressed); its path, or None on an error said."""
+    if upload is None:
+        return None
+    try:
+        return str(store_upload(upload.getvalue(), kind))
+    except MIAError as exc:
+        st.error(str(exc))
+        return None
+
+
+# ---------------------------------------------------------------------------- the four ways
+if way == "Your data":
+    st.markdown("Our FFNN and RNN of matched size are trained on **your data** (victim and the attacker's shadow "
+                "models on disjoint halves), then every attack runs, as for the built-in tasks.")
+    picked = data_inputs("data")
+    if picked is None:
+        st.stop()
+    layout, path_text, extra = picked
+    try:
+        configs = [layout_config(arch, layout, path_text, extra) for arch in ("ffnn", "rnn")]
+    except MIAError as exc:
+        st.error(str(exc))
+        st.stop()
+    if show_preview(configs[0]):
+        train_and_show(configs, "data")
+
+elif way == "Your trained model":
+    st.markdown("Your trained model **is the victim**: it is loaded, not trained. The attacker trains its shadow "
+                "models with the same recipe on records your model did not see. Give the weights (safetensors, the "
+                "state_dict of our FFNN or RNN for the data) and the member list (one record id a line: the records "
+                "your model trained on). Every record not listed counts as a non-member.")
+    source = st.radio("Data", ["A built-in data set", "Your data"], horizontal=True, key="model:source")
+    arch = st.radio("Your model's architecture", ["ffnn", "rnn"], format_func=ARCH_LABELS.get, horizontal=True,
+                    key="model:arch")
+    if source == "Your data":
+        picked = data_inputs("model")
+        if picked is None:
+            st.stop()
+        layout, path_text, extra = picked
+    else:
+        builtin = st.selectbox("Task", [t for t in available_tasks() if t in builtin_tasks()], key="model:task")
+    w1, w2 = st.columns(2)
+    weights_text = w1.text_input("Weights file (.safetensors) under the data root", key="model:weights")
+    weights_upload = w1.file_uploader("…or upload it", type=["safetensors"], key="model:weights_up")
+    members_text = w2.text_input("Member list (.txt) under the data root", key="model:members")
+    members_upload = w2.file_uploader("…or upload it", type=["txt"], key="model:members_up")
+    weights = kept_upload(weights_upload, "weights") or weights_text.strip()
+    members = kept_upload(members_upload, "members") or members_text.strip()
+    if not (weights and members):
+        st.info("Give both the weights and the member list.")
+        st.stop()
+    user = {"target_weights": weights, "members": members, "attack_epochs": ()}
+    try:
+        if source == "Your data":
+            cfg = layout_config(arch, layout, path_text, {**extra, **user})
+        else:
+            cfg = get_task(builtin).make_config(arch, "quick", user)
+    except MIAError as exc:  # weights for another architecture, unknown ids, a list too short: one line
+        st.error(str(exc))
+        st.stop()
+    if show_preview(cfg):
+        train_and_show([cfg], "model")
+
+elif way == "Just the scores":
+    st.markdown("No model at all: a file with one row per record — `member` (0/1), the target model's `loss` (or "
+                "`logit_*` columns), optionally `label`, reference models' losses (`ref_*`) and a `slice` column. "
+                "Threshold attacks (thresholds cross-fitted: never chosen on the records they decide), LiRA and RMIA "
+                "when references are given, ROC, TPR at low FPR and ε̂, each with its 95 % interval. The format: "
+                "docs/your_data.md, 'Just the scores'.")
+    s1, s2 = st.columns(2)
+    path_text = s1.text_input("Scores file (.csv or .npz) under the data root", key="scores:path")
+    upload = s2.file_uploader("…or upload it", type=["csv", "npz"], key="scores:upload")
+    path = None
+    if upload is not None:
+        path = kept_upload(upload, "scores_npz" if upload.name.lower().endswith(".npz") else "scores_csv")
+    elif path_text.strip():
+        path = path_text.strip()
+    if not path:
+        st.stop()
+
+    @st.cache_data(max_entries=8, show_spinner="Scoring (bootstrap intervals over records)…")
+    def scored(p: str, stamp: float):
+        result = score_file(p)
+        return result, result.to_dict()
+
+    try:
+        stamp = Path(path).stat().st_mtime if Path(path).is_absolute() else 0.0
+        result, as_dict = scored(path, stamp)
+    except (MIAError, OSError) as exc:
+        st.error(str(exc))
+        st.stop()
+    st.success(f"{result.n_records:,} records ({result.n_members:,} members, {result.n_nonmembers:,} non-members), "
+               f"{result.n_references} reference model(s).")
+    for note in result.notes:
+        st.caption(note)
+    st.dataframe(result.attack_rows(), hide_index=True, width="stretch")
+    st.plotly_chart(roc_loglog_figure(result), width="stretch")
+    if result.slices:
+        st.subheader("Per slice")
+        st.dataframe(result.slice_rows(), hide_index=True, width="stretch")
+    st.download_button("Download the report (HTML)", scores_report_html(result), file_name="scores_report.html",
+                       mime="text/html")
+
+else:  # Your architecture
+    st.markdown("Your own architecture comes in as a **plugin**: a Python file that defines a task (data, models, "
+                "training) and registers it. For safety, code is loaded only from the server's own configuration — "
+                f"the `{PLUGIN_ENV}` environment variable or an installed package's entry point — never from this "
+                "page. The template `examples/plugin_task.py` runs as is; docs/your_data.md, 'Your architecture', "
+                "walks through it.")
+    plugins = [t for t in available_tasks() if t not in builtin_tasks()]
+    if plugins:
+        st.success("Plugin tasks loaded by this server: " + ", ".join(plugins) + ". They are listed on Train & attack, "
+                   "Defenses and Analyses like the built-in tasks.")
+        st.page_link("app_pages/1_Train_and_attack.py", label="Train & attack a plugin task →")
+    else:
+        st.info(f"This server loaded no plugin. Start it with `{PLUGIN_ENV}=/path/to/plugin_task.py streamlit run "
+                "app.py` to add one.")
