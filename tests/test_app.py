@@ -49,7 +49,8 @@ def test_pages_are_registered_only_when_their_file_exists():
     from ui.nav import PAGES
 
     files = page_files()
-    assert files[:3] == ["app_pages/0_Home.py", "app_pages/1_Train_and_attack.py", "app_pages/2_Defenses.py"]
+    assert files[:4] == ["app_pages/0_Home.py", "app_pages/1_Train_and_attack.py", "app_pages/6_Your_model.py",
+                         "app_pages/2_Defenses.py"]
     for f, *_ in PAGES:
         assert (f in files) == (ROOT / f).is_file()
 
