@@ -293,6 +293,8 @@ class ExperimentConfig:
                 raise ConfigError(f"attack_epochs must lie in 1..epochs={self.epochs}, got {shown(e)}")
         if self.options is not None and hasattr(self.options, "validate"):
             self.options.validate()
+        if hasattr(self.options, "validate_for_dataset"):  # option checks that depend on the data source
+            self.options.validate_for_dataset(self.dataset)
         return self
 
     # ------------------------------------------------------------------ derived
