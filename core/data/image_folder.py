@@ -29,8 +29,11 @@ from __future__ import annotations
 import io
 import os
 import stat
+import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 from PIL import Image
@@ -206,13 +209,23 @@ def _read_bytes(path: Path, shown: str) -> bytes:
         os.close(fd)
 
 
+@contextmanager
+def _opened(raw: bytes) -> Iterator[Image.Image]:
+    """The image opened lazily (header only). Pillow warns from 89 M pixels and refuses from 178 M
+    while opening; the warning is silenced because our own, lower cap is checked on the header."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+        with Image.open(io.BytesIO(raw)) as img:
+            yield img
+
+
 def _decode(raw: bytes, shown: str, size: int, grey: bool | None) -> np.ndarray:
     """One image as float32 in [0, 1], (size, size) when read as grey, else (size, size, 3).
 
     ``grey`` None: as the file is (grey modes stay grey); True / False: converted to that.
     """
     try:
-        with Image.open(io.BytesIO(raw)) as img:  # lazy: only the header is parsed here
+        with _opened(raw) as img:
             if img.format not in IMAGE_FORMATS:
                 raise DatasetNotFoundError(f"image {shown} is {img.format or 'of an unknown format'}, not a PNG or "
                                            f"JPEG")
@@ -243,8 +256,9 @@ def _decode(raw: bytes, shown: str, size: int, grey: bool | None) -> np.ndarray:
             return np.asarray(img, np.float32) / 255.0
     except DatasetNotFoundError:
         raise
-    except Image.DecompressionBombError:
-        raise DatasetNotFoundError(f"image {shown} is a decompression bomb (Pillow's MAX_IMAGE_PIXELS guard)") from None
+    except Image.DecompressionBombError as exc:  # refused by Pillow while opening, before our check
+        raise DatasetNotFoundError(f"image {shown} is a decompression bomb ({' '.join(str(exc).split())[:160]}; "
+                                   f"at most {MAX_IMAGE_PIXELS:,} pixels are read, MAX_IMAGE_PIXELS)") from None
     except MemoryError:
         raise DatasetNotFoundError(f"image {shown} does not fit in memory when decoded") from None
     except Exception as exc:  # a hostile file can raise anything from a decoder (OSError, SyntaxError, zlib.error…)
@@ -255,7 +269,7 @@ def _decode(raw: bytes, shown: str, size: int, grey: bool | None) -> np.ndarray:
 def _header_is_grey(raw: bytes) -> bool | None:
     """Whether an image's header declares a grey mode (None when it cannot be read: decoding says why)."""
     try:
-        with Image.open(io.BytesIO(raw)) as img:
+        with _opened(raw) as img:
             return img.mode in GREY_MODES
     except Exception:  # reported with the file's name by _decode
         return None

@@ -30,6 +30,7 @@ import gzip
 import os
 import re
 import stat
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -136,7 +137,7 @@ def _read_text_lines(entry: os.DirEntry, shown: str) -> list[str]:
                     except UnicodeDecodeError:
                         raise DatasetNotFoundError(f"{shown} has binary content at line {len(lines) + 1} (not UTF-8): "
                                                    f"expected UTF-8 text, one sentence a line") from None
-    except (OSError, EOFError) as exc:  # gzip.BadGzipFile is an OSError
+    except (OSError, EOFError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError; a corrupt stream a zlib.error
         raise DatasetNotFoundError(f"{shown} is unreadable: {' '.join(str(exc).split()) or type(exc).__name__}") from None
     if not any(lines):
         raise DatasetNotFoundError(f"{shown} is empty: expected one sentence a line")
