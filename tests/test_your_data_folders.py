@@ -366,3 +366,15 @@ def test_cli_runs_parallel_text_end_to_end(data_root, tmp_path):
                    "--set", "tgt_lang=fr", *TINY_RUN, root=data_root, cache=tmp_path / "cache2")
     assert missing.returncode == 2 and missing.stderr.count("\n") == 1
     assert "no file for language 'fr'" in missing.stderr
+
+
+@pytest.mark.parametrize("task, updates, message", [
+    ("image", {"channels": 2}, "channels must be 0"),
+    ("image", {"image_size": 3}, r"image_size must be an integer in \[4, 256\]"),
+    ("translation", {"src_lang": "../etc"}, "language code of 1–32 letters"),
+    ("translation", {"pair_name": "a/b"}, "pair_name must be a file stem"),
+])
+def test_the_new_options_are_checked_with_the_config(task, updates, message):
+    preset = "folder_quick" if task == "image" else "pairs_cpu"
+    with pytest.raises(ConfigError, match=message):
+        get_task(task).make_config("ffnn", preset, updates)
