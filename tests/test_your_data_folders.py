@@ -378,3 +378,18 @@ def test_the_new_options_are_checked_with_the_config(task, updates, message):
     preset = "folder_quick" if task == "image" else "pairs_cpu"
     with pytest.raises(ConfigError, match=message):
         get_task(task).make_config("ffnn", preset, updates)
+
+
+def test_multi30k_layout_read_as_pairs_gives_the_multi30k_records(data_root):
+    """Multi30K's raw layout is one case of ``pairs``: the same records, vocabularies and halves, so the
+    same config but for ``dataset`` trains the same models."""
+    folder = write_pairs(data_root / "m30k", "train", n=50, gz=True, blank_at=7)
+    write_pairs(folder, "val", n=6, gz=True)
+    task = get_task("translation")
+    pairs = task.load(task.make_config("ffnn", "pairs_cpu", {"data_dir": "m30k"}))
+    m30k = task.load(task.make_config("ffnn", "multi30k_cpu", {"data_dir": str(folder)}))
+    a, b = pairs.records, m30k.records
+    assert (a.src_text, a.tgt_text, a.src_vocab.itos, a.tgt_vocab.itos) == (b.src_text, b.tgt_text, b.src_vocab.itos,
+                                                                           b.tgt_vocab.itos)
+    assert (pairs.victim_pool == m30k.victim_pool).all() and (pairs.attacker_pool == m30k.attacker_pool).all()
+    assert len(a.src_text) == 49 and 7 not in a.record_ids and b.record_ids is None
