@@ -98,6 +98,16 @@ def test_sixteen_bit_and_jpeg_images_are_scaled_not_clipped(data_root):
     assert x[2].min() > 0.97 and x[3].max() < 0.03
 
 
+def test_a_folder_swapped_for_a_link_after_the_listing_is_not_followed(data_root, tmp_path):
+    write_class_folders(data_root / "pets", per_class=2)
+    listing = list_image_folder("pets")
+    write_class_folders(tmp_path / "elsewhere", per_class=2)
+    (data_root / "pets" / "cat").rename(data_root / "pets" / "old_cat")
+    os.symlink(tmp_path / "elsewhere" / "cat", data_root / "pets" / "cat")  # same names, outside the root
+    with pytest.raises(DatasetNotFoundError, match=r"image cat/00.png cannot be opened .*links are not followed"):
+        read_image_folder(listing, 8)
+
+
 def test_parameters_matched_within_5_percent_at_the_chosen_size(data_root):
     """CNN vs ReNet within 5 % at the folder's channels, classes and size; a size the ReNet cannot
     match at that patch is one line before training, naming the option to change."""

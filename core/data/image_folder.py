@@ -12,7 +12,8 @@ Nothing read is trusted (the folder may come from the app's text box):
 
 * ``DIR`` must lie under the data root (:func:`core.foundations.paths.resolve_data_dir`, CLI included);
 * symbolic links inside it are refused, not followed (a link could lead out of the root), and files are
-  opened with ``O_NOFOLLOW | O_NONBLOCK`` and checked to be regular files after opening;
+  opened one path component at a time with ``O_NOFOLLOW`` (``O_NONBLOCK`` for the file) and checked to be
+  regular files after opening, so a link swapped in after the listing is not followed either;
 * hard caps, checked before anything big is read or allocated: :data:`MAX_FILES` images,
   :data:`MAX_CLASSES` classes, :data:`MAX_FILE_BYTES` per file, :data:`MAX_TOTAL_BYTES` in all,
   :data:`MAX_IMAGE_PIXELS` pixels per image (read from the header before decoding: the
@@ -189,11 +190,26 @@ def list_image_folder(data_dir: str, root: str | os.PathLike | None = None) -> F
     return FolderListing(folder, tuple(classes), tuple(paths), label_array, total, skipped)
 
 
-def _read_bytes(path: Path, shown: str) -> bytes:
-    """A regular file's bytes, opened without following a link (one swapped in after the listing
-    included) and without blocking on a FIFO."""
+def _open_below(folder: Path, rel: str) -> int:
+    """A file descriptor of ``folder/rel`` opened one component at a time, none of them followed if it
+    is a link (a folder or file swapped for a link after the listing included), without blocking on a FIFO."""
+    parts = rel.split("/")
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        for part in parts[:-1]:
+            inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        return os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
+def _read_bytes(folder: Path, rel: str) -> bytes:
+    """A regular file's bytes (``rel`` below ``folder``), no link followed on the way."""
+    shown = rel
+    try:
+        fd = _open_below(folder, rel)
     except OSError as exc:
         raise DatasetNotFoundError(f"image {shown} cannot be opened ({exc.strerror or exc}); links are not "
                                    f"followed") from None
@@ -297,12 +313,12 @@ def read_image_folder(listing: FolderListing, image_size: int, channels: int = 0
         )
     # one pass over the headers counts grey images (the files are read again to decode: holding every
     # file's bytes at once could take MAX_TOTAL_BYTES of memory)
-    grey_count = sum(bool(_header_is_grey(_read_bytes(listing.folder / rel, rel))) for rel in listing.paths)
+    grey_count = sum(bool(_header_is_grey(_read_bytes(listing.folder, rel))) for rel in listing.paths)
     if channels == 0:
         channels = 1 if grey_count == n else 3
     out = np.empty((n, channels, image_size, image_size), np.float32)
     for i, rel in enumerate(listing.paths):
-        img = _decode(_read_bytes(listing.folder / rel, rel), rel, image_size, grey=channels == 1)
+        img = _decode(_read_bytes(listing.folder, rel), rel, image_size, grey=channels == 1)
         out[i] = img[None] if channels == 1 else img.transpose(2, 0, 1)
     facts = {"grey_images": grey_count, "colour_images": n - grey_count, "channels": channels,
              "converted": (n - grey_count) if channels == 1 else grey_count}
