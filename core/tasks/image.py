@@ -221,7 +221,7 @@ class ImageTask(Task):
                      "validation accuracy 0.417 / 0.421, train 0.957 / 0.947.",
         "folder_quick": "your images in class folders in data_dir (DIR/<class>/<file>.png|jpg|jpeg; "
                         "docs/your_data.md), resized to image_size 32; 500 members, 2 shadows. Measured on 4,000 "
-                        "CIFAR-10 PNGs (one seed): 92 s (CNN) / 49 s (ReNet) from the command to the results on a "
+                        "CIFAR-10 PNGs (one seed): 103 s (CNN) / 70 s (ReNet) from the command to the results on a "
                         "2-core machine loaded by other work (21 / 11 CPU s); validation accuracy 0.30 / 0.39. Larger "
                         "images need a larger renet_patch for matched models (image_size 64: renet_patch 8).",
         "paper": "CIFAR-10 in data_dir; the study's layout (10,000 members, 5 shadows, 50 epochs): a GPU recommended, "
