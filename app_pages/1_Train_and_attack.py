@@ -75,6 +75,8 @@ if dataset in task.real_datasets:
                                  help="CIFAR-10: the extracted 'cifar-10-batches-py' folder (data_batch_1 … data_batch_5). "
                                       "Multi30K: the folder with train.{en,de,fr}.gz, val.*.gz, test_2016_flickr.*.gz. "
                                       "CSV: a .csv file with a header row; name its label column under label below. "
+                                      "folder: one sub-folder of PNG/JPEG images per class. pairs: <name>.<src> and "
+                                      "<name>.<tgt>, one sentence a line (docs/your_data.md). "
                                       f"It must lie under the data root {root_text!r} (set MIA_DATA_ROOT to change it).")
     if data_dir.strip():
         try:  # folders typed here are confined to the data root (the page may be served on a network)

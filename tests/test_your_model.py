@@ -160,3 +160,39 @@ def test_the_page_loads_no_code_from_the_browser(data_root):
     assert not at.exception
     assert not at.text_input and not at.get("file_uploader")  # no box that could name a plugin file
     assert any("never from this page" in m.value for m in at.markdown)
+
+
+# ---------------------------------------------------------------------------- member-list ids of named records
+def test_a_member_list_names_folder_images_by_path_and_text_pairs_by_line(data_root):
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    for c in ("cat", "dog"):
+        (data_root / "imgs" / c).mkdir(parents=True)
+        for i in range(12):
+            Image.fromarray((rng.random((10, 10, 3)) * 255).astype("uint8")).save(data_root / "imgs" / c / f"{i:02d}.png")
+    image = get_task("image")
+    cfg = image.make_config("ffnn", "quick", {"dataset": "folder", "data_dir": str(data_root / "imgs"),
+                                              "image_size": 8, "n_train": 4, "n_eval": 2, "n_shadows": 1})
+    data = image.load(cfg)
+    ids = image.record_ids(cfg, data, np.array([0, 13]))
+    assert ids == ["cat/00.png", "dog/01.png"]
+    assert image.record_indices(cfg, data, ids).tolist() == [0, 13]
+    with pytest.raises(ConfigError, match="'cat/99.png'"):
+        image.record_indices(cfg, data, ["cat/99.png"])
+
+    (data_root / "txt").mkdir()
+    src = [f"a house number {i}" for i in range(40)]
+    tgt = [f"ein haus nummer {i}" for i in range(40)]
+    src[3] = ""  # an empty side: the pair is dropped, its line number stays unused
+    (data_root / "txt" / "train.en").write_text("\n".join(src) + "\n")
+    (data_root / "txt" / "train.de").write_text("\n".join(tgt) + "\n")
+    text = get_task("translation")
+    cfg = text.make_config("ffnn", "quick", {"dataset": "pairs", "data_dir": str(data_root / "txt"), "src_lang": "en",
+                                             "tgt_lang": "de", "n_train": 4, "n_eval": 2, "n_shadows": 1})
+    data = text.load(cfg)
+    first = text.record_ids(cfg, data, np.array([0, 2, 3]))
+    assert first == ["1", "3", "5"]  # 1-based line numbers, line 4 (empty source) left out
+    assert text.record_indices(cfg, data, first).tolist() == [0, 2, 3]
+    with pytest.raises(ConfigError, match="'4'"):
+        text.record_indices(cfg, data, ["4"])

@@ -316,6 +316,8 @@ class ExperimentConfig:
         self._validate_user_model()
         if self.options is not None and hasattr(self.options, "validate"):
             self.options.validate()
+        if hasattr(self.options, "validate_for_dataset"):  # option checks that depend on the data source
+            self.options.validate_for_dataset(self.dataset)
         return self
 
     def _validate_user_model(self) -> None:

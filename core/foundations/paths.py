@@ -12,8 +12,10 @@ the data root:
 
 The check happens on the fully resolved path (``~`` expanded, relative paths taken from the
 root, ``..`` and symbolic links resolved), so neither ``root/../etc`` nor a symlink inside the
-root that points outside it escapes. The CLI does not use this: a user on the command line
-may read any folder they can.
+root that points outside it escapes. The CLI does not use this for CIFAR-10 and Multi30K: a user on
+the command line may read any folder they can. The readers of a user's own layouts (class folders,
+text pairs: :mod:`core.data.image_folder`, :mod:`core.data.text_pairs`) confine every caller, the CLI
+included, since the same config may arrive from the app.
 """
 from __future__ import annotations
 

@@ -298,3 +298,20 @@ class Task(ABC):
 
     def param_count(self, model: nn.Module) -> int:
         return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+def named_record_indices(names: Sequence[str], ids: Sequence[str], description: str, meaning: str) -> np.ndarray:
+    """The indices of records named ``ids`` among ``names`` (record i is named ``names[i]``): a member
+    list of a source whose records have names (a relative image path, a line number).
+
+    Raises:
+        ConfigError: an id that names no record (the first few are quoted).
+    """
+    where = {name: i for i, name in enumerate(names)}
+    out = np.array([where.get(t, -1) for t in ids], np.int64)
+    unknown = [t for t, i in zip(ids, out) if i < 0]
+    if unknown:
+        shown = ", ".join(repr(t[:60]) for t in unknown[:3]) + (f" and {len(unknown) - 3} more" if len(unknown) > 3 else "")
+        raise ConfigError(f"members: {len(unknown)} id(s) name no record of {description!r}: {shown} (an id is "
+                          f"{meaning})")
+    return out
