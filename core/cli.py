@@ -736,21 +736,20 @@ def add_score_command(sub: Any) -> None:
                                              "file, if it exists, must be a regular file")
     p.add_argument("--report", action=Once, metavar="FILE.html", help="also write the HTML report here")
     p.add_argument("--bootstrap", type=positive_int, default=None, action=Once, metavar="N",
-                   help="resamples per interval, at least 100 (default 1000, fewer above 20,000 records)")
+                   help="resamples per interval, 100..10000 (default 1000, fewer above 20,000 records, at least 200)")
     p.add_argument("--seed", type=int, default=0, action=Once, help="seed of the halves and the bootstrap (default 0)")
 
 
 def _score(args: argparse.Namespace) -> int:
     """``score``: :func:`core.analyses.scores.score_file` → JSON (and the HTML report)."""
-    from core.analyses.scores import score_file
-    from core.views.scores_report import scores_report_html
-
-    if args.bootstrap is not None and args.bootstrap < 100:
-        raise ConfigError(f"--bootstrap must be at least 100, got {args.bootstrap}")
+    if args.bootstrap is not None and not 100 <= args.bootstrap <= 10_000:
+        raise ConfigError(f"--bootstrap must lie in 100..10000, got {args.bootstrap}")
     out = check_out_path(args.out) if args.out is not None else None
     report = check_out_path(args.report) if args.report is not None else None
     if out is not None and report is not None and out == report:
         raise ConfigError("--out and --report name the same file")
+    from core.analyses.scores import score_file  # after the checks: refused arguments answer at once
+    from core.views.scores_report import scores_report_html
     result = score_file(args.inp, anywhere=True, n_boot=args.bootstrap, seed=args.seed)
     if report is not None:
         write_text_atomically(report, scores_report_html(result))

@@ -306,7 +306,7 @@ def test_every_bad_file_is_one_line_and_exit_2(tmp_path, capsys, monkeypatch):
 def test_arguments_are_checked_before_the_file_is_scored(tmp_path, capsys):
     good = write_csv(tmp_path / "good.csv", no_leak(n=60))
     assert "folder" in _one_error_line(capsys, ["score", "--in", str(good), "--out", str(tmp_path / "no" / "r.json")])
-    assert "at least 100" in _one_error_line(capsys, ["score", "--in", str(good), "--bootstrap", "5"])
+    assert "100..10000" in _one_error_line(capsys, ["score", "--in", str(good), "--bootstrap", "5"])
     assert "same file" in _one_error_line(capsys, ["score", "--in", str(good), "--out", str(tmp_path / "r"),
                                                    "--report", str(tmp_path / "r")])
     assert "twice" in _one_error_line(capsys, ["score", "--in", str(good), "--in", str(good)])
