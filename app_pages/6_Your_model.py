@@ -124,7 +124,9 @@ def show_preview(cfg: ExperimentConfig) -> bool:
         for k, (col, view, rid) in enumerate(zip(st.columns(len(found["examples"])), found["examples"],
                                                   p["example_ids"])):
             with col:
-                show_record({cfg.arch: view}, key=f"preview:{k}", note=f"id {rid}")
+                # an image's caption names its role; a text record's lines do not, so the note does
+                note = f"id {rid}" if view.kind == "image" else f"{view.caption} · id {rid}"
+                show_record({cfg.arch: view}, key=f"preview:{k}", note=note)
     return True
 
 
@@ -171,6 +173,24 @@ def progress_panel(configs: list[ExperimentConfig]) -> None:
         if cols[1].button("Cancel", key=f"cancel:{job.id}"):
             manager.cancel(job)
             st.rerun(scope="app")
+
+
+def attack_table(rows: list[dict]) -> list[dict]:
+    """The scores' attack rows as a reader takes them in: each number beside its interval, in one cell."""
+    def ci(row: dict, name: str) -> str | None:
+        if row.get(name) is None:
+            return None
+        low, high = row.get(f"{name} low"), row.get(f"{name} high")
+        return f"{row[name]:.3f}" + (f" [{low:.3f}, {high:.3f}]" if low is not None and high is not None else "")
+
+    out = []
+    for row in rows:
+        rates = [k for k in row if (k.startswith("TPR") and not k.endswith((" low", " high")))]
+        out.append({"attack": row["attack"], "finding": row["finding"], "AUC [95 % CI]": ci(row, "AUC"),
+                    **{f"{k} [95 % CI]": ci(row, k) for k in rates},
+                    "advantage [95 % CI]": ci(row, "advantage"),
+                    "ε̂ (95 % lower bound)": row.get("ε̂ (95 % lower bound)"), "N": row["N"]})
+    return out
 
 
 def kept_upload(upload, kind: str) -> str | None:
@@ -269,7 +289,10 @@ elif way == "Just the scores":
                f"{result.n_references} reference model(s).")
     for note in result.notes:
         st.caption(note)
-    st.dataframe(result.attack_rows(), hide_index=True, width="stretch")
+    st.dataframe(attack_table(result.attack_rows()), hide_index=True, width="stretch")
+    st.caption("Each number with its 95 % bootstrap interval over the records (N). finding: *leak* when the AUC's "
+               "interval lies above 0.5, *inconclusive* when it holds 0.5. ε̂: a 95 % lower bound on the ε of any "
+               "DP guarantee the training could have (threshold chosen on one half of the records, bound on the other).")
     st.plotly_chart(roc_loglog_figure(result), width="stretch")
     if result.slices:
         st.subheader("Per slice")
