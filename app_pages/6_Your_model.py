@@ -26,7 +26,7 @@ from core.foundations.task_registry import builtin_tasks
 from core.foundations.user_files import store_upload
 from core.tasks import available_tasks, get_task
 from core.views.scores_report import roc_loglog_figure, scores_report_html
-from ui.examples import show_record
+from ui.examples import plain_markdown, show_record
 from ui.nav import format_seconds
 from ui.results import show_results
 from ui.shared import job_manager, summary_of
@@ -106,7 +106,7 @@ def show_preview(cfg: ExperimentConfig) -> bool:
         st.error(str(exc))
         return False
     p = found["dict"]
-    st.success(f"**Found:** {p['description']}")
+    st.success(f"**Found:** {plain_markdown(p['description'])}")  # names from the user's files, as text
     cols = st.columns(4)
     cols[0].metric("records", f"{p['n_records']:,}")
     cols[1].metric("victim's half", f"{p['victim_pool']:,}", help="members and non-members of the victim come from here")
@@ -114,7 +114,7 @@ def show_preview(cfg: ExperimentConfig) -> bool:
     cols[3].metric("members / non-members", f"{p['members']:,} / {p['nonmembers']:,}")
     missing = p["info"].get("missing_values")
     if missing:
-        st.caption("Missing values per column: " + ", ".join(f"{k}: {v}" for k, v in missing.items()))
+        st.caption("Missing values per column: " + ", ".join(f"{plain_markdown(k)}: {v}" for k, v in missing.items()))
     if p["split_problem"]:
         st.error(f"The configured sizes do not fit this data: {p['split_problem']}")
         return False

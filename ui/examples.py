@@ -13,6 +13,18 @@ from core.views.report import navigation_stats, translation_html
 from core.tasks.base import RECORD_KINDS, RecordView
 
 
+#: characters Streamlit's Markdown gives a meaning (CommonMark's punctuation, ``$`` for LaTeX, ``:`` for
+#: emoji and coloured text shortcodes)
+_MARKDOWN_SPECIAL = frozenset("\\`*_{}[]()#+-.!|<>~$:=\"'&")
+
+
+def plain_markdown(text: str) -> str:
+    """``text`` to show as it is inside Streamlit Markdown: every Markdown character backslash-escaped
+    and line breaks as spaces, so a user's data (a sentence, a CSV cell, a file name) cannot become an
+    image fetched from elsewhere, a link, a heading or LaTeX on the page."""
+    return "".join("\\" + c if c in _MARKDOWN_SPECIAL else c for c in " ".join(str(text).split()))
+
+
 def show_examples(examples: dict[str, Any], arch_name: str) -> None:
     """One architecture's examples (navigation maps are drawn by :func:`show_navigation_maps`;
     this draws their numbers, and the rendered images only when asked to)."""
@@ -47,8 +59,9 @@ def show_record(views: dict[str, RecordView], key: str, note: str = "", width: i
     if first.kind == "image":
         st.image(first.image, caption=caption, width=width)
     elif first.kind == "text":
-        lines = [f"{label}: {text}" for label, text in first.lines]
-        lines += [f"{ARCH_NAMES.get(a, a) + ' ' if len(views) > 1 else ''}victim: {v.answer}"
+        # the record's text is the user's data: shown as it is, never as Markdown
+        lines = [f"{plain_markdown(label)}: {plain_markdown(text)}" for label, text in first.lines]
+        lines += [f"{ARCH_NAMES.get(a, a) + ' ' if len(views) > 1 else ''}victim: {plain_markdown(v.answer)}"
                   for a, v in views.items() if v.answer is not None]
         st.markdown("  \n".join(lines + ([note] if note else [])))
     elif first.kind == "map":

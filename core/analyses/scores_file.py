@@ -296,6 +296,7 @@ def _npz_arrays(name: str, data: bytes) -> dict[str, np.ndarray]:
     if unknown:
         raise ScoresFileError(f"{name}: unknown array {unknown[0]!r}; the arrays are {', '.join(_NPZ_KEYS)} "
                               "(docs/your_data.md)")
+    _check_npy_headers(name, data, infos)
     out: dict[str, np.ndarray] = {}
     try:
         with np.load(io.BytesIO(data), allow_pickle=False) as npz:
@@ -333,6 +334,40 @@ def _npz_arrays(name: str, data: bytes) -> dict[str, np.ndarray]:
         out["slice"] = np.array([v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v) for v in s.tolist()],
                                 dtype=object)
     return out
+
+
+def _check_npy_headers(name: str, data: bytes, infos: list[zipfile.ZipInfo]) -> None:
+    """Each array's dtype and shape, read from its ``.npy`` header before the array: numpy allocates
+    the whole array its header declares before reading a byte of it, so a 200-byte entry declaring
+    (2⁴⁰,) float64 would ask for 8 TiB. The declared size must lie within the entry's (already capped)
+    unpacked size and the caps on records and columns; an object dtype is refused here too."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as z:
+            for info in infos:
+                key = info.filename[:-4] if info.filename.endswith(".npy") else info.filename
+                with z.open(info) as f:
+                    version = np.lib.format.read_magic(f)
+                    if version == (1, 0):
+                        shape, _, dtype = np.lib.format.read_array_header_1_0(f, max_header_size=10_000)
+                    elif version in ((2, 0), (3, 0)):
+                        shape, _, dtype = np.lib.format.read_array_header_2_0(f, max_header_size=10_000)
+                    else:
+                        raise ValueError(f"npy format version {version}")
+                if dtype.hasobject:
+                    raise ScoresFileError(f"{name}: an array holds Python objects, which would need unpickling; "
+                                          "refused (save numbers, or text as a unicode array)")
+                count = 1
+                for d in shape:
+                    count *= d
+                if shape and (shape[0] > MAX_ROWS or count > MAX_CELLS
+                              or count * max(dtype.itemsize, 1) > info.file_size):
+                    raise ScoresFileError(f"{name}: array {key!r} declares shape {shape} of {dtype}; at most "
+                                          f"{MAX_ROWS:,} records and {MAX_CELLS:,} values are read, and the "
+                                          f"entry holds {info.file_size:,} bytes")
+    except ScoresFileError:
+        raise
+    except (ValueError, zipfile.BadZipFile, OSError, EOFError, SyntaxError, TypeError) as exc:
+        raise ScoresFileError(f"{name}: a damaged npz ({' '.join(str(exc).split())[:160]})") from None
 
 
 # ---------------------------------------------------------------------------- the checks shared by both

@@ -277,6 +277,9 @@ def _decode(raw: bytes, shown: str, size: int, grey: bool | None) -> np.ndarray:
                                    f"at most {MAX_IMAGE_PIXELS:,} pixels are read, MAX_IMAGE_PIXELS)") from None
     except MemoryError:
         raise DatasetNotFoundError(f"image {shown} does not fit in memory when decoded") from None
+    except Image.UnidentifiedImageError:  # its message names an in-memory buffer at an address: say what it means
+        raise DatasetNotFoundError(f"image {shown} is unreadable or truncated (not an image Pillow can "
+                                   f"identify: no PNG or JPEG header)") from None
     except Exception as exc:  # a hostile file can raise anything from a decoder (OSError, SyntaxError, zlib.error…)
         reason = " ".join(str(exc).split())[:200] or type(exc).__name__
         raise DatasetNotFoundError(f"image {shown} is unreadable or truncated ({reason})") from None

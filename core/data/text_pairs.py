@@ -133,7 +133,8 @@ def _read_text_lines(entry: os.DirEntry, shown: str) -> list[str]:
                         raise DatasetNotFoundError(f"{shown} has binary content (a NUL byte at line {len(lines) + 1}): "
                                                    f"expected UTF-8 text, one sentence a line")
                     try:
-                        lines.append(raw.decode("utf-8").strip())
+                        # a byte-order mark (Windows editors) is no part of the first sentence
+                        lines.append(raw.decode("utf-8-sig" if not lines else "utf-8").strip())
                     except UnicodeDecodeError:
                         raise DatasetNotFoundError(f"{shown} has binary content at line {len(lines) + 1} (not UTF-8): "
                                                    f"expected UTF-8 text, one sentence a line") from None

@@ -55,7 +55,7 @@ def user_weights(task: Task, cfg: ExperimentConfig, data: TaskData) -> dict[str,
     Raises:
         ConfigError: the file changed since the config was made, is not safetensors, or its tensors
             are not this architecture's (a name missing or extra, a shape or a kind differing), or
-            hold NaN or infinite values.
+            hold NaN or infinite values (after the cast to the model's dtype).
     """
     payload = read_bound_file(cfg.target_weights, "target_weights", MAX_WEIGHTS_BYTES, cfg.target_weights_sha256)
     try:
@@ -81,8 +81,12 @@ def user_weights(task: Task, cfg: ExperimentConfig, data: TaskData) -> dict[str,
                               f"model's is {tuple(want.shape)}")
         if got.is_floating_point() != want.is_floating_point() or got.is_complex():
             raise ConfigError(f"target_weights do not fit {model_name}: {name} is {got.dtype}, the model's {want.dtype}")
-        if got.is_floating_point() and not bool(torch.isfinite(got).all()):
-            raise ConfigError(f"target_weights hold NaN or infinite values in {name}: a model that diverged cannot "
-                              f"be audited")
-        out[name] = got.to(want.dtype).contiguous()
+        # cast first, then check: a float64 of 1e300 is infinite as the model's float32, and float8 has
+        # no isfinite of its own
+        cast = got.to(want.dtype).contiguous()
+        if cast.is_floating_point() and not bool(torch.isfinite(cast).all()):
+            raise ConfigError(f"target_weights hold NaN or infinite values in {name}" +
+                              (f" (as the model's {want.dtype}; the file's {got.dtype} values are too large)"
+                               if got.dtype != want.dtype else "") + ": a model that diverged cannot be audited")
+        out[name] = cast
     return out

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import secrets
 import stat
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,13 @@ def user_file_path(text: str, what: str) -> Path:
         raise ConfigError(f"{what} {text!r}: no such home directory") from None
     path = Path(os.path.normpath(path if path.is_absolute() else root / path))
     if not path.is_relative_to(root):
+        # the root itself may be a link (a home under /home -> /data/home, /tmp -> /private/tmp):
+        # a path through the root as configured names the same file; only that one link is followed
+        for alias in _root_aliases():
+            if path.is_relative_to(alias):
+                path = root / path.relative_to(alias)
+                break
+    if not path.is_relative_to(root):
         raise ConfigError(f"{what} {text!r} lies outside the data root {str(root)!r}: put the file under it, "
                           f"or set {DATA_ROOT_ENV} to a folder that holds it")
     # links are not followed: a link inside the root could lead anywhere, and what the config's hash
@@ -62,9 +70,26 @@ def user_file_path(text: str, what: str) -> Path:
     probe = root
     for part in path.relative_to(root).parts:
         probe = probe / part
-        if probe.is_symlink():
+        try:
+            linked = stat.S_ISLNK(os.lstat(probe).st_mode)
+        except FileNotFoundError:
+            break  # what is missing is said when the file is opened
+        except OSError as exc:  # a name too long for the file system, a folder without permission, …
+            raise ConfigError(f"{what} {text!r} cannot be read: {exc.strerror or exc}") from None
+        if linked:
             raise ConfigError(f"{what} {text!r} passes through the symbolic link {str(probe)!r}: name the file itself")
     return path
+
+
+def _root_aliases() -> list[Path]:
+    """The data root as configured, before its links were resolved (``$MIA_DATA_ROOT``, else the home
+    directory), absolute and normalised; empty where it cannot be told."""
+    configured = os.environ.get(DATA_ROOT_ENV, "").strip()
+    try:
+        alias = Path(configured).expanduser() if configured else Path.home()
+    except (RuntimeError, OSError, ValueError):
+        return []
+    return [Path(os.path.normpath(alias.absolute()))]
 
 
 def read_user_file(text: str, what: str, limit: int) -> bytes:
@@ -123,19 +148,20 @@ def read_bound_file(text: str, what: str, limit: int, digest: str) -> bytes:
 
 
 def parse_member_ids(payload: bytes, what: str = "members") -> tuple[str, ...]:
-    """The record ids of a member list: UTF-8 text, one id a line (surrounding blanks and a ``\\r``
-    removed, blank lines skipped), in file order.
+    """The record ids of a member list: UTF-8 text (a byte-order mark skipped), one id a line (``\\n``,
+    ``\\r\\n`` or ``\\r`` ends a line; surrounding blanks removed, blank lines skipped), in file order.
 
     Raises:
         ConfigError: not UTF-8, no id, an id longer than :data:`MAX_ID_CHARS`, or an id twice.
     """
     try:
-        text = payload.decode("utf-8")
+        text = payload.decode("utf-8-sig")  # a byte-order mark (Windows Notepad) is no part of the first id
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{what}: not UTF-8 text (byte {exc.start}); one record id a line") from None
     ids: list[str] = []
     first_line: dict[str, int] = {}
-    for number, line in enumerate(text.split("\n"), start=1):
+    # line ends: \n, \r\n and a lone \r (old Mac editors)
+    for number, line in enumerate(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"), start=1):
         record = line.strip()
         if not record:
             continue
@@ -226,7 +252,9 @@ def store_upload(content: bytes, kind: str, root: str | os.PathLike | None = Non
             return target
         if sum(1 for _ in folder.iterdir()) >= MAX_UPLOADS:
             raise ConfigError(f"{folder} already holds {MAX_UPLOADS} uploads: remove old ones to upload more")
-        tmp = folder / f".{target.name}.{os.getpid()}.part"
+        # a name of this call alone: the app serves every session from one process, and two sessions
+        # uploading the same bytes at once must not meet on one temporary file
+        tmp = folder / f".{target.name}.{os.getpid()}.{secrets.token_hex(8)}.part"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         try:
             with os.fdopen(fd, "wb") as f:
