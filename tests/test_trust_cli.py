@@ -410,7 +410,7 @@ def test_tiny_config_cache_hit_tiny_k_and_analyze_folder(tmp_path, capsys):
     p_label = np.exp(-np.asarray(first["records"]["cross_entropy"]))
     tiny, tinier = d["points"]
     for pt in (tiny, tinier):
-        assert pt["draws"] == 8 and set(pt["records"]["ape"]) == {0.0}
+        assert pt["draws"] == 8 and set(pt["records"]["ape"]) == {0.0} and pt["records"]["membership"] == member.tolist()
         assert pt["attacks"]["entropy_threshold"]["auc"] == pt["adaptive_attacks"]["entropy_threshold"]["auc"] == 0.5
         ce = np.asarray(pt["records"]["cross_entropy"])
         assert np.all(np.isfinite(ce)) and np.all((ce == 0) | (ce > 1e29))
