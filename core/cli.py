@@ -676,6 +676,8 @@ def _main(argv: Sequence[str] | None) -> int:
         outcome = online_lira(trained_models(config), n_models=args.online_lira)
         result.summary["attacks"][LIRA_ONLINE] = {**outcome.result.to_dict(), "threat_model": "online",
                                                   "reference_models": args.online_lira}
+        # its per-record scores beside the others' (as core.experiment.pipeline.record_signals rounds them)
+        result.summary["records"]["scores"][LIRA_ONLINE] = [round(float(v), 6) for v in outcome.scores]
     if out is not None:
         write_json_atomically(out, result.summary)
     else:

@@ -5,9 +5,31 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+import torch
+
+from recompute import assert_attacks_match_records, recomputed
+
 ROOT = Path(__file__).resolve().parent.parent
 TINY = ["--set", "n_train=40", "--set", "n_eval=20", "--set", "epochs=2", "--set", "n_shadows=1",
         "--set", "attack_epochs=1", "--set", "attack_train_epochs=3"]
+
+
+def _val_accuracy(d):
+    """Accuracy of the cached victim of run ``d`` on its non-members: argmax of its logits against the label."""
+    from core.experiment.cache import ArtifactCache
+    from core.experiment.pipeline import trained_models
+    from core.tasks import get_task
+
+    task = get_task(d["task"])
+    cfg = task.make_config(d["arch"], d["preset"], dict(a.split("=", 1) for a in TINY[1::2]))
+    assert cfg.config_hash == d["config_hash"]
+    models = trained_models(cfg, cache=ArtifactCache())
+    assert models.victim.cache_hit  # loaded, not trained again
+    index = models.splits.victim_nonmembers
+    with torch.no_grad():
+        logits = models.model("victim")(models.data.records.images[index])
+    return float((logits.argmax(1) == models.data.records.labels[index]).double().mean())
 
 
 def cli(*args, env=None):
@@ -22,18 +44,23 @@ def test_run_writes_the_common_json(tmp_path):
     for key in ("task", "arch", "preset", "config", "config_hash", "params", "utility", "attack", "attacks",
                 "per_epoch", "timings", "cache_hit"):
         assert key in d
-    assert d["utility"]["metric"] == "accuracy" and 0 <= d["utility"]["val"] <= 1
+    # the utility is the final victim's accuracy on its non-members, recomputed here from the cached weights
+    assert d["utility"]["metric"] == "accuracy" and d["utility"]["val"] == pytest.approx(_val_accuracy(d), abs=1e-6)
+    assert d["utility"]["val"] == d["per_epoch"][-1]["utility_val"]
+    # every attack's AUC and accuracy are what its stored per-record scores give
+    assert_attacks_match_records(d["attacks"], rec := d["records"])
+    assert d["attack"] == {k: v for k, v in d["attacks"]["shadow"].items() if k not in ("roc_fpr", "roc_tpr")}
     assert set(d["attacks"]) >= {"shadow", "loss_threshold", "entropy_threshold"}
     assert set(d["attack"]["tpr_at_fpr"]) == {"0.01", "0.001"}
     assert [r["epoch"] for r in d["per_epoch"]] == [1, 2]
     assert d["per_epoch"][0]["attack_accuracy"] is not None  # checkpoint epoch 1 was attacked
     assert set(d["timings"]) >= {"victim_s", "shadows_s", "attack_s", "total_s"}
     assert d["cache_hit"] is False
-    rec = d["records"]
     assert len(rec["membership"]) == len(rec["ape"]) == len(rec["scores"]["shadow"]) == 40
     assert sum(rec["membership"]) == 20
     again = cli("run", "--task", "image", "--arch", "rnn", *TINY, "--quiet")
-    assert json.loads(again.stdout)["cache_hit"] is True
+    cached = json.loads(again.stdout)
+    assert cached["cache_hit"] is True and cached["attacks"] == d["attacks"] and cached["records"] == d["records"]
 
 
 def test_online_lira_from_the_command_line(tmp_path):
@@ -43,7 +70,12 @@ def test_online_lira_from_the_command_line(tmp_path):
     p = cli("run", "--task", "image", "--arch", "ffnn", *sets, "--online-lira", "2", "--quiet")
     assert p.returncode == 0, p.stderr
     online = json.loads(p.stdout)["attacks"]["lira_online"]
-    assert online["threat_model"] == "online" and online["reference_models"] == 2 and 0 <= online["auc"] <= 1
+    assert online["threat_model"] == "online" and online["reference_models"] == 2
+    # its AUC and accuracy are those of its per-record scores, stored beside the other attacks' (its own:
+    # not the offline LiRA's over the same shadows)
+    records = json.loads(p.stdout)["records"]
+    recomputed(online, records["scores"]["lira_online"], records["membership"])
+    assert records["scores"]["lira_online"] != records["scores"]["lira"]
 
 
 def test_progress_goes_to_stderr_with_stage_names():

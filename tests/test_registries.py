@@ -18,8 +18,10 @@ from core.defenses.defender import DefenseSpec
 from core.foundations.errors import ConfigError
 from core.measurement.responses import Responses
 from core.foundations.config import config_changes, parse_values
+from core.experiment.pipeline import trained_models
 from core.defenses.sweeps import accuracy_bound_curve, check_sweep, sweep_runs
 from core.tasks import get_task
+from recompute import assert_attacks_match_records
 
 TINY = ["--set", "n_train=40", "--set", "n_eval=20", "--set", "epochs=2", "--set", "n_shadows=1",
         "--set", "attack_epochs=1", "--set", "attack_train_epochs=3"]
@@ -75,11 +77,22 @@ def test_a_mechanism_registered_in_a_test_is_a_cli_choice_and_is_scored_end_to_e
     three, zero = d["points"]
     for p in (three, zero):
         assert p["privacy_note"] == "rounding: no formal guarantee" and p["epsilon"] is None
-        assert 0 <= p["attack"]["accuracy"] <= 1 and p["utility"] is not None and p["utility_loss"] is not None
-    # d = 0: every probability rounds to 0 or 1, so every answer is one-hot (entropy 0) or, all rounded
-    # to 0 and floored, uniform over the 10 classes (ln 10); at d = 3 the answers keep their spread
-    assert all(min(a, abs(a - math.log(10))) < 1e-4 for a in zero["records"]["ape"])
-    assert len(set(three["records"]["ape"])) > 2
+        assert_attacks_match_records(p["attacks"], p["records"])  # one draw: the stored scores are the point's
+    # d = 0 rounds every probability of this barely trained victim (all near 1/10) to 0: every answer is the
+    # uniform one, so the loss and entropy thresholds see one answer on every record (AUC and accuracy
+    # exactly chance), and the decision is class 0 (argmax's first index): the utility is the share of label 0
+    assert all(abs(a - math.log(10)) < 1e-4 for a in zero["records"]["ape"])
+    for name in ("loss_threshold", "entropy_threshold"):
+        assert zero["attacks"][name]["auc"] == 0.5 and zero["attacks"][name]["accuracy"] == 0.5
+    cfg = get_task("image").make_config("ffnn", "quick", dict(a.split("=", 1) for a in TINY[1::2]))
+    models = trained_models(cfg)  # from the cache the command filled
+    labels = models.data.records.labels
+    assert zero["utility"] == pytest.approx(float((labels[models.splits.victim_nonmembers] == 0).double().mean()))
+    assert zero["utility_train"] == pytest.approx(float((labels[models.splits.eval_members] == 0).double().mean()))
+    assert zero["utility"] != d["baseline"]["utility"]
+    # d = 3 keeps the order of the answered probabilities here: the same decisions as the undefended victim
+    assert three["utility"] == d["baseline"]["utility"] and three["utility_loss"] == 0
+    assert len(set(three["records"]["ape"])) > 2  # at d = 3 the answers keep their spread
     # an out-of-range value is refused in one line before any work
     err = io.StringIO()
     with contextlib.redirect_stderr(err):

@@ -21,6 +21,7 @@ from scipy import special
 from core import cli
 from core.foundations import fileio
 from core.foundations.errors import ConfigError, DatasetNotFoundError, OutputPathError
+from core.measurement.metrics import roc_auc
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = ["--set", "n_train=40", "--set", "n_eval=20", "--set", "epochs=2", "--set", "n_shadows=1",
@@ -400,9 +401,25 @@ def test_tiny_config_cache_hit_tiny_k_and_analyze_folder(tmp_path, capsys):
                      "--values", "1e-100,5e-324", "--attacker", "both", "--quiet", "--out", str(out)]) == 0
     d = json.loads(out.read_text())
     assert [pt["value"] for pt in d["points"]] == [1e-100, 5e-324]
-    for pt in d["points"]:
-        assert 0 <= pt["attack"]["auc"] <= 1 and 0 <= pt["adaptive_attack"]["auc"] <= 1 and 0 <= pt["utility"] <= 1
-        assert all(np.isfinite(pt["records"]["cross_entropy"]))
+    # k → 0: every draw of Dir(k·p) is a vertex, the class c with probability p_c. Every answer is one-hot
+    # (entropy 0: the entropy attack, naive or adaptive, is exactly chance); its loss is 0 where the vertex
+    # is the label and capped (finite) elsewhere, so the loss attack only sees hit or miss; the utility is
+    # the share of draws on the label, whose mean is the undefended victim's mean p_label (8 draws × 20
+    # non-members: standard error ≤ 0.04). Both k are the same limit: the same numbers.
+    member = np.asarray(first["records"]["membership"], bool)
+    p_label = np.exp(-np.asarray(first["records"]["cross_entropy"]))
+    tiny, tinier = d["points"]
+    for pt in (tiny, tinier):
+        assert pt["draws"] == 8 and set(pt["records"]["ape"]) == {0.0} and pt["records"]["membership"] == member.tolist()
+        assert pt["attacks"]["entropy_threshold"]["auc"] == pt["adaptive_attacks"]["entropy_threshold"]["auc"] == 0.5
+        ce = np.asarray(pt["records"]["cross_entropy"])
+        assert np.all(np.isfinite(ce)) and np.all((ce == 0) | (ce > 1e29))
+        hit = ce == 0  # draw 0's answers: the loss attack's AUC is the hit rates' difference
+        auc = roc_auc(np.asarray(pt["records"]["scores"]["loss_threshold"]), member)
+        assert auc == pytest.approx(0.5 + (hit[member].mean() - hit[~member].mean()) / 2)
+        assert abs(pt["utility"] - p_label[~member].mean()) < 0.075 and abs(pt["utility_train"] - p_label[member].mean()) < 0.075
+    assert {k: v for k, v in tiny.items() if k in ("attacks", "adaptive_attacks", "utility", "records")} == \
+        {k: v for k, v in tinier.items() if k in ("attacks", "adaptive_attacks", "utility", "records")}
 
     folder = tmp_path / "new" / "nested" / "reports"
     capsys.readouterr()
