@@ -81,10 +81,12 @@ BISECTIONS = 40
 CURVE_POINTS = 20
 
 
-def gdp_epsilon(mu: float, delta: float) -> float:
-    """ε at δ of μ-GDP (Dong, Roth & Su, Cor. 2.13); 0 for μ ≤ 0."""
+def gdp_epsilon(mu: float | None, delta: float) -> float | None:
+    """ε at δ of μ-GDP (Dong, Roth & Su, Cor. 2.13); 0 for μ ≤ 0, None for no finite μ."""
     if not 0 < delta < 1:
         raise ValueError(f"δ must lie in (0, 1), got {delta}")
+    if mu is None:
+        return None
     return 0.0 if mu <= 0 else gaussian_mechanism_epsilon(float(mu), float(delta))
 
 
@@ -107,9 +109,10 @@ def _auc_bootstrap(s_in: np.ndarray, s_out: np.ndarray, resamples: int,
     return auc, (c_in * below).sum(axis=1) / (n_in * n_out)
 
 
-def _mu_of_auc(auc: np.ndarray | float, floor: float) -> np.ndarray:
-    """μ = √2·Φ⁻¹(AUC), the AUC clipped to [floor, 1 − floor] (a perfect split has no finite μ)."""
-    return math.sqrt(2.0) * special.ndtri(np.clip(auc, floor, 1.0 - floor))
+def _mu_of_auc(auc: float, floor: float) -> float | None:
+    """μ = √2·Φ⁻¹(AUC), the AUC raised to ``floor`` at least; None at AUC = 1 (a perfect split
+    of the canaries has no finite μ)."""
+    return None if auc >= 1.0 else float(math.sqrt(2.0) * special.ndtri(max(auc, floor)))
 
 
 def gdp_estimate(scores: Any, included: Any, delta: float, confidence: float = 1 - SIGNIFICANCE,
@@ -117,8 +120,10 @@ def gdp_estimate(scores: Any, included: Any, delta: float, confidence: float = 1
     """The μ-GDP estimate μ̂ = √2·Φ⁻¹(AUC) of the canaries (module docstring, 1), with its
     percentile-bootstrap interval, and both read as ε at ``delta``. An estimate, not a bound.
 
-    The AUC is clipped to [1/(2·n₊·n₋), 1 − 1/(2·n₊·n₋)] (half a pair from perfect): a perfect
-    split of m canaries has no finite μ, and ``saturated`` says the estimate is then m's ceiling."""
+    A perfect split (every member above every non-member, AUC = 1) has no finite μ: ``mu`` and
+    ``epsilon`` are then None and ``saturated`` True (m canaries cannot tell how much larger μ
+    is); so is the interval's upper end when 2.5 % or more of the resamples split perfectly. The
+    AUC is raised to 1/(2·n₊·n₋) at least (half a pair) so that a reversed split stays finite."""
     s = np.asarray(scores, np.float64)
     inc = np.asarray(included, bool)
     if len(s) != len(inc) or np.isnan(s).any():
@@ -130,13 +135,13 @@ def gdp_estimate(scores: Any, included: Any, delta: float, confidence: float = 1
     rng = np.random.default_rng([int(seed), 0x6D0])
     auc, boot = _auc_bootstrap(s[inc], s[~inc], int(resamples), rng)
     floor = 1.0 / (2.0 * inc.sum() * (~inc).sum())
-    mu = float(_mu_of_auc(auc, floor))
+    mu = _mu_of_auc(auc, floor)
     tail = (1 - confidence) / 2
-    lo, hi = (float(v) for v in np.quantile(_mu_of_auc(boot, floor), [tail, 1 - tail]))
+    lo, hi = (_mu_of_auc(float(v), floor) for v in np.quantile(boot, [tail, 1 - tail]))  # μ is increasing in AUC
     return {"kind": "estimate", "mu": mu, "mu_low": lo, "mu_high": hi, "auc": auc,
             "epsilon": gdp_epsilon(mu, delta), "epsilon_low": gdp_epsilon(lo, delta),
             "epsilon_high": gdp_epsilon(hi, delta), "delta": float(delta), "confidence": confidence,
-            "resamples": int(resamples), "saturated": bool(auc in (0.0, 1.0)),
+            "resamples": int(resamples), "saturated": auc >= 1.0,
             "method": "Gaussian-DP estimate (Dong, Roth & Su 2019): μ̂ = √2·Φ⁻¹(AUC) of the canaries' scores, "
                       "percentile bootstrap over canaries; ε at δ by their Cor. 2.13. An estimate, not a bound"}
 

@@ -1362,15 +1362,20 @@ def audit_guesses_figure(audits: dict[str, dict[str, Any]]) -> go.Figure:
                             customdata=list(zip(curve["correct"], curve["fdp_mu"])),
                             hovertemplate="k = %{x}: %{customdata[0]} correct, ε ≥ %{y:.3g}"
                                           + (" (μ ≥ %{customdata[1]:.3g})" if key == "fdp" else "") + "<extra></extra>")
-        fig.add_scatter(x=[ks[0], ks[-1], ks[-1], ks[0]],
-                        y=[gdp["epsilon_low"], gdp["epsilon_low"], gdp["epsilon_high"], gdp["epsilon_high"]],
+        # no finite estimate (every member above every non-member) or upper end: the band runs to the panel's top
+        top = gdp["epsilon_high"] if gdp["epsilon_high"] is not None else 1.25 * max(
+            [*curve["steinke_epsilon"], *curve["fdp_epsilon"], gdp["epsilon_low"] or 0.0, 1.0])
+        fig.add_scatter(x=[ks[0], ks[-1], ks[-1], ks[0]], y=[gdp["epsilon_low"] or 0.0] * 2 + [top] * 2,
                         fill="toself", mode="none", fillcolor="rgba(23, 190, 207, 0.15)", legendgroup="gdp",
-                        showlegend=False, hoverinfo="skip", row=1, col=col)
-        fig.add_scatter(x=[ks[0], ks[-1]], y=[gdp["epsilon"]] * 2, mode="lines", legendgroup="gdp",
-                        name="Gaussian-DP estimate (not a bound; 95 % bootstrap band)", showlegend=col == 1,
-                        line=dict(color=AUDIT_COLOURS["gdp"], dash="dot"), row=1, col=col,
-                        hovertemplate=f"GDP estimate ε̂ {gdp['epsilon']:.3g} [{gdp['epsilon_low']:.3g}, "
-                                      f"{gdp['epsilon_high']:.3g}], μ̂ {gdp['mu']:.3g}<extra></extra>")
+                        name="Gaussian-DP estimate (not a bound; 95 % bootstrap band)",
+                        showlegend=col == 1 and gdp["epsilon"] is None, hoverinfo="skip", row=1, col=col)
+        if gdp["epsilon"] is not None:
+            high = "∞" if gdp["epsilon_high"] is None else f"{gdp['epsilon_high']:.3g}"
+            fig.add_scatter(x=[ks[0], ks[-1]], y=[gdp["epsilon"]] * 2, mode="lines", legendgroup="gdp",
+                            name="Gaussian-DP estimate (not a bound; 95 % bootstrap band)", showlegend=col == 1,
+                            line=dict(color=AUDIT_COLOURS["gdp"], dash="dot"), row=1, col=col,
+                            hovertemplate=f"GDP estimate ε̂ {gdp['epsilon']:.3g} [{gdp['epsilon_low']:.3g}, {high}], "
+                                          f"μ̂ {gdp['mu']:.3g}<extra></extra>")
         for key in ("rdp", "prv"):
             value = (audits[arch].get("accountant_epsilon") or {}).get(key)
             if value is not None:
