@@ -166,3 +166,14 @@ def test_audit_entry_table_and_figure_carry_the_estimators():
     assert {"accountant ε (RDP)", "accountant ε (PRV)", "Steinke et al. bound (ε)"} <= names
     assert list(fig.data[0].y) == est["curve"]["steinke_epsilon"]
     assert "audit_guesses" in report.figures_of({"audit": audits})
+
+
+def test_a_saturated_audit_has_no_finite_gdp_estimate_and_still_draws():
+    included = np.arange(40) % 2 == 0
+    scores = np.where(included, 1.0, 0.0) + np.linspace(0, 0.1, 40)  # every member above every non-member
+    est = ae.audit_estimators(scores, included, 1e-4, resamples=100)
+    assert est["gdp_estimate"]["saturated"] and est["gdp_estimate"]["epsilon"] is None
+    assert est["fdp_bound"]["saturated"] and est["fdp_bound"]["mu"] > 0  # m's ceiling, a finite bound
+    entry = {"m": 40, "delta": 1e-4, "accountant_epsilon": None, "estimators": est}
+    fig = figures.audit_guesses_figure({"ffnn": entry})
+    assert any(t.name.startswith("Gaussian-DP estimate") and t.showlegend for t in fig.data)  # the band alone
