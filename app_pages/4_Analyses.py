@@ -535,6 +535,17 @@ for _ in drawn(tabs[7]):
             if any(v["audit"].get("saturated") for v in audits.values()):
                 st.caption("Every guess at the best k was right: the bound is then set by the number of canaries, not "
                            "by the model; audit with more canaries to prove more.")
+            st.plotly_chart(figures.audit_guesses_figure(audits), width="stretch")
+            n = lambda x: "∞" if x is None else f"{x:.3g}"  # noqa: E731 — None: no finite value from m canaries
+            st.dataframe([{"arch": ARCH_LABELS[a], "f-DP bound μ ≥ (ε at δ ≥), best k": f"{n(f['mu'])} ({n(f['epsilon'])}),"
+                           f" k = {f['best_k']}", "Gaussian-DP estimate μ̂ [95 %] (ε̂ [95 %])": "perfect split: no finite "
+                           "estimate" if g["saturated"] else f"{n(g['mu'])} [{n(g['mu_low'])}, {n(g['mu_high'])}] "
+                           f"({n(g['epsilon'])} [{n(g['epsilon_low'])}, {n(g['epsilon_high'])}])"} for a, v in audits.items()
+                          for f, g in [(v["estimators"]["fdp_bound"], v["estimators"]["gdp_estimate"])]], hide_index=True)
+            st.caption("f-DP bound: Mahloujifar, Melis & Chaudhuri 2024, Gaussian family, 95 % (Bonferroni over k); its "
+                       "ε assumes a Gaussian trade-off curve. Gaussian-DP estimate: μ̂ = √2·Φ⁻¹(AUC) of the canaries "
+                       "with a bootstrap interval — an estimate, not a bound (Dong, Roth & Su 2019, Cor. 2.13 for ε); "
+                       "∞: more resamples than the interval's tail split the canaries perfectly.")
             verdict_box(all_results["verdicts"].get(analysis.VERDICT_OF["audit"]),
                         "an audited ε is a lower bound: it must never exceed the accountant's upper bound (DP-SGD "
                         "runs).", label="The check")

@@ -22,6 +22,10 @@ config: DP-SGD included, same seed) trains on the victim's members plus the incl
 The auditor's score of a canary is minus the model's mean loss on it. The run's own accountant ε
 (Opacus RDP/PRV of *this* run's steps: its q counts the canaries) is reported beside the audited
 bound, and so is the attack-derived ε̂ of the cached run (:func:`core.measurement.metrics.empirical_epsilon`).
+Beside Steinke et al.'s bound, the same canaries' scores give a Gaussian-DP estimate (an estimate, with
+its bootstrap interval), the f-DP one-run bound of Mahloujifar et al. for the Gaussian family and every
+bound against the number of guesses (:mod:`core.measurement.audit_estimators`): computed from the
+cached scores, so a canary run cached before them shows them too.
 """
 from __future__ import annotations
 
@@ -30,6 +34,7 @@ from typing import Any, Callable
 import numpy as np
 
 from core.measurement.audit import audit, audit_comparability
+from core.measurement.audit_estimators import audit_estimators
 from core.measurement.budget import budget_curve
 from core.experiment.cache import ArtifactCache
 from core.foundations.config import MAX_REPEATS, ExperimentConfig
@@ -261,7 +266,9 @@ def audit_view(configs: dict[str, ExperimentConfig], summaries: dict[str, dict[s
 
 def audit_beside(entry: dict[str, Any], summary: dict[str, Any]) -> dict[str, Any]:
     """A :func:`canary_audit` result with the numbers it is read against: its audited ε, its
-    accountant ε (RDP, PRV; None when not private) and the cached run's attack-derived ε̂."""
+    accountant ε (RDP, PRV; None when not private), the cached run's attack-derived ε̂ and the
+    other estimators of the same canaries (``estimators``: the GDP estimate, the f-DP bound, the
+    bounds against the number of guesses; :func:`core.measurement.audit_estimators.audit_estimators`)."""
     primary = summary["attack"]["name"]
     member = np.asarray(summary["records"]["membership"], bool)
     hat = empirical_epsilon(_scores(summary["records"]["scores"][primary], primary), member)
@@ -270,6 +277,8 @@ def audit_beside(entry: dict[str, Any], summary: dict[str, Any]) -> dict[str, An
     return {**entry, "audited_epsilon": entry["audit"]["epsilon"],
             "accountant_epsilon": {k: acc.get("epsilons", {}).get(k) for k in ("rdp", "prv")} if acc else None,
             "attack_epsilon_lower_bound": hat["lower_bound"], "attack": primary,
+            "estimators": audit_estimators(entry["scores"], entry["included"], entry["delta"],
+                                           seed=int(entry.get("seed", 0))),
             "comparability": audit_comparability(f"one {task.record_names[0]}", task.privacy_unit,
                                                  task.privacy_unit_is_record)}
 

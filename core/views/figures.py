@@ -1338,6 +1338,58 @@ def audit_figure(audits: dict[str, dict[str, Any]]) -> go.Figure:
     return _legend_below(fig, 460)
 
 
+#: the audit's estimators: colour per estimator (:func:`audit_guesses_figure`)
+AUDIT_COLOURS = {"steinke": "#2ca02c", "fdp": "#ff7f0e", "gdp": "#17becf", "rdp": "#7f7f7f", "prv": "#bcbd22"}
+
+
+def audit_guesses_figure(audits: dict[str, dict[str, Any]]) -> go.Figure:
+    """Per architecture (one panel each): the ε lower bound of each one-run estimator against the
+    number of guesses k on the most confident canaries (Steinke et al.; the f-DP bound of
+    Mahloujifar et al., Gaussian family), each point a 95 % bound on its own; the Gaussian-DP
+    estimate (an estimate, not a bound) as a dotted line with its bootstrap band; the accountant's
+    ε (RDP, PRV) as dashed lines where DP-SGD ran (:mod:`core.measurement.audit_estimators`)."""
+    archs = [a for a in audits if audits[a].get("estimators")]
+    fig = make_subplots(rows=1, cols=max(1, len(archs)), shared_yaxes=True,
+                        subplot_titles=[ARCH_NAMES.get(a, a) for a in archs])
+    for col, arch in enumerate(archs, 1):
+        est = audits[arch]["estimators"]
+        curve, gdp = est["curve"], est["gdp_estimate"]
+        ks = curve["k"]
+        for key, ys, name in (("steinke", curve["steinke_epsilon"], "Steinke et al. bound (ε)"),
+                              ("fdp", curve["fdp_epsilon"], "f-DP bound, Gaussian family (ε)")):
+            fig.add_scatter(x=ks, y=ys, mode="lines+markers", name=name, legendgroup=key, showlegend=col == 1,
+                            line=dict(color=AUDIT_COLOURS[key]), row=1, col=col,
+                            customdata=list(zip(curve["correct"], curve["fdp_mu"])),
+                            hovertemplate="k = %{x}: %{customdata[0]} correct, ε ≥ %{y:.3g}"
+                                          + (" (μ ≥ %{customdata[1]:.3g})" if key == "fdp" else "") + "<extra></extra>")
+        # no finite estimate (every member above every non-member) or upper end: the band runs to the panel's top
+        top = gdp["epsilon_high"] if gdp["epsilon_high"] is not None else 1.25 * max(
+            [*curve["steinke_epsilon"], *curve["fdp_epsilon"], gdp["epsilon_low"] or 0.0, 1.0])
+        fig.add_scatter(x=[ks[0], ks[-1], ks[-1], ks[0]], y=[gdp["epsilon_low"] or 0.0] * 2 + [top] * 2,
+                        fill="toself", mode="none", fillcolor="rgba(23, 190, 207, 0.15)", legendgroup="gdp",
+                        name="Gaussian-DP estimate (not a bound; 95 % bootstrap band)",
+                        showlegend=col == 1 and gdp["epsilon"] is None, hoverinfo="skip", row=1, col=col)
+        if gdp["epsilon"] is not None:
+            high = "∞" if gdp["epsilon_high"] is None else f"{gdp['epsilon_high']:.3g}"
+            fig.add_scatter(x=[ks[0], ks[-1]], y=[gdp["epsilon"]] * 2, mode="lines", legendgroup="gdp",
+                            name="Gaussian-DP estimate (not a bound; 95 % bootstrap band)", showlegend=col == 1,
+                            line=dict(color=AUDIT_COLOURS["gdp"], dash="dot"), row=1, col=col,
+                            hovertemplate=f"GDP estimate ε̂ {gdp['epsilon']:.3g} [{gdp['epsilon_low']:.3g}, {high}], "
+                                          f"μ̂ {gdp['mu']:.3g}<extra></extra>")
+        for key in ("rdp", "prv"):
+            value = (audits[arch].get("accountant_epsilon") or {}).get(key)
+            if value is not None:
+                fig.add_scatter(x=[ks[0], ks[-1]], y=[value] * 2, mode="lines", name=f"accountant ε ({key.upper()})",
+                                legendgroup=key, showlegend=col == 1, line=dict(color=AUDIT_COLOURS[key], dash="dash"),
+                                row=1, col=col, hovertemplate=f"accountant ε ({key.upper()}) {value:.3g}<extra></extra>")
+        fig.update_xaxes(title_text="guesses k on the most confident canaries", row=1, col=col)
+    first = audits[archs[0]] if archs else {"delta": float("nan"), "m": 0}
+    fig.update_yaxes(title_text="ε at δ", row=1, col=1)
+    fig.update_layout(title=f"One-run audit: ε against the number of guesses (δ = {first['delta']:g}, m = {first['m']} "
+                            "canaries; each point 95 % on its own)")
+    return _legend_below(fig, 480)
+
+
 def slices_figure(view: dict[str, Any], slicing: str | None = None) -> go.Figure:
     """AUC per slice, per architecture, with bootstrap 95 % bars; slices with too few records faded."""
     fig = go.Figure()

@@ -97,13 +97,27 @@ def record_view_tables(results: dict[str, Any]) -> dict[str, pd.DataFrame]:
              "accuracy": k["accuracy"], "epsilon_at_k": k["epsilon"], "audited_epsilon": v["audited_epsilon"],
              "best_k": v["audit"]["best_k"], "accountant_rdp": (v["accountant_epsilon"] or {}).get("rdp"),
              "accountant_prv": (v["accountant_epsilon"] or {}).get("prv"),
-             "attack_epsilon_lower_bound": v["attack_epsilon_lower_bound"]}
+             "attack_epsilon_lower_bound": v["attack_epsilon_lower_bound"], **_audit_estimator_columns(v, k["k"])}
             for arch, v in results["audit"].items() for k in v["audit"]["per_k"]])
     if "slices" in results:
         out["slices"] = pd.DataFrame([{"arch": arch, "attack": results["slices"]["attack"], **r}
                                       for arch, by in results["slices"]["archs"].items()
                                       for rows in by.values() for r in rows])
     return out
+
+
+def _audit_estimator_columns(v: dict[str, Any], k: int) -> dict[str, Any]:
+    """The audit's other estimators on a row of its table (:mod:`core.measurement.audit_estimators`):
+    the f-DP bound at this k and the headlines (none when the entry predates them)."""
+    est = v.get("estimators")
+    if not est:
+        return {}
+    at = next((p for p in est["fdp_bound"]["per_k"] if p["k"] == k), {})
+    gdp, fdp = est["gdp_estimate"], est["fdp_bound"]
+    return {"fdp_mu_at_k": at.get("mu"), "fdp_epsilon_at_k": at.get("epsilon"), "fdp_mu": fdp["mu"],
+            "fdp_epsilon": fdp["epsilon"], "fdp_best_k": fdp["best_k"], "gdp_mu_estimate": gdp["mu"],
+            "gdp_mu_low": gdp["mu_low"], "gdp_mu_high": gdp["mu_high"], "gdp_epsilon_estimate": gdp["epsilon"],
+            "gdp_epsilon_low": gdp["epsilon_low"], "gdp_epsilon_high": gdp["epsilon_high"]}
 
 
 #: each analysis' figure from its results (the scatter, which also takes the attack, is drawn apart)
@@ -125,6 +139,8 @@ def figures_of(results: dict[str, Any], attack: str | None = None) -> dict[str, 
     for name, figure in FIGURE_OF.items():
         if name in results:
             out[name] = figure(results[name])
+    if any(v.get("estimators") for v in results.get("audit", {}).values()):
+        out["audit_guesses"] = figures.audit_guesses_figure(results["audit"])
     return out
 
 
