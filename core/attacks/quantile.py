@@ -65,28 +65,50 @@ class QuantileRegressor:
         h = self.training.hidden
         return nn.Sequential(nn.Linear(in_dim, h), nn.ReLU(), nn.Linear(h, 1))
 
-    def fit(self, features: np.ndarray, scores: np.ndarray) -> "QuantileRegressor":
+    @staticmethod
+    def _finite(features: np.ndarray, scores: np.ndarray) -> tuple[torch.Tensor, np.ndarray]:
         x = torch.as_tensor(np.asarray(features, np.float32).reshape(len(features), -1))
         s = np.asarray(scores, np.float64)
         ok = np.isfinite(s)
         if ok.sum() < 10:
             raise ValueError(f"quantile regression needs at least 10 non-member scores, got {int(ok.sum())}")
-        x, s = x[torch.as_tensor(ok)], s[ok]
+        return x[torch.as_tensor(ok)], s[ok]
+
+    def fit(self, features: np.ndarray, scores: np.ndarray) -> "QuantileRegressor":
+        x, s = self._finite(features, scores)
         self._x_mean, self._x_std = x.mean(0), x.std(0).clamp_min(1e-3)
         self._s_mean, self._s_std = float(s.mean()), float(max(s.std(), 1e-6))
+        torch.manual_seed(self.training.seed)
+        self.model = self._descend(self._net(x.shape[1]), x, s, self.training.steps)
+        return self
+
+    def refit(self, features: np.ndarray, scores: np.ndarray, steps: int) -> "QuantileRegressor":
+        """A copy fitted to new scores of the same records' kind, starting from this fit's weights and
+        standardisation (the same pinball objective, fewer steps: a defended victim's pool answers,
+        draw after draw)."""
+        if self.model is None:
+            raise RuntimeError("quantile regressor: fit() before refit()")
+        x, s = self._finite(features, scores)
+        other = QuantileRegressor(self.alpha, self.training)
+        other._x_mean, other._x_std, other._s_mean, other._s_std = self._x_mean, self._x_std, self._s_mean, self._s_std
+        net = self._net(x.shape[1])
+        net.load_state_dict(self.model.state_dict())
+        other.model = other._descend(net, x, s, steps)
+        return other
+
+    def _descend(self, net: nn.Module, x: torch.Tensor, s: np.ndarray, steps: int) -> nn.Module:
+        """Full-batch Adam on the pinball loss at τ = 1 − α (standardised features and target)."""
         z = (x - self._x_mean) / self._x_std
         y = torch.as_tensor((s - self._s_mean) / self._s_std, dtype=torch.float32)
-        torch.manual_seed(self.training.seed)
-        net = self._net(z.shape[1])
         opt = torch.optim.Adam(net.parameters(), lr=self.training.lr, weight_decay=self.training.weight_decay)
         tau = 1.0 - self.alpha
-        for _ in range(self.training.steps):
+        net.train()
+        for _ in range(steps):
             opt.zero_grad()
             loss = pinball_loss(y - net(z)[:, 0], tau)
             loss.backward()
             opt.step()
-        self.model = net.eval()
-        return self
+        return net.eval()
 
     def predict(self, features: np.ndarray) -> np.ndarray:
         """(N,) predicted (1 − α) quantiles of the score, in the score's units."""
