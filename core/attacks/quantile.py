@@ -10,7 +10,12 @@ on the pool's (features(x), s(x)) by the pinball (quantile) loss
     ρ_τ(u) = max(τ·u, (τ − 1)·u),   u = s − q̂(x),   τ = 1 − α,
 
 whose minimiser over functions of x is the conditional (1 − α) quantile of s given x (Koenker &
-Bassett 1978). The features are the record's own (its pixels and label): model-independent, so
+Bassett 1978). A regressor fitted on a few hundred records overfits them (its quantiles are too
+tight on records it has not seen: measured on a 100-member digits run, 15 % of the victim's
+non-members exceeded a 95 % quantile), so it is fitted on 70 % of the pool and shifted by the
+conformal offset of the other 30 % — the ⌈(n + 1)(1 − α)⌉-th smallest held-out residual s − q̂
+(conformalised quantile regression, Romano, Patterson & Candès, NeurIPS 2019) — which makes the
+false-positive rate on records exchangeable with the pool at most α (marginally, over the pool's draw). The features are the record's own (its pixels and label): model-independent, so
 q̂(x) predicts how confident *a model that did not train on x* is on x. The attack declares x a
 member iff s(x) > q̂(x): on non-members distributed like the pool, the false-positive rate is α
 by construction (Bertran et al., Thm 3.1 in the population limit). Its score is s(x) − q̂(x), so
@@ -29,6 +34,8 @@ from torch import nn
 
 #: the default α: member iff the score exceeds the non-members' predicted 95 % quantile
 QUANTILE_ALPHA = 0.05
+#: share of the pool held out to calibrate the regressor (conformalised quantile regression)
+CALIBRATION_SHARE = 0.3
 
 
 @dataclass
@@ -60,6 +67,7 @@ class QuantileRegressor:
         self.alpha = float(alpha)
         self.training = training or QuantileTraining()
         self.model: nn.Module | None = None
+        self.offset = 0.0
 
     def _net(self, in_dim: int) -> nn.Module:
         h = self.training.hidden
@@ -74,12 +82,27 @@ class QuantileRegressor:
             raise ValueError(f"quantile regression needs at least 10 non-member scores, got {int(ok.sum())}")
         return x[torch.as_tensor(ok)], s[ok]
 
+    def _split(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """Seeded (fit, calibration) positions: the last :data:`CALIBRATION_SHARE` calibrate."""
+        order = np.random.default_rng([self.training.seed, 0xC0F]).permutation(n)
+        n_cal = int(round(CALIBRATION_SHARE * n))
+        return order[n_cal:], order[:n_cal]
+
+    def _calibrate(self, x: torch.Tensor, s: np.ndarray) -> None:
+        """The conformal offset: the ⌈(n + 1)(1 − α)⌉-th smallest residual s − q̂ of the held-out records."""
+        self.offset = 0.0
+        residual = np.sort(s - self.predict(x.numpy()))
+        k = int(np.ceil((len(residual) + 1) * (1.0 - self.alpha))) - 1
+        self.offset = float(residual[min(max(k, 0), len(residual) - 1)])
+
     def fit(self, features: np.ndarray, scores: np.ndarray) -> "QuantileRegressor":
         x, s = self._finite(features, scores)
-        self._x_mean, self._x_std = x.mean(0), x.std(0).clamp_min(1e-3)
-        self._s_mean, self._s_std = float(s.mean()), float(max(s.std(), 1e-6))
+        fit, cal = self._split(len(s))
+        self._x_mean, self._x_std = x[fit].mean(0), x[fit].std(0).clamp_min(1e-3)
+        self._s_mean, self._s_std = float(s[fit].mean()), float(max(s[fit].std(), 1e-6))
         torch.manual_seed(self.training.seed)
-        self.model = self._descend(self._net(x.shape[1]), x, s, self.training.steps)
+        self.model = self._descend(self._net(x.shape[1]), x[fit], s[fit], self.training.steps)
+        self._calibrate(x[cal], s[cal])
         return self
 
     def refit(self, features: np.ndarray, scores: np.ndarray, steps: int) -> "QuantileRegressor":
@@ -93,7 +116,9 @@ class QuantileRegressor:
         other._x_mean, other._x_std, other._s_mean, other._s_std = self._x_mean, self._x_std, self._s_mean, self._s_std
         net = self._net(x.shape[1])
         net.load_state_dict(self.model.state_dict())
-        other.model = other._descend(net, x, s, steps)
+        fit, cal = self._split(len(s))
+        other.model = other._descend(net, x[fit], s[fit], steps)
+        other._calibrate(x[cal], s[cal])
         return other
 
     def _descend(self, net: nn.Module, x: torch.Tensor, s: np.ndarray, steps: int) -> nn.Module:
@@ -117,7 +142,7 @@ class QuantileRegressor:
         x = torch.as_tensor(np.asarray(features, np.float32).reshape(len(features), -1))
         with torch.no_grad():
             q = self.model((x - self._x_mean) / self._x_std)[:, 0].double().numpy()
-        return q * self._s_std + self._s_mean
+        return q * self._s_std + self._s_mean + self.offset
 
 
 def quantile_scores(scores: np.ndarray, quantiles: np.ndarray) -> np.ndarray:
