@@ -42,7 +42,11 @@ from core.experiment.cache import ArtifactCache
 from core.foundations.config import MAX_DRAWS
 from core.foundations.errors import ConfigError
 from core.measurement.metrics import empirical_epsilon
+from core.attacks import registry as attack_registry
+from core.attacks.registry import ModelAttack
+from core.experiment.model_attacks import UndefendedQuery
 from core.experiment.pipeline import AttackVariant, TrainedModels, fitted_attack_variants, fitted_attacks
+from core.experiment.reference_attacks import victim_answers as undefended_answers
 from core.experiment.reference_attacks import (Calibration, ReferenceAttack, ReferenceInputs, fit_reference_attacks,
     reference_inputs, score_reference_attacks)
 from core.measurement.responses import Responses
@@ -55,7 +59,7 @@ from core.defenses.sensitivity import SensitivityEstimate, cached_sensitivity, s
 
 ATTACKERS = ("naive", "adaptive", "both")
 #: bump when the meaning of a stored defended point changes
-DEFENSE_SCHEMA = 2  # 2: points carry LiRA and RMIA
+DEFENSE_SCHEMA = 3  # 2: points carry LiRA and RMIA; 3: and the registry's quantile, label-only and gap attacks
 
 
 @dataclass(frozen=True)
@@ -176,6 +180,13 @@ class Defender:
             fit_reference_attacks(self.reference_inputs) if self.reference_inputs is not None else [])
         if self.reference_attacks:
             undefended.update(score_reference_attacks(self.reference_attacks, self.victim_responses, self.membership))
+        # the registry's other models-stage attacks (quantile regression, label-only, gap): fitted once,
+        # then scored on each defended victim through a DefendedQuery
+        self.model_attacks: list[ModelAttack] = []
+        for entry in attack_registry.entries(self.task.name, "models"):
+            if entry.under_defenses == "registry" and (attack := entry.factory()).fit(models, self.cache):
+                self.model_attacks.append(attack)
+                undefended.update(attack.outcomes(UndefendedQuery(models, self.cache)))
         self.baseline = {
             "attack": {"name": self.primary, **undefended[self.primary].result.to_dict(include_roc=False)},
             "attacks": {n: o.result.to_dict(include_roc=False) for n, o in undefended.items()},
@@ -382,6 +393,10 @@ class Defender:
                 for d, (r, out) in enumerate(zip(answers, outcomes)):
                     out.update(score_reference_attacks(self.reference_attacks, r, self.membership,
                                                        self.population_answers(spec, d)))
+            for d, (r, out) in enumerate(zip(answers, outcomes)):
+                query = DefendedQuery(self, spec, d, r)
+                for attack in self.model_attacks:
+                    out.update(attack.outcomes(query))
             part = _summarise([{n: o.result for n, o in out.items()} for out in outcomes], self.primary)
             eps_hat = [empirical_epsilon(out[self.primary].scores, self.membership) for out in outcomes]
             part["epsilon_lower_bound"] = _mean_std([e["lower_bound"] for e in eps_hat])[0]
@@ -495,6 +510,40 @@ class Defender:
     def measured_rows(self, spec: DefenseSpec, values: list[float]) -> list[dict[str, Any]]:
         """The points at ``values`` computed before (the adaptive attacker's too, when it was measured)."""
         return [p for v in values if (p := self.measured(spec.at(v), "both") or self.measured(spec.at(v)))]
+
+
+class DefendedQuery:
+    """The victim behind ``spec``'s mechanism (draw ``draw``) as a models-stage attack queries it
+    (:class:`core.attacks.registry.VictimQuery`): its defended answers on the evaluation set, on any
+    other records (through the same mechanism), and its labels under augmentations — the argmax of
+    the defended output (an output mechanism's noisy distribution, or the noisy-weight model's)."""
+
+    defended = True
+
+    def __init__(self, defender: "Defender", spec: DefenseSpec, draw: int, eval_answers: Responses):
+        self.defender, self.spec, self.draw, self._eval = defender, spec, draw, eval_answers
+        self.eval_index = defender.models.splits.eval_index
+        self.membership = defender.membership
+
+    def eval_responses(self) -> Responses:
+        return self._eval
+
+    def respond(self, index: np.ndarray) -> Responses:
+        d, spec, mech = self.defender, self.spec, self.spec.mechanism_class
+        index = np.asarray(index, np.int64)
+        role = "victim/query/" + hashlib.sha256(index.tobytes()).hexdigest()[:16]
+        if isinstance(mech, OutputMechanism):
+            return mech.transform(undefended_answers(d.models, index, d.cache), spec, d._rng(spec, self.draw, role))
+        model = d._noisy("victim", d.victim_model(), d.models.victim.weights, spec, self.draw)
+        return d.task.respond(d.cfg, model, d.models.data, index, record_features=False)
+
+    def label_queries(self, index: np.ndarray, n: int) -> np.ndarray:
+        d, spec, mech = self.defender, self.spec, self.spec.mechanism_class
+        if isinstance(mech, OutputMechanism):
+            transform = mech.torch_transform(spec, d._torch_generator(spec, self.draw, "victim/labels"))
+            return d.task.label_queries(d.cfg, d.victim_model(), d.models.data, index, n, output_transform=transform)
+        model = d._noisy("victim", d.victim_model(), d.models.victim.weights, spec, self.draw)
+        return d.task.label_queries(d.cfg, model, d.models.data, index, n)
 
 
 def _utility_loss(defended: float | None, undefended: float | None) -> float | None:

@@ -26,8 +26,9 @@ from typing import Any, Callable
 import numpy as np
 from safetensors.torch import load as load_safetensors
 
+from core.attacks import registry as attack_registry
 from core.attacks.shadow_attacks import (Attack, AttackOutcome, AttackTraining, attack_to_bytes, fit_attack_sets,
-    load_attack_bytes, score_attacks, standard_attacks)
+    load_attack_bytes, score_attacks)
 from core.experiment.cache import ArtifactCache, Validator, dict_with
 from core.foundations.config import ExperimentConfig
 from core.foundations.device import default_device, single_thread
@@ -37,7 +38,7 @@ from core.experiment.executor import Executor, TrainingJob, as_tuple
 from core.experiment.fidelity import measure_shadow_fidelity
 from core.measurement.metrics import resolution
 from core.foundations.progress import ProgressCallback, ProgressTracker
-from core.experiment.reference_attacks import reference_attack_outcomes
+from core.experiment.model_attacks import UndefendedQuery
 from core.measurement.responses import Responses
 from core.experiment.results import RunSummary
 from core.experiment.roles import (Splits, TrainedModel, TrainedModels, check_memory, load_trained, load_user_victim,
@@ -173,9 +174,10 @@ def training_stages(cfg: ExperimentConfig) -> list[tuple[str, float]]:
 
 
 def build_attacks(task: Task, cfg: ExperimentConfig) -> list[Attack]:
-    """Fresh (unfitted) attacks of ``cfg``: the standard ones plus the task's own."""
+    """Fresh (unfitted) attacks of ``cfg`` fitted on the shadows' Responses: the registry's
+    responses-stage attacks of the task (:mod:`core.attacks.registry`), then the task's own."""
     training = AttackTraining(cfg.attack_hidden, cfg.attack_train_epochs, cfg.attack_lr, seed=cfg.seed)
-    return standard_attacks(training, task.extra_attacks(cfg, training))
+    return attack_registry.responses_attacks(task.name, training) + task.extra_attacks(cfg, training)
 
 
 def fitted_attacks(
@@ -356,12 +358,15 @@ def run_experiment(
     for epoch, attacks in zip(cfg.checkpoint_epochs, fitted):
         with single_thread():
             attacks_by_epoch[epoch] = score_attacks(attacks, victim.responses[epoch], splits.eval_membership)
-    # LiRA and RMIA beside them, at the final epoch (they need the shadows' final weights), and
-    # how closely the shadows track the victim (core.experiment.reference_attacks, core.experiment.fidelity)
+    # the models-stage attacks beside them at the final epoch (LiRA and RMIA need the shadows' final
+    # weights, quantile regression the victim on a non-member pool, label-only its labels under
+    # augmentations: core.experiment.model_attacks), and how closely the shadows track the victim
     t_reference = time.perf_counter()
-    attacks_by_epoch[cfg.epochs].update(reference_attack_outcomes(models, cache))
+    model_outcomes, model_timings, not_run = model_attack_outcomes(models, cache)
+    attacks_by_epoch[cfg.epochs].update(model_outcomes)
     fidelity = measure_shadow_fidelity(models)
-    reference_s = time.perf_counter() - t_reference
+    # LiRA, RMIA and the fidelity, as before; the other models-stage attacks have their own timings
+    reference_s = time.perf_counter() - t_reference - sum(v for k, v in model_timings.items() if not k.endswith("_fit_s"))
     tracker.finish("attacks")
     attack_s = time.perf_counter() - t
 
@@ -400,6 +405,7 @@ def run_experiment(
             "victim_trained_s": victim.train_s,
             "shadows_trained_s": sum(s.train_s for s in shadows),
             "reference_attacks_s": reference_s,
+            **model_timings,
         },
         "cache_hit": False,
         "models_from_cache": {"victim": victim.cache_hit, "shadows": sum(s.cache_hit for s in shadows)},
@@ -408,6 +414,8 @@ def run_experiment(
     summary["attack"]["name"] = primary
     summary["victim_source"] = {**victim_source(cfg), "n_members": int(len(splits.victim_members))}
     summary["shadow_fidelity"] = fidelity
+    # every registered attack that did not run on this run, and why (the task, or the run's shape)
+    summary["attacks_not_run"] = not_run
     # one record of the evaluation set = how much TPR / FPR / accuracy (read before comparing numbers)
     summary["resolution"] = resolution(int(splits.eval_membership.sum()), int((~splits.eval_membership).sum()))
     summary["privacy"] = _privacy(cfg, victim)
@@ -415,6 +423,29 @@ def run_experiment(
     summary["records"] = record_signals(victim.responses[cfg.epochs], splits.eval_membership, final)
     cache.put_json(cache.key("result", cfg.config_hash), summary, allow_nan=False)
     return ExperimentResult(summary, models, {n: o.scores for n, o in final.items()})
+
+
+def model_attack_outcomes(models: TrainedModels, cache: ArtifactCache | None = None
+                          ) -> tuple[dict[str, AttackOutcome], dict[str, float], dict[str, str]]:
+    """The registry's models-stage attacks of the task fitted on ``models`` and scored on the
+    undefended victim: (outcomes by result name, ``<attack>_fit_s`` and ``<attack>_s`` seconds, and
+    ``{attack: why it did not run}`` for every registered attack that did not)."""
+    task = models.task.name
+    query = UndefendedQuery(models, cache)
+    outcomes: dict[str, AttackOutcome] = {}
+    timings: dict[str, float] = {}
+    not_run = {e.name: e.why_not(task) for e in attack_registry.entries() if not e.applies_to(task)}
+    for entry in attack_registry.entries(task, "models"):
+        t = time.perf_counter()
+        attack = entry.factory()
+        if not attack.fit(models, cache):
+            not_run[entry.name] = attack.skipped
+            continue
+        outcomes.update(attack.outcomes(query))
+        if entry.name != "reference":  # LiRA/RMIA's cost stays in reference_attacks_s, as before
+            timings[f"{entry.name}_fit_s"] = attack.fit_s
+            timings[f"{entry.name}_s"] = time.perf_counter() - t
+    return outcomes, timings, not_run
 
 
 def record_signals(responses: Responses, membership: np.ndarray, outcomes: dict[str, AttackOutcome]) -> dict[str, Any]:

@@ -18,12 +18,16 @@ ATTACK_NAMES = {
     "lira": "LiRA (offline, Carlini)",
     "lira_online": "LiRA (online, Carlini)",
     "rmia": "RMIA (Zarifzadeh)",
+    "quantile": "Quantile regression (Bertran, no shadows)",
+    "label_only": "Label-only, augmentations (Choquette-Choo)",
+    "gap": "Gap attack (label only: correct ⇒ member)",
 }
 
 #: attack -> a shorter name for legends (half-width charts)
 ATTACK_SHORT = {"shadow": "shadow model", "loss_threshold": "loss threshold", "entropy_threshold": "entropy threshold",
                 "prmia": "PRMIA", "bleu_feature": "BLEU features", "pvmia": "PVMIA", "lira": "LiRA",
-                "lira_online": "LiRA online", "rmia": "RMIA"}
+                "lira_online": "LiRA online", "rmia": "RMIA",
+                "quantile": "quantile regression", "label_only": "label-only", "gap": "gap"}
 
 #: utility metric -> how it is written
 UTILITY_NAMES = {"accuracy": "accuracy", "bleu": "BLEU", "return": "mean return"}

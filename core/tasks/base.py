@@ -215,8 +215,26 @@ class Task(ABC):
         decoding) for callers that read per-step answers only (LiRA, RMIA)."""
 
     def extra_attacks(self, cfg: ExperimentConfig, training: AttackTraining) -> list[Attack]:
-        """Task-specific attacks run beside the standard ones (default: none)."""
+        """Task-specific attacks run beside the registered ones (default: none; a built-in attack is
+        registered in :mod:`core.attacks.registry` instead, with the tasks it runs on)."""
         return []
+
+    #: why :meth:`label_queries` is not offered (the label-only attack reports it); empty where it is
+    label_queries_missing: str = "the task defines no augmented label queries"
+
+    def label_queries(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray, n: int,
+                      output_transform: OutputTransform | None = None) -> np.ndarray:
+        """(N, n) booleans: whether ``model``'s predicted label (the argmax, after ``output_transform``
+        when given: a defense's noisy output) is right on each of ``n`` augmented queries of each
+        record ``index``; query 0 is the record itself. The label-only attacks read only this
+        (Choquette-Choo et al. 2021). Default: not offered (:attr:`label_queries_missing` says why)."""
+        raise ConfigError(f"label-only queries: {self.label_queries_missing}")
+
+    def attack_features(self, cfg: ExperimentConfig, data: TaskData, index: np.ndarray) -> np.ndarray | None:
+        """(N, F) features of records ``index`` that do not depend on any model (the record itself:
+        an image's pixels and label), for attacks that predict per-record statistics from the record
+        (quantile regression, Bertran et al. 2023). Default None: the task offers none."""
+        return None
 
     def examples(
         self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, members: np.ndarray, nonmembers: np.ndarray

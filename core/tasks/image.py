@@ -283,6 +283,25 @@ def load_digits_images() -> tuple[np.ndarray, np.ndarray]:
     return (d.images[:, None] / 16.0).astype(np.float32), d.target.astype(np.int64)
 
 
+#: the label-only attack's queries, (horizontal flip, shift down, shift right) in pixels: the image,
+#: its flip, four one-pixel shifts, the flip with each shift (Choquette-Choo et al. 2021, §4)
+LABEL_AUGMENTATIONS = ((False, 0, 0), (True, 0, 0), (False, 1, 0), (False, -1, 0), (False, 0, 1), (False, 0, -1),
+                       (True, 1, 0), (True, -1, 0), (True, 0, 1), (True, 0, -1))
+
+
+def augment_image(x: torch.Tensor, flip: bool, dy: int, dx: int) -> torch.Tensor:
+    """(B, C, H, W) images flipped left-right and shifted by (dy, dx) pixels; the uncovered border
+    is 0 (the standardised mean), not wrapped around."""
+    if flip:
+        x = x.flip(3)
+    if dy or dx:
+        h, w = x.shape[2], x.shape[3]
+        padded = F.pad(x, (abs(dx), abs(dx), abs(dy), abs(dy)))
+        top, left = abs(dy) - dy, abs(dx) - dx
+        x = padded[:, :, top : top + h, left : left + w]
+    return x
+
+
 class ImageTask(Task):
     name = "image"
     utility_metric = "accuracy"
@@ -603,6 +622,38 @@ class ImageTask(Task):
             return None
         # the float32 mean of :meth:`utility`, so both give the very same number
         return float(torch.from_numpy(responses.ref_rank == 0).float().mean())
+
+    label_queries_missing = ""
+
+    def label_queries(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray, n: int,
+                      output_transform: OutputTransform | None = None) -> np.ndarray:
+        """Correctness of the argmax under the first ``n`` of :data:`LABEL_AUGMENTATIONS` (the
+        identity, a horizontal flip, one-pixel shifts with zero fill, the flip with each shift):
+        Choquette-Choo et al.'s data-augmentation queries. ``output_transform`` (a defense's noise)
+        acts on the log-softmax before the argmax."""
+        if not 1 <= n <= len(LABEL_AUGMENTATIONS):
+            raise ConfigError(f"label queries: n must lie in 1..{len(LABEL_AUGMENTATIONS)}, got {n}")
+        index = np.asarray(index, np.int64)
+        rec: ImageRecords = data.records
+        device = next(model.parameters()).device
+        labels = rec.labels[index]
+        out = np.zeros((len(index), n), bool)
+        with torch.no_grad():
+            for start in range(0, len(index), 1024):
+                x = rec.images[index[start : start + 1024]]
+                for j, (flip, dy, dx) in enumerate(LABEL_AUGMENTATIONS[:n]):
+                    scores = model(augment_image(x, flip, dy, dx).to(device)).float().cpu()
+                    if output_transform is not None:
+                        scores = output_transform(torch.log_softmax(scores.double(), 1))
+                    out[start : start + len(x), j] = (scores.argmax(1) == labels[start : start + len(x)]).numpy()
+        return out
+
+    def attack_features(self, cfg: ExperimentConfig, data: TaskData, index: np.ndarray) -> np.ndarray:
+        """The image's standardised pixels and its one-hot label (no model involved)."""
+        rec: ImageRecords = data.records
+        index = np.asarray(index, np.int64)
+        pixels = rec.images[index].reshape(len(index), -1).numpy()
+        return np.concatenate([pixels, np.eye(rec.n_classes, dtype=np.float32)[rec.labels[index].numpy()]], 1)
 
     def respond(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray,
                 record_features: bool = True) -> Responses:

@@ -38,7 +38,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from core.attacks.shadow_attacks import Attack, AttackTraining, RankHistogramAttack, RecordFeatureAttack
 from core.foundations.config import ExperimentConfig, bounded, check_fields
 from core.data.corpus import generate_captions
 from core.foundations.device import default_device, single_thread
@@ -596,9 +595,8 @@ class TranslationTask(Task):
         return self._bleu_record_features(cfg, model, data, np.asarray(index), output_transform)
 
     # ------------------------------------------------------------------ attacks and showcase
-    def extra_attacks(self, cfg: ExperimentConfig, training: AttackTraining) -> list[Attack]:
-        """PRMIA (rank histogram) and Hisamoto et al.'s BLEU-feature attack beside the PVMIA."""
-        return [RankHistogramAttack(training), RecordFeatureAttack("bleu_features", name="bleu_feature", training=training)]
+    # PRMIA (rank histogram) and Hisamoto et al.'s BLEU-feature attack run beside the PVMIA: they are
+    # registered for this task in core.attacks.registry
 
     canary_design = ("mismatched sentence pairs: unused pairs of the victim's half whose target is swapped for "
                      "another canary's (a seeded rotation), so no rule of the language produces it; the model "

@@ -1,0 +1,199 @@
+"""The attack registry: one registration per attack, read by the pipeline, the CLI's JSON, the
+attacks table, the report and the Defenses page (issue 34).
+
+A registration (:class:`AttackEntry`) says what the attack is called (``name``, ``label``,
+``short``), which tasks it runs on and why not on the others (``tasks``, ``not_for``), what the
+attacker needs (``needs``: shadow models, reference models, a non-member pool, predicted labels
+only), and how it is built (``factory``). Two stages:
+
+* ``responses``: an :class:`~core.attacks.shadow_attacks.Attack` fitted on the shadows' Responses
+  at every checkpoint epoch (cached as safetensors under (config hash, epoch, tag, name): the name
+  is part of the key, so a name never changes) and scored on any Responses — the victim's, or a
+  defended victim's (the Defender's naive and adaptive attackers). ``factory(training)`` → Attack.
+* ``models``: an attack that needs more than the victim's stored answers (reference models' answers
+  on the same records, the victim queried on other records or under augmentations). ``factory()``
+  → a :class:`ModelAttack`: ``fit(models, cache)`` once on the trained models (False, with a
+  reason in ``skipped``, when the run cannot support it: fewer than two shadows, a task without
+  label queries), then ``outcomes(query)`` on a :class:`VictimQuery` — the undefended victim in the
+  pipeline, a defended one (through the mechanism, draw by draw) in the Defender.
+
+The built-in responses-stage attacks are registered here; the models-stage ones (LiRA and RMIA,
+quantile regression, label-only and the gap attack) in :mod:`core.experiment.model_attacks`, where
+the trained models are. A new attack is one module plus one :func:`register` call; a test's toy
+attack registered with :func:`register` runs in every pipeline run after it (and
+:func:`unregister` removes it). Registration also gives the display names
+(:data:`core.foundations.names.ATTACK_NAMES`, ``ATTACK_SHORT``) the label, unless one is set there.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol
+
+import numpy as np
+
+from core.attacks.shadow_attacks import (Attack, AttackOutcome, AttackTraining, RankHistogramAttack,
+    RecordFeatureAttack, ShadowModelAttack, entropy_threshold_attack, loss_threshold_attack)
+from core.foundations.errors import ConfigError
+from core.foundations.names import ATTACK_NAMES, ATTACK_SHORT
+from core.measurement.responses import Responses
+
+STAGES = ("responses", "models")
+#: what the attacker needs: shadow models of the target's recipe; reference models on the attacked
+#: records; a pool of known non-members it queries the target on; the predicted labels alone
+NEEDS = ("shadows", "references", "non-members", "labels")
+
+
+class VictimQuery(Protocol):
+    """The (possibly defended) victim as a models-stage attack may query it."""
+
+    #: the attacked records (the balanced evaluation set) and their membership
+    eval_index: np.ndarray
+    membership: np.ndarray
+
+    def eval_responses(self) -> Responses:
+        """The victim's answers on :attr:`eval_index`."""
+
+    def respond(self, index: np.ndarray) -> Responses:
+        """The victim's answers on any records (e.g. the attacker's non-member pool)."""
+
+    def label_queries(self, index: np.ndarray, n: int) -> np.ndarray:
+        """(N, n) whether the predicted label is right on each of n augmented queries of each record."""
+
+
+class ModelAttack(Protocol):
+    """A fitted models-stage attack: ``fit`` on trained models, then ``outcomes`` on any victim query."""
+
+    #: the result names it produces (one attack, or a family fitted together such as LiRA and RMIA)
+    names: tuple[str, ...]
+    #: why it did not run on this run (empty when it did)
+    skipped: str
+    #: seconds ``fit`` took (the run's timings report it)
+    fit_s: float
+
+    def fit(self, models: Any, cache: Any) -> bool: ...
+
+    def outcomes(self, query: VictimQuery) -> dict[str, AttackOutcome]: ...
+
+
+@dataclass(frozen=True)
+class AttackEntry:
+    """One registered attack (see the module docstring)."""
+
+    name: str
+    label: str
+    short: str
+    needs: str
+    stage: str
+    factory: Callable[..., Any]
+    #: the tasks it runs on (None: every task but those in ``not_for``)
+    tasks: tuple[str, ...] | None = None
+    #: (task, why it does not run there)
+    not_for: tuple[tuple[str, str], ...] = ()
+    #: the result names it adds to a summary (default: its name)
+    outputs: tuple[str, ...] = ()
+    #: how the Defender scores it: ``registry`` (through a defended :class:`VictimQuery`),
+    #: ``reference`` (its own naive and adaptive path for LiRA/RMIA), ``none`` (not under defenses)
+    under_defenses: str = "registry"
+    #: the paper it implements
+    cite: str = ""
+
+    def __post_init__(self) -> None:
+        if self.stage not in STAGES:
+            raise ValueError(f"attack {self.name}: stage must be one of {STAGES}, got {self.stage!r}")
+        if self.needs not in NEEDS:
+            raise ValueError(f"attack {self.name}: needs must be one of {NEEDS}, got {self.needs!r}")
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return self.outputs or (self.name,)
+
+    def why_not(self, task: str) -> str | None:
+        """None when the attack runs on ``task``, else the reason it does not."""
+        reasons = dict(self.not_for)
+        if task in reasons:
+            return reasons[task]
+        if self.tasks is not None and task not in self.tasks:
+            return f"runs on the {', '.join(self.tasks)} task{'s' if len(self.tasks) > 1 else ''} only"
+        return None
+
+    def applies_to(self, task: str) -> bool:
+        return self.why_not(task) is None
+
+
+_REGISTRY: dict[str, AttackEntry] = {}
+
+
+def register(entry: AttackEntry) -> AttackEntry:
+    """Add ``entry`` (a name or result name already taken is a ConfigError: names key cached fits)."""
+    taken = {n: e.name for e in _REGISTRY.values() for n in e.names}
+    clash = [n for n in (entry.name, *entry.names) if n in taken]
+    if clash:
+        raise ConfigError(f"attack name {clash[0]!r} is taken (by {taken[clash[0]]!r})")
+    _REGISTRY[entry.name] = entry
+    for n in entry.names:
+        ATTACK_NAMES.setdefault(n, entry.label if n == entry.name else n)
+        ATTACK_SHORT.setdefault(n, entry.short if n == entry.name else n)
+    return entry
+
+
+def unregister(name: str) -> None:
+    """Remove a registration (a test's toy attack); display names set by it are removed too."""
+    entry = _REGISTRY.pop(name, None)
+    if entry is not None and entry.name not in _BUILTIN:
+        for n in entry.names:
+            if ATTACK_NAMES.get(n) in (entry.label, n):
+                ATTACK_NAMES.pop(n, None)
+            if ATTACK_SHORT.get(n) in (entry.short, n):
+                ATTACK_SHORT.pop(n, None)
+
+
+def entries(task: str | None = None, stage: str | None = None) -> list[AttackEntry]:
+    """Registered attacks in registration order, those running on ``task`` and of ``stage``."""
+    return [e for e in _REGISTRY.values()
+            if (task is None or e.applies_to(task)) and (stage is None or e.stage == stage)]
+
+
+def get(name: str) -> AttackEntry:
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise ConfigError(f"unknown attack {name!r}; registered: {', '.join(_REGISTRY)}") from None
+
+
+def responses_attacks(task: str, training: AttackTraining) -> list[Attack]:
+    """Fresh (unfitted) responses-stage attacks of ``task``, in registration order."""
+    return [e.factory(training) for e in entries(task, "responses")]
+
+
+def model_attacks(task: str) -> list[ModelAttack]:
+    """Fresh (unfitted) models-stage attacks of ``task``, in registration order."""
+    return [e.factory() for e in entries(task, "models")]
+
+
+def catalog(task: str) -> list[dict[str, Any]]:
+    """Every registered attack with whether it runs on ``task`` and why not (the JSON's
+    ``attack_catalog``: a reader sees what was not run, not only what was)."""
+    return [{"name": e.name, "label": e.label, "outputs": list(e.names), "needs": e.needs, "stage": e.stage,
+             "runs": e.applies_to(task), "why_not": e.why_not(task), "under_defenses": e.under_defenses,
+             "cite": e.cite} for e in _REGISTRY.values()]
+
+
+# ---------------------------------------------------------------------------- the built-in responses-stage attacks
+_NOT_TRANSLATION = "reads a translation's reference-token ranks or its own decoding; other tasks have neither"
+for _entry in (
+    AttackEntry("shadow", ATTACK_NAMES["shadow"], ATTACK_SHORT["shadow"], "shadows", "responses",
+                lambda training: ShadowModelAttack(training), cite="Shokri et al. 2017"),
+    AttackEntry("loss_threshold", ATTACK_NAMES["loss_threshold"], ATTACK_SHORT["loss_threshold"], "shadows",
+                "responses", lambda training: loss_threshold_attack(), cite="Yeom et al. 2018"),
+    AttackEntry("entropy_threshold", ATTACK_NAMES["entropy_threshold"], ATTACK_SHORT["entropy_threshold"], "shadows",
+                "responses", lambda training: entropy_threshold_attack(), cite="paper 000 eq. 3"),
+    AttackEntry("prmia", ATTACK_NAMES["prmia"], ATTACK_SHORT["prmia"], "shadows", "responses",
+                lambda training: RankHistogramAttack(training), tasks=("translation",),
+                not_for=(("image", _NOT_TRANSLATION), ("navigation", _NOT_TRANSLATION)), cite="Song & Shmatikov 2019"),
+    AttackEntry("bleu_feature", ATTACK_NAMES["bleu_feature"], ATTACK_SHORT["bleu_feature"], "shadows", "responses",
+                lambda training: RecordFeatureAttack("bleu_features", name="bleu_feature", training=training),
+                tasks=("translation",), not_for=(("image", _NOT_TRANSLATION), ("navigation", _NOT_TRANSLATION)),
+                cite="Hisamoto et al. 2020"),
+):
+    register(_entry)
+_BUILTIN = frozenset(_REGISTRY)

@@ -1,0 +1,204 @@
+"""The models-stage attacks of the registry (:mod:`core.attacks.registry`) and their registrations.
+
+These attacks need more than the victim's stored answers, so they are fitted once on the trained
+models (:class:`~core.experiment.roles.TrainedModels`) at the final epoch and then score any
+:class:`~core.attacks.registry.VictimQuery`: :class:`UndefendedQuery` here, a defended victim in
+:mod:`core.defenses.defender`.
+
+* ``reference`` — offline LiRA and RMIA (:mod:`core.experiment.reference_attacks`), fitted together on
+  the same reference answers; under defenses the Defender keeps their own naive and adaptive path.
+* ``quantile`` — quantile regression (Bertran et al., NeurIPS 2023; :mod:`core.attacks.quantile`): the
+  regressor is fitted on the victim's answers on a non-member pool — attacker-half records, which the
+  victim never trained on — from the records' own features (:meth:`core.tasks.base.Task.attack_features`).
+  No shadow model. Under a defense the attacker queries the *deployed* (defended) victim on its pool
+  and refits, as it would in practice (warm-started from the undefended fit, :data:`DEFENDED_REFIT_STEPS`).
+* ``label_only`` — Choquette-Choo et al. 2021 (:mod:`core.attacks.label_only`): the count of correct
+  labels over augmented queries (:meth:`core.tasks.base.Task.label_queries`), the threshold fitted on
+  the shadows' own records; and the **gap** attack (correct ⇒ member) beside it. Under a defense the
+  victim's labels are the argmax of its defended output (Dirichlet noise, or the GPM's noisy weights);
+  the threshold stays the one fitted on undefended shadows (the naive attacker).
+"""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from core.attacks.label_only import GAP_THRESHOLD, LABEL_QUERIES, correct_counts, fit_count_threshold, gap_scores
+from core.attacks.quantile import QUANTILE_ALPHA, QuantileRegressor, QuantileTraining, quantile_scores
+from core.attacks.registry import AttackEntry, VictimQuery, register
+from core.attacks.shadow_attacks import AttackOutcome
+from core.experiment.cache import ArtifactCache
+from core.experiment.reference_attacks import (LIRA, RMIA, ReferenceAttack, fit_reference_attacks, record_mean,
+    reference_inputs, score_reference_attacks, step_logit_confidence, victim_answers)
+from core.experiment.roles import TrainedModels
+from core.foundations.errors import ConfigError
+from core.measurement.metrics import evaluate_attack
+from core.measurement.responses import Responses
+
+#: at most this many attacker-half records form the quantile regressor's non-member pool
+QUANTILE_POOL = 2000
+#: steps of the refit on a defended victim's pool answers (warm-started; a slider point has up to 8 draws)
+DEFENDED_REFIT_STEPS = 150
+
+
+class UndefendedQuery:
+    """The trained victim as the pipeline queries it (answers cached like RMIA's population)."""
+
+    defended = False
+
+    def __init__(self, models: TrainedModels, cache: ArtifactCache | None = None):
+        self.models, self.cache = models, cache or ArtifactCache()
+        self.eval_index = models.splits.eval_index
+        self.membership = models.eval_membership
+        self._model = None
+
+    def eval_responses(self) -> Responses:
+        return self.models.victim.responses[self.models.cfg.epochs]
+
+    def respond(self, index: np.ndarray) -> Responses:
+        return victim_answers(self.models, index, self.cache)
+
+    def label_queries(self, index: np.ndarray, n: int) -> np.ndarray:
+        if self._model is None:
+            self._model = self.models.model("victim")
+        return self.models.task.label_queries(self.models.cfg, self._model, self.models.data, index, n)
+
+
+def record_score(r: Responses) -> np.ndarray:
+    """(N,) the per-record score the quantile attack thresholds: LiRA's logit-scaled confidence of
+    the reference, averaged over the record's steps (one step for an image)."""
+    return record_mean(r, step_logit_confidence(r))
+
+
+# ---------------------------------------------------------------------------- LiRA and RMIA
+class ReferenceFamily:
+    """Offline LiRA and RMIA as one models-stage attack (they share the reference answers)."""
+
+    names = (LIRA, RMIA)
+
+    def __init__(self) -> None:
+        self.skipped, self.fit_s = "", 0.0
+        self.attacks: list[ReferenceAttack] = []
+        self.population_index: np.ndarray | None = None
+
+    def fit(self, models: TrainedModels, cache: Any) -> bool:
+        t = time.perf_counter()
+        inputs = reference_inputs(models, cache)
+        if inputs is None:
+            self.skipped = "LiRA and RMIA need at least two shadow (reference) models"
+            return False
+        self.attacks, self.population_index = fit_reference_attacks(inputs), inputs.population_index
+        self.fit_s = time.perf_counter() - t
+        return True
+
+    def outcomes(self, query: VictimQuery) -> dict[str, AttackOutcome]:
+        population = query.respond(self.population_index) if getattr(query, "defended", True) else None
+        return score_reference_attacks(self.attacks, query.eval_responses(), query.membership, population)
+
+
+# ---------------------------------------------------------------------------- quantile regression
+def quantile_pool(models: TrainedModels, size: int = QUANTILE_POOL) -> np.ndarray:
+    """The non-member pool: a seeded choice of up to ``size`` attacker-half records (the victim never
+    trained on the attacker's half; with a user's model its listed members are removed from it)."""
+    pool = np.asarray(models.data.attacker_pool, np.int64)
+    rng = np.random.default_rng([models.cfg.seed, 0x0A17])
+    return np.sort(rng.permutation(pool)[: min(size, len(pool))])
+
+
+class QuantileAttack:
+    """Quantile regression against the victim; member iff its score exceeds the predicted (1 − α) quantile."""
+
+    names = ("quantile",)
+
+    def __init__(self, alpha: float = QUANTILE_ALPHA) -> None:
+        self.alpha = alpha
+        self.skipped, self.fit_s = "", 0.0
+        self.regressor: QuantileRegressor | None = None
+
+    def _fit_on(self, pool_answers: Responses) -> QuantileRegressor:
+        return QuantileRegressor(self.alpha, QuantileTraining(seed=self.seed)).fit(self.pool_features,
+                                                                                    record_score(pool_answers))
+
+    def fit(self, models: TrainedModels, cache: Any) -> bool:
+        t = time.perf_counter()
+        task, cfg, data = models.task, models.cfg, models.data
+        self.pool = quantile_pool(models)
+        self.seed = cfg.seed
+        features = task.attack_features(cfg, data, self.pool)
+        if features is None:
+            self.skipped = (f"the {task.name} task offers no model-independent record features "
+                            "(Task.attack_features) for the regressor")
+            return False
+        self.pool_features = features
+        self.eval_features = task.attack_features(cfg, data, models.splits.eval_index)
+        self.regressor = self._fit_on(victim_answers(models, self.pool, cache))
+        self.fit_s = time.perf_counter() - t
+        return True
+
+    def outcomes(self, query: VictimQuery) -> dict[str, AttackOutcome]:
+        # a defended victim is what the attacker can query: it refits on the defended answers on its pool
+        regressor = self.regressor
+        if getattr(query, "defended", True):  # from the undefended fit's weights: the same objective, fewer steps
+            regressor = regressor.refit(self.pool_features, record_score(query.respond(self.pool)), DEFENDED_REFIT_STEPS)
+        scores = quantile_scores(record_score(query.eval_responses()), regressor.predict(self.eval_features))
+        scores = np.where(np.isfinite(scores), scores, -np.inf)
+        return {"quantile": AttackOutcome(evaluate_attack("quantile", scores, query.membership, 0.0), scores)}
+
+
+# ---------------------------------------------------------------------------- label-only and the gap attack
+class LabelOnlyAttack:
+    """The correct-label count over augmented queries (threshold from the shadows) and the gap attack."""
+
+    names = ("label_only", "gap")
+
+    def __init__(self, n: int = LABEL_QUERIES) -> None:
+        self.n = n
+        self.skipped, self.fit_s = "", 0.0
+        self.threshold = float("nan")
+
+    def fit(self, models: TrainedModels, cache: Any) -> bool:
+        t = time.perf_counter()
+        if not models.shadows:
+            self.skipped = "the label-only threshold is fitted on shadow models; this run has none"
+            return False
+        try:
+            correct = np.concatenate([
+                models.task.label_queries(models.cfg, models.model(f"shadow_{i}"), models.data,
+                                          models.shadow_query_index(i), self.n) for i in range(len(models.shadows))])
+        except ConfigError as exc:  # the task offers no label queries: say why
+            self.skipped = str(exc)
+            return False
+        self.threshold = fit_count_threshold(correct, models.shadow_membership)
+        self.fit_s = time.perf_counter() - t
+        return True
+
+    def outcomes(self, query: VictimQuery) -> dict[str, AttackOutcome]:
+        correct = query.label_queries(query.eval_index, self.n)
+        counts, gap = correct_counts(correct), gap_scores(correct)
+        return {"label_only": AttackOutcome(evaluate_attack("label_only", counts, query.membership, self.threshold),
+                                            counts),
+                "gap": AttackOutcome(evaluate_attack("gap", gap, query.membership, GAP_THRESHOLD), gap)}
+
+
+_NO_LABELS = {
+    "translation": "a translation's 'label' is a whole token sequence and no augmentation of a sentence keeps its "
+                   "reference translation; the sequence-model scores of issue 34 are its label-free attacks",
+    "navigation": "the actions alone without policy probabilities (issue 34) are not implemented yet: a map "
+                  "has no augmentation that keeps its optimal actions",
+}
+_NO_FEATURES = {
+    "translation": "no model-independent per-record features are defined for sentence pairs yet",
+    "navigation": "no model-independent per-record features are defined for maps yet",
+}
+
+register(AttackEntry("reference", "LiRA and RMIA (reference models)", "LiRA/RMIA", "references", "models",
+                     ReferenceFamily, outputs=(LIRA, RMIA), under_defenses="reference",
+                     cite="Carlini et al. 2022; Zarifzadeh et al. 2024"))
+register(AttackEntry("quantile", "Quantile regression (Bertran, no shadows)", "quantile regression", "non-members",
+                     "models", QuantileAttack, not_for=tuple(_NO_FEATURES.items()),
+                     cite="Bertran et al., NeurIPS 2023"))
+register(AttackEntry("label_only", "Label-only, augmentations (Choquette-Choo)", "label-only", "labels", "models",
+                     LabelOnlyAttack, not_for=tuple(_NO_LABELS.items()), outputs=("label_only", "gap"),
+                     cite="Choquette-Choo et al., ICML 2021; gap attack: Yeom et al. 2018"))
