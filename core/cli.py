@@ -717,6 +717,8 @@ def add_findings_command(sub: Any) -> None:
     p.add_argument("--task", choices=available_tasks(), default=None, action=Once,
                    help="one task (default: image, translation and navigation)")
     p.add_argument("--preset", default="quick", action=Once, help="the preset whose cached runs are read (default quick)")
+    p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                   help="config fields changed from the preset, as the runs were made (repeatable, each key once)")
     p.add_argument("--out", action=Once, help="write the JSON here (default: stdout)")
     p.add_argument("--markdown", action=Once, metavar="FILE.md", help="also write the table as Markdown")
     p.add_argument("--html", action=Once, metavar="FILE.html", help="also write the table as one HTML page")
@@ -728,13 +730,14 @@ def _findings(args: argparse.Namespace) -> int:
         raise ConfigError(f"--preset must be a preset name, got {args.preset!r}")
     paths = {name: check_out_path(getattr(args, name)) if getattr(args, name) is not None else None
              for name in ("out", "markdown", "html")}
+    sets = parse_sets(args.sets)
     given_paths = [str(p.resolve()) for p in paths.values() if p is not None]
     if len(set(given_paths)) != len(given_paths):
         raise ConfigError("--out, --markdown and --html must name different files")
     from core.analyses.findings import findings_table, table_json
     from core.views.findings_report import findings_html, findings_markdown
 
-    table = findings_table((args.task,) if args.task else None, args.preset)
+    table = findings_table((args.task,) if args.task else None, args.preset, sets=sets)
     data = table_json(table)
     if paths["markdown"] is not None:
         write_text_atomically(paths["markdown"], findings_markdown(data))

@@ -163,8 +163,14 @@ def _missing_run(cfg: ExperimentConfig, costs: _Costs, recipe: str, what: str) -
     return Missing(cfg, "experiment", None, what, costs.of(cfg, recipe))
 
 
-def _sets_text(sets: dict[str, Any]) -> str:
-    return "".join(f" --set {k}={v:g}" if isinstance(v, float) else f" --set {k}={v}" for k, v in sets.items())
+def _sets_text(sets: dict[str, Any] | None) -> str:
+    """``--set key=value`` for each field (lists as comma-separated values)."""
+    def text(v: Any) -> str:
+        if isinstance(v, (list, tuple)):
+            return ",".join(text(x) for x in v)
+        return f"{v:g}" if isinstance(v, float) else str(v)
+
+    return "".join(f" --set {k}={text(v)}" for k, v in (sets or {}).items())
 
 
 def _time_text(missing: list[Missing]) -> str:
@@ -223,11 +229,12 @@ def _paired_pairs(configs: dict[str, ExperimentConfig], cache: ArtifactCache, co
     return {a: [s for s in v[:n]] for a, v in per.items()}, missing
 
 
-def _arch_rows(task: str, preset: str, cache: ArtifactCache, costs: _Costs, target: int) -> list[dict[str, Any]]:
-    configs = comparison_configs(task, preset, 1)
+def _arch_rows(task: str, preset: str, sets: dict[str, Any] | None, cache: ArtifactCache, costs: _Costs,
+               target: int) -> list[dict[str, Any]]:
+    configs = comparison_configs(task, preset, 1, sets)
     pairs, missing = _paired_pairs(configs, cache, costs, target)
     n = len(pairs["ffnn"])
-    command = f"python -m core compare --task {task} --preset {preset} --repeats {max(n, target)}"
+    command = f"python -m core compare --task {task} --preset {preset}{_sets_text(sets)} --repeats {max(n, target)}"
     text, src = ARCH_FINDINGS.get(task, ("", None))
     paper = {"text": text, "cite": src.cite() if src else ""}
     if task == "navigation":
@@ -269,8 +276,9 @@ def _memorization_key(cfg: ExperimentConfig, cache: ArtifactCache) -> str:
                      max(1, cfg.epochs // MEMORIZATION_BLOCKS))
 
 
-def _memorization_row(task: str, preset: str, cache: ArtifactCache, costs: _Costs, target: int) -> dict[str, Any]:
-    configs = comparison_configs(task, preset, 1)
+def _memorization_row(task: str, preset: str, sets: dict[str, Any] | None, cache: ArtifactCache, costs: _Costs,
+                      target: int) -> dict[str, Any]:
+    configs = comparison_configs(task, preset, 1, sets)
     per: dict[str, list[dict[str, Any] | None]] = {}
     missing: list[Missing] = []
     for a, c in configs.items():
@@ -288,7 +296,7 @@ def _memorization_row(task: str, preset: str, cache: ArtifactCache, costs: _Cost
                                  "50 % while the RNN's stays high", "cite": FINDINGS["F2"].source.cite()},
                   metric="attack accuracy on the first block learned", n=n, target_repeats=target,
                   missing=[m.to_dict() for m in missing], missing_time=_time_text(missing),
-                  command=f"python -m core analyze --task {task} --preset {preset} --analysis memorization "
+                  command=f"python -m core analyze --task {task} --preset {preset}{_sets_text(sets)} --analysis memorization "
                           f"--repeats {max(n, target)} --out findings_memorization", _missing=missing)
     if n == 0:
         return _row(FINDINGS["F2"], task, preset, status="not run", **common)
@@ -309,8 +317,9 @@ def _defended_point(cfg: ExperimentConfig, spec: DefenseSpec, cache: ArtifactCac
     return None
 
 
-def _dirichlet_row(task: str, preset: str, cache: ArtifactCache, costs: _Costs, target: int) -> dict[str, Any]:
-    cfg = get_task(task).make_config("rnn", preset)
+def _dirichlet_row(task: str, preset: str, sets: dict[str, Any] | None, cache: ArtifactCache, costs: _Costs,
+                   target: int) -> dict[str, Any]:
+    cfg = get_task(task).make_config("rnn", preset, dict(sets or {}))
     spec = DefenseSpec("dirichlet", DIRICHLET_K)
     points, missing = [], []
     for r in range(target):
@@ -340,7 +349,7 @@ def _dirichlet_row(task: str, preset: str, cache: ArtifactCache, costs: _Costs, 
     common = dict(paper=paper, metric=f"RNN attack accuracy and utility loss under Dir_k, k = {DIRICHLET_K:g}", n=n,
                   target_repeats=target, rule=rule, missing=[m.to_dict() for m in missing],
                   missing_time=_time_text(missing),
-                  command=f"python -m core defend --task {task} --arch rnn --preset {preset} --mechanism dirichlet "
+                  command=f"python -m core defend --task {task} --arch rnn --preset {preset}{_sets_text(sets)} --mechanism dirichlet "
                           f"--values {DIRICHLET_K:g} --attacker both --repeats {max(n, target)}", _missing=missing)
     if n == 0:
         return _row(FINDINGS["F3"], task, preset, status="not run", **common)
@@ -362,20 +371,21 @@ def _dirichlet_row(task: str, preset: str, cache: ArtifactCache, costs: _Costs, 
     return _row(FINDINGS["F3"], task, preset, status="measured", measured=measured, **common)
 
 
-def _training_defense_row(finding: Finding, task: str, preset: str, cache: ArtifactCache, costs: _Costs, target: int,
+def _training_defense_row(finding: Finding, task: str, preset: str, sets: dict[str, Any] | None, cache: ArtifactCache,
+                          costs: _Costs, target: int,
                           mechanism: str, value: float, target_epsilon: bool, metric: str,
                           read: Callable[[dict[str, Any], dict[str, Any]], float | None], expected: int,
                           paper: dict[str, Any]) -> dict[str, Any]:
     """A training-time defense compared between the architectures over repeats: per repeat r and
     architecture, the undefended run and the defended one (both cached), ``read(baseline, point)``."""
-    configs = comparison_configs(task, preset, 1)
+    configs = comparison_configs(task, preset, 1, sets)
     values: dict[str, list[float | None]] = {a: [] for a in configs}
     missing: list[Missing] = []
-    sets = {}
+    run_sets: dict[str, Any] = {}
     for a, c in configs.items():
         point_cfg = point_config(c, mechanism, value, target_epsilon)
         base_cfg = baseline_config(c, mechanism)
-        sets = {k: v for k, v in point_cfg.to_dict().items() if v != c.to_dict().get(k)}
+        run_sets = {**dict(sets or {}), **{k: v for k, v in point_cfg.to_dict().items() if v != c.to_dict().get(k)}}
         for r in range(target):
             b = _run(repeat_config(base_cfg, r), cache, costs)
             p = _run(repeat_config(point_cfg, r), cache, costs, mechanism)
@@ -388,7 +398,7 @@ def _training_defense_row(finding: Finding, task: str, preset: str, cache: Artif
                              else None)
     n = _leading([all(values[a][r] is not None for a in values) for r in range(target)])
     reps = max(n, target)
-    command = " ; ".join(f"python -m core run --task {task} --arch {a} --preset {preset}{_sets_text(sets)} "
+    command = " ; ".join(f"python -m core run --task {task} --arch {a} --preset {preset}{_sets_text(run_sets)} "
                          f"--repeats {reps} --quiet --out /dev/null" for a in configs)
     common = dict(paper=paper, metric=metric, n=n, target_repeats=target, missing=[m.to_dict() for m in missing],
                   missing_time=_time_text(missing), command=command, _missing=missing)
@@ -415,10 +425,12 @@ def task_presets(task: str) -> list[str]:
 
 
 def findings_table(tasks: tuple[str, ...] | list[str] | None = None, preset: str = "quick",
-                   cache: ArtifactCache | None = None, target: int = TARGET_REPEATS) -> dict[str, Any]:
+                   cache: ArtifactCache | None = None, target: int = TARGET_REPEATS,
+                   sets: dict[str, Any] | None = None) -> dict[str, Any]:
     """The findings table from the cache: ``rows`` (one per finding × task; :data:`FINDINGS`), the
     preset asked for, the commit, and per row the runs missing for N = ``target``. A task without
-    ``preset`` gets a row per finding saying so. Nothing trains."""
+    ``preset`` gets a row per finding saying so; ``sets``: config fields changed from the preset (both
+    architectures; every command carries them). Nothing trains."""
     cache = cache or ArtifactCache()
     tasks = tuple(tasks or TASKS)
     known = {p for t in tasks for p in get_task(t).presets}  # an unknown task: ConfigError
@@ -434,24 +446,24 @@ def findings_table(tasks: tuple[str, ...] | list[str] | None = None, preset: str
                                      missing_time="", command="", _missing=[],
                                      note=f"task {task} has no preset {preset!r} ({', '.join(task_presets(task))})"))
             continue
-        rows.extend(_arch_rows(task, preset, cache, costs, target))
+        rows.extend(_arch_rows(task, preset, sets, cache, costs, target))
         if task in FINDINGS["F2"].tasks:
-            rows.append(_memorization_row(task, preset, cache, costs, target))
+            rows.append(_memorization_row(task, preset, sets, cache, costs, target))
         if task in FINDINGS["F3"].tasks:
-            rows.append(_dirichlet_row(task, preset, cache, costs, target))
+            rows.append(_dirichlet_row(task, preset, sets, cache, costs, target))
         rows.append(_training_defense_row(
-            FINDINGS["F4"], task, preset, cache, costs, target, "dpsgd", DP_TARGET_EPSILON, True,
+            FINDINGS["F4"], task, preset, sets, cache, costs, target, "dpsgd", DP_TARGET_EPSILON, True,
             f"utility loss under DP-SGD at target ε = {DP_TARGET_EPSILON:g}", _utility_loss, -1,
             {"text": "at the same ε the RNN loses more utility than the FFNN (curves only; no numbers printed)",
              "cite": FINDINGS["F4"].source.cite()}))
         rows.append(_training_defense_row(
-            FINDINGS["F5"], task, preset, cache, costs, target, "l2", L2_LAMBDA, False,
+            FINDINGS["F5"], task, preset, sets, cache, costs, target, "l2", L2_LAMBDA, False,
             f"attack accuracy drop under L2, λ = {L2_LAMBDA:g}", _accuracy_drop, +1,
             {"text": "L2 lowers the attack more for the FFNN than for the RNN (curves only; no numbers printed)",
              "cite": FINDINGS["F5"].source.cite()}))
     order = list(FINDINGS)
     rows.sort(key=lambda r: (order.index(r["finding"]), tasks.index(r["task"])))
-    return {"preset": preset, "tasks": list(tasks), "target_repeats": target, "commit": commit(),
+    return {"preset": preset, "sets": dict(sets or {}), "tasks": list(tasks), "target_repeats": target, "commit": commit(),
             "rows": rows}
 
 
