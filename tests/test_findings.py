@@ -115,3 +115,51 @@ def test_every_finding_applies_to_a_task_with_a_source():
     assert set(FINDINGS) == {"F1", "F1a", "F2", "F3", "F4", "F5"}
     for f in FINDINGS.values():
         assert f.tasks and set(f.tasks) <= set(findings_mod.TASKS) and f.source.where
+
+
+class _Recorder:
+    """A stand-in job manager that records what the page queues (no worker process starts)."""
+
+    def __init__(self):
+        self.submitted = []
+
+    def submit(self, configs, kind="experiment", params=None):
+        self.submitted.append((kind, params, [c.config_hash for c in configs]))
+
+    def active(self):
+        return []
+
+    def recent(self, seconds):
+        return []
+
+
+def test_page_renders_the_table_and_its_button_queues_exactly_the_missing_runs(two_repeats, monkeypatch):
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    import ui.shared
+    from core.tasks import get_task
+
+    task = get_task("image")  # the page reads the quick preset: make it the tiny one the runs used
+    monkeypatch.setattr(type(task), "presets", {**task.presets, "quick": {**task.presets["quick"], **TINY}})
+    recorder = _Recorder()
+    monkeypatch.setattr(ui.shared, "job_manager", lambda: recorder)
+    root = Path(__file__).resolve().parent.parent
+    at = AppTest.from_file(str(root / "app_pages/5_Findings.py"))
+    at.session_state["findings:tasks"] = ["image"]
+    at.run(timeout=120)
+    assert not at.exception, at.exception
+    frame = at.dataframe[0].value
+    f1 = frame[frame["finding"] == "F1"].iloc[0]
+    assert "N = 2" in f1["measured here (95 % CI, N)"] and "[" in f1["measured here (95 % CI, N)"]
+    assert f1["verdict"].startswith("inconclusive")
+    assert (frame[frame["finding"] == "F4"]["verdict"] == "not run").all()
+    buttons = [b for b in at.button if b.label.startswith("Queue these")]
+    assert buttons and any(b.label.startswith("Queue every missing run") for b in at.button)
+    buttons[0].click().run(timeout=120)  # F1 image: repeats 2..5 of both architectures
+    assert not at.exception, at.exception
+    table = findings_table(["image"], "quick", sets=TINY)
+    expected = sorted(d["config_hash"] for d in _row(table, "F1")["missing"])
+    assert [(k, p) for k, p, _ in recorder.submitted] == [("experiment", None)]
+    assert sorted(recorder.submitted[0][2]) == expected
