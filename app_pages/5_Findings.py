@@ -38,7 +38,9 @@ except MIAError as e:
     st.stop()
 data = table_json(table)
 
-st.dataframe(findings_frame(data), hide_index=True, use_container_width=True)
+frame = findings_frame(data)
+first = ["finding", "task", "measured here (95 % CI, N)", "verdict", "utility gap", "preset · resolution"]
+st.dataframe(frame[first + [c for c in frame.columns if c not in first]], hide_index=True, use_container_width=True)
 st.caption(f"Commit {data['commit']}; target N = {data['target_repeats']} repeats per row. The same table: "
            f"`python -m core findings --preset {preset} --out findings.json --markdown findings.md`.")
 

@@ -124,6 +124,7 @@ class _Costs:
 
     def __init__(self) -> None:
         self.measured: dict[tuple[str, str, str, str], list[float]] = {}
+        self.lower_bounds: set[str] = set()  # configs timed from an undefended run only
 
     def note(self, summary: dict[str, Any] | None, recipe: str) -> None:
         if summary is None:
@@ -139,7 +140,9 @@ class _Costs:
             return float(np.mean(done))
         if recipe != "plain":  # a defended run costs at least the undefended one (DP-SGD more): a lower bound
             done = self.measured.get((cfg.task, cfg.arch, str(cfg.preset), "plain"))
-            return float(np.mean(done)) if done else None
+            if done:
+                self.lower_bounds.add(cfg.config_hash)
+                return float(np.mean(done))
         return None
 
 
@@ -160,7 +163,10 @@ def _run(cfg: ExperimentConfig, cache: ArtifactCache, costs: _Costs, recipe: str
 
 
 def _missing_run(cfg: ExperimentConfig, costs: _Costs, recipe: str, what: str) -> Missing:
-    return Missing(cfg, "experiment", None, what, costs.of(cfg, recipe))
+    seconds = costs.of(cfg, recipe)
+    if cfg.config_hash in costs.lower_bounds:
+        what += " (timed from the undefended run: a lower bound)"
+    return Missing(cfg, "experiment", None, what, seconds)
 
 
 def _sets_text(sets: dict[str, Any] | None) -> str:
@@ -177,8 +183,10 @@ def _time_text(missing: list[Missing]) -> str:
     if not missing:
         return ""
     known = [m.seconds for m in missing if m.seconds is not None]
+    lower = any("lower bound" in m.what for m in missing)
     if len(known) == len(missing):
-        return f"≈ {_duration(sum(known))} on this machine (from its measured runs)"
+        return (f"{'≥' if lower else '≈'} {_duration(sum(known))} on this machine (from its measured runs"
+                f"{'; defended runs timed as undefended ones: a lower bound' if lower else ''})")
     if known:
         return (f"≥ {_duration(sum(known))} for {len(known)} of them; time unknown for the other "
                 f"{len(missing) - len(known)} (nothing of their kind measured here yet)")
