@@ -28,6 +28,7 @@ import argparse
 import errno
 import json
 import os
+import re
 import signal
 import sys
 import threading
@@ -232,6 +233,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "per-repeat values (same as --set repeats=N)")
     add_compare_command(sub, common)
     add_score_command(sub)
+    add_findings_command(sub)
     cfg = sub.add_parser("config", help="print the resolved config and its hash as JSON")
     common(cfg)
     inspect = sub.add_parser("inspect", help="what the config's data source holds and how a run would split it "
@@ -624,6 +626,8 @@ def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "score":  # no task, no config, no torch
         return _score(args)
+    if args.command == "findings":
+        return _findings(args)
     out = check_arguments(args)  # torch is not imported yet: refused input answers at once
     if args.command == "compare":
         return _compare(args, out)
@@ -759,6 +763,44 @@ def _score(args: argparse.Namespace) -> int:
         write_json_atomically(out, result.to_dict())
     else:
         emit_json(result.to_dict())
+def add_findings_command(sub: Any) -> None:
+    """The ``findings`` subcommand: the studies' findings beside this machine's cached runs (never trains)."""
+    p = sub.add_parser("findings", help="the studies' findings (F1–F5 and the attacker's view) per task beside what "
+                                        "this machine measured, from the cache only (never trains): N, 95 %% "
+                                        "interval, verdict, utility gap, command; 'not run' with the runs needed")
+    p.add_argument("--task", choices=available_tasks(), default=None, action=Once,
+                   help="one task (default: image, translation and navigation)")
+    p.add_argument("--preset", default="quick", action=Once, help="the preset whose cached runs are read (default quick)")
+    p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                   help="config fields changed from the preset, as the runs were made (repeatable, each key once)")
+    p.add_argument("--out", action=Once, help="write the JSON here (default: stdout)")
+    p.add_argument("--markdown", action=Once, metavar="FILE.md", help="also write the table as Markdown")
+    p.add_argument("--html", action=Once, metavar="FILE.html", help="also write the table as one HTML page")
+
+
+def _findings(args: argparse.Namespace) -> int:
+    """``findings``: :func:`core.analyses.findings.findings_table`; every output path checked before torch loads."""
+    if not re.fullmatch(r"[A-Za-z0-9_]{1,64}", args.preset):
+        raise ConfigError(f"--preset must be a preset name, got {args.preset!r}")
+    paths = {name: check_out_path(getattr(args, name)) if getattr(args, name) is not None else None
+             for name in ("out", "markdown", "html")}
+    sets = parse_sets(args.sets)
+    given_paths = [str(p.resolve()) for p in paths.values() if p is not None]
+    if len(set(given_paths)) != len(given_paths):
+        raise ConfigError("--out, --markdown and --html must name different files")
+    from core.analyses.findings import findings_table, table_json
+    from core.views.findings_report import findings_html, findings_markdown
+
+    table = findings_table((args.task,) if args.task else None, args.preset, sets=sets)
+    data = table_json(table)
+    if paths["markdown"] is not None:
+        write_text_atomically(paths["markdown"], findings_markdown(data))
+    if paths["html"] is not None:
+        write_text_atomically(paths["html"], findings_html(data))
+    if paths["out"] is not None:
+        write_json_atomically(paths["out"], data)
+    else:
+        emit_json(data)
     return 0
 
 

@@ -20,6 +20,7 @@ PAGES = [
     ("app_pages/2_Defenses.py", "Defenses", ":material/shield:", "Defenses"),
     ("app_pages/3_Training_defenses.py", "Training defenses", ":material/health_and_safety:", "Training_defenses"),
     ("app_pages/4_Analyses.py", "Analyses", ":material/analytics:", "Analyses"),
+    ("app_pages/5_Findings.py", "Findings", ":material/fact_check:", "Findings"),
 ]
 
 #: one sentence per page, for the Home page (only pages whose file exists are listed)
@@ -40,6 +41,9 @@ ABOUT = {
         "why do RNNs leak more? The studies' analyses (entropy with the attacks' decision boundaries, "
         "vulnerability over training, memorization, overtraining, model mismatch) on a cached run, each with a "
         "verdict for this run.",
+    "app_pages/5_Findings.py":
+        "each claim of the studies beside what this machine measured (N, 95 % interval, verdict, utility gap, "
+        "command); missing cells queue exactly the runs they need.",
 }
 
 

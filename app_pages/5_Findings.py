@@ -1,0 +1,83 @@
+"""Findings: each claim of the two studies beside what this machine measured — N, 95 % interval, verdict,
+utility gap and the command — read from the cache; missing cells queue exactly the runs they need."""
+from __future__ import annotations
+
+import json
+
+import streamlit as st
+
+from core.analyses.findings import FINDINGS, TASKS, findings_table, missing_jobs, table_json
+from core.foundations.errors import MIAError
+from core.tasks import get_task
+from core.views.findings_report import findings_frame, findings_html, findings_markdown, needs_text
+from ui.shared import job_manager
+
+st.title("Findings: the studies' claims on this machine")
+st.caption("One row per finding × task: the paper's value, this machine's value with N repeats and its 95 % interval, "
+           "the verdict (holds / reversed / inconclusive: the paired FFNN − RNN difference's t interval and the exact "
+           "sign-flip test, which needs N ≥ 6), the preset and its resolution, the utility gap and the command that "
+           "reproduces it. Everything is read from the cache; nothing trains on this page. A missing cell queues "
+           "exactly the runs it needs in the background (cached repeats are kept: adding repeats narrows an interval).")
+
+presets = sorted({p for t in TASKS for p in get_task(t).presets})
+c1, c2 = st.columns([2, 1])
+with c1:
+    tasks = st.multiselect("Tasks", TASKS, default=list(TASKS), key="findings:tasks")
+with c2:
+    preset = st.selectbox("Preset", presets, index=presets.index("quick") if "quick" in presets else 0,
+                          key="findings:preset")
+if not tasks:
+    st.info("Pick at least one task.")
+    st.stop()
+
+try:
+    with st.spinner("Reading the cached runs…"):
+        table = findings_table(tasks, preset)
+except MIAError as e:
+    st.error(str(e))
+    st.stop()
+data = table_json(table)
+
+frame = findings_frame(data)
+first = ["finding", "task", "measured here (95 % CI, N)", "verdict", "utility gap", "preset · resolution"]
+st.dataframe(frame[first + [c for c in frame.columns if c not in first]], hide_index=True, use_container_width=True)
+st.caption(f"Commit {data['commit']}; target N = {data['target_repeats']} repeats per row. The same table: "
+           f"`python -m core findings --preset {preset} --out findings.json --markdown findings.md`.")
+
+d1, d2, d3 = st.columns(3)
+d1.download_button("findings.json", json.dumps(data, indent=2, allow_nan=False), "findings.json", "application/json")
+d2.download_button("findings.md", findings_markdown(data), "findings.md", "text/markdown")
+d3.download_button("findings.html (report)", findings_html(data), "findings.html", "text/html")
+
+
+def queue(jobs) -> int:
+    """Submit the missing computations, one job per (config, kind, parameters); returns how many."""
+    manager = job_manager()
+    groups: dict[tuple[str, str], tuple[str, dict | None, list]] = {}
+    for m in jobs:
+        key = (m.kind, json.dumps(m.params, sort_keys=True))
+        groups.setdefault(key, (m.kind, m.params, []))[2].append(m.config)
+    for kind, params, configs in groups.values():
+        manager.submit(configs, kind, params)
+    return sum(len(c) for _, _, c in groups.values())
+
+
+st.subheader("Missing runs")
+everything = missing_jobs(table)
+if not everything:
+    st.success("Every row has its target number of repeats cached.")
+else:
+    if st.button(f"Queue every missing run of this table ({len(everything)} jobs)", key="findings:queue-all"):
+        st.success(f"Queued {queue(everything)} jobs: follow them in the sidebar.")
+    for i, row in enumerate(data["rows"]):
+        needs = needs_text(row)
+        if not needs:
+            continue
+        title = f"{row['finding']} · {row['task']} — {row['status']}, N = {row['n']}: needs {needs}"
+        with st.expander(title):
+            st.markdown(f"**{FINDINGS[row['finding']].claim}** ({row['source']['cite']})")
+            st.code(row["command"], language="bash")
+            st.markdown("\n".join(f"- {m['what']} (`{m['config_hash']}`, {m['kind']})" for m in row["missing"]))
+            jobs = missing_jobs(table, i)
+            if st.button(f"Queue these {len(jobs)} jobs", key=f"findings:queue-{i}"):
+                st.success(f"Queued {queue(jobs)} jobs: follow them in the sidebar.")
