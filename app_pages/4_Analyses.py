@@ -1,4 +1,4 @@
-"""Analyses: why do RNNs leak more? Entropy scatter with the attacks' decision boundaries,
+"""Analyses: do RNNs leak more, and why do the attacks work? Entropy scatter with the attacks' decision boundaries,
 vulnerability over training, memorization of early blocks, overtraining and model mismatch —
 FFNN and RNN side by side, each with the study's finding and a verdict computed for this run — and
 issue 22's per-record views: exposure FFNN vs RNN (flips behind a defense), the reference budget,

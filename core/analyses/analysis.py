@@ -1,4 +1,4 @@
-"""Why do RNNs leak more? The explorer's explanation analyses, task-generic, as plain data.
+"""Do RNNs leak more, and why do attacks work? The explorer's explanation analyses, task-generic, as plain data.
 
 Each analysis takes summaries or trained models (never a figure) and returns JSON-able dicts that
 the CLI writes (``python -m core analyze``) and the Analyses page draws:
