@@ -74,8 +74,10 @@ def show_results(summaries: list[RunSummary], configs: list[ExperimentConfig],
     ``matched``: a :func:`matched_view` when ``match_utility`` is on)."""
     f = figures(summaries)
     raw = dicts(summaries)  # what the figure and report builders read
+    comp = (repeats or {}).get("comparison")
     st.subheader("Overview")
-    st.dataframe(f["overview"], hide_index=True, width="stretch")
+    # with repeats, repeat 0's numbers say so and the means with their intervals stand beside them (issue 32)
+    st.dataframe(f["overview"] if comp is None else plots.overview_table(raw, comp), hide_index=True, width="stretch")
     if (note := plots.resolution_note(raw)) is not None:  # what one record is worth, before any number is compared
         st.caption(note)
     gap = plots.param_gap(raw)
@@ -96,7 +98,7 @@ def show_results(summaries: list[RunSummary], configs: list[ExperimentConfig],
             st.info(f"**The studies:** {study['finding']}  \n**This run:** {verdict} — {study['text']}.")
         else:
             st.info(f"**The studies:** {study['finding']}  \n**Over {repeats['comparison']['repeats']} repeats:** see "
-                    "the verdicts below (repeat 0's numbers fill the rest of the page).")
+                    f"the verdicts below (the tabs under them show repeat 1 of {repeats['comparison']['repeats']}).")
     if repeats is not None:
         show_repeats(repeats)
     if matched is not None:
@@ -105,6 +107,9 @@ def show_results(summaries: list[RunSummary], configs: list[ExperimentConfig],
     # browser two or three charts instead of seven, and drawing them was most of a visit's time (issue 23)
     with_examples = [s for s in summaries if s.examples]
     names = ["Over training", "Attacks", "Strongest attacks & why"] + (["Examples"] if with_examples else [])
+    if comp is not None:  # the tabs draw one run: say which, beside the means above
+        st.caption(f"The tabs below show **repeat 1 of {comp['repeats']}** (the form's seed); the means over the "
+                   f"{comp['repeats']} repeats, with their intervals, are in the Overview and the comparison above.")
     tabs = st.tabs(names, key="train:results_tab", on_change="rerun")
     for _ in drawn(tabs[0]):
         left, right = st.columns(2)
