@@ -90,7 +90,7 @@ def show_results(summaries: list[RunSummary], configs: list[ExperimentConfig],
     study = study_comparison(summaries)
     if study is not None:
         # one seed per architecture: the direction of two point estimates, not a verdict (core.measurement.stats)
-        verdict = ("❔ inconclusive with one repeat per architecture (the point estimates point "
+        verdict = ("inconclusive with one repeat per architecture (the point estimates point "
                    + ("the studies' way" if study["holds"] else "the other way") + "; set repeats ≥ 3 for an interval)")
         if study["fair"] is False:
             verdict += " (utilities too far apart to blame the architecture)"

@@ -793,7 +793,9 @@ METRIC_NAMES = {"attack_accuracy": "attack accuracy", "attack_auc": "attack AUC"
                 "tpr_at_0.1pct_fpr": "TPR @ 0.1% FPR", "lira_auc": "LiRA AUC", "rmia_auc": "RMIA AUC",
                 "epsilon_lower_bound": "ε̂ lower bound",
                 "utility_val": "utility (validation)", "utility_train": "utility (train)"}
-VERDICT_MARKS = {"holds": "✅ holds", "reversed": "↩️ reversed", "inconclusive": "❔ inconclusive"}
+#: a verdict as printed: its own word only (holds / reversed / inconclusive), no ✅/↩️/❔ mark beside it, so that
+#: every page, the report and the CLI read the same three words (issue 32)
+VERDICT_MARKS = {"holds": "holds", "reversed": "reversed", "inconclusive": "inconclusive"}
 
 
 def with_ci(e: dict[str, Any] | None, digits: int = 3) -> str:
