@@ -168,19 +168,18 @@ def overview_table(summaries: list[dict[str, Any]], comparison: dict[str, Any] |
     for s in summaries:
         t = s["timings"]
         utility = UTILITY_NAMES.get(s["utility"]["metric"])
-        row = {
-            "architecture": ARCH_NAMES.get(s["arch"], s["arch"]),
-            "parameters": s["params"],
+        row = {"architecture": ARCH_NAMES.get(s["arch"], s["arch"]), "parameters": s["params"]}
+        if n > 1:  # the means first: a wide table scrolls, and the result must not be the part out of sight
+            for name, label in (("attack_accuracy", "attack accuracy"), ("attack_auc", "attack AUC"),
+                                ("utility_val", f"{utility} validation")):
+                m = (comparison["metrics"].get(name) or {}).get(s["arch"])
+                row[f"{label}, mean of {n} [95 % CI]"] = with_ci(m) if m else "—"
+        row.update({
             f"{utility} train{one}": s["utility"]["train"],
             f"{utility} validation{one}": s["utility"]["val"],
             f"attack accuracy{one}": s["attack"]["accuracy"],
             f"attack AUC{one}": s["attack"]["auc"],
-        }
-        if n > 1:
-            for name, label in (("utility_val", f"{utility} validation"), ("attack_accuracy", "attack accuracy"),
-                                ("attack_auc", "attack AUC")):
-                m = (comparison["metrics"].get(name) or {}).get(s["arch"])
-                row[f"{label}, mean of {n} [95 % CI]"] = with_ci(m) if m else "—"
+        })
         row.update({"compute time (s)": round(t["total_s"], 1), "from cache": "yes" if s.get("cache_hit") else "no"})
         rows.append(row)
     return pd.DataFrame(rows)
