@@ -5,15 +5,18 @@ from pathlib import Path
 
 import streamlit as st
 
-from core.foundations.errors import MIAError
+from core.analyses.answer import cached_answer
 from core.analyses.repeats import repeat_config
+from core.foundations.errors import MIAError
+from core.foundations.paths import cache_dir
 from core.tasks import get_task
 from core.views import figures as plots  # the one figure module
 from ui.nav import page_meta, registered_pages
-from ui.results import cached_repeats_view, figures, verdict_lines
+from ui.results import figures, verdict_lines
 from ui.shared import job_manager, summary_of
 
 TRAIN = "app_pages/1_Train_and_attack.py"
+ANALYSES = "app_pages/4_Analyses.py"
 #: repeats the demo offers to add: N = 3 does not fit the minute a first visit should take on 2 CPU
 #: cores (measured under load: FFNN 61 s + RNN 78 s for repeat 0 alone), so repeat 0 trains first and
 #: the other two are one click beside its result
@@ -29,6 +32,15 @@ This explorer trains victims and the attacker's *shadow models*, attacks them, a
 **recurrent networks (RNNs)** and **feed-forward networks (FFNNs)** of the same size compare.
 """
 )
+
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def demo_answer(key: tuple[str, ...]) -> dict:
+    """:func:`core.analyses.answer.cached_answer` for the demo, once per cache folder and set of cached
+    runs (``key``): a new repeat in the cache changes the key, so the answer follows it."""
+    return cached_answer("image", "quick")
+
 
 # ---------------------------------------------------------------------------- one click to a result
 task = get_task("image")
@@ -46,25 +58,40 @@ if demo:
         if all(s is not None for s in cached):
             st.markdown("FFNN (residual CNN) and RNN (ReNet) trained on 8×8 digits with the *quick* preset, attacked "
                         "by every attack of the Train & attack page. It is in the cache:")
+            extra = [repeat_config(c, r) for r in range(1, DEMO_REPEATS) for c in demo]
+            have = [summary_of(c) for c in extra]
+            found = tuple(s.config_hash for s in cached + have if s is not None)
+            ans = demo_answer((str(cache_dir()),) + found)
+            n_rep = ans["repeats"]
             cols = st.columns(len(cached))
             for col, s in zip(cols, cached):
                 val = "—" if s.utility.val is None else f"{s.utility.val:.3f}"
-                col.metric(f"{plots.ARCH_NAMES[s.arch]}: attack accuracy (chance 0.5)", f"{s.attack.accuracy:.3f}",
-                           help=f"{plots.ATTACK_NAMES.get(s.attack.name, s.attack.name)}; AUC "
-                                f"{s.attack.auc:.3f}; validation accuracy {val}")
-            extra = [repeat_config(c, r) for r in range(1, DEMO_REPEATS) for c in demo]
-            have = [summary_of(c) for c in extra]
-            if all(h is not None for h in have):
-                runs = {c.arch: [s] + [h for e, h in zip(extra, have) if e.arch == c.arch] for c, s in zip(demo, cached)}
-                comp = cached_repeats_view(runs)["comparison"]
-                st.markdown(f"**Over {DEMO_REPEATS} paired repeats** (other seeds: splits, initialisation, batch "
-                            "order), the studies' \"the RNN leaks more\":  \n" + "  \n".join(verdict_lines(comp)))
-            else:
+                if n_rep >= 2:  # the mean over the cached repeats with its interval, as the verdict below reads
+                    m = ans["comparison"]["metrics"]["attack_accuracy"][s.arch]
+                    col.metric(f"{plots.ARCH_NAMES[s.arch]}: attack accuracy, mean of {n_rep} repeats (chance 0.5)",
+                               f"{m['mean']:.3f}", help=f"95 % CI {plots.with_ci(m)}; repeat 1 of {n_rep}: "
+                               f"{s.attack.accuracy:.3f} (AUC {s.attack.auc:.3f}, validation accuracy {val})")
+                else:
+                    col.metric(f"{plots.ARCH_NAMES[s.arch]}: attack accuracy, one repeat (chance 0.5)",
+                               f"{s.attack.accuracy:.3f}",
+                               help=f"{plots.ATTACK_NAMES.get(s.attack.name, s.attack.name)}; AUC "
+                                    f"{s.attack.auc:.3f}; validation accuracy {val}")
+            # the question asked, and answered from the cached repeats by core (python -m core compare --cached
+            # prints the same): the verdict with its interval and N, or the one-repeat difference, never a claim
+            st.markdown(f"##### {ans['question']}")
+            st.markdown(f"On **{ans['data']}** ({ans['repeats']} paired repeat{'s' * (ans['repeats'] != 1)} "
+                        f"cached):  \n{ans['sentence']}")
+            if ans["repeats"] >= 2:
+                lines = verdict_lines(ans["comparison"])
+                st.markdown("Every leakage metric, FFNN − RNN (below 0: the RNN leaks more, as the studies found):  \n"
+                            + "  \n".join(lines))
+            if not all(h is not None for h in have):
                 lacking = [c for c, h in zip(extra, have) if h is None]
                 adding = any((j := manager.job(c)) is not None and j.active for c in lacking)
                 took = sum(s.timing("total_s") for s in cached) * (DEMO_REPEATS - 1)
-                st.caption("One seed per architecture: the difference above has no interval yet, so it is not a "
-                           "verdict; the repeats measure how far it moves from seed to seed.")
+                if n_rep < 2:
+                    st.caption("One seed per architecture: the difference above has no interval yet, so it is not a "
+                               "verdict; the repeats measure how far it moves from seed to seed.")
                 if adding:
                     st.markdown(f"**Adding repeats**: {len(extra) - len(lacking)} of {len(extra)} runs done; follow "
                                 "them in the sidebar.")
@@ -74,6 +101,12 @@ if demo:
                                "verdict (holds / reversed / inconclusive) on the paired difference."):
                     manager.submit(lacking)
                     st.rerun()
+            st.caption("This is the small built-in demo, not the studies' data. Answers on real data: "
+                       + "; ".join(ans["elsewhere"]) + ".")
+            st.page_link(ANALYSES, label="Analyses: why the attacks work, with verdicts over repeats",
+                         icon=":material/analytics:")
+            if n_rep >= 2:
+                st.caption(f"The curve below is repeat 1 of {n_rep} (the demo's own seed).")
             st.plotly_chart(figures(cached)["attack_by_epoch"], width="stretch")
             if st.button("Open the image demo's results →", type="primary"):
                 st.switch_page(TRAIN, query_params={"task": "image"})

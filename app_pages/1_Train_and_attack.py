@@ -8,6 +8,7 @@ from __future__ import annotations
 import streamlit as st
 
 from core.data import multi30k
+from core.foundations.config import MAX_REPEATS
 from core.foundations.errors import MIAError
 from core.foundations.names import ARCH_NAMES as ARCH_LABELS
 from core.foundations.paths import data_root, resolve_data_dir
@@ -234,7 +235,17 @@ def repeats_section(cfgs) -> dict | None:
     cached (None while any is missing: then the offer to train them is drawn)."""
     n = cfgs[0].repeats
     if n < 2:
-        return {c.arch: [summaries[c.arch]] for c in cfgs}
+        # repeats cached beyond the form's setting (Home's "Add repeats", `compare --repeats N`, a visit before a
+        # reload) are shown with their intervals rather than repeat 0 alone, in the page and its report alike
+        found = {c.arch: [summaries[c.arch]] for c in cfgs}
+        # (not under matched utility: its plan is per repeat of the form's setting)
+        for r in range(1, MAX_REPEATS if cfgs[0].match_utility == "off" else 1):
+            more = {c.arch: summary_of(repeat_config(c, r)) for c in cfgs}
+            if any(s is None for s in more.values()):
+                break
+            for a, s in more.items():
+                found[a].append(s)
+        return found
     extra = [repeat_config(c, r) for r in range(1, n) for c in cfgs]
     have = {c.config_hash: summary_of(c) for c in extra}
     lacking = [c for c in extra if have[c.config_hash] is None]
@@ -282,5 +293,5 @@ if not missing:
         matched = matched_section(shown_cfgs, runs)
     elif runs is not None and shown_cfgs[0].match_utility != "off":
         st.info("Matched utility compares FFNN and RNN: select both architectures.")
-repeats_view = cached_repeats_view(runs) if runs is not None and shown_cfgs[0].repeats > 1 else None
+repeats_view = cached_repeats_view(runs) if runs is not None and max(map(len, runs.values())) > 1 else None
 show_results(available, shown_cfgs, overrides, views, repeats_view, matched)

@@ -195,7 +195,10 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
     for col, arch in zip(columns, archs):
         d = defenders[arch]
         with col:
-            st.markdown(f"**{ARCH_LABELS[arch]}** · {d.models.victim.params:,} parameters")
+            st.markdown(f"**{ARCH_LABELS[arch]}** · {d.models.victim.params:,} parameters"
+                        # the cards read repeat 0's models; the curves below band over every repeat (issue 32)
+                        + (f" · cards: **repeat 1 of {n_repeats}** (the curves: means over the {n_repeats} repeats)"
+                           if n_repeats > 1 else ""))
             try:
                 raw = d.point(spec, "naive", utility=False)
                 point = DefendedPoint.from_dict(raw)

@@ -1,4 +1,4 @@
-"""Analyses: why do RNNs leak more? Entropy scatter with the attacks' decision boundaries,
+"""Analyses: do RNNs leak more, and why do the attacks work? Entropy scatter with the attacks' decision boundaries,
 vulnerability over training, memorization of early blocks, overtraining and model mismatch —
 FFNN and RNN side by side, each with the study's finding and a verdict computed for this run — and
 issue 22's per-record views: exposure FFNN vs RNN (flips behind a defense), the reference budget,
@@ -155,11 +155,12 @@ repeated: dict | None = None
 if n_rep >= 2:
     # per repeat: its runs, its vulnerability (cached models, nothing trains) and the long analyses
     # whose worker jobs finished for it; core.analyses.analysis.repeated_verdicts pairs them by repeat
-    per_repeat = [{"runs": summaries, **{k: all_results[k] for k in ("vulnerability", *long_results)}}]
+    per_repeat = [{"runs": summaries, **{k: all_results[k] for k in ("scatter", "vulnerability", *long_results)}}]
     for r in range(1, n_rep):
         rc = repeat_configs[r]
         b = scatter_and_vulnerability(tuple(c.config_hash for c in rc.values()), rc)
-        data = {"runs": {a: cached_summary(c) for a, c in rc.items()}, "vulnerability": b["vulnerability"]}
+        data = {"runs": {a: cached_summary(c) for a, c in rc.items()}, "scatter": b["scatter"],
+                "vulnerability": b["vulnerability"]}
         for name in LONG:
             group = long_repeat_jobs(name, r)
             if all(j is not None and j.state == "done" for j in group.jobs):

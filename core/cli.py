@@ -728,6 +728,10 @@ def add_compare_command(sub: Any, common: Callable[[argparse.ArgumentParser], No
     p.add_argument("--out", action=Once, help="write the JSON here (default: stdout); the folder must exist, and the "
                                              "file, if it exists, must be a regular file")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p.add_argument("--cached", action="store_true",
+                   help="train nothing: answer 'Do RNNs leak more?' from the repeats cached for both architectures "
+                        "(the Home page's answer: the verdict with its interval and N, or 'inconclusive (one "
+                        "repeat)'; --repeats is ignored)")
 
 
 def add_score_command(sub: Any) -> None:
@@ -820,6 +824,17 @@ def _compare(args: argparse.Namespace, out: Path | None) -> int:
                           f"{args.match_utility}): give it once")
     if "match_utility" in given(args):
         sets["match_utility"] = args.match_utility
+    if args.cached:  # what the Home page shows: read the cache, never train
+        from core.analyses.answer import cached_answer
+
+        if sets:
+            raise ConfigError("--cached answers for a preset as it is: leave out --set")
+        result = cached_answer(args.task, args.preset)
+        if out is not None:
+            write_json_atomically(out, result)
+        else:
+            emit_json(result)
+        return 0
     configs = comparison_configs(args.task, args.preset, args.repeats, sets)
     configure_threads()
 

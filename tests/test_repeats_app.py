@@ -80,7 +80,7 @@ def test_home_demo_offers_repeats_beside_its_result_then_shows_the_verdict(monke
     run_comparison({c.arch: c.with_updates({"repeats": 3}) for c in demo})
     at = AppTest.from_file(str(ROOT / "app.py")).run(timeout=60)
     text = " ".join(m.value for m in at.markdown)
-    assert "Over 3 paired repeats" in text and "N = 3" in text
+    assert "3 paired repeats cached" in text and "N = 3" in text
     assert not any(b.label.startswith("➕ Add") for b in at.button)
 
 

@@ -38,7 +38,7 @@ ABOUT = {
         "retrain victims and shadows with a defense that acts during training (DP-SGD at a noise level or a target "
         "ε, L2, PPO clip) and compare utility, attack accuracy and ε.",
     "app_pages/4_Analyses.py":
-        "why do RNNs leak more? The studies' analyses (entropy with the attacks' decision boundaries, "
+        "do RNNs leak more, and why do the attacks work? The studies' analyses (entropy with the attacks' decision boundaries, "
         "vulnerability over training, memorization, overtraining, model mismatch) on a cached run, each with a "
         "verdict for this run.",
     "app_pages/5_Findings.py":

@@ -74,8 +74,10 @@ def show_results(summaries: list[RunSummary], configs: list[ExperimentConfig],
     ``matched``: a :func:`matched_view` when ``match_utility`` is on)."""
     f = figures(summaries)
     raw = dicts(summaries)  # what the figure and report builders read
+    comp = (repeats or {}).get("comparison")
     st.subheader("Overview")
-    st.dataframe(f["overview"], hide_index=True, width="stretch")
+    # with repeats, repeat 0's numbers say so and the means with their intervals stand beside them (issue 32)
+    st.dataframe(f["overview"] if comp is None else plots.overview_table(raw, comp), hide_index=True, width="stretch")
     if summaries[0].data and summaries[0].data.get("description"):  # what was read (a CSV's missing values among it)
         st.caption(f"Data: {summaries[0].data['description']}")
     if (note := plots.resolution_note(raw)) is not None:  # what one record is worth, before any number is compared
@@ -90,7 +92,7 @@ def show_results(summaries: list[RunSummary], configs: list[ExperimentConfig],
     study = study_comparison(summaries)
     if study is not None:
         # one seed per architecture: the direction of two point estimates, not a verdict (core.measurement.stats)
-        verdict = ("❔ inconclusive with one repeat per architecture (the point estimates point "
+        verdict = ("inconclusive with one repeat per architecture (the point estimates point "
                    + ("the studies' way" if study["holds"] else "the other way") + "; set repeats ≥ 3 for an interval)")
         if study["fair"] is False:
             verdict += " (utilities too far apart to blame the architecture)"
@@ -98,7 +100,7 @@ def show_results(summaries: list[RunSummary], configs: list[ExperimentConfig],
             st.info(f"**The studies:** {study['finding']}  \n**This run:** {verdict} — {study['text']}.")
         else:
             st.info(f"**The studies:** {study['finding']}  \n**Over {repeats['comparison']['repeats']} repeats:** see "
-                    "the verdicts below (repeat 0's numbers fill the rest of the page).")
+                    f"the verdicts below (the tabs under them show repeat 1 of {repeats['comparison']['repeats']}).")
     if repeats is not None:
         show_repeats(repeats)
     if matched is not None:
@@ -107,6 +109,9 @@ def show_results(summaries: list[RunSummary], configs: list[ExperimentConfig],
     # browser two or three charts instead of seven, and drawing them was most of a visit's time (issue 23)
     with_examples = [s for s in summaries if s.examples]
     names = ["Over training", "Attacks", "Strongest attacks & why"] + (["Examples"] if with_examples else [])
+    if comp is not None:  # the tabs draw one run: say which, beside the means above
+        st.caption(f"The tabs below show **repeat 1 of {comp['repeats']}** (the form's seed); the means over the "
+                   f"{comp['repeats']} repeats, with their intervals, are in the Overview and the comparison above.")
     tabs = st.tabs(names, key="train:results_tab", on_change="rerun")
     for _ in drawn(tabs[0]):
         left, right = st.columns(2)

@@ -1,4 +1,4 @@
-"""Why do RNNs leak more? The explorer's explanation analyses, task-generic, as plain data.
+"""Do RNNs leak more, and why do attacks work? The explorer's explanation analyses, task-generic, as plain data.
 
 Each analysis takes summaries or trained models (never a figure) and returns JSON-able dicts that
 the CLI writes (``python -m core analyze``) and the Analyses page draws:
@@ -546,6 +546,8 @@ def _repeat_results(configs: dict[str, ExperimentConfig], names: list[str], cach
         say(f"train & attack ({arch})", 0.0)
         summaries[arch] = run_experiment(cfg, cache=cache).summary
     out: dict[str, Any] = {"runs": summaries}
+    if "scatter" in names:
+        out["scatter"] = {a: entropy_scatter(s) for a, s in summaries.items()}
     if "vulnerability" in names:
         out["vulnerability"] = {a: vulnerability(trained_models(configs[a], cache=cache), s) for a, s in summaries.items()}
     for name, fn in (("memorization", memorization), ("overtraining", overtraining)):
@@ -574,13 +576,23 @@ def runs_verdict(summaries: dict[str, RunSummary | dict[str, Any]]) -> Verdict:
 
 
 def scatter_verdict(scatter: dict[str, dict[str, Any]]) -> Verdict:
-    """Members' mean APE below non-members' for both architectures (:func:`entropy_scatter` data):
-    the gaps of one run, :data:`ONE_REPEAT` (no interval is computed for them)."""
-    gaps = {a: scatter[a]["mean_ape"]["non_members"] - scatter[a]["mean_ape"]["members"] for a in ("ffnn", "rnn")}
+    """The study's two halves (:func:`entropy_scatter` data): members' mean APE below non-members'
+    (the gap non-members − members above 0) for each architecture, *and* the RNN separating them
+    more (FFNN − RNN gap below 0). One run gives both gaps and their difference, :data:`ONE_REPEAT`
+    (no interval is computed for them; :func:`repeated_verdicts` gives one over repeats)."""
+    gaps = {a: scatter_gap(scatter[a]) for a in ("ffnn", "rnn")}
     lower = [ARCH_NAMES[a] for a, g in gaps.items() if g > 0]
-    return Verdict("inconclusive", "members' mean APE below non-members' for "
+    d = gaps["ffnn"] - gaps["rnn"]
+    return Verdict("inconclusive", "(1) members' mean APE below non-members' for "
                    + (" and ".join(lower) if lower else "neither architecture")
-                   + f" (gap FFNN {gaps['ffnn']:+.3g}, RNN {gaps['rnn']:+.3g} nats) — {ONE_REPEAT}")
+                   + f" (gap FFNN {gaps['ffnn']:+.3g}, RNN {gaps['rnn']:+.3g} nats); (2) the RNN separates them "
+                   + ("more" if d < 0 else "less") + f": FFNN − RNN gap {d:+.3g} nats — {ONE_REPEAT}", d)
+
+
+def scatter_gap(sc: dict[str, Any]) -> float:
+    """Non-members' minus members' mean APE (nats) of one :func:`entropy_scatter`: above 0 when members
+    get the lower entropy, the larger the better the two are separated."""
+    return float(sc["mean_ape"]["non_members"] - sc["mean_ape"]["members"])
 
 
 def _checkpoint_accuracy(rows: list[dict[str, Any]]) -> dict[int, float]:
@@ -688,6 +700,10 @@ def _runs_pair(summaries: dict[str, RunSummary | dict[str, Any]]) -> tuple[float
     return accuracy(summaries["ffnn"]), accuracy(summaries["rnn"])
 
 
+def _scatter_pair(scatter: dict[str, dict[str, Any]]) -> tuple[float, float] | None:
+    return scatter_gap(scatter["ffnn"]), scatter_gap(scatter["rnn"])
+
+
 def _vulnerability_pair(vuln: dict[str, dict[str, Any]]) -> tuple[float, float] | None:
     """Each architecture's attack accuracy averaged over the checkpoint epochs both attacked."""
     f, r = _checkpoint_accuracy(vuln["ffnn"]["rows"]), _checkpoint_accuracy(vuln["rnn"]["rows"])
@@ -714,6 +730,8 @@ def _memorization_pair(m: dict[str, dict[str, Any]]) -> tuple[float, float] | No
 #: core.measurement.stats' three-valued one on the paired difference (holds / reversed / inconclusive).
 REPEATED: dict[str, tuple[Any, int, str]] = {
     "runs": (_runs_pair, -1, "final attack accuracy"),
+    "scatter": (_scatter_pair, -1, "entropy gap (non-members' − members' mean APE, nats): the RNN separates them "
+                                   "more"),
     "vulnerability": (_vulnerability_pair, -1, "attack accuracy averaged over the shared checkpoint epochs"),
     "overtraining": (_overtraining_pair, +1, "rise of the attack accuracy past the best validation epoch"),
     "memorization": (_memorization_pair, -1, "attack accuracy on the first block learned"),
@@ -748,10 +766,24 @@ def repeated_verdict_sentence(v: dict[str, Any]) -> str:
     interval, N and the p-values (what the pages and reports print)."""
     d, verdict_ = v["difference"], v.get("verdict") or {}
     diff = d["diff"]
-    ci = (f"[{diff['ci_low']:+.3f}, {diff['ci_high']:+.3f}]" if diff.get("ci_low") is not None else "(no interval)")
+
+    def ci_of(e: dict[str, Any]) -> str:
+        return f"[{e['ci_low']:+.3f}, {e['ci_high']:+.3f}]" if e.get("ci_low") is not None else "(no interval)"
+
     p = f"; p = {d['p_t']:.3f} (paired t), {d['p_permutation']:.3f} (sign flip)" if d.get("p_t") is not None else ""
-    return (f"**{verdict_.get('value', 'no hypothesis')}** — {v['what']}: FFNN − RNN {diff['mean']:+.3f} "
-            f"95 % CI {ci}, N = {v['n']} repeats{p}")
+    line = (f"**{verdict_.get('value', 'no hypothesis')}** — {v['what']}: FFNN − RNN {diff['mean']:+.3f} "
+            f"95 % CI {ci_of(diff)}, N = {v['n']} repeats{p}")
+    if v.get("analysis") == "scatter" and "ffnn" in v and "rnn" in v:
+        # the claim's first half, per architecture: members below non-members is a gap above 0; its interval over
+        # the repeats says whether it does (no paired test here, so no verdict word: the interval and where 0 is)
+        def half(a: str) -> str:
+            e = v[a]
+            where = ("above 0" if e.get("ci_low") is not None and e["ci_low"] > 0 else
+                     "below 0" if e.get("ci_high") is not None and e["ci_high"] < 0 else "contains 0")
+            return f"{ARCH_NAMES[a]} {e['mean']:+.3f} {ci_of(e)} ({where})"
+        line = (f"(1) members' entropy below non-members', gap per architecture over {v['n']} repeats: "
+                f"{half('ffnn')}, {half('rnn')}; (2) " + line)
+    return line
 
 
 _VERDICT_FUNCTIONS = {"scatter": scatter_verdict, "vulnerability": vulnerability_verdict,

@@ -280,8 +280,9 @@ def study_comparison(summaries: Sequence[RunSummary | dict[str, Any]]) -> dict[s
     fair = None if None in vals.values() else abs(vals["ffnn"] - vals["rnn"]) <= UTILITY_GAP.get(metric, 0.1)
     holds = acc["rnn"] > acc["ffnn"]
     attack = f.attack.name
-    text = (f"attack ({attack}) accuracy RNN {acc['rnn']:.3f} vs FFNN {acc['ffnn']:.3f}: "
-            f"{'more' if holds else 'not more'} accurate against the RNN; validation {metric} "
+    # FFNN first and the difference as FFNN − RNN: the one sign convention of every page, report and CLI
+    text = (f"attack ({attack}) accuracy FFNN {acc['ffnn']:.3f} vs RNN {acc['rnn']:.3f}, FFNN − RNN "
+            f"{acc['ffnn'] - acc['rnn']:+.3f}; validation {metric} "
             f"FFNN {_fmt(vals['ffnn'])} vs RNN {_fmt(vals['rnn'])}, generalization gap FFNN {_fmt(gap(f))} vs "
             f"RNN {_fmt(gap(r))}")
     if fair is False:

@@ -224,21 +224,31 @@ def metrics_table(summaries: list[dict[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def overview_table(summaries: list[dict[str, Any]]) -> pd.DataFrame:
-    """Parameters, utility and headline attack numbers per architecture."""
+def overview_table(summaries: list[dict[str, Any]], comparison: dict[str, Any] | None = None) -> pd.DataFrame:
+    """Parameters, utility and headline attack numbers per architecture. With ``comparison`` (the
+    paired comparison over N ≥ 2 repeats, :func:`core.analyses.repeats.comparison_json`) the numbers
+    of ``summaries`` are labelled "repeat 1 of N" and the means over the repeats with their 95 %
+    intervals stand beside them, so no single repeat reads as the result."""
+    n = int(comparison["repeats"]) if comparison else 1
+    one = f" (repeat 1 of {n})" if n > 1 else ""
     rows = []
     for s in summaries:
         t = s["timings"]
-        rows.append({
-            "architecture": ARCH_NAMES.get(s["arch"], s["arch"]),
-            "parameters": s["params"],
-            f"{UTILITY_NAMES.get(s['utility']['metric'])} train": s["utility"]["train"],
-            f"{UTILITY_NAMES.get(s['utility']['metric'])} validation": s["utility"]["val"],
-            "attack accuracy": s["attack"]["accuracy"],
-            "attack AUC": s["attack"]["auc"],
-            "compute time (s)": round(t["total_s"], 1),
-            "from cache": "yes" if s.get("cache_hit") else "no",
+        utility = UTILITY_NAMES.get(s["utility"]["metric"])
+        row = {"architecture": ARCH_NAMES.get(s["arch"], s["arch"]), "parameters": s["params"]}
+        if n > 1:  # the means first: a wide table scrolls, and the result must not be the part out of sight
+            for name, label in (("attack_accuracy", "attack accuracy"), ("attack_auc", "attack AUC"),
+                                ("utility_val", f"{utility} validation")):
+                m = (comparison["metrics"].get(name) or {}).get(s["arch"])
+                row[f"{label}, mean of {n} [95 % CI]"] = with_ci(m) if m else "—"
+        row.update({
+            f"{utility} train{one}": s["utility"]["train"],
+            f"{utility} validation{one}": s["utility"]["val"],
+            f"attack accuracy{one}": s["attack"]["accuracy"],
+            f"attack AUC{one}": s["attack"]["auc"],
         })
+        row.update({"compute time (s)": round(t["total_s"], 1), "from cache": "yes" if s.get("cache_hit") else "no"})
+        rows.append(row)
     return pd.DataFrame(rows)
 
 
@@ -852,7 +862,9 @@ def matched_utility_table(summaries: list[dict[str, Any]], attacks: tuple[str, .
 # ---------------------------------------------------------------------------- repeats and intervals
 #: headline metrics of core.analyses.repeats, as the pages name them (one list: the comparison JSON's labels)
 METRIC_NAMES = METRIC_LABELS
-VERDICT_MARKS = {"holds": "✅ holds", "reversed": "↩️ reversed", "inconclusive": "❔ inconclusive"}
+#: a verdict as printed: its own word only (holds / reversed / inconclusive), no ✅/↩️/❔ mark beside it, so that
+#: every page, the report and the CLI read the same three words (issue 32)
+VERDICT_MARKS = {"holds": "holds", "reversed": "reversed", "inconclusive": "inconclusive"}
 
 
 def with_ci(e: dict[str, Any] | None, digits: int = 3) -> str:

@@ -490,7 +490,9 @@ def run_report_html(summaries: list[dict[str, Any]], configs: list[ExperimentCon
         f"<h1>MIA Explorer — {html.escape(task)}: {html.escape(archs)}</h1>",
         f"<p class='muted'>Report written {when}. Every number comes from the cached run summaries below "
         "(the same JSON that <code>python -m core run</code> writes).</p>",
-        "<h2>Overview</h2>", _table(f["overview"]),
+        "<h2>Overview</h2>",
+        _table(f["overview"] if not (repeats and "comparison" in repeats)
+               else figures.overview_table(summaries, repeats["comparison"])),
     ]
     gap = figures.param_gap(summaries)
     if gap is not None:
@@ -502,7 +504,9 @@ def run_report_html(summaries: list[dict[str, Any]], configs: list[ExperimentCon
         one = ("inconclusive with one repeat per architecture (the point estimates point "
                + ("the studies' way" if study["holds"] else "the other way") + ")")
         if repeats and "comparison" in repeats:
-            one = f"repeat 0 below; the verdicts over {repeats['comparison']['repeats']} paired repeats follow"
+            n = repeats['comparison']['repeats']
+            one = (f"the verdicts over {n} paired repeats follow; the tables and figures after them show repeat 1 of "
+                   f"{n}")
         parts.append(f"<p><b>The studies:</b> {html.escape(study['finding'].replace('*', ''))}<br><b>This run:</b> "
                      f"{html.escape(one)} — {html.escape(study['text'])}.</p>")
     if repeats:
