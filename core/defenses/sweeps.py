@@ -47,11 +47,6 @@ def value_name(mechanism: str, target_epsilon: bool = False) -> str:
     return get_training(mechanism).parameter_of(target_epsilon).symbol
 
 
-def default_grid(mechanism: str, target_epsilon: bool = False) -> tuple[float, ...]:
-    """The quick grid of the defense's (target) parameter."""
-    return get_training(mechanism).parameter_of(target_epsilon).grid
-
-
 def check_sweep(cfg: ExperimentConfig, mechanism: str, values: list[float], target_epsilon: bool = False) -> None:
     """Raise :class:`ConfigError` (one line) unless every value is valid for ``mechanism`` on
     ``cfg``'s task: in the defense's parameter range (σ ≥ 0, ε > 0, λ ≥ 0, clip ε in (0, 1)),

@@ -334,10 +334,5 @@ def make_executor(name: str = "local", workers: int | None = None, address: str 
     raise ConfigError(f"executor must be one of {', '.join(EXECUTORS)}, got {name!r}")
 
 
-def default_executor() -> Executor:
-    """The executor named by ``$MIA_EXECUTOR`` (``local`` when unset; ``$MIA_RAY_ADDRESS`` for ray)."""
-    return make_executor(os.environ.get("MIA_EXECUTOR", "local"), address=os.environ.get("MIA_RAY_ADDRESS") or None)
-
-
 def as_tuple(index: Iterable[int]) -> tuple[int, ...]:
     return tuple(int(i) for i in index)

@@ -152,18 +152,6 @@ def aligned(target: Responses, references: list[Responses]) -> bool:
 
 
 # ---------------------------------------------------------------------------- LiRA
-@dataclass
-class LiRAFit:
-    """What scores a target: the reference statistics in the units LiRA compares."""
-
-    aligned: bool
-    #: per unit (a record, or a step when aligned): OUT mean, OUT variance, count; IN likewise (online)
-    mu_out: np.ndarray
-    var_out: np.ndarray
-    mu_in: np.ndarray | None = None
-    var_in: np.ndarray | None = None
-
-
 def lira_signals(target: Responses, references: list[Responses], steps: bool | None = None
                  ) -> tuple[np.ndarray, np.ndarray, bool]:
     """(target φ (M,), references φ (n_refs, M), aligned): M = steps when aligned, else records."""

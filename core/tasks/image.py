@@ -42,7 +42,6 @@ from core.tasks.base import (EpochCallback, FractionCallback, OutputTransform, R
                              named_record_indices)
 
 CIFAR10_BATCHES = [f"data_batch_{i}" for i in range(1, 6)]
-CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
 
 
 @dataclass(frozen=True)
