@@ -31,6 +31,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from core.experiment.cache import ArtifactCache
+from core.experiment.fidelity import chance_utility
 from core.foundations.config import ExperimentConfig, config_changes
 from core.defenses.registry import get_training
 from core.training.dpsgd import EpsilonOutOfReachError, epsilon
@@ -189,14 +190,15 @@ def _without_roc(result: AttackResult) -> dict[str, Any]:
 
 
 def baseline_of(summary: RunSummary | dict[str, Any]) -> dict[str, Any]:
-    """The ``baseline`` block from the undefended run's summary (the defenses' layout)."""
+    """The ``baseline`` block from the undefended run's summary (the defenses' layout), with
+    ``utility_chance``: the utility of a model that learned nothing (:func:`core.experiment.fidelity.chance_utility`)."""
     run = RunSummary.coerce(summary)
     return {
         "attack": _without_roc(run.attack),
         "attacks": {n: _without_roc(a) for n, a in run.attacks.items()},
         "utility": run.utility.val, "utility_train": run.utility.train,
-        "utility_metric": run.utility.metric, "epsilon_lower_bound": _lower_bound(run),
-        "config_hash": run.config_hash,
+        "utility_metric": run.utility.metric, "utility_chance": chance_utility(run),
+        "epsilon_lower_bound": _lower_bound(run), "config_hash": run.config_hash,
     }
 
 

@@ -1,0 +1,188 @@
+"""Does the same ε (λ, clip ε) cost the RNN more utility? The Training defenses page's own question, answered.
+
+At every swept value where both architectures have a point, the utility loss
+L = 1 − M(defended)/M(undefended) (paper 000 Def. 4; each repeat against its own undefended run) is
+compared as FFNN − RNN, paired by repeat (repeat r of every run shares its split), with
+:func:`core.measurement.stats.compare`: the t interval, the exact sign-flip test and the verdict
+holds / reversed / inconclusive. ``holds`` = the difference is below 0 = the RNN loses more utility,
+the study's claim (paper 000 Fig. 8). One repeat gives the difference and "inconclusive (one repeat)".
+Each value is its own test (not corrected for the grid's other values).
+
+What makes a value's numbers not comparable is said, not hidden:
+
+* a model that did not learn (its training utility within :data:`core.experiment.fidelity.NEAR_CHANCE`
+  of chance): undefended, its L has no meaning; defended, its L is saturated at 1 − chance/M(undefended),
+  and a difference then reflects the two undefended utilities, not the defense — the value is
+  ``comparable: false`` with the reasons, and the summary counts it apart from the verdicts;
+* DP-SGD in σ mode: at the same σ the two architectures' ε differ (ε depends on the number of steps
+  and the sampling rate), so the value answers "does the same σ cost the RNN more?" — each row says
+  both ε and ``same_epsilon``; the same ε needs the target-ε grid.
+
+The page (``app_pages/3_Training_defenses.py``) and ``python -m core defend --mechanism dpsgd|l2|clip``
+(key ``utility_cost_comparison``) show this block.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from core.defenses.registry import get_training
+from core.defenses.sweeps import collect_points
+from core.experiment.fidelity import NEAR_CHANCE
+from core.foundations.config import ExperimentConfig
+from core.measurement.stats import compare
+
+#: FFNN − RNN of the utility loss below 0 (the RNN loses more) is the study's claim (paper 000 Fig. 8)
+EXPECTED = -1
+ARCHS = ("ffnn", "rnn")
+#: two ε within this relative distance count as "the same ε" (a target-ε grid reaches its target up to
+#: the noise search's tolerance)
+EPSILON_RTOL = 0.05
+ONE_REPEAT = "inconclusive (one repeat)"
+
+
+def question(mechanism: str, target_epsilon: bool = False) -> str:
+    """The page's question for ``mechanism``: "Does the same ε cost the RNN more utility?" (λ, clip ε)."""
+    defense = get_training(mechanism)
+    symbol = "ε" if defense.accounted else defense.parameter_of(target_epsilon).symbol
+    return f"Does the same {symbol} cost the RNN more utility?"
+
+
+def _learned(block: dict[str, Any], chance: float | None, metric: str) -> bool:
+    """Whether a run learned: its training utility (else its validation utility) above chance by more
+    than :data:`NEAR_CHANCE` for its metric (unknown chance or utility: assumed learned)."""
+    u = block.get("utility_train")
+    u = block.get("utility") if u is None else u
+    if chance is None or u is None:
+        return True
+    return float(u) >= chance + NEAR_CHANCE.get(metric, 0.1)
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    vals = [float(v) for v in values if v is not None]
+    return float(np.mean(vals)) if vals else None
+
+
+def utility_cost_comparison(per_repeat: Sequence[tuple[dict[str, dict[str, Any]], dict[str, list[dict[str, Any]]]]],
+                            mechanism: str, target_epsilon: bool = False) -> dict[str, Any]:
+    """The block (see the module docstring) from ``per_repeat[r]`` = (baselines, points) of repeat r,
+    as :func:`core.defenses.sweeps.collect_points` returns them (a point: ``value``, ``utility``,
+    ``utility_train``, ``utility_loss``, ``epsilon``; a baseline: ``utility``, ``utility_train``,
+    ``utility_metric``, ``utility_chance``). A value enters where some repeat has a point of both
+    architectures with a utility loss; its N is the number of such repeats."""
+    defense = get_training(mechanism)
+    symbol = defense.parameter_of(target_epsilon).symbol
+    sigma_mode = bool(defense.accounted and not target_epsilon)
+    have = [a for a in ARCHS if any(pts.get(a) for _, pts in per_repeat)]
+    out: dict[str, Any] = {
+        "question": question(mechanism, target_epsilon), "metric": "utility_loss", "of": "ffnn - rnn",
+        "expected": EXPECTED, "claim": "holds = FFNN − RNN < 0: the RNN loses more utility at the same value "
+                                       "(paper 000 Fig. 8)",
+        "compared_at": symbol, "values": [], "repeats": len(per_repeat),
+        "note": ("σ grid: at the same σ the two architectures' ε differ (ε depends on the steps and the sampling "
+                 "rate), so each value answers 'does the same σ cost the RNN more utility?'; the same ε needs the "
+                 "target-ε grid" if sigma_mode else None),
+        "per_value_tests": "each value is its own paired test (not corrected for the grid's other values)",
+    }
+    missing = [a for a in ARCHS if a not in have]
+    if missing:
+        out["summary"] = (f"no comparison: no {' or '.join(a.upper() for a in missing)} point"
+                          f"{'s' if len(missing) == 1 else ''} yet — both architectures are needed")
+        return out
+    values = sorted({p["value"] for _, pts in per_repeat for a in ARCHS for p in pts.get(a, [])})
+    for v in values:
+        losses: dict[str, list[float]] = {a: [] for a in ARCHS}
+        eps: dict[str, list[float | None]] = {a: [] for a in ARCHS}
+        reasons: dict[str, list[int]] = {}  # why not comparable → the repeats (1-based) it holds in
+        for r, (bases, pts) in enumerate(per_repeat):
+            pair = {a: next((p for p in pts.get(a, []) if p["value"] == v), None) for a in ARCHS}
+            if any(pair[a] is None or pair[a].get("utility_loss") is None or a not in bases for a in ARCHS):
+                continue
+            for a in ARCHS:
+                p, base = pair[a], bases[a]
+                losses[a].append(float(p["utility_loss"]))
+                eps[a].append(p.get("epsilon"))
+                metric = base.get("utility_metric", "accuracy")
+                chance = base.get("utility_chance")
+                if not _learned(base, chance, metric):
+                    reasons.setdefault(f"the undefended {a.upper()} did not learn ({metric} near chance {chance:.3g}): "
+                                       f"its utility loss has no meaning", []).append(r + 1)
+                if not _learned(p, chance, metric):
+                    reasons.setdefault(f"the {a.upper()} at {symbol} = {v:g} did not learn ({metric} near chance "
+                                       f"{chance:.3g}): its loss is saturated at 1 − chance/M(undefended), so the "
+                                       f"difference reflects the undefended utilities, not the defense", []).append(r + 1)
+        n = len(losses["ffnn"])
+        if n == 0:
+            continue
+        comp = compare("utility_loss", losses["ffnn"], losses["rnn"], expected=EXPECTED)
+        verdict = comp.verdict.to_dict()
+        diff = comp.difference.diff
+        row: dict[str, Any] = {
+            "value": float(v), "value_name": symbol, "n": n,
+            "ffnn": {"utility_loss": _mean(losses["ffnn"]), "per_repeat": losses["ffnn"]},
+            "rnn": {"utility_loss": _mean(losses["rnn"]), "per_repeat": losses["rnn"]},
+            "difference": {"of": "ffnn - rnn", **comp.difference.to_dict()},
+            "verdict": verdict, "label": ONE_REPEAT if n < 2 else verdict["value"],
+            "sentence": (f"FFNN − RNN {diff.mean:+.3f}, no interval with N = 1" if n < 2 else
+                         f"FFNN − RNN {diff.mean:+.3f}, 95 % CI [{diff.ci_low:+.3f}, {diff.ci_high:+.3f}], N = {n}"),
+            "comparable": not reasons,
+            "not_comparable": [f"{why} (repeat{'s' if len(rs) > 1 else ''} {', '.join(map(str, rs))})"
+                               for why, rs in reasons.items()], "epsilon": None, "same_epsilon": None,
+        }
+        if defense.accounted:
+            ef, er = _mean(eps["ffnn"]), _mean(eps["rnn"])
+            same = (ef is not None and er is not None and abs(ef - er) <= EPSILON_RTOL * max(abs(ef), abs(er), 1e-12))
+            row["epsilon"] = {"ffnn": ef, "rnn": er}
+            row["same_epsilon"] = same
+            if not same:
+                shown = f"FFNN ε = {'∞' if ef is None else f'{ef:.3g}'}, RNN ε = {'∞' if er is None else f'{er:.3g}'}"
+                if sigma_mode:
+                    row["epsilon_note"] = f"same σ, not the same ε ({shown})"
+                else:  # a target-ε grid that did not reach the same ε: the same-ε question is not answered here
+                    row["comparable"] = False
+                    row["not_comparable"].append(f"the ε reached differ ({shown}): not the same ε")
+        out["values"].append(row)
+    out["summary"] = summary_sentence(out["values"], symbol)
+    return out
+
+
+def summary_sentence(rows: Sequence[dict[str, Any]], symbol: str) -> str:
+    """One line over the values: how many hold / reverse / are inconclusive, and how many are not comparable."""
+    if not rows:
+        return "no comparison yet: no value has a point of both architectures"
+    comparable = [r for r in rows if r["comparable"]]
+    words = {w: sum(1 for r in comparable if r["verdict"]["value"] == w) for w in ("holds", "reversed", "inconclusive")}
+    n_max = max(r["n"] for r in rows)
+    head = (f"over {len(comparable)} comparable {symbol} value{'s' if len(comparable) != 1 else ''}: "
+            + ", ".join(f"{w} {k}" for w, k in words.items()))
+    if n_max < 2:
+        head += " (one repeat: no interval, no verdict)"
+    off = len(rows) - len(comparable)
+    return head + (f"; not comparable at {off} value{'s' if off != 1 else ''}" if off else "")
+
+
+def sweep_utility_cost(runs: dict[str, list[tuple[float | None, ExperimentConfig]]],
+                       summaries: Sequence[dict[tuple[str, float | None], Any]], mechanism: str,
+                       target_epsilon: bool = False) -> dict[str, Any]:
+    """:func:`utility_cost_comparison` of a sweep's runs (:func:`core.defenses.sweeps.sweep_runs`) from
+    ``summaries[r]`` = repeat r's summaries (None where not run yet), as
+    :func:`core.defenses.sweeps.collect_points_repeats` reads them."""
+    return utility_cost_comparison([collect_points(runs, s, mechanism, target_epsilon) for s in summaries],
+                                   mechanism, target_epsilon)
+
+
+def table_rows(block: dict[str, Any]) -> list[dict[str, Any]]:
+    """The block's values as table rows (the page's table; FFNN − RNN throughout)."""
+    rows = []
+    for r in block["values"]:
+        d = r["difference"]["diff"]
+        row = {block["compared_at"]: r["value"], "L FFNN": r["ffnn"]["utility_loss"], "L RNN": r["rnn"]["utility_loss"],
+               "FFNN − RNN": d["mean"], "95 % CI": (f"[{d['ci_low']:+.3f}, {d['ci_high']:+.3f}]"
+                                                    if d.get("ci_low") is not None else "—"),
+               "N": r["n"], "verdict": r["label"] if r["comparable"] else f"not comparable ({r['label']})"}
+        if r["epsilon"] is not None:
+            row["ε FFNN"], row["ε RNN"] = r["epsilon"]["ffnn"], r["epsilon"]["rnn"]
+        row["note"] = "; ".join(r["not_comparable"] + ([r["epsilon_note"]] if r.get("epsilon_note") else []))
+        rows.append(row)
+    return rows
