@@ -17,6 +17,7 @@ from core.foundations.config import MAX_REPEATS
 from core.analyses.repeats import repeat_config
 from core.defenses.sweeps import (accuracy_bound_curve, collect_points_repeats, expected_run_s, expected_sweep,
     run_cost_s, study_recipe_epsilons, sweep_runs)
+from core.defenses.utility_cost import question as utility_cost_question, sweep_utility_cost, table_rows as utility_cost_rows
 from core.tasks import get_task
 from core.views import figures as plots  # the one figure module
 from ui.nav import format_seconds
@@ -32,7 +33,8 @@ st.caption(
     "clipped to norm C and Gaussian noise N(0, σ²C²) is added to the batch sum; Opacus' accountants turn σ, the "
     "sampling rate q and the number of steps into (ε, δ). **L2** penalises the weight matrices (paper 000 Fig. 7). "
     "**PPO clip ε** (navigation) limits how far each update moves the policy. The study's question: does the same "
-    "ε cost the RNN more utility than the FFNN?")
+    "ε cost the RNN more utility than the FFNN? The answer, with its interval over the sweep's repeats, is below the "
+    "table.")
 
 c1, c2, c3, c4 = st.columns([2, 2, 1, 2])
 with c1:
@@ -247,6 +249,25 @@ st.dataframe(plots.training_defense_table(points, baselines).style.format(precis
 metric = plots.UTILITY_NAMES.get(next(iter(baselines.values()))["utility_metric"], "utility")
 st.caption(f"Utility: {metric} on unseen records; utility loss 1 − M(defended)/M(undefended) (paper 000 Def. 4). "
            "Attack: the task's primary attack, fitted on shadows trained with the same recipe.")
+
+# ---------------------------------------------------------------------------- the page's question, answered
+st.subheader(utility_cost_question(mechanism, target_epsilon))
+if set(archs) >= {"ffnn", "rnn"}:
+    cost = sweep_utility_cost(runs, repeat_summaries, mechanism, target_epsilon)
+    st.markdown(f"**Answer** — {cost['summary']}.")
+    if cost["note"]:
+        st.info(f"{cost['note']}: choose *{defense.target.hint}* under *Grid of* above." if defense.target
+                else cost["note"])
+    if cost["values"]:
+        st.dataframe(utility_cost_rows(cost), hide_index=True, width="stretch")
+    st.caption("FFNN − RNN of the utility loss L at each value, paired over the repeats cached for both "
+               "architectures (each repeat against its own undefended run); **holds** = below 0 = the RNN loses more "
+               "utility (the study's claim, paper 000 Fig. 8). A verdict needs the 95 % t interval and the exact "
+               "sign-flip test to agree (N ≥ 6 pairs); one repeat gives the difference and "
+               "\"inconclusive (one repeat)\". Each value is its own test. *Not comparable*: a model at that value "
+               "(or undefended) did not learn — its utility at chance — so its loss says nothing about the defense.")
+else:
+    st.caption("Pick both FFNN and RNN to compare their utility loss at the same value.")
 
 if defense.accounted and task_name in DPSGD_RECIPE:  # the studies' tasks only (a tabular task has no recipe)
     st.markdown("**DP-SGD recipes: the study's (paper 000 Table 2; ε computed by us) beside ours**")

@@ -101,3 +101,55 @@ def test_dpsgd_sigma_grid_says_the_epsilons_differ_and_a_target_grid_compares_th
 def test_questions_name_the_swept_parameter():
     assert question("dpsgd") == question("dpsgd", True) == "Does the same ε cost the RNN more utility?"
     assert question("clip") == "Does the same clip ε cost the RNN more utility?"
+
+
+def test_training_defenses_page_answers_its_question_over_the_cached_repeats(monkeypatch):
+    """The page over a real tiny L2 sweep (both architectures, λ = 0.1) whose six repeats' utilities are
+    planted (the tiny models learn nothing): the RNN loses more in every repeat → "holds" with N = 6;
+    the repeats box at 1 → "inconclusive (one repeat)"."""
+    import copy
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    import ui.shared
+    from core.analyses.repeats import repeat_config
+    from core.defenses.sweeps import sweep_runs
+    from core.experiment.pipeline import run_experiment
+    from core.experiment.results import RunSummary
+    from core.tasks import get_task
+
+    task = get_task("image")
+    tiny = dict(n_train=40, n_eval=20, epochs=2, n_shadows=1, attack_epochs=(), attack_train_epochs=3, batch_size=16)
+    monkeypatch.setitem(task.presets, "quick", {**task.presets["quick"], **tiny})
+    runs = sweep_runs({a: task.make_config(a, "quick") for a in ("ffnn", "rnn")}, "l2", [0.1])
+    planted = {}
+    for arch, rs in runs.items():
+        for v, cfg in rs:
+            real = run_experiment(cfg).summary
+            for r in range(6):
+                s = copy.deepcopy(real)
+                loss = 0.0 if v is None else (0.1 + 0.01 * r if arch == "ffnn" else 0.3 + 0.02 * r)
+                s["utility"]["val"] = s["utility"]["train"] = BASE_U * (1 - loss)
+                planted[repeat_config(cfg, r).config_hash] = RunSummary.coerce(s)
+    monkeypatch.setattr(ui.shared, "summary_of", lambda cfg: planted.get(cfg.config_hash))
+
+    at = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "app.py"))
+    at.switch_page("app_pages/3_Training_defenses.py")
+    at.run(timeout=60)
+    at.radio(key="tdef:mech").set_value("l2")
+    at.run(timeout=60)
+    at.text_input(key="tdef:grid:l2").set_value("0.1").run(timeout=120)
+    assert not at.exception, at.exception
+    assert at.number_input(key="tdef:repeats:l2:0.1").value == 6
+    assert any(h.value == "Does the same λ cost the RNN more utility?" for h in at.subheader)
+    answer = [m.value for m in at.markdown if m.value.startswith("**Answer**")]
+    assert answer == ["**Answer** — over 1 comparable λ value: holds 1, reversed 0, inconclusive 0."]
+    table = [d.value for d in at.dataframe if "FFNN − RNN" in d.value.columns][0]
+    assert list(table["verdict"]) == ["holds"] and list(table["N"]) == [6]
+    assert table["FFNN − RNN"][0] == pytest.approx(0.125 - 0.35)
+    at.number_input(key="tdef:repeats:l2:0.1").set_value(1).run(timeout=60)
+    assert not at.exception, at.exception
+    table = [d.value for d in at.dataframe if "FFNN − RNN" in d.value.columns][0]
+    assert list(table["verdict"]) == [ONE_REPEAT] and list(table["N"]) == [1]
+    assert table["FFNN − RNN"][0] == pytest.approx(-0.2)
