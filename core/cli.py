@@ -455,6 +455,7 @@ def _defend_training(args: argparse.Namespace, config, out, progress) -> int:
     say = (lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr))
     result = sweep(config, args.mechanism, values, target_epsilon=args.target_epsilon, progress=progress,
                    on_point=lambda i, n, p: say(f"[defend] {args.mechanism}: {i}/{n} values"))
+    result["utility_cost_comparison"] = cached_utility_cost(args, config, values)
     if out is not None:
         write_json_atomically(out, result)
     else:
@@ -465,6 +466,38 @@ def _defend_training(args: argparse.Namespace, config, out, progress) -> int:
         raise ConfigError(f"{len(missing)} of {len(values)} values not computed ({shown_values}), the points computed "
                           f"are written; the first: {missing[0]['error']}")
     return 0
+
+
+def cached_utility_cost(args: argparse.Namespace, config, values: list[float]) -> dict[str, Any]:
+    """The Training defenses page's answer to "does the same ε (λ, clip ε) cost the RNN more utility?"
+    (:func:`core.defenses.utility_cost.sweep_utility_cost`) over the sweep's runs cached for both
+    architectures — this sweep's, and the other architecture's from its own ``defend --arch`` or the page —
+    and their repeats 1, 2, … as far as any is cached (the page's repeats box). Nothing trains here."""
+    from core.analyses.repeats import repeat_config
+    from core.defenses.sweeps import sweep_runs
+    from core.defenses.utility_cost import question, sweep_utility_cost
+    from core.experiment.pipeline import cached_summary
+
+    task = get_task(config.task)
+    others = [a for a in ("ffnn", "rnn") if a in task.archs and a != config.arch]
+    how = (f"from the runs cached for both architectures (this sweep's {config.arch.upper()} runs; "
+           + (f"the {others[0].upper()}'s from `python -m core defend --arch {others[0]}` with the same --preset, "
+              f"--set and --values, or the Training defenses page" if others else "the task has one architecture")
+           + "); repeats 1, 2, … as cached by the page's repeats box; nothing trained for the comparison")
+    try:
+        bases = {config.arch: config}
+        bases.update({a: task.make_config(a, args.preset, check_named_sets(parse_sets(args.sets), args)) for a in others})
+        runs = sweep_runs(bases, args.mechanism, values, args.target_epsilon)
+    except MIAError as exc:  # the other architecture's config or grid is refused: no comparison, said why
+        return {"question": question(args.mechanism, args.target_epsilon), "values": [], "how": how,
+                "summary": f"no comparison: {' '.join(str(exc).split())}"}
+    summaries = []
+    for r in range(MAX_REPEATS):
+        cached = {(a, v): cached_summary(repeat_config(c, r)) for a, rs in runs.items() for v, c in rs}
+        if r and all(s is None for s in cached.values()):
+            break
+        summaries.append(cached)
+    return {**sweep_utility_cost(runs, summaries, args.mechanism, args.target_epsilon), "how": how}
 
 
 def _defend(args: argparse.Namespace, config, out, progress) -> int:

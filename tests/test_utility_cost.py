@@ -153,3 +153,34 @@ def test_training_defenses_page_answers_its_question_over_the_cached_repeats(mon
     table = [d.value for d in at.dataframe if "FFNN − RNN" in d.value.columns][0]
     assert list(table["verdict"]) == [ONE_REPEAT] and list(table["N"]) == [1]
     assert table["FFNN − RNN"][0] == pytest.approx(-0.2)
+
+
+def test_cli_defend_dpsgd_writes_the_comparison_from_both_architectures_cached_runs(tmp_path):
+    """``defend --mechanism dpsgd`` adds ``utility_cost_comparison``: none while only one architecture's
+    sweep is cached, then the paired FFNN − RNN difference at σ = 2 with N = 1 and "inconclusive (one repeat)"."""
+    import json
+
+    from core.cli import main
+
+    tiny = dict(n_train=40, n_eval=20, epochs=2, n_shadows=1, attack_epochs=(), attack_train_epochs=3, batch_size=16)
+    sets = [a for k, v in tiny.items() for a in ("--set", f"{k}={','.join(map(str, v)) if isinstance(v, tuple) else v}")]
+
+    def defend(arch):
+        out = tmp_path / f"{arch}.json"
+        assert main(["defend", "--task", "image", "--arch", arch, "--mechanism", "dpsgd", "--values", "2", "--quiet",
+                     "--out", str(out), *sets]) == 0
+        return json.loads(out.read_text())
+
+    rnn = defend("rnn")
+    block = rnn["utility_cost_comparison"]
+    assert block["values"] == [] and "no FFNN points" in block["summary"] and "defend --arch ffnn" in block["how"]
+    ffnn = defend("ffnn")
+    block = ffnn["utility_cost_comparison"]
+    assert block["question"] == "Does the same ε cost the RNN more utility?" and "target-ε grid" in block["note"]
+    (row,) = block["values"]
+    (pf,), (pr,) = ffnn["points"], rnn["points"]
+    assert row["value"] == 2.0 and row["n"] == 1 and row["label"] == ONE_REPEAT
+    assert row["difference"]["diff"]["mean"] == pytest.approx(pf["utility_loss"] - pr["utility_loss"])
+    assert row["epsilon"] == {"ffnn": pytest.approx(pf["epsilon"]), "rnn": pytest.approx(pr["epsilon"])}
+    learned = all(b["utility_train"] >= b["utility_chance"] + 0.1 for b in (ffnn["baseline"], rnn["baseline"]))
+    assert row["comparable"] == (learned and all(p["utility_train"] >= 0.2 for p in (pf, pr)))
