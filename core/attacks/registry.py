@@ -31,6 +31,8 @@ from typing import Any, Callable, Protocol
 
 import numpy as np
 
+from core.attacks.sequence_scores import (lacks_moments, lacks_zlib, min_k_attack, min_k_plus_plus_attack,
+    zlib_attack)
 from core.attacks.shadow_attacks import (Attack, AttackOutcome, AttackTraining, RankHistogramAttack,
     RecordFeatureAttack, ShadowModelAttack, entropy_threshold_attack, loss_threshold_attack)
 from core.foundations.errors import ConfigError
@@ -96,6 +98,9 @@ class AttackEntry:
     under_defenses: str = "registry"
     #: the paper it implements
     cite: str = ""
+    #: responses stage: why it cannot run on a run's Responses (None when it can), e.g. a per-step
+    #: statistic missing from Responses cached before it was kept; the run lists it in ``attacks_not_run``
+    requires: Callable[[Responses], str | None] | None = None
 
     def __post_init__(self) -> None:
         if self.stage not in STAGES:
@@ -160,9 +165,21 @@ def get(name: str) -> AttackEntry:
         raise ConfigError(f"unknown attack {name!r}; registered: {', '.join(_REGISTRY)}") from None
 
 
-def responses_attacks(task: str, training: AttackTraining) -> list[Attack]:
-    """Fresh (unfitted) responses-stage attacks of ``task``, in registration order."""
-    return [e.factory(training) for e in entries(task, "responses")]
+def responses_attacks(task: str, training: AttackTraining, responses: Responses | None = None) -> list[Attack]:
+    """Fresh (unfitted) responses-stage attacks of ``task``, in registration order; with ``responses``,
+    those that can run on them only (:func:`unavailable`)."""
+    skip = unavailable(task, responses) if responses is not None else {}
+    return [e.factory(training) for e in entries(task, "responses") if e.name not in skip]
+
+
+def unavailable(task: str, responses: Responses) -> dict[str, str]:
+    """{attack: why not} for the responses-stage attacks of ``task`` that cannot run on ``responses``."""
+    out = {}
+    for e in entries(task, "responses"):
+        why = e.requires(responses) if e.requires is not None else None
+        if why:
+            out[e.name] = why
+    return out
 
 
 def model_attacks(task: str) -> list[ModelAttack]:
@@ -180,6 +197,10 @@ def catalog(task: str) -> list[dict[str, Any]]:
 
 # ---------------------------------------------------------------------------- the built-in responses-stage attacks
 _NOT_TRANSLATION = "reads a translation's reference-token ranks or its own decoding; other tasks have neither"
+_NOT_SEQUENCE = (("image", "one answer per record: the lowest k % of one token's log-probability is the loss threshold"),
+                 ("tabular", "one answer per record: the lowest k % of one token's log-probability is the loss threshold"),
+                 ("navigation", "the reference of a step is the label model's policy (a distribution), not one token "
+                                "whose log-probability could be ranked"))
 for _entry in (
     AttackEntry("shadow", ATTACK_NAMES["shadow"], ATTACK_SHORT["shadow"], "shadows", "responses",
                 lambda training: ShadowModelAttack(training), cite="Shokri et al. 2017"),
@@ -194,6 +215,19 @@ for _entry in (
                 lambda training: RecordFeatureAttack("bleu_features", name="bleu_feature", training=training),
                 tasks=("translation",), not_for=(("image", _NOT_TRANSLATION), ("navigation", _NOT_TRANSLATION)),
                 cite="Hisamoto et al. 2020"),
+    # issue 34: sequence-model scores from the reference tokens' log-probabilities (core.attacks.sequence_scores)
+    AttackEntry("min_k", "Min-K% (lowest token log-probs)", "Min-K%", "shadows", "responses",
+                lambda training: min_k_attack(), tasks=("translation",), not_for=_NOT_SEQUENCE,
+                cite="Shi et al., ICLR 2024"),
+    AttackEntry("min_k_pp", "Min-K%++ (standardised token log-probs)", "Min-K%++", "shadows", "responses",
+                lambda training: min_k_plus_plus_attack(), tasks=("translation",), not_for=_NOT_SEQUENCE,
+                requires=lacks_moments, cite="Zhang et al. 2024"),
+    AttackEntry("zlib", "Loss / zlib length of the reference", "zlib", "shadows", "responses",
+                lambda training: zlib_attack(), tasks=("translation",),
+                not_for=(("image", "an image has no text to compress"),
+                         ("navigation", "a map's reference is a policy, not a text to compress"),
+                         ("tabular", "a table row has no text to compress")),
+                requires=lacks_zlib, cite="Carlini et al., USENIX Security 2021"),
 ):
     register(_entry)
 _BUILTIN = frozenset(_REGISTRY)

@@ -218,12 +218,23 @@ def _defend_top_k(r: Responses, k: float, eta: float, rng: np.random.Generator) 
     others_h = np.where(others, special.digamma(n_o * a + 1.0) - special.digamma(a + 1.0), 0.0)
     entropy = (-(special.xlogy(visible, visible)).sum(1) - special.xlogy(x_others, x_others)
                + x_others * np.clip(others_h, 0, None))
+    entropy = np.maximum(entropy, 0.0)
+    # the spread of log p (Min-K%++'s σ², Zhang et al. 2024), like the entropy: exact over the visible
+    # components, over the others (mass x_o split as s ~ Dir(a, …, a) over n_o tokens) its expectation
+    # E Σᵢ x_o sᵢ (log x_o + log sᵢ)² = x_o [(log x_o)² − 2 log x_o · H_o + (ψ(a+1) − ψ(n_o·a+1))² + ψ₁(a+1) − ψ₁(n_o·a+1)]
+    # (sᵢ ~ Beta(a, (n_o − 1)a); E[s (log s)²] = E[s]·E_{Beta(a+1, (n_o−1)a)}[(log s)²]); σ² = that second moment − H²
+    log_vis, log_o = log_x[:, :-1], log_x[:, -1]
+    split_m2 = np.where(others, (special.digamma(a + 1.0) - special.digamma(n_o * a + 1.0)) ** 2
+                        + special.polygamma(1, a + 1.0) - special.polygamma(1, n_o * a + 1.0), 0.0)
+    second = (visible * log_vis ** 2).sum(1) + x_others * (log_o ** 2 - 2.0 * log_o * np.clip(others_h, 0, None)
+                                                          + np.clip(split_m2, 0, None))
     return r.with_step_signals(
         top_probs=new_top.astype(np.float32),
         ref_prob=x_ref.astype(np.float32),
         ref_rank=np.rint(rank).astype(np.int32),
-        entropy=np.maximum(entropy, 0.0).astype(np.float32),
+        entropy=entropy.astype(np.float32),
         cross_entropy=(-log_ref).astype(np.float32),
+        logp_var=np.maximum(second - entropy ** 2, 0.0).astype(np.float32),
     )
 
 

@@ -28,13 +28,15 @@ import numpy as np
 from core.attacks.label_only import GAP_THRESHOLD, LABEL_QUERIES, correct_counts, fit_count_threshold, gap_scores
 from core.attacks.quantile import QUANTILE_ALPHA, QuantileRegressor, QuantileTraining, quantile_scores
 from core.attacks.registry import AttackEntry, VictimQuery, register
+from core.attacks.sequence_scores import reference_ratio_scores
 from core.attacks.shadow_attacks import AttackOutcome
 from core.experiment.cache import ArtifactCache
 from core.experiment.reference_attacks import (LIRA, RMIA, ReferenceAttack, fit_reference_attacks, record_mean,
     reference_inputs, score_reference_attacks, step_logit_confidence, victim_answers)
 from core.experiment.roles import TrainedModels
 from core.foundations.errors import ConfigError
-from core.measurement.metrics import evaluate_attack
+from core.experiment.roles import reference_answers
+from core.measurement.metrics import best_threshold, evaluate_attack
 from core.measurement.responses import Responses
 
 #: at most this many attacker-half records form the quantile regressor's non-member pool
@@ -182,6 +184,68 @@ class LabelOnlyAttack:
                 "gap": AttackOutcome(evaluate_attack("gap", gap, query.membership, GAP_THRESHOLD), gap)}
 
 
+# ---------------------------------------------------------------------------- the reference ratio (issue 34)
+class ReferenceRatioAttack:
+    """The victim's mean token NLL minus the mean NLL of the shadows that did not train on the record
+    (:func:`core.attacks.sequence_scores.reference_ratio_scores`; Carlini et al. 2021 §5.1).
+
+    The shadows answer the victim's evaluation records (:func:`core.experiment.roles.reference_answers`;
+    they train on the attacker's half, so none trained on those). The threshold is fitted on the
+    shadows: each shadow j in turn is the target on its own in/out records, the other shadows that did
+    not train on a record its references there (records no other shadow is out on are left out of the fit).
+    Under a defense the victim's defended answers are scored against the undefended references (the
+    naive attacker's threshold).
+    """
+
+    names = ("reference_ratio",)
+
+    def __init__(self) -> None:
+        self.skipped, self.fit_s = "", 0.0
+        self.threshold = float("nan")
+        self.reference_loss: np.ndarray | None = None
+        self.reference_out: np.ndarray | None = None
+
+    @staticmethod
+    def _out_mask(models: TrainedModels, index: np.ndarray, exclude: int | None = None) -> np.ndarray:
+        return np.stack([~np.isin(index, models.splits.shadow_in[k]) & (k != exclude)
+                         for k in range(len(models.shadows))])
+
+    def fit(self, models: TrainedModels, cache: Any) -> bool:
+        t = time.perf_counter()
+        if len(models.shadows) < 2:
+            self.skipped = ("the reference ratio's threshold is fitted with one shadow as the target and the others "
+                            "as its references: it needs at least two shadow models")
+            return False
+        epoch, scores, membership = models.cfg.epochs, [], []
+        n = 2 * models.cfg.n_eval
+        for j in range(len(models.shadows)):
+            query = models.shadow_query_index(j)
+            refs = np.stack([r.mean_cross_entropy for r in reference_answers(models, query, cache)])
+            own = models.shadows[j].responses[epoch].mean_cross_entropy
+            scores.append(reference_ratio_scores(own, refs, self._out_mask(models, query, exclude=j)))
+            membership.append(np.asarray(models.shadow_membership[j * n : (j + 1) * n], bool))
+        scores_all, member_all = np.concatenate(scores), np.concatenate(membership)
+        ok = np.isfinite(scores_all)
+        if ok.sum() == 0 or member_all[ok].all() or not member_all[ok].any():
+            self.skipped = "no shadow record has another shadow that did not train on it and both classes"
+            return False
+        self.threshold = best_threshold(scores_all[ok], member_all[ok])
+        eval_index = models.splits.eval_index
+        self.reference_loss = np.stack([r.mean_cross_entropy for r in reference_answers(models, eval_index, cache)])
+        self.reference_out = self._out_mask(models, eval_index)
+        self.fit_s = time.perf_counter() - t
+        return True
+
+    def outcomes(self, query: VictimQuery) -> dict[str, AttackOutcome]:
+        scores = reference_ratio_scores(query.eval_responses().mean_cross_entropy, self.reference_loss,
+                                        self.reference_out)
+        scores = np.where(np.isfinite(scores), scores, -np.inf)
+        return {"reference_ratio": AttackOutcome(
+            evaluate_attack("reference_ratio", scores, query.membership, self.threshold), scores)}
+
+
+_NOT_TOKENS = ("one answer per record: the victim's loss minus the references' mean loss is offline LiRA's "
+               "signal without its Gaussian; the reference ratio is registered for token sequences")
 _NO_LABELS = {
     "translation": "a translation's 'label' is a whole token sequence and no augmentation of a sentence keeps its "
                    "reference translation; the sequence-model scores of issue 34 are its label-free attacks",
@@ -202,3 +266,9 @@ register(AttackEntry("quantile", "Quantile regression (Bertran, no shadows)", "q
 register(AttackEntry("label_only", "Label-only, augmentations (Choquette-Choo)", "label-only", "labels", "models",
                      LabelOnlyAttack, not_for=tuple(_NO_LABELS.items()), outputs=("label_only", "gap"),
                      cite="Choquette-Choo et al., ICML 2021; gap attack: Yeom et al. 2018"))
+register(AttackEntry("reference_ratio", "Reference ratio (loss − shadows' loss)", "ref. ratio", "references", "models",
+                     ReferenceRatioAttack, tasks=("translation",),
+                     not_for=(("image", _NOT_TOKENS), ("tabular", _NOT_TOKENS),
+                              ("navigation", "a step's reference is a policy (a distribution), not a token sequence "
+                                             "whose loss the references could be compared on")),
+                     cite="Carlini et al., USENIX Security 2021 §5.1"))

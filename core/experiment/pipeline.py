@@ -49,7 +49,7 @@ from core.tasks.base import Task
 
 #: names other modules and pages long took from here; they live in :mod:`core.experiment.roles` now
 __all__ = ["run_experiment", "trained_models", "cached_summary", "cached_runs", "config_of", "fitted_attacks",
-           "fitted_attack_variants", "build_attacks", "AttackVariant", "ExperimentResult", "TrainedModels",
+           "fitted_attack_variants", "build_attacks", "unavailable_attacks", "AttackVariant", "ExperimentResult", "TrainedModels",
            "Splits", "make_splits", "role_seed", "seed_everything", "model_from_weights", "reference_answers"]
 
 
@@ -173,11 +173,23 @@ def training_stages(cfg: ExperimentConfig) -> list[tuple[str, float]]:
     return stages + [(role_stage(cfg, f"shadow_{i}"), 1.0) for i in range(cfg.n_shadows)]
 
 
-def build_attacks(task: Task, cfg: ExperimentConfig) -> list[Attack]:
+def build_attacks(task: Task, cfg: ExperimentConfig, responses: Responses | None = None) -> list[Attack]:
     """Fresh (unfitted) attacks of ``cfg`` fitted on the shadows' Responses: the registry's
-    responses-stage attacks of the task (:mod:`core.attacks.registry`), then the task's own."""
+    responses-stage attacks of the task (:mod:`core.attacks.registry`), then the task's own; with
+    ``responses``, without those that cannot run on them (:func:`unavailable_attacks`)."""
     training = AttackTraining(cfg.attack_hidden, cfg.attack_train_epochs, cfg.attack_lr, seed=cfg.seed)
-    return attack_registry.responses_attacks(task.name, training) + task.extra_attacks(cfg, training)
+    return attack_registry.responses_attacks(task.name, training, responses) + task.extra_attacks(cfg, training)
+
+
+def unavailable_attacks(models: TrainedModels) -> dict[str, str]:
+    """{attack: why not} for the responses-stage attacks the run's stored Responses cannot support
+    (e.g. Min-K%++ on Responses cached before the per-step spread of log p was kept): read on the
+    victim's and the shadows' final answers, so every variant of the run fits the same attacks."""
+    task, epoch = models.task.name, models.cfg.epochs
+    out: dict[str, str] = {}
+    for r in [models.victim.responses[epoch]] + [s.responses[epoch] for s in models.shadows]:
+        out.update(attack_registry.unavailable(task, r))
+    return out
 
 
 def fitted_attacks(
@@ -218,9 +230,14 @@ def fitted_attack_variants(
     cache = cache or ArtifactCache()
     out: list[list[Attack] | None] = []
     missing: list[tuple[int, list[Attack], list[str], Responses]] = []
+    skip = set(unavailable_attacks(models))
+
+    def build() -> list[Attack]:
+        return [a for a in build_attacks(models.task, cfg) if a.name not in skip]
+
     for v in variants:
         epoch = cfg.epochs if v.epoch is None else v.epoch
-        attacks = build_attacks(models.task, cfg)
+        attacks = build()
         keys = [cache.key("attack", cfg.config_hash, epoch, v.tag, a.name) for a in attacks]
         blobs = [cache.get_bytes(k) for k in keys]
         if all(b is not None for b in blobs):
@@ -230,7 +247,7 @@ def fitted_attack_variants(
             except ValueError as exc:  # checksum passed but the content is not this attack: recompute
                 for k in keys:
                     cache.discard(k, f"does not hold a fitted attack ({exc})")
-                attacks = build_attacks(models.task, cfg)
+                attacks = build()
         responses = models.shadow_responses(epoch) if v.shadow_responses is None else v.shadow_responses
         missing.append((len(out), attacks, keys, responses))
         out.append(None)
@@ -415,7 +432,7 @@ def run_experiment(
     summary["victim_source"] = {**victim_source(cfg), "n_members": int(len(splits.victim_members))}
     summary["shadow_fidelity"] = fidelity
     # every registered attack that did not run on this run, and why (the task, or the run's shape)
-    summary["attacks_not_run"] = not_run
+    summary["attacks_not_run"] = {**not_run, **unavailable_attacks(models)}
     # one record of the evaluation set = how much TPR / FPR / accuracy (read before comparing numbers)
     summary["resolution"] = resolution(int(splits.eval_membership.sum()), int((~splits.eval_membership).sum()))
     summary["privacy"] = _privacy(cfg, victim)

@@ -16,6 +16,10 @@ Per-step signals (paper 000, §4 and eq. 3):
     cross_entropy  CE(q, p) = −Σⱼ qⱼ log pⱼ   (q the reference distribution)
     ref_prob       ⟨q, p⟩ (for a one-hot q: the probability of the reference class)
     ref_rank       rank of the reference class in p (0 = the model's top choice)
+    logp_var       Var_{j~p}[log pⱼ] = Σⱼ pⱼ (log pⱼ)² − (Σⱼ pⱼ log pⱼ)²: the spread of the model's own
+                   log-probabilities at the step, taken over the *full* vector before any top-K reduction
+                   (its mean Σⱼ pⱼ log pⱼ is −H(p)); Min-K%++ standardises the reference's log-probability
+                   by these two moments (Zhang et al. 2024). None on Responses stored before it was kept.
 Per-record signals average them over the record's steps; the average entropy is the APE
 H_APE = −(1/L) Σᵢ Σⱼ pⱼ⁽ⁱ⁾ log pⱼ⁽ⁱ⁾ (paper 000, eq. 3).
 """
@@ -54,6 +58,8 @@ class Responses:
         ref_rank: (T,) rank of ``ref_index`` in p, 0 = top.
         entropy: (T,) H(p).
         cross_entropy: (T,) CE(q, p).
+        logp_var: (T,) Var_{j~p}[log pⱼ] over the full vector, or None (Responses cached before it was
+            kept, or a mechanism that could not recompute it).
         probs: (T, m) full vectors, or None when m > FULL_VECTOR_LIMIT.
         reference: (T, m) reference distributions, or None when ``probs`` is None.
         record_features: task-specific per-record feature arrays, (N, F) each (e.g. the
@@ -71,6 +77,7 @@ class Responses:
     probs: np.ndarray | None = None
     reference: np.ndarray | None = None
     record_features: dict[str, np.ndarray] = field(default_factory=dict)
+    logp_var: np.ndarray | None = None
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -124,6 +131,10 @@ class Responses:
         m = p.shape[1]
         ref = torch.as_tensor(reference).detach().to(logp.device)
         entropy = -(p * logp).sum(1)
+        # the second moment of log p under p, before the top-K reduction below (p·log p → 0 as p → 0:
+        # a zero probability's log is −inf, its term 0)
+        plogp2 = torch.where(p > 0, p * logp.square(), torch.zeros_like(p)).sum(1)
+        logp_var = (plogp2 - entropy.square()).clamp_min(0.0)
         if ref.ndim == 1:
             ref_index = ref.long()
             ref_dist = None
@@ -161,6 +172,7 @@ class Responses:
             cross_entropy=_numpy(cross_entropy).astype(np.float32),
             probs=full,
             reference=ref_full,
+            logp_var=_numpy(logp_var).astype(np.float32),
         )
 
     @classmethod
@@ -191,6 +203,9 @@ class Responses:
             probs=np.concatenate([r.probs for r in parts]) if full else None,
             reference=np.concatenate([r.reference for r in parts]) if full else None,
             record_features={name: np.concatenate([r.record_features[name] for r in parts]) for name in names},
+            # kept only when every part has it (a part cached before it was kept has none)
+            logp_var=(np.concatenate([r.logp_var for r in parts]) if all(r.logp_var is not None for r in parts)
+                      else None),
         )
 
     # ------------------------------------------------------------------ new answers, same records
@@ -224,6 +239,8 @@ class Responses:
         unknown = set(arrays) - set(self._ARRAYS)
         if unknown:
             raise ValueError(f"unknown Responses arrays {sorted(unknown)}")
+        if "logp_var" not in arrays and {"top_probs", "entropy", "probs"} & set(arrays):
+            arrays["logp_var"] = None  # new distributions: the old spread of log p would be stale
         return dataclasses.replace(self, record_features=dict(self.record_features), **arrays).validate()
 
     @property
@@ -243,7 +260,8 @@ class Responses:
         if lengths.ndim != 1 or (len(lengths) and lengths.min() < 0):
             raise ValueError("Responses: lengths must be a 1-D array of non-negative step counts")
         t, n = int(lengths.sum()), len(lengths)
-        for name in ("top_probs", "ref_index", "ref_prob", "ref_rank", "entropy", "cross_entropy", "probs", "reference"):
+        for name in ("top_probs", "ref_index", "ref_prob", "ref_rank", "entropy", "cross_entropy", "probs", "reference",
+                     "logp_var"):
             a = getattr(self, name)
             if a is None:
                 continue
@@ -263,6 +281,8 @@ class Responses:
             raise ValueError("Responses: entropy must be >= 0")
         if self.cross_entropy.size and self.cross_entropy.min() < -1e-5:
             raise ValueError("Responses: cross_entropy must be >= 0")
+        if self.logp_var is not None and self.logp_var.size and self.logp_var.min() < -1e-5:
+            raise ValueError("Responses: logp_var must be >= 0")
         if self.ref_index.size and (self.ref_index.min() < 0 or self.ref_index.max() >= self.n_classes):
             raise ValueError("Responses: ref_index out of range")
         for name, a in self.record_features.items():
@@ -306,6 +326,7 @@ class Responses:
             probs=take(self.probs),
             reference=take(self.reference),
             record_features={name: a[index] for name, a in self.record_features.items()},
+            logp_var=take(self.logp_var),
         )
 
     def record_mean(self, per_step: np.ndarray) -> np.ndarray:
@@ -373,7 +394,10 @@ class Responses:
         ).astype(np.float32)
 
     # ------------------------------------------------------------------ (de)serialisation
-    _ARRAYS = ("lengths", "top_probs", "ref_index", "ref_prob", "ref_rank", "entropy", "cross_entropy", "probs", "reference")
+    #: the first seven are required in an archive; ``logp_var`` (added later) is optional, so Responses
+    #: cached before it was kept still load (with ``logp_var`` None)
+    _ARRAYS = ("lengths", "top_probs", "ref_index", "ref_prob", "ref_rank", "entropy", "cross_entropy", "probs", "reference",
+               "logp_var")
 
     def to_bytes(self) -> bytes:
         """Serialise to an ``.npz`` byte string (no pickle)."""

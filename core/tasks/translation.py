@@ -46,6 +46,7 @@ from core.models.translation import EOS, PAD, SOS, UNK, LuongSeq2Seq, Transforme
 from core.foundations.memory import FLOAT_BYTES, attack_training_bytes, responses_bytes, training_state_bytes
 from core.data.multi30k import LANGUAGES, load_multi30k
 from core.data.text_pairs import LANGUAGE_CODE, load_text_pairs
+from core.attacks.sequence_scores import ZLIB_FEATURE, zlib_length
 from core.measurement.responses import Responses
 from core.measurement.slices import quantile_buckets
 from core.training.loop import (BatchCallback, PrivacySettings, TrainingRecord, autocast_dtype, build_optimizer,
@@ -574,13 +575,17 @@ class TranslationTask(Task):
                 record_features: bool = True) -> Responses:
         """Teacher-forced answers: one probability vector per reference token (incl. <eos>), the
         reference being that token; plus ``record_features["bleu_features"]`` (N, 5) of the greedy
-        translation (Hisamoto et al. 2020) unless ``record_features`` is False. Built batch by batch so only top-K and per-step
+        translation (Hisamoto et al. 2020) and ``record_features["reference_zlib_bytes"]`` (N, 1), the
+        zlib-compressed length of each reference text (the zlib attack), unless ``record_features`` is False. Built batch by batch so only top-K and per-step
         signals are ever held for the whole set (vocabularies exceed FULL_VECTOR_LIMIT)."""
         index = np.asarray(index)
         parts = [Responses.from_logits(z, lengths, ref) for z, lengths, ref in self._teacher_forced(model, data, index)]
         resp = Responses.concat(parts)
         if record_features:
             resp.record_features.update(self._bleu_record_features(cfg, model, data, index))
+            # the zlib attack's normaliser (Carlini et al. 2021): the compressed length of each reference text
+            resp.record_features[ZLIB_FEATURE] = np.array(
+                [[zlib_length(data.records.reference(int(i)))] for i in index], np.float32).reshape(len(index), 1)
         return resp
 
     def _bleu_record_features(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray,
