@@ -52,7 +52,7 @@ from core.foundations.environment import check_environment, env_value
 from core.foundations.names import ARCH_NAMES
 from core.foundations.paths import cache_dir
 from core.foundations.progress import ProgressEvent
-from ui.worker import JOB_ENV, JOB_KINDS
+from ui.worker import JOB_ENV, JOB_KINDS, modules_of
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -481,8 +481,13 @@ class JobManager:
     def _serve(self, slot: int, worker: _Worker, job: Job) -> None:
         """Run ``job`` on ``worker`` and follow its messages until it ends."""
         job.worker_pid = worker.pid
-        worker.conn.send(("run", job.id, job.kind, job.config, job.env, thaw_params(job.params),
-                          KINDS[job.kind].target))
+        params = thaw_params(job.params)
+        try:  # the modules that registered the job's kind (and analysis): from this server's registries
+            modules = modules_of(job.kind, params)
+        except Exception:  # the worker then reports what it does not know
+            traceback.print_exc()
+            modules = ()
+        worker.conn.send(("run", job.id, job.kind, job.config, job.env, params, modules))
         asked_at, asked_twice = None, False
         while True:
             if job.cancel_requested:

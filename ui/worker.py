@@ -6,8 +6,8 @@ It never imports Streamlit. The app server (its parent) talks to it over the inh
 with pickled tuples (a :class:`multiprocessing.connection.Connection`; only these two processes
 hold its ends):
 
-* server → worker: ``("run", job_id, kind, config, env, params, target)`` (``target``: the kind's
-  ``"module:function"``, or None for a built-in kind) and ``("stop",)``;
+* server → worker: ``("run", job_id, kind, config, env, params, modules)`` (``modules``: what to import
+  before the job, :func:`modules_of`) and ``("stop",)``;
 * worker → server: ``("ready", pid)``, then per job ``("progress", job_id, ProgressEvent)`` …
   and one of ``("done", job_id, result)``, ``("error", job_id, message)``, ``("cancelled", job_id)``.
 
@@ -135,32 +135,25 @@ def _one_stage(stage: str, progress):
 @dataclass(frozen=True)
 class JobKind:
     """One kind of job: ``run(config, progress, params)`` → the job's result (pickled back to the
-    server), and ``label(params)`` → what the page's job list adds to the config's name.
+    server); ``label(params)`` → what the page's job list adds to the config's name; ``needs(params)``
+    → the modules whose import registers what a job of this kind looks up beyond its kind (the
+    ``analysis`` kind: the module that registered the analysis ``params["name"]``).
 
-    ``run`` is a function (the built-in kinds below, defined in this module, so every worker has
-    them) or a ``"module:function"`` string: the kind's function then lives in a module the worker
-    imports when the first job of that kind arrives (the server sends the string, from its own
-    registry, with each job: a worker started before the registration runs it too). Only code
-    registers a kind (:func:`register_job_kind`); a page submits a kind by name and the server
-    refuses names it has not registered (:func:`ui.jobs.job_key`), so nothing a browser sends names code.
+    The worker is another process: before a job it imports the modules the server names with it —
+    the module of the kind's ``run`` and those of ``needs`` (:func:`modules_of`), all taken from the
+    server's own registries — so a kind (or an analysis) registered by a module that does so when
+    imported is known in every worker, including one started before the registration. Such a module
+    must be importable by its name in the worker (the repository root is on its path; a pytest test
+    file, imported under a bare name, is not: ``tests/toy_registry.py`` is, as ``tests.toy_registry``).
+    Only code registers a kind (:func:`register_job_kind`); a page submits a kind by name and the
+    server refuses a name it has not registered (:func:`ui.jobs.job_key`): nothing a browser sends
+    names code or a module.
     """
 
     name: str
-    run: Callable[[Any, Any, dict[str, Any]], Any] | str
+    run: Callable[[Any, Any, dict[str, Any]], Any]
     label: Callable[[dict[str, Any]], str] | None = None
-
-    @property
-    def target(self) -> str | None:
-        """The ``"module:function"`` a worker imports (None: a function every worker has)."""
-        return self.run if isinstance(self.run, str) else None
-
-    def function(self) -> Callable[[Any, Any, dict[str, Any]], Any]:
-        if not isinstance(self.run, str):
-            return self.run
-        module, sep, attr = self.run.partition(":")
-        if not sep or not module or not attr:
-            raise ConfigError(f"job kind {self.name}: run must be a function or 'module:function', got {self.run!r}")
-        return getattr(importlib.import_module(module), attr)
+    needs: Callable[[dict[str, Any]], tuple[str, ...]] | None = None
 
     def describe(self, params: dict[str, Any]) -> str:
         return self.label(params) if self.label else f" · {self.name}"
@@ -171,10 +164,11 @@ JOB_KINDS: dict[str, JobKind] = {}
 
 
 def register_job_kind(kind: JobKind) -> JobKind:
-    """Add a job kind; a name taken by another registration is refused, and so is a function defined
-    outside this module (a worker could not find it: give ``"module:function"``) — each a :class:`ConfigError`."""
-    if not isinstance(kind.run, str) and getattr(kind.run, "__module__", None) != __name__:
-        raise ConfigError(f"job kind {kind.name}: give its function as 'module:function', which the worker imports")
+    """Add a job kind; a name taken by another registration is refused, and so is a function a worker
+    could not import (defined in ``__main__``) — each a :class:`ConfigError`."""
+    module = getattr(kind.run, "__module__", None)
+    if module is None or module == "__main__" != __name__:  # (the worker itself runs as __main__)
+        raise ConfigError(f"job kind {kind.name}: its function must live in a module the worker can import")
     taken = JOB_KINDS.get(kind.name)
     if taken is not None and taken != kind:
         raise ConfigError(f"job kind {kind.name!r} is already registered")
@@ -185,6 +179,13 @@ def register_job_kind(kind: JobKind) -> JobKind:
 def unregister_job_kind(name: str) -> None:
     """Remove a job kind (a test's toy)."""
     JOB_KINDS.pop(name, None)
+
+
+def modules_of(kind: str, params: dict[str, Any]) -> tuple[str, ...]:
+    """The modules a worker imports before a job of ``kind`` (the server computes them from its
+    registries and sends them with the job): the one that defines the kind's function and its ``needs``."""
+    entry = JOB_KINDS[kind]
+    return tuple(dict.fromkeys((entry.run.__module__, *(entry.needs(params) if entry.needs else ()))))
 
 
 def _experiment(config: Any, progress, params: dict[str, Any]) -> Any:
@@ -219,6 +220,16 @@ def _sensitivity(config: Any, progress, params: dict[str, Any]) -> Any:
         raise ConfigError(f"SensitivitySampler pairs must be an integer in 1..{MAX_SENSITIVITY_PAIRS}, got {pairs!r}")
     fraction = _one_stage(f"SensitivitySampler ({config.arch}, {pairs} pairs)", progress)
     return sample_sensitivity(config, pairs, on_pair=lambda done, total: fraction(done / total)).to_dict()
+
+
+def _analysis_module(params: dict[str, Any]) -> tuple[str, ...]:
+    """The module that registered the analysis ``params["name"]`` (that of its ``job``), if registered."""
+    from core.analyses import registry as analysis_registry
+
+    name = params.get("name")
+    if name not in analysis_registry.long_names():
+        return ()
+    return (analysis_registry.get_analysis(name).job.__module__,)
 
 
 def _analysis(config: Any, progress, params: dict[str, Any]) -> Any:
@@ -260,19 +271,20 @@ def _adaptive_label(p: dict[str, Any]) -> str:
 register_job_kind(JobKind("experiment", _experiment, lambda p: ""))
 register_job_kind(JobKind("mapview", _mapview, lambda p: " · example maps"))
 register_job_kind(JobKind("sensitivity", _sensitivity, lambda p: f" · SensitivitySampler (n = {p.get('pairs')})"))
-register_job_kind(JobKind("analysis", _analysis, lambda p: f" · {p.get('name')} analysis"))
+register_job_kind(JobKind("analysis", _analysis, lambda p: f" · {p.get('name')} analysis", _analysis_module))
 register_job_kind(JobKind("adaptive", _adaptive, _adaptive_label))
 
 
-def run_job(kind: str, config: Any, progress, params: dict[str, Any] | None = None, target: str | None = None) -> Any:
-    """What a job of ``kind`` computes (the same entry points the CLI uses): its registered
-    function. ``target``: the ``"module:function"`` the server registered the kind with, for a kind
-    this worker does not know yet (registered in the server after this worker started)."""
-    if target and kind not in JOB_KINDS:
-        register_job_kind(JobKind(kind, target))
+def run_job(kind: str, config: Any, progress, params: dict[str, Any] | None = None,
+            modules: tuple[str, ...] = ()) -> Any:
+    """What a job of ``kind`` computes (the same entry points the CLI uses): its registered function,
+    after importing ``modules`` (:func:`modules_of`, sent by the server), which register kinds and
+    analyses this worker did not know."""
+    for module in modules:
+        importlib.import_module(module)
     if kind not in JOB_KINDS:
         raise ValueError(f"unknown job kind {kind!r}")
-    return JOB_KINDS[kind].function()(config, progress, params or {})
+    return JOB_KINDS[kind].run(config, progress, params or {})
 
 
 def serve(conn: Connection, parent: int) -> None:
@@ -302,7 +314,7 @@ def serve(conn: Connection, parent: int) -> None:
             return
         _, job_id, kind, config, env, *rest = msg
         params = rest[0] if rest else {}
-        target = rest[1] if len(rest) > 1 else None
+        modules = tuple(rest[1]) if len(rest) > 1 else ()
         _set_env(env)
         last = [0.0]
 
@@ -316,7 +328,7 @@ def serve(conn: Connection, parent: int) -> None:
         _state.update(running=True, cancel=False)
         try:
             try:
-                result = run_job(kind, config, progress, params, target)
+                result = run_job(kind, config, progress, params, modules)
                 _checkpoint()
             except MIAError as exc:
                 reply = ("error", job_id, str(exc))
@@ -367,4 +379,6 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
+    # one module, one registry: a module that registers a job kind imports ui.worker, which is this one
+    sys.modules.setdefault("ui.worker", sys.modules["__main__"])
     sys.exit(main(sys.argv[1:]))
