@@ -11,6 +11,7 @@ import numpy as np
 import streamlit as st
 
 from core.analyses import analysis, record_views
+from core.analyses import registry as analysis_registry
 from core.defenses import registry as defense_registry
 from core.views import figures, report
 from core.measurement import studies
@@ -68,10 +69,11 @@ def verdict_box(v: dict | None, finding: str, label: str = "The studies") -> Non
 
 def tab_verdict(name: str) -> None:
     """The finding of analysis ``name`` and the verdict computed from that analysis' data only
-    (``analysis.VERDICT_OF``: no tab shows a verdict another analysis computed); over the cached
+    (its registered ``verdict``: no tab shows a verdict another analysis computed); over the cached
     repeats too where they exist (paired FFNN − RNN, its interval and N)."""
-    verdict_box(all_results["verdicts"].get(analysis.VERDICT_OF[name]), studies.analysis_finding(name))
-    v = repeated["verdicts"].get(analysis.VERDICT_OF[name]) if repeated else None
+    key = analysis_registry.get_analysis(name).verdict
+    verdict_box(all_results["verdicts"].get(key), studies.analysis_finding(name))
+    v = repeated["verdicts"].get(key) if repeated else None
     if v:
         st.markdown(f"**Over {v['n']} paired repeats:** {analysis.repeated_verdict_sentence(v)}")
 
@@ -120,8 +122,9 @@ def record_view(config_hash: str, arch: str, index: int, role: str):
 
 base = scatter_and_vulnerability(tuple(c.config_hash for c in configs.values()), configs)
 manager = job_manager()
-#: the long analyses run as worker jobs (ui.worker, kind "analysis"), one per architecture
-LONG = ("memorization", "overtraining", "mismatch")
+#: the long analyses run as worker jobs (ui.worker, kind "analysis"), one per architecture: the registered ones
+#: whose job takes no parameter but its name (the audit's and the budget's have their own tabs' controls)
+LONG = tuple(a.name for a in analysis_registry.registered() if a.long and not a.job_params)
 
 
 def long_jobs(name: str):
@@ -296,7 +299,7 @@ def long_tab(name: str, draw, explain: str) -> None:
         st.plotly_chart(fig, width="stretch")
         tab_verdict(name)
         downloads(name, all_results, fig)
-        if name in analysis.REPEATED and n_rep >= 2:
+        if analysis_registry.get_analysis(name).repeat is not None and n_rep >= 2:
             groups = [long_repeat_jobs(name, r) for r in range(1, n_rep)]
             todo = [c for g, r in zip(groups, range(1, n_rep))
                     for c, j in zip((repeat_configs[r]["ffnn"], repeat_configs[r]["rnn"]), g.jobs)
@@ -547,7 +550,7 @@ for _ in drawn(tabs[7]):
                        "ε assumes a Gaussian trade-off curve. Gaussian-DP estimate: μ̂ = √2·Φ⁻¹(AUC) of the canaries "
                        "with a bootstrap interval — an estimate, not a bound (Dong, Roth & Su 2019, Cor. 2.13 for ε); "
                        "∞: more resamples than the interval's tail split the canaries perfectly.")
-            verdict_box(all_results["verdicts"].get(analysis.VERDICT_OF["audit"]),
+            verdict_box(all_results["verdicts"].get(analysis_registry.get_analysis("audit").verdict),
                         "an audited ε is a lower bound: it must never exceed the accountant's upper bound (DP-SGD "
                         "runs).", label="The check")
             downloads("audit", all_results, fig)

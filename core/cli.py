@@ -346,8 +346,8 @@ def out_folder(text: str, create: bool = True) -> Path:
 
 def analysis_names(text: str) -> tuple[str, ...]:
     """``--analysis``: ``all`` (returned as ``("all",)``) or comma-separated names; an empty list
-    is refused here, unknown names by :func:`core.analyses.analysis.analyze` before any work (the list of
-    analyses lives there, behind torch)."""
+    is refused here, unknown names by ``analyze`` before any work (the list of analyses is the registry,
+    :mod:`core.analyses.registry`, whose built-in entries load with torch)."""
     names = tuple(n.strip() for n in text.split(",") if n.strip())
     if not names:
         raise ConfigError(f"--analysis must be all or a comma-separated list of analyses, got {text!r}")
@@ -386,16 +386,18 @@ def _report(args: argparse.Namespace, out: Path) -> int:
 
 
 def _analyze(args: argparse.Namespace) -> int:
-    from core.analyses.analysis import ANALYSES, analyze
+    from core.analyses import registry as analysis_registry
+    from core.analyses.analysis import analyze
     from core.defenses.defender import DefenseSpec
     from core.views.report import write_analyses
 
+    known = analysis_registry.names()  # the registered analyses (core.analyses.registry), built-in ones first
     names = analysis_names(args.analysis)
     if names == ("all",):
-        names = ANALYSES
-    unknown = [n for n in names if n not in ANALYSES]
+        names = known
+    unknown = [n for n in names if n not in known]
     if unknown:
-        raise ConfigError(f"unknown analyses {unknown}; choose from {', '.join(ANALYSES)} (or all)")
+        raise ConfigError(f"unknown analyses {unknown}; choose from {', '.join(known)} (or all)")
     archs = analysis_archs(args.archs)
     task = get_task(args.task)
     sets = check_named_sets(parse_sets(args.sets), args)

@@ -11,6 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from core.analyses import analysis
+from core.analyses import registry as analysis_registry
 from core.foundations.errors import ConfigError
 from core.experiment.pipeline import run_experiment
 from core.measurement.responses import Responses
@@ -171,7 +172,7 @@ def test_each_verdict_is_computed_from_its_own_analysis_only():
     results = {"vulnerability": vulnerability, "overtraining": overtraining, "scatter": scatter,
                "memorization": memorization, "mismatch": mismatch}
     v = analysis.verdicts(results, summaries)
-    of = analysis.VERDICT_OF
+    of = analysis_registry.verdict_keys()
     # one run: every comparison is "inconclusive (one repeat)" with its own analysis' FFNN − RNN difference
     assert {x["value"] for x in v.values()} == {"inconclusive"}
     assert all(analysis.ONE_REPEAT in x["text"] for x in v.values())
@@ -222,14 +223,14 @@ def _tagged_verdicts(real):
 
 def _shown_verdict_keys(at) -> list[str]:
     """The verdict keys of the "This run:" lines on the page (tagged by ``_tagged_verdicts``)."""
-    keys = set(analysis.VERDICT_OF.values())
+    keys = set(analysis_registry.verdict_keys().values())
     return [k for m in at.markdown if m.value.startswith("**This run:**") for k in keys if f"[{k}]" in m.value]
 
 
 def test_analyses_page_runs_the_long_analyses_as_worker_jobs_with_their_own_verdicts(monkeypatch):
     """The long analyses are worker jobs (one per architecture); once done, the overtraining tab
     shows the verdict computed from the overtraining runs, not the vulnerability one. Every tab
-    shows its own analysis' verdict (``analysis.VERDICT_OF``) and no other."""
+    shows its own analysis' verdict (its registered ``verdict``) and no other."""
     from ui.shared import job_manager
 
     task = get_task("image")
@@ -240,11 +241,11 @@ def test_analyses_page_runs_the_long_analyses_as_worker_jobs_with_their_own_verd
     at = AppTest.from_file(str(ROOT / "app_pages" / "4_Analyses.py"))
     at.run(timeout=120)
     assert not at.exception, at.exception
-    assert _shown_verdict_keys(at) == [analysis.VERDICT_OF["scatter"]]  # the open tab: the scatter
+    assert _shown_verdict_keys(at) == [analysis_registry.verdict_keys()["scatter"]]  # the open tab: the scatter
     assert not [b for b in at.button if "overtraining" in b.label]  # only the open tab runs
     at.session_state["analyses:tab"] = "Over training"  # what a click on the tab does
     at.run(timeout=120)
-    assert _shown_verdict_keys(at) == [analysis.VERDICT_OF["vulnerability"]]
+    assert _shown_verdict_keys(at) == [analysis_registry.verdict_keys()["vulnerability"]]
     at.session_state["analyses:tab"] = "Overtraining"
     at.run(timeout=120)
     assert _shown_verdict_keys(at) == []  # not computed yet: no verdict borrowed from another analysis
@@ -261,7 +262,7 @@ def test_analyses_page_runs_the_long_analyses_as_worker_jobs_with_their_own_verd
     at.run(timeout=120)
     assert not at.exception, at.exception
     texts = [m.value for m in at.markdown]
-    assert _shown_verdict_keys(at) == [analysis.VERDICT_OF["overtraining"]], texts
+    assert _shown_verdict_keys(at) == [analysis_registry.verdict_keys()["overtraining"]], texts
     assert any(t.startswith("**This run:**") and ("the attack accuracy rose by" in t or "no overtraining" in t)
                for t in texts), texts
     assert any("overtraining raises the attack's accuracy a lot for a feed-forward model" in t for t in texts)

@@ -3,6 +3,7 @@ non-members, and the RNN separates them more. One run states both with its numbe
 "inconclusive (one repeat)"; over repeats, each architecture's gap gets its interval and the paired
 FFNN − RNN gap its verdict."""
 from core.analyses import analysis
+from core.analyses import registry as analysis_registry
 
 
 def scatter(members: float, non_members: float) -> dict:
@@ -25,13 +26,13 @@ def test_repeats_give_each_half_its_interval():
     rnn = [0.30, 0.33, 0.29, 0.31, 0.35, 0.32]
     per_repeat = [{"scatter": {"ffnn": scatter(0.5, 0.5 + f), "rnn": scatter(0.5, 0.5 + r)}} for f, r in zip(ffnn, rnn)]
     out = analysis.repeated_verdicts(per_repeat)
-    v = out["verdicts"][analysis.VERDICT_OF["scatter"]]
+    v = out["verdicts"][analysis_registry.get_analysis("scatter").verdict]
     assert v["n"] == 6 and v["verdict"]["value"] == "holds"  # FFNN − RNN gap below 0: the RNN separates more
     text = analysis.repeated_verdict_sentence(v)
     assert "(1) members' entropy below non-members'" in text and text.count("(above 0)") == 2 and "(2) **holds**" in text
     # the other way round: reversed, and a gap whose interval holds 0 says so
     flipped = [{"scatter": {"ffnn": scatter(0.5, 0.5 + r), "rnn": scatter(0.5, 0.5 + f - 0.11)}}
                for f, r in zip(ffnn, rnn)]
-    v = analysis.repeated_verdicts(flipped)["verdicts"][analysis.VERDICT_OF["scatter"]]
+    v = analysis.repeated_verdicts(flipped)["verdicts"][analysis_registry.get_analysis("scatter").verdict]
     text = analysis.repeated_verdict_sentence(v)
     assert v["verdict"]["value"] == "reversed" and "(contains 0)" in text and "(above 0)" in text

@@ -7,10 +7,11 @@ page's reruns, so both crawl. Here a job runs in a worker process (:mod:`ui.work
 * **One job per (config, kind, parameters).** A job computes one thing for one ``ExperimentConfig``;
   its key is (cache folder, kind, config hash, parameters). Whatever the order of clicks — FFNN then
   RNN, both at once, one removed and added back, a second browser tab — the same config attaches to
-  the same job. Kinds (:data:`KINDS`, run by :func:`ui.worker.run_job`): ``experiment`` (train and
+  the same job. Kinds (:data:`KINDS`: the registry :data:`ui.worker.JOB_KINDS`, run by
+  :func:`ui.worker.run_job`; a new kind is one :func:`ui.worker.register_job_kind`): ``experiment`` (train and
   attack: the summary), ``mapview`` (navigation example maps), ``sensitivity`` (the
   SensitivitySampler, ``pairs`` pairs: its estimate, cached pair by pair), ``analysis`` (one long
-  analysis of ``core.analyses.analysis``, ``name`` = memorization, overtraining or mismatch: its data) and
+  registered analysis, ``name`` = one of :func:`core.analyses.registry.long_names`: its data) and
   ``adaptive`` (a defended point with the adaptive attacker, ``spec`` = a ``DefenseSpec`` as a dict:
   the point, cached on disk).
 * **A queue.** Jobs wait in submission order for one of ``MIA_JOB_WORKERS`` slots (default 1:
@@ -51,13 +52,14 @@ from core.foundations.environment import check_environment, env_value
 from core.foundations.names import ARCH_NAMES
 from core.foundations.paths import cache_dir
 from core.foundations.progress import ProgressEvent
-from ui.worker import JOB_ENV
+from ui.worker import JOB_ENV, JOB_KINDS, modules_of
 
 ROOT = Path(__file__).resolve().parent.parent
 
 QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed", "cancelled"
-#: what a job can compute (see the module docstring and :func:`ui.worker.run_job`)
-KINDS = ("experiment", "mapview", "sensitivity", "analysis", "adaptive")
+#: what a job can compute: the job-kind registry (:data:`ui.worker.JOB_KINDS`; a kind's name → its
+#: :class:`ui.worker.JobKind`), so a kind registered with :func:`ui.worker.register_job_kind` is known here
+KINDS = JOB_KINDS
 ACTIVE = (QUEUED, RUNNING)
 
 #: a warm worker with nothing to do ends after this many seconds
@@ -130,12 +132,8 @@ class Job:
     def label(self) -> str:
         c = self.config
         p = thaw_params(self.params)
-        what = {"experiment": "", "mapview": " · example maps",
-                "sensitivity": f" · SensitivitySampler (n = {p.get('pairs')})",
-                "analysis": f" · {p.get('name')} analysis",
-                "adaptive": " · adaptive attacker ({mechanism} {value:g})".format(**p["spec"])
-                if isinstance(p.get("spec"), dict) and {"mechanism", "value"} <= set(p["spec"]) else " · adaptive attacker",
-                }.get(self.kind, f" · {self.kind}")
+        kind = KINDS.get(self.kind)
+        what = kind.describe(p) if kind is not None else f" · {self.kind}"
         return f"{c.task} · {ARCH_NAMES.get(c.arch, c.arch)} ({c.preset}){what}"
 
     @property
@@ -483,7 +481,13 @@ class JobManager:
     def _serve(self, slot: int, worker: _Worker, job: Job) -> None:
         """Run ``job`` on ``worker`` and follow its messages until it ends."""
         job.worker_pid = worker.pid
-        worker.conn.send(("run", job.id, job.kind, job.config, job.env, thaw_params(job.params)))
+        params = thaw_params(job.params)
+        try:  # the modules that registered the job's kind (and analysis): from this server's registries
+            modules = modules_of(job.kind, params)
+        except Exception:  # the worker then reports what it does not know
+            traceback.print_exc()
+            modules = ()
+        worker.conn.send(("run", job.id, job.kind, job.config, job.env, params, modules))
         asked_at, asked_twice = None, False
         while True:
             if job.cancel_requested:

@@ -1,11 +1,13 @@
 """The worker process that trains and fits for the app: ``python -m ui.worker FD SERVER_PID``
-(started by :mod:`ui.jobs`). Every job kind of :data:`ui.jobs.KINDS` runs here (:func:`run_job`).
+(started by :mod:`ui.jobs`). Every job kind runs here (:func:`run_job`); the kinds are a registry,
+:data:`JOB_KINDS` (:class:`JobKind`, :func:`register_job_kind`), which :mod:`ui.jobs` reads.
 
 It never imports Streamlit. The app server (its parent) talks to it over the inherited socket ``FD``
 with pickled tuples (a :class:`multiprocessing.connection.Connection`; only these two processes
 hold its ends):
 
-* server → worker: ``("run", job_id, kind, config, env, params)`` and ``("stop",)``;
+* server → worker: ``("run", job_id, kind, config, env, params, modules)`` (``modules``: what to import
+  before the job, :func:`modules_of`) and ``("stop",)``;
 * worker → server: ``("ready", pid)``, then per job ``("progress", job_id, ProgressEvent)`` …
   and one of ``("done", job_id, result)``, ``("error", job_id, message)``, ``("cancelled", job_id)``.
 
@@ -19,14 +21,16 @@ its workers) and ends by itself when the server process disappears (``kill -9`` 
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import os
 import signal
 import sys
 import threading
 import time
 import traceback
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, Callable
 
 from core.foundations.config import MAX_SENSITIVITY_PAIRS
 from core.foundations.environment import env_value
@@ -116,18 +120,6 @@ def _set_env(env: dict[str, str]) -> None:
             os.environ.pop(name, None)
 
 
-#: the analyses that train models of their own, run as jobs of kind "analysis" (``params["name"]``);
-#: ``audit`` (params ``canaries``) and ``budget`` (params ``online``): :mod:`core.analyses.record_views`
-LONG_ANALYSES = ("memorization", "overtraining", "mismatch", "audit", "budget")
-
-
-def _int_param(params: dict[str, Any], name: str, default: int, lo: int, hi: int) -> int:
-    value = params.get(name, default)
-    if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
-        raise ConfigError(f"{name} must be an integer in {lo}..{hi}, got {value!r}")
-    return value
-
-
 def _one_stage(stage: str, progress):
     """A fraction callback for work that reports ``fraction`` only: one stage of a
     :class:`~core.foundations.progress.ProgressTracker`, so the page gets stage, fraction and a measured-rate ETA
@@ -139,74 +131,160 @@ def _one_stage(stage: str, progress):
     return lambda fraction: tracker.update(stage, float(fraction))
 
 
-def run_job(kind: str, config: Any, progress, params: dict[str, Any] | None = None) -> Any:
-    """What a job computes (the same entry points the CLI uses).
+# ---------------------------------------------------------------------------- the job kinds
+@dataclass(frozen=True)
+class JobKind:
+    """One kind of job: ``run(config, progress, params)`` → the job's result (pickled back to the
+    server); ``label(params)`` → what the page's job list adds to the config's name; ``needs(params)``
+    → the modules whose import registers what a job of this kind looks up beyond its kind (the
+    ``analysis`` kind: the module that registered the analysis ``params["name"]``).
 
-    * ``experiment``: ``run_experiment`` → the summary;
-    * ``mapview``: the navigation example maps;
-    * ``sensitivity``: ``params["pairs"]`` SensitivitySampler pairs (``sample_sensitivity``, each pair
-      cached as it finishes) → the estimate as a dict;
-    * ``analysis``: ``core.analyses.analysis.<params["name"]>(config)`` for a name of :data:`LONG_ANALYSES` → its data;
-    * ``adaptive``: ``Defender.point(DefenseSpec(**params["spec"]), "both")`` → the point (cached on disk).
+    The worker is another process: before a job it imports the modules the server names with it —
+    the module of the kind's ``run`` and those of ``needs`` (:func:`modules_of`), all taken from the
+    server's own registries — so a kind (or an analysis) registered by a module that does so when
+    imported is known in every worker, including one started before the registration. Such a module
+    must be importable by its name in the worker (the repository root is on its path; a pytest test
+    file, imported under a bare name, is not: ``tests/toy_registry.py`` is, as ``tests.toy_registry``).
+    Only code registers a kind (:func:`register_job_kind`); a page submits a kind by name and the
+    server refuses a name it has not registered (:func:`ui.jobs.job_key`): nothing a browser sends
+    names code or a module.
     """
-    params = params or {}
-    if kind == "experiment":
-        from core.experiment.pipeline import run_experiment
 
-        result = run_experiment(config, progress=progress)
-        if get_task(config.task).map_views and result.models is not None:
-            try:  # the crisp example maps, from the models still in memory
-                from ui.mapview import compute_map_views
+    name: str
+    run: Callable[[Any, Any, dict[str, Any]], Any]
+    label: Callable[[dict[str, Any]], str] | None = None
+    needs: Callable[[dict[str, Any]], tuple[str, ...]] | None = None
 
-                compute_map_views(config, models=result.models)
-            except Exception:  # the summary is what the job is for; the page can redo this
-                traceback.print_exc()
-        return result.summary
-    if kind == "mapview":
-        from ui.mapview import compute_map_views
+    def describe(self, params: dict[str, Any]) -> str:
+        return self.label(params) if self.label else f" · {self.name}"
 
-        return compute_map_views(config, progress=progress)
-    if kind == "sensitivity":
-        from core.defenses.sensitivity import sample_sensitivity
 
-        pairs = params.get("pairs")
-        if not isinstance(pairs, int) or isinstance(pairs, bool) or not 1 <= pairs <= MAX_SENSITIVITY_PAIRS:
-            raise ConfigError(f"SensitivitySampler pairs must be an integer in 1..{MAX_SENSITIVITY_PAIRS}, got {pairs!r}")
-        fraction = _one_stage(f"SensitivitySampler ({config.arch}, {pairs} pairs)", progress)
-        return sample_sensitivity(config, pairs, on_pair=lambda done, total: fraction(done / total)).to_dict()
-    if kind == "analysis":
-        from core.analyses import analysis
+#: every job kind, by name (:data:`ui.jobs.KINDS` is this registry)
+JOB_KINDS: dict[str, JobKind] = {}
 
-        name = params.get("name")
-        if name not in LONG_ANALYSES:
-            raise ConfigError(f"unknown analysis job {name!r}; one of {', '.join(LONG_ANALYSES)}")
-        if name == "audit":
-            from core.analyses.record_views import canary_audit
 
-            m = _int_param(params, "canaries", 100, 2, 100_000)
-            return canary_audit(config, m, progress=_one_stage(f"audit ({config.arch}, {m} canaries)", progress))
-        if name == "budget":
-            from core.analyses.record_views import budget_view
+def register_job_kind(kind: JobKind) -> JobKind:
+    """Add a job kind; a name taken by another registration is refused, and so is a function a worker
+    could not import (defined in ``__main__``) — each a :class:`ConfigError`."""
+    module = getattr(kind.run, "__module__", None)
+    if module is None or module == "__main__" != __name__:  # (the worker itself runs as __main__)
+        raise ConfigError(f"job kind {kind.name}: its function must live in a module the worker can import")
+    taken = JOB_KINDS.get(kind.name)
+    if taken is not None and taken != kind:
+        raise ConfigError(f"job kind {kind.name!r} is already registered")
+    JOB_KINDS[kind.name] = kind
+    return kind
 
-            online = _int_param(params, "online", 0, 0, 64)
-            fraction = _one_stage(f"reference budget ({config.arch}, {online} online models)", progress)
-            result = budget_view(config, online=online)
-            fraction(1.0)
-            return result
-        return getattr(analysis, name)(config, progress=_one_stage(f"{name} ({config.arch})", progress))
-    if kind == "adaptive":
-        from core.defenses.defender import Defender, DefenseSpec
-        from core.experiment.pipeline import trained_models
 
-        fields = params.get("spec")
-        if not isinstance(fields, dict) or not set(fields) <= {f.name for f in dataclasses.fields(DefenseSpec)}:
-            raise ConfigError(f"an adaptive job needs a DefenseSpec as a dict, got {fields!r}")
-        spec = DefenseSpec(**fields).validate()
-        fraction = _one_stage(f"adaptive attacker ({config.arch}, {spec.mechanism} {spec.value:g})", progress)
-        point = Defender(trained_models(config)).point(spec, "both", utility=True)
-        fraction(1.0)
-        return point
-    raise ValueError(f"unknown job kind {kind!r}")
+def unregister_job_kind(name: str) -> None:
+    """Remove a job kind (a test's toy)."""
+    JOB_KINDS.pop(name, None)
+
+
+def modules_of(kind: str, params: dict[str, Any]) -> tuple[str, ...]:
+    """The modules a worker imports before a job of ``kind`` (the server computes them from its
+    registries and sends them with the job): the one that defines the kind's function and its ``needs``."""
+    entry = JOB_KINDS[kind]
+    return tuple(dict.fromkeys((entry.run.__module__, *(entry.needs(params) if entry.needs else ()))))
+
+
+def _experiment(config: Any, progress, params: dict[str, Any]) -> Any:
+    """``run_experiment`` → the summary (and the navigation example maps, from the models in memory)."""
+    from core.experiment.pipeline import run_experiment
+
+    result = run_experiment(config, progress=progress)
+    if get_task(config.task).map_views and result.models is not None:
+        try:  # the crisp example maps, from the models still in memory
+            from ui.mapview import compute_map_views
+
+            compute_map_views(config, models=result.models)
+        except Exception:  # the summary is what the job is for; the page can redo this
+            traceback.print_exc()
+    return result.summary
+
+
+def _mapview(config: Any, progress, params: dict[str, Any]) -> Any:
+    """The navigation example maps."""
+    from ui.mapview import compute_map_views
+
+    return compute_map_views(config, progress=progress)
+
+
+def _sensitivity(config: Any, progress, params: dict[str, Any]) -> Any:
+    """``params["pairs"]`` SensitivitySampler pairs (``sample_sensitivity``, each pair cached as it
+    finishes) → the estimate as a dict."""
+    from core.defenses.sensitivity import sample_sensitivity
+
+    pairs = params.get("pairs")
+    if not isinstance(pairs, int) or isinstance(pairs, bool) or not 1 <= pairs <= MAX_SENSITIVITY_PAIRS:
+        raise ConfigError(f"SensitivitySampler pairs must be an integer in 1..{MAX_SENSITIVITY_PAIRS}, got {pairs!r}")
+    fraction = _one_stage(f"SensitivitySampler ({config.arch}, {pairs} pairs)", progress)
+    return sample_sensitivity(config, pairs, on_pair=lambda done, total: fraction(done / total)).to_dict()
+
+
+def _analysis_module(params: dict[str, Any]) -> tuple[str, ...]:
+    """The module that registered the analysis ``params["name"]`` (that of its ``job``), if registered."""
+    from core.analyses import registry as analysis_registry
+
+    name = params.get("name")
+    if name not in analysis_registry.long_names():
+        return ()
+    return (analysis_registry.get_analysis(name).job.__module__,)
+
+
+def _analysis(config: Any, progress, params: dict[str, Any]) -> Any:
+    """One long analysis of one architecture: the registered analysis ``params["name"]``
+    (:mod:`core.analyses.registry`, ``long``) through its ``job`` → its data. The name is only looked
+    up in the registry, never imported."""
+    from core.analyses import registry as analysis_registry
+
+    name = params.get("name")
+    long = analysis_registry.long_names()
+    if name not in long:
+        raise ConfigError(f"unknown analysis job {name!r}; one of {', '.join(long)}")
+    entry = analysis_registry.get_analysis(name)
+    return entry.job(config, lambda stage: _one_stage(stage, progress), params)
+
+
+def _adaptive(config: Any, progress, params: dict[str, Any]) -> Any:
+    """``Defender.point(DefenseSpec(**params["spec"]), "both")`` → the point (cached on disk)."""
+    from core.defenses.defender import Defender, DefenseSpec
+    from core.experiment.pipeline import trained_models
+
+    fields = params.get("spec")
+    if not isinstance(fields, dict) or not set(fields) <= {f.name for f in dataclasses.fields(DefenseSpec)}:
+        raise ConfigError(f"an adaptive job needs a DefenseSpec as a dict, got {fields!r}")
+    spec = DefenseSpec(**fields).validate()
+    fraction = _one_stage(f"adaptive attacker ({config.arch}, {spec.mechanism} {spec.value:g})", progress)
+    point = Defender(trained_models(config)).point(spec, "both", utility=True)
+    fraction(1.0)
+    return point
+
+
+def _adaptive_label(p: dict[str, Any]) -> str:
+    spec = p.get("spec")
+    if isinstance(spec, dict) and {"mechanism", "value"} <= set(spec):
+        return " · adaptive attacker ({mechanism} {value:g})".format(**spec)
+    return " · adaptive attacker"
+
+
+register_job_kind(JobKind("experiment", _experiment, lambda p: ""))
+register_job_kind(JobKind("mapview", _mapview, lambda p: " · example maps"))
+register_job_kind(JobKind("sensitivity", _sensitivity, lambda p: f" · SensitivitySampler (n = {p.get('pairs')})"))
+register_job_kind(JobKind("analysis", _analysis, lambda p: f" · {p.get('name')} analysis", _analysis_module))
+register_job_kind(JobKind("adaptive", _adaptive, _adaptive_label))
+
+
+def run_job(kind: str, config: Any, progress, params: dict[str, Any] | None = None,
+            modules: tuple[str, ...] = ()) -> Any:
+    """What a job of ``kind`` computes (the same entry points the CLI uses): its registered function,
+    after importing ``modules`` (:func:`modules_of`, sent by the server), which register kinds and
+    analyses this worker did not know."""
+    for module in modules:
+        importlib.import_module(module)
+    if kind not in JOB_KINDS:
+        raise ValueError(f"unknown job kind {kind!r}")
+    return JOB_KINDS[kind].run(config, progress, params or {})
 
 
 def serve(conn: Connection, parent: int) -> None:
@@ -236,6 +314,7 @@ def serve(conn: Connection, parent: int) -> None:
             return
         _, job_id, kind, config, env, *rest = msg
         params = rest[0] if rest else {}
+        modules = tuple(rest[1]) if len(rest) > 1 else ()
         _set_env(env)
         last = [0.0]
 
@@ -249,7 +328,7 @@ def serve(conn: Connection, parent: int) -> None:
         _state.update(running=True, cancel=False)
         try:
             try:
-                result = run_job(kind, config, progress, params)
+                result = run_job(kind, config, progress, params, modules)
                 _checkpoint()
             except MIAError as exc:
                 reply = ("error", job_id, str(exc))
@@ -300,4 +379,6 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
+    # one module, one registry: a module that registers a job kind imports ui.worker, which is this one
+    sys.modules.setdefault("ui.worker", sys.modules["__main__"])
     sys.exit(main(sys.argv[1:]))

@@ -24,7 +24,7 @@ expose, flips behind a defense), ``budget`` (LiRA/RMIA against the number of ref
 
 :func:`verdict` turns two curves into a computed sentence ("RNN higher than FFNN at 4 of 5
 epochs, by 0.06 on average") so no page writes a finding by hand. :func:`verdicts` computes one
-verdict per analysis (:data:`VERDICT_OF`), each from that analysis' own data only: a tab never shows
+verdict per analysis (its registration, :mod:`core.analyses.registry`), each from that analysis' own data only: a tab never shows
 a verdict that another analysis' runs decided. The findings they check, with their sources, are
 in :mod:`core.measurement.studies`.
 """
@@ -44,9 +44,10 @@ from core.foundations.errors import ConfigError
 from core.foundations.names import ARCH_NAMES
 from core.experiment.pipeline import (TrainedModels, build_attacks, fitted_attacks, make_splits, role_seed,
     run_experiment, seed_everything, train_or_load, trained_models)
+from core.analyses.registry import Analysis, AnalysisRun, Repeat, int_param, names, register_analysis, registered
 from core.analyses.repeats import repeat_config
-from core.analyses.record_views import (DEFAULT_CANARIES, audit_view, budget_view, cached_repeats, defended_points,
-    exposure_view, slices_view)
+from core.analyses.record_views import (DEFAULT_CANARIES, audit_view, budget_view, cached_repeats, canary_audit,
+    defended_points, exposure_view, slices_view)
 from core.measurement.responses import Responses
 from core.experiment.results import DefendedPoint, RunSummary
 from core.experiment.roles import RETRAINING_ANALYSES, refuse_loaded_victim
@@ -464,29 +465,28 @@ def verdict(rnn: list[float | None], ffnn: list[float | None], what: str = "atta
 
 
 # ---------------------------------------------------------------------------- everything, both architectures
-ANALYSES = ("scatter", "vulnerability", "memorization", "overtraining", "mismatch", "exposure", "budget", "audit",
-            "slices")
-
-
-def analyze(configs: dict[str, ExperimentConfig], analyses: tuple[str, ...] = ANALYSES, progress=None,
+def analyze(configs: dict[str, ExperimentConfig], analyses: tuple[str, ...] | None = None, progress=None,
             cache: ArtifactCache | None = None, canaries: int = DEFAULT_CANARIES,
             defense: tuple[str, float] | None = None, online_lira: int = 0, repeats: int = 1) -> dict[str, Any]:
-    """Run ``analyses`` for each architecture's config (``{"ffnn": cfg, "rnn": cfg}``) and compute
-    the verdicts that compare them. ``progress(stage, fraction)`` is told what runs.
+    """Run ``analyses`` (default: every registered one, :func:`core.analyses.registry.names`) for each
+    architecture's config (``{"ffnn": cfg, "rnn": cfg}``), in registration order, and compute the
+    verdicts that compare them. ``progress(stage, fraction)`` is told what runs.
 
-    With ``repeats`` = N ≥ 2 the analyses that compare FFNN with RNN (:data:`REPEATED`: the runs,
-    vulnerability, overtraining, memorization, as far as asked for) also run on repeats 1 … N−1
-    (:func:`core.analyses.repeats.repeat_config`: derived seeds, repeat r of both architectures on one
-    split; each cached) and ``repeats`` holds their paired verdicts (:func:`repeated_verdicts`);
-    everything else is repeat 0's, as without repeats.
+    With ``repeats`` = N ≥ 2 the analyses that compare FFNN with RNN (those registered with a
+    ``repeat`` pairing: the runs, scatter, vulnerability, memorization, overtraining, as far as asked
+    for) also run on repeats 1 … N−1 (:func:`core.analyses.repeats.repeat_config`: derived seeds,
+    repeat r of both architectures on one split; each cached) and ``repeats`` holds their paired
+    verdicts (:func:`repeated_verdicts`); everything else is repeat 0's, as without repeats.
 
     Issue 22's views (:mod:`core.analyses.record_views`): ``exposure`` (both architectures; with ``defense``
     = (mechanism, value) also the flips under that after-training defense), ``budget`` (with
     ``online_lira`` = N > 0 also online LiRA's curve; its N models train once), ``audit``
     (one canary run of ``canaries`` canaries per architecture, cached) and ``slices``."""
-    unknown = set(analyses) - set(ANALYSES)
+    known = names()
+    analyses = known if analyses is None else tuple(analyses)
+    unknown = set(analyses) - set(known)
     if unknown:
-        raise ConfigError(f"unknown analyses {sorted(unknown)}; choose from {', '.join(ANALYSES)}")
+        raise ConfigError(f"unknown analyses {sorted(unknown)}; choose from {', '.join(known)}")
     if "exposure" in analyses and len(configs) != 2:
         raise ConfigError("the exposure analysis compares two architectures: give both ffnn and rnn")
     if "audit" in analyses and canaries < 2:
@@ -503,70 +503,39 @@ def analyze(configs: dict[str, ExperimentConfig], analyses: tuple[str, ...] = AN
         say(f"train & attack ({arch})", 0.0)
         summaries[arch] = run_experiment(cfg, cache=cache, progress=lambda ev, a=arch: say(f"train & attack ({a})",
                                                                                              ev.overall_fraction)).summary
-    if "scatter" in analyses:
-        out["scatter"] = {a: entropy_scatter(s) for a, s in summaries.items()}
-        out["most_exposed"] = {a: most_exposed(s) for a, s in summaries.items()}
-    if "vulnerability" in analyses:
-        out["vulnerability"] = {a: vulnerability(trained_models(configs[a], cache=cache), s) for a, s in summaries.items()}
-    for name, fn in (("memorization", memorization), ("overtraining", overtraining), ("mismatch", mismatch)):
-        if name in analyses:
-            out[name] = {}
-            for arch, cfg in configs.items():
-                stage = f"{name} ({arch})"
-                say(stage, 0.0)
-                out[name][arch] = fn(cfg, cache=cache, progress=lambda f, s=stage: say(s, f))
-    if "exposure" in analyses:
-        say("exposure", 0.0)
-        points = defended_points(configs, defense[0], defense[1], cache) if defense else None
-        out["exposure"] = exposure_view(configs, summaries, defended=points, repeats=cached_repeats(configs, cache))
-    if "budget" in analyses:
-        out["budget"] = {}
-        for arch, cfg in configs.items():
-            say(f"budget ({arch})", 0.0)
-            out["budget"][arch] = budget_view(cfg, cache=cache, online=online_lira)
-    if "audit" in analyses:
-        out["audit"] = audit_view(configs, summaries, canaries, cache, progress=say)
-    if "slices" in analyses:
-        out["slices"] = slices_view(configs, summaries)
+    run = AnalysisRun(configs, summaries, cache, say, canaries=canaries, defense=defense, online_lira=online_lira)
+    for entry in registered():
+        if entry.name in analyses:
+            out[entry.name] = entry.run(run)
+            if entry.extras is not None:
+                out.update(entry.extras(run))
     out["verdicts"] = verdicts(out, summaries)
     if repeats >= 2 and {"ffnn", "rnn"} <= set(configs):
-        per_repeat = [{"runs": summaries, **{n: out[n] for n in REPEATED if n in out}}]
+        compared = [a.name for a in _repeated()]
+        per_repeat = [{"runs": summaries, **{n: out[n] for n in compared if n in out}}]
         for r in range(1, repeats):
             rcfg = {a: repeat_config(c, r) for a, c in configs.items()}
-            per_repeat.append(_repeat_results(rcfg, [n for n in REPEATED if n in analyses], cache,
+            per_repeat.append(_repeat_results(rcfg, [n for n in compared if n in analyses], cache,
                                               lambda stage, f, r=r: say(f"repeat {r + 1}/{repeats}: {stage}", f)))
         out["repeats"] = repeated_verdicts(per_repeat, [repeat_config(configs["ffnn"], r).seed for r in range(repeats)])
     return out
 
 
-def _repeat_results(configs: dict[str, ExperimentConfig], names: list[str], cache: ArtifactCache, say) -> dict[str, Any]:
-    """One repeat's data for the comparing analyses ``names`` (and its runs' summaries)."""
+def _repeat_results(configs: dict[str, ExperimentConfig], compared: list[str], cache: ArtifactCache, say
+                    ) -> dict[str, Any]:
+    """One repeat's data for the comparing analyses ``compared`` (and its runs' summaries)."""
     summaries = {}
     for arch, cfg in configs.items():
         say(f"train & attack ({arch})", 0.0)
         summaries[arch] = run_experiment(cfg, cache=cache).summary
     out: dict[str, Any] = {"runs": summaries}
-    if "scatter" in names:
-        out["scatter"] = {a: entropy_scatter(s) for a, s in summaries.items()}
-    if "vulnerability" in names:
-        out["vulnerability"] = {a: vulnerability(trained_models(configs[a], cache=cache), s) for a, s in summaries.items()}
-    for name, fn in (("memorization", memorization), ("overtraining", overtraining)):
-        if name in names:
-            out[name] = {}
-            for arch, cfg in configs.items():
-                say(f"{name} ({arch})", 0.0)
-                out[name][arch] = fn(cfg, cache=cache, progress=lambda f, st=f"{name} ({arch})": say(st, f))
+    run = AnalysisRun(configs, summaries, cache, say)
+    for entry in _repeated():
+        if entry.name in compared:
+            out[entry.name] = entry.run(run)
     return out
 
-
-#: the verdict each analysis computes, from that analysis' own data only (``runs``: the two
-#: architectures' summaries, i.e. the final attack accuracy of the runs every analysis starts from)
-VERDICT_OF = {"runs": "rnn_more_vulnerable", "scatter": "lower_member_entropy",
-              "vulnerability": "rnn_more_vulnerable_over_training", "memorization": "ffnn_forgets_early_blocks",
-              "overtraining": "overtraining_raises_ffnn_more", "mismatch": "mismatch_costs_little",
-              "audit": "audit_within_accountant"}
-
-
+# ---------------------------------------------------------------------------- verdicts of one run
 def runs_verdict(summaries: dict[str, RunSummary | dict[str, Any]]) -> Verdict:
     """RNN's final attack accuracy above the FFNN's (the runs' summaries)."""
     def accuracy(s: RunSummary | dict[str, Any]) -> float:  # the one number this verdict reads
@@ -724,41 +693,33 @@ def _memorization_pair(m: dict[str, dict[str, Any]]) -> tuple[float, float] | No
     return m["ffnn"]["blocks"][0]["attack_accuracy"], m["rnn"]["blocks"][0]["attack_accuracy"]
 
 
-#: the analyses that compare FFNN with RNN, as one number per architecture and repeat: analysis →
-#: (the (FFNN, RNN) pair from that analysis' data of one repeat, or None where it has none; the
-#: sign the studies predict for FFNN − RNN; what the number is). The verdict over repeats is
-#: core.measurement.stats' three-valued one on the paired difference (holds / reversed / inconclusive).
-REPEATED: dict[str, tuple[Any, int, str]] = {
-    "runs": (_runs_pair, -1, "final attack accuracy"),
-    "scatter": (_scatter_pair, -1, "entropy gap (non-members' − members' mean APE, nats): the RNN separates them "
-                                   "more"),
-    "vulnerability": (_vulnerability_pair, -1, "attack accuracy averaged over the shared checkpoint epochs"),
-    "overtraining": (_overtraining_pair, +1, "rise of the attack accuracy past the best validation epoch"),
-    "memorization": (_memorization_pair, -1, "attack accuracy on the first block learned"),
-}
-
-
 def repeated_verdicts(per_repeat: list[dict[str, Any]], seeds: list[int] | None = None) -> dict[str, Any]:
     """The comparing analyses' verdicts over N repeats: ``per_repeat[r]`` holds repeat r's data
-    (``runs``: both architectures' summaries; and any of :data:`REPEATED`'s analyses). Per analysis
+    (``runs``: both architectures' summaries; and any analysis registered with a ``repeat`` pairing). Per analysis
     present in every repeat with a number for each, the paired comparison FFNN − RNN by repeat
     (:func:`core.measurement.stats.compare`: mean difference d̄ with its Student-t 95 % interval, paired t and
     sign-flip p-values, d_z) and the verdict on the studies' direction — *holds* (the interval
     excludes 0 on the predicted side), *reversed* (on the other), *inconclusive* — keyed by
-    :data:`VERDICT_OF`, with N, the per-repeat values and what the number is. An analysis some
+    the analysis' registered ``verdict``, with N, the per-repeat values and what the number is. An analysis some
     repeat lacks a number for (e.g. no overtraining happened) is listed under ``missing``."""
     n = len(per_repeat)
     out: dict[str, Any] = {"n": n, "seeds": list(seeds) if seeds else None, "verdicts": {}, "missing": {}}
-    for name, (pair_of, expected, what) in REPEATED.items():
+    for entry in _repeated():
+        name, rep = entry.name, entry.repeat
         if not all(name in r for r in per_repeat):
             continue
-        pairs = [pair_of(r[name]) for r in per_repeat]
+        pairs = [rep.pair(r[name]) for r in per_repeat]
         if any(p is None for p in pairs):
-            out["missing"][VERDICT_OF[name]] = (f"{sum(p is None for p in pairs)} of {n} repeats have no {what}")
+            out["missing"][entry.verdict] = (f"{sum(p is None for p in pairs)} of {n} repeats have no {rep.what}")
             continue
-        comp = paired_compare(name, [p[0] for p in pairs], [p[1] for p in pairs], expected)
-        out["verdicts"][VERDICT_OF[name]] = {"analysis": name, "what": what, "n": n, **comp.to_dict()}
+        comp = paired_compare(name, [p[0] for p in pairs], [p[1] for p in pairs], rep.expected)
+        out["verdicts"][entry.verdict] = {"analysis": name, "what": rep.what, "n": n, **comp.to_dict()}
     return out
+
+
+def _repeated() -> list[Analysis]:
+    """The registered analyses that compare FFNN with RNN over repeats (the runs' entry first)."""
+    return [a for a in registered(every=True) if a.repeat is not None]
 
 
 def repeated_verdict_sentence(v: dict[str, Any]) -> str:
@@ -786,19 +747,102 @@ def repeated_verdict_sentence(v: dict[str, Any]) -> str:
     return line
 
 
-_VERDICT_FUNCTIONS = {"scatter": scatter_verdict, "vulnerability": vulnerability_verdict,
-                      "memorization": memorization_verdict, "overtraining": overtraining_verdict,
-                      "mismatch": mismatch_verdict, "audit": audit_verdict}
-
-
 def verdicts(results: dict[str, Any], summaries: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """The studies' findings, each checked on the data of its own analysis (``VERDICT_OF``):
-    ``results[name]`` feeds the verdict of ``name`` and nothing else (needs both architectures)."""
+    """The studies' findings, each checked on the data of its own analysis (its registered
+    ``verdict_of``): ``results[name]`` feeds the verdict of ``name`` and nothing else (needs both
+    architectures); the runs' verdict reads ``summaries``."""
     if not {"ffnn", "rnn"} <= set(summaries):
         return {}
-    out = {VERDICT_OF["runs"]: runs_verdict(summaries).to_dict()}
-    for name, fn in _VERDICT_FUNCTIONS.items():
-        data = results.get(name)
-        if data and {"ffnn", "rnn"} <= set(data):
-            out[VERDICT_OF[name]] = fn(data).to_dict()
+    data_of = {**results, "runs": summaries}
+    out = {}
+    for entry in registered(every=True):
+        data = data_of.get(entry.name)
+        if entry.verdict_of is not None and data and {"ffnn", "rnn"} <= set(data):
+            out[entry.verdict] = entry.verdict_of(data).to_dict()
     return out
+
+
+# ---------------------------------------------------------------------------- the registrations
+def _staged_job(name: str, fn):
+    """The worker's run of a long analysis that takes no parameters: ``fn(config, progress=…)``
+    under the stage ``"<name> (<arch>)"``."""
+    return lambda cfg, stage, params: fn(cfg, progress=stage(f"{name} ({cfg.arch})"))
+
+
+def _audit_job(cfg: ExperimentConfig, stage, params: dict[str, Any]) -> dict[str, Any]:
+    m = int_param(params, "canaries", 100, 2, 100_000)
+    return canary_audit(cfg, m, progress=stage(f"audit ({cfg.arch}, {m} canaries)"))
+
+
+def _budget_job(cfg: ExperimentConfig, stage, params: dict[str, Any]) -> dict[str, Any]:
+    online = int_param(params, "online", 0, 0, 64)
+    fraction = stage(f"reference budget ({cfg.arch}, {online} online models)")
+    result = budget_view(cfg, online=online)
+    fraction(1.0)
+    return result
+
+
+def _budget_run(run: AnalysisRun) -> dict[str, Any]:
+    out = {}
+    for arch, cfg in run.configs.items():
+        run.say(f"budget ({arch})", 0.0)
+        out[arch] = budget_view(cfg, cache=run.cache, online=run.online_lira)
+    return out
+
+
+def _exposure_run(run: AnalysisRun) -> dict[str, Any]:
+    run.say("exposure", 0.0)
+    points = defended_points(run.configs, run.defense[0], run.defense[1], run.cache) if run.defense else None
+    return exposure_view(run.configs, run.summaries, defended=points, repeats=cached_repeats(run.configs, run.cache))
+
+
+_FIGURES = "core.views.figures"
+_REPORT = "core.views.report"
+#: the runs every analysis starts from: their verdict and repeat pairing (never run or written by name)
+register_analysis(Analysis(
+    "runs", "Train & attack", None, verdict="rnn_more_vulnerable", verdict_of=runs_verdict,
+    repeat=Repeat(_runs_pair, -1, "final attack accuracy"), listed=False))
+register_analysis(Analysis(
+    "scatter", "Entropy scatter", lambda run: run.per_arch(lambda cfg, s: entropy_scatter(s)),
+    verdict="lower_member_entropy", verdict_of=scatter_verdict,
+    repeat=Repeat(_scatter_pair, -1, "entropy gap (non-members' − members' mean APE, nats): the RNN separates them "
+                                     "more"),
+    table=f"{_REPORT}:scatter_table", figure=f"{_REPORT}:scatter_figure",
+    extras=lambda run: {"most_exposed": run.per_arch(lambda cfg, s: most_exposed(s))}))
+register_analysis(Analysis(
+    "vulnerability", "Over training",
+    lambda run: run.per_arch(lambda cfg, s: vulnerability(trained_models(cfg, cache=run.cache), s)),
+    verdict="rnn_more_vulnerable_over_training", verdict_of=vulnerability_verdict,
+    repeat=Repeat(_vulnerability_pair, -1, "attack accuracy averaged over the shared checkpoint epochs"),
+    table=f"{_REPORT}:rows_table", figure=f"{_FIGURES}:vulnerability_figure"))
+register_analysis(Analysis(
+    "memorization", "Memorization", lambda run: run.staged("memorization", memorization),
+    verdict="ffnn_forgets_early_blocks", verdict_of=memorization_verdict,
+    repeat=Repeat(_memorization_pair, -1, "attack accuracy on the first block learned"),
+    long=True, job=_staged_job("memorization", memorization),
+    table=f"{_REPORT}:memorization_table", figure=f"{_FIGURES}:memorization_figure"))
+register_analysis(Analysis(
+    "overtraining", "Overtraining", lambda run: run.staged("overtraining", overtraining),
+    verdict="overtraining_raises_ffnn_more", verdict_of=overtraining_verdict,
+    repeat=Repeat(_overtraining_pair, +1, "rise of the attack accuracy past the best validation epoch"),
+    long=True, job=_staged_job("overtraining", overtraining),
+    table=f"{_REPORT}:rows_table", figure=f"{_FIGURES}:overtraining_figure"))
+register_analysis(Analysis(
+    "mismatch", "Model mismatch", lambda run: run.staged("mismatch", mismatch),
+    verdict="mismatch_costs_little", verdict_of=mismatch_verdict,
+    long=True, job=_staged_job("mismatch", mismatch),
+    table=f"{_REPORT}:mismatch_table", figure=f"{_FIGURES}:mismatch_figure"))
+register_analysis(Analysis(
+    "exposure", "Exposure per record", _exposure_run,
+    table=f"{_REPORT}:exposure_table", figure=f"{_FIGURES}:exposure_figure"))
+register_analysis(Analysis(
+    "budget", "Reference budget", _budget_run, long=True, job=_budget_job, job_params=("online",),
+    table=f"{_REPORT}:budget_table", figure=f"{_FIGURES}:budget_figure"))
+register_analysis(Analysis(
+    "audit", "Audited ε", lambda run: audit_view(run.configs, run.summaries, run.canaries, run.cache, progress=run.say),
+    verdict="audit_within_accountant", verdict_of=audit_verdict,
+    long=True, job=_audit_job, job_params=("canaries",),
+    table=f"{_REPORT}:audit_table", figure=f"{_FIGURES}:audit_figure"))
+register_analysis(Analysis(
+    "slices", "Slices", lambda run: slices_view(run.configs, run.summaries),
+    table=f"{_REPORT}:slices_table", figure=f"{_FIGURES}:slices_figure"))

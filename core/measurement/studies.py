@@ -124,7 +124,7 @@ ARCH_FINDINGS: dict[str, tuple[str, Source]] = {
                    f"{RL_ATTACK_ACCURACY[('navigation', 'ffnn')]:.0%} at similar returns).", Source("001", "§5.1")),
 }
 
-#: analysis (``core.analyses.analysis.ANALYSES``) → (the finding its verdict checks, its source)
+#: analysis (``core.analyses.registry.names()``) → (the finding its verdict checks, its source)
 ANALYSIS_FINDINGS: dict[str, tuple[str, Source]] = {
     "scatter": ("members get lower prediction entropy and cross-entropy than non-members, and the RNN separates "
                 "them more (paper 000, Fig. 5).", Source("000", "Fig. 5")),

@@ -24,7 +24,9 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from core.views import figures
+from core.analyses import registry as analysis_registry
 from core.analyses.analysis import repeated_verdict_sentence
+from core.analyses.registry import resolve
 from core.experiment.cache import ArtifactCache
 from core.foundations.config import ExperimentConfig
 from core.foundations.errors import ConfigError
@@ -36,74 +38,82 @@ from core.analyses.record_views import report_views
 
 
 def tables(results: dict[str, Any]) -> dict[str, pd.DataFrame]:
-    """One flat table per analysis present in ``results`` (see :func:`core.analyses.analysis.analyze`)."""
-    out: dict[str, pd.DataFrame] = {}
-    if "scatter" in results:
-        rows = []
-        for arch, sc in results["scatter"].items():
-            for i, (x, y, m) in enumerate(zip(sc["log10_ape"], sc["log10_cross_entropy"], sc["membership"])):
-                row = {"arch": arch, "record": i, "member": m, "log10_ape": x, "log10_cross_entropy": y,
-                       # −12 means "at or below 1e-12": flagged, so a reader does not take it for a value
-                       "clipped_ape": sc.get("clipped_ape", [None] * (i + 1))[i],
-                       "clipped_cross_entropy": sc.get("clipped_cross_entropy", [None] * (i + 1))[i]}
-                row.update({f"{name}_decision": a["decision"][i] for name, a in sc["attacks"].items()})
-                rows.append(row)
-        out["scatter"] = pd.DataFrame(rows)
-    for name in ("vulnerability", "overtraining"):
-        if name in results:
-            out[name] = pd.DataFrame([{"arch": arch, **r} for arch, v in results[name].items() for r in v["rows"]])
-    if "memorization" in results:
-        out["memorization"] = pd.DataFrame([{"arch": arch, **{k: v for k, v in b.items() if k != "accuracies"}}
-                                            for arch, m in results["memorization"].items() for b in m["blocks"]])
-    if "mismatch" in results:
-        out["mismatch"] = pd.DataFrame([{"arch": arch, "scale": r["scale"], m["knob"]: r[m["knob"]], "attack": name,
-                                         "accuracy": acc}
-                                        for arch, m in results["mismatch"].items() for r in m["rows"]
-                                        for name, acc in r["accuracy"].items()])
-    out.update(record_view_tables(results))
-    return out
+    """One flat table per analysis present in ``results`` (see :func:`core.analyses.analysis.analyze`):
+    its registered ``table`` builder (:mod:`core.analyses.registry`) on its data."""
+    return {a.name: resolve(a.table)(results[a.name]) for a in analysis_registry.registered()
+            if a.name in results and a.table is not None}
 
 
-def record_view_tables(results: dict[str, Any]) -> dict[str, pd.DataFrame]:
-    """Tables of issue 22's views (:mod:`core.analyses.record_views`) present in ``results``."""
-    out: dict[str, pd.DataFrame] = {}
-    if "exposure" in results:
-        ex = results["exposure"]
-        rows = []
-        for i, (index, m) in enumerate(zip(ex["records"], ex["membership"])):
-            row: dict[str, Any] = {"record": i, "dataset_index": index, "member": m, "attack": ex["attack"]}
-            for arch in ex["archs"]:
-                row[f"score_{arch}"] = ex["scores"][arch][i]
-                row[f"cross_entropy_{arch}"] = ex["cross_entropy"][arch][i]
-            for fpr, q in ex["quadrants"].items():
-                row[f"quadrant_at_fpr_{fpr}"] = q["quadrant"][i]
-            for arch, by_fpr in ex.get("flips", {}).items():
-                for fpr, f in by_fpr.items():
-                    row[f"flip_{arch}_at_fpr_{fpr}"] = ("stopped" if i in f["stopped"] else
-                                                        "started" if i in f["started"] else "")
+def scatter_table(scatter: dict[str, Any]) -> pd.DataFrame:
+    """The entropy scatter's records, one row per (architecture, record)."""
+    rows = []
+    for arch, sc in scatter.items():
+        for i, (x, y, m) in enumerate(zip(sc["log10_ape"], sc["log10_cross_entropy"], sc["membership"])):
+            row = {"arch": arch, "record": i, "member": m, "log10_ape": x, "log10_cross_entropy": y,
+                   # −12 means "at or below 1e-12": flagged, so a reader does not take it for a value
+                   "clipped_ape": sc.get("clipped_ape", [None] * (i + 1))[i],
+                   "clipped_cross_entropy": sc.get("clipped_cross_entropy", [None] * (i + 1))[i]}
+            row.update({f"{name}_decision": a["decision"][i] for name, a in sc["attacks"].items()})
             rows.append(row)
-        out["exposure"] = pd.DataFrame(rows)
-    if "budget" in results:
-        out["budget"] = pd.DataFrame([
-            {"arch": arch, "attack": name, "n_references": p["n_references"], "draws": p["draws"], "auc": p["auc"],
-             "auc_low": p["auc_low"], "auc_high": p["auc_high"],
-             **{f"tpr_at_fpr_{f}": v for f, v in p["tpr_at_fpr"].items()},
-             **{f"tpr_low_{f}": v for f, v in p["tpr_low"].items()},
-             **{f"tpr_high_{f}": v for f, v in p["tpr_high"].items()}, "flattens_at": c["flattens_at"]}
-            for arch, view in results["budget"].items() for name, c in view["curves"].items() for p in c["points"]])
-    if "audit" in results:
-        out["audit"] = pd.DataFrame([
-            {"arch": arch, "m": v["m"], "delta": v["delta"], "k": k["k"], "correct": k["correct"],
-             "accuracy": k["accuracy"], "epsilon_at_k": k["epsilon"], "audited_epsilon": v["audited_epsilon"],
-             "best_k": v["audit"]["best_k"], "accountant_rdp": (v["accountant_epsilon"] or {}).get("rdp"),
-             "accountant_prv": (v["accountant_epsilon"] or {}).get("prv"),
-             "attack_epsilon_lower_bound": v["attack_epsilon_lower_bound"], **_audit_estimator_columns(v, k["k"])}
-            for arch, v in results["audit"].items() for k in v["audit"]["per_k"]])
-    if "slices" in results:
-        out["slices"] = pd.DataFrame([{"arch": arch, "attack": results["slices"]["attack"], **r}
-                                      for arch, by in results["slices"]["archs"].items()
-                                      for rows in by.values() for r in rows])
-    return out
+    return pd.DataFrame(rows)
+
+
+def rows_table(data: dict[str, Any]) -> pd.DataFrame:
+    """The per-epoch rows of vulnerability or overtraining, one row per (architecture, epoch)."""
+    return pd.DataFrame([{"arch": arch, **r} for arch, v in data.items() for r in v["rows"]])
+
+
+def memorization_table(data: dict[str, Any]) -> pd.DataFrame:
+    return pd.DataFrame([{"arch": arch, **{k: v for k, v in b.items() if k != "accuracies"}}
+                         for arch, m in data.items() for b in m["blocks"]])
+
+
+def mismatch_table(data: dict[str, Any]) -> pd.DataFrame:
+    return pd.DataFrame([{"arch": arch, "scale": r["scale"], m["knob"]: r[m["knob"]], "attack": name, "accuracy": acc}
+                         for arch, m in data.items() for r in m["rows"] for name, acc in r["accuracy"].items()])
+
+
+def exposure_table(ex: dict[str, Any]) -> pd.DataFrame:
+    """Issue 22's exposure view (:mod:`core.analyses.record_views`), one row per record."""
+    rows = []
+    for i, (index, m) in enumerate(zip(ex["records"], ex["membership"])):
+        row: dict[str, Any] = {"record": i, "dataset_index": index, "member": m, "attack": ex["attack"]}
+        for arch in ex["archs"]:
+            row[f"score_{arch}"] = ex["scores"][arch][i]
+            row[f"cross_entropy_{arch}"] = ex["cross_entropy"][arch][i]
+        for fpr, q in ex["quadrants"].items():
+            row[f"quadrant_at_fpr_{fpr}"] = q["quadrant"][i]
+        for arch, by_fpr in ex.get("flips", {}).items():
+            for fpr, f in by_fpr.items():
+                row[f"flip_{arch}_at_fpr_{fpr}"] = ("stopped" if i in f["stopped"] else
+                                                    "started" if i in f["started"] else "")
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def budget_table(budget: dict[str, Any]) -> pd.DataFrame:
+    return pd.DataFrame([
+        {"arch": arch, "attack": name, "n_references": p["n_references"], "draws": p["draws"], "auc": p["auc"],
+         "auc_low": p["auc_low"], "auc_high": p["auc_high"],
+         **{f"tpr_at_fpr_{f}": v for f, v in p["tpr_at_fpr"].items()},
+         **{f"tpr_low_{f}": v for f, v in p["tpr_low"].items()},
+         **{f"tpr_high_{f}": v for f, v in p["tpr_high"].items()}, "flattens_at": c["flattens_at"]}
+        for arch, view in budget.items() for name, c in view["curves"].items() for p in c["points"]])
+
+
+def audit_table(audit: dict[str, Any]) -> pd.DataFrame:
+    return pd.DataFrame([
+        {"arch": arch, "m": v["m"], "delta": v["delta"], "k": k["k"], "correct": k["correct"],
+         "accuracy": k["accuracy"], "epsilon_at_k": k["epsilon"], "audited_epsilon": v["audited_epsilon"],
+         "best_k": v["audit"]["best_k"], "accountant_rdp": (v["accountant_epsilon"] or {}).get("rdp"),
+         "accountant_prv": (v["accountant_epsilon"] or {}).get("prv"),
+         "attack_epsilon_lower_bound": v["attack_epsilon_lower_bound"], **_audit_estimator_columns(v, k["k"])}
+        for arch, v in audit.items() for k in v["audit"]["per_k"]])
+
+
+def slices_table(slices: dict[str, Any]) -> pd.DataFrame:
+    return pd.DataFrame([{"arch": arch, "attack": slices["attack"], **r}
+                         for arch, by in slices["archs"].items() for rows in by.values() for r in rows])
 
 
 def _audit_estimator_columns(v: dict[str, Any], k: int) -> dict[str, Any]:
@@ -120,25 +130,18 @@ def _audit_estimator_columns(v: dict[str, Any], k: int) -> dict[str, Any]:
             "gdp_epsilon_low": gdp["epsilon_low"], "gdp_epsilon_high": gdp["epsilon_high"]}
 
 
-#: each analysis' figure from its results (the scatter, which also takes the attack, is drawn apart)
-FIGURE_OF = {
-    "vulnerability": figures.vulnerability_figure, "memorization": figures.memorization_figure,
-    "overtraining": figures.overtraining_figure, "mismatch": figures.mismatch_figure,
-    "exposure": figures.exposure_figure, "budget": figures.budget_figure, "audit": figures.audit_figure,
-    "slices": figures.slices_figure,
-}
+def scatter_figure(scatter: dict[str, Any], attack: str | None = None) -> go.Figure:
+    """The entropy scatter's figure for ``attack`` (default: the shadow-model attack, else the first)."""
+    first = next(iter(scatter.values()))
+    name = attack or ("shadow" if "shadow" in first["attacks"] else next(iter(first["attacks"])))
+    return figures.scatter_figure(scatter, name)
 
 
-def figures_of(results: dict[str, Any], attack: str | None = None) -> dict[str, go.Figure]:
-    """One figure per analysis present in ``results``."""
-    out: dict[str, go.Figure] = {}
-    if "scatter" in results:
-        first = next(iter(results["scatter"].values()))
-        name = attack or ("shadow" if "shadow" in first["attacks"] else next(iter(first["attacks"])))
-        out["scatter"] = figures.scatter_figure(results["scatter"], name)
-    for name, figure in FIGURE_OF.items():
-        if name in results:
-            out[name] = figure(results[name])
+def figures_of(results: dict[str, Any]) -> dict[str, go.Figure]:
+    """One figure per analysis present in ``results``: its registered ``figure`` builder on its data
+    (and the audit's guesses beside its bounds)."""
+    out: dict[str, go.Figure] = {a.name: resolve(a.figure)(results[a.name]) for a in analysis_registry.registered()
+                                 if a.name in results and a.figure is not None}
     if any(v.get("estimators") for v in results.get("audit", {}).values()):
         out["audit_guesses"] = figures.audit_guesses_figure(results["audit"])
     return out

@@ -1,0 +1,185 @@
+"""The analysis registry: one registration per analysis (issue 29; Opacus' accountant registry and
+:mod:`core.attacks.registry` are the model).
+
+A registration (:class:`Analysis`) says everything the CLI, the worker, the report and the Analyses
+page used to read from five name tables and if-chains:
+
+* ``name`` (``analyze --analysis NAME``, the key of its data in ``analyses.json``, its file names
+  ``NAME.csv`` / ``NAME.html``) and ``label``;
+* ``run(AnalysisRun) → data``: both architectures' data, run by :func:`core.analyses.analysis.analyze`
+  (``extras``: other keys it adds beside its own, the scatter's ``most_exposed``);
+* ``verdict`` (the key of its verdict in ``verdicts``) and ``verdict_of({arch: data}) → Verdict``:
+  one verdict from that analysis' data only;
+* ``repeat`` (:class:`Repeat`): how it compares FFNN with RNN over paired repeats (``analyze
+  --repeats N``, :func:`core.analyses.analysis.repeated_verdicts`);
+* ``long``: it trains models of its own, so the app runs it in a worker (:mod:`ui.worker`, job kind
+  ``analysis`` with ``params["name"]``) through ``job(config, stage, params)`` for one architecture
+  (``stage(label)`` → a fraction callback; ``job_params``: the parameters it reads besides ``name``);
+* ``table`` and ``figure``: its CSV table and its figure from its data (``data → DataFrame`` /
+  ``data → plotly Figure``), given as a callable or as ``"module:function"`` of a builder in
+  :mod:`core.views` — this layer never imports the views; :mod:`core.views.report` resolves the
+  name (:func:`resolve`).
+
+The built-in analyses register themselves in :mod:`core.analyses.analysis`, which this module loads
+on the first look-up. A new analysis is one module plus one :func:`register_analysis` call; a test's
+toy registered that way appears in ``python -m core analyze``, its JSON, CSV and HTML, the HTML
+export and (long) as a worker job (``tests/test_analysis_registry.py``); :func:`unregister_analysis`
+removes it. Only code registers an analysis: a name from a page or a job's parameters is only ever
+looked up here, never imported.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from core.foundations.config import ExperimentConfig
+from core.foundations.errors import ConfigError
+
+#: the module whose import registers the built-in analyses (loaded on the first look-up)
+BUILTIN_MODULE = "core.analyses.analysis"
+
+
+@dataclass(frozen=True)
+class Repeat:
+    """How an analysis compares FFNN with RNN over paired repeats: ``pair({arch: data})`` → the
+    (FFNN, RNN) numbers of one repeat (None where that repeat has none), the sign the studies
+    predict for FFNN − RNN, and what the number is."""
+
+    pair: Callable[[dict[str, Any]], tuple[float, float] | None]
+    expected: int
+    what: str
+
+
+@dataclass
+class AnalysisRun:
+    """What an analysis' ``run`` gets: both architectures' configs and summaries, the cache, the
+    progress callback ``say(stage, fraction)`` and the options of ``analyze``."""
+
+    configs: dict[str, ExperimentConfig]
+    summaries: dict[str, Any]
+    cache: Any
+    say: Callable[[str, float], None]
+    canaries: int = 100
+    defense: tuple[str, float] | None = None
+    online_lira: int = 0
+
+    def per_arch(self, fn: Callable[[ExperimentConfig, Any], Any]) -> dict[str, Any]:
+        """``{arch: fn(config, summary)}``."""
+        return {arch: fn(cfg, self.summaries[arch]) for arch, cfg in self.configs.items()}
+
+    def staged(self, name: str, fn: Callable[..., Any]) -> dict[str, Any]:
+        """``{arch: fn(config, cache=…, progress=…)}``, each architecture announced as the stage
+        ``"<name> (<arch>)"`` and its fractions reported under it."""
+        out = {}
+        for arch, cfg in self.configs.items():
+            stage = f"{name} ({arch})"
+            self.say(stage, 0.0)
+            out[arch] = fn(cfg, cache=self.cache, progress=lambda f, s=stage: self.say(s, f))
+        return out
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """One registered analysis (see the module docstring)."""
+
+    name: str
+    label: str
+    run: Callable[[AnalysisRun], Any] | None
+    verdict: str | None = None
+    verdict_of: Callable[[dict[str, Any]], Any] | None = None
+    repeat: Repeat | None = None
+    long: bool = False
+    job: Callable[[ExperimentConfig, Callable[[str], Callable[[float], None]], dict[str, Any]], Any] | None = None
+    job_params: tuple[str, ...] = ()
+    table: Callable[[Any], Any] | str | None = None
+    figure: Callable[[Any], Any] | str | None = None
+    extras: Callable[[AnalysisRun], dict[str, Any]] | None = None
+    #: chosen with ``--analysis`` (False: the runs every analysis starts from, whose verdict and
+    #: repeat pairing are registered like an analysis' but which is never run or written by name)
+    listed: bool = True
+
+    def __post_init__(self) -> None:
+        if self.listed and self.run is None:
+            raise ValueError(f"analysis {self.name}: a listed analysis needs a run function")
+        if self.long and self.job is None:
+            raise ValueError(f"analysis {self.name}: a long analysis needs a job function (the worker runs it)")
+        if (self.verdict is None) != (self.verdict_of is None):
+            raise ValueError(f"analysis {self.name}: give both verdict (its key) and verdict_of, or neither")
+
+
+_REGISTRY: dict[str, Analysis] = {}
+_loaded = False
+
+
+def _load_builtins() -> None:
+    global _loaded
+    if not _loaded:
+        _loaded = True
+        importlib.import_module(BUILTIN_MODULE)
+
+
+def register_analysis(entry: Analysis) -> Analysis:
+    """Add ``entry`` (after the built-in ones); a name already taken by another registration is refused."""
+    _load_builtins()
+    taken = _REGISTRY.get(entry.name)
+    if taken is not None and taken is not entry:
+        raise ConfigError(f"analysis {entry.name!r} is already registered")
+    _REGISTRY[entry.name] = entry
+    return entry
+
+
+def unregister_analysis(name: str) -> None:
+    """Remove a registration (a test's toy)."""
+    _REGISTRY.pop(name, None)
+
+
+def registered(every: bool = False) -> list[Analysis]:
+    """The registered analyses in registration order: the listed ones (``every``: with the runs' entry)."""
+    _load_builtins()
+    return [a for a in _REGISTRY.values() if every or a.listed]
+
+
+def names() -> tuple[str, ...]:
+    """The names ``--analysis`` accepts, in the order ``analyze`` runs and writes them."""
+    return tuple(a.name for a in registered())
+
+
+def get_analysis(name: str) -> Analysis:
+    """The registration of ``name`` (the runs' entry included); an unknown name: :class:`ConfigError`."""
+    _load_builtins()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise ConfigError(f"unknown analysis {name!r}; choose from {', '.join(names())}") from None
+
+
+def verdict_keys() -> dict[str, str]:
+    """analysis → the key of its verdict (the runs' included)."""
+    return {a.name: a.verdict for a in registered(every=True) if a.verdict}
+
+
+def long_names() -> tuple[str, ...]:
+    """The analyses the app runs as worker jobs."""
+    return tuple(a.name for a in registered() if a.long)
+
+
+def resolve(spec: Callable[..., Any] | str) -> Callable[..., Any]:
+    """A builder given as a callable, or as ``"module:function"`` (imported here, on use)."""
+    if callable(spec):
+        return spec
+    module, sep, attr = str(spec).partition(":")
+    if not sep:
+        raise ConfigError(f"a builder is 'module:function', got {spec!r}")
+    obj: Any = importlib.import_module(module)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def int_param(params: dict[str, Any], name: str, default: int, lo: int, hi: int) -> int:
+    """A job parameter that must be an integer in ``lo..hi`` (``default`` when absent)."""
+    value = params.get(name, default)
+    if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
+        raise ConfigError(f"{name} must be an integer in {lo}..{hi}, got {value!r}")
+    return value

@@ -1,0 +1,115 @@
+"""One registry per kind (issue 29): a toy analysis and a toy job kind registered by a test alone
+(``tests/toy_registry.py``) appear end to end — in ``python -m core analyze`` (its JSON, CSV and
+HTML), in the HTML export, as a worker job, and in the page's job list."""
+import json
+import time
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from core.analyses import analysis
+from core.analyses import registry as analysis_registry
+from core.foundations.errors import ConfigError
+from core.tasks import get_task
+from ui.jobs import DONE, JobManager, job_key
+from ui import worker
+
+ROOT = Path(__file__).resolve().parent.parent
+TINY = dict(n_train=40, n_eval=20, epochs=2, n_shadows=1, attack_epochs=(), attack_train_epochs=3)
+
+
+def tiny(arch):
+    return get_task("image").make_config(arch, "quick", TINY)
+
+
+def wait(predicate, timeout=180, every=0.1):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if predicate():
+            return True
+        time.sleep(every)
+    raise AssertionError("timed out")
+
+
+@pytest.fixture
+def toys():
+    from tests import toy_registry
+
+    toy_registry.register()
+    yield toy_registry
+    toy_registry.unregister()
+
+
+def test_the_builtin_analyses_are_registered_in_their_order():
+    assert analysis_registry.names() == ("scatter", "vulnerability", "memorization", "overtraining", "mismatch",
+                                        "exposure", "budget", "audit", "slices")
+    assert analysis_registry.long_names() == ("memorization", "overtraining", "mismatch", "budget", "audit")
+    assert analysis_registry.verdict_keys()["runs"] == "rnn_more_vulnerable"  # the runs: a verdict, not a name
+    with pytest.raises(ConfigError, match="already registered"):
+        analysis_registry.register_analysis(analysis_registry.Analysis("scatter", "again", lambda run: {}))
+    with pytest.raises(ConfigError, match="unknown analysis 'nope'"):
+        analysis_registry.get_analysis("nope")
+    assert set(worker.JOB_KINDS) == {"experiment", "mapview", "sensitivity", "analysis", "adaptive"}
+
+
+def test_a_toy_analysis_appears_in_the_cli_its_files_and_the_html_export(toys, tmp_path, capsys, monkeypatch):
+    from core.cli import main
+    from core.views.report import html_report
+
+    monkeypatch.setattr("core.foundations.device.configure_threads", lambda: 1)
+    assert analysis_registry.names()[-1] == "toy"
+    sets = [f"--set={k}={','.join(map(str, v)) if isinstance(v, tuple) else v}" for k, v in TINY.items()]
+    out = tmp_path / "a"
+    assert main(["analyze", "--task", "image", *sets, "--analysis", "toy", "--out", str(out), "--quiet"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["toy_verdict"]["text"].startswith("toy difference")  # its verdict, from its data
+    assert set(printed) == {"rnn_more_vulnerable", "toy_verdict"}
+    results = json.loads((out / "analyses.json").read_text())
+    assert set(results["toy"]) == {"ffnn", "rnn"} and len(results["toy"]["ffnn"]["rows"]) == 3
+    assert sorted(p.name for p in out.iterdir()) == ["analyses.json", "toy.csv", "toy.html"]
+    assert (out / "toy.csv").read_text().splitlines()[0] == "arch,step,value"
+    assert toys.FIGURE_TITLE in (out / "toy.html").read_text()
+    page = html_report(results, {}, "t")
+    assert toys.FIGURE_TITLE in page and "toy verdict" in page
+    # an unknown name is refused before any work, the registry's names listed
+    with pytest.raises(ConfigError, match="unknown analyses.*toy"):
+        analysis.analyze({"ffnn": tiny("ffnn")}, ("nope",))
+    toys.unregister()
+    assert "toy" not in analysis_registry.names()
+    assert main(["analyze", "--task", "image", *sets, "--analysis", "toy", "--out", str(tmp_path / "b"),
+                 "--quiet"]) == 2  # gone with its registration
+
+
+def test_a_toy_long_analysis_and_a_toy_job_kind_run_in_the_worker_and_reach_the_job_list(toys, tmp_path):
+    from ui.shared import job_manager
+
+    cfg = tiny("ffnn")
+    manager = JobManager(workers=1)
+    try:
+        job = manager.submit([cfg], "analysis", {"name": "toy", "accuracy": 0.25}).jobs[0]
+        wait(lambda: job.done)
+        assert job.state == DONE, job.error
+        assert job.result == toys.toy_of("ffnn", 0.25) and "toy analysis" in job.label
+        assert job.worker_pid in manager.worker_pids()
+    finally:
+        manager.shutdown()
+    # a kind nobody registered is refused at submit, before any worker sees it
+    with pytest.raises(ValueError, match="unknown job kind"):
+        job_key(cfg, "toy-unregistered")
+    # the toy kind through the server's queue (a worker that may predate the registration) to the sidebar
+    gate = tmp_path / "gate"
+    job = job_manager().submit([cfg], "toy", {"gate": str(gate), "echo": "hi"}).jobs[0]
+    assert job.label.endswith(" · toy job")
+    wait(lambda: job.event is not None and job.event.stage == "toy waiting" or job.done)
+    assert job.state == "running", job.error
+    at = AppTest.from_file(str(ROOT / "app.py"))
+    at.run(timeout=120)
+    assert not at.exception, at.exception
+    shown = [p.proto.text for p in at.get("progress")] + [c.value for c in at.sidebar.caption]
+    assert any(job.label in t for t in shown), shown
+    assert any(t.startswith("toy waiting") for t in shown), shown
+    gate.touch()
+    wait(lambda: job.done)
+    assert job.state == DONE, job.error
+    assert job.result == {"arch": "ffnn", "echo": "hi", "gate_seen": True}
