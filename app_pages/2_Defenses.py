@@ -312,10 +312,14 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
             for i, (arch, r, d) in enumerate(jobs):
                 d.measure(spec, list(param.grid), on_point=lambda j, n, i=i, arch=arch, r=r: bar.progress(
                     (i * n + j) / (n * len(jobs)), text=f"{ARCH_LABELS[arch]}, repeat {r + 1}: {j}/{n} values"))
-        # a row shows the adaptive attacker too once its worker job (or the CLI) measured it
-        rows = {a: defenders[a].measured_rows(spec, list(param.grid)) for a in fast}
-        st.dataframe(plots.defense_table(task_name, mech, rows, {a: defenders[a].baseline for a in fast})
-                     .style.format(precision=3, na_rep="—"), hide_index=True, width="stretch")
+        # every row shows what is known: the curve's fast point (naive attack, guarantee) until "Measure" adds
+        # utility, and the adaptive attacker once its worker job (or the CLI) measured it; the rest "not measured"
+        rows = {a: defenders[a].known_rows(spec, list(param.grid)) for a in fast}
+        table = plots.defense_table(task_name, mech, rows, {a: defenders[a].baseline for a in fast})
+        st.dataframe(plots.defense_table_styled(table), hide_index=True, width="stretch")
+        if table[table["source"].str.startswith("ours")]["utility"].isna().any():
+            st.caption(f"*{plots.NOT_MEASURED}*: the curve above measures the attack and the guarantee alone; "
+                       "utility needs the button above, the adaptive attacker its toggle.")
         if reported:
             st.caption("Rows marked *study* are the paper's figures (their models and data), on the architecture the "
                        "paper reports them for: " + "; ".join(

@@ -194,6 +194,11 @@ def test_defenses_page_offers_training_then_moves_with_the_slider(monkeypatch):
     after = [m.value for m in at.metric]
     assert after != before
     assert any(m.label == "utility loss" for m in at.metric)
+    # before "Measure", the table holds the curve's attack numbers and says "not measured" for utility (issue 32.9)
+    table = at.dataframe[0].value
+    ours = table[table["source"].str.startswith("ours")]
+    assert ours["attack acc (naive)"].notna().all()
+    assert any("not measured" in c.value for c in at.caption)
 
 
 def test_training_defenses_page_remembers_the_defense_across_pages():

@@ -482,6 +482,24 @@ def defense_table(task: str, mechanism: Mechanism, rows: dict[str, list[dict[str
     return df
 
 
+#: a cell of our own rows that a press of "Measure" (or the adaptive attacker's job) would fill
+NOT_MEASURED = "not measured"
+#: the columns of :func:`defense_table` that are empty on our rows only until measured (ε is empty when there is no
+#: bound, which the guarantee column says; the study rows' blanks are what the paper does not report)
+MEASURABLE_COLUMNS = ("attack acc (adaptive)", "LiRA/RMIA AUC (best)", "utility", "utility loss")
+
+
+def defense_table_styled(df: pd.DataFrame, precision: int = 3):
+    """:func:`defense_table` for display: a blank of our rows' measurable columns reads "not measured", every
+    other blank "—" (a pandas Styler; the frame's numbers stay numbers)."""
+    ours = df["source"].str.startswith("ours")
+    cols = [c for c in MEASURABLE_COLUMNS if c in df.columns]
+    styler = df.style.format(precision=precision, na_rep="—")
+    if ours.any() and cols:
+        styler = styler.format(precision=precision, na_rep=NOT_MEASURED, subset=pd.IndexSlice[df.index[ours], cols])
+    return styler
+
+
 # ---------------------------------------------------------------------------- navigation maps
 #: MiniGrid object index -> (name, colour) of the cells drawn
 CELL_STYLE = {EMPTY: ("floor", "#f5f5f0"), FLOOR: ("floor", "#f5f5f0"), WALL: ("wall", "#4d4d4d"),
