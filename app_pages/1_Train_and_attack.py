@@ -15,7 +15,7 @@ from core.analyses.matching import matched_plan
 from core.analyses.repeats import repeat_config
 from core.experiment.results import RunSummary
 from core.tasks import available_tasks, get_task
-from ui.nav import format_seconds
+from ui.nav import format_seconds, job_line
 from ui.results import cached_repeats_view, matched_view, show_results
 from ui.shared import job_manager, map_views_of, summary_of
 from ui.widgets import config_overrides, task_label
@@ -154,9 +154,9 @@ def progress_panel(cfgs) -> None:
                 if ev is None:
                     st.progress(0.0, text=f"{job.label}: starting the worker…")
                 else:
-                    left = job.eta_s
-                    eta = f" · about {format_seconds(left)} left" if left is not None else " · estimating time left…"
-                    st.progress(job.fraction, text=f"{job.label} — {ev.stage} ({ev.stage_fraction:.0%}){eta}")
+                    # one progress figure: the bar, its text and the sidebar all read job.fraction (the whole
+                    # job), never the running stage's own fraction (issue 32.10: "18 %", "(71 %)" and a bar at 20 %)
+                    st.progress(job.fraction, text=f"{job.label} — {job_line(job)}")
                     st.caption(f"running for {format_seconds(job.elapsed_s)} in worker process {job.worker_pid}; "
                                "the ETA extrapolates the measured rate")
             elif job.state == "queued":

@@ -18,6 +18,7 @@ from core.experiment.results import DefendedPoint, DefenseBaseline, RunSummary
 from core.analyses.repeats import cached_repeat_configs, defense_curve_bands, repeat_config
 from core.tasks import get_task
 from core.views import figures as plots  # the one figure module
+from ui.nav import job_line
 from ui.widgets import drawn, task_selector
 from ui.shared import defender_for, defense_value_key, job_manager, runs_of, summary_of
 
@@ -83,9 +84,10 @@ if missing:
     job = manager.get(manager.key_of(todo))
     names = ", ".join(ARCH_LABELS[a] for a in missing)
     if job is not None and not job.done:
-        ev = job.event
+        running = job.running
         st.info(f"Training {names} ({task_name}, {preset}) in the background…")
-        st.progress(min(ev.overall_fraction, 1.0) if ev else 0.0, text=(f"{ev.stage}" if ev else "starting…"))
+        # the same figure as the sidebar's (ui.nav.job_line: the whole job's fraction)
+        st.progress(running.fraction if running else 0.0, text=job_line(running) if running else "queued…")
         st.button("Refresh")
         st.stop()
     if job is not None and job.error:
