@@ -46,8 +46,7 @@ with c3:
     preset = st.selectbox("Preset", list(task.presets),
                           help=" · ".join(f"{name}: {note}" for name, note in task.preset_notes.items()) or None)
 
-if task.preset_notes.get(preset):
-    st.info(f"**Preset {preset}** — {task.preset_notes[preset]}", icon="⏱️")
+note_slot = st.empty()  # the preset's note, filled once the data source is known (it speaks of the preset's own)
 if task.about:
     st.caption(task.about)
 if not archs:
@@ -61,6 +60,11 @@ with d1:
     datasets = list(task.datasets or [base.dataset])
     dataset = st.selectbox("Data", datasets, index=datasets.index(base.dataset) if base.dataset in datasets else 0,
                            key=f"{prefix}:dataset")
+if dataset == base.dataset and task.preset_notes.get(preset):
+    note_slot.info(f"**Preset {preset}** — {task.preset_notes[preset]}", icon="⏱️")
+elif dataset != base.dataset:  # the preset's note (its data, its measured time) would describe another source
+    note_slot.info(f"**Preset {preset}** on **{dataset}** (the preset's sizes and epochs; the preset itself reads "
+                   f"{base.dataset}): time not measured for this combination.", icon="⏱️")
 data_dir = base.data_dir
 if dataset in task.real_datasets:
     try:  # MIA_DATA_ROOT may name nothing that resolves ("~nosuchuser"): say so, no traceback
@@ -121,6 +125,10 @@ except MIAError as exc:
 
 if dataset == "multi30k":
     multi30k_folder_check(configs[0])
+# a folder that cannot be read is said now, with Train disabled, not after a worker failed on it (issue 32.14)
+data_problem = task.data_problem(configs[0])
+if data_problem:
+    st.warning(data_problem)
 
 manager = job_manager()
 summaries = {c.arch: summary_of(c) for c in configs}
@@ -188,7 +196,8 @@ if missing:
                 "usable and every page shows the job queue in the sidebar.")
         manager.prewarm()  # a worker process starts now, so the click trains at once
         label = "Train & attack" if not active else f"Train & attack {idle_names} too"
-        if st.button(label, type="primary"):
+        if st.button(label, type="primary", disabled=bool(data_problem),
+                     help="Fix the data folder above first" if data_problem else None):
             manager.submit(idle)
             st.rerun()
     if active:
