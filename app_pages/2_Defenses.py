@@ -343,7 +343,8 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
         # utility, and the adaptive attacker once its worker job (or the CLI) measured it; the rest "not measured"
         rows = {a: defenders[a].known_rows(spec, list(param.grid)) for a in fast}
         table = plots.defense_table(task_name, mech, rows, {a: defenders[a].baseline for a in fast})
-        st.dataframe(plots.defense_table_styled(table), hide_index=True, width="stretch")
+        st.dataframe(plots.defense_table_display(table), hide_index=True, width="stretch",
+                     column_config={"source": st.column_config.TextColumn(width="small")})  # the guarantee fits
         if table[table["source"].str.startswith("ours")]["utility"].isna().any():
             st.caption(f"*{plots.NOT_MEASURED}*: the curve above measures the attack and the guarantee alone; "
                        "utility needs the button above, the adaptive attacker its toggle.")

@@ -204,7 +204,8 @@ def test_defenses_page_offers_training_then_moves_with_the_slider(monkeypatch):
     # before "Measure", the table holds the curve's attack numbers and says "not measured" for utility (issue 32.9)
     table = at.dataframe[0].value
     ours = table[table["source"].str.startswith("ours")]
-    assert ours["attack acc (naive)"].notna().all()
+    assert ours["attack acc (naive)"].notna().all() and (ours["utility"] == "not measured").any()
+    assert not table.isin(["None", "nan"]).any().any()
     assert any("not measured" in c.value for c in at.caption)
 
 

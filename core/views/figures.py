@@ -490,15 +490,17 @@ NOT_MEASURED = "not measured"
 MEASURABLE_COLUMNS = ("attack acc (adaptive)", "LiRA/RMIA AUC (best)", "utility", "utility loss")
 
 
-def defense_table_styled(df: pd.DataFrame, precision: int = 3):
-    """:func:`defense_table` for display: a blank of our rows' measurable columns reads "not measured", every
-    other blank "—" (a pandas Styler; the frame's numbers stay numbers)."""
+def defense_table_display(df: pd.DataFrame, precision: int = 3) -> pd.DataFrame:
+    """:func:`defense_table` as text for the page: numbers to ``precision`` decimals, a blank of our rows'
+    measurable columns "not measured", every other blank "—" (Streamlit draws a NaN as "None" whatever a
+    Styler's ``na_rep`` says, so the cells are written out; the CLI's and the report's frame keeps numbers)."""
     ours = df["source"].str.startswith("ours")
-    cols = [c for c in MEASURABLE_COLUMNS if c in df.columns]
-    styler = df.style.format(precision=precision, na_rep="—")
-    if ours.any() and cols:
-        styler = styler.format(precision=precision, na_rep=NOT_MEASURED, subset=pd.IndexSlice[df.index[ours], cols])
-    return styler
+    out = df.astype(object).copy()
+    for col in df.columns[3:-1]:
+        blank = NOT_MEASURED if col in MEASURABLE_COLUMNS else "—"
+        out[col] = [f"{v:.{precision}f}" if pd.notna(v) else (blank if mine else "—")
+                    for v, mine in zip(df[col], ours)]
+    return out
 
 
 # ---------------------------------------------------------------------------- navigation maps
