@@ -4,6 +4,7 @@ each of them for real, one architecture at a time, and prints the estimate besid
 
     MIA_CACHE_DIR=<a copy of a cache holding the runs> python bench/analysis_estimates.py [--task image] [--preset quick]
 
+The ratios it prints bound core.analyses.analysis.MEASURED_RATIO (the range the page widens its estimate by).
 It trains (results are cached: run it on a copy of the cache whose analyses are not computed yet). Report the
 machine's load (`uptime`) with the numbers: on a shared machine both sides scale with it.
 """

@@ -355,3 +355,6 @@ def test_long_analyses_time_estimates_scale_the_runs_measured_training():
     assert analysis.time_estimate("overtraining", {"timings": {"victim_trained_s": 20.0, **{
         k: v for k, v in base.items() if k != "victim_trained_s"}}, "config": {"attack_epochs": [2, 5, 10]}}) > over
     assert analysis.time_estimate("memorization", {"timings": {"total_s": 3.0}, "config": {}}) is None
+    lo, hi = analysis.time_range("overtraining", [s, s])
+    assert lo == pytest.approx(2 * over * analysis.MEASURED_RATIO["overtraining"][0]) and hi > lo
+    assert analysis.time_range("overtraining", [s, {"timings": {}, "config": {}}]) is None

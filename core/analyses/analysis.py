@@ -306,6 +306,22 @@ def time_estimate(name: str, summary: RunSummary | dict[str, Any], blocks: int =
     return None
 
 
+#: measured time / :func:`time_estimate`, lowest and highest, per analysis: bench/analysis_estimates.py on the image
+#: quick runs (FFNN and RNN, one each, on a 2-core machine at load 6–15). The scaling leaves out fixed costs (loading
+#: the data, each block's evaluation), which weigh most on the shortest analysis
+MEASURED_RATIO = {"memorization": (1.18, 2.32), "overtraining": (0.97, 1.51), "mismatch": (0.87, 1.53)}
+
+
+def time_range(name: str, summaries: list[RunSummary | dict[str, Any]]) -> tuple[float, float] | None:
+    """The seconds ``name`` should take for all of ``summaries`` one after another, as (low, high): the sum of their
+    :func:`time_estimate` times :data:`MEASURED_RATIO`'s bounds; None where any run has no estimate."""
+    estimates = [time_estimate(name, s) for s in summaries]
+    if not estimates or any(e is None for e in estimates) or name not in MEASURED_RATIO:
+        return None
+    lo, hi = MEASURED_RATIO[name]
+    return sum(estimates) * lo, sum(estimates) * hi
+
+
 # ---------------------------------------------------------------------------- model mismatch
 def mismatch(cfg: ExperimentConfig, scales: tuple[float, ...] = (0.5, 2.0), progress=None,
              cache: ArtifactCache | None = None) -> dict[str, Any]:
