@@ -5,6 +5,8 @@ submits, shows progress and draws results from the cache.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import streamlit as st
 
 from core.data import multi30k
@@ -83,6 +85,11 @@ if dataset in task.real_datasets:
         except MIAError as exc:
             st.error(str(exc))
             st.stop()
+# a folder that cannot be read is said now, under its box, with Train disabled — not after a worker failed on it
+# (issue 32.14)
+data_problem = task.data_problem(dataclasses.replace(base, dataset=dataset, data_dir=data_dir))
+if data_problem:
+    st.warning(data_problem)
 overrides = config_overrides(bases, prefix)
 for arch in archs:
     if dataset != base.dataset:
@@ -125,10 +132,6 @@ except MIAError as exc:
 
 if dataset == "multi30k":
     multi30k_folder_check(configs[0])
-# a folder that cannot be read is said now, with Train disabled, not after a worker failed on it (issue 32.14)
-data_problem = task.data_problem(configs[0])
-if data_problem:
-    st.warning(data_problem)
 
 manager = job_manager()
 summaries = {c.arch: summary_of(c) for c in configs}

@@ -104,7 +104,7 @@ def test_defense_table_says_not_measured_where_only_the_attack_is_known():
     assert df.loc[ffnn10, "attack acc (naive)"] == 0.61 and df.loc[ffnn10, "ε (theory)"] == 1.5
     assert df.loc[ffnn10, "LiRA/RMIA AUC (best)"] == 0.66
     # our rows' blank utility cells: FFNN k = 10 (fast point) and the 4 grid values with no point at all, × 2 archs
-    ours = df["source"].str.startswith("ours")
+    ours = df["source"].str.startswith("ours") & (df["k"] != "no protection")  # undefended: no adaptive attacker
     n_blank_ours = int(df.loc[ours, list(plots.MEASURABLE_COLUMNS)].isna().sum().sum())
     assert n_blank_ours > 0 and int((shown == plots.NOT_MEASURED).sum().sum()) == n_blank_ours
     assert shown.loc[ffnn10, "utility"] == plots.NOT_MEASURED and shown.loc[ffnn10, "attack acc (naive)"] == "0.610"

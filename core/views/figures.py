@@ -494,7 +494,8 @@ def defense_table_display(df: pd.DataFrame, precision: int = 3) -> pd.DataFrame:
     """:func:`defense_table` as text for the page: numbers to ``precision`` decimals, a blank of our rows'
     measurable columns "not measured", every other blank "—" (Streamlit draws a NaN as "None" whatever a
     Styler's ``na_rep`` says, so the cells are written out; the CLI's and the report's frame keeps numbers)."""
-    ours = df["source"].str.startswith("ours")
+    # the undefended row has nothing more to measure (no mechanism for an adaptive attacker to know)
+    ours = df["source"].str.startswith("ours") & (df[df.columns[2]] != "no protection")
     out = df.astype(object).copy()
     for col in df.columns[3:-1]:
         blank = NOT_MEASURED if col in MEASURABLE_COLUMNS else "—"
