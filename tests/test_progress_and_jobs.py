@@ -143,7 +143,8 @@ def test_stages_side_by_side_count_once_and_never_go_back():
 
 
 def test_a_jobs_label_names_what_differs_from_its_preset():
-    """Issue 32.11: the sidebar named every repeat and sweep point "image · RNN (quick)"."""
+    """Issue 32.11: the sidebar named every repeat and sweep point "image · RNN (quick)". Repeats are counted
+    from 1, as Train & attack counts them: repeat_config(cfg, 2) is "repeat 3"."""
     from core.analyses.repeats import repeat_config
     from core.defenses.sweeps import point_config
     from core.tasks import get_task
@@ -154,7 +155,7 @@ def test_a_jobs_label_names_what_differs_from_its_preset():
         cfg, repeat_config(cfg, 2), point_config(cfg, "dpsgd", 2.0), point_config(cfg, "dpsgd", 1.0),
         point_config(cfg, "dpsgd", 8.0, target_epsilon=True), point_config(cfg, "l2", 1e-3),
         cfg.with_updates({"epochs": 4}))}
-    assert labels == {"image · RNN (quick)", "image · RNN (quick · repeat 2)", "image · RNN (quick · σ = 2)",
+    assert labels == {"image · RNN (quick)", "image · RNN (quick · repeat 3)", "image · RNN (quick · σ = 2)",
                       "image · RNN (quick · σ = 1)", "image · RNN (quick · target ε = 8)",
                       "image · RNN (quick · λ = 0.001)", "image · RNN (quick · epochs=4)"}
 

@@ -126,8 +126,8 @@ def _parameter_symbols() -> dict[str, str]:
 
 
 def run_differences(c: ExperimentConfig) -> str:
-    """What a run changed from its preset, named as the pages name it: "repeat 2" (the seed of
-    core.analyses.repeats.repeat_seed), "σ = 1" for a sweep's point, "epochs=4" for any other field; ""
+    """What a run changed from its preset, named as the pages name it: "repeat 3" (the seed of
+    core.analyses.repeats.repeat_seed for r = 2, counted from 1), "σ = 1" for a sweep's point, "epochs=4" for any other field; ""
     for the preset as it is. The sidebar tells apart the jobs of one sweep or one set of repeats with it
     (issue 32.11: every one of them read "image · RNN (quick)")."""
     try:
@@ -138,7 +138,8 @@ def run_differences(c: ExperimentConfig) -> str:
     parts = []
     if "seed" in changes:
         r = next((r for r in range(1, MAX_REPEATS) if repeat_seed(base.seed, r) == c.seed), None)
-        parts.append(f"repeat {r}" if r is not None else f"seed {c.seed}")
+        # counted from 1 as Train & attack counts them ("repeats 2…N" beside the run itself, repeat 1)
+        parts.append(f"repeat {r + 1}" if r is not None else f"seed {c.seed}")
     symbols = _parameter_symbols()
     # DP-SGD's mode switched on: the value it runs at may be the config's default, so not among the changes
     mode_field = {"sigma": "dp_noise_multiplier", "epsilon": "dp_epsilon"}.get(changes.get("dp"))
