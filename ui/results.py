@@ -139,8 +139,9 @@ def show_results(summaries: list[RunSummary], configs: list[ExperimentConfig],
             st.markdown("**At matched utility** — each architecture at the checkpoint whose validation utility "
                         "is closest to the other's final one (the studies compare at similar utility)")
             matched = f["matched"]
-            if "utility gap" in matched:  # None beside floats made an object column that showed "None", not "—"
-                matched = matched.assign(**{"utility gap": pd.to_numeric(matched["utility gap"], errors="coerce")})
+            if "utility gap" in matched:  # blank on the reference rows: Streamlit draws a blank "None", so as text
+                gap = pd.to_numeric(matched["utility gap"], errors="coerce")
+                matched = matched.assign(**{"utility gap": [f"{v:.3f}" if pd.notna(v) else "—" for v in gap]})
             # short headers (the full name on hover): at their full widths the last columns, the verdict among
             # them, ran off the page's right edge
             short = {"comparison": "pair", "architecture": "arch", "shadow model": "shadow", "loss threshold": "loss",
