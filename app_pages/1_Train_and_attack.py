@@ -5,6 +5,8 @@ submits, shows progress and draws results from the cache.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import streamlit as st
 
 from core.data import multi30k
@@ -16,7 +18,7 @@ from core.analyses.matching import matched_plan
 from core.analyses.repeats import repeat_config
 from core.experiment.results import RunSummary
 from core.tasks import available_tasks, get_task
-from ui.nav import format_seconds
+from ui.nav import format_seconds, job_line
 from ui.results import cached_repeats_view, matched_view, show_results
 from ui.shared import job_manager, map_views_of, summary_of
 from ui.widgets import config_overrides, one_architecture_note, task_label
@@ -48,8 +50,7 @@ with c3:
     preset = st.selectbox("Preset", list(task.presets),
                           help=" · ".join(f"{name}: {note}" for name, note in task.preset_notes.items()) or None)
 
-if task.preset_notes.get(preset):
-    st.info(f"**Preset {preset}** — {task.preset_notes[preset]}", icon="⏱️")
+note_slot = st.empty()  # the preset's note, filled once the data source is known (it speaks of the preset's own)
 if task.about:
     st.caption(task.about)
 if not archs:
@@ -63,6 +64,11 @@ with d1:
     datasets = list(task.datasets or [base.dataset])
     dataset = st.selectbox("Data", datasets, index=datasets.index(base.dataset) if base.dataset in datasets else 0,
                            key=f"{prefix}:dataset")
+if dataset == base.dataset and task.preset_notes.get(preset):
+    note_slot.info(f"**Preset {preset}** — {task.preset_notes[preset]}", icon="⏱️")
+elif dataset != base.dataset:  # the preset's note (its data, its measured time) would describe another source
+    note_slot.info(f"**Preset {preset}** on **{dataset}** (the preset's sizes and epochs; the preset itself reads "
+                   f"{base.dataset}): time not measured for this combination.", icon="⏱️")
 data_dir = base.data_dir
 if dataset in task.real_datasets:
     try:  # MIA_DATA_ROOT may name nothing that resolves ("~nosuchuser"): say so, no traceback
@@ -85,6 +91,11 @@ if dataset in task.real_datasets:
         except MIAError as exc:
             st.error(str(exc))
             st.stop()
+# a folder that cannot be read is said now, under its box, with Train disabled — not after a worker failed on it
+# (issue 32.14)
+data_problem = task.data_problem(dataclasses.replace(base, dataset=dataset, data_dir=data_dir))
+if data_problem:
+    st.warning(data_problem)
 overrides = config_overrides(bases, prefix)
 for arch in archs:
     if dataset != base.dataset:
@@ -160,9 +171,9 @@ def progress_panel(cfgs) -> None:
                 if ev is None:
                     st.progress(0.0, text=f"{job.label}: starting the worker…")
                 else:
-                    left = job.eta_s
-                    eta = f" · about {format_seconds(left)} left" if left is not None else " · estimating time left…"
-                    st.progress(job.fraction, text=f"{job.label} — {ev.stage} ({ev.stage_fraction:.0%}){eta}")
+                    # one progress figure: the bar, its text and the sidebar all read job.fraction (the whole
+                    # job), never the running stage's own fraction (issue 32.10: "18 %", "(71 %)" and a bar at 20 %)
+                    st.progress(job.fraction, text=f"{job.label} — {job_line(job)}")
                     st.caption(f"running for {format_seconds(job.elapsed_s)} in worker process {job.worker_pid}; "
                                "the ETA extrapolates the measured rate")
             elif job.state == "queued":
@@ -194,7 +205,8 @@ if missing:
                 "usable and every page shows the job queue in the sidebar.")
         manager.prewarm()  # a worker process starts now, so the click trains at once
         label = "Train & attack" if not active else f"Train & attack {idle_names} too"
-        if st.button(label, type="primary"):
+        if st.button(label, type="primary", disabled=bool(data_problem),
+                     help="Fix the data folder above first" if data_problem else None):
             manager.submit(idle)
             st.rerun()
     if active:

@@ -24,7 +24,7 @@ from core.experiment.pipeline import cached_summary, trained_models
 from core.analyses.repeats import cached_repeat_configs, repeat_config
 from core.tasks import get_task
 from ui.examples import show_record as draw_record
-from ui.nav import job_line
+from ui.nav import format_seconds, job_line
 from ui.shared import defender_for, defense_value_key, job_manager
 from ui.widgets import drawn, task_selector
 
@@ -327,7 +327,17 @@ def long_tab(name: str, draw, explain: str) -> None:
             st.error(f"The last run failed ({j.label}): {j.error}")
         elif j.state == "cancelled":
             st.caption(f"{j.label} was cancelled (models already trained stay cached).")
-    if st.button(f"Run the {name} analysis (in a worker)", key=f"run-{name}"):
+    # a time on the button (issue 32.13): these runs' own measured training times scaled by the work the analysis
+    # repeats, widened by how far real runs fell from that scaling (core.analyses.analysis.time_range)
+    span = analysis.time_range(name, [summaries["ffnn"], summaries["rnn"]])
+    about = f" — about {format_seconds(span[0])} to {format_seconds(span[1])}" if span is not None else ""
+    if st.button(f"Run the {name} analysis (in a worker){about}", key=f"run-{name}",
+                 help="Both architectures, one after another. The time is scaled from how long these runs' own "
+                      "training took when they were trained (their summaries' timings) by the work the analysis "
+                      "repeats, then widened by the range real runs took against that scaling (bench/"
+                      "analysis_estimates.py, the image quick runs on a 2-core machine at load 6–15). It grows with "
+                      "the machine's load." if span is not None else
+                      "No time estimate: these runs carry no measured training time."):
         todo = [c for c, j in zip((configs["ffnn"], configs["rnn"]), group.jobs) if j is None or j.state != "done"]
         manager.submit(todo, "analysis", {"name": name})
         st.rerun()
@@ -503,8 +513,12 @@ for _ in drawn(tabs[6]):
         fig = figures.budget_figure(budgets)
         st.plotly_chart(fig, width="stretch")
         for arch, b in budgets.items():
-            flat = ", ".join(f"{n} flattens at {c['flattens_at']} of {c['n_available']}" for n, c in b["curves"].items())
-            st.caption(f"{ARCH_LABELS[arch]}: {flat} (within 0.01 AUC of all references).")
+            flat = ", ".join(f"{n} flattens at {c['flattens_at']} of {c['n_available']} references (within 0.01 AUC of "
+                             "all of them)" if c["flattens_at"] is not None else
+                             f"{n}: no plateau seen over {len(c['points'])} budget{'s' * (len(c['points']) != 1)} "
+                             f"(up to {c['n_available']} references; a plateau needs at least three, one beyond it)"
+                             for n, c in b["curves"].items())
+            st.caption(f"{ARCH_LABELS[arch]}: {flat}.")
         downloads("budget", all_results, fig)
 
 for _ in drawn(tabs[7]):

@@ -249,7 +249,8 @@ def test_analyses_page_runs_the_long_analyses_as_worker_jobs_with_their_own_verd
     at.session_state["analyses:tab"] = "Overtraining"
     at.run(timeout=120)
     assert _shown_verdict_keys(at) == []  # not computed yet: no verdict borrowed from another analysis
-    [button] = [b for b in at.button if b.label == "Run the overtraining analysis (in a worker)"]
+    # the button says how long it takes (issue 32.13), from these runs' measured training times
+    [button] = [b for b in at.button if b.label.startswith("Run the overtraining analysis (in a worker) — about ")]
     button.click().run(timeout=120)
     assert not at.exception, at.exception
     assert any("Running in a worker" in i.value for i in at.info)
@@ -356,3 +357,18 @@ def test_record_signals_keep_small_values_to_six_significant_digits():
     assert 1e-6 < expected < 1e-5
     assert signals["cross_entropy"][0] == pytest.approx(expected, rel=1e-5)
     assert signals["ape"][0] == pytest.approx(float(r.ape[0]), rel=1e-5)
+
+
+def test_long_analyses_time_estimates_scale_the_runs_measured_training():
+    """Issue 32.13: the estimate on a long analysis' button is the run's own training time scaled by the work
+    the analysis repeats; none without a measured training time (a run loaded from the cache)."""
+    base = {"victim_trained_s": 10.0, "shadows_trained_s": 30.0, "attack_s": 4.0}
+    s = {"timings": base, "config": {"attack_epochs": [2, 5, 10]}}
+    mem, over, mis = (analysis.time_estimate(n, s) for n in ("memorization", "overtraining", "mismatch"))
+    assert over > 3 * 40.0 and mis > 30.0 and 0 < mem < 40.0
+    assert analysis.time_estimate("overtraining", {"timings": {"victim_trained_s": 20.0, **{
+        k: v for k, v in base.items() if k != "victim_trained_s"}}, "config": {"attack_epochs": [2, 5, 10]}}) > over
+    assert analysis.time_estimate("memorization", {"timings": {"total_s": 3.0}, "config": {}}) is None
+    lo, hi = analysis.time_range("overtraining", [s, s])
+    assert lo == pytest.approx(2 * over * analysis.MEASURED_RATIO["overtraining"][0]) and hi > lo
+    assert analysis.time_range("overtraining", [s, {"timings": {}, "config": {}}]) is None

@@ -139,10 +139,17 @@ def test_missing_dataset_folder_is_reported(monkeypatch):
     monkeypatch.setenv("MIA_DATA_ROOT", "/")  # the folder is inside the data root, it just does not exist
     at = train_page().run(timeout=60)
     at.selectbox(key="image:quick:dataset").set_value("cifar10").run(timeout=60)
+    # issue 32.14: the preset's note no longer speaks of the built-in digits
+    assert not any("8×8 digits" in i.value for i in at.info)
+    assert any("on **cifar10**" in i.value for i in at.info)
     at.text_input(key="image:quick:data_dir").set_value("/nonexistent/cifar")
     at.run(timeout=60)
-    [b for b in at.button if b.label == "Train & attack"][0].click()
-    run_until(at, lambda a: any("not found" in e.value for e in a.error), timeout=60)
+    # said before any training, with Train disabled (it was said only after a worker failed on it)
+    assert any("not found" in w.value for w in at.warning)
+    assert [b for b in at.button if b.label == "Train & attack"][0].disabled
+    # a folder that exists but lacks the batches is said too
+    at.text_input(key="image:quick:data_dir").set_value(str(ROOT / "docs")).run(timeout=60)
+    assert any("lacks data_batch_1" in w.value for w in at.warning)
 
 
 def test_multi30k_folder_without_files_is_explained_with_a_download_offer(tmp_path, monkeypatch):
@@ -183,6 +190,12 @@ def test_defenses_page_offers_training_then_moves_with_the_slider(monkeypatch):
     after = [m.value for m in at.metric]
     assert after != before
     assert any(m.label == "utility loss" for m in at.metric)
+    # before "Measure", the table holds the curve's attack numbers and says "not measured" for utility (issue 32.9)
+    table = at.dataframe[0].value
+    ours = table[table["source"].str.startswith("ours")]
+    assert ours["attack acc (naive)"].notna().all() and (ours["utility"] == "not measured").any()
+    assert not table.isin(["None", "nan"]).any().any()
+    assert any("not measured" in c.value for c in at.caption)
 
 
 def test_training_defenses_page_remembers_the_defense_across_pages():

@@ -363,3 +363,19 @@ def test_responses_validate_and_strict_concat():
     a = Responses(**{**r.__dict__, "record_features": {"x": np.ones((2, 1), np.float32)}})
     with pytest.raises(ValueError, match="record features"):
         Responses.concat([a, r])
+
+
+def test_saturated_share_counts_answers_past_the_dirichlet_floor():
+    """Issue 32.8: the records whose 1 − c lies below (n − 1)·η are those whose LiRA logit Dir_k scatters even at
+    large k; the share is what the Defenses page reports beside LiRA/RMIA."""
+    from core.defenses.dirichlet import saturated_share
+    from core.measurement.responses import Responses
+
+    gap = np.array([1e-8, 1e-7, 1e-2, 0.3])  # 1 − c of four records: two past the floor 9e-6 (n = 10, η = 1e-6)
+    probs = np.full((4, 10), 0.0)
+    probs[:, 0] = 1 - gap
+    probs[:, 1:] = (gap / 9)[:, None]
+    r = Responses.from_probs(probs, [1, 1, 1, 1], np.zeros(4, int))
+    share = saturated_share(r, np.array([True, False, True, False]), 1e-6)
+    assert share == {"members": 0.5, "non_members": 0.5, "floor": pytest.approx(9e-6)}
+    assert saturated_share(r, np.array([True, True, False, False]), 1e-6)["members"] == 1.0

@@ -64,10 +64,30 @@ def test_fidelity_block_and_its_warnings():
     tiny = shadow_fidelity({5: stats(0.001, 0.5)}, {5: [stats(0.002, 0.5)]}, "accuracy",
                            {"train": 1.0, "val": 0.9}, [{"train": 1.0, "val": 0.9}])
     assert tiny["warnings"] == [] and tiny["checkpoints"][0]["member_loss_gap"] == pytest.approx(0.001 / 0.05)
-    # the comparison repeats each summary's fidelity warnings, labelled by architecture
-    w = confounding_warnings([summary("ffnn", 1.0, 0.9, fidelity=block), summary("rnn", 1.0, 0.9)])
-    assert any(line.startswith("FFNN: the shadows' mean member loss") for line in w)
+    # the comparison merges every architecture's loss lines into one warning with advice (issue 32.15), and
+    # keeps the utility line, labelled by architecture
+    w = confounding_warnings([summary("ffnn", 1.0, 0.9, fidelity=block), summary("rnn", 1.0, 0.9, fidelity=block)])
+    tracking = [line for line in w if "do not track" in line]
+    assert len(tracking) == 1 and "FFNN member loss at epoch 10" in tracking[0] and "RNN member loss" in tracking[0]
+    assert any(line.startswith("FFNN: the shadows' validation bleu") for line in w)
     assert fidelity_warnings(None) == []
+
+
+def test_tracking_advice_follows_where_the_victim_lies_among_the_shadows():
+    """Outside every shadow: more shadows will not help, n_eval is the advice; inside their spread: n_shadows;
+    flagged only mid-training: said so (the headline numbers are read at the last epoch)."""
+    def block(victim_nl, shadow_nls):
+        return shadow_fidelity(victim={10: stats(0.5, victim_nl), 40: stats(0.1, 1.0)},
+                               shadows={10: [stats(0.5, x) for x in shadow_nls], 40: [stats(0.1, 1.0)] * len(shadow_nls)},
+                               metric="accuracy", victim_utility={"train": 1.0, "val": 0.9},
+                               shadow_utility=[{"train": 1.0, "val": 0.9}] * len(shadow_nls))
+    outside = confounding_warnings([summary("ffnn", 1.0, 0.9, fidelity=block(1.0, [1.5, 1.6]))])
+    assert len(outside) == 1 and "outside every shadow" in outside[0] and "raise n_eval" in outside[0]
+    assert "FFNN is flagged only before the last epoch" in outside[0]
+    inside = confounding_warnings([summary("ffnn", 1.0, 0.9, fidelity=block(1.0, [0.4, 2.6]))])
+    assert "within the shadows' own spread" in inside[0] and "raise n_shadows" in inside[0]
+    assert "raise n_eval" not in inside[0]
+    assert confounding_warnings([summary("ffnn", 1.0, 0.9, fidelity=block(1.0, [1.0, 1.05]))]) == []
 
 
 def test_response_stats():

@@ -24,9 +24,15 @@ def test_legends_sit_below_the_axis_titles_in_their_own_margin():
     fig = plots.roc_curves([summary("ffnn", 50, rng), summary("rnn", 50, rng)])
     legend = fig.layout.legend
     assert legend.yref == "container" and legend.y == 0 and legend.yanchor == "bottom"
-    rows = plots._legend_rows(fig)
-    assert rows == 2  # 3 entries, 2 per row
+    # one entry a row in both ROC figures (issue 32.12: two a row overlapped and clipped "… · TPR@1% 0." in the
+    # page's half-width columns): each entry the legend's full width, the margin room for every row
+    rows = plots._legend_rows(fig, per_row=1)
+    assert rows == 3  # 3 entries, 1 per row
     assert fig.layout.margin.b >= plots.AXIS_TITLE_PX + rows * plots.LEGEND_ROW_PX
+    loglog = plots.roc_loglog([{**summary("ffnn", 50, rng), "attacks": {"shadow": {
+        **summary("ffnn", 50, rng)["attacks"]["shadow"], "tpr_at_fpr": {"0.01": 0.1}, "n_nonmembers": 50}}}])
+    for f in (fig, loglog):
+        assert f.layout.legend.entrywidth > 0.9 and f.layout.legend.entrywidthmode == "fraction"
 
 
 def best_tpr_at(fpr, tpr, at):

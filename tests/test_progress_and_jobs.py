@@ -142,3 +142,36 @@ def test_stages_side_by_side_count_once_and_never_go_back():
     tracker.finish("attacks")
     overall = [e.overall_fraction for e in events]
     assert overall == sorted(overall) and overall[-1] == pytest.approx(1.0)
+
+
+def test_a_jobs_label_names_what_differs_from_its_preset():
+    """Issue 32.11: the sidebar named every repeat and sweep point "image · RNN (quick)". Repeats are counted
+    from 1, as Train & attack counts them: repeat_config(cfg, 2) is "repeat 3"."""
+    from core.analyses.repeats import repeat_config
+    from core.defenses.sweeps import point_config
+    from core.tasks import get_task
+    from ui.jobs import Job
+
+    cfg = get_task("image").make_config("rnn", "quick")
+    labels = {Job(1, "k", c).label for c in (
+        cfg, repeat_config(cfg, 2), point_config(cfg, "dpsgd", 2.0), point_config(cfg, "dpsgd", 1.0),
+        point_config(cfg, "dpsgd", 8.0, target_epsilon=True), point_config(cfg, "l2", 1e-3),
+        cfg.with_updates({"epochs": 4}))}
+    assert labels == {"image · RNN (quick)", "image · RNN (quick · repeat 3)", "image · RNN (quick · σ = 2)",
+                      "image · RNN (quick · σ = 1)", "image · RNN (quick · target ε = 8)",
+                      "image · RNN (quick · λ = 0.001)", "image · RNN (quick · epochs=4)"}
+
+
+def test_one_progress_figure_for_a_job_the_whole_jobs_fraction():
+    """Issue 32.10: the panel printed the running stage's own fraction ("71 %") beside a bar and a sidebar
+    at the whole job's ("18 %"); every line now reads the job's fraction."""
+    from core.foundations.progress import ProgressEvent
+    from core.tasks import get_task
+    from ui.jobs import RUNNING, Job
+    from ui.nav import job_line
+
+    job = Job(1, "k", get_task("image").make_config("rnn", "quick"), state=RUNNING)
+    job.event = ProgressEvent(stage="shadow 2/4", stage_fraction=0.71, overall_fraction=0.18, elapsed_s=30.0, eta_s=120.0)
+    job.event_at = time.time()
+    line = job_line(job)
+    assert job.fraction == 0.18 and "18%" in line and "71" not in line and line.startswith("shadow 2/4")

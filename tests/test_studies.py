@@ -154,3 +154,26 @@ def test_every_finding_has_a_source():
     beyond_the_studies = {"exposure", "budget", "audit", "slices"}
     assert set(studies.ANALYSIS_FINDINGS) == set(analysis_names()) - beyond_the_studies
     assert beyond_the_studies <= set(analysis_names())
+
+
+def test_defense_table_says_not_measured_where_only_the_attack_is_known():
+    """Issue 32.9: before "Measure", a row holds the curve's fast point (attack, guarantee; utility None): its
+    utility reads "not measured", its attack the number; a study row's blanks stay "—"."""
+    base = {"attack": {"accuracy": 0.7}, "attacks": {}, "utility": 0.9}
+    fast = {"value": 10.0, "attack": {"accuracy": 0.61}, "attacks": {"lira": {"auc": 0.66}}, "utility": None,
+            "utility_loss": None, "epsilon": 1.5, "guarantee": ""}
+    rows = {"ffnn": [fast], "rnn": [_point(10.0, 0.65)]}
+    df = plots.defense_table("translation", get_mechanism("dirichlet"), rows, {"ffnn": base, "rnn": base})
+    shown = plots.defense_table_display(df)
+    ffnn10 = df.index[(df["arch"] == "FFNN") & (df["k"] == "10") & df["source"].str.startswith("ours")].item()
+    assert df.loc[ffnn10, "attack acc (naive)"] == 0.61 and df.loc[ffnn10, "ε (theory)"] == 1.5
+    assert df.loc[ffnn10, "LiRA/RMIA AUC (best)"] == 0.66
+    # our rows' blank utility cells: FFNN k = 10 (fast point) and the 4 grid values with no point at all, × 2 archs
+    ours = df["source"].str.startswith("ours") & (df["k"] != "no protection")  # undefended: no adaptive attacker
+    n_blank_ours = int(df.loc[ours, list(plots.MEASURABLE_COLUMNS)].isna().sum().sum())
+    assert n_blank_ours > 0 and int((shown == plots.NOT_MEASURED).sum().sum()) == n_blank_ours
+    assert shown.loc[ffnn10, "utility"] == plots.NOT_MEASURED and shown.loc[ffnn10, "attack acc (naive)"] == "0.610"
+    # the study's blanks are what the paper does not report: "—", never "not measured" nor "None"
+    n_blank_study = int(df.loc[~ours, list(plots.MEASURABLE_COLUMNS)].isna().sum().sum())
+    assert n_blank_study > 0 and (shown.loc[~ours, list(plots.MEASURABLE_COLUMNS)] == "—").sum().sum() == n_blank_study
+    assert not shown.isin(["None", "nan"]).any().any()

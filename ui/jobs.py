@@ -46,12 +46,16 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Iterable
 
-from core.foundations.config import ExperimentConfig
+from core.analyses.repeats import repeat_seed
+from core.defenses.registry import get_training, training_names
+from core.foundations.config import MAX_REPEATS, ExperimentConfig, config_changes
+from core.foundations.errors import MIAError
 from core.foundations.device import usable_cores
 from core.foundations.environment import check_environment, env_value
 from core.foundations.names import ARCH_NAMES
 from core.foundations.paths import cache_dir
 from core.foundations.progress import ProgressEvent
+from core.tasks import get_task
 from ui.worker import JOB_ENV, JOB_KINDS, modules_of
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -107,6 +111,49 @@ def job_key(config: ExperimentConfig, kind: str = "experiment", cache: str | os.
 
 
 
+def _parameter_symbols() -> dict[str, str]:
+    """Config field -> the symbol of the training defense that sets it (``weight_decay`` -> λ,
+    ``dp_noise_multiplier`` -> σ, ``clip_eps`` -> the clip's ε), read off each defense's own ``updates``."""
+    out: dict[str, str] = {}
+    probe = 1.2345
+    for name in training_names():
+        defense = get_training(name)
+        for target in (False, True):
+            if target and getattr(defense, "target", None) is None:
+                continue
+            symbol = defense.parameter_of(target).symbol
+            out.update({k: ("target " if target else "") + symbol
+                        for k, v in defense.updates(probe, target).items() if v == probe})
+    return out
+
+
+def run_differences(c: ExperimentConfig) -> str:
+    """What a run changed from its preset, named as the pages name it: "repeat 3" (the seed of
+    core.analyses.repeats.repeat_seed for r = 2, counted from 1), "σ = 1" for a sweep's point, "epochs=4" for any other field; ""
+    for the preset as it is. The sidebar tells apart the jobs of one sweep or one set of repeats with it
+    (issue 32.11: every one of them read "image · RNN (quick)")."""
+    try:
+        base = get_task(c.task).make_config(c.arch, c.preset)
+    except (MIAError, KeyError, ValueError):
+        return ""
+    changes = config_changes(base, c)
+    parts = []
+    if "seed" in changes:
+        r = next((r for r in range(1, MAX_REPEATS) if repeat_seed(base.seed, r) == c.seed), None)
+        # counted from 1 as Train & attack counts them ("repeats 2…N" beside the run itself, repeat 1)
+        parts.append(f"repeat {r + 1}" if r is not None else f"seed {c.seed}")
+    symbols = _parameter_symbols()
+    # DP-SGD's mode switched on: the value it runs at may be the config's default, so not among the changes
+    mode_field = {"sigma": "dp_noise_multiplier", "epsilon": "dp_epsilon"}.get(changes.get("dp"))
+    if mode_field:
+        changes.setdefault(mode_field, getattr(c, mode_field))
+    for k, v in changes.items():
+        if k in ("seed", "repeats", "match_utility", "dp"):  # seed above; repeats/match: not what a job trains
+            continue
+        parts.append(f"{symbols[k]} = {v:g}" if k in symbols and isinstance(v, (int, float)) else f"{k}={v}")
+    return ", ".join(parts)
+
+
 @dataclass(eq=False)
 class Job:
     """One queued, running or finished computation for one config."""
@@ -134,7 +181,8 @@ class Job:
         p = thaw_params(self.params)
         kind = KINDS.get(self.kind)
         what = kind.describe(p) if kind is not None else f" · {self.kind}"
-        return f"{c.task} · {ARCH_NAMES.get(c.arch, c.arch)} ({c.preset}){what}"
+        differs = run_differences(c)  # what differs from the preset: repeat r, σ, λ, … (issue 32.11)
+        return f"{c.task} · {ARCH_NAMES.get(c.arch, c.arch)} ({c.preset}{' · ' + differs if differs else ''}){what}"
 
     @property
     def active(self) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -137,15 +138,29 @@ def show_results(summaries: list[RunSummary], configs: list[ExperimentConfig],
         st.markdown("**The strongest attacks** — offline LiRA (Carlini et al.) and RMIA (Zarifzadeh et al.), with "
                     "the shadows as reference models, beside Shokri's shadow attack (final epoch)")
         st.dataframe(f["strongest"].style.format(precision=3), hide_index=True, width="stretch")
-        left, right = st.columns(2)
+        left, _ = st.columns(2)
         with left:
             st.plotly_chart(f["entropy"], width="stretch")
             st.caption("Why attacks work: models are more certain (lower entropy) on the records they trained on.")
-        with right:
-            if not f["matched"].empty:
-                st.markdown("**At matched utility** — each architecture at the checkpoint whose validation utility "
-                            "is closest to the other's final one (the studies compare at similar utility)")
-                st.dataframe(f["matched"].style.format(precision=3, na_rep="—"), hide_index=True, width="stretch")
+        if not f["matched"].empty:  # full width: its ten columns were cut off in the half-width column beside
+            st.markdown("**At matched utility** — each architecture at the checkpoint whose validation utility "
+                        "is closest to the other's final one (the studies compare at similar utility)")
+            matched = f["matched"]
+            if "utility gap" in matched:  # blank on the reference rows: Streamlit draws a blank "None", so as text
+                gap = pd.to_numeric(matched["utility gap"], errors="coerce")
+                matched = matched.assign(**{"utility gap": [f"{v:.3f}" if pd.notna(v) else "—" for v in gap]})
+            # short headers (the full name on hover): at their full widths the last columns, the verdict among
+            # them, ran off the page's right edge
+            short = {"comparison": "pair", "architecture": "arch", "shadow model": "shadow", "loss threshold": "loss",
+                     "validation ": "val. ", "utility gap": "gap"}
+
+            def header(c: str) -> str:
+                for long_name, abbreviation in short.items():
+                    c = c.replace(long_name, abbreviation)
+                return c
+
+            st.dataframe(matched.style.format(precision=3, na_rep="—"), hide_index=True, width="stretch",
+                         column_config={c: st.column_config.Column(header(c), help=c) for c in matched.columns})
         if not f["fidelity"].empty:
             with st.expander("Do the shadows track the victim? (the attacker's core assumption)"):
                 st.dataframe(f["fidelity"].style.format(precision=3, na_rep="—"), hide_index=True, width="stretch")

@@ -276,6 +276,55 @@ def overtraining(cfg: ExperimentConfig, factor: int = 3, points: int = 8, progre
     return {**v, "epochs": long.epochs, "preset_epochs": cfg.epochs, "config_hash": long.config_hash}
 
 
+# ---------------------------------------------------------------------------- how long a long analysis takes
+#: the long analyses whose training :func:`time_estimate` can scale from a cached run's measured timings
+ESTIMATED = ("memorization", "overtraining", "mismatch")
+
+
+def time_estimate(name: str, summary: RunSummary | dict[str, Any], blocks: int = 4, factor: int = 3,
+                  scales: tuple[float, ...] = (0.5, 2.0)) -> float | None:
+    """Seconds the analysis ``name`` should take for one architecture, scaled from what ``summary``'s own run
+    measured (``timings``: its victim's and shadows' training, its attacks) by the work the analysis repeats:
+
+    * memorization: every model again, each block ``epochs // blocks`` epochs on a ``1/blocks`` share of the
+      members — about ``1/blocks`` of the run's training (each model's own evaluation after a block is extra);
+    * overtraining: the whole run again at ``factor`` × the epochs, attacked at 8 checkpoints instead of the run's;
+    * mismatch: the shadows once per scale, their training time taken as the run's shadows' × the scale (a width
+      scale changes the work at least in proportion; more for a layer whose size is the width squared).
+
+    None where the run measured no training (a summary written before timings, or loaded from the cache)."""
+    t = (summary.get("timings") if isinstance(summary, dict) else summary.timings) or {}
+    config = (summary.get("config") if isinstance(summary, dict) else summary.config) or {}
+    victim, shadows = t.get("victim_trained_s"), t.get("shadows_trained_s")
+    if not victim or shadows is None:
+        return None
+    attack = t.get("attack_s") or 0.0
+    if name == "memorization":
+        return (victim + shadows) / blocks
+    if name == "overtraining":
+        checkpoints = max(1, len(config.get("attack_epochs") or ()) + 1)
+        return factor * (victim + shadows) + attack * 8 / checkpoints
+    if name == "mismatch":
+        return shadows * sum(scales)
+    return None
+
+
+#: measured time / :func:`time_estimate`, lowest and highest, per analysis: bench/analysis_estimates.py on the image
+#: quick runs (FFNN and RNN, one each, on a 2-core machine at load 6–15). The scaling leaves out fixed costs (loading
+#: the data, each block's evaluation), which weigh most on the shortest analysis
+MEASURED_RATIO = {"memorization": (1.18, 2.32), "overtraining": (0.97, 1.51), "mismatch": (0.87, 1.53)}
+
+
+def time_range(name: str, summaries: list[RunSummary | dict[str, Any]]) -> tuple[float, float] | None:
+    """The seconds ``name`` should take for all of ``summaries`` one after another, as (low, high): the sum of their
+    :func:`time_estimate` times :data:`MEASURED_RATIO`'s bounds; None where any run has no estimate."""
+    estimates = [time_estimate(name, s) for s in summaries]
+    if not estimates or any(e is None for e in estimates) or name not in MEASURED_RATIO:
+        return None
+    lo, hi = MEASURED_RATIO[name]
+    return sum(estimates) * lo, sum(estimates) * hi
+
+
 # ---------------------------------------------------------------------------- model mismatch
 def mismatch(cfg: ExperimentConfig, scales: tuple[float, ...] = (0.5, 2.0), progress=None,
              cache: ArtifactCache | None = None) -> dict[str, Any]:

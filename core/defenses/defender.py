@@ -511,6 +511,13 @@ class Defender:
         """The points at ``values`` computed before (the adaptive attacker's too, when it was measured)."""
         return [p for v in values if (p := self.measured(spec.at(v), "both") or self.measured(spec.at(v)))]
 
+    def known_rows(self, spec: DefenseSpec, values: list[float]) -> list[dict[str, Any]]:
+        """Every value's best-known point: the full one where it was measured (utility, and the adaptive
+        attacker where that was measured too), else the slider's fast point (naive attack and guarantee, utility
+        None) — what the page's curve already draws, so its table shows those numbers, not blanks (issue 32.9)."""
+        return [self.measured(spec.at(v), "both") or self.measured(spec.at(v))
+                or self.point(spec.at(v), "naive", utility=False) for v in values]
+
 
 class DefendedQuery:
     """The victim behind ``spec``'s mechanism (draw ``draw``) as a models-stage attack queries it

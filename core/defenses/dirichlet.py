@@ -47,6 +47,7 @@ import numpy as np
 import torch
 from scipy import special, stats
 
+from core.experiment.reference_attacks import step_logit_confidence
 from core.measurement import studies
 from core.measurement.responses import Responses
 from core.defenses.registry import OutputMechanism, Parameter, register
@@ -115,6 +116,22 @@ def torch_output_transform(k: float, eta: float, generator: torch.Generator):
         return log_x.clamp_min(torch.finfo(log_probs.dtype).min).to(log_probs.dtype)
 
     return transform
+
+
+def saturated_share(responses: Responses, membership: np.ndarray, eta: float) -> dict[str, float]:
+    """The share of members and of non-members whose true-class answer is saturated past Dir_k's floor:
+    1 − c below (n − 1)·η (per step, then averaged per record). For those, the noisy 1 − c is set by the
+    draw's scatter around the floor, not by p, and LiRA's logit φ = log c − log(1 − c) moves by many units
+    even at large k — why LiRA/RMIA's AUC can rise under Dir_k or fall at almost no noise (issue 32.8;
+    bench/dirichlet_reference_attacks.py measures both)."""
+    member = np.asarray(membership, bool)
+    floor = (responses.n_classes - 1) * eta
+    phi = step_logit_confidence(responses)
+    # 1 − c from φ without cancellation: 1 − c = 1 / (1 + e^φ)
+    below = (special.expit(-phi) < floor).astype(np.float64)
+    per_record = responses.record_mean(below)
+    return {"members": float(per_record[member].mean()) if member.any() else 0.0,
+            "non_members": float(per_record[~member].mean()) if (~member).any() else 0.0, "floor": float(floor)}
 
 
 def defend_responses(responses: Responses, k: float, eta: float, rng: np.random.Generator) -> Responses:

@@ -155,6 +155,70 @@ def fidelity_warnings(block: dict[str, Any] | None) -> list[str]:
     return out
 
 
+def _outside_spread(row: dict[str, Any], loss: str) -> bool | None:
+    """Whether the victim's mean ``loss`` at a checkpoint lies outside every shadow's (None: no shadow's known)."""
+    each = [e.get(loss) for e in row.get("shadow_each") or [] if e.get(loss) is not None]
+    v = row.get("victim", {}).get(loss)
+    if not each or v is None:
+        return None
+    return v < min(each) or v > max(each)
+
+
+def shadow_tracking_warning(summaries: Sequence[RunSummary | dict[str, Any]]) -> str | None:
+    """One warning for every loss, architecture and checkpoint where the shadows' mean is off the victim's by
+    more than the tolerance (``fidelity_warnings``' loss lines, merged: the demo showed three alike), with what
+    to do about it, chosen from where the victim lies against the individual shadows (``shadow_each``):
+
+    * inside their spread: the gap is the shadows' own scatter — more shadows (``n_shadows``) steady their mean;
+    * outside every shadow: no number of such shadows averages it away — the victim's records differ from the
+      attacker's (its ``n_eval`` non-members are one sample: more of them tell luck from a real difference);
+    * flagged only before the last checkpoint: the runs train at different speeds mid-way; the headline
+      numbers are read at the last epoch, where they agree.
+    None when nothing is off."""
+    parts, inside, outside, settings = [], 0, 0, {}
+    flagged_last: dict[str, bool] = {}  # per architecture: is any flag at its last checkpoint?
+    for s in runs(summaries):
+        block = s.shadow_fidelity or {}
+        tol = block.get("loss_tolerance", LOSS_TOLERANCE)
+        rows = block.get("checkpoints", [])
+        last = max((r["epoch"] for r in rows), default=None)
+        for which, loss, key in (("member", "member_loss", "member_loss_gap"),
+                                 ("non-member", "nonmember_loss", "nonmember_loss_gap")):
+            off = [r for r in rows if r.get(key) is not None and r[key] > tol]
+            if not off:
+                continue
+            worst = max(off, key=lambda r: r[key])
+            epochs = ", ".join(str(r["epoch"]) for r in off)
+            parts.append(f"{s.arch.upper()} {which} loss at epoch{'s' * (len(off) > 1)} {epochs} (worst {worst[key]:.0%} "
+                         f"off: shadows {_fmt(worst['shadows'].get(loss))} vs victim {_fmt(worst['victim'].get(loss))})")
+            for r in off:
+                where = _outside_spread(r, loss)
+                inside += where is False
+                outside += where is True
+            flagged_last[s.arch.upper()] = flagged_last.get(s.arch.upper(), False) or any(r["epoch"] == last for r in off)
+            cfg = s.config or {}
+            settings[s.arch.upper()] = (cfg.get("n_shadows"), cfg.get("n_eval"))
+    if not parts:
+        return None
+    shadows = "; ".join(f"{a}: {n} shadows, n_eval {e}" for a, (n, e) in settings.items())
+    advice = []
+    if outside:
+        advice.append(f"at {outside} of {inside + outside} flagged points the victim lies outside every shadow, so more "
+                      "shadows alone will not close the gap: raise n_eval (more non-member records per mean) to tell a "
+                      "lucky sample from a real difference between the victim's records and the attacker's")
+    if inside:
+        advice.append(f"at {inside} of {inside + outside} the victim lies within the shadows' own spread: raise n_shadows "
+                      "for a steadier shadow mean")
+    early = [a for a, at_last in flagged_last.items() if not at_last]
+    if early:
+        advice.append(f"{' and '.join(early)} {'is' if len(early) == 1 else 'are'} flagged only before the last epoch, "
+                      "where the headline numbers are read (mid-training the runs move at different speeds)")
+    tol = max((runs([s])[0].shadow_fidelity or {}).get("loss_tolerance", LOSS_TOLERANCE) for s in summaries)
+    return (f"The shadows do not track the victim (gap above {tol:.0%}): " + "; ".join(parts) + ". Attacks fitted on the "
+            "shadows may transfer badly. What to do — " + "; ".join(advice) + f" ({shadows}; Train & attack's "
+            "settings). Every checkpoint: the table \"Do the shadows track the victim?\".")
+
+
 def chance_utility(summary: RunSummary | dict[str, Any]) -> float:
     """The utility of a model that learned nothing: 1/classes for accuracy, else 0."""
     run = RunSummary.coerce(summary)
@@ -174,8 +238,12 @@ def confounding_warnings(summaries: Sequence[RunSummary | dict[str, Any]]) -> li
         if train is not None and train < chance_utility(s) + NEAR_CHANCE.get(metric, 0.1):
             out.append(f"{s.arch.upper()}: training {metric} {train:.3g} is near chance ({chance_utility(s):.3g}): "
                        f"this model did not learn, so its attack numbers say little about its architecture")
+        # the loss lines of every architecture make one warning, with advice (below); the utility line stays
         for w in fidelity_warnings(s.shadow_fidelity):
-            out.append(f"{s.arch.upper()}: {w}")
+            if not w.startswith("the shadows' mean "):
+                out.append(f"{s.arch.upper()}: {w}")
+    if (tracking := shadow_tracking_warning(summaries)) is not None:
+        out.append(tracking)
     if len(summaries) == 2:
         a, b = summaries
         metric = a.utility.metric

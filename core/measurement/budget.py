@@ -9,7 +9,7 @@ with their mean and 2.5–97.5 percentiles over the draws (the spread that comes
 references the attacker happened to hold; with all references there is one draw and no spread).
 
 :func:`flattening_point` says where the curve flattens: the smallest budget whose mean AUC is
-within ``tolerance`` of the largest budget's. Pure numpy; no training.
+within ``tolerance`` of the largest budget's, below the largest (none with fewer than three budgets). Pure numpy; no training.
 """
 from __future__ import annotations
 
@@ -85,15 +85,21 @@ class BudgetCurve:
                 "n_non_members": self.n_non_members}
 
 
+#: budgets a curve needs before it can be said to flatten: one to reach the level, one beyond it to stay there, and
+#: one before it to rise from (with two points, "flattens at 4 of 4" only said where the curve ended; issue 32.13)
+MIN_BUDGETS_FOR_PLATEAU = 3
+
+
 def flattening_point(sizes: Sequence[int], mean_auc: Sequence[float], tolerance: float = FLAT_TOLERANCE) -> int | None:
-    """The smallest budget whose mean AUC is within ``tolerance`` of the last (largest) budget's."""
-    if not sizes:
+    """The smallest budget whose mean AUC is within ``tolerance`` of the last (largest) budget's — None where no
+    plateau is seen: fewer than :data:`MIN_BUDGETS_FOR_PLATEAU` budgets, or only the last one is there."""
+    if len(sizes) < MIN_BUDGETS_FOR_PLATEAU:
         return None
     last = mean_auc[-1]
-    for n, a in zip(sizes, mean_auc):
+    for n, a in zip(sizes[:-1], mean_auc[:-1]):
         if a >= last - tolerance:
             return int(n)
-    return int(sizes[-1])
+    return None
 
 
 def _spread(values: list[float]) -> tuple[float, float, float]:

@@ -136,6 +136,11 @@ class Task(ABC):
         # a user's model as the victim: its files' content into the config (read once, here)
         return bind_user_files(cfg, given=set(overrides or ())).validate()
 
+    def data_problem(self, cfg: ExperimentConfig) -> str | None:
+        """Why ``cfg``'s data cannot be read, found without loading it (a missing folder or file), so a page
+        can say so before a training starts; None when nothing is known to be wrong."""
+        return None
+
     @abstractmethod
     def load(self, cfg: ExperimentConfig) -> TaskData:
         """Load (or generate) the data source and split it into victim and attacker halves."""

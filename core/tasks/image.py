@@ -250,6 +250,17 @@ def read_cifar10_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
         raise DatasetNotFoundError(f"{where} is malformed: {' '.join(str(exc).split()) or type(exc).__name__}") from None
 
 
+def cifar10_folder_problem(folder: str | Path) -> str | None:
+    """Why ``folder`` is no CIFAR-10 python-version folder (missing, or lacking a batch file), else None;
+    the files' contents are checked when they are read."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return (f"CIFAR-10 folder {str(folder)!r} not found: download the 'CIFAR-10 python version' and point data_dir "
+                f"at the extracted 'cifar-10-batches-py' folder (it holds data_batch_1 … data_batch_5)")
+    missing = [b for b in CIFAR10_BATCHES if not (folder / b).is_file()]
+    return f"CIFAR-10 folder {str(folder)!r} lacks {', '.join(missing)}" if missing else None
+
+
 def load_cifar10(folder: str | Path) -> tuple[np.ndarray, np.ndarray]:
     """Images (N, 3, 32, 32) uint8 and labels (N,) from CIFAR-10's python-version batches
     (each read by :func:`read_cifar10_batch`).
@@ -258,14 +269,9 @@ def load_cifar10(folder: str | Path) -> tuple[np.ndarray, np.ndarray]:
         DatasetNotFoundError: folder or a batch file missing, or a batch malformed.
     """
     folder = Path(folder)
-    if not folder.is_dir():
-        raise DatasetNotFoundError(
-            f"CIFAR-10 folder {str(folder)!r} not found: download the 'CIFAR-10 python version' and point data_dir "
-            f"at the extracted 'cifar-10-batches-py' folder (it holds data_batch_1 … data_batch_5)"
-        )
-    missing = [b for b in CIFAR10_BATCHES if not (folder / b).is_file()]
-    if missing:
-        raise DatasetNotFoundError(f"CIFAR-10 folder {str(folder)!r} lacks {', '.join(missing)}")
+    problem = cifar10_folder_problem(folder)
+    if problem:
+        raise DatasetNotFoundError(problem)
     images, labels = [], []
     for name in CIFAR10_BATCHES:
         data, lab = read_cifar10_batch(folder / name)
@@ -366,6 +372,13 @@ class ImageTask(Task):
         self._loaded: dict[tuple[str, str], TaskData] = {}
 
     # ------------------------------------------------------------------ data
+    def data_problem(self, cfg: ExperimentConfig) -> str | None:
+        if cfg.dataset != "cifar10":
+            return None
+        if not cfg.data_dir:
+            return "dataset cifar10 needs data_dir: the folder holding data_batch_1 … data_batch_5"
+        return cifar10_folder_problem(cfg.data_dir)
+
     def load(self, cfg: ExperimentConfig) -> TaskData:
         key = (cfg.dataset, cfg.data_dir)
         if cfg.dataset == "folder":  # the same folder at another size or channel count is other data

@@ -204,7 +204,8 @@ def roc_curves(summaries: list[dict[str, Any]]) -> go.Figure:
     mark_fpr_floor(fig, [n for n in ns if n and 1 / n > floor])
     fig.update_xaxes(type="log", range=[-3, 0], tickvals=[1e-3, 1e-2, 1e-1, 1], ticktext=["0.1%", "1%", "10%", "100%"])
     fig.update_yaxes(range=[0, 1])
-    return _layout(fig, "ROC of the attacks (log FPR)", "false positive rate", "true positive rate")
+    return _layout(fig, "ROC of the attacks (log FPR)", "false positive rate", "true positive rate",
+                   per_row=1)  # as roc_loglog: the entries "FFNN · entropy threshold · AUC 0.74" overlapped two a row
 
 
 def metrics_table(summaries: list[dict[str, Any]]) -> pd.DataFrame:
@@ -559,6 +560,27 @@ def defense_table(task: str, mechanism: Mechanism, rows: dict[str, list[dict[str
     return df
 
 
+#: a cell of our own rows that a press of "Measure" (or the adaptive attacker's job) would fill
+NOT_MEASURED = "not measured"
+#: the columns of :func:`defense_table` that are empty on our rows only until measured (ε is empty when there is no
+#: bound, which the guarantee column says; the study rows' blanks are what the paper does not report)
+MEASURABLE_COLUMNS = ("attack acc (adaptive)", "LiRA/RMIA AUC (best)", "utility", "utility loss")
+
+
+def defense_table_display(df: pd.DataFrame, precision: int = 3) -> pd.DataFrame:
+    """:func:`defense_table` as text for the page: numbers to ``precision`` decimals, a blank of our rows'
+    measurable columns "not measured", every other blank "—" (Streamlit draws a NaN as "None" whatever a
+    Styler's ``na_rep`` says, so the cells are written out; the CLI's and the report's frame keeps numbers)."""
+    # the undefended row has nothing more to measure (no mechanism for an adaptive attacker to know)
+    ours = df["source"].str.startswith("ours") & (df[df.columns[2]] != "no protection")
+    out = df.astype(object).copy()
+    for col in df.columns[3:-1]:
+        blank = NOT_MEASURED if col in MEASURABLE_COLUMNS else "—"
+        out[col] = [f"{v:.{precision}f}" if pd.notna(v) else (blank if mine else "—")
+                    for v, mine in zip(df[col], ours)]
+    return out
+
+
 # ---------------------------------------------------------------------------- navigation maps
 #: MiniGrid object index -> (name, colour) of the cells drawn
 CELL_STYLE = {EMPTY: ("floor", "#f5f5f0"), FLOOR: ("floor", "#f5f5f0"), WALL: ("wall", "#4d4d4d"),
@@ -782,7 +804,9 @@ def roc_loglog(summaries: list[dict[str, Any]]) -> go.Figure:
     text = [f"{100 * t:g}%" for t in ticks]
     fig.update_xaxes(type="log", range=[lo_exp, 0], tickvals=ticks, ticktext=text)
     fig.update_yaxes(type="log", range=[lo_exp, 0], tickvals=ticks, ticktext=text)
-    return _layout(fig, "ROC on log-log axes (low false-positive rates)", "false positive rate", "true positive rate")
+    # one legend entry a row: two a row overlapped and clipped "… · TPR@1% 0." in the page's half-width column
+    return _layout(fig, "ROC on log-log axes (low false-positive rates)", "false positive rate", "true positive rate",
+                   per_row=1)
 
 
 def strongest_attacks_table(summaries: list[dict[str, Any]]) -> pd.DataFrame:
