@@ -338,3 +338,36 @@ def named_record_indices(names: Sequence[str], ids: Sequence[str], description: 
         raise ConfigError(f"members: {len(unknown)} id(s) name no record of {description!r}: {shown} (an id is "
                           f"{meaning})")
     return out
+
+
+class LogitClassifier:
+    """What every task whose model maps a record to class logits shares (image, tabular): accuracy,
+    accuracy read off the answers, and the answers themselves, all from the task's ``_logits``
+    (``records.labels`` holds the labels). A task mixes it in before :class:`Task`."""
+
+    def _logits(self, model: nn.Module, data: TaskData, index: np.ndarray) -> torch.Tensor:
+        raise NotImplementedError
+
+    def utility(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray,
+                output_transform: OutputTransform | None = None) -> float:
+        """Accuracy: the most probable class (of the transformed distribution) against the label."""
+        scores = self._logits(model, data, index)
+        if output_transform is not None:
+            scores = output_transform(torch.log_softmax(scores.double(), 1))
+        return float((scores.argmax(1) == data.records.labels[index]).float().mean())
+
+    def utility_of_responses(self, cfg: ExperimentConfig, responses: Responses) -> float | None:
+        """Accuracy from the answers: the label is the argmax iff no class is strictly more probable
+        (rank 0, counted in float64 log space) and none ties it at the top. A tie at the top (equal
+        logits, e.g. a collapsed noisy model) returns None: argmax's first-index rule needs the logits."""
+        top = responses.top_probs
+        if top.shape[1] > 1 and bool((top[:, 0] == top[:, 1]).any()):
+            return None
+        # the float32 mean of :meth:`utility`, so both give the very same number
+        return float(torch.from_numpy(responses.ref_rank == 0).float().mean())
+
+    def respond(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray,
+                record_features: bool = True) -> Responses:
+        """One probability vector (softmax of the logits) per record; the reference is the one-hot label."""
+        logits = self._logits(model, data, index)
+        return Responses.from_logits(logits, np.ones(len(index), np.int64), data.records.labels[index])

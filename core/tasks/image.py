@@ -35,10 +35,10 @@ from core.foundations.errors import ConfigError, DatasetNotFoundError
 from core.foundations.memory import (FLOAT_BYTES, attack_training_bytes, cnn_param_count, responses_bytes,
     training_state_bytes)
 from core.models.image import JointReNet, ReNet, ResidualCNN, count_params, match_renet, renet_param_count
-from core.measurement.responses import Responses
 from core.training.loop import (BatchCallback, PrivacySettings, TrainingRecord, autocast_dtype, build_optimizer,
     seeded_generator, train_epochs)
-from core.tasks.base import (EpochCallback, FractionCallback, OutputTransform, RecordView, Task, TaskData, VictimLoader,
+from core.tasks.base import (EpochCallback, FractionCallback, LogitClassifier, OutputTransform, RecordView, Task, TaskData,
+                             VictimLoader,
                              named_record_indices)
 
 CIFAR10_BATCHES = [f"data_batch_{i}" for i in range(1, 6)]
@@ -307,7 +307,7 @@ def augment_image(x: torch.Tensor, flip: bool, dy: int, dx: int) -> torch.Tensor
     return x
 
 
-class ImageTask(Task):
+class ImageTask(LogitClassifier, Task):
     name = "image"
     utility_metric = "accuracy"
     options_cls = ImageOptions
@@ -617,24 +617,6 @@ class ImageTask(Task):
         out = [model(rec.images[index[i : i + 1024]].to(device)).cpu() for i in range(0, len(index), 1024)]
         return torch.cat(out) if out else torch.zeros(0, rec.n_classes)
 
-    def utility(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray,
-                output_transform: OutputTransform | None = None) -> float:
-        """Accuracy: the most probable class (of the transformed distribution) against the label."""
-        scores = self._logits(model, data, index)
-        if output_transform is not None:
-            scores = output_transform(torch.log_softmax(scores.double(), 1))
-        return float((scores.argmax(1) == data.records.labels[index]).float().mean())
-
-    def utility_of_responses(self, cfg: ExperimentConfig, responses: Responses) -> float | None:
-        """Accuracy from the answers: the label is the argmax iff no class is strictly more probable
-        (rank 0, counted in float64 log space) and none ties it at the top. A tie at the top (equal
-        logits, e.g. a collapsed noisy model) returns None: argmax's first-index rule needs the logits."""
-        top = responses.top_probs
-        if top.shape[1] > 1 and bool((top[:, 0] == top[:, 1]).any()):
-            return None
-        # the float32 mean of :meth:`utility`, so both give the very same number
-        return float(torch.from_numpy(responses.ref_rank == 0).float().mean())
-
     label_queries_missing = ""
 
     def label_queries(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray, n: int,
@@ -666,9 +648,3 @@ class ImageTask(Task):
         index = np.asarray(index, np.int64)
         pixels = rec.images[index].reshape(len(index), -1).numpy()
         return np.concatenate([pixels, np.eye(rec.n_classes, dtype=np.float32)[rec.labels[index].numpy()]], 1)
-
-    def respond(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray,
-                record_features: bool = True) -> Responses:
-        """One probability vector (softmax of the logits) per image; the reference is the one-hot label."""
-        logits = self._logits(model, data, index)
-        return Responses.from_logits(logits, np.ones(len(index), np.int64), data.records.labels[index])

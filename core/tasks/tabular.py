@@ -49,9 +49,9 @@ from core.foundations.device import default_device
 from core.foundations.errors import ConfigError, DatasetNotFoundError
 from core.foundations.memory import FLOAT_BYTES, attack_training_bytes, responses_bytes, training_state_bytes
 from core.foundations.paths import data_root, resolve_data_dir
-from core.measurement.responses import Responses
 from core.models.tabular import (TabularLSTM, TabularMLP, lstm_param_count, match_lstm_hidden, mlp_param_count)
-from core.tasks.base import EpochCallback, FractionCallback, OutputTransform, RecordView, Task, TaskData, VictimLoader
+from core.tasks.base import (EpochCallback, FractionCallback, LogitClassifier, RecordView, Task, TaskData,
+                             VictimLoader)
 from core.training.loop import (BatchCallback, PrivacySettings, TrainingRecord, autocast_dtype, build_optimizer,
     seeded_generator, train_epochs)
 
@@ -403,7 +403,7 @@ def builtin_table(name: str) -> tuple[list[str], list[list[str]]]:
 
 
 # ---------------------------------------------------------------------------- the task
-class TabularTask(Task):
+class TabularTask(LogitClassifier, Task):
     name = "tabular"
     utility_metric = "accuracy"
     options_cls = TabularOptions
@@ -643,25 +643,3 @@ class TabularTask(Task):
         rec: TabularRecords = data.records
         out = [model(rec.x[index[i: i + 4096]].to(device)).float().cpu() for i in range(0, len(index), 4096)]
         return torch.cat(out) if out else torch.zeros(0, rec.n_classes)
-
-    def utility(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray,
-                output_transform: OutputTransform | None = None) -> float:
-        """Accuracy: the most probable class (of the transformed distribution) against the label."""
-        scores = self._logits(model, data, index)
-        if output_transform is not None:
-            scores = output_transform(torch.log_softmax(scores.double(), 1))
-        return float((scores.argmax(1) == data.records.labels[index]).float().mean())
-
-    def utility_of_responses(self, cfg: ExperimentConfig, responses: Responses) -> float | None:
-        """Accuracy from the answers, as the image task's: the label ranks first and nothing ties it
-        at the top (a tie returns None: argmax's first-index rule needs the logits)."""
-        top = responses.top_probs
-        if top.shape[1] > 1 and bool((top[:, 0] == top[:, 1]).any()):
-            return None
-        return float(torch.from_numpy(responses.ref_rank == 0).float().mean())
-
-    def respond(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray,
-                record_features: bool = True) -> Responses:
-        """One probability vector (softmax of the logits) per row; the reference is the one-hot label."""
-        logits = self._logits(model, data, index)
-        return Responses.from_logits(logits, np.ones(len(index), np.int64), data.records.labels[index])
