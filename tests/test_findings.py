@@ -289,3 +289,16 @@ def test_markdown_into_a_file_replaces_only_its_block(tmp_path, monkeypatch):
     plain = tmp_path / "plain.md"  # no markers: the whole table
     assert main(["findings", "--task", "navigation", "--markdown", str(plain), "--out", str(tmp_path / "g.json")]) == 0
     assert plain.read_text().startswith("# The studies' findings")
+
+
+def test_home_links_to_findings(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("MIA_CACHE_DIR", str(tmp_path / "cache"))
+    at = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "app.py")).run(timeout=60)
+    assert not at.exception, at.exception
+    links = [e.proto for e in at.get("page_link")]
+    assert any(l.label.startswith("Findings: each claim") and l.page.endswith("Findings") for l in links), \
+        [(l.label, l.page) for l in links]
