@@ -32,7 +32,8 @@ This explorer trains victims and the attacker's *shadow models*, attacks them, a
 **recurrent networks (RNNs)** and **feed-forward networks (FFNNs)** of the same size compare.
 """
 )
-
+st.page_link("app_pages/5_Findings.py", icon=":material/fact_check:",
+             label="Findings: each claim of the two studies beside what this machine measured (N, 95 % CI, verdict)")
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)

@@ -9,7 +9,8 @@ import streamlit as st
 from core.analyses.findings import FINDINGS, TASKS, findings_table, missing_jobs, table_json
 from core.foundations.errors import MIAError
 from core.tasks import get_task
-from core.views.findings_report import findings_frame, findings_html, findings_markdown, needs_text
+from core.views.findings_report import DECIDE, findings_command, findings_frame, findings_html, findings_markdown, \
+    needs_text
 from ui.shared import job_manager
 
 st.title("Findings: the studies' claims on this machine")
@@ -19,30 +20,43 @@ st.caption("One row per finding × task: the paper's value, this machine's value
            "reproduces it. Everything is read from the cache; nothing trains on this page. A missing cell queues "
            "exactly the runs it needs in the background (cached repeats are kept: adding repeats narrows an interval).")
 
-presets = sorted({p for t in TASKS for p in get_task(t).presets})
-c1, c2 = st.columns([2, 1])
+presets = list(dict.fromkeys(p for t in TASKS for p in get_task(t).presets))
+c1, c2 = st.columns([1, 1])
 with c1:
     tasks = st.multiselect("Tasks", TASKS, default=list(TASKS), key="findings:tasks")
 with c2:
-    preset = st.selectbox("Preset", presets, index=presets.index("quick") if "quick" in presets else 0,
-                          key="findings:preset")
-if not tasks:
-    st.info("Pick at least one task.")
+    chosen = st.multiselect("Presets", presets, default=["quick"] if "quick" in presets else presets[:1],
+                            key="findings:presets",
+                            help="one row per finding × task × preset the task has: quick (built-in data), the "
+                                 "real-data presets (cifar_cpu, multi30k_cpu; folder_quick / pairs_cpu on your "
+                                 "own folders) and paper (the studies' sizes, for a GPU). A preset with nothing "
+                                 "cached says 'not run'.")
+if not tasks or not chosen:
+    st.info("Pick at least one task and one preset.")
     st.stop()
+for name in chosen:
+    notes = [f"**{t}**: {get_task(t).preset_notes[name]}" for t in tasks
+             if name in get_task(t).presets and get_task(t).preset_notes.get(name)]
+    if notes and name != "quick":
+        with st.expander(f"Preset {name}: what it needs and what it costs"):
+            st.markdown("\n\n".join(notes))
 
 try:
     with st.spinner("Reading the cached runs…"):
-        table = findings_table(tasks, preset)
+        table = findings_table(tasks, chosen)
 except MIAError as e:
     st.error(str(e))
     st.stop()
 data = table_json(table)
 
 frame = findings_frame(data)
-first = ["finding", "task", "measured here (95 % CI, N)", "verdict", "utility gap", "preset · resolution"]
+first = ["finding", "task", "measured here (95 % CI, N)", "verdict", "preset · resolution", DECIDE, "utility gap"]
 st.dataframe(frame[first + [c for c in frame.columns if c not in first]], hide_index=True, use_container_width=True)
 st.caption(f"Commit {data['commit']}; target N = {data['target_repeats']} repeats per row. The same table: "
-           f"`python -m core findings --preset {preset} --out findings.json --markdown findings.md`.")
+           f"`{findings_command(data)} --out findings.json --markdown findings.md`. Repeats to decide: the fewest "
+           f"N ≥ {data['target_repeats']} with t(N−1, 0.975) × sd / √N < |difference| (sd: the measured spread of "
+           f"the paired FFNN − RNN differences), against the study's difference where it prints one and against "
+           f"the difference measured here, timed from this machine's runs.")
 
 d1, d2, d3 = st.columns(3)
 d1.download_button("findings.json", json.dumps(data, indent=2, allow_nan=False), "findings.json", "application/json")
@@ -73,7 +87,7 @@ else:
         needs = needs_text(row)
         if not needs:
             continue
-        title = f"{row['finding']} · {row['task']} — {row['status']}, N = {row['n']}: needs {needs}"
+        title = f"{row['finding']} · {row['task']} · {row['preset']} — {row['status']}, N = {row['n']}: needs {needs}"
         with st.expander(title):
             st.markdown(f"**{FINDINGS[row['finding']].claim}** ({row['source']['cite']})")
             st.code(row["command"], language="bash")

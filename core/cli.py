@@ -809,18 +809,22 @@ def add_findings_command(sub: Any) -> None:
                                         "interval, verdict, utility gap, command; 'not run' with the runs needed")
     p.add_argument("--task", choices=available_tasks(), default=None, action=Once,
                    help="one task (default: image, translation and navigation)")
-    p.add_argument("--preset", default="quick", action=Once, help="the preset whose cached runs are read (default quick)")
+    p.add_argument("--preset", default="quick", action=Once,
+                   help="the presets whose cached runs are read: a name, names separated by commas "
+                        "(quick,cifar_cpu,multi30k_cpu), or all (default quick)")
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                    help="config fields changed from the preset, as the runs were made (repeatable, each key once)")
     p.add_argument("--out", action=Once, help="write the JSON here (default: stdout)")
-    p.add_argument("--markdown", action=Once, metavar="FILE.md", help="also write the table as Markdown")
+    p.add_argument("--markdown", action=Once, metavar="FILE.md",
+                   help="also write the table as Markdown; a FILE holding <!-- findings:begin --> … "
+                        "<!-- findings:end --> (docs/results.md) gets only that block replaced")
     p.add_argument("--html", action=Once, metavar="FILE.html", help="also write the table as one HTML page")
 
 
 def _findings(args: argparse.Namespace) -> int:
     """``findings``: :func:`core.analyses.findings.findings_table`; every output path checked before torch loads."""
-    if not re.fullmatch(r"[A-Za-z0-9_]{1,64}", args.preset):
-        raise ConfigError(f"--preset must be a preset name, got {args.preset!r}")
+    if not re.fullmatch(r"[A-Za-z0-9_]{1,64}(,[A-Za-z0-9_]{1,64}){0,15}", args.preset):
+        raise ConfigError(f"--preset must be preset names separated by commas, got {args.preset!r}")
     paths = {name: check_out_path(getattr(args, name)) if getattr(args, name) is not None else None
              for name in ("out", "markdown", "html")}
     sets = parse_sets(args.sets)
@@ -828,12 +832,14 @@ def _findings(args: argparse.Namespace) -> int:
     if len(set(given_paths)) != len(given_paths):
         raise ConfigError("--out, --markdown and --html must name different files")
     from core.analyses.findings import findings_table, table_json
-    from core.views.findings_report import findings_html, findings_markdown
+    from core.views.findings_report import findings_html, markdown_into
 
     table = findings_table((args.task,) if args.task else None, args.preset, sets=sets)
     data = table_json(table)
     if paths["markdown"] is not None:
-        write_text_atomically(paths["markdown"], findings_markdown(data))
+        md = paths["markdown"]
+        existing = md.read_text(encoding="utf-8") if md.is_file() else None
+        write_text_atomically(md, markdown_into(existing, data, args.markdown))
     if paths["html"] is not None:
         write_text_atomically(paths["html"], findings_html(data))
     if paths["out"] is not None:

@@ -163,3 +163,142 @@ def test_page_renders_the_table_and_its_button_queues_exactly_the_missing_runs(t
     expected = sorted(d["config_hash"] for d in _row(table, "F1")["missing"])
     assert [(k, p) for k, p, _ in recorder.submitted] == [("experiment", None)]
     assert sorted(recorder.submitted[0][2]) == expected
+
+
+# ---------------------------------------------------------------------------- issue 35, second pass
+def test_repeats_to_decide_is_the_fewest_n_whose_t_interval_is_narrower_than_the_difference():
+    import math
+
+    from scipy import stats as sps
+
+    from core.analyses.findings import repeats_to_decide
+
+    def half(sd, n):
+        return sps.t.ppf(0.975, n - 1) * sd / math.sqrt(n)
+
+    # sd = 1, |Δ| = 1: N = 6 gives 2.571/√6 = 1.05 ≥ 1, N = 7 gives 2.447/√7 = 0.925 < 1
+    assert repeats_to_decide(1.0, 1.0) == 7 and repeats_to_decide(1.0, -1.0) == 7
+    for sd, diff in ((0.02, 0.01), (0.05, 0.07), (0.3, 0.01)):
+        n = repeats_to_decide(sd, diff)
+        assert n >= TARGET_REPEATS and half(sd, n) < abs(diff)
+        assert n == TARGET_REPEATS or half(sd, n - 1) >= abs(diff)
+    assert repeats_to_decide(0.001, 0.5) == TARGET_REPEATS  # never below the sign-flip test's floor
+    assert repeats_to_decide(0.0, 0.1) == TARGET_REPEATS
+    assert repeats_to_decide(1.0, 0.0) is None and repeats_to_decide(10.0, 1e-6) is None  # beyond the cap
+
+
+def test_a_measured_row_says_how_many_repeats_decide_it_and_how_long_they_take(two_repeats):
+    from core.analyses.findings import STUDY_DIFFERENCES, repeats_to_decide
+    from core.views.findings_report import DECIDE
+
+    table = findings_table(["image"], "quick", sets=TINY)
+    f1 = _row(table, "F1")
+    (entry,) = f1["decide"]
+    d = f1["measured"]["difference"]
+    assert entry["n"] == 2 and entry["sd"] == pytest.approx(d["sd"])
+    assert ("F1", "image") not in STUDY_DIFFERENCES and entry["study"] is None
+    assert entry["study_note"] == "the study gives no number"
+    need = entry["at_measured"]
+    assert need["repeats"] == repeats_to_decide(d["sd"], d["mean"])
+    if need["repeats"] is not None:
+        assert need["more"] == need["repeats"] - 2
+        # one more repeat = one FFNN run + one RNN run, timed from the cached runs of this machine
+        per = sum(m["expected_s"] for m in f1["missing"] if m["seed"] == f1["missing"][0]["seed"])
+        assert entry["per_repeat_s"] == pytest.approx(per) and need["expected_s"] == pytest.approx(need["more"] * per)
+    f1a = _row(table, "F1a")
+    assert {e["metric"] for e in f1a["decide"]} == {"lira_auc", "rmia_auc"}
+    assert all(r["decide"] is None for r in table["rows"] if r["status"] != "measured")
+    cells = row_cells(f1)
+    assert "the study gives no number" in cells[DECIDE] and "sd " in cells[DECIDE]
+    md = findings_markdown(table_json(table))
+    assert "t(N−1, 0.975) × sd / √N < |difference|" in md
+    # where the study prints a difference (navigation, 001 §5.1) the row is measured against it
+    assert STUDY_DIFFERENCES[("F1", "navigation")][0] == pytest.approx(0.91 - 0.98)
+
+
+def test_rows_for_every_preset_asked_and_not_run_where_nothing_is_cached(tmp_path):
+    from core.analyses.findings import parse_presets
+    from core.experiment.cache import ArtifactCache
+    from core.foundations.errors import ConfigError
+    from core.tasks import get_task
+
+    empty = ArtifactCache(tmp_path / "cache")
+    table = findings_table(None, "quick,cifar_cpu,multi30k_cpu", cache=empty)
+    assert table["presets"] == ["quick", "cifar_cpu", "multi30k_cpu"]
+    keys = {(r["finding"], r["task"], r["preset"]) for r in table["rows"]}
+    assert ("F1", "image", "cifar_cpu") in keys and ("F1", "translation", "multi30k_cpu") in keys
+    assert ("F3", "translation", "multi30k_cpu") in keys and ("F1", "navigation", "quick") in keys
+    assert not any(t == "image" and p == "multi30k_cpu" for _, t, p in keys)  # a task's rows: its own presets
+    assert all(r["status"] == "not run" and r["missing"] for r in table["rows"])
+    assert all(r["command"].count(f"--preset {r['preset']}") >= 1 for r in table["rows"])
+    # the translation F1 rows say what deciding needs (validation BLEU ≥ 20; a GPU) and where it was measured
+    for r in table["rows"]:
+        if r["finding"] == "F1" and r["task"] == "translation":
+            assert "No CPU preset reaches it yet" in r["to_decide_note"] and "commit f0f2da2" in r["to_decide_note"]
+            assert "No CPU preset reaches it yet" in row_cells(r)[DECIDE_COLUMN]
+    assert "validation BLEU" in get_task("translation").preset_notes["paper"]
+    # a task without any of the presets: rows saying so
+    none = findings_table(["image", "navigation"], "cifar_cpu", cache=empty)
+    assert {r["status"] for r in none["rows"] if r["task"] == "navigation"} == {"no preset"}
+    assert parse_presets("all", ("image",)) == list(get_task("image").presets)
+    with pytest.raises(ConfigError, match="unknown preset"):
+        parse_presets("quick,nope", ("image",))
+
+
+from core.views.findings_report import DECIDE as DECIDE_COLUMN  # noqa: E402
+
+
+def test_results_md_summary_has_the_rows_the_generator_writes(tmp_path):
+    """docs/results.md's generated block has the rows and columns `python -m core findings` would write now
+    (from an empty cache: structure, not numbers): a finding added without regenerating fails here."""
+    import shlex
+    from pathlib import Path
+
+    from core.experiment.cache import ArtifactCache
+    from core.views.findings_report import block_rows, markdown_rows
+
+    text = (Path(__file__).resolve().parent.parent / "docs/results.md").read_text()
+    command, lines = block_rows(text)
+    assert command and lines, "docs/results.md has no generated findings block"
+    argv = shlex.split(command)
+    assert argv[:4] == ["python", "-m", "core", "findings"] and "--markdown" in argv
+    preset = argv[argv.index("--preset") + 1] if "--preset" in argv else "quick"
+    tasks = [argv[i + 1] for i, a in enumerate(argv) if a == "--task"] or None
+    table = findings_table(tasks, preset, cache=ArtifactCache(tmp_path / "empty"))
+    expected = markdown_rows(table_json(table))
+
+    def shape(rows):  # header as is; per row: finding, task, claim and the preset (the resolution varies)
+        cells = [[c.strip() for c in r.strip("|").split(" | ")] for r in rows[2:]]
+        return rows[:2], [(c[0], c[1], c[2], c[6].split(" · ")[0]) for c in cells]
+
+    assert shape(lines) == shape(expected), f"regenerate: {command}"
+
+
+def test_markdown_into_a_file_replaces_only_its_block(tmp_path, monkeypatch):
+    from core.views.findings_report import BEGIN, END
+
+    monkeypatch.setenv("MIA_CACHE_DIR", str(tmp_path / "cache"))
+    doc = tmp_path / "results.md"
+    doc.write_text(f"# Title\n\nkept above\n\n{BEGIN}\nold summary\n{END}\n\nkept below\n")
+    assert main(["findings", "--task", "navigation", "--preset", "quick", "--markdown", str(doc),
+                 "--out", str(tmp_path / "f.json")]) == 0
+    text = doc.read_text()
+    assert text.startswith("# Title\n\nkept above\n\n" + BEGIN) and text.endswith(END + "\n\nkept below\n")
+    assert "old summary" not in text and "| F1 | navigation |" in text
+    assert f"python -m core findings --task navigation --preset quick --markdown {doc}" in text
+    plain = tmp_path / "plain.md"  # no markers: the whole table
+    assert main(["findings", "--task", "navigation", "--markdown", str(plain), "--out", str(tmp_path / "g.json")]) == 0
+    assert plain.read_text().startswith("# The studies' findings")
+
+
+def test_home_links_to_findings(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("MIA_CACHE_DIR", str(tmp_path / "cache"))
+    at = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "app.py")).run(timeout=60)
+    assert not at.exception, at.exception
+    links = [e.proto for e in at.get("page_link")]
+    assert any(l.label.startswith("Findings: each claim") and l.page.endswith("Findings") for l in links), \
+        [(l.label, l.page) for l in links]

@@ -32,7 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+import math
+
 import numpy as np
+from scipy import stats as sps
 
 from core.analyses.repeats import compare_summaries, comparison_configs, repeat_config, summary_resolution
 from core.defenses.defender import DefenseSpec
@@ -42,7 +45,7 @@ from core.experiment.pipeline import cached_summary
 from core.experiment.results import DefendedPoint, RunSummary
 from core.foundations.config import ExperimentConfig
 from core.foundations.errors import ConfigError
-from core.measurement.stats import compare, mean_interval, min_repeats_for
+from core.measurement.stats import CONFIDENCE, compare, mean_interval, min_repeats_for
 from core.measurement.studies import ARCH_FINDINGS, DIRICHLET, RL_ATTACK_ACCURACY, Source
 from core.tasks import get_task
 
@@ -61,6 +64,32 @@ F3_TOLERANCE = 0.05
 F3_MAX_LOSS = 0.10
 #: the validation utilities of FFNN and RNN count as matched within this relative gap
 MATCHED_RELATIVE_GAP = 0.05
+#: the most repeats :func:`repeats_to_decide` searches (beyond: "more than this")
+MAX_REPEATS_SEARCHED = 100_000
+
+#: (finding, task) → the difference FFNN − RNN the study reports in the row's metric, and where: only where the
+#: study prints numbers (001 §5.1's navigation attack accuracies); the other findings are figures without numbers
+STUDY_DIFFERENCES: dict[tuple[str, str], tuple[float, str]] = {
+    ("F1", "navigation"): (RL_ATTACK_ACCURACY[("navigation", "ffnn")] - RL_ATTACK_ACCURACY[("navigation", "rnn")],
+                           f"001 §5.1: attack accuracy {RL_ATTACK_ACCURACY[('navigation', 'ffnn')]:.0%} (MLP) − "
+                           f"{RL_ATTACK_ACCURACY[('navigation', 'rnn')]:.0%} (LSTM)"),
+}
+
+#: task → what deciding F1 / F1a on it needs beyond repeats, where this was measured (command, commit), and what
+#: no preset does yet. Translation (issue 35): models that generalise (validation BLEU ≥ 20 for both) with attacks
+#: below saturation (AUC ≤ 0.95); figures from docs/results.md "GPU check" (docs/device_runs/2026-11-26-b, -c).
+DECIDING_NEEDS: dict[str, str] = {
+    "translation": (
+        "To decide F1 on translation both models must translate (validation BLEU ≥ 20 on Multi30K) with attacks "
+        "below saturation (AUC ≤ 0.95), over N ≥ 6 repeats. No CPU preset reaches it yet: multi30k_cpu and "
+        "pairs_cpu reach validation BLEU 2–8 on 2 CPU cores (the models memorise; every attack AUC ≥ 0.99). The "
+        "paper preset needs a GPU: on one H100 (en→de, one seed, `CPU_ARCHS=rnn bench/device_session.sh .m30k "
+        "$OUT` at commit f0f2da2; the LSTM again at commit 67b6db4) victim + 5 shadows trained in 82 s "
+        "(Transformer) / 77 s (LSTM) and the attacks took 43 s / 35 s, i.e. about 4 min of GPU time per repeat "
+        "of both, about 24 min for 6 repeats (an estimate from that one repeat) — but it did not reach the bar "
+        "either: validation BLEU 12.9 (Transformer) / 19.6 (LSTM), LiRA AUC 0.962 / 0.944, RMIA 0.985 / 0.963. "
+        "Deciding F1 on translation needs a larger or longer-trained paper run on a GPU, not measured yet."),
+}
 
 
 @dataclass(frozen=True)
@@ -201,6 +230,82 @@ def _duration(s: float) -> str:
     return f"{s / 3600:.1f} h"
 
 
+# ---------------------------------------------------------------------------- repeats to decide
+def repeats_to_decide(sd: float, difference: float, floor: int = TARGET_REPEATS,
+                      confidence: float = CONFIDENCE, cap: int = MAX_REPEATS_SEARCHED) -> int | None:
+    """The fewest repeats N ≥ ``floor`` (the sign-flip test's 6) with t_{N−1, 1−α/2} · sd / √N < |difference|:
+    the 95 % interval's half-width below the difference, so that an interval around a mean of that size
+    excludes 0. ``sd``: the measured standard deviation of the paired differences; None beyond ``cap``
+    (or for a zero difference)."""
+    target = abs(float(difference))
+    if not math.isfinite(target) or target == 0.0 or not math.isfinite(sd):
+        return None
+    n = max(2, int(floor))
+    if sd <= 0.0:
+        return n
+
+    def half(k: int) -> float:
+        return float(sps.t.ppf(0.5 + confidence / 2, k - 1)) * sd / math.sqrt(k)
+
+    if half(n) < target:
+        return n
+    if half(cap) >= target:
+        return None
+    lo, hi = n, cap  # half(lo) ≥ target > half(hi); half falls with k
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if half(mid) >= target else (lo, mid)
+    return hi
+
+
+def _decide_entry(metric: str, sd: float | None, n: int, measured_mean: float, study: tuple[float, str] | None,
+                  per_repeat_s: float | None, study_missing: str = "the study gives no number") -> dict[str, Any]:
+    """One metric's repeats-to-decide: against the study's difference (when it gives one) and, for reference,
+    against the difference measured here; with the expected time of the repeats still to run."""
+    def block(diff: float) -> dict[str, Any]:
+        need = repeats_to_decide(sd, diff) if sd is not None else None
+        more = None if need is None else max(0, need - n)
+        return {"difference": diff, "repeats": need, "more": more,
+                "expected_s": None if more is None or per_repeat_s is None else more * per_repeat_s}
+
+    return {"metric": metric, "n": n, "sd": sd, "per_repeat_s": per_repeat_s,
+            "study": None if study is None else {**block(study[0]), "source": study[1]},
+            "study_note": "" if study is not None else study_missing,
+            "at_measured": block(measured_mean),
+            "formula": (f"the fewest N ≥ {TARGET_REPEATS} with t(N−1, 0.975) × sd / √N < |difference| "
+                        f"(sd: the measured spread of the N = {n} paired differences)")}
+
+
+def _per_repeat_s(items: list[tuple[ExperimentConfig, str]], costs: _Costs) -> float | None:
+    """The expected seconds of one more repeat of a row: the sum over its computations (None if one is unknown)."""
+    total = 0.0
+    for cfg, recipe in items:
+        s = costs.of(cfg, recipe) if recipe != "analysis" else None
+        if s is None:
+            return None
+        total += s
+    return total
+
+
+def _decide(row: dict[str, Any], costs: _Costs) -> list[dict[str, Any]] | None:
+    """The repeats each measured metric of ``row`` needs to decide (N ≥ 2 measured), or None."""
+    if row.get("status") != "measured" or row.get("n", 0) < 2:
+        return None
+    per = _per_repeat_s(row.get("_repeat_items", []), costs)
+    study = STUDY_DIFFERENCES.get((row["finding"], row["task"]))
+    m = row["measured"]
+    if row["finding"] == "F3":
+        acc = m["attack_accuracy"]
+        margin = abs(abs(acc["mean"] - 0.5) - F3_TOLERANCE)
+        return [_decide_entry("attack_accuracy (distance to the rule's 50 % ± 5 points)", acc.get("sd"), row["n"],
+                              margin, None, per,
+                              "the study gives no tolerance (ours: 50 % ± 5 points; the margin is the measured "
+                              "mean's distance to its edge)")]
+    comps = m if row["finding"] == "F1a" else {row["metric"]: m}
+    return [_decide_entry(name, c["difference"].get("sd"), row["n"], c["difference"]["mean"], study, per)
+            for name, c in comps.items()]
+
+
 # ---------------------------------------------------------------------------- rows
 def _row(finding: Finding, task: str, preset: str, **fields: Any) -> dict[str, Any]:
     return {"finding": finding.id, "claim": finding.claim, "task": task, "preset": preset,
@@ -248,9 +353,11 @@ def _arch_rows(task: str, preset: str, sets: dict[str, Any] | None, cache: Artif
     if task == "navigation":
         paper["ffnn"], paper["rnn"] = RL_ATTACK_ACCURACY[("navigation", "ffnn")], RL_ATTACK_ACCURACY[("navigation", "rnn")]
     common = dict(paper=paper, n=n, target_repeats=target, missing=[m.to_dict() for m in missing],
-                  missing_time=_time_text(missing), command=command, _missing=missing)
+                  missing_time=_time_text(missing), command=command, _missing=missing,
+                  _repeat_items=[(c, "plain") for c in configs.values()])
+    f1_note = {"to_decide_note": DECIDING_NEEDS[task]} if task in DECIDING_NEEDS else {}
     if n == 0:
-        return [_row(FINDINGS["F1"], task, preset, status="not run", metric="attack_accuracy", **common),
+        return [_row(FINDINGS["F1"], task, preset, status="not run", metric="attack_accuracy", **f1_note, **common),
                 _row(FINDINGS["F1a"], task, preset, status="not run", metric="lira_auc, rmia_auc", **common)]
     comps = compare_summaries(pairs["ffnn"], pairs["rnn"])
     resolution = summary_resolution(pairs["ffnn"][0])
@@ -259,7 +366,7 @@ def _arch_rows(task: str, preset: str, sets: dict[str, Any] | None, cache: Artif
     hashes = {a: [s["config_hash"] for s in pairs[a]] for a in pairs}
     out = [_row(FINDINGS["F1"], task, preset, status="measured", metric="attack_accuracy",
                 measured=_measured(comps["attack_accuracy"]), resolution=resolution, utility_gap=gap,
-                utility_metric=utility_metric, config_hashes=hashes, **common)]
+                utility_metric=utility_metric, config_hashes=hashes, **f1_note, **common)]
     views = {m: _measured(comps[m]) for m in ("lira_auc", "rmia_auc") if m in comps}
     if views:
         out.append(_row(FINDINGS["F1a"], task, preset, status="measured", metric=", ".join(views), measured=views,
@@ -305,7 +412,8 @@ def _memorization_row(task: str, preset: str, sets: dict[str, Any] | None, cache
                   metric="attack accuracy on the first block learned", n=n, target_repeats=target,
                   missing=[m.to_dict() for m in missing], missing_time=_time_text(missing),
                   command=f"python -m core analyze --task {task} --preset {preset}{_sets_text(sets)} --analysis memorization "
-                          f"--repeats {max(n, target)} --out findings_memorization", _missing=missing)
+                          f"--repeats {max(n, target)} --out findings_memorization", _missing=missing,
+                  _repeat_items=[(c, "plain") for c in configs.values()] + [(c, "analysis") for c in configs.values()])
     if n == 0:
         return _row(FINDINGS["F2"], task, preset, status="not run", **common)
     f = [per["ffnn"][r]["blocks"][0]["attack_accuracy"] for r in range(n)]
@@ -358,7 +466,8 @@ def _dirichlet_row(task: str, preset: str, sets: dict[str, Any] | None, cache: A
                   target_repeats=target, rule=rule, missing=[m.to_dict() for m in missing],
                   missing_time=_time_text(missing),
                   command=f"python -m core defend --task {task} --arch rnn --preset {preset}{_sets_text(sets)} --mechanism dirichlet "
-                          f"--values {DIRICHLET_K:g} --attacker both --repeats {max(n, target)}", _missing=missing)
+                          f"--values {DIRICHLET_K:g} --attacker both --repeats {max(n, target)}", _missing=missing,
+                  _repeat_items=[(cfg, "plain"), (cfg, "analysis")])
     if n == 0:
         return _row(FINDINGS["F3"], task, preset, status="not run", **common)
     acc = mean_interval([float(p["attack"]["accuracy"]) for p in points[:n]], bounds=(0.0, 1.0))
@@ -390,9 +499,11 @@ def _training_defense_row(finding: Finding, task: str, preset: str, sets: dict[s
     values: dict[str, list[float | None]] = {a: [] for a in configs}
     missing: list[Missing] = []
     run_sets: dict[str, Any] = {}
+    items: list[tuple[ExperimentConfig, str]] = []
     for a, c in configs.items():
         point_cfg = point_config(c, mechanism, value, target_epsilon)
         base_cfg = baseline_config(c, mechanism)
+        items += [(base_cfg, "plain"), (point_cfg, mechanism)]
         run_sets = {**dict(sets or {}), **{k: v for k, v in point_cfg.to_dict().items() if v != c.to_dict().get(k)}}
         for r in range(target):
             b = _run(repeat_config(base_cfg, r), cache, costs)
@@ -409,7 +520,7 @@ def _training_defense_row(finding: Finding, task: str, preset: str, sets: dict[s
     command = " ; ".join(f"python -m core run --task {task} --arch {a} --preset {preset}{_sets_text(run_sets)} "
                          f"--repeats {reps} --quiet --out /dev/null" for a in configs)
     common = dict(paper=paper, metric=metric, n=n, target_repeats=target, missing=[m.to_dict() for m in missing],
-                  missing_time=_time_text(missing), command=command, _missing=missing)
+                  missing_time=_time_text(missing), command=command, _missing=missing, _repeat_items=items)
     if n == 0:
         return _row(finding, task, preset, status="not run", **common)
     comp = compare(metric, [float(v) for v in values["ffnn"][:n]], [float(v) for v in values["rnn"][:n]], expected)
@@ -432,47 +543,78 @@ def task_presets(task: str) -> list[str]:
     return list(get_task(task).presets)
 
 
-def findings_table(tasks: tuple[str, ...] | list[str] | None = None, preset: str = "quick",
+def parse_presets(preset: str | list[str] | tuple[str, ...], tasks: tuple[str, ...]) -> list[str]:
+    """The presets asked for: a name, comma-separated names or a list; ``all``: every preset of ``tasks``
+    (in the tasks' order). Unknown names: ConfigError."""
+    names = [p.strip() for p in (preset.split(",") if isinstance(preset, str) else preset) if p.strip()]
+    known: list[str] = []
+    for t in tasks:
+        known += [p for p in get_task(t).presets if p not in known]  # an unknown task: ConfigError
+    if names == ["all"]:
+        return known
+    if not names:
+        raise ConfigError(f"no preset given; choose from {', '.join(sorted(known))} (or all)")
+    for name in names:
+        if name not in known:
+            raise ConfigError(f"unknown preset {name!r} for {', '.join(tasks)}; choose one of "
+                              f"{', '.join(sorted(known))} (or all)")
+    return list(dict.fromkeys(names))
+
+
+def findings_table(tasks: tuple[str, ...] | list[str] | None = None, preset: str | list[str] = "quick",
                    cache: ArtifactCache | None = None, target: int = TARGET_REPEATS,
                    sets: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The findings table from the cache: ``rows`` (one per finding × task; :data:`FINDINGS`), the
-    preset asked for, the commit, and per row the runs missing for N = ``target``. A task without
-    ``preset`` gets a row per finding saying so; ``sets``: config fields changed from the preset (both
-    architectures; every command carries them). Nothing trains."""
+    """The findings table from the cache: ``rows`` (one per finding × task × preset; :data:`FINDINGS`), the
+    presets asked for (``preset``: a name, comma-separated names, a list, or ``all``: :func:`parse_presets`),
+    the commit, and per row the runs missing for N = ``target`` and, where N ≥ 2 is measured, the repeats
+    that decide it (``decide``: :func:`repeats_to_decide`). A task with none of the presets gets a row per
+    finding saying so; ``sets``: config fields changed from the preset (both architectures; every command
+    carries them). Nothing trains."""
     cache = cache or ArtifactCache()
     tasks = tuple(tasks or TASKS)
-    known = {p for t in tasks for p in get_task(t).presets}  # an unknown task: ConfigError
-    if preset not in known:
-        raise ConfigError(f"unknown preset {preset!r} for {', '.join(tasks)}; choose one of {', '.join(sorted(known))}")
+    presets = parse_presets(preset, tasks)
     costs = _Costs()
     rows: list[dict[str, Any]] = []
     for task in tasks:
-        if preset not in get_task(task).presets:
+        have = [p for p in presets if p in get_task(task).presets]
+        if not have:
             for f in FINDINGS.values():
                 if task in f.tasks:
-                    rows.append(_row(f, task, preset, status="no preset", n=0, target_repeats=target, missing=[],
-                                     missing_time="", command="", _missing=[],
-                                     note=f"task {task} has no preset {preset!r} ({', '.join(task_presets(task))})"))
+                    rows.append(_row(f, task, ",".join(presets), status="no preset", n=0, target_repeats=target,
+                                     missing=[], missing_time="", command="", _missing=[],
+                                     note=f"task {task} has no preset {' or '.join(map(repr, presets))} "
+                                          f"({', '.join(task_presets(task))})"))
             continue
-        rows.extend(_arch_rows(task, preset, sets, cache, costs, target))
-        if task in FINDINGS["F2"].tasks:
-            rows.append(_memorization_row(task, preset, sets, cache, costs, target))
-        if task in FINDINGS["F3"].tasks:
-            rows.append(_dirichlet_row(task, preset, sets, cache, costs, target))
-        rows.append(_training_defense_row(
-            FINDINGS["F4"], task, preset, sets, cache, costs, target, "dpsgd", DP_TARGET_EPSILON, True,
-            f"utility loss under DP-SGD at target ε = {DP_TARGET_EPSILON:g}", _utility_loss, -1,
-            {"text": "at the same ε the RNN loses more utility than the FFNN (curves only; no numbers printed)",
-             "cite": FINDINGS["F4"].source.cite()}))
-        rows.append(_training_defense_row(
-            FINDINGS["F5"], task, preset, sets, cache, costs, target, "l2", L2_LAMBDA, False,
-            f"attack accuracy drop under L2, λ = {L2_LAMBDA:g}", _accuracy_drop, +1,
-            {"text": "L2 lowers the attack more for the FFNN than for the RNN (curves only; no numbers printed)",
-             "cite": FINDINGS["F5"].source.cite()}))
+        for p in have:
+            rows.extend(_task_rows(task, p, sets, cache, costs, target))
+    for row in rows:
+        row["decide"] = _decide(row, costs)
     order = list(FINDINGS)
-    rows.sort(key=lambda r: (order.index(r["finding"]), tasks.index(r["task"])))
-    return {"preset": preset, "sets": dict(sets or {}), "tasks": list(tasks), "target_repeats": target, "commit": commit(),
-            "rows": rows}
+    preset_order = {p: i for i, p in enumerate(presets)}
+    rows.sort(key=lambda r: (order.index(r["finding"]), tasks.index(r["task"]), preset_order.get(r["preset"], -1)))
+    return {"preset": ",".join(presets), "presets": presets, "sets": dict(sets or {}), "tasks": list(tasks),
+            "target_repeats": target, "commit": commit(), "rows": rows}
+
+
+def _task_rows(task: str, preset: str, sets: dict[str, Any] | None, cache: ArtifactCache, costs: _Costs,
+               target: int) -> list[dict[str, Any]]:
+    """Every finding's row of one task at one preset."""
+    rows = _arch_rows(task, preset, sets, cache, costs, target)
+    if task in FINDINGS["F2"].tasks:
+        rows.append(_memorization_row(task, preset, sets, cache, costs, target))
+    if task in FINDINGS["F3"].tasks:
+        rows.append(_dirichlet_row(task, preset, sets, cache, costs, target))
+    rows.append(_training_defense_row(
+        FINDINGS["F4"], task, preset, sets, cache, costs, target, "dpsgd", DP_TARGET_EPSILON, True,
+        f"utility loss under DP-SGD at target ε = {DP_TARGET_EPSILON:g}", _utility_loss, -1,
+        {"text": "at the same ε the RNN loses more utility than the FFNN (curves only; no numbers printed)",
+         "cite": FINDINGS["F4"].source.cite()}))
+    rows.append(_training_defense_row(
+        FINDINGS["F5"], task, preset, sets, cache, costs, target, "l2", L2_LAMBDA, False,
+        f"attack accuracy drop under L2, λ = {L2_LAMBDA:g}", _accuracy_drop, +1,
+        {"text": "L2 lowers the attack more for the FFNN than for the RNN (curves only; no numbers printed)",
+         "cite": FINDINGS["F5"].source.cite()}))
+    return rows
 
 
 def missing_jobs(table: dict[str, Any], row_index: int | None = None) -> list[Missing]:

@@ -388,7 +388,9 @@ class TranslationTask(Task):
                         "epochs, the Transformer 18. Measured over 3 seeds × 2 directions (docs/results.md), one CPU "
                         "core per run: about 3–4 min per architecture with shadows and attacks (Transformer 178–183 s, "
                         "LSTM 216–236 s); train BLEU 45–65 (Transformer) and 42–66 (LSTM). Both memorise: every "
-                        "attack is near AUC 1.",
+                        "attack is near AUC 1 and validation BLEU is 2–8, so it cannot decide F1 (the RNN leaks "
+                        "more): that needs validation BLEU ≥ 20 for both, which no CPU preset reaches yet (the "
+                        "paper preset, on a GPU, is the candidate: its note).",
         "pairs_cpu": "parallel text in data_dir (<name>.<src_lang> / <name>.<tgt_lang>, one sentence a line; the "
                      "'train' pair when there are several; docs/your_data.md) at multi30k_cpu's sizes. Measured on "
                      "Multi30K en→de read as pairs (one seed, a 2-core machine loaded by other work): 586 s "
@@ -396,7 +398,10 @@ class TranslationTask(Task):
                      "53.6 / 57.7, validation 4.1 / 4.0; both memorise: every attack near AUC 1.",
         "paper": "Multi30K (fr→en) in data_dir; the study's sizes (5,000 pairs, 5 shadows): for a GPU — on one H100, "
                  "en→de, the six models side by side (MIA_EXECUTOR=processes) trained in 82 s (Transformer) / 77 s "
-                 "(LSTM) and the attacks took 35–43 s (docs/results.md); not measured on 2 CPU cores.",
+                 "(LSTM) and the attacks took 35–43 s (docs/results.md, commit f0f2da2); not measured on 2 CPU cores. "
+                 "Validation BLEU there: 12.9 (Transformer) / 19.6 (LSTM), LiRA AUC 0.96 / 0.94: below the ≥ 20 "
+                 "both need for a comparison that can decide F1 (issue 35). No preset reaches validation BLEU ≥ 20 "
+                 "for both on Multi30K yet, and no CPU preset comes near (multi30k_cpu: 2–8).",
     }
 
     def __init__(self) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import html
+import re
 from typing import Any
 
 import pandas as pd
@@ -14,7 +15,11 @@ from core.views.report import _CSS, _ci, _table
 
 #: the table's columns, in order
 COLUMNS = ("finding", "task", "claim", "paper", "measured here (95 % CI, N)", "verdict", "preset · resolution",
-           "utility gap", "command / runs needed")
+           "utility gap", "repeats to decide (95 % CI narrower than the difference)", "command / runs needed")
+#: the column of :func:`decide_text`
+DECIDE = COLUMNS[-2]
+#: the marker comments around the generated block in a Markdown file (docs/results.md)
+BEGIN, END = "<!-- findings:begin -->", "<!-- findings:end -->"
 
 
 def _interval(e: dict[str, Any] | None, digits: int = 3) -> str:
@@ -88,6 +93,40 @@ def needs_text(row: dict[str, Any]) -> str:
     return f"for N = {row['target_repeats']}: {what}; {row['missing_time']}"
 
 
+def _duration(s: float) -> str:
+    if s < 90:
+        return f"{s:.0f} s"
+    if s < 5400:
+        return f"{s / 60:.0f} min"
+    return f"{s / 3600:.1f} h"
+
+
+def _need_text(b: dict[str, Any], n: int) -> str:
+    if b["repeats"] is None:
+        return f"|Δ| = {abs(b['difference']):.3g}: more than 100,000 repeats (or no difference)"
+    time = ("" if not b["more"] else
+            f", {b['more']} more ≈ {_duration(b['expected_s'])} here" if b["expected_s"] is not None
+            else f", {b['more']} more (time unknown: nothing of this kind timed here)")
+    return f"|Δ| = {abs(b['difference']):.3g}: N = {b['repeats']}{time}"
+
+
+def decide_text(row: dict[str, Any]) -> str:
+    """How many repeats make the row's 95 % interval narrower than the study's difference (where it gives one)
+    and than the difference measured here, with the expected time; and what else deciding needs."""
+    parts = []
+    for e in row.get("decide") or []:
+        name = f"{e['metric']}: " if row["finding"] in ("F1a", "F3") else ""
+        study = (f"study {_need_text(e['study'], e['n'])} ({e['study']['source']})" if e["study"]
+                 else e["study_note"])
+        parts.append(f"{name}{study}; at the measured difference {_need_text(e['at_measured'], e['n'])} "
+                     f"(sd {e['sd']:.3g} over N = {e['n']})" if e["sd"] is not None else f"{name}{study}")
+    if not parts and row["status"] == "measured":
+        parts.append("N = 1: no spread measured yet (run ≥ 2 repeats)")
+    if row.get("to_decide_note"):
+        parts.append(row["to_decide_note"])
+    return "; ".join(parts) or "—"
+
+
 def row_cells(row: dict[str, Any]) -> dict[str, str]:
     """The display cells of one row (:data:`COLUMNS`)."""
     paper = row.get("paper") or {}
@@ -96,7 +135,7 @@ def row_cells(row: dict[str, Any]) -> dict[str, str]:
     return {"finding": row["finding"], "task": row["task"], "claim": row["claim"],
             "paper": (f"{paper.get('text', '')} ({paper.get('cite') or row['source']['cite']})").strip(),
             "measured here (95 % CI, N)": measured_text(row), "verdict": verdict_text(row),
-            "preset · resolution": _resolution_text(row), "utility gap": _gap_text(row),
+            "preset · resolution": _resolution_text(row), "utility gap": _gap_text(row), DECIDE: decide_text(row),
             "command / runs needed": cmd + (f" — needs {needs}" if needs else "")}
 
 
@@ -104,23 +143,43 @@ def findings_frame(table: dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame([row_cells(r) for r in table["rows"]], columns=list(COLUMNS))
 
 
+def findings_command(table: dict[str, Any]) -> str:
+    """The command that writes ``table`` (its tasks, presets and sets)."""
+    tasks = "" if sorted(table["tasks"]) == sorted(("image", "translation", "navigation")) and len(table["tasks"]) == 3 \
+        else "".join(f" --task {t}" for t in table["tasks"])
+    sets = "".join(f" --set {k}={','.join(map(str, v)) if isinstance(v, (list, tuple)) else v}"
+                   for k, v in (table.get("sets") or {}).items())
+    return f"python -m core findings{tasks} --preset {table['preset']}{sets}"
+
+
+def _method(table: dict[str, Any]) -> str:
+    return (f"Target N = {table['target_repeats']} repeats (the fewest with which the exact sign-flip test can reach "
+            f"95 %). Read from the cache only; nothing was trained to make this table. Repeats to decide: the fewest N ≥ {table['target_repeats']} with t(N−1, 0.975) × sd / √N < |difference| (sd: the "
+            f"measured spread of the paired differences), for the study's difference where it prints one and for "
+            f"the difference measured here; the time from this machine's measured runs.")
+
+
 def _header(table: dict[str, Any]) -> str:
-    return (f"Preset {table['preset']}; tasks {', '.join(table['tasks'])}; commit {table['commit']}; target "
-            f"N = {table['target_repeats']} repeats (the fewest with which the exact sign-flip test can reach 95 %). "
-            f"Read from the cache by `python -m core findings --preset {table['preset']}`; nothing was trained to "
-            f"make this table.")
+    return (f"Presets {table['preset']}; tasks {', '.join(table['tasks'])}; commit {table['commit']}; "
+            f"`{findings_command(table)}`. {_method(table)}")
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_rows(table: dict[str, Any]) -> list[str]:
+    """The table's header, rule and one line per row (``|`` in cells escaped)."""
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    for r in table["rows"]:
+        cells = row_cells(r)
+        lines.append("| " + " | ".join(_cell(cells[c]) for c in COLUMNS) + " |")
+    return lines
 
 
 def findings_markdown(table: dict[str, Any]) -> str:
     """The table as Markdown (one line per row; ``|`` in cells escaped)."""
-    def cell(text: str) -> str:
-        return text.replace("|", "\\|").replace("\n", " ")
-
-    lines = ["# The studies' findings on this machine", "", _header(table), "",
-             "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-    for r in table["rows"]:
-        cells = row_cells(r)
-        lines.append("| " + " | ".join(cell(cells[c]) for c in COLUMNS) + " |")
+    lines = ["# The studies' findings on this machine", "", _header(table), "", *markdown_rows(table)]
     lines += ["", "Verdicts: holds / reversed / inconclusive, from the paired FFNN − RNN difference's 95 % t interval "
                   "and the exact sign-flip test (N ≥ 6); one repeat is inconclusive. Rows marked NOT matched compare "
                   "models of different utility: read them with that gap."]
@@ -139,3 +198,41 @@ def findings_html(table: dict[str, Any]) -> str:
         "<p class='muted'>Verdicts: holds / reversed / inconclusive, from the paired FFNN − RNN difference's 95 % t "
         "interval and the exact sign-flip test (N ≥ 6); one repeat is inconclusive.</p>",
         "</body></html>"])
+
+
+def findings_block(table: dict[str, Any], out_name: str = "docs/results.md") -> str:
+    """The generated summary between :data:`BEGIN` and :data:`END`: the command that wrote it (``--markdown
+    out_name``), the commit, the table."""
+    return "\n".join([
+        BEGIN,
+        "## Summary: the studies' findings (generated — do not edit by hand)",
+        "",
+        f"Written by `{findings_command(table)} --markdown {out_name}` at commit {table['commit']} (presets "
+        f"{table['preset']}; tasks {', '.join(table['tasks'])}). {_method(table)}",
+        "",
+        *markdown_rows(table),
+        "",
+        "Verdicts: holds / reversed / inconclusive, from the paired FFNN − RNN difference's 95 % t interval and the "
+        "exact sign-flip test (N ≥ 6). \"not run\": nothing of that row is in the cache the command read; the "
+        "sections below give the measurements made with the bench scripts (their own commands and commits).",
+        END])
+
+
+def markdown_into(existing: str | None, table: dict[str, Any], out_name: str) -> str:
+    """What ``--markdown FILE`` writes: FILE with its block between :data:`BEGIN` and :data:`END` replaced by
+    :func:`findings_block` when FILE has both markers, else the whole table (:func:`findings_markdown`)."""
+    if existing is not None and BEGIN in existing and END in existing:
+        head, rest = existing.split(BEGIN, 1)
+        if END in rest:
+            return head + findings_block(table, out_name) + rest.split(END, 1)[1]
+    return findings_markdown(table)
+
+
+def block_rows(text: str) -> tuple[str | None, list[str]]:
+    """The command (``Written by `…```) and the table lines of the generated block in ``text``; (None, [])
+    without a block."""
+    if BEGIN not in text or END not in text:
+        return None, []
+    block = text.split(BEGIN, 1)[1].split(END, 1)[0]
+    m = re.search(r"Written by `([^`]*)`", block)
+    return (m.group(1) if m else None), [line for line in block.splitlines() if line.startswith("|")]
