@@ -14,7 +14,8 @@ from torch import nn
 from core.attacks import registry
 from core.attacks.augmented_lira import augmented_lira_scores, pooled_covariance
 from core.cli import main
-from core.experiment.model_attacks import LIRA_AUGMENTED, LIRA_AUGMENTED_ONLINE  # noqa: F401  (registers them)
+from core.experiment.model_attacks import LIRA_AUGMENTED, LIRA_AUGMENTED_ONLINE, AugmentedLiRA, UndefendedQuery
+from core.experiment.pipeline import trained_models
 from core.measurement.metrics import best_threshold, evaluate_attack, roc_auc
 from core.measurement.reference_math import lira_unit_scores
 from core.tasks import get_task
@@ -166,3 +167,12 @@ def test_augmented_lira_runs_on_an_image_run_with_its_timing_and_says_why_online
     assert roc_auc(scores, membership) == pytest.approx(s["attacks"][LIRA_AUGMENTED]["auc"], abs=1e-3)
     assert s["timings"][f"{LIRA_AUGMENTED}_s"] > 0
     assert "--online-lira" in s["attacks_not_run"][LIRA_AUGMENTED_ONLINE]
+    # the identity query alone is plain LiRA on the same run: the hook's φ is the Responses' φ, score for score
+    cfg = get_task("image").make_config("ffnn", "quick", {"n_train": 60, "n_eval": 40, "epochs": 3, "n_shadows": 3,
+                                                          "attack_epochs": (3,), "attack_train_epochs": 3})
+    assert cfg.config_hash == s["config_hash"]
+    models = trained_models(cfg)
+    one = AugmentedLiRA(n=1)
+    assert one.fit(models, None)
+    got = one.outcomes(UndefendedQuery(models))
+    np.testing.assert_allclose(got[LIRA_AUGMENTED].scores, s["records"]["scores"]["lira"], atol=2e-5)
