@@ -176,3 +176,20 @@ def test_augmented_lira_runs_on_an_image_run_with_its_timing_and_says_why_online
     assert one.fit(models, None)
     got = one.outcomes(UndefendedQuery(models))
     np.testing.assert_allclose(got[LIRA_AUGMENTED].scores, s["records"]["scores"]["lira"], atol=2e-5)
+
+
+def test_augmented_lira_scores_defended_points(tmp_path):
+    """Under the Defenses sliders: the defended victim is queried under the same augmentations."""
+    tiny = ["--set", "n_train=40", "--set", "n_eval=20", "--set", "epochs=2", "--set", "n_shadows=2",
+            "--set", "attack_epochs=1", "--set", "attack_train_epochs=3"]
+    out = tmp_path / "d.json"
+    with contextlib.redirect_stderr(io.StringIO()):
+        assert main(["defend", "--task", "image", "--arch", "ffnn", *tiny, "--mechanism", "dirichlet",
+                     "--values", "0.5,1000", "--draws", "2", "--out", str(out), "--quiet"]) == 0
+    d = json.loads(out.read_text())
+    base = d["baseline"]["attacks"][LIRA_AUGMENTED]
+    strong, weak = (p["attacks"][LIRA_AUGMENTED] for p in d["points"])
+    for r in (base, strong, weak):
+        assert 0.0 <= r["auc"] <= 1.0
+    # a near-uniform output (k = 0.5) leaves little of the victim's answer; k = 1000 changes almost nothing
+    assert abs(weak["auc"] - base["auc"]) < abs(strong["auc"] - base["auc"]) + 0.05
