@@ -290,9 +290,9 @@ def test_lira_and_rmia_score_defended_points(overfit):
     for name in ("lira", "rmia"):
         assert same[name]["auc"] == pytest.approx(base[name]["auc"], abs=1e-12)
     # … and the adaptive attacker, refitted on shadows behind the identity, is the naive one
-    # (the attacks that query the victim model itself — quantile regression, label-only, gap — have no adaptive
-    # version: the adaptive attacker refits what is fitted on shadow answers)
-    assert set(same) - set(identity["adaptive_attacks"]) == {"quantile", "label_only", "gap"}
+    # (the attacks that query the victim model itself — quantile regression, label-only, gap, LiRA with augmented
+    # queries — have no adaptive version: the adaptive attacker refits what is fitted on shadow answers)
+    assert set(same) - set(identity["adaptive_attacks"]) == {"quantile", "label_only", "gap", "lira_augmented"}
     assert identity["adaptive_attacks"] == {n: same[n] for n in identity["adaptive_attacks"]}
     # a huge k changes little; k = 0.01 (near one-hot draws from p) costs LiRA and RMIA much of
     # their AUC, but not all: the draws still land on the label more often for members, and the

@@ -61,6 +61,9 @@ class VictimQuery(Protocol):
     def label_queries(self, index: np.ndarray, n: int) -> np.ndarray:
         """(N, n) whether the predicted label is right on each of n augmented queries of each record."""
 
+    def augmented_confidences(self, index: np.ndarray, n: int) -> np.ndarray:
+        """(N, n) LiRA's φ of the true label on each of the same n augmented queries of each record."""
+
 
 class ModelAttack(Protocol):
     """A fitted models-stage attack: ``fit`` on trained models, then ``outcomes`` on any victim query."""

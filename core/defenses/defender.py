@@ -552,6 +552,16 @@ class DefendedQuery:
         model = d._noisy("victim", d.victim_model(), d.models.victim.weights, spec, self.draw)
         return d.task.label_queries(d.cfg, model, d.models.data, index, n)
 
+    def augmented_confidences(self, index: np.ndarray, n: int) -> np.ndarray:
+        """LiRA's φ under augmented queries of the defended output (the same draw's noise as its labels)."""
+        d, spec, mech = self.defender, self.spec, self.spec.mechanism_class
+        if isinstance(mech, OutputMechanism):
+            transform = mech.torch_transform(spec, d._torch_generator(spec, self.draw, "victim/augmented"))
+            return d.task.augmented_confidences(d.cfg, d.victim_model(), d.models.data, index, n,
+                                                output_transform=transform)
+        model = d._noisy("victim", d.victim_model(), d.models.victim.weights, spec, self.draw)
+        return d.task.augmented_confidences(d.cfg, model, d.models.data, index, n)
+
 
 def _utility_loss(defended: float | None, undefended: float | None) -> float | None:
     """L = 1 − M(defended)/M(undefended) (paper 000 Def. 4); None where M(undefended) ≈ 0."""

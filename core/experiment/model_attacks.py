@@ -25,15 +25,16 @@ from typing import Any
 
 import numpy as np
 
+from core.attacks.augmented_lira import augmented_lira_scores, pooled_covariance
 from core.attacks.label_only import GAP_THRESHOLD, LABEL_QUERIES, correct_counts, fit_count_threshold, gap_scores
 from core.attacks.quantile import QUANTILE_ALPHA, QuantileRegressor, QuantileTraining, quantile_scores
 from core.attacks.registry import AttackEntry, VictimQuery, register
 from core.attacks.sequence_scores import reference_ratio_scores
 from core.attacks.shadow_attacks import AttackOutcome
-from core.experiment.cache import ArtifactCache
-from core.experiment.reference_attacks import (LIRA, RMIA, ReferenceAttack, fit_reference_attacks, record_mean,
-    reference_inputs, score_reference_attacks, step_logit_confidence, victim_answers)
-from core.experiment.roles import TrainedModels
+from core.experiment.cache import ArtifactCache, tensor_shapes
+from core.experiment.reference_attacks import (LIRA, RMIA, ReferenceAttack, fit_reference_attacks,
+    online_reference_plan, record_mean, reference_inputs, score_reference_attacks, step_logit_confidence, victim_answers)
+from core.experiment.roles import TrainedModels, model_from_weights
 from core.foundations.errors import ConfigError
 from core.experiment.roles import reference_answers
 from core.measurement.metrics import best_threshold, evaluate_attack
@@ -66,6 +67,11 @@ class UndefendedQuery:
         if self._model is None:
             self._model = self.models.model("victim")
         return self.models.task.label_queries(self.models.cfg, self._model, self.models.data, index, n)
+
+    def augmented_confidences(self, index: np.ndarray, n: int) -> np.ndarray:
+        if self._model is None:
+            self._model = self.models.model("victim")
+        return self.models.task.augmented_confidences(self.models.cfg, self._model, self.models.data, index, n)
 
 
 def record_score(r: Responses) -> np.ndarray:
@@ -244,6 +250,153 @@ class ReferenceRatioAttack:
             evaluate_attack("reference_ratio", scores, query.membership, self.threshold), scores)}
 
 
+# ---------------------------------------------------------------------------- LiRA with augmented queries (issue 34)
+#: the offline one's name, and the online one's (IN references: the online LiRA models, when trained)
+LIRA_AUGMENTED, LIRA_AUGMENTED_ONLINE = "lira_augmented", "lira_augmented_online"
+#: the most online reference models looked up in the cache (``--online-lira`` allows 2..64)
+ONLINE_LOOKUP = 64
+#: |φ| beyond this is clipped in the target's signal (a defended output of exactly 0 or 1)
+_PHI_CLIP = 1e4
+
+
+def _phi(task: Any, models: TrainedModels, model: Any, index: np.ndarray, n: int) -> np.ndarray:
+    return task.augmented_confidences(models.cfg, model, models.data, index, n)
+
+
+class AugmentedLiRA:
+    """Offline LiRA with augmented queries (:mod:`core.attacks.augmented_lira`): per record and
+    augmentation the shadows' φ (all OUT: they train on the attacker's half) give μ_out; Σ_out is
+    pooled over the victim's evaluation records (no labels needed); the one-sided statistic T's
+    threshold is fitted on the shadows, each in turn the target on its own in/out records with the
+    other shadows that did not train on a record as its references (as plain offline LiRA). Under a
+    defense the defended victim is queried the same way; references and threshold stay undefended
+    (the naive attacker)."""
+
+    names = (LIRA_AUGMENTED,)
+
+    def __init__(self, n: int = LABEL_QUERIES, covariance: str = "diagonal") -> None:
+        self.n, self.covariance = n, covariance
+        self.skipped, self.fit_s = "", 0.0
+        self.threshold = float("nan")
+
+    def _shadow_models(self, models: TrainedModels) -> list[Any]:
+        return [models.model(f"shadow_{i}") for i in range(len(models.shadows))]
+
+    def fit(self, models: TrainedModels, cache: Any) -> bool:
+        t = time.perf_counter()
+        if len(models.shadows) < 2:
+            self.skipped = ("LiRA with augmented queries needs at least two shadow (reference) models: one shadow as "
+                            "the target and the others as its references fit the threshold")
+            return False
+        task, eval_index = models.task, models.splits.eval_index
+        shadows = self._shadow_models(models)
+        try:
+            self.refs = np.stack([_phi(task, models, m, eval_index, self.n) for m in shadows])
+        except ConfigError as exc:  # the task offers no augmented queries: say why
+            self.skipped = str(exc)
+            return False
+        self.outs = np.ones(self.refs.shape[:2], bool)
+        self.cov = pooled_covariance(self.refs, self.outs)
+        # the threshold: each shadow the target on its own query records, the others its OUT references
+        queries = [models.shadow_query_index(k) for k in range(len(shadows))]
+        union = np.unique(np.concatenate(queries))
+        phi_union = [_phi(task, models, m, union, self.n) for m in shadows]
+        scores = []
+        for k, q in enumerate(queries):
+            pos = np.searchsorted(union, q)
+            refs = np.stack([phi_union[j][pos] for j in range(len(shadows)) if j != k])
+            outs = np.stack([~np.isin(q, models.splits.shadow_in[j]) for j in range(len(shadows)) if j != k])
+            s, _ = augmented_lira_scores(phi_union[k][pos], refs, np.zeros_like(outs), outs, self.covariance,
+                                         shared=(self.cov, None))
+            scores.append(s)
+        cal, member = np.concatenate(scores), np.asarray(models.shadow_membership, bool)
+        ok = np.isfinite(cal)
+        if not ok.any() or member[ok].all() or not member[ok].any():
+            self.skipped = "no shadow record has another shadow that did not train on it, in both classes"
+            return False
+        self.threshold = best_threshold(cal[ok], member[ok])
+        self.fit_s = time.perf_counter() - t
+        return True
+
+    def score(self, phi_target: np.ndarray, refs: np.ndarray, ins: np.ndarray, outs: np.ndarray,
+              shared: tuple[np.ndarray, np.ndarray | None]) -> np.ndarray:
+        scores, _ = augmented_lira_scores(np.clip(phi_target, -_PHI_CLIP, _PHI_CLIP), refs, ins, outs,
+                                          self.covariance, shared=shared)
+        return np.where(np.isfinite(scores), scores, -np.inf)
+
+    def outcomes(self, query: VictimQuery) -> dict[str, AttackOutcome]:
+        phi = query.augmented_confidences(query.eval_index, self.n)
+        scores = self.score(phi, self.refs, np.zeros_like(self.outs), self.outs, (self.cov, None))
+        return {LIRA_AUGMENTED: AttackOutcome(
+            evaluate_attack(LIRA_AUGMENTED, scores, query.membership, self.threshold), scores)}
+
+
+def cached_online_models(models: TrainedModels, cache: Any, limit: int = ONLINE_LOOKUP
+                         ) -> list[tuple[Any, np.ndarray]]:
+    """The online LiRA reference models already trained and cached for this run (model 0, 1, …
+    until the first missing one; :func:`core.experiment.reference_attacks.online_references`), each
+    with its (N,) mask of the victim's evaluation records it trained on. Nothing is trained here."""
+    cache = cache or ArtifactCache()
+    plan = online_reference_plan(models, cache)
+    expected = tensor_shapes(models.task.build_model(models.cfg, models.data).state_dict())
+    out = []
+    for m in range(limit):
+        _, _, chosen, key_w = plan(m)
+        weights = cache.get_tensors(key_w, expected=expected, require_finite=True)
+        if weights is None:
+            break
+        mask = np.zeros(len(models.splits.eval_index), bool)
+        mask[chosen] = True
+        out.append((model_from_weights(models.task, models.cfg, weights, models.data), mask))
+    return out
+
+
+class AugmentedLiRAOnline(AugmentedLiRA):
+    """Online LiRA with augmented queries — the stronger threat model of online LiRA (the attacker
+    holds the candidate records and trains on them): the references are the online LiRA models
+    (IN for about half of the victim's evaluation records each; trained by ``--online-lira N`` and
+    cached) and the shadows (OUT). Per record and augmentation μ_in and μ_out, Σ_in and Σ_out pooled
+    over the records; the joint log-likelihood ratio, threshold 0 (the likelihood-ratio test at
+    equal priors, as plain online LiRA). It runs only where those models are in the cache: this
+    attack trains nothing."""
+
+    names = (LIRA_AUGMENTED_ONLINE,)
+
+    def fit(self, models: TrainedModels, cache: Any) -> bool:
+        t = time.perf_counter()
+        task, eval_index = models.task, models.splits.eval_index
+        online = cached_online_models(models, cache)
+        if len(online) < 2:
+            self.skipped = ("needs the online LiRA reference models (IN models trained on the victim's evaluation "
+                            "records), which this run has not trained: run with --online-lira N (N ≥ 2) first; "
+                            "they are cached and this attack then reads them")
+            return False
+        try:
+            phis = [_phi(task, models, m, eval_index, self.n) for m, _ in online]
+            phis += [_phi(task, models, m, eval_index, self.n) for m in self._shadow_models(models)]
+        except ConfigError as exc:
+            self.skipped = str(exc)
+            return False
+        self.refs = np.stack(phis)
+        n_sh = len(phis) - len(online)
+        self.ins = np.r_[np.stack([mask for _, mask in online]), np.zeros((n_sh, len(eval_index)), bool)]
+        self.outs = ~self.ins
+        self.cov_out = pooled_covariance(self.refs, self.outs)
+        self.cov_in = pooled_covariance(self.refs, self.ins)
+        if self.cov_out is None:
+            self.skipped = "no evaluation record has two reference models that did not train on it"
+            return False
+        self.threshold = 0.0
+        self.fit_s = time.perf_counter() - t
+        return True
+
+    def outcomes(self, query: VictimQuery) -> dict[str, AttackOutcome]:
+        phi = query.augmented_confidences(query.eval_index, self.n)
+        scores = self.score(phi, self.refs, self.ins, self.outs, (self.cov_out, self.cov_in))
+        return {LIRA_AUGMENTED_ONLINE: AttackOutcome(
+            evaluate_attack(LIRA_AUGMENTED_ONLINE, scores, query.membership, self.threshold), scores)}
+
+
 _NOT_TOKENS = ("one answer per record: the victim's loss minus the references' mean loss is offline LiRA's "
                "signal without its Gaussian; the reference ratio is registered for token sequences")
 _NO_LABELS = {
@@ -272,3 +425,17 @@ register(AttackEntry("reference_ratio", "Reference ratio (loss − shadows' loss
                               ("navigation", "a step's reference is a policy (a distribution), not a token sequence "
                                              "whose loss the references could be compared on")),
                      cite="Carlini et al., USENIX Security 2021 §5.1"))
+_NO_AUGMENTATIONS = {
+    "translation": "no augmentation of a sentence keeps its reference translation, so there is nothing to query "
+                   "the record 'the same, shifted' with; plain LiRA reads the record itself",
+    "navigation": "no augmentation of a map keeps its optimal actions (a flipped or shifted map is another map); "
+                  "plain LiRA reads the record itself",
+    "tabular": "a table row has no label-preserving augmentation (no flip or shift of its features keeps its "
+               "meaning); plain LiRA reads the record itself",
+}
+register(AttackEntry(LIRA_AUGMENTED, "LiRA, augmented queries (offline)", "LiRA aug.", "references", "models",
+                     AugmentedLiRA, not_for=tuple(_NO_AUGMENTATIONS.items()),
+                     cite="Carlini et al., IEEE S&P 2022 (augmented queries)"))
+register(AttackEntry(LIRA_AUGMENTED_ONLINE, "LiRA, augmented queries (online)", "LiRA aug. online", "references",
+                     "models", AugmentedLiRAOnline, not_for=tuple(_NO_AUGMENTATIONS.items()),
+                     cite="Carlini et al., IEEE S&P 2022 (augmented queries, online)"))

@@ -536,6 +536,29 @@ def online_lira(models: TrainedModels, n_models: int = 4, cache: ArtifactCache |
     return AttackOutcome(result, scores)
 
 
+def online_reference_plan(models: TrainedModels, cache: ArtifactCache):
+    """``plan(m)`` → (role, train_index, chosen, weights key) of online reference model m: its
+    training records (a seeded half of the victim's evaluation records, positions ``chosen`` in
+    ``eval_index``, plus attacker records) and the cache key of its weights. Model m is the same
+    whatever the number of models, so a later attack finds the ones an online run trained."""
+    cfg, splits, data = models.cfg, models.splits, models.data
+    eval_index, n_eval = splits.eval_index, cfg.n_eval
+    used = np.concatenate(splits.shadow_in) if splits.shadow_in else np.zeros(0, np.int64)
+    spare = np.setdiff1d(data.attacker_pool, np.r_[used, population_index(models)])
+    extra = cfg.n_train - n_eval
+    if extra > len(spare):
+        spare = data.attacker_pool  # small pools: reuse attacker records (they are never scored)
+
+    def plan(m: int) -> tuple[str, np.ndarray, np.ndarray, str]:
+        rng = np.random.default_rng([cfg.seed, 0x11AA, m])
+        chosen = rng.permutation(len(eval_index))[:n_eval]
+        train_index = np.concatenate([eval_index[chosen], rng.permutation(spare)[:extra]]).astype(np.int64)
+        role = f"lira_in_{m}"
+        return role, train_index, chosen, cache.key("model", cfg.training_hash, role, _digest(train_index), "weights")
+
+    return plan
+
+
 def online_references(models: TrainedModels, n_models: int = 4, cache: ArtifactCache | None = None
                       ) -> tuple[list[Responses], np.ndarray]:
     """Online LiRA's references on the victim's evaluation records: the ``n_models`` extra models
@@ -544,20 +567,11 @@ def online_references(models: TrainedModels, n_models: int = 4, cache: ArtifactC
     cache = cache or ArtifactCache()
     cfg, splits, task, data = models.cfg, models.splits, models.task, models.data
     eval_index = splits.eval_index
-    n_eval = cfg.n_eval
-    used = np.concatenate(splits.shadow_in) if splits.shadow_in else np.zeros(0, np.int64)
-    spare = np.setdiff1d(data.attacker_pool, np.r_[used, population_index(models)])
-    extra = cfg.n_train - n_eval
-    if extra > len(spare):
-        spare = data.attacker_pool  # small pools: reuse attacker records (they are never scored)
     answers, in_mask = [], []
     expected = tensor_shapes(task.build_model(cfg, data).state_dict())
+    plan = online_reference_plan(models, cache)
     for m in range(n_models):
-        rng = np.random.default_rng([cfg.seed, 0x11AA, m])
-        chosen = rng.permutation(len(eval_index))[:n_eval]
-        train_index = np.concatenate([eval_index[chosen], rng.permutation(spare)[:extra]]).astype(np.int64)
-        role = f"lira_in_{m}"
-        key_w = cache.key("model", cfg.training_hash, role, _digest(train_index), "weights")
+        role, train_index, chosen, key_w = plan(m)
         key_a = cache.key("model", cfg.training_hash, role, _digest(train_index), "answers", _digest(eval_index))
         resp = cache.get_responses(key_a)
         if resp is None or len(resp) != len(eval_index):

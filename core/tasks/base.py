@@ -235,6 +235,14 @@ class Task(ABC):
         (Choquette-Choo et al. 2021). Default: not offered (:attr:`label_queries_missing` says why)."""
         raise ConfigError(f"label-only queries: {self.label_queries_missing}")
 
+    def augmented_confidences(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray,
+                              n: int, output_transform: OutputTransform | None = None) -> np.ndarray:
+        """(N, n) float64 LiRA signals φ = log c − log(1 − c) of the true label (c its probability, after
+        ``output_transform`` on the log-probabilities when given) on the same ``n`` augmented queries as
+        :meth:`label_queries`; query 0 is the record itself. LiRA with augmented queries reads only this
+        (Carlini et al. 2022). Default: not offered (:attr:`label_queries_missing` says why)."""
+        raise ConfigError(f"augmented queries: {self.label_queries_missing}")
+
     def attack_features(self, cfg: ExperimentConfig, data: TaskData, index: np.ndarray) -> np.ndarray | None:
         """(N, F) features of records ``index`` that do not depend on any model (the record itself:
         an image's pixels and label), for attacks that predict per-record statistics from the record

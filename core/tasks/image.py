@@ -642,6 +642,30 @@ class ImageTask(LogitClassifier, Task):
                     out[start : start + len(x), j] = (scores.argmax(1) == labels[start : start + len(x)]).numpy()
         return out
 
+    def augmented_confidences(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray,
+                              n: int, output_transform: OutputTransform | None = None) -> np.ndarray:
+        """LiRA's φ = log c − log(1 − c) of the label under the first ``n`` of :data:`LABEL_AUGMENTATIONS`
+        (the label-only attack's queries), in float64 from the log-softmax: log(1 − c) is the
+        log-sum-exp of the other classes' log-probabilities, exact where c rounds to 1."""
+        if not 1 <= n <= len(LABEL_AUGMENTATIONS):
+            raise ConfigError(f"augmented queries: n must lie in 1..{len(LABEL_AUGMENTATIONS)}, got {n}")
+        index = np.asarray(index, np.int64)
+        rec: ImageRecords = data.records
+        device = next(model.parameters()).device
+        out = np.zeros((len(index), n), np.float64)
+        with torch.no_grad():
+            for start in range(0, len(index), 1024):
+                x = rec.images[index[start : start + 1024]]
+                y = rec.labels[index[start : start + 1024]].long()
+                for j, (flip, dy, dx) in enumerate(LABEL_AUGMENTATIONS[:n]):
+                    logp = torch.log_softmax(model(augment_image(x, flip, dy, dx).to(device)).double().cpu(), 1)
+                    if output_transform is not None:
+                        logp = torch.log_softmax(output_transform(logp).double(), 1)
+                    own = logp.gather(1, y[:, None])[:, 0]
+                    others = torch.logsumexp(logp.scatter(1, y[:, None], float("-inf")), 1)
+                    out[start : start + len(x), j] = (own - others).numpy()
+        return out
+
     def attack_features(self, cfg: ExperimentConfig, data: TaskData, index: np.ndarray) -> np.ndarray:
         """The image's standardised pixels and its one-hot label (no model involved)."""
         rec: ImageRecords = data.records
