@@ -74,6 +74,13 @@ def best_threshold(scores: np.ndarray, membership: np.ndarray) -> float:
     return float((thr[i] + lower) / 2.0)
 
 
+def utility_loss(defended: float | None, undefended: float | None) -> float | None:
+    """L = 1 − M(defended)/M(undefended) (paper 000 Def. 4); None where M(undefended) ≈ 0."""
+    if defended is None or undefended is None or abs(undefended) < 1e-9:
+        return None
+    return 1.0 - defended / undefended
+
+
 @dataclass
 class AttackMetrics:
     """Outcome of one attack on one balanced evaluation set."""
