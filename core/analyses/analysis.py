@@ -39,8 +39,7 @@ from core.experiment.cache import ArtifactCache
 from core.foundations.config import ExperimentConfig
 from core.foundations.device import default_device, single_thread
 from core.foundations.errors import ConfigError
-from core.experiment.pipeline import (TrainedModels, build_attacks, fitted_attacks, make_splits, role_seed,
-    run_experiment, seed_everything, train_or_load, trained_models)
+from core.experiment.pipeline import build_attacks, fitted_attacks, run_experiment, trained_models
 from core.analyses.registry import Analysis, AnalysisRun, Repeat, int_param, names, register_analysis, registered
 from core.analyses.repeats import repeat_config
 from core.analyses.verdicts import (audit_verdict, memorization_pair, memorization_verdict, mismatch_verdict,
@@ -51,7 +50,8 @@ from core.analyses.record_views import (DEFAULT_CANARIES, audit_view, budget_vie
     defended_points, exposure_view, slices_view)
 from core.measurement.responses import Responses
 from core.experiment.results import DefendedPoint, RunSummary
-from core.experiment.roles import RETRAINING_ANALYSES, refuse_loaded_victim
+from core.experiment.roles import (RETRAINING_ANALYSES, TrainedModels, make_splits, refuse_loaded_victim, role_seed,
+                                   seed_everything, train_or_load)
 from core.tasks import get_task
 
 _FLOOR = 1e-12
