@@ -10,7 +10,7 @@ import json
 import numpy as np
 import streamlit as st
 
-from core.analyses import analysis, record_views
+from core.analyses import analysis, record_views, verdicts
 from core.analyses import registry as analysis_registry
 from core.defenses import registry as defense_registry
 from core.views import figures, report
@@ -75,7 +75,7 @@ def tab_verdict(name: str) -> None:
     verdict_box(all_results["verdicts"].get(key), studies.analysis_finding(name))
     v = repeated["verdicts"].get(key) if repeated else None
     if v:
-        st.markdown(f"**Over {v['n']} paired repeats:** {analysis.repeated_verdict_sentence(v)}")
+        st.markdown(f"**Over {v['n']} paired repeats:** {verdicts.repeated_verdict_sentence(v)}")
 
 
 def downloads(name: str, results: dict, fig) -> None:
@@ -102,7 +102,7 @@ def scatter_and_vulnerability(hashes: tuple[str, ...], _configs: dict[str, Exper
         results["vulnerability"][arch] = analysis.vulnerability(models, s)
         # the records behind "most exposed": kept here so a rerun does not load the models again
         results["eval_index"][arch] = np.asarray(models.splits.eval_index).tolist()
-    results["verdicts"] = analysis.verdicts(results, sums)
+    results["verdicts"] = verdicts.verdicts(results, sums)
     return results
 
 
@@ -137,7 +137,7 @@ for name in LONG:
     if all(j is not None and j.state == "done" for j in group.jobs):
         long_results[name] = {a: j.result for a, j in zip(("ffnn", "rnn"), group.jobs)}
 all_results = {**{k: v for k, v in base.items() if k != "eval_index"}, **long_results}
-all_results["verdicts"] = analysis.verdicts(all_results, summaries)
+all_results["verdicts"] = verdicts.verdicts(all_results, summaries)
 
 
 # ---------------------------------------------------------------------------- verdicts over repeats
@@ -157,7 +157,7 @@ repeat_configs = [{a: repeat_config(c, r) for a, c in configs.items()} for r in 
 repeated: dict | None = None
 if n_rep >= 2:
     # per repeat: its runs, its vulnerability (cached models, nothing trains) and the long analyses
-    # whose worker jobs finished for it; core.analyses.analysis.repeated_verdicts pairs them by repeat
+    # whose worker jobs finished for it; core.analyses.verdicts.repeated_verdicts pairs them by repeat
     per_repeat = [{"runs": summaries, **{k: all_results[k] for k in ("scatter", "vulnerability", *long_results)}}]
     for r in range(1, n_rep):
         rc = repeat_configs[r]
@@ -169,8 +169,8 @@ if n_rep >= 2:
             if all(j is not None and j.state == "done" for j in group.jobs):
                 data[name] = {a: j.result for a, j in zip(("ffnn", "rnn"), group.jobs)}
         per_repeat.append(data)
-    repeated = analysis.repeated_verdicts(per_repeat, [rc["ffnn"].seed for rc in repeat_configs])
-    lines = [f"* {key.replace('_', ' ')} ({v['analysis']}): {analysis.repeated_verdict_sentence(v)}"
+    repeated = verdicts.repeated_verdicts(per_repeat, [rc["ffnn"].seed for rc in repeat_configs])
+    lines = [f"* {key.replace('_', ' ')} ({v['analysis']}): {verdicts.repeated_verdict_sentence(v)}"
              for key, v in repeated["verdicts"].items()]
     st.markdown(f"**Over {n_rep} paired repeats** (the cached repeats of both runs; repeat r of FFNN and RNN on one "
                 "split; 95 % t interval of the paired difference; *inconclusive* where it contains 0):\n"
@@ -539,7 +539,7 @@ for _ in drawn(tabs[7]):
         if done is not None:
             audits = {a: record_views.audit_beside(entry, summaries[a]) for a, entry in done.items()}
             all_results["audit"] = audits
-            all_results["verdicts"] = analysis.verdicts(all_results, summaries)
+            all_results["verdicts"] = verdicts.verdicts(all_results, summaries)
             fig = figures.audit_figure(audits)
             st.plotly_chart(fig, width="stretch")
             st.dataframe([{"arch": ARCH_LABELS[a], "audited ε": round(v["audited_epsilon"], 3),

@@ -64,7 +64,7 @@ def main() -> int:
     from core.views import figures
     from core.analyses import record_views
     from core.experiment.cache import ArtifactCache
-    from core.cli import parse_sets
+    from core.cli_common import parse_sets
     from core.defenses.defender import DefenseSpec, Defender
     from core.experiment.pipeline import cached_summary, run_experiment, trained_models
     from core.tasks import get_task

@@ -11,6 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from core.analyses import analysis
+from core.analyses import verdicts as analysis_verdicts
 from core.analyses import registry as analysis_registry
 from core.foundations.errors import ConfigError
 from core.experiment.pipeline import run_experiment
@@ -54,9 +55,9 @@ def test_quadrant_search_finds_a_planted_quadrant():
                                            ([0.7, 0.5], [0.6, 0.6], 0.0), ([0.7], [0.6], -0.1)])
 def test_one_run_gives_the_difference_and_no_verdict(rnn, ffnn, diff):
     """Issue 30: points of one run (epochs, blocks) are not repeats; one run never holds or fails."""
-    v = analysis.verdict(rnn, ffnn)
+    v = analysis_verdicts.verdict(rnn, ffnn)
     assert v.value == "inconclusive" and v.difference == pytest.approx(diff)
-    assert analysis.ONE_REPEAT in v.text and f"{diff:+.3f}" in v.text
+    assert analysis_verdicts.ONE_REPEAT in v.text and f"{diff:+.3f}" in v.text
 
 
 def test_sequential_training_learns_each_block_in_order():
@@ -95,7 +96,7 @@ def test_analyze_cli_writes_csv_and_html(tmp_path):
     assert {"rnn_more_vulnerable", "lower_member_entropy", "rnn_more_vulnerable_over_training"} <= set(verdicts)
     # one run: the CLI prints the difference and no verdict (issue 30)
     assert {v["value"] for v in verdicts.values()} == {"inconclusive"}
-    assert all(analysis.ONE_REPEAT in v["text"] for v in verdicts.values())
+    assert all(analysis_verdicts.ONE_REPEAT in v["text"] for v in verdicts.values())
     for name in ("scatter", "vulnerability"):
         assert (tmp_path / f"{name}.csv").stat().st_size > 0
         assert "plotly" in (tmp_path / f"{name}.html").read_text()[:4_000_000]
@@ -116,7 +117,7 @@ def test_analyses_page_on_a_tiny_cached_run(monkeypatch):
     assert "The studies:" in text and "This run:" in text
     # one run: the page shows the difference and "inconclusive (one repeat)", never ✅ / ❌ / "does not hold"
     shown = [m.value for m in at.markdown if m.value.startswith("**This run:**")]
-    assert shown and all(analysis.ONE_REPEAT in t for t in shown)
+    assert shown and all(analysis_verdicts.ONE_REPEAT in t for t in shown)
     assert not any(mark in text for mark in ("✅", "❌", "does not hold", "mixed"))
     # the scatter behind a defense: the naive attacker's boundaries over the defended records
     at.radio(key="analyses:outputs").set_value("Dirichlet k").run(timeout=120)
@@ -171,11 +172,11 @@ def test_each_verdict_is_computed_from_its_own_analysis_only():
                 for a in ("ffnn", "rnn")}  # a big drop: does not hold
     results = {"vulnerability": vulnerability, "overtraining": overtraining, "scatter": scatter,
                "memorization": memorization, "mismatch": mismatch}
-    v = analysis.verdicts(results, summaries)
+    v = analysis_verdicts.verdicts(results, summaries)
     of = analysis_registry.verdict_keys()
     # one run: every comparison is "inconclusive (one repeat)" with its own analysis' FFNN − RNN difference
     assert {x["value"] for x in v.values()} == {"inconclusive"}
-    assert all(analysis.ONE_REPEAT in x["text"] for x in v.values())
+    assert all(analysis_verdicts.ONE_REPEAT in x["text"] for x in v.values())
     assert v[of["runs"]]["difference"] == pytest.approx(0.2)
     assert v[of["vulnerability"]]["difference"] == pytest.approx(-0.15)
     assert v[of["overtraining"]]["difference"] == pytest.approx(0.28) and "+0.300" in v[of["overtraining"]]["text"]
@@ -186,13 +187,13 @@ def test_each_verdict_is_computed_from_its_own_analysis_only():
     assert len(set(of.values())) == len(of)  # one verdict per analysis: no tab borrows another's
     # flip one analysis' data: only its own verdict moves
     flipped = {**results, "overtraining": {"ffnn": overtraining["rnn"], "rnn": overtraining["ffnn"]}}
-    w = analysis.verdicts(flipped, summaries)
+    w = analysis_verdicts.verdicts(flipped, summaries)
     assert w[of["overtraining"]]["difference"] == pytest.approx(-0.28)
     assert {k: x for k, x in w.items() if k != of["overtraining"]} == \
            {k: x for k, x in v.items() if k != of["overtraining"]}
     # without the overtraining data there is no overtraining verdict (nothing borrowed from vulnerability)
-    assert of["overtraining"] not in analysis.verdicts({"vulnerability": vulnerability}, summaries)
-    assert of["vulnerability"] not in analysis.verdicts({"overtraining": overtraining}, summaries)
+    assert of["overtraining"] not in analysis_verdicts.verdicts({"vulnerability": vulnerability}, summaries)
+    assert of["vulnerability"] not in analysis_verdicts.verdicts({"overtraining": overtraining}, summaries)
 
 
 def test_html_export_of_one_run_shows_differences_and_no_verdict():
@@ -200,7 +201,7 @@ def test_html_export_of_one_run_shows_differences_and_no_verdict():
 
     summaries = {"ffnn": {"attack": {"accuracy": 0.55}}, "rnn": {"attack": {"accuracy": 0.75}}}
     memorization = {"ffnn": {"blocks": [{"attack_accuracy": 0.5}]}, "rnn": {"blocks": [{"attack_accuracy": 0.7}]}}
-    page = html_report({"verdicts": analysis.verdicts({"memorization": memorization}, summaries)}, {}, "t")
+    page = html_report({"verdicts": analysis_verdicts.verdicts({"memorization": memorization}, summaries)}, {}, "t")
     assert "inconclusive — final attack accuracy: FFNN 0.550, RNN 0.750, FFNN − RNN -0.200 — inconclusive (one repeat)" \
         in page
     assert "first block attacked at 0.500 (FFNN) vs 0.700 (RNN); FFNN − RNN -0.200" in page
@@ -209,12 +210,12 @@ def test_html_export_of_one_run_shows_differences_and_no_verdict():
 
 def test_overtraining_verdict_says_when_no_overtraining_happened():
     still_rising = {"ffnn": _curve({3: 0.6, 6: 0.8}, 6), "rnn": _curve({3: 0.6, 6: 0.7}, 6)}
-    v = analysis.overtraining_verdict(still_rising)
+    v = analysis_verdicts.overtraining_verdict(still_rising)
     assert v.value == "inconclusive" and v.difference is None and "no overtraining" in v.text
 
 
 def _tagged_verdicts(real):
-    """``analysis.verdicts`` with each verdict's text prefixed by its own key, so a page test can
+    """``analysis_verdicts.verdicts`` with each verdict's text prefixed by its own key, so a page test can
     tell which analysis' verdict a tab shows."""
     def verdicts(*args, **kwargs):
         return {key: {**v, "text": f"[{key}] {v['text']}"} for key, v in real(*args, **kwargs).items()}
@@ -235,7 +236,7 @@ def test_analyses_page_runs_the_long_analyses_as_worker_jobs_with_their_own_verd
 
     task = get_task("image")
     monkeypatch.setitem(task.presets, "quick", {**task.presets["quick"], **TINY})
-    monkeypatch.setattr(analysis, "verdicts", _tagged_verdicts(analysis.verdicts))
+    monkeypatch.setattr(analysis_verdicts, "verdicts", _tagged_verdicts(analysis_verdicts.verdicts))
     for arch in ("ffnn", "rnn"):
         run_experiment(task.make_config(arch, "quick"))
     at = AppTest.from_file(str(ROOT / "app_pages" / "4_Analyses.py"))

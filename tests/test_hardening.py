@@ -30,11 +30,11 @@ import numpy as np
 import pytest
 import torch
 
-from core import cli
+from core import cli, cli_common
 from core.data import multi30k
 from core.experiment.cache import ArtifactCache, SafeDisk, dict_with, tensor_shapes
 from core.foundations.config import ExperimentConfig, field_range
-from core.foundations.errors import (CacheCorruptionError, ConfigError, DatasetNotFoundError, LockTimeoutError,
+from core.foundations.errors import (CacheCorruptionError, ConfigError, DatasetNotFoundError, LockTimeoutError, MIAError,
     OutputPathError, ResourceLimitError, UnsafeCacheEntryError)
 from core.foundations.fileio import check_out_path, write_json_atomically
 from core.foundations.locks import KeyLock, hold
@@ -502,7 +502,7 @@ def test_navigation_and_translation_estimates_build_nothing(arch, monkeypatch):
 
 
 def test_resource_limit_error_is_a_mia_error():
-    assert issubclass(ResourceLimitError, cli.MIAError)
+    assert issubclass(ResourceLimitError, MIAError)
 
 
 # ============================================================================ 4. Multi30K read with caps
@@ -714,8 +714,8 @@ def test_cli_error_messages_with_newlines_stay_on_one_line(capsys, monkeypatch):
 
 
 def test_guarded_is_reusable_for_new_subcommands(capsys):
-    assert cli.guarded(lambda: 0) == 0
-    assert cli.guarded(lambda: (_ for _ in ()).throw(ConfigError("bad"))) == 2
+    assert cli_common.guarded(lambda: 0) == 0
+    assert cli_common.guarded(lambda: (_ for _ in ()).throw(ConfigError("bad"))) == 2
     assert capsys.readouterr().err == "error: bad\n"
 
 

@@ -8,7 +8,8 @@ from core.attacks.shadow_attacks import AttackTraining, run_attacks, standard_at
 from core.experiment.cache import ArtifactCache
 from core.foundations.errors import DatasetNotFoundError
 from core.models.image import ReNet, count_params, renet_param_count
-from core.experiment.pipeline import make_splits, run_experiment, train_or_load
+from core.experiment.pipeline import run_experiment
+from core.experiment.roles import make_splits, train_or_load
 from core.measurement.responses import Responses
 from core.tasks import get_task
 from core.tasks.image import load_cifar10

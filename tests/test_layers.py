@@ -5,7 +5,7 @@
 * so no import runs back up: with no circle, the modules stack into floors and every arrow
   points down;
 * no import inside a function, except (a) in the two entry points, whose refusals and start-up
-  must not wait for torch (``core/cli.py`` parses and validates before importing the library;
+  must not wait for torch (``core/cli.py`` and its ``core/cli_*.py`` subcommands parse and validate before importing the library;
   ``ui/worker.py`` starts warm workers before the first job), and (b) of optional heavy
   third-party dependencies that most runs never need.
 """
@@ -17,7 +17,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("core", "ui")
 #: files that may import lazily (see the module docstring)
-ENTRY_POINTS = {"core/cli.py", "ui/worker.py"}
+ENTRY_POINTS = {"core/cli.py", "core/cli_common.py", "core/cli_analyze.py", "core/cli_defend.py", "core/cli_compare.py",
+                "ui/worker.py"}
 #: third-party packages a function may import lazily: each loads only for the configs that need it
 OPTIONAL_HEAVY = {"ray", "opacus", "sklearn", "scipy", "gymnasium", "minigrid", "PIL", "torch", "playwright"}
 

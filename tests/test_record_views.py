@@ -14,6 +14,7 @@ from scipy import stats
 from streamlit.testing.v1 import AppTest
 
 from core.analyses import analysis, record_views
+from core.analyses import verdicts as analysis_verdicts
 from core.measurement import audit, budget, exposure, slices
 from core.views import report
 from core.experiment.cache import ArtifactCache
@@ -491,15 +492,15 @@ def test_audit_verdict_checks_the_accountant_on_dp_runs_only():
         return {"audited_epsilon": eps, "accountant_epsilon": acc, "audit": {"saturated": saturated},
                 "comparability": {"comparable": comparable, "reason": "canary a map, DP-SGD one window"}}
 
-    v = analysis.audit_verdict({"ffnn": entry(0.2, {"rdp": 2.7, "prv": 2.5}), "rnn": entry(0.0, {"rdp": 2.7, "prv": 2.4})})
+    v = analysis_verdicts.audit_verdict({"ffnn": entry(0.2, {"rdp": 2.7, "prv": 2.5}), "rnn": entry(0.0, {"rdp": 2.7, "prv": 2.4})})
     assert v.value == "holds" and "stays within" in v.text
-    v = analysis.audit_verdict({"ffnn": entry(3.0, {"rdp": 2.7, "prv": 2.5}), "rnn": entry(0.0, {"rdp": 2.7, "prv": None})})
+    v = analysis_verdicts.audit_verdict({"ffnn": entry(3.0, {"rdp": 2.7, "prv": 2.5}), "rnn": entry(0.0, {"rdp": 2.7, "prv": None})})
     assert v.value == "reversed" and "EXCEEDS" in v.text
-    v = analysis.audit_verdict({"ffnn": entry(2.27, saturated=True), "rnn": entry(1.1)})
+    v = analysis_verdicts.audit_verdict({"ffnn": entry(2.27, saturated=True), "rnn": entry(1.1)})
     assert v.value == "inconclusive" and "saturated" in v.text and "no accountant" in v.text
     # issue 30: a canary map against DP-SGD's 16-frame window is no comparison, whichever is larger
     for audited in (0.2, 3.0):
-        v = analysis.audit_verdict({a: entry(audited, {"rdp": 2.7, "prv": 2.5}, comparable=False) for a in ("ffnn", "rnn")})
+        v = analysis_verdicts.audit_verdict({a: entry(audited, {"rdp": 2.7, "prv": 2.5}, comparable=False) for a in ("ffnn", "rnn")})
         assert v.value == "inconclusive" and "not comparable" in v.text
         assert "stays within" not in v.text and "EXCEEDS" not in v.text
 

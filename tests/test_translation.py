@@ -16,7 +16,7 @@ from core.data.corpus import generate_captions
 from core.foundations.errors import ConfigError, DatasetNotFoundError
 from core.models.translation import LuongSeq2Seq, TransformerSeq2Seq, count_params, match_transformer
 from core.data.multi30k import load_multi30k
-from core.experiment.pipeline import make_splits, train_or_load
+from core.experiment.roles import make_splits, train_or_load
 from core.measurement.responses import Responses
 from core.tasks import get_task
 from core.tasks.base import TaskData

@@ -257,7 +257,7 @@ def test_responses_of_another_size_are_discarded_not_indexed(isolated_cache):
     pipeline.trained_models(cfg)
     task = get_task("image")
     data = task.load(cfg)
-    splits = pipeline.make_splits(cfg, data)
+    splits = roles.make_splits(cfg, data)
     c = ArtifactCache()
     key = c.key("model", cfg.training_hash, "victim", "responses", 1)
     r = c.get_responses(key)

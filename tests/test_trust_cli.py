@@ -18,7 +18,7 @@ import pytest
 import torch
 from scipy import special
 
-from core import cli
+from core import cli, cli_common
 from core.foundations import fileio
 from core.foundations.errors import ConfigError, DatasetNotFoundError, OutputPathError
 from core.measurement.metrics import roc_auc
@@ -253,7 +253,7 @@ def test_json_to_a_full_stdout_is_one_line(monkeypatch, capsys):
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     monkeypatch.setattr(sys, "stdout", Full())
-    rc = cli.guarded(cli.emit_json, {"a": 1})
+    rc = cli_common.guarded(cli_common.emit_json, {"a": 1})
     err = capsys.readouterr().err
     assert rc == 2 and err == "error: cannot write the JSON to stdout: the disk is full (No space left on device)\n"
 

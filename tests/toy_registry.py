@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
-from core.analyses.analysis import Verdict
+from core.analyses.verdicts import RunVerdict
 from core.analyses.registry import Analysis, AnalysisRun, register_analysis, unregister_analysis
 from core.foundations.progress import ProgressTracker
 from ui.worker import JobKind, register_job_kind, unregister_job_kind
@@ -29,9 +29,9 @@ def toy_run(run: AnalysisRun) -> dict[str, Any]:
     return run.per_arch(lambda cfg, summary: toy_of(cfg.arch, summary["attack"]["accuracy"]))
 
 
-def toy_verdict(data: dict[str, Any]) -> Verdict:
+def toy_verdict(data: dict[str, Any]) -> RunVerdict:
     d = data["ffnn"]["rows"][0]["value"] - data["rnn"]["rows"][0]["value"]
-    return Verdict("inconclusive", f"toy difference {d:+.3f}", d)
+    return RunVerdict("inconclusive", f"toy difference {d:+.3f}", d)
 
 
 def toy_table(data: dict[str, Any]) -> pd.DataFrame:

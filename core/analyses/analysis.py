@@ -22,16 +22,14 @@ Issue 22's per-record views (:mod:`core.analyses.record_views`): ``exposure`` (w
 expose, flips behind a defense), ``budget`` (LiRA/RMIA against the number of references), ``audit``
 (a one-run audited ε beside the accountant's) and ``slices`` (attack metrics per slice).
 
-:func:`verdict` turns two curves into a computed sentence ("RNN higher than FFNN at 4 of 5
-epochs, by 0.06 on average") so no page writes a finding by hand. :func:`verdicts` computes one
-verdict per analysis (its registration, :mod:`core.analyses.registry`), each from that analysis' own data only: a tab never shows
+:mod:`core.analyses.verdicts` turns their data into computed sentences ("RNN higher than FFNN at 4 of 5
+epochs, by 0.06 on average") so no page writes a finding by hand: one verdict per analysis (its registration,
+:mod:`core.analyses.registry`), each from that analysis' own data only: a tab never shows
 a verdict that another analysis' runs decided. The findings they check, with their sources, are
 in :mod:`core.measurement.studies`.
 """
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -41,17 +39,19 @@ from core.experiment.cache import ArtifactCache
 from core.foundations.config import ExperimentConfig
 from core.foundations.device import default_device, single_thread
 from core.foundations.errors import ConfigError
-from core.foundations.names import ARCH_NAMES
-from core.experiment.pipeline import (TrainedModels, build_attacks, fitted_attacks, make_splits, role_seed,
-    run_experiment, seed_everything, train_or_load, trained_models)
+from core.experiment.pipeline import build_attacks, fitted_attacks, run_experiment, trained_models
 from core.analyses.registry import Analysis, AnalysisRun, Repeat, int_param, names, register_analysis, registered
 from core.analyses.repeats import repeat_config
+from core.analyses.verdicts import (audit_verdict, memorization_pair, memorization_verdict, mismatch_verdict,
+                                    overtraining_pair, overtraining_verdict, repeated_analyses, repeated_verdicts,
+                                    runs_pair, runs_verdict, scatter_pair, scatter_verdict, verdicts,
+                                    vulnerability_pair, vulnerability_verdict)
 from core.analyses.record_views import (DEFAULT_CANARIES, audit_view, budget_view, cached_repeats, canary_audit,
     defended_points, exposure_view, slices_view)
 from core.measurement.responses import Responses
 from core.experiment.results import DefendedPoint, RunSummary
-from core.experiment.roles import RETRAINING_ANALYSES, refuse_loaded_victim
-from core.measurement.stats import compare as paired_compare
+from core.experiment.roles import (RETRAINING_ANALYSES, TrainedModels, make_splits, refuse_loaded_victim, role_seed,
+                                   seed_everything, train_or_load)
 from core.tasks import get_task
 
 _FLOOR = 1e-12
@@ -473,46 +473,6 @@ def memorization(cfg: ExperimentConfig, blocks: int = 4, epochs_per_block: int |
     return result
 
 
-# ---------------------------------------------------------------------------- verdicts
-#: what a single run can say about a comparison: one pair of numbers has no interval, so no
-#: verdict (the same words as Train & attack and the run report; issue 30)
-ONE_REPEAT = "inconclusive (one repeat)"
-
-
-@dataclass
-class Verdict:
-    """A computed finding of one run: its value in the one vocabulary of
-    :data:`core.measurement.stats.VERDICTS` (holds / reversed / inconclusive), the sentence that
-    says so, and the FFNN − RNN difference it rests on (None where there is no single one).
-
-    A comparison of FFNN with RNN from one run is always ``inconclusive`` (:data:`ONE_REPEAT`):
-    the difference is reported, the verdict needs repeats (:func:`repeated_verdicts`)."""
-
-    value: str
-    text: str
-    difference: float | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-
-def verdict(rnn: list[float | None], ffnn: list[float | None], what: str = "attack accuracy") -> Verdict:
-    """"RNN higher than FFNN" over paired points of one run (epochs, blocks …): the FFNN − RNN
-    difference (its mean over the points) and :data:`ONE_REPEAT` — points of one run share its
-    split and initialisation, so they are not repeats and give no interval."""
-    pairs = [(r, f) for r, f in zip(rnn, ffnn) if r is not None and f is not None]
-    if not pairs:
-        return Verdict("inconclusive", f"no paired {what} values to compare")
-    if len(pairs) == 1:
-        r, f = pairs[0]
-        return Verdict("inconclusive", f"{what}: FFNN {f:.3f}, RNN {r:.3f}, FFNN − RNN {f - r:+.3f} — {ONE_REPEAT}",
-                       f - r)
-    diff = np.array([f - r for r, f in pairs])
-    higher = int((diff < 0).sum())
-    return Verdict("inconclusive", f"{what}: RNN higher at {higher} of {len(pairs)} points, mean FFNN − RNN "
-                                   f"{diff.mean():+.3f} — {ONE_REPEAT}", float(diff.mean()))
-
-
 # ---------------------------------------------------------------------------- everything, both architectures
 def analyze(configs: dict[str, ExperimentConfig], analyses: tuple[str, ...] | None = None, progress=None,
             cache: ArtifactCache | None = None, canaries: int = DEFAULT_CANARIES,
@@ -560,7 +520,7 @@ def analyze(configs: dict[str, ExperimentConfig], analyses: tuple[str, ...] | No
                 out.update(entry.extras(run))
     out["verdicts"] = verdicts(out, summaries)
     if repeats >= 2 and {"ffnn", "rnn"} <= set(configs):
-        compared = [a.name for a in _repeated()]
+        compared = [a.name for a in repeated_analyses()]
         per_repeat = [{"runs": summaries, **{n: out[n] for n in compared if n in out}}]
         for r in range(1, repeats):
             rcfg = {a: repeat_config(c, r) for a, c in configs.items()}
@@ -579,235 +539,9 @@ def _repeat_results(configs: dict[str, ExperimentConfig], compared: list[str], c
         summaries[arch] = run_experiment(cfg, cache=cache).summary
     out: dict[str, Any] = {"runs": summaries}
     run = AnalysisRun(configs, summaries, cache, say)
-    for entry in _repeated():
+    for entry in repeated_analyses():
         if entry.name in compared:
             out[entry.name] = entry.run(run)
-    return out
-
-# ---------------------------------------------------------------------------- verdicts of one run
-def runs_verdict(summaries: dict[str, RunSummary | dict[str, Any]]) -> Verdict:
-    """RNN's final attack accuracy above the FFNN's (the runs' summaries)."""
-    def accuracy(s: RunSummary | dict[str, Any]) -> float:  # the one number this verdict reads
-        return s.attack.accuracy if isinstance(s, RunSummary) else s["attack"]["accuracy"]
-
-    return verdict([accuracy(summaries["rnn"])], [accuracy(summaries["ffnn"])], "final attack accuracy")
-
-
-def scatter_verdict(scatter: dict[str, dict[str, Any]]) -> Verdict:
-    """The study's two halves (:func:`entropy_scatter` data): members' mean APE below non-members'
-    (the gap non-members − members above 0) for each architecture, *and* the RNN separating them
-    more (FFNN − RNN gap below 0). One run gives both gaps and their difference, :data:`ONE_REPEAT`
-    (no interval is computed for them; :func:`repeated_verdicts` gives one over repeats)."""
-    gaps = {a: scatter_gap(scatter[a]) for a in ("ffnn", "rnn")}
-    lower = [ARCH_NAMES[a] for a, g in gaps.items() if g > 0]
-    d = gaps["ffnn"] - gaps["rnn"]
-    return Verdict("inconclusive", "(1) members' mean APE below non-members' for "
-                   + (" and ".join(lower) if lower else "neither architecture")
-                   + f" (gap FFNN {gaps['ffnn']:+.3g}, RNN {gaps['rnn']:+.3g} nats); (2) the RNN separates them "
-                   + ("more" if d < 0 else "less") + f": FFNN − RNN gap {d:+.3g} nats — {ONE_REPEAT}", d)
-
-
-def scatter_gap(sc: dict[str, Any]) -> float:
-    """Non-members' minus members' mean APE (nats) of one :func:`entropy_scatter`: above 0 when members
-    get the lower entropy, the larger the better the two are separated."""
-    return float(sc["mean_ape"]["non_members"] - sc["mean_ape"]["members"])
-
-
-def _checkpoint_accuracy(rows: list[dict[str, Any]]) -> dict[int, float]:
-    return {r["epoch"]: r["attack_accuracy"] for r in rows if r.get("attack_accuracy") is not None}
-
-
-def vulnerability_verdict(vuln: dict[str, dict[str, Any]]) -> Verdict:
-    """RNN's attack accuracy above the FFNN's at the shared checkpoint epochs (:func:`vulnerability` data)."""
-    f, r = _checkpoint_accuracy(vuln["ffnn"]["rows"]), _checkpoint_accuracy(vuln["rnn"]["rows"])
-    epochs = sorted(set(f) & set(r))
-    return verdict([r[e] for e in epochs], [f[e] for e in epochs], "attack accuracy per checkpoint epoch")
-
-
-def overtraining_rise(result: dict[str, Any]) -> tuple[int, int, float] | None:
-    """(from epoch, to epoch, rise) of one architecture's :func:`overtraining` data: the attack
-    accuracy at the last checkpoint minus that at the last checkpoint not after the best
-    validation epoch (the first checkpoint when none is). None when the best validation epoch is
-    the last one (no overtraining happened) or fewer than two checkpoints were attacked."""
-    acc = _checkpoint_accuracy(result["rows"])
-    best, last = result.get("best_val_epoch"), max(acc, default=None)
-    if best is None or last is None or len(acc) < 2 or best >= last:
-        return None
-    start = max((e for e in acc if e <= best), default=min(acc))
-    return start, last, acc[last] - acc[start]
-
-
-def overtraining_verdict(over: dict[str, dict[str, Any]]) -> Verdict:
-    """Paper 001 §5.2: past the best validation epoch the FFNN's attack accuracy keeps rising
-    (≈70 % → ≈90 %, its Fig. 1) while the RNN's rises by a small margin only (its Fig. 3). One
-    run gives each rise (:func:`overtraining_rise`, from the :func:`overtraining` runs only) and
-    their difference, :data:`ONE_REPEAT`."""
-    rise = {a: overtraining_rise(over[a]) for a in ("ffnn", "rnn")}
-    missing = [ARCH_NAMES[a] for a, v in rise.items() if v is None]
-    if missing:
-        return Verdict("inconclusive", f"no overtraining to compare for {' and '.join(missing)}: its best validation "
-                                       "epoch is not before its last attacked checkpoint (or fewer than two checkpoints "
-                                       "were attacked)")
-    (f0, f1, fr), (r0, r1, rr) = rise["ffnn"], rise["rnn"]
-    return Verdict("inconclusive", f"past the best validation epoch the attack accuracy rose by {fr:+.3f} for the FFNN "
-                                   f"(epoch {f0} → {f1}) and {rr:+.3f} for the RNN (epoch {r0} → {r1}); FFNN − RNN "
-                                   f"{fr - rr:+.3f} — {ONE_REPEAT}", fr - rr)
-
-
-def memorization_verdict(m: dict[str, dict[str, Any]]) -> Verdict:
-    """The FFNN forgets the first block and the RNN keeps more of it (:func:`memorization` data):
-    the first block's attack accuracy of each and their difference, :data:`ONE_REPEAT` (no paper
-    gives a threshold for "forgotten", so none is applied)."""
-    first = {a: m[a]["blocks"][0]["attack_accuracy"] for a in ("ffnn", "rnn")}
-    return Verdict("inconclusive", f"first block attacked at {first['ffnn']:.3f} (FFNN) vs {first['rnn']:.3f} (RNN); "
-                                   f"FFNN − RNN {first['ffnn'] - first['rnn']:+.3f} — {ONE_REPEAT}",
-                   first["ffnn"] - first["rnn"])
-
-
-def mismatch_verdict(mm: dict[str, dict[str, Any]]) -> Verdict:
-    """How much mismatched shadows cost the attack, per architecture (:func:`mismatch` data): the
-    largest accuracy drop of each, :data:`ONE_REPEAT` (no paper gives a "small" threshold, so none
-    is applied)."""
-    drops = {}
-    for a in ("ffnn", "rnn"):
-        m = mm[a]
-        base = m["rows"][0]["accuracy"][m["attack"]]
-        drops[a] = max(base - r["accuracy"][m["attack"]] for r in m["rows"][1:])
-    return Verdict("inconclusive", f"largest accuracy drop with mismatched shadows: FFNN {drops['ffnn']:+.3f}, "
-                                   f"RNN {drops['rnn']:+.3f} — {ONE_REPEAT}", drops["ffnn"] - drops["rnn"])
-
-
-def audit_verdict(aud: dict[str, dict[str, Any]]) -> Verdict:
-    """An audited ε is a lower bound (95 %): on DP-SGD runs it must not exceed the accountant's
-    upper bound (RDP and PRV) — ``holds`` when it stays within, ``reversed`` when it exceeds —
-    provided both bound ε on the same unit (``comparable``: a navigation canary is a whole map,
-    DP-SGD protects one window, :func:`core.measurement.audit.audit_comparability`); else
-    ``inconclusive`` (not comparable, or non-private runs with nothing to check against; a
-    saturated bound — every guess right — is m's ceiling, not the model's;
-    :mod:`core.analyses.record_views`)."""
-    def g(x: float | None) -> str:
-        return "n/a" if x is None else f"{x:.3g}"
-
-    def line(a: str) -> str:
-        v = aud[a]
-        acc = v.get("accountant_epsilon")
-        text = f"{ARCH_NAMES[a]} audited ε {g(v['audited_epsilon'])}"
-        if acc:
-            text += f" vs accountant ε RDP {g(acc.get('rdp'))}, PRV {g(acc.get('prv'))}"
-        return text + (" (saturated: the ceiling of m canaries)" if v["audit"].get("saturated") else "")
-
-    private = [a for a in ("ffnn", "rnn") if aud[a].get("accountant_epsilon")]
-    text = "; ".join(line(a) for a in ("ffnn", "rnn"))
-    if not private:
-        return Verdict("inconclusive", f"no accountant to check against (non-private runs): {text}; each a 95 % lower "
-                                       "bound")
-    apart = [aud[a]["comparability"] for a in private if aud[a].get("comparability", {}).get("comparable") is False]
-    if apart:
-        return Verdict("inconclusive", f"{text} — not comparable: {apart[0]['reason']}")
-    within = all(aud[a]["audited_epsilon"] <= min((e for e in aud[a]["accountant_epsilon"].values() if e is not None),
-                                                  default=float("inf")) for a in private)
-    return Verdict("holds" if within else "reversed",
-                   f"{text} — the audit {'stays within' if within else 'EXCEEDS'} the accountant")
-
-
-# ---------------------------------------------------------------------------- verdicts over repeats
-def _runs_pair(summaries: dict[str, RunSummary | dict[str, Any]]) -> tuple[float, float] | None:
-    def accuracy(s: RunSummary | dict[str, Any]) -> float:
-        return s.attack.accuracy if isinstance(s, RunSummary) else s["attack"]["accuracy"]
-
-    return accuracy(summaries["ffnn"]), accuracy(summaries["rnn"])
-
-
-def _scatter_pair(scatter: dict[str, dict[str, Any]]) -> tuple[float, float] | None:
-    return scatter_gap(scatter["ffnn"]), scatter_gap(scatter["rnn"])
-
-
-def _vulnerability_pair(vuln: dict[str, dict[str, Any]]) -> tuple[float, float] | None:
-    """Each architecture's attack accuracy averaged over the checkpoint epochs both attacked."""
-    f, r = _checkpoint_accuracy(vuln["ffnn"]["rows"]), _checkpoint_accuracy(vuln["rnn"]["rows"])
-    epochs = sorted(set(f) & set(r))
-    if not epochs:
-        return None
-    return float(np.mean([f[e] for e in epochs])), float(np.mean([r[e] for e in epochs]))
-
-
-def _overtraining_pair(over: dict[str, dict[str, Any]]) -> tuple[float, float] | None:
-    rise = {a: overtraining_rise(over[a]) for a in ("ffnn", "rnn")}
-    if any(v is None for v in rise.values()):
-        return None
-    return rise["ffnn"][2], rise["rnn"][2]
-
-
-def _memorization_pair(m: dict[str, dict[str, Any]]) -> tuple[float, float] | None:
-    return m["ffnn"]["blocks"][0]["attack_accuracy"], m["rnn"]["blocks"][0]["attack_accuracy"]
-
-
-def repeated_verdicts(per_repeat: list[dict[str, Any]], seeds: list[int] | None = None) -> dict[str, Any]:
-    """The comparing analyses' verdicts over N repeats: ``per_repeat[r]`` holds repeat r's data
-    (``runs``: both architectures' summaries; and any analysis registered with a ``repeat`` pairing). Per analysis
-    present in every repeat with a number for each, the paired comparison FFNN − RNN by repeat
-    (:func:`core.measurement.stats.compare`: mean difference d̄ with its Student-t 95 % interval, paired t and
-    sign-flip p-values, d_z) and the verdict on the studies' direction — *holds* (the interval
-    excludes 0 on the predicted side), *reversed* (on the other), *inconclusive* — keyed by
-    the analysis' registered ``verdict``, with N, the per-repeat values and what the number is. An analysis some
-    repeat lacks a number for (e.g. no overtraining happened) is listed under ``missing``."""
-    n = len(per_repeat)
-    out: dict[str, Any] = {"n": n, "seeds": list(seeds) if seeds else None, "verdicts": {}, "missing": {}}
-    for entry in _repeated():
-        name, rep = entry.name, entry.repeat
-        if not all(name in r for r in per_repeat):
-            continue
-        pairs = [rep.pair(r[name]) for r in per_repeat]
-        if any(p is None for p in pairs):
-            out["missing"][entry.verdict] = (f"{sum(p is None for p in pairs)} of {n} repeats have no {rep.what}")
-            continue
-        comp = paired_compare(name, [p[0] for p in pairs], [p[1] for p in pairs], rep.expected)
-        out["verdicts"][entry.verdict] = {"analysis": name, "what": rep.what, "n": n, **comp.to_dict()}
-    return out
-
-
-def _repeated() -> list[Analysis]:
-    """The registered analyses that compare FFNN with RNN over repeats (the runs' entry first)."""
-    return [a for a in registered(every=True) if a.repeat is not None]
-
-
-def repeated_verdict_sentence(v: dict[str, Any]) -> str:
-    """One line for a verdict of :func:`repeated_verdicts`: the value, FFNN − RNN with its 95 %
-    interval, N and the p-values (what the pages and reports print)."""
-    d, verdict_ = v["difference"], v.get("verdict") or {}
-    diff = d["diff"]
-
-    def ci_of(e: dict[str, Any]) -> str:
-        return f"[{e['ci_low']:+.3f}, {e['ci_high']:+.3f}]" if e.get("ci_low") is not None else "(no interval)"
-
-    p = f"; p = {d['p_t']:.3f} (paired t), {d['p_permutation']:.3f} (sign flip)" if d.get("p_t") is not None else ""
-    line = (f"**{verdict_.get('value', 'no hypothesis')}** — {v['what']}: FFNN − RNN {diff['mean']:+.3f} "
-            f"95 % CI {ci_of(diff)}, N = {v['n']} repeats{p}")
-    if v.get("analysis") == "scatter" and "ffnn" in v and "rnn" in v:
-        # the claim's first half, per architecture: members below non-members is a gap above 0; its interval over
-        # the repeats says whether it does (no paired test here, so no verdict word: the interval and where 0 is)
-        def half(a: str) -> str:
-            e = v[a]
-            where = ("above 0" if e.get("ci_low") is not None and e["ci_low"] > 0 else
-                     "below 0" if e.get("ci_high") is not None and e["ci_high"] < 0 else "contains 0")
-            return f"{ARCH_NAMES[a]} {e['mean']:+.3f} {ci_of(e)} ({where})"
-        line = (f"(1) members' entropy below non-members', gap per architecture over {v['n']} repeats: "
-                f"{half('ffnn')}, {half('rnn')}; (2) " + line)
-    return line
-
-
-def verdicts(results: dict[str, Any], summaries: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """The studies' findings, each checked on the data of its own analysis (its registered
-    ``verdict_of``): ``results[name]`` feeds the verdict of ``name`` and nothing else (needs both
-    architectures); the runs' verdict reads ``summaries``."""
-    if not {"ffnn", "rnn"} <= set(summaries):
-        return {}
-    data_of = {**results, "runs": summaries}
-    out = {}
-    for entry in registered(every=True):
-        data = data_of.get(entry.name)
-        if entry.verdict_of is not None and data and {"ffnn", "rnn"} <= set(data):
-            out[entry.verdict] = entry.verdict_of(data).to_dict()
     return out
 
 
@@ -850,11 +584,11 @@ _REPORT = "core.views.report"
 #: the runs every analysis starts from: their verdict and repeat pairing (never run or written by name)
 register_analysis(Analysis(
     "runs", "Train & attack", None, verdict="rnn_more_vulnerable", verdict_of=runs_verdict,
-    repeat=Repeat(_runs_pair, -1, "final attack accuracy"), listed=False))
+    repeat=Repeat(runs_pair, -1, "final attack accuracy"), listed=False))
 register_analysis(Analysis(
     "scatter", "Entropy scatter", lambda run: run.per_arch(lambda cfg, s: entropy_scatter(s)),
     verdict="lower_member_entropy", verdict_of=scatter_verdict,
-    repeat=Repeat(_scatter_pair, -1, "entropy gap (non-members' − members' mean APE, nats): the RNN separates them "
+    repeat=Repeat(scatter_pair, -1, "entropy gap (non-members' − members' mean APE, nats): the RNN separates them "
                                      "more"),
     table=f"{_REPORT}:scatter_table", figure=f"{_REPORT}:scatter_figure",
     extras=lambda run: {"most_exposed": run.per_arch(lambda cfg, s: most_exposed(s))}))
@@ -862,18 +596,18 @@ register_analysis(Analysis(
     "vulnerability", "Over training",
     lambda run: run.per_arch(lambda cfg, s: vulnerability(trained_models(cfg, cache=run.cache), s)),
     verdict="rnn_more_vulnerable_over_training", verdict_of=vulnerability_verdict,
-    repeat=Repeat(_vulnerability_pair, -1, "attack accuracy averaged over the shared checkpoint epochs"),
+    repeat=Repeat(vulnerability_pair, -1, "attack accuracy averaged over the shared checkpoint epochs"),
     table=f"{_REPORT}:rows_table", figure=f"{_FIGURES}:vulnerability_figure"))
 register_analysis(Analysis(
     "memorization", "Memorization", lambda run: run.staged("memorization", memorization),
     verdict="ffnn_forgets_early_blocks", verdict_of=memorization_verdict,
-    repeat=Repeat(_memorization_pair, -1, "attack accuracy on the first block learned"),
+    repeat=Repeat(memorization_pair, -1, "attack accuracy on the first block learned"),
     long=True, job=_staged_job("memorization", memorization),
     table=f"{_REPORT}:memorization_table", figure=f"{_FIGURES}:memorization_figure"))
 register_analysis(Analysis(
     "overtraining", "Overtraining", lambda run: run.staged("overtraining", overtraining),
     verdict="overtraining_raises_ffnn_more", verdict_of=overtraining_verdict,
-    repeat=Repeat(_overtraining_pair, +1, "rise of the attack accuracy past the best validation epoch"),
+    repeat=Repeat(overtraining_pair, +1, "rise of the attack accuracy past the best validation epoch"),
     long=True, job=_staged_job("overtraining", overtraining),
     table=f"{_REPORT}:rows_table", figure=f"{_FIGURES}:overtraining_figure"))
 register_analysis(Analysis(

@@ -45,6 +45,7 @@ from core.experiment.pipeline import cached_summary
 from core.experiment.results import DefendedPoint, RunSummary
 from core.foundations.config import ExperimentConfig
 from core.foundations.errors import ConfigError
+from core.measurement.metrics import utility_loss
 from core.measurement.stats import CONFIDENCE, compare, mean_interval, min_repeats_for
 from core.measurement.studies import ARCH_FINDINGS, DIRICHLET, RL_ATTACK_ACCURACY, Source
 from core.tasks import get_task
@@ -527,11 +528,10 @@ def _training_defense_row(finding: Finding, task: str, preset: str, sets: dict[s
     return _row(finding, task, preset, status="measured", measured=_measured(comp), **common)
 
 
-def _utility_loss(base: RunSummary, point: RunSummary) -> float | None:
+def _summary_utility_loss(base: RunSummary, point: RunSummary) -> float | None:
+    """:func:`core.measurement.metrics.utility_loss` of ``point``'s validation utility against ``base``'s."""
     u0, u = base.utility.val, point.utility.val
-    if u0 is None or u is None or abs(u0) < 1e-9:
-        return None
-    return 1.0 - float(u) / float(u0)
+    return utility_loss(None if u is None else float(u), None if u0 is None else float(u0))
 
 
 def _accuracy_drop(base: RunSummary, point: RunSummary) -> float | None:
@@ -606,7 +606,7 @@ def _task_rows(task: str, preset: str, sets: dict[str, Any] | None, cache: Artif
         rows.append(_dirichlet_row(task, preset, sets, cache, costs, target))
     rows.append(_training_defense_row(
         FINDINGS["F4"], task, preset, sets, cache, costs, target, "dpsgd", DP_TARGET_EPSILON, True,
-        f"utility loss under DP-SGD at target ε = {DP_TARGET_EPSILON:g}", _utility_loss, -1,
+        f"utility loss under DP-SGD at target ε = {DP_TARGET_EPSILON:g}", _summary_utility_loss, -1,
         {"text": "at the same ε the RNN loses more utility than the FFNN (curves only; no numbers printed)",
          "cite": FINDINGS["F4"].source.cite()}))
     rows.append(_training_defense_row(

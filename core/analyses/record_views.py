@@ -11,7 +11,7 @@ points of the Defenses page. Nothing retrains, except the audit's one canary run
 (config, m, seed), trained once and cached.
 
 **The same records.** FFNN and RNN of a preset share the seed, ``n_train``, ``n_eval``, the data
-source and so the split (:func:`core.experiment.pipeline.make_splits`): record i of one summary is record i
+source and so the split (:func:`core.experiment.roles.make_splits`): record i of one summary is record i
 of the other. :func:`evaluated_records` recomputes both splits and refuses a pair that differs.
 
 **The audit's canary run** (Steinke, Nasr & Jagielski 2023; :mod:`core.measurement.audit`): m canaries are

@@ -11,7 +11,7 @@ page used to read from five name tables and if-chains:
 * ``verdict`` (the key of its verdict in ``verdicts``) and ``verdict_of({arch: data}) → Verdict``:
   one verdict from that analysis' data only;
 * ``repeat`` (:class:`Repeat`): how it compares FFNN with RNN over paired repeats (``analyze
-  --repeats N``, :func:`core.analyses.analysis.repeated_verdicts`);
+  --repeats N``, :func:`core.analyses.verdicts.repeated_verdicts`);
 * ``long``: it trains models of its own, so the app runs it in a worker (:mod:`ui.worker`, job kind
   ``analysis`` with ``params["name"]``) through ``job(config, stage, params)`` for one architecture
   (``stage(label)`` → a fraction callback; ``job_params``: the parameters it reads besides ``name``);

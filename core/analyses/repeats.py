@@ -4,8 +4,8 @@ Repeat r of a config (``cfg.repeats`` of them) is the config with seed
 :func:`repeat_seed` (``cfg.seed``, r): repeat 0 *is* the config (so runs cached before repeats
 existed are repeat 0), repeat r > 0 a seed derived by numpy's ``SeedSequence([seed, r])`` (a
 hash: no two repeats of nearby seeds collide by arithmetic). The seed moves everything the
-pipeline seeds — the member/non-member split (:func:`core.experiment.pipeline.make_splits`), the shadows'
-draws, initialisation and batch order (:func:`core.experiment.pipeline.role_seed`). Each repeat is an
+pipeline seeds — the member/non-member split (:func:`core.experiment.roles.make_splits`), the shadows'
+draws, initialisation and batch order (:func:`core.experiment.roles.role_seed`). Each repeat is an
 ordinary run, cached under its own hash, so raising N trains only the new repeats.
 
 Repeat r of the FFNN and repeat r of the RNN get the same derived seed, hence the same data

@@ -28,7 +28,7 @@ from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 
 from core.foundations.device import default_device
-from core.measurement.metrics import AttackResult, best_threshold, evaluate_attack
+from core.measurement.metrics import AttackMetrics, best_threshold, evaluate_attack
 from core.models.attack import AttackLSTM, AttackMLP, JointAttack
 from core.measurement.responses import Responses
 
@@ -308,7 +308,7 @@ def standard_attacks(training: AttackTraining, extra: list[Attack] | None = None
 class AttackOutcome:
     """Result of one attack plus its per-record scores on the evaluation set."""
 
-    result: AttackResult
+    result: AttackMetrics
     scores: np.ndarray
 
 

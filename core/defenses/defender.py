@@ -41,11 +41,12 @@ from core.attacks.shadow_attacks import Attack, RecordFeatureAttack, score_attac
 from core.experiment.cache import ArtifactCache
 from core.foundations.config import MAX_DRAWS
 from core.foundations.errors import ConfigError
-from core.measurement.metrics import empirical_epsilon
+from core.measurement.metrics import empirical_epsilon, utility_loss
 from core.attacks import registry as attack_registry
 from core.attacks.registry import ModelAttack
 from core.experiment.model_attacks import UndefendedQuery
-from core.experiment.pipeline import AttackVariant, TrainedModels, fitted_attack_variants, fitted_attacks
+from core.experiment.pipeline import AttackVariant, fitted_attack_variants, fitted_attacks
+from core.experiment.roles import TrainedModels
 from core.experiment.reference_attacks import victim_answers as undefended_answers
 from core.experiment.reference_attacks import (Calibration, ReferenceAttack, ReferenceInputs, fit_reference_attacks,
     reference_inputs, score_reference_attacks)
@@ -474,8 +475,8 @@ class Defender:
             values = [self.utility(spec, d) for d in range(spec.draws)]
             point["utility_train"], point["utility_train_std"] = _mean_std([v[0] for v in values])
             point["utility"], point["utility_std"] = _mean_std([v[1] for v in values])
-            point["utility_loss"] = _utility_loss(point["utility"], self.baseline["utility"])
-            point["utility_loss_train"] = _utility_loss(point["utility_train"], self.baseline["utility_train"])
+            point["utility_loss"] = utility_loss(point["utility"], self.baseline["utility"])
+            point["utility_loss_train"] = utility_loss(point["utility_train"], self.baseline["utility_train"])
             timings["utility_s"] = time.perf_counter() - t
         else:
             point.update(utility=None, utility_train=None, utility_loss=None, utility_loss_train=None)
@@ -561,13 +562,6 @@ class DefendedQuery:
                                                 output_transform=transform)
         model = d._noisy("victim", d.victim_model(), d.models.victim.weights, spec, self.draw)
         return d.task.augmented_confidences(d.cfg, model, d.models.data, index, n)
-
-
-def _utility_loss(defended: float | None, undefended: float | None) -> float | None:
-    """L = 1 − M(defended)/M(undefended) (paper 000 Def. 4); None where M(undefended) ≈ 0."""
-    if defended is None or undefended is None or abs(undefended) < 1e-9:
-        return None
-    return 1.0 - defended / undefended
 
 
 def defend(models: TrainedModels, mechanism: str, values: list[float], attacker: str = "naive", draws: int = 1,

@@ -36,7 +36,7 @@ from core.foundations.config import ExperimentConfig, config_changes
 from core.defenses.registry import get_training
 from core.training.dpsgd import EpsilonOutOfReachError, epsilon
 from core.foundations.errors import ConfigError
-from core.measurement.metrics import empirical_epsilon
+from core.measurement.metrics import empirical_epsilon, utility_loss
 from core.experiment.pipeline import run_experiment
 from core.foundations.progress import ProgressCallback
 from core.experiment.results import AttackResult, RunSummary
@@ -169,13 +169,6 @@ def accuracy_bound_curve(max_epsilon: float, delta: float, n: int = 61) -> list[
     return [(e, accuracy_bound(e, delta)) for e in (max_epsilon * k / (n - 1) for k in range(n))]
 
 
-def _utility_loss(defended: float | None, undefended: float | None) -> float | None:
-    """L = 1 − M(defended)/M(undefended) (paper 000 Def. 4); None where M(undefended) ≈ 0."""
-    if defended is None or undefended is None or abs(undefended) < 1e-9:
-        return None
-    return 1.0 - defended / undefended
-
-
 def _lower_bound(run: RunSummary) -> dict[str, float | None] | None:
     """The empirical ε lower bound (Jagielski et al.) of the primary attack's scores."""
     records = run.records
@@ -217,8 +210,8 @@ def point_of(summary: RunSummary | dict[str, Any], baseline: dict[str, Any], mec
                     "trained_s": run.timings.get("victim_trained_s", 0.0) + run.timings.get("shadows_trained_s", 0.0)},
         "cache_hit": bool(run.cache_hit),
     }
-    point["utility_loss"] = _utility_loss(point["utility"], baseline["utility"])
-    point["utility_loss_train"] = _utility_loss(point["utility_train"], baseline["utility_train"])
+    point["utility_loss"] = utility_loss(point["utility"], baseline["utility"])
+    point["utility_loss_train"] = utility_loss(point["utility_train"], baseline["utility_train"])
     # the registry's guarantee reads the run's JSON (a training defense is one file: core.defenses.registry)
     point.update(get_training(mechanism).guarantee(run.to_dict()))
     return point

@@ -42,16 +42,9 @@ from core.experiment.model_attacks import UndefendedQuery
 from core.measurement.responses import Responses
 from core.experiment.results import RunSummary
 from core.experiment.roles import (Splits, TrainedModel, TrainedModels, check_memory, load_trained, load_user_victim,
-    make_splits, model_from_weights, reference_answers, role_seed, seed_everything, store_trained, train_or_load,
-    victim_source)
+    make_splits, role_seed, seed_everything, store_trained, train_or_load, victim_source)
 from core.tasks import get_task
 from core.tasks.base import Task
-
-#: names other modules and pages long took from here; they live in :mod:`core.experiment.roles` now
-__all__ = ["run_experiment", "trained_models", "cached_summary", "cached_runs", "config_of", "fitted_attacks",
-           "fitted_attack_variants", "build_attacks", "unavailable_attacks", "AttackVariant", "ExperimentResult", "TrainedModels",
-           "Splits", "make_splits", "role_seed", "seed_everything", "model_from_weights", "reference_answers"]
-
 
 def trained_models(
     cfg: ExperimentConfig,

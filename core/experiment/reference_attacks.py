@@ -321,7 +321,7 @@ def _digest(index: np.ndarray) -> str:
 
 def victim_answers(models: TrainedModels, index: np.ndarray, cache: ArtifactCache | None = None) -> Responses:
     """The final victim answering records ``index`` (e.g. RMIA's population), cached like
-    :func:`core.experiment.pipeline.reference_answers` under (training hash, "victim", a digest of the records)."""
+    :func:`core.experiment.roles.reference_answers` under (training hash, "victim", a digest of the records)."""
 
     cache = cache or ArtifactCache()
     index = np.asarray(index, np.int64)
@@ -437,7 +437,7 @@ class ReferenceInputs:
 def reference_inputs(models: TrainedModels, cache: ArtifactCache | None = None,
                      population_size: int | None = None) -> ReferenceInputs | None:
     """The undefended inputs of the final epoch (None with fewer than 2 shadows); the shadows'
-    answers come from :func:`core.experiment.pipeline.reference_answers`, the victim's on the population from
+    answers come from :func:`core.experiment.roles.reference_answers`, the victim's on the population from
     :func:`victim_answers`, all cached: nothing retrains."""
 
     cache = cache or ArtifactCache()

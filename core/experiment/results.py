@@ -209,7 +209,7 @@ class AttackResult(_Typed):
     ``auc``, ``tpr_at_fpr`` at the FPRs of :data:`core.measurement.metrics.LOW_FPRS` (keys ``"0.01"``,
     ``"0.001"``), the ROC curve when kept (``roc_fpr``, ``roc_tpr``), and — for a defended point's
     mean over draws — the standard deviations over draws (``*_std``). ``threshold`` is None for
-    "never a member" (+∞ in the computation). The computing side is :class:`core.measurement.metrics.AttackResult`
+    "never a member" (+∞ in the computation). The computing side is :class:`core.measurement.metrics.AttackMetrics`
     (what :func:`core.measurement.metrics.evaluate_attack` returns and the pipeline writes with ``to_dict``); this
     is that JSON read back, checked and frozen.
     """

@@ -74,8 +74,15 @@ def best_threshold(scores: np.ndarray, membership: np.ndarray) -> float:
     return float((thr[i] + lower) / 2.0)
 
 
+def utility_loss(defended: float | None, undefended: float | None) -> float | None:
+    """L = 1 − M(defended)/M(undefended) (paper 000 Def. 4); None where M(undefended) ≈ 0."""
+    if defended is None or undefended is None or abs(undefended) < 1e-9:
+        return None
+    return 1.0 - defended / undefended
+
+
 @dataclass
-class AttackResult:
+class AttackMetrics:
     """Outcome of one attack on one balanced evaluation set."""
 
     name: str
@@ -101,14 +108,14 @@ class AttackResult:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict) -> "AttackResult":
+    def from_dict(cls, d: dict) -> "AttackMetrics":
         d = dict(d)
         if d.get("threshold") is None:
             d["threshold"] = float("inf")
         return cls(**d)
 
 
-def evaluate_attack(name: str, scores: np.ndarray, membership: np.ndarray, threshold: float) -> AttackResult:
+def evaluate_attack(name: str, scores: np.ndarray, membership: np.ndarray, threshold: float) -> AttackMetrics:
     """Metrics of an attack whose decision is ``score >= threshold``."""
     scores = np.asarray(scores, dtype=np.float64)
     y = np.asarray(membership).astype(bool)
@@ -117,7 +124,7 @@ def evaluate_attack(name: str, scores: np.ndarray, membership: np.ndarray, thres
     fpr = float(decide[~y].mean())
     fprs, tprs, _ = roc_curve(scores, y)
     keep = _thin(fprs)
-    return AttackResult(
+    return AttackMetrics(
         name=name,
         accuracy=float((decide == y).mean()),
         advantage=tpr - fpr,

@@ -25,7 +25,7 @@ import plotly.graph_objects as go
 
 from core.views import figures
 from core.analyses import registry as analysis_registry
-from core.analyses.analysis import repeated_verdict_sentence
+from core.analyses.verdicts import repeated_verdict_sentence
 from core.analyses.registry import resolve
 from core.experiment.cache import ArtifactCache
 from core.foundations.config import ExperimentConfig
@@ -169,7 +169,7 @@ def write_analyses(results: dict[str, Any], folder: str | Path) -> list[Path]:
 
 def html_report(results: dict[str, Any], configs: dict[str, dict], title: str) -> str:
     """One self-contained HTML page: the configs, the computed verdicts (and, where ``results``
-    holds ``repeats``, the verdicts over the paired repeats of :func:`core.analyses.analysis.repeated_verdicts`
+    holds ``repeats``, the verdicts over the paired repeats of :func:`core.analyses.verdicts.repeated_verdicts`
     with their intervals and N) and every figure (plotly's script inlined once, so the file opens
     offline)."""
     parts = [f"<h1>{html.escape(title)}</h1>", "<h2>Verdicts (computed from this run)</h2><ul>"]
@@ -179,7 +179,7 @@ def html_report(results: dict[str, Any], configs: dict[str, dict], title: str) -
                      f"{html.escape(v['text'])}</li>")
     parts.append("</ul>")
     repeated = results.get("repeats") or {}
-    if repeated.get("verdicts"):  # analysis.repeated_verdicts: the paired FFNN − RNN over the cached repeats
+    if repeated.get("verdicts"):  # verdicts.repeated_verdicts: the paired FFNN − RNN over the cached repeats
         parts.append(f"<h2>Verdicts over {int(repeated['n'])} paired repeats</h2><p>Repeat r of FFNN and RNN on one "
                      "split; 95 % t interval of the paired difference; <i>holds</i> or <i>reversed</i> only where it excludes 0 "
                      "and the exact sign-flip test agrees, else <i>inconclusive</i>.</p><ul>")
