@@ -100,7 +100,8 @@ def defense_curves(points: dict[str, list[dict[str, Any]]], baselines: dict[str,
         if with_u:
             up, down = _bars(with_u, "utility_loss", [0.0] * len(with_u))
             add_band(fig, with_u, "utility_loss", c, f"{name} utility loss", yaxis="y2")
-            fig.add_scatter(x=[p["value"] for p in with_u], y=[band_centre(p, "utility_loss", p["utility_loss"]) for p in with_u],
+            fig.add_scatter(x=[p["value"] for p in with_u],
+                            y=[band_centre(p, "utility_loss", p["utility_loss"]) for p in with_u],
                             yaxis="y2", name=f"{name} utility loss", line=dict(color=c, dash="dot"), mode="lines+markers",
                             error_y=dict(type="data", array=up, arrayminus=down, visible=any(v > 0 for v in up + down)))
         base = baselines.get(arch)

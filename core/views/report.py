@@ -30,9 +30,9 @@ from core.views.record_view_figures import (audit_guesses_figure, budget_figure,
                                             slices_figure)
 from core.views.repeat_figures import (METRIC_NAMES, VERDICT_MARKS, comparison_table, matched_stops_table, p_text,
                                        repeats_table, roc_band_figure)
-from core.views.run_figures import (attack_accuracy_curve, comparison_resolution_note, entropy_comparison, metrics_table,
-                                    overview_table, param_gap, resolution_note, roc_curves, roc_loglog, steps_curves,
-                                    utility_curves)
+from core.views.run_figures import (attack_accuracy_curve, comparison_resolution_note, entropy_comparison,
+                                    metrics_table, overview_table, param_gap, resolution_note, roc_curves, roc_loglog,
+                                    steps_curves, utility_curves)
 from core.views.style import with_ci
 from core.analyses import registry as analysis_registry
 from core.analyses.analysis import repeated_verdict_sentence
