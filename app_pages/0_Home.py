@@ -10,7 +10,8 @@ from core.analyses.repeats import repeat_config
 from core.foundations.errors import MIAError
 from core.foundations.paths import cache_dir
 from core.tasks import get_task
-from core.views import figures as plots  # the one figure module
+from core.foundations.names import ARCH_NAMES, ATTACK_NAMES
+from core.views.style import with_ci
 from ui.nav import page_meta, registered_pages
 from ui.results import figures, verdict_lines
 from ui.shared import job_manager, summary_of
@@ -69,13 +70,13 @@ if demo:
                 val = "—" if s.utility.val is None else f"{s.utility.val:.3f}"
                 if n_rep >= 2:  # the mean over the cached repeats with its interval, as the verdict below reads
                     m = ans["comparison"]["metrics"]["attack_accuracy"][s.arch]
-                    col.metric(f"{plots.ARCH_NAMES[s.arch]}: attack accuracy, mean of {n_rep} repeats (chance 0.5)",
-                               f"{m['mean']:.3f}", help=f"95 % CI {plots.with_ci(m)}; repeat 1 of {n_rep}: "
+                    col.metric(f"{ARCH_NAMES[s.arch]}: attack accuracy, mean of {n_rep} repeats (chance 0.5)",
+                               f"{m['mean']:.3f}", help=f"95 % CI {with_ci(m)}; repeat 1 of {n_rep}: "
                                f"{s.attack.accuracy:.3f} (AUC {s.attack.auc:.3f}, validation accuracy {val})")
                 else:
-                    col.metric(f"{plots.ARCH_NAMES[s.arch]}: attack accuracy, one repeat (chance 0.5)",
+                    col.metric(f"{ARCH_NAMES[s.arch]}: attack accuracy, one repeat (chance 0.5)",
                                f"{s.attack.accuracy:.3f}",
-                               help=f"{plots.ATTACK_NAMES.get(s.attack.name, s.attack.name)}; AUC "
+                               help=f"{ATTACK_NAMES.get(s.attack.name, s.attack.name)}; AUC "
                                     f"{s.attack.auc:.3f}; validation accuracy {val}")
             # the question asked, and answered from the cached repeats by core (python -m core compare --cached
             # prints the same): the verdict with its interval and N, or the one-repeat difference, never a claim

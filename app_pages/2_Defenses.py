@@ -18,7 +18,9 @@ from core.experiment.pipeline import config_of
 from core.experiment.results import DefendedPoint, DefenseBaseline, RunSummary
 from core.analyses.repeats import cached_repeat_configs, defense_curve_bands, repeat_config
 from core.tasks import get_task
-from core.views import figures as plots  # the one figure module
+from core.foundations.names import ATTACK_SHORT, UTILITY_NAMES
+from core.views.defense_figures import (NOT_MEASURED, band_caption, defended_entropy_histogram, defense_curves,
+                                        defense_table, defense_table_display)
 from ui.nav import job_line
 from ui.widgets import drawn, one_architecture_note, task_selector
 from ui.shared import defender_for, defense_value_key, job_manager, runs_of, summary_of
@@ -229,7 +231,7 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
                 cols = st.columns(len(strong) + 1)
                 for c, n in zip(cols, strong):
                     r, r0 = point.attacks[n], base.attacks[n]
-                    c.metric(f"{plots.ATTACK_SHORT.get(n, n)} AUC", f"{r.auc:.3f}", f"{r.auc - r0.auc:+.3f}",
+                    c.metric(f"{ATTACK_SHORT.get(n, n)} AUC", f"{r.auc:.3f}", f"{r.auc - r0.auc:+.3f}",
                              delta_color="inverse", help=f"naive: references and threshold fitted on undefended shadows; "
                                                          f"undefended AUC {r0.auc:.3f}")
                 best = max(point.attacks[n].tpr_at_01pct_fpr or 0.0 for n in strong)
@@ -250,7 +252,7 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
         base = DefenseBaseline.from_dict(d.baseline)
         slot = slots[arch]
         with slot.container():
-            metric = plots.UTILITY_NAMES.get(base.utility_metric, base.utility_metric)
+            metric = UTILITY_NAMES.get(base.utility_metric, base.utility_metric)
             u1, u2 = st.columns(2)
             u = point.utility
             u1.metric(f"utility ({metric}, unseen records)", "—" if u is None else f"{u:.3f}",
@@ -267,7 +269,7 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
                               f"{ad.accuracy - base.attack.accuracy:+.3f}", delta_color="inverse")
                     strong = {n: r for n, r in (cached.adaptive_attacks or {}).items() if n in ("lira", "rmia")}
                     if strong:
-                        st.caption("adaptive " + " · ".join(f"{plots.ATTACK_SHORT.get(n, n)} AUC {r.auc:.3f}"
+                        st.caption("adaptive " + " · ".join(f"{ATTACK_SHORT.get(n, n)} AUC {r.auc:.3f}"
                                                             for n, r in strong.items()))
                 else:
                     # the refit on defended shadows runs in a worker (ui.worker, job kind "adaptive"); the
@@ -315,9 +317,9 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
     curve_points = {arch: defense_curve_bands([d.curve(spec, [*param.curve, value]) for d in repeat_defenders[arch]],
                                               spec.draws, [d.baseline["utility"] for d in repeat_defenders[arch]])
                     for arch in fast}
-    st.plotly_chart(plots.defense_curves(curve_points, {a: defenders[a].baseline for a in fast}, spec.value_name, value,
+    st.plotly_chart(defense_curves(curve_points, {a: defenders[a].baseline for a in fast}, spec.value_name, value,
                                          log_x=param.log_scale), width="stretch")
-    st.caption(plots.band_caption(curve_points))
+    st.caption(band_caption(curve_points))
     st.caption("Solid: naive attack accuracy; dotted: utility loss where it was measured (visited values and the "
                "table's rows; with repeats, where every repeat measured it); dashed: undefended accuracy (repeat 0); "
                "dash-dot: the AUC of the stronger of LiRA and RMIA (naive) — where it stays above the accuracy line, the "
@@ -330,7 +332,7 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
     grid_tab, entropy_tab = st.tabs(["Table over the grid", "Defended outputs' entropy"],
                                     key=f"defenses:below:{mechanism}", on_change="rerun")
     for _ in drawn(entropy_tab):
-        st.plotly_chart(plots.defended_entropy_histogram(full), width="stretch")
+        st.plotly_chart(defended_entropy_histogram(full), width="stretch")
         st.caption("The defended outputs' entropy: when members and non-members overlap, the attack has nothing to read.")
     for _ in drawn(grid_tab):
         grid_text = ", ".join(f"{v:g}" for v in param.grid)
@@ -346,11 +348,11 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
         # every row shows what is known: the curve's fast point (naive attack, guarantee) until "Measure" adds
         # utility, and the adaptive attacker once its worker job (or the CLI) measured it; the rest "not measured"
         rows = {a: defenders[a].known_rows(spec, list(param.grid)) for a in fast}
-        table = plots.defense_table(task_name, mech, rows, {a: defenders[a].baseline for a in fast})
-        st.dataframe(plots.defense_table_display(table), hide_index=True, width="stretch",
+        table = defense_table(task_name, mech, rows, {a: defenders[a].baseline for a in fast})
+        st.dataframe(defense_table_display(table), hide_index=True, width="stretch",
                      column_config={"source": st.column_config.TextColumn(width="small")})  # the guarantee fits
         if table[table["source"].str.startswith("ours")]["utility"].isna().any():
-            st.caption(f"*{plots.NOT_MEASURED}*: the curve above measures the attack and the guarantee alone; "
+            st.caption(f"*{NOT_MEASURED}*: the curve above measures the attack and the guarantee alone; "
                        "utility needs the button above, the adaptive attacker its toggle.")
         if reported:
             st.caption("Rows marked *study* are the paper's figures (their models and data), on the architecture the "

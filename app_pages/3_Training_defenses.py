@@ -19,7 +19,9 @@ from core.defenses.sweeps import (accuracy_bound_curve, collect_points_repeats, 
     run_cost_s, study_recipe_epsilons, sweep_runs)
 from core.defenses.utility_cost import question as utility_cost_question, sweep_utility_cost, table_rows as utility_cost_rows
 from core.tasks import get_task
-from core.views import figures as plots  # the one figure module
+from core.foundations.names import UTILITY_NAMES
+from core.views.defense_figures import band_caption
+from core.views.training_defense_figures import dpsgd_recipe_table, training_defense_curves, training_defense_table
 from ui.nav import format_seconds
 from ui.results import show_results
 from ui.widgets import one_architecture_note, remember, remembered, task_label, task_selector
@@ -219,9 +221,9 @@ st.subheader("FFNN vs RNN over the grid")
 log_x = param.log_scale
 left, right = st.columns(2)
 with left:
-    st.plotly_chart(plots.training_defense_curves(points, baselines, "utility_loss", "value", name, log_x), width="stretch")
+    st.plotly_chart(training_defense_curves(points, baselines, "utility_loss", "value", name, log_x), width="stretch")
 with right:
-    st.plotly_chart(plots.training_defense_curves(points, baselines, "attack_accuracy", "value", name, log_x),
+    st.plotly_chart(training_defense_curves(points, baselines, "attack_accuracy", "value", name, log_x),
                     width="stretch")
 if defense.accounted:
     eps_values = [e for pts in points.values() for p in pts for e in (p["dpsgd"]["epsilons"].values()) if e]
@@ -230,23 +232,23 @@ if defense.accounted:
         bound = accuracy_bound_curve(max(eps_values), delta)
     left, right = st.columns(2)
     with left:
-        st.plotly_chart(plots.training_defense_curves(points, baselines, "utility_loss", "epsilon_rdp", "ε",
+        st.plotly_chart(training_defense_curves(points, baselines, "utility_loss", "epsilon_rdp", "ε",
                                                       log_x=True), width="stretch")
         st.caption("Utility loss at each ε (solid: RDP accountant, dotted: PRV): where the RNN's curve lies above the "
                    "FFNN's, the same privacy costs the RNN more utility (paper 000 Fig. 8).")
     with right:
-        st.plotly_chart(plots.training_defense_curves(points, baselines, "attack_accuracy", "epsilon_rdp", "ε",
+        st.plotly_chart(training_defense_curves(points, baselines, "attack_accuracy", "epsilon_rdp", "ε",
                                                       bound=bound), width="stretch")
         st.caption("Grey: the highest balanced accuracy any attack can reach against an (ε, δ)-DP learner, "
                    "½·(1 + δ + (1 − δ)·tanh(ε/2)). A measured attack above it would mean a broken guarantee.")
 
 if n_repeats > 1:
-    st.caption(plots.band_caption(points) if any(p.get("band") for pts in points.values() for p in pts) else
+    st.caption(band_caption(points) if any(p.get("band") for pts in points.values() for p in pts) else
                "No band yet: a point gets its 95 % interval once at least two of its repeats (and their undefended "
                "runs) are cached.")
-st.dataframe(plots.training_defense_table(points, baselines).style.format(precision=4, na_rep="—"),
+st.dataframe(training_defense_table(points, baselines).style.format(precision=4, na_rep="—"),
              hide_index=True, width="stretch")
-metric = plots.UTILITY_NAMES.get(next(iter(baselines.values()))["utility_metric"], "utility")
+metric = UTILITY_NAMES.get(next(iter(baselines.values()))["utility_metric"], "utility")
 st.caption(f"Utility: {metric} on unseen records; utility loss 1 − M(defended)/M(undefended) (paper 000 Def. 4). "
            "Attack: the task's primary attack, fitted on shadows trained with the same recipe.")
 
@@ -274,7 +276,7 @@ if defense.accounted and task_name in DPSGD_RECIPE:  # the studies' tasks only (
     dp_points = {a: [p for p in pts if p.get("dpsgd")] for a, pts in points.items()}
     sigmas = sorted({p["dpsgd"]["noise_multiplier"] for pts in dp_points.values() for p in pts})
     study = DPSGD_RECIPE[task_name]
-    st.dataframe(plots.dpsgd_recipe_table(study, study_recipe_epsilons(task_name, sigmas), dp_points)
+    st.dataframe(dpsgd_recipe_table(study, study_recipe_epsilons(task_name, sigmas), dp_points)
                  .style.format(precision=4, na_rep="—"), hide_index=True, width="stretch")
     st.caption(f"The study's rows: its recipe (|D|, batch, epochs, δ, C = {study['clip_norm']:g}) with the ε that we "
                "compute for it with Opacus' accountants at our σ values — not the paper's numbers (it shows ε and "

@@ -13,7 +13,7 @@ import streamlit as st
 from core.analyses import analysis, record_views, verdicts
 from core.analyses import registry as analysis_registry
 from core.defenses import registry as defense_registry
-from core.views import figures, report
+from core.views import analysis_figures, record_view_figures, report
 from core.measurement import studies
 from core.measurement.metrics import EPSILON_HAT_HELP
 from core.foundations.config import ExperimentConfig
@@ -202,7 +202,7 @@ def defended_scatter(mechanism: str, value: float) -> dict[str, dict]:
 def scatter_figure(key: tuple, _scatter: dict[str, dict], attack: str, scale: str):
     """The scatter's figure, built once per (runs, outputs, defense value) × attack × scale and shared
     read-only: a rerun (a selection, another tab) does not lay out its contours and histograms again."""
-    return figures.scatter_figure(_scatter, attack, scale)
+    return analysis_figures.scatter_figure(_scatter, attack, scale)
 
 
 for _ in drawn(tabs[0]):
@@ -231,7 +231,7 @@ for _ in drawn(tabs[0]):
     default = attacks.index("shadow") if "shadow" in attacks else 0
     with o3:
         attack = st.selectbox("Attack", attacks, index=default, format_func=lambda n: ATTACK_LABELS.get(n, n))
-        scale = st.radio("Axes", figures.SCALES, horizontal=True, key="analyses:scale",
+        scale = st.radio("Axes", analysis_figures.SCALES, horizontal=True, key="analyses:scale",
                          help="log₁₀ of both signals (records clipped at 1e-12 drawn on a strip below the axis), "
                               "or the signals themselves")
     fig = scatter_figure((tuple(c.config_hash for c in configs.values()), outputs,
@@ -282,7 +282,7 @@ for _ in drawn(tabs[0]):
 
 # ---------------------------------------------------------------------------- over training
 for _ in drawn(tabs[1]):
-    fig = figures.vulnerability_figure(base["vulnerability"])
+    fig = analysis_figures.vulnerability_figure(base["vulnerability"])
     st.plotly_chart(fig, width="stretch")
     for arch in ("ffnn", "rnn"):
         v = base["vulnerability"][arch]
@@ -344,15 +344,15 @@ def long_tab(name: str, draw, explain: str) -> None:
 
 
 for _ in drawn(tabs[2]):
-    long_tab("memorization", figures.memorization_figure,
+    long_tab("memorization", analysis_figures.memorization_figure,
              "Victim and shadows learn their members in 4 disjoint blocks, one after another (a quarter of the "
              "preset's epochs each); every block is then attacked on its own. Trains 1 + n_shadows models per "
              "architecture.")
 for _ in drawn(tabs[3]):
-    long_tab("overtraining", figures.overtraining_figure,
+    long_tab("overtraining", analysis_figures.overtraining_figure,
              "The same run for 3× the preset's epochs, attacked at 8 checkpoints (a longer run, cached).")
 for _ in drawn(tabs[4]):
-    long_tab("mismatch", figures.mismatch_figure,
+    long_tab("mismatch", analysis_figures.mismatch_figure,
              "Shadows with half and double the task's width knob attack the unchanged victim.")
 
 # ---------------------------------------------------------------------------- issue 22: per-record views
@@ -429,11 +429,11 @@ for _ in drawn(tabs[5]):
         view = None
     if view is not None:
         all_results["exposure"] = view
-        fig = figures.exposure_figure(view, fpr)
+        fig = record_view_figures.exposure_figure(view, fpr)
         event = st.plotly_chart(fig, width="stretch", on_select="rerun", selection_mode=("points",),
                                 key="exposure-scatter")
         q = view["quadrants"][fpr]
-        names = figures.quadrant_names(view["archs"])
+        names = record_view_figures.quadrant_names(view["archs"])
         st.dataframe([{"quadrant": names[c["name"]], "members": c["count"], "of": c["n"],
                        "share": f"{c['share']:.1%} [{c['share_low']:.1%}, {c['share_high']:.1%}]",
                        **({f"mean over {c['repeats']} repeats [95 %]":
@@ -510,7 +510,7 @@ for _ in drawn(tabs[6]):
             st.rerun()
     if budgets:
         all_results["budget"] = budgets
-        fig = figures.budget_figure(budgets)
+        fig = record_view_figures.budget_figure(budgets)
         st.plotly_chart(fig, width="stretch")
         for arch, b in budgets.items():
             flat = ", ".join(f"{n} flattens at {c['flattens_at']} of {c['n_available']} references (within 0.01 AUC of "
@@ -540,7 +540,7 @@ for _ in drawn(tabs[7]):
             audits = {a: record_views.audit_beside(entry, summaries[a]) for a, entry in done.items()}
             all_results["audit"] = audits
             all_results["verdicts"] = verdicts.verdicts(all_results, summaries)
-            fig = figures.audit_figure(audits)
+            fig = record_view_figures.audit_figure(audits)
             st.plotly_chart(fig, width="stretch")
             st.dataframe([{"arch": ARCH_LABELS[a], "audited ε": round(v["audited_epsilon"], 3),
                            "best k": v["audit"]["best_k"], "accountant ε (RDP / PRV)":
@@ -553,7 +553,7 @@ for _ in drawn(tabs[7]):
             if any(v["audit"].get("saturated") for v in audits.values()):
                 st.caption("Every guess at the best k was right: the bound is then set by the number of canaries, not "
                            "by the model; audit with more canaries to prove more.")
-            st.plotly_chart(figures.audit_guesses_figure(audits), width="stretch")
+            st.plotly_chart(record_view_figures.audit_guesses_figure(audits), width="stretch")
             n = lambda x: "∞" if x is None else f"{x:.3g}"  # noqa: E731 — None: no finite value from m canaries
             st.dataframe([{"arch": ARCH_LABELS[a], "f-DP bound μ ≥ (ε at δ ≥), best k": f"{n(f['mu'])} ({n(f['epsilon'])}),"
                            f" k = {f['best_k']}", "Gaussian-DP estimate μ̂ [95 %] (ε̂ [95 %])": "perfect split: no finite "
@@ -584,7 +584,7 @@ for _ in drawn(tabs[8]):
         all_results["slices"] = sliced
         names = list(next(iter(sliced["archs"].values())))
         slicing = st.radio("Slice by", names, horizontal=True, key="slices:by") if len(names) > 1 else names[0]
-        fig = figures.slices_figure(sliced, slicing)
+        fig = record_view_figures.slices_figure(sliced, slicing)
         st.plotly_chart(fig, width="stretch")
         st.dataframe([{"arch": ARCH_LABELS[a], "slice": r["slice"], "members": r["n_members"],
                        "non-members": r["n_non_members"],

@@ -61,7 +61,7 @@ def main() -> int:
 
     import numpy as np
 
-    from core.views import figures
+    from core.views.record_view_figures import exposure_figure, slices_figure
     from core.analyses import record_views
     from core.experiment.cache import ArtifactCache
     from core.cli_common import parse_sets
@@ -90,12 +90,12 @@ def main() -> int:
     def exposure(f: float) -> None:
         view = record_views.exposure_view(configs, summaries(), fprs=(f,),
                                           repeats=record_views.cached_repeats(configs, cache))
-        figures.exposure_figure(view, str(f))
+        exposure_figure(view, str(f))
 
     def slices() -> dict:
         view = record_views.slices_view(configs, summaries())
         for name in next(iter(view["archs"].values())):
-            figures.slices_figure(view, name)
+            slices_figure(view, name)
         return view
 
     sliced = slices()
@@ -105,13 +105,13 @@ def main() -> int:
         points = {a: d.point(DefenseSpec("dirichlet", k), "naive", utility=False) for a, d in defenders.items()}
         view = record_views.exposure_view(configs, summaries(), defended=points,
                                           repeats=record_views.cached_repeats(configs, cache))
-        figures.exposure_figure(view, "0.01")
+        exposure_figure(view, "0.01")
 
     load_before = os.getloadavg()[0]
     times = {
         "exposure @ new FPR": [timed(lambda f=f: exposure(f)) for f in new_fprs],
         "slices (computed)": [timed(slices) for _ in range(args.runs)],
-        "slice change": [timed(lambda i=i: figures.slices_figure(sliced, slicings[i % len(slicings)]))
+        "slice change": [timed(lambda i=i: slices_figure(sliced, slicings[i % len(slicings)]))
                          for i in range(args.runs)],
         "flips @ new k (Dirichlet)": [timed(lambda k=k: flips(k)) for k in new_ks],
     }

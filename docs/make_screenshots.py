@@ -1,4 +1,4 @@
-"""Screenshots of the Analyses page's entropy scatter (``core.views.figures.scatter_figure``) for each task's
+"""Screenshots of the Analyses page's entropy scatter (``core.views.analysis_figures.scatter_figure``) for each task's
 cached FFNN and RNN runs, written as PNG into ``docs/`` — re-make them whenever the figure changes:
 
     MIA_CACHE_DIR=/tmp/cache python docs/make_screenshots.py                 # every task whose runs are cached
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from core.analyses import analysis  # noqa: E402  (the repository root is put on the path first)
-from core.views import figures
+from core.views.analysis_figures import SCALES, scatter_figure
 from core.experiment.pipeline import cached_summary  # noqa: E402
 from core.tasks import available_tasks, get_task  # noqa: E402
 
@@ -42,7 +42,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--task", action="append", choices=available_tasks(), help="default: every task")
     parser.add_argument("--preset", default="quick")
-    parser.add_argument("--scale", action="append", choices=figures.SCALES, help="default: log")
+    parser.add_argument("--scale", action="append", choices=SCALES, help="default: log")
     parser.add_argument("--attack", help="default: the task's primary attack")
     parser.add_argument("--out", type=Path, default=ROOT / "docs")
     parser.add_argument("--chromium", default="/usr/bin/chromium")
@@ -63,7 +63,7 @@ def main() -> int:
             scatters = {a: analysis.entropy_scatter(s) for a, s in summaries.items()}
             attack = args.attack or summaries["ffnn"]["attack"]["name"]
             for scale in args.scale or ["log"]:
-                fig = figures.scatter_figure(scatters, attack, scale)
+                fig = scatter_figure(scatters, attack, scale)
                 fig.update_layout(width=WIDTH - 20, height=HEIGHT - 20,
                                   title_text=f"{task_name} ({args.preset}) · {attack} · " + fig.layout.title.text)
                 html = Path(tmp) / f"{task_name}-{scale}.html"

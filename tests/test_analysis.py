@@ -319,12 +319,12 @@ def test_scatter_flags_clipped_records_and_keeps_boundaries_in_the_records_range
 
 
 def test_scatter_figure_draws_populations_clipped_marks_and_clips_shapes_to_the_box():
-    from core.views import figures
+    from core.views.analysis_figures import SCALES, scatter_figure
 
     scatters = {a: analysis.entropy_scatter(_synthetic_summary(a, seed=i)) for i, a in enumerate(("ffnn", "rnn"))}
-    for scale in figures.SCALES:
+    for scale in SCALES:
         for attack in ("shadow", "loss_threshold"):
-            fig = figures.scatter_figure(scatters, attack, scale)
+            fig = scatter_figure(scatters, attack, scale)
             names = {t.name for t in fig.data}
             assert {"members", "non-members", "density of members", "density of non-members"} <= names
             clipped = [t for t in fig.data if t.name and "clipped" in t.name]
@@ -343,7 +343,7 @@ def test_scatter_figure_draws_populations_clipped_marks_and_clips_shapes_to_the_
             if attack == "loss_threshold":  # the threshold line is drawn (it lies inside the records' range)
                 assert any(s.type == "line" and s.line.dash == "dash" for s in fig.layout.shapes)
     with pytest.raises(ValueError):
-        figures.scatter_figure(scatters, "shadow", "sqrt")
+        scatter_figure(scatters, "shadow", "sqrt")
 
 
 def test_record_signals_keep_small_values_to_six_significant_digits():

@@ -21,7 +21,7 @@ from core.measurement.stats import bootstrap_metric
 from core.tasks import get_task
 from core.tasks.base import TaskData
 from core.tasks.image import ImageRecords, ImageTask, load_digits_images
-from core.views.figures import metrics_table
+from core.views.run_figures import metrics_table
 
 TINY = ["--set", "n_train=40", "--set", "n_eval=20", "--set", "epochs=2", "--set", "n_shadows=1",
         "--set", "attack_epochs=1", "--set", "attack_train_epochs=3"]

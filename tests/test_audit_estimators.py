@@ -12,7 +12,8 @@ from scipy import special
 from core.analyses import record_views
 from core.measurement import audit, audit_estimators as ae
 from core.measurement.metrics import roc_auc
-from core.views import figures, report
+from core.views import report
+from core.views.record_view_figures import audit_guesses_figure
 
 TRIALS = 200
 
@@ -161,7 +162,7 @@ def test_audit_entry_table_and_figure_carry_the_estimators():
     audits = {"ffnn": v, "rnn": v}
     table = report.tables({"audit": audits})["audit"]
     assert {"fdp_mu", "fdp_epsilon_at_k", "gdp_mu_estimate", "gdp_mu_low", "gdp_mu_high"} <= set(table.columns)
-    fig = figures.audit_guesses_figure(audits)
+    fig = audit_guesses_figure(audits)
     names = {t.name for t in fig.data}
     assert {"accountant ε (RDP)", "accountant ε (PRV)", "Steinke et al. bound (ε)"} <= names
     assert list(fig.data[0].y) == est["curve"]["steinke_epsilon"]
@@ -175,5 +176,5 @@ def test_a_saturated_audit_has_no_finite_gdp_estimate_and_still_draws():
     assert est["gdp_estimate"]["saturated"] and est["gdp_estimate"]["epsilon"] is None
     assert est["fdp_bound"]["saturated"] and est["fdp_bound"]["mu"] > 0  # m's ceiling, a finite bound
     entry = {"m": 40, "delta": 1e-4, "accountant_epsilon": None, "estimators": est}
-    fig = figures.audit_guesses_figure({"ffnn": entry})
+    fig = audit_guesses_figure({"ffnn": entry})
     assert any(t.name.startswith("Gaussian-DP estimate") and t.showlegend for t in fig.data)  # the band alone

@@ -14,7 +14,8 @@ from core.experiment.pipeline import run_experiment
 from core.analyses.repeats import defense_curve_bands, defense_intervals, repeat_config
 from core.defenses.sweeps import collect_points_repeats
 from core.tasks import get_task
-from core.views.figures import band_caption, defense_curves, training_defense_curves
+from core.views.defense_figures import band_caption, defense_curves
+from core.views.training_defense_figures import training_defense_curves
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = dict(n_train=40, n_eval=20, epochs=2, n_shadows=1, attack_epochs=(1,), attack_train_epochs=3)

@@ -139,7 +139,8 @@ def test_summary_holds_the_shadow_fidelity_block():
 
 
 def test_plot_helpers_for_the_page():
-    from core.views import figures as plots
+    from core.views.comparison_tables import matched_utility_table, shadow_fidelity_table, strongest_attacks_table
+    from core.views.run_figures import roc_loglog
 
     block = shadow_fidelity({10: stats(0.2, 1.0)}, {10: [stats(0.3, 1.0)]}, "accuracy",
                             {"train": 1.0, "val": 0.9}, [{"train": 1.0, "val": 0.8}])
@@ -152,20 +153,20 @@ def test_plot_helpers_for_the_page():
     for s in (ffnn, rnn):
         s["attacks"] = {n: {**a, **roc} for n, a in s["attacks_by_epoch"]["10"].items()}
         s["attack"] = {"name": "shadow", **attack(0.5)}
-    fig = plots.roc_loglog([ffnn, rnn])
+    fig = roc_loglog([ffnn, rnn])
     assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
     # drawn only down to FPR = 1/n (250 non-members), the floor marked; FPR 0 is not drawn as if measured
     assert min(min(t.x) for t in fig.data[:-1]) == pytest.approx(1 / 250)
     assert [sh.x0 for sh in fig.layout.shapes] == [pytest.approx(1 / 250)]
-    table = plots.shadow_fidelity_table([ffnn, rnn])
+    table = shadow_fidelity_table([ffnn, rnn])
     assert list(table["epoch"]) == ["10", "final utility"] and table["tracks the victim"][0] == "no"
     pa = pytest.importorskip("pyarrow")
     pa.Table.from_pandas(table)  # one type per column: Streamlit sends it as it is (no fallback on each rerun)
-    m = plots.matched_utility_table([ffnn, rnn])
+    m = matched_utility_table(matched_utility([ffnn, rnn]))
     assert list(m["epoch"]) == [5, 10, 10, 10]  # FFNN@5 (0.7) matches RNN's final 0.72
     assert m["leaks more (AUC)"][0] == "shadow model: RNN"
     assert m["leaks more (AUC)"][2].startswith("no fair match")  # no RNN checkpoint reaches the FFNN's 0.9
-    assert len(plots.strongest_attacks_table([ffnn, rnn])) == 4
+    assert len(strongest_attacks_table([ffnn, rnn])) == 4
 
 
 def test_study_comparison_is_computed_from_the_runs():

@@ -5,7 +5,11 @@ import pytest
 
 from core.experiment.pipeline import run_experiment
 from core.tasks import get_task
-from core.views import figures as plots
+from core.views.comparison_tables import strongest_attacks_table
+from core.views.map_figures import navigation_map
+from core.views.repeat_figures import repeats_table, roc_band_figure
+from core.views.run_figures import ecdf_points, entropy_comparison, metrics_table, roc_curves, roc_loglog, thin_roc
+from core.views.style import AXIS_TITLE_PX, LEGEND_ROW_PX, legend_rows
 
 
 def summary(arch, n, rng, separation=1.0):
@@ -21,15 +25,15 @@ def summary(arch, n, rng, separation=1.0):
 
 def test_legends_sit_below_the_axis_titles_in_their_own_margin():
     rng = np.random.default_rng(0)
-    fig = plots.roc_curves([summary("ffnn", 50, rng), summary("rnn", 50, rng)])
+    fig = roc_curves([summary("ffnn", 50, rng), summary("rnn", 50, rng)])
     legend = fig.layout.legend
     assert legend.yref == "container" and legend.y == 0 and legend.yanchor == "bottom"
     # one entry a row in both ROC figures (issue 32.12: two a row overlapped and clipped "… · TPR@1% 0." in the
     # page's half-width columns): each entry the legend's full width, the margin room for every row
-    rows = plots._legend_rows(fig, per_row=1)
+    rows = legend_rows(fig, per_row=1)
     assert rows == 3  # 3 entries, 1 per row
-    assert fig.layout.margin.b >= plots.AXIS_TITLE_PX + rows * plots.LEGEND_ROW_PX
-    loglog = plots.roc_loglog([{**summary("ffnn", 50, rng), "attacks": {"shadow": {
+    assert fig.layout.margin.b >= AXIS_TITLE_PX + rows * LEGEND_ROW_PX
+    loglog = roc_loglog([{**summary("ffnn", 50, rng), "attacks": {"shadow": {
         **summary("ffnn", 50, rng)["attacks"]["shadow"], "tpr_at_fpr": {"0.01": 0.1}, "n_nonmembers": 50}}}])
     for f in (fig, loglog):
         assert f.layout.legend.entrywidth > 0.9 and f.layout.legend.entrywidthmode == "fraction"
@@ -53,7 +57,7 @@ def test_roc_is_thinned_for_drawing_keeping_its_shape():
     rng = np.random.default_rng(1)
     s = summary("ffnn", 50, rng)
     fpr, tpr = s["attacks"]["shadow"]["roc_fpr"], s["attacks"]["shadow"]["roc_tpr"]
-    f, t = plots.thin_roc(fpr, tpr, max_points=200)
+    f, t = thin_roc(fpr, tpr, max_points=200)
     assert len(f) <= 210 and f[0] == 0.0 and f[-1] == 1.0 and t[-1] == 1.0
     assert all(a <= b for a, b in zip(f, f[1:])) and all(a <= b for a, b in zip(t, t[1:]))
     assert on_the_curve(fpr, tpr, f, t)
@@ -64,16 +68,16 @@ def test_roc_is_thinned_for_drawing_keeping_its_shape():
     inflated = [tpr[min(i + 1, len(tpr) - 1)] for i in idx]
     assert not on_the_curve(fpr, tpr, f, inflated)
     short = ([0.0, 0.5, 1.0], [0.0, 0.7, 1.0])
-    assert plots.thin_roc(*short) == (list(short[0]), list(short[1]))
+    assert thin_roc(*short) == (list(short[0]), list(short[1]))
 
 
 def test_entropy_comparison_is_an_ecdf_for_many_records_and_dots_for_few():
     rng = np.random.default_rng(2)
-    many = plots.entropy_comparison([summary("ffnn", 500, rng), summary("rnn", 500, rng)])
+    many = entropy_comparison([summary("ffnn", 500, rng), summary("rnn", 500, rng)])
     lines = [t for t in many.data if t.mode == "lines"]
     assert len(lines) == 4 and all(len(t.x) <= 201 for t in lines)  # thinned to ≤ 200 steps each
     assert all(t.y[-1] == pytest.approx(1.0) for t in lines)
-    few = plots.entropy_comparison([summary("ffnn", 8, rng), summary("rnn", 8, rng)])
+    few = entropy_comparison([summary("ffnn", 8, rng), summary("rnn", 8, rng)])
     dots = [t for t in few.data if t.mode == "markers"]
     assert len(dots) == 4 and all(len(t.x) == 8 for t in dots)  # every record a dot
     assert list(few.layout.yaxis.ticktext) == ["FFNN members (8)", "FFNN non-members (8)", "RNN members (8)",
@@ -81,9 +85,9 @@ def test_entropy_comparison_is_an_ecdf_for_many_records_and_dots_for_few():
 
 
 def test_ecdf_points_are_a_thinned_cdf():
-    x, y = plots.ecdf_points(np.arange(1000.0), max_points=100)
+    x, y = ecdf_points(np.arange(1000.0), max_points=100)
     assert len(x) <= 101 and x[0] == 0 and x[-1] == 999 and y[-1] == 1.0
-    assert plots.ecdf_points(np.array([])) == ([], [])
+    assert ecdf_points(np.array([])) == ([], [])
 
 
 def test_navigation_maps_show_each_architectures_path_start_and_goal():
@@ -110,7 +114,7 @@ def test_navigation_maps_show_each_architectures_path_start_and_goal():
         again, first = shown.answer, views[arch]["maps"][0]
         assert shown.kind == "map" and again["role"] == "member"
         assert (again["seed"], again["path"], again["cells"]) == (first["seed"], first["path"], first["cells"])
-    fig = plots.navigation_map(views, "member")
+    fig = navigation_map(views, "member")
     names = [t.name for t in fig.data if t.showlegend is not False]
     assert any(n.startswith("FFNN path") for n in names) and any(n.startswith("RNN path") for n in names)
     assert "start (facing)" in names and "wall" in names and "goal" in names
@@ -127,34 +131,34 @@ def test_a_tpr_finer_than_the_non_members_is_labelled_the_tpr_at_zero_false_posi
     roc = ([0.0, 0.005, 0.01, 0.5, 1.0], [0.12, 0.2, 0.3, 0.9, 1.0])
     s = {"arch": "ffnn", "attack": {"name": "shadow"},
          "attacks": {"shadow": _attack(200, *roc, {"0.01": 0.3, "0.001": 0.12})}}
-    table = plots.metrics_table([s])
+    table = metrics_table([s])
     assert "TPR @ 0.1% FPR" not in table.columns and table["TPR @ 1% FPR"][0] == 0.3
     assert table["TPR at 0 false positives (FPR < 1/200)"][0] == 0.12
-    strong = plots.strongest_attacks_table([s])
+    strong = strongest_attacks_table([s])
     assert list(strong.columns).count("TPR at 0 false positives (FPR < 1/200)") == 1
     # 50 non-members: neither FPR is resolved; one column, not two copies of the same number
     few = {**s, "attacks": {"shadow": _attack(50, *roc, {"0.01": 0.12, "0.001": 0.12})}}
-    cols = plots.metrics_table([few]).columns
+    cols = metrics_table([few]).columns
     assert "TPR @ 1% FPR" not in cols and "TPR at 0 false positives (FPR < 1/50)" in cols
     # 2000 non-members resolve both: the usual names
     many = {**s, "attacks": {"shadow": _attack(2000, *roc, {"0.01": 0.3, "0.001": 0.12})}}
-    assert {"TPR @ 1% FPR", "TPR @ 0.1% FPR"} <= set(plots.metrics_table([many]).columns)
+    assert {"TPR @ 1% FPR", "TPR @ 0.1% FPR"} <= set(metrics_table([many]).columns)
 
 
 def test_log_roc_draws_only_what_the_non_members_measure_and_marks_the_floor():
     roc = ([0.0, 0.005, 0.01, 0.5, 1.0], [0.12, 0.2, 0.3, 0.9, 1.0])
     s = {"arch": "rnn", "attack": {"name": "shadow"},
          "attacks": {"shadow": _attack(200, *roc, {"0.01": 0.3, "0.001": 0.12})}}
-    for fig in (plots.roc_loglog([s]), plots.roc_curves([s])):
+    for fig in (roc_loglog([s]), roc_curves([s])):
         curve = fig.data[0]
         assert min(curve.x) == pytest.approx(1 / 200)  # FPR 0 is not drawn at 10⁻³ as if measured
         assert [sh.x0 for sh in fig.layout.shapes] == [pytest.approx(1 / 200)]
         assert any("1/n = 1/200" in a.text for a in fig.layout.annotations)
     few = {**s, "attacks": {"shadow": _attack(50, *roc, {"0.01": 0.12, "0.001": 0.12})}}
-    assert "TPR@0FP (FPR < 1/50) 0.12" in plots.roc_loglog([few]).data[0].name
+    assert "TPR@0FP (FPR < 1/50) 0.12" in roc_loglog([few]).data[0].name
     band = {"fpr": [0.0, 0.001, 0.005, 0.01, 0.1, 1.0], "tpr": [0.1, 0.1, 0.2, 0.3, 0.6, 1.0],
             "lo": [0.0] * 5 + [1.0], "hi": [0.3, 0.3, 0.4, 0.5, 0.8, 1.0], "n": 3}
-    fig = plots.roc_band_figure({"rnn": band}, {"rnn": 200})
+    fig = roc_band_figure({"rnn": band}, {"rnn": 200})
     assert min(fig.data[1].x) == pytest.approx(0.005) and fig.data[1].y[0] == 0.2
     assert [sh.x0 for sh in fig.layout.shapes] == [pytest.approx(1 / 200)]
 
@@ -163,8 +167,8 @@ def test_repeats_table_names_an_unresolved_tpr_for_what_it_is():
     e = {"mean": 0.1, "ci_low": 0.05, "ci_high": 0.15, "n": 3}
     block = {"n": 3, "resolution": {"n_members": 200, "n_nonmembers": 200},
              "metrics": {"attack_auc": e, "tpr_at_1pct_fpr": {**e, "mean": 0.3}, "tpr_at_0.1pct_fpr": e}}
-    table = plots.repeats_table({"ffnn": block})
+    table = repeats_table({"ffnn": block})
     assert "TPR @ 1% FPR" in table.columns and "TPR @ 0.1% FPR" not in table.columns
     assert table["TPR at 0 false positives (FPR < 1/200)"][0] == "0.100 [0.050, 0.150]"
     old = {k: v for k, v in block.items() if k != "resolution"}  # a block written before its resolution
-    assert "TPR @ 0.1% FPR" in plots.repeats_table({"ffnn": old}).columns
+    assert "TPR @ 0.1% FPR" in repeats_table({"ffnn": old}).columns

@@ -15,7 +15,7 @@ from core.models.translation import LuongSeq2Seq, TransformerSeq2Seq, match_tran
 from core.tasks import get_task
 from core.tasks.translation import SPECIALS, Vocab
 from tests.test_image import write_cifar_fixture
-from core.views.figures import comparison_resolution_note, resolution_note
+from core.views.run_figures import comparison_resolution_note, resolution_note
 
 ROOT = Path(__file__).resolve().parent.parent
 

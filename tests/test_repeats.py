@@ -158,7 +158,7 @@ def test_defend_repeats_gives_intervals_over_repeats_and_over_draws(tmp_path, ca
 
 
 def test_defense_curve_draws_the_interval_when_a_point_has_one():
-    from core.views.figures import defense_curves
+    from core.views.defense_figures import defense_curves
 
     point = {"value": 1.0, "attack": {"accuracy": 0.6, "accuracy_std": 0.01}, "utility_loss": 0.1,
              "intervals": {"attack_accuracy": {"mean": 0.6, "ci_low": 0.5, "ci_high": 0.75, "n": 3},

@@ -13,7 +13,8 @@ from core.defenses import gpm
 from core.defenses.registry import get as get_mechanism
 from core.defenses.sweeps import study_recipe_epsilons
 from core.tasks import available_tasks, get_task
-from core.views import figures as plots
+from core.views.defense_figures import MEASURABLE_COLUMNS, NOT_MEASURED, defense_table, defense_table_display
+from core.views.training_defense_figures import dpsgd_recipe_table
 
 #: a figure in prose: a decimal, a percentage, "N of M", a BLEU/AUC/accuracy value, seconds
 FIGURE = re.compile(r"\d+\.\d+|\d+\s?%|\b\d+ of \d+\b|\b(?:BLEU|AUC|accuracy|return)\s+\d|\d+\s?s\b")
@@ -59,7 +60,7 @@ def _point(k, acc):
 def test_dirichlet_table_labels_the_papers_rows_and_ours():
     base = {"attack": {"accuracy": 0.7}, "attacks": {}, "utility": 0.9}
     rows = {"ffnn": [_point(10.0, 0.6)], "rnn": [_point(10.0, 0.65)]}
-    df = plots.defense_table("translation", get_mechanism("dirichlet"), rows, {"ffnn": base, "rnn": base})
+    df = defense_table("translation", get_mechanism("dirichlet"), rows, {"ffnn": base, "rnn": base})
     study = df[df["source"].str.startswith("study")]
     ours = df[df["source"].str.startswith("ours")]
     assert set(study["arch"]) == {"RNN"}  # no study figure on an FFNN row
@@ -69,13 +70,13 @@ def test_dirichlet_table_labels_the_papers_rows_and_ours():
     assert set(ours["arch"]) == {"FFNN", "RNN"} and len(ours) == 12
     assert ours.loc[(ours["arch"] == "FFNN") & (ours["k"] == "10"), "attack acc (naive)"].item() == 0.6
     # image: the studies report nothing, so only our rows
-    assert set(plots.defense_table("image", get_mechanism("dirichlet"), rows, {"ffnn": base, "rnn": base})["source"]) == {"ours (this preset)"}
+    assert set(defense_table("image", get_mechanism("dirichlet"), rows, {"ffnn": base, "rnn": base})["source"]) == {"ours (this preset)"}
 
 
 def test_dpsgd_recipe_rows_say_their_epsilon_is_ours():
     eps = study_recipe_epsilons("image", [1.0])
     assert eps[0]["computed_by"].startswith("us") and "paper 000, Table 2" in eps[0]["computed_by"]
-    df = plots.dpsgd_recipe_table(studies.DPSGD_RECIPE["image"], eps, {})
+    df = dpsgd_recipe_table(studies.DPSGD_RECIPE["image"], eps, {})
     assert "ε computed by us" in df["source"].item() and "paper 000, Table 2" in df["source"].item()
     recipe = studies.DPSGD_RECIPE["image"]
     assert eps[0]["sample_rate"] == pytest.approx(recipe["batch"] / recipe["samples"])  # q = B / |D|
@@ -163,17 +164,17 @@ def test_defense_table_says_not_measured_where_only_the_attack_is_known():
     fast = {"value": 10.0, "attack": {"accuracy": 0.61}, "attacks": {"lira": {"auc": 0.66}}, "utility": None,
             "utility_loss": None, "epsilon": 1.5, "guarantee": ""}
     rows = {"ffnn": [fast], "rnn": [_point(10.0, 0.65)]}
-    df = plots.defense_table("translation", get_mechanism("dirichlet"), rows, {"ffnn": base, "rnn": base})
-    shown = plots.defense_table_display(df)
+    df = defense_table("translation", get_mechanism("dirichlet"), rows, {"ffnn": base, "rnn": base})
+    shown = defense_table_display(df)
     ffnn10 = df.index[(df["arch"] == "FFNN") & (df["k"] == "10") & df["source"].str.startswith("ours")].item()
     assert df.loc[ffnn10, "attack acc (naive)"] == 0.61 and df.loc[ffnn10, "ε (theory)"] == 1.5
     assert df.loc[ffnn10, "LiRA/RMIA AUC (best)"] == 0.66
     # our rows' blank utility cells: FFNN k = 10 (fast point) and the 4 grid values with no point at all, × 2 archs
     ours = df["source"].str.startswith("ours") & (df["k"] != "no protection")  # undefended: no adaptive attacker
-    n_blank_ours = int(df.loc[ours, list(plots.MEASURABLE_COLUMNS)].isna().sum().sum())
-    assert n_blank_ours > 0 and int((shown == plots.NOT_MEASURED).sum().sum()) == n_blank_ours
-    assert shown.loc[ffnn10, "utility"] == plots.NOT_MEASURED and shown.loc[ffnn10, "attack acc (naive)"] == "0.610"
+    n_blank_ours = int(df.loc[ours, list(MEASURABLE_COLUMNS)].isna().sum().sum())
+    assert n_blank_ours > 0 and int((shown == NOT_MEASURED).sum().sum()) == n_blank_ours
+    assert shown.loc[ffnn10, "utility"] == NOT_MEASURED and shown.loc[ffnn10, "attack acc (naive)"] == "0.610"
     # the study's blanks are what the paper does not report: "—", never "not measured" nor "None"
-    n_blank_study = int(df.loc[~ours, list(plots.MEASURABLE_COLUMNS)].isna().sum().sum())
-    assert n_blank_study > 0 and (shown.loc[~ours, list(plots.MEASURABLE_COLUMNS)] == "—").sum().sum() == n_blank_study
+    n_blank_study = int(df.loc[~ours, list(MEASURABLE_COLUMNS)].isna().sum().sum())
+    assert n_blank_study > 0 and (shown.loc[~ours, list(MEASURABLE_COLUMNS)] == "—").sum().sum() == n_blank_study
     assert not shown.isin(["None", "nan"]).any().any()

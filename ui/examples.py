@@ -7,7 +7,7 @@ from typing import Any
 
 import streamlit as st
 
-from core.views.figures import navigation_map
+from core.views.map_figures import navigation_map
 from core.foundations.names import ARCH_NAMES
 from core.views.report import navigation_stats, translation_html
 from core.tasks.base import RECORD_KINDS, RecordView

@@ -1,6 +1,7 @@
 """The results of a run (FFNN and RNN side by side) on the Train & attack page: figures cached per
-config hash and the page's sections. The figures come from :mod:`core.views.figures` and the HTML report
-from :mod:`core.views.report` (the one builder, which the CLI's ``report`` also calls)."""
+config hash and the page's sections. The figures come from :mod:`core.views` (``run_figures``,
+``repeat_figures``, ``map_figures``) and the HTML report from :mod:`core.views.report` (the one builder,
+which the CLI's ``report`` also calls)."""
 from __future__ import annotations
 
 import json
@@ -10,7 +11,9 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from core.views import figures as plots
+from core.views.map_figures import navigation_map
+from core.views.repeat_figures import comparison_table, matched_stops_table, repeats_table, roc_band_figure
+from core.views.run_figures import comparison_resolution_note, overview_table, param_gap, resolution_note
 from core.views import report
 from core.foundations.config import ExperimentConfig
 from core.experiment.fidelity import confounding_warnings, study_comparison
@@ -40,7 +43,7 @@ def figures(summaries: list[RunSummary]) -> dict[str, Any]:
 
 @st.cache_resource(max_entries=24, show_spinner=False)
 def _map_figures(key: tuple[str, ...], _views: dict[str, dict[str, Any]]) -> list[go.Figure]:
-    return [f for role in ("member", "non-member") if (f := plots.navigation_map(_views, role)) is not None]
+    return [f for role in ("member", "non-member") if (f := navigation_map(_views, role)) is not None]
 
 
 def map_figures(views: dict[str, dict[str, Any]]) -> list[go.Figure]:
@@ -78,12 +81,12 @@ def show_results(summaries: list[RunSummary], configs: list[ExperimentConfig],
     comp = (repeats or {}).get("comparison")
     st.subheader("Overview")
     # with repeats, repeat 0's numbers say so and the means with their intervals stand beside them (issue 32)
-    st.dataframe(f["overview"] if comp is None else plots.overview_table(raw, comp), hide_index=True, width="stretch")
+    st.dataframe(f["overview"] if comp is None else overview_table(raw, comp), hide_index=True, width="stretch")
     if summaries[0].data and summaries[0].data.get("description"):  # what was read (a CSV's missing values among it)
         st.caption(f"Data: {summaries[0].data['description']}")
-    if (note := plots.resolution_note(raw)) is not None:  # what one record is worth, before any number is compared
+    if (note := resolution_note(raw)) is not None:  # what one record is worth, before any number is compared
         st.caption(note)
-    gap = plots.param_gap(raw)
+    gap = param_gap(raw)
     if gap is not None:
         st.caption(f"Parameter counts differ by {gap:.1%} (matched within 5 %, as in the studies).")
     # is the comparison fair? (core.experiment.fidelity: models that did not learn, utilities far apart, shadows
@@ -221,17 +224,17 @@ def show_repeats(view: dict[str, Any]) -> None:
         comp = view["comparison"]
         st.subheader(f"FFNN vs RNN over {comp['repeats']} paired repeats")
         st.markdown("  \n".join(verdict_lines(comp)))
-        st.dataframe(plots.comparison_table(comp).style.format(precision=2, na_rep="—"), hide_index=True,
+        st.dataframe(comparison_table(comp).style.format(precision=2, na_rep="—"), hide_index=True,
                      width="stretch")
-        if (note := plots.comparison_resolution_note(comp)) is not None:
+        if (note := comparison_resolution_note(comp)) is not None:
             st.caption(note)
-        st.plotly_chart(plots.roc_band_figure(comp["roc_band"], {a: r["n_nonmembers"] for a, r in
+        st.plotly_chart(roc_band_figure(comp["roc_band"], {a: r["n_nonmembers"] for a, r in
                                                                  (comp.get("resolution") or {}).items()}),
                         width="stretch")
     else:
         st.subheader("Over repeats")
-        st.dataframe(plots.repeats_table(view["blocks"]), hide_index=True, width="stretch")
-        st.plotly_chart(plots.roc_band_figure({a: b["roc_band"] for a, b in view["blocks"].items()},
+        st.dataframe(repeats_table(view["blocks"]), hide_index=True, width="stretch")
+        st.plotly_chart(roc_band_figure({a: b["roc_band"] for a, b in view["blocks"].items()},
                                               {a: b["resolution"]["n_nonmembers"] for a, b in view["blocks"].items()
                                                if b.get("resolution")}), width="stretch")
     st.caption(SMALL_N_NOTE)
@@ -258,11 +261,11 @@ def matched_view(plan: list[dict[str, Any]], stopped: dict[str, RunSummary]) -> 
 def show_matched(view: dict[str, Any]) -> None:
     """The matched-utility-by-construction section: stopping epochs, then the comparison there."""
     st.subheader("At matched utility (by construction)")
-    st.dataframe(plots.matched_stops_table(view).style.format(precision=3, na_rep="—"), hide_index=True,
+    st.dataframe(matched_stops_table(view).style.format(precision=3, na_rep="—"), hide_index=True,
                  width="stretch")
     comp = view["comparison"]
     st.markdown("  \n".join(verdict_lines(comp)))
-    st.dataframe(plots.comparison_table(comp).style.format(precision=2, na_rep="—"), hide_index=True, width="stretch")
-    if (note := plots.comparison_resolution_note(comp)) is not None:
+    st.dataframe(comparison_table(comp).style.format(precision=2, na_rep="—"), hide_index=True, width="stretch")
+    if (note := comparison_resolution_note(comp)) is not None:
         st.caption(note)
     st.caption(MATCHED_NOTE)

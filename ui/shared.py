@@ -30,7 +30,9 @@ def job_manager() -> JobManager:
 
 #: what the pages import beyond the Home page (torch-based analyses, scipy.stats via the defenses,
 #: scikit-learn's surrogate, pandas via the reports): tens of seconds on a loaded 2-core machine
-PAGE_MODULES = ("core.analyses.analysis", "core.defenses.defender", "core.views.figures", "core.views.report", "core.defenses.sweeps", "core.experiment.fidelity",
+PAGE_MODULES = ("core.analyses.analysis", "core.defenses.defender", "core.views.defense_figures",
+                "core.views.training_defense_figures", "core.views.report", "core.defenses.sweeps",
+                "core.experiment.fidelity",
                 "ui.results", "sklearn.linear_model", "sklearn.preprocessing", "sklearn.pipeline")
 
 

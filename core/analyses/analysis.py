@@ -579,7 +579,7 @@ def _exposure_run(run: AnalysisRun) -> dict[str, Any]:
     return exposure_view(run.configs, run.summaries, defended=points, repeats=cached_repeats(run.configs, run.cache))
 
 
-_FIGURES = "core.views.figures"
+_FIGURES, _RECORD_FIGURES = "core.views.analysis_figures", "core.views.record_view_figures"
 _REPORT = "core.views.report"
 #: the runs every analysis starts from: their verdict and repeat pairing (never run or written by name)
 register_analysis(Analysis(
@@ -617,15 +617,15 @@ register_analysis(Analysis(
     table=f"{_REPORT}:mismatch_table", figure=f"{_FIGURES}:mismatch_figure"))
 register_analysis(Analysis(
     "exposure", "Exposure per record", _exposure_run,
-    table=f"{_REPORT}:exposure_table", figure=f"{_FIGURES}:exposure_figure"))
+    table=f"{_REPORT}:exposure_table", figure=f"{_RECORD_FIGURES}:exposure_figure"))
 register_analysis(Analysis(
     "budget", "Reference budget", _budget_run, long=True, job=_budget_job, job_params=("online",),
-    table=f"{_REPORT}:budget_table", figure=f"{_FIGURES}:budget_figure"))
+    table=f"{_REPORT}:budget_table", figure=f"{_RECORD_FIGURES}:budget_figure"))
 register_analysis(Analysis(
     "audit", "Audited ε", lambda run: audit_view(run.configs, run.summaries, run.canaries, run.cache, progress=run.say),
     verdict="audit_within_accountant", verdict_of=audit_verdict,
     long=True, job=_audit_job, job_params=("canaries",),
-    table=f"{_REPORT}:audit_table", figure=f"{_FIGURES}:audit_figure"))
+    table=f"{_REPORT}:audit_table", figure=f"{_RECORD_FIGURES}:audit_figure"))
 register_analysis(Analysis(
     "slices", "Slices", lambda run: slices_view(run.configs, run.summaries),
-    table=f"{_REPORT}:slices_table", figure=f"{_FIGURES}:slices_figure"))
+    table=f"{_REPORT}:slices_table", figure=f"{_RECORD_FIGURES}:slices_figure"))

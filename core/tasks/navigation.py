@@ -195,7 +195,7 @@ class MapRecords:
 
 
 def map_view(env_id: str, run: Rollout, role: str) -> dict[str, Any]:
-    """One map as data for crisp drawing (:func:`core.views.figures.navigation_map`): its cells (MiniGrid
+    """One map as data for crisp drawing (:func:`core.views.map_figures.navigation_map`): its cells (MiniGrid
     object indices, rows = y, cropped to the used area), open doors, the start and its direction,
     the goal, and ``run``'s path, steps, return and whether it reached the goal."""
     env = MapEnv(env_id)

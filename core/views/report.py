@@ -9,7 +9,7 @@
   sections where given, and issue 22's per-record views (exposure quadrants, the reference
   budget, slices; :func:`core.analyses.record_views.report_views`) — the Train & attack page's download
   and ``python -m core report`` (:func:`run_report`, which reads cached runs only) write the same
-  page. Figures come from :mod:`core.views.figures`, nothing here draws with Streamlit.
+  page. Figures come from the figure modules of :mod:`core.views`, nothing here draws with Streamlit.
 """
 from __future__ import annotations
 
@@ -23,14 +23,24 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
-from core.views import figures
+from core.views import analysis_figures
+from core.views.comparison_tables import matched_utility_table, shadow_fidelity_table, strongest_attacks_table
+from core.views.map_figures import navigation_map
+from core.views.record_view_figures import (audit_guesses_figure, budget_figure, exposure_figure, quadrant_names,
+                                            slices_figure)
+from core.views.repeat_figures import (METRIC_NAMES, VERDICT_MARKS, comparison_table, matched_stops_table, p_text,
+                                       repeats_table, roc_band_figure)
+from core.views.run_figures import (attack_accuracy_curve, comparison_resolution_note, entropy_comparison,
+                                    metrics_table, overview_table, param_gap, resolution_note, roc_curves, roc_loglog,
+                                    steps_curves, utility_curves)
+from core.views.style import with_ci
 from core.analyses import registry as analysis_registry
 from core.analyses.verdicts import repeated_verdict_sentence
 from core.analyses.registry import resolve
 from core.experiment.cache import ArtifactCache
 from core.foundations.config import ExperimentConfig
 from core.foundations.errors import ConfigError
-from core.experiment.fidelity import confounding_warnings, study_comparison
+from core.experiment.fidelity import confounding_warnings, matched_utility, study_comparison
 from core.foundations.fileio import write_json_atomically, write_text_atomically
 from core.foundations.names import ARCH_NAMES, ATTACK_NAMES
 from core.experiment.pipeline import cached_summary
@@ -134,7 +144,7 @@ def scatter_figure(scatter: dict[str, Any], attack: str | None = None) -> go.Fig
     """The entropy scatter's figure for ``attack`` (default: the shadow-model attack, else the first)."""
     first = next(iter(scatter.values()))
     name = attack or ("shadow" if "shadow" in first["attacks"] else next(iter(first["attacks"])))
-    return figures.scatter_figure(scatter, name)
+    return analysis_figures.scatter_figure(scatter, name)
 
 
 def figures_of(results: dict[str, Any]) -> dict[str, go.Figure]:
@@ -143,7 +153,7 @@ def figures_of(results: dict[str, Any]) -> dict[str, go.Figure]:
     out: dict[str, go.Figure] = {a.name: resolve(a.figure)(results[a.name]) for a in analysis_registry.registered()
                                  if a.name in results and a.figure is not None}
     if any(v.get("estimators") for v in results.get("audit", {}).values()):
-        out["audit_guesses"] = figures.audit_guesses_figure(results["audit"])
+        out["audit_guesses"] = audit_guesses_figure(results["audit"])
     return out
 
 
@@ -204,17 +214,17 @@ def run_figures(summaries: list[dict[str, Any]]) -> dict[str, Any]:
     """Every figure and table of a run's results, from the summaries alone (the Train & attack page
     draws these; the run report writes them)."""
     return {
-        "overview": figures.overview_table(summaries),
-        "utility": figures.utility_curves(summaries),
-        "attack_by_epoch": figures.attack_accuracy_curve(summaries),
-        "steps": figures.steps_curves(summaries),
-        "metrics": figures.metrics_table(summaries),
-        "roc": figures.roc_curves(summaries),
-        "roc_loglog": figures.roc_loglog(summaries),
-        "strongest": figures.strongest_attacks_table(summaries),
-        "fidelity": figures.shadow_fidelity_table(summaries),
-        "matched": figures.matched_utility_table(summaries),
-        "entropy": figures.entropy_comparison(summaries),
+        "overview": overview_table(summaries),
+        "utility": utility_curves(summaries),
+        "attack_by_epoch": attack_accuracy_curve(summaries),
+        "steps": steps_curves(summaries),
+        "metrics": metrics_table(summaries),
+        "roc": roc_curves(summaries),
+        "roc_loglog": roc_loglog(summaries),
+        "strongest": strongest_attacks_table(summaries),
+        "fidelity": shadow_fidelity_table(summaries),
+        "matched": matched_utility_table(matched_utility(summaries)),
+        "entropy": entropy_comparison(summaries),
     }
 
 
@@ -232,8 +242,8 @@ def reproduce_commands(configs: list[ExperimentConfig], overrides: dict[str, dic
 def _verdict_line(name: str, m: dict[str, Any], title: str) -> str:
     v, d = m["verdict"], m["difference"]
     dz = f", d_z = {d['effect_size']:.2f}" if d.get("effect_size") is not None else ""
-    return (f"**{title}**: {figures.VERDICT_MARKS[v['value']]} — FFNN − RNN {figures.with_ci(d['diff'])}{dz}, "
-            f"p (paired t) {figures._p(d.get('p_t'))}, p (sign flip) {figures._p(d.get('p_permutation'))}, N = {v['n']}")
+    return (f"**{title}**: {VERDICT_MARKS[v['value']]} — FFNN − RNN {with_ci(d['diff'])}{dz}, "
+            f"p (paired t) {p_text(d.get('p_t'))}, p (sign flip) {p_text(d.get('p_permutation'))}, N = {v['n']}")
 
 
 def verdict_lines(comparison: dict[str, Any], metrics: tuple[str, ...] = ("attack_accuracy", "attack_auc", "lira_auc")
@@ -243,7 +253,7 @@ def verdict_lines(comparison: dict[str, Any], metrics: tuple[str, ...] = ("attac
     p-values, then what gets no verdict. A comparison written before roles (no ``primary`` key)
     gets one line per metric of ``metrics``, as then."""
     if "primary" not in comparison:
-        return [_verdict_line(n, comparison["metrics"][n], figures.METRIC_NAMES.get(n, n))
+        return [_verdict_line(n, comparison["metrics"][n], METRIC_NAMES.get(n, n))
                 for n in metrics if (comparison["metrics"].get(n) or {}).get("verdict")]
     metrics_ = comparison["metrics"]
     lines = []
@@ -254,13 +264,13 @@ def verdict_lines(comparison: dict[str, Any], metrics: tuple[str, ...] = ("attac
     secondary = [n for n in comparison.get("secondary", {}).get("metrics", []) if metrics_.get(n, {}).get("verdict")]
     if secondary:
         parts = [f"{metrics_[n]['label']} {metrics_[n]['verdict']['value']} (Holm p "
-                 f"{figures._p((metrics_[n].get('p_holm') or {}).get('p_permutation'))})" for n in secondary]
+                 f"{p_text((metrics_[n].get('p_holm') or {}).get('p_permutation'))})" for n in secondary]
         lines.append(f"Secondary, sign-flip p Holm-adjusted over {len(secondary)}: " + "; ".join(parts))
     no = comparison.get("no_verdict") or {}
     dup = [f"{metrics_[n]['label']} ({why})" for n, why in no.items() if metrics_[n].get("role") == "duplicate"]
     fine = [n for n in no if metrics_[n].get("role") == "unresolved"]
     if fine:  # the same number under each name: said once
-        dup.append(" and ".join(figures.METRIC_NAMES.get(n, n) for n in fine) + f": {metrics_[fine[0]]['label']}, a "
+        dup.append(" and ".join(METRIC_NAMES.get(n, n) for n in fine) + f": {metrics_[fine[0]]['label']}, a "
                    "rate finer than the data")
     if dup:
         lines.append("No verdict: " + "; ".join(dup))
@@ -353,12 +363,12 @@ def repeats_html(view: dict[str, Any]) -> list[str]:
     or ``blocks`` = arch → :func:`core.analyses.repeats.repeats_block`)."""
     if "comparison" in view:
         comp = view["comparison"]
-        note = figures.comparison_resolution_note(comp)
+        note = comparison_resolution_note(comp)
         return [f"<h2>FFNN vs RNN over {comp['repeats']} paired repeats</h2>",
                 "<p>" + "<br>".join(_md(line) for line in verdict_lines(comp)) + "</p>",
-                _table(figures.comparison_table(comp)), f"<p class='muted'>{html.escape(note)}</p>" if note else "",
+                _table(comparison_table(comp)), f"<p class='muted'>{html.escape(note)}</p>" if note else "",
                 f"<p class='muted'>{_md(SMALL_N_NOTE)}</p>"]
-    return ["<h2>Over repeats</h2>", _table(figures.repeats_table(view["blocks"])),
+    return ["<h2>Over repeats</h2>", _table(repeats_table(view["blocks"])),
             f"<p class='muted'>{_md(SMALL_N_NOTE)}</p>"]
 
 
@@ -374,7 +384,7 @@ def exposure_table(view: dict[str, Any]) -> pd.DataFrame:
     """Per FPR and quadrant of :func:`core.analyses.record_views.exposure_view`: members (share with its 95 %
     Clopper–Pearson interval, and the mean count over repeats where repeats are cached) and the
     non-members in the same quadrant (false alarms)."""
-    names = figures.quadrant_names(view["archs"])
+    names = quadrant_names(view["archs"])
     rows = []
     for fpr, q in view["quadrants"].items():
         for c in q["members"]:
@@ -441,12 +451,12 @@ def record_views_html(views: dict[str, Any], fig_html: Any) -> list[str]:
                   "architecture's threshold at the FPR (set on its own non-members). "
                   + (f"Counts over {1 + len(ex['repeat_seeds'])} cached repeats: mean with a 95 % t interval."
                      if ex["repeat_seeds"] else "One repeat cached: no interval over repeats.") + "</p>"]
-        parts += [fig_html(figures.exposure_figure(ex, fpr)) for fpr in ex["quadrants"]]
+        parts += [fig_html(exposure_figure(ex, fpr)) for fpr in ex["quadrants"]]
     if "budget" in views:
         parts += ["<h3>The attacker's reference budget</h3>", _table(budget_table(views["budget"])),
                   "<p class='muted'>Offline LiRA and RMIA refitted on subsets of the shadows as references; spread: "
                   "2.5–97.5 % over which references were used; flattens at: the smallest budget within 0.01 AUC of "
-                  "all references.</p>", fig_html(figures.budget_figure(views["budget"]))]
+                  "all references.</p>", fig_html(budget_figure(views["budget"]))]
     if "slices" in views:
         sl = views["slices"]
         parts += [f"<h3>Vulnerability per slice ({html.escape(ATTACK_NAMES.get(sl['attack'], sl['attack']))})</h3>",
@@ -454,7 +464,7 @@ def record_views_html(views: dict[str, Any], fig_html: Any) -> list[str]:
                   f"<p class='muted'>A slice with fewer than {sl['min_records']} members or non-members is marked too "
                   "small: read its interval as inconclusive.</p>"]
         slicings = list(next(iter(sl["archs"].values()))) if sl["archs"] else []
-        parts += [fig_html(figures.slices_figure(sl, name)) for name in slicings]
+        parts += [fig_html(slices_figure(sl, name)) for name in slicings]
     if views.get("skipped"):
         parts.append("<p class='muted'>Not shown: " + "; ".join(f"{html.escape(k)} — {html.escape(v)}"
                                                                 for k, v in views["skipped"].items()) + "</p>")
@@ -495,9 +505,9 @@ def run_report_html(summaries: list[dict[str, Any]], configs: list[ExperimentCon
         "(the same JSON that <code>python -m core run</code> writes).</p>",
         "<h2>Overview</h2>",
         _table(f["overview"] if not (repeats and "comparison" in repeats)
-               else figures.overview_table(summaries, repeats["comparison"])),
+               else overview_table(summaries, repeats["comparison"])),
     ]
-    gap = figures.param_gap(summaries)
+    gap = param_gap(summaries)
     if gap is not None:
         parts.append(f"<p class='muted'>Parameter counts differ by {gap:.1%}.</p>")
     for warning in confounding_warnings(summaries):
@@ -515,20 +525,20 @@ def run_report_html(summaries: list[dict[str, Any]], configs: list[ExperimentCon
     if repeats:
         parts += repeats_html(repeats)
         if "comparison" in repeats:
-            parts.append(fig_html(figures.roc_band_figure(
+            parts.append(fig_html(roc_band_figure(
                 repeats["comparison"]["roc_band"],
                 {a: r["n_nonmembers"] for a, r in (repeats["comparison"].get("resolution") or {}).items()})))
     if matched:
-        parts += ["<h2>At matched utility (by construction)</h2>", _table(figures.matched_stops_table(matched)),
+        parts += ["<h2>At matched utility (by construction)</h2>", _table(matched_stops_table(matched)),
                   "<p>" + "<br>".join(_md(x) for x in verdict_lines(matched["comparison"])) + "</p>",
-                  _table(figures.comparison_table(matched["comparison"])),
+                  _table(comparison_table(matched["comparison"])),
                   *([f"<p class='muted'>{html.escape(note)}</p>"]
-                    if (note := figures.comparison_resolution_note(matched["comparison"])) else []),
+                    if (note := comparison_resolution_note(matched["comparison"])) else []),
                   f"<p class='muted'>{html.escape(MATCHED_NOTE)}</p>"]
     parts += ["<div class='grid'>", fig_html(f["utility"]), fig_html(f["attack_by_epoch"]), "</div>"]
     if f["steps"] is not None:
         parts.append(fig_html(f["steps"]))
-    note = figures.resolution_note(summaries)
+    note = resolution_note(summaries)
     parts += ["<h2>Attacks</h2>", _table(f["metrics"]), f"<p class='muted'>{html.escape(note)}</p>" if note else "",
               "<div class='grid'>", fig_html(f["roc"]), fig_html(f["roc_loglog"]), "</div>",
               "<h3>The strongest attacks (LiRA, RMIA) beside the shadow attack</h3>", _table(f["strongest"]),
@@ -548,7 +558,7 @@ def run_report_html(summaries: list[dict[str, Any]], configs: list[ExperimentCon
         ready = {s["arch"]: map_views[s["arch"]] for s in nav if map_views and s["arch"] in map_views}
         if ready:
             parts += ["<div class='grid'>"] + [fig_html(fig) for role in ("member", "non-member")
-                                               if (fig := figures.navigation_map(ready, role)) is not None] + ["</div>"]
+                                               if (fig := navigation_map(ready, role)) is not None] + ["</div>"]
         for s in nav:
             if s["arch"] not in ready:
                 for m in s["examples"].get("maps", []):

@@ -1,0 +1,85 @@
+"""The honest-comparison tables of a run: Shokri's shadow attack beside LiRA and RMIA, the shadows'
+fidelity to the victim and the matched-utility view (both measured by :mod:`core.experiment.fidelity`;
+the matched view is computed by the caller and passed in)."""
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from core.foundations.names import ARCH_NAMES, ATTACK_NAMES, ATTACK_SHORT, UTILITY_NAMES
+from core.views.run_figures import low_fpr_cells
+
+
+def strongest_attacks_table(summaries: list[dict[str, Any]]) -> pd.DataFrame:
+    """Per architecture: Shokri's shadow attack beside LiRA and RMIA (AUC, TPR at 1 % and 0.1 % FPR)."""
+    pairs = [(s, name, s["attacks"][name]) for s in summaries
+             for name in ("shadow", "loss_threshold", "lira", "rmia", "lira_online") if name in s["attacks"]]
+    rows = []
+    for (s, name, r), tprs in zip(pairs, low_fpr_cells([r for _, _, r in pairs])):
+        rows.append({"architecture": ARCH_NAMES.get(s["arch"], s["arch"]), "attack": ATTACK_NAMES.get(name, name),
+                     "AUC": r["auc"], "accuracy": r["accuracy"], **tprs, "non-members": r["n_nonmembers"]})
+    return pd.DataFrame(rows)
+
+
+def shadow_fidelity_table(summaries: list[dict[str, Any]]) -> pd.DataFrame:
+    """Per architecture and checkpoint: the victim's and the shadows' mean member / non-member loss
+    and the relative gaps (core.experiment.fidelity; above 25 % the shadows do not track the victim)."""
+    rows = []
+    for s in summaries:
+        block = s.get("shadow_fidelity")
+        if not block:
+            continue
+        tol = block.get("loss_tolerance", 0.25)
+        for c in block["checkpoints"]:
+            v, sh = c["victim"], c["shadows"]
+            gaps = [g for g in (c["member_loss_gap"], c["nonmember_loss_gap"]) if g is not None]
+            # the epoch as text: the column also holds "final utility", and a mixed column makes Arrow fail and
+            # Streamlit fall back (logging a traceback) on every rerun of the page
+            rows.append({"architecture": ARCH_NAMES.get(s["arch"], s["arch"]), "epoch": str(c["epoch"]),
+                         "victim member loss": v["member_loss"], "shadows member loss": sh.get("member_loss"),
+                         "member gap": c["member_loss_gap"],
+                         "victim non-member loss": v["nonmember_loss"], "shadows non-member loss": sh.get("nonmember_loss"),
+                         "non-member gap": c["nonmember_loss_gap"],
+                         "tracks the victim": "yes" if gaps and max(gaps) <= tol else "no"})
+        u = block.get("utility", {})
+        metric = UTILITY_NAMES.get(u.get("metric"), u.get("metric"))
+        if u.get("shadow_mean"):
+            rows.append({"architecture": ARCH_NAMES.get(s["arch"], s["arch"]), "epoch": "final utility",
+                         "victim member loss": None, "shadows member loss": None, "member gap": None,
+                         "victim non-member loss": None, "shadows non-member loss": None, "non-member gap": None,
+                         "tracks the victim": (f"{metric} train/val: victim {u['victim'].get('train'):.3g}/"
+                                               f"{u['victim'].get('val'):.3g}, shadows {u['shadow_mean'].get('train'):.3g}/"
+                                               f"{u['shadow_mean'].get('val'):.3g}")
+                         if u["victim"].get("train") is not None else ""})
+    return pd.DataFrame(rows)
+
+
+def matched_utility_table(view: dict[str, Any] | None, attacks: tuple[str, ...] = ("shadow", "loss_threshold")
+                          ) -> pd.DataFrame:
+    """The matched-utility view ``view`` (:func:`core.experiment.fidelity.matched_utility` of the run's summaries,
+    computed by the caller): for each architecture, the checkpoint whose validation utility is closest to the
+    other's final one, beside the other at its final epoch, with each attack's AUC and TPR@1 % at those epochs
+    and which architecture leaks more there."""
+    rows = []
+    if not view:
+        return pd.DataFrame(rows)
+    metric = UTILITY_NAMES.get(view["metric"], view["metric"])
+    for k, pair in enumerate(view["pairs"], 1):
+        for side in ("matched", "reference"):
+            m = pair[side]
+            row = {"comparison": k, "architecture": ARCH_NAMES.get(m["arch"], m["arch"]), "epoch": m["epoch"],
+                   f"validation {metric}": m["utility_val"]}
+            for name in attacks:
+                a = m["attacks"].get(name)
+                row[f"{ATTACK_SHORT.get(name, name)} AUC"] = a["auc"] if a else None
+                row[f"{ATTACK_SHORT.get(name, name)} TPR@1%"] = a["tpr_at_1pct"] if a else None
+            if side == "matched":
+                verdict = ", ".join(f"{ATTACK_SHORT.get(n, n)}: {ARCH_NAMES.get(w, w)}"
+                                    for n, w in pair["more_leaky"].items() if n in attacks)
+                row["utility gap"] = pair["utility_gap"]
+                row["leaks more (AUC)"] = verdict if pair["within_tolerance"] else f"no fair match ({verdict})"
+            else:
+                row["utility gap"], row["leaks more (AUC)"] = None, ""
+            rows.append(row)
+    return pd.DataFrame(rows)

@@ -1,0 +1,386 @@
+"""The figures and tables of one run's results (one summary per architecture, as ``python -m core run``
+writes it): utility and attack accuracy over training, ROC curves (linear and log-log FPR, each drawn
+only down to FPR = 1/n), the attacks and overview tables with their resolution notes, the entropy
+comparison of members and non-members and the navigation steps. No Streamlit, no computation beyond
+laying out what the library returned: the Train & attack page draws these and the run report
+(:mod:`core.views.report`) writes the same ones."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from core.analyses.repeats import unresolved_label
+from core.foundations.names import ARCH_NAMES, ATTACK_NAMES, ATTACK_SHORT, UTILITY_NAMES
+from core.tasks import REGISTRY, get_task
+from core.views.style import ARCH_COLOURS, ATTACK_DASH, AXIS_TITLE_PX, layout, with_ci
+
+
+def _member_vs_unseen_curves(summaries: list[dict[str, Any]], key: str, member: str, unseen: str) -> go.Figure:
+    """Per-epoch ``<key>_train`` (solid) and ``<key>_val`` (dashed), one colour per architecture."""
+    fig = go.Figure()
+    for s in summaries:
+        epochs = [r["epoch"] for r in s["per_epoch"]]
+        c = ARCH_COLOURS.get(s["arch"])
+        name = ARCH_NAMES.get(s["arch"], s["arch"])
+        fig.add_scatter(x=epochs, y=[r.get(f"{key}_train") for r in s["per_epoch"]], name=f"{name} {member}",
+                        line=dict(color=c))
+        fig.add_scatter(x=epochs, y=[r.get(f"{key}_val") for r in s["per_epoch"]], name=f"{name} {unseen}",
+                        line=dict(color=c, dash="dash"))
+    return fig
+
+
+def utility_curves(summaries: list[dict[str, Any]]) -> go.Figure:
+    """Train (members, solid) and validation (dashed) utility per epoch, one colour per architecture."""
+    metric = summaries[0]["utility"]["metric"] if summaries else "accuracy"
+    fig = _member_vs_unseen_curves(summaries, "utility", "train (members)", "validation")
+    return layout(fig, f"Utility ({UTILITY_NAMES.get(metric, metric)}) vs epoch", "epoch", UTILITY_NAMES.get(metric, metric))
+
+
+def attack_accuracy_curve(summaries: list[dict[str, Any]]) -> go.Figure:
+    """Accuracy of each attack at each checkpoint epoch (a separate attack per epoch)."""
+    fig = go.Figure()
+    for s in summaries:
+        c = ARCH_COLOURS.get(s["arch"])
+        by_epoch = s.get("attacks_by_epoch", {})
+        epochs = sorted(int(e) for e in by_epoch)
+        names = list(by_epoch[str(epochs[-1])]) if epochs else []
+        for attack in names:  # an attack run at some checkpoints only (e.g. the final one) gets those points
+            at = [e for e in epochs if attack in by_epoch[str(e)]]
+            fig.add_scatter(x=at, y=[by_epoch[str(e)][attack]["accuracy"] for e in at], mode="lines+markers",
+                            name=f"{ARCH_NAMES.get(s['arch'])} · {ATTACK_SHORT.get(attack, attack)}",
+                            line=dict(color=c, dash=ATTACK_DASH.get(attack, "solid")),
+                            visible=True if attack == s["attack"]["name"] else "legendonly")
+    fig.add_hline(y=0.5, line=dict(color="grey", dash="dot"), annotation_text="chance")
+    fig.update_yaxes(range=[0.3, 1.02])
+    return layout(fig, "Attack accuracy vs training epoch", "epoch", "attack accuracy")
+
+
+#: the low FPRs of the attack tables, as (the key of ``tpr_at_fpr``, the FPR, the column's name)
+LOW_FPR_COLUMNS = (("0.01", 0.01, "TPR @ 1% FPR"), ("0.001", 0.001, "TPR @ 0.1% FPR"))
+
+
+def resolves(fpr: float, n_nonmembers: int) -> bool:
+    """Whether ``n_nonmembers`` non-members can resolve FPR ``fpr``: at least one false positive is
+    allowed (⌊fpr·n⌋ ≥ 1). Below that, "TPR at ``fpr``" is the TPR at zero false positives."""
+    return n_nonmembers > 0 and math.floor(fpr * n_nonmembers + 1e-12) >= 1
+
+
+def zero_fp_label(n_nonmembers: list[int]) -> str:
+    """The name of the TPR at zero false positives (FPR < 1/n) for these evaluation sets' non-members."""
+    ns = sorted(set(int(n) for n in n_nonmembers if n))
+    if len(ns) == 1:
+        return unresolved_label(ns[0])
+    return f"TPR at 0 false positives (FPR < 1/n, n = {', '.join(map(str, ns))} non-members)"
+
+
+def zero_fp_tpr(r: dict[str, Any]) -> float | None:
+    """The TPR at zero false positives of an attack result: the highest TPR at FPR 0 of its stored ROC
+    (every corner is kept at low FPR), else its TPR at a low FPR its non-members cannot resolve."""
+    at0 = [t for f, t in zip(r.get("roc_fpr") or [], r.get("roc_tpr") or []) if f <= 0]
+    if at0:
+        return float(max(at0))
+    n0 = int(r.get("n_nonmembers") or 0)
+    return next((r["tpr_at_fpr"][k] for k, f, _ in LOW_FPR_COLUMNS[::-1]
+                 if k in (r.get("tpr_at_fpr") or {}) and n0 and not resolves(f, n0)), None)
+
+
+def low_fpr_cells(results: list[dict[str, Any]]) -> list[dict[str, float | None]]:
+    """Each attack result's TPR cells for one table (a row each): "TPR @ 1 % / 0.1 % FPR" where every
+    row's non-members resolve that FPR (:func:`resolves`), and otherwise one column "TPR at 0 false
+    positives (FPR < 1/n)" — with 200 non-members "TPR @ 0.1 % FPR" is that number, not a rate of 0.1 %."""
+    ns = [int(r.get("n_nonmembers") or 0) for r in results]
+    resolved = [(k, name) for k, f, name in LOW_FPR_COLUMNS if ns and all(resolves(f, n) for n in ns)]
+    zero = len(resolved) < len(LOW_FPR_COLUMNS)
+    label = zero_fp_label(ns)
+    out = []
+    for r in results:
+        cells = {name: (r.get("tpr_at_fpr") or {}).get(k) for k, name in resolved}
+        if zero:
+            cells[label] = zero_fp_tpr(r)
+        out.append(cells)
+    return out
+
+
+def measured_roc(fpr: list[float], tpr: list[float], n_nonmembers: int | None) -> tuple[list[float], list[float]]:
+    """The points of a ROC curve a log FPR axis can draw as measured: FPR ≥ 1/n (one non-member);
+    FPR 0 has no place on a log axis, and drawing it at an axis floor such as 10⁻³ shows a rate the
+    data never measured (with n unknown, the positive FPRs)."""
+    low = 1.0 / n_nonmembers if n_nonmembers else 0.0
+    keep = [(f, t) for f, t in zip(fpr, tpr) if f > 0 and f >= low - 1e-12]
+    return [f for f, _ in keep], [t for _, t in keep]
+
+
+def mark_fpr_floor(fig: go.Figure, n_nonmembers: list[int]) -> None:
+    """A vertical dotted line at FPR = 1/n for each evaluation set's n non-members: nothing left of it
+    is measured (the first false positive costs 1/n of FPR)."""
+    for n in sorted(set(int(n) for n in n_nonmembers if n)):
+        fig.add_vline(x=1.0 / n, line=dict(color="grey", dash="dot", width=1),
+                      annotation_text=f"1/n = 1/{n}", annotation_position="top left")
+
+
+def thin_roc(fpr: list[float], tpr: list[float], max_points: int = 240) -> tuple[list[float], list[float]]:
+    """At most about ``max_points`` points of a ROC curve for drawing (the full curve stays in the
+    summary and in downloads): the first and last points, points spaced evenly in log FPR (the
+    low-FPR end matters most) and in FPR, each keeping the highest TPR reached at that FPR."""
+    n = len(fpr)
+    if n <= max_points:
+        return list(fpr), list(tpr)
+    f, t = np.asarray(fpr, float), np.asarray(tpr, float)
+    order = np.argsort(f, kind="stable")
+    f, t = f[order], np.maximum.accumulate(t[order])
+    lo = max(f[f > 0].min() if (f > 0).any() else 1e-4, 1e-6)
+    grid = np.unique(np.r_[np.geomspace(lo, 1.0, max_points // 2), np.linspace(0, 1, max_points // 2)])
+    idx = np.unique(np.r_[0, np.clip(np.searchsorted(f, grid, side="right") - 1, 0, n - 1), n - 1])
+    return f[idx].tolist(), t[idx].tolist()
+
+
+def roc_curves(summaries: list[dict[str, Any]]) -> go.Figure:
+    """ROC curves of every attack, log-scale FPR as in the literature (Carlini et al.); the primary
+    attack of each architecture is shown, the others are one click on their legend entry away."""
+    fig = go.Figure()
+    floor = 1e-3
+    ns = []
+    for s in summaries:
+        c = ARCH_COLOURS.get(s["arch"])
+        for name, r in s["attacks"].items():
+            n0 = r.get("n_nonmembers")
+            ns.append(n0)
+            fpr, tpr = measured_roc(*thin_roc(r["roc_fpr"], r["roc_tpr"]), n0)
+            fig.add_scatter(x=fpr, y=tpr, mode="lines",
+                            line=dict(color=c, dash=ATTACK_DASH.get(name, "solid")),
+                            name=f"{ARCH_NAMES.get(s['arch'])} · {ATTACK_SHORT.get(name, name)} · AUC {r['auc']:.2f}",
+                            visible=True if name == s["attack"]["name"] else "legendonly")
+    diagonal = [floor * (1 / floor) ** (i / 50) for i in range(51)]  # y = x is a curve on a log x-axis
+    fig.add_scatter(x=diagonal, y=diagonal, mode="lines", line=dict(color="grey", dash="dot"), name="chance")
+    mark_fpr_floor(fig, [n for n in ns if n and 1 / n > floor])
+    fig.update_xaxes(type="log", range=[-3, 0], tickvals=[1e-3, 1e-2, 1e-1, 1], ticktext=["0.1%", "1%", "10%", "100%"])
+    fig.update_yaxes(range=[0, 1])
+    return layout(fig, "ROC of the attacks (log FPR)", "false positive rate", "true positive rate",
+                   per_row=1)  # as roc_loglog: the entries "FFNN · entropy threshold · AUC 0.74" overlapped two a row
+
+
+def metrics_table(summaries: list[dict[str, Any]]) -> pd.DataFrame:
+    """One row per (architecture, attack) with the common AttackResult metrics."""
+    pairs = [(s, name, r) for s in summaries for name, r in s["attacks"].items()]
+    rows = []
+    for (s, name, r), tprs in zip(pairs, low_fpr_cells([r for _, _, r in pairs])):
+        rows.append({
+            "architecture": ARCH_NAMES.get(s["arch"], s["arch"]),
+            "attack": ATTACK_NAMES.get(name, name),
+            "accuracy": r["accuracy"],
+            "advantage (TPR−FPR)": r["advantage"],
+            "AUC": r["auc"],
+            **tprs,  # "TPR @ 0.1% FPR" only where the non-members resolve it (low_fpr_cells)
+            "eval records": r["n_members"] + r["n_nonmembers"],
+        })
+    return pd.DataFrame(rows)
+
+
+def overview_table(summaries: list[dict[str, Any]], comparison: dict[str, Any] | None = None) -> pd.DataFrame:
+    """Parameters, utility and headline attack numbers per architecture. With ``comparison`` (the
+    paired comparison over N ≥ 2 repeats, :func:`core.analyses.repeats.comparison_json`) the numbers
+    of ``summaries`` are labelled "repeat 1 of N" and the means over the repeats with their 95 %
+    intervals stand beside them, so no single repeat reads as the result."""
+    n = int(comparison["repeats"]) if comparison else 1
+    one = f" (repeat 1 of {n})" if n > 1 else ""
+    rows = []
+    for s in summaries:
+        t = s["timings"]
+        utility = UTILITY_NAMES.get(s["utility"]["metric"])
+        row = {"architecture": ARCH_NAMES.get(s["arch"], s["arch"]), "parameters": s["params"]}
+        if n > 1:  # the means first: a wide table scrolls, and the result must not be the part out of sight
+            for name, label in (("attack_accuracy", "attack accuracy"), ("attack_auc", "attack AUC"),
+                                ("utility_val", f"{utility} validation")):
+                m = (comparison["metrics"].get(name) or {}).get(s["arch"])
+                row[f"{label}, mean of {n} [95 % CI]"] = with_ci(m) if m else "—"
+        row.update({
+            f"{utility} train{one}": s["utility"]["train"],
+            f"{utility} validation{one}": s["utility"]["val"],
+            f"attack accuracy{one}": s["attack"]["accuracy"],
+            f"attack AUC{one}": s["attack"]["auc"],
+        })
+        row.update({"compute time (s)": round(t["total_s"], 1), "from cache": "yes" if s.get("cache_hit") else "no"})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def record_names(task: str) -> tuple[str, str]:
+    """What one record of ``task`` is called, singular and plural (:attr:`core.tasks.base.Task.record_names`)."""
+    return get_task(task).record_names if task in REGISTRY else ("record", "records")
+
+
+def resolution_note(summaries: list[dict[str, Any]]) -> str | None:
+    """One line: how much TPR / FPR / accuracy one evaluation record is worth in each run (the
+    summary's ``resolution``, or its config's ``n_eval`` for summaries written before it)."""
+    parts = []
+    for s in summaries:
+        res = s.get("resolution") or {}
+        n_in = int(res.get("n_members") or s.get("config", {}).get("n_eval") or 0)
+        n_out = int(res.get("n_nonmembers") or n_in)
+        if not n_in or not n_out:
+            continue
+        one, many = record_names(s.get("task", ""))
+        parts.append(f"{ARCH_NAMES.get(s['arch'], s['arch'])}: {n_in} + {n_out} {many}, one {one} = "
+                     f"{1 / n_in:.3g} of TPR, {1 / n_out:.3g} of FPR, {1 / (n_in + n_out):.3g} of accuracy")
+    if not parts:
+        return None
+    return "Resolution — " + "; ".join(parts) + ". Differences of a step or two are one or two records, not an architecture."
+
+
+def comparison_resolution_note(comparison: dict[str, Any]) -> str | None:
+    """:func:`resolution_note` of a comparison (``core.analyses.repeats.comparison_json``'s ``resolution``
+    block; None for a comparison written before it)."""
+    res = comparison.get("resolution") or {}
+    return resolution_note([{"task": comparison.get("task", ""), "arch": arch, "resolution": r}
+                            for arch, r in res.items()])
+
+
+def param_gap(summaries: list[dict[str, Any]]) -> float | None:
+    """Relative difference of the two architectures' parameter counts (None with one arch)."""
+    counts = [s["params"] for s in summaries]
+    if len(counts) < 2:
+        return None
+    return abs(counts[0] - counts[1]) / max(counts)
+
+
+#: at most this many records per (architecture, membership) group are drawn as single dots
+DOTS_UP_TO = 60
+
+
+def _log_ape(values: list[float]) -> np.ndarray:
+    # log scale: a confident model's entropies span many orders of magnitude near 0
+    return np.log10(np.maximum(np.asarray(values, float), 1e-12))
+
+
+def ecdf_points(values: np.ndarray, max_points: int = 200) -> tuple[list[float], list[float]]:
+    """The empirical CDF of ``values`` as a step curve of at most ``max_points`` points."""
+    v = np.sort(np.asarray(values, float))
+    n = len(v)
+    if n == 0:
+        return [], []
+    y = np.arange(1, n + 1) / n
+    if n > max_points:
+        idx = np.unique(np.r_[np.linspace(0, n - 1, max_points).round().astype(int), n - 1])
+        v, y = v[idx], y[idx]
+    return v.tolist(), y.tolist()
+
+
+def entropy_comparison(summaries: list[dict[str, Any]]) -> go.Figure:
+    """Average prediction entropy (APE, paper 000 eq. 3) of members vs non-members, per architecture.
+
+    A model that is more certain on its training records than on unseen ones gives the attacks their
+    signal. Many records: one empirical CDF per group (members solid, non-members dashed; the further
+    apart the two curves of one colour, the easier the attack). Few records (navigation's maps): every
+    record as a dot, one row per architecture and group, so a handful of values is not a few spikes.
+    """
+    groups = []
+    for s in summaries:
+        rec = s.get("records")
+        if not rec:
+            continue
+        ape = _log_ape(rec["ape"])
+        member = np.asarray(rec["membership"], bool)
+        groups.append((s["arch"], ape[member], ape[~member]))
+    fig = go.Figure()
+    if not groups:
+        return layout(fig, "Prediction entropy: members vs non-members", "log₁₀ average prediction entropy (nats)", "")
+    small = max(max(len(m), len(n)) for _, m, n in groups) <= DOTS_UP_TO
+    if small:
+        labels = []
+        for arch, mem, non in groups:
+            name = ARCH_NAMES.get(arch, arch)
+            c = ARCH_COLOURS.get(arch)
+            for values, label, symbol in ((mem, "members", "circle"), (non, "non-members", "circle-open")):
+                row = len(labels)
+                labels.append(f"{name} {label} ({len(values)})")
+                k = np.arange(len(values))
+                jitter = ((k * 0.618034) % 1.0 - 0.5) * 0.4  # deterministic spread: equal values stay visible
+                fig.add_scatter(x=values.tolist(), y=(row + jitter).tolist(), mode="markers", name=labels[-1],
+                                marker=dict(color=c, symbol=symbol, size=10, line=dict(width=2, color=c)),
+                                hovertemplate="log₁₀ APE %{x:.2f}<extra>" + labels[-1] + "</extra>")
+                if len(values):  # the group's median
+                    med = float(np.median(values))
+                    fig.add_scatter(x=[med, med], y=[row - 0.35, row + 0.35], mode="lines", showlegend=False,
+                                    hoverinfo="skip", line=dict(color="black", width=2))
+        fig.update_yaxes(tickvals=list(range(len(labels))), ticktext=labels, autorange="reversed", showgrid=False,
+                         zeroline=False)
+        fig = layout(fig, "Prediction entropy per record (black bar = median)", "log₁₀ average prediction entropy (nats)",
+                      "", height=110 + 48 * len(labels))
+        fig.update_layout(showlegend=False, margin=dict(b=AXIS_TITLE_PX), height=110 + 48 * len(labels))
+        return fig
+    for arch, mem, non in groups:
+        name = ARCH_NAMES.get(arch, arch)
+        c = ARCH_COLOURS.get(arch)
+        for values, label, dash in ((mem, "members", "solid"), (non, "non-members", "dash")):
+            x, y = ecdf_points(values)
+            fig.add_scatter(x=x, y=y, mode="lines", line=dict(color=c, dash=dash, shape="hv", width=2.5),
+                            name=f"{name} {label} ({len(values)})")
+    fig.update_yaxes(range=[0, 1.02], tickformat=".0%")
+    everything = np.concatenate([np.r_[m, n] for _, m, n in groups])
+    if len(everything):  # a few saturated (zero-entropy) records must not squeeze the rest to a line
+        lo, hi = float(np.percentile(everything, 2)), float(everything.max())
+        pad = max(0.05 * (hi - lo), 0.1)
+        fig.update_xaxes(range=[lo - pad, hi + pad])
+    return layout(fig, "Prediction entropy: members vs non-members (cumulative)",
+                   "log₁₀ average prediction entropy (nats)", "records at or below")
+
+
+def steps_curves(summaries: list[dict[str, Any]]) -> go.Figure | None:
+    """Mean steps per episode on member (solid) vs unseen (dashed) maps over training, or None
+    when the task reports no steps (only navigation does)."""
+    if not any("steps_train" in r for s in summaries for r in s["per_epoch"]):
+        return None
+    fig = _member_vs_unseen_curves(summaries, "steps", "member maps", "unseen maps")
+    return layout(fig, "Steps per episode vs epoch (fewer = more direct)", "epoch", "mean steps per episode")
+
+
+#: attacks drawn (not legend-only) by default in the log-log ROC
+STRONG_ATTACKS = ("lira", "rmia")
+
+
+def roc_loglog(summaries: list[dict[str, Any]]) -> go.Figure:
+    """ROC curves of every attack on log-log axes (the convention of the LiRA paper): the low-FPR
+    regime, where an attack that confidently identifies a few members differs from one that is
+    merely above chance on average. The primary attack, LiRA and RMIA are shown; the others are a
+    click on the legend away. Each curve is drawn only down to FPR = 1/n (its n non-members:
+    :func:`measured_roc`), a dotted line marks that floor, and nothing left of it is drawn as if
+    measured; TPR 0 is drawn at the axis floor. The legend's TPR is at 1 % FPR, or at 0 false
+    positives where 1/n > 1 %."""
+    fig = go.Figure()
+    floor = 1e-3
+    ns = []
+    for s in summaries:
+        c = ARCH_COLOURS.get(s["arch"])
+        for name, r in s["attacks"].items():
+            fpr, tpr = r.get("roc_fpr") or [], r.get("roc_tpr") or []
+            if not fpr:
+                continue
+            n0 = int(r.get("n_nonmembers") or 0) or None
+            ns.append(n0)
+            lo = 0.5 / (n0 or 1000)
+            floor = min(floor, lo)
+            fpr, tpr = measured_roc(fpr, tpr, n0)
+            if n0 and not resolves(0.01, n0):
+                low = f"TPR@0FP (FPR < 1/{n0}) {zero_fp_tpr(r) or 0:.2f}"
+            else:
+                low = f"TPR@1% {r['tpr_at_fpr'].get('0.01', float('nan')):.2f}"
+            fig.add_scatter(
+                x=fpr, y=[max(v, lo) for v in tpr], mode="lines",
+                line=dict(color=c, dash=ATTACK_DASH.get(name, "solid"), width=3 if name in STRONG_ATTACKS else 2),
+                name=f"{ARCH_NAMES.get(s['arch'], s['arch'])} · {ATTACK_SHORT.get(name, name)} · {low}",
+                visible=True if name in STRONG_ATTACKS or name == s["attack"]["name"] else "legendonly")
+    lo_exp = math.floor(math.log10(floor))
+    diagonal = [10 ** (lo_exp + (-lo_exp) * i / 50) for i in range(51)]
+    fig.add_scatter(x=diagonal, y=diagonal, mode="lines", line=dict(color="grey", dash="dot"), name="chance (TPR = FPR)")
+    mark_fpr_floor(fig, [n for n in ns if n])
+    ticks = [10.0 ** k for k in range(lo_exp, 1)]
+    text = [f"{100 * t:g}%" for t in ticks]
+    fig.update_xaxes(type="log", range=[lo_exp, 0], tickvals=ticks, ticktext=text)
+    fig.update_yaxes(type="log", range=[lo_exp, 0], tickvals=ticks, ticktext=text)
+    # one legend entry a row: two a row overlapped and clipped "… · TPR@1% 0." in the page's half-width column
+    return layout(fig, "ROC on log-log axes (low false-positive rates)", "false positive rate", "true positive rate",
+                   per_row=1)

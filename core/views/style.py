@@ -1,0 +1,63 @@
+"""What every figure of :mod:`core.views` shares: the architectures' colours, the attacks' dashes, the
+margins a figure starts with (``LEFT_PX`` …), the layout of a titled figure with its legend below
+(:func:`layout`, :func:`legend_below`) and the text of an estimate with its interval (:func:`with_ci`)."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import plotly.graph_objects as go
+
+
+ARCH_COLOURS = {"ffnn": "#1f77b4", "rnn": "#d62728"}
+ATTACK_DASH = {"shadow": "solid", "loss_threshold": "dash", "entropy_threshold": "dot", "prmia": "dashdot",
+               "bleu_feature": "longdash", "lira": "longdashdot", "lira_online": "longdashdot", "rmia": "longdashdot"}
+
+
+#: legend below the plot, under the x-axis title, in the figure's own margin: it never covers
+#: the axes, however many entries it has (the margin grows with the number of rows)
+LEGEND_ROW_PX = 22
+AXIS_TITLE_PX = 62
+#: the side margins a figure starts with: about what its tick labels and axis titles take. Plotly's
+#: automargin only ever widens a margin, and each widening redraws the whole figure once more: a
+#: figure that starts with its margins wide enough is drawn once, in about 60 % of the browser time
+#: (the Defenses page's two charts: 88 → 51 ms and 54 → 33 ms, `bench/sigma_step_probe.py --plotly`)
+LEFT_PX, RIGHT_PX, RIGHT_AXIS_PX = 72, 20, 66
+
+
+def legend_rows(fig: go.Figure, per_row: int = 2) -> int:
+    shown = [t for t in fig.data if t.showlegend is not False and t.name]
+    return max(1, math.ceil(len(shown) / per_row)) if shown else 0
+
+
+def layout(fig: go.Figure, title: str, x: str, y: str, height: int = 420, per_row: int = 2) -> go.Figure:
+    rows = legend_rows(fig, per_row)
+    legend_px = rows * LEGEND_ROW_PX + (8 if rows else 0)
+    fig.update_layout(
+        title=dict(text=title, x=0, xanchor="left", y=1, yanchor="top", yref="container", pad=dict(t=12, l=4)),
+        xaxis_title=x, yaxis_title=y, height=height + legend_px,
+        margin=dict(l=LEFT_PX, r=RIGHT_AXIS_PX if "yaxis2" in fig.layout.to_plotly_json() else RIGHT_PX, t=50,
+                    b=AXIS_TITLE_PX + legend_px),
+        legend=dict(orientation="h", yref="container", y=0, yanchor="bottom", xref="container", x=0, xanchor="left",
+                    entrywidth=1.0 / per_row - 0.01, entrywidthmode="fraction", font=dict(size=12),
+                    itemclick="toggle", itemdoubleclick="toggleothers"),
+    )
+    fig.update_xaxes(automargin=True, title_standoff=8)
+    fig.update_yaxes(automargin=True, title_standoff=8)
+    return fig
+
+
+def with_ci(e: dict[str, Any] | None, digits: int = 3) -> str:
+    """``mean [ci_low, ci_high]`` of an estimate's JSON (the mean alone when N = 1)."""
+    if not e or e.get("mean") is None:
+        return "—"
+    if e.get("ci_low") is None:
+        return f"{e['mean']:.{digits}f} (N = 1)"
+    return f"{e['mean']:.{digits}f} [{e['ci_low']:.{digits}f}, {e['ci_high']:.{digits}f}]"
+
+
+def legend_below(fig: go.Figure, height: int = 520, bottom: int = AXIS_TITLE_PX + 2 * LEGEND_ROW_PX) -> go.Figure:
+    """The legend under the plot; ``bottom``: the margin it starts with (LEFT_PX: room enough, drawn once)."""
+    fig.update_layout(height=height, margin=dict(l=LEFT_PX, r=RIGHT_PX, t=60, b=bottom),
+                      legend=dict(orientation="h", yanchor="top", y=-0.14, xanchor="left", x=0))
+    return fig
