@@ -10,7 +10,6 @@ the runs it trained.
 """
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 import streamlit as st

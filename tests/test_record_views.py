@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from scipy import stats
@@ -268,6 +269,12 @@ def test_four_views_on_tiny_cached_image_runs_and_the_page(tmp_path, monkeypatch
     written = {p.name for p in report.write_analyses(results, tmp_path)}
     assert {"exposure.csv", "exposure.html", "budget.csv", "budget.html", "audit.csv", "audit.html", "slices.csv",
             "slices.html"} <= written
+    # the CSVs hold the raw rows (one per record / budget point / slice), not the page's display tables
+    exposure_csv = pd.read_csv(tmp_path / "exposure.csv")
+    assert len(exposure_csv) == len(results["exposure"]["records"])
+    assert {"dataset_index", "member", "score_ffnn", "score_rnn"} <= set(exposure_csv.columns)
+    assert {"n_references", "auc", "auc_low", "auc_high"} <= set(pd.read_csv(tmp_path / "budget.csv").columns)
+    assert {"arch", "attack", "n_members", "n_non_members"} <= set(pd.read_csv(tmp_path / "slices.csv").columns)
     # the Analyses page on the same cached runs (the quick preset shrunk to SMALL: the same configs)
     monkeypatch.setitem(task.presets, "quick", {**task.presets["quick"], **SMALL})
     assert {a: task.make_config(a, "quick").config_hash for a in configs} == {a: c.config_hash for a, c in configs.items()}

@@ -617,10 +617,10 @@ register_analysis(Analysis(
     table=f"{_REPORT}:mismatch_table", figure=f"{_FIGURES}:mismatch_figure"))
 register_analysis(Analysis(
     "exposure", "Exposure per record", _exposure_run,
-    table=f"{_REPORT}:exposure_table", figure=f"{_RECORD_FIGURES}:exposure_figure"))
+    table=f"{_REPORT}:exposure_records_table", figure=f"{_RECORD_FIGURES}:exposure_figure"))
 register_analysis(Analysis(
     "budget", "Reference budget", _budget_run, long=True, job=_budget_job, job_params=("online",),
-    table=f"{_REPORT}:budget_table", figure=f"{_RECORD_FIGURES}:budget_figure"))
+    table=f"{_REPORT}:budget_points_table", figure=f"{_RECORD_FIGURES}:budget_figure"))
 register_analysis(Analysis(
     "audit", "Audited ε", lambda run: audit_view(run.configs, run.summaries, run.canaries, run.cache, progress=run.say),
     verdict="audit_within_accountant", verdict_of=audit_verdict,
@@ -628,4 +628,4 @@ register_analysis(Analysis(
     table=f"{_REPORT}:audit_table", figure=f"{_RECORD_FIGURES}:audit_figure"))
 register_analysis(Analysis(
     "slices", "Slices", lambda run: slices_view(run.configs, run.summaries),
-    table=f"{_REPORT}:slices_table", figure=f"{_RECORD_FIGURES}:slices_figure"))
+    table=f"{_REPORT}:slices_rows_table", figure=f"{_RECORD_FIGURES}:slices_figure"))

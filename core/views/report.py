@@ -83,7 +83,7 @@ def mismatch_table(data: dict[str, Any]) -> pd.DataFrame:
                          for arch, m in data.items() for r in m["rows"] for name, acc in r["accuracy"].items()])
 
 
-def exposure_table(ex: dict[str, Any]) -> pd.DataFrame:
+def exposure_records_table(ex: dict[str, Any]) -> pd.DataFrame:
     """Issue 22's exposure view (:mod:`core.analyses.record_views`), one row per record."""
     rows = []
     for i, (index, m) in enumerate(zip(ex["records"], ex["membership"])):
@@ -101,7 +101,7 @@ def exposure_table(ex: dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def budget_table(budget: dict[str, Any]) -> pd.DataFrame:
+def budget_points_table(budget: dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame([
         {"arch": arch, "attack": name, "n_references": p["n_references"], "draws": p["draws"], "auc": p["auc"],
          "auc_low": p["auc_low"], "auc_high": p["auc_high"],
@@ -121,7 +121,7 @@ def audit_table(audit: dict[str, Any]) -> pd.DataFrame:
         for arch, v in audit.items() for k in v["audit"]["per_k"]])
 
 
-def slices_table(slices: dict[str, Any]) -> pd.DataFrame:
+def slices_rows_table(slices: dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame([{"arch": arch, "attack": slices["attack"], **r}
                          for arch, by in slices["archs"].items() for rows in by.values() for r in rows])
 
