@@ -55,7 +55,7 @@ def test_table_shows_measured_cells_with_n_and_interval_and_the_rest_not_run(two
     for name in ("F2", "F4", "F5"):
         row = _row(table, name)
         assert row["status"] == "not run" and row["n"] == 0 and row["missing"]
-        assert row_cells(row)["verdict"] == "not run"
+        assert row_cells(row)["verdict"] == "— (not run)"
     # F2 needs memorization jobs only; F4 / F5 the undefended and defended runs of each repeat
     assert {d["kind"] for d in _row(table, "F2")["missing"]} == {"analysis"}
     f4 = _row(table, "F4")["missing"]
@@ -154,7 +154,7 @@ def test_page_renders_the_table_and_its_button_queues_exactly_the_missing_runs(t
     f1 = frame[frame["finding"] == "F1"].iloc[0]
     assert "N = 2" in f1["measured here (95 % CI, N)"] and "[" in f1["measured here (95 % CI, N)"]
     assert f1["verdict"].startswith("inconclusive")
-    assert (frame[frame["finding"] == "F4"]["verdict"] == "not run").all()
+    assert (frame[frame["finding"] == "F4"]["verdict"] == "— (not run)").all()
     buttons = [b for b in at.button if b.label.startswith("Queue these")]
     assert buttons and any(b.label.startswith("Queue every missing run") for b in at.button)
     buttons[0].click().run(timeout=120)  # F1 image: repeats 2..5 of both architectures

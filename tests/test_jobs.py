@@ -189,7 +189,8 @@ def test_the_workers_progress_reaches_the_page(monkeypatch):
     assert shown is not None, "no job was seen in a training stage"
     job, event, texts = shown
     [text] = [t for t in texts if t.startswith(f"{job.label} — ")]
-    assert f"— {event.stage} ({event.stage_fraction:.0%})" in text, texts
+    # one progress figure (issue 32.10): the stage, then the whole job's fraction, the same as the sidebar's
+    assert f"— {event.stage} · {job.fraction:.0%} · " in text, texts
     assert text.endswith(" left"), texts  # an ETA from the worker's measured rate, not "estimating"
 
     wait(lambda: all(j.done for j in jobs), timeout=300)

@@ -53,14 +53,21 @@ def measured_text(row: dict[str, Any]) -> str:
 
 
 def verdict_text(row: dict[str, Any]) -> str:
-    """The verdict word(s) with the reason, or "not run"."""
+    """The verdict word first (holds / reversed / inconclusive), its reason in parentheses; "— (not run)" when
+    nothing is measured. The attacker's view (F1a) has one verdict, the primary metric's (LiRA AUC, else RMIA:
+    :data:`core.analyses.repeats.PRIMARY_ORDER`), the other attack's beside it."""
     if row["status"] != "measured":
-        return "not run"
+        return "— (not run)"
     m = row["measured"]
     if row["finding"] == "F1a":
-        return "; ".join(f"{name}: {(c['verdict'] or {}).get('value', '—')}" for name, c in m.items())
+        words = {name: (c["verdict"] or {}).get("value", "—") for name, c in m.items()}
+        primary = next((n for n in ("lira", "rmia") if n in words), next(iter(words), None))
+        if primary is None:
+            return "— (not run)"
+        others = "; ".join(f"{n}: {w}" for n, w in words.items() if n != primary)
+        return f"{words[primary]} (primary: {primary}" + (f"; {others})" if others else ")")
     v = m.get("verdict") or {}
-    return f"{v.get('value', '—')} — {v.get('reason', '')}"
+    return f"{v.get('value', '—')} ({v.get('reason', '')})"
 
 
 def _resolution_text(row: dict[str, Any]) -> str:
