@@ -197,3 +197,43 @@ def test_a_member_list_names_folder_images_by_path_and_text_pairs_by_line(data_r
     assert text.record_indices(cfg, data, first).tolist() == [0, 2, 3]
     with pytest.raises(ConfigError, match="'4'"):
         text.record_indices(cfg, data, ["4"])
+
+
+# ---------------------------------------------------------------------------- your trained model, on the page
+def test_the_page_takes_your_weights_and_member_list_and_refuses_a_mismatch_in_one_message(data_root):
+    """Weights for the image task's FFNN (names and shapes right) and a member list: the page shows what was found and
+    how the listed members split, with the Train button; weights of the other architecture: one message, no button,
+    nothing trained."""
+    import torch
+    from safetensors.torch import save_file
+
+    from core.experiment.cache import ArtifactCache
+
+    task = get_task("image")
+    cfg = task.make_config("ffnn", "quick")
+    data = task.load(cfg)
+    torch.manual_seed(0)
+    save_file({k: v.clone() for k, v in task.build_model(cfg, data).state_dict().items()},
+              str(data_root / "cnn.safetensors"))
+    rnn = task.make_config("rnn", "quick")
+    save_file({k: v.clone() for k, v in task.build_model(rnn, data).state_dict().items()},
+              str(data_root / "renet.safetensors"))
+    members = [str(i) for i in data.victim_pool[:120]]
+    (data_root / "members.txt").write_text("\n".join(members) + "\n")
+
+    at = page()
+    at.radio(key="yours:way").set_value("Your trained model").run()
+    at.text_input(key="model:weights").set_value(str(data_root / "cnn.safetensors")).run()
+    at.text_input(key="model:members").set_value(str(data_root / "members.txt")).run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    assert any("Found:" in s.value for s in at.success)
+    # the listed records are the members; non-members come from the unlisted records of the victim's half
+    assert [m.value for m in at.metric if m.label == "members / non-members"] == ["120 / 120"]
+    assert [b for b in at.button if b.label == "Train & attack FFNN"]
+
+    at.text_input(key="model:weights").set_value(str(data_root / "renet.safetensors")).run()  # the RNN's weights
+    assert not at.exception, at.exception
+    assert len(at.error) == 1 and "target_weights" in at.error[0].value
+    assert not [b for b in at.button if b.label.startswith("Train & attack")]
+    assert not any("/model/" in k for k in ArtifactCache().keys())  # nothing was trained or loaded as a victim

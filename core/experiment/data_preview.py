@@ -16,6 +16,7 @@ import numpy as np
 
 from core.experiment.cache import ArtifactCache
 from core.experiment.roles import make_splits
+from core.experiment.user_model import user_weights
 from core.foundations.config import ExperimentConfig
 from core.foundations.errors import ConfigError
 from core.tasks import get_task
@@ -87,11 +88,13 @@ def preview_data(config: ExperimentConfig, examples: int = EXAMPLES,
     """Read ``config``'s data source and make its seeded splits, as a run would, without training.
 
     Raises the reader's one-line errors (:class:`~core.foundations.errors.MIAError`) for a source it
-    refuses; a source that reads but is too small for the configured sizes is not an error here: it is
+    refuses, and for a user's weights (``target_weights``) that do not fit the config's architecture; a source that reads but is too small for the configured sizes is not an error here: it is
     said in :attr:`DataPreview.split_problem`, so the page can show what was found and what to change.
     """
     task = get_task(config.task)
     data = task.load(config)
+    if config.target_weights:  # a user's model: weights that do not fit say so here, before any shadow trains
+        user_weights(task, config, data)
     n_victim, n_attacker = len(data.victim_pool), len(data.attacker_pool)
     problem = None
     members = nonmembers = shadow_in = shadow_out = 0
