@@ -76,6 +76,12 @@ def test_online_lira_from_the_command_line(tmp_path):
     records = json.loads(p.stdout)["records"]
     recomputed(online, records["scores"]["lira_online"], records["membership"])
     assert records["scores"]["lira_online"] != records["scores"]["lira"]
+    # LiRA with augmented queries against the same online references (the pipeline ran before they existed)
+    summary = json.loads(p.stdout)
+    augmented = summary["attacks"]["lira_augmented_online"]
+    assert augmented["threat_model"] == "online" and "lira_augmented_online" not in summary.get("attacks_not_run", {})
+    recomputed(augmented, records["scores"]["lira_augmented_online"], records["membership"])
+    assert records["scores"]["lira_augmented_online"] != records["scores"]["lira_online"]
 
 
 def test_progress_goes_to_stderr_with_stage_names():
