@@ -32,7 +32,7 @@ from core.experiment.pipeline import trained_models  # noqa: E402
 from core.analyses.repeats import repeat_config  # noqa: E402
 from core.measurement.stats import mean_interval  # noqa: E402
 from core.tasks import get_task  # noqa: E402
-from core.tasks.translation import detokenize  # noqa: E402
+from core.data.translation_records import detokenize  # noqa: E402
 
 
 def bleu_detail(task, cfg, model, data, index, transform=None) -> tuple[float, float, float]:

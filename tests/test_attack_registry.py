@@ -20,7 +20,8 @@ from core.measurement.metrics import evaluate_attack, roc_auc
 from core.measurement.stats import bootstrap_metric
 from core.tasks import get_task
 from core.tasks.base import TaskData
-from core.tasks.image import ImageRecords, ImageTask, load_digits_images
+from core.data.image_sources import load_digits_images
+from core.tasks.image import ImageRecords, ImageTask
 from core.views.run_figures import metrics_table
 
 TINY = ["--set", "n_train=40", "--set", "n_eval=20", "--set", "epochs=2", "--set", "n_shadows=1",

@@ -20,7 +20,8 @@ from core.measurement.metrics import best_threshold, evaluate_attack, roc_auc
 from core.measurement.reference_math import lira_unit_scores
 from core.tasks import get_task
 from core.tasks.base import TaskData
-from core.tasks.image import LABEL_AUGMENTATIONS, ImageRecords, ImageTask, augment_image, load_digits_images
+from core.data.image_sources import load_digits_images
+from core.tasks.image import LABEL_AUGMENTATIONS, ImageRecords, ImageTask, augment_image
 
 
 def _planted(rng: np.random.Generator, n_models: int, n: int, a: int, member: np.ndarray | None = None,

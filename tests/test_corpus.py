@@ -8,7 +8,7 @@ import pytest
 
 from core.data.corpus import (ADJ_SUFFIX, AND, COLOURS, DEF_ART, INDEF_ART, NUMBERS, PREPOSITIONS, TIMES, WHILE, WHO,
     WITH, GrammarError, generate_caption_pairs, generate_captions, lexicon, reserved, translate)
-from core.tasks.translation import tokenize
+from core.data.translation_records import tokenize
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from core.experiment.pipeline import run_experiment
 from core.experiment.roles import make_splits, train_or_load
 from core.measurement.responses import Responses
 from core.tasks import get_task
-from core.tasks.image import load_cifar10
+from core.data.image_sources import load_cifar10
 
 TINY = dict(n_train=100, n_eval=100, epochs=40, n_shadows=3, attack_epochs=(), attack_train_epochs=60)
 

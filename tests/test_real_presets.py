@@ -13,7 +13,7 @@ import pytest
 
 from core.models.translation import LuongSeq2Seq, TransformerSeq2Seq, match_transformer
 from core.tasks import get_task
-from core.tasks.translation import SPECIALS, Vocab
+from core.data.translation_records import SPECIALS, Vocab
 from tests.test_image import write_cifar_fixture
 from core.views.run_figures import comparison_resolution_note, resolution_note
 

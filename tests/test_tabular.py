@@ -19,7 +19,7 @@ from core.experiment.pipeline import run_experiment, trained_models
 from core.foundations.errors import ConfigError, DatasetNotFoundError
 from core.models.tabular import lstm_param_count, mlp_param_count
 from core.tasks import available_tasks, get_task
-from core.tasks.tabular import LIMITS, CsvLimits, parse_csv, read_csv_bytes
+from core.data.csv_table import LIMITS, CsvLimits, parse_csv, read_csv_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = {"n_train": 40, "n_eval": 20, "epochs": 2, "n_shadows": 1, "attack_epochs": (), "attack_train_epochs": 3}

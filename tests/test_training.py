@@ -26,7 +26,9 @@ from core.defenses.registry import training_names
 from core.defenses.sweeps import check_sweep, expected_sweep, point_config, run_cost_s, sweep
 from core.tasks import get_task
 from core.tasks.base import TaskData
-from core.tasks.translation import PAD, _batch, build_records
+from core.data.translation_records import build_records
+from core.models.translation import PAD
+from core.tasks.translation import _batch
 from core.training.loop import Batch, PrivacySettings, TrainingRecord, build_optimizer, privatize, train_epochs
 
 IMAGE_TINY = dict(n_train=40, n_eval=20, epochs=2, n_shadows=1, attack_epochs=(), attack_train_epochs=5, batch_size=16)

@@ -20,7 +20,8 @@ from core.experiment.roles import make_splits, train_or_load
 from core.measurement.responses import Responses
 from core.tasks import get_task
 from core.tasks.base import TaskData
-from core.tasks.translation import Vocab, bleu_features, build_records, detokenize, tokenize
+from core.data.translation_records import Vocab, build_records, detokenize, tokenize
+from core.tasks.translation import bleu_features
 
 TASK = get_task("translation")
 

@@ -17,7 +17,8 @@ from core.experiment.cache import ArtifactCache
 from core.foundations.environment import VARIABLES, check_environment, env_value
 from core.foundations.errors import CacheUnusableError, ConfigError, DatasetNotFoundError
 from core.tasks import get_task
-from core.tasks.image import ImageTask, load_cifar10
+from core.data.image_sources import load_cifar10
+from core.tasks.image import ImageTask
 
 ROOT = Path(__file__).resolve().parent.parent
 T = ["--preset", "quick", "--set", "epochs=2", "--set", "n_train=40", "--set", "n_eval=40",
@@ -145,11 +146,11 @@ def test_a_hostile_cifar_batch_is_one_line_before_anything_is_converted(tmp_path
 
 
 def test_a_cifar_batch_over_the_size_cap_or_a_link_is_refused_unread(tmp_path):
-    from core.tasks import image
+    from core.data import image_sources
 
     write_batches(tmp_path / "c")
     with open(tmp_path / "c" / "data_batch_3", "r+b") as fh:
-        fh.truncate(image.MAX_BATCH_BYTES + 1)  # sparse: nothing is written
+        fh.truncate(image_sources.MAX_BATCH_BYTES + 1)  # sparse: nothing is written
     with pytest.raises(DatasetNotFoundError, match="over the"):
         load_cifar10(tmp_path / "c")
     write_batches(tmp_path / "d")

@@ -324,7 +324,7 @@ def write_batches(folder: Path, labels) -> None:
                                            ([[0, 1], [2, 3]], "expected"),
                                            ([0, 2 ** 70], "malformed")])
 def test_cifar_labels_outside_0_to_9_are_refused_in_one_line(tmp_path, labels, words):
-    from core.tasks.image import load_cifar10
+    from core.data.image_sources import load_cifar10
 
     write_batches(tmp_path / "c", labels)
     with pytest.raises(DatasetNotFoundError, match=words) as exc:
