@@ -17,7 +17,7 @@ from core.attacks.shadow_attacks import ThresholdAttack
 from core.cli import main
 from core.experiment.model_attacks import LabelOnlyAttack, QuantileAttack  # noqa: F401  (registers them)
 from core.measurement.metrics import evaluate_attack, roc_auc
-from core.measurement.stats import bootstrap_metric
+from core.measurement.bootstrap import bootstrap_metric
 from core.tasks import get_task
 from core.tasks.base import TaskData
 from core.data.image_sources import load_digits_images

@@ -90,7 +90,7 @@ def test_empirical_epsilon_says_what_it_is_and_bounds_on_the_held_out_half():
 def test_stored_roc_keeps_the_low_fpr_tpr_of_the_full_curve():
     """Issue 30.7: a 2,000-record curve thinned evenly to 400 points dropped the corners that the
     low-FPR band reads, understating TPR there; the stored curve now reads the same at every FPR ≤ 0.1."""
-    from core.measurement.stats import ROC_GRID, _tpr_on_grid
+    from core.measurement.bootstrap import ROC_GRID, _tpr_on_grid
 
     rng = np.random.default_rng(3)
     y = np.r_[np.ones(1000, bool), np.zeros(1000, bool)]

@@ -8,9 +8,10 @@ import pytest
 from scipy import stats as sps
 
 from core.measurement.metrics import roc_auc, roc_curve, tpr_at_fpr
-from core.measurement.stats import (Comparison, Estimate, PairedDifference, RocBand, Verdict, _jackknife, min_repeats_for,
-    _metric_rows, bootstrap_metric, compare, interval_from_moments, low_fpr_note, mean_interval, paired_difference,
-    roc_band_bootstrap, roc_band_repeats, sign_flip_pvalue, verdict)
+from core.measurement.bootstrap import (RocBand, _jackknife, _metric_rows, bootstrap_metric, low_fpr_note,
+    roc_band_bootstrap, roc_band_repeats)
+from core.measurement.stats import (Comparison, Estimate, PairedDifference, Verdict, min_repeats_for, compare,
+    interval_from_moments, mean_interval, paired_difference, sign_flip_pvalue, verdict)
 
 
 def test_t_interval_covers_the_true_mean_at_the_stated_rate():

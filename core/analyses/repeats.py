@@ -33,8 +33,9 @@ from core.measurement.metrics import empirical_epsilon, resolution
 from core.experiment.pipeline import cached_summary, run_experiment, trained_models
 from core.foundations.progress import ProgressCallback, ProgressEvent
 from core.experiment.results import RunSummary, runs
-from core.measurement.stats import (Comparison, Estimate, bootstrap_metric, compare, corrected_verdict, holm,
-    interval_from_moments, low_fpr_note, mean_interval, roc_band_repeats)
+from core.measurement.bootstrap import bootstrap_metric, low_fpr_note, roc_band_repeats
+from core.measurement.stats import (Comparison, Estimate, compare, corrected_verdict, holm, interval_from_moments,
+    mean_interval)
 from core.tasks import get_task
 
 if TYPE_CHECKING:
@@ -134,7 +135,7 @@ def aggregate(summaries: Sequence[RunSummary | dict[str, Any]]) -> dict[str, Est
 
 def within_run(summary: RunSummary | dict[str, Any], n_boot: int = 1000, seed: int = 0) -> dict[str, Estimate]:
     """The primary attack's AUC and TPR at 1 % / 0.1 % FPR in one run with a stratified BCa
-    bootstrap over its evaluation records (:func:`core.measurement.stats.bootstrap_metric`)."""
+    bootstrap over its evaluation records (:func:`core.measurement.bootstrap.bootstrap_metric`)."""
     run = RunSummary.coerce(summary)
     records = run.records
     scores = (records.get("scores") or {}).get(run.primary)

@@ -21,7 +21,7 @@ same record. From it:
   half's records are scored against the *other* half's non-members, with the ``a`` that gave the
   best AUC on that other half.
 * For every attack: ROC (full; drawn log-log), AUC and TPR at 1 % and 0.1 % FPR with a stratified
-  BCa bootstrap 95 % interval over records (:func:`core.measurement.stats.bootstrap_metric`); a
+  BCa bootstrap 95 % interval over records (:func:`core.measurement.bootstrap.bootstrap_metric`); a
   TPR at an FPR below 1/(non-members) is labelled "TPR at 0 false positives (FPR < 1/n)" and gets
   no verdict; a ROC band (pointwise bootstrap); ε̂, a 95 % lower bound on ε (below); per slice
   (``slice`` column and ``label``) AUC and TPR at 1 % FPR with bootstrap intervals
@@ -52,7 +52,8 @@ from core.foundations.paths import data_root
 from core.measurement.metrics import clopper_pearson, roc_auc, roc_curve
 from core.measurement.reference_math import lira_unit_scores, logit_confidence_from_loss, rmia_from_log_likelihoods
 from core.measurement.slices import SliceResult, slice_metrics
-from core.measurement.stats import CONFIDENCE, Estimate, RocBand, bootstrap_metric, roc_band_bootstrap
+from core.measurement.bootstrap import RocBand, bootstrap_metric, roc_band_bootstrap
+from core.measurement.stats import CONFIDENCE, Estimate
 
 #: bootstrap resamples of every interval over records (AUC, TPR, advantage, AUC differences) ...
 BOOTSTRAP = 1000

@@ -156,7 +156,7 @@ def resolution(n_members: int, n_nonmembers: int) -> dict[str, float | int]:
 
 
 #: up to this FPR a stored ROC curve keeps every corner (the highest TPR at each FPR): the low-FPR
-#: view and the ROC bands over repeats (core.measurement.stats.ROC_GRID's log part) read the curve there
+#: view and the ROC bands over repeats (core.measurement.bootstrap.ROC_GRID's log part) read the curve there
 LOW_FPR_REGION = 0.1
 
 

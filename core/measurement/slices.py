@@ -21,7 +21,7 @@ import numpy as np
 from scipy import stats
 
 from core.measurement.metrics import roc_auc, tpr_at_fpr
-from core.measurement.stats import low_fpr_note
+from core.measurement.bootstrap import low_fpr_note
 
 #: a slice with fewer members or non-members than this is marked too small
 MIN_SLICE_RECORDS = 20
