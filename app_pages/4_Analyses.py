@@ -13,7 +13,7 @@ import streamlit as st
 from core.analyses import analysis, record_views, verdicts
 from core.analyses import registry as analysis_registry
 from core.defenses import registry as defense_registry
-from core.views import analysis_figures, record_view_figures, report
+from core.views import analysis_figures, analysis_tables, record_view_figures, report
 from core.measurement import studies
 from core.measurement.metrics import EPSILON_HAT_HELP
 from core.foundations.config import ExperimentConfig
@@ -84,7 +84,7 @@ def downloads(name: str, results: dict, fig) -> None:
     a, b = st.columns(2)
     a.download_button(f"{name}.html", lambda: fig.to_html(include_plotlyjs=True, full_html=True),
                       file_name=f"{name}.html", mime="text/html", key=f"dl-html-{name}", on_click="ignore")
-    b.download_button(f"{name}.csv", lambda: report.tables(results)[name].to_csv(index=False),
+    b.download_button(f"{name}.csv", lambda: analysis_tables.tables(results)[name].to_csv(index=False),
                       file_name=f"{name}.csv", mime="text/csv", key=f"dl-csv-{name}", on_click="ignore")
 
 

@@ -12,7 +12,7 @@ from scipy import special
 from core.analyses import record_views
 from core.measurement import audit, audit_estimators as ae
 from core.measurement.metrics import roc_auc
-from core.views import report
+from core.views import analysis_tables, report
 from core.views.record_view_figures import audit_guesses_figure
 
 TRIALS = 200
@@ -160,7 +160,7 @@ def test_audit_entry_table_and_figure_carry_the_estimators():
     est = v["estimators"]
     assert est["gdp_estimate"]["kind"] == "estimate" and est["fdp_bound"]["kind"] == "lower bound"
     audits = {"ffnn": v, "rnn": v}
-    table = report.tables({"audit": audits})["audit"]
+    table = analysis_tables.tables({"audit": audits})["audit"]
     assert {"fdp_mu", "fdp_epsilon_at_k", "gdp_mu_estimate", "gdp_mu_low", "gdp_mu_high"} <= set(table.columns)
     fig = audit_guesses_figure(audits)
     names = {t.name for t in fig.data}

@@ -1,0 +1,105 @@
+"""The analyses' flat tables (one row per record, epoch, block, budget point, slice …): what
+``python -m core analyze`` writes as ``<name>.csv`` and the Analyses page downloads. Each analysis names its
+builder in :mod:`core.analyses.registry` (``table="core.views.analysis_tables:…"``); :func:`tables` applies them.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from core.analyses import registry as analysis_registry
+from core.analyses.registry import resolve
+
+
+def tables(results: dict[str, Any]) -> dict[str, pd.DataFrame]:
+    """One flat table per analysis present in ``results`` (see :func:`core.analyses.analysis.analyze`):
+    its registered ``table`` builder (:mod:`core.analyses.registry`) on its data."""
+    return {a.name: resolve(a.table)(results[a.name]) for a in analysis_registry.registered()
+            if a.name in results and a.table is not None}
+
+
+def scatter_table(scatter: dict[str, Any]) -> pd.DataFrame:
+    """The entropy scatter's records, one row per (architecture, record)."""
+    rows = []
+    for arch, sc in scatter.items():
+        for i, (x, y, m) in enumerate(zip(sc["log10_ape"], sc["log10_cross_entropy"], sc["membership"])):
+            row = {"arch": arch, "record": i, "member": m, "log10_ape": x, "log10_cross_entropy": y,
+                   # −12 means "at or below 1e-12": flagged, so a reader does not take it for a value
+                   "clipped_ape": sc.get("clipped_ape", [None] * (i + 1))[i],
+                   "clipped_cross_entropy": sc.get("clipped_cross_entropy", [None] * (i + 1))[i]}
+            row.update({f"{name}_decision": a["decision"][i] for name, a in sc["attacks"].items()})
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def rows_table(data: dict[str, Any]) -> pd.DataFrame:
+    """The per-epoch rows of vulnerability or overtraining, one row per (architecture, epoch)."""
+    return pd.DataFrame([{"arch": arch, **r} for arch, v in data.items() for r in v["rows"]])
+
+
+def memorization_table(data: dict[str, Any]) -> pd.DataFrame:
+    return pd.DataFrame([{"arch": arch, **{k: v for k, v in b.items() if k != "accuracies"}}
+                         for arch, m in data.items() for b in m["blocks"]])
+
+
+def mismatch_table(data: dict[str, Any]) -> pd.DataFrame:
+    return pd.DataFrame([{"arch": arch, "scale": r["scale"], m["knob"]: r[m["knob"]], "attack": name, "accuracy": acc}
+                         for arch, m in data.items() for r in m["rows"] for name, acc in r["accuracy"].items()])
+
+
+def exposure_records_table(ex: dict[str, Any]) -> pd.DataFrame:
+    """Issue 22's exposure view (:mod:`core.analyses.record_views`), one row per record."""
+    rows = []
+    for i, (index, m) in enumerate(zip(ex["records"], ex["membership"])):
+        row: dict[str, Any] = {"record": i, "dataset_index": index, "member": m, "attack": ex["attack"]}
+        for arch in ex["archs"]:
+            row[f"score_{arch}"] = ex["scores"][arch][i]
+            row[f"cross_entropy_{arch}"] = ex["cross_entropy"][arch][i]
+        for fpr, q in ex["quadrants"].items():
+            row[f"quadrant_at_fpr_{fpr}"] = q["quadrant"][i]
+        for arch, by_fpr in ex.get("flips", {}).items():
+            for fpr, f in by_fpr.items():
+                row[f"flip_{arch}_at_fpr_{fpr}"] = ("stopped" if i in f["stopped"] else
+                                                    "started" if i in f["started"] else "")
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def budget_points_table(budget: dict[str, Any]) -> pd.DataFrame:
+    return pd.DataFrame([
+        {"arch": arch, "attack": name, "n_references": p["n_references"], "draws": p["draws"], "auc": p["auc"],
+         "auc_low": p["auc_low"], "auc_high": p["auc_high"],
+         **{f"tpr_at_fpr_{f}": v for f, v in p["tpr_at_fpr"].items()},
+         **{f"tpr_low_{f}": v for f, v in p["tpr_low"].items()},
+         **{f"tpr_high_{f}": v for f, v in p["tpr_high"].items()}, "flattens_at": c["flattens_at"]}
+        for arch, view in budget.items() for name, c in view["curves"].items() for p in c["points"]])
+
+
+def audit_table(audit: dict[str, Any]) -> pd.DataFrame:
+    return pd.DataFrame([
+        {"arch": arch, "m": v["m"], "delta": v["delta"], "k": k["k"], "correct": k["correct"],
+         "accuracy": k["accuracy"], "epsilon_at_k": k["epsilon"], "audited_epsilon": v["audited_epsilon"],
+         "best_k": v["audit"]["best_k"], "accountant_rdp": (v["accountant_epsilon"] or {}).get("rdp"),
+         "accountant_prv": (v["accountant_epsilon"] or {}).get("prv"),
+         "attack_epsilon_lower_bound": v["attack_epsilon_lower_bound"], **_audit_estimator_columns(v, k["k"])}
+        for arch, v in audit.items() for k in v["audit"]["per_k"]])
+
+
+def slices_rows_table(slices: dict[str, Any]) -> pd.DataFrame:
+    return pd.DataFrame([{"arch": arch, "attack": slices["attack"], **r}
+                         for arch, by in slices["archs"].items() for rows in by.values() for r in rows])
+
+
+def _audit_estimator_columns(v: dict[str, Any], k: int) -> dict[str, Any]:
+    """The audit's other estimators on a row of its table (:mod:`core.measurement.audit_estimators`):
+    the f-DP bound at this k and the headlines (none when the entry predates them)."""
+    est = v.get("estimators")
+    if not est:
+        return {}
+    at = next((p for p in est["fdp_bound"]["per_k"] if p["k"] == k), {})
+    gdp, fdp = est["gdp_estimate"], est["fdp_bound"]
+    return {"fdp_mu_at_k": at.get("mu"), "fdp_epsilon_at_k": at.get("epsilon"), "fdp_mu": fdp["mu"],
+            "fdp_epsilon": fdp["epsilon"], "fdp_best_k": fdp["best_k"], "gdp_mu_estimate": gdp["mu"],
+            "gdp_mu_low": gdp["mu_low"], "gdp_mu_high": gdp["mu_high"], "gdp_epsilon_estimate": gdp["epsilon"],
+            "gdp_epsilon_low": gdp["epsilon_low"], "gdp_epsilon_high": gdp["epsilon_high"]}
