@@ -20,7 +20,7 @@ from core.foundations.config import ExperimentConfig
 from core.defenses.defender import DefenseSpec
 from core.foundations.errors import MIAError
 from core.foundations.names import ARCH_NAMES as ARCH_LABELS, ATTACK_NAMES as ATTACK_LABELS
-from core.experiment.pipeline import cached_summary, trained_models
+from core.experiment.pipeline import cached_summary, load_models
 from core.analyses.repeats import cached_repeat_configs, repeat_config
 from core.tasks import get_task
 from ui.examples import show_record as draw_record
@@ -96,7 +96,7 @@ def scatter_and_vulnerability(hashes: tuple[str, ...], _configs: dict[str, Exper
     for arch, cfg in _configs.items():
         s = cached_summary(cfg)
         sums[arch] = s
-        models = trained_models(cfg)
+        models = load_models(cfg)
         results["scatter"][arch] = analysis.entropy_scatter(s)
         results["most_exposed"][arch] = analysis.most_exposed(s)
         results["vulnerability"][arch] = analysis.vulnerability(models, s)
@@ -117,10 +117,14 @@ def record_view(config_hash: str, arch: str, index: int, role: str):
     """One record as the task describes it (Task.describe_record), with ``arch``'s victim's answer
     (loaded only by a task that shows one)."""
     return task.describe_record(configs[arch], task_data(configs["ffnn"].config_hash, configs["ffnn"]), index,
-                                lambda: trained_models(configs[arch]).model("victim"), role)
+                                lambda: load_models(configs[arch]).model("victim"), role)
 
 
-base = scatter_and_vulnerability(tuple(c.config_hash for c in configs.values()), configs)
+try:
+    base = scatter_and_vulnerability(tuple(c.config_hash for c in configs.values()), configs)
+except MIAError as exc:  # a summary whose models are gone from the cache: said, never retrained here
+    st.error(f"Could not load the trained models: {exc}")
+    st.stop()
 manager = job_manager()
 #: the long analyses run as worker jobs (ui.worker, kind "analysis"), one per architecture: the registered ones
 #: whose job takes no parameter but its name (the audit's and the budget's have their own tabs' controls)
