@@ -212,3 +212,30 @@ def test_training_defenses_page_remembers_the_defense_across_pages():
     at.run()
     assert not at.exception, at.exception
     assert [r for r in at.radio if r.label == "Defense"][0].value == "l2"
+
+
+def test_defenses_page_with_models_gone_says_not_cached_and_trains_nothing(monkeypatch):
+    """A run whose summary is cached but whose model is not: the page says so in one line (ui.shared.defender_for
+    reads through core.experiment.pipeline.load_models) and no training starts in the server."""
+    from core.experiment.cache import ArtifactCache
+    from core.experiment.pipeline import run_experiment
+
+    tiny = {"n_train": 30, "n_eval": 10, "epochs": 2, "n_shadows": 1, "attack_epochs": (), "attack_train_epochs": 3}
+    task = get_task("image")
+    monkeypatch.setitem(task.presets, "quick", {**task.presets["quick"], **tiny})
+    for arch in ("ffnn", "rnn"):
+        run_experiment(task.make_config(arch, "quick"))
+    cache = ArtifactCache()
+    cache.discard(cache.key("model", task.make_config("rnn", "quick").training_hash, "victim", "weights"), "test")
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a page trained a model")
+
+    monkeypatch.setattr(type(task), "train", refuse)
+    at = AppTest.from_file(str(ROOT / "app.py"))
+    at.switch_page("app_pages/2_Defenses.py")
+    at.run(timeout=120)
+    assert not at.exception, at.exception
+    errors = [e.value for e in at.error]
+    assert any(e.startswith("Could not load the trained models:") and "victim model" in e and "not cached" in e
+               for e in errors), errors
