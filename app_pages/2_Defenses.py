@@ -137,8 +137,9 @@ except MIAError as exc:
     repeat_defenders = {a: [d] for a, d in defenders.items()}
 
 
-def job_status(job, what: str) -> bool:
-    """Say where a worker job of this page stands; True when a (re)submit button should show."""
+def job_allows_submit(job, what: str) -> bool:
+    """Draw where a worker job of this page stands (none, failed, cancelled, queued or running); True when
+    no job is under way, so a (re)submit button may show."""
     if job is None:
         return True
     if job.state == "failed":
@@ -186,7 +187,7 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
             if d.ensure_sensitivity(n_pairs, compute=False) is None:
                 params = {"pairs": n_pairs}
                 job = manager.job(configs[arch], "sensitivity", params)
-                if job_status(job, f"SensitivitySampler ({ARCH_LABELS[arch]})"):
+                if job_allows_submit(job, f"SensitivitySampler ({ARCH_LABELS[arch]})"):
                     if st.button(f"Estimate the sensitivity of {ARCH_LABELS[arch]} (SensitivitySampler, n = {n_pairs} "
                                  f"pairs = {2 * n_pairs} trainings, in a worker)", key=f"sens:{arch}:{n_pairs}"):
                         manager.submit([configs[arch]], "sensitivity", params)
@@ -279,7 +280,7 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
                     if job is None:
                         manager.submit([configs[arch]], "adaptive", params)
                         st.caption("adaptive attacker: queued to refit on defended shadows in a worker…")
-                    elif job_status(job, "adaptive attacker") and st.button(
+                    elif job_allows_submit(job, "adaptive attacker") and st.button(
                             "Refit the adaptive attacker again", key=f"adaptive:{arch}:{spec.key}"):
                         manager.submit([configs[arch]], "adaptive", params)
                         st.rerun()

@@ -465,7 +465,7 @@ for _ in drawn(tabs[5]):
         show_record(int(position), view)
         downloads("exposure", all_results, fig)
 
-def job_status(group, what: str) -> bool:
+def group_unfinished(group, what: str) -> bool:
     """Draw a job group's state (queued/running, failed, cancelled); True while it is unfinished."""
     jobs = [j for j in group.jobs if j is not None]
     if jobs and not group.done:
@@ -506,7 +506,7 @@ for _ in drawn(tabs[6]):
         params = {"name": "budget", "online": online_n}
         group = manager.group([configs["ffnn"], configs["rnn"]], "analysis", params)
         budgets = job_results(group)
-        if budgets is None and not job_status(group, "Training the online references") and st.button(
+        if budgets is None and not group_unfinished(group, "Training the online references") and st.button(
                 f"Train {online_n} online references per architecture and draw the curves (in a worker)",
                 key="run-budget"):
             todo = [c for c, j in zip((configs["ffnn"], configs["rnn"]), group.jobs) if j is None or j.state != "done"]
@@ -572,7 +572,7 @@ for _ in drawn(tabs[7]):
                         "an audited ε is a lower bound: it must never exceed the accountant's upper bound (DP-SGD "
                         "runs).", label="The check")
             downloads("audit", all_results, fig)
-        elif not job_status(group, "Training the canary runs") and st.button(
+        elif not group_unfinished(group, "Training the canary runs") and st.button(
                 f"Audit both architectures with {m} canaries (in a worker)", key="run-audit"):
             todo = [c for c, j in zip((configs["ffnn"], configs["rnn"]), group.jobs) if j is None or j.state != "done"]
             manager.submit(todo, "analysis", params)
