@@ -339,13 +339,27 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
         grid_text = ", ".join(f"{v:g}" for v in param.grid)
         reported = [a for a in fast if mech.study_rows(task_name, a)]
         st.markdown(f"**{mech.short}: {'the studies’ rows beside ours' if reported else 'the grid'}**")
-        if st.button(f"Measure {param.symbol} = {grid_text} (utility included"
-                     + (f", on {n_repeats} repeats" if n_repeats > 1 else "") + ")"):
-            bar = st.progress(0.0)
-            jobs = [(arch, r, d) for arch in fast for r, d in enumerate(repeat_defenders[arch])]
-            for i, (arch, r, d) in enumerate(jobs):
-                d.measure(spec, list(param.grid), on_point=lambda j, n, i=i, arch=arch, r=r: bar.progress(
-                    (i * n + j) / (n * len(jobs)), text=f"{ARCH_LABELS[arch]}, repeat {r + 1}: {j}/{n} values"))
+        # "Measure": one worker job per architecture and repeat (ui.worker, kind "defense_grid"), cancellable in
+        # the sidebar; each full point is cached on disk as it finishes, where the table below reads it
+        grid_params = {"spec": dataclasses.asdict(spec.at(float(param.grid[0]))), "values": [float(v) for v in param.grid]}
+        grid_configs = [d.cfg for arch in fast for d in repeat_defenders[arch]]
+        grid = manager.group(grid_configs, "defense_grid", grid_params)
+        grid_jobs = [j for j in grid.jobs if j is not None]
+        if grid_jobs and not grid.done:
+            running = grid.running
+            st.progress(sum(j.fraction for j in grid_jobs) / len(grid_configs),
+                        text=f"Measuring in a worker: {job_line(running) if running else 'queued'} — cancel it in the "
+                             "sidebar; the table fills in as the values land.")
+        else:
+            for j in grid_jobs:
+                if j.state == "failed":
+                    st.error(f"The last measurement failed ({j.label}): {j.error}")
+                elif j.state == "cancelled":
+                    st.caption(f"{j.label} was cancelled (the values already measured stay cached).")
+            if st.button(f"Measure {param.symbol} = {grid_text} (utility included"
+                         + (f", on {n_repeats} repeats" if n_repeats > 1 else "") + ")"):
+                manager.submit(grid_configs, "defense_grid", grid_params)
+                st.rerun()
         # every row shows what is known: the curve's fast point (naive attack, guarantee) until "Measure" adds
         # utility, and the adaptive attacker once its worker job (or the CLI) measured it; the rest "not measured"
         rows = {a: defenders[a].known_rows(spec, list(param.grid)) for a in fast}
