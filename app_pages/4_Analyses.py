@@ -375,11 +375,6 @@ def exposure_of(hashes: tuple[str, ...], attack: str | None, mechanism: str | No
                                       defended=points, repeats=record_views.cached_repeats(_configs))
 
 
-@st.cache_data(max_entries=16, show_spinner="Refitting LiRA and RMIA on each subset of references…")
-def budget_of(config_hash: str, _cfg: ExperimentConfig) -> dict:
-    return record_views.budget_view(_cfg)
-
-
 @st.cache_data(max_entries=16, show_spinner=False)
 def slices_of(hashes: tuple[str, ...], attack: str | None, _configs: dict[str, ExperimentConfig]) -> dict:
     return record_views.slices_view(_configs, {a: cached_summary(c) for a, c in _configs.items()}, attack)
@@ -498,10 +493,20 @@ for _ in drawn(tabs[6]):
     if online_n == 0:
         if st.toggle("Compute the budget curves (refits both attacks on every subset of references; cached)",
                      key="budget:on"):
-            try:
-                budgets = {a: budget_of(c.config_hash, c) for a, c in configs.items()}
-            except MIAError as exc:
-                st.error(f"Could not compute the reference budget: {exc}")
+            # the refits run in a worker (the analysis job kind "budget", no online models): never in the server
+            params = {"name": "budget", "online": 0}
+            group = manager.group([configs["ffnn"], configs["rnn"]], "analysis", params)
+            budgets = job_results(group)
+            if budgets is None and not group_unfinished(group, "Refitting LiRA and RMIA on each subset of references"):
+                todo = [c for c, j in zip((configs["ffnn"], configs["rnn"]), group.jobs)
+                        if j is None or j.state not in ("done", "failed", "cancelled")]
+                if todo:
+                    manager.submit(todo, "analysis", params)
+                    st.rerun()
+                elif st.button("Refit the budget curves again (in a worker)", key="rerun-budget"):
+                    manager.submit([c for c, j in zip((configs["ffnn"], configs["rnn"]), group.jobs)
+                                    if j is None or j.state != "done"], "analysis", params)
+                    st.rerun()
     else:
         params = {"name": "budget", "online": online_n}
         group = manager.group([configs["ffnn"], configs["rnn"]], "analysis", params)
