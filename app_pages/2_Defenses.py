@@ -137,8 +137,9 @@ except MIAError as exc:
     repeat_defenders = {a: [d] for a, d in defenders.items()}
 
 
-def job_status(job, what: str) -> bool:
-    """Say where a worker job of this page stands; True when a (re)submit button should show."""
+def job_allows_submit(job, what: str) -> bool:
+    """Draw where a worker job of this page stands (none, failed, cancelled, queued or running); True when
+    no job is under way, so a (re)submit button may show."""
     if job is None:
         return True
     if job.state == "failed":
@@ -186,7 +187,7 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
             if d.ensure_sensitivity(n_pairs, compute=False) is None:
                 params = {"pairs": n_pairs}
                 job = manager.job(configs[arch], "sensitivity", params)
-                if job_status(job, f"SensitivitySampler ({ARCH_LABELS[arch]})"):
+                if job_allows_submit(job, f"SensitivitySampler ({ARCH_LABELS[arch]})"):
                     if st.button(f"Estimate the sensitivity of {ARCH_LABELS[arch]} (SensitivitySampler, n = {n_pairs} "
                                  f"pairs = {2 * n_pairs} trainings, in a worker)", key=f"sens:{arch}:{n_pairs}"):
                         manager.submit([configs[arch]], "sensitivity", params)
@@ -279,7 +280,7 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
                     if job is None:
                         manager.submit([configs[arch]], "adaptive", params)
                         st.caption("adaptive attacker: queued to refit on defended shadows in a worker…")
-                    elif job_status(job, "adaptive attacker") and st.button(
+                    elif job_allows_submit(job, "adaptive attacker") and st.button(
                             "Refit the adaptive attacker again", key=f"adaptive:{arch}:{spec.key}"):
                         manager.submit([configs[arch]], "adaptive", params)
                         st.rerun()
@@ -338,13 +339,27 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
         grid_text = ", ".join(f"{v:g}" for v in param.grid)
         reported = [a for a in fast if mech.study_rows(task_name, a)]
         st.markdown(f"**{mech.short}: {'the studies’ rows beside ours' if reported else 'the grid'}**")
-        if st.button(f"Measure {param.symbol} = {grid_text} (utility included"
-                     + (f", on {n_repeats} repeats" if n_repeats > 1 else "") + ")"):
-            bar = st.progress(0.0)
-            jobs = [(arch, r, d) for arch in fast for r, d in enumerate(repeat_defenders[arch])]
-            for i, (arch, r, d) in enumerate(jobs):
-                d.measure(spec, list(param.grid), on_point=lambda j, n, i=i, arch=arch, r=r: bar.progress(
-                    (i * n + j) / (n * len(jobs)), text=f"{ARCH_LABELS[arch]}, repeat {r + 1}: {j}/{n} values"))
+        # "Measure": one worker job per architecture and repeat (ui.worker, kind "defense_grid"), cancellable in
+        # the sidebar; each full point is cached on disk as it finishes, where the table below reads it
+        grid_params = {"spec": dataclasses.asdict(spec.at(float(param.grid[0]))), "values": [float(v) for v in param.grid]}
+        grid_configs = [d.cfg for arch in fast for d in repeat_defenders[arch]]
+        grid = manager.group(grid_configs, "defense_grid", grid_params)
+        grid_jobs = [j for j in grid.jobs if j is not None]
+        if grid_jobs and not grid.done:
+            running = grid.running
+            st.progress(sum(j.fraction for j in grid_jobs) / len(grid_configs),
+                        text=f"Measuring in a worker: {job_line(running) if running else 'queued'} — cancel it in the "
+                             "sidebar; the table fills in as the values land.")
+        else:
+            for j in grid_jobs:
+                if j.state == "failed":
+                    st.error(f"The last measurement failed ({j.label}): {j.error}")
+                elif j.state == "cancelled":
+                    st.caption(f"{j.label} was cancelled (the values already measured stay cached).")
+            if st.button(f"Measure {param.symbol} = {grid_text} (utility included"
+                         + (f", on {n_repeats} repeats" if n_repeats > 1 else "") + ")"):
+                manager.submit(grid_configs, "defense_grid", grid_params)
+                st.rerun()
         # every row shows what is known: the curve's fast point (naive attack, guarantee) until "Measure" adds
         # utility, and the adaptive attacker once its worker job (or the CLI) measured it; the rest "not measured"
         rows = {a: defenders[a].known_rows(spec, list(param.grid)) for a in fast}

@@ -20,7 +20,7 @@ from core.foundations.config import ExperimentConfig
 from core.defenses.defender import DefenseSpec
 from core.foundations.errors import MIAError
 from core.foundations.names import ARCH_NAMES as ARCH_LABELS, ATTACK_NAMES as ATTACK_LABELS
-from core.experiment.pipeline import cached_summary, trained_models
+from core.experiment.pipeline import cached_summary, load_models
 from core.analyses.repeats import cached_repeat_configs, repeat_config
 from core.tasks import get_task
 from ui.examples import show_record as draw_record
@@ -96,7 +96,7 @@ def scatter_and_vulnerability(hashes: tuple[str, ...], _configs: dict[str, Exper
     for arch, cfg in _configs.items():
         s = cached_summary(cfg)
         sums[arch] = s
-        models = trained_models(cfg)
+        models = load_models(cfg)
         results["scatter"][arch] = analysis.entropy_scatter(s)
         results["most_exposed"][arch] = analysis.most_exposed(s)
         results["vulnerability"][arch] = analysis.vulnerability(models, s)
@@ -117,10 +117,14 @@ def record_view(config_hash: str, arch: str, index: int, role: str):
     """One record as the task describes it (Task.describe_record), with ``arch``'s victim's answer
     (loaded only by a task that shows one)."""
     return task.describe_record(configs[arch], task_data(configs["ffnn"].config_hash, configs["ffnn"]), index,
-                                lambda: trained_models(configs[arch]).model("victim"), role)
+                                lambda: load_models(configs[arch]).model("victim"), role)
 
 
-base = scatter_and_vulnerability(tuple(c.config_hash for c in configs.values()), configs)
+try:
+    base = scatter_and_vulnerability(tuple(c.config_hash for c in configs.values()), configs)
+except MIAError as exc:  # a summary whose models are gone from the cache: said, never retrained here
+    st.error(f"Could not load the trained models: {exc}")
+    st.stop()
 manager = job_manager()
 #: the long analyses run as worker jobs (ui.worker, kind "analysis"), one per architecture: the registered ones
 #: whose job takes no parameter but its name (the audit's and the budget's have their own tabs' controls)
@@ -371,11 +375,6 @@ def exposure_of(hashes: tuple[str, ...], attack: str | None, mechanism: str | No
                                       defended=points, repeats=record_views.cached_repeats(_configs))
 
 
-@st.cache_data(max_entries=16, show_spinner="Refitting LiRA and RMIA on each subset of references…")
-def budget_of(config_hash: str, _cfg: ExperimentConfig) -> dict:
-    return record_views.budget_view(_cfg)
-
-
 @st.cache_data(max_entries=16, show_spinner=False)
 def slices_of(hashes: tuple[str, ...], attack: str | None, _configs: dict[str, ExperimentConfig]) -> dict:
     return record_views.slices_view(_configs, {a: cached_summary(c) for a, c in _configs.items()}, attack)
@@ -461,7 +460,7 @@ for _ in drawn(tabs[5]):
         show_record(int(position), view)
         downloads("exposure", all_results, fig)
 
-def job_status(group, what: str) -> bool:
+def group_unfinished(group, what: str) -> bool:
     """Draw a job group's state (queued/running, failed, cancelled); True while it is unfinished."""
     jobs = [j for j in group.jobs if j is not None]
     if jobs and not group.done:
@@ -494,15 +493,25 @@ for _ in drawn(tabs[6]):
     if online_n == 0:
         if st.toggle("Compute the budget curves (refits both attacks on every subset of references; cached)",
                      key="budget:on"):
-            try:
-                budgets = {a: budget_of(c.config_hash, c) for a, c in configs.items()}
-            except MIAError as exc:
-                st.error(f"Could not compute the reference budget: {exc}")
+            # the refits run in a worker (the analysis job kind "budget", no online models): never in the server
+            params = {"name": "budget", "online": 0}
+            group = manager.group([configs["ffnn"], configs["rnn"]], "analysis", params)
+            budgets = job_results(group)
+            if budgets is None and not group_unfinished(group, "Refitting LiRA and RMIA on each subset of references"):
+                todo = [c for c, j in zip((configs["ffnn"], configs["rnn"]), group.jobs)
+                        if j is None or j.state not in ("done", "failed", "cancelled")]
+                if todo:
+                    manager.submit(todo, "analysis", params)
+                    st.rerun()
+                elif st.button("Refit the budget curves again (in a worker)", key="rerun-budget"):
+                    manager.submit([c for c, j in zip((configs["ffnn"], configs["rnn"]), group.jobs)
+                                    if j is None or j.state != "done"], "analysis", params)
+                    st.rerun()
     else:
         params = {"name": "budget", "online": online_n}
         group = manager.group([configs["ffnn"], configs["rnn"]], "analysis", params)
         budgets = job_results(group)
-        if budgets is None and not job_status(group, "Training the online references") and st.button(
+        if budgets is None and not group_unfinished(group, "Training the online references") and st.button(
                 f"Train {online_n} online references per architecture and draw the curves (in a worker)",
                 key="run-budget"):
             todo = [c for c, j in zip((configs["ffnn"], configs["rnn"]), group.jobs) if j is None or j.state != "done"]
@@ -568,7 +577,7 @@ for _ in drawn(tabs[7]):
                         "an audited ε is a lower bound: it must never exceed the accountant's upper bound (DP-SGD "
                         "runs).", label="The check")
             downloads("audit", all_results, fig)
-        elif not job_status(group, "Training the canary runs") and st.button(
+        elif not group_unfinished(group, "Training the canary runs") and st.button(
                 f"Audit both architectures with {m} canaries (in a worker)", key="run-audit"):
             todo = [c for c, j in zip((configs["ffnn"], configs["rnn"]), group.jobs) if j is None or j.state != "done"]
             manager.submit(todo, "analysis", params)

@@ -212,3 +212,63 @@ def test_training_defenses_page_remembers_the_defense_across_pages():
     at.run()
     assert not at.exception, at.exception
     assert [r for r in at.radio if r.label == "Defense"][0].value == "l2"
+
+
+def test_defenses_page_with_models_gone_says_not_cached_and_trains_nothing(monkeypatch):
+    """A run whose summary is cached but whose model is not: the page says so in one line (ui.shared.defender_for
+    reads through core.experiment.pipeline.load_models) and no training starts in the server."""
+    from core.experiment.cache import ArtifactCache
+    from core.experiment.pipeline import run_experiment
+
+    tiny = {"n_train": 30, "n_eval": 10, "epochs": 2, "n_shadows": 1, "attack_epochs": (), "attack_train_epochs": 3}
+    task = get_task("image")
+    monkeypatch.setitem(task.presets, "quick", {**task.presets["quick"], **tiny})
+    for arch in ("ffnn", "rnn"):
+        run_experiment(task.make_config(arch, "quick"))
+    cache = ArtifactCache()
+    cache.discard(cache.key("model", task.make_config("rnn", "quick").training_hash, "victim", "weights"), "test")
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a page trained a model")
+
+    monkeypatch.setattr(type(task), "train", refuse)
+    at = AppTest.from_file(str(ROOT / "app.py"))
+    at.switch_page("app_pages/2_Defenses.py")
+    at.run(timeout=120)
+    assert not at.exception, at.exception
+    errors = [e.value for e in at.error]
+    assert any(e.startswith("Could not load the trained models:") and "victim model" in e and "not cached" in e
+               for e in errors), errors
+
+
+def test_defenses_measure_runs_in_a_worker_and_the_table_fills_in(monkeypatch):
+    """"Measure" submits the grid as worker jobs (kind ``defense_grid``): the server never measures it (its
+    Defender.measure fails here), and the table reads each point from the cache as it lands."""
+    from core.defenses.defender import Defender
+    from core.experiment.pipeline import run_experiment
+
+    tiny = {"n_train": 30, "n_eval": 10, "epochs": 2, "n_shadows": 1, "attack_epochs": (), "attack_train_epochs": 3}
+    task = get_task("image")
+    monkeypatch.setitem(task.presets, "quick", {**task.presets["quick"], **tiny})
+    for arch in ("ffnn", "rnn"):
+        run_experiment(task.make_config(arch, "quick"))
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the server measured the grid")
+
+    monkeypatch.setattr(Defender, "measure", refuse)
+    at = AppTest.from_file(str(ROOT / "app.py"))
+    at.switch_page("app_pages/2_Defenses.py")
+    at.run(timeout=120)
+    assert not at.exception, at.exception
+    [b for b in at.button if b.label.startswith("Measure ")][0].click().run(timeout=120)
+    assert not at.exception, at.exception
+
+    def measured(at):
+        table = at.dataframe[0].value
+        ours = table[table["source"].str.startswith("ours")]
+        return not (ours["utility"] == "not measured").any()
+
+    run_until(at, measured)
+    assert not at.error, [e.value for e in at.error]
+    assert [b for b in at.button if b.label.startswith("Measure ")]  # offered again once the jobs are done

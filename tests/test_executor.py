@@ -9,7 +9,8 @@ import torch
 
 from core.experiment.cache import ArtifactCache
 from core.foundations.errors import ConfigError, WorkerFailedError
-from core.experiment.executor import ProcessExecutor, make_executor, run_job
+from core.experiment.executor import ProcessExecutor, make_executor
+from core.experiment.roles import train_job
 from core.experiment.pipeline import trained_models
 from core.tasks import get_task
 
@@ -100,7 +101,7 @@ def _crash_on_shadow_1(job):
     if job.role == "shadow_1":
         time.sleep(0.3)
         os._exit(7)
-    return run_job(job)
+    return train_job(job)
 
 
 class _CrashingPool(ProcessExecutor):

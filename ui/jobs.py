@@ -13,7 +13,8 @@ page's reruns, so both crawl. Here a job runs in a worker process (:mod:`ui.work
   SensitivitySampler, ``pairs`` pairs: its estimate, cached pair by pair), ``analysis`` (one long
   registered analysis, ``name`` = one of :func:`core.analyses.registry.long_names`: its data) and
   ``adaptive`` (a defended point with the adaptive attacker, ``spec`` = a ``DefenseSpec`` as a dict:
-  the point, cached on disk).
+  the point, cached on disk) and ``defense_grid`` (the Defenses page's "Measure": the full point, utility
+  included, at every one of ``values`` for ``spec``, each cached on disk as it finishes).
 * **A queue.** Jobs wait in submission order for one of ``MIA_JOB_WORKERS`` slots (default 1:
   one training at a time, right for a small machine). Each slot keeps one worker process warm
   between jobs and ends it after ``IDLE_S`` seconds without work.
@@ -26,7 +27,8 @@ page's reruns, so both crawl. Here a job runs in a worker process (:mod:`ui.work
   cancels everything and ends the workers; a worker also ends by itself when the server dies.
 
 No page trains or fits in the server process: every training (victims, shadows, SensitivitySampler
-pairs, the analyses' extra models) and every adaptive refit runs here, in a worker, cancellable.
+pairs, the analyses' extra models), every adaptive refit and every defense grid runs here, in a worker,
+cancellable.
 """
 from __future__ import annotations
 

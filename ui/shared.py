@@ -13,7 +13,7 @@ from core.experiment.cache import ArtifactCache
 from core.foundations.config import ExperimentConfig
 from core.defenses.defender import Defender
 from core.foundations.paths import cache_dir
-from core.experiment.pipeline import cached_runs, cached_summary, trained_models
+from core.experiment.pipeline import cached_runs, cached_summary, load_models
 from core.experiment.results import RunSummary, runs as typed_runs
 from ui.jobs import JobManager
 from ui.mapview import cached_map_views
@@ -105,12 +105,14 @@ def map_views_of(cfg: ExperimentConfig) -> dict[str, Any] | None:
 
 @st.cache_resource(max_entries=6, show_spinner="Loading the cached models and fitting nothing new…")
 def _defender(folder: str, config_hash: str, _cfg: ExperimentConfig):
-    return Defender(trained_models(_cfg))
+    return Defender(load_models(_cfg))
 
 
 def defender_for(cfg: ExperimentConfig):
     """One :class:`core.defenses.defender.Defender` per trained config and cache folder, shared by the pages
-    (the Defenses page's slider and the Analyses page's scatter under defense reuse its memo)."""
+    (the Defenses page's slider and the Analyses page's scatter under defense reuse its memo). Its models come
+    from :func:`core.experiment.pipeline.load_models`: a run not cached raises
+    :class:`~core.foundations.errors.NotCachedError` (a page never trains; an error is not memoised)."""
     return _defender(str(cache_dir()), cfg.config_hash, cfg)
 
 

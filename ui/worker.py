@@ -128,7 +128,8 @@ def _one_stage(stage: str, progress):
 
     tracker = ProgressTracker([(stage, 1.0)], progress)
     tracker.update(stage, 0.0, force=True)
-    return lambda fraction: tracker.update(stage, float(fraction))
+    # the last report always goes out (a rate-limited 1.0 would leave the page at its previous figure)
+    return lambda fraction: tracker.update(stage, float(fraction), force=float(fraction) >= 1.0)
 
 
 # ---------------------------------------------------------------------------- the job kinds
@@ -246,15 +247,47 @@ def _analysis(config: Any, progress, params: dict[str, Any]) -> Any:
     return entry.job(config, lambda stage: _one_stage(stage, progress), params)
 
 
-def _adaptive(config: Any, progress, params: dict[str, Any]) -> Any:
-    """``Defender.point(DefenseSpec(**params["spec"]), "both")`` → the point (cached on disk)."""
-    from core.defenses.defender import Defender, DefenseSpec
-    from core.experiment.pipeline import trained_models
+def _defense_spec(params: dict[str, Any], kind: str):
+    """The :class:`~core.defenses.defender.DefenseSpec` of a job's ``params["spec"]`` (a dict of its fields)."""
+    from core.defenses.defender import DefenseSpec
 
     fields = params.get("spec")
     if not isinstance(fields, dict) or not set(fields) <= {f.name for f in dataclasses.fields(DefenseSpec)}:
-        raise ConfigError(f"an adaptive job needs a DefenseSpec as a dict, got {fields!r}")
-    spec = DefenseSpec(**fields).validate()
+        raise ConfigError(f"an {kind} job needs a DefenseSpec as a dict, got {fields!r}")
+    return DefenseSpec(**fields).validate()
+
+
+def _defense_grid(config: Any, progress, params: dict[str, Any]) -> Any:
+    """``Defender.measure(spec, params["values"])`` on the cached models of ``config`` (never trained here:
+    :func:`core.experiment.pipeline.load_models`) → how many points were measured. Each full point (utility
+    included) is cached on disk as it finishes, where the Defenses page reads it; a cancel keeps those done."""
+    from core.defenses.defender import Defender
+    from core.experiment.pipeline import load_models
+
+    spec = _defense_spec(params, "defense grid")
+    values = params.get("values")
+    if (not isinstance(values, (list, tuple)) or not values
+            or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)):
+        raise ConfigError(f"a defense grid job needs a non-empty list of values, got {values!r}")
+    fraction = _one_stage(f"defense grid ({config.arch}, {spec.mechanism}, {len(values)} values)", progress)
+    points = Defender(load_models(config)).measure(spec, [float(v) for v in values],
+                                                   on_point=lambda i, n: fraction(i / n))
+    return len(points)
+
+
+def _defense_grid_label(p: dict[str, Any]) -> str:
+    spec, values = p.get("spec"), p.get("values")
+    if isinstance(spec, dict) and "mechanism" in spec and isinstance(values, (list, tuple)):
+        return f" · defense grid ({spec['mechanism']}, {len(values)} values)"
+    return " · defense grid"
+
+
+def _adaptive(config: Any, progress, params: dict[str, Any]) -> Any:
+    """``Defender.point(DefenseSpec(**params["spec"]), "both")`` → the point (cached on disk)."""
+    from core.defenses.defender import Defender
+    from core.experiment.pipeline import trained_models
+
+    spec = _defense_spec(params, "adaptive")
     fraction = _one_stage(f"adaptive attacker ({config.arch}, {spec.mechanism} {spec.value:g})", progress)
     point = Defender(trained_models(config)).point(spec, "both", utility=True)
     fraction(1.0)
@@ -273,6 +306,7 @@ register_job_kind(JobKind("mapview", _mapview, lambda p: " · example maps"))
 register_job_kind(JobKind("sensitivity", _sensitivity, lambda p: f" · SensitivitySampler (n = {p.get('pairs')})"))
 register_job_kind(JobKind("analysis", _analysis, lambda p: f" · {p.get('name')} analysis", _analysis_module))
 register_job_kind(JobKind("adaptive", _adaptive, _adaptive_label))
+register_job_kind(JobKind("defense_grid", _defense_grid, _defense_grid_label))
 
 
 def run_job(kind: str, config: Any, progress, params: dict[str, Any] | None = None,

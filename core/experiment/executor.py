@@ -38,7 +38,7 @@ from torch import nn
 from core.foundations.config import EXECUTORS
 from core.foundations.device import default_device, usable_cores
 from core.foundations.errors import ConfigError, WorkerFailedError
-from core.experiment.roles import (EpochRecorder, TrainingJob, TrainingOutput, config_from_dict, role_seed, run_job,
+from core.experiment.roles import (EpochRecorder, TrainingJob, TrainingOutput, config_from_dict, role_seed, train_job,
     seed_everything)
 from core.tasks import get_task
 
@@ -63,7 +63,7 @@ def ensemble_groups(jobs: Sequence[TrainingJob]) -> tuple[list[list[int]], list[
 
 def train_jobs_together(jobs: Sequence[TrainingJob]) -> list[TrainingOutput]:
     """Train ``jobs`` (one config, equal training sizes) as one ensemble; per job the same
-    :class:`~core.experiment.executor.TrainingOutput` as :func:`core.experiment.executor.run_job` (``train_s``: the
+    :class:`~core.experiment.executor.TrainingOutput` as :func:`core.experiment.roles.train_job` (``train_s``: the
     ensemble's time over its members)."""
     cfg = config_from_dict(jobs[0].config)
     task = get_task(cfg.task)
@@ -125,12 +125,12 @@ def _worker_init(threads: int, progress_queue=None, driver: int | None = None) -
     _PROGRESS_QUEUE = progress_queue
 
 
-def run_job_reporting(job: TrainingJob) -> TrainingOutput:
-    """:func:`run_job` in a pool worker, sending ``(role, fraction)`` to the driver's queue at most
+def train_job_reporting(job: TrainingJob) -> TrainingOutput:
+    """:func:`train_job` in a pool worker, sending ``(role, fraction)`` to the driver's queue at most
     every 0.2 s (and at the end), so the driver's progress bar moves while the worker trains."""
     queue = _PROGRESS_QUEUE
     if queue is None:
-        return run_job(job)
+        return train_job(job)
     last = [0.0]
 
     def report(fraction: float) -> None:
@@ -139,7 +139,7 @@ def run_job_reporting(job: TrainingJob) -> TrainingOutput:
             last[0] = now
             queue.put((job.role, float(fraction)))
 
-    return run_job(job, report)
+    return train_job(job, report)
 
 
 #: ``on_progress(role, fraction)``: a job's training progress, in the driver
@@ -155,7 +155,7 @@ class Executor:
     def map(self, jobs: list[TrainingJob], on_done: Callable[[TrainingOutput], None],
             on_progress: JobProgress | None = None) -> None:
         for job in jobs:
-            on_done(run_job(job, (lambda f, r=job.role: on_progress(r, f)) if on_progress else None))
+            on_done(train_job(job, (lambda f, r=job.role: on_progress(r, f)) if on_progress else None))
 
     def run_many(self, function: Callable[[Any], Any], items: list[Any], on_done: Callable[[Any], None]) -> None:
         """``on_done(function(item))`` for every item, in any order: for independent work other than
@@ -182,7 +182,7 @@ class EnsembleExecutor(Executor):
             for output in train_jobs_together([jobs[i] for i in group]):
                 on_done(output)
         for i in alone:
-            on_done(run_job(jobs[i]))
+            on_done(train_job(jobs[i]))
 
 
 def raise_failures(executor: str, failures: list[tuple[str, BaseException]], finished: int, total: int) -> None:
@@ -219,7 +219,7 @@ class ProcessExecutor(Executor):
 
     def map(self, jobs: list[TrainingJob], on_done: Callable[[TrainingOutput], None],
             on_progress: JobProgress | None = None) -> None:
-        self._run(run_job_reporting, jobs, [job.role for job in jobs], on_done, on_progress)
+        self._run(train_job_reporting, jobs, [job.role for job in jobs], on_done, on_progress)
 
     def run_many(self, function: Callable[[Any], Any], items: list[Any], on_done: Callable[[Any], None]) -> None:
         self._run(function, items, [f"item {k}" for k in range(len(items))], on_done)
@@ -293,7 +293,7 @@ class RayExecutor(Executor):
                 raise ConfigError(f"cannot start the ray executor on {where}: {reason}") from None
         self._ray = ray
         self._cpus_per_job = cpus_per_job
-        self._remote = ray.remote(num_cpus=cpus_per_job)(run_job)
+        self._remote = ray.remote(num_cpus=cpus_per_job)(train_job)
 
     def map(self, jobs: list[TrainingJob], on_done: Callable[[TrainingOutput], None],
             on_progress: JobProgress | None = None) -> None:

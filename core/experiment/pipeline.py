@@ -33,7 +33,7 @@ from core.experiment.cache import ArtifactCache, Validator, dict_with
 from core.foundations.config import ExperimentConfig
 from core.foundations.device import default_device, single_thread
 from core.training.dpsgd import report as privacy_report
-from core.foundations.errors import ConfigError
+from core.foundations.errors import ConfigError, NotCachedError
 from core.experiment.executor import Executor, TrainingJob, as_tuple
 from core.experiment.fidelity import measure_shadow_fidelity
 from core.measurement.metrics import resolution
@@ -42,7 +42,7 @@ from core.experiment.model_attacks import UndefendedQuery
 from core.measurement.responses import Responses
 from core.experiment.results import RunSummary
 from core.experiment.roles import (Splits, TrainedModel, TrainedModels, check_memory, load_trained, load_user_victim,
-    make_splits, role_seed, seed_everything, store_trained, train_or_load, victim_source)
+    is_cached, make_splits, role_seed, seed_everything, store_trained, train_or_load, victim_source)
 from core.tasks import get_task
 from core.tasks.base import Task
 
@@ -105,6 +105,43 @@ def trained_models(
     shadows_s = time.perf_counter() - t
     timings = {"data_s": data_s, "victim_s": victim_s, "shadows_s": shadows_s}
     return TrainedModels(cfg, task, data, splits, victim, shadows, timings)
+
+
+def load_models(cfg: ExperimentConfig, cache: ArtifactCache | None = None) -> TrainedModels:
+    """The cached victim and shadows of ``cfg``; never trains (nor loads a user's weights anew).
+
+    What a reader of cached runs uses (the pages: "pages never train" is this function's contract, not a
+    convention): :func:`trained_models` without the training.
+
+    Raises:
+        NotCachedError: a model of ``cfg`` is missing from the cache or fails its integrity checks (one line
+            naming the run and the model; train it first: Train & attack, or ``python -m core run``).
+    """
+    cfg.validate()
+    cache = cache or ArtifactCache()
+    roles = ["victim", *(f"shadow_{i}" for i in range(cfg.n_shadows))]
+
+    def missing(role: str) -> NotCachedError:
+        return NotCachedError(f"the {role.replace('_', ' ')} model of {cfg.task} {cfg.arch} ({cfg.preset}, "
+                              f"{cfg.config_hash[:6]}) is not cached: train it first (Train & attack)")
+
+    for role in roles:  # the meta entries first: a run never trained is said before its data loads
+        if not is_cached(cfg, role, cache):
+            raise missing(role)
+    task = get_task(cfg.task)
+    data = task.load(cfg)
+    splits = make_splits(cfg, data, cache)
+    loaded = {}
+    for role in roles:
+        if role == "victim":
+            n_queries = len(splits.eval_index)
+        else:  # the records trained_models has shadow i answer: its first n_eval members and its non-members
+            i = int(role.split("_")[1])
+            n_queries = len(splits.shadow_in[i][: cfg.n_eval]) + len(splits.shadow_out[i])
+        loaded[role] = load_trained(task, cfg, data, role, cache, n_queries)
+        if loaded[role] is None:
+            raise missing(role)
+    return TrainedModels(cfg, task, data, splits, loaded["victim"], [loaded[r] for r in roles[1:]], {})
 
 
 def _train_missing_on(executor: Executor, cfg: ExperimentConfig, cache: ArtifactCache,

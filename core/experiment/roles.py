@@ -11,7 +11,7 @@ the reference attacks and shadow fidelity build on this module, never on the pip
   :func:`store_trained`);
 * :class:`TrainedModels`, what defenses and analyses consume, and the reference models'
   answers on the victim's records (:func:`reference_answers`, for LiRA and RMIA);
-* the job types the executors run (:class:`TrainingJob` → :func:`run_job` → :class:`TrainingOutput`:
+* the job types the executors run (:class:`TrainingJob` → :func:`train_job` → :class:`TrainingOutput`:
   plain data and bytes, so a worker process or a Ray node can train one role).
 """
 from __future__ import annotations
@@ -534,7 +534,7 @@ def config_from_dict(d: dict[str, Any]) -> ExperimentConfig:
     return task.make_config(arch, preset, {**d, **options})
 
 
-def run_job(job: TrainingJob, on_progress: Callable[[float], None] | None = None) -> TrainingOutput:
+def train_job(job: TrainingJob, on_progress: Callable[[float], None] | None = None) -> TrainingOutput:
     """Train one job (in whatever process this runs) and return its bytes; ``on_progress(fraction)``
     as it trains."""
     cfg = config_from_dict(job.config)

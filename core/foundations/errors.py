@@ -58,3 +58,8 @@ class WorkerFailedError(MIAError, RuntimeError):
 class ResultFormatError(MIAError, ValueError):
     """A result dict (a run's summary, an attack, a defended point) lacks a field or holds one of
     the wrong type (:mod:`core.experiment.results`); the message names the field in one line."""
+
+
+class NotCachedError(MIAError, LookupError):
+    """A run's trained models are not in the cache, and the caller may only read it
+    (:func:`core.experiment.pipeline.load_models`: the pages never train)."""

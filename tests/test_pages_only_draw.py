@@ -1,0 +1,65 @@
+"""Pages only draw: :func:`core.experiment.pipeline.load_models` reads the cache or says "not cached" (never
+trains), and the Defenses grid is measured by a worker job kind (``defense_grid``), not in the server."""
+import pytest
+
+from core.experiment.cache import ArtifactCache
+from core.experiment.pipeline import load_models, trained_models
+from core.foundations.errors import MIAError, NotCachedError
+from core.tasks import get_task
+
+TINY = dict(n_train=30, n_eval=10, epochs=2, n_shadows=1, attack_epochs=())
+
+
+def no_training(monkeypatch):
+    task = get_task("image")
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("load_models trained a model")
+
+    monkeypatch.setattr(type(task), "train", refuse)
+
+
+def test_load_models_says_not_cached_and_never_trains(monkeypatch):
+    cfg = get_task("image").make_config("ffnn", "quick", TINY)
+    trained = trained_models(cfg)  # the real training, before it is forbidden
+    no_training(monkeypatch)
+    loaded = load_models(cfg)
+    assert loaded.victim.cache_hit and [s.cache_hit for s in loaded.shadows] == [True]
+    assert list(loaded.splits.eval_index) == list(trained.splits.eval_index)
+    assert all((loaded.victim.weights[k] == v).all() for k, v in trained.victim.weights.items())
+
+    other = get_task("image").make_config("rnn", "quick", TINY)  # never trained
+    with pytest.raises(NotCachedError) as err:
+        load_models(other)
+    assert isinstance(err.value, MIAError) and "not cached" in str(err.value) and "\n" not in str(err.value)
+
+    # a model whose weights are gone (its meta kept) is not cached either: named, not retrained
+    cache = ArtifactCache()
+    cache.discard(cache.key("model", cfg.training_hash, "shadow_0", "weights"), "removed by the test")
+    with pytest.raises(NotCachedError, match="shadow 0"):
+        load_models(cfg)
+
+
+def test_defense_grid_job_kind_caches_every_point_with_progress(monkeypatch):
+    from core.defenses.defender import Defender, DefenseSpec
+    from core.foundations.errors import ConfigError
+    from ui.worker import JOB_KINDS, run_job
+
+    assert "defense_grid" in JOB_KINDS
+    cfg = get_task("image").make_config("ffnn", "quick", TINY)
+    trained_models(cfg)
+    no_training(monkeypatch)
+    spec = DefenseSpec("dirichlet", 1.0)
+    params = {"spec": {"mechanism": "dirichlet", "value": 1.0}, "values": [0.1, 10.0]}
+    events = []
+    assert run_job("defense_grid", cfg, events.append, params) == 2
+    assert events and events[-1].stage_fraction == 1.0 and events[-1].stage.startswith("defense grid")
+    fresh = Defender(load_models(cfg))  # what the page reads: the points on disk, utility included
+    for v in (0.1, 10.0):
+        point = fresh.measured(spec.at(v))
+        assert point is not None and point["utility"] is not None
+    assert fresh.measured(spec.at(1.0)) is None  # only the values asked for
+    with pytest.raises(ConfigError):
+        run_job("defense_grid", cfg, events.append, {"spec": params["spec"], "values": []})
+    with pytest.raises(NotCachedError):  # the worker never trains a grid's models either
+        run_job("defense_grid", get_task("image").make_config("rnn", "quick", TINY), events.append, params)
