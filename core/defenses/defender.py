@@ -51,6 +51,7 @@ from core.experiment.reference_attacks import victim_answers as undefended_answe
 from core.experiment.reference_attacks import (Calibration, ReferenceAttack, ReferenceInputs, fit_reference_attacks,
     reference_inputs, score_reference_attacks)
 from core.measurement.responses import Responses
+from core.tasks.base import LogitClassifier
 from core.experiment.results import DefendedPoint
 from core.defenses import dirichlet, gpm  # noqa: F401  (each registers its mechanism)
 from core.defenses.dirichlet import DIRICHLET_GRID
@@ -172,6 +173,9 @@ class Defender:
         self._memo: dict[tuple, dict[str, Any]] = {}
         self._answers: dict[tuple, tuple[list[Responses], dict[str, Any]]] = {}
         self._population: dict[tuple, Responses] = {}
+        #: the victim's undefended logits on the utility's records (members, non-members), computed once:
+        #: an output mechanism's utility draws read them instead of re-running the model (issue 32.16)
+        self._utility_logits: dict[str, torch.Tensor] = {}
         self.sensitivity: SensitivityEstimate | None = None
         last = models.victim.per_epoch[-1]
         undefended = score_attacks(self.naive_attacks, self.victim_responses, self.membership)
@@ -339,6 +343,16 @@ class Defender:
         if isinstance(mech, OutputMechanism):
             model = self.victim_model()
             transform = mech.torch_transform(spec, self._torch_generator(spec, draw, "utility"))
+            if type(self.task).utility is LogitClassifier.utility:
+                # accuracy of the transformed log-softmax of logits the model computes once per record: the
+                # task's own formula on the victim's logits cached per Defender, the same generator calls in
+                # the same order, so the very same numbers without re-running the model each draw. Not for
+                # tasks whose later outputs depend on earlier noisy decisions (translation's greedy
+                # decoding, navigation's rollouts): those re-run the model under the transform.
+                return tuple(LogitClassifier.utility(_Logits(self._victim_logits(part, index)), self.cfg, model,
+                                                     self.models.data, index, transform)
+                             for part, index in (("members", splits.eval_members),
+                                                 ("nonmembers", splits.victim_nonmembers)))
             return (self.task.utility(self.cfg, model, self.models.data, splits.eval_members, transform),
                     self.task.utility(self.cfg, model, self.models.data, splits.victim_nonmembers, transform))
         # the noisy victim answered these very records for the attack (eval_index = members ++
@@ -355,6 +369,13 @@ class Defender:
         model = self._noisy("victim", self.victim_model(), self.models.victim.weights, spec, draw)
         return (self.task.utility(self.cfg, model, self.models.data, splits.eval_members),
                 self.task.utility(self.cfg, model, self.models.data, splits.victim_nonmembers))
+
+    def _victim_logits(self, part: str, index: np.ndarray) -> torch.Tensor:
+        """The undefended victim's logits on ``index`` (a :class:`LogitClassifier` task's ``_logits``), once."""
+        if part not in self._utility_logits:
+            with torch.no_grad():
+                self._utility_logits[part] = self.task._logits(self.victim_model(), self.models.data, index).detach()
+        return self._utility_logits[part]
 
     def privacy(self, spec: DefenseSpec) -> dict[str, Any]:
         """The mechanism's theoretical guarantee at ``spec``'s value."""
@@ -518,6 +539,18 @@ class Defender:
         None) — what the page's curve already draws, so its table shows those numbers, not blanks (issue 32.9)."""
         return [self.measured(spec.at(v), "both") or self.measured(spec.at(v))
                 or self.point(spec.at(v), "naive", utility=False) for v in values]
+
+
+class _Logits:
+    """Stands in for a :class:`LogitClassifier` task in its ``utility``: ``_logits`` are logits computed before."""
+
+    def __init__(self, logits: torch.Tensor):
+        self.logits = logits
+
+    def _logits(self, model: torch.nn.Module, data: Any, index: np.ndarray) -> torch.Tensor:
+        if len(index) != len(self.logits):
+            raise ValueError(f"cached logits of {len(self.logits)} records asked for {len(index)}")
+        return self.logits
 
 
 class DefendedQuery:
