@@ -287,6 +287,29 @@ def test_dirichlet_utility_from_cached_logits_equals_model_runs(which, overfit, 
     assert calls == []
 
 
+def test_dirichlet_points_equal_the_model_run_path(overfit, monkeypatch):
+    """Reusing the victim's undefended outputs under Dir_k (utility, label-only and augmented-LiRA queries)
+    changes no number of a defended point: the same points as one model run per draw (issue 32.16), and
+    the victim's forward passes run once per query, not once per draw."""
+    assert overfit.model_attacks  # the label-only / augmented queries are exercised
+    cache = ArtifactCache(overfit.cache.directory / "../old_path_cache")
+    old = Defender(overfit.models, cache)
+    old.reuse_victim_outputs = False
+    fresh = Defender(overfit.models, ArtifactCache(overfit.cache.directory / "../new_path_cache"))
+    for k in (0.3, 4.0, 80.0):
+        for utility in (False, True):
+            spec = DefenseSpec("dirichlet", k, draws=3, seed=11)
+            a, b = old.point(spec, "naive", utility=utility), fresh.point(spec, "naive", utility=utility)
+            a.pop("timings"), b.pop("timings")
+            assert a == b
+    assert fresh._victim_calls and all(calls for calls in fresh._victim_calls.values())
+    forwards = []
+    victim = fresh.victim_model()
+    monkeypatch.setattr(victim, "forward", lambda x, f=victim.forward: forwards.append(1) or f(x))
+    fresh.point(DefenseSpec("dirichlet", 2.2, draws=3), "naive", utility=True)
+    assert forwards == []
+
+
 def test_adaptive_attacker_and_cached_points(overfit):
     spec = DefenseSpec("dirichlet", 1.0)
     p = overfit.point(spec, "both")

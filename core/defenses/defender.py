@@ -157,6 +157,11 @@ class Defender:
     spec; every point computed with utility is cached on disk, and all are memoised in memory.
     """
 
+    #: under an output mechanism, run the undefended victim once per query and apply each draw's noise to its
+    #: cached outputs (utility, label-only and augmented queries of image and tabular); False: one model run
+    #: per draw, the path before issue 32.16 (the tests compare both)
+    reuse_victim_outputs: bool = True
+
     def __init__(self, models: TrainedModels, cache: ArtifactCache | None = None):
         self.models = models
         self.cfg = models.cfg
@@ -176,6 +181,8 @@ class Defender:
         #: the victim's undefended logits on the utility's records (members, non-members), computed once:
         #: an output mechanism's utility draws read them instead of re-running the model (issue 32.16)
         self._utility_logits: dict[str, torch.Tensor] = {}
+        #: the victim's forward passes of a query under an output mechanism, in order (see :meth:`replayed`)
+        self._victim_calls: dict[tuple, list[tuple[tuple, torch.Tensor]]] = {}
         self.sensitivity: SensitivityEstimate | None = None
         last = models.victim.per_epoch[-1]
         undefended = score_attacks(self.naive_attacks, self.victim_responses, self.membership)
@@ -343,7 +350,7 @@ class Defender:
         if isinstance(mech, OutputMechanism):
             model = self.victim_model()
             transform = mech.torch_transform(spec, self._torch_generator(spec, draw, "utility"))
-            if type(self.task).utility is LogitClassifier.utility:
+            if self.reuse_victim_outputs and type(self.task).utility is LogitClassifier.utility:
                 # accuracy of the transformed log-softmax of logits the model computes once per record: the
                 # task's own formula on the victim's logits cached per Defender, the same generator calls in
                 # the same order, so the very same numbers without re-running the model each draw. Not for
@@ -369,6 +376,29 @@ class Defender:
         model = self._noisy("victim", self.victim_model(), self.models.victim.weights, spec, draw)
         return (self.task.utility(self.cfg, model, self.models.data, splits.eval_members),
                 self.task.utility(self.cfg, model, self.models.data, splits.victim_nonmembers))
+
+    def replayed(self, key: tuple, run: Callable[[torch.nn.Module], Any]) -> Any:
+        """``run(model)`` with the undefended victim as ``model``, whose forward passes are recorded the first
+        time ``key`` is asked and replayed after (issue 32.16). For queries the task makes of the victim
+        itself, with an output mechanism applied to what it returns (the label-only and augmented-LiRA
+        queries under Dir_k): every draw asks the very same inputs, so the model runs once per Defender
+        instead of once per draw. Each replayed pass checks its input (shape and float64 sum); one that
+        differs runs the whole query on the model again: ``run`` must build its transform (its generator)
+        itself, so that a rerun draws the same noise."""
+        if not (self.reuse_victim_outputs and isinstance(self.task, LogitClassifier)):
+            return run(self.victim_model())
+        calls = self._victim_calls.get(key)
+        if calls is None:
+            calls = []
+            out = run(_Replay(self.victim_model(), calls, recording=True))
+            if len(self._victim_calls) > 16:  # keep memory bounded
+                self._victim_calls.clear()
+            self._victim_calls[key] = calls
+            return out
+        try:
+            return run(_Replay(self.victim_model(), calls, recording=False))
+        except _ReplayMismatch:
+            return run(self.victim_model())
 
     def _victim_logits(self, part: str, index: np.ndarray) -> torch.Tensor:
         """The undefended victim's logits on ``index`` (a :class:`LogitClassifier` task's ``_logits``), once."""
@@ -553,6 +583,39 @@ class _Logits:
         return self.logits
 
 
+def _digest(index: np.ndarray) -> str:
+    return hashlib.sha256(np.asarray(index, np.int64).tobytes()).hexdigest()[:16]
+
+
+class _ReplayMismatch(Exception):
+    """A replayed forward pass was given another input than the one recorded."""
+
+
+class _Replay(torch.nn.Module):
+    """``model`` answering a fixed sequence of forward passes: recorded (input fingerprint, output) in
+    ``calls`` when ``recording``, else returned from it in order (:meth:`Defender.replayed`)."""
+
+    def __init__(self, model: torch.nn.Module, calls: list, recording: bool):
+        super().__init__()
+        self.model, self.calls, self.recording, self.at = model, calls, recording, 0
+
+    @staticmethod
+    def _fingerprint(x: torch.Tensor) -> tuple:
+        return tuple(x.shape), x.dtype, float(x.double().sum())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        fingerprint = self._fingerprint(x)
+        if self.recording:
+            out = self.model(x)
+            self.calls.append((fingerprint, out.detach().clone()))
+            return out
+        if self.at >= len(self.calls) or self.calls[self.at][0] != fingerprint:
+            raise _ReplayMismatch()
+        out = self.calls[self.at][1].clone()
+        self.at += 1
+        return out
+
+
 class DefendedQuery:
     """The victim behind ``spec``'s mechanism (draw ``draw``) as a models-stage attack queries it
     (:class:`core.attacks.registry.VictimQuery`): its defended answers on the evaluation set, on any
@@ -581,8 +644,10 @@ class DefendedQuery:
     def label_queries(self, index: np.ndarray, n: int) -> np.ndarray:
         d, spec, mech = self.defender, self.spec, self.spec.mechanism_class
         if isinstance(mech, OutputMechanism):
-            transform = mech.torch_transform(spec, d._torch_generator(spec, self.draw, "victim/labels"))
-            return d.task.label_queries(d.cfg, d.victim_model(), d.models.data, index, n, output_transform=transform)
+            def run(model: torch.nn.Module) -> np.ndarray:
+                transform = mech.torch_transform(spec, d._torch_generator(spec, self.draw, "victim/labels"))
+                return d.task.label_queries(d.cfg, model, d.models.data, index, n, output_transform=transform)
+            return d.replayed(("label_queries", _digest(index), n), run)
         model = d._noisy("victim", d.victim_model(), d.models.victim.weights, spec, self.draw)
         return d.task.label_queries(d.cfg, model, d.models.data, index, n)
 
@@ -590,9 +655,10 @@ class DefendedQuery:
         """LiRA's φ under augmented queries of the defended output (the same draw's noise as its labels)."""
         d, spec, mech = self.defender, self.spec, self.spec.mechanism_class
         if isinstance(mech, OutputMechanism):
-            transform = mech.torch_transform(spec, d._torch_generator(spec, self.draw, "victim/augmented"))
-            return d.task.augmented_confidences(d.cfg, d.victim_model(), d.models.data, index, n,
-                                                output_transform=transform)
+            def run(model: torch.nn.Module) -> np.ndarray:
+                transform = mech.torch_transform(spec, d._torch_generator(spec, self.draw, "victim/augmented"))
+                return d.task.augmented_confidences(d.cfg, model, d.models.data, index, n, output_transform=transform)
+            return d.replayed(("augmented_confidences", _digest(index), n), run)
         model = d._noisy("victim", d.victim_model(), d.models.victim.weights, spec, self.draw)
         return d.task.augmented_confidences(d.cfg, model, d.models.data, index, n)
 
