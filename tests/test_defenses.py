@@ -266,7 +266,7 @@ def tabular_defender(tmp_path_factory):
 
 @pytest.mark.parametrize("which", ["image", "tabular"])
 def test_dirichlet_utility_from_cached_logits_equals_model_runs(which, overfit, tabular_defender, monkeypatch):
-    """Under Dir_k the utility of image and tabular is read from the victim's logits computed once per
+    """Under Dir_k the utility of image and tabular is read from the victim's outputs computed once per
     Defender (not one model run per draw and split): every draw's numbers, and the point's, equal the old path's."""
     defender = overfit if which == "image" else tabular_defender
     from core.defenses.defender import _mean_std
@@ -279,10 +279,10 @@ def test_dirichlet_utility_from_cached_logits_equals_model_runs(which, overfit, 
         assert (point["utility_train"], point["utility_train_std"]) == _mean_std([u[0] for u in old])
         assert (point["utility"], point["utility_std"]) == _mean_std([u[1] for u in old])
         assert point["utility_loss"] == utility_loss(point["utility"], defender.baseline["utility"])
-    # the logits are cached: further draws run no model
+    # the victim's outputs are remembered: further draws and values run no forward pass of it
     calls = []
-    original = type(defender.task)._logits
-    monkeypatch.setattr(type(defender.task), "_logits", lambda self, *a: calls.append(1) or original(self, *a))
+    victim = defender.victim_model()
+    monkeypatch.setattr(victim, "forward", lambda x, f=victim.forward: calls.append(1) or f(x))
     defender.point(DefenseSpec("dirichlet", 3.3, draws=4), "naive", utility=True)
     assert calls == []
 
@@ -302,12 +302,28 @@ def test_dirichlet_points_equal_the_model_run_path(overfit, monkeypatch):
             a, b = old.point(spec, "naive", utility=utility), fresh.point(spec, "naive", utility=utility)
             a.pop("timings"), b.pop("timings")
             assert a == b
-    assert fresh._victim_calls and all(calls for calls in fresh._victim_calls.values())
+    assert fresh._forwards[("victim",)]
     forwards = []
     victim = fresh.victim_model()
     monkeypatch.setattr(victim, "forward", lambda x, f=victim.forward: forwards.append(1) or f(x))
     fresh.point(DefenseSpec("dirichlet", 2.2, draws=3), "naive", utility=True)
     assert forwards == []
+
+
+def test_gpm_points_equal_the_model_run_path(overfit):
+    """Under the GPM a draw's noisy victim answers the label-only and augmented-LiRA queries (the same
+    augmented images) and the evaluation set from remembered forward passes: the same points as running
+    every pass (issue 32.16), the adaptive attacker's too."""
+    old = Defender(overfit.models, ArtifactCache(overfit.cache.directory / "../old_gpm_cache"))
+    old.reuse_victim_outputs = False
+    fresh = Defender(overfit.models, ArtifactCache(overfit.cache.directory / "../new_gpm_cache"))
+    for sigma in (0.0, 0.004, 0.05):
+        for attacker, utility in (("naive", False), ("both", True)):
+            spec = DefenseSpec("gpm", sigma, draws=2, seed=5)
+            a, b = old.point(spec, attacker, utility=utility), fresh.point(spec, attacker, utility=utility)
+            a.pop("timings"), b.pop("timings")
+            assert a == b
+    assert any(key[0] != "victim" and store for key, store in fresh._forwards.items())
 
 
 def test_adaptive_attacker_and_cached_points(overfit):

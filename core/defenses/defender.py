@@ -157,9 +157,9 @@ class Defender:
     spec; every point computed with utility is cached on disk, and all are memoised in memory.
     """
 
-    #: under an output mechanism, run the undefended victim once per query and apply each draw's noise to its
-    #: cached outputs (utility, label-only and augmented queries of image and tabular); False: one model run
-    #: per draw, the path before issue 32.16 (the tests compare both)
+    #: a model's forward pass on an input it was given before is read from memory (:meth:`remembering`: under an
+    #: output mechanism the undefended victim runs once per query, not once per draw); False: every pass runs,
+    #: the path before issue 32.16 (the tests compare both)
     reuse_victim_outputs: bool = True
 
     def __init__(self, models: TrainedModels, cache: ArtifactCache | None = None):
@@ -178,11 +178,9 @@ class Defender:
         self._memo: dict[tuple, dict[str, Any]] = {}
         self._answers: dict[tuple, tuple[list[Responses], dict[str, Any]]] = {}
         self._population: dict[tuple, Responses] = {}
-        #: the victim's undefended logits on the utility's records (members, non-members), computed once:
-        #: an output mechanism's utility draws read them instead of re-running the model (issue 32.16)
-        self._utility_logits: dict[str, torch.Tensor] = {}
-        #: the victim's forward passes of a query under an output mechanism, in order (see :meth:`replayed`)
-        self._victim_calls: dict[tuple, list[tuple[tuple, torch.Tensor]]] = {}
+        #: outputs of the models' forward passes by input content, per model (the undefended victim; the GPM's
+        #: noisy victim of one value and draw): see :meth:`remembering`
+        self._forwards: dict[tuple, dict[bytes, torch.Tensor]] = {}
         self.sensitivity: SensitivityEstimate | None = None
         last = models.victim.per_epoch[-1]
         undefended = score_attacks(self.naive_attacks, self.victim_responses, self.membership)
@@ -270,7 +268,9 @@ class Defender:
                     self.cfg, self.victim_model(), self.models.data, self.models.splits.eval_index, transform))
             return out
         model = self._noisy("victim", self.victim_model(), self.models.victim.weights, spec, draw)
-        return self.task.respond(self.cfg, model, self.models.data, self.models.splits.eval_index)
+        # the same records as the label-only attack's first (identity) query of this draw: remembered
+        return self.task.respond(self.cfg, self.remembering((spec.key, "victim", draw), model), self.models.data,
+                                 self.models.splits.eval_index)
 
     def shadow_answers(self, spec: DefenseSpec, draw: int) -> Responses:
         """The adaptive attacker's shadows answering through the same mechanism (draw ``draw``)."""
@@ -350,16 +350,9 @@ class Defender:
         if isinstance(mech, OutputMechanism):
             model = self.victim_model()
             transform = mech.torch_transform(spec, self._torch_generator(spec, draw, "utility"))
-            if self.reuse_victim_outputs and type(self.task).utility is LogitClassifier.utility:
-                # accuracy of the transformed log-softmax of logits the model computes once per record: the
-                # task's own formula on the victim's logits cached per Defender, the same generator calls in
-                # the same order, so the very same numbers without re-running the model each draw. Not for
-                # tasks whose later outputs depend on earlier noisy decisions (translation's greedy
-                # decoding, navigation's rollouts): those re-run the model under the transform.
-                return tuple(LogitClassifier.utility(_Logits(self._victim_logits(part, index)), self.cfg, model,
-                                                     self.models.data, index, transform)
-                             for part, index in (("members", splits.eval_members),
-                                                 ("nonmembers", splits.victim_nonmembers)))
+            # under Dir_k the undefended victim answers the same records every draw: its forward passes are
+            # remembered, and each draw's noise applied to them (image, tabular; see :meth:`remembering`)
+            model = self.remembering(("victim",), model)
             return (self.task.utility(self.cfg, model, self.models.data, splits.eval_members, transform),
                     self.task.utility(self.cfg, model, self.models.data, splits.victim_nonmembers, transform))
         # the noisy victim answered these very records for the attack (eval_index = members ++
@@ -377,35 +370,26 @@ class Defender:
         return (self.task.utility(self.cfg, model, self.models.data, splits.eval_members),
                 self.task.utility(self.cfg, model, self.models.data, splits.victim_nonmembers))
 
-    def replayed(self, key: tuple, run: Callable[[torch.nn.Module], Any]) -> Any:
-        """``run(model)`` with the undefended victim as ``model``, whose forward passes are recorded the first
-        time ``key`` is asked and replayed after (issue 32.16). For queries the task makes of the victim
-        itself, with an output mechanism applied to what it returns (the label-only and augmented-LiRA
-        queries under Dir_k): every draw asks the very same inputs, so the model runs once per Defender
-        instead of once per draw. Each replayed pass checks its input (shape and float64 sum); one that
-        differs runs the whole query on the model again: ``run`` must build its transform (its generator)
-        itself, so that a rerun draws the same noise."""
-        if not (self.reuse_victim_outputs and isinstance(self.task, LogitClassifier)):
-            return run(self.victim_model())
-        calls = self._victim_calls.get(key)
-        if calls is None:
-            calls = []
-            out = run(_Replay(self.victim_model(), calls, recording=True))
-            if len(self._victim_calls) > 16:  # keep memory bounded
-                self._victim_calls.clear()
-            self._victim_calls[key] = calls
-            return out
-        try:
-            return run(_Replay(self.victim_model(), calls, recording=False))
-        except _ReplayMismatch:
-            return run(self.victim_model())
+    def remembering(self, key: tuple, model: torch.nn.Module) -> torch.nn.Module:
+        """``model`` answering each forward pass it was given before (same input bytes) from memory (issue 32.16).
 
-    def _victim_logits(self, part: str, index: np.ndarray) -> torch.Tensor:
-        """The undefended victim's logits on ``index`` (a :class:`LogitClassifier` task's ``_logits``), once."""
-        if part not in self._utility_logits:
-            with torch.no_grad():
-                self._utility_logits[part] = self.task._logits(self.victim_model(), self.models.data, index).detach()
-        return self._utility_logits[part]
+        A defended point's draws ask the same model the same inputs: under an output mechanism the
+        undefended victim (``key`` ``("victim",)``) answers the utility's records and the label-only and
+        augmented-LiRA queries once per Defender, and only each draw's noise, applied to its outputs,
+        differs; under a weight mechanism the noisy victim of one draw (``key`` (spec, draw)) answers
+        the label-only and the augmented queries (the same augmented images) once. The outputs are the
+        very tensors the model computed, so no number changes. Only for tasks whose model maps a record
+        to logits (:class:`LogitClassifier`: image, tabular); translation decodes and navigation rolls
+        out under the noise (each step's input depends on the previous noisy decision): their models run.
+        """
+        if not (self.reuse_victim_outputs and isinstance(self.task, LogitClassifier)):
+            return model
+        store = self._forwards.get(key)
+        if store is None:
+            if len(self._forwards) > 24:  # a long slider session: keep memory bounded
+                self._forwards.clear()
+            store = self._forwards[key] = {}
+        return _Remembering(model, store)
 
     def privacy(self, spec: DefenseSpec) -> dict[str, Any]:
         """The mechanism's theoretical guarantee at ``spec``'s value."""
@@ -571,49 +555,22 @@ class Defender:
                 or self.point(spec.at(v), "naive", utility=False) for v in values]
 
 
-class _Logits:
-    """Stands in for a :class:`LogitClassifier` task in its ``utility``: ``_logits`` are logits computed before."""
+class _Remembering(torch.nn.Module):
+    """``model`` whose outputs are kept in ``store`` by the input's content (shape, dtype and a SHA-256 of
+    its bytes) and returned again for the same input (:meth:`Defender.remembering`)."""
 
-    def __init__(self, logits: torch.Tensor):
-        self.logits = logits
-
-    def _logits(self, model: torch.nn.Module, data: Any, index: np.ndarray) -> torch.Tensor:
-        if len(index) != len(self.logits):
-            raise ValueError(f"cached logits of {len(self.logits)} records asked for {len(index)}")
-        return self.logits
-
-
-def _digest(index: np.ndarray) -> str:
-    return hashlib.sha256(np.asarray(index, np.int64).tobytes()).hexdigest()[:16]
-
-
-class _ReplayMismatch(Exception):
-    """A replayed forward pass was given another input than the one recorded."""
-
-
-class _Replay(torch.nn.Module):
-    """``model`` answering a fixed sequence of forward passes: recorded (input fingerprint, output) in
-    ``calls`` when ``recording``, else returned from it in order (:meth:`Defender.replayed`)."""
-
-    def __init__(self, model: torch.nn.Module, calls: list, recording: bool):
+    def __init__(self, model: torch.nn.Module, store: dict[bytes, torch.Tensor]):
         super().__init__()
-        self.model, self.calls, self.recording, self.at = model, calls, recording, 0
-
-    @staticmethod
-    def _fingerprint(x: torch.Tensor) -> tuple:
-        return tuple(x.shape), x.dtype, float(x.double().sum())
+        self.model, self.store = model, store
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        fingerprint = self._fingerprint(x)
-        if self.recording:
-            out = self.model(x)
-            self.calls.append((fingerprint, out.detach().clone()))
-            return out
-        if self.at >= len(self.calls) or self.calls[self.at][0] != fingerprint:
-            raise _ReplayMismatch()
-        out = self.calls[self.at][1].clone()
-        self.at += 1
-        return out
+        c = x.detach().contiguous().cpu()
+        key = hashlib.sha256(f"{tuple(c.shape)}/{c.dtype}".encode() + c.view(torch.uint8).numpy().tobytes()
+                             if c.numel() else f"{tuple(c.shape)}/{c.dtype}".encode()).digest()
+        if key not in self.store:
+            with torch.no_grad():
+                self.store[key] = self.model(x).detach().clone()
+        return self.store[key].clone()
 
 
 class DefendedQuery:
@@ -641,26 +598,30 @@ class DefendedQuery:
         model = d._noisy("victim", d.victim_model(), d.models.victim.weights, spec, self.draw)
         return d.task.respond(d.cfg, model, d.models.data, index, record_features=False)
 
+    def _model(self) -> torch.nn.Module:
+        """The model the task's queries run: the undefended victim under an output mechanism (the noise is
+        applied to its outputs), else this draw's noisy victim; remembered per input (:meth:`Defender.remembering`)."""
+        d, spec = self.defender, self.spec
+        if isinstance(spec.mechanism_class, OutputMechanism):
+            return d.remembering(("victim",), d.victim_model())
+        model = d._noisy("victim", d.victim_model(), d.models.victim.weights, spec, self.draw)
+        return d.remembering((spec.key, "victim", self.draw), model)
+
     def label_queries(self, index: np.ndarray, n: int) -> np.ndarray:
         d, spec, mech = self.defender, self.spec, self.spec.mechanism_class
         if isinstance(mech, OutputMechanism):
-            def run(model: torch.nn.Module) -> np.ndarray:
-                transform = mech.torch_transform(spec, d._torch_generator(spec, self.draw, "victim/labels"))
-                return d.task.label_queries(d.cfg, model, d.models.data, index, n, output_transform=transform)
-            return d.replayed(("label_queries", _digest(index), n), run)
-        model = d._noisy("victim", d.victim_model(), d.models.victim.weights, spec, self.draw)
-        return d.task.label_queries(d.cfg, model, d.models.data, index, n)
+            transform = mech.torch_transform(spec, d._torch_generator(spec, self.draw, "victim/labels"))
+            return d.task.label_queries(d.cfg, self._model(), d.models.data, index, n, output_transform=transform)
+        return d.task.label_queries(d.cfg, self._model(), d.models.data, index, n)
 
     def augmented_confidences(self, index: np.ndarray, n: int) -> np.ndarray:
         """LiRA's φ under augmented queries of the defended output (the same draw's noise as its labels)."""
         d, spec, mech = self.defender, self.spec, self.spec.mechanism_class
         if isinstance(mech, OutputMechanism):
-            def run(model: torch.nn.Module) -> np.ndarray:
-                transform = mech.torch_transform(spec, d._torch_generator(spec, self.draw, "victim/augmented"))
-                return d.task.augmented_confidences(d.cfg, model, d.models.data, index, n, output_transform=transform)
-            return d.replayed(("augmented_confidences", _digest(index), n), run)
-        model = d._noisy("victim", d.victim_model(), d.models.victim.weights, spec, self.draw)
-        return d.task.augmented_confidences(d.cfg, model, d.models.data, index, n)
+            transform = mech.torch_transform(spec, d._torch_generator(spec, self.draw, "victim/augmented"))
+            return d.task.augmented_confidences(d.cfg, self._model(), d.models.data, index, n,
+                                                output_transform=transform)
+        return d.task.augmented_confidences(d.cfg, self._model(), d.models.data, index, n)
 
 
 def defend(models: TrainedModels, mechanism: str, values: list[float], attacker: str = "naive", draws: int = 1,
