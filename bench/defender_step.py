@@ -5,10 +5,10 @@ For each ``--archs`` of ``--task`` (models trained or loaded from ``MIA_CACHE_DI
 :class:`core.defenses.defender.Defender` (its construction untimed) and then times, in this process's CPU
 seconds (``time.process_time``), ``point(spec.at(v), "naive", utility=U)`` for every value ``v`` of the
 mechanism's steps, once with ``utility=False`` (the slider's fast point) and once with ``utility=True`` (the
-point with utility: what the page's defended-utility numbers cost; the fast point's answers are re-used).
-Nothing is read from or written to the defended-point cache: every step computes (``--no-store``
-keeps the cache untouched; a fresh temporary copy is not needed). The first ``--warmup`` values are
-computed and not counted (lazy model loading, first-call costs).
+point with utility, right after: the page's second call, whose attack answers are the fast point's, memoised, so
+this is the utility's cost). Defended points are neither read from nor written to the cache: every step
+computes, and the cache is left as it was. The first ``--warmup`` values are computed and not counted (lazy
+model loading, first-call costs).
 
     OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 MIA_CACHE_DIR=<cache with the image quick runs> \
         .venv/bin/python bench/defender_step.py [--task image] [--archs ffnn,rnn] [--mechanism dirichlet] [--draws 8]
@@ -48,10 +48,10 @@ class NoStore(ArtifactCache):
     """The cache, but defended points are neither read nor written (every step computes)."""
 
     def get_json(self, key, *a, **kw):
-        return None if str(key).startswith(("defended",)) or "defended" in str(key) else super().get_json(key, *a, **kw)
+        return None if "/defended" in str(key) else super().get_json(key, *a, **kw)
 
     def put_json(self, key, *a, **kw):
-        if "defended" in str(key):
+        if "/defended" in str(key):
             return None
         return super().put_json(key, *a, **kw)
 
