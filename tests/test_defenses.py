@@ -246,6 +246,86 @@ def test_gpm_utility_from_the_attack_answers_equals_a_model_run(overfit):
     assert task.utility_of_responses(overfit.cfg, clear) == pytest.approx(2 / 3)
 
 
+def _utility_by_model_runs(defender, spec, draw):
+    """The defended utility as it was computed before the victim's logits were cached (issue 32.16): the
+    victim model re-run on members and non-members, its log-softmax through the draw's transform."""
+    mech, splits = spec.mechanism_class, defender.models.splits
+    transform = mech.torch_transform(spec, defender._torch_generator(spec, draw, "utility"))
+    model, data = defender.victim_model(), defender.models.data
+    return (defender.task.utility(defender.cfg, model, data, splits.eval_members, transform),
+            defender.task.utility(defender.cfg, model, data, splits.victim_nonmembers, transform))
+
+
+@pytest.fixture(scope="module")
+def tabular_defender(tmp_path_factory):
+    cache = ArtifactCache(tmp_path_factory.mktemp("cache"))
+    cfg = get_task("tabular").make_config("ffnn", "quick", {"n_train": 60, "n_eval": 40, "epochs": 3, "n_shadows": 2,
+                                                            "attack_epochs": (), "attack_train_epochs": 3})
+    return Defender(trained_models(cfg, cache=cache), cache)
+
+
+@pytest.mark.parametrize("which", ["image", "tabular"])
+def test_dirichlet_utility_from_cached_logits_equals_model_runs(which, overfit, tabular_defender, monkeypatch):
+    """Under Dir_k the utility of image and tabular is read from the victim's outputs computed once per
+    Defender (not one model run per draw and split): every draw's numbers, and the point's, equal the old path's."""
+    defender = overfit if which == "image" else tabular_defender
+    from core.defenses.defender import _mean_std
+    from core.measurement.metrics import utility_loss
+    for k in (0.05, 1.0, 30.0, 1e4):
+        spec = DefenseSpec("dirichlet", k, draws=3, seed=7)
+        old = [_utility_by_model_runs(defender, spec, d) for d in range(spec.draws)]
+        assert [defender.utility(spec, d) for d in range(spec.draws)] == old
+        point = defender.point(spec, "naive", utility=True)
+        assert (point["utility_train"], point["utility_train_std"]) == _mean_std([u[0] for u in old])
+        assert (point["utility"], point["utility_std"]) == _mean_std([u[1] for u in old])
+        assert point["utility_loss"] == utility_loss(point["utility"], defender.baseline["utility"])
+    # the victim's outputs are remembered: further draws and values run no forward pass of it
+    calls = []
+    victim = defender.victim_model()
+    monkeypatch.setattr(victim, "forward", lambda x, f=victim.forward: calls.append(1) or f(x))
+    defender.point(DefenseSpec("dirichlet", 3.3, draws=4), "naive", utility=True)
+    assert calls == []
+
+
+def test_dirichlet_points_equal_the_model_run_path(overfit, monkeypatch):
+    """Reusing the victim's undefended outputs under Dir_k (utility, label-only and augmented-LiRA queries)
+    changes no number of a defended point: the same points as one model run per draw (issue 32.16), and
+    the victim's forward passes run once per query, not once per draw."""
+    assert overfit.model_attacks  # the label-only / augmented queries are exercised
+    cache = ArtifactCache(overfit.cache.directory / "../old_path_cache")
+    old = Defender(overfit.models, cache)
+    old.reuse_victim_outputs = False
+    fresh = Defender(overfit.models, ArtifactCache(overfit.cache.directory / "../new_path_cache"))
+    for k in (0.3, 4.0, 80.0):
+        for utility in (False, True):
+            spec = DefenseSpec("dirichlet", k, draws=3, seed=11)
+            a, b = old.point(spec, "naive", utility=utility), fresh.point(spec, "naive", utility=utility)
+            a.pop("timings"), b.pop("timings")
+            assert a == b
+    assert fresh._forwards[("victim",)]
+    forwards = []
+    victim = fresh.victim_model()
+    monkeypatch.setattr(victim, "forward", lambda x, f=victim.forward: forwards.append(1) or f(x))
+    fresh.point(DefenseSpec("dirichlet", 2.2, draws=3), "naive", utility=True)
+    assert forwards == []
+
+
+def test_gpm_points_equal_the_model_run_path(overfit):
+    """Under the GPM a draw's noisy victim answers the label-only and augmented-LiRA queries (the same
+    augmented images) and the evaluation set from remembered forward passes: the same points as running
+    every pass (issue 32.16), the adaptive attacker's too."""
+    old = Defender(overfit.models, ArtifactCache(overfit.cache.directory / "../old_gpm_cache"))
+    old.reuse_victim_outputs = False
+    fresh = Defender(overfit.models, ArtifactCache(overfit.cache.directory / "../new_gpm_cache"))
+    for sigma in (0.0, 0.004, 0.05):
+        for attacker, utility in (("naive", False), ("both", True)):
+            spec = DefenseSpec("gpm", sigma, draws=2, seed=5)
+            a, b = old.point(spec, attacker, utility=utility), fresh.point(spec, attacker, utility=utility)
+            a.pop("timings"), b.pop("timings")
+            assert a == b
+    assert any(key[0] != "victim" and store for key, store in fresh._forwards.items())
+
+
 def test_adaptive_attacker_and_cached_points(overfit):
     spec = DefenseSpec("dirichlet", 1.0)
     p = overfit.point(spec, "both")

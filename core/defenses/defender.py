@@ -51,6 +51,7 @@ from core.experiment.reference_attacks import victim_answers as undefended_answe
 from core.experiment.reference_attacks import (Calibration, ReferenceAttack, ReferenceInputs, fit_reference_attacks,
     reference_inputs, score_reference_attacks)
 from core.measurement.responses import Responses
+from core.tasks.base import LogitClassifier
 from core.experiment.results import DefendedPoint
 from core.defenses import dirichlet, gpm  # noqa: F401  (each registers its mechanism)
 from core.defenses.dirichlet import DIRICHLET_GRID
@@ -156,6 +157,11 @@ class Defender:
     spec; every point computed with utility is cached on disk, and all are memoised in memory.
     """
 
+    #: a model's forward pass on an input it was given before is read from memory (:meth:`remembering`: under an
+    #: output mechanism the undefended victim runs once per query, not once per draw); False: every pass runs,
+    #: the path before issue 32.16 (the tests compare both)
+    reuse_victim_outputs: bool = True
+
     def __init__(self, models: TrainedModels, cache: ArtifactCache | None = None):
         self.models = models
         self.cfg = models.cfg
@@ -172,6 +178,9 @@ class Defender:
         self._memo: dict[tuple, dict[str, Any]] = {}
         self._answers: dict[tuple, tuple[list[Responses], dict[str, Any]]] = {}
         self._population: dict[tuple, Responses] = {}
+        #: outputs of the models' forward passes by input content, per model (the undefended victim; the GPM's
+        #: noisy victim of one value and draw): see :meth:`remembering`
+        self._forwards: dict[tuple, dict[bytes, torch.Tensor]] = {}
         self.sensitivity: SensitivityEstimate | None = None
         last = models.victim.per_epoch[-1]
         undefended = score_attacks(self.naive_attacks, self.victim_responses, self.membership)
@@ -259,7 +268,9 @@ class Defender:
                     self.cfg, self.victim_model(), self.models.data, self.models.splits.eval_index, transform))
             return out
         model = self._noisy("victim", self.victim_model(), self.models.victim.weights, spec, draw)
-        return self.task.respond(self.cfg, model, self.models.data, self.models.splits.eval_index)
+        # the same records as the label-only attack's first (identity) query of this draw: remembered
+        return self.task.respond(self.cfg, self.remembering((spec.key, "victim", draw), model), self.models.data,
+                                 self.models.splits.eval_index)
 
     def shadow_answers(self, spec: DefenseSpec, draw: int) -> Responses:
         """The adaptive attacker's shadows answering through the same mechanism (draw ``draw``)."""
@@ -339,6 +350,9 @@ class Defender:
         if isinstance(mech, OutputMechanism):
             model = self.victim_model()
             transform = mech.torch_transform(spec, self._torch_generator(spec, draw, "utility"))
+            # under Dir_k the undefended victim answers the same records every draw: its forward passes are
+            # remembered, and each draw's noise applied to them (image, tabular; see :meth:`remembering`)
+            model = self.remembering(("victim",), model)
             return (self.task.utility(self.cfg, model, self.models.data, splits.eval_members, transform),
                     self.task.utility(self.cfg, model, self.models.data, splits.victim_nonmembers, transform))
         # the noisy victim answered these very records for the attack (eval_index = members ++
@@ -355,6 +369,27 @@ class Defender:
         model = self._noisy("victim", self.victim_model(), self.models.victim.weights, spec, draw)
         return (self.task.utility(self.cfg, model, self.models.data, splits.eval_members),
                 self.task.utility(self.cfg, model, self.models.data, splits.victim_nonmembers))
+
+    def remembering(self, key: tuple, model: torch.nn.Module) -> torch.nn.Module:
+        """``model`` answering each forward pass it was given before (same input bytes) from memory (issue 32.16).
+
+        A defended point's draws ask the same model the same inputs: under an output mechanism the
+        undefended victim (``key`` ``("victim",)``) answers the utility's records and the label-only and
+        augmented-LiRA queries once per Defender, and only each draw's noise, applied to its outputs,
+        differs; under a weight mechanism the noisy victim of one draw (``key`` (spec, draw)) answers
+        the label-only and the augmented queries (the same augmented images) once. The outputs are the
+        very tensors the model computed, so no number changes. Only for tasks whose model maps a record
+        to logits (:class:`LogitClassifier`: image, tabular); translation decodes and navigation rolls
+        out under the noise (each step's input depends on the previous noisy decision): their models run.
+        """
+        if not (self.reuse_victim_outputs and isinstance(self.task, LogitClassifier)):
+            return model
+        store = self._forwards.get(key)
+        if store is None:
+            if len(self._forwards) > 24:  # a long slider session: keep memory bounded
+                self._forwards.clear()
+            store = self._forwards[key] = {}
+        return _Remembering(model, store)
 
     def privacy(self, spec: DefenseSpec) -> dict[str, Any]:
         """The mechanism's theoretical guarantee at ``spec``'s value."""
@@ -520,6 +555,24 @@ class Defender:
                 or self.point(spec.at(v), "naive", utility=False) for v in values]
 
 
+class _Remembering(torch.nn.Module):
+    """``model`` whose outputs are kept in ``store`` by the input's content (shape, dtype and a SHA-256 of
+    its bytes) and returned again for the same input (:meth:`Defender.remembering`)."""
+
+    def __init__(self, model: torch.nn.Module, store: dict[bytes, torch.Tensor]):
+        super().__init__()
+        self.model, self.store = model, store
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        c = x.detach().contiguous().cpu()
+        key = hashlib.sha256(f"{tuple(c.shape)}/{c.dtype}".encode() + c.view(torch.uint8).numpy().tobytes()
+                             if c.numel() else f"{tuple(c.shape)}/{c.dtype}".encode()).digest()
+        if key not in self.store:
+            with torch.no_grad():
+                self.store[key] = self.model(x).detach().clone()
+        return self.store[key].clone()
+
+
 class DefendedQuery:
     """The victim behind ``spec``'s mechanism (draw ``draw``) as a models-stage attack queries it
     (:class:`core.attacks.registry.VictimQuery`): its defended answers on the evaluation set, on any
@@ -545,23 +598,30 @@ class DefendedQuery:
         model = d._noisy("victim", d.victim_model(), d.models.victim.weights, spec, self.draw)
         return d.task.respond(d.cfg, model, d.models.data, index, record_features=False)
 
+    def _model(self) -> torch.nn.Module:
+        """The model the task's queries run: the undefended victim under an output mechanism (the noise is
+        applied to its outputs), else this draw's noisy victim; remembered per input (:meth:`Defender.remembering`)."""
+        d, spec = self.defender, self.spec
+        if isinstance(spec.mechanism_class, OutputMechanism):
+            return d.remembering(("victim",), d.victim_model())
+        model = d._noisy("victim", d.victim_model(), d.models.victim.weights, spec, self.draw)
+        return d.remembering((spec.key, "victim", self.draw), model)
+
     def label_queries(self, index: np.ndarray, n: int) -> np.ndarray:
         d, spec, mech = self.defender, self.spec, self.spec.mechanism_class
         if isinstance(mech, OutputMechanism):
             transform = mech.torch_transform(spec, d._torch_generator(spec, self.draw, "victim/labels"))
-            return d.task.label_queries(d.cfg, d.victim_model(), d.models.data, index, n, output_transform=transform)
-        model = d._noisy("victim", d.victim_model(), d.models.victim.weights, spec, self.draw)
-        return d.task.label_queries(d.cfg, model, d.models.data, index, n)
+            return d.task.label_queries(d.cfg, self._model(), d.models.data, index, n, output_transform=transform)
+        return d.task.label_queries(d.cfg, self._model(), d.models.data, index, n)
 
     def augmented_confidences(self, index: np.ndarray, n: int) -> np.ndarray:
         """LiRA's φ under augmented queries of the defended output (the same draw's noise as its labels)."""
         d, spec, mech = self.defender, self.spec, self.spec.mechanism_class
         if isinstance(mech, OutputMechanism):
             transform = mech.torch_transform(spec, d._torch_generator(spec, self.draw, "victim/augmented"))
-            return d.task.augmented_confidences(d.cfg, d.victim_model(), d.models.data, index, n,
+            return d.task.augmented_confidences(d.cfg, self._model(), d.models.data, index, n,
                                                 output_transform=transform)
-        model = d._noisy("victim", d.victim_model(), d.models.victim.weights, spec, self.draw)
-        return d.task.augmented_confidences(d.cfg, model, d.models.data, index, n)
+        return d.task.augmented_confidences(d.cfg, self._model(), d.models.data, index, n)
 
 
 def defend(models: TrainedModels, mechanism: str, values: list[float], attacker: str = "naive", draws: int = 1,
