@@ -36,7 +36,6 @@ import csv
 import io
 import os
 import re
-import stat
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,7 +43,7 @@ from pathlib import Path
 import numpy as np
 
 from core.foundations.errors import MIAError
-from core.foundations.fileio import show_path
+from core.foundations.fileio import FileTooLargeError, NotRegularFileError, read_opened_file, show_path
 
 #: the largest file read (bytes on disk), CSV or npz
 MAX_FILE_BYTES = 256 * 2**20
@@ -159,19 +158,15 @@ def read_bytes(path: str | os.PathLike, root: str | os.PathLike | None = None) -
             raise ScoresFileError(f"{show_path(p)} is a symbolic link: give the file itself") from None
         raise ScoresFileError(f"cannot read {show_path(p)}: {exc.strerror or exc}") from None
     try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise ScoresFileError(f"{show_path(p)} is not a regular file")
-        if info.st_size > MAX_FILE_BYTES:
-            raise ScoresFileError(f"{show_path(p)} has {info.st_size:,} bytes; at most {MAX_FILE_BYTES:,} are read")
-        with os.fdopen(fd, "rb", closefd=False) as f:
-            data = f.read(MAX_FILE_BYTES + 1)
+        data = read_opened_file(fd, MAX_FILE_BYTES)
+    except NotRegularFileError:
+        raise ScoresFileError(f"{show_path(p)} is not a regular file") from None
+    except FileTooLargeError as exc:
+        if exc.size is None:  # it grew while being read
+            raise ScoresFileError(f"{show_path(p)} has more than {MAX_FILE_BYTES:,} bytes") from None
+        raise ScoresFileError(f"{show_path(p)} has {exc.size:,} bytes; at most {MAX_FILE_BYTES:,} are read") from None
     except OSError as exc:
         raise ScoresFileError(f"cannot read {show_path(p)}: {exc.strerror or exc}") from None
-    finally:
-        os.close(fd)
-    if len(data) > MAX_FILE_BYTES:  # it grew while being read
-        raise ScoresFileError(f"{show_path(p)} has more than {MAX_FILE_BYTES:,} bytes")
     return p.name, data
 
 

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import io
 import os
-import stat
 import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -40,6 +39,7 @@ import numpy as np
 from PIL import Image
 
 from core.foundations.errors import DatasetNotFoundError
+from core.foundations.fileio import FileTooLargeError, NotRegularFileError, read_opened_file
 from core.foundations.paths import resolve_data_dir
 
 #: image file suffixes read (case-insensitive)
@@ -214,15 +214,13 @@ def _read_bytes(folder: Path, rel: str) -> bytes:
         raise DatasetNotFoundError(f"image {shown} cannot be opened ({exc.strerror or exc}); links are not "
                                    f"followed") from None
     try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise DatasetNotFoundError(f"image {shown} is not a regular file")
-        if info.st_size > MAX_FILE_BYTES:
-            raise DatasetNotFoundError(f"image {shown} has more than {MAX_FILE_BYTES // 2**20} MiB (MAX_FILE_BYTES)")
-        with os.fdopen(fd, "rb", closefd=False) as fh:
-            return fh.read(MAX_FILE_BYTES + 1)
-    finally:
-        os.close(fd)
+        return read_opened_file(fd, MAX_FILE_BYTES)
+    except NotRegularFileError:
+        raise DatasetNotFoundError(f"image {shown} is not a regular file") from None
+    except FileTooLargeError:
+        raise DatasetNotFoundError(f"image {shown} has more than {MAX_FILE_BYTES // 2**20} MiB (MAX_FILE_BYTES)") from None
+    except OSError as exc:
+        raise DatasetNotFoundError(f"image {shown} cannot be read ({exc.strerror or exc})") from None
 
 
 @contextmanager

@@ -126,6 +126,50 @@ def check_out_path(path: str | os.PathLike) -> Path:
     return target
 
 
+class NotRegularFileError(OSError):
+    """An opened path is a folder, a FIFO, a device or a socket: :func:`read_opened_file` refuses it."""
+
+
+class FileTooLargeError(OSError):
+    """A file holds more than the reader's cap (``size``: its size when known before reading; None when it
+    grew past the cap while being read)."""
+
+    def __init__(self, size: int | None) -> None:
+        super().__init__(f"larger than the cap ({size:,} bytes)" if size is not None else "grew past the cap")
+        self.size = size
+
+
+def read_opened_file(fd: int, limit: int) -> bytes:
+    """The bytes of the open file ``fd``, at most ``limit`` of them; ``fd`` is closed here.
+
+    The readers of files a user names (member lists, weights, score files, images) open without following
+    links and then call this: ``fstat`` first, so a folder, FIFO or device is refused before a read could
+    block, and a file over ``limit`` before a byte is read; one byte past ``limit`` is read to notice a file
+    that grew meanwhile. Each reader turns the exceptions into its own one-line message.
+
+    Raises:
+        NotRegularFileError, FileTooLargeError, OSError (the read failed).
+    """
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise NotRegularFileError(f"not a regular file ({_kind(info.st_mode)})")
+        if info.st_size > limit:
+            raise FileTooLargeError(info.st_size)
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    finally:
+        os.close(fd)
+    if size > limit:
+        raise FileTooLargeError(None)
+    return b"".join(chunks)
+
+
 def write_text_atomically(path: str | os.PathLike, text: str) -> None:
     """Write ``text`` to ``path`` via a temporary file in the same folder and ``os.replace``;
     refuses (without following) a target that is, or became, anything but a regular file.

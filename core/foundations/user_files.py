@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from core.foundations.errors import ConfigError
+from core.foundations.fileio import FileTooLargeError, NotRegularFileError, read_opened_file
 from core.foundations.paths import DATA_ROOT_ENV, MAX_PATH_CHARS, data_root
 
 #: largest weights file read (bytes): far above the presets' models (the paper presets' largest is a few MB)
@@ -107,26 +108,15 @@ def read_user_file(text: str, what: str, limit: int) -> bytes:
     except OSError as exc:
         raise ConfigError(f"{what} {text!r} cannot be read: {exc.strerror or exc}") from None
     try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise ConfigError(f"{what} {text!r} is not a regular file")
-        if info.st_size > limit:
-            raise ConfigError(f"{what} {text!r} holds {info.st_size:,} bytes; at most {limit:,} are read")
-        chunks, size = [], 0
-        while size <= limit:
-            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
+        return read_opened_file(fd, limit)
+    except NotRegularFileError:
+        raise ConfigError(f"{what} {text!r} is not a regular file") from None
+    except FileTooLargeError as exc:
+        if exc.size is None:  # it grew while being read
+            raise ConfigError(f"{what} {text!r} holds more than {limit:,} bytes") from None
+        raise ConfigError(f"{what} {text!r} holds {exc.size:,} bytes; at most {limit:,} are read") from None
     except OSError as exc:
         raise ConfigError(f"{what} {text!r} cannot be read: {exc.strerror or exc}") from None
-    finally:
-        os.close(fd)
-    payload = b"".join(chunks)
-    if len(payload) > limit:  # it grew while being read
-        raise ConfigError(f"{what} {text!r} holds more than {limit:,} bytes")
-    return payload
 
 
 def sha256_hex(payload: bytes) -> str:
