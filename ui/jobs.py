@@ -104,8 +104,7 @@ def thaw_params(params: str) -> dict[str, Any]:
 def job_key(config: ExperimentConfig, kind: str = "experiment", cache: str | os.PathLike | None = None,
             params: dict[str, Any] | str | None = None) -> str:
     """A job's identity: the cache it writes to, what it computes, the config's hash and the parameters."""
-    if kind not in KINDS:
-        raise ValueError(f"unknown job kind {kind!r}; one of {', '.join(KINDS)}")
+    KINDS.get(kind)  # a kind nobody registered: ConfigError (a ValueError) "unknown job kind 'x'; known: …"
     frozen = params if isinstance(params, str) else freeze_params(params)
     tail = f"|{frozen}" if frozen else ""
     return f"{Path(cache) if cache is not None else cache_dir()}|{kind}|{config.config_hash}{tail}"
@@ -181,7 +180,7 @@ class Job:
     def label(self) -> str:
         c = self.config
         p = thaw_params(self.params)
-        kind = KINDS.get(self.kind)
+        kind = KINDS.find(self.kind)
         what = kind.describe(p) if kind is not None else f" · {self.kind}"
         differs = run_differences(c)  # what differs from the preset: repeat r, σ, λ, … (issue 32.11)
         return f"{c.task} · {ARCH_NAMES.get(c.arch, c.arch)} ({c.preset}{' · ' + differs if differs else ''}){what}"

@@ -35,6 +35,7 @@ from typing import Any, Callable
 from core.foundations.config import MAX_SENSITIVITY_PAIRS
 from core.foundations.environment import env_value
 from core.foundations.errors import ConfigError
+from core.foundations.registry import Registry
 from core.tasks import get_task
 
 #: environment variables a job carries from the server (its value at submit time; "" = unset)
@@ -160,8 +161,8 @@ class JobKind:
         return self.label(params) if self.label else f" · {self.name}"
 
 
-#: every job kind, by name (:data:`ui.jobs.KINDS` is this registry)
-JOB_KINDS: dict[str, JobKind] = {}
+#: every job kind, by name (:data:`ui.jobs.KINDS` is this registry; an unknown name: ConfigError)
+JOB_KINDS: Registry[JobKind] = Registry("job kind")
 
 
 def register_job_kind(kind: JobKind) -> JobKind:
@@ -170,22 +171,18 @@ def register_job_kind(kind: JobKind) -> JobKind:
     module = getattr(kind.run, "__module__", None)
     if module is None or module == "__main__" != __name__:  # (the worker itself runs as __main__)
         raise ConfigError(f"job kind {kind.name}: its function must live in a module the worker can import")
-    taken = JOB_KINDS.get(kind.name)
-    if taken is not None and taken != kind:
-        raise ConfigError(f"job kind {kind.name!r} is already registered")
-    JOB_KINDS[kind.name] = kind
-    return kind
+    return JOB_KINDS.register(kind.name, kind)  # a name another kind holds: ConfigError
 
 
 def unregister_job_kind(name: str) -> None:
     """Remove a job kind (a test's toy)."""
-    JOB_KINDS.pop(name, None)
+    JOB_KINDS.unregister(name)
 
 
 def modules_of(kind: str, params: dict[str, Any]) -> tuple[str, ...]:
     """The modules a worker imports before a job of ``kind`` (the server computes them from its
     registries and sends them with the job): the one that defines the kind's function and its ``needs``."""
-    entry = JOB_KINDS[kind]
+    entry = JOB_KINDS.get(kind)
     return tuple(dict.fromkeys((entry.run.__module__, *(entry.needs(params) if entry.needs else ()))))
 
 
@@ -316,9 +313,7 @@ def run_job(kind: str, config: Any, progress, params: dict[str, Any] | None = No
     analyses this worker did not know."""
     for module in modules:
         importlib.import_module(module)
-    if kind not in JOB_KINDS:
-        raise ValueError(f"unknown job kind {kind!r}")
-    return JOB_KINDS[kind].run(config, progress, params or {})
+    return JOB_KINDS.get(kind).run(config, progress, params or {})  # unknown: "unknown job kind 'x'; known: …"
 
 
 def serve(conn: Connection, parent: int) -> None:

@@ -35,6 +35,7 @@ from typing import Any, Callable
 
 from core.foundations.config import ExperimentConfig
 from core.foundations.errors import ConfigError
+from core.foundations.registry import Registry
 
 #: the module whose import registers the built-in analyses (loaded on the first look-up)
 BUILTIN_MODULE = "core.analyses.analysis"
@@ -108,7 +109,7 @@ class Analysis:
             raise ValueError(f"analysis {self.name}: give both verdict (its key) and verdict_of, or neither")
 
 
-_REGISTRY: dict[str, Analysis] = {}
+_REGISTRY: Registry[Analysis] = Registry("analysis")
 _loaded = False
 
 
@@ -122,16 +123,12 @@ def _load_builtins() -> None:
 def register_analysis(entry: Analysis) -> Analysis:
     """Add ``entry`` (after the built-in ones); a name already taken by another registration is refused."""
     _load_builtins()
-    taken = _REGISTRY.get(entry.name)
-    if taken is not None and taken is not entry:
-        raise ConfigError(f"analysis {entry.name!r} is already registered")
-    _REGISTRY[entry.name] = entry
-    return entry
+    return _REGISTRY.register(entry.name, entry)
 
 
 def unregister_analysis(name: str) -> None:
     """Remove a registration (a test's toy)."""
-    _REGISTRY.pop(name, None)
+    _REGISTRY.unregister(name)
 
 
 def registered(every: bool = False) -> list[Analysis]:
@@ -148,10 +145,7 @@ def names() -> tuple[str, ...]:
 def get_analysis(name: str) -> Analysis:
     """The registration of ``name`` (the runs' entry included); an unknown name: :class:`ConfigError`."""
     _load_builtins()
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise ConfigError(f"unknown analysis {name!r}; choose from {', '.join(names())}") from None
+    return _REGISTRY.get(name)
 
 
 def verdict_keys() -> dict[str, str]:

@@ -37,6 +37,7 @@ from core.attacks.shadow_attacks import (Attack, AttackOutcome, AttackTraining, 
     RecordFeatureAttack, ShadowModelAttack, entropy_threshold_attack, loss_threshold_attack)
 from core.foundations.errors import ConfigError
 from core.foundations.names import ATTACK_NAMES, ATTACK_SHORT
+from core.foundations.registry import Registry
 from core.measurement.responses import Responses
 
 STAGES = ("responses", "models")
@@ -128,16 +129,17 @@ class AttackEntry:
         return self.why_not(task) is None
 
 
-_REGISTRY: dict[str, AttackEntry] = {}
+_REGISTRY: Registry[AttackEntry] = Registry("attack")
 
 
 def register(entry: AttackEntry) -> AttackEntry:
     """Add ``entry`` (a name or result name already taken is a ConfigError: names key cached fits)."""
+    # a result name may not clash either: both key cached fits and the summary's attacks
     taken = {n: e.name for e in _REGISTRY.values() for n in e.names}
     clash = [n for n in (entry.name, *entry.names) if n in taken]
     if clash:
         raise ConfigError(f"attack name {clash[0]!r} is taken (by {taken[clash[0]]!r})")
-    _REGISTRY[entry.name] = entry
+    _REGISTRY.register(entry.name, entry)
     for n in entry.names:
         ATTACK_NAMES.setdefault(n, entry.label if n == entry.name else n)
         ATTACK_SHORT.setdefault(n, entry.short if n == entry.name else n)
@@ -146,7 +148,7 @@ def register(entry: AttackEntry) -> AttackEntry:
 
 def unregister(name: str) -> None:
     """Remove a registration (a test's toy attack); display names set by it are removed too."""
-    entry = _REGISTRY.pop(name, None)
+    entry = _REGISTRY.unregister(name)
     if entry is not None and entry.name not in _BUILTIN:
         for n in entry.names:
             if ATTACK_NAMES.get(n) in (entry.label, n):
@@ -162,10 +164,8 @@ def entries(task: str | None = None, stage: str | None = None) -> list[AttackEnt
 
 
 def get(name: str) -> AttackEntry:
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise ConfigError(f"unknown attack {name!r}; registered: {', '.join(_REGISTRY)}") from None
+    """The registration of ``name``; an unknown name: ConfigError "unknown attack 'x'; known: …"."""
+    return _REGISTRY.get(name)
 
 
 def responses_attacks(task: str, training: AttackTraining, responses: Responses | None = None) -> list[Attack]:
@@ -233,4 +233,4 @@ for _entry in (
                 requires=lacks_zlib, cite="Carlini et al., USENIX Security 2021"),
 ):
     register(_entry)
-_BUILTIN = frozenset(_REGISTRY)
+_BUILTIN = frozenset(_REGISTRY.names())

@@ -17,13 +17,13 @@ with :func:`register` and is then listed like the built-in ones.
 """
 from __future__ import annotations
 
-import importlib
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
 from core.foundations.errors import ConfigError
+from core.foundations.registry import Registry
 
 if TYPE_CHECKING:  # types only: this module stays light (no torch) for the CLI
     import numpy as np
@@ -143,60 +143,38 @@ BUILTIN: dict[str, str] = {
     "dirichlet": "core.defenses.dirichlet:DirichletMechanism",
     "gpm": "core.defenses.gpm:GaussianPrivacyModule",
 }
-class _Registry:
-    """Defense classes by name; the built-in ones listed as ``module:Class`` and imported on first
-    use (their module registers the class), so listing names imports nothing (the CLI checks
-    ``--mechanism`` before torch loads). One instance per kind of defense."""
-
-    def __init__(self, kind: str, builtin: dict[str, str], base: tuple[type, ...]):
-        self.kind, self.builtin, self.base = kind, builtin, base
-        self.names: list[str] = list(builtin)
-        self.instances: dict[str, Any] = {}
-
-    def register(self, cls: type, taken_elsewhere: tuple[str, ...] = ()) -> type:
-        if not (isinstance(cls, type) and issubclass(cls, self.base)):
-            raise TypeError(f"{cls!r} is not a {' or '.join(b.__name__ for b in self.base)}")
-        where = f"{cls.__module__}:{cls.__qualname__}"
-        known = self.instances.get(cls.name)
-        if known is not None and f"{type(known).__module__}:{type(known).__qualname__}" != where:
-            raise ValueError(f"{self.kind} {cls.name!r} is already registered by {type(known).__qualname__}")
-        if cls.name in self.builtin and self.builtin[cls.name] != where:
-            raise ValueError(f"{self.kind} {cls.name!r} is a built-in one ({self.builtin[cls.name]})")
-        if cls.name in taken_elsewhere:
-            raise ValueError(f"{cls.name!r} already names another kind of defense")
-        self.instances[cls.name] = cls()
-        if cls.name not in self.names:
-            self.names.append(cls.name)
-        return cls
-
-    def unregister(self, name: str) -> None:
-        """Remove a registered (not built-in) defense: tests register toy ones."""
-        if name in self.builtin:
-            raise ValueError(f"{name!r} is a built-in {self.kind}")
-        self.instances.pop(name, None)
-        if name in self.names:
-            self.names.remove(name)
-
-    def load(self, name: str) -> Any:
-        if name not in self.instances:
-            importlib.import_module(self.builtin[name].split(":")[0])  # the module registers its class
-            if name not in self.instances:
-                raise RuntimeError(f"{self.builtin[name]} did not register a {self.kind} {name!r}")
-        return self.instances[name]
-
-    def get(self, name: str) -> Any:
-        """The defense called ``name``; :class:`ConfigError` (one line) for an unknown name."""
-        if not isinstance(name, str) or name not in self.names:
-            raise ConfigError(f"unknown {self.kind} {name!r}; choose one of {', '.join(self.names)}")
-        return self.load(name)
+def _lazy(builtin: dict[str, str]) -> dict[str, str]:
+    """name -> the module whose import registers the built-in class."""
+    return {name: where.split(":")[0] for name, where in builtin.items()}
 
 
-_MECHANISMS = _Registry("mechanism", BUILTIN, (OutputMechanism, WeightMechanism))
+def _register(registry: Registry[Any], builtin: dict[str, str], cls: type, base: tuple[type, ...],
+              taken_elsewhere: tuple[str, ...] = ()) -> type:
+    """Register an instance of ``cls`` in ``registry`` under ``cls.name``: a class of the wrong
+    kind, a built-in name claimed by another class or a name taken by the other kind of defense is
+    refused; the same class again replaces its instance (its module was imported again)."""
+    if not (isinstance(cls, type) and issubclass(cls, base)):
+        raise TypeError(f"{cls!r} is not a {' or '.join(b.__name__ for b in base)}")
+    where = f"{cls.__module__}:{cls.__qualname__}"
+    if cls.name in builtin and builtin[cls.name] != where:
+        raise ValueError(f"{registry.kind} {cls.name!r} is a built-in one ({builtin[cls.name]})")
+    if cls.name in taken_elsewhere:
+        raise ValueError(f"{cls.name!r} already names another kind of defense")
+    known = registry.find(cls.name)
+    same = known is not None and f"{type(known).__module__}:{type(known).__qualname__}" == where
+    registry.register(cls.name, cls(), replace=same)  # another class under a taken name: ConfigError
+    return cls
+
+
+#: the mechanisms by name; the built-in ones are listed before their modules load (their module
+#: registers the class on the first get), so the CLI checks ``--mechanism`` before torch loads
+_MECHANISMS: Registry[Mechanism] = Registry("mechanism", lazy=_lazy(BUILTIN))
+_MECHANISMS.seal()
 
 
 def register(cls: type[Mechanism]) -> type[Mechanism]:
     """Register a mechanism class (usable as a decorator); another class under a taken name is an error."""
-    return _MECHANISMS.register(cls)
+    return _register(_MECHANISMS, BUILTIN, cls, (OutputMechanism, WeightMechanism))
 
 
 def unregister(name: str) -> None:
@@ -206,7 +184,7 @@ def unregister(name: str) -> None:
 
 def names() -> tuple[str, ...]:
     """The mechanisms' names, built-in first, then in registration order (imports nothing)."""
-    return tuple(_MECHANISMS.names)
+    return _MECHANISMS.names()
 
 
 def get(name: str) -> Mechanism:
@@ -216,7 +194,7 @@ def get(name: str) -> Mechanism:
 
 
 def all_mechanisms() -> tuple[Mechanism, ...]:
-    return tuple(get(n) for n in _MECHANISMS.names)
+    return tuple(_MECHANISMS.values())
 
 
 # ---------------------------------------------------------------------------- during training
@@ -245,7 +223,7 @@ class TrainingDefense(ABC):
         if not target_epsilon:
             return self.parameter
         if self.target is None:
-            raise ConfigError(f"--target-epsilon applies to {', '.join(n for n in _TRAINING.names if _TRAINING.load(n).target)}"
+            raise ConfigError(f"--target-epsilon applies to {', '.join(n for n in _TRAINING.names() if _TRAINING.get(n).target)}"
                               f" only, not {self.name}")
         return self.target
 
@@ -274,12 +252,13 @@ TRAINING_BUILTIN: dict[str, str] = {
     "l2": "core.defenses.l2:L2Defense",
     "clip": "core.defenses.ppo_clip:PPOClipDefense",
 }
-_TRAINING = _Registry("training defense", TRAINING_BUILTIN, (TrainingDefense,))
+_TRAINING: Registry[TrainingDefense] = Registry("training defense", lazy=_lazy(TRAINING_BUILTIN))
+_TRAINING.seal()
 
 
 def register_training(cls: type[TrainingDefense]) -> type[TrainingDefense]:
     """Register a training-time defense class (usable as a decorator)."""
-    return _TRAINING.register(cls, taken_elsewhere=tuple(_MECHANISMS.names))
+    return _register(_TRAINING, TRAINING_BUILTIN, cls, (TrainingDefense,), taken_elsewhere=_MECHANISMS.names())
 
 
 def unregister_training(name: str) -> None:
@@ -290,8 +269,8 @@ def unregister_training(name: str) -> None:
 def training_names(task: str | None = None) -> tuple[str, ...]:
     """The training-time defenses' names (imports nothing unless ``task`` asks which apply to it)."""
     if task is None:
-        return tuple(_TRAINING.names)
-    return tuple(n for n in _TRAINING.names if _TRAINING.load(n).applies_to(task))
+        return _TRAINING.names()
+    return tuple(n for n in _TRAINING.names() if _TRAINING.get(n).applies_to(task))
 
 
 def get_training(name: str) -> TrainingDefense:

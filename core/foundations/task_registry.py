@@ -19,20 +19,22 @@ from typing import Any
 
 from core.foundations import plugins
 from core.foundations.errors import ConfigError
+from core.foundations.registry import Registry
 
 #: a :class:`core.tasks.base.Task` (not imported here: the interface imports torch, and this module
 #: stays under everything that checks a task's name)
 Task = Any
 
-#: task name -> "module:class"
-REGISTRY: dict[str, str] = {
-    "image": "core.tasks.image:ImageTask",
-    "translation": "core.tasks.translation:TranslationTask",
-    "navigation": "core.tasks.navigation:NavigationTask",
-    "tabular": "core.tasks.tabular:TabularTask",
-}
+#: task name -> "module:class" (the class is imported on the first :func:`get_task`)
+REGISTRY: Registry[str] = Registry("task")
+for _name, _where in (("image", "core.tasks.image:ImageTask"),
+                      ("translation", "core.tasks.translation:TranslationTask"),
+                      ("navigation", "core.tasks.navigation:NavigationTask"),
+                      ("tabular", "core.tasks.tabular:TabularTask")):
+    REGISTRY.register(_name, _where)
+REGISTRY.seal()
 
-_BUILTIN = tuple(REGISTRY)
+_BUILTIN = REGISTRY.names()
 _instances: dict[str, Task] = {}
 #: plugin files executed in this process (absolute paths) -> the tasks each registered
 _plugin_files: dict[str, list[str]] = {}
@@ -79,15 +81,17 @@ def register_task(cls: type) -> type:
     if not isinstance(archs, tuple) or not archs or not set(archs) <= {"ffnn", "rnn"} or len(set(archs)) < len(archs):
         raise ConfigError(f"task {name!r}: archs must be ('ffnn', 'rnn'), ('ffnn',) or ('rnn',), got {archs!r}")
     where = f"{cls.__module__}:{cls.__qualname__}"
-    if REGISTRY.get(name, where) != where:
+    taken = REGISTRY.find(name)
+    if taken is not None and taken != where:
         raise ConfigError(f"task name {name!r} is already taken ({_origin(name)}): give the task another name")
-    if name in _instances and REGISTRY[name] == where:
+    if name in _instances and taken == where:
         return cls
-    REGISTRY[name] = where
+    REGISTRY.register(name, where)
     try:
         _instances[name] = cls()
     except Exception:
-        del REGISTRY[name]
+        if taken is None:  # (a built-in name keeps its entry: its class may still load on first use)
+            REGISTRY.unregister(name)
         raise
     return cls
 
@@ -153,7 +157,7 @@ def unload_plugins() -> None:
     ``$MIA_PLUGINS``): the next listing loads the configured ones again."""
     global _entry_points_loaded
     for name in [n for names in _plugin_files.values() for n in names] + _entry_point_tasks:
-        REGISTRY.pop(name, None)
+        REGISTRY.unregister(name)
         _instances.pop(name, None)
     _entry_point_tasks.clear()
     for path in _plugin_files:
@@ -163,10 +167,8 @@ def unload_plugins() -> None:
 
 
 def unregister_task(name: str) -> None:
-    """Remove a task registered with :func:`register_task` (built-in ones stay)."""
-    if name in _BUILTIN:
-        raise ValueError(f"{name!r} is a built-in task")
-    REGISTRY.pop(name, None)
+    """Remove a task registered with :func:`register_task` (a built-in one: ``ValueError``)."""
+    REGISTRY.unregister(name)
     _instances.pop(name, None)
 
 
@@ -174,10 +176,9 @@ def get_task(name: str) -> Task:
     """The (singleton) Task object of ``name``."""
     if name not in REGISTRY:
         load_plugins()  # a task of a configured plugin this process has not loaded yet
-    if name not in REGISTRY:
-        raise ConfigError(f"unknown task {name!r}; available: {', '.join(REGISTRY)}")
+    where = REGISTRY.get(name)  # an unknown name: ConfigError "unknown task 'x'; known: …"
     if name not in _instances:
-        module, cls = REGISTRY[name].split(":")
+        module, cls = where.split(":")
         _instances[name] = getattr(importlib.import_module(module), cls)()
     return _instances[name]
 
