@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.analyses import analysis
+from core.analyses import analysis, own_models
 from core.analyses import verdicts as analysis_verdicts
 from core.analyses import registry as analysis_registry
 from core.foundations.errors import ConfigError
@@ -65,18 +65,18 @@ def test_sequential_training_learns_each_block_in_order():
     cfg = task.make_config("ffnn", "quick", TINY)
     data = task.load(cfg)
     blocks = [data.victim_pool[:20], data.victim_pool[20:40]]
-    model, curve = analysis._train_in_blocks(task, cfg, data, blocks, 3, 0, data.victim_pool[40:60])
+    model, curve = own_models._train_in_blocks(task, cfg, data, blocks, 3, 0, data.victim_pool[40:60])
     assert [r["block"] for r in curve] == [1, 1, 1, 2, 2, 2]
     assert [r["step"] for r in curve] == list(range(1, 7))
     assert curve[2]["utility_current_block"] > 0.3  # block 1 was learned while it was current
-    m = analysis.memorization(cfg, blocks=2, epochs_per_block=2)
+    m = own_models.memorization(cfg, blocks=2, epochs_per_block=2)
     assert [b["block"] for b in m["blocks"]] == [1, 2] and m["block_size"] == 20
-    assert analysis.memorization(cfg, blocks=2, epochs_per_block=2) == m  # cached
+    assert own_models.memorization(cfg, blocks=2, epochs_per_block=2) == m  # cached
 
 
 def test_mismatched_shadows_attack_the_same_victim():
     cfg = get_task("image").make_config("ffnn", "quick", TINY)
-    m = analysis.mismatch(cfg, scales=(0.5, 1.0))
+    m = own_models.mismatch(cfg, scales=(0.5, 1.0))
     assert [r["scale"] for r in m["rows"]] == [1.0, 0.5, 1.0] and [r["cnn_width"] for r in m["rows"]] == [16, 8, 16]
     matched, half, same = (r["accuracy"] for r in m["rows"])
     # the first row is the run's own attack on this victim (what Train & attack reports) …

@@ -32,7 +32,8 @@ import torch
 
 from core import cli, cli_common
 from core.data import multi30k
-from core.experiment.cache import ArtifactCache, SafeDisk, dict_with, tensor_shapes
+from core.experiment.cache import ArtifactCache, dict_with, tensor_shapes
+from core.experiment.cache_store import SafeDisk
 from core.foundations.config import ExperimentConfig, field_range
 from core.foundations.errors import (CacheCorruptionError, ConfigError, DatasetNotFoundError, LockTimeoutError, MIAError,
     OutputPathError, ResourceLimitError, UnsafeCacheEntryError)

@@ -21,7 +21,8 @@ import numpy as np
 import pytest
 
 from core.experiment import pipeline, roles
-from core.experiment.cache import ArtifactCache, SafeDisk
+from core.experiment.cache import ArtifactCache
+from core.experiment.cache_store import SafeDisk
 from core.foundations.errors import CacheUnusableError, LockFileError
 from core.foundations.locks import KeyLock, hold
 from core.tasks import get_task
@@ -110,7 +111,7 @@ def test_value_files_that_are_links_fifos_or_huge_are_refused(isolated_cache, tm
     plant(isolated_cache, "k-fifo", mode=2, filename=fifo, size=1)
     assert ArtifactCache().get_bytes("k-fifo") is None  # returns: a FIFO is never opened for a blocking read
 
-    monkeypatch.setattr("core.experiment.cache.MAX_VALUE_BYTES", 1000)
+    monkeypatch.setattr("core.experiment.cache_store.MAX_VALUE_BYTES", 1000)
     c = ArtifactCache()
     c.put_bytes("big", os.urandom(40_000))  # > 32 KiB: its own value file
     assert c.get_bytes("big") is None and c.corrupted == ["big"]

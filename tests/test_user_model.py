@@ -13,7 +13,8 @@ import torch
 from safetensors.torch import save_file
 
 from core import cli
-from core.analyses.analysis import analyze, memorization
+from core.analyses.analysis import analyze
+from core.analyses.own_models import memorization
 from core.analyses.record_views import canary_audit
 from core.defenses.defender import DefenseSpec, Defender
 from core.defenses.sweeps import check_sweep

@@ -133,7 +133,7 @@ def overtraining_verdict(over: dict[str, dict[str, Any]]) -> RunVerdict:
 
 
 def memorization_verdict(m: dict[str, dict[str, Any]]) -> RunVerdict:
-    """The FFNN forgets the first block and the RNN keeps more of it (:func:`core.analyses.analysis.memorization` data):
+    """The FFNN forgets the first block and the RNN keeps more of it (:func:`core.analyses.own_models.memorization` data):
     the first block's attack accuracy of each and their difference, :data:`ONE_REPEAT` (no paper
     gives a threshold for "forgotten", so none is applied)."""
     first = {a: m[a]["blocks"][0]["attack_accuracy"] for a in ("ffnn", "rnn")}
@@ -143,7 +143,7 @@ def memorization_verdict(m: dict[str, dict[str, Any]]) -> RunVerdict:
 
 
 def mismatch_verdict(mm: dict[str, dict[str, Any]]) -> RunVerdict:
-    """How much mismatched shadows cost the attack, per architecture (:func:`core.analyses.analysis.mismatch` data): the
+    """How much mismatched shadows cost the attack, per architecture (:func:`core.analyses.own_models.mismatch` data): the
     largest accuracy drop of each, :data:`ONE_REPEAT` (no paper gives a "small" threshold, so none
     is applied)."""
     drops = {}

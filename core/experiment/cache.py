@@ -4,10 +4,12 @@ Safety and integrity:
 * Nothing read from the cache is ever unpickled. diskcache unpickles any row whose stored mode
   is "pickle" (values, in the database or in a ``.val`` file) and any key stored as a pickle;
   a cache folder is just files, so anyone who can write there could plant such a row. The
-  store therefore uses :class:`SafeDisk`, which refuses those rows *before any byte is
-  deserialised*: only ``str`` keys and ``bytes`` values go in, and only raw or binary rows come
-  out. A refused row is reported through ``corrupted`` / the logger, deleted and treated as a
-  miss, so the caller recomputes it.
+  store therefore uses :class:`~core.experiment.cache_store.SafeDisk`, which refuses those rows
+  *before any byte is deserialised*: only ``str`` keys and ``bytes`` values go in, and only raw or
+  binary rows come out. A refused row is reported through ``corrupted`` / the logger, deleted and
+  treated as a miss, so the caller recomputes it. (The stores — ``SafeDisk``, the value-file
+  reader, the read-only store — live in :mod:`core.experiment.cache_store`; this module holds the
+  keys, checksums and typed getters above them.)
 * Weights are safetensors, Responses ``.npz`` read with ``allow_pickle=False``, results JSON.
 * Every value is wrapped as ``MAGIC + sha256(payload) + payload``; a value whose digest does not
   match (truncated file, bit rot, a hand-edited entry) is discarded the same way.
@@ -29,21 +31,19 @@ import hashlib
 import json
 import logging
 import os
-import re
 import sqlite3
-import stat
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import diskcache
 import torch
-from diskcache.core import MODE_BINARY, MODE_PICKLE, MODE_RAW, UNKNOWN
 from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 
+from core.experiment.cache_store import (DB_NAME, MIN_FILE_SIZE, ReadOnlyStore, SafeDisk, connect_read_only,
+                                         forget_shared_row, nearest_existing, writable)
 from core.foundations.config import CACHE_SCHEMA_VERSION
 from core.foundations.errors import CacheCorruptionError, CacheUnusableError, UnsafeCacheEntryError
-from core.foundations.paths import DEFAULT_CACHE_DIR as DEFAULT_DIR  # noqa: F401  (re-exported: the old name)
 from core.foundations.paths import cache_dir
 from core.measurement.responses import Responses
 
@@ -53,157 +53,10 @@ log = logging.getLogger(__name__)
 #: so an intact entry copied to another key was served; such entries are discarded and recomputed)
 _MAGIC = b"MIAX2"
 _DIGEST = 32
-#: the only value-file names we read or delete: what diskcache writes, ``xx/yy/<28 hex>.val``
-#: (a row naming anything else — ``/etc/passwd``, ``../../x`` — is refused before any access)
-_VALUE_FILE = re.compile(r"[0-9a-f]{2}/[0-9a-f]{2}/[0-9a-f]{28}\.val")
-#: largest value file read (the biggest entries, paper-preset weights, are a few MB): a row
-#: pointing at a huge file cannot exhaust memory
-MAX_VALUE_BYTES = 2**31
-#: diskcache's database file inside the cache folder
-DB_NAME = diskcache.core.DBNAME
-#: values at least this large go to their own file (diskcache's default, pinned so that a
-#: planted Settings row cannot change it)
-MIN_FILE_SIZE = 2**15
 
 #: A validation hook: raises (any exception) or returns False when a value is not what its key
 #: claims; returning anything else (None, True) accepts it.
 Validator = Callable[[Any], object]
-
-
-class SafeDisk(diskcache.Disk):
-    """A diskcache ``Disk`` that never unpickles: str keys and bytes values only.
-
-    diskcache calls ``put``/``get`` to convert keys and ``store``/``fetch`` to convert values.
-    The base class pickles anything that is not a str/bytes/int/float and unpickles rows marked
-    as pickles; here writing anything but a ``str`` key or a ``bytes`` value raises
-    ``TypeError``, and reading a pickled key or a row in any mode but raw/binary raises
-    :class:`UnsafeCacheEntryError` before the stored bytes are even opened. The error is not an
-    ``OSError``, so diskcache does not swallow it as "key vanished": it reaches
-    :class:`ArtifactCache`, which reports, deletes and recomputes the entry.
-    """
-
-    def __init__(self, directory: str, min_file_size: int = MIN_FILE_SIZE, pickle_protocol: int = 0, **_: Any):
-        # settings read from the database are ignored: nothing stored there may steer us
-        super().__init__(directory, min_file_size=MIN_FILE_SIZE, pickle_protocol=0)
-
-    def put(self, key: Any) -> tuple[Any, bool]:
-        if type(key) is not str:
-            raise TypeError(f"cache keys must be str, got {type(key).__name__}")
-        return super().put(key)
-
-    def get(self, key: Any, raw: bool) -> Any:
-        if not raw:
-            raise UnsafeCacheEntryError("cache row has a pickled key; refusing to unpickle it")
-        return super().get(key, raw)
-
-    def store(self, value: Any, read: bool, key: Any = UNKNOWN) -> tuple[int, int, str | None, Any]:
-        if read or type(value) is not bytes:
-            raise TypeError(f"the cache stores bytes only, got {type(value).__name__}")
-        return super().store(value, read, key)
-
-    def fetch(self, mode: int, filename: str | None, value: Any, read: bool) -> Any:
-        if mode not in (MODE_RAW, MODE_BINARY) or read:
-            kind = "pickle" if mode == MODE_PICKLE else f"mode {mode}"
-            raise UnsafeCacheEntryError(f"cache row is stored as {kind}; refusing to read it")
-        if mode == MODE_RAW:
-            return super().fetch(mode, filename, value, read)
-        return read_value_file(self._directory, filename)
-
-    def remove(self, file_path: str) -> None:
-        """Delete a value file of ours and its emptied ``xx/yy`` folders — nothing else.
-
-        diskcache joins the row's ``filename`` to the folder and deletes it, then every emptied
-        parent (``os.removedirs``): a planted row naming ``/some/dir/precious.txt`` or ``../../x``
-        would delete that file and its folder. Only names of the form diskcache writes are
-        accepted, the path is walked without following links, and the walk stops at the cache
-        folder itself.
-        """
-        if not _is_value_name(file_path):
-            log.warning("cache row names a file outside the cache (%r); not deleting it", file_path)
-            return
-        try:
-            with _value_folder(self._directory, file_path) as (outer_fd, inner_fd, name):
-                if stat.S_ISREG(os.stat(name, dir_fd=inner_fd, follow_symlinks=False).st_mode):
-                    os.unlink(name, dir_fd=inner_fd)
-                # the emptied folders yy, then xx, and never above the cache folder
-                # (rmdir removes neither a link nor a folder that still holds something)
-                os.rmdir(file_path[3:5], dir_fd=outer_fd)
-                os.rmdir(os.path.join(self._directory, file_path[:2]))
-        except OSError:  # already gone, or another process removed it
-            pass
-
-    def filename(self, key: Any = UNKNOWN, value: Any = UNKNOWN) -> tuple[str, str]:
-        """A new value file's name; refuses to write through a planted link in ``xx`` or ``xx/yy``."""
-        name, full_path = super().filename(key, value)
-        for part in (name[:2], name[:5]):
-            path = os.path.join(self._directory, part)
-            if os.path.islink(path) or (os.path.lexists(path) and not os.path.isdir(path)):
-                raise CacheUnusableError(
-                    f"the cache folder holds {path!r}, which is not a plain folder; refusing to write through it "
-                    "(remove it, or run `make clean-cache`)")
-        return name, full_path
-
-
-def _is_value_name(filename: Any) -> bool:
-    return isinstance(filename, str) and _VALUE_FILE.fullmatch(filename) is not None
-
-
-class _value_folder:
-    """``with _value_folder(dir, "xx/yy/name.val") as (xx_fd, yy_fd, name)``: the two levels of
-    folders opened without following links (``O_NOFOLLOW``), so that a planted link cannot lead
-    a read or a delete outside the cache folder."""
-
-    def __init__(self, directory: str, filename: str):
-        self.directory, self.filename = directory, filename
-        self.fds: list[int] = []
-
-    def __enter__(self) -> tuple[int, int, str]:
-        flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
-        try:
-            outer = os.open(os.path.join(self.directory, self.filename[:2]), flags)
-            self.fds.append(outer)
-            inner = os.open(self.filename[3:5], flags, dir_fd=outer)
-            self.fds.append(inner)
-        except BaseException:
-            self.__exit__()
-            raise
-        return outer, inner, self.filename[6:]
-
-    def __exit__(self, *exc: object) -> None:
-        for fd in reversed(self.fds):
-            os.close(fd)
-        self.fds = []
-
-
-def read_value_file(directory: str, filename: Any, limit: int | None = None) -> bytes:
-    """The bytes of value file ``filename`` inside ``directory``, read safely.
-
-    Refused (:class:`UnsafeCacheEntryError`, before a byte is read): a name that is not one
-    diskcache writes (absolute, ``..``, anything but ``xx/yy/<hex>.val``), a link anywhere on
-    the way, anything but a regular file (``/dev/zero`` would read until memory runs out), or
-    a file over ``limit`` bytes (default :data:`MAX_VALUE_BYTES`).
-    """
-    limit = MAX_VALUE_BYTES if limit is None else limit
-    if not _is_value_name(filename):
-        raise UnsafeCacheEntryError(f"cache row names the file {filename!r}, which is not a value file of the cache")
-    with _value_folder(directory, filename) as (_, inner, name):
-        try:
-            # O_NONBLOCK: a FIFO planted as a value file must not block the open (fstat refuses it next)
-            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=inner)
-        except OSError as exc:
-            if exc.errno == 40:  # ELOOP: the file itself is a link
-                raise UnsafeCacheEntryError(f"cache value file {filename!r} is a link; refusing to follow it") from None
-            raise
-    with os.fdopen(fd, "rb") as fh:
-        info = os.fstat(fh.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise UnsafeCacheEntryError(f"cache value file {filename!r} is not a regular file")
-        if info.st_size > limit:
-            raise UnsafeCacheEntryError(f"cache value file {filename!r} holds {info.st_size} bytes, over the {limit} limit")
-        data = fh.read(limit + 1)
-    if len(data) > limit:
-        raise UnsafeCacheEntryError(f"cache value file {filename!r} grew past the {limit}-byte limit while read")
-    return data
 
 
 def _digest(key: str, payload: bytes) -> bytes:
@@ -270,7 +123,7 @@ class ArtifactCache:
 
     def __init__(self, directory: str | os.PathLike | None = None):
         self.directory = Path(directory) if directory is not None else cache_dir()
-        self._opened: diskcache.Cache | _ReadOnlyStore | None = None
+        self._opened: diskcache.Cache | ReadOnlyStore | None = None
         #: keys of entries found corrupted (and discarded) during this object's life
         self.corrupted: list[str] = []
 
@@ -280,13 +133,13 @@ class ArtifactCache:
         return "/".join([f"v{CACHE_SCHEMA_VERSION}", kind, digest, *map(str, parts)])
 
     # ------------------------------------------------------------------ the store, opened lazily
-    def _open(self) -> "diskcache.Cache | _ReadOnlyStore":
+    def _open(self) -> "diskcache.Cache | ReadOnlyStore":
         if self._opened is None:
             db = self.directory / DB_NAME
-            if db.is_file() and not _writable(self.directory, db):
+            if db.is_file() and not writable(self.directory, db):
                 # diskcache writes on every read (LRU bookkeeping) and would fail each one as
                 # "unreadable": a read-only cache is read through plain SQL instead
-                self._opened = _ReadOnlyStore(self.directory)
+                self._opened = ReadOnlyStore(self.directory)
             else:
                 self._opened = diskcache.Cache(
                     str(self.directory), disk=SafeDisk, size_limit=2**34, eviction_policy="least-recently-used",
@@ -294,7 +147,7 @@ class ArtifactCache:
                 )
         return self._opened
 
-    def _reader(self) -> "diskcache.Cache | _ReadOnlyStore | None":
+    def _reader(self) -> "diskcache.Cache | ReadOnlyStore | None":
         """The store if its database exists (never creates it), else None."""
         if self._opened is None and not (self.directory / DB_NAME).is_file():
             return None
@@ -320,7 +173,7 @@ class ArtifactCache:
     def read_only(self) -> bool:
         """Whether the cache can only be read (its database or folder is not writable by us)."""
         db = self.directory / DB_NAME
-        return isinstance(self._opened, _ReadOnlyStore) or (db.is_file() and not _writable(self.directory, db))
+        return isinstance(self._opened, ReadOnlyStore) or (db.is_file() and not writable(self.directory, db))
 
     def check_usable(self, write: bool = False) -> None:
         """Raise :class:`CacheUnusableError` (one line, saying what to do) unless the cache folder
@@ -343,7 +196,7 @@ class ArtifactCache:
             raise CacheUnusableError(f"the cache folder {where!r} is not a folder (check MIA_CACHE_DIR)")
         if not self.directory.exists():
             if write:
-                parent = _nearest_existing(self.directory)
+                parent = nearest_existing(self.directory)
                 if parent is None or not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
                     raise CacheUnusableError(f"the cache folder {where!r} cannot be created (check MIA_CACHE_DIR)")
             return
@@ -352,7 +205,7 @@ class ArtifactCache:
             if db.is_symlink() or not db.is_file():
                 raise CacheUnusableError(f"{str(db)!r} is not a regular file; move it away or run `make clean-cache`")
             try:
-                with _connect_read_only(db) as con:
+                with connect_read_only(db) as con:
                     con.execute("SELECT COUNT(*), SUM(LENGTH(key)) FROM Cache").fetchone()
             except sqlite3.Error as exc:
                 raise CacheUnusableError(f"the cache database {str(db)!r} is unreadable ({exc}); move the folder away "
@@ -510,7 +363,7 @@ class ArtifactCache:
         try:
             # plain SQL over the rows whose key is stored raw (a str); diskcache's iterkeys would
             # stop at the first pickled key (refused by SafeDisk), hiding every entry after it
-            if isinstance(store, _ReadOnlyStore):
+            if isinstance(store, ReadOnlyStore):
                 rows = store.raw_keys()
             else:
                 rows = [r[0] for r in store._sql("SELECT key FROM Cache WHERE raw = 1 ORDER BY rowid").fetchall()]
@@ -531,12 +384,12 @@ class ArtifactCache:
         except (OSError, sqlite3.DatabaseError) as exc:  # an unusable database: nothing to delete from
             log.warning("cache entry %r %s; the cache database is unusable (%s)", key, why, exc)
             return
-        if isinstance(store, _ReadOnlyStore):
+        if isinstance(store, ReadOnlyStore):
             log.warning("cache entry %r %s; ignoring it (the cache is read-only)", key, why)
             return
         log.warning("cache entry %r %s; discarding it and recomputing", key, why)
         try:
-            if store is not None and not _forget_shared_row(store, key):
+            if store is not None and not forget_shared_row(store, key):
                 store.delete(key, retry=True)
         except (OSError, sqlite3.DatabaseError) as exc:  # an unusable database: nothing to delete from
             log.warning("could not delete cache entry %r: %s", key, exc)
@@ -576,72 +429,3 @@ def _shape_mismatch(tensors: Mapping[str, torch.Tensor], expected: Mapping[str, 
         if tuple(tensors[name].shape) != tuple(shape):
             return f"{name} has shape {tuple(tensors[name].shape)}, expected {tuple(shape)}"
     return ""
-
-
-def _forget_shared_row(store: diskcache.Cache, key: str) -> bool:
-    """Delete ``key``'s row but not its value file when another row names the same file (a row
-    copied to another key): deleting the file would destroy the intact original too. True if
-    done so; False leaves the ordinary delete (row and file) to the caller."""
-    row = store._sql("SELECT filename FROM Cache WHERE key = ? AND raw = 1", (key,)).fetchone()
-    if row is None or row[0] is None:
-        return False
-    (sharing,) = store._sql("SELECT COUNT(*) FROM Cache WHERE filename = ?", (row[0],)).fetchone()
-    if sharing < 2:
-        return False
-    with store.transact(retry=True):
-        store._sql("DELETE FROM Cache WHERE key = ? AND raw = 1", (key,))
-    return True
-
-
-def _writable(directory: Path, db: Path) -> bool:
-    return os.access(directory, os.W_OK | os.X_OK) and os.access(db, os.W_OK)
-
-
-def _nearest_existing(path: Path) -> Path | None:
-    for p in [path, *path.parents]:
-        if os.path.lexists(p):
-            return p
-    return None
-
-
-def _connect_read_only(db: Path) -> sqlite3.Connection:
-    """A read-only connection that writes nothing, not even WAL side files: ``mode=ro`` where the
-    folder allows it, else ``immutable=1`` (a read-only folder cannot hold the ``-shm`` file)."""
-    uri = f"file:{db.as_posix()}?mode=ro"
-    if not os.access(db.parent, os.W_OK):
-        uri += "&immutable=1"
-    return sqlite3.connect(uri, uri=True, timeout=60, isolation_level=None)
-
-
-class _ReadOnlyStore:
-    """The reads :class:`ArtifactCache` needs from a cache it cannot write: ``get`` and keys, by
-    plain SQL on diskcache's table, values through the same checks as :class:`SafeDisk`."""
-
-    def __init__(self, directory: Path):
-        self.directory = directory
-        self._con = _connect_read_only(directory / DB_NAME)
-
-    def get(self, key: str, default: Any = None, retry: bool = True) -> Any:
-        row = self._con.execute(
-            "SELECT mode, filename, value, expire_time FROM Cache WHERE key = ? AND raw = 1", (key,)).fetchone()
-        if row is None:  # (pickled keys, raw = 0, are never compared: that would unpickle them)
-            return default
-        mode, filename, value, _ = row
-        if mode not in (MODE_RAW, MODE_BINARY):
-            kind = "pickle" if mode == MODE_PICKLE else f"mode {mode}"
-            raise UnsafeCacheEntryError(f"cache row is stored as {kind}; refusing to read it")
-        if mode == MODE_RAW:
-            return bytes(value) if isinstance(value, (bytes, memoryview)) else value
-        return read_value_file(str(self.directory), filename)
-
-    def __contains__(self, key: str) -> bool:
-        return self._con.execute("SELECT 1 FROM Cache WHERE key = ? AND raw = 1", (key,)).fetchone() is not None
-
-    def raw_keys(self) -> list[str]:
-        return [r[0] for r in self._con.execute("SELECT key FROM Cache WHERE raw = 1 ORDER BY rowid").fetchall()]
-
-    def clear(self, retry: bool = True) -> None:
-        raise CacheUnusableError(f"the cache folder {str(self.directory)!r} is read-only")
-
-    def close(self) -> None:
-        self._con.close()
