@@ -10,13 +10,12 @@ from core.tasks import get_task
 TINY = dict(n_train=30, n_eval=10, epochs=2, n_shadows=1, attack_epochs=())
 
 
-def no_training(monkeypatch):
-    task = get_task("image")
-
+def no_training(monkeypatch, tasks=("image",)):
     def refuse(*args, **kwargs):
         raise AssertionError("load_models trained a model")
 
-    monkeypatch.setattr(type(task), "train", refuse)
+    for name in tasks:
+        monkeypatch.setattr(type(get_task(name)), "train", refuse)
 
 
 def test_load_models_says_not_cached_and_never_trains(monkeypatch):
@@ -63,3 +62,19 @@ def test_defense_grid_job_kind_caches_every_point_with_progress(monkeypatch):
         run_job("defense_grid", cfg, events.append, {"spec": params["spec"], "values": []})
     with pytest.raises(NotCachedError):  # the worker never trains a grid's models either
         run_job("defense_grid", get_task("image").make_config("rnn", "quick", TINY), events.append, params)
+
+
+def test_adaptive_and_mapview_jobs_say_not_cached_and_never_train(monkeypatch):
+    """The app's other jobs on cached runs read them with load_models too: a run that is not cached is one
+    "not cached" line, never a training started from a Defenses toggle or an example-maps request."""
+    from ui.worker import run_job
+
+    no_training(monkeypatch, ("image", "navigation"))
+    events = []
+    image = get_task("image").make_config("rnn", "quick", TINY)  # never trained
+    with pytest.raises(NotCachedError, match=r"victim model of image rnn .* is not cached"):
+        run_job("adaptive", image, events.append, {"spec": {"mechanism": "dirichlet", "value": 1.0}})
+    maps = get_task("navigation").make_config("rnn", "quick", TINY)
+    with pytest.raises(NotCachedError, match=r"victim model of navigation rnn .* is not cached"):
+        run_job("mapview", maps, events.append, {})
+    assert not ArtifactCache().exists  # nothing was trained, nor stored

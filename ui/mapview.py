@@ -11,7 +11,7 @@ from typing import Any
 
 from core.experiment.cache import ArtifactCache
 from core.foundations.config import ExperimentConfig
-from core.experiment.pipeline import trained_models
+from core.experiment.pipeline import load_models
 from core.tasks.navigation import map_view  # a map as data: the task's (its records' view, Task.describe_record)
 
 #: bump when the layout of a map view changes (older entries are then recomputed)
@@ -29,11 +29,13 @@ def cached_map_views(cfg: ExperimentConfig, cache: ArtifactCache | None = None) 
     return value if isinstance(value, dict) and isinstance(value.get("maps"), list) else None
 
 
-def compute_map_views(cfg: ExperimentConfig, progress=None, models=None, cache: ArtifactCache | None = None) -> dict[str, Any]:
+def compute_map_views(cfg: ExperimentConfig, models: Any = None, cache: ArtifactCache | None = None) -> dict[str, Any]:
     """Map views of the first member and the first non-member map of ``cfg``'s evaluation set,
-    with the victim's seeded query path on each; stored in the cache and returned."""
+    with the victim's seeded query path on each; stored in the cache and returned. ``models``: the
+    run's :class:`~core.experiment.roles.TrainedModels` when in memory, else the cached ones
+    (:func:`~core.experiment.pipeline.load_models`: a run not cached is a ``NotCachedError``, never trained)."""
     cache = cache or ArtifactCache()
-    models = models if models is not None else trained_models(cfg, progress=progress, cache=cache)
+    models = models if models is not None else load_models(cfg, cache=cache)
     task, splits = models.task, models.splits
     model = models.model("victim")
     picks = [("member", splits.eval_members[:1]), ("non-member", splits.victim_nonmembers[:1])]

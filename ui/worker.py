@@ -202,10 +202,11 @@ def _experiment(config: Any, progress, params: dict[str, Any]) -> Any:
 
 
 def _mapview(config: Any, progress, params: dict[str, Any]) -> Any:
-    """The navigation example maps."""
+    """The navigation example maps, from the cached victim (never trained here: a run not cached is
+    :class:`~core.foundations.errors.NotCachedError`, the page submits this job only for cached runs)."""
     from ui.mapview import compute_map_views
 
-    return compute_map_views(config, progress=progress)
+    return compute_map_views(config)
 
 
 def _sensitivity(config: Any, progress, params: dict[str, Any]) -> Any:
@@ -280,13 +281,15 @@ def _defense_grid_label(p: dict[str, Any]) -> str:
 
 
 def _adaptive(config: Any, progress, params: dict[str, Any]) -> Any:
-    """``Defender.point(DefenseSpec(**params["spec"]), "both")`` → the point (cached on disk)."""
+    """``Defender.point(DefenseSpec(**params["spec"]), "both")`` → the point (cached on disk), on the cached
+    models of ``config`` (never trained here: :func:`core.experiment.pipeline.load_models`; the adaptive
+    attacker refits attacks on the shadows' defended answers, it does not train models)."""
     from core.defenses.defender import Defender
-    from core.experiment.pipeline import trained_models
+    from core.experiment.pipeline import load_models
 
     spec = _defense_spec(params, "adaptive")
     fraction = _one_stage(f"adaptive attacker ({config.arch}, {spec.mechanism} {spec.value:g})", progress)
-    point = Defender(trained_models(config)).point(spec, "both", utility=True)
+    point = Defender(load_models(config)).point(spec, "both", utility=True)
     fraction(1.0)
     return point
 
