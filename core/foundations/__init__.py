@@ -1,3 +1,4 @@
-"""Foundations: errors, configuration, the registry implementation and the task registry, paths, devices, progress, locks, file reading.
+"""Foundations: errors, configuration, the registry implementation and the task registry, paths, devices,
+progress, locks, file reading.
 
 Imports nothing from the rest of ``core``."""
