@@ -13,7 +13,7 @@ import streamlit as st
 from core.analyses import analysis, record_views, verdicts
 from core.analyses import registry as analysis_registry
 from core.defenses import registry as defense_registry
-from core.views import analysis_figures, analysis_tables, record_view_figures, report
+from core.views import analysis_figures, analysis_tables, record_view_figures, report, run_text
 from core.measurement import studies
 from core.measurement.metrics import EPSILON_HAT_HELP
 from core.foundations.config import ExperimentConfig
@@ -598,7 +598,7 @@ for _ in drawn(tabs[8]):
         st.dataframe([{"arch": ARCH_LABELS[a], "slice": r["slice"], "members": r["n_members"],
                        "non-members": r["n_non_members"],
                        "AUC [95 %]": "—" if r["auc"] is None else f"{r['auc']:.3f} [{r['auc_low']:.3f}, {r['auc_high']:.3f}]",
-                       "TPR@1 % FPR": "—" if r["tpr_at_1pct"] is None else report.slice_tpr_cell(r),
+                       "TPR@1 % FPR": "—" if r["tpr_at_1pct"] is None else run_text.slice_tpr_cell(r),
                        "too small": "yes" if r["too_small"] else ""}
                       for a, by in sliced["archs"].items() for r in by[slicing]], hide_index=True)
         st.caption(f"{sliced['attack']} per slice; a slice with fewer than {sliced['min_records']} members or "
