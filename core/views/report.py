@@ -191,7 +191,7 @@ def run_report_html(summaries: list[dict[str, Any]], configs: list[ExperimentCon
         "(the same JSON that <code>python -m core run</code> writes).</p>"]
     view = run_view.run_view(run_view.RunInputs(summaries, configs, overrides or {}, map_views, repeats, matched, views))
     for section in view:
-        parts.append(f"<h2 id='{html.escape(section.id, quote=True)}'>{html.escape(section.heading)}</h2>")
+        parts.append(f"<h2>{html.escape(section.heading)}</h2>")
         parts += [block_html(b, fig_html) for b in section.blocks]
     parts.append("</body></html>")
     return "\n".join(parts)

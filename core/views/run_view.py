@@ -164,8 +164,8 @@ def overview(run: RunInputs) -> Section:
                     verdict += " (utilities too far apart to blame the architecture)"
                 line = f"**This run:** {verdict} — {study['text']}."
             else:
-                line = (f"**Over {comp['repeats']} repeats:** see the verdicts below (the sections under them show "
-                        f"repeat 1 of {comp['repeats']}).")
+                line = (f"**Over {comp['repeats']} repeats:** the verdicts over {comp['repeats']} paired repeats follow "
+                        f"below; the sections after them show repeat 1 of {comp['repeats']}.")
             out.append(Text(f"**The studies:** {study['finding']}  \n{line}", "info"))
         return out
     return Section("overview", "Overview", build)
