@@ -18,7 +18,7 @@ import numpy as np
 
 from core.analyses.analysis import defended_summary, entropy_scatter, most_exposed, vulnerability
 from core.analyses.repeats import cached_repeat_configs, repeat_config
-from core.analyses.verdicts import repeated_verdicts, verdicts
+from core.analyses import verdicts as analysis_verdicts
 from core.experiment.cache import ArtifactCache
 from core.experiment.pipeline import cached_summary, load_models
 from core.experiment.results import RunSummary
@@ -74,7 +74,7 @@ class AnalysesView:
         """This view with more analyses' results (a finished worker job's, an audit's) and the verdicts
         recomputed over all of them."""
         results = {**self.results, **more}
-        return replace(self, results=results, verdicts=verdicts(results, self.summaries))
+        return replace(self, results=results, verdicts=analysis_verdicts.verdicts(results, self.summaries))
 
     def to_dict(self) -> dict[str, Any]:
         """The layout of ``analyses.json`` (:func:`core.analyses.analysis.analyze`): ``task``, ``archs``, one key
@@ -116,8 +116,8 @@ def analyses_view(configs: dict[str, ExperimentConfig], long_results: dict[str, 
         data = compute(rc)
         per_repeat.append({"runs": cached_runs(rc, cache), "scatter": data["scatter"],
                            "vulnerability": data["vulnerability"], **(repeat_results or {}).get(r, {})})
-    return replace(view, repeats=repeated_verdicts(per_repeat, [repeat_config(configs["ffnn"], r).seed
-                                                                for r in range(repeats)]))
+    seeds = [repeat_config(configs["ffnn"], r).seed for r in range(repeats)]
+    return replace(view, repeats=analysis_verdicts.repeated_verdicts(per_repeat, seeds))
 
 
 def defended_scatter(summaries: dict[str, RunSummary], points: dict[str, Any]) -> dict[str, dict[str, Any]]:
