@@ -88,11 +88,13 @@ def show_results(summaries: list[RunSummary], configs: list[ExperimentConfig],
     sections are expanders."""
     raw = dicts(summaries)  # what the figure and report builders read
     sections = run_view(RunInputs(raw, configs, overrides, views, repeats, matched, figures=figures(summaries)))
-    downloads_drawn = False
+    downloads_drawn, tab_groups = False, 0
     for tabbed, group in itertools.groupby(sections, key=lambda s: s.tab):
         group = list(group)
-        if tabbed:
-            tabs = st.tabs([s.heading for s in group], key="train:results_tab", on_change="rerun")
+        if tabbed:  # one group today; a section registered between untabbed ones would start a second
+            key = "train:results_tab" + (f":{tab_groups}" if tab_groups else "")
+            tab_groups += 1
+            tabs = st.tabs([s.heading for s in group], key=key, on_change="rerun")
             for tab, section in zip(tabs, group):
                 for _ in drawn(tab):
                     draw_section(section)

@@ -323,9 +323,9 @@ def per_record(run: RunInputs) -> Section:
     def build() -> list[Block]:
         if views is None:
             return [Text("The per-record views (exposure FFNN vs RNN, the attacker's reference budget, vulnerability "
-                         "per slice) are computed from the cached runs on the **Analyses** page and in the downloaded "
-                         "report; `python -m core analyze --analysis exposure,budget,slices` writes their data.",
-                         "caption")]
+                         "per slice) are computed from the cached runs by the run report (the page's HTML download, "
+                         "`python -m core report`) and on the **Analyses** page; `python -m core analyze --analysis "
+                         "exposure,budget,slices` writes their data.", "caption")]
         out: list[Block] = [Text("Computed from the cached runs (per-record scores, the shadows as references); nothing "
                                  "was trained for them. `python -m core analyze --analysis exposure,budget,slices` "
                                  "writes their data as CSV.", "caption")]
