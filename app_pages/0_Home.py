@@ -13,7 +13,8 @@ from core.tasks import get_task
 from core.foundations.names import ARCH_NAMES, ATTACK_NAMES
 from core.views.style import with_ci
 from ui.nav import page_meta, registered_pages
-from ui.results import figures, verdict_lines
+from core.views.run_text import verdict_lines
+from ui.results import figures
 from ui.shared import job_manager, summary_of
 
 TRAIN = "app_pages/1_Train_and_attack.py"

@@ -7,21 +7,21 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import streamlit as st
 
-from core.analyses import analysis, record_views, verdicts
+from core.analyses import analyses_view, analysis, record_views, verdicts
 from core.analyses import registry as analysis_registry
 from core.defenses import registry as defense_registry
-from core.views import analysis_figures, analysis_tables, record_view_figures, report
+from core.views import analysis_figures, analysis_tables, record_view_figures, report, run_text
 from core.measurement import studies
 from core.measurement.metrics import EPSILON_HAT_HELP
 from core.foundations.config import ExperimentConfig
 from core.defenses.defender import DefenseSpec
 from core.foundations.errors import MIAError
 from core.foundations.names import ARCH_NAMES as ARCH_LABELS, ATTACK_NAMES as ATTACK_LABELS
+from core.foundations.paths import cache_dir
 from core.experiment.pipeline import cached_summary, load_models
-from core.analyses.repeats import cached_repeat_configs, repeat_config
+from core.analyses.repeats import repeat_config
 from core.tasks import get_task
 from ui.examples import show_record as draw_record
 from ui.nav import format_seconds, job_line
@@ -72,7 +72,7 @@ def tab_verdict(name: str) -> None:
     (its registered ``verdict``: no tab shows a verdict another analysis computed); over the cached
     repeats too where they exist (paired FFNN − RNN, its interval and N)."""
     key = analysis_registry.get_analysis(name).verdict
-    verdict_box(all_results["verdicts"].get(key), studies.analysis_finding(name))
+    verdict_box(view.verdicts.get(key), studies.analysis_finding(name))
     v = repeated["verdicts"].get(key) if repeated else None
     if v:
         st.markdown(f"**Over {v['n']} paired repeats:** {verdicts.repeated_verdict_sentence(v)}")
@@ -89,21 +89,14 @@ def downloads(name: str, results: dict, fig) -> None:
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def scatter_and_vulnerability(hashes: tuple[str, ...], _configs: dict[str, ExperimentConfig]) -> dict:
-    """The two analyses that need no training, cached per pair of runs."""
-    results = {"scatter": {}, "vulnerability": {}, "most_exposed": {}, "eval_index": {}}
-    sums = {}
-    for arch, cfg in _configs.items():
-        s = cached_summary(cfg)
-        sums[arch] = s
-        models = load_models(cfg)
-        results["scatter"][arch] = analysis.entropy_scatter(s)
-        results["most_exposed"][arch] = analysis.most_exposed(s)
-        results["vulnerability"][arch] = analysis.vulnerability(models, s)
-        # the records behind "most exposed": kept here so a rerun does not load the models again
-        results["eval_index"][arch] = np.asarray(models.splits.eval_index).tolist()
-    results["verdicts"] = verdicts.verdicts(results, sums)
-    return results
+def _cached_analyses(key: tuple[str, ...], _configs: dict[str, ExperimentConfig]) -> dict:
+    """:func:`core.analyses.analyses_view.cached_analyses` (the scatter, the most exposed members, the
+    vulnerability: cached runs and models only), once per set of runs (``key``: cache folder and hashes)."""
+    return analyses_view.cached_analyses(_configs)
+
+
+def cached_analyses(cfgs: dict[str, ExperimentConfig]) -> dict:
+    return _cached_analyses((str(cache_dir()),) + tuple(c.config_hash for c in cfgs.values()), cfgs)
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)
@@ -120,11 +113,6 @@ def record_view(config_hash: str, arch: str, index: int, role: str):
                                 lambda: load_models(configs[arch]).model("victim"), role)
 
 
-try:
-    base = scatter_and_vulnerability(tuple(c.config_hash for c in configs.values()), configs)
-except MIAError as exc:  # a summary whose models are gone from the cache: said, never retrained here
-    st.error(f"Could not load the trained models: {exc}")
-    st.stop()
 manager = job_manager()
 #: the long analyses run as worker jobs (ui.worker, kind "analysis"), one per architecture: the registered ones
 #: whose job takes no parameter but its name (the audit's and the budget's have their own tabs' controls)
@@ -135,45 +123,40 @@ def long_jobs(name: str):
     return manager.group([configs["ffnn"], configs["rnn"]], "analysis", {"name": name})
 
 
-long_results: dict[str, dict] = {}
-for name in LONG:
-    group = long_jobs(name)
-    if all(j is not None and j.state == "done" for j in group.jobs):
-        long_results[name] = {a: j.result for a, j in zip(("ffnn", "rnn"), group.jobs)}
-all_results = {**{k: v for k, v in base.items() if k != "eval_index"}, **long_results}
-all_results["verdicts"] = verdicts.verdicts(all_results, summaries)
-
-
-# ---------------------------------------------------------------------------- verdicts over repeats
-@st.cache_data(ttl=15, max_entries=16, show_spinner=False)
-def repeats_cached(hashes: tuple[str, ...], _configs: dict[str, ExperimentConfig]) -> int:
-    """Repeats 0, 1, … cached for both architectures (Train & attack's repeats, `compare --repeats`)."""
-    return min(len(cached_repeat_configs(c)) for c in _configs.values())
-
-
 def long_repeat_jobs(name: str, r: int):
     rc = repeat_configs[r]
     return manager.group([rc["ffnn"], rc["rnn"]], "analysis", {"name": name})
 
 
-n_rep = repeats_cached(tuple(c.config_hash for c in configs.values()), configs)
+def job_results(group) -> dict | None:
+    """``{arch: result}`` when every job of the (ffnn, rnn) group is done, else None."""
+    if all(j is not None and j.state == "done" for j in group.jobs):
+        return {a: j.result for a, j in zip(("ffnn", "rnn"), group.jobs)}
+    return None
+
+
+@st.cache_data(ttl=15, max_entries=16, show_spinner=False)
+def repeats_cached(key: tuple[str, ...], _configs: dict[str, ExperimentConfig]) -> int:
+    """Repeats 0, 1, … cached for both architectures (Train & attack's repeats, `compare --repeats`)."""
+    return analyses_view.cached_repeat_count(_configs)
+
+
+n_rep = repeats_cached((str(cache_dir()),) + tuple(c.config_hash for c in configs.values()), configs)
 repeat_configs = [{a: repeat_config(c, r) for a, c in configs.items()} for r in range(n_rep)]
-repeated: dict | None = None
-if n_rep >= 2:
-    # per repeat: its runs, its vulnerability (cached models, nothing trains) and the long analyses
-    # whose worker jobs finished for it; core.analyses.verdicts.repeated_verdicts pairs them by repeat
-    per_repeat = [{"runs": summaries, **{k: all_results[k] for k in ("scatter", "vulnerability", *long_results)}}]
-    for r in range(1, n_rep):
-        rc = repeat_configs[r]
-        b = scatter_and_vulnerability(tuple(c.config_hash for c in rc.values()), rc)
-        data = {"runs": {a: cached_summary(c) for a, c in rc.items()}, "scatter": b["scatter"],
-                "vulnerability": b["vulnerability"]}
-        for name in LONG:
-            group = long_repeat_jobs(name, r)
-            if all(j is not None and j.state == "done" for j in group.jobs):
-                data[name] = {a: j.result for a, j in zip(("ffnn", "rnn"), group.jobs)}
-        per_repeat.append(data)
-    repeated = verdicts.repeated_verdicts(per_repeat, [rc["ffnn"].seed for rc in repeat_configs])
+# the long analyses whose worker jobs finished, for this run and for each cached repeat
+long_results = {name: done for name in LONG if (done := job_results(long_jobs(name))) is not None}
+repeat_results = {r: {name: done for name in LONG if (done := job_results(long_repeat_jobs(name, r))) is not None}
+                  for r in range(1, n_rep)}
+try:  # one core call: the page draws what it returns (core.analyses.analyses_view; nothing trains)
+    view = analyses_view.analyses_view(configs, long_results, n_rep, repeat_results, compute=cached_analyses)
+except MIAError as exc:  # a summary whose models are gone from the cache: said, never retrained here
+    st.error(f"Could not load the trained models: {exc}")
+    st.stop()
+base = view.results
+#: what the downloads and the export hold: this view's results, plus the per-record views whose tabs ran
+all_results = view.to_dict()
+repeated = view.repeats
+if repeated is not None:
     lines = [f"* {key.replace('_', ' ')} ({v['analysis']}): {verdicts.repeated_verdict_sentence(v)}"
              for key, v in repeated["verdicts"].items()]
     st.markdown(f"**Over {n_rep} paired repeats** (the cached repeats of both runs; repeat r of FFNN and RNN on one "
@@ -195,11 +178,9 @@ tabs = st.tabs(["Entropy scatter", "Over training", "Memorization", "Overtrainin
 def defended_scatter(mechanism: str, value: float) -> dict[str, dict]:
     """The scatter of both architectures' outputs behind a defense (naive attacker: its thresholds
     and boundaries unchanged, its scores on the defended outputs): the Defenses page's points."""
-    out = {}
-    for arch, cfg in configs.items():
-        point = defender_for(cfg).point(DefenseSpec(mechanism, value), "naive", utility=False)
-        out[arch] = analysis.entropy_scatter(analysis.defended_summary(summaries[arch], point))
-    return out
+    points = {arch: defender_for(cfg).point(DefenseSpec(mechanism, value), "naive", utility=False)
+              for arch, cfg in configs.items()}
+    return analyses_view.defended_scatter(view.summaries, points)
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)
@@ -275,10 +256,9 @@ for _ in drawn(tabs[0]):
     st.markdown("**Most exposed members** (highest primary-attack score)")
     for col, arch in zip(st.columns(2), ("ffnn", "rnn")):
         with col:
-            splits_eval = base["eval_index"][arch]
             st.caption(ARCH_LABELS[arch])
             for row in base["most_exposed"][arch][: 3 if task.map_views else 5]:  # maps take room
-                index = int(splits_eval[row["position"]])
+                index = row["index"]
                 label = f"score {row['score']:.3f} · APE {row['ape']:.3g} · CE {row['cross_entropy']:.3g}"
                 draw_record({arch: record_view(configs[arch].config_hash, arch, index, "member")},
                             key=f"exposed-{arch}-{index}", note=label, width=96)
@@ -476,13 +456,6 @@ def group_unfinished(group, what: str) -> bool:
     return False
 
 
-def job_results(group) -> dict | None:
-    """``{arch: result}`` when every job of the (ffnn, rnn) group is done, else None."""
-    if all(j is not None and j.state == "done" for j in group.jobs):
-        return {a: j.result for a, j in zip(("ffnn", "rnn"), group.jobs)}
-    return None
-
-
 for _ in drawn(tabs[6]):
     st.caption("Offline LiRA and RMIA using only some of the shadows as reference models, refitted per subset; "
                "bars: 2.5–97.5 % over which references were used (every subset when there are few). More references "
@@ -547,8 +520,8 @@ for _ in drawn(tabs[7]):
         done = job_results(group)
         if done is not None:
             audits = {a: record_views.audit_beside(entry, summaries[a]) for a, entry in done.items()}
-            all_results["audit"] = audits
-            all_results["verdicts"] = verdicts.verdicts(all_results, summaries)
+            view = view.with_results(audit=audits)  # its verdict joins the others
+            all_results.update(audit=audits, verdicts=view.verdicts)
             fig = record_view_figures.audit_figure(audits)
             st.plotly_chart(fig, width="stretch")
             st.dataframe([{"arch": ARCH_LABELS[a], "audited ε": round(v["audited_epsilon"], 3),
@@ -598,7 +571,7 @@ for _ in drawn(tabs[8]):
         st.dataframe([{"arch": ARCH_LABELS[a], "slice": r["slice"], "members": r["n_members"],
                        "non-members": r["n_non_members"],
                        "AUC [95 %]": "—" if r["auc"] is None else f"{r['auc']:.3f} [{r['auc_low']:.3f}, {r['auc_high']:.3f}]",
-                       "TPR@1 % FPR": "—" if r["tpr_at_1pct"] is None else report.slice_tpr_cell(r),
+                       "TPR@1 % FPR": "—" if r["tpr_at_1pct"] is None else run_text.slice_tpr_cell(r),
                        "too small": "yes" if r["too_small"] else ""}
                       for a, by in sliced["archs"].items() for r in by[slicing]], hide_index=True)
         st.caption(f"{sliced['attack']} per slice; a slice with fewer than {sliced['min_records']} members or "
@@ -613,9 +586,7 @@ def exported() -> dict:
     """What the exports hold: this run's results, and the per-record views that read cached scores only
     (exposure at its default attack, slices) where their tab was not open in this run: computed on the
     click, from the same caches the tabs use."""
-    out = dict(all_results)
-    if repeated:  # the verdicts over the cached repeats, as `python -m core analyze --repeats N` writes them
-        out["repeats"] = repeated
+    out = dict(all_results)  # with the verdicts over the cached repeats, as `analyze --repeats N` writes them
     try:
         if "exposure" not in out:
             out["exposure"] = exposure_of(HASHES, None, None, None, configs)

@@ -123,6 +123,11 @@ def build_parser() -> argparse.ArgumentParser:
                               "overtraining, memorization) also on repeats 1..N-1 (1..20; seeds derived from the "
                               "config's, each cached): their paired FFNN - RNN difference with its 95 %% interval, "
                               "p-values and the verdict holds / reversed / inconclusive, under 'repeats'")
+    analyze.add_argument("--cached", action="store_true",
+                         help="read the cached runs and models only, never train (what the Analyses page shows): "
+                              "scatter and vulnerability, with their verdicts and, where repeats are cached, the "
+                              "verdicts over every cached repeat (or over --repeats N of them); a run not cached is "
+                              "one error line")
     analyze.add_argument("--out", required=True, metavar="DIR", action=Once,
                          help="folder for the files (created, with its parents, if missing)")
     analyze.add_argument("--quiet", action="store_true", help="no progress lines on stderr")

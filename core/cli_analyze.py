@@ -76,6 +76,8 @@ def analyze_command(args: argparse.Namespace) -> int:
     task = get_task(args.task)
     sets = check_named_sets(parse_sets(args.sets), args)
     configs = {a: task.make_config(a, args.preset, sets) for a in archs}
+    if args.cached:  # the Analyses page's data: read from the cache, never trained
+        return cached_analyze(args, configs, names if args.analysis != "all" else (), archs)
     defense = None
     if args.defense:
         mechanism, sep, value = args.defense.partition(":")
@@ -119,6 +121,35 @@ def analyze_command(args: argparse.Namespace) -> int:
             print(f"wrote {path}", file=sys.stderr)
     emit_json(results["verdicts"] if "repeats" not in results else
               {"verdicts": results["verdicts"], "repeats": results["repeats"]})
+    return 0
+
+
+def cached_analyze(args: argparse.Namespace, configs: dict[str, Any], names: tuple[str, ...], archs: list[str]) -> int:
+    """``analyze --cached``: :func:`core.analyses.analyses_view.analyses_view` of the cached runs (the Analyses
+    page's data, nothing trains), written as ``analyze`` writes its results."""
+    from core.analyses import analyses_view
+    from core.views.report import write_analyses
+
+    if set(names) - set(analyses_view.CACHED):
+        raise ConfigError(f"--cached reads cached runs only: it computes {', '.join(analyses_view.CACHED)}; "
+                          f"{', '.join(n for n in names if n not in analyses_view.CACHED)} train models (drop --cached)")
+    if set(archs) != {"ffnn", "rnn"}:
+        raise ConfigError("--cached compares FFNN with RNN, as the Analyses page: give --archs ffnn,rnn")
+    cached = analyses_view.cached_repeat_count(configs)
+    if cached == 0:
+        analyses_view.cached_runs(configs)  # raises: names the run missing and the command that computes it
+    repeats = cached if args.repeats is None else args.repeats
+    if repeats > cached:
+        raise ConfigError(f"--repeats {repeats}: only {cached} repeat{'s' * (cached != 1)} of both runs cached "
+                          f"(python -m core compare --repeats {repeats} computes them, or drop --cached)")
+    folder = out_folder(args.out)
+    for name in ("analyses.json", *(f"{n}.{ext}" for n in analyses_view.CACHED for ext in ("csv", "html"))):
+        check_out_path(folder / name)
+    view = analyses_view.analyses_view(configs, repeats=repeats).to_dict()
+    for path in write_analyses(view, folder):
+        if not args.quiet:
+            print(f"wrote {path}", file=sys.stderr)
+    emit_json(view["verdicts"] if "repeats" not in view else {"verdicts": view["verdicts"], "repeats": view["repeats"]})
     return 0
 
 

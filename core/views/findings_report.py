@@ -11,7 +11,8 @@ from typing import Any
 
 import pandas as pd
 
-from core.views.report import _CSS, _ci, _table
+from core.views.report import _CSS, _table
+from core.views.run_text import ci_text
 
 #: the table's columns, in order
 COLUMNS = ("finding", "task", "claim", "paper", "measured here (95 % CI, N)", "verdict", "preset · resolution",
@@ -25,7 +26,7 @@ BEGIN, END = "<!-- findings:begin -->", "<!-- findings:end -->"
 def _interval(e: dict[str, Any] | None, digits: int = 3) -> str:
     if not e:
         return "—"
-    return f"{_ci(e.get('mean'), e.get('ci_low'), e.get('ci_high'), digits)}"
+    return f"{ci_text(e.get('mean'), e.get('ci_low'), e.get('ci_high'), digits)}"
 
 
 def _signed(e: dict[str, Any]) -> str:

@@ -1,0 +1,127 @@
+"""What the Analyses page shows of the analyses that read cached runs only (issue 29, "pages only draw"):
+the entropy scatter (with the most exposed members), the vulnerability over training, the verdicts
+each computes, the verdicts over the cached repeats, and the scatter behind an after-training defense.
+
+One call, :func:`analyses_view`, computes it; the page draws it and ``python -m core analyze --cached``
+writes it (``analyses.json``, CSV, HTML: the layout :func:`core.analyses.analysis.analyze` writes). It
+never trains: runs come from :func:`core.experiment.pipeline.cached_summary` and models from
+:func:`core.experiment.pipeline.load_models`, which raise :class:`NotCachedError` ("not cached") instead.
+The long analyses (memorization, overtraining, mismatch, …) train, so they run as worker jobs or with
+``analyze``; their results, where the caller has them, join the view (:meth:`AnalysesView.with_results`)
+and its verdicts."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable
+
+import numpy as np
+
+from core.analyses.analysis import defended_summary, entropy_scatter, most_exposed, vulnerability
+from core.analyses.repeats import cached_repeat_configs, repeat_config
+from core.analyses import verdicts as analysis_verdicts
+from core.experiment.cache import ArtifactCache
+from core.experiment.pipeline import cached_summary, load_models
+from core.experiment.results import RunSummary
+from core.foundations.config import ExperimentConfig
+from core.foundations.errors import NotCachedError
+
+#: the analyses computed from cached runs and models alone (nothing trains for them)
+CACHED = ("scatter", "vulnerability")
+
+
+def cached_runs(configs: dict[str, ExperimentConfig], cache: ArtifactCache | None = None) -> dict[str, RunSummary]:
+    """Each architecture's cached summary; :class:`NotCachedError` naming the first run missing."""
+    out = {}
+    for arch, cfg in configs.items():
+        s = cached_summary(cfg, cache)
+        if s is None:
+            raise NotCachedError(f"the {arch} run of {cfg.task} ({cfg.preset}, {cfg.config_hash[:6]}) is not cached: "
+                                 f"train it first (Train & attack, or python -m core run --task {cfg.task} --arch "
+                                 f"{arch} --preset {cfg.preset})")
+        out[arch] = RunSummary.coerce(s)
+    return out
+
+
+def cached_analyses(configs: dict[str, ExperimentConfig], cache: ArtifactCache | None = None) -> dict[str, Any]:
+    """The analyses of :data:`CACHED` per architecture, plus the scatter's most exposed members (each row
+    with its record's data ``index``, so a reader can show the record): ``{"scatter": {arch: …},
+    "most_exposed": {arch: [...]}, "vulnerability": {arch: …}}``. Reads the cache only."""
+    runs = cached_runs(configs, cache)
+    out: dict[str, dict[str, Any]] = {"scatter": {}, "most_exposed": {}, "vulnerability": {}}
+    for arch, cfg in configs.items():
+        models = load_models(cfg, cache)
+        out["scatter"][arch] = entropy_scatter(runs[arch])
+        eval_index = np.asarray(models.splits.eval_index)
+        out["most_exposed"][arch] = [{**row, "index": int(eval_index[row["position"]])}
+                                     for row in most_exposed(runs[arch])]
+        out["vulnerability"][arch] = vulnerability(models, runs[arch])
+    return out
+
+
+@dataclass
+class AnalysesView:
+    """The Analyses page's data: ``results`` (analysis name → arch → its data, the keys of ``analyses.json``),
+    the verdicts computed from them (each from its own analysis' data), and ``repeats`` (the paired verdicts
+    over the cached repeats, :func:`core.analyses.verdicts.repeated_verdicts`; None with fewer than 2)."""
+    task: str
+    configs: dict[str, ExperimentConfig]
+    summaries: dict[str, RunSummary]
+    results: dict[str, dict[str, Any]]
+    verdicts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    repeats: dict[str, Any] | None = None
+
+    def with_results(self, **more: dict[str, Any]) -> AnalysesView:
+        """This view with more analyses' results (a finished worker job's, an audit's) and the verdicts
+        recomputed over all of them."""
+        results = {**self.results, **more}
+        return replace(self, results=results, verdicts=analysis_verdicts.verdicts(results, self.summaries))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The layout of ``analyses.json`` (:func:`core.analyses.analysis.analyze`): ``task``, ``archs``, one key
+        per analysis, ``verdicts`` and, over cached repeats, ``repeats``."""
+        out = {"task": self.task, "archs": list(self.configs), **self.results, "verdicts": self.verdicts}
+        if self.repeats is not None:
+            out["repeats"] = self.repeats
+        return out
+
+
+def cached_repeat_count(configs: dict[str, ExperimentConfig], cache: ArtifactCache | None = None) -> int:
+    """Repeats 0, 1, … cached for every architecture (Train & attack's repeats, ``compare --repeats``)."""
+    return min(len(cached_repeat_configs(c, cache=cache)) for c in configs.values())
+
+
+def analyses_view(configs: dict[str, ExperimentConfig], long_results: dict[str, dict[str, Any]] | None = None,
+                  repeats: int = 1, repeat_results: dict[int, dict[str, dict[str, Any]]] | None = None,
+                  cache: ArtifactCache | None = None,
+                  compute: Callable[[dict[str, ExperimentConfig]], dict[str, Any]] | None = None) -> AnalysesView:
+    """The analyses of ``configs`` (``{"ffnn": cfg, "rnn": cfg}``) that read the cache only, joined with
+    ``long_results`` (name → arch → result of the analyses that trained elsewhere: worker jobs, ``analyze``),
+    and the verdicts of all of them. With ``repeats`` = N ≥ 2 (cached repeats: :func:`cached_repeat_count`)
+    the verdicts over the N paired repeats too, from each repeat's cached analyses and its
+    ``repeat_results[r]`` (name → arch → result, where the caller has them).
+
+    ``compute`` replaces :func:`cached_analyses` (the page passes its memoized copy, so a rerun reads no
+    model again). Never trains: a run or model missing from the cache raises :class:`NotCachedError`."""
+    compute = compute or (lambda c: cached_analyses(c, cache))
+    summaries = cached_runs(configs, cache)
+    view = AnalysesView(next(iter(configs.values())).task, dict(configs), summaries,
+                        {}).with_results(**compute(configs), **(long_results or {}))
+    if repeats < 2 or not {"ffnn", "rnn"} <= set(configs):
+        return view
+    # per repeat: its runs, its cached analyses and the long analyses whose results the caller has for it;
+    # repeated_verdicts pairs them by repeat (repeat r of FFNN and RNN on one split)
+    per_repeat = [{"runs": summaries, **view.results}]
+    for r in range(1, repeats):
+        rc = {a: repeat_config(c, r) for a, c in configs.items()}
+        data = compute(rc)
+        per_repeat.append({"runs": cached_runs(rc, cache), "scatter": data["scatter"],
+                           "vulnerability": data["vulnerability"], **(repeat_results or {}).get(r, {})})
+    seeds = [repeat_config(configs["ffnn"], r).seed for r in range(repeats)]
+    return replace(view, repeats=analysis_verdicts.repeated_verdicts(per_repeat, seeds))
+
+
+def defended_scatter(summaries: dict[str, RunSummary], points: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The scatter of each architecture's outputs behind a defense (``points``: arch → its
+    :class:`core.defenses.defender.DefendedPoint` for the naive attacker): the naive attacker keeps its
+    thresholds and boundaries, its scores are on the defended outputs."""
+    return {arch: entropy_scatter(defended_summary(summaries[arch], point)) for arch, point in points.items()}

@@ -1,0 +1,204 @@
+"""The words and tables of a run's sections, shared by the one view of a run (:mod:`core.views.run_view`),
+which the Train & attack page and the HTML run report both render, and by the pages that quote them
+(the verdict lines, the notes, the reproduce commands, the per-record views' tables). Text only, built
+from the summaries' JSON: nothing here draws, with Streamlit or in HTML pages."""
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import pandas as pd
+
+from core.views.comparison_tables import matched_utility_table, shadow_fidelity_table, strongest_attacks_table
+from core.views.record_view_figures import quadrant_names
+from core.views.repeat_figures import METRIC_NAMES, VERDICT_MARKS, p_text
+from core.views.run_figures import (attack_accuracy_curve, entropy_comparison, metrics_table, overview_table,
+                                    roc_curves, roc_loglog, steps_curves, utility_curves)
+from core.views.style import with_ci
+from core.experiment.fidelity import matched_utility
+from core.foundations.config import ExperimentConfig
+from core.foundations.names import ARCH_NAMES, ATTACK_NAMES
+
+
+def run_figures(summaries: list[dict[str, Any]]) -> dict[str, Any]:
+    """Every figure and table of a run's results, from the summaries alone (the Train & attack page
+    draws these; the run report writes them)."""
+    return {
+        "overview": overview_table(summaries),
+        "utility": utility_curves(summaries),
+        "attack_by_epoch": attack_accuracy_curve(summaries),
+        "steps": steps_curves(summaries),
+        "metrics": metrics_table(summaries),
+        "roc": roc_curves(summaries),
+        "roc_loglog": roc_loglog(summaries),
+        "strongest": strongest_attacks_table(summaries),
+        "fidelity": shadow_fidelity_table(summaries),
+        "matched": matched_utility_table(matched_utility(summaries)),
+        "entropy": entropy_comparison(summaries),
+    }
+
+
+def reproduce_commands(configs: list[ExperimentConfig], overrides: dict[str, dict[str, Any]]) -> list[str]:
+    """The CLI commands that produce each run (``overrides``: arch → the ``--set`` fields)."""
+    cmds = []
+    for c in configs:
+        sets = " ".join(f"--set {k}={','.join(map(str, v)) if isinstance(v, tuple) else v}"
+                        for k, v in overrides.get(c.arch, {}).items())
+        cmds.append(f"python -m core run --task {c.task} --arch {c.arch} --preset {c.preset} {sets} --out {c.arch}.json"
+                    .replace("  ", " "))
+    return cmds
+
+
+def _verdict_line(name: str, m: dict[str, Any], title: str) -> str:
+    v, d = m["verdict"], m["difference"]
+    dz = f", d_z = {d['effect_size']:.2f}" if d.get("effect_size") is not None else ""
+    return (f"**{title}**: {VERDICT_MARKS[v['value']]} — FFNN − RNN {with_ci(d['diff'])}{dz}, "
+            f"p (paired t) {p_text(d.get('p_t'))}, p (sign flip) {p_text(d.get('p_permutation'))}, N = {v['n']}")
+
+
+def verdict_lines(comparison: dict[str, Any], metrics: tuple[str, ...] = ("attack_accuracy", "attack_auc", "lira_auc")
+                  ) -> list[str]:
+    """The headline of a comparison in markdown: the **primary** metric's verdict (effect, CI, p, N)
+    and why it is primary, then one line with the secondary metrics' verdicts and Holm-adjusted
+    p-values, then what gets no verdict. A comparison written before roles (no ``primary`` key)
+    gets one line per metric of ``metrics``, as then."""
+    if "primary" not in comparison:
+        return [_verdict_line(n, comparison["metrics"][n], METRIC_NAMES.get(n, n))
+                for n in metrics if (comparison["metrics"].get(n) or {}).get("verdict")]
+    metrics_ = comparison["metrics"]
+    lines = []
+    primary = comparison.get("primary")
+    if primary and metrics_.get(primary["metric"], {}).get("verdict"):
+        lines.append(_verdict_line(primary["metric"], metrics_[primary["metric"]], f"Primary — {primary['label']}")
+                     + f" — primary: {primary['why']}")
+    secondary = [n for n in comparison.get("secondary", {}).get("metrics", []) if metrics_.get(n, {}).get("verdict")]
+    if secondary:
+        parts = [f"{metrics_[n]['label']} {metrics_[n]['verdict']['value']} (Holm p "
+                 f"{p_text((metrics_[n].get('p_holm') or {}).get('p_permutation'))})" for n in secondary]
+        lines.append(f"Secondary, sign-flip p Holm-adjusted over {len(secondary)}: " + "; ".join(parts))
+    no = comparison.get("no_verdict") or {}
+    dup = [f"{metrics_[n]['label']} ({why})" for n, why in no.items() if metrics_[n].get("role") == "duplicate"]
+    fine = [n for n in no if metrics_[n].get("role") == "unresolved"]
+    if fine:  # the same number under each name: said once
+        dup.append(" and ".join(METRIC_NAMES.get(n, n) for n in fine) + f": {metrics_[fine[0]]['label']}, a "
+                   "rate finer than the data")
+    if dup:
+        lines.append("No verdict: " + "; ".join(dup))
+    return lines
+
+
+SMALL_N_NOTE = ("Intervals are 95 % Student-t intervals over repeats (seeds: split, initialisation, batch order); "
+                "the difference is paired by repeat (same seed, same split for both architectures). **holds**: the "
+                "interval of FFNN − RNN lies below 0 (the RNN leaks more, as in the studies) and the exact sign-flip "
+                "test agrees; **reversed**: both say above 0; **inconclusive**: otherwise. With N = 3 the t interval "
+                "is wide (t₂ = 4.30) and the sign-flip test cannot go below p = 0.25; N ≥ 6 reaches 0.031. One "
+                "**primary** metric, declared before any number is read (LiRA AUC where LiRA ran, else RMIA AUC, else "
+                "the shadow attack's AUC), carries the headline verdict; the other leakage metrics are secondary, "
+                "their p-values Holm-adjusted over that family. Advantage (= 2·accuracy − 1 on a balanced set) and a "
+                "TPR at an FPR below 1/non-members (the TPR at 0 false positives) are shown without a verdict.")
+
+MATCHED_NOTE = ("Each architecture's victim and shadows train until the victim's validation utility first reaches the "
+                "target, then stop (the shadows stop at the victim's epoch: the attacker copies its recipe). The full "
+                "runs above are kept; the post-hoc matched view compares checkpoints of them.")
+
+
+def _token_html(tokens: list[str], probs: list[float]) -> str:
+    """Reference tokens shaded by the probability the model gave them (green = confident)."""
+    spans = []
+    for tok, p in zip(tokens, probs):
+        alpha = 0.15 + 0.75 * float(p)
+        spans.append(f'<span title="p={p:.3f}" style="background: rgba(46,160,67,{alpha:.2f}); padding:1px 3px; '
+                     f'border-radius:3px; margin-right:2px">{html.escape(tok)}</span>')
+    return " ".join(spans)
+
+
+def translation_html(examples: dict[str, Any], arch_name: str) -> str:
+    """The translation examples of one architecture as HTML (the page and the report use it)."""
+    parts = []
+    for group, title in ((True, "Members (in the victim's training set)"), (False, "Non-members")):
+        parts.append(f"<p><b>{html.escape(arch_name)} — {title}</b></p>")
+        for ex in [e for e in examples.get("sentences", []) if bool(e.get("member")) == group]:
+            tokens = ex.get("tokens", [])
+            mean_p = sum(t["prob"] for t in tokens) / max(len(tokens), 1)
+            parts.append(
+                f"<p><small>source:</small> {html.escape(ex.get('source', ''))}<br>"
+                f"<small>victim's translation (sentence BLEU {ex.get('sentence_bleu', 0):.0f}):</small> "
+                f"{html.escape(ex.get('translation', ''))}<br>"
+                f"<small>reference, each token shaded by the probability the victim gives it "
+                f"(mean {mean_p:.2f}):</small> "
+                f"{_token_html([t['token'] for t in tokens], [t['prob'] for t in tokens])}</p>")
+    return "\n".join(parts)
+
+
+def navigation_stats(examples: dict[str, Any], arch_name: str) -> str:
+    """One Markdown line: steps, return and success on member vs unseen maps."""
+    steps = examples.get("steps_to_goal", {})
+    ret = examples.get("return", {})
+    success = examples.get("success_rate", {})
+    n = examples.get("n_maps", {})
+    maps = f" ({n.get('member', '?')} vs {n.get('unseen', '?')} maps)" if n else ""
+    return (f"**{arch_name}**{maps} — mean steps to goal: member maps **{steps.get('member', float('nan')):.1f}**, "
+            f"unseen maps **{steps.get('unseen', float('nan')):.1f}** · mean return {ret.get('member', 0):.3f} vs "
+            f"{ret.get('unseen', 0):.3f} · goal reached {success.get('member', 0):.0%} vs {success.get('unseen', 0):.0%}")
+
+
+def ci_text(value: float | None, low: float | None, high: float | None, digits: int = 3) -> str:
+    if value is None:
+        return "—"
+    if low is None or high is None:
+        return f"{value:.{digits}f}"
+    return f"{value:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
+
+
+def exposure_table(view: dict[str, Any]) -> pd.DataFrame:
+    """Per FPR and quadrant of :func:`core.analyses.record_views.exposure_view`: members (share with its 95 %
+    Clopper–Pearson interval, and the mean count over repeats where repeats are cached) and the
+    non-members in the same quadrant (false alarms)."""
+    names = quadrant_names(view["archs"])
+    rows = []
+    for fpr, q in view["quadrants"].items():
+        for c in q["members"]:
+            rows.append({"FPR": f"{float(fpr):.1%}", "exposed by": names[c["name"]], "members": c["count"], "of": c["n"],
+                         "share [95 % CI]": f"{c['share']:.1%} [{c['share_low']:.1%}, {c['share_high']:.1%}]",
+                         "repeats": c.get("repeats", 1),
+                         "mean count over repeats [95 % CI]": (ci_text(c["mean_count"], c["count_low"], c["count_high"], 1)
+                                                               if c.get("repeats", 1) > 1 else "—"),
+                         "non-members (false alarms)": next(n["count"] for n in q["non_members"]
+                                                            if n["name"] == c["name"])})
+    return pd.DataFrame(rows)
+
+
+def budget_table(budgets: dict[str, dict[str, Any]]) -> pd.DataFrame:
+    """Per architecture, attack and number of references: AUC and TPR at 1 % FPR with their
+    2.5–97.5 % spread over which references were used (:func:`core.analyses.record_views.budget_view`)."""
+    return pd.DataFrame([
+        {"architecture": ARCH_NAMES.get(arch, arch), "attack": ATTACK_NAMES.get(name, name),
+         "references": p["n_references"], "of": c["n_available"], "subsets": p["draws"],
+         # one subset (all references): no spread to show, not a zero-width interval
+         "AUC [spread]": ci_text(p["auc"], *((p["auc_low"], p["auc_high"]) if p["draws"] > 1 else (None, None))),
+         "TPR @ 1% FPR [spread]": ci_text(p["tpr_at_fpr"]["0.01"], *((p["tpr_low"]["0.01"], p["tpr_high"]["0.01"])
+                                                                 if p["draws"] > 1 else (None, None))),
+         "flattens at": c["flattens_at"] if c["flattens_at"] is not None else "—"}
+        for arch, view in budgets.items() for name, c in view["curves"].items() for p in c["points"]])
+
+
+def slice_tpr_cell(r: dict[str, Any]) -> str:
+    """A slice's TPR at 1 % FPR with its interval, or, where its n non-members cannot resolve 1 %
+    (``tpr_resolved`` false), the same number named for what it is: the TPR at 0 false positives."""
+    cell = ci_text(r["tpr_at_1pct"], r["tpr_low"], r["tpr_high"])
+    if r.get("tpr_resolved", True) or r["tpr_at_1pct"] is None:
+        return cell
+    return f"{cell} — TPR at 0 false positives (FPR < 1/{r['n_non_members']})"
+
+
+def slices_table(view: dict[str, Any]) -> pd.DataFrame:
+    """Per architecture, slicing and slice of :func:`core.analyses.record_views.slices_view`: records, AUC and
+    TPR at 1 % FPR with their bootstrap 95 % intervals, and whether the slice is too small to read; a
+    slice whose non-members cannot resolve 1 % FPR says that its TPR is the TPR at 0 false positives."""
+    return pd.DataFrame([
+        {"architecture": ARCH_NAMES.get(arch, arch), "slicing": name, "slice": r["slice"], "members": r["n_members"],
+         "non-members": r["n_non_members"], "AUC [95 % CI]": ci_text(r["auc"], r["auc_low"], r["auc_high"]),
+         "TPR @ 1% FPR [95 % CI]": slice_tpr_cell(r),
+         "too small": "yes" if r["too_small"] else ""}
+        for arch, by in view["archs"].items() for name, rows in by.items() for r in rows])
+

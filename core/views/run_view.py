@@ -1,0 +1,415 @@
+"""The one view of a run: its sections, in order, defined once (issue 29, "one view of a run").
+
+The Train & attack page (:func:`ui.results.show_results`, Streamlit) and the HTML run report
+(:func:`core.views.report.run_report_html`, the app's download and ``python -m core report``) both
+render the list :func:`run_view` returns, so a section added here appears in both, in the same place.
+A section is an id, a heading and typed blocks (text, tables, figures, images, HTML, code, details);
+the renderers decide only *how* a block looks (a dataframe or an HTML table, an expander or a
+sub-heading), never *what* a section holds.
+
+Two layout hints, read by the page only: ``tab`` (the page draws consecutive tabbed sections as tabs,
+of which only the open one is built: drawing every figure on each visit was most of a visit's time,
+issue 23) and ``collapsed`` (the page draws it in an expander). Blocks are built on demand
+(:attr:`Section.blocks`), so a closed tab costs nothing.
+
+New sections: :func:`register_section` (a test registers a toy one and finds it in both renderers)."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable, Union
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from core.experiment.fidelity import confounding_warnings, study_comparison
+from core.foundations.config import ExperimentConfig
+from core.foundations.names import ARCH_NAMES, ATTACK_NAMES
+from core.views.map_figures import navigation_map
+from core.views.record_view_figures import budget_figure, exposure_figure, slices_figure
+from core.views.repeat_figures import comparison_table, matched_stops_table, repeats_table, roc_band_figure
+from core.views.run_figures import comparison_resolution_note, overview_table, param_gap, resolution_note
+from core.views.run_text import (MATCHED_NOTE, SMALL_N_NOTE, budget_table, exposure_table, navigation_stats,
+                                 reproduce_commands, run_figures, slices_table, translation_html, verdict_lines)
+
+
+# ---------------------------------------------------------------------------- blocks
+@dataclass(frozen=True)
+class Text:
+    """Markdown (bold, italics, code and line breaks only: both renderers read that much). ``style``:
+    ``markdown``, ``caption`` (a muted note), ``info``, ``warning`` or ``subheading``."""
+    text: str
+    style: str = "markdown"
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table; ``precision`` digits for its floats; ``short`` shortens long column names where the
+    page is narrow (the full name on hover)."""
+    frame: pd.DataFrame
+    precision: int = 3
+    short: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Figure:
+    figure: go.Figure
+    caption: str = ""
+
+
+@dataclass(frozen=True)
+class Image:
+    """A PNG (base64) the task rendered, with its caption."""
+    png_base64: str
+    caption: str = ""
+
+
+@dataclass(frozen=True)
+class Row:
+    """Figures or images side by side in ``columns`` equal columns (fewer items leave columns empty)."""
+    items: tuple[Union[Figure, Image], ...]
+    columns: int = 2
+
+
+@dataclass(frozen=True)
+class Html:
+    """HTML built and escaped by :mod:`core.views.run_text` (the translations' shaded tokens)."""
+    html: str
+
+
+@dataclass(frozen=True)
+class Code:
+    text: str
+    language: str | None = None
+
+
+@dataclass(frozen=True)
+class Details:
+    """Blocks a reader opens when they want them (an expander on the page, a sub-heading in the report)."""
+    title: str
+    blocks: tuple[Any, ...]
+
+
+Block = Union[Text, Table, Figure, Image, Row, Html, Code, Details]
+
+
+@dataclass(frozen=True)
+class Section:
+    """One section of a run: ``id`` (stable, for code and tests), ``heading`` (what both renderers show),
+    ``build`` (its blocks, built when rendered), and the page's layout hints ``tab`` and ``collapsed``."""
+    id: str
+    heading: str
+    build: Callable[[], list[Block]]
+    tab: bool = False
+    collapsed: bool = False
+
+    @property
+    def blocks(self) -> list[Block]:
+        return list(self.build())
+
+
+# ---------------------------------------------------------------------------- what a view is made from
+@dataclass
+class RunInputs:
+    """What a run's view is built from: the summaries' JSON (repeat 0 of each architecture), and where
+    given the configs and their ``--set`` overrides (the reproduce commands), the app's navigation map
+    views (arch → views), the repeats view (``comparison`` or ``blocks``), the matched-utility view and the
+    per-record views (:func:`core.analyses.record_views.report_views`)."""
+    summaries: list[dict[str, Any]]
+    configs: list[ExperimentConfig] | None = None
+    overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
+    map_views: dict[str, dict[str, Any]] | None = None
+    repeats: dict[str, Any] | None = None
+    matched: dict[str, Any] | None = None
+    views: dict[str, Any] | None = None
+    #: :func:`core.views.run_text.run_figures` of the summaries, where the caller keeps them (the page caches them)
+    figures: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if self.figures is None:
+            self.figures = run_figures(self.summaries)
+
+    @property
+    def comparison(self) -> dict[str, Any] | None:
+        return (self.repeats or {}).get("comparison")
+
+
+def _name(arch: str) -> str:
+    return ARCH_NAMES.get(arch, arch)
+
+
+# ---------------------------------------------------------------------------- the sections
+def overview(run: RunInputs) -> Section:
+    """The headline table, what one record is worth and whether the comparison is fair, before any
+    number is read; the studies' finding beside this run's direction."""
+    def build() -> list[Block]:
+        comp, summaries = run.comparison, run.summaries
+        # with repeats, repeat 0's numbers say so and the means with their intervals stand beside them (issue 32)
+        out: list[Block] = [Table(run.figures["overview"] if comp is None else overview_table(summaries, comp))]
+        if (summaries[0].get("data") or {}).get("description"):  # what was read (a CSV's missing values among it)
+            out.append(Text(f"Data: {summaries[0]['data']['description']}", "caption"))
+        if (note := resolution_note(summaries)) is not None:  # what one record is worth
+            out.append(Text(note, "caption"))
+        if (gap := param_gap(summaries)) is not None:
+            out.append(Text(f"Parameter counts differ by {gap:.1%} (matched within 5 %, as in the studies).", "caption"))
+        # is the comparison fair? (core.experiment.fidelity): said before any number is read
+        out += [Text(w, "warning") for w in confounding_warnings(summaries)]
+        study = study_comparison(summaries)
+        if study is not None:
+            if comp is None:  # one seed per architecture: the direction of two point estimates, not a verdict
+                verdict = ("inconclusive with one repeat per architecture (the point estimates point "
+                           + ("the studies' way" if study["holds"] else "the other way")
+                           + "; set repeats ≥ 3 for an interval)")
+                if study["fair"] is False:
+                    verdict += " (utilities too far apart to blame the architecture)"
+                line = f"**This run:** {verdict} — {study['text']}."
+            else:
+                line = (f"**Over {comp['repeats']} repeats:** the verdicts over {comp['repeats']} paired repeats follow "
+                        f"below; the sections after them show repeat 1 of {comp['repeats']}.")
+            out.append(Text(f"**The studies:** {study['finding']}  \n{line}", "info"))
+        return out
+    return Section("overview", "Overview", build)
+
+
+def repeats(run: RunInputs) -> Section | None:
+    """Over the repeats: the paired verdicts, the means with their intervals and the ROC band."""
+    view = run.repeats
+    if not view:
+        return None
+    if "comparison" in view:
+        comp = view["comparison"]
+
+        def build() -> list[Block]:
+            out: list[Block] = [Text("  \n".join(verdict_lines(comp))), Table(comparison_table(comp), precision=2)]
+            if (note := comparison_resolution_note(comp)) is not None:
+                out.append(Text(note, "caption"))
+            n_non = {a: r["n_nonmembers"] for a, r in (comp.get("resolution") or {}).items()}
+            out += [Figure(roc_band_figure(comp["roc_band"], n_non)), Text(SMALL_N_NOTE, "caption"),
+                    Text(f"The sections below show **repeat 1 of {comp['repeats']}** (the form's seed); the means over "
+                         f"the {comp['repeats']} repeats, with their intervals, are in the Overview and the comparison "
+                         "above.", "caption")]
+            return out
+        return Section("repeats", f"FFNN vs RNN over {comp['repeats']} paired repeats", build)
+    blocks = view["blocks"]
+
+    def build_blocks() -> list[Block]:
+        n_non = {a: b["resolution"]["n_nonmembers"] for a, b in blocks.items() if b.get("resolution")}
+        return [Table(repeats_table(blocks)), Figure(roc_band_figure({a: b["roc_band"] for a, b in blocks.items()},
+                                                                     n_non)), Text(SMALL_N_NOTE, "caption")]
+    return Section("repeats", "Over repeats", build_blocks)
+
+
+def matched_by_construction(run: RunInputs) -> Section | None:
+    """Each architecture stopped at the same validation utility, and the paired comparison there."""
+    view = run.matched
+    if not view:
+        return None
+
+    def build() -> list[Block]:
+        comp = view["comparison"]
+        out: list[Block] = [Table(matched_stops_table(view)), Text("  \n".join(verdict_lines(comp))),
+                            Table(comparison_table(comp), precision=2)]
+        if (note := comparison_resolution_note(comp)) is not None:
+            out.append(Text(note, "caption"))
+        return out + [Text(MATCHED_NOTE, "caption")]
+    return Section("matched", "At matched utility (by construction)", build)
+
+
+def over_training(run: RunInputs) -> Section:
+    def build() -> list[Block]:
+        f = run.figures
+        return [Row((Figure(f["utility"]), Figure(f["attack_by_epoch"])))] + \
+            ([Figure(f["steps"])] if f["steps"] is not None else [])
+    return Section("over_training", "Over training", build, tab=True)
+
+
+def attacks(run: RunInputs) -> Section:
+    def build() -> list[Block]:
+        f = run.figures
+        return [Table(f["metrics"]),
+                Row((Figure(f["roc"], "Click a legend entry to show or hide an attack; the primary attack of each "
+                                      "architecture is shown."),
+                     Figure(f["roc_loglog"], "The low false-positive regime on log-log axes (LiRA's convention): an "
+                                             "attack that is sure about a few members stands out here, not in the "
+                                             "AUC.")))]
+    return Section("attacks", "Attacks", build, tab=True)
+
+
+#: the matched-utility table's long column names, shortened where the page is narrow: at their full widths
+#: the last columns, the verdict among them, ran off the page's right edge
+MATCHED_SHORT = {"comparison": "pair", "architecture": "arch", "shadow model": "shadow", "loss threshold": "loss",
+                 "validation ": "val. ", "utility gap": "gap"}
+
+
+def strongest(run: RunInputs) -> Section:
+    """LiRA and RMIA beside the shadow attack, why attacks work (entropy), the post-hoc matched utility
+    and the shadows' fidelity."""
+    def build() -> list[Block]:
+        f = run.figures
+        out: list[Block] = [
+            Text("**The strongest attacks** — offline LiRA (Carlini et al.) and RMIA (Zarifzadeh et al.), with the "
+                 "shadows as reference models, beside Shokri's shadow attack (final epoch)"),
+            Table(f["strongest"]),
+            Row((Figure(f["entropy"], "Why attacks work: models are more certain (lower entropy) on the records they "
+                                      "trained on."),))]
+        if not f["matched"].empty:
+            matched = f["matched"]
+            if "utility gap" in matched:  # blank on the reference rows: as text, so no renderer draws "None"
+                gap = pd.to_numeric(matched["utility gap"], errors="coerce")
+                matched = matched.assign(**{"utility gap": [f"{v:.3f}" if pd.notna(v) else "—" for v in gap]})
+            short = {}
+            for c in matched.columns:
+                s = c
+                for long_name, abbreviation in MATCHED_SHORT.items():
+                    s = s.replace(long_name, abbreviation)
+                short[c] = s
+            out += [Text("**At matched utility** — each architecture at the checkpoint whose validation utility is "
+                         "closest to the other's final one (the studies compare at similar utility)"),
+                    Table(matched, short=short)]
+        if not f["fidelity"].empty:
+            out.append(Details("Do the shadows track the victim? (the attacker's core assumption)", (
+                Table(f["fidelity"]),
+                Text("Mean loss of members and non-members, victim vs shadows, per checkpoint; a gap above 25 % means "
+                     "thresholds and classifiers fitted on the shadows transfer badly to the victim.", "caption"))))
+        return out
+    return Section("strongest", "Strongest attacks & why", build, tab=True)
+
+
+def examples(run: RunInputs) -> Section | None:
+    """What the victim does with members vs non-members: translations with each token's probability,
+    navigation maps with each agent's path (crisp maps where the app's map views exist, the task's
+    rendered images otherwise), any other task's examples as JSON."""
+    with_examples = [s for s in run.summaries if s.get("examples")]
+    if not with_examples:
+        return None
+
+    def build() -> list[Block]:
+        out: list[Block] = [Text("What the victim does with members vs non-members", "subheading")]
+        nav = [s for s in with_examples if s["examples"].get("kind") == "navigation"]
+        out += [Text(navigation_stats(s["examples"], _name(s["arch"]))) for s in nav]
+        ready = {s["arch"]: run.map_views[s["arch"]] for s in nav if run.map_views and s["arch"] in run.map_views}
+        if ready:
+            figs = [fig for role in ("member", "non-member") if (fig := navigation_map(ready, role)) is not None]
+            out += [Row(tuple(Figure(f) for f in figs), columns=max(len(figs), 1)),
+                    Text("Each agent's seeded query episode (the one the attack reads): the path runs through the cells "
+                         "it visited, × marks where it stopped. Both architectures were trained on the same member "
+                         "maps.", "caption")]
+        for s in nav:
+            maps = s["examples"].get("maps", [])
+            if s["arch"] not in ready and maps:
+                out.append(Row(tuple(Image(m["png_base64"], f"{_name(s['arch'])}, {m.get('role', '?')} map (seed "
+                                                            f"{m.get('seed')}): return {m.get('return', 0):.2f}, "
+                                                            f"{m.get('steps', '?')} steps"
+                                                            + ("" if m.get("reached_goal", True) else
+                                                               ", goal not reached"))
+                                     for m in maps), columns=len(maps)))
+        for s in with_examples:
+            kind = s["examples"].get("kind")
+            if kind == "translation":
+                out.append(Html(translation_html(s["examples"], _name(s["arch"]))))
+            elif kind != "navigation":
+                out.append(Code(json.dumps(s["examples"], indent=1, ensure_ascii=False), "json"))
+        return out
+    return Section("examples", "Examples", build, tab=True)
+
+
+def per_record(run: RunInputs) -> Section:
+    """Issue 22's per-record views (exposure quadrants, the reference budget, slices) where the caller
+    computed them (:func:`core.analyses.record_views.report_views`, which refits LiRA and RMIA for the
+    budget: the report computes them on request, the page never in its server), and where they are
+    otherwise."""
+    views = run.views
+
+    def build() -> list[Block]:
+        if views is None:
+            return [Text("The per-record views (exposure FFNN vs RNN, the attacker's reference budget, vulnerability "
+                         "per slice) are computed from the cached runs by the run report (the page's HTML download, "
+                         "`python -m core report`) and on the **Analyses** page; `python -m core analyze --analysis "
+                         "exposure,budget,slices` writes their data.", "caption")]
+        out: list[Block] = [Text("Computed from the cached runs (per-record scores, the shadows as references); nothing "
+                                 "was trained for them. `python -m core analyze --analysis exposure,budget,slices` "
+                                 "writes their data as CSV.", "caption")]
+        if "exposure" in views:
+            ex = views["exposure"]
+            a, b = ex["archs"]
+            out += [Text(f"Exposure: the same records under {_name(a)} and {_name(b)} "
+                         f"({ATTACK_NAMES.get(ex['attack'], ex['attack'])})", "subheading"),
+                    Table(exposure_table(ex)),
+                    Text("A member is exposed by an architecture when its score lies above that architecture's "
+                         "threshold at the FPR (set on its own non-members). "
+                         + (f"Counts over {1 + len(ex['repeat_seeds'])} cached repeats: mean with a 95 % t interval."
+                            if ex["repeat_seeds"] else "One repeat cached: no interval over repeats."), "caption")]
+            out += [Figure(exposure_figure(ex, fpr)) for fpr in ex["quadrants"]]
+        if "budget" in views:
+            out += [Text("The attacker's reference budget", "subheading"), Table(budget_table(views["budget"])),
+                    Text("Offline LiRA and RMIA refitted on subsets of the shadows as references; spread: 2.5–97.5 % "
+                         "over which references were used; flattens at: the smallest budget within 0.01 AUC of all "
+                         "references.", "caption"), Figure(budget_figure(views["budget"]))]
+        if "slices" in views:
+            sl = views["slices"]
+            out += [Text(f"Vulnerability per slice ({ATTACK_NAMES.get(sl['attack'], sl['attack'])})", "subheading"),
+                    Table(slices_table(sl)),
+                    Text(f"A slice with fewer than {sl['min_records']} members or non-members is marked too small: "
+                         "read its interval as inconclusive.", "caption")]
+            slicings = list(next(iter(sl["archs"].values()))) if sl["archs"] else []
+            out += [Figure(slices_figure(sl, name)) for name in slicings]
+        if views.get("skipped"):
+            out.append(Text("Not shown: " + "; ".join(f"{k} — {v}" for k, v in views["skipped"].items()), "caption"))
+        return out
+    return Section("per_record", "Per-record views", build, tab=True)
+
+
+def _timings(summary: dict[str, Any]) -> str:
+    return ", ".join(f"{k} {v:.1f}" for k, v in summary.get("timings", {}).items() if isinstance(v, (int, float)))
+
+
+def configuration(run: RunInputs) -> Section:
+    """Each run's config with its hash, what data was read, the device and the timings."""
+    def build() -> list[Block]:
+        out: list[Block] = []
+        for s in run.summaries:
+            out += [Text(f"{_name(s['arch'])} · config hash `{s['config_hash']}`", "subheading"),
+                    Code(json.dumps(s["config"], indent=2, ensure_ascii=False), "json"),
+                    Text(f"data: {json.dumps(s.get('data', {}), ensure_ascii=False)}  \ndevice: {s.get('device')} · "
+                         f"timings (s): {_timings(s)}", "caption")]
+        return out
+    return Section("configuration", "Configuration", build, collapsed=True)
+
+
+def reproduce(run: RunInputs) -> Section | None:
+    """The CLI commands that compute the same runs."""
+    if not run.configs:
+        return None
+
+    def build() -> list[Block]:
+        return [Code(cmd, "bash") for cmd in reproduce_commands(run.configs, run.overrides)] + [
+            Text("Config hashes: " + ", ".join(f"{s['arch']}: `{s['config_hash']}`" for s in run.summaries),
+                 "caption")]
+    return Section("reproduce", "Reproduce headless", build, collapsed=True)
+
+
+#: the sections of a run, in the order both renderers draw them: (id, builder → Section or None = absent)
+SECTIONS: list[tuple[str, Callable[[RunInputs], Section | None]]] = [
+    ("overview", overview), ("repeats", repeats), ("matched", matched_by_construction),
+    ("over_training", over_training), ("attacks", attacks), ("strongest", strongest), ("examples", examples),
+    ("per_record", per_record), ("configuration", configuration), ("reproduce", reproduce)]
+
+
+def register_section(section_id: str, builder: Callable[[RunInputs], Section | None],
+                     before: str | None = None) -> None:
+    """Add a section to every view of a run, before the section ``before`` (default: the end); an id
+    already there is replaced in place."""
+    ids = [i for i, _ in SECTIONS]
+    if section_id in ids:
+        SECTIONS[ids.index(section_id)] = (section_id, builder)
+        return
+    SECTIONS.insert(ids.index(before) if before is not None else len(SECTIONS), (section_id, builder))
+
+
+def unregister_section(section_id: str) -> None:
+    SECTIONS[:] = [(i, b) for i, b in SECTIONS if i != section_id]
+
+
+def run_view(run: RunInputs) -> list[Section]:
+    """The sections of a run, in order (the absent ones left out)."""
+    return [s for _, build in SECTIONS if (s := build(run)) is not None]
