@@ -37,9 +37,19 @@ def _ends(pid: int, timeout: float = 30.0) -> bool:
     return True
 
 
-def _orphan(tmp_path: Path, driver: str) -> tuple[subprocess.Popen, int]:
+def _ends_by_itself(worker: int) -> None:
+    """Assert that the orphaned ``worker`` ends (SIGKILL it if not, so no test leaves it behind)."""
+    try:
+        assert _ends(worker), f"the orphaned worker {worker} kept running"
+    finally:
+        if _running(worker):
+            os.kill(worker, signal.SIGKILL)
+
+
+def _orphan(tmp_path: Path, driver: str) -> int:
     """Start ``driver`` (a script that starts one worker, prints its pid and lives on), read the pid,
-    then kill the driver with SIGKILL: no cleanup of its own runs, only the worker's watch can help."""
+    then kill the driver with SIGKILL: no cleanup of its own runs, only the worker's watch can help.
+    The worker's pid."""
     script = tmp_path / "driver.py"
     script.write_text(textwrap.dedent(driver).format(root=str(ROOT)))
     p = subprocess.Popen([sys.executable, str(script)], cwd=ROOT, stdout=subprocess.PIPE, text=True,
@@ -48,7 +58,7 @@ def _orphan(tmp_path: Path, driver: str) -> tuple[subprocess.Popen, int]:
     assert _running(worker)
     os.kill(p.pid, signal.SIGKILL)
     assert p.wait(30) == -signal.SIGKILL
-    return p, worker
+    return worker
 
 
 POOL_DRIVER = """
@@ -68,12 +78,7 @@ POOL_DRIVER = """
 
 @needs_proc
 def test_a_pool_worker_ends_when_its_parent_is_killed(tmp_path):
-    _, worker = _orphan(tmp_path, POOL_DRIVER)
-    try:
-        assert _ends(worker), "the orphaned pool worker kept running"
-    finally:
-        if _running(worker):
-            os.kill(worker, signal.SIGKILL)
+    _ends_by_itself(_orphan(tmp_path, POOL_DRIVER))
 
 
 WARM_DRIVER = """
@@ -92,12 +97,7 @@ WARM_DRIVER = """
 def test_a_warm_worker_whose_parent_is_killed_unwinds_through_its_sigterm_handler(tmp_path):
     """The app's worker is busy in a job (not reading its pipe) when the server dies: the watch's
     SIGTERM runs its handler — the job unwinds as on Ctrl-C, locks released — and the worker ends."""
-    _, worker = _orphan(tmp_path, WARM_DRIVER)
-    try:
-        assert _ends(worker), "the orphaned worker kept running"
-    finally:
-        if _running(worker):
-            os.kill(worker, signal.SIGKILL)
+    _ends_by_itself(_orphan(tmp_path, WARM_DRIVER))
     assert (tmp_path / "mark").read_text() == "unwound"
 
 

@@ -10,9 +10,10 @@ What both need, implemented once here: a worker's start (:func:`init_worker`: to
 so workers side by side do not oversubscribe the machine; the watch that ends it when its parent
 dies, :func:`watch_parent`), progress sent to the parent at a bounded rate (:func:`throttled`), and
 failures told in one line (:func:`failure_text`) and, for a batch, collected by name while the other
-jobs finish (:func:`raise_failures`). How a worker is started and how it talks to its parent differ
-because the needs do: a warm worker that must be cancellable mid-job owns a pipe and signal handlers;
-a pool worker runs one function per item and returns its value.
+jobs finish (:func:`raise_failures`). The two ways to start workers live here too and differ because
+the needs do: a warm worker that must be cancellable mid-job (:class:`WorkerProcess`) owns a pipe, and
+the job protocol and its signal handlers are the app's (:mod:`ui.worker`); a pool worker
+(:func:`run_pool`) runs one function per item and returns its value.
 """
 from __future__ import annotations
 
