@@ -24,7 +24,8 @@ page's reruns, so both crawl. Here a job runs in a worker process (:mod:`ui.work
   once); queued jobs just leave the queue. Models (and SensitivitySampler pairs) already cached
   stay cached, as with Ctrl-C in the CLI, so the same job again resumes from them.
 * **Shutdown** (:meth:`JobManager.shutdown`, registered with ``atexit`` by ``ui.shared``)
-  cancels everything and ends the workers; a worker also ends by itself when the server dies.
+  cancels everything and ends the workers; a worker also ends by itself when the server dies
+  (:func:`core.foundations.processes.watch_parent`, the executor's pool workers' watch too).
 
 No page trains or fits in the server process: every training (victims, shadows, SensitivitySampler
 pairs, the analyses' extra models), every adaptive refit and every defense grid runs here, in a worker,
@@ -36,15 +37,12 @@ import itertools
 import json
 import os
 import signal
-import socket
-import subprocess
 import sys
 import threading
 import time
 import traceback
 from collections import deque
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -56,11 +54,10 @@ from core.foundations.device import usable_cores
 from core.foundations.environment import check_environment, env_value
 from core.foundations.names import ARCH_NAMES
 from core.foundations.paths import cache_dir
+from core.foundations.processes import WorkerProcess, failure_text
 from core.foundations.progress import ProgressEvent
 from core.tasks import get_task
 from ui.worker import JOB_ENV, JOB_KINDS, modules_of
-
-ROOT = Path(__file__).resolve().parent.parent
 
 QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed", "cancelled"
 #: what a job can compute: the job-kind registry (:data:`ui.worker.JOB_KINDS`; a kind's name → its
@@ -260,75 +257,14 @@ def worker_threads(slots: int, cores: int | None = None) -> int:
     return max(1, ((cores or usable_cores()) - 1) // max(1, slots))
 
 
-class _Worker:
-    """One worker process and the server's end of its pipe."""
+class _Worker(WorkerProcess):
+    """One app worker process (:mod:`ui.worker`) and the server's end of its pipe."""
 
     def __init__(self, threads: int | None = None) -> None:
         check_environment()  # a bad MIA_* value: one message here, not a worker dying at start again and again
-        mine, theirs = socket.socketpair()
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-        if threads and not os.environ.get("MIA_WORKER_THREADS"):
-            env["MIA_WORKER_THREADS"] = str(threads)
-        try:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "ui.worker", str(theirs.fileno()), str(os.getpid())],
-                pass_fds=(theirs.fileno(),), cwd=str(ROOT), start_new_session=True, env=env,
-            )
-        finally:
-            theirs.close()
-        self.conn = Connection(mine.detach())
-        self.idle_since = time.monotonic()
-        deadline = time.monotonic() + 120
-        while not self.conn.poll(0.2):  # torch and core import before "ready"
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.kill()
-                raise RuntimeError(f"the worker process did not start (exit code {self.proc.returncode})")
-        msg = self.conn.recv()
-        if msg[0] != "ready":
-            self.kill()
-            raise RuntimeError(f"unexpected first message from the worker: {msg[0]!r}")
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def signal(self, sig: int) -> None:
-        if self.alive():
-            try:
-                self.proc.send_signal(sig)
-            except ProcessLookupError:
-                pass
-
-    def stop(self, timeout: float = 5.0) -> None:
-        """End the worker: politely, then SIGTERM (twice), then SIGKILL."""
-        try:
-            self.conn.send(("stop",))
-        except (OSError, EOFError):
-            pass
-        for sig in (None, signal.SIGTERM, signal.SIGTERM):
-            if sig is not None:
-                self.signal(sig)
-            try:
-                self.proc.wait(timeout)
-                break
-            except subprocess.TimeoutExpired:
-                continue
-        self.kill()
-
-    def kill(self) -> None:
-        if self.alive():
-            self.proc.kill()
-        try:
-            self.proc.wait(5)
-        except subprocess.TimeoutExpired:
-            pass
-        try:
-            self.conn.close()
-        except OSError:
-            pass
+        env = {"MIA_WORKER_THREADS": str(threads)} if threads and not os.environ.get("MIA_WORKER_THREADS") else {}
+        super().__init__("ui.worker", env)
+        self.idle_since = time.monotonic()  # a warm worker with nothing to do ends after IDLE_S
 
 
 class JobManager:
@@ -506,7 +442,7 @@ class JobManager:
                 if job is not None:
                     with self._cond:
                         if job.active:
-                            self._end(job, FAILED, f"{type(exc).__name__}: {exc}")
+                            self._end(job, FAILED, failure_text(exc))
             finally:
                 with self._cond:
                     self._running[slot] = None

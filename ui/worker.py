@@ -16,7 +16,9 @@ ends the worker. A first signal asks: the job stops at its next progress report 
 loop, never half-way through a cache write); a second one stops it at once. Either way it unwinds
 like Ctrl-C in the CLI: locks are released and the models already cached stay cached. The worker
 runs in its own session (Ctrl-C in the server's terminal reaches the server only, which then ends
-its workers) and ends by itself when the server process disappears (``kill -9`` included).
+its workers) and ends by itself when the server process disappears (``kill -9`` included). Its start
+(thread cap, that parent watch), the progress rate and the failure text are the shared worker machinery
+of :mod:`core.foundations.processes`, which the ``processes`` executor's pool workers use as well.
 """
 from __future__ import annotations
 
@@ -25,8 +27,6 @@ import importlib
 import os
 import signal
 import sys
-import threading
-import time
 import traceback
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -89,16 +89,6 @@ def _send(conn: Connection, msg: tuple) -> None:
         conn.send(msg)
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
-
-
-def _watch_parent(parent: int) -> None:
-    """End this worker when the server is gone (its parent changes when it dies)."""
-    while True:
-        time.sleep(0.5)
-        if os.getppid() != parent:
-            os.kill(os.getpid(), signal.SIGTERM)
-            time.sleep(10)
-            os._exit(1)
 
 
 def _preload_tasks() -> None:
@@ -320,19 +310,13 @@ def run_job(kind: str, config: Any, progress, params: dict[str, Any] | None = No
 
 
 def serve(conn: Connection, parent: int) -> None:
-    from core.foundations.device import configure_threads
     from core.foundations.errors import MIAError
+    from core.foundations.processes import failure_text, init_worker, throttled
 
     signal.signal(signal.SIGUSR1, _on_cancel)
-    signal.signal(signal.SIGTERM, _on_term)
-    threading.Thread(target=_watch_parent, args=(parent,), daemon=True, name="mia-watch-parent").start()
-    threads = int(env_value("MIA_WORKER_THREADS") or 0)  # checked by the server before it starts us
-    if threads > 0:
-        import torch
-
-        torch.set_num_threads(threads)
-    else:
-        configure_threads()
+    signal.signal(signal.SIGTERM, _on_term)  # also what ends an orphan here: it unwinds like Ctrl-C
+    # MIA_WORKER_THREADS (checked by the server before it starts us), else the usable cores
+    init_worker(int(env_value("MIA_WORKER_THREADS") or 0), parent)
     import core.experiment.pipeline
 
     _preload_tasks()  # pages start a worker before the click (JobManager.prewarm), so this is free
@@ -348,14 +332,12 @@ def serve(conn: Connection, parent: int) -> None:
         params = rest[0] if rest else {}
         modules = tuple(rest[1]) if len(rest) > 1 else ()
         _set_env(env)
-        last = [0.0]
+        send = throttled(lambda ev, job_id=job_id: _send(conn, ("progress", job_id, ev)),
+                         lambda ev: ev.stage_fraction >= 1.0)
 
-        def progress(ev, job_id=job_id):
+        def progress(ev, send=send):
             _checkpoint()
-            now = time.monotonic()
-            if now - last[0] >= 0.2 or ev.stage_fraction >= 1.0:
-                last[0] = now
-                _send(conn, ("progress", job_id, ev))
+            send(ev)
 
         _state.update(running=True, cancel=False)
         try:
@@ -368,7 +350,7 @@ def serve(conn: Connection, parent: int) -> None:
                 raise
             except Exception as exc:  # report, never swallow: the page shows it, the log has the traceback
                 traceback.print_exc()
-                reply = ("error", job_id, f"{type(exc).__name__}: {exc}")
+                reply = ("error", job_id, failure_text(exc))
             else:
                 reply = ("done", job_id, result)
             _finish(conn, reply)

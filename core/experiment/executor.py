@@ -23,21 +23,16 @@ bit-for-bit the same model on the same hardware.
 from __future__ import annotations
 
 import os
-import queue as queue_module
-import threading
-import time
-import multiprocessing
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
-import torch
 from safetensors.torch import save as save_safetensors
 from torch import nn
 
 from core.foundations.config import EXECUTORS
 from core.foundations.device import default_device, usable_cores
-from core.foundations.errors import ConfigError, WorkerFailedError
+from core.foundations.errors import ConfigError
+from core.foundations.processes import outbox, raise_failures, run_pool, throttled
 from core.experiment.roles import (EpochRecorder, TrainingJob, TrainingOutput, config_from_dict, role_seed, train_job,
     seed_everything)
 from core.tasks import get_task
@@ -96,50 +91,14 @@ def train_jobs_together(jobs: Sequence[TrainingJob]) -> list[TrainingOutput]:
     return out
 
 
-#: in a pool worker: the queue its jobs report progress on (set by the pool's initializer)
-_PROGRESS_QUEUE = None
-
-
-#: how often a pool worker looks whether its driver is still alive (seconds)
-PARENT_POLL_S = 0.5
-
-
-def _exit_with_driver(driver: int) -> None:
-    """End this worker as soon as the driver is gone. A driver killed with ``kill -9`` runs no
-    cleanup: its workers would train on for nobody (for many minutes, holding the driver's
-    stdout), and multiprocessing's resource tracker, which waits for every holder of its pipe,
-    with them. A dead parent re-parents the worker, so its parent id changes: poll for that
-    (portable, unlike Linux's PR_SET_PDEATHSIG, which also fires when the *thread* that
-    started the worker ends)."""
-    while True:
-        time.sleep(PARENT_POLL_S)
-        if os.getppid() != driver:
-            os._exit(1)
-
-
-def _worker_init(threads: int, progress_queue=None, driver: int | None = None) -> None:
-    global _PROGRESS_QUEUE
-    if driver is not None:
-        threading.Thread(target=_exit_with_driver, args=(driver,), name="exit-with-driver", daemon=True).start()
-    torch.set_num_threads(max(1, threads))
-    _PROGRESS_QUEUE = progress_queue
-
-
 def train_job_reporting(job: TrainingJob) -> TrainingOutput:
-    """:func:`train_job` in a pool worker, sending ``(role, fraction)`` to the driver's queue at most
-    every 0.2 s (and at the end), so the driver's progress bar moves while the worker trains."""
-    queue = _PROGRESS_QUEUE
+    """:func:`train_job` in a pool worker, sending ``(role, fraction)`` to the driver's queue
+    (:func:`~core.foundations.processes.throttled`: a few times a second, and the end), so the
+    driver's progress bar moves while the worker trains."""
+    queue = outbox()
     if queue is None:
         return train_job(job)
-    last = [0.0]
-
-    def report(fraction: float) -> None:
-        now = time.monotonic()
-        if fraction >= 1.0 or now - last[0] >= 0.2:
-            last[0] = now
-            queue.put((job.role, float(fraction)))
-
-    return train_job(job, report)
+    return train_job(job, throttled(lambda fraction: queue.put((job.role, float(fraction))), lambda f: f >= 1.0))
 
 
 #: ``on_progress(role, fraction)``: a job's training progress, in the driver
@@ -185,24 +144,8 @@ class EnsembleExecutor(Executor):
             on_done(train_job(jobs[i]))
 
 
-def raise_failures(executor: str, failures: list[tuple[str, BaseException]], finished: int, total: int) -> None:
-    """One :class:`~core.foundations.errors.WorkerFailedError` for the jobs of a map that failed (if any),
-    naming them, the first cause, and how many finished (those were delivered to ``on_done``)."""
-    if not failures:
-        return
-
-    names = ", ".join(name for name, _ in failures[:8]) + (" …" if len(failures) > 8 else "")
-    first = failures[0][1]
-    cause = f"{type(first).__name__}: {first}".strip().rstrip(":")
-    if type(first).__name__ == "BrokenProcessPool":
-        cause = "a worker process died (killed, out of memory or crashed) and took the pool with it"
-    raise WorkerFailedError(
-        f"{len(failures)} of {total} jobs failed on the {executor} executor ({names}): {cause}. "
-        f"The {finished} that finished are kept (cached); a rerun does only the rest.") from first
-
-
 class ProcessExecutor(Executor):
-    """A local pool of spawned worker processes.
+    """A local pool of spawned worker processes (:func:`core.foundations.processes.run_pool`).
 
     Jobs that finish are delivered as they finish; a job that raises, or a worker that dies, does
     not lose them: the pool is drained, then one :class:`~core.foundations.errors.WorkerFailedError` names
@@ -226,40 +169,9 @@ class ProcessExecutor(Executor):
 
     def _run(self, function: Callable[[Any], Any], items: list[Any], names: list[str],
              on_done: Callable[[Any], None], on_progress: JobProgress | None = None) -> None:
-        if not items:
-            return
-        failures: list[tuple[str, BaseException]] = []
-        finished = 0
-        ctx = multiprocessing.get_context("spawn")  # no forked torch/diskcache state in the workers
-        progress = ctx.Queue() if on_progress is not None else None  # handed to the workers as they start
-
-        def drain() -> None:
-            while progress is not None:
-                try:
-                    role, fraction = progress.get_nowait()
-                except queue_module.Empty:
-                    return
-                on_progress(role, fraction)
-
-        with ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_worker_init,
-                                 initargs=(self.threads, progress, os.getpid())) as pool:
-            futures = {pool.submit(function, item): name for item, name in zip(items, names)}
-            order = {future: k for k, future in enumerate(futures)}
-            pending = set(futures)
-            while pending:
-                done, pending = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
-                drain()
-                for future in sorted(done, key=order.__getitem__):  # in submission order: reproducible reports
-                    try:
-                        result = future.result()
-                    except Exception as exc:  # noqa: BLE001 - reported below, after the others are kept
-                        failures.append((futures[future], exc))
-                        continue
-                    on_done(result)
-                    finished += 1
-        if progress is not None:
-            progress.close()
-        raise_failures(self.name, failures, finished, len(items))
+        on_message = (lambda message: on_progress(*message)) if on_progress is not None else None
+        run_pool(function, items, on_done, workers=self.workers, threads=self.threads, names=names,
+                 on_message=on_message, where=self.name)
 
 
 class RayExecutor(Executor):

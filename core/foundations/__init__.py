@@ -1,4 +1,4 @@
 """Foundations: errors, configuration, the registry implementation and the task registry, paths, devices,
-progress, locks, file reading.
+progress, locks, worker processes (:mod:`core.foundations.processes`), file reading.
 
 Imports nothing from the rest of ``core``."""
