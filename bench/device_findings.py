@@ -219,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
             seed = repeat_seed(0, r)
             name = f"{task}_{arch}_r{r}"
             cmd = [py, "-m", "core", "run", "--task", task, "--arch", arch, "--preset", "quick", "--set", f"seed={seed}",
-                   "--quiet", "--out", str(runs / f"{name}.json")]
+                   "--executor", "local", "--quiet", "--out", str(runs / f"{name}.json")]
             for kv in (TINY_SETS[task] if args.tiny else []):
                 cmd += ["--set", kv]
             env = {**base_env, "MIA_DEVICE": "cpu", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}

@@ -20,4 +20,12 @@ if compgen -G ".whl/*.whl" >/dev/null; then
   "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
     && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 fi
+missing=$("$PY" -c "
+import importlib.util as u
+print(' '.join(m for m in ('torch', 'numpy', 'scipy', 'sklearn', 'diskcache', 'safetensors', 'sacrebleu', 'opacus')
+               if u.find_spec(m) is None))" 2>&1) || missing="python: $missing"
+if [ -n "$missing" ]; then
+  echo "error: $PY cannot import: $missing (carry their wheels in .whl/)" >&2
+  exit 2
+fi
 exec "$PY" bench/device_findings.py --multi30k "$M30K" --out "$OUT" "$@"

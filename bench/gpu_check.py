@@ -255,6 +255,8 @@ def check(args: argparse.Namespace) -> int:
             r = translates[arch]
             figures.append((f"translation multi30k_gpu {arch}: victim + {r['models'] - 1} shadows, training (s), "
                             f"{r['executor']} executor", f"{r['train_s']:.1f}", "≤ ~180 s", "issue 35"))
+            figures.append((f"translation multi30k_gpu {arch}: each model's own training (s), side by side",
+                            " / ".join(f"{x:.0f}" for x in r["model_train_s"]), "–", "issue 35"))
             figures.append((f"translation multi30k_gpu {arch}: attack stage (s)", f"{r['attack_s']:.1f}", "–", "issue 34"))
             figures.append((f"translation multi30k_gpu {arch}: BLEU train / val",
                             f"{r['utility']['train']:.1f} / {r['utility']['val']:.1f}", "val ≥ 20", "issue 35"))
