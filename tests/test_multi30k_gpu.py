@@ -173,3 +173,37 @@ def test_the_device_calls_runs_are_the_repeats_compare_and_findings_read(task_na
         for r in range(6):
             run = task.make_config(arch, "quick", {**sets, "seed": str(repeat_seed(0, r))})
             assert run.config_hash == repeat_config(configs[arch], r).config_hash, (arch, r)
+
+
+def test_the_device_call_tiny_runs_each_repeat_in_its_own_process_then_compare_reads_them(tmp_path):
+    """bench/device_findings.py --tiny on the CPU, image only, one repeat: both runs succeed, compare and
+    findings read the shared cache (compare adds no cache entry: it trained nothing), at most 8 files out."""
+    import subprocess
+    import sys
+
+    folder = write_multi30k_fixture(tmp_path / "m30k")
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "device_findings.py"), "--multi30k", str(folder),
+                           "--out", str(out), "--tiny", "--no-gpu", "--tasks", "image", "--repeats", "1",
+                           "--budget-s", "400"], capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    log = (out / "session.log").read_text()
+    assert "image 2/2 ok" in log and "(compare trained nothing)" in log, log
+    compared = __import__("json").loads((out / "compare.json").read_text())
+    assert compared["image"]["repeats"] == 1
+    findings = __import__("json").loads((out / "findings.json").read_text())
+    f1 = [r for r in findings["image"]["rows"] if r["finding"] == "F1"]
+    assert f1 and f1[0]["n"] == 1
+    rows = (out / "times.tsv").read_text().splitlines()[1:]
+    assert len(rows) == 2 and all(r.split("\t")[3] == "0" for r in rows)
+    assert len(list(out.iterdir())) <= 8
+
+
+def test_the_device_call_refuses_a_folder_without_multi30k_in_one_line(tmp_path):
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "device_findings.py"), "--multi30k", str(tmp_path),
+                           "--out", str(tmp_path / "out"), "--tiny"], capture_output=True, text=True, cwd=ROOT,
+                          timeout=120)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "train.en.gz" in proc.stderr
