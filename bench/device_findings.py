@@ -143,6 +143,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: --multi30k must name a folder holding train.en.gz and train.de.gz, got {args.multi30k!r}",
               file=sys.stderr)
         return 2
+    if args.gpu_cores < 1 or args.repeats < 1 or args.budget_s < 60:
+        print("error: --gpu-cores and --repeats must be ≥ 1 and --budget-s ≥ 60", file=sys.stderr)
+        return 2
     tasks = [t for t in args.tasks.split(",") if t]
     if any(t not in TASKS for t in tasks):
         print(f"error: --tasks must name tasks among {', '.join(TASKS)}, got {args.tasks!r}", file=sys.stderr)
@@ -152,10 +155,12 @@ def main(argv: list[str] | None = None) -> int:
     runs, cache = work / "runs", work / "cache"
     runs.mkdir()
     py = sys.executable
-    ncores = os.cpu_count() or 1
+    allowed = sorted(os.sched_getaffinity(0))  # the cores this process may use (what nproc counts)
+    ncores = len(allowed)
     can_pin = bool(shutil.which("taskset")) and ncores >= 16
-    gpu_cores = list(range(ncores - args.gpu_cores, ncores)) if can_pin and not args.no_gpu else None
-    cpu_cores = list(range(ncores - (0 if args.no_gpu else args.gpu_cores))) if can_pin else None
+    n_gpu = 0 if args.no_gpu else args.gpu_cores
+    gpu_cores = allowed[ncores - n_gpu:] if can_pin and n_gpu else None
+    cpu_cores = allowed[: ncores - n_gpu] if can_pin else None
     n_workers = len(cpu_cores) if cpu_cores else max(1, ncores - (0 if args.no_gpu else 1))
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     s.say(f"host {os.uname().nodename} · {ncores} cores · commit {commit or '?'} · python {sys.version.split()[0]} · "
