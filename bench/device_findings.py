@@ -125,6 +125,35 @@ def cache_entries(folder: Path) -> int:
         con.close()
 
 
+#: the device tool brings back files of at most 16 MiB
+MAX_FILE_BYTES = 15 * 2**20
+
+
+def compact(summary: dict) -> dict:
+    """A run's JSON without its bulk (per-record scores, ROC curves, examples): what the tables read."""
+    out = {k: v for k, v in summary.items() if k not in ("records", "examples")}
+    out["attacks"] = {n: {k: v for k, v in a.items() if k != "roc"} for n, a in summary.get("attacks", {}).items()}
+    out["compacted"] = "records, examples and ROC curves left out to fit the device tool's 16 MiB per file"
+    return out
+
+
+def pack(runs: Path, target: Path, s: "Session") -> None:
+    """``runs`` as one .tgz; when it exceeds :data:`MAX_FILE_BYTES`, the runs' JSONs are compacted first."""
+    with tarfile.open(target, "w:gz") as tar:
+        tar.add(runs, arcname="runs")
+    if target.stat().st_size <= MAX_FILE_BYTES:
+        return
+    s.say(f"{target.name}: {target.stat().st_size / 2**20:.1f} MiB, over the limit: the run JSONs compacted")
+    for path in runs.glob("*_r*.json"):
+        try:
+            path.write_text(json.dumps(compact(json.loads(path.read_text()))))
+        except (ValueError, OSError) as exc:
+            s.say(f"{path.name}: not compacted ({exc})")
+    with tarfile.open(target, "w:gz") as tar:
+        tar.add(runs, arcname="runs")
+    s.say(f"{target.name}: {target.stat().st_size / 2**20:.1f} MiB")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--multi30k", required=True, help="the Multi30K folder (train.en.gz, train.de.gz, …)")
@@ -297,8 +326,7 @@ def main(argv: list[str] | None = None) -> int:
                "--markdown", str(out / "findings.md")]
         rc, wall = run_bounded(cmd, limit, runs / "findings.log", env)
         s.say(f"findings: rc {rc} in {wall:.0f} s")
-    with tarfile.open(out / "cpu_runs.tgz", "w:gz") as tar:
-        tar.add(runs, arcname="runs")
+    pack(runs, out / "cpu_runs.tgz", s)
     if gpu_thread is not None:
         gpu_thread.join(max(1.0, args.budget_s - 3 - s.elapsed()))
     gpu_json = out / "gpu_check.json"
