@@ -9,6 +9,9 @@ hand a single command measures what the README and the issues name as GPU figure
 1. the device: torch and CUDA versions, the GPU's name, whether it has bfloat16;
 2. the CUDA-relevant tests (pytest: the vectorised ensemble, bf16 autocast, joint attacks, the device
    choice) — ``--tiny`` only collects them (a test suite inside a test would be slow and recursive);
+2b. translation ``multi30k_gpu`` on Multi30K en→de (issue 35: the preset that translates), Transformer and
+   LSTM, cold, victim + 5 shadows side by side in worker processes: training and attack-stage seconds,
+   train / validation BLEU (the bar: validation ≥ 20 for both) and every attack's AUC (the bar: ≤ 0.95);
 3. image ``quick``, FFNN and RNN, cold: victim + shadows trained one by one and as one ensemble (the
    ensemble speedup, issue 13: ≥ 2×), then the attack stage;
 4. translation ``paper`` on Multi30K en→de, Transformer and LSTM, cold, the six models of each side
@@ -67,6 +70,9 @@ TINY = {
                                    attack_train_epochs=2, emb=8, hidden=8, bleu_sentences=4, n_examples=1),
     ("translation", "paper"): dict(n_train=24, n_eval=12, epochs=2, n_shadows=1, attack_epochs=(1,), attack_train_epochs=2,
                                    emb=8, hidden=8, bleu_sentences=4, n_examples=1, batch_size=8),
+    ("translation", "multi30k_gpu"): dict(n_train=24, n_eval=12, epochs=2, n_shadows=1, attack_train_epochs=2,
+                                          emb=8, hidden=8, bleu_sentences=4, n_examples=1, batch_size=8,
+                                          warmup_steps=2),
 }
 
 
@@ -239,7 +245,24 @@ def check(args: argparse.Namespace) -> int:
         figures.append(("CUDA-relevant tests", f"rc {tests['rc']}: {tests['last_line']}", "rc 0", "issue 21"))
 
     m30k = {"dataset": "multi30k", "data_dir": args.multi30k, "src_lang": "en", "tgt_lang": "de"}
-    image, paper, quick = {}, {}, {}
+    image, paper, quick, translates = {}, {}, {}, {}
+    # the preset that translates (issue 35), first after the tests: the figure this check exists for now
+    for arch in ("ffnn", "rnn"):
+        cfg = make_config("translation", arch, "multi30k_gpu", args.tiny, m30k)
+        translates[arch] = step(f"translation multi30k_gpu en→de {arch}",
+                                lambda cfg=cfg, arch=arch: cold_run(cfg, "processes", f"multi30k_gpu {arch}"))
+        if translates[arch]:
+            r = translates[arch]
+            figures.append((f"translation multi30k_gpu {arch}: victim + {r['models'] - 1} shadows, training (s), "
+                            f"{r['executor']} executor", f"{r['train_s']:.1f}", "≤ ~180 s", "issue 35"))
+            figures.append((f"translation multi30k_gpu {arch}: each model's own training (s), side by side",
+                            " / ".join(f"{x:.0f}" for x in r["model_train_s"]), "–", "issue 35"))
+            figures.append((f"translation multi30k_gpu {arch}: attack stage (s)", f"{r['attack_s']:.1f}", "–", "issue 34"))
+            figures.append((f"translation multi30k_gpu {arch}: BLEU train / val",
+                            f"{r['utility']['train']:.1f} / {r['utility']['val']:.1f}", "val ≥ 20", "issue 35"))
+            figures.append((f"translation multi30k_gpu {arch}: AUC per attack",
+                            ", ".join(f"{n} {a:.3f}" if isinstance(a, float) else f"{n} {a}"
+                                      for n, a in r["auc"].items()), "≤ 0.95", "issue 35"))
     for arch in ("ffnn", "rnn"):
         cfg = make_config("image", arch, "quick", args.tiny, {})
         image[arch] = step(f"image quick {arch}", lambda cfg=cfg: {

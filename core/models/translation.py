@@ -241,11 +241,19 @@ class TransformerSeq2Seq(nn.Module):
     """Encoder-decoder Transformer (pre-norm layers, final LayerNorms, untied output layer)."""
 
     def __init__(self, src_vocab: int, tgt_vocab: int, d_model: int = 128, heads: int = 4, layers: int = 2,
-                 ff: int = 512, dropout: float = 0.2, dp: bool = False):
+                 ff: int = 512, dropout: float = 0.2, dp: bool = False, scaled_embeddings: bool = False):
         super().__init__()
         self.d_model = d_model
         self.src_emb = nn.Embedding(src_vocab, d_model, padding_idx=PAD)
         self.tgt_emb = nn.Embedding(tgt_vocab, d_model, padding_idx=PAD)
+        if scaled_embeddings:
+            # fairseq's initialisation: N(0, 1/d), so that the ×√d of the input gives entries of unit scale,
+            # the positions' scale. PyTorch's default N(0, 1) makes them √d ≈ 12 (d = 150): the positions are
+            # drowned and each pre-norm sublayer's unit-scale update is small beside the residual stream
+            for emb in (self.src_emb, self.tgt_emb):
+                nn.init.normal_(emb.weight, 0.0, d_model ** -0.5)
+                with torch.no_grad():
+                    emb.weight[PAD].zero_()
         self.pos = PositionalEncoding(d_model)
         self.drop = nn.Dropout(dropout)
         # pre-norm: trains stably without warm-up on small data (Xiong et al. 2020)

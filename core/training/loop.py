@@ -29,6 +29,10 @@ pass and the loss of each step run under ``torch.autocast`` in that dtype; param
 and Adam's state stay float32 (bfloat16 has float32's range, so no loss scaling is needed), and
 nothing measured after training — Responses, utility — runs under autocast.
 
+Learning-rate schedule: with ``lr_factor`` (e.g. :func:`warmup_inverse_sqrt`) each step's learning rate
+is the optimizer's base rate times ``lr_factor(step)`` (step 0, 1, … over the whole run); without it
+the rate stays the optimizer's.
+
 Hooks: ``on_batch(Batch)`` after every optimizer step (record positions, loss and, under DP,
 each record's gradient norm before clipping), ``on_epoch(epoch, model)`` after every epoch,
 ``on_progress(fraction)`` after every batch.
@@ -138,6 +142,18 @@ def autocast_dtype(cfg: Any) -> torch.dtype | None:
     return torch.bfloat16 if getattr(cfg, "precision", "float32") == "bf16" else None
 
 
+def warmup_inverse_sqrt(warmup_steps: int) -> Callable[[int], float] | None:
+    """The Transformer's schedule (Vaswani et al. 2017, §5.3) as a factor of the peak rate: linear
+    warm-up over ``warmup_steps`` steps to 1, then decay as √(warmup_steps / step):
+    f(s) = min((s + 1) / W, √(W / (s + 1))). None for ``warmup_steps = 0`` (a constant rate)."""
+    if warmup_steps < 0:
+        raise ValueError("warmup_steps must be ≥ 0")
+    if warmup_steps == 0:
+        return None
+    w = float(warmup_steps)
+    return lambda step: min((step + 1) / w, (w / (step + 1)) ** 0.5)
+
+
 # ---------------------------------------------------------------------------- privacy hook
 def privatize(model: nn.Module, optimizer: torch.optim.Optimizer, n_samples: int, batch_size: int, passes: int,
               settings: PrivacySettings, generator: torch.Generator, unit: str):
@@ -165,11 +181,13 @@ def train_epochs(
     on_batch: BatchCallback | None = None,
     on_epoch: Callable[[int, nn.Module], None] | None = None,
     on_progress: Callable[[float], None] | None = None,
+    lr_factor: Callable[[int], float] | None = None,
 ) -> TrainingRecord:
     """Train ``model`` in place for ``epochs`` epochs over records 0..``n_records``−1 (see the
     module docstring); ``batch_loss(index)`` must return the *mean* of the per-record losses
     (DP-SGD's per-sample gradients are taken of it), each record's loss depending on that record
     alone. ``autocast``: the dtype of the forward passes (None: float32), not with ``privacy``.
+    ``lr_factor(step)``: each step's learning rate as a factor of the optimizer's (module docstring).
     Returns the :class:`TrainingRecord` (with the privacy record under DP-SGD)."""
     if autocast is not None and privacy is not None:
         raise ValueError("autocast training cannot be combined with DP-SGD")
@@ -182,6 +200,7 @@ def train_epochs(
     else:
         steps_per_epoch = -(-n_records // batch_size)
     steps = 0
+    base_lr = [g["lr"] for g in optimizer.param_groups]
     try:
         for epoch in range(1, epochs + 1):
             if private is None:
@@ -190,6 +209,10 @@ def train_epochs(
             else:
                 batches = private.batches()
             for k, index in enumerate(batches):
+                if lr_factor is not None:
+                    factor = float(lr_factor(steps))
+                    for group, lr in zip(optimizer.param_groups, base_lr):
+                        group["lr"] = lr * factor
                 loss, norms = _step(model, optimizer, private, batch_loss, index, clip_norm, on_batch is not None,
                                     autocast)
                 steps += 1
@@ -200,6 +223,8 @@ def train_epochs(
             if on_epoch is not None:
                 on_epoch(epoch, model)
     finally:
+        for group, lr in zip(optimizer.param_groups, base_lr):  # the optimizer as it came
+            group["lr"] = lr
         record = private.record().to_dict() if private is not None else None
         if private is not None:
             private.close()
