@@ -2,9 +2,10 @@
 
 The reference is the one-by-one fit (core.attacks.shadow_attacks._fit_classifier) of each classifier
 from the same seeded initialisation. Tolerance: float32 rounding only — the batched products add in
-another order and the LSTM runs unpacked — measured below 1e-6 on these sizes; 1e-5 on the weights
-leaves room for other BLAS builds while a real mix-up (another member's batch, a step too many or
-too few, a shared Adam moment) moves weights by ~1e-3 or more (a lr of 1e-2 per step).
+another order and the LSTM runs unpacked — at most 9e-8 on the weights of these sizes on the CPU
+(2026-11-27, torch 2.13); 1e-5 leaves room for other BLAS builds, while a real mix-up moves weights
+by ~1e-2: Adam stepping a member at steps where it has no batch (zero gradients, not None) failed
+the different-sizes test by 0.087.
 """
 import copy
 
@@ -135,7 +136,8 @@ def test_fit_attack_sets_batched_equals_the_one_attack_at_a_time_path():
     for o_set, n_set in zip(old, new):
         assert isinstance(n_set[0].model, AttackLSTM)
         for o, n in zip(o_set, n_set):
-            np.testing.assert_allclose(n.score(target), o.score(target), atol=1e-5, err_msg=n.name)
+            # 1e-4: on a GPU the two paths use other kernels (packed cuDNN and foreach Adam vs unpacked and fused)
+            np.testing.assert_allclose(n.score(target), o.score(target), atol=1e-4, err_msg=n.name)
         assert roc_auc(n_set[2].score(target), target_membership) > 0.9  # the BLEU-feature MLP really separates
 
 
