@@ -11,8 +11,10 @@ epoch and scored, the models-stage attacks, the shadow fidelity) is timed with
 with ``batched=False``) and ``=1`` (new: :mod:`core.attacks.attack_ensemble`), each in a fresh
 copy of the models' cache (no fitted attack or result cached), alternating the order over
 ``--repeat`` rounds after one untimed warm-up stage (torch's lazy imports on first use would
-otherwise land in whichever path ran first). Prints each time, the old/new ratio, and every
-attack's AUC on both paths (they agree up to float rounding). Times are comparable only within one
+otherwise land in whichever path ran first). Then the learned attacks' fit alone (``fit_attack_sets``
+over every checkpoint epoch, both paths; ``--no-fit`` leaves it out): the part of the stage the batched
+fit changes. Prints each time, the old/new ratios, and every attack's AUC on both paths (they agree up
+to float rounding). Times are comparable only within one
 run: the machine's load changes between runs (print ``uptime`` beside them).
 """
 from __future__ import annotations
@@ -54,6 +56,22 @@ def stage(cfg, models_cache: str, path: str) -> tuple[float, dict[str, float]]:
     return float(summary["timings"]["attack_s"]), {n: float(r["auc"]) for n, r in summary["attacks"].items()}
 
 
+def fitting(cfg, models_cache: str, path: str) -> float:
+    """Seconds of the fit alone (every checkpoint epoch's attacks, as the pipeline fits them) through ``path``."""
+    from core.attacks.shadow_attacks import fit_attack_sets
+    from core.experiment.cache import ArtifactCache
+    from core.experiment.pipeline import build_attacks, trained_models
+    from core.foundations.device import single_thread
+
+    models = trained_models(cfg, cache=ArtifactCache(models_cache))
+    responses = [models.shadow_responses(e) for e in cfg.checkpoint_epochs]
+    sets = [build_attacks(models.task, cfg) for _ in responses]
+    with single_thread():
+        t = time.perf_counter()
+        fit_attack_sets(sets, responses, models.shadow_membership, batched=path == "new")
+        return time.perf_counter() - t
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", default="image,translation,navigation")
@@ -62,6 +80,7 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config overrides (every task)")
     parser.add_argument("--repeat", type=int, default=1, help="timed rounds of old and new (order alternates)")
     parser.add_argument("--models-cache", default=os.path.join(tempfile.gettempdir(), "mia_attack_stage_models"))
+    parser.add_argument("--no-fit", action="store_true", help="leave out the fit-alone timing")
     parser.add_argument("--json", help="write the rows here")
     args = parser.parse_args()
     if args.repeat < 1:
@@ -94,15 +113,25 @@ def main() -> None:
                 seconds, aucs[path] = stage(cfg, args.models_cache, path)
                 times[path].append(seconds)
                 print(f"  {path}: attack stage {seconds:.2f} s (load {os.getloadavg()[0]:.1f})", flush=True)
+        fits: dict[str, list[float]] = {"old": [], "new": []}
+        for r in range(0 if args.no_fit else args.repeat):
+            for path in (("old", "new") if r % 2 == 0 else ("new", "old")):
+                fits[path].append(fitting(cfg, args.models_cache, path))
+                print(f"  {path}: the learned attacks' fit alone {fits[path][-1]:.2f} s (load {os.getloadavg()[0]:.1f})",
+                      flush=True)
         old, new = min(times["old"]), min(times["new"])
         diff = max(abs(aucs["old"][n] - aucs["new"][n]) for n in aucs["old"])
         print(f"{task} {args.preset} {args.arch}: attack stage old {old:.2f} s, new {new:.2f} s, "
               f"old/new {old / new:.2f}x (best of {args.repeat})", flush=True)
+        if fits["old"]:
+            print(f"{task} {args.preset} {args.arch}: fit alone old {min(fits['old']):.2f} s, new {min(fits['new']):.2f} s, "
+                  f"old/new {min(fits['old']) / min(fits['new']):.2f}x", flush=True)
         for n in aucs["old"]:
             print(f"    {n:<22} AUC old {aucs['old'][n]:.4f}  new {aucs['new'][n]:.4f}", flush=True)
         print(f"    largest AUC difference {diff:.4f}", flush=True)
         rows.append({"task": task, "preset": args.preset, "arch": args.arch, "old_s": times["old"], "new_s": times["new"],
-                     "ratio": old / new, "auc": aucs, "max_auc_diff": diff})
+                     "ratio": old / new, "fit_old_s": fits["old"], "fit_new_s": fits["new"], "auc": aucs,
+                     "max_auc_diff": diff})
     os.environ.pop("MIA_ATTACK_BATCHED", None)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
