@@ -13,10 +13,12 @@ import numpy as np
 import pytest
 import torch
 
+from core import cli
 from core.attacks import shadow_attacks
 from core.attacks.attack_ensemble import FitMember, fit_members
 from core.attacks.shadow_attacks import (AttackTraining, RankHistogramAttack, RecordFeatureAttack, ShadowModelAttack,
     _fit_classifier, fit_attack_sets, loss_threshold_attack)
+from core.foundations.errors import ConfigError
 from core.measurement.metrics import roc_auc
 from core.measurement.responses import Responses
 from core.models.attack import AttackLSTM, AttackMLP, StackedAttackMLP
@@ -153,6 +155,17 @@ def test_the_environment_switches_the_sequential_path_back_on(monkeypatch):
     monkeypatch.delenv("MIA_ATTACK_BATCHED")
     fit_attack_sets([[RankHistogramAttack(training)]], [r], m)
     assert calls == [1]
+
+
+def test_a_bad_switch_is_one_line(monkeypatch, capsys):
+    monkeypatch.setenv("MIA_ATTACK_BATCHED", "yes")
+    rc = cli.main(["config", "--task", "image"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1
+    assert err[0].startswith("error: MIA_ATTACK_BATCHED='yes' is not valid")
+    r, m = _sequences(0)
+    with pytest.raises(ConfigError, match="MIA_ATTACK_BATCHED"):  # the library says the same, not a silent default
+        fit_attack_sets([[loss_threshold_attack()]], [r], m)
 
 
 def test_members_must_match_their_targets():

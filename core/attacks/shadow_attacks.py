@@ -17,7 +17,6 @@ Scores are "higher = member"; each attack also fixes a decision threshold on sha
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from typing import Callable, Protocol, Sequence
 
@@ -30,6 +29,7 @@ from safetensors.torch import save as save_safetensors
 
 from core.attacks.attack_ensemble import FitMember, fit_members
 from core.foundations.device import default_device
+from core.foundations.environment import env_value
 from core.measurement.metrics import AttackMetrics, best_threshold, evaluate_attack
 from core.models.attack import AttackLSTM, AttackMLP, JointAttack
 from core.measurement.responses import Responses
@@ -341,7 +341,7 @@ def batched_fits() -> bool:
     """Whether :func:`fit_attack_sets` fits every learned classifier as one batched ensemble
     (:mod:`core.attacks.attack_ensemble`, the default) or one attack at a time (``MIA_ATTACK_BATCHED=0``:
     the path before issue 34, kept so a benchmark can time both in one process)."""
-    return os.environ.get("MIA_ATTACK_BATCHED", "1").strip() != "0"
+    return env_value("MIA_ATTACK_BATCHED") != "0"  # a value other than 0 or 1: one ConfigError line
 
 
 def fit_attack_sets(attack_sets: Sequence[list[Attack]], responses: Sequence[Responses], membership: np.ndarray,
