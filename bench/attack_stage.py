@@ -14,8 +14,9 @@ copy of the models' cache (no fitted attack or result cached), alternating the o
 otherwise land in whichever path ran first). Then the learned attacks' fit alone (``fit_attack_sets``
 over every checkpoint epoch, both paths; ``--no-fit`` leaves it out): the part of the stage the batched
 fit changes. Prints each time, the old/new ratios, and every attack's AUC on both paths (they agree up
-to float rounding). Times are comparable only within one
-run: the machine's load changes between runs (print ``uptime`` beside them).
+to float rounding). Wall times are comparable only within one
+run: the machine's load changes between runs (print ``uptime`` beside them); the CPU seconds, printed
+beside them, move much less under load.
 """
 from __future__ import annotations
 
@@ -41,8 +42,11 @@ def value(text: str):
         return text
 
 
-def stage(cfg, models_cache: str, path: str) -> tuple[float, dict[str, float]]:
-    """(attack_s, {attack: AUC}) of one run of ``cfg`` on a fresh copy of ``models_cache`` through ``path``."""
+def stage(cfg, models_cache: str, path: str) -> tuple[float, float, dict[str, float]]:
+    """(attack_s, CPU seconds of the whole run, {attack: AUC}) of one run of ``cfg`` on a fresh copy of
+    ``models_cache`` through ``path``. The run's CPU time is the attack stage's plus loading the cached
+    models and the examples (the same for both paths, about a second); unlike the wall time it barely
+    moves when other processes share the cores."""
     from core.experiment.cache import ArtifactCache
     from core.experiment.pipeline import run_experiment
 
@@ -50,14 +54,16 @@ def stage(cfg, models_cache: str, path: str) -> tuple[float, dict[str, float]]:
     try:
         shutil.copytree(models_cache, folder, dirs_exist_ok=True)
         os.environ["MIA_ATTACK_BATCHED"] = PATHS[path]
+        cpu = time.process_time()
         summary = run_experiment(cfg, cache=ArtifactCache(folder)).summary
+        cpu = time.process_time() - cpu
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    return float(summary["timings"]["attack_s"]), {n: float(r["auc"]) for n, r in summary["attacks"].items()}
+    return float(summary["timings"]["attack_s"]), cpu, {n: float(r["auc"]) for n, r in summary["attacks"].items()}
 
 
-def fitting(cfg, models_cache: str, path: str) -> float:
-    """Seconds of the fit alone (every checkpoint epoch's attacks, as the pipeline fits them) through ``path``."""
+def fitting(cfg, models_cache: str, path: str) -> tuple[float, float]:
+    """(wall, CPU) seconds of the fit alone (every checkpoint epoch's attacks, as the pipeline fits them) through ``path``."""
     from core.attacks.shadow_attacks import fit_attack_sets
     from core.experiment.cache import ArtifactCache
     from core.experiment.pipeline import build_attacks, trained_models
@@ -67,9 +73,9 @@ def fitting(cfg, models_cache: str, path: str) -> float:
     responses = [models.shadow_responses(e) for e in cfg.checkpoint_epochs]
     sets = [build_attacks(models.task, cfg) for _ in responses]
     with single_thread():
-        t = time.perf_counter()
+        t, cpu = time.perf_counter(), time.process_time()
         fit_attack_sets(sets, responses, models.shadow_membership, batched=path == "new")
-        return time.perf_counter() - t
+        return time.perf_counter() - t, time.process_time() - cpu
 
 
 def main() -> None:
@@ -107,30 +113,38 @@ def main() -> None:
         print(f"{task} {args.preset} {args.arch}: models ready in {time.perf_counter() - t:.1f} s", flush=True)
         stage(cfg, args.models_cache, "new")  # warm-up, untimed
         times: dict[str, list[float]] = {"old": [], "new": []}
+        cpus: dict[str, list[float]] = {"old": [], "new": []}
         aucs: dict[str, dict[str, float]] = {}
         for r in range(args.repeat):
             for path in (("old", "new") if r % 2 == 0 else ("new", "old")):
-                seconds, aucs[path] = stage(cfg, args.models_cache, path)
+                seconds, cpu, aucs[path] = stage(cfg, args.models_cache, path)
                 times[path].append(seconds)
-                print(f"  {path}: attack stage {seconds:.2f} s (load {os.getloadavg()[0]:.1f})", flush=True)
-        fits: dict[str, list[float]] = {"old": [], "new": []}
+                cpus[path].append(cpu)
+                print(f"  {path}: attack stage {seconds:.2f} s wall, run {cpu:.2f} CPU s (load {os.getloadavg()[0]:.1f})",
+                      flush=True)
+        fits: dict[str, list[tuple[float, float]]] = {"old": [], "new": []}
         for r in range(0 if args.no_fit else args.repeat):
             for path in (("old", "new") if r % 2 == 0 else ("new", "old")):
                 fits[path].append(fitting(cfg, args.models_cache, path))
-                print(f"  {path}: the learned attacks' fit alone {fits[path][-1]:.2f} s (load {os.getloadavg()[0]:.1f})",
-                      flush=True)
+                print(f"  {path}: the learned attacks' fit alone {fits[path][-1][0]:.2f} s wall, "
+                      f"{fits[path][-1][1]:.2f} CPU s (load {os.getloadavg()[0]:.1f})", flush=True)
         old, new = min(times["old"]), min(times["new"])
+        old_cpu, new_cpu = min(cpus["old"]), min(cpus["new"])
         diff = max(abs(aucs["old"][n] - aucs["new"][n]) for n in aucs["old"])
         print(f"{task} {args.preset} {args.arch}: attack stage old {old:.2f} s, new {new:.2f} s, "
-              f"old/new {old / new:.2f}x (best of {args.repeat})", flush=True)
+              f"old/new {old / new:.2f}x (best of {args.repeat}); the run's CPU time old {old_cpu:.2f} s, "
+              f"new {new_cpu:.2f} s, old/new {old_cpu / new_cpu:.2f}x", flush=True)
         if fits["old"]:
-            print(f"{task} {args.preset} {args.arch}: fit alone old {min(fits['old']):.2f} s, new {min(fits['new']):.2f} s, "
-                  f"old/new {min(fits['old']) / min(fits['new']):.2f}x", flush=True)
+            fo, fn = min(f[0] for f in fits["old"]), min(f[0] for f in fits["new"])
+            co, cn = min(f[1] for f in fits["old"]), min(f[1] for f in fits["new"])
+            print(f"{task} {args.preset} {args.arch}: fit alone old {fo:.2f} s, new {fn:.2f} s, old/new {fo / fn:.2f}x; "
+                  f"CPU old {co:.2f} s, new {cn:.2f} s, old/new {co / cn:.2f}x", flush=True)
         for n in aucs["old"]:
             print(f"    {n:<22} AUC old {aucs['old'][n]:.4f}  new {aucs['new'][n]:.4f}", flush=True)
         print(f"    largest AUC difference {diff:.4f}", flush=True)
         rows.append({"task": task, "preset": args.preset, "arch": args.arch, "old_s": times["old"], "new_s": times["new"],
-                     "ratio": old / new, "fit_old_s": fits["old"], "fit_new_s": fits["new"], "auc": aucs,
+                     "ratio": old / new, "old_cpu_s": cpus["old"], "new_cpu_s": cpus["new"],
+                     "cpu_ratio": old_cpu / new_cpu, "fit_old_s": fits["old"], "fit_new_s": fits["new"], "auc": aucs,
                      "max_auc_diff": diff})
     os.environ.pop("MIA_ATTACK_BATCHED", None)
     if args.json:
