@@ -68,9 +68,8 @@ class FitMember:
 def joint_lstm_size(device: torch.device) -> int:
     """LSTM members per block-diagonal network: on a GPU one fused cuDNN kernel for several
     (launch-bound: the zeros are free); on a CPU one each — there the step is arithmetic, which the
-    E² zeros multiply. Measured on 2 loaded CPU cores (one thread, forward + backward of one batch
-    of 128, 2026-11-27): navigation quick's three H=32 LSTMs 40 ms joint vs 26 ms one each,
-    translation quick's two H=64 33 ms vs 37 ms (the old path's packed LSTMs: 73 ms and 70 ms)."""
+    E² zeros multiply (``bench/attack_lstm_step.py``, docs/performance.md: one each was faster than
+    joined for the quick presets' attack LSTMs)."""
     return 8 if device.type == "cuda" else 1
 
 
