@@ -17,11 +17,14 @@ from core import cli
 from core.attacks import shadow_attacks
 from core.attacks.attack_ensemble import FitMember, fit_members
 from core.attacks.shadow_attacks import (AttackTraining, RankHistogramAttack, RecordFeatureAttack, ShadowModelAttack,
-    _fit_classifier, fit_attack_sets, loss_threshold_attack)
+    _fit_classifier, attack_to_bytes, fit_attack_sets, loss_threshold_attack)
+from core.experiment.cache import ArtifactCache
+from core.experiment.pipeline import ATTACK_FIT_VERSION, AttackVariant, fitted_attack_variants, fitted_attacks, trained_models
 from core.foundations.errors import ConfigError
 from core.measurement.metrics import roc_auc
 from core.measurement.responses import Responses
 from core.models.attack import AttackLSTM, AttackMLP, StackedAttackMLP
+from core.tasks import get_task
 
 TOL = 1e-5
 
@@ -173,3 +176,25 @@ def test_members_must_match_their_targets():
     bad.y = bad.y[:5]
     with pytest.raises(ValueError, match="10 records and 5 targets"):
         fit_members([bad], device=torch.device("cpu"))
+
+
+def test_fits_of_the_older_path_are_not_served(tmp_path):
+    """Fitted attacks are keyed with the fit version: a fit stored under the key of the path before
+    issue 34 (no version part) is not what the pipeline loads, even where it is the only one."""
+    cache = ArtifactCache(tmp_path / "c")
+    cfg = get_task("image").make_config("ffnn", "quick", dict(n_train=40, n_eval=20, epochs=2, n_shadows=1,
+                                                                 attack_epochs=(1,), attack_train_epochs=3))
+    models = trained_models(cfg, cache=cache)
+    early, final = fitted_attack_variants(models, [AttackVariant(1), AttackVariant(2)], cache)
+    keys = cache.keys(cache.key("attack", cfg.config_hash))
+    assert keys and all(f"/{ATTACK_FIT_VERSION}/" in k for k in keys)
+    for attack in early:  # the epoch-1 fits, planted as epoch 2's under the old key; the new keys dropped
+        cache.put_bytes(cache.key("attack", cfg.config_hash, 2, "undefended", attack.name), attack_to_bytes(attack))
+    for k in keys:
+        if "/2/" in k:
+            cache.discard(k, "test: refit")
+    again = fitted_attacks(models, epoch=2, cache=cache)
+    target = models.victim.responses[2]
+    shadow = [a for a in final if a.name == "shadow"][0]
+    np.testing.assert_allclose([a for a in again if a.name == "shadow"][0].score(target), shadow.score(target), atol=1e-6)
+    assert not np.allclose([a for a in early if a.name == "shadow"][0].score(target), shadow.score(target), atol=1e-6)
