@@ -1,7 +1,10 @@
 """The attack stage fitted one attack at a time (before issue 34) vs as one batched fit, side by side.
 
     .venv/bin/python bench/attack_stage.py [--tasks image,translation,navigation] [--preset quick]
-        [--arch ffnn] [--set key=value ...] [--repeat 1] [--models-cache DIR] [--json FILE]
+        [--arch ffnn] [--set key=value ...] [--repeat 1] [--models-cache DIR] [--executor ensemble] [--json FILE]
+    # on a GPU, translation paper (the issue-34 target: <= 10 s):
+    .venv/bin/python bench/attack_stage.py --tasks translation --preset paper --arch rnn --executor processes \
+        --set data_dir=.m30k --set src_lang=en --set tgt_lang=de --no-fit
 
 Per task: the victim and shadows of the config are trained once (or loaded: ``--models-cache``,
 default a folder under the temporary directory that later runs reuse), then the run's whole
@@ -86,6 +89,8 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config overrides (every task)")
     parser.add_argument("--repeat", type=int, default=1, help="timed rounds of old and new (order alternates)")
     parser.add_argument("--models-cache", default=os.path.join(tempfile.gettempdir(), "mia_attack_stage_models"))
+    parser.add_argument("--executor", default="ensemble", help="how the models are trained when not cached "
+                        "(e.g. processes for translation paper on a GPU, as gpu_check trains it)")
     parser.add_argument("--no-fit", action="store_true", help="leave out the fit-alone timing")
     parser.add_argument("--json", help="write the rows here")
     args = parser.parse_args()
@@ -109,7 +114,7 @@ def main() -> None:
     for task in args.tasks.split(","):
         cfg = get_task(task).make_config(args.arch, args.preset, overrides)
         t = time.perf_counter()
-        trained_models(cfg, cache=ArtifactCache(args.models_cache), executor=make_executor("ensemble"))
+        trained_models(cfg, cache=ArtifactCache(args.models_cache), executor=make_executor(args.executor))
         print(f"{task} {args.preset} {args.arch}: models ready in {time.perf_counter() - t:.1f} s", flush=True)
         stage(cfg, args.models_cache, "new")  # warm-up, untimed
         times: dict[str, list[float]] = {"old": [], "new": []}
