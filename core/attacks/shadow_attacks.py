@@ -27,7 +27,9 @@ from torch import nn
 from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 
+from core.attacks.attack_ensemble import FitMember, fit_members
 from core.foundations.device import default_device
+from core.foundations.environment import env_value
 from core.measurement.metrics import AttackMetrics, best_threshold, evaluate_attack
 from core.models.attack import AttackLSTM, AttackMLP, JointAttack
 from core.measurement.responses import Responses
@@ -335,26 +337,57 @@ def max_joint(sequential: bool, device: torch.device) -> int:
     return 1 if sequential else 4
 
 
+def batched_fits() -> bool:
+    """Whether :func:`fit_attack_sets` fits every learned classifier as one batched ensemble
+    (:mod:`core.attacks.attack_ensemble`, the default) or one attack at a time (``MIA_ATTACK_BATCHED=0``:
+    the path before issue 34, kept so a benchmark can time both in one process)."""
+    return env_value("MIA_ATTACK_BATCHED") != "0"  # a value other than 0 or 1: one ConfigError line
+
+
 def fit_attack_sets(attack_sets: Sequence[list[Attack]], responses: Sequence[Responses], membership: np.ndarray,
-                    on_progress: Callable[[float], None] | None = None) -> None:
+                    on_progress: Callable[[float], None] | None = None, batched: bool | None = None) -> None:
     """Fit ``attack_sets[j]`` on ``responses[j]`` (in place), for answers of the *same records*
     (the shadows' answers at several checkpoint epochs, or under several draws of a defense).
 
-    The same learned attack across the sets — equal feature shapes and lengths, equal training —
-    is fitted as one :class:`JointAttack` (up to :func:`max_joint` classifiers per network): each
+    ``batched`` (default: :func:`batched_fits`): every learned classifier of every set — all
+    attacks, all sets — is fitted in one loop, one optimiser step for all
+    (:func:`core.attacks.attack_ensemble.fit_members`); the rest (thresholds) one by one. Otherwise
+    one attack at a time: the same learned attack across the sets as one :class:`JointAttack` (up
+    to :func:`max_joint` per network) when their shapes agree, else one by one. Either way each
     classifier keeps its own standardisation, seeded initialisation and the batches it would see
-    alone, so the result is the one-by-one fit's up to float rounding; one network instead of E
-    saves kernel launches (the GPU's, mostly). Everything else is fitted one by one.
-    ``on_progress(fraction)`` is called after each attack (all sets).
+    alone, so the result is the one-by-one fit's up to float rounding.
+    ``on_progress(fraction)`` is called as the fit goes (fractions in (0, 1)).
     """
     if len(attack_sets) != len(responses):
         raise ValueError(f"{len(attack_sets)} attack sets for {len(responses)} Responses")
     columns = list(zip(*attack_sets))
+    for column in columns:
+        if len({a.name for a in column}) != 1:
+            raise ValueError(f"attack sets list different attacks: {sorted({a.name for a in column})}")
+    if not (batched_fits() if batched is None else batched):
+        _fit_attack_columns(columns, responses, membership, on_progress)
+        return
+    learned: list[_LearnedAttack] = []
+    members: list[FitMember] = []
+    for attacks, r in zip(attack_sets, responses):
+        for attack in attacks:
+            if not isinstance(attack, _LearnedAttack):
+                attack.fit(r, membership)
+                continue
+            model, z, lengths = attack.prepare(r)
+            t = attack.training
+            members.append(FitMember(model, z, lengths, membership, t.epochs, t.batch_size, t.lr, t.seed))
+            learned.append(attack)
+    for attack, model in zip(learned, fit_members(members, on_progress=on_progress)):
+        attack.model = model
+
+
+def _fit_attack_columns(columns: list[tuple[Attack, ...]], responses: Sequence[Responses], membership: np.ndarray,
+                        on_progress: Callable[[float], None] | None) -> None:
+    """The one-attack-at-a-time fit of :func:`fit_attack_sets` (``batched=False``)."""
     for k, column in enumerate(columns):  # one attack across the sets
         if on_progress and k:
             on_progress(k / len(columns))
-        if len({a.name for a in column}) != 1:
-            raise ValueError(f"attack sets list different attacks: {sorted({a.name for a in column})}")
         if len(column) == 1 or not all(type(a) is type(column[0]) and isinstance(a, _LearnedAttack) for a in column):
             for attack, r in zip(column, responses):
                 attack.fit(r, membership)

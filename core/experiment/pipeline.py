@@ -30,6 +30,11 @@ from core.attacks import registry as attack_registry
 from core.attacks.shadow_attacks import (Attack, AttackOutcome, AttackTraining, attack_to_bytes, fit_attack_sets,
     load_attack_bytes, score_attacks)
 from core.experiment.cache import ArtifactCache, Validator, dict_with
+
+#: part of a fitted attack's cache key: raised when fitting changes its numbers, so no fit of an older
+#: version is served. 2: every learned classifier fitted as one batched ensemble (issue 34,
+#: core.attacks.attack_ensemble) — the same attack up to float rounding, but not bit for bit
+ATTACK_FIT_VERSION = "fit2"
 from core.foundations.config import ExperimentConfig
 from core.foundations.device import default_device, single_thread
 from core.training.dpsgd import report as privacy_report
@@ -268,7 +273,7 @@ def fitted_attack_variants(
     for v in variants:
         epoch = cfg.epochs if v.epoch is None else v.epoch
         attacks = build()
-        keys = [cache.key("attack", cfg.config_hash, epoch, v.tag, a.name) for a in attacks]
+        keys = [cache.key("attack", cfg.config_hash, epoch, v.tag, ATTACK_FIT_VERSION, a.name) for a in attacks]
         blobs = [cache.get_bytes(k) for k in keys]
         if all(b is not None for b in blobs):
             try:

@@ -92,6 +92,22 @@ class JointAttack(nn.Module):
         _, (h, _) = self.lstm(packed)
         return self.head(h[-1])
 
+    def forward_padded(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """Sequence members on zero-padded input without packing, each member at its *own* lengths.
+
+        x: (N, L, E·F) zero-padded, lengths: (N, E) (member e's record lengths) -> logits (N, E).
+        The LSTM runs over all L steps; member e's final state is its output at step lengths[:, e] − 1
+        (clamped to ≥ 1, as :meth:`forward`), which depends on its inputs up to that step only (the
+        LSTM reads forwards), so the padding after it changes nothing: the same state packing gives,
+        with no per-step sort, and members whose records differ in length share one network.
+        """
+        if not self.sequential:
+            raise ValueError("forward_padded is for sequence members")
+        out, _ = self.lstm(x)  # (N, L, E·H)
+        hidden = out.shape[-1] // self.n_members
+        step = (lengths.clamp_min(1) - 1).repeat_interleave(hidden, dim=1)  # (N, E·H): each column's step
+        return self.head(out.gather(1, step[:, None, :])[:, 0])
+
     def members(self) -> list[nn.Module]:
         """The E classifiers, as the plain modules they were built from (CPU, eval mode)."""
         kind, in_dim, hidden = self._member_kind
@@ -99,3 +115,63 @@ class JointAttack(nn.Module):
             out = [kind(in_dim, hidden) for _ in range(self.n_members)]
         read_members(self, out, self.places)
         return [m.cpu().eval() for m in out]
+
+
+class StackedAttackMLP(nn.Module):
+    """E :class:`AttackMLP` s of one hidden width, each with its own input width, stacked along a
+    leading member axis and computed with batched matrix products (``torch.baddbmm``): one set of
+    kernels for all E, and E·(weights of one) parameters — no block-diagonal zeros.
+
+    Member e's first-layer weights fill rows 0 … F_e − 1 of ``w1[e]``; the rows above are zero and
+    so are the input columns they read (the features are zero-padded to the widest member), so
+    their gradient is exactly zero and Adam leaves them at zero: the padding changes no member.
+    """
+
+    def __init__(self, members: list[AttackMLP]):
+        super().__init__()
+        if not members or any(type(m) is not AttackMLP for m in members):
+            raise ValueError("a stacked attack MLP needs AttackMLP members")
+        hidden = {m.net[0].out_features for m in members}
+        if len(hidden) != 1:
+            raise ValueError(f"stacked attack MLPs need one hidden width, got {sorted(hidden)}")
+        h = hidden.pop()
+        self.in_dims = [m.net[0].in_features for m in members]
+        e_n, f = len(members), max(self.in_dims)
+        self.w1 = nn.Parameter(torch.zeros(e_n, f, h))
+        self.b1 = nn.Parameter(torch.zeros(e_n, 1, h))
+        self.w2 = nn.Parameter(torch.zeros(e_n, h, h))
+        self.b2 = nn.Parameter(torch.zeros(e_n, 1, h))
+        self.w3 = nn.Parameter(torch.zeros(e_n, h, 1))
+        self.b3 = nn.Parameter(torch.zeros(e_n, 1, 1))
+        with torch.no_grad():
+            for e, m in enumerate(members):
+                first, second, last = m.net[0], m.net[2], m.net[4]
+                self.w1[e, : self.in_dims[e]] = first.weight.T
+                self.b1[e, 0] = first.bias
+                self.w2[e] = second.weight.T
+                self.b2[e, 0] = second.bias
+                self.w3[e] = last.weight.T
+                self.b3[e, 0] = last.bias
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x: (E, N, F_max), member e's features in its first F_e columns, zeros after -> logits (E, N)."""
+        h = torch.baddbmm(self.b1, x, self.w1).relu()
+        h = torch.baddbmm(self.b2, h, self.w2).relu()
+        return torch.baddbmm(self.b3, h, self.w3)[..., 0]
+
+    @torch.no_grad()
+    def members(self) -> list[AttackMLP]:
+        """The E classifiers as plain :class:`AttackMLP` s (CPU, eval mode)."""
+        out = []
+        h = self.w2.shape[-1]
+        with torch.random.fork_rng(devices=[]):  # their init is overwritten: leave the global RNG alone
+            for e, f in enumerate(self.in_dims):
+                m = AttackMLP(f, h)
+                m.net[0].weight.copy_(self.w1[e, :f].T)
+                m.net[0].bias.copy_(self.b1[e, 0])
+                m.net[2].weight.copy_(self.w2[e].T)
+                m.net[2].bias.copy_(self.b2[e, 0])
+                m.net[4].weight.copy_(self.w3[e].T)
+                m.net[4].bias.copy_(self.b3[e, 0])
+                out.append(m.cpu().eval())
+        return out

@@ -1,0 +1,205 @@
+"""Every learned attack classifier of a run fitted as one batched ensemble (issue 34).
+
+A run fits many small classifiers on the shadows' answers: the shadow-model attack (an MLP, or an
+LSTM over answer sequences: PVMIA), PRMIA's and the BLEU-feature MLPs — each at every checkpoint
+epoch and every defense draw or memorization block. Fitted one after another (or one kind at a
+time, :func:`core.attacks.shadow_attacks.fit_attack_sets` with ``batched=False``) each optimiser
+step runs a few tiny kernels, so the stage is bound by launches and Python, not arithmetic: on an
+H100 the translation ``paper`` preset spent 9,480 steps (docs/results.md, "GPU check").
+
+Here one loop takes one optimiser step for all of them. What makes that the one-by-one fit:
+
+* every classifier alone sees, per epoch, ``torch.randperm(n, generator)`` of a generator seeded
+  with its seed, cut into batches of its batch size. Classifiers with the same (records n, seed,
+  batch size, epochs) — a *schedule* — see the very same batches, so one index serves them all;
+  a run's learned attacks share one schedule (the same shadow records, ``cfg.seed``);
+* classifiers of one schedule are computed together: the MLPs as one
+  :class:`~core.models.attack.StackedAttackMLP` (batched matrix products, inputs zero-padded to
+  the widest; the padding's gradient is exactly zero), the LSTMs as block-diagonal
+  :class:`~core.models.attack.JointAttack` networks read with each member's own lengths
+  (:meth:`~core.models.attack.JointAttack.forward_padded`; on a CPU one member per network, whose
+  cost would otherwise grow with E²);
+* the step minimises Σₑ Lₑ(θₑ), each Lₑ the mean loss of member e's own batch; ∂/∂θₑ of the sum is
+  ∂Lₑ/∂θₑ, and Adam is element-wise, so one Adam over all parameters is E independent Adams;
+* schedules of other lengths (fewer records: fewer steps per epoch; fewer epochs) hold their own
+  parameter tensors: at a step where a schedule has no batch its parameters are not in the graph,
+  their gradient stays ``None`` and Adam skips them — their moments and step count do not move.
+
+What differs from the one-by-one fit is float rounding (batched products add in another order;
+the LSTM runs unpacked): tests/test_attack_ensemble.py bounds it.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+from core.foundations.device import default_device
+from core.models.attack import AttackLSTM, AttackMLP, JointAttack, StackedAttackMLP
+
+
+@dataclass
+class FitMember:
+    """One classifier to fit, as :func:`core.attacks.shadow_attacks._fit_classifier` would fit it alone."""
+
+    #: an :class:`AttackMLP` or :class:`AttackLSTM`, initialised as the one-by-one fit initialises it
+    model: nn.Module
+    #: standardised features: (N, F) or (N, 1, F) for an MLP, (N, L, F) zero-padded for an LSTM
+    x: torch.Tensor
+    #: (N,) steps per record (an LSTM's; ignored for an MLP)
+    lengths: torch.Tensor
+    #: (N,) membership, the target
+    y: np.ndarray
+    epochs: int
+    batch_size: int
+    lr: float
+    seed: int
+
+    @property
+    def schedule(self) -> tuple[int, int, int, int]:
+        """What fixes the batches it sees: (records, seed, batch size, epochs)."""
+        return (int(self.x.shape[0]), int(self.seed), int(self.batch_size), int(self.epochs))
+
+
+def joint_lstm_size(device: torch.device) -> int:
+    """LSTM members per block-diagonal network: on a GPU one fused cuDNN kernel for several
+    (launch-bound: the zeros are free); on a CPU one each — there the step is arithmetic, which the
+    E² zeros multiply (``bench/attack_lstm_step.py``, docs/performance.md: one each was faster than
+    joined for the quick presets' attack LSTMs)."""
+    return 8 if device.type == "cuda" else 1
+
+
+class _MLPBank:
+    """MLP members of one schedule and learning rate, as one :class:`StackedAttackMLP`."""
+
+    def __init__(self, members: Sequence[FitMember], device: torch.device):
+        self.module = StackedAttackMLP([m.model for m in members]).to(device)
+        n = members[0].x.shape[0]
+        width = max(self.module.in_dims)
+        x = torch.zeros(len(members), n, width)
+        for e, m in enumerate(members):
+            flat = m.x.reshape(n, -1)
+            x[e, :, : flat.shape[1]] = flat
+        self.x = x.to(device)
+        self.y = torch.as_tensor(np.stack([np.asarray(m.y) for m in members]), dtype=torch.float32, device=device)
+        self.lr = members[0].lr
+
+    def loss(self, at: torch.Tensor, at_cpu: torch.Tensor) -> torch.Tensor:
+        logits = self.module(self.x[:, at])  # (E, B)
+        return nn.functional.binary_cross_entropy_with_logits(logits, self.y[:, at], reduction="none").mean(1).sum()
+
+    def fitted(self) -> list[nn.Module]:
+        return self.module.members()
+
+
+class _LSTMBank:
+    """LSTM members of one schedule, learning rate and shape, as one block-diagonal :class:`JointAttack`."""
+
+    def __init__(self, members: Sequence[FitMember], device: torch.device):
+        self.module = JointAttack([m.model for m in members]).to(device)
+        n, steps = members[0].x.shape[0], max(m.x.shape[1] for m in members)
+        x = torch.zeros(n, steps, sum(m.x.shape[2] for m in members))
+        col = 0
+        for m in members:
+            x[:, : m.x.shape[1], col : col + m.x.shape[2]] = m.x
+            col += m.x.shape[2]
+        self.x = x.to(device)
+        # lengths stay on the CPU too: a batch is cut to its longest record without asking the GPU
+        self.lengths = torch.stack([m.lengths.to(torch.long).clamp_min(1) for m in members], dim=1)
+        self.lengths_dev = self.lengths.to(device)
+        self.y = torch.as_tensor(np.stack([np.asarray(m.y) for m in members], axis=1), dtype=torch.float32, device=device)
+        self.lr = members[0].lr
+
+    def loss(self, at: torch.Tensor, at_cpu: torch.Tensor) -> torch.Tensor:
+        longest = int(self.lengths[at_cpu].max())
+        logits = self.module.forward_padded(self.x[at, :longest], self.lengths_dev[at])  # (B, E)
+        return nn.functional.binary_cross_entropy_with_logits(logits, self.y[at], reduction="none").mean(0).sum()
+
+    def fitted(self) -> list[nn.Module]:
+        return self.module.members()
+
+
+def _banks(members: Sequence[FitMember], where: list[int], device: torch.device,
+           lstm_size: int | None) -> list[tuple[list[int], "_MLPBank | _LSTMBank"]]:
+    """The members ``where`` (one schedule) grouped into banks: MLPs by (lr, hidden), LSTMs by
+    (lr, input width, hidden) in networks of up to ``lstm_size`` (None: :func:`joint_lstm_size`)."""
+    groups: dict[tuple, list[int]] = {}
+    for i in where:
+        m = members[i].model
+        if type(m) is AttackMLP:
+            key = ("mlp", members[i].lr, m.net[0].out_features)
+        elif type(m) is AttackLSTM:
+            key = ("lstm", members[i].lr, m.lstm.input_size, m.lstm.hidden_size)
+        else:
+            raise ValueError(f"cannot fit a {type(m).__name__} in the attack ensemble")
+        groups.setdefault(key, []).append(i)
+    out: list[tuple[list[int], _MLPBank | _LSTMBank]] = []
+    for key, idx in groups.items():
+        if key[0] == "mlp":
+            out.append((idx, _MLPBank([members[i] for i in idx], device)))
+        else:
+            size = lstm_size or joint_lstm_size(device)
+            for start in range(0, len(idx), size):
+                chunk = idx[start : start + size]
+                out.append((chunk, _LSTMBank([members[i] for i in chunk], device)))
+    return out
+
+
+def fit_members(members: Sequence[FitMember], device: torch.device | None = None, lstm_size: int | None = None,
+                on_progress: Callable[[float], None] | None = None) -> list[nn.Module]:
+    """Fit every member in one loop (module docstring); return the fitted classifiers, in order,
+    as plain :class:`AttackMLP` / :class:`AttackLSTM` modules on the CPU in eval mode.
+
+    ``lstm_size``: LSTM members per block-diagonal network (default :func:`joint_lstm_size`).
+    ``on_progress(fraction)`` is called after every epoch but the last.
+    """
+    if not members:
+        return []
+    device = device or default_device()
+    for m in members:
+        if m.x.shape[0] != len(m.y) or m.x.shape[0] == 0:
+            raise ValueError(f"a member has {m.x.shape[0]} records and {len(m.y)} targets")
+    schedules: dict[tuple[int, int, int, int], list[int]] = {}
+    for i, m in enumerate(members):
+        schedules.setdefault(m.schedule, []).append(i)
+    plan = []  # per schedule: (n, batch size, epochs, its generator, its banks)
+    for (n, seed, batch_size, epochs), where in schedules.items():
+        plan.append((n, batch_size, epochs, torch.Generator().manual_seed(seed), _banks(members, where, device, lstm_size)))
+    banks = [bank for *_, bs in plan for _, bank in bs]
+    # the same Adam arithmetic as the one-by-one fit's, in fewer launches: one fused kernel on a GPU,
+    # the multi-tensor (foreach) ops on a CPU
+    kind = {"fused": True} if device.type == "cuda" else {"foreach": True}
+    opt = torch.optim.Adam([{"params": list(b.module.parameters()), "lr": b.lr} for b in banks], **kind)
+    for b in banks:
+        b.module.train()
+    total = max(epochs for _, _, epochs, _, _ in plan)
+    for epoch in range(total):
+        live = []
+        for n, batch_size, epochs, g, bs in plan:
+            if epoch < epochs:
+                perm = torch.randperm(n, generator=g)  # the permutation the one-by-one fit draws this epoch
+                live.append((perm, perm.to(device), batch_size, math.ceil(n / batch_size), bs))
+        for k in range(max(steps for *_, steps, _ in live)):
+            opt.zero_grad(set_to_none=True)  # a schedule without a batch now keeps grad None: Adam skips it
+            loss = None
+            for perm, perm_dev, batch_size, steps, bs in live:
+                if k < steps:
+                    cut = slice(k * batch_size, (k + 1) * batch_size)
+                    for _, bank in bs:
+                        term = bank.loss(perm_dev[cut], perm[cut])
+                        loss = term if loss is None else loss + term
+            loss.backward()
+            opt.step()
+        if on_progress is not None and epoch + 1 < total:
+            on_progress((epoch + 1) / total)
+    out: list[nn.Module | None] = [None] * len(members)
+    for *_, bs in plan:
+        for idx, bank in bs:
+            bank.module.eval()
+            for i, model in zip(idx, bank.fitted()):
+                out[i] = model
+    return out  # type: ignore[return-value]
