@@ -35,6 +35,7 @@ from core.views.run_figures import (attack_accuracy_curve, comparison_resolution
                                     steps_curves, utility_curves)
 from core.views.analysis_tables import tables
 from core.views.style import with_ci
+from core.measurement.stats import is_zero_width
 from core.analyses import registry as analysis_registry
 from core.analyses.verdicts import repeated_verdict_sentence
 from core.analyses.registry import resolve
@@ -285,6 +286,8 @@ def _ci(value: float | None, low: float | None, high: float | None, digits: int 
         return "—"
     if low is None or high is None:
         return f"{value:.{digits}f}"
+    if is_zero_width(low, high, value):  # every value equal: no spread to show, not certainty
+        return f"{value:.{digits}f} (no spread)"
     return f"{value:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
 
 
