@@ -106,3 +106,25 @@ def test_f3_gives_no_verdict_from_repeats_that_all_gave_the_same_accuracy():
     varied = mean_interval([0.5 + 0.004 * (-1) ** i for i in range(n)], bounds=(0.0, 1.0))
     assert f3_verdict(varied, loss, n)[0] == "holds"  # the same rule with a spread still concludes
     assert f3_verdict(varied, mean_interval([0.03] * n), n)[0] == "inconclusive"
+
+
+def test_an_exposure_fpr_finer_than_the_non_members_is_named_zero_false_positives():
+    """With 12 non-members the exposure thresholds at FPR 1 % and 0.1 % are both the highest non-member
+    score: the report's table and the figure said "1.0%" and "0.1%" for the same operating point."""
+    from core.measurement.exposure import fpr_label, quadrants
+    from core.views.record_view_figures import exposure_figure
+    from core.views.report import exposure_table
+
+    assert fpr_label(0.01, 200) == "FPR 1.0%" and fpr_label(0.001, 200).startswith("0 false positives (FPR < 1/200")
+    assert fpr_label(0.01, 12) == "0 false positives (FPR < 1/12; 1.0% asked)"
+    rng = np.random.default_rng(0)
+    member = np.r_[np.ones(12, bool), np.zeros(12, bool)]
+    a, b = rng.normal(size=24) + member, rng.normal(size=24) + member
+    view = {"attack": "lira", "archs": ["ffnn", "rnn"], "membership": member.tolist(),
+            "scores": {"ffnn": a.tolist(), "rnn": b.tolist()},
+            "quadrants": {str(f): quadrants(a, b, member, f).to_dict() for f in (0.01, 0.001)}}
+    assert view["quadrants"]["0.01"]["quadrant"] == view["quadrants"]["0.001"]["quadrant"]  # one operating point
+    table = exposure_table(view)
+    assert set(table["FPR"]) == {"0 false positives (FPR < 1/12; 1.0% asked)",
+                                 "0 false positives (FPR < 1/12; 0.1% asked)"}
+    assert "0 false positives (FPR < 1/12" in exposure_figure(view, "0.001").layout.title.text

@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from core.foundations.names import ARCH_NAMES
+from core.measurement.exposure import fpr_label
 from core.views.style import ARCH_COLOURS, legend_below
 
 
@@ -45,7 +46,9 @@ def exposure_figure(view: dict[str, Any], fpr: str = "0.01") -> go.Figure:
     fig.add_hline(y=q["b"]["threshold"], line=dict(color=ARCH_COLOURS.get(b), dash="dash"))
     names = quadrant_names([a, b])
     counts = ", ".join(f"{names[c['name']]} {c['count']}" for c in q["members"])
-    fig.update_layout(title=f"{view['attack']} score per record at FPR {float(fpr):.1%} — members exposed: {counts} "
+    n0 = len(member) - int(member.sum())
+    label = view.get("fpr_labels", {}).get(fpr) or fpr_label(float(fpr), n0)  # "0 false positives" below 1/n
+    fig.update_layout(title=f"{view['attack']} score per record at {label} — members exposed: {counts} "
                             f"(of {q['members'][0]['n']})",
                       xaxis_title=f"{ARCH_NAMES.get(a, a)} score", yaxis_title=f"{ARCH_NAMES.get(b, b)} score")
     return legend_below(fig, 560)

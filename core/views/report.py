@@ -35,6 +35,7 @@ from core.views.run_figures import (attack_accuracy_curve, comparison_resolution
                                     steps_curves, utility_curves)
 from core.views.analysis_tables import tables
 from core.views.style import with_ci
+from core.measurement.exposure import fpr_label
 from core.measurement.stats import is_zero_width
 from core.analyses import registry as analysis_registry
 from core.analyses.verdicts import repeated_verdict_sentence
@@ -297,9 +298,11 @@ def exposure_table(view: dict[str, Any]) -> pd.DataFrame:
     non-members in the same quadrant (false alarms)."""
     names = quadrant_names(view["archs"])
     rows = []
+    n0 = len(view["membership"]) - sum(view["membership"])
     for fpr, q in view["quadrants"].items():
+        label = view.get("fpr_labels", {}).get(fpr) or fpr_label(float(fpr), n0)
         for c in q["members"]:
-            rows.append({"FPR": f"{float(fpr):.1%}", "exposed by": names[c["name"]], "members": c["count"], "of": c["n"],
+            rows.append({"FPR": label, "exposed by": names[c["name"]], "members": c["count"], "of": c["n"],
                          "share [95 % CI]": f"{c['share']:.1%} [{c['share_low']:.1%}, {c['share_high']:.1%}]",
                          "repeats": c.get("repeats", 1),
                          "mean count over repeats [95 % CI]": (_ci(c["mean_count"], c["count_low"], c["count_high"], 1)
