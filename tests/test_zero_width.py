@@ -128,3 +128,23 @@ def test_an_exposure_fpr_finer_than_the_non_members_is_named_zero_false_positive
     assert set(table["FPR"]) == {"0 false positives (FPR < 1/12; 1.0% asked)",
                                  "0 false positives (FPR < 1/12; 0.1% asked)"}
     assert "0 false positives (FPR < 1/12" in exposure_figure(view, "0.001").layout.title.text
+
+
+def test_the_budget_names_its_tpr_at_zero_false_positives_below_100_non_members():
+    from core.views.record_view_figures import budget_figure
+    from core.views.report import budget_table
+
+    def budgets(n0: int) -> dict:
+        point = {"n_references": 2, "draws": 1, "auc": 0.6, "auc_low": 0.6, "auc_high": 0.6,
+                 "tpr_at_fpr": {"0.01": 0.25, "0.001": 0.25}, "tpr_low": {"0.01": 0.25, "0.001": 0.25},
+                 "tpr_high": {"0.01": 0.25, "0.001": 0.25}}
+        curve = {"attack": "lira", "n_available": 2, "points": [point], "flattens_at": None, "n_members": n0,
+                 "n_non_members": n0}
+        return {"ffnn": {"curves": {"lira": curve}}}
+
+    small, large = budgets(12), budgets(200)
+    assert budget_table(small)["TPR @ 1% FPR [spread]"][0] == "0.250 — TPR at 0 false positives (FPR < 1/12)"
+    assert budget_table(large)["TPR @ 1% FPR [spread]"][0] == "0.250"
+    titles = [a.text for a in budget_figure(small).layout.annotations]
+    assert "lira TPR at 0 false positives (FPR < 1/12)" in titles and "lira TPR at 1 % FPR" not in titles
+    assert "lira TPR at 1 % FPR" in [a.text for a in budget_figure(large).layout.annotations]

@@ -2,6 +2,7 @@
 reference budget, the audited ε (and its estimators against the number of guesses) and AUC per slice."""
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -54,12 +55,18 @@ def exposure_figure(view: dict[str, Any], fpr: str = "0.01") -> go.Figure:
     return legend_below(fig, 560)
 
 
+def _budget_tpr_name(budgets: dict[str, dict[str, Any]], attack: str) -> str:
+    """"TPR at 1 % FPR", or where the evaluated non-members cannot resolve 1 % (fewer than 100), what it is."""
+    n0 = min(int(v["curves"][attack]["n_non_members"]) for v in budgets.values() if attack in v["curves"])
+    return "TPR at 1 % FPR" if math.floor(0.01 * n0 + 1e-9) >= 1 else f"TPR at 0 false positives (FPR < 1/{n0})"
+
+
 def budget_figure(budgets: dict[str, dict[str, Any]]) -> go.Figure:
     """AUC (top) and TPR at 1 % FPR (bottom) against the number of reference models, one panel per
     attack, per architecture; bars: 2.5–97.5 % over which references were drawn; ▼: where it flattens."""
     attacks = list(next(iter(budgets.values()))["curves"])
     fig = make_subplots(rows=2, cols=len(attacks), shared_xaxes=True, vertical_spacing=0.08,
-                        subplot_titles=[f"{n} AUC" for n in attacks] + [f"{n} TPR at 1 % FPR" for n in attacks])
+                        subplot_titles=[f"{n} AUC" for n in attacks] + [f"{n} {_budget_tpr_name(budgets, n)}" for n in attacks])
     for arch, view in budgets.items():
         c, name = ARCH_COLOURS.get(arch), ARCH_NAMES.get(arch, arch)
         for col, attack in enumerate(attacks, 1):

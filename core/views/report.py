@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime as _dt
 import html
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -321,7 +322,10 @@ def budget_table(budgets: dict[str, dict[str, Any]]) -> pd.DataFrame:
          # one subset (all references): no spread to show, not a zero-width interval
          "AUC [spread]": _ci(p["auc"], *((p["auc_low"], p["auc_high"]) if p["draws"] > 1 else (None, None))),
          "TPR @ 1% FPR [spread]": _ci(p["tpr_at_fpr"]["0.01"], *((p["tpr_low"]["0.01"], p["tpr_high"]["0.01"])
-                                                                 if p["draws"] > 1 else (None, None))),
+                                                                 if p["draws"] > 1 else (None, None)))
+         # fewer than 100 non-members cannot resolve 1 %: the number is the TPR at 0 false positives, named so
+         + ("" if math.floor(0.01 * c["n_non_members"] + 1e-9) >= 1
+            else f" — TPR at 0 false positives (FPR < 1/{c['n_non_members']})"),
          "flattens at": c["flattens_at"] if c["flattens_at"] is not None else "—"}
         for arch, view in budgets.items() for name, c in view["curves"].items() for p in c["points"]])
 
