@@ -49,7 +49,7 @@ from scipy import stats as sps
 
 from core.analyses.scores_file import MAX_SLICES, MIN_PER_CLASS, ScoresTable, read_scores
 from core.foundations.paths import data_root
-from core.measurement.metrics import clopper_pearson, roc_auc, roc_curve
+from core.measurement.metrics import clopper_pearson, roc_auc, roc_curve, roc_points_kept
 from core.measurement.reference_math import lira_unit_scores, logit_confidence_from_loss, rmia_from_log_likelihoods
 from core.measurement.slices import SliceResult, slice_metrics
 from core.measurement.bootstrap import RocBand, at_bound_interval, bootstrap_metric, roc_band_bootstrap
@@ -410,8 +410,11 @@ def rmia_cross_fitted(table: ScoresTable, half: np.ndarray, usable: np.ndarray
 
 # ---------------------------------------------------------------------------- one attack's numbers
 def _thin(fpr: np.ndarray, tpr: np.ndarray) -> tuple[tuple[float, ...], tuple[float, ...]]:
-    keep = np.arange(len(fpr)) if len(fpr) <= MAX_ROC_POINTS else \
-        np.unique(np.r_[np.linspace(0, len(fpr) - 1, MAX_ROC_POINTS).astype(int), len(fpr) - 1])
+    """The ROC points kept for the report: every corner up to FPR 0.1 and at most :data:`MAX_ROC_POINTS`
+    evenly spaced ones above (:func:`core.measurement.metrics.roc_points_kept`, as a run's stored ROC), so the
+    log-log ROC's low-FPR TPR is the curve's own (evenly spaced points alone dropped its corners and drew it
+    lower on files of more than 400 distinct scores)."""
+    keep = roc_points_kept(fpr)
     return tuple(round(float(v), 6) for v in fpr[keep]), tuple(round(float(v), 6) for v in tpr[keep])
 
 

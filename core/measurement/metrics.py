@@ -133,7 +133,7 @@ def evaluate_attack(name: str, scores: np.ndarray, membership: np.ndarray, thres
     tpr = float(decide[y].mean())
     fpr = float(decide[~y].mean())
     fprs, tprs, _ = roc_curve(scores, y)
-    keep = _thin(fprs)
+    keep = roc_points_kept(fprs)
     return AttackMetrics(
         name=name,
         accuracy=float((decide == y).mean()),
@@ -170,7 +170,7 @@ def resolution(n_members: int, n_nonmembers: int) -> dict[str, float | int]:
 LOW_FPR_REGION = 0.1
 
 
-def _thin(fpr: np.ndarray) -> np.ndarray:
+def roc_points_kept(fpr: np.ndarray) -> np.ndarray:
     """Indices of the points of a ROC curve (FPR non-decreasing) to store: every corner — the last
     point at each FPR value, where the TPR is highest — up to :data:`LOW_FPR_REGION`, so the TPR
     read at any low FPR is the curve's own (an evenly thinned curve dropped corners and understated
