@@ -148,3 +148,17 @@ def test_the_budget_names_its_tpr_at_zero_false_positives_below_100_non_members(
     titles = [a.text for a in budget_figure(small).layout.annotations]
     assert "lira TPR at 0 false positives (FPR < 1/12)" in titles and "lira TPR at 1 % FPR" not in titles
     assert "lira TPR at 1 % FPR" in [a.text for a in budget_figure(large).layout.annotations]
+
+
+def test_the_budget_csv_leaves_the_spread_of_one_subset_empty():
+    from core.views.analysis_tables import budget_points_table
+
+    def point(draws: int, low: float, high: float) -> dict:
+        return {"n_references": 2, "draws": draws, "auc": 0.6, "auc_low": low, "auc_high": high,
+                "tpr_at_fpr": {"0.01": 0.2}, "tpr_low": {"0.01": low - 0.4}, "tpr_high": {"0.01": high - 0.4}}
+
+    budget = {"ffnn": {"curves": {"lira": {"points": [point(1, 0.6, 0.6), point(4, 0.55, 0.65)],
+                                           "flattens_at": None}}}}
+    t = budget_points_table(budget)
+    assert t["auc_low"].isna().tolist() == [True, False] and t["tpr_high_0.01"].isna().tolist() == [True, False]
+    assert t["auc_low"][1] == 0.55 and t["tpr_high_0.01"][1] == pytest.approx(0.25)
