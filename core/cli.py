@@ -296,14 +296,15 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.online_lira:
         from core.experiment.pipeline import trained_models
         from core.experiment.reference_attacks import LIRA_ONLINE, online_lira
+        from core.measurement.metrics import scores_for_json
 
         if not args.quiet:
             print(f"[online LiRA] {args.online_lira} reference models (trained once, cached)", file=sys.stderr)
         outcome = online_lira(trained_models(config), n_models=args.online_lira)
         result.summary["attacks"][LIRA_ONLINE] = {**outcome.result.to_dict(), "threat_model": "online",
                                                   "reference_models": args.online_lira}
-        # its per-record scores beside the others' (as core.experiment.pipeline.record_signals rounds them)
-        result.summary["records"]["scores"][LIRA_ONLINE] = [round(float(v), 6) for v in outcome.scores]
+        # its per-record scores beside the others' (exact, as core.experiment.pipeline.record_signals keeps them)
+        result.summary["records"]["scores"][LIRA_ONLINE] = scores_for_json(outcome.scores)
         add_augmented_online_lira(result.summary, config)
     if out is not None:
         write_json_atomically(out, result.summary)
@@ -319,6 +320,7 @@ def add_augmented_online_lira(summary: dict, config) -> None:
     from core.experiment.cache import ArtifactCache
     from core.experiment.model_attacks import LIRA_AUGMENTED_ONLINE, AugmentedLiRAOnline, UndefendedQuery
     from core.experiment.pipeline import trained_models
+    from core.measurement.metrics import scores_for_json
 
     models, cache = trained_models(config), ArtifactCache()
     attack = AugmentedLiRAOnline()
@@ -327,5 +329,5 @@ def add_augmented_online_lira(summary: dict, config) -> None:
         return
     outcome = attack.outcomes(UndefendedQuery(models, cache))[LIRA_AUGMENTED_ONLINE]
     summary["attacks"][LIRA_AUGMENTED_ONLINE] = {**outcome.result.to_dict(), "threat_model": "online"}
-    summary["records"]["scores"][LIRA_AUGMENTED_ONLINE] = [round(float(v), 6) for v in outcome.scores]
+    summary["records"]["scores"][LIRA_AUGMENTED_ONLINE] = scores_for_json(outcome.scores)
     summary.get("attacks_not_run", {}).pop(LIRA_AUGMENTED_ONLINE, None)

@@ -127,15 +127,46 @@ def test_summary_holds_the_shadow_fidelity_block():
     from core.tasks import get_task
 
     cfg = get_task("image").make_config("rnn", "quick", TINY)
-    block = run_experiment(cfg).summary["shadow_fidelity"]
+    summary = run_experiment(cfg).summary
+    block = summary["shadow_fidelity"]
     assert [c["epoch"] for c in block["checkpoints"]] == [2, 3]
     for c in block["checkpoints"]:
         assert set(c) == {"epoch", "victim", "shadows", "shadow_each", "member_loss_gap", "nonmember_loss_gap"}
         assert set(c["victim"]) == {"member_loss", "nonmember_loss", "member_top1", "nonmember_top1"}
-        assert len(c["shadow_each"]) == 2 and c["member_loss_gap"] >= 0
+        assert len(c["shadow_each"]) == 2
+        assert _gaps_recomputed(c) == (c["member_loss_gap"], c["nonmember_loss_gap"])
+        assert c["member_loss_gap"] * 1.01 != _gaps_recomputed(c)[0]  # a gap 1 % off is noticed
+    # the final checkpoint's victim losses are the mean cross-entropy of the stored per-record answers
+    # (stored to 6 significant digits), of the members and of the non-members
+    y = np.asarray(summary["records"]["membership"], bool)
+    ce = np.asarray(summary["records"]["cross_entropy"], np.float64)
+    final = block["checkpoints"][-1]["victim"]
+    assert final["member_loss"] == pytest.approx(ce[y].mean(), rel=1e-5)
+    assert final["nonmember_loss"] == pytest.approx(ce[~y].mean(), rel=1e-5)
+    assert abs(ce[y].mean() - ce[~y].mean()) > 1e-3 * ce.mean()  # the two differ: a swap would fail above
     u = block["utility"]
     assert u["metric"] == "accuracy" and len(u["shadows"]) == 2 and set(u["shadow_mean"]) == {"train", "val"}
-    assert isinstance(block["warnings"], list)
+    assert u["victim"] == {"train": summary["per_epoch"][-1]["utility_train"], "val": summary["utility"]["val"]}
+    for part in ("train", "val"):
+        assert u["shadow_mean"][part] == pytest.approx(np.mean([s[part] for s in u["shadows"]]), abs=1e-12)
+    # each shadow's train accuracy is read on its first n_eval in-records: a whole number of them (float32)
+    assert all(round(s["train"] * cfg.n_eval) == pytest.approx(s["train"] * cfg.n_eval, abs=1e-5) for s in u["shadows"])
+    assert block["warnings"] == fidelity_warnings(block)
+
+
+def _gaps_recomputed(c: dict) -> tuple[float, float]:
+    """(member, non-member) loss gap of a stored checkpoint from its stored numbers: the shadows' mean of
+    each shadow's loss, against the victim's, relative to max(|victim|, LOSS_FLOOR); asserts the stored
+    shadow means are those means."""
+    from core.experiment.fidelity import LOSS_FLOOR
+
+    gaps = []
+    for who in ("member_loss", "nonmember_loss"):
+        mean = float(np.mean([s[who] for s in c["shadow_each"]]))
+        assert c["shadows"][who] == pytest.approx(mean, abs=1e-12)
+        victim = c["victim"][who]
+        gaps.append(pytest.approx(abs(mean - victim) / max(abs(victim), LOSS_FLOOR), rel=1e-9))
+    return tuple(gaps)
 
 
 def test_plot_helpers_for_the_page():

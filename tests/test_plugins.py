@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from recompute import assert_attacks_match_records
 
 from core.cli import main
 from core.foundations.errors import ConfigError
@@ -84,7 +85,7 @@ def cli(args: list[str], env: dict[str, str], tmp_path: Path) -> subprocess.Comp
 
 
 # ------------------------------------------------------------------------------- the template, end to end
-def test_the_template_runs_through_the_cli_with_plugin_and_its_pool_workers_load_it(tmp_path):
+def test_the_template_runs_through_the_cli_with_plugin_and_its_pool_workers_load_it(tmp_path, monkeypatch):
     """``--plugin`` loads the file before the parser (its task is a --task choice) and hands it to the
     spawned pool workers through $MIA_PLUGINS: they train the victim and the shadow."""
     out = tmp_path / "result.json"
@@ -94,18 +95,48 @@ def test_the_template_runs_through_the_cli_with_plugin_and_its_pool_workers_load
     assert done.returncode == 0, done.stderr
     summary = json.loads(out.read_text())
     assert summary["task"] == "demo_sequences" and summary["arch"] == "ffnn"
-    assert summary["utility"]["metric"] == "accuracy" and 0 <= summary["utility"]["val"] <= 1
-    assert 0 <= summary["attack"]["accuracy"] <= 1 and 0 <= summary["attacks"]["loss_threshold"]["auc"] <= 1
+    assert summary["utility"]["metric"] == "accuracy"
+    _recompute_from_the_cache(summary, monkeypatch)
 
 
-def test_the_template_runs_through_the_environment_variable(tmp_path):
+def test_the_template_runs_through_the_environment_variable(tmp_path, monkeypatch):
     out = tmp_path / "result.json"
     done = cli(["run", "--task", "demo_sequences", "--arch", "rnn", "--preset", "quick", *TINY, "--quiet",
                 "--out", str(out)], {PLUGIN_ENV: str(TEMPLATE)}, tmp_path)
     assert done.returncode == 0, done.stderr
     summary = json.loads(out.read_text())
     assert summary["task"] == "demo_sequences" and summary["arch"] == "rnn"
-    assert 0 <= summary["attack"]["accuracy"] <= 1
+    _recompute_from_the_cache(summary, monkeypatch)
+
+
+def _recompute_from_the_cache(summary: dict, monkeypatch) -> None:
+    """The run's numbers recomputed here, not read back: its utility is the cached victim's accuracy on its
+    non-members (argmax of its logits against the labels, the weights the pool workers cached), every
+    attack's AUC and accuracy what its stored per-record scores give (tests/recompute.py), the headline
+    attack the shadow model's. A utility or an AUC one record off fails."""
+    import torch
+
+    from core.experiment.pipeline import trained_models
+
+    monkeypatch.setenv(PLUGIN_ENV, str(TEMPLATE))  # this process loads the template too
+    task = get_task("demo_sequences")
+    cfg = task.make_config(summary["arch"], "quick", dict(a.split("=", 1) for a in TINY[1::2]))
+    assert cfg.config_hash == summary["config_hash"]
+    models = trained_models(cfg)  # the CLI's cache (tests/conftest.py gives both this tmp_path's)
+    assert models.victim.cache_hit
+    index = models.splits.victim_nonmembers
+    victim = models.model("victim").eval()
+    with torch.no_grad():
+        predicted = victim(models.data.records[0][index]).argmax(1)
+    accuracy = float((predicted == models.data.records[1][index]).double().mean())
+    assert summary["utility"]["val"] == pytest.approx(accuracy, abs=1e-12)
+    assert summary["utility"]["val"] + 1 / len(index) != pytest.approx(accuracy, abs=1e-12)
+    assert_attacks_match_records(summary["attacks"], summary["records"])
+    wrong = {**summary["attacks"]["loss_threshold"]}
+    wrong["auc"] += 1 / (wrong["n_members"] * wrong["n_nonmembers"])  # one (member, non-member) pair off
+    with pytest.raises(AssertionError):
+        assert_attacks_match_records({**summary["attacks"], "loss_threshold": wrong}, summary["records"])
+    assert summary["attack"] == {k: v for k, v in summary["attacks"]["shadow"].items() if k not in ("roc_fpr", "roc_tpr")}
 
 
 def test_the_template_matches_its_two_models_within_five_percent(monkeypatch):

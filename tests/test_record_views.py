@@ -182,7 +182,7 @@ def test_slices_partition_the_records_and_mark_small_ones():
 
 
 def test_slices_with_too_few_non_members_for_1pct_fpr_say_their_tpr_is_at_zero_false_positives():
-    from core.views.report import slices_table
+    from core.views.run_text import slices_table
 
     rng = np.random.default_rng(3)
     # slice "a": 20 + 20 (like an image slice) cannot resolve 1 % FPR; slice "b": 150 + 150 can (1 false positive)

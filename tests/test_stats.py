@@ -120,11 +120,14 @@ def test_bootstrap_tpr_at_low_fpr_is_wide_with_few_non_members_and_says_so():
     assert "2 highest" in low_fpr_note(200, 0.01)
 
 
-def test_bootstrap_falls_back_to_percentile_when_bca_is_undefined():
+def test_a_rate_at_its_bound_gets_an_exact_interval_not_a_zero_width_bootstrap():
     s = np.r_[np.zeros(20), np.ones(20)]  # members score below every non-member: TPR at low FPR is 0 everywhere
     y = np.r_[np.ones(20, bool), np.zeros(20, bool)]
     e = bootstrap_metric(s, y, "tpr@0.01", n_boot=100)
-    assert e.mean == 0 and e.ci_low == 0 and e.ci_high == 0 and "bca undefined" in e.method
+    # every resample gives 0 (BCa undefined, the percentile interval [0, 0]): 0 of 20 members is a binomial
+    # count, whose exact (Clopper–Pearson) 95 % interval is [0, 1 − 0.025^(1/20)] = [0, 0.168]
+    assert e.mean == 0 and e.ci_low == 0 and e.ci_high == pytest.approx(1 - 0.025 ** (1 / 20))
+    assert e.method.startswith("Clopper–Pearson at the bound")
 
 
 def test_paired_difference_detects_a_planted_effect():

@@ -16,10 +16,12 @@ from core.analyses import registry as analysis_registry
 from core.defenses.defender import DefenseSpec, Defender
 from core.defenses.sweeps import check_sweep
 from core.experiment.pipeline import run_experiment, trained_models
+from core.measurement.metrics import roc_auc, tpr_at_fpr
 from core.foundations.errors import ConfigError, DatasetNotFoundError
 from core.models.tabular import lstm_param_count, mlp_param_count
 from core.tasks import available_tasks, get_task
 from core.data.csv_table import LIMITS, CsvLimits, parse_csv, read_csv_bytes
+from recompute import assert_attacks_match_records
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = {"n_train": 40, "n_eval": 20, "epochs": 2, "n_shadows": 1, "attack_epochs": (), "attack_train_epochs": 3}
@@ -197,24 +199,56 @@ def test_a_csv_trains_attacks_defends_and_is_analysed(root):
     ffnn, rnn = (tabular(a, data_dir="table.csv", label="label", n_shadows=2) for a in ("ffnn", "rnn"))
     summary = run_experiment(rnn).summary
     assert summary["task"] == "tabular" and summary["utility"]["metric"] == "accuracy"
-    assert 0 <= summary["utility"]["val"] <= 1 and summary["data"]["missing_values"] == {"income": 12}
+    assert summary["data"]["missing_values"] == {"income": 12}
     assert set(summary["attacks"]) >= {"shadow", "loss_threshold", "lira", "rmia"}
     assert len(summary["records"]["membership"]) == 2 * rnn.n_eval
-    defender = Defender(trained_models(rnn))
+    assert_attacks_match_records(summary["attacks"], summary["records"])  # AUC, accuracy: from the stored scores
+    models = trained_models(rnn)
+    victim = models.model("victim")  # rebuilt from the cached weights: the statistics come back with them
+    index = models.splits.victim_nonmembers
+    with torch.no_grad():  # the utility: the cached victim's accuracy on its non-members, recomputed here
+        right = victim.eval()(models.data.records.x[index]).argmax(1) == models.data.records.labels[index]
+    assert summary["utility"]["val"] == pytest.approx(float(right.double().mean()), abs=1e-6)  # a float32 mean; one record moves it 1/n
+    defender = Defender(models)
     for spec in (DefenseSpec("dirichlet", 1.0, draws=1), DefenseSpec("gpm", 0.01, draws=1)):
         point = defender.point(spec, "naive", utility=True)
-        assert 0 <= point["attack"]["accuracy"] <= 1 and point["utility"] is not None
+        checked = _one_draw_point_recomputed(point, summary)
+        assert {"shadow", "loss_threshold"} <= checked and point["attack"]["name"] in checked
+        assert point["utility"] is not None
+        wrong = {**point, "attacks": {**point["attacks"], "shadow": {**point["attacks"]["shadow"]}}}
+        wrong["attacks"]["shadow"]["accuracy"] += 1 / len(point["records"]["membership"])  # one record off
+        with pytest.raises(AssertionError):
+            _one_draw_point_recomputed(wrong, summary)
     for mechanism, value in (("dpsgd", 1.0), ("l2", 0.01)):
         check_sweep(rnn, mechanism, [value])  # the training-time defenses apply to the task
     out = analysis.analyze({"ffnn": ffnn, "rnn": rnn}, ("scatter",))
     assert set(out["scatter"]) == {"ffnn", "rnn"} and len(out["scatter"]["ffnn"]["log10_ape"]) == 2 * ffnn.n_eval
-    models = trained_models(rnn)
-    victim = models.model("victim")  # rebuilt from the cached weights: the statistics come back with them
     assert victim.standardize.mean[0] != 0 and victim.standardize.scale[0] != 1
     view = task.describe_record(rnn, models.data, int(models.splits.victim_members[0]), victim=lambda: victim)
     assert view.kind == "text" and dict(view.lines)["label"] in ("no", "yes") and "p = " in view.answer
     slices = task.slice_labels(rnn, models.data, np.array([0, 3, 5]), summary)
     assert slices["missing values"] == ["complete", "has missing values", "complete"]
+
+
+def _one_draw_point_recomputed(point: dict, summary: dict) -> set[str]:
+    """Asserts a one-draw defended point's numbers are what its stored per-record scores give: each
+    attack's AUC and TPR at low FPR, and, for the naive attacks that keep a threshold in the undefended
+    summary (the same fitted attack), its accuracy at that threshold; returns the attacks whose accuracy
+    was checked."""
+    y = np.asarray(point["records"]["membership"], bool)
+    checked = set()
+    for name, a in point["attacks"].items():
+        s = np.asarray(point["records"]["scores"][name], np.float64)
+        assert a["auc"] == pytest.approx(roc_auc(s, y), abs=1e-12), name
+        for fpr, tpr in a["tpr_at_fpr"].items():
+            assert tpr == pytest.approx(tpr_at_fpr(s, y, float(fpr)), abs=1e-12), (name, fpr)
+        threshold = summary["attacks"].get(name, {}).get("threshold")
+        if threshold is not None:
+            assert a["accuracy"] == pytest.approx(float(((s >= threshold) == y).mean()), abs=1e-12), name
+            checked.add(name)
+    head = point["attack"]["name"]
+    assert point["attack"] == {"name": head, **{k: v for k, v in point["attacks"][head].items() if k != "boundary"}}
+    return checked
 
 
 def test_dp_sgd_trains_the_lstm_as_opacus_dplstm(root):

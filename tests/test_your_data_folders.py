@@ -15,12 +15,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from PIL import Image
 
 from core.data.image_folder import list_image_folder, read_image_folder
+from core.experiment.cache import ArtifactCache
+from core.experiment.pipeline import trained_models
 from core.data.text_pairs import load_text_pairs
 from core.foundations.errors import ConfigError, DatasetNotFoundError
 from core.tasks import get_task
+from recompute import assert_attacks_match_records
 
 ROOT = Path(__file__).resolve().parent.parent
 #: a matched tiny pair on 8×8 images: CNN 7,922 vs ReNet 7,586 parameters (colour, 2 classes)
@@ -211,6 +215,11 @@ TINY_RUN = ["--set", "n_train=8", "--set", "n_eval=4", "--set", "epochs=2", "--s
             "--set", "n_shadows=1", "--set", "attack_train_epochs=3", "--quiet"]
 
 
+def _sets(args: list[str]) -> dict[str, str]:
+    """``--set k=v`` pairs of a command line as a dict (other arguments left out)."""
+    return dict(v.split("=", 1) for k, v in zip(args, args[1:]) if k == "--set")
+
+
 def test_cli_runs_an_image_folder_end_to_end_and_refuses_a_bad_one(data_root, tmp_path):
     write_class_folders(data_root / "pets", per_class=12, grey_every=2)  # halves of 12: 8 members + 4 others
     sets = [x for k, v in TINY_IMAGE.items() for x in ("--set", f"{k}={v}")]
@@ -220,8 +229,18 @@ def test_cli_runs_an_image_folder_end_to_end_and_refuses_a_bad_one(data_root, tm
     assert p.returncode == 0, p.stderr
     d = json.loads(out.read_text())
     assert d["config"]["dataset"] == "folder" and d["config"]["options"]["image_size"] == 8
-    assert 0 <= d["utility"]["val"] <= 1 and 0 <= d["attacks"]["shadow"]["auc"] <= 1
     assert len(d["records"]["membership"]) == 8  # 4 members + 4 non-members scored
+    assert_attacks_match_records(d["attacks"], d["records"])  # every AUC and accuracy: from the stored scores
+    # the utility: the cached victim's accuracy on its 4 non-members, recomputed here (one image off moves it 0.25)
+    cfg = get_task("image").make_config("rnn", "folder_quick", {"data_dir": "pets", **TINY_IMAGE, **_sets(TINY_RUN)})
+    assert cfg.config_hash == d["config_hash"]
+    models = trained_models(cfg, cache=ArtifactCache(tmp_path / "cache"))
+    assert models.victim.cache_hit
+    index = models.splits.victim_nonmembers
+    with torch.no_grad():
+        logits = models.model("victim").eval()(models.data.records.images[index])
+    right = (logits.argmax(1) == models.data.records.labels[index]).double().mean()
+    assert d["utility"]["val"] == pytest.approx(float(right), abs=1e-6) and len(index) == 4
     (data_root / "empty").mkdir()
     bad = _cli("run", "--task", "image", "--preset", "folder_quick", "--set", "data_dir=empty", *sets, *TINY_RUN,
                root=data_root, cache=tmp_path / "cache2")
@@ -371,7 +390,9 @@ def test_cli_runs_parallel_text_end_to_end(data_root, tmp_path):
     assert p.returncode == 0, p.stderr
     d = json.loads(out.read_text())
     assert d["config"]["dataset"] == "pairs" and d["utility"]["metric"] == "bleu"
-    assert 0 <= d["attacks"]["shadow"]["auc"] <= 1 and len(d["records"]["membership"]) == 8
+    assert len(d["records"]["membership"]) == 8
+    assert_attacks_match_records(d["attacks"], d["records"])  # every AUC and accuracy: from the stored scores
+    assert d["utility"]["val"] == d["per_epoch"][-1]["utility_val"]
     missing = _cli("run", "--task", "translation", "--preset", "pairs_cpu", "--set", "data_dir=texts",
                    "--set", "tgt_lang=fr", *TINY_RUN, root=data_root, cache=tmp_path / "cache2")
     assert missing.returncode == 2 and missing.stderr.count("\n") == 1

@@ -46,7 +46,7 @@ from core.experiment.results import DefendedPoint, RunSummary
 from core.foundations.config import ExperimentConfig
 from core.foundations.errors import ConfigError
 from core.measurement.metrics import utility_loss
-from core.measurement.stats import CONFIDENCE, compare, mean_interval, min_repeats_for
+from core.measurement.stats import CONFIDENCE, Estimate, compare, is_zero_width, mean_interval, min_repeats_for
 from core.measurement.studies import ARCH_FINDINGS, DIRICHLET, RL_ATTACK_ACCURACY, Source
 from core.tasks import get_task
 
@@ -436,6 +436,27 @@ def _defended_point(cfg: ExperimentConfig, spec: DefenseSpec, cache: ArtifactCac
     return None
 
 
+def f3_verdict(acc: Estimate, loss: Estimate, n: int) -> tuple[str, str]:
+    """F3's (value, reason) from the RNN's attack accuracy and utility loss under Dir_k over ``n`` repeats: the
+    rule in :func:`_dirichlet_row`'s ``rule``; never a verdict from a zero-width interval (every repeat equal)."""
+    value, reason = "inconclusive", f"N = {n}"
+    if n < TARGET_REPEATS:
+        reason = f"N = {n} < {TARGET_REPEATS}: run {TARGET_REPEATS} repeats"
+    elif acc.ci_low is None or loss.ci_low is None:
+        reason = "no interval"
+    elif is_zero_width(acc.ci_low, acc.ci_high, acc.mean) or is_zero_width(loss.ci_low, loss.ci_high, loss.mean):
+        which = "attack accuracy" if is_zero_width(acc.ci_low, acc.ci_high, acc.mean) else "utility loss"
+        reason = (f"every one of the N = {n} repeats gave the same {which}: a zero-width interval is the metric's "
+                  "resolution, not certainty")
+    elif acc.ci_low >= 0.5 - F3_TOLERANCE and acc.ci_high <= 0.5 + F3_TOLERANCE and loss.ci_high <= F3_MAX_LOSS:
+        value, reason = "holds", "accuracy interval within 50 % ± 5 points and the loss's upper end ≤ 10 %"
+    elif acc.ci_low > 0.5 + F3_TOLERANCE or loss.ci_low > F3_MAX_LOSS:
+        value, reason = "reversed", "accuracy interval above 55 % or the loss's lower end above 10 %"
+    else:
+        reason = "the intervals straddle the rule's bounds"
+    return value, reason
+
+
 def _dirichlet_row(task: str, preset: str, sets: dict[str, Any] | None, cache: ArtifactCache, costs: _Costs,
                    target: int) -> dict[str, Any]:
     cfg = get_task(task).make_config("rnn", preset, dict(sets or {}))
@@ -475,17 +496,7 @@ def _dirichlet_row(task: str, preset: str, sets: dict[str, Any] | None, cache: A
         return _row(FINDINGS["F3"], task, preset, status="not run", **common)
     acc = mean_interval([float(p["attack"]["accuracy"]) for p in points[:n]], bounds=(0.0, 1.0))
     loss = mean_interval([float(p["utility_loss"]) for p in points[:n]], bounds=(None, 1.0))
-    value, reason = "inconclusive", f"N = {n}"
-    if n < TARGET_REPEATS:
-        reason = f"N = {n} < {TARGET_REPEATS}: run {TARGET_REPEATS} repeats"
-    elif acc.ci_low is None or loss.ci_low is None:
-        reason = "no interval"
-    elif acc.ci_low >= 0.5 - F3_TOLERANCE and acc.ci_high <= 0.5 + F3_TOLERANCE and loss.ci_high <= F3_MAX_LOSS:
-        value, reason = "holds", "accuracy interval within 50 % ± 5 points and the loss's upper end ≤ 10 %"
-    elif acc.ci_low > 0.5 + F3_TOLERANCE or loss.ci_low > F3_MAX_LOSS:
-        value, reason = "reversed", "accuracy interval above 55 % or the loss's lower end above 10 %"
-    else:
-        reason = "the intervals straddle the rule's bounds"
+    value, reason = f3_verdict(acc, loss, n)
     measured = {"attack_accuracy": acc.to_dict(), "utility_loss": loss.to_dict(),
                 "verdict": {"value": value, "n": n, "reason": reason}}
     return _row(FINDINGS["F3"], task, preset, status="measured", measured=measured, **common)

@@ -41,7 +41,7 @@ from core.foundations.config import MAX_REPEATS, ExperimentConfig
 from core.defenses.defender import DefenseSpec, Defender
 from core.training.dpsgd import report as privacy_report
 from core.foundations.errors import ConfigError, MIAError
-from core.measurement.exposure import EXPOSURE_FPRS, flips, quadrants
+from core.measurement.exposure import EXPOSURE_FPRS, flips, fpr_label, quadrants
 from core.measurement.metrics import empirical_epsilon
 from core.experiment.pipeline import cached_summary, trained_models
 from core.experiment.reference_attacks import (LIRA_ONLINE, fit_reference_attacks, lira_scores, online_references,
@@ -148,6 +148,8 @@ def exposure_view(configs: dict[str, ExperimentConfig], summaries: dict[str, dic
             seeds.append(int(pair[a]["config"]["seed"]))
     out["repeat_seeds"] = seeds
     out["quadrants"] = {str(f): quadrants(scores[a], scores[b], member, f, a, b, triples).to_dict() for f in fprs}
+    # an FPR finer than 1/non-members is the threshold at 0 false positives: named so, never "0.1 %"
+    out["fpr_labels"] = {str(f): fpr_label(f, int((~member).sum())) for f in fprs}
     if defended:
         out["defense"] = {"mechanism": next(iter(defended.values()))["mechanism"],
                           "value": next(iter(defended.values()))["value"], "attacker": "naive"}

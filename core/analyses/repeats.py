@@ -118,6 +118,20 @@ HEADLINE_BOUNDS: dict[str, tuple[float | None, float | None]] = {
 }
 
 
+#: the range of a utility by its metric (accuracy a share, corpus BLEU 0–100; a return has no upper end)
+UTILITY_RANGE: dict[str, tuple[float | None, float | None]] = {"accuracy": (0.0, 1.0), "bleu": (0.0, 100.0)}
+
+
+def headline_bounds(name: str, summaries: Sequence[RunSummary]) -> tuple[float | None, float | None] | None:
+    """:data:`HEADLINE_BOUNDS` of ``name``; a utility's upper end from its metric where every run has the same
+    one (an accuracy's interval across repeats read "0.333 [0.000, 1.392]": values no accuracy takes)."""
+    if name.startswith("utility_"):
+        metrics = {s.utility.metric for s in summaries}
+        if len(metrics) == 1 and (metric := metrics.pop()) in UTILITY_RANGE:
+            return UTILITY_RANGE[metric]
+    return HEADLINE_BOUNDS.get(name)
+
+
 def headline_values(summaries: Sequence[RunSummary | dict[str, Any]]) -> dict[str, list[float | None]]:
     """Per headline metric, its value in each summary (None where the run has no such number)."""
     typed = runs(summaries)
@@ -127,9 +141,10 @@ def headline_values(summaries: Sequence[RunSummary | dict[str, Any]]) -> dict[st
 def aggregate(summaries: Sequence[RunSummary | dict[str, Any]]) -> dict[str, Estimate]:
     """Mean and 95 % t interval across repeats of every headline metric present in all of them."""
     out = {}
-    for name, values in headline_values(summaries).items():
+    typed = runs(summaries)
+    for name, values in headline_values(typed).items():
         if values and all(v is not None for v in values):
-            out[name] = mean_interval([float(v) for v in values], bounds=HEADLINE_BOUNDS.get(name))
+            out[name] = mean_interval([float(v) for v in values], bounds=headline_bounds(name, typed))
     return out
 
 
@@ -234,7 +249,7 @@ def compare_summaries(ffnn: Sequence[RunSummary | dict[str, Any]], rnn: Sequence
         a, b = fa[name], rb[name]
         if a and all(v is not None for v in a + b):
             out[name] = compare(name, [float(v) for v in a], [float(v) for v in b], expected,
-                                bounds=HEADLINE_BOUNDS.get(name))
+                                bounds=headline_bounds(name, [*ffnn, *rnn]))
     return out
 
 

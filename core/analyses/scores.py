@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -49,11 +49,11 @@ from scipy import stats as sps
 
 from core.analyses.scores_file import MAX_SLICES, MIN_PER_CLASS, ScoresTable, read_scores
 from core.foundations.paths import data_root
-from core.measurement.metrics import clopper_pearson, roc_auc, roc_curve
+from core.measurement.metrics import clopper_pearson, roc_auc, roc_curve, roc_points_kept
 from core.measurement.reference_math import lira_unit_scores, logit_confidence_from_loss, rmia_from_log_likelihoods
 from core.measurement.slices import SliceResult, slice_metrics
-from core.measurement.bootstrap import RocBand, bootstrap_metric, roc_band_bootstrap
-from core.measurement.stats import CONFIDENCE, Estimate
+from core.measurement.bootstrap import RocBand, at_bound_interval, bootstrap_metric, roc_band_bootstrap
+from core.measurement.stats import CONFIDENCE, Estimate, is_zero_width
 
 #: bootstrap resamples of every interval over records (AUC, TPR, advantage, AUC differences) ...
 BOOTSTRAP = 1000
@@ -295,7 +295,9 @@ def advantage_interval(decide: np.ndarray, member: np.ndarray, n_boot: int = BOO
         idx = _stratified_indices(member, min(chunk, n_boot - start), rng)
         vals[start:start + len(idx)] = d[idx[:, :n1]].mean(1) - d[idx[:, n1:]].mean(1)
     theta = float(d[member].mean() - d[~member].mean())
-    return _percentile(theta, vals, len(d), confidence, "threshold fitted on the other half (cross-fitting)")
+    est = _percentile(theta, vals, len(d), confidence, "threshold fitted on the other half (cross-fitting)")
+    exact = at_bound_interval("advantage", theta, n1, len(d) - n1, confidence) if est.half_width <= 1e-12 else None
+    return est if exact is None else replace(est, ci_low=exact[0], ci_high=exact[1], method=exact[2])
 
 
 def auc_difference(a: np.ndarray, b: np.ndarray, member: np.ndarray, n_boot: int = BOOTSTRAP, seed: int = 0,
@@ -408,8 +410,11 @@ def rmia_cross_fitted(table: ScoresTable, half: np.ndarray, usable: np.ndarray
 
 # ---------------------------------------------------------------------------- one attack's numbers
 def _thin(fpr: np.ndarray, tpr: np.ndarray) -> tuple[tuple[float, ...], tuple[float, ...]]:
-    keep = np.arange(len(fpr)) if len(fpr) <= MAX_ROC_POINTS else \
-        np.unique(np.r_[np.linspace(0, len(fpr) - 1, MAX_ROC_POINTS).astype(int), len(fpr) - 1])
+    """The ROC points kept for the report: every corner up to FPR 0.1 and at most :data:`MAX_ROC_POINTS`
+    evenly spaced ones above (:func:`core.measurement.metrics.roc_points_kept`, as a run's stored ROC), so the
+    log-log ROC's low-FPR TPR is the curve's own (evenly spaced points alone dropped its corners and drew it
+    lower on files of more than 400 distinct scores)."""
+    keep = roc_points_kept(fpr)
     return tuple(round(float(v), 6) for v in fpr[keep]), tuple(round(float(v), 6) for v in tpr[keep])
 
 
@@ -521,7 +526,8 @@ def score_table(table: ScoresTable, n_boot: int | None = None, seed: int = 0) ->
         if name in inputs:  # on the records both attacks score
             s, rows = inputs[name]
             diff = auc_difference(s[rows], loss[rows], member[rows], n_boot, seed)
-            verdict = (f"{name} higher" if diff.ci_low > 0 else "loss higher" if diff.ci_high < 0 else "inconclusive")
+            verdict = ("inconclusive" if is_zero_width(diff.ci_low, diff.ci_high, diff.mean)  # no spread: no finding
+                       else f"{name} higher" if diff.ci_low > 0 else "loss higher" if diff.ci_high < 0 else "inconclusive")
             comparisons.append(AucDifference(name, "loss", diff, verdict))
     slicings = []
     if table.slice is not None:

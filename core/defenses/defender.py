@@ -41,7 +41,7 @@ from core.attacks.shadow_attacks import Attack, RecordFeatureAttack, score_attac
 from core.experiment.cache import ArtifactCache
 from core.foundations.config import MAX_DRAWS
 from core.foundations.errors import ConfigError
-from core.measurement.metrics import empirical_epsilon, utility_loss
+from core.measurement.metrics import empirical_epsilon, scores_for_json, utility_loss
 from core.attacks import registry as attack_registry
 from core.attacks.registry import ModelAttack
 from core.experiment.model_attacks import UndefendedQuery
@@ -61,7 +61,8 @@ from core.defenses.sensitivity import SensitivityEstimate, cached_sensitivity, s
 
 ATTACKERS = ("naive", "adaptive", "both")
 #: bump when the meaning of a stored defended point changes
-DEFENSE_SCHEMA = 3  # 2: points carry LiRA and RMIA; 3: and the registry's quantile, label-only and gap attacks
+DEFENSE_SCHEMA = 4  # 2: points carry LiRA and RMIA; 3: and the registry's quantile, label-only and gap attacks;
+#: 4: per-record scores, APE and cross-entropy stored exactly (were rounded to 6 decimals)
 
 
 @dataclass(frozen=True)
@@ -121,12 +122,13 @@ class DefenseSpec:
         return replace(self, value=float(value))
 
 
-def _rounded(values: Any) -> list[float | None]:
-    """Per-record values for JSON: 6 decimals (what a scatter reads), None where not finite;
-    vectorised, as every slider step writes a few thousand of them."""
-    a = np.round(np.asarray(values, np.float64), 6)
+def _for_json(values: Any) -> list[float | None]:
+    """Per-record values for JSON: each float64 exactly (:func:`core.measurement.metrics.scores_for_json`; 6
+    decimals tied a confident model's losses), None where not finite; vectorised, as every slider step
+    writes a few thousand of them."""
+    a = scores_for_json(values)
     finite = np.isfinite(a)
-    return a.tolist() if finite.all() else [v if f else None for v, f in zip(a.tolist(), finite.tolist())]
+    return a if finite.all() else [v if f else None for v, f in zip(a, finite.tolist())]
 
 
 def _mean_std(values: list[float]) -> tuple[float, float]:
@@ -437,11 +439,11 @@ class Defender:
             eps_hat = [empirical_epsilon(out[self.primary].scores, self.membership) for out in outcomes]
             part["epsilon_lower_bound"] = _mean_std([e["lower_bound"] for e in eps_hat])[0]
             part["epsilon_lower_bound_detail"] = eps_hat[0]
-            part["records"] = {"ape": _rounded(answers[0].ape),
-                               "cross_entropy": _rounded(answers[0].mean_cross_entropy),
+            part["records"] = {"ape": _for_json(answers[0].ape),
+                               "cross_entropy": _for_json(answers[0].mean_cross_entropy),
                                "membership": np.asarray(self.membership, bool).tolist(),
                                # the naive attacks' per-record scores on draw 0 (the "why" scatter under defense)
-                               "scores": {n: _rounded(o.scores) for n, o in outcomes[0].items()}}
+                               "scores": {n: _for_json(o.scores) for n, o in outcomes[0].items()}}
             if len(self._answers) > 64:  # a long slider session: keep memory bounded
                 self._answers.clear()
             self._answers[key] = (answers, part)

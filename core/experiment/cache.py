@@ -49,6 +49,12 @@ from core.measurement.responses import Responses
 
 log = logging.getLogger(__name__)
 
+#: Revision of one kind of entry whose stored values changed meaning while the configs' hashes (and so the
+#: trained models under them) did not: its keys become ``v<schema>.<revision>/<kind>/…``, so an older entry
+#: is never read as a new one (nor listed by ``keys(key(kind, ""))``) and is recomputed from the cached models.
+#: result 2: per-record scores stored exactly (``core.measurement.metrics.scores_for_json``), not to 6 decimals.
+KIND_REVISIONS = {"result": 2}
+
 #: format tag of a wrapped value: version 2 binds the key into the digest (version 1 did not,
 #: so an intact entry copied to another key was served; such entries are discarded and recomputed)
 _MAGIC = b"MIAX2"
@@ -129,8 +135,10 @@ class ArtifactCache:
 
     @staticmethod
     def key(kind: str, digest: str, *parts: object) -> str:
-        """``v<schema>/<kind>/<digest>/<parts...>``."""
-        return "/".join([f"v{CACHE_SCHEMA_VERSION}", kind, digest, *map(str, parts)])
+        """``v<schema>/<kind>/<digest>/<parts...>`` (``v<schema>.<revision>/…`` for a kind in :data:`KIND_REVISIONS`)."""
+        revision = KIND_REVISIONS.get(kind)
+        version = f"v{CACHE_SCHEMA_VERSION}" if revision is None else f"v{CACHE_SCHEMA_VERSION}.{revision}"
+        return "/".join([version, kind, digest, *map(str, parts)])
 
     # ------------------------------------------------------------------ the store, opened lazily
     def _open(self) -> "diskcache.Cache | ReadOnlyStore":

@@ -41,7 +41,7 @@ from core.training.dpsgd import report as privacy_report
 from core.foundations.errors import ConfigError, NotCachedError
 from core.experiment.executor import Executor, TrainingJob, as_tuple
 from core.experiment.fidelity import measure_shadow_fidelity
-from core.measurement.metrics import resolution
+from core.measurement.metrics import resolution, scores_for_json
 from core.foundations.progress import ProgressCallback, ProgressTracker
 from core.experiment.model_attacks import UndefendedQuery
 from core.measurement.responses import Responses
@@ -505,9 +505,6 @@ def record_signals(responses: Responses, membership: np.ndarray, outcomes: dict[
     eq. 3), mean cross-entropy to the reference, every attack's score, and the decision boundary
     of each threshold attack in its signal's units (``{"signal", "threshold", "member_if"}``)."""
 
-    def rounded(a: np.ndarray) -> list[float]:
-        return [float(v) for v in np.round(np.asarray(a, np.float64), 6)]
-
     def significant(a: np.ndarray) -> list[float]:
         # 6 significant digits, not 6 decimals: a confident answer's APE or cross-entropy is 1e-7 … 1e-9, which
         # 6 decimals turned into 0 or a few values (1e-6, 2e-6, …): rows of records on a log scale that are not data
@@ -518,7 +515,7 @@ def record_signals(responses: Responses, membership: np.ndarray, outcomes: dict[
         "ape": significant(responses.ape),
         "cross_entropy": significant(responses.mean_cross_entropy),
         "length": [int(v) for v in responses.lengths],
-        "scores": {name: rounded(o.scores) for name, o in outcomes.items()},
+        "scores": {name: scores_for_json(o.scores) for name, o in outcomes.items()},  # exact, not rounded
         "boundaries": {name: o.result.boundary for name, o in outcomes.items() if o.result.boundary is not None},
     }
 

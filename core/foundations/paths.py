@@ -27,7 +27,7 @@ from core.foundations.errors import ConfigError
 #: environment variable naming the data root
 DATA_ROOT_ENV = "MIA_DATA_ROOT"
 #: the cache folder unless ``$MIA_CACHE_DIR`` names another
-DEFAULT_CACHE_DIR = Path(__file__).resolve().parent.parent / "cache"
+DEFAULT_CACHE_DIR = Path(__file__).resolve().parents[2] / "cache"  # <repo>/cache (this file: <repo>/core/foundations/)
 #: longest folder path accepted from the browser
 MAX_PATH_CHARS = 4096
 

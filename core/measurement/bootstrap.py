@@ -92,6 +92,46 @@ def low_fpr_note(n_nonmembers: int, fpr: float) -> str:
     return f"TPR at FPR {fpr:g} with {n_nonmembers} non-members rests on the {k} highest-scoring non-member(s)"
 
 
+def at_bound_interval(metric: str, theta: float, n_members: int, n_nonmembers: int,
+                      confidence: float = CONFIDENCE) -> tuple[float, float, str] | None:
+    """An exact interval for a rate observed at its bound, where a bootstrap over records has none.
+
+    When every member outranks every non-member (AUC 1), or no member clears the threshold (TPR 0),
+    every resample repeats θ̂ and the bootstrap interval is θ̂ itself: zero width, read as certainty
+    from 12 + 12 records. Here the observation is instead k = K successes (or 0) in K independent
+    trials, and the Clopper–Pearson interval of that count is exact: [(α/2)^(1/K), 1] at 1 and
+    [0, 1 − (α/2)^(1/K)] at 0. ``auc``: K = min(m, n) disjoint (member, non-member) pairs, each
+    ordered rightly with probability AUC, all K of them so ordered when all m·n pairs are (conservative:
+    the other pairs are not independent of these). ``tpr@<fpr>``: K = m members, each above the
+    non-members' threshold with probability TPR (given the non-members). ``advantage`` (TPR − FPR of
+    fixed decisions) at ±1: every member and no non-member flagged (or the reverse), the bound from both
+    proportions' Clopper–Pearson ends at α/4 each (Bonferroni). Returns (low, high, method), or None
+    where θ̂ is not at a bound."""
+    alpha = 1 - confidence
+    if metric == "advantage":
+        if abs(abs(theta) - 1) > 1e-12 or min(n_members, n_nonmembers) < 1:
+            return None
+        low = (alpha / 4) ** (1 / n_members) - (1 - (alpha / 4) ** (1 / n_nonmembers))
+        method = (f"Clopper–Pearson at the bound: every one of {n_members} members and none of {n_nonmembers} "
+                  f"non-members on one side (each proportion at {1 - alpha / 4:.4g}, Bonferroni)")
+        return (low, 1.0, method) if theta > 0 else (-1.0, -low, method)
+    if metric == "auc":
+        k, what = min(n_members, n_nonmembers), "disjoint (member, non-member) pairs"
+    elif metric.startswith("tpr@"):
+        k, what = n_members, "members"
+    else:
+        raise ValueError(f"unknown metric {metric!r}")
+    if k < 1 or not (theta <= 1e-12 or theta >= 1 - 1e-12):
+        return None
+    edge = (alpha / 2) ** (1 / k)
+    method = f"Clopper–Pearson at the bound: {'all' if theta > 0.5 else 'none'} of K = {k} {what}"
+    return (edge, 1.0, method) if theta > 0.5 else (0.0, 1 - edge, method)
+
+
+#: said of a zero-width bootstrap interval whose θ̂ is not at a bound: the scores do not vary (a constant attack)
+NO_SPREAD = "every resample gives the same value (the scores do not vary): no spread to show, not certainty"
+
+
 def bootstrap_metric(scores: np.ndarray, membership: np.ndarray, metric: str = "auc", *, n_boot: int = 1000,
                      method: str = "bca", confidence: float = CONFIDENCE, seed: int = 0) -> Estimate:
     """Stratified bootstrap interval of ``metric`` (``auc`` or ``tpr@<fpr>``) over the records.
@@ -148,6 +188,12 @@ def bootstrap_metric(scores: np.ndarray, membership: np.ndarray, metric: str = "
             used = "bootstrap-percentile (bca undefined: resamples all on one side)"
     lo, hi = np.quantile(boot, qs)
     note = low_fpr_note(len(neg), float(metric[4:])) if metric.startswith("tpr@") else ""
+    if hi - lo <= 1e-12:  # zero width: θ̂ at a bound (an exact interval instead), or scores that do not vary
+        exact = at_bound_interval(metric, theta, len(pos), len(neg), confidence)
+        if exact is not None:
+            lo, hi, used = exact
+        else:
+            note = "; ".join(x for x in (note, NO_SPREAD) if x)
     return Estimate(theta, float(lo), float(hi), int(len(s)), (), used, confidence, note)
 
 

@@ -37,6 +37,15 @@ EXPOSURE_FPRS = (0.01, 0.001)
 QUADRANTS = ("both", "only_b", "only_a", "neither")
 
 
+def fpr_label(fpr: float, n_nonmembers: int) -> str:
+    """How an exposure FPR is named: "FPR 1.0 %" where the non-members resolve it (⌊fpr·n⌋ ≥ 1 false
+    positive allowed), else what the threshold is — the highest non-member score — "0 false positives
+    (FPR < 1/n; 0.1 % asked)": with 12 non-members FPR 1 % and 0.1 % are the same operating point."""
+    if math.floor(fpr * n_nonmembers + 1e-9) >= 1:
+        return f"FPR {fpr:.1%}"
+    return f"0 false positives (FPR < 1/{n_nonmembers}; {fpr:.1%} asked)"
+
+
 def _scores(values: Any) -> np.ndarray:
     s = np.asarray(values, np.float64)
     if s.ndim != 1:

@@ -115,6 +115,16 @@ class AttackMetrics:
         return cls(**d)
 
 
+def scores_for_json(values) -> list[float]:
+    """Per-record scores as stored in a result (``records.scores``, a defended point's records): every
+    score the float64 it is (JSON writes the shortest text that reads back the same float; a NaN or ±inf
+    stays one, for the caller to refuse or replace). Not rounded: 6 decimals tied a confident model's
+    members (losses below 5e-7 all became 0.0) with each other and with as confident non-members, so an
+    AUC, a TPR at low FPR or ε̂ computed later from the stored scores was not the one computed in memory
+    (issue 30; tests/test_stored_scores.py)."""
+    return np.asarray(values, np.float64).ravel().tolist()
+
+
 def evaluate_attack(name: str, scores: np.ndarray, membership: np.ndarray, threshold: float) -> AttackMetrics:
     """Metrics of an attack whose decision is ``score >= threshold``."""
     scores = np.asarray(scores, dtype=np.float64)
@@ -123,7 +133,7 @@ def evaluate_attack(name: str, scores: np.ndarray, membership: np.ndarray, thres
     tpr = float(decide[y].mean())
     fpr = float(decide[~y].mean())
     fprs, tprs, _ = roc_curve(scores, y)
-    keep = _thin(fprs)
+    keep = roc_points_kept(fprs)
     return AttackMetrics(
         name=name,
         accuracy=float((decide == y).mean()),
@@ -160,7 +170,7 @@ def resolution(n_members: int, n_nonmembers: int) -> dict[str, float | int]:
 LOW_FPR_REGION = 0.1
 
 
-def _thin(fpr: np.ndarray) -> np.ndarray:
+def roc_points_kept(fpr: np.ndarray) -> np.ndarray:
     """Indices of the points of a ROC curve (FPR non-decreasing) to store: every corner — the last
     point at each FPR value, where the TPR is highest — up to :data:`LOW_FPR_REGION`, so the TPR
     read at any low FPR is the curve's own (an evenly thinned curve dropped corners and understated

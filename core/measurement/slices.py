@@ -21,7 +21,7 @@ import numpy as np
 from scipy import stats
 
 from core.measurement.metrics import roc_auc, tpr_at_fpr
-from core.measurement.bootstrap import low_fpr_note
+from core.measurement.bootstrap import at_bound_interval, low_fpr_note
 
 #: a slice with fewer members or non-members than this is marked too small
 MIN_SLICE_RECORDS = 20
@@ -113,12 +113,22 @@ def slice_metrics(slicing: str, labels: Sequence[Any], scores: Any, membership: 
         auc, tpr = roc_auc(ss, ys), tpr_at_fpr(ss, ys, FPR_1PCT)
         aucs, tprs = _bootstrap(ss, ys, np.random.default_rng([seed, i]), bootstrap)
         resolved = np.floor((FPR_1PCT + 1e-12) * n_n) >= 1  # the same k as _bootstrap's
-        out.append(SliceResult(slicing, name, n_m, n_n, small, auc, float(np.percentile(aucs, 2.5)),
-                               float(np.percentile(aucs, 97.5)), tpr, float(np.percentile(tprs, 2.5)),
-                               float(np.percentile(tprs, 97.5)), bool(resolved),
+        auc_ci = _interval("auc", auc, aucs, n_m, n_n)
+        tpr_ci = _interval(f"tpr@{FPR_1PCT}", tpr, tprs, n_m, n_n)
+        out.append(SliceResult(slicing, name, n_m, n_n, small, auc, *auc_ci, tpr, *tpr_ci, bool(resolved),
                                "" if resolved else f"TPR at 0 false positives (FPR < 1/{n_n}): "
                                + low_fpr_note(n_n, FPR_1PCT)))
     return out
+
+
+def _interval(metric: str, theta: float, boot: np.ndarray, n_m: int, n_n: int) -> tuple[float, float]:
+    """The 2.5–97.5 percentiles of the resamples; where they coincide because θ̂ lies at a bound (AUC 1, TPR 0
+    of a slice's few records), the exact Clopper–Pearson interval of
+    :func:`core.measurement.bootstrap.at_bound_interval` instead of a zero-width one."""
+    lo, hi = float(np.percentile(boot, 2.5)), float(np.percentile(boot, 97.5))
+    if hi - lo <= 1e-12 and (exact := at_bound_interval(metric, theta, n_m, n_n)) is not None:
+        return exact[0], exact[1]
+    return lo, hi
 
 
 def _natural(label: str) -> tuple:

@@ -67,6 +67,18 @@ def _check_confidence(confidence: float) -> None:
 
 
 # ---------------------------------------------------------------------------- estimates
+#: the note of an interval of zero width: every value equal (repeats, or every resample of the records)
+ALL_EQUAL = "all values equal: the interval has zero width, which is the metric's resolution, not certainty"
+
+
+def is_zero_width(low: float | None, high: float | None, mean: float | None = None) -> bool:
+    """Whether an interval exists and has zero width (up to float rounding): shown as "no spread", never as
+    ``x [x, x]``, and never a finding (:func:`verdict`)."""
+    if low is None or high is None:
+        return False
+    return high - low <= 1e-12 * max(1.0, abs(mean if mean is not None else low))
+
+
 @dataclass(frozen=True)
 class Estimate:
     """A number with its interval.
@@ -143,6 +155,8 @@ def mean_interval(values: Sequence[float], confidence: float = CONFIDENCE,
                         "one repeat: no interval (run with --repeats ≥ 2)")
     half = float(sps.t.ppf(0.5 + confidence / 2, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size))
     low, high, note = _clipped(mean - half, mean + half, bounds)
+    if x.max() == x.min():  # a zero-width t interval: the metric's resolution (1/n records), not certainty
+        note = "; ".join(v for v in (note, f"{ALL_EQUAL} (N = {x.size})") if v)
     return Estimate(mean, low, high, int(x.size), tuple(float(v) for v in x), "t", confidence, note)
 
 

@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from core.data.image_folder import list_image_folder, read_image_folder, stratified_halves
+from core.data.image_folder import FolderListing, list_image_folder, read_image_folder, stratified_halves
 from core.data.image_sources import cifar10_folder_problem, load_cifar10, load_digits_images
 from core.foundations.config import ExperimentConfig, bounded, check_fields
 from core.foundations.device import default_device
@@ -201,15 +201,19 @@ class ImageTask(LogitClassifier, Task):
         return cifar10_folder_problem(cfg.data_dir)
 
     def load(self, cfg: ExperimentConfig) -> TaskData:
-        key = (cfg.dataset, cfg.data_dir)
-        if cfg.dataset == "folder":  # the same folder at another size or channel count is other data
-            key += (cfg.options.image_size, cfg.options.channels)
+        key: tuple = (cfg.dataset, cfg.data_dir)
+        if cfg.dataset == "folder":
+            listing = self._list_folder(cfg)
+            # the same folder at another size or channel count is other data; so is another folder of that name
+            # (another data root) or one whose files changed since it was read: the key holds the resolved
+            # folder and what its listing found (names and total bytes), not the name typed
+            key += (cfg.options.image_size, cfg.options.channels, str(listing.folder), listing.paths,
+                    listing.total_bytes)
+            if key not in self._loaded:
+                self._loaded[key] = self._load_folder(cfg, listing)
+            return self._loaded[key]
         if key in self._loaded:
             return self._loaded[key]
-        if cfg.dataset == "folder":
-            data = self._load_folder(cfg)
-            self._loaded[key] = data
-            return data
         if cfg.dataset == "digits":
             x, y = load_digits_images()
             description = f"digits: {len(x):,} 8×8 grey images, 10 classes (scikit-learn)"
@@ -232,15 +236,20 @@ class ImageTask(LogitClassifier, Task):
         self._loaded[key] = data
         return data
 
-    def _load_folder(self, cfg: ExperimentConfig) -> TaskData:
-        """The user's class folders (:mod:`core.data.image_folder`), standardised per channel like the
-        built-in sources, split into halves class by class."""
+    @staticmethod
+    def _list_folder(cfg: ExperimentConfig) -> FolderListing:
+        """The class folder's listing (nothing decoded), after the options are checked."""
         if not cfg.data_dir:
             raise DatasetNotFoundError("dataset folder needs data_dir: a folder holding one sub-folder of PNG or JPEG "
                                        "images per class (DIR/<class>/<file>.png)")
         o: ImageOptions = cfg.options
         o.check_image(o.image_size, o.image_size)  # before a single image is decoded
-        listing = list_image_folder(cfg.data_dir)
+        return list_image_folder(cfg.data_dir)
+
+    def _load_folder(self, cfg: ExperimentConfig, listing: FolderListing) -> TaskData:
+        """The user's class folders (:mod:`core.data.image_folder`), standardised per channel like the
+        built-in sources, split into halves class by class."""
+        o: ImageOptions = cfg.options
         x, facts = read_image_folder(listing, o.image_size, o.channels)
         mean = x.mean(axis=(0, 2, 3), keepdims=True)
         std = x.std(axis=(0, 2, 3), keepdims=True) + 1e-6

@@ -43,6 +43,7 @@ from core.foundations.device import default_device, single_thread
 from core.foundations.errors import ConfigError, DatasetNotFoundError
 from core.models.translation import EOS, PAD, SOS, LuongSeq2Seq, TransformerSeq2Seq, match_transformer
 from core.foundations.memory import FLOAT_BYTES, attack_training_bytes, responses_bytes, training_state_bytes
+from core.foundations.paths import data_root
 from core.data.multi30k import LANGUAGES, load_multi30k
 from core.data.text_pairs import LANGUAGE_CODE, load_text_pairs
 from core.data.translation_records import TranslationRecords, build_records, detokenize
@@ -340,6 +341,8 @@ class TranslationTask(Task):
             key = ("pairs", cfg.data_dir, o.src_lang, o.tgt_lang, o.pair_name, o.min_freq, o.max_len, o.max_vocab)
         else:
             raise ConfigError(f"unknown translation dataset {cfg.dataset!r}; choose captions, multi30k or pairs")
+        if cfg.dataset != "captions":  # a relative data_dir names another folder under another data root
+            key += (str(data_root()),)
         if key in self._loaded:
             return self._loaded[key]
         line_numbers: list[int] | None = None

@@ -67,12 +67,17 @@ def exposure_records_table(ex: dict[str, Any]) -> pd.DataFrame:
 
 
 def budget_points_table(budget: dict[str, Any]) -> pd.DataFrame:
+    """One row per budget point; the spread over reference subsets only where there were two or more (one
+    subset — all references — has no spread: empty cells, not a low = high "interval")."""
+    def spread(p: dict[str, Any], value: Any) -> Any:
+        return value if p["draws"] > 1 else None
+
     return pd.DataFrame([
         {"arch": arch, "attack": name, "n_references": p["n_references"], "draws": p["draws"], "auc": p["auc"],
-         "auc_low": p["auc_low"], "auc_high": p["auc_high"],
+         "auc_low": spread(p, p["auc_low"]), "auc_high": spread(p, p["auc_high"]),
          **{f"tpr_at_fpr_{f}": v for f, v in p["tpr_at_fpr"].items()},
-         **{f"tpr_low_{f}": v for f, v in p["tpr_low"].items()},
-         **{f"tpr_high_{f}": v for f, v in p["tpr_high"].items()}, "flattens_at": c["flattens_at"]}
+         **{f"tpr_low_{f}": spread(p, v) for f, v in p["tpr_low"].items()},
+         **{f"tpr_high_{f}": spread(p, v) for f, v in p["tpr_high"].items()}, "flattens_at": c["flattens_at"]}
         for arch, view in budget.items() for name, c in view["curves"].items() for p in c["points"]])
 
 

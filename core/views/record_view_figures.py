@@ -2,6 +2,7 @@
 reference budget, the audited ε (and its estimators against the number of guesses) and AUC per slice."""
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -9,6 +10,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from core.foundations.names import ARCH_NAMES
+from core.measurement.exposure import fpr_label
 from core.views.style import ARCH_COLOURS, legend_below
 
 
@@ -45,10 +47,18 @@ def exposure_figure(view: dict[str, Any], fpr: str = "0.01") -> go.Figure:
     fig.add_hline(y=q["b"]["threshold"], line=dict(color=ARCH_COLOURS.get(b), dash="dash"))
     names = quadrant_names([a, b])
     counts = ", ".join(f"{names[c['name']]} {c['count']}" for c in q["members"])
-    fig.update_layout(title=f"{view['attack']} score per record at FPR {float(fpr):.1%} — members exposed: {counts} "
+    n0 = len(member) - int(member.sum())
+    label = view.get("fpr_labels", {}).get(fpr) or fpr_label(float(fpr), n0)  # "0 false positives" below 1/n
+    fig.update_layout(title=f"{view['attack']} score per record at {label} — members exposed: {counts} "
                             f"(of {q['members'][0]['n']})",
                       xaxis_title=f"{ARCH_NAMES.get(a, a)} score", yaxis_title=f"{ARCH_NAMES.get(b, b)} score")
     return legend_below(fig, 560)
+
+
+def _budget_tpr_name(budgets: dict[str, dict[str, Any]], attack: str) -> str:
+    """"TPR at 1 % FPR", or where the evaluated non-members cannot resolve 1 % (fewer than 100), what it is."""
+    n0 = min(int(v["curves"][attack]["n_non_members"]) for v in budgets.values() if attack in v["curves"])
+    return "TPR at 1 % FPR" if math.floor(0.01 * n0 + 1e-9) >= 1 else f"TPR at 0 false positives (FPR < 1/{n0})"
 
 
 def budget_figure(budgets: dict[str, dict[str, Any]]) -> go.Figure:
@@ -56,7 +66,7 @@ def budget_figure(budgets: dict[str, dict[str, Any]]) -> go.Figure:
     attack, per architecture; bars: 2.5–97.5 % over which references were drawn; ▼: where it flattens."""
     attacks = list(next(iter(budgets.values()))["curves"])
     fig = make_subplots(rows=2, cols=len(attacks), shared_xaxes=True, vertical_spacing=0.08,
-                        subplot_titles=[f"{n} AUC" for n in attacks] + [f"{n} TPR at 1 % FPR" for n in attacks])
+                        subplot_titles=[f"{n} AUC" for n in attacks] + [f"{n} {_budget_tpr_name(budgets, n)}" for n in attacks])
     for arch, view in budgets.items():
         c, name = ARCH_COLOURS.get(arch), ARCH_NAMES.get(arch, arch)
         for col, attack in enumerate(attacks, 1):

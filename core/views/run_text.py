@@ -5,6 +5,7 @@ from the summaries' JSON: nothing here draws, with Streamlit or in HTML pages.""
 from __future__ import annotations
 
 import html
+import math
 from typing import Any
 
 import pandas as pd
@@ -15,6 +16,8 @@ from core.views.repeat_figures import METRIC_NAMES, VERDICT_MARKS, p_text
 from core.views.run_figures import (attack_accuracy_curve, entropy_comparison, metrics_table, overview_table,
                                     roc_curves, roc_loglog, steps_curves, utility_curves)
 from core.views.style import with_ci
+from core.measurement.exposure import fpr_label
+from core.measurement.stats import is_zero_width
 from core.experiment.fidelity import matched_utility
 from core.foundations.config import ExperimentConfig
 from core.foundations.names import ARCH_NAMES, ATTACK_NAMES
@@ -147,6 +150,8 @@ def ci_text(value: float | None, low: float | None, high: float | None, digits: 
         return "—"
     if low is None or high is None:
         return f"{value:.{digits}f}"
+    if is_zero_width(low, high, value):  # every value equal: no spread to show, not certainty
+        return f"{value:.{digits}f} (no spread)"
     return f"{value:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
 
 
@@ -156,9 +161,11 @@ def exposure_table(view: dict[str, Any]) -> pd.DataFrame:
     non-members in the same quadrant (false alarms)."""
     names = quadrant_names(view["archs"])
     rows = []
+    n0 = len(view["membership"]) - sum(view["membership"])
     for fpr, q in view["quadrants"].items():
+        label = view.get("fpr_labels", {}).get(fpr) or fpr_label(float(fpr), n0)
         for c in q["members"]:
-            rows.append({"FPR": f"{float(fpr):.1%}", "exposed by": names[c["name"]], "members": c["count"], "of": c["n"],
+            rows.append({"FPR": label, "exposed by": names[c["name"]], "members": c["count"], "of": c["n"],
                          "share [95 % CI]": f"{c['share']:.1%} [{c['share_low']:.1%}, {c['share_high']:.1%}]",
                          "repeats": c.get("repeats", 1),
                          "mean count over repeats [95 % CI]": (ci_text(c["mean_count"], c["count_low"], c["count_high"], 1)
@@ -177,7 +184,10 @@ def budget_table(budgets: dict[str, dict[str, Any]]) -> pd.DataFrame:
          # one subset (all references): no spread to show, not a zero-width interval
          "AUC [spread]": ci_text(p["auc"], *((p["auc_low"], p["auc_high"]) if p["draws"] > 1 else (None, None))),
          "TPR @ 1% FPR [spread]": ci_text(p["tpr_at_fpr"]["0.01"], *((p["tpr_low"]["0.01"], p["tpr_high"]["0.01"])
-                                                                 if p["draws"] > 1 else (None, None))),
+                                                                 if p["draws"] > 1 else (None, None)))
+         # fewer than 100 non-members cannot resolve 1 %: the number is the TPR at 0 false positives, named so
+         + ("" if math.floor(0.01 * c["n_non_members"] + 1e-9) >= 1
+            else f" — TPR at 0 false positives (FPR < 1/{c['n_non_members']})"),
          "flattens at": c["flattens_at"] if c["flattens_at"] is not None else "—"}
         for arch, view in budgets.items() for name, c in view["curves"].items() for p in c["points"]])
 

@@ -17,6 +17,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from core.analyses.scores import ScoresResult
+from core.measurement.stats import is_zero_width
 
 _CSS = """
 body { font-family: -apple-system, Segoe UI, Helvetica, Arial, sans-serif; margin: 2em auto; max-width: 1200px;
@@ -38,6 +39,8 @@ def _ci(e: dict[str, Any] | Any, digits: int = 3) -> str:
         return "—"
     if d.get("ci_low") is None or d.get("ci_high") is None:
         return f"{d['mean']:.{digits}f}"
+    if is_zero_width(d["ci_low"], d["ci_high"], d["mean"]):  # the scores do not vary: no spread, not certainty
+        return f"{d['mean']:.{digits}f} (no spread)"
     return f"{d['mean']:.{digits}f} [{d['ci_low']:.{digits}f}, {d['ci_high']:.{digits}f}]"
 
 

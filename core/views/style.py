@@ -8,6 +8,8 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from core.measurement.stats import is_zero_width
+
 
 ARCH_COLOURS = {"ffnn": "#1f77b4", "rnn": "#d62728"}
 ATTACK_DASH = {"shadow": "solid", "loss_threshold": "dash", "entropy_threshold": "dot", "prmia": "dashdot",
@@ -53,6 +55,9 @@ def with_ci(e: dict[str, Any] | None, digits: int = 3) -> str:
         return "—"
     if e.get("ci_low") is None:
         return f"{e['mean']:.{digits}f} (N = 1)"
+    if is_zero_width(e["ci_low"], e["ci_high"], e["mean"]):  # every repeat equal: no spread, not certainty
+        n = f" in N = {e['n']}" if e.get("n") else ""
+        return f"{e['mean']:.{digits}f} (no spread{n})"
     return f"{e['mean']:.{digits}f} [{e['ci_low']:.{digits}f}, {e['ci_high']:.{digits}f}]"
 
 
