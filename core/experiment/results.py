@@ -1,25 +1,29 @@
 """Typed results: what a run, an attack and a defended point produce, as frozen dataclasses.
 
-The seam between ``core`` and its readers (pages, ``ui/``, analyses): the pipeline, the defenses and
-the sweeps still build and cache plain JSON dicts (the documented layout of ``docs/architecture.md``,
-"Summary JSON"; the cache stores dicts, and the CLI writes them unchanged), and a reader turns one
-into a :class:`RunSummary`, :class:`AttackResult` or :class:`DefendedPoint` with ``from_dict`` —
-validated there (after TF Privacy's ``AttackInputData.validate()``): a missing or ill-typed field
-raises :class:`core.foundations.errors.ResultFormatError` with one line that names it
-(``summary.attacks['lira'].auc must be a number, got 'x'``). Readers then use attributes
-(``run.attacks["lira"].auc``, ``point.attack.accuracy``) instead of string keys.
+The seam between ``core`` and its readers (pages, ``ui/``, views, analyses): the pipeline, the defenses
+and the sweeps still build and cache plain JSON dicts (the documented layout of ``docs/architecture.md``,
+"Summary JSON"; the cache stores dicts, and the CLI writes them unchanged), and they are typed once,
+where the JSON is read or produced (the cache readers, the CLI, ``ui.shared``, the analyses that run
+experiments): :class:`RunSummary`, :class:`AttackResult`, :class:`DefendedPoint` by ``from_dict`` —
+validated there (after TF Privacy's ``AttackInputData.validate()``): a missing, ill-typed or unknown
+field raises :class:`core.foundations.errors.ResultFormatError` with one line that names it
+(``summary.attacks['lira'].auc must be a number, got 'x'``; ``summary has unknown key 'x' (written by
+another version?)``). The views and analyses take the typed objects only and read attributes
+(``run.attacks["lira"].auc``, ``run.per_record.scores_of("lira")``, ``point.attack.accuracy``).
 
 ``to_dict()`` gives back exactly the dict that was read — the same keys in the same order, the
-same values (numbers are checked, never converted: an int stays an int): keys this version does not
-type are kept in ``extra`` and written where they were, and a key that was absent stays absent
-(``None`` on the attribute). Built in code rather than read, an object writes every typed field in
-the layout's order, then ``extra``. Nested blobs that no reader needs typed (``config``, ``data``,
-``records``, ``examples``, ``shadow_fidelity``, ``privacy``) stay JSON values; ``to_dict`` returns
-them as they are (not copied), so treat them as read-only.
+same values (numbers are checked, never converted: an int stays an int); a key that was absent stays
+absent (``None`` on the attribute). Three layouts are open by design and keep keys they do not type in
+``extra``, written back where they were: a learning-curve row (a task's own columns, numbers), a
+defended point (a registered mechanism's keys) and a defense baseline (the sweeps' keys). Built in code
+rather than read, an object writes every typed field in the layout's order, then ``extra``. Nested
+blobs that no reader needs typed (``config``, ``data``, ``examples``, ``shadow_fidelity``, ``privacy``)
+stay JSON values; ``to_dict`` returns them as they are (not copied), so treat them as read-only.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Callable, ClassVar, Mapping, Sequence, TypeVar
 
 from core.foundations.errors import ResultFormatError
@@ -153,6 +157,9 @@ class _Typed:
 
     _FIELDS: ClassVar[dict[str, tuple[_Conv, bool]]] = {}
     _WHAT: ClassVar[str] = "result"
+    #: refuse keys that are not in ``_FIELDS`` (a layout this version does not know is an error, not
+    #: something carried along unread); False where the layout is open by design (see each class)
+    _STRICT: ClassVar[bool] = True
 
     @classmethod
     def from_dict(cls: type[T], d: Mapping[str, Any], where: str | None = None, name: str | None = None) -> T:
@@ -180,6 +187,9 @@ class _Typed:
                 raise _fail(f"{where}.{key}", "given (not null)", value)
             values[key] = conv.read(value, f"{where}.{key}")
         extra = {k: v for k, v in d.items() if k not in cls._FIELDS}
+        if extra and cls._STRICT:
+            raise ResultFormatError(f"{where} has unknown key{'s' * (len(extra) > 1)} "
+                                    f"{', '.join(map(repr, extra))} (written by another version?)")
         return cls(**values, extra=extra, keys=tuple(d))  # type: ignore[call-arg]
 
     @classmethod
@@ -303,6 +313,15 @@ class EpochRecord(_Typed):
     keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
 
     _WHAT: ClassVar[str] = "per_epoch row"
+    #: open: a task's ``epoch_metrics`` adds its own curves (navigation's steps; a plugin's), each a number
+    _STRICT: ClassVar[bool] = False
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], where: str | None = None, name: str | None = None) -> "EpochRecord":
+        row = super().from_dict(d, where, name)
+        for k, v in row.extra.items():  # a task's own column: a number, or null where not measured
+            _null(NUM).read(v, f"{where or cls._WHAT}.{k}")
+        return row
 
     def get(self, name: str, default: Any = None) -> Any:
         """A column by name, typed or task-specific."""
@@ -328,6 +347,8 @@ class RepeatsBlock(_Typed):
     config_hashes: tuple[str, ...]
     metrics: dict[str, Estimate]
     roc_band: dict[str, Any] | None = None
+    #: repeat 0's evaluation-set resolution (:func:`core.analyses.repeats.summary_resolution`): the band's 1/n floor
+    resolution: dict[str, Any] | None = None
     within_run: dict[str, Estimate] | None = None
     extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
     keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
@@ -337,7 +358,63 @@ class RepeatsBlock(_Typed):
 
 RepeatsBlock._FIELDS = {"n": (INT, True), "seeds": (_sequence(INT), True), "config_hashes": (_sequence(STR), True),
                         "metrics": (_mapping(_estimate()), True), "roc_band": (_null(DICT), False),
-                        "within_run": (_mapping(_estimate()), False)}
+                        "resolution": (_null(DICT), False), "within_run": (_mapping(_estimate()), False)}
+
+
+def _optional_numbers() -> _Conv:
+    """A list of numbers or nulls (a record an attack could not score), read as a tuple."""
+    def read(v: Any, where: str) -> tuple:
+        if not isinstance(v, list):
+            raise _fail(where, "a list of numbers", v)
+        for i, x in enumerate(v):
+            if x is not None:
+                _number(x, f"{where}[{i}]")
+        return tuple(v)
+
+    return _Conv(read, list)
+
+
+def _flags() -> _Conv:
+    def read(v: Any, where: str) -> tuple:
+        if not isinstance(v, list) or not all(isinstance(x, bool) for x in v):
+            raise _fail(where, "a list of true / false", v)
+        return tuple(v)
+
+    return _Conv(read, list)
+
+
+@dataclass(frozen=True)
+class RunRecords(_Typed):
+    """A run's per-record signals on its balanced evaluation set (the summary's ``records`` block,
+    :func:`core.experiment.pipeline.record_signals`): ``membership`` (member or not, record by record),
+    APE (paper 000 eq. 3) and mean cross-entropy, the answer ``length`` in steps, every attack's
+    ``scores`` (None where an attack could not score a record) and each threshold attack's decision
+    ``boundaries`` in its signal's units. Optional fields are absent in summaries written before them."""
+
+    membership: tuple[bool, ...] | None = None
+    ape: tuple[float, ...] | None = None
+    cross_entropy: tuple[float, ...] | None = None
+    length: tuple[int, ...] | None = None
+    scores: dict[str, tuple[float | None, ...]] | None = None
+    boundaries: dict[str, dict[str, Any]] | None = None
+    extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
+    keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
+
+    _WHAT: ClassVar[str] = "records"
+
+    def scores_of(self, attack: str) -> tuple[float | None, ...] | None:
+        """``attack``'s per-record scores, None when the run has none for it."""
+        return (self.scores or {}).get(attack)
+
+    def has_scores(self, attack: str) -> bool:
+        return attack in (self.scores or {})
+
+
+RunRecords._FIELDS = {
+    "membership": (_flags(), False), "ape": (_numbers(), False), "cross_entropy": (_numbers(), False),
+    "length": (_sequence(INT), False), "scores": (_mapping(_optional_numbers()), False),
+    "boundaries": (_mapping(DICT), False),
+}
 
 
 @dataclass(frozen=True)
@@ -369,7 +446,11 @@ class RunSummary(_Typed):
     cache_hit: bool | None = None
     models_from_cache: dict[str, Any] | None = None
     cache_corrupted: list[Any] | None = None
+    #: whose victim (issue 33): ``{kind: trained | user weights, weights_sha256, members_sha256, n_members}``
+    victim_source: dict[str, Any] | None = None
     shadow_fidelity: dict[str, Any] | None = None
+    #: every registered attack that did not run here, and why (issue 34)
+    attacks_not_run: dict[str, str] | None = None
     resolution: dict[str, Any] | None = None
     privacy: dict[str, Any] | None = None
     examples: dict[str, Any] | list[Any] | None = None
@@ -385,7 +466,14 @@ class RunSummary(_Typed):
         if isinstance(d, RunSummary):
             return run
         _check_attacks(run.attack, run.attacks, where or cls._WHAT)
+        run.per_record  # the records block checked here too, so a malformed one is refused as it is read
         return run
+
+    @cached_property
+    def per_record(self) -> RunRecords:
+        """The ``records`` block typed (checked on first use). ``records`` itself stays the JSON block: the
+        training-time sweeps and the tasks' ``slice_labels`` (a plugin's API) read it as a dict."""
+        return RunRecords.from_dict(self.records, f"{self._WHAT}.records")
 
     @property
     def primary(self) -> str:
@@ -419,7 +507,8 @@ RunSummary._FIELDS = {
     "attack": (_ATTACK, True), "attacks": (_ATTACKS, True),
     "attacks_by_epoch": (_mapping(_ATTACKS), False), "per_epoch": (_sequence(_objects(EpochRecord)), True),
     "timings": (DICT, True), "cache_hit": (BOOL, False), "models_from_cache": (_null(DICT), False),
-    "cache_corrupted": (_null(LIST), False), "shadow_fidelity": (_null(DICT), False),
+    "cache_corrupted": (_null(LIST), False), "victim_source": (_null(DICT), False),
+    "shadow_fidelity": (_null(DICT), False), "attacks_not_run": (_null(_mapping(STR)), False),
     "resolution": (_null(DICT), False), "privacy": (_null(DICT), False),
     "examples": (_null(_kind((dict, list), "a JSON object or a list")), False),
     "records": (DICT, True), "repeats": (_null(_objects(RepeatsBlock)), False),
@@ -474,6 +563,8 @@ class DefendedPoint(_Typed):
     keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
 
     _WHAT: ClassVar[str] = "point"
+    #: open: a registered mechanism adds its own keys to its points (kept in ``extra``)
+    _STRICT: ClassVar[bool] = False
 
     def interval(self, metric: str) -> Estimate | None:
         """The 95 % interval of ``metric`` (``attack_accuracy``, ``attack_auc``, ``utility``,
@@ -524,6 +615,8 @@ class DefenseBaseline(_Typed):
     keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
 
     _WHAT: ClassVar[str] = "baseline"
+    #: open: the training-time sweeps add their own keys (``utility_chance``), kept in ``extra``
+    _STRICT: ClassVar[bool] = False
 
 
 DefenseBaseline._FIELDS = {
