@@ -60,7 +60,7 @@ def test_repeats_differ_in_split_and_raising_n_trains_only_new_repeats(monkeypat
     block = repeats_block(three, n_boot=200)
     acc = block["metrics"]["attack_accuracy"]
     assert acc["n"] == 3 and len(acc["values"]) == 3 and acc["ci_low"] <= acc["mean"] <= acc["ci_high"]
-    assert acc["mean"] == pytest.approx(np.mean([s["attack"]["accuracy"] for s in three]))
+    assert acc["mean"] == pytest.approx(np.mean([s.attack.accuracy for s in three]))
     assert block["within_run"]["attack_auc"]["method"].startswith("bootstrap")
     assert len(members[0]) == 2 * TINY["n_eval"]
     json.dumps(block, allow_nan=False)

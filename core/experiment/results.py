@@ -629,9 +629,3 @@ DefenseBaseline._FIELDS = {
 def runs(summaries: Sequence[RunSummary | Mapping[str, Any]]) -> list[RunSummary]:
     """Each summary typed (already typed ones as they are)."""
     return [RunSummary.coerce(s) for s in summaries]
-
-
-def dicts(summaries: Sequence[RunSummary | Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Each summary as its JSON dict (for the figure and report builders, which read JSON)."""
-    return [s.to_dict() if isinstance(s, _Typed) else dict(s) for s in summaries]
-
