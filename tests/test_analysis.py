@@ -203,7 +203,8 @@ def test_each_verdict_is_computed_from_its_own_analysis_only():
 def test_html_export_of_one_run_shows_differences_and_no_verdict():
     from core.views.report import html_report
 
-    summaries = {"ffnn": {"attack": {"accuracy": 0.55}}, "rnn": {"attack": {"accuracy": 0.75}}}
+    summaries = {a: typed_run({"arch": a, "attack": {"name": "shadow", "accuracy": acc}})
+                 for a, acc in (("ffnn", 0.55), ("rnn", 0.75))}
     memorization = {"ffnn": {"blocks": [{"attack_accuracy": 0.5}]}, "rnn": {"blocks": [{"attack_accuracy": 0.7}]}}
     page = html_report({"verdicts": analysis_verdicts.verdicts({"memorization": memorization}, summaries)}, {}, "t")
     assert "inconclusive — final attack accuracy: FFNN 0.550, RNN 0.750, FFNN − RNN -0.200 — inconclusive (one repeat)" \
