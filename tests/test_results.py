@@ -207,3 +207,30 @@ def test_a_malformed_cached_summary_is_discarded_as_it_leaves_the_cache(summarie
     assert cached_summary(cfg, cache) is None  # then recomputed by run_experiment, never drawn
     assert cache.corrupted == [cache.key("result", cfg.config_hash)]
     assert "summary.attacks['shadow'].auc must be a number" in caplog.text  # the reason, logged in one line
+
+
+def test_views_and_analyses_take_typed_runs_only():
+    """Summaries are typed once, where their JSON is read; a view or analysis that still took ``RunSummary | dict``
+    would let dicts flow in again. The two left take dicts from core.analyses.findings (the cached JSON it reads)."""
+    import importlib
+    import inspect
+    import pkgutil
+    import re
+
+    import core.views
+
+    modules = [importlib.import_module(f"core.views.{m.name}") for m in pkgutil.iter_modules(core.views.__path__)]
+    modules += [importlib.import_module(f"core.analyses.{m}") for m in
+                ("analysis", "analyses_view", "matching", "record_views", "repeats", "verdicts", "answer")]
+    modules.append(importlib.import_module("core.experiment.fidelity"))
+    mixed = []
+    for module in modules:
+        for name, fn in inspect.getmembers(module, inspect.isfunction):
+            if fn.__module__ != module.__name__:
+                continue
+            for p in inspect.signature(fn).parameters.values():
+                hint = str(p.annotation)
+                if re.search(r"RunSummary \| (dict|Mapping)|(dict|Mapping)\[str, Any\] \| RunSummary", hint):
+                    mixed.append(f"{module.__name__}.{name}({p.name})")
+    assert sorted(mixed) == ["core.analyses.repeats.compare_summaries(ffnn)", "core.analyses.repeats.compare_summaries(rnn)",
+                             "core.analyses.repeats.summary_resolution(summary)"]
