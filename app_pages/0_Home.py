@@ -110,7 +110,7 @@ if demo:
                          icon=":material/analytics:")
             if n_rep >= 2:
                 st.caption(f"The curve below is repeat 1 of {n_rep} (the demo's own seed).")
-            st.plotly_chart(figures(cached)["attack_by_epoch"], width="stretch")
+            st.plotly_chart(figures(cached).attack_by_epoch, width="stretch")
             if st.button("Open the image demo's results →", type="primary"):
                 st.switch_page(TRAIN, query_params={"task": "image"})
         else:

@@ -20,12 +20,12 @@ from core.defenses.defender import DefenseSpec
 from core.foundations.errors import MIAError
 from core.foundations.names import ARCH_NAMES as ARCH_LABELS, ATTACK_NAMES as ATTACK_LABELS
 from core.foundations.paths import cache_dir
-from core.experiment.pipeline import cached_summary, load_models
+from core.experiment.pipeline import load_models
 from core.analyses.repeats import repeat_config
 from core.tasks import get_task
 from ui.examples import show_record as draw_record
 from ui.nav import format_seconds, job_line
-from ui.shared import defender_for, defense_value_key, job_manager
+from ui.shared import defender_for, defense_value_key, job_manager, summary_of
 from ui.widgets import drawn, task_selector
 
 
@@ -46,7 +46,7 @@ if len(task.archs) < 2:  # a plugin with one model: every analysis here reads bo
             "the CLI's `analyze --archs` runs the single-model analyses.")
     st.stop()
 configs: dict[str, ExperimentConfig] = {a: task.make_config(a, preset) for a in ("ffnn", "rnn")}
-summaries = {a: cached_summary(c) for a, c in configs.items()}
+summaries = {a: summary_of(c) for a, c in configs.items()}
 missing = [a for a, s in summaries.items() if s is None]
 if missing:
     manager = job_manager()
@@ -351,13 +351,13 @@ def exposure_of(hashes: tuple[str, ...], attack: str | None, mechanism: str | No
     if mechanism is not None:
         points = {a: defender_for(c).point(DefenseSpec(mechanism, value), "naive", utility=False)
                   for a, c in _configs.items()}
-    return record_views.exposure_view(_configs, {a: cached_summary(c) for a, c in _configs.items()}, attack,
+    return record_views.exposure_view(_configs, {a: summary_of(c) for a, c in _configs.items()}, attack,
                                       defended=points, repeats=record_views.cached_repeats(_configs))
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def slices_of(hashes: tuple[str, ...], attack: str | None, _configs: dict[str, ExperimentConfig]) -> dict:
-    return record_views.slices_view(_configs, {a: cached_summary(c) for a, c in _configs.items()}, attack)
+    return record_views.slices_view(_configs, {a: summary_of(c) for a, c in _configs.items()}, attack)
 
 
 def show_record(position: int, view: dict) -> None:
@@ -383,7 +383,7 @@ for _ in drawn(tabs[5]):
     with e1:
         fpr = st.radio("FPR", ["0.01", "0.001"], format_func=lambda f: f"{float(f):.1%}", horizontal=True,
                        key="exposure:fpr")
-    strongest = [a for a in record_views.STRONGEST if all(a in s["records"]["scores"] for s in summaries.values())]
+    strongest = [a for a in record_views.STRONGEST if all(s.per_record.has_scores(a) for s in summaries.values())]
     with e2:
         attack_x = st.selectbox("Attack", strongest or [None], format_func=lambda n: ATTACK_LABELS.get(n, str(n)),
                                 key="exposure:attack") if strongest else None

@@ -20,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from core.analyses import analysis
 from core.experiment.pipeline import cached_summary
+from core.experiment.results import RunSummary
 from core.tasks import get_task
 
 
@@ -37,7 +38,7 @@ def main() -> None:
         if summary is None:
             raise SystemExit(f"{arch}: no cached run of {args.task} {args.preset}; run `python -m core run` first")
         for name in args.analyses.split(","):
-            estimate = analysis.time_estimate(name, summary)
+            estimate = analysis.time_estimate(name, RunSummary.from_dict(summary))
             t = time.perf_counter()
             getattr(analysis, name)(cfg)
             took = time.perf_counter() - t

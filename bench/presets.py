@@ -108,7 +108,9 @@ def markdown(rows: list[dict]) -> str:
 
 def comparison_text(pair: list[dict]) -> str:
     from core.experiment.fidelity import confounding_warnings, matched_utility, utility_gap
+    from core.experiment.results import RunSummary
 
+    pair = [RunSummary.from_dict(s) for s in pair]  # the analyses read typed runs
     out = []
     gap = utility_gap(pair)
     if gap:
@@ -142,6 +144,9 @@ def repeats_markdown(groups: list[tuple[str, str, dict[str, list[dict]]]]) -> st
     """Per (task, preset, arch): N and every headline metric as mean [95 % CI] over the repeats;
     then per (task, preset) with both architectures the paired FFNN − RNN differences."""
     from core.analyses.repeats import aggregate, compare_summaries, evaluation_facts, judged_comparisons
+    from core.experiment.results import RunSummary
+
+    groups = [(t, p, {a: [RunSummary.from_dict(s) for s in ss] for a, ss in runs.items()}) for t, p, runs in groups]
 
     head = ["task", "preset", "arch", "N", *REPEAT_COLUMNS]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]

@@ -67,6 +67,7 @@ def main() -> int:
     from core.cli_common import parse_sets
     from core.defenses.defender import DefenseSpec, Defender
     from core.experiment.pipeline import cached_summary, run_experiment, trained_models
+    from core.experiment.results import RunSummary
     from core.tasks import get_task
 
     cache = ArtifactCache(os.environ["MIA_CACHE_DIR"])
@@ -80,7 +81,7 @@ def main() -> int:
     setup_s = time.perf_counter() - t0
 
     def summaries():
-        return {a: cached_summary(c, cache) for a, c in configs.items()}
+        return {a: RunSummary.from_dict(cached_summary(c, cache)) for a, c in configs.items()}
 
     rng = np.random.default_rng(time.time_ns())
     # FPRs the view's defaults (1 %, 0.1 %) do not include; k values from the slider's range, never cached

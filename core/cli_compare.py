@@ -30,7 +30,7 @@ def run_repeats_command(args: argparse.Namespace, config, out, progress, executo
     if args.online_lira:
         raise ConfigError("--online-lira runs on one run; leave out --repeats (or run it on repeat 0 alone)")
     summaries = run_repeats(config, progress=progress, executor=executor)
-    summary = dict(summaries[0], repeats=repeats_block(summaries))
+    summary = dict(summaries[0].to_dict(), repeats=repeats_block(summaries))  # the JSON the CLI writes
     if out is not None:
         write_json_atomically(out, summary)
     else:

@@ -13,6 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from core.analyses import analyses_view, analysis
 from core.experiment.pipeline import load_models, run_experiment
+from core.experiment.results import RunSummary
 from core.foundations.errors import NotCachedError
 from core.tasks import get_task
 
@@ -51,11 +52,11 @@ def test_the_view_reads_the_cache_only_and_the_cli_writes_it(tmp_path, monkeypat
     assert set(view.verdicts) == {"rnn_more_vulnerable", "lower_member_entropy", "rnn_more_vulnerable_over_training"}
     # the same numbers as the analyses themselves on the same runs
     assert data["scatter"]["rnn"]["attacks"]["shadow"]["accuracy"] == \
-        analysis.entropy_scatter(summaries["rnn"])["attacks"]["shadow"]["accuracy"]
+        analysis.entropy_scatter(RunSummary.from_dict(summaries["rnn"]))["attacks"]["shadow"]["accuracy"]
     for arch, rows in data["most_exposed"].items():  # each most exposed member names its record's data index
         evaluated = list(load_models(configs[arch]).splits.eval_index)
         assert rows and [r["index"] for r in rows] == [int(evaluated[r["position"]]) for r in rows]
-        assert all(view.summaries[arch].records["membership"][r["position"]] for r in rows)
+        assert all(view.summaries[arch].per_record.membership[r["position"]] for r in rows)
     assert [r["epoch"] for r in data["vulnerability"]["ffnn"]["rows"]] == [1, 2, 3]
 
     # a long analysis' result joins the view with its own verdict

@@ -15,8 +15,10 @@ from core.analyses import verdicts as analysis_verdicts
 from core.analyses import registry as analysis_registry
 from core.foundations.errors import ConfigError
 from core.experiment.pipeline import run_experiment
+from core.experiment.results import RunSummary
 from core.measurement.responses import Responses
 from core.tasks import get_task
+from tests.typed_runs import typed_run
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = dict(n_train=40, n_eval=20, epochs=4, n_shadows=1, attack_epochs=(2,), attack_train_epochs=5)
@@ -137,15 +139,16 @@ def test_defended_summary_keeps_the_naive_boundaries_and_reads_defended_records(
                                                              "member_if": "below"}}}}
     point = {"records": {"membership": [True, False], "ape": [0.5, 0.6], "cross_entropy": [1.5, 1.2],
                          "scores": {"loss_threshold": [-1.5, None], "lira": [0.0, 0.0]}}}
-    defended = analysis.defended_summary(summary, point)
-    assert defended["records"]["cross_entropy"] == [1.5, 1.2]
-    assert defended["records"]["boundaries"] == summary["records"]["boundaries"]
-    assert set(defended["records"]["scores"]) == {"loss_threshold"}  # only attacks the summary knows
+    defended = analysis.defended_summary(RunSummary.from_dict(summary), point)
+    assert defended.per_record.cross_entropy == (1.5, 1.2)
+    assert defended.per_record.boundaries == summary["records"]["boundaries"]
+    assert set(defended.per_record.scores) == {"loss_threshold"}  # only attacks the summary knows
     sc = analysis.entropy_scatter(defended)
     # the member's defended loss 1.5 is above the naive threshold: now taken for a non-member
     assert sc["attacks"]["loss_threshold"]["decision"] == [False, False]
     with pytest.raises(ConfigError):
-        analysis.defended_summary(summary, {"records": {"ape": [], "cross_entropy": [], "membership": []}})
+        analysis.defended_summary(RunSummary.from_dict(summary),
+                                  {"records": {"ape": [], "cross_entropy": [], "membership": []}})
 
 
 def _arch_pair(make):
@@ -160,7 +163,8 @@ def _curve(acc_by_epoch: dict[int, float], best: int) -> dict:
 def test_each_verdict_is_computed_from_its_own_analysis_only():
     """Feed analyses whose data disagree: each verdict must follow its own analysis' numbers. The
     overtraining tab once showed the vulnerability run's verdict (issue 18, point 10)."""
-    summaries = {"ffnn": {"attack": {"accuracy": 0.8}}, "rnn": {"attack": {"accuracy": 0.6}}}  # runs: RNN lower
+    summaries = {a: typed_run({"arch": a, "attack": {"name": "shadow", "accuracy": acc}})
+                 for a, acc in (("ffnn", 0.8), ("rnn", 0.6))}  # runs: RNN lower
     # vulnerability: RNN above FFNN at every checkpoint
     vulnerability = {"ffnn": _curve({2: 0.55, 4: 0.6}, 4), "rnn": _curve({2: 0.7, 4: 0.75}, 4)}
     # overtraining (a longer run): FFNN rises 0.6 → 0.9 past its best epoch, RNN 0.7 → 0.72
@@ -199,7 +203,8 @@ def test_each_verdict_is_computed_from_its_own_analysis_only():
 def test_html_export_of_one_run_shows_differences_and_no_verdict():
     from core.views.report import html_report
 
-    summaries = {"ffnn": {"attack": {"accuracy": 0.55}}, "rnn": {"attack": {"accuracy": 0.75}}}
+    summaries = {a: typed_run({"arch": a, "attack": {"name": "shadow", "accuracy": acc}})
+                 for a, acc in (("ffnn", 0.55), ("rnn", 0.75))}
     memorization = {"ffnn": {"blocks": [{"attack_accuracy": 0.5}]}, "rnn": {"blocks": [{"attack_accuracy": 0.7}]}}
     page = html_report({"verdicts": analysis_verdicts.verdicts({"memorization": memorization}, summaries)}, {}, "t")
     assert "inconclusive — final attack accuracy: FFNN 0.550, RNN 0.750, FFNN − RNN -0.200 — inconclusive (one repeat)" \
@@ -270,7 +275,7 @@ def test_analyses_page_runs_the_long_analyses_as_worker_jobs_with_their_own_verd
     assert any("overtraining raises the attack's accuracy a lot for a feed-forward model" in t for t in texts)
 
 
-def _synthetic_summary(arch: str = "rnn", n: int = 400, seed: int = 0) -> dict:
+def _synthetic_summary(arch: str = "rnn", n: int = 400, seed: int = 0) -> RunSummary:
     """Members confident (low CE, a quarter of them underflowing to 0), non-members less so; a
     shadow attack whose decisions follow CE, and a loss-threshold attack with a real boundary."""
     rng = np.random.default_rng(seed)
@@ -282,13 +287,13 @@ def _synthetic_summary(arch: str = "rnn", n: int = 400, seed: int = 0) -> dict:
         return {"name": name, "accuracy": 0.5, "advantage": 0.0, "auc": 0.5, "tpr_at_fpr": {}, "threshold": threshold}
 
     # a whole summary (core.experiment.results checks every field it types); the scatter reads the attacks' thresholds
-    return {"arch": arch, "task": "image", "config": {}, "config_hash": arch, "params": 1,
+    return RunSummary.from_dict({"arch": arch, "task": "image", "config": {}, "config_hash": arch, "params": 1,
             "utility": {"metric": "accuracy"}, "attack": attack("shadow", 0.5), "per_epoch": [], "timings": {},
             "attacks": {"shadow": attack("shadow", 0.5), "loss_threshold": attack("loss_threshold", -0.01)},
             "records": {"membership": member.tolist(), "ape": ape.tolist(), "cross_entropy": ce.tolist(),
                         "scores": {"shadow": (ce < 1e-2).astype(float).tolist(), "loss_threshold": (-ce).tolist()},
                         "boundaries": {"loss_threshold": {"signal": "cross_entropy", "threshold": 0.01,
-                                                          "member_if": "below"}}}}
+                                                          "member_if": "below"}}}})
 
 
 def test_scatter_flags_clipped_records_and_keeps_boundaries_in_the_records_range():
@@ -364,12 +369,12 @@ def test_long_analyses_time_estimates_scale_the_runs_measured_training():
     """Issue 32.13: the estimate on a long analysis' button is the run's own training time scaled by the work
     the analysis repeats; none without a measured training time (a run loaded from the cache)."""
     base = {"victim_trained_s": 10.0, "shadows_trained_s": 30.0, "attack_s": 4.0}
-    s = {"timings": base, "config": {"attack_epochs": [2, 5, 10]}}
+    s = typed_run({"timings": base, "config": {"attack_epochs": [2, 5, 10]}})
     mem, over, mis = (analysis.time_estimate(n, s) for n in ("memorization", "overtraining", "mismatch"))
     assert over > 3 * 40.0 and mis > 30.0 and 0 < mem < 40.0
-    assert analysis.time_estimate("overtraining", {"timings": {"victim_trained_s": 20.0, **{
-        k: v for k, v in base.items() if k != "victim_trained_s"}}, "config": {"attack_epochs": [2, 5, 10]}}) > over
-    assert analysis.time_estimate("memorization", {"timings": {"total_s": 3.0}, "config": {}}) is None
+    assert analysis.time_estimate("overtraining", typed_run({"timings": {"victim_trained_s": 20.0, **{
+        k: v for k, v in base.items() if k != "victim_trained_s"}}, "config": {"attack_epochs": [2, 5, 10]}})) > over
+    assert analysis.time_estimate("memorization", typed_run({"timings": {"total_s": 3.0}, "config": {}})) is None
     lo, hi = analysis.time_range("overtraining", [s, s])
     assert lo == pytest.approx(2 * over * analysis.MEASURED_RATIO["overtraining"][0]) and hi > lo
-    assert analysis.time_range("overtraining", [s, {"timings": {}, "config": {}}]) is None
+    assert analysis.time_range("overtraining", [s, typed_run({"timings": {}, "config": {}})]) is None

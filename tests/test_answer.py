@@ -11,6 +11,7 @@ from core.analyses.answer import QUESTION, cached_answer
 from core.analyses.repeats import comparison_json, repeat_config
 from core.cli import main
 from core.experiment.pipeline import run_experiment
+from core.experiment.results import RunSummary
 from core.measurement.stats import VERDICTS
 from core.tasks import get_task
 
@@ -34,7 +35,7 @@ def home():
 
 def test_answer_follows_the_cached_repeats_on_core_cli_and_home(tiny_quick, tmp_path):
     assert cached_answer()["repeats"] == 0 and cached_answer()["verdict"] is None  # nothing measured: no answer
-    runs = {c.arch: [run_experiment(c).summary] for c in tiny_quick}
+    runs = {c.arch: [RunSummary.from_dict(run_experiment(c).summary)] for c in tiny_quick}
     one = cached_answer()
     assert one["question"] == QUESTION and one["repeats"] == 1 and one["verdict"] == "inconclusive"
     # the headline reads the comparison's declared primary metric (as every page does), here with one pair
@@ -55,7 +56,7 @@ def test_answer_follows_the_cached_repeats_on_core_cli_and_home(tiny_quick, tmp_
     assert cached_answer()["repeats"] == 1
     run_experiment(repeat_config(tiny_quick[1], 1))
     for c in tiny_quick:
-        runs[c.arch].append(run_experiment(repeat_config(c, 1)).summary)
+        runs[c.arch].append(RunSummary.from_dict(run_experiment(repeat_config(c, 1)).summary))
     two = cached_answer()
     comparison = comparison_json(runs["ffnn"], runs["rnn"])
     expected = comparison["metrics"][comparison["primary"]["metric"]]

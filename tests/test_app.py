@@ -116,17 +116,19 @@ def test_train_page_runs_a_tiny_config_then_loads_it_from_cache(task):
 
 def test_report_is_one_self_contained_html_file():
     from core.experiment.pipeline import run_experiment
+    from core.experiment.results import RunSummary
     from core.views.report import run_report_html as report_html
 
     task = get_task("image")
     values = {**TINY["image"], "attack_epochs": ()}
-    summaries = [run_experiment(task.make_config(a, "quick", values)).summary for a in ("ffnn", "rnn")]
+    summaries = [RunSummary.from_dict(run_experiment(task.make_config(a, "quick", values)).summary)
+                 for a in ("ffnn", "rnn")]
     page = report_html(summaries, [task.make_config(a, "quick", values) for a in ("ffnn", "rnn")],
                        {a: values for a in ("ffnn", "rnn")})
     assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
     assert page.count("Plotly.newPlot") >= 4  # the figures
     assert "src=\"http" not in page and "src='http" not in page  # plotly.js embedded: opens offline
-    assert summaries[0]["config_hash"] in page and "python -m core run --task image --arch rnn" in page
+    assert summaries[0].config_hash in page and "python -m core run --task image --arch rnn" in page
     assert "Shadow-model classifier" in page  # the attack table
 
 

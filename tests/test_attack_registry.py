@@ -22,6 +22,7 @@ from core.tasks import get_task
 from core.tasks.base import TaskData
 from core.data.image_sources import load_digits_images
 from core.tasks.image import ImageRecords, ImageTask
+from core.experiment.results import RunSummary
 from core.views.run_figures import metrics_table
 
 TINY = ["--set", "n_train=40", "--set", "n_eval=20", "--set", "epochs=2", "--set", "n_shadows=1",
@@ -158,7 +159,7 @@ def test_an_attack_registered_in_a_test_runs_in_the_pipeline_json_table_and_defe
     assert s["timings"]["quantile_fit_s"] > 0 and s["timings"]["label_only_fit_s"] > 0
     assert "lira" not in attacks and "two shadow" in s["attacks_not_run"]["reference"]
     assert "translation" in s["attacks_not_run"]["prmia"]
-    table = metrics_table([s])
+    table = metrics_table([RunSummary.from_dict(s)])
     assert {"Toy loss threshold", "Quantile regression (Bertran, no shadows)", "Gap attack (label only: correct ⇒ member)"
             } <= set(table["attack"])
     # under the Defenses sliders: the toy (a responses-stage attack) and the models-stage ones score defended answers

@@ -14,6 +14,7 @@ from core.measurement import audit, audit_estimators as ae
 from core.measurement.metrics import roc_auc
 from core.views import analysis_tables, report
 from core.views.record_view_figures import audit_guesses_figure
+from tests.typed_runs import typed_run
 
 TRIALS = 200
 
@@ -154,8 +155,8 @@ def test_audit_entry_table_and_figure_carry_the_estimators():
     entry = {"arch": "ffnn", "m": 100, "seed": 0, "delta": 1e-5, "scores": scores[0].tolist(),
              "included": included[0].tolist(), "audit": audit.audit(scores[0], included[0], 1e-5).to_dict(),
              "accountant": {"epsilons": {"rdp": 5.0, "prv": 4.8}}, "utility_val": 0.5}
-    summary = {"task": "image", "attack": {"name": "loss"},
-               "records": {"membership": [True, False] * 10, "scores": {"loss": list(np.linspace(0, 1, 20))}}}
+    summary = typed_run({"task": "image", "attack": {"name": "loss"},
+                         "records": {"membership": [True, False] * 10, "scores": {"loss": list(np.linspace(0, 1, 20))}}})
     v = record_views.audit_beside(entry, summary)
     est = v["estimators"]
     assert est["gdp_estimate"]["kind"] == "estimate" and est["fdp_bound"]["kind"] == "lower bound"

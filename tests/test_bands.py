@@ -16,6 +16,7 @@ from core.defenses.sweeps import collect_points_repeats
 from core.tasks import get_task
 from core.views.defense_figures import band_caption, defense_curves
 from core.views.training_defense_figures import training_defense_curves
+from tests.typed_runs import typed_run
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = dict(n_train=40, n_eval=20, epochs=2, n_shadows=1, attack_epochs=(1,), attack_train_epochs=3)
@@ -114,7 +115,8 @@ def test_sweep_points_get_intervals_over_the_cached_repeats_only(template_summar
 
 def test_repeated_verdicts_on_planted_pairs():
     def rep(f, r):
-        return {"runs": {"ffnn": {"attack": {"accuracy": f}}, "rnn": {"attack": {"accuracy": r}}}}
+        return {"runs": {a: typed_run({"arch": a, "attack": {"name": "shadow", "accuracy": acc}})
+                         for a, acc in (("ffnn", f), ("rnn", r))}}
 
     ffnn, rnn = (0.6, 0.61, 0.59, 0.6, 0.62, 0.6), (0.7, 0.72, 0.69, 0.71, 0.7, 0.73)  # N = 6: a sign test can reach 95 %
     holds = analysis_verdicts.repeated_verdicts([rep(f, r) for f, r in zip(ffnn, rnn)], list(range(6)))

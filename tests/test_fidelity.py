@@ -6,6 +6,7 @@ import pytest
 
 from core.experiment.fidelity import (confounding_warnings, fidelity_warnings, matched_utility, response_stats,
     shadow_fidelity, utility_gap)
+from tests.typed_runs import typed_runs
 from core.measurement.responses import Responses
 
 
@@ -26,20 +27,20 @@ def attack(auc):
 
 
 def test_no_warning_for_a_fair_comparison():
-    assert confounding_warnings([summary("ffnn", 1.0, 0.93), summary("rnn", 1.0, 0.88)]) == []
+    assert confounding_warnings(typed_runs([summary("ffnn", 1.0, 0.93), summary("rnn", 1.0, 0.88)])) == []
 
 
 def test_warns_when_a_model_did_not_learn():
-    w = confounding_warnings([summary("ffnn", 1.0, 0.95), summary("rnn", 0.12, 0.11)])
+    w = confounding_warnings(typed_runs([summary("ffnn", 1.0, 0.95), summary("rnn", 0.12, 0.11)]))
     assert any("RNN" in line and "near chance" in line for line in w)
     assert any("confounded" in line for line in w)  # 0.95 vs 0.11 validation accuracy
 
 
 def test_warns_on_a_validation_gap_in_bleu_points():
-    w = confounding_warnings([summary("ffnn", 55.0, 30.0, "bleu"), summary("rnn", 40.0, 12.0, "bleu")])
+    w = confounding_warnings(typed_runs([summary("ffnn", 55.0, 30.0, "bleu"), summary("rnn", 40.0, 12.0, "bleu")]))
     assert len(w) == 1 and "differs by 18" in w[0]
-    assert confounding_warnings([summary("ffnn", 55.0, 30.0, "bleu"), summary("rnn", 50.0, 24.0, "bleu")]) == []
-    assert utility_gap([summary("ffnn", 55.0, 30.0, "bleu"), summary("rnn", 40.0, 12.0, "bleu")])["val"] == 18.0
+    assert confounding_warnings(typed_runs([summary("ffnn", 55.0, 30.0, "bleu"), summary("rnn", 50.0, 24.0, "bleu")])) == []
+    assert utility_gap(typed_runs([summary("ffnn", 55.0, 30.0, "bleu"), summary("rnn", 40.0, 12.0, "bleu")]))["val"] == 18.0
 
 
 def stats(ml, nl):
@@ -66,7 +67,7 @@ def test_fidelity_block_and_its_warnings():
     assert tiny["warnings"] == [] and tiny["checkpoints"][0]["member_loss_gap"] == pytest.approx(0.001 / 0.05)
     # the comparison merges every architecture's loss lines into one warning with advice (issue 32.15), and
     # keeps the utility line, labelled by architecture
-    w = confounding_warnings([summary("ffnn", 1.0, 0.9, fidelity=block), summary("rnn", 1.0, 0.9, fidelity=block)])
+    w = confounding_warnings(typed_runs([summary("ffnn", 1.0, 0.9, fidelity=block), summary("rnn", 1.0, 0.9, fidelity=block)]))
     tracking = [line for line in w if "do not track" in line]
     assert len(tracking) == 1 and "FFNN member loss at epoch 10" in tracking[0] and "RNN member loss" in tracking[0]
     assert any(line.startswith("FFNN: the shadows' validation bleu") for line in w)
@@ -81,13 +82,13 @@ def test_tracking_advice_follows_where_the_victim_lies_among_the_shadows():
                                shadows={10: [stats(0.5, x) for x in shadow_nls], 40: [stats(0.1, 1.0)] * len(shadow_nls)},
                                metric="accuracy", victim_utility={"train": 1.0, "val": 0.9},
                                shadow_utility=[{"train": 1.0, "val": 0.9}] * len(shadow_nls))
-    outside = confounding_warnings([summary("ffnn", 1.0, 0.9, fidelity=block(1.0, [1.5, 1.6]))])
+    outside = confounding_warnings(typed_runs([summary("ffnn", 1.0, 0.9, fidelity=block(1.0, [1.5, 1.6]))]))
     assert len(outside) == 1 and "outside every shadow" in outside[0] and "raise n_eval" in outside[0]
     assert "FFNN is flagged only before the last epoch" in outside[0]
-    inside = confounding_warnings([summary("ffnn", 1.0, 0.9, fidelity=block(1.0, [0.4, 2.6]))])
+    inside = confounding_warnings(typed_runs([summary("ffnn", 1.0, 0.9, fidelity=block(1.0, [0.4, 2.6]))]))
     assert "within the shadows' own spread" in inside[0] and "raise n_shadows" in inside[0]
     assert "raise n_eval" not in inside[0]
-    assert confounding_warnings([summary("ffnn", 1.0, 0.9, fidelity=block(1.0, [1.0, 1.05]))]) == []
+    assert confounding_warnings(typed_runs([summary("ffnn", 1.0, 0.9, fidelity=block(1.0, [1.0, 1.05]))])) == []
 
 
 def test_response_stats():
@@ -108,7 +109,7 @@ def test_matched_utility_picks_the_closest_checkpoint():
         {"epoch": e, "utility_train": 1.0, "utility_val": v} for e, v in ((5, 0.5), (10, 0.8), (30, 0.85))],
         attacks_by_epoch={"5": {"shadow": attack(0.52)}, "10": {"shadow": attack(0.70)},
                           "30": {"shadow": attack(0.72), "lira": attack(0.78)}})
-    view = matched_utility([ffnn, rnn])
+    view = matched_utility(typed_runs([ffnn, rnn]))
     first, second = view["pairs"]
     # FFNN's checkpoint closest to the RNN's final 0.85: epoch 10 (0.86; epoch 20 has no attack results)
     assert first["matched"]["arch"] == "ffnn" and first["matched"]["epoch"] == 10
@@ -116,7 +117,7 @@ def test_matched_utility_picks_the_closest_checkpoint():
     assert first["more_leaky"] == {"shadow": "rnn"}  # LiRA ran at the final epoch only
     # RNN's checkpoint closest to the FFNN's final 0.95: its final epoch
     assert second["matched"]["epoch"] == 30 and second["more_leaky"] == {"lira": "ffnn", "shadow": "ffnn"}
-    assert matched_utility([ffnn]) is None
+    assert matched_utility(typed_runs([ffnn])) is None
 
 
 TINY = dict(n_train=40, n_eval=20, epochs=3, attack_epochs=(2,), n_shadows=2, attack_train_epochs=5, batch_size=20)
@@ -184,20 +185,20 @@ def test_plot_helpers_for_the_page():
     for s in (ffnn, rnn):
         s["attacks"] = {n: {**a, **roc} for n, a in s["attacks_by_epoch"]["10"].items()}
         s["attack"] = {"name": "shadow", **attack(0.5)}
-    fig = roc_loglog([ffnn, rnn])
+    fig = roc_loglog(typed_runs([ffnn, rnn]))
     assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
     # drawn only down to FPR = 1/n (250 non-members), the floor marked; FPR 0 is not drawn as if measured
     assert min(min(t.x) for t in fig.data[:-1]) == pytest.approx(1 / 250)
     assert [sh.x0 for sh in fig.layout.shapes] == [pytest.approx(1 / 250)]
-    table = shadow_fidelity_table([ffnn, rnn])
+    table = shadow_fidelity_table(typed_runs([ffnn, rnn]))
     assert list(table["epoch"]) == ["10", "final utility"] and table["tracks the victim"][0] == "no"
     pa = pytest.importorskip("pyarrow")
     pa.Table.from_pandas(table)  # one type per column: Streamlit sends it as it is (no fallback on each rerun)
-    m = matched_utility_table(matched_utility([ffnn, rnn]))
+    m = matched_utility_table(matched_utility(typed_runs([ffnn, rnn])))
     assert list(m["epoch"]) == [5, 10, 10, 10]  # FFNN@5 (0.7) matches RNN's final 0.72
     assert m["leaks more (AUC)"][0] == "shadow model: RNN"
     assert m["leaks more (AUC)"][2].startswith("no fair match")  # no RNN checkpoint reaches the FFNN's 0.9
-    assert len(strongest_attacks_table([ffnn, rnn])) == 4
+    assert len(strongest_attacks_table(typed_runs([ffnn, rnn]))) == 4
 
 
 def test_study_comparison_is_computed_from_the_runs():
@@ -208,9 +209,9 @@ def test_study_comparison_is_computed_from_the_runs():
         s["attack"]["accuracy"] = acc
         return s
 
-    c = study_comparison([run("ffnn", 0.60, 1.0, 0.90), run("rnn", 0.70, 0.95, 0.88)])
+    c = study_comparison(typed_runs([run("ffnn", 0.60, 1.0, 0.90), run("rnn", 0.70, 0.95, 0.88)]))
     assert c["holds"] is True and c["fair"] is True and "CIFAR-10" in c["finding"]
     assert c["generalization_gap"]["ffnn"] == pytest.approx(0.10)
-    c = study_comparison([run("ffnn", 0.75, 1.0, 0.95), run("rnn", 0.70, 1.0, 0.60)])
+    c = study_comparison(typed_runs([run("ffnn", 0.75, 1.0, 0.95), run("rnn", 0.70, 1.0, 0.60)]))
     assert c["holds"] is False and c["fair"] is False and "matched utility" in c["text"]
-    assert study_comparison([run("ffnn", 0.6, 1, 0.9)]) is None  # needs one run of each architecture
+    assert study_comparison(typed_runs([run("ffnn", 0.6, 1, 0.9)])) is None  # needs one run of each architecture

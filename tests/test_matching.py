@@ -5,6 +5,7 @@ import json
 import pytest
 
 from core.experiment import roles
+from core.experiment.results import RunSummary
 from core.foundations.config import ConfigError
 from core.analyses.matching import first_epoch_reaching, run_matched, stopped_config
 from core.analyses.repeats import comparison_configs
@@ -60,6 +61,7 @@ def test_first_epoch_reaching_and_stopped_config():
                "timings": {}, "records": {},
                "per_epoch": [{"epoch": 1, "utility_val": 0.2}, {"epoch": 2, "utility_val": 0.6},
                              {"epoch": 3, "utility_val": 0.5}]}
+    summary = RunSummary.from_dict(summary)
     assert first_epoch_reaching(summary, 0.55) == 2 and first_epoch_reaching(summary, 0.7) is None
     cfg = comparison_configs("image", "quick", 1, {**TINY, "attack_epochs": (2, 4)})["ffnn"]
     assert stopped_config(cfg, 3).attack_epochs == (2,) and stopped_config(cfg, 3).epochs == 3

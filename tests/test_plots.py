@@ -9,6 +9,7 @@ from core.views.comparison_tables import strongest_attacks_table
 from core.views.map_figures import navigation_map
 from core.views.repeat_figures import repeats_table, roc_band_figure
 from core.views.run_figures import ecdf_points, entropy_comparison, metrics_table, roc_curves, roc_loglog, thin_roc
+from tests.typed_runs import typed_runs
 from core.views.style import AXIS_TITLE_PX, LEGEND_ROW_PX, legend_rows
 
 
@@ -25,7 +26,7 @@ def summary(arch, n, rng, separation=1.0):
 
 def test_legends_sit_below_the_axis_titles_in_their_own_margin():
     rng = np.random.default_rng(0)
-    fig = roc_curves([summary("ffnn", 50, rng), summary("rnn", 50, rng)])
+    fig = roc_curves(typed_runs([summary("ffnn", 50, rng), summary("rnn", 50, rng)]))
     legend = fig.layout.legend
     assert legend.yref == "container" and legend.y == 0 and legend.yanchor == "bottom"
     # one entry a row in both ROC figures (issue 32.12: two a row overlapped and clipped "… · TPR@1% 0." in the
@@ -33,8 +34,8 @@ def test_legends_sit_below_the_axis_titles_in_their_own_margin():
     rows = legend_rows(fig, per_row=1)
     assert rows == 3  # 3 entries, 1 per row
     assert fig.layout.margin.b >= AXIS_TITLE_PX + rows * LEGEND_ROW_PX
-    loglog = roc_loglog([{**summary("ffnn", 50, rng), "attacks": {"shadow": {
-        **summary("ffnn", 50, rng)["attacks"]["shadow"], "tpr_at_fpr": {"0.01": 0.1}, "n_nonmembers": 50}}}])
+    loglog = roc_loglog(typed_runs([{**summary("ffnn", 50, rng), "attacks": {"shadow": {
+        **summary("ffnn", 50, rng)["attacks"]["shadow"], "tpr_at_fpr": {"0.01": 0.1}, "n_nonmembers": 50}}}]))
     for f in (fig, loglog):
         assert f.layout.legend.entrywidth > 0.9 and f.layout.legend.entrywidthmode == "fraction"
 
@@ -73,11 +74,11 @@ def test_roc_is_thinned_for_drawing_keeping_its_shape():
 
 def test_entropy_comparison_is_an_ecdf_for_many_records_and_dots_for_few():
     rng = np.random.default_rng(2)
-    many = entropy_comparison([summary("ffnn", 500, rng), summary("rnn", 500, rng)])
+    many = entropy_comparison(typed_runs([summary("ffnn", 500, rng), summary("rnn", 500, rng)]))
     lines = [t for t in many.data if t.mode == "lines"]
     assert len(lines) == 4 and all(len(t.x) <= 201 for t in lines)  # thinned to ≤ 200 steps each
     assert all(t.y[-1] == pytest.approx(1.0) for t in lines)
-    few = entropy_comparison([summary("ffnn", 8, rng), summary("rnn", 8, rng)])
+    few = entropy_comparison(typed_runs([summary("ffnn", 8, rng), summary("rnn", 8, rng)]))
     dots = [t for t in few.data if t.mode == "markers"]
     assert len(dots) == 4 and all(len(t.x) == 8 for t in dots)  # every record a dot
     assert list(few.layout.yaxis.ticktext) == ["FFNN members (8)", "FFNN non-members (8)", "RNN members (8)",
@@ -131,31 +132,31 @@ def test_a_tpr_finer_than_the_non_members_is_labelled_the_tpr_at_zero_false_posi
     roc = ([0.0, 0.005, 0.01, 0.5, 1.0], [0.12, 0.2, 0.3, 0.9, 1.0])
     s = {"arch": "ffnn", "attack": {"name": "shadow"},
          "attacks": {"shadow": _attack(200, *roc, {"0.01": 0.3, "0.001": 0.12})}}
-    table = metrics_table([s])
+    table = metrics_table(typed_runs([s]))
     assert "TPR @ 0.1% FPR" not in table.columns and table["TPR @ 1% FPR"][0] == 0.3
     assert table["TPR at 0 false positives (FPR < 1/200)"][0] == 0.12
-    strong = strongest_attacks_table([s])
+    strong = strongest_attacks_table(typed_runs([s]))
     assert list(strong.columns).count("TPR at 0 false positives (FPR < 1/200)") == 1
     # 50 non-members: neither FPR is resolved; one column, not two copies of the same number
     few = {**s, "attacks": {"shadow": _attack(50, *roc, {"0.01": 0.12, "0.001": 0.12})}}
-    cols = metrics_table([few]).columns
+    cols = metrics_table(typed_runs([few])).columns
     assert "TPR @ 1% FPR" not in cols and "TPR at 0 false positives (FPR < 1/50)" in cols
     # 2000 non-members resolve both: the usual names
     many = {**s, "attacks": {"shadow": _attack(2000, *roc, {"0.01": 0.3, "0.001": 0.12})}}
-    assert {"TPR @ 1% FPR", "TPR @ 0.1% FPR"} <= set(metrics_table([many]).columns)
+    assert {"TPR @ 1% FPR", "TPR @ 0.1% FPR"} <= set(metrics_table(typed_runs([many])).columns)
 
 
 def test_log_roc_draws_only_what_the_non_members_measure_and_marks_the_floor():
     roc = ([0.0, 0.005, 0.01, 0.5, 1.0], [0.12, 0.2, 0.3, 0.9, 1.0])
     s = {"arch": "rnn", "attack": {"name": "shadow"},
          "attacks": {"shadow": _attack(200, *roc, {"0.01": 0.3, "0.001": 0.12})}}
-    for fig in (roc_loglog([s]), roc_curves([s])):
+    for fig in (roc_loglog(typed_runs([s])), roc_curves(typed_runs([s]))):
         curve = fig.data[0]
         assert min(curve.x) == pytest.approx(1 / 200)  # FPR 0 is not drawn at 10⁻³ as if measured
         assert [sh.x0 for sh in fig.layout.shapes] == [pytest.approx(1 / 200)]
         assert any("1/n = 1/200" in a.text for a in fig.layout.annotations)
     few = {**s, "attacks": {"shadow": _attack(50, *roc, {"0.01": 0.12, "0.001": 0.12})}}
-    assert "TPR@0FP (FPR < 1/50) 0.12" in roc_loglog([few]).data[0].name
+    assert "TPR@0FP (FPR < 1/50) 0.12" in roc_loglog(typed_runs([few])).data[0].name
     band = {"fpr": [0.0, 0.001, 0.005, 0.01, 0.1, 1.0], "tpr": [0.1, 0.1, 0.2, 0.3, 0.6, 1.0],
             "lo": [0.0] * 5 + [1.0], "hi": [0.3, 0.3, 0.4, 0.5, 0.8, 1.0], "n": 3}
     fig = roc_band_figure({"rnn": band}, {"rnn": 200})

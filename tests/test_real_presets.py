@@ -16,6 +16,7 @@ from core.tasks import get_task
 from core.data.translation_records import SPECIALS, Vocab
 from tests.test_image import write_cifar_fixture
 from core.views.run_figures import comparison_resolution_note, resolution_note
+from tests.typed_runs import typed_run, typed_runs
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -108,7 +109,7 @@ def test_resolution_note_says_what_one_record_is_worth():
     summaries = [{"task": "navigation", "arch": "ffnn", "config": {"n_eval": 8},
                   "resolution": {"n_members": 8, "n_nonmembers": 8}},
                  {"task": "navigation", "arch": "rnn", "config": {"n_eval": 8}}]  # written before the field
-    note = resolution_note(summaries)
+    note = resolution_note(typed_runs(summaries))
     assert "8 + 8 maps, one map = 0.125 of TPR" in note and note.count("0.125 of TPR") == 2
 
 
@@ -117,8 +118,8 @@ def test_a_comparison_states_its_resolution_beside_the_numbers():
     from core.analyses.repeats import summary_resolution
 
     old = {"config": {"n_eval": 16}}  # a summary written before the resolution block
-    res = {"ffnn": summary_resolution(old), "rnn": summary_resolution({"resolution": {"n_members": 16,
-                                                                                       "n_nonmembers": 16}})}
+    res = {"ffnn": summary_resolution(typed_run(old)),
+           "rnn": summary_resolution(typed_run({"resolution": {"n_members": 16, "n_nonmembers": 16}}))}
     note = comparison_resolution_note({"task": "navigation", "resolution": res})
     assert "16 + 16 maps, one map = 0.0625 of TPR" in note and note.count("0.0625 of TPR") == 2
     assert comparison_resolution_note({"task": "navigation"}) is None  # written before the block

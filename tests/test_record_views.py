@@ -22,9 +22,11 @@ from core.views import report
 from core.experiment.cache import ArtifactCache
 from core.foundations.errors import ConfigError
 from core.experiment.pipeline import trained_models
+from core.experiment.results import RunSummary
 from core.experiment.reference_attacks import lira_scores, online_lira, reference_inputs
 from core.analyses.repeats import repeat_config
 from core.measurement.responses import Responses
+from tests.typed_runs import typed_run
 from core.tasks import get_task
 
 
@@ -450,8 +452,8 @@ def test_exposure_takes_an_interval_over_cached_repeats_of_other_seeds():
             cache.put_json(cache.key("result", cfg.config_hash), fake(cfg))
     repeats = record_views.cached_repeats(configs, cache)
     seed_1 = repeat_config(configs["ffnn"], 1).seed
-    assert [p["ffnn"]["config"]["seed"] for p in repeats] == [seed_1]
-    summaries = {a: fake(c) for a, c in configs.items()}
+    assert [p["ffnn"].config["seed"] for p in repeats] == [seed_1]
+    summaries = {a: RunSummary.from_dict(fake(c)) for a, c in configs.items()}
     view = record_views.exposure_view(configs, summaries, "lira", repeats=repeats)
     assert view["repeat_seeds"] == [seed_1]
     c = view["quadrants"]["0.01"]["members"][0]
@@ -473,12 +475,12 @@ def test_translation_slicings_cover_every_record():
     task = get_task("translation")
     cfg = task.make_config("rnn", "quick")
     records = record_views.evaluated_records(cfg)
-    labels = record_views.slice_labels(cfg, records, {"records": {"length": [1] * len(records)}})
+    labels = record_views.slice_labels(cfg, records, typed_run({"records": {"length": [1] * len(records)}}))
     assert set(labels) == {"source length", "rarest source word frequency"}
     for values in labels.values():
         assert len(values) == len(records) and 1 <= len(set(values)) <= 3
     nav = record_views.slice_labels(get_task("navigation").make_config("rnn", "quick"), np.arange(4),
-                                    {"records": {"length": [3, 9, 27, 81]}})
+                                    typed_run({"records": {"length": [3, 9, 27, 81]}}))
     assert len(set(nav["query episode length"])) == 3
 
 

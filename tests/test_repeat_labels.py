@@ -5,6 +5,7 @@ from test_repeats_app import TINY, WIDGETS, open_page
 
 from core.analyses.repeats import comparison_configs, comparison_json, repeat_configs, run_comparison
 from core.experiment.pipeline import run_experiment
+from core.experiment.results import RunSummary
 from core.views.run_figures import overview_table
 from core.views.style import with_ci
 from core.views.report import run_report_html
@@ -13,7 +14,7 @@ from core.views.report import run_report_html
 def test_cached_repeats_are_shown_after_a_reload_and_repeat_0_is_labelled():
     configs = comparison_configs("image", "quick", 2, TINY)
     run_comparison(configs)  # 2 paired repeats in the cache (Home's "Add repeats" or the CLI)
-    runs = {a: [run_experiment(c).summary for c in repeat_configs(cfg)] for a, cfg in configs.items()}
+    runs = {a: [RunSummary.from_dict(run_experiment(c).summary) for c in repeat_configs(cfg)] for a, cfg in configs.items()}
     comp = comparison_json(runs["ffnn"], runs["rnn"])
 
     at = open_page({**WIDGETS, "repeats": 1})  # the form as a reload leaves it: one repeat
@@ -22,7 +23,7 @@ def test_cached_repeats_are_shown_after_a_reload_and_repeat_0_is_labelled():
     assert "attack accuracy (repeat 1 of 2)" in overview.columns
     by_arch = overview.set_index("architecture")
     for arch, label in (("ffnn", "FFNN"), ("rnn", "RNN")):
-        assert by_arch.loc[label, "attack accuracy (repeat 1 of 2)"] == runs[arch][0]["attack"]["accuracy"]
+        assert by_arch.loc[label, "attack accuracy (repeat 1 of 2)"] == runs[arch][0].attack.accuracy
         assert by_arch.loc[label, "attack accuracy, mean of 2 [95 % CI]"] == with_ci(
             comp["metrics"]["attack_accuracy"][arch])
     assert any("repeat 1 of 2" in c.value for c in at.caption)  # the tabs say which run they draw
@@ -33,6 +34,6 @@ def test_cached_repeats_are_shown_after_a_reload_and_repeat_0_is_labelled():
 
 
 def test_one_repeat_has_no_repeat_label():
-    s = [run_experiment(c).summary for c in comparison_configs("image", "quick", 1, TINY).values()]
+    s = [RunSummary.from_dict(run_experiment(c).summary) for c in comparison_configs("image", "quick", 1, TINY).values()]
     table = overview_table(s)
     assert "attack accuracy" in table.columns and not any("repeat" in c or "mean of" in c for c in table.columns)

@@ -50,17 +50,17 @@ def test_repeats_differ_in_split_and_raising_n_trains_only_new_repeats(monkeypat
     cfg = get_task("image").make_config("ffnn", "quick", {**TINY, "repeats": 2})
     two = run_repeats(cfg)
     assert len(trained) == 4  # 2 repeats × (victim + 1 shadow)
-    members = [np.asarray(s["records"]["membership"]) for s in two]
-    assert two[0]["config"]["seed"] != two[1]["config"]["seed"]
-    assert two[0]["records"]["ape"] != two[1]["records"]["ape"]  # another split, another model
+    members = [np.asarray(s.per_record.membership) for s in two]
+    assert two[0].config["seed"] != two[1].config["seed"]
+    assert two[0].per_record.ape != two[1].per_record.ape  # another split, another model
     trained.clear()
     three = run_repeats(cfg.with_updates({"repeats": 3}))
     assert sorted({seed for seed, _ in trained}) == [repeat_seed(cfg.seed, 2)] and len(trained) == 2
-    assert [s["config_hash"] for s in three[:2]] == [s["config_hash"] for s in two]
+    assert [s.config_hash for s in three[:2]] == [s.config_hash for s in two]
     block = repeats_block(three, n_boot=200)
     acc = block["metrics"]["attack_accuracy"]
     assert acc["n"] == 3 and len(acc["values"]) == 3 and acc["ci_low"] <= acc["mean"] <= acc["ci_high"]
-    assert acc["mean"] == pytest.approx(np.mean([s["attack"]["accuracy"] for s in three]))
+    assert acc["mean"] == pytest.approx(np.mean([s.attack.accuracy for s in three]))
     assert block["within_run"]["attack_auc"]["method"].startswith("bootstrap")
     assert len(members[0]) == 2 * TINY["n_eval"]
     json.dumps(block, allow_nan=False)

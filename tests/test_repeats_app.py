@@ -7,6 +7,7 @@ from streamlit.testing.v1 import AppTest
 from apptest_fields import set_fields
 from core.analyses.matching import run_matched
 from core.experiment.pipeline import run_experiment
+from core.experiment.results import RunSummary
 from core.analyses.repeats import comparison_configs, repeat_configs, run_comparison
 from core.tasks import get_task
 
@@ -51,7 +52,8 @@ def test_report_shows_the_paired_comparison():
 
     configs = comparison_configs("image", "quick", 2, TINY)
     run_comparison(configs)
-    runs = {a: [run_experiment(c).summary for c in repeat_configs(cfg)] for a, cfg in configs.items()}
+    runs = {a: [RunSummary.from_dict(run_experiment(c).summary) for c in repeat_configs(cfg)]
+            for a, cfg in configs.items()}
     view = repeats_view(runs)
     page = report_html([runs["ffnn"][0], runs["rnn"][0]], list(configs.values()), {}, None, view)
     assert "FFNN vs RNN over 2 paired repeats" in page and "FFNN − RNN [95% CI]" in page

@@ -25,6 +25,7 @@ TINY = {
                     "attack_train_epochs": 2},
     "navigation": {"n_train": 2, "n_eval": 2, "epochs": 1, "n_shadows": 1, "attack_epochs": (), "attack_train_epochs": 2,
                    "frames": 2048},
+    "tabular": {"n_train": 40, "n_eval": 20, "epochs": 2, "n_shadows": 1, "attack_epochs": (), "attack_train_epochs": 3},
 }
 
 
@@ -80,16 +81,36 @@ def test_task_specific_columns_and_blocks_are_kept(summaries):
     assert nav.example_kind == "navigation" and RunSummary.from_dict(summaries["image"]).example_kind is None
     tr = RunSummary.from_dict(summaries["translation"])
     assert {"lira", "rmia"} <= set(tr.attacks)
-    # a key this version does not type survives the round trip in its place
-    d = dict(summaries["image"], future_block={"x": 1})
-    assert RunSummary.from_dict(d).extra["future_block"] == {"x": 1} and exact(RunSummary.from_dict(d).to_dict()) == exact(d)
-    assert "future_block" not in RunSummary.from_dict(summaries["image"]).extra
+    # a key this version does not know is refused in one line, at any depth of the typed layout
+    with pytest.raises(ResultFormatError, match=r"^summary has unknown key 'future_block' \(written by another version\?\)$"):
+        RunSummary.from_dict(dict(summaries["image"], future_block={"x": 1}))
+    with pytest.raises(ResultFormatError, match=r"^summary.attacks\['shadow'\] has unknown key 'x'"):
+        RunSummary.from_dict(mangled(summaries["image"], ("attacks", "shadow", "x"), 1))
+    with pytest.raises(ResultFormatError, match=r"^summary.records has unknown key 'x'"):
+        RunSummary.from_dict(mangled(summaries["image"], ("records", "x"), []))
+    # a task's own learning-curve column is open (navigation's steps; a plugin's), but must be a number
+    with pytest.raises(ResultFormatError, match=r"^summary.per_epoch\[0\].steps_val must be a number, got 'x'$"):
+        RunSummary.from_dict(mangled(summaries["navigation"], ("per_epoch", 0, "steps_val"), "x"))
+
+
+@pytest.mark.parametrize("task", list(TINY))
+def test_every_key_of_a_real_summary_is_typed(task, summaries):
+    """Nothing of what the pipeline writes is carried along unread: every block is a typed field (or a
+    declared JSON blob), the per-record signals included."""
+    run = RunSummary.from_dict(summaries[task])
+    assert run.extra == {} and run.utility.extra == {} and run.per_record.extra == {}
+    assert all(r.extra == {} for r in run.attacks.values()) and run.attack.extra == {}
+    assert all(r.extra == {} for by in (run.attacks_by_epoch or {}).values() for r in by.values())
+    assert set(run.per_record.scores) == set(run.attacks)  # every attack's per-record scores
+    assert run.per_record.membership == tuple(summaries[task]["records"]["membership"])
+    assert run.per_record.to_dict() == summaries[task]["records"]  # the block round-trips as well
 
 
 def test_a_repeats_block_round_trips_with_typed_intervals(summaries, configs, cache_dir, monkeypatch):
     monkeypatch.setenv("MIA_CACHE_DIR", str(cache_dir))
     second = run_experiment(repeat_config(configs["translation"], 1)).summary
-    d = dict(summaries["translation"], repeats=repeats_block([summaries["translation"], second], n_boot=50))
+    d = dict(summaries["translation"], repeats=repeats_block(
+        [RunSummary.from_dict(summaries["translation"]), RunSummary.from_dict(second)], n_boot=50))
     run = RunSummary.from_dict(d)
     assert exact(run.to_dict()) == exact(d)
     acc = run.repeats.metrics["attack_accuracy"]
@@ -186,3 +207,30 @@ def test_a_malformed_cached_summary_is_discarded_as_it_leaves_the_cache(summarie
     assert cached_summary(cfg, cache) is None  # then recomputed by run_experiment, never drawn
     assert cache.corrupted == [cache.key("result", cfg.config_hash)]
     assert "summary.attacks['shadow'].auc must be a number" in caplog.text  # the reason, logged in one line
+
+
+def test_views_and_analyses_take_typed_runs_only():
+    """Summaries are typed once, where their JSON is read; a view or analysis that still took ``RunSummary | dict``
+    would let dicts flow in again. The two left take dicts from core.analyses.findings (the cached JSON it reads)."""
+    import importlib
+    import inspect
+    import pkgutil
+    import re
+
+    import core.views
+
+    modules = [importlib.import_module(f"core.views.{m.name}") for m in pkgutil.iter_modules(core.views.__path__)]
+    modules += [importlib.import_module(f"core.analyses.{m}") for m in
+                ("analysis", "analyses_view", "matching", "record_views", "repeats", "verdicts", "answer")]
+    modules.append(importlib.import_module("core.experiment.fidelity"))
+    mixed = []
+    for module in modules:
+        for name, fn in inspect.getmembers(module, inspect.isfunction):
+            if fn.__module__ != module.__name__:
+                continue
+            for p in inspect.signature(fn).parameters.values():
+                hint = str(p.annotation)
+                if re.search(r"RunSummary \| (dict|Mapping)|(dict|Mapping)\[str, Any\] \| RunSummary", hint):
+                    mixed.append(f"{module.__name__}.{name}({p.name})")
+    assert sorted(mixed) == ["core.analyses.repeats.compare_summaries(ffnn)", "core.analyses.repeats.compare_summaries(rnn)",
+                             "core.analyses.repeats.summary_resolution(summary)"]

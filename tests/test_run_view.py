@@ -12,6 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from core.experiment.pipeline import run_experiment
+from core.experiment.results import RunSummary
 from core.tasks import get_task
 from core.views import report, run_view
 
@@ -26,7 +27,7 @@ def tiny_runs(monkeypatch):
     task = get_task("image")
     monkeypatch.setitem(task.presets, "quick", {**task.presets["quick"], **TINY})
     configs = [task.make_config(a, "quick") for a in ("ffnn", "rnn")]
-    return configs, [run_experiment(c).summary for c in configs]
+    return configs, [RunSummary.from_dict(run_experiment(c).summary) for c in configs]
 
 
 def report_headings(page: str) -> list[str]:
@@ -95,10 +96,10 @@ def test_a_section_registered_once_appears_in_both_renderers(tiny_runs):
     configs, summaries = tiny_runs
 
     def toy(run: run_view.RunInputs) -> run_view.Section:
-        n = sum(len(s["records"]["membership"]) for s in run.summaries)
+        n = sum(len(s.per_record.membership) for s in run.summaries)
         return run_view.Section("toy", "Toy section", lambda: [
             run_view.Text(f"**Toy** over {n} evaluated records"),
-            run_view.Table(pd.DataFrame({"arch": [s["arch"] for s in run.summaries], "n": [n, n]}))], tab=True)
+            run_view.Table(pd.DataFrame({"arch": [s.arch for s in run.summaries], "n": [n, n]}))], tab=True)
 
     run_view.register_section("toy", toy, before="per_record")
     try:

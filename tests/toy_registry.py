@@ -26,7 +26,7 @@ def toy_of(arch: str, accuracy: float) -> dict[str, Any]:
 
 def toy_run(run: AnalysisRun) -> dict[str, Any]:
     run.say("toy", 0.0)
-    return run.per_arch(lambda cfg, summary: toy_of(cfg.arch, summary["attack"]["accuracy"]))
+    return run.per_arch(lambda cfg, summary: toy_of(cfg.arch, summary.attack.accuracy))
 
 
 def toy_verdict(data: dict[str, Any]) -> RunVerdict:

@@ -12,13 +12,13 @@ from typing import Any
 import streamlit as st
 
 from core.views import report
-from core.views.run_text import run_figures
+from core.views.run_text import RunFigures, run_figures
 from core.views.run_view import (Block, Code, Details, Figure, Html, Image, Row, RunInputs, Section, Table, Text,
                                  run_view)
 from core.foundations.config import ExperimentConfig
 from core.foundations.paths import cache_dir
 from core.analyses.repeats import comparison_json, repeats_block
-from core.experiment.results import RunSummary, dicts
+from core.experiment.results import RunSummary
 from ui.widgets import drawn
 
 
@@ -27,13 +27,13 @@ def _key(summaries: list[RunSummary]) -> tuple[str, ...]:
 
 
 @st.cache_resource(max_entries=24, show_spinner=False)
-def _figures(key: tuple[str, ...], _summaries: list[RunSummary]) -> dict[str, Any]:
-    """:func:`core.views.run_text.run_figures` (which reads the summaries' JSON), once per set of config
-    hashes (figures are read-only once built, so every session can share them)."""
-    return run_figures(dicts(_summaries))
+def _figures(key: tuple[str, ...], _summaries: list[RunSummary]) -> RunFigures:
+    """:func:`core.views.run_text.run_figures`, once per set of config hashes (figures are read-only once
+    built, so every session can share them)."""
+    return run_figures(_summaries)
 
 
-def figures(summaries: list[RunSummary]) -> dict[str, Any]:
+def figures(summaries: list[RunSummary]) -> RunFigures:
     return _figures(_key(summaries), summaries)
 
 
@@ -86,8 +86,7 @@ def show_results(summaries: list[RunSummary], configs: list[ExperimentConfig],
     Consecutive tabbed sections are tabs of which only the open one is built and drawn (on_change="rerun":
     a visit then sends the browser two or three charts instead of all of them, issue 23); collapsed
     sections are expanders."""
-    raw = dicts(summaries)  # what the figure and report builders read
-    sections = run_view(RunInputs(raw, configs, overrides, views, repeats, matched, figures=figures(summaries)))
+    sections = run_view(RunInputs(summaries, configs, overrides, views, repeats, matched, figures=figures(summaries)))
     downloads_drawn, tab_groups = False, 0
     for tabbed, group in itertools.groupby(sections, key=lambda s: s.tab):
         group = list(group)
@@ -102,19 +101,19 @@ def show_results(summaries: list[RunSummary], configs: list[ExperimentConfig],
         for section in group:
             if section.collapsed:
                 if not downloads_drawn:
-                    show_downloads(summaries, configs, overrides, views, repeats, matched, raw)
+                    show_downloads(summaries, configs, overrides, views, repeats, matched)
                     downloads_drawn = True
                 with st.expander(section.heading):
                     draw_section(section, heading=False)
             else:
                 draw_section(section)
     if not downloads_drawn:
-        show_downloads(summaries, configs, overrides, views, repeats, matched, raw)
+        show_downloads(summaries, configs, overrides, views, repeats, matched)
 
 
 def show_downloads(summaries: list[RunSummary], configs: list[ExperimentConfig], overrides: dict[str, dict[str, Any]],
                    views: dict[str, dict[str, Any]] | None, repeats: dict[str, Any] | None,
-                   matched: dict[str, Any] | None, raw: list[dict[str, Any]]) -> None:
+                   matched: dict[str, Any] | None) -> None:
     """The run as one HTML report (the same sections as above, plus the per-record views) and as JSON."""
     e1, e2 = st.columns([1, 3])
     with e1:
@@ -123,12 +122,13 @@ def show_downloads(summaries: list[RunSummary], configs: list[ExperimentConfig],
         st.download_button("Download report (HTML)",
                            data=lambda: report.run_report({c.arch: c for c in configs}, overrides=overrides,
                                                           map_views=views, repeats=repeats, matched=matched,
-                                                          summaries={s.arch: d for s, d in zip(summaries, raw)}),
+                                                          summaries={s.arch: s for s in summaries}),
                            file_name=f"mia_{name}.html", mime="text/html", on_click="ignore", icon="📄",
                            help="One self-contained HTML file: config, tables, interactive figures and the "
                                 "per-record views (works offline).")
     with e2:
-        st.download_button("Download summaries (JSON)", data=lambda: json.dumps(raw, indent=1),
+        # the JSON the CLI writes: to_dict gives back exactly the summary that was read
+        st.download_button("Download summaries (JSON)", data=lambda: json.dumps([s.to_dict() for s in summaries], indent=1),
                            file_name=f"mia_{name}.json", mime="application/json", on_click="ignore",
                            help="The full summaries (full ROC curves and per-record signals), as the CLI writes them.")
 

@@ -38,7 +38,7 @@ def cached_runs(configs: dict[str, ExperimentConfig], cache: ArtifactCache | Non
             raise NotCachedError(f"the {arch} run of {cfg.task} ({cfg.preset}, {cfg.config_hash[:6]}) is not cached: "
                                  f"train it first (Train & attack, or python -m core run --task {cfg.task} --arch "
                                  f"{arch} --preset {cfg.preset})")
-        out[arch] = RunSummary.coerce(s)
+        out[arch] = RunSummary.from_dict(s)
     return out
 
 

@@ -152,7 +152,7 @@ def near_records(surrogate: dict[str, Any], x: np.ndarray, y: np.ndarray, reach:
     return {**surrogate, "member_probability": z.tolist(), "reach": reach}
 
 
-def entropy_scatter(summary: dict[str, Any]) -> dict[str, Any]:
+def entropy_scatter(summary: RunSummary) -> dict[str, Any]:
     """The data of paper 000 Fig. 5 for one run (see the module docstring), from its summary.
 
     Signals at or below 1e-12 (a confident correct answer's cross-entropy underflows) are flagged
@@ -161,12 +161,12 @@ def entropy_scatter(summary: dict[str, Any]) -> dict[str, Any]:
     the unclipped records' log₁₀ span (:func:`data_range`); the surrogates are fitted with clipped
     values on the strip and evaluated over that range only.
     """
-    run = RunSummary.coerce(summary)
-    rec = run.records
-    if not rec:
+    run = summary
+    if not run.records:
         raise ConfigError("this summary carries no per-record signals (run it again with this version)")
-    ape, ce = np.asarray(rec["ape"]), np.asarray(rec["cross_entropy"])
-    member = np.asarray(rec["membership"], bool)
+    rec = run.per_record
+    ape, ce = np.asarray(rec.ape), np.asarray(rec.cross_entropy)
+    member = np.asarray(rec.membership, bool)
     lx, ly = _log10(ape), _log10(ce)
     cx, cy = lx <= np.log10(_FLOOR), ly <= np.log10(_FLOOR)
     x_range, y_range = data_range(lx, cx), data_range(ly, cy)
@@ -177,13 +177,13 @@ def entropy_scatter(summary: dict[str, Any]) -> dict[str, Any]:
     x_lo = clip_strip(*x_range) if cx.any() else x_range[0]
     y_lo = clip_strip(*y_range) if cy.any() else y_range[0]
     attacks = {}
-    for name, scores in rec["scores"].items():
+    for name, scores in (rec.scores or {}).items():
         threshold = run.attacks[name].threshold
         threshold = float("inf") if threshold is None else threshold
         decided = np.asarray(scores) >= threshold
         entry: dict[str, Any] = {"decision": decided.tolist(), "correct": (decided == member).tolist(),
                                  "accuracy": float((decided == member).mean())}
-        boundary = rec.get("boundaries", {}).get(name)
+        boundary = (rec.boundaries or {}).get(name)
         if boundary:
             entry["boundary"] = boundary  # the real threshold, in its signal's units
         else:
@@ -199,39 +199,39 @@ def entropy_scatter(summary: dict[str, Any]) -> dict[str, Any]:
             "mean_cross_entropy": {"members": float(ce[member].mean()), "non_members": float(ce[~member].mean())}}
 
 
-def defended_summary(summary: RunSummary | dict[str, Any], point: DefendedPoint | dict[str, Any]) -> dict[str, Any]:
+def defended_summary(summary: RunSummary, point: DefendedPoint | dict[str, Any]) -> RunSummary:
     """``summary`` with its per-record signals replaced by those of a defended point
     (:meth:`core.defenses.defender.Defender.point`): the defended outputs' APE and cross-entropy and the
     naive attacks' scores on them. The naive attacker keeps its thresholds and boundaries, so
     :func:`entropy_scatter` then draws the same decision boundaries over the defended records."""
-    run = RunSummary.coerce(summary)
+    run = summary
     rec = (point.records if isinstance(point, DefendedPoint) else point.get("records")) or {}
     if "scores" not in rec:
         raise ConfigError("this defended point carries no per-record attack scores (computed by an older version)")
     scores = {n: [float("nan") if v is None else v for v in values] for n, values in rec["scores"].items()
               if n in run.attacks}
     records = {"membership": rec["membership"], "ape": rec["ape"], "cross_entropy": rec["cross_entropy"],
-               "scores": scores, "boundaries": run.records.get("boundaries", {})}
-    return {**run.to_dict(), "records": records}
+               "scores": scores, "boundaries": dict(run.per_record.boundaries or {})}
+    return RunSummary.from_dict({**run.to_dict(), "records": records})
 
 
-def most_exposed(summary: RunSummary | dict[str, Any], attack: str | None = None, top: int = 10
-                 ) -> list[dict[str, Any]]:
+def most_exposed(summary: RunSummary, attack: str | None = None, top: int = 10) -> list[dict[str, Any]]:
     """Members with the highest attack score (position in the evaluation set, score, APE, CE)."""
-    run = RunSummary.coerce(summary)
-    rec = run.records
-    attack = attack or run.primary
-    scores = np.asarray(rec["scores"][attack])
-    member = np.asarray(rec["membership"], bool)
+    rec = summary.per_record
+    attack = attack or summary.primary
+    if not rec.has_scores(attack):
+        raise KeyError(attack)  # as a look-up of a missing attack always did
+    scores = np.asarray(rec.scores_of(attack))
+    member = np.asarray(rec.membership, bool)
     order = [int(i) for i in np.argsort(-scores) if member[i]][:top]
-    return [{"position": i, "score": float(scores[i]), "ape": rec["ape"][i], "cross_entropy": rec["cross_entropy"][i]}
+    return [{"position": i, "score": float(scores[i]), "ape": rec.ape[i], "cross_entropy": rec.cross_entropy[i]}
             for i in order]
 
 
 # ---------------------------------------------------------------------------- over training
-def vulnerability(models: TrainedModels, summary: RunSummary | dict[str, Any]) -> dict[str, Any]:
+def vulnerability(models: TrainedModels, summary: RunSummary) -> dict[str, Any]:
     """Paper 000 Fig. 4 for one run: per epoch utility, per checkpoint APE and attack numbers."""
-    run = RunSummary.coerce(summary)
+    run = summary
     member = models.eval_membership
     rows = []
     primary = run.primary
@@ -269,7 +269,7 @@ def overtraining(cfg: ExperimentConfig, factor: int = 3, points: int = 8, progre
     summary = run_experiment(long.validate(), progress=(lambda ev: progress(ev.overall_fraction)) if progress else None,
                              cache=cache).summary
     models = trained_models(long, cache=cache)
-    v = vulnerability(models, summary)
+    v = vulnerability(models, RunSummary.from_dict(summary))
     return {**v, "epochs": long.epochs, "preset_epochs": cfg.epochs, "config_hash": long.config_hash}
 
 
@@ -278,7 +278,7 @@ def overtraining(cfg: ExperimentConfig, factor: int = 3, points: int = 8, progre
 ESTIMATED = ("memorization", "overtraining", "mismatch")
 
 
-def time_estimate(name: str, summary: RunSummary | dict[str, Any], blocks: int = 4, factor: int = 3,
+def time_estimate(name: str, summary: RunSummary, blocks: int = 4, factor: int = 3,
                   scales: tuple[float, ...] = (0.5, 2.0)) -> float | None:
     """Seconds the analysis ``name`` should take for one architecture, scaled from what ``summary``'s own run
     measured (``timings``: its victim's and shadows' training, its attacks) by the work the analysis repeats:
@@ -290,8 +290,7 @@ def time_estimate(name: str, summary: RunSummary | dict[str, Any], blocks: int =
       scale changes the work at least in proportion; more for a layer whose size is the width squared).
 
     None where the run measured no training (a summary written before timings, or loaded from the cache)."""
-    t = (summary.get("timings") if isinstance(summary, dict) else summary.timings) or {}
-    config = (summary.get("config") if isinstance(summary, dict) else summary.config) or {}
+    t, config = summary.timings, summary.config
     victim, shadows = t.get("victim_trained_s"), t.get("shadows_trained_s")
     if not victim or shadows is None:
         return None
@@ -312,7 +311,7 @@ def time_estimate(name: str, summary: RunSummary | dict[str, Any], blocks: int =
 MEASURED_RATIO = {"memorization": (1.18, 2.32), "overtraining": (0.97, 1.51), "mismatch": (0.87, 1.53)}
 
 
-def time_range(name: str, summaries: list[RunSummary | dict[str, Any]]) -> tuple[float, float] | None:
+def time_range(name: str, summaries: list[RunSummary]) -> tuple[float, float] | None:
     """The seconds ``name`` should take for all of ``summaries`` one after another, as (low, high): the sum of their
     :func:`time_estimate` times :data:`MEASURED_RATIO`'s bounds; None where any run has no estimate."""
     estimates = [time_estimate(name, s) for s in summaries]
@@ -359,8 +358,8 @@ def analyze(configs: dict[str, ExperimentConfig], analyses: tuple[str, ...] | No
     summaries = {}
     for arch, cfg in configs.items():
         say(f"train & attack ({arch})", 0.0)
-        summaries[arch] = run_experiment(cfg, cache=cache, progress=lambda ev, a=arch: say(f"train & attack ({a})",
-                                                                                             ev.overall_fraction)).summary
+        summaries[arch] = RunSummary.from_dict(run_experiment(  # the JSON typed once, where it is produced
+            cfg, cache=cache, progress=lambda ev, a=arch: say(f"train & attack ({a})", ev.overall_fraction)).summary)
     run = AnalysisRun(configs, summaries, cache, say, canaries=canaries, defense=defense, online_lira=online_lira)
     for entry in registered():
         if entry.name in analyses:
@@ -385,7 +384,7 @@ def _repeat_results(configs: dict[str, ExperimentConfig], compared: list[str], c
     summaries = {}
     for arch, cfg in configs.items():
         say(f"train & attack ({arch})", 0.0)
-        summaries[arch] = run_experiment(cfg, cache=cache).summary
+        summaries[arch] = RunSummary.from_dict(run_experiment(cfg, cache=cache).summary)
     out: dict[str, Any] = {"runs": summaries}
     run = AnalysisRun(configs, summaries, cache, say)
     for entry in repeated_analyses():

@@ -13,6 +13,7 @@ from typing import Any
 from core.analyses.repeats import cached_repeat_configs, comparison_configs, comparison_json
 from core.experiment.cache import ArtifactCache
 from core.experiment.pipeline import cached_summary
+from core.experiment.results import RunSummary
 from core.tasks import get_task
 
 QUESTION = "Do RNNs leak more?"
@@ -60,7 +61,7 @@ def cached_answer(task: str = "image", preset: str = "quick", cache: ArtifactCac
     if n == 0:
         out["sentence"] = "not measured yet: no cached run of both architectures"
         return out
-    runs = {a: [cached_summary(c, cache) for c in v[:n]] for a, v in cached.items()}
+    runs = {a: [RunSummary.from_dict(cached_summary(c, cache)) for c in v[:n]] for a, v in cached.items()}
     comp = comparison_json(runs["ffnn"], runs["rnn"])
     metric = (comp.get("primary") or {}).get("metric") or HEADLINE_METRIC
     m = comp["metrics"][metric]

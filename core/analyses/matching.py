@@ -36,13 +36,13 @@ if TYPE_CHECKING:
     from core.experiment.executor import Executor
 
 
-def utility_curve(summary: RunSummary | dict[str, Any]) -> list[tuple[int, float]]:
+def utility_curve(summary: RunSummary) -> list[tuple[int, float]]:
     """(epoch, validation utility) of the victim after every epoch that measured it."""
-    return [(r.epoch, float(r.utility_val)) for r in RunSummary.coerce(summary).per_epoch
+    return [(r.epoch, float(r.utility_val)) for r in summary.per_epoch
             if r.utility_val is not None and math.isfinite(float(r.utility_val))]
 
 
-def first_epoch_reaching(summary: RunSummary | dict[str, Any], target: float) -> int | None:
+def first_epoch_reaching(summary: RunSummary, target: float) -> int | None:
     """The first epoch whose validation utility is ≥ ``target`` (None if none is)."""
     for epoch, value in utility_curve(summary):
         if value >= target:
@@ -71,10 +71,10 @@ def resolve_target(match_utility: str, finals: dict[str, float]) -> float:
     return target
 
 
-def stopping_point(summary: RunSummary | dict[str, Any], target: float) -> dict[str, Any]:
+def stopping_point(summary: RunSummary, target: float) -> dict[str, Any]:
     """Where the run ``summary`` stops for ``target``: ``epoch``, ``reached``, the full run's final
     utility and epochs."""
-    run = RunSummary.coerce(summary)
+    run = summary
     epoch = first_epoch_reaching(run, target)
     final_epoch = int(run.config["epochs"])
     return {"epoch": epoch if epoch is not None else final_epoch, "reached": epoch is not None,
@@ -101,23 +101,23 @@ def run_matched(configs: dict[str, ExperimentConfig], progress: ProgressCallback
     for r in range(n):
         full = {}
         for j, arch in enumerate(("ffnn", "rnn")):
-            full[arch] = run_experiment(per[arch][r], bar.for_run(4 * r + j), cache, executor).summary
+            full[arch] = RunSummary.from_dict(run_experiment(per[arch][r], bar.for_run(4 * r + j), cache, executor).summary)
             bar.done(full[arch])
-        target = resolve_target(mode, {a: float(s["utility"]["val"]) for a, s in full.items()})
+        target = resolve_target(mode, {a: float(s.utility.val) for a, s in full.items()})
         row: dict[str, Any] = {"repeat": r, "seed": per["ffnn"][r].seed, "target": target}
         for j, arch in enumerate(("ffnn", "rnn")):
             point = stopping_point(full[arch], target)
-            summary = run_experiment(stopped_config(per[arch][r], point["epoch"]), bar.for_run(4 * r + 2 + j), cache,
-                                     executor).summary
+            summary = RunSummary.from_dict(run_experiment(stopped_config(per[arch][r], point["epoch"]),
+                                                          bar.for_run(4 * r + 2 + j), cache, executor).summary)
             bar.done(summary)
-            row[arch] = {**point, "utility_at_stop": summary["utility"]["val"], "config_hash": summary["config_hash"]}
+            row[arch] = {**point, "utility_at_stop": summary.utility.val, "config_hash": summary.config_hash}
             stopped[arch].append(summary)
         rows.append(row)
-    return {"match_utility": mode, "metric": stopped["ffnn"][0]["utility"]["metric"], "repeats": rows,
+    return {"match_utility": mode, "metric": stopped["ffnn"][0].utility.metric, "repeats": rows,
             "comparison": comparison_json(stopped["ffnn"], stopped["rnn"])}
 
 
-def matched_plan(full: dict[str, Sequence[RunSummary | dict[str, Any]]], configs: dict[str, ExperimentConfig]
+def matched_plan(full: dict[str, Sequence[RunSummary]], configs: dict[str, ExperimentConfig]
                  ) -> list[dict[str, Any]]:
     """For pages: per repeat, the target and each architecture's stopping point and stopped config,
     from the full runs' summaries ``full[arch][r]`` (nothing is trained here)."""
@@ -125,7 +125,7 @@ def matched_plan(full: dict[str, Sequence[RunSummary | dict[str, Any]]], configs
     per = {a: repeat_configs(c) for a, c in configs.items()}
     plan = []
     for r in range(len(full["ffnn"])):
-        target = resolve_target(mode, {a: float(RunSummary.coerce(full[a][r]).utility.val) for a in ("ffnn", "rnn")})
+        target = resolve_target(mode, {a: float(full[a][r].utility.val) for a in ("ffnn", "rnn")})
         row: dict[str, Any] = {"repeat": r, "target": target}
         for arch in ("ffnn", "rnn"):
             point = stopping_point(full[arch][r], target)

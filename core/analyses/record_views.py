@@ -29,7 +29,7 @@ cached scores, so a canary run cached before them shows them too.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -44,6 +44,7 @@ from core.foundations.errors import ConfigError, MIAError
 from core.measurement.exposure import EXPOSURE_FPRS, flips, fpr_label, quadrants
 from core.measurement.metrics import empirical_epsilon
 from core.experiment.pipeline import cached_summary, trained_models
+from core.experiment.results import RunSummary
 from core.experiment.reference_attacks import (LIRA_ONLINE, fit_reference_attacks, lira_scores, online_references,
     reference_inputs, score_reference_attacks)
 from core.analyses.repeats import repeat_config
@@ -75,16 +76,16 @@ def check_same_records(configs: dict[str, ExperimentConfig]) -> np.ndarray:
     return first
 
 
-def strongest_attack(summaries: dict[str, dict[str, Any]]) -> str:
+def strongest_attack(summaries: dict[str, RunSummary]) -> str:
     """LiRA or RMIA, whichever has the higher AUC averaged over the runs (the task's primary
     attack when a run has neither)."""
-    names = [n for n in STRONGEST if all(n in s["records"]["scores"] for s in summaries.values())]
+    names = [n for n in STRONGEST if all(s.per_record.has_scores(n) for s in summaries.values())]
     if not names:
-        return next(iter(summaries.values()))["attack"]["name"]
-    return max(names, key=lambda n: np.mean([s["attacks"][n]["auc"] for s in summaries.values()]))
+        return next(iter(summaries.values())).primary
+    return max(names, key=lambda n: np.mean([s.attacks[n].auc for s in summaries.values()]))
 
 
-def _scores(values: list[Any], what: str) -> np.ndarray:
+def _scores(values: Sequence[Any], what: str) -> np.ndarray:
     if any(v is None for v in values):
         raise ConfigError(f"{what} has records without a score (an attack with no usable reference)")
     return np.asarray(values, np.float64)
@@ -100,7 +101,7 @@ def defended_points(configs: dict[str, ExperimentConfig], mechanism: str, value:
 
 
 def cached_repeats(configs: dict[str, ExperimentConfig], cache: ArtifactCache | None = None
-                   ) -> list[dict[str, dict[str, Any]]]:
+                   ) -> list[dict[str, RunSummary]]:
     """The cached repeats r ≥ 1 of the configs (:func:`core.analyses.repeats.repeat_config`: the same config
     with a derived seed, shared by both architectures) as ``{arch: summary}`` pairs, where every
     architecture's repeat r is cached: the independent repeats the exposure quadrants take an
@@ -109,13 +110,13 @@ def cached_repeats(configs: dict[str, ExperimentConfig], cache: ArtifactCache | 
     for r in range(1, MAX_REPEATS):
         pair = {arch: cached_summary(repeat_config(cfg, r), cache) for arch, cfg in configs.items()}
         if all(s is not None for s in pair.values()):
-            out.append(pair)
+            out.append({arch: RunSummary.from_dict(s) for arch, s in pair.items()})
     return out
 
 
-def exposure_view(configs: dict[str, ExperimentConfig], summaries: dict[str, dict[str, Any]], attack: str | None = None,
+def exposure_view(configs: dict[str, ExperimentConfig], summaries: dict[str, RunSummary], attack: str | None = None,
                   fprs: tuple[float, ...] = EXPOSURE_FPRS, defended: dict[str, dict[str, Any]] | None = None,
-                  repeats: list[dict[str, dict[str, Any]]] | None = None) -> dict[str, Any]:
+                  repeats: list[dict[str, RunSummary]] | None = None) -> dict[str, Any]:
     """Per-record exposure of the same records under two architectures (``{"ffnn": …, "rnn": …}``):
     scores, loss and entropy per record, the quadrants at each FPR (with ``repeats`` — pairs of
     summaries of other seeds, :func:`cached_repeats` — also a t interval of each count over the
@@ -127,25 +128,25 @@ def exposure_view(configs: dict[str, ExperimentConfig], summaries: dict[str, dic
     (a, sa), (b, sb) = summaries.items()
     attack = attack or strongest_attack(summaries)
     for arch, s in summaries.items():
-        if attack not in s["records"]["scores"]:
+        if not s.per_record.has_scores(attack):
             raise ConfigError(f"the {arch} run has no per-record scores of {attack!r}")
-    member = np.asarray(sa["records"]["membership"], bool)
-    if not np.array_equal(member, np.asarray(sb["records"]["membership"], bool)) or len(member) != len(records):
+    member = np.asarray(sa.per_record.membership, bool)
+    if not np.array_equal(member, np.asarray(sb.per_record.membership, bool)) or len(member) != len(records):
         raise ConfigError("the two runs' per-record tables do not describe the same records")
-    scores = {arch: _scores(s["records"]["scores"][attack], f"{arch} {attack}") for arch, s in summaries.items()}
+    scores = {arch: _scores(s.per_record.scores_of(attack), f"{arch} {attack}") for arch, s in summaries.items()}
     out: dict[str, Any] = {
         "attack": attack, "archs": [a, b], "records": [int(i) for i in records], "membership": member.tolist(),
         "scores": {k: v.tolist() for k, v in scores.items()},
-        "cross_entropy": {arch: s["records"]["cross_entropy"] for arch, s in summaries.items()},
-        "ape": {arch: s["records"]["ape"] for arch, s in summaries.items()},
+        "cross_entropy": {arch: list(s.per_record.cross_entropy) for arch, s in summaries.items()},
+        "ape": {arch: list(s.per_record.ape) for arch, s in summaries.items()},
     }
     triples, seeds = [], []
     for pair in repeats or []:
-        if attack in pair[a]["records"]["scores"] and attack in pair[b]["records"]["scores"]:
-            triples.append((_scores(pair[a]["records"]["scores"][attack], "repeat"),
-                            _scores(pair[b]["records"]["scores"][attack], "repeat"),
-                            np.asarray(pair[a]["records"]["membership"], bool)))
-            seeds.append(int(pair[a]["config"]["seed"]))
+        if pair[a].per_record.has_scores(attack) and pair[b].per_record.has_scores(attack):
+            triples.append((_scores(pair[a].per_record.scores_of(attack), "repeat"),
+                            _scores(pair[b].per_record.scores_of(attack), "repeat"),
+                            np.asarray(pair[a].per_record.membership, bool)))
+            seeds.append(int(pair[a].config["seed"]))
     out["repeat_seeds"] = seeds
     out["quadrants"] = {str(f): quadrants(scores[a], scores[b], member, f, a, b, triples).to_dict() for f in fprs}
     # an FPR finer than 1/non-members is the threshold at 0 false positives: named so, never "0.1 %"
@@ -257,7 +258,7 @@ def canary_audit(cfg: ExperimentConfig, m: int = DEFAULT_CANARIES, seed: int = 0
     return out
 
 
-def audit_view(configs: dict[str, ExperimentConfig], summaries: dict[str, dict[str, Any]], m: int = DEFAULT_CANARIES,
+def audit_view(configs: dict[str, ExperimentConfig], summaries: dict[str, RunSummary], m: int = DEFAULT_CANARIES,
                cache: ArtifactCache | None = None, progress: Callable[[str, float], None] | None = None) -> dict[str, Any]:
     """Per architecture: the audited ε of a canary run, its accountant ε (DP-SGD runs; None
     otherwise: no guarantee to compare) and the attack-derived ε̂ of the cached run."""
@@ -266,16 +267,16 @@ def audit_view(configs: dict[str, ExperimentConfig], summaries: dict[str, dict[s
             for arch, cfg in configs.items()}
 
 
-def audit_beside(entry: dict[str, Any], summary: dict[str, Any]) -> dict[str, Any]:
+def audit_beside(entry: dict[str, Any], summary: RunSummary) -> dict[str, Any]:
     """A :func:`canary_audit` result with the numbers it is read against: its audited ε, its
     accountant ε (RDP, PRV; None when not private), the cached run's attack-derived ε̂ and the
     other estimators of the same canaries (``estimators``: the GDP estimate, the f-DP bound, the
     bounds against the number of guesses; :func:`core.measurement.audit_estimators.audit_estimators`)."""
-    primary = summary["attack"]["name"]
-    member = np.asarray(summary["records"]["membership"], bool)
-    hat = empirical_epsilon(_scores(summary["records"]["scores"][primary], primary), member)
+    primary = summary.primary
+    member = np.asarray(summary.per_record.membership, bool)
+    hat = empirical_epsilon(_scores(summary.per_record.scores_of(primary), primary), member)
     acc = entry["accountant"] or {}
-    task = get_task(summary["task"])
+    task = get_task(summary.task)
     return {**entry, "audited_epsilon": entry["audit"]["epsilon"],
             "accountant_epsilon": {k: acc.get("epsilons", {}).get(k) for k in ("rdp", "prv")} if acc else None,
             "attack_epsilon_lower_bound": hat["lower_bound"], "attack": primary,
@@ -286,18 +287,19 @@ def audit_beside(entry: dict[str, Any], summary: dict[str, Any]) -> dict[str, An
 
 
 # ---------------------------------------------------------------------------- 4. slices
-def slice_labels(cfg: ExperimentConfig, records: np.ndarray, summary: dict[str, Any]) -> dict[str, list[str]]:
+def slice_labels(cfg: ExperimentConfig, records: np.ndarray, summary: RunSummary) -> dict[str, list[str]]:
     """The task's slicings of the evaluated ``records`` (:meth:`core.tasks.base.Task.slice_labels`:
     image — class; translation — source length and frequency of the source's rarest word, in
     terciles; navigation — the query episode's length in terciles)."""
     task = get_task(cfg.task)
-    labels = task.slice_labels(cfg, task.load(cfg), records, summary)
+    # the task hook takes the summary's JSON: it is a plugin's API (examples/plugin_task.py)
+    labels = task.slice_labels(cfg, task.load(cfg), records, summary.to_dict())
     if not labels:
         raise ConfigError(f"the {cfg.task} task defines no slicing of its records")
     return labels
 
 
-def slices_view(configs: dict[str, ExperimentConfig], summaries: dict[str, dict[str, Any]], attack: str | None = None,
+def slices_view(configs: dict[str, ExperimentConfig], summaries: dict[str, RunSummary], attack: str | None = None,
                 min_records: int = MIN_SLICE_RECORDS) -> dict[str, Any]:
     """Attack metrics per slice, per architecture (the same slices when the records are the same)."""
     attack = attack or strongest_attack(summaries)
@@ -305,8 +307,8 @@ def slices_view(configs: dict[str, ExperimentConfig], summaries: dict[str, dict[
     for arch, cfg in configs.items():
         s = summaries[arch]
         records = evaluated_records(cfg)
-        member = np.asarray(s["records"]["membership"], bool)
-        scores = _scores(s["records"]["scores"][attack], f"{arch} {attack}")
+        member = np.asarray(s.per_record.membership, bool)
+        scores = _scores(s.per_record.scores_of(attack), f"{arch} {attack}")
         out["archs"][arch] = {name: [r.to_dict() for r in slice_metrics(name, labels, scores, member, min_records,
                                                                         seed=cfg.seed)]
                               for name, labels in slice_labels(cfg, records, s).items()}
@@ -314,7 +316,7 @@ def slices_view(configs: dict[str, ExperimentConfig], summaries: dict[str, dict[
 
 
 # ---------------------------------------------------------------------------- the run report's views
-def report_views(configs: dict[str, ExperimentConfig], summaries: dict[str, dict[str, Any]],
+def report_views(configs: dict[str, ExperimentConfig], summaries: dict[str, RunSummary],
                  cache: ArtifactCache | None = None, budget: bool = True) -> dict[str, Any]:
     """The per-record views a run report shows (:func:`core.views.report.run_report`), from what is cached
     only — nothing trains: ``exposure`` (both architectures, with the cached repeats' intervals),

@@ -33,6 +33,7 @@ import importlib
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from core.experiment.results import RunSummary
 from core.foundations.config import ExperimentConfig
 from core.foundations.errors import ConfigError
 from core.foundations.registry import Registry
@@ -58,14 +59,14 @@ class AnalysisRun:
     progress callback ``say(stage, fraction)`` and the options of ``analyze``."""
 
     configs: dict[str, ExperimentConfig]
-    summaries: dict[str, Any]
+    summaries: dict[str, RunSummary]
     cache: Any
     say: Callable[[str, float], None]
     canaries: int = 100
     defense: tuple[str, float] | None = None
     online_lira: int = 0
 
-    def per_arch(self, fn: Callable[[ExperimentConfig, Any], Any]) -> dict[str, Any]:
+    def per_arch(self, fn: Callable[[ExperimentConfig, RunSummary], Any]) -> dict[str, Any]:
         """``{arch: fn(config, summary)}``."""
         return {arch: fn(cfg, self.summaries[arch]) for arch, cfg in self.configs.items()}
 

@@ -85,11 +85,11 @@ def _utility(key: str) -> Callable[[RunSummary], float | None]:
 def _epsilon_lower_bound(run: RunSummary) -> float | None:
     """The empirical ε lower bound (Jagielski et al.; :func:`core.measurement.metrics.empirical_epsilon`) of the
     primary attack's scores on the evaluation records."""
-    records = run.records
-    scores = (records.get("scores") or {}).get(run.primary)
-    if scores is None or not records.get("membership"):
+    records = run.per_record
+    scores = records.scores_of(run.primary)
+    if scores is None or not records.membership:
         return None
-    return float(empirical_epsilon(np.asarray(scores, np.float64), np.asarray(records["membership"], bool))["lower_bound"])
+    return float(empirical_epsilon(np.asarray(scores, np.float64), np.asarray(records.membership, bool))["lower_bound"])
 
 
 #: headline metric → (read from a summary, the sign the studies predict for FFNN − RNN:
@@ -132,13 +132,12 @@ def headline_bounds(name: str, summaries: Sequence[RunSummary]) -> tuple[float |
     return HEADLINE_BOUNDS.get(name)
 
 
-def headline_values(summaries: Sequence[RunSummary | dict[str, Any]]) -> dict[str, list[float | None]]:
+def headline_values(summaries: Sequence[RunSummary]) -> dict[str, list[float | None]]:
     """Per headline metric, its value in each summary (None where the run has no such number)."""
-    typed = runs(summaries)
-    return {name: [get(s) for s in typed] for name, (get, _) in HEADLINE.items()}
+    return {name: [get(s) for s in summaries] for name, (get, _) in HEADLINE.items()}
 
 
-def aggregate(summaries: Sequence[RunSummary | dict[str, Any]]) -> dict[str, Estimate]:
+def aggregate(summaries: Sequence[RunSummary]) -> dict[str, Estimate]:
     """Mean and 95 % t interval across repeats of every headline metric present in all of them."""
     out = {}
     typed = runs(summaries)
@@ -148,24 +147,23 @@ def aggregate(summaries: Sequence[RunSummary | dict[str, Any]]) -> dict[str, Est
     return out
 
 
-def within_run(summary: RunSummary | dict[str, Any], n_boot: int = 1000, seed: int = 0) -> dict[str, Estimate]:
+def within_run(summary: RunSummary, n_boot: int = 1000, seed: int = 0) -> dict[str, Estimate]:
     """The primary attack's AUC and TPR at 1 % / 0.1 % FPR in one run with a stratified BCa
     bootstrap over its evaluation records (:func:`core.measurement.bootstrap.bootstrap_metric`)."""
-    run = RunSummary.coerce(summary)
-    records = run.records
-    scores = (records.get("scores") or {}).get(run.primary)
-    if scores is None or not records.get("membership"):
+    records = summary.per_record
+    scores = records.scores_of(summary.primary)
+    if scores is None or not records.membership:
         return {}
-    s, y = np.asarray(scores, np.float64), np.asarray(records["membership"], bool)
+    s, y = np.asarray(scores, np.float64), np.asarray(records.membership, bool)
     return {"attack_auc": bootstrap_metric(s, y, "auc", n_boot=n_boot, seed=seed),
             "tpr_at_1pct_fpr": bootstrap_metric(s, y, "tpr@0.01", n_boot=n_boot, seed=seed),
             "tpr_at_0.1pct_fpr": bootstrap_metric(s, y, "tpr@0.001", n_boot=n_boot, seed=seed)}
 
 
-def roc_band(summaries: Sequence[RunSummary | dict[str, Any]]) -> dict[str, Any]:
+def roc_band(summaries: Sequence[RunSummary]) -> dict[str, Any]:
     """The primary attack's mean ROC curve over the repeats with a pointwise t band."""
     curves = []
-    for s in runs(summaries):
+    for s in summaries:
         a = s.attacks[s.primary]
         curves.append((list(a.roc_fpr or ()), list(a.roc_tpr or ())))
     return roc_band_repeats(curves).to_dict()
@@ -197,30 +195,30 @@ class _RepeatProgress:
                                         time.perf_counter() - self.start, eta))
         return report
 
-    def done(self, summary: dict[str, Any]) -> None:
-        if not summary.get("cache_hit"):
+    def done(self, summary: RunSummary) -> None:
+        if not summary.cache_hit:
             self.durations.append(time.perf_counter() - self.run_start)
 
 
 def run_repeats(cfg: ExperimentConfig, progress: ProgressCallback | None = None, cache: ArtifactCache | None = None,
-                executor: "Executor | None" = None) -> list[dict[str, Any]]:
-    """The summaries of the ``cfg.repeats`` repeats of ``cfg`` (each run or loaded from the cache)."""
+                executor: "Executor | None" = None) -> list[RunSummary]:
+    """The summaries of the ``cfg.repeats`` repeats of ``cfg`` (each run or loaded from the cache), typed
+    as they are produced."""
     configs = repeat_configs(cfg)
     cache = cache or ArtifactCache()
     bar = _RepeatProgress(len(configs), progress, lambda i: f"repeat {i + 1}/{len(configs)}")
     out = []
     for i, c in enumerate(configs):
-        summary = run_experiment(c, bar.for_run(i), cache, executor).summary
+        summary = RunSummary.from_dict(run_experiment(c, bar.for_run(i), cache, executor).summary)
         bar.done(summary)
         out.append(summary)
     return out
 
 
-def repeats_block(summaries: Sequence[RunSummary | dict[str, Any]], n_boot: int = 1000) -> dict[str, Any]:
+def repeats_block(summaries: Sequence[RunSummary], n_boot: int = 1000) -> dict[str, Any]:
     """The ``repeats`` block of a run's JSON: per headline metric mean / ci_low / ci_high / n /
     values across repeats, the config hash of each repeat, the primary attack's ROC band over the
     repeats, and repeat 0's bootstrap intervals over records (``within_run``)."""
-    summaries = runs(summaries)
     return {
         "n": len(summaries),
         "seeds": [s.config["seed"] for s in summaries],
@@ -236,7 +234,8 @@ def repeats_block(summaries: Sequence[RunSummary | dict[str, Any]], n_boot: int 
 def compare_summaries(ffnn: Sequence[RunSummary | dict[str, Any]], rnn: Sequence[RunSummary | dict[str, Any]]
                       ) -> dict[str, Comparison]:
     """Per headline metric the paired comparison FFNN − RNN by repeat, with the verdict on "the
-    RNN leaks more" for leakage metrics (utility: the difference only)."""
+    RNN leaks more" for leakage metrics (utility: the difference only). Dicts are still taken (typed
+    here) because :mod:`core.analyses.findings` passes the cached JSON; every other caller passes runs."""
     if len(ffnn) != len(rnn):
         raise ValueError(f"paired repeats need as many FFNN as RNN runs ({len(ffnn)} vs {len(rnn)})")
     ffnn, rnn = runs(ffnn), runs(rnn)
@@ -269,12 +268,12 @@ def comparison_configs(task: str, preset: str, repeats: int, sets: dict[str, Any
 def summary_resolution(summary: RunSummary | dict[str, Any]) -> dict[str, float | int]:
     """A run's evaluation-set resolution (:func:`core.measurement.metrics.resolution`: one record = how much TPR,
     FPR, accuracy): its ``resolution`` block, or from its config's ``n_eval`` for summaries written
-    before the block (the balanced set holds n_eval members and n_eval non-members)."""
-    block = summary.get("resolution") if isinstance(summary, dict) else summary.resolution
-    if block:
-        return dict(block)
-    config = summary["config"] if isinstance(summary, dict) else summary.config
-    n = int(config["n_eval"])
+    before the block (the balanced set holds n_eval members and n_eval non-members). A dict is still taken
+    (typed here) because :mod:`core.analyses.findings` passes the cached JSON."""
+    run = RunSummary.coerce(summary)
+    if run.resolution:
+        return dict(run.resolution)
+    n = int(run.config["n_eval"])
     return resolution(n, n)
 
 
@@ -319,17 +318,16 @@ class EvaluationFacts:
     primary_attack: str | None
 
 
-def evaluation_facts(summaries: Sequence[RunSummary | dict[str, Any]]) -> EvaluationFacts:
+def evaluation_facts(summaries: Sequence[RunSummary]) -> EvaluationFacts:
     """:class:`EvaluationFacts` of ``summaries`` (every run of both architectures); a run without
     counts is read from its config's ``n_eval`` (the balanced set holds n_eval + n_eval)."""
-    typed = runs(summaries)
     sizes = []
-    for s in typed:
+    for s in summaries:
         res = summary_resolution(s)
         n_in = s.attack.n_members if s.attack.n_members is not None else int(res["n_members"])
         n_out = s.attack.n_nonmembers if s.attack.n_nonmembers is not None else int(res["n_nonmembers"])
         sizes.append((int(n_in), int(n_out)))
-    names = {s.primary for s in typed}
+    names = {s.primary for s in summaries}
     return EvaluationFacts(min(a for a, _ in sizes), min(b for _, b in sizes), all(a == b for a, b in sizes),
                            names.pop() if len(names) == 1 else None)
 
@@ -410,15 +408,13 @@ METRIC_LABELS = {"attack_accuracy": "attack accuracy", "attack_auc": "attack AUC
                  "utility_val": "utility (validation)", "utility_train": "utility (train)"}
 
 
-def comparison_json(ffnn: Sequence[RunSummary | dict[str, Any]], rnn: Sequence[RunSummary | dict[str, Any]]
-                    ) -> dict[str, Any]:
+def comparison_json(ffnn: Sequence[RunSummary], rnn: Sequence[RunSummary]) -> dict[str, Any]:
     """The comparison as JSON: per metric ``ffnn`` and ``rnn`` (mean, ci_low, ci_high, n, values),
     ``difference`` (FFNN − RNN: the same plus p_t, p_permutation, effect_size), ``verdict``, ``role``
     and ``label`` (:func:`judged_comparisons`); ``primary`` (the metric that carries the headline verdict
     and why), ``secondary`` (the Holm family), ``no_verdict`` (metric → why it has none);
     ``resolution`` per architecture (repeat 0's evaluation set: every repeat has one of that size), so
     that a difference of one record's step is read as one record. Layout :data:`COMPARISON_SCHEMA`."""
-    ffnn, rnn = runs(ffnn), runs(rnn)
     first = ffnn[0]
     comps = compare_summaries(ffnn, rnn)
     metrics = judged_comparisons(comps, evaluation_facts(list(ffnn) + list(rnn)))
@@ -451,10 +447,10 @@ def run_comparison(configs: dict[str, ExperimentConfig], progress: ProgressCallb
         raise ConfigError("both architectures need the same number of repeats")
     per = {a: repeat_configs(c) for a, c in configs.items()}
     bar = _RepeatProgress(2 * n, progress, lambda i: f"repeat {i // 2 + 1}/{n} {('FFNN', 'RNN')[i % 2]}")
-    runs: dict[str, list[dict[str, Any]]] = {"ffnn": [], "rnn": []}
+    runs: dict[str, list[RunSummary]] = {"ffnn": [], "rnn": []}
     for r in range(n):
         for j, arch in enumerate(("ffnn", "rnn")):
-            summary = run_experiment(per[arch][r], bar.for_run(2 * r + j), cache, executor).summary
+            summary = RunSummary.from_dict(run_experiment(per[arch][r], bar.for_run(2 * r + j), cache, executor).summary)
             bar.done(summary)
             runs[arch].append(summary)
     return comparison_json(runs["ffnn"], runs["rnn"])

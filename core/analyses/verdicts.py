@@ -63,12 +63,9 @@ def verdict(rnn: list[float | None], ffnn: list[float | None], what: str = "atta
 
 
 # ---------------------------------------------------------------------------- verdicts of one run
-def runs_verdict(summaries: dict[str, RunSummary | dict[str, Any]]) -> RunVerdict:
+def runs_verdict(summaries: dict[str, RunSummary]) -> RunVerdict:
     """RNN's final attack accuracy above the FFNN's (the runs' summaries)."""
-    def accuracy(s: RunSummary | dict[str, Any]) -> float:  # the one number this verdict reads
-        return s.attack.accuracy if isinstance(s, RunSummary) else s["attack"]["accuracy"]
-
-    return verdict([accuracy(summaries["rnn"])], [accuracy(summaries["ffnn"])], "final attack accuracy")
+    return verdict([summaries["rnn"].attack.accuracy], [summaries["ffnn"].attack.accuracy], "final attack accuracy")
 
 
 def scatter_verdict(scatter: dict[str, dict[str, Any]]) -> RunVerdict:
@@ -237,11 +234,8 @@ def audit_verdict(aud: dict[str, dict[str, Any]]) -> RunVerdict:
 
 
 # ---------------------------------------------------------------------------- verdicts over repeats
-def runs_pair(summaries: dict[str, RunSummary | dict[str, Any]]) -> tuple[float, float] | None:
-    def accuracy(s: RunSummary | dict[str, Any]) -> float:
-        return s.attack.accuracy if isinstance(s, RunSummary) else s["attack"]["accuracy"]
-
-    return accuracy(summaries["ffnn"]), accuracy(summaries["rnn"])
+def runs_pair(summaries: dict[str, RunSummary]) -> tuple[float, float] | None:
+    return summaries["ffnn"].attack.accuracy, summaries["rnn"].attack.accuracy
 
 
 def scatter_pair(scatter: dict[str, dict[str, Any]]) -> tuple[float, float] | None:

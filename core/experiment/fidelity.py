@@ -30,7 +30,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from core.measurement.responses import Responses
-from core.experiment.results import RunSummary, runs
+from core.experiment.results import RunSummary
 from core.experiment.roles import TrainedModels
 from core.measurement.studies import arch_finding
 
@@ -164,7 +164,7 @@ def _outside_spread(row: dict[str, Any], loss: str) -> bool | None:
     return v < min(each) or v > max(each)
 
 
-def shadow_tracking_warning(summaries: Sequence[RunSummary | dict[str, Any]]) -> str | None:
+def shadow_tracking_warning(summaries: Sequence[RunSummary]) -> str | None:
     """One warning for every loss, architecture and checkpoint where the shadows' mean is off the victim's by
     more than the tolerance (``fidelity_warnings``' loss lines, merged: the demo showed three alike), with what
     to do about it, chosen from where the victim lies against the individual shadows (``shadow_each``):
@@ -177,7 +177,7 @@ def shadow_tracking_warning(summaries: Sequence[RunSummary | dict[str, Any]]) ->
     None when nothing is off."""
     parts, inside, outside, settings = [], 0, 0, {}
     flagged_last: dict[str, bool] = {}  # per architecture: is any flag at its last checkpoint?
-    for s in runs(summaries):
+    for s in summaries:
         block = s.shadow_fidelity or {}
         tol = block.get("loss_tolerance", LOSS_TOLERANCE)
         rows = block.get("checkpoints", [])
@@ -213,26 +213,25 @@ def shadow_tracking_warning(summaries: Sequence[RunSummary | dict[str, Any]]) ->
     if early:
         advice.append(f"{' and '.join(early)} {'is' if len(early) == 1 else 'are'} flagged only before the last epoch, "
                       "where the headline numbers are read (mid-training the runs move at different speeds)")
-    tol = max((runs([s])[0].shadow_fidelity or {}).get("loss_tolerance", LOSS_TOLERANCE) for s in summaries)
+    tol = max((s.shadow_fidelity or {}).get("loss_tolerance", LOSS_TOLERANCE) for s in summaries)
     return (f"The shadows do not track the victim (gap above {tol:.0%}): " + "; ".join(parts) + ". Attacks fitted on the "
             "shadows may transfer badly. What to do — " + "; ".join(advice) + f" ({shadows}; Train & attack's "
             "settings). Every checkpoint: the table \"Do the shadows track the victim?\".")
 
 
-def chance_utility(summary: RunSummary | dict[str, Any]) -> float:
+def chance_utility(summary: RunSummary) -> float:
     """The utility of a model that learned nothing: 1/classes for accuracy, else 0."""
-    run = RunSummary.coerce(summary)
+    run = summary
     if run.utility.metric == "accuracy":
         return 1.0 / max(int((run.data or {}).get("n_classes", 10) or 10), 1)
     return 0.0
 
 
-def confounding_warnings(summaries: Sequence[RunSummary | dict[str, Any]]) -> list[str]:
+def confounding_warnings(summaries: Sequence[RunSummary]) -> list[str]:
     """Why an FFNN-vs-RNN comparison of these summaries (one per architecture) may be confounded:
     a model whose training utility is near chance, validation utilities further apart than
     :data:`UTILITY_GAP`, and each summary's shadow-fidelity warnings."""
     out = []
-    summaries = runs(summaries)
     for s in summaries:
         metric, train = s.utility.metric, s.utility.train
         if train is not None and train < chance_utility(s) + NEAR_CHANCE.get(metric, 0.1):
@@ -255,11 +254,11 @@ def confounding_warnings(summaries: Sequence[RunSummary | dict[str, Any]]) -> li
     return out
 
 
-def utility_gap(summaries: Sequence[RunSummary | dict[str, Any]]) -> dict[str, Any] | None:
+def utility_gap(summaries: Sequence[RunSummary]) -> dict[str, Any] | None:
     """Train and validation utility gaps (first − second summary) of a two-architecture comparison."""
     if len(summaries) != 2:
         return None
-    a, b = runs(summaries)
+    a, b = summaries
 
     def diff(k: str) -> float | None:
         x, y = getattr(a.utility, k), getattr(b.utility, k)
@@ -279,10 +278,10 @@ def _attack_numbers(run: RunSummary, epoch: int) -> dict[str, dict[str, float]]:
             for name, r in run.attacks_at(epoch).items()}
 
 
-def closest_checkpoint(summary: RunSummary | dict[str, Any], target_val: float) -> int | None:
+def closest_checkpoint(summary: RunSummary, target_val: float) -> int | None:
     """The checkpoint epoch (one with attack results) whose validation utility is closest to
     ``target_val`` (ties: the later epoch)."""
-    run = RunSummary.coerce(summary)
+    run = summary
     vals = _val_by_epoch(run)
     epochs = [int(e) for e in run.attacks_by_epoch or {} if int(e) in vals]
     if not epochs:
@@ -290,7 +289,7 @@ def closest_checkpoint(summary: RunSummary | dict[str, Any], target_val: float) 
     return min(sorted(epochs, reverse=True), key=lambda e: abs(vals[e] - target_val))
 
 
-def matched_utility(summaries: Sequence[RunSummary | dict[str, Any]]) -> dict[str, Any] | None:
+def matched_utility(summaries: Sequence[RunSummary]) -> dict[str, Any] | None:
     """The matched-utility view of a two-architecture comparison (the studies compare at similar utility).
 
     For each architecture A (the other B): A's checkpoint epoch whose validation utility is closest
@@ -303,7 +302,6 @@ def matched_utility(summaries: Sequence[RunSummary | dict[str, Any]]) -> dict[st
     """
     if len(summaries) != 2:
         return None
-    summaries = runs(summaries)
     pairs = []
     for a, b in (summaries, summaries[::-1]):
         b_final = int(b.config["epochs"]) if "epochs" in b.config else max(_val_by_epoch(b))
@@ -327,13 +325,13 @@ def matched_utility(summaries: Sequence[RunSummary | dict[str, Any]]) -> dict[st
 
 
 # ---------------------------------------------------------------------------- the studies vs this run (pure)
-def study_comparison(summaries: Sequence[RunSummary | dict[str, Any]]) -> dict[str, Any] | None:
+def study_comparison(summaries: Sequence[RunSummary]) -> dict[str, Any] | None:
     """The studies' FFNN-vs-RNN finding for this task beside what these two runs show, computed:
     validation utility and generalization gap (train − validation) of each, the primary attack's
     accuracy of each, whether "the attack is more accurate against the RNN" holds, and whether the
     comparison is fair (validation utilities within :data:`UTILITY_GAP`). None unless the
     summaries are one FFNN and one RNN run of the same task."""
-    by_arch = {s.arch: s for s in runs(summaries)}
+    by_arch = {s.arch: s for s in summaries}
     if set(by_arch) != {"ffnn", "rnn"} or len(summaries) != 2 or by_arch["ffnn"].task != by_arch["rnn"].task:
         return None
     f, r = by_arch["ffnn"], by_arch["rnn"]

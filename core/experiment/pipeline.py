@@ -473,6 +473,8 @@ def run_experiment(
     summary["privacy"] = _privacy(cfg, victim)
     summary["examples"] = _examples(models)
     summary["records"] = record_signals(victim.responses[cfg.epochs], splits.eval_membership, final)
+    # typed at birth: a key or value this version cannot read fails here, not forever at each cache read
+    summary = RunSummary.from_dict(summary).to_dict()
     cache.put_json(cache.key("result", cfg.config_hash), summary, allow_nan=False)
     return ExperimentResult(summary, models, {n: o.scores for n, o in final.items()})
 

@@ -1,208 +1,40 @@
 """Typed results: what a run, an attack and a defended point produce, as frozen dataclasses.
 
-The seam between ``core`` and its readers (pages, ``ui/``, analyses): the pipeline, the defenses and
-the sweeps still build and cache plain JSON dicts (the documented layout of ``docs/architecture.md``,
-"Summary JSON"; the cache stores dicts, and the CLI writes them unchanged), and a reader turns one
-into a :class:`RunSummary`, :class:`AttackResult` or :class:`DefendedPoint` with ``from_dict`` —
-validated there (after TF Privacy's ``AttackInputData.validate()``): a missing or ill-typed field
-raises :class:`core.foundations.errors.ResultFormatError` with one line that names it
-(``summary.attacks['lira'].auc must be a number, got 'x'``). Readers then use attributes
-(``run.attacks["lira"].auc``, ``point.attack.accuracy``) instead of string keys.
+The seam between ``core`` and its readers (pages, ``ui/``, views, analyses): the pipeline, the defenses
+and the sweeps still build and cache plain JSON dicts (the documented layout of ``docs/architecture.md``,
+"Summary JSON"; the cache stores dicts, and the CLI writes them unchanged), and they are typed once,
+where the JSON is read or produced (the cache readers, the CLI, ``ui.shared``, the analyses that run
+experiments): :class:`RunSummary`, :class:`AttackResult`, :class:`DefendedPoint` by ``from_dict`` —
+validated there (after TF Privacy's ``AttackInputData.validate()``): a missing, ill-typed or unknown
+field raises :class:`core.foundations.errors.ResultFormatError` with one line that names it
+(``summary.attacks['lira'].auc must be a number, got 'x'``; ``summary has unknown key 'x' (written by
+another version?)``). The views and analyses take the typed objects only and read attributes
+(``run.attacks["lira"].auc``, ``run.per_record.scores_of("lira")``, ``point.attack.accuracy``).
 
 ``to_dict()`` gives back exactly the dict that was read — the same keys in the same order, the
-same values (numbers are checked, never converted: an int stays an int): keys this version does not
-type are kept in ``extra`` and written where they were, and a key that was absent stays absent
-(``None`` on the attribute). Built in code rather than read, an object writes every typed field in
-the layout's order, then ``extra``. Nested blobs that no reader needs typed (``config``, ``data``,
-``records``, ``examples``, ``shadow_fidelity``, ``privacy``) stay JSON values; ``to_dict`` returns
-them as they are (not copied), so treat them as read-only.
+same values (numbers are checked, never converted: an int stays an int); a key that was absent stays
+absent (``None`` on the attribute). Three layouts are open by design and keep keys they do not type in
+``extra``, written back where they were: a learning-curve row (a task's own columns, numbers), a
+defended point (a registered mechanism's keys) and a defense baseline (the sweeps' keys). Built in code
+rather than read, an object writes every typed field in the layout's order, then ``extra``. Nested
+blobs that no reader needs typed (``config``, ``data``, ``examples``, ``shadow_fidelity``, ``privacy``)
+stay JSON values; ``to_dict`` returns them as they are (not copied), so treat them as read-only.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Mapping, Sequence, TypeVar
+from functools import cached_property
+from typing import Any, ClassVar, Mapping, Sequence
 
+from core.experiment.typed_json import (ANY, BOOL, DICT, INT, LIST, NUM, STR, Typed, estimate, flags, is_number, kind,
+                                        mapping, null, numbers, objects, optional_numbers, sequence)
 from core.foundations.errors import ResultFormatError
 from core.measurement.stats import Estimate
-
-T = TypeVar("T", bound="_Typed")
-
-
-# ---------------------------------------------------------------------------- field converters
-@dataclass(frozen=True)
-class _Conv:
-    """How one JSON value is checked and read (``read(value, where)``) and written back (``write``)."""
-
-    read: Callable[[Any, str], Any]
-    write: Callable[[Any], Any]
-    nullable: bool = False
-
-
-def _fail(where: str, what: str, value: Any) -> ResultFormatError:
-    shown = repr(value)
-    return ResultFormatError(f"{where} must be {what}, got {shown if len(shown) <= 40 else shown[:37] + '...'}")
-
-
-def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
-def _number(v: Any, where: str) -> Any:
-    if not _is_number(v):
-        raise _fail(where, "a number", v)
-    return v  # as it was: an int stays an int, so the JSON written back is the JSON read
-
-
-def _integer(v: Any, where: str) -> Any:
-    if not isinstance(v, int) or isinstance(v, bool):
-        raise _fail(where, "an integer", v)
-    return v
-
-
-def _kind(kind: type | tuple[type, ...], what: str) -> _Conv:
-    def read(v: Any, where: str) -> Any:
-        if not isinstance(v, kind) or (kind is not bool and isinstance(v, bool)):
-            raise _fail(where, what, v)
-        return v
-
-    return _Conv(read, lambda v: v)
-
-
-NUM = _Conv(_number, lambda v: v)
-INT = _Conv(_integer, lambda v: v)
-STR = _kind(str, "a string")
-BOOL = _kind(bool, "true or false")
-DICT = _kind(dict, "a JSON object")
-LIST = _kind(list, "a list")
-ANY = _Conv(lambda v, where: v, lambda v: v)
-
-
-def _null(conv: _Conv) -> _Conv:
-    """``conv`` or JSON null (None)."""
-    return _Conv(lambda v, where: None if v is None else conv.read(v, where),
-                 lambda v: None if v is None else conv.write(v), nullable=True)
-
-
-def _numbers() -> _Conv:
-    """A list of numbers, read as a tuple."""
-    def read(v: Any, where: str) -> tuple:
-        if not isinstance(v, list):
-            raise _fail(where, "a list of numbers", v)
-        for i, x in enumerate(v):
-            _number(x, f"{where}[{i}]")
-        return tuple(v)
-
-    return _Conv(read, list)
-
-
-def _mapping(conv: _Conv, key_name: bool = False) -> _Conv:
-    """A JSON object of ``conv`` values (``key_name``: each value's default name is its key)."""
-    def read(v: Any, where: str) -> dict:
-        if not isinstance(v, dict):
-            raise _fail(where, "a JSON object", v)
-        out = {}
-        for k, x in v.items():
-            at = f"{where}[{k!r}]"
-            out[k] = conv.read(x, at) if not key_name else conv.read(x, at, k)  # type: ignore[call-arg]
-        return out
-
-    return _Conv(read, lambda v: {k: conv.write(x) for k, x in v.items()})
-
-
-def _objects(cls: type[_Typed], key_name: bool = False) -> _Conv:
-    """One typed object (``cls.from_dict``)."""
-    if key_name:
-        return _Conv(lambda v, where, name=None: cls.from_dict(v, where, name), lambda v: v.to_dict())
-    return _Conv(lambda v, where: cls.from_dict(v, where), lambda v: v.to_dict())
-
-
-def _sequence(conv: _Conv) -> _Conv:
-    def read(v: Any, where: str) -> tuple:
-        if not isinstance(v, list):
-            raise _fail(where, "a list", v)
-        return tuple(conv.read(x, f"{where}[{i}]") for i, x in enumerate(v))
-
-    return _Conv(read, lambda v: [conv.write(x) for x in v])
-
-
-def _estimate() -> _Conv:
-    """A :class:`core.measurement.stats.Estimate` (mean, ci_low, ci_high, n, values, sd, method, confidence, note)."""
-    def read(v: Any, where: str) -> Estimate:
-        if not isinstance(v, dict):
-            raise _fail(where, "an interval object", v)
-        for key, conv in (("mean", _null(NUM)), ("n", INT)):
-            if key not in v:
-                raise ResultFormatError(f"{where} lacks {key!r}")
-            conv.read(v[key], f"{where}.{key}")
-        for key in ("ci_low", "ci_high"):
-            if key in v:
-                _null(NUM).read(v[key], f"{where}.{key}")
-        return Estimate.from_dict(v)
-
-    return _Conv(read, lambda e: e.to_dict())
-
-
-# ---------------------------------------------------------------------------- the base
-@dataclass(frozen=True)
-class _Typed:
-    """Shared ``from_dict`` / ``to_dict`` of the typed results (see the module docstring).
-
-    A subclass lists its JSON keys in ``_FIELDS`` (``name -> (converter, required)``), in the
-    layout's order; each is an attribute of the same name.
-    """
-
-    _FIELDS: ClassVar[dict[str, tuple[_Conv, bool]]] = {}
-    _WHAT: ClassVar[str] = "result"
-
-    @classmethod
-    def from_dict(cls: type[T], d: Mapping[str, Any], where: str | None = None, name: str | None = None) -> T:
-        """Check ``d`` and read it (:class:`ResultFormatError`, one line, on a missing or ill-typed field).
-
-        ``name``: the default of a ``name`` field the dict itself lacks (an attack under its name's key).
-        """
-        where = where or cls._WHAT
-        if isinstance(d, cls):
-            return d
-        if not isinstance(d, Mapping):
-            raise _fail(where, "a JSON object", d)
-        values: dict[str, Any] = {}
-        for key, (conv, required) in cls._FIELDS.items():
-            if key not in d:
-                if key == "name" and name is not None:
-                    values[key] = name
-                    continue
-                if required:
-                    raise ResultFormatError(f"{where} lacks {key!r}")
-                values[key] = None
-                continue
-            value = d[key]
-            if value is None and not conv.nullable:
-                raise _fail(f"{where}.{key}", "given (not null)", value)
-            values[key] = conv.read(value, f"{where}.{key}")
-        extra = {k: v for k, v in d.items() if k not in cls._FIELDS}
-        return cls(**values, extra=extra, keys=tuple(d))  # type: ignore[call-arg]
-
-    @classmethod
-    def coerce(cls: type[T], d: "T | Mapping[str, Any]") -> T:
-        """``d`` itself when it is already typed, else :meth:`from_dict` (readers that accept both)."""
-        return d if isinstance(d, cls) else cls.from_dict(d)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON dict: exactly the one read (keys, order, values), or every field when built in code."""
-        order = self.keys or tuple(k for k, (_, required) in self._FIELDS.items()
-                                   if required or getattr(self, k) is not None) + tuple(self.extra)
-        out: dict[str, Any] = {}
-        for k in order:
-            if k in self._FIELDS:
-                out[k] = self._FIELDS[k][0].write(getattr(self, k))
-            else:
-                out[k] = self.extra[k]
-        return out
 
 
 # ---------------------------------------------------------------------------- attacks
 @dataclass(frozen=True)
-class AttackResult(_Typed):
+class AttackResult(Typed):
     """One attack on one balanced evaluation set (:func:`core.measurement.metrics.evaluate_attack`'s numbers).
 
     ``accuracy`` at the attack's threshold, ``advantage`` = TPR − FPR there (Yeom et al.), ROC
@@ -252,13 +84,13 @@ class AttackResult(_Typed):
 AttackResult._FIELDS = {
     "name": (STR, True), "accuracy": (NUM, True), "accuracy_std": (NUM, False), "advantage": (NUM, True),
     "advantage_std": (NUM, False), "auc": (NUM, True), "auc_std": (NUM, False),
-    "tpr_at_fpr": (_mapping(NUM), True), "threshold": (_null(NUM), False), "n_members": (INT, False),
-    "n_nonmembers": (INT, False), "roc_fpr": (_numbers(), False), "roc_tpr": (_numbers(), False),
-    "boundary": (_null(DICT), False),
+    "tpr_at_fpr": (mapping(NUM), True), "threshold": (null(NUM), False), "n_members": (INT, False),
+    "n_nonmembers": (INT, False), "roc_fpr": (numbers(), False), "roc_tpr": (numbers(), False),
+    "boundary": (null(DICT), False),
 }
-_ATTACK = _objects(AttackResult)
+_ATTACK = objects(AttackResult)
 #: {name: AttackResult}: a result without a ``name`` key (a defended point's ``attacks``) takes its key
-_ATTACKS = _mapping(_objects(AttackResult, key_name=True), key_name=True)
+_ATTACKS = mapping(objects(AttackResult, key_name=True), key_name=True)
 
 
 def _check_attacks(primary: AttackResult, attacks: Mapping[str, AttackResult], where: str) -> None:
@@ -272,7 +104,7 @@ def _check_attacks(primary: AttackResult, attacks: Mapping[str, AttackResult], w
 
 # ---------------------------------------------------------------------------- a run
 @dataclass(frozen=True)
-class Utility(_Typed):
+class Utility(Typed):
     """The victim's final utility: ``metric`` (accuracy, bleu, return), on its members (``train``)
     and on unseen records (``val``); None where not measured."""
 
@@ -285,11 +117,11 @@ class Utility(_Typed):
     _WHAT: ClassVar[str] = "utility"
 
 
-Utility._FIELDS = {"metric": (STR, True), "train": (_null(NUM), False), "val": (_null(NUM), False)}
+Utility._FIELDS = {"metric": (STR, True), "train": (null(NUM), False), "val": (null(NUM), False)}
 
 
 @dataclass(frozen=True)
-class EpochRecord(_Typed):
+class EpochRecord(Typed):
     """One checkpoint of the victim's learning curve, with the primary attack's numbers at that
     epoch where attacks were fitted there (None elsewhere). Task-specific columns (navigation's
     ``steps_train`` / ``steps_val``) are in ``extra``: :meth:`get`."""
@@ -303,6 +135,15 @@ class EpochRecord(_Typed):
     keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
 
     _WHAT: ClassVar[str] = "per_epoch row"
+    #: open: a task's ``epoch_metrics`` adds its own curves (navigation's steps; a plugin's), each a number
+    _STRICT: ClassVar[bool] = False
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], where: str | None = None, name: str | None = None) -> "EpochRecord":
+        row = super().from_dict(d, where, name)
+        for k, v in row.extra.items():  # a task's own column: a number, or null where not measured
+            null(NUM).read(v, f"{where or cls._WHAT}.{k}")
+        return row
 
     def get(self, name: str, default: Any = None) -> Any:
         """A column by name, typed or task-specific."""
@@ -312,13 +153,13 @@ class EpochRecord(_Typed):
         return self.extra.get(name, default)
 
 
-EpochRecord._FIELDS = {"epoch": (INT, True), "utility_train": (_null(NUM), False),
-                       "utility_val": (_null(NUM), False), "attack_accuracy": (_null(NUM), False),
-                       "attack_auc": (_null(NUM), False)}
+EpochRecord._FIELDS = {"epoch": (INT, True), "utility_train": (null(NUM), False),
+                       "utility_val": (null(NUM), False), "attack_accuracy": (null(NUM), False),
+                       "attack_auc": (null(NUM), False)}
 
 
 @dataclass(frozen=True)
-class RepeatsBlock(_Typed):
+class RepeatsBlock(Typed):
     """``run --repeats N``'s block (:func:`core.analyses.repeats.repeats_block`): per headline metric the mean
     with its 95 % interval over the repeats, the primary attack's ROC band, and repeat 0's
     bootstrap intervals over records (``within_run``)."""
@@ -328,6 +169,8 @@ class RepeatsBlock(_Typed):
     config_hashes: tuple[str, ...]
     metrics: dict[str, Estimate]
     roc_band: dict[str, Any] | None = None
+    #: repeat 0's evaluation-set resolution (:func:`core.analyses.repeats.summary_resolution`): the band's 1/n floor
+    resolution: dict[str, Any] | None = None
     within_run: dict[str, Estimate] | None = None
     extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
     keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
@@ -335,13 +178,47 @@ class RepeatsBlock(_Typed):
     _WHAT: ClassVar[str] = "repeats"
 
 
-RepeatsBlock._FIELDS = {"n": (INT, True), "seeds": (_sequence(INT), True), "config_hashes": (_sequence(STR), True),
-                        "metrics": (_mapping(_estimate()), True), "roc_band": (_null(DICT), False),
-                        "within_run": (_mapping(_estimate()), False)}
+RepeatsBlock._FIELDS = {"n": (INT, True), "seeds": (sequence(INT), True), "config_hashes": (sequence(STR), True),
+                        "metrics": (mapping(estimate()), True), "roc_band": (null(DICT), False),
+                        "resolution": (null(DICT), False), "within_run": (mapping(estimate()), False)}
 
 
 @dataclass(frozen=True)
-class RunSummary(_Typed):
+class RunRecords(Typed):
+    """A run's per-record signals on its balanced evaluation set (the summary's ``records`` block,
+    :func:`core.experiment.pipeline.record_signals`): ``membership`` (member or not, record by record),
+    APE (paper 000 eq. 3) and mean cross-entropy, the answer ``length`` in steps, every attack's
+    ``scores`` (None where an attack could not score a record) and each threshold attack's decision
+    ``boundaries`` in its signal's units. Optional fields are absent in summaries written before them."""
+
+    membership: tuple[bool, ...] | None = None
+    ape: tuple[float, ...] | None = None
+    cross_entropy: tuple[float, ...] | None = None
+    length: tuple[int, ...] | None = None
+    scores: dict[str, tuple[float | None, ...]] | None = None
+    boundaries: dict[str, dict[str, Any]] | None = None
+    extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
+    keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
+
+    _WHAT: ClassVar[str] = "records"
+
+    def scores_of(self, attack: str) -> tuple[float | None, ...] | None:
+        """``attack``'s per-record scores, None when the run has none for it."""
+        return (self.scores or {}).get(attack)
+
+    def has_scores(self, attack: str) -> bool:
+        return attack in (self.scores or {})
+
+
+RunRecords._FIELDS = {
+    "membership": (flags(), False), "ape": (numbers(), False), "cross_entropy": (numbers(), False),
+    "length": (sequence(INT), False), "scores": (mapping(optional_numbers()), False),
+    "boundaries": (mapping(DICT), False),
+}
+
+
+@dataclass(frozen=True)
+class RunSummary(Typed):
     """One run's summary (``python -m core run``'s JSON, the cache's ``result`` entry).
 
     ``attack`` is the task's primary attack at the final epoch (no ROC); ``attacks`` every attack
@@ -369,7 +246,11 @@ class RunSummary(_Typed):
     cache_hit: bool | None = None
     models_from_cache: dict[str, Any] | None = None
     cache_corrupted: list[Any] | None = None
+    #: whose victim (issue 33): ``{kind: trained | user weights, weights_sha256, members_sha256, n_members}``
+    victim_source: dict[str, Any] | None = None
     shadow_fidelity: dict[str, Any] | None = None
+    #: every registered attack that did not run here, and why (issue 34)
+    attacks_not_run: dict[str, str] | None = None
     resolution: dict[str, Any] | None = None
     privacy: dict[str, Any] | None = None
     examples: dict[str, Any] | list[Any] | None = None
@@ -385,7 +266,14 @@ class RunSummary(_Typed):
         if isinstance(d, RunSummary):
             return run
         _check_attacks(run.attack, run.attacks, where or cls._WHAT)
+        run.per_record  # the records block checked here too, so a malformed one is refused as it is read
         return run
+
+    @cached_property
+    def per_record(self) -> RunRecords:
+        """The ``records`` block typed (checked on first use). ``records`` itself stays the JSON block: the
+        training-time sweeps and the tasks' ``slice_labels`` (a plugin's API) read it as a dict."""
+        return RunRecords.from_dict(self.records, f"{self._WHAT}.records")
 
     @property
     def primary(self) -> str:
@@ -404,7 +292,7 @@ class RunSummary(_Typed):
     def timing(self, name: str, default: float = 0.0) -> float:
         """A timing in seconds (``total_s``, ``victim_trained_s``, …)."""
         value = self.timings.get(name)
-        return float(value) if _is_number(value) else default
+        return float(value) if is_number(value) else default
 
     @property
     def example_kind(self) -> str | None:
@@ -413,22 +301,23 @@ class RunSummary(_Typed):
 
 
 RunSummary._FIELDS = {
-    "task": (STR, True), "arch": (STR, True), "preset": (_null(STR), False), "config": (DICT, True),
-    "config_hash": (STR, True), "training_hash": (_null(STR), False), "params": (INT, True),
-    "data": (_null(DICT), False), "device": (_null(STR), False), "utility": (_objects(Utility), True),
+    "task": (STR, True), "arch": (STR, True), "preset": (null(STR), False), "config": (DICT, True),
+    "config_hash": (STR, True), "training_hash": (null(STR), False), "params": (INT, True),
+    "data": (null(DICT), False), "device": (null(STR), False), "utility": (objects(Utility), True),
     "attack": (_ATTACK, True), "attacks": (_ATTACKS, True),
-    "attacks_by_epoch": (_mapping(_ATTACKS), False), "per_epoch": (_sequence(_objects(EpochRecord)), True),
-    "timings": (DICT, True), "cache_hit": (BOOL, False), "models_from_cache": (_null(DICT), False),
-    "cache_corrupted": (_null(LIST), False), "shadow_fidelity": (_null(DICT), False),
-    "resolution": (_null(DICT), False), "privacy": (_null(DICT), False),
-    "examples": (_null(_kind((dict, list), "a JSON object or a list")), False),
-    "records": (DICT, True), "repeats": (_null(_objects(RepeatsBlock)), False),
+    "attacks_by_epoch": (mapping(_ATTACKS), False), "per_epoch": (sequence(objects(EpochRecord)), True),
+    "timings": (DICT, True), "cache_hit": (BOOL, False), "models_from_cache": (null(DICT), False),
+    "cache_corrupted": (null(LIST), False), "victim_source": (null(DICT), False),
+    "shadow_fidelity": (null(DICT), False), "attacks_not_run": (null(mapping(STR)), False),
+    "resolution": (null(DICT), False), "privacy": (null(DICT), False),
+    "examples": (null(kind((dict, list), "a JSON object or a list")), False),
+    "records": (DICT, True), "repeats": (null(objects(RepeatsBlock)), False),
 }
 
 
 # ---------------------------------------------------------------------------- defended points
 @dataclass(frozen=True)
-class DefendedPoint(_Typed):
+class DefendedPoint(Typed):
     """One defended point (``defend``'s ``points[i]``, the cache's ``defended`` entry, a Defenses-page
     point): a mechanism at one ``value``, the attacks on the defended victim (the naive attacker's
     ``attack`` / ``attacks``, means over draws with ``*_std``; the adaptive attacker's when measured),
@@ -474,6 +363,8 @@ class DefendedPoint(_Typed):
     keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
 
     _WHAT: ClassVar[str] = "point"
+    #: open: a registered mechanism adds its own keys to its points (kept in ``extra``)
+    _STRICT: ClassVar[bool] = False
 
     def interval(self, metric: str) -> Estimate | None:
         """The 95 % interval of ``metric`` (``attack_accuracy``, ``attack_auc``, ``utility``,
@@ -494,21 +385,21 @@ class DefendedPoint(_Typed):
 
 DefendedPoint._FIELDS = {
     "value": (NUM, True), "mechanism": (STR, False), "draws": (INT, False), "value_name": (STR, False),
-    "config_hash": (STR, False), "training_hash": (_null(STR), False), "attack": (_ATTACK, True),
-    "attacks": (_ATTACKS, True), "epsilon_lower_bound": (_null(_kind((int, float, dict), "a number or an object")), False),
-    "epsilon_lower_bound_detail": (_null(DICT), False), "records": (_null(DICT), False),
-    "adaptive_attack": (_null(_ATTACK), False), "adaptive_attacks": (_null(_ATTACKS), False),
-    "epsilon": (_null(NUM), False), "delta": (_null(NUM), False), "gamma": (_null(NUM), False),
-    "privacy_note": (_null(STR), False), "utility_train": (_null(NUM), False),
-    "utility_train_std": (_null(NUM), False), "utility": (_null(NUM), False), "utility_std": (_null(NUM), False),
-    "utility_loss": (_null(NUM), False), "utility_loss_train": (_null(NUM), False),
-    "timings": (_null(DICT), False), "skipped_attacks": (_null(_sequence(STR)), False),
-    "cache_hit": (BOOL, False), "dpsgd": (_null(DICT), False), "intervals": (_null(_mapping(_estimate())), False),
+    "config_hash": (STR, False), "training_hash": (null(STR), False), "attack": (_ATTACK, True),
+    "attacks": (_ATTACKS, True), "epsilon_lower_bound": (null(kind((int, float, dict), "a number or an object")), False),
+    "epsilon_lower_bound_detail": (null(DICT), False), "records": (null(DICT), False),
+    "adaptive_attack": (null(_ATTACK), False), "adaptive_attacks": (null(_ATTACKS), False),
+    "epsilon": (null(NUM), False), "delta": (null(NUM), False), "gamma": (null(NUM), False),
+    "privacy_note": (null(STR), False), "utility_train": (null(NUM), False),
+    "utility_train_std": (null(NUM), False), "utility": (null(NUM), False), "utility_std": (null(NUM), False),
+    "utility_loss": (null(NUM), False), "utility_loss_train": (null(NUM), False),
+    "timings": (null(DICT), False), "skipped_attacks": (null(sequence(STR)), False),
+    "cache_hit": (BOOL, False), "dpsgd": (null(DICT), False), "intervals": (null(mapping(estimate())), False),
 }
 
 
 @dataclass(frozen=True)
-class DefenseBaseline(_Typed):
+class DefenseBaseline(Typed):
     """The undefended numbers a defended point is compared with (``defend``'s ``baseline``,
     ``Defender.baseline``): the attacks, utility on unseen records and on members, and the
     primary attack's empirical ε lower bound (a number, or :func:`core.measurement.metrics.empirical_epsilon`'s
@@ -524,11 +415,13 @@ class DefenseBaseline(_Typed):
     keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
 
     _WHAT: ClassVar[str] = "baseline"
+    #: open: the training-time sweeps add their own keys (``utility_chance``), kept in ``extra``
+    _STRICT: ClassVar[bool] = False
 
 
 DefenseBaseline._FIELDS = {
-    "attack": (_ATTACK, True), "attacks": (_ATTACKS, True), "utility": (_null(NUM), False),
-    "utility_train": (_null(NUM), False), "utility_metric": (_null(STR), False),
+    "attack": (_ATTACK, True), "attacks": (_ATTACKS, True), "utility": (null(NUM), False),
+    "utility_train": (null(NUM), False), "utility_metric": (null(STR), False),
     "epsilon_lower_bound": (ANY, False),
 }
 
@@ -536,9 +429,3 @@ DefenseBaseline._FIELDS = {
 def runs(summaries: Sequence[RunSummary | Mapping[str, Any]]) -> list[RunSummary]:
     """Each summary typed (already typed ones as they are)."""
     return [RunSummary.coerce(s) for s in summaries]
-
-
-def dicts(summaries: Sequence[RunSummary | Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Each summary as its JSON dict (for the figure and report builders, which read JSON)."""
-    return [s.to_dict() if isinstance(s, _Typed) else dict(s) for s in summaries]
-

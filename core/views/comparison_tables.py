@@ -7,27 +7,28 @@ from typing import Any
 
 import pandas as pd
 
+from core.experiment.results import RunSummary
 from core.foundations.names import ARCH_NAMES, ATTACK_NAMES, ATTACK_SHORT, UTILITY_NAMES
 from core.views.run_figures import low_fpr_cells
 
 
-def strongest_attacks_table(summaries: list[dict[str, Any]]) -> pd.DataFrame:
+def strongest_attacks_table(summaries: list[RunSummary]) -> pd.DataFrame:
     """Per architecture: Shokri's shadow attack beside LiRA and RMIA (AUC, TPR at 1 % and 0.1 % FPR)."""
-    pairs = [(s, name, s["attacks"][name]) for s in summaries
-             for name in ("shadow", "loss_threshold", "lira", "rmia", "lira_online") if name in s["attacks"]]
+    pairs = [(s, name, s.attacks[name]) for s in summaries
+             for name in ("shadow", "loss_threshold", "lira", "rmia", "lira_online") if name in s.attacks]
     rows = []
     for (s, name, r), tprs in zip(pairs, low_fpr_cells([r for _, _, r in pairs])):
-        rows.append({"architecture": ARCH_NAMES.get(s["arch"], s["arch"]), "attack": ATTACK_NAMES.get(name, name),
-                     "AUC": r["auc"], "accuracy": r["accuracy"], **tprs, "non-members": r["n_nonmembers"]})
+        rows.append({"architecture": ARCH_NAMES.get(s.arch, s.arch), "attack": ATTACK_NAMES.get(name, name),
+                     "AUC": r.auc, "accuracy": r.accuracy, **tprs, "non-members": r.n_nonmembers})
     return pd.DataFrame(rows)
 
 
-def shadow_fidelity_table(summaries: list[dict[str, Any]]) -> pd.DataFrame:
+def shadow_fidelity_table(summaries: list[RunSummary]) -> pd.DataFrame:
     """Per architecture and checkpoint: the victim's and the shadows' mean member / non-member loss
     and the relative gaps (core.experiment.fidelity; above 25 % the shadows do not track the victim)."""
     rows = []
     for s in summaries:
-        block = s.get("shadow_fidelity")
+        block = s.shadow_fidelity
         if not block:
             continue
         tol = block.get("loss_tolerance", 0.25)
@@ -36,7 +37,7 @@ def shadow_fidelity_table(summaries: list[dict[str, Any]]) -> pd.DataFrame:
             gaps = [g for g in (c["member_loss_gap"], c["nonmember_loss_gap"]) if g is not None]
             # the epoch as text: the column also holds "final utility", and a mixed column makes Arrow fail and
             # Streamlit fall back (logging a traceback) on every rerun of the page
-            rows.append({"architecture": ARCH_NAMES.get(s["arch"], s["arch"]), "epoch": str(c["epoch"]),
+            rows.append({"architecture": ARCH_NAMES.get(s.arch, s.arch), "epoch": str(c["epoch"]),
                          "victim member loss": v["member_loss"], "shadows member loss": sh.get("member_loss"),
                          "member gap": c["member_loss_gap"],
                          "victim non-member loss": v["nonmember_loss"], "shadows non-member loss": sh.get("nonmember_loss"),
@@ -45,7 +46,7 @@ def shadow_fidelity_table(summaries: list[dict[str, Any]]) -> pd.DataFrame:
         u = block.get("utility", {})
         metric = UTILITY_NAMES.get(u.get("metric"), u.get("metric"))
         if u.get("shadow_mean"):
-            rows.append({"architecture": ARCH_NAMES.get(s["arch"], s["arch"]), "epoch": "final utility",
+            rows.append({"architecture": ARCH_NAMES.get(s.arch, s.arch), "epoch": "final utility",
                          "victim member loss": None, "shadows member loss": None, "member gap": None,
                          "victim non-member loss": None, "shadows non-member loss": None, "non-member gap": None,
                          "tracks the victim": (f"{metric} train/val: victim {u['victim'].get('train'):.3g}/"

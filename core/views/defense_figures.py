@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 from core.defenses.registry import Mechanism
 from core.foundations.names import ARCH_NAMES
 from core.views.style import ARCH_COLOURS, layout
-from core.views.run_figures import entropy_comparison, STRONG_ATTACKS
+from core.views.run_figures import entropy_figure, STRONG_ATTACKS
 
 
 def _interval(p: dict[str, Any], metric: str) -> dict[str, Any] | None:
@@ -128,8 +128,8 @@ def defense_curves(points: dict[str, list[dict[str, Any]]], baselines: dict[str,
 
 
 def defended_entropy_histogram(points: dict[str, dict[str, Any]]) -> go.Figure:
-    """The entropy comparison of :func:`entropy_comparison` on the defended outputs of each architecture."""
-    return entropy_comparison([{"arch": arch, "records": p["records"]} for arch, p in points.items()])
+    """The entropy comparison of :func:`core.views.run_figures.entropy_figure` on the defended outputs of each architecture."""
+    return entropy_figure([(arch, p["records"]) for arch, p in points.items()])
 
 
 def _best_strong_auc(point: dict[str, Any] | None) -> float | None:

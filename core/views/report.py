@@ -35,6 +35,7 @@ from core.foundations.errors import ConfigError
 from core.foundations.fileio import write_json_atomically, write_text_atomically
 from core.foundations.names import ARCH_NAMES
 from core.experiment.pipeline import cached_summary
+from core.experiment.results import RunSummary
 from core.analyses.record_views import report_views
 
 
@@ -163,7 +164,7 @@ def block_html(block: run_view.Block, fig_html: Callable[[go.Figure], str]) -> s
     raise TypeError(f"no HTML for a {type(block).__name__} block")
 
 
-def run_report_html(summaries: list[dict[str, Any]], configs: list[ExperimentConfig] | None = None,
+def run_report_html(summaries: list[RunSummary], configs: list[ExperimentConfig] | None = None,
                     overrides: dict[str, dict[str, Any]] | None = None,
                     map_views: dict[str, dict[str, Any]] | None = None, repeats: dict[str, Any] | None = None,
                     matched: dict[str, Any] | None = None, views: dict[str, Any] | None = None) -> str:
@@ -172,7 +173,6 @@ def run_report_html(summaries: list[dict[str, Any]], configs: list[ExperimentCon
     so it opens offline. ``repeats``: ``comparison`` or ``blocks``; ``matched``: the matched-utility view;
     ``map_views`` (arch → the app's navigation map views): crisp maps instead of the summaries' rendered
     PNGs; ``views`` (:func:`core.analyses.record_views.report_views`): the per-record views."""
-    summaries = [s.to_dict() if hasattr(s, "to_dict") else s for s in summaries]
     first = [True]
 
     def fig_html(fig: go.Figure) -> str:
@@ -180,8 +180,8 @@ def run_report_html(summaries: list[dict[str, Any]], configs: list[ExperimentCon
         first[0] = False
         return out
 
-    task = summaries[0]["task"]
-    archs = ", ".join(ARCH_NAMES.get(s["arch"], s["arch"]) for s in summaries)
+    task = summaries[0].task
+    archs = ", ".join(ARCH_NAMES.get(s.arch, s.arch) for s in summaries)
     when = _dt.datetime.now().strftime("%Y-%m-%d %H:%M")
     parts = [
         "<!DOCTYPE html><html><head><meta charset='utf-8'>",
@@ -198,9 +198,10 @@ def run_report_html(summaries: list[dict[str, Any]], configs: list[ExperimentCon
 
 
 
-def cached_summaries(configs: dict[str, ExperimentConfig], cache: ArtifactCache | None = None) -> dict[str, dict[str, Any]]:
-    """The cached summary of each config; a :class:`ConfigError` naming the command that computes
-    the first one missing (a report reads runs, it never trains)."""
+def cached_summaries(configs: dict[str, ExperimentConfig], cache: ArtifactCache | None = None) -> dict[str, RunSummary]:
+    """The cached summary of each config, typed (the report's one reading of the cached JSON); a
+    :class:`ConfigError` naming the command that computes the first one missing (a report reads runs,
+    it never trains)."""
     out = {}
     for arch, cfg in configs.items():
         s = cached_summary(cfg, cache)
@@ -208,14 +209,14 @@ def cached_summaries(configs: dict[str, ExperimentConfig], cache: ArtifactCache 
             raise ConfigError(f"the {arch} run of task {cfg.task}, preset {cfg.preset} (config {cfg.config_hash[:12]}) "
                               f"is not cached; compute it first: python -m core run --task {cfg.task} --arch {arch} "
                               f"--preset {cfg.preset} (with the same --set options)")
-        out[arch] = s
+        out[arch] = RunSummary.from_dict(s)
     return out
 
 
 def run_report(configs: dict[str, ExperimentConfig], cache: ArtifactCache | None = None,
                overrides: dict[str, dict[str, Any]] | None = None, map_views: dict[str, dict[str, Any]] | None = None,
                repeats: dict[str, Any] | None = None, matched: dict[str, Any] | None = None,
-               budget: bool = True, summaries: dict[str, dict[str, Any]] | None = None) -> str:
+               budget: bool = True, summaries: dict[str, RunSummary] | None = None) -> str:
     """The run report of ``configs`` (arch → config) from the cache: their summaries (``summaries``
     where the caller holds them, else :func:`cached_summaries`: not cached → :class:`ConfigError`)
     and the per-record views the cached

@@ -1,5 +1,5 @@
-"""The figures and tables of one run's results (one summary per architecture, as ``python -m core run``
-writes it): utility and attack accuracy over training, ROC curves (linear and log-log FPR, each drawn
+"""The figures and tables of one run's results (one typed summary per architecture, :class:`RunSummary`:
+``python -m core run``'s JSON read once): utility and attack accuracy over training, ROC curves (linear and log-log FPR, each drawn
 only down to FPR = 1/n), the attacks and overview tables with their resolution notes, the entropy
 comparison of members and non-members and the navigation steps. No Streamlit, no computation beyond
 laying out what the library returned: the Train & attack page draws these and the run report
@@ -14,46 +14,48 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from core.analyses.repeats import unresolved_label
+from core.experiment.results import AttackResult, RunSummary
 from core.foundations.names import ARCH_NAMES, ATTACK_NAMES, ATTACK_SHORT, UTILITY_NAMES
 from core.tasks import REGISTRY, get_task
 from core.views.style import ARCH_COLOURS, ATTACK_DASH, AXIS_TITLE_PX, layout, with_ci
 
 
-def _member_vs_unseen_curves(summaries: list[dict[str, Any]], key: str, member: str, unseen: str) -> go.Figure:
+def _member_vs_unseen_curves(summaries: list[RunSummary], key: str, member: str, unseen: str) -> go.Figure:
     """Per-epoch ``<key>_train`` (solid) and ``<key>_val`` (dashed), one colour per architecture."""
     fig = go.Figure()
     for s in summaries:
-        epochs = [r["epoch"] for r in s["per_epoch"]]
-        c = ARCH_COLOURS.get(s["arch"])
-        name = ARCH_NAMES.get(s["arch"], s["arch"])
-        fig.add_scatter(x=epochs, y=[r.get(f"{key}_train") for r in s["per_epoch"]], name=f"{name} {member}",
+        epochs = [r.epoch for r in s.per_epoch]
+        c = ARCH_COLOURS.get(s.arch)
+        name = ARCH_NAMES.get(s.arch, s.arch)
+        # a column by name: utility_* are typed, navigation's steps_* are the task's own (EpochRecord.get)
+        fig.add_scatter(x=epochs, y=[r.get(f"{key}_train") for r in s.per_epoch], name=f"{name} {member}",
                         line=dict(color=c))
-        fig.add_scatter(x=epochs, y=[r.get(f"{key}_val") for r in s["per_epoch"]], name=f"{name} {unseen}",
+        fig.add_scatter(x=epochs, y=[r.get(f"{key}_val") for r in s.per_epoch], name=f"{name} {unseen}",
                         line=dict(color=c, dash="dash"))
     return fig
 
 
-def utility_curves(summaries: list[dict[str, Any]]) -> go.Figure:
+def utility_curves(summaries: list[RunSummary]) -> go.Figure:
     """Train (members, solid) and validation (dashed) utility per epoch, one colour per architecture."""
-    metric = summaries[0]["utility"]["metric"] if summaries else "accuracy"
+    metric = summaries[0].utility.metric if summaries else "accuracy"
     fig = _member_vs_unseen_curves(summaries, "utility", "train (members)", "validation")
     return layout(fig, f"Utility ({UTILITY_NAMES.get(metric, metric)}) vs epoch", "epoch", UTILITY_NAMES.get(metric, metric))
 
 
-def attack_accuracy_curve(summaries: list[dict[str, Any]]) -> go.Figure:
+def attack_accuracy_curve(summaries: list[RunSummary]) -> go.Figure:
     """Accuracy of each attack at each checkpoint epoch (a separate attack per epoch)."""
     fig = go.Figure()
     for s in summaries:
-        c = ARCH_COLOURS.get(s["arch"])
-        by_epoch = s.get("attacks_by_epoch", {})
+        c = ARCH_COLOURS.get(s.arch)
+        by_epoch = s.attacks_by_epoch or {}
         epochs = sorted(int(e) for e in by_epoch)
         names = list(by_epoch[str(epochs[-1])]) if epochs else []
         for attack in names:  # an attack run at some checkpoints only (e.g. the final one) gets those points
             at = [e for e in epochs if attack in by_epoch[str(e)]]
-            fig.add_scatter(x=at, y=[by_epoch[str(e)][attack]["accuracy"] for e in at], mode="lines+markers",
-                            name=f"{ARCH_NAMES.get(s['arch'])} · {ATTACK_SHORT.get(attack, attack)}",
+            fig.add_scatter(x=at, y=[by_epoch[str(e)][attack].accuracy for e in at], mode="lines+markers",
+                            name=f"{ARCH_NAMES.get(s.arch)} · {ATTACK_SHORT.get(attack, attack)}",
                             line=dict(color=c, dash=ATTACK_DASH.get(attack, "solid")),
-                            visible=True if attack == s["attack"]["name"] else "legendonly")
+                            visible=True if attack == s.primary else "legendonly")
     fig.add_hline(y=0.5, line=dict(color="grey", dash="dot"), annotation_text="chance")
     fig.update_yaxes(range=[0.3, 1.02])
     return layout(fig, "Attack accuracy vs training epoch", "epoch", "attack accuracy")
@@ -77,28 +79,28 @@ def zero_fp_label(n_nonmembers: list[int]) -> str:
     return f"TPR at 0 false positives (FPR < 1/n, n = {', '.join(map(str, ns))} non-members)"
 
 
-def zero_fp_tpr(r: dict[str, Any]) -> float | None:
+def zero_fp_tpr(r: AttackResult) -> float | None:
     """The TPR at zero false positives of an attack result: the highest TPR at FPR 0 of its stored ROC
     (every corner is kept at low FPR), else its TPR at a low FPR its non-members cannot resolve."""
-    at0 = [t for f, t in zip(r.get("roc_fpr") or [], r.get("roc_tpr") or []) if f <= 0]
+    at0 = [t for f, t in zip(r.roc_fpr or (), r.roc_tpr or ()) if f <= 0]
     if at0:
         return float(max(at0))
-    n0 = int(r.get("n_nonmembers") or 0)
-    return next((r["tpr_at_fpr"][k] for k, f, _ in LOW_FPR_COLUMNS[::-1]
-                 if k in (r.get("tpr_at_fpr") or {}) and n0 and not resolves(f, n0)), None)
+    n0 = int(r.n_nonmembers or 0)
+    return next((r.tpr_at_fpr[k] for k, f, _ in LOW_FPR_COLUMNS[::-1]
+                 if k in r.tpr_at_fpr and n0 and not resolves(f, n0)), None)
 
 
-def low_fpr_cells(results: list[dict[str, Any]]) -> list[dict[str, float | None]]:
+def low_fpr_cells(results: list[AttackResult]) -> list[dict[str, float | None]]:
     """Each attack result's TPR cells for one table (a row each): "TPR @ 1 % / 0.1 % FPR" where every
     row's non-members resolve that FPR (:func:`resolves`), and otherwise one column "TPR at 0 false
     positives (FPR < 1/n)" — with 200 non-members "TPR @ 0.1 % FPR" is that number, not a rate of 0.1 %."""
-    ns = [int(r.get("n_nonmembers") or 0) for r in results]
+    ns = [int(r.n_nonmembers or 0) for r in results]
     resolved = [(k, name) for k, f, name in LOW_FPR_COLUMNS if ns and all(resolves(f, n) for n in ns)]
     zero = len(resolved) < len(LOW_FPR_COLUMNS)
     label = zero_fp_label(ns)
     out = []
     for r in results:
-        cells = {name: (r.get("tpr_at_fpr") or {}).get(k) for k, name in resolved}
+        cells = {name: r.tpr_at_fpr.get(k) for k, name in resolved}
         if zero:
             cells[label] = zero_fp_tpr(r)
         out.append(cells)
@@ -138,22 +140,22 @@ def thin_roc(fpr: list[float], tpr: list[float], max_points: int = 240) -> tuple
     return f[idx].tolist(), t[idx].tolist()
 
 
-def roc_curves(summaries: list[dict[str, Any]]) -> go.Figure:
+def roc_curves(summaries: list[RunSummary]) -> go.Figure:
     """ROC curves of every attack, log-scale FPR as in the literature (Carlini et al.); the primary
     attack of each architecture is shown, the others are one click on their legend entry away."""
     fig = go.Figure()
     floor = 1e-3
     ns = []
     for s in summaries:
-        c = ARCH_COLOURS.get(s["arch"])
-        for name, r in s["attacks"].items():
-            n0 = r.get("n_nonmembers")
+        c = ARCH_COLOURS.get(s.arch)
+        for name, r in s.attacks.items():
+            n0 = r.n_nonmembers
             ns.append(n0)
-            fpr, tpr = measured_roc(*thin_roc(r["roc_fpr"], r["roc_tpr"]), n0)
+            fpr, tpr = measured_roc(*thin_roc(r.roc_fpr or (), r.roc_tpr or ()), n0)
             fig.add_scatter(x=fpr, y=tpr, mode="lines",
                             line=dict(color=c, dash=ATTACK_DASH.get(name, "solid")),
-                            name=f"{ARCH_NAMES.get(s['arch'])} · {ATTACK_SHORT.get(name, name)} · AUC {r['auc']:.2f}",
-                            visible=True if name == s["attack"]["name"] else "legendonly")
+                            name=f"{ARCH_NAMES.get(s.arch)} · {ATTACK_SHORT.get(name, name)} · AUC {r.auc:.2f}",
+                            visible=True if name == s.primary else "legendonly")
     diagonal = [floor * (1 / floor) ** (i / 50) for i in range(51)]  # y = x is a curve on a log x-axis
     fig.add_scatter(x=diagonal, y=diagonal, mode="lines", line=dict(color="grey", dash="dot"), name="chance")
     mark_fpr_floor(fig, [n for n in ns if n and 1 / n > floor])
@@ -163,24 +165,24 @@ def roc_curves(summaries: list[dict[str, Any]]) -> go.Figure:
                    per_row=1)  # as roc_loglog: the entries "FFNN · entropy threshold · AUC 0.74" overlapped two a row
 
 
-def metrics_table(summaries: list[dict[str, Any]]) -> pd.DataFrame:
+def metrics_table(summaries: list[RunSummary]) -> pd.DataFrame:
     """One row per (architecture, attack) with the common AttackResult metrics."""
-    pairs = [(s, name, r) for s in summaries for name, r in s["attacks"].items()]
+    pairs = [(s, name, r) for s in summaries for name, r in s.attacks.items()]
     rows = []
     for (s, name, r), tprs in zip(pairs, low_fpr_cells([r for _, _, r in pairs])):
         rows.append({
-            "architecture": ARCH_NAMES.get(s["arch"], s["arch"]),
+            "architecture": ARCH_NAMES.get(s.arch, s.arch),
             "attack": ATTACK_NAMES.get(name, name),
-            "accuracy": r["accuracy"],
-            "advantage (TPR−FPR)": r["advantage"],
-            "AUC": r["auc"],
+            "accuracy": r.accuracy,
+            "advantage (TPR−FPR)": r.advantage,
+            "AUC": r.auc,
             **tprs,  # "TPR @ 0.1% FPR" only where the non-members resolve it (low_fpr_cells)
-            "eval records": r["n_members"] + r["n_nonmembers"],
+            "eval records": r.n_members + r.n_nonmembers,
         })
     return pd.DataFrame(rows)
 
 
-def overview_table(summaries: list[dict[str, Any]], comparison: dict[str, Any] | None = None) -> pd.DataFrame:
+def overview_table(summaries: list[RunSummary], comparison: dict[str, Any] | None = None) -> pd.DataFrame:
     """Parameters, utility and headline attack numbers per architecture. With ``comparison`` (the
     paired comparison over N ≥ 2 repeats, :func:`core.analyses.repeats.comparison_json`) the numbers
     of ``summaries`` are labelled "repeat 1 of N" and the means over the repeats with their 95 %
@@ -189,21 +191,20 @@ def overview_table(summaries: list[dict[str, Any]], comparison: dict[str, Any] |
     one = f" (repeat 1 of {n})" if n > 1 else ""
     rows = []
     for s in summaries:
-        t = s["timings"]
-        utility = UTILITY_NAMES.get(s["utility"]["metric"])
-        row = {"architecture": ARCH_NAMES.get(s["arch"], s["arch"]), "parameters": s["params"]}
+        utility = UTILITY_NAMES.get(s.utility.metric)
+        row = {"architecture": ARCH_NAMES.get(s.arch, s.arch), "parameters": s.params}
         if n > 1:  # the means first: a wide table scrolls, and the result must not be the part out of sight
             for name, label in (("attack_accuracy", "attack accuracy"), ("attack_auc", "attack AUC"),
                                 ("utility_val", f"{utility} validation")):
-                m = (comparison["metrics"].get(name) or {}).get(s["arch"])
+                m = (comparison["metrics"].get(name) or {}).get(s.arch)
                 row[f"{label}, mean of {n} [95 % CI]"] = with_ci(m) if m else "—"
         row.update({
-            f"{utility} train{one}": s["utility"]["train"],
-            f"{utility} validation{one}": s["utility"]["val"],
-            f"attack accuracy{one}": s["attack"]["accuracy"],
-            f"attack AUC{one}": s["attack"]["auc"],
+            f"{utility} train{one}": s.utility.train,
+            f"{utility} validation{one}": s.utility.val,
+            f"attack accuracy{one}": s.attack.accuracy,
+            f"attack AUC{one}": s.attack.auc,
         })
-        row.update({"compute time (s)": round(t["total_s"], 1), "from cache": "yes" if s.get("cache_hit") else "no"})
+        row.update({"compute time (s)": round(s.timings["total_s"], 1), "from cache": "yes" if s.cache_hit else "no"})
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -213,35 +214,38 @@ def record_names(task: str) -> tuple[str, str]:
     return get_task(task).record_names if task in REGISTRY else ("record", "records")
 
 
-def resolution_note(summaries: list[dict[str, Any]]) -> str | None:
-    """One line: how much TPR / FPR / accuracy one evaluation record is worth in each run (the
-    summary's ``resolution``, or its config's ``n_eval`` for summaries written before it)."""
+def _resolution_line(runs: list[tuple[str, str, dict[str, Any], int | None]]) -> str | None:
+    """The resolution note of (task, arch, resolution block, the config's ``n_eval``) per run."""
     parts = []
-    for s in summaries:
-        res = s.get("resolution") or {}
-        n_in = int(res.get("n_members") or s.get("config", {}).get("n_eval") or 0)
+    for task, arch, res, n_eval in runs:
+        n_in = int(res.get("n_members") or n_eval or 0)
         n_out = int(res.get("n_nonmembers") or n_in)
         if not n_in or not n_out:
             continue
-        one, many = record_names(s.get("task", ""))
-        parts.append(f"{ARCH_NAMES.get(s['arch'], s['arch'])}: {n_in} + {n_out} {many}, one {one} = "
+        one, many = record_names(task)
+        parts.append(f"{ARCH_NAMES.get(arch, arch)}: {n_in} + {n_out} {many}, one {one} = "
                      f"{1 / n_in:.3g} of TPR, {1 / n_out:.3g} of FPR, {1 / (n_in + n_out):.3g} of accuracy")
     if not parts:
         return None
     return "Resolution — " + "; ".join(parts) + ". Differences of a step or two are one or two records, not an architecture."
 
 
+def resolution_note(summaries: list[RunSummary]) -> str | None:
+    """One line: how much TPR / FPR / accuracy one evaluation record is worth in each run (the
+    summary's ``resolution``, or its config's ``n_eval`` for summaries written before it)."""
+    return _resolution_line([(s.task, s.arch, s.resolution or {}, s.config.get("n_eval")) for s in summaries])
+
+
 def comparison_resolution_note(comparison: dict[str, Any]) -> str | None:
     """:func:`resolution_note` of a comparison (``core.analyses.repeats.comparison_json``'s ``resolution``
     block; None for a comparison written before it)."""
     res = comparison.get("resolution") or {}
-    return resolution_note([{"task": comparison.get("task", ""), "arch": arch, "resolution": r}
-                            for arch, r in res.items()])
+    return _resolution_line([(comparison.get("task", ""), arch, r, None) for arch, r in res.items()])
 
 
-def param_gap(summaries: list[dict[str, Any]]) -> float | None:
+def param_gap(summaries: list[RunSummary]) -> float | None:
     """Relative difference of the two architectures' parameter counts (None with one arch)."""
-    counts = [s["params"] for s in summaries]
+    counts = [s.params for s in summaries]
     if len(counts) < 2:
         return None
     return abs(counts[0] - counts[1]) / max(counts)
@@ -269,7 +273,7 @@ def ecdf_points(values: np.ndarray, max_points: int = 200) -> tuple[list[float],
     return v.tolist(), y.tolist()
 
 
-def entropy_comparison(summaries: list[dict[str, Any]]) -> go.Figure:
+def entropy_comparison(summaries: list[RunSummary]) -> go.Figure:
     """Average prediction entropy (APE, paper 000 eq. 3) of members vs non-members, per architecture.
 
     A model that is more certain on its training records than on unseen ones gives the attacks their
@@ -277,14 +281,19 @@ def entropy_comparison(summaries: list[dict[str, Any]]) -> go.Figure:
     apart the two curves of one colour, the easier the attack). Few records (navigation's maps): every
     record as a dot, one row per architecture and group, so a handful of values is not a few spikes.
     """
+    return entropy_figure([(s.arch, s.records) for s in summaries])
+
+
+def entropy_figure(records: list[tuple[str, dict[str, Any] | None]]) -> go.Figure:
+    """:func:`entropy_comparison` of (architecture, per-record signals ``{ape, membership}``) pairs: a run's
+    ``records`` or a defended point's (the Defenses page draws the defended outputs with it)."""
     groups = []
-    for s in summaries:
-        rec = s.get("records")
+    for arch, rec in records:
         if not rec:
             continue
         ape = _log_ape(rec["ape"])
         member = np.asarray(rec["membership"], bool)
-        groups.append((s["arch"], ape[member], ape[~member]))
+        groups.append((arch, ape[member], ape[~member]))
     fig = go.Figure()
     if not groups:
         return layout(fig, "Prediction entropy: members vs non-members", "log₁₀ average prediction entropy (nats)", "")
@@ -329,10 +338,10 @@ def entropy_comparison(summaries: list[dict[str, Any]]) -> go.Figure:
                    "log₁₀ average prediction entropy (nats)", "records at or below")
 
 
-def steps_curves(summaries: list[dict[str, Any]]) -> go.Figure | None:
+def steps_curves(summaries: list[RunSummary]) -> go.Figure | None:
     """Mean steps per episode on member (solid) vs unseen (dashed) maps over training, or None
     when the task reports no steps (only navigation does)."""
-    if not any("steps_train" in r for s in summaries for r in s["per_epoch"]):
+    if not any("steps_train" in r.extra for s in summaries for r in s.per_epoch):  # a task-specific column
         return None
     fig = _member_vs_unseen_curves(summaries, "steps", "member maps", "unseen maps")
     return layout(fig, "Steps per episode vs epoch (fewer = more direct)", "epoch", "mean steps per episode")
@@ -342,7 +351,7 @@ def steps_curves(summaries: list[dict[str, Any]]) -> go.Figure | None:
 STRONG_ATTACKS = ("lira", "rmia")
 
 
-def roc_loglog(summaries: list[dict[str, Any]]) -> go.Figure:
+def roc_loglog(summaries: list[RunSummary]) -> go.Figure:
     """ROC curves of every attack on log-log axes (the convention of the LiRA paper): the low-FPR
     regime, where an attack that confidently identifies a few members differs from one that is
     merely above chance on average. The primary attack, LiRA and RMIA are shown; the others are a
@@ -354,12 +363,12 @@ def roc_loglog(summaries: list[dict[str, Any]]) -> go.Figure:
     floor = 1e-3
     ns = []
     for s in summaries:
-        c = ARCH_COLOURS.get(s["arch"])
-        for name, r in s["attacks"].items():
-            fpr, tpr = r.get("roc_fpr") or [], r.get("roc_tpr") or []
+        c = ARCH_COLOURS.get(s.arch)
+        for name, r in s.attacks.items():
+            fpr, tpr = r.roc_fpr or (), r.roc_tpr or ()
             if not fpr:
                 continue
-            n0 = int(r.get("n_nonmembers") or 0) or None
+            n0 = int(r.n_nonmembers or 0) or None
             ns.append(n0)
             lo = 0.5 / (n0 or 1000)
             floor = min(floor, lo)
@@ -367,12 +376,12 @@ def roc_loglog(summaries: list[dict[str, Any]]) -> go.Figure:
             if n0 and not resolves(0.01, n0):
                 low = f"TPR@0FP (FPR < 1/{n0}) {zero_fp_tpr(r) or 0:.2f}"
             else:
-                low = f"TPR@1% {r['tpr_at_fpr'].get('0.01', float('nan')):.2f}"
+                low = f"TPR@1% {r.tpr_at_fpr.get('0.01', float('nan')):.2f}"
             fig.add_scatter(
                 x=fpr, y=[max(v, lo) for v in tpr], mode="lines",
                 line=dict(color=c, dash=ATTACK_DASH.get(name, "solid"), width=3 if name in STRONG_ATTACKS else 2),
-                name=f"{ARCH_NAMES.get(s['arch'], s['arch'])} · {ATTACK_SHORT.get(name, name)} · {low}",
-                visible=True if name in STRONG_ATTACKS or name == s["attack"]["name"] else "legendonly")
+                name=f"{ARCH_NAMES.get(s.arch, s.arch)} · {ATTACK_SHORT.get(name, name)} · {low}",
+                visible=True if name in STRONG_ATTACKS or name == s.primary else "legendonly")
     lo_exp = math.floor(math.log10(floor))
     diagonal = [10 ** (lo_exp + (-lo_exp) * i / 50) for i in range(51)]
     fig.add_scatter(x=diagonal, y=diagonal, mode="lines", line=dict(color="grey", dash="dot"), name="chance (TPR = FPR)")

@@ -1,14 +1,16 @@
 """The words and tables of a run's sections, shared by the one view of a run (:mod:`core.views.run_view`),
 which the Train & attack page and the HTML run report both render, and by the pages that quote them
 (the verdict lines, the notes, the reproduce commands, the per-record views' tables). Text only, built
-from the summaries' JSON: nothing here draws, with Streamlit or in HTML pages."""
+from the typed summaries: nothing here draws, with Streamlit or in HTML pages."""
 from __future__ import annotations
 
 import html
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
+import plotly.graph_objects as go
 
 from core.views.comparison_tables import matched_utility_table, shadow_fidelity_table, strongest_attacks_table
 from core.views.record_view_figures import quadrant_names
@@ -19,26 +21,44 @@ from core.views.style import with_ci
 from core.measurement.exposure import fpr_label
 from core.measurement.stats import is_zero_width
 from core.experiment.fidelity import matched_utility
+from core.experiment.results import RunSummary
 from core.foundations.config import ExperimentConfig
 from core.foundations.names import ARCH_NAMES, ATTACK_NAMES
 
 
-def run_figures(summaries: list[dict[str, Any]]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class RunFigures:
+    """Every figure and table of a run's results (:func:`run_figures`); ``steps`` is None for a task
+    that reports no steps (only navigation does)."""
+    overview: pd.DataFrame
+    utility: go.Figure
+    attack_by_epoch: go.Figure
+    steps: go.Figure | None
+    metrics: pd.DataFrame
+    roc: go.Figure
+    roc_loglog: go.Figure
+    strongest: pd.DataFrame
+    fidelity: pd.DataFrame
+    matched: pd.DataFrame
+    entropy: go.Figure
+
+
+def run_figures(summaries: list[RunSummary]) -> RunFigures:
     """Every figure and table of a run's results, from the summaries alone (the Train & attack page
     draws these; the run report writes them)."""
-    return {
-        "overview": overview_table(summaries),
-        "utility": utility_curves(summaries),
-        "attack_by_epoch": attack_accuracy_curve(summaries),
-        "steps": steps_curves(summaries),
-        "metrics": metrics_table(summaries),
-        "roc": roc_curves(summaries),
-        "roc_loglog": roc_loglog(summaries),
-        "strongest": strongest_attacks_table(summaries),
-        "fidelity": shadow_fidelity_table(summaries),
-        "matched": matched_utility_table(matched_utility(summaries)),
-        "entropy": entropy_comparison(summaries),
-    }
+    return RunFigures(
+        overview=overview_table(summaries),
+        utility=utility_curves(summaries),
+        attack_by_epoch=attack_accuracy_curve(summaries),
+        steps=steps_curves(summaries),
+        metrics=metrics_table(summaries),
+        roc=roc_curves(summaries),
+        roc_loglog=roc_loglog(summaries),
+        strongest=strongest_attacks_table(summaries),
+        fidelity=shadow_fidelity_table(summaries),
+        matched=matched_utility_table(matched_utility(summaries)),
+        entropy=entropy_comparison(summaries),
+    )
 
 
 def reproduce_commands(configs: list[ExperimentConfig], overrides: dict[str, dict[str, Any]]) -> list[str]:

@@ -23,6 +23,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from core.experiment.fidelity import confounding_warnings, study_comparison
+from core.experiment.results import RunSummary
 from core.foundations.config import ExperimentConfig
 from core.foundations.names import ARCH_NAMES, ATTACK_NAMES
 from core.views.map_figures import navigation_map
@@ -30,7 +31,8 @@ from core.views.record_view_figures import budget_figure, exposure_figure, slice
 from core.views.repeat_figures import comparison_table, matched_stops_table, repeats_table, roc_band_figure
 from core.views.run_figures import comparison_resolution_note, overview_table, param_gap, resolution_note
 from core.views.run_text import (MATCHED_NOTE, SMALL_N_NOTE, budget_table, exposure_table, navigation_stats,
-                                 reproduce_commands, run_figures, slices_table, translation_html, verdict_lines)
+                                 RunFigures, reproduce_commands, run_figures, slices_table, translation_html,
+                                 verdict_lines)
 
 
 # ---------------------------------------------------------------------------- blocks
@@ -111,11 +113,11 @@ class Section:
 # ---------------------------------------------------------------------------- what a view is made from
 @dataclass
 class RunInputs:
-    """What a run's view is built from: the summaries' JSON (repeat 0 of each architecture), and where
+    """What a run's view is built from: the typed summaries (repeat 0 of each architecture), and where
     given the configs and their ``--set`` overrides (the reproduce commands), the app's navigation map
     views (arch → views), the repeats view (``comparison`` or ``blocks``), the matched-utility view and the
     per-record views (:func:`core.analyses.record_views.report_views`)."""
-    summaries: list[dict[str, Any]]
+    summaries: list[RunSummary]
     configs: list[ExperimentConfig] | None = None
     overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
     map_views: dict[str, dict[str, Any]] | None = None
@@ -123,7 +125,7 @@ class RunInputs:
     matched: dict[str, Any] | None = None
     views: dict[str, Any] | None = None
     #: :func:`core.views.run_text.run_figures` of the summaries, where the caller keeps them (the page caches them)
-    figures: dict[str, Any] | None = None
+    figures: RunFigures | None = None
 
     def __post_init__(self) -> None:
         if self.figures is None:
@@ -145,9 +147,9 @@ def overview(run: RunInputs) -> Section:
     def build() -> list[Block]:
         comp, summaries = run.comparison, run.summaries
         # with repeats, repeat 0's numbers say so and the means with their intervals stand beside them (issue 32)
-        out: list[Block] = [Table(run.figures["overview"] if comp is None else overview_table(summaries, comp))]
-        if (summaries[0].get("data") or {}).get("description"):  # what was read (a CSV's missing values among it)
-            out.append(Text(f"Data: {summaries[0]['data']['description']}", "caption"))
+        out: list[Block] = [Table(run.figures.overview if comp is None else overview_table(summaries, comp))]
+        if (summaries[0].data or {}).get("description"):  # what was read (a CSV's missing values among it)
+            out.append(Text(f"Data: {summaries[0].data['description']}", "caption"))
         if (note := resolution_note(summaries)) is not None:  # what one record is worth
             out.append(Text(note, "caption"))
         if (gap := param_gap(summaries)) is not None:
@@ -218,18 +220,18 @@ def matched_by_construction(run: RunInputs) -> Section | None:
 def over_training(run: RunInputs) -> Section:
     def build() -> list[Block]:
         f = run.figures
-        return [Row((Figure(f["utility"]), Figure(f["attack_by_epoch"])))] + \
-            ([Figure(f["steps"])] if f["steps"] is not None else [])
+        return [Row((Figure(f.utility), Figure(f.attack_by_epoch)))] + \
+            ([Figure(f.steps)] if f.steps is not None else [])
     return Section("over_training", "Over training", build, tab=True)
 
 
 def attacks(run: RunInputs) -> Section:
     def build() -> list[Block]:
         f = run.figures
-        return [Table(f["metrics"]),
-                Row((Figure(f["roc"], "Click a legend entry to show or hide an attack; the primary attack of each "
+        return [Table(f.metrics),
+                Row((Figure(f.roc, "Click a legend entry to show or hide an attack; the primary attack of each "
                                       "architecture is shown."),
-                     Figure(f["roc_loglog"], "The low false-positive regime on log-log axes (LiRA's convention): an "
+                     Figure(f.roc_loglog, "The low false-positive regime on log-log axes (LiRA's convention): an "
                                              "attack that is sure about a few members stands out here, not in the "
                                              "AUC.")))]
     return Section("attacks", "Attacks", build, tab=True)
@@ -249,11 +251,11 @@ def strongest(run: RunInputs) -> Section:
         out: list[Block] = [
             Text("**The strongest attacks** — offline LiRA (Carlini et al.) and RMIA (Zarifzadeh et al.), with the "
                  "shadows as reference models, beside Shokri's shadow attack (final epoch)"),
-            Table(f["strongest"]),
-            Row((Figure(f["entropy"], "Why attacks work: models are more certain (lower entropy) on the records they "
+            Table(f.strongest),
+            Row((Figure(f.entropy, "Why attacks work: models are more certain (lower entropy) on the records they "
                                       "trained on."),))]
-        if not f["matched"].empty:
-            matched = f["matched"]
+        if not f.matched.empty:
+            matched = f.matched
             if "utility gap" in matched:  # blank on the reference rows: as text, so no renderer draws "None"
                 gap = pd.to_numeric(matched["utility gap"], errors="coerce")
                 matched = matched.assign(**{"utility gap": [f"{v:.3f}" if pd.notna(v) else "—" for v in gap]})
@@ -266,9 +268,9 @@ def strongest(run: RunInputs) -> Section:
             out += [Text("**At matched utility** — each architecture at the checkpoint whose validation utility is "
                          "closest to the other's final one (the studies compare at similar utility)"),
                     Table(matched, short=short)]
-        if not f["fidelity"].empty:
+        if not f.fidelity.empty:
             out.append(Details("Do the shadows track the victim? (the attacker's core assumption)", (
-                Table(f["fidelity"]),
+                Table(f.fidelity),
                 Text("Mean loss of members and non-members, victim vs shadows, per checkpoint; a gap above 25 % means "
                      "thresholds and classifiers fitted on the shadows transfer badly to the victim.", "caption"))))
         return out
@@ -279,15 +281,15 @@ def examples(run: RunInputs) -> Section | None:
     """What the victim does with members vs non-members: translations with each token's probability,
     navigation maps with each agent's path (crisp maps where the app's map views exist, the task's
     rendered images otherwise), any other task's examples as JSON."""
-    with_examples = [s for s in run.summaries if s.get("examples")]
+    with_examples = [s for s in run.summaries if s.examples]
     if not with_examples:
         return None
 
     def build() -> list[Block]:
         out: list[Block] = [Text("What the victim does with members vs non-members", "subheading")]
-        nav = [s for s in with_examples if s["examples"].get("kind") == "navigation"]
-        out += [Text(navigation_stats(s["examples"], _name(s["arch"]))) for s in nav]
-        ready = {s["arch"]: run.map_views[s["arch"]] for s in nav if run.map_views and s["arch"] in run.map_views}
+        nav = [s for s in with_examples if s.example_kind == "navigation"]
+        out += [Text(navigation_stats(s.examples, _name(s.arch))) for s in nav]
+        ready = {s.arch: run.map_views[s.arch] for s in nav if run.map_views and s.arch in run.map_views}
         if ready:
             figs = [fig for role in ("member", "non-member") if (fig := navigation_map(ready, role)) is not None]
             out += [Row(tuple(Figure(f) for f in figs), columns=max(len(figs), 1)),
@@ -295,20 +297,20 @@ def examples(run: RunInputs) -> Section | None:
                          "it visited, × marks where it stopped. Both architectures were trained on the same member "
                          "maps.", "caption")]
         for s in nav:
-            maps = s["examples"].get("maps", [])
-            if s["arch"] not in ready and maps:
-                out.append(Row(tuple(Image(m["png_base64"], f"{_name(s['arch'])}, {m.get('role', '?')} map (seed "
+            maps = s.examples.get("maps", [])
+            if s.arch not in ready and maps:
+                out.append(Row(tuple(Image(m["png_base64"], f"{_name(s.arch)}, {m.get('role', '?')} map (seed "
                                                             f"{m.get('seed')}): return {m.get('return', 0):.2f}, "
                                                             f"{m.get('steps', '?')} steps"
                                                             + ("" if m.get("reached_goal", True) else
                                                                ", goal not reached"))
                                      for m in maps), columns=len(maps)))
         for s in with_examples:
-            kind = s["examples"].get("kind")
+            kind = s.example_kind
             if kind == "translation":
-                out.append(Html(translation_html(s["examples"], _name(s["arch"]))))
+                out.append(Html(translation_html(s.examples, _name(s.arch))))
             elif kind != "navigation":
-                out.append(Code(json.dumps(s["examples"], indent=1, ensure_ascii=False), "json"))
+                out.append(Code(json.dumps(s.examples, indent=1, ensure_ascii=False), "json"))
         return out
     return Section("examples", "Examples", build, tab=True)
 
@@ -359,8 +361,8 @@ def per_record(run: RunInputs) -> Section:
     return Section("per_record", "Per-record views", build, tab=True)
 
 
-def _timings(summary: dict[str, Any]) -> str:
-    return ", ".join(f"{k} {v:.1f}" for k, v in summary.get("timings", {}).items() if isinstance(v, (int, float)))
+def _timings(summary: RunSummary) -> str:
+    return ", ".join(f"{k} {v:.1f}" for k, v in summary.timings.items() if isinstance(v, (int, float)))
 
 
 def configuration(run: RunInputs) -> Section:
@@ -368,9 +370,9 @@ def configuration(run: RunInputs) -> Section:
     def build() -> list[Block]:
         out: list[Block] = []
         for s in run.summaries:
-            out += [Text(f"{_name(s['arch'])} · config hash `{s['config_hash']}`", "subheading"),
-                    Code(json.dumps(s["config"], indent=2, ensure_ascii=False), "json"),
-                    Text(f"data: {json.dumps(s.get('data', {}), ensure_ascii=False)}  \ndevice: {s.get('device')} · "
+            out += [Text(f"{_name(s.arch)} · config hash `{s.config_hash}`", "subheading"),
+                    Code(json.dumps(s.config, indent=2, ensure_ascii=False), "json"),
+                    Text(f"data: {json.dumps({} if s.data is None else s.data, ensure_ascii=False)}  \ndevice: {s.device} · "
                          f"timings (s): {_timings(s)}", "caption")]
         return out
     return Section("configuration", "Configuration", build, collapsed=True)
@@ -383,7 +385,7 @@ def reproduce(run: RunInputs) -> Section | None:
 
     def build() -> list[Block]:
         return [Code(cmd, "bash") for cmd in reproduce_commands(run.configs, run.overrides)] + [
-            Text("Config hashes: " + ", ".join(f"{s['arch']}: `{s['config_hash']}`" for s in run.summaries),
+            Text("Config hashes: " + ", ".join(f"{s.arch}: `{s.config_hash}`" for s in run.summaries),
                  "caption")]
     return Section("reproduce", "Reproduce headless", build, collapsed=True)
 
