@@ -170,6 +170,8 @@ def main() -> int:
     parser.add_argument("--port", type=int, default=8597)
     parser.add_argument("--chromium", default=os.environ.get("CHROMIUM", "/usr/bin/chromium"))
     parser.add_argument("--visits", type=int, default=3, help="visits per page (the first is cold)")
+    parser.add_argument("--pages", default=",".join(PAGES),
+                        help="the pages to time, comma-separated sidebar labels (empty: none, e.g. with --slider alone)")
     parser.add_argument("--demo", action="store_true", help="time the Home page's demo click → results")
     parser.add_argument("--task", default="image", help="the task the Train & attack page shows (?task=)")
     parser.add_argument("--chart-timeout", type=float, default=60, help="seconds to wait for a page's first chart")
@@ -255,7 +257,10 @@ def main() -> int:
                 page.wait_for_timeout(500)
                 page.wait_for_function(IDLE, timeout=60_000)
                 out["training_defense"] = args.training_defense
+            timed = [p.strip() for p in args.pages.split(",") if p.strip()]
             for label, title in PAGES.items():
+                if label not in timed:
+                    continue
                 link = sidebar.get_by_role("link", name=label, exact=True)
                 if link.count() == 0:
                     continue
