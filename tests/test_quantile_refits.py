@@ -35,9 +35,10 @@ def test_refit_many_is_one_refit_per_vector_up_to_rounding(fitted, steps):
     """Each batched regressor is the one :meth:`refit` gives for its vector, up to float rounding. After 20 steps its
     predictions lie within 1e-4 of the scores' sd (a wrong gradient or Adam step would be off by far more). After the
     attack's 150 steps a rounding difference can have grown: the pinball loss's kinks let it flip a record's side of
-    the quantile, and Adam's normalised steps carry that on — one refit per vector is itself that sensitive (here,
-    the same refit of s + 0.5 + 1e-6 moves its predictions by 1.7 % of the sd on average, and a batched fit differs
-    from its single one by as much in one vector of four). So after 150 steps: predictions and conformal offsets
+    the quantile, and Adam's normalised steps carry that on — one refit per vector is itself that sensitive
+    (``bench/quantile_refit_sensitivity.py`` on this data: the refit of s + 0.5 + 1e-6 moved its predictions by 1.7 %
+    of the sd on average, and a batched fit differed from its single one by as much in one vector of four, the other
+    three bit-identical; docs/performance.md). So after 150 steps: predictions and conformal offsets
     within 5 % of the sd on average; what the attack reads — the FPR at its threshold and the AUC against shifted
     members — within 0.01 and 0.005."""
     reg, x, variants, x_new = fitted
