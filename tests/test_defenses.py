@@ -358,6 +358,25 @@ def test_quantile_refits_of_all_draws_run_as_one_fit(overfit, monkeypatch):
         assert a == b
 
 
+def test_full_point_after_a_stored_fast_point_scores_nothing_again(overfit, tmp_path, monkeypatch):
+    """A value whose fast point a new Defender read from disk (a curve's point, stored by another session): its
+    full point takes the naive numbers from it and computes only the utility — the same point as one computed
+    from scratch (issue 32.16: the Defenses page's step onto a curve value re-scored every attack before)."""
+    import json
+    from core.defenses import defender as defender_module
+    spec = DefenseSpec("dirichlet", 6.5, draws=2, seed=4)
+    cache = ArtifactCache(tmp_path / "shared")
+    Defender(overfit.models, cache).point(spec, "naive", utility=False)  # stored under defended_fast
+    scratch = Defender(overfit.models, ArtifactCache(tmp_path / "scratch")).point(spec, "naive", utility=True)
+    later = Defender(overfit.models, cache)
+    later.point(spec, "naive", utility=False)  # read from disk
+    monkeypatch.setattr(defender_module, "score_attacks", lambda *a, **k: pytest.fail("scored the attacks again"))
+    full = later.point(spec, "naive", utility=True)
+    full.pop("timings"), scratch.pop("timings")
+    assert json.loads(json.dumps(full)) == json.loads(json.dumps(scratch))
+    assert full["utility"] is not None and full["utility_loss"] is not None
+
+
 def test_adaptive_attacker_and_cached_points(overfit):
     spec = DefenseSpec("dirichlet", 1.0)
     p = overfit.point(spec, "both")

@@ -60,6 +60,8 @@ from core.defenses.registry import Mechanism, OutputMechanism, WeightMechanism, 
 from core.defenses.sensitivity import SensitivityEstimate, cached_sensitivity, sample_sensitivity
 
 ATTACKERS = ("naive", "adaptive", "both")
+#: the fields of a point that the naive attacker's scoring gives (:meth:`Defender._naive`)
+NAIVE_FIELDS = ("attack", "attacks", "epsilon_lower_bound", "epsilon_lower_bound_detail", "records")
 #: bump when the meaning of a stored defended point changes
 DEFENSE_SCHEMA = 3  # 2: points carry LiRA and RMIA; 3: and the registry's quantile, label-only and gap attacks
 
@@ -494,7 +496,15 @@ class Defender:
         # re-run: only with utility; a weight mechanism's model answers them as it answers anyway
         with_features = isinstance(spec.mechanism_class, WeightMechanism) or utility or not has_features
         skip = set() if with_features else {a.name for a in self.naive_attacks if isinstance(a, RecordFeatureAttack)}
-        answers, naive_part = self._naive(spec, with_features)
+        fast = self._memo.get((spec.key, "naive", False))
+        if (utility and attacker == "naive" and fast is not None and not fast.get("skipped_attacks")
+                and (spec.key, with_features) not in self._answers):
+            # the slider's fast point of this value was read from disk (a curve's point): its naive numbers are this
+            # point's — the same attacks on the same draws, none skipped — so only the utility is computed (the
+            # Defenses page's step onto a curve value scored every attack again for its utility card before)
+            answers, naive_part = [], {k: fast[k] for k in NAIVE_FIELDS if k in fast}
+        else:
+            answers, naive_part = self._naive(spec, with_features)
         point: dict[str, Any] = {"value": spec.value, "mechanism": spec.mechanism, "draws": spec.draws, **naive_part}
         if attacker == "adaptive":
             point.pop("attack"), point.pop("attacks")
