@@ -9,7 +9,8 @@ other jobs on the machine) of
 
 * the first open (cold: the page's imports, cache reads, figure building),
 * the later opens (warm: what every visit after the first costs: from Home to the page),
-* with ``--slider``, the Gaussian σ steps on the Defenses page (one slider step = one rerun).
+* with ``--slider``, the Gaussian σ steps on the Defenses page (one slider step = one rerun; each one stop to the
+  right, to a value not computed before); ``--slider-mechanism dirichlet`` the Dirichlet k steps instead.
 
 ``--profile N`` prints the N functions with the largest cumulative CPU time of one warm open
 (cProfile), which is how the costs in docs/performance.md were found.
@@ -56,7 +57,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pages", default=",".join(PAGES), help="comma-separated page labels")
     parser.add_argument("--visits", type=int, default=4, help="opens per page (the first is cold)")
-    parser.add_argument("--slider", action="store_true", help="time Gaussian σ steps on the Defenses page")
+    parser.add_argument("--slider", action="store_true", help="time slider steps on the Defenses page")
+    parser.add_argument("--slider-mechanism", choices=("gpm", "dirichlet"), default="gpm",
+                        help="gpm: the Gaussian σ slider (the default); dirichlet: the k slider")
     parser.add_argument("--steps", type=int, default=6)
     parser.add_argument("--profile", type=int, default=0, help="print the top N functions of one warm open")
     parser.add_argument("--task", default="image")
@@ -118,29 +121,34 @@ def main() -> int:
     if args.slider:
         at.switch_page(PAGES["Defenses"])
         at.run()
-        next(r for r in at.radio if "gpm" in r.options or "Gaussian (weights)" in r.options).set_value("gpm").run()
-        from core.defenses.gpm import SIGMA_VALUES
+        from core.defenses import registry as defense_registry
 
-        key = f"sigma:{args.task}"
-        i = SIGMA_VALUES.index(at.select_slider(key=key).value)
+        mechanism = args.slider_mechanism
+        label = defense_registry.get(mechanism).label
+        next(r for r in at.radio if mechanism in r.options or label in r.options).set_value(mechanism).run()
+        param = defense_registry.get(mechanism).parameter
+        values, key = list(param.slider), f"{param.name}:{args.task}"
+        name = {"gpm": "gaussian_sigma", "dirichlet": "dirichlet_k"}[mechanism]
+        i = values.index(at.select_slider(key=key).value)
         steps = []
         prof = cProfile.Profile() if args.profile else None
-        for k in range(args.steps + (prof is not None)):  # one stop to the right each time: a σ not computed before
+        for k in range(args.steps + (prof is not None)):  # one stop to the right each time: a value not computed before
             i += 1
-            at.select_slider(key=key).set_value(SIGMA_VALUES[i])
+            at.select_slider(key=key).set_value(values[i])
             if k == args.steps:  # one more step, profiled (not among the timed ones: the profiler slows it)
                 PROFILER[0] = prof
                 at.run()
                 PROFILER[0] = None
             else:
                 steps.append(timed(at.run))
-        out["gaussian_sigma_step_cpu_s"] = [s[0] for s in steps]
-        out["gaussian_sigma_step_wall_s"] = [s[1] for s in steps]
-        out["gaussian_sigma_step_cpu_median_s"] = median([s[0] for s in steps])
+        out[f"{name}_step_values"] = values[i - len(steps) - (prof is not None) + 1:i + 1 - (prof is not None)]
+        out[f"{name}_step_cpu_s"] = [s[0] for s in steps]
+        out[f"{name}_step_wall_s"] = [s[1] for s in steps]
+        out[f"{name}_step_cpu_median_s"] = median([s[0] for s in steps])
         if prof is not None:
             buf = io.StringIO()
             pstats.Stats(prof, stream=buf).sort_stats("cumulative").print_stats(args.profile)
-            print("==== one σ step (cumulative CPU) ====", file=sys.stderr)
+            print(f"==== one {param.symbol} step (cumulative CPU) ====", file=sys.stderr)
             print(buf.getvalue(), file=sys.stderr)
     load, cores = os.getloadavg()[0], os.cpu_count() or 1
     out["note"] = (f"CPU time of this process; wall under 1-minute load average {load:.1f} on {cores} cores"

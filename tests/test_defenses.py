@@ -326,6 +326,57 @@ def test_gpm_points_equal_the_model_run_path(overfit):
     assert any(key[0] != "victim" and store for key, store in fresh._forwards.items())
 
 
+def test_quantile_refits_of_all_draws_run_as_one_fit(overfit, monkeypatch):
+    """The quantile attack refits its regressor on every draw's defended pool answers; the Defender runs those refits
+    as one batched fit (issue 32.16): no refit per draw is left, every other number of the point is exactly the
+    per-draw path's, and quantile regression's are within float rounding's reach of it (the refit's own sensitivity:
+    tests/test_quantile_refits.py): AUC and accuracy within 0.01, TPR at low FPR within 0.02 (draws' means)."""
+    from core.attacks.quantile import QuantileRegressor
+    from core.experiment.model_attacks import QuantileAttack
+    assert any(isinstance(a, QuantileAttack) for a in overfit.model_attacks)
+    per_draw = Defender(overfit.models, ArtifactCache(overfit.cache.directory / "../per_draw_refit_cache"))
+    per_draw.batch_quantile_refits = False
+    batched = Defender(overfit.models, ArtifactCache(overfit.cache.directory / "../batched_refit_cache"))
+    descents = []
+    descend = QuantileRegressor._descend
+    monkeypatch.setattr(QuantileRegressor, "_descend", lambda self, *a: descents.append(1) or descend(self, *a))
+    for mechanism, value in (("dirichlet", 0.5), ("dirichlet", 20.0), ("gpm", 0.004)):
+        spec = DefenseSpec(mechanism, value, draws=3, seed=3)
+        descents.clear()
+        b = batched.point(spec, "naive", utility=True)
+        assert descents == []  # every draw's refit came from the batched fit
+        a = per_draw.point(spec, "naive", utility=True)
+        assert len(descents) == spec.draws
+        qa, qb = a["attacks"].pop("quantile"), b["attacks"].pop("quantile")
+        for metric in ("auc", "accuracy"):
+            assert abs(qa[metric] - qb[metric]) < 0.01, (mechanism, value, metric, qa[metric], qb[metric])
+        for fpr, tpr in qa["tpr_at_fpr"].items():  # a member's flip moves a draw's TPR by 0.01 here
+            assert abs(tpr - qb["tpr_at_fpr"][fpr]) < 0.02, (mechanism, value, fpr, tpr, qb["tpr_at_fpr"][fpr])
+        assert qa["boundary"] == qb["boundary"]
+        a["records"]["scores"].pop("quantile"), b["records"]["scores"].pop("quantile")
+        a.pop("timings"), b.pop("timings")
+        assert a == b
+
+
+def test_full_point_after_a_stored_fast_point_scores_nothing_again(overfit, tmp_path, monkeypatch):
+    """A value whose fast point a new Defender read from disk (a curve's point, stored by another session): its
+    full point takes the naive numbers from it and computes only the utility — the same point as one computed
+    from scratch (issue 32.16: the Defenses page's step onto a curve value re-scored every attack before)."""
+    import json
+    from core.defenses import defender as defender_module
+    spec = DefenseSpec("dirichlet", 6.5, draws=2, seed=4)
+    cache = ArtifactCache(tmp_path / "shared")
+    Defender(overfit.models, cache).point(spec, "naive", utility=False)  # stored under defended_fast
+    scratch = Defender(overfit.models, ArtifactCache(tmp_path / "scratch")).point(spec, "naive", utility=True)
+    later = Defender(overfit.models, cache)
+    later.point(spec, "naive", utility=False)  # read from disk
+    monkeypatch.setattr(defender_module, "score_attacks", lambda *a, **k: pytest.fail("scored the attacks again"))
+    full = later.point(spec, "naive", utility=True)
+    full.pop("timings"), scratch.pop("timings")
+    assert json.loads(json.dumps(full)) == json.loads(json.dumps(scratch))
+    assert full["utility"] is not None and full["utility_loss"] is not None
+
+
 def test_adaptive_attacker_and_cached_points(overfit):
     spec = DefenseSpec("dirichlet", 1.0)
     p = overfit.point(spec, "both")

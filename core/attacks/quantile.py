@@ -26,7 +26,10 @@ form the pool and which features a task gives live in :mod:`core.experiment.mode
 """
 from __future__ import annotations
 
+import hashlib
+import math
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 import torch
@@ -68,6 +71,9 @@ class QuantileRegressor:
         self.training = training or QuantileTraining()
         self.model: nn.Module | None = None
         self.offset = 0.0
+        #: the latest :meth:`refit_many`'s fits by their inputs' content (:meth:`_refit_key`): what :meth:`refit`
+        #: returns for the same features, scores and steps
+        self._refits: dict[bytes, QuantileRegressor] = {}
 
     def _net(self, in_dim: int) -> nn.Module:
         h = self.training.hidden
@@ -108,18 +114,132 @@ class QuantileRegressor:
     def refit(self, features: np.ndarray, scores: np.ndarray, steps: int) -> "QuantileRegressor":
         """A copy fitted to new scores of the same records' kind, starting from this fit's weights and
         standardisation (the same pinball objective, fewer steps: a defended victim's pool answers,
-        draw after draw)."""
+        draw after draw). A fit of the same features, scores and steps made by the latest
+        :meth:`refit_many` is returned as it is (equal to this refit up to float rounding: tested)."""
         if self.model is None:
             raise RuntimeError("quantile regressor: fit() before refit()")
+        remembered = self._refits.get(self._refit_key(features, scores, steps))
+        if remembered is not None:
+            return remembered
         x, s = self._finite(features, scores)
-        other = QuantileRegressor(self.alpha, self.training)
-        other._x_mean, other._x_std, other._s_mean, other._s_std = self._x_mean, self._x_std, self._s_mean, self._s_std
+        other = self._copy()
         net = self._net(x.shape[1])
         net.load_state_dict(self.model.state_dict())
         fit, cal = self._split(len(s))
         other.model = other._descend(net, x[fit], s[fit], steps)
         other._calibrate(x[cal], s[cal])
         return other
+
+    def _copy(self) -> "QuantileRegressor":
+        """An unfitted regressor with this one's α, training and standardisation (a refit's start)."""
+        other = QuantileRegressor(self.alpha, self.training)
+        other._x_mean, other._x_std, other._s_mean, other._s_std = self._x_mean, self._x_std, self._s_mean, self._s_std
+        return other
+
+    @staticmethod
+    def _refit_key(features: np.ndarray, scores: np.ndarray, steps: int) -> bytes:
+        """The content of a refit's inputs (shapes, dtypes and bytes of features and scores, the steps)."""
+        h = hashlib.sha256()
+        for a in (np.ascontiguousarray(features), np.ascontiguousarray(scores)):
+            h.update(f"{a.shape}/{a.dtype}/".encode())
+            h.update(a.tobytes())
+        h.update(f"steps={int(steps)}".encode())
+        return h.digest()
+
+    def refit_many(self, features: np.ndarray, scores: Sequence[np.ndarray], steps: int) -> list["QuantileRegressor"]:
+        """:meth:`refit` of several score vectors of the same records (the draws of a defense) as one fit.
+
+        Each vector's regressor starts from this fit's weights and runs its own full-batch Adam on its own
+        pinball loss, exactly as :meth:`refit` does; they are only computed together: the first layers of
+        all E regressors as one (features × in·E·hidden) product, the second layers as one batched
+        product, the E losses summed (each regressor's gradient is its own loss's: they share no
+        parameter) and Adam over the joined parameters (elementwise: each regressor's moments are its own).
+        One E-wide product instead of E narrow ones sums in another order, so a regressor's predictions
+        equal :meth:`refit`'s up to float rounding (``tests/test_quantile_refits.py`` bounds the difference).
+        Vectors whose finite entries differ are fitted in groups of equal masks. The fits are remembered
+        (the latest call's only): :meth:`refit` with the same features, scores and steps returns them."""
+        if self.model is None:
+            raise RuntimeError("quantile regressor: fit() before refit_many()")
+        scores = [np.asarray(s) for s in scores]
+        keys = [self._refit_key(features, s, steps) for s in scores]
+        out: list[QuantileRegressor | None] = [None] * len(scores)
+        groups: dict[bytes, list[int]] = {}
+        for i, s in enumerate(scores):
+            groups.setdefault(np.isfinite(np.asarray(s, np.float64)).tobytes(), []).append(i)
+        for members in groups.values():
+            fitted = self._fit_together(features, [scores[i] for i in members], steps)
+            for i, reg in zip(members, fitted):
+                out[i] = reg
+        self._refits = dict(zip(keys, out))
+        return out  # type: ignore[return-value]
+
+    def _fit_together(self, features: np.ndarray, scores: list[np.ndarray], steps: int) -> list["QuantileRegressor"]:
+        """:meth:`refit_many` for score vectors with the same finite entries: E regressors, one loop.
+
+        Forward and backward by hand (no autograd graph per step; the gradients are those autograd gives
+        :meth:`_descend`'s loss, ties of the pinball loss's two branches split evenly as ``torch.maximum``
+        does) and Adam on one flat buffer of every regressor's parameters (``torch.optim.Adam``'s update with
+        L2 weight decay, bias-corrected): a step is two (N × in) · (in × E·h) products and a few
+        elementwise passes, whatever E."""
+        fitted = [self._finite(features, s) for s in scores]
+        x = fitted[0][0]
+        fit, cal = self._split(len(x))
+        e, h = len(scores), self.training.hidden
+        first, second = self.model[0], self.model[2]
+        d_in = first.weight.shape[1]
+        z = ((x[fit] - self._x_mean) / self._x_std).contiguous()
+        z_t = z.T.contiguous()
+        n = len(z)
+        y = torch.as_tensor(np.stack([(s[fit] - self._s_mean) / self._s_std for _, s in fitted], 1),
+                            dtype=torch.float32)                                  # (N, E)
+        # every regressor's parameters in one buffer; regressor j: columns j·h … (j + 1)·h − 1 of w1 and b1, row j
+        # of w2, entry j of b2 — each starting from this fit's weights
+        sizes = (d_in * e * h, e * h, e * h, e)
+        theta = torch.cat([first.weight.detach().T.repeat(1, e).reshape(-1), first.bias.detach().repeat(e),
+                           second.weight.detach().repeat(e, 1).reshape(-1), second.bias.detach().repeat(e)])
+        grad = torch.zeros_like(theta)
+        w1, b1, w2, b2 = theta.split(sizes)
+        w1, w2 = w1.view(d_in, e * h), w2.view(e, h)
+        g_w1, g_b1, g_w2, g_b2 = grad.split(sizes)
+        g_w1, g_w2 = g_w1.view(d_in, e * h), g_w2.view(e, h)
+        m, v = torch.zeros_like(theta), torch.zeros_like(theta)
+        lr, wd = self.training.lr, self.training.weight_decay
+        beta1, beta2, eps = 0.9, 0.999, 1e-8  # torch.optim.Adam's defaults, as _descend uses them
+        tau = 1.0 - self.alpha
+        # the second layers as one (E·h × E) block-diagonal matrix: regressor j's output is its own hidden units'
+        # sum, and its hidden units' gradient its own output's (the zeros add exact zeros)
+        block = torch.block_diag(*[torch.ones(h, 1)] * e).bool()                  # (E·h, E)
+        with torch.no_grad():
+            for t in range(1, steps + 1):
+                pre = torch.addmm(b1, z, w1)                                      # (N, E·h)
+                hidden = pre.clamp_min(0.0)
+                w2_block = torch.zeros(e * h, e).masked_scatter_(block, w2.reshape(-1))
+                residual = y - torch.addmm(b2, hidden, w2_block)                  # (N, E)
+                # d mean ρ_τ(u) / d q̂ = −(τ if u > 0, τ − 1 if u < 0, τ − ½ at a tie) / N
+                d_out = torch.where(residual > 0, -tau, torch.where(residual < 0, 1.0 - tau, 0.5 - tau)) / n
+                g_b2.copy_(d_out.sum(0))
+                g_w2.copy_(torch.mm(hidden.T, d_out).view(e, h, e).diagonal(dim1=0, dim2=2).T)
+                d_pre = torch.ops.aten.threshold_backward(torch.mm(d_out, w2_block.T), hidden, 0.0)
+                g_b1.copy_(d_pre.sum(0))
+                torch.mm(z_t, d_pre, out=g_w1)
+                # Adam (L2 weight decay added to the gradient, as torch.optim.Adam's weight_decay does)
+                grad.add_(theta, alpha=wd)
+                m.lerp_(grad, 1.0 - beta1)
+                v.mul_(beta2).addcmul_(grad, grad, value=1.0 - beta2)
+                denom = (v.sqrt() / math.sqrt(1.0 - beta2 ** t)).add_(eps)
+                theta.addcdiv_(m, denom, value=-lr / (1.0 - beta1 ** t))
+            out = []
+            for j, (_, s) in enumerate(fitted):
+                other = self._copy()
+                net = self._net(x.shape[1])
+                net[0].weight.copy_(w1[:, j * h:(j + 1) * h].T)
+                net[0].bias.copy_(b1[j * h:(j + 1) * h])
+                net[2].weight.copy_(w2[j:j + 1])
+                net[2].bias.copy_(b2[j:j + 1])
+                other.model = net.eval()
+                other._calibrate(x[cal], s[cal])
+                out.append(other)
+        return out
 
     def _descend(self, net: nn.Module, x: torch.Tensor, s: np.ndarray, steps: int) -> nn.Module:
         """Full-batch Adam on the pinball loss at τ = 1 − α (standardised features and target)."""

@@ -44,7 +44,7 @@ from core.foundations.errors import ConfigError
 from core.measurement.metrics import empirical_epsilon, scores_for_json, utility_loss
 from core.attacks import registry as attack_registry
 from core.attacks.registry import ModelAttack
-from core.experiment.model_attacks import UndefendedQuery
+from core.experiment.model_attacks import DEFENDED_REFIT_STEPS, QuantileAttack, UndefendedQuery, record_score
 from core.experiment.pipeline import AttackVariant, fitted_attack_variants, fitted_attacks
 from core.experiment.roles import TrainedModels
 from core.experiment.reference_attacks import victim_answers as undefended_answers
@@ -60,6 +60,8 @@ from core.defenses.registry import Mechanism, OutputMechanism, WeightMechanism, 
 from core.defenses.sensitivity import SensitivityEstimate, cached_sensitivity, sample_sensitivity
 
 ATTACKERS = ("naive", "adaptive", "both")
+#: the fields of a point that the naive attacker's scoring gives (:meth:`Defender._naive`)
+NAIVE_FIELDS = ("attack", "attacks", "epsilon_lower_bound", "epsilon_lower_bound_detail", "records")
 #: bump when the meaning of a stored defended point changes
 DEFENSE_SCHEMA = 4  # 2: points carry LiRA and RMIA; 3: and the registry's quantile, label-only and gap attacks;
 #: 4: per-record scores, APE and cross-entropy stored exactly (were rounded to 6 decimals)
@@ -163,6 +165,10 @@ class Defender:
     #: output mechanism the undefended victim runs once per query, not once per draw); False: every pass runs,
     #: the path before issue 32.16 (the tests compare both)
     reuse_victim_outputs: bool = True
+    #: the quantile-regression attack's refits on the defended victim's pool answers, one per draw, run as one
+    #: batched fit (:meth:`core.attacks.quantile.QuantileRegressor.refit_many`; equal to one refit per draw up
+    #: to float rounding, ``tests/test_quantile_refits.py``); False: one refit per draw, the path before
+    batch_quantile_refits: bool = True
 
     def __init__(self, models: TrainedModels, cache: ArtifactCache | None = None):
         self.models = models
@@ -431,8 +437,10 @@ class Defender:
                 for d, (r, out) in enumerate(zip(answers, outcomes)):
                     out.update(score_reference_attacks(self.reference_attacks, r, self.membership,
                                                        self.population_answers(spec, d)))
-            for d, (r, out) in enumerate(zip(answers, outcomes)):
-                query = DefendedQuery(self, spec, d, r)
+            queries = [DefendedQuery(self, spec, d, r) for d, r in enumerate(answers)]
+            if self.batch_quantile_refits:
+                self._refit_quantile_together(queries)
+            for query, out in zip(queries, outcomes):
                 for attack in self.model_attacks:
                     out.update(attack.outcomes(query))
             part = _summarise([{n: o.result for n, o in out.items()} for out in outcomes], self.primary)
@@ -448,6 +456,16 @@ class Defender:
                 self._answers.clear()
             self._answers[key] = (answers, part)
         return self._answers[key]
+
+    def _refit_quantile_together(self, queries: list["DefendedQuery"]) -> None:
+        """The quantile attack refits its regressor on each draw's defended pool answers (its ``outcomes``):
+        those refits are run here first as one batched fit of all draws, which the regressor remembers and
+        hands back to each draw's ``refit`` (:meth:`core.attacks.quantile.QuantileRegressor.refit_many`); the
+        draws' pool answers are the queries' own, remembered by them, so each draw's scores are the same bytes."""
+        for attack in self.model_attacks:
+            if isinstance(attack, QuantileAttack) and attack.regressor is not None and len(queries) > 1:
+                attack.regressor.refit_many(attack.pool_features, [record_score(q.respond(attack.pool)) for q in queries],
+                                            DEFENDED_REFIT_STEPS)
 
     def point(self, spec: DefenseSpec, attacker: str = "naive", utility: bool = True) -> dict[str, Any]:
         """Attack numbers, utility and guarantees at one defended point (see the module docstring).
@@ -480,7 +498,15 @@ class Defender:
         # re-run: only with utility; a weight mechanism's model answers them as it answers anyway
         with_features = isinstance(spec.mechanism_class, WeightMechanism) or utility or not has_features
         skip = set() if with_features else {a.name for a in self.naive_attacks if isinstance(a, RecordFeatureAttack)}
-        answers, naive_part = self._naive(spec, with_features)
+        fast = self._memo.get((spec.key, "naive", False))
+        if (utility and attacker == "naive" and fast is not None and not fast.get("skipped_attacks")
+                and (spec.key, with_features) not in self._answers):
+            # the slider's fast point of this value was read from disk (a curve's point): its naive numbers are this
+            # point's — the same attacks on the same draws, none skipped — so only the utility is computed (the
+            # Defenses page's step onto a curve value scored every attack again for its utility card before)
+            answers, naive_part = [], {k: fast[k] for k in NAIVE_FIELDS if k in fast}
+        else:
+            answers, naive_part = self._naive(spec, with_features)
         point: dict[str, Any] = {"value": spec.value, "mechanism": spec.mechanism, "draws": spec.draws, **naive_part}
         if attacker == "adaptive":
             point.pop("attack"), point.pop("attacks")
@@ -587,18 +613,27 @@ class DefendedQuery:
         self.defender, self.spec, self.draw, self._eval = defender, spec, draw, eval_answers
         self.eval_index = defender.models.splits.eval_index
         self.membership = defender.membership
+        self._answered: dict[str, Responses] = {}  # respond's answers by the records asked (one query, one draw)
 
     def eval_responses(self) -> Responses:
         return self._eval
 
     def respond(self, index: np.ndarray) -> Responses:
+        """The defended victim's answers on ``index`` (this draw); the same records asked again get the same
+        answers without another pass (they are one draw's: the noise is seeded by the records and the draw)."""
         d, spec, mech = self.defender, self.spec, self.spec.mechanism_class
         index = np.asarray(index, np.int64)
-        role = "victim/query/" + hashlib.sha256(index.tobytes()).hexdigest()[:16]
+        digest = hashlib.sha256(index.tobytes()).hexdigest()
+        if digest in self._answered:
+            return self._answered[digest]
+        role = "victim/query/" + digest[:16]
         if isinstance(mech, OutputMechanism):
-            return mech.transform(undefended_answers(d.models, index, d.cache), spec, d._rng(spec, self.draw, role))
-        model = d._noisy("victim", d.victim_model(), d.models.victim.weights, spec, self.draw)
-        return d.task.respond(d.cfg, model, d.models.data, index, record_features=False)
+            out = mech.transform(undefended_answers(d.models, index, d.cache), spec, d._rng(spec, self.draw, role))
+        else:
+            model = d._noisy("victim", d.victim_model(), d.models.victim.weights, spec, self.draw)
+            out = d.task.respond(d.cfg, model, d.models.data, index, record_features=False)
+        self._answered[digest] = out
+        return out
 
     def _model(self) -> torch.nn.Module:
         """The model the task's queries run: the undefended victim under an output mechanism (the noise is
