@@ -7,6 +7,13 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("MIA_DEVICE", "cpu")
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # `make test` runs two pytest-xdist workers on a 2-core machine: one torch thread each (read when
+    # torch loads, so set before any test module imports it; the CLI, worker and pool processes the
+    # tests start inherit it, and core.foundations.device.configure_threads keeps it), else each
+    # worker's thread pool spins against the other's. A value set by hand is kept.
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    os.environ.setdefault("MKL_NUM_THREADS", "1")
 
 
 @pytest.fixture(autouse=True)
@@ -14,6 +21,18 @@ def isolated_cache(tmp_path, monkeypatch):
     """Every test gets its own empty cache folder."""
     monkeypatch.setenv("MIA_CACHE_DIR", str(tmp_path / "cache"))
     return tmp_path / "cache"
+
+
+@pytest.fixture(autouse=True)
+def restore_torch_threads():
+    """A test that sizes torch's thread pool (the CLI's ``configure_threads``, a test's
+    ``set_num_threads``) leaves the next test the count it found."""
+    torch = sys.modules.get("torch")
+    before = torch.get_num_threads() if torch is not None else None
+    yield
+    torch = sys.modules.get("torch")
+    if torch is not None and before is not None and torch.get_num_threads() != before:
+        torch.set_num_threads(before)
 
 
 @pytest.fixture(autouse=True)
@@ -26,3 +45,16 @@ def restore_main_module():
     if main is not None:
         sys.modules["__main__"] = main
 
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under ``--dist loadgroup`` (``make test``) xdist hands out single tests; a test that uses a
+    fixture built once per module (a trained model, a job queue) is grouped with its module's other
+    such tests, so the fixture is built on one worker only. Tests with an ``xdist_group`` of their
+    own keep it."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+        if any(d and d[-1].scope in ("module", "package") for name, d in defs.items() if name in item.fixturenames):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
