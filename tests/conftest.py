@@ -1,4 +1,6 @@
+import fcntl
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -21,6 +23,52 @@ def isolated_cache(tmp_path, monkeypatch):
     """Every test gets its own empty cache folder."""
     monkeypatch.setenv("MIA_CACHE_DIR", str(tmp_path / "cache"))
     return tmp_path / "cache"
+
+
+@pytest.fixture(scope="session")
+def built_once(tmp_path_factory):
+    """``build(name, make)``: the folder ``name`` that ``make(folder)`` fills, made once per test run
+    and shared by the xdist workers (the first to ask makes it under a file lock; the other waits for
+    the lock, then reads it). Treat it as read-only: copy it where a test writes."""
+    base = tmp_path_factory.getbasetemp()
+    # under xdist each worker's base is …/pytest-N/popen-gwK: their parent is this run's, shared
+    root = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "built-once"
+    root.mkdir(exist_ok=True)
+
+    def build(name, make):
+        done = root / name
+        with open(root / f"{name}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not done.exists():
+                partial = root / f"{name}.partial"
+                shutil.rmtree(partial, ignore_errors=True)
+                partial.mkdir()
+                make(partial)
+                partial.rename(done)  # whole or not at all
+        return done
+
+    return build
+
+
+@pytest.fixture
+def tiny_image_runs(built_once, isolated_cache, monkeypatch):
+    """``cache(repeats)``: this test's image quick preset is the tiny one (tests/shared_runs.py) and
+    its cache holds ``repeats`` (1 or 2) paired FFNN/RNN repeats of it with the Defenses page's
+    default curves, copied from a build made once per test run instead of trained per test."""
+    import streamlit as st
+
+    from shared_runs import build_tiny_image_runs, use_tiny_image_preset
+
+    def cache(repeats):
+        one = built_once("tiny-image-r1", lambda f: build_tiny_image_runs(f, 1))
+        folder = one if repeats == 1 else built_once(
+            f"tiny-image-r{repeats}", lambda f: build_tiny_image_runs(f, repeats, base=one))
+        shutil.copytree(folder, isolated_cache, dirs_exist_ok=True)
+        use_tiny_image_preset(monkeypatch)
+        st.cache_data.clear()  # a page's in-memory answers about another test's cache (keyed by config hash)
+        return isolated_cache
+
+    return cache
 
 
 @pytest.fixture(autouse=True)
