@@ -95,14 +95,61 @@ def restore_main_module():
 
 
 
-def pytest_collection_modifyitems(config, items):
-    """Under ``--dist loadgroup`` (``make test``) xdist hands out single tests; a test that uses a
-    fixture built once per module (a trained model, a job queue) is grouped with its module's other
-    such tests, so the fixture is built on one worker only. Tests with an ``xdist_group`` of their
-    own keep it."""
-    for item in items:
-        if item.get_closest_marker("xdist_group") is not None:
-            continue
-        defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
-        if any(d and d[-1].scope in ("module", "package") for name, d in defs.items() if name in item.fixturenames):
-            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+def _xdist_groups(path: Path) -> tuple[str | None, dict[str, str]]:
+    """Read from a test file's source: its module-wide ``xdist_group`` (``pytestmark``) and, per test
+    function, its own group — an ``@pytest.mark.xdist_group`` decorator, else the module's name when
+    the test takes a fixture of the file built once per module (a trained model, a job queue)."""
+    import ast
+
+    def group_of(node):
+        for mark in node.elts if isinstance(node, (ast.List, ast.Tuple)) else [node]:
+            if (isinstance(mark, ast.Call) and isinstance(mark.func, ast.Attribute) and mark.func.attr == "xdist_group"
+                    and mark.args and isinstance(mark.args[0], ast.Constant)):
+                return str(mark.args[0].value)
+        return None
+
+    tree = ast.parse(path.read_text())
+    module_group, shared, groups = None, set(), {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "pytestmark" for t in node.targets):
+            module_group = group_of(node.value)
+        if isinstance(node, ast.FunctionDef):
+            for dec in node.decorator_list:
+                if isinstance(dec, ast.Call) and any(k.arg == "scope" and getattr(k.value, "value", None) in
+                                                     ("module", "package", "session") for k in dec.keywords):
+                    shared.add(node.name)
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("test"):
+            own = next((g for g in map(group_of, node.decorator_list) if g), None)
+            if own is None and shared & {a.arg for a in node.args.args}:
+                own = path.stem
+            if own is not None:
+                groups[node.name] = own
+    return module_group, groups
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadgroup`` (``make test``) as xdist documents it: tests sharing an ``xdist_group`` run
+    on one worker, the rest are handed out one by one. xdist 3.8's own loadgroup reads the group from
+    a suffix it appends to the test id, which pytest 9 no longer lets it set (every test ran ungrouped),
+    so the groups are read here from the test files' source (``_xdist_groups``); a test that takes a
+    fixture built once per module is grouped with its module's other such tests, so the fixture is built
+    on one worker only. Groups are sent first, largest first (xdist's ``loadscope`` order)."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    files: dict[str, tuple[str | None, dict[str, str]]] = {}
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path, _, rest = nodeid.partition("::")
+            if path not in files:
+                source = Path(config.rootpath) / path
+                files[path] = _xdist_groups(source) if source.suffix == ".py" and source.is_file() else (None, {})
+            module_group, groups = files[path]
+            name = rest.split("::")[-1].split("[")[0]
+            group = groups.get(name) or module_group
+            return f"group:{group}" if group else nodeid
+
+    return GroupScheduling(config, log)
