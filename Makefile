@@ -17,8 +17,9 @@ venv: $(VENV)/.installed
 app: venv
 	$(VENV)/bin/streamlit run app.py
 
+# Two pytest-xdist workers (the CI machine has 2 cores); tests marked with one xdist_group share a worker.
 test: venv
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -n 2 --dist loadgroup tests
 
 bench: venv
 	$(PY) bench/pipeline.py

@@ -164,12 +164,10 @@ def test_analyze_repeats_writes_paired_verdicts_and_the_page_shows_them(tmp_path
     assert any(w in text for w in ("**holds**", "**reversed**", "**inconclusive**"))
 
 
-def test_defenses_page_draws_the_band_over_cached_repeats(monkeypatch):
-    task = get_task("image")
-    monkeypatch.setitem(task.presets, "quick", {**task.presets["quick"], **TINY})
-    for arch in ("ffnn", "rnn"):
-        for r in range(2):
-            run_experiment(repeat_config(task.make_config(arch, "quick"), r))
+@pytest.mark.xdist_group("tiny-image-runs")
+def test_defenses_page_draws_the_band_over_cached_repeats(tiny_image_runs):
+    # repeats 0 and 1 of FFNN and RNN (what run_experiment(repeat_config(cfg, r)) trains), built once per run
+    tiny_image_runs(2)
     at = AppTest.from_file(str(ROOT / "app.py"))
     at.switch_page("app_pages/2_Defenses.py")
     at.run(timeout=120)

@@ -1,7 +1,8 @@
 """One vocabulary and one sign convention in what the pages render (issue 32, points 3 and 4): the
 verdicts read holds / reversed / inconclusive only, never "does not hold", "mixed" or a ✅/❌ mark,
 and every difference is FFNN − RNN, never RNN − FFNN. The pages are run (AppTest) on cached tiny runs
-with 1 and 2 repeats and their rendered text scanned — the text a user reads, not the source."""
+with 1 and 2 repeats (built once per test run: tests/shared_runs.py) and their rendered text scanned —
+the text a user reads, not the source."""
 import re
 from pathlib import Path
 
@@ -9,12 +10,11 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.analyses.repeats import comparison_configs, run_comparison
-from core.tasks import get_task
 from ui.nav import page_files
 
 ROOT = Path(__file__).resolve().parent.parent
-TINY = dict(n_train=40, n_eval=20, epochs=2, n_shadows=1, attack_epochs=(1,), attack_train_epochs=3)
+# the tiny runs are built once and copied into each test's cache: these tests stay on one xdist worker
+pytestmark = pytest.mark.xdist_group("tiny-image-runs")
 #: what must never be rendered: other verdict words, marks that stand for a verdict, the reversed sign
 BANNED = [re.compile(p) for p in (r"does not hold", r"\bmixed\b", "✅", "❌", "❔", "↩️", r"RNN\s*[−-]\s*FFNN", r"not more accurate")]
 
@@ -34,11 +34,9 @@ def rendered_text(at: AppTest) -> str:
 
 
 @pytest.fixture(params=[1, 2], ids=["one repeat", "two repeats"])
-def cached_quick(monkeypatch, request):
+def cached_quick(tiny_image_runs, request):
     """The image quick preset made tiny, with 1 or 2 paired repeats cached (every page reads the quick preset)."""
-    task = get_task("image")
-    monkeypatch.setattr(type(task), "presets", {**task.presets, "quick": {**task.presets["quick"], **TINY}})
-    run_comparison(comparison_configs("image", "quick", request.param))
+    tiny_image_runs(request.param)
 
 
 @pytest.mark.parametrize("page", page_files())
