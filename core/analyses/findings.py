@@ -6,7 +6,10 @@ its split), the memorization analysis' cached result of each repeat, the cached 
 the Dirichlet mechanism, and the cached training-defense runs (DP-SGD at a target ε, L2 at a λ).
 A row is *measured* when at least one repeat of what it needs is cached: then it carries N, the 95 %
 interval and the verdict (:func:`core.measurement.stats.compare`: the t interval and the exact
-sign-flip test, which cannot reach 95 % below N = 6); otherwise it says *not run*. Either way it lists
+sign-flip test, which cannot reach 95 % below N = 6); otherwise it says *not run*. F1 and F1a take each
+metric's verdict from the judgement ``python -m core compare`` builds on the same repeats
+(:func:`core.analyses.repeats.judged_pairs`: the declared primary metric, the secondary metrics
+Holm-adjusted over their family), so a metric's verdict here always equals compare's and the Home page's. Either way it lists
 the runs that are missing for N = :data:`TARGET_REPEATS` (``missing``: each an ordinary config and a
 job kind of :mod:`ui.jobs`, so a page can queue exactly those) and their expected time from the runs
 measured on this machine (:func:`core.defenses.sweeps.run_cost_s`), or "time unknown".
@@ -37,7 +40,7 @@ import math
 import numpy as np
 from scipy import stats as sps
 
-from core.analyses.repeats import compare_summaries, comparison_configs, repeat_config, summary_resolution
+from core.analyses.repeats import comparison_configs, judged_pairs, repeat_config, summary_resolution
 from core.defenses.defender import DefenseSpec
 from core.defenses.sweeps import baseline_config, point_config, run_cost_s
 from core.experiment.cache import ArtifactCache
@@ -362,17 +365,21 @@ def _arch_rows(task: str, preset: str, sets: dict[str, Any] | None, cache: Artif
     if n == 0:
         return [_row(FINDINGS["F1"], task, preset, status="not run", metric="attack_accuracy", **f1_note, **common),
                 _row(FINDINGS["F1a"], task, preset, status="not run", metric="lira_auc, rmia_auc", **common)]
-    comps = compare_summaries(pairs["ffnn"], pairs["rnn"])
+    # the verdicts of the compare command's own judgement (core.analyses.repeats.judged_pairs): the declared
+    # primary metric, the secondary metrics Holm-adjusted over their family — never a metric judged alone
+    comps, judged = judged_pairs(pairs["ffnn"], pairs["rnn"])
+    primary = next((m for m, d in judged.items() if d["role"] == "primary"), None)
     resolution = summary_resolution(pairs["ffnn"][0])
     gap = _utility_gap(comps)
     utility_metric = RunSummary.coerce(pairs["ffnn"][0]).utility.metric
     hashes = {a: [s["config_hash"] for s in pairs[a]] for a in pairs}
     out = [_row(FINDINGS["F1"], task, preset, status="measured", metric="attack_accuracy",
-                measured=_measured(comps["attack_accuracy"]), resolution=resolution, utility_gap=gap,
+                measured=_measured(judged["attack_accuracy"]), resolution=resolution, utility_gap=gap,
                 utility_metric=utility_metric, config_hashes=hashes, **f1_note, **common)]
-    views = {m: _measured(comps[m]) for m in ("lira_auc", "rmia_auc") if m in comps}
+    views = {m: _measured(judged[m]) for m in ("lira_auc", "rmia_auc") if m in judged}
     if views:
         out.append(_row(FINDINGS["F1a"], task, preset, status="measured", metric=", ".join(views), measured=views,
+                        primary=primary if primary in views else None,
                         resolution=resolution, utility_gap=gap, utility_metric=utility_metric, config_hashes=hashes,
                         **common))
     else:
@@ -382,10 +389,17 @@ def _arch_rows(task: str, preset: str, sets: dict[str, Any] | None, cache: Artif
 
 
 def _measured(c: Any) -> dict[str, Any]:
-    """A comparison as a row's measured cell: FFNN, RNN, FFNN − RNN (mean, interval, N) and the verdict."""
-    d = c.to_dict()
-    return {"ffnn": d["ffnn"], "rnn": d["rnn"], "difference": d["difference"]["diff"],
-            "p_permutation": d["difference"].get("p_permutation"), "verdict": d["verdict"]}
+    """A comparison as a row's measured cell: FFNN, RNN, FFNN − RNN (mean, interval, N) and the verdict. ``c``: a
+    :class:`core.measurement.stats.Comparison` (a metric that is its own family: F2, F4, F5) or a judged metric
+    of :func:`core.analyses.repeats.judged_pairs` (F1, F1a: its ``role`` and, for a secondary metric, the
+    Holm-adjusted ``p_holm`` and the verdict held to it, as ``compare`` prints it)."""
+    d = c if isinstance(c, dict) else c.to_dict()
+    out = {"ffnn": d["ffnn"], "rnn": d["rnn"], "difference": d["difference"]["diff"],
+           "p_permutation": d["difference"].get("p_permutation"), "verdict": d["verdict"]}
+    for key in ("role", "p_holm", "no_verdict_reason"):
+        if d.get(key) is not None:
+            out[key] = d[key]
+    return out
 
 
 def _memorization_key(cfg: ExperimentConfig, cache: ArtifactCache) -> str:

@@ -410,6 +410,19 @@ METRIC_LABELS = {"attack_accuracy": "attack accuracy", "attack_auc": "attack AUC
                  "utility_val": "utility (validation)", "utility_train": "utility (train)"}
 
 
+def judged_pairs(ffnn: Sequence[RunSummary | dict[str, Any]], rnn: Sequence[RunSummary | dict[str, Any]]
+                 ) -> tuple[dict[str, Comparison], dict[str, dict[str, Any]]]:
+    """The one FFNN-vs-RNN judgement every reader shares: the raw paired comparisons
+    (:func:`compare_summaries`) and the judged metrics (:func:`judged_comparisons` over the evaluation
+    facts of every run: the declared primary metric, the Holm family of the secondary ones). The
+    ``compare`` command (:func:`comparison_json`), the Home page's answer and the findings table
+    (:mod:`core.analyses.findings`) all take a metric's verdict from here, so the same cached repeats
+    give every one of them the same verdict per metric."""
+    ffnn, rnn = runs(ffnn), runs(rnn)
+    comps = compare_summaries(ffnn, rnn)
+    return comps, judged_comparisons(comps, evaluation_facts(list(ffnn) + list(rnn)))
+
+
 def comparison_json(ffnn: Sequence[RunSummary | dict[str, Any]], rnn: Sequence[RunSummary | dict[str, Any]]
                     ) -> dict[str, Any]:
     """The comparison as JSON: per metric ``ffnn`` and ``rnn`` (mean, ci_low, ci_high, n, values),
@@ -420,8 +433,7 @@ def comparison_json(ffnn: Sequence[RunSummary | dict[str, Any]], rnn: Sequence[R
     that a difference of one record's step is read as one record. Layout :data:`COMPARISON_SCHEMA`."""
     ffnn, rnn = runs(ffnn), runs(rnn)
     first = ffnn[0]
-    comps = compare_summaries(ffnn, rnn)
-    metrics = judged_comparisons(comps, evaluation_facts(list(ffnn) + list(rnn)))
+    _, metrics = judged_pairs(ffnn, rnn)
     primary = next((m for m, d in metrics.items() if d["role"] == "primary"), None)
     secondary = [m for m, d in metrics.items() if d["role"] == "secondary"]
     return {

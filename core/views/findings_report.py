@@ -55,17 +55,23 @@ def measured_text(row: dict[str, Any]) -> str:
 
 def verdict_text(row: dict[str, Any]) -> str:
     """The verdict word first (holds / reversed / inconclusive), its reason in parentheses; "— (not run)" when
-    nothing is measured. The attacker's view (F1a) has one verdict, the primary metric's (LiRA AUC, else RMIA:
-    :data:`core.analyses.repeats.PRIMARY_ORDER`), the other attack's beside it."""
+    nothing is measured. Every verdict is the one ``python -m core compare`` gives the same metric on the same
+    cached repeats (:func:`core.analyses.repeats.judged_pairs`: a secondary metric Holm-adjusted over its
+    family). The attacker's view (F1a) has one verdict, the comparison's declared primary metric's (LiRA AUC,
+    else RMIA: :data:`core.analyses.repeats.PRIMARY_ORDER`; the row's ``primary``), the other attack's beside it
+    (Holm-adjusted, a secondary metric)."""
     if row["status"] != "measured":
         return "— (not run)"
     m = row["measured"]
     if row["finding"] == "F1a":
         words = {name: (c["verdict"] or {}).get("value", "—") for name, c in m.items()}
-        primary = next((n for n in ("lira", "rmia") if n in words), next(iter(words), None))
+        primary = row.get("primary") if row.get("primary") in words else None
+        if primary is None:
+            primary = next((n for n in ("lira_auc", "rmia_auc") if n in words), next(iter(words), None))
         if primary is None:
             return "— (not run)"
-        others = "; ".join(f"{n}: {w}" for n, w in words.items() if n != primary)
+        others = "; ".join(f"{n}: {w}" + (" after Holm" if m[n].get("p_holm") else "")
+                           for n, w in words.items() if n != primary)
         return f"{words[primary]} (primary: {primary}" + (f"; {others})" if others else ")")
     v = m.get("verdict") or {}
     return f"{v.get('value', '—')} ({v.get('reason', '')})"
