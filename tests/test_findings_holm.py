@@ -104,3 +104,35 @@ def test_home_answer_reads_the_same_judgement(planted, monkeypatch):
     metrics = answer["comparison"]["metrics"]
     assert f1["measured"]["verdict"] == metrics["attack_accuracy"]["verdict"]
     assert f1a["measured"]["lira_auc"]["verdict"]["value"] == answer["verdict"]
+
+
+def test_attack_rows_bench_takes_compares_verdicts_and_leaves_the_other_attacks_exploratory(planted, tmp_path):
+    """bench/attack_rows.py (docs/results.md's attack rows) on the planted repeats written as run JSONs: LiRA, RMIA
+    and the primary attack carry compare's verdicts (equal to ``compare``'s JSON: its --compare check passes);
+    every other attack is exploratory, with its interval but no verdict."""
+    import importlib.util
+    from pathlib import Path
+
+    from core.analyses.repeats import comparison_json
+
+    root = Path(__file__).resolve().parent.parent
+    spec = importlib.util.spec_from_file_location("attack_rows", root / "bench" / "attack_rows.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    runs = {a: [cached_summary(repeat_config(c, r)) for r in range(N)] for a, c in planted.items()}
+    for a, rs in runs.items():
+        for r, s in enumerate(rs):
+            (folder / f"image_{a}_r{r}.json").write_text(json.dumps(s))
+    (folder / "compare.json").write_text(json.dumps(comparison_json(runs["ffnn"], runs["rnn"])))
+    (group,) = [bench.attack_rows(t, label, pair) for t, label, pair in bench.group_runs(bench.read_runs([str(folder)]))]
+    rows = {r["attack"]: r for r in group["rows"]}
+    assert group["n"] == N and rows["lira"]["verdict"]["value"] == "reversed" and rows["lira"]["role"] == "primary"
+    assert rows["rmia"]["verdict"]["value"] == "inconclusive" and rows["rmia"]["role"] == "secondary"
+    assert rows[group["primary_attack"]]["compare_metric"] == "attack_auc"
+    others = [r for r in rows.values() if r["compare_metric"] is None]
+    assert others and all(r["verdict"] is None and r["verdict_text"] == "exploratory (no verdict)" for r in others)
+    assert all(r["ffnn"]["n"] == N and r["difference"]["ci_low"] is not None for r in rows.values())
+    assert bench.check_compare([group], str(folder / "compare.json")) == []
+    assert bench.main([str(folder), "--compare", str(folder / "compare.json")]) == 0
