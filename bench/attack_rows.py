@@ -4,7 +4,8 @@ for the quick presets with N ≥ 3 and intervals").
     .venv/bin/python bench/attack_rows.py FOLDER_OR_RUN.json [...] [--compare compare.json] [--json OUT.json]
 
 Reads every run JSON given (a folder: its ``*.json`` files that are run summaries, ``python -m core run --out``),
-groups them by task and preset, pairs FFNN and RNN by seed (repeat r of both shares a seed, hence a split) and
+groups them by task and preset, pairs FFNN and RNN by seed (repeat r of both shares a seed, hence a split; a run
+whose partner is missing is left out, named on stderr) and
 prints, per task and attack (every key of the runs' ``attacks`` that every paired run has), the FFNN and RNN mean
 AUC with 95 % Student-t intervals over the repeats, the paired FFNN − RNN difference with its t interval, the
 paired t and exact sign-flip p-values, and a verdict column under the one rule of ``python -m core compare``:
@@ -73,10 +74,18 @@ def group_runs(runs: list[dict[str, Any]]) -> list[tuple[str, str, dict[str, lis
     for (task, label), by_arch in sorted(groups.items()):
         if set(by_arch) != {"ffnn", "rnn"}:
             raise SystemExit(f"error: {task} {label}: runs of both architectures needed, got {sorted(by_arch)}")
-        seeds = {a: sorted(r["config"]["seed"] for r in rs) for a, rs in by_arch.items()}
-        if seeds["ffnn"] != seeds["rnn"] or len(set(seeds["ffnn"])) != len(seeds["ffnn"]):
-            raise SystemExit(f"error: {task} {label}: the architectures' seeds differ ({seeds}); repeats pair by seed")
-        out.append((task, label, {a: sorted(rs, key=lambda r: r["config"]["seed"]) for a, rs in sorted(by_arch.items())}))
+        seeds = {a: [r["config"]["seed"] for r in rs] for a, rs in by_arch.items()}
+        if any(len(set(v)) != len(v) for v in seeds.values()):
+            raise SystemExit(f"error: {task} {label}: two runs of one architecture share a seed ({seeds})")
+        both = set(seeds["ffnn"]) & set(seeds["rnn"])
+        alone = {a: sorted(set(v) - both) for a, v in seeds.items() if set(v) - both}
+        if alone:  # a repeat whose partner did not finish: left out, and said so
+            print(f"note: {task} {label}: runs without a partner of the other architecture left out: {alone}",
+                  file=sys.stderr)
+        if len(both) < 2:
+            raise SystemExit(f"error: {task} {label}: fewer than 2 paired repeats ({seeds})")
+        out.append((task, label, {a: sorted((r for r in rs if r["config"]["seed"] in both),
+                                            key=lambda r: r["config"]["seed"]) for a, rs in sorted(by_arch.items())}))
     return out
 
 

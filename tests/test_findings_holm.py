@@ -136,3 +136,8 @@ def test_attack_rows_bench_takes_compares_verdicts_and_leaves_the_other_attacks_
     assert all(r["ffnn"]["n"] == N and r["difference"]["ci_low"] is not None for r in rows.values())
     assert bench.check_compare([group], str(folder / "compare.json")) == []
     assert bench.main([str(folder), "--compare", str(folder / "compare.json")]) == 0
+    # a run whose partner did not finish is left out (the pairs stay those compare reads)
+    lone = {**runs["ffnn"][0], "config": {**runs["ffnn"][0]["config"], "seed": 12345}}
+    (folder / "image_ffnn_lone.json").write_text(json.dumps(lone))
+    (again,) = [bench.attack_rows(t, label, pair) for t, label, pair in bench.group_runs(bench.read_runs([str(folder)]))]
+    assert again["n"] == N and 12345 not in again["seeds"] and again["rows"] == group["rows"]
