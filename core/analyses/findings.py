@@ -13,9 +13,9 @@ sign-flip test, which cannot reach 95 % below N = 6); otherwise it says *not run
 metric's verdict from the judgement ``python -m core compare`` builds on the same repeats
 (:func:`core.analyses.repeats.judged_pairs`: the declared primary metric, the secondary metrics
 Holm-adjusted over their family), so a metric's verdict here always equals compare's and the Home
-page's. Either way a row lists the runs that are missing for N = :data:`TARGET_REPEATS` (``missing``: each an ordinary config and a
-job kind of :mod:`ui.jobs`, so a page can queue exactly those) and their expected time from the runs
-measured on this machine (:func:`core.defenses.sweeps.run_cost_s`), or "time unknown".
+page's. Either way a row lists the runs that are missing for N = :data:`TARGET_REPEATS` (``missing``: each an
+ordinary config and a job kind of :mod:`ui.jobs`, so a page can queue exactly those) and their expected time from
+the runs measured on this machine (:func:`core.defenses.sweeps.run_cost_s`), or "time unknown".
 
 The findings (``FINDINGS``; the papers' own numbers and sources from :mod:`core.measurement.studies`):
 
