@@ -6,7 +6,8 @@ import json
 
 import streamlit as st
 
-from core.analyses.findings import FINDINGS, TASKS, findings_table, missing_jobs, table_json
+from core.analyses.findings import findings_table, missing_jobs, table_json
+from core.analyses.findings_base import FINDINGS, TASKS
 from core.foundations.errors import MIAError
 from core.tasks import get_task
 from core.views.findings_report import DECIDE, findings_command, findings_frame, findings_html, findings_markdown, \

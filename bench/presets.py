@@ -143,7 +143,7 @@ def _ci(e: dict | None) -> str:
 def repeats_markdown(groups: list[tuple[str, str, dict[str, list[dict]]]]) -> str:
     """Per (task, preset, arch): N and every headline metric as mean [95 % CI] over the repeats;
     then per (task, preset) with both architectures the paired FFNN − RNN differences."""
-    from core.analyses.repeats import aggregate, compare_summaries, evaluation_facts, judged_comparisons
+    from core.analyses.repeats import aggregate, judged_pairs
     from core.experiment.results import RunSummary
 
     groups = [(t, p, {a: [RunSummary.from_dict(s) for s in ss] for a, ss in runs.items()}) for t, p, runs in groups]
@@ -162,8 +162,7 @@ def repeats_markdown(groups: list[tuple[str, str, dict[str, list[dict]]]]) -> st
         if set(runs) != {"ffnn", "rnn"}:
             continue
         # one primary metric carries the verdict; the rest Holm-corrected or without one (core.analyses.repeats)
-        judged = judged_comparisons(compare_summaries(runs["ffnn"], runs["rnn"]),
-                                    evaluation_facts(list(runs["ffnn"]) + list(runs["rnn"])))
+        _, judged = judged_pairs(runs["ffnn"], runs["rnn"])  # compare's own judgement of these runs
         for name, c in judged.items():
             d, v = c["difference"], c["verdict"]
             word = v["value"] if v else ("(no verdict)" if c["role"] in ("duplicate", "unresolved") else "(no hypothesis)")

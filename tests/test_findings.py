@@ -5,8 +5,9 @@ import json
 
 import pytest
 
-from core.analyses import findings as findings_mod
-from core.analyses.findings import FINDINGS, TARGET_REPEATS, findings_table, missing_jobs, table_json
+from core.analyses import findings_base as findings_mod
+from core.analyses.findings import findings_table, missing_jobs, table_json
+from core.analyses.findings_base import FINDINGS, TARGET_REPEATS
 from core.analyses.repeats import comparison_configs, repeat_config, run_comparison
 from core.cli import main
 from core.experiment import roles

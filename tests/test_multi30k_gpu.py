@@ -33,7 +33,7 @@ TINY = dict(n_train=40, n_eval=20, epochs=2, n_shadows=1, emb=8, hidden=8, bleu_
 def test_multi30k_gpu_is_en_de_multi30k_sized_for_its_half_and_says_it_needs_a_gpu():
     task = get_task("translation")
     note = task.preset_notes["multi30k_gpu"]
-    assert "GPU" in note and "to be measured" in note and "data_dir" in note
+    assert "GPU" in note and "data_dir" in note and "to be measured" not in note
     for arch in ("ffnn", "rnn"):
         cfg = task.make_config(arch, "multi30k_gpu")
         o = cfg.options
@@ -45,6 +45,45 @@ def test_multi30k_gpu_is_en_de_multi30k_sized_for_its_half_and_says_it_needs_a_g
     # one recipe for both architectures: only the architecture differs
     f, r = (task.make_config(a, "multi30k_gpu") for a in ("ffnn", "rnn"))
     assert f.seed == r.seed and f.options == r.options and (f.lr, f.epochs, f.batch_size) == (r.lr, r.epochs, r.batch_size)
+
+
+def test_multi30k_gpu_note_carries_the_h100_numbers_of_the_device_run_it_cites():
+    """The preset's note, the findings' translation note and docs/results.md quote the one H100 run of
+    2026-11-27 (docs/device_runs/2026-11-27/gpu_check.json): every figure they give is that file's, rounded."""
+    import json
+
+    from core.analyses.findings import DECIDING_NEEDS
+
+    raw = json.loads((ROOT / "docs/device_runs/2026-11-27/gpu_check.json").read_text())["steps"]
+    runs = {a: raw[f"translation multi30k_gpu en→de {a}"] for a in ("ffnn", "rnn")}
+    figures = []
+    for a in ("ffnn", "rnn"):
+        r = runs[a]
+        figures += [f"{r['train_s']:.1f} s", f"{r['attack_s']:.1f} s", f"{r['utility']['val']:.1f}",
+                    f"{r['utility']['train']:.1f}", f"{r['auc']['lira']:.3f}", f"{r['auc']['rmia']:.3f}"]
+    texts = {"preset note": get_task("translation").preset_notes["multi30k_gpu"],
+             "findings note": DECIDING_NEEDS["translation"],
+             "docs/results.md": (ROOT / "docs/results.md").read_text()}
+    for where, text in texts.items():
+        for f in figures[2:4] + figures[8:10]:  # validation / train BLEU of both
+            assert f in text, (where, f)
+        for f in (figures[4], figures[5], figures[10], figures[11]):  # LiRA and RMIA AUC of both
+            assert f in text, (where, f)
+        assert "5953d02" in text and "2026-11-27" in text, where
+    note = texts["preset note"]
+    for f in (figures[0], figures[1], figures[6], figures[7]):  # training and attack-stage seconds
+        assert f in note, f
+    # the bar: both translate (validation BLEU ≥ 20); LiRA below 0.95 for both, RMIA above for both
+    assert all(r["utility"]["val"] >= 20 for r in runs.values())
+    assert all(r["auc"]["lira"] <= 0.95 < r["auc"]["rmia"] for r in runs.values())
+    # the estimate for N = 6: six times one repeat of both, each the check's whole step (gpu_check.log's seconds)
+    import re
+
+    log = (ROOT / "docs/device_runs/2026-11-27/gpu_check.log").read_text()
+    step = {a: float(re.search(rf"^\[translation multi30k_gpu en→de {a}\] ([0-9.]+) s", log, re.M).group(1))
+            for a in ("ffnn", "rnn")}
+    assert f"6 × ({step['ffnn']:.0f} + {step['rnn']:.0f}) s" in note
+    assert f"≈ {6 * (step['ffnn'] + step['rnn']) / 60:.0f} min" in note
 
 
 def test_multi30k_gpu_models_at_multi30ks_vocabularies_are_matched_within_5_percent():

@@ -96,7 +96,8 @@ def test_equal_repeats_are_shown_as_no_spread_not_as_an_interval():
 
 
 def test_f3_gives_no_verdict_from_repeats_that_all_gave_the_same_accuracy():
-    from core.analyses.findings import TARGET_REPEATS, f3_verdict
+    from core.analyses.findings_base import TARGET_REPEATS
+    from core.analyses.findings_defenses import f3_verdict
 
     n = TARGET_REPEATS
     loss = mean_interval([0.02 + 0.001 * i for i in range(n)], bounds=(None, 1.0))

@@ -1,3 +1,4 @@
-"""Analyses over runs: repeats and their verdicts, matched utility, the analyses, per-record views.
+"""Analyses over runs: repeats and their verdicts, the Home page's answer, the studies' findings table, matched
+utility, the analyses, per-record views.
 
 Imports ``core.defenses`` and below."""

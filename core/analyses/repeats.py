@@ -408,6 +408,18 @@ METRIC_LABELS = {"attack_accuracy": "attack accuracy", "attack_auc": "attack AUC
                  "utility_val": "utility (validation)", "utility_train": "utility (train)"}
 
 
+def judged_pairs(ffnn: Sequence[RunSummary], rnn: Sequence[RunSummary]
+                 ) -> tuple[dict[str, Comparison], dict[str, dict[str, Any]]]:
+    """The one FFNN-vs-RNN judgement every reader shares: the raw paired comparisons
+    (:func:`compare_summaries`) and the judged metrics (:func:`judged_comparisons` over the evaluation
+    facts of every run: the declared primary metric, the Holm family of the secondary ones). The
+    ``compare`` command (:func:`comparison_json`), the Home page's answer and the findings table
+    (:mod:`core.analyses.findings`) all take a metric's verdict from here, so the same cached repeats
+    give every one of them the same verdict per metric."""
+    comps = compare_summaries(ffnn, rnn)
+    return comps, judged_comparisons(comps, evaluation_facts(list(ffnn) + list(rnn)))
+
+
 def comparison_json(ffnn: Sequence[RunSummary], rnn: Sequence[RunSummary]) -> dict[str, Any]:
     """The comparison as JSON: per metric ``ffnn`` and ``rnn`` (mean, ci_low, ci_high, n, values),
     ``difference`` (FFNN − RNN: the same plus p_t, p_permutation, effect_size), ``verdict``, ``role``
@@ -416,8 +428,7 @@ def comparison_json(ffnn: Sequence[RunSummary], rnn: Sequence[RunSummary]) -> di
     ``resolution`` per architecture (repeat 0's evaluation set: every repeat has one of that size), so
     that a difference of one record's step is read as one record. Layout :data:`COMPARISON_SCHEMA`."""
     first = ffnn[0]
-    comps = compare_summaries(ffnn, rnn)
-    metrics = judged_comparisons(comps, evaluation_facts(list(ffnn) + list(rnn)))
+    _, metrics = judged_pairs(ffnn, rnn)
     primary = next((m for m, d in metrics.items() if d["role"] == "primary"), None)
     secondary = [m for m, d in metrics.items() if d["role"] == "secondary"]
     return {

@@ -314,17 +314,26 @@ class TranslationTask(Task):
                         "5 shadows, batches of 128, 24 epochs, the same recipe for both architectures (learning-rate "
                         "warm-up over 400 steps then inverse-√ decay from 2e-3, label smoothing 0.1, the "
                         "Transformer's embeddings initialised at unit input scale) so that the Transformer learns "
-                        "too (the paper preset's underfit: train BLEU 15.6). Meant for one GPU with the six models "
-                        "side by side (MIA_EXECUTOR=processes); its time there, its BLEU and its attacks are to be "
-                        "measured (issue 35's bar: validation BLEU ≥ 20 for both, attack AUC ≤ 0.95). Not for a "
-                        "CPU: on one core here 8 steps of one Transformer and a BLEU on 100 sentences took 22 s "
-                        "(bench/translation_probe.py), so the 6 × 2,256 steps would take hours (an estimate).",
+                        "too (the paper preset's underfit: train BLEU 15.6). Measured on one H100 on 2026-11-27 "
+                        "(one seed; bench/device_session_findings.sh on main's tree at commit 5953d02, torch 2.11; "
+                        "docs/results.md, \"GPU check (one H100, 2026-11-27)\"): the six models side by side "
+                        "(MIA_EXECUTOR=processes) trained in 115.9 s (Transformer) / 117.0 s (LSTM), attack stage "
+                        "31.2 s / 20.7 s; validation BLEU 26.4 / 26.8 (train 65.6 / 41.7), so both translate (issue "
+                        "35's bar, validation BLEU ≥ 20); LiRA AUC 0.945 / 0.936 is below 0.95 but RMIA 0.986 / "
+                        "0.975 is above (and the Transformer's shadow-model attack 0.968, zlib 0.955, PRMIA 0.952), "
+                        "so not every attack is below saturation. One seed: F1 on it is inconclusive "
+                        "(one repeat); 6 repeats would take about 6 × (149 + 138) s ≈ 29 min of one H100 (an "
+                        "estimate from that one repeat). Not for a CPU: on one core here 8 steps of one Transformer "
+                        "and a BLEU on 100 sentences took 22 s (bench/translation_probe.py), so the 6 × 2,256 steps "
+                        "would take hours (an estimate).",
         "paper": "Multi30K (fr→en) in data_dir; the study's sizes (5,000 pairs, 5 shadows): for a GPU — on one H100, "
                  "en→de, the six models side by side (MIA_EXECUTOR=processes) trained in 82 s (Transformer) / 77 s "
-                 "(LSTM) and the attacks took 35–43 s (docs/results.md, commit f0f2da2); not measured on 2 CPU cores. "
-                 "Validation BLEU there: 12.9 (Transformer) / 19.6 (LSTM), LiRA AUC 0.96 / 0.94: below the ≥ 20 "
-                 "both need for a comparison that can decide F1 (issue 35). No preset reaches validation BLEU ≥ 20 "
-                 "for both on Multi30K yet, and no CPU preset comes near (multi30k_cpu: 2–8).",
+                 "(LSTM) and the attacks took 35–43 s (docs/results.md, commit f0f2da2); with the batched attack "
+                 "fit the LSTM's attack stage took 26.0 s (2026-11-27, main's tree at commit 5953d02; target ≤ 10 s). "
+                 "Not measured on 2 CPU cores. Validation BLEU there: 12.9 (Transformer) / 19.6 (LSTM), LiRA AUC "
+                 "0.96 / 0.94: below the ≥ 20 both need for a comparison that can decide F1 (issue 35); the "
+                 "multi30k_gpu preset reaches validation BLEU ≥ 20 for both (its note). No CPU preset comes near "
+                 "(multi30k_cpu: 2–8).",
     }
 
     def __init__(self) -> None:

@@ -19,6 +19,10 @@ COLUMNS = ("finding", "task", "claim", "paper", "measured here (95 % CI, N)", "v
            "utility gap", "repeats to decide (95 % CI narrower than the difference)", "command / runs needed")
 #: the column of :func:`decide_text`
 DECIDE = COLUMNS[-2]
+#: how F1 / F1a are judged: as ``python -m core compare`` judges the same repeats (core.analyses.repeats.judged_pairs)
+HOLM_NOTE = ("F1 and F1a carry compare's verdicts on the same repeats: the declared primary metric (LiRA AUC, else "
+             "RMIA, else the primary attack's AUC) as it is, every other leakage metric (attack accuracy among them) "
+             "Holm-adjusted over compare's secondary metrics.")
 #: the marker comments around the generated block in a Markdown file (docs/results.md)
 BEGIN, END = "<!-- findings:begin -->", "<!-- findings:end -->"
 
@@ -55,17 +59,23 @@ def measured_text(row: dict[str, Any]) -> str:
 
 def verdict_text(row: dict[str, Any]) -> str:
     """The verdict word first (holds / reversed / inconclusive), its reason in parentheses; "— (not run)" when
-    nothing is measured. The attacker's view (F1a) has one verdict, the primary metric's (LiRA AUC, else RMIA:
-    :data:`core.analyses.repeats.PRIMARY_ORDER`), the other attack's beside it."""
+    nothing is measured. Every verdict is the one ``python -m core compare`` gives the same metric on the same
+    cached repeats (:func:`core.analyses.repeats.judged_pairs`: a secondary metric Holm-adjusted over its
+    family). The attacker's view (F1a) has one verdict, the comparison's declared primary metric's (LiRA AUC,
+    else RMIA: :data:`core.analyses.repeats.PRIMARY_ORDER`; the row's ``primary``), the other attack's beside it
+    (Holm-adjusted, a secondary metric)."""
     if row["status"] != "measured":
         return "— (not run)"
     m = row["measured"]
     if row["finding"] == "F1a":
         words = {name: (c["verdict"] or {}).get("value", "—") for name, c in m.items()}
-        primary = next((n for n in ("lira", "rmia") if n in words), next(iter(words), None))
+        primary = row.get("primary") if row.get("primary") in words else None
+        if primary is None:
+            primary = next((n for n in ("lira_auc", "rmia_auc") if n in words), next(iter(words), None))
         if primary is None:
             return "— (not run)"
-        others = "; ".join(f"{n}: {w}" for n, w in words.items() if n != primary)
+        others = "; ".join(f"{n}: {w}" + (" after Holm" if m[n].get("p_holm") else "")
+                           for n, w in words.items() if n != primary)
         return f"{words[primary]} (primary: {primary}" + (f"; {others})" if others else ")")
     v = m.get("verdict") or {}
     return f"{v.get('value', '—')} ({v.get('reason', '')})"
@@ -188,9 +198,9 @@ def markdown_rows(table: dict[str, Any]) -> list[str]:
 def findings_markdown(table: dict[str, Any]) -> str:
     """The table as Markdown (one line per row; ``|`` in cells escaped)."""
     lines = ["# The studies' findings on this machine", "", _header(table), "", *markdown_rows(table)]
-    lines += ["", "Verdicts: holds / reversed / inconclusive, from the paired FFNN − RNN difference's 95 % t interval "
-                  "and the exact sign-flip test (N ≥ 6); one repeat is inconclusive. Rows marked NOT matched compare "
-                  "models of different utility: read them with that gap."]
+    lines += ["", "Verdicts: holds / reversed / inconclusive, from the paired FFNN − RNN difference's 95 % t "
+                  f"interval and the exact sign-flip test (N ≥ 6); one repeat is inconclusive. {HOLM_NOTE} Rows "
+                  "marked NOT matched compare models of different utility: read them with that gap."]
     return "\n".join(lines) + "\n"
 
 
@@ -204,7 +214,7 @@ def findings_html(table: dict[str, Any]) -> str:
         f"<p class='muted'>{html.escape(_header(table))} Written {stamp}.</p>",
         _table(findings_frame(table)),
         "<p class='muted'>Verdicts: holds / reversed / inconclusive, from the paired FFNN − RNN difference's 95 % t "
-        "interval and the exact sign-flip test (N ≥ 6); one repeat is inconclusive.</p>",
+        f"interval and the exact sign-flip test (N ≥ 6); one repeat is inconclusive. {html.escape(HOLM_NOTE)}</p>",
         "</body></html>"])
 
 
@@ -221,8 +231,8 @@ def findings_block(table: dict[str, Any], out_name: str = "docs/results.md") -> 
         *markdown_rows(table),
         "",
         "Verdicts: holds / reversed / inconclusive, from the paired FFNN − RNN difference's 95 % t interval and the "
-        "exact sign-flip test (N ≥ 6). \"not run\": nothing of that row is in the cache the command read; the "
-        "sections below give the measurements made with the bench scripts (their own commands and commits).",
+        f"exact sign-flip test (N ≥ 6). {HOLM_NOTE} \"not run\": nothing of that row is in the cache the command "
+        "read; the sections below give the measurements made with the bench scripts (their own commands and commits).",
         END])
 
 
