@@ -36,6 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from core.analyses.repeats import judged_pairs  # noqa: E402
+from core.experiment.results import runs  # noqa: E402
 from core.measurement.stats import compare, mean_interval  # noqa: E402
 
 #: an attack's AUC as compare names it (the task's primary attack: ``attack_auc``)
@@ -93,7 +94,7 @@ def attack_rows(task: str, label: str, pair: dict[str, list[dict[str, Any]]]) ->
     """The rows of one group: per attack FFNN / RNN mean AUC with intervals, the paired difference, and the verdict
     by compare's rule (module docstring)."""
     ffnn, rnn = pair["ffnn"], pair["rnn"]
-    _, judged = judged_pairs(ffnn, rnn)
+    _, judged = judged_pairs(runs(ffnn), runs(rnn))  # the run JSON typed once, where it is read
     primary_attack = {r["attack"]["name"] for r in ffnn + rnn}
     primary_attack = primary_attack.pop() if len(primary_attack) == 1 else None
     names = [n for n in ffnn[0]["attacks"] if all(n in r["attacks"] for r in ffnn + rnn)]

@@ -128,6 +128,7 @@ def _xdist_groups(path: Path) -> tuple[str | None, dict[str, str]]:
     return module_group, groups
 
 
+@pytest.hookimpl(optionalhook=True)  # a hook of xdist's: without the plugin (-p no:xdist) it is not called
 def pytest_xdist_make_scheduler(config, log):
     """``--dist loadgroup`` (``make test``) as xdist documents it: tests sharing an ``xdist_group`` run
     on one worker, the rest are handed out one by one. xdist 3.8's own loadgroup reads the group from

@@ -10,6 +10,8 @@ alone and printed "reversed" where compare printed "inconclusive"; this test fai
 import copy
 import json
 
+from core.experiment.results import runs as typed_runs
+
 import pytest
 
 from core.analyses.answer import cached_answer
@@ -125,7 +127,7 @@ def test_attack_rows_bench_takes_compares_verdicts_and_leaves_the_other_attacks_
     for a, rs in runs.items():
         for r, s in enumerate(rs):
             (folder / f"image_{a}_r{r}.json").write_text(json.dumps(s))
-    (folder / "compare.json").write_text(json.dumps(comparison_json(runs["ffnn"], runs["rnn"])))
+    (folder / "compare.json").write_text(json.dumps(comparison_json(typed_runs(runs["ffnn"]), typed_runs(runs["rnn"]))))
     (group,) = [bench.attack_rows(t, label, pair) for t, label, pair in bench.group_runs(bench.read_runs([str(folder)]))]
     rows = {r["attack"]: r for r in group["rows"]}
     assert group["n"] == N and rows["lira"]["verdict"]["value"] == "reversed" and rows["lira"]["role"] == "primary"
