@@ -95,7 +95,7 @@ def has_results(at):
 
 
 @pytest.mark.parametrize("task", available_tasks())
-def test_train_page_runs_a_tiny_config_then_loads_it_from_cache(task):
+def test_train_page_runs_a_tiny_config_then_loads_it_from_cache(task, monkeypatch):
     at = open_page(task, TINY[task])
     [b for b in at.button if b.label == "Train & attack"][0].click()  # trains in the job queue's worker
     run_until(at, has_results)
@@ -107,11 +107,18 @@ def test_train_page_runs_a_tiny_config_then_loads_it_from_cache(task):
     at.run(timeout=60)
     assert not at.exception, at.exception
     assert any(s.value == "Attacks" for s in at.subheader) and len(at.dataframe) >= 2
-    # second visit with the same settings: straight from the cache, no button to press
-    t = time.time()
+    # second visit with the same settings: straight from the cache, no button to press and nothing queued
+    # (how fast a cached open is, is measured by bench/page_cpu.py's warm opens, not asserted here)
+    from ui.jobs import JobManager
+    queued = []
+    submit = JobManager.submit
+    monkeypatch.setattr(JobManager, "submit", lambda self, configs, *a, **k: (
+        queued.extend(configs := list(configs)), submit(self, configs, *a, **k))[1])
     again = open_page(task, TINY[task])
-    assert has_results(again) and time.time() - t < 30
+    assert has_results(again)
     assert not [b for b in again.button if b.label == "Train & attack"]
+    assert not any("Not in the cache yet" in i.value for i in again.info)
+    assert queued == [], "the cached visit queued training"
 
 
 def test_report_is_one_self_contained_html_file():

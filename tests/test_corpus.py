@@ -2,8 +2,6 @@
 context-decided synonyms, agreement, reordering, and the held-out split of unseen combinations."""
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from core.data.corpus import (ADJ_SUFFIX, AND, COLOURS, DEF_ART, INDEF_ART, NUMBERS, PREPOSITIONS, TIMES, WHILE, WHO,
@@ -16,10 +14,9 @@ def pairs():
     return generate_caption_pairs(6000, seed=0)
 
 
-def test_deterministic_distinct_and_fast():
-    t0 = time.perf_counter()
+def test_deterministic_and_distinct():
+    """(Its speed, 3,000 captions, is bench/corpus_speed.py's to measure, not a test's.)"""
     a = generate_captions(3000, seed=7)
-    assert time.perf_counter() - t0 < 3.0
     assert a == generate_captions(3000, seed=7)
     assert a != generate_captions(3000, seed=8)
     assert len({s for s, _ in a}) == 3000

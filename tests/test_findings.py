@@ -2,6 +2,7 @@
 interval and the verdict, the rest say "not run" with exactly the runs they need; the CLI writes
 JSON + Markdown + HTML without training; the Findings page renders with its queue button."""
 import json
+import shutil
 
 import pytest
 
@@ -17,8 +18,16 @@ TINY = dict(n_train=40, n_eval=20, epochs=2, n_shadows=2, attack_epochs=(1,), at
 
 
 @pytest.fixture
-def two_repeats():
-    """Repeats 0 and 1 of the tiny image comparison, trained and cached (2 shadows: LiRA and RMIA run)."""
+def two_repeats(built_once, isolated_cache):
+    """Repeats 0 and 1 of the tiny image comparison, trained and cached (2 shadows: LiRA and RMIA run):
+    trained once per test run (``built_once``) and copied into this test's cache, which it may change;
+    the comparison returned is read from that cache."""
+    def make(folder):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("MIA_CACHE_DIR", str(folder))
+            run_comparison(comparison_configs("image", "quick", 2, TINY))
+
+    shutil.copytree(built_once("findings-two-repeats", make), isolated_cache, dirs_exist_ok=True)
     return run_comparison(comparison_configs("image", "quick", 2, TINY))
 
 

@@ -216,16 +216,18 @@ def test_the_device_calls_runs_are_the_repeats_compare_and_findings_read(task_na
 
 def test_the_device_call_tiny_runs_each_repeat_in_its_own_process_then_compare_reads_them(tmp_path):
     """bench/device_findings.py --tiny on the CPU, image only, one repeat: both runs succeed, compare and
-    findings read the shared cache (compare adds no cache entry: it trained nothing), at most 8 files out."""
-    import subprocess
-    import sys
-
+    findings read the shared cache (compare adds no cache entry: it trained nothing), at most 8 files out.
+    Its ``main`` runs in this process (the library is loaded already); each run, compare and findings is
+    still its own process, as on the device. The GPU part (bench/gpu_check.py's steps) is left out here:
+    tests/test_real_presets.py runs every one of them."""
+    spec = importlib.util.spec_from_file_location("device_findings_under_test", ROOT / "bench" / "device_findings.py")
+    device_findings = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(device_findings)
     folder = write_multi30k_fixture(tmp_path / "m30k")
     out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "device_findings.py"), "--multi30k", str(folder),
-                           "--out", str(out), "--tiny", "--no-gpu", "--tasks", "image", "--repeats", "1",
-                           "--budget-s", "400"], capture_output=True, text=True, cwd=ROOT, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    rc = device_findings.main(["--multi30k", str(folder), "--out", str(out), "--tiny", "--no-gpu", "--tasks", "image",
+                               "--repeats", "1", "--budget-s", "400"])
+    assert rc == 0
     log = (out / "session.log").read_text()
     assert "image 2/2 ok" in log and "(compare trained nothing)" in log, log
     compared = __import__("json").loads((out / "compare.json").read_text())

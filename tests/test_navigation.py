@@ -184,13 +184,15 @@ def test_ppo_learns_empty_5x5():
 
 
 def test_attack_above_chance_on_agent_trained_many_times_on_few_maps(tmp_path, monkeypatch):
+    """Sized to what it asserts: 40,960 frames (2/3 of the 61,440 it had) still learn the 4 maps (train ≈ 0.85,
+    unseen ≈ 0.23 on the CPU), and one shadow is enough for the attacks to reach AUC ≥ 0.75 (max ≈ 0.94)."""
     monkeypatch.setenv("MIA_CACHE_DIR", str(tmp_path))
     from core.experiment.cache import ArtifactCache
     from core.experiment.pipeline import run_experiment
     from core.tasks import get_task
 
     cfg = get_task("navigation").make_config("ffnn", "quick", {
-        "n_train": 4, "n_eval": 4, "n_shadows": 2, "epochs": 2, "frames": 61440, "attack_epochs": (),
+        "n_train": 4, "n_eval": 4, "n_shadows": 1, "epochs": 2, "frames": 40960, "attack_epochs": (),
         "attack_train_epochs": 200, "attack_hidden": 32,
     })
     summary = run_experiment(cfg, cache=ArtifactCache(tmp_path)).summary

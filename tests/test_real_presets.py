@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -125,27 +122,50 @@ def test_a_comparison_states_its_resolution_beside_the_numbers():
     assert comparison_resolution_note({"task": "navigation"}) is None  # written before the block
 
 
-def test_gpu_check_dry_run_runs_every_step_on_the_cpu(tmp_path):
-    """bench/gpu_check.py --tiny: every step and figure of the GPU check, on the CPU, tiny sizes."""
+@pytest.mark.parametrize("arch", ["ffnn", "rnn"])
+def test_gpu_check_dry_run_runs_every_step_on_the_cpu(arch, tmp_path, monkeypatch, capsys):
+    """bench/gpu_check.py --tiny: every step and figure of the GPU check, on the CPU, tiny sizes. Every step's
+    name but the device's and the tests' ends in its architecture, so ``--only ffnn`` / ``--only rnn`` together
+    run every step once (the ffnn half also runs the tests step): the two halves are two tests, which the
+    xdist workers share. The check runs in this process (``main``, as its command line calls it: torch and the
+    library are loaded already); its worker-process steps still start their own processes."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gpu_check_under_test", ROOT / "bench" / "gpu_check.py")
+    gpu_check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gpu_check)
     folder = write_multi30k_fixture(tmp_path / "m30k", n=160)
     out = tmp_path / "gpu_check.json"
-    proc = subprocess.run([sys.executable, "bench/gpu_check.py", "--tiny", "--multi30k", str(folder), "--json", str(out)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "OMP_NUM_THREADS": "1", "MIA_CACHE_DIR": str(tmp_path / "c")})
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    monkeypatch.setenv("MIA_DEVICE", "cpu")  # main sets it for --tiny: restored after the test
+    monkeypatch.setenv("MIA_ATTACK_BATCHED", "1")  # main pops it
+    monkeypatch.setenv("MIA_CACHE_DIR", str(tmp_path / "c"))
+    rc = gpu_check.main(["--tiny", "--multi30k", str(folder), "--json", str(out), "--only", arch,
+                         *(["tests"] if arch == "ffnn" else [])])
+    printed = capsys.readouterr().out
+    assert rc == 0, printed[-3000:]
     result = json.loads(out.read_text())
     steps = result["steps"]
-    assert steps["device"]["device"] == "cpu" and steps["tests"]["rc"] == 0
-    for arch in ("ffnn", "rnn"):
-        for name in (f"image quick {arch}", f"translation paper en→de {arch}", f"translation quick {arch}",
-                     f"bf16 image quick {arch}", f"bf16 translation paper {arch}"):
-            assert isinstance(steps[name], dict) and steps[name]["train_s"] > 0, name
-        paper = steps[f"translation paper en→de {arch}"]  # side by side in worker processes, each model timed
-        assert paper["executor"] == "processes" and len(paper["model_train_s"]) == paper["models"]
+    assert steps["device"]["device"] == "cpu"
+    if arch == "ffnn":
+        assert steps["tests"]["rc"] == 0 and steps["tests"]["collect_only"]
+    else:
+        assert steps["tests"] == "not run (--only)"
+    other = "rnn" if arch == "ffnn" else "ffnn"
+    names = ("translation multi30k_gpu en→de {}", "image quick {}", "translation paper en→de {}",
+             "translation quick {}", "bf16 image quick {}", "bf16 translation paper {}")
+    for name in names:
+        assert isinstance(steps[name.format(arch)], dict) and steps[name.format(arch)]["train_s"] > 0, name
+        assert steps[name.format(other)] == "not run (--only)", name
+    assert set(steps) == {"device", "tests", *(n.format(a) for n in names for a in ("ffnn", "rnn"))}
+    for name in (f"translation paper en→de {arch}", f"translation multi30k_gpu en→de {arch}"):
+        run = steps[name]  # side by side in worker processes, each model timed
+        assert run["executor"] == "processes" and len(run["model_train_s"]) == run["models"]
     figures = {f["figure"] for f in result["figures"]}
     assert any("ensemble speedup" in f for f in figures) and any("attack stage" in f for f in figures)
-    assert any(f.startswith("bf16 translation paper") for f in figures)
-    assert "TINY dry run" in proc.stdout
+    assert any(f.startswith(f"bf16 translation paper {arch}") for f in figures)
+    assert any(f.startswith(f"translation multi30k_gpu {arch}: BLEU") for f in figures)
+    assert all(arch in f or f.startswith("CUDA-relevant tests") for f in figures), figures
+    assert "TINY dry run" in printed
 
 
 @pytest.mark.parametrize("task_name", sorted(REAL_PRESETS))

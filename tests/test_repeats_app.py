@@ -2,6 +2,7 @@
 the paired differences and the three-valued verdicts; the HTML report shows them too."""
 from pathlib import Path
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from apptest_fields import set_fields
@@ -46,12 +47,19 @@ def test_page_offers_missing_repeats_then_shows_verdicts():
     assert sum("Resolution — " in c.value for c in at.caption) >= 2
 
 
-def test_report_shows_the_paired_comparison():
+def test_report_shows_the_paired_comparison(tiny_image_runs, monkeypatch):
+    """On the shared two tiny repeats (tests/shared_runs.py: the same config as ``TINY``), read from the cache."""
     from core.views.report import run_report_html as report_html
     from ui.results import repeats_view
 
+    from core.experiment import roles
+
+    tiny_image_runs(2)
+    # every training, one by one or as an ensemble, records its epochs: none may start here
+    monkeypatch.setattr(roles.EpochRecorder, "__init__", lambda *a, **k: pytest.fail("trained: the shared runs are "
+                                                                                     "not this test's config"))
     configs = comparison_configs("image", "quick", 2, TINY)
-    run_comparison(configs)
+    run_comparison(configs)  # all cached: reads them
     runs = {a: [RunSummary.from_dict(run_experiment(c).summary) for c in repeat_configs(cfg)]
             for a, cfg in configs.items()}
     view = repeats_view(runs)
