@@ -4,6 +4,16 @@ Run with ``make app`` (or ``.venv/bin/streamlit run app.py``). The pages live in
 are registered in :mod:`ui.nav`; this script runs before each of them.
 """
 import streamlit as st
+import torch
+
+#: the server process's torch threads: one. The pages' work is many small products (a slider step's defended
+#: points); on a loaded machine two threads wait on each other at every one of them (a Dir_k step to a new k in
+#: the browser: tens of seconds with the default two, about 2 s with one; docs/performance.md, "The server's
+#: torch threads"). Not through OMP_NUM_THREADS: the worker processes (ui.worker, spawned) size their own
+#: pools (core.foundations.device.configure_threads) and would inherit it.
+SERVER_TORCH_THREADS = 1
+if torch.get_num_threads() != SERVER_TORCH_THREADS:
+    torch.set_num_threads(SERVER_TORCH_THREADS)
 
 from core.foundations.environment import check_environment
 from core.foundations.errors import ConfigError

@@ -248,7 +248,9 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
     full: dict[str, dict] = {}
     for arch in fast:
         d = defenders[arch]
-        full[arch] = d.point(spec, "naive", utility=True)
+        # the utility card: the fast point's numbers and the utility, still without quantile regression (its
+        # refits on every draw are the slider's largest cost); a full point measured before is shown whole
+        full[arch] = d.point(spec, "naive", utility=True, quantile=False)
         point = DefendedPoint.from_dict(full[arch])
         base = DefenseBaseline.from_dict(d.baseline)
         slot = slots[arch]
@@ -284,6 +286,11 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
                             "Refit the adaptive attacker again", key=f"adaptive:{arch}:{spec.key}"):
                         manager.submit([configs[arch]], "adaptive", params)
                         st.rerun()
+
+    if any("quantile" in (full[a].get("skipped_attacks") or ()) for a in full):
+        st.caption("Quantile regression is not computed at the slider's point (it refits a regressor on every draw's "
+                   "defended answers); its number under the defense is in the full point: “Measure” below caches it, "
+                   "and the `python -m core defend` command under “Reproduce headless” writes it.")
 
     if mechanism == "dirichlet":
         # issue 32.8: LiRA/RMIA AUCs that rise under Dir_k (the RNN's at k = 10) or fall at almost no noise: the

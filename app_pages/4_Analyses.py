@@ -178,7 +178,7 @@ tabs = st.tabs(["Entropy scatter", "Over training", "Memorization", "Overtrainin
 def defended_scatter(mechanism: str, value: float) -> dict[str, dict]:
     """The scatter of both architectures' outputs behind a defense (naive attacker: its thresholds
     and boundaries unchanged, its scores on the defended outputs): the Defenses page's points."""
-    points = {arch: defender_for(cfg).point(DefenseSpec(mechanism, value), "naive", utility=False)
+    points = {arch: defender_for(cfg).point(DefenseSpec(mechanism, value), "naive", utility=False, quantile=True)
               for arch, cfg in configs.items()}
     return analyses_view.defended_scatter(view.summaries, points)
 
@@ -349,7 +349,8 @@ def exposure_of(hashes: tuple[str, ...], attack: str | None, mechanism: str | No
     """The exposure view (quadrants at both FPRs, flips behind a defense): reads cached scores only."""
     points = None
     if mechanism is not None:
-        points = {a: defender_for(c).point(DefenseSpec(mechanism, value), "naive", utility=False)
+        # every attack's per-record scores, quantile regression's too (the slider's fast point leaves it out)
+        points = {a: defender_for(c).point(DefenseSpec(mechanism, value), "naive", utility=False, quantile=True)
                   for a, c in _configs.items()}
     return record_views.exposure_view(_configs, {a: summary_of(c) for a, c in _configs.items()}, attack,
                                       defended=points, repeats=record_views.cached_repeats(_configs))

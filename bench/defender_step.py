@@ -3,10 +3,10 @@
 
 For each ``--archs`` of ``--task`` (models trained or loaded from ``MIA_CACHE_DIR``), builds one
 :class:`core.defenses.defender.Defender` (its construction untimed) and then times, in this process's CPU
-seconds (``time.process_time``), ``point(spec.at(v), "naive", utility=U)`` for every value ``v`` of the
-mechanism's steps, once with ``utility=False`` (the slider's fast point) and once with ``utility=True`` (the
+seconds (``time.process_time``) and wall seconds, ``point(spec.at(v), "naive", utility=U)`` for every value ``v``
+of the mechanism's steps, once with ``utility=False`` (the slider's fast point) and once with ``utility=True`` (the
 point with utility, right after: the page's second call, whose attack answers are the fast point's, memoised, so
-this is the utility's cost). Defended points are neither read from nor written to the cache: every step
+this is the utility's cost; like the page, without quantile regression where the path's fast point leaves it out). Defended points are neither read from nor written to the cache: every step
 computes, and the cache is left as it was. The first ``--warmup`` values are computed and not counted (lazy
 model loading, first-call costs).
 
@@ -14,9 +14,12 @@ model loading, first-call costs).
         .venv/bin/python bench/defender_step.py [--task image] [--archs ffnn,rnn] [--mechanism dirichlet] [--draws 8] \\
         [--paths new,old] [--profile 30]
 
-``--paths new,old`` times the old path too, step by step interleaved with the new one in the same run (each
-value computed by both, on two Defenders of the same models): ``old`` refits the quantile attack's regressor once
-per draw (``Defender.batch_quantile_refits = False``), ``new`` refits all draws as one batched fit (issue 32.16).
+``--paths new,batched,old`` times several paths, step by step interleaved in the same run (each value computed by
+each, on Defenders of the same models): ``new`` leaves quantile regression off the fast point (the full point
+scores it), ``batched`` scores it at the fast point with all draws' refits as one batched fit (the fast point
+before that change), ``old`` with one refit per draw (``Defender.batch_quantile_refits = False``; issue 32.16).
+``--threads 1,2`` runs every path at each torch thread count too, interleaved step by step (CPU seconds count
+every thread's time: compare thread counts by the wall seconds, ``wall_s``).
 ``--profile N`` prints the N functions with the most cumulative time of one fast step per path (cProfile, after
 the timed steps; to stderr).
 
@@ -63,7 +66,8 @@ class NoStore(ArtifactCache):
         return super().put_json(key, *a, **kw)
 
 
-PATHS = {"new": True, "old": False}  # Defender.batch_quantile_refits per path
+#: per path: Defender.batch_quantile_refits, and whether the fast point scores quantile regression
+PATHS = {"new": (True, False), "batched": (True, True), "old": (False, True)}
 
 
 def main() -> int:
@@ -74,15 +78,23 @@ def main() -> int:
     p.add_argument("--mechanism", default="dirichlet")
     p.add_argument("--draws", type=int, default=8)
     p.add_argument("--warmup", type=int, default=1)
-    p.add_argument("--paths", default="new", help="new (batched quantile refits), old (one refit per draw), or both")
+    p.add_argument("--values", type=int, default=len(STEPS["dirichlet"]), help="the first N of the steps' values")
+    p.add_argument("--paths", default="new", help="new (no quantile regression at the fast point), batched (batched "
+                   "quantile refits at the fast point), old (one refit per draw), comma-separated")
+    p.add_argument("--threads", default="1", help="torch thread counts, comma-separated (e.g. 1,2)")
     p.add_argument("--profile", type=int, default=0, metavar="N", help="cProfile one more fast step per path")
     args = p.parse_args()
-    paths = args.paths.split(",")
-    if not paths or any(x not in PATHS for x in paths):
+    names = args.paths.split(",")
+    if not names or any(x not in PATHS for x in names):
         p.error(f"--paths takes a comma-separated subset of {', '.join(PATHS)}")
-    torch.set_num_threads(1)
+    threads = [int(t) for t in args.threads.split(",")]
+    paths = [f"{n}@{t}t" if len(threads) > 1 else n for n in names for t in threads]
+    path_threads = {f"{n}@{t}t" if len(threads) > 1 else n: t for n in names for t in threads}
+    path_name = {f"{n}@{t}t" if len(threads) > 1 else n: n for n in names for t in threads}
+    torch.set_num_threads(threads[0])
     task = get_task(args.task)
     out: dict = {"task": args.task, "mechanism": args.mechanism, "draws": args.draws, "paths": paths,
+                 "commit": os.popen("git rev-parse --short HEAD").read().strip(),
                  "load_before": os.popen("uptime").read().strip(), "archs": {}}
     for arch in args.archs.split(","):
         cfg = task.make_config(arch, args.preset)
@@ -91,32 +103,39 @@ def main() -> int:
         defenders = {}
         for path in paths:
             defenders[path] = Defender(models, cache)
-            defenders[path].batch_quantile_refits = PATHS[path]
+            defenders[path].batch_quantile_refits = PATHS[path_name[path]][0]
         spec = DefenseSpec(args.mechanism, STEPS[args.mechanism][0], draws=args.draws).validate()
         row: dict = {}
         for utility in (False, True):
             cpu: dict = {path: [] for path in paths}
+            wall: dict = {path: [] for path in paths}
             timings: dict = {path: {} for path in paths}
-            for i, v in enumerate(STEPS[args.mechanism]):
-                for path in paths:  # interleaved: both paths see the same minute's load
-                    c = time.process_time()
-                    point = defenders[path].point(spec.at(v), "naive", utility=utility)
-                    dt = time.process_time() - c
+            for i, v in enumerate(STEPS[args.mechanism][: args.values]):
+                for path in paths:  # interleaved: every path sees the same minute's load
+                    torch.set_num_threads(path_threads[path])
+                    quantile_at_fast = PATHS[path_name[path]][1]
+                    w, c = time.perf_counter(), time.process_time()
+                    point = defenders[path].point(spec.at(v), "naive", utility=utility, quantile=quantile_at_fast)
+                    dt, dw = time.process_time() - c, time.perf_counter() - w
                     if i >= args.warmup:
                         cpu[path].append(round(dt, 4))
+                        wall[path].append(round(dw, 4))
                         for name, sec in point["timings"].items():
                             timings[path].setdefault(name, []).append(sec)
             for path in paths:
                 row.setdefault(path, {})["with_utility" if utility else "fast"] = {
                     "cpu_s": cpu[path], "median_cpu_s": round(median(cpu[path]), 4),
+                    "wall_s": wall[path], "median_wall_s": round(median(wall[path]), 4),
                     "median_wall_timings_s": {k: round(median(x), 4) for k, x in timings[path].items()}}
         if args.profile:
             import cProfile
             import pstats
             for path in paths:
+                torch.set_num_threads(path_threads[path])
                 prof = cProfile.Profile()
                 prof.enable()
-                defenders[path].point(spec.at(STEPS[args.mechanism][-1] * 1.37), "naive", utility=False)
+                defenders[path].point(spec.at(STEPS[args.mechanism][-1] * 1.37), "naive", utility=False,
+                                      quantile=PATHS[path_name[path]][1])
                 prof.disable()
                 print(f"--- {arch}, {path} path: one fast step", file=sys.stderr)
                 pstats.Stats(prof, stream=sys.stderr).sort_stats("cumulative").print_stats(args.profile)

@@ -199,6 +199,9 @@ def test_defenses_page_offers_training_then_moves_with_the_slider(monkeypatch):
     after = [m.value for m in at.metric]
     assert after != before
     assert any(m.label == "utility loss" for m in at.metric)
+    # the slider's point leaves quantile regression out, and the page says where its number is (issue 32.16)
+    assert any(c.value.startswith("Quantile regression is not computed at the slider's point") and "Measure" in c.value
+               for c in at.caption)
     # before "Measure", the table holds the curve's attack numbers and says "not measured" for utility (issue 32.9)
     table = at.dataframe[0].value
     ours = table[table["source"].str.startswith("ours")]

@@ -371,10 +371,55 @@ def test_full_point_after_a_stored_fast_point_scores_nothing_again(overfit, tmp_
     later = Defender(overfit.models, cache)
     later.point(spec, "naive", utility=False)  # read from disk
     monkeypatch.setattr(defender_module, "score_attacks", lambda *a, **k: pytest.fail("scored the attacks again"))
-    full = later.point(spec, "naive", utility=True)
+    # the page's utility card (no quantile regression, as the fast point it extends)
+    full = later.point(spec, "naive", utility=True, quantile=False)
     full.pop("timings"), scratch.pop("timings")
+    assert scratch["attacks"].pop("quantile") and scratch["records"]["scores"].pop("quantile")
+    assert full.pop("skipped_attacks") == ["quantile"] and scratch.pop("skipped_attacks") == []
     assert json.loads(json.dumps(full)) == json.loads(json.dumps(scratch))
     assert full["utility"] is not None and full["utility_loss"] is not None
+
+
+def test_the_slider_fast_point_leaves_quantile_regression_to_the_full_point(overfit, tmp_path, monkeypatch):
+    """The slider's fast point scores every attack but quantile regression (its refits on every draw's defended
+    pool answers were most of a fast point's CPU) and says so in ``skipped_attacks``; the full point — "Measure",
+    the worker, the CLI — still scores it, with the same numbers as a full point computed without a fast point
+    before it, and only the full point is stored under the full point's key."""
+    import json
+    from core.attacks.quantile import QuantileRegressor
+    from core.experiment.model_attacks import QuantileAttack
+    assert any(isinstance(a, QuantileAttack) for a in overfit.model_attacks)
+    spec = DefenseSpec("dirichlet", 3.5, draws=3, seed=5)
+    cache = ArtifactCache(tmp_path / "slider")
+    d = Defender(overfit.models, cache)
+    refit, refit_many = QuantileRegressor.refit, QuantileRegressor.refit_many
+    monkeypatch.setattr(QuantileRegressor, "refit", lambda *a, **k: pytest.fail("refitted at the fast point"))
+    monkeypatch.setattr(QuantileRegressor, "refit_many", lambda *a, **k: pytest.fail("refitted at the fast point"))
+    fast = d.point(spec, "naive", utility=False)
+    card = d.point(spec, "naive", utility=True, quantile=False)  # the page's utility card of the same step
+    for p in (fast, card):
+        assert "quantile" not in p["attacks"] and "quantile" not in p["records"]["scores"]
+        assert p["skipped_attacks"] == ["quantile"]
+    assert card["utility"] is not None
+    assert d.measured(spec) is None  # the card is not the full point
+    assert cache.get_json(cache.key("defended", overfit.cfg.config_hash, spec.key, "naive")) is None
+    monkeypatch.setattr(QuantileRegressor, "refit", refit)
+    monkeypatch.setattr(QuantileRegressor, "refit_many", refit_many)
+    full = d.point(spec, "naive", utility=True)
+    assert "quantile" in full["attacks"] and "quantile" in full["records"]["scores"] and full["skipped_attacks"] == []
+    scratch = Defender(overfit.models, ArtifactCache(tmp_path / "scratch")).point(spec, "naive", utility=True)
+    full.pop("timings"), scratch.pop("timings")
+    assert json.loads(json.dumps(full)) == json.loads(json.dumps(scratch))
+    assert cache.get_json(cache.key("defended", overfit.cfg.config_hash, spec.key, "naive"))["attacks"]["quantile"] \
+        == full["attacks"]["quantile"]
+    # every other attack's number at the fast point is the full point's
+    assert {n: r for n, r in full["attacks"].items() if n != "quantile"} == fast["attacks"]
+    # after the full point, the table's row and the curve show it (quantile regression included)
+    assert "quantile" in d.known_rows(spec, [spec.value])[0]["attacks"]
+    # what reads every attack's per-record scores (the Analyses page's exposure view) asks for quantile regression
+    with_q = Defender(overfit.models, cache).point(spec, "naive", utility=False, quantile=True)
+    assert with_q["records"]["scores"]["quantile"] == scratch["records"]["scores"]["quantile"]
+    assert with_q["skipped_attacks"] == []
 
 
 def test_adaptive_attacker_and_cached_points(overfit):

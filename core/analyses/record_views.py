@@ -94,9 +94,10 @@ def _scores(values: Sequence[Any], what: str) -> np.ndarray:
 # ---------------------------------------------------------------------------- 1. exposure
 def defended_points(configs: dict[str, ExperimentConfig], mechanism: str, value: float,
                     cache: ArtifactCache | None = None) -> dict[str, dict[str, Any]]:
-    """The Defenses page's point (naive attacker, no utility: the slider's fast path) of each config."""
+    """The naive attacker's point without utility (the slider's fast path, with quantile regression: every
+    attack's per-record scores) of each config."""
     return {arch: Defender(trained_models(cfg, cache=cache), cache).point(DefenseSpec(mechanism, value), "naive",
-                                                                            utility=False)
+                                                                            utility=False, quantile=True)
             for arch, cfg in configs.items()}
 
 

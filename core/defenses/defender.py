@@ -184,7 +184,10 @@ class Defender:
         self._directions: dict[tuple[str, str, int, int], Any] = {}
         self._noisy_models: dict[str, dict[tuple[str, int], torch.nn.Module]] = {}
         self._memo: dict[tuple, dict[str, Any]] = {}
-        self._answers: dict[tuple, tuple[list[Responses], dict[str, Any]]] = {}
+        #: per (value, record features): the draws' defended answers, the naive attacks' outcomes but quantile
+        #: regression's, and the draws' DefendedQuery; the summaries built from them, with or without quantile
+        self._answers: dict[tuple, tuple[list[Responses], list[dict], list["DefendedQuery"]]] = {}
+        self._parts: dict[tuple, dict[str, Any]] = {}
         self._population: dict[tuple, Responses] = {}
         #: outputs of the models' forward passes by input content, per model (the undefended victim; the GPM's
         #: noisy victim of one value and draw): see :meth:`remembering`
@@ -423,9 +426,12 @@ class Defender:
         stored = self.cache.get_json(key, validate=DefendedPoint.from_dict)
         return stored if isinstance(stored, dict) and stored.get("value") == spec.value and "attack" in stored else None
 
-    def _naive(self, spec: DefenseSpec, with_features: bool) -> tuple[list[Responses], dict[str, Any]]:
+    def _naive(self, spec: DefenseSpec, with_features: bool, quantile: bool = True
+               ) -> tuple[list[Responses], dict[str, Any]]:
         """The victim's defended answers (one per draw) and the naive attacker's numbers on them,
-        memoised so a full point re-uses what the slider's fast point computed."""
+        memoised so a full point re-uses what the slider's fast point computed. ``quantile``: with the
+        quantile-regression attack (its refits on every draw's defended pool answers, most of a fast point's
+        CPU); without it the slider's fast point, and a later call with it adds only its refits."""
         key = (spec.key, with_features)
         if key not in self._answers:
             # an output mechanism changes output-dependent record features: the model re-runs
@@ -438,11 +444,24 @@ class Defender:
                     out.update(score_reference_attacks(self.reference_attacks, r, self.membership,
                                                        self.population_answers(spec, d)))
             queries = [DefendedQuery(self, spec, d, r) for d, r in enumerate(answers)]
-            if self.batch_quantile_refits:
-                self._refit_quantile_together(queries)
             for query, out in zip(queries, outcomes):
                 for attack in self.model_attacks:
-                    out.update(attack.outcomes(query))
+                    if not isinstance(attack, QuantileAttack):
+                        out.update(attack.outcomes(query))
+            if len(self._answers) > 64:  # a long slider session: keep memory bounded
+                self._answers.clear()
+                self._parts.clear()
+            self._answers[key] = (answers, outcomes, queries)
+        part_key = (*key, bool(quantile and self._quantile_attacks()))
+        if part_key not in self._parts:
+            answers, outcomes, queries = self._answers[key]
+            if part_key[-1]:
+                if self.batch_quantile_refits:
+                    self._refit_quantile_together(queries)
+                outcomes = [dict(out) for out in outcomes]
+                for query, out in zip(queries, outcomes):
+                    for attack in self._quantile_attacks():
+                        out.update(attack.outcomes(query))
             part = _summarise([{n: o.result for n, o in out.items()} for out in outcomes], self.primary)
             eps_hat = [empirical_epsilon(out[self.primary].scores, self.membership) for out in outcomes]
             part["epsilon_lower_bound"] = _mean_std([e["lower_bound"] for e in eps_hat])[0]
@@ -452,10 +471,12 @@ class Defender:
                                "membership": np.asarray(self.membership, bool).tolist(),
                                # the naive attacks' per-record scores on draw 0 (the "why" scatter under defense)
                                "scores": {n: _for_json(o.scores) for n, o in outcomes[0].items()}}
-            if len(self._answers) > 64:  # a long slider session: keep memory bounded
-                self._answers.clear()
-            self._answers[key] = (answers, part)
-        return self._answers[key]
+            self._parts[part_key] = part
+        return self._answers[key][0], self._parts[part_key]
+
+    def _quantile_attacks(self) -> list[ModelAttack]:
+        """The fitted quantile-regression attacks (none where the task offers no record features for it)."""
+        return [a for a in self.model_attacks if isinstance(a, QuantileAttack)]
 
     def _refit_quantile_together(self, queries: list["DefendedQuery"]) -> None:
         """The quantile attack refits its regressor on each draw's defended pool answers (its ``outcomes``):
@@ -467,17 +488,26 @@ class Defender:
                 attack.regressor.refit_many(attack.pool_features, [record_score(q.respond(attack.pool)) for q in queries],
                                             DEFENDED_REFIT_STEPS)
 
-    def point(self, spec: DefenseSpec, attacker: str = "naive", utility: bool = True) -> dict[str, Any]:
+    def point(self, spec: DefenseSpec, attacker: str = "naive", utility: bool = True,
+              quantile: bool | None = None) -> dict[str, Any]:
         """Attack numbers, utility and guarantees at one defended point (see the module docstring).
 
         ``utility=False`` is the slider's fast path: no utility, and attacks that read
         output-dependent record features (the BLEU-feature attack under Dir_k) are left out
         until the full point is computed. ``attacker`` is ``naive``, ``adaptive`` or ``both``.
+        ``quantile``: whether the quantile-regression attack is scored (it refits a regressor on every draw's
+        defended answers: most of a fast point's CPU); default: with utility (the full point, the only one
+        cached under the full point's key), not without (the slider's fast point lists it in
+        ``skipped_attacks``). ``utility=True, quantile=False`` is the Defenses page's utility card of a
+        slider step: kept in memory only; a full point measured before is returned instead.
         """
         spec.validate()
         if attacker not in ATTACKERS:
             raise ConfigError(f"attacker must be one of {', '.join(ATTACKERS)}, got {attacker!r}")
-        memo_key = (spec.key, attacker, utility)
+        quantile = utility if quantile is None else bool(quantile)
+        if self.primary == "quantile" or not self._quantile_attacks():
+            quantile = True  # nothing to leave out (or the headline attack itself)
+        memo_key = (spec.key, attacker, utility) if quantile == utility else (spec.key, attacker, utility, quantile)
         if memo_key in self._memo:
             return {**self._memo[memo_key], **self.privacy(spec)}
         disk_key = self.cache.key("defended", self.cfg.config_hash, spec.key, attacker)
@@ -485,8 +515,10 @@ class Defender:
             return stored
         # the slider's fast point is kept on disk too: a new server session (or another one) reads a
         # curve's points instead of recomputing them (the Defenses page's first open on the image quick
-        # runs with 3 repeats: 13 s of Dir_k curves). Read once per session, then from memory.
-        fast_key = (self.cache.key("defended_fast", self.cfg.config_hash, spec.key)
+        # runs with 3 repeats: 13 s of Dir_k curves). Read once per session, then from memory. Without
+        # quantile regression under its own key (the points under the old key carry it).
+        fast_key = (self.cache.key("defended_fast" if quantile else "defended_fast_noquantile",
+                                   self.cfg.config_hash, spec.key)
                     if not utility and attacker == "naive" else None)
         if fast_key is not None and (stored := self._stored_point(fast_key, spec)) is not None:
             self._memo[memo_key] = stored
@@ -498,15 +530,17 @@ class Defender:
         # re-run: only with utility; a weight mechanism's model answers them as it answers anyway
         with_features = isinstance(spec.mechanism_class, WeightMechanism) or utility or not has_features
         skip = set() if with_features else {a.name for a in self.naive_attacks if isinstance(a, RecordFeatureAttack)}
-        fast = self._memo.get((spec.key, "naive", False))
-        if (utility and attacker == "naive" and fast is not None and not fast.get("skipped_attacks")
-                and (spec.key, with_features) not in self._answers):
-            # the slider's fast point of this value was read from disk (a curve's point): its naive numbers are this
-            # point's — the same attacks on the same draws, none skipped — so only the utility is computed (the
-            # Defenses page's step onto a curve value scored every attack again for its utility card before)
+        if not quantile:
+            skip |= {n for a in self._quantile_attacks() for n in a.names}
+        # a fast point of this value read from disk (a curve's point) whose naive numbers are this point's — the
+        # same attacks on the same draws, none skipped that this point scores — so only the utility is computed
+        # (the Defenses page's step onto a curve value scored every attack again for its utility card before)
+        fast = next((p for k in ((spec.key, "naive", False), (spec.key, "naive", False, True))
+                     if (p := self._memo.get(k)) is not None and set(p.get("skipped_attacks") or ()) <= skip), None)
+        if utility and attacker == "naive" and fast is not None and (spec.key, with_features) not in self._answers:
             answers, naive_part = [], {k: fast[k] for k in NAIVE_FIELDS if k in fast}
         else:
-            answers, naive_part = self._naive(spec, with_features)
+            answers, naive_part = self._naive(spec, with_features, quantile)
         point: dict[str, Any] = {"value": spec.value, "mechanism": spec.mechanism, "draws": spec.draws, **naive_part}
         if attacker == "adaptive":
             point.pop("attack"), point.pop("attacks")
@@ -545,7 +579,7 @@ class Defender:
             point.update(utility=None, utility_train=None, utility_loss=None, utility_loss_train=None)
         point["timings"] = timings
         point["skipped_attacks"] = sorted(skip)
-        if utility:
+        if utility and quantile:
             self.cache.put_json(disk_key, point, allow_nan=False)
         elif fast_key is not None and not self.cache.read_only:  # a read-only cache still serves the slider
             self.cache.put_json(fast_key, point, allow_nan=False)
@@ -558,8 +592,8 @@ class Defender:
         measured before (in memory) comes with its utility loss. The slider's path: a value is read
         from disk at most once per Defender (its fast point, then memoised), and computed only when
         no session computed it before."""
-        return [self.measured(spec.at(v), disk=False) or self.point(spec.at(v), "naive", utility=False)
-                for v in sorted(set(values))]
+        return [self.measured(spec.at(v), disk=False) or self._slider_utility(spec.at(v))
+                or self.point(spec.at(v), "naive", utility=False) for v in sorted(set(values))]
 
     def measure(self, spec: DefenseSpec, values: list[float], attacker: str = "naive",
                 on_point: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
@@ -579,8 +613,13 @@ class Defender:
         """Every value's best-known point: the full one where it was measured (utility, and the adaptive
         attacker where that was measured too), else the slider's fast point (naive attack and guarantee, utility
         None) — what the page's curve already draws, so its table shows those numbers, not blanks (issue 32.9)."""
-        return [self.measured(spec.at(v), "both") or self.measured(spec.at(v))
+        return [self.measured(spec.at(v), "both") or self.measured(spec.at(v)) or self._slider_utility(spec.at(v))
                 or self.point(spec.at(v), "naive", utility=False) for v in values]
+
+    def _slider_utility(self, spec: DefenseSpec) -> dict[str, Any] | None:
+        """The Defenses page's utility card's point of ``spec`` (utility, no quantile regression) if computed."""
+        memo = self._memo.get((spec.key, "naive", True, False))
+        return None if memo is None else {**memo, **self.privacy(spec)}
 
 
 class _Remembering(torch.nn.Module):
