@@ -281,6 +281,11 @@ def test_defenses_measure_runs_in_a_worker_and_the_table_fills_in(monkeypatch):
         ours = table[table["source"].str.startswith("ours")]
         return not (ours["utility"] == "not measured").any()
 
-    run_until(at, measured)
+    def offered_again(at):
+        return [b for b in at.button if b.label.startswith("Measure ")]
+
+    # the table fills in as each point lands in the cache, a moment before the job manager reports the jobs
+    # done: wait for both events (asserting the button at the table's event raced the manager's status)
+    run_until(at, lambda at: measured(at) and bool(offered_again(at)))
     assert not at.error, [e.value for e in at.error]
-    assert [b for b in at.button if b.label.startswith("Measure ")]  # offered again once the jobs are done
+    assert measured(at) and offered_again(at)  # measured, and offered again once the jobs are done
