@@ -166,15 +166,16 @@ def time_text(missing: list[Missing]) -> str:
     known = [m.seconds for m in missing if m.seconds is not None]
     lower = any("lower bound" in m.what for m in missing)
     if len(known) == len(missing):
-        return (f"{'≥' if lower else '≈'} {_duration(sum(known))} on this machine (from its measured runs"
+        return (f"{'≥' if lower else '≈'} {duration_text(sum(known))} on this machine (from its measured runs"
                 f"{'; defended runs timed as undefended ones: a lower bound' if lower else ''})")
     if known:
-        return (f"≥ {_duration(sum(known))} for {len(known)} of them; time unknown for the other "
+        return (f"≥ {duration_text(sum(known))} for {len(known)} of them; time unknown for the other "
                 f"{len(missing) - len(known)} (nothing of their kind measured here yet)")
     return "time unknown (nothing of this kind measured on this machine yet)"
 
 
-def _duration(s: float) -> str:
+def duration_text(s: float) -> str:
+    """Seconds as the findings print a time: "40 s", "12 min", "1.5 h"."""
     if s < 90:
         return f"{s:.0f} s"
     if s < 5400:

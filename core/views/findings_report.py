@@ -13,6 +13,7 @@ import pandas as pd
 
 from core.views.report import _CSS, _table
 from core.views.run_text import ci_text
+from core.analyses.findings_base import duration_text
 
 #: the table's columns, in order
 COLUMNS = ("finding", "task", "claim", "paper", "measured here (95 % CI, N)", "verdict", "preset · resolution",
@@ -111,19 +112,11 @@ def needs_text(row: dict[str, Any]) -> str:
     return f"for N = {row['target_repeats']}: {what}; {row['missing_time']}"
 
 
-def _duration(s: float) -> str:
-    if s < 90:
-        return f"{s:.0f} s"
-    if s < 5400:
-        return f"{s / 60:.0f} min"
-    return f"{s / 3600:.1f} h"
-
-
 def _need_text(b: dict[str, Any], n: int) -> str:
     if b["repeats"] is None:
         return f"|Δ| = {abs(b['difference']):.3g}: more than 100,000 repeats (or no difference)"
     time = ("" if not b["more"] else
-            f", {b['more']} more ≈ {_duration(b['expected_s'])} here" if b["expected_s"] is not None
+            f", {b['more']} more ≈ {duration_text(b['expected_s'])} here" if b["expected_s"] is not None
             else f", {b['more']} more (time unknown: nothing of this kind timed here)")
     return f"|Δ| = {abs(b['difference']):.3g}: N = {b['repeats']}{time}"
 
