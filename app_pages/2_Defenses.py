@@ -10,7 +10,7 @@ from core.defenses import registry as defense_registry
 from core.measurement import studies
 from core.measurement.metrics import EPSILON_HAT_HELP
 from core.foundations.config import MAX_DRAWS, ExperimentConfig, config_changes
-from core.defenses.defender import DefenseSpec
+from core.defenses.spec import DefenseSpec
 from core.defenses.dirichlet import saturated_share
 from core.foundations.errors import MIAError
 from core.foundations.names import ARCH_NAMES as ARCH_LABELS

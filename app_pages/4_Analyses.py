@@ -16,7 +16,7 @@ from core.views import analysis_figures, analysis_tables, record_view_figures, r
 from core.measurement import studies
 from core.measurement.metrics import EPSILON_HAT_HELP
 from core.foundations.config import ExperimentConfig
-from core.defenses.defender import DefenseSpec
+from core.defenses.spec import DefenseSpec
 from core.foundations.errors import MIAError
 from core.foundations.names import ARCH_NAMES as ARCH_LABELS, ATTACK_NAMES as ATTACK_LABELS
 from core.foundations.paths import cache_dir

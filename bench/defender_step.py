@@ -39,7 +39,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
-from core.defenses.defender import Defender, DefenseSpec  # noqa: E402
+from core.defenses.defender import Defender  # noqa: E402
+
+from core.defenses.spec import DefenseSpec
 from core.experiment.cache import ArtifactCache  # noqa: E402
 from core.experiment.pipeline import trained_models  # noqa: E402
 from core.tasks import get_task  # noqa: E402

@@ -26,7 +26,9 @@ from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.defenses.defender import Defender, DefenseSpec  # noqa: E402
+from core.defenses.defender import Defender  # noqa: E402
+
+from core.defenses.spec import DefenseSpec
 from core.experiment.pipeline import trained_models  # noqa: E402
 from core.experiment.reference_attacks import (fit_reference_attacks, score_reference_attacks,  # noqa: E402
     step_logit_confidence)

@@ -65,7 +65,8 @@ def main() -> int:
     from core.analyses import record_views
     from core.experiment.cache import ArtifactCache
     from core.cli_common import parse_sets
-    from core.defenses.defender import DefenseSpec, Defender
+    from core.defenses.defender import Defender
+    from core.defenses.spec import DefenseSpec
     from core.experiment.pipeline import cached_summary, run_experiment, trained_models
     from core.experiment.results import RunSummary
     from core.tasks import get_task

@@ -62,7 +62,7 @@ def report_command(args: argparse.Namespace, out: Path) -> int:
 def analyze_command(args: argparse.Namespace) -> int:
     from core.analyses import registry as analysis_registry
     from core.analyses.analysis import analyze
-    from core.defenses.defender import DefenseSpec
+    from core.defenses.spec import DefenseSpec
     from core.views.report import write_analyses
 
     known = analysis_registry.names()  # the registered analyses (core.analyses.registry), built-in ones first

@@ -74,7 +74,8 @@ def cached_utility_cost(args: argparse.Namespace, config, values: list[float]) -
 
 
 def defend_command(args: argparse.Namespace, config, out, progress) -> int:
-    from core.defenses.defender import ATTACKERS, DefenseSpec, defend
+    from core.defenses.defender import defend
+    from core.defenses.spec import ATTACKERS, DefenseSpec
     from core.experiment.pipeline import trained_models
 
     if args.mechanism in defense_registry.training_names():

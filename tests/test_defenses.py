@@ -9,7 +9,8 @@ from scipy import stats
 
 from core.attacks.shadow_attacks import attack_to_bytes, load_attack_bytes, score_attacks
 from core.experiment.cache import ArtifactCache
-from core.defenses.defender import DefenseSpec, Defender
+from core.defenses.defender import Defender
+from core.defenses.spec import DefenseSpec
 from core.defenses import dirichlet, gpm
 from core.defenses.sensitivity import parameter_distance, sensitivity_sampler
 from core.foundations.errors import ConfigError

@@ -307,7 +307,8 @@ def test_an_analysis_job_can_be_cancelled_and_the_worker_serves_the_next_job(man
 
 
 def test_an_adaptive_job_caches_the_point_the_defenses_page_reads(manager):
-    from core.defenses.defender import Defender, DefenseSpec
+    from core.defenses.defender import Defender
+    from core.defenses.spec import DefenseSpec
     from core.experiment.pipeline import run_experiment, trained_models
 
     cfg = tiny("ffnn")

@@ -40,7 +40,8 @@ def test_load_models_says_not_cached_and_never_trains(monkeypatch):
 
 
 def test_defense_grid_job_kind_caches_every_point_with_progress(monkeypatch):
-    from core.defenses.defender import Defender, DefenseSpec
+    from core.defenses.defender import Defender
+    from core.defenses.spec import DefenseSpec
     from core.foundations.errors import ConfigError
     from ui.worker import JOB_KINDS, run_job
 

@@ -14,7 +14,7 @@ from core.defenses import registry as defense_registry
 from core.cli import build_parser, main
 from core.defenses.registry import (OutputMechanism, Parameter, TrainingDefense, get_training, register_training,
     training_names, unregister_training)
-from core.defenses.defender import DefenseSpec
+from core.defenses.spec import DefenseSpec
 from core.foundations.errors import ConfigError
 from core.measurement.responses import Responses
 from core.foundations.config import config_changes, parse_values

@@ -10,7 +10,8 @@ import json
 import pytest
 
 from core.experiment.cache import ArtifactCache
-from core.defenses.defender import Defender, DefenseSpec
+from core.defenses.defender import Defender
+from core.defenses.spec import DefenseSpec
 from core.foundations.errors import MIAError, ResultFormatError
 from core.experiment.pipeline import cached_summary, run_experiment, trained_models
 from core.analyses.repeats import defense_intervals, repeat_config, repeats_block

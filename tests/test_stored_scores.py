@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from core.attacks.shadow_attacks import AttackOutcome
-from core.defenses.defender import DEFENSE_SCHEMA, DefenseSpec, _for_json
+from core.defenses.defender import _for_json
+from core.defenses.spec import DEFENSE_SCHEMA, DefenseSpec
 from core.experiment.cache import ArtifactCache
 from core.experiment.pipeline import record_signals
 from core.measurement.metrics import (LOW_FPRS, empirical_epsilon, evaluate_attack, roc_auc, scores_for_json,

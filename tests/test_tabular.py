@@ -13,7 +13,8 @@ import torch
 
 from core.analyses import analysis
 from core.analyses import registry as analysis_registry
-from core.defenses.defender import DefenseSpec, Defender
+from core.defenses.defender import Defender
+from core.defenses.spec import DefenseSpec
 from core.defenses.sweeps import check_sweep
 from core.experiment.pipeline import run_experiment, trained_models
 from core.measurement.metrics import roc_auc, tpr_at_fpr

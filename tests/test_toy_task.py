@@ -10,7 +10,8 @@ from torch import nn
 
 from core.analyses import analysis
 from core.foundations.config import ExperimentConfig, bounded, check_fields
-from core.defenses.defender import DefenseSpec, Defender
+from core.defenses.defender import Defender
+from core.defenses.spec import DefenseSpec
 from core.foundations.errors import ConfigError
 from core.experiment.pipeline import run_experiment, trained_models
 from core.measurement.responses import Responses

@@ -16,7 +16,8 @@ from core import cli
 from core.analyses.analysis import analyze
 from core.analyses.own_models import memorization
 from core.analyses.record_views import canary_audit
-from core.defenses.defender import DefenseSpec, Defender
+from core.defenses.defender import Defender
+from core.defenses.spec import DefenseSpec
 from core.defenses.sweeps import check_sweep
 from core.experiment.cache import ArtifactCache
 from core.experiment.pipeline import run_experiment, trained_models

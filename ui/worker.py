@@ -236,8 +236,8 @@ def _analysis(config: Any, progress, params: dict[str, Any]) -> Any:
 
 
 def _defense_spec(params: dict[str, Any], kind: str):
-    """The :class:`~core.defenses.defender.DefenseSpec` of a job's ``params["spec"]`` (a dict of its fields)."""
-    from core.defenses.defender import DefenseSpec
+    """The :class:`~core.defenses.spec.DefenseSpec` of a job's ``params["spec"]`` (a dict of its fields)."""
+    from core.defenses.spec import DefenseSpec
 
     fields = params.get("spec")
     if not isinstance(fields, dict) or not set(fields) <= {f.name for f in dataclasses.fields(DefenseSpec)}:

@@ -14,7 +14,7 @@ from core.analyses.findings_base import (DIRICHLET_K, F3_MAX_LOSS, F3_TOLERANCE,
                                          TARGET_REPEATS, Costs, Finding, Missing, cached_run, finding_row, leading,
                                          measured_cell, missing_run, sets_text, time_text)
 from core.analyses.repeats import comparison_configs, repeat_config
-from core.defenses.defender import DefenseSpec
+from core.defenses.spec import DefenseSpec
 from core.defenses.sweeps import baseline_config, point_config
 from core.experiment.cache import ArtifactCache
 from core.experiment.results import DefendedPoint, RunSummary

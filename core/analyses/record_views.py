@@ -38,7 +38,8 @@ from core.measurement.audit_estimators import audit_estimators
 from core.measurement.budget import budget_curve
 from core.experiment.cache import ArtifactCache
 from core.foundations.config import MAX_REPEATS, ExperimentConfig
-from core.defenses.defender import DefenseSpec, Defender
+from core.defenses.defender import Defender
+from core.defenses.spec import DefenseSpec
 from core.training.dpsgd import report as privacy_report
 from core.foundations.errors import ConfigError, MIAError
 from core.measurement.exposure import EXPOSURE_FPRS, flips, fpr_label, quadrants

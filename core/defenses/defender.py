@@ -29,9 +29,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict
 from typing import Any, Callable
 
 import numpy as np
@@ -39,7 +38,6 @@ import torch
 
 from core.attacks.shadow_attacks import Attack, RecordFeatureAttack, score_attacks
 from core.experiment.cache import ArtifactCache
-from core.foundations.config import MAX_DRAWS
 from core.foundations.errors import ConfigError
 from core.measurement.metrics import empirical_epsilon, scores_for_json, utility_loss
 from core.attacks import registry as attack_registry
@@ -58,71 +56,8 @@ from core.defenses.dirichlet import DIRICHLET_GRID
 from core.defenses.gpm import GPM_GRID
 from core.defenses.registry import Mechanism, OutputMechanism, WeightMechanism, get as get_mechanism
 from core.defenses.sensitivity import SensitivityEstimate, cached_sensitivity, sample_sensitivity
-
-ATTACKERS = ("naive", "adaptive", "both")
-#: the fields of a point that the naive attacker's scoring gives (:meth:`Defender._naive`)
-NAIVE_FIELDS = ("attack", "attacks", "epsilon_lower_bound", "epsilon_lower_bound_detail", "records")
-#: bump when the meaning of a stored defended point changes
-DEFENSE_SCHEMA = 4  # 2: points carry LiRA and RMIA; 3: and the registry's quantile, label-only and gap attacks;
-#: 4: per-record scores, APE and cross-entropy stored exactly (were rounded to 6 decimals)
-
-
-@dataclass(frozen=True)
-class DefenseSpec:
-    """One defended point: a mechanism at one value, and how it is evaluated.
-
-    Attributes:
-        mechanism: a registered mechanism's name (:mod:`core.defenses.defender.mechanisms`): ``dirichlet``
-            (outputs x ~ Dir(k·p), paper 001 eq. 4), ``gpm`` (weights θ + N(0, σ²I), paper 000
-            Algorithm 1), or any other registered one.
-        value: the mechanism's parameter (k > 0 for the Dirichlet mechanism, σ ≥ 0 for the GPM).
-        draws: independent draws of the mechanism; numbers are their mean (± std).
-        seed: seeds the mechanism's randomness (draw d uses (seed, d, role)).
-        eta: Dirichlet floor: p̃ = (1 − nη)·p + η keeps p inside the simplex (Lemma 1's η).
-        tau, b: Lemma 1's τ and adjacency radius b (the study gives none: documented defaults).
-        delta: the GPM's ε is reported at this δ (the study's 1e-4).
-    """
-
-    mechanism: str
-    value: float
-    draws: int = 1
-    seed: int = 0
-    eta: float = 1e-6
-    tau: float = 1e-6
-    b: float = 0.1
-    delta: float = 1e-4
-
-    def validate(self) -> "DefenseSpec":
-        self.mechanism_class.parameter.check(self.value)  # an unknown mechanism: ConfigError
-        if not isinstance(self.draws, int) or isinstance(self.draws, bool) or not 1 <= self.draws <= MAX_DRAWS:
-            raise ConfigError(f"draws must be an integer in 1..{MAX_DRAWS}, got {self.draws!r}")
-        if not isinstance(self.seed, int) or not 0 <= self.seed < 2**32:
-            raise ConfigError(f"seed must be an integer in [0, 2**32), got {self.seed!r}")
-        for name in ("eta", "tau", "b", "delta"):
-            x = getattr(self, name)
-            if not (isinstance(x, (int, float)) and math.isfinite(x) and 0 < x < 1):
-                raise ConfigError(f"{name} must lie in (0, 1), got {x!r}")
-        return self
-
-    @property
-    def mechanism_class(self) -> Mechanism:
-        """The registered mechanism (:class:`ConfigError` for an unknown name)."""
-        return get_mechanism(self.mechanism)
-
-    @property
-    def value_name(self) -> str:
-        return self.mechanism_class.parameter.symbol
-
-    @property
-    def key(self) -> str:
-        """Stable content hash of the spec (with the defense schema version)."""
-        payload = json.dumps({"schema": DEFENSE_SCHEMA, **asdict(self)}, sort_keys=True)
-        return hashlib.sha256(payload.encode()).hexdigest()[:16]
-
-    def at(self, value: float) -> "DefenseSpec":
-        """The same spec at another value."""
-        return replace(self, value=float(value))
-
+from core.defenses.spec import ATTACKERS, NAIVE_FIELDS, DefenseSpec
+from core.defenses.defended_query import DefendedQuery, RememberingModel
 
 def _for_json(values: Any) -> list[float | None]:
     """Per-record values for JSON: each float64 exactly (:func:`core.measurement.metrics.scores_for_json`; 6
@@ -400,7 +335,7 @@ class Defender:
             if len(self._forwards) > 24:  # a long slider session: keep memory bounded
                 self._forwards.clear()
             store = self._forwards[key] = {}
-        return _Remembering(model, store)
+        return RememberingModel(model, store)
 
     def privacy(self, spec: DefenseSpec) -> dict[str, Any]:
         """The mechanism's theoretical guarantee at ``spec``'s value."""
@@ -620,84 +555,6 @@ class Defender:
         """The Defenses page's utility card's point of ``spec`` (utility, no quantile regression) if computed."""
         memo = self._memo.get((spec.key, "naive", True, False))
         return None if memo is None else {**memo, **self.privacy(spec)}
-
-
-class _Remembering(torch.nn.Module):
-    """``model`` whose outputs are kept in ``store`` by the input's content (shape, dtype and a SHA-256 of
-    its bytes) and returned again for the same input (:meth:`Defender.remembering`)."""
-
-    def __init__(self, model: torch.nn.Module, store: dict[bytes, torch.Tensor]):
-        super().__init__()
-        self.model, self.store = model, store
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        c = x.detach().contiguous().cpu()
-        key = hashlib.sha256(f"{tuple(c.shape)}/{c.dtype}".encode() + c.view(torch.uint8).numpy().tobytes()
-                             if c.numel() else f"{tuple(c.shape)}/{c.dtype}".encode()).digest()
-        if key not in self.store:
-            with torch.no_grad():
-                self.store[key] = self.model(x).detach().clone()
-        return self.store[key].clone()
-
-
-class DefendedQuery:
-    """The victim behind ``spec``'s mechanism (draw ``draw``) as a models-stage attack queries it
-    (:class:`core.attacks.registry.VictimQuery`): its defended answers on the evaluation set, on any
-    other records (through the same mechanism), and its labels under augmentations — the argmax of
-    the defended output (an output mechanism's noisy distribution, or the noisy-weight model's)."""
-
-    defended = True
-
-    def __init__(self, defender: "Defender", spec: DefenseSpec, draw: int, eval_answers: Responses):
-        self.defender, self.spec, self.draw, self._eval = defender, spec, draw, eval_answers
-        self.eval_index = defender.models.splits.eval_index
-        self.membership = defender.membership
-        self._answered: dict[str, Responses] = {}  # respond's answers by the records asked (one query, one draw)
-
-    def eval_responses(self) -> Responses:
-        return self._eval
-
-    def respond(self, index: np.ndarray) -> Responses:
-        """The defended victim's answers on ``index`` (this draw); the same records asked again get the same
-        answers without another pass (they are one draw's: the noise is seeded by the records and the draw)."""
-        d, spec, mech = self.defender, self.spec, self.spec.mechanism_class
-        index = np.asarray(index, np.int64)
-        digest = hashlib.sha256(index.tobytes()).hexdigest()
-        if digest in self._answered:
-            return self._answered[digest]
-        role = "victim/query/" + digest[:16]
-        if isinstance(mech, OutputMechanism):
-            out = mech.transform(undefended_answers(d.models, index, d.cache), spec, d._rng(spec, self.draw, role))
-        else:
-            model = d._noisy("victim", d.victim_model(), d.models.victim.weights, spec, self.draw)
-            out = d.task.respond(d.cfg, model, d.models.data, index, record_features=False)
-        self._answered[digest] = out
-        return out
-
-    def _model(self) -> torch.nn.Module:
-        """The model the task's queries run: the undefended victim under an output mechanism (the noise is
-        applied to its outputs), else this draw's noisy victim; remembered per input (:meth:`Defender.remembering`)."""
-        d, spec = self.defender, self.spec
-        if isinstance(spec.mechanism_class, OutputMechanism):
-            return d.remembering(("victim",), d.victim_model())
-        model = d._noisy("victim", d.victim_model(), d.models.victim.weights, spec, self.draw)
-        return d.remembering((spec.key, "victim", self.draw), model)
-
-    def label_queries(self, index: np.ndarray, n: int) -> np.ndarray:
-        d, spec, mech = self.defender, self.spec, self.spec.mechanism_class
-        if isinstance(mech, OutputMechanism):
-            transform = mech.torch_transform(spec, d._torch_generator(spec, self.draw, "victim/labels"))
-            return d.task.label_queries(d.cfg, self._model(), d.models.data, index, n, output_transform=transform)
-        return d.task.label_queries(d.cfg, self._model(), d.models.data, index, n)
-
-    def augmented_confidences(self, index: np.ndarray, n: int) -> np.ndarray:
-        """LiRA's φ under augmented queries of the defended output (the same draw's noise as its labels)."""
-        d, spec, mech = self.defender, self.spec, self.spec.mechanism_class
-        if isinstance(mech, OutputMechanism):
-            transform = mech.torch_transform(spec, d._torch_generator(spec, self.draw, "victim/augmented"))
-            return d.task.augmented_confidences(d.cfg, self._model(), d.models.data, index, n,
-                                                output_transform=transform)
-        return d.task.augmented_confidences(d.cfg, self._model(), d.models.data, index, n)
 
 
 def defend(models: TrainedModels, mechanism: str, values: list[float], attacker: str = "naive", draws: int = 1,

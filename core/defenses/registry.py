@@ -80,7 +80,7 @@ class Parameter:
 class Mechanism(ABC):
     """A post-training defense: subclass :class:`OutputMechanism` or :class:`WeightMechanism`.
 
-    Methods receive the point's :class:`core.defenses.defender.DefenseSpec` as ``spec`` (typed ``Any`` here:
+    Methods receive the point's :class:`core.defenses.spec.DefenseSpec` as ``spec`` (typed ``Any`` here:
     the registry sits under the defense facade and does not import it): ``spec.value`` is the
     parameter's value; ``eta``, ``tau``, ``b``, ``delta``, ``seed`` the evaluation's settings.
 
