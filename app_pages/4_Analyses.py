@@ -9,10 +9,11 @@ import json
 
 import streamlit as st
 
-from core.analyses import analyses_view, analysis, record_views, verdicts
+from core.analyses import analyses_view, analysis, record_views
+from core.analyses.analysis_results import ExposureView, SlicesView
 from core.analyses import registry as analysis_registry
 from core.defenses import registry as defense_registry
-from core.views import analysis_figures, analysis_tables, record_view_figures, report, run_text
+from core.views import analyses_text, analysis_figures, analysis_tables, record_view_figures, report
 from core.measurement import studies
 from core.measurement.metrics import EPSILON_HAT_HELP
 from core.foundations.config import ExperimentConfig
@@ -61,10 +62,9 @@ if missing:
 def verdict_box(v: dict | None, finding: str, label: str = "The studies") -> None:
     """The study's finding (or, with ``label``, what is checked) and this run's computed verdict."""
     st.markdown(f"**{label}:** {finding}")
-    if not v:
-        return
     # the verdict's own word, no ✅/❌: a comparison from one run reads "inconclusive (one repeat)"
-    st.markdown(f"**This run:** {v['value']} — {v['text']}")
+    if (line := analyses_text.run_verdict_line(v)) is not None:
+        st.markdown(line)
 
 
 def tab_verdict(name: str) -> None:
@@ -73,9 +73,8 @@ def tab_verdict(name: str) -> None:
     repeats too where they exist (paired FFNN − RNN, its interval and N)."""
     key = analysis_registry.get_analysis(name).verdict
     verdict_box(view.verdicts.get(key), studies.analysis_finding(name))
-    v = repeated["verdicts"].get(key) if repeated else None
-    if v:
-        st.markdown(f"**Over {v['n']} paired repeats:** {verdicts.repeated_verdict_sentence(v)}")
+    if repeated and (line := analyses_text.repeated_line(repeated["verdicts"].get(key))) is not None:
+        st.markdown(line)
 
 
 def downloads(name: str, results: dict, fig) -> None:
@@ -157,21 +156,16 @@ base = view.results
 all_results = view.to_dict()
 repeated = view.repeats
 if repeated is not None:
-    lines = [f"* {key.replace('_', ' ')} ({v['analysis']}): {verdicts.repeated_verdict_sentence(v)}"
-             for key, v in repeated["verdicts"].items()]
-    st.markdown(f"**Over {n_rep} paired repeats** (the cached repeats of both runs; repeat r of FFNN and RNN on one "
-                "split; 95 % t interval of the paired difference; *inconclusive* where it contains 0):\n"
-                + "\n".join(lines))
-    if repeated["missing"]:
-        st.caption("; ".join(repeated["missing"].values()))
+    text, missing_note = analyses_text.repeated_summary(repeated, n_rep)
+    st.markdown(text)
+    if missing_note:
+        st.caption(missing_note)
 
 # only the open tab runs (on_change="rerun": switching tabs reruns the page): a hidden tab's views are
 # neither computed nor sent to the browser, which drew every tab's figures on each visit before
 tabs = st.tabs(["Entropy scatter", "Over training", "Memorization", "Overtraining", "Model mismatch",
                 "Exposure per record", "Reference budget", "Audited ε", "Slices"], key="analyses:tab",
                on_change="rerun")
-
-
 
 
 # ---------------------------------------------------------------------------- scatter
@@ -212,8 +206,7 @@ for _ in drawn(tabs[0]):
             scatter = defended_scatter(mechanism, float(value))
         except MIAError as exc:
             st.error(f"Could not defend these runs: {exc}")
-    attacks = [a for a in base["scatter"]["ffnn"]["attacks"] if a in scatter["ffnn"]["attacks"]]
-    default = attacks.index("shadow") if "shadow" in attacks else 0
+    attacks, default = analyses_text.scatter_attacks(base["scatter"], scatter)
     with o3:
         attack = st.selectbox("Attack", attacks, index=default, format_func=lambda n: ATTACK_LABELS.get(n, n))
         scale = st.radio("Axes", analysis_figures.SCALES, horizontal=True, key="analyses:scale",
@@ -224,23 +217,11 @@ for _ in drawn(tabs[0]):
     event = st.plotly_chart(fig, width="stretch", on_select="rerun", selection_mode=("box", "lasso"), key="scatter")
     cols = st.columns(2)
     for col, arch in zip(cols, ("ffnn", "rnn")):
-        sc = scatter[arch]
-        entry = sc["attacks"][attack]
+        heading, notes = analyses_text.scatter_notes(arch, scatter[arch], attack)
         with col:
-            st.markdown(f"**{ARCH_LABELS[arch]}** · attack accuracy {entry['accuracy']:.3f}")
-            if "surrogate" in entry:
-                st.caption(f"Surrogate on (entropy, cross-entropy) agrees with the attack on "
-                           f"{entry['surrogate']['agreement']:.1%} of the records: the rest of its decisions use "
-                           "more than these two signals.")
-            else:
-                b = entry["boundary"]
-                st.caption(f"Threshold: member iff {b['signal']} ≤ {b['threshold']:.3g}.")
-            q = sc["quadrant"]
-            st.caption(f"Best quadrant (CE ≤ {q['cross_entropy_max'] if q['cross_entropy_max'] is not None else '∞':.3g} "
-                       f"and H ≤ {q['entropy_max'] if q['entropy_max'] is not None else '∞':.3g}): accuracy "
-                       f"{q['accuracy']:.3f}." if q['cross_entropy_max'] is not None and q['entropy_max'] is not None
-                       else f"Best quadrant accuracy {q['accuracy']:.3f}.")
-            st.caption(f"Mean APE: members {sc['mean_ape']['members']:.3g}, non-members {sc['mean_ape']['non_members']:.3g}.")
+            st.markdown(heading)
+            for note in notes:
+                st.caption(note)
     tab_verdict("scatter")
     points = (event.selection.points if event and getattr(event, "selection", None) else []) or []
     if points:
@@ -257,9 +238,8 @@ for _ in drawn(tabs[0]):
     for col, arch in zip(st.columns(2), ("ffnn", "rnn")):
         with col:
             st.caption(ARCH_LABELS[arch])
-            for row in base["most_exposed"][arch][: 3 if task.map_views else 5]:  # maps take room
-                index = row["index"]
-                label = f"score {row['score']:.3f} · APE {row['ape']:.3g} · CE {row['cross_entropy']:.3g}"
+            for index, label in analyses_text.exposed_members(base["most_exposed"][arch],
+                                                              3 if task.map_views else 5):  # maps take room
                 draw_record({arch: record_view(configs[arch].config_hash, arch, index, "member")},
                             key=f"exposed-{arch}-{index}", note=label, width=96)
     downloads("scatter", all_results, fig)
@@ -268,13 +248,26 @@ for _ in drawn(tabs[0]):
 for _ in drawn(tabs[1]):
     fig = analysis_figures.vulnerability_figure(base["vulnerability"])
     st.plotly_chart(fig, width="stretch")
-    for arch in ("ffnn", "rnn"):
-        v = base["vulnerability"][arch]
-        gap = v["gap_final"]
-        st.caption(f"{ARCH_LABELS[arch]}: best validation epoch {v['best_val_epoch']}; generalization gap "
-                   f"(train − validation utility) at the end {gap:.3g}" if gap is not None else "")
+    for note in analyses_text.vulnerability_notes(base["vulnerability"]):
+        st.caption(note)
     tab_verdict("vulnerability")
     downloads("vulnerability", all_results, fig)
+
+
+def group_unfinished(group, what: str) -> bool:
+    """Draw a job group's state (queued/running, failed, cancelled); True while it is unfinished."""
+    jobs = [j for j in group.jobs if j is not None]
+    if jobs and not group.done:
+        running = group.running
+        st.info(f"{what} in a worker: {job_line(running) if running else 'queued'} — cancel it in the sidebar; "
+                "the page updates when it finishes.")
+        return True
+    for j in jobs:
+        if j.state == "failed":
+            st.error(f"The last run failed ({j.label}): {j.error}")
+        elif j.state == "cancelled":
+            st.caption(f"{j.label} was cancelled (models already trained stay cached).")
+    return False
 
 
 def long_tab(name: str, draw, explain: str) -> None:
@@ -300,17 +293,8 @@ def long_tab(name: str, draw, explain: str) -> None:
     st.markdown(f"**The studies:** {studies.analysis_finding(name)}")
     st.caption(explain)
     group = long_jobs(name)
-    jobs = [j for j in group.jobs if j is not None]
-    if jobs and not group.done:
-        running = group.running
-        st.info(f"Running in a worker: {job_line(running) if running else 'queued'} — cancel it in the sidebar; "
-                "the page updates when it finishes.")
+    if group_unfinished(group, "Running"):
         return
-    for j in jobs:
-        if j.state == "failed":
-            st.error(f"The last run failed ({j.label}): {j.error}")
-        elif j.state == "cancelled":
-            st.caption(f"{j.label} was cancelled (models already trained stay cached).")
     # a time on the button (issue 32.13): these runs' own measured training times scaled by the work the analysis
     # repeats, widened by how far real runs fell from that scaling (core.analyses.analysis.time_range)
     span = analysis.time_range(name, [summaries["ffnn"], summaries["rnn"]])
@@ -361,18 +345,14 @@ def slices_of(hashes: tuple[str, ...], attack: str | None, _configs: dict[str, E
     return record_views.slices_view(_configs, {a: summary_of(c) for a, c in _configs.items()}, attack)
 
 
-def show_record(position: int, view: dict) -> None:
+def show_record(position: int, view: ExposureView) -> None:
     """One evaluated record as each architecture sees it: the record itself, its scores, loss and entropy."""
-    index = int(view["records"][position])
-    member = view["membership"][position]
-    st.markdown(f"**Record {position}** (data index {index}, {'member' if member else 'non-member'})")
-    cols = st.columns(2)
-    for col, arch in zip(cols, view["archs"]):
-        with col:
-            st.caption(f"{ARCH_LABELS[arch]}: {view['attack']} score {view['scores'][arch][position]:.3g} · loss "
-                       f"{view['cross_entropy'][arch][position]:.3g} · entropy {view['ape'][arch][position]:.3g}")
+    index, member, title, notes = analyses_text.record_notes(view, position)
+    st.markdown(title)
+    for col, (arch, note) in zip(st.columns(2), notes.items()):
+        col.caption(note)
     role = "member" if member else "non-member"
-    draw_record({arch: record_view(configs[arch].config_hash, arch, index, role) for arch in view["archs"]},
+    draw_record({arch: record_view(configs[arch].config_hash, arch, index, role) for arch in notes},
                 key=f"record-{index}")
 
 
@@ -403,59 +383,29 @@ for _ in drawn(tabs[5]):
                                value=min(values, key=lambda v: abs(v - chosen)), key=f"exposure:{mech}",
                                format_func=lambda v: f"{v:g}")
     try:
-        view = exposure_of(HASHES, attack_x, mech, float(val) if val is not None else None, configs)
+        exposed = exposure_of(HASHES, attack_x, mech, float(val) if val is not None else None, configs)
     except MIAError as exc:
         st.error(f"Could not compute the exposure view: {exc}")
-        view = None
-    if view is not None:
-        all_results["exposure"] = view
-        fig = record_view_figures.exposure_figure(view, fpr)
+        exposed = None
+    if exposed is not None:
+        all_results["exposure"] = exposed
+        fig = record_view_figures.exposure_figure(exposed, fpr)
         event = st.plotly_chart(fig, width="stretch", on_select="rerun", selection_mode=("points",),
                                 key="exposure-scatter")
-        q = view["quadrants"][fpr]
-        names = record_view_figures.quadrant_names(view["archs"])
-        st.dataframe([{"quadrant": names[c["name"]], "members": c["count"], "of": c["n"],
-                       "share": f"{c['share']:.1%} [{c['share_low']:.1%}, {c['share_high']:.1%}]",
-                       **({f"mean over {c['repeats']} repeats [95 %]":
-                           f"{c['mean_count']:.1f} [{c['count_low']:.1f}, {c['count_high']:.1f}]"}
-                          if c.get("repeats", 1) > 1 else {}),
-                       "non-members (false alarms)": next(n["count"] for n in q["non_members"] if n["name"] == c["name"])}
-                      for c in q["members"]], hide_index=True)
-        over = (f"counts also over {1 + len(view['repeat_seeds'])} cached repeats (mean, 95 % t interval)"
-                if view["repeat_seeds"] else "one repeat cached, so no interval over repeats (run the preset with "
-                "repeats on Train & attack, or compare --repeats N, to get one)")
-        st.caption(f"Realised FPR: FFNN {q['a']['fpr_realised']:.2%}, RNN {q['b']['fpr_realised']:.2%} (N = "
-                   f"{q['members'][0]['n']} members; shares with Clopper–Pearson 95 % intervals; {over}).")
-        if "flips" in view:
-            for arch, by in view["flips"].items():
-                f = by[fpr]
-                st.markdown(f"**{ARCH_LABELS[arch]}** behind {behind} = {val:g}: {f['n_stopped']} members stop being "
-                            f"exposed, {f['n_started']} start, {f['kept']} stay exposed (of {f['n_members']}).")
+        typed = ExposureView.from_dict(exposed)  # read once: the table, captions and the record below
+        names = record_view_figures.quadrant_names(typed.archs)
+        st.dataframe(analyses_text.quadrant_rows(typed, fpr, names), hide_index=True)
+        st.caption(analyses_text.exposure_caption(typed, fpr))
+        for line in analyses_text.flip_lines(typed, fpr, behind, val if val is not None else 0.0):
+            st.markdown(line)
         picked = [p for p in ((event.selection.points if event and getattr(event, "selection", None) else []) or [])
                   if p.get("customdata") is not None]
-        default = next((i for i, qn in enumerate(q["quadrant"]) if qn == "only_b" and view["membership"][i]), 0)
-        first = picked[0]["customdata"] if picked else default
+        first = picked[0]["customdata"] if picked else analyses_text.first_record(typed, fpr)
         first = int(first[0] if isinstance(first, list) else first)
         position = st.number_input("Record (position in the evaluated set; click a point to pick it)", 0,
-                                   len(view["records"]) - 1, first, key=f"exposure:record:{first}")
-        show_record(int(position), view)
+                                   len(typed.records) - 1, first, key=f"exposure:record:{first}")
+        show_record(int(position), typed)
         downloads("exposure", all_results, fig)
-
-def group_unfinished(group, what: str) -> bool:
-    """Draw a job group's state (queued/running, failed, cancelled); True while it is unfinished."""
-    jobs = [j for j in group.jobs if j is not None]
-    if jobs and not group.done:
-        running = group.running
-        st.info(f"{what} in a worker: {job_line(running) if running else 'queued'} — cancel it in the sidebar; the "
-                "page updates when it finishes.")
-        return True
-    for j in jobs:
-        if j.state == "failed":
-            st.error(f"The last run failed ({j.label}): {j.error}")
-        elif j.state == "cancelled":
-            st.caption(f"{j.label} was cancelled (models already trained stay cached).")
-    return False
-
 
 for _ in drawn(tabs[6]):
     st.caption("Offline LiRA and RMIA using only some of the shadows as reference models, refitted per subset; "
@@ -495,13 +445,8 @@ for _ in drawn(tabs[6]):
         all_results["budget"] = budgets
         fig = record_view_figures.budget_figure(budgets)
         st.plotly_chart(fig, width="stretch")
-        for arch, b in budgets.items():
-            flat = ", ".join(f"{n} flattens at {c['flattens_at']} of {c['n_available']} references (within 0.01 AUC of "
-                             "all of them)" if c["flattens_at"] is not None else
-                             f"{n}: no plateau seen over {len(c['points'])} budget{'s' * (len(c['points']) != 1)} "
-                             f"(up to {c['n_available']} references; a plateau needs at least three, one beyond it)"
-                             for n, c in b["curves"].items())
-            st.caption(f"{ARCH_LABELS[arch]}: {flat}.")
+        for note in analyses_text.budget_notes(budgets):
+            st.caption(note)
         downloads("budget", all_results, fig)
 
 for _ in drawn(tabs[7]):
@@ -525,29 +470,17 @@ for _ in drawn(tabs[7]):
             all_results.update(audit=audits, verdicts=view.verdicts)
             fig = record_view_figures.audit_figure(audits)
             st.plotly_chart(fig, width="stretch")
-            st.dataframe([{"arch": ARCH_LABELS[a], "audited ε": round(v["audited_epsilon"], 3),
-                           "best k": v["audit"]["best_k"], "accountant ε (RDP / PRV)":
-                           ("—" if not v["accountant_epsilon"] else
-                            f"{v['accountant_epsilon']['rdp']:.3g} / {v['accountant_epsilon']['prv']:.3g}"),
-                           f"attack ε̂ ({v['attack']})": round(v["attack_epsilon_lower_bound"], 3),
-                           "canary-run validation utility": round(v["utility_val"], 3),
-                           "every guess right": "yes: m's ceiling" if v["audit"].get("saturated") else ""}
-                          for a, v in audits.items()], hide_index=True)
-            if any(v["audit"].get("saturated") for v in audits.values()):
+            st.dataframe(analyses_text.audit_rows(audits), hide_index=True)
+            if analyses_text.audit_saturated(audits):
                 st.caption("Every guess at the best k was right: the bound is then set by the number of canaries, not "
                            "by the model; audit with more canaries to prove more.")
             st.plotly_chart(record_view_figures.audit_guesses_figure(audits), width="stretch")
-            n = lambda x: "∞" if x is None else f"{x:.3g}"  # noqa: E731 — None: no finite value from m canaries
-            st.dataframe([{"arch": ARCH_LABELS[a], "f-DP bound μ ≥ (ε at δ ≥), best k": f"{n(f['mu'])} ({n(f['epsilon'])}),"
-                           f" k = {f['best_k']}", "Gaussian-DP estimate μ̂ [95 %] (ε̂ [95 %])": "perfect split: no finite "
-                           "estimate" if g["saturated"] else f"{n(g['mu'])} [{n(g['mu_low'])}, {n(g['mu_high'])}] "
-                           f"({n(g['epsilon'])} [{n(g['epsilon_low'])}, {n(g['epsilon_high'])}])"} for a, v in audits.items()
-                          for f, g in [(v["estimators"]["fdp_bound"], v["estimators"]["gdp_estimate"])]], hide_index=True)
+            st.dataframe(analyses_text.estimator_rows(audits), hide_index=True)
             st.caption("f-DP bound: Mahloujifar, Melis & Chaudhuri 2024, Gaussian family, 95 % (Bonferroni over k); its "
                        "ε assumes a Gaussian trade-off curve. Gaussian-DP estimate: μ̂ = √2·Φ⁻¹(AUC) of the canaries "
                        "with a bootstrap interval — an estimate, not a bound (Dong, Roth & Su 2019, Cor. 2.13 for ε); "
                        "∞: more resamples than the interval's tail split the canaries perfectly.")
-            verdict_box(all_results["verdicts"].get(analysis_registry.get_analysis("audit").verdict),
+            verdict_box(view.verdicts.get(analysis_registry.get_analysis("audit").verdict),
                         "an audited ε is a lower bound: it must never exceed the accountant's upper bound (DP-SGD "
                         "runs).", label="The check")
             downloads("audit", all_results, fig)
@@ -565,22 +498,13 @@ for _ in drawn(tabs[8]):
         sliced = None
     if sliced:
         all_results["slices"] = sliced
-        names = list(next(iter(sliced["archs"].values())))
+        names = SlicesView.from_dict(sliced).slicings
         slicing = st.radio("Slice by", names, horizontal=True, key="slices:by") if len(names) > 1 else names[0]
         fig = record_view_figures.slices_figure(sliced, slicing)
         st.plotly_chart(fig, width="stretch")
-        st.dataframe([{"arch": ARCH_LABELS[a], "slice": r["slice"], "members": r["n_members"],
-                       "non-members": r["n_non_members"],
-                       "AUC [95 %]": "—" if r["auc"] is None else f"{r['auc']:.3f} [{r['auc_low']:.3f}, {r['auc_high']:.3f}]",
-                       "TPR@1 % FPR": "—" if r["tpr_at_1pct"] is None else run_text.slice_tpr_cell(r),
-                       "too small": "yes" if r["too_small"] else ""}
-                      for a, by in sliced["archs"].items() for r in by[slicing]], hide_index=True)
-        st.caption(f"{sliced['attack']} per slice; a slice with fewer than {sliced['min_records']} members or "
-                   "non-members is marked too small (its interval is wide or degenerate: read it as inconclusive); "
-                   "with fewer than 100 non-members a slice cannot resolve 1 % FPR, so its TPR is the TPR at 0 false "
-                   "positives (FPR < 1/n), and says so.")
+        st.dataframe(analyses_text.slice_rows(sliced, slicing), hide_index=True)
+        st.caption(analyses_text.slices_caption(sliced))
         downloads("slices", all_results, fig)
-
 
 
 def exported() -> dict:

@@ -1,0 +1,471 @@
+"""The analyses' results read typed (issue 29): the JSON that :mod:`core.analyses.analysis` and
+:mod:`core.analyses.record_views` produce — and that the worker jobs, ``analyses.json`` and the cache carry —
+checked once by ``from_dict`` (:class:`core.experiment.typed_json.Typed`: one-line
+:class:`core.foundations.errors.ResultFormatError` naming a missing or ill-typed field) and read by attribute.
+
+Every layout here is open (``_STRICT`` False): it types the fields its readers use (the Analyses page's
+captions and tables, :mod:`core.views.analyses_text`) and keeps the rest (the per-record lists the figures
+draw) in ``extra``, so ``to_dict()`` gives back exactly the dict read and nothing written changes."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from core.experiment.typed_json import (BOOL, DICT, INT, NUM, STR, Typed, flags, mapping, null, numbers, objects,
+                                        optional_numbers, sequence)
+
+_EXTRA = dict(default_factory=dict, kw_only=True)
+_KEYS = dict(default=(), repr=False, compare=False, kw_only=True)
+
+
+# ---------------------------------------------------------------------------- entropy scatter
+@dataclass(frozen=True)
+class Boundary(Typed):
+    """A threshold attack's decision boundary: member iff ``signal`` ≤ ``threshold`` (in the signal's units)."""
+
+    signal: str
+    threshold: float | None = None
+    extra: dict[str, Any] = field(**_EXTRA)
+    keys: tuple[str, ...] = field(**_KEYS)
+
+    _WHAT: ClassVar[str] = "boundary"
+    _STRICT: ClassVar[bool] = False
+
+
+Boundary._FIELDS = {"signal": (STR, True), "threshold": (null(NUM), False)}
+
+
+@dataclass(frozen=True)
+class Surrogate(Typed):
+    """A learned attack's surrogate on (log H, log CE): how often it agrees with the attack's decisions."""
+
+    agreement: float
+    extra: dict[str, Any] = field(**_EXTRA)
+    keys: tuple[str, ...] = field(**_KEYS)
+
+    _WHAT: ClassVar[str] = "surrogate"
+    _STRICT: ClassVar[bool] = False
+
+
+Surrogate._FIELDS = {"agreement": (NUM, True)}
+
+
+@dataclass(frozen=True)
+class ScatterAttack(Typed):
+    """One attack in the scatter: its accuracy at its threshold and its boundary (threshold attacks) or
+    surrogate (learned attacks)."""
+
+    accuracy: float
+    boundary: Boundary | None = None
+    surrogate: Surrogate | None = None
+    extra: dict[str, Any] = field(**_EXTRA)
+    keys: tuple[str, ...] = field(**_KEYS)
+
+    _WHAT: ClassVar[str] = "scatter attack"
+    _STRICT: ClassVar[bool] = False
+
+
+ScatterAttack._FIELDS = {"accuracy": (NUM, True), "boundary": (null(objects(Boundary)), False),
+                         "surrogate": (null(objects(Surrogate)), False)}
+
+
+@dataclass(frozen=True)
+class Quadrant(Typed):
+    """The best two-threshold rule "member iff CE ≤ a and H ≤ b" (None: that signal unused) and its accuracy."""
+
+    accuracy: float
+    cross_entropy_max: float | None = None
+    entropy_max: float | None = None
+    extra: dict[str, Any] = field(**_EXTRA)
+    keys: tuple[str, ...] = field(**_KEYS)
+
+    _WHAT: ClassVar[str] = "quadrant"
+    _STRICT: ClassVar[bool] = False
+
+
+Quadrant._FIELDS = {"cross_entropy_max": (null(NUM), False), "entropy_max": (null(NUM), False),
+                    "accuracy": (NUM, True)}
+
+
+@dataclass(frozen=True)
+class MemberMeans(Typed):
+    """A signal's mean over the members and over the non-members."""
+
+    members: float
+    non_members: float
+    extra: dict[str, Any] = field(**_EXTRA)
+    keys: tuple[str, ...] = field(**_KEYS)
+
+    _WHAT: ClassVar[str] = "means"
+    _STRICT: ClassVar[bool] = False
+
+
+MemberMeans._FIELDS = {"members": (NUM, True), "non_members": (NUM, True)}
+
+
+@dataclass(frozen=True)
+class Scatter(Typed):
+    """One architecture's entropy scatter (:func:`core.analyses.analysis.entropy_scatter`)."""
+
+    attacks: dict[str, ScatterAttack]
+    quadrant: Quadrant
+    mean_ape: MemberMeans
+    extra: dict[str, Any] = field(**_EXTRA)
+    keys: tuple[str, ...] = field(**_KEYS)
+
+    _WHAT: ClassVar[str] = "scatter"
+    _STRICT: ClassVar[bool] = False
+
+
+Scatter._FIELDS = {"attacks": (mapping(objects(ScatterAttack)), True), "quadrant": (objects(Quadrant), True),
+                   "mean_ape": (objects(MemberMeans), True)}
+
+
+@dataclass(frozen=True)
+class ExposedMember(Typed):
+    """One of the scatter's most exposed members: its data ``index`` (where known), score, APE and CE."""
+
+    score: float
+    ape: float
+    cross_entropy: float
+    index: int | None = None
+    extra: dict[str, Any] = field(**_EXTRA)
+    keys: tuple[str, ...] = field(**_KEYS)
+
+    _WHAT: ClassVar[str] = "most exposed member"
+    _STRICT: ClassVar[bool] = False
+
+
+ExposedMember._FIELDS = {"score": (NUM, True), "ape": (NUM, True), "cross_entropy": (NUM, True),
+                         "index": (INT, False)}
+
+
+@dataclass(frozen=True)
+class Vulnerability(Typed):
+    """One architecture's vulnerability over training (:func:`core.analyses.analysis.vulnerability`)."""
+
+    best_val_epoch: int | None = None
+    gap_final: float | None = None
+    extra: dict[str, Any] = field(**_EXTRA)
+    keys: tuple[str, ...] = field(**_KEYS)
+
+    _WHAT: ClassVar[str] = "vulnerability"
+    _STRICT: ClassVar[bool] = False
+
+
+Vulnerability._FIELDS = {"best_val_epoch": (null(INT), False), "gap_final": (null(NUM), False)}
+
+
+# ---------------------------------------------------------------------------- exposure per record
+@dataclass(frozen=True)
+class QuadrantCount(Typed):
+    """Members (or non-members) in one quadrant (:class:`core.measurement.exposure.QuadrantCount`'s JSON)."""
+
+    name: str
+    count: int
+    n: int
+    share: float
+    share_low: float
+    share_high: float
+    repeats: int | None = None
+    mean_count: float | None = None
+    count_low: float | None = None
+    count_high: float | None = None
+    extra: dict[str, Any] = field(**_EXTRA)
+    keys: tuple[str, ...] = field(**_KEYS)
+
+    _WHAT: ClassVar[str] = "quadrant count"
+    _STRICT: ClassVar[bool] = False
+
+
+QuadrantCount._FIELDS = {
+    "name": (STR, True), "count": (INT, True), "n": (INT, True), "share": (NUM, True), "share_low": (NUM, True),
+    "share_high": (NUM, True), "repeats": (INT, False), "mean_count": (null(NUM), False),
+    "count_low": (null(NUM), False), "count_high": (null(NUM), False)}
+
+
+@dataclass(frozen=True)
+class Realised(Typed):
+    """One architecture's decisions at an FPR: the FPR its threshold realised."""
+
+    fpr_realised: float
+    extra: dict[str, Any] = field(**_EXTRA)
+    keys: tuple[str, ...] = field(**_KEYS)
+
+    _WHAT: ClassVar[str] = "exposure"
+    _STRICT: ClassVar[bool] = False
+
+
+Realised._FIELDS = {"fpr_realised": (NUM, True)}
+
+
+@dataclass(frozen=True)
+class QuadrantsAt(Typed):
+    """The quadrants at one FPR (:class:`core.measurement.exposure.Quadrants`' JSON)."""
+
+    a: Realised
+    b: Realised
+    members: tuple[QuadrantCount, ...]
+    non_members: tuple[QuadrantCount, ...]
+    quadrant: tuple[str, ...]
+    extra: dict[str, Any] = field(**_EXTRA)
+    keys: tuple[str, ...] = field(**_KEYS)
+
+    _WHAT: ClassVar[str] = "quadrants"
+    _STRICT: ClassVar[bool] = False
+
+    def non_member_count(self, name: str) -> int:
+        """Non-members in quadrant ``name`` (false alarms)."""
+        return next(q.count for q in self.non_members if q.name == name)
+
+
+QuadrantsAt._FIELDS = {"a": (objects(Realised), True), "b": (objects(Realised), True),
+                       "members": (sequence(objects(QuadrantCount)), True),
+                       "non_members": (sequence(objects(QuadrantCount)), True),
+                       "quadrant": (sequence(STR), True)}
+
+
+@dataclass(frozen=True)
+class FlipCounts(Typed):
+    """Members that stop / start being exposed behind a defense (:class:`core.measurement.exposure.Flips`)."""
+
+    n_stopped: int
+    n_started: int
+    kept: int
+    n_members: int
+    extra: dict[str, Any] = field(**_EXTRA)
+    keys: tuple[str, ...] = field(**_KEYS)
+
+    _WHAT: ClassVar[str] = "flips"
+    _STRICT: ClassVar[bool] = False
+
+
+FlipCounts._FIELDS = {"n_stopped": (INT, True), "n_started": (INT, True), "kept": (INT, True),
+                      "n_members": (INT, True)}
+
+
+@dataclass(frozen=True)
+class ExposureView(Typed):
+    """Issue 22's exposure view (:func:`core.analyses.record_views.exposure_view`)."""
+
+    attack: str
+    archs: tuple[str, ...]
+    records: tuple[int, ...]
+    membership: tuple[bool, ...]
+    scores: dict[str, tuple[float | None, ...]]
+    cross_entropy: dict[str, tuple[float | None, ...]]
+    ape: dict[str, tuple[float | None, ...]]
+    quadrants: dict[str, QuadrantsAt]
+    repeat_seeds: tuple[int, ...] = ()
+    flips: dict[str, dict[str, FlipCounts]] | None = None
+    extra: dict[str, Any] = field(**_EXTRA)
+    keys: tuple[str, ...] = field(**_KEYS)
+
+    _WHAT: ClassVar[str] = "exposure"
+    _STRICT: ClassVar[bool] = False
+
+
+ExposureView._FIELDS = {
+    "attack": (STR, True), "archs": (sequence(STR), True), "records": (numbers(), True),
+    "membership": (flags(), True), "scores": (mapping(optional_numbers()), True),
+    "cross_entropy": (mapping(optional_numbers()), True), "ape": (mapping(optional_numbers()), True),
+    "repeat_seeds": (numbers(), False), "quadrants": (mapping(objects(QuadrantsAt)), True),
+    "flips": (mapping(mapping(objects(FlipCounts))), False)}
+
+
+# ---------------------------------------------------------------------------- reference budget
+@dataclass(frozen=True)
+class BudgetCurveView(Typed):
+    """One attack's curve against the number of references (:class:`core.measurement.budget.BudgetCurve`)."""
+
+    n_available: int
+    points: tuple[dict[str, Any], ...]
+    flattens_at: int | None = None
+    extra: dict[str, Any] = field(**_EXTRA)
+    keys: tuple[str, ...] = field(**_KEYS)
+
+    _WHAT: ClassVar[str] = "budget curve"
+    _STRICT: ClassVar[bool] = False
+
+
+BudgetCurveView._FIELDS = {"n_available": (INT, True), "points": (sequence(DICT), True),
+                           "flattens_at": (null(INT), False)}
+
+
+@dataclass(frozen=True)
+class BudgetView(Typed):
+    """One architecture's reference budget (:func:`core.analyses.record_views.budget_view`)."""
+
+    curves: dict[str, BudgetCurveView]
+    extra: dict[str, Any] = field(**_EXTRA)
+    keys: tuple[str, ...] = field(**_KEYS)
+
+    _WHAT: ClassVar[str] = "budget"
+    _STRICT: ClassVar[bool] = False
+
+
+BudgetView._FIELDS = {"curves": (mapping(objects(BudgetCurveView)), True)}
+
+
+# ---------------------------------------------------------------------------- audited ε
+@dataclass(frozen=True)
+class AuditHeadline(Typed):
+    """The audit's headline (:class:`core.measurement.audit.AuditResult`): best k and whether every guess was right."""
+
+    best_k: int
+    saturated: bool | None = None
+    extra: dict[str, Any] = field(**_EXTRA)
+    keys: tuple[str, ...] = field(**_KEYS)
+
+    _WHAT: ClassVar[str] = "audit"
+    _STRICT: ClassVar[bool] = False
+
+
+AuditHeadline._FIELDS = {"best_k": (INT, True), "saturated": (null(BOOL), False)}
+
+
+@dataclass(frozen=True)
+class Accountant(Typed):
+    """The accountant's ε of a DP-SGD run, by RDP and by PRV."""
+
+    rdp: float | None = None
+    prv: float | None = None
+    extra: dict[str, Any] = field(**_EXTRA)
+    keys: tuple[str, ...] = field(**_KEYS)
+
+    _WHAT: ClassVar[str] = "accountant_epsilon"
+    _STRICT: ClassVar[bool] = False
+
+
+Accountant._FIELDS = {"rdp": (null(NUM), False), "prv": (null(NUM), False)}
+
+
+@dataclass(frozen=True)
+class FdpBound(Typed):
+    """The f-DP lower bound (μ, its ε) at the best k; None: no finite value from these canaries."""
+
+    best_k: int | None = None
+    mu: float | None = None
+    epsilon: float | None = None
+    extra: dict[str, Any] = field(**_EXTRA)
+    keys: tuple[str, ...] = field(**_KEYS)
+
+    _WHAT: ClassVar[str] = "fdp_bound"
+    _STRICT: ClassVar[bool] = False
+
+
+FdpBound._FIELDS = {"best_k": (null(INT), False), "mu": (null(NUM), False), "epsilon": (null(NUM), False)}
+
+
+@dataclass(frozen=True)
+class GdpEstimate(Typed):
+    """The Gaussian-DP estimate μ̂ (and ε̂) with its interval; ``saturated``: a perfect split, no finite value."""
+
+    saturated: bool = False
+    mu: float | None = None
+    mu_low: float | None = None
+    mu_high: float | None = None
+    epsilon: float | None = None
+    epsilon_low: float | None = None
+    epsilon_high: float | None = None
+    extra: dict[str, Any] = field(**_EXTRA)
+    keys: tuple[str, ...] = field(**_KEYS)
+
+    _WHAT: ClassVar[str] = "gdp_estimate"
+    _STRICT: ClassVar[bool] = False
+
+
+GdpEstimate._FIELDS = {"saturated": (BOOL, False), **{k: (null(NUM), False) for k in (
+    "mu", "mu_low", "mu_high", "epsilon", "epsilon_low", "epsilon_high")}}
+
+
+@dataclass(frozen=True)
+class Estimators(Typed):
+    """The other estimators of the same canaries (:func:`core.measurement.audit_estimators.audit_estimators`)."""
+
+    fdp_bound: FdpBound
+    gdp_estimate: GdpEstimate
+    extra: dict[str, Any] = field(**_EXTRA)
+    keys: tuple[str, ...] = field(**_KEYS)
+
+    _WHAT: ClassVar[str] = "estimators"
+    _STRICT: ClassVar[bool] = False
+
+
+Estimators._FIELDS = {"fdp_bound": (objects(FdpBound), True), "gdp_estimate": (objects(GdpEstimate), True)}
+
+
+@dataclass(frozen=True)
+class AuditView(Typed):
+    """One architecture's audit beside its accountant and attack ε (:func:`core.analyses.record_views.audit_beside`)."""
+
+    audited_epsilon: float
+    audit: AuditHeadline
+    attack: str
+    attack_epsilon_lower_bound: float
+    utility_val: float
+    estimators: Estimators
+    accountant_epsilon: Accountant | None = None
+    extra: dict[str, Any] = field(**_EXTRA)
+    keys: tuple[str, ...] = field(**_KEYS)
+
+    _WHAT: ClassVar[str] = "audit view"
+    _STRICT: ClassVar[bool] = False
+
+
+AuditView._FIELDS = {
+    "audited_epsilon": (NUM, True), "audit": (objects(AuditHeadline), True), "attack": (STR, True),
+    "attack_epsilon_lower_bound": (NUM, True), "utility_val": (NUM, True), "estimators": (objects(Estimators), True),
+    "accountant_epsilon": (null(objects(Accountant)), False)}
+
+
+# ---------------------------------------------------------------------------- slices
+@dataclass(frozen=True)
+class SliceRow(Typed):
+    """One slice's metrics (:class:`core.measurement.slices.SliceResult`'s JSON)."""
+
+    slice: str
+    n_members: int
+    n_non_members: int
+    too_small: bool
+    auc: float | None = None
+    auc_low: float | None = None
+    auc_high: float | None = None
+    tpr_at_1pct: float | None = None
+    tpr_low: float | None = None
+    tpr_high: float | None = None
+    tpr_resolved: bool | None = None
+    extra: dict[str, Any] = field(**_EXTRA)
+    keys: tuple[str, ...] = field(**_KEYS)
+
+    _WHAT: ClassVar[str] = "slice"
+    _STRICT: ClassVar[bool] = False
+
+
+SliceRow._FIELDS = {
+    "slice": (STR, True), "n_members": (INT, True), "n_non_members": (INT, True), "too_small": (BOOL, True),
+    **{k: (null(NUM), False) for k in ("auc", "auc_low", "auc_high", "tpr_at_1pct", "tpr_low", "tpr_high")},
+    "tpr_resolved": (BOOL, False)}
+
+
+@dataclass(frozen=True)
+class SlicesView(Typed):
+    """Attack metrics per slice (:func:`core.analyses.record_views.slices_view`): arch → slicing → rows."""
+
+    attack: str
+    min_records: int
+    archs: dict[str, dict[str, tuple[SliceRow, ...]]]
+    extra: dict[str, Any] = field(**_EXTRA)
+    keys: tuple[str, ...] = field(**_KEYS)
+
+    _WHAT: ClassVar[str] = "slices"
+    _STRICT: ClassVar[bool] = False
+
+    @property
+    def slicings(self) -> list[str]:
+        """The slicings, in the first architecture's order."""
+        return list(next(iter(self.archs.values()), {}))
+
+
+SlicesView._FIELDS = {"attack": (STR, True), "min_records": (INT, True),
+                      "archs": (mapping(mapping(sequence(objects(SliceRow)))), True)}

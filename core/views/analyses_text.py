@@ -1,0 +1,227 @@
+"""What the Analyses page writes beside its figures (issue 29, "pages only draw"): the verdict lines, the
+scatter's captions, the exposure quadrants' table and flips, the budget's plateaus, the audit's tables and
+the slices' rows — computed from the analyses' results read typed (:mod:`core.analyses.analysis_results`),
+so the page gathers inputs, calls core and draws. Each function takes a typed result or its JSON dict
+(read with ``coerce``: a worker job's result arrives as JSON)."""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from core.analyses.analysis_results import AuditView, BudgetView, ExposedMember, ExposureView, Scatter, SlicesView, \
+    Vulnerability
+from core.analyses.verdicts import RunVerdict, repeated_verdict_sentence
+from core.foundations.names import ARCH_NAMES
+from core.views.run_text import slice_tpr_cell
+
+
+# ---------------------------------------------------------------------------- verdicts
+def run_verdict_line(v: RunVerdict | Mapping[str, Any] | None) -> str | None:
+    """"**This run:** <value> — <text>" (the verdict's own word: one run reads "inconclusive (one repeat)")."""
+    if not v:
+        return None
+    v = v if isinstance(v, RunVerdict) else RunVerdict(**v)
+    return f"**This run:** {v.value} — {v.text}"
+
+
+def repeated_line(v: Mapping[str, Any] | None) -> str | None:
+    """One verdict over the cached repeats, as the tab under its analysis prints it."""
+    if not v:
+        return None
+    return f"**Over {v['n']} paired repeats:** {repeated_verdict_sentence(v)}"
+
+
+def repeated_summary(repeated: Mapping[str, Any], n_rep: int) -> tuple[str, str | None]:
+    """Every verdict over the ``n_rep`` cached repeats (one Markdown block) and the note of the analyses that
+    some repeat lacks a number for (None when none)."""
+    lines = [f"* {key.replace('_', ' ')} ({v['analysis']}): {repeated_verdict_sentence(v)}"
+             for key, v in repeated["verdicts"].items()]
+    text = (f"**Over {n_rep} paired repeats** (the cached repeats of both runs; repeat r of FFNN and RNN on one "
+            "split; 95 % t interval of the paired difference; *inconclusive* where it contains 0):\n" + "\n".join(lines))
+    missing = repeated["missing"]
+    return text, ("; ".join(missing.values()) if missing else None)
+
+
+# ---------------------------------------------------------------------------- entropy scatter
+def _number(x: float | None) -> str:
+    return "∞" if x is None else f"{x:.3g}"
+
+
+def scatter_attacks(undefended: Mapping[str, Any], shown: Mapping[str, Any]) -> tuple[list[str], int]:
+    """The attacks both the undefended scatter and the shown one (perhaps behind a defense) hold, and the
+    index of the one to pick first (the shadow attack where present)."""
+    first, now = Scatter.coerce(next(iter(undefended.values()))), Scatter.coerce(next(iter(shown.values())))
+    attacks = [a for a in first.attacks if a in now.attacks]
+    return attacks, attacks.index("shadow") if "shadow" in attacks else 0
+
+
+def scatter_notes(arch: str, scatter: Scatter | Mapping[str, Any], attack: str) -> tuple[str, list[str]]:
+    """One architecture's heading (its attack accuracy) and captions: how the attack decides in this plane (the
+    real threshold, or its surrogate's agreement), the best quadrant and the mean APE of members and non-members."""
+    sc = Scatter.coerce(scatter)
+    entry = sc.attacks[attack]
+    notes = []
+    if entry.surrogate is not None:
+        notes.append(f"Surrogate on (entropy, cross-entropy) agrees with the attack on {entry.surrogate.agreement:.1%} "
+                     "of the records: the rest of its decisions use more than these two signals.")
+    elif entry.boundary is not None:
+        notes.append(f"Threshold: member iff {entry.boundary.signal} ≤ {_number(entry.boundary.threshold)}.")
+    q = sc.quadrant
+    if q.cross_entropy_max is not None and q.entropy_max is not None:
+        notes.append(f"Best quadrant (CE ≤ {q.cross_entropy_max:.3g} and H ≤ {q.entropy_max:.3g}): accuracy "
+                     f"{q.accuracy:.3f}.")
+    else:
+        notes.append(f"Best quadrant accuracy {q.accuracy:.3f}.")
+    notes.append(f"Mean APE: members {sc.mean_ape.members:.3g}, non-members {sc.mean_ape.non_members:.3g}.")
+    return f"**{ARCH_NAMES[arch]}** · attack accuracy {entry.accuracy:.3f}", notes
+
+
+def exposed_members(rows: list[ExposedMember | Mapping[str, Any]], top: int) -> list[tuple[int, str]]:
+    """The first ``top`` most exposed members as (data index, label: score, APE, CE)."""
+    out = []
+    for row in rows[:top]:
+        r = ExposedMember.coerce(row)
+        out.append((int(r.index), f"score {r.score:.3f} · APE {r.ape:.3g} · CE {r.cross_entropy:.3g}"))
+    return out
+
+
+def vulnerability_notes(vulnerability: Mapping[str, Vulnerability | Mapping[str, Any]]) -> list[str]:
+    """Per architecture: its best validation epoch and its generalization gap at the end (none without a gap)."""
+    notes = []
+    for arch, v in vulnerability.items():
+        v = Vulnerability.coerce(v)
+        if v.gap_final is not None:
+            notes.append(f"{ARCH_NAMES[arch]}: best validation epoch {v.best_val_epoch}; generalization gap "
+                         f"(train − validation utility) at the end {v.gap_final:.3g}")
+    return notes
+
+
+# ---------------------------------------------------------------------------- exposure per record
+def quadrant_rows(view: ExposureView | Mapping[str, Any], fpr: str, names: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The quadrants at ``fpr`` as table rows (``names``: quadrant → its label): members with their share and
+    Clopper–Pearson interval, the mean over repeats where there are several, and the non-members (false alarms)."""
+    q = ExposureView.coerce(view).quadrants[fpr]
+    rows = []
+    for c in q.members:
+        row: dict[str, Any] = {"quadrant": names[c.name], "members": c.count, "of": c.n,
+                               "share": f"{c.share:.1%} [{c.share_low:.1%}, {c.share_high:.1%}]"}
+        if (c.repeats or 1) > 1:
+            row[f"mean over {c.repeats} repeats [95 %]"] = f"{c.mean_count:.1f} [{c.count_low:.1f}, {c.count_high:.1f}]"
+        row["non-members (false alarms)"] = q.non_member_count(c.name)
+        rows.append(row)
+    return rows
+
+
+def exposure_caption(view: ExposureView | Mapping[str, Any], fpr: str) -> str:
+    """The realised FPRs, N and whether the counts have an interval over cached repeats."""
+    v = ExposureView.coerce(view)
+    q = v.quadrants[fpr]
+    seeds = v.repeat_seeds or ()
+    over = (f"counts also over {1 + len(seeds)} cached repeats (mean, 95 % t interval)" if seeds else
+            "one repeat cached, so no interval over repeats (run the preset with repeats on Train & attack, or compare "
+            "--repeats N, to get one)")
+    return (f"Realised FPR: FFNN {q.a.fpr_realised:.2%}, RNN {q.b.fpr_realised:.2%} (N = {q.members[0].n} members; "
+            f"shares with Clopper–Pearson 95 % intervals; {over}).")
+
+
+def flip_lines(view: ExposureView | Mapping[str, Any], fpr: str, behind: str, value: float) -> list[str]:
+    """Per architecture, the members that stop / start being exposed behind ``behind`` = ``value`` (none without)."""
+    v = ExposureView.coerce(view)
+    return [f"**{ARCH_NAMES[arch]}** behind {behind} = {value:g}: {by[fpr].n_stopped} members stop being exposed, "
+            f"{by[fpr].n_started} start, {by[fpr].kept} stay exposed (of {by[fpr].n_members})."
+            for arch, by in (v.flips or {}).items()]
+
+
+def first_record(view: ExposureView | Mapping[str, Any], fpr: str) -> int:
+    """The record to show first: the first member only the RNN exposes at ``fpr`` (else the first record)."""
+    v = ExposureView.coerce(view)
+    return next((i for i, qn in enumerate(v.quadrants[fpr].quadrant) if qn == "only_b" and v.membership[i]), 0)
+
+
+def record_notes(view: ExposureView | Mapping[str, Any], position: int) -> tuple[int, bool, str, dict[str, str]]:
+    """The record at ``position``: its data index, membership, heading, and per architecture its score, loss
+    and entropy."""
+    v = ExposureView.coerce(view)
+    index, member = int(v.records[position]), bool(v.membership[position])
+    title = f"**Record {position}** (data index {index}, {'member' if member else 'non-member'})"
+    notes = {arch: f"{ARCH_NAMES[arch]}: {v.attack} score {_g(v.scores[arch][position])} · loss "
+                   f"{_g(v.cross_entropy[arch][position])} · entropy {_g(v.ape[arch][position])}" for arch in v.archs}
+    return index, member, title, notes
+
+
+def _g(x: float | None) -> str:
+    return "—" if x is None else f"{x:.3g}"
+
+
+# ---------------------------------------------------------------------------- reference budget
+def budget_notes(budgets: Mapping[str, BudgetView | Mapping[str, Any]]) -> list[str]:
+    """Per architecture: where each attack's curve flattens (within 0.01 AUC of all references), or that no
+    plateau was seen."""
+    out = []
+    for arch, b in budgets.items():
+        parts = []
+        for n, c in BudgetView.coerce(b).curves.items():
+            if c.flattens_at is not None:
+                parts.append(f"{n} flattens at {c.flattens_at} of {c.n_available} references (within 0.01 AUC of "
+                             "all of them)")
+            else:
+                k = len(c.points)
+                parts.append(f"{n}: no plateau seen over {k} budget{'s' * (k != 1)} (up to {c.n_available} "
+                             "references; a plateau needs at least three, one beyond it)")
+        out.append(f"{ARCH_NAMES[arch]}: {', '.join(parts)}.")
+    return out
+
+
+# ---------------------------------------------------------------------------- audited ε
+def _audits(audits: Mapping[str, AuditView | Mapping[str, Any]]) -> dict[str, AuditView]:
+    return {a: AuditView.coerce(v) for a, v in audits.items()}
+
+
+def audit_rows(audits: Mapping[str, AuditView | Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Per architecture: the audited ε, best k, the accountant's ε, the attack's ε̂, the canary run's utility
+    and whether every guess was right (the bound then set by m)."""
+    rows = []
+    for a, v in _audits(audits).items():
+        acc = v.accountant_epsilon
+        rows.append({"arch": ARCH_NAMES[a], "audited ε": round(v.audited_epsilon, 3), "best k": v.audit.best_k,
+                     "accountant ε (RDP / PRV)": "—" if acc is None else f"{_g(acc.rdp)} / {_g(acc.prv)}",
+                     f"attack ε̂ ({v.attack})": round(v.attack_epsilon_lower_bound, 3),
+                     "canary-run validation utility": round(v.utility_val, 3),
+                     "every guess right": "yes: m's ceiling" if v.audit.saturated else ""})
+    return rows
+
+
+def audit_saturated(audits: Mapping[str, AuditView | Mapping[str, Any]]) -> bool:
+    """Whether any architecture's every guess at the best k was right."""
+    return any(v.audit.saturated for v in _audits(audits).values())
+
+
+def estimator_rows(audits: Mapping[str, AuditView | Mapping[str, Any]]) -> list[dict[str, str]]:
+    """Per architecture: the f-DP bound (μ, its ε, best k) and the Gaussian-DP estimate with its interval."""
+    rows = []
+    for a, v in _audits(audits).items():
+        f, g = v.estimators.fdp_bound, v.estimators.gdp_estimate
+        rows.append({"arch": ARCH_NAMES[a],
+                     "f-DP bound μ ≥ (ε at δ ≥), best k": f"{_number(f.mu)} ({_number(f.epsilon)}), k = {f.best_k}",
+                     "Gaussian-DP estimate μ̂ [95 %] (ε̂ [95 %])": "perfect split: no finite estimate" if g.saturated
+                     else f"{_number(g.mu)} [{_number(g.mu_low)}, {_number(g.mu_high)}] ({_number(g.epsilon)} "
+                          f"[{_number(g.epsilon_low)}, {_number(g.epsilon_high)}])"})
+    return rows
+
+
+# ---------------------------------------------------------------------------- slices
+def slice_rows(sliced: SlicesView | Mapping[str, Any], slicing: str) -> list[dict[str, Any]]:
+    """Per architecture and slice of ``slicing``: members, non-members, AUC and TPR at 1 % FPR with their
+    intervals, and whether the slice is too small to read."""
+    s = SlicesView.coerce(sliced)
+    return [{"arch": ARCH_NAMES[a], "slice": r.slice, "members": r.n_members, "non-members": r.n_non_members,
+             "AUC [95 %]": "—" if r.auc is None else f"{r.auc:.3f} [{r.auc_low:.3f}, {r.auc_high:.3f}]",
+             "TPR@1 % FPR": "—" if r.tpr_at_1pct is None else slice_tpr_cell(r.to_dict()),
+             "too small": "yes" if r.too_small else ""}
+            for a, by in s.archs.items() for r in by[slicing]]
+
+
+def slices_caption(sliced: SlicesView | Mapping[str, Any]) -> str:
+    s = SlicesView.coerce(sliced)
+    return (f"{s.attack} per slice; a slice with fewer than {s.min_records} members or non-members is marked too "
+            "small (its interval is wide or degenerate: read it as inconclusive); with fewer than 100 non-members a "
+            "slice cannot resolve 1 % FPR, so its TPR is the TPR at 0 false positives (FPR < 1/n), and says so.")
