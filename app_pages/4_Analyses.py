@@ -73,7 +73,7 @@ def tab_verdict(name: str) -> None:
     repeats too where they exist (paired FFNN − RNN, its interval and N)."""
     key = analysis_registry.get_analysis(name).verdict
     verdict_box(view.verdicts.get(key), studies.analysis_finding(name))
-    if repeated and (line := analyses_text.repeated_line(repeated["verdicts"].get(key))) is not None:
+    if (line := analyses_text.repeated_line(repeated, key)) is not None:
         st.markdown(line)
 
 

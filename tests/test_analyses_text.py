@@ -69,3 +69,22 @@ def test_slice_rows_say_a_tpr_at_zero_false_positives():
     [out] = analyses_text.slice_rows(sliced, "class")
     assert out["AUC [95 %]"] == "0.700 [0.600, 0.800]" and out["too small"] == "yes"
     assert out["TPR@1 % FPR"].endswith("TPR at 0 false positives (FPR < 1/20)")
+
+
+def test_a_repeated_verdict_is_typed_and_its_sentence_reads_the_same_typed_or_json():
+    from core.analyses.verdicts import RepeatedVerdict, RepeatedVerdicts, repeated_verdict_sentence
+    from core.measurement.stats import compare
+
+    v = RepeatedVerdict("scatter", "entropy gap", 6, compare("scatter", [0.1, 0.2, 0.15, 0.12, 0.18, 0.11],
+                                                             [0.3, 0.35, 0.4, 0.33, 0.38, 0.31], -1))
+    block = RepeatedVerdicts(6, (1, 2, 3, 4, 5, 6), {"lower_member_entropy": v}, {"x": "1 of 6 repeats have no y"})
+    d = block.to_dict()
+    assert list(d) == ["n", "seeds", "verdicts", "missing"] and RepeatedVerdicts.from_dict(d).to_dict() == d
+    line = repeated_verdict_sentence(v)
+    assert line == repeated_verdict_sentence(d["verdicts"]["lower_member_entropy"])
+    assert "**holds** — entropy gap: FFNN − RNN -0.202 95 % CI [-0.235, -0.168]" in line and "N = 6 repeats; p = " in line
+    assert line.startswith("(1) members' entropy below non-members'") and "(above 0)" in line
+    assert analyses_text.repeated_line(d, "lower_member_entropy").startswith("**Over 6 paired repeats:** (1)")
+    assert analyses_text.repeated_line(d, "other") is None and analyses_text.repeated_line(None, "x") is None
+    text, missing = analyses_text.repeated_summary(block, 6)
+    assert "* lower member entropy (scatter): (1)" in text and missing == "1 of 6 repeats have no y"

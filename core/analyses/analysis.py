@@ -267,9 +267,9 @@ def overtraining(cfg: ExperimentConfig, factor: int = 3, points: int = 8, progre
         raise ConfigError(f"factor must lie in 2..10, got {factor}")
     long = cfg.with_updates({"epochs": cfg.epochs * factor, "attack_epochs": _spread(cfg.epochs * factor, points)})
     summary = run_experiment(long.validate(), progress=(lambda ev: progress(ev.overall_fraction)) if progress else None,
-                             cache=cache).summary
+                             cache=cache).run
     models = trained_models(long, cache=cache)
-    v = vulnerability(models, RunSummary.from_dict(summary))
+    v = vulnerability(models, summary)
     return {**v, "epochs": long.epochs, "preset_epochs": cfg.epochs, "config_hash": long.config_hash}
 
 
@@ -358,8 +358,8 @@ def analyze(configs: dict[str, ExperimentConfig], analyses: tuple[str, ...] | No
     summaries = {}
     for arch, cfg in configs.items():
         say(f"train & attack ({arch})", 0.0)
-        summaries[arch] = RunSummary.from_dict(run_experiment(  # the JSON typed once, where it is produced
-            cfg, cache=cache, progress=lambda ev, a=arch: say(f"train & attack ({a})", ev.overall_fraction)).summary)
+        summaries[arch] = run_experiment(  # typed from birth (core.experiment.pipeline)
+            cfg, cache=cache, progress=lambda ev, a=arch: say(f"train & attack ({a})", ev.overall_fraction)).run
     run = AnalysisRun(configs, summaries, cache, say, canaries=canaries, defense=defense, online_lira=online_lira)
     for entry in registered():
         if entry.name in analyses:
@@ -384,7 +384,7 @@ def _repeat_results(configs: dict[str, ExperimentConfig], compared: list[str], c
     summaries = {}
     for arch, cfg in configs.items():
         say(f"train & attack ({arch})", 0.0)
-        summaries[arch] = RunSummary.from_dict(run_experiment(cfg, cache=cache).summary)
+        summaries[arch] = run_experiment(cfg, cache=cache).run
     out: dict[str, Any] = {"runs": summaries}
     run = AnalysisRun(configs, summaries, cache, say)
     for entry in repeated_analyses():

@@ -101,14 +101,14 @@ def run_matched(configs: dict[str, ExperimentConfig], progress: ProgressCallback
     for r in range(n):
         full = {}
         for j, arch in enumerate(("ffnn", "rnn")):
-            full[arch] = RunSummary.from_dict(run_experiment(per[arch][r], bar.for_run(4 * r + j), cache, executor).summary)
+            full[arch] = run_experiment(per[arch][r], bar.for_run(4 * r + j), cache, executor).run
             bar.done(full[arch])
         target = resolve_target(mode, {a: float(s.utility.val) for a, s in full.items()})
         row: dict[str, Any] = {"repeat": r, "seed": per["ffnn"][r].seed, "target": target}
         for j, arch in enumerate(("ffnn", "rnn")):
             point = stopping_point(full[arch], target)
-            summary = RunSummary.from_dict(run_experiment(stopped_config(per[arch][r], point["epoch"]),
-                                                          bar.for_run(4 * r + 2 + j), cache, executor).summary)
+            summary = run_experiment(stopped_config(per[arch][r], point["epoch"]), bar.for_run(4 * r + 2 + j), cache,
+                                     executor).run
             bar.done(summary)
             row[arch] = {**point, "utility_at_stop": summary.utility.val, "config_hash": summary.config_hash}
             stopped[arch].append(summary)

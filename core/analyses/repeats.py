@@ -209,7 +209,7 @@ def run_repeats(cfg: ExperimentConfig, progress: ProgressCallback | None = None,
     bar = _RepeatProgress(len(configs), progress, lambda i: f"repeat {i + 1}/{len(configs)}")
     out = []
     for i, c in enumerate(configs):
-        summary = RunSummary.from_dict(run_experiment(c, bar.for_run(i), cache, executor).summary)
+        summary = run_experiment(c, bar.for_run(i), cache, executor).run
         bar.done(summary)
         out.append(summary)
     return out
@@ -461,7 +461,7 @@ def run_comparison(configs: dict[str, ExperimentConfig], progress: ProgressCallb
     runs: dict[str, list[RunSummary]] = {"ffnn": [], "rnn": []}
     for r in range(n):
         for j, arch in enumerate(("ffnn", "rnn")):
-            summary = RunSummary.from_dict(run_experiment(per[arch][r], bar.for_run(2 * r + j), cache, executor).summary)
+            summary = run_experiment(per[arch][r], bar.for_run(2 * r + j), cache, executor).run
             bar.done(summary)
             runs[arch].append(summary)
     return comparison_json(runs["ffnn"], runs["rnn"])

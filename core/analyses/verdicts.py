@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
 from core.analyses.registry import Analysis, registered
 from core.experiment.results import RunSummary
 from core.foundations.names import ARCH_NAMES
-from core.measurement.stats import compare as paired_compare
+from core.measurement.stats import Comparison, Estimate, compare as paired_compare
 
 
 # ---------------------------------------------------------------------------- verdicts
@@ -262,6 +262,54 @@ def memorization_pair(m: dict[str, dict[str, Any]]) -> tuple[float, float] | Non
     return m["ffnn"]["blocks"][0]["attack_accuracy"], m["rnn"]["blocks"][0]["attack_accuracy"]
 
 
+@dataclass(frozen=True)
+class RepeatedVerdict:
+    """One comparing analysis' verdict over N paired repeats (an entry of :func:`repeated_verdicts`' ``verdicts``):
+    the analysis, what its number is, N and the paired comparison (:class:`core.measurement.stats.Comparison`:
+    each architecture's estimate, FFNN − RNN with its interval and p-values, the three-valued verdict)."""
+
+    analysis: str
+    what: str
+    n: int
+    paired: Comparison
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"analysis": self.analysis, "what": self.what, "n": self.n, **self.paired.to_dict()}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "RepeatedVerdict":
+        return cls(str(d["analysis"]), str(d["what"]), int(d["n"]), Comparison.from_dict(d))
+
+    @classmethod
+    def coerce(cls, d: "RepeatedVerdict | Mapping[str, Any]") -> "RepeatedVerdict":
+        return d if isinstance(d, cls) else cls.from_dict(d)
+
+
+@dataclass(frozen=True)
+class RepeatedVerdicts:
+    """:func:`repeated_verdicts`' result typed: N, the repeats' seeds, the verdicts by key and the analyses some
+    repeat has no number for (``missing``: key → why)."""
+
+    n: int
+    seeds: tuple[int, ...] | None
+    verdicts: dict[str, RepeatedVerdict]
+    missing: dict[str, str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"n": self.n, "seeds": list(self.seeds) if self.seeds is not None else None,
+                "verdicts": {k: v.to_dict() for k, v in self.verdicts.items()}, "missing": dict(self.missing)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "RepeatedVerdicts":
+        seeds = d.get("seeds")
+        return cls(int(d["n"]), tuple(int(x) for x in seeds) if seeds is not None else None,
+                   {k: RepeatedVerdict.from_dict(v) for k, v in d["verdicts"].items()}, dict(d.get("missing") or {}))
+
+    @classmethod
+    def coerce(cls, d: "RepeatedVerdicts | Mapping[str, Any]") -> "RepeatedVerdicts":
+        return d if isinstance(d, cls) else cls.from_dict(d)
+
+
 def repeated_verdicts(per_repeat: list[dict[str, Any]], seeds: list[int] | None = None) -> dict[str, Any]:
     """The comparing analyses' verdicts over N repeats: ``per_repeat[r]`` holds repeat r's data
     (``runs``: both architectures' summaries; and any analysis registered with a ``repeat`` pairing). Per analysis
@@ -272,18 +320,20 @@ def repeated_verdicts(per_repeat: list[dict[str, Any]], seeds: list[int] | None 
     the analysis' registered ``verdict``, with N, the per-repeat values and what the number is. An analysis some
     repeat lacks a number for (e.g. no overtraining happened) is listed under ``missing``."""
     n = len(per_repeat)
-    out: dict[str, Any] = {"n": n, "seeds": list(seeds) if seeds else None, "verdicts": {}, "missing": {}}
+    found: dict[str, RepeatedVerdict] = {}
+    missing: dict[str, str] = {}
     for entry in repeated_analyses():
         name, rep = entry.name, entry.repeat
         if not all(name in r for r in per_repeat):
             continue
         pairs = [rep.pair(r[name]) for r in per_repeat]
         if any(p is None for p in pairs):
-            out["missing"][entry.verdict] = (f"{sum(p is None for p in pairs)} of {n} repeats have no {rep.what}")
+            missing[entry.verdict] = f"{sum(p is None for p in pairs)} of {n} repeats have no {rep.what}"
             continue
-        comp = paired_compare(name, [p[0] for p in pairs], [p[1] for p in pairs], rep.expected)
-        out["verdicts"][entry.verdict] = {"analysis": name, "what": rep.what, "n": n, **comp.to_dict()}
-    return out
+        found[entry.verdict] = RepeatedVerdict(name, rep.what, n, paired_compare(
+            name, [p[0] for p in pairs], [p[1] for p in pairs], rep.expected))
+    # typed as it is computed; the JSON layout analyses.json and analyze --repeats write (and the page's view holds)
+    return RepeatedVerdicts(n, tuple(seeds) if seeds else None, found, missing).to_dict()
 
 
 def repeated_analyses() -> list[Analysis]:
@@ -291,28 +341,28 @@ def repeated_analyses() -> list[Analysis]:
     return [a for a in registered(every=True) if a.repeat is not None]
 
 
-def repeated_verdict_sentence(v: dict[str, Any]) -> str:
-    """One line for a verdict of :func:`repeated_verdicts`: the value, FFNN − RNN with its 95 %
-    interval, N and the p-values (what the pages and reports print)."""
-    d, verdict_ = v["difference"], v.get("verdict") or {}
-    diff = d["diff"]
+def repeated_verdict_sentence(v: RepeatedVerdict | Mapping[str, Any]) -> str:
+    """One line for a verdict of :func:`repeated_verdicts` (typed, or its JSON): the value, FFNN − RNN with its
+    95 % interval, N and the p-values (what the pages and reports print)."""
+    v = RepeatedVerdict.coerce(v)
+    d = v.paired.difference
+    diff = d.diff
 
-    def ci_of(e: dict[str, Any]) -> str:
-        return f"[{e['ci_low']:+.3f}, {e['ci_high']:+.3f}]" if e.get("ci_low") is not None else "(no interval)"
+    def ci_of(e: Estimate) -> str:
+        return f"[{e.ci_low:+.3f}, {e.ci_high:+.3f}]" if e.ci_low is not None else "(no interval)"
 
-    p = f"; p = {d['p_t']:.3f} (paired t), {d['p_permutation']:.3f} (sign flip)" if d.get("p_t") is not None else ""
-    line = (f"**{verdict_.get('value', 'no hypothesis')}** — {v['what']}: FFNN − RNN {diff['mean']:+.3f} "
-            f"95 % CI {ci_of(diff)}, N = {v['n']} repeats{p}")
-    if v.get("analysis") == "scatter" and "ffnn" in v and "rnn" in v:
+    p = f"; p = {d.p_t:.3f} (paired t), {d.p_permutation:.3f} (sign flip)" if d.p_t is not None else ""
+    value = v.paired.verdict.value if v.paired.verdict is not None else "no hypothesis"
+    line = f"**{value}** — {v.what}: FFNN − RNN {diff.mean:+.3f} 95 % CI {ci_of(diff)}, N = {v.n} repeats{p}"
+    if v.analysis == "scatter" and v.paired.labels == ("ffnn", "rnn"):
         # the claim's first half, per architecture: members below non-members is a gap above 0; its interval over
         # the repeats says whether it does (no paired test here, so no verdict word: the interval and where 0 is)
-        def half(a: str) -> str:
-            e = v[a]
-            where = ("above 0" if e.get("ci_low") is not None and e["ci_low"] > 0 else
-                     "below 0" if e.get("ci_high") is not None and e["ci_high"] < 0 else "contains 0")
-            return f"{ARCH_NAMES[a]} {e['mean']:+.3f} {ci_of(e)} ({where})"
-        line = (f"(1) members' entropy below non-members', gap per architecture over {v['n']} repeats: "
-                f"{half('ffnn')}, {half('rnn')}; (2) " + line)
+        def half(a: str, e: Estimate) -> str:
+            where = ("above 0" if e.ci_low is not None and e.ci_low > 0 else
+                     "below 0" if e.ci_high is not None and e.ci_high < 0 else "contains 0")
+            return f"{ARCH_NAMES[a]} {e.mean:+.3f} {ci_of(e)} ({where})"
+        line = (f"(1) members' entropy below non-members', gap per architecture over {v.n} repeats: "
+                f"{half('ffnn', d.a)}, {half('rnn', d.b)}; (2) " + line)
     return line
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Callable
 
 import numpy as np
@@ -45,7 +46,7 @@ from core.measurement.metrics import resolution, scores_for_json
 from core.foundations.progress import ProgressCallback, ProgressTracker
 from core.experiment.model_attacks import UndefendedQuery
 from core.measurement.responses import Responses
-from core.experiment.results import RunSummary
+from core.experiment.results import AttackResult, EpochRecord, RunSummary, Utility
 from core.experiment.roles import (Splits, TrainedModel, TrainedModels, check_memory, load_trained, load_user_victim,
     is_cached, make_splits, role_seed, seed_everything, store_trained, train_or_load, victim_source)
 from core.tasks import get_task
@@ -298,11 +299,18 @@ def fitted_attack_variants(
 
 @dataclass
 class ExperimentResult:
-    """Everything an experiment produced: the JSON summary plus in-memory artefacts."""
+    """Everything an experiment produced: the typed summary (``run``, typed from birth), its JSON
+    (``summary``: ``run.to_dict()``, what the cache stores and the CLI writes) and the in-memory artefacts."""
 
-    summary: dict[str, Any]
+    run: RunSummary
     models: TrainedModels | None = None
     scores: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @cached_property
+    def summary(self) -> dict[str, Any]:
+        """The summary's JSON (written once per result: a caller that adds to it, as ``run --out`` does with
+        online LiRA, adds to this one dict)."""
+        return self.run.to_dict()
 
     @property
     def victim(self) -> TrainedModel | None:
@@ -369,6 +377,14 @@ def config_of(summary: RunSummary | dict[str, Any]) -> ExperimentConfig:
     return cfg
 
 
+#: the summary's JSON layout as run_experiment writes it, key by key (a None is written as null, never left out:
+#: the JSON the cache stores and the CLI writes stays what it was before the summary was typed from birth)
+_RUN_KEYS = ("task", "arch", "preset", "config", "config_hash", "training_hash", "params", "data", "device", "utility",
+             "attack", "attacks", "attacks_by_epoch", "per_epoch", "timings", "cache_hit", "models_from_cache",
+             "cache_corrupted", "victim_source", "shadow_fidelity", "attacks_not_run", "resolution", "privacy",
+             "examples", "records")
+_UTILITY_KEYS = ("metric", "train", "val")
+
 #: what every cached summary must hold (anything else is discarded and recomputed)
 _SUMMARY = dict_with(task=str, arch=str, config=dict, config_hash=str, params=int, utility=dict, attack=dict,
                      attacks=dict, per_epoch=list, timings=dict, records=dict)
@@ -396,7 +412,7 @@ def run_experiment(
         cached["timings"] = dict(cached["timings"], total_s=time.perf_counter() - t0, load_s=time.perf_counter() - t0)
         if progress:
             ProgressTracker([("cached", 1.0)], progress).finish("cached")
-        return ExperimentResult(cached)
+        return ExperimentResult(RunSummary.from_dict(cached))
     cache.check_usable(write=True)  # results must be stored: a read-only cache fails now, not after the work
 
     tracker = ProgressTracker(training_stages(cfg) + [("attacks", 0.3 * len(cfg.checkpoint_epochs))], progress)
@@ -426,31 +442,28 @@ def run_experiment(
     primary = task.primary_attack()
     per_epoch = []
     for row in victim.per_epoch:
-        row = dict(row)
         outcome = attacks_by_epoch.get(row["epoch"], {}).get(primary)
-        row["attack_accuracy"] = outcome.result.accuracy if outcome else None
-        row["attack_auc"] = outcome.result.auc if outcome else None
-        per_epoch.append(row)
+        per_epoch.append(EpochRecord.from_dict({**row, "attack_accuracy": outcome.result.accuracy if outcome else None,
+                                                "attack_auc": outcome.result.auc if outcome else None}))
     last = victim.per_epoch[-1]
-    primary_result = final[primary].result.to_dict(include_roc=False)
-    summary: dict[str, Any] = {
-        "task": cfg.task,
-        "arch": cfg.arch,
-        "preset": cfg.preset,
-        "config": cfg.to_dict(),
-        "config_hash": cfg.config_hash,
-        "training_hash": cfg.training_hash,
-        "params": victim.params,
-        "data": {"description": models.data.description, **models.data.info},
-        "device": str(default_device()),
-        "utility": {"metric": task.utility_metric, "train": last.get("utility_train"), "val": last.get("utility_val")},
-        "attack": {**primary_result},
-        "attacks": {name: o.result.to_dict() for name, o in final.items()},
-        "attacks_by_epoch": {
-            str(e): {name: o.result.to_dict(include_roc=False) for name, o in res.items()} for e, res in attacks_by_epoch.items()
-        },
-        "per_epoch": per_epoch,
-        "timings": {
+    # typed at birth: a key or value this version cannot read fails here, not forever at each cache read. The
+    # attack numbers come from core.measurement.metrics.AttackMetrics, read typed through their JSON (the measurement
+    # floor knows no result types); the primary one without its ROC, under its name
+    primary_result = {**final[primary].result.to_dict(include_roc=False)}
+    primary_result["name"] = primary
+    run = RunSummary(
+        task=cfg.task, arch=cfg.arch, preset=cfg.preset, config=cfg.to_dict(), config_hash=cfg.config_hash,
+        training_hash=cfg.training_hash, params=victim.params,
+        data={"description": models.data.description, **models.data.info}, device=str(default_device()),
+        utility=Utility(task.utility_metric, last.get("utility_train"), last.get("utility_val"), keys=_UTILITY_KEYS),
+        attack=AttackResult.from_dict(primary_result, "summary.attack"),
+        attacks={name: AttackResult.from_dict(o.result.to_dict(), f"summary.attacks[{name!r}]")
+                 for name, o in final.items()},
+        attacks_by_epoch={str(e): {name: AttackResult.from_dict(o.result.to_dict(include_roc=False),
+                                                                f"summary.attacks_by_epoch[{e!r}]")
+                                   for name, o in res.items()} for e, res in attacks_by_epoch.items()},
+        per_epoch=tuple(per_epoch),
+        timings={
             **models.timings,
             "attack_s": attack_s,
             "total_s": time.perf_counter() - t0,
@@ -459,24 +472,23 @@ def run_experiment(
             "reference_attacks_s": reference_s,
             **model_timings,
         },
-        "cache_hit": False,
-        "models_from_cache": {"victim": victim.cache_hit, "shadows": sum(s.cache_hit for s in shadows)},
-        "cache_corrupted": cache.corrupted[corrupted_before:],
-    }
-    summary["attack"]["name"] = primary
-    summary["victim_source"] = {**victim_source(cfg), "n_members": int(len(splits.victim_members))}
-    summary["shadow_fidelity"] = fidelity
-    # every registered attack that did not run on this run, and why (the task, or the run's shape)
-    summary["attacks_not_run"] = {**not_run, **unavailable_attacks(models)}
-    # one record of the evaluation set = how much TPR / FPR / accuracy (read before comparing numbers)
-    summary["resolution"] = resolution(int(splits.eval_membership.sum()), int((~splits.eval_membership).sum()))
-    summary["privacy"] = _privacy(cfg, victim)
-    summary["examples"] = _examples(models)
-    summary["records"] = record_signals(victim.responses[cfg.epochs], splits.eval_membership, final)
-    # typed at birth: a key or value this version cannot read fails here, not forever at each cache read
-    summary = RunSummary.from_dict(summary).to_dict()
-    cache.put_json(cache.key("result", cfg.config_hash), summary, allow_nan=False)
-    return ExperimentResult(summary, models, {n: o.scores for n, o in final.items()})
+        cache_hit=False,
+        models_from_cache={"victim": victim.cache_hit, "shadows": sum(s.cache_hit for s in shadows)},
+        cache_corrupted=cache.corrupted[corrupted_before:],
+        victim_source={**victim_source(cfg), "n_members": int(len(splits.victim_members))},
+        shadow_fidelity=fidelity,
+        # every registered attack that did not run on this run, and why (the task, or the run's shape)
+        attacks_not_run={**not_run, **unavailable_attacks(models)},
+        # one record of the evaluation set = how much TPR / FPR / accuracy (read before comparing numbers)
+        resolution=resolution(int(splits.eval_membership.sum()), int((~splits.eval_membership).sum())),
+        privacy=_privacy(cfg, victim),
+        examples=_examples(models),
+        records=record_signals(victim.responses[cfg.epochs], splits.eval_membership, final),
+        keys=_RUN_KEYS)
+    RunSummary.from_dict(run.to_dict())  # every value checked as a reader will check it (the cross-checks too)
+    result = ExperimentResult(run, models, {n: o.scores for n, o in final.items()})
+    cache.put_json(cache.key("result", cfg.config_hash), result.summary, allow_nan=False)
+    return result
 
 
 def model_attack_outcomes(models: TrainedModels, cache: ArtifactCache | None = None

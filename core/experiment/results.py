@@ -1,6 +1,7 @@
 """Typed results: what a run, an attack and a defended point produce, as frozen dataclasses.
 
-The seam between ``core`` and its readers (pages, ``ui/``, views, analyses): the pipeline, the defenses
+The seam between ``core`` and its readers (pages, ``ui/``, views, analyses): the pipeline builds its
+:class:`RunSummary` itself (typed from birth, ``ExperimentResult.run``) and caches its ``to_dict()``; the defenses
 and the sweeps still build and cache plain JSON dicts (the documented layout of ``docs/architecture.md``,
 "Summary JSON"; the cache stores dicts, and the CLI writes them unchanged), and they are typed once,
 where the JSON is read or produced (the cache readers, the CLI, ``ui.shared``, the analyses that run

@@ -9,7 +9,7 @@ from typing import Any, Mapping
 
 from core.analyses.analysis_results import AuditView, BudgetView, ExposedMember, ExposureView, Scatter, SlicesView, \
     Vulnerability
-from core.analyses.verdicts import RunVerdict, repeated_verdict_sentence
+from core.analyses.verdicts import RepeatedVerdicts, RunVerdict, repeated_verdict_sentence
 from core.foundations.names import ARCH_NAMES
 from core.views.run_text import slice_tpr_cell
 
@@ -23,22 +23,23 @@ def run_verdict_line(v: RunVerdict | Mapping[str, Any] | None) -> str | None:
     return f"**This run:** {v.value} — {v.text}"
 
 
-def repeated_line(v: Mapping[str, Any] | None) -> str | None:
-    """One verdict over the cached repeats, as the tab under its analysis prints it."""
-    if not v:
+def repeated_line(repeated: RepeatedVerdicts | Mapping[str, Any] | None, key: str) -> str | None:
+    """The verdict ``key`` over the cached repeats (None where there is none), as the tab under its analysis
+    prints it."""
+    v = RepeatedVerdicts.coerce(repeated).verdicts.get(key) if repeated else None
+    if v is None:
         return None
-    return f"**Over {v['n']} paired repeats:** {repeated_verdict_sentence(v)}"
+    return f"**Over {v.n} paired repeats:** {repeated_verdict_sentence(v)}"
 
 
-def repeated_summary(repeated: Mapping[str, Any], n_rep: int) -> tuple[str, str | None]:
+def repeated_summary(repeated: RepeatedVerdicts | Mapping[str, Any], n_rep: int) -> tuple[str, str | None]:
     """Every verdict over the ``n_rep`` cached repeats (one Markdown block) and the note of the analyses that
     some repeat lacks a number for (None when none)."""
-    lines = [f"* {key.replace('_', ' ')} ({v['analysis']}): {repeated_verdict_sentence(v)}"
-             for key, v in repeated["verdicts"].items()]
+    r = RepeatedVerdicts.coerce(repeated)
+    lines = [f"* {key.replace('_', ' ')} ({v.analysis}): {repeated_verdict_sentence(v)}" for key, v in r.verdicts.items()]
     text = (f"**Over {n_rep} paired repeats** (the cached repeats of both runs; repeat r of FFNN and RNN on one "
             "split; 95 % t interval of the paired difference; *inconclusive* where it contains 0):\n" + "\n".join(lines))
-    missing = repeated["missing"]
-    return text, ("; ".join(missing.values()) if missing else None)
+    return text, ("; ".join(r.missing.values()) if r.missing else None)
 
 
 # ---------------------------------------------------------------------------- entropy scatter
