@@ -258,6 +258,31 @@ def test_rows_for_every_preset_asked_and_not_run_where_nothing_is_cached(tmp_pat
 from core.views.findings_report import DECIDE as DECIDE_COLUMN  # noqa: E402
 
 
+def test_every_rows_command_is_one_the_cli_takes(tmp_path, monkeypatch):
+    """Each row's command (each ``;``-separated part) parses with the CLI's own parser, and its ``--out`` is a
+    file the CLI writes: ``--out /dev/null`` was refused (`error: cannot write '/dev/null': it is a device`), so
+    the F4/F5 rows told the user to run commands that fail."""
+    import shlex
+    from pathlib import Path
+
+    from core.cli import build_parser
+    from core.experiment.cache import ArtifactCache
+    from core.foundations.fileio import refuse_non_regular
+
+    monkeypatch.chdir(tmp_path)
+    table = findings_table(None, "quick", cache=ArtifactCache(tmp_path / "empty"))
+    parts = [part for r in table["rows"] for part in r["command"].split(" ; ")]
+    assert any(" run " in part and "--repeats" in part for part in parts)  # the F4/F5 runs are among them
+    for part in parts:
+        argv = shlex.split(part)
+        assert argv[:3] == ["python", "-m", "core"], part
+        args = build_parser().parse_args(argv[3:])
+        out = getattr(args, "out", None)
+        if out not in (None, "-"):
+            refuse_non_regular(Path(out))  # raises for a device, a folder, a link
+
+
+
 def test_results_md_summary_has_the_rows_the_generator_writes(tmp_path):
     """docs/results.md's generated block has the rows and columns `python -m core findings` would write now
     (from an empty cache: structure, not numbers): a finding added without regenerating fails here."""

@@ -169,7 +169,7 @@ def training_defense_row(finding: Finding, task: str, preset: str, sets: dict[st
     n = leading([all(values[a][r] is not None for a in values) for r in range(target)])
     reps = max(n, target)
     command = " ; ".join(f"python -m core run --task {task} --arch {a} --preset {preset}{sets_text(run_sets)} "
-                         f"--repeats {reps} --quiet --out /dev/null" for a in configs)
+                         f"--repeats {reps} --quiet --out findings_{task}_{a}_{mechanism}.json" for a in configs)
     common = dict(paper=paper, metric=metric, n=n, target_repeats=target, missing=[m.to_dict() for m in missing],
                   missing_time=time_text(missing), command=command, _missing=missing, _repeat_items=items)
     if n == 0:
