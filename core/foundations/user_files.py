@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from core.foundations.errors import ConfigError
-from core.foundations.fileio import FileTooLargeError, NotRegularFileError, read_opened_file
+from core.foundations.fileio import read_named_file
 from core.foundations.paths import DATA_ROOT_ENV, MAX_PATH_CHARS, data_root
 
 #: largest weights file read (bytes): far above the presets' models (the paper presets' largest is a few MB)
@@ -100,23 +100,7 @@ def read_user_file(text: str, what: str, limit: int) -> bytes:
         ConfigError: not found, not a regular file (a folder, a FIFO, a device), larger than
             ``limit``, or unreadable.
     """
-    path = user_file_path(text, what)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except FileNotFoundError:
-        raise ConfigError(f"{what} {text!r}: no such file") from None
-    except OSError as exc:
-        raise ConfigError(f"{what} {text!r} cannot be read: {exc.strerror or exc}") from None
-    try:
-        return read_opened_file(fd, limit)
-    except NotRegularFileError:
-        raise ConfigError(f"{what} {text!r} is not a regular file") from None
-    except FileTooLargeError as exc:
-        if exc.size is None:  # it grew while being read
-            raise ConfigError(f"{what} {text!r} holds more than {limit:,} bytes") from None
-        raise ConfigError(f"{what} {text!r} holds {exc.size:,} bytes; at most {limit:,} are read") from None
-    except OSError as exc:
-        raise ConfigError(f"{what} {text!r} cannot be read: {exc.strerror or exc}") from None
+    return read_named_file(user_file_path(text, what), limit, ConfigError, f"{what} {text!r}")
 
 
 def sha256_hex(payload: bytes) -> str:
