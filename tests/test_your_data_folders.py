@@ -180,6 +180,23 @@ def _bad_folder(case: str, root: Path, outside: Path) -> str:
     return case
 
 
+#: (case of :func:`_bad_folder`, the error, what it says)
+BAD_FOLDERS = [
+    ("empty", DatasetNotFoundError, "holds no PNG or JPEG image"),
+    ("outside", ConfigError, "lies outside the data root"),
+    ("dotdot", ConfigError, "lies outside the data root"),
+    ("truncated", DatasetNotFoundError, r"cat/01.png is unreadable or truncated"),
+    ("not_an_image", DatasetNotFoundError, r"dog/02.png is unreadable or truncated"),
+    ("gif", DatasetNotFoundError, r"dog/03.png is GIF, not a PNG or JPEG"),
+    ("bomb", DatasetNotFoundError, r"dog/bomb.png declares 10,000 × 10,000 pixels.*decompression bomb"),
+    ("huge_bomb", DatasetNotFoundError, r"dog/bomb.png is a decompression bomb"),
+    ("one_class", DatasetNotFoundError, r"images of one class only \('cat'\)"),
+    ("small_class", DatasetNotFoundError, r"fewer than 2 images.*'bird' \(1\)"),
+    ("link_out", DatasetNotFoundError, r"cat/secret.png is a symbolic link"),
+    ("dir_link_out", DatasetNotFoundError, r"eel is a symbolic link"),
+]
+
+
 def _cli(*args: str, root: Path, cache: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "MIA_DATA_ROOT": str(root), "MIA_CACHE_DIR": str(cache), "MIA_DEVICE": "cpu",
            "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
@@ -332,40 +349,27 @@ def _bad_pairs(case: str, root: Path, outside: Path) -> str:
     return case
 
 
-#: (layout, case of its maker of bad data, the error, what it says)
-BAD_CASES = [
-    ("image folder", "empty", DatasetNotFoundError, "holds no PNG or JPEG image"),
-    ("image folder", "outside", ConfigError, "lies outside the data root"),
-    ("image folder", "dotdot", ConfigError, "lies outside the data root"),
-    ("image folder", "truncated", DatasetNotFoundError, r"cat/01.png is unreadable or truncated"),
-    ("image folder", "not_an_image", DatasetNotFoundError, r"dog/02.png is unreadable or truncated"),
-    ("image folder", "gif", DatasetNotFoundError, r"dog/03.png is GIF, not a PNG or JPEG"),
-    ("image folder", "bomb", DatasetNotFoundError,
-     r"dog/bomb.png declares 10,000 × 10,000 pixels.*decompression bomb"),
-    ("image folder", "huge_bomb", DatasetNotFoundError, r"dog/bomb.png is a decompression bomb"),
-    ("image folder", "one_class", DatasetNotFoundError, r"images of one class only \('cat'\)"),
-    ("image folder", "small_class", DatasetNotFoundError, r"fewer than 2 images.*'bird' \(1\)"),
-    ("image folder", "link_out", DatasetNotFoundError, r"cat/secret.png is a symbolic link"),
-    ("image folder", "dir_link_out", DatasetNotFoundError, r"eel is a symbolic link"),
-    ("text pairs", "outside", ConfigError, "lies outside the data root"),
-    ("text pairs", "no_folder", DatasetNotFoundError, "text folder 'no_folder' not found"),
-    ("text pairs", "line_counts", DatasetNotFoundError,
-     r"train.en \(40 lines\) and train.de \(35 lines\).*different line counts"),
-    ("text pairs", "nul", DatasetNotFoundError, r"train.de has binary content \(a NUL byte at line 1\)"),
-    ("text pairs", "not_utf8", DatasetNotFoundError, r"train.en has binary content at line 1 \(not UTF-8\)"),
-    ("text pairs", "empty", DatasetNotFoundError, r"train.de is empty"),
-    ("text pairs", "blank", DatasetNotFoundError, r"train.de is empty"),
-    ("text pairs", "missing_language", DatasetNotFoundError, r"no file for language 'de'.*languages found: en"),
-    ("text pairs", "several_pairs", DatasetNotFoundError, r"2 en/de pairs \(a, b\) and none named 'train'.*pair_name"),
-    ("text pairs", "bad_gzip", DatasetNotFoundError, r"train.de.gz is unreadable"),
-    ("text pairs", "link_out", DatasetNotFoundError, r"train.de is a symbolic link"),
+#: (case of :func:`_bad_pairs`, the error, what it says)
+BAD_PAIRS = [
+    ("outside", ConfigError, "lies outside the data root"),
+    ("no_folder", DatasetNotFoundError, "text folder 'no_folder' not found"),
+    ("line_counts", DatasetNotFoundError, r"train.en \(40 lines\) and train.de \(35 lines\).*different line counts"),
+    ("nul", DatasetNotFoundError, r"train.de has binary content \(a NUL byte at line 1\)"),
+    ("not_utf8", DatasetNotFoundError, r"train.en has binary content at line 1 \(not UTF-8\)"),
+    ("empty", DatasetNotFoundError, r"train.de is empty"),
+    ("blank", DatasetNotFoundError, r"train.de is empty"),
+    ("missing_language", DatasetNotFoundError, r"no file for language 'de'.*languages found: en"),
+    ("several_pairs", DatasetNotFoundError, r"2 en/de pairs \(a, b\) and none named 'train'.*pair_name"),
+    ("bad_gzip", DatasetNotFoundError, r"train.de.gz is unreadable"),
+    ("link_out", DatasetNotFoundError, r"train.de is a symbolic link"),
 ]
 #: each layout's maker of bad cases, its task, preset and options
 BAD_DATA = {"image folder": (_bad_folder, "image", "folder_quick", TINY_IMAGE),
             "text pairs": (_bad_pairs, "translation", "pairs_cpu", {})}
 
 
-@pytest.mark.parametrize("layout, case, error, message", BAD_CASES)
+@pytest.mark.parametrize("layout, case, error, message",
+                         [("image folder", *c) for c in BAD_FOLDERS] + [("text pairs", *c) for c in BAD_PAIRS])
 def test_bad_image_folders_and_text_pairs_are_one_line_before_training(layout, case, error, message, data_root,
                                                                        tmp_path):
     outside = tmp_path / "elsewhere"
