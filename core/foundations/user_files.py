@@ -33,9 +33,6 @@ MAX_WEIGHTS_BYTES = 256 * 2**20
 MAX_MEMBERS_BYTES = 32 * 2**20
 #: longest record id (one line of the member list), in characters
 MAX_ID_CHARS = 4096
-#: config fields naming the user's files, and the fields holding their content's sha256
-USER_FILE_FIELDS = ("target_weights", "members")
-DIGEST_FIELDS = {"target_weights": "target_weights_sha256", "members": "members_sha256"}
 
 
 def user_file_path(text: str, what: str) -> Path:
