@@ -183,6 +183,18 @@ def cold_training(cfg, executor_name: str | None = None) -> float:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def translation_figures(label: str, r: dict[str, Any], expected: dict[str, tuple[str, str]]) -> list[tuple[str, str, str, str]]:
+    """The four figures of a translation run's step ``r`` (:func:`cold_run` on worker processes) as rows
+    (figure, this run, target, named in): training of victim + shadows, each model's own training, the attack
+    stage, BLEU; ``expected`` gives each row's (target, named in) under ``train``, ``side``, ``attack``, ``bleu``."""
+    return [(f"{label}: victim + {r['models'] - 1} shadows, training (s), {r['executor']} executor",
+             f"{r['train_s']:.1f}", *expected["train"]),
+            (f"{label}: each model's own training (s), side by side", " / ".join(f"{x:.0f}" for x in r["model_train_s"]),
+             *expected["side"]),
+            (f"{label}: attack stage (s)", f"{r['attack_s']:.1f}", *expected["attack"]),
+            (f"{label}: BLEU train / val", f"{r['utility']['train']:.1f} / {r['utility']['val']:.1f}", *expected["bleu"])]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--multi30k", default=os.environ.get("MIA_MULTI30K", ""),
@@ -256,13 +268,9 @@ def check(args: argparse.Namespace) -> int:
                                 lambda cfg=cfg, arch=arch: cold_run(cfg, "processes", f"multi30k_gpu {arch}"))
         if translates[arch]:
             r = translates[arch]
-            figures.append((f"translation multi30k_gpu {arch}: victim + {r['models'] - 1} shadows, training (s), "
-                            f"{r['executor']} executor", f"{r['train_s']:.1f}", "≤ ~180 s", "issue 35"))
-            figures.append((f"translation multi30k_gpu {arch}: each model's own training (s), side by side",
-                            " / ".join(f"{x:.0f}" for x in r["model_train_s"]), "–", "issue 35"))
-            figures.append((f"translation multi30k_gpu {arch}: attack stage (s)", f"{r['attack_s']:.1f}", "–", "issue 34"))
-            figures.append((f"translation multi30k_gpu {arch}: BLEU train / val",
-                            f"{r['utility']['train']:.1f} / {r['utility']['val']:.1f}", "val ≥ 20", "issue 35"))
+            figures += translation_figures(f"translation multi30k_gpu {arch}", r, {
+                "train": ("≤ ~180 s", "issue 35"), "side": ("–", "issue 35"), "attack": ("–", "issue 34"),
+                "bleu": ("val ≥ 20", "issue 35")})
             figures.append((f"translation multi30k_gpu {arch}: AUC per attack",
                             ", ".join(f"{n} {a:.3f}" if isinstance(a, float) else f"{n} {a}"
                                       for n, a in r["auc"].items()), "≤ 0.95", "issue 35"))
@@ -287,15 +295,9 @@ def check(args: argparse.Namespace) -> int:
         paper[arch] = step(f"translation paper en→de {arch}",
                            lambda cfg=cfg, arch=arch: cold_run(cfg, paper_executor, f"paper {arch}"))
         if paper[arch]:
-            r = paper[arch]
-            figures.append((f"translation paper {arch}: victim + {r['models'] - 1} shadows, training (s), "
-                            f"{r['executor']} executor", f"{r['train_s']:.1f}", "≤ 60 s", "issue 13"))
-            figures.append((f"translation paper {arch}: each model's own training (s), side by side",
-                            " / ".join(f"{x:.0f}" for x in r["model_train_s"]), "–", "issue 21"))
-            figures.append((f"translation paper {arch}: attack stage (s)", f"{r['attack_s']:.1f}", "≤ 10 s (174 s before)",
-                            "issue 13"))
-            figures.append((f"translation paper {arch}: BLEU train / val",
-                            f"{r['utility']['train']:.1f} / {r['utility']['val']:.1f}", "–", "issue 21"))
+            figures += translation_figures(f"translation paper {arch}", paper[arch], {
+                "train": ("≤ 60 s", "issue 13"), "side": ("–", "issue 21"), "attack": ("≤ 10 s (174 s before)", "issue 13"),
+                "bleu": ("–", "issue 21")})
     for arch in ("ffnn", "rnn"):
         cfg = make_config("translation", arch, "quick", args.tiny, {})
         quick[arch] = step(f"translation quick {arch}", lambda cfg=cfg: cold_run(cfg))

@@ -7,8 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from core.analyses import analyses_view
 from core.views import report
 from core.experiment.pipeline import run_experiment
+from core.foundations.errors import ConfigError, NotCachedError
 from core.tasks import get_task
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,7 +47,7 @@ def test_report_cli_writes_the_run_report_with_the_per_record_views(tmp_path):
     assert "src=\"http" not in page and "src='http" not in page  # plotly.js inlined once: opens offline
     assert page.count("Plotly.newPlot") >= 8  # the run's figures and the views' figures
     # the app's download calls the same builder on the same summaries: the same sections
-    summaries = report.cached_summaries(configs)
+    summaries = analyses_view.cached_runs(configs)
     app_page = report.run_report(configs, summaries=summaries)
     for section in ("<h2>Attacks</h2>", "<h2>Per-record views</h2>", "Vulnerability per slice"):
         assert section in app_page
@@ -53,6 +57,24 @@ def test_report_cli_writes_the_run_report_with_the_per_record_views(tmp_path):
     assert p.returncode == 0, p.stderr
     text = one.read_text()
     assert "Not shown: exposure" in text and "reference budget" not in text and "Vulnerability per slice" in text
+
+
+def test_a_run_not_cached_is_one_line_in_each_readers_own_class(monkeypatch):
+    """The report and the analyses view read cached runs through one function (issue 29, duplicates D2): the
+    same line naming the missing run and its command, raised as what each one's callers catch."""
+    task = get_task("image")
+    configs = {a: task.make_config(a, "quick", TINY) for a in ("ffnn", "rnn")}
+    monkeypatch.setattr(type(task), "train", lambda *a, **k: pytest.fail("a reader of cached runs trained"))
+    with pytest.raises(ConfigError) as in_report:
+        report.run_report(configs)
+    with pytest.raises(NotCachedError) as in_view:
+        analyses_view.analyses_view(configs)
+    assert not isinstance(in_report.value, NotCachedError) and not isinstance(in_view.value, ConfigError)
+    assert str(in_report.value) == str(in_view.value)
+    cfg = configs["ffnn"]
+    assert str(in_view.value) == (f"the ffnn run of image (quick, config {cfg.config_hash[:12]}) is not cached: train it "
+                                  "first (Train & attack, or python -m core run --task image --arch ffnn --preset quick "
+                                  "with the same --set options)")
 
 
 def test_report_cli_refuses_bad_input_in_one_line(tmp_path):

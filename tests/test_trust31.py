@@ -151,7 +151,7 @@ def test_a_cifar_batch_over_the_size_cap_or_a_link_is_refused_unread(tmp_path):
     write_batches(tmp_path / "c")
     with open(tmp_path / "c" / "data_batch_3", "r+b") as fh:
         fh.truncate(image_sources.MAX_BATCH_BYTES + 1)  # sparse: nothing is written
-    with pytest.raises(DatasetNotFoundError, match="over the"):
+    with pytest.raises(DatasetNotFoundError, match="bytes; at most"):
         load_cifar10(tmp_path / "c")
     write_batches(tmp_path / "d")
     os.replace(tmp_path / "d" / "data_batch_4", tmp_path / "elsewhere")

@@ -180,7 +180,8 @@ def _bad_folder(case: str, root: Path, outside: Path) -> str:
     return case
 
 
-@pytest.mark.parametrize("case, error, message", [
+#: (case of :func:`_bad_folder`, the error, what it says)
+BAD_FOLDERS = [
     ("empty", DatasetNotFoundError, "holds no PNG or JPEG image"),
     ("outside", ConfigError, "lies outside the data root"),
     ("dotdot", ConfigError, "lies outside the data root"),
@@ -193,16 +194,7 @@ def _bad_folder(case: str, root: Path, outside: Path) -> str:
     ("small_class", DatasetNotFoundError, r"fewer than 2 images.*'bird' \(1\)"),
     ("link_out", DatasetNotFoundError, r"cat/secret.png is a symbolic link"),
     ("dir_link_out", DatasetNotFoundError, r"eel is a symbolic link"),
-])
-def test_bad_image_folders_are_one_line_before_training(case, error, message, data_root, tmp_path):
-    outside = tmp_path / "elsewhere"
-    outside.mkdir()
-    data_dir = _bad_folder(case, data_root, outside)
-    task = get_task("image")
-    cfg = task.make_config("ffnn", "folder_quick", {"data_dir": data_dir, **TINY_IMAGE})
-    with pytest.raises(error, match=message) as info:
-        task.load(cfg)
-    assert "\n" not in str(info.value)
+]
 
 
 def _cli(*args: str, root: Path, cache: Path) -> subprocess.CompletedProcess:
@@ -357,7 +349,8 @@ def _bad_pairs(case: str, root: Path, outside: Path) -> str:
     return case
 
 
-@pytest.mark.parametrize("case, error, message", [
+#: (case of :func:`_bad_pairs`, the error, what it says)
+BAD_PAIRS = [
     ("outside", ConfigError, "lies outside the data root"),
     ("no_folder", DatasetNotFoundError, "text folder 'no_folder' not found"),
     ("line_counts", DatasetNotFoundError, r"train.en \(40 lines\) and train.de \(35 lines\).*different line counts"),
@@ -369,13 +362,22 @@ def _bad_pairs(case: str, root: Path, outside: Path) -> str:
     ("several_pairs", DatasetNotFoundError, r"2 en/de pairs \(a, b\) and none named 'train'.*pair_name"),
     ("bad_gzip", DatasetNotFoundError, r"train.de.gz is unreadable"),
     ("link_out", DatasetNotFoundError, r"train.de is a symbolic link"),
-])
-def test_bad_text_pairs_are_one_line_before_training(case, error, message, data_root, tmp_path):
+]
+#: each layout's maker of bad cases, its task, preset and options
+BAD_DATA = {"image folder": (_bad_folder, "image", "folder_quick", TINY_IMAGE),
+            "text pairs": (_bad_pairs, "translation", "pairs_cpu", {})}
+
+
+@pytest.mark.parametrize("layout, case, error, message",
+                         [("image folder", *c) for c in BAD_FOLDERS] + [("text pairs", *c) for c in BAD_PAIRS])
+def test_bad_image_folders_and_text_pairs_are_one_line_before_training(layout, case, error, message, data_root,
+                                                                       tmp_path):
     outside = tmp_path / "elsewhere"
     outside.mkdir()
-    data_dir = _bad_pairs(case, data_root, outside)
-    task = get_task("translation")
-    cfg = task.make_config("ffnn", "pairs_cpu", {"data_dir": data_dir})
+    make_bad, task_name, preset, options = BAD_DATA[layout]
+    data_dir = make_bad(case, data_root, outside)
+    task = get_task(task_name)
+    cfg = task.make_config("ffnn", preset, {"data_dir": data_dir, **options})
     with pytest.raises(error, match=message) as info:
         task.load(cfg)
     assert "\n" not in str(info.value)

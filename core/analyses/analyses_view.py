@@ -29,15 +29,19 @@ from core.foundations.errors import NotCachedError
 CACHED = ("scatter", "vulnerability")
 
 
-def cached_runs(configs: dict[str, ExperimentConfig], cache: ArtifactCache | None = None) -> dict[str, RunSummary]:
-    """Each architecture's cached summary; :class:`NotCachedError` naming the first run missing."""
+def cached_runs(configs: dict[str, ExperimentConfig], cache: ArtifactCache | None = None,
+                error: Callable[[str], Exception] = NotCachedError) -> dict[str, RunSummary]:
+    """Each architecture's cached summary, typed: the one reading of cached runs that the analyses view and the
+    run report (:func:`core.views.report.run_report`) share. A run missing is one line ``error(message)`` naming it
+    and the command that computes it (it never trains): :class:`NotCachedError` here, the report's
+    :class:`~core.foundations.errors.ConfigError` there."""
     out = {}
     for arch, cfg in configs.items():
         s = cached_summary(cfg, cache)
         if s is None:
-            raise NotCachedError(f"the {arch} run of {cfg.task} ({cfg.preset}, {cfg.config_hash[:6]}) is not cached: "
-                                 f"train it first (Train & attack, or python -m core run --task {cfg.task} --arch "
-                                 f"{arch} --preset {cfg.preset})")
+            raise error(f"the {arch} run of {cfg.task} ({cfg.preset}, config {cfg.config_hash[:12]}) is not cached: "
+                        f"train it first (Train & attack, or python -m core run --task {cfg.task} --arch {arch} "
+                        f"--preset {cfg.preset} with the same --set options)")
         out[arch] = RunSummary.from_dict(s)
     return out
 

@@ -43,7 +43,7 @@ from pathlib import Path
 import numpy as np
 
 from core.foundations.errors import MIAError
-from core.foundations.fileio import FileTooLargeError, NotRegularFileError, read_opened_file, show_path
+from core.foundations.fileio import read_named_file, show_path
 
 #: the largest file read (bytes on disk), CSV or npz
 MAX_FILE_BYTES = 256 * 2**20
@@ -148,25 +148,7 @@ def read_bytes(path: str | os.PathLike, root: str | os.PathLike | None = None) -
         real = os.path.realpath(p)
         if os.path.commonpath([base, real]) != base:
             raise ScoresFileError(f"{show_path(p)} lies outside the data root {show_path(base)}")
-    try:
-        # O_NOFOLLOW: a link is refused, not followed; O_NONBLOCK: a FIFO does not hang the open
-        fd = os.open(p, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except FileNotFoundError:
-        raise ScoresFileError(f"{show_path(p)}: no such file") from None
-    except OSError as exc:
-        if os.path.islink(p):
-            raise ScoresFileError(f"{show_path(p)} is a symbolic link: give the file itself") from None
-        raise ScoresFileError(f"cannot read {show_path(p)}: {exc.strerror or exc}") from None
-    try:
-        data = read_opened_file(fd, MAX_FILE_BYTES)
-    except NotRegularFileError:
-        raise ScoresFileError(f"{show_path(p)} is not a regular file") from None
-    except FileTooLargeError as exc:
-        if exc.size is None:  # it grew while being read
-            raise ScoresFileError(f"{show_path(p)} has more than {MAX_FILE_BYTES:,} bytes") from None
-        raise ScoresFileError(f"{show_path(p)} has {exc.size:,} bytes; at most {MAX_FILE_BYTES:,} are read") from None
-    except OSError as exc:
-        raise ScoresFileError(f"cannot read {show_path(p)}: {exc.strerror or exc}") from None
+    data = read_named_file(p, MAX_FILE_BYTES, ScoresFileError, show_path(p))
     return p.name, data
 
 

@@ -16,7 +16,6 @@ import csv
 import io
 import math
 import os
-import stat
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +24,7 @@ import numpy as np
 import torch
 
 from core.foundations.errors import ConfigError, DatasetNotFoundError
+from core.foundations.fileio import read_named_file
 from core.foundations.paths import data_root, resolve_data_dir
 
 #: cells read as a missing value (compared stripped and lower-cased)
@@ -113,10 +113,6 @@ class EncodedTable:
 
 
 # ---------------------------------------------------------------------------- reading a file
-def _refuse(path_text: str, why: str) -> DatasetNotFoundError:
-    return DatasetNotFoundError(f"CSV file {path_text!r} {why}")
-
-
 def read_csv_bytes(path_text: str, limits: CsvLimits = LIMITS, root: str | os.PathLike | None = None) -> bytes:
     """The bytes of the CSV file ``path_text`` (absolute, ``~/…`` or relative to the data root).
 
@@ -130,27 +126,10 @@ def read_csv_bytes(path_text: str, limits: CsvLimits = LIMITS, root: str | os.Pa
     resolved = resolve_data_dir(path_text, base)  # confinement: "..", and links pointing out, refused
     given = Path(path_text.strip()).expanduser()
     given = given if given.is_absolute() else base / given
+    shown = f"CSV file {path_text!r}"
     if given.is_symlink():  # links are not followed, even inside the root
-        raise _refuse(path_text, "is a symbolic link; give the file itself (links are not followed)")
-    try:
-        fd = os.open(resolved, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError:
-        raise _refuse(path_text, "not found") from None
-    except OSError as exc:  # a link planted after the check (ELOOP), no permission, …
-        raise _refuse(path_text, f"cannot be opened: {exc.strerror or exc}") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise _refuse(path_text, "is not a regular file (a folder, device or pipe)")
-        if info.st_size > limits.max_bytes:
-            raise _refuse(path_text, f"has {info.st_size:,} bytes, more than the {limits.max_bytes:,} a table may have")
-        with os.fdopen(os.dup(fd), "rb") as fh:
-            data = fh.read(limits.max_bytes + 1)
-    finally:
-        os.close(fd)
-    if len(data) > limits.max_bytes:  # it grew while read
-        raise _refuse(path_text, f"has more than the {limits.max_bytes:,} bytes a table may have")
-    return data
+        raise DatasetNotFoundError(f"{shown} is a symbolic link; give the file itself (links are not followed)")
+    return read_named_file(resolved, limits.max_bytes, DatasetNotFoundError, shown)
 
 
 def parse_csv(data: bytes, source: str, limits: CsvLimits = LIMITS) -> tuple[list[str], list[list[str]]]:

@@ -39,7 +39,7 @@ import numpy as np
 from PIL import Image
 
 from core.foundations.errors import DatasetNotFoundError
-from core.foundations.fileio import FileTooLargeError, NotRegularFileError, read_opened_file
+from core.foundations.fileio import read_capped
 from core.foundations.paths import resolve_data_dir
 
 #: image file suffixes read (case-insensitive)
@@ -213,14 +213,7 @@ def _read_bytes(folder: Path, rel: str) -> bytes:
     except OSError as exc:
         raise DatasetNotFoundError(f"image {shown} cannot be opened ({exc.strerror or exc}); links are not "
                                    f"followed") from None
-    try:
-        return read_opened_file(fd, MAX_FILE_BYTES)
-    except NotRegularFileError:
-        raise DatasetNotFoundError(f"image {shown} is not a regular file") from None
-    except FileTooLargeError:
-        raise DatasetNotFoundError(f"image {shown} has more than {MAX_FILE_BYTES // 2**20} MiB (MAX_FILE_BYTES)") from None
-    except OSError as exc:
-        raise DatasetNotFoundError(f"image {shown} cannot be read ({exc.strerror or exc})") from None
+    return read_capped(fd, MAX_FILE_BYTES, DatasetNotFoundError, f"image {shown}")
 
 
 @contextmanager

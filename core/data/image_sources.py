@@ -6,16 +6,15 @@ Imports only ``core.foundations``."""
 from __future__ import annotations
 
 import io
-import os
 import pickle
 import pickletools
-import stat
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from core.foundations.errors import DatasetNotFoundError
+from core.foundations.fileio import read_named_file
 
 CIFAR10_BATCHES = [f"data_batch_{i}" for i in range(1, 6)]
 
@@ -132,19 +131,7 @@ def read_cifar10_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
         DatasetNotFoundError: one line naming the file and what is wrong.
     """
     where = f"CIFAR-10 batch {path.name} in {str(path.parent)!r}"
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
-    except OSError as exc:
-        raise DatasetNotFoundError(f"{where} cannot be read: {exc.strerror or exc} (links are not followed)") from None
-    with os.fdopen(fd, "rb") as fh:
-        info = os.fstat(fh.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise DatasetNotFoundError(f"{where} is not a regular file")
-        if info.st_size > MAX_BATCH_BYTES:
-            raise DatasetNotFoundError(f"{where} holds {info.st_size:,} bytes, over the {MAX_BATCH_BYTES:,}-byte limit")
-        raw = fh.read(MAX_BATCH_BYTES + 1)
-    if len(raw) > MAX_BATCH_BYTES:
-        raise DatasetNotFoundError(f"{where} grew past the {MAX_BATCH_BYTES:,}-byte limit while read")
+    raw = read_named_file(path, MAX_BATCH_BYTES, DatasetNotFoundError, where)
     try:
         _scan_batch(raw)
         batch = _RestrictedUnpickler(io.BytesIO(raw), encoding="bytes").load()

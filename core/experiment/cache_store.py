@@ -27,6 +27,7 @@ import diskcache
 from diskcache.core import MODE_BINARY, MODE_PICKLE, MODE_RAW, UNKNOWN
 
 from core.foundations.errors import CacheUnusableError, UnsafeCacheEntryError
+from core.foundations.fileio import read_capped
 
 log = logging.getLogger(__name__)
 
@@ -167,16 +168,7 @@ def read_value_file(directory: str, filename: Any, limit: int | None = None) -> 
             if exc.errno == 40:  # ELOOP: the file itself is a link
                 raise UnsafeCacheEntryError(f"cache value file {filename!r} is a link; refusing to follow it") from None
             raise
-    with os.fdopen(fd, "rb") as fh:
-        info = os.fstat(fh.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise UnsafeCacheEntryError(f"cache value file {filename!r} is not a regular file")
-        if info.st_size > limit:
-            raise UnsafeCacheEntryError(f"cache value file {filename!r} holds {info.st_size} bytes, over the {limit} limit")
-        data = fh.read(limit + 1)
-    if len(data) > limit:
-        raise UnsafeCacheEntryError(f"cache value file {filename!r} grew past the {limit}-byte limit while read")
-    return data
+    return read_capped(fd, limit, UnsafeCacheEntryError, f"cache value file {filename!r}", read_errors=False)
 
 
 def forget_shared_row(store: diskcache.Cache, key: str) -> bool:

@@ -26,7 +26,7 @@ import os
 import stat
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from core.foundations.errors import OutputPathError
 
@@ -168,6 +168,40 @@ def read_opened_file(fd: int, limit: int) -> bytes:
     if size > limit:
         raise FileTooLargeError(None)
     return b"".join(chunks)
+
+
+def read_capped(fd: int, limit: int, error: Callable[[str], Exception], name: str, read_errors: bool = True) -> bytes:
+    """:func:`read_opened_file`, each refusal one line ``error(message)`` naming the file as ``name``: the one
+    wording of "not a regular file" and "over the cap" for every capped reader (user files, score files,
+    images, CIFAR-10 batches, the cache's value files), each raising its own class. ``read_errors=False``: an
+    OSError of the read itself propagates unchanged (the cache's reader: diskcache takes it as a vanished value)."""
+    try:
+        return read_opened_file(fd, limit)
+    except NotRegularFileError:
+        raise error(f"{name} is not a regular file") from None
+    except FileTooLargeError as exc:
+        held = f"{exc.size:,} bytes" if exc.size is not None else "more bytes"  # None: it grew while being read
+        raise error(f"{name} holds {held}; at most {limit:,} are read") from None
+    except OSError as exc:
+        if not read_errors:
+            raise
+        raise error(f"{name} cannot be read: {exc.strerror or exc}") from None
+
+
+def read_named_file(path: str | os.PathLike, limit: int, error: Callable[[str], Exception], name: str) -> bytes:
+    """The bytes of the file at ``path`` (:func:`read_capped`), opened without following a link in its last
+    component (a link is refused) and without blocking on a FIFO; every failure one line ``error(message)``
+    naming the file as ``name`` (no such file, a link, unreadable, not a regular file, over ``limit``)."""
+    try:
+        # O_NOFOLLOW: a link is refused, not followed; O_NONBLOCK: a FIFO does not hang the open
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise error(f"{name}: no such file") from None
+    except OSError as exc:
+        if os.path.islink(path):
+            raise error(f"{name} is a symbolic link; links are not followed: give the file itself") from None
+        raise error(f"{name} cannot be read: {exc.strerror or exc}") from None
+    return read_capped(fd, limit, error, name)
 
 
 def write_text_atomically(path: str | os.PathLike, text: str) -> None:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from core.foundations.errors import ConfigError
-from core.foundations.fileio import FileTooLargeError, NotRegularFileError, read_opened_file
+from core.foundations.fileio import read_named_file
 from core.foundations.paths import DATA_ROOT_ENV, MAX_PATH_CHARS, data_root
 
 #: largest weights file read (bytes): far above the presets' models (the paper presets' largest is a few MB)
@@ -33,9 +33,6 @@ MAX_WEIGHTS_BYTES = 256 * 2**20
 MAX_MEMBERS_BYTES = 32 * 2**20
 #: longest record id (one line of the member list), in characters
 MAX_ID_CHARS = 4096
-#: config fields naming the user's files, and the fields holding their content's sha256
-USER_FILE_FIELDS = ("target_weights", "members")
-DIGEST_FIELDS = {"target_weights": "target_weights_sha256", "members": "members_sha256"}
 
 
 def user_file_path(text: str, what: str) -> Path:
@@ -100,23 +97,7 @@ def read_user_file(text: str, what: str, limit: int) -> bytes:
         ConfigError: not found, not a regular file (a folder, a FIFO, a device), larger than
             ``limit``, or unreadable.
     """
-    path = user_file_path(text, what)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except FileNotFoundError:
-        raise ConfigError(f"{what} {text!r}: no such file") from None
-    except OSError as exc:
-        raise ConfigError(f"{what} {text!r} cannot be read: {exc.strerror or exc}") from None
-    try:
-        return read_opened_file(fd, limit)
-    except NotRegularFileError:
-        raise ConfigError(f"{what} {text!r} is not a regular file") from None
-    except FileTooLargeError as exc:
-        if exc.size is None:  # it grew while being read
-            raise ConfigError(f"{what} {text!r} holds more than {limit:,} bytes") from None
-        raise ConfigError(f"{what} {text!r} holds {exc.size:,} bytes; at most {limit:,} are read") from None
-    except OSError as exc:
-        raise ConfigError(f"{what} {text!r} cannot be read: {exc.strerror or exc}") from None
+    return read_named_file(user_file_path(text, what), limit, ConfigError, f"{what} {text!r}")
 
 
 def sha256_hex(payload: bytes) -> str:

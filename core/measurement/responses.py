@@ -229,10 +229,6 @@ class Responses:
         out.record_features = dict(self.record_features)
         return out.validate()
 
-    def with_probs(self, probs: torch.Tensor | np.ndarray) -> "Responses":
-        """:meth:`with_log_probs` from probability vectors (zeros are floored at 1e-12)."""
-        return self.with_log_probs(torch.log(torch.as_tensor(probs).double().clamp_min(_EPS)))
-
     def with_step_signals(self, **arrays: np.ndarray) -> "Responses":
         """A copy with some per-step arrays replaced (e.g. ``top_probs``, ``ref_prob``, ``entropy``),
         validated. For mechanisms that recompute the signals of top-K Responses directly."""

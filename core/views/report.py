@@ -34,8 +34,8 @@ from core.foundations.config import ExperimentConfig
 from core.foundations.errors import ConfigError
 from core.foundations.fileio import write_json_atomically, write_text_atomically
 from core.foundations.names import ARCH_NAMES
-from core.experiment.pipeline import cached_summary
 from core.experiment.results import RunSummary
+from core.analyses.analyses_view import cached_runs
 from core.analyses.record_views import report_views
 
 
@@ -197,34 +197,18 @@ def run_report_html(summaries: list[RunSummary], configs: list[ExperimentConfig]
     return "\n".join(parts)
 
 
-
-def cached_summaries(configs: dict[str, ExperimentConfig], cache: ArtifactCache | None = None) -> dict[str, RunSummary]:
-    """The cached summary of each config, typed (the report's one reading of the cached JSON); a
-    :class:`ConfigError` naming the command that computes the first one missing (a report reads runs,
-    it never trains)."""
-    out = {}
-    for arch, cfg in configs.items():
-        s = cached_summary(cfg, cache)
-        if s is None:
-            raise ConfigError(f"the {arch} run of task {cfg.task}, preset {cfg.preset} (config {cfg.config_hash[:12]}) "
-                              f"is not cached; compute it first: python -m core run --task {cfg.task} --arch {arch} "
-                              f"--preset {cfg.preset} (with the same --set options)")
-        out[arch] = RunSummary.from_dict(s)
-    return out
-
-
 def run_report(configs: dict[str, ExperimentConfig], cache: ArtifactCache | None = None,
                overrides: dict[str, dict[str, Any]] | None = None, map_views: dict[str, dict[str, Any]] | None = None,
                repeats: dict[str, Any] | None = None, matched: dict[str, Any] | None = None,
                budget: bool = True, summaries: dict[str, RunSummary] | None = None) -> str:
     """The run report of ``configs`` (arch → config) from the cache: their summaries (``summaries``
-    where the caller holds them, else :func:`cached_summaries`: not cached → :class:`ConfigError`)
-    and the per-record views the cached
-    runs allow (:func:`core.analyses.record_views.report_views`; ``budget``: include the reference budget,
-    which refits LiRA and RMIA per subset of references), as :func:`run_report_html`. The app's
-    download and ``python -m core report`` both call this."""
+    where the caller holds them, else :func:`core.analyses.analyses_view.cached_runs`: not cached →
+    :class:`ConfigError`) and the per-record views the cached runs allow
+    (:func:`core.analyses.record_views.report_views`; ``budget``: include the reference budget, which refits
+    LiRA and RMIA per subset of references), as :func:`run_report_html`. The app's download and
+    ``python -m core report`` both call this."""
     cache = cache or ArtifactCache()
-    summaries = summaries if summaries is not None else cached_summaries(configs, cache)
+    summaries = summaries if summaries is not None else cached_runs(configs, cache, ConfigError)
     views = report_views(configs, summaries, cache, budget=budget)
     return run_report_html(list(summaries.values()), list(configs.values()), overrides, map_views, repeats, matched,
                            views)
