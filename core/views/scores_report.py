@@ -12,12 +12,11 @@ import datetime as _dt
 import html
 import json
 import math
-from typing import Any
 
 import plotly.graph_objects as go
 
 from core.analyses.scores import ScoresResult
-from core.measurement.stats import is_zero_width
+from core.measurement.stats import Estimate, is_zero_width
 
 _CSS = """
 body { font-family: -apple-system, Segoe UI, Helvetica, Arial, sans-serif; margin: 2em auto; max-width: 1200px;
@@ -32,16 +31,25 @@ COLOURS = {"loss": "#1f77b4", "entropy": "#2ca02c", "lira_offline": "#d62728", "
            "rmia": "#ff7f0e"}
 
 
-def _ci(e: dict[str, Any] | Any, digits: int = 3) -> str:
-    """``mean [low, high]`` of an Estimate (or its dict)."""
-    d = e if isinstance(e, dict) else e.to_dict()
-    if d.get("mean") is None:
+def _interval(mean: float | None, low: float | None, high: float | None, digits: int = 3) -> str:
+    """``mean [low, high]``; ``—`` without a mean, the mean alone without both ends."""
+    if mean is None:
         return "—"
-    if d.get("ci_low") is None or d.get("ci_high") is None:
-        return f"{d['mean']:.{digits}f}"
-    if is_zero_width(d["ci_low"], d["ci_high"], d["mean"]):  # the scores do not vary: no spread, not certainty
-        return f"{d['mean']:.{digits}f} (no spread)"
-    return f"{d['mean']:.{digits}f} [{d['ci_low']:.{digits}f}, {d['ci_high']:.{digits}f}]"
+    if low is None or high is None:
+        return f"{mean:.{digits}f}"
+    if is_zero_width(low, high, mean):  # the scores do not vary: no spread, not certainty
+        return f"{mean:.{digits}f} (no spread)"
+    return f"{mean:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
+
+
+def _finite(v: float | None) -> float | None:
+    """None for a missing or non-finite number, as :meth:`Estimate.to_dict` writes it to the JSON."""
+    return None if v is None or not math.isfinite(v) else float(v)
+
+
+def _ci(e: Estimate, digits: int = 3) -> str:
+    """``mean [low, high]`` of an Estimate, its non-finite ends read as missing (as the JSON has them)."""
+    return _interval(_finite(e.mean), _finite(e.ci_low), _finite(e.ci_high), digits)
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
@@ -80,7 +88,6 @@ def roc_loglog_figure(result: ScoresResult) -> go.Figure:
 
 def scores_report_html(result: ScoresResult) -> str:
     """The whole page (module docstring)."""
-    d = result.to_dict()
     when = _dt.datetime.now().strftime("%Y-%m-%d %H:%M")
     parts = [
         "<!DOCTYPE html><html><head><meta charset='utf-8'>",
@@ -96,11 +103,10 @@ def scores_report_html(result: ScoresResult) -> str:
     parts.append("</ul><p class='muted'>A finding needs its interval: <i>leak</i> when the AUC's 95 % interval lies "
                  "above 0.5, <i>inconclusive</i> when it contains 0.5.</p>")
     rows = []
-    for a in d["attacks"].values():
-        tprs = "; ".join(f"{r['label']}: {_ci(r)}" + (f" ({r['verdict']})" if r["verdict"] else " (no verdict)")
-                         for r in a["tpr_at_low_fpr"])
-        rows.append([a["name"], _ci(a["auc"]), tprs, _ci(a["advantage"]), f"{a['epsilon']['lower_bound']:.3f}",
-                     str(a["auc"]["n"])])
+    for a in result.attacks:
+        tprs = "; ".join(f"{r.label}: {_ci(r.estimate)}" + (f" ({r.verdict})" if r.verdict else " (no verdict)")
+                         for r in a.low_fpr)
+        rows.append([a.name, _ci(a.auc), tprs, _ci(a.advantage), f"{a.epsilon.lower_bound:.3f}", str(a.auc.n)])
     parts += ["<h2>Attacks</h2>",
               _table(["attack", "AUC [95 % CI]", "TPR at low FPR [95 % CI]", "advantage TPR − FPR (cross-fitted)",
                       "ε̂ (95 % lower bound)", "N"], rows),
@@ -109,17 +115,16 @@ def scores_report_html(result: ScoresResult) -> str:
     if result.comparisons:
         parts += ["<h2>Reference attacks against the loss threshold</h2>",
                   _table(["difference", "AUC difference [95 % CI]", "N", "verdict"],
-                         [[c.to_dict()["of"], _ci(c.difference), str(c.difference.n), c.verdict]
+                         [[f"{c.a} - {c.b}", _ci(c.difference), str(c.difference.n), c.verdict]
                           for c in result.comparisons]),
                   "<p class='muted'>Paired: both attacks on the same resampled records.</p>"]
     parts += ["<h2>ROC</h2>", roc_loglog_figure(result).to_html(full_html=False, include_plotlyjs=True,
                                                                  config={"displaylogo": False})]
     if result.slices:
-        rows = [[s["attack"], s["slicing"], s["slice"], str(s["n_members"]), str(s["n_non_members"]),
-                 "too few to read" if s["too_small"] else "",
-                 _ci({"mean": s["auc"], "ci_low": s["auc_low"], "ci_high": s["auc_high"]}),
-                 _ci({"mean": s["tpr_at_1pct"], "ci_low": s["tpr_low"], "ci_high": s["tpr_high"]})]
-                for s in result.slice_rows()]
+        rows = [[attack, s.slicing, s.slice, str(s.n_members), str(s.n_non_members),
+                 "too few to read" if s.too_small else "", _interval(s.auc, s.auc_low, s.auc_high),
+                 _interval(s.tpr_at_1pct, s.tpr_low, s.tpr_high)]
+                for attack, s in result.slices]
         parts += ["<h2>Slices</h2>", _table(["attack", "slicing", "slice", "members", "non-members", "", "AUC [95 % CI]",
                                              "TPR at 1 % FPR [95 % CI]"], rows)]
     if result.notes:
