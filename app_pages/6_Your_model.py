@@ -14,8 +14,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from core.analyses.scores import score_file
-from core.experiment.data_preview import preview_data
+from core.analyses.scores import ScoresResult, score_file
+from core.experiment.data_preview import DataPreview, preview_data
 from core.foundations.config import ExperimentConfig
 from core.foundations.errors import MIAError
 from core.foundations.names import ARCH_NAMES as ARCH_LABELS
@@ -23,6 +23,7 @@ from core.foundations.paths import data_root, resolve_data_dir
 from core.foundations.plugins import PLUGIN_ENV
 from core.foundations.task_registry import builtin_tasks
 from core.foundations.user_files import store_upload
+from core.measurement.stats import Estimate
 from core.tasks import available_tasks, get_task
 from core.views.scores_report import roc_loglog_figure, scores_report_html
 from ui.examples import plain_markdown, show_record
@@ -64,9 +65,8 @@ def layout_config(arch: str, layout: str, path_text: str, extra: dict) -> Experi
 
 
 @st.cache_data(max_entries=16, show_spinner="Reading the data…")
-def cached_preview(config_hash: str, _cfg: ExperimentConfig) -> dict:
-    preview = preview_data(_cfg)
-    return {"dict": preview.to_dict(), "examples": preview.examples}
+def cached_preview(config_hash: str, _cfg: ExperimentConfig) -> DataPreview:
+    return preview_data(_cfg)
 
 
 def data_inputs(key: str) -> tuple[str, str, dict] | None:
@@ -100,28 +100,27 @@ def data_inputs(key: str) -> tuple[str, str, dict] | None:
 def show_preview(cfg: ExperimentConfig) -> bool:
     """What was found and how a run would split it; False when the configured sizes do not fit."""
     try:
-        found = cached_preview(cfg.config_hash, cfg)
+        p = cached_preview(cfg.config_hash, cfg)
     except MIAError as exc:
         st.error(str(exc))
         return False
-    p = found["dict"]
-    st.success(f"**Found:** {plain_markdown(p['description'])}")  # names from the user's files, as text
+    st.success(f"**Found:** {plain_markdown(p.description)}")  # names from the user's files, as text
     cols = st.columns(4)
-    cols[0].metric("records", f"{p['n_records']:,}")
-    cols[1].metric("victim's half", f"{p['victim_pool']:,}", help="members and non-members of the victim come from here")
-    cols[2].metric("attacker's half", f"{p['attacker_pool']:,}", help="the shadow models train on this disjoint half")
-    cols[3].metric("members / non-members", f"{p['members']:,} / {p['nonmembers']:,}")
-    missing = p["info"].get("missing_values")
+    cols[0].metric("records", f"{p.n_records:,}")
+    cols[1].metric("victim's half", f"{p.victim_pool:,}", help="members and non-members of the victim come from here")
+    cols[2].metric("attacker's half", f"{p.attacker_pool:,}", help="the shadow models train on this disjoint half")
+    cols[3].metric("members / non-members", f"{p.members:,} / {p.nonmembers:,}")
+    missing = p.info.get("missing_values")  # the task's free-form facts: a tabular source counts its gaps
     if missing:
-        st.caption("Missing values per column: " + ", ".join(f"{plain_markdown(k)}: {v}" for k, v in missing.items()))
-    if p["split_problem"]:
-        st.error(f"The configured sizes do not fit this data: {p['split_problem']}")
+        st.caption("Missing values per column: " + ", ".join(f"{plain_markdown(str(k))}: {v}"
+                                                              for k, v in missing.items()))
+    if p.split_problem:
+        st.error(f"The configured sizes do not fit this data: {p.split_problem}")
         return False
-    st.caption(f"{p['shadows']} shadow models, each on {p['shadow_members']:,} members and {p['shadow_nonmembers']:,} "
-               f"non-members of the attacker's half. A member list's id is {p['record_id_meaning']}.")
-    if found["examples"]:
-        for k, (col, view, rid) in enumerate(zip(st.columns(len(found["examples"])), found["examples"],
-                                                  p["example_ids"])):
+    st.caption(f"{p.shadows} shadow models, each on {p.shadow_members:,} members and {p.shadow_nonmembers:,} "
+               f"non-members of the attacker's half. A member list's id is {p.record_id_meaning}.")
+    if p.examples:
+        for k, (col, view, rid) in enumerate(zip(st.columns(len(p.examples)), p.examples, p.example_ids)):
             with col:
                 # an image's caption names its role; a text record's lines do not, so the note does
                 note = f"id {rid}" if view.kind == "image" else f"{view.caption} · id {rid}"
@@ -174,22 +173,18 @@ def progress_panel(configs: list[ExperimentConfig]) -> None:
             st.rerun(scope="app")
 
 
-def attack_table(rows: list[dict]) -> list[dict]:
-    """The scores' attack rows as a reader takes them in: each number beside its interval, in one cell."""
-    def ci(row: dict, name: str) -> str | None:
-        if row.get(name) is None:
+def attack_table(result: ScoresResult) -> list[dict]:
+    """One row per attack as a reader takes it in: each number beside its interval, in one cell."""
+    def ci(e: Estimate) -> str | None:
+        if e.mean is None:
             return None
-        low, high = row.get(f"{name} low"), row.get(f"{name} high")
-        return f"{row[name]:.3f}" + (f" [{low:.3f}, {high:.3f}]" if low is not None and high is not None else "")
+        low, high = e.ci_low, e.ci_high
+        return f"{e.mean:.3f}" + (f" [{low:.3f}, {high:.3f}]" if low is not None and high is not None else "")
 
-    out = []
-    for row in rows:
-        rates = [k for k in row if (k.startswith("TPR") and not k.endswith((" low", " high")))]
-        out.append({"attack": row["attack"], "finding": row["finding"], "AUC [95 % CI]": ci(row, "AUC"),
-                    **{f"{k} [95 % CI]": ci(row, k) for k in rates},
-                    "advantage [95 % CI]": ci(row, "advantage"),
-                    "ε̂ (95 % lower bound)": row.get("ε̂ (95 % lower bound)"), "N": row["N"]})
-    return out
+    return [{"attack": a.name, "finding": a.finding, "AUC [95 % CI]": ci(a.auc),
+             **{f"{r.label} [95 % CI]": ci(r.estimate) for r in a.low_fpr},
+             "advantage [95 % CI]": ci(a.advantage), "ε̂ (95 % lower bound)": a.epsilon.lower_bound, "N": a.auc.n}
+            for a in result.attacks]
 
 
 def kept_upload(upload, kind: str) -> str | None:
@@ -274,13 +269,12 @@ elif way == "Just the scores":
         st.stop()
 
     @st.cache_data(max_entries=8, show_spinner="Scoring (bootstrap intervals over records)…")
-    def scored(p: str, stamp: float):
-        result = score_file(p)
-        return result, result.to_dict()
+    def scored(p: str, stamp: float) -> ScoresResult:
+        return score_file(p)
 
     try:
         stamp = Path(path).stat().st_mtime if Path(path).is_absolute() else 0.0
-        result, as_dict = scored(path, stamp)
+        result = scored(path, stamp)
     except (MIAError, OSError) as exc:
         st.error(str(exc))
         st.stop()
@@ -288,7 +282,7 @@ elif way == "Just the scores":
                f"{result.n_references} reference model(s).")
     for note in result.notes:
         st.caption(note)
-    st.dataframe(attack_table(result.attack_rows()), hide_index=True, width="stretch")
+    st.dataframe(attack_table(result), hide_index=True, width="stretch")
     st.caption("Each number with its 95 % bootstrap interval over the records (N). finding: *leak* when the AUC's "
                "interval lies above 0.5, *inconclusive* when it holds 0.5. ε̂: a 95 % lower bound on the ε of any "
                "DP guarantee the training could have (threshold chosen on one half of the records, bound on the other).")

@@ -129,6 +129,11 @@ def test_the_page_scores_a_file_of_scores(data_root):
     auc = rows[rows["attack"] == "loss"].iloc[0]["AUC [95 % CI]"]  # "0.812 [0.771, 0.850]"
     low = float(auc.split("[")[1].split(",")[0])
     assert low > 0.5  # the planted leak, with its interval clear of chance
+    # the table is read off the typed result: one cell per number with its interval, the TPRs by their labels
+    assert list(rows.columns) == ["attack", "finding", "AUC [95 % CI]", "TPR at 1.0% FPR [95 % CI]",
+                                  "TPR at 0 false positives (FPR < 1/200; 0.1% FPR asked) [95 % CI]",
+                                  "advantage [95 % CI]", "ε̂ (95 % lower bound)", "N"]
+    assert list(rows["N"]) == [400] and list(rows["finding"]) == ["leak"]
     assert not at.error
 
 
@@ -144,6 +149,20 @@ def test_the_page_says_what_was_found_and_what_does_not_fit(data_root):
     # the quick preset wants more rows than 120: said before any training, and no Train button
     assert any("do not fit this data" in e.value for e in at.error)
     assert not [b for b in at.button if b.label.startswith("Train & attack")]
+
+
+def test_the_page_counts_a_tables_missing_values_per_column(data_root):
+    # the preview's free-form facts (DataPreview.info) reach the page: 7 empty age cells are said per column
+    path = write_table(data_root / "gaps.csv", 120)
+    lines = path.read_text().splitlines()
+    lines[1:8] = ["," + line.split(",", 1)[1] for line in lines[1:8]]
+    path.write_text("\n".join(lines) + "\n")
+    at = page()
+    at.selectbox(key="data:layout").set_value("A CSV table").run()
+    at.text_input(key="data:path").set_value(str(path)).run()
+    at.text_input(key="data:label").set_value("y").run()
+    assert not at.exception, at.exception
+    assert any(c.value == "Missing values per column: age: 7" for c in at.caption), [c.value for c in at.caption]
 
 
 def test_the_page_refuses_a_path_outside_the_data_root_in_one_message(data_root, tmp_path):
