@@ -132,12 +132,13 @@ def test_slices_json_and_the_drawing_helpers(tmp_path):
     result = score_table(read_scores(write_csv(tmp_path / "s.csv", difficulty_case(n=600))), n_boot=BOOT)
     d = json.loads(json.dumps(result.to_dict(), allow_nan=False))  # no NaN anywhere
     assert d["kind"] == "scores" and d["n_records"] == 600 and set(d["attacks"]) >= {"loss", "lira_offline", "rmia"}
-    sliced = {(r["attack"], r["slice"]) for r in result.slice_rows()}
+    sliced = {(attack, s.slice) for attack, s in result.slices}
     assert ("loss", "rare") in sliced and ("rmia", "common") in sliced
     fpr, tpr = result.roc("loss")
     assert fpr[0] == 0 and fpr[-1] == 1 and np.all(np.diff(fpr) >= 0) and len(fpr) == len(tpr)
-    rows = result.attack_rows()
-    assert rows[0]["attack"] == "loss" and rows[0]["AUC low"] <= rows[0]["AUC"] <= rows[0]["AUC high"]
+    first = result.attacks[0]
+    assert first.name == "loss" and first.auc.ci_low <= first.auc.mean <= first.auc.ci_high
+    assert [r["attack"] for r in d["slices"]] == [attack for attack, _ in result.slices]  # the JSON's rows, in order
     assert d["method"]["thresholds"].startswith("cross-fitted")
 
 
@@ -153,7 +154,7 @@ def test_logits_in_an_npz_give_the_entropy_attack(tmp_path):
     result = score_table(read_scores(path), n_boot=BOOT)
     assert {a.name for a in result.attacks} == {"loss", "entropy"}
     assert result.attack("loss").finding == "leak" and result.attack("entropy").auc.ci_low > 0.5
-    assert {r["slicing"] for r in result.slice_rows()} == {"slice", "label"}
+    assert {s.slicing for _, s in result.slices} == {"slice", "label"}
 
 
 def test_lira_on_a_file_equals_lira_on_the_models_answers():

@@ -185,8 +185,8 @@ class AucDifference:
 
 @dataclass(frozen=True)
 class ScoresResult:
-    """Everything ``python -m core score`` writes and a page draws (:meth:`to_dict`, :meth:`attack_rows`,
-    :meth:`slice_rows`, :meth:`roc`)."""
+    """Everything ``python -m core score`` writes (:meth:`to_dict`) and a page draws: the typed
+    :attr:`attacks`, :attr:`comparisons` and :attr:`slices` read by attribute, :meth:`roc` for a curve."""
 
     source: str
     n_records: int
@@ -211,23 +211,8 @@ class ScoresResult:
         a = self.attack(name)
         return np.asarray(a.roc_fpr), np.asarray(a.roc_tpr)
 
-    def attack_rows(self) -> list[dict[str, Any]]:
-        """One row per attack: the headline numbers with their intervals, as plain values."""
-        rows = []
-        for a in self.attacks:
-            row = {"attack": a.name, "finding": a.finding, "AUC": a.auc.mean, "AUC low": a.auc.ci_low,
-                   "AUC high": a.auc.ci_high}
-            for r in a.low_fpr:
-                row[r.label] = r.estimate.mean
-                row[f"{r.label} low"], row[f"{r.label} high"] = r.estimate.ci_low, r.estimate.ci_high
-            row.update({"advantage": a.advantage.mean, "advantage low": a.advantage.ci_low,
-                        "advantage high": a.advantage.ci_high, "ε̂ (95 % lower bound)": a.epsilon.lower_bound,
-                        "N": a.auc.n})
-            rows.append(row)
-        return rows
-
     def slice_rows(self) -> list[dict[str, Any]]:
-        """One row per (attack, slicing, slice)."""
+        """One row per (attack, slicing, slice): the JSON's ``slices`` and the page's per-slice table."""
         return [{"attack": attack, **s.to_dict()} for attack, s in self.slices]
 
     def to_dict(self) -> dict[str, Any]:
