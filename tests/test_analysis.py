@@ -68,18 +68,28 @@ def test_sequential_training_learns_each_block_in_order():
     data = task.load(cfg)
     blocks = [data.victim_pool[:20], data.victim_pool[20:40]]
     model, curve = own_models._train_in_blocks(task, cfg, data, blocks, 3, 0, data.victim_pool[40:60])
-    assert [r["block"] for r in curve] == [1, 1, 1, 2, 2, 2]
-    assert [r["step"] for r in curve] == list(range(1, 7))
-    assert curve[2]["utility_current_block"] > 0.3  # block 1 was learned while it was current
+    assert [r.block for r in curve] == [1, 1, 1, 2, 2, 2]
+    assert [r.step for r in curve] == list(range(1, 7))
+    assert curve[2].utility_current_block > 0.3  # block 1 was learned while it was current
     m = own_models.memorization(cfg, blocks=2, epochs_per_block=2)
     assert [b["block"] for b in m["blocks"]] == [1, 2] and m["block_size"] == 20
     assert own_models.memorization(cfg, blocks=2, epochs_per_block=2) == m  # cached
+    # built typed, written in the layout it had as a dict (keys in this order; the cache stores these bytes)
+    assert list(m) == ["arch", "blocks", "curve", "block_size", "epochs_per_block", "n_eval_per_block", "attack"]
+    assert list(m["blocks"][0]) == ["block", "attack_accuracy", "attack_auc", "accuracies", "ape_members",
+                                    "ape_non_members"]
+    assert list(m["curve"][0]) == ["step", "block", "utility_current_block", "utility_val"]
+    typed = own_models.Memorization.from_dict(m)
+    assert typed.to_dict() == m and typed.blocks[1].block == 2 and len(typed.curve) == 4
 
 
 def test_mismatched_shadows_attack_the_same_victim():
     cfg = get_task("image").make_config("ffnn", "quick", TINY)
     m = own_models.mismatch(cfg, scales=(0.5, 1.0))
     assert [r["scale"] for r in m["rows"]] == [1.0, 0.5, 1.0] and [r["cnn_width"] for r in m["rows"]] == [16, 8, 16]
+    assert list(m) == ["arch", "knob", "rows", "attack"] and list(m["rows"][0]) == ["scale", "cnn_width", "accuracy"]
+    typed = own_models.Mismatch.from_dict(m)
+    assert typed.to_dict() == m and [r.width for r in typed.rows] == [16, 8, 16]
     matched, half, same = (r["accuracy"] for r in m["rows"])
     # the first row is the run's own attack on this victim (what Train & attack reports) …
     assert matched == {n: a["accuracy"] for n, a in run_experiment(cfg).summary["attacks"].items() if n in matched}

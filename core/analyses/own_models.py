@@ -8,10 +8,15 @@
 Both train models outside the pipeline's roles (other shadows, block-wise training), so they are long
 (the app runs them in a worker) and live apart from :mod:`core.analyses.analysis`, which reads the run's
 own models and registers every analysis, these two included.
+
+Their results are made typed (:class:`Mismatch`, :class:`Memorization`) and returned as their JSON
+(``to_dict``): the registry, the worker jobs, the cache and the analyses' views carry the dicts, whose
+layout (keys, order, types) is the one these functions wrote before they were typed (issue 29).
 """
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -26,13 +31,121 @@ from core.measurement.responses import Responses
 from core.tasks import get_task
 
 
+# ---------------------------------------------------------------------------- the results
+@dataclass(frozen=True)
+class MismatchRow:
+    """The victim attacked with shadows of one size: ``scale`` × the task's width knob (1 = the run's own
+    shadows), the knob's value ``width``, and every attack's accuracy on the victim."""
+
+    scale: float
+    width: int
+    accuracy: dict[str, float]
+
+    def to_dict(self, knob: str) -> dict[str, Any]:
+        """The row as written: the width under the knob's own name (``cnn_width``, ``hidden``, …)."""
+        return {"scale": self.scale, knob: self.width, "accuracy": dict(self.accuracy)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], knob: str) -> "MismatchRow":
+        return cls(d["scale"], d[knob], dict(d["accuracy"]))
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    """:func:`mismatch`'s result: the rows in the order measured (the matched shadows first), for ``arch``;
+    ``attack`` is the task's primary attack."""
+
+    arch: str
+    knob: str
+    rows: tuple[MismatchRow, ...]
+    attack: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"arch": self.arch, "knob": self.knob, "rows": [r.to_dict(self.knob) for r in self.rows],
+                "attack": self.attack}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Mismatch":
+        return cls(d["arch"], d["knob"], tuple(MismatchRow.from_dict(r, d["knob"]) for r in d["rows"]), d["attack"])
+
+
+@dataclass(frozen=True)
+class CurvePoint:
+    """The victim's utility after one epoch of block-wise training: on the block it is learning and on
+    held-out records (the saw-tooth of paper 000 Fig. 6); ``step`` counts epochs over all blocks."""
+
+    step: int
+    block: int
+    utility_current_block: float
+    utility_val: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"step": self.step, "block": self.block, "utility_current_block": self.utility_current_block,
+                "utility_val": self.utility_val}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "CurvePoint":
+        return cls(d["step"], d["block"], d["utility_current_block"], d["utility_val"])
+
+
+@dataclass(frozen=True)
+class MemorizedBlock:
+    """Block ``block`` (1 = learned first) attacked on its own: the primary attack's accuracy and AUC, every
+    attack's accuracy, and the victim's mean APE on the block's members and on as many non-members."""
+
+    block: int
+    attack_accuracy: float
+    attack_auc: float | None
+    accuracies: dict[str, float]
+    ape_members: float
+    ape_non_members: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"block": self.block, "attack_accuracy": self.attack_accuracy, "attack_auc": self.attack_auc,
+                "accuracies": dict(self.accuracies), "ape_members": self.ape_members,
+                "ape_non_members": self.ape_non_members}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "MemorizedBlock":
+        return cls(d["block"], d["attack_accuracy"], d["attack_auc"], dict(d["accuracies"]), d["ape_members"],
+                   d["ape_non_members"])
+
+
+@dataclass(frozen=True)
+class Memorization:
+    """:func:`memorization`'s result (cached as its :meth:`to_dict`): the blocks in the order learned, the
+    victim's training curve, ``block_size`` members per block, ``n_eval_per_block`` members (and as many
+    non-members) attacked per block, ``attack`` the task's primary attack."""
+
+    arch: str
+    blocks: tuple[MemorizedBlock, ...]
+    curve: tuple[CurvePoint, ...]
+    block_size: int
+    epochs_per_block: int
+    n_eval_per_block: int
+    attack: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"arch": self.arch, "blocks": [b.to_dict() for b in self.blocks],
+                "curve": [c.to_dict() for c in self.curve], "block_size": self.block_size,
+                "epochs_per_block": self.epochs_per_block, "n_eval_per_block": self.n_eval_per_block,
+                "attack": self.attack}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Memorization":
+        return cls(d["arch"], tuple(MemorizedBlock.from_dict(b) for b in d["blocks"]),
+                   tuple(CurvePoint.from_dict(c) for c in d["curve"]), d["block_size"], d["epochs_per_block"],
+                   d["n_eval_per_block"], d["attack"])
+
+
 # ---------------------------------------------------------------------------- model mismatch
 def mismatch(cfg: ExperimentConfig, scales: tuple[float, ...] = (0.5, 2.0), progress=None,
              cache: ArtifactCache | None = None) -> dict[str, Any]:
     """Attack the victim of ``cfg`` with shadows whose width knob is scaled (paper 001 A.3).
 
     The victim, its evaluation set and the attacker's data stay the same; only the shadows'
-    architecture size changes (they are trained, and cached, under their own config).
+    architecture size changes (they are trained, and cached, under their own config). Returns
+    :class:`Mismatch`'s JSON (``to_dict``), what the analyses' registry and views carry.
     """
     cache = cache or ArtifactCache()
     models = trained_models(cfg, cache=cache)
@@ -43,7 +156,7 @@ def mismatch(cfg: ExperimentConfig, scales: tuple[float, ...] = (0.5, 2.0), prog
     knob = models.task.width_knob  # the option that sets both architectures' size (001 A.3)
     if not knob:
         raise ConfigError(f"task {cfg.task} names no width knob: the model-mismatch analysis cannot scale its shadows")
-    rows = [{"scale": 1.0, knob: getattr(cfg.options, knob), "accuracy": base}]
+    rows = [MismatchRow(1.0, getattr(cfg.options, knob), base)]
     for k, scale in enumerate(scales):
         width = max(1, int(round(getattr(cfg.options, knob) * scale)))
         if knob == "cnn_width" and width >= 8:
@@ -55,8 +168,8 @@ def mismatch(cfg: ExperimentConfig, scales: tuple[float, ...] = (0.5, 2.0), prog
         with single_thread():
             fit_attacks(attacks, Responses.concat(shadows), membership)
             acc = {n: o.result.accuracy for n, o in score_attacks(attacks, target, member).items()}
-        rows.append({"scale": scale, knob: width, "accuracy": acc})
-    return {"arch": cfg.arch, "knob": knob, "rows": rows, "attack": models.task.primary_attack()}
+        rows.append(MismatchRow(scale, width, acc))
+    return Mismatch(cfg.arch, knob, tuple(rows), models.task.primary_attack()).to_dict()
 
 
 def _shadows_only(cfg: ExperimentConfig, cache: ArtifactCache, progress=None) -> list[Responses]:
@@ -80,20 +193,18 @@ def _train_in_blocks(task, cfg: ExperimentConfig, data, blocks: list[np.ndarray]
 
     Each block goes through the task's own training loop (a fresh optimizer per block: the
     model keeps its weights, not its optimizer state). Returns the model and, when
-    ``val_index`` is given, the utility on the current block and on ``val_index`` after every
-    epoch (the saw-tooth of paper 000 Fig. 6).
+    ``val_index`` is given, a :class:`CurvePoint` after every epoch (the saw-tooth of paper 000 Fig. 6).
     """
     seed_everything(seed)
     model = task.build_model(cfg, data).to(default_device())
     block_cfg = cfg.with_updates({"epochs": epochs_per_block, "attack_epochs": ()})
-    curve: list[dict[str, Any]] = []
+    curve: list[CurvePoint] = []
     for b, block in enumerate(blocks):
         def on_epoch(epoch: int, m, b=b, block=block) -> None:
             if val_index is not None:
                 m.eval()
-                curve.append({"step": b * epochs_per_block + epoch, "block": b + 1,
-                              "utility_current_block": task.utility(block_cfg, m, data, block),
-                              "utility_val": task.utility(block_cfg, m, data, val_index)})
+                curve.append(CurvePoint(b * epochs_per_block + epoch, b + 1, task.utility(block_cfg, m, data, block),
+                                        task.utility(block_cfg, m, data, val_index)))
                 m.train()
 
         def progress(f: float, b=b) -> None:
@@ -110,7 +221,8 @@ def memorization(cfg: ExperimentConfig, blocks: int = 4, epochs_per_block: int |
     blocks of their members in sequence; block j is then attacked on its own — an attack fitted on
     the shadows' block-j members vs their non-members, evaluated on the victim's block-j members
     vs as many of its non-members. The studies' finding: the FFNN forgets early blocks (attack
-    → 50 %), the RNN does not. The result is cached under the training hash and the schedule.
+    → 50 %), the RNN does not. The result is cached under the training hash and the schedule, as
+    :class:`Memorization`'s JSON (``to_dict``), which is also what this returns.
     """
     refuse_loaded_victim(cfg, "memorization")
     cache = cache or ArtifactCache()
@@ -156,7 +268,7 @@ def memorization(cfg: ExperimentConfig, blocks: int = 4, epochs_per_block: int |
     non = task.respond(cfg, victim, data, victim_out)
     membership = np.r_[np.ones(n_eval, bool), np.zeros(n_eval, bool)]
     primary = task.primary_attack()
-    rows = []
+    rows: list[MemorizedBlock] = []
     attack_sets = [build_attacks(task, cfg) for _ in range(blocks)]
     with single_thread():  # one attack per block, fitted together (core.attacks.shadow_attacks.fit_attack_sets)
         fit_attack_sets(attack_sets, [Responses.concat([r for pair in zip(shadow_answers[j], shadow_out) for r in pair])
@@ -165,10 +277,9 @@ def memorization(cfg: ExperimentConfig, blocks: int = 4, epochs_per_block: int |
         with single_thread():
             target = Responses.concat([task.respond(cfg, victim, data, victim_blocks[j][:n_eval]), non])
             out = score_attacks(attacks, target, membership)
-        rows.append({"block": j + 1, "attack_accuracy": out[primary].result.accuracy, "attack_auc": out[primary].result.auc,
-                     "accuracies": {n: o.result.accuracy for n, o in out.items()},
-                     "ape_members": float(target.ape[:n_eval].mean()), "ape_non_members": float(target.ape[n_eval:].mean())})
-    result = {"arch": cfg.arch, "blocks": rows, "curve": curve, "block_size": size, "epochs_per_block": epochs_per_block,
-              "n_eval_per_block": n_eval, "attack": primary}
+        rows.append(MemorizedBlock(j + 1, out[primary].result.accuracy, out[primary].result.auc,
+                                   {n: o.result.accuracy for n, o in out.items()}, float(target.ape[:n_eval].mean()),
+                                   float(target.ape[n_eval:].mean())))
+    result = Memorization(cfg.arch, tuple(rows), tuple(curve), size, epochs_per_block, n_eval, primary).to_dict()
     cache.put_json(key, result, allow_nan=False)
     return result
