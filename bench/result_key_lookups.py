@@ -1,17 +1,20 @@
 """Count literal result-key look-ups outside ``to_dict``/``from_dict`` (issue 29's measure of "typed from birth").
 
-    python bench/result_key_lookups.py [--list] [DIR ...]      (default: core app_pages ui)
+    python bench/result_key_lookups.py [--list] [--keys-at COMMIT] [DIR ...]      (default: core app_pages ui)
 
 A *result key* is a field name of a dataclass that has ``to_dict`` or ``from_dict`` (or subclasses one that
 has), or a string key written inside a ``to_dict``/``from_dict``/``*_for_json`` function, anywhere in ``core/``.
 A *look-up* is ``x["key"]`` or ``x.get("key")`` with such a key, outside those functions; subscripts of
 ``session_state``, ``environ``, ``os.environ`` and ``query_params`` are not results and are not counted.
-The count is per folder; ``--list`` prints every look-up as ``path:line key``.
+The count is per folder; ``--list`` prints every look-up as ``path:line key``. Typing more results adds result
+keys (and so counts look-ups of them that were there before): ``--keys-at COMMIT`` takes the key set from that
+commit's ``core/`` instead, so counts at two commits compare on one key set.
 """
 from __future__ import annotations
 
 import argparse
 import ast
+import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
@@ -25,11 +28,21 @@ def _is_serializer(name: str) -> bool:
     return name in SERIALIZERS or name.endswith("_for_json") or name.startswith("from_dict")
 
 
-def result_keys(core: Path) -> set[str]:
-    """Field names of serialisable dataclasses and keys written by serialisers in ``core``."""
+def _sources(core: Path, commit: str | None) -> list[str]:
+    """The text of every ``core/**/*.py``: the working tree's, or ``commit``'s (``git show``)."""
+    if commit is None:
+        return [p.read_text(encoding="utf-8") for p in sorted(core.rglob("*.py"))]
+    names = subprocess.run(["git", "ls-tree", "-r", "--name-only", commit, "core"], cwd=ROOT, check=True,
+                           capture_output=True, text=True).stdout.split()
+    return [subprocess.run(["git", "show", f"{commit}:{n}"], cwd=ROOT, check=True, capture_output=True,
+                           text=True).stdout for n in names if n.endswith(".py")]
+
+
+def result_keys(core: Path, commit: str | None = None) -> set[str]:
+    """Field names of serialisable dataclasses and keys written by serialisers in ``core`` (at ``commit``)."""
     keys: set[str] = set()
-    for path in sorted(core.rglob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+    for text in _sources(core, commit):
+        tree = ast.parse(text)
         for node in ast.walk(tree):
             if isinstance(node, ast.ClassDef):
                 methods = {n.name for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
@@ -83,8 +96,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dirs", nargs="*", default=["core", "app_pages", "ui"])
     parser.add_argument("--list", action="store_true", help="print every look-up")
+    parser.add_argument("--keys-at", metavar="COMMIT", help="take the result keys from this commit's core/")
     args = parser.parse_args(argv)
-    keys = result_keys(ROOT / "core")
+    keys = result_keys(ROOT / "core", args.keys_at)
     total = 0
     for d in args.dirs:
         per_file: Counter[str] = Counter()
