@@ -294,15 +294,15 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
         # logit scaling of saturated answers, not the naive attacker's undefended references — said with the share
         # of this run's records it concerns and the measurement behind it
         shares = {a: saturated_share(defenders[a].victim_responses, defenders[a].membership, spec.eta) for a in fast}
-        hit = {a: sh for a, sh in shares.items() if max(sh["members"], sh["non_members"]) >= 0.05}
+        hit = {a: sh for a, sh in shares.items() if sh.most >= 0.05}
         if hit:
-            floor = next(iter(shares.values()))["floor"]
+            floor = next(iter(shares.values())).floor
             st.caption(
                 "**Why LiRA/RMIA move oddly under Dir_k here** — "
-                + "; ".join(f"{ARCH_LABELS[a]}: {sh['members']:.0%} of members and {sh['non_members']:.0%} of "
+                + "; ".join(f"{ARCH_LABELS[a]}: {sh.members:.0%} of members and {sh.non_members:.0%} of "
                             f"non-members" for a, sh in hit.items())
                 + f" answer with 1 − c below (n − 1)·η = {floor:.0e}"
-                + "".join(f" ({ARCH_LABELS[a]}: {shares[a]['members']:.0%} / {shares[a]['non_members']:.0%})"
+                + "".join(f" ({ARCH_LABELS[a]}: {shares[a].members:.0%} / {shares[a].non_members:.0%})"
                           for a in shares if a not in hit)
                 + ". For those the noisy 1 − c is the draw's scatter around the floor, so LiRA's logit φ = log c − "
                 "log(1 − c) jumps by many units even at large k, and the attacks' AUCs move either way. The naive "

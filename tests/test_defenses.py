@@ -562,5 +562,5 @@ def test_saturated_share_counts_answers_past_the_dirichlet_floor():
     probs[:, 1:] = (gap / 9)[:, None]
     r = Responses.from_probs(probs, [1, 1, 1, 1], np.zeros(4, int))
     share = saturated_share(r, np.array([True, False, True, False]), 1e-6)
-    assert share == {"members": 0.5, "non_members": 0.5, "floor": pytest.approx(9e-6)}
-    assert saturated_share(r, np.array([True, True, False, False]), 1e-6)["members"] == 1.0
+    assert (share.members, share.non_members, share.floor) == (0.5, 0.5, pytest.approx(9e-6)) and share.most == 0.5
+    assert saturated_share(r, np.array([True, True, False, False]), 1e-6).members == 1.0

@@ -84,11 +84,11 @@ def test_dirichlet_table_labels_the_papers_rows_and_ours():
 
 def test_dpsgd_recipe_rows_say_their_epsilon_is_ours():
     eps = study_recipe_epsilons("image", [1.0])
-    assert eps[0]["computed_by"].startswith("us") and "paper 000, Table 2" in eps[0]["computed_by"]
+    assert eps[0].computed_by.startswith("us") and "paper 000, Table 2" in eps[0].computed_by
     df = dpsgd_recipe_table(studies.DPSGD_RECIPE["image"], eps, {})
     assert "ε computed by us" in df["source"].item() and "paper 000, Table 2" in df["source"].item()
     recipe = studies.DPSGD_RECIPE["image"]
-    assert eps[0]["sample_rate"] == pytest.approx(recipe["batch"] / recipe["samples"])  # q = B / |D|
+    assert eps[0].sample_rate == pytest.approx(recipe["batch"] / recipe["samples"])  # q = B / |D|
 
 
 def test_sensitivities_are_read_per_task_and_architecture():

@@ -273,7 +273,21 @@ def sweep(cfg: ExperimentConfig, mechanism: str, values: list[float], *, target_
         **({"unreachable": unreachable} if unreachable else {})})
 
 
-def study_recipe_epsilons(task: str, sigmas: list[float]) -> list[dict[str, Any]]:
+@dataclasses.dataclass(frozen=True)
+class RecipeEpsilon:
+    """ε of the study's DP-SGD recipe at one σ (:func:`study_recipe_epsilons`): q, steps, δ, ε by RDP and PRV
+    (None where infinite), and who computed it."""
+
+    sigma: float
+    sample_rate: float
+    steps: int
+    delta: float
+    epsilon_rdp: float | None
+    epsilon_prv: float | None
+    computed_by: str
+
+
+def study_recipe_epsilons(task: str, sigmas: list[float]) -> list[RecipeEpsilon]:
     """ε at each σ of the study's DP-SGD recipe (:data:`core.measurement.studies.DPSGD_RECIPE`, paper 000
     Table 2: |D|, batch, epochs, δ), **computed by us** with Opacus' RDP and PRV accountants under
     Poisson sampling at q = batch/|D| (the paper prints no ε per σ): the privacy the study's
@@ -286,9 +300,9 @@ def study_recipe_epsilons(task: str, sigmas: list[float]) -> list[dict[str, Any]
     for s in sigmas:
         hist = [[float(s), q, steps]]
         rdp, prv = epsilon(hist, row["delta"], "rdp"), epsilon(hist, row["delta"], "prv")
-        out.append({"sigma": float(s), "sample_rate": q, "steps": steps, "delta": row["delta"],
-                    "epsilon_rdp": rdp if math.isfinite(rdp) else None, "epsilon_prv": prv if math.isfinite(prv) else None,
-                    "computed_by": "us (Opacus accountants) for the recipe of " + DPSGD_RECIPE_SOURCE.cite()})
+        out.append(RecipeEpsilon(float(s), q, steps, row["delta"], rdp if math.isfinite(rdp) else None,
+                                 prv if math.isfinite(prv) else None,
+                                 "us (Opacus accountants) for the recipe of " + DPSGD_RECIPE_SOURCE.cite()))
     return out
 
 

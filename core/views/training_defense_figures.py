@@ -3,7 +3,7 @@ swept value or over ε (RDP / PRV) with bands over repeats, the sweep's table an
 recipe beside ours."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -13,6 +13,9 @@ from core.measurement import studies
 from core.foundations.names import ARCH_NAMES
 from core.views.style import ARCH_COLOURS, layout
 from core.views.defense_figures import add_band, band_centre
+
+if TYPE_CHECKING:  # a type only: the sweeps load the pipeline (torch), which these figures do not need
+    from core.defenses.sweeps import RecipeEpsilon
 
 
 def _point_y(p: DefendedPoint, metric: str) -> float | None:
@@ -97,7 +100,7 @@ def training_defense_table(points: dict[str, list[DefendedPoint]], baselines: di
     return pd.DataFrame(rows)
 
 
-def dpsgd_recipe_table(study: dict[str, Any], study_eps: list[dict[str, Any]],
+def dpsgd_recipe_table(study: dict[str, Any], study_eps: list[RecipeEpsilon],
                        ours: dict[str, list[DefendedPoint]]) -> pd.DataFrame:
     """The study's DP-SGD recipe for the task (:data:`core.measurement.studies.DPSGD_RECIPE`, paper 000 Table 2)
     with the ε *we* compute for that recipe at each of our σ (the paper prints none; the ``source``
@@ -107,8 +110,8 @@ def dpsgd_recipe_table(study: dict[str, Any], study_eps: list[dict[str, Any]],
         rows.append({"source": f"study's recipe ({studies.DPSGD_RECIPE_SOURCE.cite()}, {study['task']}); "
                                "ε computed by us at our σ", "|D|": str(study["train_size"]),
                      "batch": study["batch"], "epochs": study["epochs"], "C": study["clip_norm"], "δ": study["delta"],
-                     "σ": e["sigma"], "q": e["sample_rate"], "steps": e["steps"], "ε RDP": e["epsilon_rdp"],
-                     "ε PRV": e["epsilon_prv"], "utility loss": None})
+                     "σ": e.sigma, "q": e.sample_rate, "steps": e.steps, "ε RDP": e.epsilon_rdp,
+                     "ε PRV": e.epsilon_prv, "utility loss": None})
     for arch, pts in ours.items():
         with_block = [(p, p.dpsgd) for p in pts if p.dpsgd is not None]
         for p, b in sorted(with_block, key=lambda pb: pb[1].noise_multiplier):
