@@ -15,7 +15,7 @@ from core.defenses.dirichlet import saturated_share
 from core.foundations.errors import MIAError
 from core.foundations.names import ARCH_NAMES as ARCH_LABELS
 from core.experiment.pipeline import config_of
-from core.experiment.results import DefendedPoint, DefenseBaseline, RunSummary
+from core.experiment.results import DefendedPoint, RunSummary
 from core.analyses.repeats import cached_repeat_configs, defense_curve_bands, repeat_config
 from core.tasks import get_task
 from core.foundations.names import ATTACK_SHORT, UTILITY_NAMES
@@ -196,7 +196,7 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
     # ---------------------------------------------------------------------------- numbers
     st.subheader(f"{spec.value_name} = {value:g}")
     columns = st.columns(len(archs))
-    fast: dict[str, dict] = {}
+    fast: dict[str, DefendedPoint] = {}
     slots: dict = {}  # per architecture: where its utility appears once measured
     for col, arch in zip(columns, archs):
         d = defenders[arch]
@@ -206,13 +206,12 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
                         + (f" · cards: **repeat 1 of {n_repeats}** (the curves: means over the {n_repeats} repeats)"
                            if n_repeats > 1 else ""))
             try:
-                raw = d.point(spec, "naive", utility=False)
-                point = DefendedPoint.from_dict(raw)
+                point = d.point(spec, "naive", utility=False)
             except (MIAError, ValueError) as exc:
                 st.error(str(exc))
                 continue
-            fast[arch] = raw
-            base = DefenseBaseline.from_dict(d.baseline)
+            fast[arch] = point
+            base = d.baseline
             a = point.attack
             m1, m2, m3 = st.columns(3)
             m1.metric("attack accuracy", f"{a.accuracy:.3f}", f"{a.accuracy - base.attack.accuracy:+.3f}",
@@ -220,7 +219,7 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
             m2.metric("AUC", f"{a.auc:.3f}", f"{a.auc - base.attack.auc:+.3f}", delta_color="inverse")
             m3.metric("TPR @ 1 % FPR", "—" if a.tpr_at_1pct_fpr is None else f"{a.tpr_at_1pct_fpr:.3f}")
             m4, m5, m6 = st.columns(3)
-            no_bound = point.extra.get("guarantee") if point.epsilon is None else None
+            no_bound = point.guarantee if point.epsilon is None else None
             m4.metric("ε (theory)", f"{point.epsilon:.3g}" if point.epsilon is not None else
                       (no_bound.split(" (")[0] if no_bound else "—"), help=point.privacy_note)
             m5.metric("δ", f"{point.delta:.2g}" if point.delta is not None else "—")
@@ -245,14 +244,13 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
                 st.caption("measuring utility…")
             slots[arch] = slot
 
-    full: dict[str, dict] = {}
+    full: dict[str, DefendedPoint] = {}
     for arch in fast:
         d = defenders[arch]
         # the utility card: the fast point's numbers and the utility, still without quantile regression (its
         # refits on every draw are the slider's largest cost); a full point measured before is shown whole
-        full[arch] = d.point(spec, "naive", utility=True, quantile=False)
-        point = DefendedPoint.from_dict(full[arch])
-        base = DefenseBaseline.from_dict(d.baseline)
+        full[arch] = point = d.point(spec, "naive", utility=True, quantile=False)
+        base = d.baseline
         slot = slots[arch]
         with slot.container():
             metric = UTILITY_NAMES.get(base.utility_metric, base.utility_metric)
@@ -264,8 +262,7 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
             u2.metric("utility loss", "—" if loss is None else f"{loss:.1%}",
                       help="1 − M(defended)/M(undefended) (paper 000, Def. 4)")
             if show_adaptive:
-                stored = d.measured(spec, "both")
-                cached = DefendedPoint.from_dict(stored) if stored else None
+                cached = d.measured(spec, "both")
                 if cached is not None and cached.adaptive_attack is not None:
                     ad = cached.adaptive_attack
                     st.metric("adaptive attack accuracy", f"{ad.accuracy:.3f}",
@@ -287,7 +284,7 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
                         manager.submit([configs[arch]], "adaptive", params)
                         st.rerun()
 
-    if any("quantile" in (full[a].get("skipped_attacks") or ()) for a in full):
+    if any("quantile" in (full[a].skipped_attacks or ()) for a in full):
         st.caption("Quantile regression is not computed at the slider's point (it refits a regressor on every draw's "
                    "defended answers); its number under the defense is in the full point: “Measure” below caches it, "
                    "and the `python -m core defend` command under “Reproduce headless” writes it.")
@@ -297,15 +294,15 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
         # logit scaling of saturated answers, not the naive attacker's undefended references — said with the share
         # of this run's records it concerns and the measurement behind it
         shares = {a: saturated_share(defenders[a].victim_responses, defenders[a].membership, spec.eta) for a in fast}
-        hit = {a: sh for a, sh in shares.items() if max(sh["members"], sh["non_members"]) >= 0.05}
+        hit = {a: sh for a, sh in shares.items() if sh.most >= 0.05}
         if hit:
-            floor = next(iter(shares.values()))["floor"]
+            floor = next(iter(shares.values())).floor
             st.caption(
                 "**Why LiRA/RMIA move oddly under Dir_k here** — "
-                + "; ".join(f"{ARCH_LABELS[a]}: {sh['members']:.0%} of members and {sh['non_members']:.0%} of "
+                + "; ".join(f"{ARCH_LABELS[a]}: {sh.members:.0%} of members and {sh.non_members:.0%} of "
                             f"non-members" for a, sh in hit.items())
                 + f" answer with 1 − c below (n − 1)·η = {floor:.0e}"
-                + "".join(f" ({ARCH_LABELS[a]}: {shares[a]['members']:.0%} / {shares[a]['non_members']:.0%})"
+                + "".join(f" ({ARCH_LABELS[a]}: {shares[a].members:.0%} / {shares[a].non_members:.0%})"
                           for a in shares if a not in hit)
                 + ". For those the noisy 1 − c is the draw's scatter around the floor, so LiRA's logit φ = log c − "
                 "log(1 − c) jumps by many units even at large k, and the attacks' AUCs move either way. The naive "
@@ -322,8 +319,10 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
     # model per point and draw: its table's coarse grid); points whose utility was measured carry its loss
     # with repeats cached, every repeat's curve (its own models, the same spec) and the band over them
     # (core.analyses.repeats.defense_curve_bands: over repeats × draws; with one repeat over the draws)
-    curve_points = {arch: defense_curve_bands([d.curve(spec, [*param.curve, value]) for d in repeat_defenders[arch]],
-                                              spec.draws, [d.baseline["utility"] for d in repeat_defenders[arch]])
+    # (the bands are computed on the points' JSON and the banded points typed again: core.analyses.repeats' layout)
+    curve_points = {arch: [DefendedPoint.from_dict(p) for p in defense_curve_bands(
+                               [[p.to_dict() for p in d.curve(spec, [*param.curve, value])] for d in repeat_defenders[arch]],
+                               spec.draws, [d.baseline.utility for d in repeat_defenders[arch]])]
                     for arch in fast}
     st.plotly_chart(defense_curves(curve_points, {a: defenders[a].baseline for a in fast}, spec.value_name, value,
                                          log_x=param.log_scale), width="stretch")

@@ -226,7 +226,7 @@ with right:
     st.plotly_chart(training_defense_curves(points, baselines, "attack_accuracy", "value", name, log_x),
                     width="stretch")
 if defense.accounted:
-    eps_values = [e for pts in points.values() for p in pts for e in (p["dpsgd"]["epsilons"].values()) if e]
+    eps_values = [e for pts in points.values() for p in pts if p.dpsgd for e in p.dpsgd.epsilons.values() if e]
     bound = None
     if eps_values:
         bound = accuracy_bound_curve(max(eps_values), delta)
@@ -243,12 +243,12 @@ if defense.accounted:
                    "½·(1 + δ + (1 − δ)·tanh(ε/2)). A measured attack above it would mean a broken guarantee.")
 
 if n_repeats > 1:
-    st.caption(band_caption(points) if any(p.get("band") for pts in points.values() for p in pts) else
+    st.caption(band_caption(points) if any(p.band for pts in points.values() for p in pts) else
                "No band yet: a point gets its 95 % interval once at least two of its repeats (and their undefended "
                "runs) are cached.")
 st.dataframe(training_defense_table(points, baselines).style.format(precision=4, na_rep="—"),
              hide_index=True, width="stretch")
-metric = UTILITY_NAMES.get(next(iter(baselines.values()))["utility_metric"], "utility")
+metric = UTILITY_NAMES.get(next(iter(baselines.values())).utility_metric, "utility")
 st.caption(f"Utility: {metric} on unseen records; utility loss 1 − M(defended)/M(undefended) (paper 000 Def. 4). "
            "Attack: the task's primary attack, fitted on shadows trained with the same recipe.")
 
@@ -256,11 +256,11 @@ st.caption(f"Utility: {metric} on unseen records; utility loss 1 − M(defended)
 st.subheader(utility_cost_question(mechanism, target_epsilon))
 if set(archs) >= {"ffnn", "rnn"}:
     cost = sweep_utility_cost(runs, repeat_summaries, mechanism, target_epsilon)
-    st.markdown(f"**Answer** — {cost['summary']}.")
-    if cost["note"]:
-        st.info(f"{cost['note']}: choose *{defense.target.hint}* under *Grid of* above." if defense.target
-                else cost["note"])
-    if cost["values"]:
+    st.markdown(f"**Answer** — {cost.summary}.")
+    if cost.note:
+        st.info(f"{cost.note}: choose *{defense.target.hint}* under *Grid of* above." if defense.target
+                else cost.note)
+    if cost.values:
         st.dataframe(utility_cost_rows(cost), hide_index=True, width="stretch")
     st.caption("FFNN − RNN of the utility loss L at each value, paired over the repeats cached for both "
                "architectures (each repeat against its own undefended run); **holds** = below 0 = the RNN loses more "
@@ -273,8 +273,8 @@ else:
 
 if defense.accounted and task_name in DPSGD_RECIPE:  # the studies' tasks only (a tabular task has no recipe)
     st.markdown("**DP-SGD recipes: the study's (paper 000 Table 2; ε computed by us) beside ours**")
-    dp_points = {a: [p for p in pts if p.get("dpsgd")] for a, pts in points.items()}
-    sigmas = sorted({p["dpsgd"]["noise_multiplier"] for pts in dp_points.values() for p in pts})
+    dp_points = {a: [p for p in pts if p.dpsgd] for a, pts in points.items()}
+    sigmas = sorted({p.dpsgd.noise_multiplier for pts in dp_points.values() for p in pts if p.dpsgd})
     study = DPSGD_RECIPE[task_name]
     st.dataframe(dpsgd_recipe_table(study, study_recipe_epsilons(task_name, sigmas), dp_points)
                  .style.format(precision=4, na_rep="—"), hide_index=True, width="stretch")

@@ -122,7 +122,7 @@ def main() -> int:
                     if i >= args.warmup:
                         cpu[path].append(round(dt, 4))
                         wall[path].append(round(dw, 4))
-                        for name, sec in point["timings"].items():
+                        for name, sec in point.timings.items():
                             timings[path].setdefault(name, []).append(sec)
             for path in paths:
                 row.setdefault(path, {})["with_utility" if utility else "fast"] = {

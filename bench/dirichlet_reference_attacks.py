@@ -46,7 +46,7 @@ def main() -> None:
         cfg = get_task(args.task).make_config(arch, args.preset)
         d = Defender(trained_models(cfg))
         member = np.asarray(d.membership, bool)
-        base = {n: d.baseline["attacks"][n]["auc"] for n in ("lira", "rmia")}
+        base = {n: d.baseline.attacks[n].auc for n in ("lira", "rmia")}
         phi0 = step_logit_confidence(d.victim_responses)
         gap = 1.0 / (1.0 + np.exp(phi0))  # 1 − c
         n_classes = d.victim_responses.n_classes if hasattr(d.victim_responses, "n_classes") else 10

@@ -81,11 +81,11 @@ def bench_sweep(task_name: str = "image", archs: tuple[str, ...] = ("ffnn", "rnn
                                                       flush=True))
         out["archs"][arch] = {
             "seconds": time.perf_counter() - t,
-            "baseline": {"utility": result["baseline"]["utility"], "attack": result["baseline"]["attack"]["accuracy"]},
-            "points": [{"sigma": p["value"], "epsilon_rdp": p["dpsgd"]["epsilons"]["rdp"],
-                        "epsilon_prv": p["dpsgd"]["epsilons"]["prv"], "utility": p["utility"],
-                        "utility_loss": p["utility_loss"], "attack": p["attack"]["accuracy"],
-                        "auc": p["attack"]["auc"], "trained_s": p["timings"]["trained_s"]} for p in result["points"]],
+            "baseline": {"utility": result.baseline.utility, "attack": result.baseline.attack.accuracy},
+            "points": [{"sigma": p.value, "epsilon_rdp": p.dpsgd.epsilon_by("rdp"),
+                        "epsilon_prv": p.dpsgd.epsilon_by("prv"), "utility": p.utility,
+                        "utility_loss": p.utility_loss, "attack": p.attack.accuracy,
+                        "auc": p.attack.auc, "trained_s": p.timings["trained_s"]} for p in result.points],
         }
         for p in out["archs"][arch]["points"]:
             print(f"{task_name} {arch:5s} σ={p['sigma']:<4g} ε RDP {p['epsilon_rdp']:7.2f} PRV {p['epsilon_prv']:7.2f}  "

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 from core.defenses import registry as defense_registry  # light: a mechanism's module (and torch) loads on first use
 from core.foundations.config import MAX_DRAWS, MAX_REPEATS, MAX_SENSITIVITY_PAIRS, parse_values
@@ -18,6 +18,9 @@ from core.tasks import get_task  # light: a task's module (and torch) loads on f
 from core.cli_common import check_named_sets, emit_json, given, parse_sets
 from core.cli_compare import with_repeats
 
+if TYPE_CHECKING:  # types only: the library loads inside the commands
+    from core.defenses.defense_results import UtilityCost
+
 
 def _defend_training(args: argparse.Namespace, config, out, progress) -> int:
     """``defend`` with a training-time mechanism: one cached run per value (:mod:`core.defenses.sweeps`)."""
@@ -26,28 +29,29 @@ def _defend_training(args: argparse.Namespace, config, out, progress) -> int:
     values = parse_values(args.values)
     check_sweep(config, args.mechanism, values, args.target_epsilon)  # every value before any training
     say = (lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr))
-    result = sweep(config, args.mechanism, values, target_epsilon=args.target_epsilon, progress=progress,
-                   on_point=lambda i, n, p: say(f"[defend] {args.mechanism}: {i}/{n} values"))
-    result["utility_cost_comparison"] = cached_utility_cost(args, config, values)
+    run = sweep(config, args.mechanism, values, target_epsilon=args.target_epsilon, progress=progress,
+                on_point=lambda i, n, p: say(f"[defend] {args.mechanism}: {i}/{n} values"))
+    run = run.with_json({"utility_cost_comparison": cached_utility_cost(args, config, values).to_dict()})
     if out is not None:
-        write_json_atomically(out, result)
+        write_json_atomically(out, run.to_dict())
     else:
-        emit_json(result)
-    if result.get("unreachable"):  # the points computed are written above; the rest is one line
-        missing = result["unreachable"]
-        shown_values = ", ".join(f"{u['value']:g}" for u in missing)
+        emit_json(run.to_dict())
+    if run.unreachable:  # the points computed are written above; the rest is one line
+        missing = run.unreachable
+        shown_values = ", ".join(f"{u.value:g}" for u in missing)
         raise ConfigError(f"{len(missing)} of {len(values)} values not computed ({shown_values}), the points computed "
-                          f"are written; the first: {missing[0]['error']}")
+                          f"are written; the first: {missing[0].error}")
     return 0
 
 
-def cached_utility_cost(args: argparse.Namespace, config, values: list[float]) -> dict[str, Any]:
+def cached_utility_cost(args: argparse.Namespace, config, values: list[float]) -> "UtilityCost":
     """The Training defenses page's answer to "does the same ε (λ, clip ε) cost the RNN more utility?"
     (:func:`core.defenses.utility_cost.sweep_utility_cost`) over the sweep's runs cached for both
     architectures — this sweep's, and the other architecture's from its own ``defend --arch`` or the page —
     and their repeats 1, 2, … as far as any is cached (the page's repeats box). Nothing trains here."""
     from core.analyses.repeats import repeat_config
     from core.defenses.sweeps import sweep_runs
+    from core.defenses.defense_results import UtilityCost
     from core.defenses.utility_cost import question, sweep_utility_cost
     from core.experiment.pipeline import cached_summary
 
@@ -62,19 +66,19 @@ def cached_utility_cost(args: argparse.Namespace, config, values: list[float]) -
         bases.update({a: task.make_config(a, args.preset, check_named_sets(parse_sets(args.sets), args)) for a in others})
         runs = sweep_runs(bases, args.mechanism, values, args.target_epsilon)
     except MIAError as exc:  # the other architecture's config or grid is refused: no comparison, said why
-        return {"question": question(args.mechanism, args.target_epsilon), "values": [], "how": how,
-                "summary": f"no comparison: {' '.join(str(exc).split())}"}
+        return UtilityCost.from_dict({"question": question(args.mechanism, args.target_epsilon), "values": [], "how": how,
+                                      "summary": f"no comparison: {' '.join(str(exc).split())}"})
     summaries = []
     for r in range(MAX_REPEATS):
         cached = {(a, v): cached_summary(repeat_config(c, r)) for a, rs in runs.items() for v, c in rs}
         if r and all(s is None for s in cached.values()):
             break
         summaries.append(cached)
-    return {**sweep_utility_cost(runs, summaries, args.mechanism, args.target_epsilon), "how": how}
+    return sweep_utility_cost(runs, summaries, args.mechanism, args.target_epsilon).with_json({"how": how})
 
 
 def defend_command(args: argparse.Namespace, config, out, progress) -> int:
-    from core.defenses.defender import defend
+    from core.defenses.defender import defense_run
     from core.defenses.spec import ATTACKERS, DefenseSpec
     from core.experiment.pipeline import trained_models
 
@@ -113,9 +117,9 @@ def defend_command(args: argparse.Namespace, config, out, progress) -> int:
         return _defend_repeats(args, with_repeats(config, args.repeats), values, n_pairs, out, progress, executor)
     models = trained_models(config, progress=progress, executor=executor)
     say = (lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr))
-    result = defend(models, args.mechanism, values, args.attacker, args.draws, n_pairs, seed=args.seed,
-                    on_point=lambda i, n: say(f"[defend] {args.mechanism}: {i}/{n} values"),
-                    on_pair=lambda i, n: say(f"[sensitivity] {i}/{n} pairs"), executor=executor)
+    result = defense_run(models, args.mechanism, values, args.attacker, args.draws, n_pairs, seed=args.seed,
+                         on_point=lambda i, n: say(f"[defend] {args.mechanism}: {i}/{n} values"),
+                         on_pair=lambda i, n: say(f"[sensitivity] {i}/{n} pairs"), executor=executor).to_dict()
     if out is not None:
         write_json_atomically(out, result)
     else:

@@ -13,6 +13,7 @@ from core.analyses import verdicts as analysis_verdicts
 from core.experiment.pipeline import run_experiment
 from core.analyses.repeats import defense_curve_bands, defense_intervals, repeat_config
 from core.defenses.sweeps import collect_points_repeats
+from core.experiment.results import DefendedPoint
 from core.tasks import get_task
 from core.views.defense_figures import band_caption, defense_curves
 from core.views.training_defense_figures import training_defense_curves
@@ -23,11 +24,20 @@ TINY = dict(n_train=40, n_eval=20, epochs=2, n_shadows=1, attack_epochs=(1,), at
 
 
 def _point(value, acc, acc_sd=None, utility=None, utility_sd=None, loss=None, lira=None):
-    p = {"value": value, "attack": {"accuracy": acc, "accuracy_std": acc_sd, "auc": acc, "auc_std": acc_sd},
+    """A point's JSON (the layout core.analyses.repeats' bands read)."""
+    def attack(**numbers):
+        return {"accuracy": acc, "advantage": 2 * acc - 1, "tpr_at_fpr": {}, **{k: v for k, v in numbers.items()
+                                                                             if v is not None}}
+    p = {"value": value, "attack": {"name": "shadow", **attack(accuracy_std=acc_sd, auc=acc, auc_std=acc_sd)},
          "attacks": {}, "utility": utility, "utility_std": utility_sd, "utility_loss": loss}
     if lira is not None:
-        p["attacks"]["lira"] = {"auc": lira, "auc_std": 0.0}
+        p["attacks"]["lira"] = attack(auc=lira, auc_std=0.0)
     return p
+
+
+def _typed(points):
+    """The banded points as the figures take them."""
+    return [DefendedPoint.from_dict(p) for p in points]
 
 
 def test_curve_band_over_repeats_covers_the_planted_mean_at_about_95_percent():
@@ -59,7 +69,7 @@ def test_one_repeat_bands_over_draws_and_maps_the_utility_interval_into_the_loss
     # one draw, one repeat: no interval, and the page says so
     (single,) = defense_curve_bands([[_point(1.0, 0.6, acc_sd=0.0)]], draws=1)
     assert single["intervals"]["attack_accuracy"]["ci_low"] is None and single["band"]["over"] is None
-    assert band_caption({"ffnn": [single]}).startswith("No interval")
+    assert band_caption({"ffnn": _typed([single])}).startswith("No interval")
     # a value missing in one repeat gets no point
     assert [q["value"] for q in defense_curve_bands([[_point(1.0, .6), _point(.1, .5)], [_point(1.0, .6)]], 1)] == [1.0]
     assert defense_intervals([_point(1.0, 0.6)], 1) == {}  # no sd over draws: nothing to band
@@ -68,7 +78,7 @@ def test_one_repeat_bands_over_draws_and_maps_the_utility_interval_into_the_loss
 def test_defense_curve_figure_draws_the_band_through_the_means():
     curves = [[_point(k, a + d) for k, a in ((0.1, 0.55), (10.0, 0.7))] for d in (-0.02, 0.0, 0.03)]
     band = defense_curve_bands(curves, draws=1)
-    fig = defense_curves({"rnn": band}, {}, "k", None, True)
+    fig = defense_curves({"rnn": _typed(band)}, {}, "k", None, True)
     fill = [t for t in fig.data if t.fill == "toself"]
     assert len(fill) == 1 and "N = 3 repeats" in fill[0].name
     line = [t for t in fig.data if t.name == "RNN attack accuracy"][0]
@@ -76,7 +86,7 @@ def test_defense_curve_figure_draws_the_band_through_the_means():
     e = band[0]["intervals"]["attack_accuracy"]
     assert max(fill[0].y) == pytest.approx(band[1]["intervals"]["attack_accuracy"]["ci_high"])
     assert min(fill[0].y) == pytest.approx(e["ci_low"])
-    assert "N = 3 repeats" in band_caption({"rnn": band})
+    assert "N = 3 repeats" in band_caption({"rnn": _typed(band)})
 
 
 @pytest.fixture(scope="module")
@@ -103,12 +113,13 @@ def test_sweep_points_get_intervals_over_the_cached_repeats_only(template_summar
     reps = [{("ffnn", None): _summary(t, 0.7, 0.9, r), ("ffnn", 2.0): _summary(t, 0.55 + 0.01 * r, 0.6 - 0.02 * r, r),
              ("ffnn", 8.0): _summary(t, 0.5, 0.3, r) if r == 0 else None} for r in range(3)]
     baselines, points = collect_points_repeats(runs, reps, "l2")
-    p2, p8 = sorted(points["ffnn"], key=lambda p: p["value"])
-    acc = p2["intervals"]["attack_accuracy"]
-    assert p2["band"]["repeats"] == 3 and acc["n"] == 3 and acc["ci_low"] < 0.56 < acc["ci_high"]
-    assert acc["mean"] == pytest.approx(0.56)
-    assert p2["intervals"]["utility_loss"]["mean"] == pytest.approx(1 - 0.58 / 0.9)
-    assert "intervals" not in p8  # one repeat cached: no interval
+    p2, p8 = sorted(points["ffnn"], key=lambda p: p.value)
+    acc = p2.interval("attack_accuracy")
+    assert p2.band.repeats == 3 and acc.n == 3 and acc.ci_low < 0.56 < acc.ci_high
+    assert acc.mean == pytest.approx(0.56)
+    assert p2.interval("utility_loss").mean == pytest.approx(1 - 0.58 / 0.9)
+    assert p8.intervals is None and p8.band is None  # one repeat cached: no interval
+    assert "intervals" not in p8.to_dict()
     fig = training_defense_curves(points, baselines, "attack_accuracy", "value", "λ")
     assert any(t.fill == "toself" and "N = 3" in t.name for t in fig.data)
 

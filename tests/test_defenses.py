@@ -1,6 +1,7 @@
 """Defenses after training: the Dirichlet mechanism, the Gaussian privacy module, the
 SensitivitySampler, the seam they plug into (fitted attacks, defended points) and their guarantees."""
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -183,19 +184,25 @@ def test_threshold_boundary_is_in_the_signals_units(overfit):
     np.testing.assert_array_equal(decided, outcomes["loss_threshold"].scores >= outcomes["loss_threshold"].result.threshold)
 
 
+def _json(point):
+    """A point's JSON, copied (``to_dict`` hands back its nested blocks as they are: never mutate those)."""
+    import json
+    return json.loads(json.dumps(point.to_dict()))
+
+
 def test_dirichlet_large_k_changes_nothing_small_k_defeats_the_naive_attack(overfit):
     base = overfit.baseline
-    assert base["attack"]["accuracy"] > 0.6  # the victim overfits: there is something to defend
+    assert base.attack.accuracy > 0.6  # the victim overfits: there is something to defend
     near = overfit.point(DefenseSpec("dirichlet", 1e8), "naive")
-    assert abs(near["attack"]["accuracy"] - base["attack"]["accuracy"]) < 0.05
-    assert abs(near["attack"]["auc"] - base["attack"]["auc"]) < 0.05
-    assert near["utility_loss"] == pytest.approx(0.0, abs=0.02)
+    assert abs(near.attack.accuracy - base.attack.accuracy) < 0.05
+    assert abs(near.attack.auc - base.attack.auc) < 0.05
+    assert near.utility_loss == pytest.approx(0.0, abs=0.02)
     scattered = overfit.point(DefenseSpec("dirichlet", 0.01, draws=2), "naive")
-    assert abs(scattered["attack"]["accuracy"] - 0.5) < 0.08
+    assert abs(scattered.attack.accuracy - 0.5) < 0.08
     # answers become one-hot at class j with probability p_j: a confident model keeps most of its
     # accuracy (001 Tables 1–2: < 10 % loss), but not all of it
-    assert near["utility_loss"] < scattered["utility_loss"] < 0.5
-    assert scattered["epsilon_lower_bound"] < near["epsilon_lower_bound"] or near["epsilon_lower_bound"] == 0
+    assert near.utility_loss < scattered.utility_loss < 0.5
+    assert scattered.epsilon_hat < near.epsilon_hat or near.epsilon_hat == 0
 
 
 def test_gpm_sigma_zero_changes_nothing(overfit):
@@ -204,10 +211,10 @@ def test_gpm_sigma_zero_changes_nothing(overfit):
     np.testing.assert_array_equal(answers.probs, ref.probs)
     np.testing.assert_array_equal(answers.cross_entropy, ref.cross_entropy)
     p = overfit.point(DefenseSpec("gpm", 0.0), "naive")
-    assert p["attack"]["accuracy"] == overfit.baseline["attack"]["accuracy"]
-    assert p["utility_loss"] == pytest.approx(0.0, abs=1e-9)
+    assert p.attack.accuracy == overfit.baseline.attack.accuracy
+    assert p.utility_loss == pytest.approx(0.0, abs=1e-9)
     noisy = overfit.point(DefenseSpec("gpm", 0.5), "naive")
-    assert noisy["utility_loss"] > 0.2
+    assert noisy.utility_loss > 0.2
 
 
 def test_gpm_point_perturbs_each_model_once_per_draw(overfit, monkeypatch):
@@ -221,12 +228,12 @@ def test_gpm_point_perturbs_each_model_once_per_draw(overfit, monkeypatch):
     p = overfit.point(spec, "naive", utility=False)
     assert calls == [0.0137, 0.0137]  # the victim, draws 0 and 1 (its population answers reuse them)
     full = overfit.point(spec, "naive")  # utility: the same two noisy victims
-    assert calls == [0.0137, 0.0137] and full["attack"] == p["attack"] and full["utility"] is not None
+    assert calls == [0.0137, 0.0137] and full.attack == p.attack and full.utility is not None
     overfit.point(spec.at(0.0139), "naive", utility=False)
     assert calls[2:] == [0.0139, 0.0139]
     # a copy with the same σ and direction answers as the one kept: the memo changes no number
     again = overfit.point(DefenseSpec("gpm", 0.0137, draws=2, seed=0), "naive", utility=False)
-    assert again["attack"] == p["attack"]
+    assert again.attack == p.attack
 
 
 def test_gpm_utility_from_the_attack_answers_equals_a_model_run(overfit):
@@ -277,9 +284,9 @@ def test_dirichlet_utility_from_cached_logits_equals_model_runs(which, overfit, 
         old = [_utility_by_model_runs(defender, spec, d) for d in range(spec.draws)]
         assert [defender.utility(spec, d) for d in range(spec.draws)] == old
         point = defender.point(spec, "naive", utility=True)
-        assert (point["utility_train"], point["utility_train_std"]) == _mean_std([u[0] for u in old])
-        assert (point["utility"], point["utility_std"]) == _mean_std([u[1] for u in old])
-        assert point["utility_loss"] == utility_loss(point["utility"], defender.baseline["utility"])
+        assert (point.utility_train, point.utility_train_std) == _mean_std([u[0] for u in old])
+        assert (point.utility, point.utility_std) == _mean_std([u[1] for u in old])
+        assert point.utility_loss == utility_loss(point.utility, defender.baseline.utility)
     # the victim's outputs are remembered: further draws and values run no forward pass of it
     calls = []
     victim = defender.victim_model()
@@ -301,8 +308,7 @@ def test_dirichlet_points_equal_the_model_run_path(overfit, monkeypatch):
         for utility in (False, True):
             spec = DefenseSpec("dirichlet", k, draws=3, seed=11)
             a, b = old.point(spec, "naive", utility=utility), fresh.point(spec, "naive", utility=utility)
-            a.pop("timings"), b.pop("timings")
-            assert a == b
+            assert replace(a, timings=None) == replace(b, timings=None)
     assert fresh._forwards[("victim",)]
     forwards = []
     victim = fresh.victim_model()
@@ -322,8 +328,7 @@ def test_gpm_points_equal_the_model_run_path(overfit):
         for attacker, utility in (("naive", False), ("both", True)):
             spec = DefenseSpec("gpm", sigma, draws=2, seed=5)
             a, b = old.point(spec, attacker, utility=utility), fresh.point(spec, attacker, utility=utility)
-            a.pop("timings"), b.pop("timings")
-            assert a == b
+            assert replace(a, timings=None) == replace(b, timings=None)
     assert any(key[0] != "victim" and store for key, store in fresh._forwards.items())
 
 
@@ -344,9 +349,9 @@ def test_quantile_refits_of_all_draws_run_as_one_fit(overfit, monkeypatch):
     for mechanism, value in (("dirichlet", 0.5), ("dirichlet", 20.0), ("gpm", 0.004)):
         spec = DefenseSpec(mechanism, value, draws=3, seed=3)
         descents.clear()
-        b = batched.point(spec, "naive", utility=True)
+        b = _json(batched.point(spec, "naive", utility=True))
         assert descents == []  # every draw's refit came from the batched fit
-        a = per_draw.point(spec, "naive", utility=True)
+        a = _json(per_draw.point(spec, "naive", utility=True))
         assert len(descents) == spec.draws
         qa, qb = a["attacks"].pop("quantile"), b["attacks"].pop("quantile")
         for metric in ("auc", "accuracy"):
@@ -374,11 +379,12 @@ def test_full_point_after_a_stored_fast_point_scores_nothing_again(overfit, tmp_
     monkeypatch.setattr(defender_module, "score_attacks", lambda *a, **k: pytest.fail("scored the attacks again"))
     # the page's utility card (no quantile regression, as the fast point it extends)
     full = later.point(spec, "naive", utility=True, quantile=False)
+    assert full.utility is not None and full.utility_loss is not None
+    full, scratch = _json(full), _json(scratch)
     full.pop("timings"), scratch.pop("timings")
     assert scratch["attacks"].pop("quantile") and scratch["records"]["scores"].pop("quantile")
     assert full.pop("skipped_attacks") == ["quantile"] and scratch.pop("skipped_attacks") == []
-    assert json.loads(json.dumps(full)) == json.loads(json.dumps(scratch))
-    assert full["utility"] is not None and full["utility_loss"] is not None
+    assert full == scratch
 
 
 def test_the_slider_fast_point_leaves_quantile_regression_to_the_full_point(overfit, tmp_path, monkeypatch):
@@ -399,47 +405,49 @@ def test_the_slider_fast_point_leaves_quantile_regression_to_the_full_point(over
     fast = d.point(spec, "naive", utility=False)
     card = d.point(spec, "naive", utility=True, quantile=False)  # the page's utility card of the same step
     for p in (fast, card):
-        assert "quantile" not in p["attacks"] and "quantile" not in p["records"]["scores"]
-        assert p["skipped_attacks"] == ["quantile"]
-    assert card["utility"] is not None
+        assert "quantile" not in p.attacks and "quantile" not in p.records["scores"]
+        assert p.skipped_attacks == ("quantile",)
+    assert card.utility is not None
     assert d.measured(spec) is None  # the card is not the full point
     assert cache.get_json(cache.key("defended", overfit.cfg.config_hash, spec.key, "naive")) is None
     monkeypatch.setattr(QuantileRegressor, "refit", refit)
     monkeypatch.setattr(QuantileRegressor, "refit_many", refit_many)
     full = d.point(spec, "naive", utility=True)
-    assert "quantile" in full["attacks"] and "quantile" in full["records"]["scores"] and full["skipped_attacks"] == []
+    assert "quantile" in full.attacks and "quantile" in full.records["scores"] and full.skipped_attacks == ()
     scratch = Defender(overfit.models, ArtifactCache(tmp_path / "scratch")).point(spec, "naive", utility=True)
-    full.pop("timings"), scratch.pop("timings")
-    assert json.loads(json.dumps(full)) == json.loads(json.dumps(scratch))
     assert cache.get_json(cache.key("defended", overfit.cfg.config_hash, spec.key, "naive"))["attacks"]["quantile"] \
-        == full["attacks"]["quantile"]
+        == _json(full)["attacks"]["quantile"]
     # every other attack's number at the fast point is the full point's
-    assert {n: r for n, r in full["attacks"].items() if n != "quantile"} == fast["attacks"]
+    assert {n: r for n, r in full.attacks.items() if n != "quantile"} == fast.attacks
     # after the full point, the table's row and the curve show it (quantile regression included)
-    assert "quantile" in d.known_rows(spec, [spec.value])[0]["attacks"]
+    assert "quantile" in d.known_rows(spec, [spec.value])[0].attacks
     # what reads every attack's per-record scores (the Analyses page's exposure view) asks for quantile regression
     with_q = Defender(overfit.models, cache).point(spec, "naive", utility=False, quantile=True)
-    assert with_q["records"]["scores"]["quantile"] == scratch["records"]["scores"]["quantile"]
-    assert with_q["skipped_attacks"] == []
+    assert with_q.records["scores"]["quantile"] == scratch.records["scores"]["quantile"]
+    assert with_q.skipped_attacks == ()
+    full, scratch = _json(full), _json(scratch)
+    full.pop("timings"), scratch.pop("timings")
+    assert full == scratch
 
 
 def test_adaptive_attacker_and_cached_points(overfit):
     spec = DefenseSpec("dirichlet", 1.0)
     p = overfit.point(spec, "both")
-    naive, adaptive = p["attacks"], p["adaptive_attacks"]
+    naive, adaptive = p.attacks, p.adaptive_attacks
     # a threshold attack ranks the defended answers by the same signal (same AUC); refitted on shadows
     # answered through the mechanism it moves its threshold and decides better than the naive one
     for name in ("loss_threshold", "entropy_threshold"):
-        assert adaptive[name]["auc"] == naive[name]["auc"] < overfit.baseline["attacks"][name]["auc"] - 0.05
-        assert adaptive[name]["boundary"]["threshold"] != naive[name]["boundary"]["threshold"]
-        assert adaptive[name]["accuracy"] > naive[name]["accuracy"] + 0.03
+        assert adaptive[name].auc == naive[name].auc < overfit.baseline.attacks[name].auc - 0.05
+        assert adaptive[name].boundary["threshold"] != naive[name].boundary["threshold"]
+        assert adaptive[name].accuracy > naive[name].accuracy + 0.03
     # the primary (shadow MLP) attacker retrained behind the mechanism recovers part of what it hides
-    assert p["adaptive_attack"] == {"name": "shadow", **{k: v for k, v in adaptive["shadow"].items() if k != "boundary"}}
-    assert p["adaptive_attack"]["accuracy"] > p["attack"]["accuracy"] + 0.03
-    assert p["adaptive_attack"]["auc"] < overfit.baseline["attack"]["auc"]
-    assert p["attack"]["accuracy"] == overfit.point(spec, "naive")["attack"]["accuracy"]
+    shadow = _json(p)["adaptive_attacks"]["shadow"]
+    assert _json(p)["adaptive_attack"] == {"name": "shadow", **{k: v for k, v in shadow.items() if k != "boundary"}}
+    assert p.adaptive_attack.accuracy > p.attack.accuracy + 0.03
+    assert p.adaptive_attack.auc < overfit.baseline.attack.auc
+    assert p.attack.accuracy == overfit.point(spec, "naive").attack.accuracy
     fresh = Defender(overfit.models, overfit.cache)  # a new page session: served from the disk cache
-    assert fresh.measured(spec, "both")["adaptive_attack"] == p["adaptive_attack"]
+    assert fresh.measured(spec, "both").adaptive_attack == p.adaptive_attack
 
 
 
@@ -452,43 +460,43 @@ def test_a_curves_fast_points_are_read_back_by_a_new_session(overfit, monkeypatc
     fresh = Defender(overfit.models, overfit.cache)
     monkeypatch.setattr(Defender, "_naive", lambda *a, **k: pytest.fail("recomputed a cached fast point"))
     again = fresh.curve(spec, values)
-    assert [p["value"] for p in again] == values
-    assert [p["attack"] for p in again] == [p["attack"] for p in first]
-    assert [p["records"]["scores"] for p in again] == [p["records"]["scores"] for p in first]
-    assert all(p["utility"] is None for p in again)  # a fast point never stands in for a measured one
+    assert [p.value for p in again] == values
+    assert [p.attack for p in again] == [p.attack for p in first]
+    assert [p.records["scores"] for p in again] == [p.records["scores"] for p in first]
+    assert all(p.utility is None for p in again)  # a fast point never stands in for a measured one
     assert fresh.measured(spec.at(0.5)) is None
 
 def test_lira_and_rmia_score_defended_points(overfit):
-    base = overfit.baseline["attacks"]
-    assert {"lira", "rmia"} <= set(base) and base["lira"]["auc"] > 0.6  # strong on the overfit victim
+    base = overfit.baseline.attacks
+    assert {"lira", "rmia"} <= set(base) and base["lira"].auc > 0.6  # strong on the overfit victim
     # σ = 0 is the identity: the reference attacks see exactly the undefended answers
     identity = overfit.point(DefenseSpec("gpm", 0.0), "both")
-    same = identity["attacks"]
+    same = identity.attacks
     for name in ("lira", "rmia"):
-        assert same[name]["auc"] == pytest.approx(base[name]["auc"], abs=1e-12)
+        assert same[name].auc == pytest.approx(base[name].auc, abs=1e-12)
     # … and the adaptive attacker, refitted on shadows behind the identity, is the naive one
     # (the attacks that query the victim model itself — quantile regression, label-only, gap, LiRA with augmented
     # queries — have no adaptive version: the adaptive attacker refits what is fitted on shadow answers)
-    assert set(same) - set(identity["adaptive_attacks"]) == {"quantile", "label_only", "gap", "lira_augmented"}
-    assert identity["adaptive_attacks"] == {n: same[n] for n in identity["adaptive_attacks"]}
+    assert set(same) - set(identity.adaptive_attacks) == {"quantile", "label_only", "gap", "lira_augmented"}
+    assert identity.adaptive_attacks == {n: same[n] for n in identity.adaptive_attacks}
     # a huge k changes little; k = 0.01 (near one-hot draws from p) costs LiRA and RMIA much of
     # their AUC, but not all: the draws still land on the label more often for members, and the
     # per-record references say on which records that is unusual — so they stay above the shadow
     # MLP, whose accuracy the mechanism does take to chance (a defense judged by a weak attack only
     # looks stronger than it is)
-    near = overfit.point(DefenseSpec("dirichlet", 1e8), "naive")["attacks"]
-    assert abs(near["lira"]["auc"] - base["lira"]["auc"]) < 0.05
+    near = overfit.point(DefenseSpec("dirichlet", 1e8), "naive").attacks
+    assert abs(near["lira"].auc - base["lira"].auc) < 0.05
     scattered = overfit.point(DefenseSpec("dirichlet", 0.01), "both")
     for name in ("lira", "rmia"):
-        assert scattered["attacks"][name]["auc"] < base[name]["auc"] - 0.1
+        assert scattered.attacks[name].auc < base[name].auc - 0.1
         # refitted behind the mechanism (not the naive numbers again), and the mechanism still costs it
-        refit = scattered["adaptive_attacks"][name]["auc"]
-        assert refit != scattered["attacks"][name]["auc"] and refit < base[name]["auc"] - 0.1
-    strongest = max(scattered["attacks"][n]["auc"] for n in ("lira", "rmia"))
-    assert strongest > scattered["attacks"]["shadow"]["auc"] + 0.05 and strongest > 0.6
+        refit = scattered.adaptive_attacks[name].auc
+        assert refit != scattered.attacks[name].auc and refit < base[name].auc - 0.1
+    strongest = max(scattered.attacks[n].auc for n in ("lira", "rmia"))
+    assert strongest > scattered.attacks["shadow"].auc + 0.05 and strongest > 0.6
     # the GPM's adaptive attacker re-queries noisy shadows on every record it needs
     noisy = overfit.point(DefenseSpec("gpm", 0.02), "both")
-    assert {"lira", "rmia"} <= set(noisy["adaptive_attacks"])
+    assert {"lira", "rmia"} <= set(noisy.adaptive_attacks)
 
 
 @pytest.mark.parametrize("spec", [
@@ -554,5 +562,5 @@ def test_saturated_share_counts_answers_past_the_dirichlet_floor():
     probs[:, 1:] = (gap / 9)[:, None]
     r = Responses.from_probs(probs, [1, 1, 1, 1], np.zeros(4, int))
     share = saturated_share(r, np.array([True, False, True, False]), 1e-6)
-    assert share == {"members": 0.5, "non_members": 0.5, "floor": pytest.approx(9e-6)}
-    assert saturated_share(r, np.array([True, True, False, False]), 1e-6)["members"] == 1.0
+    assert (share.members, share.non_members, share.floor) == (0.5, 0.5, pytest.approx(9e-6)) and share.most == 0.5
+    assert saturated_share(r, np.array([True, True, False, False]), 1e-6).members == 1.0

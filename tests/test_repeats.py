@@ -160,10 +160,16 @@ def test_defend_repeats_gives_intervals_over_repeats_and_over_draws(tmp_path, ca
 def test_defense_curve_draws_the_interval_when_a_point_has_one():
     from core.views.defense_figures import defense_curves
 
-    point = {"value": 1.0, "attack": {"accuracy": 0.6, "accuracy_std": 0.01}, "utility_loss": 0.1,
-             "intervals": {"attack_accuracy": {"mean": 0.6, "ci_low": 0.5, "ci_high": 0.75, "n": 3},
-                           "utility_loss": {"mean": 0.1, "ci_low": 0.05, "ci_high": 0.2, "n": 3}}}
-    plain = {"value": 2.0, "attack": {"accuracy": 0.55, "accuracy_std": 0.02}, "utility_loss": 0.2}
+    from core.experiment.results import DefendedPoint
+
+    def attack(acc, sd):
+        return {"name": "shadow", "accuracy": acc, "accuracy_std": sd, "advantage": 2 * acc - 1, "auc": acc,
+                "tpr_at_fpr": {}}
+    point = DefendedPoint.from_dict({
+        "value": 1.0, "attack": attack(0.6, 0.01), "attacks": {}, "utility_loss": 0.1,
+        "intervals": {"attack_accuracy": {"mean": 0.6, "ci_low": 0.5, "ci_high": 0.75, "n": 3},
+                      "utility_loss": {"mean": 0.1, "ci_low": 0.05, "ci_high": 0.2, "n": 3}}})
+    plain = DefendedPoint.from_dict({"value": 2.0, "attack": attack(0.55, 0.02), "attacks": {}, "utility_loss": 0.2})
     fig = defense_curves({"rnn": [point, plain]}, {}, "k", None, True)
     # the point with an interval: in the shaded band (its ends), not as an error bar; the plain one: ± sd
     acc = [t for t in fig.data if t.name == "RNN attack accuracy"][0]

@@ -122,15 +122,17 @@ def test_a_repeats_block_round_trips_with_typed_intervals(summaries, configs, ca
 def test_defended_points_round_trip(summaries, configs, cache_dir, monkeypatch):
     monkeypatch.setenv("MIA_CACHE_DIR", str(cache_dir))
     defender = Defender(trained_models(configs["translation"]))
-    p = defender.point(DefenseSpec("dirichlet", 1.0, draws=2), "naive", utility=True)
-    point = DefendedPoint.from_dict(p)
-    assert exact(point.to_dict()) == exact(p)
+    point = defender.point(DefenseSpec("dirichlet", 1.0, draws=2), "naive", utility=True)
+    assert isinstance(point, DefendedPoint)  # typed from birth
+    p = point.to_dict()
+    assert DefendedPoint.from_dict(p) == point and exact(DefendedPoint.from_dict(p).to_dict()) == exact(p)
     assert point.mechanism == "dirichlet" and point.value == 1.0 and point.has_utility
     assert point.attack.accuracy == p["attack"]["accuracy"] and point.attack.accuracy_std == p["attack"]["accuracy_std"]
     assert point.attacks["lira"].name == "lira" and "name" not in point.to_dict()["attacks"]["lira"]  # its key names it
     assert point.utility_loss == p["utility_loss"] and point.epsilon == p["epsilon"]
-    base = DefenseBaseline.from_dict(defender.baseline)
-    assert exact(base.to_dict()) == exact(defender.baseline) and base.attack.name == point.attack.name
+    base = defender.baseline
+    assert isinstance(base, DefenseBaseline) and base.attack.name == point.attack.name
+    assert exact(DefenseBaseline.from_dict(base.to_dict()).to_dict()) == exact(base.to_dict())
     # defend --repeats N: intervals per metric
     with_intervals = dict(p, intervals=defense_intervals([p, p], 2))
     typed = DefendedPoint.from_dict(with_intervals)
@@ -139,9 +141,10 @@ def test_defended_points_round_trip(summaries, configs, cache_dir, monkeypatch):
     # a training-time point (core.defenses.sweeps) and its baseline, from real summaries
     baseline = baseline_of(summaries["image"])
     sweep_point = point_of(summaries["image"], baseline, "l2", 0.01)
-    typed = DefendedPoint.from_dict(sweep_point)
-    assert exact(typed.to_dict()) == exact(sweep_point) and typed.value_name and typed.config_hash
-    assert exact(DefenseBaseline.from_dict(baseline).to_dict()) == exact(baseline)
+    assert isinstance(baseline, DefenseBaseline) and isinstance(sweep_point, DefendedPoint)
+    assert exact(DefendedPoint.from_dict(sweep_point.to_dict()).to_dict()) == exact(sweep_point.to_dict())
+    assert sweep_point.value_name and sweep_point.config_hash and baseline.utility_chance is not None
+    assert exact(DefenseBaseline.from_dict(baseline.to_dict()).to_dict()) == exact(baseline.to_dict())
 
 
 def mangled(d, path, value=KeyError):

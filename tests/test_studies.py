@@ -12,6 +12,7 @@ from core.analyses.registry import names as analysis_names
 from core.defenses import gpm
 from core.defenses.registry import get as get_mechanism
 from core.defenses.sweeps import study_recipe_epsilons
+from core.experiment.results import DefendedPoint, DefenseBaseline
 from core.tasks import available_tasks, get_task
 from core.views.defense_figures import MEASURABLE_COLUMNS, NOT_MEASURED, defense_table, defense_table_display
 from core.views.training_defense_figures import dpsgd_recipe_table
@@ -53,12 +54,20 @@ def test_dirichlet_figures_are_the_papers_on_their_rnn_victims_only():
     assert studies.dirichlet_rows("navigation", "ffnn") is None and studies.dirichlet_rows("image", "rnn") is None
 
 
+def _attack(acc=0.5, auc=0.5, name=None):
+    return {**({"name": name} if name else {}), "accuracy": acc, "advantage": 2 * acc - 1, "auc": auc, "tpr_at_fpr": {}}
+
+
 def _point(k, acc):
-    return {"value": k, "attack": {"accuracy": acc}, "attacks": {}, "utility": 0.5, "utility_loss": 0.1}
+    return DefendedPoint.from_dict({"value": k, "attack": _attack(acc, name="shadow"), "attacks": {}, "utility": 0.5,
+                                    "utility_loss": 0.1})
+
+
+BASE = DefenseBaseline.from_dict({"attack": _attack(0.7, name="shadow"), "attacks": {}, "utility": 0.9})
 
 
 def test_dirichlet_table_labels_the_papers_rows_and_ours():
-    base = {"attack": {"accuracy": 0.7}, "attacks": {}, "utility": 0.9}
+    base = BASE
     rows = {"ffnn": [_point(10.0, 0.6)], "rnn": [_point(10.0, 0.65)]}
     df = defense_table("translation", get_mechanism("dirichlet"), rows, {"ffnn": base, "rnn": base})
     study = df[df["source"].str.startswith("study")]
@@ -75,11 +84,11 @@ def test_dirichlet_table_labels_the_papers_rows_and_ours():
 
 def test_dpsgd_recipe_rows_say_their_epsilon_is_ours():
     eps = study_recipe_epsilons("image", [1.0])
-    assert eps[0]["computed_by"].startswith("us") and "paper 000, Table 2" in eps[0]["computed_by"]
+    assert eps[0].computed_by.startswith("us") and "paper 000, Table 2" in eps[0].computed_by
     df = dpsgd_recipe_table(studies.DPSGD_RECIPE["image"], eps, {})
     assert "ε computed by us" in df["source"].item() and "paper 000, Table 2" in df["source"].item()
     recipe = studies.DPSGD_RECIPE["image"]
-    assert eps[0]["sample_rate"] == pytest.approx(recipe["batch"] / recipe["samples"])  # q = B / |D|
+    assert eps[0].sample_rate == pytest.approx(recipe["batch"] / recipe["samples"])  # q = B / |D|
 
 
 def test_sensitivities_are_read_per_task_and_architecture():
@@ -160,9 +169,10 @@ def test_every_finding_has_a_source():
 def test_defense_table_says_not_measured_where_only_the_attack_is_known():
     """Issue 32.9: before "Measure", a row holds the curve's fast point (attack, guarantee; utility None): its
     utility reads "not measured", its attack the number; a study row's blanks stay "—"."""
-    base = {"attack": {"accuracy": 0.7}, "attacks": {}, "utility": 0.9}
-    fast = {"value": 10.0, "attack": {"accuracy": 0.61}, "attacks": {"lira": {"auc": 0.66}}, "utility": None,
-            "utility_loss": None, "epsilon": 1.5, "guarantee": ""}
+    base = BASE
+    fast = DefendedPoint.from_dict({"value": 10.0, "attack": _attack(0.61, name="shadow"),
+                                    "attacks": {"lira": _attack(auc=0.66)}, "utility": None,
+                                    "utility_loss": None, "epsilon": 1.5, "guarantee": ""})
     rows = {"ffnn": [fast], "rnn": [_point(10.0, 0.65)]}
     df = defense_table("translation", get_mechanism("dirichlet"), rows, {"ffnn": base, "rnn": base})
     shown = defense_table_display(df)

@@ -212,7 +212,7 @@ def test_a_csv_trains_attacks_defends_and_is_analysed(root):
     assert summary["utility"]["val"] == pytest.approx(float(right.double().mean()), abs=1e-6)  # a float32 mean; one record moves it 1/n
     defender = Defender(models)
     for spec in (DefenseSpec("dirichlet", 1.0, draws=1), DefenseSpec("gpm", 0.01, draws=1)):
-        point = defender.point(spec, "naive", utility=True)
+        point = defender.point(spec, "naive", utility=True).to_dict()  # its JSON (the stored per-record scores)
         checked = _one_draw_point_recomputed(point, summary)
         assert {"shadow", "loss_threshold"} <= checked and point["attack"]["name"] in checked
         assert point["utility"] is not None

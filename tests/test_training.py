@@ -23,6 +23,7 @@ from core.models.navigation import build_agent
 from core.experiment.pipeline import trained_models
 from core.experiment.roles import model_from_weights, seed_everything, train_model
 from core.defenses.registry import training_names
+from core.defenses.defense_results import DefenseRun
 from core.defenses.sweeps import check_sweep, expected_sweep, point_config, run_cost_s, sweep
 from core.tasks import get_task
 from core.tasks.base import TaskData
@@ -381,7 +382,9 @@ def dp_sweep(tmp_path_factory):
     """A DP-SGD sweep over one σ of a tiny image CNN (the baseline and one private run, each with a shadow)."""
     folder = tmp_path_factory.mktemp("cache")
     cfg = get_task("image").make_config("ffnn", "quick", IMAGE_TINY)
-    return cfg, folder, sweep(cfg, "dpsgd", [2.0], cache=ArtifactCache(folder))
+    run = sweep(cfg, "dpsgd", [2.0], cache=ArtifactCache(folder))
+    assert isinstance(run, DefenseRun)  # typed from birth; the tests below read its JSON
+    return cfg, folder, run.to_dict()
 
 
 def test_dp_sweep_json_has_the_defenses_shape_plus_dpsgd(dp_sweep):
@@ -395,6 +398,9 @@ def test_dp_sweep_json_has_the_defenses_shape_plus_dpsgd(dp_sweep):
     assert block["noise_multiplier"] == 2.0 and block["steps"] == 2 * 3 and point["delta"] == 1e-4
     assert point["epsilon"] == pytest.approx(dpsgd.epsilon(block["history"], 1e-4, "rdp"))
     assert block["epsilons"]["prv"] is not None and point["utility_loss"] is not None
+    typed = DefenseRun.from_dict(result)  # read back typed, written back as it was
+    assert typed.to_dict() == result and typed.points[0].dpsgd.noise_multiplier == 2.0
+    assert typed.points[0].dpsgd.epsilon_by("rdp") == block["epsilons"]["rdp"]
 
 
 def test_private_victim_and_shadows_share_the_dp_recipe_and_weights_reload(dp_sweep):

@@ -3,19 +3,33 @@ FFNN − RNN of the utility loss paired over repeats (core.defenses.utility_cost
 planted as core.defenses.sweeps.collect_points returns them: nothing trains here."""
 import pytest
 
-from core.defenses.utility_cost import ONE_REPEAT, question, table_rows, utility_cost_comparison
+from core.defenses.defense_results import UtilityCost
+from core.defenses.utility_cost import ONE_REPEAT, question, table_rows
+from core.defenses.utility_cost import utility_cost_comparison as typed_comparison
+from core.experiment.results import DefendedPoint, DefenseBaseline
 
 BASE_U = 0.9
+ATTACK = {"name": "shadow", "accuracy": 0.5, "advantage": 0.0, "auc": 0.5, "tpr_at_fpr": {}}
+
+
+def utility_cost_comparison(*args, **kwargs) -> dict:
+    """The block as its JSON (the CLI's ``utility_cost_comparison``), read back typed on the way: the layout
+    the tests below check."""
+    block = typed_comparison(*args, **kwargs)
+    assert isinstance(block, UtilityCost) and UtilityCost.from_dict(block.to_dict()) == block
+    return block.to_dict()
 
 
 def _base(utility=BASE_U, train=None, chance=0.1):
-    return {"utility": utility, "utility_train": utility if train is None else train, "utility_metric": "accuracy",
-            "utility_chance": chance, "attack": {}, "attacks": {}}
+    return DefenseBaseline.from_dict({"utility": utility, "utility_train": utility if train is None else train,
+                                      "utility_metric": "accuracy", "utility_chance": chance, "attack": ATTACK,
+                                      "attacks": {}})
 
 
 def _point(value, loss, epsilon=None, base_u=BASE_U, utility=None):
     u = base_u * (1 - loss) if utility is None else utility
-    return {"value": float(value), "utility": u, "utility_train": u, "utility_loss": 1 - u / base_u, "epsilon": epsilon}
+    return DefendedPoint.from_dict({"value": float(value), "utility": u, "utility_train": u,
+                                    "utility_loss": 1 - u / base_u, "epsilon": epsilon, "attack": ATTACK, "attacks": {}})
 
 
 def _repeats(ffnn_losses, rnn_losses, value=0.1, eps=(None, None)):
@@ -57,7 +71,7 @@ def test_one_repeat_gives_the_difference_and_inconclusive_one_repeat():
     assert row["n"] == 1 and row["label"] == ONE_REPEAT and row["verdict"]["value"] == "inconclusive"
     assert row["difference"]["diff"]["mean"] == pytest.approx(-0.2) and row["difference"]["diff"]["ci_low"] is None
     assert "no interval with N = 1" in row["sentence"] and "one repeat" in block["summary"]
-    assert table_rows(block)[0]["95 % CI"] == "—" and table_rows(block)[0]["verdict"] == ONE_REPEAT
+    assert table_rows(UtilityCost.from_dict(block))[0]["95 % CI"] == "—" and table_rows(UtilityCost.from_dict(block))[0]["verdict"] == ONE_REPEAT
 
 
 def test_only_repeats_with_both_architectures_pair_and_one_architecture_gives_no_comparison():
@@ -78,7 +92,7 @@ def test_a_model_at_chance_makes_the_value_not_comparable():
     assert not row["comparable"] and "RNN at λ = 0.1 did not learn" in row["not_comparable"][0]
     assert "(repeat 2)" in row["not_comparable"][0]
     assert block["summary"] == "over 0 comparable λ values: holds 0, reversed 0, inconclusive 0; not comparable at 1 value"
-    assert table_rows(block)[0]["verdict"].startswith("not comparable")
+    assert table_rows(UtilityCost.from_dict(block))[0]["verdict"].startswith("not comparable")
     unlearned = [({"ffnn": _base(train=0.15), "rnn": _base()}, pts) for _, pts in _repeats(*RNN_MORE)]
     row = utility_cost_comparison(unlearned, "l2")["values"][0]
     assert not row["comparable"] and "undefended FFNN did not learn" in row["not_comparable"][0]

@@ -28,7 +28,6 @@ through the mechanism; utility is measured on rollouts that act on the defended 
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 from dataclasses import asdict
 from typing import Any, Callable
@@ -45,19 +44,17 @@ from core.attacks.registry import ModelAttack
 from core.experiment.model_attacks import DEFENDED_REFIT_STEPS, QuantileAttack, UndefendedQuery, record_score
 from core.experiment.pipeline import AttackVariant, fitted_attack_variants, fitted_attacks
 from core.experiment.roles import TrainedModels
-from core.experiment.reference_attacks import victim_answers as undefended_answers
 from core.experiment.reference_attacks import (Calibration, ReferenceAttack, ReferenceInputs, fit_reference_attacks,
     reference_inputs, score_reference_attacks)
 from core.measurement.responses import Responses
 from core.tasks.base import LogitClassifier
-from core.experiment.results import DefendedPoint
+from core.experiment.results import DefendedPoint, DefenseBaseline, EpochRecord
 from core.defenses import dirichlet, gpm  # noqa: F401  (each registers its mechanism)
-from core.defenses.dirichlet import DIRICHLET_GRID
-from core.defenses.gpm import GPM_GRID
-from core.defenses.registry import Mechanism, OutputMechanism, WeightMechanism, get as get_mechanism
+from core.defenses.registry import OutputMechanism, WeightMechanism
 from core.defenses.sensitivity import SensitivityEstimate, cached_sensitivity, sample_sensitivity
 from core.defenses.spec import ATTACKERS, NAIVE_FIELDS, DefenseSpec
 from core.defenses.defended_query import DefendedQuery, RememberingModel
+from core.defenses.defense_results import DefenseRun
 
 def _for_json(values: Any) -> list[float | None]:
     """Per-record values for JSON: each float64 exactly (:func:`core.measurement.metrics.scores_for_json`; 6
@@ -73,20 +70,21 @@ def _mean_std(values: list[float]) -> tuple[float, float]:
     return float(a.mean()), float(a.std(ddof=1)) if len(a) > 1 else 0.0
 
 
-def _summarise(per_draw: list[dict[str, Any]], primary: str) -> dict[str, Any]:
-    """Mean (± std over draws) of every attack's headline numbers; ``primary`` on top."""
+def _summarise(per_draw: list[dict[str, Any]], primary: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Mean (± std over draws) of every attack's headline numbers: (the ``primary`` attack's JSON, every
+    attack's JSON by name), the layout of a point's ``attack`` and ``attacks``."""
     names = per_draw[0].keys()
     attacks = {}
     for name in names:
         rows = [d[name] for d in per_draw]
         out: dict[str, Any] = {}
         for metric in ("accuracy", "advantage", "auc"):
-            out[metric], out[f"{metric}_std"] = _mean_std([r.accuracy if metric == "accuracy" else getattr(r, metric) for r in rows])
-        out["tpr_at_fpr"] = {f: _mean_std([r.tpr_at_fpr[f] for r in rows])[0] for f in rows[0].tpr_at_fpr}
-        out["boundary"] = rows[0].boundary
+            out[metric], out[f"{metric}_std"] = _mean_std([getattr(r, metric) for r in rows])
+        out.update(tpr_at_fpr={f: _mean_std([r.tpr_at_fpr[f] for r in rows])[0] for f in rows[0].tpr_at_fpr},
+                   boundary=rows[0].boundary)
         attacks[name] = out
     head = {k: v for k, v in attacks[primary].items() if k != "boundary"}
-    return {"attack": {"name": primary, **head}, "attacks": attacks}
+    return {"name": primary, **head}, attacks
 
 
 class Defender:
@@ -118,7 +116,7 @@ class Defender:
         self._shadow_models: dict[int, torch.nn.Module] = {}
         self._directions: dict[tuple[str, str, int, int], Any] = {}
         self._noisy_models: dict[str, dict[tuple[str, int], torch.nn.Module]] = {}
-        self._memo: dict[tuple, dict[str, Any]] = {}
+        self._memo: dict[tuple, DefendedPoint] = {}
         #: per (value, record features): the draws' defended answers, the naive attacks' outcomes but quantile
         #: regression's, and the draws' DefendedQuery; the summaries built from them, with or without quantile
         self._answers: dict[tuple, tuple[list[Responses], list[dict], list["DefendedQuery"]]] = {}
@@ -128,7 +126,7 @@ class Defender:
         #: noisy victim of one value and draw): see :meth:`remembering`
         self._forwards: dict[tuple, dict[bytes, torch.Tensor]] = {}
         self.sensitivity: SensitivityEstimate | None = None
-        last = models.victim.per_epoch[-1]
+        last = EpochRecord.from_dict(models.victim.per_epoch[-1])
         undefended = score_attacks(self.naive_attacks, self.victim_responses, self.membership)
         # LiRA and RMIA (need ≥ 2 shadows): inputs and fits from undefended shadows, once
         self.reference_inputs: ReferenceInputs | None = reference_inputs(models, self.cache)
@@ -143,14 +141,15 @@ class Defender:
             if entry.under_defenses == "registry" and (attack := entry.factory()).fit(models, self.cache):
                 self.model_attacks.append(attack)
                 undefended.update(attack.outcomes(UndefendedQuery(models, self.cache)))
-        self.baseline = {
+        #: the undefended numbers (``defend``'s ``baseline``)
+        self.baseline: DefenseBaseline = DefenseBaseline.from_dict({
             "attack": {"name": self.primary, **undefended[self.primary].result.to_dict(include_roc=False)},
             "attacks": {n: o.result.to_dict(include_roc=False) for n, o in undefended.items()},
-            "utility": last.get("utility_val"),
-            "utility_train": last.get("utility_train"),
+            "utility": last.utility_val,
+            "utility_train": last.utility_train,
             "utility_metric": self.task.utility_metric,
             "epsilon_lower_bound": empirical_epsilon(undefended[self.primary].scores, self.membership),
-        }
+        })
 
     # ------------------------------------------------------------------ models
     def victim_model(self) -> torch.nn.Module:
@@ -341,7 +340,7 @@ class Defender:
         """The mechanism's theoretical guarantee at ``spec``'s value."""
         return spec.mechanism_class.guarantee(spec, self.victim_responses.n_classes, self.sensitivity)
 
-    def measured(self, spec: DefenseSpec, attacker: str = "naive", disk: bool = True) -> dict[str, Any] | None:
+    def measured(self, spec: DefenseSpec, attacker: str = "naive", disk: bool = True) -> DefendedPoint | None:
         """The full point (with utility) if it was computed before, in memory or (``disk``) in the
         cache; never computes. ``disk=False`` for per-rerun loops over a grid: no I/O on the slider's path."""
         memo = self._memo.get((spec.key, attacker, True))
@@ -353,13 +352,16 @@ class Defender:
                 return None
             memo = self._memo[(spec.key, attacker, True)] = stored
         # the guarantee is cheap and may have changed since (a sensitivity estimated later)
-        return {**memo, **self.privacy(spec)}
+        return memo.with_json(self.privacy(spec))
 
-    def _stored_point(self, key: str, spec: DefenseSpec) -> dict[str, Any] | None:
+    def _stored_point(self, key: str, spec: DefenseSpec) -> DefendedPoint | None:
         """The point cached under ``key`` if it is one of ``spec``'s value (core.experiment.results' schema, as it
-        leaves the cache), else None."""
+        leaves the cache: read typed), else None."""
         stored = self.cache.get_json(key, validate=DefendedPoint.from_dict)
-        return stored if isinstance(stored, dict) and stored.get("value") == spec.value and "attack" in stored else None
+        if not isinstance(stored, dict):
+            return None
+        point = DefendedPoint.from_dict(stored)
+        return point if point.value == spec.value else None
 
     def _naive(self, spec: DefenseSpec, with_features: bool, quantile: bool = True
                ) -> tuple[list[Responses], dict[str, Any]]:
@@ -397,16 +399,17 @@ class Defender:
                 for query, out in zip(queries, outcomes):
                     for attack in self._quantile_attacks():
                         out.update(attack.outcomes(query))
-            part = _summarise([{n: o.result for n, o in out.items()} for out in outcomes], self.primary)
+            attack, attacks = _summarise([{n: o.result for n, o in out.items()} for out in outcomes], self.primary)
             eps_hat = [empirical_epsilon(out[self.primary].scores, self.membership) for out in outcomes]
-            part["epsilon_lower_bound"] = _mean_std([e["lower_bound"] for e in eps_hat])[0]
-            part["epsilon_lower_bound_detail"] = eps_hat[0]
-            part["records"] = {"ape": _for_json(answers[0].ape),
-                               "cross_entropy": _for_json(answers[0].mean_cross_entropy),
-                               "membership": np.asarray(self.membership, bool).tolist(),
-                               # the naive attacks' per-record scores on draw 0 (the "why" scatter under defense)
-                               "scores": {n: _for_json(o.scores) for n, o in outcomes[0].items()}}
-            self._parts[part_key] = part
+            # the fields of NAIVE_FIELDS, in their order
+            self._parts[part_key] = {
+                "attack": attack, "attacks": attacks,
+                "epsilon_lower_bound": _mean_std([e["lower_bound"] for e in eps_hat])[0],
+                "epsilon_lower_bound_detail": eps_hat[0],
+                "records": {"ape": _for_json(answers[0].ape), "cross_entropy": _for_json(answers[0].mean_cross_entropy),
+                            "membership": np.asarray(self.membership, bool).tolist(),
+                            # the naive attacks' per-record scores on draw 0 (the "why" scatter under defense)
+                            "scores": {n: _for_json(o.scores) for n, o in outcomes[0].items()}}}
         return self._answers[key][0], self._parts[part_key]
 
     def _quantile_attacks(self) -> list[ModelAttack]:
@@ -424,7 +427,7 @@ class Defender:
                                             DEFENDED_REFIT_STEPS)
 
     def point(self, spec: DefenseSpec, attacker: str = "naive", utility: bool = True,
-              quantile: bool | None = None) -> dict[str, Any]:
+              quantile: bool | None = None) -> DefendedPoint:
         """Attack numbers, utility and guarantees at one defended point (see the module docstring).
 
         ``utility=False`` is the slider's fast path: no utility, and attacks that read
@@ -444,7 +447,7 @@ class Defender:
             quantile = True  # nothing to leave out (or the headline attack itself)
         memo_key = (spec.key, attacker, utility) if quantile == utility else (spec.key, attacker, utility, quantile)
         if memo_key in self._memo:
-            return {**self._memo[memo_key], **self.privacy(spec)}
+            return self._memo[memo_key].with_json(self.privacy(spec))
         disk_key = self.cache.key("defended", self.cfg.config_hash, spec.key, attacker)
         if utility and (stored := self.measured(spec, attacker)) is not None:
             return stored
@@ -457,7 +460,7 @@ class Defender:
                     if not utility and attacker == "naive" else None)
         if fast_key is not None and (stored := self._stored_point(fast_key, spec)) is not None:
             self._memo[memo_key] = stored
-            return {**stored, **self.privacy(spec)}
+            return stored.with_json(self.privacy(spec))
         timings: dict[str, float] = {}
         t = time.perf_counter()
         has_features = any(isinstance(a, RecordFeatureAttack) for a in self.naive_attacks)
@@ -471,16 +474,17 @@ class Defender:
         # same attacks on the same draws, none skipped that this point scores — so only the utility is computed
         # (the Defenses page's step onto a curve value scored every attack again for its utility card before)
         fast = next((p for k in ((spec.key, "naive", False), (spec.key, "naive", False, True))
-                     if (p := self._memo.get(k)) is not None and set(p.get("skipped_attacks") or ()) <= skip), None)
+                     if (p := self._memo.get(k)) is not None and set(p.skipped_attacks or ()) <= skip), None)
         if utility and attacker == "naive" and fast is not None and (spec.key, with_features) not in self._answers:
-            answers, naive_part = [], {k: fast[k] for k in NAIVE_FIELDS if k in fast}
+            stored = fast.to_dict()
+            answers, naive_part = [], {k: stored[k] for k in NAIVE_FIELDS if k in stored}
         else:
             answers, naive_part = self._naive(spec, with_features, quantile)
         point: dict[str, Any] = {"value": spec.value, "mechanism": spec.mechanism, "draws": spec.draws, **naive_part}
         if attacker == "adaptive":
             point.pop("attack"), point.pop("attacks")
         timings["attack_s"] = time.perf_counter() - t
-        point["adaptive_attack"] = None
+        point.update(adaptive_attack=None)
         if attacker in ("adaptive", "both"):
             t = time.perf_counter()
             per_draw = []
@@ -495,34 +499,35 @@ class Defender:
                     inputs = self.defended_reference_inputs(spec, d, answers[d], self.population_answers(spec, d))
                     outcome.update(score_reference_attacks(fit_reference_attacks(inputs), answers[d], self.membership))
                 per_draw.append({n: o.result for n, o in outcome.items()})
-            adaptive = _summarise(per_draw, self.primary)
-            point["adaptive_attack"] = adaptive["attack"]
-            point["adaptive_attacks"] = adaptive["attacks"]
+            adaptive_attack, adaptive_attacks = _summarise(per_draw, self.primary)
+            point.update(adaptive_attack=adaptive_attack, adaptive_attacks=adaptive_attacks)
             if attacker == "adaptive":
-                point["attack"], point["attacks"] = adaptive["attack"], adaptive["attacks"]
+                point.update(attack=adaptive_attack, attacks=adaptive_attacks)
             timings["adaptive_s"] = time.perf_counter() - t
         point.update(self.privacy(spec))
         if utility:
             t = time.perf_counter()
             values = [self.utility(spec, d) for d in range(spec.draws)]
-            point["utility_train"], point["utility_train_std"] = _mean_std([v[0] for v in values])
-            point["utility"], point["utility_std"] = _mean_std([v[1] for v in values])
-            point["utility_loss"] = utility_loss(point["utility"], self.baseline["utility"])
-            point["utility_loss_train"] = utility_loss(point["utility_train"], self.baseline["utility_train"])
+            u_train, u_train_std = _mean_std([v[0] for v in values])
+            u_val, u_val_std = _mean_std([v[1] for v in values])
+            point.update(utility_train=u_train, utility_train_std=u_train_std, utility=u_val, utility_std=u_val_std,
+                         utility_loss=utility_loss(u_val, self.baseline.utility),
+                         utility_loss_train=utility_loss(u_train, self.baseline.utility_train))
             timings["utility_s"] = time.perf_counter() - t
         else:
             point.update(utility=None, utility_train=None, utility_loss=None, utility_loss_train=None)
-        point["timings"] = timings
-        point["skipped_attacks"] = sorted(skip)
+        point.update(timings=timings, skipped_attacks=sorted(skip))
+        # typed as it is born: checked against the layout before it is stored or returned
+        typed = DefendedPoint.from_dict(point)
         if utility and quantile:
-            self.cache.put_json(disk_key, point, allow_nan=False)
+            self.cache.put_json(disk_key, typed.to_dict(), allow_nan=False)
         elif fast_key is not None and not self.cache.read_only:  # a read-only cache still serves the slider
-            self.cache.put_json(fast_key, point, allow_nan=False)
-        self._memo[memo_key] = point
-        return point
+            self.cache.put_json(fast_key, typed.to_dict(), allow_nan=False)
+        self._memo[memo_key] = typed
+        return typed
 
     # ------------------------------------------------------------------ over a grid
-    def curve(self, spec: DefenseSpec, values: list[float]) -> list[dict[str, Any]]:
+    def curve(self, spec: DefenseSpec, values: list[float]) -> list[DefendedPoint]:
         """The fast (naive, no utility) point at every value, sorted; a value whose full point was
         measured before (in memory) comes with its utility loss. The slider's path: a value is read
         from disk at most once per Defender (its fast point, then memoised), and computed only when
@@ -531,7 +536,7 @@ class Defender:
                 or self.point(spec.at(v), "naive", utility=False) for v in sorted(set(values))]
 
     def measure(self, spec: DefenseSpec, values: list[float], attacker: str = "naive",
-                on_point: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
+                on_point: Callable[[int, int], None] | None = None) -> list[DefendedPoint]:
         """The full point (utility included, cached) at every value, in order; ``on_point(i, n)`` after each."""
         out = []
         for i, v in enumerate(values):
@@ -540,34 +545,43 @@ class Defender:
                 on_point(i + 1, len(values))
         return out
 
-    def measured_rows(self, spec: DefenseSpec, values: list[float]) -> list[dict[str, Any]]:
+    def measured_rows(self, spec: DefenseSpec, values: list[float]) -> list[DefendedPoint]:
         """The points at ``values`` computed before (the adaptive attacker's too, when it was measured)."""
         return [p for v in values if (p := self.measured(spec.at(v), "both") or self.measured(spec.at(v)))]
 
-    def known_rows(self, spec: DefenseSpec, values: list[float]) -> list[dict[str, Any]]:
+    def known_rows(self, spec: DefenseSpec, values: list[float]) -> list[DefendedPoint]:
         """Every value's best-known point: the full one where it was measured (utility, and the adaptive
         attacker where that was measured too), else the slider's fast point (naive attack and guarantee, utility
         None) — what the page's curve already draws, so its table shows those numbers, not blanks (issue 32.9)."""
         return [self.measured(spec.at(v), "both") or self.measured(spec.at(v)) or self._slider_utility(spec.at(v))
                 or self.point(spec.at(v), "naive", utility=False) for v in values]
 
-    def _slider_utility(self, spec: DefenseSpec) -> dict[str, Any] | None:
+    def _slider_utility(self, spec: DefenseSpec) -> DefendedPoint | None:
         """The Defenses page's utility card's point of ``spec`` (utility, no quantile regression) if computed."""
         memo = self._memo.get((spec.key, "naive", True, False))
-        return None if memo is None else {**memo, **self.privacy(spec)}
+        return None if memo is None else memo.with_json(self.privacy(spec))
 
 
-def defend(models: TrainedModels, mechanism: str, values: list[float], attacker: str = "naive", draws: int = 1,
-           sensitivity_samples: int = 0, cache: ArtifactCache | None = None, seed: int = 0,
-           on_point=None, on_pair=None, executor=None) -> dict[str, Any]:
-    """The CLI's ``defend`` result: the baseline and one point per value (see README)."""
+def defense_run(models: TrainedModels, mechanism: str, values: list[float], attacker: str = "naive", draws: int = 1,
+                sensitivity_samples: int = 0, cache: ArtifactCache | None = None, seed: int = 0,
+                on_point=None, on_pair=None, executor=None) -> DefenseRun:
+    """The CLI's ``defend`` result, typed: the baseline and one point per value (see README)."""
     defender = Defender(models, cache)
     spec = DefenseSpec(mechanism, float(values[0]) if values else 1.0, draws=draws, seed=seed).validate()
     if spec.mechanism_class.needs_sensitivity and sensitivity_samples > 0:
         defender.ensure_sensitivity(sensitivity_samples, on_pair=on_pair, executor=executor)
     points = defender.measure(spec, list(values), attacker, on_point)
     cfg = models.cfg
-    return {"task": cfg.task, "arch": cfg.arch, "preset": cfg.preset, "mechanism": mechanism, "attacker": attacker,
-            "config_hash": cfg.config_hash, "training_hash": cfg.training_hash, "spec": asdict(spec),
-            "sensitivity": defender.sensitivity.to_dict() if defender.sensitivity else None,
-            "baseline": defender.baseline, "points": points}
+    return DefenseRun.from_dict({
+        "task": cfg.task, "arch": cfg.arch, "preset": cfg.preset, "mechanism": mechanism, "attacker": attacker,
+        "config_hash": cfg.config_hash, "training_hash": cfg.training_hash, "spec": asdict(spec),
+        "sensitivity": defender.sensitivity.to_dict() if defender.sensitivity else None,
+        "baseline": defender.baseline.to_dict(), "points": [p.to_dict() for p in points]})
+
+
+def defend(models: TrainedModels, mechanism: str, values: list[float], attacker: str = "naive", draws: int = 1,
+           sensitivity_samples: int = 0, cache: ArtifactCache | None = None, seed: int = 0,
+           on_point=None, on_pair=None, executor=None) -> dict[str, Any]:
+    """:func:`defense_run`'s JSON (``to_dict``), for the readers of the JSON (``defend --repeats``)."""
+    return defense_run(models, mechanism, values, attacker, draws, sensitivity_samples, cache, seed, on_point, on_pair,
+                       executor).to_dict()

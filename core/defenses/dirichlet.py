@@ -118,7 +118,22 @@ def torch_output_transform(k: float, eta: float, generator: torch.Generator):
     return transform
 
 
-def saturated_share(responses: Responses, membership: np.ndarray, eta: float) -> dict[str, float]:
+@dataclass(frozen=True)
+class SaturatedShare:
+    """:func:`saturated_share`'s numbers: the share of ``members`` and of ``non_members`` saturated past the
+    ``floor`` (n − 1)·η."""
+
+    members: float
+    non_members: float
+    floor: float
+
+    @property
+    def most(self) -> float:
+        """The larger of the two shares."""
+        return max(self.members, self.non_members)
+
+
+def saturated_share(responses: Responses, membership: np.ndarray, eta: float) -> SaturatedShare:
     """The share of members and of non-members whose true-class answer is saturated past Dir_k's floor:
     1 − c below (n − 1)·η (per step, then averaged per record). For those, the noisy 1 − c is set by the
     draw's scatter around the floor, not by p, and LiRA's logit φ = log c − log(1 − c) moves by many units
@@ -130,8 +145,8 @@ def saturated_share(responses: Responses, membership: np.ndarray, eta: float) ->
     # 1 − c from φ without cancellation: 1 − c = 1 / (1 + e^φ)
     below = (special.expit(-phi) < floor).astype(np.float64)
     per_record = responses.record_mean(below)
-    return {"members": float(per_record[member].mean()) if member.any() else 0.0,
-            "non_members": float(per_record[~member].mean()) if (~member).any() else 0.0, "floor": float(floor)}
+    return SaturatedShare(members=float(per_record[member].mean()) if member.any() else 0.0,
+                          non_members=float(per_record[~member].mean()) if (~member).any() else 0.0, floor=float(floor))
 
 
 def defend_responses(responses: Responses, k: float, eta: float, rng: np.random.Generator) -> Responses:

@@ -11,6 +11,7 @@ import math
 from typing import Any
 
 from core.defenses.registry import Parameter, TrainingDefense, register_training
+from core.experiment.results import DPSGDBlock, RunSummary
 from core.foundations.errors import ConfigError
 
 
@@ -30,27 +31,27 @@ class DPSGDDefense(TrainingDefense):
         out: dict[str, Any] = {"dp": "epsilon" if target_epsilon else "sigma",
                                "dp_epsilon" if target_epsilon else "dp_noise_multiplier": float(value)}
         if max_grad_norm is not None:
-            out["dp_max_grad_norm"] = float(max_grad_norm)
+            out.update(dp_max_grad_norm=float(max_grad_norm))
         if delta is not None:
-            out["dp_delta"] = float(delta)
+            out.update(dp_delta=float(delta))
         return out
 
     def baseline_updates(self) -> dict[str, Any]:
         return {"dp": "off"}
 
-    def guarantee(self, summary: dict[str, Any]) -> dict[str, Any]:
-        dp = summary.get("privacy")
-        if not dp:
-            raise ConfigError(f"the run {summary['config_hash']} has no DP-SGD record (cached by an older version?)")
-        out: dict[str, Any] = {"dpsgd": dp, "epsilon": dp["epsilon"], "delta": dp["delta"], "gamma": None}
-        recipe = (f"σ = {dp['noise_multiplier']:.4g}, C = {dp['max_grad_norm']:g}, q = {dp['sample_rate']:.4g}, "
-                  f"{dp['steps']} steps")
-        if dp["epsilon"] is None:
-            out["privacy_note"] = f"no finite ε ({recipe}): {next(iter(dp['notes'].values()), '')}"
+    def guarantee(self, run: RunSummary) -> dict[str, Any]:
+        if not run.privacy:
+            raise ConfigError(f"the run {run.config_hash} has no DP-SGD record (cached by an older version?)")
+        dp = DPSGDBlock.from_dict(run.privacy, "summary.privacy")
+        out: dict[str, Any] = {"dpsgd": run.privacy, "epsilon": dp.epsilon, "delta": dp.delta, "gamma": None}
+        recipe = (f"σ = {dp.noise_multiplier:.4g}, C = {dp.max_grad_norm:g}, q = {dp.sample_rate:.4g}, "
+                  f"{dp.steps} steps")
+        if dp.epsilon is None:
+            out.update(privacy_note=f"no finite ε ({recipe}): {next(iter((dp.notes or {}).values()), '')}")
         else:
-            prv = dp["epsilons"].get("prv")
-            out["privacy_note"] = (f"(ε, δ)-DP for {dp['unit']} ({recipe}); ε by {dp['accountant'].upper()}"
-                                   + (f", PRV gives {prv:.3g}" if prv is not None else ""))
+            prv = dp.epsilon_by("prv")
+            out.update(privacy_note=f"(ε, δ)-DP for {dp.unit} ({recipe}); ε by {(dp.accountant or '').upper()}"
+                                    + (f", PRV gives {prv:.3g}" if prv is not None else ""))
         return out
 
     def spec_extra(self, config: Any) -> dict[str, Any]:

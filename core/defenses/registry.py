@@ -30,6 +30,8 @@ if TYPE_CHECKING:  # types only: this module stays light (no torch) for the CLI
     import torch
     from torch import nn
 
+    from core.experiment.results import RunSummary
+
     from core.measurement.responses import Responses
 
 
@@ -236,8 +238,9 @@ class TrainingDefense(ABC):
         """The fields of the undefended run the utility loss is measured against ({}: the config as it is)."""
         return {}
 
-    def guarantee(self, summary: dict[str, Any]) -> dict[str, Any]:
-        """``epsilon``, ``delta``, ``gamma``, ``privacy_note`` (and any block of its own) of one point's run."""
+    def guarantee(self, run: "RunSummary") -> dict[str, Any]:
+        """``epsilon``, ``delta``, ``gamma``, ``privacy_note`` (and any block of its own) of one point's run
+        (:class:`core.experiment.results.RunSummary`), as JSON values of the point's layout."""
         return {"epsilon": None, "delta": None, "gamma": None,
                 "privacy_note": f"{self.parameter.symbol} is a regulariser: no formal privacy guarantee"}
 

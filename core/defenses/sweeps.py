@@ -39,7 +39,8 @@ from core.foundations.errors import ConfigError
 from core.measurement.metrics import empirical_epsilon, utility_loss
 from core.experiment.pipeline import run_experiment
 from core.foundations.progress import ProgressCallback
-from core.experiment.results import AttackResult, RunSummary
+from core.experiment.results import AttackResult, DefendedPoint, DefenseBaseline, RunSummary
+from core.defenses.defense_results import DefenseRun
 from core.measurement.stats import mean_interval
 from core.measurement.studies import DPSGD_RECIPE, DPSGD_RECIPE_SOURCE
 
@@ -105,13 +106,17 @@ def sweep_runs(bases: dict[str, ExperimentConfig], mechanism: str, values: list[
             for arch, base in bases.items()}
 
 
+#: a sweep's curves: (baselines, points) per architecture (:func:`collect_points`)
+SweepCurves = tuple[dict[str, DefenseBaseline], dict[str, list[DefendedPoint]]]
+
+
 def collect_points(runs: dict[str, list[tuple[float | None, ExperimentConfig]]],
                    summaries: dict[tuple[str, float | None], RunSummary | dict[str, Any] | None], mechanism: str,
-                   target_epsilon: bool = False) -> tuple[dict[str, dict[str, Any]], dict[str, list[dict[str, Any]]]]:
+                   target_epsilon: bool = False) -> SweepCurves:
     """(baselines, points) per architecture from the runs' summaries (``None``: not trained yet);
     an architecture whose baseline is missing is left out, a missing point is skipped."""
-    baselines: dict[str, dict[str, Any]] = {}
-    points: dict[str, list[dict[str, Any]]] = {}
+    baselines: dict[str, DefenseBaseline] = {}
+    points: dict[str, list[DefendedPoint]] = {}
     for arch, rs in runs.items():
         base_summary = summaries.get((arch, None))
         if base_summary is None:
@@ -126,15 +131,14 @@ def collect_points(runs: dict[str, list[tuple[float | None, ExperimentConfig]]],
 SWEEP_BANDED = ("attack_accuracy", "attack_auc", "utility", "utility_loss")
 
 
-def _sweep_metrics(point: dict[str, Any]) -> dict[str, float | None]:
-    a = point.get("attack") or {}
-    return {"attack_accuracy": a.get("accuracy"), "attack_auc": a.get("auc"), "utility": point.get("utility"),
-            "utility_loss": point.get("utility_loss")}
+def _sweep_metrics(point: DefendedPoint) -> dict[str, float | None]:
+    return {"attack_accuracy": point.attack.accuracy, "attack_auc": point.attack.auc, "utility": point.utility,
+            "utility_loss": point.utility_loss}
 
 
 def collect_points_repeats(runs: dict[str, list[tuple[float | None, ExperimentConfig]]],
-                           summaries: Sequence[dict[tuple[str, float | None], dict[str, Any] | None]], mechanism: str,
-                           target_epsilon: bool = False) -> tuple[dict[str, dict[str, Any]], dict[str, list[dict[str, Any]]]]:
+                           summaries: Sequence[dict[tuple[str, float | None], RunSummary | dict[str, Any] | None]],
+                           mechanism: str, target_epsilon: bool = False) -> SweepCurves:
     """:func:`collect_points` over repeats: ``summaries[r]`` holds repeat r's runs (the same keys as
     ``runs``; repeat r of a point is its config with :func:`core.analyses.repeats.repeat_config`'s seed, so
     repeat r of every point and of the baseline share a split). Repeat 0's points, each with
@@ -145,12 +149,12 @@ def collect_points_repeats(runs: dict[str, list[tuple[float | None, ExperimentCo
     :func:`collect_points` gives them."""
     baselines, points = collect_points(runs, summaries[0], mechanism, target_epsilon)
     for arch, pts in points.items():
-        for p in pts:
+        for i, p in enumerate(pts):
             per_repeat = []
             for s in summaries:
-                base, run = s.get((arch, None)), s.get((arch, p["value"]))
+                base, run = s.get((arch, None)), s.get((arch, p.value))
                 if base is not None and run is not None:
-                    per_repeat.append(_sweep_metrics(point_of(run, baseline_of(base), mechanism, p["value"], target_epsilon)))
+                    per_repeat.append(_sweep_metrics(point_of(run, baseline_of(base), mechanism, p.value, target_epsilon)))
             if len(per_repeat) < 2:
                 continue
             intervals = {}
@@ -159,8 +163,8 @@ def collect_points_repeats(runs: dict[str, list[tuple[float | None, ExperimentCo
                 if all(v is not None for v in values):
                     e = mean_interval([float(v) for v in values])
                     intervals[name] = dataclasses.replace(e, method=f"t over {len(values)} repeats").to_dict()
-            p["intervals"] = intervals
-            p["band"] = {"repeats": len(per_repeat), "draws": 1, "over": "repeats"}
+            pts[i] = p.with_json({"intervals": intervals,
+                                  "band": {"repeats": len(per_repeat), "draws": 1, "over": "repeats"}})
     return baselines, points
 
 
@@ -171,33 +175,34 @@ def accuracy_bound_curve(max_epsilon: float, delta: float, n: int = 61) -> list[
 
 def _lower_bound(run: RunSummary) -> dict[str, float | None] | None:
     """The empirical ε lower bound (Jagielski et al.) of the primary attack's scores."""
-    records = run.records
-    scores = (records.get("scores") or {}).get(run.primary)
-    if scores is None or not records.get("membership"):
+    records = run.per_record
+    scores = records.scores_of(run.primary)
+    if scores is None or not records.membership:
         return None
-    return empirical_epsilon(np.asarray(scores, np.float64), np.asarray(records["membership"], bool))
+    return empirical_epsilon(np.asarray(scores, np.float64), np.asarray(records.membership, bool))
 
 
 def _without_roc(result: AttackResult) -> dict[str, Any]:
     return {k: v for k, v in result.to_dict().items() if k not in ("roc_fpr", "roc_tpr")}
 
 
-def baseline_of(summary: RunSummary | dict[str, Any]) -> dict[str, Any]:
+def baseline_of(summary: RunSummary | dict[str, Any]) -> DefenseBaseline:
     """The ``baseline`` block from the undefended run's summary (the defenses' layout), with
     ``utility_chance``: the utility of a model that learned nothing (:func:`core.experiment.fidelity.chance_utility`)."""
     run = RunSummary.coerce(summary)
-    return {
+    return DefenseBaseline.from_dict({
         "attack": _without_roc(run.attack),
         "attacks": {n: _without_roc(a) for n, a in run.attacks.items()},
         "utility": run.utility.val, "utility_train": run.utility.train,
         "utility_metric": run.utility.metric, "utility_chance": chance_utility(run),
         "epsilon_lower_bound": _lower_bound(run), "config_hash": run.config_hash,
-    }
+    })
 
 
-def point_of(summary: RunSummary | dict[str, Any], baseline: dict[str, Any], mechanism: str, value: float,
-             target_epsilon: bool = False) -> dict[str, Any]:
-    """One point from its run's summary and the baseline block (see the module docstring)."""
+def point_of(summary: RunSummary | dict[str, Any], baseline: DefenseBaseline, mechanism: str, value: float,
+             target_epsilon: bool = False, changes: dict[str, Any] | None = None) -> DefendedPoint:
+    """One point from its run's summary and the baseline block (see the module docstring); ``changes``: what the
+    point's run changed from the baseline's (:func:`sweep`'s points)."""
     run = RunSummary.coerce(summary)
     point: dict[str, Any] = {
         "value": float(value), "mechanism": mechanism, "value_name": value_name(mechanism, target_epsilon),
@@ -207,20 +212,22 @@ def point_of(summary: RunSummary | dict[str, Any], baseline: dict[str, Any], mec
         "utility": run.utility.val, "utility_train": run.utility.train,
         "epsilon_lower_bound": _lower_bound(run),
         "timings": {"total_s": run.timings.get("total_s"),
-                    "trained_s": run.timings.get("victim_trained_s", 0.0) + run.timings.get("shadows_trained_s", 0.0)},
+                    "trained_s": run.timing("victim_trained_s") + run.timing("shadows_trained_s")},
         "cache_hit": bool(run.cache_hit),
+        "utility_loss": utility_loss(run.utility.val, baseline.utility),
+        "utility_loss_train": utility_loss(run.utility.train, baseline.utility_train),
     }
-    point["utility_loss"] = utility_loss(point["utility"], baseline["utility"])
-    point["utility_loss_train"] = utility_loss(point["utility_train"], baseline["utility_train"])
-    # the registry's guarantee reads the run's JSON (a training defense is one file: core.defenses.registry)
-    point.update(get_training(mechanism).guarantee(run.to_dict()))
-    return point
+    # the registry's guarantee of the run (a training defense is one file: core.defenses.registry)
+    point.update(get_training(mechanism).guarantee(run))
+    if changes is not None:
+        point.update(changes=changes)
+    return DefendedPoint.from_dict(point)
 
 
 def sweep(cfg: ExperimentConfig, mechanism: str, values: list[float], *, target_epsilon: bool = False,
           max_grad_norm: float | None = None, delta: float | None = None, progress: ProgressCallback | None = None,
-          on_point: Callable[[int, int, dict[str, Any]], None] | None = None,
-          cache: ArtifactCache | None = None) -> dict[str, Any]:
+          on_point: Callable[[int, int, DefendedPoint], None] | None = None,
+          cache: ArtifactCache | None = None) -> DefenseRun:
     """Run (or load) the baseline and every point; the CLI's ``defend --mechanism dpsgd|l2|clip|…`` JSON.
 
     ``progress`` receives each run's events with the stage prefixed by the point and the
@@ -233,7 +240,7 @@ def sweep(cfg: ExperimentConfig, mechanism: str, values: list[float], *, target_
     runs = [("baseline", base_cfg)] + [(f"{value_name(mechanism, target_epsilon)} = {v:g}", c)
                                        for v, c in zip(values, configs)]
 
-    def run(i: int, label: str, c: ExperimentConfig) -> dict[str, Any]:
+    def run(i: int, label: str, c: ExperimentConfig) -> RunSummary | dict[str, Any]:
         def relay(ev) -> None:
             if progress is not None:
                 progress(dataclasses.replace(ev, stage=f"{label} ({i + 1}/{len(runs)}): {ev.stage}",
@@ -241,7 +248,7 @@ def sweep(cfg: ExperimentConfig, mechanism: str, values: list[float], *, target_
         return run_experiment(c, progress=relay, cache=cache).summary
 
     baseline = baseline_of(run(0, *runs[0]))
-    points: list[dict[str, Any]] = []
+    points: list[DefendedPoint] = []
     unreachable: list[dict[str, Any]] = []
     for i, (v, c) in enumerate(zip(values, configs)):
         try:
@@ -251,21 +258,36 @@ def sweep(cfg: ExperimentConfig, mechanism: str, values: list[float], *, target_
             # the other values are independent runs: keep them, and say which value was not computed
             unreachable.append({"value": float(v), "error": " ".join(str(exc).split())})
             continue
-        points.append(point_of(summary, baseline, mechanism, v, target_epsilon))
-        points[-1]["changes"] = config_changes(base_cfg, c)  # what this point's run changed from the baseline's
+        # with what this point's run changed from the baseline's
+        points.append(point_of(summary, baseline, mechanism, v, target_epsilon, changes=config_changes(base_cfg, c)))
         if on_point is not None:
             on_point(i + 1, len(values), points[-1])
     spec = {"mechanism": mechanism, "values": [float(v) for v in values], "target_epsilon": target_epsilon,
             "value_name": value_name(mechanism, target_epsilon)}
     spec.update(get_training(mechanism).spec_extra(configs[0]))
-    return {"task": cfg.task, "arch": cfg.arch, "preset": cfg.preset, "mechanism": mechanism,
-            "attacker": "adaptive", "attacker_note": "the shadows train with the victim's recipe, this defense included",
-            "config_hash": base_cfg.config_hash, "training_hash": base_cfg.training_hash, "spec": spec,
-            "sensitivity": None, "baseline": baseline, "points": points,
-            **({"unreachable": unreachable} if unreachable else {})}
+    return DefenseRun.from_dict({
+        "task": cfg.task, "arch": cfg.arch, "preset": cfg.preset, "mechanism": mechanism,
+        "attacker": "adaptive", "attacker_note": "the shadows train with the victim's recipe, this defense included",
+        "config_hash": base_cfg.config_hash, "training_hash": base_cfg.training_hash, "spec": spec,
+        "sensitivity": None, "baseline": baseline.to_dict(), "points": [p.to_dict() for p in points],
+        **({"unreachable": unreachable} if unreachable else {})})
 
 
-def study_recipe_epsilons(task: str, sigmas: list[float]) -> list[dict[str, Any]]:
+@dataclasses.dataclass(frozen=True)
+class RecipeEpsilon:
+    """ε of the study's DP-SGD recipe at one σ (:func:`study_recipe_epsilons`): q, steps, δ, ε by RDP and PRV
+    (None where infinite), and who computed it."""
+
+    sigma: float
+    sample_rate: float
+    steps: int
+    delta: float
+    epsilon_rdp: float | None
+    epsilon_prv: float | None
+    computed_by: str
+
+
+def study_recipe_epsilons(task: str, sigmas: list[float]) -> list[RecipeEpsilon]:
     """ε at each σ of the study's DP-SGD recipe (:data:`core.measurement.studies.DPSGD_RECIPE`, paper 000
     Table 2: |D|, batch, epochs, δ), **computed by us** with Opacus' RDP and PRV accountants under
     Poisson sampling at q = batch/|D| (the paper prints no ε per σ): the privacy the study's
@@ -278,9 +300,9 @@ def study_recipe_epsilons(task: str, sigmas: list[float]) -> list[dict[str, Any]
     for s in sigmas:
         hist = [[float(s), q, steps]]
         rdp, prv = epsilon(hist, row["delta"], "rdp"), epsilon(hist, row["delta"], "prv")
-        out.append({"sigma": float(s), "sample_rate": q, "steps": steps, "delta": row["delta"],
-                    "epsilon_rdp": rdp if math.isfinite(rdp) else None, "epsilon_prv": prv if math.isfinite(prv) else None,
-                    "computed_by": "us (Opacus accountants) for the recipe of " + DPSGD_RECIPE_SOURCE.cite()})
+        out.append(RecipeEpsilon(float(s), q, steps, row["delta"], rdp if math.isfinite(rdp) else None,
+                                 prv if math.isfinite(prv) else None,
+                                 "us (Opacus accountants) for the recipe of " + DPSGD_RECIPE_SOURCE.cite()))
     return out
 
 

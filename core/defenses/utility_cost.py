@@ -28,7 +28,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from core.defenses.registry import get_training
-from core.defenses.sweeps import collect_points
+from core.defenses.defense_results import UtilityCost, UtilityCostRow
+from core.defenses.sweeps import SweepCurves, collect_points
+from core.experiment.results import DefendedPoint, DefenseBaseline
 from core.experiment.fidelity import NEAR_CHANCE
 from core.foundations.config import ExperimentConfig
 from core.measurement.stats import compare
@@ -49,11 +51,11 @@ def question(mechanism: str, target_epsilon: bool = False) -> str:
     return f"Does the same {symbol} cost the RNN more utility?"
 
 
-def _learned(block: dict[str, Any], chance: float | None, metric: str) -> bool:
+def _learned(block: DefenseBaseline | DefendedPoint, chance: float | None, metric: str) -> bool:
     """Whether a run learned: its training utility (else its validation utility) above chance by more
     than :data:`NEAR_CHANCE` for its metric (unknown chance or utility: assumed learned)."""
-    u = block.get("utility_train")
-    u = block.get("utility") if u is None else u
+    u = block.utility_train
+    u = block.utility if u is None else u
     if chance is None or u is None:
         return True
     return float(u) >= chance + NEAR_CHANCE.get(metric, 0.1)
@@ -64,8 +66,8 @@ def _mean(values: Sequence[float | None]) -> float | None:
     return float(np.mean(vals)) if vals else None
 
 
-def utility_cost_comparison(per_repeat: Sequence[tuple[dict[str, dict[str, Any]], dict[str, list[dict[str, Any]]]]],
-                            mechanism: str, target_epsilon: bool = False) -> dict[str, Any]:
+def utility_cost_comparison(per_repeat: Sequence[SweepCurves], mechanism: str, target_epsilon: bool = False
+                            ) -> UtilityCost:
     """The block (see the module docstring) from ``per_repeat[r]`` = (baselines, points) of repeat r,
     as :func:`core.defenses.sweeps.collect_points` returns them (a point: ``value``, ``utility``,
     ``utility_train``, ``utility_loss``, ``epsilon``; a baseline: ``utility``, ``utility_train``,
@@ -87,24 +89,25 @@ def utility_cost_comparison(per_repeat: Sequence[tuple[dict[str, dict[str, Any]]
     }
     missing = [a for a in ARCHS if a not in have]
     if missing:
-        out["summary"] = (f"no comparison: no {' or '.join(a.upper() for a in missing)} point"
-                          f"{'s' if len(missing) == 1 else ''} yet — both architectures are needed")
-        return out
-    values = sorted({p["value"] for _, pts in per_repeat for a in ARCHS for p in pts.get(a, [])})
+        out.update(summary=f"no comparison: no {' or '.join(a.upper() for a in missing)} point"
+                           f"{'s' if len(missing) == 1 else ''} yet — both architectures are needed")
+        return UtilityCost.from_dict(out)
+    values = sorted({p.value for _, pts in per_repeat for a in ARCHS for p in pts.get(a, [])})
+    rows: list[dict[str, Any]] = []
     for v in values:
         losses: dict[str, list[float]] = {a: [] for a in ARCHS}
         eps: dict[str, list[float | None]] = {a: [] for a in ARCHS}
         reasons: dict[str, list[int]] = {}  # why not comparable → the repeats (1-based) it holds in
         for r, (bases, pts) in enumerate(per_repeat):
-            pair = {a: next((p for p in pts.get(a, []) if p["value"] == v), None) for a in ARCHS}
-            if any(pair[a] is None or pair[a].get("utility_loss") is None or a not in bases for a in ARCHS):
+            pair = {a: next((p for p in pts.get(a, []) if p.value == v), None) for a in ARCHS}
+            if any(pair[a] is None or pair[a].utility_loss is None or a not in bases for a in ARCHS):
                 continue
             for a in ARCHS:
                 p, base = pair[a], bases[a]
-                losses[a].append(float(p["utility_loss"]))
-                eps[a].append(p.get("epsilon"))
-                metric = base.get("utility_metric", "accuracy")
-                chance = base.get("utility_chance")
+                losses[a].append(float(p.utility_loss))
+                eps[a].append(p.epsilon)
+                metric = base.utility_metric or "accuracy"
+                chance = base.utility_chance
                 if not _learned(base, chance, metric):
                     reasons.setdefault(f"the undefended {a.upper()} did not learn ({metric} near chance {chance:.3g}): "
                                        f"its utility loss has no meaning", []).append(r + 1)
@@ -116,44 +119,43 @@ def utility_cost_comparison(per_repeat: Sequence[tuple[dict[str, dict[str, Any]]
         if n == 0:
             continue
         comp = compare("utility_loss", losses["ffnn"], losses["rnn"], expected=EXPECTED)
-        verdict = comp.verdict.to_dict()
         diff = comp.difference.diff
+        reasons_shown = [f"{why} (repeat{'s' if len(rs) > 1 else ''} {', '.join(map(str, rs))})"
+                         for why, rs in reasons.items()]
         row: dict[str, Any] = {
             "value": float(v), "value_name": symbol, "n": n,
             "ffnn": {"utility_loss": _mean(losses["ffnn"]), "per_repeat": losses["ffnn"]},
             "rnn": {"utility_loss": _mean(losses["rnn"]), "per_repeat": losses["rnn"]},
             "difference": {"of": "ffnn - rnn", **comp.difference.to_dict()},
-            "verdict": verdict, "label": ONE_REPEAT if n < 2 else verdict["value"],
+            "verdict": comp.verdict.to_dict(), "label": ONE_REPEAT if n < 2 else comp.verdict.value,
             "sentence": (f"FFNN − RNN {diff.mean:+.3f}, no interval with N = 1" if n < 2 else
                          f"FFNN − RNN {diff.mean:+.3f}, 95 % CI [{diff.ci_low:+.3f}, {diff.ci_high:+.3f}], N = {n}"),
-            "comparable": not reasons,
-            "not_comparable": [f"{why} (repeat{'s' if len(rs) > 1 else ''} {', '.join(map(str, rs))})"
-                               for why, rs in reasons.items()], "epsilon": None, "same_epsilon": None,
+            "comparable": not reasons, "not_comparable": reasons_shown, "epsilon": None, "same_epsilon": None,
         }
         if defense.accounted:
             ef, er = _mean(eps["ffnn"]), _mean(eps["rnn"])
             same = (ef is not None and er is not None and abs(ef - er) <= EPSILON_RTOL * max(abs(ef), abs(er), 1e-12))
-            row["epsilon"] = {"ffnn": ef, "rnn": er}
-            row["same_epsilon"] = same
+            row.update(epsilon={"ffnn": ef, "rnn": er}, same_epsilon=same)
             if not same:
                 shown = f"FFNN ε = {'∞' if ef is None else f'{ef:.3g}'}, RNN ε = {'∞' if er is None else f'{er:.3g}'}"
                 if sigma_mode:
-                    row["epsilon_note"] = f"same σ, not the same ε ({shown})"
+                    row.update(epsilon_note=f"same σ, not the same ε ({shown})")
                 else:  # a target-ε grid that did not reach the same ε: the same-ε question is not answered here
-                    row["comparable"] = False
-                    row["not_comparable"].append(f"the ε reached differ ({shown}): not the same ε")
-        out["values"].append(row)
-    out["summary"] = summary_sentence(out["values"], symbol)
-    return out
+                    row.update(comparable=False)
+                    reasons_shown.append(f"the ε reached differ ({shown}): not the same ε")
+        rows.append(row)
+    typed = [UtilityCostRow.from_dict(r) for r in rows]
+    out.update(values=rows, summary=summary_sentence(typed, symbol))
+    return UtilityCost.from_dict(out)
 
 
-def summary_sentence(rows: Sequence[dict[str, Any]], symbol: str) -> str:
+def summary_sentence(rows: Sequence[UtilityCostRow], symbol: str) -> str:
     """One line over the values: how many hold / reverse / are inconclusive, and how many are not comparable."""
     if not rows:
         return "no comparison yet: no value has a point of both architectures"
-    comparable = [r for r in rows if r["comparable"]]
-    words = {w: sum(1 for r in comparable if r["verdict"]["value"] == w) for w in ("holds", "reversed", "inconclusive")}
-    n_max = max(r["n"] for r in rows)
+    comparable = [r for r in rows if r.comparable]
+    words = {w: sum(1 for r in comparable if r.verdict.value == w) for w in ("holds", "reversed", "inconclusive")}
+    n_max = max(r.n for r in rows)
     head = (f"over {len(comparable)} comparable {symbol} value{'s' if len(comparable) != 1 else ''}: "
             + ", ".join(f"{w} {k}" for w, k in words.items()))
     if n_max < 2:
@@ -164,7 +166,7 @@ def summary_sentence(rows: Sequence[dict[str, Any]], symbol: str) -> str:
 
 def sweep_utility_cost(runs: dict[str, list[tuple[float | None, ExperimentConfig]]],
                        summaries: Sequence[dict[tuple[str, float | None], Any]], mechanism: str,
-                       target_epsilon: bool = False) -> dict[str, Any]:
+                       target_epsilon: bool = False) -> UtilityCost:
     """:func:`utility_cost_comparison` of a sweep's runs (:func:`core.defenses.sweeps.sweep_runs`) from
     ``summaries[r]`` = repeat r's summaries (None where not run yet), as
     :func:`core.defenses.sweeps.collect_points_repeats` reads them."""
@@ -172,17 +174,17 @@ def sweep_utility_cost(runs: dict[str, list[tuple[float | None, ExperimentConfig
                                    mechanism, target_epsilon)
 
 
-def table_rows(block: dict[str, Any]) -> list[dict[str, Any]]:
+def table_rows(block: UtilityCost) -> list[dict[str, Any]]:
     """The block's values as table rows (the page's table; FFNN − RNN throughout)."""
     rows = []
-    for r in block["values"]:
-        d = r["difference"]["diff"]
-        row = {block["compared_at"]: r["value"], "L FFNN": r["ffnn"]["utility_loss"], "L RNN": r["rnn"]["utility_loss"],
-               "FFNN − RNN": d["mean"], "95 % CI": (f"[{d['ci_low']:+.3f}, {d['ci_high']:+.3f}]"
-                                                    if d.get("ci_low") is not None else "—"),
-               "N": r["n"], "verdict": r["label"] if r["comparable"] else f"not comparable ({r['label']})"}
-        if r["epsilon"] is not None:
-            row["ε FFNN"], row["ε RNN"] = r["epsilon"]["ffnn"], r["epsilon"]["rnn"]
-        row["note"] = "; ".join(r["not_comparable"] + ([r["epsilon_note"]] if r.get("epsilon_note") else []))
+    for r in block.values:
+        d = r.difference.diff
+        row = {block.compared_at: r.value, "L FFNN": r.ffnn.utility_loss, "L RNN": r.rnn.utility_loss,
+               "FFNN − RNN": d.mean, "95 % CI": (f"[{d.ci_low:+.3f}, {d.ci_high:+.3f}]"
+                                                 if d.ci_low is not None and d.ci_high is not None else "—"),
+               "N": r.n, "verdict": r.label if r.comparable else f"not comparable ({r.label})"}
+        if r.epsilon is not None:
+            row.update({"ε FFNN": r.epsilon.ffnn, "ε RNN": r.epsilon.rnn})
+        row.update(note="; ".join(list(r.not_comparable) + ([r.epsilon_note] if r.epsilon_note else [])))
         rows.append(row)
     return rows

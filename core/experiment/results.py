@@ -318,6 +318,66 @@ RunSummary._FIELDS = {
 
 # ---------------------------------------------------------------------------- defended points
 @dataclass(frozen=True)
+class DefenseBand(Typed):
+    """What a curve point's ``intervals`` are over (``band``: :func:`core.analyses.repeats.defense_curve_bands`,
+    :func:`core.defenses.sweeps.collect_points_repeats`): N ``repeats``, D ``draws`` per point, ``over``
+    ``repeats`` | ``draws`` | None (one repeat and one draw: no interval)."""
+
+    repeats: int
+    draws: int
+    over: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
+    keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
+
+    _WHAT: ClassVar[str] = "band"
+
+
+DefenseBand._FIELDS = {"repeats": (INT, True), "draws": (INT, True), "over": (null(STR), False)}
+
+
+@dataclass(frozen=True)
+class DPSGDBlock(Typed):
+    """A DP-SGD run's accountant record (:func:`core.training.dpsgd.report`: a summary's ``privacy``, a
+    training-time point's ``dpsgd``): σ, C, q, steps, δ, the accountant and ε by RDP / PRV / GDP (``epsilons``,
+    None where infinite or where an accountant failed: ``notes`` says why), the accountant ``history``
+    ([σ, q, steps] per phase) to recompute them, |D| and the expected batch, the privacy ``unit``."""
+
+    noise_multiplier: float
+    max_grad_norm: float
+    sample_rate: float
+    steps: int
+    delta: float
+    epsilons: dict[str, float | None]
+    accountant: str | None = None
+    target_epsilon: float | None = None
+    epsilon: float | None = None
+    notes: dict[str, str] | None = None
+    history: list[Any] | None = None
+    n_samples: int | None = None
+    expected_batch_size: float | None = None
+    unit: str | None = None
+    poisson_sampling: bool | None = None
+    extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
+    keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
+
+    _WHAT: ClassVar[str] = "dpsgd"
+    _STRICT: ClassVar[bool] = False
+
+    def epsilon_by(self, accountant: str) -> float | None:
+        """ε by ``accountant`` (``rdp``, ``prv``, ``gdp``), None where infinite or not computed."""
+        return self.epsilons.get(accountant)
+
+
+DPSGDBlock._FIELDS = {
+    "noise_multiplier": (NUM, True), "max_grad_norm": (NUM, True), "sample_rate": (NUM, True), "steps": (NUM, True),
+    "delta": (NUM, True), "accountant": (null(STR), False), "target_epsilon": (null(NUM), False),
+    "epsilon": (null(NUM), False), "epsilons": (mapping(null(NUM)), True), "notes": (null(DICT), False),
+    "history": (null(LIST), False), "n_samples": (null(NUM), False), "expected_batch_size": (null(NUM), False),
+    "unit": (null(STR), False), "poisson_sampling": (null(BOOL), False),
+}
+
+
+@dataclass(frozen=True)
 class DefendedPoint(Typed):
     """One defended point (``defend``'s ``points[i]``, the cache's ``defended`` entry, a Defenses-page
     point): a mechanism at one ``value``, the attacks on the defended victim (the naive attacker's
@@ -358,8 +418,9 @@ class DefendedPoint(Typed):
     timings: dict[str, Any] | None = None
     skipped_attacks: tuple[str, ...] | None = None
     cache_hit: bool | None = None
-    dpsgd: dict[str, Any] | None = None
+    dpsgd: DPSGDBlock | None = None
     intervals: dict[str, Estimate] | None = None
+    band: DefenseBand | None = None
     extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
     keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
 
@@ -383,6 +444,22 @@ class DefendedPoint(Typed):
         """Whether utility was measured at this point (the slider's fast points have none)."""
         return self.utility is not None
 
+    @property
+    def guarantee(self) -> str | None:
+        """The mechanism's one-word status of its guarantee (Dir_k: ``(ε, δ)-DP`` or why there is none), if any."""
+        return self.extra.get("guarantee")
+
+    # the dict layout, read-only, for the readers that are not typed yet (issue 29: the analyses' exposure view
+    # reads a :meth:`core.defenses.defender.Defender.point` by key): each look-up is the JSON value ``to_dict`` writes
+    def __getitem__(self, key: str) -> Any:
+        return self.to_dict()[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.to_dict().get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.to_dict()
+
 
 DefendedPoint._FIELDS = {
     "value": (NUM, True), "mechanism": (STR, False), "draws": (INT, False), "value_name": (STR, False),
@@ -395,7 +472,8 @@ DefendedPoint._FIELDS = {
     "utility_train_std": (null(NUM), False), "utility": (null(NUM), False), "utility_std": (null(NUM), False),
     "utility_loss": (null(NUM), False), "utility_loss_train": (null(NUM), False),
     "timings": (null(DICT), False), "skipped_attacks": (null(sequence(STR)), False),
-    "cache_hit": (BOOL, False), "dpsgd": (null(DICT), False), "intervals": (null(mapping(estimate())), False),
+    "cache_hit": (BOOL, False), "dpsgd": (null(objects(DPSGDBlock)), False), "intervals": (null(mapping(estimate())), False),
+    "band": (null(objects(DefenseBand)), False),
 }
 
 
@@ -412,18 +490,22 @@ class DefenseBaseline(Typed):
     utility_train: float | None = None
     utility_metric: str | None = None
     epsilon_lower_bound: Any = None
+    #: the training-time sweeps' (:func:`core.defenses.sweeps.baseline_of`): the utility of a model that learned
+    #: nothing (:func:`core.experiment.fidelity.chance_utility`) and the undefended run's config hash
+    utility_chance: float | None = None
+    config_hash: str | None = None
     extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
     keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
 
     _WHAT: ClassVar[str] = "baseline"
-    #: open: the training-time sweeps add their own keys (``utility_chance``), kept in ``extra``
+    #: open: a layout's keys this version does not type are kept in ``extra``
     _STRICT: ClassVar[bool] = False
 
 
 DefenseBaseline._FIELDS = {
     "attack": (_ATTACK, True), "attacks": (_ATTACKS, True), "utility": (null(NUM), False),
     "utility_train": (null(NUM), False), "utility_metric": (null(STR), False),
-    "epsilon_lower_bound": (ANY, False),
+    "utility_chance": (null(NUM), False), "epsilon_lower_bound": (ANY, False), "config_hash": (STR, False),
 }
 
 

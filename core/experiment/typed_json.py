@@ -179,6 +179,14 @@ class Typed:
         """``d`` itself when it is already typed, else :meth:`from_dict` (readers that accept both)."""
         return d if isinstance(d, cls) else cls.from_dict(d)
 
+    def with_json(self: T, updates: Mapping[str, Any]) -> T:
+        """A copy with ``updates`` (JSON values) written over the layout, as ``{**d, **updates}`` does to the dict
+        (a key it lacks goes last), checked again; itself where nothing would change."""
+        if all(k in self.keys and (getattr(self, k) if k in self._FIELDS else self.extra.get(k)) == v  # type: ignore[attr-defined]
+               for k, v in updates.items()):
+            return self
+        return type(self).from_dict({**self.to_dict(), **updates})
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON dict: exactly the one read (keys, order, values), or every field when built in code."""
         order = self.keys or tuple(k for k, (_, required) in self._FIELDS.items()

@@ -3,25 +3,27 @@ a mechanism's value with their 95 % bands (:func:`band_caption` says over what),
 entropy comparison and the table of our measured rows beside the study's."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Callable, Iterable
 
 import pandas as pd
 import plotly.graph_objects as go
 
 from core.defenses.registry import Mechanism
+from core.experiment.results import DefendedPoint, DefenseBand, DefenseBaseline
+from core.measurement.stats import Estimate
 from core.foundations.names import ARCH_NAMES
 from core.views.style import ARCH_COLOURS, layout
 from core.views.run_figures import entropy_figure, STRONG_ATTACKS
 
 
-def _interval(p: dict[str, Any], metric: str) -> dict[str, Any] | None:
+def _interval(p: DefendedPoint, metric: str) -> Estimate | None:
     """The point's 95 % interval of ``metric`` (``intervals``, core.analyses.repeats.defense_curve_bands),
     or None where it has none (one repeat and one draw, or a metric not banded)."""
-    e = (p.get("intervals") or {}).get(metric)
-    return e if e and e.get("ci_low") is not None and e.get("ci_high") is not None else None
+    e = p.interval(metric)
+    return e if e is not None and e.ci_low is not None and e.ci_high is not None else None
 
 
-def _bars(pts: list[dict[str, Any]], metric: str, fallback: list[float]) -> tuple[list[float], list[float]]:
+def _bars(pts: list[DefendedPoint], metric: str, fallback: list[float | None]) -> tuple[list[float], list[float]]:
     """Error bars of a curve's points without an interval: ``fallback`` (± sd over draws); 0 where
     the point has an interval (:func:`add_band` draws that one)."""
     up, down = [], []
@@ -32,8 +34,13 @@ def _bars(pts: list[dict[str, Any]], metric: str, fallback: list[float]) -> tupl
     return up, down
 
 
-def add_band(fig: go.Figure, pts: list[dict[str, Any]], metric: str, colour: str | None, name: str,
-          x_of=lambda p: p["value"], yaxis: str | None = None) -> None:
+def _band(points: Iterable[DefendedPoint]) -> DefenseBand | None:
+    """What the points' intervals are over: the first point's ``band`` that says (None: no point does)."""
+    return next((p.band for p in points if p.band is not None), None)
+
+
+def add_band(fig: go.Figure, pts: list[DefendedPoint], metric: str, colour: str | None, name: str,
+             x_of: Callable[[DefendedPoint], float | None] = lambda p: p.value, yaxis: str | None = None) -> None:
     """The 95 % band of ``metric`` over the points that have an interval: one filled polygon
     (upper ends left to right, lower ends back), named with N (repeats or draws)."""
     with_ci = [(x_of(p), e) for p in pts if (e := _interval(p, metric)) is not None and x_of(p) is not None]
@@ -41,37 +48,36 @@ def add_band(fig: go.Figure, pts: list[dict[str, Any]], metric: str, colour: str
         return
     with_ci.sort(key=lambda t: t[0])
     xs = [x for x, _ in with_ci]
-    band = next((p.get("band") for p in pts if p.get("band")), None) or {}
-    n = with_ci[0][1]["n"]
-    what = ("repeats" if band.get("over") == "repeats" else "draws") if band else "repeats"
-    extra = f" × {band['draws']} draws" if band.get("over") == "repeats" and band.get("draws", 1) > 1 else ""
-    fig.add_scatter(x=xs + xs[::-1], y=[e["ci_high"] for _, e in with_ci] + [e["ci_low"] for _, e in with_ci][::-1],
+    band = _band(pts)
+    n = with_ci[0][1].n
+    what = ("repeats" if band.over == "repeats" else "draws") if band else "repeats"
+    extra = f" × {band.draws} draws" if band and band.over == "repeats" and band.draws > 1 else ""
+    fig.add_scatter(x=xs + xs[::-1], y=[e.ci_high for _, e in with_ci] + [e.ci_low for _, e in with_ci][::-1],
                     fill="toself", mode="lines", line=dict(width=0), fillcolor=colour or "#444", opacity=0.18,
                     hoverinfo="skip", name=f"{name} 95% band (N = {n} {what}{extra})", yaxis=yaxis)
 
 
-def band_centre(p: dict[str, Any], metric: str, value: float | None) -> float | None:
+def band_centre(p: DefendedPoint, metric: str, value: float | None) -> float | None:
     """Where a curve's line passes: the interval's mean (over repeats) where the point has one."""
     e = _interval(p, metric)
-    return e["mean"] if e else value
+    return e.mean if e else value
 
 
-def band_caption(points: dict[str, list[dict[str, Any]]]) -> str:
+def band_caption(points: dict[str, list[DefendedPoint]]) -> str:
     """One line saying what the curves' bands are over (N repeats × D draws, D draws, or nothing)."""
-    bands = [p["band"] for pts in points.values() for p in pts if p.get("band")]
-    if not bands:
+    b = _band(p for pts in points.values() for p in pts)
+    if b is None:
         return "No interval: one repeat and one draw per point (raise draws, or train repeats, for a band)."
-    b = bands[0]
-    if b["over"] == "repeats":
-        return (f"Bands: 95 % t intervals over N = {b['repeats']} repeats (independent victims and shadows; each "
-                f"repeat the mean of its {b['draws']} draw{'s' if b['draws'] != 1 else ''}); the line is their mean.")
-    if b["over"] == "draws":
-        return (f"Bands: 95 % t intervals over the {b['draws']} draws of one repeat (draw noise only: the models' "
+    if b.over == "repeats":
+        return (f"Bands: 95 % t intervals over N = {b.repeats} repeats (independent victims and shadows; each "
+                f"repeat the mean of its {b.draws} draw{'s' if b.draws != 1 else ''}); the line is their mean.")
+    if b.over == "draws":
+        return (f"Bands: 95 % t intervals over the {b.draws} draws of one repeat (draw noise only: the models' "
                 "seed-to-seed spread is not in them — train repeats for that).")
     return "No interval: one repeat and one draw per point (raise draws, or train repeats, for a band)."
 
 
-def defense_curves(points: dict[str, list[dict[str, Any]]], baselines: dict[str, dict[str, Any]], value_name: str,
+def defense_curves(points: dict[str, list[DefendedPoint]], baselines: dict[str, DefenseBaseline], value_name: str,
                    current: float | None, log_x: bool) -> go.Figure:
     """Attack accuracy (solid) and utility loss (dotted, right axis) over the mechanism's value,
     one colour per architecture; the slider's value is marked, the undefended accuracy dashed.
@@ -80,33 +86,33 @@ def defense_curves(points: dict[str, list[dict[str, Any]]], baselines: dict[str,
     is drawn; elsewhere error bars show ± sd over draws."""
     fig = go.Figure()
     for arch, pts in points.items():
-        pts = sorted(pts, key=lambda p: p["value"])
+        pts = sorted(pts, key=lambda p: p.value)
         c = ARCH_COLOURS.get(arch)
         name = ARCH_NAMES.get(arch, arch)
-        xs = [p["value"] for p in pts]
-        acc = [band_centre(p, "attack_accuracy", p["attack"]["accuracy"]) for p in pts]
-        up, down = _bars(pts, "attack_accuracy", [p["attack"].get("accuracy_std", 0.0) for p in pts])
+        xs = [p.value for p in pts]
+        acc = [band_centre(p, "attack_accuracy", p.attack.accuracy) for p in pts]
+        up, down = _bars(pts, "attack_accuracy", [p.attack.accuracy_std for p in pts])
         add_band(fig, pts, "attack_accuracy", c, f"{name} attack accuracy")
         fig.add_scatter(x=xs, y=acc, name=f"{name} attack accuracy", line=dict(color=c), mode="lines+markers",
                         error_y=dict(type="data", array=up, arrayminus=down, visible=any(v > 0 for v in up + down)))
-        strongest = [p for p in pts if any(n in p.get("attacks", {}) for n in STRONG_ATTACKS)]
+        strongest = [p for p in pts if any(n in p.attacks for n in STRONG_ATTACKS)]
         if strongest:  # the best of LiRA/RMIA: what survives a defense the shadow MLP no longer sees
-            fig.add_scatter(x=[p["value"] for p in strongest],
-                            y=[max(band_centre(p, f"{n}_auc", p["attacks"][n]["auc"]) for n in STRONG_ATTACKS
-                                   if n in p["attacks"]) for p in strongest],
+            fig.add_scatter(x=[p.value for p in strongest],
+                            y=[max(band_centre(p, f"{n}_auc", p.attacks[n].auc) for n in STRONG_ATTACKS
+                                   if n in p.attacks) for p in strongest],
                             name=f"{name} LiRA/RMIA AUC (best)", line=dict(color=c, dash="dashdot", width=1.5),
                             mode="lines")
-        with_u = [p for p in pts if p.get("utility_loss") is not None]
+        with_u = [p for p in pts if p.utility_loss is not None]
         if with_u:
             up, down = _bars(with_u, "utility_loss", [0.0] * len(with_u))
             add_band(fig, with_u, "utility_loss", c, f"{name} utility loss", yaxis="y2")
-            fig.add_scatter(x=[p["value"] for p in with_u],
-                            y=[band_centre(p, "utility_loss", p["utility_loss"]) for p in with_u],
+            fig.add_scatter(x=[p.value for p in with_u],
+                            y=[band_centre(p, "utility_loss", p.utility_loss) for p in with_u],
                             yaxis="y2", name=f"{name} utility loss", line=dict(color=c, dash="dot"), mode="lines+markers",
                             error_y=dict(type="data", array=up, arrayminus=down, visible=any(v > 0 for v in up + down)))
         base = baselines.get(arch)
         if base and xs:
-            fig.add_scatter(x=[min(xs), max(xs)], y=[base["attack"]["accuracy"]] * 2, mode="lines",
+            fig.add_scatter(x=[min(xs), max(xs)], y=[base.attack.accuracy] * 2, mode="lines",
                             name=f"{name} undefended", line=dict(color=c, dash="dash", width=1))
     if current is not None:
         fig.add_vline(x=current, line=dict(color="grey", width=1))
@@ -114,9 +120,9 @@ def defense_curves(points: dict[str, list[dict[str, Any]]], baselines: dict[str,
     losses = []
     for pts in points.values():
         for p in pts:
-            if p.get("utility_loss") is not None:
+            if p.utility_loss is not None:
                 e = _interval(p, "utility_loss")
-                losses += [p["utility_loss"], *((e["ci_low"], e["ci_high"]) if e else ())]
+                losses += [p.utility_loss, *((e.ci_low, e.ci_high) if e else ())]
     top = max([0.2] + [1.1 * v for v in losses])
     fig.update_layout(yaxis=dict(range=[0.4, 1.02]),
                       yaxis2=dict(title="utility loss", overlaying="y", side="right", tickformat=".0%",
@@ -127,20 +133,20 @@ def defense_curves(points: dict[str, list[dict[str, Any]]], baselines: dict[str,
                    "attack accuracy / AUC (chance = 0.5)")
 
 
-def defended_entropy_histogram(points: dict[str, dict[str, Any]]) -> go.Figure:
+def defended_entropy_histogram(points: dict[str, DefendedPoint]) -> go.Figure:
     """The entropy comparison of :func:`core.views.run_figures.entropy_figure` on the defended outputs of each architecture."""
-    return entropy_figure([(arch, p["records"]) for arch, p in points.items()])
+    return entropy_figure([(arch, p.records) for arch, p in points.items()])
 
 
-def _best_strong_auc(point: dict[str, Any] | None) -> float | None:
+def _best_strong_auc(point: DefendedPoint | DefenseBaseline | None) -> float | None:
     """The AUC of the stronger of LiRA and RMIA in a point (None when neither was scored)."""
-    attacks = (point or {}).get("attacks") or {}
-    aucs = [attacks[n]["auc"] for n in STRONG_ATTACKS if n in attacks]
+    attacks = point.attacks if point is not None else {}
+    aucs = [attacks[n].auc for n in STRONG_ATTACKS if n in attacks]
     return max(aucs) if aucs else None
 
 
-def defense_table(task: str, mechanism: Mechanism, rows: dict[str, list[dict[str, Any]]],
-                  baselines: dict[str, dict[str, Any]]) -> pd.DataFrame:
+def defense_table(task: str, mechanism: Mechanism, rows: dict[str, list[DefendedPoint]],
+                  baselines: dict[str, DefenseBaseline]) -> pd.DataFrame:
     """Our measured naive / adaptive attack, utility and guarantee per value of the mechanism's
     grid (:attr:`Parameter.grid`; Dir_k: k = 100 … 0.01), one row per (architecture, value),
     ``source`` "ours". The study's own rows (``mechanism.study_rows``: for Dir_k
@@ -155,18 +161,18 @@ def defense_table(task: str, mechanism: Mechanism, rows: dict[str, list[dict[str
 
     for arch, pts in rows.items():
         name = ARCH_NAMES.get(arch, arch)
-        by_value = {p["value"]: p for p in pts}
+        by_value = {p.value: p for p in pts}
         for v in values:
             p = by_value.get(v) if v is not None else None
             base = baselines[arch]
             out.append({"source": "ours (this preset)", "arch": name, symbol: label(v),
-                        "attack acc (naive)": base["attack"]["accuracy"] if v is None else (p["attack"]["accuracy"] if p else None),
-                        "attack acc (adaptive)": (p["adaptive_attack"]["accuracy"] if p and p.get("adaptive_attack") else None),
+                        "attack acc (naive)": base.attack.accuracy if v is None else (p.attack.accuracy if p else None),
+                        "attack acc (adaptive)": (p.adaptive_attack.accuracy if p and p.adaptive_attack else None),
                         "LiRA/RMIA AUC (best)": _best_strong_auc(base if v is None else p),
-                        "utility": base["utility"] if v is None else (p.get("utility") if p else None),
-                        "utility loss": 0.0 if v is None else (p.get("utility_loss") if p else None),
-                        "ε (theory)": None if v is None or not p else p.get("epsilon"),
-                        "guarantee": "" if v is None or not p else (p.get("guarantee") or "")})
+                        "utility": base.utility if v is None else (p.utility if p else None),
+                        "utility loss": 0.0 if v is None else (p.utility_loss if p else None),
+                        "ε (theory)": None if v is None or not p else p.epsilon,
+                        "guarantee": "" if v is None or not p else (p.guarantee or "")})
     for arch in rows:
         study = mechanism.study_rows(task, arch)
         if not study:
