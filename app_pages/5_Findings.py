@@ -6,7 +6,7 @@ import json
 
 import streamlit as st
 
-from core.analyses.findings import findings_table, missing_jobs, table_json
+from core.analyses.findings import findings_table, missing_jobs
 from core.analyses.findings_base import FINDINGS, TASKS
 from core.foundations.errors import MIAError
 from core.tasks import get_task
@@ -48,21 +48,20 @@ try:
 except MIAError as e:
     st.error(str(e))
     st.stop()
-data = table_json(table)
-
-frame = findings_frame(data)
+frame = findings_frame(table)
 first = ["finding", "task", "measured here (95 % CI, N)", "verdict", "preset · resolution", DECIDE, "utility gap"]
 st.dataframe(frame[first + [c for c in frame.columns if c not in first]], hide_index=True, use_container_width=True)
-st.caption(f"Commit {data['commit']}; target N = {data['target_repeats']} repeats per row. The same table: "
-           f"`{findings_command(data)} --out findings.json --markdown findings.md`. Repeats to decide: the fewest "
-           f"N ≥ {data['target_repeats']} with t(N−1, 0.975) × sd / √N < |difference| (sd: the measured spread of "
+st.caption(f"Commit {table.commit}; target N = {table.target_repeats} repeats per row. The same table: "
+           f"`{findings_command(table)} --out findings.json --markdown findings.md`. Repeats to decide: the fewest "
+           f"N ≥ {table.target_repeats} with t(N−1, 0.975) × sd / √N < |difference| (sd: the measured spread of "
            f"the paired FFNN − RNN differences), against the study's difference where it prints one and against "
            f"the difference measured here, timed from this machine's runs.")
 
 d1, d2, d3 = st.columns(3)
-d1.download_button("findings.json", json.dumps(data, indent=2, allow_nan=False), "findings.json", "application/json")
-d2.download_button("findings.md", findings_markdown(data), "findings.md", "text/markdown")
-d3.download_button("findings.html (report)", findings_html(data), "findings.html", "text/html")
+d1.download_button("findings.json", json.dumps(table.to_dict(), indent=2, allow_nan=False), "findings.json",
+                   "application/json")
+d2.download_button("findings.md", findings_markdown(table), "findings.md", "text/markdown")
+d3.download_button("findings.html (report)", findings_html(table), "findings.html", "text/html")
 
 
 def queue(jobs) -> int:
@@ -84,15 +83,15 @@ if not everything:
 else:
     if st.button(f"Queue every missing run of this table ({len(everything)} jobs)", key="findings:queue-all"):
         st.success(f"Queued {queue(everything)} jobs: follow them in the sidebar.")
-    for i, row in enumerate(data["rows"]):
+    for i, row in enumerate(table.rows):
         needs = needs_text(row)
         if not needs:
             continue
-        title = f"{row['finding']} · {row['task']} · {row['preset']} — {row['status']}, N = {row['n']}: needs {needs}"
+        title = f"{row.finding} · {row.task} · {row.preset} — {row.status}, N = {row.n}: needs {needs}"
         with st.expander(title):
-            st.markdown(f"**{FINDINGS[row['finding']].claim}** ({row['source']['cite']})")
-            st.code(row["command"], language="bash")
-            st.markdown("\n".join(f"- {m['what']} (`{m['config_hash']}`, {m['kind']})" for m in row["missing"]))
+            st.markdown(f"**{FINDINGS[row.finding].claim}** ({row.source.cite()})")
+            st.code(row.command, language="bash")
+            st.markdown("\n".join(f"- {m.what} (`{m.config.config_hash}`, {m.kind})" for m in row.missing))
             jobs = missing_jobs(table, i)
             if st.button(f"Queue these {len(jobs)} jobs", key=f"findings:queue-{i}"):
                 st.success(f"Queued {queue(jobs)} jobs: follow them in the sidebar.")

@@ -236,19 +236,18 @@ def findings_command(args: argparse.Namespace) -> int:
     given_paths = [str(p.resolve()) for p in paths.values() if p is not None]
     if len(set(given_paths)) != len(given_paths):
         raise ConfigError("--out, --markdown and --html must name different files")
-    from core.analyses.findings import findings_table, table_json
+    from core.analyses.findings import findings_table
     from core.views.findings_report import findings_html, markdown_into
 
     table = findings_table((args.task,) if args.task else None, args.preset, sets=sets)
-    data = table_json(table)
     if paths["markdown"] is not None:
         md = paths["markdown"]
         existing = md.read_text(encoding="utf-8") if md.is_file() else None
-        write_text_atomically(md, markdown_into(existing, data, args.markdown))
+        write_text_atomically(md, markdown_into(existing, table, args.markdown))
     if paths["html"] is not None:
-        write_text_atomically(paths["html"], findings_html(data))
+        write_text_atomically(paths["html"], findings_html(table))
     if paths["out"] is not None:
-        write_json_atomically(paths["out"], data)
+        write_json_atomically(paths["out"], table.to_dict())
     else:
-        emit_json(data)
+        emit_json(table.to_dict())
     return 0

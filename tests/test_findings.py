@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from core.analyses import findings_base as findings_mod
-from core.analyses.findings import findings_table, missing_jobs, table_json
+from core.analyses.findings import findings_table, missing_jobs
 from core.analyses.findings_base import FINDINGS, TARGET_REPEATS
 from core.analyses.repeats import comparison_configs, repeat_config, run_comparison
 from core.cli import main
@@ -32,7 +32,7 @@ def two_repeats(built_once, isolated_cache):
 
 
 def _row(table, finding, task="image"):
-    return next(r for r in table["rows"] if r["finding"] == finding and r["task"] == task)
+    return next(r for r in table.rows if r.finding == finding and r.task == task)
 
 
 def test_table_shows_measured_cells_with_n_and_interval_and_the_rest_not_run(two_repeats, monkeypatch):
@@ -40,44 +40,46 @@ def test_table_shows_measured_cells_with_n_and_interval_and_the_rest_not_run(two
     monkeypatch.setattr(roles, "train_role", lambda *a, **k: trained.append(a) or pytest.fail("the table trained"))
     table = findings_table(["image"], "quick", sets=TINY)
     assert trained == []
-    assert [r["finding"] for r in table["rows"]] == ["F1", "F1a", "F2", "F4", "F5"]  # F3: no image row in the study
+    assert [r.finding for r in table.rows] == ["F1", "F1a", "F2", "F4", "F5"]  # F3: no image row in the study
     f1 = _row(table, "F1")
-    assert f1["status"] == "measured" and f1["n"] == 2
+    assert f1.status == "measured" and f1.n == 2
     comp = two_repeats["metrics"]["attack_accuracy"]
-    m = f1["measured"]
-    assert m["difference"]["mean"] == pytest.approx(comp["difference"]["diff"]["mean"])
-    assert m["difference"]["ci_low"] == pytest.approx(comp["difference"]["diff"]["ci_low"])
-    assert m["ffnn"]["n"] == m["rnn"]["n"] == 2
+    m = f1.measured
+    assert m.difference.mean == pytest.approx(comp["difference"]["diff"]["mean"])
+    assert m.difference.ci_low == pytest.approx(comp["difference"]["diff"]["ci_low"])
+    assert m.ffnn.n == m.rnn.n == 2
     # two repeats cannot reach a verdict (the sign-flip test needs 6)
-    assert m["verdict"]["value"] == "inconclusive" and m["verdict"]["n"] == 2
-    assert f1["resolution"]["n_members"] == TINY["n_eval"]
-    assert f1["utility_gap"]["gap"]["n"] == 2 and isinstance(f1["utility_gap"]["matched"], bool)
-    assert f1["command"].startswith("python -m core compare --task image --preset quick --set n_train=40")
+    assert m.verdict.value == "inconclusive" and m.verdict.n == 2
+    assert f1.resolution["n_members"] == TINY["n_eval"]
+    assert f1.utility_gap.gap.n == 2 and isinstance(f1.utility_gap.matched, bool)
+    assert f1.command.startswith("python -m core compare --task image --preset quick --set n_train=40")
     # the runs missing for N = 6: repeats 2..5 of both architectures, timed from the measured runs
-    assert sorted((d["arch"], d["seed"]) for d in f1["missing"]) == sorted(
+    assert sorted((d.config.arch, d.config.seed) for d in f1.missing) == sorted(
         (a, repeat_config(c, r).seed) for a, c in comparison_configs("image", "quick", 1, TINY).items()
         for r in range(2, TARGET_REPEATS))
-    assert all(d["kind"] == "experiment" and d["expected_s"] > 0 for d in f1["missing"])
-    assert "on this machine" in f1["missing_time"]
+    assert all(d.kind == "experiment" and d.seconds > 0 for d in f1.missing)
+    assert "on this machine" in f1.missing_time
     f1a = _row(table, "F1a")
-    assert f1a["status"] == "measured" and set(f1a["measured"]) == {"lira_auc", "rmia_auc"}
-    assert f1a["measured"]["lira_auc"]["difference"]["n"] == 2
+    assert f1a.status == "measured" and set(f1a.measured) == {"lira_auc", "rmia_auc"}
+    assert f1a.measured["lira_auc"].difference.n == 2
     for name in ("F2", "F4", "F5"):
         row = _row(table, name)
-        assert row["status"] == "not run" and row["n"] == 0 and row["missing"]
+        assert row.status == "not run" and row.n == 0 and row.missing
         assert row_cells(row)["verdict"] == "— (not run)"
     # F2 needs memorization jobs only; F4 / F5 the undefended and defended runs of each repeat
-    assert {d["kind"] for d in _row(table, "F2")["missing"]} == {"analysis"}
-    f4 = _row(table, "F4")["missing"]
+    assert {d.kind for d in _row(table, "F2").missing} == {"analysis"}
+    f4 = _row(table, "F4").missing
     # the DP-SGD point of every repeat and arch; the undefended runs (DP off = the cached runs) of repeats 2..5
     assert len(f4) == 2 * TARGET_REPEATS + 2 * (TARGET_REPEATS - 2)
-    assert any(d["config"]["dp"] == "epsilon" for d in f4)
+    assert any(d.config.dp == "epsilon" for d in f4)
     # the jobs of one row, each once; the whole table's, deduplicated
-    assert len(missing_jobs(table, 0)) == len(f1["missing"])
+    assert len(missing_jobs(table, 0)) == len(f1.missing)
     hashes = [(m.config.config_hash, m.kind) for m in missing_jobs(table)]
     assert len(hashes) == len(set(hashes))
-    json.dumps(table_json(table), allow_nan=False)
-    md = findings_markdown(table_json(table))
+    data = table.to_dict()
+    json.dumps(data, allow_nan=False)
+    assert data["rows"][0]["missing"] == [d.to_dict() for d in f1.missing]  # the JSON: the jobs as dicts
+    md = findings_markdown(table)
     assert "| F1 | image |" in md and "not run" in md and "N = 2" in md
 
 
@@ -94,7 +96,7 @@ def test_more_repeats_narrow_the_row_without_retraining(two_repeats, monkeypatch
     run_comparison(configs)  # what the page's button queues: the missing repeat only
     assert set(trained) == {repeat_config(configs["ffnn"], 2).seed}
     row = _row(findings_table(["image"], "quick", sets=TINY), "F1")
-    assert row["n"] == 3 and row["measured"]["difference"]["n"] == 3
+    assert row.n == 3 and row.measured.difference.n == 3
 
 
 def test_cli_writes_json_markdown_and_html_without_training(two_repeats, tmp_path, monkeypatch):
@@ -170,7 +172,7 @@ def test_page_renders_the_table_and_its_button_queues_exactly_the_missing_runs(t
     buttons[0].click().run(timeout=120)  # F1 image: repeats 2..5 of both architectures
     assert not at.exception, at.exception
     table = findings_table(["image"], "quick", sets=TINY)
-    expected = sorted(d["config_hash"] for d in _row(table, "F1")["missing"])
+    expected = sorted(d.config.config_hash for d in _row(table, "F1").missing)
     assert [(k, p) for k, p, _ in recorder.submitted] == [("experiment", None)]
     assert sorted(recorder.submitted[0][2]) == expected
 
@@ -203,24 +205,24 @@ def test_a_measured_row_says_how_many_repeats_decide_it_and_how_long_they_take(t
 
     table = findings_table(["image"], "quick", sets=TINY)
     f1 = _row(table, "F1")
-    (entry,) = f1["decide"]
-    d = f1["measured"]["difference"]
-    assert entry["n"] == 2 and entry["sd"] == pytest.approx(d["sd"])
-    assert ("F1", "image") not in STUDY_DIFFERENCES and entry["study"] is None
-    assert entry["study_note"] == "the study gives no number"
-    need = entry["at_measured"]
-    assert need["repeats"] == repeats_to_decide(d["sd"], d["mean"])
-    if need["repeats"] is not None:
-        assert need["more"] == need["repeats"] - 2
+    (entry,) = f1.decide
+    d = f1.measured.difference
+    assert entry.n == 2 and entry.sd == pytest.approx(d.sd)
+    assert ("F1", "image") not in STUDY_DIFFERENCES and entry.study is None
+    assert entry.study_note == "the study gives no number"
+    need = entry.at_measured
+    assert need.repeats == repeats_to_decide(d.sd, d.mean)
+    if need.repeats is not None:
+        assert need.more == need.repeats - 2
         # one more repeat = one FFNN run + one RNN run, timed from the cached runs of this machine
-        per = sum(m["expected_s"] for m in f1["missing"] if m["seed"] == f1["missing"][0]["seed"])
-        assert entry["per_repeat_s"] == pytest.approx(per) and need["expected_s"] == pytest.approx(need["more"] * per)
+        per = sum(m.seconds for m in f1.missing if m.config.seed == f1.missing[0].config.seed)
+        assert entry.per_repeat_s == pytest.approx(per) and need.expected_s == pytest.approx(need.more * per)
     f1a = _row(table, "F1a")
-    assert {e["metric"] for e in f1a["decide"]} == {"lira_auc", "rmia_auc"}
-    assert all(r["decide"] is None for r in table["rows"] if r["status"] != "measured")
+    assert {e.metric for e in f1a.decide} == {"lira_auc", "rmia_auc"}
+    assert all(r.decide is None for r in table.rows if r.status != "measured")
     cells = row_cells(f1)
     assert "the study gives no number" in cells[DECIDE] and "sd " in cells[DECIDE]
-    md = findings_markdown(table_json(table))
+    md = findings_markdown(table)
     assert "t(N−1, 0.975) × sd / √N < |difference|" in md
     # where the study prints a difference (navigation, 001 §5.1) the row is measured against it
     assert STUDY_DIFFERENCES[("F1", "navigation")][0] == pytest.approx(0.91 - 0.98)
@@ -234,22 +236,22 @@ def test_rows_for_every_preset_asked_and_not_run_where_nothing_is_cached(tmp_pat
 
     empty = ArtifactCache(tmp_path / "cache")
     table = findings_table(None, "quick,cifar_cpu,multi30k_cpu", cache=empty)
-    assert table["presets"] == ["quick", "cifar_cpu", "multi30k_cpu"]
-    keys = {(r["finding"], r["task"], r["preset"]) for r in table["rows"]}
+    assert table.presets == ("quick", "cifar_cpu", "multi30k_cpu")
+    keys = {(r.finding, r.task, r.preset) for r in table.rows}
     assert ("F1", "image", "cifar_cpu") in keys and ("F1", "translation", "multi30k_cpu") in keys
     assert ("F3", "translation", "multi30k_cpu") in keys and ("F1", "navigation", "quick") in keys
     assert not any(t == "image" and p == "multi30k_cpu" for _, t, p in keys)  # a task's rows: its own presets
-    assert all(r["status"] == "not run" and r["missing"] for r in table["rows"])
-    assert all(r["command"].count(f"--preset {r['preset']}") >= 1 for r in table["rows"])
+    assert all(r.status == "not run" and r.missing for r in table.rows)
+    assert all(r.command.count(f"--preset {r.preset}") >= 1 for r in table.rows)
     # the translation F1 rows say what deciding needs (validation BLEU ≥ 20; a GPU) and where it was measured
-    for r in table["rows"]:
-        if r["finding"] == "F1" and r["task"] == "translation":
-            assert "No CPU preset reaches it yet" in r["to_decide_note"] and "commit f0f2da2" in r["to_decide_note"]
+    for r in table.rows:
+        if r.finding == "F1" and r.task == "translation":
+            assert "No CPU preset reaches it yet" in r.to_decide_note and "commit f0f2da2" in r.to_decide_note
             assert "No CPU preset reaches it yet" in row_cells(r)[DECIDE_COLUMN]
     assert "validation BLEU" in get_task("translation").preset_notes["paper"]
     # a task without any of the presets: rows saying so
     none = findings_table(["image", "navigation"], "cifar_cpu", cache=empty)
-    assert {r["status"] for r in none["rows"] if r["task"] == "navigation"} == {"no preset"}
+    assert {r.status for r in none.rows if r.task == "navigation"} == {"no preset"}
     assert parse_presets("all", ("image",)) == list(get_task("image").presets)
     with pytest.raises(ConfigError, match="unknown preset"):
         parse_presets("quick,nope", ("image",))
@@ -271,7 +273,7 @@ def test_every_rows_command_is_one_the_cli_takes(tmp_path, monkeypatch):
 
     monkeypatch.chdir(tmp_path)
     table = findings_table(None, "quick", cache=ArtifactCache(tmp_path / "empty"))
-    parts = [part for r in table["rows"] for part in r["command"].split(" ; ")]
+    parts = [part for r in table.rows for part in r.command.split(" ; ")]
     assert any(" run " in part and "--repeats" in part for part in parts)  # the F4/F5 runs are among them
     for part in parts:
         argv = shlex.split(part)
@@ -300,7 +302,7 @@ def test_results_md_summary_has_the_rows_the_generator_writes(tmp_path):
     preset = argv[argv.index("--preset") + 1] if "--preset" in argv else "quick"
     tasks = [argv[i + 1] for i, a in enumerate(argv) if a == "--task"] or None
     table = findings_table(tasks, preset, cache=ArtifactCache(tmp_path / "empty"))
-    expected = markdown_rows(table_json(table))
+    expected = markdown_rows(table)
 
     def shape(rows):  # header as is; per row: finding, task, claim and the preset (the resolution varies)
         cells = [[c.strip() for c in r.strip("|").split(" | ")] for r in rows[2:]]

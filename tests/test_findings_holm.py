@@ -78,16 +78,16 @@ def test_findings_verdicts_equal_compare_verdicts_on_the_same_cached_repeats(pla
     assert metrics["lira_auc"]["role"] == "primary" and metrics["lira_auc"]["verdict"]["value"] == "reversed"
 
     table = findings_table(["image"], "quick", sets=TINY)
-    f1 = next(r for r in table["rows"] if r["finding"] == "F1" and r["task"] == "image")
-    f1a = next(r for r in table["rows"] if r["finding"] == "F1a" and r["task"] == "image")
-    assert f1["n"] == f1a["n"] == N
+    f1 = next(r for r in table.rows if r.finding == "F1" and r.task == "image")
+    f1a = next(r for r in table.rows if r.finding == "F1a" and r.task == "image")
+    assert f1.n == f1a.n == N
     # per metric: the findings' verdict is compare's (value and reason), and its Holm p where compare has one
-    assert f1["measured"]["verdict"] == metrics["attack_accuracy"]["verdict"]
-    assert f1["measured"]["p_holm"] == metrics["attack_accuracy"]["p_holm"]
+    assert f1.measured.verdict.to_dict() == metrics["attack_accuracy"]["verdict"]
+    assert f1.measured.p_holm == metrics["attack_accuracy"]["p_holm"]
     for name in ("lira_auc", "rmia_auc"):
-        assert f1a["measured"][name]["verdict"] == metrics[name]["verdict"], name
-        assert f1a["measured"][name]["role"] == metrics[name]["role"]
-    assert f1a["primary"] == comp["primary"]["metric"]
+        assert f1a.measured[name].verdict.to_dict() == metrics[name]["verdict"], name
+        assert f1a.measured[name].role == metrics[name]["role"]
+    assert f1a.primary == comp["primary"]["metric"]
     # and the cells the page, the Markdown and the HTML print say so
     assert row_cells(f1)["verdict"].startswith("inconclusive") and "Holm" in row_cells(f1)["verdict"]
     assert row_cells(f1a)["verdict"].startswith("reversed (primary: lira_auc; rmia_auc: inconclusive")
@@ -101,11 +101,11 @@ def test_home_answer_reads_the_same_judgement(planted, monkeypatch):
     answer = cached_answer("image", "quick")
     assert answer["repeats"] == N and answer["metric"] == "lira_auc" and answer["verdict"] == "reversed"
     table = findings_table(["image"], "quick")
-    f1 = next(r for r in table["rows"] if r["finding"] == "F1" and r["task"] == "image")
-    f1a = next(r for r in table["rows"] if r["finding"] == "F1a" and r["task"] == "image")
+    f1 = next(r for r in table.rows if r.finding == "F1" and r.task == "image")
+    f1a = next(r for r in table.rows if r.finding == "F1a" and r.task == "image")
     metrics = answer["comparison"]["metrics"]
-    assert f1["measured"]["verdict"] == metrics["attack_accuracy"]["verdict"]
-    assert f1a["measured"]["lira_auc"]["verdict"]["value"] == answer["verdict"]
+    assert f1.measured.verdict.to_dict() == metrics["attack_accuracy"]["verdict"]
+    assert f1a.measured["lira_auc"].verdict.value == answer["verdict"]
 
 
 def test_attack_rows_bench_takes_compares_verdicts_and_leaves_the_other_attacks_exploratory(planted, tmp_path):

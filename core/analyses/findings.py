@@ -32,22 +32,24 @@ The findings (``FINDINGS``; the papers' own numbers and sources from :mod:`core.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
-from typing import Any
+from typing import Any, Mapping
 
 from scipy import stats as sps
 
 from core.analyses.findings_base import (DP_TARGET_EPSILON, F3_TOLERANCE, FINDINGS, L2_LAMBDA, TARGET_REPEATS, TASKS,
-                                         Costs, Missing, cached_run, commit, finding_row, leading, measured_cell,
-                                         missing_run, sets_text, time_text)
+                                         Costs, DecideBlock, DecideEntry, FindingRow, FindingsTable, MeasuredCell,
+                                         Missing, PaperClaim, RuleCell, UtilityGap, cached_run, commit, finding_row,
+                                         leading, missing_run, sets_text, time_text)
 from core.analyses.findings_defenses import (accuracy_drop, dirichlet_row, memorization_row, summary_utility_loss,
                                              training_defense_row)
 from core.analyses.repeats import comparison_configs, judged_pairs, repeat_config, summary_resolution
 from core.experiment.cache import ArtifactCache
-from core.experiment.results import RunSummary, runs
+from core.experiment.results import RunSummary
 from core.foundations.config import ExperimentConfig
 from core.foundations.errors import ConfigError
-from core.measurement.stats import CONFIDENCE
+from core.measurement.stats import CONFIDENCE, Comparison
 from core.measurement.studies import ARCH_FINDINGS, RL_ATTACK_ACCURACY
 from core.tasks import get_task
 
@@ -56,6 +58,11 @@ from core.tasks import get_task
 MATCHED_RELATIVE_GAP = 0.05
 #: the most repeats :func:`repeats_to_decide` searches (beyond: "more than this")
 MAX_REPEATS_SEARCHED = 100_000
+#: F1's metric (the primary attack's accuracy), F1a's (the attacker's view: LiRA and RMIA AUC) and the utility
+#: whose gap says whether the architectures are matched: names of :func:`core.analyses.repeats.judged_pairs`' metrics
+F1_METRIC = "attack_accuracy"
+F1A_METRICS = ("lira_auc", "rmia_auc")
+MATCHED_UTILITY = "utility_val"
 
 #: (finding, task) → the difference FFNN − RNN the study reports in the row's metric, and where: only where the
 #: study prints numbers (001 §5.1's navigation attack accuracies); the other findings are figures without numbers
@@ -115,21 +122,19 @@ def repeats_to_decide(sd: float, difference: float, floor: int = TARGET_REPEATS,
 
 
 def _decide_entry(metric: str, sd: float | None, n: int, measured_mean: float, study: tuple[float, str] | None,
-                  per_repeat_s: float | None, study_missing: str = "the study gives no number") -> dict[str, Any]:
+                  per_repeat_s: float | None, study_missing: str = "the study gives no number") -> DecideEntry:
     """One metric's repeats-to-decide: against the study's difference (when it gives one) and, for reference,
     against the difference measured here; with the expected time of the repeats still to run."""
-    def block(diff: float) -> dict[str, Any]:
+    def block(diff: float, source: str | None = None) -> DecideBlock:
         need = repeats_to_decide(sd, diff) if sd is not None else None
         more = None if need is None else max(0, need - n)
-        return {"difference": diff, "repeats": need, "more": more,
-                "expected_s": None if more is None or per_repeat_s is None else more * per_repeat_s}
+        return DecideBlock(diff, need, more, None if more is None or per_repeat_s is None else more * per_repeat_s,
+                           source)
 
-    return {"metric": metric, "n": n, "sd": sd, "per_repeat_s": per_repeat_s,
-            "study": None if study is None else {**block(study[0]), "source": study[1]},
-            "study_note": "" if study is not None else study_missing,
-            "at_measured": block(measured_mean),
-            "formula": (f"the fewest N ≥ {TARGET_REPEATS} with t(N−1, 0.975) × sd / √N < |difference| "
-                        f"(sd: the measured spread of the N = {n} paired differences)")}
+    return DecideEntry(metric, n, sd, per_repeat_s, None if study is None else block(study[0], study[1]),
+                       "" if study is not None else study_missing, block(measured_mean),
+                       f"the fewest N ≥ {TARGET_REPEATS} with t(N−1, 0.975) × sd / √N < |difference| "
+                       f"(sd: the measured spread of the N = {n} paired differences)")
 
 
 def _per_repeat_s(items: list[tuple[ExperimentConfig, str]], costs: Costs) -> float | None:
@@ -143,30 +148,30 @@ def _per_repeat_s(items: list[tuple[ExperimentConfig, str]], costs: Costs) -> fl
     return total
 
 
-def _decide(row: dict[str, Any], costs: Costs) -> list[dict[str, Any]] | None:
+def _decide(row: FindingRow, costs: Costs) -> tuple[DecideEntry, ...] | None:
     """The repeats each measured metric of ``row`` needs to decide (N ≥ 2 measured), or None."""
-    if row.get("status") != "measured" or row.get("n", 0) < 2:
+    m = row.measured
+    if row.status != "measured" or row.n < 2 or m is None:
         return None
-    per = _per_repeat_s(row.get("_repeat_items", []), costs)
-    study = STUDY_DIFFERENCES.get((row["finding"], row["task"]))
-    m = row["measured"]
-    if row["finding"] == "F3":
-        acc = m["attack_accuracy"]
-        margin = abs(abs(acc["mean"] - 0.5) - F3_TOLERANCE)
-        return [_decide_entry("attack_accuracy (distance to the rule's 50 % ± 5 points)", acc.get("sd"), row["n"],
+    per = _per_repeat_s(list(row.repeat_items), costs)
+    study = STUDY_DIFFERENCES.get((row.finding, row.task))
+    if isinstance(m, RuleCell):
+        acc = m.attack_accuracy
+        margin = abs(abs(acc.mean - 0.5) - F3_TOLERANCE)
+        return (_decide_entry("attack_accuracy (distance to the rule's 50 % ± 5 points)", acc.sd, row.n,
                               margin, None, per,
                               "the study gives no tolerance (ours: 50 % ± 5 points; the margin is the measured "
-                              "mean's distance to its edge)")]
-    comps = m if row["finding"] == "F1a" else {row["metric"]: m}
-    return [_decide_entry(name, c["difference"].get("sd"), row["n"], c["difference"]["mean"], study, per)
-            for name, c in comps.items()]
+                              "mean's distance to its edge)"),)
+    comps = {str(row.metric): m} if isinstance(m, MeasuredCell) else m
+    return tuple(_decide_entry(name, c.difference.sd, row.n, c.difference.mean, study, per)
+                 for name, c in comps.items())
 
 
 # ---------------------------------------------------------------------------- F1 / F1a: the architectures compared
-def _utility_gap(comps: dict[str, Any]) -> dict[str, Any] | None:
+def _utility_gap(comps: dict[str, Comparison]) -> UtilityGap | None:
     """The validation-utility gap FFNN − RNN with its interval and whether the two count as matched
     (|gap| ≤ :data:`MATCHED_RELATIVE_GAP` of the larger mean, and its interval too where it has one)."""
-    c = comps.get("utility_val")
+    c = comps.get(MATCHED_UTILITY)
     if c is None:
         return None
     d = c.difference
@@ -174,58 +179,64 @@ def _utility_gap(comps: dict[str, Any]) -> dict[str, Any] | None:
     scale = max(abs(f), abs(r), 1e-12)
     ends = [x for x in (d.diff.ci_low, d.diff.ci_high) if x is not None] or [d.diff.mean]
     matched = max(abs(x) for x in ends) <= MATCHED_RELATIVE_GAP * scale
-    return {"ffnn": f, "rnn": r, "gap": d.diff.to_dict(), "relative": abs(d.diff.mean) / scale, "matched": matched,
-            "rule": f"matched when the gap's interval lies within ±{MATCHED_RELATIVE_GAP:.0%} of the larger utility"}
+    return UtilityGap(f, r, d.diff, abs(d.diff.mean) / scale, matched,
+                      f"matched when the gap's interval lies within ±{MATCHED_RELATIVE_GAP:.0%} of the larger utility")
+
+
+def _judged_cell(judged: Mapping[str, Any]) -> MeasuredCell:
+    """A metric as :func:`core.analyses.repeats.judged_pairs` judges it (a comparison's JSON with its role, the
+    Holm-adjusted p of a secondary metric, the verdict held to it, or why it has none) as a measured cell."""
+    return MeasuredCell.of(Comparison.from_dict(judged), judged.get("role"), judged.get("p_holm"),
+                           judged.get("no_verdict_reason"))
 
 
 def _paired_pairs(configs: dict[str, ExperimentConfig], cache: ArtifactCache, costs: Costs, limit: int
-                  ) -> tuple[dict[str, list[dict[str, Any]]], list[Missing]]:
+                  ) -> tuple[dict[str, list[RunSummary]], list[Missing]]:
     """The leading repeats cached for both architectures (up to ``limit``) and the runs missing for ``limit``."""
-    per: dict[str, list[dict[str, Any] | None]] = {
+    per: dict[str, list[RunSummary | None]] = {
         a: [cached_run(repeat_config(c, r), cache, costs) for r in range(limit)] for a, c in configs.items()}
     n = leading([all(per[a][r] is not None for a in per) for r in range(limit)])
     missing = [missing_run(repeat_config(c, r), costs, "plain", f"run {a} repeat {r}")
                for r in range(limit) for a, c in configs.items() if per[a][r] is None]
-    return {a: [s for s in v[:n]] for a, v in per.items()}, missing
+    return {a: [s for s in v[:n] if s is not None] for a, v in per.items()}, missing
 
 
 def _arch_rows(task: str, preset: str, sets: dict[str, Any] | None, cache: ArtifactCache, costs: Costs,
-               target: int) -> list[dict[str, Any]]:
+               target: int) -> list[FindingRow]:
     configs = comparison_configs(task, preset, 1, sets)
     pairs, missing = _paired_pairs(configs, cache, costs, target)
     n = len(pairs["ffnn"])
     command = f"python -m core compare --task {task} --preset {preset}{sets_text(sets)} --repeats {max(n, target)}"
     text, src = ARCH_FINDINGS.get(task, ("", None))
-    paper = {"text": text, "cite": src.cite() if src else ""}
+    paper = PaperClaim(src.cite() if src else "", text)
     if task == "navigation":
-        paper["ffnn"], paper["rnn"] = RL_ATTACK_ACCURACY[("navigation", "ffnn")], RL_ATTACK_ACCURACY[("navigation", "rnn")]
-    common = dict(paper=paper, n=n, target_repeats=target, missing=[m.to_dict() for m in missing],
-                  missing_time=time_text(missing), command=command, _missing=missing,
-                  _repeat_items=[(c, "plain") for c in configs.values()])
-    f1_note = {"to_decide_note": DECIDING_NEEDS[task]} if task in DECIDING_NEEDS else {}
+        paper = dataclasses.replace(paper, ffnn=RL_ATTACK_ACCURACY[("navigation", "ffnn")],
+                                    rnn=RL_ATTACK_ACCURACY[("navigation", "rnn")])
+    common = dict(paper=paper, n=n, target_repeats=target, missing=tuple(missing), missing_time=time_text(missing),
+                  command=command, repeat_items=tuple((c, "plain") for c in configs.values()))
+    f1_note = DECIDING_NEEDS.get(task)
+    views_metric = ", ".join(F1A_METRICS)
     if n == 0:
-        return [finding_row(FINDINGS["F1"], task, preset, status="not run", metric="attack_accuracy", **f1_note,
+        return [finding_row(FINDINGS["F1"], task, preset, status="not run", metric=F1_METRIC, to_decide_note=f1_note,
                             **common),
-                finding_row(FINDINGS["F1a"], task, preset, status="not run", metric="lira_auc, rmia_auc", **common)]
+                finding_row(FINDINGS["F1a"], task, preset, status="not run", metric=views_metric, **common)]
     # the verdicts of the compare command's own judgement (core.analyses.repeats.judged_pairs): the declared
     # primary metric, the secondary metrics Holm-adjusted over their family — never a metric judged alone
-    comps, judged = judged_pairs(runs(pairs["ffnn"]), runs(pairs["rnn"]))
-    primary = next((m for m, d in judged.items() if d["role"] == "primary"), None)
-    resolution = summary_resolution(pairs["ffnn"][0])
-    gap = _utility_gap(comps)
-    utility_metric = RunSummary.coerce(pairs["ffnn"][0]).utility.metric
-    hashes = {a: [s["config_hash"] for s in pairs[a]] for a in pairs}
-    out = [finding_row(FINDINGS["F1"], task, preset, status="measured", metric="attack_accuracy",
-                       measured=measured_cell(judged["attack_accuracy"]), resolution=resolution, utility_gap=gap,
-                       utility_metric=utility_metric, config_hashes=hashes, **f1_note, **common)]
-    views = {m: measured_cell(judged[m]) for m in ("lira_auc", "rmia_auc") if m in judged}
+    comps, judged = judged_pairs(pairs["ffnn"], pairs["rnn"])
+    cells = {name: _judged_cell(j) for name, j in judged.items()}
+    primary = next((name for name, c in cells.items() if c.role == "primary"), None)
+    first = pairs["ffnn"][0]
+    context = dict(resolution=summary_resolution(first), utility_gap=_utility_gap(comps),
+                   utility_metric=first.utility.metric,
+                   config_hashes={a: tuple(s.config_hash for s in pairs[a]) for a in pairs})
+    out = [finding_row(FINDINGS["F1"], task, preset, status="measured", metric=F1_METRIC, measured=cells[F1_METRIC],
+                       to_decide_note=f1_note, **context, **common)]
+    views = {m: cells[m] for m in F1A_METRICS if m in cells}
     if views:
         out.append(finding_row(FINDINGS["F1a"], task, preset, status="measured", metric=", ".join(views),
-                               measured=views, primary=primary if primary in views else None,
-                               resolution=resolution, utility_gap=gap, utility_metric=utility_metric,
-                               config_hashes=hashes, **common))
+                               measured=views, primary=primary if primary in views else None, **context, **common))
     else:
-        out.append(finding_row(FINDINGS["F1a"], task, preset, status="not run", metric="lira_auc, rmia_auc",
+        out.append(finding_row(FINDINGS["F1a"], task, preset, status="not run", metric=views_metric,
                                note="the cached runs have no LiRA/RMIA numbers (they need n_shadows ≥ 2)", **common))
     return out
 
@@ -256,7 +267,7 @@ def parse_presets(preset: str | list[str] | tuple[str, ...], tasks: tuple[str, .
 
 def findings_table(tasks: tuple[str, ...] | list[str] | None = None, preset: str | list[str] = "quick",
                    cache: ArtifactCache | None = None, target: int = TARGET_REPEATS,
-                   sets: dict[str, Any] | None = None) -> dict[str, Any]:
+                   sets: dict[str, Any] | None = None) -> FindingsTable:
     """The findings table from the cache: ``rows`` (one per finding × task × preset; :data:`FINDINGS`), the
     presets asked for (``preset``: a name, comma-separated names, a list, or ``all``: :func:`parse_presets`),
     the commit, and per row the runs missing for N = ``target`` and, where N ≥ 2 is measured, the repeats
@@ -267,31 +278,28 @@ def findings_table(tasks: tuple[str, ...] | list[str] | None = None, preset: str
     tasks = tuple(tasks or TASKS)
     presets = parse_presets(preset, tasks)
     costs = Costs()
-    rows: list[dict[str, Any]] = []
+    rows: list[FindingRow] = []
     for task in tasks:
         have = [p for p in presets if p in get_task(task).presets]
         if not have:
             for f in FINDINGS.values():
                 if task in f.tasks:
                     rows.append(finding_row(f, task, ",".join(presets), status="no preset", n=0,
-                                            target_repeats=target, missing=[], missing_time="", command="",
-                                            _missing=[],
+                                            target_repeats=target, missing=(), missing_time="", command="",
                                             note=f"task {task} has no preset {' or '.join(map(repr, presets))} "
                                                  f"({', '.join(task_presets(task))})"))
             continue
         for p in have:
             rows.extend(_task_rows(task, p, sets, cache, costs, target))
-    for row in rows:
-        row["decide"] = _decide(row, costs)
+    rows = [dataclasses.replace(row, decide=_decide(row, costs)) for row in rows]
     order = list(FINDINGS)
     preset_order = {p: i for i, p in enumerate(presets)}
-    rows.sort(key=lambda r: (order.index(r["finding"]), tasks.index(r["task"]), preset_order.get(r["preset"], -1)))
-    return {"preset": ",".join(presets), "presets": presets, "sets": dict(sets or {}), "tasks": list(tasks),
-            "target_repeats": target, "commit": commit(), "rows": rows}
+    rows.sort(key=lambda r: (order.index(r.finding), tasks.index(r.task), preset_order.get(r.preset, -1)))
+    return FindingsTable(",".join(presets), tuple(presets), dict(sets or {}), tasks, target, commit(), tuple(rows))
 
 
 def _task_rows(task: str, preset: str, sets: dict[str, Any] | None, cache: ArtifactCache, costs: Costs,
-               target: int) -> list[dict[str, Any]]:
+               target: int) -> list[FindingRow]:
     """Every finding's row of one task at one preset."""
     rows = _arch_rows(task, preset, sets, cache, costs, target)
     if task in FINDINGS["F2"].tasks:
@@ -301,29 +309,25 @@ def _task_rows(task: str, preset: str, sets: dict[str, Any] | None, cache: Artif
     rows.append(training_defense_row(
         FINDINGS["F4"], task, preset, sets, cache, costs, target, "dpsgd", DP_TARGET_EPSILON, True,
         f"utility loss under DP-SGD at target ε = {DP_TARGET_EPSILON:g}", summary_utility_loss, -1,
-        {"text": "at the same ε the RNN loses more utility than the FFNN (curves only; no numbers printed)",
-         "cite": FINDINGS["F4"].source.cite()}))
+        PaperClaim(FINDINGS["F4"].source.cite(),
+                   "at the same ε the RNN loses more utility than the FFNN (curves only; no numbers printed)")))
     rows.append(training_defense_row(
         FINDINGS["F5"], task, preset, sets, cache, costs, target, "l2", L2_LAMBDA, False,
         f"attack accuracy drop under L2, λ = {L2_LAMBDA:g}", accuracy_drop, +1,
-        {"text": "L2 lowers the attack more for the FFNN than for the RNN (curves only; no numbers printed)",
-         "cite": FINDINGS["F5"].source.cite()}))
+        PaperClaim(FINDINGS["F5"].source.cite(),
+                   "L2 lowers the attack more for the FFNN than for the RNN (curves only; no numbers printed)")))
     return rows
 
 
-def missing_jobs(table: dict[str, Any], row_index: int | None = None) -> list[Missing]:
+def missing_jobs(table: FindingsTable, row_index: int | None = None) -> list[Missing]:
     """The missing computations of one row (or of every row), each once (the queue's unit: config × kind)."""
-    rows = table["rows"] if row_index is None else [table["rows"][row_index]]
+    rows = table.rows if row_index is None else [table.rows[row_index]]
     seen, out = set(), []
     for row in rows:
-        for m in row.get("_missing", []):
+        for m in row.missing:
             key = (m.config.config_hash, m.kind, repr(m.params))
             if key not in seen:
                 seen.add(key)
                 out.append(m)
     return out
 
-
-def table_json(table: dict[str, Any]) -> dict[str, Any]:
-    """The table as JSON (the rows without their in-memory job objects)."""
-    return {**table, "rows": [{k: v for k, v in r.items() if not k.startswith("_")} for r in table["rows"]]}

@@ -8,24 +8,29 @@ what is cached — the pieces :mod:`core.analyses.findings` (F1, F1a and the tab
 * what is cached: :func:`cached_run` (a run's cached summary, noting its measured time), :class:`Missing` (a
   computation a row still needs, as a job of :mod:`ui.jobs`), :class:`Costs` (a missing run's expected time
   from the runs measured on this machine, :func:`core.defenses.sweeps.run_cost_s`), :func:`time_text`;
-* a row (:func:`finding_row`) and a comparison as its measured cell (:func:`measured_cell`).
+* the table typed from birth (issue 29): :class:`FindingsTable` of :class:`FindingRow` (made by
+  :func:`finding_row`), with their cells (:class:`MeasuredCell`, F3's :class:`RuleCell`, :class:`UtilityGap`,
+  :class:`PaperClaim`, :class:`DecideEntry`); ``to_dict`` writes the table's JSON, ``from_dict`` reads it back.
 
 Nothing here trains.
 """
 from __future__ import annotations
 
+import math
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping, Union
 
 import numpy as np
 
 from core.defenses.sweeps import run_cost_s
 from core.experiment.cache import ArtifactCache
 from core.experiment.pipeline import cached_summary
+from core.experiment.results import RunSummary
+from core.experiment.roles import config_from_dict
 from core.foundations.config import ExperimentConfig
-from core.measurement.stats import min_repeats_for
+from core.measurement.stats import Comparison, Estimate, Verdict, min_repeats_for
 from core.measurement.studies import Source
 
 #: the repeats a row asks for: the fewest with which the sign-flip test can reach 95 % (6)
@@ -96,6 +101,10 @@ class Missing:
                 "seed": self.config.seed, "kind": self.kind, "params": self.params, "what": self.what,
                 "expected_s": self.seconds, "config": self.config.to_dict()}
 
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Missing":
+        return cls(config_from_dict(d["config"]), d["kind"], d["params"], d["what"], d["expected_s"])
+
 
 class Costs:
     """Expected seconds of a missing run of (task, arch, preset) from the runs of the same kind
@@ -106,12 +115,12 @@ class Costs:
         self.measured: dict[tuple[str, str, str, str], list[float]] = {}
         self.lower_bounds: set[str] = set()  # configs timed from an undefended run only
 
-    def note(self, summary: dict[str, Any] | None, recipe: str) -> None:
+    def note(self, summary: RunSummary | None, recipe: str) -> None:
         if summary is None:
             return
         cost = run_cost_s(summary)
         if cost is not None:
-            key = (summary["task"], summary["arch"], str(summary.get("preset")), recipe)
+            key = (summary.task, summary.arch, str(summary.preset), recipe)
             self.measured.setdefault(key, []).append(cost)
 
     def of(self, cfg: ExperimentConfig, recipe: str) -> float | None:
@@ -136,10 +145,12 @@ def leading(flags: list[bool]) -> int:
     return n
 
 
-def cached_run(cfg: ExperimentConfig, cache: ArtifactCache, costs: Costs, recipe: str = "plain") -> dict[str, Any] | None:
+def cached_run(cfg: ExperimentConfig, cache: ArtifactCache, costs: Costs, recipe: str = "plain") -> RunSummary | None:
+    """The cached run of ``cfg``, typed where it is read (None: not cached), its measured time noted in ``costs``."""
     s = cached_summary(cfg, cache)
-    costs.note(s, recipe)
-    return s
+    run = None if s is None else RunSummary.from_dict(s)
+    costs.note(run, recipe)
+    return run
 
 
 def missing_run(cfg: ExperimentConfig, costs: Costs, recipe: str, what: str) -> Missing:
@@ -183,22 +194,323 @@ def duration_text(s: float) -> str:
     return f"{s / 3600:.1f} h"
 
 
-# ---------------------------------------------------------------------------- rows
-def finding_row(finding: Finding, task: str, preset: str, **fields: Any) -> dict[str, Any]:
+# ---------------------------------------------------------------------------- rows, typed from birth (issue 29)
+def _finite(x: float | None) -> float | None:
+    """``x``, or None where it is not a finite number (as :meth:`Estimate.to_dict` writes it)."""
+    return None if x is None or not math.isfinite(x) else x
+
+
+@dataclass(frozen=True)
+class MeasuredCell:
+    """A comparison as a row's measured cell: FFNN, RNN, FFNN − RNN (mean, interval, N) and the verdict; for a
+    metric of :func:`core.analyses.repeats.judged_pairs` (F1, F1a) its ``role`` and, for a secondary metric, the
+    Holm-adjusted ``p_holm`` (the verdict then held to it, as ``compare`` prints it), or why it has no verdict."""
+
+    ffnn: Estimate
+    rnn: Estimate
+    difference: Estimate
+    p_permutation: float | None
+    verdict: Verdict | None
+    role: str | None = None
+    p_holm: dict[str, Any] | None = None
+    no_verdict_reason: str | None = None
+
+    @classmethod
+    def of(cls, c: Comparison, role: str | None = None, p_holm: dict[str, Any] | None = None,
+           no_verdict_reason: str | None = None) -> "MeasuredCell":
+        """The cell of a comparison (a metric that is its own family: F2, F4, F5; or a judged metric)."""
+        d = c.difference
+        return cls(d.a, d.b, d.diff, _finite(d.p_permutation), c.verdict, role, p_holm, no_verdict_reason)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {"ffnn": self.ffnn.to_dict(), "rnn": self.rnn.to_dict(), "difference": self.difference.to_dict(),
+               "p_permutation": self.p_permutation, "verdict": None if self.verdict is None else self.verdict.to_dict()}
+        # written only where set: a metric judged alone has no role, only a secondary one a Holm p
+        for key, value in (("role", self.role), ("p_holm", self.p_holm), ("no_verdict_reason", self.no_verdict_reason)):
+            if value is not None:
+                out[key] = value
+        return out
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "MeasuredCell":
+        return cls(Estimate.from_dict(d["ffnn"]), Estimate.from_dict(d["rnn"]), Estimate.from_dict(d["difference"]),
+                   d.get("p_permutation"), Verdict.from_dict(d["verdict"]) if d.get("verdict") else None,
+                   d.get("role"), d.get("p_holm"), d.get("no_verdict_reason"))
+
+
+@dataclass(frozen=True)
+class RuleVerdict:
+    """F3's verdict under its stated rule (:func:`core.analyses.findings_defenses.f3_verdict`)."""
+
+    value: str
+    n: int
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"value": self.value, "n": self.n, "reason": self.reason}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "RuleVerdict":
+        return cls(str(d["value"]), int(d["n"]), str(d["reason"]))
+
+
+@dataclass(frozen=True)
+class RuleCell:
+    """F3's measured cell: the RNN's attack accuracy and utility loss under Dir_k and the rule's verdict."""
+
+    attack_accuracy: Estimate
+    utility_loss: Estimate
+    verdict: RuleVerdict
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"attack_accuracy": self.attack_accuracy.to_dict(), "utility_loss": self.utility_loss.to_dict(),
+                "verdict": self.verdict.to_dict()}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "RuleCell":
+        return cls(Estimate.from_dict(d["attack_accuracy"]), Estimate.from_dict(d["utility_loss"]),
+                   RuleVerdict.from_dict(d["verdict"]))
+
+
+#: a row's measured cell: one comparison (F1, F2, F4, F5), one per attack (F1a: metric → cell), or F3's rule
+Measured = Union[MeasuredCell, RuleCell, Mapping[str, MeasuredCell]]
+
+
+def _measured_from_dict(finding: str, d: Mapping[str, Any] | None) -> Measured | None:
+    if d is None:
+        return None
+    if finding == "F3":
+        return RuleCell.from_dict(d)
+    if finding == "F1a":
+        return {name: MeasuredCell.from_dict(c) for name, c in d.items()}
+    return MeasuredCell.from_dict(d)
+
+
+def _measured_to_dict(m: Measured) -> dict[str, Any]:
+    if isinstance(m, (MeasuredCell, RuleCell)):
+        return m.to_dict()
+    return {name: c.to_dict() for name, c in m.items()}
+
+
+@dataclass(frozen=True)
+class UtilityGap:
+    """F1 / F1a's validation-utility gap FFNN − RNN with its interval and whether the two count as matched."""
+
+    ffnn: float
+    rnn: float
+    gap: Estimate
+    relative: float
+    matched: bool
+    rule: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ffnn": self.ffnn, "rnn": self.rnn, "gap": self.gap.to_dict(), "relative": self.relative,
+                "matched": self.matched, "rule": self.rule}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "UtilityGap":
+        return cls(d["ffnn"], d["rnn"], Estimate.from_dict(d["gap"]), d["relative"], bool(d["matched"]), d["rule"])
+
+
+@dataclass(frozen=True)
+class PaperClaim:
+    """What the paper says for a row: the text and citation; navigation's F1 the study's attack accuracies
+    (``ffnn``, ``rnn``); F3 the study's k = 1 row (``attack_accuracy``, ``utility_loss``)."""
+
+    cite: str
+    text: str | None = None
+    ffnn: float | None = None
+    rnn: float | None = None
+    attack_accuracy: float | None = None
+    utility_loss: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.text is None or self.attack_accuracy is not None:
+            # F3's block, written cite first and then the study's k = 1 row (its layout since issue 35)
+            out: dict[str, Any] = {"cite": self.cite}
+            if self.text is not None:
+                out.update(text=self.text, attack_accuracy=self.attack_accuracy, utility_loss=self.utility_loss)
+            return out
+        out = {"text": self.text, "cite": self.cite}
+        if self.ffnn is not None or self.rnn is not None:
+            out.update(ffnn=self.ffnn, rnn=self.rnn)
+        return out
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "PaperClaim":
+        return cls(d["cite"], d.get("text"), d.get("ffnn"), d.get("rnn"), d.get("attack_accuracy"),
+                   d.get("utility_loss"))
+
+
+@dataclass(frozen=True)
+class DecideBlock:
+    """The repeats that decide a row against one difference (:func:`core.analyses.findings.repeats_to_decide`):
+    how many, how many more than measured, their expected seconds; ``source`` for the study's difference."""
+
+    difference: float
+    repeats: int | None
+    more: int | None
+    expected_s: float | None
+    source: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {"difference": self.difference, "repeats": self.repeats, "more": self.more,
+               "expected_s": self.expected_s}
+        if self.source is not None:
+            out["source"] = self.source
+        return out
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "DecideBlock":
+        return cls(d["difference"], d["repeats"], d["more"], d["expected_s"], d.get("source"))
+
+
+@dataclass(frozen=True)
+class DecideEntry:
+    """One measured metric's repeats-to-decide: against the study's difference (``study``, None where it gives
+    none: ``study_note`` says so) and against the difference measured here (``at_measured``)."""
+
+    metric: str
+    n: int
+    sd: float | None
+    per_repeat_s: float | None
+    study: DecideBlock | None
+    study_note: str
+    at_measured: DecideBlock
+    formula: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"metric": self.metric, "n": self.n, "sd": self.sd, "per_repeat_s": self.per_repeat_s,
+                "study": None if self.study is None else self.study.to_dict(), "study_note": self.study_note,
+                "at_measured": self.at_measured.to_dict(), "formula": self.formula}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "DecideEntry":
+        return cls(d["metric"], d["n"], d["sd"], d["per_repeat_s"],
+                   None if d["study"] is None else DecideBlock.from_dict(d["study"]), d["study_note"],
+                   DecideBlock.from_dict(d["at_measured"]), d["formula"])
+
+
+#: the JSON's key order of a row, after finding, claim, task, preset, source, status and before decide: F1 / F1a
+#: (the architectures compared), F2 – F5 (forgetting and the defenses), and a task without the preset asked for
+_ARCH_KEYS = ("metric", "measured", "primary", "note", "resolution", "utility_gap", "utility_metric", "config_hashes",
+              "to_decide_note", "paper", "n", "target_repeats", "missing", "missing_time", "command")
+_DEFENSE_KEYS = ("measured", "paper", "metric", "n", "target_repeats", "rule", "missing", "missing_time", "command")
+_NO_PRESET_KEYS = ("n", "target_repeats", "missing", "missing_time", "command", "note")
+#: the findings that compare the architectures on the same runs (:func:`core.analyses.findings._arch_rows`)
+ARCH_FINDINGS = ("F1", "F1a")
+
+
+@dataclass(frozen=True)
+class FindingRow:
+    """One row of the findings table: a finding on one task at one preset — what the paper says, what this
+    machine measured (``measured``; None: not run), the runs still missing for N = ``target_repeats``
+    (``missing``: jobs a page can queue) and the repeats that decide it (``decide``). ``repeat_items``: the
+    computations of one more repeat (config, recipe), for timing; in memory only, not written."""
+
+    finding: str
+    claim: str
+    task: str
+    preset: str
+    source: Source
+    status: str
+    n: int
+    target_repeats: int
+    missing: tuple[Missing, ...]
+    missing_time: str
+    command: str
+    metric: str | None = None
+    measured: Measured | None = None
+    primary: str | None = None
+    note: str | None = None
+    resolution: dict[str, Any] | None = None
+    utility_gap: UtilityGap | None = None
+    utility_metric: str | None = None
+    config_hashes: dict[str, tuple[str, ...]] | None = None
+    to_decide_note: str | None = None
+    paper: PaperClaim | None = None
+    rule: str | None = None
+    decide: tuple[DecideEntry, ...] | None = None
+    repeat_items: tuple[tuple[ExperimentConfig, str], ...] = field(default=(), repr=False, compare=False)
+
+    def _layout(self) -> tuple[str, ...]:
+        if self.status == "no preset":
+            return _NO_PRESET_KEYS
+        return _ARCH_KEYS if self.finding in ARCH_FINDINGS else _DEFENSE_KEYS
+
+    def _written(self, name: str, value: Any) -> bool:
+        """Whether ``name`` is written: a set value always; None only where the row kind always carries the key
+        (a measured F1 / F1a row's comparison context and F1a's primary metric, every row's ``decide``)."""
+        if value is not None:
+            return True
+        if self.status != "measured" or self.finding not in ARCH_FINDINGS:
+            return False
+        return name in ("resolution", "utility_gap", "utility_metric", "config_hashes") or \
+            (name == "primary" and self.finding == "F1a")
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"finding": self.finding, "claim": self.claim, "task": self.task,
+                               "preset": self.preset, "source": self.source.to_dict(), "status": self.status}
+        for name in self._layout():
+            value = getattr(self, name)
+            if not self._written(name, value):
+                continue
+            if name == "measured":
+                value = _measured_to_dict(value)
+            elif name == "missing":
+                value = [m.to_dict() for m in value]
+            elif name == "config_hashes":
+                value = {a: list(h) for a, h in value.items()}
+            elif hasattr(value, "to_dict"):
+                value = value.to_dict()
+            out[name] = value
+        out["decide"] = None if self.decide is None else [e.to_dict() for e in self.decide]
+        return out
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "FindingRow":
+        """A row read back from its JSON (``repeat_items`` are not written: empty)."""
+        src = d["source"]
+        gap, paper, hashes = d.get("utility_gap"), d.get("paper"), d.get("config_hashes")
+        return cls(
+            finding=d["finding"], claim=d["claim"], task=d["task"], preset=d["preset"],
+            source=Source(src["paper"], src["where"], src.get("note", "")), status=d["status"], n=d["n"],
+            target_repeats=d["target_repeats"], missing=tuple(Missing.from_dict(m) for m in d["missing"]),
+            missing_time=d["missing_time"], command=d["command"], metric=d.get("metric"),
+            measured=_measured_from_dict(d["finding"], d.get("measured")), primary=d.get("primary"),
+            note=d.get("note"), resolution=d.get("resolution"),
+            utility_gap=None if gap is None else UtilityGap.from_dict(gap), utility_metric=d.get("utility_metric"),
+            config_hashes=None if hashes is None else {a: tuple(h) for a, h in hashes.items()},
+            to_decide_note=d.get("to_decide_note"), paper=None if paper is None else PaperClaim.from_dict(paper),
+            rule=d.get("rule"),
+            decide=None if d.get("decide") is None else tuple(DecideEntry.from_dict(e) for e in d["decide"]))
+
+
+def finding_row(finding: Finding, task: str, preset: str, **fields: Any) -> FindingRow:
     """One row of the table: the finding's id, claim and source, the task and preset, and ``fields``."""
-    return {"finding": finding.id, "claim": finding.claim, "task": task, "preset": preset,
-            "source": finding.source.to_dict(), **fields}
+    return FindingRow(finding=finding.id, claim=finding.claim, task=task, preset=preset, source=finding.source,
+                      **fields)
 
 
-def measured_cell(c: Any) -> dict[str, Any]:
-    """A comparison as a row's measured cell: FFNN, RNN, FFNN − RNN (mean, interval, N) and the verdict. ``c``: a
-    :class:`core.measurement.stats.Comparison` (a metric that is its own family: F2, F4, F5) or a judged metric
-    of :func:`core.analyses.repeats.judged_pairs` (F1, F1a: its ``role`` and, for a secondary metric, the
-    Holm-adjusted ``p_holm`` and the verdict held to it, as ``compare`` prints it)."""
-    d = c if isinstance(c, dict) else c.to_dict()
-    out = {"ffnn": d["ffnn"], "rnn": d["rnn"], "difference": d["difference"]["diff"],
-           "p_permutation": d["difference"].get("p_permutation"), "verdict": d["verdict"]}
-    for key in ("role", "p_holm", "no_verdict_reason"):
-        if d.get(key) is not None:
-            out[key] = d[key]
-    return out
+@dataclass(frozen=True)
+class FindingsTable:
+    """The findings table (:func:`core.analyses.findings.findings_table`): the presets and tasks asked for, the
+    ``--set`` fields, the target repeats, the commit it was read at, and its rows."""
+
+    preset: str
+    presets: tuple[str, ...]
+    sets: dict[str, Any]
+    tasks: tuple[str, ...]
+    target_repeats: int
+    commit: str
+    rows: tuple[FindingRow, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"preset": self.preset, "presets": list(self.presets), "sets": dict(self.sets),
+                "tasks": list(self.tasks), "target_repeats": self.target_repeats, "commit": self.commit,
+                "rows": [r.to_dict() for r in self.rows]}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "FindingsTable":
+        return cls(d["preset"], tuple(d["presets"]), dict(d["sets"]), tuple(d["tasks"]), d["target_repeats"],
+                   d["commit"], tuple(FindingRow.from_dict(r) for r in d["rows"]))

@@ -11,8 +11,10 @@ import dataclasses
 from typing import Any, Callable
 
 from core.analyses.findings_base import (DIRICHLET_K, F3_MAX_LOSS, F3_TOLERANCE, FINDINGS, MEMORIZATION_BLOCKS,
-                                         TARGET_REPEATS, Costs, Finding, Missing, cached_run, finding_row, leading,
-                                         measured_cell, missing_run, sets_text, time_text)
+                                         TARGET_REPEATS, Costs, Finding, FindingRow, MeasuredCell, Missing, PaperClaim,
+                                         RuleCell, RuleVerdict, cached_run, finding_row, leading, missing_run,
+                                         sets_text, time_text)
+from core.analyses.own_models import Memorization
 from core.analyses.repeats import comparison_configs, repeat_config
 from core.defenses.spec import DefenseSpec
 from core.defenses.sweeps import baseline_config, point_config
@@ -31,45 +33,59 @@ def _memorization_key(cfg: ExperimentConfig, cache: ArtifactCache) -> str:
                      max(1, cfg.epochs // MEMORIZATION_BLOCKS))
 
 
+def _cached_memorization(cfg: ExperimentConfig, cache: ArtifactCache) -> Memorization | None:
+    """The memorization analysis' cached result of ``cfg``, typed; None when not cached, without blocks, or not a
+    result memorization writes (read only: a bad entry is left to the analysis itself, which recomputes it)."""
+    stored = cache.get_json(_memorization_key(cfg, cache))
+    if not isinstance(stored, dict):
+        return None
+    try:
+        result = Memorization.from_dict(stored)
+    except (KeyError, TypeError, ValueError):
+        return None
+    return result if result.blocks else None
+
+
 def memorization_row(task: str, preset: str, sets: dict[str, Any] | None, cache: ArtifactCache, costs: Costs,
-                      target: int) -> dict[str, Any]:
+                      target: int) -> FindingRow:
     configs = comparison_configs(task, preset, 1, sets)
-    per: dict[str, list[dict[str, Any] | None]] = {}
+    per: dict[str, list[Memorization | None]] = {}
     missing: list[Missing] = []
     for a, c in configs.items():
         per[a] = []
         for r in range(target):
             rc = repeat_config(c, r)
-            stored = cache.get_json(_memorization_key(rc, cache))
-            ok = isinstance(stored, dict) and bool(stored.get("blocks"))
-            per[a].append(stored if ok else None)
-            if not ok:
+            result = _cached_memorization(rc, cache)
+            per[a].append(result)
+            if result is None:
                 missing.append(Missing(rc, "analysis", {"name": "memorization"}, f"memorization {a} repeat {r}",
                                        None))
     n = leading([all(per[a][r] is not None for a in per) for r in range(target)])
-    common = dict(paper={"text": "trained on blocks in sequence, the FFNN's attack on the first block falls toward "
-                                 "50 % while the RNN's stays high", "cite": FINDINGS["F2"].source.cite()},
+    common = dict(paper=PaperClaim(FINDINGS["F2"].source.cite(), "trained on blocks in sequence, the FFNN's attack "
+                                   "on the first block falls toward 50 % while the RNN's stays high"),
                   metric="attack accuracy on the first block learned", n=n, target_repeats=target,
-                  missing=[m.to_dict() for m in missing], missing_time=time_text(missing),
+                  missing=tuple(missing), missing_time=time_text(missing),
                   command=f"python -m core analyze --task {task} --preset {preset}{sets_text(sets)} --analysis memorization "
-                          f"--repeats {max(n, target)} --out findings_memorization", _missing=missing,
-                  _repeat_items=[(c, "plain") for c in configs.values()] + [(c, "analysis") for c in configs.values()])
+                          f"--repeats {max(n, target)} --out findings_memorization",
+                  repeat_items=tuple([(c, "plain") for c in configs.values()] + [(c, "analysis") for c in configs.values()]))
     if n == 0:
         return finding_row(FINDINGS["F2"], task, preset, status="not run", **common)
-    f = [per["ffnn"][r]["blocks"][0]["attack_accuracy"] for r in range(n)]
-    r_ = [per["rnn"][r]["blocks"][0]["attack_accuracy"] for r in range(n)]
+    f = [per["ffnn"][r].blocks[0].attack_accuracy for r in range(n)]
+    r_ = [per["rnn"][r].blocks[0].attack_accuracy for r in range(n)]
     comp = compare("memorization_first_block", f, r_, -1, bounds=(0.0, 1.0))
-    return finding_row(FINDINGS["F2"], task, preset, status="measured", measured=measured_cell(comp), **common)
+    return finding_row(FINDINGS["F2"], task, preset, status="measured", measured=MeasuredCell.of(comp), **common)
 
 
-def _defended_point(cfg: ExperimentConfig, spec: DefenseSpec, cache: ArtifactCache) -> dict[str, Any] | None:
+def _defended_point(cfg: ExperimentConfig, spec: DefenseSpec, cache: ArtifactCache) -> DefendedPoint | None:
     """The Dirichlet point with utility cached for ``cfg`` (the adaptive job's ``both``, else ``naive``), or None."""
     for attacker in ("both", "naive"):
         stored = cache.get_json(cache.key("defended", cfg.config_hash, spec.key, attacker),
                                 validate=DefendedPoint.from_dict)
-        if isinstance(stored, dict) and stored.get("value") == spec.value and stored.get("attack") \
-                and stored.get("utility_loss") is not None:
-            return stored
+        if not isinstance(stored, dict):
+            continue
+        point = DefendedPoint.from_dict(stored)  # validated as it left the cache: it parses
+        if point.value == spec.value and point.utility_loss is not None:
+            return point
     return None
 
 
@@ -95,7 +111,7 @@ def f3_verdict(acc: Estimate, loss: Estimate, n: int) -> tuple[str, str]:
 
 
 def dirichlet_row(task: str, preset: str, sets: dict[str, Any] | None, cache: ArtifactCache, costs: Costs,
-                   target: int) -> dict[str, Any]:
+                   target: int) -> FindingRow:
     cfg = get_task(task).make_config("rnn", preset, dict(sets or {}))
     spec = DefenseSpec("dirichlet", DIRICHLET_K)
     points, missing = [], []
@@ -112,38 +128,37 @@ def dirichlet_row(task: str, preset: str, sets: dict[str, Any] | None, cache: Ar
                                    None))
     n = leading([p is not None for p in points])
     study = DIRICHLET.get((task, "rnn"))
-    paper = {"cite": study["source"].cite() if study else ""}
+    paper = PaperClaim("")
     if study:
         acc, acc_sd, util, util_sd = study["rows"][DIRICHLET_K]
         base = study["rows"][None][2]
-        paper.update(text=f"k = 1: attack {acc:.2f} % ± {acc_sd:.2f}, {study['metric']} {util:g} ± {util_sd:g} "
-                          f"(undefended {base:g}: loss {1 - util / base:.1%})",
-                     attack_accuracy=acc / 100, utility_loss=1 - util / base)
+        paper = PaperClaim(study["source"].cite(),
+                           f"k = 1: attack {acc:.2f} % ± {acc_sd:.2f}, {study['metric']} {util:g} ± {util_sd:g} "
+                           f"(undefended {base:g}: loss {1 - util / base:.1%})",
+                           attack_accuracy=acc / 100, utility_loss=1 - util / base)
     rule = (f"holds: N ≥ {TARGET_REPEATS} and the attack accuracy's 95 % interval within 50 % ± {F3_TOLERANCE:.0%} "
             f"points and the utility loss's upper end ≤ {F3_MAX_LOSS:.0%}; reversed: N ≥ {TARGET_REPEATS} and the "
             f"accuracy interval wholly above 50 % + {F3_TOLERANCE:.0%} or the loss's lower end above "
             f"{F3_MAX_LOSS:.0%}; else inconclusive (the paper gives no tolerance: ours)")
     common = dict(paper=paper, metric=f"RNN attack accuracy and utility loss under Dir_k, k = {DIRICHLET_K:g}", n=n,
-                  target_repeats=target, rule=rule, missing=[m.to_dict() for m in missing],
-                  missing_time=time_text(missing),
+                  target_repeats=target, rule=rule, missing=tuple(missing), missing_time=time_text(missing),
                   command=f"python -m core defend --task {task} --arch rnn --preset {preset}{sets_text(sets)} --mechanism dirichlet "
-                          f"--values {DIRICHLET_K:g} --attacker both --repeats {max(n, target)}", _missing=missing,
-                  _repeat_items=[(cfg, "plain"), (cfg, "analysis")])
+                          f"--values {DIRICHLET_K:g} --attacker both --repeats {max(n, target)}",
+                  repeat_items=((cfg, "plain"), (cfg, "analysis")))
     if n == 0:
         return finding_row(FINDINGS["F3"], task, preset, status="not run", **common)
-    acc = mean_interval([float(p["attack"]["accuracy"]) for p in points[:n]], bounds=(0.0, 1.0))
-    loss = mean_interval([float(p["utility_loss"]) for p in points[:n]], bounds=(None, 1.0))
+    acc = mean_interval([float(p.attack.accuracy) for p in points[:n]], bounds=(0.0, 1.0))
+    loss = mean_interval([float(p.utility_loss) for p in points[:n]], bounds=(None, 1.0))
     value, reason = f3_verdict(acc, loss, n)
-    measured = {"attack_accuracy": acc.to_dict(), "utility_loss": loss.to_dict(),
-                "verdict": {"value": value, "n": n, "reason": reason}}
+    measured = RuleCell(acc, loss, RuleVerdict(value, n, reason))
     return finding_row(FINDINGS["F3"], task, preset, status="measured", measured=measured, **common)
 
 
 def training_defense_row(finding: Finding, task: str, preset: str, sets: dict[str, Any] | None, cache: ArtifactCache,
                           costs: Costs, target: int,
                           mechanism: str, value: float, target_epsilon: bool, metric: str,
-                          read: Callable[[dict[str, Any], dict[str, Any]], float | None], expected: int,
-                          paper: dict[str, Any]) -> dict[str, Any]:
+                          read: Callable[[RunSummary, RunSummary], float | None], expected: int,
+                          paper: PaperClaim) -> FindingRow:
     """A training-time defense compared between the architectures over repeats: per repeat r and
     architecture, the undefended run and the defended one (both cached), ``read(baseline, point)``."""
     configs = comparison_configs(task, preset, 1, sets)
@@ -164,18 +179,17 @@ def training_defense_row(finding: Finding, task: str, preset: str, sets: dict[st
             if p is None:
                 missing.append(missing_run(repeat_config(point_cfg, r), costs, mechanism,
                                             f"{mechanism} {a} repeat {r}"))
-            values[a].append(read(RunSummary.coerce(b), RunSummary.coerce(p)) if b is not None and p is not None
-                             else None)
+            values[a].append(read(b, p) if b is not None and p is not None else None)
     n = leading([all(values[a][r] is not None for a in values) for r in range(target)])
     reps = max(n, target)
     command = " ; ".join(f"python -m core run --task {task} --arch {a} --preset {preset}{sets_text(run_sets)} "
                          f"--repeats {reps} --quiet --out findings_{task}_{a}_{mechanism}.json" for a in configs)
-    common = dict(paper=paper, metric=metric, n=n, target_repeats=target, missing=[m.to_dict() for m in missing],
-                  missing_time=time_text(missing), command=command, _missing=missing, _repeat_items=items)
+    common = dict(paper=paper, metric=metric, n=n, target_repeats=target, missing=tuple(missing),
+                  missing_time=time_text(missing), command=command, repeat_items=tuple(items))
     if n == 0:
         return finding_row(finding, task, preset, status="not run", **common)
     comp = compare(metric, [float(v) for v in values["ffnn"][:n]], [float(v) for v in values["rnn"][:n]], expected)
-    return finding_row(finding, task, preset, status="measured", measured=measured_cell(comp), **common)
+    return finding_row(finding, task, preset, status="measured", measured=MeasuredCell.of(comp), **common)
 
 
 def summary_utility_loss(base: RunSummary, point: RunSummary) -> float | None:

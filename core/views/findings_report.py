@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import datetime as _dt
 import html
+import math
 import re
-from typing import Any
 
 import pandas as pd
 
+from core.analyses.findings_base import (DecideBlock, FindingRow, FindingsTable, MeasuredCell, RuleCell,
+                                         duration_text)
+from core.measurement.stats import Estimate
 from core.views.report import _CSS, _table
 from core.views.run_text import ci_text
-from core.analyses.findings_base import duration_text
 
 #: the table's columns, in order
 COLUMNS = ("finding", "task", "claim", "paper", "measured here (95 % CI, N)", "verdict", "preset · resolution",
@@ -28,150 +30,152 @@ HOLM_NOTE = ("F1 and F1a carry compare's verdicts on the same repeats: the decla
 BEGIN, END = "<!-- findings:begin -->", "<!-- findings:end -->"
 
 
-def _interval(e: dict[str, Any] | None, digits: int = 3) -> str:
+def _finite(x: float | None) -> float | None:
+    """``x``, or None where it is not a finite number (as the table's JSON writes it)."""
+    return None if x is None or not math.isfinite(x) else x
+
+
+def _interval(e: Estimate | None, digits: int = 3) -> str:
     if not e:
         return "—"
-    return f"{ci_text(e.get('mean'), e.get('ci_low'), e.get('ci_high'), digits)}"
+    return f"{ci_text(_finite(e.mean), _finite(e.ci_low), _finite(e.ci_high), digits)}"
 
 
-def _signed(e: dict[str, Any]) -> str:
-    if e.get("ci_low") is None:
-        return f"{e['mean']:+.3f} (no interval)"
-    return f"{e['mean']:+.3f} [{e['ci_low']:+.3f}, {e['ci_high']:+.3f}]"
+def _signed(e: Estimate) -> str:
+    if _finite(e.ci_low) is None:
+        return f"{e.mean:+.3f} (no interval)"
+    return f"{e.mean:+.3f} [{e.ci_low:+.3f}, {e.ci_high:+.3f}]"
 
 
-def _comparison_text(m: dict[str, Any]) -> str:
-    return (f"FFNN {_interval(m['ffnn'])}, RNN {_interval(m['rnn'])}; FFNN − RNN {_signed(m['difference'])}, "
-            f"N = {m['difference']['n']}")
+def _comparison_text(m: MeasuredCell) -> str:
+    return f"FFNN {_interval(m.ffnn)}, RNN {_interval(m.rnn)}; FFNN − RNN {_signed(m.difference)}, N = {m.difference.n}"
 
 
-def measured_text(row: dict[str, Any]) -> str:
+def measured_text(row: FindingRow) -> str:
     """What this machine measured for ``row`` (or "not run …")."""
-    if row["status"] != "measured":
-        return f"not run ({row.get('note') or 'nothing cached'})" if row["status"] == "not run" else row["status"]
-    m = row["measured"]
-    if row["finding"] == "F1a":
-        return "; ".join(f"{name}: {_comparison_text(c)}" for name, c in m.items())
-    if row["finding"] == "F3":
-        return (f"RNN attack accuracy {_interval(m['attack_accuracy'])}, utility loss {_interval(m['utility_loss'])}, "
-                f"N = {m['attack_accuracy']['n']}")
-    return _comparison_text(m)
+    m = row.measured
+    if row.status != "measured" or m is None:
+        return f"not run ({row.note or 'nothing cached'})" if row.status == "not run" else row.status
+    if isinstance(m, RuleCell):
+        return (f"RNN attack accuracy {_interval(m.attack_accuracy)}, utility loss {_interval(m.utility_loss)}, "
+                f"N = {m.attack_accuracy.n}")
+    if isinstance(m, MeasuredCell):
+        return _comparison_text(m)
+    return "; ".join(f"{name}: {_comparison_text(c)}" for name, c in m.items())
 
 
-def verdict_text(row: dict[str, Any]) -> str:
+def verdict_text(row: FindingRow) -> str:
     """The verdict word first (holds / reversed / inconclusive), its reason in parentheses; "— (not run)" when
     nothing is measured. Every verdict is the one ``python -m core compare`` gives the same metric on the same
     cached repeats (:func:`core.analyses.repeats.judged_pairs`: a secondary metric Holm-adjusted over its
     family). The attacker's view (F1a) has one verdict, the comparison's declared primary metric's (LiRA AUC,
     else RMIA: :data:`core.analyses.repeats.PRIMARY_ORDER`; the row's ``primary``), the other attack's beside it
     (Holm-adjusted, a secondary metric)."""
-    if row["status"] != "measured":
+    m = row.measured
+    if row.status != "measured" or m is None:
         return "— (not run)"
-    m = row["measured"]
-    if row["finding"] == "F1a":
-        words = {name: (c["verdict"] or {}).get("value", "—") for name, c in m.items()}
-        primary = row.get("primary") if row.get("primary") in words else None
-        if primary is None:
-            primary = next((n for n in ("lira_auc", "rmia_auc") if n in words), next(iter(words), None))
-        if primary is None:
-            return "— (not run)"
-        others = "; ".join(f"{n}: {w}" + (" after Holm" if m[n].get("p_holm") else "")
-                           for n, w in words.items() if n != primary)
-        return f"{words[primary]} (primary: {primary}" + (f"; {others})" if others else ")")
-    v = m.get("verdict") or {}
-    return f"{v.get('value', '—')} ({v.get('reason', '')})"
+    if isinstance(m, (MeasuredCell, RuleCell)):
+        v = m.verdict
+        return "— ()" if v is None else f"{v.value} ({v.reason})"
+    words = {name: c.verdict.value if c.verdict else "—" for name, c in m.items()}
+    primary = row.primary if row.primary in words else None
+    if primary is None:
+        primary = next((n for n in ("lira_auc", "rmia_auc") if n in words), next(iter(words), None))
+    if primary is None:
+        return "— (not run)"
+    others = "; ".join(f"{n}: {w}" + (" after Holm" if m[n].p_holm else "")
+                       for n, w in words.items() if n != primary)
+    return f"{words[primary]} (primary: {primary}" + (f"; {others})" if others else ")")
 
 
-def _resolution_text(row: dict[str, Any]) -> str:
-    res = row.get("resolution")
+def _resolution_text(row: FindingRow) -> str:
+    res = row.resolution
     if not res:
-        return row["preset"]
-    return (f"{row['preset']} · {res['n_members']} + {res['n_nonmembers']} eval records "
+        return row.preset
+    return (f"{row.preset} · {res['n_members']} + {res['n_nonmembers']} eval records "
             f"(one record = {res['tpr_step']:.3g} TPR)")
 
 
-def _gap_text(row: dict[str, Any]) -> str:
-    gap = row.get("utility_gap")
+def _gap_text(row: FindingRow) -> str:
+    gap = row.utility_gap
     if not gap:
         return "—"
-    g = gap["gap"]
-    metric = row.get("utility_metric") or "utility"
-    return (f"{metric} FFNN {gap['ffnn']:.3f} vs RNN {gap['rnn']:.3f}, gap {_signed(g)}: "
-            f"{'matched' if gap['matched'] else 'NOT matched'} (±5 %)")
+    metric = row.utility_metric or "utility"
+    return (f"{metric} FFNN {gap.ffnn:.3f} vs RNN {gap.rnn:.3f}, gap {_signed(gap.gap)}: "
+            f"{'matched' if gap.matched else 'NOT matched'} (±5 %)")
 
 
-def needs_text(row: dict[str, Any]) -> str:
+def needs_text(row: FindingRow) -> str:
     """The runs a row still needs for N = its target (count by kind and the expected time), or ""."""
-    missing = row.get("missing") or []
-    if not missing:
+    if not row.missing:
         return ""
     kinds: dict[str, int] = {}
-    for m in missing:
-        kinds[m["kind"]] = kinds.get(m["kind"], 0) + 1
+    for m in row.missing:
+        kinds[m.kind] = kinds.get(m.kind, 0) + 1
     what = ", ".join(f"{n} {'run' if k == 'experiment' else k + ' job'}{'s' if n != 1 else ''}" for k, n in kinds.items())
-    return f"for N = {row['target_repeats']}: {what}; {row['missing_time']}"
+    return f"for N = {row.target_repeats}: {what}; {row.missing_time}"
 
 
-def _need_text(b: dict[str, Any], n: int) -> str:
-    if b["repeats"] is None:
-        return f"|Δ| = {abs(b['difference']):.3g}: more than 100,000 repeats (or no difference)"
-    time = ("" if not b["more"] else
-            f", {b['more']} more ≈ {duration_text(b['expected_s'])} here" if b["expected_s"] is not None
-            else f", {b['more']} more (time unknown: nothing of this kind timed here)")
-    return f"|Δ| = {abs(b['difference']):.3g}: N = {b['repeats']}{time}"
+def _need_text(b: DecideBlock, n: int) -> str:
+    if b.repeats is None:
+        return f"|Δ| = {abs(b.difference):.3g}: more than 100,000 repeats (or no difference)"
+    time = ("" if not b.more else
+            f", {b.more} more ≈ {duration_text(b.expected_s)} here" if b.expected_s is not None
+            else f", {b.more} more (time unknown: nothing of this kind timed here)")
+    return f"|Δ| = {abs(b.difference):.3g}: N = {b.repeats}{time}"
 
 
-def decide_text(row: dict[str, Any]) -> str:
+def decide_text(row: FindingRow) -> str:
     """How many repeats make the row's 95 % interval narrower than the study's difference (where it gives one)
     and than the difference measured here, with the expected time; and what else deciding needs."""
     parts = []
-    for e in row.get("decide") or []:
-        name = f"{e['metric']}: " if row["finding"] in ("F1a", "F3") else ""
-        study = (f"study {_need_text(e['study'], e['n'])} ({e['study']['source']})" if e["study"]
-                 else e["study_note"])
-        parts.append(f"{name}{study}; at the measured difference {_need_text(e['at_measured'], e['n'])} "
-                     f"(sd {e['sd']:.3g} over N = {e['n']})" if e["sd"] is not None else f"{name}{study}")
-    if not parts and row["status"] == "measured":
+    for e in row.decide or ():
+        name = f"{e.metric}: " if row.finding in ("F1a", "F3") else ""
+        study = f"study {_need_text(e.study, e.n)} ({e.study.source})" if e.study else e.study_note
+        parts.append(f"{name}{study}; at the measured difference {_need_text(e.at_measured, e.n)} "
+                     f"(sd {e.sd:.3g} over N = {e.n})" if e.sd is not None else f"{name}{study}")
+    if not parts and row.status == "measured":
         parts.append("N = 1: no spread measured yet (run ≥ 2 repeats)")
-    if row.get("to_decide_note"):
-        parts.append(row["to_decide_note"])
+    if row.to_decide_note:
+        parts.append(row.to_decide_note)
     return "; ".join(parts) or "—"
 
 
-def row_cells(row: dict[str, Any]) -> dict[str, str]:
+def row_cells(row: FindingRow) -> dict[str, str]:
     """The display cells of one row (:data:`COLUMNS`)."""
-    paper = row.get("paper") or {}
-    cmd = row.get("command", "")
+    paper = row.paper
     needs = needs_text(row)
-    return {"finding": row["finding"], "task": row["task"], "claim": row["claim"],
-            "paper": (f"{paper.get('text', '')} ({paper.get('cite') or row['source']['cite']})").strip(),
+    text = (paper.text if paper else None) or ""
+    cite = (paper.cite if paper else None) or row.source.cite()
+    return {"finding": row.finding, "task": row.task, "claim": row.claim,
+            "paper": f"{text} ({cite})".strip(),
             "measured here (95 % CI, N)": measured_text(row), "verdict": verdict_text(row),
             "preset · resolution": _resolution_text(row), "utility gap": _gap_text(row), DECIDE: decide_text(row),
-            "command / runs needed": cmd + (f" — needs {needs}" if needs else "")}
+            "command / runs needed": row.command + (f" — needs {needs}" if needs else "")}
 
 
-def findings_frame(table: dict[str, Any]) -> pd.DataFrame:
-    return pd.DataFrame([row_cells(r) for r in table["rows"]], columns=list(COLUMNS))
+def findings_frame(table: FindingsTable) -> pd.DataFrame:
+    return pd.DataFrame([row_cells(r) for r in table.rows], columns=list(COLUMNS))
 
 
-def findings_command(table: dict[str, Any]) -> str:
+def findings_command(table: FindingsTable) -> str:
     """The command that writes ``table`` (its tasks, presets and sets)."""
-    tasks = "" if sorted(table["tasks"]) == sorted(("image", "translation", "navigation")) and len(table["tasks"]) == 3 \
-        else "".join(f" --task {t}" for t in table["tasks"])
+    tasks = "" if sorted(table.tasks) == sorted(("image", "translation", "navigation")) and len(table.tasks) == 3 \
+        else "".join(f" --task {t}" for t in table.tasks)
     sets = "".join(f" --set {k}={','.join(map(str, v)) if isinstance(v, (list, tuple)) else v}"
-                   for k, v in (table.get("sets") or {}).items())
-    return f"python -m core findings{tasks} --preset {table['preset']}{sets}"
+                   for k, v in (table.sets or {}).items())
+    return f"python -m core findings{tasks} --preset {table.preset}{sets}"
 
 
-def _method(table: dict[str, Any]) -> str:
-    return (f"Target N = {table['target_repeats']} repeats (the fewest with which the exact sign-flip test can reach "
-            f"95 %). Read from the cache only; nothing was trained to make this table. Repeats to decide: the fewest N ≥ {table['target_repeats']} with t(N−1, 0.975) × sd / √N < |difference| (sd: the "
+def _method(table: FindingsTable) -> str:
+    return (f"Target N = {table.target_repeats} repeats (the fewest with which the exact sign-flip test can reach "
+            f"95 %). Read from the cache only; nothing was trained to make this table. Repeats to decide: the fewest N ≥ {table.target_repeats} with t(N−1, 0.975) × sd / √N < |difference| (sd: the "
             f"measured spread of the paired differences), for the study's difference where it prints one and for "
             f"the difference measured here; the time from this machine's measured runs.")
 
 
-def _header(table: dict[str, Any]) -> str:
-    return (f"Presets {table['preset']}; tasks {', '.join(table['tasks'])}; commit {table['commit']}; "
+def _header(table: FindingsTable) -> str:
+    return (f"Presets {table.preset}; tasks {', '.join(table.tasks)}; commit {table.commit}; "
             f"`{findings_command(table)}`. {_method(table)}")
 
 
@@ -179,16 +183,16 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def markdown_rows(table: dict[str, Any]) -> list[str]:
+def markdown_rows(table: FindingsTable) -> list[str]:
     """The table's header, rule and one line per row (``|`` in cells escaped)."""
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-    for r in table["rows"]:
+    for r in table.rows:
         cells = row_cells(r)
         lines.append("| " + " | ".join(_cell(cells[c]) for c in COLUMNS) + " |")
     return lines
 
 
-def findings_markdown(table: dict[str, Any]) -> str:
+def findings_markdown(table: FindingsTable) -> str:
     """The table as Markdown (one line per row; ``|`` in cells escaped)."""
     lines = ["# The studies' findings on this machine", "", _header(table), "", *markdown_rows(table)]
     lines += ["", "Verdicts: holds / reversed / inconclusive, from the paired FFNN − RNN difference's 95 % t "
@@ -197,7 +201,7 @@ def findings_markdown(table: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def findings_html(table: dict[str, Any]) -> str:
+def findings_html(table: FindingsTable) -> str:
     """The table as one self-contained HTML page (the report's style)."""
     stamp = _dt.datetime.now().strftime("%Y-%m-%d %H:%M")
     return "\n".join([
@@ -211,15 +215,15 @@ def findings_html(table: dict[str, Any]) -> str:
         "</body></html>"])
 
 
-def findings_block(table: dict[str, Any], out_name: str = "docs/results.md") -> str:
+def findings_block(table: FindingsTable, out_name: str = "docs/results.md") -> str:
     """The generated summary between :data:`BEGIN` and :data:`END`: the command that wrote it (``--markdown
     out_name``), the commit, the table."""
     return "\n".join([
         BEGIN,
         "## Summary: the studies' findings (generated — do not edit by hand)",
         "",
-        f"Written by `{findings_command(table)} --markdown {out_name}` at commit {table['commit']} (presets "
-        f"{table['preset']}; tasks {', '.join(table['tasks'])}). {_method(table)}",
+        f"Written by `{findings_command(table)} --markdown {out_name}` at commit {table.commit} (presets "
+        f"{table.preset}; tasks {', '.join(table.tasks)}). {_method(table)}",
         "",
         *markdown_rows(table),
         "",
@@ -229,7 +233,7 @@ def findings_block(table: dict[str, Any], out_name: str = "docs/results.md") -> 
         END])
 
 
-def markdown_into(existing: str | None, table: dict[str, Any], out_name: str) -> str:
+def markdown_into(existing: str | None, table: FindingsTable, out_name: str) -> str:
     """What ``--markdown FILE`` writes: FILE with its block between :data:`BEGIN` and :data:`END` replaced by
     :func:`findings_block` when FILE has both markers, else the whole table (:func:`findings_markdown`)."""
     if existing is not None and BEGIN in existing and END in existing:
