@@ -121,8 +121,9 @@ def test_an_exposure_fpr_finer_than_the_non_members_is_named_zero_false_positive
     rng = np.random.default_rng(0)
     member = np.r_[np.ones(12, bool), np.zeros(12, bool)]
     a, b = rng.normal(size=24) + member, rng.normal(size=24) + member
-    view = {"attack": "lira", "archs": ["ffnn", "rnn"], "membership": member.tolist(),
-            "scores": {"ffnn": a.tolist(), "rnn": b.tolist()},
+    view = {"attack": "lira", "archs": ["ffnn", "rnn"], "records": list(range(24)), "membership": member.tolist(),
+            "scores": {"ffnn": a.tolist(), "rnn": b.tolist()}, "cross_entropy": {"ffnn": [], "rnn": []},
+            "ape": {"ffnn": [], "rnn": []},
             "quadrants": {str(f): quadrants(a, b, member, f).to_dict() for f in (0.01, 0.001)}}
     assert view["quadrants"]["0.01"]["quadrant"] == view["quadrants"]["0.001"]["quadrant"]  # one operating point
     table = exposure_table(view)

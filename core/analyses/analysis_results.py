@@ -275,12 +275,38 @@ ExposureView._FIELDS = {
 
 # ---------------------------------------------------------------------------- reference budget
 @dataclass(frozen=True)
+class BudgetPointView(Typed):
+    """One budget of a curve (:class:`core.measurement.budget.BudgetPoint`'s JSON): AUC and TPR per FPR (keys
+    ``"0.01"``, ``"0.001"``) with their 2.5–97.5 % spread over the ``draws`` reference subsets."""
+
+    n_references: int
+    draws: int
+    auc: float
+    auc_low: float
+    auc_high: float
+    tpr_at_fpr: dict[str, float]
+    tpr_low: dict[str, float]
+    tpr_high: dict[str, float]
+    extra: dict[str, Any] = field(**_EXTRA)
+    keys: tuple[str, ...] = field(**_KEYS)
+
+    _WHAT: ClassVar[str] = "budget point"
+    _STRICT: ClassVar[bool] = False
+
+
+BudgetPointView._FIELDS = {"n_references": (INT, True), "draws": (INT, True), "auc": (NUM, True),
+                           "auc_low": (NUM, True), "auc_high": (NUM, True), "tpr_at_fpr": (mapping(NUM), True),
+                           "tpr_low": (mapping(NUM), True), "tpr_high": (mapping(NUM), True)}
+
+
+@dataclass(frozen=True)
 class BudgetCurveView(Typed):
     """One attack's curve against the number of references (:class:`core.measurement.budget.BudgetCurve`)."""
 
     n_available: int
-    points: tuple[dict[str, Any], ...]
+    points: tuple[BudgetPointView, ...]
     flattens_at: int | None = None
+    n_non_members: int | None = None
     extra: dict[str, Any] = field(**_EXTRA)
     keys: tuple[str, ...] = field(**_KEYS)
 
@@ -288,8 +314,8 @@ class BudgetCurveView(Typed):
     _STRICT: ClassVar[bool] = False
 
 
-BudgetCurveView._FIELDS = {"n_available": (INT, True), "points": (sequence(DICT), True),
-                           "flattens_at": (null(INT), False)}
+BudgetCurveView._FIELDS = {"n_available": (INT, True), "points": (sequence(objects(BudgetPointView)), True),
+                           "flattens_at": (null(INT), False), "n_non_members": (INT, False)}
 
 
 @dataclass(frozen=True)
