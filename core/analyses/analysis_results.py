@@ -186,9 +186,11 @@ QuadrantCount._FIELDS = {
 
 @dataclass(frozen=True)
 class Realised(Typed):
-    """One architecture's decisions at an FPR: the FPR its threshold realised."""
+    """One architecture's decisions at an FPR (:class:`core.measurement.exposure.Exposure`'s JSON): the FPR its
+    threshold realised, and the threshold (in the score's units)."""
 
     fpr_realised: float
+    threshold: float | None = None
     extra: dict[str, Any] = field(**_EXTRA)
     keys: tuple[str, ...] = field(**_KEYS)
 
@@ -196,7 +198,7 @@ class Realised(Typed):
     _STRICT: ClassVar[bool] = False
 
 
-Realised._FIELDS = {"fpr_realised": (NUM, True)}
+Realised._FIELDS = {"fpr_realised": (NUM, True), "threshold": (NUM, False)}
 
 
 @dataclass(frozen=True)
@@ -340,6 +342,7 @@ class AuditHeadline(Typed):
 
     best_k: int
     saturated: bool | None = None
+    confidence: float | None = None
     extra: dict[str, Any] = field(**_EXTRA)
     keys: tuple[str, ...] = field(**_KEYS)
 
@@ -347,7 +350,7 @@ class AuditHeadline(Typed):
     _STRICT: ClassVar[bool] = False
 
 
-AuditHeadline._FIELDS = {"best_k": (INT, True), "saturated": (null(BOOL), False)}
+AuditHeadline._FIELDS = {"best_k": (INT, True), "saturated": (null(BOOL), False), "confidence": (NUM, False)}
 
 
 @dataclass(frozen=True)
@@ -406,11 +409,34 @@ GdpEstimate._FIELDS = {"saturated": (BOOL, False), **{k: (null(NUM), False) for 
 
 
 @dataclass(frozen=True)
+class BoundCurve(Typed):
+    """The bounds against the number of guesses ``k`` (:func:`core.measurement.audit_estimators.bound_curve`):
+    correct guesses, Steinke et al.'s ε and the f-DP μ and ε at each k."""
+
+    k: tuple[int, ...]
+    correct: tuple[int, ...]
+    steinke_epsilon: tuple[float | None, ...]
+    fdp_mu: tuple[float | None, ...]
+    fdp_epsilon: tuple[float | None, ...]
+    extra: dict[str, Any] = field(**_EXTRA)
+    keys: tuple[str, ...] = field(**_KEYS)
+
+    _WHAT: ClassVar[str] = "curve"
+    _STRICT: ClassVar[bool] = False
+
+
+BoundCurve._FIELDS = {"k": (numbers(), True), "correct": (numbers(), True),
+                      "steinke_epsilon": (optional_numbers(), True), "fdp_mu": (optional_numbers(), True),
+                      "fdp_epsilon": (optional_numbers(), True)}
+
+
+@dataclass(frozen=True)
 class Estimators(Typed):
     """The other estimators of the same canaries (:func:`core.measurement.audit_estimators.audit_estimators`)."""
 
     fdp_bound: FdpBound
     gdp_estimate: GdpEstimate
+    curve: BoundCurve | None = None
     extra: dict[str, Any] = field(**_EXTRA)
     keys: tuple[str, ...] = field(**_KEYS)
 
@@ -418,7 +444,8 @@ class Estimators(Typed):
     _STRICT: ClassVar[bool] = False
 
 
-Estimators._FIELDS = {"fdp_bound": (objects(FdpBound), True), "gdp_estimate": (objects(GdpEstimate), True)}
+Estimators._FIELDS = {"fdp_bound": (objects(FdpBound), True), "gdp_estimate": (objects(GdpEstimate), True),
+                      "curve": (objects(BoundCurve), False)}
 
 
 @dataclass(frozen=True)
@@ -432,6 +459,8 @@ class AuditView(Typed):
     utility_val: float
     estimators: Estimators
     accountant_epsilon: Accountant | None = None
+    delta: float | None = None
+    m: int | None = None
     extra: dict[str, Any] = field(**_EXTRA)
     keys: tuple[str, ...] = field(**_KEYS)
 
@@ -442,7 +471,7 @@ class AuditView(Typed):
 AuditView._FIELDS = {
     "audited_epsilon": (NUM, True), "audit": (objects(AuditHeadline), True), "attack": (STR, True),
     "attack_epsilon_lower_bound": (NUM, True), "utility_val": (NUM, True), "estimators": (objects(Estimators), True),
-    "accountant_epsilon": (null(objects(Accountant)), False)}
+    "accountant_epsilon": (null(objects(Accountant)), False), "delta": (NUM, False), "m": (INT, False)}
 
 
 # ---------------------------------------------------------------------------- slices

@@ -22,6 +22,7 @@ from typing import Any, Callable, Union
 import pandas as pd
 import plotly.graph_objects as go
 
+from core.analyses.analysis_results import ExposureView, SlicesView
 from core.experiment.fidelity import confounding_warnings, study_comparison
 from core.experiment.results import RunSummary
 from core.foundations.config import ExperimentConfig
@@ -332,29 +333,28 @@ def per_record(run: RunInputs) -> Section:
                                  "was trained for them. `python -m core analyze --analysis exposure,budget,slices` "
                                  "writes their data as CSV.", "caption")]
         if "exposure" in views:
-            ex = views["exposure"]
-            a, b = ex["archs"]
+            ex = ExposureView.coerce(views["exposure"])
+            a, b = ex.archs
             out += [Text(f"Exposure: the same records under {_name(a)} and {_name(b)} "
-                         f"({ATTACK_NAMES.get(ex['attack'], ex['attack'])})", "subheading"),
+                         f"({ATTACK_NAMES.get(ex.attack, ex.attack)})", "subheading"),
                     Table(exposure_table(ex)),
                     Text("A member is exposed by an architecture when its score lies above that architecture's "
                          "threshold at the FPR (set on its own non-members). "
-                         + (f"Counts over {1 + len(ex['repeat_seeds'])} cached repeats: mean with a 95 % t interval."
-                            if ex["repeat_seeds"] else "One repeat cached: no interval over repeats."), "caption")]
-            out += [Figure(exposure_figure(ex, fpr)) for fpr in ex["quadrants"]]
+                         + (f"Counts over {1 + len(ex.repeat_seeds)} cached repeats: mean with a 95 % t interval."
+                            if ex.repeat_seeds else "One repeat cached: no interval over repeats."), "caption")]
+            out += [Figure(exposure_figure(ex, fpr)) for fpr in ex.quadrants]
         if "budget" in views:
             out += [Text("The attacker's reference budget", "subheading"), Table(budget_table(views["budget"])),
                     Text("Offline LiRA and RMIA refitted on subsets of the shadows as references; spread: 2.5–97.5 % "
                          "over which references were used; flattens at: the smallest budget within 0.01 AUC of all "
                          "references.", "caption"), Figure(budget_figure(views["budget"]))]
         if "slices" in views:
-            sl = views["slices"]
-            out += [Text(f"Vulnerability per slice ({ATTACK_NAMES.get(sl['attack'], sl['attack'])})", "subheading"),
+            sl = SlicesView.coerce(views["slices"])
+            out += [Text(f"Vulnerability per slice ({ATTACK_NAMES.get(sl.attack, sl.attack)})", "subheading"),
                     Table(slices_table(sl)),
-                    Text(f"A slice with fewer than {sl['min_records']} members or non-members is marked too small: "
+                    Text(f"A slice with fewer than {sl.min_records} members or non-members is marked too small: "
                          "read its interval as inconclusive.", "caption")]
-            slicings = list(next(iter(sl["archs"].values()))) if sl["archs"] else []
-            out += [Figure(slices_figure(sl, name)) for name in slicings]
+            out += [Figure(slices_figure(sl, name)) for name in sl.slicings]
         if views.get("skipped"):
             out.append(Text("Not shown: " + "; ".join(f"{k} — {v}" for k, v in views["skipped"].items()), "caption"))
         return out
