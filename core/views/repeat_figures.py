@@ -2,11 +2,12 @@
 verdicts, the means over repeats, the ROC band over repeats and the matched-stops table."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 import pandas as pd
 import plotly.graph_objects as go
 
+from core.analyses.comparison_results import ComparisonResult
 from core.analyses.repeats import METRIC_LABELS
 from core.foundations.names import ARCH_NAMES, UTILITY_NAMES
 from core.views.style import ARCH_COLOURS, layout, with_ci
@@ -30,31 +31,30 @@ ROLE_NAMES = {"primary": "primary", "secondary": "secondary (Holm)", "duplicate"
 _ROLE_ORDER = {"primary": 0, "secondary": 1, "duplicate": 2, "unresolved": 3, "utility": 4}
 
 
-def comparison_table(comparison: dict[str, Any]) -> pd.DataFrame:
+def comparison_table(comparison: ComparisonResult | Mapping[str, Any]) -> pd.DataFrame:
     """One row per headline metric of ``core.analyses.repeats.comparison_json``: each architecture's mean
     with its 95 % interval, the paired difference FFNN − RNN with its interval, both p-values (and,
     for a secondary metric, the Holm-adjusted sign-flip p), Cohen's d_z, the metric's role, the verdict
     on "the RNN leaks more" (none for a duplicate or a rate finer than the data) and N. The primary
     metric comes first; a comparison written before roles (schema 1) keeps its order and verdicts."""
     rows = []
-    items = sorted(comparison["metrics"].items(), key=lambda kv: _ROLE_ORDER.get(kv[1].get("role", ""), 1))
+    comp = ComparisonResult.coerce(comparison)
+    items = sorted(comp.metrics.items(), key=lambda kv: _ROLE_ORDER.get(kv[1].role or "", 1))
     for name, m in items:
-        d = m["difference"]
-        v = m.get("verdict")
-        role = m.get("role")
+        d, v, role = m.difference, m.verdict, m.role
         if v:
-            word = VERDICT_MARKS[v["value"]]
+            word = VERDICT_MARKS[v.value]
         elif role in ("duplicate", "unresolved"):
             word = "— (no verdict)"
         else:
             word = "(no hypothesis)"
-        row = {"metric": m.get("label") or METRIC_NAMES.get(name, name), "FFNN mean [95% CI]": with_ci(m["ffnn"]),
-               "RNN mean [95% CI]": with_ci(m["rnn"]), "FFNN − RNN [95% CI]": with_ci(d["diff"], 3),
-               "p (paired t)": p_text(d.get("p_t")), "p (sign flip)": p_text(d.get("p_permutation"))}
+        row = {"metric": m.label or METRIC_NAMES.get(name, name), "FFNN mean [95% CI]": with_ci(m.estimate("ffnn")),
+               "RNN mean [95% CI]": with_ci(m.estimate("rnn")), "FFNN − RNN [95% CI]": with_ci(d.diff, 3),
+               "p (paired t)": p_text(d.p_t), "p (sign flip)": p_text(d.p_permutation)}
         if role is not None:
             row["role"] = ROLE_NAMES.get(role, role)
-            row["p (sign flip, Holm)"] = p_text((m.get("p_holm") or {}).get("p_permutation"))
-        row.update({"effect d_z": d.get("effect_size"), "verdict: RNN leaks more": word, "N": d["n"]})
+            row["p (sign flip, Holm)"] = p_text(m.p_holm_permutation)
+        row.update({"effect d_z": d.effect_size, "verdict: RNN leaks more": word, "N": d.n})
         rows.append(row)
     return pd.DataFrame(rows)
 

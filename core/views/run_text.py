@@ -12,6 +12,7 @@ from typing import Any, Mapping
 import pandas as pd
 import plotly.graph_objects as go
 
+from core.analyses.comparison_results import ComparisonResult, MetricComparison
 from core.analyses.analysis_results import (BudgetCurveView, BudgetPointView, BudgetView, ExposureView, SliceRow,
                                             SlicesView)
 from core.views.comparison_tables import matched_utility_table, shadow_fidelity_table, strongest_attacks_table
@@ -74,38 +75,41 @@ def reproduce_commands(configs: list[ExperimentConfig], overrides: dict[str, dic
     return cmds
 
 
-def _verdict_line(name: str, m: dict[str, Any], title: str) -> str:
-    v, d = m["verdict"], m["difference"]
-    dz = f", d_z = {d['effect_size']:.2f}" if d.get("effect_size") is not None else ""
-    return (f"**{title}**: {VERDICT_MARKS[v['value']]} — FFNN − RNN {with_ci(d['diff'])}{dz}, "
-            f"p (paired t) {p_text(d.get('p_t'))}, p (sign flip) {p_text(d.get('p_permutation'))}, N = {v['n']}")
+def _verdict_line(m: MetricComparison, title: str) -> str:
+    v, d = m.verdict, m.difference
+    dz = f", d_z = {d.effect_size:.2f}" if d.effect_size is not None else ""
+    return (f"**{title}**: {VERDICT_MARKS[v.value]} — FFNN − RNN {with_ci(d.diff)}{dz}, "
+            f"p (paired t) {p_text(d.p_t)}, p (sign flip) {p_text(d.p_permutation)}, N = {v.n}")
 
 
-def verdict_lines(comparison: dict[str, Any], metrics: tuple[str, ...] = ("attack_accuracy", "attack_auc", "lira_auc")
-                  ) -> list[str]:
+def verdict_lines(comparison: ComparisonResult | Mapping[str, Any],
+                  metrics: tuple[str, ...] = ("attack_accuracy", "attack_auc", "lira_auc")) -> list[str]:
     """The headline of a comparison in markdown: the **primary** metric's verdict (effect, CI, p, N)
     and why it is primary, then one line with the secondary metrics' verdicts and Holm-adjusted
     p-values, then what gets no verdict. A comparison written before roles (no ``primary`` key)
     gets one line per metric of ``metrics``, as then."""
-    if "primary" not in comparison:
-        return [_verdict_line(n, comparison["metrics"][n], METRIC_NAMES.get(n, n))
-                for n in metrics if (comparison["metrics"].get(n) or {}).get("verdict")]
-    metrics_ = comparison["metrics"]
+    comp = ComparisonResult.coerce(comparison)
+    metrics_ = comp.metrics
+
+    def judged(n: str) -> bool:
+        return n in metrics_ and metrics_[n].verdict is not None
+
+    if not comp.has_roles:
+        return [_verdict_line(metrics_[n], METRIC_NAMES.get(n, n)) for n in metrics if judged(n)]
     lines = []
-    primary = comparison.get("primary")
-    if primary and metrics_.get(primary["metric"], {}).get("verdict"):
-        lines.append(_verdict_line(primary["metric"], metrics_[primary["metric"]], f"Primary — {primary['label']}")
-                     + f" — primary: {primary['why']}")
-    secondary = [n for n in comparison.get("secondary", {}).get("metrics", []) if metrics_.get(n, {}).get("verdict")]
+    primary = comp.primary
+    if primary and judged(primary.metric):
+        lines.append(_verdict_line(metrics_[primary.metric], f"Primary — {primary.label}") + f" — primary: {primary.why}")
+    secondary = [n for n in (comp.secondary.metrics if comp.secondary else ()) if judged(n)]
     if secondary:
-        parts = [f"{metrics_[n]['label']} {metrics_[n]['verdict']['value']} (Holm p "
-                 f"{p_text((metrics_[n].get('p_holm') or {}).get('p_permutation'))})" for n in secondary]
+        parts = [f"{metrics_[n].label} {metrics_[n].verdict.value} (Holm p {p_text(metrics_[n].p_holm_permutation)})"
+                 for n in secondary]
         lines.append(f"Secondary, sign-flip p Holm-adjusted over {len(secondary)}: " + "; ".join(parts))
-    no = comparison.get("no_verdict") or {}
-    dup = [f"{metrics_[n]['label']} ({why})" for n, why in no.items() if metrics_[n].get("role") == "duplicate"]
-    fine = [n for n in no if metrics_[n].get("role") == "unresolved"]
+    no = comp.no_verdict or {}
+    dup = [f"{metrics_[n].label} ({why})" for n, why in no.items() if metrics_[n].role == "duplicate"]
+    fine = [n for n in no if metrics_[n].role == "unresolved"]
     if fine:  # the same number under each name: said once
-        dup.append(" and ".join(METRIC_NAMES.get(n, n) for n in fine) + f": {metrics_[fine[0]]['label']}, a "
+        dup.append(" and ".join(METRIC_NAMES.get(n, n) for n in fine) + f": {metrics_[fine[0]].label}, a "
                    "rate finer than the data")
     if dup:
         lines.append("No verdict: " + "; ".join(dup))

@@ -23,6 +23,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from core.analyses.analysis_results import ExposureView, SlicesView
+from core.analyses.comparison_results import ComparisonResult
 from core.experiment.fidelity import confounding_warnings, study_comparison
 from core.experiment.results import RunSummary
 from core.foundations.config import ExperimentConfig
@@ -167,8 +168,9 @@ def overview(run: RunInputs) -> Section:
                     verdict += " (utilities too far apart to blame the architecture)"
                 line = f"**This run:** {verdict} — {study['text']}."
             else:
-                line = (f"**Over {comp['repeats']} repeats:** the verdicts over {comp['repeats']} paired repeats follow "
-                        f"below; the sections after them show repeat 1 of {comp['repeats']}.")
+                n = ComparisonResult.coerce(comp).repeats
+                line = (f"**Over {n} repeats:** the verdicts over {n} paired repeats follow "
+                        f"below; the sections after them show repeat 1 of {n}.")
             out.append(Text(f"**The studies:** {study['finding']}  \n{line}", "info"))
         return out
     return Section("overview", "Overview", build)
@@ -180,19 +182,19 @@ def repeats(run: RunInputs) -> Section | None:
     if not view:
         return None
     if "comparison" in view:
-        comp = view["comparison"]
+        raw = view["comparison"]
+        comp = ComparisonResult.coerce(raw)
 
         def build() -> list[Block]:
             out: list[Block] = [Text("  \n".join(verdict_lines(comp))), Table(comparison_table(comp), precision=2)]
-            if (note := comparison_resolution_note(comp)) is not None:
+            if (note := comparison_resolution_note(raw)) is not None:
                 out.append(Text(note, "caption"))
-            n_non = {a: r["n_nonmembers"] for a, r in (comp.get("resolution") or {}).items()}
-            out += [Figure(roc_band_figure(comp["roc_band"], n_non)), Text(SMALL_N_NOTE, "caption"),
-                    Text(f"The sections below show **repeat 1 of {comp['repeats']}** (the form's seed); the means over "
-                         f"the {comp['repeats']} repeats, with their intervals, are in the Overview and the comparison "
+            out += [Figure(roc_band_figure(comp.roc_band, comp.n_nonmembers())), Text(SMALL_N_NOTE, "caption"),
+                    Text(f"The sections below show **repeat 1 of {comp.repeats}** (the form's seed); the means over "
+                         f"the {comp.repeats} repeats, with their intervals, are in the Overview and the comparison "
                          "above.", "caption")]
             return out
-        return Section("repeats", f"FFNN vs RNN over {comp['repeats']} paired repeats", build)
+        return Section("repeats", f"FFNN vs RNN over {comp.repeats} paired repeats", build)
     blocks = view["blocks"]
 
     def build_blocks() -> list[Block]:
