@@ -159,7 +159,7 @@ def test_the_budget_csv_leaves_the_spread_of_one_subset_empty():
         return {"n_references": 2, "draws": draws, "auc": 0.6, "auc_low": low, "auc_high": high,
                 "tpr_at_fpr": {"0.01": 0.2}, "tpr_low": {"0.01": low - 0.4}, "tpr_high": {"0.01": high - 0.4}}
 
-    budget = {"ffnn": {"curves": {"lira": {"points": [point(1, 0.6, 0.6), point(4, 0.55, 0.65)],
+    budget = {"ffnn": {"curves": {"lira": {"n_available": 4, "points": [point(1, 0.6, 0.6), point(4, 0.55, 0.65)],
                                            "flattens_at": None}}}}
     t = budget_points_table(budget)
     assert t["auc_low"].isna().tolist() == [True, False] and t["tpr_high_0.01"].isna().tolist() == [True, False]

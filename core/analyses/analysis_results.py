@@ -235,6 +235,9 @@ class FlipCounts(Typed):
     n_started: int
     kept: int
     n_members: int
+    #: the members (evaluation-set positions) that stop / start being exposed
+    stopped: tuple[int, ...] = ()
+    started: tuple[int, ...] = ()
     extra: dict[str, Any] = field(**_EXTRA)
     keys: tuple[str, ...] = field(**_KEYS)
 
@@ -243,7 +246,7 @@ class FlipCounts(Typed):
 
 
 FlipCounts._FIELDS = {"n_stopped": (INT, True), "n_started": (INT, True), "kept": (INT, True),
-                      "n_members": (INT, True)}
+                      "n_members": (INT, True), "stopped": (sequence(INT), False), "started": (sequence(INT), False)}
 
 
 @dataclass(frozen=True)
@@ -337,12 +340,34 @@ BudgetView._FIELDS = {"curves": (mapping(objects(BudgetCurveView)), True)}
 
 # ---------------------------------------------------------------------------- audited ε
 @dataclass(frozen=True)
+class AuditK(Typed):
+    """One number of guesses k of the audit (:class:`core.measurement.audit.AuditAtK`) or of the f-DP bound:
+    correct guesses, the accuracy of the guesses (the audit) or the bound's μ (f-DP), and its ε."""
+
+    k: int
+    correct: int | None = None
+    accuracy: float | None = None
+    mu: float | None = None
+    epsilon: float | None = None
+    extra: dict[str, Any] = field(**_EXTRA)
+    keys: tuple[str, ...] = field(**_KEYS)
+
+    _WHAT: ClassVar[str] = "per_k"
+    _STRICT: ClassVar[bool] = False
+
+
+AuditK._FIELDS = {"k": (INT, True), "correct": (INT, False), "accuracy": (null(NUM), False), "mu": (null(NUM), False),
+                  "epsilon": (null(NUM), False)}
+
+
+@dataclass(frozen=True)
 class AuditHeadline(Typed):
     """The audit's headline (:class:`core.measurement.audit.AuditResult`): best k and whether every guess was right."""
 
     best_k: int
     saturated: bool | None = None
     confidence: float | None = None
+    per_k: tuple[AuditK, ...] = ()
     extra: dict[str, Any] = field(**_EXTRA)
     keys: tuple[str, ...] = field(**_KEYS)
 
@@ -350,7 +375,8 @@ class AuditHeadline(Typed):
     _STRICT: ClassVar[bool] = False
 
 
-AuditHeadline._FIELDS = {"best_k": (INT, True), "saturated": (null(BOOL), False), "confidence": (NUM, False)}
+AuditHeadline._FIELDS = {"best_k": (INT, True), "saturated": (null(BOOL), False), "confidence": (NUM, False),
+                         "per_k": (sequence(objects(AuditK)), False)}
 
 
 @dataclass(frozen=True)
@@ -376,14 +402,20 @@ class FdpBound(Typed):
     best_k: int | None = None
     mu: float | None = None
     epsilon: float | None = None
+    per_k: tuple[AuditK, ...] = ()
     extra: dict[str, Any] = field(**_EXTRA)
     keys: tuple[str, ...] = field(**_KEYS)
 
     _WHAT: ClassVar[str] = "fdp_bound"
+
+    def at(self, k: int) -> AuditK | None:
+        """The bound at ``k`` guesses, None where the grid lacks it."""
+        return next((p for p in self.per_k or () if p.k == k), None)
     _STRICT: ClassVar[bool] = False
 
 
-FdpBound._FIELDS = {"best_k": (null(INT), False), "mu": (null(NUM), False), "epsilon": (null(NUM), False)}
+FdpBound._FIELDS = {"best_k": (null(INT), False), "mu": (null(NUM), False), "epsilon": (null(NUM), False),
+                    "per_k": (sequence(objects(AuditK)), False)}
 
 
 @dataclass(frozen=True)
