@@ -166,7 +166,7 @@ def test_log_roc_draws_only_what_the_non_members_measure_and_marks_the_floor():
 
 def test_repeats_table_names_an_unresolved_tpr_for_what_it_is():
     e = {"mean": 0.1, "ci_low": 0.05, "ci_high": 0.15, "n": 3}
-    block = {"n": 3, "resolution": {"n_members": 200, "n_nonmembers": 200},
+    block = {"n": 3, "seeds": [0, 1, 2], "config_hashes": ["a", "b", "c"], "resolution": {"n_members": 200, "n_nonmembers": 200},
              "metrics": {"attack_auc": e, "tpr_at_1pct_fpr": {**e, "mean": 0.3}, "tpr_at_0.1pct_fpr": e}}
     table = repeats_table({"ffnn": block})
     assert "TPR @ 1% FPR" in table.columns and "TPR @ 0.1% FPR" not in table.columns

@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 
 from core.analyses.comparison_results import ComparisonResult
 from core.analyses.repeats import METRIC_LABELS
+from core.experiment.results import RepeatsBlock
 from core.foundations.names import ARCH_NAMES, UTILITY_NAMES
 from core.views.style import ARCH_COLOURS, layout, with_ci
 from core.views.run_figures import resolves, zero_fp_label, mark_fpr_floor
@@ -59,22 +60,23 @@ def comparison_table(comparison: ComparisonResult | Mapping[str, Any]) -> pd.Dat
     return pd.DataFrame(rows)
 
 
-def repeats_table(blocks: dict[str, dict[str, Any]]) -> pd.DataFrame:
+def repeats_table(blocks: Mapping[str, RepeatsBlock | Mapping[str, Any]]) -> pd.DataFrame:
     """Per architecture, every headline metric as mean [95 % CI] over its repeats
     (``blocks``: arch → ``core.analyses.repeats.repeats_block``)."""
+    typed = {arch: RepeatsBlock.coerce(b) for arch, b in blocks.items()}
     # a TPR at an FPR the non-members cannot resolve is the TPR at 0 false positives, and named so
     # (blocks written before their ``resolution`` keep the plain names)
-    ns = [int(b["resolution"]["n_nonmembers"]) for b in blocks.values() if b.get("resolution")]
+    ns = [b.n_nonmembers for b in typed.values() if b.n_nonmembers is not None]
     fprs = {"tpr_at_1pct_fpr": 0.01, "tpr_at_0.1pct_fpr": 0.001}
     unresolved = [m for m, f in fprs.items() if ns and not all(resolves(f, n) for n in ns)]
     rows = []
-    for arch, block in blocks.items():
-        row: dict[str, Any] = {"architecture": ARCH_NAMES.get(arch, arch), "N": block["n"]}
-        for name, e in block["metrics"].items():
+    for arch, block in typed.items():
+        row: dict[str, Any] = {"architecture": ARCH_NAMES.get(arch, arch), "N": block.n}
+        for name, e in block.metrics.items():
             if name in unresolved:  # both unresolved: the same number, one column
-                row[zero_fp_label(ns)] = with_ci(block["metrics"][unresolved[-1]])
+                row[zero_fp_label(ns)] = with_ci(block.metrics[unresolved[-1]].to_dict())
                 continue
-            row[METRIC_NAMES.get(name, name)] = with_ci(e)
+            row[METRIC_NAMES.get(name, name)] = with_ci(e.to_dict())
         rows.append(row)
     return pd.DataFrame(rows)
 

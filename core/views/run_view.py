@@ -25,7 +25,7 @@ import plotly.graph_objects as go
 from core.analyses.analysis_results import ExposureView, SlicesView
 from core.analyses.comparison_results import ComparisonResult
 from core.experiment.fidelity import confounding_warnings, study_comparison
-from core.experiment.results import RunSummary
+from core.experiment.results import RepeatsBlock, RunSummary
 from core.foundations.config import ExperimentConfig
 from core.foundations.names import ARCH_NAMES, ATTACK_NAMES
 from core.views.map_figures import navigation_map
@@ -195,11 +195,11 @@ def repeats(run: RunInputs) -> Section | None:
                          "above.", "caption")]
             return out
         return Section("repeats", f"FFNN vs RNN over {comp.repeats} paired repeats", build)
-    blocks = view["blocks"]
+    blocks = {a: RepeatsBlock.coerce(b) for a, b in view["blocks"].items()}
 
     def build_blocks() -> list[Block]:
-        n_non = {a: b["resolution"]["n_nonmembers"] for a, b in blocks.items() if b.get("resolution")}
-        return [Table(repeats_table(blocks)), Figure(roc_band_figure({a: b["roc_band"] for a, b in blocks.items()},
+        n_non = {a: b.n_nonmembers for a, b in blocks.items() if b.n_nonmembers is not None}
+        return [Table(repeats_table(blocks)), Figure(roc_band_figure({a: b.roc_band for a, b in blocks.items()},
                                                                      n_non)), Text(SMALL_N_NOTE, "caption")]
     return Section("repeats", "Over repeats", build_blocks)
 
