@@ -141,11 +141,37 @@ ExposedMember._FIELDS = {"score": (NUM, True), "ape": (NUM, True), "cross_entrop
 
 
 @dataclass(frozen=True)
+class EpochRow(Typed):
+    """One epoch of :func:`core.analyses.analysis.vulnerability`: utility, and at a checkpoint the APE of members and
+    non-members and the primary attack's numbers (None where not measured)."""
+
+    epoch: int
+    utility_train: float | None = None
+    utility_val: float | None = None
+    ape_members: float | None = None
+    ape_non_members: float | None = None
+    attack_accuracy: float | None = None
+    attack_auc: float | None = None
+    extra: dict[str, Any] = field(**_EXTRA)
+    keys: tuple[str, ...] = field(**_KEYS)
+
+    _WHAT: ClassVar[str] = "row"
+    _STRICT: ClassVar[bool] = False
+
+
+EpochRow._FIELDS = {"epoch": (INT, True), **{k: (null(NUM), False) for k in (
+    "utility_train", "utility_val", "ape_members", "ape_non_members", "attack_accuracy", "attack_auc")}}
+
+
+@dataclass(frozen=True)
 class Vulnerability(Typed):
-    """One architecture's vulnerability over training (:func:`core.analyses.analysis.vulnerability`)."""
+    """One architecture's vulnerability over training (:func:`core.analyses.analysis.vulnerability`), and the
+    overtraining run's (:func:`core.analyses.analysis.overtraining`: the same with ``preset_epochs``)."""
 
     best_val_epoch: int | None = None
     gap_final: float | None = None
+    rows: tuple[EpochRow, ...] = ()
+    preset_epochs: int | None = None
     extra: dict[str, Any] = field(**_EXTRA)
     keys: tuple[str, ...] = field(**_KEYS)
 
@@ -153,7 +179,8 @@ class Vulnerability(Typed):
     _STRICT: ClassVar[bool] = False
 
 
-Vulnerability._FIELDS = {"best_val_epoch": (null(INT), False), "gap_final": (null(NUM), False)}
+Vulnerability._FIELDS = {"best_val_epoch": (null(INT), False), "gap_final": (null(NUM), False),
+                         "rows": (sequence(objects(EpochRow)), False), "preset_epochs": (INT, False)}
 
 
 # ---------------------------------------------------------------------------- exposure per record
