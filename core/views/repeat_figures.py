@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 from core.analyses.comparison_results import ComparisonResult
 from core.analyses.repeats import METRIC_LABELS
 from core.experiment.results import RepeatsBlock
+from core.measurement.bootstrap import RocBand
 from core.foundations.names import ARCH_NAMES, UTILITY_NAMES
 from core.views.style import ARCH_COLOURS, layout, with_ci
 from core.views.run_figures import resolves, zero_fp_label, mark_fpr_floor
@@ -81,7 +82,8 @@ def repeats_table(blocks: Mapping[str, RepeatsBlock | Mapping[str, Any]]) -> pd.
     return pd.DataFrame(rows)
 
 
-def roc_band_figure(bands: dict[str, dict[str, Any]], n_nonmembers: dict[str, int] | None = None) -> go.Figure:
+def roc_band_figure(bands: Mapping[str, RocBand | Mapping[str, Any]], n_nonmembers: dict[str, int] | None = None
+                    ) -> go.Figure:
     """Each architecture's mean ROC curve over its repeats with the pointwise 95 % band (log FPR).
     With ``n_nonmembers`` (arch → its evaluation set's non-members) the band is drawn only down to
     FPR = 1/n and a dotted line marks it: below it the grid reads the TPR at zero false positives."""
@@ -89,16 +91,16 @@ def roc_band_figure(bands: dict[str, dict[str, Any]], n_nonmembers: dict[str, in
     floor = 1e-3
     ns = n_nonmembers or {}
     for arch, b in bands.items():
+        b = b if isinstance(b, RocBand) else RocBand.from_dict(b)
         c = ARCH_COLOURS.get(arch, "#444")
         n0 = ns.get(arch)
-        keep = [i for i, v in enumerate(b["fpr"]) if (v >= 1.0 / n0 - 1e-12 if n0 else True)]
-        x = [max(b["fpr"][i], floor) for i in keep]
-        hi, lo, tpr = [b["hi"][i] for i in keep], [b["lo"][i] for i in keep], [b["tpr"][i] for i in keep]
+        keep = [i for i, v in enumerate(b.fpr) if (v >= 1.0 / n0 - 1e-12 if n0 else True)]
+        x = [max(b.fpr[i], floor) for i in keep]
+        hi, lo, tpr = [b.hi[i] for i in keep], [b.lo[i] for i in keep], [b.tpr[i] for i in keep]
         fig.add_scatter(x=x + x[::-1], y=hi + lo[::-1], fill="toself", mode="lines",
                         line=dict(width=0), fillcolor=c, opacity=0.18, hoverinfo="skip", showlegend=False)
         fig.add_scatter(x=x, y=tpr, mode="lines", line=dict(color=c),
-                        name=f"{ARCH_NAMES.get(arch, arch)}: mean of N = {b['n']}"
-                             + (", 95% band" if b["n"] > 1 else ""))
+                        name=f"{ARCH_NAMES.get(arch, arch)}: mean of N = {b.n}" + (", 95% band" if b.n > 1 else ""))
     diagonal = [floor * (1 / floor) ** (i / 50) for i in range(51)]
     fig.add_scatter(x=diagonal, y=diagonal, mode="lines", line=dict(color="grey", dash="dot"), name="chance")
     mark_fpr_floor(fig, [n for n in ns.values() if n and 1 / n > floor])
