@@ -182,12 +182,11 @@ def repeats(run: RunInputs) -> Section | None:
     if not view:
         return None
     if "comparison" in view:
-        raw = view["comparison"]
-        comp = ComparisonResult.coerce(raw)
+        comp = ComparisonResult.coerce(view["comparison"])
 
         def build() -> list[Block]:
             out: list[Block] = [Text("  \n".join(verdict_lines(comp))), Table(comparison_table(comp), precision=2)]
-            if (note := comparison_resolution_note(raw)) is not None:
+            if (note := comparison_resolution_note(comp)) is not None:
                 out.append(Text(note, "caption"))
             out += [Figure(roc_band_figure(comp.roc_band, comp.n_nonmembers())), Text(SMALL_N_NOTE, "caption"),
                     Text(f"The sections below show **repeat 1 of {comp.repeats}** (the form's seed); the means over "
