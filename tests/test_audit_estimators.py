@@ -176,6 +176,7 @@ def test_a_saturated_audit_has_no_finite_gdp_estimate_and_still_draws():
     est = ae.audit_estimators(scores, included, 1e-4, resamples=100)
     assert est["gdp_estimate"]["saturated"] and est["gdp_estimate"]["epsilon"] is None
     assert est["fdp_bound"]["saturated"] and est["fdp_bound"]["mu"] > 0  # m's ceiling, a finite bound
-    entry = {"m": 40, "delta": 1e-4, "accountant_epsilon": None, "estimators": est}
+    entry = {"m": 40, "delta": 1e-4, "accountant_epsilon": None, "estimators": est, "audited_epsilon": 0.0,
+             "audit": {"best_k": 2}, "attack": "loss", "attack_epsilon_lower_bound": 0.0, "utility_val": 0.5}
     fig = audit_guesses_figure({"ffnn": entry})
     assert any(t.name.startswith("Gaussian-DP estimate") and t.showlegend for t in fig.data)  # the band alone

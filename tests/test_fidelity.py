@@ -110,13 +110,15 @@ def test_matched_utility_picks_the_closest_checkpoint():
         attacks_by_epoch={"5": {"shadow": attack(0.52)}, "10": {"shadow": attack(0.70)},
                           "30": {"shadow": attack(0.72), "lira": attack(0.78)}})
     view = matched_utility(typed_runs([ffnn, rnn]))
-    first, second = view["pairs"]
+    first, second = view.pairs
     # FFNN's checkpoint closest to the RNN's final 0.85: epoch 10 (0.86; epoch 20 has no attack results)
-    assert first["matched"]["arch"] == "ffnn" and first["matched"]["epoch"] == 10
-    assert first["utility_gap"] == pytest.approx(0.01) and first["within_tolerance"]
-    assert first["more_leaky"] == {"shadow": "rnn"}  # LiRA ran at the final epoch only
+    assert first.matched.arch == "ffnn" and first.matched.epoch == 10
+    assert first.utility_gap == pytest.approx(0.01) and first.within_tolerance
+    assert first.more_leaky == {"shadow": "rnn"}  # LiRA ran at the final epoch only
     # RNN's checkpoint closest to the FFNN's final 0.95: its final epoch
-    assert second["matched"]["epoch"] == 30 and second["more_leaky"] == {"lira": "ffnn", "shadow": "ffnn"}
+    assert second.matched.epoch == 30 and second.more_leaky == {"lira": "ffnn", "shadow": "ffnn"}
+    # each side carries the attacks fitted at its epoch, typed
+    assert first.matched.attacks["shadow"].auc == 0.60 and set(first.reference.attacks) == {"shadow", "lira"}
     assert matched_utility(typed_runs([ffnn])) is None
 
 

@@ -158,7 +158,8 @@ def test_log_roc_draws_only_what_the_non_members_measure_and_marks_the_floor():
     few = {**s, "attacks": {"shadow": _attack(50, *roc, {"0.01": 0.12, "0.001": 0.12})}}
     assert "TPR@0FP (FPR < 1/50) 0.12" in roc_loglog(typed_runs([few])).data[0].name
     band = {"fpr": [0.0, 0.001, 0.005, 0.01, 0.1, 1.0], "tpr": [0.1, 0.1, 0.2, 0.3, 0.6, 1.0],
-            "lo": [0.0] * 5 + [1.0], "hi": [0.3, 0.3, 0.4, 0.5, 0.8, 1.0], "n": 3}
+            "lo": [0.0] * 5 + [1.0], "hi": [0.3, 0.3, 0.4, 0.5, 0.8, 1.0], "n": 3,
+            "method": "t over 3 repeats"}
     fig = roc_band_figure({"rnn": band}, {"rnn": 200})
     assert min(fig.data[1].x) == pytest.approx(0.005) and fig.data[1].y[0] == 0.2
     assert [sh.x0 for sh in fig.layout.shapes] == [pytest.approx(1 / 200)]
@@ -166,7 +167,7 @@ def test_log_roc_draws_only_what_the_non_members_measure_and_marks_the_floor():
 
 def test_repeats_table_names_an_unresolved_tpr_for_what_it_is():
     e = {"mean": 0.1, "ci_low": 0.05, "ci_high": 0.15, "n": 3}
-    block = {"n": 3, "resolution": {"n_members": 200, "n_nonmembers": 200},
+    block = {"n": 3, "seeds": [0, 1, 2], "config_hashes": ["a", "b", "c"], "resolution": {"n_members": 200, "n_nonmembers": 200},
              "metrics": {"attack_auc": e, "tpr_at_1pct_fpr": {**e, "mean": 0.3}, "tpr_at_0.1pct_fpr": e}}
     table = repeats_table({"ffnn": block})
     assert "TPR @ 1% FPR" in table.columns and "TPR @ 0.1% FPR" not in table.columns

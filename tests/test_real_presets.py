@@ -117,9 +117,9 @@ def test_a_comparison_states_its_resolution_beside_the_numbers():
     old = {"config": {"n_eval": 16}}  # a summary written before the resolution block
     res = {"ffnn": summary_resolution(typed_run(old)),
            "rnn": summary_resolution(typed_run({"resolution": {"n_members": 16, "n_nonmembers": 16}}))}
-    note = comparison_resolution_note({"task": "navigation", "resolution": res})
+    note = comparison_resolution_note({"task": "navigation", "resolution": res, "metrics": {}})
     assert "16 + 16 maps, one map = 0.0625 of TPR" in note and note.count("0.0625 of TPR") == 2
-    assert comparison_resolution_note({"task": "navigation"}) is None  # written before the block
+    assert comparison_resolution_note({"task": "navigation", "metrics": {}}) is None  # written before the block
 
 
 @pytest.mark.parametrize("arch", ["ffnn", "rnn"])

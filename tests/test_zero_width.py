@@ -121,8 +121,9 @@ def test_an_exposure_fpr_finer_than_the_non_members_is_named_zero_false_positive
     rng = np.random.default_rng(0)
     member = np.r_[np.ones(12, bool), np.zeros(12, bool)]
     a, b = rng.normal(size=24) + member, rng.normal(size=24) + member
-    view = {"attack": "lira", "archs": ["ffnn", "rnn"], "membership": member.tolist(),
-            "scores": {"ffnn": a.tolist(), "rnn": b.tolist()},
+    view = {"attack": "lira", "archs": ["ffnn", "rnn"], "records": list(range(24)), "membership": member.tolist(),
+            "scores": {"ffnn": a.tolist(), "rnn": b.tolist()}, "cross_entropy": {"ffnn": [], "rnn": []},
+            "ape": {"ffnn": [], "rnn": []},
             "quadrants": {str(f): quadrants(a, b, member, f).to_dict() for f in (0.01, 0.001)}}
     assert view["quadrants"]["0.01"]["quadrant"] == view["quadrants"]["0.001"]["quadrant"]  # one operating point
     table = exposure_table(view)
@@ -158,7 +159,7 @@ def test_the_budget_csv_leaves_the_spread_of_one_subset_empty():
         return {"n_references": 2, "draws": draws, "auc": 0.6, "auc_low": low, "auc_high": high,
                 "tpr_at_fpr": {"0.01": 0.2}, "tpr_low": {"0.01": low - 0.4}, "tpr_high": {"0.01": high - 0.4}}
 
-    budget = {"ffnn": {"curves": {"lira": {"points": [point(1, 0.6, 0.6), point(4, 0.55, 0.65)],
+    budget = {"ffnn": {"curves": {"lira": {"n_available": 4, "points": [point(1, 0.6, 0.6), point(4, 0.55, 0.65)],
                                            "flattens_at": None}}}}
     t = budget_points_table(budget)
     assert t["auc_low"].isna().tolist() == [True, False] and t["tpr_high_0.01"].isna().tolist() == [True, False]

@@ -141,11 +141,37 @@ ExposedMember._FIELDS = {"score": (NUM, True), "ape": (NUM, True), "cross_entrop
 
 
 @dataclass(frozen=True)
+class EpochRow(Typed):
+    """One epoch of :func:`core.analyses.analysis.vulnerability`: utility, and at a checkpoint the APE of members and
+    non-members and the primary attack's numbers (None where not measured)."""
+
+    epoch: int
+    utility_train: float | None = None
+    utility_val: float | None = None
+    ape_members: float | None = None
+    ape_non_members: float | None = None
+    attack_accuracy: float | None = None
+    attack_auc: float | None = None
+    extra: dict[str, Any] = field(**_EXTRA)
+    keys: tuple[str, ...] = field(**_KEYS)
+
+    _WHAT: ClassVar[str] = "row"
+    _STRICT: ClassVar[bool] = False
+
+
+EpochRow._FIELDS = {"epoch": (INT, True), **{k: (null(NUM), False) for k in (
+    "utility_train", "utility_val", "ape_members", "ape_non_members", "attack_accuracy", "attack_auc")}}
+
+
+@dataclass(frozen=True)
 class Vulnerability(Typed):
-    """One architecture's vulnerability over training (:func:`core.analyses.analysis.vulnerability`)."""
+    """One architecture's vulnerability over training (:func:`core.analyses.analysis.vulnerability`), and the
+    overtraining run's (:func:`core.analyses.analysis.overtraining`: the same with ``preset_epochs``)."""
 
     best_val_epoch: int | None = None
     gap_final: float | None = None
+    rows: tuple[EpochRow, ...] = ()
+    preset_epochs: int | None = None
     extra: dict[str, Any] = field(**_EXTRA)
     keys: tuple[str, ...] = field(**_KEYS)
 
@@ -153,7 +179,8 @@ class Vulnerability(Typed):
     _STRICT: ClassVar[bool] = False
 
 
-Vulnerability._FIELDS = {"best_val_epoch": (null(INT), False), "gap_final": (null(NUM), False)}
+Vulnerability._FIELDS = {"best_val_epoch": (null(INT), False), "gap_final": (null(NUM), False),
+                         "rows": (sequence(objects(EpochRow)), False), "preset_epochs": (INT, False)}
 
 
 # ---------------------------------------------------------------------------- exposure per record
@@ -186,9 +213,11 @@ QuadrantCount._FIELDS = {
 
 @dataclass(frozen=True)
 class Realised(Typed):
-    """One architecture's decisions at an FPR: the FPR its threshold realised."""
+    """One architecture's decisions at an FPR (:class:`core.measurement.exposure.Exposure`'s JSON): the FPR its
+    threshold realised, and the threshold (in the score's units)."""
 
     fpr_realised: float
+    threshold: float | None = None
     extra: dict[str, Any] = field(**_EXTRA)
     keys: tuple[str, ...] = field(**_KEYS)
 
@@ -196,7 +225,7 @@ class Realised(Typed):
     _STRICT: ClassVar[bool] = False
 
 
-Realised._FIELDS = {"fpr_realised": (NUM, True)}
+Realised._FIELDS = {"fpr_realised": (NUM, True), "threshold": (NUM, False)}
 
 
 @dataclass(frozen=True)
@@ -233,6 +262,9 @@ class FlipCounts(Typed):
     n_started: int
     kept: int
     n_members: int
+    #: the members (evaluation-set positions) that stop / start being exposed
+    stopped: tuple[int, ...] = ()
+    started: tuple[int, ...] = ()
     extra: dict[str, Any] = field(**_EXTRA)
     keys: tuple[str, ...] = field(**_KEYS)
 
@@ -241,7 +273,7 @@ class FlipCounts(Typed):
 
 
 FlipCounts._FIELDS = {"n_stopped": (INT, True), "n_started": (INT, True), "kept": (INT, True),
-                      "n_members": (INT, True)}
+                      "n_members": (INT, True), "stopped": (sequence(INT), False), "started": (sequence(INT), False)}
 
 
 @dataclass(frozen=True)
@@ -275,12 +307,38 @@ ExposureView._FIELDS = {
 
 # ---------------------------------------------------------------------------- reference budget
 @dataclass(frozen=True)
+class BudgetPointView(Typed):
+    """One budget of a curve (:class:`core.measurement.budget.BudgetPoint`'s JSON): AUC and TPR per FPR (keys
+    ``"0.01"``, ``"0.001"``) with their 2.5–97.5 % spread over the ``draws`` reference subsets."""
+
+    n_references: int
+    draws: int
+    auc: float
+    auc_low: float
+    auc_high: float
+    tpr_at_fpr: dict[str, float]
+    tpr_low: dict[str, float]
+    tpr_high: dict[str, float]
+    extra: dict[str, Any] = field(**_EXTRA)
+    keys: tuple[str, ...] = field(**_KEYS)
+
+    _WHAT: ClassVar[str] = "budget point"
+    _STRICT: ClassVar[bool] = False
+
+
+BudgetPointView._FIELDS = {"n_references": (INT, True), "draws": (INT, True), "auc": (NUM, True),
+                           "auc_low": (NUM, True), "auc_high": (NUM, True), "tpr_at_fpr": (mapping(NUM), True),
+                           "tpr_low": (mapping(NUM), True), "tpr_high": (mapping(NUM), True)}
+
+
+@dataclass(frozen=True)
 class BudgetCurveView(Typed):
     """One attack's curve against the number of references (:class:`core.measurement.budget.BudgetCurve`)."""
 
     n_available: int
-    points: tuple[dict[str, Any], ...]
+    points: tuple[BudgetPointView, ...]
     flattens_at: int | None = None
+    n_non_members: int | None = None
     extra: dict[str, Any] = field(**_EXTRA)
     keys: tuple[str, ...] = field(**_KEYS)
 
@@ -288,8 +346,8 @@ class BudgetCurveView(Typed):
     _STRICT: ClassVar[bool] = False
 
 
-BudgetCurveView._FIELDS = {"n_available": (INT, True), "points": (sequence(DICT), True),
-                           "flattens_at": (null(INT), False)}
+BudgetCurveView._FIELDS = {"n_available": (INT, True), "points": (sequence(objects(BudgetPointView)), True),
+                           "flattens_at": (null(INT), False), "n_non_members": (INT, False)}
 
 
 @dataclass(frozen=True)
@@ -309,11 +367,34 @@ BudgetView._FIELDS = {"curves": (mapping(objects(BudgetCurveView)), True)}
 
 # ---------------------------------------------------------------------------- audited ε
 @dataclass(frozen=True)
+class AuditK(Typed):
+    """One number of guesses k of the audit (:class:`core.measurement.audit.AuditAtK`) or of the f-DP bound:
+    correct guesses, the accuracy of the guesses (the audit) or the bound's μ (f-DP), and its ε."""
+
+    k: int
+    correct: int | None = None
+    accuracy: float | None = None
+    mu: float | None = None
+    epsilon: float | None = None
+    extra: dict[str, Any] = field(**_EXTRA)
+    keys: tuple[str, ...] = field(**_KEYS)
+
+    _WHAT: ClassVar[str] = "per_k"
+    _STRICT: ClassVar[bool] = False
+
+
+AuditK._FIELDS = {"k": (INT, True), "correct": (INT, False), "accuracy": (null(NUM), False), "mu": (null(NUM), False),
+                  "epsilon": (null(NUM), False)}
+
+
+@dataclass(frozen=True)
 class AuditHeadline(Typed):
     """The audit's headline (:class:`core.measurement.audit.AuditResult`): best k and whether every guess was right."""
 
     best_k: int
     saturated: bool | None = None
+    confidence: float | None = None
+    per_k: tuple[AuditK, ...] = ()
     extra: dict[str, Any] = field(**_EXTRA)
     keys: tuple[str, ...] = field(**_KEYS)
 
@@ -321,7 +402,8 @@ class AuditHeadline(Typed):
     _STRICT: ClassVar[bool] = False
 
 
-AuditHeadline._FIELDS = {"best_k": (INT, True), "saturated": (null(BOOL), False)}
+AuditHeadline._FIELDS = {"best_k": (INT, True), "saturated": (null(BOOL), False), "confidence": (NUM, False),
+                         "per_k": (sequence(objects(AuditK)), False)}
 
 
 @dataclass(frozen=True)
@@ -347,14 +429,20 @@ class FdpBound(Typed):
     best_k: int | None = None
     mu: float | None = None
     epsilon: float | None = None
+    per_k: tuple[AuditK, ...] = ()
     extra: dict[str, Any] = field(**_EXTRA)
     keys: tuple[str, ...] = field(**_KEYS)
 
     _WHAT: ClassVar[str] = "fdp_bound"
+
+    def at(self, k: int) -> AuditK | None:
+        """The bound at ``k`` guesses, None where the grid lacks it."""
+        return next((p for p in self.per_k or () if p.k == k), None)
     _STRICT: ClassVar[bool] = False
 
 
-FdpBound._FIELDS = {"best_k": (null(INT), False), "mu": (null(NUM), False), "epsilon": (null(NUM), False)}
+FdpBound._FIELDS = {"best_k": (null(INT), False), "mu": (null(NUM), False), "epsilon": (null(NUM), False),
+                    "per_k": (sequence(objects(AuditK)), False)}
 
 
 @dataclass(frozen=True)
@@ -380,11 +468,34 @@ GdpEstimate._FIELDS = {"saturated": (BOOL, False), **{k: (null(NUM), False) for 
 
 
 @dataclass(frozen=True)
+class BoundCurve(Typed):
+    """The bounds against the number of guesses ``k`` (:func:`core.measurement.audit_estimators.bound_curve`):
+    correct guesses, Steinke et al.'s ε and the f-DP μ and ε at each k."""
+
+    k: tuple[int, ...]
+    correct: tuple[int, ...]
+    steinke_epsilon: tuple[float | None, ...]
+    fdp_mu: tuple[float | None, ...]
+    fdp_epsilon: tuple[float | None, ...]
+    extra: dict[str, Any] = field(**_EXTRA)
+    keys: tuple[str, ...] = field(**_KEYS)
+
+    _WHAT: ClassVar[str] = "curve"
+    _STRICT: ClassVar[bool] = False
+
+
+BoundCurve._FIELDS = {"k": (numbers(), True), "correct": (numbers(), True),
+                      "steinke_epsilon": (optional_numbers(), True), "fdp_mu": (optional_numbers(), True),
+                      "fdp_epsilon": (optional_numbers(), True)}
+
+
+@dataclass(frozen=True)
 class Estimators(Typed):
     """The other estimators of the same canaries (:func:`core.measurement.audit_estimators.audit_estimators`)."""
 
     fdp_bound: FdpBound
     gdp_estimate: GdpEstimate
+    curve: BoundCurve | None = None
     extra: dict[str, Any] = field(**_EXTRA)
     keys: tuple[str, ...] = field(**_KEYS)
 
@@ -392,7 +503,8 @@ class Estimators(Typed):
     _STRICT: ClassVar[bool] = False
 
 
-Estimators._FIELDS = {"fdp_bound": (objects(FdpBound), True), "gdp_estimate": (objects(GdpEstimate), True)}
+Estimators._FIELDS = {"fdp_bound": (objects(FdpBound), True), "gdp_estimate": (objects(GdpEstimate), True),
+                      "curve": (objects(BoundCurve), False)}
 
 
 @dataclass(frozen=True)
@@ -406,6 +518,8 @@ class AuditView(Typed):
     utility_val: float
     estimators: Estimators
     accountant_epsilon: Accountant | None = None
+    delta: float | None = None
+    m: int | None = None
     extra: dict[str, Any] = field(**_EXTRA)
     keys: tuple[str, ...] = field(**_KEYS)
 
@@ -416,7 +530,7 @@ class AuditView(Typed):
 AuditView._FIELDS = {
     "audited_epsilon": (NUM, True), "audit": (objects(AuditHeadline), True), "attack": (STR, True),
     "attack_epsilon_lower_bound": (NUM, True), "utility_val": (NUM, True), "estimators": (objects(Estimators), True),
-    "accountant_epsilon": (null(objects(Accountant)), False)}
+    "accountant_epsilon": (null(objects(Accountant)), False), "delta": (NUM, False), "m": (INT, False)}
 
 
 # ---------------------------------------------------------------------------- slices

@@ -148,7 +148,7 @@ def exposure_view(configs: dict[str, ExperimentConfig], summaries: dict[str, Run
             triples.append((_scores(pair[a].per_record.scores_of(attack), "repeat"),
                             _scores(pair[b].per_record.scores_of(attack), "repeat"),
                             np.asarray(pair[a].per_record.membership, bool)))
-            seeds.append(int(pair[a].config["seed"]))
+            seeds.append(pair[a].seed)
     out["repeat_seeds"] = seeds
     out["quadrants"] = {str(f): quadrants(scores[a], scores[b], member, f, a, b, triples).to_dict() for f in fprs}
     # an FPR finer than 1/non-members is the threshold at 0 false positives: named so, never "0.1 %"

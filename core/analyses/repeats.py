@@ -221,7 +221,7 @@ def repeats_block(summaries: Sequence[RunSummary], n_boot: int = 1000) -> dict[s
     repeats, and repeat 0's bootstrap intervals over records (``within_run``)."""
     return {
         "n": len(summaries),
-        "seeds": [s.config["seed"] for s in summaries],
+        "seeds": [s.seed for s in summaries],
         "config_hashes": [s.config_hash for s in summaries],
         "metrics": {k: e.to_dict() for k, e in aggregate(summaries).items()},
         "roc_band": roc_band(summaries),
@@ -240,7 +240,7 @@ def compare_summaries(ffnn: Sequence[RunSummary | dict[str, Any]], rnn: Sequence
         raise ValueError(f"paired repeats need as many FFNN as RNN runs ({len(ffnn)} vs {len(rnn)})")
     ffnn, rnn = runs(ffnn), runs(rnn)
     for a, b in zip(ffnn, rnn):
-        if a.config["seed"] != b.config["seed"]:
+        if a.seed != b.seed:
             raise ValueError("repeat r of both architectures must share its seed (same split)")
     fa, rb = headline_values(ffnn), headline_values(rnn)
     out = {}
@@ -440,7 +440,7 @@ def comparison_json(ffnn: Sequence[RunSummary], rnn: Sequence[RunSummary]) -> di
                                                  "why": PRIMARY_WHY[primary]},
         "secondary": {"metrics": secondary, "correction": "Holm (1979) over the secondary metrics' p-values"},
         "no_verdict": {m: d["no_verdict_reason"] for m, d in metrics.items() if d.get("no_verdict_reason")},
-        "seeds": [s.config["seed"] for s in ffnn],
+        "seeds": [s.seed for s in ffnn],
         "config_hashes": {"ffnn": [s.config_hash for s in ffnn], "rnn": [s.config_hash for s in rnn]},
         "utility_metric": first.utility.metric,
         "metrics": metrics,

@@ -25,12 +25,13 @@ losses from reading as "100 % apart"); above ``loss_tolerance`` the block warns.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
 
 from core.measurement.responses import Responses
-from core.experiment.results import RunSummary
+from core.experiment.results import AttackResult, RunSummary
 from core.experiment.roles import TrainedModels
 from core.measurement.studies import arch_finding
 
@@ -272,10 +273,37 @@ def _val_by_epoch(run: RunSummary) -> dict[int, float]:
     return {r.epoch: r.utility_val for r in run.per_epoch if r.utility_val is not None}
 
 
-def _attack_numbers(run: RunSummary, epoch: int) -> dict[str, dict[str, float]]:
-    return {name: {"auc": r.auc, "accuracy": r.accuracy, "advantage": r.advantage,
-                   "tpr_at_1pct": r.tpr_at_1pct_fpr, "tpr_at_0.1pct": r.tpr_at_01pct_fpr}
-            for name, r in run.attacks_at(epoch).items()}
+@dataclass(frozen=True)
+class MatchedSide:
+    """One side of a matched-utility pair: an architecture at one epoch, its validation utility there and the
+    attacks fitted at that epoch (:class:`core.experiment.results.AttackResult`, by name)."""
+
+    arch: str
+    epoch: int
+    utility_val: float
+    attacks: dict[str, AttackResult]
+
+
+@dataclass(frozen=True)
+class MatchedPair:
+    """A's checkpoint closest to B's final validation utility (``matched``) beside B at its final epoch
+    (``reference``): the utility gap, whether it is within :data:`UTILITY_GAP`, and per attack run on both sides
+    which architecture has the higher AUC (or ``"tie"``)."""
+
+    matched: MatchedSide
+    reference: MatchedSide
+    utility_gap: float
+    within_tolerance: bool
+    more_leaky: dict[str, str]
+
+
+@dataclass(frozen=True)
+class MatchedUtility:
+    """The matched-utility view (:func:`matched_utility`): the utility ``metric`` and one pair per direction. Built
+    and read in memory only (the run's page and report draw it as a table): it has no JSON form."""
+
+    metric: str
+    pairs: tuple[MatchedPair, ...]
 
 
 def closest_checkpoint(summary: RunSummary, target_val: float) -> int | None:
@@ -289,14 +317,13 @@ def closest_checkpoint(summary: RunSummary, target_val: float) -> int | None:
     return min(sorted(epochs, reverse=True), key=lambda e: abs(vals[e] - target_val))
 
 
-def matched_utility(summaries: Sequence[RunSummary]) -> dict[str, Any] | None:
+def matched_utility(summaries: Sequence[RunSummary]) -> MatchedUtility | None:
     """The matched-utility view of a two-architecture comparison (the studies compare at similar utility).
 
     For each architecture A (the other B): A's checkpoint epoch whose validation utility is closest
     to B's final one, and the attack numbers of A there beside B's at its final epoch.
-    Returns ``{"metric", "pairs": [{"matched": {arch, epoch, utility_val, attacks},
-    "reference": {arch, epoch, utility_val, attacks}, "utility_gap", "within_tolerance", "more_leaky":
-    {attack: arch}}]}`` (None without two summaries); ``within_tolerance`` says whether the gap is within
+    Returns a :class:`MatchedUtility` (None without two summaries): per direction a :class:`MatchedPair` of
+    ``matched`` and ``reference`` sides, the utility gap and ``more_leaky`` (attack → arch); ``within_tolerance`` says whether the gap is within
     :data:`UTILITY_GAP` — when it is not, no checkpoint of A reaches B's utility and the pair is no fair match. Attacks run only at the final epoch (LiRA, RMIA) appear in a pair
     only when the matched epoch is the final one.
     """
@@ -312,16 +339,15 @@ def matched_utility(summaries: Sequence[RunSummary]) -> dict[str, Any] | None:
         if epoch is None:
             continue
         a_val = _val_by_epoch(a)[epoch]
-        matched = {"arch": a.arch, "epoch": epoch, "utility_val": a_val, "attacks": _attack_numbers(a, epoch)}
-        reference = {"arch": b.arch, "epoch": b_final, "utility_val": b_val, "attacks": _attack_numbers(b, b_final)}
+        matched = MatchedSide(a.arch, epoch, a_val, a.attacks_at(epoch))
+        reference = MatchedSide(b.arch, b_final, b_val, b.attacks_at(b_final))
         more = {}
-        for name in sorted(set(matched["attacks"]) & set(reference["attacks"])):
-            x, y = a.attacks_at(epoch)[name].auc, b.attacks_at(b_final)[name].auc
+        for name in sorted(set(matched.attacks) & set(reference.attacks)):
+            x, y = matched.attacks[name].auc, reference.attacks[name].auc
             more[name] = a.arch if x > y else (b.arch if y > x else "tie")
         gap = float(a_val - b_val)
-        pairs.append({"matched": matched, "reference": reference, "utility_gap": gap,
-                      "within_tolerance": abs(gap) <= UTILITY_GAP.get(a.utility.metric, 0.1), "more_leaky": more})
-    return {"metric": summaries[0].utility.metric, "pairs": pairs}
+        pairs.append(MatchedPair(matched, reference, gap, abs(gap) <= UTILITY_GAP.get(a.utility.metric, 0.1), more))
+    return MatchedUtility(summaries[0].utility.metric, tuple(pairs))
 
 
 # ---------------------------------------------------------------------------- the studies vs this run (pure)

@@ -178,6 +178,11 @@ class RepeatsBlock(Typed):
 
     _WHAT: ClassVar[str] = "repeats"
 
+    @property
+    def n_nonmembers(self) -> int | None:
+        """Repeat 0's evaluation non-members (the band's 1/n floor), None for a block written before ``resolution``."""
+        return None if not self.resolution else int(self.resolution["n_nonmembers"])
+
 
 RepeatsBlock._FIELDS = {"n": (INT, True), "seeds": (sequence(INT), True), "config_hashes": (sequence(STR), True),
                         "metrics": (mapping(estimate()), True), "roc_band": (null(DICT), False),
@@ -280,6 +285,11 @@ class RunSummary(Typed):
     def primary(self) -> str:
         """The primary attack's name."""
         return self.attack.name
+
+    @property
+    def seed(self) -> int:
+        """The run's seed (the config's): repeat r of both architectures shares it (same split)."""
+        return int(self.config["seed"])
 
     @property
     def epochs(self) -> int:

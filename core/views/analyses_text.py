@@ -216,7 +216,7 @@ def slice_rows(sliced: SlicesView | Mapping[str, Any], slicing: str) -> list[dic
     s = SlicesView.coerce(sliced)
     return [{"arch": ARCH_NAMES[a], "slice": r.slice, "members": r.n_members, "non-members": r.n_non_members,
              "AUC [95 %]": "—" if r.auc is None else f"{r.auc:.3f} [{r.auc_low:.3f}, {r.auc_high:.3f}]",
-             "TPR@1 % FPR": "—" if r.tpr_at_1pct is None else slice_tpr_cell(r.to_dict()),
+             "TPR@1 % FPR": "—" if r.tpr_at_1pct is None else slice_tpr_cell(r),
              "too small": "yes" if r.too_small else ""}
             for a, by in s.archs.items() for r in by[slicing]]
 

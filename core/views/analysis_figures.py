@@ -3,12 +3,13 @@ scatter (per-population density contours, marginal histograms, clipped records o
 log / linear axes), vulnerability over training, model mismatch, memorization and overtraining."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from core.analyses.analysis_results import Vulnerability
 from core.foundations.names import ARCH_NAMES
 from core.views.style import ARCH_COLOURS, LEGEND_ROW_PX, AXIS_TITLE_PX, RIGHT_PX, legend_below
 
@@ -200,28 +201,28 @@ def scatter_figure(scatters: dict[str, dict[str, Any]], attack: str, scale: str 
     return fig
 
 
-def vulnerability_figure(vulns: dict[str, dict[str, Any]]) -> go.Figure:
+def vulnerability_figure(vulns: Mapping[str, Vulnerability | Mapping[str, Any]]) -> go.Figure:
     """Paper 000 Fig. 4: utility (train solid, validation dashed), APE of members (solid) and
     non-members (dashed, log scale) and attack accuracy over epochs; the best-validation epoch marked."""
     fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06,
                         subplot_titles=["utility", "average prediction entropy (log scale)", "attack accuracy"])
-    for arch, v in vulns.items():
+    for arch, v in ((a, Vulnerability.coerce(v)) for a, v in vulns.items()):
         c, name = ARCH_COLOURS.get(arch), ARCH_NAMES.get(arch, arch)
-        rows = v["rows"]
-        e = [r["epoch"] for r in rows]
-        fig.add_scatter(x=e, y=[r["utility_train"] for r in rows], name=f"{name} train", line=dict(color=c), row=1, col=1)
-        fig.add_scatter(x=e, y=[r["utility_val"] for r in rows], name=f"{name} validation", line=dict(color=c, dash="dash"),
+        rows = v.rows or ()
+        e = [r.epoch for r in rows]
+        fig.add_scatter(x=e, y=[r.utility_train for r in rows], name=f"{name} train", line=dict(color=c), row=1, col=1)
+        fig.add_scatter(x=e, y=[r.utility_val for r in rows], name=f"{name} validation", line=dict(color=c, dash="dash"),
                         row=1, col=1)
-        ck = [r for r in rows if "ape_members" in r]
-        fig.add_scatter(x=[r["epoch"] for r in ck], y=[max(r["ape_members"], 1e-12) for r in ck], mode="lines+markers",
+        ck = [r for r in rows if r.ape_members is not None]  # the checkpoints
+        fig.add_scatter(x=[r.epoch for r in ck], y=[max(r.ape_members, 1e-12) for r in ck], mode="lines+markers",
                         name=f"{name} APE members", line=dict(color=c), row=2, col=1)
-        fig.add_scatter(x=[r["epoch"] for r in ck], y=[max(r["ape_non_members"], 1e-12) for r in ck], mode="lines+markers",
+        fig.add_scatter(x=[r.epoch for r in ck], y=[max(r.ape_non_members, 1e-12) for r in ck], mode="lines+markers",
                         name=f"{name} APE non-members", line=dict(color=c, dash="dash"), row=2, col=1)
-        at = [r for r in rows if r.get("attack_accuracy") is not None]
-        fig.add_scatter(x=[r["epoch"] for r in at], y=[r["attack_accuracy"] for r in at], mode="lines+markers",
+        at = [r for r in rows if r.attack_accuracy is not None]
+        fig.add_scatter(x=[r.epoch for r in at], y=[r.attack_accuracy for r in at], mode="lines+markers",
                         name=f"{name} attack accuracy", line=dict(color=c), row=3, col=1)
-        if v.get("best_val_epoch"):
-            fig.add_vline(x=v["best_val_epoch"], line=dict(color=c, dash="dot", width=1))
+        if v.best_val_epoch:
+            fig.add_vline(x=v.best_val_epoch, line=dict(color=c, dash="dot", width=1))
     fig.add_hline(y=0.5, line=dict(color="grey", dash="dot", width=1), row=3, col=1)
     fig.update_yaxes(type="log", row=2, col=1)
     fig.update_xaxes(title_text="epoch", row=3, col=1)
@@ -262,19 +263,20 @@ def memorization_figure(results: dict[str, dict[str, Any]]) -> go.Figure:
     return legend_below(fig, 480)
 
 
-def overtraining_figure(results: dict[str, dict[str, Any]]) -> go.Figure:
+def overtraining_figure(results: Mapping[str, Vulnerability | Mapping[str, Any]]) -> go.Figure:
     """Attack accuracy (solid) and validation utility (dashed, right axis) far past the best epoch."""
     fig = go.Figure()
-    for arch, v in results.items():
+    for arch, v in ((a, Vulnerability.coerce(v)) for a, v in results.items()):
         c, name = ARCH_COLOURS.get(arch), ARCH_NAMES.get(arch, arch)
-        at = [r for r in v["rows"] if r.get("attack_accuracy") is not None]
-        fig.add_scatter(x=[r["epoch"] for r in at], y=[r["attack_accuracy"] for r in at], mode="lines+markers",
+        rows = v.rows or ()
+        at = [r for r in rows if r.attack_accuracy is not None]
+        fig.add_scatter(x=[r.epoch for r in at], y=[r.attack_accuracy for r in at], mode="lines+markers",
                         name=f"{name} attack accuracy", line=dict(color=c))
-        fig.add_scatter(x=[r["epoch"] for r in v["rows"]], y=[r["utility_val"] for r in v["rows"]], yaxis="y2",
+        fig.add_scatter(x=[r.epoch for r in rows], y=[r.utility_val for r in rows], yaxis="y2",
                         name=f"{name} validation utility", line=dict(color=c, dash="dash"))
-        if v.get("best_val_epoch"):
-            fig.add_vline(x=v["best_val_epoch"], line=dict(color=c, dash="dot", width=1))
-        fig.add_vline(x=v["preset_epochs"], line=dict(color="grey", width=1))
+        if v.best_val_epoch:
+            fig.add_vline(x=v.best_val_epoch, line=dict(color=c, dash="dot", width=1))
+        fig.add_vline(x=v.preset_epochs, line=dict(color="grey", width=1))
     fig.update_layout(title="Overtraining (grey: the preset's epochs; dotted: best validation epoch)",
                       xaxis_title="epoch", yaxis=dict(title="attack accuracy", range=[0.4, 1.02]),
                       yaxis2=dict(title="validation utility", overlaying="y", side="right", showgrid=False))

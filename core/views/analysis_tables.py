@@ -4,11 +4,12 @@ builder in :mod:`core.analyses.registry` (``table="core.views.analysis_tables:�
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 import pandas as pd
 
 from core.analyses import registry as analysis_registry
+from core.analyses.analysis_results import AuditView, BudgetPointView, BudgetView, ExposureView, SlicesView
 from core.analyses.registry import resolve
 
 
@@ -48,63 +49,63 @@ def mismatch_table(data: dict[str, Any]) -> pd.DataFrame:
                          for arch, m in data.items() for r in m["rows"] for name, acc in r["accuracy"].items()])
 
 
-def exposure_records_table(ex: dict[str, Any]) -> pd.DataFrame:
+def exposure_records_table(ex: ExposureView | Mapping[str, Any]) -> pd.DataFrame:
     """Issue 22's exposure view (:mod:`core.analyses.record_views`), one row per record."""
+    ex = ExposureView.coerce(ex)
     rows = []
-    for i, (index, m) in enumerate(zip(ex["records"], ex["membership"])):
-        row: dict[str, Any] = {"record": i, "dataset_index": index, "member": m, "attack": ex["attack"]}
-        for arch in ex["archs"]:
-            row[f"score_{arch}"] = ex["scores"][arch][i]
-            row[f"cross_entropy_{arch}"] = ex["cross_entropy"][arch][i]
-        for fpr, q in ex["quadrants"].items():
-            row[f"quadrant_at_fpr_{fpr}"] = q["quadrant"][i]
-        for arch, by_fpr in ex.get("flips", {}).items():
+    for i, (index, m) in enumerate(zip(ex.records, ex.membership)):
+        row: dict[str, Any] = {"record": i, "dataset_index": index, "member": m, "attack": ex.attack}
+        for arch in ex.archs:
+            row[f"score_{arch}"] = ex.scores[arch][i]
+            row[f"cross_entropy_{arch}"] = ex.cross_entropy[arch][i]
+        for fpr, q in ex.quadrants.items():
+            row[f"quadrant_at_fpr_{fpr}"] = q.quadrant[i]
+        for arch, by_fpr in (ex.flips or {}).items():
             for fpr, f in by_fpr.items():
-                row[f"flip_{arch}_at_fpr_{fpr}"] = ("stopped" if i in f["stopped"] else
-                                                    "started" if i in f["started"] else "")
+                row[f"flip_{arch}_at_fpr_{fpr}"] = ("stopped" if i in (f.stopped or ()) else
+                                                    "started" if i in (f.started or ()) else "")
         rows.append(row)
     return pd.DataFrame(rows)
 
 
-def budget_points_table(budget: dict[str, Any]) -> pd.DataFrame:
+def budget_points_table(budget: Mapping[str, BudgetView | Mapping[str, Any]]) -> pd.DataFrame:
     """One row per budget point; the spread over reference subsets only where there were two or more (one
     subset — all references — has no spread: empty cells, not a low = high "interval")."""
-    def spread(p: dict[str, Any], value: Any) -> Any:
-        return value if p["draws"] > 1 else None
+    def spread(p: BudgetPointView, value: Any) -> Any:
+        return value if p.draws > 1 else None
 
     return pd.DataFrame([
-        {"arch": arch, "attack": name, "n_references": p["n_references"], "draws": p["draws"], "auc": p["auc"],
-         "auc_low": spread(p, p["auc_low"]), "auc_high": spread(p, p["auc_high"]),
-         **{f"tpr_at_fpr_{f}": v for f, v in p["tpr_at_fpr"].items()},
-         **{f"tpr_low_{f}": spread(p, v) for f, v in p["tpr_low"].items()},
-         **{f"tpr_high_{f}": spread(p, v) for f, v in p["tpr_high"].items()}, "flattens_at": c["flattens_at"]}
-        for arch, view in budget.items() for name, c in view["curves"].items() for p in c["points"]])
+        {"arch": arch, "attack": name, "n_references": p.n_references, "draws": p.draws, "auc": p.auc,
+         "auc_low": spread(p, p.auc_low), "auc_high": spread(p, p.auc_high),
+         **{f"tpr_at_fpr_{f}": v for f, v in p.tpr_at_fpr.items()},
+         **{f"tpr_low_{f}": spread(p, v) for f, v in p.tpr_low.items()},
+         **{f"tpr_high_{f}": spread(p, v) for f, v in p.tpr_high.items()}, "flattens_at": c.flattens_at}
+        for arch, view in budget.items() for name, c in BudgetView.coerce(view).curves.items() for p in c.points])
 
 
-def audit_table(audit: dict[str, Any]) -> pd.DataFrame:
+def audit_table(audit: Mapping[str, AuditView | Mapping[str, Any]]) -> pd.DataFrame:
+    views = {arch: AuditView.coerce(v) for arch, v in audit.items()}
     return pd.DataFrame([
-        {"arch": arch, "m": v["m"], "delta": v["delta"], "k": k["k"], "correct": k["correct"],
-         "accuracy": k["accuracy"], "epsilon_at_k": k["epsilon"], "audited_epsilon": v["audited_epsilon"],
-         "best_k": v["audit"]["best_k"], "accountant_rdp": (v["accountant_epsilon"] or {}).get("rdp"),
-         "accountant_prv": (v["accountant_epsilon"] or {}).get("prv"),
-         "attack_epsilon_lower_bound": v["attack_epsilon_lower_bound"], **_audit_estimator_columns(v, k["k"])}
-        for arch, v in audit.items() for k in v["audit"]["per_k"]])
+        {"arch": arch, "m": v.m, "delta": v.delta, "k": k.k, "correct": k.correct,
+         "accuracy": k.accuracy, "epsilon_at_k": k.epsilon, "audited_epsilon": v.audited_epsilon,
+         "best_k": v.audit.best_k, "accountant_rdp": None if v.accountant_epsilon is None else v.accountant_epsilon.rdp,
+         "accountant_prv": None if v.accountant_epsilon is None else v.accountant_epsilon.prv,
+         "attack_epsilon_lower_bound": v.attack_epsilon_lower_bound, **_audit_estimator_columns(v, k.k)}
+        for arch, v in views.items() for k in v.audit.per_k or ()])
 
 
-def slices_rows_table(slices: dict[str, Any]) -> pd.DataFrame:
-    return pd.DataFrame([{"arch": arch, "attack": slices["attack"], **r}
-                         for arch, by in slices["archs"].items() for rows in by.values() for r in rows])
+def slices_rows_table(slices: SlicesView | Mapping[str, Any]) -> pd.DataFrame:
+    sv = SlicesView.coerce(slices)
+    return pd.DataFrame([{"arch": arch, "attack": sv.attack, **r.to_dict()}
+                         for arch, by in sv.archs.items() for rows in by.values() for r in rows])
 
 
-def _audit_estimator_columns(v: dict[str, Any], k: int) -> dict[str, Any]:
+def _audit_estimator_columns(v: AuditView, k: int) -> dict[str, Any]:
     """The audit's other estimators on a row of its table (:mod:`core.measurement.audit_estimators`):
-    the f-DP bound at this k and the headlines (none when the entry predates them)."""
-    est = v.get("estimators")
-    if not est:
-        return {}
-    at = next((p for p in est["fdp_bound"]["per_k"] if p["k"] == k), {})
-    gdp, fdp = est["gdp_estimate"], est["fdp_bound"]
-    return {"fdp_mu_at_k": at.get("mu"), "fdp_epsilon_at_k": at.get("epsilon"), "fdp_mu": fdp["mu"],
-            "fdp_epsilon": fdp["epsilon"], "fdp_best_k": fdp["best_k"], "gdp_mu_estimate": gdp["mu"],
-            "gdp_mu_low": gdp["mu_low"], "gdp_mu_high": gdp["mu_high"], "gdp_epsilon_estimate": gdp["epsilon"],
-            "gdp_epsilon_low": gdp["epsilon_low"], "gdp_epsilon_high": gdp["epsilon_high"]}
+    the f-DP bound at this k and the headlines."""
+    gdp, fdp = v.estimators.gdp_estimate, v.estimators.fdp_bound
+    at = fdp.at(k)
+    return {"fdp_mu_at_k": None if at is None else at.mu, "fdp_epsilon_at_k": None if at is None else at.epsilon,
+            "fdp_mu": fdp.mu, "fdp_epsilon": fdp.epsilon, "fdp_best_k": fdp.best_k, "gdp_mu_estimate": gdp.mu,
+            "gdp_mu_low": gdp.mu_low, "gdp_mu_high": gdp.mu_high, "gdp_epsilon_estimate": gdp.epsilon,
+            "gdp_epsilon_low": gdp.epsilon_low, "gdp_epsilon_high": gdp.epsilon_high}

@@ -7,6 +7,7 @@ from typing import Any
 
 import pandas as pd
 
+from core.experiment.fidelity import MatchedUtility
 from core.experiment.results import RunSummary
 from core.foundations.names import ARCH_NAMES, ATTACK_NAMES, ATTACK_SHORT, UTILITY_NAMES
 from core.views.run_figures import low_fpr_cells
@@ -56,7 +57,7 @@ def shadow_fidelity_table(summaries: list[RunSummary]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def matched_utility_table(view: dict[str, Any] | None, attacks: tuple[str, ...] = ("shadow", "loss_threshold")
+def matched_utility_table(view: MatchedUtility | None, attacks: tuple[str, ...] = ("shadow", "loss_threshold")
                           ) -> pd.DataFrame:
     """The matched-utility view ``view`` (:func:`core.experiment.fidelity.matched_utility` of the run's summaries,
     computed by the caller): for each architecture, the checkpoint whose validation utility is closest to the
@@ -65,21 +66,20 @@ def matched_utility_table(view: dict[str, Any] | None, attacks: tuple[str, ...] 
     rows = []
     if not view:
         return pd.DataFrame(rows)
-    metric = UTILITY_NAMES.get(view["metric"], view["metric"])
-    for k, pair in enumerate(view["pairs"], 1):
-        for side in ("matched", "reference"):
-            m = pair[side]
-            row = {"comparison": k, "architecture": ARCH_NAMES.get(m["arch"], m["arch"]), "epoch": m["epoch"],
-                   f"validation {metric}": m["utility_val"]}
+    metric = UTILITY_NAMES.get(view.metric, view.metric)
+    for k, pair in enumerate(view.pairs, 1):
+        for side, m in (("matched", pair.matched), ("reference", pair.reference)):
+            row = {"comparison": k, "architecture": ARCH_NAMES.get(m.arch, m.arch), "epoch": m.epoch,
+                   f"validation {metric}": m.utility_val}
             for name in attacks:
-                a = m["attacks"].get(name)
-                row[f"{ATTACK_SHORT.get(name, name)} AUC"] = a["auc"] if a else None
-                row[f"{ATTACK_SHORT.get(name, name)} TPR@1%"] = a["tpr_at_1pct"] if a else None
+                a = m.attacks.get(name)
+                row[f"{ATTACK_SHORT.get(name, name)} AUC"] = a.auc if a else None
+                row[f"{ATTACK_SHORT.get(name, name)} TPR@1%"] = a.tpr_at_1pct_fpr if a else None
             if side == "matched":
                 verdict = ", ".join(f"{ATTACK_SHORT.get(n, n)}: {ARCH_NAMES.get(w, w)}"
-                                    for n, w in pair["more_leaky"].items() if n in attacks)
-                row["utility gap"] = pair["utility_gap"]
-                row["leaks more (AUC)"] = verdict if pair["within_tolerance"] else f"no fair match ({verdict})"
+                                    for n, w in pair.more_leaky.items() if n in attacks)
+                row["utility gap"] = pair.utility_gap
+                row["leaks more (AUC)"] = verdict if pair.within_tolerance else f"no fair match ({verdict})"
             else:
                 row["utility gap"], row["leaks more (AUC)"] = None, ""
             rows.append(row)

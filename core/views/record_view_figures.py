@@ -3,12 +3,13 @@ reference budget, the audited ε (and its estimators against the number of guess
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from core.analyses.analysis_results import AuditView, BudgetView, ExposureView, SliceRow, SlicesView
 from core.foundations.names import ARCH_NAMES
 from core.measurement.exposure import fpr_label
 from core.views.style import ARCH_COLOURS, legend_below
@@ -26,14 +27,15 @@ def quadrant_names(archs: list[str]) -> dict[str, str]:
     return {k: v.format(a=ARCH_NAMES.get(a, a), b=ARCH_NAMES.get(b, b)) for k, v in QUADRANT_NAMES.items()}
 
 
-def exposure_figure(view: dict[str, Any], fpr: str = "0.01") -> go.Figure:
+def exposure_figure(view: ExposureView | Mapping[str, Any], fpr: str = "0.01") -> go.Figure:
     """Each evaluated record's membership score under the two architectures (x: the first, y: the
     second), members and non-members marked, with each architecture's threshold at ``fpr`` (from its
     non-members): the four quadrants of exposure, their member counts in the title."""
-    a, b = view["archs"]
-    q = view["quadrants"][fpr]
-    x, y = np.asarray(view["scores"][a]), np.asarray(view["scores"][b])
-    member = np.asarray(view["membership"], bool)
+    ex = ExposureView.coerce(view)
+    a, b = ex.archs
+    q = ex.quadrants[fpr]
+    x, y = np.asarray(ex.scores[a]), np.asarray(ex.scores[b])
+    member = np.asarray(ex.membership, bool)
     fig = go.Figure()
     for is_member in (True, False):
         idx = np.nonzero(member == is_member)[0]
@@ -43,47 +45,48 @@ def exposure_figure(view: dict[str, Any], fpr: str = "0.01") -> go.Figure:
                         name="member" if is_member else "non-member",
                         hovertemplate=f"record %{{customdata}}<br>{ARCH_NAMES.get(a, a)} %{{x:.3g}}<br>"
                                       f"{ARCH_NAMES.get(b, b)} %{{y:.3g}}<extra></extra>")
-    fig.add_vline(x=q["a"]["threshold"], line=dict(color=ARCH_COLOURS.get(a), dash="dash"))
-    fig.add_hline(y=q["b"]["threshold"], line=dict(color=ARCH_COLOURS.get(b), dash="dash"))
+    fig.add_vline(x=q.a.threshold, line=dict(color=ARCH_COLOURS.get(a), dash="dash"))
+    fig.add_hline(y=q.b.threshold, line=dict(color=ARCH_COLOURS.get(b), dash="dash"))
     names = quadrant_names([a, b])
-    counts = ", ".join(f"{names[c['name']]} {c['count']}" for c in q["members"])
+    counts = ", ".join(f"{names[c.name]} {c.count}" for c in q.members)
     n0 = len(member) - int(member.sum())
-    label = view.get("fpr_labels", {}).get(fpr) or fpr_label(float(fpr), n0)  # "0 false positives" below 1/n
-    fig.update_layout(title=f"{view['attack']} score per record at {label} — members exposed: {counts} "
-                            f"(of {q['members'][0]['n']})",
+    label = ex.extra.get("fpr_labels", {}).get(fpr) or fpr_label(float(fpr), n0)  # "0 false positives" below 1/n
+    fig.update_layout(title=f"{ex.attack} score per record at {label} — members exposed: {counts} "
+                            f"(of {q.members[0].n})",
                       xaxis_title=f"{ARCH_NAMES.get(a, a)} score", yaxis_title=f"{ARCH_NAMES.get(b, b)} score")
     return legend_below(fig, 560)
 
 
-def _budget_tpr_name(budgets: dict[str, dict[str, Any]], attack: str) -> str:
+def _budget_tpr_name(budgets: dict[str, BudgetView], attack: str) -> str:
     """"TPR at 1 % FPR", or where the evaluated non-members cannot resolve 1 % (fewer than 100), what it is."""
-    n0 = min(int(v["curves"][attack]["n_non_members"]) for v in budgets.values() if attack in v["curves"])
+    n0 = min(int(v.curves[attack].n_non_members) for v in budgets.values() if attack in v.curves)
     return "TPR at 1 % FPR" if math.floor(0.01 * n0 + 1e-9) >= 1 else f"TPR at 0 false positives (FPR < 1/{n0})"
 
 
-def budget_figure(budgets: dict[str, dict[str, Any]]) -> go.Figure:
+def budget_figure(budgets: Mapping[str, BudgetView | Mapping[str, Any]]) -> go.Figure:
     """AUC (top) and TPR at 1 % FPR (bottom) against the number of reference models, one panel per
     attack, per architecture; bars: 2.5–97.5 % over which references were drawn; ▼: where it flattens."""
-    attacks = list(next(iter(budgets.values()))["curves"])
+    budgets = {arch: BudgetView.coerce(v) for arch, v in budgets.items()}
+    attacks = list(next(iter(budgets.values())).curves)
     fig = make_subplots(rows=2, cols=len(attacks), shared_xaxes=True, vertical_spacing=0.08,
                         subplot_titles=[f"{n} AUC" for n in attacks] + [f"{n} {_budget_tpr_name(budgets, n)}" for n in attacks])
     for arch, view in budgets.items():
         c, name = ARCH_COLOURS.get(arch), ARCH_NAMES.get(arch, arch)
         for col, attack in enumerate(attacks, 1):
-            curve = view["curves"][attack]
-            pts = curve["points"]
-            n = [p["n_references"] for p in pts]
-            for row, (get, lo, hi) in enumerate(((lambda p: p["auc"], lambda p: p["auc_low"], lambda p: p["auc_high"]),
-                                                 (lambda p: p["tpr_at_fpr"]["0.01"], lambda p: p["tpr_low"]["0.01"],
-                                                  lambda p: p["tpr_high"]["0.01"])), 1):
+            curve = view.curves[attack]
+            pts = curve.points
+            n = [p.n_references for p in pts]
+            for row, (get, lo, hi) in enumerate(((lambda p: p.auc, lambda p: p.auc_low, lambda p: p.auc_high),
+                                                 (lambda p: p.tpr_at_fpr["0.01"], lambda p: p.tpr_low["0.01"],
+                                                  lambda p: p.tpr_high["0.01"])), 1):
                 ys = [get(p) for p in pts]
                 fig.add_scatter(x=n, y=ys, mode="lines+markers", line=dict(color=c), name=name, legendgroup=arch,
                                 showlegend=row == 1 and col == 1, row=row, col=col,
                                 error_y=dict(type="data", symmetric=False, array=[hi(p) - get(p) for p in pts],
                                              arrayminus=[get(p) - lo(p) for p in pts]))
-            if curve["flattens_at"] is not None:
-                at = next(p for p in pts if p["n_references"] == curve["flattens_at"])
-                fig.add_scatter(x=[at["n_references"]], y=[at["auc"]], mode="markers", row=1, col=col,
+            if curve.flattens_at is not None:
+                at = next(p for p in pts if p.n_references == curve.flattens_at)
+                fig.add_scatter(x=[at.n_references], y=[at.auc], mode="markers", row=1, col=col,
                                 marker=dict(symbol="triangle-down", size=13, color=c), showlegend=False,
                                 hovertemplate=f"{name}: flattens at %{{x}} references<extra></extra>")
     fig.update_xaxes(title_text="reference models used", row=2)
@@ -91,23 +94,29 @@ def budget_figure(budgets: dict[str, dict[str, Any]]) -> go.Figure:
     return legend_below(fig, 640)
 
 
-def audit_figure(audits: dict[str, dict[str, Any]]) -> go.Figure:
+def _accountant(v: AuditView, key: str) -> float | None:
+    """The accountant's ε by ``key`` (``rdp``, ``prv``), None without DP-SGD."""
+    return None if v.accountant_epsilon is None else getattr(v.accountant_epsilon, key)
+
+
+def audit_figure(audits: Mapping[str, AuditView | Mapping[str, Any]]) -> go.Figure:
     """Per architecture: the audited ε (one run, canaries), the accountant's ε (RDP, PRV; DP-SGD
     runs only) and the attack-derived ε̂ of the cached run, side by side."""
+    views = {a: AuditView.coerce(v) for a, v in audits.items()}
     fig = go.Figure()
-    archs = list(audits)
+    archs = list(views)
     labels = [ARCH_NAMES.get(a, a) for a in archs]
-    fig.add_bar(x=labels, y=[audits[a]["audited_epsilon"] for a in archs], name="audited ε (one run, canaries)",
+    fig.add_bar(x=labels, y=[views[a].audited_epsilon for a in archs], name="audited ε (one run, canaries)",
                 marker_color="#2ca02c")
     for key, colour in (("rdp", "#7f7f7f"), ("prv", "#bcbd22")):
-        values = [(audits[a]["accountant_epsilon"] or {}).get(key) for a in archs]
+        values = [_accountant(views[a], key) for a in archs]
         if any(v is not None for v in values):
             fig.add_bar(x=labels, y=values, name=f"accountant ε ({key.upper()})", marker_color=colour)
-    fig.add_bar(x=labels, y=[audits[a]["attack_epsilon_lower_bound"] for a in archs],
+    fig.add_bar(x=labels, y=[views[a].attack_epsilon_lower_bound for a in archs],
                 name="attack ε̂ (cached run)", marker_color="#9467bd")
-    first = audits[archs[0]]
-    fig.update_layout(title=f"Audited ε beside the accountant's (δ = {first['delta']:g}, m = {first['m']} canaries, "
-                            f"{first['audit']['confidence']:.0%} confidence)", barmode="group", yaxis_title="ε")
+    first = views[archs[0]]
+    fig.update_layout(title=f"Audited ε beside the accountant's (δ = {first.delta:g}, m = {first.m} canaries, "
+                            f"{first.audit.confidence:.0%} confidence)", barmode="group", yaxis_title="ε")
     return legend_below(fig, 460)
 
 
@@ -115,70 +124,72 @@ def audit_figure(audits: dict[str, dict[str, Any]]) -> go.Figure:
 AUDIT_COLOURS = {"steinke": "#2ca02c", "fdp": "#ff7f0e", "gdp": "#17becf", "rdp": "#7f7f7f", "prv": "#bcbd22"}
 
 
-def audit_guesses_figure(audits: dict[str, dict[str, Any]]) -> go.Figure:
+def audit_guesses_figure(audits: Mapping[str, AuditView | Mapping[str, Any]]) -> go.Figure:
     """Per architecture (one panel each): the ε lower bound of each one-run estimator against the
     number of guesses k on the most confident canaries (Steinke et al.; the f-DP bound of
     Mahloujifar et al., Gaussian family), each point a 95 % bound on its own; the Gaussian-DP
     estimate (an estimate, not a bound) as a dotted line with its bootstrap band; the accountant's
     ε (RDP, PRV) as dashed lines where DP-SGD ran (:mod:`core.measurement.audit_estimators`)."""
-    archs = [a for a in audits if audits[a].get("estimators")]
+    views = {a: AuditView.coerce(v) for a, v in audits.items()}
+    archs = [a for a, v in views.items() if v.estimators.curve is not None]
     fig = make_subplots(rows=1, cols=max(1, len(archs)), shared_yaxes=True,
                         subplot_titles=[ARCH_NAMES.get(a, a) for a in archs])
     for col, arch in enumerate(archs, 1):
-        est = audits[arch]["estimators"]
-        curve, gdp = est["curve"], est["gdp_estimate"]
-        ks = curve["k"]
-        for key, ys, name in (("steinke", curve["steinke_epsilon"], "Steinke et al. bound (ε)"),
-                              ("fdp", curve["fdp_epsilon"], "f-DP bound, Gaussian family (ε)")):
+        est = views[arch].estimators
+        curve, gdp = est.curve, est.gdp_estimate
+        ks = list(curve.k)
+        for key, ys, name in (("steinke", list(curve.steinke_epsilon), "Steinke et al. bound (ε)"),
+                              ("fdp", list(curve.fdp_epsilon), "f-DP bound, Gaussian family (ε)")):
             fig.add_scatter(x=ks, y=ys, mode="lines+markers", name=name, legendgroup=key, showlegend=col == 1,
                             line=dict(color=AUDIT_COLOURS[key]), row=1, col=col,
-                            customdata=list(zip(curve["correct"], curve["fdp_mu"])),
+                            customdata=list(zip(curve.correct, curve.fdp_mu)),
                             hovertemplate="k = %{x}: %{customdata[0]} correct, ε ≥ %{y:.3g}"
                                           + (" (μ ≥ %{customdata[1]:.3g})" if key == "fdp" else "") + "<extra></extra>")
         # no finite estimate (every member above every non-member) or upper end: the band runs to the panel's top
-        top = gdp["epsilon_high"] if gdp["epsilon_high"] is not None else 1.25 * max(
-            [*curve["steinke_epsilon"], *curve["fdp_epsilon"], gdp["epsilon_low"] or 0.0, 1.0])
-        fig.add_scatter(x=[ks[0], ks[-1], ks[-1], ks[0]], y=[gdp["epsilon_low"] or 0.0] * 2 + [top] * 2,
+        top = gdp.epsilon_high if gdp.epsilon_high is not None else 1.25 * max(
+            [*curve.steinke_epsilon, *curve.fdp_epsilon, gdp.epsilon_low or 0.0, 1.0])
+        fig.add_scatter(x=[ks[0], ks[-1], ks[-1], ks[0]], y=[gdp.epsilon_low or 0.0] * 2 + [top] * 2,
                         fill="toself", mode="none", fillcolor="rgba(23, 190, 207, 0.15)", legendgroup="gdp",
                         name="Gaussian-DP estimate (not a bound; 95 % bootstrap band)",
-                        showlegend=col == 1 and gdp["epsilon"] is None, hoverinfo="skip", row=1, col=col)
-        if gdp["epsilon"] is not None:
-            high = "∞" if gdp["epsilon_high"] is None else f"{gdp['epsilon_high']:.3g}"
-            fig.add_scatter(x=[ks[0], ks[-1]], y=[gdp["epsilon"]] * 2, mode="lines", legendgroup="gdp",
+                        showlegend=col == 1 and gdp.epsilon is None, hoverinfo="skip", row=1, col=col)
+        if gdp.epsilon is not None:
+            high = "∞" if gdp.epsilon_high is None else f"{gdp.epsilon_high:.3g}"
+            fig.add_scatter(x=[ks[0], ks[-1]], y=[gdp.epsilon] * 2, mode="lines", legendgroup="gdp",
                             name="Gaussian-DP estimate (not a bound; 95 % bootstrap band)", showlegend=col == 1,
                             line=dict(color=AUDIT_COLOURS["gdp"], dash="dot"), row=1, col=col,
-                            hovertemplate=f"GDP estimate ε̂ {gdp['epsilon']:.3g} [{gdp['epsilon_low']:.3g}, {high}], "
-                                          f"μ̂ {gdp['mu']:.3g}<extra></extra>")
+                            hovertemplate=f"GDP estimate ε̂ {gdp.epsilon:.3g} [{gdp.epsilon_low:.3g}, {high}], "
+                                          f"μ̂ {gdp.mu:.3g}<extra></extra>")
         for key in ("rdp", "prv"):
-            value = (audits[arch].get("accountant_epsilon") or {}).get(key)
+            value = _accountant(views[arch], key)
             if value is not None:
                 fig.add_scatter(x=[ks[0], ks[-1]], y=[value] * 2, mode="lines", name=f"accountant ε ({key.upper()})",
                                 legendgroup=key, showlegend=col == 1, line=dict(color=AUDIT_COLOURS[key], dash="dash"),
                                 row=1, col=col, hovertemplate=f"accountant ε ({key.upper()}) {value:.3g}<extra></extra>")
         fig.update_xaxes(title_text="guesses k on the most confident canaries", row=1, col=col)
-    first = audits[archs[0]] if archs else {"delta": float("nan"), "m": 0}
+    delta, m = (views[archs[0]].delta, views[archs[0]].m) if archs else (float("nan"), 0)
     fig.update_yaxes(title_text="ε at δ", row=1, col=1)
-    fig.update_layout(title=f"One-run audit: ε against the number of guesses (δ = {first['delta']:g}, m = {first['m']} "
+    fig.update_layout(title=f"One-run audit: ε against the number of guesses (δ = {delta:g}, m = {m} "
                             "canaries; each point 95 % on its own)")
     return legend_below(fig, 480)
 
 
-def slices_figure(view: dict[str, Any], slicing: str | None = None) -> go.Figure:
+def slices_figure(view: SlicesView | Mapping[str, Any], slicing: str | None = None) -> go.Figure:
     """AUC per slice, per architecture, with bootstrap 95 % bars; slices with too few records faded."""
+    sv = SlicesView.coerce(view)
     fig = go.Figure()
-    for arch, by in view["archs"].items():
+    for arch, by in sv.archs.items():
         name = slicing or next(iter(by))
-        rows = by[name]
-        fig.add_bar(x=[r["slice"] for r in rows], y=[r["auc"] for r in rows], name=ARCH_NAMES.get(arch, arch),
-                    marker=dict(color=ARCH_COLOURS.get(arch), opacity=[0.35 if r["too_small"] else 1.0 for r in rows]),
+        rows: tuple[SliceRow, ...] = by[name]
+        fig.add_bar(x=[r.slice for r in rows], y=[r.auc for r in rows], name=ARCH_NAMES.get(arch, arch),
+                    marker=dict(color=ARCH_COLOURS.get(arch), opacity=[0.35 if r.too_small else 1.0 for r in rows]),
                     error_y=dict(type="data", symmetric=False,
-                                 array=[(r["auc_high"] - r["auc"]) if r["auc"] is not None else 0 for r in rows],
-                                 arrayminus=[(r["auc"] - r["auc_low"]) if r["auc"] is not None else 0 for r in rows]),
-                    customdata=[[r["n_members"], r["n_non_members"]] for r in rows],
+                                 array=[(r.auc_high - r.auc) if r.auc is not None else 0 for r in rows],
+                                 arrayminus=[(r.auc - r.auc_low) if r.auc is not None else 0 for r in rows]),
+                    customdata=[[r.n_members, r.n_non_members] for r in rows],
                     hovertemplate="%{x}: AUC %{y:.3f}<br>%{customdata[0]} members, %{customdata[1]} non-members"
                                   "<extra></extra>")
         slicing = name
     fig.add_hline(y=0.5, line=dict(color="grey", dash="dot", width=1))
-    fig.update_layout(title=f"{view['attack']} AUC per slice ({slicing}); faded: fewer than {view['min_records']} "
+    fig.update_layout(title=f"{sv.attack} AUC per slice ({slicing}); faded: fewer than {sv.min_records} "
                             "members or non-members", barmode="group", yaxis=dict(title="AUC", range=[0.0, 1.02]))
     return legend_below(fig, 460)

@@ -2,12 +2,15 @@
 verdicts, the means over repeats, the ROC band over repeats and the matched-stops table."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 import pandas as pd
 import plotly.graph_objects as go
 
+from core.analyses.comparison_results import ComparisonResult
 from core.analyses.repeats import METRIC_LABELS
+from core.experiment.results import RepeatsBlock
+from core.measurement.bootstrap import RocBand
 from core.foundations.names import ARCH_NAMES, UTILITY_NAMES
 from core.views.style import ARCH_COLOURS, layout, with_ci
 from core.views.run_figures import resolves, zero_fp_label, mark_fpr_floor
@@ -30,56 +33,57 @@ ROLE_NAMES = {"primary": "primary", "secondary": "secondary (Holm)", "duplicate"
 _ROLE_ORDER = {"primary": 0, "secondary": 1, "duplicate": 2, "unresolved": 3, "utility": 4}
 
 
-def comparison_table(comparison: dict[str, Any]) -> pd.DataFrame:
+def comparison_table(comparison: ComparisonResult | Mapping[str, Any]) -> pd.DataFrame:
     """One row per headline metric of ``core.analyses.repeats.comparison_json``: each architecture's mean
     with its 95 % interval, the paired difference FFNN − RNN with its interval, both p-values (and,
     for a secondary metric, the Holm-adjusted sign-flip p), Cohen's d_z, the metric's role, the verdict
     on "the RNN leaks more" (none for a duplicate or a rate finer than the data) and N. The primary
     metric comes first; a comparison written before roles (schema 1) keeps its order and verdicts."""
     rows = []
-    items = sorted(comparison["metrics"].items(), key=lambda kv: _ROLE_ORDER.get(kv[1].get("role", ""), 1))
+    comp = ComparisonResult.coerce(comparison)
+    items = sorted(comp.metrics.items(), key=lambda kv: _ROLE_ORDER.get(kv[1].role or "", 1))
     for name, m in items:
-        d = m["difference"]
-        v = m.get("verdict")
-        role = m.get("role")
+        d, v, role = m.difference, m.verdict, m.role
         if v:
-            word = VERDICT_MARKS[v["value"]]
+            word = VERDICT_MARKS[v.value]
         elif role in ("duplicate", "unresolved"):
             word = "— (no verdict)"
         else:
             word = "(no hypothesis)"
-        row = {"metric": m.get("label") or METRIC_NAMES.get(name, name), "FFNN mean [95% CI]": with_ci(m["ffnn"]),
-               "RNN mean [95% CI]": with_ci(m["rnn"]), "FFNN − RNN [95% CI]": with_ci(d["diff"], 3),
-               "p (paired t)": p_text(d.get("p_t")), "p (sign flip)": p_text(d.get("p_permutation"))}
+        row = {"metric": m.label or METRIC_NAMES.get(name, name), "FFNN mean [95% CI]": with_ci(m.estimate("ffnn")),
+               "RNN mean [95% CI]": with_ci(m.estimate("rnn")), "FFNN − RNN [95% CI]": with_ci(d.diff, 3),
+               "p (paired t)": p_text(d.p_t), "p (sign flip)": p_text(d.p_permutation)}
         if role is not None:
             row["role"] = ROLE_NAMES.get(role, role)
-            row["p (sign flip, Holm)"] = p_text((m.get("p_holm") or {}).get("p_permutation"))
-        row.update({"effect d_z": d.get("effect_size"), "verdict: RNN leaks more": word, "N": d["n"]})
+            row["p (sign flip, Holm)"] = p_text(m.p_holm_permutation)
+        row.update({"effect d_z": d.effect_size, "verdict: RNN leaks more": word, "N": d.n})
         rows.append(row)
     return pd.DataFrame(rows)
 
 
-def repeats_table(blocks: dict[str, dict[str, Any]]) -> pd.DataFrame:
+def repeats_table(blocks: Mapping[str, RepeatsBlock | Mapping[str, Any]]) -> pd.DataFrame:
     """Per architecture, every headline metric as mean [95 % CI] over its repeats
     (``blocks``: arch → ``core.analyses.repeats.repeats_block``)."""
+    typed = {arch: RepeatsBlock.coerce(b) for arch, b in blocks.items()}
     # a TPR at an FPR the non-members cannot resolve is the TPR at 0 false positives, and named so
     # (blocks written before their ``resolution`` keep the plain names)
-    ns = [int(b["resolution"]["n_nonmembers"]) for b in blocks.values() if b.get("resolution")]
+    ns = [b.n_nonmembers for b in typed.values() if b.n_nonmembers is not None]
     fprs = {"tpr_at_1pct_fpr": 0.01, "tpr_at_0.1pct_fpr": 0.001}
     unresolved = [m for m, f in fprs.items() if ns and not all(resolves(f, n) for n in ns)]
     rows = []
-    for arch, block in blocks.items():
-        row: dict[str, Any] = {"architecture": ARCH_NAMES.get(arch, arch), "N": block["n"]}
-        for name, e in block["metrics"].items():
+    for arch, block in typed.items():
+        row: dict[str, Any] = {"architecture": ARCH_NAMES.get(arch, arch), "N": block.n}
+        for name, e in block.metrics.items():
             if name in unresolved:  # both unresolved: the same number, one column
-                row[zero_fp_label(ns)] = with_ci(block["metrics"][unresolved[-1]])
+                row[zero_fp_label(ns)] = with_ci(block.metrics[unresolved[-1]].to_dict())
                 continue
-            row[METRIC_NAMES.get(name, name)] = with_ci(e)
+            row[METRIC_NAMES.get(name, name)] = with_ci(e.to_dict())
         rows.append(row)
     return pd.DataFrame(rows)
 
 
-def roc_band_figure(bands: dict[str, dict[str, Any]], n_nonmembers: dict[str, int] | None = None) -> go.Figure:
+def roc_band_figure(bands: Mapping[str, RocBand | Mapping[str, Any]], n_nonmembers: dict[str, int] | None = None
+                    ) -> go.Figure:
     """Each architecture's mean ROC curve over its repeats with the pointwise 95 % band (log FPR).
     With ``n_nonmembers`` (arch → its evaluation set's non-members) the band is drawn only down to
     FPR = 1/n and a dotted line marks it: below it the grid reads the TPR at zero false positives."""
@@ -87,16 +91,16 @@ def roc_band_figure(bands: dict[str, dict[str, Any]], n_nonmembers: dict[str, in
     floor = 1e-3
     ns = n_nonmembers or {}
     for arch, b in bands.items():
+        b = b if isinstance(b, RocBand) else RocBand.from_dict(b)
         c = ARCH_COLOURS.get(arch, "#444")
         n0 = ns.get(arch)
-        keep = [i for i, v in enumerate(b["fpr"]) if (v >= 1.0 / n0 - 1e-12 if n0 else True)]
-        x = [max(b["fpr"][i], floor) for i in keep]
-        hi, lo, tpr = [b["hi"][i] for i in keep], [b["lo"][i] for i in keep], [b["tpr"][i] for i in keep]
+        keep = [i for i, v in enumerate(b.fpr) if (v >= 1.0 / n0 - 1e-12 if n0 else True)]
+        x = [max(b.fpr[i], floor) for i in keep]
+        hi, lo, tpr = [b.hi[i] for i in keep], [b.lo[i] for i in keep], [b.tpr[i] for i in keep]
         fig.add_scatter(x=x + x[::-1], y=hi + lo[::-1], fill="toself", mode="lines",
                         line=dict(width=0), fillcolor=c, opacity=0.18, hoverinfo="skip", showlegend=False)
         fig.add_scatter(x=x, y=tpr, mode="lines", line=dict(color=c),
-                        name=f"{ARCH_NAMES.get(arch, arch)}: mean of N = {b['n']}"
-                             + (", 95% band" if b["n"] > 1 else ""))
+                        name=f"{ARCH_NAMES.get(arch, arch)}: mean of N = {b.n}" + (", 95% band" if b.n > 1 else ""))
     diagonal = [floor * (1 / floor) ** (i / 50) for i in range(51)]
     fig.add_scatter(x=diagonal, y=diagonal, mode="lines", line=dict(color="grey", dash="dot"), name="chance")
     mark_fpr_floor(fig, [n for n in ns.values() if n and 1 / n > floor])

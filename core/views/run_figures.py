@@ -7,12 +7,13 @@ laying out what the library returned: the Train & attack page draws these and th
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from core.analyses.comparison_results import ComparisonResult
 from core.analyses.repeats import unresolved_label
 from core.experiment.results import AttackResult, RunSummary
 from core.foundations.names import ARCH_NAMES, ATTACK_NAMES, ATTACK_SHORT, UTILITY_NAMES
@@ -182,12 +183,14 @@ def metrics_table(summaries: list[RunSummary]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def overview_table(summaries: list[RunSummary], comparison: dict[str, Any] | None = None) -> pd.DataFrame:
+def overview_table(summaries: list[RunSummary], comparison: ComparisonResult | Mapping[str, Any] | None = None
+                   ) -> pd.DataFrame:
     """Parameters, utility and headline attack numbers per architecture. With ``comparison`` (the
     paired comparison over N ≥ 2 repeats, :func:`core.analyses.repeats.comparison_json`) the numbers
     of ``summaries`` are labelled "repeat 1 of N" and the means over the repeats with their 95 %
     intervals stand beside them, so no single repeat reads as the result."""
-    n = int(comparison["repeats"]) if comparison else 1
+    comp = ComparisonResult.coerce(comparison) if comparison else None
+    n = int(comp.repeats) if comp else 1
     one = f" (repeat 1 of {n})" if n > 1 else ""
     rows = []
     for s in summaries:
@@ -196,7 +199,8 @@ def overview_table(summaries: list[RunSummary], comparison: dict[str, Any] | Non
         if n > 1:  # the means first: a wide table scrolls, and the result must not be the part out of sight
             for name, label in (("attack_accuracy", "attack accuracy"), ("attack_auc", "attack AUC"),
                                 ("utility_val", f"{utility} validation")):
-                m = (comparison["metrics"].get(name) or {}).get(s.arch)
+                mc = comp.metrics.get(name)
+                m = mc.estimate(s.arch) if mc else None
                 row[f"{label}, mean of {n} [95 % CI]"] = with_ci(m) if m else "—"
         row.update({
             f"{utility} train{one}": s.utility.train,
@@ -236,11 +240,11 @@ def resolution_note(summaries: list[RunSummary]) -> str | None:
     return _resolution_line([(s.task, s.arch, s.resolution or {}, s.config.get("n_eval")) for s in summaries])
 
 
-def comparison_resolution_note(comparison: dict[str, Any]) -> str | None:
+def comparison_resolution_note(comparison: ComparisonResult | Mapping[str, Any]) -> str | None:
     """:func:`resolution_note` of a comparison (``core.analyses.repeats.comparison_json``'s ``resolution``
     block; None for a comparison written before it)."""
-    res = comparison.get("resolution") or {}
-    return _resolution_line([(comparison.get("task", ""), arch, r, None) for arch, r in res.items()])
+    comp = ComparisonResult.coerce(comparison)
+    return _resolution_line([(comp.task or "", arch, r, None) for arch, r in (comp.resolution or {}).items()])
 
 
 def param_gap(summaries: list[RunSummary]) -> float | None:

@@ -7,11 +7,14 @@ from __future__ import annotations
 import html
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 import pandas as pd
 import plotly.graph_objects as go
 
+from core.analyses.comparison_results import ComparisonResult, MetricComparison
+from core.analyses.analysis_results import (BudgetCurveView, BudgetPointView, BudgetView, ExposureView, SliceRow,
+                                            SlicesView)
 from core.views.comparison_tables import matched_utility_table, shadow_fidelity_table, strongest_attacks_table
 from core.views.record_view_figures import quadrant_names
 from core.views.repeat_figures import METRIC_NAMES, VERDICT_MARKS, p_text
@@ -72,38 +75,41 @@ def reproduce_commands(configs: list[ExperimentConfig], overrides: dict[str, dic
     return cmds
 
 
-def _verdict_line(name: str, m: dict[str, Any], title: str) -> str:
-    v, d = m["verdict"], m["difference"]
-    dz = f", d_z = {d['effect_size']:.2f}" if d.get("effect_size") is not None else ""
-    return (f"**{title}**: {VERDICT_MARKS[v['value']]} — FFNN − RNN {with_ci(d['diff'])}{dz}, "
-            f"p (paired t) {p_text(d.get('p_t'))}, p (sign flip) {p_text(d.get('p_permutation'))}, N = {v['n']}")
+def _verdict_line(m: MetricComparison, title: str) -> str:
+    v, d = m.verdict, m.difference
+    dz = f", d_z = {d.effect_size:.2f}" if d.effect_size is not None else ""
+    return (f"**{title}**: {VERDICT_MARKS[v.value]} — FFNN − RNN {with_ci(d.diff)}{dz}, "
+            f"p (paired t) {p_text(d.p_t)}, p (sign flip) {p_text(d.p_permutation)}, N = {v.n}")
 
 
-def verdict_lines(comparison: dict[str, Any], metrics: tuple[str, ...] = ("attack_accuracy", "attack_auc", "lira_auc")
-                  ) -> list[str]:
+def verdict_lines(comparison: ComparisonResult | Mapping[str, Any],
+                  metrics: tuple[str, ...] = ("attack_accuracy", "attack_auc", "lira_auc")) -> list[str]:
     """The headline of a comparison in markdown: the **primary** metric's verdict (effect, CI, p, N)
     and why it is primary, then one line with the secondary metrics' verdicts and Holm-adjusted
     p-values, then what gets no verdict. A comparison written before roles (no ``primary`` key)
     gets one line per metric of ``metrics``, as then."""
-    if "primary" not in comparison:
-        return [_verdict_line(n, comparison["metrics"][n], METRIC_NAMES.get(n, n))
-                for n in metrics if (comparison["metrics"].get(n) or {}).get("verdict")]
-    metrics_ = comparison["metrics"]
+    comp = ComparisonResult.coerce(comparison)
+    metrics_ = comp.metrics
+
+    def judged(n: str) -> bool:
+        return n in metrics_ and metrics_[n].verdict is not None
+
+    if not comp.has_roles:
+        return [_verdict_line(metrics_[n], METRIC_NAMES.get(n, n)) for n in metrics if judged(n)]
     lines = []
-    primary = comparison.get("primary")
-    if primary and metrics_.get(primary["metric"], {}).get("verdict"):
-        lines.append(_verdict_line(primary["metric"], metrics_[primary["metric"]], f"Primary — {primary['label']}")
-                     + f" — primary: {primary['why']}")
-    secondary = [n for n in comparison.get("secondary", {}).get("metrics", []) if metrics_.get(n, {}).get("verdict")]
+    primary = comp.primary
+    if primary and judged(primary.metric):
+        lines.append(_verdict_line(metrics_[primary.metric], f"Primary — {primary.label}") + f" — primary: {primary.why}")
+    secondary = [n for n in (comp.secondary.metrics if comp.secondary else ()) if judged(n)]
     if secondary:
-        parts = [f"{metrics_[n]['label']} {metrics_[n]['verdict']['value']} (Holm p "
-                 f"{p_text((metrics_[n].get('p_holm') or {}).get('p_permutation'))})" for n in secondary]
+        parts = [f"{metrics_[n].label} {metrics_[n].verdict.value} (Holm p {p_text(metrics_[n].p_holm_permutation)})"
+                 for n in secondary]
         lines.append(f"Secondary, sign-flip p Holm-adjusted over {len(secondary)}: " + "; ".join(parts))
-    no = comparison.get("no_verdict") or {}
-    dup = [f"{metrics_[n]['label']} ({why})" for n, why in no.items() if metrics_[n].get("role") == "duplicate"]
-    fine = [n for n in no if metrics_[n].get("role") == "unresolved"]
+    no = comp.no_verdict or {}
+    dup = [f"{metrics_[n].label} ({why})" for n, why in no.items() if metrics_[n].role == "duplicate"]
+    fine = [n for n in no if metrics_[n].role == "unresolved"]
     if fine:  # the same number under each name: said once
-        dup.append(" and ".join(METRIC_NAMES.get(n, n) for n in fine) + f": {metrics_[fine[0]]['label']}, a "
+        dup.append(" and ".join(METRIC_NAMES.get(n, n) for n in fine) + f": {metrics_[fine[0]].label}, a "
                    "rate finer than the data")
     if dup:
         lines.append("No verdict: " + "; ".join(dup))
@@ -175,60 +181,67 @@ def ci_text(value: float | None, low: float | None, high: float | None, digits: 
     return f"{value:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
 
 
-def exposure_table(view: dict[str, Any]) -> pd.DataFrame:
+def exposure_table(view: ExposureView | Mapping[str, Any]) -> pd.DataFrame:
     """Per FPR and quadrant of :func:`core.analyses.record_views.exposure_view`: members (share with its 95 %
     Clopper–Pearson interval, and the mean count over repeats where repeats are cached) and the
     non-members in the same quadrant (false alarms)."""
-    names = quadrant_names(view["archs"])
+    ex = ExposureView.coerce(view)
+    names = quadrant_names(list(ex.archs))
     rows = []
-    n0 = len(view["membership"]) - sum(view["membership"])
-    for fpr, q in view["quadrants"].items():
-        label = view.get("fpr_labels", {}).get(fpr) or fpr_label(float(fpr), n0)
-        for c in q["members"]:
-            rows.append({"FPR": label, "exposed by": names[c["name"]], "members": c["count"], "of": c["n"],
-                         "share [95 % CI]": f"{c['share']:.1%} [{c['share_low']:.1%}, {c['share_high']:.1%}]",
-                         "repeats": c.get("repeats", 1),
-                         "mean count over repeats [95 % CI]": (ci_text(c["mean_count"], c["count_low"], c["count_high"], 1)
-                                                               if c.get("repeats", 1) > 1 else "—"),
-                         "non-members (false alarms)": next(n["count"] for n in q["non_members"]
-                                                            if n["name"] == c["name"])})
+    n0 = len(ex.membership) - sum(ex.membership)
+    labels = ex.extra.get("fpr_labels", {})
+    for fpr, q in ex.quadrants.items():
+        label = labels.get(fpr) or fpr_label(float(fpr), n0)
+        for c in q.members:
+            repeats = c.repeats or 1
+            rows.append({"FPR": label, "exposed by": names[c.name], "members": c.count, "of": c.n,
+                         "share [95 % CI]": f"{c.share:.1%} [{c.share_low:.1%}, {c.share_high:.1%}]",
+                         "repeats": repeats,
+                         "mean count over repeats [95 % CI]": (ci_text(c.mean_count, c.count_low, c.count_high, 1)
+                                                               if repeats > 1 else "—"),
+                         "non-members (false alarms)": q.non_member_count(c.name)})
     return pd.DataFrame(rows)
 
 
-def budget_table(budgets: dict[str, dict[str, Any]]) -> pd.DataFrame:
+def _budget_row(arch: str, name: str, c: BudgetCurveView, p: BudgetPointView) -> dict[str, Any]:
+    spread = p.draws > 1  # one subset (all references): no spread to show, not a zero-width interval
+    tpr = ci_text(p.tpr_at_fpr["0.01"], *((p.tpr_low["0.01"], p.tpr_high["0.01"]) if spread else (None, None)))
+    n0 = c.n_non_members
+    # fewer than 100 non-members cannot resolve 1 %: the number is the TPR at 0 false positives, named so
+    if n0 is not None and math.floor(0.01 * n0 + 1e-9) < 1:
+        tpr += f" — TPR at 0 false positives (FPR < 1/{n0})"
+    return {"architecture": ARCH_NAMES.get(arch, arch), "attack": ATTACK_NAMES.get(name, name),
+            "references": p.n_references, "of": c.n_available, "subsets": p.draws,
+            "AUC [spread]": ci_text(p.auc, *((p.auc_low, p.auc_high) if spread else (None, None))),
+            "TPR @ 1% FPR [spread]": tpr,
+            "flattens at": c.flattens_at if c.flattens_at is not None else "—"}
+
+
+def budget_table(budgets: Mapping[str, BudgetView | Mapping[str, Any]]) -> pd.DataFrame:
     """Per architecture, attack and number of references: AUC and TPR at 1 % FPR with their
     2.5–97.5 % spread over which references were used (:func:`core.analyses.record_views.budget_view`)."""
-    return pd.DataFrame([
-        {"architecture": ARCH_NAMES.get(arch, arch), "attack": ATTACK_NAMES.get(name, name),
-         "references": p["n_references"], "of": c["n_available"], "subsets": p["draws"],
-         # one subset (all references): no spread to show, not a zero-width interval
-         "AUC [spread]": ci_text(p["auc"], *((p["auc_low"], p["auc_high"]) if p["draws"] > 1 else (None, None))),
-         "TPR @ 1% FPR [spread]": ci_text(p["tpr_at_fpr"]["0.01"], *((p["tpr_low"]["0.01"], p["tpr_high"]["0.01"])
-                                                                 if p["draws"] > 1 else (None, None)))
-         # fewer than 100 non-members cannot resolve 1 %: the number is the TPR at 0 false positives, named so
-         + ("" if math.floor(0.01 * c["n_non_members"] + 1e-9) >= 1
-            else f" — TPR at 0 false positives (FPR < 1/{c['n_non_members']})"),
-         "flattens at": c["flattens_at"] if c["flattens_at"] is not None else "—"}
-        for arch, view in budgets.items() for name, c in view["curves"].items() for p in c["points"]])
+    return pd.DataFrame([_budget_row(arch, name, c, p) for arch, view in budgets.items()
+                         for name, c in BudgetView.coerce(view).curves.items() for p in c.points])
 
 
-def slice_tpr_cell(r: dict[str, Any]) -> str:
+def slice_tpr_cell(r: SliceRow | Mapping[str, Any]) -> str:
     """A slice's TPR at 1 % FPR with its interval, or, where its n non-members cannot resolve 1 %
     (``tpr_resolved`` false), the same number named for what it is: the TPR at 0 false positives."""
-    cell = ci_text(r["tpr_at_1pct"], r["tpr_low"], r["tpr_high"])
-    if r.get("tpr_resolved", True) or r["tpr_at_1pct"] is None:
+    r = SliceRow.coerce(r)
+    cell = ci_text(r.tpr_at_1pct, r.tpr_low, r.tpr_high)
+    if r.tpr_resolved is not False or r.tpr_at_1pct is None:
         return cell
-    return f"{cell} — TPR at 0 false positives (FPR < 1/{r['n_non_members']})"
+    return f"{cell} — TPR at 0 false positives (FPR < 1/{r.n_non_members})"
 
 
-def slices_table(view: dict[str, Any]) -> pd.DataFrame:
+def slices_table(view: SlicesView | Mapping[str, Any]) -> pd.DataFrame:
     """Per architecture, slicing and slice of :func:`core.analyses.record_views.slices_view`: records, AUC and
     TPR at 1 % FPR with their bootstrap 95 % intervals, and whether the slice is too small to read; a
     slice whose non-members cannot resolve 1 % FPR says that its TPR is the TPR at 0 false positives."""
+    archs = view.archs if isinstance(view, SlicesView) else view["archs"]
     return pd.DataFrame([
-        {"architecture": ARCH_NAMES.get(arch, arch), "slicing": name, "slice": r["slice"], "members": r["n_members"],
-         "non-members": r["n_non_members"], "AUC [95 % CI]": ci_text(r["auc"], r["auc_low"], r["auc_high"]),
+        {"architecture": ARCH_NAMES.get(arch, arch), "slicing": name, "slice": r.slice, "members": r.n_members,
+         "non-members": r.n_non_members, "AUC [95 % CI]": ci_text(r.auc, r.auc_low, r.auc_high),
          "TPR @ 1% FPR [95 % CI]": slice_tpr_cell(r),
-         "too small": "yes" if r["too_small"] else ""}
-        for arch, by in view["archs"].items() for name, rows in by.items() for r in rows])
-
+         "too small": "yes" if r.too_small else ""}
+        for arch, by in archs.items() for name, rows in by.items() for r in map(SliceRow.coerce, rows)])

@@ -22,8 +22,10 @@ from typing import Any, Callable, Union
 import pandas as pd
 import plotly.graph_objects as go
 
+from core.analyses.analysis_results import ExposureView, SlicesView
+from core.analyses.comparison_results import ComparisonResult
 from core.experiment.fidelity import confounding_warnings, study_comparison
-from core.experiment.results import RunSummary
+from core.experiment.results import RepeatsBlock, RunSummary
 from core.foundations.config import ExperimentConfig
 from core.foundations.names import ARCH_NAMES, ATTACK_NAMES
 from core.views.map_figures import navigation_map
@@ -166,8 +168,9 @@ def overview(run: RunInputs) -> Section:
                     verdict += " (utilities too far apart to blame the architecture)"
                 line = f"**This run:** {verdict} — {study['text']}."
             else:
-                line = (f"**Over {comp['repeats']} repeats:** the verdicts over {comp['repeats']} paired repeats follow "
-                        f"below; the sections after them show repeat 1 of {comp['repeats']}.")
+                n = ComparisonResult.coerce(comp).repeats
+                line = (f"**Over {n} repeats:** the verdicts over {n} paired repeats follow "
+                        f"below; the sections after them show repeat 1 of {n}.")
             out.append(Text(f"**The studies:** {study['finding']}  \n{line}", "info"))
         return out
     return Section("overview", "Overview", build)
@@ -179,24 +182,23 @@ def repeats(run: RunInputs) -> Section | None:
     if not view:
         return None
     if "comparison" in view:
-        comp = view["comparison"]
+        comp = ComparisonResult.coerce(view["comparison"])
 
         def build() -> list[Block]:
             out: list[Block] = [Text("  \n".join(verdict_lines(comp))), Table(comparison_table(comp), precision=2)]
             if (note := comparison_resolution_note(comp)) is not None:
                 out.append(Text(note, "caption"))
-            n_non = {a: r["n_nonmembers"] for a, r in (comp.get("resolution") or {}).items()}
-            out += [Figure(roc_band_figure(comp["roc_band"], n_non)), Text(SMALL_N_NOTE, "caption"),
-                    Text(f"The sections below show **repeat 1 of {comp['repeats']}** (the form's seed); the means over "
-                         f"the {comp['repeats']} repeats, with their intervals, are in the Overview and the comparison "
+            out += [Figure(roc_band_figure(comp.roc_band, comp.n_nonmembers())), Text(SMALL_N_NOTE, "caption"),
+                    Text(f"The sections below show **repeat 1 of {comp.repeats}** (the form's seed); the means over "
+                         f"the {comp.repeats} repeats, with their intervals, are in the Overview and the comparison "
                          "above.", "caption")]
             return out
-        return Section("repeats", f"FFNN vs RNN over {comp['repeats']} paired repeats", build)
-    blocks = view["blocks"]
+        return Section("repeats", f"FFNN vs RNN over {comp.repeats} paired repeats", build)
+    blocks = {a: RepeatsBlock.coerce(b) for a, b in view["blocks"].items()}
 
     def build_blocks() -> list[Block]:
-        n_non = {a: b["resolution"]["n_nonmembers"] for a, b in blocks.items() if b.get("resolution")}
-        return [Table(repeats_table(blocks)), Figure(roc_band_figure({a: b["roc_band"] for a, b in blocks.items()},
+        n_non = {a: b.n_nonmembers for a, b in blocks.items() if b.n_nonmembers is not None}
+        return [Table(repeats_table(blocks)), Figure(roc_band_figure({a: b.roc_band for a, b in blocks.items()},
                                                                      n_non)), Text(SMALL_N_NOTE, "caption")]
     return Section("repeats", "Over repeats", build_blocks)
 
@@ -332,29 +334,28 @@ def per_record(run: RunInputs) -> Section:
                                  "was trained for them. `python -m core analyze --analysis exposure,budget,slices` "
                                  "writes their data as CSV.", "caption")]
         if "exposure" in views:
-            ex = views["exposure"]
-            a, b = ex["archs"]
+            ex = ExposureView.coerce(views["exposure"])
+            a, b = ex.archs
             out += [Text(f"Exposure: the same records under {_name(a)} and {_name(b)} "
-                         f"({ATTACK_NAMES.get(ex['attack'], ex['attack'])})", "subheading"),
+                         f"({ATTACK_NAMES.get(ex.attack, ex.attack)})", "subheading"),
                     Table(exposure_table(ex)),
                     Text("A member is exposed by an architecture when its score lies above that architecture's "
                          "threshold at the FPR (set on its own non-members). "
-                         + (f"Counts over {1 + len(ex['repeat_seeds'])} cached repeats: mean with a 95 % t interval."
-                            if ex["repeat_seeds"] else "One repeat cached: no interval over repeats."), "caption")]
-            out += [Figure(exposure_figure(ex, fpr)) for fpr in ex["quadrants"]]
+                         + (f"Counts over {1 + len(ex.repeat_seeds)} cached repeats: mean with a 95 % t interval."
+                            if ex.repeat_seeds else "One repeat cached: no interval over repeats."), "caption")]
+            out += [Figure(exposure_figure(ex, fpr)) for fpr in ex.quadrants]
         if "budget" in views:
             out += [Text("The attacker's reference budget", "subheading"), Table(budget_table(views["budget"])),
                     Text("Offline LiRA and RMIA refitted on subsets of the shadows as references; spread: 2.5–97.5 % "
                          "over which references were used; flattens at: the smallest budget within 0.01 AUC of all "
                          "references.", "caption"), Figure(budget_figure(views["budget"]))]
         if "slices" in views:
-            sl = views["slices"]
-            out += [Text(f"Vulnerability per slice ({ATTACK_NAMES.get(sl['attack'], sl['attack'])})", "subheading"),
+            sl = SlicesView.coerce(views["slices"])
+            out += [Text(f"Vulnerability per slice ({ATTACK_NAMES.get(sl.attack, sl.attack)})", "subheading"),
                     Table(slices_table(sl)),
-                    Text(f"A slice with fewer than {sl['min_records']} members or non-members is marked too small: "
+                    Text(f"A slice with fewer than {sl.min_records} members or non-members is marked too small: "
                          "read its interval as inconclusive.", "caption")]
-            slicings = list(next(iter(sl["archs"].values()))) if sl["archs"] else []
-            out += [Figure(slices_figure(sl, name)) for name in slicings]
+            out += [Figure(slices_figure(sl, name)) for name in sl.slicings]
         if views.get("skipped"):
             out.append(Text("Not shown: " + "; ".join(f"{k} — {v}" for k, v in views["skipped"].items()), "caption"))
         return out

@@ -1,0 +1,173 @@
+"""The FFNN-vs-RNN comparison read typed (issue 29): the JSON of :func:`core.analyses.repeats.comparison_json`
+(``compare``'s output, a run's repeats view, the matched view's and the Home page's comparison), checked once
+by ``from_dict`` (:class:`core.experiment.typed_json.Typed`) and read by attribute by the views that print its
+verdicts and table (:mod:`core.views.run_text`, :mod:`core.views.repeat_figures`, :mod:`core.views.run_view`).
+
+Every layout here is open (``_STRICT`` False): it types the fields its readers use and keeps the rest in
+``extra``, so ``to_dict()`` gives back exactly the dict read. The estimates (each architecture's mean and the
+difference's) stay their JSON dicts: :func:`core.views.style.with_ci` prints them as they are."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from core.experiment.typed_json import DICT, INT, NUM, STR, Typed, mapping, null, objects, sequence
+
+_EXTRA = dict(default_factory=dict, kw_only=True)
+_KEYS = dict(default=(), repr=False, compare=False, kw_only=True)
+
+
+@dataclass(frozen=True)
+class DifferenceView(Typed):
+    """The paired difference FFNN − RNN (:class:`core.measurement.stats.PairedDifference`'s JSON): its estimate
+    ``diff`` (a JSON estimate), both p-values, Cohen's d_z and the number of pairs."""
+
+    diff: dict[str, Any]
+    n: int
+    p_t: float | None = None
+    p_permutation: float | None = None
+    effect_size: float | None = None
+    extra: dict[str, Any] = field(**_EXTRA)
+    keys: tuple[str, ...] = field(**_KEYS)
+
+    _WHAT: ClassVar[str] = "difference"
+    _STRICT: ClassVar[bool] = False
+
+
+DifferenceView._FIELDS = {"diff": (DICT, True), "p_t": (null(NUM), False), "p_permutation": (null(NUM), False),
+                          "effect_size": (null(NUM), False), "n": (INT, True)}
+
+
+@dataclass(frozen=True)
+class VerdictView(Typed):
+    """A metric's verdict (:class:`core.measurement.stats.Verdict`'s JSON): holds / reversed / inconclusive, on N pairs."""
+
+    value: str
+    n: int
+    extra: dict[str, Any] = field(**_EXTRA)
+    keys: tuple[str, ...] = field(**_KEYS)
+
+    _WHAT: ClassVar[str] = "verdict"
+    _STRICT: ClassVar[bool] = False
+
+
+VerdictView._FIELDS = {"value": (STR, True), "n": (INT, True)}
+
+
+@dataclass(frozen=True)
+class HolmP(Typed):
+    """A secondary metric's p-values Holm-adjusted over its ``family``."""
+
+    p_t: float | None = None
+    p_permutation: float | None = None
+    family: int | None = None
+    extra: dict[str, Any] = field(**_EXTRA)
+    keys: tuple[str, ...] = field(**_KEYS)
+
+    _WHAT: ClassVar[str] = "p_holm"
+    _STRICT: ClassVar[bool] = False
+
+
+HolmP._FIELDS = {"p_t": (null(NUM), False), "p_permutation": (null(NUM), False), "family": (INT, False)}
+
+
+@dataclass(frozen=True)
+class MetricComparison(Typed):
+    """One metric's comparison (:func:`core.analyses.repeats.judged_comparisons`): the difference, the verdict
+    (None: a duplicate, a rate finer than the data, a utility), and, from schema 2, its ``role``, display
+    ``label``, Holm-adjusted ``p_holm`` (secondary metrics) and ``no_verdict_reason``. Each architecture's
+    estimate is under its own label (``ffnn``, ``rnn``): :meth:`estimate`."""
+
+    difference: DifferenceView
+    verdict: VerdictView | None = None
+    role: str | None = None
+    label: str | None = None
+    p_holm: HolmP | None = None
+    no_verdict_reason: str | None = None
+    extra: dict[str, Any] = field(**_EXTRA)
+    keys: tuple[str, ...] = field(**_KEYS)
+
+    _WHAT: ClassVar[str] = "metric comparison"
+    _STRICT: ClassVar[bool] = False
+
+    def estimate(self, arch: str) -> dict[str, Any] | None:
+        """``arch``'s mean with its interval (a JSON estimate), None where the comparison lacks it."""
+        return self.extra.get(arch)
+
+    @property
+    def p_holm_permutation(self) -> float | None:
+        """The Holm-adjusted sign-flip p (None outside the secondary family)."""
+        return None if self.p_holm is None else self.p_holm.p_permutation
+
+
+MetricComparison._FIELDS = {
+    "difference": (objects(DifferenceView), True), "verdict": (null(objects(VerdictView)), False),
+    "role": (null(STR), False), "label": (null(STR), False), "p_holm": (null(objects(HolmP)), False),
+    "no_verdict_reason": (null(STR), False)}
+
+
+@dataclass(frozen=True)
+class PrimaryMetric(Typed):
+    """The metric that carries the headline verdict, its label and why it is primary."""
+
+    metric: str
+    label: str
+    why: str
+    extra: dict[str, Any] = field(**_EXTRA)
+    keys: tuple[str, ...] = field(**_KEYS)
+
+    _WHAT: ClassVar[str] = "primary"
+    _STRICT: ClassVar[bool] = False
+
+
+PrimaryMetric._FIELDS = {"metric": (STR, True), "label": (STR, True), "why": (STR, True)}
+
+
+@dataclass(frozen=True)
+class SecondaryFamily(Typed):
+    """The secondary metrics (their p-values Holm-adjusted over this family)."""
+
+    metrics: tuple[str, ...] = ()
+    extra: dict[str, Any] = field(**_EXTRA)
+    keys: tuple[str, ...] = field(**_KEYS)
+
+    _WHAT: ClassVar[str] = "secondary"
+    _STRICT: ClassVar[bool] = False
+
+
+SecondaryFamily._FIELDS = {"metrics": (sequence(STR), False)}
+
+
+@dataclass(frozen=True)
+class ComparisonResult(Typed):
+    """:func:`core.analyses.repeats.comparison_json`'s JSON. A comparison written before roles (schema 1) has
+    no ``primary`` key: :attr:`has_roles` is False and every metric carries its own verdict."""
+
+    metrics: dict[str, MetricComparison]
+    repeats: int | None = None
+    task: str | None = None
+    primary: PrimaryMetric | None = None
+    secondary: SecondaryFamily | None = None
+    no_verdict: dict[str, str] | None = None
+    resolution: dict[str, Any] | None = None
+    roc_band: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(**_EXTRA)
+    keys: tuple[str, ...] = field(**_KEYS)
+
+    _WHAT: ClassVar[str] = "comparison"
+    _STRICT: ClassVar[bool] = False
+
+    @property
+    def has_roles(self) -> bool:
+        """Whether the comparison declares its primary metric (schema 2), even a null one."""
+        return "primary" in self.keys or self.primary is not None
+
+    def n_nonmembers(self) -> dict[str, int]:
+        """Each architecture's evaluation non-members (repeat 0's ``resolution``), {} without the block."""
+        return {a: r["n_nonmembers"] for a, r in (self.resolution or {}).items()}
+
+
+ComparisonResult._FIELDS = {
+    "metrics": (mapping(objects(MetricComparison)), True), "repeats": (INT, False), "task": (STR, False),
+    "primary": (null(objects(PrimaryMetric)), False), "secondary": (objects(SecondaryFamily), False),
+    "no_verdict": (null(mapping(STR)), False), "resolution": (null(DICT), False), "roc_band": (null(DICT), False)}
