@@ -45,7 +45,7 @@ from core.foundations.errors import ConfigError, MIAError
 from core.measurement.exposure import EXPOSURE_FPRS, flips, fpr_label, quadrants
 from core.measurement.metrics import empirical_epsilon
 from core.experiment.pipeline import cached_summary, trained_models
-from core.experiment.results import RunSummary
+from core.experiment.results import DefendedPoint, RunSummary
 from core.experiment.reference_attacks import (LIRA_ONLINE, fit_reference_attacks, lira_scores, online_references,
     reference_inputs, score_reference_attacks)
 from core.analyses.repeats import repeat_config
@@ -94,7 +94,7 @@ def _scores(values: Sequence[Any], what: str) -> np.ndarray:
 
 # ---------------------------------------------------------------------------- 1. exposure
 def defended_points(configs: dict[str, ExperimentConfig], mechanism: str, value: float,
-                    cache: ArtifactCache | None = None) -> dict[str, dict[str, Any]]:
+                    cache: ArtifactCache | None = None) -> dict[str, DefendedPoint]:
     """The naive attacker's point without utility (the slider's fast path, with quantile regression: every
     attack's per-record scores) of each config."""
     return {arch: Defender(trained_models(cfg, cache=cache), cache).point(DefenseSpec(mechanism, value), "naive",
@@ -117,7 +117,7 @@ def cached_repeats(configs: dict[str, ExperimentConfig], cache: ArtifactCache | 
 
 
 def exposure_view(configs: dict[str, ExperimentConfig], summaries: dict[str, RunSummary], attack: str | None = None,
-                  fprs: tuple[float, ...] = EXPOSURE_FPRS, defended: dict[str, dict[str, Any]] | None = None,
+                  fprs: tuple[float, ...] = EXPOSURE_FPRS, defended: dict[str, DefendedPoint] | None = None,
                   repeats: list[dict[str, RunSummary]] | None = None) -> dict[str, Any]:
     """Per-record exposure of the same records under two architectures (``{"ffnn": …, "rnn": …}``):
     scores, loss and entropy per record, the quadrants at each FPR (with ``repeats`` — pairs of
@@ -154,14 +154,14 @@ def exposure_view(configs: dict[str, ExperimentConfig], summaries: dict[str, Run
     # an FPR finer than 1/non-members is the threshold at 0 false positives: named so, never "0.1 %"
     out["fpr_labels"] = {str(f): fpr_label(f, int((~member).sum())) for f in fprs}
     if defended:
-        out["defense"] = {"mechanism": next(iter(defended.values()))["mechanism"],
-                          "value": next(iter(defended.values()))["value"], "attacker": "naive"}
+        first = next(iter(defended.values()))
+        out["defense"] = {"mechanism": first.mechanism, "value": first.value, "attacker": "naive"}
         out["flips"] = {}
         for arch, point in defended.items():
-            rec = point.get("records") or {}
-            if attack not in rec.get("scores", {}):
+            point_scores = (point.records or {}).get("scores", {})  # records: the point's open per-record block
+            if attack not in point_scores:
                 raise ConfigError(f"the defended {arch} point has no per-record {attack!r} scores")
-            d = _scores(rec["scores"][attack], f"defended {arch} {attack}")
+            d = _scores(point_scores[attack], f"defended {arch} {attack}")
             out["flips"][arch] = {str(f): flips(scores[arch], d, member, f).to_dict() for f in fprs}
     return out
 

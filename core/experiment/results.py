@@ -459,17 +459,6 @@ class DefendedPoint(Typed):
         """The mechanism's one-word status of its guarantee (Dir_k: ``(ε, δ)-DP`` or why there is none), if any."""
         return self.extra.get("guarantee")
 
-    # the dict layout, read-only, for the readers that are not typed yet (issue 29: the analyses' exposure view
-    # reads a :meth:`core.defenses.defender.Defender.point` by key): each look-up is the JSON value ``to_dict`` writes
-    def __getitem__(self, key: str) -> Any:
-        return self.to_dict()[key]
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self.to_dict().get(key, default)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self.to_dict()
-
 
 DefendedPoint._FIELDS = {
     "value": (NUM, True), "mechanism": (STR, False), "draws": (INT, False), "value_name": (STR, False),
