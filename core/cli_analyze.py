@@ -218,7 +218,8 @@ def add_findings_command(sub: Any) -> None:
                    help="the presets whose cached runs are read: a name, names separated by commas "
                         "(quick,cifar_cpu,multi30k_cpu), or all (default quick)")
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
-                   help="config fields changed from the preset, as the runs were made (repeatable, each key once)")
+                   help="config fields changed from the preset, as the runs were made (repeatable, each key once; "
+                        "PRESET:KEY=VALUE for one preset only, e.g. cifar_cpu:data_dir=DIR)")
     p.add_argument("--out", action=Once, help="write the JSON here (default: stdout)")
     p.add_argument("--markdown", action=Once, metavar="FILE.md",
                    help="also write the table as Markdown; a FILE holding <!-- findings:begin --> … "

@@ -339,3 +339,23 @@ def test_home_links_to_findings(tmp_path, monkeypatch):
     links = [e.proto for e in at.get("page_link")]
     assert any(l.label.startswith("Findings: each claim") and l.page.endswith("Findings") for l in links), \
         [(l.label, l.page) for l in links]
+
+
+def test_a_set_scoped_to_one_preset_changes_only_that_presets_rows(tmp_path):
+    """``--set cifar_cpu:data_dir=DIR``: the CIFAR runs were made with a data_dir, the built-in digits runs
+    without one, and data_dir is part of the config hash — so one unscoped --set could not read both."""
+    from core.analyses.findings import preset_sets
+    from core.experiment.cache import ArtifactCache
+    from core.foundations.errors import ConfigError
+
+    sets = {"cifar_cpu:data_dir": "/data/cifar", "n_shadows": "2"}
+    assert preset_sets(sets, "cifar_cpu", ["quick", "cifar_cpu"]) == {"n_shadows": "2", "data_dir": "/data/cifar"}
+    assert preset_sets(sets, "quick", ["quick", "cifar_cpu"]) == {"n_shadows": "2"}
+    with pytest.raises(ConfigError, match="not one of the presets"):
+        preset_sets({"paper:data_dir": "x"}, "quick", ["quick", "cifar_cpu"])
+    with pytest.raises(ConfigError, match="given both"):
+        preset_sets({"cifar_cpu:epochs": "3", "epochs": "4"}, "cifar_cpu", ["quick", "cifar_cpu"])
+    table = findings_table(["image"], "quick,cifar_cpu", cache=ArtifactCache(tmp_path / "empty"),
+                           sets={"cifar_cpu:data_dir": "/data/cifar"})
+    f1 = {r.preset: r.command for r in table.rows if r.finding == "F1"}
+    assert "--set data_dir=/data/cifar" in f1["cifar_cpu"] and "data_dir" not in f1["quick"]

@@ -265,6 +265,27 @@ def parse_presets(preset: str | list[str] | tuple[str, ...], tasks: tuple[str, .
     return list(dict.fromkeys(names))
 
 
+def preset_sets(sets: dict[str, Any] | None, preset: str, presets: list[str]) -> dict[str, Any]:
+    """The config fields ``sets`` changes for ``preset``: every unscoped ``field`` and every ``preset:field``
+    (scope removed). A scope that names none of ``presets``, or a field given both unscoped and scoped, is a
+    :class:`ConfigError` (one of the two would be silently dropped)."""
+    out: dict[str, Any] = {}
+    scoped: dict[str, Any] = {}
+    for key, value in (sets or {}).items():
+        scope, sep, field = key.partition(":")
+        if not sep:
+            out[key] = value
+            continue
+        if scope not in presets:
+            raise ConfigError(f"--set {key}: {scope!r} is not one of the presets asked for ({', '.join(presets)})")
+        if scope == preset:
+            scoped[field] = value
+    both = sorted(set(out) & set(scoped))
+    if both:
+        raise ConfigError(f"--set {both[0]} given both for every preset and for {preset}: give it once")
+    return {**out, **scoped}
+
+
 def findings_table(tasks: tuple[str, ...] | list[str] | None = None, preset: str | list[str] = "quick",
                    cache: ArtifactCache | None = None, target: int = TARGET_REPEATS,
                    sets: dict[str, Any] | None = None) -> FindingsTable:
@@ -273,10 +294,13 @@ def findings_table(tasks: tuple[str, ...] | list[str] | None = None, preset: str
     the commit, and per row the runs missing for N = ``target`` and, where N ≥ 2 is measured, the repeats
     that decide it (``decide``: :func:`repeats_to_decide`). A task with none of the presets gets a row per
     finding saying so; ``sets``: config fields changed from the preset (both architectures; every command
-    carries them). Nothing trains."""
+    carries them); a key ``PRESET:field`` changes that field for that preset's rows only (:func:`preset_sets`:
+    a real dataset's ``data_dir`` is part of the config, so it cannot be given to the built-in presets beside it).
+    Nothing trains."""
     cache = cache or ArtifactCache()
     tasks = tuple(tasks or TASKS)
     presets = parse_presets(preset, tasks)
+    by_preset = {p: preset_sets(sets, p, presets) for p in presets}
     costs = Costs()
     rows: list[FindingRow] = []
     for task in tasks:
@@ -290,7 +314,7 @@ def findings_table(tasks: tuple[str, ...] | list[str] | None = None, preset: str
                                                  f"({', '.join(task_presets(task))})"))
             continue
         for p in have:
-            rows.extend(_task_rows(task, p, sets, cache, costs, target))
+            rows.extend(_task_rows(task, p, by_preset[p], cache, costs, target))
     rows = [dataclasses.replace(row, decide=_decide(row, costs)) for row in rows]
     order = list(FINDINGS)
     preset_order = {p: i for i, p in enumerate(presets)}
