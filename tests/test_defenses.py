@@ -311,6 +311,34 @@ def test_dirichlet_points_equal_the_model_run_path(overfit, monkeypatch):
     assert forwards == []
 
 
+def test_dirichlet_draws_ask_the_augmented_queries_together(overfit, monkeypatch):
+    """Under Dir_k a point's draws ask the label-only and augmented-LiRA queries together (issue 32.16): the task's
+    ``*_under`` once per kind with every draw's transform, which equals each draw's own call, transform by transform
+    (each draw's noise from its own generator, in the order its own call draws it)."""
+    task, d = overfit.task, overfit
+    model, data, index = d.victim_model(), d.models.data, d.models.splits.eval_index
+    spec = DefenseSpec("dirichlet", 3.0, draws=4, seed=5)
+    mech = spec.mechanism_class
+
+    def transforms(role):
+        return [mech.torch_transform(spec, d._torch_generator(spec, i, role)) for i in range(spec.draws)]
+
+    together = task.augmented_confidences_under(d.cfg, model, data, index, 10, transforms("a") + [None])
+    alone = [task.augmented_confidences(d.cfg, model, data, index, 10, t) for t in transforms("a")]
+    assert np.array_equal(together, np.stack(alone + [task.augmented_confidences(d.cfg, model, data, index, 10)]))
+    together = task.label_queries_under(d.cfg, model, data, index, 10, transforms("l"))
+    assert np.array_equal(together, np.stack([task.label_queries(d.cfg, model, data, index, 10, t)
+                                              for t in transforms("l")]))
+    calls = []
+    for name in ("label_queries_under", "augmented_confidences_under"):
+        monkeypatch.setattr(task, name, lambda *a, f=getattr(task, name), name=name, **k:
+                            calls.append((name, len(a[-1]))) or f(*a, **k))
+    for name in ("label_queries", "augmented_confidences"):  # a draw alone: not asked any more
+        monkeypatch.setattr(task, name, lambda *a, name=name, **k: pytest.fail(f"{name} asked per draw"))
+    d.point(DefenseSpec("dirichlet", 6.1, draws=4), "naive", utility=False)
+    assert sorted(calls) == [("augmented_confidences_under", 4), ("label_queries_under", 4)]
+
+
 def test_gpm_points_equal_the_model_run_path(overfit):
     """Under the GPM a draw's noisy victim answers the label-only and augmented-LiRA queries (the same
     augmented images) and the evaluation set from remembered forward passes: the same points as running

@@ -243,6 +243,19 @@ class Task(ABC):
         (Carlini et al. 2022). Default: not offered (:attr:`label_queries_missing` says why)."""
         raise ConfigError(f"augmented queries: {self.label_queries_missing}")
 
+    def label_queries_under(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray, n: int,
+                            output_transforms: Sequence[OutputTransform | None]) -> np.ndarray:
+        """(T, N, n): :meth:`label_queries` under each of ``output_transforms`` (a defense's draws), each called
+        on its queries in the order :meth:`label_queries` calls it. Default: one :meth:`label_queries` per
+        transform; a task whose noise acts on the model's outputs overrides it to run the model once for all."""
+        return np.stack([self.label_queries(cfg, model, data, index, n, t) for t in output_transforms])
+
+    def augmented_confidences_under(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray,
+                                    n: int, output_transforms: Sequence[OutputTransform | None]) -> np.ndarray:
+        """(T, N, n): :meth:`augmented_confidences` under each of ``output_transforms``, as
+        :meth:`label_queries_under` does for the labels."""
+        return np.stack([self.augmented_confidences(cfg, model, data, index, n, t) for t in output_transforms])
+
     def attack_features(self, cfg: ExperimentConfig, data: TaskData, index: np.ndarray) -> np.ndarray | None:
         """(N, F) features of records ``index`` that do not depend on any model (the record itself:
         an image's pixels and label), for attacks that predict per-record statistics from the record
