@@ -40,6 +40,7 @@ small k scatters it towards the simplex' corners (k → 0: a one-hot vector draw
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -273,12 +274,15 @@ class DirichletPrivacy:
         return self.delta >= 1.0 or self.epsilon < 0
 
 
+@functools.lru_cache(maxsize=1024)
 def lemma1_bound(k: float, n: int, eta: float, tau: float, b: float) -> DirichletPrivacy:
     """Lemma 1: ε ≤ 2k(1 − η) − 3 + (k·b/2)·|log(1 − (n−1)τ) − log τ| and
     δ = 1 − P(x ∈ Δₙ(τ)) for x ~ Dir(k·p*), p* = [η, …, η, 1 − (n−1)η].
 
     δ is bounded above by the union bound Σᵢ P(xᵢ < τ) + P(xᵢ > 1 − τ) over the Beta(k·p*ᵢ,
     k − k·p*ᵢ) marginals (clipped to 1), so the reported δ is never smaller than the lemma's.
+    Kept per argument tuple (a frozen result): every Defenses slider step asks again for each curve point's
+    guarantee, four beta tails each (issue 32.16).
     """
     if not (k > 0 and 0 < eta and (n - 1) * eta < 1 and 0 < tau and (n - 1) * tau < 1 and b > 0):
         raise ValueError("lemma 1 needs k > 0, 0 < η, (n−1)η < 1, 0 < τ, (n−1)τ < 1 and b > 0")
