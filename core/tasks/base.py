@@ -30,6 +30,15 @@ FractionCallback = Callable[[float], None]
 OutputTransform = Callable[[torch.Tensor], torch.Tensor]
 
 
+def apply_each(transforms: Sequence[OutputTransform], log_probs: torch.Tensor) -> torch.Tensor:
+    """(T, …): every transform applied to ``log_probs`` (a defense's draws, each its own noise), stacked; through
+    the transforms' own ``apply_together`` where their class offers one (the draws' shared work done once:
+    :class:`core.defenses.dirichlet.DirichletOutputTransform`), else one call each."""
+    together = getattr(type(transforms[0]), "apply_together", None) if transforms else None
+    out = together(list(transforms), log_probs) if together is not None else None
+    return out if out is not None else torch.stack([t(log_probs) for t in transforms])
+
+
 @dataclass
 class TaskData:
     """A task's data source split into the victim's half and the attacker's disjoint half.

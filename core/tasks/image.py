@@ -32,7 +32,7 @@ from core.foundations.memory import (FLOAT_BYTES, attack_training_bytes, cnn_par
 from core.models.image import JointReNet, ReNet, ResidualCNN, count_params, match_renet, renet_param_count
 from core.training.loop import (BatchCallback, PrivacySettings, TrainingRecord, autocast_dtype, build_optimizer,
     seeded_generator, train_epochs)
-from core.tasks.base import (EpochCallback, FractionCallback, LogitClassifier, OutputTransform, RecordView, Task, TaskData,
+from core.tasks.base import (EpochCallback, apply_each, FractionCallback, LogitClassifier, OutputTransform, RecordView, Task, TaskData,
                              VictimLoader,
                              named_record_indices)
 
@@ -475,6 +475,10 @@ class ImageTask(LogitClassifier, Task):
                 y = labels[start : start + len(x)]
                 for j, (flip, dy, dx) in enumerate(LABEL_AUGMENTATIONS[:n]):
                     scores = model(augment_image(x, flip, dy, dx).to(device)).float().cpu()
+                    if all(t is not None for t in output_transforms):  # every draw's noise at once: (T, B, m)
+                        noisy = apply_each(output_transforms, torch.log_softmax(scores.double(), 1))
+                        out[:, start : start + len(x), j] = (noisy.argmax(-1) == y).numpy()
+                        continue
                     logp = None
                     for t, transform in enumerate(output_transforms):
                         noisy = scores
@@ -507,6 +511,13 @@ class ImageTask(LogitClassifier, Task):
                 y = rec.labels[index[start : start + 1024]].long()
                 for j, (flip, dy, dx) in enumerate(LABEL_AUGMENTATIONS[:n]):
                     clean = torch.log_softmax(model(augment_image(x, flip, dy, dx).to(device)).double().cpu(), 1)
+                    if all(t is not None for t in output_transforms):  # every draw's noise at once: (T, B, m)
+                        logp = torch.log_softmax(apply_each(output_transforms, clean).double(), -1)
+                        at = y[None, :, None].expand(len(output_transforms), -1, 1)
+                        own = logp.gather(-1, at)[..., 0]
+                        others = torch.logsumexp(logp.scatter(-1, at, float("-inf")), -1)
+                        out[:, start : start + len(x), j] = (own - others).numpy()
+                        continue
                     for t, transform in enumerate(output_transforms):
                         logp = clean if transform is None else torch.log_softmax(transform(clean).double(), 1)
                         own = logp.gather(1, y[:, None])[:, 0]
