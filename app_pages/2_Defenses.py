@@ -10,6 +10,7 @@ from core.defenses import registry as defense_registry
 from core.measurement import studies
 from core.measurement.metrics import EPSILON_HAT_HELP
 from core.foundations.config import MAX_DRAWS, ExperimentConfig, config_changes
+from core.defenses.side_by_side import points_side_by_side
 from core.defenses.spec import DefenseSpec
 from core.defenses.dirichlet import saturated_share
 from core.foundations.errors import MIAError
@@ -195,6 +196,9 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
 
     # ---------------------------------------------------------------------------- numbers
     st.subheader(f"{spec.value_name} = {value:g}")
+    # every architecture's fast point, then its utility card's point, in its own thread: the architectures
+    # at once (a step to a new value scored them one after the other; issue 32.16)
+    pending = points_side_by_side(defenders, spec, [{"utility": False}, {"utility": True, "quantile": False}])
     columns = st.columns(len(archs))
     fast: dict[str, DefendedPoint] = {}
     slots: dict = {}  # per architecture: where its utility appears once measured
@@ -206,7 +210,7 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
                         + (f" · cards: **repeat 1 of {n_repeats}** (the curves: means over the {n_repeats} repeats)"
                            if n_repeats > 1 else ""))
             try:
-                point = d.point(spec, "naive", utility=False)
+                point = pending[arch][0].result()
             except (MIAError, ValueError) as exc:
                 st.error(str(exc))
                 continue
@@ -249,7 +253,7 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
         d = defenders[arch]
         # the utility card: the fast point's numbers and the utility, still without quantile regression (its
         # refits on every draw are the slider's largest cost); a full point measured before is shown whole
-        full[arch] = point = d.point(spec, "naive", utility=True, quantile=False)
+        full[arch] = point = pending[arch][1].result()
         base = d.baseline
         slot = slots[arch]
         with slot.container():

@@ -20,6 +20,8 @@ scores it), ``batched`` scores it at the fast point with all draws' refits as on
 before that change), ``old`` with one refit per draw (``Defender.batch_quantile_refits = False``; issue 32.16).
 ``--threads 1,2`` runs every path at each torch thread count too, interleaved step by step (CPU seconds count
 every thread's time: compare thread counts by the wall seconds, ``wall_s``).
+``--side-by-side`` times the page's step on all ``--archs`` at once: one architecture after the other vs one thread
+each (:mod:`core.defenses.side_by_side`), by wall seconds (the threads' CPU is the same work).
 ``--profile N`` prints the N functions with the most cumulative time of one fast step per path (cProfile, after
 the timed steps; to stderr).
 
@@ -72,6 +74,40 @@ class NoStore(ArtifactCache):
 PATHS = {"new": (True, False), "batched": (True, True), "old": (False, True)}
 
 
+def side_by_side(args: argparse.Namespace, task) -> dict:
+    """Wall and CPU seconds of the Defenses page's points on a step to a new value, for all ``--archs``: one
+    architecture after the other (as before issue 32.16) and one thread per architecture
+    (:func:`core.defenses.side_by_side.points_side_by_side`), step by step interleaved, each on its own Defenders.
+    On a machine with a free core per architecture the threads' wall is the slower architecture's, not the sum."""
+    from core.defenses.side_by_side import points_side_by_side
+
+    calls = [{"utility": False}, {"utility": True, "quantile": False}]
+    defenders = {how: {} for how in ("sequential", "threads")}
+    for arch in args.archs.split(","):
+        models = trained_models(task.make_config(arch, args.preset), cache=NoStore())
+        for how in defenders:
+            defenders[how][arch] = Defender(models, NoStore())
+    spec = DefenseSpec(args.mechanism, STEPS[args.mechanism][0], draws=args.draws).validate()
+    wall: dict = {how: [] for how in defenders}
+    cpu: dict = {how: [] for how in defenders}
+    for i, v in enumerate(STEPS[args.mechanism][: args.values]):
+        for how, ds in defenders.items():
+            w, c = time.perf_counter(), time.process_time()
+            if how == "sequential":
+                for d in ds.values():
+                    for call in calls:
+                        d.point(spec.at(v), "naive", **call)
+            else:
+                for futures in points_side_by_side(ds, spec.at(v), calls).values():
+                    for f in futures:
+                        f.result()
+            if i >= args.warmup:
+                wall[how].append(round(time.perf_counter() - w, 4))
+                cpu[how].append(round(time.process_time() - c, 4))
+    return {how: {"wall_s": wall[how], "median_wall_s": round(median(wall[how]), 4), "cpu_s": cpu[how],
+                  "median_cpu_s": round(median(cpu[how]), 4)} for how in defenders}
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--task", default="image")
@@ -85,6 +121,9 @@ def main() -> int:
                    "quantile refits at the fast point), old (one refit per draw), comma-separated")
     p.add_argument("--threads", default="1", help="torch thread counts, comma-separated (e.g. 1,2)")
     p.add_argument("--profile", type=int, default=0, metavar="N", help="cProfile one more fast step per path")
+    p.add_argument("--side-by-side", action="store_true",
+                   help="also time the page's step on every --archs at once: their fast and utility-card points one "
+                        "architecture after the other vs core.defenses.side_by_side (one thread each), interleaved")
     args = p.parse_args()
     names = args.paths.split(",")
     if not names or any(x not in PATHS for x in names):
@@ -142,6 +181,8 @@ def main() -> int:
                 print(f"--- {arch}, {path} path: one fast step", file=sys.stderr)
                 pstats.Stats(prof, stream=sys.stderr).sort_stats("cumulative").print_stats(args.profile)
         out["archs"][arch] = row
+    if args.side_by_side:
+        out["side_by_side"] = side_by_side(args, task)
     out["load"] = os.popen("uptime").read().strip()
     print(json.dumps(out, indent=1))
     return 0

@@ -317,6 +317,51 @@ def test_dirichlet_points_equal_the_model_run_path(overfit, monkeypatch):
     assert forwards == []
 
 
+def test_dirichlet_draws_ask_the_augmented_queries_together(overfit, monkeypatch):
+    """Under Dir_k a point's draws ask the label-only and augmented-LiRA queries together (issue 32.16): the task's
+    ``*_under`` once per kind with every draw's transform, which equals each draw's own call, transform by transform
+    (each draw's noise from its own generator, in the order its own call draws it)."""
+    task, d = overfit.task, overfit
+    model, data, index = d.victim_model(), d.models.data, d.models.splits.eval_index
+    spec = DefenseSpec("dirichlet", 3.0, draws=4, seed=5)
+    mech = spec.mechanism_class
+
+    def transforms(role):
+        return [mech.torch_transform(spec, d._torch_generator(spec, i, role)) for i in range(spec.draws)]
+
+    alone = np.stack([task.augmented_confidences(d.cfg, model, data, index, 10, t) for t in transforms("a")])
+    assert np.array_equal(task.augmented_confidences_under(d.cfg, model, data, index, 10, transforms("a")), alone)
+    # with an undefended query among them (one transform at a time)
+    together = task.augmented_confidences_under(d.cfg, model, data, index, 10, transforms("a") + [None])
+    assert np.array_equal(together, np.concatenate([alone, task.augmented_confidences(d.cfg, model, data, index, 10)[None]]))
+    together = task.label_queries_under(d.cfg, model, data, index, 10, transforms("l"))
+    assert np.array_equal(together, np.stack([task.label_queries(d.cfg, model, data, index, 10, t)
+                                              for t in transforms("l")]))
+    calls = []
+    for name in ("label_queries_under", "augmented_confidences_under"):
+        monkeypatch.setattr(task, name, lambda *a, f=getattr(task, name), name=name, **k:
+                            calls.append((name, len(a[-1]))) or f(*a, **k))
+    for name in ("label_queries", "augmented_confidences"):  # a draw alone: not asked any more
+        monkeypatch.setattr(task, name, lambda *a, name=name, **k: pytest.fail(f"{name} asked per draw"))
+    d.point(DefenseSpec("dirichlet", 6.1, draws=4), "naive", utility=False)
+    assert sorted(calls) == [("augmented_confidences_under", 4), ("label_queries_under", 4)]
+
+
+def test_dirichlet_transforms_applied_together_equal_one_call_each():
+    """DirichletOutputTransform.apply_together: the draws' noise on the same log-probabilities at once, each
+    draw's seed from its own generator — the same tensors as one call per draw; None for differing k."""
+    log_probs = torch.log_softmax(torch.randn(300, 10, dtype=torch.float64, generator=torch.Generator().manual_seed(1)), 1)
+
+    def transforms(k=4.0):
+        return [dirichlet.torch_output_transform(k, 1e-6, torch.Generator().manual_seed(100 + i)) for i in range(5)]
+
+    together, alone = transforms(), transforms()
+    for _ in range(2):  # a second call draws the next seeds, as a second call each would
+        stacked = dirichlet.DirichletOutputTransform.apply_together(together, log_probs)
+        assert torch.equal(stacked, torch.stack([t(log_probs) for t in alone]))
+    assert dirichlet.DirichletOutputTransform.apply_together(transforms() + transforms(9.0), log_probs) is None
+
+
 def test_gpm_points_equal_the_model_run_path(overfit):
     """Under the GPM a draw's noisy victim answers the label-only and augmented-LiRA queries (the same
     augmented images) and the evaluation set from remembered forward passes: the same points as running

@@ -101,3 +101,30 @@ def test_stored_roc_keeps_the_low_fpr_tpr_of_the_full_curve():
     assert np.array_equal(_tpr_on_grid(np.array(stored.roc_fpr), np.array(stored.roc_tpr), grid),
                           _tpr_on_grid(full_fpr, full_tpr, grid))
     assert len(stored.roc_fpr) < len(full_fpr) / 2  # still thinned above the low-FPR region
+
+
+def test_rounded_list_is_pythons_round_float_for_float():
+    """The ROC's stored points are rounded vectorised (issue 32.16): every float the same as ``round(v, 6)``,
+    ties and their neighbourhood (decided by ``round`` itself), signed zeros and non-finite values included."""
+    import math
+
+    from core.measurement.metrics import rounded_list
+    rng = np.random.default_rng(0)
+    values = [rng.random(50_000), rng.random(2000) * 1e-5, (np.arange(1, 50_000) + 0.5) / 1e6,
+              np.array([5e-7, 1.5e-6, 0.1234565, 2.5e-7, 0.5, 1.0, 0.0, -0.0, -3e-7, np.inf, -np.inf, np.nan, 1e300])]
+    values += [np.arange(n + 1) / n for n in (3, 7, 99, 997, 4096, 30_000)]  # a ROC's fractions
+    for v in values:
+        got, want = rounded_list(v), [round(float(x), 6) for x in v]
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            assert (g == w and math.copysign(1, g) == math.copysign(1, w)) or (g != g and w != w), (g, w)
+    assert rounded_list(np.array([0.123456789]), 3) == [0.123]
+
+
+def test_clopper_pearson_table_is_the_function_and_read_only():
+    from core.measurement.metrics import _clopper_pearson_table, clopper_pearson
+    lo, hi = _clopper_pearson_table(40, 0.975)
+    want = clopper_pearson(np.arange(41), 40, 0.975)
+    assert np.array_equal(lo, want[0]) and np.array_equal(hi, want[1])
+    with pytest.raises(ValueError):
+        lo[0] = 1.0  # shared between calls: nobody may change it

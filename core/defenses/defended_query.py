@@ -46,6 +46,34 @@ class DefendedQuery:
         self.eval_index = defender.models.splits.eval_index
         self.membership = defender.membership
         self._answered: dict[str, Responses] = {}  # respond's answers by the records asked (one query, one draw)
+        #: the queries of the same point's draws (:meth:`draws`), this one's place among them, and what they
+        #: computed together: under an output mechanism the undefended victim answers an augmented query once for
+        #: every draw (the task's ``*_under``), each draw's noise then applied to it
+        self._together: list["DefendedQuery"] = [self]
+        self._position = 0
+        self._shared: dict[tuple, np.ndarray] = {}
+
+    @classmethod
+    def draws(cls, defender: Any, spec: DefenseSpec, answers: list[Responses]) -> list["DefendedQuery"]:
+        """The queries of draws 0, 1, … of one point (``answers``: each draw's defended evaluation answers),
+        sharing the label and augmented queries they ask alike (issue 32.16)."""
+        queries = [cls(defender, spec, d, r) for d, r in enumerate(answers)]
+        shared: dict[tuple, np.ndarray] = {}
+        for i, q in enumerate(queries):
+            q._together, q._position, q._shared = queries, i, shared
+        return queries
+
+    def _for_every_draw(self, kind: str, index: np.ndarray, n: int, run: Any) -> np.ndarray:
+        """This draw's part of ``run(transforms)`` — the task's ``*_under`` with every draw's transform (role
+        ``victim/<kind>``, each from its draw's own generator, as a draw alone makes it) — computed once for
+        the draws together; a copy (a caller may write to it)."""
+        key = (kind, hashlib.sha256(np.asarray(index, np.int64).tobytes()).hexdigest(), n)
+        if key not in self._shared:
+            d, spec = self.defender, self.spec
+            mech = spec.mechanism_class
+            self._shared[key] = run([mech.torch_transform(spec, d._torch_generator(spec, q.draw, f"victim/{kind}"))
+                                     for q in self._together])
+        return self._shared[key][self._position].copy()
 
     def eval_responses(self) -> Responses:
         return self._eval
@@ -77,17 +105,16 @@ class DefendedQuery:
         return d.remembering((spec.key, "victim", self.draw), model)
 
     def label_queries(self, index: np.ndarray, n: int) -> np.ndarray:
-        d, spec, mech = self.defender, self.spec, self.spec.mechanism_class
+        d, mech = self.defender, self.spec.mechanism_class
         if isinstance(mech, OutputMechanism):
-            transform = mech.torch_transform(spec, d._torch_generator(spec, self.draw, "victim/labels"))
-            return d.task.label_queries(d.cfg, self._model(), d.models.data, index, n, output_transform=transform)
+            return self._for_every_draw("labels", index, n, lambda transforms: d.task.label_queries_under(
+                d.cfg, self._model(), d.models.data, index, n, transforms))
         return d.task.label_queries(d.cfg, self._model(), d.models.data, index, n)
 
     def augmented_confidences(self, index: np.ndarray, n: int) -> np.ndarray:
         """LiRA's φ under augmented queries of the defended output (the same draw's noise as its labels)."""
-        d, spec, mech = self.defender, self.spec, self.spec.mechanism_class
+        d, mech = self.defender, self.spec.mechanism_class
         if isinstance(mech, OutputMechanism):
-            transform = mech.torch_transform(spec, d._torch_generator(spec, self.draw, "victim/augmented"))
-            return d.task.augmented_confidences(d.cfg, self._model(), d.models.data, index, n,
-                                                output_transform=transform)
+            return self._for_every_draw("augmented", index, n, lambda transforms: d.task.augmented_confidences_under(
+                d.cfg, self._model(), d.models.data, index, n, transforms))
         return d.task.augmented_confidences(d.cfg, self._model(), d.models.data, index, n)

@@ -380,7 +380,10 @@ class Defender:
                 for d, (r, out) in enumerate(zip(answers, outcomes)):
                     out.update(score_reference_attacks(self.reference_attacks, r, self.membership,
                                                        self.population_answers(spec, d)))
-            queries = [DefendedQuery(self, spec, d, r) for d, r in enumerate(answers)]
+            # the draws' label and augmented queries asked together (the victim answers each once for all draws);
+            # without reuse, each draw's own, as before issue 32.16 (the tests compare both)
+            queries = (DefendedQuery.draws(self, spec, answers) if self.reuse_victim_outputs
+                       else [DefendedQuery(self, spec, d, r) for d, r in enumerate(answers)])
             for query, out in zip(queries, outcomes):
                 for attack in self.model_attacks:
                     if not isinstance(attack, QuantileAttack):

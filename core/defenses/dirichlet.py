@@ -40,6 +40,7 @@ small k scatters it towards the simplex' corners (k → 0: a one-hot vector draw
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -95,7 +96,7 @@ def sample_probs(p: np.ndarray, k: float, eta: float, rng: np.random.Generator) 
     return log_dirichlet(rng, sampling_k(k) * floor_probs(np.asarray(p, np.float64), eta))
 
 
-def torch_output_transform(k: float, eta: float, generator: torch.Generator):
+def torch_output_transform(k: float, eta: float, generator: torch.Generator) -> "DirichletOutputTransform":
     """A callable mapping (B, m) log-probabilities to log-probabilities of Dir(k·p̃) samples, in
     torch (for decisions taken inside a model's decoding or rollout loop); any k > 0.
 
@@ -103,19 +104,49 @@ def torch_output_transform(k: float, eta: float, generator: torch.Generator):
     :func:`log_gamma_variates`), so a draw is fixed by the defense's seed. ``torch._standard_gamma``
     takes no generator: it read torch's global RNG, which made two runs of the same draw decode
     differently (issue 20)."""
-    k = sampling_k(k)
+    return DirichletOutputTransform(sampling_k(k), eta, generator)
 
-    def transform(log_probs: torch.Tensor) -> torch.Tensor:
+
+class DirichletOutputTransform:
+    """:func:`torch_output_transform`'s callable; :meth:`apply_together` applies several draws' transforms to
+    the same log-probabilities at once (the task's ``*_under`` queries, issue 32.16)."""
+
+    def __init__(self, k: float, eta: float, generator: torch.Generator):
+        self.k, self.eta, self.generator = k, eta, generator
+
+    def _alpha(self, log_probs: torch.Tensor) -> torch.Tensor:
         p = log_probs.double().exp()
         n = p.shape[-1]
-        alpha = k * ((1.0 - n * eta) * p + eta)
-        seed = int(torch.randint(0, 2**62, (1,), generator=generator))
-        log_g = torch.from_numpy(log_gamma_variates(np.random.default_rng(seed), alpha.cpu().numpy())).to(alpha.device)
+        return self.k * ((1.0 - n * self.eta) * p + self.eta)
+
+    def _log_gamma(self, alpha: np.ndarray) -> np.ndarray:
+        seed = int(torch.randint(0, 2**62, (1,), generator=self.generator))
+        return log_gamma_variates(np.random.default_rng(seed), alpha)
+
+    @staticmethod
+    def _finish(log_g: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
         log_x = (log_g - torch.logsumexp(log_g, -1, keepdim=True)).clamp_min(LOG_PROB_FLOOR)
         # float16/bfloat16 cannot hold the floor: their own most negative finite value instead
-        return log_x.clamp_min(torch.finfo(log_probs.dtype).min).to(log_probs.dtype)
+        return log_x.clamp_min(torch.finfo(dtype).min).to(dtype)
 
-    return transform
+    def __call__(self, log_probs: torch.Tensor) -> torch.Tensor:
+        alpha = self._alpha(log_probs)
+        log_g = torch.from_numpy(self._log_gamma(alpha.cpu().numpy())).to(alpha.device)
+        return self._finish(log_g, log_probs.dtype)
+
+    @staticmethod
+    def apply_together(transforms: list["DirichletOutputTransform"], log_probs: torch.Tensor) -> torch.Tensor | None:
+        """(T, B, m): each transform applied to ``log_probs`` — its own seed drawn from its own generator, as
+        its call draws it — with the draws' shared and elementwise work done once on the stacked tensor (the
+        same numbers as one call each, ``tests/test_defenses.py``). None where the transforms differ in k or η
+        (the caller then calls each)."""
+        first = transforms[0]
+        if any(not isinstance(t, DirichletOutputTransform) or (t.k, t.eta) != (first.k, first.eta) for t in transforms):
+            return None
+        alpha = first._alpha(log_probs)
+        alpha_np = alpha.cpu().numpy()
+        log_g = torch.from_numpy(np.stack([t._log_gamma(alpha_np) for t in transforms])).to(alpha.device)
+        return first._finish(log_g, log_probs.dtype)
 
 
 @dataclass(frozen=True)
@@ -288,12 +319,15 @@ class DirichletPrivacy:
         return self.delta >= 1.0 or self.epsilon < 0
 
 
+@functools.lru_cache(maxsize=1024)
 def lemma1_bound(k: float, n: int, eta: float, tau: float, b: float) -> DirichletPrivacy:
     """Lemma 1: ε ≤ 2k(1 − η) − 3 + (k·b/2)·|log(1 − (n−1)τ) − log τ| and
     δ = 1 − P(x ∈ Δₙ(τ)) for x ~ Dir(k·p*), p* = [η, …, η, 1 − (n−1)η].
 
     δ is bounded above by the union bound Σᵢ P(xᵢ < τ) + P(xᵢ > 1 − τ) over the Beta(k·p*ᵢ,
     k − k·p*ᵢ) marginals (clipped to 1), so the reported δ is never smaller than the lemma's.
+    Kept per argument tuple (a frozen result): every Defenses slider step asks again for each curve point's
+    guarantee, four beta tails each (issue 32.16).
     """
     if not (k > 0 and 0 < eta and (n - 1) * eta < 1 and 0 < tau and (n - 1) * tau < 1 and b > 0):
         raise ValueError("lemma 1 needs k > 0, 0 < η, (n−1)η < 1, 0 < τ, (n−1)τ < 1 and b > 0")

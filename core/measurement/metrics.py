@@ -10,6 +10,7 @@ guessing gives accuracy 0.5, advantage 0 and AUC 0.5.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -53,8 +54,32 @@ def roc_auc(scores: np.ndarray, membership: np.ndarray) -> float:
 def tpr_at_fpr(scores: np.ndarray, membership: np.ndarray, max_fpr: float) -> float:
     """Largest TPR reachable by a threshold whose FPR is at most ``max_fpr``."""
     fpr, tpr, _ = roc_curve(scores, membership)
+    return _tpr_at(fpr, tpr, max_fpr)
+
+
+def _tpr_at(fpr: np.ndarray, tpr: np.ndarray, max_fpr: float) -> float:
+    """:func:`tpr_at_fpr` read off a ROC curve already computed."""
     ok = fpr <= max_fpr + 1e-12
     return float(tpr[ok].max()) if ok.any() else 0.0
+
+
+def rounded_list(values: np.ndarray, digits: int = 6) -> list[float]:
+    """``[round(float(v), digits) for v in values]``, the same floats, vectorised (a ROC's stored points:
+    tens of thousands of ``round`` calls per Defenses slider step, issue 32.16). ``rint(v·10^d) / 10^d`` is
+    Python's correctly rounded result wherever v·10^d is not within rounding error of a half (the integer
+    is then the decimal rounding's, and both divide it by 10^d to the nearest float); those few values
+    (and any non-finite one) go through ``round`` itself."""
+    v = np.asarray(values, np.float64).ravel()
+    scale = 10.0 ** digits
+    with np.errstate(invalid="ignore", over="ignore"):
+        y = v * scale
+        out = np.rint(y) / scale
+        # a tie's neighbourhood: |frac(y) − ½| small; y's own rounding error is ≤ |y|·2⁻⁵³
+        doubtful = ~np.isfinite(y) | (np.abs(np.abs(y - np.floor(y)) - 0.5) <= 1e-6 + np.abs(y) * 1e-12)
+    result = out.tolist()
+    for i in np.flatnonzero(doubtful):
+        result[i] = round(float(v[i]), digits)
+    return result
 
 
 def best_threshold(scores: np.ndarray, membership: np.ndarray) -> float:
@@ -132,19 +157,19 @@ def evaluate_attack(name: str, scores: np.ndarray, membership: np.ndarray, thres
     decide = scores >= threshold
     tpr = float(decide[y].mean())
     fpr = float(decide[~y].mean())
-    fprs, tprs, _ = roc_curve(scores, y)
+    fprs, tprs, _ = roc_curve(scores, y)  # once: the low-FPR TPRs are read off the same curve
     keep = roc_points_kept(fprs)
     return AttackMetrics(
         name=name,
         accuracy=float((decide == y).mean()),
         advantage=tpr - fpr,
         auc=float(np.trapezoid(tprs, fprs)),
-        tpr_at_fpr={str(f): tpr_at_fpr(scores, y, f) for f in LOW_FPRS},
+        tpr_at_fpr={str(f): _tpr_at(fprs, tprs, f) for f in LOW_FPRS},
         threshold=float(threshold),
         n_members=int(y.sum()),
         n_nonmembers=int((~y).sum()),
-        roc_fpr=[round(float(v), 6) for v in fprs[keep]],
-        roc_tpr=[round(float(v), 6) for v in tprs[keep]],
+        roc_fpr=rounded_list(fprs[keep]),
+        roc_tpr=rounded_list(tprs[keep]),
     )
 
 
@@ -194,6 +219,17 @@ def clopper_pearson(successes: np.ndarray | int, trials: np.ndarray | int,
     with np.errstate(invalid="ignore"):
         lo = np.where(x > 0, stats.beta.ppf(alpha / 2, np.maximum(x, 1e-12), n - x + 1), 0.0)
         hi = np.where(x < n, stats.beta.ppf(1 - alpha / 2, x + 1, np.maximum(n - x, 1e-12)), 1.0)
+    return lo, hi
+
+
+@functools.lru_cache(maxsize=64)
+def _clopper_pearson_table(n: int, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`clopper_pearson` of every count 0…n out of n, kept (read-only): ε̂ asks for the same few n
+    (a split half's members and non-members) on every attack and draw, and the beta quantiles were a tenth
+    of a Defenses slider step's CPU (issue 32.16)."""
+    lo, hi = clopper_pearson(np.arange(n + 1), n, confidence)
+    lo.setflags(write=False)
+    hi.setflags(write=False)
     return lo, hi
 
 
@@ -250,10 +286,10 @@ def _cp_ratio_bound(hits: np.ndarray, n_hits: int, misses: np.ndarray, n_miss: i
     # counts are integers ≤ n: the beta quantiles once per possible count, then looked up
     for n in np.unique(n_hits):
         at = n_hits == n
-        lo[at] = clopper_pearson(np.arange(n + 1), n, confidence)[0][hits[at]]
+        lo[at] = _clopper_pearson_table(int(n), float(confidence))[0][hits[at]]
     for n in np.unique(n_miss):
         at = n_miss == n
-        hi[at] = clopper_pearson(np.arange(n + 1), n, confidence)[1][misses[at]]
+        hi[at] = _clopper_pearson_table(int(n), float(confidence))[1][misses[at]]
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where((lo > hi) & (hi > 0), np.log(lo / hi), 0.0)
 

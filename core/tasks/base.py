@@ -30,6 +30,15 @@ FractionCallback = Callable[[float], None]
 OutputTransform = Callable[[torch.Tensor], torch.Tensor]
 
 
+def apply_each(transforms: Sequence[OutputTransform], log_probs: torch.Tensor) -> torch.Tensor:
+    """(T, …): every transform applied to ``log_probs`` (a defense's draws, each its own noise), stacked; through
+    the transforms' own ``apply_together`` where their class offers one (the draws' shared work done once:
+    :class:`core.defenses.dirichlet.DirichletOutputTransform`), else one call each."""
+    together = getattr(type(transforms[0]), "apply_together", None) if transforms else None
+    out = together(list(transforms), log_probs) if together is not None else None
+    return out if out is not None else torch.stack([t(log_probs) for t in transforms])
+
+
 @dataclass
 class TaskData:
     """A task's data source split into the victim's half and the attacker's disjoint half.
@@ -242,6 +251,19 @@ class Task(ABC):
         :meth:`label_queries`; query 0 is the record itself. LiRA with augmented queries reads only this
         (Carlini et al. 2022). Default: not offered (:attr:`label_queries_missing` says why)."""
         raise ConfigError(f"augmented queries: {self.label_queries_missing}")
+
+    def label_queries_under(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray, n: int,
+                            output_transforms: Sequence[OutputTransform | None]) -> np.ndarray:
+        """(T, N, n): :meth:`label_queries` under each of ``output_transforms`` (a defense's draws), each called
+        on its queries in the order :meth:`label_queries` calls it. Default: one :meth:`label_queries` per
+        transform; a task whose noise acts on the model's outputs overrides it to run the model once for all."""
+        return np.stack([self.label_queries(cfg, model, data, index, n, t) for t in output_transforms])
+
+    def augmented_confidences_under(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray,
+                                    n: int, output_transforms: Sequence[OutputTransform | None]) -> np.ndarray:
+        """(T, N, n): :meth:`augmented_confidences` under each of ``output_transforms``, as
+        :meth:`label_queries_under` does for the labels."""
+        return np.stack([self.augmented_confidences(cfg, model, data, index, n, t) for t in output_transforms])
 
     def attack_features(self, cfg: ExperimentConfig, data: TaskData, index: np.ndarray) -> np.ndarray | None:
         """(N, F) features of records ``index`` that do not depend on any model (the record itself:

@@ -32,7 +32,7 @@ from core.foundations.memory import (FLOAT_BYTES, attack_training_bytes, cnn_par
 from core.models.image import JointReNet, ReNet, ResidualCNN, count_params, match_renet, renet_param_count
 from core.training.loop import (BatchCallback, PrivacySettings, TrainingRecord, autocast_dtype, build_optimizer,
     seeded_generator, train_epochs)
-from core.tasks.base import (EpochCallback, FractionCallback, LogitClassifier, OutputTransform, RecordView, Task, TaskData,
+from core.tasks.base import (EpochCallback, apply_each, FractionCallback, LogitClassifier, OutputTransform, RecordView, Task, TaskData,
                              VictimLoader,
                              named_record_indices)
 
@@ -455,21 +455,37 @@ class ImageTask(LogitClassifier, Task):
         identity, a horizontal flip, one-pixel shifts with zero fill, the flip with each shift):
         Choquette-Choo et al.'s data-augmentation queries. ``output_transform`` (a defense's noise)
         acts on the log-softmax before the argmax."""
+        return self.label_queries_under(cfg, model, data, index, n, [output_transform])[0]
+
+    def label_queries_under(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray, n: int,
+                            output_transforms: Sequence[OutputTransform | None]) -> np.ndarray:
+        """:meth:`label_queries` under each transform (a defense's draws), the model run once per augmented
+        batch for all of them (issue 32.16: it ran once per draw); each transform sees its batches in
+        :meth:`label_queries`' order, so each draw's noise, and its answers, are the ones it gave alone."""
         if not 1 <= n <= len(LABEL_AUGMENTATIONS):
             raise ConfigError(f"label queries: n must lie in 1..{len(LABEL_AUGMENTATIONS)}, got {n}")
         index = np.asarray(index, np.int64)
         rec: ImageRecords = data.records
         device = next(model.parameters()).device
         labels = rec.labels[index]
-        out = np.zeros((len(index), n), bool)
+        out = np.zeros((len(output_transforms), len(index), n), bool)
         with torch.no_grad():
             for start in range(0, len(index), 1024):
                 x = rec.images[index[start : start + 1024]]
+                y = labels[start : start + len(x)]
                 for j, (flip, dy, dx) in enumerate(LABEL_AUGMENTATIONS[:n]):
                     scores = model(augment_image(x, flip, dy, dx).to(device)).float().cpu()
-                    if output_transform is not None:
-                        scores = output_transform(torch.log_softmax(scores.double(), 1))
-                    out[start : start + len(x), j] = (scores.argmax(1) == labels[start : start + len(x)]).numpy()
+                    if all(t is not None for t in output_transforms):  # every draw's noise at once: (T, B, m)
+                        noisy = apply_each(output_transforms, torch.log_softmax(scores.double(), 1))
+                        out[:, start : start + len(x), j] = (noisy.argmax(-1) == y).numpy()
+                        continue
+                    logp = None
+                    for t, transform in enumerate(output_transforms):
+                        noisy = scores
+                        if transform is not None:
+                            logp = torch.log_softmax(scores.double(), 1) if logp is None else logp
+                            noisy = transform(logp)
+                        out[t, start : start + len(x), j] = (noisy.argmax(1) == y).numpy()
         return out
 
     def augmented_confidences(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray,
@@ -477,23 +493,36 @@ class ImageTask(LogitClassifier, Task):
         """LiRA's φ = log c − log(1 − c) of the label under the first ``n`` of :data:`LABEL_AUGMENTATIONS`
         (the label-only attack's queries), in float64 from the log-softmax: log(1 − c) is the
         log-sum-exp of the other classes' log-probabilities, exact where c rounds to 1."""
+        return self.augmented_confidences_under(cfg, model, data, index, n, [output_transform])[0]
+
+    def augmented_confidences_under(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray,
+                                    n: int, output_transforms: Sequence[OutputTransform | None]) -> np.ndarray:
+        """:meth:`augmented_confidences` under each transform, the model run once for all of them (as
+        :meth:`label_queries_under`)."""
         if not 1 <= n <= len(LABEL_AUGMENTATIONS):
             raise ConfigError(f"augmented queries: n must lie in 1..{len(LABEL_AUGMENTATIONS)}, got {n}")
         index = np.asarray(index, np.int64)
         rec: ImageRecords = data.records
         device = next(model.parameters()).device
-        out = np.zeros((len(index), n), np.float64)
+        out = np.zeros((len(output_transforms), len(index), n), np.float64)
         with torch.no_grad():
             for start in range(0, len(index), 1024):
                 x = rec.images[index[start : start + 1024]]
                 y = rec.labels[index[start : start + 1024]].long()
                 for j, (flip, dy, dx) in enumerate(LABEL_AUGMENTATIONS[:n]):
-                    logp = torch.log_softmax(model(augment_image(x, flip, dy, dx).to(device)).double().cpu(), 1)
-                    if output_transform is not None:
-                        logp = torch.log_softmax(output_transform(logp).double(), 1)
-                    own = logp.gather(1, y[:, None])[:, 0]
-                    others = torch.logsumexp(logp.scatter(1, y[:, None], float("-inf")), 1)
-                    out[start : start + len(x), j] = (own - others).numpy()
+                    clean = torch.log_softmax(model(augment_image(x, flip, dy, dx).to(device)).double().cpu(), 1)
+                    if all(t is not None for t in output_transforms):  # every draw's noise at once: (T, B, m)
+                        logp = torch.log_softmax(apply_each(output_transforms, clean).double(), -1)
+                        at = y[None, :, None].expand(len(output_transforms), -1, 1)
+                        own = logp.gather(-1, at)[..., 0]
+                        others = torch.logsumexp(logp.scatter(-1, at, float("-inf")), -1)
+                        out[:, start : start + len(x), j] = (own - others).numpy()
+                        continue
+                    for t, transform in enumerate(output_transforms):
+                        logp = clean if transform is None else torch.log_softmax(transform(clean).double(), 1)
+                        own = logp.gather(1, y[:, None])[:, 0]
+                        others = torch.logsumexp(logp.scatter(1, y[:, None], float("-inf")), 1)
+                        out[t, start : start + len(x), j] = (own - others).numpy()
         return out
 
     def attack_features(self, cfg: ExperimentConfig, data: TaskData, index: np.ndarray) -> np.ndarray:
