@@ -12,6 +12,7 @@ from core.defenses.side_by_side import points_side_by_side
 from core.defenses.spec import DefenseSpec
 from core.experiment.cache import ArtifactCache
 from core.experiment.pipeline import load_models
+from core.experiment.results import DefendedPoint
 from core.tasks import get_task
 
 CALLS = [{"utility": False}, {"utility": True, "quantile": False}]
@@ -25,8 +26,8 @@ def _defenders(scratch) -> dict[str, Defender]:
             for arch in ("ffnn", "rnn")}
 
 
-def _numbers(point: dict) -> dict:
-    return {k: v for k, v in point.items() if k != "timings"}  # wall seconds differ from run to run
+def _numbers(point: DefendedPoint) -> dict:
+    return {k: v for k, v in point.to_dict().items() if k != "timings"}  # wall seconds differ from run to run
 
 
 def test_side_by_side_points_equal_the_points_one_after_the_other(tiny_image_runs, tmp_path):
@@ -39,7 +40,7 @@ def test_side_by_side_points_equal_the_points_one_after_the_other(tiny_image_run
             expected = [d.point(spec, "naive", **call) for call in CALLS]
             got = [f.result(timeout=300) for f in futures[arch]]
             assert [_numbers(p) for p in got] == [_numbers(p) for p in expected]
-            assert got[0]["utility"] is None and got[1]["utility"] is not None  # the fast point, then the card's
+            assert got[0].utility is None and got[1].utility is not None  # the fast point, then the card's
 
 
 class _Meeting:
