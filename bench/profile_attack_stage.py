@@ -5,7 +5,7 @@
     # e.g. translation paper ffnn data_dir=.m30k src_lang=en tgt_lang=de epochs=2
 
 Prints the training seconds, the run's stage timings, then the 30 functions with the most
-cumulative time and the 20 with the most own time. Used on the GPU machine (docs/results.md).
+cumulative time and the 20 with the most own time (process CPU seconds). Used on the GPU machine (docs/results.md).
 """
 import ast
 import cProfile
@@ -40,7 +40,8 @@ if __name__ == "__main__":
     t = time.perf_counter()
     trained_models(cfg, cache=cache, executor=make_executor("processes"))
     print("train", round(time.perf_counter() - t, 1), flush=True)
-    profile = cProfile.Profile()
+    # CPU seconds, not wall: on a shared machine the wall clock mostly measures the other processes
+    profile = cProfile.Profile(time.process_time)
     t = time.perf_counter()
     profile.enable()
     summary = run_experiment(cfg, cache=cache).summary

@@ -198,3 +198,46 @@ def test_fits_of_the_older_path_are_not_served(tmp_path):
     shadow = [a for a in final if a.name == "shadow"][0]
     np.testing.assert_allclose([a for a in again if a.name == "shadow"][0].score(target), shadow.score(target), atol=1e-6)
     assert not np.allclose([a for a in early if a.name == "shadow"][0].score(target), shadow.score(target), atol=1e-6)
+
+
+def test_length_buckets_are_the_cheapest_cut():
+    """The dynamic programme against every cut between distinct lengths (brute force)."""
+    import itertools
+
+    from core.attacks.attack_ensemble import length_buckets
+
+    rng = np.random.default_rng(0)
+    for _ in range(40):
+        lengths = np.sort(rng.integers(1, 12, rng.integers(1, 30)))
+        call = float(rng.choice([0.0, 3.0, 20.0, 1e6]))
+        got = length_buckets(lengths, call)
+        assert got[0][0] == 0 and got[-1][1] == len(lengths)
+        assert all(a[1] == b[0] for a, b in zip(got, got[1:]))
+
+        def cost(runs):
+            return sum((hi - lo) * lengths[hi - 1] + call for lo, hi in runs)
+
+        bounds = [i for i in range(1, len(lengths)) if lengths[i] != lengths[i - 1]]
+        best = min(cost(list(zip((0, *cuts), (*cuts, len(lengths)))))
+                   for k in range(len(bounds) + 1) for cuts in itertools.combinations(bounds, k))
+        assert cost(got) == pytest.approx(best)
+        if call == 1e6:
+            assert got == [(0, len(lengths))]
+
+
+def test_lstms_run_in_length_buckets_are_the_one_by_one_fit(monkeypatch):
+    """With calls made free every batch runs in one bucket per distinct length (sorted, cut, put back
+    in the batch's order): each LSTM is still the one fitted alone (a bucket read at the wrong rows or
+    put back in another order moves the weights by far more than TOL)."""
+    from core.attacks import attack_ensemble
+
+    monkeypatch.setattr(attack_ensemble, "_CALL_COST", 1e-9)
+    runs = []
+    real = attack_ensemble.length_buckets
+    monkeypatch.setattr(attack_ensemble, "length_buckets", lambda *a: runs.append(real(*a)) or runs[-1])
+    members = [_member(AttackLSTM, 2, 64, 1, data_seed=3, steps=6), _member(AttackLSTM, 3, 64, 2, data_seed=4)]
+    alone = [_alone(m) for m in members]
+    fitted = fit_members(members, device=torch.device("cpu"), lstm_size=1)
+    assert runs and max(len(r) for r in runs) > 2  # the batches did run in several buckets
+    for a, f in zip(alone, fitted):
+        _assert_same_weights(f, a)

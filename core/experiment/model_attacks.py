@@ -31,6 +31,7 @@ from core.attacks.quantile import QUANTILE_ALPHA, QuantileRegressor, QuantileTra
 from core.attacks.registry import AttackEntry, VictimQuery, register
 from core.attacks.sequence_scores import reference_ratio_scores
 from core.attacks.shadow_attacks import AttackOutcome
+from core.experiment.answer_memo import concat_arrays, take_arrays
 from core.experiment.cache import ArtifactCache, tensor_shapes
 from core.experiment.reference_attacks import (LIRA, RMIA, ReferenceAttack, fit_reference_attacks,
     online_reference_plan, record_mean, reference_inputs, score_reference_attacks, step_logit_confidence, victim_answers)
@@ -64,14 +65,38 @@ class UndefendedQuery:
         return victim_answers(self.models, index, self.cache)
 
     def label_queries(self, index: np.ndarray, n: int) -> np.ndarray:
+        if self.models.memo is not None:
+            return augmented_answers(self.models, "victim", index, n, 0)
         if self._model is None:
             self._model = self.models.model("victim")
         return self.models.task.label_queries(self.models.cfg, self._model, self.models.data, index, n)
 
     def augmented_confidences(self, index: np.ndarray, n: int) -> np.ndarray:
+        if self.models.memo is not None:
+            return augmented_answers(self.models, "victim", index, n, 1)
         if self._model is None:
             self._model = self.models.model("victim")
         return self.models.task.augmented_confidences(self.models.cfg, self._model, self.models.data, index, n)
+
+
+def augmented_answers(models: TrainedModels, role: str, index: np.ndarray, n: int, which: int) -> np.ndarray:
+    """``role``'s model on the ``n`` augmented queries of records ``index``: which 0, the correct labels
+    (:meth:`~core.tasks.base.Task.label_queries`), 1, φ (:meth:`~core.tasks.base.Task.augmented_confidences`);
+    each record's forward passes run once per attack stage (:class:`~core.experiment.answer_memo.AnswerMemo`,
+    set on the batched path) — for both at once where the task answers both from one pass (the label-only
+    attack and LiRA with augmented queries read the same logits)."""
+    task, cfg, data, memo = models.task, models.cfg, models.data, models.memo
+    if task.augmented_in_one_pass:
+        def both(records: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            return task.augmented_answers(cfg, models.model(role), data, records, n)
+
+        return memo.rows(("augmented", role, n), index, both, concat_arrays, take_arrays)[which]
+    ask = task.augmented_confidences if which else task.label_queries
+
+    def one(records: np.ndarray) -> tuple[np.ndarray]:
+        return (ask(cfg, models.model(role), data, records, n),)
+
+    return memo.rows(("augmented", which, role, n), index, one, concat_arrays, take_arrays)[0]
 
 
 def record_score(r: Responses) -> np.ndarray:
@@ -171,10 +196,14 @@ class LabelOnlyAttack:
         if not models.shadows:
             self.skipped = "the label-only threshold is fitted on shadow models; this run has none"
             return False
+        def correct_of(i: int) -> np.ndarray:
+            if models.memo is not None:
+                return augmented_answers(models, f"shadow_{i}", models.shadow_query_index(i), self.n, 0)
+            return models.task.label_queries(models.cfg, models.model(f"shadow_{i}"), models.data,
+                                             models.shadow_query_index(i), self.n)
+
         try:
-            correct = np.concatenate([
-                models.task.label_queries(models.cfg, models.model(f"shadow_{i}"), models.data,
-                                          models.shadow_query_index(i), self.n) for i in range(len(models.shadows))])
+            correct = np.concatenate([correct_of(i) for i in range(len(models.shadows))])
         except ConfigError as exc:  # the task offers no label queries: say why
             self.skipped = str(exc)
             return False
@@ -259,7 +288,10 @@ ONLINE_LOOKUP = 64
 _PHI_CLIP = 1e4
 
 
-def _phi(task: Any, models: TrainedModels, model: Any, index: np.ndarray, n: int) -> np.ndarray:
+def _phi(task: Any, models: TrainedModels, model: Any, index: np.ndarray, n: int, role: str | None = None) -> np.ndarray:
+    """φ of ``model`` on the augmented queries of ``index``; a shadow's (``role``) through the memo when set."""
+    if role is not None and models.memo is not None:
+        return augmented_answers(models, role, index, n, 1)
     return task.augmented_confidences(models.cfg, model, models.data, index, n)
 
 
@@ -280,6 +312,8 @@ class AugmentedLiRA:
         self.threshold = float("nan")
 
     def _shadow_models(self, models: TrainedModels) -> list[Any]:
+        if models.memo is not None:  # built when a question needs them (none may: answers read back)
+            return [None] * len(models.shadows)
         return [models.model(f"shadow_{i}") for i in range(len(models.shadows))]
 
     def fit(self, models: TrainedModels, cache: Any) -> bool:
@@ -291,7 +325,8 @@ class AugmentedLiRA:
         task, eval_index = models.task, models.splits.eval_index
         shadows = self._shadow_models(models)
         try:
-            self.refs = np.stack([_phi(task, models, m, eval_index, self.n) for m in shadows])
+            self.refs = np.stack([_phi(task, models, m, eval_index, self.n, f"shadow_{i}")
+                                  for i, m in enumerate(shadows)])
         except ConfigError as exc:  # the task offers no augmented queries: say why
             self.skipped = str(exc)
             return False
@@ -300,7 +335,7 @@ class AugmentedLiRA:
         # the threshold: each shadow the target on its own query records, the others its OUT references
         queries = [models.shadow_query_index(k) for k in range(len(shadows))]
         union = np.unique(np.concatenate(queries))
-        phi_union = [_phi(task, models, m, union, self.n) for m in shadows]
+        phi_union = [_phi(task, models, m, union, self.n, f"shadow_{i}") for i, m in enumerate(shadows)]
         scores = []
         for k, q in enumerate(queries):
             pos = np.searchsorted(union, q)
@@ -373,7 +408,8 @@ class AugmentedLiRAOnline(AugmentedLiRA):
             return False
         try:
             phis = [_phi(task, models, m, eval_index, self.n) for m, _ in online]
-            phis += [_phi(task, models, m, eval_index, self.n) for m in self._shadow_models(models)]
+            phis += [_phi(task, models, m, eval_index, self.n, f"shadow_{i}")
+                     for i, m in enumerate(self._shadow_models(models))]
         except ConfigError as exc:
             self.skipped = str(exc)
             return False

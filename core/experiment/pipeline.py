@@ -28,14 +28,16 @@ import numpy as np
 from safetensors.torch import load as load_safetensors
 
 from core.attacks import registry as attack_registry
-from core.attacks.shadow_attacks import (Attack, AttackOutcome, AttackTraining, attack_to_bytes, fit_attack_sets,
-    load_attack_bytes, score_attacks)
+from core.attacks.shadow_attacks import (Attack, AttackOutcome, AttackTraining, attack_to_bytes, batched_fits,
+    fit_attack_sets, load_attack_bytes, score_attacks)
+from core.experiment.answer_memo import AnswerMemo
 from core.experiment.cache import ArtifactCache, Validator, dict_with
 
 #: part of a fitted attack's cache key: raised when fitting changes its numbers, so no fit of an older
 #: version is served. 2: every learned classifier fitted as one batched ensemble (issue 34,
-#: core.attacks.attack_ensemble) — the same attack up to float rounding, but not bit for bit
-ATTACK_FIT_VERSION = "fit2"
+#: core.attacks.attack_ensemble) — the same attack up to float rounding, but not bit for bit. 3: the LSTMs
+#: run in length buckets and the MLPs' gradients are written out by hand on a CPU (rounding again)
+ATTACK_FIT_VERSION = "fit3"
 from core.foundations.config import ExperimentConfig
 from core.foundations.device import default_device, single_thread
 from core.training.dpsgd import report as privacy_report
@@ -419,7 +421,7 @@ def run_experiment(
     models = trained_models(cfg, cache=cache, tracker=tracker, executor=executor)
     victim, shadows, splits = models.victim, models.shadows, models.splits
 
-    t = time.perf_counter()
+    t, t_cpu = time.perf_counter(), time.process_time()
     attacks_by_epoch: dict[int, dict] = {}
     fitted = fitted_attack_variants(models, [AttackVariant(e) for e in cfg.checkpoint_epochs], cache,
                                     on_progress=lambda f: tracker.update("attacks", 0.9 * f))
@@ -430,13 +432,19 @@ def run_experiment(
     # weights, quantile regression the victim on a non-member pool, label-only its labels under
     # augmentations: core.experiment.model_attacks), and how closely the shadows track the victim
     t_reference = time.perf_counter()
-    model_outcomes, model_timings, not_run = model_attack_outcomes(models, cache)
-    attacks_by_epoch[cfg.epochs].update(model_outcomes)
-    fidelity = measure_shadow_fidelity(models)
+    # the batched path (issue 34) builds each model once and answers each record once across these
+    # attacks (core.experiment.answer_memo); MIA_ATTACK_BATCHED=0 asks anew per question, as before
+    models.memo = AnswerMemo() if batched_fits() else None
+    try:
+        model_outcomes, model_timings, not_run = model_attack_outcomes(models, cache)
+        attacks_by_epoch[cfg.epochs].update(model_outcomes)
+        fidelity = measure_shadow_fidelity(models)
+    finally:
+        models.memo = None  # answers and models held for this stage only
     # LiRA, RMIA and the fidelity, as before; the other models-stage attacks have their own timings
     reference_s = time.perf_counter() - t_reference - sum(v for k, v in model_timings.items() if not k.endswith("_fit_s"))
     tracker.finish("attacks")
-    attack_s = time.perf_counter() - t
+    attack_s, attack_cpu_s = time.perf_counter() - t, time.process_time() - t_cpu
 
     final = attacks_by_epoch[cfg.epochs]
     primary = task.primary_attack()
@@ -466,6 +474,7 @@ def run_experiment(
         timings={
             **models.timings,
             "attack_s": attack_s,
+            "attack_cpu_s": attack_cpu_s,  # this process's CPU seconds in it (wall times move with the load)
             "total_s": time.perf_counter() - t0,
             "victim_trained_s": victim.train_s,
             "shadows_trained_s": sum(s.train_s for s in shadows),

@@ -73,7 +73,8 @@ from core.measurement.metrics import best_threshold, evaluate_attack, roc_auc
 from core.measurement.reference_math import (  # the array math, shared with core.analyses.scores
     logit_confidence_from_loss, lira_unit_scores, pooled_variance, rmia_from_log_likelihoods)
 from core.measurement.responses import Responses
-from core.experiment.roles import TrainedModels, model_from_weights, reference_answers, role_seed, train_model
+from core.experiment.roles import (TrainedModels, memo_answers, model_from_weights, reference_answers, role_seed,
+    train_model)
 
 #: floors that keep logs finite (float32 cross-entropies and probabilities can be exactly 0)
 _TINY = 1e-45
@@ -328,8 +329,7 @@ def victim_answers(models: TrainedModels, index: np.ndarray, cache: ArtifactCach
     key = cache.key("model", models.cfg.training_hash, "victim", "answers", _digest(index))
     answers = cache.get_responses(key)
     if answers is None or len(answers) != len(index):
-        answers = models.task.respond(models.cfg, models.model("victim"), models.data, index,
-                                      record_features=False).validate()
+        answers = memo_answers(models, "victim", index)
         cache.put_responses(key, answers)
     return answers
 

@@ -20,13 +20,14 @@ import hashlib
 import os
 import random
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 import numpy as np
 import torch
 from safetensors.torch import save as save_safetensors
 
+from core.experiment.answer_memo import AnswerMemo
 from core.experiment.cache import ArtifactCache, dict_with, tensor_shapes
 from core.experiment.user_model import member_index, user_weights
 from core.foundations.config import ExperimentConfig
@@ -450,6 +451,8 @@ class TrainedModels:
     victim: TrainedModel
     shadows: list[TrainedModel]
     timings: dict[str, float] = field(default_factory=dict)
+    #: set for one attack stage on the batched path (issue 34): models built once, answers computed once
+    memo: AnswerMemo | None = field(default=None, repr=False)
 
     @property
     def eval_membership(self) -> np.ndarray:
@@ -474,6 +477,8 @@ class TrainedModels:
     def model(self, role: str = "victim") -> torch.nn.Module:
         """The trained model of ``role`` (``victim`` or ``shadow_<i>``), final weights, eval mode."""
         trained = self.victim if role == "victim" else self.shadows[int(role.split("_")[1])]
+        if self.memo is not None:  # one attack stage reads the model: built once
+            return self.memo.model(role, lambda: model_from_weights(self.task, self.cfg, trained.weights, self.data))
         return model_from_weights(self.task, self.cfg, trained.weights, self.data)
 
 
@@ -496,11 +501,39 @@ def reference_answers(models: TrainedModels, index: np.ndarray | None = None,
         key = cache.key("model", cfg.training_hash, f"shadow_{i}", "answers", tag)
         answers = cache.get_responses(key)
         if answers is None or len(answers) != len(index):
-            answers = models.task.respond(cfg, models.model(f"shadow_{i}"), models.data, index,
-                                          record_features=False).validate()
+            answers = memo_answers(models, f"shadow_{i}", index)
             cache.put_responses(key, answers)
         out.append(answers)
     return out
+
+
+def memo_answers(models: TrainedModels, role: str, index: np.ndarray) -> Responses:
+    """``role``'s final model answering records ``index`` (per-step answers only, validated). With the
+    models' :class:`~core.experiment.answer_memo.AnswerMemo` (the batched path), records it answered
+    before are read back, a shadow's own query records from its stored final answers (the same model on
+    the same records), and the answers carry no record features (LiRA, RMIA, the reference ratio and
+    quantile regression read per-step answers only; navigation's episode summary is left out)."""
+    def compute(records: np.ndarray) -> Responses:
+        answers = models.task.respond(models.cfg, models.model(role), models.data, records,
+                                      record_features=False).validate()
+        return _steps_only(answers) if models.memo is not None else answers
+
+    if models.memo is None:
+        return compute(index)
+    if role.startswith("shadow_"):
+        k = int(role.split("_")[1])
+        own = models.shadows[k].responses.get(models.cfg.epochs)
+        query = models.shadow_query_index(k)
+        if own is not None and len(own) == len(query):
+            models.memo.seed(("respond", role), query, _steps_only(own))
+    return models.memo.rows(("respond", role), index, compute, Responses.concat, lambda r, rows: r.subset(rows))
+
+
+def _steps_only(answers: Responses) -> Responses:
+    """``answers`` without record features (what the shared path's reference answers carry)."""
+    if not answers.record_features:
+        return answers
+    return replace(answers, record_features={})
 
 
 

@@ -265,6 +265,18 @@ class Task(ABC):
         :meth:`label_queries_under` does for the labels."""
         return np.stack([self.augmented_confidences(cfg, model, data, index, n, t) for t in output_transforms])
 
+    #: whether :meth:`augmented_answers` answers both augmented questions from one forward pass
+    augmented_in_one_pass: bool = False
+
+    def augmented_answers(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray,
+                          n: int) -> tuple[np.ndarray, np.ndarray]:
+        """(:meth:`label_queries`, :meth:`augmented_confidences`) of the same queries, undefended: what
+        the label-only attack and LiRA with augmented queries both read (issue 34's shared path). Default:
+        the two methods; a task whose two read the same outputs answers both from one forward pass
+        (and says so: :attr:`augmented_in_one_pass`)."""
+        return (self.label_queries(cfg, model, data, index, n),
+                self.augmented_confidences(cfg, model, data, index, n))
+
     def attack_features(self, cfg: ExperimentConfig, data: TaskData, index: np.ndarray) -> np.ndarray | None:
         """(N, F) features of records ``index`` that do not depend on any model (the record itself:
         an image's pixels and label), for attacks that predict per-record statistics from the record

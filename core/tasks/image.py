@@ -525,6 +525,32 @@ class ImageTask(LogitClassifier, Task):
                         out[t, start : start + len(x), j] = (own - others).numpy()
         return out
 
+    augmented_in_one_pass = True
+
+    def augmented_answers(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray,
+                          n: int) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`label_queries` and :meth:`augmented_confidences` from one forward pass per augmented
+        query: the argmax of the logits and φ of their float64 log-softmax, as the two compute them."""
+        if not 1 <= n <= len(LABEL_AUGMENTATIONS):
+            raise ConfigError(f"augmented queries: n must lie in 1..{len(LABEL_AUGMENTATIONS)}, got {n}")
+        index = np.asarray(index, np.int64)
+        rec: ImageRecords = data.records
+        device = next(model.parameters()).device
+        correct = np.zeros((len(index), n), bool)
+        phi = np.zeros((len(index), n), np.float64)
+        with torch.no_grad():
+            for start in range(0, len(index), 1024):
+                x = rec.images[index[start : start + 1024]]
+                y = rec.labels[index[start : start + 1024]]
+                for j, (flip, dy, dx) in enumerate(LABEL_AUGMENTATIONS[:n]):
+                    logits = model(augment_image(x, flip, dy, dx).to(device)).cpu()
+                    correct[start : start + len(x), j] = (logits.float().argmax(1) == y).numpy()
+                    logp = torch.log_softmax(logits.double(), 1)
+                    own = logp.gather(1, y.long()[:, None])[:, 0]
+                    others = torch.logsumexp(logp.scatter(1, y.long()[:, None], float("-inf")), 1)
+                    phi[start : start + len(x), j] = (own - others).numpy()
+        return correct, phi
+
     def attack_features(self, cfg: ExperimentConfig, data: TaskData, index: np.ndarray) -> np.ndarray:
         """The image's standardised pixels and its one-hot label (no model involved)."""
         rec: ImageRecords = data.records
