@@ -16,6 +16,7 @@ from apptest_fields import set_fields
 from job_events import record_job_events
 from core.defenses.sensitivity import cached_sensitivity
 from core.experiment.pipeline import cached_summary
+from core.experiment.results import DefendedPoint
 from core.tasks import get_task
 from ui.jobs import CANCELLED, DONE, JobManager, job_key
 
@@ -319,7 +320,8 @@ def test_an_adaptive_job_caches_the_point_the_defenses_page_reads(manager):
     assert job.state == DONE, job.error
     assert "adaptive attacker (dirichlet 1)" in job.label
     point = Defender(trained_models(cfg)).measured(spec, "both")
-    assert point is not None and point["adaptive_attack"]["accuracy"] == job.result["adaptive_attack"]["accuracy"]
+    assert point is not None
+    assert point.adaptive_attack.accuracy == DefendedPoint.coerce(job.result).adaptive_attack.accuracy
 
 
 def test_defenses_page_runs_the_sensitivity_sampler_and_the_adaptive_attacker_as_worker_jobs(monkeypatch):

@@ -86,7 +86,7 @@ def test_an_exported_victim_audited_as_your_model_gives_the_same_numbers(root, t
     reopened = trained_models(bound)
     assert reopened.victim.cache_hit and np.array_equal(reopened.splits.victim_members, models.splits.victim_members)
     point = Defender(reopened).point(DefenseSpec("dirichlet", 1.0), "naive", utility=False)
-    assert "shadow" in point["attacks"] and point["value"] == 1.0  # the sliders' point, on the loaded model
+    assert "shadow" in point.attacks and point.value == 1.0  # the sliders' point, on the loaded model
     # the analyses and defenses that retrain the victim are refused, before any work
     before = len(ArtifactCache().keys())
     for refused in (lambda: analyze({"ffnn": bound}, ("overtraining",)), lambda: memorization(bound),
