@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from core.analyses.analysis_results import EpochRow
 from core.analyses.registry import Analysis, registered
 from core.experiment.results import RunSummary
 from core.foundations.names import ARCH_NAMES
@@ -136,8 +137,10 @@ def scatter_gap(sc: dict[str, Any]) -> float:
     return float(sc["mean_ape"]["non_members"] - sc["mean_ape"]["members"])
 
 
-def _checkpoint_accuracy(rows: list[dict[str, Any]]) -> dict[int, float]:
-    return {r["epoch"]: r["attack_accuracy"] for r in rows if r.get("attack_accuracy") is not None}
+def _checkpoint_accuracy(rows: Sequence[EpochRow | Mapping[str, Any]]) -> dict[int, float]:
+    """Attack accuracy by checkpoint epoch of a vulnerability's rows (typed, or their JSON)."""
+    typed = (EpochRow.coerce(r) for r in rows)
+    return {r.epoch: r.attack_accuracy for r in typed if r.attack_accuracy is not None}
 
 
 def vulnerability_verdict(vuln: dict[str, dict[str, Any]]) -> RunVerdict:
