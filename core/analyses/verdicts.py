@@ -17,6 +17,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from core.analyses.analysis_results import EpochRow
+from core.analyses.own_models import Memorization, Mismatch
 from core.analyses.registry import Analysis, registered
 from core.experiment.results import RunSummary
 from core.foundations.names import ARCH_NAMES
@@ -184,7 +185,7 @@ def memorization_verdict(m: dict[str, dict[str, Any]]) -> RunVerdict:
     """The FFNN forgets the first block and the RNN keeps more of it (:func:`core.analyses.own_models.memorization` data):
     the first block's attack accuracy of each and their difference, :data:`ONE_REPEAT` (no paper
     gives a threshold for "forgotten", so none is applied)."""
-    first = {a: m[a]["blocks"][0]["attack_accuracy"] for a in ("ffnn", "rnn")}
+    first = {a: _memorization(m[a]).blocks[0].attack_accuracy for a in ("ffnn", "rnn")}
     return RunVerdict("inconclusive", f"first block attacked at {first['ffnn']:.3f} (FFNN) vs {first['rnn']:.3f} (RNN); "
                                    f"FFNN − RNN {first['ffnn'] - first['rnn']:+.3f} — {ONE_REPEAT}",
                    first["ffnn"] - first["rnn"])
@@ -196,9 +197,9 @@ def mismatch_verdict(mm: dict[str, dict[str, Any]]) -> RunVerdict:
     is applied)."""
     drops = {}
     for a in ("ffnn", "rnn"):
-        m = mm[a]
-        base = m["rows"][0]["accuracy"][m["attack"]]
-        drops[a] = max(base - r["accuracy"][m["attack"]] for r in m["rows"][1:])
+        m = mm[a] if isinstance(mm[a], Mismatch) else Mismatch.from_dict(mm[a])
+        base = m.rows[0].accuracy[m.attack]
+        drops[a] = max(base - r.accuracy[m.attack] for r in m.rows[1:])
     return RunVerdict("inconclusive", f"largest accuracy drop with mismatched shadows: FFNN {drops['ffnn']:+.3f}, "
                                    f"RNN {drops['rnn']:+.3f} — {ONE_REPEAT}", drops["ffnn"] - drops["rnn"])
 
@@ -261,8 +262,12 @@ def overtraining_pair(over: dict[str, dict[str, Any]]) -> tuple[float, float] | 
     return rise["ffnn"][2], rise["rnn"][2]
 
 
-def memorization_pair(m: dict[str, dict[str, Any]]) -> tuple[float, float] | None:
-    return m["ffnn"]["blocks"][0]["attack_accuracy"], m["rnn"]["blocks"][0]["attack_accuracy"]
+def _memorization(m: Memorization | Mapping[str, Any]) -> Memorization:
+    return m if isinstance(m, Memorization) else Memorization.from_dict(m)
+
+
+def memorization_pair(m: dict[str, Memorization | dict[str, Any]]) -> tuple[float, float] | None:
+    return _memorization(m["ffnn"]).blocks[0].attack_accuracy, _memorization(m["rnn"]).blocks[0].attack_accuracy
 
 
 @dataclass(frozen=True)
