@@ -16,7 +16,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from core.analyses.analysis_results import EpochRow
+from core.analyses.analysis_results import EpochRow, MemberMeans, Scatter
 from core.analyses.own_models import Memorization, Mismatch
 from core.analyses.registry import Analysis, registered
 from core.experiment.results import RunSummary
@@ -132,10 +132,11 @@ def _gap_intervals(scatter: dict[str, dict[str, Any]], confidence: float = 0.95,
     return {k: tuple(float(x) for x in np.quantile(v, q)) for k, v in boot.items()}
 
 
-def scatter_gap(sc: dict[str, Any]) -> float:
+def scatter_gap(sc: Scatter | dict[str, Any]) -> float:
     """Non-members' minus members' mean APE (nats) of one :func:`core.analyses.analysis.entropy_scatter`: above 0 when members
     get the lower entropy, the larger the better the two are separated."""
-    return float(sc["mean_ape"]["non_members"] - sc["mean_ape"]["members"])
+    means = sc.mean_ape if isinstance(sc, Scatter) else MemberMeans.coerce(sc["mean_ape"])
+    return float(means.non_members - means.members)
 
 
 def _checkpoint_accuracy(rows: Sequence[EpochRow | Mapping[str, Any]]) -> dict[int, float]:
