@@ -5,12 +5,13 @@ from pathlib import Path
 
 import streamlit as st
 
-from core.analyses.answer import cached_answer
+from core.analyses.answer import Answer, cached_answer
 from core.analyses.repeats import repeat_config
 from core.foundations.errors import MIAError
 from core.foundations.paths import cache_dir
 from core.tasks import get_task
 from core.foundations.names import ARCH_NAMES, ATTACK_NAMES
+from core.measurement.stats import Estimate
 from core.views.style import with_ci
 from ui.nav import page_meta, registered_pages
 from core.views.run_text import verdict_lines
@@ -39,7 +40,7 @@ st.page_link("app_pages/5_Findings.py", icon=":material/fact_check:",
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
-def demo_answer(key: tuple[str, ...]) -> dict:
+def demo_answer(key: tuple[str, ...]) -> Answer:
     """:func:`core.analyses.answer.cached_answer` for the demo, once per cache folder and set of cached
     runs (``key``): a new repeat in the cache changes the key, so the answer follows it."""
     return cached_answer("image", "quick")
@@ -65,14 +66,14 @@ if demo:
             have = [summary_of(c) for c in extra]
             found = tuple(s.config_hash for s in cached + have if s is not None)
             ans = demo_answer((str(cache_dir()),) + found)
-            n_rep = ans["repeats"]
+            n_rep = ans.repeats
             cols = st.columns(len(cached))
             for col, s in zip(cols, cached):
                 val = "—" if s.utility.val is None else f"{s.utility.val:.3f}"
                 if n_rep >= 2:  # the mean over the cached repeats with its interval, as the verdict below reads
-                    m = ans["comparison"]["metrics"]["attack_accuracy"][s.arch]
+                    m = ans.comparison.metrics["attack_accuracy"].estimate(s.arch)
                     col.metric(f"{ARCH_NAMES[s.arch]}: attack accuracy, mean of {n_rep} repeats (chance 0.5)",
-                               f"{m['mean']:.3f}", help=f"95 % CI {with_ci(m)}; repeat 1 of {n_rep}: "
+                               f"{Estimate.from_dict(m).mean:.3f}", help=f"95 % CI {with_ci(m)}; repeat 1 of {n_rep}: "
                                f"{s.attack.accuracy:.3f} (AUC {s.attack.auc:.3f}, validation accuracy {val})")
                 else:
                     col.metric(f"{ARCH_NAMES[s.arch]}: attack accuracy, one repeat (chance 0.5)",
@@ -81,11 +82,10 @@ if demo:
                                     f"{s.attack.auc:.3f}; validation accuracy {val}")
             # the question asked, and answered from the cached repeats by core (python -m core compare --cached
             # prints the same): the verdict with its interval and N, or the one-repeat difference, never a claim
-            st.markdown(f"##### {ans['question']}")
-            st.markdown(f"On **{ans['data']}** ({ans['repeats']} paired repeat{'s' * (ans['repeats'] != 1)} "
-                        f"cached):  \n{ans['sentence']}")
-            if ans["repeats"] >= 2:
-                lines = verdict_lines(ans["comparison"])
+            st.markdown(f"##### {ans.question}")
+            st.markdown(f"On **{ans.data}** ({n_rep} paired repeat{'s' * (n_rep != 1)} cached):  \n{ans.sentence}")
+            if n_rep >= 2:
+                lines = verdict_lines(ans.comparison)
                 st.markdown("Every leakage metric, FFNN − RNN (below 0: the RNN leaks more, as the studies found):  \n"
                             + "  \n".join(lines))
             if not all(h is not None for h in have):
@@ -105,7 +105,7 @@ if demo:
                     manager.submit(lacking)
                     st.rerun()
             st.caption("This is the small built-in demo, not the studies' data. Answers on real data: "
-                       + "; ".join(ans["elsewhere"]) + ".")
+                       + "; ".join(ans.elsewhere) + ".")
             st.page_link(ANALYSES, label="Analyses: why the attacks work, with verdicts over repeats",
                          icon=":material/analytics:")
             if n_rep >= 2:

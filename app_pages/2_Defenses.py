@@ -323,10 +323,8 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
     # model per point and draw: its table's coarse grid); points whose utility was measured carry its loss
     # with repeats cached, every repeat's curve (its own models, the same spec) and the band over them
     # (core.analyses.repeats.defense_curve_bands: over repeats × draws; with one repeat over the draws)
-    # (the bands are computed on the points' JSON and the banded points typed again: core.analyses.repeats' layout)
-    curve_points = {arch: [DefendedPoint.from_dict(p) for p in defense_curve_bands(
-                               [[p.to_dict() for p in d.curve(spec, [*param.curve, value])] for d in repeat_defenders[arch]],
-                               spec.draws, [d.baseline.utility for d in repeat_defenders[arch]])]
+    curve_points = {arch: defense_curve_bands([d.curve(spec, [*param.curve, value]) for d in repeat_defenders[arch]],
+                                              spec.draws, [d.baseline.utility for d in repeat_defenders[arch]])
                     for arch in fast}
     st.plotly_chart(defense_curves(curve_points, {a: defenders[a].baseline for a in fast}, spec.value_name, value,
                                          log_x=param.log_scale), width="stretch")

@@ -81,7 +81,7 @@ def compare_command(args: argparse.Namespace, out: Path | None) -> int:
 
         if sets:
             raise ConfigError("--cached answers for a preset as it is: leave out --set")
-        result = cached_answer(args.task, args.preset)
+        result = cached_answer(args.task, args.preset).to_dict()
         if out is not None:
             write_json_atomically(out, result)
         else:

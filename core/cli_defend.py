@@ -152,7 +152,7 @@ def _defend_repeats(args: argparse.Namespace, config, values, n_pairs: int, out,
     say = (lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr))
     result = defend_repeats(config, args.mechanism, values, args.attacker, args.draws, n_pairs, seed=args.seed,
                             progress=progress, executor=executor,
-                            on_point=lambda i, n: say(f"[defend] {args.mechanism}: {i}/{n} values"))
+                            on_point=lambda i, n: say(f"[defend] {args.mechanism}: {i}/{n} values")).to_dict()
     if out is not None:
         write_json_atomically(out, result)
     else:

@@ -165,6 +165,18 @@ def _arch_pair(make):
     return {"ffnn": make("ffnn"), "rnn": make("rnn")}
 
 
+def _memorized(first: float) -> dict:
+    """A memorization result's JSON whose first block is attacked at ``first`` (the verdicts read it typed)."""
+    block = own_models.MemorizedBlock(1, first, None, {"shadow": first}, 0.0, 0.0)
+    return own_models.Memorization("x", (block,), (), 1, 1, 1, "shadow").to_dict()
+
+
+def _mismatched(*accuracies: float) -> dict:
+    """A mismatch result's JSON: the shadow attack's accuracy per shadow size (the matched size first)."""
+    rows = tuple(own_models.MismatchRow(1.0 / (i + 1), 8, {"shadow": a}) for i, a in enumerate(accuracies))
+    return own_models.Mismatch("x", "cnn_width", rows, "shadow").to_dict()
+
+
 def _curve(acc_by_epoch: dict[int, float], best: int) -> dict:
     return {"rows": [{"epoch": e, "attack_accuracy": a, "utility_train": 1.0, "utility_val": 0.5}
                      for e, a in sorted(acc_by_epoch.items())], "best_val_epoch": best}
@@ -181,9 +193,8 @@ def test_each_verdict_is_computed_from_its_own_analysis_only():
     overtraining = {"ffnn": _curve({3: 0.6, 6: 0.8, 12: 0.9}, 3), "rnn": _curve({3: 0.7, 6: 0.71, 12: 0.72}, 3)}
     scatter = {"ffnn": {"mean_ape": {"members": 0.1, "non_members": 0.3}},
                "rnn": {"mean_ape": {"members": 0.5, "non_members": 0.2}}}  # RNN members higher: does not hold
-    memorization = {"ffnn": {"blocks": [{"attack_accuracy": 0.5}]}, "rnn": {"blocks": [{"attack_accuracy": 0.7}]}}
-    mismatch = {a: {"attack": "shadow", "rows": [{"accuracy": {"shadow": 0.8}}, {"accuracy": {"shadow": 0.5}}]}
-                for a in ("ffnn", "rnn")}  # a big drop: does not hold
+    memorization = {"ffnn": _memorized(0.5), "rnn": _memorized(0.7)}
+    mismatch = {a: _mismatched(0.8, 0.5) for a in ("ffnn", "rnn")}  # a big drop: does not hold
     results = {"vulnerability": vulnerability, "overtraining": overtraining, "scatter": scatter,
                "memorization": memorization, "mismatch": mismatch}
     v = analysis_verdicts.verdicts(results, summaries)
@@ -215,7 +226,7 @@ def test_html_export_of_one_run_shows_differences_and_no_verdict():
 
     summaries = {a: typed_run({"arch": a, "attack": {"name": "shadow", "accuracy": acc}})
                  for a, acc in (("ffnn", 0.55), ("rnn", 0.75))}
-    memorization = {"ffnn": {"blocks": [{"attack_accuracy": 0.5}]}, "rnn": {"blocks": [{"attack_accuracy": 0.7}]}}
+    memorization = {"ffnn": _memorized(0.5), "rnn": _memorized(0.7)}
     page = html_report({"verdicts": analysis_verdicts.verdicts({"memorization": memorization}, summaries)}, {}, "t")
     assert "inconclusive — final attack accuracy: FFNN 0.550, RNN 0.750, FFNN − RNN -0.200 — inconclusive (one repeat)" \
         in page

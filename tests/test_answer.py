@@ -34,9 +34,9 @@ def home():
 
 
 def test_answer_follows_the_cached_repeats_on_core_cli_and_home(tiny_quick, tmp_path):
-    assert cached_answer()["repeats"] == 0 and cached_answer()["verdict"] is None  # nothing measured: no answer
+    assert cached_answer().repeats == 0 and cached_answer().verdict is None  # nothing measured: no answer
     runs = {c.arch: [RunSummary.from_dict(run_experiment(c).summary)] for c in tiny_quick}
-    one = cached_answer()
+    one = cached_answer().to_dict()
     assert one["question"] == QUESTION and one["repeats"] == 1 and one["verdict"] == "inconclusive"
     # the headline reads the comparison's declared primary metric (as every page does), here with one pair
     first = comparison_json(runs["ffnn"], runs["rnn"])
@@ -53,11 +53,11 @@ def test_answer_follows_the_cached_repeats_on_core_cli_and_home(tiny_quick, tmp_
 
     # a second paired repeat of one architecture only: still one pair, still no interval
     run_experiment(repeat_config(tiny_quick[0], 1))
-    assert cached_answer()["repeats"] == 1
+    assert cached_answer().repeats == 1
     run_experiment(repeat_config(tiny_quick[1], 1))
     for c in tiny_quick:
         runs[c.arch].append(RunSummary.from_dict(run_experiment(repeat_config(c, 1)).summary))
-    two = cached_answer()
+    two = cached_answer().to_dict()
     comparison = comparison_json(runs["ffnn"], runs["rnn"])
     expected = comparison["metrics"][comparison["primary"]["metric"]]
     assert two["repeats"] == 2 and two["verdict"] == expected["verdict"]["value"] and two["verdict"] in VERDICTS

@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from core.analyses import verdicts as analysis_verdicts
 from core.experiment.pipeline import run_experiment
-from core.analyses.repeats import defense_curve_bands, defense_intervals, repeat_config
+from core.analyses.repeats import defense_curve_bands as typed_curve_bands, defense_intervals, repeat_config
 from core.defenses.sweeps import collect_points_repeats
 from core.experiment.results import DefendedPoint
 from core.tasks import get_task
@@ -33,6 +33,13 @@ def _point(value, acc, acc_sd=None, utility=None, utility_sd=None, loss=None, li
     if lira is not None:
         p["attacks"]["lira"] = attack(auc=lira, auc_std=0.0)
     return p
+
+
+def defense_curve_bands(*args, **kwargs):
+    """The banded points' JSON (what ``defend --repeats`` writes): typed_curve_bands returns them typed."""
+    points = typed_curve_bands(*args, **kwargs)
+    assert all(isinstance(p, DefendedPoint) for p in points)
+    return [p.to_dict() for p in points]
 
 
 def _typed(points):

@@ -98,7 +98,7 @@ def test_home_answer_reads_the_same_judgement(planted, monkeypatch):
 
     task = get_task("image")  # the Home page reads the quick preset: make it the tiny one the runs used
     monkeypatch.setattr(type(task), "presets", {**task.presets, "quick": {**task.presets["quick"], **TINY}})
-    answer = cached_answer("image", "quick")
+    answer = cached_answer("image", "quick").to_dict()
     assert answer["repeats"] == N and answer["metric"] == "lira_auc" and answer["verdict"] == "reversed"
     table = findings_table(["image"], "quick")
     f1 = next(r for r in table.rows if r.finding == "F1" and r.task == "image")

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from core.analyses.analysis_results import EpochRow
 from core.analyses.own_models import memorization, mismatch
 from core.experiment.cache import ArtifactCache
 from core.foundations.config import ExperimentConfig
@@ -181,15 +182,12 @@ def entropy_scatter(summary: RunSummary) -> dict[str, Any]:
         threshold = run.attacks[name].threshold
         threshold = float("inf") if threshold is None else threshold
         decided = np.asarray(scores) >= threshold
-        entry: dict[str, Any] = {"decision": decided.tolist(), "correct": (decided == member).tolist(),
-                                 "accuracy": float((decided == member).mean())}
         boundary = (rec.boundaries or {}).get(name)
-        if boundary:
-            entry["boundary"] = boundary  # the real threshold, in its signal's units
-        else:
-            entry["surrogate"] = near_records(
-                surrogate_boundary(fx, fy, decided, x_range=(x_lo, x_range[1]), y_range=(y_lo, y_range[1])), fx, fy)
-        attacks[name] = entry
+        # the real threshold, in its signal's units, where the attack has one; else the surrogate's
+        where = {"boundary": boundary} if boundary else {"surrogate": near_records(
+            surrogate_boundary(fx, fy, decided, x_range=(x_lo, x_range[1]), y_range=(y_lo, y_range[1])), fx, fy)}
+        attacks[name] = {"decision": decided.tolist(), "correct": (decided == member).tolist(),
+                         "accuracy": float((decided == member).mean()), **where}
     return {"arch": run.arch, "task": run.task, "log10_ape": lx.tolist(), "log10_cross_entropy": ly.tolist(),
             "membership": member.tolist(), "clipped_ape": cx.tolist(), "clipped_cross_entropy": cy.tolist(),
             "floor": _FLOOR, "range": {"log10_ape": list(x_range), "log10_cross_entropy": list(y_range)},
@@ -245,13 +243,18 @@ def vulnerability(models: TrainedModels, summary: RunSummary) -> dict[str, Any]:
             res = run.attacks_at(e).get(primary)
             if res:
                 out.update(attack_accuracy=res.accuracy, attack_auc=res.auc)
-        rows.append(out)
-    vals = [(r["utility_val"], r["epoch"]) for r in rows if r["utility_val"] is not None]
+        rows.append(EpochRow.from_dict(out))  # typed from birth; its JSON (to_dict) is the dict built
+    vals = [(r.utility_val, r.epoch) for r in rows if r.utility_val is not None]
     best = max(vals)[1] if vals else None
-    by_epoch = {r["epoch"]: r for r in rows}
-    gap = lambda e: (by_epoch[e]["utility_train"] - by_epoch[e]["utility_val"]) if e in by_epoch and by_epoch[e]["utility_train"] is not None else None
-    return {"arch": run.arch, "rows": rows, "best_val_epoch": best, "gap_at_best": gap(best) if best else None,
-            "gap_final": gap(rows[-1]["epoch"]) if rows else None, "attack": primary}
+    by_epoch = {r.epoch: r for r in rows}
+
+    def gap(e: int) -> float | None:
+        r = by_epoch.get(e)
+        return None if r is None or r.utility_train is None else r.utility_train - r.utility_val
+
+    return {"arch": run.arch, "rows": [r.to_dict() for r in rows], "best_val_epoch": best,
+            "gap_at_best": gap(best) if best else None, "gap_final": gap(rows[-1].epoch) if rows else None,
+            "attack": primary}
 
 
 def _spread(epochs: int, points: int) -> tuple[int, ...]:

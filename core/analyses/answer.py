@@ -8,12 +8,17 @@ lacks), so it never claims more than was measured: with one repeat the differenc
 """
 from __future__ import annotations
 
-from typing import Any
+import math
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Mapping
 
+from core.analyses.comparison_results import ComparisonResult
 from core.analyses.repeats import cached_repeat_configs, comparison_configs, comparison_json
 from core.experiment.cache import ArtifactCache
 from core.experiment.pipeline import cached_summary
 from core.experiment.results import RunSummary
+from core.experiment.typed_json import INT, NUM, STR, Typed, null, objects, sequence
+from core.measurement.stats import Estimate
 from core.tasks import get_task
 
 QUESTION = "Do RNNs leak more?"
@@ -37,17 +42,49 @@ def data_description(task: str, preset: str) -> str:
     return f"{task} task, {preset} preset" + (f": {note}" if note else "")
 
 
-def answer_sentence(value: str, metric: str, diff: dict[str, Any], n: int) -> str:
+def answer_sentence(value: str, metric: str, diff: Estimate | Mapping[str, Any], n: int) -> str:
     """The headline in words: the verdict (holds / reversed / inconclusive, the only three) with the
     difference FFNN − RNN, its interval and N — or "inconclusive (one repeat)" without an interval."""
-    d = f"FFNN − RNN {diff['mean']:+.3f}"
-    if n < 2 or diff.get("ci_low") is None:
+    e = diff if isinstance(diff, Estimate) else Estimate.from_dict(diff)
+    d = f"FFNN − RNN {e.mean:+.3f}"
+    if n < 2 or e.ci_low is None:
         return f"**inconclusive (one repeat)** — {metric}: {d}, no interval with N = {n}"
-    return (f"**{value}** — {metric}: {d} 95 % CI [{diff['ci_low']:+.3f}, {diff['ci_high']:+.3f}], "
-            f"N = {n} paired repeats")
+    return f"**{value}** — {metric}: {d} 95 % CI [{e.ci_low:+.3f}, {e.ci_high:+.3f}], N = {n} paired repeats"
 
 
-def cached_answer(task: str = "image", preset: str = "quick", cache: ArtifactCache | None = None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Answer(Typed):
+    """:func:`cached_answer`'s result (``compare --cached`` writes its ``to_dict``; the Home page reads it):
+    N ``repeats`` cached for both architectures, the headline ``metric`` and its ``verdict`` (None with N = 0),
+    the ``sentence``, the ``data`` it rests on, where answers on real data are (``elsewhere``), the full
+    ``comparison`` (None with N = 0) and each architecture's mean of the metric (``ffnn``, ``rnn``)."""
+
+    question: str
+    task: str
+    preset: str
+    data: str
+    elsewhere: tuple[str, ...]
+    repeats: int
+    metric: str
+    verdict: str | None = None
+    sentence: str | None = None
+    comparison: ComparisonResult | None = None
+    ffnn: float | None = None
+    rnn: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
+    keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
+
+    _WHAT: ClassVar[str] = "answer"
+
+
+Answer._FIELDS = {
+    "question": (STR, True), "task": (STR, True), "preset": (STR, True), "data": (STR, True),
+    "elsewhere": (sequence(STR), True), "repeats": (INT, True), "metric": (STR, True), "verdict": (null(STR), True),
+    "sentence": (null(STR), True), "comparison": (null(objects(ComparisonResult)), True), "ffnn": (null(NUM), False),
+    "rnn": (null(NUM), False)}
+
+
+def cached_answer(task: str = "image", preset: str = "quick", cache: ArtifactCache | None = None) -> Answer:
     """The answer to :data:`QUESTION` from the cache: ``repeats`` (N cached for both architectures,
     0 when either lacks repeat 0), ``verdict`` (None with N = 0), ``sentence``, ``data``,
     ``elsewhere`` and the full ``comparison`` (:func:`comparison_json`; None with N = 0)."""
@@ -59,13 +96,17 @@ def cached_answer(task: str = "image", preset: str = "quick", cache: ArtifactCac
                            "data": data_description(task, preset), "elsewhere": list(ELSEWHERE), "repeats": n,
                            "metric": HEADLINE_METRIC, "verdict": None, "sentence": None, "comparison": None}
     if n == 0:
-        out["sentence"] = "not measured yet: no cached run of both architectures"
-        return out
+        out.update(sentence="not measured yet: no cached run of both architectures")
+        return Answer.from_dict(out)
     runs = {a: [RunSummary.from_dict(cached_summary(c, cache)) for c in v[:n]] for a, v in cached.items()}
-    comp = comparison_json(runs["ffnn"], runs["rnn"])
-    metric = (comp.get("primary") or {}).get("metric") or HEADLINE_METRIC
-    m = comp["metrics"][metric]
-    value = m["verdict"]["value"] if n >= 2 and m.get("verdict") else "inconclusive"
-    out.update(comparison=comp, metric=metric, verdict=value, ffnn=m["ffnn"]["mean"], rnn=m["rnn"]["mean"],
-               sentence=answer_sentence(value, m.get("label", metric), m["difference"]["diff"], n))
-    return out
+    comp_json = comparison_json(runs["ffnn"], runs["rnn"])
+    comp = ComparisonResult.from_dict(comp_json)
+    metric = comp.primary.metric if comp.primary is not None else HEADLINE_METRIC
+    m = comp.metrics[metric]
+    value = m.verdict.value if n >= 2 and m.verdict is not None else "inconclusive"
+    means = {a: Estimate.from_dict(m.estimate(a)).mean for a in ("ffnn", "rnn")}
+    means = {a: None if math.isnan(v) else v for a, v in means.items()}  # a JSON null is read as nan
+    # written over the placeholders above (a key present keeps its place), as the JSON always was
+    out.update(comparison=comp_json, metric=metric, verdict=value, ffnn=means["ffnn"], rnn=means["rnn"],
+               sentence=answer_sentence(value, m.label if "label" in m.keys else metric, m.difference.diff, n))
+    return Answer.from_dict(out)

@@ -27,12 +27,13 @@ import numpy as np
 
 from core.experiment.cache import ArtifactCache
 from core.foundations.config import MAX_REPEATS, ExperimentConfig
-from core.defenses.defender import defend
+from core.defenses.defender import defense_run
+from core.defenses.defense_results import DefenseRun
 from core.foundations.errors import ConfigError
 from core.measurement.metrics import empirical_epsilon, resolution
 from core.experiment.pipeline import cached_summary, run_experiment, trained_models
 from core.foundations.progress import ProgressCallback, ProgressEvent
-from core.experiment.results import RunSummary, runs
+from core.experiment.results import DefendedPoint, RunSummary, runs
 from core.measurement.bootstrap import bootstrap_metric, low_fpr_note, roc_band_repeats
 from core.measurement.stats import (Comparison, Estimate, compare, corrected_verdict, holm, interval_from_moments,
     mean_interval)
@@ -337,8 +338,18 @@ def unresolved_label(n_nonmembers: int) -> str:
     return f"TPR at 0 false positives (FPR < 1/{n_nonmembers})"
 
 
-def metric_roles(comps: dict[str, Comparison], facts: EvaluationFacts) -> dict[str, dict[str, Any]]:
-    """Per compared metric its ``role`` and display ``label`` (and ``no_verdict_reason`` where it gets none):
+@dataclasses.dataclass(frozen=True)
+class MetricRole:
+    """A metric's ``role`` (:func:`metric_roles`), ``label`` (None: :data:`METRIC_LABELS`') and why no verdict."""
+
+    role: str
+    label: str | None = None
+    no_verdict_reason: str | None = None
+
+
+def metric_roles(comps: dict[str, Comparison], facts: EvaluationFacts) -> dict[str, MetricRole]:
+    """Per compared metric its :class:`MetricRole`: ``role`` and display ``label`` (and ``no_verdict_reason``
+    where it gets none):
 
     * ``primary``: the first of :data:`PRIMARY_ORDER` compared (declared, not chosen by value);
     * ``duplicate``: the same number (or an exact function of it) as another metric in the list —
@@ -352,7 +363,7 @@ def metric_roles(comps: dict[str, Comparison], facts: EvaluationFacts) -> dict[s
     """
     primary = next((m for m in PRIMARY_ORDER if m in comps), None)
     n0 = facts.n_nonmembers
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, MetricRole] = {}
     for name, c in comps.items():
         role, label, why = "secondary", None, None
         if HEADLINE[name][1] == 0:
@@ -369,7 +380,7 @@ def metric_roles(comps: dict[str, Comparison], facts: EvaluationFacts) -> dict[s
         elif name in TPR_FPR and math.floor(TPR_FPR[name] * n0 + 1e-12) == 0:
             role, label = "unresolved", unresolved_label(n0)
             why = low_fpr_note(n0, TPR_FPR[name]) + "; a rate finer than the data gets no verdict"
-        out[name] = {"role": role, "label": label, "no_verdict_reason": why}
+        out[name] = MetricRole(role, label, why)
     return out
 
 
@@ -380,21 +391,20 @@ def judged_comparisons(comps: dict[str, Comparison], facts: EvaluationFacts) -> 
     verdict held to them (:func:`core.measurement.stats.corrected_verdict`); duplicates and unresolved
     rates keep their values and difference but no verdict."""
     roles = metric_roles(comps, facts)
-    secondary = [m for m, r in roles.items() if r["role"] == "secondary"]
+    secondary = [m for m, r in roles.items() if r.role == "secondary"]
     adj_t = holm([comps[m].difference.p_t for m in secondary])
     adj_perm = holm([comps[m].difference.p_permutation for m in secondary])
     out = {}
     for name, c in comps.items():
         r = roles[name]
-        d = c.to_dict()
-        d["role"] = r["role"]
-        d["label"] = r["label"] or METRIC_LABELS.get(name, name)
-        if r["role"] in ("duplicate", "unresolved"):
-            d["verdict"], d["no_verdict_reason"] = None, r["no_verdict_reason"]
-        elif r["role"] == "secondary" and c.verdict is not None:
+        # the comparison's JSON with the role written after it (update: a key it has keeps its place)
+        d = {**c.to_dict(), "role": r.role, "label": r.label or METRIC_LABELS.get(name, name)}
+        if r.role in ("duplicate", "unresolved"):
+            d.update(verdict=None, no_verdict_reason=r.no_verdict_reason)
+        elif r.role == "secondary" and c.verdict is not None:
             i = secondary.index(name)
-            d["p_holm"] = {"p_t": adj_t[i], "p_permutation": adj_perm[i], "family": len(secondary)}
-            d["verdict"] = corrected_verdict(c.verdict, adj_t[i], adj_perm[i], len(secondary)).to_dict()
+            d.update(p_holm={"p_t": adj_t[i], "p_permutation": adj_perm[i], "family": len(secondary)},
+                     verdict=corrected_verdict(c.verdict, adj_t[i], adj_perm[i], len(secondary)).to_dict())
         out[name] = d
     return out
 
@@ -436,7 +446,8 @@ def comparison_json(ffnn: Sequence[RunSummary], rnn: Sequence[RunSummary]) -> di
         "task": first.task, "preset": first.preset, "repeats": len(ffnn),
         "resolution": {"ffnn": summary_resolution(first), "rnn": summary_resolution(rnn[0])},
         "hypothesis": "the RNN leaks more than the FFNN (FFNN − RNN < 0 for every leakage metric)",
-        "primary": None if primary is None else {"metric": primary, "label": metrics[primary]["label"],
+        # the primary metric's label is always its usual name (metric_roles relabels unresolved rates only)
+        "primary": None if primary is None else {"metric": primary, "label": METRIC_LABELS.get(primary, primary),
                                                  "why": PRIMARY_WHY[primary]},
         "secondary": {"metrics": secondary, "correction": "Holm (1979) over the secondary metrics' p-values"},
         "no_verdict": {m: d["no_verdict_reason"] for m, d in metrics.items() if d.get("no_verdict_reason")},
@@ -476,23 +487,18 @@ BANDED_BOUNDS: dict[str, tuple[float | None, float | None]] = {
     "utility": (0.0, None), "utility_loss": (None, 1.0)}
 
 
-def _point_metrics(point: dict[str, Any]) -> dict[str, tuple[float | None, float | None]]:
-    """(mean over draws, sd over draws) of a defense point's banded metrics (:data:`BANDED`; sd
-    None where the point does not carry one)."""
-    a = point.get("attack") or {}
-    attacks = point.get("attacks") or {}
-    out = {"attack_accuracy": (a.get("accuracy"), a.get("accuracy_std")), "attack_auc": (a.get("auc"), a.get("auc_std"))}
-    for name in ("lira", "rmia"):
-        r = attacks.get(name) or {}
-        out[f"{name}_auc"] = (r.get("auc"), r.get("auc_std"))
-    out["utility"] = (point.get("utility"), point.get("utility_std"))
-    out["utility_loss"] = (point.get("utility_loss"), None)
-    return out
+def _point_metrics(point: DefendedPoint) -> dict[str, tuple[float | None, float | None]]:
+    """(mean, sd) over draws of a point's banded metrics (:data:`BANDED`; sd None where it has none)."""
+    a, refs = point.attack, {n: point.attacks.get(n) for n in ("lira", "rmia")}
+    return {"attack_accuracy": (a.accuracy, a.accuracy_std), "attack_auc": (a.auc, a.auc_std),
+            **{f"{n}_auc": (None, None) if r is None else (r.auc, r.auc_std) for n, r in refs.items()},
+            "utility": (point.utility, point.utility_std), "utility_loss": (point.utility_loss, None)}
 
 
-def defense_intervals(per_repeat: Sequence[dict[str, Any]], draws: int,
+def defense_intervals(per_repeat: Sequence[DefendedPoint | dict[str, Any]], draws: int,
                       baseline_utility: float | None = None) -> dict[str, dict[str, Any]]:
-    """Intervals of one defense value's metrics (:data:`BANDED`) over repeats × draws.
+    """Intervals of one defense value's metrics (:data:`BANDED`) over repeats × draws (the points typed or
+    their JSON), as a point's ``intervals`` JSON.
 
     With N ≥ 2 repeats: the t interval over the repeats of each repeat's mean over its draws (the
     draws of one repeat share its models, so they are not independent replicates of the
@@ -502,45 +508,48 @@ def defense_intervals(per_repeat: Sequence[dict[str, Any]], draws: int,
     through L (Def. 4 of paper 000). Metrics missing in any repeat are left out; with one repeat
     and one draw there is no interval (``ci_low`` None).
     """
-    out: dict[str, dict[str, Any]] = {}
-    rows = [_point_metrics(p) for p in per_repeat]
+    out: dict[str, Estimate] = {}
+    u: Estimate | None = None  # the utility's interval over draws, which the loss's is mapped from
+    rows = [_point_metrics(DefendedPoint.coerce(p)) for p in per_repeat]
     for name in rows[0]:
         means = [r[name][0] for r in rows]
         if any(m is None for m in means):
             continue
         if len(rows) >= 2:
             e = mean_interval([float(m) for m in means], bounds=BANDED_BOUNDS.get(name))
-            out[name] = dataclasses.replace(e, method=f"t over {len(rows)} repeats (each the mean of {draws} draws)").to_dict()
+            out[name] = dataclasses.replace(e, method=f"t over {len(rows)} repeats (each the mean of {draws} draws)")
             continue
         sd = rows[0][name][1]
-        if name == "utility_loss" and "utility" in out and baseline_utility and abs(baseline_utility) > 1e-9:
-            u = out["utility"]
-            lo = None if u["ci_high"] is None else 1.0 - u["ci_high"] / baseline_utility
-            hi = None if u["ci_low"] is None else 1.0 - u["ci_low"] / baseline_utility
-            out[name] = dict(u, mean=float(means[0]), ci_low=lo, ci_high=hi, values=[], sd=None,
-                             method=f"t over {draws} draws (through L = 1 − u/u₀)")
+        if name == "utility_loss" and u is not None and baseline_utility and abs(baseline_utility) > 1e-9:
+            lo = None if u.ci_high is None else 1.0 - u.ci_high / baseline_utility
+            hi = None if u.ci_low is None else 1.0 - u.ci_low / baseline_utility
+            # no per-draw values (so sd None), as the JSON always had
+            out[name] = dataclasses.replace(u, mean=float(means[0]), ci_low=lo, ci_high=hi, values=(),
+                                            method=f"t over {draws} draws (through L = 1 − u/u₀)")
             continue
         if sd is None:
             continue
         out[name] = interval_from_moments(float(means[0]), float(sd), draws, method=f"t over {draws} draws",
-                                          note="one repeat: draw noise only", bounds=BANDED_BOUNDS.get(name)).to_dict()
-    return out
+                                          note="one repeat: draw noise only", bounds=BANDED_BOUNDS.get(name))
+        u = out[name] if name == "utility" else u
+    return {name: e.to_dict() for name, e in out.items()}
 
 
-def defense_curve_bands(curves: Sequence[Sequence[dict[str, Any]]], draws: int,
-                        baseline_utilities: Sequence[float | None] | None = None) -> list[dict[str, Any]]:
+def defense_curve_bands(curves: Sequence[Sequence[DefendedPoint | dict[str, Any]]], draws: int,
+                        baseline_utilities: Sequence[float | None] | None = None) -> list[DefendedPoint]:
     """A defense curve with a 95 % band: ``curves[r]`` are repeat r's points (any values, the
-    points of :meth:`core.defenses.defender.Defender.curve` or ``defend``), ``draws`` the draws per point.
+    points of :meth:`core.defenses.defender.Defender.curve` or ``defend``; typed or their JSON), ``draws``
+    the draws per point.
 
     Returns, per value present in every repeat (in repeat 0's order), repeat 0's point with ``intervals``
     (:func:`defense_intervals`: over the N repeats of each repeat's mean over its draws; with one
     repeat over the draws) and ``band`` = ``{"repeats": N, "draws": D, "over": "repeats" | "draws"
     | None}`` (None: one repeat and one draw, no interval). The pages draw the line at each
-    interval's mean and the band between its ends; the CLI writes the same points.
+    interval's mean and the band between its ends; the CLI writes the same points (``to_dict``).
     """
     if not curves:
         return []
-    by_value = [{float(p["value"]): p for p in c} for c in curves]
+    by_value = [{float(p.value): p for p in map(DefendedPoint.coerce, c)} for c in curves]
     values = [v for v in by_value[0] if all(v in b for b in by_value[1:])]
     n = len(curves)
     over = "repeats" if n >= 2 else ("draws" if draws >= 2 else None)
@@ -548,8 +557,9 @@ def defense_curve_bands(curves: Sequence[Sequence[dict[str, Any]]], draws: int,
     out = []
     for v in values:
         per = [b[v] for b in by_value]
-        out.append(dict(per[0], intervals=defense_intervals(per, draws, base0 if n == 1 else None),
-                        band={"repeats": n, "draws": int(draws), "over": over}))
+        # written over repeat 0's JSON as dict(point, intervals=…, band=…) was: same keys, same order
+        out.append(per[0].with_json({"intervals": defense_intervals(per, draws, base0 if n == 1 else None),
+                                     "band": {"repeats": n, "draws": int(draws), "over": over}}))
     return out
 
 
@@ -570,22 +580,21 @@ def cached_repeat_configs(cfg: ExperimentConfig, limit: int = MAX_REPEATS, cache
 def defend_repeats(cfg: ExperimentConfig, mechanism: str, values: Sequence[float], attacker: str = "naive",
                    draws: int = 1, sensitivity_samples: int = 0, seed: int = 0, cache: ArtifactCache | None = None,
                    progress: ProgressCallback | None = None, executor: "Executor | None" = None,
-                   on_point: Callable[[int, int], None] | None = None) -> dict[str, Any]:
-    """:func:`core.defenses.defender.defend` on every repeat of ``cfg`` (an after-training mechanism): repeat
-    0's JSON, each point with ``intervals`` (:func:`defense_intervals`) and a ``repeats`` block."""
+                   on_point: Callable[[int, int], None] | None = None) -> DefenseRun:
+    """:func:`core.defenses.defender.defense_run` on every repeat of ``cfg`` (an after-training mechanism): repeat
+    0's run, each point with ``intervals`` (:func:`defense_intervals`), a ``repeats`` block (``defend --repeats``)."""
     cache = cache or ArtifactCache()
     configs = repeat_configs(cfg)
     bar = _RepeatProgress(len(configs), progress, lambda i: f"repeat {i + 1}/{len(configs)}")
-    results = []
+    results: list[DefenseRun] = []
     for i, c in enumerate(configs):
         models = trained_models(c, progress=bar.for_run(i), cache=cache, executor=executor)
-        results.append(defend(models, mechanism, list(values), attacker, draws, sensitivity_samples, cache, seed=seed,
-                              on_point=on_point))
-    out = dict(results[0])
-    out["points"] = defense_curve_bands([r["points"] for r in results], draws,
-                                        [r["baseline"]["utility"] for r in results])
-    out["repeats"] = {"n": len(results), "seeds": [c.seed for c in configs],
-                      "config_hashes": [r["config_hash"] for r in results],
-                      "baseline_utility": mean_interval([float(r["baseline"]["utility"]) for r in results]).to_dict()
-                      if all(r["baseline"]["utility"] is not None for r in results) else None}
-    return out
+        results.append(defense_run(models, mechanism, list(values), attacker, draws, sensitivity_samples, cache,
+                                   seed=seed, on_point=on_point))
+    utilities = [r.baseline.utility for r in results]
+    return results[0].with_json({
+        "points": [p.to_dict() for p in defense_curve_bands([r.points for r in results], draws, utilities)],
+        "repeats": {"n": len(results), "seeds": [c.seed for c in configs],
+                    "config_hashes": [r.config_hash for r in results],
+                    "baseline_utility": mean_interval([float(u) for u in utilities]).to_dict()
+                    if all(u is not None for u in utilities) else None}})

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from core.analyses.analysis_results import EpochRow, MemberMeans, Scatter
+from core.analyses.own_models import Memorization, Mismatch
 from core.analyses.registry import Analysis, registered
 from core.experiment.results import RunSummary
 from core.foundations.names import ARCH_NAMES
@@ -130,14 +132,17 @@ def _gap_intervals(scatter: dict[str, dict[str, Any]], confidence: float = 0.95,
     return {k: tuple(float(x) for x in np.quantile(v, q)) for k, v in boot.items()}
 
 
-def scatter_gap(sc: dict[str, Any]) -> float:
+def scatter_gap(sc: Scatter | dict[str, Any]) -> float:
     """Non-members' minus members' mean APE (nats) of one :func:`core.analyses.analysis.entropy_scatter`: above 0 when members
     get the lower entropy, the larger the better the two are separated."""
-    return float(sc["mean_ape"]["non_members"] - sc["mean_ape"]["members"])
+    means = sc.mean_ape if isinstance(sc, Scatter) else MemberMeans.coerce(sc["mean_ape"])
+    return float(means.non_members - means.members)
 
 
-def _checkpoint_accuracy(rows: list[dict[str, Any]]) -> dict[int, float]:
-    return {r["epoch"]: r["attack_accuracy"] for r in rows if r.get("attack_accuracy") is not None}
+def _checkpoint_accuracy(rows: Sequence[EpochRow | Mapping[str, Any]]) -> dict[int, float]:
+    """Attack accuracy by checkpoint epoch of a vulnerability's rows (typed, or their JSON)."""
+    typed = (EpochRow.coerce(r) for r in rows)
+    return {r.epoch: r.attack_accuracy for r in typed if r.attack_accuracy is not None}
 
 
 def vulnerability_verdict(vuln: dict[str, dict[str, Any]]) -> RunVerdict:
@@ -181,7 +186,7 @@ def memorization_verdict(m: dict[str, dict[str, Any]]) -> RunVerdict:
     """The FFNN forgets the first block and the RNN keeps more of it (:func:`core.analyses.own_models.memorization` data):
     the first block's attack accuracy of each and their difference, :data:`ONE_REPEAT` (no paper
     gives a threshold for "forgotten", so none is applied)."""
-    first = {a: m[a]["blocks"][0]["attack_accuracy"] for a in ("ffnn", "rnn")}
+    first = {a: _memorization(m[a]).blocks[0].attack_accuracy for a in ("ffnn", "rnn")}
     return RunVerdict("inconclusive", f"first block attacked at {first['ffnn']:.3f} (FFNN) vs {first['rnn']:.3f} (RNN); "
                                    f"FFNN − RNN {first['ffnn'] - first['rnn']:+.3f} — {ONE_REPEAT}",
                    first["ffnn"] - first["rnn"])
@@ -193,9 +198,9 @@ def mismatch_verdict(mm: dict[str, dict[str, Any]]) -> RunVerdict:
     is applied)."""
     drops = {}
     for a in ("ffnn", "rnn"):
-        m = mm[a]
-        base = m["rows"][0]["accuracy"][m["attack"]]
-        drops[a] = max(base - r["accuracy"][m["attack"]] for r in m["rows"][1:])
+        m = mm[a] if isinstance(mm[a], Mismatch) else Mismatch.from_dict(mm[a])
+        base = m.rows[0].accuracy[m.attack]
+        drops[a] = max(base - r.accuracy[m.attack] for r in m.rows[1:])
     return RunVerdict("inconclusive", f"largest accuracy drop with mismatched shadows: FFNN {drops['ffnn']:+.3f}, "
                                    f"RNN {drops['rnn']:+.3f} — {ONE_REPEAT}", drops["ffnn"] - drops["rnn"])
 
@@ -258,8 +263,12 @@ def overtraining_pair(over: dict[str, dict[str, Any]]) -> tuple[float, float] | 
     return rise["ffnn"][2], rise["rnn"][2]
 
 
-def memorization_pair(m: dict[str, dict[str, Any]]) -> tuple[float, float] | None:
-    return m["ffnn"]["blocks"][0]["attack_accuracy"], m["rnn"]["blocks"][0]["attack_accuracy"]
+def _memorization(m: Memorization | Mapping[str, Any]) -> Memorization:
+    return m if isinstance(m, Memorization) else Memorization.from_dict(m)
+
+
+def memorization_pair(m: dict[str, Memorization | dict[str, Any]]) -> tuple[float, float] | None:
+    return _memorization(m["ffnn"]).blocks[0].attack_accuracy, _memorization(m["rnn"]).blocks[0].attack_accuracy
 
 
 @dataclass(frozen=True)

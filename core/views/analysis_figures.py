@@ -9,7 +9,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from core.analyses.analysis_results import Vulnerability
+from core.analyses.analysis_results import Scatter, Vulnerability
+from core.analyses.own_models import Memorization, Mismatch
 from core.foundations.names import ARCH_NAMES
 from core.views.style import ARCH_COLOURS, LEGEND_ROW_PX, AXIS_TITLE_PX, RIGHT_PX, legend_below
 
@@ -147,11 +148,12 @@ def scatter_figure(scatters: dict[str, dict[str, Any]], attack: str, scale: str 
             fig.add_histogram(y=y[pop & ~cy], row=2, col=col + 1, marker_color=colour, opacity=0.5,
                               histnorm="probability", ybins=dict(start=by[0], end=by[1], size=(by[1] - by[0]) / 40),
                               showlegend=False, hoverinfo="skip", legendgroup=f"density{is_member}")
-        boundary = entry.get("boundary")
-        if boundary and boundary.get("threshold") is not None:
-            t = max(float(boundary["threshold"]), 1e-12)
+        typed = Scatter.coerce(sc)  # the typed fields (the per-record arrays stay the JSON's lists above)
+        boundary = typed.attacks[attack].boundary
+        if boundary is not None and boundary.threshold is not None:
+            t = max(float(boundary.threshold), 1e-12)
             t = float(np.log10(t)) if log else t
-            vertical = boundary["signal"] == "ape"
+            vertical = boundary.signal == "ape"
             lo, hi = bx if vertical else by
             if lo <= t <= hi:
                 line = dict(color="black", dash="dash", width=2)
@@ -161,19 +163,18 @@ def scatter_figure(scatters: dict[str, dict[str, Any]], attack: str, scale: str 
                     fig.add_shape(type="line", y0=t, y1=t, x0=bx[0], x1=bx[1], line=line, row=2, col=col)
             else:
                 side = "below" if t < lo else "above"
-                fig.add_annotation(text=f"threshold {boundary['threshold']:.3g} lies {side} every record",
+                fig.add_annotation(text=f"threshold {boundary.threshold:.3g} lies {side} every record",
                                    xref=f"x{'' if col + 2 * n == 1 else col + 2 * n} domain",
                                    yref=f"y{'' if col + 2 * n == 1 else col + 2 * n} domain",
                                    x=0.5, y=0.98, showarrow=False, font=dict(size=11))
-        q = sc["quadrant"]
-        qx = float(np.log10(max(q["entropy_max"], 1e-12)) if log else q["entropy_max"]) \
-            if q["entropy_max"] is not None else bx[1]
-        qy = float(np.log10(max(q["cross_entropy_max"], 1e-12)) if log else q["cross_entropy_max"]) \
-            if q["cross_entropy_max"] is not None else by[1]
+        q = typed.quadrant
+        qx = float(np.log10(max(q.entropy_max, 1e-12)) if log else q.entropy_max) if q.entropy_max is not None else bx[1]
+        qy = float(np.log10(max(q.cross_entropy_max, 1e-12)) if log else q.cross_entropy_max) \
+            if q.cross_entropy_max is not None else by[1]
         qx, qy = min(max(qx, bx[0]), bx[1]), min(max(qy, by[0]), by[1])
         fig.add_shape(type="rect", x0=bx[0], x1=qx, y0=by[0], y1=qy, line=dict(color="#222", dash="dot", width=2),
                       row=2, col=col)
-        fig.add_annotation(x=qx, y=qy, text=f"best quadrant · acc {q['accuracy']:.2f}", showarrow=False,
+        fig.add_annotation(x=qx, y=qy, text=f"best quadrant · acc {q.accuracy:.2f}", showarrow=False,
                            xanchor="right" if qx > (bx[0] + bx[1]) / 2 else "left", yanchor="bottom", font=dict(size=11, color="#222"),
                            bgcolor="rgba(255,255,255,0.7)", row=2, col=col)
     # axes: every main panel on one box; each marginal follows its main panel's axis
@@ -190,7 +191,8 @@ def scatter_figure(scatters: dict[str, dict[str, Any]], attack: str, scale: str 
         fig.update_yaxes(row=1, col=col + 1, visible=False)
     fig.update_layout(barmode="overlay", plot_bgcolor="white",
                       title=dict(text="Entropy vs cross-entropy per record · " + ("dashed: the attack's threshold"
-                                 if any("boundary" in scatters[a]["attacks"][attack] for a in archs) else
+                                 if any(Scatter.coerce(scatters[a]).attacks[attack].boundary is not None
+                                        for a in archs) else
                                  "solid line: the attack's boundary (surrogate), shaded: its member side")
                                  + " · dotted: best quadrant", font=dict(size=14)))
     fig.update_xaxes(showgrid=True, gridcolor="#eee", zeroline=False)
@@ -230,12 +232,13 @@ def vulnerability_figure(vulns: Mapping[str, Vulnerability | Mapping[str, Any]])
     return legend_below(fig, 820, bottom=150)  # its ten entries take three rows, 0.14 of 820 px below the axis
 
 
-def mismatch_figure(results: dict[str, dict[str, Any]]) -> go.Figure:
+def mismatch_figure(results: Mapping[str, Mismatch | Mapping[str, Any]]) -> go.Figure:
     """Paper 001 A.3: primary attack accuracy with shadows of the victim's size (scale 1) and others."""
     fig = go.Figure()
-    for arch, m in results.items():
-        fig.add_bar(x=[f"×{r['scale']:g} ({m['knob']}={r[m['knob']]})" for r in m["rows"]],
-                    y=[r["accuracy"][m["attack"]] for r in m["rows"]], name=ARCH_NAMES.get(arch, arch),
+    for arch, result in results.items():
+        m = result if isinstance(result, Mismatch) else Mismatch.from_dict(result)
+        fig.add_bar(x=[f"×{r.scale:g} ({m.knob}={r.width})" for r in m.rows],
+                    y=[r.accuracy[m.attack] for r in m.rows], name=ARCH_NAMES.get(arch, arch),
                     marker_color=ARCH_COLOURS.get(arch))
     fig.add_hline(y=0.5, line=dict(color="grey", dash="dot", width=1))
     fig.update_layout(title="Model mismatch: shadows of another size than the victim", barmode="group",
@@ -243,19 +246,19 @@ def mismatch_figure(results: dict[str, dict[str, Any]]) -> go.Figure:
     return legend_below(fig, 460)
 
 
-def memorization_figure(results: dict[str, dict[str, Any]]) -> go.Figure:
+def memorization_figure(results: Mapping[str, Memorization | Mapping[str, Any]]) -> go.Figure:
     """Paper 000 Fig. 6: attack accuracy per block in the order the blocks were learned (block 1 first),
     and the saw-tooth of train/validation utility during sequential training."""
     fig = make_subplots(rows=1, cols=2, subplot_titles=["attack accuracy per block (learned first → last)",
                                                         "utility during sequential training"])
-    for arch, m in results.items():
+    for arch, result in results.items():
+        m = result if isinstance(result, Memorization) else Memorization.from_dict(result)
         c, name = ARCH_COLOURS.get(arch), ARCH_NAMES.get(arch, arch)
-        fig.add_scatter(x=[b["block"] for b in m["blocks"]], y=[b["attack_accuracy"] for b in m["blocks"]],
+        fig.add_scatter(x=[b.block for b in m.blocks], y=[b.attack_accuracy for b in m.blocks],
                         mode="lines+markers", name=f"{name} attack accuracy", line=dict(color=c), row=1, col=1)
-        curve = m["curve"]
-        fig.add_scatter(x=[r["step"] for r in curve], y=[r["utility_current_block"] for r in curve],
+        fig.add_scatter(x=[r.step for r in m.curve], y=[r.utility_current_block for r in m.curve],
                         name=f"{name} current block", line=dict(color=c), row=1, col=2)
-        fig.add_scatter(x=[r["step"] for r in curve], y=[r["utility_val"] for r in curve],
+        fig.add_scatter(x=[r.step for r in m.curve], y=[r.utility_val for r in m.curve],
                         name=f"{name} validation", line=dict(color=c, dash="dash"), row=1, col=2)
     fig.add_hline(y=0.5, line=dict(color="grey", dash="dot", width=1), row=1, col=1)
     fig.update_xaxes(title_text="block (order of learning)", row=1, col=1, dtick=1)
