@@ -359,3 +359,20 @@ def test_a_set_scoped_to_one_preset_changes_only_that_presets_rows(tmp_path):
                            sets={"cifar_cpu:data_dir": "/data/cifar"})
     f1 = {r.preset: r.command for r in table.rows if r.finding == "F1"}
     assert "--set data_dir=/data/cifar" in f1["cifar_cpu"] and "data_dir" not in f1["quick"]
+
+
+def test_f3_reads_the_points_its_own_command_writes(tmp_path):
+    """F3's row looked for Dir_k points of one draw while its command (`defend`, the mechanism's default draws:
+    8) wrote points of eight, so the runs it asked for never filled it (found on this machine's quick runs)."""
+    import shlex
+
+    from core.cli import build_parser
+    from core.defenses import registry as defense_registry
+    from core.experiment.cache import ArtifactCache
+
+    table = findings_table(["translation"], "quick", cache=ArtifactCache(tmp_path / "empty"))
+    row = next(r for r in table.rows if r.finding == "F3")
+    args = build_parser().parse_args(shlex.split(row.command)[3:])
+    draws = args.draws if args.draws is not None else defense_registry.get(args.mechanism).default_draws
+    wanted = {m.params["spec"]["draws"] for m in row.missing if m.kind == "adaptive"}
+    assert wanted == {draws} == {defense_registry.get("dirichlet").default_draws}

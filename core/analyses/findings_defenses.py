@@ -16,6 +16,7 @@ from core.analyses.findings_base import (DIRICHLET_K, F3_MAX_LOSS, F3_TOLERANCE,
                                          sets_text, time_text)
 from core.analyses.own_models import Memorization
 from core.analyses.repeats import comparison_configs, repeat_config
+from core.defenses import registry as defense_registry
 from core.defenses.spec import DefenseSpec
 from core.defenses.sweeps import baseline_config, point_config
 from core.experiment.cache import ArtifactCache
@@ -113,7 +114,9 @@ def f3_verdict(acc: Estimate, loss: Estimate, n: int) -> tuple[str, str]:
 def dirichlet_row(task: str, preset: str, sets: dict[str, Any] | None, cache: ArtifactCache, costs: Costs,
                    target: int) -> FindingRow:
     cfg = get_task(task).make_config("rnn", preset, dict(sets or {}))
-    spec = DefenseSpec("dirichlet", DIRICHLET_K)
+    # the mechanism's default draws, as `defend` (the row's command) and the Defenses page use: a row reading
+    # one draw never found the points its own command had written with eight
+    spec = DefenseSpec("dirichlet", DIRICHLET_K, draws=defense_registry.get("dirichlet").default_draws)
     points, missing = [], []
     for r in range(target):
         rc = repeat_config(cfg, r)
@@ -143,7 +146,7 @@ def dirichlet_row(task: str, preset: str, sets: dict[str, Any] | None, cache: Ar
     common = dict(paper=paper, metric=f"RNN attack accuracy and utility loss under Dir_k, k = {DIRICHLET_K:g}", n=n,
                   target_repeats=target, rule=rule, missing=tuple(missing), missing_time=time_text(missing),
                   command=f"python -m core defend --task {task} --arch rnn --preset {preset}{sets_text(sets)} --mechanism dirichlet "
-                          f"--values {DIRICHLET_K:g} --attacker both --repeats {max(n, target)}",
+                          f"--values {DIRICHLET_K:g} --draws {spec.draws} --attacker both --repeats {max(n, target)}",
                   repeat_items=((cfg, "plain"), (cfg, "analysis")))
     if n == 0:
         return finding_row(FINDINGS["F3"], task, preset, status="not run", **common)
