@@ -376,3 +376,23 @@ def test_f3_reads_the_points_its_own_command_writes(tmp_path):
     draws = args.draws if args.draws is not None else defense_registry.get(args.mechanism).default_draws
     wanted = {m.params["spec"]["draws"] for m in row.missing if m.kind == "adaptive"}
     assert wanted == {draws} == {defense_registry.get("dirichlet").default_draws}
+
+
+def test_repeats_cached_past_the_target_are_read(monkeypatch):
+    """Issue 35: adding repeats narrows an interval without retraining — a row whose N = 6 was measured and whose
+    "repeats to decide" asked for 8 reads all 8 once they are cached (it stopped at the target before), and stops
+    at the first repeat not cached for every architecture."""
+    import core.analyses.findings as findings
+    from core.analyses.findings_base import Costs
+    from core.analyses.repeats import comparison_configs, repeat_config
+
+    configs = comparison_configs("image", "quick", 1, None)
+    cached = {repeat_config(c, r).config_hash: (a, r) for a, c in configs.items() for r in range(8)}
+    cached.pop(repeat_config(configs["rnn"], 9).config_hash, None)
+    monkeypatch.setattr(findings, "cached_run", lambda cfg, cache, costs, recipe="plain": cached.get(cfg.config_hash))
+    pairs, missing = findings._paired_pairs(configs, None, Costs(), 6)
+    assert [r for _, r in pairs["ffnn"]] == list(range(8)) and [r for _, r in pairs["rnn"]] == list(range(8))
+    assert missing == []
+    del cached[repeat_config(configs["ffnn"], 3).config_hash]  # a hole before the target: N = 3, repeat 3 missing
+    pairs, missing = findings._paired_pairs(configs, None, Costs(), 6)
+    assert len(pairs["ffnn"]) == 3 and [m.config.seed for m in missing] == [repeat_config(configs["ffnn"], 3).seed]

@@ -38,7 +38,8 @@ from typing import Any, Mapping
 
 from scipy import stats as sps
 
-from core.analyses.findings_base import (DP_TARGET_EPSILON, F3_TOLERANCE, FINDINGS, L2_LAMBDA, TARGET_REPEATS, TASKS,
+from core.analyses.findings_base import (DP_TARGET_EPSILON, F3_TOLERANCE, FINDINGS, L2_LAMBDA, MAX_TABLE_REPEATS,
+                                         TARGET_REPEATS, TASKS,
                                          Costs, DecideBlock, DecideEntry, FindingRow, FindingsTable, MeasuredCell,
                                          Missing, PaperClaim, RuleCell, UtilityGap, cached_run, commit, finding_row,
                                          leading, missing_run, sets_text, time_text)
@@ -192,12 +193,21 @@ def _judged_cell(judged: Mapping[str, Any]) -> MeasuredCell:
 
 def _paired_pairs(configs: dict[str, ExperimentConfig], cache: ArtifactCache, costs: Costs, limit: int
                   ) -> tuple[dict[str, list[RunSummary]], list[Missing]]:
-    """The leading repeats cached for both architectures (up to ``limit``) and the runs missing for ``limit``."""
+    """The leading repeats cached for both architectures and the runs missing for ``limit``: past ``limit``, every
+    further repeat cached for both is read too (repeats added to narrow an interval count without retraining)."""
     per: dict[str, list[RunSummary | None]] = {
         a: [cached_run(repeat_config(c, r), cache, costs) for r in range(limit)] for a, c in configs.items()}
     n = leading([all(per[a][r] is not None for a in per) for r in range(limit)])
     missing = [missing_run(repeat_config(c, r), costs, "plain", f"run {a} repeat {r}")
                for r in range(limit) for a, c in configs.items() if per[a][r] is None]
+    r = limit
+    while n == r and r < MAX_TABLE_REPEATS:
+        more = {a: cached_run(repeat_config(c, r), cache, costs) for a, c in configs.items()}
+        if any(s is None for s in more.values()):
+            break
+        for a, s in more.items():
+            per[a].append(s)
+        n = r = r + 1
     return {a: [s for s in v[:n] if s is not None] for a, v in per.items()}, missing
 
 

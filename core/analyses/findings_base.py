@@ -35,6 +35,8 @@ from core.measurement.studies import Source
 
 #: the repeats a row asks for: the fewest with which the sign-flip test can reach 95 % (6)
 TARGET_REPEATS = min_repeats_for()
+#: the most repeats a row reads: past its target N, the repeats cached for every architecture count too
+MAX_TABLE_REPEATS = 64
 #: the tasks of the studies
 TASKS = ("image", "translation", "navigation")
 #: memorization's schedule as the Analyses page and ``analyze`` run it (core.analyses.analysis.memorization)
