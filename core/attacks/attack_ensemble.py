@@ -153,10 +153,11 @@ class _LSTMBank:
             parts = []
             for lo, hi in length_buckets(sorted_lengths.numpy(), self.call_cost):
                 rows = at[order[lo:hi]]
-                parts.append(self.module.forward_padded(self.x[rows, : int(sorted_lengths[hi - 1])],
-                                                        self.lengths_dev[rows]))
-            # back to the batch's order: the loss reads the batch as before
-            logits = torch.cat(parts)[torch.argsort(order).to(parts[0].device)]
+                parts.append(self.module.final_states(self.x[rows, : int(sorted_lengths[hi - 1])],
+                                                      self.lengths_dev[rows]))
+            # the head once for all buckets (row-wise: the same logits, one call instead of one per
+            # bucket), back in the batch's order: the loss reads the batch as before
+            logits = self.module.head(torch.cat(parts)[torch.argsort(order).to(parts[0].device)])
         return nn.functional.binary_cross_entropy_with_logits(logits, self.y[at], reduction="none").mean(0).sum()
 
     def fitted(self) -> list[nn.Module]:

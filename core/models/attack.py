@@ -101,12 +101,18 @@ class JointAttack(nn.Module):
         LSTM reads forwards), so the padding after it changes nothing: the same state packing gives,
         with no per-step sort, and members whose records differ in length share one network.
         """
+        return self.head(self.final_states(x, lengths))
+
+    def final_states(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """:meth:`forward_padded` before the head: each member's final LSTM state, (N, E·H). Split out so
+        that a caller running several length buckets applies the head once to all their states (the
+        head is row-wise, so the logits are the same) instead of once per bucket."""
         if not self.sequential:
             raise ValueError("forward_padded is for sequence members")
         out, _ = self.lstm(x)  # (N, L, E·H)
         hidden = out.shape[-1] // self.n_members
         step = (lengths.clamp_min(1) - 1).repeat_interleave(hidden, dim=1)  # (N, E·H): each column's step
-        return self.head(out.gather(1, step[:, None, :])[:, 0])
+        return out.gather(1, step[:, None, :])[:, 0]
 
     def members(self) -> list[nn.Module]:
         """The E classifiers, as the plain modules they were built from (CPU, eval mode)."""
