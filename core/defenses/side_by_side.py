@@ -3,8 +3,10 @@
 The Defenses page shows the FFNN's and the RNN's numbers side by side: a slider step to a value not
 computed before scored the two architectures' points one after the other, each ~0.15 s of CPU on the
 image quick runs. Each Defender is its own object (its models, memo and cache handle), and most of a
-point's time is in torch and numpy kernels, which release the GIL: on two cores the two points take
-about the time of one. Each Defender's calls run in order in its own thread, exactly as they would
+point's time is in torch and numpy kernels, which release the GIL, so on two cores the points overlap
+(measured idle, σ on the image quick runs: 0.64 s for both in threads vs 0.87 s one after the other,
+``bench/defender_step.py --mechanism gpm --side-by-side`` at 057c345; not the time of one). A step the page
+abandons (the slider moved again) still finishes its points in these threads: their results are memoised. Each Defender's calls run in order in its own thread, exactly as they would
 in one (the same calls, on the same Defender, in the same order: the same numbers —
 ``tests/test_side_by_side.py``); nothing is shared between the threads but read-only modules.
 """
