@@ -131,8 +131,10 @@ class PointLanes:
     def step(self, defenders: Mapping[K, Any], spec: DefenseSpec, calls: Sequence[Mapping[str, Any]],
              attacker: str = "naive") -> Step[K]:
         """A slider step to ``spec``: earlier steps' calls not started are cancelled; per key, the calls'
-        points if every one is known (:meth:`Defender.ready`: resolved futures, nothing computed), else the
-        one-draw calls (when ``spec.draws`` > 1) and then the calls at ``spec``, queued in the key's lane."""
+        points if every one is known (:meth:`Defender.ready`: resolved futures, nothing computed), else the calls
+        at ``spec`` queued in the key's lane, preceded by the same calls at one draw where the first call's point
+        is not known and ``spec.draws`` > 1 (a known first point — the cards' — needs no stand-in: only the later
+        calls compute, e.g. the utility of a point read from the cache)."""
         self.cancel_queued()
         full: dict[K, list[Future]] = {}
         first: dict[K, list[Future]] = {}
@@ -140,11 +142,11 @@ class PointLanes:
             try:
                 known = [defender.ready(spec, attacker, **call) for call in calls]
             except Exception:  # noqa: BLE001 — e.g. a spec the Defender refuses: its calls raise it in their futures
-                known = [None]
+                known = [None] * len(calls)
             if all(p is not None for p in known):
                 full[key] = [_resolved(p) for p in known]
                 continue
-            if spec.draws > 1:
+            if spec.draws > 1 and known[0] is None:  # the first call's point (the page's cards) computed: draw 1 first
                 first.update(self.submit({key: defender}, replace(spec, draws=1), calls, attacker))
             full.update(self.submit({key: defender}, spec, calls, attacker))
         return Step(spec, full, first)
