@@ -302,6 +302,14 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
                         manager.submit([configs[arch]], "adaptive", params)
                         st.rerun()
 
+    if step.first:
+        # draw 1's numbers are on screen; the full points land in the lanes, then this fragment reruns and shows
+        # them with the curves (a slider step meanwhile is served at once: the wait yields to it). What is below
+        # stays as the last run drew it until then: drawn now, the curves and the table would be drawn twice
+        # (Plotly's share of a step is mostly the browser's; bench/app_browser.py --slider)
+        if (failed := widgets.rerun_when_done(step.pending())) is not None:
+            notice.warning(f"The mean over the {spec.draws} draws could not be computed: {failed}")
+
     if any("quantile" in (full[a].skipped_attacks or ()) for a in full):
         st.caption("Quantile regression is not computed at the slider's point (it refits a regressor on every draw's "
                    "defended answers); its number under the defense is in the full point: “Measure” below caches it, "
@@ -420,11 +428,6 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
                     f"--values {values} --attacker both --draws {int(draws)}"
                     + (f" --repeats {n_repeats}" if n_repeats > 1 else "") + f" --out defend_{arch}.json")
 
-    if step.first:
-        # the page is whole with draw 1's numbers; the full points land in the lanes, then this fragment reruns
-        # and shows them (a slider step meanwhile is served at once: the wait yields to it)
-        if (failed := widgets.rerun_when_done(step.pending())) is not None:
-            notice.warning(f"The mean over the {spec.draws} draws could not be computed: {failed}")
 
 
 defended_view(repeat_defenders, n_repeats)

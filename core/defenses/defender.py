@@ -159,13 +159,13 @@ class Defender:
         """A copy of ``model`` behind a weight mechanism (for the GPM θ + σ·z_draw); what does not
         depend on the value (the GPM's direction) is fixed per (mechanism, seed, draw, role)."""
         mech = spec.mechanism_class
-        noisy = self._noisy_models.get(spec.key)
+        noisy = self._noisy_models.get(spec.draw_key)
         if noisy is None:
             # one perturbed copy per (role, draw) serves the victim's answers, RMIA's population and
             # the utility of the same point: one copy and one noise addition instead of three. Only
             # the latest value's models are kept (a slider visits one value at a time).
-            self._noisy_models = {spec.key: {}}
-            noisy = self._noisy_models[spec.key]
+            self._noisy_models = {spec.draw_key: {}}
+            noisy = self._noisy_models[spec.draw_key]
         if (role, draw) in noisy:
             return noisy[(role, draw)]
         key = (spec.mechanism, role, spec.seed, draw)
@@ -206,7 +206,7 @@ class Defender:
             return out
         model = self._noisy("victim", self.victim_model(), self.models.victim.weights, spec, draw)
         # the same records as the label-only attack's first (identity) query of this draw: remembered
-        return self.task.respond(self.cfg, self.remembering((spec.key, "victim", draw), model), self.models.data,
+        return self.task.respond(self.cfg, self.remembering((spec.draw_key, "victim", draw), model), self.models.data,
                                  self.models.splits.eval_index)
 
     def shadow_answers(self, spec: DefenseSpec, draw: int) -> Responses:
@@ -230,7 +230,7 @@ class Defender:
     def population_answers(self, spec: DefenseSpec, draw: int) -> Responses:
         """The defended victim's answers on RMIA's population (the attacker queries it too);
         memoised per (spec, draw), so the naive and the adaptive attacker share one query."""
-        key = (spec.key, draw)
+        key = (spec.draw_key, draw)
         if key not in self._population:
             inputs = self.reference_inputs
             mech = spec.mechanism_class
