@@ -429,5 +429,4 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
                     + (f" --repeats {n_repeats}" if n_repeats > 1 else "") + f" --out defend_{arch}.json")
 
 
-
 defended_view(repeat_defenders, n_repeats)
