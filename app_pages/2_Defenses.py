@@ -10,7 +10,7 @@ from core.defenses import registry as defense_registry
 from core.measurement import studies
 from core.measurement.metrics import EPSILON_HAT_HELP
 from core.foundations.config import MAX_DRAWS, ExperimentConfig, config_changes
-from core.defenses.side_by_side import points_side_by_side
+from core.defenses.side_by_side import PointLanes
 from core.defenses.spec import DefenseSpec
 from core.defenses.dirichlet import saturated_share
 from core.foundations.errors import MIAError
@@ -23,6 +23,7 @@ from core.foundations.names import ATTACK_SHORT, UTILITY_NAMES
 from core.views.defense_figures import (NOT_MEASURED, band_caption, defended_entropy_histogram, defense_curves,
                                         defense_table, defense_table_display)
 from ui.nav import job_line
+from ui import widgets
 from ui.widgets import drawn, one_architecture_note, task_selector
 from ui.shared import defender_for, defense_value_key, job_manager, runs_of, summary_of
 
@@ -196,9 +197,16 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
 
     # ---------------------------------------------------------------------------- numbers
     st.subheader(f"{spec.value_name} = {value:g}")
-    # every architecture's fast point, then its utility card's point, in its own thread: the architectures
-    # at once (a step to a new value scored them one after the other; issue 32.16)
-    pending = points_side_by_side(defenders, spec, [{"utility": False}, {"utility": True, "quantile": False}])
+    notice = st.empty()  # while the draws after the first are computing, says so above the numbers
+    # every architecture's fast point, then its utility card's point, in its own lane (a thread per architecture,
+    # the architectures at once; issue 32.16). A value whose points are known shows them at once; any other
+    # first by draw 1 alone, then the page reruns itself with all the draws' points (issue 32 point 16); a step
+    # to another value cancels this session's calls not started yet (core.defenses.side_by_side.PointLanes)
+    lanes = st.session_state.get("defenses:lanes")
+    if lanes is None:
+        lanes = st.session_state["defenses:lanes"] = PointLanes()
+    step = lanes.step(defenders, spec, [{"utility": False}, {"utility": True, "quantile": False}])
+    pending = {a: step.first.get(a) or step.full[a] for a in defenders}
     columns = st.columns(len(archs))
     fast: dict[str, DefendedPoint] = {}
     slots: dict = {}  # per architecture: where its utility appears once measured
@@ -248,6 +256,12 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
                 st.caption("measuring utility…")
             slots[arch] = slot
 
+    if one_draw := [a for a in fast if a in step.first]:
+        # the cards above are draw 1's numbers alone: no mean, no spread over draws (the bands below are the
+        # other values' points over every draw); never shown as the mean of the draws
+        notice.info(f"**1 of {spec.draws} draws — the rest are computing** "
+                    f"({', '.join(ARCH_LABELS[a] for a in one_draw)}): these numbers are draw 1's alone, with no "
+                    f"spread over draws yet; the mean over the {spec.draws} draws replaces them by itself.")
     full: dict[str, DefendedPoint] = {}
     for arch in fast:
         d = defenders[arch]
@@ -288,6 +302,14 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
                         manager.submit([configs[arch]], "adaptive", params)
                         st.rerun()
 
+    if step.first:
+        # draw 1's numbers are on screen; the full points land in the lanes, then this fragment reruns and shows
+        # them with the curves (a slider step meanwhile is served at once: the wait yields to it). What is below
+        # stays as the last run drew it until then: drawn now, the curves and the table would be drawn twice
+        # (Plotly's share of a step is mostly the browser's; bench/app_browser.py --slider)
+        if (failed := widgets.rerun_when_done(step.pending())) is not None:
+            notice.warning(f"The mean over the {spec.draws} draws could not be computed: {failed}")
+
     if any("quantile" in (full[a].skipped_attacks or ()) for a in full):
         st.caption("Quantile regression is not computed at the slider's point (it refits a regressor on every draw's "
                    "defended answers); its number under the defense is in the full point: “Measure” below caches it, "
@@ -323,12 +345,21 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
     # model per point and draw: its table's coarse grid); points whose utility was measured carry its loss
     # with repeats cached, every repeat's curve (its own models, the same spec) and the band over them
     # (core.analyses.repeats.defense_curve_bands: over repeats × draws; with one repeat over the draws)
-    curve_points = {arch: defense_curve_bands([d.curve(spec, [*param.curve, value]) for d in repeat_defenders[arch]],
-                                              spec.draws, [d.baseline.utility for d in repeat_defenders[arch]])
-                    for arch in fast}
-    st.plotly_chart(defense_curves(curve_points, {a: defenders[a].baseline for a in fast}, spec.value_name, value,
-                                         log_x=param.log_scale), width="stretch")
-    st.caption(band_caption(curve_points))
+    # while draw 1 stands alone, the curves leave this value out and draw only points known already (the page
+    # thread computes nothing a lane may be computing on the same Defender); the rerun adds it
+    curve_values = [*param.curve] if step.first else [*param.curve, value]
+    curves_known = not step.first or all(
+        d.measured(spec.at(v), disk=False) or d.ready(spec.at(v), "naive", utility=False)
+        for arch in fast for d in repeat_defenders[arch] for v in curve_values)
+    if not curves_known:
+        st.caption(f"The curves are drawn once the {spec.draws} draws of this value are in.")
+    else:
+        curve_points = {arch: defense_curve_bands([d.curve(spec, curve_values) for d in repeat_defenders[arch]],
+                                                  spec.draws, [d.baseline.utility for d in repeat_defenders[arch]])
+                        for arch in fast}
+        st.plotly_chart(defense_curves(curve_points, {a: defenders[a].baseline for a in fast}, spec.value_name, value,
+                                       log_x=param.log_scale), width="stretch")
+        st.caption(band_caption(curve_points))
     st.caption("Solid: naive attack accuracy; dotted: utility loss where it was measured (visited values and the "
                "table's rows; with repeats, where every repeat measured it); dashed: undefended accuracy (repeat 0); "
                "dash-dot: the AUC of the stronger of LiRA and RMIA (naive) — where it stays above the accuracy line, the "
@@ -344,6 +375,9 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
         st.plotly_chart(defended_entropy_histogram(full), width="stretch")
         st.caption("The defended outputs' entropy: when members and non-members overlap, the attack has nothing to read.")
     for _ in drawn(grid_tab):
+        if not curves_known:  # as the curves: its rows are the curve's points (Defender.known_rows)
+            st.caption(f"The table is drawn once the {spec.draws} draws of this value are in.")
+            continue
         grid_text = ", ".join(f"{v:g}" for v in param.grid)
         reported = [a for a in fast if mech.study_rows(task_name, a)]
         st.markdown(f"**{mech.short}: {'the studies’ rows beside ours' if reported else 'the grid'}**")

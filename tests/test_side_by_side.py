@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from core.defenses.defender import Defender
-from core.defenses.side_by_side import points_side_by_side
+from core.defenses.side_by_side import PointLanes, points_side_by_side
 from core.defenses.spec import DefenseSpec
 from core.experiment.cache import ArtifactCache
 from core.experiment.pipeline import load_models
@@ -80,3 +80,84 @@ def test_a_failing_defender_fails_its_own_calls_only():
     assert futures["ffnn"][0].result(timeout=120)["who"] == "ffnn"
     with pytest.raises(threading.BrokenBarrierError):
         futures["ffnn"][1].result(timeout=120)
+
+
+# ---------------------------------------------------------------------------- the slider's lanes (issue 32 point 16)
+def test_the_one_draw_point_is_the_full_points_first_draw_and_cached(tiny_image_runs, tmp_path):
+    """The Defenses page shows a new value's one-draw point first: it is draw 0 of the full point (a draw's noise is
+    seeded by its index, not by the number of draws), so its per-record scores, defended answers and ε̂ detail are
+    the full point's own, and it is a point of its own, cached: another Defender on the cache reads it (ready)."""
+    tiny_image_runs(1)
+    d = _defenders(tmp_path / "a")["rnn"]
+    for mechanism, value in (("dirichlet", 0.7), ("gpm", 0.01)):
+        full = DefenseSpec(mechanism, value, draws=3)
+        one = DefenseSpec(mechanism, value, draws=1)
+        assert d.ready(one, "naive", utility=False) is None  # nothing known before: ready never computes
+        first, whole = d.point(one, "naive", utility=False), d.point(full, "naive", utility=False)
+        assert (first.draws, whole.draws) == (1, 3)
+        assert first.records == whole.records and first.records["scores"]
+        assert first.epsilon_lower_bound_detail == whole.epsilon_lower_bound_detail
+        assert first.attack.accuracy_std == 0.0  # one draw: no spread over draws to claim
+        again = _defenders(tmp_path / "a")["rnn"].ready(one, "naive", utility=False)
+        assert again is not None and _numbers(again) == _numbers(first)
+
+
+def test_a_step_shows_the_first_draw_then_the_full_point(tiny_image_runs, tmp_path):
+    """PointLanes.step: a value not known gives the one-draw calls' points and then the full calls' points, each
+    the very point Defender.point gives; a value known gives its points at once and computes nothing."""
+    tiny_image_runs(1)
+    lanes = PointLanes()
+    try:
+        sequential, stepped = _defenders(tmp_path / "sequential"), _defenders(tmp_path / "stepped")
+        spec = DefenseSpec("dirichlet", 12.0, draws=3)
+        step = lanes.step(stepped, spec, CALLS)
+        assert set(step.first) == set(step.full) == {"ffnn", "rnn"}
+        for arch, d in sequential.items():
+            first = [f.result(timeout=300) for f in step.first[arch]]
+            full = [f.result(timeout=300) for f in step.full[arch]]
+            assert [_numbers(p) for p in first] == [_numbers(d.point(DefenseSpec("dirichlet", 12.0, draws=1),
+                                                                     "naive", **c)) for c in CALLS]
+            assert [_numbers(p) for p in full] == [_numbers(d.point(spec, "naive", **c)) for c in CALLS]
+        assert step.complete and not step.pending()
+        again = lanes.step(stepped, spec, CALLS)  # the rerun that shows the full point: known, nothing queued
+        assert not again.first and again.complete
+        assert [_numbers(f.result(timeout=0)) for f in again.full["rnn"]] == [_numbers(f.result()) for f in step.full["rnn"]]
+        one = lanes.step(stepped, DefenseSpec("dirichlet", 5.0, draws=1), CALLS)  # one draw: nothing to show first
+        assert not one.first and one.full["rnn"][1].result(timeout=300).utility is not None
+    finally:
+        lanes.close()
+
+
+class _Gate:
+    """A stand-in Defender that knows no point and computes each one only when its gate opens."""
+
+    def __init__(self) -> None:
+        self.gate, self.started, self.calls = threading.Event(), threading.Event(), []
+
+    def ready(self, spec, attacker, **call):
+        return None
+
+    def point(self, spec, attacker, **call):
+        self.calls.append((spec.value, spec.draws, call))
+        self.started.set()
+        if not self.gate.wait(timeout=120):
+            raise TimeoutError("the test never opened the gate")
+        return (spec.value, spec.draws)
+
+
+def test_a_new_step_cancels_the_abandoned_steps_calls_not_started():
+    """The user moved on while the lane computes the first value's first draw: that value's other calls are never run
+    (cancelled), the one under way finishes, and the new value's calls all run."""
+    d = _Gate()
+    lanes = PointLanes()
+    try:
+        old = lanes.step({"rnn": d}, DefenseSpec("dirichlet", 5.0, draws=8), CALLS)
+        assert d.started.wait(timeout=120)  # the lane is inside the old value's first call
+        new = lanes.step({"rnn": d}, DefenseSpec("dirichlet", 7.5, draws=8), CALLS)
+        d.gate.set()
+        assert [f.result(timeout=120) for f in new.first["rnn"] + new.full["rnn"]] == [(7.5, 1)] * 2 + [(7.5, 8)] * 2
+        assert old.first["rnn"][0].result(timeout=120) == (5.0, 1)  # under way when the step came: finished
+        assert all(f.cancelled() for f in old.first["rnn"][1:] + old.full["rnn"])
+        assert [(v, n) for v, n, _ in d.calls] == [(5.0, 1)] + [(7.5, 1)] * 2 + [(7.5, 8)] * 2
+    finally:
+        lanes.close()

@@ -7,9 +7,11 @@ gets one widget per architecture.
 from __future__ import annotations
 
 import dataclasses
+from concurrent.futures import Future, wait
 from typing import Any, Callable, Iterator
 
 import streamlit as st
+from streamlit.errors import StreamlitAPIException
 
 from core.foundations.config import ExperimentConfig, field_range
 from core.foundations.names import ARCH_NAMES as ARCH_LABELS
@@ -178,3 +180,30 @@ def remember(key: str) -> None:
     """Keep the current value of the widget ``key`` for :func:`remembered`."""
     if key in st.session_state:
         st.session_state[f"_remembered:{key}"] = st.session_state[key]
+
+
+#: seconds of one wait slice of :func:`rerun_when_done`: the longest a user's next step waits on it
+WAIT_SLICE_S = 0.05
+
+
+def rerun_when_done(futures: list[Future]) -> str | None:
+    """Wait for ``futures`` within this script run, then rerun the calling fragment (``st.rerun(scope=
+    "fragment")``: the page draws what they computed). Returns only when one of them failed or was cancelled:
+    its error as one line, and no rerun (a rerun would submit it again, and again).
+
+    Between wait slices an empty element is written: every Streamlit call is where a rerun the user asked for
+    meanwhile (a slider step) interrupts the script, so the wait never holds the next step up by more than
+    :data:`WAIT_SLICE_S` (a plain ``future.result()`` would, by the whole computation left)."""
+    ticker = st.empty()
+    while wait(futures, timeout=WAIT_SLICE_S).not_done:
+        ticker.empty()
+    for f in futures:
+        if f.cancelled():
+            return "cancelled"
+        if (exc := f.exception()) is not None:
+            return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    try:
+        st.rerun(scope="fragment")
+    except StreamlitAPIException:  # the fragment ran within a full run (the page's first open): rerun it all
+        st.rerun()
+    return None  # not reached: st.rerun raises

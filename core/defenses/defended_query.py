@@ -102,7 +102,7 @@ class DefendedQuery:
         if isinstance(spec.mechanism_class, OutputMechanism):
             return d.remembering(("victim",), d.victim_model())
         model = d._noisy("victim", d.victim_model(), d.models.victim.weights, spec, self.draw)
-        return d.remembering((spec.key, "victim", self.draw), model)
+        return d.remembering((spec.draw_key, "victim", self.draw), model)
 
     def label_queries(self, index: np.ndarray, n: int) -> np.ndarray:
         d, mech = self.defender, self.spec.mechanism_class

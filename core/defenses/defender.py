@@ -1,29 +1,22 @@
 """Defenses that act after training, evaluated on cached models: the defense facade.
 
-A defended *point* is one mechanism at one value (the Dirichlet mechanism's k, the Gaussian
-privacy module's σ), described by a :class:`DefenseSpec` that is **not** part of the experiment
-config: its key joins the config hash (training + attack settings) in the cache, so sliding a
-value never retrains a victim or a shadow and never changes the undefended result.
-
-:class:`Defender` holds what does not depend on the value — the trained models
-(:func:`core.experiment.pipeline.trained_models`), the naive attacks fitted once on undefended shadows, the
-victim's rebuilt model, the GPM's noise directions — and answers a point from it:
+A defended *point* is one mechanism at one value (Dir_k's k, the GPM's σ), described by a :class:`DefenseSpec`
+that is **not** part of the experiment config: its key joins the config hash in the cache, so sliding a value
+never retrains a victim or a shadow and never changes the undefended result. :class:`Defender` holds what does
+not depend on the value — the trained models, the naive attacks fitted once on undefended shadows, the victim's
+rebuilt model, the GPM's noise directions — and answers a point from it:
 
 * attack numbers: the mechanism applied to the victim's answers on its balanced evaluation set,
   scored by the **naive** attacker (fitted on undefended shadows, the studies' setting) and,
   on request, by the **adaptive** attacker (who knows the mechanism and its value, applies it
   to its own shadows and refits: the honest evaluation); the strongest attacks, offline LiRA and
-  RMIA (:mod:`core.experiment.reference_attacks`), score every point too: naive, they keep the references
-  and thresholds fitted on undefended shadows and read the defended victim (its answers on the
-  attacked records and on RMIA's population); adaptive, every reference answer and the shadows'
-  calibration pass through the same mechanism and both are refitted;
-* utility and utility loss L = 1 − M(defended)/M(undefended) (paper 000, Def. 4), on the same
-  member / non-member records as the undefended learning curve;
-* the theoretical guarantee (Lemma 1 of 001 for Dir_k; eq. 12–13 of 000 for the GPM) beside
-  the empirical lower bound ε̂ from the attack (:func:`core.measurement.metrics.empirical_epsilon`).
+  RMIA (:mod:`core.experiment.reference_attacks`), score every point too: naive, with the references and
+  thresholds of undefended shadows on the defended victim's answers (attacked records, RMIA's population);
+  adaptive, every reference answer and calibration through the same mechanism, refitted;
+* utility and utility loss L = 1 − M(defended)/M(undefended) (paper 000, Def. 4), on the learning curve's records;
+* the guarantee (001 Lemma 1 for Dir_k; 000 eq. 12–13 for the GPM) beside the attack's lower bound ε̂.
 
-Navigation: the attacker's queries are the states of each map's seeded query rollout, answered
-through the mechanism; utility is measured on rollouts that act on the defended policy.
+Navigation: the queries are each map's seeded query rollout's states; utility, rollouts on the defended policy.
 """
 from __future__ import annotations
 
@@ -63,7 +56,6 @@ def _for_json(values: Any) -> list[float | None]:
     a = scores_for_json(values)
     finite = np.isfinite(a)
     return a if finite.all() else [v if f else None for v, f in zip(a, finite.tolist())]
-
 
 def _mean_std(values: list[float]) -> tuple[float, float]:
     a = np.asarray(values, np.float64)
@@ -167,13 +159,13 @@ class Defender:
         """A copy of ``model`` behind a weight mechanism (for the GPM θ + σ·z_draw); what does not
         depend on the value (the GPM's direction) is fixed per (mechanism, seed, draw, role)."""
         mech = spec.mechanism_class
-        noisy = self._noisy_models.get(spec.key)
+        noisy = self._noisy_models.get(spec.draw_key)
         if noisy is None:
             # one perturbed copy per (role, draw) serves the victim's answers, RMIA's population and
             # the utility of the same point: one copy and one noise addition instead of three. Only
             # the latest value's models are kept (a slider visits one value at a time).
-            self._noisy_models = {spec.key: {}}
-            noisy = self._noisy_models[spec.key]
+            self._noisy_models = {spec.draw_key: {}}
+            noisy = self._noisy_models[spec.draw_key]
         if (role, draw) in noisy:
             return noisy[(role, draw)]
         key = (spec.mechanism, role, spec.seed, draw)
@@ -214,7 +206,7 @@ class Defender:
             return out
         model = self._noisy("victim", self.victim_model(), self.models.victim.weights, spec, draw)
         # the same records as the label-only attack's first (identity) query of this draw: remembered
-        return self.task.respond(self.cfg, self.remembering((spec.key, "victim", draw), model), self.models.data,
+        return self.task.respond(self.cfg, self.remembering((spec.draw_key, "victim", draw), model), self.models.data,
                                  self.models.splits.eval_index)
 
     def shadow_answers(self, spec: DefenseSpec, draw: int) -> Responses:
@@ -238,7 +230,7 @@ class Defender:
     def population_answers(self, spec: DefenseSpec, draw: int) -> Responses:
         """The defended victim's answers on RMIA's population (the attacker queries it too);
         memoised per (spec, draw), so the naive and the adaptive attacker share one query."""
-        key = (spec.key, draw)
+        key = (spec.draw_key, draw)
         if key not in self._population:
             inputs = self.reference_inputs
             mech = spec.mechanism_class
@@ -429,6 +421,41 @@ class Defender:
                 attack.regressor.refit_many(attack.pool_features, [record_score(q.respond(attack.pool)) for q in queries],
                                             DEFENDED_REFIT_STEPS)
 
+    def _quantile_flag(self, spec: DefenseSpec, attacker: str, utility: bool, quantile: bool | None) -> bool:
+        """``spec`` and ``attacker`` checked, and whether quantile regression is scored (:meth:`point`'s rule)."""
+        spec.validate()
+        if attacker not in ATTACKERS:
+            raise ConfigError(f"attacker must be one of {', '.join(ATTACKERS)}, got {attacker!r}")
+        quantile = utility if quantile is None else bool(quantile)
+        if self.primary == "quantile" or not self._quantile_attacks():
+            quantile = True  # nothing to leave out (or the headline attack itself)
+        return quantile
+
+    def _known(self, spec: DefenseSpec, attacker: str, utility: bool, quantile: bool
+               ) -> tuple[tuple, str | None, DefendedPoint | None]:
+        """(memo key, the fast point's disk key or None, the point if memoised or stored, else None)."""
+        memo_key = (spec.key, attacker, utility) if quantile == utility else (spec.key, attacker, utility, quantile)
+        if memo_key in self._memo:
+            return memo_key, None, self._memo[memo_key].with_json(self.privacy(spec))
+        if utility and (stored := self.measured(spec, attacker)) is not None:
+            return memo_key, None, stored
+        # the slider's fast point is kept on disk too: a new server session reads a curve's points instead of
+        # recomputing them (first open, image quick, 3 repeats: 13 s of Dir_k curves); read once, then from
+        # memory. Without quantile regression under its own key (the points under the old key carry it).
+        fast_key = (self.cache.key("defended_fast" if quantile else "defended_fast_noquantile",
+                                   self.cfg.config_hash, spec.key)
+                    if not utility and attacker == "naive" else None)
+        if fast_key is not None and (stored := self._stored_point(fast_key, spec)) is not None:
+            self._memo[memo_key] = stored
+            return memo_key, fast_key, stored.with_json(self.privacy(spec))
+        return memo_key, fast_key, None
+
+    def ready(self, spec: DefenseSpec, attacker: str = "naive", utility: bool = True,
+              quantile: bool | None = None) -> DefendedPoint | None:
+        """:meth:`point`'s answer if memoised or stored, else None; never computes (a slider step shows a known
+        point whole at once, any other first by its one-draw point: :mod:`core.defenses.side_by_side`)."""
+        return self._known(spec, attacker, utility, self._quantile_flag(spec, attacker, utility, quantile))[2]
+
     def point(self, spec: DefenseSpec, attacker: str = "naive", utility: bool = True,
               quantile: bool | None = None) -> DefendedPoint:
         """Attack numbers, utility and guarantees at one defended point (see the module docstring).
@@ -442,28 +469,11 @@ class Defender:
         ``skipped_attacks``). ``utility=True, quantile=False`` is the Defenses page's utility card of a
         slider step: kept in memory only; a full point measured before is returned instead.
         """
-        spec.validate()
-        if attacker not in ATTACKERS:
-            raise ConfigError(f"attacker must be one of {', '.join(ATTACKERS)}, got {attacker!r}")
-        quantile = utility if quantile is None else bool(quantile)
-        if self.primary == "quantile" or not self._quantile_attacks():
-            quantile = True  # nothing to leave out (or the headline attack itself)
-        memo_key = (spec.key, attacker, utility) if quantile == utility else (spec.key, attacker, utility, quantile)
-        if memo_key in self._memo:
-            return self._memo[memo_key].with_json(self.privacy(spec))
+        quantile = self._quantile_flag(spec, attacker, utility, quantile)
+        memo_key, fast_key, known = self._known(spec, attacker, utility, quantile)
+        if known is not None:
+            return known
         disk_key = self.cache.key("defended", self.cfg.config_hash, spec.key, attacker)
-        if utility and (stored := self.measured(spec, attacker)) is not None:
-            return stored
-        # the slider's fast point is kept on disk too: a new server session (or another one) reads a
-        # curve's points instead of recomputing them (the Defenses page's first open on the image quick
-        # runs with 3 repeats: 13 s of Dir_k curves). Read once per session, then from memory. Without
-        # quantile regression under its own key (the points under the old key carry it).
-        fast_key = (self.cache.key("defended_fast" if quantile else "defended_fast_noquantile",
-                                   self.cfg.config_hash, spec.key)
-                    if not utility and attacker == "naive" else None)
-        if fast_key is not None and (stored := self._stored_point(fast_key, spec)) is not None:
-            self._memo[memo_key] = stored
-            return stored.with_json(self.privacy(spec))
         timings: dict[str, float] = {}
         t = time.perf_counter()
         has_features = any(isinstance(a, RecordFeatureAttack) for a in self.naive_attacks)

@@ -9,11 +9,22 @@ point's time is in torch and numpy kernels, which release the GIL, so on two cor
 abandons (the slider moved again) still finishes its points in these threads: their results are memoised. Each Defender's calls run in order in its own thread, exactly as they would
 in one (the same calls, on the same Defender, in the same order: the same numbers —
 ``tests/test_side_by_side.py``); nothing is shared between the threads but read-only modules.
+
+:class:`PointLanes` serves a slider that must not wait for every draw (issue 32 point 16): per Defender one
+lasting thread (a *lane*) runs its calls in order; :meth:`PointLanes.step` answers a value whose point is known
+(memoised or stored: :meth:`Defender.ready`) at once, and any other first by its **one-draw** point
+(``spec`` with ``draws=1``: a real point under its own key, cached like any other; its draw is draw 0 of the
+full point, since a draw's noise is seeded by (seed, draw, role) and not by the number of draws — so its
+per-record scores and ε̂ detail equal the full point's, ``tests/test_side_by_side.py``), then the full point
+in the same lane. A new step cancels the calls of earlier steps that no lane has started (an abandoned value's
+remaining points are skipped; a call under way finishes, memoised).
 """
 from __future__ import annotations
 
+import threading
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Hashable, Mapping, Sequence, TypeVar
+from dataclasses import dataclass, field, replace
+from typing import Any, Generic, Hashable, Mapping, Sequence, TypeVar
 
 from core.defenses.spec import DefenseSpec
 
@@ -47,3 +58,109 @@ def points_side_by_side(defenders: Mapping[K, Any], spec: DefenseSpec, calls: Se
     finally:
         pool.shutdown(wait=False)  # the threads finish their calls, then end
     return futures
+
+
+def _run_in_order(defender: Any, spec: DefenseSpec, attacker: str, calls: Sequence[Mapping[str, Any]],
+                  out: list[Future]) -> None:
+    """``defender.point(spec, attacker, **call)`` for each call into its future, in order: a cancelled future's
+    call is skipped; a call that raises fails its future and the later ones (they are not run)."""
+    for i, (call, future) in enumerate(zip(calls, out)):
+        if not future.set_running_or_notify_cancel():
+            continue  # cancelled before its turn: an abandoned step's call
+        try:
+            future.set_result(defender.point(spec, attacker, **call))
+        except BaseException as exc:  # handed to whoever waits on it, this call's and the later ones'
+            future.set_exception(exc)
+            for rest in out[i + 1:]:
+                if rest.set_running_or_notify_cancel():
+                    rest.set_exception(exc)
+            return
+
+
+@dataclass
+class Step(Generic[K]):
+    """One slider step's points (:meth:`PointLanes.step`): per key the futures of the calls at ``spec`` (``full``)
+    and, where that point was not known yet and ``spec.draws`` > 1, of the same calls at one draw (``first``,
+    computed before ``full`` in the same lane)."""
+
+    spec: DefenseSpec
+    full: dict[K, list[Future]]
+    first: dict[K, list[Future]] = field(default_factory=dict)
+
+    @property
+    def complete(self) -> bool:
+        """Every full point is in (or its call failed or was cancelled)."""
+        return all(f.done() for fs in self.full.values() for f in fs)
+
+    def pending(self) -> list[Future]:
+        """The full points' futures not done yet (what a page waits on before it shows them)."""
+        return [f for fs in self.full.values() for f in fs if not f.done()]
+
+
+class PointLanes:
+    """Per key one lasting thread that runs its Defender's calls in order (a *lane*), every lane at once: one
+    object per user session (no session queues behind another's). :meth:`step` is the Defenses page's slider
+    step; :meth:`close` ends the threads (they also end once the object is collected)."""
+
+    def __init__(self) -> None:
+        self._lanes: dict[Hashable, ThreadPoolExecutor] = {}
+        self._issued: list[Future] = []
+        self._lock = threading.Lock()
+
+    def submit(self, defenders: Mapping[K, Any], spec: DefenseSpec, calls: Sequence[Mapping[str, Any]],
+               attacker: str = "naive") -> dict[K, list[Future]]:
+        """Per key of ``defenders`` one future per call, ``defender.point(spec, attacker, **call)`` run in order in
+        that key's lane after what the lane holds already; returns at once."""
+        out: dict[K, list[Future]] = {}
+        with self._lock:
+            for key, defender in defenders.items():
+                out[key] = [Future() for _ in calls]
+                lane = self._lanes.get(key)
+                if lane is None:
+                    lane = self._lanes[key] = ThreadPoolExecutor(1, thread_name_prefix=f"defended-point-{key}")
+                lane.submit(_run_in_order, defender, spec, attacker, list(calls), out[key])
+                self._issued.extend(out[key])
+        return out
+
+    def cancel_queued(self) -> int:
+        """Cancel every call submitted before that no lane has started; returns how many were cancelled."""
+        with self._lock:
+            issued, self._issued = self._issued, []
+        return sum(f.cancel() for f in issued)
+
+    def step(self, defenders: Mapping[K, Any], spec: DefenseSpec, calls: Sequence[Mapping[str, Any]],
+             attacker: str = "naive") -> Step[K]:
+        """A slider step to ``spec``: earlier steps' calls not started are cancelled; per key, the calls'
+        points if every one is known (:meth:`Defender.ready`: resolved futures, nothing computed), else the calls
+        at ``spec`` queued in the key's lane, preceded by the same calls at one draw where the first call's point
+        is not known and ``spec.draws`` > 1 (a known first point — the cards' — needs no stand-in: only the later
+        calls compute, e.g. the utility of a point read from the cache)."""
+        self.cancel_queued()
+        full: dict[K, list[Future]] = {}
+        first: dict[K, list[Future]] = {}
+        for key, defender in defenders.items():
+            try:
+                known = [defender.ready(spec, attacker, **call) for call in calls]
+            except Exception:  # noqa: BLE001 — e.g. a spec the Defender refuses: its calls raise it in their futures
+                known = [None] * len(calls)
+            if all(p is not None for p in known):
+                full[key] = [_resolved(p) for p in known]
+                continue
+            if spec.draws > 1 and known[0] is None:  # the first call's point (the page's cards) computed: draw 1 first
+                first.update(self.submit({key: defender}, replace(spec, draws=1), calls, attacker))
+            full.update(self.submit({key: defender}, spec, calls, attacker))
+        return Step(spec, full, first)
+
+    def close(self) -> None:
+        """Cancel what was not started and end the lanes' threads once their calls under way are done."""
+        self.cancel_queued()
+        with self._lock:
+            lanes, self._lanes = self._lanes, {}
+        for lane in lanes.values():
+            lane.shutdown(wait=False, cancel_futures=True)
+
+
+def _resolved(value: Any) -> Future:
+    f: Future = Future()
+    f.set_result(value)
+    return f

@@ -72,6 +72,13 @@ class DefenseSpec:
         payload = json.dumps({"schema": DEFENSE_SCHEMA, **asdict(self)}, sort_keys=True)
         return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
+    @property
+    def draw_key(self) -> str:
+        """The key of what one draw depends on: the spec's but for the number of draws (draw d is seeded by
+        (seed, d, role), the same in a point of any number of draws), so a one-draw point's noisy models and
+        answers serve draw 0 of the full point (the Defenses page computes the one, then the other)."""
+        return replace(self, draws=1).key
+
     def at(self, value: float) -> "DefenseSpec":
         """The same spec at another value."""
         return replace(self, value=float(value))
