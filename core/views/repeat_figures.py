@@ -11,6 +11,7 @@ from core.analyses.comparison_results import ComparisonResult
 from core.analyses.repeats import METRIC_LABELS
 from core.experiment.results import RepeatsBlock
 from core.measurement.bootstrap import RocBand
+from core.measurement.stats import Estimate
 from core.foundations.names import ARCH_NAMES, UTILITY_NAMES
 from core.views.style import ARCH_COLOURS, layout, with_ci
 from core.views.run_figures import resolves, zero_fp_label, mark_fpr_floor
@@ -50,8 +51,12 @@ def comparison_table(comparison: ComparisonResult | Mapping[str, Any]) -> pd.Dat
             word = "— (no verdict)"
         else:
             word = "(no hypothesis)"
-        row = {"metric": m.label or METRIC_NAMES.get(name, name), "FFNN mean [95% CI]": with_ci(m.estimate("ffnn")),
-               "RNN mean [95% CI]": with_ci(m.estimate("rnn")), "FFNN − RNN [95% CI]": with_ci(d.diff, 3),
+        # the comparison keeps its estimates as JSON (core.analyses.comparison_results): read typed here
+        ffnn, rnn = (m.estimate(a) for a in ("ffnn", "rnn"))
+        row = {"metric": m.label or METRIC_NAMES.get(name, name),
+               "FFNN mean [95% CI]": with_ci(Estimate.from_dict(ffnn) if ffnn else None),
+               "RNN mean [95% CI]": with_ci(Estimate.from_dict(rnn) if rnn else None),
+               "FFNN − RNN [95% CI]": with_ci(Estimate.from_dict(d.diff), 3),
                "p (paired t)": p_text(d.p_t), "p (sign flip)": p_text(d.p_permutation)}
         if role is not None:
             row["role"] = ROLE_NAMES.get(role, role)
@@ -75,9 +80,9 @@ def repeats_table(blocks: Mapping[str, RepeatsBlock | Mapping[str, Any]]) -> pd.
         row: dict[str, Any] = {"architecture": ARCH_NAMES.get(arch, arch), "N": block.n}
         for name, e in block.metrics.items():
             if name in unresolved:  # both unresolved: the same number, one column
-                row[zero_fp_label(ns)] = with_ci(block.metrics[unresolved[-1]].to_dict())
+                row[zero_fp_label(ns)] = with_ci(block.metrics[unresolved[-1]])
                 continue
-            row[METRIC_NAMES.get(name, name)] = with_ci(e.to_dict())
+            row[METRIC_NAMES.get(name, name)] = with_ci(e)
         rows.append(row)
     return pd.DataFrame(rows)
 

@@ -16,6 +16,7 @@ import plotly.graph_objects as go
 from core.analyses.comparison_results import ComparisonResult
 from core.analyses.repeats import unresolved_label
 from core.experiment.results import AttackResult, RunSummary
+from core.measurement.stats import Estimate
 from core.foundations.names import ARCH_NAMES, ATTACK_NAMES, ATTACK_SHORT, UTILITY_NAMES
 from core.tasks import REGISTRY, get_task
 from core.views.style import ARCH_COLOURS, ATTACK_DASH, AXIS_TITLE_PX, layout, with_ci
@@ -201,7 +202,7 @@ def overview_table(summaries: list[RunSummary], comparison: ComparisonResult | M
                                 ("utility_val", f"{utility} validation")):
                 mc = comp.metrics.get(name)
                 m = mc.estimate(s.arch) if mc else None
-                row[f"{label}, mean of {n} [95 % CI]"] = with_ci(m) if m else "—"
+                row[f"{label}, mean of {n} [95 % CI]"] = with_ci(Estimate.from_dict(m)) if m else "—"
         row.update({
             f"{utility} train{one}": s.utility.train,
             f"{utility} validation{one}": s.utility.val,

@@ -22,7 +22,7 @@ from core.views.run_figures import (attack_accuracy_curve, entropy_comparison, m
                                     roc_curves, roc_loglog, steps_curves, utility_curves)
 from core.views.style import with_ci
 from core.measurement.exposure import fpr_label
-from core.measurement.stats import is_zero_width
+from core.measurement.stats import Estimate, is_zero_width
 from core.experiment.fidelity import matched_utility
 from core.experiment.results import RunSummary
 from core.foundations.config import ExperimentConfig
@@ -78,7 +78,7 @@ def reproduce_commands(configs: list[ExperimentConfig], overrides: dict[str, dic
 def _verdict_line(m: MetricComparison, title: str) -> str:
     v, d = m.verdict, m.difference
     dz = f", d_z = {d.effect_size:.2f}" if d.effect_size is not None else ""
-    return (f"**{title}**: {VERDICT_MARKS[v.value]} — FFNN − RNN {with_ci(d.diff)}{dz}, "
+    return (f"**{title}**: {VERDICT_MARKS[v.value]} — FFNN − RNN {with_ci(Estimate.from_dict(d.diff))}{dz}, "
             f"p (paired t) {p_text(d.p_t)}, p (sign flip) {p_text(d.p_permutation)}, N = {v.n}")
 
 
