@@ -351,14 +351,23 @@ class ExperimentConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-serialisable dict (options nested under ``options``)."""
+        d = self._top_level()
+        d["options"] = self.option_values()
+        return d
+
+    def _top_level(self) -> dict[str, Any]:
+        """Every field but ``options``, as :meth:`to_dict` writes it."""
         d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "options"}
         # sorted and unique: "2,1", "1,2" and "1,2,2" checkpoint the same epochs, so they must hash
         # (and cache) as one config; an already sorted, unique spelling is unchanged, as is its hash
         epochs = self.attack_epochs
         ints = isinstance(epochs, tuple) and all(type(e) is int for e in epochs)
         d["attack_epochs"] = sorted(set(epochs)) if ints else list(epochs)  # anything else: validate() refuses it
-        d["options"] = dataclasses.asdict(self.options) if self.options is not None else {}
         return d
+
+    def option_values(self) -> dict[str, Any]:
+        """The task options as a plain dict ({} without options): :meth:`to_dict`'s ``options``."""
+        return dataclasses.asdict(self.options) if self.options is not None else {}
 
     @property
     def private(self) -> bool:
@@ -385,7 +394,8 @@ class ExperimentConfig:
             exclude: field names left out, e.g. :data:`ATTACK_ONLY_FIELDS` for training keys
                 (:meth:`inert_fields` are always left out).
         """
-        d = self.to_dict()
+        # built from the typed fields, in to_dict's layout (sort_keys: the order is not hashed)
+        d = {**self._top_level(), "options": self._hashed_options()}
         for name in LABEL_FIELDS | REPEAT_FIELDS | exclude | self.inert_fields():
             d.pop(name, None)
         # a user's model (issue 33): its files' content is hashed, not where they lay; unused, the fields
@@ -398,13 +408,17 @@ class ExperimentConfig:
         for name in ("target_weights_sha256", "members_sha256"):
             if not d.get(name):
                 d.pop(name, None)
-        # option fields added after runs were cached: out of the hash while at their default
-        defaults = {f.name: f.default for f in fields(self.options)} if self.options is not None else {}
-        for name in getattr(self.options, "OMIT_AT_DEFAULT", ()):
-            if name in d["options"] and d["options"][name] == defaults.get(name):
-                d["options"].pop(name)
         payload = json.dumps({"schema": CACHE_SCHEMA_VERSION, "config": d}, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(payload.encode()).hexdigest()[:20]
+
+    def _hashed_options(self) -> dict[str, Any]:
+        """:meth:`option_values` less the option fields added after runs were cached while they are at their
+        default (so that every hash made before they existed is unchanged)."""
+        values = self.option_values()
+        defaults = {f.name: f.default for f in fields(self.options)} if self.options is not None else {}
+        omitted = {name for name in getattr(self.options, "OMIT_AT_DEFAULT", ())
+                   if name in values and values[name] == defaults.get(name)}
+        return {k: v for k, v in values.items() if k not in omitted}
 
     @property
     def config_hash(self) -> str:
@@ -494,11 +508,12 @@ def parse_values(text: str, what: str = "--values") -> list[float]:
     return values
 
 
-def config_changes(base: "ExperimentConfig | dict[str, Any]", other: "ExperimentConfig | dict[str, Any]") -> dict[str, Any]:
+def config_changes(base: ExperimentConfig, other: ExperimentConfig) -> dict[str, Any]:
     """The fields (task options flattened in) where ``other`` differs from ``base`` (the preset label
-    left out): what a run changed from its preset, for the pages' labels and the sweep JSON."""
-    a = base.to_dict() if isinstance(base, ExperimentConfig) else base
-    b = other.to_dict() if isinstance(other, ExperimentConfig) else other
-    changed = {k: v for k, v in b.items() if k not in ("options", "preset") and a.get(k) != v}
-    changed.update({k: v for k, v in (b.get("options") or {}).items() if (a.get("options") or {}).get(k) != v})
+    left out), as :meth:`ExperimentConfig.to_dict` writes them: what a run changed from its preset, for the
+    pages' labels and the sweep JSON."""
+    a, b = base._top_level(), other._top_level()
+    changed = {k: v for k, v in b.items() if k != "preset" and a.get(k) != v}
+    base_options = base.option_values()
+    changed.update({k: v for k, v in other.option_values().items() if base_options.get(k) != v})
     return changed
