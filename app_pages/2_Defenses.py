@@ -380,7 +380,7 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
         if reported:
             st.caption("Rows marked *study* are the paper's figures (their models and data), on the architecture the "
                        "paper reports them for: " + "; ".join(
-                           f"{ARCH_LABELS[a]} — {mech.study_rows(task_name, a)['source'].note}" for a in reported)
+                           f"{ARCH_LABELS[a]} — {mech.study_rows(task_name, a).source.note}" for a in reported)
                        + ". Rows marked *ours* are measured on this preset.")
         elif mech.needs_sensitivity:
             st.caption(studies.sensitivity_sentence(task_name))
