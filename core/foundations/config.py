@@ -351,18 +351,13 @@ class ExperimentConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-serialisable dict (options nested under ``options``)."""
-        d = self._top_level()
-        d["options"] = self.option_values()
-        return d
-
-    def _top_level(self) -> dict[str, Any]:
-        """Every field but ``options``, as :meth:`to_dict` writes it."""
         d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "options"}
         # sorted and unique: "2,1", "1,2" and "1,2,2" checkpoint the same epochs, so they must hash
         # (and cache) as one config; an already sorted, unique spelling is unchanged, as is its hash
         epochs = self.attack_epochs
         ints = isinstance(epochs, tuple) and all(type(e) is int for e in epochs)
         d["attack_epochs"] = sorted(set(epochs)) if ints else list(epochs)  # anything else: validate() refuses it
+        d["options"] = self.option_values()
         return d
 
     def option_values(self) -> dict[str, Any]:
@@ -394,8 +389,8 @@ class ExperimentConfig:
             exclude: field names left out, e.g. :data:`ATTACK_ONLY_FIELDS` for training keys
                 (:meth:`inert_fields` are always left out).
         """
-        # built from the typed fields, in to_dict's layout (sort_keys: the order is not hashed)
-        d = {**self._top_level(), "options": self._hashed_options()}
+        # to_dict with the options as hashed (read off the typed options, not out of the dict)
+        d = {**self.to_dict(), "options": self._hashed_options()}
         for name in LABEL_FIELDS | REPEAT_FIELDS | exclude | self.inert_fields():
             d.pop(name, None)
         # a user's model (issue 33): its files' content is hashed, not where they lay; unused, the fields
@@ -512,8 +507,8 @@ def config_changes(base: ExperimentConfig, other: ExperimentConfig) -> dict[str,
     """The fields (task options flattened in) where ``other`` differs from ``base`` (the preset label
     left out), as :meth:`ExperimentConfig.to_dict` writes them: what a run changed from its preset, for the
     pages' labels and the sweep JSON."""
-    a, b = base._top_level(), other._top_level()
-    changed = {k: v for k, v in b.items() if k != "preset" and a.get(k) != v}
+    a, b = base.to_dict(), other.to_dict()
+    changed = {k: v for k, v in b.items() if k not in ("options", "preset") and a.get(k) != v}
     base_options = base.option_values()
     changed.update({k: v for k, v in other.option_values().items() if base_options.get(k) != v})
     return changed
