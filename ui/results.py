@@ -19,6 +19,7 @@ from core.foundations.config import ExperimentConfig
 from core.foundations.paths import cache_dir
 from core.analyses.repeats import comparison_json, repeats_block
 from core.experiment.results import RunSummary
+from core.tasks.navigation import MapViews
 from ui.widgets import drawn
 
 
@@ -77,7 +78,7 @@ def draw_section(section: Section, heading: bool = True) -> None:
 
 
 def show_results(summaries: list[RunSummary], configs: list[ExperimentConfig],
-                 overrides: dict[str, dict[str, Any]], views: dict[str, dict[str, Any]] | None = None,
+                 overrides: dict[str, dict[str, Any]], views: dict[str, MapViews] | None = None,
                  repeats: dict[str, Any] | None = None, matched: dict[str, Any] | None = None) -> None:
     """The results of a run (``summaries``: repeat 0 of each architecture; ``repeats``: a
     :func:`repeats_view` of every repeat, when there are several; ``matched``: a :func:`matched_view` when
@@ -112,7 +113,7 @@ def show_results(summaries: list[RunSummary], configs: list[ExperimentConfig],
 
 
 def show_downloads(summaries: list[RunSummary], configs: list[ExperimentConfig], overrides: dict[str, dict[str, Any]],
-                   views: dict[str, dict[str, Any]] | None, repeats: dict[str, Any] | None,
+                   views: dict[str, MapViews] | None, repeats: dict[str, Any] | None,
                    matched: dict[str, Any] | None) -> None:
     """The run as one HTML report (the same sections as above, plus the per-record views) and as JSON."""
     e1, e2 = st.columns([1, 3])

@@ -28,6 +28,7 @@ from core.experiment.fidelity import confounding_warnings, study_comparison
 from core.experiment.results import RepeatsBlock, RunSummary
 from core.foundations.config import ExperimentConfig
 from core.foundations.names import ARCH_NAMES, ATTACK_NAMES
+from core.tasks.navigation import MapViews
 from core.views.map_figures import navigation_map
 from core.views.record_view_figures import budget_figure, exposure_figure, slices_figure
 from core.views.repeat_figures import comparison_table, matched_stops_table, repeats_table, roc_band_figure
@@ -122,7 +123,7 @@ class RunInputs:
     summaries: list[RunSummary]
     configs: list[ExperimentConfig] | None = None
     overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
-    map_views: dict[str, dict[str, Any]] | None = None
+    map_views: dict[str, MapViews] | None = None
     repeats: dict[str, Any] | None = None
     matched: dict[str, Any] | None = None
     views: dict[str, Any] | None = None
@@ -291,7 +292,7 @@ def examples(run: RunInputs) -> Section | None:
         out: list[Block] = [Text("What the victim does with members vs non-members", "subheading")]
         nav = [s for s in with_examples if s.example_kind == "navigation"]
         out += [Text(navigation_stats(s.examples, _name(s.arch))) for s in nav]
-        ready = {s.arch: run.map_views[s.arch] for s in nav if run.map_views and s.arch in run.map_views}
+        ready = {s.arch: run.map_views[s.arch].maps for s in nav if run.map_views and s.arch in run.map_views}
         if ready:
             figs = [fig for role in ("member", "non-member") if (fig := navigation_map(ready, role)) is not None]
             out += [Row(tuple(Figure(f) for f in figs), columns=max(len(figs), 1)),
