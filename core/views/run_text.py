@@ -234,14 +234,13 @@ def slice_tpr_cell(r: SliceRow | Mapping[str, Any]) -> str:
     return f"{cell} — TPR at 0 false positives (FPR < 1/{r.n_non_members})"
 
 
-def slices_table(view: SlicesView | Mapping[str, Any]) -> pd.DataFrame:
+def slices_table(view: SlicesView) -> pd.DataFrame:
     """Per architecture, slicing and slice of :func:`core.analyses.record_views.slices_view`: records, AUC and
     TPR at 1 % FPR with their bootstrap 95 % intervals, and whether the slice is too small to read; a
     slice whose non-members cannot resolve 1 % FPR says that its TPR is the TPR at 0 false positives."""
-    archs = view.archs if isinstance(view, SlicesView) else view["archs"]
     return pd.DataFrame([
         {"architecture": ARCH_NAMES.get(arch, arch), "slicing": name, "slice": r.slice, "members": r.n_members,
          "non-members": r.n_non_members, "AUC [95 % CI]": ci_text(r.auc, r.auc_low, r.auc_high),
          "TPR @ 1% FPR [95 % CI]": slice_tpr_cell(r),
          "too small": "yes" if r.too_small else ""}
-        for arch, by in archs.items() for name, rows in by.items() for r in map(SliceRow.coerce, rows)])
+        for arch, by in view.archs.items() for name, rows in by.items() for r in rows])
