@@ -21,6 +21,7 @@ from core.views.repeat_figures import METRIC_NAMES, VERDICT_MARKS, p_text
 from core.views.run_figures import (attack_accuracy_curve, entropy_comparison, metrics_table, overview_table,
                                     roc_curves, roc_loglog, steps_curves, utility_curves)
 from core.views.style import with_ci
+from core.tasks.examples import MemberUnseen, NavigationExamples, TranslationExamples
 from core.measurement.exposure import fpr_label
 from core.measurement.stats import Estimate, is_zero_width
 from core.experiment.fidelity import matched_utility
@@ -141,34 +142,41 @@ def _token_html(tokens: list[str], probs: list[float]) -> str:
     return " ".join(spans)
 
 
-def translation_html(examples: dict[str, Any], arch_name: str) -> str:
+def translation_html(examples: TranslationExamples, arch_name: str) -> str:
     """The translation examples of one architecture as HTML (the page and the report use it)."""
     parts = []
     for group, title in ((True, "Members (in the victim's training set)"), (False, "Non-members")):
         parts.append(f"<p><b>{html.escape(arch_name)} — {title}</b></p>")
-        for ex in [e for e in examples.get("sentences", []) if bool(e.get("member")) == group]:
-            tokens = ex.get("tokens", [])
-            mean_p = sum(t["prob"] for t in tokens) / max(len(tokens), 1)
+        for ex in [e for e in examples.sentences if e.member == group]:
+            tokens = ex.tokens
+            mean_p = sum(t.prob for t in tokens) / max(len(tokens), 1)
             parts.append(
-                f"<p><small>source:</small> {html.escape(ex.get('source', ''))}<br>"
-                f"<small>victim's translation (sentence BLEU {ex.get('sentence_bleu', 0):.0f}):</small> "
-                f"{html.escape(ex.get('translation', ''))}<br>"
+                f"<p><small>source:</small> {html.escape(ex.source)}<br>"
+                f"<small>victim's translation (sentence BLEU {ex.sentence_bleu:.0f}):</small> "
+                f"{html.escape(ex.translation)}<br>"
                 f"<small>reference, each token shaded by the probability the victim gives it "
                 f"(mean {mean_p:.2f}):</small> "
-                f"{_token_html([t['token'] for t in tokens], [t['prob'] for t in tokens])}</p>")
+                f"{_token_html([t.token for t in tokens], [t.prob for t in tokens])}</p>")
     return "\n".join(parts)
 
 
-def navigation_stats(examples: dict[str, Any], arch_name: str) -> str:
+def _side(s: MemberUnseen | None, default: Any) -> tuple[Any, Any]:
+    """A statistic's (member, unseen) values, ``default`` for what the block lacks."""
+    if s is None:
+        return default, default
+    return (default if s.member is None else s.member), (default if s.unseen is None else s.unseen)
+
+
+def navigation_stats(examples: NavigationExamples, arch_name: str) -> str:
     """One Markdown line: steps, return and success on member vs unseen maps."""
-    steps = examples.get("steps_to_goal", {})
-    ret = examples.get("return", {})
-    success = examples.get("success_rate", {})
-    n = examples.get("n_maps", {})
-    maps = f" ({n.get('member', '?')} vs {n.get('unseen', '?')} maps)" if n else ""
-    return (f"**{arch_name}**{maps} — mean steps to goal: member maps **{steps.get('member', float('nan')):.1f}**, "
-            f"unseen maps **{steps.get('unseen', float('nan')):.1f}** · mean return {ret.get('member', 0):.3f} vs "
-            f"{ret.get('unseen', 0):.3f} · goal reached {success.get('member', 0):.0%} vs {success.get('unseen', 0):.0%}")
+    steps = _side(examples.steps_to_goal, float("nan"))
+    ret = _side(examples.episode_return, 0)
+    success = _side(examples.success_rate, 0)
+    n = examples.n_maps
+    maps = f" ({_side(n, '?')[0]} vs {_side(n, '?')[1]} maps)" if n is not None else ""
+    return (f"**{arch_name}**{maps} — mean steps to goal: member maps **{steps[0]:.1f}**, "
+            f"unseen maps **{steps[1]:.1f}** · mean return {ret[0]:.3f} vs "
+            f"{ret[1]:.3f} · goal reached {success[0]:.0%} vs {success[1]:.0%}")
 
 
 def ci_text(value: float | None, low: float | None, high: float | None, digits: int = 3) -> str:
