@@ -29,7 +29,6 @@ cached scores, so a canary run cached before them shows them too.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -49,7 +48,6 @@ from core.experiment.pipeline import cached_summary, trained_models
 from core.experiment.results import DefendedPoint, RunSummary
 from core.experiment.reference_attacks import (LIRA_ONLINE, fit_reference_attacks, lira_scores, online_references,
     reference_inputs, score_reference_attacks)
-from core.analyses.analysis_results import BudgetView, ExposureView, SlicesView
 from core.analyses.repeats import repeat_config
 from core.experiment.roles import is_cached, make_splits, refuse_loaded_victim, role_seed, train_model
 from core.measurement.slices import MIN_SLICE_RECORDS, slice_metrics
@@ -320,19 +318,8 @@ def slices_view(configs: dict[str, ExperimentConfig], summaries: dict[str, RunSu
 
 
 # ---------------------------------------------------------------------------- the run report's views
-@dataclass(frozen=True)
-class ReportViews:
-    """The per-record views of a run report, typed: each None where it is not shown, and why under ``skipped``
-    (view → the reason)."""
-
-    exposure: ExposureView | None = None
-    budget: dict[str, BudgetView] | None = None
-    slices: SlicesView | None = None
-    skipped: dict[str, str] = field(default_factory=dict)
-
-
 def report_views(configs: dict[str, ExperimentConfig], summaries: dict[str, RunSummary],
-                 cache: ArtifactCache | None = None, budget: bool = True) -> ReportViews:
+                 cache: ArtifactCache | None = None, budget: bool = True) -> dict[str, Any]:
     """The per-record views a run report shows (:func:`core.views.report.run_report`), from what is cached
     only — nothing trains: ``exposure`` (both architectures, with the cached repeats' intervals),
     ``budget`` (each architecture with ≥ 2 shadows whose models are all still cached; with
@@ -340,32 +327,31 @@ def report_views(configs: dict[str, ExperimentConfig], summaries: dict[str, RunS
     runs cannot give (any :class:`MIAError` of its computation) is under ``skipped`` with the reason:
     the report is still written."""
     cache = cache or ArtifactCache()
-    skipped: dict[str, str] = {}
-    exposure = budget_views = slices = None
+    out: dict[str, Any] = {"skipped": {}}
     if len(configs) == 2:
         try:
-            exposure = ExposureView.from_dict(exposure_view(configs, summaries, repeats=cached_repeats(configs, cache)))
+            out["exposure"] = exposure_view(configs, summaries, repeats=cached_repeats(configs, cache))
         except MIAError as exc:
-            skipped["exposure"] = str(exc)
+            out["skipped"]["exposure"] = str(exc)
     else:
-        skipped["exposure"] = "compares two architectures: report on both ffnn and rnn"
+        out["skipped"]["exposure"] = "compares two architectures: report on both ffnn and rnn"
     if budget:
         budgets = {}
         for arch, cfg in configs.items():
             roles = ["victim", *(f"shadow_{i}" for i in range(cfg.n_shadows))]
             if cfg.n_shadows < 2:
-                skipped[f"budget ({arch})"] = "needs at least 2 shadows as references (n_shadows ≥ 2)"
+                out["skipped"][f"budget ({arch})"] = "needs at least 2 shadows as references (n_shadows ≥ 2)"
             elif not all(is_cached(cfg, role, cache) for role in roles):
-                skipped[f"budget ({arch})"] = "the run's models are no longer cached (rerun it to refit)"
+                out["skipped"][f"budget ({arch})"] = "the run's models are no longer cached (rerun it to refit)"
             else:
                 try:
-                    budgets[arch] = BudgetView.from_dict(budget_view(cfg, cache=cache))
+                    budgets[arch] = budget_view(cfg, cache=cache)
                 except MIAError as exc:
-                    skipped[f"budget ({arch})"] = str(exc)
+                    out["skipped"][f"budget ({arch})"] = str(exc)
         if budgets:
-            budget_views = budgets
+            out["budget"] = budgets
     try:
-        slices = SlicesView.from_dict(slices_view(configs, summaries))
+        out["slices"] = slices_view(configs, summaries)
     except MIAError as exc:
-        skipped["slices"] = str(exc)
-    return ReportViews(exposure, budget_views, slices, skipped)
+        out["skipped"]["slices"] = str(exc)
+    return out
