@@ -51,7 +51,6 @@ from core.training.ppo import PPOSettings, train_ppo
 from core.measurement.responses import Responses
 from core.measurement.slices import quantile_buckets
 from core.training.loop import BatchCallback, PrivacySettings, TrainingRecord
-from core.tasks.examples import ExampleMap, MemberUnseen, NavigationExamples
 from core.tasks.base import EpochCallback, FractionCallback, OutputTransform, RecordView, Task, TaskData, VictimLoader
 
 
@@ -552,12 +551,14 @@ class NavigationTask(Task):
         for role, runs in (("member", mem_runs), ("non-member", non_runs)):
             if runs:
                 r = runs[0]
-                maps.append(ExampleMap(role, r.seed, r.episode_return, r.steps, r.reached, render_path(rec.env_id, r)))
-        return NavigationExamples(
-            env_id=rec.env_id,
-            maps=tuple(maps),
-            steps_to_goal=MemberUnseen(sm["steps"], sn["steps"]),
-            episode_return=MemberUnseen(sm["return"], sn["return"]),
-            success_rate=MemberUnseen(sm["success"], sn["success"]),
-            n_maps=MemberUnseen(len(mem_runs), len(non_runs)),
-        ).to_dict()
+                maps.append({"role": role, "seed": r.seed, "return": r.episode_return, "steps": r.steps,
+                             "reached_goal": r.reached, "png_base64": render_path(rec.env_id, r)})
+        return {
+            "kind": "navigation",
+            "env_id": rec.env_id,
+            "maps": maps,
+            "steps_to_goal": {"member": sm["steps"], "unseen": sn["steps"]},
+            "return": {"member": sm["return"], "unseen": sn["return"]},
+            "success_rate": {"member": sm["success"], "unseen": sn["success"]},
+            "n_maps": {"member": len(mem_runs), "unseen": len(non_runs)},
+        }
