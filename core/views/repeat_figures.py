@@ -2,6 +2,7 @@
 verdicts, the means over repeats, the ROC band over repeats and the matched-stops table."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 import pandas as pd
@@ -114,18 +115,52 @@ def roc_band_figure(bands: Mapping[str, RocBand | Mapping[str, Any]], n_nonmembe
     return layout(fig, "ROC of the primary attack over repeats", "false positive rate", "true positive rate")
 
 
-def matched_stops_table(view: dict[str, Any]) -> pd.DataFrame:
+@dataclass(frozen=True)
+class MatchedStop:
+    """One architecture's run of one repeat stopped at the matched utility (:func:`core.analyses.matching.matched_plan`):
+    the ``epoch`` it stops at and whether it ``reached`` the target there, the full run's ``final_epoch`` and
+    ``final_utility``, and the stopped run's measured ``utility_at_stop`` and primary attack's accuracy and AUC."""
+
+    epoch: int
+    reached: bool
+    final_epoch: int
+    final_utility: float | None
+    utility_at_stop: float | None
+    attack_accuracy: float
+    attack_auc: float
+
+
+@dataclass(frozen=True)
+class MatchedRepeat:
+    """One repeat of the matched-utility section: its index, the utility ``target`` and each architecture's stop."""
+
+    repeat: int
+    target: float
+    stops: dict[str, MatchedStop]
+
+
+@dataclass(frozen=True)
+class MatchedView:
+    """The matched-utility section's data (the page builds it: ``ui.results.matched_view``): the utility
+    ``metric``, each repeat's stops and the paired comparison of the stopped runs."""
+
+    metric: str
+    rows: tuple[MatchedRepeat, ...]
+    comparison: ComparisonResult
+
+
+def matched_stops_table(view: MatchedView) -> pd.DataFrame:
     """Per repeat and architecture: the target, the epoch the victim first reached it (or that it
     did not), its measured utility there and the primary attack's accuracy and AUC there."""
-    metric = UTILITY_NAMES.get(view["metric"], view["metric"])
+    metric = UTILITY_NAMES.get(view.metric, view.metric)
     rows = []
-    for row in view["rows"]:
+    for row in view.rows:
         for arch in ("ffnn", "rnn"):
-            p = row[arch]
-            rows.append({"repeat": row["repeat"] + 1, "architecture": ARCH_NAMES.get(arch, arch),
-                         f"target {metric}": row["target"],
-                         "stopped at epoch": p["epoch"] if p["reached"] else f"{p['epoch']} (target not reached)",
-                         "of epochs": p["final_epoch"], f"{metric} at stop": p["utility_at_stop"],
-                         f"final {metric}": p["final_utility"], "attack accuracy": p["attack_accuracy"],
-                         "attack AUC": p["attack_auc"]})
+            p = row.stops[arch]
+            rows.append({"repeat": row.repeat + 1, "architecture": ARCH_NAMES.get(arch, arch),
+                         f"target {metric}": row.target,
+                         "stopped at epoch": p.epoch if p.reached else f"{p.epoch} (target not reached)",
+                         "of epochs": p.final_epoch, f"{metric} at stop": p.utility_at_stop,
+                         f"final {metric}": p.final_utility, "attack accuracy": p.attack_accuracy,
+                         "attack AUC": p.attack_auc})
     return pd.DataFrame(rows)

@@ -34,6 +34,7 @@ from core.analyses.registry import resolve
 from core.experiment.cache import ArtifactCache
 from core.foundations.config import ExperimentConfig
 from core.tasks.navigation import MapViews
+from core.views.repeat_figures import MatchedView
 from core.foundations.errors import ConfigError
 from core.foundations.fileio import write_json_atomically, write_text_atomically
 from core.foundations.names import ARCH_NAMES
@@ -170,7 +171,7 @@ def block_html(block: run_view.Block, fig_html: Callable[[go.Figure], str]) -> s
 def run_report_html(summaries: list[RunSummary], configs: list[ExperimentConfig] | None = None,
                     overrides: dict[str, dict[str, Any]] | None = None,
                     map_views: dict[str, MapViews] | None = None, repeats: dict[str, Any] | None = None,
-                    matched: dict[str, Any] | None = None, views: dict[str, Any] | None = None) -> str:
+                    matched: MatchedView | None = None, views: dict[str, Any] | None = None) -> str:
     """One self-contained HTML file of a run: every section of :func:`core.views.run_view.run_view` (the
     same sections, in the same order, as the Train & attack page), figures with plotly.js embedded once
     so it opens offline. ``repeats``: ``comparison`` or ``blocks``; ``matched``: the matched-utility view;
@@ -202,7 +203,7 @@ def run_report_html(summaries: list[RunSummary], configs: list[ExperimentConfig]
 
 def run_report(configs: dict[str, ExperimentConfig], cache: ArtifactCache | None = None,
                overrides: dict[str, dict[str, Any]] | None = None, map_views: dict[str, MapViews] | None = None,
-               repeats: dict[str, Any] | None = None, matched: dict[str, Any] | None = None,
+               repeats: dict[str, Any] | None = None, matched: MatchedView | None = None,
                budget: bool = True, summaries: dict[str, RunSummary] | None = None) -> str:
     """The run report of ``configs`` (arch → config) from the cache: their summaries (``summaries``
     where the caller holds them, else :func:`core.analyses.analyses_view.cached_runs`: not cached →

@@ -32,7 +32,8 @@ from core.tasks.examples import NavigationExamples, TranslationExamples
 from core.tasks.navigation import MapViews
 from core.views.map_figures import navigation_map
 from core.views.record_view_figures import budget_figure, exposure_figure, slices_figure
-from core.views.repeat_figures import comparison_table, matched_stops_table, repeats_table, roc_band_figure
+from core.views.repeat_figures import (MatchedView, comparison_table, matched_stops_table, repeats_table,
+                                       roc_band_figure)
 from core.views.run_figures import comparison_resolution_note, overview_table, param_gap, resolution_note
 from core.views.run_text import (MATCHED_NOTE, SMALL_N_NOTE, budget_table, exposure_table, navigation_stats,
                                  RunFigures, reproduce_commands, run_figures, slices_table, translation_html,
@@ -126,7 +127,7 @@ class RunInputs:
     overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
     map_views: dict[str, MapViews] | None = None
     repeats: dict[str, Any] | None = None
-    matched: dict[str, Any] | None = None
+    matched: MatchedView | None = None
     views: dict[str, Any] | None = None
     #: :func:`core.views.run_text.run_figures` of the summaries, where the caller keeps them (the page caches them)
     figures: RunFigures | None = None
@@ -208,11 +209,11 @@ def repeats(run: RunInputs) -> Section | None:
 def matched_by_construction(run: RunInputs) -> Section | None:
     """Each architecture stopped at the same validation utility, and the paired comparison there."""
     view = run.matched
-    if not view:
+    if view is None:
         return None
 
     def build() -> list[Block]:
-        comp = view["comparison"]
+        comp = view.comparison
         out: list[Block] = [Table(matched_stops_table(view)), Text("  \n".join(verdict_lines(comp))),
                             Table(comparison_table(comp), precision=2)]
         if (note := comparison_resolution_note(comp)) is not None:
