@@ -5,7 +5,6 @@ from __future__ import annotations
 import atexit
 import importlib
 import threading
-from typing import Any
 
 import streamlit as st
 

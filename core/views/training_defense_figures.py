@@ -3,7 +3,7 @@ swept value or over ε (RDP / PRV) with bands over repeats, the sweep's table an
 recipe beside ours."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import plotly.graph_objects as go
