@@ -71,9 +71,9 @@ if demo:
             for col, s in zip(cols, cached):
                 val = "—" if s.utility.val is None else f"{s.utility.val:.3f}"
                 if n_rep >= 2:  # the mean over the cached repeats with its interval, as the verdict below reads
-                    m = ans.comparison.metrics["attack_accuracy"].estimate(s.arch)
+                    m = Estimate.from_dict(ans.comparison.metrics["attack_accuracy"].estimate(s.arch))
                     col.metric(f"{ARCH_NAMES[s.arch]}: attack accuracy, mean of {n_rep} repeats (chance 0.5)",
-                               f"{Estimate.from_dict(m).mean:.3f}", help=f"95 % CI {with_ci(m)}; repeat 1 of {n_rep}: "
+                               f"{m.mean:.3f}", help=f"95 % CI {with_ci(m)}; repeat 1 of {n_rep}: "
                                f"{s.attack.accuracy:.3f} (AUC {s.attack.auc:.3f}, validation accuracy {val})")
                 else:
                     col.metric(f"{ARCH_NAMES[s.arch]}: attack accuracy, one repeat (chance 0.5)",

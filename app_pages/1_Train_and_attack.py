@@ -19,6 +19,7 @@ from core.analyses.repeats import repeat_config
 from core.experiment.results import RunSummary
 from core.tasks import available_tasks, get_task
 from ui.nav import format_seconds, job_line
+from core.views.repeat_figures import MatchedView
 from ui.results import cached_repeats_view, matched_view, show_results
 from ui.shared import job_manager, map_views_of, summary_of
 from ui.widgets import config_overrides, one_architecture_note, task_label
@@ -282,7 +283,7 @@ def offer_runs(lacking, key: str, text: str, what: str) -> None:
             progress_panel(running)
 
 
-def matched_section(cfgs, runs) -> dict | None:
+def matched_section(cfgs, runs) -> MatchedView | None:
     """``match_utility``: where each architecture's victim first reaches the target (core.analyses.matching),
     the runs stopped there (trained on request), and the comparison at those epochs."""
     plan = matched_plan(runs, {c.arch: c for c in cfgs})

@@ -58,7 +58,7 @@ configs: dict[str, ExperimentConfig] = {a: task.make_config(a, preset) for a in 
 
 def run_label(summary: RunSummary, base: ExperimentConfig) -> str:
     """A cached run named by its preset and what it changed from that preset."""
-    changed = [f"{k}={v}" for k, v in config_changes(base, summary.config).items()]
+    changed = [f"{k}={v}" for k, v in config_changes(base, config_of(summary)).items()]
     return f"{summary.config['preset']}" + (f" · {', '.join(changed)}" if changed else " (as the preset)")
 
 
@@ -414,7 +414,7 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
         if reported:
             st.caption("Rows marked *study* are the paper's figures (their models and data), on the architecture the "
                        "paper reports them for: " + "; ".join(
-                           f"{ARCH_LABELS[a]} — {mech.study_rows(task_name, a)['source'].note}" for a in reported)
+                           f"{ARCH_LABELS[a]} — {mech.study_rows(task_name, a).source.note}" for a in reported)
                        + ". Rows marked *ours* are measured on this preset.")
         elif mech.needs_sensitivity:
             st.caption(studies.sensitivity_sentence(task_name))

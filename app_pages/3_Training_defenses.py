@@ -278,7 +278,7 @@ if defense.accounted and task_name in DPSGD_RECIPE:  # the studies' tasks only (
     study = DPSGD_RECIPE[task_name]
     st.dataframe(dpsgd_recipe_table(study, study_recipe_epsilons(task_name, sigmas), dp_points)
                  .style.format(precision=4, na_rep="—"), hide_index=True, width="stretch")
-    st.caption(f"The study's rows: its recipe (|D|, batch, epochs, δ, C = {study['clip_norm']:g}) with the ε that we "
+    st.caption(f"The study's rows: its recipe (|D|, batch, epochs, δ, C = {study.clip_norm:g}) with the ε that we "
                "compute for it with Opacus' accountants at our σ values — not the paper's numbers (it shows ε and "
                "utility loss only as figures, Figs. 8–9). "
                f"A sample is {task.privacy_unit}. Our quick runs have far fewer records, so at the same σ their q is "

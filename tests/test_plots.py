@@ -1,5 +1,7 @@
 """Figures: legends outside the plot, thinned series for drawing, the entropy comparison (ECDF or
 dots), navigation maps from the victim's real paths."""
+import json
+
 import numpy as np
 import pytest
 
@@ -7,6 +9,7 @@ from core.experiment.pipeline import run_experiment
 from core.tasks import get_task
 from core.views.comparison_tables import strongest_attacks_table
 from core.views.map_figures import navigation_map
+from core.tasks.examples import NavigationExamples
 from core.views.repeat_figures import repeats_table, roc_band_figure
 from core.views.run_figures import ecdf_points, entropy_comparison, metrics_table, roc_curves, roc_loglog, thin_roc
 from tests.typed_runs import typed_runs
@@ -102,20 +105,22 @@ def test_navigation_maps_show_each_architectures_path_start_and_goal():
         result = run_experiment(cfg)
         views[arch] = compute_map_views(cfg, models=result.models)
         assert cached_map_views(cfg) == views[arch]
-        for m, shown in zip(views[arch]["maps"], result.summary["examples"]["maps"]):
-            assert (m["role"], m["seed"], m["steps"]) == (shown["role"], shown["seed"], shown["steps"])  # same episode
-            cells = np.asarray(m["cells"])
-            assert cells[m["start"][1], m["start"][0]] != 2  # the agent starts off the walls
-            assert m["goal"] is not None and cells[m["goal"][1], m["goal"][0]] == 8
-            assert m["path"][0] == m["start"]
+        examples = NavigationExamples.from_dict(result.summary["examples"])  # as the run view reads it
+        assert json.dumps(examples.to_dict()) == json.dumps(result.summary["examples"]) and len(examples.maps) == 2
+        for m, shown in zip(views[arch].maps, examples.maps):
+            assert (m.role, m.seed, m.steps) == (shown.role, shown.seed, shown.steps)  # same episode
+            cells = np.asarray(m.cells)
+            assert cells[m.start[1], m.start[0]] != 2  # the agent starts off the walls
+            assert m.goal is not None and cells[m.goal[1], m.goal[0]] == 8
+            assert m.path[0] == m.start
         # any record's map (e.g. a most exposed member) replays the same seeded episode as the examples
         models = result.models
         member = int(models.splits.eval_members[0])
         shown = models.task.describe_record(cfg, models.data, member, lambda: models.model("victim"))
-        again, first = shown.answer, views[arch]["maps"][0]
-        assert shown.kind == "map" and again["role"] == "member"
-        assert (again["seed"], again["path"], again["cells"]) == (first["seed"], first["path"], first["cells"])
-    fig = navigation_map(views, "member")
+        again, first = shown.answer, views[arch].maps[0]
+        assert shown.kind == "map" and again.role == "member"
+        assert (again.seed, again.path, again.cells) == (first.seed, first.path, first.cells)
+    fig = navigation_map({arch: v.maps for arch, v in views.items()}, "member")
     names = [t.name for t in fig.data if t.showlegend is not False]
     assert any(n.startswith("FFNN path") for n in names) and any(n.startswith("RNN path") for n in names)
     assert "start (facing)" in names and "wall" in names and "goal" in names

@@ -24,6 +24,7 @@ from core.foundations.errors import ConfigError
 from core.experiment.pipeline import trained_models
 from core.experiment.results import RunSummary
 from core.experiment.reference_attacks import lira_scores, online_lira, reference_inputs
+from core.analyses.analysis_results import SlicesView
 from core.analyses.repeats import repeat_config
 from core.measurement.responses import Responses
 from tests.typed_runs import typed_run
@@ -197,7 +198,8 @@ def test_slices_with_too_few_non_members_for_1pct_fpr_say_their_tpr_is_at_zero_f
     a = np.array(labels) == "a"
     assert small.tpr_at_1pct == pytest.approx((scores[a & member] > scores[a & ~member].max()).mean())
     assert large.tpr_resolved and large.tpr_note == ""
-    cells = list(slices_table({"archs": {"rnn": {"group": [small.to_dict(), large.to_dict()]}}})["TPR @ 1% FPR [95 % CI]"])
+    cells = list(slices_table(SlicesView.from_dict(
+        {"attack": "lira", "min_records": 30, "archs": {"rnn": {"group": [small.to_dict(), large.to_dict()]}}}))["TPR @ 1% FPR [95 % CI]"])
     assert cells[0].endswith("TPR at 0 false positives (FPR < 1/20)") and "false positives" not in cells[1]
 
 

@@ -173,7 +173,7 @@ def test_the_training_defenses_plan_grid_and_diff_live_in_core():
     assert [v for v, _ in runs["ffnn"]] == [None, 0.01, 0.1]  # baseline first, then sorted distinct values
     assert runs["ffnn"][0][1].weight_decay == 0.0
     assert config_changes(runs["ffnn"][0][1], runs["ffnn"][2][1]) == {"weight_decay": 0.1}
-    assert config_changes(image, image.to_dict()) == {}
+    assert config_changes(image, image) == {}
     with pytest.raises(ConfigError, match="the λ grid expects comma-separated numbers"):
         parse_values("1,x", "the λ grid")
     with pytest.raises(ConfigError, match="navigation only"):

@@ -6,6 +6,7 @@ from test_repeats_app import TINY, WIDGETS, open_page
 from core.analyses.repeats import comparison_configs, comparison_json, repeat_configs, run_comparison
 from core.experiment.pipeline import run_experiment
 from core.experiment.results import RunSummary
+from core.measurement.stats import Estimate
 from core.views.run_figures import overview_table
 from core.views.style import with_ci
 from core.views.report import run_report_html
@@ -25,7 +26,7 @@ def test_cached_repeats_are_shown_after_a_reload_and_repeat_0_is_labelled():
     for arch, label in (("ffnn", "FFNN"), ("rnn", "RNN")):
         assert by_arch.loc[label, "attack accuracy (repeat 1 of 2)"] == runs[arch][0].attack.accuracy
         assert by_arch.loc[label, "attack accuracy, mean of 2 [95 % CI]"] == with_ci(
-            comp["metrics"]["attack_accuracy"][arch])
+            Estimate.from_dict(comp["metrics"]["attack_accuracy"][arch]))
     assert any("repeat 1 of 2" in c.value for c in at.caption)  # the tabs say which run they draw
 
     page = run_report_html([runs["ffnn"][0], runs["rnn"][0]], list(configs.values()), {}, None, {"comparison": comp})

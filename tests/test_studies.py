@@ -48,9 +48,9 @@ def test_task_texts_carry_no_measured_figures(name):
 def test_dirichlet_figures_are_the_papers_on_their_rnn_victims_only():
     assert set(studies.DIRICHLET) == {("navigation", "rnn"), ("translation", "rnn")}
     for (task, arch), table in studies.DIRICHLET.items():
-        assert table["source"].paper == "001" and table["source"].where in ("Table 1", "Table 2")
-        assert table["source"].note and table["model"]
-        assert set(table["rows"]) == {None, 100.0, 10.0, 1.0, 0.1, 0.01}
+        assert table.source.paper == "001" and table.source.where in ("Table 1", "Table 2")
+        assert table.source.note and table.model
+        assert set(table.rows) == {None, 100.0, 10.0, 1.0, 0.1, 0.01}
     assert studies.dirichlet_rows("navigation", "ffnn") is None and studies.dirichlet_rows("image", "rnn") is None
 
 
@@ -74,7 +74,7 @@ def test_dirichlet_table_labels_the_papers_rows_and_ours():
     ours = df[df["source"].str.startswith("ours")]
     assert set(study["arch"]) == {"RNN"}  # no study figure on an FFNN row
     assert all("paper 001, Table 2" in s for s in study["source"])
-    paper_undefended = studies.DIRICHLET[("translation", "rnn")]["rows"][None][0]  # a percentage in the paper
+    paper_undefended = studies.DIRICHLET[("translation", "rnn")].rows[None][0]  # a percentage in the paper
     assert study.loc[study["k"] == "no protection", "attack acc (naive)"].item() == pytest.approx(paper_undefended / 100)
     assert set(ours["arch"]) == {"FFNN", "RNN"} and len(ours) == 12
     assert ours.loc[(ours["arch"] == "FFNN") & (ours["k"] == "10"), "attack acc (naive)"].item() == 0.6
@@ -88,7 +88,7 @@ def test_dpsgd_recipe_rows_say_their_epsilon_is_ours():
     df = dpsgd_recipe_table(studies.DPSGD_RECIPE["image"], eps, {})
     assert "ε computed by us" in df["source"].item() and "paper 000, Table 2" in df["source"].item()
     recipe = studies.DPSGD_RECIPE["image"]
-    assert eps[0].sample_rate == pytest.approx(recipe["batch"] / recipe["samples"])  # q = B / |D|
+    assert eps[0].sample_rate == pytest.approx(recipe.batch / recipe.samples)  # q = B / |D|
 
 
 def test_sensitivities_are_read_per_task_and_architecture():
@@ -128,10 +128,10 @@ NUMBER = r"(\d+(?:\.\d+)?)"
 def test_dirichlet_rows_are_the_papers_tables():
     """Each row of studies.DIRICHLET against the same row of the paper's table (001 Tables 1–2)."""
     for (task, arch), table in studies.DIRICHLET.items():
-        text = paper_text(table["source"].paper)
+        text = paper_text(table.source.paper)
         lines = text.splitlines()
-        start = next(i for i, line in enumerate(lines) if line.startswith(f"{table['source'].where}: Deploying"))
-        for k, row in table["rows"].items():
+        start = next(i for i, line in enumerate(lines) if line.startswith(f"{table.source.where}: Deploying"))
+        for k, row in table.rows.items():
             label = "No Protection" if k is None else f"$k = {k:g}$"
             line = next(line for line in lines[start:] if line.startswith(label + "\t"))
             printed = tuple(float(v) for v in re.findall(NUMBER, line[len(label):]))

@@ -24,6 +24,7 @@ from core.experiment.pipeline import trained_models
 from core.experiment.roles import model_from_weights, seed_everything, train_model
 from core.defenses.registry import training_names
 from core.defenses.defense_results import DefenseRun
+from tests.typed_runs import typed_run
 from core.defenses.sweeps import check_sweep, expected_sweep, point_config, run_cost_s, sweep
 from core.tasks import get_task
 from core.tasks.base import TaskData
@@ -457,8 +458,8 @@ def test_training_defenses_page_shows_a_cached_sweep_and_offers_the_rest(dp_swee
 def test_sweep_time_is_expected_from_measured_runs():
     summary = {"timings": {"data_s": 1.0, "victim_trained_s": 10.0, "shadows_trained_s": 20.0, "attack_s": 4.0,
                            "total_s": 0.1}}  # total_s of a summary loaded from the cache is the load time
-    assert run_cost_s(summary) == 35.0
-    assert run_cost_s({"timings": {"total_s": 3.0}}) is None  # an older summary: no per-model training times
+    assert run_cost_s(typed_run(summary)) == 35.0
+    assert run_cost_s(typed_run({"timings": {"total_s": 3.0}})) is None  # an older summary: no per-model training times
     # points of this sweep measured: their mean, per architecture
     e = expected_sweep([("ffnn", False), ("ffnn", False), ("rnn", False)], {"ffnn": [30.0, 50.0], "rnn": [70.0]},
                        {"ffnn": 10.0, "rnn": 20.0}, "dpsgd")

@@ -20,6 +20,7 @@ from core.experiment.roles import make_splits, train_or_load
 from core.measurement.responses import Responses
 from core.tasks import get_task
 from core.tasks.base import TaskData
+from core.tasks.examples import TranslationExamples
 from core.data.translation_records import Vocab, build_records, detokenize, tokenize
 from core.tasks.translation import bleu_features
 
@@ -170,6 +171,8 @@ def test_respond_layout_and_examples():
     json.dumps(ex)
     assert [s["member"] for s in ex["sentences"]] == [True, True, False, False]
     assert len(ex["sentences"][0]["tokens"]) == len(rec.tgt_ids[0]) + 1
+    typed = TranslationExamples.from_dict(ex)  # what the views read: every field, and it writes the same JSON back
+    assert json.dumps(typed.to_dict()) == json.dumps(ex) and typed.sentences[2].source == rec.src_text[2] and not typed.sentences[2].member
 
 
 def test_options_validation():

@@ -89,10 +89,10 @@ def test_a_slice_of_few_records_at_the_bound_has_a_wide_interval():
 def test_equal_repeats_are_shown_as_no_spread_not_as_an_interval():
     e = mean_interval([0.5, 0.5, 0.5], bounds=(0.0, 1.0))
     assert (e.ci_low, e.ci_high) == (0.5, 0.5) and ALL_EQUAL in e.note  # the JSON says why it has zero width
-    assert with_ci(e.to_dict()) == "0.500 (no spread in N = 3)"
+    assert with_ci(e) == "0.500 (no spread in N = 3)"
     assert _ci(e.mean, e.ci_low, e.ci_high) == "0.500 (no spread)"
     varied = mean_interval([0.5, 0.5625, 0.5], bounds=(0.0, 1.0))
-    assert ALL_EQUAL not in varied.note and with_ci(varied.to_dict()).startswith("0.521 [")
+    assert ALL_EQUAL not in varied.note and with_ci(varied).startswith("0.521 [")
 
 
 def test_f3_gives_no_verdict_from_repeats_that_all_gave_the_same_accuracy():

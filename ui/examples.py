@@ -40,7 +40,7 @@ def show_record(views: dict[str, RecordView], key: str, note: str = "", width: i
         drawn = {a: v.answer for a, v in views.items() if v.answer is not None}
         for col, (arch, view) in zip(st.columns(max(len(drawn), 1)), drawn.items()):
             with col:
-                fig = navigation_map({arch: {"maps": [view]}}, view["role"])
+                fig = navigation_map({arch: [view]}, view.role)
                 if fig is not None:
                     st.plotly_chart(fig, width="stretch", key=f"{key}-{arch}")
         st.caption(caption)

@@ -12,7 +12,7 @@ from typing import Any
 from core.experiment.cache import ArtifactCache
 from core.foundations.config import ExperimentConfig
 from core.experiment.pipeline import load_models
-from core.tasks.navigation import map_view  # a map as data: the task's (its records' view, Task.describe_record)
+from core.tasks.navigation import MapViews, map_view  # a map as data: the task's (its records' view, Task.describe_record)
 
 #: bump when the layout of a map view changes (older entries are then recomputed)
 VERSION = 1
@@ -22,14 +22,14 @@ def cache_key(cfg: ExperimentConfig) -> str:
     return ArtifactCache.key("ui-mapview", cfg.config_hash, VERSION)
 
 
-def cached_map_views(cfg: ExperimentConfig, cache: ArtifactCache | None = None) -> dict[str, Any] | None:
-    """The stored map views of ``cfg``, or None."""
+def cached_map_views(cfg: ExperimentConfig, cache: ArtifactCache | None = None) -> MapViews | None:
+    """The stored map views of ``cfg``, read typed, or None."""
     cache = cache or ArtifactCache()
     value = cache.get_json(cache_key(cfg))
-    return value if isinstance(value, dict) and isinstance(value.get("maps"), list) else None
+    return MapViews.from_dict(value) if isinstance(value, dict) and isinstance(value.get("maps"), list) else None
 
 
-def compute_map_views(cfg: ExperimentConfig, models: Any = None, cache: ArtifactCache | None = None) -> dict[str, Any]:
+def compute_map_views(cfg: ExperimentConfig, models: Any = None, cache: ArtifactCache | None = None) -> MapViews:
     """Map views of the first member and the first non-member map of ``cfg``'s evaluation set,
     with the victim's seeded query path on each; stored in the cache and returned. ``models``: the
     run's :class:`~core.experiment.roles.TrainedModels` when in memory, else the cached ones
@@ -44,6 +44,6 @@ def compute_map_views(cfg: ExperimentConfig, models: Any = None, cache: Artifact
         if len(index):
             run = task.rollouts(cfg, model, models.data, index)[0]
             maps.append(map_view(models.data.records.env_id, run, role))
-    views = {"arch": cfg.arch, "config_hash": cfg.config_hash, "env_id": models.data.records.env_id, "maps": maps}
-    cache.put_json(cache_key(cfg), views)
+    views = MapViews(cfg.arch, cfg.config_hash, models.data.records.env_id, tuple(maps))
+    cache.put_json(cache_key(cfg), views.to_dict())
     return views

@@ -19,6 +19,9 @@ from core.foundations.config import ExperimentConfig
 from core.foundations.paths import cache_dir
 from core.analyses.repeats import comparison_json, repeats_block
 from core.experiment.results import RunSummary
+from core.tasks.navigation import MapViews
+from core.analyses.comparison_results import ComparisonResult
+from core.views.repeat_figures import MatchedRepeat, MatchedStop, MatchedView
 from ui.widgets import drawn
 
 
@@ -77,8 +80,8 @@ def draw_section(section: Section, heading: bool = True) -> None:
 
 
 def show_results(summaries: list[RunSummary], configs: list[ExperimentConfig],
-                 overrides: dict[str, dict[str, Any]], views: dict[str, dict[str, Any]] | None = None,
-                 repeats: dict[str, Any] | None = None, matched: dict[str, Any] | None = None) -> None:
+                 overrides: dict[str, dict[str, Any]], views: dict[str, MapViews] | None = None,
+                 repeats: dict[str, Any] | None = None, matched: MatchedView | None = None) -> None:
     """The results of a run (``summaries``: repeat 0 of each architecture; ``repeats``: a
     :func:`repeats_view` of every repeat, when there are several; ``matched``: a :func:`matched_view` when
     ``match_utility`` is on; ``views``: arch → navigation map views): the sections of
@@ -112,8 +115,8 @@ def show_results(summaries: list[RunSummary], configs: list[ExperimentConfig],
 
 
 def show_downloads(summaries: list[RunSummary], configs: list[ExperimentConfig], overrides: dict[str, dict[str, Any]],
-                   views: dict[str, dict[str, Any]] | None, repeats: dict[str, Any] | None,
-                   matched: dict[str, Any] | None) -> None:
+                   views: dict[str, MapViews] | None, repeats: dict[str, Any] | None,
+                   matched: MatchedView | None) -> None:
     """The run as one HTML report (the same sections as above, plus the per-record views) and as JSON."""
     e1, e2 = st.columns([1, 3])
     with e1:
@@ -153,19 +156,19 @@ def cached_repeats_view(runs: dict[str, list[RunSummary]]) -> dict[str, Any]:
     return _repeats_view(_key([s for a in sorted(runs) for s in runs[a]]), runs)
 
 
-def matched_view(plan: list[dict[str, Any]], stopped: dict[str, RunSummary]) -> dict[str, Any]:
+def matched_view(plan: list[dict[str, Any]], stopped: dict[str, RunSummary]) -> MatchedView:
     """The matched-utility section's data: per repeat the target and each architecture's stopping
     point (``core.analyses.matching.matched_plan``) with its stopped run's measured utility and attack, and
-    the paired comparison of the stopped runs (``stopped``: config hash → summary)."""
+    the paired comparison of the stopped runs (``stopped``: config hash → summary), typed as it is built."""
     rows, runs = [], {"ffnn": [], "rnn": []}
     for row in plan:
-        out = {"repeat": row["repeat"], "target": row["target"]}
+        stops = {}
         for arch in ("ffnn", "rnn"):
-            s = stopped[row[arch]["config"].config_hash]
-            point = {k: v for k, v in row[arch].items() if k != "config"}
-            out[arch] = {**point, "utility_at_stop": s.utility.val, "attack_accuracy": s.attack.accuracy,
-                         "attack_auc": s.attack.auc}
+            point = row[arch]  # matched_plan's stopping point of this architecture, with its config
+            s = stopped[point["config"].config_hash]
+            stops[arch] = MatchedStop(point["epoch"], point["reached"], point["final_epoch"], point["final_utility"],
+                                      s.utility.val, s.attack.accuracy, s.attack.auc)
             runs[arch].append(s)
-        rows.append(out)
-    return {"metric": runs["ffnn"][0].utility.metric, "rows": rows,
-            "comparison": comparison_json(runs["ffnn"], runs["rnn"])}
+        rows.append(MatchedRepeat(row["repeat"], row["target"], stops))
+    return MatchedView(runs["ffnn"][0].utility.metric, tuple(rows),
+                       ComparisonResult.from_dict(comparison_json(runs["ffnn"], runs["rnn"])))

@@ -5,7 +5,6 @@ from __future__ import annotations
 import atexit
 import importlib
 import threading
-from typing import Any
 
 import streamlit as st
 
@@ -17,6 +16,7 @@ from core.experiment.pipeline import cached_runs, cached_summary, load_models
 from core.experiment.results import RunSummary, runs as typed_runs
 from ui.jobs import JobManager
 from ui.mapview import cached_map_views
+from core.tasks.navigation import MapViews
 
 
 @st.cache_resource
@@ -88,14 +88,14 @@ def runs_of(task: str, arch: str) -> list[RunSummary]:
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def _map_views(folder: str, config_hash: str, _cfg: ExperimentConfig) -> dict[str, Any]:
+def _map_views(folder: str, config_hash: str, _cfg: ExperimentConfig) -> MapViews:
     views = cached_map_views(_cfg)
     if views is None:
         raise _NotCached
     return views
 
 
-def map_views_of(cfg: ExperimentConfig) -> dict[str, Any] | None:
+def map_views_of(cfg: ExperimentConfig) -> MapViews | None:
     """The navigation map views of ``cfg`` (see :mod:`ui.mapview`), or None."""
     try:
         return _map_views(str(cache_dir()), cfg.config_hash, cfg)

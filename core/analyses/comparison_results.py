@@ -5,7 +5,8 @@ verdicts and table (:mod:`core.views.run_text`, :mod:`core.views.repeat_figures`
 
 Every layout here is open (``_STRICT`` False): it types the fields its readers use and keeps the rest in
 ``extra``, so ``to_dict()`` gives back exactly the dict read. The estimates (each architecture's mean and the
-difference's) stay their JSON dicts: :func:`core.views.style.with_ci` prints them as they are."""
+difference's) stay their JSON dicts: the views read them with ``Estimate.from_dict`` where they print them
+(:func:`core.views.style.with_ci` takes an :class:`~core.measurement.stats.Estimate`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -133,10 +133,10 @@ def dirichlet_row(task: str, preset: str, sets: dict[str, Any] | None, cache: Ar
     study = DIRICHLET.get((task, "rnn"))
     paper = PaperClaim("")
     if study:
-        acc, acc_sd, util, util_sd = study["rows"][DIRICHLET_K]
-        base = study["rows"][None][2]
-        paper = PaperClaim(study["source"].cite(),
-                           f"k = 1: attack {acc:.2f} % ± {acc_sd:.2f}, {study['metric']} {util:g} ± {util_sd:g} "
+        acc, acc_sd, util, util_sd = study.rows[DIRICHLET_K]
+        base = study.rows[None][2]
+        paper = PaperClaim(study.source.cite(),
+                           f"k = 1: attack {acc:.2f} % ± {acc_sd:.2f}, {study.metric} {util:g} ± {util_sd:g} "
                            f"(undefended {base:g}: loss {1 - util / base:.1%})",
                            attack_accuracy=acc / 100, utility_loss=1 - util / base)
     rule = (f"holds: N ≥ {TARGET_REPEATS} and the attack accuracy's 95 % interval within 50 % ± {F3_TOLERANCE:.0%} "

@@ -46,6 +46,11 @@ class RunVerdict:
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "RunVerdict":
+        difference = d.get("difference")
+        return cls(str(d["value"]), str(d["text"]), None if difference is None else float(difference))
+
 
 def verdict(rnn: list[float | None], ffnn: list[float | None], what: str = "attack accuracy") -> RunVerdict:
     """"RNN higher than FFNN" over paired points of one run (epochs, blocks …): the FFNN − RNN

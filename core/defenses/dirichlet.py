@@ -390,5 +390,5 @@ class DirichletMechanism(OutputMechanism):
         return {"epsilon": None if status else bound.epsilon, "delta": bound.delta, "gamma": None,
                 "privacy_note": note, "guarantee": status or "(ε, δ)-DP"}
 
-    def study_rows(self, task: str, arch: str) -> dict[str, Any] | None:
+    def study_rows(self, task: str, arch: str) -> studies.StudyTable | None:
         return studies.dirichlet_rows(task, arch)

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
 from core.foundations.errors import ConfigError
 from core.foundations.registry import Registry
+from core.measurement.studies import StudyTable
 
 if TYPE_CHECKING:  # types only: this module stays light (no torch) for the CLI
     import numpy as np
@@ -106,9 +107,9 @@ class Mechanism(ABC):
         (``epsilon`` None where the theory gives no number). ``sensitivity`` is the
         :class:`~core.defenses.sensitivity.SensitivityEstimate` when one was estimated."""
 
-    def study_rows(self, task: str, arch: str) -> dict[str, Any] | None:
-        """The studies' published rows for this mechanism on (task, arch), keyed by value, in
-        :func:`core.measurement.studies.dirichlet_rows`' layout; None where the studies report none."""
+    def study_rows(self, task: str, arch: str) -> StudyTable | None:
+        """The studies' published table for this mechanism on (task, arch), its rows keyed by value (as
+        :func:`core.measurement.studies.dirichlet_rows`); None where the studies report none."""
         return None
 
 

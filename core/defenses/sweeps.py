@@ -293,14 +293,14 @@ def study_recipe_epsilons(task: str, sigmas: list[float]) -> list[RecipeEpsilon]
     Poisson sampling at q = batch/|D| (the paper prints no ε per σ): the privacy the study's
     recipe gives at the σ values we sweep. Each row says so (``computed_by``)."""
     row = DPSGD_RECIPE[task]
-    n = int(row["samples"])
-    q = row["batch"] / n
-    steps = int(round(row["epochs"] / q))
+    n = int(row.samples)
+    q = row.batch / n
+    steps = int(round(row.epochs / q))
     out = []
     for s in sigmas:
         hist = [[float(s), q, steps]]
-        rdp, prv = epsilon(hist, row["delta"], "rdp"), epsilon(hist, row["delta"], "prv")
-        out.append(RecipeEpsilon(float(s), q, steps, row["delta"], rdp if math.isfinite(rdp) else None,
+        rdp, prv = epsilon(hist, row.delta, "rdp"), epsilon(hist, row.delta, "prv")
+        out.append(RecipeEpsilon(float(s), q, steps, row.delta, rdp if math.isfinite(rdp) else None,
                                  prv if math.isfinite(prv) else None,
                                  "us (Opacus accountants) for the recipe of " + DPSGD_RECIPE_SOURCE.cite()))
     return out
@@ -318,12 +318,12 @@ def accuracy_bound(epsilon: float, delta: float) -> float:
 
 
 # ---------------------------------------------------------------------------- how long a sweep takes
-def run_cost_s(summary: RunSummary | dict[str, Any]) -> float | None:
+def run_cost_s(summary: RunSummary) -> float | None:
     """Seconds that computing ``summary`` from nothing took on the machine that computed it: data
     loading, the victim's and every shadow's *training* (``victim_trained_s``, ``shadows_trained_s``:
     the models' own recorded times, kept when they are later loaded from the cache) and the attacks.
     None when the summary does not carry them (a summary written by an older version)."""
-    t = summary.timings if isinstance(summary, RunSummary) else (summary.get("timings") or {})
+    t = summary.timings
     parts = [t.get("victim_trained_s"), t.get("shadows_trained_s"), t.get("attack_s")]
     if any(not isinstance(p, (int, float)) or not math.isfinite(p) for p in parts):
         return None

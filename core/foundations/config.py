@@ -357,8 +357,12 @@ class ExperimentConfig:
         epochs = self.attack_epochs
         ints = isinstance(epochs, tuple) and all(type(e) is int for e in epochs)
         d["attack_epochs"] = sorted(set(epochs)) if ints else list(epochs)  # anything else: validate() refuses it
-        d["options"] = dataclasses.asdict(self.options) if self.options is not None else {}
+        d["options"] = self.option_values()
         return d
+
+    def option_values(self) -> dict[str, Any]:
+        """The task options as a plain dict ({} without options): :meth:`to_dict`'s ``options``."""
+        return dataclasses.asdict(self.options) if self.options is not None else {}
 
     @property
     def private(self) -> bool:
@@ -385,7 +389,8 @@ class ExperimentConfig:
             exclude: field names left out, e.g. :data:`ATTACK_ONLY_FIELDS` for training keys
                 (:meth:`inert_fields` are always left out).
         """
-        d = self.to_dict()
+        # to_dict with the options as hashed (read off the typed options, not out of the dict)
+        d = {**self.to_dict(), "options": self._hashed_options()}
         for name in LABEL_FIELDS | REPEAT_FIELDS | exclude | self.inert_fields():
             d.pop(name, None)
         # a user's model (issue 33): its files' content is hashed, not where they lay; unused, the fields
@@ -398,13 +403,17 @@ class ExperimentConfig:
         for name in ("target_weights_sha256", "members_sha256"):
             if not d.get(name):
                 d.pop(name, None)
-        # option fields added after runs were cached: out of the hash while at their default
-        defaults = {f.name: f.default for f in fields(self.options)} if self.options is not None else {}
-        for name in getattr(self.options, "OMIT_AT_DEFAULT", ()):
-            if name in d["options"] and d["options"][name] == defaults.get(name):
-                d["options"].pop(name)
         payload = json.dumps({"schema": CACHE_SCHEMA_VERSION, "config": d}, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(payload.encode()).hexdigest()[:20]
+
+    def _hashed_options(self) -> dict[str, Any]:
+        """:meth:`option_values` less the option fields added after runs were cached while they are at their
+        default (so that every hash made before they existed is unchanged)."""
+        values = self.option_values()
+        defaults = {f.name: f.default for f in fields(self.options)} if self.options is not None else {}
+        omitted = {name for name in getattr(self.options, "OMIT_AT_DEFAULT", ())
+                   if name in values and values[name] == defaults.get(name)}
+        return {k: v for k, v in values.items() if k not in omitted}
 
     @property
     def config_hash(self) -> str:
@@ -494,11 +503,12 @@ def parse_values(text: str, what: str = "--values") -> list[float]:
     return values
 
 
-def config_changes(base: "ExperimentConfig | dict[str, Any]", other: "ExperimentConfig | dict[str, Any]") -> dict[str, Any]:
+def config_changes(base: ExperimentConfig, other: ExperimentConfig) -> dict[str, Any]:
     """The fields (task options flattened in) where ``other`` differs from ``base`` (the preset label
-    left out): what a run changed from its preset, for the pages' labels and the sweep JSON."""
-    a = base.to_dict() if isinstance(base, ExperimentConfig) else base
-    b = other.to_dict() if isinstance(other, ExperimentConfig) else other
+    left out), as :meth:`ExperimentConfig.to_dict` writes them: what a run changed from its preset, for the
+    pages' labels and the sweep JSON."""
+    a, b = base.to_dict(), other.to_dict()
     changed = {k: v for k, v in b.items() if k not in ("options", "preset") and a.get(k) != v}
-    changed.update({k: v for k, v in (b.get("options") or {}).items() if (a.get("options") or {}).get(k) != v})
+    base_options = base.option_values()
+    changed.update({k: v for k, v in other.option_values().items() if base_options.get(k) != v})
     return changed

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import asdict, dataclass, field
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -173,21 +174,48 @@ def evaluate_attack(name: str, scores: np.ndarray, membership: np.ndarray, thres
     )
 
 
+@dataclass(frozen=True)
+class Resolution:
+    """The smallest step each metric of one evaluation set can take (:func:`resolution`): the evaluation
+    members and non-members, and the TPR, FPR and accuracy one record is worth. JSON (a summary's, a
+    comparison's, a finding's ``resolution`` block) by :meth:`to_dict` / :meth:`from_dict`."""
+
+    n_members: int
+    n_nonmembers: int
+    tpr_step: float
+    fpr_step: float
+    accuracy_step: float
+
+    def to_dict(self) -> dict[str, float | int]:
+        return {"n_members": self.n_members, "n_nonmembers": self.n_nonmembers, "tpr_step": self.tpr_step,
+                "fpr_step": self.fpr_step, "accuracy_step": self.accuracy_step}
+
+    @classmethod
+    def of(cls, n_members: int, n_nonmembers: int) -> "Resolution":
+        """The steps of an evaluation set of ``n_members`` + ``n_nonmembers`` records (1.0 where a side is empty)."""
+        return cls(n_members=int(n_members), n_nonmembers=int(n_nonmembers),
+                   tpr_step=1.0 / n_members if n_members else 1.0,
+                   fpr_step=1.0 / n_nonmembers if n_nonmembers else 1.0,
+                   accuracy_step=1.0 / (n_members + n_nonmembers) if n_members + n_nonmembers else 1.0)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Resolution":
+        """The block read; a block with the counts alone gets its steps computed from them (:meth:`of`)."""
+        counted = cls.of(int(d["n_members"]), int(d["n_nonmembers"]))
+        return cls(counted.n_members, counted.n_nonmembers, float(d.get("tpr_step", counted.tpr_step)),
+                   float(d.get("fpr_step", counted.fpr_step)), float(d.get("accuracy_step", counted.accuracy_step)))
+
+
 def resolution(n_members: int, n_nonmembers: int) -> dict[str, float | int]:
     """The smallest step each metric of one evaluation set can take: one member moves the TPR by
-    1/n_members, one non-member the FPR by 1/n_nonmembers, one record the accuracy by 1/(total).
+    1/n_members, one non-member the FPR by 1/n_nonmembers, one record the accuracy by 1/(total)
+    (:class:`Resolution`'s JSON, the block the summaries carry).
 
     On small evaluation sets (navigation's 16 + 16 maps: one map = 0.0625 of TPR) two architectures
     whose TPRs differ by one step differ by one record, not by their architecture; the step is
     shown beside the numbers so that it is read before them.
     """
-    return {
-        "n_members": int(n_members),
-        "n_nonmembers": int(n_nonmembers),
-        "tpr_step": 1.0 / n_members if n_members else 1.0,
-        "fpr_step": 1.0 / n_nonmembers if n_nonmembers else 1.0,
-        "accuracy_step": 1.0 / (n_members + n_nonmembers) if n_members + n_nonmembers else 1.0,
-    }
+    return Resolution.of(n_members, n_nonmembers).to_dict()
 
 
 #: up to this FPR a stored ROC curve keeps every corner (the highest TPR at each FPR): the low-FPR

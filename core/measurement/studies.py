@@ -19,7 +19,6 @@ from what.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 ARCHS = ("ffnn", "rnn")
 
@@ -41,27 +40,37 @@ class Source:
 
 
 # ---------------------------------------------------------------------------- 001 Tables 1–2 (Dirichlet)
-#: (task, arch) → the study's Dir_k rows: k (None = no protection) → (attack accuracy %, ± std %,
-#: utility, ± std). The study reports these for its RNN victims only.
-DIRICHLET: dict[tuple[str, str], dict[str, Any]] = {
-    ("navigation", "rnn"): {
-        "source": Source("001", "Table 1",
-                         "the table does not name the agent; its undefended 99.19 % is the LSTM agent's level "
-                         "(001 §5.1: ≈ 98 % LSTM vs 91 % MLP; A.3: ≈ 99 % on LSTM victims), so filed under RNN"),
-        "model": "PPO agent, MLP + LSTM (MiniGrid MultiRoom)", "metric": "total reward",
-        "rows": {None: (99.19, 0.35, 0.9095, 0.0429), 100.0: (98.74, 0.58, 0.9047, 0.0425),
-                 10.0: (55.87, 2.58, 0.8960, 0.0475), 1.0: (50.59, 1.09, 0.8936, 0.0498),
-                 0.1: (50.00, 0.00, 0.8843, 0.0487), 0.01: (50.00, 0.00, 0.8783, 0.0516)}},
-    ("translation", "rnn"): {
-        "source": Source("001", "Table 2", "the seq2seq victim is an LSTM encoder-decoder with attention (001 A.1)"),
-        "model": "LSTM encoder-decoder, Luong attention (Multi30K)", "metric": "BLEU",
-        "rows": {None: (81.02, 1.64, 46.74, 0.16), 100.0: (67.53, 1.59, 46.53, 0.17),
-                 10.0: (55.98, 3.10, 46.02, 0.20), 1.0: (53.42, 3.67, 44.57, 0.19),
-                 0.1: (50.42, 1.19, 43.961, 0.21), 0.01: (50.34, 0.43, 43.74, 0.22)}},
+@dataclass(frozen=True)
+class StudyTable:
+    """A study's table of a defense on one (task, arch): its ``source``, the ``model`` and utility ``metric`` it
+    reports, and its ``rows``: value (None = no protection) → (attack accuracy %, ± std %, utility, ± std)."""
+
+    source: Source
+    model: str
+    metric: str
+    rows: dict[float | None, tuple[float, float, float, float]]
+
+
+#: (task, arch) → the study's Dir_k table (values: k). The study reports these for its RNN victims only.
+DIRICHLET: dict[tuple[str, str], StudyTable] = {
+    ("navigation", "rnn"): StudyTable(
+        source=Source("001", "Table 1",
+                      "the table does not name the agent; its undefended 99.19 % is the LSTM agent's level "
+                      "(001 §5.1: ≈ 98 % LSTM vs 91 % MLP; A.3: ≈ 99 % on LSTM victims), so filed under RNN"),
+        model="PPO agent, MLP + LSTM (MiniGrid MultiRoom)", metric="total reward",
+        rows={None: (99.19, 0.35, 0.9095, 0.0429), 100.0: (98.74, 0.58, 0.9047, 0.0425),
+              10.0: (55.87, 2.58, 0.8960, 0.0475), 1.0: (50.59, 1.09, 0.8936, 0.0498),
+              0.1: (50.00, 0.00, 0.8843, 0.0487), 0.01: (50.00, 0.00, 0.8783, 0.0516)}),
+    ("translation", "rnn"): StudyTable(
+        source=Source("001", "Table 2", "the seq2seq victim is an LSTM encoder-decoder with attention (001 A.1)"),
+        model="LSTM encoder-decoder, Luong attention (Multi30K)", metric="BLEU",
+        rows={None: (81.02, 1.64, 46.74, 0.16), 100.0: (67.53, 1.59, 46.53, 0.17),
+              10.0: (55.98, 3.10, 46.02, 0.20), 1.0: (53.42, 3.67, 44.57, 0.19),
+              0.1: (50.42, 1.19, 43.961, 0.21), 0.01: (50.34, 0.43, 43.74, 0.22)}),
 }
 
 
-def dirichlet_rows(task: str, arch: str) -> dict[str, Any] | None:
+def dirichlet_rows(task: str, arch: str) -> StudyTable | None:
     """The study's Dir_k table for (task, arch), or None when the study reports none for it."""
     return DIRICHLET.get((task, arch))
 
@@ -77,15 +86,26 @@ SENSITIVITY: dict[tuple[str, str], float] = {
 SENSITIVITY_SOURCE = _SENS_SOURCE
 SENSITIVITY_SAMPLES = 500
 
-#: task → the study's DP-SGD recipe (000 Table 2). ``train_size`` as printed; ``samples`` the
-#: number of private samples it stands for (navigation: "6400 (32)", 6,400 samples from 32 maps)
-DPSGD_RECIPE: dict[str, dict[str, Any]] = {
-    "image": {"task": "IC", "train_size": "10000", "samples": 10000, "delta": 1e-4, "clip_norm": 10.0,
-              "batch": 128, "epochs": 50},
-    "navigation": {"task": "RL", "train_size": "6400 (32 maps)", "samples": 6400, "delta": 1e-4, "clip_norm": 10.0,
-                   "batch": 128, "epochs": 100},
-    "translation": {"task": "NMT", "train_size": "5000", "samples": 5000, "delta": 1e-4, "clip_norm": 10.0,
-                    "batch": 128, "epochs": 50},
+@dataclass(frozen=True)
+class DpsgdRecipe:
+    """One row of 000 Table 2: the study's DP-SGD recipe for a task. ``task`` the paper's name of it (IC, RL,
+    NMT); ``train_size`` |D| as printed; ``samples`` the number of private samples it stands for (navigation:
+    "6400 (32)", 6,400 samples from 32 maps); ``delta`` δ; ``clip_norm`` C; ``batch`` and ``epochs``."""
+
+    task: str
+    train_size: str
+    samples: int
+    delta: float
+    clip_norm: float
+    batch: int
+    epochs: int
+
+
+#: task → the study's DP-SGD recipe (000 Table 2)
+DPSGD_RECIPE: dict[str, DpsgdRecipe] = {
+    "image": DpsgdRecipe("IC", "10000", samples=10000, delta=1e-4, clip_norm=10.0, batch=128, epochs=50),
+    "navigation": DpsgdRecipe("RL", "6400 (32 maps)", samples=6400, delta=1e-4, clip_norm=10.0, batch=128, epochs=100),
+    "translation": DpsgdRecipe("NMT", "5000", samples=5000, delta=1e-4, clip_norm=10.0, batch=128, epochs=50),
 }
 DPSGD_RECIPE_SOURCE = Source("000", "Table 2", "the recipe only: the paper shows ε per σ as figures (Figs. 8–9), "
                                                 "not as numbers")

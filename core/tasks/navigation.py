@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Mapping
 
 import numpy as np
 import torch
@@ -194,10 +194,58 @@ class MapRecords:
     canaries: frozenset[int] = frozenset()
 
 
-def map_view(env_id: str, run: Rollout, role: str) -> dict[str, Any]:
-    """One map as data for crisp drawing (:func:`core.views.map_figures.navigation_map`): its cells (MiniGrid
-    object indices, rows = y, cropped to the used area), open doors, the start and its direction,
-    the goal, and ``run``'s path, steps, return and whether it reached the goal."""
+@dataclass(frozen=True)
+class MapView:
+    """One map as data for crisp drawing (:func:`core.views.map_figures.navigation_map`): the ``role`` of its
+    record (member / non-member) and its ``seed``, its ``cells`` (MiniGrid object indices, rows = y, cropped to
+    the used area), ``door_open``, the ``start`` (x, y) and ``start_dir``, the ``goal`` (None without one), and
+    the seeded query episode's ``path``, ``steps``, return (``episode_return``, JSON ``return``) and whether it
+    ``reached_goal``. JSON (the app's map-view cache, ui.mapview) by :meth:`to_dict` / :meth:`from_dict`."""
+
+    role: str
+    seed: int
+    cells: list[list[int]]
+    door_open: list[list[int]]
+    start: list[int]
+    start_dir: int
+    goal: list[int] | None
+    path: list[list[int]]
+    steps: int
+    episode_return: float
+    reached_goal: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"role": self.role, "seed": self.seed, "cells": self.cells, "door_open": self.door_open,
+                "start": self.start, "start_dir": self.start_dir, "goal": self.goal, "path": self.path,
+                "steps": self.steps, "return": self.episode_return, "reached_goal": self.reached_goal}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "MapView":
+        return cls(str(d["role"]), int(d["seed"]), d["cells"], d["door_open"], d["start"], int(d["start_dir"]),
+                   d["goal"], d["path"], int(d["steps"]), float(d["return"]), bool(d["reached_goal"]))
+
+
+@dataclass(frozen=True)
+class MapViews:
+    """A run's example maps as data (ui.mapview's cache entry): its architecture, config hash, environment and
+    the first member's and first non-member's :class:`MapView`."""
+
+    arch: str
+    config_hash: str
+    env_id: str
+    maps: tuple[MapView, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"arch": self.arch, "config_hash": self.config_hash, "env_id": self.env_id,
+                "maps": [m.to_dict() for m in self.maps]}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "MapViews":
+        return cls(str(d["arch"]), str(d["config_hash"]), str(d["env_id"]), tuple(MapView.from_dict(m) for m in d["maps"]))
+
+
+def map_view(env_id: str, run: Rollout, role: str) -> MapView:
+    """``run``'s map as data for crisp drawing (:class:`MapView`)."""
     env = MapEnv(env_id)
     env.reset(run.seed)
     code = np.asarray(env.env.grid.encode())  # (W, H, 3): object, colour, state
@@ -207,19 +255,19 @@ def map_view(env_id: str, run: Rollout, role: str) -> dict[str, Any]:
     used = np.argwhere(objects != EMPTY)
     (x0, y0), (x1, y1) = (int(v) for v in used.min(0)), (int(v) for v in used.max(0))
     goal = [[int(x) - x0, int(y) - y0] for x, y in np.argwhere(objects == GOAL)]
-    return {
-        "role": role,
-        "seed": int(run.seed),
-        "cells": objects[x0 : x1 + 1, y0 : y1 + 1].T.astype(int).tolist(),  # rows = y, columns = x
-        "door_open": (code[x0 : x1 + 1, y0 : y1 + 1, 2] == 0).T.astype(int).tolist(),
-        "start": [start[0] - x0, start[1] - y0],
-        "start_dir": start_dir,
-        "goal": goal[0] if goal else None,
-        "path": [[int(x) - x0, int(y) - y0] for x, y in run.path],
-        "steps": int(run.steps),
-        "return": float(run.episode_return),
-        "reached_goal": bool(run.reached),
-    }
+    return MapView(
+        role=role,
+        seed=int(run.seed),
+        cells=objects[x0 : x1 + 1, y0 : y1 + 1].T.astype(int).tolist(),  # rows = y, columns = x
+        door_open=(code[x0 : x1 + 1, y0 : y1 + 1, 2] == 0).T.astype(int).tolist(),
+        start=[start[0] - x0, start[1] - y0],
+        start_dir=start_dir,
+        goal=goal[0] if goal else None,
+        path=[[int(x) - x0, int(y) - y0] for x, y in run.path],
+        steps=int(run.steps),
+        episode_return=float(run.episode_return),
+        reached_goal=bool(run.reached),
+    )
 
 
 def updates_per_epoch(cfg: ExperimentConfig) -> int:

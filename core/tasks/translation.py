@@ -52,6 +52,7 @@ from core.measurement.responses import Responses
 from core.measurement.slices import quantile_buckets
 from core.training.loop import (BatchCallback, PrivacySettings, TrainingRecord, autocast_dtype, build_optimizer,
     seeded_generator, train_epochs, warmup_inverse_sqrt)
+from core.tasks.examples import TokenProb, TranslationExample, TranslationExamples
 from core.tasks.base import (EpochCallback, FractionCallback, OutputTransform, RecordView, Task, TaskData, VictimLoader,
                              named_record_indices)
 from core.tasks.translation_presets import PRESET_NOTES, PRESETS
@@ -529,7 +530,7 @@ class TranslationTask(Task):
         index = np.concatenate([np.asarray(members)[:k], np.asarray(nonmembers)[:k]]).astype(np.int64)
         flags = [True] * min(k, len(members)) + [False] * min(k, len(nonmembers))
         if len(index) == 0:
-            return {"kind": "translation", "sentences": []}
+            return TranslationExamples().to_dict()
         rec: TranslationRecords = data.records
         hyps = self.translate(cfg, model, data, index)
         probs = []
@@ -540,10 +541,10 @@ class TranslationTask(Task):
         for i, member, hyp, p in zip(index, flags, hyps, probs):
             tokens = [rec.tgt_vocab.itos[t] for t in rec.tgt_ids[i]] + ["<eos>"]
             ref = rec.reference(int(i))
-            sentences.append({
-                "index": int(i), "member": member, "source": rec.src_text[i], "reference": rec.tgt_text[i],
-                "translation": detokenize(hyp),
-                "sentence_bleu": float(_SENTENCE_BLEU.sentence_score(detokenize(hyp), [ref]).score),
-                "tokens": [{"token": t, "prob": float(q)} for t, q in zip(tokens, p)],
-            })
-        return {"kind": "translation", "sentences": sentences}
+            sentences.append(TranslationExample(
+                index=int(i), member=member, source=rec.src_text[i], reference=rec.tgt_text[i],
+                translation=detokenize(hyp),
+                sentence_bleu=float(_SENTENCE_BLEU.sentence_score(detokenize(hyp), [ref]).score),
+                tokens=tuple(TokenProb(t, float(q)) for t, q in zip(tokens, p)),
+            ))
+        return TranslationExamples(tuple(sentences)).to_dict()

@@ -177,12 +177,12 @@ def defense_table(task: str, mechanism: Mechanism, rows: dict[str, list[Defended
         study = mechanism.study_rows(task, arch)
         if not study:
             continue
-        base_util = study["rows"][None][2]
+        base_util = study.rows[None][2]
         for v in values:
-            if v not in study["rows"]:
+            if v not in study.rows:
                 continue
-            acc, _, util, _ = study["rows"][v]
-            out.append({"source": f"study ({study['source'].cite()}: {study['model']}, {study['metric']})",
+            acc, _, util, _ = study.rows[v]
+            out.append({"source": f"study ({study.source.cite()}: {study.model}, {study.metric})",
                         "arch": ARCH_NAMES.get(arch, arch), symbol: label(v),
                         "attack acc (naive)": acc / 100, "attack acc (adaptive)": None, "LiRA/RMIA AUC (best)": None,
                         "utility": util, "utility loss": 1.0 - util / base_util, "ε (theory)": None,

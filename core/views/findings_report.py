@@ -13,6 +13,7 @@ import pandas as pd
 
 from core.analyses.findings_base import (DecideBlock, FindingRow, FindingsTable, MeasuredCell, RuleCell,
                                          duration_text)
+from core.measurement.metrics import Resolution
 from core.measurement.stats import Estimate
 from core.views.report import _CSS, _table
 from core.views.run_text import ci_text
@@ -92,8 +93,8 @@ def _resolution_text(row: FindingRow) -> str:
     res = row.resolution
     if not res:
         return row.preset
-    return (f"{row.preset} · {res['n_members']} + {res['n_nonmembers']} eval records "
-            f"(one record = {res['tpr_step']:.3g} TPR)")
+    r = Resolution.from_dict(res)  # the finding keeps the block as JSON (core.analyses.findings_base)
+    return f"{row.preset} · {r.n_members} + {r.n_nonmembers} eval records (one record = {r.tpr_step:.3g} TPR)"
 
 
 def _gap_text(row: FindingRow) -> str:

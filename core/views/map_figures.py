@@ -2,12 +2,13 @@
 (the Train & attack page's examples and the run report)."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
 
 from core.foundations.names import ARCH_NAMES
+from core.tasks.navigation import MapView
 from core.data.planner import DOOR, EMPTY, FLOOR, GOAL, LAVA, WALL  # MiniGrid's object indices: one source
 from core.views.style import ARCH_COLOURS, LEGEND_ROW_PX, legend_rows, layout
 
@@ -27,18 +28,18 @@ def _dedup(path: list[list[int]]) -> list[list[int]]:
     return out
 
 
-def navigation_map(views: dict[str, dict[str, Any]], role: str) -> go.Figure | None:
+def navigation_map(views: dict[str, Sequence[MapView]], role: str) -> go.Figure | None:
     """One example map (``role`` = "member" or "non-member") drawn cell by cell, with the query path
     of each architecture's victim on it (when the architectures' maps differ, the first one's map
     is drawn and only agents on that map are shown), the start (triangle: facing direction),
-    the goal and where each agent stopped; ``views`` maps architecture -> :mod:`ui.mapview` data."""
-    maps = {arch: next((m for m in v["maps"] if m["role"] == role), None) for arch, v in views.items()}
+    the goal and where each agent stopped; ``views`` maps architecture -> its maps (:mod:`ui.mapview`)."""
+    maps = {arch: next((m for m in v if m.role == role), None) for arch, v in views.items()}
     maps = {a: m for a, m in maps.items() if m is not None}
     if not maps:
         return None
     base = next(iter(maps.values()))
-    same = {a: m for a, m in maps.items() if m["seed"] == base["seed"] and m["cells"] == base["cells"]}
-    cells = np.asarray(base["cells"])
+    same = {a: m for a, m in maps.items() if m.seed == base.seed and m.cells == base.cells}
+    cells = np.asarray(base.cells)
     kinds = sorted({int(v) for v in np.unique(cells)} & set(CELL_STYLE))
     order = {k: i for i, k in enumerate(kinds)}
     z = np.vectorize(lambda v: order.get(int(v), 0))(cells)
@@ -57,20 +58,20 @@ def navigation_map(views: dict[str, dict[str, Any]], role: str) -> go.Figure | N
     for arch, m in same.items():
         c = ARCH_COLOURS.get(arch)
         d = offsets.get(arch, 0.0) if len(same) > 1 else 0.0
-        path = _dedup(m["path"])
-        outcome = "goal reached" if m["reached_goal"] else "goal not reached"
+        path = _dedup(m.path)
+        outcome = "goal reached" if m.reached_goal else "goal not reached"
         fig.add_scatter(x=[p[0] + d for p in path], y=[p[1] + d for p in path], mode="lines+markers",
                         line=dict(color=c, width=3), marker=dict(size=6, color=c),
-                        name=f"{ARCH_NAMES.get(arch, arch)} path: {m['steps']} steps, {outcome}",
+                        name=f"{ARCH_NAMES.get(arch, arch)} path: {m.steps} steps, {outcome}",
                         hovertemplate="(%{x:.0f}, %{y:.0f})<extra>" + ARCH_NAMES.get(arch, arch) + "</extra>")
         end = path[-1]
         fig.add_scatter(x=[end[0] + d], y=[end[1] + d], mode="markers", showlegend=False, hoverinfo="skip",
                         marker=dict(symbol="x", size=13, color=c, line=dict(width=1, color="white")))
-    sx, sy = base["start"]
+    sx, sy = base.start
     fig.add_scatter(x=[sx], y=[sy], mode="markers", name="start (facing)",
-                    marker=dict(symbol=DIR_SYMBOL.get(base["start_dir"], "triangle-up"), size=18, color="black"))
-    if base.get("goal"):
-        gx, gy = base["goal"]
+                    marker=dict(symbol=DIR_SYMBOL.get(base.start_dir, "triangle-up"), size=18, color="black"))
+    if base.goal:
+        gx, gy = base.goal
         fig.add_scatter(x=[gx], y=[gy], mode="markers", name="goal", showlegend=False,
                         marker=dict(symbol="star", size=18, color="white", line=dict(width=1.5, color="#145214")))
     fig.add_scatter(x=[None], y=[None], mode="markers", name="where the agent stopped",
@@ -80,7 +81,7 @@ def navigation_map(views: dict[str, dict[str, Any]], role: str) -> go.Figure | N
     fig.update_xaxes(range=[-0.5, w - 0.5], showgrid=False, zeroline=False, showticklabels=False, ticks="", constrain="domain")
     fig.update_yaxes(range=[h - 0.5, -0.5], showgrid=False, zeroline=False, showticklabels=False, ticks="", scaleanchor="x",
                      constrain="domain")
-    title = f"{'Member' if role == 'member' else 'Unseen'} map (seed {base['seed']})"
+    title = f"{'Member' if role == 'member' else 'Unseen'} map (seed {base.seed})"
     fig = layout(fig, title, "", "", height=90 + cell_px * h)
     fig.update_layout(plot_bgcolor="white", margin=dict(l=10, r=10, t=50, b=30 + legend_rows(fig) * LEGEND_ROW_PX))
     return fig

@@ -2,6 +2,7 @@
 verdicts, the means over repeats, the ROC band over repeats and the matched-stops table."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 import pandas as pd
@@ -11,6 +12,7 @@ from core.analyses.comparison_results import ComparisonResult
 from core.analyses.repeats import METRIC_LABELS
 from core.experiment.results import RepeatsBlock
 from core.measurement.bootstrap import RocBand
+from core.measurement.stats import Estimate
 from core.foundations.names import ARCH_NAMES, UTILITY_NAMES
 from core.views.style import ARCH_COLOURS, layout, with_ci
 from core.views.run_figures import resolves, zero_fp_label, mark_fpr_floor
@@ -50,8 +52,12 @@ def comparison_table(comparison: ComparisonResult | Mapping[str, Any]) -> pd.Dat
             word = "— (no verdict)"
         else:
             word = "(no hypothesis)"
-        row = {"metric": m.label or METRIC_NAMES.get(name, name), "FFNN mean [95% CI]": with_ci(m.estimate("ffnn")),
-               "RNN mean [95% CI]": with_ci(m.estimate("rnn")), "FFNN − RNN [95% CI]": with_ci(d.diff, 3),
+        # the comparison keeps its estimates as JSON (core.analyses.comparison_results): read typed here
+        ffnn, rnn = (m.estimate(a) for a in ("ffnn", "rnn"))
+        row = {"metric": m.label or METRIC_NAMES.get(name, name),
+               "FFNN mean [95% CI]": with_ci(Estimate.from_dict(ffnn) if ffnn else None),
+               "RNN mean [95% CI]": with_ci(Estimate.from_dict(rnn) if rnn else None),
+               "FFNN − RNN [95% CI]": with_ci(Estimate.from_dict(d.diff), 3),
                "p (paired t)": p_text(d.p_t), "p (sign flip)": p_text(d.p_permutation)}
         if role is not None:
             row["role"] = ROLE_NAMES.get(role, role)
@@ -75,9 +81,9 @@ def repeats_table(blocks: Mapping[str, RepeatsBlock | Mapping[str, Any]]) -> pd.
         row: dict[str, Any] = {"architecture": ARCH_NAMES.get(arch, arch), "N": block.n}
         for name, e in block.metrics.items():
             if name in unresolved:  # both unresolved: the same number, one column
-                row[zero_fp_label(ns)] = with_ci(block.metrics[unresolved[-1]].to_dict())
+                row[zero_fp_label(ns)] = with_ci(block.metrics[unresolved[-1]])
                 continue
-            row[METRIC_NAMES.get(name, name)] = with_ci(e.to_dict())
+            row[METRIC_NAMES.get(name, name)] = with_ci(e)
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -109,18 +115,52 @@ def roc_band_figure(bands: Mapping[str, RocBand | Mapping[str, Any]], n_nonmembe
     return layout(fig, "ROC of the primary attack over repeats", "false positive rate", "true positive rate")
 
 
-def matched_stops_table(view: dict[str, Any]) -> pd.DataFrame:
+@dataclass(frozen=True)
+class MatchedStop:
+    """One architecture's run of one repeat stopped at the matched utility (:func:`core.analyses.matching.matched_plan`):
+    the ``epoch`` it stops at and whether it ``reached`` the target there, the full run's ``final_epoch`` and
+    ``final_utility``, and the stopped run's measured ``utility_at_stop`` and primary attack's accuracy and AUC."""
+
+    epoch: int
+    reached: bool
+    final_epoch: int
+    final_utility: float | None
+    utility_at_stop: float | None
+    attack_accuracy: float
+    attack_auc: float
+
+
+@dataclass(frozen=True)
+class MatchedRepeat:
+    """One repeat of the matched-utility section: its index, the utility ``target`` and each architecture's stop."""
+
+    repeat: int
+    target: float
+    stops: dict[str, MatchedStop]
+
+
+@dataclass(frozen=True)
+class MatchedView:
+    """The matched-utility section's data (the page builds it: ``ui.results.matched_view``): the utility
+    ``metric``, each repeat's stops and the paired comparison of the stopped runs."""
+
+    metric: str
+    rows: tuple[MatchedRepeat, ...]
+    comparison: ComparisonResult
+
+
+def matched_stops_table(view: MatchedView) -> pd.DataFrame:
     """Per repeat and architecture: the target, the epoch the victim first reached it (or that it
     did not), its measured utility there and the primary attack's accuracy and AUC there."""
-    metric = UTILITY_NAMES.get(view["metric"], view["metric"])
+    metric = UTILITY_NAMES.get(view.metric, view.metric)
     rows = []
-    for row in view["rows"]:
+    for row in view.rows:
         for arch in ("ffnn", "rnn"):
-            p = row[arch]
-            rows.append({"repeat": row["repeat"] + 1, "architecture": ARCH_NAMES.get(arch, arch),
-                         f"target {metric}": row["target"],
-                         "stopped at epoch": p["epoch"] if p["reached"] else f"{p['epoch']} (target not reached)",
-                         "of epochs": p["final_epoch"], f"{metric} at stop": p["utility_at_stop"],
-                         f"final {metric}": p["final_utility"], "attack accuracy": p["attack_accuracy"],
-                         "attack AUC": p["attack_auc"]})
+            p = row.stops[arch]
+            rows.append({"repeat": row.repeat + 1, "architecture": ARCH_NAMES.get(arch, arch),
+                         f"target {metric}": row.target,
+                         "stopped at epoch": p.epoch if p.reached else f"{p.epoch} (target not reached)",
+                         "of epochs": p.final_epoch, f"{metric} at stop": p.utility_at_stop,
+                         f"final {metric}": p.final_utility, "attack accuracy": p.attack_accuracy,
+                         "attack AUC": p.attack_auc})
     return pd.DataFrame(rows)

@@ -27,10 +27,14 @@ from core.views import analysis_figures, run_view
 from core.views.record_view_figures import audit_guesses_figure
 from core.views.analysis_tables import tables
 from core.analyses import registry as analysis_registry
+from core.analyses.analyses_json import AnalysesResults
+from core.analyses.analysis_results import Scatter
 from core.analyses.verdicts import repeated_verdict_sentence
 from core.analyses.registry import resolve
 from core.experiment.cache import ArtifactCache
 from core.foundations.config import ExperimentConfig
+from core.tasks.navigation import MapViews
+from core.views.repeat_figures import MatchedView
 from core.foundations.errors import ConfigError
 from core.foundations.fileio import write_json_atomically, write_text_atomically
 from core.foundations.names import ARCH_NAMES
@@ -41,8 +45,8 @@ from core.analyses.record_views import report_views
 
 def scatter_figure(scatter: dict[str, Any], attack: str | None = None) -> go.Figure:
     """The entropy scatter's figure for ``attack`` (default: the shadow-model attack, else the first)."""
-    first = next(iter(scatter.values()))
-    name = attack or ("shadow" if "shadow" in first["attacks"] else next(iter(first["attacks"])))
+    first = Scatter.coerce(next(iter(scatter.values()))).attacks
+    name = attack or ("shadow" if "shadow" in first else next(iter(first)))
     return analysis_figures.scatter_figure(scatter, name)
 
 
@@ -81,24 +85,24 @@ def html_report(results: dict[str, Any], configs: dict[str, dict], title: str) -
     holds ``repeats``, the verdicts over the paired repeats of :func:`core.analyses.verdicts.repeated_verdicts`
     with their intervals and N) and every figure (plotly's script inlined once, so the file opens
     offline)."""
+    typed = AnalysesResults.from_dict(results)
     parts = [f"<h1>{html.escape(title)}</h1>", "<h2>Verdicts (computed from this run)</h2><ul>"]
-    for name, v in results.get("verdicts", {}).items():
+    for name, v in typed.verdicts.items():
         # one run: a comparison is "inconclusive (one repeat)" in its text; the word is the verdict's own
-        parts.append(f"<li><b>{html.escape(name.replace('_', ' '))}</b>: {html.escape(str(v['value']))} — "
-                     f"{html.escape(v['text'])}</li>")
+        parts.append(f"<li><b>{html.escape(name.replace('_', ' '))}</b>: {html.escape(v.value)} — "
+                     f"{html.escape(v.text)}</li>")
     parts.append("</ul>")
-    repeated = results.get("repeats") or {}
-    if repeated.get("verdicts"):  # verdicts.repeated_verdicts: the paired FFNN − RNN over the cached repeats
-        parts.append(f"<h2>Verdicts over {int(repeated['n'])} paired repeats</h2><p>Repeat r of FFNN and RNN on one "
+    repeated = typed.repeats
+    if repeated is not None and repeated.verdicts:  # verdicts.repeated_verdicts: the paired FFNN − RNN over the repeats
+        parts.append(f"<h2>Verdicts over {repeated.n} paired repeats</h2><p>Repeat r of FFNN and RNN on one "
                      "split; 95 % t interval of the paired difference; <i>holds</i> or <i>reversed</i> only where it excludes 0 "
                      "and the exact sign-flip test agrees, else <i>inconclusive</i>.</p><ul>")
-        for key, v in repeated["verdicts"].items():
+        for key, v in repeated.verdicts.items():
             line = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", html.escape(repeated_verdict_sentence(v)))
-            parts.append(f"<li><b>{html.escape(key.replace('_', ' '))}</b> ({html.escape(str(v.get('analysis', '')))}): "
-                         f"{line}</li>")
+            parts.append(f"<li><b>{html.escape(key.replace('_', ' '))}</b> ({html.escape(v.analysis)}): {line}</li>")
         parts.append("</ul>")
-        if repeated.get("missing"):
-            parts.append("<p>" + html.escape("; ".join(map(str, repeated["missing"].values()))) + "</p>")
+        if repeated.missing:
+            parts.append("<p>" + html.escape("; ".join(map(str, repeated.missing.values()))) + "</p>")
     for i, (name, fig) in enumerate(figures_of(results).items()):
         parts.append(f"<h2>{html.escape(name)}</h2>")
         parts.append(fig.to_html(include_plotlyjs=(i == 0), full_html=False))
@@ -166,8 +170,8 @@ def block_html(block: run_view.Block, fig_html: Callable[[go.Figure], str]) -> s
 
 def run_report_html(summaries: list[RunSummary], configs: list[ExperimentConfig] | None = None,
                     overrides: dict[str, dict[str, Any]] | None = None,
-                    map_views: dict[str, dict[str, Any]] | None = None, repeats: dict[str, Any] | None = None,
-                    matched: dict[str, Any] | None = None, views: dict[str, Any] | None = None) -> str:
+                    map_views: dict[str, MapViews] | None = None, repeats: dict[str, Any] | None = None,
+                    matched: MatchedView | None = None, views: dict[str, Any] | None = None) -> str:
     """One self-contained HTML file of a run: every section of :func:`core.views.run_view.run_view` (the
     same sections, in the same order, as the Train & attack page), figures with plotly.js embedded once
     so it opens offline. ``repeats``: ``comparison`` or ``blocks``; ``matched``: the matched-utility view;
@@ -198,8 +202,8 @@ def run_report_html(summaries: list[RunSummary], configs: list[ExperimentConfig]
 
 
 def run_report(configs: dict[str, ExperimentConfig], cache: ArtifactCache | None = None,
-               overrides: dict[str, dict[str, Any]] | None = None, map_views: dict[str, dict[str, Any]] | None = None,
-               repeats: dict[str, Any] | None = None, matched: dict[str, Any] | None = None,
+               overrides: dict[str, dict[str, Any]] | None = None, map_views: dict[str, MapViews] | None = None,
+               repeats: dict[str, Any] | None = None, matched: MatchedView | None = None,
                budget: bool = True, summaries: dict[str, RunSummary] | None = None) -> str:
     """The run report of ``configs`` (arch → config) from the cache: their summaries (``summaries``
     where the caller holds them, else :func:`core.analyses.analyses_view.cached_runs`: not cached →

@@ -16,6 +16,8 @@ import plotly.graph_objects as go
 from core.analyses.comparison_results import ComparisonResult
 from core.analyses.repeats import unresolved_label
 from core.experiment.results import AttackResult, RunSummary
+from core.measurement.metrics import Resolution
+from core.measurement.stats import Estimate
 from core.foundations.names import ARCH_NAMES, ATTACK_NAMES, ATTACK_SHORT, UTILITY_NAMES
 from core.tasks import REGISTRY, get_task
 from core.views.style import ARCH_COLOURS, ATTACK_DASH, AXIS_TITLE_PX, layout, with_ci
@@ -201,7 +203,7 @@ def overview_table(summaries: list[RunSummary], comparison: ComparisonResult | M
                                 ("utility_val", f"{utility} validation")):
                 mc = comp.metrics.get(name)
                 m = mc.estimate(s.arch) if mc else None
-                row[f"{label}, mean of {n} [95 % CI]"] = with_ci(m) if m else "—"
+                row[f"{label}, mean of {n} [95 % CI]"] = with_ci(Estimate.from_dict(m)) if m else "—"
         row.update({
             f"{utility} train{one}": s.utility.train,
             f"{utility} validation{one}": s.utility.val,
@@ -218,12 +220,13 @@ def record_names(task: str) -> tuple[str, str]:
     return get_task(task).record_names if task in REGISTRY else ("record", "records")
 
 
-def _resolution_line(runs: list[tuple[str, str, dict[str, Any], int | None]]) -> str | None:
-    """The resolution note of (task, arch, resolution block, the config's ``n_eval``) per run."""
+def _resolution_line(runs: list[tuple[str, str, Resolution | None, int | None]]) -> str | None:
+    """The resolution note of (task, arch, resolution block — None in a summary written before it —, the
+    config's ``n_eval``) per run."""
     parts = []
     for task, arch, res, n_eval in runs:
-        n_in = int(res.get("n_members") or n_eval or 0)
-        n_out = int(res.get("n_nonmembers") or n_in)
+        n_in = int((res.n_members if res else 0) or n_eval or 0)
+        n_out = int((res.n_nonmembers if res else 0) or n_in)
         if not n_in or not n_out:
             continue
         one, many = record_names(task)
@@ -237,14 +240,16 @@ def _resolution_line(runs: list[tuple[str, str, dict[str, Any], int | None]]) ->
 def resolution_note(summaries: list[RunSummary]) -> str | None:
     """One line: how much TPR / FPR / accuracy one evaluation record is worth in each run (the
     summary's ``resolution``, or its config's ``n_eval`` for summaries written before it)."""
-    return _resolution_line([(s.task, s.arch, s.resolution or {}, s.config.get("n_eval")) for s in summaries])
+    return _resolution_line([(s.task, s.arch, Resolution.from_dict(s.resolution) if s.resolution else None,
+                              s.config.get("n_eval")) for s in summaries])
 
 
 def comparison_resolution_note(comparison: ComparisonResult | Mapping[str, Any]) -> str | None:
     """:func:`resolution_note` of a comparison (``core.analyses.repeats.comparison_json``'s ``resolution``
     block; None for a comparison written before it)."""
     comp = ComparisonResult.coerce(comparison)
-    return _resolution_line([(comp.task or "", arch, r, None) for arch, r in (comp.resolution or {}).items()])
+    return _resolution_line([(comp.task or "", arch, Resolution.from_dict(r), None)
+                             for arch, r in (comp.resolution or {}).items()])
 
 
 def param_gap(summaries: list[RunSummary]) -> float | None:

@@ -21,8 +21,9 @@ from core.views.repeat_figures import METRIC_NAMES, VERDICT_MARKS, p_text
 from core.views.run_figures import (attack_accuracy_curve, entropy_comparison, metrics_table, overview_table,
                                     roc_curves, roc_loglog, steps_curves, utility_curves)
 from core.views.style import with_ci
+from core.tasks.examples import MemberUnseen, NavigationExamples, TranslationExamples
 from core.measurement.exposure import fpr_label
-from core.measurement.stats import is_zero_width
+from core.measurement.stats import Estimate, is_zero_width
 from core.experiment.fidelity import matched_utility
 from core.experiment.results import RunSummary
 from core.foundations.config import ExperimentConfig
@@ -78,7 +79,7 @@ def reproduce_commands(configs: list[ExperimentConfig], overrides: dict[str, dic
 def _verdict_line(m: MetricComparison, title: str) -> str:
     v, d = m.verdict, m.difference
     dz = f", d_z = {d.effect_size:.2f}" if d.effect_size is not None else ""
-    return (f"**{title}**: {VERDICT_MARKS[v.value]} — FFNN − RNN {with_ci(d.diff)}{dz}, "
+    return (f"**{title}**: {VERDICT_MARKS[v.value]} — FFNN − RNN {with_ci(Estimate.from_dict(d.diff))}{dz}, "
             f"p (paired t) {p_text(d.p_t)}, p (sign flip) {p_text(d.p_permutation)}, N = {v.n}")
 
 
@@ -141,34 +142,41 @@ def _token_html(tokens: list[str], probs: list[float]) -> str:
     return " ".join(spans)
 
 
-def translation_html(examples: dict[str, Any], arch_name: str) -> str:
+def translation_html(examples: TranslationExamples, arch_name: str) -> str:
     """The translation examples of one architecture as HTML (the page and the report use it)."""
     parts = []
     for group, title in ((True, "Members (in the victim's training set)"), (False, "Non-members")):
         parts.append(f"<p><b>{html.escape(arch_name)} — {title}</b></p>")
-        for ex in [e for e in examples.get("sentences", []) if bool(e.get("member")) == group]:
-            tokens = ex.get("tokens", [])
-            mean_p = sum(t["prob"] for t in tokens) / max(len(tokens), 1)
+        for ex in [e for e in examples.sentences if e.member == group]:
+            tokens = ex.tokens
+            mean_p = sum(t.prob for t in tokens) / max(len(tokens), 1)
             parts.append(
-                f"<p><small>source:</small> {html.escape(ex.get('source', ''))}<br>"
-                f"<small>victim's translation (sentence BLEU {ex.get('sentence_bleu', 0):.0f}):</small> "
-                f"{html.escape(ex.get('translation', ''))}<br>"
+                f"<p><small>source:</small> {html.escape(ex.source)}<br>"
+                f"<small>victim's translation (sentence BLEU {ex.sentence_bleu:.0f}):</small> "
+                f"{html.escape(ex.translation)}<br>"
                 f"<small>reference, each token shaded by the probability the victim gives it "
                 f"(mean {mean_p:.2f}):</small> "
-                f"{_token_html([t['token'] for t in tokens], [t['prob'] for t in tokens])}</p>")
+                f"{_token_html([t.token for t in tokens], [t.prob for t in tokens])}</p>")
     return "\n".join(parts)
 
 
-def navigation_stats(examples: dict[str, Any], arch_name: str) -> str:
+def _side(s: MemberUnseen | None, default: Any) -> tuple[Any, Any]:
+    """A statistic's (member, unseen) values, ``default`` for what the block lacks."""
+    if s is None:
+        return default, default
+    return (default if s.member is None else s.member), (default if s.unseen is None else s.unseen)
+
+
+def navigation_stats(examples: NavigationExamples, arch_name: str) -> str:
     """One Markdown line: steps, return and success on member vs unseen maps."""
-    steps = examples.get("steps_to_goal", {})
-    ret = examples.get("return", {})
-    success = examples.get("success_rate", {})
-    n = examples.get("n_maps", {})
-    maps = f" ({n.get('member', '?')} vs {n.get('unseen', '?')} maps)" if n else ""
-    return (f"**{arch_name}**{maps} — mean steps to goal: member maps **{steps.get('member', float('nan')):.1f}**, "
-            f"unseen maps **{steps.get('unseen', float('nan')):.1f}** · mean return {ret.get('member', 0):.3f} vs "
-            f"{ret.get('unseen', 0):.3f} · goal reached {success.get('member', 0):.0%} vs {success.get('unseen', 0):.0%}")
+    steps = _side(examples.steps_to_goal, float("nan"))
+    ret = _side(examples.episode_return, 0)
+    success = _side(examples.success_rate, 0)
+    n = examples.n_maps
+    maps = f" ({_side(n, '?')[0]} vs {_side(n, '?')[1]} maps)" if n is not None else ""
+    return (f"**{arch_name}**{maps} — mean steps to goal: member maps **{steps[0]:.1f}**, "
+            f"unseen maps **{steps[1]:.1f}** · mean return {ret[0]:.3f} vs "
+            f"{ret[1]:.3f} · goal reached {success[0]:.0%} vs {success[1]:.0%}")
 
 
 def ci_text(value: float | None, low: float | None, high: float | None, digits: int = 3) -> str:
@@ -234,14 +242,13 @@ def slice_tpr_cell(r: SliceRow | Mapping[str, Any]) -> str:
     return f"{cell} — TPR at 0 false positives (FPR < 1/{r.n_non_members})"
 
 
-def slices_table(view: SlicesView | Mapping[str, Any]) -> pd.DataFrame:
+def slices_table(view: SlicesView) -> pd.DataFrame:
     """Per architecture, slicing and slice of :func:`core.analyses.record_views.slices_view`: records, AUC and
     TPR at 1 % FPR with their bootstrap 95 % intervals, and whether the slice is too small to read; a
     slice whose non-members cannot resolve 1 % FPR says that its TPR is the TPR at 0 false positives."""
-    archs = view.archs if isinstance(view, SlicesView) else view["archs"]
     return pd.DataFrame([
         {"architecture": ARCH_NAMES.get(arch, arch), "slicing": name, "slice": r.slice, "members": r.n_members,
          "non-members": r.n_non_members, "AUC [95 % CI]": ci_text(r.auc, r.auc_low, r.auc_high),
          "TPR @ 1% FPR [95 % CI]": slice_tpr_cell(r),
          "too small": "yes" if r.too_small else ""}
-        for arch, by in archs.items() for name, rows in by.items() for r in map(SliceRow.coerce, rows)])
+        for arch, by in view.archs.items() for name, rows in by.items() for r in rows])

@@ -28,9 +28,12 @@ from core.experiment.fidelity import confounding_warnings, study_comparison
 from core.experiment.results import RepeatsBlock, RunSummary
 from core.foundations.config import ExperimentConfig
 from core.foundations.names import ARCH_NAMES, ATTACK_NAMES
+from core.tasks.examples import NavigationExamples, TranslationExamples
+from core.tasks.navigation import MapViews
 from core.views.map_figures import navigation_map
 from core.views.record_view_figures import budget_figure, exposure_figure, slices_figure
-from core.views.repeat_figures import comparison_table, matched_stops_table, repeats_table, roc_band_figure
+from core.views.repeat_figures import (MatchedView, comparison_table, matched_stops_table, repeats_table,
+                                       roc_band_figure)
 from core.views.run_figures import comparison_resolution_note, overview_table, param_gap, resolution_note
 from core.views.run_text import (MATCHED_NOTE, SMALL_N_NOTE, budget_table, exposure_table, navigation_stats,
                                  RunFigures, reproduce_commands, run_figures, slices_table, translation_html,
@@ -122,9 +125,9 @@ class RunInputs:
     summaries: list[RunSummary]
     configs: list[ExperimentConfig] | None = None
     overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
-    map_views: dict[str, dict[str, Any]] | None = None
+    map_views: dict[str, MapViews] | None = None
     repeats: dict[str, Any] | None = None
-    matched: dict[str, Any] | None = None
+    matched: MatchedView | None = None
     views: dict[str, Any] | None = None
     #: :func:`core.views.run_text.run_figures` of the summaries, where the caller keeps them (the page caches them)
     figures: RunFigures | None = None
@@ -206,11 +209,11 @@ def repeats(run: RunInputs) -> Section | None:
 def matched_by_construction(run: RunInputs) -> Section | None:
     """Each architecture stopped at the same validation utility, and the paired comparison there."""
     view = run.matched
-    if not view:
+    if view is None:
         return None
 
     def build() -> list[Block]:
-        comp = view["comparison"]
+        comp = view.comparison
         out: list[Block] = [Table(matched_stops_table(view)), Text("  \n".join(verdict_lines(comp))),
                             Table(comparison_table(comp), precision=2)]
         if (note := comparison_resolution_note(comp)) is not None:
@@ -290,8 +293,9 @@ def examples(run: RunInputs) -> Section | None:
     def build() -> list[Block]:
         out: list[Block] = [Text("What the victim does with members vs non-members", "subheading")]
         nav = [s for s in with_examples if s.example_kind == "navigation"]
-        out += [Text(navigation_stats(s.examples, _name(s.arch))) for s in nav]
-        ready = {s.arch: run.map_views[s.arch] for s in nav if run.map_views and s.arch in run.map_views}
+        typed = {s.arch: NavigationExamples.from_dict(s.examples) for s in nav}  # the summary keeps the JSON
+        out += [Text(navigation_stats(typed[s.arch], _name(s.arch))) for s in nav]
+        ready = {s.arch: run.map_views[s.arch].maps for s in nav if run.map_views and s.arch in run.map_views}
         if ready:
             figs = [fig for role in ("member", "non-member") if (fig := navigation_map(ready, role)) is not None]
             out += [Row(tuple(Figure(f) for f in figs), columns=max(len(figs), 1)),
@@ -299,18 +303,17 @@ def examples(run: RunInputs) -> Section | None:
                          "it visited, × marks where it stopped. Both architectures were trained on the same member "
                          "maps.", "caption")]
         for s in nav:
-            maps = s.examples.get("maps", [])
+            maps = typed[s.arch].maps
             if s.arch not in ready and maps:
-                out.append(Row(tuple(Image(m["png_base64"], f"{_name(s.arch)}, {m.get('role', '?')} map (seed "
-                                                            f"{m.get('seed')}): return {m.get('return', 0):.2f}, "
-                                                            f"{m.get('steps', '?')} steps"
-                                                            + ("" if m.get("reached_goal", True) else
-                                                               ", goal not reached"))
+                out.append(Row(tuple(Image(m.png_base64, f"{_name(s.arch)}, {m.role} map (seed "
+                                                          f"{m.seed}): return {m.episode_return:.2f}, "
+                                                          f"{'?' if m.steps is None else m.steps} steps"
+                                                          + ("" if m.reached_goal else ", goal not reached"))
                                      for m in maps), columns=len(maps)))
         for s in with_examples:
             kind = s.example_kind
             if kind == "translation":
-                out.append(Html(translation_html(s.examples, _name(s.arch))))
+                out.append(Html(translation_html(TranslationExamples.from_dict(s.examples), _name(s.arch))))
             elif kind != "navigation":
                 out.append(Code(json.dumps(s.examples, indent=1, ensure_ascii=False), "json"))
         return out

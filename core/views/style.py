@@ -4,11 +4,10 @@ margins a figure starts with (``LEFT_PX`` …), the layout of a titled figure wi
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import plotly.graph_objects as go
 
-from core.measurement.stats import is_zero_width
+from core.measurement.stats import Estimate, is_zero_width
 
 
 ARCH_COLOURS = {"ffnn": "#1f77b4", "rnn": "#d62728"}
@@ -49,16 +48,17 @@ def layout(fig: go.Figure, title: str, x: str, y: str, height: int = 420, per_ro
     return fig
 
 
-def with_ci(e: dict[str, Any] | None, digits: int = 3) -> str:
-    """``mean [ci_low, ci_high]`` of an estimate's JSON (the mean alone when N = 1)."""
-    if not e or e.get("mean") is None:
+def with_ci(e: Estimate | None, digits: int = 3) -> str:
+    """``mean [ci_low, ci_high]`` of an estimate (the mean alone when N = 1; "—" without one or without a mean:
+    :meth:`Estimate.from_dict` reads a JSON null mean as NaN)."""
+    if e is None or not math.isfinite(e.mean):
         return "—"
-    if e.get("ci_low") is None:
-        return f"{e['mean']:.{digits}f} (N = 1)"
-    if is_zero_width(e["ci_low"], e["ci_high"], e["mean"]):  # every repeat equal: no spread, not certainty
-        n = f" in N = {e['n']}" if e.get("n") else ""
-        return f"{e['mean']:.{digits}f} (no spread{n})"
-    return f"{e['mean']:.{digits}f} [{e['ci_low']:.{digits}f}, {e['ci_high']:.{digits}f}]"
+    if e.ci_low is None or e.ci_high is None:
+        return f"{e.mean:.{digits}f} (N = 1)"
+    if is_zero_width(e.ci_low, e.ci_high, e.mean):  # every repeat equal: no spread, not certainty
+        n = f" in N = {e.n}" if e.n else ""
+        return f"{e.mean:.{digits}f} (no spread{n})"
+    return f"{e.mean:.{digits}f} [{e.ci_low:.{digits}f}, {e.ci_high:.{digits}f}]"
 
 
 def legend_below(fig: go.Figure, height: int = 520, bottom: int = AXIS_TITLE_PX + 2 * LEGEND_ROW_PX) -> go.Figure:

@@ -3,13 +3,14 @@ swept value or over ε (RDP / PRV) with bands over repeats, the sweep's table an
 recipe beside ours."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import plotly.graph_objects as go
 
 from core.experiment.results import DefendedPoint, DefenseBaseline
 from core.measurement import studies
+from core.measurement.studies import DpsgdRecipe
 from core.foundations.names import ARCH_NAMES
 from core.views.style import ARCH_COLOURS, layout
 from core.views.defense_figures import add_band, band_centre
@@ -100,16 +101,16 @@ def training_defense_table(points: dict[str, list[DefendedPoint]], baselines: di
     return pd.DataFrame(rows)
 
 
-def dpsgd_recipe_table(study: dict[str, Any], study_eps: list[RecipeEpsilon],
+def dpsgd_recipe_table(study: DpsgdRecipe, study_eps: list[RecipeEpsilon],
                        ours: dict[str, list[DefendedPoint]]) -> pd.DataFrame:
     """The study's DP-SGD recipe for the task (:data:`core.measurement.studies.DPSGD_RECIPE`, paper 000 Table 2)
     with the ε *we* compute for that recipe at each of our σ (the paper prints none; the ``source``
     says so), beside the recipe and ε of our measured points."""
     rows = []
     for e in study_eps:
-        rows.append({"source": f"study's recipe ({studies.DPSGD_RECIPE_SOURCE.cite()}, {study['task']}); "
-                               "ε computed by us at our σ", "|D|": str(study["train_size"]),
-                     "batch": study["batch"], "epochs": study["epochs"], "C": study["clip_norm"], "δ": study["delta"],
+        rows.append({"source": f"study's recipe ({studies.DPSGD_RECIPE_SOURCE.cite()}, {study.task}); "
+                               "ε computed by us at our σ", "|D|": str(study.train_size),
+                     "batch": study.batch, "epochs": study.epochs, "C": study.clip_norm, "δ": study.delta,
                      "σ": e.sigma, "q": e.sample_rate, "steps": e.steps, "ε RDP": e.epsilon_rdp,
                      "ε PRV": e.epsilon_prv, "utility loss": None})
     for arch, pts in ours.items():
