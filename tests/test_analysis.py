@@ -15,7 +15,7 @@ from core.analyses import verdicts as analysis_verdicts
 from core.analyses import registry as analysis_registry
 from core.foundations.errors import ConfigError
 from core.experiment.pipeline import run_experiment
-from core.experiment.results import RunSummary
+from core.experiment.results import RunRecords, RunSummary
 from core.measurement.responses import Responses
 from core.tasks import get_task
 from tests.typed_runs import typed_run
@@ -149,7 +149,7 @@ def test_defended_summary_keeps_the_naive_boundaries_and_reads_defended_records(
                                                              "member_if": "below"}}}}
     point = {"records": {"membership": [True, False], "ape": [0.5, 0.6], "cross_entropy": [1.5, 1.2],
                          "scores": {"loss_threshold": [-1.5, None], "lira": [0.0, 0.0]}}}
-    defended = analysis.defended_summary(RunSummary.from_dict(summary), point)
+    defended = analysis.defended_summary(RunSummary.from_dict(summary), RunRecords.from_dict(point["records"]))
     assert defended.per_record.cross_entropy == (1.5, 1.2)
     assert defended.per_record.boundaries == summary["records"]["boundaries"]
     assert set(defended.per_record.scores) == {"loss_threshold"}  # only attacks the summary knows
@@ -158,7 +158,7 @@ def test_defended_summary_keeps_the_naive_boundaries_and_reads_defended_records(
     assert sc["attacks"]["loss_threshold"]["decision"] == [False, False]
     with pytest.raises(ConfigError):
         analysis.defended_summary(RunSummary.from_dict(summary),
-                                  {"records": {"ape": [], "cross_entropy": [], "membership": []}})
+                                  RunRecords.from_dict({"ape": [], "cross_entropy": [], "membership": []}))
 
 
 def _arch_pair(make):

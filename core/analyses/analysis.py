@@ -31,6 +31,7 @@ in :mod:`core.measurement.studies`.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -49,7 +50,7 @@ from core.analyses.verdicts import (audit_verdict, memorization_pair, memorizati
                                     vulnerability_pair, vulnerability_verdict)
 from core.analyses.record_views import (DEFAULT_CANARIES, audit_view, budget_view, cached_repeats, canary_audit,
     defended_points, exposure_view, slices_view)
-from core.experiment.results import DefendedPoint, RunSummary
+from core.experiment.results import DefendedPoint, RunRecords, RunSummary
 from core.experiment.roles import RETRAINING_ANALYSES, TrainedModels, refuse_loaded_victim
 
 _FLOOR = 1e-12
@@ -197,20 +198,26 @@ def entropy_scatter(summary: RunSummary) -> dict[str, Any]:
             "mean_cross_entropy": {"members": float(ce[member].mean()), "non_members": float(ce[~member].mean())}}
 
 
-def defended_summary(summary: RunSummary, point: DefendedPoint | dict[str, Any]) -> RunSummary:
-    """``summary`` with its per-record signals replaced by those of a defended point
-    (:meth:`core.defenses.defender.Defender.point`): the defended outputs' APE and cross-entropy and the
+def point_records(point: DefendedPoint) -> RunRecords:
+    """A defended point's per-record block (:meth:`core.defenses.defender.Defender.point`), read typed: it has a
+    run's records layout (membership, APE, cross-entropy, the naive attacks' scores on the defended outputs)."""
+    return RunRecords.from_dict(point.records or {}, "defended point.records")
+
+
+def defended_summary(summary: RunSummary, records: RunRecords) -> RunSummary:
+    """``summary`` with its per-record signals replaced by a defended point's ``records``
+    (:func:`point_records`): the defended outputs' APE and cross-entropy and the
     naive attacks' scores on them. The naive attacker keeps its thresholds and boundaries, so
     :func:`entropy_scatter` then draws the same decision boundaries over the defended records."""
     run = summary
-    rec = (point.records if isinstance(point, DefendedPoint) else point.get("records")) or {}
-    if "scores" not in rec:
+    if records.scores is None:
         raise ConfigError("this defended point carries no per-record attack scores (computed by an older version)")
-    scores = {n: [float("nan") if v is None else v for v in values] for n, values in rec["scores"].items()
+    scores = {n: [float("nan") if v is None else v for v in values] for n, values in records.scores.items()
               if n in run.attacks}
-    records = {"membership": rec["membership"], "ape": rec["ape"], "cross_entropy": rec["cross_entropy"],
-               "scores": scores, "boundaries": dict(run.per_record.boundaries or {})}
-    return RunSummary.from_dict({**run.to_dict(), "records": records})
+    block = {"membership": list(records.membership or ()), "ape": list(records.ape or ()),
+             "cross_entropy": list(records.cross_entropy or ()), "scores": scores,
+             "boundaries": dict(run.per_record.boundaries or {})}
+    return RunSummary.from_dict({**run.to_dict(), "records": block})
 
 
 def most_exposed(summary: RunSummary, attack: str | None = None, top: int = 10) -> list[dict[str, Any]]:
@@ -325,9 +332,27 @@ def time_range(name: str, summaries: list[RunSummary]) -> tuple[float, float] | 
 
 
 # ---------------------------------------------------------------------------- everything, both architectures
+@dataclass(frozen=True)
+class AnalyzeResults:
+    """What :func:`analyze` computed: ``results`` (analysis name → its data, in ``analyses.json``'s layout), the
+    ``verdicts`` each computes from its own data and, over repeats, ``repeats`` (the paired verdicts); ``to_dict``
+    is ``analyses.json``."""
+
+    task: str
+    archs: tuple[str, ...]
+    verdicts: dict[str, dict[str, Any]]
+    results: dict[str, Any]
+    repeats: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """``analyses.json``: task, archs, verdicts, one key per analysis, and repeats when computed."""
+        out = {"task": self.task, "archs": list(self.archs), "verdicts": self.verdicts, **self.results}
+        return out if self.repeats is None else {**out, "repeats": self.repeats}
+
+
 def analyze(configs: dict[str, ExperimentConfig], analyses: tuple[str, ...] | None = None, progress=None,
             cache: ArtifactCache | None = None, canaries: int = DEFAULT_CANARIES,
-            defense: tuple[str, float] | None = None, online_lira: int = 0, repeats: int = 1) -> dict[str, Any]:
+            defense: tuple[str, float] | None = None, online_lira: int = 0, repeats: int = 1) -> AnalyzeResults:
     """Run ``analyses`` (default: every registered one, :func:`core.analyses.registry.names`) for each
     architecture's config (``{"ffnn": cfg, "rnn": cfg}``), in registration order, and compute the
     verdicts that compare them. ``progress(stage, fraction)`` is told what runs.
@@ -357,7 +382,7 @@ def analyze(configs: dict[str, ExperimentConfig], analyses: tuple[str, ...] | No
                 refuse_loaded_victim(cfg, name)
     cache = cache or ArtifactCache()
     say = progress or (lambda stage, fraction: None)
-    out: dict[str, Any] = {"task": next(iter(configs.values())).task, "archs": list(configs), "verdicts": {}}
+    out: dict[str, Any] = {}
     summaries = {}
     for arch, cfg in configs.items():
         say(f"train & attack ({arch})", 0.0)
@@ -369,7 +394,8 @@ def analyze(configs: dict[str, ExperimentConfig], analyses: tuple[str, ...] | No
             out[entry.name] = entry.run(run)
             if entry.extras is not None:
                 out.update(entry.extras(run))
-    out["verdicts"] = verdicts(out, summaries)
+    found = verdicts(out, summaries)
+    task = next(iter(configs.values())).task
     if repeats >= 2 and {"ffnn", "rnn"} <= set(configs):
         compared = [a.name for a in repeated_analyses()]
         per_repeat = [{"runs": summaries, **{n: out[n] for n in compared if n in out}}]
@@ -377,8 +403,9 @@ def analyze(configs: dict[str, ExperimentConfig], analyses: tuple[str, ...] | No
             rcfg = {a: repeat_config(c, r) for a, c in configs.items()}
             per_repeat.append(_repeat_results(rcfg, [n for n in compared if n in analyses], cache,
                                               lambda stage, f, r=r: say(f"repeat {r + 1}/{repeats}: {stage}", f)))
-        out["repeats"] = repeated_verdicts(per_repeat, [repeat_config(configs["ffnn"], r).seed for r in range(repeats)])
-    return out
+        over = repeated_verdicts(per_repeat, [repeat_config(configs["ffnn"], r).seed for r in range(repeats)])
+        return AnalyzeResults(task, tuple(configs), found, out, over)
+    return AnalyzeResults(task, tuple(configs), found, out)
 
 
 def _repeat_results(configs: dict[str, ExperimentConfig], compared: list[str], cache: ArtifactCache, say
@@ -405,7 +432,8 @@ def _staged_job(name: str, fn):
 
 def _audit_job(cfg: ExperimentConfig, stage, params: dict[str, Any]) -> dict[str, Any]:
     m = int_param(params, "canaries", 100, 2, 100_000)
-    return canary_audit(cfg, m, progress=stage(f"audit ({cfg.arch}, {m} canaries)"))
+    # a job's result crosses to the page as its JSON layout, read there once (CanaryAudit.from_dict)
+    return canary_audit(cfg, m, progress=stage(f"audit ({cfg.arch}, {m} canaries)")).to_dict()
 
 
 def _budget_job(cfg: ExperimentConfig, stage, params: dict[str, Any]) -> dict[str, Any]:
@@ -413,21 +441,22 @@ def _budget_job(cfg: ExperimentConfig, stage, params: dict[str, Any]) -> dict[st
     fraction = stage(f"reference budget ({cfg.arch}, {online} online models)")
     result = budget_view(cfg, online=online)
     fraction(1.0)
-    return result
+    return result.to_dict()  # the page reads the layout (BudgetView.coerce), as analyses.json holds it
 
 
 def _budget_run(run: AnalysisRun) -> dict[str, Any]:
     out = {}
     for arch, cfg in run.configs.items():
         run.say(f"budget ({arch})", 0.0)
-        out[arch] = budget_view(cfg, cache=run.cache, online=run.online_lira)
+        out[arch] = budget_view(cfg, cache=run.cache, online=run.online_lira).to_dict()
     return out
 
 
 def _exposure_run(run: AnalysisRun) -> dict[str, Any]:
     run.say("exposure", 0.0)
     points = defended_points(run.configs, run.defense[0], run.defense[1], run.cache) if run.defense else None
-    return exposure_view(run.configs, run.summaries, defended=points, repeats=cached_repeats(run.configs, run.cache))
+    return exposure_view(run.configs, run.summaries, defended=points,
+                         repeats=cached_repeats(run.configs, run.cache)).to_dict()
 
 
 _FIGURES, _RECORD_FIGURES = "core.views.analysis_figures", "core.views.record_view_figures"
@@ -474,10 +503,11 @@ register_analysis(Analysis(
     "budget", "Reference budget", _budget_run, long=True, job=_budget_job, job_params=("online",),
     table=f"{_TABLES}:budget_points_table", figure=f"{_RECORD_FIGURES}:budget_figure"))
 register_analysis(Analysis(
-    "audit", "Audited ε", lambda run: audit_view(run.configs, run.summaries, run.canaries, run.cache, progress=run.say),
+    "audit", "Audited ε", lambda run: {a: v.to_dict() for a, v in audit_view(run.configs, run.summaries, run.canaries,
+                                                                              run.cache, progress=run.say).items()},
     verdict="audit_within_accountant", verdict_of=audit_verdict,
     long=True, job=_audit_job, job_params=("canaries",),
     table=f"{_TABLES}:audit_table", figure=f"{_RECORD_FIGURES}:audit_figure"))
 register_analysis(Analysis(
-    "slices", "Slices", lambda run: slices_view(run.configs, run.summaries),
+    "slices", "Slices", lambda run: slices_view(run.configs, run.summaries).to_dict(),
     table=f"{_TABLES}:slices_rows_table", figure=f"{_RECORD_FIGURES}:slices_figure"))
