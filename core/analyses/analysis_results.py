@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from core.experiment.typed_json import (BOOL, DICT, INT, NUM, STR, Typed, flags, mapping, null, numbers, objects,
+from core.experiment.typed_json import (BOOL, DICT, INT, LIST, NUM, STR, Typed, flags, mapping, null, numbers, objects,
                                         optional_numbers, sequence)
 
 
@@ -42,29 +42,37 @@ Boundary._FIELDS = {"signal": (STR, True), "threshold": (null(NUM), False)}
 
 @dataclass(frozen=True)
 class Surrogate(Open):
-    """A learned attack's surrogate on (log H, log CE): how often it agrees with the attack's decisions."""
+    """A learned attack's surrogate on (log H, log CE): how often it agrees with the attack's decisions, and its
+    member probability over the lattice ``x`` × ``y`` (rows: y; None away from the records)."""
 
     agreement: float
+    x: tuple[float, ...] = ()
+    y: tuple[float, ...] = ()
+    member_probability: list[list[float | None]] | None = None
 
     _WHAT: ClassVar[str] = "surrogate"
 
 
-Surrogate._FIELDS = {"agreement": (NUM, True)}
+Surrogate._FIELDS = {"agreement": (NUM, True), "x": (numbers(), False), "y": (numbers(), False),
+                     "member_probability": (LIST, False)}
 
 
 @dataclass(frozen=True)
 class ScatterAttack(Open):
-    """One attack in the scatter: its accuracy at its threshold and its boundary (threshold attacks) or
-    surrogate (learned attacks)."""
+    """One attack in the scatter: its accuracy at its threshold, its decision per record and whether each was
+    ``correct``, and its boundary (threshold attacks) or surrogate (learned attacks)."""
 
     accuracy: float
+    decision: tuple[bool, ...] | None = None
+    correct: tuple[bool, ...] | None = None
     boundary: Boundary | None = None
     surrogate: Surrogate | None = None
 
     _WHAT: ClassVar[str] = "scatter attack"
 
 
-ScatterAttack._FIELDS = {"accuracy": (NUM, True), "boundary": (null(objects(Boundary)), False),
+ScatterAttack._FIELDS = {"accuracy": (NUM, True), "decision": (flags(), False), "correct": (flags(), False),
+                         "boundary": (null(objects(Boundary)), False),
                          "surrogate": (null(objects(Surrogate)), False)}
 
 
