@@ -1,29 +1,25 @@
 """The analyses' results read typed (issue 29): the JSON that :mod:`core.analyses.analysis` and
 :mod:`core.analyses.record_views` produce — and that the worker jobs, ``analyses.json`` and the cache carry —
-checked once by ``from_dict`` (:class:`core.experiment.typed_json.Typed`: one-line
+checked once by ``from_dict`` (:class:`core.foundations.typed_json.Typed`: one-line
 :class:`core.foundations.errors.ResultFormatError` naming a missing or ill-typed field) and read by attribute.
+The producers return these types from birth (built by ``from_dict`` of the dict they build, so ``to_dict()``
+is that dict); the JSON boundaries (``analyses.json``, a worker job's result, the page's exports) write it.
 
-Every layout here is open (``_STRICT`` False): it types the fields its readers use (the Analyses page's
-captions and tables, :mod:`core.views.analyses_text`) and keeps the rest (the per-record lists the figures
-draw) in ``extra``, so ``to_dict()`` gives back exactly the dict read and nothing written changes."""
+Every layout here is open (:class:`core.foundations.typed_json.Open`): it types the fields its readers use (the
+Analyses page's captions and tables, :mod:`core.views.analyses_text`) and keeps the rest (the per-record lists the
+figures draw) in ``extra``, so ``to_dict()`` gives back exactly the dict read and nothing written changes. A
+result born on the measurement floor is its own layout here (one class per concept): the exposure quadrants'
+:class:`core.measurement.exposure.QuadrantCount`, the budget's :class:`core.measurement.budget.BudgetCurve` and
+:class:`core.measurement.budget.BudgetPoint`."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import ClassVar
 
-from core.experiment.typed_json import (BOOL, DICT, INT, LIST, NUM, STR, Typed, flags, mapping, null, numbers, objects,
-                                        optional_numbers, sequence)
-
-
-@dataclass(frozen=True)
-class Open(Typed):
-    """An open layout: the typed fields, and every other key of the dict read kept in ``extra`` (``keys``: the
-    dict's order), so ``to_dict()`` is the dict read. Keyword-only, so a layout lists its own fields first."""
-
-    extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
-    keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
-
-    _STRICT: ClassVar[bool] = False
+from core.foundations.typed_json import (BOOL, INT, LIST, NUM, STR, Open, flags, mapping, null, numbers, objects,
+                                         optional_numbers, sequence)
+from core.measurement.budget import BudgetCurve
+from core.measurement.exposure import QuadrantCount
 
 
 # ---------------------------------------------------------------------------- entropy scatter
@@ -174,30 +170,6 @@ Vulnerability._FIELDS = {"best_val_epoch": (null(INT), False), "gap_final": (nul
 
 # ---------------------------------------------------------------------------- exposure per record
 @dataclass(frozen=True)
-class QuadrantCount(Open):
-    """Members (or non-members) in one quadrant (:class:`core.measurement.exposure.QuadrantCount`'s JSON)."""
-
-    name: str
-    count: int
-    n: int
-    share: float
-    share_low: float
-    share_high: float
-    repeats: int | None = None
-    mean_count: float | None = None
-    count_low: float | None = None
-    count_high: float | None = None
-
-    _WHAT: ClassVar[str] = "quadrant count"
-
-
-QuadrantCount._FIELDS = {
-    "name": (STR, True), "count": (INT, True), "n": (INT, True), "share": (NUM, True), "share_low": (NUM, True),
-    "share_high": (NUM, True), "repeats": (INT, False), "mean_count": (null(NUM), False),
-    "count_low": (null(NUM), False), "count_high": (null(NUM), False)}
-
-
-@dataclass(frozen=True)
 class Realised(Open):
     """One architecture's decisions at an FPR (:class:`core.measurement.exposure.Exposure`'s JSON): the FPR its
     threshold realised, and the threshold (in the score's units)."""
@@ -281,53 +253,15 @@ ExposureView._FIELDS = {
 
 # ---------------------------------------------------------------------------- reference budget
 @dataclass(frozen=True)
-class BudgetPointView(Open):
-    """One budget of a curve (:class:`core.measurement.budget.BudgetPoint`'s JSON): AUC and TPR per FPR (keys
-    ``"0.01"``, ``"0.001"``) with their 2.5–97.5 % spread over the ``draws`` reference subsets."""
-
-    n_references: int
-    draws: int
-    auc: float
-    auc_low: float
-    auc_high: float
-    tpr_at_fpr: dict[str, float]
-    tpr_low: dict[str, float]
-    tpr_high: dict[str, float]
-
-    _WHAT: ClassVar[str] = "budget point"
-
-
-BudgetPointView._FIELDS = {"n_references": (INT, True), "draws": (INT, True), "auc": (NUM, True),
-                           "auc_low": (NUM, True), "auc_high": (NUM, True), "tpr_at_fpr": (mapping(NUM), True),
-                           "tpr_low": (mapping(NUM), True), "tpr_high": (mapping(NUM), True)}
-
-
-@dataclass(frozen=True)
-class BudgetCurveView(Open):
-    """One attack's curve against the number of references (:class:`core.measurement.budget.BudgetCurve`)."""
-
-    n_available: int
-    points: tuple[BudgetPointView, ...]
-    flattens_at: int | None = None
-    n_non_members: int | None = None
-
-    _WHAT: ClassVar[str] = "budget curve"
-
-
-BudgetCurveView._FIELDS = {"n_available": (INT, True), "points": (sequence(objects(BudgetPointView)), True),
-                           "flattens_at": (null(INT), False), "n_non_members": (INT, False)}
-
-
-@dataclass(frozen=True)
 class BudgetView(Open):
     """One architecture's reference budget (:func:`core.analyses.record_views.budget_view`)."""
 
-    curves: dict[str, BudgetCurveView]
+    curves: dict[str, BudgetCurve]
 
     _WHAT: ClassVar[str] = "budget"
 
 
-BudgetView._FIELDS = {"curves": (mapping(objects(BudgetCurveView)), True)}
+BudgetView._FIELDS = {"curves": (mapping(objects(BudgetCurve)), True)}
 
 
 # ---------------------------------------------------------------------------- audited ε

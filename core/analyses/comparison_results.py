@@ -1,6 +1,6 @@
 """The FFNN-vs-RNN comparison read typed (issue 29): the JSON of :func:`core.analyses.repeats.comparison_json`
 (``compare``'s output, a run's repeats view, the matched view's and the Home page's comparison), checked once
-by ``from_dict`` (:class:`core.experiment.typed_json.Typed`) and read by attribute by the views that print its
+by ``from_dict`` (:class:`core.foundations.typed_json.Typed`) and read by attribute by the views that print its
 verdicts and table (:mod:`core.views.run_text`, :mod:`core.views.repeat_figures`, :mod:`core.views.run_view`).
 
 Every layout here is open (``_STRICT`` False): it types the fields its readers use and keeps the rest in
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from core.experiment.typed_json import DICT, INT, NUM, STR, Typed, mapping, null, objects, sequence
+from core.foundations.typed_json import DICT, INT, NUM, STR, Typed, mapping, null, objects, sequence
 
 _EXTRA = dict(default_factory=dict, kw_only=True)
 _KEYS = dict(default=(), repr=False, compare=False, kw_only=True)

@@ -9,8 +9,9 @@ from typing import Any, Mapping
 import pandas as pd
 
 from core.analyses import registry as analysis_registry
-from core.analyses.analysis_results import AuditView, BudgetPointView, BudgetView, ExposureView, Scatter, SlicesView
+from core.analyses.analysis_results import AuditView, BudgetView, ExposureView, Scatter, SlicesView
 from core.analyses.own_models import Mismatch
+from core.measurement.budget import BudgetPoint
 from core.analyses.registry import resolve
 
 
@@ -74,7 +75,7 @@ def exposure_records_table(ex: ExposureView | Mapping[str, Any]) -> pd.DataFrame
 def budget_points_table(budget: Mapping[str, BudgetView | Mapping[str, Any]]) -> pd.DataFrame:
     """One row per budget point; the spread over reference subsets only where there were two or more (one
     subset — all references — has no spread: empty cells, not a low = high "interval")."""
-    def spread(p: BudgetPointView, value: Any) -> Any:
+    def spread(p: BudgetPoint, value: Any) -> Any:
         return value if p.draws > 1 else None
 
     return pd.DataFrame([
