@@ -13,7 +13,7 @@ result born on the measurement floor is its own layout here (one class per conce
 :class:`core.measurement.budget.BudgetPoint`."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from core.foundations.typed_json import (BOOL, INT, LIST, NUM, STR, Open, flags, mapping, null, numbers, objects,
@@ -504,3 +504,15 @@ class SlicesView(Open):
 
 SlicesView._FIELDS = {"attack": (STR, True), "min_records": (INT, True),
                       "archs": (mapping(mapping(sequence(objects(SliceRow)))), True)}
+
+
+@dataclass(frozen=True)
+class ReportViews:
+    """The per-record views a run report shows (:func:`core.analyses.record_views.report_views`): each None (the
+    budget: empty) where the runs cannot give it, and then its reason under ``skipped`` (the view's name, per
+    architecture for the budget → the reason). Not written as JSON: the report draws it."""
+
+    exposure: ExposureView | None = None
+    budget: dict[str, BudgetView] = field(default_factory=dict)
+    slices: SlicesView | None = None
+    skipped: dict[str, str] = field(default_factory=dict)

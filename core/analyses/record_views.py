@@ -46,7 +46,7 @@ from core.measurement.exposure import EXPOSURE_FPRS, flips, fpr_label, quadrants
 from core.measurement.metrics import empirical_epsilon
 from core.experiment.pipeline import cached_summary, trained_models
 from core.experiment.results import DefendedPoint, RunRecords, RunSummary
-from core.analyses.analysis_results import AuditView, BudgetView, CanaryAudit, ExposureView, SlicesView
+from core.analyses.analysis_results import AuditView, BudgetView, CanaryAudit, ExposureView, ReportViews, SlicesView
 from core.experiment.reference_attacks import (LIRA_ONLINE, fit_reference_attacks, lira_scores, online_references,
     reference_inputs, score_reference_attacks)
 from core.analyses.repeats import repeat_config
@@ -326,7 +326,7 @@ def slices_view(configs: dict[str, ExperimentConfig], summaries: dict[str, RunSu
 
 # ---------------------------------------------------------------------------- the run report's views
 def report_views(configs: dict[str, ExperimentConfig], summaries: dict[str, RunSummary],
-                 cache: ArtifactCache | None = None, budget: bool = True) -> dict[str, Any]:
+                 cache: ArtifactCache | None = None, budget: bool = True) -> ReportViews:
     """The per-record views a run report shows (:func:`core.views.report.run_report`), from what is cached
     only — nothing trains: ``exposure`` (both architectures, with the cached repeats' intervals),
     ``budget`` (each architecture with ≥ 2 shadows whose models are all still cached; with
@@ -334,31 +334,29 @@ def report_views(configs: dict[str, ExperimentConfig], summaries: dict[str, RunS
     runs cannot give (any :class:`MIAError` of its computation) is under ``skipped`` with the reason:
     the report is still written."""
     cache = cache or ArtifactCache()
-    out: dict[str, Any] = {"skipped": {}}
+    skipped: dict[str, str] = {}
+    exposure = slices = None
     if len(configs) == 2:
         try:
-            out["exposure"] = exposure_view(configs, summaries, repeats=cached_repeats(configs, cache))
+            exposure = exposure_view(configs, summaries, repeats=cached_repeats(configs, cache))
         except MIAError as exc:
-            out["skipped"]["exposure"] = str(exc)
+            skipped["exposure"] = str(exc)
     else:
-        out["skipped"]["exposure"] = "compares two architectures: report on both ffnn and rnn"
-    if budget:
-        budgets = {}
-        for arch, cfg in configs.items():
-            roles = ["victim", *(f"shadow_{i}" for i in range(cfg.n_shadows))]
-            if cfg.n_shadows < 2:
-                out["skipped"][f"budget ({arch})"] = "needs at least 2 shadows as references (n_shadows ≥ 2)"
-            elif not all(is_cached(cfg, role, cache) for role in roles):
-                out["skipped"][f"budget ({arch})"] = "the run's models are no longer cached (rerun it to refit)"
-            else:
-                try:
-                    budgets[arch] = budget_view(cfg, cache=cache)
-                except MIAError as exc:
-                    out["skipped"][f"budget ({arch})"] = str(exc)
-        if budgets:
-            out["budget"] = budgets
+        skipped["exposure"] = "compares two architectures: report on both ffnn and rnn"
+    budgets: dict[str, BudgetView] = {}
+    for arch, cfg in configs.items() if budget else ():
+        roles = ["victim", *(f"shadow_{i}" for i in range(cfg.n_shadows))]
+        if cfg.n_shadows < 2:
+            skipped[f"budget ({arch})"] = "needs at least 2 shadows as references (n_shadows ≥ 2)"
+        elif not all(is_cached(cfg, role, cache) for role in roles):
+            skipped[f"budget ({arch})"] = "the run's models are no longer cached (rerun it to refit)"
+        else:
+            try:
+                budgets[arch] = budget_view(cfg, cache=cache)
+            except MIAError as exc:
+                skipped[f"budget ({arch})"] = str(exc)
     try:
-        out["slices"] = slices_view(configs, summaries)
+        slices = slices_view(configs, summaries)
     except MIAError as exc:
-        out["skipped"]["slices"] = str(exc)
-    return out
+        skipped["slices"] = str(exc)
+    return ReportViews(exposure, budgets, slices, skipped)
