@@ -174,7 +174,8 @@ def defended_scatter(mechanism: str, value: float) -> dict[str, dict]:
     and boundaries unchanged, its scores on the defended outputs): the Defenses page's points."""
     points = {arch: defender_for(cfg).point(DefenseSpec(mechanism, value), "naive", utility=False, quantile=True)
               for arch, cfg in configs.items()}
-    return analyses_view.defended_scatter(view.summaries, points)
+    # drawn beside the undefended scatter, which the view holds in analyses.json's layout: the same layout here
+    return {arch: sc.to_dict() for arch, sc in analyses_view.defended_scatter(view.summaries, points).items()}
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)

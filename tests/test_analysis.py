@@ -155,7 +155,7 @@ def test_defended_summary_keeps_the_naive_boundaries_and_reads_defended_records(
     assert set(defended.per_record.scores) == {"loss_threshold"}  # only attacks the summary knows
     sc = analysis.entropy_scatter(defended)
     # the member's defended loss 1.5 is above the naive threshold: now taken for a non-member
-    assert sc["attacks"]["loss_threshold"]["decision"] == [False, False]
+    assert sc.attacks["loss_threshold"].decision == (False, False)
     with pytest.raises(ConfigError):
         analysis.defended_summary(RunSummary.from_dict(summary),
                                   RunRecords.from_dict({"ape": [], "cross_entropy": [], "membership": []}))
@@ -318,7 +318,7 @@ def _synthetic_summary(arch: str = "rnn", n: int = 400, seed: int = 0) -> RunSum
 
 
 def test_scatter_flags_clipped_records_and_keeps_boundaries_in_the_records_range():
-    sc = analysis.entropy_scatter(_synthetic_summary())
+    sc = analysis.entropy_scatter(_synthetic_summary()).to_dict()  # the layout analyses.json holds
     ly = np.asarray(sc["log10_cross_entropy"])
     clipped = np.asarray(sc["clipped_cross_entropy"])
     assert clipped.sum() == 50 and clipped[:50].all()  # exactly the records at 0 are flagged
@@ -347,7 +347,7 @@ def test_scatter_flags_clipped_records_and_keeps_boundaries_in_the_records_range
 def test_scatter_figure_draws_populations_clipped_marks_and_clips_shapes_to_the_box():
     from core.views.analysis_figures import SCALES, scatter_figure
 
-    scatters = {a: analysis.entropy_scatter(_synthetic_summary(a, seed=i)) for i, a in enumerate(("ffnn", "rnn"))}
+    scatters = {a: analysis.entropy_scatter(_synthetic_summary(a, seed=i)).to_dict() for i, a in enumerate(("ffnn", "rnn"))}
     for scale in SCALES:
         for attack in ("shadow", "loss_threshold"):
             fig = scatter_figure(scatters, attack, scale)

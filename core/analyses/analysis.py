@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from core.analyses.analysis_results import EpochRow
+from core.analyses.analysis_results import EpochRow, ExposedMember, Scatter, Vulnerability
 from core.analyses.own_models import memorization, mismatch
 from core.experiment.cache import ArtifactCache
 from core.foundations.config import ExperimentConfig
@@ -154,7 +154,7 @@ def near_records(surrogate: dict[str, Any], x: np.ndarray, y: np.ndarray, reach:
     return {**surrogate, "member_probability": z.tolist(), "reach": reach}
 
 
-def entropy_scatter(summary: RunSummary) -> dict[str, Any]:
+def entropy_scatter(summary: RunSummary) -> Scatter:
     """The data of paper 000 Fig. 5 for one run (see the module docstring), from its summary.
 
     Signals at or below 1e-12 (a confident correct answer's cross-entropy underflows) are flagged
@@ -189,13 +189,15 @@ def entropy_scatter(summary: RunSummary) -> dict[str, Any]:
             surrogate_boundary(fx, fy, decided, x_range=(x_lo, x_range[1]), y_range=(y_lo, y_range[1])), fx, fy)}
         attacks[name] = {"decision": decided.tolist(), "correct": (decided == member).tolist(),
                          "accuracy": float((decided == member).mean()), **where}
-    return {"arch": run.arch, "task": run.task, "log10_ape": lx.tolist(), "log10_cross_entropy": ly.tolist(),
-            "membership": member.tolist(), "clipped_ape": cx.tolist(), "clipped_cross_entropy": cy.tolist(),
-            "floor": _FLOOR, "range": {"log10_ape": list(x_range), "log10_cross_entropy": list(y_range)},
-            "strip": {"log10_ape": clip_strip(*x_range), "log10_cross_entropy": clip_strip(*y_range)},
-            "attacks": attacks, "quadrant": best_quadrant(ape, ce, member),
-            "mean_ape": {"members": float(ape[member].mean()), "non_members": float(ape[~member].mean())},
-            "mean_cross_entropy": {"members": float(ce[member].mean()), "non_members": float(ce[~member].mean())}}
+    # typed as it is born: to_dict() is this dict (analyses.json's scatter of one architecture)
+    return Scatter.from_dict({
+        "arch": run.arch, "task": run.task, "log10_ape": lx.tolist(), "log10_cross_entropy": ly.tolist(),
+        "membership": member.tolist(), "clipped_ape": cx.tolist(), "clipped_cross_entropy": cy.tolist(),
+        "floor": _FLOOR, "range": {"log10_ape": list(x_range), "log10_cross_entropy": list(y_range)},
+        "strip": {"log10_ape": clip_strip(*x_range), "log10_cross_entropy": clip_strip(*y_range)},
+        "attacks": attacks, "quadrant": best_quadrant(ape, ce, member),
+        "mean_ape": {"members": float(ape[member].mean()), "non_members": float(ape[~member].mean())},
+        "mean_cross_entropy": {"members": float(ce[member].mean()), "non_members": float(ce[~member].mean())}})
 
 
 def point_records(point: DefendedPoint) -> RunRecords:
@@ -220,7 +222,7 @@ def defended_summary(summary: RunSummary, records: RunRecords) -> RunSummary:
     return RunSummary.from_dict({**run.to_dict(), "records": block})
 
 
-def most_exposed(summary: RunSummary, attack: str | None = None, top: int = 10) -> list[dict[str, Any]]:
+def most_exposed(summary: RunSummary, attack: str | None = None, top: int = 10) -> list[ExposedMember]:
     """Members with the highest attack score (position in the evaluation set, score, APE, CE)."""
     rec = summary.per_record
     attack = attack or summary.primary
@@ -229,12 +231,12 @@ def most_exposed(summary: RunSummary, attack: str | None = None, top: int = 10) 
     scores = np.asarray(rec.scores_of(attack))
     member = np.asarray(rec.membership, bool)
     order = [int(i) for i in np.argsort(-scores) if member[i]][:top]
-    return [{"position": i, "score": float(scores[i]), "ape": rec.ape[i], "cross_entropy": rec.cross_entropy[i]}
-            for i in order]
+    return [ExposedMember.from_dict({"position": i, "score": float(scores[i]), "ape": rec.ape[i],
+                                     "cross_entropy": rec.cross_entropy[i]}) for i in order]
 
 
 # ---------------------------------------------------------------------------- over training
-def vulnerability(models: TrainedModels, summary: RunSummary) -> dict[str, Any]:
+def vulnerability(models: TrainedModels, summary: RunSummary) -> Vulnerability:
     """Paper 000 Fig. 4 for one run: per epoch utility, per checkpoint APE and attack numbers."""
     run = summary
     member = models.eval_membership
@@ -259,9 +261,9 @@ def vulnerability(models: TrainedModels, summary: RunSummary) -> dict[str, Any]:
         r = by_epoch.get(e)
         return None if r is None or r.utility_train is None else r.utility_train - r.utility_val
 
-    return {"arch": run.arch, "rows": [r.to_dict() for r in rows], "best_val_epoch": best,
-            "gap_at_best": gap(best) if best else None, "gap_final": gap(rows[-1].epoch) if rows else None,
-            "attack": primary}
+    return Vulnerability.from_dict({"arch": run.arch, "rows": rows, "best_val_epoch": best,  # the rows typed already
+                                    "gap_at_best": gap(best) if best else None,
+                                    "gap_final": gap(rows[-1].epoch) if rows else None, "attack": primary})
 
 
 def _spread(epochs: int, points: int) -> tuple[int, ...]:
@@ -269,7 +271,7 @@ def _spread(epochs: int, points: int) -> tuple[int, ...]:
 
 
 def overtraining(cfg: ExperimentConfig, factor: int = 3, points: int = 8, progress=None,
-                 cache: ArtifactCache | None = None) -> dict[str, Any]:
+                 cache: ArtifactCache | None = None) -> Vulnerability:
     """Attack accuracy at epochs up to ``factor`` × the preset's, a separate attack per checkpoint.
     ``progress(fraction)`` is told how far the (cached) longer run is."""
     refuse_loaded_victim(cfg, "overtraining")
@@ -279,8 +281,8 @@ def overtraining(cfg: ExperimentConfig, factor: int = 3, points: int = 8, progre
     summary = run_experiment(long.validate(), progress=(lambda ev: progress(ev.overall_fraction)) if progress else None,
                              cache=cache).run
     models = trained_models(long, cache=cache)
-    v = vulnerability(models, summary)
-    return {**v, "epochs": long.epochs, "preset_epochs": cfg.epochs, "config_hash": long.config_hash}
+    return vulnerability(models, summary).with_json({"epochs": long.epochs, "preset_epochs": cfg.epochs,
+                                                      "config_hash": long.config_hash})
 
 
 # ---------------------------------------------------------------------------- how long a long analysis takes
@@ -430,6 +432,12 @@ def _staged_job(name: str, fn):
     return lambda cfg, stage, params: fn(cfg, progress=stage(f"{name} ({cfg.arch})"))
 
 
+def _laid_out(fn):
+    """``fn`` with its typed result written as its JSON layout (``to_dict``): what ``analyses.json`` and a worker
+    job's result carry, read typed again by whoever draws them."""
+    return lambda *args, **kwargs: fn(*args, **kwargs).to_dict()
+
+
 def _audit_job(cfg: ExperimentConfig, stage, params: dict[str, Any]) -> dict[str, Any]:
     m = int_param(params, "canaries", 100, 2, 100_000)
     # a job's result crosses to the page as its JSON layout, read there once (CanaryAudit.from_dict)
@@ -467,15 +475,15 @@ register_analysis(Analysis(
     "runs", "Train & attack", None, verdict="rnn_more_vulnerable", verdict_of=runs_verdict,
     repeat=Repeat(runs_pair, -1, "final attack accuracy"), listed=False))
 register_analysis(Analysis(
-    "scatter", "Entropy scatter", lambda run: run.per_arch(lambda cfg, s: entropy_scatter(s)),
+    "scatter", "Entropy scatter", lambda run: run.per_arch(lambda cfg, s: entropy_scatter(s).to_dict()),
     verdict="lower_member_entropy", verdict_of=scatter_verdict,
     repeat=Repeat(scatter_pair, -1, "entropy gap (non-members' − members' mean APE, nats): the RNN separates them "
                                      "more"),
     table=f"{_TABLES}:scatter_table", figure=f"{_REPORT}:scatter_figure",
-    extras=lambda run: {"most_exposed": run.per_arch(lambda cfg, s: most_exposed(s))}))
+    extras=lambda run: {"most_exposed": run.per_arch(lambda cfg, s: [m.to_dict() for m in most_exposed(s)])}))
 register_analysis(Analysis(
     "vulnerability", "Over training",
-    lambda run: run.per_arch(lambda cfg, s: vulnerability(trained_models(cfg, cache=run.cache), s)),
+    lambda run: run.per_arch(lambda cfg, s: vulnerability(trained_models(cfg, cache=run.cache), s).to_dict()),
     verdict="rnn_more_vulnerable_over_training", verdict_of=vulnerability_verdict,
     repeat=Repeat(vulnerability_pair, -1, "attack accuracy averaged over the shared checkpoint epochs"),
     table=f"{_TABLES}:rows_table", figure=f"{_FIGURES}:vulnerability_figure"))
@@ -486,10 +494,10 @@ register_analysis(Analysis(
     long=True, job=_staged_job("memorization", memorization),
     table=f"{_TABLES}:memorization_table", figure=f"{_FIGURES}:memorization_figure"))
 register_analysis(Analysis(
-    "overtraining", "Overtraining", lambda run: run.staged("overtraining", overtraining),
+    "overtraining", "Overtraining", lambda run: run.staged("overtraining", _laid_out(overtraining)),
     verdict="overtraining_raises_ffnn_more", verdict_of=overtraining_verdict,
     repeat=Repeat(overtraining_pair, +1, "rise of the attack accuracy past the best validation epoch"),
-    long=True, job=_staged_job("overtraining", overtraining),
+    long=True, job=_staged_job("overtraining", _laid_out(overtraining)),
     table=f"{_TABLES}:rows_table", figure=f"{_FIGURES}:overtraining_figure"))
 register_analysis(Analysis(
     "mismatch", "Model mismatch", lambda run: run.staged("mismatch", mismatch),

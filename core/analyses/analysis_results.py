@@ -117,18 +117,20 @@ Scatter._FIELDS = {"attacks": (mapping(objects(ScatterAttack)), True), "quadrant
 
 @dataclass(frozen=True)
 class ExposedMember(Open):
-    """One of the scatter's most exposed members: its data ``index`` (where known), score, APE and CE."""
+    """One of the scatter's most exposed members (:func:`core.analyses.analysis.most_exposed`): its ``position`` in
+    the evaluation set, its data ``index`` (where known), score, APE and CE."""
 
     score: float
     ape: float
     cross_entropy: float
+    position: int | None = None
     index: int | None = None
 
     _WHAT: ClassVar[str] = "most exposed member"
 
 
-ExposedMember._FIELDS = {"score": (NUM, True), "ape": (NUM, True), "cross_entropy": (NUM, True),
-                         "index": (INT, False)}
+ExposedMember._FIELDS = {"position": (INT, False), "score": (NUM, True), "ape": (NUM, True),
+                         "cross_entropy": (NUM, True), "index": (INT, False)}
 
 
 @dataclass(frozen=True)
