@@ -71,9 +71,9 @@ def test_sequential_training_learns_each_block_in_order():
     assert [r.block for r in curve] == [1, 1, 1, 2, 2, 2]
     assert [r.step for r in curve] == list(range(1, 7))
     assert curve[2].utility_current_block > 0.3  # block 1 was learned while it was current
-    m = own_models.memorization(cfg, blocks=2, epochs_per_block=2)
+    m = own_models.memorization(cfg, blocks=2, epochs_per_block=2).to_dict()
     assert [b["block"] for b in m["blocks"]] == [1, 2] and m["block_size"] == 20
-    assert own_models.memorization(cfg, blocks=2, epochs_per_block=2) == m  # cached
+    assert own_models.memorization(cfg, blocks=2, epochs_per_block=2).to_dict() == m  # cached
     # built typed, written in the layout it had as a dict (keys in this order; the cache stores these bytes)
     assert list(m) == ["arch", "blocks", "curve", "block_size", "epochs_per_block", "n_eval_per_block", "attack"]
     assert list(m["blocks"][0]) == ["block", "attack_accuracy", "attack_auc", "accuracies", "ape_members",
@@ -85,7 +85,7 @@ def test_sequential_training_learns_each_block_in_order():
 
 def test_mismatched_shadows_attack_the_same_victim():
     cfg = get_task("image").make_config("ffnn", "quick", TINY)
-    m = own_models.mismatch(cfg, scales=(0.5, 1.0))
+    m = own_models.mismatch(cfg, scales=(0.5, 1.0)).to_dict()
     assert [r["scale"] for r in m["rows"]] == [1.0, 0.5, 1.0] and [r["cnn_width"] for r in m["rows"]] == [16, 8, 16]
     assert list(m) == ["arch", "knob", "rows", "attack"] and list(m["rows"][0]) == ["scale", "cnn_width", "accuracy"]
     typed = own_models.Mismatch.from_dict(m)

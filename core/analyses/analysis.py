@@ -488,10 +488,10 @@ register_analysis(Analysis(
     repeat=Repeat(vulnerability_pair, -1, "attack accuracy averaged over the shared checkpoint epochs"),
     table=f"{_TABLES}:rows_table", figure=f"{_FIGURES}:vulnerability_figure"))
 register_analysis(Analysis(
-    "memorization", "Memorization", lambda run: run.staged("memorization", memorization),
+    "memorization", "Memorization", lambda run: run.staged("memorization", _laid_out(memorization)),
     verdict="ffnn_forgets_early_blocks", verdict_of=memorization_verdict,
     repeat=Repeat(memorization_pair, -1, "attack accuracy on the first block learned"),
-    long=True, job=_staged_job("memorization", memorization),
+    long=True, job=_staged_job("memorization", _laid_out(memorization)),
     table=f"{_TABLES}:memorization_table", figure=f"{_FIGURES}:memorization_figure"))
 register_analysis(Analysis(
     "overtraining", "Overtraining", lambda run: run.staged("overtraining", _laid_out(overtraining)),
@@ -500,9 +500,9 @@ register_analysis(Analysis(
     long=True, job=_staged_job("overtraining", _laid_out(overtraining)),
     table=f"{_TABLES}:rows_table", figure=f"{_FIGURES}:overtraining_figure"))
 register_analysis(Analysis(
-    "mismatch", "Model mismatch", lambda run: run.staged("mismatch", mismatch),
+    "mismatch", "Model mismatch", lambda run: run.staged("mismatch", _laid_out(mismatch)),
     verdict="mismatch_costs_little", verdict_of=mismatch_verdict,
-    long=True, job=_staged_job("mismatch", mismatch),
+    long=True, job=_staged_job("mismatch", _laid_out(mismatch)),
     table=f"{_TABLES}:mismatch_table", figure=f"{_FIGURES}:mismatch_figure"))
 register_analysis(Analysis(
     "exposure", "Exposure per record", _exposure_run,
