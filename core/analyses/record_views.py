@@ -2,8 +2,9 @@
 defense), the attacker's reference budget, an audited ε beside the accountant's, and
 vulnerability per slice. The math is in the pure modules :mod:`core.measurement.exposure`,
 :mod:`core.measurement.budget`, :mod:`core.measurement.audit` and :mod:`core.measurement.slices`; this module feeds them the cached
-summaries and models and returns JSON-able dicts (the CLI's ``analyze`` writes them, the
-Analyses page draws them).
+summaries and models and returns their typed results (:mod:`core.analyses.analysis_results`, each built by
+``from_dict`` of the dict it always built: ``to_dict()`` is what the CLI's ``analyze`` writes; the Analyses
+page and the run report draw them).
 
 Every view but the audit reads what the runs already cached: the per-record scores in each
 summary (``records.scores``), the shadows' answers (LiRA/RMIA's references) and the defended
