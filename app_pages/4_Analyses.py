@@ -10,7 +10,7 @@ import json
 import streamlit as st
 
 from core.analyses import analyses_view, analysis, record_views
-from core.analyses.analysis_results import ExposureView, SlicesView
+from core.analyses.analysis_results import CanaryAudit, ExposureView, SlicesView
 from core.analyses import registry as analysis_registry
 from core.defenses import registry as defense_registry
 from core.views import analyses_text, analysis_figures, analysis_tables, record_view_figures, report
@@ -174,7 +174,8 @@ def defended_scatter(mechanism: str, value: float) -> dict[str, dict]:
     and boundaries unchanged, its scores on the defended outputs): the Defenses page's points."""
     points = {arch: defender_for(cfg).point(DefenseSpec(mechanism, value), "naive", utility=False, quantile=True)
               for arch, cfg in configs.items()}
-    return analyses_view.defended_scatter(view.summaries, points)
+    # drawn beside the undefended scatter, which the view holds in analyses.json's layout: the same layout here
+    return {arch: sc.to_dict() for arch, sc in analyses_view.defended_scatter(view.summaries, points).items()}
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)
@@ -329,7 +330,7 @@ HASHES = tuple(c.config_hash for c in configs.values())
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def exposure_of(hashes: tuple[str, ...], attack: str | None, mechanism: str | None, value: float | None,
-                _configs: dict[str, ExperimentConfig]) -> dict:
+                _configs: dict[str, ExperimentConfig]) -> ExposureView:
     """The exposure view (quadrants at both FPRs, flips behind a defense): reads cached scores only."""
     points = None
     if mechanism is not None:
@@ -341,7 +342,7 @@ def exposure_of(hashes: tuple[str, ...], attack: str | None, mechanism: str | No
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def slices_of(hashes: tuple[str, ...], attack: str | None, _configs: dict[str, ExperimentConfig]) -> dict:
+def slices_of(hashes: tuple[str, ...], attack: str | None, _configs: dict[str, ExperimentConfig]) -> SlicesView:
     return record_views.slices_view(_configs, {a: summary_of(c) for a, c in _configs.items()}, attack)
 
 
@@ -388,23 +389,22 @@ for _ in drawn(tabs[5]):
         st.error(f"Could not compute the exposure view: {exc}")
         exposed = None
     if exposed is not None:
-        all_results["exposure"] = exposed
+        all_results["exposure"] = exposed.to_dict()  # the exports' layout (analyses.json)
         fig = record_view_figures.exposure_figure(exposed, fpr)
         event = st.plotly_chart(fig, width="stretch", on_select="rerun", selection_mode=("points",),
                                 key="exposure-scatter")
-        typed = ExposureView.from_dict(exposed)  # read once: the table, captions and the record below
-        names = record_view_figures.quadrant_names(typed.archs)
-        st.dataframe(analyses_text.quadrant_rows(typed, fpr, names), hide_index=True)
-        st.caption(analyses_text.exposure_caption(typed, fpr))
-        for line in analyses_text.flip_lines(typed, fpr, behind, val if val is not None else 0.0):
+        names = record_view_figures.quadrant_names(exposed.archs)
+        st.dataframe(analyses_text.quadrant_rows(exposed, fpr, names), hide_index=True)
+        st.caption(analyses_text.exposure_caption(exposed, fpr))
+        for line in analyses_text.flip_lines(exposed, fpr, behind, val if val is not None else 0.0):
             st.markdown(line)
         picked = [p for p in ((event.selection.points if event and getattr(event, "selection", None) else []) or [])
                   if p.get("customdata") is not None]
-        first = picked[0]["customdata"] if picked else analyses_text.first_record(typed, fpr)
+        first = picked[0]["customdata"] if picked else analyses_text.first_record(exposed, fpr)
         first = int(first[0] if isinstance(first, list) else first)
         position = st.number_input("Record (position in the evaluated set; click a point to pick it)", 0,
-                                   len(typed.records) - 1, first, key=f"exposure:record:{first}")
-        show_record(int(position), typed)
+                                   len(exposed.records) - 1, first, key=f"exposure:record:{first}")
+        show_record(int(position), exposed)
         downloads("exposure", all_results, fig)
 
 for _ in drawn(tabs[6]):
@@ -465,9 +465,12 @@ for _ in drawn(tabs[7]):
         group = manager.group([configs["ffnn"], configs["rnn"]], "analysis", params)
         done = job_results(group)
         if done is not None:
-            audits = {a: record_views.audit_beside(entry, summaries[a]) for a, entry in done.items()}
-            view = view.with_results(audit=audits)  # its verdict joins the others
-            all_results.update(audit=audits, verdicts=view.verdicts)
+            # each job's canary audit arrives as its JSON layout: read once, typed
+            audits = {a: record_views.audit_beside(CanaryAudit.from_dict(entry), summaries[a])
+                      for a, entry in done.items()}
+            laid_out = {a: v.to_dict() for a, v in audits.items()}  # analyses.json's layout
+            view = view.with_results(audit=laid_out)  # its verdict joins the others
+            all_results.update(audit=laid_out, verdicts=view.verdicts)
             fig = record_view_figures.audit_figure(audits)
             st.plotly_chart(fig, width="stretch")
             st.dataframe(analyses_text.audit_rows(audits), hide_index=True)
@@ -497,8 +500,8 @@ for _ in drawn(tabs[8]):
         st.error(f"Could not slice the records: {exc}")
         sliced = None
     if sliced:
-        all_results["slices"] = sliced
-        names = SlicesView.from_dict(sliced).slicings
+        all_results["slices"] = sliced.to_dict()
+        names = sliced.slicings
         slicing = st.radio("Slice by", names, horizontal=True, key="slices:by") if len(names) > 1 else names[0]
         fig = record_view_figures.slices_figure(sliced, slicing)
         st.plotly_chart(fig, width="stretch")
@@ -514,9 +517,9 @@ def exported() -> dict:
     out = dict(all_results)  # with the verdicts over the cached repeats, as `analyze --repeats N` writes them
     try:
         if "exposure" not in out:
-            out["exposure"] = exposure_of(HASHES, None, None, None, configs)
+            out["exposure"] = exposure_of(HASHES, None, None, None, configs).to_dict()
         if "slices" not in out:
-            out["slices"] = slices_of(HASHES, None, configs)
+            out["slices"] = slices_of(HASHES, None, configs).to_dict()
     except MIAError:  # a view these runs cannot give (e.g. different records): the rest is exported
         pass
     return out

@@ -116,11 +116,10 @@ def analyze_command(args: argparse.Namespace) -> int:
 
     results = analyze(configs, names, progress, canaries=args.canaries, defense=defense, online_lira=args.online_lira,
                       repeats=args.repeats or 1)
-    for path in write_analyses(results, folder):
+    for path in write_analyses(results.to_dict(), folder):
         if not args.quiet:
             print(f"wrote {path}", file=sys.stderr)
-    emit_json(results["verdicts"] if "repeats" not in results else
-              {"verdicts": results["verdicts"], "repeats": results["repeats"]})
+    emit_json(results.verdicts if results.repeats is None else {"verdicts": results.verdicts, "repeats": results.repeats})
     return 0
 
 
@@ -145,11 +144,11 @@ def cached_analyze(args: argparse.Namespace, configs: dict[str, Any], names: tup
     folder = out_folder(args.out)
     for name in ("analyses.json", *(f"{n}.{ext}" for n in analyses_view.CACHED for ext in ("csv", "html"))):
         check_out_path(folder / name)
-    view = analyses_view.analyses_view(configs, repeats=repeats).to_dict()
-    for path in write_analyses(view, folder):
+    view = analyses_view.analyses_view(configs, repeats=repeats)
+    for path in write_analyses(view.to_dict(), folder):
         if not args.quiet:
             print(f"wrote {path}", file=sys.stderr)
-    emit_json(view["verdicts"] if "repeats" not in view else {"verdicts": view["verdicts"], "repeats": view["repeats"]})
+    emit_json(view.verdicts if view.repeats is None else {"verdicts": view.verdicts, "repeats": view.repeats})
     return 0
 
 

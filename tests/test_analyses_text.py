@@ -15,7 +15,7 @@ AUDIT = {"arch": "ffnn", "m": 100, "audit": {"epsilon": 1.5, "best_k": 20, "satu
          "estimators": {"fdp_bound": {"mu": 1.2, "epsilon": None, "best_k": 10},
                         "gdp_estimate": {"saturated": False, "mu": 1.0, "mu_low": 0.5, "mu_high": 1.5,
                                          "epsilon": 2.0, "epsilon_low": 1.0, "epsilon_high": None}},
-         "comparability": "x"}
+         "comparability": {"comparable": True, "reason": "both bound one image"}}  # audit_comparability's layout
 QUAD = {"a": {"fpr_realised": 0.01}, "b": {"fpr_realised": 0.02}, "quadrant": ["only_a", "only_b", "neither"],
         "members": [{"name": "only_b", "count": 1, "n": 2, "share": 0.5, "share_low": 0.1, "share_high": 0.9,
                      "repeats": 3, "mean_count": 1.0, "count_low": 0.5, "count_high": 1.5}],

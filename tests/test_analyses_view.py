@@ -52,7 +52,7 @@ def test_the_view_reads_the_cache_only_and_the_cli_writes_it(tmp_path, monkeypat
     assert set(view.verdicts) == {"rnn_more_vulnerable", "lower_member_entropy", "rnn_more_vulnerable_over_training"}
     # the same numbers as the analyses themselves on the same runs
     assert data["scatter"]["rnn"]["attacks"]["shadow"]["accuracy"] == \
-        analysis.entropy_scatter(RunSummary.from_dict(summaries["rnn"]))["attacks"]["shadow"]["accuracy"]
+        analysis.entropy_scatter(RunSummary.from_dict(summaries["rnn"])).attacks["shadow"].accuracy
     for arch, rows in data["most_exposed"].items():  # each most exposed member names its record's data index
         evaluated = list(load_models(configs[arch]).splits.eval_index)
         assert rows and [r["index"] for r in rows] == [int(evaluated[r["position"]]) for r in rows]

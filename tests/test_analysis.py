@@ -15,7 +15,7 @@ from core.analyses import verdicts as analysis_verdicts
 from core.analyses import registry as analysis_registry
 from core.foundations.errors import ConfigError
 from core.experiment.pipeline import run_experiment
-from core.experiment.results import RunSummary
+from core.experiment.results import RunRecords, RunSummary
 from core.measurement.responses import Responses
 from core.tasks import get_task
 from tests.typed_runs import typed_run
@@ -71,9 +71,9 @@ def test_sequential_training_learns_each_block_in_order():
     assert [r.block for r in curve] == [1, 1, 1, 2, 2, 2]
     assert [r.step for r in curve] == list(range(1, 7))
     assert curve[2].utility_current_block > 0.3  # block 1 was learned while it was current
-    m = own_models.memorization(cfg, blocks=2, epochs_per_block=2)
+    m = own_models.memorization(cfg, blocks=2, epochs_per_block=2).to_dict()
     assert [b["block"] for b in m["blocks"]] == [1, 2] and m["block_size"] == 20
-    assert own_models.memorization(cfg, blocks=2, epochs_per_block=2) == m  # cached
+    assert own_models.memorization(cfg, blocks=2, epochs_per_block=2).to_dict() == m  # cached
     # built typed, written in the layout it had as a dict (keys in this order; the cache stores these bytes)
     assert list(m) == ["arch", "blocks", "curve", "block_size", "epochs_per_block", "n_eval_per_block", "attack"]
     assert list(m["blocks"][0]) == ["block", "attack_accuracy", "attack_auc", "accuracies", "ape_members",
@@ -85,7 +85,7 @@ def test_sequential_training_learns_each_block_in_order():
 
 def test_mismatched_shadows_attack_the_same_victim():
     cfg = get_task("image").make_config("ffnn", "quick", TINY)
-    m = own_models.mismatch(cfg, scales=(0.5, 1.0))
+    m = own_models.mismatch(cfg, scales=(0.5, 1.0)).to_dict()
     assert [r["scale"] for r in m["rows"]] == [1.0, 0.5, 1.0] and [r["cnn_width"] for r in m["rows"]] == [16, 8, 16]
     assert list(m) == ["arch", "knob", "rows", "attack"] and list(m["rows"][0]) == ["scale", "cnn_width", "accuracy"]
     typed = own_models.Mismatch.from_dict(m)
@@ -149,16 +149,16 @@ def test_defended_summary_keeps_the_naive_boundaries_and_reads_defended_records(
                                                              "member_if": "below"}}}}
     point = {"records": {"membership": [True, False], "ape": [0.5, 0.6], "cross_entropy": [1.5, 1.2],
                          "scores": {"loss_threshold": [-1.5, None], "lira": [0.0, 0.0]}}}
-    defended = analysis.defended_summary(RunSummary.from_dict(summary), point)
+    defended = analysis.defended_summary(RunSummary.from_dict(summary), RunRecords.from_dict(point["records"]))
     assert defended.per_record.cross_entropy == (1.5, 1.2)
     assert defended.per_record.boundaries == summary["records"]["boundaries"]
     assert set(defended.per_record.scores) == {"loss_threshold"}  # only attacks the summary knows
     sc = analysis.entropy_scatter(defended)
     # the member's defended loss 1.5 is above the naive threshold: now taken for a non-member
-    assert sc["attacks"]["loss_threshold"]["decision"] == [False, False]
+    assert sc.attacks["loss_threshold"].decision == (False, False)
     with pytest.raises(ConfigError):
         analysis.defended_summary(RunSummary.from_dict(summary),
-                                  {"records": {"ape": [], "cross_entropy": [], "membership": []}})
+                                  RunRecords.from_dict({"ape": [], "cross_entropy": [], "membership": []}))
 
 
 def _arch_pair(make):
@@ -318,7 +318,7 @@ def _synthetic_summary(arch: str = "rnn", n: int = 400, seed: int = 0) -> RunSum
 
 
 def test_scatter_flags_clipped_records_and_keeps_boundaries_in_the_records_range():
-    sc = analysis.entropy_scatter(_synthetic_summary())
+    sc = analysis.entropy_scatter(_synthetic_summary()).to_dict()  # the layout analyses.json holds
     ly = np.asarray(sc["log10_cross_entropy"])
     clipped = np.asarray(sc["clipped_cross_entropy"])
     assert clipped.sum() == 50 and clipped[:50].all()  # exactly the records at 0 are flagged
@@ -347,7 +347,7 @@ def test_scatter_flags_clipped_records_and_keeps_boundaries_in_the_records_range
 def test_scatter_figure_draws_populations_clipped_marks_and_clips_shapes_to_the_box():
     from core.views.analysis_figures import SCALES, scatter_figure
 
-    scatters = {a: analysis.entropy_scatter(_synthetic_summary(a, seed=i)) for i, a in enumerate(("ffnn", "rnn"))}
+    scatters = {a: analysis.entropy_scatter(_synthetic_summary(a, seed=i)).to_dict() for i, a in enumerate(("ffnn", "rnn"))}
     for scale in SCALES:
         for attack in ("shadow", "loss_threshold"):
             fig = scatter_figure(scatters, attack, scale)

@@ -10,6 +10,7 @@ import pytest
 from scipy import special
 
 from core.analyses import record_views
+from core.analyses.analysis_results import CanaryAudit
 from core.measurement import audit, audit_estimators as ae
 from core.measurement.metrics import roc_auc
 from core.views import analysis_tables, report
@@ -157,7 +158,7 @@ def test_audit_entry_table_and_figure_carry_the_estimators():
              "accountant": {"epsilons": {"rdp": 5.0, "prv": 4.8}}, "utility_val": 0.5}
     summary = typed_run({"task": "image", "attack": {"name": "loss"},
                          "records": {"membership": [True, False] * 10, "scores": {"loss": list(np.linspace(0, 1, 20))}}})
-    v = record_views.audit_beside(entry, summary)
+    v = record_views.audit_beside(CanaryAudit.from_dict(entry), summary).to_dict()  # analyses.json's layout
     est = v["estimators"]
     assert est["gdp_estimate"]["kind"] == "estimate" and est["fdp_bound"]["kind"] == "lower bound"
     audits = {"ffnn": v, "rnn": v}

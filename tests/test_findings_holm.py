@@ -67,7 +67,7 @@ def test_findings_verdicts_equal_compare_verdicts_on_the_same_cached_repeats(pla
 
     # the planted case can tell the two rules apart: alone, each metric is "reversed" ...
     runs = {a: [cached_summary(repeat_config(c, r)) for r in range(N)] for a, c in planted.items()}
-    alone = compare_summaries(runs["ffnn"], runs["rnn"])
+    alone = compare_summaries(typed_runs(runs["ffnn"]), typed_runs(runs["rnn"]))
     assert alone["attack_accuracy"].verdict.value == "reversed"
     assert alone["rmia_auc"].verdict.value == "reversed"
     # ... but compare holds the secondary ones to Holm's correction; the declared primary keeps its verdict

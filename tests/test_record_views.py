@@ -248,7 +248,7 @@ def test_four_views_on_tiny_cached_image_runs_and_the_page(tmp_path, monkeypatch
     task = get_task("image")
     configs = {a: task.make_config(a, "quick", SMALL) for a in ("ffnn", "rnn")}
     results = analysis.analyze(configs, ("exposure", "budget", "audit", "slices"), canaries=60,
-                               defense=("dirichlet", 1.0))
+                               defense=("dirichlet", 1.0)).to_dict()
     ex = results["exposure"]
     assert ex["attack"] in ("lira", "rmia") and len(ex["records"]) == 80
     assert np.array_equal(ex["records"], record_views.evaluated_records(configs["rnn"]))
@@ -325,11 +325,11 @@ def test_four_views_on_tiny_cached_image_runs_and_the_page(tmp_path, monkeypatch
 
 def test_audited_epsilon_of_a_dp_sgd_run_stays_below_its_accountant():
     cfg = get_task("image").make_config("ffnn", "quick", dict(SMALL, epochs=5, dp="sigma", dp_noise_multiplier=3.0))
-    out = record_views.canary_audit(cfg, 100)
+    out = record_views.canary_audit(cfg, 100).to_dict()
     eps = out["accountant"]["epsilons"]
     assert out["audit"]["epsilon"] <= min(eps["rdp"], eps["prv"])
     assert out["n_train"] == 60 + sum(out["included"])
-    assert record_views.canary_audit(cfg, 100) == out  # cached: the same run, not a retraining
+    assert record_views.canary_audit(cfg, 100).to_dict() == out  # cached: the same run, not a retraining
 
 
 def test_per_record_views_refuse_different_records_and_bad_canaries():
@@ -419,7 +419,7 @@ def test_navigation_one_run_audit_reports_the_bound_of_its_canaries_answers(tmp_
 
     monkeypatch.setattr(record_views, "train_model", train_and_note)
     monkeypatch.setattr(task, "respond", planted_answers)
-    out = record_views.canary_audit(cfg, 16, cache=ArtifactCache(tmp_path))
+    out = record_views.canary_audit(cfg, 16, cache=ArtifactCache(tmp_path)).to_dict()
     assert out["design"].startswith("maps with an unusual layout") and out["accountant"] is None
     included = np.asarray(out["included"], bool)
     assert out["m"] == 16 and included.tolist() == [c in trained for c in out["canaries"]]
@@ -456,7 +456,7 @@ def test_exposure_takes_an_interval_over_cached_repeats_of_other_seeds():
     seed_1 = repeat_config(configs["ffnn"], 1).seed
     assert [p["ffnn"].config["seed"] for p in repeats] == [seed_1]
     summaries = {a: RunSummary.from_dict(fake(c)) for a, c in configs.items()}
-    view = record_views.exposure_view(configs, summaries, "lira", repeats=repeats)
+    view = record_views.exposure_view(configs, summaries, "lira", repeats=repeats).to_dict()
     assert view["repeat_seeds"] == [seed_1]
     c = view["quadrants"]["0.01"]["members"][0]
     assert c["repeats"] == 2 and c["count_low"] <= c["mean_count"] <= c["count_high"]
@@ -464,7 +464,7 @@ def test_exposure_takes_an_interval_over_cached_repeats_of_other_seeds():
 
 def test_online_lira_budget_curve_over_its_in_out_models():
     cfg = get_task("image").make_config("ffnn", "quick", dict(SMALL, n_shadows=2, epochs=8))
-    view = record_views.budget_view(cfg, resamples=3, online=2)
+    view = record_views.budget_view(cfg, resamples=3, online=2).to_dict()
     online = view["curves"]["lira_online"]
     assert [p["n_references"] for p in online["points"]] == [2, 4]  # of 2 IN/OUT models + 2 shadows
     # 2 of 4 references: the 3 resampled subsets; all 4: the one full set, which is online LiRA itself
@@ -513,8 +513,10 @@ def test_analyze_cli_refuses_bad_view_options_before_any_work(tmp_path, args, me
 
 
 def test_audit_verdict_checks_the_accountant_on_dp_runs_only():
-    def entry(eps, acc=None, saturated=False, comparable=True):
-        return {"audited_epsilon": eps, "accountant_epsilon": acc, "audit": {"saturated": saturated},
+    def entry(eps, acc=None, saturated=False, comparable=True):  # audit_beside's layout, the verdict's fields varied
+        return {"audited_epsilon": eps, "accountant_epsilon": acc, "audit": {"best_k": 10, "saturated": saturated},
+                "attack": "lira", "attack_epsilon_lower_bound": 0.0, "utility_val": 0.5,
+                "estimators": {"fdp_bound": {}, "gdp_estimate": {}},
                 "comparability": {"comparable": comparable, "reason": "canary a map, DP-SGD one window"}}
 
     v = analysis_verdicts.audit_verdict({"ffnn": entry(0.2, {"rdp": 2.7, "prv": 2.5}), "rnn": entry(0.0, {"rdp": 2.7, "prv": 2.4})})

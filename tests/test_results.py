@@ -215,7 +215,7 @@ def test_a_malformed_cached_summary_is_discarded_as_it_leaves_the_cache(summarie
 
 def test_views_and_analyses_take_typed_runs_only():
     """Summaries are typed once, where their JSON is read; a view or analysis that still took ``RunSummary | dict``
-    would let dicts flow in again. The two left take dicts from core.analyses.findings (the cached JSON it reads)."""
+    would let dicts flow in again (core.analyses.findings reads the cached JSON typed, as every other caller)."""
     import importlib
     import inspect
     import pkgutil
@@ -236,5 +236,4 @@ def test_views_and_analyses_take_typed_runs_only():
                 hint = str(p.annotation)
                 if re.search(r"RunSummary \| (dict|Mapping)|(dict|Mapping)\[str, Any\] \| RunSummary", hint):
                     mixed.append(f"{module.__name__}.{name}({p.name})")
-    assert sorted(mixed) == ["core.analyses.repeats.compare_summaries(ffnn)", "core.analyses.repeats.compare_summaries(rnn)",
-                             "core.analyses.repeats.summary_resolution(summary)"]
+    assert sorted(mixed) == []

@@ -222,7 +222,7 @@ def test_a_csv_trains_attacks_defends_and_is_analysed(root):
             _one_draw_point_recomputed(wrong, summary)
     for mechanism, value in (("dpsgd", 1.0), ("l2", 0.01)):
         check_sweep(rnn, mechanism, [value])  # the training-time defenses apply to the task
-    out = analysis.analyze({"ffnn": ffnn, "rnn": rnn}, ("scatter",))
+    out = analysis.analyze({"ffnn": ffnn, "rnn": rnn}, ("scatter",)).to_dict()
     assert set(out["scatter"]) == {"ffnn", "rnn"} and len(out["scatter"]["ffnn"]["log10_ape"]) == 2 * ffnn.n_eval
     assert victim.standardize.mean[0] != 0 and victim.standardize.scale[0] != 1
     view = task.describe_record(rnn, models.data, int(models.splits.victim_members[0]), victim=lambda: victim)
@@ -347,7 +347,7 @@ def test_every_analysis_runs_on_a_csv_table(root):
     """All analyses, the audit's mislabeled-row canaries and the slices by class and by missing values included."""
     write_table(root / "wide.csv", n=200)  # 100 rows a half: 40 members, 20 non-members, 40 unused for canaries
     cfgs = {a: tabular(a, data_dir="wide.csv", label="label", n_shadows=2) for a in ("ffnn", "rnn")}
-    out = analysis.analyze(cfgs, canaries=10)  # every registered analysis
+    out = analysis.analyze(cfgs, canaries=10).to_dict()  # every registered analysis
     assert set(analysis_registry.names()) <= set(out) and out["task"] == "tabular"
     assert set(out["slices"]["archs"]["rnn"]) == {"class", "missing values"}
     assert out["audit"]["rnn"]["m"] == 10 and "mislabeled rows" in out["audit"]["rnn"]["design"]

@@ -141,7 +141,7 @@ def test_a_fourth_task_registered_in_a_test_trains_attacks_defends_and_is_analys
     assert_attacks_match_records(point["attacks"], point["records"])
     assert "Lemma 1" in point["privacy_note"] or "vacuous" in point["privacy_note"]
     # analyze: the entropy scatter of both architectures
-    out = analysis.analyze({"ffnn": ffnn, "rnn": rnn}, ("scatter",))
+    out = analysis.analyze({"ffnn": ffnn, "rnn": rnn}, ("scatter",)).to_dict()
     assert out["task"] == "blobs" and set(out["scatter"]) == {"ffnn", "rnn"}
     assert len(out["scatter"]["rnn"]["log10_ape"]) == 2 * rnn.n_eval
     assert "lower_member_entropy" in out["verdicts"]

@@ -16,12 +16,13 @@ from typing import Any, Callable
 
 import numpy as np
 
-from core.analyses.analysis import defended_summary, entropy_scatter, most_exposed, vulnerability
+from core.analyses.analysis import defended_summary, entropy_scatter, most_exposed, point_records, vulnerability
+from core.analyses.analysis_results import Scatter
 from core.analyses.repeats import cached_repeat_configs, repeat_config
 from core.analyses import verdicts as analysis_verdicts
 from core.experiment.cache import ArtifactCache
 from core.experiment.pipeline import cached_summary, load_models
-from core.experiment.results import RunSummary
+from core.experiment.results import DefendedPoint, RunSummary
 from core.foundations.config import ExperimentConfig
 from core.foundations.errors import NotCachedError
 
@@ -54,11 +55,12 @@ def cached_analyses(configs: dict[str, ExperimentConfig], cache: ArtifactCache |
     out: dict[str, dict[str, Any]] = {"scatter": {}, "most_exposed": {}, "vulnerability": {}}
     for arch, cfg in configs.items():
         models = load_models(cfg, cache)
-        out["scatter"][arch] = entropy_scatter(runs[arch])
+        # the results' JSON layout (analyses.json's keys), which the view and the page's exports carry
+        out["scatter"][arch] = entropy_scatter(runs[arch]).to_dict()
         eval_index = np.asarray(models.splits.eval_index)
-        out["most_exposed"][arch] = [{**row, "index": int(eval_index[row["position"]])}
+        out["most_exposed"][arch] = [{**row.to_dict(), "index": int(eval_index[row.position])}
                                      for row in most_exposed(runs[arch])]
-        out["vulnerability"][arch] = vulnerability(models, runs[arch])
+        out["vulnerability"][arch] = vulnerability(models, runs[arch]).to_dict()
     return out
 
 
@@ -124,8 +126,9 @@ def analyses_view(configs: dict[str, ExperimentConfig], long_results: dict[str, 
     return replace(view, repeats=analysis_verdicts.repeated_verdicts(per_repeat, seeds))
 
 
-def defended_scatter(summaries: dict[str, RunSummary], points: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def defended_scatter(summaries: dict[str, RunSummary], points: dict[str, DefendedPoint]) -> dict[str, Scatter]:
     """The scatter of each architecture's outputs behind a defense (``points``: arch → its
     :class:`core.defenses.defender.DefendedPoint` for the naive attacker): the naive attacker keeps its
     thresholds and boundaries, its scores are on the defended outputs."""
-    return {arch: entropy_scatter(defended_summary(summaries[arch], point)) for arch, point in points.items()}
+    return {arch: entropy_scatter(defended_summary(summaries[arch], point_records(point)))
+            for arch, point in points.items()}

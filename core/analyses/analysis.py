@@ -31,11 +31,12 @@ in :mod:`core.measurement.studies`.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from core.analyses.analysis_results import EpochRow
+from core.analyses.analysis_results import EpochRow, ExposedMember, Scatter, Vulnerability
 from core.analyses.own_models import memorization, mismatch
 from core.experiment.cache import ArtifactCache
 from core.foundations.config import ExperimentConfig
@@ -49,7 +50,7 @@ from core.analyses.verdicts import (audit_verdict, memorization_pair, memorizati
                                     vulnerability_pair, vulnerability_verdict)
 from core.analyses.record_views import (DEFAULT_CANARIES, audit_view, budget_view, cached_repeats, canary_audit,
     defended_points, exposure_view, slices_view)
-from core.experiment.results import DefendedPoint, RunSummary
+from core.experiment.results import DefendedPoint, RunRecords, RunSummary
 from core.experiment.roles import RETRAINING_ANALYSES, TrainedModels, refuse_loaded_victim
 
 _FLOOR = 1e-12
@@ -153,7 +154,7 @@ def near_records(surrogate: dict[str, Any], x: np.ndarray, y: np.ndarray, reach:
     return {**surrogate, "member_probability": z.tolist(), "reach": reach}
 
 
-def entropy_scatter(summary: RunSummary) -> dict[str, Any]:
+def entropy_scatter(summary: RunSummary) -> Scatter:
     """The data of paper 000 Fig. 5 for one run (see the module docstring), from its summary.
 
     Signals at or below 1e-12 (a confident correct answer's cross-entropy underflows) are flagged
@@ -188,32 +189,40 @@ def entropy_scatter(summary: RunSummary) -> dict[str, Any]:
             surrogate_boundary(fx, fy, decided, x_range=(x_lo, x_range[1]), y_range=(y_lo, y_range[1])), fx, fy)}
         attacks[name] = {"decision": decided.tolist(), "correct": (decided == member).tolist(),
                          "accuracy": float((decided == member).mean()), **where}
-    return {"arch": run.arch, "task": run.task, "log10_ape": lx.tolist(), "log10_cross_entropy": ly.tolist(),
-            "membership": member.tolist(), "clipped_ape": cx.tolist(), "clipped_cross_entropy": cy.tolist(),
-            "floor": _FLOOR, "range": {"log10_ape": list(x_range), "log10_cross_entropy": list(y_range)},
-            "strip": {"log10_ape": clip_strip(*x_range), "log10_cross_entropy": clip_strip(*y_range)},
-            "attacks": attacks, "quadrant": best_quadrant(ape, ce, member),
-            "mean_ape": {"members": float(ape[member].mean()), "non_members": float(ape[~member].mean())},
-            "mean_cross_entropy": {"members": float(ce[member].mean()), "non_members": float(ce[~member].mean())}}
+    # typed as it is born: to_dict() is this dict (analyses.json's scatter of one architecture)
+    return Scatter.from_dict({
+        "arch": run.arch, "task": run.task, "log10_ape": lx.tolist(), "log10_cross_entropy": ly.tolist(),
+        "membership": member.tolist(), "clipped_ape": cx.tolist(), "clipped_cross_entropy": cy.tolist(),
+        "floor": _FLOOR, "range": {"log10_ape": list(x_range), "log10_cross_entropy": list(y_range)},
+        "strip": {"log10_ape": clip_strip(*x_range), "log10_cross_entropy": clip_strip(*y_range)},
+        "attacks": attacks, "quadrant": best_quadrant(ape, ce, member),
+        "mean_ape": {"members": float(ape[member].mean()), "non_members": float(ape[~member].mean())},
+        "mean_cross_entropy": {"members": float(ce[member].mean()), "non_members": float(ce[~member].mean())}})
 
 
-def defended_summary(summary: RunSummary, point: DefendedPoint | dict[str, Any]) -> RunSummary:
-    """``summary`` with its per-record signals replaced by those of a defended point
-    (:meth:`core.defenses.defender.Defender.point`): the defended outputs' APE and cross-entropy and the
+def point_records(point: DefendedPoint) -> RunRecords:
+    """A defended point's per-record block (:meth:`core.defenses.defender.Defender.point`), read typed: it has a
+    run's records layout (membership, APE, cross-entropy, the naive attacks' scores on the defended outputs)."""
+    return RunRecords.from_dict(point.records or {}, "defended point.records")
+
+
+def defended_summary(summary: RunSummary, records: RunRecords) -> RunSummary:
+    """``summary`` with its per-record signals replaced by a defended point's ``records``
+    (:func:`point_records`): the defended outputs' APE and cross-entropy and the
     naive attacks' scores on them. The naive attacker keeps its thresholds and boundaries, so
     :func:`entropy_scatter` then draws the same decision boundaries over the defended records."""
     run = summary
-    rec = (point.records if isinstance(point, DefendedPoint) else point.get("records")) or {}
-    if "scores" not in rec:
+    if records.scores is None:
         raise ConfigError("this defended point carries no per-record attack scores (computed by an older version)")
-    scores = {n: [float("nan") if v is None else v for v in values] for n, values in rec["scores"].items()
+    scores = {n: [float("nan") if v is None else v for v in values] for n, values in records.scores.items()
               if n in run.attacks}
-    records = {"membership": rec["membership"], "ape": rec["ape"], "cross_entropy": rec["cross_entropy"],
-               "scores": scores, "boundaries": dict(run.per_record.boundaries or {})}
-    return RunSummary.from_dict({**run.to_dict(), "records": records})
+    block = {"membership": list(records.membership or ()), "ape": list(records.ape or ()),
+             "cross_entropy": list(records.cross_entropy or ()), "scores": scores,
+             "boundaries": dict(run.per_record.boundaries or {})}
+    return RunSummary.from_dict({**run.to_dict(), "records": block})
 
 
-def most_exposed(summary: RunSummary, attack: str | None = None, top: int = 10) -> list[dict[str, Any]]:
+def most_exposed(summary: RunSummary, attack: str | None = None, top: int = 10) -> list[ExposedMember]:
     """Members with the highest attack score (position in the evaluation set, score, APE, CE)."""
     rec = summary.per_record
     attack = attack or summary.primary
@@ -222,12 +231,12 @@ def most_exposed(summary: RunSummary, attack: str | None = None, top: int = 10) 
     scores = np.asarray(rec.scores_of(attack))
     member = np.asarray(rec.membership, bool)
     order = [int(i) for i in np.argsort(-scores) if member[i]][:top]
-    return [{"position": i, "score": float(scores[i]), "ape": rec.ape[i], "cross_entropy": rec.cross_entropy[i]}
-            for i in order]
+    return [ExposedMember.from_dict({"position": i, "score": float(scores[i]), "ape": rec.ape[i],
+                                     "cross_entropy": rec.cross_entropy[i]}) for i in order]
 
 
 # ---------------------------------------------------------------------------- over training
-def vulnerability(models: TrainedModels, summary: RunSummary) -> dict[str, Any]:
+def vulnerability(models: TrainedModels, summary: RunSummary) -> Vulnerability:
     """Paper 000 Fig. 4 for one run: per epoch utility, per checkpoint APE and attack numbers."""
     run = summary
     member = models.eval_membership
@@ -252,9 +261,9 @@ def vulnerability(models: TrainedModels, summary: RunSummary) -> dict[str, Any]:
         r = by_epoch.get(e)
         return None if r is None or r.utility_train is None else r.utility_train - r.utility_val
 
-    return {"arch": run.arch, "rows": [r.to_dict() for r in rows], "best_val_epoch": best,
-            "gap_at_best": gap(best) if best else None, "gap_final": gap(rows[-1].epoch) if rows else None,
-            "attack": primary}
+    return Vulnerability.from_dict({"arch": run.arch, "rows": rows, "best_val_epoch": best,  # the rows typed already
+                                    "gap_at_best": gap(best) if best else None,
+                                    "gap_final": gap(rows[-1].epoch) if rows else None, "attack": primary})
 
 
 def _spread(epochs: int, points: int) -> tuple[int, ...]:
@@ -262,7 +271,7 @@ def _spread(epochs: int, points: int) -> tuple[int, ...]:
 
 
 def overtraining(cfg: ExperimentConfig, factor: int = 3, points: int = 8, progress=None,
-                 cache: ArtifactCache | None = None) -> dict[str, Any]:
+                 cache: ArtifactCache | None = None) -> Vulnerability:
     """Attack accuracy at epochs up to ``factor`` × the preset's, a separate attack per checkpoint.
     ``progress(fraction)`` is told how far the (cached) longer run is."""
     refuse_loaded_victim(cfg, "overtraining")
@@ -272,8 +281,8 @@ def overtraining(cfg: ExperimentConfig, factor: int = 3, points: int = 8, progre
     summary = run_experiment(long.validate(), progress=(lambda ev: progress(ev.overall_fraction)) if progress else None,
                              cache=cache).run
     models = trained_models(long, cache=cache)
-    v = vulnerability(models, summary)
-    return {**v, "epochs": long.epochs, "preset_epochs": cfg.epochs, "config_hash": long.config_hash}
+    return vulnerability(models, summary).with_json({"epochs": long.epochs, "preset_epochs": cfg.epochs,
+                                                      "config_hash": long.config_hash})
 
 
 # ---------------------------------------------------------------------------- how long a long analysis takes
@@ -325,9 +334,27 @@ def time_range(name: str, summaries: list[RunSummary]) -> tuple[float, float] | 
 
 
 # ---------------------------------------------------------------------------- everything, both architectures
+@dataclass(frozen=True)
+class AnalyzeResults:
+    """What :func:`analyze` computed: ``results`` (analysis name → its data, in ``analyses.json``'s layout), the
+    ``verdicts`` each computes from its own data and, over repeats, ``repeats`` (the paired verdicts); ``to_dict``
+    is ``analyses.json``."""
+
+    task: str
+    archs: tuple[str, ...]
+    verdicts: dict[str, dict[str, Any]]
+    results: dict[str, Any]
+    repeats: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """``analyses.json``: task, archs, verdicts, one key per analysis, and repeats when computed."""
+        out = {"task": self.task, "archs": list(self.archs), "verdicts": self.verdicts, **self.results}
+        return out if self.repeats is None else {**out, "repeats": self.repeats}
+
+
 def analyze(configs: dict[str, ExperimentConfig], analyses: tuple[str, ...] | None = None, progress=None,
             cache: ArtifactCache | None = None, canaries: int = DEFAULT_CANARIES,
-            defense: tuple[str, float] | None = None, online_lira: int = 0, repeats: int = 1) -> dict[str, Any]:
+            defense: tuple[str, float] | None = None, online_lira: int = 0, repeats: int = 1) -> AnalyzeResults:
     """Run ``analyses`` (default: every registered one, :func:`core.analyses.registry.names`) for each
     architecture's config (``{"ffnn": cfg, "rnn": cfg}``), in registration order, and compute the
     verdicts that compare them. ``progress(stage, fraction)`` is told what runs.
@@ -357,7 +384,7 @@ def analyze(configs: dict[str, ExperimentConfig], analyses: tuple[str, ...] | No
                 refuse_loaded_victim(cfg, name)
     cache = cache or ArtifactCache()
     say = progress or (lambda stage, fraction: None)
-    out: dict[str, Any] = {"task": next(iter(configs.values())).task, "archs": list(configs), "verdicts": {}}
+    out: dict[str, Any] = {}
     summaries = {}
     for arch, cfg in configs.items():
         say(f"train & attack ({arch})", 0.0)
@@ -369,7 +396,8 @@ def analyze(configs: dict[str, ExperimentConfig], analyses: tuple[str, ...] | No
             out[entry.name] = entry.run(run)
             if entry.extras is not None:
                 out.update(entry.extras(run))
-    out["verdicts"] = verdicts(out, summaries)
+    found = verdicts(out, summaries)
+    task = next(iter(configs.values())).task
     if repeats >= 2 and {"ffnn", "rnn"} <= set(configs):
         compared = [a.name for a in repeated_analyses()]
         per_repeat = [{"runs": summaries, **{n: out[n] for n in compared if n in out}}]
@@ -377,8 +405,9 @@ def analyze(configs: dict[str, ExperimentConfig], analyses: tuple[str, ...] | No
             rcfg = {a: repeat_config(c, r) for a, c in configs.items()}
             per_repeat.append(_repeat_results(rcfg, [n for n in compared if n in analyses], cache,
                                               lambda stage, f, r=r: say(f"repeat {r + 1}/{repeats}: {stage}", f)))
-        out["repeats"] = repeated_verdicts(per_repeat, [repeat_config(configs["ffnn"], r).seed for r in range(repeats)])
-    return out
+        over = repeated_verdicts(per_repeat, [repeat_config(configs["ffnn"], r).seed for r in range(repeats)])
+        return AnalyzeResults(task, tuple(configs), found, out, over)
+    return AnalyzeResults(task, tuple(configs), found, out)
 
 
 def _repeat_results(configs: dict[str, ExperimentConfig], compared: list[str], cache: ArtifactCache, say
@@ -403,9 +432,16 @@ def _staged_job(name: str, fn):
     return lambda cfg, stage, params: fn(cfg, progress=stage(f"{name} ({cfg.arch})"))
 
 
+def _laid_out(fn):
+    """``fn`` with its typed result written as its JSON layout (``to_dict``): what ``analyses.json`` and a worker
+    job's result carry, read typed again by whoever draws them."""
+    return lambda *args, **kwargs: fn(*args, **kwargs).to_dict()
+
+
 def _audit_job(cfg: ExperimentConfig, stage, params: dict[str, Any]) -> dict[str, Any]:
     m = int_param(params, "canaries", 100, 2, 100_000)
-    return canary_audit(cfg, m, progress=stage(f"audit ({cfg.arch}, {m} canaries)"))
+    # a job's result crosses to the page as its JSON layout, read there once (CanaryAudit.from_dict)
+    return canary_audit(cfg, m, progress=stage(f"audit ({cfg.arch}, {m} canaries)")).to_dict()
 
 
 def _budget_job(cfg: ExperimentConfig, stage, params: dict[str, Any]) -> dict[str, Any]:
@@ -413,21 +449,22 @@ def _budget_job(cfg: ExperimentConfig, stage, params: dict[str, Any]) -> dict[st
     fraction = stage(f"reference budget ({cfg.arch}, {online} online models)")
     result = budget_view(cfg, online=online)
     fraction(1.0)
-    return result
+    return result.to_dict()  # the page reads the layout (BudgetView.coerce), as analyses.json holds it
 
 
 def _budget_run(run: AnalysisRun) -> dict[str, Any]:
     out = {}
     for arch, cfg in run.configs.items():
         run.say(f"budget ({arch})", 0.0)
-        out[arch] = budget_view(cfg, cache=run.cache, online=run.online_lira)
+        out[arch] = budget_view(cfg, cache=run.cache, online=run.online_lira).to_dict()
     return out
 
 
 def _exposure_run(run: AnalysisRun) -> dict[str, Any]:
     run.say("exposure", 0.0)
     points = defended_points(run.configs, run.defense[0], run.defense[1], run.cache) if run.defense else None
-    return exposure_view(run.configs, run.summaries, defended=points, repeats=cached_repeats(run.configs, run.cache))
+    return exposure_view(run.configs, run.summaries, defended=points,
+                         repeats=cached_repeats(run.configs, run.cache)).to_dict()
 
 
 _FIGURES, _RECORD_FIGURES = "core.views.analysis_figures", "core.views.record_view_figures"
@@ -438,34 +475,34 @@ register_analysis(Analysis(
     "runs", "Train & attack", None, verdict="rnn_more_vulnerable", verdict_of=runs_verdict,
     repeat=Repeat(runs_pair, -1, "final attack accuracy"), listed=False))
 register_analysis(Analysis(
-    "scatter", "Entropy scatter", lambda run: run.per_arch(lambda cfg, s: entropy_scatter(s)),
+    "scatter", "Entropy scatter", lambda run: run.per_arch(lambda cfg, s: entropy_scatter(s).to_dict()),
     verdict="lower_member_entropy", verdict_of=scatter_verdict,
     repeat=Repeat(scatter_pair, -1, "entropy gap (non-members' − members' mean APE, nats): the RNN separates them "
                                      "more"),
     table=f"{_TABLES}:scatter_table", figure=f"{_REPORT}:scatter_figure",
-    extras=lambda run: {"most_exposed": run.per_arch(lambda cfg, s: most_exposed(s))}))
+    extras=lambda run: {"most_exposed": run.per_arch(lambda cfg, s: [m.to_dict() for m in most_exposed(s)])}))
 register_analysis(Analysis(
     "vulnerability", "Over training",
-    lambda run: run.per_arch(lambda cfg, s: vulnerability(trained_models(cfg, cache=run.cache), s)),
+    lambda run: run.per_arch(lambda cfg, s: vulnerability(trained_models(cfg, cache=run.cache), s).to_dict()),
     verdict="rnn_more_vulnerable_over_training", verdict_of=vulnerability_verdict,
     repeat=Repeat(vulnerability_pair, -1, "attack accuracy averaged over the shared checkpoint epochs"),
     table=f"{_TABLES}:rows_table", figure=f"{_FIGURES}:vulnerability_figure"))
 register_analysis(Analysis(
-    "memorization", "Memorization", lambda run: run.staged("memorization", memorization),
+    "memorization", "Memorization", lambda run: run.staged("memorization", _laid_out(memorization)),
     verdict="ffnn_forgets_early_blocks", verdict_of=memorization_verdict,
     repeat=Repeat(memorization_pair, -1, "attack accuracy on the first block learned"),
-    long=True, job=_staged_job("memorization", memorization),
+    long=True, job=_staged_job("memorization", _laid_out(memorization)),
     table=f"{_TABLES}:memorization_table", figure=f"{_FIGURES}:memorization_figure"))
 register_analysis(Analysis(
-    "overtraining", "Overtraining", lambda run: run.staged("overtraining", overtraining),
+    "overtraining", "Overtraining", lambda run: run.staged("overtraining", _laid_out(overtraining)),
     verdict="overtraining_raises_ffnn_more", verdict_of=overtraining_verdict,
     repeat=Repeat(overtraining_pair, +1, "rise of the attack accuracy past the best validation epoch"),
-    long=True, job=_staged_job("overtraining", overtraining),
+    long=True, job=_staged_job("overtraining", _laid_out(overtraining)),
     table=f"{_TABLES}:rows_table", figure=f"{_FIGURES}:overtraining_figure"))
 register_analysis(Analysis(
-    "mismatch", "Model mismatch", lambda run: run.staged("mismatch", mismatch),
+    "mismatch", "Model mismatch", lambda run: run.staged("mismatch", _laid_out(mismatch)),
     verdict="mismatch_costs_little", verdict_of=mismatch_verdict,
-    long=True, job=_staged_job("mismatch", mismatch),
+    long=True, job=_staged_job("mismatch", _laid_out(mismatch)),
     table=f"{_TABLES}:mismatch_table", figure=f"{_FIGURES}:mismatch_figure"))
 register_analysis(Analysis(
     "exposure", "Exposure per record", _exposure_run,
@@ -474,10 +511,11 @@ register_analysis(Analysis(
     "budget", "Reference budget", _budget_run, long=True, job=_budget_job, job_params=("online",),
     table=f"{_TABLES}:budget_points_table", figure=f"{_RECORD_FIGURES}:budget_figure"))
 register_analysis(Analysis(
-    "audit", "Audited ε", lambda run: audit_view(run.configs, run.summaries, run.canaries, run.cache, progress=run.say),
+    "audit", "Audited ε", lambda run: {a: v.to_dict() for a, v in audit_view(run.configs, run.summaries, run.canaries,
+                                                                              run.cache, progress=run.say).items()},
     verdict="audit_within_accountant", verdict_of=audit_verdict,
     long=True, job=_audit_job, job_params=("canaries",),
     table=f"{_TABLES}:audit_table", figure=f"{_RECORD_FIGURES}:audit_figure"))
 register_analysis(Analysis(
-    "slices", "Slices", lambda run: slices_view(run.configs, run.summaries),
+    "slices", "Slices", lambda run: slices_view(run.configs, run.summaries).to_dict(),
     table=f"{_TABLES}:slices_rows_table", figure=f"{_RECORD_FIGURES}:slices_figure"))

@@ -17,7 +17,7 @@ from core.analyses.repeats import cached_repeat_configs, comparison_configs, com
 from core.experiment.cache import ArtifactCache
 from core.experiment.pipeline import cached_summary
 from core.experiment.results import RunSummary
-from core.experiment.typed_json import INT, NUM, STR, Typed, null, objects, sequence
+from core.foundations.typed_json import INT, NUM, STR, Typed, null, objects, sequence
 from core.measurement.stats import Estimate
 from core.tasks import get_task
 

@@ -1,6 +1,6 @@
 """The FFNN-vs-RNN comparison read typed (issue 29): the JSON of :func:`core.analyses.repeats.comparison_json`
 (``compare``'s output, a run's repeats view, the matched view's and the Home page's comparison), checked once
-by ``from_dict`` (:class:`core.experiment.typed_json.Typed`) and read by attribute by the views that print its
+by ``from_dict`` (:class:`core.foundations.typed_json.Typed`) and read by attribute by the views that print its
 verdicts and table (:mod:`core.views.run_text`, :mod:`core.views.repeat_figures`, :mod:`core.views.run_view`).
 
 Every layout here is open (``_STRICT`` False): it types the fields its readers use and keeps the rest in
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from core.experiment.typed_json import DICT, INT, NUM, STR, Typed, mapping, null, objects, sequence
+from core.foundations.typed_json import DICT, INT, NUM, STR, Open, Typed, mapping, null, objects, sequence
 
 _EXTRA = dict(default_factory=dict, kw_only=True)
 _KEYS = dict(default=(), repr=False, compare=False, kw_only=True)
@@ -140,6 +140,24 @@ SecondaryFamily._FIELDS = {"metrics": (sequence(STR), False)}
 
 
 @dataclass(frozen=True)
+class Resolution(Open):
+    """An evaluation set's resolution (:func:`core.measurement.metrics.resolution`'s layout): its members and
+    non-members, and how much of TPR, FPR and accuracy one record is."""
+
+    n_members: int
+    n_nonmembers: int
+    tpr_step: float | None = None
+    fpr_step: float | None = None
+    accuracy_step: float | None = None
+
+    _WHAT: ClassVar[str] = "resolution"
+
+
+Resolution._FIELDS = {"n_members": (INT, True), "n_nonmembers": (INT, True), "tpr_step": (NUM, False),
+                      "fpr_step": (NUM, False), "accuracy_step": (NUM, False)}
+
+
+@dataclass(frozen=True)
 class ComparisonResult(Typed):
     """:func:`core.analyses.repeats.comparison_json`'s JSON. A comparison written before roles (schema 1) has
     no ``primary`` key: :attr:`has_roles` is False and every metric carries its own verdict."""
@@ -165,7 +183,8 @@ class ComparisonResult(Typed):
 
     def n_nonmembers(self) -> dict[str, int]:
         """Each architecture's evaluation non-members (repeat 0's ``resolution``), {} without the block."""
-        return {a: r["n_nonmembers"] for a, r in (self.resolution or {}).items()}
+        return {a: Resolution.from_dict(r, f"comparison.resolution[{a!r}]").n_nonmembers
+                for a, r in (self.resolution or {}).items()}
 
 
 ComparisonResult._FIELDS = {

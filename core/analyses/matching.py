@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
 from core.experiment.cache import ArtifactCache
@@ -71,14 +72,28 @@ def resolve_target(match_utility: str, finals: dict[str, float]) -> float:
     return target
 
 
-def stopping_point(summary: RunSummary, target: float) -> dict[str, Any]:
-    """Where the run ``summary`` stops for ``target``: ``epoch``, ``reached``, the full run's final
-    utility and epochs."""
-    run = summary
-    epoch = first_epoch_reaching(run, target)
-    final_epoch = int(run.config["epochs"])
-    return {"epoch": epoch if epoch is not None else final_epoch, "reached": epoch is not None,
-            "final_epoch": final_epoch, "final_utility": run.utility.val}
+@dataclass(frozen=True)
+class StoppingPoint:
+    """Where a run stops for a utility target: ``epoch``, the first whose validation utility reaches it
+    (``reached``), else the full run's last; the full run's ``final_epoch`` and ``final_utility``."""
+
+    epoch: int
+    reached: bool
+    final_epoch: int
+    final_utility: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Its block in ``compare --match-utility``'s JSON (each architecture's entry of a repeat)."""
+        return {"epoch": self.epoch, "reached": self.reached, "final_epoch": self.final_epoch,
+                "final_utility": self.final_utility}
+
+
+def stopping_point(summary: RunSummary, target: float) -> StoppingPoint:
+    """Where the run ``summary`` stops for ``target``."""
+    epoch = first_epoch_reaching(summary, target)
+    final_epoch = summary.epochs  # the config's epochs
+    return StoppingPoint(epoch if epoch is not None else final_epoch, epoch is not None, final_epoch,
+                         summary.utility.val)
 
 
 def run_matched(configs: dict[str, ExperimentConfig], progress: ProgressCallback | None = None,
@@ -107,10 +122,10 @@ def run_matched(configs: dict[str, ExperimentConfig], progress: ProgressCallback
         row: dict[str, Any] = {"repeat": r, "seed": per["ffnn"][r].seed, "target": target}
         for j, arch in enumerate(("ffnn", "rnn")):
             point = stopping_point(full[arch], target)
-            summary = run_experiment(stopped_config(per[arch][r], point["epoch"]), bar.for_run(4 * r + 2 + j), cache,
+            summary = run_experiment(stopped_config(per[arch][r], point.epoch), bar.for_run(4 * r + 2 + j), cache,
                                      executor).run
             bar.done(summary)
-            row[arch] = {**point, "utility_at_stop": summary.utility.val, "config_hash": summary.config_hash}
+            row[arch] = {**point.to_dict(), "utility_at_stop": summary.utility.val, "config_hash": summary.config_hash}
             stopped[arch].append(summary)
         rows.append(row)
     return {"match_utility": mode, "metric": stopped["ffnn"][0].utility.metric, "repeats": rows,
@@ -129,6 +144,6 @@ def matched_plan(full: dict[str, Sequence[RunSummary]], configs: dict[str, Exper
         row: dict[str, Any] = {"repeat": r, "target": target}
         for arch in ("ffnn", "rnn"):
             point = stopping_point(full[arch][r], target)
-            row[arch] = {**point, "config": stopped_config(per[arch][r], point["epoch"])}
+            row[arch] = {**point.to_dict(), "config": stopped_config(per[arch][r], point.epoch)}
         plan.append(row)
     return plan

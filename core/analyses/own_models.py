@@ -140,12 +140,12 @@ class Memorization:
 
 # ---------------------------------------------------------------------------- model mismatch
 def mismatch(cfg: ExperimentConfig, scales: tuple[float, ...] = (0.5, 2.0), progress=None,
-             cache: ArtifactCache | None = None) -> dict[str, Any]:
+             cache: ArtifactCache | None = None) -> Mismatch:
     """Attack the victim of ``cfg`` with shadows whose width knob is scaled (paper 001 A.3).
 
     The victim, its evaluation set and the attacker's data stay the same; only the shadows'
-    architecture size changes (they are trained, and cached, under their own config). Returns
-    :class:`Mismatch`'s JSON (``to_dict``), what the analyses' registry and views carry.
+    architecture size changes (they are trained, and cached, under their own config). Returns a
+    :class:`Mismatch`; its JSON (``to_dict``) is what the analyses' registry and views carry.
     """
     cache = cache or ArtifactCache()
     models = trained_models(cfg, cache=cache)
@@ -169,7 +169,7 @@ def mismatch(cfg: ExperimentConfig, scales: tuple[float, ...] = (0.5, 2.0), prog
             fit_attacks(attacks, Responses.concat(shadows), membership)
             acc = {n: o.result.accuracy for n, o in score_attacks(attacks, target, member).items()}
         rows.append(MismatchRow(scale, width, acc))
-    return Mismatch(cfg.arch, knob, tuple(rows), models.task.primary_attack()).to_dict()
+    return Mismatch(cfg.arch, knob, tuple(rows), models.task.primary_attack())
 
 
 def _shadows_only(cfg: ExperimentConfig, cache: ArtifactCache, progress=None) -> list[Responses]:
@@ -216,13 +216,13 @@ def _train_in_blocks(task, cfg: ExperimentConfig, data, blocks: list[np.ndarray]
 
 
 def memorization(cfg: ExperimentConfig, blocks: int = 4, epochs_per_block: int | None = None, progress=None,
-                 cache: ArtifactCache | None = None) -> dict[str, Any]:
+                 cache: ArtifactCache | None = None) -> Memorization:
     """Paper 000 Fig. 6 / 001 Figs. 1–3: the victim and every shadow learn ``blocks`` disjoint
     blocks of their members in sequence; block j is then attacked on its own — an attack fitted on
     the shadows' block-j members vs their non-members, evaluated on the victim's block-j members
     vs as many of its non-members. The studies' finding: the FFNN forgets early blocks (attack
     → 50 %), the RNN does not. The result is cached under the training hash and the schedule, as
-    :class:`Memorization`'s JSON (``to_dict``), which is also what this returns.
+    :class:`Memorization`'s JSON (``to_dict``), read back typed: this returns the :class:`Memorization`.
     """
     refuse_loaded_victim(cfg, "memorization")
     cache = cache or ArtifactCache()
@@ -232,7 +232,7 @@ def memorization(cfg: ExperimentConfig, blocks: int = 4, epochs_per_block: int |
     key = cache.key("analysis", cfg.training_hash, "memorization", cfg.config_hash, blocks, epochs_per_block)
     stored = cache.get_json(key)
     if isinstance(stored, dict) and "blocks" in stored:
-        return stored
+        return Memorization.from_dict(stored)
     task = get_task(cfg.task)
     data = task.load(cfg)
     splits = make_splits(cfg, data)
@@ -280,6 +280,6 @@ def memorization(cfg: ExperimentConfig, blocks: int = 4, epochs_per_block: int |
         rows.append(MemorizedBlock(j + 1, out[primary].result.accuracy, out[primary].result.auc,
                                    {n: o.result.accuracy for n, o in out.items()}, float(target.ape[:n_eval].mean()),
                                    float(target.ape[n_eval:].mean())))
-    result = Memorization(cfg.arch, tuple(rows), tuple(curve), size, epochs_per_block, n_eval, primary).to_dict()
-    cache.put_json(key, result, allow_nan=False)
+    result = Memorization(cfg.arch, tuple(rows), tuple(curve), size, epochs_per_block, n_eval, primary)
+    cache.put_json(key, result.to_dict(), allow_nan=False)
     return result

@@ -2,8 +2,9 @@
 defense), the attacker's reference budget, an audited ε beside the accountant's, and
 vulnerability per slice. The math is in the pure modules :mod:`core.measurement.exposure`,
 :mod:`core.measurement.budget`, :mod:`core.measurement.audit` and :mod:`core.measurement.slices`; this module feeds them the cached
-summaries and models and returns JSON-able dicts (the CLI's ``analyze`` writes them, the
-Analyses page draws them).
+summaries and models and returns their typed results (:mod:`core.analyses.analysis_results`, each built by
+``from_dict`` of the dict it always built: ``to_dict()`` is what the CLI's ``analyze`` writes; the Analyses
+page and the run report draw them).
 
 Every view but the audit reads what the runs already cached: the per-record scores in each
 summary (``records.scores``), the shadows' answers (LiRA/RMIA's references) and the defended
@@ -45,7 +46,8 @@ from core.foundations.errors import ConfigError, MIAError
 from core.measurement.exposure import EXPOSURE_FPRS, flips, fpr_label, quadrants
 from core.measurement.metrics import empirical_epsilon
 from core.experiment.pipeline import cached_summary, trained_models
-from core.experiment.results import DefendedPoint, RunSummary
+from core.experiment.results import DefendedPoint, RunRecords, RunSummary
+from core.analyses.analysis_results import AuditView, BudgetView, CanaryAudit, ExposureView, ReportViews, SlicesView
 from core.experiment.reference_attacks import (LIRA_ONLINE, fit_reference_attacks, lira_scores, online_references,
     reference_inputs, score_reference_attacks)
 from core.analyses.repeats import repeat_config
@@ -118,7 +120,7 @@ def cached_repeats(configs: dict[str, ExperimentConfig], cache: ArtifactCache | 
 
 def exposure_view(configs: dict[str, ExperimentConfig], summaries: dict[str, RunSummary], attack: str | None = None,
                   fprs: tuple[float, ...] = EXPOSURE_FPRS, defended: dict[str, DefendedPoint] | None = None,
-                  repeats: list[dict[str, RunSummary]] | None = None) -> dict[str, Any]:
+                  repeats: list[dict[str, RunSummary]] | None = None) -> ExposureView:
     """Per-record exposure of the same records under two architectures (``{"ffnn": …, "rnn": …}``):
     scores, loss and entropy per record, the quadrants at each FPR (with ``repeats`` — pairs of
     summaries of other seeds, :func:`cached_repeats` — also a t interval of each count over the
@@ -158,17 +160,18 @@ def exposure_view(configs: dict[str, ExperimentConfig], summaries: dict[str, Run
         out["defense"] = {"mechanism": first.mechanism, "value": first.value, "attacker": "naive"}
         out["flips"] = {}
         for arch, point in defended.items():
-            point_scores = (point.records or {}).get("scores", {})  # records: the point's open per-record block
-            if attack not in point_scores:
+            # the point's per-record block has a run's records layout: read it as one
+            point_records = RunRecords.from_dict(point.records or {}, f"defended {arch} point.records")
+            if not point_records.has_scores(attack):
                 raise ConfigError(f"the defended {arch} point has no per-record {attack!r} scores")
-            d = _scores(point_scores[attack], f"defended {arch} {attack}")
+            d = _scores(point_records.scores_of(attack), f"defended {arch} {attack}")
             out["flips"][arch] = {str(f): flips(scores[arch], d, member, f).to_dict() for f in fprs}
-    return out
+    return ExposureView.from_dict(out)  # typed as it is born; its to_dict() is the dict built here
 
 
 # ---------------------------------------------------------------------------- 2. reference budget
 def budget_view(cfg: ExperimentConfig, resamples: int = 8, cache: ArtifactCache | None = None,
-                online: int = 0) -> dict[str, Any]:
+                online: int = 0) -> BudgetView:
     """Offline LiRA and RMIA with 2, 4, … up to all shadows as references (each budget refitted
     on its own subset: σ²_out, RMIA's a and T, the calibration), AUC and TPR at 1 % / 0.1 % FPR with
     their spread over which references were used (:func:`core.measurement.budget.budget_curve`). With
@@ -199,9 +202,10 @@ def budget_view(cfg: ExperimentConfig, resamples: int = 8, cache: ArtifactCache 
         curves[LIRA_ONLINE] = budget_curve(
             LIRA_ONLINE, lambda sub: lira_scores(target, [refs[j] for j in sub], in_mask=in_mask[list(sub)]),
             len(refs), member, resamples=resamples, seed=cfg.seed, minimum=2).to_dict()
-    return {"arch": cfg.arch, "n_shadows": n, "online_models": int(online), "resamples": resamples, "curves": curves,
-            "note": "lira and rmia: the shadows as (OUT) references; lira_online: its IN/OUT models plus the shadows; "
-                    "every attack needs two references (LiRA's variance, RMIA's calibration), so budgets start at 2"}
+    return BudgetView.from_dict({
+        "arch": cfg.arch, "n_shadows": n, "online_models": int(online), "resamples": resamples, "curves": curves,
+        "note": "lira and rmia: the shadows as (OUT) references; lira_online: its IN/OUT models plus the shadows; "
+                "every attack needs two references (LiRA's variance, RMIA's calibration), so budgets start at 2"})
 
 
 # ---------------------------------------------------------------------------- 3. audited ε
@@ -222,15 +226,17 @@ def check_canaries(cfg: ExperimentConfig, m: int, free: np.ndarray | None = None
 
 
 def canary_audit(cfg: ExperimentConfig, m: int = DEFAULT_CANARIES, seed: int = 0, cache: ArtifactCache | None = None,
-                 progress: Callable[[float], None] | None = None) -> dict[str, Any]:
+                 progress: Callable[[float], None] | None = None) -> CanaryAudit:
     """The one-run audit of ``cfg``'s recipe with ``m`` canaries (module docstring); cached under
-    (training hash, m, seed), so it trains once."""
+    (training hash, m, seed), so it trains once, and read back typed."""
     refuse_loaded_victim(cfg, "audit")
     cache = cache or ArtifactCache()
     key = cache.key("analysis", cfg.training_hash, "audit", int(m), int(seed))
     stored = cache.get_json(key)
-    if isinstance(stored, dict) and "audit" in stored and stored.get("m") == m:
-        return stored
+    if isinstance(stored, dict) and "audit" in stored and "m" in stored:  # else: an older layout, computed again
+        entry = CanaryAudit.from_dict(stored, "cached canary audit")
+        if entry.m == m:
+            return entry
     task = get_task(cfg.task)
     data = task.load(cfg)
     splits = make_splits(cfg, data)
@@ -257,11 +263,12 @@ def canary_audit(cfg: ExperimentConfig, m: int = DEFAULT_CANARIES, seed: int = 0
         "n_train": int(len(splits.victim_members) + included.sum()),
     }
     cache.put_json(key, out, allow_nan=False)
-    return out
+    return CanaryAudit.from_dict(out)
 
 
 def audit_view(configs: dict[str, ExperimentConfig], summaries: dict[str, RunSummary], m: int = DEFAULT_CANARIES,
-               cache: ArtifactCache | None = None, progress: Callable[[str, float], None] | None = None) -> dict[str, Any]:
+               cache: ArtifactCache | None = None, progress: Callable[[str, float], None] | None = None
+               ) -> dict[str, AuditView]:
     """Per architecture: the audited ε of a canary run, its accountant ε (DP-SGD runs; None
     otherwise: no guarantee to compare) and the attack-derived ε̂ of the cached run."""
     return {arch: audit_beside(canary_audit(cfg, m, cache=cache, progress=(lambda f, a=arch: progress(f"audit ({a})", f))
@@ -269,7 +276,7 @@ def audit_view(configs: dict[str, ExperimentConfig], summaries: dict[str, RunSum
             for arch, cfg in configs.items()}
 
 
-def audit_beside(entry: dict[str, Any], summary: RunSummary) -> dict[str, Any]:
+def audit_beside(entry: CanaryAudit, summary: RunSummary) -> AuditView:
     """A :func:`canary_audit` result with the numbers it is read against: its audited ε, its
     accountant ε (RDP, PRV; None when not private), the cached run's attack-derived ε̂ and the
     other estimators of the same canaries (``estimators``: the GDP estimate, the f-DP bound, the
@@ -277,15 +284,16 @@ def audit_beside(entry: dict[str, Any], summary: RunSummary) -> dict[str, Any]:
     primary = summary.primary
     member = np.asarray(summary.per_record.membership, bool)
     hat = empirical_epsilon(_scores(summary.per_record.scores_of(primary), primary), member)
-    acc = entry["accountant"] or {}
+    acc = entry.accountant if entry.accountant is not None and entry.accountant.keys else None  # {}: none
+    epsilons = (acc.epsilons or {}) if acc else {}
     task = get_task(summary.task)
-    return {**entry, "audited_epsilon": entry["audit"]["epsilon"],
-            "accountant_epsilon": {k: acc.get("epsilons", {}).get(k) for k in ("rdp", "prv")} if acc else None,
-            "attack_epsilon_lower_bound": hat["lower_bound"], "attack": primary,
-            "estimators": audit_estimators(entry["scores"], entry["included"], entry["delta"],
-                                           seed=int(entry.get("seed", 0))),
-            "comparability": audit_comparability(f"one {task.record_names[0]}", task.privacy_unit,
-                                                 task.privacy_unit_is_record)}
+    return AuditView.from_dict({
+        **entry.to_dict(), "audited_epsilon": entry.audit.epsilon,
+        "accountant_epsilon": {k: epsilons.get(k) for k in ("rdp", "prv")} if acc else None,
+        "attack_epsilon_lower_bound": hat["lower_bound"], "attack": primary,
+        "estimators": audit_estimators(list(entry.scores), list(entry.included), entry.delta, seed=entry.seed or 0),
+        "comparability": audit_comparability(f"one {task.record_names[0]}", task.privacy_unit,
+                                             task.privacy_unit_is_record)})
 
 
 # ---------------------------------------------------------------------------- 4. slices
@@ -302,24 +310,24 @@ def slice_labels(cfg: ExperimentConfig, records: np.ndarray, summary: RunSummary
 
 
 def slices_view(configs: dict[str, ExperimentConfig], summaries: dict[str, RunSummary], attack: str | None = None,
-                min_records: int = MIN_SLICE_RECORDS) -> dict[str, Any]:
+                min_records: int = MIN_SLICE_RECORDS) -> SlicesView:
     """Attack metrics per slice, per architecture (the same slices when the records are the same)."""
     attack = attack or strongest_attack(summaries)
-    out: dict[str, Any] = {"attack": attack, "min_records": min_records, "archs": {}}
+    archs: dict[str, Any] = {}
     for arch, cfg in configs.items():
         s = summaries[arch]
         records = evaluated_records(cfg)
         member = np.asarray(s.per_record.membership, bool)
         scores = _scores(s.per_record.scores_of(attack), f"{arch} {attack}")
-        out["archs"][arch] = {name: [r.to_dict() for r in slice_metrics(name, labels, scores, member, min_records,
-                                                                        seed=cfg.seed)]
-                              for name, labels in slice_labels(cfg, records, s).items()}
-    return out
+        archs[arch] = {name: [r.to_dict() for r in slice_metrics(name, labels, scores, member, min_records,
+                                                                 seed=cfg.seed)]
+                       for name, labels in slice_labels(cfg, records, s).items()}
+    return SlicesView.from_dict({"attack": attack, "min_records": min_records, "archs": archs})
 
 
 # ---------------------------------------------------------------------------- the run report's views
 def report_views(configs: dict[str, ExperimentConfig], summaries: dict[str, RunSummary],
-                 cache: ArtifactCache | None = None, budget: bool = True) -> dict[str, Any]:
+                 cache: ArtifactCache | None = None, budget: bool = True) -> ReportViews:
     """The per-record views a run report shows (:func:`core.views.report.run_report`), from what is cached
     only — nothing trains: ``exposure`` (both architectures, with the cached repeats' intervals),
     ``budget`` (each architecture with ≥ 2 shadows whose models are all still cached; with
@@ -327,31 +335,29 @@ def report_views(configs: dict[str, ExperimentConfig], summaries: dict[str, RunS
     runs cannot give (any :class:`MIAError` of its computation) is under ``skipped`` with the reason:
     the report is still written."""
     cache = cache or ArtifactCache()
-    out: dict[str, Any] = {"skipped": {}}
+    skipped: dict[str, str] = {}
+    exposure = slices = None
     if len(configs) == 2:
         try:
-            out["exposure"] = exposure_view(configs, summaries, repeats=cached_repeats(configs, cache))
+            exposure = exposure_view(configs, summaries, repeats=cached_repeats(configs, cache))
         except MIAError as exc:
-            out["skipped"]["exposure"] = str(exc)
+            skipped["exposure"] = str(exc)
     else:
-        out["skipped"]["exposure"] = "compares two architectures: report on both ffnn and rnn"
-    if budget:
-        budgets = {}
-        for arch, cfg in configs.items():
-            roles = ["victim", *(f"shadow_{i}" for i in range(cfg.n_shadows))]
-            if cfg.n_shadows < 2:
-                out["skipped"][f"budget ({arch})"] = "needs at least 2 shadows as references (n_shadows ≥ 2)"
-            elif not all(is_cached(cfg, role, cache) for role in roles):
-                out["skipped"][f"budget ({arch})"] = "the run's models are no longer cached (rerun it to refit)"
-            else:
-                try:
-                    budgets[arch] = budget_view(cfg, cache=cache)
-                except MIAError as exc:
-                    out["skipped"][f"budget ({arch})"] = str(exc)
-        if budgets:
-            out["budget"] = budgets
+        skipped["exposure"] = "compares two architectures: report on both ffnn and rnn"
+    budgets: dict[str, BudgetView] = {}
+    for arch, cfg in configs.items() if budget else ():
+        roles = ["victim", *(f"shadow_{i}" for i in range(cfg.n_shadows))]
+        if cfg.n_shadows < 2:
+            skipped[f"budget ({arch})"] = "needs at least 2 shadows as references (n_shadows ≥ 2)"
+        elif not all(is_cached(cfg, role, cache) for role in roles):
+            skipped[f"budget ({arch})"] = "the run's models are no longer cached (rerun it to refit)"
+        else:
+            try:
+                budgets[arch] = budget_view(cfg, cache=cache)
+            except MIAError as exc:
+                skipped[f"budget ({arch})"] = str(exc)
     try:
-        out["slices"] = slices_view(configs, summaries)
+        slices = slices_view(configs, summaries)
     except MIAError as exc:
-        out["skipped"]["slices"] = str(exc)
-    return out
+        skipped["slices"] = str(exc)
+    return ReportViews(exposure, budgets, slices, skipped)

@@ -29,6 +29,7 @@ from core.experiment.cache import ArtifactCache
 from core.foundations.config import MAX_REPEATS, ExperimentConfig
 from core.defenses.defender import defense_run
 from core.defenses.defense_results import DefenseRun
+from core.analyses.comparison_results import Resolution
 from core.foundations.errors import ConfigError
 from core.measurement.metrics import empirical_epsilon, resolution
 from core.experiment.pipeline import cached_summary, run_experiment, trained_models
@@ -232,14 +233,11 @@ def repeats_block(summaries: Sequence[RunSummary], n_boot: int = 1000) -> dict[s
 
 
 # ---------------------------------------------------------------------------- FFNN vs RNN
-def compare_summaries(ffnn: Sequence[RunSummary | dict[str, Any]], rnn: Sequence[RunSummary | dict[str, Any]]
-                      ) -> dict[str, Comparison]:
+def compare_summaries(ffnn: Sequence[RunSummary], rnn: Sequence[RunSummary]) -> dict[str, Comparison]:
     """Per headline metric the paired comparison FFNN − RNN by repeat, with the verdict on "the
-    RNN leaks more" for leakage metrics (utility: the difference only). Dicts are still taken (typed
-    here) because :mod:`core.analyses.findings` passes the cached JSON; every other caller passes runs."""
+    RNN leaks more" for leakage metrics (utility: the difference only)."""
     if len(ffnn) != len(rnn):
         raise ValueError(f"paired repeats need as many FFNN as RNN runs ({len(ffnn)} vs {len(rnn)})")
-    ffnn, rnn = runs(ffnn), runs(rnn)
     for a, b in zip(ffnn, rnn):
         if a.seed != b.seed:
             raise ValueError("repeat r of both architectures must share its seed (same split)")
@@ -266,15 +264,14 @@ def comparison_configs(task: str, preset: str, repeats: int, sets: dict[str, Any
     return out
 
 
-def summary_resolution(summary: RunSummary | dict[str, Any]) -> dict[str, float | int]:
+def summary_resolution(summary: RunSummary) -> dict[str, float | int]:
     """A run's evaluation-set resolution (:func:`core.measurement.metrics.resolution`: one record = how much TPR,
-    FPR, accuracy): its ``resolution`` block, or from its config's ``n_eval`` for summaries written
-    before the block (the balanced set holds n_eval members and n_eval non-members). A dict is still taken
-    (typed here) because :mod:`core.analyses.findings` passes the cached JSON."""
-    run = RunSummary.coerce(summary)
-    if run.resolution:
-        return dict(run.resolution)
-    n = int(run.config["n_eval"])
+    FPR, accuracy) in its JSON layout (:class:`core.analyses.comparison_results.Resolution` reads it): its
+    ``resolution`` block, or from its config's ``n_eval`` for summaries written before the block (the balanced
+    set holds n_eval members and n_eval non-members)."""
+    if summary.resolution:
+        return dict(summary.resolution)
+    n = int(summary.config["n_eval"])
     return resolution(n, n)
 
 
@@ -324,9 +321,9 @@ def evaluation_facts(summaries: Sequence[RunSummary]) -> EvaluationFacts:
     counts is read from its config's ``n_eval`` (the balanced set holds n_eval + n_eval)."""
     sizes = []
     for s in summaries:
-        res = summary_resolution(s)
-        n_in = s.attack.n_members if s.attack.n_members is not None else int(res["n_members"])
-        n_out = s.attack.n_nonmembers if s.attack.n_nonmembers is not None else int(res["n_nonmembers"])
+        res = Resolution.from_dict(summary_resolution(s), f"{s.arch} run's resolution")  # read once, typed
+        n_in = s.attack.n_members if s.attack.n_members is not None else res.n_members
+        n_out = s.attack.n_nonmembers if s.attack.n_nonmembers is not None else res.n_nonmembers
         sizes.append((int(n_in), int(n_out)))
     names = {s.primary for s in summaries}
     return EvaluationFacts(min(a for a, _ in sizes), min(b for _, b in sizes), all(a == b for a, b in sizes),

@@ -16,7 +16,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from core.analyses.analysis_results import EpochRow, MemberMeans, Scatter
+from core.analyses.analysis_results import AuditView, EpochRow, MemberMeans, Scatter
 from core.analyses.own_models import Memorization, Mismatch
 from core.analyses.registry import Analysis, registered
 from core.experiment.results import RunSummary
@@ -93,26 +93,35 @@ def scatter_verdict(scatter: dict[str, dict[str, Any]]) -> RunVerdict:
                           + f" (gap FFNN {gaps['ffnn']:+.3g}, RNN {gaps['rnn']:+.3g} nats); (2) the RNN separates them "
                           + ("more" if d < 0 else "less") + f": FFNN − RNN gap {d:+.3g} nats — {ONE_REPEAT}", d)
 
-    def ci(key: str) -> str:
-        lo, hi = intervals[key]
+    def ci(interval: tuple[float, float]) -> str:
+        lo, hi = interval
         return f"[{lo:+.3g}, {hi:+.3g}]"
 
-    lower = [ARCH_NAMES[a] for a in ("ffnn", "rnn") if intervals[a][0] > 0]
-    lo, hi = intervals["difference"]
+    lower = [ARCH_NAMES[a] for a in ("ffnn", "rnn") if intervals.gap[a][0] > 0]
+    lo, hi = intervals.difference
     half2 = ("the RNN separates them more" if hi < 0 else "the RNN separates them less" if lo > 0
              else "no difference between the architectures shown")
     return RunVerdict("inconclusive", "(1) members' mean APE below non-members' (95 % interval over records above 0) for "
                       + (" and ".join(lower) if lower else "neither architecture")
-                      + f" (gap FFNN {gaps['ffnn']:+.3g} {ci('ffnn')}, RNN {gaps['rnn']:+.3g} {ci('rnn')} nats); (2) "
-                      + f"{half2}: FFNN − RNN gap {d:+.3g} {ci('difference')} nats — {ONE_REPEAT}", d)
+                      + f" (gap FFNN {gaps['ffnn']:+.3g} {ci(intervals.gap['ffnn'])}, RNN {gaps['rnn']:+.3g} "
+                      + f"{ci(intervals.gap['rnn'])} nats); (2) "
+                      + f"{half2}: FFNN − RNN gap {d:+.3g} {ci(intervals.difference)} nats — {ONE_REPEAT}", d)
 
 
 #: resamples of the records behind a one-run scatter gap's interval
 GAP_BOOTSTRAP = 1000
 
 
+@dataclass(frozen=True)
+class GapIntervals:
+    """The intervals of :func:`_gap_intervals`: each architecture's gap, and the FFNN − RNN difference."""
+
+    gap: dict[str, tuple[float, float]]
+    difference: tuple[float, float]
+
+
 def _gap_intervals(scatter: dict[str, dict[str, Any]], confidence: float = 0.95,
-                   seed: int = 0) -> dict[str, tuple[float, float]] | None:
+                   seed: int = 0) -> GapIntervals | None:
     """95 % percentile intervals of each architecture's gap (non-members' − members' mean APE) and of the
     FFNN − RNN difference, over stratified resamples of the records (the same resampled records for both:
     one split), from the scatter's per-record ``log10_ape`` (records clipped at its floor count as the floor);
@@ -132,9 +141,13 @@ def _gap_intervals(scatter: dict[str, dict[str, Any]], confidence: float = 0.95,
     im = mem[rng.integers(0, len(mem), (GAP_BOOTSTRAP, len(mem)))]
     inn = non[rng.integers(0, len(non), (GAP_BOOTSTRAP, len(non)))]
     boot = {a: v[inn].mean(1) - v[im].mean(1) for a, v in ape.items()}
-    boot["difference"] = boot["ffnn"] - boot["rnn"]
     q = [(1 - confidence) / 2, (1 + confidence) / 2]
-    return {k: tuple(float(x) for x in np.quantile(v, q)) for k, v in boot.items()}
+
+    def interval(v: np.ndarray) -> tuple[float, float]:
+        lo, hi = (float(x) for x in np.quantile(v, q))
+        return lo, hi
+
+    return GapIntervals({a: interval(v) for a, v in boot.items()}, interval(boot["ffnn"] - boot["rnn"]))
 
 
 def scatter_gap(sc: Scatter | dict[str, Any]) -> float:
@@ -221,24 +234,30 @@ def audit_verdict(aud: dict[str, dict[str, Any]]) -> RunVerdict:
     def g(x: float | None) -> str:
         return "n/a" if x is None else f"{x:.3g}"
 
-    def line(a: str) -> str:
-        v = aud[a]
-        acc = v.get("accountant_epsilon")
-        text = f"{ARCH_NAMES[a]} audited ε {g(v['audited_epsilon'])}"
-        if acc:
-            text += f" vs accountant ε RDP {g(acc.get('rdp'))}, PRV {g(acc.get('prv'))}"
-        return text + (" (saturated: the ceiling of m canaries)" if v["audit"].get("saturated") else "")
+    views = {a: AuditView.from_dict(aud[a], f"audit[{a!r}]") for a in ("ffnn", "rnn")}  # read once, typed
 
-    private = [a for a in ("ffnn", "rnn") if aud[a].get("accountant_epsilon")]
+    def line(a: str) -> str:
+        v = views[a]
+        acc = v.accountant_epsilon if v.accountant_epsilon is not None and v.accountant_epsilon.keys else None
+        text = f"{ARCH_NAMES[a]} audited ε {g(v.audited_epsilon)}"
+        if acc:
+            text += f" vs accountant ε RDP {g(acc.rdp)}, PRV {g(acc.prv)}"
+        return text + (" (saturated: the ceiling of m canaries)" if v.audit.saturated else "")
+
+    # an empty accountant block ({}) counts as none, as a falsy dict did
+    private = [a for a, v in views.items() if v.accountant_epsilon is not None and v.accountant_epsilon.keys]
     text = "; ".join(line(a) for a in ("ffnn", "rnn"))
     if not private:
         return RunVerdict("inconclusive", f"no accountant to check against (non-private runs): {text}; each a 95 % lower "
                                        "bound")
-    apart = [aud[a]["comparability"] for a in private if aud[a].get("comparability", {}).get("comparable") is False]
+    apart = [views[a].comparability for a in private
+             if views[a].comparability is not None and views[a].comparability.comparable is False]
     if apart:
-        return RunVerdict("inconclusive", f"{text} — not comparable: {apart[0]['reason']}")
-    within = all(aud[a]["audited_epsilon"] <= min((e for e in aud[a]["accountant_epsilon"].values() if e is not None),
-                                                  default=float("inf")) for a in private)
+        return RunVerdict("inconclusive", f"{text} — not comparable: {apart[0].reason}")
+    # every ε the accountant reported (RDP, PRV and any other it adds), as the dict's values were
+    within = all(views[a].audited_epsilon <= min(
+        (e for e in views[a].accountant_epsilon.to_dict().values() if e is not None), default=float("inf"))
+        for a in private)
     return RunVerdict("holds" if within else "reversed",
                    f"{text} — the audit {'stays within' if within else 'EXCEEDS'} the accountant")
 

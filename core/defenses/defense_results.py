@@ -5,7 +5,7 @@ utility?" (:class:`UtilityCost`, its rows :class:`UtilityCostRow`).
 Built where they are born (:func:`core.defenses.defender.defense_run`, :func:`core.defenses.sweeps.sweep`,
 :func:`core.defenses.utility_cost.utility_cost_comparison`) from the layout's dict by ``from_dict``, so the
 JSON that ``to_dict`` writes is exactly the one written before they were typed (keys, order, values;
-:mod:`core.experiment.typed_json`); the figures, pages and the CLI read attributes. A defended point and its
+:mod:`core.foundations.typed_json`); the figures, pages and the CLI read attributes. A defended point and its
 baseline are :class:`core.experiment.results.DefendedPoint` and :class:`core.experiment.results.DefenseBaseline`.
 """
 from __future__ import annotations
@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from core.experiment.results import DefendedPoint, DefenseBaseline
-from core.experiment.typed_json import BOOL, DICT, INT, NUM, STR, Typed, estimate, null, numbers, objects, sequence
-from core.measurement.stats import Estimate
+from core.foundations.typed_json import BOOL, DICT, INT, NUM, STR, Typed, null, numbers, objects, sequence
+from core.measurement.stats import Estimate, estimate
 
 
 # ---------------------------------------------------------------------------- defend's JSON

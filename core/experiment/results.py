@@ -27,10 +27,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, ClassVar, Mapping, Sequence
 
-from core.experiment.typed_json import (ANY, BOOL, DICT, INT, LIST, NUM, STR, Typed, estimate, flags, is_number, kind,
-                                        mapping, null, numbers, objects, optional_numbers, sequence)
+from core.foundations.typed_json import (ANY, BOOL, DICT, INT, LIST, NUM, STR, Typed, flags, is_number, kind,
+                                         mapping, null, numbers, objects, optional_numbers, sequence)
 from core.foundations.errors import ResultFormatError
-from core.measurement.stats import Estimate
+from core.measurement.stats import Estimate, estimate
 
 
 # ---------------------------------------------------------------------------- attacks

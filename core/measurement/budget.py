@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import asdict, dataclass
-from typing import Any, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar, Sequence
 
 import numpy as np
 
+from core.foundations.typed_json import INT, NUM, STR, Open, mapping, null, objects, sequence
 from core.measurement.metrics import LOW_FPRS, roc_auc, tpr_at_fpr
 
 #: AUC gain below which more references are said not to help (absolute AUC)
@@ -53,8 +54,9 @@ def subsets(n_available: int, n: int, resamples: int, seed: int = 0) -> list[tup
 
 
 @dataclass(frozen=True)
-class BudgetPoint:
-    """One budget: the metric's mean and 95 % spread over the drawn reference subsets."""
+class BudgetPoint(Open):
+    """One budget: the metric's mean and 95 % spread over the ``draws`` reference subsets; TPR per FPR (keys
+    ``"0.01"``, ``"0.001"``). Its JSON is read back as this class too (``from_dict``)."""
 
     n_references: int
     draws: int
@@ -65,24 +67,35 @@ class BudgetPoint:
     tpr_low: dict[str, float]
     tpr_high: dict[str, float]
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    _WHAT: ClassVar[str] = "budget point"
+
+
+BudgetPoint._FIELDS = {"n_references": (INT, True), "draws": (INT, True), "auc": (NUM, True),
+                       "auc_low": (NUM, True), "auc_high": (NUM, True), "tpr_at_fpr": (mapping(NUM), True),
+                       "tpr_low": (mapping(NUM), True), "tpr_high": (mapping(NUM), True)}
 
 
 @dataclass(frozen=True)
-class BudgetCurve:
-    attack: str
+class BudgetCurve(Open):
+    """One attack's curve against the number of references; its JSON is read back as this class too
+    (``from_dict``: the fields a reader needs required, the others None where a layout lacks them)."""
+
     n_available: int
     points: tuple[BudgetPoint, ...]
+    attack: str | None = None
     #: smallest budget within FLAT_TOLERANCE of the largest budget's mean AUC
-    flattens_at: int | None
-    n_members: int
-    n_non_members: int
+    flattens_at: int | None = None
+    flat_tolerance: float | None = FLAT_TOLERANCE
+    n_members: int | None = None
+    n_non_members: int | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"attack": self.attack, "n_available": self.n_available, "points": [p.to_dict() for p in self.points],
-                "flattens_at": self.flattens_at, "flat_tolerance": FLAT_TOLERANCE, "n_members": self.n_members,
-                "n_non_members": self.n_non_members}
+    _WHAT: ClassVar[str] = "budget curve"
+    _ALL: ClassVar[bool] = True  # built here, every field is written (flattens_at as null)
+
+
+BudgetCurve._FIELDS = {"attack": (STR, False), "n_available": (INT, True),
+                       "points": (sequence(objects(BudgetPoint)), True), "flattens_at": (null(INT), False),
+                       "flat_tolerance": (NUM, False), "n_members": (INT, False), "n_non_members": (INT, False)}
 
 
 #: budgets a curve needs before it can be said to flatten: one to reach the level, one beyond it to stay there, and
@@ -136,4 +149,4 @@ def budget_curve(attack: str, score: Callable[[tuple[int, ...]], np.ndarray], n_
         points.append(BudgetPoint(int(n), len(aucs), a, lo, hi, {k: v[0] for k, v in t.items()},
                                   {k: v[1] for k, v in t.items()}, {k: v[2] for k, v in t.items()}))
     flat = flattening_point([p.n_references for p in points], [p.auc for p in points])
-    return BudgetCurve(attack, int(n_available), tuple(points), flat, int(y.sum()), int((~y).sum()))
+    return BudgetCurve(int(n_available), tuple(points), attack, flat, FLAT_TOLERANCE, int(y.sum()), int((~y).sum()))

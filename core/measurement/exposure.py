@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Any, Sequence
+from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
+from core.foundations.typed_json import INT, NUM, STR, Open, null
 from core.measurement.metrics import clopper_pearson
 from core.measurement.stats import mean_interval
 
@@ -94,8 +95,9 @@ def exposure(scores: Any, membership: Any, fpr: float) -> Exposure:
 
 
 @dataclass(frozen=True)
-class QuadrantCount:
-    """Members (or non-members) in one quadrant: count, share with its 95 % interval over records."""
+class QuadrantCount(Open):
+    """Members (or non-members) in one quadrant: count, share with its 95 % interval over records. Its JSON is
+    read back as this class too (``from_dict``; ``repeats`` None where a layout lacks it)."""
 
     name: str
     count: int
@@ -104,13 +106,19 @@ class QuadrantCount:
     share_low: float
     share_high: float
     #: over repeats (None with one): mean count and a 95 % t interval
-    repeats: int = 1
+    repeats: int | None = 1
     mean_count: float | None = None
     count_low: float | None = None
     count_high: float | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    _WHAT: ClassVar[str] = "quadrant count"
+    _ALL: ClassVar[bool] = True  # every field written, None as null, as asdict wrote it
+
+
+QuadrantCount._FIELDS = {
+    "name": (STR, True), "count": (INT, True), "n": (INT, True), "share": (NUM, True), "share_low": (NUM, True),
+    "share_high": (NUM, True), "repeats": (INT, False), "mean_count": (null(NUM), False),
+    "count_low": (null(NUM), False), "count_high": (null(NUM), False)}
 
 
 @dataclass(frozen=True)

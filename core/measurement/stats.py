@@ -47,6 +47,9 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 from scipy import stats as sps
 
+from core.foundations.errors import ResultFormatError
+from core.foundations.typed_json import INT, NUM, Conv, fail, null
+
 #: the confidence of every interval unless told otherwise
 CONFIDENCE = 0.95
 #: the three verdicts, in the studies' direction ("the RNN leaks more")
@@ -131,6 +134,24 @@ class Estimate:
                    ci_high=None if d.get("ci_high") is None else float(d["ci_high"]), n=int(d["n"]),
                    values=tuple(float(v) for v in d.get("values", ())), method=str(d.get("method", "t")),
                    confidence=float(d.get("confidence", CONFIDENCE)), note=str(d.get("note", "")))
+
+
+def estimate() -> Conv:
+    """The converter of an :class:`Estimate` in a typed layout (:mod:`core.foundations.typed_json`): mean, ci_low,
+    ci_high, n, values, sd, method, confidence, note; the fields every reader needs checked, one line naming one."""
+    def read(v: Any, where: str) -> Estimate:
+        if not isinstance(v, dict):
+            raise fail(where, "an interval object", v)
+        for key, conv in (("mean", null(NUM)), ("n", INT)):
+            if key not in v:
+                raise ResultFormatError(f"{where} lacks {key!r}")
+            conv.read(v[key], f"{where}.{key}")
+        for key in ("ci_low", "ci_high"):
+            if key in v:
+                null(NUM).read(v[key], f"{where}.{key}")
+        return Estimate.from_dict(v)
+
+    return Conv(read, lambda e: e.to_dict())
 
 
 def mean_interval(values: Sequence[float], confidence: float = CONFIDENCE,

@@ -83,13 +83,14 @@ def scatter_figure(scatters: dict[str, dict[str, Any]], attack: str, scale: str 
         if log:  # clipped records on the strip below the records' range
             x = np.where(cx, sc["strip"]["log10_ape"], x)
             y = np.where(cy, sc["strip"]["log10_cross_entropy"], y)
-        entry = sc["attacks"][attack]
-        correct = np.asarray(entry["correct"], bool)
+        typed = Scatter.coerce(sc)  # the typed fields (the per-record arrays stay the JSON's lists above)
+        entry = typed.attacks[attack]
+        correct = np.asarray(entry.correct, bool)
         first = i == 0
-        surrogate = entry.get("surrogate")
-        if surrogate:
-            fig.add_contour(x=_in_units(surrogate["x"], scale), y=_in_units(surrogate["y"], scale),
-                            z=surrogate["member_probability"], row=2, col=col,
+        surrogate = entry.surrogate
+        if surrogate is not None:
+            fig.add_contour(x=_in_units(surrogate.x, scale), y=_in_units(surrogate.y, scale),
+                            z=surrogate.member_probability, row=2, col=col,
                             contours=dict(start=0.5, end=1.0, size=0.5, coloring="fill"), showscale=False,
                             colorscale=[[0, "rgba(0,0,0,0)"], [1, "rgba(120,120,120,0.16)"]],
                             line=dict(width=2, color="#333"), hoverinfo="skip",
@@ -148,8 +149,7 @@ def scatter_figure(scatters: dict[str, dict[str, Any]], attack: str, scale: str 
             fig.add_histogram(y=y[pop & ~cy], row=2, col=col + 1, marker_color=colour, opacity=0.5,
                               histnorm="probability", ybins=dict(start=by[0], end=by[1], size=(by[1] - by[0]) / 40),
                               showlegend=False, hoverinfo="skip", legendgroup=f"density{is_member}")
-        typed = Scatter.coerce(sc)  # the typed fields (the per-record arrays stay the JSON's lists above)
-        boundary = typed.attacks[attack].boundary
+        boundary = entry.boundary
         if boundary is not None and boundary.threshold is not None:
             t = max(float(boundary.threshold), 1e-12)
             t = float(np.log10(t)) if log else t

@@ -9,7 +9,9 @@ from typing import Any, Mapping
 import pandas as pd
 
 from core.analyses import registry as analysis_registry
-from core.analyses.analysis_results import AuditView, BudgetPointView, BudgetView, ExposureView, SlicesView
+from core.analyses.analysis_results import AuditView, BudgetView, ExposureView, Scatter, SlicesView
+from core.analyses.own_models import Mismatch
+from core.measurement.budget import BudgetPoint
 from core.analyses.registry import resolve
 
 
@@ -24,12 +26,13 @@ def scatter_table(scatter: dict[str, Any]) -> pd.DataFrame:
     """The entropy scatter's records, one row per (architecture, record)."""
     rows = []
     for arch, sc in scatter.items():
+        attacks = Scatter.from_dict(sc, f"scatter[{arch!r}]").attacks  # the attacks read once, typed
         for i, (x, y, m) in enumerate(zip(sc["log10_ape"], sc["log10_cross_entropy"], sc["membership"])):
             row = {"arch": arch, "record": i, "member": m, "log10_ape": x, "log10_cross_entropy": y,
                    # −12 means "at or below 1e-12": flagged, so a reader does not take it for a value
                    "clipped_ape": sc.get("clipped_ape", [None] * (i + 1))[i],
                    "clipped_cross_entropy": sc.get("clipped_cross_entropy", [None] * (i + 1))[i]}
-            row.update({f"{name}_decision": a["decision"][i] for name, a in sc["attacks"].items()})
+            row.update({f"{name}_decision": a.decision[i] for name, a in attacks.items()})
             rows.append(row)
     return pd.DataFrame(rows)
 
@@ -45,8 +48,9 @@ def memorization_table(data: dict[str, Any]) -> pd.DataFrame:
 
 
 def mismatch_table(data: dict[str, Any]) -> pd.DataFrame:
-    return pd.DataFrame([{"arch": arch, "scale": r["scale"], m["knob"]: r[m["knob"]], "attack": name, "accuracy": acc}
-                         for arch, m in data.items() for r in m["rows"] for name, acc in r["accuracy"].items()])
+    runs = {arch: Mismatch.from_dict(m) for arch, m in data.items()}  # each read once, typed
+    return pd.DataFrame([{"arch": arch, "scale": r.scale, m.knob: r.width, "attack": name, "accuracy": acc}
+                         for arch, m in runs.items() for r in m.rows for name, acc in r.accuracy.items()])
 
 
 def exposure_records_table(ex: ExposureView | Mapping[str, Any]) -> pd.DataFrame:
@@ -71,7 +75,7 @@ def exposure_records_table(ex: ExposureView | Mapping[str, Any]) -> pd.DataFrame
 def budget_points_table(budget: Mapping[str, BudgetView | Mapping[str, Any]]) -> pd.DataFrame:
     """One row per budget point; the spread over reference subsets only where there were two or more (one
     subset — all references — has no spread: empty cells, not a low = high "interval")."""
-    def spread(p: BudgetPointView, value: Any) -> Any:
+    def spread(p: BudgetPoint, value: Any) -> Any:
         return value if p.draws > 1 else None
 
     return pd.DataFrame([

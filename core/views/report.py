@@ -40,6 +40,7 @@ from core.foundations.fileio import write_json_atomically, write_text_atomically
 from core.foundations.names import ARCH_NAMES
 from core.experiment.results import RunSummary
 from core.analyses.analyses_view import cached_runs
+from core.analyses.analysis_results import ReportViews
 from core.analyses.record_views import report_views
 
 
@@ -171,7 +172,7 @@ def block_html(block: run_view.Block, fig_html: Callable[[go.Figure], str]) -> s
 def run_report_html(summaries: list[RunSummary], configs: list[ExperimentConfig] | None = None,
                     overrides: dict[str, dict[str, Any]] | None = None,
                     map_views: dict[str, MapViews] | None = None, repeats: dict[str, Any] | None = None,
-                    matched: MatchedView | None = None, views: dict[str, Any] | None = None) -> str:
+                    matched: MatchedView | None = None, views: ReportViews | None = None) -> str:
     """One self-contained HTML file of a run: every section of :func:`core.views.run_view.run_view` (the
     same sections, in the same order, as the Train & attack page), figures with plotly.js embedded once
     so it opens offline. ``repeats``: ``comparison`` or ``blocks``; ``matched``: the matched-utility view;

@@ -13,8 +13,8 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from core.analyses.comparison_results import ComparisonResult, MetricComparison
-from core.analyses.analysis_results import (BudgetCurveView, BudgetPointView, BudgetView, ExposureView, SliceRow,
-                                            SlicesView)
+from core.analyses.analysis_results import BudgetView, ExposureView, SliceRow, SlicesView
+from core.measurement.budget import BudgetCurve, BudgetPoint
 from core.views.comparison_tables import matched_utility_table, shadow_fidelity_table, strongest_attacks_table
 from core.views.record_view_figures import quadrant_names
 from core.views.repeat_figures import METRIC_NAMES, VERDICT_MARKS, p_text
@@ -211,7 +211,7 @@ def exposure_table(view: ExposureView | Mapping[str, Any]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _budget_row(arch: str, name: str, c: BudgetCurveView, p: BudgetPointView) -> dict[str, Any]:
+def _budget_row(arch: str, name: str, c: BudgetCurve, p: BudgetPoint) -> dict[str, Any]:
     spread = p.draws > 1  # one subset (all references): no spread to show, not a zero-width interval
     tpr = ci_text(p.tpr_at_fpr["0.01"], *((p.tpr_low["0.01"], p.tpr_high["0.01"]) if spread else (None, None)))
     n0 = c.n_non_members

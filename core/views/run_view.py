@@ -22,7 +22,7 @@ from typing import Any, Callable, Union
 import pandas as pd
 import plotly.graph_objects as go
 
-from core.analyses.analysis_results import ExposureView, SlicesView
+from core.analyses.analysis_results import ReportViews
 from core.analyses.comparison_results import ComparisonResult
 from core.experiment.fidelity import confounding_warnings, study_comparison
 from core.experiment.results import RepeatsBlock, RunSummary
@@ -128,7 +128,7 @@ class RunInputs:
     map_views: dict[str, MapViews] | None = None
     repeats: dict[str, Any] | None = None
     matched: MatchedView | None = None
-    views: dict[str, Any] | None = None
+    views: ReportViews | None = None
     #: :func:`core.views.run_text.run_figures` of the summaries, where the caller keeps them (the page caches them)
     figures: RunFigures | None = None
 
@@ -336,8 +336,8 @@ def per_record(run: RunInputs) -> Section:
         out: list[Block] = [Text("Computed from the cached runs (per-record scores, the shadows as references); nothing "
                                  "was trained for them. `python -m core analyze --analysis exposure,budget,slices` "
                                  "writes their data as CSV.", "caption")]
-        if "exposure" in views:
-            ex = ExposureView.coerce(views["exposure"])
+        if views.exposure is not None:
+            ex = views.exposure
             a, b = ex.archs
             out += [Text(f"Exposure: the same records under {_name(a)} and {_name(b)} "
                          f"({ATTACK_NAMES.get(ex.attack, ex.attack)})", "subheading"),
@@ -347,20 +347,20 @@ def per_record(run: RunInputs) -> Section:
                          + (f"Counts over {1 + len(ex.repeat_seeds)} cached repeats: mean with a 95 % t interval."
                             if ex.repeat_seeds else "One repeat cached: no interval over repeats."), "caption")]
             out += [Figure(exposure_figure(ex, fpr)) for fpr in ex.quadrants]
-        if "budget" in views:
-            out += [Text("The attacker's reference budget", "subheading"), Table(budget_table(views["budget"])),
+        if views.budget:
+            out += [Text("The attacker's reference budget", "subheading"), Table(budget_table(views.budget)),
                     Text("Offline LiRA and RMIA refitted on subsets of the shadows as references; spread: 2.5–97.5 % "
                          "over which references were used; flattens at: the smallest budget within 0.01 AUC of all "
-                         "references.", "caption"), Figure(budget_figure(views["budget"]))]
-        if "slices" in views:
-            sl = SlicesView.coerce(views["slices"])
+                         "references.", "caption"), Figure(budget_figure(views.budget))]
+        if views.slices is not None:
+            sl = views.slices
             out += [Text(f"Vulnerability per slice ({ATTACK_NAMES.get(sl.attack, sl.attack)})", "subheading"),
                     Table(slices_table(sl)),
                     Text(f"A slice with fewer than {sl.min_records} members or non-members is marked too small: "
                          "read its interval as inconclusive.", "caption")]
             out += [Figure(slices_figure(sl, name)) for name in sl.slicings]
-        if views.get("skipped"):
-            out.append(Text("Not shown: " + "; ".join(f"{k} — {v}" for k, v in views["skipped"].items()), "caption"))
+        if views.skipped:
+            out.append(Text("Not shown: " + "; ".join(f"{k} — {v}" for k, v in views.skipped.items()), "caption"))
         return out
     return Section("per_record", "Per-record views", build, tab=True)
 

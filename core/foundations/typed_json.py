@@ -1,15 +1,16 @@
-"""The machinery of :mod:`core.experiment.results`: how one JSON value is checked and read (a converter,
-:class:`Conv`) and written back, and :class:`Typed`, the shared ``from_dict`` / ``to_dict`` of every typed
-result (one-line :class:`core.foundations.errors.ResultFormatError` naming the field; unknown keys refused
-unless a layout is open; ``to_dict`` gives back exactly the dict read). Kept apart so that the results
-module holds the layouts alone."""
+"""The machinery of the typed results (:mod:`core.experiment.results` and every other layout): how one JSON value
+is checked and read (a converter, :class:`Conv`) and written back, and :class:`Typed`, the shared ``from_dict`` /
+``to_dict`` of every typed result (one-line :class:`core.foundations.errors.ResultFormatError` naming the field;
+unknown keys refused unless a layout is open, :class:`Open`; ``to_dict`` gives back exactly the dict read). On the
+bottom floor, so that a result is one class wherever it is born: the measurement floor's own results
+(:class:`core.measurement.budget.BudgetPoint`, :class:`core.measurement.exposure.QuadrantCount`) are the layouts
+their readers check. The interval converter lives beside its type (:func:`core.measurement.stats.estimate`)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Mapping, TypeVar
 
 from core.foundations.errors import ResultFormatError
-from core.measurement.stats import Estimate
 
 T = TypeVar("T", bound="Typed")
 
@@ -111,23 +112,6 @@ def sequence(conv: Conv) -> Conv:
     return Conv(read, lambda v: [conv.write(x) for x in v])
 
 
-def estimate() -> Conv:
-    """A :class:`core.measurement.stats.Estimate` (mean, ci_low, ci_high, n, values, sd, method, confidence, note)."""
-    def read(v: Any, where: str) -> Estimate:
-        if not isinstance(v, dict):
-            raise fail(where, "an interval object", v)
-        for key, conv in (("mean", null(NUM)), ("n", INT)):
-            if key not in v:
-                raise ResultFormatError(f"{where} lacks {key!r}")
-            conv.read(v[key], f"{where}.{key}")
-        for key in ("ci_low", "ci_high"):
-            if key in v:
-                null(NUM).read(v[key], f"{where}.{key}")
-        return Estimate.from_dict(v)
-
-    return Conv(read, lambda e: e.to_dict())
-
-
 # ---------------------------------------------------------------------------- the base
 @dataclass(frozen=True)
 class Typed:
@@ -142,6 +126,9 @@ class Typed:
     #: refuse keys that are not in ``_FIELDS`` (a layout this version does not know is an error, not
     #: something carried along unread); False where the layout is open by design (see each class)
     _STRICT: ClassVar[bool] = True
+    #: built in code, ``to_dict`` writes every field, None ones as null (the layouts that were written by
+    #: ``dataclasses.asdict``); False: an optional field that is None is left out
+    _ALL: ClassVar[bool] = False
 
     @classmethod
     def from_dict(cls: type[T], d: Mapping[str, Any], where: str | None = None, name: str | None = None) -> T:
@@ -190,7 +177,7 @@ class Typed:
     def to_dict(self) -> dict[str, Any]:
         """The JSON dict: exactly the one read (keys, order, values), or every field when built in code."""
         order = self.keys or tuple(k for k, (_, required) in self._FIELDS.items()
-                                   if required or getattr(self, k) is not None) + tuple(self.extra)
+                                   if required or self._ALL or getattr(self, k) is not None) + tuple(self.extra)
         out: dict[str, Any] = {}
         for k in order:
             if k in self._FIELDS:
@@ -198,6 +185,17 @@ class Typed:
             else:
                 out[k] = self.extra[k]
         return out
+
+
+@dataclass(frozen=True)
+class Open(Typed):
+    """An open layout: the typed fields, and every other key of the dict read kept in ``extra`` (``keys``: the
+    dict's order), so ``to_dict()`` is the dict read. Keyword-only, so a layout lists its own fields first."""
+
+    extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
+    keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
+
+    _STRICT: ClassVar[bool] = False
 
 
 def optional_numbers() -> Conv:
