@@ -18,7 +18,7 @@ absent (``None`` on the attribute). Three layouts are open by design and keep ke
 ``extra``, written back where they were: a learning-curve row (a task's own columns, numbers), a
 defended point (a registered mechanism's keys) and a defense baseline (the sweeps' keys). Built in code
 rather than read, an object writes every typed field in the layout's order, then ``extra``. Nested
-blobs that no reader needs typed (``config``, ``data``, ``examples``, ``shadow_fidelity``, ``privacy``)
+blobs that no reader needs typed (``config``, ``data``, ``examples``, ``privacy``)
 stay JSON values; ``to_dict`` returns them as they are (not copied), so treat them as read-only.
 """
 from __future__ import annotations
@@ -29,6 +29,7 @@ from typing import Any, ClassVar, Mapping, Sequence
 
 from core.experiment.typed_json import (ANY, BOOL, DICT, INT, LIST, NUM, STR, Typed, estimate, flags, is_number, kind,
                                         mapping, null, numbers, objects, optional_numbers, sequence)
+from core.experiment.fidelity_results import ShadowFidelity
 from core.foundations.errors import ResultFormatError
 from core.measurement.stats import Estimate
 
@@ -224,6 +225,28 @@ RunRecords._FIELDS = {
 
 
 @dataclass(frozen=True)
+class RunSettings(Typed):
+    """The fields of a run's ``config`` (``ExperimentConfig.to_dict()``) that its readers use, typed: the seed, the
+    epochs, the shadows and the evaluation set's size per side (None where a config lacks one). Open: every other
+    field of the config is in ``extra``; ``RunSummary.config`` stays the JSON block (``config_of`` rebuilds the
+    whole validated config from it)."""
+
+    seed: int | None = None
+    epochs: int | None = None
+    n_shadows: int | None = None
+    n_eval: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
+    keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
+
+    _WHAT: ClassVar[str] = "config"
+    _STRICT: ClassVar[bool] = False
+
+
+RunSettings._FIELDS = {"seed": (null(NUM), False), "epochs": (null(NUM), False), "n_shadows": (null(NUM), False),
+                       "n_eval": (null(NUM), False)}
+
+
+@dataclass(frozen=True)
 class RunSummary(Typed):
     """One run's summary (``python -m core run``'s JSON, the cache's ``result`` entry).
 
@@ -254,7 +277,8 @@ class RunSummary(Typed):
     cache_corrupted: list[Any] | None = None
     #: whose victim (issue 33): ``{kind: trained | user weights, weights_sha256, members_sha256, n_members}``
     victim_source: dict[str, Any] | None = None
-    shadow_fidelity: dict[str, Any] | None = None
+    #: do the shadows track the victim (core.experiment.fidelity), typed: core.experiment.fidelity_results
+    shadow_fidelity: ShadowFidelity | None = None
     #: every registered attack that did not run here, and why (issue 34)
     attacks_not_run: dict[str, str] | None = None
     resolution: dict[str, Any] | None = None
@@ -281,6 +305,11 @@ class RunSummary(Typed):
         training-time sweeps and the tasks' ``slice_labels`` (a plugin's API) read it as a dict."""
         return RunRecords.from_dict(self.records, f"{self._WHAT}.records")
 
+    @cached_property
+    def settings(self) -> RunSettings:
+        """The ``config`` block's fields that readers use, typed (read on first use)."""
+        return RunSettings.from_dict(self.config, f"{self._WHAT}.config")
+
     @property
     def primary(self) -> str:
         """The primary attack's name."""
@@ -289,12 +318,13 @@ class RunSummary(Typed):
     @property
     def seed(self) -> int:
         """The run's seed (the config's): repeat r of both architectures shares it (same split)."""
-        return int(self.config["seed"])
+        return int(self.settings.seed)
 
     @property
     def epochs(self) -> int:
         """The number of training epochs (the config's)."""
-        return int(self.config.get("epochs", self.per_epoch[-1].epoch if self.per_epoch else 0))
+        epochs = self.settings.epochs
+        return int(epochs) if epochs is not None else (self.per_epoch[-1].epoch if self.per_epoch else 0)
 
     def attacks_at(self, epoch: int) -> dict[str, AttackResult]:
         """Every attack fitted at checkpoint ``epoch`` ({} where none was)."""
@@ -319,7 +349,7 @@ RunSummary._FIELDS = {
     "attacks_by_epoch": (mapping(_ATTACKS), False), "per_epoch": (sequence(objects(EpochRecord)), True),
     "timings": (DICT, True), "cache_hit": (BOOL, False), "models_from_cache": (null(DICT), False),
     "cache_corrupted": (null(LIST), False), "victim_source": (null(DICT), False),
-    "shadow_fidelity": (null(DICT), False), "attacks_not_run": (null(mapping(STR)), False),
+    "shadow_fidelity": (null(objects(ShadowFidelity)), False), "attacks_not_run": (null(mapping(STR)), False),
     "resolution": (null(DICT), False), "privacy": (null(DICT), False),
     "examples": (null(kind((dict, list), "a JSON object or a list")), False),
     "records": (DICT, True), "repeats": (null(objects(RepeatsBlock)), False),
