@@ -63,6 +63,10 @@ class AttackResult(Typed):
     roc_tpr: tuple[float, ...] | None = None
     #: threshold attacks: {"signal", "threshold" (in the signal's units), "member_if"}
     boundary: dict[str, Any] | None = None
+    #: ``run --online-lira N``'s attacks (:meth:`RunSummary.with_attack`): ``online`` (references trained with and
+    #: without each target record) and, for LiRA online, the number of reference models
+    threat_model: str | None = None
+    reference_models: int | None = None
     extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
     keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
 
@@ -88,7 +92,7 @@ AttackResult._FIELDS = {
     "advantage_std": (NUM, False), "auc": (NUM, True), "auc_std": (NUM, False),
     "tpr_at_fpr": (mapping(NUM), True), "threshold": (null(NUM), False), "n_members": (INT, False),
     "n_nonmembers": (INT, False), "roc_fpr": (numbers(), False), "roc_tpr": (numbers(), False),
-    "boundary": (null(DICT), False),
+    "boundary": (null(DICT), False), "threat_model": (null(STR), False), "reference_models": (null(INT), False),
 }
 _ATTACK = objects(AttackResult)
 #: {name: AttackResult}: a result without a ``name`` key (a defended point's ``attacks``) takes its key
@@ -325,6 +329,18 @@ class RunSummary(Typed):
         """The number of training epochs (the config's)."""
         epochs = self.settings.epochs
         return int(epochs) if epochs is not None else (self.per_epoch[-1].epoch if self.per_epoch else 0)
+
+    def with_attack(self, result: AttackResult, scores: Sequence[float | None]) -> "RunSummary":
+        """A copy with one more attack at the final epoch (``run --online-lira``: attacks on references trained after
+        the pipeline ran): its result under its name last in ``attacks``, its per-record scores last in the records'
+        ``scores``, and no longer among ``attacks_not_run``; every other key where it was."""
+        name = result.name
+        scores_now = {n: list(v) for n, v in (self.per_record.scores or {}).items()}
+        not_run = {n: why for n, why in (self.attacks_not_run or {}).items() if n != name}
+        return self.with_json({
+            "attacks": {**{n: r.to_dict() for n, r in self.attacks.items()}, name: result.to_dict()},
+            "records": self.per_record.with_json({"scores": {**scores_now, name: list(scores)}}).to_dict(),
+            **({} if self.attacks_not_run is None else {"attacks_not_run": not_run})})
 
     def attacks_at(self, epoch: int) -> dict[str, AttackResult]:
         """Every attack fitted at checkpoint ``epoch`` ({} where none was)."""
