@@ -27,9 +27,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, ClassVar, Mapping, Sequence
 
-from core.experiment.typed_json import (ANY, BOOL, DICT, INT, LIST, NUM, STR, Typed, estimate, flags, is_number, kind,
-                                        mapping, null, numbers, objects, optional_numbers, sequence)
+from core.experiment.typed_json import (ANY, BOOL, DICT, INT, LIST, NUM, STR, Typed, estimate, flags,
+                                        is_number, kind, mapping, null, numbers, objects, optional_numbers, sequence)
 from core.experiment.fidelity_results import ShadowFidelity
+from core.experiment.summary_blocks import EpsilonBound, ExampleShowcase, Resolution, RunSettings, number_or_bound
 from core.foundations.errors import ResultFormatError
 from core.measurement.stats import Estimate
 
@@ -176,7 +177,7 @@ class RepeatsBlock(Typed):
     metrics: dict[str, Estimate]
     roc_band: dict[str, Any] | None = None
     #: repeat 0's evaluation-set resolution (:func:`core.analyses.repeats.summary_resolution`): the band's 1/n floor
-    resolution: dict[str, Any] | None = None
+    resolution: Resolution | None = None
     within_run: dict[str, Estimate] | None = None
     extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
     keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
@@ -186,12 +187,14 @@ class RepeatsBlock(Typed):
     @property
     def n_nonmembers(self) -> int | None:
         """Repeat 0's evaluation non-members (the band's 1/n floor), None for a block written before ``resolution``."""
-        return None if not self.resolution else int(self.resolution["n_nonmembers"])
+        res = self.resolution
+        return None if res is None or res.n_nonmembers is None else int(res.n_nonmembers)
 
 
 RepeatsBlock._FIELDS = {"n": (INT, True), "seeds": (sequence(INT), True), "config_hashes": (sequence(STR), True),
                         "metrics": (mapping(estimate()), True), "roc_band": (null(DICT), False),
-                        "resolution": (null(DICT), False), "within_run": (mapping(estimate()), False)}
+                        "resolution": (null(objects(Resolution)), False),
+                        "within_run": (mapping(estimate()), False)}
 
 
 @dataclass(frozen=True)
@@ -226,28 +229,6 @@ RunRecords._FIELDS = {
     "length": (sequence(INT), False), "scores": (mapping(optional_numbers()), False),
     "boundaries": (mapping(DICT), False),
 }
-
-
-@dataclass(frozen=True)
-class RunSettings(Typed):
-    """The fields of a run's ``config`` (``ExperimentConfig.to_dict()``) that its readers use, typed: the seed, the
-    epochs, the shadows and the evaluation set's size per side (None where a config lacks one). Open: every other
-    field of the config is in ``extra``; ``RunSummary.config`` stays the JSON block (``config_of`` rebuilds the
-    whole validated config from it)."""
-
-    seed: int | None = None
-    epochs: int | None = None
-    n_shadows: int | None = None
-    n_eval: int | None = None
-    extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
-    keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
-
-    _WHAT: ClassVar[str] = "config"
-    _STRICT: ClassVar[bool] = False
-
-
-RunSettings._FIELDS = {"seed": (null(NUM), False), "epochs": (null(NUM), False), "n_shadows": (null(NUM), False),
-                       "n_eval": (null(NUM), False)}
 
 
 @dataclass(frozen=True)
@@ -354,7 +335,9 @@ class RunSummary(Typed):
     @property
     def example_kind(self) -> str | None:
         """The ``examples`` block's kind (``translation``, ``navigation``), None without one."""
-        return self.examples.get("kind") if isinstance(self.examples, dict) else None
+        if not isinstance(self.examples, dict):  # none, or a task's list of examples
+            return None
+        return ExampleShowcase.from_dict(self.examples, f"{self._WHAT}.examples").kind
 
 
 RunSummary._FIELDS = {
@@ -468,7 +451,7 @@ class DefendedPoint(Typed):
     privacy_note: str | None = None
     #: the naive attack's empirical ε lower bound: its mean over draws (after training), or
     #: :func:`core.measurement.metrics.empirical_epsilon`'s block (a training-time point): :attr:`epsilon_hat`
-    epsilon_lower_bound: float | dict[str, Any] | None = None
+    epsilon_lower_bound: float | EpsilonBound | None = None
     epsilon_lower_bound_detail: dict[str, Any] | None = None
     records: dict[str, Any] | None = None
     timings: dict[str, Any] | None = None
@@ -493,7 +476,7 @@ class DefendedPoint(Typed):
     def epsilon_hat(self) -> float | None:
         """The empirical ε lower bound as a number, whichever layout holds it."""
         bound = self.epsilon_lower_bound
-        return bound.get("lower_bound") if isinstance(bound, dict) else bound
+        return bound.lower_bound if isinstance(bound, EpsilonBound) else bound
 
     @property
     def has_utility(self) -> bool:
@@ -509,7 +492,7 @@ class DefendedPoint(Typed):
 DefendedPoint._FIELDS = {
     "value": (NUM, True), "mechanism": (STR, False), "draws": (INT, False), "value_name": (STR, False),
     "config_hash": (STR, False), "training_hash": (null(STR), False), "attack": (_ATTACK, True),
-    "attacks": (_ATTACKS, True), "epsilon_lower_bound": (null(kind((int, float, dict), "a number or an object")), False),
+    "attacks": (_ATTACKS, True), "epsilon_lower_bound": (null(number_or_bound()), False),
     "epsilon_lower_bound_detail": (null(DICT), False), "records": (null(DICT), False),
     "adaptive_attack": (null(_ATTACK), False), "adaptive_attacks": (null(_ATTACKS), False),
     "epsilon": (null(NUM), False), "delta": (null(NUM), False), "gamma": (null(NUM), False),
