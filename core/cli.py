@@ -30,10 +30,10 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from core.defenses import registry as defense_registry  # light: a mechanism's module (and torch) loads on first use
-from core.foundations.config import EXECUTORS, MAX_REPEATS
+from core.foundations.config import EXECUTORS, MAX_REPEATS, ExperimentConfig
 from core.foundations.environment import check_environment
 from core.foundations.errors import ConfigError
 from core.foundations.fileio import check_out_path, write_json_atomically
@@ -46,6 +46,9 @@ from core.cli_common import (CtrlC, Once, OneLineErrorParser, check_named_sets, 
     parse_sets, positive_int)
 from core.cli_compare import add_compare_command, compare_command, run_repeats_command, with_repeats
 from core.cli_defend import check_defend_options, defend_command
+
+if TYPE_CHECKING:  # the typed results load with the run (numpy, scipy): not for --help
+    from core.experiment.results import RunSummary
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -296,38 +299,42 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.online_lira:
         from core.experiment.pipeline import trained_models
         from core.experiment.reference_attacks import LIRA_ONLINE, online_lira
+        from core.experiment.results import AttackResult
         from core.measurement.metrics import scores_for_json
 
         if not args.quiet:
             print(f"[online LiRA] {args.online_lira} reference models (trained once, cached)", file=sys.stderr)
         outcome = online_lira(trained_models(config), n_models=args.online_lira)
-        result.summary["attacks"][LIRA_ONLINE] = {**outcome.result.to_dict(), "threat_model": "online",
-                                                  "reference_models": args.online_lira}
+        online = AttackResult.from_dict({**outcome.result.to_dict(), "threat_model": "online",
+                                         "reference_models": args.online_lira}, f"summary.attacks[{LIRA_ONLINE!r}]")
         # its per-record scores beside the others' (exact, as core.experiment.pipeline.record_signals keeps them)
-        result.summary["records"]["scores"][LIRA_ONLINE] = scores_for_json(outcome.scores)
-        add_augmented_online_lira(result.summary, config)
-    if out is not None:
-        write_json_atomically(out, result.summary)
+        run = add_augmented_online_lira(result.run.with_attack(online, scores_for_json(outcome.scores)), config)
+        summary = run.to_dict()
     else:
-        emit_json(result.summary)
+        summary = result.summary
+    if out is not None:
+        write_json_atomically(out, summary)
+    else:
+        emit_json(summary)
     return 0
 
 
-def add_augmented_online_lira(summary: dict, config) -> None:
+def add_augmented_online_lira(run: RunSummary, config: ExperimentConfig) -> RunSummary:
     """``run --online-lira N``: LiRA with augmented queries against the online references just trained
     (:class:`core.experiment.model_attacks.AugmentedLiRAOnline`; the pipeline ran before those models existed, so
-    it could only say why not). Where the task has no augmentations the reason stays in ``attacks_not_run``."""
+    it could only say why not): ``run`` with it added, or where the task has no augmentations with the reason in
+    ``attacks_not_run``."""
     from core.experiment.cache import ArtifactCache
     from core.experiment.model_attacks import LIRA_AUGMENTED_ONLINE, AugmentedLiRAOnline, UndefendedQuery
     from core.experiment.pipeline import trained_models
+    from core.experiment.results import AttackResult
     from core.measurement.metrics import scores_for_json
 
     models, cache = trained_models(config), ArtifactCache()
     attack = AugmentedLiRAOnline()
-    if not attack.fit(models, cache):
-        summary.setdefault("attacks_not_run", {})[LIRA_AUGMENTED_ONLINE] = attack.skipped
-        return
+    if not attack.fit(models, cache):  # why not, beside the pipeline's reasons
+        return run.with_json({"attacks_not_run": {**(run.attacks_not_run or {}), LIRA_AUGMENTED_ONLINE: attack.skipped}})
     outcome = attack.outcomes(UndefendedQuery(models, cache))[LIRA_AUGMENTED_ONLINE]
-    summary["attacks"][LIRA_AUGMENTED_ONLINE] = {**outcome.result.to_dict(), "threat_model": "online"}
-    summary["records"]["scores"][LIRA_AUGMENTED_ONLINE] = scores_for_json(outcome.scores)
-    summary.get("attacks_not_run", {}).pop(LIRA_AUGMENTED_ONLINE, None)
+    augmented = AttackResult.from_dict({**outcome.result.to_dict(), "threat_model": "online"},
+                                       f"summary.attacks[{LIRA_AUGMENTED_ONLINE!r}]")
+    return run.with_attack(augmented, scores_for_json(outcome.scores))

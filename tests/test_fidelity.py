@@ -6,6 +6,7 @@ import pytest
 
 from core.experiment.fidelity import (confounding_warnings, fidelity_warnings, matched_utility, response_stats,
     shadow_fidelity, utility_gap)
+from core.experiment.fidelity_results import ShadowFidelity
 from tests.typed_runs import typed_runs
 from core.measurement.responses import Responses
 
@@ -53,18 +54,18 @@ def test_fidelity_block_and_its_warnings():
         shadows={5: [stats(0.55, 1.1), stats(0.5, 1.0)], 10: [stats(4.24, 4.1), stats(5.10, 4.3)]},
         metric="bleu", victim_utility={"train": 55.0, "val": 20.0},
         shadow_utility=[{"train": 20.0, "val": 5.0}, {"train": 10.0, "val": 4.0}])
-    first, last = block["checkpoints"]
-    assert first["member_loss_gap"] == pytest.approx(0.025 / 0.5)
-    assert last["member_loss_gap"] == pytest.approx((4.67 - 3.12) / 3.12)
-    assert block["utility"]["shadow_mean"] == {"train": 15.0, "val": 4.5}
-    w = block["warnings"]
+    first, last = block.checkpoints
+    assert first.member_loss_gap == pytest.approx(0.025 / 0.5)
+    assert last.member_loss_gap == pytest.approx((4.67 - 3.12) / 3.12)
+    assert block.utility.shadow_mean.to_dict() == {"train": 15.0, "val": 4.5}
+    w = block.warnings
     assert len(w) == 2 and w[0].startswith("the shadows' mean member loss is off the victim's by more than 25% at "
                                            "epoch 10 (worst: epoch 10, 4.67 vs 3.12, 50% off)")
     assert "validation bleu" in w[1]
     # near-zero losses are compared against the floor, not "100 % apart"
     tiny = shadow_fidelity({5: stats(0.001, 0.5)}, {5: [stats(0.002, 0.5)]}, "accuracy",
                            {"train": 1.0, "val": 0.9}, [{"train": 1.0, "val": 0.9}])
-    assert tiny["warnings"] == [] and tiny["checkpoints"][0]["member_loss_gap"] == pytest.approx(0.001 / 0.05)
+    assert tiny.warnings == () and tiny.checkpoints[0].member_loss_gap == pytest.approx(0.001 / 0.05)
     # the comparison merges every architecture's loss lines into one warning with advice (issue 32.15), and
     # keeps the utility line, labelled by architecture
     w = confounding_warnings(typed_runs([summary("ffnn", 1.0, 0.9, fidelity=block), summary("rnn", 1.0, 0.9, fidelity=block)]))
@@ -154,7 +155,7 @@ def test_summary_holds_the_shadow_fidelity_block():
         assert u["shadow_mean"][part] == pytest.approx(np.mean([s[part] for s in u["shadows"]]), abs=1e-12)
     # each shadow's train accuracy is read on its first n_eval in-records: a whole number of them (float32)
     assert all(round(s["train"] * cfg.n_eval) == pytest.approx(s["train"] * cfg.n_eval, abs=1e-5) for s in u["shadows"])
-    assert block["warnings"] == fidelity_warnings(block)
+    assert block["warnings"] == fidelity_warnings(ShadowFidelity.from_dict(block))
 
 
 def _gaps_recomputed(c: dict) -> tuple[float, float]:
@@ -212,8 +213,8 @@ def test_study_comparison_is_computed_from_the_runs():
         return s
 
     c = study_comparison(typed_runs([run("ffnn", 0.60, 1.0, 0.90), run("rnn", 0.70, 0.95, 0.88)]))
-    assert c["holds"] is True and c["fair"] is True and "CIFAR-10" in c["finding"]
-    assert c["generalization_gap"]["ffnn"] == pytest.approx(0.10)
+    assert c.holds is True and c.fair is True and "CIFAR-10" in c.finding
+    assert c.generalization_gap["ffnn"] == pytest.approx(0.10)
     c = study_comparison(typed_runs([run("ffnn", 0.75, 1.0, 0.95), run("rnn", 0.70, 1.0, 0.60)]))
-    assert c["holds"] is False and c["fair"] is False and "matched utility" in c["text"]
+    assert c.holds is False and c.fair is False and "matched utility" in c.text
     assert study_comparison(typed_runs([run("ffnn", 0.6, 1, 0.9)])) is None  # needs one run of each architecture

@@ -226,7 +226,7 @@ def test_a_summary_claiming_another_config_is_not_served(isolated_cache):
     assert c.corrupted == [c.key("result", cfg0.config_hash)]
     c.put_json(c.key("result", cfg1.config_hash), summary)
     assert pipeline.cached_summary(cfg1, c)["config_hash"] == cfg1.config_hash
-    assert [s["config_hash"] for s in pipeline.cached_runs("image", cache=c)] == [cfg1.config_hash]
+    assert [s.config_hash for s in pipeline.cached_runs("image", cache=c)] == [cfg1.config_hash]
     rnn = dict(summary, arch="rnn")
     c.put_json(c.key("result", cfg1.config_hash), rnn)
     assert pipeline.cached_summary(cfg1, c) is None  # an RNN result under an FFNN config's key

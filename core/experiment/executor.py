@@ -33,6 +33,7 @@ from core.foundations.config import EXECUTORS
 from core.foundations.device import default_device, usable_cores
 from core.foundations.errors import ConfigError
 from core.foundations.processes import outbox, raise_failures, run_pool, throttled
+from core.experiment.model_meta import ModelMeta
 from core.experiment.roles import (EpochRecorder, TrainingJob, TrainingOutput, config_from_dict, role_seed, train_job,
     seed_everything)
 from core.tasks import get_task
@@ -85,8 +86,7 @@ def train_jobs_together(jobs: Sequence[TrainingJob]) -> list[TrainingOutput]:
     for job, recorder, model in zip(jobs, recorders, models):
         trained = recorder.result(model.eval(), seconds / len(jobs))
         weights = save_safetensors({k: v.detach().cpu().contiguous() for k, v in trained.weights.items()})
-        meta = {"params": trained.params, "per_epoch": trained.per_epoch, "train_s": trained.train_s,
-                "privacy": None, "ensemble_members": len(jobs)}
+        meta = ModelMeta(trained.params, trained.per_epoch, trained.train_s, None, len(jobs))
         out.append(TrainingOutput(job.role, meta, weights, {e: r.to_bytes() for e, r in trained.responses.items()}))
     return out
 

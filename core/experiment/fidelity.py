@@ -31,7 +31,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from core.measurement.responses import Responses
-from core.experiment.results import AttackResult, RunSummary
+from core.experiment.fidelity_results import FidelityCheckpoint, FidelityUtility, ShadowFidelity, UtilityPair
+from core.experiment.results import AttackResult, EpochRecord, RunSummary
 from core.experiment.roles import TrainedModels
 from core.measurement.studies import arch_finding
 
@@ -81,9 +82,10 @@ def shadow_fidelity(
     metric: str,
     victim_utility: dict[str, float | None],
     shadow_utility: list[dict[str, float | None]],
-) -> dict[str, Any]:
+) -> ShadowFidelity:
     """The ``shadow_fidelity`` block from per-checkpoint :func:`response_stats` of the victim and of
-    each shadow, and the final utilities (train = members / in records, val = non-members / out)."""
+    each shadow, and the final utilities (train = members / in records, val = non-members / out): typed as it is
+    born, from the layout's dict (so its ``to_dict`` is that dict, then ``warnings``)."""
     checkpoints = []
     for epoch in sorted(victim):
         v, each = victim[epoch], shadows.get(epoch, [])
@@ -98,11 +100,11 @@ def shadow_fidelity(
         "utility": {"metric": metric, "victim": victim_utility, "shadows": shadow_utility,
                     "shadow_mean": _mean_stats(shadow_utility) if shadow_utility else {}},
     }
-    block["warnings"] = fidelity_warnings(block)
-    return block
+    typed = ShadowFidelity.from_dict(block)
+    return typed.with_json({"warnings": fidelity_warnings(typed)})
 
 
-def measure_shadow_fidelity(models: TrainedModels) -> dict[str, Any]:
+def measure_shadow_fidelity(models: TrainedModels) -> ShadowFidelity:
     """The ``shadow_fidelity`` block of trained (or cached) models: losses from the Responses kept at
     every checkpoint; the shadows' final utility measured on their in / out query records like the
     victim's (the first n_eval members / the non-members), from the final weights."""
@@ -110,8 +112,8 @@ def measure_shadow_fidelity(models: TrainedModels) -> dict[str, Any]:
     victim = {e: response_stats(models.victim.responses[e], models.eval_membership) for e in cfg.checkpoint_epochs}
     one = np.r_[np.ones(cfg.n_eval, bool), np.zeros(cfg.n_eval, bool)]
     shadows = {e: [response_stats(s.responses[e], one) for s in models.shadows] for e in cfg.checkpoint_epochs}
-    last = models.victim.per_epoch[-1] if models.victim.per_epoch else {}
-    victim_utility = {"train": last.get("utility_train"), "val": last.get("utility_val")}
+    last = models.victim.per_epoch[-1] if models.victim.per_epoch else EpochRecord(0)
+    victim_utility = {"train": last.utility_train, "val": last.utility_val}
     shadow_utility = []
     for i in range(len(models.shadows)):
         model = models.model(f"shadow_{i}")
@@ -127,39 +129,48 @@ def _fmt(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.3g}"
 
 
-def fidelity_warnings(block: dict[str, Any] | None) -> list[str]:
+def _tolerance(block: ShadowFidelity) -> float:
+    return LOSS_TOLERANCE if block.loss_tolerance is None else block.loss_tolerance
+
+
+def _off(block: ShadowFidelity, loss: str) -> list[FidelityCheckpoint]:
+    """The checkpoints whose shadows' mean ``loss`` is off the victim's by more than the block's tolerance."""
+    tol = _tolerance(block)
+    return [c for c in block.checkpoints or () if c.gap(loss) is not None and c.gap(loss) > tol]
+
+
+def fidelity_warnings(block: ShadowFidelity | None) -> list[str]:
     """One line per loss (member, non-member) whose shadows' mean is off the victim's by more than the
     tolerance at some checkpoint (the worst gap and every such epoch), plus one when the shadows'
     final validation utility is off by more than the comparison's utility gap."""
-    if not block:
+    if block is None:
         return []
-    tol = block.get("loss_tolerance", LOSS_TOLERANCE)
+    tol = _tolerance(block)
     out = []
-    for which, loss, key in (("member", "member_loss", "member_loss_gap"),
-                             ("non-member", "nonmember_loss", "nonmember_loss_gap")):
-        off = [row for row in block.get("checkpoints", []) if row.get(key) is not None and row[key] > tol]
+    for which, loss in (("member", "member_loss"), ("non-member", "nonmember_loss")):
+        off = _off(block, loss)
         if not off:
             continue
-        worst = max(off, key=lambda row: row[key])
-        epochs = ", ".join(str(row["epoch"]) for row in off)
+        worst = max(off, key=lambda c: c.gap(loss))
+        epochs = ", ".join(str(c.epoch) for c in off)
         out.append(
             f"the shadows' mean {which} loss is off the victim's by more than {tol:.0%} at epoch{'s' * (len(off) > 1)} "
-            f"{epochs} (worst: epoch {worst['epoch']}, {_fmt(worst['shadows'].get(loss))} vs "
-            f"{_fmt(worst['victim'].get(loss))}, {worst[key]:.0%} off): the shadows do not track the victim, so "
+            f"{epochs} (worst: epoch {worst.epoch}, {_fmt(worst.shadows.loss(loss))} vs "
+            f"{_fmt(worst.victim.loss(loss))}, {worst.gap(loss):.0%} off): the shadows do not track the victim, so "
             f"attacks fitted on them may transfer badly")
-    util = block.get("utility", {})
-    metric = util.get("metric", "accuracy")
-    v, s = util.get("victim", {}).get("val"), util.get("shadow_mean", {}).get("val")
+    util = block.utility or FidelityUtility()
+    metric = util.metric or "accuracy"
+    v, s = (util.victim or UtilityPair()).val, (util.shadow_mean or UtilityPair()).val
     if v is not None and s is not None and abs(v - s) > UTILITY_GAP.get(metric, 0.1):
         out.append(f"the shadows' validation {metric} {_fmt(s)} differs from the victim's {_fmt(v)} by more than "
                    f"{_fmt(UTILITY_GAP.get(metric, 0.1))}")
     return out
 
 
-def _outside_spread(row: dict[str, Any], loss: str) -> bool | None:
+def _outside_spread(row: FidelityCheckpoint, loss: str) -> bool | None:
     """Whether the victim's mean ``loss`` at a checkpoint lies outside every shadow's (None: no shadow's known)."""
-    each = [e.get(loss) for e in row.get("shadow_each") or [] if e.get(loss) is not None]
-    v = row.get("victim", {}).get(loss)
+    each = [e.loss(loss) for e in row.shadow_each or () if e.loss(loss) is not None]
+    v = row.victim.loss(loss)
     if not each or v is None:
         return None
     return v < min(each) or v > max(each)
@@ -179,26 +190,23 @@ def shadow_tracking_warning(summaries: Sequence[RunSummary]) -> str | None:
     parts, inside, outside, settings = [], 0, 0, {}
     flagged_last: dict[str, bool] = {}  # per architecture: is any flag at its last checkpoint?
     for s in summaries:
-        block = s.shadow_fidelity or {}
-        tol = block.get("loss_tolerance", LOSS_TOLERANCE)
-        rows = block.get("checkpoints", [])
-        last = max((r["epoch"] for r in rows), default=None)
-        for which, loss, key in (("member", "member_loss", "member_loss_gap"),
-                                 ("non-member", "nonmember_loss", "nonmember_loss_gap")):
-            off = [r for r in rows if r.get(key) is not None and r[key] > tol]
+        block = s.shadow_fidelity or ShadowFidelity()
+        last = block.last_epoch
+        for which, loss in (("member", "member_loss"), ("non-member", "nonmember_loss")):
+            off = _off(block, loss)
             if not off:
                 continue
-            worst = max(off, key=lambda r: r[key])
-            epochs = ", ".join(str(r["epoch"]) for r in off)
-            parts.append(f"{s.arch.upper()} {which} loss at epoch{'s' * (len(off) > 1)} {epochs} (worst {worst[key]:.0%} "
-                         f"off: shadows {_fmt(worst['shadows'].get(loss))} vs victim {_fmt(worst['victim'].get(loss))})")
+            worst = max(off, key=lambda r: r.gap(loss))
+            epochs = ", ".join(str(r.epoch) for r in off)
+            parts.append(f"{s.arch.upper()} {which} loss at epoch{'s' * (len(off) > 1)} {epochs} (worst "
+                         f"{worst.gap(loss):.0%} off: shadows {_fmt(worst.shadows.loss(loss))} vs victim "
+                         f"{_fmt(worst.victim.loss(loss))})")
             for r in off:
                 where = _outside_spread(r, loss)
                 inside += where is False
                 outside += where is True
-            flagged_last[s.arch.upper()] = flagged_last.get(s.arch.upper(), False) or any(r["epoch"] == last for r in off)
-            cfg = s.config or {}
-            settings[s.arch.upper()] = (cfg.get("n_shadows"), cfg.get("n_eval"))
+            flagged_last[s.arch.upper()] = flagged_last.get(s.arch.upper(), False) or any(r.epoch == last for r in off)
+            settings[s.arch.upper()] = (s.settings.n_shadows, s.settings.n_eval)
     if not parts:
         return None
     shadows = "; ".join(f"{a}: {n} shadows, n_eval {e}" for a, (n, e) in settings.items())
@@ -214,7 +222,7 @@ def shadow_tracking_warning(summaries: Sequence[RunSummary]) -> str | None:
     if early:
         advice.append(f"{' and '.join(early)} {'is' if len(early) == 1 else 'are'} flagged only before the last epoch, "
                       "where the headline numbers are read (mid-training the runs move at different speeds)")
-    tol = max((s.shadow_fidelity or {}).get("loss_tolerance", LOSS_TOLERANCE) for s in summaries)
+    tol = max(_tolerance(s.shadow_fidelity or ShadowFidelity()) for s in summaries)
     return (f"The shadows do not track the victim (gap above {tol:.0%}): " + "; ".join(parts) + ". Attacks fitted on the "
             "shadows may transfer badly. What to do — " + "; ".join(advice) + f" ({shadows}; Train & attack's "
             "settings). Every checkpoint: the table \"Do the shadows track the victim?\".")
@@ -331,7 +339,7 @@ def matched_utility(summaries: Sequence[RunSummary]) -> MatchedUtility | None:
         return None
     pairs = []
     for a, b in (summaries, summaries[::-1]):
-        b_final = int(b.config["epochs"]) if "epochs" in b.config else max(_val_by_epoch(b))
+        b_final = int(b.settings.epochs) if b.settings.epochs is not None else max(_val_by_epoch(b))
         b_val = _val_by_epoch(b).get(b_final, b.utility.val)
         if b_val is None:
             continue
@@ -351,7 +359,26 @@ def matched_utility(summaries: Sequence[RunSummary]) -> MatchedUtility | None:
 
 
 # ---------------------------------------------------------------------------- the studies vs this run (pure)
-def study_comparison(summaries: Sequence[RunSummary]) -> dict[str, Any] | None:
+@dataclass(frozen=True)
+class StudyComparison:
+    """The studies' FFNN-vs-RNN ``finding`` for a ``task`` beside two runs (:func:`study_comparison`): whether "the
+    attack is more accurate against the RNN" ``holds`` for the primary ``attack``, whether the comparison is
+    ``fair`` (None where a validation utility is missing), per architecture the attack accuracy, the validation
+    utility and the generalization gap, and the sentence the run's overview shows (``text``). Built and read in
+    memory only (the overview section writes it): it has no JSON form."""
+
+    task: str
+    finding: str
+    holds: bool
+    fair: bool | None
+    attack: str
+    attack_accuracy: dict[str, float]
+    utility_val: dict[str, float | None]
+    generalization_gap: dict[str, float | None]
+    text: str
+
+
+def study_comparison(summaries: Sequence[RunSummary]) -> StudyComparison | None:
     """The studies' FFNN-vs-RNN finding for this task beside what these two runs show, computed:
     validation utility and generalization gap (train − validation) of each, the primary attack's
     accuracy of each, whether "the attack is more accurate against the RNN" holds, and whether the
@@ -380,6 +407,5 @@ def study_comparison(summaries: Sequence[RunSummary]) -> dict[str, Any] | None:
     if fair is False:
         text += " — the utilities differ by more than " + _fmt(UTILITY_GAP.get(metric, 0.1)) + \
                 ", so compare at matched utility before reading the architectures"
-    return {"task": f.task, "finding": arch_finding(f.task), "holds": holds, "fair": fair,
-            "attack": attack, "attack_accuracy": acc, "utility_val": vals,
-            "generalization_gap": {"ffnn": gap(f), "rnn": gap(r)}, "text": text}
+    return StudyComparison(f.task, arch_finding(f.task), holds, fair, attack, acc, vals,
+                           {"ffnn": gap(f), "rnn": gap(r)}, text)

@@ -20,7 +20,7 @@ cached under the full config hash.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, Callable
 
@@ -31,7 +31,7 @@ from core.attacks import registry as attack_registry
 from core.attacks.shadow_attacks import (Attack, AttackOutcome, AttackTraining, attack_to_bytes, batched_fits,
     fit_attack_sets, load_attack_bytes, score_attacks)
 from core.experiment.answer_memo import AnswerMemo
-from core.experiment.cache import ArtifactCache, Validator, dict_with
+from core.experiment.cache import ArtifactCache, dict_with
 
 #: part of a fitted attack's cache key: raised when fitting changes its numbers, so no fit of an older
 #: version is served. 2: every learned classifier fitted as one batched ensemble (issue 34,
@@ -48,7 +48,7 @@ from core.measurement.metrics import resolution, scores_for_json
 from core.foundations.progress import ProgressCallback, ProgressTracker
 from core.experiment.model_attacks import UndefendedQuery
 from core.measurement.responses import Responses
-from core.experiment.results import AttackResult, EpochRecord, RunSummary, Utility
+from core.experiment.results import AttackResult, RunSummary, Utility
 from core.experiment.roles import (Splits, TrainedModel, TrainedModels, check_memory, load_trained, load_user_victim,
     is_cached, make_splits, role_seed, seed_everything, store_trained, train_or_load, victim_source)
 from core.tasks import get_task
@@ -181,8 +181,8 @@ def _train_missing_on(executor: Executor, cfg: ExperimentConfig, cache: Artifact
     def store(out) -> None:
         responses = {int(e): Responses.from_bytes(b) for e, b in out.responses.items()}
         meta = out.meta
-        trained = TrainedModel(out.role, meta["params"], meta["per_epoch"], responses, load_safetensors(out.weights),
-                               meta["train_s"], False, meta.get("privacy"))
+        trained = TrainedModel(out.role, meta.params, meta.per_epoch, responses, load_safetensors(out.weights),
+                               meta.train_s, False, meta.privacy)
         store_trained(cache, cfg, trained)
         if tracker is not None:
             finished.add(role_stage(cfg, out.role))
@@ -328,41 +328,70 @@ class ExperimentResult:
 
 
 def cached_summary(cfg: ExperimentConfig, cache: ArtifactCache | None = None) -> dict[str, Any] | None:
-    """The cached JSON summary of ``cfg`` (marked ``cache_hit``), or None if it was never run."""
+    """The cached JSON summary of ``cfg`` (marked ``cache_hit``), or None if it was never run: :func:`cached_run`'s
+    JSON, for the readers that still take the dict."""
+    run = cached_run(cfg, cache)
+    return None if run is None else run.to_dict()
+
+
+def cached_run(cfg: ExperimentConfig, cache: ArtifactCache | None = None) -> RunSummary | None:
+    """The cached summary of ``cfg``, typed as it leaves the cache and marked ``cache_hit``, or None if it was
+    never run."""
     cache = cache or ArtifactCache()
-    key = cache.key("result", cfg.config_hash)
-    summary = cache.get_json(key, validate=_summary_of(cfg.config_hash, cfg.task, cfg.arch))
-    if summary is not None:  # what *this* load did (the stored values are the first run's)
-        summary["cache_hit"] = True
-        summary["models_from_cache"] = {"victim": True, "shadows": int(summary["config"].get("n_shadows", 0))}
-    return summary
+    run = _stored_run(cache, cfg)
+    return None if run is None else _marked(run, _loaded(cfg))
 
 
-def _summary_of(config_hash: str, task: str | None = None, arch: str | None = None) -> Validator:
-    """The summary schema, and that the summary is the one asked for: a result whose own
-    ``config_hash`` (or task, arch) differs from the requested one is discarded, not served."""
+def _loaded(cfg: ExperimentConfig) -> dict[str, Any]:
+    """What *this* load did (the stored values are the first run's): every model came from the cache (the config's
+    shadows: ``n_shadows`` is in the config hash the summary was checked against)."""
+    return {"cache_hit": True, "models_from_cache": {"victim": True, "shadows": int(cfg.n_shadows)}}
+
+
+def _marked(run: RunSummary, marks: dict[str, Any]) -> RunSummary:
+    """``run`` with ``marks`` (JSON values of its plain fields: flags, objects, lists) written over it, as
+    ``with_json`` does; where the stored summary holds every such key already (every summary ``run_experiment``
+    wrote) they are set in place, without reading the whole summary again (a page reads every cached run)."""
+    if all(k in run.keys for k in marks):
+        return replace(run, **marks)
+    return run.with_json(marks)
+
+
+def _stored_run(cache: ArtifactCache, cfg: ExperimentConfig) -> RunSummary | None:
+    """The summary stored under ``cfg``'s config hash, typed, unless it is not the one asked for."""
+    return _read_run(cache, cache.key("result", cfg.config_hash), cfg.config_hash, cfg.task, cfg.arch)
+
+
+def _read_run(cache: ArtifactCache, key: str, config_hash: str, task: str | None = None,
+              arch: str | None = None) -> RunSummary | None:
+    """The summary under ``key`` read typed once, as it leaves the cache (a summary that does not read, or is not the
+    one asked for, is discarded there: a result whose own ``config_hash`` — or task, arch — differs from the requested
+    one is never served)."""
+    read: list[RunSummary] = []  # the typed summary the check read, so that it is parsed once
 
     def check(summary: Any) -> None:
         _SUMMARY(summary)
-        RunSummary.from_dict(summary)  # every field a reader types (core.experiment.results), checked as it leaves the cache
-        if summary["config_hash"] != config_hash:
-            raise ValueError(f"holds the result of config {summary['config_hash'][:12]}…, not {config_hash[:12]}…")
-        for name, want in (("task", task), ("arch", arch)):
-            if want is not None and summary[name] != want:
-                raise ValueError(f"holds a {summary[name]!r} result, not {want!r}")
+        run = RunSummary.from_dict(summary)  # every field a reader types (core.experiment.results)
+        if run.config_hash != config_hash:
+            raise ValueError(f"holds the result of config {run.config_hash[:12]}…, not {config_hash[:12]}…")
+        for name, have, want in (("task", run.task, task), ("arch", run.arch, arch)):
+            if want is not None and have != want:
+                raise ValueError(f"holds a {have!r} result, not {want!r}")
+        read.append(run)
 
-    return check
+    cache.get_json(key, validate=check)
+    return read[0] if read else None
 
 
-def cached_runs(task: str, arch: str | None = None, cache: ArtifactCache | None = None) -> list[dict[str, Any]]:
-    """Summaries of every cached result of ``task`` (and ``arch``), newest first by nothing but key
+def cached_runs(task: str, arch: str | None = None, cache: ArtifactCache | None = None) -> list[RunSummary]:
+    """Summaries of every cached result of ``task`` (and ``arch``), typed, newest first by nothing but key
     order: what a page offers as "trained runs" to analyse or defend."""
     cache = cache or ArtifactCache()
     out = []
     for key in cache.keys(cache.key("result", "")):
-        summary = cache.get_json(key, validate=_summary_of(key.rsplit("/", 1)[-1]))
-        if summary is not None and summary["task"] == task and (arch is None or summary["arch"] == arch):
-            out.append(summary)
+        run = _read_run(cache, key, key.rsplit("/", 1)[-1])
+        if run is not None and run.task == task and (arch is None or run.arch == arch):
+            out.append(run)
     return out
 
 
@@ -408,13 +437,14 @@ def run_experiment(
     cache.check_usable()  # a garbage database or a file as the folder: one clear error, now
     corrupted_before = len(cache.corrupted)  # report this run's discarded entries, not older ones
     task = get_task(cfg.task)
-    cached = cached_summary(cfg, cache)
-    if cached is not None:
-        cached["cache_corrupted"] = cache.corrupted[corrupted_before:]
-        cached["timings"] = dict(cached["timings"], total_s=time.perf_counter() - t0, load_s=time.perf_counter() - t0)
+    cached = _stored_run(cache, cfg)
+    if cached is not None:  # marked as a load (cached_run), with this run's discarded entries and its own seconds
+        elapsed = time.perf_counter() - t0
+        cached = _marked(cached, {**_loaded(cfg), "cache_corrupted": cache.corrupted[corrupted_before:],
+                                  "timings": dict(cached.timings, total_s=elapsed, load_s=elapsed)})
         if progress:
             ProgressTracker([("cached", 1.0)], progress).finish("cached")
-        return ExperimentResult(RunSummary.from_dict(cached))
+        return ExperimentResult(cached)
     cache.check_usable(write=True)  # results must be stored: a read-only cache fails now, not after the work
 
     tracker = ProgressTracker(training_stages(cfg) + [("attacks", 0.3 * len(cfg.checkpoint_epochs))], progress)
@@ -449,22 +479,21 @@ def run_experiment(
     final = attacks_by_epoch[cfg.epochs]
     primary = task.primary_attack()
     per_epoch = []
-    for row in victim.per_epoch:
-        outcome = attacks_by_epoch.get(row["epoch"], {}).get(primary)
-        per_epoch.append(EpochRecord.from_dict({**row, "attack_accuracy": outcome.result.accuracy if outcome else None,
-                                                "attack_auc": outcome.result.auc if outcome else None}))
+    for row in victim.per_epoch:  # the task's row, then the primary attack's numbers at that epoch (null where none)
+        outcome = attacks_by_epoch.get(row.epoch, {}).get(primary)
+        per_epoch.append(row.with_json({"attack_accuracy": outcome.result.accuracy if outcome else None,
+                                        "attack_auc": outcome.result.auc if outcome else None}))
     last = victim.per_epoch[-1]
     # typed at birth: a key or value this version cannot read fails here, not forever at each cache read. The
     # attack numbers come from core.measurement.metrics.AttackMetrics, read typed through their JSON (the measurement
     # floor knows no result types); the primary one without its ROC, under its name
-    primary_result = {**final[primary].result.to_dict(include_roc=False)}
-    primary_result["name"] = primary
     run = RunSummary(
         task=cfg.task, arch=cfg.arch, preset=cfg.preset, config=cfg.to_dict(), config_hash=cfg.config_hash,
         training_hash=cfg.training_hash, params=victim.params,
         data={"description": models.data.description, **models.data.info}, device=str(default_device()),
-        utility=Utility(task.utility_metric, last.get("utility_train"), last.get("utility_val"), keys=_UTILITY_KEYS),
-        attack=AttackResult.from_dict(primary_result, "summary.attack"),
+        utility=Utility(task.utility_metric, last.utility_train, last.utility_val, keys=_UTILITY_KEYS),
+        attack=replace(AttackResult.from_dict(final[primary].result.to_dict(include_roc=False), "summary.attack"),
+                       name=primary),
         attacks={name: AttackResult.from_dict(o.result.to_dict(), f"summary.attacks[{name!r}]")
                  for name, o in final.items()},
         attacks_by_epoch={str(e): {name: AttackResult.from_dict(o.result.to_dict(include_roc=False),

@@ -18,7 +18,7 @@ absent (``None`` on the attribute). Three layouts are open by design and keep ke
 ``extra``, written back where they were: a learning-curve row (a task's own columns, numbers), a
 defended point (a registered mechanism's keys) and a defense baseline (the sweeps' keys). Built in code
 rather than read, an object writes every typed field in the layout's order, then ``extra``. Nested
-blobs that no reader needs typed (``config``, ``data``, ``examples``, ``shadow_fidelity``, ``privacy``)
+blobs that no reader needs typed (``config``, ``data``, ``examples``, ``privacy``)
 stay JSON values; ``to_dict`` returns them as they are (not copied), so treat them as read-only.
 """
 from __future__ import annotations
@@ -29,6 +29,8 @@ from typing import Any, ClassVar, Mapping, Sequence
 
 from core.foundations.typed_json import (ANY, BOOL, DICT, INT, LIST, NUM, STR, Typed, flags, is_number, kind,
                                          mapping, null, numbers, objects, optional_numbers, sequence)
+from core.experiment.fidelity_results import ShadowFidelity
+from core.experiment.summary_blocks import EpsilonBound, ExampleShowcase, Resolution, RunSettings, number_or_bound
 from core.foundations.errors import ResultFormatError
 from core.measurement.stats import Estimate, estimate
 
@@ -62,6 +64,10 @@ class AttackResult(Typed):
     roc_tpr: tuple[float, ...] | None = None
     #: threshold attacks: {"signal", "threshold" (in the signal's units), "member_if"}
     boundary: dict[str, Any] | None = None
+    #: ``run --online-lira N``'s attacks (:meth:`RunSummary.with_attack`): ``online`` (references trained with and
+    #: without each target record) and, for LiRA online, the number of reference models
+    threat_model: str | None = None
+    reference_models: int | None = None
     extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
     keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
 
@@ -87,7 +93,7 @@ AttackResult._FIELDS = {
     "advantage_std": (NUM, False), "auc": (NUM, True), "auc_std": (NUM, False),
     "tpr_at_fpr": (mapping(NUM), True), "threshold": (null(NUM), False), "n_members": (INT, False),
     "n_nonmembers": (INT, False), "roc_fpr": (numbers(), False), "roc_tpr": (numbers(), False),
-    "boundary": (null(DICT), False),
+    "boundary": (null(DICT), False), "threat_model": (null(STR), False), "reference_models": (null(INT), False),
 }
 _ATTACK = objects(AttackResult)
 #: {name: AttackResult}: a result without a ``name`` key (a defended point's ``attacks``) takes its key
@@ -171,7 +177,7 @@ class RepeatsBlock(Typed):
     metrics: dict[str, Estimate]
     roc_band: dict[str, Any] | None = None
     #: repeat 0's evaluation-set resolution (:func:`core.analyses.repeats.summary_resolution`): the band's 1/n floor
-    resolution: dict[str, Any] | None = None
+    resolution: Resolution | None = None
     within_run: dict[str, Estimate] | None = None
     extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
     keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
@@ -181,12 +187,14 @@ class RepeatsBlock(Typed):
     @property
     def n_nonmembers(self) -> int | None:
         """Repeat 0's evaluation non-members (the band's 1/n floor), None for a block written before ``resolution``."""
-        return None if not self.resolution else int(self.resolution["n_nonmembers"])
+        res = self.resolution
+        return None if res is None or res.n_nonmembers is None else int(res.n_nonmembers)
 
 
 RepeatsBlock._FIELDS = {"n": (INT, True), "seeds": (sequence(INT), True), "config_hashes": (sequence(STR), True),
                         "metrics": (mapping(estimate()), True), "roc_band": (null(DICT), False),
-                        "resolution": (null(DICT), False), "within_run": (mapping(estimate()), False)}
+                        "resolution": (null(objects(Resolution)), False),
+                        "within_run": (mapping(estimate()), False)}
 
 
 @dataclass(frozen=True)
@@ -254,7 +262,8 @@ class RunSummary(Typed):
     cache_corrupted: list[Any] | None = None
     #: whose victim (issue 33): ``{kind: trained | user weights, weights_sha256, members_sha256, n_members}``
     victim_source: dict[str, Any] | None = None
-    shadow_fidelity: dict[str, Any] | None = None
+    #: do the shadows track the victim (core.experiment.fidelity), typed: core.experiment.fidelity_results
+    shadow_fidelity: ShadowFidelity | None = None
     #: every registered attack that did not run here, and why (issue 34)
     attacks_not_run: dict[str, str] | None = None
     resolution: dict[str, Any] | None = None
@@ -281,6 +290,11 @@ class RunSummary(Typed):
         training-time sweeps and the tasks' ``slice_labels`` (a plugin's API) read it as a dict."""
         return RunRecords.from_dict(self.records, f"{self._WHAT}.records")
 
+    @cached_property
+    def settings(self) -> RunSettings:
+        """The ``config`` block's fields that readers use, typed (read on first use)."""
+        return RunSettings.from_dict(self.config, f"{self._WHAT}.config")
+
     @property
     def primary(self) -> str:
         """The primary attack's name."""
@@ -289,12 +303,25 @@ class RunSummary(Typed):
     @property
     def seed(self) -> int:
         """The run's seed (the config's): repeat r of both architectures shares it (same split)."""
-        return int(self.config["seed"])
+        return int(self.settings.seed)
 
     @property
     def epochs(self) -> int:
         """The number of training epochs (the config's)."""
-        return int(self.config.get("epochs", self.per_epoch[-1].epoch if self.per_epoch else 0))
+        epochs = self.settings.epochs
+        return int(epochs) if epochs is not None else (self.per_epoch[-1].epoch if self.per_epoch else 0)
+
+    def with_attack(self, result: AttackResult, scores: Sequence[float | None]) -> "RunSummary":
+        """A copy with one more attack at the final epoch (``run --online-lira``: attacks on references trained after
+        the pipeline ran): its result under its name last in ``attacks``, its per-record scores last in the records'
+        ``scores``, and no longer among ``attacks_not_run``; every other key where it was."""
+        name = result.name
+        scores_now = {n: list(v) for n, v in (self.per_record.scores or {}).items()}
+        not_run = {n: why for n, why in (self.attacks_not_run or {}).items() if n != name}
+        return self.with_json({
+            "attacks": {**{n: r.to_dict() for n, r in self.attacks.items()}, name: result.to_dict()},
+            "records": self.per_record.with_json({"scores": {**scores_now, name: list(scores)}}).to_dict(),
+            **({} if self.attacks_not_run is None else {"attacks_not_run": not_run})})
 
     def attacks_at(self, epoch: int) -> dict[str, AttackResult]:
         """Every attack fitted at checkpoint ``epoch`` ({} where none was)."""
@@ -308,7 +335,9 @@ class RunSummary(Typed):
     @property
     def example_kind(self) -> str | None:
         """The ``examples`` block's kind (``translation``, ``navigation``), None without one."""
-        return self.examples.get("kind") if isinstance(self.examples, dict) else None
+        if not isinstance(self.examples, dict):  # none, or a task's list of examples
+            return None
+        return ExampleShowcase.from_dict(self.examples, f"{self._WHAT}.examples").kind
 
 
 RunSummary._FIELDS = {
@@ -319,7 +348,7 @@ RunSummary._FIELDS = {
     "attacks_by_epoch": (mapping(_ATTACKS), False), "per_epoch": (sequence(objects(EpochRecord)), True),
     "timings": (DICT, True), "cache_hit": (BOOL, False), "models_from_cache": (null(DICT), False),
     "cache_corrupted": (null(LIST), False), "victim_source": (null(DICT), False),
-    "shadow_fidelity": (null(DICT), False), "attacks_not_run": (null(mapping(STR)), False),
+    "shadow_fidelity": (null(objects(ShadowFidelity)), False), "attacks_not_run": (null(mapping(STR)), False),
     "resolution": (null(DICT), False), "privacy": (null(DICT), False),
     "examples": (null(kind((dict, list), "a JSON object or a list")), False),
     "records": (DICT, True), "repeats": (null(objects(RepeatsBlock)), False),
@@ -422,7 +451,7 @@ class DefendedPoint(Typed):
     privacy_note: str | None = None
     #: the naive attack's empirical ε lower bound: its mean over draws (after training), or
     #: :func:`core.measurement.metrics.empirical_epsilon`'s block (a training-time point): :attr:`epsilon_hat`
-    epsilon_lower_bound: float | dict[str, Any] | None = None
+    epsilon_lower_bound: float | EpsilonBound | None = None
     epsilon_lower_bound_detail: dict[str, Any] | None = None
     records: dict[str, Any] | None = None
     timings: dict[str, Any] | None = None
@@ -447,7 +476,7 @@ class DefendedPoint(Typed):
     def epsilon_hat(self) -> float | None:
         """The empirical ε lower bound as a number, whichever layout holds it."""
         bound = self.epsilon_lower_bound
-        return bound.get("lower_bound") if isinstance(bound, dict) else bound
+        return bound.lower_bound if isinstance(bound, EpsilonBound) else bound
 
     @property
     def has_utility(self) -> bool:
@@ -463,7 +492,7 @@ class DefendedPoint(Typed):
 DefendedPoint._FIELDS = {
     "value": (NUM, True), "mechanism": (STR, False), "draws": (INT, False), "value_name": (STR, False),
     "config_hash": (STR, False), "training_hash": (null(STR), False), "attack": (_ATTACK, True),
-    "attacks": (_ATTACKS, True), "epsilon_lower_bound": (null(kind((int, float, dict), "a number or an object")), False),
+    "attacks": (_ATTACKS, True), "epsilon_lower_bound": (null(number_or_bound()), False),
     "epsilon_lower_bound_detail": (null(DICT), False), "records": (null(DICT), False),
     "adaptive_attack": (null(_ATTACK), False), "adaptive_attacks": (null(_ATTACKS), False),
     "epsilon": (null(NUM), False), "delta": (null(NUM), False), "gamma": (null(NUM), False),

@@ -29,6 +29,8 @@ from safetensors.torch import save as save_safetensors
 
 from core.experiment.answer_memo import AnswerMemo
 from core.experiment.cache import ArtifactCache, dict_with, tensor_shapes
+from core.experiment.model_meta import ModelMeta
+from core.experiment.results import EpochRecord
 from core.experiment.user_model import member_index, user_weights
 from core.foundations.config import ExperimentConfig
 from core.foundations.device import default_device
@@ -173,13 +175,18 @@ class TrainedModel:
 
     role: str
     params: int
-    per_epoch: list[dict[str, Any]]
+    #: the learning curve, one typed row per epoch (a shadow's rows: the epoch only)
+    per_epoch: tuple[EpochRecord, ...]
     responses: dict[int, Responses]
     weights: dict[str, torch.Tensor]
     train_s: float
     cache_hit: bool
     #: DP-SGD's record of the training (σ, C, q, steps, accountant history), None if not private
     privacy: dict[str, Any] | None = None
+
+    def meta(self) -> ModelMeta:
+        """The meta entry the cache stores beside the weights and answers (and a worker sends back)."""
+        return ModelMeta.of(self.params, self.per_epoch, self.train_s, self.privacy)
 
 
 def seed_everything(seed: int) -> None:
@@ -287,7 +294,8 @@ def load_user_victim(task: Task, cfg: ExperimentConfig, data: TaskData, splits: 
         except ValueError as exc:  # NaN probabilities from finite but extreme weights
             raise ConfigError(f"the model of target_weights answers with invalid outputs ({exc})") from None
         # trained 0 s here: the training happened elsewhere
-        loaded = TrainedModel("victim", task.param_count(model), [row], responses, weights, 0.0, False)
+        loaded = TrainedModel("victim", task.param_count(model), (EpochRecord.from_dict(row),), responses, weights, 0.0,
+                              False)
         store_trained(cache, cfg, loaded)
     if on_progress:
         on_progress(1.0)
@@ -320,6 +328,12 @@ def refuse_loaded_victim(cfg: ExperimentConfig, analysis: str) -> None:
 _META = dict_with(params=int, per_epoch=list, train_s=float)
 
 
+def _typed_meta(meta: Any) -> None:
+    """The meta schema, and every field read typed (:class:`ModelMeta`: a learning-curve row of numbers)."""
+    _META(meta)
+    ModelMeta.from_dict(meta)
+
+
 def is_cached(cfg: ExperimentConfig, role: str, cache: ArtifactCache) -> bool:
     """Whether ``role``'s model of ``cfg`` is in the cache (its meta entry; the weights and answers are
     checked when :func:`load_trained` loads them): lets a reader of cached runs refuse work that
@@ -337,9 +351,11 @@ def load_trained(task: Task, cfg: ExperimentConfig, data: TaskData, role: str, c
     config's answers would fail later as an IndexError, or worse, be scored).
     """
     digest = cfg.training_hash
-    meta = cache.get_json(cache.key("model", digest, role, "meta"), validate=_META)
-    if meta is None:
+    # read typed once as it leaves the cache: an entry whose rows this version cannot read is discarded (retrained)
+    stored = cache.get_json(cache.key("model", digest, role, "meta"), validate=_typed_meta)
+    if stored is None:
         return None
+    meta = ModelMeta.from_dict(stored)
 
     def answers_the_queries(r: Responses) -> None:
         if len(r) != n_queries:
@@ -352,11 +368,10 @@ def load_trained(task: Task, cfg: ExperimentConfig, data: TaskData, role: str, c
     weights = cache.get_tensors(cache.key("model", digest, role, "weights"), expected=expected, require_finite=True)
     if weights is None or any(r is None for r in responses.values()):
         return None
-    privacy = meta.get("privacy")
-    if cfg.private and not isinstance(privacy, dict):
+    if cfg.private and meta.privacy is None:
         return None  # a private model without its privacy record cannot report ε: retrain
-    return TrainedModel(role, meta["params"], meta["per_epoch"], responses, weights, float(meta["train_s"]), True,
-                        privacy if cfg.private else None)
+    return TrainedModel(role, meta.params, meta.per_epoch, responses, weights, float(meta.train_s), True,
+                        meta.privacy if cfg.private else None)
 
 
 def _train_and_store(task: Task, cfg: ExperimentConfig, data: TaskData, role: str, train_index: np.ndarray,
@@ -374,8 +389,7 @@ def store_trained(cache: ArtifactCache, cfg: ExperimentConfig, trained: TrainedM
     for e, r in trained.responses.items():
         cache.put_responses(cache.key("model", digest, role, "responses", e), r)
     cache.put_tensors(cache.key("model", digest, role, "weights"), trained.weights)
-    cache.put_json(cache.key("model", digest, role, "meta"), {"params": trained.params, "per_epoch": trained.per_epoch,
-                                                             "train_s": trained.train_s, "privacy": trained.privacy})
+    cache.put_json(cache.key("model", digest, role, "meta"), trained.meta().to_dict())
 
 
 class EpochRecorder:
@@ -389,7 +403,7 @@ class EpochRecorder:
         self.task, self.cfg, self.data, self.role = task, cfg, data, role
         self.query_index, self.measure_utility = query_index, measure_utility
         self.checkpoints = set(cfg.checkpoint_epochs)
-        self.per_epoch: list[dict[str, Any]] = []
+        self.per_epoch: list[EpochRecord] = []
         self.responses: dict[int, Responses] = {}
 
     def __call__(self, epoch: int, trained: torch.nn.Module) -> None:
@@ -410,15 +424,15 @@ class EpochRecorder:
                 raise TrainingDivergedError(f"the {role} answers with invalid outputs at epoch {epoch} ({exc}); "
                                             f"lower lr (now {cfg.lr:g}). Nothing of this run was cached.") from None
         trained.train()
-        self.per_epoch.append(row)
+        self.per_epoch.append(EpochRecord.from_dict(row))  # typed as it is measured
 
     def result(self, model: torch.nn.Module, train_s: float, privacy: dict[str, Any] | None = None) -> TrainedModel:
         missing = self.checkpoints - set(self.responses)
         if missing:
             raise RuntimeError(f"task {self.task.name} did not report checkpoint epochs {sorted(missing)}")
         weights = {k: v.detach().cpu() for k, v in model.state_dict().items()}
-        return TrainedModel(self.role, self.task.param_count(model), self.per_epoch, self.responses, weights, train_s,
-                            False, privacy)
+        return TrainedModel(self.role, self.task.param_count(model), tuple(self.per_epoch), self.responses, weights,
+                            train_s, False, privacy)
 
 
 def train_role(task: Task, cfg: ExperimentConfig, data: TaskData, role: str, train_index: np.ndarray,
@@ -553,7 +567,7 @@ class TrainingOutput:
     """What a worker sends back: bytes only, written to the cache by the driver."""
 
     role: str
-    meta: dict[str, Any]
+    meta: ModelMeta
     weights: bytes
     responses: dict[int, bytes] = field(default_factory=dict)
 
@@ -579,6 +593,4 @@ def train_job(job: TrainingJob, on_progress: Callable[[float], None] | None = No
     trained = train_role(task, cfg, data, job.role, np.asarray(job.train_index, np.int64),
                          np.asarray(job.query_index, np.int64), measure, on_progress)
     weights = save_safetensors({k: v.detach().cpu().contiguous() for k, v in trained.weights.items()})
-    meta = {"params": trained.params, "per_epoch": trained.per_epoch, "train_s": trained.train_s,
-            "privacy": trained.privacy}
-    return TrainingOutput(job.role, meta, weights, {e: r.to_bytes() for e, r in trained.responses.items()})
+    return TrainingOutput(job.role, trained.meta(), weights, {e: r.to_bytes() for e, r in trained.responses.items()})

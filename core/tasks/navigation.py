@@ -47,6 +47,7 @@ from core.data.minigrid import MapEnv, MapVecEnv, Rollout, StartRoomCurriculum, 
 from core.data.planner import EMPTY, GOAL, PlannerCache
 from core.data.render import render_path
 from core.foundations.device import single_thread
+from core.training.dpsgd import PrivacyRecord
 from core.training.ppo import PPOSettings, train_ppo
 from core.measurement.responses import Responses
 from core.measurement.slices import quantile_buckets
@@ -291,6 +292,15 @@ def ppo_settings(cfg: ExperimentConfig) -> PPOSettings:
                        privacy=PrivacySettings.from_config(cfg))
 
 
+@dataclass(frozen=True)
+class _EpisodeMeans:
+    """The victim's mean return, steps and share of episodes that reached the goal over some maps (the examples)."""
+
+    episode_return: float
+    steps: float
+    success: float
+
+
 class NavigationTask(Task):
     name = "navigation"
     utility_metric = "return"
@@ -447,8 +457,8 @@ class NavigationTask(Task):
         start = time.perf_counter()
         privacy = train_ppo(model, envs, ppo_settings(cfg), n_updates, seed, on_update, on_batch)
         steps = n_updates * o.ppo_epochs * -(-(o.n_envs * o.frames_per_env) // cfg.batch_size)
-        if privacy is not None:
-            steps = int(privacy["steps"])
+        if privacy is not None:  # the noisy steps DP-SGD took, as its record counts them
+            steps = int(PrivacyRecord.from_dict(privacy).steps)
         return TrainingRecord(n_updates, steps, time.perf_counter() - start, privacy)
 
     # ------------------------------------------------------------------ audit canaries
@@ -539,12 +549,11 @@ class NavigationTask(Task):
         mem_runs = self.rollouts(cfg, model, data, members)
         non_runs = self.rollouts(cfg, model, data, nonmembers)
 
-        def stats(runs: list[Rollout]) -> dict[str, float]:
+        def stats(runs: list[Rollout]) -> _EpisodeMeans:
             if not runs:
-                return {"return": 0.0, "steps": 0.0, "success": 0.0}
-            return {"return": float(np.mean([r.episode_return for r in runs])),
-                    "steps": float(np.mean([r.steps for r in runs])),
-                    "success": float(np.mean([r.reached for r in runs]))}
+                return _EpisodeMeans(0.0, 0.0, 0.0)
+            return _EpisodeMeans(float(np.mean([r.episode_return for r in runs])), float(np.mean([r.steps for r in runs])),
+                                 float(np.mean([r.reached for r in runs])))
 
         sm, sn = stats(mem_runs), stats(non_runs)
         maps = []
@@ -557,8 +566,8 @@ class NavigationTask(Task):
             "kind": "navigation",
             "env_id": rec.env_id,
             "maps": maps,
-            "steps_to_goal": {"member": sm["steps"], "unseen": sn["steps"]},
-            "return": {"member": sm["return"], "unseen": sn["return"]},
-            "success_rate": {"member": sm["success"], "unseen": sn["success"]},
+            "steps_to_goal": {"member": sm.steps, "unseen": sn.steps},
+            "return": {"member": sm.episode_return, "unseen": sn.episode_return},
+            "success_rate": {"member": sm.success, "unseen": sn.success},
             "n_maps": {"member": len(mem_runs), "unseen": len(non_runs)},
         }

@@ -8,6 +8,7 @@ from typing import Any
 import pandas as pd
 
 from core.experiment.fidelity import MatchedUtility
+from core.experiment.fidelity_results import FidelityUtility, UtilityPair
 from core.experiment.results import RunSummary
 from core.foundations.names import ARCH_NAMES, ATTACK_NAMES, ATTACK_SHORT, UTILITY_NAMES
 from core.views.run_figures import low_fpr_cells
@@ -32,28 +33,29 @@ def shadow_fidelity_table(summaries: list[RunSummary]) -> pd.DataFrame:
         block = s.shadow_fidelity
         if not block:
             continue
-        tol = block.get("loss_tolerance", 0.25)
-        for c in block["checkpoints"]:
-            v, sh = c["victim"], c["shadows"]
-            gaps = [g for g in (c["member_loss_gap"], c["nonmember_loss_gap"]) if g is not None]
+        tol = block.loss_tolerance if block.loss_tolerance is not None else 0.25
+        for c in block.checkpoints or ():
+            v, sh = c.victim, c.shadows
+            gaps = [g for g in (c.member_loss_gap, c.nonmember_loss_gap) if g is not None]
             # the epoch as text: the column also holds "final utility", and a mixed column makes Arrow fail and
             # Streamlit fall back (logging a traceback) on every rerun of the page
-            rows.append({"architecture": ARCH_NAMES.get(s.arch, s.arch), "epoch": str(c["epoch"]),
-                         "victim member loss": v["member_loss"], "shadows member loss": sh.get("member_loss"),
-                         "member gap": c["member_loss_gap"],
-                         "victim non-member loss": v["nonmember_loss"], "shadows non-member loss": sh.get("nonmember_loss"),
-                         "non-member gap": c["nonmember_loss_gap"],
+            rows.append({"architecture": ARCH_NAMES.get(s.arch, s.arch), "epoch": str(c.epoch),
+                         "victim member loss": v.member_loss, "shadows member loss": sh.member_loss,
+                         "member gap": c.member_loss_gap,
+                         "victim non-member loss": v.nonmember_loss, "shadows non-member loss": sh.nonmember_loss,
+                         "non-member gap": c.nonmember_loss_gap,
                          "tracks the victim": "yes" if gaps and max(gaps) <= tol else "no"})
-        u = block.get("utility", {})
-        metric = UTILITY_NAMES.get(u.get("metric"), u.get("metric"))
-        if u.get("shadow_mean"):
+        u = block.utility or FidelityUtility()
+        metric = UTILITY_NAMES.get(u.metric, u.metric)
+        if u.shadow_mean and u.shadow_mean.to_dict():  # a mean over shadows ({} without shadows)
+            victim = u.victim or UtilityPair()
             rows.append({"architecture": ARCH_NAMES.get(s.arch, s.arch), "epoch": "final utility",
                          "victim member loss": None, "shadows member loss": None, "member gap": None,
                          "victim non-member loss": None, "shadows non-member loss": None, "non-member gap": None,
-                         "tracks the victim": (f"{metric} train/val: victim {u['victim'].get('train'):.3g}/"
-                                               f"{u['victim'].get('val'):.3g}, shadows {u['shadow_mean'].get('train'):.3g}/"
-                                               f"{u['shadow_mean'].get('val'):.3g}")
-                         if u["victim"].get("train") is not None else ""})
+                         "tracks the victim": (f"{metric} train/val: victim {victim.train:.3g}/"
+                                               f"{victim.val:.3g}, shadows {u.shadow_mean.train:.3g}/"
+                                               f"{u.shadow_mean.val:.3g}")
+                         if victim.train is not None else ""})
     return pd.DataFrame(rows)
 
 

@@ -165,16 +165,16 @@ def overview(run: RunInputs) -> Section:
         if study is not None:
             if comp is None:  # one seed per architecture: the direction of two point estimates, not a verdict
                 verdict = ("inconclusive with one repeat per architecture (the point estimates point "
-                           + ("the studies' way" if study["holds"] else "the other way")
+                           + ("the studies' way" if study.holds else "the other way")
                            + "; set repeats ≥ 3 for an interval)")
-                if study["fair"] is False:
+                if study.fair is False:
                     verdict += " (utilities too far apart to blame the architecture)"
-                line = f"**This run:** {verdict} — {study['text']}."
+                line = f"**This run:** {verdict} — {study.text}."
             else:
                 n = ComparisonResult.coerce(comp).repeats
                 line = (f"**Over {n} repeats:** the verdicts over {n} paired repeats follow "
                         f"below; the sections after them show repeat 1 of {n}.")
-            out.append(Text(f"**The studies:** {study['finding']}  \n{line}", "info"))
+            out.append(Text(f"**The studies:** {study.finding}  \n{line}", "info"))
         return out
     return Section("overview", "Overview", build)
 

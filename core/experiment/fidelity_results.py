@@ -1,0 +1,132 @@
+"""The ``shadow_fidelity`` block of a summary, typed (issue 29): what :func:`core.experiment.fidelity.shadow_fidelity`
+builds and :class:`core.experiment.results.RunSummary` holds (layout: :mod:`core.experiment.fidelity`'s docstring).
+
+Built from the block's dict by ``from_dict`` where it is born, so ``to_dict`` writes the JSON of before byte for
+byte; read back from a cached summary the same way. Every layout is open and its fields optional where a summary
+written before them lacks them (``shadow_each``, ``warnings``), so no cached summary stops reading.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from core.foundations.typed_json import INT, NUM, STR, Typed, null, objects, sequence
+
+
+@dataclass(frozen=True)
+class LossStats(Typed):
+    """Mean per-record loss and top-1 agreement of members and non-members (:func:`core.experiment.fidelity.response_stats`;
+    the shadows' mean of them); None where not measured (no such record, no shadow)."""
+
+    member_loss: float | None = None
+    nonmember_loss: float | None = None
+    member_top1: float | None = None
+    nonmember_top1: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
+    keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
+
+    _WHAT: ClassVar[str] = "stats"
+    _STRICT: ClassVar[bool] = False
+
+    def loss(self, which: str) -> float | None:
+        """``member_loss`` or ``nonmember_loss`` by name (the warnings loop over both)."""
+        return self.member_loss if which == "member_loss" else self.nonmember_loss
+
+
+LossStats._FIELDS = {"member_loss": (null(NUM), False), "nonmember_loss": (null(NUM), False),
+                     "member_top1": (null(NUM), False), "nonmember_top1": (null(NUM), False)}
+
+
+@dataclass(frozen=True)
+class FidelityCheckpoint(Typed):
+    """One checkpoint: the victim's stats, the shadows' mean and each shadow's, and the relative loss gaps
+    |shadows − victim| / max(victim, floor) (None where a side is not measured)."""
+
+    epoch: int
+    victim: LossStats
+    shadows: LossStats
+    member_loss_gap: float | None = None
+    nonmember_loss_gap: float | None = None
+    shadow_each: tuple[LossStats, ...] | None = None
+    extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
+    keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
+
+    _WHAT: ClassVar[str] = "checkpoint"
+    _STRICT: ClassVar[bool] = False
+
+    def gap(self, which: str) -> float | None:
+        """``member_loss_gap`` or ``nonmember_loss_gap`` by the loss's name."""
+        return self.member_loss_gap if which == "member_loss" else self.nonmember_loss_gap
+
+
+FidelityCheckpoint._FIELDS = {
+    "epoch": (INT, True), "victim": (objects(LossStats), True), "shadows": (objects(LossStats), True),
+    "shadow_each": (null(sequence(objects(LossStats))), False),
+    "member_loss_gap": (null(NUM), False), "nonmember_loss_gap": (null(NUM), False),
+}
+
+
+@dataclass(frozen=True)
+class UtilityPair(Typed):
+    """A model's utility on its members / in records (``train``) and on unseen / out records (``val``)."""
+
+    train: float | None = None
+    val: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
+    keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
+
+    _WHAT: ClassVar[str] = "utility"
+    _STRICT: ClassVar[bool] = False
+
+
+UtilityPair._FIELDS = {"train": (null(NUM), False), "val": (null(NUM), False)}
+
+
+@dataclass(frozen=True)
+class FidelityUtility(Typed):
+    """The final utilities: the victim's, each shadow's and the shadows' mean (empty without shadows)."""
+
+    metric: str | None = None
+    victim: UtilityPair | None = None
+    shadows: tuple[UtilityPair, ...] | None = None
+    shadow_mean: UtilityPair | None = None
+    extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
+    keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
+
+    _WHAT: ClassVar[str] = "utility"
+    _STRICT: ClassVar[bool] = False
+
+
+FidelityUtility._FIELDS = {
+    "metric": (null(STR), False), "victim": (null(objects(UtilityPair)), False),
+    "shadows": (null(sequence(objects(UtilityPair))), False), "shadow_mean": (null(objects(UtilityPair)), False),
+}
+
+
+@dataclass(frozen=True)
+class ShadowFidelity(Typed):
+    """Do the shadows track the victim: the loss tolerance and floor, one :class:`FidelityCheckpoint` per
+    checkpoint epoch, the final utilities and the warnings (:func:`core.experiment.fidelity.fidelity_warnings`)."""
+
+    loss_tolerance: float | None = None
+    loss_floor: float | None = None
+    checkpoints: tuple[FidelityCheckpoint, ...] | None = None
+    utility: FidelityUtility | None = None
+    warnings: tuple[str, ...] | None = None
+    extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
+    keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
+
+    _WHAT: ClassVar[str] = "shadow_fidelity"
+    _STRICT: ClassVar[bool] = False
+
+    @property
+    def last_epoch(self) -> int | None:
+        """The last checkpoint's epoch (None without checkpoints)."""
+        return max((c.epoch for c in self.checkpoints or ()), default=None)
+
+
+ShadowFidelity._FIELDS = {
+    "loss_tolerance": (null(NUM), False), "loss_floor": (null(NUM), False),
+    "checkpoints": (null(sequence(objects(FidelityCheckpoint))), False), "utility": (null(objects(FidelityUtility)), False),
+    "warnings": (null(sequence(STR)), False),
+}

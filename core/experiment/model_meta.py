@@ -1,0 +1,50 @@
+"""A trained model's meta entry, typed (issue 29): what :mod:`core.experiment.roles` caches beside a model's
+weights and answers, and what a training worker sends back with its bytes (:class:`core.experiment.roles.TrainingOutput`).
+
+The cache's layout is unchanged: ``{"params", "per_epoch", "train_s", "privacy"}`` (``privacy`` written as null
+when not private, never left out), each ``per_epoch`` row the victim's learning-curve row as the task measured it
+(:class:`core.experiment.results.EpochRecord`: ``epoch`` and the task's own columns). It is read once, where it
+comes off the cache or the worker (:meth:`ModelMeta.from_dict`), and passed on typed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Sequence
+
+from core.experiment.results import EpochRecord
+from core.foundations.typed_json import DICT, INT, NUM, Typed, null, objects, sequence
+
+#: the meta entry's keys in the order the roles wrote them as a dict (``privacy`` null, never left out)
+_KEYS = ("params", "per_epoch", "train_s", "privacy")
+
+
+@dataclass(frozen=True)
+class ModelMeta(Typed):
+    """One trained role's meta: its parameter count, its learning curve (one row per epoch; a shadow's rows hold
+    the epoch only), the seconds it trained, and DP-SGD's record of the training (σ, C, q, steps, accountant
+    history; None unless private). ``ensemble_members``: how many models the ensemble executor trained as one
+    (a worker's report only; never cached)."""
+
+    params: int
+    per_epoch: tuple[EpochRecord, ...]
+    train_s: float
+    privacy: dict[str, Any] | None = None
+    ensemble_members: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
+    keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
+
+    _WHAT: ClassVar[str] = "model meta"
+    #: open: an entry written by another version may hold keys this one does not read (kept in ``extra``)
+    _STRICT: ClassVar[bool] = False
+
+    @classmethod
+    def of(cls, params: int, per_epoch: Sequence[EpochRecord], train_s: float,
+           privacy: dict[str, Any] | None = None) -> "ModelMeta":
+        """The meta entry as the cache stores it (the four keys, in their order)."""
+        return cls(params, tuple(per_epoch), train_s, privacy, keys=_KEYS)
+
+
+ModelMeta._FIELDS = {
+    "params": (INT, True), "per_epoch": (sequence(objects(EpochRecord)), True), "train_s": (NUM, True),
+    "privacy": (null(DICT), False), "ensemble_members": (null(INT), False),
+}
