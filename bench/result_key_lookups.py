@@ -4,7 +4,7 @@
 
 A *result key* is a field name of a dataclass that has ``to_dict`` or ``from_dict`` (or subclasses one that
 has), or a string key written inside a ``to_dict``/``from_dict``/``*_for_json`` function, anywhere in ``core/``.
-A *look-up* is ``x["key"]`` or ``x.get("key")`` with such a key, outside those functions; subscripts of
+A *look-up* is ``x["key"]`` (read, not written) or ``x.get("key")`` with such a key, outside those functions; subscripts of
 ``session_state``, ``environ``, ``os.environ`` and ``query_params`` are not results and are not counted.
 The count is per folder; ``--list`` prints every look-up as ``path:line key``. Typing more results adds result
 keys (and so counts look-ups of them that were there before): ``--keys-at COMMIT`` takes the key set from that
@@ -80,7 +80,8 @@ def lookups(path: Path, keys: set[str]) -> list[tuple[int, str]]:
         if id(node) in skip:
             continue
         key = None
-        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) \
+        # a write (``x["k"] = v``, ``del x["k"]``) builds a dict, it does not read a result
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and isinstance(node.slice, ast.Constant) \
                 and isinstance(node.slice.value, str) and _target_name(node.value) not in NOT_RESULTS:
             key = node.slice.value
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" \
