@@ -241,13 +241,17 @@ class _FlatParameters:
     The flat gradient is one buffer, the parameters' gradients views of it: a hand-written bank writes its
     gradients there (:meth:`gradient_of`), an autograd bank's are copied in (:meth:`gather_gradients`) —
     joining every parameter's gradient into a new flat tensor each step cost the image quick fit a fifth
-    of its step (1,040 steps)."""
+    of its step (1,040 steps).
 
-    def __init__(self, params: list[nn.Parameter]):
-        self.params = params
+    Adam is stepped here too (:meth:`adam_step`): torch.optim.Adam's own update of the flat tensor, without
+    the optimiser's per-step bookkeeping, which on these small tensors cost as much as the update itself."""
+
+    def __init__(self, params: list[nn.Parameter], lr: float):
+        self.params, self.lr = params, lr
         with torch.no_grad():
             self.flat = nn.Parameter(torch.cat([p.detach().reshape(-1) for p in params]))
         self.buffer = torch.zeros_like(self.flat.data)
+        self._exp_avg, self._exp_avg_sq, self._steps = torch.zeros_like(self.flat.data), torch.zeros_like(self.flat.data), 0
         self._views: dict[int, torch.Tensor] = {}
         start = 0
         for p in params:
@@ -280,6 +284,26 @@ class _FlatParameters:
                 p.grad = None
         self.flat.grad = self.buffer
 
+    @torch.no_grad()
+    def adam_step(self) -> None:
+        """``torch.optim.Adam([flat], lr, foreach=True).step()`` (betas 0.9, 0.999, eps 1e-8, no weight decay):
+        its operations on the flat tensor in its order (on a CPU its multi-tensor functions run the same
+        per-tensor operations; its step count is a float), so the same bits; skipped, as Adam skips it,
+        at a step without a gradient (its moments and step count stay)."""
+        grad = self.flat.grad
+        if grad is None:
+            return
+        beta1, beta2, eps = 0.9, 0.999, 1e-8
+        self._steps += 1
+        self._exp_avg.lerp_(grad, 1 - beta1)
+        self._exp_avg_sq.mul_(beta2)
+        self._exp_avg_sq.addcmul_(grad, grad, value=1 - beta2)
+        bias_correction1, bias_correction2 = 1 - beta1 ** float(self._steps), 1 - beta2 ** float(self._steps)
+        denom = self._exp_avg_sq.sqrt()
+        denom.div_(bias_correction2 ** 0.5)
+        denom.add_(eps)
+        self.flat.addcdiv_(self._exp_avg, denom, value=(self.lr / bias_correction1) * -1)
+
 
 def fit_members(members: Sequence[FitMember], device: torch.device | None = None, lstm_size: int | None = None,
                 on_progress: Callable[[float], None] | None = None) -> list[nn.Module]:
@@ -304,23 +328,23 @@ def fit_members(members: Sequence[FitMember], device: torch.device | None = None
     for (n, seed, batch_size, epochs), where in schedules.items():
         plan.append((n, batch_size, epochs, torch.Generator().manual_seed(seed), _banks(members, where, device, lstm_size)))
     banks = [bank for *_, bs in plan for _, bank in bs]
-    # the same Adam arithmetic as the one-by-one fit's, in fewer launches: one fused kernel on a GPU,
-    # the multi-tensor (foreach) ops on a CPU (its fused kernel orders the arithmetic otherwise: 80 epochs
-    # of the image quick attack MLPs moved scores by 1e-2 and the AUC by 0.0012; foreach: 1.2e-7, the same AUC)
-    kind = {"fused": True} if device.type == "cuda" else {"foreach": True}
+    # the same Adam arithmetic as the one-by-one fit's, in fewer launches: one fused kernel on a GPU; on a
+    # CPU the multi-tensor (foreach) update, run by _FlatParameters.adam_step (its fused kernel orders the
+    # arithmetic otherwise: 80 epochs of the image quick attack MLPs moved scores by 1e-2 and the AUC by
+    # 0.0012; foreach: 1.2e-7, the same AUC)
     # one parameter group per learning rate (not per bank): one multi-tensor Adam call a step for them all
     groups: dict[tuple[int, float], list[nn.Parameter]] = {}
     for which, (*_, bs) in enumerate(plan):  # on a CPU per schedule too: one flat tensor each (_FlatParameters)
         for _, b in bs:
             groups.setdefault((which, b.lr) if hand_written else (0, b.lr), []).extend(b.module.parameters())
-    flats = [_FlatParameters(params) for params in groups.values()] if hand_written else []
+    flats = [_FlatParameters(params, lr) for (_, lr), params in groups.items()] if hand_written else []
     flat_of = {id(p): f for f in flats for p in f.params}
 
     def gradient_of(p: nn.Parameter) -> torch.Tensor:
         return flat_of[id(p)].gradient_of(p)
 
-    opt = torch.optim.Adam([{"params": [f.flat] if hand_written else params, "lr": lr}
-                            for f, ((_, lr), params) in zip(flats or [None] * len(groups), groups.items())], **kind)
+    opt = None if hand_written else torch.optim.Adam([{"params": params, "lr": lr} for (_, lr), params in groups.items()],
+                                                     fused=True)
     for b in banks:
         b.module.train()
     total = max(epochs for _, _, epochs, _, _ in plan)
@@ -331,7 +355,8 @@ def fit_members(members: Sequence[FitMember], device: torch.device | None = None
                 perm = torch.randperm(n, generator=g)  # the permutation the one-by-one fit draws this epoch
                 live.append((perm, perm.to(device), batch_size, math.ceil(n / batch_size), bs))
         for k in range(max(steps for *_, steps, _ in live)):
-            opt.zero_grad(set_to_none=True)  # a schedule without a batch now keeps grad None: Adam skips it
+            if opt is not None:  # a schedule without a batch now keeps grad None: Adam skips it
+                opt.zero_grad(set_to_none=True)
             loss = None
             for perm, perm_dev, batch_size, steps, bs in live:
                 if k < steps:
@@ -344,9 +369,11 @@ def fit_members(members: Sequence[FitMember], device: torch.device | None = None
                         loss = term if loss is None else loss + term
             if loss is not None:  # the banks' parameters are disjoint: each gradient is its own loss's
                 loss.backward()
-            for f in flats:
+            for f in flats:  # each flat's gradient set anew (None without a batch), then stepped
                 f.gather_gradients()
-            opt.step()
+                f.adam_step()
+            if opt is not None:
+                opt.step()
         if on_progress is not None and epoch + 1 < total:
             on_progress((epoch + 1) / total)
     out: list[nn.Module | None] = [None] * len(members)
