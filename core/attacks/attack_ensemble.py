@@ -74,6 +74,17 @@ def joint_lstm_size(device: torch.device) -> int:
     return 8 if device.type == "cuda" else 1
 
 
+_ONE = torch.ones(())
+
+
+def _relu_mask(pre: torch.Tensor) -> torch.Tensor:
+    """ReLU's derivative at ``pre`` as floats, 1.0 where pre > 0 and 0.0 elsewhere: the values ``pre > 0``
+    multiplies by, without a bool tensor (a product of floats and bools takes PyTorch's slow casting loop:
+    3x the time on the image quick fit's (6, 128, 64) activations). At a NaN pre-activation it is 1.0, not
+    0.0 — the step's logits, and so every gradient it multiplies, are NaN there either way."""
+    return torch.ops.aten.threshold_backward(_ONE.to(pre.device).expand_as(pre), pre, 0)
+
+
 class _MLPBank:
     """MLP members of one schedule and learning rate, as one :class:`StackedAttackMLP`."""
 
@@ -109,10 +120,11 @@ class _MLPBank:
         dz = (torch.sigmoid(torch.baddbmm(m.b3, h2, m.w3)) - y) / x.shape[1]  # each member's mean over its batch
         torch.bmm(h2.transpose(1, 2), dz, out=into(m.w3))
         torch.sum(dz, 1, keepdim=True, out=into(m.b3))
-        dh = torch.bmm(dz, m.w3.transpose(1, 2)).mul_(a2 > 0)  # in place: the same products, one tensor fewer
+        # dz (E, B, 1) times w3ᵀ (E, 1, H) has one product per entry: broadcast, not a K = 1 bmm (7x cheaper)
+        dh = (dz * m.w3.transpose(1, 2)).mul_(_relu_mask(a2))
         torch.bmm(h1.transpose(1, 2), dh, out=into(m.w2))
         torch.sum(dh, 1, keepdim=True, out=into(m.b2))
-        dh = torch.bmm(dh, m.w2.transpose(1, 2)).mul_(a1 > 0)
+        dh = torch.bmm(dh, m.w2.transpose(1, 2)).mul_(_relu_mask(a1))
         torch.bmm(x.transpose(1, 2), dh, out=into(m.w1))
         torch.sum(dh, 1, keepdim=True, out=into(m.b1))
 
