@@ -74,6 +74,17 @@ def joint_lstm_size(device: torch.device) -> int:
     return 8 if device.type == "cuda" else 1
 
 
+_ONE = torch.ones(())
+
+
+def _relu_mask(pre: torch.Tensor) -> torch.Tensor:
+    """ReLU's derivative at ``pre`` as floats, 1.0 where pre > 0 and 0.0 elsewhere: the values ``pre > 0``
+    multiplies by, without a bool tensor (a product of floats and bools takes PyTorch's slow casting loop:
+    3x the time on the image quick fit's (6, 128, 64) activations). At a NaN pre-activation it is 1.0, not
+    0.0 — the step's logits, and so every gradient it multiplies, are NaN there either way."""
+    return torch.ops.aten.threshold_backward(_ONE.to(pre.device).expand_as(pre), pre, 0)
+
+
 class _MLPBank:
     """MLP members of one schedule and learning rate, as one :class:`StackedAttackMLP`."""
 
@@ -94,10 +105,12 @@ class _MLPBank:
         return nn.functional.binary_cross_entropy_with_logits(logits, self.y[:, at], reduction="none").mean(1).sum()
 
     @torch.no_grad()
-    def gradients(self, at: torch.Tensor, at_cpu: torch.Tensor) -> None:
-        """Set the parameters' ``.grad`` to ∂(:meth:`loss`)/∂θ, written out by hand: the same products
-        autograd runs (BCE-with-logits' σ(z) − y, ReLU's z > 0), without building a graph each step —
-        on a CPU the graph, not the arithmetic, was most of a small MLP's step."""
+    def gradients(self, at: torch.Tensor, at_cpu: torch.Tensor, into: Callable[[nn.Parameter], torch.Tensor]) -> None:
+        """Write ∂(:meth:`loss`)/∂θ into ``into(θ)`` for each parameter θ, written out by hand: the same
+        products autograd runs (BCE-with-logits' σ(z) − y, ReLU's z > 0), without building a graph each
+        step — on a CPU the graph, not the arithmetic, was most of a small MLP's step. ``into`` gives each
+        parameter's place in its flat gradient (:meth:`_FlatParameters.gradient_of`): the products land
+        there (``out=``, the same kernels) instead of in new tensors that were then copied into it."""
         m = self.module
         x, y = self.x[:, at], self.y[:, at, None]  # (E, B, F), (E, B, 1)
         a1 = torch.baddbmm(m.b1, x, m.w1)
@@ -105,11 +118,15 @@ class _MLPBank:
         a2 = torch.baddbmm(m.b2, h1, m.w2)
         h2 = a2.relu()
         dz = (torch.sigmoid(torch.baddbmm(m.b3, h2, m.w3)) - y) / x.shape[1]  # each member's mean over its batch
-        m.w3.grad, m.b3.grad = torch.bmm(h2.transpose(1, 2), dz), dz.sum(1, keepdim=True)
-        dh = torch.bmm(dz, m.w3.transpose(1, 2)) * (a2 > 0)
-        m.w2.grad, m.b2.grad = torch.bmm(h1.transpose(1, 2), dh), dh.sum(1, keepdim=True)
-        dh = torch.bmm(dh, m.w2.transpose(1, 2)) * (a1 > 0)
-        m.w1.grad, m.b1.grad = torch.bmm(x.transpose(1, 2), dh), dh.sum(1, keepdim=True)
+        torch.bmm(h2.transpose(1, 2), dz, out=into(m.w3))
+        torch.sum(dz, 1, keepdim=True, out=into(m.b3))
+        # dz (E, B, 1) times w3ᵀ (E, 1, H) has one product per entry: broadcast, not a K = 1 bmm (7x cheaper)
+        dh = (dz * m.w3.transpose(1, 2)).mul_(_relu_mask(a2))
+        torch.bmm(h1.transpose(1, 2), dh, out=into(m.w2))
+        torch.sum(dh, 1, keepdim=True, out=into(m.b2))
+        dh = torch.bmm(dh, m.w2.transpose(1, 2)).mul_(_relu_mask(a1))
+        torch.bmm(x.transpose(1, 2), dh, out=into(m.w1))
+        torch.sum(dh, 1, keepdim=True, out=into(m.b1))
 
     def fitted(self) -> list[nn.Module]:
         return self.module.members()
@@ -231,26 +248,73 @@ class _FlatParameters:
     """One schedule's parameters of one learning rate as views of one flat tensor, which Adam steps (on a
     CPU: Adam's per-tensor ops over ~20 small tensors cost more than the arithmetic). Adam is element-wise,
     so stepping the flat tensor is stepping each parameter; a step where the schedule has no batch leaves
-    the flat gradient None and Adam skips it, as it skips the parameters themselves."""
+    the flat gradient None and Adam skips it, as it skips the parameters themselves.
 
-    def __init__(self, params: list[nn.Parameter]):
-        self.params = params
+    The flat gradient is one buffer, the parameters' gradients views of it: a hand-written bank writes its
+    gradients there (:meth:`gradient_of`), an autograd bank's are copied in (:meth:`gather_gradients`) —
+    joining every parameter's gradient into a new flat tensor each step cost the image quick fit a fifth
+    of its step (1,040 steps).
+
+    Adam is stepped here too (:meth:`adam_step`): torch.optim.Adam's own update of the flat tensor, without
+    the optimiser's per-step bookkeeping, which on these small tensors cost as much as the update itself."""
+
+    def __init__(self, params: list[nn.Parameter], lr: float):
+        self.params, self.lr = params, lr
         with torch.no_grad():
             self.flat = nn.Parameter(torch.cat([p.detach().reshape(-1) for p in params]))
+        self.buffer = torch.zeros_like(self.flat.data)
+        self._exp_avg, self._exp_avg_sq, self._steps = torch.zeros_like(self.flat.data), torch.zeros_like(self.flat.data), 0
+        self._views: dict[int, torch.Tensor] = {}
         start = 0
         for p in params:
             p.data = self.flat.data[start : start + p.numel()].view_as(p)  # shares the flat tensor's storage
+            self._views[id(p)] = self.buffer[start : start + p.numel()].view_as(p)
             start += p.numel()
+        #: the parameters (ids) whose gradient this step a hand-written bank has put in the buffer
+        self._written: set[int] = set()
+
+    def gradient_of(self, p: nn.Parameter) -> torch.Tensor:
+        """Where ``p``'s gradient of this step goes (its view of the flat gradient), for a bank to write."""
+        self._written.add(id(p))
+        return self._views[id(p)]
 
     def gather_gradients(self) -> None:
-        """The flat gradient from the parameters' (None where none has one), then theirs cleared."""
-        if all(p.grad is None for p in self.params):
+        """The flat gradient of this step (None where no parameter has one): the hand-written ones already
+        in place, autograd's copied in and theirs cleared, zeros for a parameter without one."""
+        written, self._written = self._written, set()
+        if not written and all(p.grad is None for p in self.params):
             self.flat.grad = None
             return
-        self.flat.grad = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1)
-                                    for p in self.params])
         for p in self.params:
-            p.grad = None
+            if id(p) in written:
+                continue
+            view = self._views[id(p)]
+            if p.grad is None:
+                view.zero_()
+            else:
+                view.copy_(p.grad)
+                p.grad = None
+        self.flat.grad = self.buffer
+
+    @torch.no_grad()
+    def adam_step(self) -> None:
+        """``torch.optim.Adam([flat], lr, foreach=True).step()`` (betas 0.9, 0.999, eps 1e-8, no weight decay):
+        its operations on the flat tensor in its order (on a CPU its multi-tensor functions run the same
+        per-tensor operations; its step count is a float), so the same bits; skipped, as Adam skips it,
+        at a step without a gradient (its moments and step count stay)."""
+        grad = self.flat.grad
+        if grad is None:
+            return
+        beta1, beta2, eps = 0.9, 0.999, 1e-8
+        self._steps += 1
+        self._exp_avg.lerp_(grad, 1 - beta1)
+        self._exp_avg_sq.mul_(beta2)
+        self._exp_avg_sq.addcmul_(grad, grad, value=1 - beta2)
+        bias_correction1, bias_correction2 = 1 - beta1 ** float(self._steps), 1 - beta2 ** float(self._steps)
+        denom = self._exp_avg_sq.sqrt()
+        denom.div_(bias_correction2 ** 0.5)
+        denom.add_(eps)
+        self.flat.addcdiv_(self._exp_avg, denom, value=(self.lr / bias_correction1) * -1)
 
 
 def fit_members(members: Sequence[FitMember], device: torch.device | None = None, lstm_size: int | None = None,
@@ -276,18 +340,23 @@ def fit_members(members: Sequence[FitMember], device: torch.device | None = None
     for (n, seed, batch_size, epochs), where in schedules.items():
         plan.append((n, batch_size, epochs, torch.Generator().manual_seed(seed), _banks(members, where, device, lstm_size)))
     banks = [bank for *_, bs in plan for _, bank in bs]
-    # the same Adam arithmetic as the one-by-one fit's, in fewer launches: one fused kernel on a GPU,
-    # the multi-tensor (foreach) ops on a CPU (its fused kernel orders the arithmetic otherwise: 80 epochs
-    # of the image quick attack MLPs moved scores by 1e-2 and the AUC by 0.0012; foreach: 1.2e-7, the same AUC)
-    kind = {"fused": True} if device.type == "cuda" else {"foreach": True}
+    # the same Adam arithmetic as the one-by-one fit's, in fewer launches: one fused kernel on a GPU; on a
+    # CPU the multi-tensor (foreach) update, run by _FlatParameters.adam_step (its fused kernel orders the
+    # arithmetic otherwise: 80 epochs of the image quick attack MLPs moved scores by 1e-2 and the AUC by
+    # 0.0012; foreach: 1.2e-7, the same AUC)
     # one parameter group per learning rate (not per bank): one multi-tensor Adam call a step for them all
     groups: dict[tuple[int, float], list[nn.Parameter]] = {}
     for which, (*_, bs) in enumerate(plan):  # on a CPU per schedule too: one flat tensor each (_FlatParameters)
         for _, b in bs:
             groups.setdefault((which, b.lr) if hand_written else (0, b.lr), []).extend(b.module.parameters())
-    flats = [_FlatParameters(params) for params in groups.values()] if hand_written else []
-    opt = torch.optim.Adam([{"params": [f.flat] if hand_written else params, "lr": lr}
-                            for f, ((_, lr), params) in zip(flats or [None] * len(groups), groups.items())], **kind)
+    flats = [_FlatParameters(params, lr) for (_, lr), params in groups.items()] if hand_written else []
+    flat_of = {id(p): f for f in flats for p in f.params}
+
+    def gradient_of(p: nn.Parameter) -> torch.Tensor:
+        return flat_of[id(p)].gradient_of(p)
+
+    opt = None if hand_written else torch.optim.Adam([{"params": params, "lr": lr} for (_, lr), params in groups.items()],
+                                                     fused=True)
     for b in banks:
         b.module.train()
     total = max(epochs for _, _, epochs, _, _ in plan)
@@ -298,22 +367,25 @@ def fit_members(members: Sequence[FitMember], device: torch.device | None = None
                 perm = torch.randperm(n, generator=g)  # the permutation the one-by-one fit draws this epoch
                 live.append((perm, perm.to(device), batch_size, math.ceil(n / batch_size), bs))
         for k in range(max(steps for *_, steps, _ in live)):
-            opt.zero_grad(set_to_none=True)  # a schedule without a batch now keeps grad None: Adam skips it
+            if opt is not None:  # a schedule without a batch now keeps grad None: Adam skips it
+                opt.zero_grad(set_to_none=True)
             loss = None
             for perm, perm_dev, batch_size, steps, bs in live:
                 if k < steps:
                     cut = slice(k * batch_size, (k + 1) * batch_size)
                     for _, bank in bs:
                         if isinstance(bank, _MLPBank) and hand_written:
-                            bank.gradients(perm_dev[cut], perm[cut])  # its own parameters' gradients, set
+                            bank.gradients(perm_dev[cut], perm[cut], gradient_of)  # into the flat gradients
                             continue
                         term = bank.loss(perm_dev[cut], perm[cut])
                         loss = term if loss is None else loss + term
             if loss is not None:  # the banks' parameters are disjoint: each gradient is its own loss's
                 loss.backward()
-            for f in flats:
+            for f in flats:  # each flat's gradient set anew (None without a batch), then stepped
                 f.gather_gradients()
-            opt.step()
+                f.adam_step()
+            if opt is not None:
+                opt.step()
         if on_progress is not None and epoch + 1 < total:
             on_progress((epoch + 1) / total)
     out: list[nn.Module | None] = [None] * len(members)
