@@ -578,7 +578,7 @@ def test_empirical_epsilon_is_a_95_percent_lower_bound_on_an_exactly_eps_dp_mech
     for _ in range(runs):
         out = empirical_epsilon((rng.random(2 * n) < p_flag).astype(float), member)
         bounds.append(out.lower_bound)
-        plain.append(out["estimate"])
+        plain.append(out.estimate)
     bounds, plain = np.asarray(bounds), np.asarray(plain, float)
     assert (bounds > eps).mean() <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / runs)
     assert np.median(bounds) > 0.5 * eps
