@@ -287,7 +287,7 @@ def matched_section(cfgs, runs) -> MatchedView | None:
     """``match_utility``: where each architecture's victim first reaches the target (core.analyses.matching),
     the runs stopped there (trained on request), and the comparison at those epochs."""
     plan = matched_plan(runs, {c.arch: c for c in cfgs})
-    stopped = [row[a]["config"] for row in plan for a in ("ffnn", "rnn")]
+    stopped = [row.stops[a].config for row in plan for a in ("ffnn", "rnn")]
     have = {c.config_hash: summary_of(c) for c in stopped}
     lacking = [c for c in stopped if have[c.config_hash] is None]
     if lacking:

@@ -59,7 +59,7 @@ configs: dict[str, ExperimentConfig] = {a: task.make_config(a, preset) for a in 
 def run_label(summary: RunSummary, base: ExperimentConfig) -> str:
     """A cached run named by its preset and what it changed from that preset."""
     changed = [f"{k}={v}" for k, v in config_changes(base, config_of(summary)).items()]
-    return f"{summary.config['preset']}" + (f" · {', '.join(changed)}" if changed else " (as the preset)")
+    return f"{summary.settings.preset}" + (f" · {', '.join(changed)}" if changed else " (as the preset)")
 
 
 # any cached run can be defended: the preset's by default, or one trained with other settings

@@ -557,9 +557,9 @@ def test_bad_defense_specs_are_refused(spec):
 def test_empirical_epsilon():
     y = np.r_[np.ones(200, bool), np.zeros(200, bool)]
     separated = empirical_epsilon(y.astype(float), y)
-    assert separated["lower_bound"] > 3.0  # 200 vs 0 at one threshold: ε̂ ≥ ln(0.98/0.018)
+    assert separated.lower_bound > 3.0  # 200 vs 0 at one threshold: ε̂ ≥ ln(0.98/0.018)
     noise = empirical_epsilon(np.random.default_rng(0).random(400), y)
-    assert noise["lower_bound"] < 0.5
+    assert noise.lower_bound < 0.5
 
 
 def test_empirical_epsilon_is_a_95_percent_lower_bound_on_an_exactly_eps_dp_mechanism():
@@ -577,8 +577,8 @@ def test_empirical_epsilon_is_a_95_percent_lower_bound_on_an_exactly_eps_dp_mech
     bounds, plain = [], []
     for _ in range(runs):
         out = empirical_epsilon((rng.random(2 * n) < p_flag).astype(float), member)
-        bounds.append(out["lower_bound"])
-        plain.append(out["estimate"])
+        bounds.append(out.lower_bound)
+        plain.append(out.estimate)
     bounds, plain = np.asarray(bounds), np.asarray(plain, float)
     assert (bounds > eps).mean() <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / runs)
     assert np.median(bounds) > 0.5 * eps

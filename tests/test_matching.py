@@ -7,7 +7,8 @@ import pytest
 from core.experiment import roles
 from core.experiment.results import RunSummary
 from core.foundations.config import ConfigError
-from core.analyses.matching import first_epoch_reaching, run_matched, stopped_config
+from core.analyses.matching import (PlannedRepeat, PlannedStop, first_epoch_reaching, matched_plan, run_matched,
+                                    stopped_config, stopping_point)
 from core.analyses.repeats import comparison_configs
 
 # small but learning: the CNN passes the ReNet's final validation accuracy before its last epoch
@@ -66,6 +67,28 @@ def test_first_epoch_reaching_and_stopped_config():
     cfg = comparison_configs("image", "quick", 1, {**TINY, "attack_epochs": (2, 4)})["ffnn"]
     assert stopped_config(cfg, 3).attack_epochs == (2,) and stopped_config(cfg, 3).epochs == 3
     assert stopped_config(cfg, cfg.epochs).config_hash == cfg.config_hash  # no stop: the full run itself
+
+
+def test_matched_plan_rows_are_typed_stops_from_the_full_runs():
+    """The pages' plan (nothing trained): per repeat the target, and per architecture its stopping point and the
+    config of the run stopped there, read as attributes."""
+    attack = {"name": "shadow", "accuracy": 0.5, "advantage": 0.0, "auc": 0.5, "tpr_at_fpr": {}}
+    cfgs = {a: c.with_updates({"match_utility": "lower"}) for a, c in comparison_configs("image", "quick", 1, TINY).items()}
+
+    def run(arch, curve):
+        return RunSummary.from_dict({
+            "task": "image", "arch": arch, "config": {"epochs": len(curve)}, "config_hash": arch, "params": 1,
+            "utility": {"metric": "accuracy", "val": curve[-1]}, "attack": attack, "attacks": {"shadow": attack},
+            "timings": {}, "records": {}, "per_epoch": [{"epoch": e + 1, "utility_val": u} for e, u in enumerate(curve)]})
+
+    full = {"ffnn": [run("ffnn", [0.2, 0.6, 0.7, 0.8, 0.8, 0.9])], "rnn": [run("rnn", [0.1, 0.3, 0.5, 0.6, 0.6, 0.65])]}
+    (row,) = matched_plan(full, cfgs)
+    assert isinstance(row, PlannedRepeat) and row.repeat == 0 and row.target == 0.65  # the lower final utility
+    assert set(row.stops) == {"ffnn", "rnn"} and all(isinstance(s, PlannedStop) for s in row.stops.values())
+    ffnn, rnn = row.stops["ffnn"], row.stops["rnn"]
+    assert ffnn.point == stopping_point(full["ffnn"][0], 0.65) and ffnn.point.epoch == 3 and ffnn.point.reached
+    assert rnn.point.epoch == 6 and rnn.point.reached and rnn.point.final_utility == 0.65
+    assert ffnn.config == stopped_config(cfgs["ffnn"], 3) and rnn.config.config_hash == cfgs["rnn"].config_hash
 
 
 def test_cli_compare_at_matched_utility(tmp_path, capsys, monkeypatch):

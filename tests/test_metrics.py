@@ -3,7 +3,7 @@ import pytest
 from sklearn.metrics import roc_auc_score
 from sklearn.metrics import roc_curve as sk_roc_curve
 
-from core.measurement.metrics import (best_threshold, clopper_pearson, empirical_epsilon, empirical_epsilon_rows,
+from core.measurement.metrics import (EpsilonBound, best_threshold, clopper_pearson, empirical_epsilon, empirical_epsilon_rows,
     evaluate_attack, roc_auc, roc_curve, tpr_at_fpr)
 
 CASES = [
@@ -67,12 +67,12 @@ def test_empirical_epsilon_is_a_95_percent_lower_bound_on_an_exactly_dp_mechanis
     y = np.r_[np.ones(n, bool), np.zeros(n, bool)]
     rng = np.random.default_rng(1)
     scores = y.astype(float) + rng.laplace(0, 1 / eps, (trials, 2 * n))
-    bounds = np.array([r["lower_bound"] for r in empirical_epsilon_rows(scores, y)])
+    bounds = np.array([r.lower_bound for r in empirical_epsilon_rows(scores, y)])
     exceed = (bounds > eps).mean()
     assert exceed <= 0.05 + 2 * np.sqrt(0.05 * 0.95 / trials)
     assert bounds.mean() > 0.3 * eps  # and it still finds most of the leak (not a bound stuck at 0)
     # one row through the single-run function is the same computation
-    assert empirical_epsilon(scores[0], y)["lower_bound"] == pytest.approx(bounds[0])
+    assert empirical_epsilon(scores[0], y).lower_bound == pytest.approx(bounds[0])
 
 
 def test_empirical_epsilon_says_what_it_is_and_bounds_on_the_held_out_half():
@@ -80,9 +80,23 @@ def test_empirical_epsilon_says_what_it_is_and_bounds_on_the_held_out_half():
     separated = empirical_epsilon(y.astype(float), y)
     # 100 of 100 held-out members above the threshold, 0 of 100 non-members: ln(CP-lo(1) / CP-hi(0)) at n = 100
     lo, hi = clopper_pearson(100, 100)[0], clopper_pearson(0, 100)[1]
-    assert separated["lower_bound"] == pytest.approx(np.log(lo / hi)) and separated["n_bound"] == 200
-    assert separated["direction"] == "members above" and separated["estimate"] is None  # no false positive: ∞
-    assert "random half" in separated["method"]
+    assert separated.lower_bound == pytest.approx(np.log(lo / hi)) and separated.n_bound == 200
+    assert separated.direction == "members above" and separated.estimate is None  # no false positive: ∞
+    assert "random half" in separated.method
+
+
+def test_empirical_epsilon_block_is_the_layout_it_always_wrote():
+    """The typed result writes the dict empirical_epsilon returned before it was typed (every key, null ones too,
+    in this order), reads it back equal, and a block written before n_bound/method existed reads and writes back as
+    it was."""
+    y = np.r_[np.ones(200, bool), np.zeros(200, bool)]
+    for bound in (empirical_epsilon(y.astype(float), y), empirical_epsilon(np.zeros(400), y)):
+        d = bound.to_dict()
+        assert list(d) == ["lower_bound", "estimate", "tpr", "fpr", "threshold", "direction", "n_bound", "method"]
+        assert EpsilonBound.from_dict(d) == bound and EpsilonBound.from_dict(d).to_dict() == d
+    assert empirical_epsilon(np.zeros(400), y).to_dict()["threshold"] is None  # nothing chosen: null, not absent
+    old = {"lower_bound": 0.5, "estimate": None, "tpr": 0.25, "fpr": 0.0}
+    assert EpsilonBound.from_dict(old).to_dict() == old and list(EpsilonBound.from_dict(old).to_dict()) == list(old)
     with pytest.raises(ValueError):
         empirical_epsilon_rows(np.zeros(5), y)
 

@@ -79,3 +79,31 @@ def test_adaptive_and_mapview_jobs_say_not_cached_and_never_train(monkeypatch):
     with pytest.raises(NotCachedError, match=r"victim model of navigation rnn .* is not cached"):
         run_job("mapview", maps, events.append, {})
     assert not ArtifactCache().exists  # nothing was trained, nor stored
+
+
+def test_job_params_are_read_once_typed_and_the_labels_read_them():
+    """A defense-grid and an analysis job's parameters are read into typed params (the same ConfigErrors as the job
+    raises); the job list's label and the modules a worker imports read those, and a job that cannot run gets the
+    kind's plain label."""
+    from core.analyses import registry as analysis_registry
+    from core.foundations.errors import ConfigError
+    from ui.worker import JOB_KINDS, AnalysisParams, DefenseGridParams, modules_of
+
+    spec = {"mechanism": "dirichlet", "value": 1.0}
+    grid = DefenseGridParams.from_dict({"spec": spec, "values": [0.1, 10]})
+    assert grid.spec == spec and grid.values == (0.1, 10.0)
+    assert JOB_KINDS.get("defense_grid").describe({"spec": spec, "values": [0.1, 10]}) == " · defense grid (dirichlet, 2 values)"
+    for bad, message in (({"spec": spec, "values": []}, "non-empty list of values, got \\[\\]"),
+                         ({"spec": {"nope": 1}, "values": [1.0]}, "needs a DefenseSpec as a dict"),
+                         ({"values": [1.0]}, "needs a DefenseSpec as a dict, got None")):
+        with pytest.raises(ConfigError, match=message):
+            DefenseGridParams.from_dict(bad)
+        assert JOB_KINDS.get("defense_grid").describe(bad) == " · defense grid"
+    name = analysis_registry.long_names()[0]
+    assert AnalysisParams.from_dict({"name": name, "factor": 3}).name == name
+    assert JOB_KINDS.get("analysis").describe({"name": name}) == f" · {name} analysis"
+    assert modules_of("analysis", {"name": name})[-1] == analysis_registry.get_analysis(name).job.__module__
+    with pytest.raises(ConfigError, match="^unknown analysis job 'nope'; one of "):
+        AnalysisParams.from_dict({"name": "nope"})
+    assert JOB_KINDS.get("analysis").describe({"name": "nope"}) == " · analysis"
+    assert modules_of("analysis", {"name": "nope"}) == ("ui.worker",)

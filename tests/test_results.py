@@ -16,6 +16,7 @@ from core.foundations.errors import MIAError, ResultFormatError
 from core.experiment.pipeline import cached_summary, run_experiment, trained_models
 from core.analyses.repeats import defense_intervals, repeat_config, repeats_block
 from core.experiment.results import AttackResult, DefendedPoint, DefenseBaseline, RunSummary
+from core.measurement.metrics import EpsilonBound
 from core.defenses.sweeps import baseline_of, point_of
 from core.tasks import get_task
 
@@ -68,6 +69,12 @@ def test_a_real_summary_round_trips_exactly(task, summaries, configs, cache_dir,
     assert run.utility.val == d["utility"]["val"] and run.utility.metric == d["utility"]["metric"]
     assert [r.epoch for r in run.per_epoch] == [r["epoch"] for r in d["per_epoch"]]
     assert set(run.attacks_at(configs[task].epochs)) == set(d["attacks_by_epoch"][str(configs[task].epochs)])
+    # the data block and the config's fields readers use, typed (issue 29): attributes of what was written
+    assert run.data.description == d["data"]["description"] and run.data.to_dict() == d["data"]
+    assert run.data.n_classes == d["data"].get("n_classes")  # image's and tabular's; None where a task has none
+    assert run.settings.preset == d["config"]["preset"] == "quick"
+    assert run.settings.attack_epochs == tuple(d["config"]["attack_epochs"]) == configs[task].attack_epochs
+    assert run.settings.n_eval == d["config"]["n_eval"]
     # the cache's copy (keys sorted, cache_hit set on the way out) round-trips as well
     stored = cached_summary(configs[task])
     assert exact(RunSummary.from_dict(stored).to_dict()) == exact(stored)
@@ -132,6 +139,12 @@ def test_defended_points_round_trip(summaries, configs, cache_dir, monkeypatch):
     assert point.utility_loss == p["utility_loss"] and point.epsilon == p["epsilon"]
     base = defender.baseline
     assert isinstance(base, DefenseBaseline) and base.attack.name == point.attack.name
+    # ε̂ is one typed class from birth (core.measurement.metrics.EpsilonBound), written as the dict it always was
+    assert isinstance(base.epsilon_lower_bound, EpsilonBound) and isinstance(point.epsilon_lower_bound_detail, EpsilonBound)
+    assert point.epsilon_lower_bound_detail.to_dict() == p["epsilon_lower_bound_detail"]
+    assert list(p["epsilon_lower_bound_detail"]) == ["lower_bound", "estimate", "tpr", "fpr", "threshold", "direction",
+                                                     "n_bound", "method"]
+    assert base.to_dict()["epsilon_lower_bound"]["lower_bound"] == base.epsilon_lower_bound.lower_bound
     assert exact(DefenseBaseline.from_dict(base.to_dict()).to_dict()) == exact(base.to_dict())
     # defend --repeats N: intervals per metric
     with_intervals = dict(p, intervals=defense_intervals([p, p], 2))
@@ -144,6 +157,7 @@ def test_defended_points_round_trip(summaries, configs, cache_dir, monkeypatch):
     assert isinstance(baseline, DefenseBaseline) and isinstance(sweep_point, DefendedPoint)
     assert exact(DefendedPoint.from_dict(sweep_point.to_dict()).to_dict()) == exact(sweep_point.to_dict())
     assert sweep_point.value_name and sweep_point.config_hash and baseline.utility_chance is not None
+    assert isinstance(sweep_point.epsilon_lower_bound, EpsilonBound) and sweep_point.epsilon_hat is not None
     assert exact(DefenseBaseline.from_dict(baseline.to_dict()).to_dict()) == exact(baseline.to_dict())
 
 

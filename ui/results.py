@@ -17,6 +17,7 @@ from core.views.run_view import (Block, Code, Details, Figure, Html, Image, Row,
                                  run_view)
 from core.foundations.config import ExperimentConfig
 from core.foundations.paths import cache_dir
+from core.analyses.matching import PlannedRepeat
 from core.analyses.repeats import comparison_json, repeats_block
 from core.experiment.results import RunSummary
 from core.tasks.navigation import MapViews
@@ -156,7 +157,7 @@ def cached_repeats_view(runs: dict[str, list[RunSummary]]) -> dict[str, Any]:
     return _repeats_view(_key([s for a in sorted(runs) for s in runs[a]]), runs)
 
 
-def matched_view(plan: list[dict[str, Any]], stopped: dict[str, RunSummary]) -> MatchedView:
+def matched_view(plan: list[PlannedRepeat], stopped: dict[str, RunSummary]) -> MatchedView:
     """The matched-utility section's data: per repeat the target and each architecture's stopping
     point (``core.analyses.matching.matched_plan``) with its stopped run's measured utility and attack, and
     the paired comparison of the stopped runs (``stopped``: config hash → summary), typed as it is built."""
@@ -164,11 +165,11 @@ def matched_view(plan: list[dict[str, Any]], stopped: dict[str, RunSummary]) -> 
     for row in plan:
         stops = {}
         for arch in ("ffnn", "rnn"):
-            point = row[arch]  # matched_plan's stopping point of this architecture, with its config
-            s = stopped[point["config"].config_hash]
-            stops[arch] = MatchedStop(point["epoch"], point["reached"], point["final_epoch"], point["final_utility"],
+            stop = row.stops[arch]  # matched_plan's stopping point of this architecture, with its config
+            s, point = stopped[stop.config.config_hash], stop.point
+            stops[arch] = MatchedStop(point.epoch, point.reached, point.final_epoch, point.final_utility,
                                       s.utility.val, s.attack.accuracy, s.attack.auc)
             runs[arch].append(s)
-        rows.append(MatchedRepeat(row["repeat"], row["target"], stops))
+        rows.append(MatchedRepeat(row.repeat, row.target, stops))
     return MatchedView(runs["ffnn"][0].utility.metric, tuple(rows),
                        ComparisonResult.from_dict(comparison_json(runs["ffnn"], runs["rnn"])))

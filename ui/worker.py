@@ -211,14 +211,61 @@ def _sensitivity(config: Any, progress, params: dict[str, Any]) -> Any:
     return sample_sensitivity(config, pairs, on_pair=lambda done, total: fraction(done / total)).to_dict()
 
 
+# A kind's parameters arrive as the JSON dict every kind shares (:data:`JOB_KINDS`' interface; ``ui.jobs.freeze_params``
+# keys the job by it); each built-in kind reads its own once, into the class below, checked as they are read.
+@dataclass(frozen=True)
+class AnalysisParams:
+    """An ``analysis`` job's parameters: ``name``, the long analysis to run (:mod:`core.analyses.registry`; only
+    looked up there, never imported). The analysis's own ``job`` gets the whole dict: its parameters are its own."""
+
+    name: str
+
+    @classmethod
+    def from_dict(cls, params: dict[str, Any]) -> "AnalysisParams":
+        """Read and checked: a name no long analysis has here is a :class:`ConfigError` that lists those it knows."""
+        from core.analyses import registry as analysis_registry
+
+        name, long = params.get("name"), analysis_registry.long_names()
+        if name not in long:
+            raise ConfigError(f"unknown analysis job {name!r}; one of {', '.join(long)}")
+        return cls(name)
+
+
+@dataclass(frozen=True)
+class DefenseGridParams:
+    """A ``defense_grid`` job's parameters: ``spec``, the :class:`~core.defenses.spec.DefenseSpec`'s fields (the
+    grid's first value; checked by the spec itself where it is built, :func:`_defense_spec`) and ``values``, the grid."""
+
+    spec: dict[str, Any]
+    values: tuple[float, ...]
+
+    @classmethod
+    def from_dict(cls, params: dict[str, Any]) -> "DefenseGridParams":
+        """Read and checked (:class:`ConfigError`): the spec a dict of DefenseSpec's fields, the values a non-empty
+        list of numbers."""
+        spec, values = _spec_fields(params.get("spec"), "defense grid"), params.get("values")
+        if (not isinstance(values, (list, tuple)) or not values
+                or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)):
+            raise ConfigError(f"a defense grid job needs a non-empty list of values, got {values!r}")
+        return cls(spec, tuple(float(v) for v in values))
+
+
 def _analysis_module(params: dict[str, Any]) -> tuple[str, ...]:
     """The module that registered the analysis ``params["name"]`` (that of its ``job``), if registered."""
     from core.analyses import registry as analysis_registry
 
-    name = params.get("name")
-    if name not in analysis_registry.long_names():
+    try:
+        name = AnalysisParams.from_dict(params).name
+    except ConfigError:  # not registered here: nothing to import (the job itself says why it cannot run)
         return ()
     return (analysis_registry.get_analysis(name).job.__module__,)
+
+
+def _analysis_label(params: dict[str, Any]) -> str:
+    try:
+        return f" · {AnalysisParams.from_dict(params).name} analysis"
+    except ConfigError:
+        return " · analysis"
 
 
 def _analysis(config: Any, progress, params: dict[str, Any]) -> Any:
@@ -227,21 +274,23 @@ def _analysis(config: Any, progress, params: dict[str, Any]) -> Any:
     up in the registry, never imported."""
     from core.analyses import registry as analysis_registry
 
-    name = params.get("name")
-    long = analysis_registry.long_names()
-    if name not in long:
-        raise ConfigError(f"unknown analysis job {name!r}; one of {', '.join(long)}")
-    entry = analysis_registry.get_analysis(name)
+    entry = analysis_registry.get_analysis(AnalysisParams.from_dict(params).name)
     return entry.job(config, lambda stage: _one_stage(stage, progress), params)
 
 
-def _defense_spec(params: dict[str, Any], kind: str):
-    """The :class:`~core.defenses.spec.DefenseSpec` of a job's ``params["spec"]`` (a dict of its fields)."""
+def _spec_fields(fields: Any, kind: str) -> dict[str, Any]:
+    """``fields`` when it is a dict of :class:`~core.defenses.spec.DefenseSpec`'s fields, else a ConfigError."""
     from core.defenses.spec import DefenseSpec
 
-    fields = params.get("spec")
     if not isinstance(fields, dict) or not set(fields) <= {f.name for f in dataclasses.fields(DefenseSpec)}:
         raise ConfigError(f"an {kind} job needs a DefenseSpec as a dict, got {fields!r}")
+    return fields
+
+
+def _defense_spec(fields: dict[str, Any]):
+    """The :class:`~core.defenses.spec.DefenseSpec` of a job's spec fields (:func:`_spec_fields`), validated."""
+    from core.defenses.spec import DefenseSpec
+
     return DefenseSpec(**fields).validate()
 
 
@@ -252,22 +301,21 @@ def _defense_grid(config: Any, progress, params: dict[str, Any]) -> Any:
     from core.defenses.defender import Defender
     from core.experiment.pipeline import load_models
 
-    spec = _defense_spec(params, "defense grid")
-    values = params.get("values")
-    if (not isinstance(values, (list, tuple)) or not values
-            or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)):
-        raise ConfigError(f"a defense grid job needs a non-empty list of values, got {values!r}")
-    fraction = _one_stage(f"defense grid ({config.arch}, {spec.mechanism}, {len(values)} values)", progress)
-    points = Defender(load_models(config)).measure(spec, [float(v) for v in values],
-                                                   on_point=lambda i, n: fraction(i / n))
+    grid = DefenseGridParams.from_dict(params)
+    spec = _defense_spec(grid.spec)
+    fraction = _one_stage(f"defense grid ({config.arch}, {spec.mechanism}, {len(grid.values)} values)", progress)
+    points = Defender(load_models(config)).measure(spec, list(grid.values), on_point=lambda i, n: fraction(i / n))
     return len(points)
 
 
 def _defense_grid_label(p: dict[str, Any]) -> str:
-    spec, values = p.get("spec"), p.get("values")
-    if isinstance(spec, dict) and "mechanism" in spec and isinstance(values, (list, tuple)):
-        return f" · defense grid ({spec['mechanism']}, {len(values)} values)"
-    return " · defense grid"
+    try:
+        grid = DefenseGridParams.from_dict(p)
+    except ConfigError:  # a job that cannot run (it fails with the reason)
+        return " · defense grid"
+    if "mechanism" not in grid.spec:
+        return " · defense grid"
+    return f" · defense grid ({grid.spec['mechanism']}, {len(grid.values)} values)"
 
 
 def _adaptive(config: Any, progress, params: dict[str, Any]) -> Any:
@@ -277,7 +325,7 @@ def _adaptive(config: Any, progress, params: dict[str, Any]) -> Any:
     from core.defenses.defender import Defender
     from core.experiment.pipeline import load_models
 
-    spec = _defense_spec(params, "adaptive")
+    spec = _defense_spec(_spec_fields(params.get("spec"), "adaptive"))
     fraction = _one_stage(f"adaptive attacker ({config.arch}, {spec.mechanism} {spec.value:g})", progress)
     point = Defender(load_models(config)).point(spec, "both", utility=True)
     fraction(1.0)
@@ -294,7 +342,7 @@ def _adaptive_label(p: dict[str, Any]) -> str:
 register_job_kind(JobKind("experiment", _experiment, lambda p: ""))
 register_job_kind(JobKind("mapview", _mapview, lambda p: " · example maps"))
 register_job_kind(JobKind("sensitivity", _sensitivity, lambda p: f" · SensitivitySampler (n = {p.get('pairs')})"))
-register_job_kind(JobKind("analysis", _analysis, lambda p: f" · {p.get('name')} analysis", _analysis_module))
+register_job_kind(JobKind("analysis", _analysis, _analysis_label, _analysis_module))
 register_job_kind(JobKind("adaptive", _adaptive, _adaptive_label))
 register_job_kind(JobKind("defense_grid", _defense_grid, _defense_grid_label))
 

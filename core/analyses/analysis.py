@@ -302,7 +302,7 @@ def time_estimate(name: str, summary: RunSummary, blocks: int = 4, factor: int =
       scale changes the work at least in proportion; more for a layer whose size is the width squared).
 
     None where the run measured no training (a summary written before timings, or loaded from the cache)."""
-    t, config = summary.timings, summary.config
+    t = summary.timings
     victim, shadows = t.get("victim_trained_s"), t.get("shadows_trained_s")
     if not victim or shadows is None:
         return None
@@ -310,7 +310,7 @@ def time_estimate(name: str, summary: RunSummary, blocks: int = 4, factor: int =
     if name == "memorization":
         return (victim + shadows) / blocks
     if name == "overtraining":
-        checkpoints = max(1, len(config.get("attack_epochs") or ()) + 1)
+        checkpoints = max(1, len(summary.settings.attack_epochs or ()) + 1)
         return factor * (victim + shadows) + attack * 8 / checkpoints
     if name == "mismatch":
         return shadows * sum(scales)

@@ -132,8 +132,26 @@ def run_matched(configs: dict[str, ExperimentConfig], progress: ProgressCallback
             "comparison": comparison_json(stopped["ffnn"], stopped["rnn"])}
 
 
+@dataclass(frozen=True)
+class PlannedStop:
+    """One architecture's stop in :func:`matched_plan`: its :class:`StoppingPoint` and the ``config`` of the run
+    stopped there (:func:`stopped_config`; a page trains it on request). Not written to JSON."""
+
+    point: StoppingPoint
+    config: ExperimentConfig
+
+
+@dataclass(frozen=True)
+class PlannedRepeat:
+    """One repeat of :func:`matched_plan`: its index, the utility ``target`` and each architecture's stop."""
+
+    repeat: int
+    target: float
+    stops: dict[str, PlannedStop]
+
+
 def matched_plan(full: dict[str, Sequence[RunSummary]], configs: dict[str, ExperimentConfig]
-                 ) -> list[dict[str, Any]]:
+                 ) -> list[PlannedRepeat]:
     """For pages: per repeat, the target and each architecture's stopping point and stopped config,
     from the full runs' summaries ``full[arch][r]`` (nothing is trained here)."""
     mode = configs["ffnn"].match_utility
@@ -141,9 +159,9 @@ def matched_plan(full: dict[str, Sequence[RunSummary]], configs: dict[str, Exper
     plan = []
     for r in range(len(full["ffnn"])):
         target = resolve_target(mode, {a: float(full[a][r].utility.val) for a in ("ffnn", "rnn")})
-        row: dict[str, Any] = {"repeat": r, "target": target}
+        stops = {}
         for arch in ("ffnn", "rnn"):
             point = stopping_point(full[arch][r], target)
-            row[arch] = {**point.to_dict(), "config": stopped_config(per[arch][r], point.epoch)}
-        plan.append(row)
+            stops[arch] = PlannedStop(point, stopped_config(per[arch][r], point.epoch))
+        plan.append(PlannedRepeat(r, target, stops))
     return plan

@@ -290,7 +290,7 @@ def audit_beside(entry: CanaryAudit, summary: RunSummary) -> AuditView:
     return AuditView.from_dict({
         **entry.to_dict(), "audited_epsilon": entry.audit.epsilon,
         "accountant_epsilon": {k: epsilons.get(k) for k in ("rdp", "prv")} if acc else None,
-        "attack_epsilon_lower_bound": hat["lower_bound"], "attack": primary,
+        "attack_epsilon_lower_bound": hat.lower_bound, "attack": primary,
         "estimators": audit_estimators(list(entry.scores), list(entry.included), entry.delta, seed=entry.seed or 0),
         "comparability": audit_comparability(f"one {task.record_names[0]}", task.privacy_unit,
                                              task.privacy_unit_is_record)})

@@ -91,7 +91,7 @@ def _epsilon_lower_bound(run: RunSummary) -> float | None:
     scores = records.scores_of(run.primary)
     if scores is None or not records.membership:
         return None
-    return float(empirical_epsilon(np.asarray(scores, np.float64), np.asarray(records.membership, bool))["lower_bound"])
+    return float(empirical_epsilon(np.asarray(scores, np.float64), np.asarray(records.membership, bool)).lower_bound)
 
 
 #: headline metric → (read from a summary, the sign the studies predict for FFNN − RNN:
@@ -271,7 +271,7 @@ def summary_resolution(summary: RunSummary) -> dict[str, float | int]:
     set holds n_eval members and n_eval non-members)."""
     if summary.resolution:
         return dict(summary.resolution)
-    n = int(summary.config["n_eval"])
+    n = int(summary.settings.n_eval)
     return resolution(n, n)
 
 

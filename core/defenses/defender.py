@@ -399,7 +399,7 @@ class Defender:
             # the fields of NAIVE_FIELDS, in their order
             self._parts[part_key] = {
                 "attack": attack, "attacks": attacks,
-                "epsilon_lower_bound": _mean_std([e["lower_bound"] for e in eps_hat])[0],
+                "epsilon_lower_bound": _mean_std([e.lower_bound for e in eps_hat])[0],
                 "epsilon_lower_bound_detail": eps_hat[0],
                 "records": {"ape": _for_json(answers[0].ape), "cross_entropy": _for_json(answers[0].mean_cross_entropy),
                             "membership": np.asarray(self.membership, bool).tolist(),

@@ -36,7 +36,7 @@ from core.foundations.config import ExperimentConfig, config_changes
 from core.defenses.registry import get_training
 from core.training.dpsgd import EpsilonOutOfReachError, epsilon
 from core.foundations.errors import ConfigError
-from core.measurement.metrics import empirical_epsilon, utility_loss
+from core.measurement.metrics import EpsilonBound, empirical_epsilon, utility_loss
 from core.experiment.pipeline import run_experiment
 from core.foundations.progress import ProgressCallback
 from core.experiment.results import AttackResult, DefendedPoint, DefenseBaseline, RunSummary
@@ -173,7 +173,7 @@ def accuracy_bound_curve(max_epsilon: float, delta: float, n: int = 61) -> list[
     return [(e, accuracy_bound(e, delta)) for e in (max_epsilon * k / (n - 1) for k in range(n))]
 
 
-def _lower_bound(run: RunSummary) -> dict[str, float | None] | None:
+def _lower_bound(run: RunSummary) -> EpsilonBound | None:
     """The empirical ε lower bound (Jagielski et al.) of the primary attack's scores."""
     records = run.per_record
     scores = records.scores_of(run.primary)

@@ -232,7 +232,8 @@ def chance_utility(summary: RunSummary) -> float:
     """The utility of a model that learned nothing: 1/classes for accuracy, else 0."""
     run = summary
     if run.utility.metric == "accuracy":
-        return 1.0 / max(int((run.data or {}).get("n_classes", 10) or 10), 1)
+        n_classes = run.data.n_classes if run.data is not None else None
+        return 1.0 / max(int(n_classes or 10), 1)
     return 0.0
 
 

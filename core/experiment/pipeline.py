@@ -49,6 +49,7 @@ from core.foundations.progress import ProgressCallback, ProgressTracker
 from core.experiment.model_attacks import UndefendedQuery
 from core.measurement.responses import Responses
 from core.experiment.results import AttackResult, RunSummary, Utility
+from core.experiment.summary_blocks import DataBlock
 from core.experiment.roles import (Splits, TrainedModel, TrainedModels, check_memory, load_trained, load_user_victim,
     is_cached, make_splits, role_seed, seed_everything, store_trained, train_or_load, victim_source)
 from core.tasks import get_task
@@ -490,7 +491,8 @@ def run_experiment(
     run = RunSummary(
         task=cfg.task, arch=cfg.arch, preset=cfg.preset, config=cfg.to_dict(), config_hash=cfg.config_hash,
         training_hash=cfg.training_hash, params=victim.params,
-        data={"description": models.data.description, **models.data.info}, device=str(default_device()),
+        data=DataBlock.from_dict({"description": models.data.description, **models.data.info}, "summary.data"),
+        device=str(default_device()),
         utility=Utility(task.utility_metric, last.utility_train, last.utility_val, keys=_UTILITY_KEYS),
         attack=replace(AttackResult.from_dict(final[primary].result.to_dict(include_roc=False), "summary.attack"),
                        name=primary),

@@ -18,7 +18,7 @@ absent (``None`` on the attribute). Three layouts are open by design and keep ke
 ``extra``, written back where they were: a learning-curve row (a task's own columns, numbers), a
 defended point (a registered mechanism's keys) and a defense baseline (the sweeps' keys). Built in code
 rather than read, an object writes every typed field in the layout's order, then ``extra``. Nested
-blobs that no reader needs typed (``config``, ``data``, ``examples``, ``privacy``)
+blobs that no reader needs typed (``config``, ``examples``, ``privacy``)
 stay JSON values; ``to_dict`` returns them as they are (not copied), so treat them as read-only.
 """
 from __future__ import annotations
@@ -27,11 +27,12 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, ClassVar, Mapping, Sequence
 
-from core.foundations.typed_json import (ANY, BOOL, DICT, INT, LIST, NUM, STR, Typed, flags, is_number, kind,
+from core.foundations.typed_json import (BOOL, DICT, INT, LIST, NUM, STR, Typed, flags, is_number, kind,
                                          mapping, null, numbers, objects, optional_numbers, sequence)
 from core.experiment.fidelity_results import ShadowFidelity
-from core.experiment.summary_blocks import EpsilonBound, ExampleShowcase, Resolution, RunSettings, number_or_bound
+from core.experiment.summary_blocks import DataBlock, ExampleShowcase, Resolution, RunSettings, number_or_bound
 from core.foundations.errors import ResultFormatError
+from core.measurement.metrics import EpsilonBound
 from core.measurement.stats import Estimate, estimate
 
 
@@ -254,7 +255,7 @@ class RunSummary(Typed):
     records: dict[str, Any]
     preset: str | None = None
     training_hash: str | None = None
-    data: dict[str, Any] | None = None
+    data: DataBlock | None = None
     device: str | None = None
     attacks_by_epoch: dict[str, dict[str, AttackResult]] | None = None
     cache_hit: bool | None = None
@@ -343,7 +344,7 @@ class RunSummary(Typed):
 RunSummary._FIELDS = {
     "task": (STR, True), "arch": (STR, True), "preset": (null(STR), False), "config": (DICT, True),
     "config_hash": (STR, True), "training_hash": (null(STR), False), "params": (INT, True),
-    "data": (null(DICT), False), "device": (null(STR), False), "utility": (objects(Utility), True),
+    "data": (null(objects(DataBlock)), False), "device": (null(STR), False), "utility": (objects(Utility), True),
     "attack": (_ATTACK, True), "attacks": (_ATTACKS, True),
     "attacks_by_epoch": (mapping(_ATTACKS), False), "per_epoch": (sequence(objects(EpochRecord)), True),
     "timings": (DICT, True), "cache_hit": (BOOL, False), "models_from_cache": (null(DICT), False),
@@ -452,7 +453,8 @@ class DefendedPoint(Typed):
     #: the naive attack's empirical ε lower bound: its mean over draws (after training), or
     #: :func:`core.measurement.metrics.empirical_epsilon`'s block (a training-time point): :attr:`epsilon_hat`
     epsilon_lower_bound: float | EpsilonBound | None = None
-    epsilon_lower_bound_detail: dict[str, Any] | None = None
+    #: draw 0's :class:`EpsilonBound` (after training), how the bound was found
+    epsilon_lower_bound_detail: EpsilonBound | None = None
     records: dict[str, Any] | None = None
     timings: dict[str, Any] | None = None
     skipped_attacks: tuple[str, ...] | None = None
@@ -493,7 +495,7 @@ DefendedPoint._FIELDS = {
     "value": (NUM, True), "mechanism": (STR, False), "draws": (INT, False), "value_name": (STR, False),
     "config_hash": (STR, False), "training_hash": (null(STR), False), "attack": (_ATTACK, True),
     "attacks": (_ATTACKS, True), "epsilon_lower_bound": (null(number_or_bound()), False),
-    "epsilon_lower_bound_detail": (null(DICT), False), "records": (null(DICT), False),
+    "epsilon_lower_bound_detail": (null(objects(EpsilonBound)), False), "records": (null(DICT), False),
     "adaptive_attack": (null(_ATTACK), False), "adaptive_attacks": (null(_ATTACKS), False),
     "epsilon": (null(NUM), False), "delta": (null(NUM), False), "gamma": (null(NUM), False),
     "privacy_note": (null(STR), False), "utility_train": (null(NUM), False),
@@ -517,7 +519,7 @@ class DefenseBaseline(Typed):
     utility: float | None = None
     utility_train: float | None = None
     utility_metric: str | None = None
-    epsilon_lower_bound: Any = None
+    epsilon_lower_bound: float | EpsilonBound | None = None
     #: the training-time sweeps' (:func:`core.defenses.sweeps.baseline_of`): the utility of a model that learned
     #: nothing (:func:`core.experiment.fidelity.chance_utility`) and the undefended run's config hash
     utility_chance: float | None = None
@@ -533,7 +535,8 @@ class DefenseBaseline(Typed):
 DefenseBaseline._FIELDS = {
     "attack": (_ATTACK, True), "attacks": (_ATTACKS, True), "utility": (null(NUM), False),
     "utility_train": (null(NUM), False), "utility_metric": (null(STR), False),
-    "utility_chance": (null(NUM), False), "epsilon_lower_bound": (ANY, False), "config_hash": (STR, False),
+    "utility_chance": (null(NUM), False), "epsilon_lower_bound": (null(number_or_bound()), False),
+    "config_hash": (STR, False),
 }
 
 

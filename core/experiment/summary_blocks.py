@@ -1,7 +1,9 @@
 """Blocks inside the typed results of :mod:`core.experiment.results`, typed (issue 29): the fields of a run's
-``config`` its readers use (:class:`RunSettings`, ``RunSummary.settings``), an evaluation set's :class:`Resolution`
-(``RepeatsBlock.resolution``), the ``examples`` showcase's kind (:class:`ExampleShowcase`) and the empirical ε
-block of a defended point (:class:`EpsilonBound`). Each layout is open (what it does not type stays in ``extra``)
+``config`` its readers use (:class:`RunSettings`, ``RunSummary.settings``), what was read (:class:`DataBlock`,
+``RunSummary.data``), an evaluation set's :class:`Resolution`
+(``RepeatsBlock.resolution``), the ``examples`` showcase's kind (:class:`ExampleShowcase`) and the converter of
+a defended point's empirical ε (:func:`number_or_bound`; its block is :class:`core.measurement.metrics.EpsilonBound`,
+born there). Each layout is open (what it does not type stays in ``extra``)
 and is read by ``from_dict``, so ``to_dict`` writes the JSON read. Kept apart so that ``results`` holds the
 summary's and the points' own layouts within its size."""
 from __future__ import annotations
@@ -9,13 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from core.foundations.typed_json import NUM, STR, Conv, Typed, fail, is_number, null
+from core.foundations.typed_json import NUM, STR, Conv, Typed, fail, is_number, null, numbers
+from core.measurement.metrics import EpsilonBound
 
 
 @dataclass(frozen=True)
 class RunSettings(Typed):
-    """The fields of a run's ``config`` (``ExperimentConfig.to_dict()``) that its readers use, typed: the seed, the
-    epochs, the shadows and the evaluation set's size per side (None where a config lacks one). Open: every other
+    """The fields of a run's ``config`` (``ExperimentConfig.to_dict()``) that its readers use, typed: the preset it
+    started from (a label), the seed, the epochs, the checkpoint epochs attacked before the last, the shadows and the
+    evaluation set's size per side (None where a config lacks one). Open: every other
     field of the config is in ``extra``; ``RunSummary.config`` stays the JSON block (``config_of`` rebuilds the
     whole validated config from it)."""
 
@@ -23,6 +27,8 @@ class RunSettings(Typed):
     epochs: int | None = None
     n_shadows: int | None = None
     n_eval: int | None = None
+    preset: str | None = None
+    attack_epochs: tuple[int, ...] | None = None
     extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
     keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
 
@@ -31,7 +37,26 @@ class RunSettings(Typed):
 
 
 RunSettings._FIELDS = {"seed": (null(NUM), False), "epochs": (null(NUM), False), "n_shadows": (null(NUM), False),
-                       "n_eval": (null(NUM), False)}
+                       "n_eval": (null(NUM), False), "preset": (null(STR), False),
+                       "attack_epochs": (null(numbers()), False)}
+
+
+@dataclass(frozen=True)
+class DataBlock(Typed):
+    """A summary's ``data`` block, what was read (``{"description": TaskData.description, **TaskData.info}``): its
+    one-line ``description`` (a CSV's missing values among it) and, for a classifier, ``n_classes``; the task's other
+    facts (vocabulary size, image shape, …) are its own and are kept in ``extra``."""
+
+    description: str | None = None
+    n_classes: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
+    keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
+
+    _WHAT: ClassVar[str] = "data"
+    _STRICT: ClassVar[bool] = False
+
+
+DataBlock._FIELDS = {"description": (null(STR), False), "n_classes": (null(NUM), False)}
 
 
 @dataclass(frozen=True)
@@ -74,26 +99,11 @@ Resolution._FIELDS = {"n_members": (null(NUM), False), "n_nonmembers": (null(NUM
                       "accuracy_step": (null(NUM), False)}
 
 
-@dataclass(frozen=True)
-class EpsilonBound(Typed):
-    """:func:`core.measurement.metrics.empirical_epsilon`'s block: the ``lower_bound`` on ε (0 when nothing is
-    significant); how it was found (estimate, TPR / FPR, threshold, direction, method) is kept in ``extra``."""
-
-    lower_bound: float
-    extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
-    keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
-
-    _WHAT: ClassVar[str] = "epsilon_lower_bound"
-    _STRICT: ClassVar[bool] = False
-
-
-EpsilonBound._FIELDS = {"lower_bound": (NUM, True)}
-
-
 def number_or_bound() -> Conv:
-    """A number (the mean over draws of a point after training) or an :class:`EpsilonBound` block."""
+    """A number (the mean over draws of a point after training) or a :class:`core.measurement.metrics.EpsilonBound`
+    block (read, or as :func:`~core.measurement.metrics.empirical_epsilon` returned it)."""
     def read(v: Any, where: str) -> float | EpsilonBound:
-        if is_number(v):
+        if is_number(v) or isinstance(v, EpsilonBound):
             return v
         if isinstance(v, dict):
             return EpsilonBound.from_dict(v, where)

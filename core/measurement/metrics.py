@@ -11,10 +11,12 @@ guessing gives accuracy 0.5, advantage 0 and AUC 0.5.
 from __future__ import annotations
 
 import functools
-from dataclasses import asdict, dataclass, field
-from typing import Any, Mapping
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, ClassVar, Mapping
 
 import numpy as np
+
+from core.foundations.typed_json import INT, NUM, STR, Open, null
 
 #: FPR levels at which TPR is reported.
 LOW_FPRS = (0.01, 0.001)
@@ -279,8 +281,38 @@ def _split_halves(membership: np.ndarray, seed: int) -> np.ndarray:
     return select
 
 
+@dataclass(frozen=True)
+class EpsilonBound(Open):
+    """:func:`empirical_epsilon`'s result, and its JSON block wherever one is stored (a defense baseline's and a
+    training-time point's ``epsilon_lower_bound``, an after-training point's ``epsilon_lower_bound_detail``): the
+    ``lower_bound`` on ε (0 when nothing is significant), the plain ``estimate`` ln(TPR/FPR) on the bounding half
+    (None: no false positive there, ∞), its ``tpr`` and ``fpr`` there, the chosen ``threshold`` and ``direction``
+    (None when none was chosen), the records of the bounding half (``n_bound``) and the ``method``.
+
+    Only ``lower_bound`` is required, so a block written before the others were (issue 30.3) still reads; built
+    in code it writes every field, null ones as null (the dict :func:`empirical_epsilon` always returned)."""
+
+    lower_bound: float
+    estimate: float | None = None
+    tpr: float | None = None
+    fpr: float | None = None
+    threshold: float | None = None
+    direction: str | None = None
+    n_bound: int | None = None
+    method: str | None = None
+
+    _WHAT: ClassVar[str] = "epsilon_lower_bound"
+    _ALL: ClassVar[bool] = True
+
+
+EpsilonBound._FIELDS = {"lower_bound": (NUM, True), "estimate": (null(NUM), False), "tpr": (null(NUM), False),
+                        "fpr": (null(NUM), False), "threshold": (null(NUM), False),
+                        "direction": (null(STR), False), "n_bound": (null(INT), False),
+                        "method": (null(STR), False)}
+
+
 def empirical_epsilon(scores: np.ndarray, membership: np.ndarray, confidence: float = 0.95,
-                      seed: int = 0) -> dict[str, float | str | None]:
+                      seed: int = 0) -> EpsilonBound:
     """A lower bound on ε from one attack's scores, holding with probability ≥ ``confidence``
     (after Jagielski et al. 2020; Nasr et al. 2021).
 
@@ -296,9 +328,8 @@ def empirical_epsilon(scores: np.ndarray, membership: np.ndarray, confidence: fl
     needs canaries, :mod:`core.measurement.audit`). The price of honesty: half the records bound it,
     so it is looser than a bound read off the best threshold of all records, which overstates.
 
-    Returns ``{"lower_bound", "estimate", "tpr", "fpr", "threshold", "direction", "n_bound",
-    "method"}``: the bound (0 when nothing is significant), the plain ln(TPR/FPR) on the second
-    half (None when it has no false positive: ∞), its TPR and FPR there, the chosen threshold and
+    Returns an :class:`EpsilonBound`: the bound (0 when nothing is significant), the plain ln(TPR/FPR) on the
+    second half (None when it has no false positive: ∞), its TPR and FPR there, the chosen threshold and
     direction, and the records of the bounding half.
     """
     return empirical_epsilon_rows(np.asarray(scores, np.float64)[None], membership, confidence, seed)[0]
@@ -323,7 +354,7 @@ def _cp_ratio_bound(hits: np.ndarray, n_hits: int, misses: np.ndarray, n_miss: i
 
 
 def empirical_epsilon_rows(scores: np.ndarray, membership: np.ndarray, confidence: float = 0.95,
-                           seed: int = 0) -> list[dict[str, float | str | None]]:
+                           seed: int = 0) -> list[EpsilonBound]:
     """:func:`empirical_epsilon` of each row of ``scores`` (shape (T, n), one membership vector
     for all rows, one split for all rows), vectorised over the rows: what a simulation of many
     trials of one mechanism needs."""
@@ -335,10 +366,10 @@ def empirical_epsilon_rows(scores: np.ndarray, membership: np.ndarray, confidenc
         raise ValueError("attack scores are NaN (did the model diverge?)")
     select = _split_halves(y, seed)
     ys, yb = y[select], y[~select]
-    empty = {"lower_bound": 0.0, "estimate": 0.0, "tpr": 0.0, "fpr": 0.0, "threshold": None, "direction": None,
-             "n_bound": int((~select).sum()), "method": "threshold chosen on a random half, bounded on the other"}
+    empty = EpsilonBound(0.0, 0.0, 0.0, 0.0, None, None, int((~select).sum()),
+                         "threshold chosen on a random half, bounded on the other")  # frozen: shared safely
     if min(ys.sum(), (~ys).sum(), yb.sum(), (~yb).sum()) == 0:
-        return [dict(empty) for _ in range(len(s))]  # a half without members or non-members: nothing to bound
+        return [empty] * len(s)  # a half without members or non-members: nothing to bound
     # selection half: every distinct threshold of each row (flag scores ≥ it), as roc_curve's points
     sel = s[:, select]
     order = np.argsort(-sel, axis=1, kind="mergesort")
@@ -371,12 +402,12 @@ def empirical_epsilon_rows(scores: np.ndarray, membership: np.ndarray, confidenc
     out = []
     for r in range(len(s)):
         if not chosen[r]:
-            out.append(dict(empty))
+            out.append(empty)
             continue
         rate_hit, rate_miss = hits[r] / n_hits[r], misses[r] / n_miss[r]
         estimate = (float(np.log(rate_hit / rate_miss)) if rate_miss > 0 and rate_hit > 0 else
                     (None if rate_hit > 0 else 0.0))  # None: no false positive, ln(TPR/0) = ∞
-        out.append({**empty, "lower_bound": float(lower[r]), "estimate": estimate,
-                    "tpr": float(tp_b[r] / nb_pos), "fpr": float(fp_b[r] / nb_neg),
-                    "threshold": float(threshold[r]), "direction": directions[int(which[r])]})
+        out.append(replace(empty, lower_bound=float(lower[r]), estimate=estimate, tpr=float(tp_b[r] / nb_pos),
+                           fpr=float(fp_b[r] / nb_neg), threshold=float(threshold[r]),
+                           direction=directions[int(which[r])]))
     return out

@@ -153,8 +153,9 @@ def overview(run: RunInputs) -> Section:
         comp, summaries = run.comparison, run.summaries
         # with repeats, repeat 0's numbers say so and the means with their intervals stand beside them (issue 32)
         out: list[Block] = [Table(run.figures.overview if comp is None else overview_table(summaries, comp))]
-        if (summaries[0].data or {}).get("description"):  # what was read (a CSV's missing values among it)
-            out.append(Text(f"Data: {summaries[0].data['description']}", "caption"))
+        data = summaries[0].data
+        if data is not None and data.description:  # what was read (a CSV's missing values among it)
+            out.append(Text(f"Data: {data.description}", "caption"))
         if (note := resolution_note(summaries)) is not None:  # what one record is worth
             out.append(Text(note, "caption"))
         if (gap := param_gap(summaries)) is not None:
@@ -376,7 +377,8 @@ def configuration(run: RunInputs) -> Section:
         for s in run.summaries:
             out += [Text(f"{_name(s.arch)} · config hash `{s.config_hash}`", "subheading"),
                     Code(json.dumps(s.config, indent=2, ensure_ascii=False), "json"),
-                    Text(f"data: {json.dumps({} if s.data is None else s.data, ensure_ascii=False)}  \ndevice: {s.device} · "
+                    Text(f"data: {json.dumps({} if s.data is None else s.data.to_dict(), ensure_ascii=False)}  \n"
+                         f"device: {s.device} · "
                          f"timings (s): {_timings(s)}", "caption")]
         return out
     return Section("configuration", "Configuration", build, collapsed=True)
