@@ -119,7 +119,7 @@ def analyze_command(args: argparse.Namespace) -> int:
     for path in write_analyses(results.to_dict(), folder):
         if not args.quiet:
             print(f"wrote {path}", file=sys.stderr)
-    emit_json(results.verdicts if results.repeats is None else {"verdicts": results.verdicts, "repeats": results.repeats})
+    emit_json(results.printed())
     return 0
 
 
