@@ -119,14 +119,16 @@ def analyze_command(args: argparse.Namespace) -> int:
     for path in write_analyses(results.to_dict(), folder):
         if not args.quiet:
             print(f"wrote {path}", file=sys.stderr)
-    emit_json(results.verdicts if results.repeats is None else {"verdicts": results.verdicts, "repeats": results.repeats})
+    emit_json(results.printed())
     return 0
 
 
 def cached_analyze(args: argparse.Namespace, configs: dict[str, Any], names: tuple[str, ...], archs: list[str]) -> int:
     """``analyze --cached``: :func:`core.analyses.analyses_view.analyses_view` of the cached runs (the Analyses
-    page's data, nothing trains), written as ``analyze`` writes its results."""
+    page's data, nothing trains), written as ``analyze`` writes its results (one class, ``AnalysesResults``; the
+    view's key order kept)."""
     from core.analyses import analyses_view
+    from core.analyses.analyses_json import AnalysesResults
     from core.views.report import write_analyses
 
     if set(names) - set(analyses_view.CACHED):
@@ -144,11 +146,11 @@ def cached_analyze(args: argparse.Namespace, configs: dict[str, Any], names: tup
     folder = out_folder(args.out)
     for name in ("analyses.json", *(f"{n}.{ext}" for n in analyses_view.CACHED for ext in ("csv", "html"))):
         check_out_path(folder / name)
-    view = analyses_view.analyses_view(configs, repeats=repeats)
-    for path in write_analyses(view.to_dict(), folder):
+    results = AnalysesResults.from_dict(analyses_view.analyses_view(configs, repeats=repeats).to_dict())
+    for path in write_analyses(results.to_dict(), folder):
         if not args.quiet:
             print(f"wrote {path}", file=sys.stderr)
-    emit_json(view.verdicts if view.repeats is None else {"verdicts": view.verdicts, "repeats": view.repeats})
+    emit_json(results.printed())
     return 0
 
 

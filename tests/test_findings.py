@@ -50,7 +50,7 @@ def test_table_shows_measured_cells_with_n_and_interval_and_the_rest_not_run(two
     assert m.ffnn.n == m.rnn.n == 2
     # two repeats cannot reach a verdict (the sign-flip test needs 6)
     assert m.verdict.value == "inconclusive" and m.verdict.n == 2
-    assert f1.resolution["n_members"] == TINY["n_eval"]
+    assert f1.resolution.n_members == TINY["n_eval"]
     assert f1.utility_gap.gap.n == 2 and isinstance(f1.utility_gap.matched, bool)
     assert f1.command.startswith("python -m core compare --task image --preset quick --set n_train=40")
     # the runs missing for N = 6: repeats 2..5 of both architectures, timed from the measured runs

@@ -1,34 +1,58 @@
-"""The analyses' combined result read typed (issue 29): the dict :func:`core.analyses.analysis.analyze` returns
-and ``analyses.json`` holds (the Analyses page's export too), read once by :meth:`AnalysesResults.from_dict` so
-that the report reads its one-run verdicts and its verdicts over paired repeats by attribute. Each analysis'
-own data stays under its name in ``analyses`` (its registered figure and table builders read it, typed by
-:mod:`core.analyses.analysis_results`). A reader: the JSON written is the dict itself, unchanged."""
+"""The analyses' combined result, typed (issue 29: one class for ``analyses.json``): what
+:func:`core.analyses.analysis.analyze` returns (``to_dict()`` is the ``analyses.json`` it writes, the Analyses page's
+export too) and what the report reads back (:meth:`AnalysesResults.from_dict`, :func:`core.views.report.html_report`).
+The one-run verdicts (:class:`core.analyses.verdicts.RunVerdict`) and the verdicts over paired repeats
+(:class:`core.analyses.verdicts.RepeatedVerdicts`) are typed; each analysis' own data stays under its name (its
+registered figure and table builders read it, typed by :mod:`core.analyses.analysis_results`). The layout is open:
+every key but the four typed ones is an analysis' data (or its extras), kept in ``extra`` in the order read, so
+``to_dict()`` writes back exactly the dict read — ``analyze``'s order (verdicts before the analyses) and
+``analyze --cached``'s (:class:`core.analyses.analyses_view.AnalysesView`: verdicts after them) alike."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Mapping
 
 from core.analyses.verdicts import RepeatedVerdicts, RunVerdict
+from core.foundations.typed_json import STR, Conv, Open, fail, mapping, null, sequence
 
-#: the keys of the combined result that are not an analysis' data
-_OWN_KEYS = ("task", "archs", "verdicts", "repeats")
+
+def _verdict_object(cls: type[RunVerdict] | type[RepeatedVerdicts]) -> Conv:
+    """A verdict block read by ``cls.from_dict`` (the verdicts' own readers) and written by its ``to_dict``."""
+    def read(v: Any, where: str) -> Any:
+        if isinstance(v, cls):
+            return v
+        if not isinstance(v, Mapping):
+            raise fail(where, "a JSON object", v)
+        return cls.from_dict(v)
+
+    return Conv(read, lambda v: v.to_dict())
 
 
 @dataclass(frozen=True)
-class AnalysesResults:
-    """``analyze``'s result: the task and architectures (None / () in a hand-made dict that lacks them), the
-    one-run ``verdicts`` by key, the ``repeats`` block (None without repeats) and every other entry — each
-    analysis' data and its extras — by name in ``analyses``."""
+class AnalysesResults(Open):
+    """``analyses.json``: the task and architectures (None in a hand-made dict that lacks them), the one-run
+    ``verdicts`` by key (None: none given), the ``repeats`` block (None without repeats) and every other entry —
+    each analysis' data and its extras — by name in :attr:`analyses`."""
 
-    verdicts: dict[str, RunVerdict]
-    repeats: RepeatedVerdicts | None = None
     task: str | None = None
-    archs: tuple[str, ...] = ()
-    analyses: dict[str, Any] = field(default_factory=dict)
+    archs: tuple[str, ...] | None = None
+    verdicts: dict[str, RunVerdict] | None = None
+    repeats: RepeatedVerdicts | None = None
 
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "AnalysesResults":
-        repeats = d.get("repeats")
-        return cls(verdicts={k: RunVerdict.from_dict(v) for k, v in (d.get("verdicts") or {}).items()},
-                   repeats=RepeatedVerdicts.from_dict(repeats) if repeats else None, task=d.get("task"),
-                   archs=tuple(d.get("archs") or ()), analyses={k: v for k, v in d.items() if k not in _OWN_KEYS})
+    _WHAT: ClassVar[str] = "analyses"
+
+    @property
+    def analyses(self) -> dict[str, Any]:
+        """Each analysis' data (and its extras) by name, in the order written."""
+        return self.extra
+
+    def printed(self) -> dict[str, Any]:
+        """What ``analyze`` prints on stdout: the one-run verdicts' JSON; with repeats, ``verdicts`` and
+        ``repeats`` (the JSON written, verdicts as in ``to_dict``)."""
+        verdicts = {k: v.to_dict() for k, v in (self.verdicts or {}).items()}
+        return verdicts if self.repeats is None else {"verdicts": verdicts, "repeats": self.repeats.to_dict()}
+
+
+AnalysesResults._FIELDS = {"task": (STR, False), "archs": (sequence(STR), False),
+                           "verdicts": (null(mapping(_verdict_object(RunVerdict))), False),
+                           "repeats": (null(_verdict_object(RepeatedVerdicts)), False)}

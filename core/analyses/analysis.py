@@ -31,11 +31,11 @@ in :mod:`core.measurement.studies`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from core.analyses.analyses_json import AnalysesResults
 from core.analyses.analysis_results import EpochRow, ExposedMember, Scatter, Vulnerability
 from core.analyses.own_models import memorization, mismatch
 from core.experiment.cache import ArtifactCache
@@ -334,30 +334,13 @@ def time_range(name: str, summaries: list[RunSummary]) -> tuple[float, float] | 
 
 
 # ---------------------------------------------------------------------------- everything, both architectures
-@dataclass(frozen=True)
-class AnalyzeResults:
-    """What :func:`analyze` computed: ``results`` (analysis name → its data, in ``analyses.json``'s layout), the
-    ``verdicts`` each computes from its own data and, over repeats, ``repeats`` (the paired verdicts); ``to_dict``
-    is ``analyses.json``."""
-
-    task: str
-    archs: tuple[str, ...]
-    verdicts: dict[str, dict[str, Any]]
-    results: dict[str, Any]
-    repeats: dict[str, Any] | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """``analyses.json``: task, archs, verdicts, one key per analysis, and repeats when computed."""
-        out = {"task": self.task, "archs": list(self.archs), "verdicts": self.verdicts, **self.results}
-        return out if self.repeats is None else {**out, "repeats": self.repeats}
-
-
 def analyze(configs: dict[str, ExperimentConfig], analyses: tuple[str, ...] | None = None, progress=None,
             cache: ArtifactCache | None = None, canaries: int = DEFAULT_CANARIES,
-            defense: tuple[str, float] | None = None, online_lira: int = 0, repeats: int = 1) -> AnalyzeResults:
+            defense: tuple[str, float] | None = None, online_lira: int = 0, repeats: int = 1) -> AnalysesResults:
     """Run ``analyses`` (default: every registered one, :func:`core.analyses.registry.names`) for each
     architecture's config (``{"ffnn": cfg, "rnn": cfg}``), in registration order, and compute the
-    verdicts that compare them. ``progress(stage, fraction)`` is told what runs.
+    verdicts that compare them. ``progress(stage, fraction)`` is told what runs. The result's ``to_dict()`` is
+    ``analyses.json``: task, archs, verdicts, one key per analysis, and repeats when computed.
 
     With ``repeats`` = N ≥ 2 the analyses that compare FFNN with RNN (those registered with a
     ``repeat`` pairing: the runs, scatter, vulnerability, memorization, overtraining, as far as asked
@@ -396,8 +379,9 @@ def analyze(configs: dict[str, ExperimentConfig], analyses: tuple[str, ...] | No
             out[entry.name] = entry.run(run)
             if entry.extras is not None:
                 out.update(entry.extras(run))
-    found = verdicts(out, summaries)
-    task = next(iter(configs.values())).task
+    # analyses.json's layout, typed as it is born (the verdicts and repeats checked and read as a reader reads them)
+    layout = {"task": next(iter(configs.values())).task, "archs": list(configs), "verdicts": verdicts(out, summaries),
+              **out}
     if repeats >= 2 and {"ffnn", "rnn"} <= set(configs):
         compared = [a.name for a in repeated_analyses()]
         per_repeat = [{"runs": summaries, **{n: out[n] for n in compared if n in out}}]
@@ -406,8 +390,8 @@ def analyze(configs: dict[str, ExperimentConfig], analyses: tuple[str, ...] | No
             per_repeat.append(_repeat_results(rcfg, [n for n in compared if n in analyses], cache,
                                               lambda stage, f, r=r: say(f"repeat {r + 1}/{repeats}: {stage}", f)))
         over = repeated_verdicts(per_repeat, [repeat_config(configs["ffnn"], r).seed for r in range(repeats)])
-        return AnalyzeResults(task, tuple(configs), found, out, over)
-    return AnalyzeResults(task, tuple(configs), found, out)
+        return AnalysesResults.from_dict({**layout, "repeats": over})
+    return AnalysesResults.from_dict(layout)
 
 
 def _repeat_results(configs: dict[str, ExperimentConfig], compared: list[str], cache: ArtifactCache, say

@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from core.foundations.typed_json import DICT, INT, NUM, STR, Open, Typed, mapping, null, objects, sequence
+from core.foundations.typed_json import DICT, INT, NUM, STR, Typed, mapping, null, objects, sequence
+from core.measurement.metrics import Resolution
 
 _EXTRA = dict(default_factory=dict, kw_only=True)
 _KEYS = dict(default=(), repr=False, compare=False, kw_only=True)
@@ -140,24 +141,6 @@ SecondaryFamily._FIELDS = {"metrics": (sequence(STR), False)}
 
 
 @dataclass(frozen=True)
-class Resolution(Open):
-    """An evaluation set's resolution (:func:`core.measurement.metrics.resolution`'s layout): its members and
-    non-members, and how much of TPR, FPR and accuracy one record is."""
-
-    n_members: int
-    n_nonmembers: int
-    tpr_step: float | None = None
-    fpr_step: float | None = None
-    accuracy_step: float | None = None
-
-    _WHAT: ClassVar[str] = "resolution"
-
-
-Resolution._FIELDS = {"n_members": (INT, True), "n_nonmembers": (INT, True), "tpr_step": (NUM, False),
-                      "fpr_step": (NUM, False), "accuracy_step": (NUM, False)}
-
-
-@dataclass(frozen=True)
 class ComparisonResult(Typed):
     """:func:`core.analyses.repeats.comparison_json`'s JSON. A comparison written before roles (schema 1) has
     no ``primary`` key: :attr:`has_roles` is False and every metric carries its own verdict."""
@@ -168,7 +151,8 @@ class ComparisonResult(Typed):
     primary: PrimaryMetric | None = None
     secondary: SecondaryFamily | None = None
     no_verdict: dict[str, str] | None = None
-    resolution: dict[str, Any] | None = None
+    #: each architecture's repeat-0 evaluation set: what one record is worth
+    resolution: dict[str, Resolution] | None = None
     roc_band: dict[str, Any] | None = None
     extra: dict[str, Any] = field(**_EXTRA)
     keys: tuple[str, ...] = field(**_KEYS)
@@ -183,11 +167,11 @@ class ComparisonResult(Typed):
 
     def n_nonmembers(self) -> dict[str, int]:
         """Each architecture's evaluation non-members (repeat 0's ``resolution``), {} without the block."""
-        return {a: Resolution.from_dict(r, f"comparison.resolution[{a!r}]").n_nonmembers
-                for a, r in (self.resolution or {}).items()}
+        return {a: r.n_nonmembers for a, r in (self.resolution or {}).items()}
 
 
 ComparisonResult._FIELDS = {
     "metrics": (mapping(objects(MetricComparison)), True), "repeats": (INT, False), "task": (STR, False),
     "primary": (null(objects(PrimaryMetric)), False), "secondary": (objects(SecondaryFamily), False),
-    "no_verdict": (null(mapping(STR)), False), "resolution": (null(DICT), False), "roc_band": (null(DICT), False)}
+    "no_verdict": (null(mapping(STR)), False), "resolution": (null(mapping(objects(Resolution))), False),
+    "roc_band": (null(DICT), False)}

@@ -30,6 +30,7 @@ from core.experiment.pipeline import cached_summary
 from core.experiment.results import RunSummary
 from core.experiment.roles import config_from_dict
 from core.foundations.config import ExperimentConfig
+from core.measurement.metrics import Resolution
 from core.measurement.stats import Comparison, Estimate, Verdict, min_repeats_for
 from core.measurement.studies import Source
 
@@ -425,7 +426,8 @@ class FindingRow:
     measured: Measured | None = None
     primary: str | None = None
     note: str | None = None
-    resolution: dict[str, Any] | None = None
+    #: the comparison's evaluation set (repeat 0's FFNN run): what one record is worth
+    resolution: Resolution | None = None
     utility_gap: UtilityGap | None = None
     utility_metric: str | None = None
     config_hashes: dict[str, tuple[str, ...]] | None = None
@@ -473,14 +475,14 @@ class FindingRow:
     def from_dict(cls, d: Mapping[str, Any]) -> "FindingRow":
         """A row read back from its JSON (``repeat_items`` are not written: empty)."""
         src = d["source"]
-        gap, paper, hashes = d.get("utility_gap"), d.get("paper"), d.get("config_hashes")
+        gap, paper, hashes, res = d.get("utility_gap"), d.get("paper"), d.get("config_hashes"), d.get("resolution")
         return cls(
             finding=d["finding"], claim=d["claim"], task=d["task"], preset=d["preset"],
             source=Source(src["paper"], src["where"], src.get("note", "")), status=d["status"], n=d["n"],
             target_repeats=d["target_repeats"], missing=tuple(Missing.from_dict(m) for m in d["missing"]),
             missing_time=d["missing_time"], command=d["command"], metric=d.get("metric"),
             measured=_measured_from_dict(d["finding"], d.get("measured")), primary=d.get("primary"),
-            note=d.get("note"), resolution=d.get("resolution"),
+            note=d.get("note"), resolution=None if res is None else Resolution.from_dict(res, "finding.resolution"),
             utility_gap=None if gap is None else UtilityGap.from_dict(gap), utility_metric=d.get("utility_metric"),
             config_hashes=None if hashes is None else {a: tuple(h) for a, h in hashes.items()},
             to_decide_note=d.get("to_decide_note"), paper=None if paper is None else PaperClaim.from_dict(paper),

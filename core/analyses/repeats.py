@@ -29,9 +29,8 @@ from core.experiment.cache import ArtifactCache
 from core.foundations.config import MAX_REPEATS, ExperimentConfig
 from core.defenses.defender import defense_run
 from core.defenses.defense_results import DefenseRun
-from core.analyses.comparison_results import Resolution
 from core.foundations.errors import ConfigError
-from core.measurement.metrics import empirical_epsilon, resolution
+from core.measurement.metrics import Resolution, empirical_epsilon, resolution
 from core.experiment.pipeline import cached_summary, run_experiment, trained_models
 from core.foundations.progress import ProgressCallback, ProgressEvent
 from core.experiment.results import DefendedPoint, RunSummary, runs
@@ -227,7 +226,7 @@ def repeats_block(summaries: Sequence[RunSummary], n_boot: int = 1000) -> dict[s
         "config_hashes": [s.config_hash for s in summaries],
         "metrics": {k: e.to_dict() for k, e in aggregate(summaries).items()},
         "roc_band": roc_band(summaries),
-        "resolution": summary_resolution(summaries[0]),  # the band's 1/n floor (every repeat's set has this size)
+        "resolution": summary_resolution(summaries[0]).to_dict(),  # the band's 1/n floor: every repeat's set's size
         "within_run": {k: e.to_dict() for k, e in within_run(summaries[0], n_boot).items()},
     }
 
@@ -264,13 +263,12 @@ def comparison_configs(task: str, preset: str, repeats: int, sets: dict[str, Any
     return out
 
 
-def summary_resolution(summary: RunSummary) -> dict[str, float | int]:
+def summary_resolution(summary: RunSummary) -> Resolution:
     """A run's evaluation-set resolution (:func:`core.measurement.metrics.resolution`: one record = how much TPR,
-    FPR, accuracy) in its JSON layout (:class:`core.analyses.comparison_results.Resolution` reads it): its
-    ``resolution`` block, or from its config's ``n_eval`` for summaries written before the block (the balanced
-    set holds n_eval members and n_eval non-members)."""
-    if summary.resolution:
-        return dict(summary.resolution)
+    FPR, accuracy): its ``resolution`` block, or from its config's ``n_eval`` for summaries written before the block
+    (the balanced set holds n_eval members and n_eval non-members)."""
+    if summary.resolution is not None:
+        return summary.resolution
     n = int(summary.settings.n_eval)
     return resolution(n, n)
 
@@ -321,7 +319,7 @@ def evaluation_facts(summaries: Sequence[RunSummary]) -> EvaluationFacts:
     counts is read from its config's ``n_eval`` (the balanced set holds n_eval + n_eval)."""
     sizes = []
     for s in summaries:
-        res = Resolution.from_dict(summary_resolution(s), f"{s.arch} run's resolution")  # read once, typed
+        res = summary_resolution(s)
         n_in = s.attack.n_members if s.attack.n_members is not None else res.n_members
         n_out = s.attack.n_nonmembers if s.attack.n_nonmembers is not None else res.n_nonmembers
         sizes.append((int(n_in), int(n_out)))
@@ -441,7 +439,7 @@ def comparison_json(ffnn: Sequence[RunSummary], rnn: Sequence[RunSummary]) -> di
     return {
         "comparison_schema": COMPARISON_SCHEMA,
         "task": first.task, "preset": first.preset, "repeats": len(ffnn),
-        "resolution": {"ffnn": summary_resolution(first), "rnn": summary_resolution(rnn[0])},
+        "resolution": {"ffnn": summary_resolution(first).to_dict(), "rnn": summary_resolution(rnn[0]).to_dict()},
         "hypothesis": "the RNN leaks more than the FFNN (FFNN − RNN < 0 for every leakage metric)",
         # the primary metric's label is always its usual name (metric_roles relabels unresolved rates only)
         "primary": None if primary is None else {"metric": primary, "label": METRIC_LABELS.get(primary, primary),

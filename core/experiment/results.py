@@ -30,9 +30,9 @@ from typing import Any, ClassVar, Mapping, Sequence
 from core.foundations.typed_json import (BOOL, DICT, INT, LIST, NUM, STR, Typed, flags, is_number, kind,
                                          mapping, null, numbers, objects, optional_numbers, sequence)
 from core.experiment.fidelity_results import ShadowFidelity
-from core.experiment.summary_blocks import DataBlock, ExampleShowcase, Resolution, RunSettings, number_or_bound
+from core.experiment.summary_blocks import DataBlock, ExampleShowcase, RunSettings, number_or_bound
 from core.foundations.errors import ResultFormatError
-from core.measurement.metrics import EpsilonBound
+from core.measurement.metrics import EpsilonBound, Resolution
 from core.measurement.stats import Estimate, estimate
 
 
@@ -188,8 +188,7 @@ class RepeatsBlock(Typed):
     @property
     def n_nonmembers(self) -> int | None:
         """Repeat 0's evaluation non-members (the band's 1/n floor), None for a block written before ``resolution``."""
-        res = self.resolution
-        return None if res is None or res.n_nonmembers is None else int(res.n_nonmembers)
+        return None if self.resolution is None else self.resolution.n_nonmembers
 
 
 RepeatsBlock._FIELDS = {"n": (INT, True), "seeds": (sequence(INT), True), "config_hashes": (sequence(STR), True),
@@ -267,7 +266,9 @@ class RunSummary(Typed):
     shadow_fidelity: ShadowFidelity | None = None
     #: every registered attack that did not run here, and why (issue 34)
     attacks_not_run: dict[str, str] | None = None
-    resolution: dict[str, Any] | None = None
+    #: what one evaluation record is worth (:func:`core.measurement.metrics.resolution`); None in a summary written
+    #: before the block (its config's ``n_eval`` says the balanced set's size: ``settings.n_eval``)
+    resolution: Resolution | None = None
     privacy: dict[str, Any] | None = None
     examples: dict[str, Any] | list[Any] | None = None
     repeats: RepeatsBlock | None = None
@@ -350,7 +351,7 @@ RunSummary._FIELDS = {
     "timings": (DICT, True), "cache_hit": (BOOL, False), "models_from_cache": (null(DICT), False),
     "cache_corrupted": (null(LIST), False), "victim_source": (null(DICT), False),
     "shadow_fidelity": (null(objects(ShadowFidelity)), False), "attacks_not_run": (null(mapping(STR)), False),
-    "resolution": (null(DICT), False), "privacy": (null(DICT), False),
+    "resolution": (null(objects(Resolution)), False), "privacy": (null(DICT), False),
     "examples": (null(kind((dict, list), "a JSON object or a list")), False),
     "records": (DICT, True), "repeats": (null(objects(RepeatsBlock)), False),
 }

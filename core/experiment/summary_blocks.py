@@ -1,9 +1,9 @@
 """Blocks inside the typed results of :mod:`core.experiment.results`, typed (issue 29): the fields of a run's
-``config`` its readers use (:class:`RunSettings`, ``RunSummary.settings``), what was read (:class:`DataBlock`,
-``RunSummary.data``), an evaluation set's :class:`Resolution`
-(``RepeatsBlock.resolution``), the ``examples`` showcase's kind (:class:`ExampleShowcase`) and the converter of
-a defended point's empirical ε (:func:`number_or_bound`; its block is :class:`core.measurement.metrics.EpsilonBound`,
-born there). Each layout is open (what it does not type stays in ``extra``)
+``config`` its readers use (:class:`RunSettings`, ``RunSummary.settings``; a ``resolution`` block is its producer's
+layout, :class:`core.measurement.metrics.Resolution`), what was read (:class:`DataBlock`, ``RunSummary.data``), the
+``examples`` showcase's kind (:class:`ExampleShowcase`) and the converter of a defended point's empirical ε
+(:func:`number_or_bound`; its block is :class:`core.measurement.metrics.EpsilonBound`, born there). Each layout is
+open (what it does not type stays in ``extra``)
 and is read by ``from_dict``, so ``to_dict`` writes the JSON read. Kept apart so that ``results`` holds the
 summary's and the points' own layouts within its size."""
 from __future__ import annotations
@@ -74,29 +74,6 @@ class ExampleShowcase(Typed):
 
 
 ExampleShowcase._FIELDS = {"kind": (null(STR), False)}
-
-
-@dataclass(frozen=True)
-class Resolution(Typed):
-    """One evaluation set's resolution (:func:`core.measurement.metrics.resolution`): its members and non-members
-    and the step one record moves the TPR, the FPR and the accuracy by. Open: a key this version does not type is
-    kept in ``extra``."""
-
-    n_members: int | None = None
-    n_nonmembers: int | None = None
-    tpr_step: float | None = None
-    fpr_step: float | None = None
-    accuracy_step: float | None = None
-    extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
-    keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
-
-    _WHAT: ClassVar[str] = "resolution"
-    _STRICT: ClassVar[bool] = False
-
-
-Resolution._FIELDS = {"n_members": (null(NUM), False), "n_nonmembers": (null(NUM), False),
-                      "tpr_step": (null(NUM), False), "fpr_step": (null(NUM), False),
-                      "accuracy_step": (null(NUM), False)}
 
 
 def number_or_bound() -> Conv:

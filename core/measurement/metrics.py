@@ -176,11 +176,17 @@ def evaluate_attack(name: str, scores: np.ndarray, membership: np.ndarray, thres
     )
 
 
+#: the steps of :class:`Resolution`, each one record's worth of a metric
+_STEPS = ("tpr_step", "fpr_step", "accuracy_step")
+
+
 @dataclass(frozen=True)
-class Resolution:
-    """The smallest step each metric of one evaluation set can take (:func:`resolution`): the evaluation
-    members and non-members, and the TPR, FPR and accuracy one record is worth. JSON (a summary's, a
-    comparison's, a finding's ``resolution`` block) by :meth:`to_dict` / :meth:`from_dict`."""
+class Resolution(Open):
+    """The smallest step each metric of one evaluation set can take (:func:`resolution` builds it): the evaluation
+    members and non-members, and the TPR, FPR and accuracy one record is worth. The one layout of the
+    ``resolution`` block wherever it is written — a summary's (``RunSummary.resolution``), a repeats block's, each
+    architecture's in a comparison, a finding's — read by ``from_dict`` and written back by ``to_dict`` exactly as
+    read (open: a key this version does not type is kept in ``extra``)."""
 
     n_members: int
     n_nonmembers: int
@@ -188,36 +194,36 @@ class Resolution:
     fpr_step: float
     accuracy_step: float
 
-    def to_dict(self) -> dict[str, float | int]:
-        return {"n_members": self.n_members, "n_nonmembers": self.n_nonmembers, "tpr_step": self.tpr_step,
-                "fpr_step": self.fpr_step, "accuracy_step": self.accuracy_step}
+    _WHAT: ClassVar[str] = "resolution"
 
     @classmethod
-    def of(cls, n_members: int, n_nonmembers: int) -> "Resolution":
-        """The steps of an evaluation set of ``n_members`` + ``n_nonmembers`` records (1.0 where a side is empty)."""
-        return cls(n_members=int(n_members), n_nonmembers=int(n_nonmembers),
-                   tpr_step=1.0 / n_members if n_members else 1.0,
-                   fpr_step=1.0 / n_nonmembers if n_nonmembers else 1.0,
-                   accuracy_step=1.0 / (n_members + n_nonmembers) if n_members + n_nonmembers else 1.0)
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Resolution":
-        """The block read; a block with the counts alone gets its steps computed from them (:meth:`of`)."""
-        counted = cls.of(int(d["n_members"]), int(d["n_nonmembers"]))
-        return cls(counted.n_members, counted.n_nonmembers, float(d.get("tpr_step", counted.tpr_step)),
-                   float(d.get("fpr_step", counted.fpr_step)), float(d.get("accuracy_step", counted.accuracy_step)))
+    def from_dict(cls, d: Mapping[str, Any], where: str | None = None, name: str | None = None) -> "Resolution":
+        """The block checked and read; a block with the counts alone (a hand-made one) gets its steps computed from
+        them, as :func:`resolution` would — on the attributes only: ``to_dict`` still writes the keys read."""
+        read = super().from_dict(d, where, name)
+        missing = {k: getattr(resolution(read.n_members, read.n_nonmembers), k)
+                   for k in _STEPS if getattr(read, k) is None}
+        return replace(read, **missing) if missing else read
 
 
-def resolution(n_members: int, n_nonmembers: int) -> dict[str, float | int]:
+Resolution._FIELDS = {"n_members": (INT, True), "n_nonmembers": (INT, True), "tpr_step": (NUM, False),
+                      "fpr_step": (NUM, False), "accuracy_step": (NUM, False)}
+
+
+def resolution(n_members: int, n_nonmembers: int) -> Resolution:
     """The smallest step each metric of one evaluation set can take: one member moves the TPR by
     1/n_members, one non-member the FPR by 1/n_nonmembers, one record the accuracy by 1/(total)
-    (:class:`Resolution`'s JSON, the block the summaries carry).
+    (1.0 where a side is empty); ``to_dict()`` is the block the summaries carry.
 
     On small evaluation sets (navigation's 16 + 16 maps: one map = 0.0625 of TPR) two architectures
     whose TPRs differ by one step differ by one record, not by their architecture; the step is
     shown beside the numbers so that it is read before them.
     """
-    return Resolution.of(n_members, n_nonmembers).to_dict()
+    n_members, n_nonmembers = int(n_members), int(n_nonmembers)
+    return Resolution(n_members=n_members, n_nonmembers=n_nonmembers,
+                      tpr_step=1.0 / n_members if n_members else 1.0,
+                      fpr_step=1.0 / n_nonmembers if n_nonmembers else 1.0,
+                      accuracy_step=1.0 / (n_members + n_nonmembers) if n_members + n_nonmembers else 1.0)
 
 
 #: up to this FPR a stored ROC curve keeps every corner (the highest TPR at each FPR): the low-FPR

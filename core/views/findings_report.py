@@ -13,7 +13,6 @@ import pandas as pd
 
 from core.analyses.findings_base import (DecideBlock, FindingRow, FindingsTable, MeasuredCell, RuleCell,
                                          duration_text)
-from core.measurement.metrics import Resolution
 from core.measurement.stats import Estimate
 from core.views.report import _CSS, _table
 from core.views.run_text import ci_text
@@ -90,10 +89,9 @@ def verdict_text(row: FindingRow) -> str:
 
 
 def _resolution_text(row: FindingRow) -> str:
-    res = row.resolution
-    if not res:
+    r = row.resolution
+    if r is None:
         return row.preset
-    r = Resolution.from_dict(res)  # the finding keeps the block as JSON (core.analyses.findings_base)
     return f"{row.preset} · {r.n_members} + {r.n_nonmembers} eval records (one record = {r.tpr_step:.3g} TPR)"
 
 

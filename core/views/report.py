@@ -88,7 +88,7 @@ def html_report(results: dict[str, Any], configs: dict[str, dict], title: str) -
     offline)."""
     typed = AnalysesResults.from_dict(results)
     parts = [f"<h1>{html.escape(title)}</h1>", "<h2>Verdicts (computed from this run)</h2><ul>"]
-    for name, v in typed.verdicts.items():
+    for name, v in (typed.verdicts or {}).items():
         # one run: a comparison is "inconclusive (one repeat)" in its text; the word is the verdict's own
         parts.append(f"<li><b>{html.escape(name.replace('_', ' '))}</b>: {html.escape(v.value)} — "
                      f"{html.escape(v.text)}</li>")

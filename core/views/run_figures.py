@@ -222,7 +222,7 @@ def record_names(task: str) -> tuple[str, str]:
 
 def _resolution_line(runs: list[tuple[str, str, Resolution | None, int | None]]) -> str | None:
     """The resolution note of (task, arch, resolution block — None in a summary written before it —, the
-    config's ``n_eval``) per run."""
+    config's ``n_eval``, which a summary without the block falls back on) per run."""
     parts = []
     for task, arch, res, n_eval in runs:
         n_in = int((res.n_members if res else 0) or n_eval or 0)
@@ -240,16 +240,14 @@ def _resolution_line(runs: list[tuple[str, str, Resolution | None, int | None]])
 def resolution_note(summaries: list[RunSummary]) -> str | None:
     """One line: how much TPR / FPR / accuracy one evaluation record is worth in each run (the
     summary's ``resolution``, or its config's ``n_eval`` for summaries written before it)."""
-    return _resolution_line([(s.task, s.arch, Resolution.from_dict(s.resolution) if s.resolution else None,
-                              s.config.get("n_eval")) for s in summaries])
+    return _resolution_line([(s.task, s.arch, s.resolution, s.settings.n_eval) for s in summaries])
 
 
 def comparison_resolution_note(comparison: ComparisonResult | Mapping[str, Any]) -> str | None:
     """:func:`resolution_note` of a comparison (``core.analyses.repeats.comparison_json``'s ``resolution``
     block; None for a comparison written before it)."""
     comp = ComparisonResult.coerce(comparison)
-    return _resolution_line([(comp.task or "", arch, Resolution.from_dict(r), None)
-                             for arch, r in (comp.resolution or {}).items()])
+    return _resolution_line([(comp.task or "", arch, r, None) for arch, r in (comp.resolution or {}).items()])
 
 
 def param_gap(summaries: list[RunSummary]) -> float | None:
