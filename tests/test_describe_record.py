@@ -55,10 +55,10 @@ def test_navigation_record_is_the_map_with_the_victims_path():
     model = task.build_model(cfg, data)
     view = task.describe_record(cfg, data, i, lambda: model, "non-member")
     m = view.answer
-    assert view.kind == "map" and m["role"] == "non-member" and m["seed"] == int(data.records.seeds[i])
-    cells = np.asarray(m["cells"])
-    assert m["path"][0] == m["start"] and cells[m["start"][1], m["start"][0]] != 2  # starts off the walls
-    assert len(m["path"]) >= 1 and m["steps"] >= 1
+    assert view.kind == "map" and m.role == "non-member" and m.seed == int(data.records.seeds[i])
+    cells = np.asarray(m.cells)
+    assert m.path[0] == m.start and cells[m.start[1], m.start[0]] != 2  # starts off the walls
+    assert len(m.path) >= 1 and m.steps >= 1
 
 
 def test_the_default_view_of_a_new_task_needs_nothing_task_specific():
@@ -71,6 +71,7 @@ def _draw_every_kind() -> None:
     import numpy as np
 
     from core.tasks.base import RecordView
+    from core.tasks.navigation import MapView
     from ui.examples import show_record
 
     show_record({"ffnn": RecordView("image", "label 3 (member)", image=np.zeros((8, 8)))}, key="img", note="score 1")
@@ -78,8 +79,9 @@ def _draw_every_kind() -> None:
                  "rnn": RecordView("text", "pair 1", lines=(("source", "a b"), ("reference", "c d")), answer="d")},
                 key="txt")
     cells = [[2, 2, 2], [2, 1, 8], [2, 2, 2]]
-    m = {"role": "member", "seed": 7, "cells": cells, "door_open": [[0] * 3] * 3, "start": [1, 1], "start_dir": 0,
-         "goal": [2, 1], "path": [[1, 1], [2, 1]], "steps": 1, "return": 0.9, "reached_goal": True}
+    m = MapView.from_dict({"role": "member", "seed": 7, "cells": cells, "door_open": [[0] * 3] * 3, "start": [1, 1],
+                           "start_dir": 0, "goal": [2, 1], "path": [[1, 1], [2, 1]], "steps": 1, "return": 0.9,
+                           "reached_goal": True})
     show_record({"rnn": RecordView("map", "map seed 7 (member)", answer=m)}, key="map")
 
 
