@@ -159,34 +159,66 @@ def job_allows_submit(job, what: str) -> bool:
     return False
 
 
-def draw_cards(point: DefendedPoint, base: DefenseBaseline) -> None:
-    """One architecture's attack and guarantee cards at ``point`` (draw 1's or every draw's: the caller labels)."""
+#: one card: (row, method, args, kwargs) — row "r1", "r2" or "strong" (a row of columns) or "" (full width)
+Card = tuple[str, str, tuple, dict]
+
+
+def cards_of(point: DefendedPoint, base: DefenseBaseline) -> list[Card]:
+    """One architecture's attack and guarantee cards at ``point`` (draw 1's or every draw's: the caller labels), as
+    data: drawn by :func:`draw_cards`, replaced one by one where they changed by :func:`redraw_cards`. Draw 1's and
+    every draw's point of one value give the same cards in the same order (the same attacks; the guarantee, γ and
+    the note depend on the value alone): only the numbers differ."""
     a = point.attack
-    m1, m2, m3 = st.columns(3)
-    m1.metric("attack accuracy", f"{a.accuracy:.3f}", f"{a.accuracy - base.attack.accuracy:+.3f}",
-              delta_color="inverse", help=f"naive attacker ({a.name}); undefended {base.attack.accuracy:.3f}")
-    m2.metric("AUC", f"{a.auc:.3f}", f"{a.auc - base.attack.auc:+.3f}", delta_color="inverse")
-    m3.metric("TPR @ 1 % FPR", "—" if a.tpr_at_1pct_fpr is None else f"{a.tpr_at_1pct_fpr:.3f}")
-    m4, m5, m6 = st.columns(3)
+    out: list[Card] = [
+        ("r1", "metric", ("attack accuracy", f"{a.accuracy:.3f}", f"{a.accuracy - base.attack.accuracy:+.3f}"),
+         {"delta_color": "inverse", "help": f"naive attacker ({a.name}); undefended {base.attack.accuracy:.3f}"}),
+        ("r1", "metric", ("AUC", f"{a.auc:.3f}", f"{a.auc - base.attack.auc:+.3f}"), {"delta_color": "inverse"}),
+        ("r1", "metric", ("TPR @ 1 % FPR", "—" if a.tpr_at_1pct_fpr is None else f"{a.tpr_at_1pct_fpr:.3f}"), {})]
     no_bound = point.guarantee if point.epsilon is None else None
-    m4.metric("ε (theory)", f"{point.epsilon:.3g}" if point.epsilon is not None else
-              (no_bound.split(" (")[0] if no_bound else "—"), help=point.privacy_note)
-    m5.metric("δ", f"{point.delta:.2g}" if point.delta is not None else "—")
-    m6.metric("ε̂ lower bound (attack)", "—" if point.epsilon_hat is None else f"{point.epsilon_hat:.2f}",
-              help=EPSILON_HAT_HELP)
+    out += [
+        ("r2", "metric", ("ε (theory)", f"{point.epsilon:.3g}" if point.epsilon is not None else
+                          (no_bound.split(" (")[0] if no_bound else "—")), {"help": point.privacy_note}),
+        ("r2", "metric", ("δ", f"{point.delta:.2g}" if point.delta is not None else "—"), {}),
+        ("r2", "metric", ("ε̂ lower bound (attack)", "—" if point.epsilon_hat is None else f"{point.epsilon_hat:.2f}"),
+         {"help": EPSILON_HAT_HELP})]
     strong = [n for n in ("lira", "rmia") if n in point.attacks and n in base.attacks]
     if strong:  # the strongest attacks: a defense judged by the shadow MLP alone looks better than it is
-        cols = st.columns(len(strong) + 1)
-        for c, n in zip(cols, strong):
+        for n in strong:
             r, r0 = point.attacks[n], base.attacks[n]
-            c.metric(f"{ATTACK_SHORT.get(n, n)} AUC", f"{r.auc:.3f}", f"{r.auc - r0.auc:+.3f}",
-                     delta_color="inverse", help=f"naive: references and threshold fitted on undefended shadows; "
-                                                 f"undefended AUC {r0.auc:.3f}")
+            out.append(("strong", "metric", (f"{ATTACK_SHORT.get(n, n)} AUC", f"{r.auc:.3f}", f"{r.auc - r0.auc:+.3f}"),
+                        {"delta_color": "inverse", "help": "naive: references and threshold fitted on undefended "
+                                                           f"shadows; undefended AUC {r0.auc:.3f}"}))
         best = max(point.attacks[n].tpr_at_01pct_fpr or 0.0 for n in strong)
-        cols[-1].metric("TPR @ 0.1 % FPR", f"{best:.3f}", help="the better of LiRA and RMIA at 0.1 % FPR")
+        out.append(("strong", "metric", ("TPR @ 0.1 % FPR", f"{best:.3f}"),
+                    {"help": "the better of LiRA and RMIA at 0.1 % FPR"}))
     if point.gamma is not None:
-        st.caption(f"random DP with confidence γ = {point.gamma:.3f}")
-    st.caption(point.privacy_note or "")
+        out.append(("", "caption", (f"random DP with confidence γ = {point.gamma:.3f}",), {}))
+    out.append(("", "caption", (point.privacy_note or "",), {}))
+    return out
+
+
+def draw_cards(cards: list[Card]) -> list[DeltaGenerator]:
+    """Draw ``cards`` (each row of columns side by side); returns each card's element, which
+    :func:`redraw_cards` replaces in place (an element's own DeltaGenerator, not an ``st.empty``: a placeholder
+    would clear and rebuild the cards in the browser on every script run)."""
+    elements: list[DeltaGenerator] = []
+    i = 0
+    while i < len(cards):
+        row = cards[i][0]
+        n = next((j for j in range(i, len(cards)) if cards[j][0] != row), len(cards)) - i if row else 1
+        places = st.columns(n) if row else [st]
+        for place, (_, method, args, kwargs) in zip(places, cards[i:i + n]):
+            elements.append(getattr(place, method)(*args, **kwargs))
+        i += n
+    return elements
+
+
+def redraw_cards(elements: list[DeltaGenerator], old: list[Card], new: list[Card]) -> None:
+    """Replace, in place, the cards' ``elements`` (as :func:`draw_cards` drew ``old``) whose content ``new`` changes:
+    only the numbers that moved are sent to the browser (the same cards in the same order, :func:`cards_of`)."""
+    for element, was, now in zip(elements, old, new):
+        if was != now:
+            getattr(element, now[1])(*now[2], **now[3])
 
 
 def draw_utility(point: DefendedPoint, base: DefenseBaseline) -> None:
@@ -263,7 +295,8 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
     shown = {a: step.shown(a) for a in archs}  # decided once: the full points where they are in already
     one_draw = [a for a in archs if shown[a][1]]
     columns = st.columns(len(archs))
-    cards: dict[str, DeltaGenerator] = {}  # per architecture: its numbers, filled in place when every draw is in
+    cards: dict[str, list[Card]] = {}  # per architecture: its cards as drawn, and their elements (replaced in place
+    elements: dict[str, list[DeltaGenerator]] = {}  # where they change when every draw is in)
     slots: dict[str, DeltaGenerator] = {}  # per architecture: where its utility appears once measured
     adaptive: dict[str, DeltaGenerator] = {}  # per architecture: the adaptive attacker's card or its job
     fast: dict[str, DefendedPoint] = {}
@@ -274,15 +307,14 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
                         # the cards read repeat 0's models; the curves below band over every repeat (issue 32)
                         + (f" · cards: **repeat 1 of {n_repeats}** (the curves: means over the {n_repeats} repeats)"
                            if n_repeats > 1 else ""))
-            cards[arch] = st.empty()
             try:
                 point = shown[arch][0][0].result()
             except (MIAError, ValueError) as exc:
-                cards[arch].error(str(exc))
+                st.error(str(exc))
                 continue
             fast[arch] = point
-            with cards[arch].container():
-                draw_cards(point, d.baseline)
+            cards[arch] = cards_of(point, d.baseline)
+            elements[arch] = draw_cards(cards[arch])
             slots[arch] = st.empty()
             with slots[arch].container():
                 st.caption("measuring utility…")
@@ -325,10 +357,10 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
                             "Refit the adaptive attacker again", key=f"adaptive:{arch}:{spec.key}"):
                         manager.submit([configs[arch]], "adaptive", params)
                         st.rerun()
-    quantile = st.empty()  # filled before any wait: its spot is never blank while draw 1 stands alone
+    # drawn before any wait: its spot is never blank while draw 1 stands alone (an element, not an st.empty filled
+    # after: a placeholder clears its spot in the browser at every run)
     quantile_text = quantile_caption(full)
-    if quantile_text:
-        quantile.caption(quantile_text)
+    quantile = st.caption(quantile_text) if quantile_text else st.empty()
 
     if mechanism == "dirichlet":
         # issue 32.8: LiRA/RMIA AUCs that rise under Dir_k (the RNN's at k = 10) or fall at almost no noise: the
@@ -367,8 +399,9 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
         else:
             for arch in one_draw:
                 fast[arch], full[arch] = (f.result() for f in step.full[arch])
-                with cards[arch].container():
-                    draw_cards(fast[arch], defenders[arch].baseline)
+                now = cards_of(fast[arch], defenders[arch].baseline)
+                redraw_cards(elements[arch], cards[arch], now)
+                cards[arch] = now
                 with slots[arch].container():
                     draw_utility(full[arch], defenders[arch].baseline)
             notice.empty()

@@ -122,6 +122,7 @@ def test_the_page_puts_every_draw_in_draw_ones_place_in_the_same_run(tiny_image_
     assert not at.exception, at.exception
     assert waited == [True] and not reruns
     assert not _labelled(at)
+    # replaced in place: one card per architecture, every draw's number (draw 1's would differ: drawn but replaced)
     assert _accuracy_cards(at) == _expected(DefenseSpec("dirichlet", value, draws=8))
 
 
