@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from core.defenses import registry as defense_registry
 from core.measurement import studies
@@ -16,7 +17,7 @@ from core.defenses.dirichlet import saturated_share
 from core.foundations.errors import MIAError
 from core.foundations.names import ARCH_NAMES as ARCH_LABELS
 from core.experiment.pipeline import config_of
-from core.experiment.results import DefendedPoint, RunSummary
+from core.experiment.results import DefendedPoint, DefenseBaseline, RunSummary
 from core.analyses.repeats import cached_repeat_configs, defense_curve_bands, repeat_config
 from core.tasks import get_task
 from core.foundations.names import ATTACK_SHORT, UTILITY_NAMES
@@ -158,6 +159,89 @@ def job_allows_submit(job, what: str) -> bool:
     return False
 
 
+#: one card: (row, method, args, kwargs) — row "r1", "r2" or "strong" (a row of columns) or "" (full width)
+Card = tuple[str, str, tuple, dict]
+
+
+def cards_of(point: DefendedPoint, base: DefenseBaseline) -> list[Card]:
+    """One architecture's attack and guarantee cards at ``point`` (draw 1's or every draw's: the caller labels), as
+    data: drawn by :func:`draw_cards`, replaced one by one where they changed by :func:`redraw_cards`. Draw 1's and
+    every draw's point of one value give the same cards in the same order (the same attacks; the guarantee, γ and
+    the note depend on the value alone): only the numbers differ."""
+    a = point.attack
+    out: list[Card] = [
+        ("r1", "metric", ("attack accuracy", f"{a.accuracy:.3f}", f"{a.accuracy - base.attack.accuracy:+.3f}"),
+         {"delta_color": "inverse", "help": f"naive attacker ({a.name}); undefended {base.attack.accuracy:.3f}"}),
+        ("r1", "metric", ("AUC", f"{a.auc:.3f}", f"{a.auc - base.attack.auc:+.3f}"), {"delta_color": "inverse"}),
+        ("r1", "metric", ("TPR @ 1 % FPR", "—" if a.tpr_at_1pct_fpr is None else f"{a.tpr_at_1pct_fpr:.3f}"), {})]
+    no_bound = point.guarantee if point.epsilon is None else None
+    out += [
+        ("r2", "metric", ("ε (theory)", f"{point.epsilon:.3g}" if point.epsilon is not None else
+                          (no_bound.split(" (")[0] if no_bound else "—")), {"help": point.privacy_note}),
+        ("r2", "metric", ("δ", f"{point.delta:.2g}" if point.delta is not None else "—"), {}),
+        ("r2", "metric", ("ε̂ lower bound (attack)", "—" if point.epsilon_hat is None else f"{point.epsilon_hat:.2f}"),
+         {"help": EPSILON_HAT_HELP})]
+    strong = [n for n in ("lira", "rmia") if n in point.attacks and n in base.attacks]
+    if strong:  # the strongest attacks: a defense judged by the shadow MLP alone looks better than it is
+        for n in strong:
+            r, r0 = point.attacks[n], base.attacks[n]
+            out.append(("strong", "metric", (f"{ATTACK_SHORT.get(n, n)} AUC", f"{r.auc:.3f}", f"{r.auc - r0.auc:+.3f}"),
+                        {"delta_color": "inverse", "help": "naive: references and threshold fitted on undefended "
+                                                           f"shadows; undefended AUC {r0.auc:.3f}"}))
+        best = max(point.attacks[n].tpr_at_01pct_fpr or 0.0 for n in strong)
+        out.append(("strong", "metric", ("TPR @ 0.1 % FPR", f"{best:.3f}"),
+                    {"help": "the better of LiRA and RMIA at 0.1 % FPR"}))
+    if point.gamma is not None:
+        out.append(("", "caption", (f"random DP with confidence γ = {point.gamma:.3f}",), {}))
+    out.append(("", "caption", (point.privacy_note or "",), {}))
+    return out
+
+
+def draw_cards(cards: list[Card]) -> list[DeltaGenerator]:
+    """Draw ``cards`` (each row of columns side by side); returns each card's element, which
+    :func:`redraw_cards` replaces in place (an element's own DeltaGenerator, not an ``st.empty``: a placeholder
+    would clear and rebuild the cards in the browser on every script run)."""
+    elements: list[DeltaGenerator] = []
+    i = 0
+    while i < len(cards):
+        row = cards[i][0]
+        n = next((j for j in range(i, len(cards)) if cards[j][0] != row), len(cards)) - i if row else 1
+        places = st.columns(n) if row else [st]
+        for place, (_, method, args, kwargs) in zip(places, cards[i:i + n]):
+            elements.append(getattr(place, method)(*args, **kwargs))
+        i += n
+    return elements
+
+
+def redraw_cards(elements: list[DeltaGenerator], old: list[Card], new: list[Card]) -> None:
+    """Replace, in place, the cards' ``elements`` (as :func:`draw_cards` drew ``old``) whose content ``new`` changes:
+    only the numbers that moved are sent to the browser (the same cards in the same order, :func:`cards_of`)."""
+    for element, was, now in zip(elements, old, new):
+        if was != now:
+            getattr(element, now[1])(*now[2], **now[3])
+
+
+def draw_utility(point: DefendedPoint, base: DefenseBaseline) -> None:
+    """One architecture's utility cards at ``point`` (its utility measured)."""
+    metric = UTILITY_NAMES.get(base.utility_metric, base.utility_metric)
+    u1, u2 = st.columns(2)
+    u = point.utility
+    u1.metric(f"utility ({metric}, unseen records)", "—" if u is None else f"{u:.3f}",
+              None if u is None or base.utility is None else f"{u - base.utility:+.3f}")
+    loss = point.utility_loss
+    u2.metric("utility loss", "—" if loss is None else f"{loss:.1%}",
+              help="1 − M(defended)/M(undefended) (paper 000, Def. 4)")
+
+
+def quantile_caption(points: dict[str, DefendedPoint]) -> str | None:
+    """Why quantile regression has no number at the slider's point, where one of ``points`` left it out."""
+    if not any("quantile" in (p.skipped_attacks or ()) for p in points.values()):
+        return None
+    return ("Quantile regression is not computed at the slider's point (it refits a regressor on every draw's "
+            "defended answers); its number under the defense is in the full point: “Measure” below caches it, "
+            "and the `python -m core defend` command under “Reproduce headless” writes it.")
+
+
 # ---------------------------------------------------------------------------- the slider and all it moves
 # A fragment: a slider step (or draws, the adaptive toggle, a grid button) reruns this part alone, not the
 # page above it nor the app's navigation and sidebar; the browser redraws only what is in it (issue 23:
@@ -198,18 +282,24 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
     # ---------------------------------------------------------------------------- numbers
     st.subheader(f"{spec.value_name} = {value:g}")
     notice = st.empty()  # while the draws after the first are computing, says so above the numbers
+    ticker = st.empty()  # always here and always empty: what the wait below writes to between its slices
     # every architecture's fast point, then its utility card's point, in its own lane (a thread per architecture,
     # the architectures at once; issue 32.16). A value whose points are known shows them at once; any other
-    # first by draw 1 alone, then the page reruns itself with all the draws' points (issue 32 point 16); a step
-    # to another value cancels this session's calls not started yet (core.defenses.side_by_side.PointLanes)
+    # first by draw 1 alone, then, in this same script run, the mean over every draw in the same places (issue 32
+    # point 16); a step to another value cancels this session's calls not started yet
+    # (core.defenses.side_by_side.PointLanes)
     lanes = st.session_state.get("defenses:lanes")
     if lanes is None:
         lanes = st.session_state["defenses:lanes"] = PointLanes()
     step = lanes.step(defenders, spec, [{"utility": False}, {"utility": True, "quantile": False}])
-    pending = {a: step.first.get(a) or step.full[a] for a in defenders}
+    shown = {a: step.shown(a) for a in archs}  # decided once: the full points where they are in already
+    one_draw = [a for a in archs if shown[a][1]]
     columns = st.columns(len(archs))
+    cards: dict[str, list[Card]] = {}  # per architecture: its cards as drawn, and their elements (replaced in place
+    elements: dict[str, list[DeltaGenerator]] = {}  # where they change when every draw is in)
+    slots: dict[str, DeltaGenerator] = {}  # per architecture: where its utility appears once measured
+    adaptive: dict[str, DeltaGenerator] = {}  # per architecture: the adaptive attacker's card or its job
     fast: dict[str, DefendedPoint] = {}
-    slots: dict = {}  # per architecture: where its utility appears once measured
     for col, arch in zip(columns, archs):
         d = defenders[arch]
         with col:
@@ -218,67 +308,33 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
                         + (f" · cards: **repeat 1 of {n_repeats}** (the curves: means over the {n_repeats} repeats)"
                            if n_repeats > 1 else ""))
             try:
-                point = pending[arch][0].result()
+                point = shown[arch][0][0].result()
             except (MIAError, ValueError) as exc:
                 st.error(str(exc))
                 continue
             fast[arch] = point
-            base = d.baseline
-            a = point.attack
-            m1, m2, m3 = st.columns(3)
-            m1.metric("attack accuracy", f"{a.accuracy:.3f}", f"{a.accuracy - base.attack.accuracy:+.3f}",
-                      delta_color="inverse", help=f"naive attacker ({a.name}); undefended {base.attack.accuracy:.3f}")
-            m2.metric("AUC", f"{a.auc:.3f}", f"{a.auc - base.attack.auc:+.3f}", delta_color="inverse")
-            m3.metric("TPR @ 1 % FPR", "—" if a.tpr_at_1pct_fpr is None else f"{a.tpr_at_1pct_fpr:.3f}")
-            m4, m5, m6 = st.columns(3)
-            no_bound = point.guarantee if point.epsilon is None else None
-            m4.metric("ε (theory)", f"{point.epsilon:.3g}" if point.epsilon is not None else
-                      (no_bound.split(" (")[0] if no_bound else "—"), help=point.privacy_note)
-            m5.metric("δ", f"{point.delta:.2g}" if point.delta is not None else "—")
-            m6.metric("ε̂ lower bound (attack)",
-                      "—" if point.epsilon_hat is None else f"{point.epsilon_hat:.2f}",
-                      help=EPSILON_HAT_HELP)
-            strong = [n for n in ("lira", "rmia") if n in point.attacks and n in base.attacks]
-            if strong:  # the strongest attacks: a defense judged by the shadow MLP alone looks better than it is
-                cols = st.columns(len(strong) + 1)
-                for c, n in zip(cols, strong):
-                    r, r0 = point.attacks[n], base.attacks[n]
-                    c.metric(f"{ATTACK_SHORT.get(n, n)} AUC", f"{r.auc:.3f}", f"{r.auc - r0.auc:+.3f}",
-                             delta_color="inverse", help=f"naive: references and threshold fitted on undefended shadows; "
-                                                         f"undefended AUC {r0.auc:.3f}")
-                best = max(point.attacks[n].tpr_at_01pct_fpr or 0.0 for n in strong)
-                cols[-1].metric("TPR @ 0.1 % FPR", f"{best:.3f}", help="the better of LiRA and RMIA at 0.1 % FPR")
-            if point.gamma is not None:
-                st.caption(f"random DP with confidence γ = {point.gamma:.3f}")
-            st.caption(point.privacy_note or "")
-            slot = st.empty()
-            with slot.container():
+            cards[arch] = cards_of(point, d.baseline)
+            elements[arch] = draw_cards(cards[arch])
+            slots[arch] = st.empty()
+            with slots[arch].container():
                 st.caption("measuring utility…")
-            slots[arch] = slot
-
-    if one_draw := [a for a in fast if a in step.first]:
-        # the cards above are draw 1's numbers alone: no mean, no spread over draws (the bands below are the
-        # other values' points over every draw); never shown as the mean of the draws
+            adaptive[arch] = st.container()  # below the utility, drawn once: it reads the spec, not the draws
+    one_draw = [a for a in one_draw if a in fast]
+    if one_draw:
+        # the cards are draw 1's numbers alone: no mean, no spread over draws (the bands below are the other values'
+        # points over every draw); never shown as the mean of the draws
         notice.info(f"**1 of {spec.draws} draws — the rest are computing** "
                     f"({', '.join(ARCH_LABELS[a] for a in one_draw)}): these numbers are draw 1's alone, with no "
                     f"spread over draws yet; the mean over the {spec.draws} draws replaces them by itself.")
     full: dict[str, DefendedPoint] = {}
     for arch in fast:
-        d = defenders[arch]
         # the utility card: the fast point's numbers and the utility, still without quantile regression (its
         # refits on every draw are the slider's largest cost); a full point measured before is shown whole
-        full[arch] = point = pending[arch][1].result()
-        base = d.baseline
-        slot = slots[arch]
-        with slot.container():
-            metric = UTILITY_NAMES.get(base.utility_metric, base.utility_metric)
-            u1, u2 = st.columns(2)
-            u = point.utility
-            u1.metric(f"utility ({metric}, unseen records)", "—" if u is None else f"{u:.3f}",
-                      None if u is None or base.utility is None else f"{u - base.utility:+.3f}")
-            loss = point.utility_loss
-            u2.metric("utility loss", "—" if loss is None else f"{loss:.1%}",
-                      help="1 − M(defended)/M(undefended) (paper 000, Def. 4)")
+        full[arch] = shown[arch][0][1].result()
+        with slots[arch].container():
+            draw_utility(full[arch], defenders[arch].baseline)
+        d, base = defenders[arch], defenders[arch].baseline
+        with adaptive[arch]:  # it reads the spec, not the draws: drawn once
             if show_adaptive:
                 cached = d.measured(spec, "both")
                 if cached is not None and cached.adaptive_attack is not None:
@@ -301,19 +357,10 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
                             "Refit the adaptive attacker again", key=f"adaptive:{arch}:{spec.key}"):
                         manager.submit([configs[arch]], "adaptive", params)
                         st.rerun()
-
-    if step.first:
-        # draw 1's numbers are on screen; the full points land in the lanes, then this fragment reruns and shows
-        # them with the curves (a slider step meanwhile is served at once: the wait yields to it). What is below
-        # stays as the last run drew it until then: drawn now, the curves and the table would be drawn twice
-        # (Plotly's share of a step is mostly the browser's; bench/app_browser.py --slider)
-        if (failed := widgets.rerun_when_done(step.pending())) is not None:
-            notice.warning(f"The mean over the {spec.draws} draws could not be computed: {failed}")
-
-    if any("quantile" in (full[a].skipped_attacks or ()) for a in full):
-        st.caption("Quantile regression is not computed at the slider's point (it refits a regressor on every draw's "
-                   "defended answers); its number under the defense is in the full point: “Measure” below caches it, "
-                   "and the `python -m core defend` command under “Reproduce headless” writes it.")
+    # drawn before any wait: its spot is never blank while draw 1 stands alone (an element, not an st.empty filled
+    # after: a placeholder clears its spot in the browser at every run)
+    quantile_text = quantile_caption(full)
+    quantile = st.caption(quantile_text) if quantile_text else st.empty()
 
     if mechanism == "dirichlet":
         # issue 32.8: LiRA/RMIA AUCs that rise under Dir_k (the RNN's at k = 10) or fall at almost no noise: the
@@ -339,16 +386,42 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
                 "+0.079 ± 0.003 vs +0.064 ± 0.010; median |Δφ| 91 at k = 10 and 1.2 at k = 10,000, against the "
                 "FFNN's (0 % saturated) 28 and 0.15.")
 
+    failed = None
+    if one_draw:
+        # draw 1's numbers are on screen; wait here for the full points (in slices that yield to a slider step
+        # meanwhile) and put them in the same places — only the cards, the utility and the label change; one
+        # script run, where a rerun drew the whole fragment a second time (issue 32 point 16). What is below
+        # stays as the last run drew it until the wait ends: drawn now, the curves would be drawn twice
+        failed = widgets.wait_yielding([f for a in one_draw for f in step.full[a]], ticker)
+        if failed is not None:
+            notice.warning(f"**1 of {spec.draws} draws**: these numbers are draw 1's alone — the mean over the "
+                           f"{spec.draws} draws could not be computed: {failed}")
+        else:
+            for arch in one_draw:
+                fast[arch], full[arch] = (f.result() for f in step.full[arch])
+                now = cards_of(fast[arch], defenders[arch].baseline)
+                redraw_cards(elements[arch], cards[arch], now)
+                cards[arch] = now
+                with slots[arch].container():
+                    draw_utility(full[arch], defenders[arch].baseline)
+            notice.empty()
+            if (text := quantile_caption(full)) != quantile_text:  # only where it changed
+                if text:
+                    quantile.caption(text)
+                else:
+                    quantile.empty()
+    alone = failed is not None  # draw 1 still stands alone for some architecture: the curves leave its value out
+
     # ---------------------------------------------------------------------------- curves over the grid
     st.subheader("Over the whole range")
     # the mechanism's curve grid (Dir_k re-samples cached answers: a fine grid; the GPM re-queries a noisy
     # model per point and draw: its table's coarse grid); points whose utility was measured carry its loss
     # with repeats cached, every repeat's curve (its own models, the same spec) and the band over them
     # (core.analyses.repeats.defense_curve_bands: over repeats × draws; with one repeat over the draws)
-    # while draw 1 stands alone, the curves leave this value out and draw only points known already (the page
-    # thread computes nothing a lane may be computing on the same Defender); the rerun adds it
-    curve_values = [*param.curve] if step.first else [*param.curve, value]
-    curves_known = not step.first or all(
+    # where draw 1 still stands alone (the mean over the draws failed), the curves leave this value out and draw
+    # only points known already (the page thread computes nothing a lane may be computing on the same Defender)
+    curve_values = [*param.curve] if alone else [*param.curve, value]
+    curves_known = not alone or all(
         d.measured(spec.at(v), disk=False) or d.ready(spec.at(v), "naive", utility=False)
         for arch in fast for d in repeat_defenders[arch] for v in curve_values)
     if not curves_known:

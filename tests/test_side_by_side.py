@@ -161,3 +161,22 @@ def test_a_new_step_cancels_the_abandoned_steps_calls_not_started():
         assert [(v, n) for v, n, _ in d.calls] == [(5.0, 1)] + [(7.5, 1)] * 2 + [(7.5, 8)] * 2
     finally:
         lanes.close()
+
+
+def test_a_step_shows_draw_one_only_while_the_full_point_is_not_in():
+    """Step.shown: the one-draw futures while the cards' full point is out (the gate holds every point), the full ones
+    once it is in — a full point in by the time the page draws needs no draw-1 stand-in."""
+    d = _Gate()
+    lanes = PointLanes()
+    try:
+        step = lanes.step({"rnn": d}, DefenseSpec("dirichlet", 5.0, draws=8), CALLS)
+        futures, one_draw = step.shown("rnn")
+        assert one_draw and futures is step.first["rnn"]
+        d.gate.set()
+        assert [f.result(timeout=120) for f in step.full["rnn"]] == [(5.0, 8)] * 2
+        futures, one_draw = step.shown("rnn")
+        assert not one_draw and futures is step.full["rnn"]
+        single = lanes.step({"rnn": d}, DefenseSpec("dirichlet", 5.0, draws=1), CALLS)  # one draw: no stage before
+        assert single.shown("rnn") == (single.full["rnn"], False)
+    finally:
+        lanes.close()

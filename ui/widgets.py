@@ -11,7 +11,7 @@ from concurrent.futures import Future, wait
 from typing import Any, Callable, Iterator
 
 import streamlit as st
-from streamlit.errors import StreamlitAPIException
+from streamlit.delta_generator import DeltaGenerator
 
 from core.foundations.config import ExperimentConfig, field_range
 from core.foundations.names import ARCH_NAMES as ARCH_LABELS
@@ -182,19 +182,20 @@ def remember(key: str) -> None:
         st.session_state[f"_remembered:{key}"] = st.session_state[key]
 
 
-#: seconds of one wait slice of :func:`rerun_when_done`: the longest a user's next step waits on it
+#: seconds of one wait slice of :func:`wait_yielding`: the longest a user's next step waits on it
 WAIT_SLICE_S = 0.05
 
 
-def rerun_when_done(futures: list[Future]) -> str | None:
-    """Wait for ``futures`` within this script run, then rerun the calling fragment (``st.rerun(scope=
-    "fragment")``: the page draws what they computed). Returns only when one of them failed or was cancelled:
-    its error as one line, and no rerun (a rerun would submit it again, and again).
+def wait_yielding(futures: list[Future], ticker: DeltaGenerator) -> str | None:
+    """Wait for ``futures`` within this script run; None once all are done, else the first that failed or was
+    cancelled, as one line. The caller then draws what they computed in place, in the same run (issue 32 point 16:
+    a rerun to show them cost a second script run and a second drawing of everything).
 
-    Between wait slices an empty element is written: every Streamlit call is where a rerun the user asked for
-    meanwhile (a slider step) interrupts the script, so the wait never holds the next step up by more than
-    :data:`WAIT_SLICE_S` (a plain ``future.result()`` would, by the whole computation left)."""
-    ticker = st.empty()
+    Between wait slices ``ticker`` (an ``st.empty()`` the caller placed where an empty element shows nothing, the
+    same spot on every run, so no other element's spot is left blank during the wait) is emptied again: every
+    Streamlit call is where a rerun the user asked for meanwhile (a slider step) interrupts the script, so the
+    wait never holds the next step up by more than :data:`WAIT_SLICE_S` (a plain ``future.result()`` would, by
+    the whole computation left)."""
     while wait(futures, timeout=WAIT_SLICE_S).not_done:
         ticker.empty()
     for f in futures:
@@ -202,8 +203,4 @@ def rerun_when_done(futures: list[Future]) -> str | None:
             return "cancelled"
         if (exc := f.exception()) is not None:
             return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    try:
-        st.rerun(scope="fragment")
-    except StreamlitAPIException:  # the fragment ran within a full run (the page's first open): rerun it all
-        st.rerun()
-    return None  # not reached: st.rerun raises
+    return None

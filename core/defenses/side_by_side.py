@@ -17,7 +17,8 @@ lasting thread (a *lane*) runs its calls in order; :meth:`PointLanes.step` answe
 full point, since a draw's noise is seeded by (seed, draw, role) and not by the number of draws — so its
 per-record scores and ε̂ detail equal the full point's, ``tests/test_side_by_side.py``), then the full point
 in the same lane. A new step cancels the calls of earlier steps that no lane has started (an abandoned value's
-remaining points are skipped; a call under way finishes, memoised).
+remaining points are skipped; a call under way finishes, memoised). :meth:`Step.shown` picks what to draw first:
+the full point where it is in by the time the page draws (no stand-in to replace), else the one-draw point.
 """
 from __future__ import annotations
 
@@ -95,6 +96,16 @@ class Step(Generic[K]):
     def pending(self) -> list[Future]:
         """The full points' futures not done yet (what a page waits on before it shows them)."""
         return [f for fs in self.full.values() for f in fs if not f.done()]
+
+    def shown(self, key: K) -> tuple[list[Future], bool]:
+        """What the page draws now for ``key``, decided once (the lane goes on meanwhile): the full points' futures
+        where there is no one-draw stage or the first full point (the cards') is in already — computed before the
+        page got to draw, e.g. a cheap Dir_k point: no draw-1 stand-in to draw and then replace — else the
+        one-draw futures; and whether they are the one-draw ones (the page labels those as draw 1's alone)."""
+        first = self.first.get(key)
+        if first is None or self.full[key][0].done():
+            return self.full[key], False
+        return first, True
 
 
 class PointLanes:
