@@ -101,7 +101,7 @@ class LowFpr:
 
 
 @dataclass(frozen=True)
-class EpsilonBound:
+class CrossFittedEpsilon:
     """ε̂: a lower bound on the ε of any DP guarantee the training could have (module docstring).
 
     ``lower_bound`` holds with ``confidence``; ``estimate`` is ln(TPR/FPR) on the evaluation half at
@@ -132,7 +132,7 @@ class AttackScores:
         advantage: TPR − FPR of the cross-fitted threshold decisions, bootstrap interval.
         thresholds: the thresholds fitted on half 0 and half 1 (each decides the other half), in the
             attack's score units ("higher = member").
-        epsilon: ε̂ (:class:`EpsilonBound`).
+        epsilon: ε̂ (:class:`CrossFittedEpsilon`).
         roc_fpr, roc_tpr: the ROC curve on all records (at most :data:`MAX_ROC_POINTS` points).
         roc_band: pointwise bootstrap band of the ROC on a log-spaced FPR grid.
         finding, reason: ``leak`` / ``inconclusive`` / ``below chance`` from the AUC's interval.
@@ -145,7 +145,7 @@ class AttackScores:
     low_fpr: tuple[LowFpr, ...]
     advantage: Estimate
     thresholds: tuple[float, float]
-    epsilon: EpsilonBound
+    epsilon: CrossFittedEpsilon
     roc_fpr: tuple[float, ...]
     roc_tpr: tuple[float, ...]
     roc_band: RocBand
@@ -318,10 +318,10 @@ def _epsilon_per_threshold(tp: np.ndarray, n1: int, fp: np.ndarray, n0: int, con
 
 
 def epsilon_cross_fitted(scores: np.ndarray, member: np.ndarray, half: np.ndarray,
-                         confidence: float = CONFIDENCE) -> EpsilonBound:
+                         confidence: float = CONFIDENCE) -> CrossFittedEpsilon:
     """ε̂ with the threshold chosen on one half and the bound computed on the other (module docstring)."""
     each = 1 - (1 - confidence) / 2  # Bonferroni over the two halves' bounds
-    best: EpsilonBound | None = None
+    best: CrossFittedEpsilon | None = None
     for k in (0, 1):
         sel, ev = half == k, half != k
         ys, ye = member[sel], member[ev]
@@ -340,7 +340,7 @@ def epsilon_cross_fitted(scores: np.ndarray, member: np.ndarray, half: np.ndarra
         bound = math.log(lo / hi) if lo > 0 and hi > 0 and lo > hi else 0.0
         rate_hit, rate_miss = hits / n_hits, misses / n_miss
         estimate = math.log(rate_hit / rate_miss) if rate_hit > 0 and rate_miss > 0 else None
-        found = EpsilonBound(bound, estimate, tp / e1, fp / e0, "members flagged" if flagged else "non-members passed",
+        found = CrossFittedEpsilon(bound, estimate, tp / e1, fp / e0, "members flagged" if flagged else "non-members passed",
                              confidence, "threshold chosen on one half, Clopper–Pearson bound on the other at "
                              f"{100 * each:g} % (Bonferroni over the two halves); the larger bound")
         if best is None or found.lower_bound > best.lower_bound:
