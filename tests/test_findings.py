@@ -396,3 +396,31 @@ def test_repeats_cached_past_the_target_are_read(monkeypatch):
     del cached[repeat_config(configs["ffnn"], 3).config_hash]  # a hole before the target: N = 3, repeat 3 missing
     pairs, missing = findings._paired_pairs(configs, None, Costs(), 6)
     assert len(pairs["ffnn"]) == 3 and [m.config.seed for m in missing] == [repeat_config(configs["ffnn"], 3).seed]
+
+
+def test_f3_reads_the_dirichlet_points_cached_past_the_target(monkeypatch):
+    """F3's "repeats to decide" asked for N = 9 on navigation, but its row read only the first 6 repeats, so running
+    the repeats it asked for changed nothing (found on this machine's quick runs). It reads on past the target
+    while the points are cached, and stops at the first one missing."""
+    import core.analyses.findings_defenses as fd
+    from core.analyses.findings_base import Costs
+    from core.analyses.repeats import repeat_config
+    from core.tasks import get_task
+
+    cfg = get_task("navigation").make_config("rnn", "quick", {})
+    have = {repeat_config(cfg, r).config_hash: r for r in range(9)}
+    accuracy = {r: 0.5 + 0.01 * (r % 3) for r in range(9)}
+    monkeypatch.setattr(fd, "cached_run", lambda c, cache, costs, recipe="plain": object()
+                        if c.config_hash in have else None)
+
+    class Point:  # the two fields the row reads off a cached DefendedPoint
+        def __init__(self, r: int):
+            self.attack = type("A", (), {"accuracy": accuracy[r]})()
+            self.utility_loss = 0.0
+
+    monkeypatch.setattr(fd, "_defended_point", lambda c, spec, cache: Point(have[c.config_hash])
+                        if c.config_hash in have else None)
+    row = fd.dirichlet_row("navigation", "quick", None, cache=None, costs=Costs(), target=6)
+    assert row.n == 9 and row.missing == ()
+    del have[repeat_config(cfg, 7).config_hash]  # repeat 7 not cached: the row stops at N = 7
+    assert fd.dirichlet_row("navigation", "quick", None, cache=None, costs=Costs(), target=6).n == 7
