@@ -277,7 +277,7 @@ def test_dirichlet_utility_from_cached_logits_equals_model_runs(which, overfit, 
     """Under Dir_k the utility of image and tabular is read from the victim's outputs computed once per
     Defender (not one model run per draw and split): every draw's numbers, and the point's, equal the old path's."""
     defender = overfit if which == "image" else tabular_defender
-    from core.defenses.defender import _mean_std
+    from core.defenses.defense_results import mean_std as _mean_std
     from core.measurement.metrics import utility_loss
     for k in (0.05, 1.0, 30.0, 1e4):
         spec = DefenseSpec("dirichlet", k, draws=3, seed=7)
@@ -375,6 +375,29 @@ def test_gpm_points_equal_the_model_run_path(overfit):
             a, b = old.point(spec, attacker, utility=utility), fresh.point(spec, attacker, utility=utility)
             assert replace(a, timings=None) == replace(b, timings=None)
     assert any(key[0] != "victim" and store for key, store in fresh._forwards.items())
+
+
+def test_a_full_point_takes_draw_zero_from_the_one_draw_point(overfit, monkeypatch):
+    """The slider shows a new value's one-draw point first, then its full point (issue 32.16): the full point takes
+    draw 0's answers, outcomes and query from the one-draw point and computes only the later draws — and every
+    number (quantile regression's included) is the one a Defender computing all draws itself gives."""
+    for mechanism, value in (("dirichlet", 2.5), ("gpm", 0.01)):
+        every = Defender(overfit.models, ArtifactCache(overfit.cache.directory / f"../every_draw_{mechanism}"))
+        every.reuse_first_draw = False
+        staged = Defender(overfit.models, ArtifactCache(overfit.cache.directory / f"../staged_{mechanism}"))
+        full, one = DefenseSpec(mechanism, value, draws=3, seed=7), DefenseSpec(mechanism, value, draws=1, seed=7)
+        calls = [{"utility": False}, {"utility": True, "quantile": False}, {"utility": True}]
+        for call in calls:
+            staged.point(one, "naive", **call)
+        asked, utilities = [], []
+        monkeypatch.setattr(staged, "victim_answers", lambda spec, draw, *a, f=staged.victim_answers:
+                            asked.append(draw) or f(spec, draw, *a))
+        monkeypatch.setattr(staged, "utility", lambda spec, draw, f=staged.utility: utilities.append(draw) or f(spec, draw))
+        for call in calls:
+            a, b = every.point(full, "naive", **call), staged.point(full, "naive", **call)
+            assert replace(a, timings=None) == replace(b, timings=None)
+        assert asked and 0 not in asked and set(asked) <= {1, 2}  # draw 0 was the one-draw point's
+        assert sorted(utilities) == [1, 2]  # its utility too, once per draw
 
 
 def test_quantile_refits_of_all_draws_run_as_one_fit(overfit, monkeypatch):

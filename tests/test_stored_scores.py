@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from core.attacks.shadow_attacks import AttackOutcome
-from core.defenses.defender import _for_json
+from core.defenses.defense_results import per_record_for_json as _for_json
 from core.defenses.spec import DEFENSE_SCHEMA, DefenseSpec
 from core.experiment.cache import ArtifactCache
 from core.experiment.pipeline import record_signals

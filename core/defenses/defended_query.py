@@ -54,10 +54,10 @@ class DefendedQuery:
         self._shared: dict[tuple, np.ndarray] = {}
 
     @classmethod
-    def draws(cls, defender: Any, spec: DefenseSpec, answers: list[Responses]) -> list["DefendedQuery"]:
-        """The queries of draws 0, 1, … of one point (``answers``: each draw's defended evaluation answers),
-        sharing the label and augmented queries they ask alike (issue 32.16)."""
-        queries = [cls(defender, spec, d, r) for d, r in enumerate(answers)]
+    def draws(cls, defender: Any, spec: DefenseSpec, answers: list[Responses], start: int = 0) -> list["DefendedQuery"]:
+        """The queries of draws ``start``, ``start`` + 1, … of one point (``answers``: each draw's defended
+        evaluation answers), sharing the label and augmented queries they ask alike (issue 32.16)."""
+        queries = [cls(defender, spec, d, r) for d, r in enumerate(answers, start)]
         shared: dict[tuple, np.ndarray] = {}
         for i, q in enumerate(queries):
             q._together, q._position, q._shared = queries, i, shared

@@ -31,7 +31,7 @@ import torch
 from core.attacks.shadow_attacks import Attack, RecordFeatureAttack, score_attacks
 from core.experiment.cache import ArtifactCache
 from core.foundations.errors import ConfigError
-from core.measurement.metrics import empirical_epsilon, scores_for_json, utility_loss
+from core.measurement.metrics import empirical_epsilon, utility_loss
 from core.attacks import registry as attack_registry
 from core.attacks.registry import ModelAttack
 from core.experiment.model_attacks import DEFENDED_REFIT_STEPS, QuantileAttack, UndefendedQuery, record_score
@@ -47,36 +47,7 @@ from core.defenses.registry import OutputMechanism, WeightMechanism
 from core.defenses.sensitivity import SensitivityEstimate, cached_sensitivity, sample_sensitivity
 from core.defenses.spec import ATTACKERS, NAIVE_FIELDS, DefenseSpec
 from core.defenses.defended_query import DefendedQuery, RememberingModel
-from core.defenses.defense_results import DefenseRun
-
-def _for_json(values: Any) -> list[float | None]:
-    """Per-record values for JSON: each float64 exactly (:func:`core.measurement.metrics.scores_for_json`; 6
-    decimals tied a confident model's losses), None where not finite; vectorised, as every slider step
-    writes a few thousand of them."""
-    a = scores_for_json(values)
-    finite = np.isfinite(a)
-    return a if finite.all() else [v if f else None for v, f in zip(a, finite.tolist())]
-
-def _mean_std(values: list[float]) -> tuple[float, float]:
-    a = np.asarray(values, np.float64)
-    return float(a.mean()), float(a.std(ddof=1)) if len(a) > 1 else 0.0
-
-
-def _summarise(per_draw: list[dict[str, Any]], primary: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Mean (± std over draws) of every attack's headline numbers: (the ``primary`` attack's JSON, every
-    attack's JSON by name), the layout of a point's ``attack`` and ``attacks``."""
-    names = per_draw[0].keys()
-    attacks = {}
-    for name in names:
-        rows = [d[name] for d in per_draw]
-        out: dict[str, Any] = {}
-        for metric in ("accuracy", "advantage", "auc"):
-            out[metric], out[f"{metric}_std"] = _mean_std([getattr(r, metric) for r in rows])
-        out.update(tpr_at_fpr={f: _mean_std([r.tpr_at_fpr[f] for r in rows])[0] for f in rows[0].tpr_at_fpr},
-                   boundary=rows[0].boundary)
-        attacks[name] = out
-    head = {k: v for k, v in attacks[primary].items() if k != "boundary"}
-    return {"name": primary, **head}, attacks
+from core.defenses.defense_results import DefenseRun, mean_std, per_record_for_json, summarise_draws
 
 
 class Defender:
@@ -94,6 +65,9 @@ class Defender:
     #: batched fit (:meth:`core.attacks.quantile.QuantileRegressor.refit_many`; equal to one refit per draw up
     #: to float rounding, ``tests/test_quantile_refits.py``); False: one refit per draw, the path before
     batch_quantile_refits: bool = True
+    #: a full point takes draw 0 from the one-draw point of its value where that was computed (:meth:`_naive`);
+    #: False: every draw computed again, the path before (the tests compare both)
+    reuse_first_draw: bool = True
 
     def __init__(self, models: TrainedModels, cache: ArtifactCache | None = None):
         self.models = models
@@ -114,6 +88,7 @@ class Defender:
         self._answers: dict[tuple, tuple[list[Responses], list[dict], list["DefendedQuery"]]] = {}
         self._parts: dict[tuple, dict[str, Any]] = {}
         self._population: dict[tuple, Responses] = {}
+        self._utilities: dict[tuple[str, int], tuple[float, float]] = {}  # (members, non-members) per value and draw
         #: outputs of the models' forward passes by input content, per model (the undefended victim; the GPM's
         #: noisy victim of one value and draw): see :meth:`remembering`
         self._forwards: dict[tuple, dict[bytes, torch.Tensor]] = {}
@@ -307,6 +282,16 @@ class Defender:
         return (self.task.utility(self.cfg, model, self.models.data, splits.eval_members),
                 self.task.utility(self.cfg, model, self.models.data, splits.victim_nonmembers))
 
+    def _draw_utility(self, spec: DefenseSpec, draw: int) -> tuple[float, float]:
+        """:meth:`utility`, remembered per (value, draw): the one-draw point's utility card computed draw 0 of the
+        full point's (the same draw: :attr:`DefenseSpec.draw_key`), which then computes only its later draws."""
+        key = (spec.draw_key, draw)
+        if key not in self._utilities or not self.reuse_first_draw:
+            if len(self._utilities) > 512:  # a long slider session: keep memory bounded
+                self._utilities.clear()
+            self._utilities[key] = self.utility(spec, draw)
+        return self._utilities[key]
+
     def remembering(self, key: tuple, model: torch.nn.Module) -> torch.nn.Module:
         """``model`` answering each forward pass it was given before (same input bytes) from memory (issue 32.16).
 
@@ -365,17 +350,24 @@ class Defender:
         if key not in self._answers:
             # an output mechanism changes output-dependent record features: the model re-runs
             features = isinstance(spec.mechanism_class, OutputMechanism) and with_features
-            answers = [self.victim_answers(spec, d, features) for d in range(spec.draws)]
+            # draw 0 of the one-draw point of this value (the slider's first numbers, computed just before) is this
+            # point's draw 0 — a draw's noise is seeded by (seed, draw, role), not by the number of draws — so its
+            # answers, outcomes and query are taken as they are and only the later draws computed (issue 32.16)
+            done = self._answers.get((spec.draw_key, with_features), ([], [], []))
+            if spec.draws == 1 or not self.reuse_first_draw:
+                done = ([], [], [])
+            start = len(done[0])
+            answers = [self.victim_answers(spec, d, features) for d in range(start, spec.draws)]
             attacks = [a for a in self.naive_attacks if with_features or not isinstance(a, RecordFeatureAttack)]
             outcomes = [score_attacks(attacks, r, self.membership) for r in answers]
             if self.reference_attacks:
-                for d, (r, out) in enumerate(zip(answers, outcomes)):
+                for d, (r, out) in enumerate(zip(answers, outcomes), start):
                     out.update(score_reference_attacks(self.reference_attacks, r, self.membership,
                                                        self.population_answers(spec, d)))
             # the draws' label and augmented queries asked together (the victim answers each once for all draws);
             # without reuse, each draw's own, as before issue 32.16 (the tests compare both)
-            queries = (DefendedQuery.draws(self, spec, answers) if self.reuse_victim_outputs
-                       else [DefendedQuery(self, spec, d, r) for d, r in enumerate(answers)])
+            queries = (DefendedQuery.draws(self, spec, answers, start) if self.reuse_victim_outputs
+                       else [DefendedQuery(self, spec, d, r) for d, r in enumerate(answers, start)])
             for query, out in zip(queries, outcomes):
                 for attack in self.model_attacks:
                     if not isinstance(attack, QuantileAttack):
@@ -383,7 +375,7 @@ class Defender:
             if len(self._answers) > 64:  # a long slider session: keep memory bounded
                 self._answers.clear()
                 self._parts.clear()
-            self._answers[key] = (answers, outcomes, queries)
+            self._answers[key] = (done[0] + answers, done[1] + outcomes, done[2] + queries)
         part_key = (*key, bool(quantile and self._quantile_attacks()))
         if part_key not in self._parts:
             answers, outcomes, queries = self._answers[key]
@@ -394,17 +386,17 @@ class Defender:
                 for query, out in zip(queries, outcomes):
                     for attack in self._quantile_attacks():
                         out.update(attack.outcomes(query))
-            attack, attacks = _summarise([{n: o.result for n, o in out.items()} for out in outcomes], self.primary)
+            attack, attacks = summarise_draws([{n: o.result for n, o in out.items()} for out in outcomes], self.primary)
             eps_hat = [empirical_epsilon(out[self.primary].scores, self.membership) for out in outcomes]
             # the fields of NAIVE_FIELDS, in their order
             self._parts[part_key] = {
                 "attack": attack, "attacks": attacks,
-                "epsilon_lower_bound": _mean_std([e.lower_bound for e in eps_hat])[0],
+                "epsilon_lower_bound": mean_std([e.lower_bound for e in eps_hat])[0],
                 "epsilon_lower_bound_detail": eps_hat[0],
-                "records": {"ape": _for_json(answers[0].ape), "cross_entropy": _for_json(answers[0].mean_cross_entropy),
+                "records": {"ape": per_record_for_json(answers[0].ape), "cross_entropy": per_record_for_json(answers[0].mean_cross_entropy),
                             "membership": np.asarray(self.membership, bool).tolist(),
                             # the naive attacks' per-record scores on draw 0 (the "why" scatter under defense)
-                            "scores": {n: _for_json(o.scores) for n, o in outcomes[0].items()}}}
+                            "scores": {n: per_record_for_json(o.scores) for n, o in outcomes[0].items()}}}
         return self._answers[key][0], self._parts[part_key]
 
     def _quantile_attacks(self) -> list[ModelAttack]:
@@ -512,7 +504,7 @@ class Defender:
                     inputs = self.defended_reference_inputs(spec, d, answers[d], self.population_answers(spec, d))
                     outcome.update(score_reference_attacks(fit_reference_attacks(inputs), answers[d], self.membership))
                 per_draw.append({n: o.result for n, o in outcome.items()})
-            adaptive_attack, adaptive_attacks = _summarise(per_draw, self.primary)
+            adaptive_attack, adaptive_attacks = summarise_draws(per_draw, self.primary)
             point.update(adaptive_attack=adaptive_attack, adaptive_attacks=adaptive_attacks)
             if attacker == "adaptive":
                 point.update(attack=adaptive_attack, attacks=adaptive_attacks)
@@ -520,9 +512,9 @@ class Defender:
         point.update(self.privacy(spec))
         if utility:
             t = time.perf_counter()
-            values = [self.utility(spec, d) for d in range(spec.draws)]
-            u_train, u_train_std = _mean_std([v[0] for v in values])
-            u_val, u_val_std = _mean_std([v[1] for v in values])
+            values = [self._draw_utility(spec, d) for d in range(spec.draws)]
+            u_train, u_train_std = mean_std([v[0] for v in values])
+            u_val, u_val_std = mean_std([v[1] for v in values])
             point.update(utility_train=u_train, utility_train_std=u_train_std, utility=u_val, utility_std=u_val_std,
                          utility_loss=utility_loss(u_val, self.baseline.utility),
                          utility_loss_train=utility_loss(u_train, self.baseline.utility_train))

@@ -13,9 +13,45 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+import numpy as np
+
 from core.experiment.results import DefendedPoint, DefenseBaseline
 from core.foundations.typed_json import BOOL, DICT, INT, NUM, STR, Typed, null, numbers, objects, sequence
+from core.measurement.metrics import scores_for_json
 from core.measurement.stats import Estimate, estimate
+
+
+# ---------------------------------------------------------------------------- a point's draws
+def per_record_for_json(values: Any) -> list[float | None]:
+    """Per-record values for JSON: each float64 exactly (:func:`core.measurement.metrics.scores_for_json`; 6
+    decimals tied a confident model's losses), None where not finite; vectorised, as every slider step
+    writes a few thousand of them."""
+    a = scores_for_json(values)
+    finite = np.isfinite(a)
+    return a if finite.all() else [v if f else None for v, f in zip(a, finite.tolist())]
+
+
+def mean_std(values: list[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation (0 for one value) of a point's per-draw values."""
+    a = np.asarray(values, np.float64)
+    return float(a.mean()), float(a.std(ddof=1)) if len(a) > 1 else 0.0
+
+
+def summarise_draws(per_draw: list[dict[str, Any]], primary: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Mean (± std over draws) of every attack's headline numbers: (the ``primary`` attack's JSON, every
+    attack's JSON by name), the layout of a point's ``attack`` and ``attacks``."""
+    names = per_draw[0].keys()
+    attacks = {}
+    for name in names:
+        rows = [d[name] for d in per_draw]
+        out: dict[str, Any] = {}
+        for metric in ("accuracy", "advantage", "auc"):
+            out[metric], out[f"{metric}_std"] = mean_std([getattr(r, metric) for r in rows])
+        out.update(tpr_at_fpr={f: mean_std([r.tpr_at_fpr[f] for r in rows])[0] for f in rows[0].tpr_at_fpr},
+                   boundary=rows[0].boundary)
+        attacks[name] = out
+    head = {k: v for k, v in attacks[primary].items() if k != "boundary"}
+    return {"name": primary, **head}, attacks
 
 
 # ---------------------------------------------------------------------------- defend's JSON
