@@ -291,7 +291,8 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
     lanes = st.session_state.get("defenses:lanes")
     if lanes is None:
         lanes = st.session_state["defenses:lanes"] = PointLanes()
-    step = lanes.step(defenders, spec, [{"utility": False}, {"utility": True, "quantile": False}])
+    # gated: every draw's points start once draw 1's numbers are drawn (step.release below), not beside their drawing
+    step = lanes.step(defenders, spec, [{"utility": False}, {"utility": True, "quantile": False}], gated=True)
     shown = {a: step.shown(a) for a in archs}  # decided once: the full points where they are in already
     one_draw = [a for a in archs if shown[a][1]]
     columns = st.columns(len(archs))
@@ -386,6 +387,7 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
                 "+0.079 ± 0.003 vs +0.064 ± 0.010; median |Δφ| 91 at k = 10 and 1.2 at k = 10,000, against the "
                 "FFNN's (0 % saturated) 28 and 0.15.")
 
+    step.release()  # draw 1's numbers are drawn: every draw's points may compute now
     failed = None
     if one_draw:
         # draw 1's numbers are on screen; wait here for the full points (in slices that yield to a slider step

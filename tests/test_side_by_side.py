@@ -180,3 +180,30 @@ def test_a_step_shows_draw_one_only_while_the_full_point_is_not_in():
         assert single.shown("rnn") == (single.full["rnn"], False)
     finally:
         lanes.close()
+
+
+def test_a_gated_steps_full_calls_wait_for_the_release():
+    """A gated step (the page's) computes draw 1's calls, and its full calls only once the page releases it (draw 1's
+    numbers drawn); a later step opens an earlier gate and the calls behind it are cancelled, not run."""
+    d = _Gate()
+    d.gate.set()  # every call computes at once: only the step's gate holds anything
+    lanes = PointLanes()
+    try:
+        step = lanes.step({"rnn": d}, DefenseSpec("dirichlet", 5.0, draws=8), CALLS, gated=True)
+        assert [f.result(timeout=120) for f in step.first["rnn"]] == [(5.0, 1)] * 2
+        # the lane sits at the gate behind draw 1's calls: the full calls are queued, not run
+        assert not any(f.done() or f.running() for f in step.full["rnn"])
+        assert [(v, n) for v, n, _ in d.calls] == [(5.0, 1)] * 2
+        step.release()
+        assert [f.result(timeout=120) for f in step.full["rnn"]] == [(5.0, 8)] * 2
+        held = lanes.step({"rnn": d}, DefenseSpec("dirichlet", 6.0, draws=8), CALLS, gated=True)
+        assert [f.result(timeout=120) for f in held.first["rnn"]] == [(6.0, 1)] * 2
+        moved = lanes.step({"rnn": d}, DefenseSpec("dirichlet", 7.0, draws=8), CALLS, gated=True)  # never released
+        assert held.gate.is_set() and all(f.cancelled() for f in held.full["rnn"])
+        assert [f.result(timeout=120) for f in moved.first["rnn"]] == [(7.0, 1)] * 2
+        moved.release()
+        assert [f.result(timeout=120) for f in moved.full["rnn"]] == [(7.0, 8)] * 2
+        assert [(v, n) for v, n, _ in d.calls] == ([(5.0, 1)] * 2 + [(5.0, 8)] * 2 + [(6.0, 1)] * 2 + [(7.0, 1)] * 2
+                                                   + [(7.0, 8)] * 2)
+    finally:
+        lanes.close()
