@@ -291,8 +291,10 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
     lanes = st.session_state.get("defenses:lanes")
     if lanes is None:
         lanes = st.session_state["defenses:lanes"] = PointLanes()
-    # gated: every draw's points start once draw 1's numbers are drawn (step.release below), not beside their drawing
-    step = lanes.step(defenders, spec, [{"utility": False}, {"utility": True, "quantile": False}], gated=True)
+    # gated: every draw's points start once draw 1's numbers are drawn (step.release below), not beside their drawing;
+    # draw 1 alone without the registry's attacks (label-only, gap, quantile regression): its cards show none of them
+    calls = [{"utility": False}, {"utility": True, "quantile": False}]
+    step = lanes.step(defenders, spec, calls, gated=True, first_calls=[{**c, "registry": False} for c in calls])
     shown = {a: step.shown(a) for a in archs}  # decided once: the full points where they are in already
     one_draw = [a for a in archs if shown[a][1]]
     columns = st.columns(len(archs))

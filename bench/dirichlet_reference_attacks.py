@@ -26,6 +26,7 @@ from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from core.defenses.adaptive_answers import defended_reference_inputs  # noqa: E402
 from core.defenses.defender import Defender  # noqa: E402
 
 from core.defenses.spec import DefenseSpec
@@ -66,7 +67,7 @@ def main() -> None:
                 answers = d.victim_answers(spec, draw, False)
                 population = d.population_answers(spec, draw)
                 out = score_reference_attacks(d.reference_attacks, answers, d.membership, population)
-                inputs = d.defended_reference_inputs(spec, draw, answers, population)
+                inputs = defended_reference_inputs(d, spec, draw, answers, population)
                 out_ad = score_reference_attacks(fit_reference_attacks(inputs), answers, d.membership)
                 for n in naive:
                     naive[n].append(out[n].result.auc - base[n])

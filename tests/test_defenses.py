@@ -377,18 +377,22 @@ def test_gpm_points_equal_the_model_run_path(overfit):
     assert any(key[0] != "victim" and store for key, store in fresh._forwards.items())
 
 
-def test_a_full_point_takes_draw_zero_from_the_one_draw_point(overfit, monkeypatch):
+@pytest.mark.parametrize("registry", [True, False])
+def test_a_full_point_takes_draw_zero_from_the_one_draw_point(overfit, monkeypatch, registry):
     """The slider shows a new value's one-draw point first, then its full point (issue 32.16): the full point takes
     draw 0's answers, outcomes and query from the one-draw point and computes only the later draws — and every
-    number (quantile regression's included) is the one a Defender computing all draws itself gives."""
+    number (quantile regression's included) is the one a Defender computing all draws itself gives. The page's
+    one-draw point leaves the registry's attacks out (``registry=False``): the full point adds theirs on draw 0."""
     for mechanism, value in (("dirichlet", 2.5), ("gpm", 0.01)):
-        every = Defender(overfit.models, ArtifactCache(overfit.cache.directory / f"../every_draw_{mechanism}"))
+        every = Defender(overfit.models, ArtifactCache(overfit.cache.directory / f"../every_draw_{mechanism}_{registry}"))
         every.reuse_first_draw = False
-        staged = Defender(overfit.models, ArtifactCache(overfit.cache.directory / f"../staged_{mechanism}"))
+        staged = Defender(overfit.models, ArtifactCache(overfit.cache.directory / f"../staged_{mechanism}_{registry}"))
         full, one = DefenseSpec(mechanism, value, draws=3, seed=7), DefenseSpec(mechanism, value, draws=1, seed=7)
         calls = [{"utility": False}, {"utility": True, "quantile": False}, {"utility": True}]
-        for call in calls:
-            staged.point(one, "naive", **call)
+        for call in calls[:2] if not registry else calls:
+            first = staged.point(one, "naive", **call, registry=registry)
+            names = {n for a in overfit.model_attacks for n in a.names}
+            assert (names & set(first.attacks)) == (set() if not registry else names - set(first.skipped_attacks))
         asked, utilities = [], []
         monkeypatch.setattr(staged, "victim_answers", lambda spec, draw, *a, f=staged.victim_answers:
                             asked.append(draw) or f(spec, draw, *a))

@@ -37,7 +37,7 @@ from core.attacks.registry import ModelAttack
 from core.experiment.model_attacks import DEFENDED_REFIT_STEPS, QuantileAttack, UndefendedQuery, record_score
 from core.experiment.pipeline import AttackVariant, fitted_attack_variants, fitted_attacks
 from core.experiment.roles import TrainedModels
-from core.experiment.reference_attacks import (Calibration, ReferenceAttack, ReferenceInputs, fit_reference_attacks,
+from core.experiment.reference_attacks import (ReferenceAttack, ReferenceInputs, fit_reference_attacks,
     reference_inputs, score_reference_attacks)
 from core.measurement.responses import Responses
 from core.tasks.base import LogitClassifier
@@ -47,6 +47,7 @@ from core.defenses.registry import OutputMechanism, WeightMechanism
 from core.defenses.sensitivity import SensitivityEstimate, cached_sensitivity, sample_sensitivity
 from core.defenses.spec import ATTACKERS, NAIVE_FIELDS, DefenseSpec
 from core.defenses.defended_query import DefendedQuery, RememberingModel
+from core.defenses.adaptive_answers import adaptive_shadow_answers, defended_reference_inputs
 from core.defenses.defense_results import DefenseRun, mean_std, per_record_for_json, summarise_draws
 
 
@@ -83,8 +84,9 @@ class Defender:
         self._directions: dict[tuple[str, str, int, int], Any] = {}
         self._noisy_models: dict[str, dict[tuple[str, int], torch.nn.Module]] = {}
         self._memo: dict[tuple, DefendedPoint] = {}
-        #: per (value, record features): the draws' defended answers, the naive attacks' outcomes but quantile
-        #: regression's, and the draws' DefendedQuery; the summaries built from them, with or without quantile
+        #: per (value, record features, registry's attacks or not): the draws' defended answers, the naive attacks'
+        #: outcomes but quantile regression's, and the draws' DefendedQuery; the summaries built from them, with or
+        #: without quantile
         self._answers: dict[tuple, tuple[list[Responses], list[dict], list["DefendedQuery"]]] = {}
         self._parts: dict[tuple, dict[str, Any]] = {}
         self._population: dict[tuple, Responses] = {}
@@ -184,24 +186,6 @@ class Defender:
         return self.task.respond(self.cfg, self.remembering((spec.draw_key, "victim", draw), model), self.models.data,
                                  self.models.splits.eval_index)
 
-    def shadow_answers(self, spec: DefenseSpec, draw: int) -> Responses:
-        """The adaptive attacker's shadows answering through the same mechanism (draw ``draw``)."""
-        parts = []
-        mech = spec.mechanism_class
-        for i, shadow in enumerate(self.models.shadows):
-            role = f"shadow_{i}"
-            query = self.models.shadow_query_index(i)
-            if isinstance(mech, OutputMechanism):
-                part = mech.transform(shadow.responses[self.cfg.epochs], spec, self._rng(spec, draw, role))
-                transform = mech.torch_transform(spec, self._torch_generator(spec, draw, role))
-                part.record_features.update(self.task.record_features_under(
-                    self.cfg, self._shadow_model(i), self.models.data, query, transform))
-            else:
-                model = self._noisy(role, self._shadow_model(i), shadow.weights, spec, draw)
-                part = self.task.respond(self.cfg, model, self.models.data, query)
-            parts.append(part)
-        return Responses.concat(parts)
-
     def population_answers(self, spec: DefenseSpec, draw: int) -> Responses:
         """The defended victim's answers on RMIA's population (the attacker queries it too);
         memoised per (spec, draw), so the naive and the adaptive attacker share one query."""
@@ -220,41 +204,6 @@ class Defender:
             self._population[key] = out
         return self._population[key]
 
-    def defended_reference_inputs(self, spec: DefenseSpec, draw: int, target: Responses,
-                                  population_target: Responses) -> ReferenceInputs:
-        """The adaptive attacker's LiRA/RMIA inputs: every shadow answer (on the attacked records, the
-        population and the calibration records) through the same mechanism, draw ``draw``."""
-        inputs = self.reference_inputs
-        cal = inputs.calibration
-        n = len(inputs.references)
-        mech = spec.mechanism_class
-        if isinstance(mech, OutputMechanism):
-            def through(r: Responses, role: str) -> Responses:
-                return mech.transform(r, spec, self._rng(spec, draw, role))
-
-            refs = [through(r, f"shadow_{i}/eval") for i, r in enumerate(inputs.references)]
-            pop_refs = [through(r, f"shadow_{i}/population") for i, r in enumerate(inputs.population_references)]
-            cal = cal.mapped(lambda k, r: through(r, f"shadow_{k}/calibration"),
-                             lambda j, k, r: through(r, f"shadow_{j}/calibration_{k}"))
-        else:
-            # each noisy shadow answers every record it is asked about once, then the answers are split
-            parts = [inputs.eval_index, inputs.population_index, *cal.queries]
-            bounds = np.cumsum([0] + [len(p) for p in parts])
-            everything = np.concatenate(parts)
-            refs, pop_refs, per_query = [], [], []
-            for i, shadow in enumerate(self.models.shadows):
-                model = self._noisy(f"shadow_{i}", self._shadow_model(i), shadow.weights, spec, draw)
-                r = self.task.respond(self.cfg, model, self.models.data, everything, record_features=False)
-                split = [r.subset(np.arange(bounds[p], bounds[p + 1])) for p in range(len(parts))]
-                refs.append(split[0])
-                pop_refs.append(split[1])
-                per_query.append(split[2:])  # shadow i on shadow k's calibration records
-            cal = Calibration(cal.queries, [per_query[k][k] for k in range(n)],
-                              [[per_query[j][k] for j in range(n) if j != k] for k in range(n)],
-                              cal.out_masks, cal.membership)
-        return ReferenceInputs(target, refs, population_target, pop_refs, cal, inputs.population_index,
-                               inputs.eval_index)
-
     def utility(self, spec: DefenseSpec, draw: int) -> tuple[float, float]:
         """(members, non-members) utility of the defended victim on the learning curve's records."""
         splits = self.models.splits
@@ -269,7 +218,7 @@ class Defender:
                     self.task.utility(self.cfg, model, self.models.data, splits.victim_nonmembers, transform))
         # the noisy victim answered these very records for the attack (eval_index = members ++
         # non-members, same draw): where the task reads its utility off answers, no model run again
-        answered = self._answers.get((spec.key, True))
+        answered = self._answers.get((spec.key, True, True)) or self._answers.get((spec.key, True, False))
         n = len(splits.eval_members)
         if answered is not None and draw < len(answered[0]) and np.array_equal(
                 splits.eval_index, np.concatenate([splits.eval_members, splits.victim_nonmembers])):
@@ -340,43 +289,23 @@ class Defender:
         point = DefendedPoint.from_dict(stored)
         return point if point.value == spec.value else None
 
-    def _naive(self, spec: DefenseSpec, with_features: bool, quantile: bool = True
+    def _naive(self, spec: DefenseSpec, with_features: bool, quantile: bool = True, registry: bool = True
                ) -> tuple[list[Responses], dict[str, Any]]:
         """The victim's defended answers (one per draw) and the naive attacker's numbers on them,
         memoised so a full point re-uses what the slider's fast point computed. ``quantile``: with the
         quantile-regression attack (its refits on every draw's defended pool answers, most of a fast point's
-        CPU); without it the slider's fast point, and a later call with it adds only its refits."""
-        key = (spec.key, with_features)
+        CPU); without it the slider's fast point, and a later call with it adds only its refits. ``registry``: with
+        the registry's models-stage attacks (label-only, gap, quantile regression; the label-only attack's augmented
+        queries are most of a one-draw point's CPU); without them the Defenses page's draw-1 stand-in, whose cards
+        show the shadow attack, LiRA and RMIA alone; a later call with them adds only theirs."""
+        key = (spec.key, with_features, registry)
         if key not in self._answers:
-            # an output mechanism changes output-dependent record features: the model re-runs
-            features = isinstance(spec.mechanism_class, OutputMechanism) and with_features
-            # draw 0 of the one-draw point of this value (the slider's first numbers, computed just before) is this
-            # point's draw 0 — a draw's noise is seeded by (seed, draw, role), not by the number of draws — so its
-            # answers, outcomes and query are taken as they are and only the later draws computed (issue 32.16)
-            done = self._answers.get((spec.draw_key, with_features), ([], [], []))
-            if spec.draws == 1 or not self.reuse_first_draw:
-                done = ([], [], [])
-            start = len(done[0])
-            answers = [self.victim_answers(spec, d, features) for d in range(start, spec.draws)]
-            attacks = [a for a in self.naive_attacks if with_features or not isinstance(a, RecordFeatureAttack)]
-            outcomes = [score_attacks(attacks, r, self.membership) for r in answers]
-            if self.reference_attacks:
-                for d, (r, out) in enumerate(zip(answers, outcomes), start):
-                    out.update(score_reference_attacks(self.reference_attacks, r, self.membership,
-                                                       self.population_answers(spec, d)))
-            # the draws' label and augmented queries asked together (the victim answers each once for all draws);
-            # without reuse, each draw's own, as before issue 32.16 (the tests compare both)
-            queries = (DefendedQuery.draws(self, spec, answers, start) if self.reuse_victim_outputs
-                       else [DefendedQuery(self, spec, d, r) for d, r in enumerate(answers, start)])
-            for query, out in zip(queries, outcomes):
-                for attack in self.model_attacks:
-                    if not isinstance(attack, QuantileAttack):
-                        out.update(attack.outcomes(query))
+            draws = self._draws(spec, with_features, registry)
             if len(self._answers) > 64:  # a long slider session: keep memory bounded
                 self._answers.clear()
                 self._parts.clear()
-            self._answers[key] = (done[0] + answers, done[1] + outcomes, done[2] + queries)
-        part_key = (*key, bool(quantile and self._quantile_attacks()))
+            self._answers[key] = draws
+        part_key = (*key, bool(quantile and registry and self._quantile_attacks()))
         if part_key not in self._parts:
             answers, outcomes, queries = self._answers[key]
             if part_key[-1]:
@@ -393,11 +322,53 @@ class Defender:
                 "attack": attack, "attacks": attacks,
                 "epsilon_lower_bound": mean_std([e.lower_bound for e in eps_hat])[0],
                 "epsilon_lower_bound_detail": eps_hat[0],
-                "records": {"ape": per_record_for_json(answers[0].ape), "cross_entropy": per_record_for_json(answers[0].mean_cross_entropy),
+                "records": {"ape": per_record_for_json(answers[0].ape),
+                            "cross_entropy": per_record_for_json(answers[0].mean_cross_entropy),
                             "membership": np.asarray(self.membership, bool).tolist(),
                             # the naive attacks' per-record scores on draw 0 (the "why" scatter under defense)
                             "scores": {n: per_record_for_json(o.scores) for n, o in outcomes[0].items()}}}
         return self._answers[key][0], self._parts[part_key]
+
+    def _draws(self, spec: DefenseSpec, with_features: bool, registry: bool
+               ) -> tuple[list[Responses], list[dict[str, Any]], list[DefendedQuery]]:
+        """Every draw's defended answers, the naive attacks' outcomes on them (with ``registry`` the registry's attacks'
+        too, but quantile regression's) and the draws' queries. What was computed before is taken as it is, and only
+        the rest computed (issue 32.16): this value's draws without the registry's attacks (theirs are added), or
+        draw 0 of the one-draw point of this value (the slider's first numbers): a draw's noise is seeded by
+        (seed, draw, role), not by the number of draws, so it is this point's draw 0."""
+        earlier = [(spec.key, False)] if registry else []
+        if spec.draws > 1 and self.reuse_first_draw:
+            earlier += [(spec.draw_key, registry)] + ([(spec.draw_key, False)] if registry else [])
+        answers: list[Responses] = []
+        outcomes: list[dict[str, Any]] = []
+        queries: list[DefendedQuery] = []
+        scored = 0  # how many of the draws carry the registry's attacks' outcomes
+        for k, with_registry in earlier:
+            if (prior := self._answers.get((k, with_features, with_registry))) is not None:
+                answers, outcomes, queries = list(prior[0]), [dict(o) for o in prior[1]], list(prior[2])
+                scored = len(answers) if with_registry else 0
+                break
+        start = len(answers)
+        # an output mechanism changes output-dependent record features: the model re-runs
+        features = isinstance(spec.mechanism_class, OutputMechanism) and with_features
+        new = [self.victim_answers(spec, d, features) for d in range(start, spec.draws)]
+        attacks = [a for a in self.naive_attacks if with_features or not isinstance(a, RecordFeatureAttack)]
+        outcomes += [score_attacks(attacks, r, self.membership) for r in new]
+        if self.reference_attacks:
+            for d, r in enumerate(new, start):
+                outcomes[d].update(score_reference_attacks(self.reference_attacks, r, self.membership,
+                                                           self.population_answers(spec, d)))
+        # the draws' label and augmented queries asked together (the victim answers each once for all draws);
+        # without reuse, each draw's own, as before issue 32.16 (the tests compare both)
+        queries += (DefendedQuery.draws(self, spec, new, start) if self.reuse_victim_outputs
+                    else [DefendedQuery(self, spec, d, r) for d, r in enumerate(new, start)])
+        answers += new
+        if registry:
+            for query, out in zip(queries[scored:], outcomes[scored:]):
+                for attack in self.model_attacks:
+                    if not isinstance(attack, QuantileAttack):
+                        out.update(attack.outcomes(query))
+        return answers, outcomes, queries
 
     def _quantile_attacks(self) -> list[ModelAttack]:
         """The fitted quantile-regression attacks (none where the task offers no record features for it)."""
@@ -413,20 +384,24 @@ class Defender:
                 attack.regressor.refit_many(attack.pool_features, [record_score(q.respond(attack.pool)) for q in queries],
                                             DEFENDED_REFIT_STEPS)
 
-    def _quantile_flag(self, spec: DefenseSpec, attacker: str, utility: bool, quantile: bool | None) -> bool:
-        """``spec`` and ``attacker`` checked, and whether quantile regression is scored (:meth:`point`'s rule)."""
+    def _flags(self, spec: DefenseSpec, attacker: str, utility: bool, quantile: bool | None, registry: bool
+               ) -> tuple[bool, bool]:
+        """``spec`` and ``attacker`` checked, and whether quantile regression and the registry's attacks are scored
+        (:meth:`point`'s rule)."""
         spec.validate()
         if attacker not in ATTACKERS:
             raise ConfigError(f"attacker must be one of {', '.join(ATTACKERS)}, got {attacker!r}")
         quantile = utility if quantile is None else bool(quantile)
         if self.primary == "quantile" or not self._quantile_attacks():
             quantile = True  # nothing to leave out (or the headline attack itself)
-        return quantile
+        registry = bool(registry) or not self.model_attacks or any(self.primary in a.names for a in self.model_attacks)
+        return (quantile and registry) or not self._quantile_attacks(), registry
 
-    def _known(self, spec: DefenseSpec, attacker: str, utility: bool, quantile: bool
+    def _known(self, spec: DefenseSpec, attacker: str, utility: bool, quantile: bool, registry: bool = True
                ) -> tuple[tuple, str | None, DefendedPoint | None]:
         """(memo key, the fast point's disk key or None, the point if memoised or stored, else None)."""
         memo_key = (spec.key, attacker, utility) if quantile == utility else (spec.key, attacker, utility, quantile)
+        memo_key += () if registry else ("no registry",)
         if memo_key in self._memo:
             return memo_key, None, self._memo[memo_key].with_json(self.privacy(spec))
         if utility and (stored := self.measured(spec, attacker)) is not None:
@@ -434,8 +409,9 @@ class Defender:
         # the slider's fast point is kept on disk too: a new server session reads a curve's points instead of
         # recomputing them (first open, image quick, 3 repeats: 13 s of Dir_k curves); read once, then from
         # memory. Without quantile regression under its own key (the points under the old key carry it).
-        fast_key = (self.cache.key("defended_fast" if quantile else "defended_fast_noquantile",
-                                   self.cfg.config_hash, spec.key)
+        # Without the registry's attacks (the Defenses page's draw-1 stand-in) under a third.
+        fast_key = (self.cache.key("defended_fast_noregistry" if not registry else
+                                   "defended_fast" if quantile else "defended_fast_noquantile", self.cfg.config_hash, spec.key)
                     if not utility and attacker == "naive" else None)
         if fast_key is not None and (stored := self._stored_point(fast_key, spec)) is not None:
             self._memo[memo_key] = stored
@@ -443,13 +419,13 @@ class Defender:
         return memo_key, fast_key, None
 
     def ready(self, spec: DefenseSpec, attacker: str = "naive", utility: bool = True,
-              quantile: bool | None = None) -> DefendedPoint | None:
+              quantile: bool | None = None, registry: bool = True) -> DefendedPoint | None:
         """:meth:`point`'s answer if memoised or stored, else None; never computes (a slider step shows a known
         point whole at once, any other first by its one-draw point: :mod:`core.defenses.side_by_side`)."""
-        return self._known(spec, attacker, utility, self._quantile_flag(spec, attacker, utility, quantile))[2]
+        return self._known(spec, attacker, utility, *self._flags(spec, attacker, utility, quantile, registry))[2]
 
     def point(self, spec: DefenseSpec, attacker: str = "naive", utility: bool = True,
-              quantile: bool | None = None) -> DefendedPoint:
+              quantile: bool | None = None, registry: bool = True) -> DefendedPoint:
         """Attack numbers, utility and guarantees at one defended point (see the module docstring).
 
         ``utility=False`` is the slider's fast path: no utility, and attacks that read
@@ -459,10 +435,12 @@ class Defender:
         defended answers: most of a fast point's CPU); default: with utility (the full point, the only one
         cached under the full point's key), not without (the slider's fast point lists it in
         ``skipped_attacks``). ``utility=True, quantile=False`` is the Defenses page's utility card of a
-        slider step: kept in memory only; a full point measured before is returned instead.
+        slider step: kept in memory only; a full point measured before is returned instead. ``registry=False``
+        leaves the registry's models-stage attacks out too (label-only, gap, quantile regression; listed in
+        ``skipped_attacks``): the Defenses page's draw-1 stand-in, whose cards show none of them.
         """
-        quantile = self._quantile_flag(spec, attacker, utility, quantile)
-        memo_key, fast_key, known = self._known(spec, attacker, utility, quantile)
+        quantile, registry = self._flags(spec, attacker, utility, quantile, registry)
+        memo_key, fast_key, known = self._known(spec, attacker, utility, quantile, registry)
         if known is not None:
             return known
         disk_key = self.cache.key("defended", self.cfg.config_hash, spec.key, attacker)
@@ -475,16 +453,19 @@ class Defender:
         skip = set() if with_features else {a.name for a in self.naive_attacks if isinstance(a, RecordFeatureAttack)}
         if not quantile:
             skip |= {n for a in self._quantile_attacks() for n in a.names}
+        if not registry:
+            skip |= {n for a in self.model_attacks for n in a.names}
         # a fast point of this value read from disk (a curve's point) whose naive numbers are this point's — the
         # same attacks on the same draws, none skipped that this point scores — so only the utility is computed
         # (the Defenses page's step onto a curve value scored every attack again for its utility card before)
         fast = next((p for k in ((spec.key, "naive", False), (spec.key, "naive", False, True))
                      if (p := self._memo.get(k)) is not None and set(p.skipped_attacks or ()) <= skip), None)
-        if utility and attacker == "naive" and fast is not None and (spec.key, with_features) not in self._answers:
+        computed = (spec.key, with_features, registry) in self._answers
+        if utility and attacker == "naive" and fast is not None and not computed:
             stored = fast.to_dict()
             answers, naive_part = [], {k: stored[k] for k in NAIVE_FIELDS if k in stored}
         else:
-            answers, naive_part = self._naive(spec, with_features, quantile)
+            answers, naive_part = self._naive(spec, with_features, quantile, registry)
         point: dict[str, Any] = {"value": spec.value, "mechanism": spec.mechanism, "draws": spec.draws, **naive_part}
         if attacker == "adaptive":
             point.pop("attack"), point.pop("attacks")
@@ -495,13 +476,13 @@ class Defender:
             per_draw = []
             # the draws' attacks are fitted together (the same shadow records under each draw)
             fitted = fitted_attack_variants(self.models, [
-                AttackVariant(tag=f"{spec.key}/draw{d}", shadow_responses=self.shadow_answers(spec, d))
+                AttackVariant(tag=f"{spec.key}/draw{d}", shadow_responses=adaptive_shadow_answers(self, spec, d))
                 for d in range(spec.draws)], cache=self.cache)
             for d in range(spec.draws):
                 attacks = [a for a in fitted[d] if a.name not in skip]
                 outcome = score_attacks(attacks, answers[d], self.membership)
                 if self.reference_attacks:
-                    inputs = self.defended_reference_inputs(spec, d, answers[d], self.population_answers(spec, d))
+                    inputs = defended_reference_inputs(self, spec, d, answers[d], self.population_answers(spec, d))
                     outcome.update(score_reference_attacks(fit_reference_attacks(inputs), answers[d], self.membership))
                 per_draw.append({n: o.result for n, o in outcome.items()})
             adaptive_attack, adaptive_attacks = summarise_draws(per_draw, self.primary)
@@ -524,7 +505,7 @@ class Defender:
         point.update(timings=timings, skipped_attacks=sorted(skip))
         # typed as it is born: checked against the layout before it is stored or returned
         typed = DefendedPoint.from_dict(point)
-        if utility and quantile:
+        if utility and quantile and registry:
             self.cache.put_json(disk_key, typed.to_dict(), allow_nan=False)
         elif fast_key is not None and not self.cache.read_only:  # a read-only cache still serves the slider
             self.cache.put_json(fast_key, typed.to_dict(), allow_nan=False)

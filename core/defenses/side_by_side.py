@@ -155,13 +155,15 @@ class PointLanes:
         return cancelled
 
     def step(self, defenders: Mapping[K, Any], spec: DefenseSpec, calls: Sequence[Mapping[str, Any]],
-             attacker: str = "naive", gated: bool = False) -> Step[K]:
+             attacker: str = "naive", gated: bool = False,
+             first_calls: Sequence[Mapping[str, Any]] | None = None) -> Step[K]:
         """A slider step to ``spec``: earlier steps' calls not started are cancelled; per key, the calls'
         points if every one is known (:meth:`Defender.ready`: resolved futures, nothing computed), else the calls
         at ``spec`` queued in the key's lane, preceded by the same calls at one draw where the first call's point
         is not known and ``spec.draws`` > 1 (a known first point — the cards' — needs no stand-in: only the later
         calls compute, e.g. the utility of a point read from the cache). ``gated``: the full calls that follow
-        one-draw calls wait for :meth:`Step.release` (see the module docstring)."""
+        one-draw calls wait for :meth:`Step.release` (see the module docstring). ``first_calls``: the one-draw
+        calls, one per call (default: the same calls; the page's leave out what its draw-1 cards do not show)."""
         self.cancel_queued()
         full: dict[K, list[Future]] = {}
         first: dict[K, list[Future]] = {}
@@ -175,7 +177,7 @@ class PointLanes:
                 full[key] = [_resolved(p) for p in known]
                 continue
             if spec.draws > 1 and known[0] is None:  # the first call's point (the page's cards) computed: draw 1 first
-                first.update(self.submit({key: defender}, replace(spec, draws=1), calls, attacker))
+                first.update(self.submit({key: defender}, replace(spec, draws=1), first_calls or calls, attacker))
                 if gate is not None:
                     with self._lock:
                         self._lanes[key].submit(gate.wait, GATE_TIMEOUT_S)
