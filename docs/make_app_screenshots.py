@@ -1,5 +1,5 @@
 """Screenshots of the app itself for issue 32's points that only the eye can check, written as PNG into ``docs/``:
-the Defenses table before "Measure" (32.9), the ROC legends and the matched-utility table (32.12), a long
+the Defenses table before "Measure" (32.9), a σ step's draw 1 and then every draw in its place (32.16), the ROC legends and the matched-utility table (32.12), a long
 analysis' button with its time (32.13) and a missing CIFAR-10 folder (32.14). Re-make them when those parts change.
 
     MIA_CACHE_DIR=/tmp/cache streamlit run app.py --server.port 8765 --server.headless true &   # image quick cached
@@ -61,6 +61,16 @@ def main() -> int:
         settle(page)
         open_tab(page, "Table over the grid")
         crop(page, "Dirichlet: the grid", args.out / "issue32_defenses_table.png", 700)
+        # 32.16: a σ step to a value not computed before shows draw 1 labelled, then every draw's mean in its place
+        page.get_by_text("Gaussian (weights)", exact=True).click()
+        settle(page)
+        page.locator("[data-testid=stSlider] input[type=range]").first.focus()
+        page.keyboard.press("ArrowRight")
+        page.get_by_text("the rest are computing").first.wait_for(timeout=60_000)
+        crop(page, "σ = ", args.out / "issue32_sigma_draw1.png", 560)
+        page.get_by_text("the rest are computing").first.wait_for(state="detached", timeout=120_000)
+        settle(page)
+        crop(page, "σ = ", args.out / "issue32_sigma_all_draws.png", 500)
         page.goto(f"{args.url}/Train_and_attack?task=image")
         settle(page)
         open_tab(page, "Attacks")
