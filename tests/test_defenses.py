@@ -377,6 +377,23 @@ def test_gpm_points_equal_the_model_run_path(overfit):
     assert any(key[0] != "victim" and store for key, store in fresh._forwards.items())
 
 
+def test_a_point_lists_as_skipped_only_the_attacks_it_does_not_carry(overfit):
+    """The utility card's point of a value whose fast point, read from the cache (a curve's point), scored quantile
+    regression takes that fast point's numbers: it carries quantile regression's, so it does not list it as skipped
+    (the page would say it is not computed beside a number that is)."""
+    cache = ArtifactCache(overfit.cache.directory / "../skipped_lists")
+    spec = DefenseSpec("dirichlet", 1.7, draws=2)
+    fast = Defender(overfit.models, cache).point(spec, "naive", utility=False, quantile=True)
+    assert "quantile" in fast.attacks and not fast.skipped_attacks
+    d = Defender(overfit.models, cache)  # another session: reads the fast point, computes only the utility
+    assert d.point(spec, "naive", utility=False, quantile=True).attacks == fast.attacks
+    card = d.point(spec, "naive", utility=True, quantile=False)
+    assert card.attacks == fast.attacks and "quantile" not in card.skipped_attacks
+    alone = Defender(overfit.models, ArtifactCache(overfit.cache.directory / "../skipped_lists_alone"))
+    card = alone.point(spec, "naive", utility=True, quantile=False)  # nothing scored before: quantile left out
+    assert "quantile" not in card.attacks and card.skipped_attacks == ("quantile",)
+
+
 @pytest.mark.parametrize("registry", [True, False])
 def test_a_full_point_takes_draw_zero_from_the_one_draw_point(overfit, monkeypatch, registry):
     """The slider shows a new value's one-draw point first, then its full point (issue 32.16): the full point takes
@@ -400,6 +417,7 @@ def test_a_full_point_takes_draw_zero_from_the_one_draw_point(overfit, monkeypat
         for call in calls:
             a, b = every.point(full, "naive", **call), staged.point(full, "naive", **call)
             assert replace(a, timings=None) == replace(b, timings=None)
+            assert not set(b.skipped_attacks) & set(b.attacks)  # a skipped attack is one the point does not carry
         assert asked and 0 not in asked and set(asked) <= {1, 2}  # draw 0 was the one-draw point's
         assert sorted(utilities) == [1, 2]  # its utility too, once per draw
 

@@ -502,7 +502,8 @@ class Defender:
             timings["utility_s"] = time.perf_counter() - t
         else:
             point.update(utility=None, utility_train=None, utility_loss=None, utility_loss_train=None)
-        point.update(timings=timings, skipped_attacks=sorted(skip))
+        # what this point leaves out and does not carry (a fast point read for the utility card may carry more)
+        point.update(timings=timings, skipped_attacks=sorted(skip - set(point.get("attacks") or ())))
         # typed as it is born: checked against the layout before it is stored or returned
         typed = DefendedPoint.from_dict(point)
         if utility and quantile and registry:
