@@ -424,3 +424,28 @@ def test_f3_reads_the_dirichlet_points_cached_past_the_target(monkeypatch):
     assert row.n == 9 and row.missing == ()
     del have[repeat_config(cfg, 7).config_hash]  # repeat 7 not cached: the row stops at N = 7
     assert fd.dirichlet_row("navigation", "quick", None, cache=None, costs=Costs(), target=6).n == 7
+
+
+def test_f2_reads_the_memorization_results_cached_past_the_target(monkeypatch):
+    """F2's row read only the first ``target`` repeats (issue 35's note: "F2's row still stops at the target"), so the
+    repeats its "repeats to decide" asks for changed nothing; it reads on past the target while both architectures'
+    memorization results are cached, and stops at the first repeat missing for either."""
+    import core.analyses.findings_defenses as fd
+    from core.analyses.findings_base import Costs
+    from core.analyses.repeats import repeat_config
+    from core.tasks import get_task
+
+    configs = {a: get_task("image").make_config(a, "quick", {}) for a in ("ffnn", "rnn")}
+    have = {repeat_config(c, r).config_hash: (a, r) for a, c in configs.items() for r in range(9)}
+
+    class Result:  # the field the row reads off a cached Memorization: the first block's attack accuracy
+        def __init__(self, arch: str, r: int):
+            block = type("B", (), {"attack_accuracy": (0.6 if arch == "ffnn" else 0.55) + 0.01 * (r % 3)})()
+            self.blocks = [block]
+
+    monkeypatch.setattr(fd, "_cached_memorization", lambda c, cache: Result(*have[c.config_hash])
+                        if c.config_hash in have else None)
+    row = fd.memorization_row("image", "quick", None, cache=None, costs=Costs(), target=6)
+    assert row.n == 9 and row.missing == ()
+    del have[repeat_config(configs["rnn"], 7).config_hash]  # the RNN's repeat 7 not cached: the row stops at N = 7
+    assert fd.memorization_row("image", "quick", None, cache=None, costs=Costs(), target=6).n == 7
