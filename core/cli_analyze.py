@@ -128,7 +128,6 @@ def cached_analyze(args: argparse.Namespace, configs: dict[str, Any], names: tup
     page's data, nothing trains), written as ``analyze`` writes its results (one class, ``AnalysesResults``; the
     view's key order kept)."""
     from core.analyses import analyses_view
-    from core.analyses.analyses_json import AnalysesResults
     from core.views.report import write_analyses
 
     if set(names) - set(analyses_view.CACHED):
@@ -146,7 +145,7 @@ def cached_analyze(args: argparse.Namespace, configs: dict[str, Any], names: tup
     folder = out_folder(args.out)
     for name in ("analyses.json", *(f"{n}.{ext}" for n in analyses_view.CACHED for ext in ("csv", "html"))):
         check_out_path(folder / name)
-    results = AnalysesResults.from_dict(analyses_view.analyses_view(configs, repeats=repeats).to_dict())
+    results = analyses_view.analyses_view(configs, repeats=repeats).as_results()
     for path in write_analyses(results.to_dict(), folder):
         if not args.quiet:
             print(f"wrote {path}", file=sys.stderr)

@@ -12,6 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from core.analyses import analyses_view, analysis
+from core.analyses.analyses_json import AnalysesResults
 from core.experiment.pipeline import load_models, run_experiment
 from core.experiment.results import RunSummary
 from core.foundations.errors import NotCachedError
@@ -49,6 +50,9 @@ def test_the_view_reads_the_cache_only_and_the_cli_writes_it(tmp_path, monkeypat
     view = analyses_view.analyses_view(configs)
     data = view.to_dict()
     assert {"scatter", "most_exposed", "vulnerability", "verdicts"} <= set(data) and "repeats" not in data
+    typed = view.as_results()  # analyses.json's one class: verdicts typed, the analyses under their names
+    assert isinstance(typed, AnalysesResults) and typed.to_dict() == data and typed.task == "image"
+    assert set(typed.verdicts) == set(view.verdicts) and list(typed.analyses) == list(view.results)
     assert set(view.verdicts) == {"rnn_more_vulnerable", "lower_member_entropy", "rnn_more_vulnerable_over_training"}
     # the same numbers as the analyses themselves on the same runs
     assert data["scatter"]["rnn"]["attacks"]["shadow"]["accuracy"] == \

@@ -64,7 +64,7 @@ REPEATS = {"n": 2, "seeds": [0, 7], "verdicts": {}, "missing": {"memorization": 
     # analyze's order: verdicts before the analyses, repeats last
     {"task": "image", "archs": ["ffnn", "rnn"], "verdicts": {"v": _verdict("inconclusive")},
      "scatter": {"ffnn": {"x": [1, 2]}}, "most_exposed": {"ffnn": []}, "repeats": REPEATS},
-    # analyze --cached's (AnalysesView.to_dict): the analyses, then verdicts and repeats
+    # analyze --cached's (AnalysesView.as_results): the analyses, then verdicts and repeats
     {"task": "image", "archs": ["ffnn", "rnn"], "scatter": {"ffnn": {"x": [1, 2]}}, "vulnerability": {},
      "verdicts": {"v": _verdict("holds")}, "repeats": REPEATS},
 ])

@@ -6,7 +6,7 @@ The one-run verdicts (:class:`core.analyses.verdicts.RunVerdict`) and the verdic
 registered figure and table builders read it, typed by :mod:`core.analyses.analysis_results`). The layout is open:
 every key but the four typed ones is an analysis' data (or its extras), kept in ``extra`` in the order read, so
 ``to_dict()`` writes back exactly the dict read — ``analyze``'s order (verdicts before the analyses) and
-``analyze --cached``'s (:class:`core.analyses.analyses_view.AnalysesView`: verdicts after them) alike."""
+``analyze --cached``'s (:meth:`core.analyses.analyses_view.AnalysesView.as_results`: verdicts after them) alike."""
 from __future__ import annotations
 
 from dataclasses import dataclass

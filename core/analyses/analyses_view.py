@@ -17,6 +17,7 @@ from typing import Any, Callable
 import numpy as np
 
 from core.analyses.analysis import defended_summary, entropy_scatter, most_exposed, point_records, vulnerability
+from core.analyses.analyses_json import AnalysesResults
 from core.analyses.analysis_results import Scatter
 from core.analyses.repeats import cached_repeat_configs, repeat_config
 from core.analyses import verdicts as analysis_verdicts
@@ -82,13 +83,19 @@ class AnalysesView:
         results = {**self.results, **more}
         return replace(self, results=results, verdicts=analysis_verdicts.verdicts(results, self.summaries))
 
-    def to_dict(self) -> dict[str, Any]:
-        """The layout of ``analyses.json`` (:func:`core.analyses.analysis.analyze`): ``task``, ``archs``, one key
-        per analysis, ``verdicts`` and, over cached repeats, ``repeats``."""
+    def as_results(self) -> AnalysesResults:
+        """This view as ``analyses.json``, in the one class for it (:class:`AnalysesResults`, what
+        :func:`core.analyses.analysis.analyze` returns): ``task``, ``archs``, one key per analysis, ``verdicts``
+        and, over cached repeats, ``repeats`` — the view's own order (verdicts after the analyses). The view is the
+        page's working state (its configs, the runs' summaries, results a worker job adds); this is what it writes."""
         out = {"task": self.task, "archs": list(self.configs), **self.results, "verdicts": self.verdicts}
         if self.repeats is not None:
             out["repeats"] = self.repeats
-        return out
+        return AnalysesResults.from_dict(out)
+
+    def to_dict(self) -> dict[str, Any]:
+        """:meth:`as_results`' JSON (the page's exports and ``analyze --cached``'s ``analyses.json``)."""
+        return self.as_results().to_dict()
 
 
 def cached_repeat_count(configs: dict[str, ExperimentConfig], cache: ArtifactCache | None = None) -> int:
