@@ -66,7 +66,7 @@ class Defender:
     #: batched fit (:meth:`core.attacks.quantile.QuantileRegressor.refit_many`; equal to one refit per draw up
     #: to float rounding, ``tests/test_quantile_refits.py``); False: one refit per draw, the path before
     batch_quantile_refits: bool = True
-    #: a full point takes draw 0 from the one-draw point of its value where that was computed (:meth:`_naive`);
+    #: a full point takes draw 0 from the one-draw point of its value where that was computed (:meth:`_draws`);
     #: False: every draw computed again, the path before (the tests compare both)
     reuse_first_draw: bool = True
 
