@@ -83,8 +83,8 @@ def _run_in_order(defender: Any, spec: DefenseSpec, attacker: str, calls: Sequen
 @dataclass
 class Step(Generic[K]):
     """One slider step's points (:meth:`PointLanes.step`): per key the futures of the calls at ``spec`` (``full``)
-    and, where that point was not known yet and ``spec.draws`` > 1, of the same calls at one draw (``first``,
-    computed before ``full`` in the same lane)."""
+    and, where that point was not known yet and ``spec.draws`` > 1, of the one-draw calls (``first``: the same calls,
+    or the step's ``first_calls``, at one draw; computed before ``full`` in the same lane)."""
 
     spec: DefenseSpec
     full: dict[K, list[Future]]
@@ -159,7 +159,7 @@ class PointLanes:
              first_calls: Sequence[Mapping[str, Any]] | None = None) -> Step[K]:
         """A slider step to ``spec``: earlier steps' calls not started are cancelled; per key, the calls'
         points if every one is known (:meth:`Defender.ready`: resolved futures, nothing computed), else the calls
-        at ``spec`` queued in the key's lane, preceded by the same calls at one draw where the first call's point
+        at ``spec`` queued in the key's lane, preceded by the one-draw calls where the first call's point
         is not known and ``spec.draws`` > 1 (a known first point — the cards' — needs no stand-in: only the later
         calls compute, e.g. the utility of a point read from the cache). ``gated``: the full calls that follow
         one-draw calls wait for :meth:`Step.release` (see the module docstring). ``first_calls``: the one-draw
