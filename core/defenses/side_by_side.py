@@ -24,9 +24,9 @@ the full point where it is in by the time the page draws (no stand-in to replace
 
 A *gated* step (``step(..., gated=True)``, the page's) holds its full calls until :meth:`Step.release`: the page
 releases once it has drawn draw 1's numbers, so the full point's CPU does not compete with drawing them (in the
-script thread, which needs the GIL, and in the browser on the same cores). Measured idle on the image quick runs,
-σ: the first numbers on screen took ~0.05 s longer with the full calls running beside them (``bench/app_browser.py
---slider``). A later step opens every earlier gate (after cancelling the calls behind them); a gate the page never
+script thread, which needs the GIL, and in the browser on the same cores). Its effect alone is small: σ's first
+numbers −0.018 s [−0.039, +0.004] against the ungated page, inconclusive (idle, image quick runs, 20 steps a side;
+docs/performance.md, ``bench/slider_medians.py``). A later step opens every earlier gate (after cancelling the calls behind them); a gate the page never
 releases (it stopped before: another page, an error) opens by itself after :data:`GATE_TIMEOUT_S`.
 """
 from __future__ import annotations
