@@ -105,11 +105,14 @@ def throttled(send: Callable[[T], None], final: Callable[[T], bool],
     """``send`` at most every ``every_s`` seconds, and always a message that ``final`` says is the
     last (a rate-limited last one would leave the parent at its previous figure): training loops
     report every batch, far more often than a progress bar needs."""
-    last = [0.0]
+    # The first message always goes out: monotonic()'s origin is arbitrary (on Linux, the machine's
+    # boot), so a clock started at 0 would hold it back on a machine booted less than every_s ago.
+    last: list[float | None] = [None]
 
     def report(message: T) -> None:
         now = time.monotonic()
-        if final(message) or now - last[0] >= every_s:
+        previous = last[0]
+        if previous is None or final(message) or now - previous >= every_s:
             last[0] = now
             send(message)
 
