@@ -30,7 +30,7 @@ from core.attacks.label_only import GAP_THRESHOLD, LABEL_QUERIES, correct_counts
 from core.attacks.quantile import QUANTILE_ALPHA, QuantileRegressor, QuantileTraining, quantile_scores
 from core.attacks.registry import AttackEntry, VictimQuery, register
 from core.attacks.sequence_scores import reference_ratio_scores
-from core.attacks.shadow_attacks import AttackOutcome, batched_fits
+from core.attacks.shadow_attacks import AttackOutcome
 from core.experiment.answer_memo import concat_arrays, take_arrays
 from core.experiment.cache import ArtifactCache, tensor_shapes
 from core.experiment.reference_attacks import (LIRA, RMIA, ReferenceAttack, fit_reference_attacks,
@@ -151,10 +151,8 @@ class QuantileAttack:
         self.regressor: QuantileRegressor | None = None
 
     def _fit_on(self, pool_answers: Responses) -> QuantileRegressor:
-        # the batched path (issue 34) descends by hand: the same weights bit for bit, half the CPU time;
-        # MIA_ATTACK_BATCHED=0 keeps autograd and torch.optim.Adam, as before
         return QuantileRegressor(self.alpha, QuantileTraining(seed=self.seed)).fit(
-            self.pool_features, record_score(pool_answers), by_hand=batched_fits())
+            self.pool_features, record_score(pool_answers))
 
     def fit(self, models: TrainedModels, cache: Any) -> bool:
         t = time.perf_counter()
