@@ -45,6 +45,7 @@ from core.cli_analyze import (add_findings_command, add_score_command, analysis_
     check_analyze_options, findings_command, report_archs, report_command, score_command)
 from core.cli_common import (Once, OneLineErrorParser, Progress, apply_config_file, check_named_sets, config_document,
     config_format, emit_json, guarded, out_folder, parse_sets, positive_int, write_config_file, write_result)
+from core.cli_common import CtrlC  # noqa: F401  (re-exported: callers and tests reach it as core.cli.CtrlC)
 from core.cli_compare import add_compare_command, compare_command, run_repeats_command, with_repeats
 from core.cli_defend import check_defend_options, defend_command
 
