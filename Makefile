@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 # These machines keep the CPU build of torch in /opt/wheels; use it when present.
 FIND_LINKS := $(if $(wildcard /opt/wheels),--find-links /opt/wheels,)
 
-.PHONY: app test venv bench clean-cache
+.PHONY: app test lint venv bench clean-cache
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,11 @@ app: venv
 # Two pytest-xdist workers (the CI machine has 2 cores); tests marked with one xdist_group share a worker.
 test: venv
 	$(PY) -m pytest -q -n 2 --dist loadgroup tests
+
+# ruff (pyflakes + import order) and mypy against .ci/mypy_baseline.txt; .ci/run runs it before the suite
+lint: venv
+	$(PY) -m ruff check core mia_explorer
+	$(PY) .ci/mypy_check.py
 
 bench: venv
 	$(PY) bench/pipeline.py

@@ -13,6 +13,7 @@ from core.analyses import analyses_view, analysis, record_views
 from core.analyses.analysis_results import CanaryAudit, ExposureView, SlicesView
 from core.analyses import registry as analysis_registry
 from core.defenses import registry as defense_registry
+from core.foundations.version import stamped
 from core.views import analyses_text, analysis_figures, analysis_tables, record_view_figures, report
 from core.measurement import studies
 from core.measurement.metrics import EPSILON_HAT_HELP
@@ -532,5 +533,5 @@ with st.expander("Reproduce headless · export"):
                        lambda: report.html_report(exported(), {a: c.to_dict() for a, c in configs.items()},
                                                   f"MIA Explorer analyses — {task_name}, {preset}"),
                        file_name=f"analyses_{task_name}_{preset}.html", mime="text/html", on_click="ignore")
-    st.download_button("analyses.json", lambda: json.dumps(exported(), default=str),
+    st.download_button("analyses.json", lambda: json.dumps(stamped(exported(), "analyses"), default=str),
                        file_name="analyses.json", mime="application/json", on_click="ignore")

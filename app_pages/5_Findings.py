@@ -6,6 +6,7 @@ import json
 
 import streamlit as st
 
+from core.foundations.version import stamped
 from core.analyses.findings import findings_table, missing_jobs
 from core.analyses.findings_base import FINDINGS, TASKS
 from core.foundations.errors import MIAError
@@ -58,7 +59,7 @@ st.caption(f"Commit {table.commit}; target N = {table.target_repeats} repeats pe
            f"the difference measured here, timed from this machine's runs.")
 
 d1, d2, d3 = st.columns(3)
-d1.download_button("findings.json", json.dumps(table.to_dict(), indent=2, allow_nan=False), "findings.json",
+d1.download_button("findings.json", json.dumps(stamped(table.to_dict(), "findings"), indent=2, allow_nan=False), "findings.json",
                    "application/json")
 d2.download_button("findings.md", findings_markdown(table), "findings.md", "text/markdown")
 d3.download_button("findings.html (report)", findings_html(table), "findings.html", "text/html")

@@ -36,14 +36,16 @@ from core.defenses import registry as defense_registry  # light: a mechanism's m
 from core.foundations.config import EXECUTORS, MAX_REPEATS, ExperimentConfig
 from core.foundations.environment import check_environment
 from core.foundations.errors import ConfigError
-from core.foundations.fileio import check_out_path, write_json_atomically
+from core.foundations.fileio import check_out_path
+from core.foundations.version import DISTRIBUTION, VERSION
 from core.foundations.plugins import PLUGIN_ENV
 from core.foundations.task_registry import load_plugin_file
 from core.tasks import available_tasks, get_task  # light: a task's module (and torch) loads on first use
 from core.cli_analyze import (add_findings_command, add_score_command, analysis_archs, analyze_command,
     check_analyze_options, findings_command, report_archs, report_command, score_command)
-from core.cli_common import (CtrlC, Once, OneLineErrorParser, check_named_sets, emit_json, guarded, out_folder,
-    parse_sets, positive_int)
+from core.cli_common import (Once, OneLineErrorParser, Progress, apply_config_file, check_named_sets, config_document,
+    config_format, emit_json, guarded, out_folder, parse_sets, positive_int, write_config_file, write_result)
+from core.cli_common import CtrlC  # noqa: F401  (re-exported: callers and tests reach it as core.cli.CtrlC)
 from core.cli_compare import add_compare_command, compare_command, run_repeats_command, with_repeats
 from core.cli_defend import check_defend_options, defend_command
 
@@ -51,11 +53,12 @@ if TYPE_CHECKING:  # the typed results load with the run (numpy, scipy): not for
     from core.experiment.results import RunSummary
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(prog: str = "python -m core", epilog: str | None = None) -> argparse.ArgumentParser:
     parser = OneLineErrorParser(
-        prog="python -m core",
+        prog=prog, epilog=epilog,
         description="MIA Explorer: train victims and shadow models, run membership inference attacks, print JSON.",
     )
+    parser.add_argument("--version", action="version", version=f"{DISTRIBUTION} {VERSION}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     def common(p: argparse.ArgumentParser) -> None:
@@ -79,6 +82,10 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                        help="override a config field (repeatable, each key once), e.g. --set epochs=10 "
                             "--set weight_decay=1e-4; 'python -m core config' lists the keys")
+        p.add_argument("--config", action=Once, metavar="FILE",
+                       help="read the config fields from a TOML, YAML or JSON file (by its suffix; 'config --out "
+                            "FILE' writes one, examples/ holds one per task); --task/--arch/--preset and --set win "
+                            "over it, an unknown key is refused")
 
     run = sub.add_parser("run", help="run the whole pipeline (cached) and write the result JSON")
     common(run)
@@ -97,8 +104,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_compare_command(sub, common)
     add_score_command(sub)
     add_findings_command(sub)
-    cfg = sub.add_parser("config", help="print the resolved config and its hash as JSON")
+    cfg = sub.add_parser("config", help="print the resolved config and its hash as JSON (or write it to --out)")
     common(cfg)
+    cfg.add_argument("--out", action=Once, metavar="FILE",
+                     help="write it to FILE as TOML, YAML or JSON (by the suffix: .toml, .yaml/.yml, .json), which "
+                          "'--config FILE' reads back to the same config_hash")
     inspect = sub.add_parser("inspect", help="what the config's data source holds and how a run would split it "
                                              "(records, classes, victim/attacker halves, example record ids): "
                                              "reads the data, trains nothing; JSON as the Your model page shows it")
@@ -195,8 +205,8 @@ def resolve_config(args: argparse.Namespace):
     return config
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    return guarded(_main, argv)
+def main(argv: Sequence[str] | None = None, prog: str = "python -m core", epilog: str | None = None) -> int:
+    return guarded(_main, argv, prog, epilog)
 
 
 def check_arguments(args: argparse.Namespace) -> Path | None:
@@ -224,6 +234,8 @@ def check_arguments(args: argparse.Namespace) -> Path | None:
     if args.command == "report":
         report_archs(args)
     out = getattr(args, "out", None)
+    if args.command == "config" and out is not None:
+        config_format(out)  # a suffix it cannot write: refused before anything
     # `--out ''` used to mean stdout; an empty name is a mistake (a variable that was not set)
     return check_out_path(out) if out is not None else None  # before any work, not after it
 
@@ -245,10 +257,10 @@ def load_cli_plugins(argv: Sequence[str]) -> None:
         os.environ[PLUGIN_ENV] = os.pathsep.join(listed)
 
 
-def _main(argv: Sequence[str] | None) -> int:
+def _main(argv: Sequence[str] | None, prog: str = "python -m core", epilog: str | None = None) -> int:
     check_environment()  # a bad MIA_* value: one line before anything else
     load_cli_plugins(sys.argv[1:] if argv is None else argv)
-    args = build_parser().parse_args(argv)
+    args = apply_config_file(build_parser(prog, epilog).parse_args(argv))
     if args.command == "score":  # no task, no config, no torch
         return score_command(args)
     if args.command == "findings":
@@ -258,16 +270,15 @@ def _main(argv: Sequence[str] | None) -> int:
         return compare_command(args, out)
     config = resolve_config(args)
     if args.command == "config":
-        emit_json({"config": config.to_dict(), "config_hash": config.config_hash})
+        if out is not None:
+            write_config_file(out, config)
+        else:
+            emit_json(config_document(config))
         return 0
     if args.command == "inspect":
         from core.experiment.data_preview import preview_data
 
-        preview = preview_data(config).to_dict()
-        if out is None:
-            emit_json(preview)
-        else:
-            write_json_atomically(out, preview)
+        write_result(out, preview_data(config).to_dict(), "inspect")
         return 0
 
     from core.foundations.device import configure_threads
@@ -278,18 +289,19 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.command == "report":
         return report_command(args, out)
 
-    from core.experiment.pipeline import run_experiment
+    progress = Progress(args.quiet)  # a bar on a terminal, lines otherwise, nothing with --quiet
+    try:
+        if args.command == "defend":
+            return defend_command(args, config, out, progress)
+        return _run(args, config, out, progress)
+    finally:
+        progress.close()
 
-    def progress(ev) -> None:
-        CtrlC.check()
-        if args.quiet:
-            return
-        eta = f", ~{ev.eta_s:.0f}s left" if ev.eta_s is not None else ""
-        print(f"[{ev.overall_fraction:6.1%}] {ev.stage}: {ev.stage_fraction:.0%}{eta}", file=sys.stderr)
 
-    if args.command == "defend":
-        return defend_command(args, config, out, progress)
+def _run(args: argparse.Namespace, config: ExperimentConfig, out: Path | None, progress: Progress) -> int:
+    """``run``: one run (or its repeats), written as the ``run`` layout."""
     from core.experiment.executor import make_executor
+    from core.experiment.pipeline import run_experiment
 
     executor = make_executor(args.executor, args.workers, args.ray_address)
     config = with_repeats(config, args.repeats)
@@ -302,8 +314,7 @@ def _main(argv: Sequence[str] | None) -> int:
         from core.experiment.results import AttackResult
         from core.measurement.metrics import scores_for_json
 
-        if not args.quiet:
-            print(f"[online LiRA] {args.online_lira} reference models (trained once, cached)", file=sys.stderr)
+        progress.say(f"[online LiRA] {args.online_lira} reference models (trained once, cached)")
         outcome = online_lira(trained_models(config), n_models=args.online_lira)
         online = AttackResult.from_dict({**outcome.result.to_dict(), "threat_model": "online",
                                          "reference_models": args.online_lira}, f"summary.attacks[{LIRA_ONLINE!r}]")
@@ -312,10 +323,7 @@ def _main(argv: Sequence[str] | None) -> int:
         summary = run.to_dict()
     else:
         summary = result.summary
-    if out is not None:
-        write_json_atomically(out, summary)
-    else:
-        emit_json(summary)
+    write_result(out, summary, "run")
     return 0
 
 

@@ -13,9 +13,9 @@ from typing import Any
 
 from core.foundations.config import parse_values
 from core.foundations.errors import ConfigError
-from core.foundations.fileio import check_out_path, show_path, write_json_atomically, write_text_atomically
+from core.foundations.fileio import check_out_path, show_path, write_text_atomically
 from core.tasks import available_tasks, get_task  # light: a task's module (and torch) loads on first use
-from core.cli_common import check_named_sets, CtrlC, emit_json, given, Once, out_folder, parse_sets, positive_int
+from core.cli_common import check_named_sets, given, Once, out_folder, parse_sets, positive_int, Progress, write_result
 
 
 def analysis_names(text: str) -> tuple[str, ...]:
@@ -106,20 +106,16 @@ def analyze_command(args: argparse.Namespace) -> int:
     folder = out_folder(args.out)  # after the checks: a refused run creates no folder
     for name in ("analyses.json", *(f"{n}.{ext}" for n in names for ext in ("csv", "html"))):
         check_out_path(folder / name)  # writable, regular files only: before any work
-    last = [""]
-
-    def progress(stage: str, fraction: float) -> None:
-        CtrlC.check()
-        if not args.quiet and (stage != last[0] or fraction >= 1.0):
-            print(f"[analyze] {stage}", file=sys.stderr)
-            last[0] = stage
-
-    results = analyze(configs, names, progress, canaries=args.canaries, defense=defense, online_lira=args.online_lira,
-                      repeats=args.repeats or 1)
+    progress = Progress(args.quiet)  # a bar on a terminal, a line per stage otherwise, nothing with --quiet
+    try:
+        results = analyze(configs, names, progress.stage, canaries=args.canaries, defense=defense,
+                          online_lira=args.online_lira, repeats=args.repeats or 1)
+    finally:
+        progress.close()
     for path in write_analyses(results.to_dict(), folder):
         if not args.quiet:
             print(f"wrote {path}", file=sys.stderr)
-    emit_json(results.printed())
+    write_result(None, results.printed(), "analyses-printed")
     return 0
 
 
@@ -149,7 +145,7 @@ def cached_analyze(args: argparse.Namespace, configs: dict[str, Any], names: tup
     for path in write_analyses(results.to_dict(), folder):
         if not args.quiet:
             print(f"wrote {path}", file=sys.stderr)
-    emit_json(results.printed())
+    write_result(None, results.printed(), "analyses-printed")
     return 0
 
 
@@ -201,10 +197,7 @@ def score_command(args: argparse.Namespace) -> int:
     result = score_file(args.inp, anywhere=True, n_boot=args.bootstrap, seed=args.seed)
     if report is not None:
         write_text_atomically(report, scores_report_html(result))
-    if out is not None:
-        write_json_atomically(out, result.to_dict())
-    else:
-        emit_json(result.to_dict())
+    write_result(out, result.to_dict(), "score")
 
 
 def add_findings_command(sub: Any) -> None:
@@ -247,8 +240,5 @@ def findings_command(args: argparse.Namespace) -> int:
         write_text_atomically(md, markdown_into(existing, table, args.markdown))
     if paths["html"] is not None:
         write_text_atomically(paths["html"], findings_html(table))
-    if paths["out"] is not None:
-        write_json_atomically(paths["out"], table.to_dict())
-    else:
-        emit_json(table.to_dict())
+    write_result(paths["out"], table.to_dict(), "findings")
     return 0

@@ -201,3 +201,242 @@ def out_folder(text: str, create: bool = True) -> Path:
 def given(args: argparse.Namespace) -> set[str]:
     """The options given on the command line (recorded by :class:`Once`), by their ``dest``."""
     return set(getattr(args, "_given", set()))
+
+
+# ---------------------------------------------------------------------------- the JSON the commands write
+def write_result(out: Path | None, obj: Any, schema: str) -> None:
+    """``obj`` with its envelope (:func:`core.foundations.version.stamped`: layout ``schema`` and the package
+    version) written to ``out``, or printed on stdout where ``out`` is None."""
+    from core.foundations.fileio import write_json_atomically
+    from core.foundations.version import stamped
+
+    stamped_obj = stamped(obj, schema)
+    if out is not None:
+        write_json_atomically(out, stamped_obj)
+    else:
+        emit_json(stamped_obj)
+
+
+# ---------------------------------------------------------------------------- progress
+class Progress:
+    """The CLI's progress: a bar (tqdm) where stderr is a terminal, plain lines where it is not (CI, a pipe, a
+    log file: a bar's carriage returns would fill it with partial lines), nothing with ``--quiet``. Each report
+    also checks for a pending Ctrl-C (:meth:`CtrlC.check`). Call it with a
+    :class:`core.foundations.progress.ProgressEvent` (``progress(ev)``), or :meth:`stage` with a stage's name and
+    fraction; :meth:`say` prints a line without breaking the bar; :meth:`close` ends the bar."""
+
+    def __init__(self, quiet: bool = False, stream: Any = None) -> None:
+        self.quiet = quiet
+        self.stream = stream if stream is not None else sys.stderr
+        self._bar: Any = None
+        self._last_stage: str | None = None
+        isatty = getattr(self.stream, "isatty", None)
+        self.tty = bool(isatty and isatty())
+
+    #: the bar's resolution (steps of the whole run)
+    STEPS = 1000
+
+    def _update(self, overall: float, text: str) -> None:
+        if self._bar is None:
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=self.STEPS, file=self.stream, unit="‰", dynamic_ncols=True, leave=True,
+                             bar_format="{l_bar}{bar}| {elapsed}<{remaining}")
+        self._bar.set_description_str(text, refresh=False)
+        self._bar.update(max(0, min(self.STEPS, round(overall * self.STEPS))) - self._bar.n)
+
+    def __call__(self, ev: Any) -> None:
+        CtrlC.check()
+        if self.quiet:
+            return
+        if self.tty:
+            self._update(ev.overall_fraction, f"{ev.stage}: {ev.stage_fraction:.0%}")
+            return
+        eta = f", ~{ev.eta_s:.0f}s left" if ev.eta_s is not None else ""
+        print(f"[{ev.overall_fraction:6.1%}] {ev.stage}: {ev.stage_fraction:.0%}{eta}", file=self.stream)
+
+    def stage(self, stage: str, fraction: float, prefix: str = "analyze") -> None:
+        """A stage and its fraction (``analyze``): the bar follows the fraction; as lines, one per new stage."""
+        CtrlC.check()
+        if self.quiet:
+            return
+        if self.tty:
+            self._update(fraction, stage)
+        elif stage != self._last_stage or fraction >= 1.0:
+            print(f"[{prefix}] {stage}", file=self.stream)
+        self._last_stage = stage
+
+    def say(self, text: str) -> None:
+        if self.quiet:
+            return
+        if self._bar is not None:
+            self._bar.write(text, file=self.stream)
+        else:
+            print(text, file=self.stream)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+
+# ---------------------------------------------------------------------------- config files
+#: the largest config file read (a config is a few hundred bytes; a wrong file must not be read whole)
+MAX_CONFIG_BYTES = 1 << 20
+#: config file formats by suffix
+CONFIG_FORMATS = {".toml": "toml", ".yaml": "yaml", ".yml": "yaml", ".json": "json"}
+#: fields that a config file may carry at their defaults without asking anything (``config --out`` writes every
+#: field; these, at these values, mean "not repeated, not matched, no model of your own")
+SILENT_DEFAULTS = {"repeats": 1, "match_utility": "off", "target_weights_sha256": "", "members_sha256": ""}
+
+
+def config_format(path: str | os.PathLike) -> str:
+    """``toml``, ``yaml`` or ``json`` by the file's suffix (a :class:`ConfigError` for any other)."""
+    kind = CONFIG_FORMATS.get(Path(path).suffix.lower())
+    if kind is None:
+        raise ConfigError(f"config file {show_path(path)}: the name must end in {', '.join(CONFIG_FORMATS)}")
+    return kind
+
+
+def read_config_file(path: str) -> dict[str, Any]:
+    """The config fields a ``--config`` file sets, flat (the task options' beside the shared ones).
+
+    The file is TOML, YAML (read with ``yaml.safe_load``: no tags, no objects) or JSON, by its suffix; it holds
+    either the fields (``task = "image"``, ``epochs = 10``, an ``options`` table for the task's options) or what
+    ``config --out`` writes (the same under ``config``, with the envelope and ``config_hash``, which are not read:
+    the hash is recomputed). A missing or unreadable file, bad syntax, a value that is not a number, string, true /
+    false or a list of them, or a table where a value belongs: one :class:`ConfigError` line. Unknown keys are
+    refused as ``--set`` refuses them, when the config is made."""
+    kind = config_format(path)
+    try:
+        with open(os.path.expanduser(path), "rb") as f:
+            data = f.read(MAX_CONFIG_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(f"config file {show_path(path)}: {exc.strerror or exc}") from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"config file {show_path(path)} holds more than {MAX_CONFIG_BYTES:,} bytes: not a config")
+    try:
+        text = data.decode("utf-8")
+        if kind == "toml":
+            import tomllib
+
+            doc: Any = tomllib.loads(text)
+        elif kind == "yaml":
+            import yaml
+
+            doc = yaml.safe_load(text)
+        else:
+            doc = json.loads(text)
+    except Exception as exc:  # noqa: BLE001 - every parser's own error type: one line naming the file
+        raise ConfigError(f"config file {show_path(path)} is not valid {kind.upper()}: {one_line(exc)}") from None
+    if not isinstance(doc, dict):
+        raise ConfigError(f"config file {show_path(path)} must hold a table of config fields")
+    if isinstance(doc.get("config"), dict):  # what `config --out` writes
+        doc = doc["config"]
+    flat: dict[str, Any] = {}
+    for key, value in doc.items():
+        if key == "options" and isinstance(value, dict):
+            items = list(value.items())
+        elif key in ("schema", "mia_explorer_version", "config_hash"):  # the envelope of `config --out`'s JSON
+            continue
+        else:
+            items = [(key, value)]
+        for name, v in items:
+            if name in flat:
+                raise ConfigError(f"config file {show_path(path)} sets {name} twice")
+            flat[str(name)] = _config_value(path, name, v)
+    return flat
+
+
+def _config_value(path: str, name: str, value: Any) -> Any:
+    scalar = (str, int, float, bool)
+    if isinstance(value, scalar) or isinstance(value, list) and all(isinstance(v, scalar) for v in value):
+        return value
+    what = "nothing (null)" if value is None else "a table" if isinstance(value, dict) else type(value).__name__
+    raise ConfigError(f"config file {show_path(path)}: {name} must be a number, string, true / false or a list, "
+                      f"got {what}")
+
+
+def _as_set_value(value: Any) -> str:
+    """A config file's value as ``--set`` would spell it (what the config's own parser reads)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return ",".join(_as_set_value(v) for v in value)
+    return str(value) if not isinstance(value, float) else repr(value)
+
+
+def apply_config_file(args: argparse.Namespace) -> argparse.Namespace:
+    """``--config FILE``: its fields join ``--set`` (each ``--set`` wins over the file's value) and its ``task``,
+    ``arch`` and ``preset`` stand where the options were not given (an option that contradicts the file: one
+    line). ``compare`` runs both architectures, so a file's ``arch`` is not read there."""
+    path = getattr(args, "config", None)
+    if path is None:
+        return args
+    fields = read_config_file(path)
+    given_now = given(args)
+    for key, flag in NAMED_BY_FLAGS.items():
+        if key not in fields:
+            continue
+        value = str(fields.pop(key))
+        if key == "arch" and args.command == "compare":
+            continue
+        if key in given_now and getattr(args, key) != value:
+            raise ConfigError(f"{flag} {getattr(args, key)} contradicts the config file's {key} = {value}: give it "
+                              f"in one place")
+        setattr(args, key, value)
+        if key == "arch":  # as if given: a plugin's single architecture is not substituted for it
+            args._given = given_now | {"arch"}
+    typed = parse_sets(args.sets)
+    pairs = [f"{k}={_as_set_value(v)}" for k, v in fields.items()
+             if k not in typed and not (k in SILENT_DEFAULTS and v == SILENT_DEFAULTS[k])]
+    args.sets = pairs + list(args.sets)
+    return args
+
+
+def config_document(config: Any) -> dict[str, Any]:
+    """What ``config`` prints and ``config --out FILE`` writes: the envelope, the config and its hash."""
+    from core.foundations.version import stamped
+
+    return stamped({"config": config.to_dict(), "config_hash": config.config_hash}, "config")
+
+
+def write_config_file(path: Path, config: Any) -> None:
+    """``config --out FILE``: the config as TOML, YAML or JSON (by the suffix), read back by ``--config FILE``."""
+    from core.foundations.fileio import write_text_atomically
+
+    doc = config_document(config)
+    kind = config_format(path)
+    if kind == "json":
+        text = json.dumps(doc, indent=2) + "\n"
+    elif kind == "yaml":
+        import yaml
+
+        text = yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
+    else:
+        text = toml_text(doc)
+    write_text_atomically(path, text)
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)  # a JSON string is a TOML basic string
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    raise ConfigError(f"cannot write {type(value).__name__} to TOML")
+
+
+def toml_text(doc: dict[str, Any], prefix: str = "") -> str:
+    """``doc`` (nested tables of strings, numbers, booleans and lists of them) as TOML: its values, then each
+    table under its dotted name (the standard library reads TOML but does not write it)."""
+    scalars = [f"{k} = {_toml_value(v)}" for k, v in doc.items() if not isinstance(v, dict)]
+    parts = ["\n".join(scalars)] if scalars else []
+    for key, value in doc.items():
+        if isinstance(value, dict):
+            name = f"{prefix}{key}"
+            parts.append(f"[{name}]\n" + toml_text(value, name + ".").rstrip("\n"))
+    return "\n\n".join(parts) + "\n"

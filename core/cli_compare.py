@@ -6,13 +6,11 @@ inside the commands, after the arguments are checked."""
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any, Callable
 
 from core.foundations.errors import ConfigError
-from core.foundations.fileio import write_json_atomically
-from core.cli_common import check_named_sets, CtrlC, emit_json, given, Once, parse_sets
+from core.cli_common import check_named_sets, given, Once, parse_sets, Progress, write_result
 
 
 # ---------------------------------------------------------------------------- repeats and compare
@@ -31,10 +29,7 @@ def run_repeats_command(args: argparse.Namespace, config, out, progress, executo
         raise ConfigError("--online-lira runs on one run; leave out --repeats (or run it on repeat 0 alone)")
     summaries = run_repeats(config, progress=progress, executor=executor)
     summary = dict(summaries[0].to_dict(), repeats=repeats_block(summaries))  # the JSON the CLI writes
-    if out is not None:
-        write_json_atomically(out, summary)
-    else:
-        emit_json(summary)
+    write_result(out, summary, "run")
     return 0
 
 
@@ -81,30 +76,21 @@ def compare_command(args: argparse.Namespace, out: Path | None) -> int:
 
         if sets:
             raise ConfigError("--cached answers for a preset as it is: leave out --set")
-        result = cached_answer(args.task, args.preset).to_dict()
-        if out is not None:
-            write_json_atomically(out, result)
-        else:
-            emit_json(result)
+        write_result(out, cached_answer(args.task, args.preset).to_dict(), "answer")
         return 0
     configs = comparison_configs(args.task, args.preset, args.repeats, sets)
     configure_threads()
 
-    def progress(ev) -> None:
-        CtrlC.check()
-        if not args.quiet:
-            eta = f", ~{ev.eta_s:.0f}s left" if ev.eta_s is not None else ""
-            print(f"[{ev.overall_fraction:6.1%}] {ev.stage}: {ev.stage_fraction:.0%}{eta}", file=sys.stderr)
-
+    progress = Progress(args.quiet)  # a bar on a terminal, lines otherwise, nothing with --quiet
     executor = make_executor(args.executor, args.workers, args.ray_address)
-    if configs["ffnn"].match_utility != "off":
-        from core.analyses.matching import run_matched
+    try:
+        if configs["ffnn"].match_utility != "off":
+            from core.analyses.matching import run_matched
 
-        result = run_matched(configs, progress=progress, executor=executor)
-    else:
-        result = run_comparison(configs, progress=progress, executor=executor)
-    if out is not None:
-        write_json_atomically(out, result)
-    else:
-        emit_json(result)
+            result, schema = run_matched(configs, progress=progress, executor=executor), "compare-matched"
+        else:
+            result, schema = run_comparison(configs, progress=progress, executor=executor), "compare"
+    finally:
+        progress.close()
+    write_result(out, result, schema)
     return 0

@@ -6,16 +6,13 @@ inside the commands, after the arguments are checked."""
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from typing import TYPE_CHECKING
 
 from core.defenses import registry as defense_registry  # light: a mechanism's module (and torch) loads on first use
 from core.foundations.config import MAX_DRAWS, MAX_REPEATS, MAX_SENSITIVITY_PAIRS, parse_values
 from core.foundations.errors import ConfigError, MIAError
-from core.foundations.fileio import write_json_atomically
 from core.tasks import get_task  # light: a task's module (and torch) loads on first use
-from core.cli_common import check_named_sets, emit_json, given, parse_sets
+from core.cli_common import check_named_sets, given, parse_sets, write_result
 from core.cli_compare import with_repeats
 
 if TYPE_CHECKING:  # types only: the library loads inside the commands
@@ -28,14 +25,11 @@ def _defend_training(args: argparse.Namespace, config, out, progress) -> int:
 
     values = parse_values(args.values)
     check_sweep(config, args.mechanism, values, args.target_epsilon)  # every value before any training
-    say = (lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr))
+    say = progress.say  # beside the bar (a line of its own where there is none)
     run = sweep(config, args.mechanism, values, target_epsilon=args.target_epsilon, progress=progress,
                 on_point=lambda i, n, p: say(f"[defend] {args.mechanism}: {i}/{n} values"))
     run = run.with_json({"utility_cost_comparison": cached_utility_cost(args, config, values).to_dict()})
-    if out is not None:
-        write_json_atomically(out, run.to_dict())
-    else:
-        emit_json(run.to_dict())
+    write_result(out, run.to_dict(), "defend")
     if run.unreachable:  # the points computed are written above; the rest is one line
         missing = run.unreachable
         shown_values = ", ".join(f"{u.value:g}" for u in missing)
@@ -116,14 +110,11 @@ def defend_command(args: argparse.Namespace, config, out, progress) -> int:
     if args.repeats is not None:
         return _defend_repeats(args, with_repeats(config, args.repeats), values, n_pairs, out, progress, executor)
     models = trained_models(config, progress=progress, executor=executor)
-    say = (lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr))
+    say = progress.say  # beside the bar (a line of its own where there is none)
     result = defense_run(models, args.mechanism, values, args.attacker, args.draws, n_pairs, seed=args.seed,
                          on_point=lambda i, n: say(f"[defend] {args.mechanism}: {i}/{n} values"),
                          on_pair=lambda i, n: say(f"[sensitivity] {i}/{n} pairs"), executor=executor).to_dict()
-    if out is not None:
-        write_json_atomically(out, result)
-    else:
-        emit_json(result)
+    write_result(out, result, "defend")
     return 0
 
 
@@ -149,12 +140,9 @@ def _defend_repeats(args: argparse.Namespace, config, values, n_pairs: int, out,
     """``defend --repeats N``: :func:`core.analyses.repeats.defend_repeats` (intervals per point)."""
     from core.analyses.repeats import defend_repeats
 
-    say = (lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr))
+    say = progress.say  # beside the bar (a line of its own where there is none)
     result = defend_repeats(config, args.mechanism, values, args.attacker, args.draws, n_pairs, seed=args.seed,
                             progress=progress, executor=executor,
                             on_point=lambda i, n: say(f"[defend] {args.mechanism}: {i}/{n} values")).to_dict()
-    if out is not None:
-        write_json_atomically(out, result)
-    else:
-        print(json.dumps(result, indent=2))
+    write_result(out, result, "defend-repeats")
     return 0

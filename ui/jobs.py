@@ -263,7 +263,7 @@ class _Worker(WorkerProcess):
     def __init__(self, threads: int | None = None) -> None:
         check_environment()  # a bad MIA_* value: one message here, not a worker dying at start again and again
         env = {"MIA_WORKER_THREADS": str(threads)} if threads and not os.environ.get("MIA_WORKER_THREADS") else {}
-        super().__init__("ui.worker", env)
+        super().__init__("ui.worker", env, root=Path(__file__).resolve().parents[1])  # the app's folder
         self.idle_since = time.monotonic()  # a warm worker with nothing to do ends after IDLE_S
 
 

@@ -17,6 +17,7 @@ from core.views.run_view import (Block, Code, Details, Figure, Html, Image, Row,
                                  run_view)
 from core.foundations.config import ExperimentConfig
 from core.foundations.paths import cache_dir
+from core.foundations.version import stamped
 from core.analyses.matching import PlannedRepeat
 from core.analyses.repeats import comparison_json, repeats_block
 from core.experiment.results import RunSummary
@@ -132,7 +133,7 @@ def show_downloads(summaries: list[RunSummary], configs: list[ExperimentConfig],
                                 "per-record views (works offline).")
     with e2:
         # the JSON the CLI writes: to_dict gives back exactly the summary that was read
-        st.download_button("Download summaries (JSON)", data=lambda: json.dumps([s.to_dict() for s in summaries], indent=1),
+        st.download_button("Download summaries (JSON)", data=lambda: json.dumps(stamped({"runs": [s.to_dict() for s in summaries]}, "runs"), indent=1),
                            file_name=f"mia_{name}.json", mime="application/json", on_click="ignore",
                            help="The full summaries (full ROC curves and per-record signals), as the CLI writes them.")
 

@@ -25,7 +25,7 @@ def _verdict_object(cls: type[RunVerdict] | type[RepeatedVerdicts]) -> Conv:
             raise fail(where, "a JSON object", v)
         return cls.from_dict(v)
 
-    return Conv(read, lambda v: v.to_dict())
+    return Conv(read, lambda v: v.to_dict(), schema={"type": "object"})
 
 
 @dataclass(frozen=True)

@@ -86,4 +86,5 @@ def number_or_bound() -> Conv:
             return EpsilonBound.from_dict(v, where)
         raise fail(where, "a number or an object", v)
 
-    return Conv(read, lambda v: v.to_dict() if isinstance(v, EpsilonBound) else v)
+    return Conv(read, lambda v: v.to_dict() if isinstance(v, EpsilonBound) else v,
+                schema={"type": ["number", "object"]})

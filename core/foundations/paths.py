@@ -22,18 +22,26 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import platformdirs
+
 from core.foundations.errors import ConfigError
 
 #: environment variable naming the data root
 DATA_ROOT_ENV = "MIA_DATA_ROOT"
-#: the cache folder unless ``$MIA_CACHE_DIR`` names another
-DEFAULT_CACHE_DIR = Path(__file__).resolve().parents[2] / "cache"  # <repo>/cache (this file: <repo>/core/foundations/)
+#: the folder holding ``core/``: a checkout's root, or site-packages where the package is installed
+HOME = Path(__file__).resolve().parents[2]  # this file: <home>/core/foundations/
+#: a checkout (its ``pyproject.toml`` beside ``core/``; an editable install is one too) keeps its cache in
+#: ``<checkout>/cache``, as before it could be installed; an installed package must not write into site-packages
+IS_CHECKOUT = (HOME / "pyproject.toml").is_file()
+#: the cache folder unless ``$MIA_CACHE_DIR`` names another: the checkout's ``cache/``, else the user's cache
+#: folder for the application (``$XDG_CACHE_HOME/mia-explorer``, by default ``~/.cache/mia-explorer`` on Linux)
+DEFAULT_CACHE_DIR = HOME / "cache" if IS_CHECKOUT else Path(platformdirs.user_cache_dir("mia-explorer", appauthor=False))
 #: longest folder path accepted from the browser
 MAX_PATH_CHARS = 4096
 
 
 def cache_dir() -> Path:
-    """The cache folder: ``$MIA_CACHE_DIR`` or ``<repo>/cache`` (lives here, import-light, so
+    """The cache folder: ``$MIA_CACHE_DIR``, else :data:`DEFAULT_CACHE_DIR` (lives here, import-light, so
     that :mod:`core.foundations.locks` need not import torch through :mod:`core.experiment.cache`)."""
     return Path(os.environ.get("MIA_CACHE_DIR") or DEFAULT_CACHE_DIR)
 

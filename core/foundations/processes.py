@@ -202,14 +202,16 @@ class WorkerProcess:
     environment, with the repository on ``PYTHONPATH``.
     """
 
-    def __init__(self, module: str, env: dict[str, str] | None = None) -> None:
+    def __init__(self, module: str, env: dict[str, str] | None = None, root: Path | None = None) -> None:
         mine, theirs = socket.socketpair()
-        full = {**os.environ, **(env or {}),
-                "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+        # ``root``: the folder ``module`` lies under, where it is not beside core/ (the installed app's package)
+        root = root or ROOT
+        path = [str(root)] + ([str(ROOT)] if root != ROOT else []) + [os.environ.get("PYTHONPATH", "")]
+        full = {**os.environ, **(env or {}), "PYTHONPATH": os.pathsep.join(filter(None, path))}
         try:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", module, str(theirs.fileno()), str(os.getpid())],
-                pass_fds=(theirs.fileno(),), cwd=str(ROOT), start_new_session=True, env=full,
+                pass_fds=(theirs.fileno(),), cwd=str(root), start_new_session=True, env=full,
             )
         finally:
             theirs.close()

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Mapping, TypeVar
 
 from core.foundations.errors import ResultFormatError
+from core.foundations.version import SCHEMA_KEY, envelope_problem, unstamped
 
 T = TypeVar("T", bound="Typed")
 
@@ -23,6 +24,9 @@ class Conv:
     read: Callable[[Any, str], Any]
     write: Callable[[Any], Any]
     nullable: bool = False
+    #: the JSON Schema of the values it reads (:func:`json_schema`): a dict, or a function of the ``$defs`` being
+    #: collected (a typed object's reference); None: any value (a converter that does not say)
+    schema: Any = None
 
 
 def fail(where: str, what: str, value: Any) -> ResultFormatError:
@@ -46,28 +50,29 @@ def integer(v: Any, where: str) -> Any:
     return v
 
 
-def kind(kind: type | tuple[type, ...], what: str) -> Conv:
+def kind(kind: type | tuple[type, ...], what: str, schema: dict[str, Any] | None = None) -> Conv:
     def read(v: Any, where: str) -> Any:
         if not isinstance(v, kind) or (kind is not bool and isinstance(v, bool)):
             raise fail(where, what, v)
         return v
 
-    return Conv(read, lambda v: v)
+    return Conv(read, lambda v: v, schema=schema)
 
 
-NUM = Conv(number, lambda v: v)
-INT = Conv(integer, lambda v: v)
-STR = kind(str, "a string")
-BOOL = kind(bool, "true or false")
-DICT = kind(dict, "a JSON object")
-LIST = kind(list, "a list")
+NUM = Conv(number, lambda v: v, schema={"type": "number"})
+INT = Conv(integer, lambda v: v, schema={"type": "integer"})
+STR = kind(str, "a string", {"type": "string"})
+BOOL = kind(bool, "true or false", {"type": "boolean"})
+DICT = kind(dict, "a JSON object", {"type": "object"})
+LIST = kind(list, "a list", {"type": "array"})
 ANY = Conv(lambda v, where: v, lambda v: v)
 
 
 def null(conv: Conv) -> Conv:
     """``conv`` or JSON null (None)."""
     return Conv(lambda v, where: None if v is None else conv.read(v, where),
-                 lambda v: None if v is None else conv.write(v), nullable=True)
+                 lambda v: None if v is None else conv.write(v), nullable=True,
+                 schema=lambda defs: {"anyOf": [schema_of(conv, defs), {"type": "null"}]})
 
 
 def numbers() -> Conv:
@@ -79,7 +84,7 @@ def numbers() -> Conv:
             number(x, f"{where}[{i}]")
         return tuple(v)
 
-    return Conv(read, list)
+    return Conv(read, list, schema={"type": "array", "items": {"type": "number"}})
 
 
 def mapping(conv: Conv, key_name: bool = False) -> Conv:
@@ -93,14 +98,17 @@ def mapping(conv: Conv, key_name: bool = False) -> Conv:
             out[k] = conv.read(x, at) if not key_name else conv.read(x, at, k)  # type: ignore[call-arg]
         return out
 
-    return Conv(read, lambda v: {k: conv.write(x) for k, x in v.items()})
+    return Conv(read, lambda v: {k: conv.write(x) for k, x in v.items()},
+                schema=lambda defs: {"type": "object", "additionalProperties": schema_of(conv, defs)})
 
 
 def objects(cls: type[Typed], key_name: bool = False) -> Conv:
     """One typed object (``cls.from_dict``)."""
     if key_name:
-        return Conv(lambda v, where, name=None: cls.from_dict(v, where, name), lambda v: v.to_dict())
-    return Conv(lambda v, where: cls.from_dict(v, where), lambda v: v.to_dict())
+        return Conv(lambda v, where, name=None: cls.from_dict(v, where, name), lambda v: v.to_dict(),
+                    schema=lambda defs: reference(cls, defs, named_by_key=True))
+    return Conv(lambda v, where: cls.from_dict(v, where), lambda v: v.to_dict(),
+                schema=lambda defs: reference(cls, defs))
 
 
 def sequence(conv: Conv) -> Conv:
@@ -109,7 +117,8 @@ def sequence(conv: Conv) -> Conv:
             raise fail(where, "a list", v)
         return tuple(conv.read(x, f"{where}[{i}]") for i, x in enumerate(v))
 
-    return Conv(read, lambda v: [conv.write(x) for x in v])
+    return Conv(read, lambda v: [conv.write(x) for x in v],
+                schema=lambda defs: {"type": "array", "items": schema_of(conv, defs)})
 
 
 # ---------------------------------------------------------------------------- the base
@@ -141,6 +150,11 @@ class Typed:
             return d
         if not isinstance(d, Mapping):
             raise fail(where, "a JSON object", d)
+        if SCHEMA_KEY in d:  # a file the product wrote: its envelope says what it holds, the layout follows
+            problem = envelope_problem(d)
+            if problem is not None:
+                raise ResultFormatError(f"{where}: {problem}")
+            d = unstamped(d)
         values: dict[str, Any] = {}
         for key, (conv, required) in cls._FIELDS.items():
             if key not in d:
@@ -208,7 +222,7 @@ def optional_numbers() -> Conv:
                 number(x, f"{where}[{i}]")
         return tuple(v)
 
-    return Conv(read, list)
+    return Conv(read, list, schema={"type": "array", "items": {"type": ["number", "null"]}})
 
 
 def flags() -> Conv:
@@ -217,4 +231,62 @@ def flags() -> Conv:
             raise fail(where, "a list of true / false", v)
         return tuple(v)
 
-    return Conv(read, list)
+    return Conv(read, list, schema={"type": "array", "items": {"type": "boolean"}})
+
+
+# ---------------------------------------------------------------------------- JSON Schema of a layout
+#: the JSON Schema dialect written
+JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+
+
+def schema_of(conv: Conv, defs: dict[str, Any]) -> dict[str, Any]:
+    """The JSON Schema of the values ``conv`` reads (``{}``, any value, where the converter does not say)."""
+    if conv.schema is None:
+        return {}
+    return conv.schema(defs) if callable(conv.schema) else dict(conv.schema)
+
+
+def _class_schema(cls: type[Typed], defs: dict[str, Any], named_by_key: bool = False) -> dict[str, Any]:
+    doc = " ".join((cls.__doc__ or "").strip().split("\n\n")[0].split())
+    required = [k for k, (_, req) in cls._FIELDS.items() if req and not (named_by_key and k == "name")]
+    out: dict[str, Any] = {"type": "object"}
+    if doc:
+        out["description"] = doc
+    out["properties"] = {k: schema_of(conv, defs) for k, (conv, _) in cls._FIELDS.items()}
+    if required:
+        out["required"] = required
+    out["additionalProperties"] = not cls._STRICT  # an open layout keeps every other key (in ``extra``)
+    return out
+
+
+def reference(cls: type[Typed], defs: dict[str, Any], named_by_key: bool = False) -> dict[str, Any]:
+    """A ``$ref`` to ``cls``'s schema in ``defs``, added there the first time (``named_by_key``: under a mapping
+    whose keys are the objects' names, so ``name`` may be left out)."""
+    name = cls.__name__ + ("ByKey" if named_by_key else "")
+    if name in defs and defs[name].get("x-python") not in (None, f"{cls.__module__}.{cls.__qualname__}"):
+        name = f"{cls.__module__.rpartition('.')[2]}.{name}"  # two layouts of one name in different modules
+    if name not in defs:
+        defs[name] = {"x-python": f"{cls.__module__}.{cls.__qualname__}"}  # placeholder: a layout may nest itself
+        defs[name].update(_class_schema(cls, defs, named_by_key))
+    return {"$ref": f"#/$defs/{name}"}
+
+
+def json_schema(cls: type[Typed], title: str, envelope: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of layout ``cls``, generated from its ``_FIELDS`` (and theirs, under
+    ``$defs``): what :meth:`Typed.from_dict` accepts, as far as the converters say (a converter without a schema
+    accepts anything; checks in code, such as a primary attack being among ``attacks``, are not expressed).
+    ``envelope``: the ``schema`` value the product's files carry (:mod:`core.foundations.version`), added as an
+    optional property with the package version beside it."""
+    defs: dict[str, Any] = {}
+    root = _class_schema(cls, defs)
+    props = root.pop("properties")
+    if envelope is not None:
+        props = {"schema": {"type": "object", "properties": {"name": {"const": envelope["name"]},
+                                                             "version": {"const": envelope["version"]}},
+                            "required": ["name", "version"]},
+                 "mia_explorer_version": {"type": "string"}, **props}
+    out = {"$schema": JSON_SCHEMA_DIALECT, "title": title, **root, "properties": props}
+    out["required"] = out.pop("required", [])
+    out["additionalProperties"] = out.pop("additionalProperties")
+    out["$defs"] = {k: defs[k] for k in sorted(defs)}
+    return out

@@ -151,7 +151,11 @@ def estimate() -> Conv:
                 null(NUM).read(v[key], f"{where}.{key}")
         return Estimate.from_dict(v)
 
-    return Conv(read, lambda e: e.to_dict())
+    return Conv(read, lambda e: e.to_dict(), schema={
+        "type": "object", "description": "an estimate with its 95 % interval over n values",
+        "properties": {"mean": {"type": ["number", "null"]}, "n": {"type": "integer"},
+                       "ci_low": {"type": ["number", "null"]}, "ci_high": {"type": ["number", "null"]}},
+        "required": ["mean", "n"]})
 
 
 def mean_interval(values: Sequence[float], confidence: float = CONFIDENCE,

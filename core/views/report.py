@@ -38,6 +38,7 @@ from core.views.repeat_figures import MatchedView
 from core.foundations.errors import ConfigError
 from core.foundations.fileio import write_json_atomically, write_text_atomically
 from core.foundations.names import ARCH_NAMES
+from core.foundations.version import stamped
 from core.experiment.results import RunSummary
 from core.analyses.analyses_view import cached_runs
 from core.analyses.analysis_results import ReportViews
@@ -76,7 +77,7 @@ def write_analyses(results: dict[str, Any], folder: str | Path) -> list[Path]:
         write_text_atomically(path, fig.to_html(include_plotlyjs=True, full_html=True))  # inlined: opens offline
         written.append(path)
     path = folder / "analyses.json"
-    write_json_atomically(path, results)
+    write_json_atomically(path, stamped(results, "analyses"))
     written.append(path)
     return written
 
