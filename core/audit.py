@@ -39,6 +39,7 @@ from core.foundations.errors import ConfigError
 from core.foundations.fileio import read_named_file, write_json_atomically, write_text_atomically
 from core.foundations.user_files import MAX_MEMBERS_BYTES, parse_member_ids
 from core.models.kinds import LoadedModel, Preprocess, from_module, load_model
+from core.models.kinds.base import refuse_pickle_file
 from core.models.kinds.preprocess import RawRecords, parse_preprocess, read_preprocess
 from core.training.recipe import Recipe, parse_recipe, read_recipe
 from core.views.audit_report import audit_report_html
@@ -152,6 +153,10 @@ def audit(model: str | nn.Module | LoadedModel, members: Any, non_members: Any =
         ConfigError: one line on any bad input, before anything trains — including the model not fitting its own
             members under the declared preprocessing.
     """
+    if weights is not None:  # a pickle is refused before anything else is read
+        refuse_pickle_file(os.path.expanduser(str(weights)))
+    if isinstance(model, str) and model.startswith("onnx:"):
+        refuse_pickle_file(os.path.expanduser(model[5:].strip()))
     pre = load_preprocess(preprocess)
     rec = load_recipe(recipe)
     if data is not None:

@@ -55,6 +55,17 @@ def refuse_pickle(name: str, head: bytes = b"") -> None:
                           f"{SAFE_EXPORTS}")
 
 
+def refuse_pickle_file(path: str) -> None:
+    """:func:`refuse_pickle` on a file's name and its first bytes (read before anything else of the audit)."""
+    refuse_pickle(str(path))
+    try:
+        with open(path, "rb") as f:
+            head = f.read(8)
+    except OSError:
+        return  # missing or unreadable: said with the file's name where it is read
+    refuse_pickle(str(path), head)
+
+
 Inputs = "torch.Tensor | dict[str, torch.Tensor] | np.ndarray"
 
 
