@@ -164,6 +164,30 @@ def test_torchvision_resnet_end_to_end_via_the_cli(digits, tmp_path):
     assert doc["what_if"][0]["defense"]["k"] == 1.0
 
 
+def test_timm_model_without_a_recipe_says_why_lira_and_rmia_did_not_run(digits, tmp_path):
+    from core.models.kinds.vision_import import import_timm
+    timm = import_timm()
+    data, paths, images, labels, members = digits
+    transform = ImageTransform(channels=3, mean=(0.5, 0.5, 0.5), std=(0.25, 0.25, 0.25))
+    x = torch.as_tensor(np.stack([transform_image(p, transform) for p in images]))
+    torch.manual_seed(0)
+    net = fit(timm.create_model("test_resnet", pretrained=False, num_classes=3), x[members], labels[members],
+              steps=40, lr=3e-3, frozen_norm=True)
+    save_file(net.state_dict(), tmp_path / "timm.safetensors")
+    pre = {"num_classes": 3, "image": {"channels": 3, "mean": [0.5] * 3, "std": [0.25] * 3}}
+    result = audit("timm:test_resnet", str(tmp_path / "members.txt"), data=str(data), weights=str(tmp_path / "timm.safetensors"),
+                   preprocess=pre, **QUICK)
+    assert result.model["kind"] == "timm" and result.check.fits
+    assert "no recipe" in result.not_run["lira_offline"] and "rmia" in result.not_run
+    with torch.no_grad():
+        own = nn.functional.cross_entropy(net(x[result.state.audit_index]).double(),
+                                          torch.as_tensor(labels[result.state.audit_index]), reduction="none")
+    assert abs(result.attack("loss").auc.mean - roc_auc(-own.numpy(), result.state.member)) < 1e-6
+    with pytest.raises(ConfigError, match="do not fit timm:test_resnet"):
+        audit("timm:test_resnet", str(tmp_path / "members.txt"), data=str(data), weights=str(tmp_path / "timm.safetensors"),
+              preprocess={**pre, "num_classes": 4})
+
+
 def test_hugging_face_folder_with_its_own_image_processor(digits, tmp_path):
     from transformers import ViTConfig, ViTForImageClassification, ViTImageProcessor
     data, paths, images, labels, members = digits
