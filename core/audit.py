@@ -37,7 +37,7 @@ from core.analyses.user_audit import AuditOutcome, TrainFn, dirichlet, gaussian,
 from core.data.user_records import read_records
 from core.foundations.errors import ConfigError
 from core.foundations.fileio import read_named_file, write_json_atomically, write_text_atomically
-from core.foundations.user_files import MAX_MEMBERS_BYTES, parse_member_ids
+from core.foundations.user_files import MAX_MEMBERS_BYTES, parse_member_ids, user_file_path
 from core.models.kinds import LoadedModel, Preprocess, from_module, load_model
 from core.models.kinds.base import refuse_pickle_file
 from core.models.kinds.preprocess import RawRecords, parse_preprocess, read_preprocess
@@ -145,14 +145,30 @@ def audit(model: str | nn.Module | LoadedModel, members: Any, non_members: Any =
           factory: Callable[[], nn.Module] | None = None,
           reference_losses: np.ndarray | None = None, reference_in: np.ndarray | None = None,
           stated_accuracy: float | None = None, prior: float | None = None, fpr: float = 0.01, seed: int = 0,
-          n_boot: int | None = None, progress: Callable[[str], None] | None = None) -> AuditResult:
+          n_boot: int | None = None, progress: Callable[[str], None] | None = None,
+          root: str | os.PathLike | None = None) -> AuditResult:
     """Audit ``model`` on its members (module docstring); every metric with its 95 % interval, the blind baseline,
     the risk figures, what ran and why the rest did not.
+
+    ``root``: every file and folder named must lie under it (the app passes the data root; links are not followed
+    there); None — Python and the CLI — reads what the caller can.
 
     Raises:
         ConfigError: one line on any bad input, before anything trains — including the model not fitting its own
             members under the declared preprocessing.
     """
+    if root is not None:
+        confined = str(root)
+        for what, value in (("weights", weights), ("members", members), ("non-members", non_members),
+                            ("preprocess", preprocess), ("recipe", recipe)):
+            if isinstance(value, (str, os.PathLike)):
+                user_file_path(str(value), what)  # under the root, no link on the way: else one line
+        if isinstance(model, str) and ":" in model and model.split(":", 1)[0] in ("hf", "onnx"):
+            if not os.path.realpath(os.path.expanduser(model.split(":", 1)[1].strip())).startswith(
+                    os.path.realpath(confined) + os.sep):
+                raise ConfigError(f"{model!r} lies outside the data root {confined!r}")
+    else:
+        confined = "/"
     if weights is not None:  # a pickle is refused before anything else is read
         refuse_pickle_file(os.path.expanduser(str(weights)))
     if isinstance(model, str) and model.startswith("onnx:"):
@@ -160,7 +176,7 @@ def audit(model: str | nn.Module | LoadedModel, members: Any, non_members: Any =
     pre = load_preprocess(preprocess)
     rec = load_recipe(recipe)
     if data is not None:
-        records = read_records(os.path.expanduser(str(data)), pre, root="/")
+        records = read_records(os.path.expanduser(str(data)), pre, root=confined)
         member_ids, nonmember_ids = _ids(members, "members"), _ids(non_members, "non-members")
         prepared = None
     else:

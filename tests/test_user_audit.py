@@ -323,3 +323,42 @@ def test_bad_preprocessing_and_recipe_are_one_line(digits, tmp_path):
     (tmp_path / "bad.txt").write_text("c1/000.png\nnot/there.png\n")
     with pytest.raises(ConfigError, match="not a record"):
         audit(SmallCNN(), str(tmp_path / "bad.txt"), data=str(data))
+
+
+def test_the_page_audits_an_onnx_model_with_the_same_numbers_as_python(tmp_path, monkeypatch):
+    """The third door: the Your model page sizes the roles to the data, says them, and gives the numbers the
+    Python function gives on the same inputs."""
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+    root = tmp_path / "root"
+    root.mkdir()
+    monkeypatch.setenv("MIA_DATA_ROOT", str(root))
+    sklearn_table(root)
+    python = audit(f"onnx:{root / 'tree.onnx'}", str(root / "members.txt"), data=str(root / "t.csv"),
+                   preprocess=str(root / "pre.toml"))
+    at = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "app.py"), default_timeout=120)
+    at.switch_page("app_pages/6_Your_model.py")
+    at.run()
+    at.radio(key="yours:way").set_value("A model you already have").run()
+    at.selectbox(key="own:kind").set_value("onnx").run()
+    at.text_input(key="own:target").set_value("tree.onnx").run()
+    at.text_input(key="own:data").set_value("t.csv").run()
+    at.text_input(key="own:members").set_value("members.txt").run()
+    at.text_area(key="own:pre").set_value((root / "pre.toml").read_text()).run()
+    at.text_area(key="own:recipe").set_value("").run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    said = " ".join(s.value for s in at.success)
+    assert "150 records" in said and "50 members" in said and "50 non-members" in said and "**50**" in said
+    at.toggle(key="own:run").set_value(True).run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    table = at.dataframe[0].value
+    loss = table[table["attack"] == "loss"]["AUC [95 % CI]"].iloc[0]
+    a = python.attack("loss").auc
+    assert loss == f"{a.mean:.3f} [{a.ci_low:.3f}, {a.ci_high:.3f}]"
+    outside = tmp_path / "outside.onnx"
+    outside.write_bytes((root / "tree.onnx").read_bytes())
+    at.text_input(key="own:target").set_value(str(outside)).run()
+    assert at.error and "outside the data root" in at.error[0].value
