@@ -44,7 +44,7 @@ from core.models.kinds.preprocess import RawRecords, parse_preprocess, read_prep
 from core.training.recipe import Recipe, parse_recipe, read_recipe
 from core.views.audit_report import audit_report_html
 
-__all__ = ["AuditResult", "audit", "load_preprocess", "load_recipe"]
+__all__ = ["AuditResult", "audit", "load_preprocess", "load_recipe", "read_ids"]
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,8 @@ def load_recipe(value: str | os.PathLike | Mapping[str, Any] | Recipe | None) ->
     return read_recipe(_read(value, "recipe"), str(value))
 
 
-def _ids(value: Any, what: str) -> tuple[str, ...] | None:
+def read_ids(value: Any, what: str) -> tuple[str, ...] | None:
+    """Record ids: a list as given, or a member-list file read (one id a line)."""
     if value is None:
         return None
     if isinstance(value, (str, os.PathLike)):
@@ -177,7 +178,7 @@ def audit(model: str | nn.Module | LoadedModel, members: Any, non_members: Any =
     rec = load_recipe(recipe)
     if data is not None:
         records = read_records(os.path.expanduser(str(data)), pre, root=confined)
-        member_ids, nonmember_ids = _ids(members, "members"), _ids(non_members, "non-members")
+        member_ids, nonmember_ids = read_ids(members, "members"), read_ids(non_members, "non-members")
         prepared = None
     else:
         records, prepared, member_ids, nonmember_ids = _array_records(members, non_members, population, n_classes)

@@ -115,12 +115,13 @@ def audit_command(args: argparse.Namespace) -> int:
         raise ConfigError("--out and --report name the same file")
     # after the checks: refused arguments answer at once
     from core.analyses.user_audit import assign_roles  # noqa: PLC0415
-    from core.audit import _ids, audit, load_preprocess  # noqa: PLC0415
+    from core.audit import audit, load_preprocess, read_ids  # noqa: PLC0415
     from core.data.user_records import read_records  # noqa: PLC0415
     references = None
     if args.reference_losses:  # the rows of the audited records, in the audit's order (members, then non-members)
         records = read_records(args.data, load_preprocess(args.preprocess), root="/")
-        roles = assign_roles(records, _ids(args.members, "members"), _ids(args.non_members, "non-members"), args.seed)
+        roles = assign_roles(records, read_ids(args.members, "members"), read_ids(args.non_members, "non-members"),
+                             args.seed)
         order = [records.ids[i] for i in list(roles.members) + list(roles.nonmembers)]
         references = _reference_losses(args.reference_losses, order)
     result = audit(args.model, args.members, args.non_members, data=args.data, weights=args.weights,

@@ -66,9 +66,6 @@ def refuse_pickle_file(path: str) -> None:
     refuse_pickle(str(path), head)
 
 
-Inputs = "torch.Tensor | dict[str, torch.Tensor] | np.ndarray"
-
-
 def take(inputs: Any, index: np.ndarray | slice) -> Any:
     """Rows ``index`` of prepared inputs (a tensor, an array or a dict of them)."""
     if isinstance(inputs, Mapping):
