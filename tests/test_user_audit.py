@@ -19,6 +19,7 @@ from core.cli import main
 from core.foundations.errors import ConfigError
 from core.measurement.metrics import roc_auc
 from core.models.kinds.preprocess import ImageTransform, transform_image
+from core.models.kinds.vision_import import import_torchvision
 
 N_PER_CLASS = 40  # 3 classes × 40 = 120 images: 40 members, 40 non-members, 40 in the pool
 CLASSES = (1, 7, 9)  # digits a small CNN confuses now and then: its losses separate members
@@ -142,7 +143,6 @@ def test_nn_module_with_references_what_ifs_and_report(digits, tmp_path):
 
 
 def test_torchvision_resnet_end_to_end_via_the_cli(digits, tmp_path):
-    from core.models.kinds.vision_import import import_torchvision
     tv = import_torchvision()
     data, paths, images, labels, members = digits
     transform = ImageTransform(channels=3)  # what pre.toml below declares
@@ -189,6 +189,7 @@ def test_timm_model_without_a_recipe_says_why_lira_and_rmia_did_not_run(digits, 
 
 
 def test_hugging_face_folder_with_its_own_image_processor(digits, tmp_path):
+    import_torchvision()  # before transformers, which imports torchvision where it is installed
     from transformers import ViTConfig, ViTForImageClassification, ViTImageProcessor
     data, paths, images, labels, members = digits
     config = ViTConfig(image_size=8, patch_size=4, num_channels=3, hidden_size=16, num_hidden_layers=1,
@@ -210,6 +211,55 @@ def test_hugging_face_folder_with_its_own_image_processor(digits, tmp_path):
                                           torch.as_tensor(labels[result.state.audit_index]), reduction="none")
     assert abs(result.attack("loss").auc.mean - roc_auc(-own.numpy(), result.state.member)) < 1e-6
     assert result.method["references_trained"] == 2
+
+
+def test_hugging_face_text_classifier_with_its_own_tokenizer(tmp_path):
+    import_torchvision()  # before transformers, which imports torchvision where it is installed
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import BertConfig, BertForSequenceClassification, PreTrainedTokenizerFast
+    words = [f"w{i}" for i in range(30)] + ["good", "bad"]
+    vocab = {"[PAD]": 0, "[UNK]": 1, **{w: i + 2 for i, w in enumerate(words)}}
+    raw = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
+    raw.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=raw, pad_token="[PAD]", unk_token="[UNK]")
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 2, 120)
+    noisy = rng.random(120) < 0.3  # a third of the sentences carry the other label's word: members get memorised
+    texts = [" ".join(list(rng.choice(words[:30], 6)) + [("good" if (y == 1) != n else "bad")])
+             for y, n in zip(labels, noisy)]
+    (tmp_path / "t.csv").write_text("id,text,label\n" + "".join(f"s{i},{t},{y}\n" for i, (t, y) in
+                                                                 enumerate(zip(texts, labels))))
+    members = np.sort(rng.choice(120, 40, replace=False))
+    (tmp_path / "members.txt").write_text("\n".join(f"s{i}" for i in members) + "\n")
+    config = BertConfig(vocab_size=len(vocab), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=32, max_position_embeddings=16, num_labels=2)
+    torch.manual_seed(0)
+    model = BertForSequenceClassification(config)
+    enc = tokenizer(texts, padding="max_length", truncation=True, max_length=12, return_tensors="pt")
+    x = {k: v for k, v in enc.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
+
+    class Wrap(nn.Module):  # fit() calls module(x): the dict goes in as keywords
+        def __init__(self, m):
+            super().__init__()
+            self.m = m
+
+        def forward(self, batch):
+            return self.m(**batch).logits
+
+    fit(Wrap(model), {k: v[members] for k, v in x.items()}, labels[members], steps=150, lr=1e-2)
+    folder = tmp_path / "bert"
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    pre = {"text": {"column": "text", "label": "label", "id": "id", "max_length": 12}}
+    result = audit(f"hf:{folder}", str(tmp_path / "members.txt"), data=str(tmp_path / "t.csv"), preprocess=pre,
+                   recipe={"epochs": 2, "batch_size": 40, "references": 2, "lr": 1e-2}, **QUICK)
+    assert result.model["modality"] == "text" and result.check.fits
+    assert "label_only" in result.not_run and result.method["references_trained"] == 2
+    idx = result.state.audit_index
+    with torch.no_grad():
+        own = nn.functional.cross_entropy(model(**{k: v[idx] for k, v in x.items()}).logits.double(),
+                                          torch.as_tensor(labels[idx]), reduction="none")
+    assert abs(result.attack("loss").auc.mean - roc_auc(-own.numpy(), result.state.member)) < 1e-6
 
 
 def test_onnx_export_of_a_torch_model_runs_the_attacks_without_shadows(digits, tmp_path):
