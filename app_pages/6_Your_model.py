@@ -287,15 +287,15 @@ def own_model_section() -> None:
         st.error(str(exc))
         return
     st.markdown(f"**The model on its own members:** {plain_markdown(result.check.message)}.")
-    for note in result.model["notes"]:
-        st.caption(note)
+    for note in result.model["notes"]:  # names from the user's files: data, never markup
+        st.caption(plain_markdown(note))
     if result.blind.differs:
         st.warning(result.blind.warning)
     st.markdown(f"**Blind baseline** (the records alone, never the model): AUC {result.blind.auc.mean:.3f} "
                 f"[{result.blind.auc.ci_low:.3f}, {result.blind.auc.ci_high:.3f}].")
     st.dataframe(audit_table(result), hide_index=True, width="stretch")
     for name, why in result.not_run.items():
-        st.caption(f"{name} did not run: {why}")
+        st.caption(plain_markdown(f"{name} did not run: {why}"))
     if result.risk:
         st.subheader(f"Risk at {result.risk[0].fpr:.0%} FPR, membership prior {result.risk[0].prior:.3f}")
         st.dataframe([{"attack": r.attack, "TPR": f"{r.tpr.mean:.3f} [{r.tpr.ci_low:.3f}, {r.tpr.ci_high:.3f}]",

@@ -22,7 +22,9 @@ import torch
 from core.foundations.errors import ConfigError
 
 _NOTES: list[str] = []
-EXTRA = "pip install 'mia-explorer[models]' (torchvision, timm, transformers, onnxruntime)"
+#: what to install, said where an optional model package is missing
+EXTRA = ("install the optional model packages: pip install -r requirements.txt (or the project's 'models' extra: "
+         "torchvision, timm, transformers, onnxruntime)")
 
 
 def _compiled_ops_load(spec_origin: str) -> bool:
