@@ -17,7 +17,8 @@ call the same :func:`audit`, so the three give the same numbers on the same inpu
 
 ``model``: a spec ``KIND:ARG`` (``torchvision:NAME``, ``timm:NAME``, ``hf:DIR``, ``onnx:FILE``; :mod:`core.models.kinds`)
 with ``weights`` where the kind needs them, or an ``nn.Module`` (``factory`` builds its untrained copies; ``train_fn``
-trains one instead of the recipe). Records: ``data`` (a class folder or a CSV) with ``members`` (ids, or a member
+trains one instead of the recipe: ``train_fn(module, inputs, labels, seed)`` gets the module on the explorer's device — a
+GPU where there is one, ``MIA_DEVICE=cpu`` forces the CPU — and the inputs on the CPU, and returns the trained module). Records: ``data`` (a class folder or a CSV) with ``members`` (ids, or a member
 list file) and optionally ``non_members`` (ids), or arrays / tensors / Datasets / DataLoaders of ``(inputs,
 labels)`` for ``members``, ``non_members`` and ``population`` (the attacker's pool) — taken as the model's inputs as
 they are. ``preprocess`` / ``recipe``: a file (TOML / JSON), a dict of the same keys, or the parsed object.

@@ -46,6 +46,7 @@ from core.analyses.scores_file import ScoresTable
 from core.attacks.quantile import QuantileRegressor, QuantileTraining, quantile_scores
 from core.defenses.dirichlet import sample_probs
 from core.defenses.gpm import add_noise, noise_direction
+from core.foundations.device import default_device
 from core.foundations.errors import ConfigError
 from core.measurement.bootstrap import bootstrap_metric
 from core.measurement.metrics import clopper_pearson
@@ -452,6 +453,9 @@ def run_audit(model: LoadedModel, records: RawRecords, member_ids: Sequence[str]
     audit_index = np.concatenate([roles.members, roles.nonmembers])
     member = np.zeros(len(audit_index), bool)
     member[:len(roles.members)] = True
+    device = default_device()  # a GPU where there is one (MIA_DEVICE=cpu forces the CPU); inputs stay on the CPU
+    if model.module is not None:
+        model.module.to(device)
     say("preparing the records with the declared preprocessing")
     inputs = model.prepare(records)
     labels = np.asarray(records.labels, np.int64)
@@ -488,7 +492,7 @@ def run_audit(model: LoadedModel, records: RawRecords, member_ids: Sequence[str]
         for k in range(k_refs):
             say(f"training reference {k + 1} of {k_refs} ({size} records, {recipe.epochs} epochs)")
             chosen = rng.choice(population, size=size, replace=False)
-            module = model.fresh(seed * 1000 + k)
+            module = model.fresh(seed * 1000 + k).to(device)
             if train_fn is not None:
                 module = train_fn(module, take(inputs, chosen), labels[chosen], seed * 1000 + k)
             else:

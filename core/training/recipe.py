@@ -132,7 +132,9 @@ def _rows(inputs: Any, index: torch.Tensor) -> Any:
 
 
 def train_by_recipe(module: nn.Module, inputs: Any, labels: np.ndarray, recipe: Recipe, seed: int) -> nn.Module:
-    """Train ``module`` in place on (``inputs``, ``labels``) by ``recipe`` (module docstring); returns it."""
+    """Train ``module`` in place on (``inputs``, ``labels``) by ``recipe`` (module docstring), on the module's device
+    (the data stays where it is: each batch moves); returns it."""
+    device = next(iter(module.parameters()), torch.zeros(0)).device
     g = torch.Generator().manual_seed(int(seed))
     y = torch.as_tensor(np.asarray(labels), dtype=torch.long)
     opt = _optimizer(recipe, [p for p in module.parameters() if p.requires_grad])
@@ -145,9 +147,11 @@ def train_by_recipe(module: nn.Module, inputs: Any, labels: np.ndarray, recipe: 
                 continue
             x = _rows(inputs, idx)
             if not isinstance(x, Mapping):
-                x = _augment(x, recipe, g)
+                x = _augment(torch.as_tensor(x), recipe, g).to(device)
+            else:
+                x = {k: v.to(device) for k, v in x.items()}
             out = module(**x) if isinstance(x, Mapping) else module(x)
-            loss = nn.functional.cross_entropy(getattr(out, "logits", out), y[idx])
+            loss = nn.functional.cross_entropy(getattr(out, "logits", out), y[idx].to(device))
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()

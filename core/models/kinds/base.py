@@ -81,15 +81,28 @@ def n_rows(inputs: Any) -> int:
     return int(len(inputs))
 
 
+def to_device(inputs: Any, device: torch.device) -> Any:
+    """Prepared inputs (a tensor, an array or a dict of them) on ``device``."""
+    if isinstance(inputs, Mapping):
+        return {k: to_device(v, device) for k, v in inputs.items()}
+    return torch.as_tensor(inputs).to(device)
+
+
+def module_device(module: nn.Module) -> torch.device:
+    return next(iter(module.parameters()), torch.zeros(0)).device
+
+
 def torch_log_probs(module: nn.Module, inputs: Any, batch: int = 256) -> np.ndarray:
-    """(N, m) float64 log-softmax of ``module``'s outputs on prepared ``inputs`` (eval mode, no grad)."""
+    """(N, m) float64 log-softmax of ``module``'s outputs on prepared ``inputs`` (eval mode, no grad), batch by
+    batch on the module's device."""
+    device = module_device(module)
     was = module.training
     module.eval()
     out = []
     try:
         with torch.no_grad():
             for i in range(0, n_rows(inputs), batch):
-                x = take(inputs, slice(i, i + batch))
+                x = to_device(take(inputs, slice(i, i + batch)), device)
                 logits = module(**x) if isinstance(x, Mapping) else module(x)
                 logits = getattr(logits, "logits", logits)
                 out.append(torch.log_softmax(logits.double(), -1).cpu().numpy())
