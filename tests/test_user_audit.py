@@ -412,3 +412,14 @@ def test_the_page_audits_an_onnx_model_with_the_same_numbers_as_python(tmp_path,
     outside.write_bytes((root / "tree.onnx").read_bytes())
     at.text_input(key="own:target").set_value(str(outside)).run()
     assert at.error and "outside the data root" in at.error[0].value
+
+
+def test_table_labels_are_the_models_output_indices_when_integers_below_num_classes(tmp_path):
+    from core.data.user_records import read_table_records
+    from core.models.kinds.preprocess import parse_preprocess
+    (tmp_path / "t.csv").write_text("a,y\n" + "".join(f"{i},{(0, 2)[i % 2]}\n" for i in range(10)))
+    three = read_table_records(str(tmp_path / "t.csv"), parse_preprocess({"num_classes": 3, "table": {"label": "y"}}),
+                               root="/")
+    assert set(three.labels.tolist()) == {0, 2} and len(three.classes) == 3
+    undeclared = read_table_records(str(tmp_path / "t.csv"), parse_preprocess({"table": {"label": "y"}}), root="/")
+    assert set(undeclared.labels.tolist()) == {0, 1}  # numbered in sorted order, as scikit-learn's classes_

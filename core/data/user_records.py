@@ -4,8 +4,11 @@
 as :func:`core.data.image_folder.list_image_folder` lists it): each image decoded at its own size as uint8, grey
 files kept grey, every other RGB; the model's own transform is applied later, exactly as declared
 (:mod:`core.models.kinds.preprocess`), never the explorer's resizing. ``FILE.csv`` — a table with a header row
-(:func:`core.data.csv_table.parse_csv`): the columns kept as text, the label column encoded to 0…m−1 (numbers in
-numeric order, names alphabetically), the record id the declared ``id`` column or else the 0-based data row.
+(:func:`core.data.csv_table.parse_csv`): the columns kept as text; the label column is the model's output index
+when it holds integers below the declared ``num_classes``, else encoded to 0…m−1 (numbers in numeric order, names
+alphabetically: scikit-learn's ``classes_`` order); the record id the declared ``id`` column or else the 0-based
+data row. Image classes are the class folders' names in sorted order (torchvision's ``ImageFolder``): the folder
+must hold every class the model was trained with.
 The caps of the readers underneath hold, plus :data:`MAX_RAW_BYTES` of decoded pixels.
 """
 from __future__ import annotations
@@ -54,6 +57,20 @@ def read_image_records(data_dir: str, root: str | None = None) -> RawRecords:
                       images=images, source=str(data_dir))
 
 
+def _class_ids(cells: list[str]) -> np.ndarray | None:
+    """The cells as non-negative integers, or None when one is not."""
+    out = []
+    for c in cells:
+        try:
+            v = float(c)
+        except ValueError:
+            return None
+        if v < 0 or v != int(v):
+            return None
+        out.append(int(v))
+    return np.asarray(out, np.int64)
+
+
 def read_table_records(path: str, preprocess: Preprocess | None, root: str | None = None) -> RawRecords:
     """A CSV's rows (module docstring); ``[text]`` in the preprocessing makes it a text table."""
     text = preprocess.text if preprocess and preprocess.text else None
@@ -64,6 +81,12 @@ def read_table_records(path: str, preprocess: Preprocess | None, root: str | Non
         raise ConfigError(f"{path}: no label column {spec.label!r} (columns: {', '.join(header[:12])}); declare it "
                           f"as label in the preprocess file")
     labels, classes = _label_classes(spec.label, by_name[spec.label], path, LIMITS)
+    declared = preprocess.num_classes if preprocess else None
+    ints = _class_ids(by_name[spec.label])
+    if ints is not None and declared is not None and int(ints.max()) < declared:
+        # integer labels below the declared number of classes are the model's output indices as they are (a table
+        # holding some of the classes keeps each record's own index)
+        labels, classes = ints, tuple(str(i) for i in range(declared))
     n = len(labels)
     if spec.id is not None:
         if spec.id not in by_name:
