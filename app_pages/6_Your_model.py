@@ -15,6 +15,9 @@ from pathlib import Path
 import streamlit as st
 
 from core.analyses.scores import ScoresResult, score_file
+from core.analyses.user_audit import assign_roles
+from core.audit import AuditResult, audit
+from core.data.user_records import read_records
 from core.experiment.data_preview import DataPreview, preview_data
 from core.foundations.config import ExperimentConfig
 from core.foundations.errors import MIAError
@@ -22,7 +25,10 @@ from core.foundations.names import ARCH_NAMES as ARCH_LABELS
 from core.foundations.paths import data_root, resolve_data_dir
 from core.foundations.plugins import PLUGIN_ENV
 from core.foundations.task_registry import builtin_tasks
-from core.foundations.user_files import store_upload
+from core.foundations.user_files import parse_member_ids, read_user_file, store_upload, user_file_path
+from core.models.kinds.preprocess import read_preprocess
+from core.training.recipe import read_recipe
+from core.views.audit_report import audit_report_html
 from core.measurement.stats import Estimate
 from core.tasks import available_tasks, get_task
 from core.views.scores_report import roc_loglog_figure, scores_report_html
@@ -39,7 +45,16 @@ LAYOUTS = {
     "Parallel text": ("translation", "pairs", "pairs_cpu",
                       "a folder of <name>.<src> / <name>.<tgt> files with equal line counts"),
 }
-WAYS = ("Your data", "Your trained model", "Just the scores", "Your architecture")
+WAYS = ("Your data", "Your trained model", "A model you already have", "Just the scores", "Your architecture")
+#: the kinds of a model a user already has: kind → (label, what the box takes)
+MODEL_KINDS = {"torchvision": ("torchvision (by name + a safetensors state dict)", "model name, e.g. resnet18"),
+               "timm": ("timm (by name + a safetensors state dict)", "model name, e.g. resnet10t"),
+               "hf": ("Hugging Face (a save_pretrained folder)", "the folder under the data root"),
+               "onnx": ("ONNX (scikit-learn, XGBoost, torch, … exported)", "the .onnx file under the data root")}
+PREPROCESS_EXAMPLE = "num_classes = 10\n[image]\nchannels = 3\nscale = 255\n# resize = 36\n# crop = 32\n" \
+                     "# mean = [0.4914, 0.4822, 0.4465]\n# std = [0.2470, 0.2435, 0.2616]\n" \
+                     "# [table]  (a CSV)\n# columns = [\"age\", \"bmi\"]\n# label = \"outcome\"\n# id = \"patient\"\n"
+RECIPE_EXAMPLE = "# optimizer = \"sgd\"\n# lr = 0.05\n# epochs = 30\n# batch_size = 128\n# references = 4\n"
 
 st.title("Your model, your data")
 st.caption("How much does **your** model leak, on **your** data, and what would a defense cost you? Point the "
@@ -198,7 +213,120 @@ def kept_upload(upload, kind: str) -> str | None:
         return None
 
 
-# ---------------------------------------------------------------------------- the four ways
+def audit_table(result: AuditResult) -> list[dict]:
+    rows = attack_table(result.scores)
+    blind = {c.a: c for c in result.scores.comparisons if c.b == "blind"}
+    for row in rows:
+        c = blind.get(row["attack"])
+        row["AUC − blind [95 % CI]"] = None if c is None else (
+            f"{c.difference.mean:+.3f} [{c.difference.ci_low:+.3f}, {c.difference.ci_high:+.3f}]")
+    return rows
+
+
+@st.cache_resource(max_entries=4, show_spinner="Auditing: the fit check, references, every attack…")
+def cached_audit(key: tuple, spec: str, weights: str | None, data: str, members: str, pre_text: str,
+                 recipe_text: str) -> AuditResult:
+    """The audit of these inputs (``key``: their content's stamps), kept for the what-if sliders."""
+    pre = read_preprocess(pre_text.encode(), "page.toml") if pre_text.strip() else None
+    recipe = read_recipe(recipe_text.encode(), "page.toml") if recipe_text.strip() else None
+    return audit(spec, members, data=data, weights=weights, preprocess=pre, recipe=recipe, root=str(root))
+
+
+def own_model_section() -> None:
+    """A torchvision / timm / Hugging Face / ONNX model audited on its own declared preprocessing (core.audit)."""
+    st.markdown("Your model **as you have it** — no retraining into our architectures, and **your** preprocessing, "
+                "declared below as data (never ours): every attack with its 95 % interval beside the **blind "
+                "baseline** (what the records alone give, without the model), the risk at a chosen FPR, and the "
+                "Dirichlet / Gaussian what-ifs on your model. Code never comes from this page: an `nn.Module` is "
+                "audited from Python (`core.audit.audit`), docs/your_data.md.")
+    kind = st.selectbox("Kind", list(MODEL_KINDS), format_func=lambda k: MODEL_KINDS[k][0], key="own:kind")
+    c1, c2 = st.columns(2)
+    target = c1.text_input("Model", key="own:target", placeholder=MODEL_KINDS[kind][1]).strip()
+    weights = None
+    if kind in ("torchvision", "timm"):
+        weights_text = c2.text_input("Weights (.safetensors) under the data root", key="own:weights")
+        weights = kept_upload(c2.file_uploader("…or upload it", type=["safetensors"], key="own:weights_up"),
+                              "weights") or weights_text.strip()
+    d1, d2 = st.columns(2)
+    data = d1.text_input("Records: a folder of class folders, or a CSV, under the data root", key="own:data").strip()
+    members_text = d2.text_input("Member list (.txt) under the data root", key="own:members")
+    members = kept_upload(d2.file_uploader("…or upload it", type=["txt"], key="own:members_up"),
+                          "members") or members_text.strip()
+    p1, p2 = st.columns(2)
+    pre_text = p1.text_area("Preprocessing the model was trained with (TOML)", PREPROCESS_EXAMPLE, height=220,
+                            key="own:pre")
+    recipe_text = p2.text_area("Training recipe, for reference models (TOML; empty: none — not for ONNX)",
+                               RECIPE_EXAMPLE, height=220, key="own:recipe")
+    if not (target and data and members and (weights or kind in ("hf", "onnx"))):
+        st.info("Give the model, " + ("its weights, " if kind in ("torchvision", "timm") else "") +
+                "the records and the member list.")
+        return
+    try:  # the roles first: how many records each gets, before anything trains
+        spec = f"{kind}:" + (target if kind in ("torchvision", "timm") else str(resolve_data_dir(target)) if kind == "hf"
+                             else str(user_file_path(target, "the ONNX file")))
+        # every path made absolute under the data root here (a relative one is the root's, not the server's folder)
+        data = str(user_file_path(data, "records") if data.lower().endswith(".csv") else resolve_data_dir(data))
+        members = str(user_file_path(members, "members"))
+        weights = str(user_file_path(weights, "weights")) if weights else None
+        pre = read_preprocess(pre_text.encode(), "page.toml") if pre_text.strip() else None
+        records = read_records(data, pre, root=str(root))
+        roles = assign_roles(records, parse_member_ids(read_user_file(members, "members", 32 * 2**20)), None, 0)
+    except MIAError as exc:
+        st.error(str(exc))
+        return
+    st.success(f"{roles.n_records:,} records: **{len(roles.members):,} members**, **{len(roles.nonmembers):,} "
+               f"non-members** audited (as many as the members, at most half of the others), **{len(roles.pool):,}** "
+               f"in the attacker's pool (quantile regression needs 20).")
+    if not st.toggle("Run the audit", key="own:run"):
+        return
+    stamps = tuple(Path(p).stat().st_mtime_ns if Path(p).exists() else 0 for p in (weights or "", data, members))
+    try:
+        result = cached_audit((spec, stamps, pre_text, recipe_text), spec, weights or None, data, members, pre_text,
+                              recipe_text)
+    except MIAError as exc:
+        st.error(str(exc))
+        return
+    st.markdown(f"**The model on its own members:** {plain_markdown(result.check.message)}.")
+    for note in result.model["notes"]:  # names from the user's files: data, never markup
+        st.caption(plain_markdown(note))
+    if result.blind.differs:
+        st.warning(result.blind.warning)
+    st.markdown(f"**Blind baseline** (the records alone, never the model): AUC {result.blind.auc.mean:.3f} "
+                f"[{result.blind.auc.ci_low:.3f}, {result.blind.auc.ci_high:.3f}].")
+    st.dataframe(audit_table(result), hide_index=True, width="stretch")
+    for name, why in result.not_run.items():
+        st.caption(plain_markdown(f"{name} did not run: {why}"))
+    if result.risk:
+        st.subheader(f"Risk at {result.risk[0].fpr:.0%} FPR, membership prior {result.risk[0].prior:.3f}")
+        st.dataframe([{"attack": r.attack, "TPR": f"{r.tpr.mean:.3f} [{r.tpr.ci_low:.3f}, {r.tpr.ci_high:.3f}]",
+                       "precision of flagged records": f"{r.precision.mean:.3f} [{r.precision.ci_low:.3f}, "
+                                                       f"{r.precision.ci_high:.3f}]",
+                       "members exposed": f"{r.members_exposed.mean:.1f} [{r.members_exposed.ci_low:.1f}, "
+                                          f"{r.members_exposed.ci_high:.1f}]"} for r in result.risk],
+                     hide_index=True, width="stretch")
+    st.plotly_chart(roc_loglog_figure(result.scores), width="stretch")
+    st.subheader("What if: defenses on your model, nothing retrained")
+    w1, w2 = st.columns(2)
+    k = w1.select_slider("Dirichlet k (outputs)", [1000.0, 100.0, 10.0, 1.0, 0.1, 0.01], value=10.0, key="own:k")
+    sigma = w2.select_slider("Gaussian σ (weights; torch models; above 0 it is shown instead of k)", [0.0, 1e-3, 3e-3, 1e-2, 3e-2, 0.1], value=0.0,
+                             key="own:sigma")
+    try:
+        defended = result.gaussian(sigma) if sigma > 0 else result.dirichlet(k)  # σ > 0: the weights' what-if
+    except MIAError as exc:
+        st.error(str(exc))
+        defended = None
+    if defended is not None:
+        st.caption(f"{defended.defense['mechanism']}: utility loss {defended.defense['utility_loss']:.3f} "
+                   f"(1 − defended / undefended non-member accuracy); the attacker is naive.")
+        st.dataframe([{"attack": a.name, "undefended AUC": round(result.attack(a.name).auc.mean, 3),
+                       "defended AUC [95 % CI]": f"{a.auc.mean:.3f} [{a.auc.ci_low:.3f}, {a.auc.ci_high:.3f}]"}
+                      for a in defended.attacks], hide_index=True, width="stretch")
+    st.download_button("Download the report (HTML)", audit_report_html(result), file_name="audit_report.html",
+                       mime="text/html")
+    st.download_button("Download the JSON", result.to_json(), file_name="audit.json", mime="application/json")
+
+
+# ---------------------------------------------------------------------------- the ways
 if way == "Your data":
     st.markdown("Our FFNN and RNN of matched size are trained on **your data** (victim and the attacker's shadow "
                 "models on disjoint halves), then every attack runs, as for the built-in tasks.")
@@ -250,6 +378,9 @@ elif way == "Your trained model":
         st.stop()
     if show_preview(cfg):
         train_and_show([cfg], "model")
+
+elif way == "A model you already have":
+    own_model_section()
 
 elif way == "Just the scores":
     st.markdown("No model at all: a file with one row per record — `member` (0/1), the target model's `loss` (or "

@@ -10,6 +10,7 @@
     python -m core report --task image --preset quick --out report.html   # the run report of cached runs (HTML)
     python -m core run --plugin examples/plugin_task.py --task demo_sequences --arch ffnn   # a plugin's task
     python -m core score --in scores.csv --out result.json [--report report.html]   # a file of scores, no model
+    python -m core audit --model torchvision:resnet18 --weights m.safetensors --data DIR --members m.txt  # your model
     python -m core inspect --task tabular --set dataset=csv --set data_dir=~/t.csv --set label=y  # what a run reads
 
 Every failure the user can fix prints one line ``error: ...`` on stderr and exits with 2 (bad
@@ -46,6 +47,7 @@ from core.cli_analyze import (add_findings_command, add_score_command, analysis_
 from core.cli_common import (Once, OneLineErrorParser, Progress, apply_config_file, check_named_sets, config_document,
     config_format, emit_json, guarded, out_folder, parse_sets, positive_int, write_config_file, write_result)
 from core.cli_common import CtrlC  # noqa: F401  (re-exported: callers and tests reach it as core.cli.CtrlC)
+from core.cli_audit import add_audit_command, audit_command
 from core.cli_compare import add_compare_command, compare_command, run_repeats_command, with_repeats
 from core.cli_defend import check_defend_options, defend_command
 
@@ -103,6 +105,7 @@ def build_parser(prog: str = "python -m core", epilog: str | None = None) -> arg
                           "per-repeat values (same as --set repeats=N)")
     add_compare_command(sub, common)
     add_score_command(sub)
+    add_audit_command(sub)
     add_findings_command(sub)
     cfg = sub.add_parser("config", help="print the resolved config and its hash as JSON (or write it to --out)")
     common(cfg)
@@ -263,6 +266,8 @@ def _main(argv: Sequence[str] | None, prog: str = "python -m core", epilog: str 
     args = apply_config_file(build_parser(prog, epilog).parse_args(argv))
     if args.command == "score":  # no task, no config, no torch
         return score_command(args)
+    if args.command == "audit":  # a model of the user's own: no task, no config
+        return audit_command(args)
     if args.command == "findings":
         return findings_command(args)
     out = check_arguments(args)  # torch is not imported yet: refused input answers at once

@@ -18,9 +18,10 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("core", "ui")
 #: files that may import lazily (see the module docstring)
 ENTRY_POINTS = {"core/cli.py", "core/cli_common.py", "core/cli_analyze.py", "core/cli_defend.py", "core/cli_compare.py",
-                "ui/worker.py"}
+                "core/cli_audit.py", "ui/worker.py"}
 #: third-party packages a function may import lazily: each loads only for the configs that need it
-OPTIONAL_HEAVY = {"ray", "opacus", "sklearn", "scipy", "gymnasium", "minigrid", "PIL", "torch", "playwright"}
+OPTIONAL_HEAVY = {"ray", "opacus", "sklearn", "scipy", "gymnasium", "minigrid", "PIL", "torch", "playwright",
+                  "transformers", "onnxruntime"}
 
 
 def project_files() -> list[Path]:

@@ -1,0 +1,589 @@
+"""Auditing a model its owner already has (:mod:`core.audit` is the door): one pass from the model, the records and
+the member list to every attack with its 95 % interval, the blind baseline and the risk in the owner's terms.
+
+1. **Roles.** The members are the listed records; the others are split (seeded) into the audited non-members —
+   as many as the members, at most half of them — and the attacker's pool (the rest), unless the non-members are
+   given. Every count is in the result (:class:`Roles`).
+2. **The model is checked first** (:func:`check_fit`): the declared preprocessing applied to the members, its
+   accuracy on them (Clopper–Pearson interval) beside the non-members' and the user's stated one. Members at chance
+   (the interval reaches the majority class's share) or significantly below the non-members stop the audit with
+   one line — "the model does not fit its own members: check the preprocessing" — before anything trains.
+3. **References.** Where the model can be rebuilt untrained and a recipe (or a training function) is given,
+   ``references`` copies are trained by it, each on a random subset of the members' size drawn from every record
+   (members, non-members, pool), so every audited record is IN some and OUT of others (LiRA online and offline,
+   RMIA). An ONNX graph cannot be retrained: LiRA and RMIA then run only from reference losses the user supplies;
+   the result lists which attacks ran and why the others did not (:attr:`AuditOutcome.not_run`).
+4. **Attacks** on the audited records: the loss and entropy thresholds, LiRA, RMIA
+   (:func:`core.analyses.scores.score_table`, the same code as ``python -m core score``), quantile regression
+   (conformalised, fitted on the pool's answers; :mod:`core.attacks.quantile`), the label-only attacks (images: ten
+   augmented queries; every kind: the gap attack), each with AUC, TPR at low FPR, advantage and ε̂ with intervals.
+5. **Blind baseline**: a logistic regression on the records alone (their prepared inputs, average-pooled to at most
+   :data:`BLIND_FEATURES` numbers, and their one-hot label), never the model, cross-fitted over the same two halves.
+   Its AUC far from 0.5 (its interval excluding 0.5) says the members and non-members differ in distribution: an
+   attack's AUC is then not all leakage. Each attack's AUC minus the blind one is given with a paired interval.
+6. **Risk** (:class:`RiskFigure`): at a stated FPR, the TPR, the precision of the flagged records at a declared
+   membership prior π (default members / all records), π·TPR / (π·TPR + (1 − π)·FPR), and the expected number of
+   members exposed, TPR × members — each with the interval of the TPR carried through (both are monotone in it).
+
+What-ifs (:func:`dirichlet`, :func:`gaussian`) re-answer the same queries through the Dirichlet mechanism on the
+outputs or the Gaussian privacy module on the weights and re-run every attack without retraining anything (the
+references stay undefended: the naive attacker of the Defenses page).
+"""
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+from core.analyses.scores import (AucDifference, AttackScores, ScoresResult, attack_scores, auc_difference,
+    bootstrap_size, halves, score_table)
+from core.analyses.scores_file import ScoresTable
+from core.attacks.quantile import QuantileRegressor, QuantileTraining, quantile_scores
+from core.defenses.dirichlet import sample_probs
+from core.defenses.gpm import add_noise, noise_direction
+from core.foundations.device import default_device
+from core.foundations.errors import ConfigError
+from core.measurement.bootstrap import bootstrap_metric
+from core.measurement.metrics import clopper_pearson
+from core.measurement.reference_math import logit_confidence_from_loss
+from core.measurement.stats import CONFIDENCE, Estimate, is_zero_width
+from core.models.kinds.base import LoadedModel, take
+from core.models.kinds.preprocess import RawRecords
+from core.tasks.image import LABEL_AUGMENTATIONS, augment_image
+from core.training.recipe import Recipe, train_by_recipe
+
+#: fewest members and fewest non-members audited (the scores' halves and thresholds need them)
+MIN_PER_ROLE = 10
+#: fewest pool records for quantile regression (70 % fit, 30 % calibrate)
+MIN_POOL = 20
+#: the most numbers the blind baseline sees per record (inputs average-pooled down to it)
+BLIND_FEATURES = 256
+#: the default FPR of the risk figures
+RISK_FPR = 0.01
+#: descriptions of the attacks added to the scores' own
+EXTRA_ATTACKS = {
+    "quantile": "quantile regression: the target's logit-scaled confidence minus the (1 − α) quantile a regressor "
+                "fitted on the pool's answers predicts for the record (conformalised); no reference models",
+    "label_only": "label-only: the number of ten augmented queries (flip, one-pixel shifts) answered correctly",
+    "gap": "gap attack: member if the predicted label is right (label only, one query)",
+    "blind": "blind baseline: a logistic regression on the records alone (inputs and label), never the model, "
+             "cross-fitted — the AUC a split's distribution gives without any leakage",
+}
+TrainFn = Callable[[nn.Module, Any, np.ndarray, int], nn.Module]
+
+
+# ---------------------------------------------------------------------------- results
+@dataclass(frozen=True)
+class Roles:
+    """Which records play which part (indices into the records) and how many."""
+
+    members: np.ndarray
+    nonmembers: np.ndarray
+    pool: np.ndarray
+    n_records: int
+    nonmembers_given: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"records": self.n_records, "members": int(len(self.members)), "nonmembers": int(len(self.nonmembers)),
+                "pool": int(len(self.pool)), "nonmembers_given": self.nonmembers_given,
+                "rule": "the non-members given" if self.nonmembers_given else
+                        "non-members: as many as the members, at most half of the other records (seeded); pool: the rest"}
+
+
+@dataclass(frozen=True)
+class ModelCheck:
+    """The model on its own members under the declared preprocessing."""
+
+    member_accuracy: Estimate
+    nonmember_accuracy: Estimate
+    member_loss: float
+    nonmember_loss: float
+    chance: float
+    stated_accuracy: float | None
+    fits: bool
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"member_accuracy": self.member_accuracy.to_dict(), "nonmember_accuracy": self.nonmember_accuracy.to_dict(),
+                "member_loss": self.member_loss, "nonmember_loss": self.nonmember_loss, "chance": self.chance,
+                "stated_accuracy": self.stated_accuracy, "fits": self.fits, "message": self.message}
+
+
+@dataclass(frozen=True)
+class RiskFigure:
+    """One attack's risk at ``fpr`` and membership prior ``prior`` (module docstring, 6)."""
+
+    attack: str
+    fpr: float
+    prior: float
+    tpr: Estimate
+    precision: Estimate
+    members_exposed: Estimate
+    false_flags: float
+    resolved: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"attack": self.attack, "fpr": self.fpr, "prior": self.prior, "tpr": self.tpr.to_dict(),
+                "precision": self.precision.to_dict(), "members_exposed": self.members_exposed.to_dict(),
+                "expected_false_flags": self.false_flags, "resolved": self.resolved}
+
+
+@dataclass(frozen=True)
+class BlindBaseline:
+    auc: Estimate
+    differs: bool
+    warning: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"auc": self.auc.to_dict(), "differs": self.differs, "warning": self.warning,
+                "features": f"prepared inputs average-pooled to at most {BLIND_FEATURES} numbers + one-hot label"}
+
+
+@dataclass
+class AuditState:
+    """What the what-ifs re-use (never written to JSON): the model, the prepared inputs, the references' losses."""
+
+    model: LoadedModel
+    inputs: Any
+    labels: np.ndarray
+    audit_index: np.ndarray
+    member: np.ndarray
+    pool_index: np.ndarray
+    ref_loss: np.ndarray
+    ref_in: np.ndarray
+    ref_in_given: bool
+    blind_scores: np.ndarray
+    blind_features: np.ndarray
+    half: np.ndarray
+    n_boot: int
+    seed: int
+    prior: float
+    fpr: float
+    n_members_population: int
+    n_population: int
+
+
+@dataclass(frozen=True)
+class AuditOutcome:
+    """Everything an audit measured; :meth:`to_dict` is the JSON every door writes."""
+
+    model: dict[str, Any]
+    preprocess: dict[str, Any] | None
+    recipe: dict[str, Any] | None
+    roles: Roles
+    check: ModelCheck
+    scores: ScoresResult
+    blind: BlindBaseline
+    risk: tuple[RiskFigure, ...]
+    not_run: dict[str, str]
+    utility: dict[str, float]
+    defense: dict[str, Any] | None
+    notes: tuple[str, ...]
+    method: dict[str, Any]
+    state: AuditState | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def attacks(self) -> tuple[AttackScores, ...]:
+        return self.scores.attacks
+
+    def attack(self, name: str) -> AttackScores:
+        return self.scores.attack(name)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": "audit", "model": self.model, "preprocess": self.preprocess, "recipe": self.recipe,
+                "roles": self.roles.to_dict(), "check": self.check.to_dict(), "defense": self.defense,
+                "utility": self.utility, "attacks": {a.name: a.to_dict() for a in self.scores.attacks},
+                "ran": [a.name for a in self.scores.attacks], "not_run": dict(self.not_run),
+                "blind_baseline": self.blind.to_dict(), "comparisons": [c.to_dict() for c in self.scores.comparisons],
+                "risk": [r.to_dict() for r in self.risk], "slices": self.scores.slice_rows(),
+                "notes": list(self.notes), "method": dict(self.method)}
+
+
+# ---------------------------------------------------------------------------- roles
+def member_positions(records: RawRecords, ids: Sequence[str], what: str = "members") -> np.ndarray:
+    """The indices of ``ids`` among the records' ids; one line naming an id the records do not hold."""
+    position = {r: i for i, r in enumerate(records.ids)}
+    out = []
+    for r in ids:
+        if r not in position:
+            example = ", ".join(repr(x) for x in records.ids[:3])
+            raise ConfigError(f"{what}: {str(r)[:80]!r} is not a record of {records.source or 'the data'} (ids look "
+                              f"like {example})")
+        out.append(position[r])
+    if len(set(out)) != len(out):
+        raise ConfigError(f"{what}: a record is listed twice")
+    return np.asarray(out, np.int64)
+
+
+def assign_roles(records: RawRecords, member_ids: Sequence[str], nonmember_ids: Sequence[str] | None,
+                 seed: int) -> Roles:
+    """Module docstring, 1. Raises :class:`ConfigError` when a role is too small."""
+    members = member_positions(records, member_ids)
+    n = len(records)
+    rest = np.setdiff1d(np.arange(n), members)
+    if nonmember_ids is not None:
+        non = member_positions(records, nonmember_ids, "non-members")
+        if np.intersect1d(non, members).size:
+            raise ConfigError("non-members: a record is listed both as a member and as a non-member")
+        pool = np.setdiff1d(rest, non)
+    else:
+        order = np.random.default_rng([seed, 0xA0D1]).permutation(rest)
+        n_non = min(len(members), len(rest) // 2) if len(rest) >= 2 * MIN_PER_ROLE else len(rest)
+        non, pool = np.sort(order[:n_non]), np.sort(order[n_non:])
+    if len(members) < MIN_PER_ROLE or len(non) < MIN_PER_ROLE:
+        raise ConfigError(f"{len(records)} records give {len(members)} members and {len(non)} non-members to audit; "
+                          f"at least {MIN_PER_ROLE} of each are needed (list fewer members, or add records the model "
+                          f"did not train on)")
+    return Roles(members, non, pool, n, nonmember_ids is not None)
+
+
+# ---------------------------------------------------------------------------- the check
+def _accuracy(correct: np.ndarray) -> Estimate:
+    k, n = int(correct.sum()), int(len(correct))
+    low, high = clopper_pearson(k, n, CONFIDENCE)
+    return Estimate(k / max(n, 1), float(low), float(high), n, (), "clopper-pearson")
+
+
+def check_fit(logp: np.ndarray, labels: np.ndarray, member: np.ndarray, stated: float | None = None) -> ModelCheck:
+    """Module docstring, 2 (``logp`` the audited records' log-probabilities, ``member`` their roles)."""
+    correct = logp.argmax(1) == labels
+    acc_in, acc_out = _accuracy(correct[member]), _accuracy(correct[~member])
+    loss = -logp[np.arange(len(labels)), labels]
+    chance = float(np.bincount(labels[member]).max() / max(member.sum(), 1))
+    if acc_in.ci_low <= chance:
+        fits, message = False, (f"the model does not fit its own members: check the preprocessing (accuracy on the "
+                                f"members {acc_in.mean:.3f} [{acc_in.ci_low:.3f}, {acc_in.ci_high:.3f}], chance "
+                                f"{chance:.3f})")
+    elif acc_in.ci_high < acc_out.ci_low:
+        fits, message = False, (f"the model does not fit its own members: check the preprocessing (accuracy on the "
+                                f"members {acc_in.mean:.3f} [{acc_in.ci_low:.3f}, {acc_in.ci_high:.3f}] lies below the "
+                                f"non-members' {acc_out.mean:.3f} [{acc_out.ci_low:.3f}, {acc_out.ci_high:.3f}]: is the "
+                                f"member list right?)")
+    else:
+        fits, message = True, (f"accuracy on the members {acc_in.mean:.3f} [{acc_in.ci_low:.3f}, {acc_in.ci_high:.3f}], "
+                               f"on the non-members {acc_out.mean:.3f} [{acc_out.ci_low:.3f}, {acc_out.ci_high:.3f}]")
+        if stated is not None and not acc_in.ci_low <= stated <= acc_in.ci_high:
+            message += (f"; the stated training accuracy {stated:.3f} lies outside the measured interval: check the "
+                        f"preprocessing")
+    return ModelCheck(acc_in, acc_out, float(loss[member].mean()), float(loss[~member].mean()), chance, stated, fits,
+                      message)
+
+
+# ---------------------------------------------------------------------------- pieces
+def _log_probs(model: LoadedModel, inputs: Any, module: nn.Module | None = None) -> np.ndarray:
+    lp = model.log_probs(inputs, module)
+    if lp.ndim != 2 or lp.shape[1] != model.n_classes:
+        raise ConfigError(f"{model.spec}: the model answers {lp.shape[-1] if lp.ndim == 2 else lp.shape} scores per "
+                          f"record, the data has {model.n_classes} classes")
+    return np.maximum(lp, -1e4)  # a float32 log-softmax of −inf (probability exactly 0) kept finite
+
+
+def _pooled(x: np.ndarray) -> np.ndarray:
+    """(N, ≤ BLIND_FEATURES) average-pooled flattened features."""
+    flat = x.reshape(len(x), -1).astype(np.float64)
+    d = flat.shape[1]
+    if d <= BLIND_FEATURES:
+        return flat
+    edges = np.linspace(0, d, BLIND_FEATURES + 1).astype(int)
+    return np.add.reduceat(flat, edges[:-1], axis=1) / np.diff(edges)
+
+
+def record_features(inputs: Any, labels: np.ndarray, n_classes: int) -> np.ndarray:
+    """What the blind baseline and the quantile regressor see of a record: its pooled inputs and one-hot label."""
+    if isinstance(inputs, dict):  # text: token ids are not magnitudes; their counts per position bucket are kept
+        x = np.asarray(inputs["input_ids"], np.float64)
+    else:
+        x = inputs.numpy() if isinstance(inputs, torch.Tensor) else np.asarray(inputs)
+    return np.concatenate([_pooled(np.asarray(x, np.float64)), np.eye(n_classes)[labels]], 1)
+
+
+def blind_scores(features: np.ndarray, member: np.ndarray, half: np.ndarray, seed: int) -> np.ndarray:
+    """Cross-fitted P(member | features): a logistic regression fitted on one half scores the other."""
+    from sklearn.linear_model import LogisticRegression  # noqa: PLC0415  (optional heavy)
+    from sklearn.preprocessing import StandardScaler  # noqa: PLC0415
+    out = np.zeros(len(member))
+    for h in (0, 1):
+        fit, score = half != h, half == h
+        scaler = StandardScaler().fit(features[fit])
+        clf = LogisticRegression(C=0.1, max_iter=2000, random_state=seed).fit(scaler.transform(features[fit]),
+                                                                              member[fit])
+        out[score] = clf.decision_function(scaler.transform(features[score]))
+    return out
+
+
+def _named(name: str, scores: np.ndarray, member: np.ndarray, half: np.ndarray, n_boot: int, seed: int) -> AttackScores:
+    base = attack_scores("loss", scores, member, half, n_boot, seed)
+    return replace(base, name=name, description=EXTRA_ATTACKS[name])
+
+
+def _label_queries(model: LoadedModel, inputs: Any, module: nn.Module | None,
+                   transform: Callable[[np.ndarray], np.ndarray] | None) -> np.ndarray:
+    """(N, 10, m) log-probabilities of the augmented queries (images only)."""
+    x = inputs if isinstance(inputs, torch.Tensor) else torch.as_tensor(np.asarray(inputs))
+    out = []
+    for flip, dy, dx in LABEL_AUGMENTATIONS:
+        q = augment_image(x, flip, dy, dx)
+        lp = model.log_probs(q if model.run is None else q.numpy(), module)
+        out.append(transform(lp) if transform is not None else lp)
+    return np.stack(out, 1)
+
+
+def risk_figures(attacks: Sequence[AttackScores], member: np.ndarray, prior: float, fpr: float, n_members: int,
+                 n_population: int, n_boot: int, seed: int) -> tuple[RiskFigure, ...]:
+    """Module docstring, 6."""
+    n0 = int((~member).sum())
+    out = []
+    for a in attacks:
+        if len(a.scores) != len(member):  # scored on the records that have its references only: not comparable
+            continue
+        tpr = bootstrap_metric(a.scores, member, f"tpr@{fpr}", n_boot=n_boot, seed=seed)
+
+        def precision(t: float | None) -> float | None:
+            if t is None:
+                return None
+            flagged = prior * t + (1 - prior) * fpr
+            return prior * t / flagged if flagged > 0 else 0.0
+
+        exposed = (lambda t: None if t is None else t * n_members)
+        out.append(RiskFigure(a.name, fpr, prior, tpr,
+                              Estimate(precision(tpr.mean), precision(tpr.ci_low), precision(tpr.ci_high), tpr.n, (),
+                                       tpr.method, tpr.confidence, "the TPR's interval carried through"),
+                              Estimate(exposed(tpr.mean), exposed(tpr.ci_low), exposed(tpr.ci_high), tpr.n, (),
+                                       tpr.method, tpr.confidence, "TPR × members; the TPR's interval carried through"),
+                              fpr * (n_population - n_members), math.floor(fpr * n0 + 1e-12) >= 1))
+    return tuple(out)
+
+
+# ---------------------------------------------------------------------------- the attacks on given answers
+def _attacks(state: AuditState, logp: np.ndarray, logp_pool: np.ndarray | None, queries: np.ndarray | None
+             ) -> tuple[ScoresResult, BlindBaseline, tuple[RiskFigure, ...], dict[str, str], list[str]]:
+    member, labels = state.member, state.labels[state.audit_index]
+    loss = -logp[np.arange(len(labels)), labels]
+    p = np.exp(logp)
+    entropy = -(p * logp).sum(1)
+    table = ScoresTable(state.model.spec, member, loss, "logits", entropy, labels, state.ref_loss, state.ref_in,
+                        state.ref_in_given, None, state.model.n_classes)
+    result = score_table(table, state.n_boot, state.seed)
+    notes, not_run = list(result.notes), {}
+    extra = []
+    n_boot, seed, half = state.n_boot, state.seed, state.half
+    if logp_pool is not None and len(logp_pool) >= MIN_POOL:
+        pool_labels = state.labels[state.pool_index]
+        pool_phi = logit_confidence_from_loss(-logp_pool[np.arange(len(pool_labels)), pool_labels])
+        features = state.blind_features
+        q = QuantileRegressor(training=QuantileTraining(seed=seed)).fit(features[len(member):], pool_phi, by_hand=True)
+        phi = logit_confidence_from_loss(loss)
+        extra.append(_named("quantile", quantile_scores(phi, q.predict(features[:len(member)])), member, half,
+                            n_boot, seed))
+    else:
+        not_run["quantile"] = (f"the pool holds {0 if logp_pool is None else len(logp_pool)} records; quantile "
+                               f"regression needs {MIN_POOL} the model did not train on (add records or give fewer "
+                               f"non-members)")
+    if queries is not None:
+        correct = queries.argmax(2) == labels[:, None]
+        extra.append(_named("label_only", correct.sum(1).astype(np.float64), member, half, n_boot, seed))
+    else:
+        not_run["label_only"] = (f"the augmented queries (flip, shifts) are defined for images; these records are "
+                                 f"{state.model.modality}")
+    extra.append(_named("gap", (logp.argmax(1) == labels).astype(np.float64), member, half, n_boot, seed))
+    blind = _named("blind", state.blind_scores, member, half, n_boot, seed)
+    attacks = tuple(result.attacks) + tuple(extra)
+    comparisons = list(result.comparisons)
+    for a in attacks:
+        if a.name in ("loss", "entropy", "lira_offline", "lira_online", "rmia", "quantile", "label_only", "gap") \
+                and len(a.scores) == len(member):
+            diff = auc_difference(a.scores, state.blind_scores, member, n_boot, seed)
+            verdict = ("inconclusive" if is_zero_width(diff.ci_low, diff.ci_high, diff.mean) else
+                       f"{a.name} higher" if diff.ci_low > 0 else "blind higher" if diff.ci_high < 0 else "inconclusive")
+            comparisons.append(AucDifference(a.name, "blind", diff, verdict))
+    differs = blind.auc.excludes(0.5)
+    warning = ("your members and non-members differ in distribution — an attack's AUC is not all leakage: compare it "
+               "with the blind baseline's" if differs else "")
+    if differs:
+        notes.insert(0, warning)
+    result = replace(result, attacks=attacks + (blind,), comparisons=tuple(comparisons), notes=tuple(notes))
+    risk = risk_figures(attacks, member, state.prior, state.fpr, state.n_members_population, state.n_population,
+                        n_boot, seed)
+    return result, BlindBaseline(blind.auc, differs, warning), risk, not_run, notes
+
+
+def _utility(logp: np.ndarray, labels: np.ndarray, member: np.ndarray) -> dict[str, float]:
+    correct = logp.argmax(1) == labels
+    return {"member_accuracy": float(correct[member].mean()), "nonmember_accuracy": float(correct[~member].mean())}
+
+
+def _answers(state: AuditState, module: nn.Module | None = None,
+             transform: Callable[[np.ndarray], np.ndarray] | None = None
+             ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    model = state.model
+    logp = _log_probs(model, take(state.inputs, state.audit_index), module)
+    pool = _log_probs(model, take(state.inputs, state.pool_index), module) if len(state.pool_index) else None
+    queries = (_label_queries(model, take(state.inputs, state.audit_index), module, transform)
+               if model.modality == "image" else None)
+    if transform is not None:
+        logp = transform(logp)
+        pool = None if pool is None else transform(pool)
+    return logp, pool, queries
+
+
+# ---------------------------------------------------------------------------- the audit
+def run_audit(model: LoadedModel, records: RawRecords, member_ids: Sequence[str], *,
+              nonmember_ids: Sequence[str] | None = None, recipe: Recipe | None = None, train_fn: TrainFn | None = None,
+              reference_losses: np.ndarray | None = None, reference_in: np.ndarray | None = None,
+              stated_accuracy: float | None = None, prior: float | None = None, fpr: float = RISK_FPR,
+              seed: int = 0, n_boot: int | None = None,
+              progress: Callable[[str], None] | None = None) -> AuditOutcome:
+    """The whole audit (module docstring). Raises :class:`ConfigError` (one line) on bad input, before training."""
+    say = progress or (lambda _m: None)
+    if not 0 < fpr < 1:
+        raise ConfigError(f"fpr must lie in (0, 1), got {fpr}")
+    if prior is not None and not 0 < prior < 1:
+        raise ConfigError(f"prior must lie in (0, 1), got {prior}")
+    if model.modality != records.modality:
+        raise ConfigError(f"{model.spec} takes {model.modality} records; the data holds {records.modality} records")
+    n_classes_data = len(records.classes)
+    if n_classes_data > model.n_classes or int(records.labels.max()) >= model.n_classes:
+        raise ConfigError(f"the data has {n_classes_data} classes, the model {model.n_classes} outputs")
+    roles = assign_roles(records, member_ids, nonmember_ids, seed)
+    audit_index = np.concatenate([roles.members, roles.nonmembers])
+    member = np.zeros(len(audit_index), bool)
+    member[:len(roles.members)] = True
+    device = default_device()  # a GPU where there is one (MIA_DEVICE=cpu forces the CPU); inputs stay on the CPU
+    if model.module is not None:
+        model.module.to(device)
+    say("preparing the records with the declared preprocessing")
+    inputs = model.prepare(records)
+    labels = np.asarray(records.labels, np.int64)
+    logp = _log_probs(model, take(inputs, audit_index))
+    check = check_fit(logp, labels[audit_index], member, stated_accuracy)
+    if not check.fits:
+        raise ConfigError(check.message)
+    notes = list(model.notes)
+    not_run: dict[str, str] = {}
+    k_refs = 0
+    ref_loss = np.zeros((len(audit_index), 0))
+    ref_in = np.zeros((len(audit_index), 0), bool)
+    ref_in_given = False
+    if reference_losses is not None:
+        ref_loss = np.asarray(reference_losses, np.float64)
+        if ref_loss.ndim != 2 or len(ref_loss) != len(audit_index) or not np.isfinite(ref_loss).all() \
+                or (ref_loss < 0).any():
+            raise ConfigError(f"reference losses must be a finite, non-negative (records × references) array with one "
+                              f"row per audited record ({len(audit_index)}: members then non-members)")
+        ref_in_given = reference_in is not None
+        ref_in = (np.asarray(reference_in, bool) if ref_in_given else np.zeros(ref_loss.shape, bool))
+        if ref_in.shape != ref_loss.shape:
+            raise ConfigError("reference_in must have the shape of the reference losses")
+        notes.append(f"{ref_loss.shape[1]} reference models' losses supplied by the user")
+    elif (recipe is not None or train_fn is not None) and model.retrainable:
+        recipe = recipe or Recipe(source="train_fn")
+        k_refs = recipe.references
+        population = np.concatenate([audit_index, roles.pool])
+        size = min(len(roles.members), len(population) // 2)
+        rng = np.random.default_rng([seed, 0x5EF])
+        ref_loss = np.zeros((len(audit_index), k_refs))
+        ref_in = np.zeros((len(audit_index), k_refs), bool)
+        audit_pos = {int(r): i for i, r in enumerate(audit_index)}
+        for k in range(k_refs):
+            say(f"training reference {k + 1} of {k_refs} ({size} records, {recipe.epochs} epochs)")
+            chosen = rng.choice(population, size=size, replace=False)
+            module = model.fresh(seed * 1000 + k).to(device)
+            if train_fn is not None:
+                module = train_fn(module, take(inputs, chosen), labels[chosen], seed * 1000 + k)
+            else:
+                train_by_recipe(module, take(inputs, chosen), labels[chosen], recipe, seed * 1000 + k)
+            lp = _log_probs(model, take(inputs, audit_index), module)
+            ref_loss[:, k] = -lp[np.arange(len(audit_index)), labels[audit_index]]
+            for r in chosen:
+                if int(r) in audit_pos:
+                    ref_in[audit_pos[int(r)], k] = True
+        ref_in_given = True
+    else:
+        why = (model.why_not_retrainable if not model.retrainable else
+               "no recipe or training function was given (--recipe FILE, or recipe= / train_fn= in Python)")
+        for name in ("lira_offline", "lira_online", "rmia"):
+            not_run[name] = f"needs reference models: {why}"
+    n_boot = bootstrap_size(len(audit_index)) if n_boot is None else int(n_boot)
+    half = halves(member, seed)
+    features = record_features(take(inputs, np.concatenate([audit_index, roles.pool])),
+                               labels[np.concatenate([audit_index, roles.pool])], model.n_classes)
+    say("blind baseline")
+    blind = blind_scores(features[:len(audit_index)], member, half, seed)
+    state = AuditState(model, inputs, labels, audit_index, member, roles.pool, ref_loss, ref_in, ref_in_given, blind,
+                       features, half, n_boot, seed,
+                       prior if prior is not None else len(roles.members) / roles.n_records, fpr, len(roles.members),
+                       roles.n_records)
+    say("attacks")
+    logp, pool, queries = _answers(state)
+    result, blind_baseline, risk, more_not_run, extra_notes = _attacks(state, logp, pool, queries)
+    if ref_loss.shape[1] and not any(a.name.startswith(("lira", "rmia")) for a in result.attacks):
+        not_run["lira_offline"] = not_run["rmia"] = "; ".join(n for n in result.notes if "LiRA" in n) or "too few references"
+    not_run.update(more_not_run)
+    if ref_in_given and "lira_online" not in {a.name for a in result.attacks}:
+        not_run.setdefault("lira_online", "; ".join(n for n in result.notes if "online" in n) or
+                           "too few records with both IN and OUT references")
+    method = {**result.method, "references": int(ref_loss.shape[1]),
+              "references_trained": k_refs, "risk_fpr": fpr, "prior": state.prior,
+              "prior_rule": "given" if prior is not None else "members / all records",
+              "check": "Clopper-Pearson accuracy on members vs chance and vs non-members"}
+    model_info = {"spec": model.spec, "kind": model.kind, "n_classes": model.n_classes, "modality": model.modality,
+                  "retrainable": model.retrainable, "notes": list(model.notes)}
+    return AuditOutcome(model_info, model.preprocess.to_dict() if model.preprocess else None,
+                        recipe.to_dict() if recipe is not None and k_refs else None, roles, check, result,
+                        blind_baseline, risk, not_run, _utility(logp, labels[audit_index], member), None,
+                        tuple(notes + [n for n in extra_notes if n not in notes]), method, state)
+
+
+# ---------------------------------------------------------------------------- what-ifs
+def _rerun(outcome: AuditOutcome, logp: np.ndarray, pool: np.ndarray | None, queries: np.ndarray | None,
+           defense: dict[str, Any]) -> AuditOutcome:
+    state = outcome.state
+    result, blind, risk, more, extra_notes = _attacks(state, logp, pool, queries)
+    utility = _utility(logp, state.labels[state.audit_index], state.member)
+    undefended = outcome.utility["nonmember_accuracy"]
+    defense = {**defense, "utility_loss": (1 - utility["nonmember_accuracy"] / undefended) if undefended > 0 else None,
+               "attacker": "naive: the references and the pool's regressor are fitted on undefended answers"}
+    not_run = {k: v for k, v in outcome.not_run.items() if k not in {a.name for a in result.attacks}}
+    return replace(outcome, scores=result, blind=blind, risk=risk, not_run={**not_run, **more}, utility=utility,
+                   defense=defense)
+
+
+def dirichlet(outcome: AuditOutcome, k: float, eta: float = 1e-6, seed: int = 0) -> AuditOutcome:
+    """The audit again with every answer of the model drawn from Dir(k·p̃) (paper 001's mechanism), no retraining."""
+    if outcome.state is None:
+        raise ConfigError("this audit result holds no model (read from JSON): run the audit again for what-ifs")
+    if not (math.isfinite(k) and k > 0):
+        raise ConfigError(f"k must be a positive number, got {k!r}")
+    calls = [0]  # each answer set (audited records, pool, each augmented query) gets its own draws
+
+    def transform(lp: np.ndarray) -> np.ndarray:
+        calls[0] += 1
+        rng = np.random.default_rng([int(seed), 0xD1C, calls[0]])
+        shape = lp.shape
+        flat = lp.reshape(-1, shape[-1])
+        return np.maximum(sample_probs(np.exp(flat), k, eta, rng), -1e4).reshape(shape)
+
+    logp, pool, queries = _answers(outcome.state, transform=transform)
+    return _rerun(outcome, logp, pool, queries, {"mechanism": "dirichlet", "k": float(k), "eta": eta, "seed": seed})
+
+
+def gaussian(outcome: AuditOutcome, sigma: float, seed: int = 0) -> AuditOutcome:
+    """The audit again with the weights θ + σ·z (the Gaussian privacy module, one draw), no retraining."""
+    state = outcome.state
+    if state is None:
+        raise ConfigError("this audit result holds no model (read from JSON): run the audit again for what-ifs")
+    if state.model.module is None:
+        raise ConfigError(f"{state.model.spec}: σ perturbs a torch model's weights; an ONNX graph is run, not "
+                          f"perturbed here (the Dirichlet k acts on any model's outputs)")
+    if not (math.isfinite(sigma) and sigma >= 0):
+        raise ConfigError(f"sigma must be a finite number ≥ 0, got {sigma!r}")
+    module = copy.deepcopy(state.model.module)
+    base = {n: p.detach().clone() for n, p in module.named_parameters()}
+    add_noise(module, base, noise_direction(module, seed), sigma)
+    logp, pool, queries = _answers(state, module)
+    return _rerun(outcome, logp, pool, queries, {"mechanism": "gaussian", "sigma": float(sigma), "seed": seed})
