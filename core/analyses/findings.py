@@ -38,6 +38,8 @@ from typing import Any, Mapping
 
 from scipy import stats as sps
 
+from core.analyses.arch_answer import CEILING, arch_answer
+from core.analyses.finding_specs import (F3_MARGIN, declared_family, row_decidable_at, spec)
 from core.analyses.findings_base import (DP_TARGET_EPSILON, F3_TOLERANCE, FINDINGS, L2_LAMBDA, MAX_TABLE_REPEATS,
                                          TARGET_REPEATS, TASKS,
                                          Costs, DecideBlock, DecideEntry, FindingRow, FindingsTable, MeasuredCell,
@@ -50,8 +52,9 @@ from core.experiment.cache import ArtifactCache
 from core.experiment.results import RunSummary
 from core.foundations.config import ExperimentConfig
 from core.foundations.errors import ConfigError
-from core.measurement.stats import CONFIDENCE, Comparison
-from core.measurement.studies import ARCH_FINDINGS, RL_ATTACK_ACCURACY
+from core.measurement.stats import (CONFIDENCE, NOT_COMPARABLE, UNINFORMATIVE, Comparison, compare, decidable_at,
+                                    repeats_for_power, repeats_for_tost)
+from core.measurement.studies import ARCH_FINDINGS, DIRICHLET, RL_ATTACK_ACCURACY
 from core.tasks import get_task
 
 
@@ -95,47 +98,36 @@ DECIDING_NEEDS: dict[str, str] = {
 
 
 # ---------------------------------------------------------------------------- repeats to decide
-def repeats_to_decide(sd: float, difference: float, floor: int = TARGET_REPEATS,
-                      confidence: float = CONFIDENCE, cap: int = MAX_REPEATS_SEARCHED) -> int | None:
-    """The fewest repeats N ≥ ``floor`` (the sign-flip test's 6) with t_{N−1, 1−α/2} · sd / √N < |difference|:
-    the 95 % interval's half-width below the difference, so that an interval around a mean of that size
-    excludes 0. ``sd``: the measured standard deviation of the paired differences; None beyond ``cap``
-    (or for a zero difference)."""
+def repeats_to_decide(sd: float, difference: float, family: int = 1, confidence: float = CONFIDENCE,
+                      cap: int = MAX_REPEATS_SEARCHED) -> int | None:
+    """The fewest repeats N ≥ :func:`core.measurement.stats.decidable_at` (the sign-flip floor times the Holm
+    factor of a family of ``family``) at which the row's paired test has ≥ 80 % power against a true difference
+    ``difference`` with per-repeat spread ``sd`` (:func:`core.measurement.stats.repeats_for_power`); None beyond
+    ``cap`` or for a zero difference."""
     target = abs(float(difference))
     if not math.isfinite(target) or target == 0.0 or not math.isfinite(sd):
         return None
-    n = max(2, int(floor))
     if sd <= 0.0:
-        return n
-
-    def half(k: int) -> float:
-        return float(sps.t.ppf(0.5 + confidence / 2, k - 1)) * sd / math.sqrt(k)
-
-    if half(n) < target:
-        return n
-    if half(cap) >= target:
-        return None
-    lo, hi = n, cap  # half(lo) ≥ target > half(hi); half falls with k
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if half(mid) >= target else (lo, mid)
-    return hi
+        return decidable_at(family, confidence)
+    return repeats_for_power(target, sd, family, confidence=confidence, cap=cap)
 
 
 def _decide_entry(metric: str, sd: float | None, n: int, measured_mean: float, study: tuple[float, str] | None,
-                  per_repeat_s: float | None, study_missing: str = "the study gives no number") -> DecideEntry:
+                  per_repeat_s: float | None, study_missing: str = "the study gives no number",
+                  family: int = 1) -> DecideEntry:
     """One metric's repeats-to-decide: against the study's difference (when it gives one) and, for reference,
     against the difference measured here; with the expected time of the repeats still to run."""
     def block(diff: float, source: str | None = None) -> DecideBlock:
-        need = repeats_to_decide(sd, diff) if sd is not None else None
+        need = repeats_to_decide(sd, diff, family) if sd is not None else None
         more = None if need is None else max(0, need - n)
         return DecideBlock(diff, need, more, None if more is None or per_repeat_s is None else more * per_repeat_s,
                            source)
 
     return DecideEntry(metric, n, sd, per_repeat_s, None if study is None else block(study[0], study[1]),
                        "" if study is not None else study_missing, block(measured_mean),
-                       f"the fewest N ≥ {TARGET_REPEATS} with t(N−1, 0.975) × sd / √N < |difference| "
-                       f"(sd: the measured spread of the N = {n} paired differences)")
+                       f"the fewest N ≥ {decidable_at(family)} (the sign-flip floor × Holm over {family}) with ≥ 80 % "
+                       f"power of the paired test at that difference (noncentral t at α/{family}; sd: the measured "
+                       f"spread of the N = {n} paired differences)")
 
 
 def _per_repeat_s(items: list[tuple[ExperimentConfig, str]], costs: Costs) -> float | None:
@@ -164,7 +156,9 @@ def _decide(row: FindingRow, costs: Costs) -> tuple[DecideEntry, ...] | None:
                               "the study gives no tolerance (ours: 50 % ± 5 points; the margin is the measured "
                               "mean's distance to its edge)"),)
     comps = {str(row.metric): m} if isinstance(m, MeasuredCell) else m
-    return tuple(_decide_entry(name, c.difference.sd, row.n, c.difference.mean, study, per)
+    family = len(row.family or ()) or 1
+    return tuple(_decide_entry(name, c.difference.sd, row.n, c.difference.mean, study, per,
+                               family=family if name == row.metric else 1)
                  for name, c in comps.items())
 
 
@@ -226,29 +220,78 @@ def _arch_rows(task: str, preset: str, sets: dict[str, Any] | None, cache: Artif
                   command=command, repeat_items=tuple((c, "plain") for c in configs.values()))
     f1_note = DECIDING_NEEDS.get(task)
     views_metric = ", ".join(F1A_METRICS)
+    f1 = dict(expected_sign=-1)
     if n == 0:
         return [finding_row(FINDINGS["F1"], task, preset, status="not run", metric=F1_METRIC, to_decide_note=f1_note,
-                            **common),
-                finding_row(FINDINGS["F1a"], task, preset, status="not run", metric=views_metric, **common)]
-    # the verdicts of the compare command's own judgement (core.analyses.repeats.judged_pairs): the declared
-    # primary metric, the secondary metrics Holm-adjusted over their family — never a metric judged alone
+                            family=declared_family(configs["ffnn"]), **f1, **common),
+                finding_row(FINDINGS["F1a"], task, preset, status="not run", metric=views_metric,
+                            family=("lira_auc",), expected_sign=-1, **common)]
+    # the one answer (core.analyses.arch_answer) over these repeats: compare's own judgement (the declared primary
+    # metric, the secondary metrics Holm-adjusted over their family), held to the claim's matching condition
     comps, judged = judged_pairs(pairs["ffnn"], pairs["rnn"])
+    answer = arch_answer(comps, judged)
     cells = {name: _judged_cell(j) for name, j in judged.items()}
     primary = next((name for name, c in cells.items() if c.role == "primary"), None)
     first = pairs["ffnn"][0]
+    matched = None if answer is None else {
+        **{u.which: u.matched for u in answer.utilities}, "matched": answer.matched,
+        "gaps": {u.which: u.text() for u in answer.utilities}}
     context = dict(resolution=summary_resolution(first), utility_gap=_utility_gap(comps),
                    utility_metric=first.utility.metric,
-                   config_hashes={a: tuple(s.config_hash for s in pairs[a]) for a in pairs})
+                   config_hashes={a: tuple(s.config_hash for s in pairs[a]) for a in pairs}, matched=matched)
+    over_epochs = _over_epochs(pairs)
     out = [finding_row(FINDINGS["F1"], task, preset, status="measured", metric=F1_METRIC, measured=cells[F1_METRIC],
-                       to_decide_note=f1_note, **context, **common)]
+                       to_decide_note=f1_note, family=answer.family if answer else (F1_METRIC,),
+                       verdict=answer.verdict if answer else None, verdict_reason=answer.reason if answer else None,
+                       beside=None if over_epochs is None else {"over_checkpoint_epochs": over_epochs},
+                       **f1, **context, **common)]
     views = {m: cells[m] for m in F1A_METRICS if m in cells}
     if views:
+        head = primary if primary in views else next(iter(views))
+        word, why = _f1a_word(views, head, answer)
         out.append(finding_row(FINDINGS["F1a"], task, preset, status="measured", metric=", ".join(views),
-                               measured=views, primary=primary if primary in views else None, **context, **common))
+                               measured=views, primary=primary if primary in views else None, family=(head,),
+                               expected_sign=-1, verdict=word, verdict_reason=why, **context, **common))
     else:
         out.append(finding_row(FINDINGS["F1a"], task, preset, status="not run", metric=views_metric,
+                               family=("lira_auc",), expected_sign=-1,
                                note="the cached runs have no LiRA/RMIA numbers (they need n_shadows ≥ 2)", **common))
     return out
+
+
+def _f1a_word(views: Mapping[str, MeasuredCell], head: str, answer: Any) -> tuple[str, str]:
+    """F1a's word: the primary reference attack's verdict, held to F1's matching condition, and uninformative
+    where every reference attack sits at the ceiling on both arms."""
+    cell = views[head]
+    if all(min(c.ffnn.mean, c.rnn.mean) >= CEILING for c in views.values()):
+        return UNINFORMATIVE, (f"both arms at the ceiling under every reference attack (AUC ≥ {CEILING:g}): no "
+                               "difference could show")
+    if answer is not None and answer.matched is False:
+        return NOT_COMPARABLE, "utility not matched on train and validation (F1's gaps)"
+    v = cell.verdict
+    return ("inconclusive", "no verdict") if v is None else (v.value, v.reason)
+
+
+def _over_epochs(pairs: dict[str, list[RunSummary]]) -> dict[str, Any] | None:
+    """F1 over the checkpoint epochs both architectures attacked in every repeat: per repeat the primary attack's
+    accuracy averaged with equal weight per epoch, then paired over repeats (an interval, no verdict of its own)."""
+    per: dict[str, list[float]] = {"ffnn": [], "rnn": []}
+    common_epochs: set[str] | None = None
+    for a in per:
+        for s in pairs[a]:
+            have = {e for e, atk in (s.attacks_by_epoch or {}).items() if s.primary in atk}
+            common_epochs = have if common_epochs is None else common_epochs & have
+    if not common_epochs or len(common_epochs) < 2:
+        return None
+    epochs = sorted(common_epochs, key=int)
+    for a in per:
+        for s in pairs[a]:
+            per[a].append(sum(float(s.attacks_by_epoch[e][s.primary].accuracy) for e in epochs) / len(epochs))
+    c = compare("attack_accuracy_over_epochs", per["ffnn"], per["rnn"])
+    return {"epochs": [int(e) for e in epochs],
+            "how": "per repeat the primary attack's accuracy averaged over these checkpoint epochs (equal weight), "
+                   "then FFNN − RNN paired over repeats; shown, not judged (a second test would enlarge the family)",
+            "comparison": c.to_dict()}
 
 
 # ---------------------------------------------------------------------------- the table
@@ -325,11 +368,79 @@ def findings_table(tasks: tuple[str, ...] | list[str] | None = None, preset: str
             continue
         for p in have:
             rows.extend(_task_rows(task, p, by_preset[p], cache, costs, target))
-    rows = [dataclasses.replace(row, decide=_decide(row, costs)) for row in rows]
+    rows = [_finish(row, costs, lambda t, task=row.task, p=row.preset: _task_rows(task, p, by_preset.get(p), cache,
+                                                                             costs, t))
+            for row in rows]
     order = list(FINDINGS)
     preset_order = {p: i for i, p in enumerate(presets)}
     rows.sort(key=lambda r: (order.index(r.finding), tasks.index(r.task), preset_order.get(r.preset, -1)))
     return FindingsTable(",".join(presets), tuple(presets), dict(sets or {}), tasks, target, commit(), tuple(rows))
+
+
+def _target(row: FindingRow, floor: int) -> tuple[int, str]:
+    """The row's target N and what it was sized for: ≥ 80 % power at the paper's effect where it gives one, else at
+    the effect measured here; the floor (``decidable_at``) where no spread is measured yet; never below the floor."""
+    s = spec(row.finding, row.task)
+    m = row.measured
+    if row.finding == "F3":
+        study = DIRICHLET.get((row.task, "rnn"))
+        if study is not None:
+            acc, acc_sd = study.rows[1.0][0] / 100, study.rows[1.0][1] / 100
+            need = repeats_for_tost(0.5 + F3_MARGIN - acc if acc >= 0.5 else acc - 0.5 + F3_MARGIN, acc_sd,
+                                    2 * F3_MARGIN)
+            if need is not None:
+                return max(floor, need), (f"the paper's k = 1 row ({study.source.cite()}: {acc:.2%} ± {acc_sd:.2%}), "
+                                          "80 % TOST power")
+        return floor, "the floor (no paper spread)"
+    sd = m.difference.sd if isinstance(m, MeasuredCell) else None
+    family = len(row.family or ()) or 1
+    if sd is None or not math.isfinite(sd):
+        return floor, "the floor: the fewest N at which the test can decide (no spread measured yet)"
+    if s.paper_effect is not None:
+        need = repeats_for_power(s.paper_effect[0], sd, family)
+        if need is not None:
+            return max(floor, need), f"80 % power at the paper's effect {s.paper_effect[0]:+.3g} ({s.paper_effect[1]}) " \
+                                     f"with the spread measured here (sd {sd:.3g})"
+    diff = m.difference.mean if isinstance(m, MeasuredCell) else float("nan")
+    need = repeats_to_decide(sd, diff, family)
+    if need is None:
+        return floor, (f"the floor: no N up to {MAX_REPEATS_SEARCHED:,} reaches 80 % power at the measured effect "
+                       f"{diff:+.3g} (sd {sd:.3g})")
+    return max(floor, need), f"80 % power at the effect measured here ({diff:+.3g}, sd {sd:.3g}; the paper gives none)"
+
+
+def _finish(row: FindingRow, costs: Costs, rebuild: Any) -> FindingRow:
+    """A row with its declaration and the contract's fields: ``decidable_at`` (the sign-flip floor × Holm),
+    ``target_repeats`` (:func:`_target`, never below it), the machines its runs were made on, and the runs it
+    queues — none where it cannot decide even when run (not comparable, uninformative) or where it has already
+    read its data at a decidable N (a larger N is then a new, declared design, not an extension)."""
+    s = spec(row.finding, row.task)
+    family = row.family or (s.metric,)
+    floor = row_decidable_at(s, len(family))
+    verdict = row.verdict if row.status == "measured" else ("not run" if row.status == "not run" else row.status)
+    row = dataclasses.replace(row, spec=s.to_dict(), family=tuple(family), decidable_at=floor,
+                              expected_sign=s.expected_sign if row.expected_sign is None else row.expected_sign,
+                              verdict=verdict,
+                              machine=tuple(sorted(costs.machines.get((row.task, row.preset), ()))) or None)
+    if row.status == "no preset":
+        return dataclasses.replace(row, target_repeats=floor, target_sized_by="the floor")
+    target, sized = _target(row, floor)
+    note = None
+    missing = row.missing
+    if row.verdict in (NOT_COMPARABLE, UNINFORMATIVE):
+        note = f"cannot decide even when run ({row.verdict}): no runs queued"
+        missing = ()
+    elif row.n >= floor and target > row.n and "measured here" in sized:
+        note = (f"read at N = {row.n} (≥ {floor}, where its test can decide): N = {target} would be a new, declared "
+                "design with fresh repeats, not an extension of these until it decides; not queued")
+        missing = ()
+    elif target > row.target_repeats:  # the runs up to this row's own target
+        again = next((r for r in rebuild(target) if r.finding == row.finding), None)
+        if again is not None:
+            missing = again.missing
+    row = dataclasses.replace(row, target_repeats=target, target_sized_by=sized, design_note=note,
+                              missing=tuple(missing), missing_time=time_text(list(missing)))
+    return dataclasses.replace(row, decide=_decide(row, costs))
 
 
 def _task_rows(task: str, preset: str, sets: dict[str, Any] | None, cache: ArtifactCache, costs: Costs,

@@ -63,14 +63,16 @@ class Finding:
 
 FINDINGS: dict[str, Finding] = {f.id: f for f in (
     Finding("F1", "the RNN is more vulnerable than the FFNN at matched size and utility", TASKS,
-            Source("000/001", "000 Fig. 4 (image, translation), 001 §5.2 (translation), 001 Fig. 2 / §5.1 (navigation)")),
+            Source("000/001", "000 §4.3 and Fig. 4 (image, translation, navigation); 001 §1 (98 % vs 91 %) and §5.1 / "
+                              "Fig. 2 (navigation)")),
     Finding("F1a", "the attacker's view: F1 holds under LiRA and RMIA as well as under the studies' Shokri attack", TASKS,
             Source("—", "not in the studies (their attack is Shokri's shadow attack); our question")),
-    Finding("F2", "the FFNN forgets early training blocks faster than the RNN", ("image",), Source("000", "Fig. 6")),
+    Finding("F2", "the FFNN forgets early training blocks faster than the RNN", ("image",),
+            Source("000", "§4.3, Fig. 6")),
     Finding("F3", "Dirichlet k ≤ 1 brings the attack to ≈ 50 % at a small utility cost", ("translation", "navigation"),
-            Source("001", "Tables 1–2 (RNN victims only)")),
-    Finding("F4", "the same ε costs the RNN more utility", TASKS, Source("000", "Fig. 8")),
-    Finding("F5", "L2 regularisation helps the FFNN more", TASKS, Source("000", "Fig. 7")),
+            Source("001", "§5.3, Tables 1–2 (RNN victims only)")),
+    Finding("F4", "the same ε costs the RNN more utility", TASKS, Source("000", "§5.2.2, Fig. 8")),
+    Finding("F5", "L2 regularisation helps the FFNN more", TASKS, Source("000", "§5.1, Fig. 7")),
 )}
 
 
@@ -117,10 +119,13 @@ class Costs:
     def __init__(self) -> None:
         self.measured: dict[tuple[str, str, str, str], list[float]] = {}
         self.lower_bounds: set[str] = set()  # configs timed from an undefended run only
+        #: (task, preset) → the machines the cached runs read were made on (their ``machine`` block's label)
+        self.machines: dict[tuple[str, str], set[str]] = {}
 
     def note(self, summary: RunSummary | None, recipe: str) -> None:
         if summary is None:
             return
+        self.machines.setdefault((summary.task, str(summary.preset)), set()).add(machine_label(summary))
         cost = run_cost_s(summary)
         if cost is not None:
             key = (summary.task, summary.arch, str(summary.preset), recipe)
@@ -136,6 +141,17 @@ class Costs:
                 self.lower_bounds.add(cfg.config_hash)
                 return float(np.mean(done))
         return None
+
+
+def machine_label(summary: RunSummary) -> str:
+    """Where a run was made, in one line: its ``machine`` block (CPU, GPU, torch, load), or what a summary written
+    before the block says (its device only)."""
+    m = summary.machine
+    if not m:
+        return f"{summary.device or 'unknown device'} (machine not recorded)"
+    gpu = f", {m['gpu']}" if m.get("gpu") else ""
+    load = f", load {m['load']:.1f}" if isinstance(m.get("load"), (int, float)) else ""
+    return f"{m.get('cpu') or 'unknown CPU'} × {m.get('cores') or '?'}{gpu}, torch {m.get('torch') or '?'}{load}"
 
 
 def leading(flags: list[bool]) -> int:
@@ -435,6 +451,21 @@ class FindingRow:
     paper: PaperClaim | None = None
     rule: str | None = None
     decide: tuple[DecideEntry, ...] | None = None
+    #: the row's declaration (core.analyses.finding_specs.RowSpec as JSON) and the contract's fields: the sign the
+    #: claim predicts, the Holm family, the N the test can decide at, how the target was sized, the utility match
+    #: (train and validation; None where the row has none), the verdict word and why, the machines the runs were
+    #: made on, the design note (a target past a read N is a new design), what else was measured beside the verdict
+    spec: dict[str, Any] | None = None
+    expected_sign: int | None = None
+    family: tuple[str, ...] | None = None
+    decidable_at: int | None = None
+    target_sized_by: str | None = None
+    matched: dict[str, Any] | None = None
+    verdict: str | None = None
+    verdict_reason: str | None = None
+    machine: tuple[str, ...] | None = None
+    design_note: str | None = None
+    beside: dict[str, Any] | None = None
     repeat_items: tuple[tuple[ExperimentConfig, str], ...] = field(default=(), repr=False, compare=False)
 
     def _layout(self) -> tuple[str, ...]:
@@ -469,6 +500,13 @@ class FindingRow:
                 value = value.to_dict()
             out[name] = value
         out["decide"] = None if self.decide is None else [e.to_dict() for e in self.decide]
+        # the findings JSON contract: every row carries these keys (null where they do not apply)
+        out.update(metric=self.metric, expected_sign=self.expected_sign,
+                   family=None if self.family is None else list(self.family), decidable_at=self.decidable_at,
+                   target_repeats=self.target_repeats, target_sized_by=self.target_sized_by, n=self.n,
+                   matched=self.matched, verdict=self.verdict, verdict_reason=self.verdict_reason,
+                   machine=None if self.machine is None else list(self.machine), design_note=self.design_note,
+                   spec=self.spec, beside=self.beside)
         return out
 
     @classmethod
@@ -487,7 +525,13 @@ class FindingRow:
             config_hashes=None if hashes is None else {a: tuple(h) for a, h in hashes.items()},
             to_decide_note=d.get("to_decide_note"), paper=None if paper is None else PaperClaim.from_dict(paper),
             rule=d.get("rule"),
-            decide=None if d.get("decide") is None else tuple(DecideEntry.from_dict(e) for e in d["decide"]))
+            decide=None if d.get("decide") is None else tuple(DecideEntry.from_dict(e) for e in d["decide"]),
+            spec=d.get("spec"), expected_sign=d.get("expected_sign"),
+            family=None if d.get("family") is None else tuple(d["family"]), decidable_at=d.get("decidable_at"),
+            target_sized_by=d.get("target_sized_by"), matched=d.get("matched"), verdict=d.get("verdict"),
+            verdict_reason=d.get("verdict_reason"),
+            machine=None if d.get("machine") is None else tuple(d["machine"]), design_note=d.get("design_note"),
+            beside=d.get("beside"))
 
 
 def finding_row(finding: Finding, task: str, preset: str, **fields: Any) -> FindingRow:
