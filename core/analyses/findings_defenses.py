@@ -203,12 +203,12 @@ def _f3_beside(cfg: ExperimentConfig, points: list[DefendedPoint], cache: Artifa
     if all(b is not None for b in base):
         out["undefended_attack_accuracy"] = mean_interval([float(b["attack"]["accuracy"]) for b in base],
                                                           bounds=(0.0, 1.0)).to_dict()
-    adaptive = [p.adaptive_attack for p in points]
+    adaptive = [getattr(p, "adaptive_attack", None) for p in points]
     if all(a is not None for a in adaptive):
         out["adaptive_attack_accuracy"] = mean_interval([float(a.accuracy) for a in adaptive],
                                                         bounds=(0.0, 1.0)).to_dict()
     for name in ("lira", "rmia"):
-        got = [p.attacks.get(name) for p in points]
+        got = [(getattr(p, "attacks", None) or {}).get(name) for p in points]
         if all(g is not None for g in got):
             out[f"{name}_auc"] = mean_interval([float(g.auc) for g in got], bounds=(0.0, 1.0)).to_dict()
     out["query_model"] = ("each query of a record gets a fresh Dirichlet draw; an attacker averaging repeated queries "
