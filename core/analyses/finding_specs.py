@@ -137,7 +137,7 @@ def spec(finding: str, task: str) -> RowSpec:
                        "diminishes to 50%, whereas in RNNs, the MIAs maintain non-trivial accuracy even for the early "
                        "batches'", cite, "attack accuracy on the first block learned", ("alone",),
                        PAIRED_TEST, -1, "not checked (the memorization analysis stores no utility gap)",
-                       f"paper: sequential batches, each trained for several epochs; here: 4 blocks of the preset's "
+                       "paper: sequential batches, each trained for several epochs; here: 4 blocks of the preset's "
                        "epochs", sizes,
                        ("one block (the first) is judged; the paper reads the whole curve over blocks",
                         "on quick presets both first-block accuracies can sit at chance: the row then reads "

@@ -36,11 +36,10 @@ import dataclasses
 import math
 from typing import Any, Mapping
 
-from scipy import stats as sps
 
 from core.analyses.arch_answer import CEILING, arch_answer
 from core.analyses.finding_specs import (F3_MARGIN, declared_family, row_decidable_at, spec)
-from core.analyses.findings_base import (DP_TARGET_EPSILON, F3_TOLERANCE, FINDINGS, L2_LAMBDA, MAX_TABLE_REPEATS,
+from core.analyses.findings_base import (DP_TARGET_EPSILON, FINDINGS, L2_LAMBDA, MAX_TABLE_REPEATS,
                                          TARGET_REPEATS, TASKS,
                                          Costs, DecideBlock, DecideEntry, FindingRow, FindingsTable, MeasuredCell,
                                          Missing, PaperClaim, RuleCell, UtilityGap, cached_run, commit, finding_row,
@@ -148,13 +147,16 @@ def _decide(row: FindingRow, costs: Costs) -> tuple[DecideEntry, ...] | None:
         return None
     per = _per_repeat_s(list(row.repeat_items), costs)
     study = STUDY_DIFFERENCES.get((row.finding, row.task))
-    if isinstance(m, RuleCell):
+    if isinstance(m, RuleCell):  # F3: the repeats at which TOST has 80 % power where the mean sits now
         acc = m.attack_accuracy
-        margin = abs(abs(acc.mean - 0.5) - F3_TOLERANCE)
-        return (_decide_entry("attack_accuracy (distance to the rule's 50 % ± 5 points)", acc.sd, row.n,
-                              margin, None, per,
-                              "the study gives no tolerance (ours: 50 % ± 5 points; the margin is the measured "
-                              "mean's distance to its edge)"),)
+        inside = F3_MARGIN - abs(acc.mean - 0.5)
+        need = repeats_for_tost(inside, acc.sd, 2 * F3_MARGIN) if inside > 0 else None
+        more = None if need is None else max(0, need - row.n)
+        block = DecideBlock(inside, need, more, None if more is None or per is None else more * per)
+        return (DecideEntry(f"attack_accuracy (TOST within 50 % ± {F3_MARGIN:.0%})", row.n, acc.sd, per, None,
+                            "the distance is the measured mean's inside the margin (none: outside it, TOST cannot "
+                            "show equivalence)", block,
+                            "the fewest N with 80 % power of TOST at the measured mean and spread (noncentral t)"),)
     comps = {str(row.metric): m} if isinstance(m, MeasuredCell) else m
     family = len(row.family or ()) or 1
     return tuple(_decide_entry(name, c.difference.sd, row.n, c.difference.mean, study, per,
@@ -439,7 +441,7 @@ def _finish(row: FindingRow, costs: Costs, rebuild: Any) -> FindingRow:
         if again is not None:
             missing = again.missing
     row = dataclasses.replace(row, target_repeats=target, target_sized_by=sized, design_note=note,
-                              missing=tuple(missing), missing_time=time_text(list(missing)))
+                              missing=tuple(missing), missing_time=time_text(list(missing), costs))
     return dataclasses.replace(row, decide=_decide(row, costs))
 
 

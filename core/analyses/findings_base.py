@@ -3,8 +3,9 @@ what is cached — the pieces :mod:`core.analyses.findings` (F1, F1a and the tab
 :mod:`core.analyses.findings_defenses` (F2 – F5) both build their rows from.
 
 * :data:`FINDINGS`: one :class:`Finding` per claim of the studies, with the tasks it applies to and its source;
-* the row settings: :data:`TARGET_REPEATS` (the fewest repeats with which the sign-flip test can reach 95 %),
-  the memorization schedule, the Dirichlet k and the training-defense values, F3's rule;
+* the row settings: :data:`TARGET_REPEATS` (the fewest repeats with which the sign-flip test can reach 95 % for
+  a metric alone: each row's own ``decidable_at`` and ``target_repeats`` come from its declaration,
+  :mod:`core.analyses.finding_specs`), the memorization schedule, the Dirichlet k and the training-defense values;
 * what is cached: :func:`cached_run` (a run's cached summary, noting its measured time), :class:`Missing` (a
   computation a row still needs, as a job of :mod:`ui.jobs`), :class:`Costs` (a missing run's expected time
   from the runs measured on this machine, :func:`core.defenses.sweeps.run_cost_s`), :func:`time_text`;
@@ -46,9 +47,7 @@ MEMORIZATION_BLOCKS = 4
 DIRICHLET_K = 1.0
 DP_TARGET_EPSILON = 8.0
 L2_LAMBDA = 1e-3
-#: F3's rule (the paper gives none): attack accuracy within 50 % ± this, utility loss at most F3_MAX_LOSS
-F3_TOLERANCE = 0.05
-F3_MAX_LOSS = 0.10
+#: F3's margin and loss bound: core.analyses.finding_specs (F3_MARGIN, F3_MAX_LOSS), tested by TOST
 
 
 @dataclass(frozen=True)
@@ -121,24 +120,33 @@ class Costs:
         self.lower_bounds: set[str] = set()  # configs timed from an undefended run only
         #: (task, preset) → the machines the cached runs read were made on (their ``machine`` block's label)
         self.machines: dict[tuple[str, str], set[str]] = {}
+        #: (task, arch, preset, recipe) → the machines whose runs timed it; config hash → those of its estimate
+        self.timed_on: dict[tuple[str, str, str, str], set[str]] = {}
+        self.estimated_on: dict[str, set[str]] = {}
 
     def note(self, summary: RunSummary | None, recipe: str) -> None:
         if summary is None:
             return
-        self.machines.setdefault((summary.task, str(summary.preset)), set()).add(machine_label(summary))
+        label = machine_label(summary)
+        self.machines.setdefault((summary.task, str(summary.preset)), set()).add(label)
         cost = run_cost_s(summary)
         if cost is not None:
             key = (summary.task, summary.arch, str(summary.preset), recipe)
             self.measured.setdefault(key, []).append(cost)
+            self.timed_on.setdefault(key, set()).add(label)
 
     def of(self, cfg: ExperimentConfig, recipe: str) -> float | None:
-        done = self.measured.get((cfg.task, cfg.arch, str(cfg.preset), recipe))
+        key = (cfg.task, cfg.arch, str(cfg.preset), recipe)
+        done = self.measured.get(key)
         if done:
+            self.estimated_on[cfg.config_hash] = self.timed_on.get(key, set())
             return float(np.mean(done))
         if recipe != "plain":  # a defended run costs at least the undefended one (DP-SGD more): a lower bound
-            done = self.measured.get((cfg.task, cfg.arch, str(cfg.preset), "plain"))
+            plain = (cfg.task, cfg.arch, str(cfg.preset), "plain")
+            done = self.measured.get(plain)
             if done:
                 self.lower_bounds.add(cfg.config_hash)
+                self.estimated_on[cfg.config_hash] = self.timed_on.get(plain, set())
                 return float(np.mean(done))
         return None
 
@@ -189,10 +197,17 @@ def sets_text(sets: dict[str, Any] | None) -> str:
     return "".join(f" --set {k}={text(v)}" for k, v in (sets or {}).items())
 
 
-def time_text(missing: list[Missing]) -> str:
-    """The expected time of ``missing`` in words (from this machine's measured runs), or "" when none is missing."""
+def time_text(missing: list[Missing], costs: "Costs | None" = None) -> str:
+    """The expected time of ``missing`` in words (from this machine's measured runs), or "" when none is missing;
+    with ``costs``, the machines whose runs gave the estimate (their ``machine`` blocks) are named."""
     if not missing:
         return ""
+    text = _time_text(missing)
+    on = sorted(set().union(*(costs.estimated_on.get(m.config.config_hash, set()) for m in missing))) if costs else []
+    return text + (f" — timed from runs made on: {'; '.join(on)}" if on else "")
+
+
+def _time_text(missing: list[Missing]) -> str:
     known = [m.seconds for m in missing if m.seconds is not None]
     lower = any("lower bound" in m.what for m in missing)
     if len(known) == len(missing):

@@ -10,8 +10,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable
 
-from core.analyses.findings_base import (DIRICHLET_K, F3_MAX_LOSS, F3_TOLERANCE, FINDINGS, MAX_TABLE_REPEATS,
-                                         MEMORIZATION_BLOCKS, TARGET_REPEATS, Costs, Finding, FindingRow, MeasuredCell, Missing, PaperClaim,
+from core.analyses.findings_base import (DIRICHLET_K, FINDINGS, MAX_TABLE_REPEATS,
+                                         MEMORIZATION_BLOCKS, Costs, Finding, FindingRow, MeasuredCell, Missing, PaperClaim,
                                          RuleCell, RuleVerdict, cached_run, finding_row, leading, missing_run,
                                          sets_text, time_text)
 from core.analyses.own_models import Memorization
@@ -26,7 +26,7 @@ from core.foundations.config import ExperimentConfig
 from core.measurement.metrics import utility_loss
 from core.analyses.arch_answer import utility_match
 from core.analyses.finding_specs import CHANCE_BAND, F3_MARGIN, F3_MAX_LOSS as F3_LOSS_BOUND, LOSS_FLOOR
-from core.measurement.stats import NOT_COMPARABLE, UNINFORMATIVE, Estimate, compare, is_zero_width, mean_interval, tost
+from core.measurement.stats import NOT_COMPARABLE, UNINFORMATIVE, compare, mean_interval, tost
 from core.measurement.studies import DIRICHLET
 from core.tasks import get_task
 
@@ -126,9 +126,10 @@ def f3_verdict(accuracies: list[float], losses: list[float], task: str) -> tuple
     if loss.mean >= LOSS_FLOOR:
         return UNINFORMATIVE, f"utility loss {loss.mean:.0%} ≥ {LOSS_FLOOR:.0%}: the defended model answers nothing useful"
     eq = tost(accuracies, 0.5 - F3_MARGIN, 0.5 + F3_MARGIN)
-    if eq.p is None or loss.ci_high is None:
-        return "inconclusive", (f"every one of the N = {n} repeats gave the same value: a zero-width interval is the "
-                                "metric's resolution, not certainty")
+    same = [w for w, v in (("attack accuracy", accuracies), ("utility loss", losses)) if max(v) == min(v)]
+    if same or eq.p is None or loss.ci_high is None:
+        return "inconclusive", (f"every one of the N = {n} repeats gave the same {' and '.join(same) or 'value'}: a "
+                                "zero-width interval is the metric's resolution, not certainty")
     acc_text = f"attack accuracy {eq.mean:.3f}, 90 % CI [{eq.ci_low:.3f}, {eq.ci_high:.3f}], TOST p = {eq.p:.3g}"
     loss_text = f"utility loss {loss.mean:.1%}, one-sided 95 % upper bound {loss.ci_high:.1%} (bound {bound:.0%})"
     if eq.equivalent and loss.ci_high <= bound:
