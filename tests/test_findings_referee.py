@@ -133,3 +133,22 @@ def test_target_has_eighty_percent_power_with_the_real_rule():
         c = compare("x", d, np.zeros(n), -1)
         hits += c.verdict.value == "holds" and 5 * max(c.difference.p_t, c.difference.p_permutation) <= 0.05
     assert hits / 200 >= 0.72  # 0.8 within the simulation's spread
+
+
+def test_f5_is_a_slope_over_three_regulariser_values(tiny_quick):
+    """F5 reads the paper's claim (the lines' slopes), not one λ: per repeat the attack accuracy's fall per decade
+    of λ over three λ (PPO clip ε for navigation), and the row asks for all three points of every repeat."""
+    from core.analyses.findings import F5_CLIP_GRID, F5_LAMBDAS
+    from core.analyses.findings_defenses import sensitivity
+    from tests.typed_runs import typed_run
+
+    runs = [typed_run({"attack": {"name": "shadow", "accuracy": a}}) for a in (0.8, 0.7, 0.6)]
+    assert sensitivity(F5_LAMBDAS, log=True, stronger_when_larger=True)(None, runs) == pytest.approx(0.1)
+    # PPO: a smaller clip ε is stronger, so an accuracy that rises with ε is a positive sensitivity
+    assert sensitivity(F5_CLIP_GRID, log=False, stronger_when_larger=False)(None, runs[::-1]) > 0
+    table = findings_table(["image", "navigation"], "quick")
+    for task, grid, mech in (("image", F5_LAMBDAS, "l2"), ("navigation", F5_CLIP_GRID, "clip")):
+        f5 = next(r for r in table.rows if r.finding == "F5" and r.task == task)
+        points = [m for m in f5.missing if m.what.startswith(mech)]
+        assert len(points) == 2 * len(grid) * f5.target_repeats, task
+        assert "slope" in f5.spec["metric"] and not f5.spec["not_built"]

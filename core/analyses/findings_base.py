@@ -46,7 +46,6 @@ MEMORIZATION_BLOCKS = 4
 #: the Dirichlet k of F3 and the training-defense values of F4 / F5
 DIRICHLET_K = 1.0
 DP_TARGET_EPSILON = 8.0
-L2_LAMBDA = 1e-3
 #: F3's margin and loss bound: core.analyses.finding_specs (F3_MARGIN, F3_MAX_LOSS), tested by TOST
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable
 
+import numpy as np
+
 from core.analyses.findings_base import (DIRICHLET_K, FINDINGS, MAX_TABLE_REPEATS,
                                          MEMORIZATION_BLOCKS, Costs, Finding, FindingRow, MeasuredCell, Missing, PaperClaim,
                                          RuleCell, RuleVerdict, cached_run, finding_row, leading, missing_run,
@@ -22,7 +24,7 @@ from core.defenses.sweeps import baseline_config, point_config
 from core.experiment.cache import ArtifactCache
 from core.experiment.pipeline import cached_summary
 from core.experiment.results import DefendedPoint, RunSummary
-from core.foundations.config import ExperimentConfig
+from core.foundations.config import ExperimentConfig, config_changes
 from core.measurement.metrics import utility_loss
 from core.analyses.arch_answer import utility_match
 from core.analyses.finding_specs import CHANCE_BAND, F3_MARGIN, F3_MAX_LOSS as F3_LOSS_BOUND, LOSS_FLOOR
@@ -219,47 +221,63 @@ def _f3_beside(cfg: ExperimentConfig, points: list[DefendedPoint], cache: Artifa
 
 def training_defense_row(finding: Finding, task: str, preset: str, sets: dict[str, Any] | None, cache: ArtifactCache,
                           costs: Costs, target: int,
-                          mechanism: str, value: float, target_epsilon: bool, metric: str,
-                          read: Callable[[RunSummary, RunSummary], float | None], expected: int,
+                          mechanism: str, value: float | tuple[float, ...], target_epsilon: bool, metric: str,
+                          read: Callable[..., float | None], expected: int,
                           paper: PaperClaim) -> FindingRow:
     """A training-time defense compared between the architectures over repeats: per repeat r and
-    architecture, the undefended run and the defended one (both cached), ``read(baseline, point)``."""
+    architecture, the undefended run and the defended one at each of ``value`` (one value or several; all
+    cached), ``read(baseline, point)`` — or, with several values, ``read(baseline, [points in the values' order])``."""
+    several = isinstance(value, tuple)
+    grid = tuple(value) if several else (value,)
     configs = comparison_configs(task, preset, 1, sets)
     values: dict[str, list[float | None]] = {a: [] for a in configs}
     bases: dict[str, list[RunSummary | None]] = {a: [] for a in configs}
     missing: list[Missing] = []
-    run_sets: dict[str, Any] = {}
+    run_sets: dict[str, list[dict[str, Any]]] = {}
     items: list[tuple[ExperimentConfig, str]] = []
-    for a, c in configs.items():
-        point_cfg = point_config(c, mechanism, value, target_epsilon)
+
+    def read_repeat(a: str, c: ExperimentConfig, r: int, note: bool) -> tuple[RunSummary | None, float | None]:
         base_cfg = baseline_config(c, mechanism)
-        items += [(base_cfg, "plain"), (point_cfg, mechanism)]
-        run_sets = {**dict(sets or {}), **{k: v for k, v in point_cfg.to_dict().items() if v != c.to_dict().get(k)}}
+        b = cached_run(repeat_config(base_cfg, r), cache, costs)
+        if b is None and note:
+            missing.append(missing_run(repeat_config(base_cfg, r), costs, "plain", f"undefended {a} repeat {r}"))
+        points = []
+        for v in grid:
+            pc = point_config(c, mechanism, v, target_epsilon)
+            p = cached_run(repeat_config(pc, r), cache, costs, mechanism)
+            if p is None and note:
+                missing.append(missing_run(repeat_config(pc, r), costs, mechanism,
+                                            f"{mechanism} {v:g} {a} repeat {r}"))
+            points.append(p)
+        if b is None or any(p is None for p in points):
+            return b, None
+        return b, read(b, points) if several else read(b, points[0])
+
+    for a, c in configs.items():
+        items.append((baseline_config(c, mechanism), "plain"))
+        run_sets[a] = []
+        for v in grid:
+            pc = point_config(c, mechanism, v, target_epsilon)
+            items.append((pc, mechanism))
+            run_sets[a].append({**dict(sets or {}), **config_changes(c, pc)})  # task options flattened: --set keys
         for r in range(target):
-            b = cached_run(repeat_config(base_cfg, r), cache, costs)
-            p = cached_run(repeat_config(point_cfg, r), cache, costs, mechanism)
-            if b is None:
-                missing.append(missing_run(repeat_config(base_cfg, r), costs, "plain", f"undefended {a} repeat {r}"))
-            if p is None:
-                missing.append(missing_run(repeat_config(point_cfg, r), costs, mechanism,
-                                            f"{mechanism} {a} repeat {r}"))
-            values[a].append(read(b, p) if b is not None and p is not None else None)
+            b, got = read_repeat(a, c, r, True)
+            values[a].append(got)
             bases[a].append(b)
     n = leading([all(values[a][r] is not None for a in values) for r in range(target)])
     while n == len(values["ffnn"]) and n < MAX_TABLE_REPEATS:  # further repeats cached for both: read them too
-        more = {}
-        for a, c in configs.items():
-            b = cached_run(repeat_config(baseline_config(c, mechanism), n), cache, costs)
-            p = cached_run(repeat_config(point_config(c, mechanism, value, target_epsilon), n), cache, costs, mechanism)
-            more[a] = read(b, p) if b is not None and p is not None else None
-        if any(v is None for v in more.values()):
+        more = {a: read_repeat(a, c, n, False) for a, c in configs.items()}
+        if any(v is None for _, v in more.values()):
             break
-        for a, v in more.items():
+        for a, (b, v) in more.items():
             values[a].append(v)
+            bases[a].append(b)
         n += 1
     reps = max(n, target)
-    command = " ; ".join(f"python -m core run --task {task} --arch {a} --preset {preset}{sets_text(run_sets)} "
-                         f"--repeats {reps} --quiet --out findings_{task}_{a}_{mechanism}.json" for a in configs)
+    command = " ; ".join(f"python -m core run --task {task} --arch {a} --preset {preset}{sets_text(rs)} "
+                         f"--repeats {reps} --quiet --out findings_{task}_{a}_{mechanism}"
+                         f"{'_' + format(v, 'g') if several else ''}.json"
+                         for a in configs for v, rs in zip(grid, run_sets[a]))
     common = dict(paper=paper, metric=metric, n=n, target_repeats=target, missing=tuple(missing),
                   missing_time=time_text(missing), command=command, repeat_items=tuple(items), family=(metric,),
                   expected_sign=expected)
@@ -267,7 +285,7 @@ def training_defense_row(finding: Finding, task: str, preset: str, sets: dict[st
         return finding_row(finding, task, preset, status="not run", **common)
     comp = compare(metric, [float(v) for v in values["ffnn"][:n]], [float(v) for v in values["rnn"][:n]], expected)
     word, why = _judged_word(comp)
-    matched = _baseline_match([b for b in bases["ffnn"][:n]], [b for b in bases["rnn"][:n]])
+    matched = _baseline_match(bases["ffnn"][:n], bases["rnn"][:n])
     a_mean, b_mean = comp.difference.a.mean, comp.difference.b.mean
     if mechanism == "dpsgd" and min(a_mean, b_mean) >= LOSS_FLOOR:
         word, why = UNINFORMATIVE, (f"utility loss ≥ {LOSS_FLOOR:.0%} on both arms (FFNN {a_mean:.0%}, RNN "
@@ -308,3 +326,16 @@ def summary_utility_loss(base: RunSummary, point: RunSummary) -> float | None:
 
 def accuracy_drop(base: RunSummary, point: RunSummary) -> float | None:
     return float(base.attack.accuracy) - float(point.attack.accuracy)
+
+
+def sensitivity(grid: tuple[float, ...], log: bool, stronger_when_larger: bool) -> Callable[..., float | None]:
+    """F5's per-repeat number: how fast the attack accuracy falls as the regulariser strengthens — the least-squares
+    slope of the attack accuracy over the grid's values (on log10 of them where ``log``: λ spans decades), signed
+    so that a fall with stronger regularisation is positive (L2: larger λ is stronger; PPO's clip ε: smaller is)."""
+    x = np.log10(np.asarray(grid, np.float64)) if log else np.asarray(grid, np.float64)
+
+    def read(base: RunSummary, points: list[RunSummary]) -> float | None:
+        y = np.asarray([float(p.attack.accuracy) for p in points], np.float64)
+        slope = float(np.polyfit(x, y, 1)[0])
+        return -slope if stronger_when_larger else slope
+    return read
