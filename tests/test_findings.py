@@ -74,9 +74,11 @@ def test_table_shows_measured_cells_with_n_and_interval_and_the_rest_not_run(two
     # F2 needs memorization jobs only; F4 / F5 the undefended and defended runs of each repeat
     assert {d.kind for d in _row(table, "F2").missing} == {"analysis"}
     f4 = _row(table, "F4").missing
-    # the DP-SGD point of every repeat and arch; the undefended runs (DP off = the cached runs) of repeats 2..5
-    assert len(f4) == 2 * TARGET_REPEATS + 2 * (TARGET_REPEATS - 2)
-    assert any(d.config.dp == "epsilon" for d in f4)
+    # the DP-SGD points (three σ at clip 10) of every repeat and arch; the undefended runs (DP off = the cached
+    # runs) of repeats 2..5
+    assert len(f4) == 3 * 2 * TARGET_REPEATS + 2 * (TARGET_REPEATS - 2)
+    assert {d.config.dp_noise_multiplier for d in f4 if d.config.dp == "sigma"} == {0.5, 1.0, 2.0}
+    assert all(d.config.dp_max_grad_norm == 10.0 for d in f4 if d.config.dp == "sigma")
     # the jobs of one row, each once; the whole table's, deduplicated
     assert len(missing_jobs(table, 0)) == len(f1.missing)
     hashes = [(m.config.config_hash, m.kind) for m in missing_jobs(table)]

@@ -152,3 +152,13 @@ def test_f5_is_a_slope_over_three_regulariser_values(tiny_quick):
         points = [m for m in f5.missing if m.what.startswith(mech)]
         assert len(points) == 2 * len(grid) * f5.target_repeats, task
         assert "slope" in f5.spec["metric"] and not f5.spec["not_built"]
+
+
+def test_f4_same_sigma_must_be_the_same_epsilon():
+    """F4's claim is at the same ε: where the same σ gives the two architectures different ε (another number of
+    steps: multi30k_cpu's LSTM trains 28 epochs, the Transformer 18), the row reads not comparable."""
+    from core.analyses.findings_defenses import _epsilons_apart
+
+    assert _epsilons_apart({"ffnn": [(2.0, 1.0)], "rnn": [(2.0, 1.005)]}) is None
+    why = _epsilons_apart({"ffnn": [(2.0, 1.0)], "rnn": [(2.6, 1.3)]})
+    assert why is not None and "same ε" in why

@@ -43,9 +43,8 @@ MAX_TABLE_REPEATS = 64
 TASKS = ("image", "translation", "navigation")
 #: memorization's schedule as the Analyses page and ``analyze`` run it (core.analyses.analysis.memorization)
 MEMORIZATION_BLOCKS = 4
-#: the Dirichlet k of F3 and the training-defense values of F4 / F5
+#: the Dirichlet k of F3 (F4's σ grid and F5's grids: core.analyses.findings)
 DIRICHLET_K = 1.0
-DP_TARGET_EPSILON = 8.0
 #: F3's margin and loss bound: core.analyses.finding_specs (F3_MARGIN, F3_MAX_LOSS), tested by TOST
 
 

@@ -223,7 +223,7 @@ def training_defense_row(finding: Finding, task: str, preset: str, sets: dict[st
                           costs: Costs, target: int,
                           mechanism: str, value: float | tuple[float, ...], target_epsilon: bool, metric: str,
                           read: Callable[..., float | None], expected: int,
-                          paper: PaperClaim) -> FindingRow:
+                          paper: PaperClaim, max_grad_norm: float | None = None) -> FindingRow:
     """A training-time defense compared between the architectures over repeats: per repeat r and
     architecture, the undefended run and the defended one at each of ``value`` (one value or several; all
     cached), ``read(baseline, point)`` — or, with several values, ``read(baseline, [points in the values' order])``."""
@@ -232,6 +232,7 @@ def training_defense_row(finding: Finding, task: str, preset: str, sets: dict[st
     configs = comparison_configs(task, preset, 1, sets)
     values: dict[str, list[float | None]] = {a: [] for a in configs}
     bases: dict[str, list[RunSummary | None]] = {a: [] for a in configs}
+    epsilons: dict[str, list[tuple[float | None, ...]]] = {a: [] for a in configs}  # DP-SGD's ε of each point
     missing: list[Missing] = []
     run_sets: dict[str, list[dict[str, Any]]] = {}
     items: list[tuple[ExperimentConfig, str]] = []
@@ -243,7 +244,7 @@ def training_defense_row(finding: Finding, task: str, preset: str, sets: dict[st
             missing.append(missing_run(repeat_config(base_cfg, r), costs, "plain", f"undefended {a} repeat {r}"))
         points = []
         for v in grid:
-            pc = point_config(c, mechanism, v, target_epsilon)
+            pc = point_config(c, mechanism, v, target_epsilon, max_grad_norm)
             p = cached_run(repeat_config(pc, r), cache, costs, mechanism)
             if p is None and note:
                 missing.append(missing_run(repeat_config(pc, r), costs, mechanism,
@@ -251,13 +252,14 @@ def training_defense_row(finding: Finding, task: str, preset: str, sets: dict[st
             points.append(p)
         if b is None or any(p is None for p in points):
             return b, None
+        epsilons[a].append(tuple((p.privacy or {}).get("epsilon") for p in points))
         return b, read(b, points) if several else read(b, points[0])
 
     for a, c in configs.items():
         items.append((baseline_config(c, mechanism), "plain"))
         run_sets[a] = []
         for v in grid:
-            pc = point_config(c, mechanism, v, target_epsilon)
+            pc = point_config(c, mechanism, v, target_epsilon, max_grad_norm)
             items.append((pc, mechanism))
             run_sets[a].append({**dict(sets or {}), **config_changes(c, pc)})  # task options flattened: --set keys
         for r in range(target):
@@ -297,8 +299,21 @@ def training_defense_row(finding: Finding, task: str, preset: str, sets: dict[st
     elif matched is not None and matched["matched"] is False:
         word, why = NOT_COMPARABLE, ("the undefended models' utility is not matched on train and validation: "
                                      + "; ".join(matched["gaps"].values()))
+    elif (apart := _epsilons_apart(epsilons)) is not None:
+        word, why = NOT_COMPARABLE, apart
     return finding_row(finding, task, preset, status="measured", measured=MeasuredCell.of(comp), verdict=word,
                        verdict_reason=why, matched=matched, **common)
+
+
+def _epsilons_apart(epsilons: dict[str, list[tuple[float | None, ...]]]) -> str | None:
+    """Why the same σ is not the same ε for FFNN and RNN (their accountants' ε of a point differ by more than 1 %:
+    another number of steps or sampling rate), or None — the claim is about the same ε (000 §5.2.2)."""
+    for (fe, re_) in zip(epsilons.get("ffnn", ()), epsilons.get("rnn", ())):
+        for f, r in zip(fe, re_):
+            if f is not None and r is not None and abs(f - r) > 0.01 * max(abs(f), abs(r)):
+                return (f"the same σ gives FFNN ε = {f:.3g} but RNN ε = {r:.3g} (other steps or sampling rate): the "
+                        "claim is at the same ε")
+    return None
 
 
 def _baseline_match(ffnn: list[RunSummary | None], rnn: list[RunSummary | None]) -> dict[str, Any] | None:
@@ -326,6 +341,12 @@ def summary_utility_loss(base: RunSummary, point: RunSummary) -> float | None:
 
 def accuracy_drop(base: RunSummary, point: RunSummary) -> float | None:
     return float(base.attack.accuracy) - float(point.attack.accuracy)
+
+
+def mean_utility_loss(base: RunSummary, points: list[RunSummary]) -> float | None:
+    """F4's per-repeat number: the utility loss averaged over the σ grid's points (equal weight per σ)."""
+    losses = [summary_utility_loss(base, p) for p in points]
+    return None if any(v is None for v in losses) else float(np.mean(losses))
 
 
 def sensitivity(grid: tuple[float, ...], log: bool, stronger_when_larger: bool) -> Callable[..., float | None]:
