@@ -1,34 +1,38 @@
-"""The studies' findings beside what this machine measured (issue 35): one row per finding × task.
+"""The studies' findings beside what this machine measured: one row per finding × task × preset.
 
 Every row reads the cache only (nothing trains here): the cached repeats of a preset
 (:func:`core.analyses.repeats.repeat_config`; repeat r of both architectures shares its seed, hence
 its split), the memorization analysis' cached result of each repeat, the cached defended points of
-the Dirichlet mechanism, and the cached training-defense runs (DP-SGD at a target ε, L2 at a λ).
+the Dirichlet mechanism, and the cached training-defense runs (DP-SGD over a σ grid, L2 over a λ grid).
 The rows of F1 / F1a (the architectures compared), the repeats that decide a row and the table are here;
-F2 – F5's rows in :mod:`core.analyses.findings_defenses`; the findings, the shared settings and what is
-cached in :mod:`core.analyses.findings_base`.
-A row is *measured* when at least one repeat of what it needs is cached: then it carries N, the 95 %
-interval and the verdict (:func:`core.measurement.stats.compare`: the t interval and the exact
-sign-flip test, which cannot reach 95 % below N = 6); otherwise it says *not run*. F1 and F1a take each
-metric's verdict from the judgement ``python -m core compare`` builds on the same repeats
-(:func:`core.analyses.repeats.judged_pairs`: the declared primary metric, the secondary metrics
-Holm-adjusted over their family), so a metric's verdict here always equals compare's and the Home
-page's. Either way a row lists the runs that are missing for N = :data:`TARGET_REPEATS` (``missing``: each an
-ordinary config and a job kind of :mod:`ui.jobs`, so a page can queue exactly those) and their expected time from
-the runs measured on this machine (:func:`core.defenses.sweeps.run_cost_s`), or "time unknown".
+F2 – F5's rows in :mod:`core.analyses.findings_defenses`; each row's declaration (claim quoted and cited,
+metric, family, test, sign, matching, epochs, sizes, deviations, halves not built) in
+:mod:`core.analyses.finding_specs`; the shared settings and what is cached in :mod:`core.analyses.findings_base`.
+
+A row is *measured* when at least one repeat of what it needs is cached: then it carries N, the 95 % interval
+and its word — holds / reversed / inconclusive from its declared test, *not comparable* where the claim's
+condition fails (utility not matched on train and validation; F4: the same σ not the same ε), *uninformative*
+where both arms sit at a ceiling or a floor. F1 is the one answer (:mod:`core.analyses.arch_answer`) every page
+gives on the same cache. Each row says ``decidable_at`` (the fewest N at which its test can decide at all: the
+sign-flip floor 2/2^N times its Holm family's size) and ``target_repeats`` (≥ 80 % power at the paper's effect
+where it prints one, else at the measured one; never below ``decidable_at``), and lists the runs missing for that
+target (``missing``: ordinary configs and job kinds of :mod:`ui.jobs`, so a page can queue exactly those) with
+their expected time from measured runs (:func:`core.defenses.sweeps.run_cost_s`) — none where it cannot decide even
+when run, and none past a decidable N it has already read (more repeats would be a new design).
 
 The findings (``FINDINGS``; the papers' own numbers and sources from :mod:`core.measurement.studies`):
 
-* F1 the RNN is more vulnerable than the FFNN (paper 000 Fig. 4 image and translation, 001 §5.1 navigation):
-  the primary (Shokri shadow) attack's accuracy, FFNN − RNN < 0, with the validation-utility gap;
+* F1 the RNN is more vulnerable than the FFNN (000 §4.3 / Fig. 4; navigation 001 §1 and §5.1 / Fig. 2): the
+  primary (Shokri shadow) attack's accuracy, FFNN − RNN < 0, at matched train and validation utility;
 * F1a the attacker's view: the same under LiRA and RMIA (AUC);
-* F2 the FFNN forgets early training blocks faster (000 Fig. 6): attack accuracy on the first block
+* F2 the FFNN forgets early training blocks faster (000 §4.3 / Fig. 6): attack accuracy on the first block
   learned, FFNN − RNN < 0;
-* F3 Dirichlet k = 1 brings the attack to ≈ 50 % at a small utility cost (001 Tables 1–2, RNN victims):
-  the rule is stated in the row (the paper gives no tolerance; ours: 50 % ± 5 points, loss ≤ 10 %);
-* F4 the same ε costs the RNN more utility (000 Fig. 8): DP-SGD at target ε = 8, utility loss
-  FFNN − RNN < 0;
-* F5 L2 helps the FFNN more (000 Fig. 7): the attack accuracy's drop under λ = 1e-3, FFNN − RNN > 0.
+* F3 Dirichlet k = 1 brings the attack to ≈ 50 % at a small utility cost (001 §5.3, Tables 1–2, RNN victims): an
+  equivalence claim, tested by TOST (margin 50 % ± 5 points, ours) with the loss's one-sided bound;
+* F4 the same ε costs the RNN more utility (000 §5.2.2 / Fig. 8): DP-SGD's utility loss averaged over a σ grid
+  at the paper's clip norm, FFNN − RNN < 0;
+* F5 L2 helps the FFNN more (000 §5.1 / Fig. 7): the attack accuracy's slope over three λ (PPO clip ε for
+  navigation), FFNN − RNN > 0.
 """
 from __future__ import annotations
 
@@ -87,7 +91,7 @@ STUDY_DIFFERENCES: dict[tuple[str, str], tuple[float, str]] = {
 DECIDING_NEEDS: dict[str, str] = {
     "translation": (
         "To decide F1 on translation both models must translate (validation BLEU ≥ 20 on Multi30K) with attacks "
-        "below saturation (AUC ≤ 0.95), over N ≥ 6 repeats. No CPU preset reaches it yet: multi30k_cpu and "
+        "below saturation (AUC ≤ 0.95), over the row's decidable N (the sign-flip floor × its Holm family: see the row). No CPU preset reaches it yet: multi30k_cpu and "
         "pairs_cpu reach validation BLEU 2–8 on 2 CPU cores (the models memorise; every attack AUC ≥ 0.99). The "
         "paper preset on one H100 (en→de, one seed, `CPU_ARCHS=rnn bench/device_session.sh .m30k $OUT` at commit "
         "f0f2da2; the LSTM again at commit 67b6db4) did not either: validation BLEU 12.9 (Transformer) / 19.6 "
@@ -96,8 +100,8 @@ DECIDING_NEEDS: dict[str, str] = {
         "BLEU 26.4 (Transformer) / 26.8 (LSTM), train 65.6 / 41.7 — issue 35's bar for utility met; LiRA AUC "
         "0.945 / 0.936 is below 0.95, but RMIA 0.986 / 0.975 is above, so not every attack is below saturation. "
         "One seed, so F1 there is inconclusive (one repeat; FFNN − RNN LiRA AUC +0.009 in that one run: an "
-        "observation, not a finding). Deciding it needs N = 6 repeats of multi30k_gpu on a GPU: about "
-        "6 × (149 + 138) s ≈ 29 min of one H100 (an estimate from that one repeat), not run yet."),
+        "observation, not a finding). Deciding it needs the row's target N of multi30k_gpu on a GPU, "
+        "about N × (149 + 138) s of one H100 (an estimate from that one repeat), not run yet."),
 }
 
 
