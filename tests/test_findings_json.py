@@ -39,7 +39,7 @@ KEYS = {
     ("F4", "not run"): HEAD + ["paper", "metric", "n", "target_repeats", "missing", "missing_time", "command", "decide"],
     ("F5", "no preset"): HEAD + ["n", "target_repeats", "missing", "missing_time", "command", "note", "decide"],
 }
-#: the findings JSON contract (issue "findings a referee would sign"): every row ends with these keys, after its
+#: the findings JSON contract: every row ends with these keys, after its
 #: own; a key the row already wrote keeps its place
 CONTRACT = ("metric", "expected_sign", "family", "decidable_at", "target_repeats", "target_sized_by", "n", "matched",
             "verdict", "verdict_reason", "machine", "design_note", "spec", "beside")

@@ -171,7 +171,8 @@ def leading(flags: list[bool]) -> int:
 
 
 def cached_run(cfg: ExperimentConfig, cache: ArtifactCache, costs: Costs, recipe: str = "plain") -> RunSummary | None:
-    """The cached run of ``cfg``, typed where it is read (None: not cached), its measured time noted in ``costs``."""
+    """The cached run of ``cfg``, typed where it is read (None: not cached), its measured time and machine noted in
+    ``costs``: the one place the findings read a run (runs made elsewhere can be joined here)."""
     s = cached_summary(cfg, cache)
     run = None if s is None else RunSummary.from_dict(s)
     costs.note(run, recipe)

@@ -22,7 +22,6 @@ from core.defenses import registry as defense_registry
 from core.defenses.spec import DefenseSpec
 from core.defenses.sweeps import baseline_config, point_config
 from core.experiment.cache import ArtifactCache
-from core.experiment.pipeline import cached_summary
 from core.experiment.results import DefendedPoint, RunSummary
 from core.foundations.config import ExperimentConfig, config_changes
 from core.measurement.metrics import utility_loss
@@ -195,16 +194,17 @@ def dirichlet_row(task: str, preset: str, sets: dict[str, Any] | None, cache: Ar
     value, reason = f3_verdict(accs, losses, task)
     measured = RuleCell(acc, loss, RuleVerdict(value, n, reason))
     return finding_row(FINDINGS["F3"], task, preset, status="measured", measured=measured, verdict=value,
-                       verdict_reason=reason, beside=_f3_beside(cfg, points[:n], cache), **common)
+                       verdict_reason=reason, beside=_f3_beside(cfg, points[:n], cache, costs), **common)
 
 
-def _f3_beside(cfg: ExperimentConfig, points: list[DefendedPoint], cache: ArtifactCache) -> dict[str, Any]:
+def _f3_beside(cfg: ExperimentConfig, points: list[DefendedPoint], cache: ArtifactCache, costs: Costs
+               ) -> dict[str, Any]:
     """What the same defended points store beside the naive attacker's accuracy, each over the repeats: the
     undefended baseline (the repeat's run), the adaptive attacker (where measured), LiRA and RMIA; not judged."""
     out: dict[str, Any] = {}
-    base = [cached_summary(repeat_config(cfg, r), cache) for r in range(len(points))]
+    base = [cached_run(repeat_config(cfg, r), cache, costs) for r in range(len(points))]  # the one reader of runs
     if all(b is not None for b in base):
-        out["undefended_attack_accuracy"] = mean_interval([float(b["attack"]["accuracy"]) for b in base],
+        out["undefended_attack_accuracy"] = mean_interval([float(b.attack.accuracy) for b in base],
                                                           bounds=(0.0, 1.0)).to_dict()
     adaptive = [getattr(p, "adaptive_attack", None) for p in points]
     if all(a is not None for a in adaptive):
