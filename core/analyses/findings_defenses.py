@@ -203,7 +203,7 @@ def _f3_beside(cfg: ExperimentConfig, points: list[DefendedPoint], cache: Artifa
     undefended baseline (the repeat's run), the adaptive attacker (where measured), LiRA and RMIA; not judged."""
     out: dict[str, Any] = {}
     base = [cached_run(repeat_config(cfg, r), cache, costs) for r in range(len(points))]  # the one reader of runs
-    if all(b is not None for b in base):
+    if all(isinstance(b, RunSummary) for b in base):
         out["undefended_attack_accuracy"] = mean_interval([float(b.attack.accuracy) for b in base],
                                                           bounds=(0.0, 1.0)).to_dict()
     adaptive = [getattr(p, "adaptive_attack", None) for p in points]
