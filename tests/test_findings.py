@@ -228,7 +228,7 @@ def test_a_measured_row_says_how_many_repeats_decide_it_and_how_long_they_take(t
     assert "the study gives no number" in cells[DECIDE] and "sd " in cells[DECIDE]
     md = findings_markdown(table)
     assert "≥ 80 % power at the paper's effect" in md and "Decidable at" in md
-    # where the study prints a difference (navigation, 001 §5.1) the row is measured against it
+    # where the study prints a difference (navigation, 001 §1) the row is measured against it
     assert STUDY_DIFFERENCES[("F1", "navigation")][0] == pytest.approx(0.91 - 0.98)
 
 

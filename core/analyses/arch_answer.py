@@ -28,7 +28,7 @@ from typing import Any, Mapping
 
 from core.measurement.stats import (NOT_COMPARABLE, UNINFORMATIVE, Comparison, Estimate, Verdict, decidable_at)
 
-#: the metric of the answer: the studies' own (their Shokri shadow attack's accuracy, 000 §4.3, 001 §5.1)
+#: the metric of the answer: the studies' own (their attack's accuracy: 000 §4.3, 001 §1 and §5.1)
 ANSWER_METRIC = "attack_accuracy"
 #: the sign the claim predicts for FFNN − RNN
 EXPECTED_SIGN = -1

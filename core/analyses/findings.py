@@ -77,10 +77,10 @@ F1A_METRICS = ("lira_auc", "rmia_auc")
 MATCHED_UTILITY = "utility_val"
 
 #: (finding, task) → the difference FFNN − RNN the study reports in the row's metric, and where: only where the
-#: study prints numbers (001 §5.1's navigation attack accuracies); the other findings are figures without numbers
+#: study prints numbers (001 §1's navigation attack accuracies); the other findings are figures without numbers
 STUDY_DIFFERENCES: dict[tuple[str, str], tuple[float, str]] = {
     ("F1", "navigation"): (RL_ATTACK_ACCURACY[("navigation", "ffnn")] - RL_ATTACK_ACCURACY[("navigation", "rnn")],
-                           f"001 §5.1: attack accuracy {RL_ATTACK_ACCURACY[('navigation', 'ffnn')]:.0%} (MLP) − "
+                           f"001 §1: attack accuracy {RL_ATTACK_ACCURACY[('navigation', 'ffnn')]:.0%} (MLP) − "
                            f"{RL_ATTACK_ACCURACY[('navigation', 'rnn')]:.0%} (LSTM)"),
 }
 
