@@ -175,8 +175,10 @@ def spec(finding: str, task: str) -> RowSpec:
                        ("three σ, averaged: the paper reads each σ of its figure",
                         "translation: the paper fine-tunes BERT on WMT14 en–fr for DP (000 §5.2.2); here the "
                         "preset's own models and data"),
-                       ("the Gaussian privacy module half (000 Fig. 8, bottom row): not built into this row (the "
-                        "Defenses page measures GPM points one architecture at a time)",))
+                       ("the Gaussian privacy module half (000 Fig. 8, bottom row): not built — the same σ is the same "
+                        "random-DP ε only at the same sensitivity (000 §5.2.2 (ii), Table 1), which needs "
+                        "SensitivitySampler runs per architecture and repeat; the Defenses page measures GPM points "
+                        "one architecture at a time",))
     if finding == "F5":
         rl = task == "navigation"
         return RowSpec("F5", task, "000 §5.1: 'the MIA accuracy in the FFNN models is highly sensitive to the "
