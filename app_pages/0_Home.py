@@ -5,7 +5,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from core.analyses.answer import Answer, cached_answer
+from core.analyses.answer import Answer, answer_key, cached_answer
 from core.analyses.repeats import repeat_config
 from core.foundations.errors import MIAError
 from core.foundations.paths import cache_dir
@@ -20,9 +20,8 @@ from ui.shared import job_manager, summary_of
 
 TRAIN = "app_pages/1_Train_and_attack.py"
 ANALYSES = "app_pages/4_Analyses.py"
-#: repeats the demo offers to add: N = 3 does not fit the minute a first visit should take on 2 CPU
-#: cores (measured under load: FFNN 61 s + RNN 78 s for repeat 0 alone), so repeat 0 trains first and
-#: the other two are one click beside its result
+#: the fewest repeats the demo offers (repeat 0 trains first, the rest are one click beside its result); the button
+#: asks for the answer's decidable N (core.analyses.arch_answer: its Holm family's floor) where that is larger
 DEMO_REPEATS = 3
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -42,7 +41,8 @@ st.page_link("app_pages/5_Findings.py", icon=":material/fact_check:",
 @st.cache_resource(max_entries=8, show_spinner=False)
 def demo_answer(key: tuple[str, ...]) -> Answer:
     """:func:`core.analyses.answer.cached_answer` for the demo, once per cache folder and set of cached
-    runs (``key``): a new repeat in the cache changes the key, so the answer follows it."""
+    runs (``key``: every repeat cached for both, :func:`core.analyses.answer.answer_key`): a new repeat in the
+    cache changes the key, so the answer follows it."""
     return cached_answer("image", "quick")
 
 
@@ -62,11 +62,12 @@ if demo:
         if all(s is not None for s in cached):
             st.markdown("FFNN (residual CNN) and RNN (ReNet) trained on 8×8 digits with the *quick* preset, attacked "
                         "by every attack of the Train & attack page. It is in the cache:")
-            extra = [repeat_config(c, r) for r in range(1, DEMO_REPEATS) for c in demo]
-            have = [summary_of(c) for c in extra]
-            found = tuple(s.config_hash for s in cached + have if s is not None)
-            ans = demo_answer((str(cache_dir()),) + found)
+            ans = demo_answer((str(cache_dir()),) + answer_key("image", "quick"))
             n_rep = ans.repeats
+            # the button offers the N at which the answer's test can decide at all (its Holm family's floor)
+            target = max(DEMO_REPEATS, ans.decidable_at or DEMO_REPEATS)
+            extra = [repeat_config(c, r) for r in range(1, target) for c in demo]
+            have = [summary_of(c) for c in extra]
             cols = st.columns(len(cached))
             for col, s in zip(cols, cached):
                 val = "—" if s.utility.val is None else f"{s.utility.val:.3f}"
@@ -91,17 +92,19 @@ if demo:
             if not all(h is not None for h in have):
                 lacking = [c for c, h in zip(extra, have) if h is None]
                 adding = any((j := manager.job(c)) is not None and j.active for c in lacking)
-                took = sum(s.timing("total_s") for s in cached) * (DEMO_REPEATS - 1)
+                took = sum(s.timing("total_s") for s in cached)
                 if n_rep < 2:
                     st.caption("One seed per architecture: the difference above has no interval yet, so it is not a "
                                "verdict; the repeats measure how far it moves from seed to seed.")
                 if adding:
                     st.markdown(f"**Adding repeats**: {len(extra) - len(lacking)} of {len(extra)} runs done; follow "
                                 "them in the sidebar.")
-                elif st.button(f"➕ Add {DEMO_REPEATS - 1} repeats ({len(lacking)} runs; repeat 0 took "
-                               f"{took / (DEMO_REPEATS - 1):.0f} s here)", help="Trains the demo with two more seeds "
-                               "per architecture in the background, then shows means with 95 % intervals and the "
-                               "verdict (holds / reversed / inconclusive) on the paired difference."):
+                elif n_rep < target and st.button(
+                        f"➕ Run to N = {target} repeats ({len(lacking)} runs; repeat 0 took {took:.0f} s here)",
+                        help=f"N = {target} is the fewest repeats at which the answer's test (attack accuracy, "
+                             "Holm-adjusted over the comparison's secondary metrics) can decide at all: below it "
+                             "the answer stays inconclusive whatever the data. Trains the missing repeats in the "
+                             "background; the verdict is read once, at that N."):
                     manager.submit(lacking)
                     st.rerun()
             st.caption("This is the small built-in demo, not the studies' data. Answers on real data: "

@@ -17,8 +17,8 @@ from ui.shared import job_manager
 
 st.title("Findings: the studies' claims on this machine")
 st.caption("One row per finding × task: the paper's value, this machine's value with N repeats and its 95 % interval, "
-           "the verdict (holds / reversed / inconclusive: the paired FFNN − RNN difference's t interval and the exact "
-           "sign-flip test, which needs N ≥ 6), the preset and its resolution, the utility gap and the command that "
+           "the verdict (holds / reversed / inconclusive from the row's declared test; not comparable where utility is not "
+           "matched on train and validation; uninformative where both arms sit at a ceiling or floor), the preset and its resolution, the utility gap and the command that "
            "reproduces it. Everything is read from the cache; nothing trains on this page. A missing cell queues "
            "exactly the runs it needs in the background (cached repeats are kept: adding repeats narrows an interval).")
 
@@ -50,13 +50,14 @@ except MIAError as e:
     st.error(str(e))
     st.stop()
 frame = findings_frame(table)
-first = ["finding", "task", "measured here (95 % CI, N)", "verdict", "preset · resolution", DECIDE, "utility gap"]
+first = ["finding", "task", "measured here (95 % CI, N)", "verdict", "decidable at · target N", "made on",
+         "utility gap (train and validation)", "declared: metric · family · test · deviations", "preset · resolution",
+         DECIDE]
 st.dataframe(frame[first + [c for c in frame.columns if c not in first]], hide_index=True, use_container_width=True)
-st.caption(f"Commit {table.commit}; target N = {table.target_repeats} repeats per row. The same table: "
-           f"`{findings_command(table)} --out findings.json --markdown findings.md`. Repeats to decide: the fewest "
-           f"N ≥ {table.target_repeats} with t(N−1, 0.975) × sd / √N < |difference| (sd: the measured spread of "
-           f"the paired FFNN − RNN differences), against the study's difference where it prints one and against "
-           f"the difference measured here, timed from this machine's runs.")
+st.caption(f"Commit {table.commit}. The same table: `{findings_command(table)} --out findings.json --markdown "
+           "findings.md`. Each row's target N is its own (≥ its decidable N: the sign-flip floor × its Holm family; "
+           "≥ 80 % power at the paper's effect, else the measured one). Rows that cannot decide even when run (not "
+           "comparable, uninformative) or that already read their data at a decidable N queue nothing.")
 
 d1, d2, d3 = st.columns(3)
 d1.download_button("findings.json", json.dumps(stamped(table.to_dict(), "findings"), indent=2, allow_nan=False), "findings.json",

@@ -12,7 +12,7 @@ from core.analyses.repeats import comparison_json, repeat_config
 from core.cli import main
 from core.experiment.pipeline import run_experiment
 from core.experiment.results import RunSummary
-from core.measurement.stats import VERDICTS
+from core.measurement.stats import FINDING_VERDICTS
 from core.tasks import get_task
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,17 +37,21 @@ def test_answer_follows_the_cached_repeats_on_core_cli_and_home(tiny_quick, tmp_
     assert cached_answer().repeats == 0 and cached_answer().verdict is None  # nothing measured: no answer
     runs = {c.arch: [RunSummary.from_dict(run_experiment(c).summary)] for c in tiny_quick}
     one = cached_answer().to_dict()
-    assert one["question"] == QUESTION and one["repeats"] == 1 and one["verdict"] == "inconclusive"
-    # the headline reads the comparison's declared primary metric (as every page does), here with one pair
+    # the headline is the one answer (core.analyses.arch_answer) the comparison carries: the studies' metric
     first = comparison_json(runs["ffnn"], runs["rnn"])
-    primary = first["primary"]["metric"]
-    assert one["metric"] == primary
-    diff = first["metrics"][primary]["difference"]["diff"]["mean"]
-    assert "inconclusive (one repeat)" in one["sentence"] and f"{diff:+.3f}" in one["sentence"]
+    word = first["answer"]["verdict"]
+    assert one["question"] == QUESTION and one["repeats"] == 1 and one["verdict"] == word
+    assert word in ("inconclusive", "not comparable", "uninformative")  # one repeat never holds or reverses
+    assert one["metric"] == first["answer"]["metric"] == "attack_accuracy"
+    diff = first["metrics"]["attack_accuracy"]["difference"]["diff"]["mean"]
+    assert f"{word} (one repeat)" in one["sentence"] and f"{diff:+.3f}" in one["sentence"]
     assert "8×8 digits" in one["data"] and "quick" in one["data"]
     at, text = home()
-    assert QUESTION in text and "inconclusive (one repeat)" in text and f"{diff:+.3f}" in text
-    assert any(b.label.startswith("➕ Add 2 repeats") for b in at.button)
+    assert QUESTION in text and f"{word} (one repeat)" in text and f"{diff:+.3f}" in text
+    # the button offers the N at which the answer can decide (its Holm family's floor), not a fixed two more
+    floor = first["answer"]["decidable_at"]
+    assert one["decidable_at"] == floor and floor >= 6
+    assert any(b.label.startswith(f"➕ Run to N = {floor} repeats") for b in at.button)
     assert any("one repeat" in m.label for m in at.metric)
     assert any("docs/results.md" in c.value for c in at.caption)  # where the real-data answers are
 
@@ -59,9 +63,9 @@ def test_answer_follows_the_cached_repeats_on_core_cli_and_home(tiny_quick, tmp_
         runs[c.arch].append(RunSummary.from_dict(run_experiment(repeat_config(c, 1)).summary))
     two = cached_answer().to_dict()
     comparison = comparison_json(runs["ffnn"], runs["rnn"])
-    expected = comparison["metrics"][comparison["primary"]["metric"]]
-    assert two["repeats"] == 2 and two["verdict"] == expected["verdict"]["value"] and two["verdict"] in VERDICTS
-    ci = expected["difference"]["diff"]
+    expected = comparison["answer"]
+    assert two["repeats"] == 2 and two["verdict"] == expected["verdict"] and two["verdict"] in FINDING_VERDICTS
+    ci = expected["difference"]
     assert f"[{ci['ci_low']:+.3f}, {ci['ci_high']:+.3f}]" in two["sentence"] and "N = 2" in two["sentence"]
 
     out = tmp_path / "answer.json"  # the CLI prints the same answer, training nothing
@@ -70,7 +74,7 @@ def test_answer_follows_the_cached_repeats_on_core_cli_and_home(tiny_quick, tmp_
     assert {k: printed[k] for k in ("repeats", "verdict", "sentence")} == {k: two[k] for k in ("repeats", "verdict", "sentence")}
 
     at, text = home()
-    assert two["sentence"] in text and "inconclusive (one repeat)" not in text
+    assert two["sentence"] in text and "(one repeat)" not in text
     # the cards say they are the mean over the repeats, beside the verdict they feed
     labels = [m.label for m in at.metric]
     assert labels and all("mean of 2 repeats" in label for label in labels)

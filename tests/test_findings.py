@@ -54,11 +54,16 @@ def test_table_shows_measured_cells_with_n_and_interval_and_the_rest_not_run(two
     assert f1.utility_gap.gap.n == 2 and isinstance(f1.utility_gap.matched, bool)
     assert f1.command.startswith("python -m core compare --task image --preset quick --set n_train=40")
     # the runs missing for N = 6: repeats 2..5 of both architectures, timed from the measured runs
-    assert sorted((d.config.arch, d.config.seed) for d in f1.missing) == sorted(
-        (a, repeat_config(c, r).seed) for a, c in comparison_configs("image", "quick", 1, TINY).items()
-        for r in range(2, TARGET_REPEATS))
-    assert all(d.kind == "experiment" and d.seconds > 0 for d in f1.missing)
-    assert "on this machine" in f1.missing_time
+    # the runs missing for the row's own target N (≥ its decidable N), or none where it cannot decide even when run
+    assert f1.target_repeats >= f1.decidable_at >= TARGET_REPEATS
+    if f1.verdict in ("not comparable", "uninformative"):
+        assert f1.missing == () and "cannot decide even when run" in f1.design_note
+    else:
+        assert sorted((d.config.arch, d.config.seed) for d in f1.missing) == sorted(
+            (a, repeat_config(c, r).seed) for a, c in comparison_configs("image", "quick", 1, TINY).items()
+            for r in range(2, f1.target_repeats))
+        assert all(d.kind == "experiment" and d.seconds > 0 for d in f1.missing)
+        assert "on this machine" in f1.missing_time
     f1a = _row(table, "F1a")
     assert f1a.status == "measured" and set(f1a.measured) == {"lira_auc", "rmia_auc"}
     assert f1a.measured["lira_auc"].difference.n == 2
@@ -69,9 +74,11 @@ def test_table_shows_measured_cells_with_n_and_interval_and_the_rest_not_run(two
     # F2 needs memorization jobs only; F4 / F5 the undefended and defended runs of each repeat
     assert {d.kind for d in _row(table, "F2").missing} == {"analysis"}
     f4 = _row(table, "F4").missing
-    # the DP-SGD point of every repeat and arch; the undefended runs (DP off = the cached runs) of repeats 2..5
-    assert len(f4) == 2 * TARGET_REPEATS + 2 * (TARGET_REPEATS - 2)
-    assert any(d.config.dp == "epsilon" for d in f4)
+    # the DP-SGD points (three σ at clip 10) of every repeat and arch; the undefended runs (DP off = the cached
+    # runs) of repeats 2..5
+    assert len(f4) == 3 * 2 * TARGET_REPEATS + 2 * (TARGET_REPEATS - 2)
+    assert {d.config.dp_noise_multiplier for d in f4 if d.config.dp == "sigma"} == {0.5, 1.0, 2.0}
+    assert all(d.config.dp_max_grad_norm == 10.0 for d in f4 if d.config.dp == "sigma")
     # the jobs of one row, each once; the whole table's, deduplicated
     assert len(missing_jobs(table, 0)) == len(f1.missing)
     hashes = [(m.config.config_hash, m.kind) for m in missing_jobs(table)]
@@ -165,36 +172,33 @@ def test_page_renders_the_table_and_its_button_queues_exactly_the_missing_runs(t
     frame = at.dataframe[0].value
     f1 = frame[frame["finding"] == "F1"].iloc[0]
     assert "N = 2" in f1["measured here (95 % CI, N)"] and "[" in f1["measured here (95 % CI, N)"]
-    assert f1["verdict"].startswith("inconclusive")
+    # two repeats never hold or reverse (F1's floor is N = 8 in its Holm family)
+    assert f1["verdict"].split(" (")[0] in ("inconclusive", "not comparable", "uninformative")
+    assert "decidable from N = " in f1["decidable at · target N"]
     assert (frame[frame["finding"] == "F4"]["verdict"] == "— (not run)").all()
     buttons = [b for b in at.button if b.label.startswith("Queue these")]
     assert buttons and any(b.label.startswith("Queue every missing run") for b in at.button)
-    buttons[0].click().run(timeout=120)  # F1 image: repeats 2..5 of both architectures
+    buttons[0].click().run(timeout=120)  # the first row with runs missing: exactly those are queued
     assert not at.exception, at.exception
     table = findings_table(["image"], "quick", sets=TINY)
-    expected = sorted(d.config.config_hash for d in _row(table, "F1").missing)
-    assert [(k, p) for k, p, _ in recorder.submitted] == [("experiment", None)]
-    assert sorted(recorder.submitted[0][2]) == expected
+    first = next(r for r in table.rows if r.missing)
+    kinds = {m.kind for m in first.missing}
+    assert {k for k, _, _ in recorder.submitted} == kinds
+    assert sorted(h for _, _, c in recorder.submitted for h in c) == sorted(m.config.config_hash for m in first.missing)
 
 
 # ---------------------------------------------------------------------------- issue 35, second pass
-def test_repeats_to_decide_is_the_fewest_n_whose_t_interval_is_narrower_than_the_difference():
-    import math
-
-    from scipy import stats as sps
-
+def test_repeats_to_decide_is_the_fewest_n_with_eighty_percent_power_never_below_the_decidable_n():
     from core.analyses.findings import repeats_to_decide
+    from core.measurement.stats import decidable_at, power_paired
 
-    def half(sd, n):
-        return sps.t.ppf(0.975, n - 1) * sd / math.sqrt(n)
-
-    # sd = 1, |Δ| = 1: N = 6 gives 2.571/√6 = 1.05 ≥ 1, N = 7 gives 2.447/√7 = 0.925 < 1
-    assert repeats_to_decide(1.0, 1.0) == 7 and repeats_to_decide(1.0, -1.0) == 7
-    for sd, diff in ((0.02, 0.01), (0.05, 0.07), (0.3, 0.01)):
-        n = repeats_to_decide(sd, diff)
-        assert n >= TARGET_REPEATS and half(sd, n) < abs(diff)
-        assert n == TARGET_REPEATS or half(sd, n - 1) >= abs(diff)
-    assert repeats_to_decide(0.001, 0.5) == TARGET_REPEATS  # never below the sign-flip test's floor
+    assert decidable_at(1) == 6 and decidable_at(5) == 8  # 2/2^N × Holm's factor ≤ 0.05
+    for family in (1, 5):
+        for sd, diff in ((0.02, 0.01), (0.05, 0.07), (1.0, 1.0)):
+            n = repeats_to_decide(sd, diff, family)
+            assert n >= decidable_at(family) and power_paired(diff, sd, n, family) >= 0.8
+            assert n == decidable_at(family) or power_paired(diff, sd, n - 1, family) < 0.8
+    assert repeats_to_decide(0.001, 0.5, 5) == 8  # never below the floor of its family
     assert repeats_to_decide(0.0, 0.1) == TARGET_REPEATS
     assert repeats_to_decide(1.0, 0.0) is None and repeats_to_decide(10.0, 1e-6) is None  # beyond the cap
 
@@ -211,7 +215,7 @@ def test_a_measured_row_says_how_many_repeats_decide_it_and_how_long_they_take(t
     assert ("F1", "image") not in STUDY_DIFFERENCES and entry.study is None
     assert entry.study_note == "the study gives no number"
     need = entry.at_measured
-    assert need.repeats == repeats_to_decide(d.sd, d.mean)
+    assert need.repeats == repeats_to_decide(d.sd, d.mean, len(f1.family))
     if need.repeats is not None:
         assert need.more == need.repeats - 2
         # one more repeat = one FFNN run + one RNN run, timed from the cached runs of this machine
@@ -223,8 +227,8 @@ def test_a_measured_row_says_how_many_repeats_decide_it_and_how_long_they_take(t
     cells = row_cells(f1)
     assert "the study gives no number" in cells[DECIDE] and "sd " in cells[DECIDE]
     md = findings_markdown(table)
-    assert "t(N−1, 0.975) × sd / √N < |difference|" in md
-    # where the study prints a difference (navigation, 001 §5.1) the row is measured against it
+    assert "≥ 80 % power at the paper's effect" in md and "Decidable at" in md
+    # where the study prints a difference (navigation, 001 §1) the row is measured against it
     assert STUDY_DIFFERENCES[("F1", "navigation")][0] == pytest.approx(0.91 - 0.98)
 
 
@@ -304,9 +308,11 @@ def test_results_md_summary_has_the_rows_the_generator_writes(tmp_path):
     table = findings_table(tasks, preset, cache=ArtifactCache(tmp_path / "empty"))
     expected = markdown_rows(table)
 
-    def shape(rows):  # header as is; per row: finding, task, claim and the preset (the resolution varies)
+    def shape(rows):  # per row: finding, task, claim and the preset (the resolution varies), found by column name
+        head = [c.strip() for c in rows[0].strip("|").split(" | ")]
+        at = head.index("preset · resolution")
         cells = [[c.strip() for c in r.strip("|").split(" | ")] for r in rows[2:]]
-        return rows[:2], [(c[0], c[1], c[2], c[6].split(" · ")[0]) for c in cells]
+        return [(c[0], c[1], c[2], c[at].split(" · ")[0]) for c in cells]
 
     assert shape(lines) == shape(expected), f"regenerate: {command}"
 

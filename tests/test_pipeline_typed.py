@@ -14,7 +14,7 @@ from core.tasks import get_task
 TINY = dict(n_train=40, n_eval=20, epochs=3, n_shadows=2, attack_epochs=(2,), attack_train_epochs=3)
 #: the layout of that run's JSON at af87210 (the pipeline's own keys; the attacks' numbers are measurement's), plus
 #: issue 34's ``timings.attack_cpu_s`` (the attack stage's own CPU seconds, added with result revision 3)
-TOP = ["task", "arch", "preset", "config", "config_hash", "training_hash", "params", "data", "device", "utility",
+TOP = ["task", "arch", "preset", "config", "config_hash", "training_hash", "params", "data", "device", "machine", "utility",
        "attack", "attacks", "attacks_by_epoch", "per_epoch", "timings", "cache_hit", "models_from_cache",
        "cache_corrupted", "victim_source", "shadow_fidelity", "attacks_not_run", "resolution", "privacy", "examples",
        "records"]

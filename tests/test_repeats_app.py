@@ -86,12 +86,19 @@ def test_home_demo_offers_repeats_beside_its_result_then_shows_the_verdict(monke
         run_experiment(c)
     at = AppTest.from_file(str(ROOT / "app.py")).run(timeout=60)
     assert not at.exception, at.exception
-    assert any(b.label.startswith("➕ Add 2 repeats") for b in at.button)
+    # the button offers the N at which the answer can decide at all (the Holm family's sign-flip floor)
+    from core.analyses.answer import cached_answer
+
+    floor = cached_answer("image", "quick").decidable_at
+    assert floor >= 6 and any(b.label.startswith(f"➕ Run to N = {floor} repeats ({2 * (floor - 1)} runs")
+                              for b in at.button)
     run_comparison({c.arch: c.with_updates({"repeats": 3}) for c in demo})
     at = AppTest.from_file(str(ROOT / "app.py")).run(timeout=60)
     text = " ".join(m.value for m in at.markdown)
     assert "3 paired repeats cached" in text and "N = 3" in text
+    # N = 3 cannot decide: the button still asks for the missing repeats up to the floor, never a fixed two more
     assert not any(b.label.startswith("➕ Add") for b in at.button)
+    assert any(b.label.startswith(f"➕ Run to N = {floor} repeats ({2 * (floor - 3)} runs") for b in at.button)
 
 
 def test_page_shows_where_each_architecture_reached_the_matched_utility():

@@ -100,13 +100,13 @@ def test_f3_gives_no_verdict_from_repeats_that_all_gave_the_same_accuracy():
     from core.analyses.findings_defenses import f3_verdict
 
     n = TARGET_REPEATS
-    loss = mean_interval([0.02 + 0.001 * i for i in range(n)], bounds=(None, 1.0))
-    constant = mean_interval([0.5] * n, bounds=(0.0, 1.0))  # an attack that flags everyone: 0.5 on a balanced set
-    value, reason = f3_verdict(constant, loss, n)
+    loss = [0.02 + 0.001 * i for i in range(n)]
+    constant = [0.5] * n  # an attack that flags everyone: 0.5 on a balanced set
+    value, reason = f3_verdict(constant, loss, "translation")
     assert value == "inconclusive" and "zero-width" in reason and "attack accuracy" in reason  # was "holds"
-    varied = mean_interval([0.5 + 0.004 * (-1) ** i for i in range(n)], bounds=(0.0, 1.0))
-    assert f3_verdict(varied, loss, n)[0] == "holds"  # the same rule with a spread still concludes
-    assert f3_verdict(varied, mean_interval([0.03] * n), n)[0] == "inconclusive"
+    varied = [0.5 + 0.004 * (-1) ** i for i in range(n)]
+    assert f3_verdict(varied, loss, "translation")[0] == "holds"  # TOST with a spread still concludes
+    assert f3_verdict(varied, [0.03] * n, "translation")[0] == "inconclusive"
 
 
 def test_an_exposure_fpr_finer_than_the_non_members_is_named_zero_false_positives():

@@ -1,10 +1,11 @@
 """"Do RNNs leak more?" answered from the cached runs of one task and preset, never training.
 
 The Home page asks the question and shows this answer; ``python -m core compare --cached`` prints the
-same JSON. The answer is the paired FFNN − RNN comparison (:func:`core.analyses.repeats.comparison_json`)
-over the repeats that are cached for *both* architectures (repeat 0, 1, … up to the first one either
-lacks), so it never claims more than was measured: with one repeat the difference and "inconclusive
-(one repeat)", with N ≥ 2 the verdict of :func:`core.measurement.stats.verdict` with its interval and N.
+same JSON. The answer is the one answer of :mod:`core.analyses.arch_answer` (the ``answer`` block of
+:func:`core.analyses.repeats.comparison_json`: the studies' metric judged with compare's Holm family, the
+words holds / reversed / inconclusive / not comparable / uninformative) over *every* repeat cached for both
+architectures (repeat 0, 1, … up to the first one either lacks): the same word Train & attack, the Analyses
+page, the findings table's F1 row and the run report give on the same cache.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
+from core.analyses.arch_answer import ANSWER_METRIC
 from core.analyses.comparison_results import ComparisonResult
 from core.analyses.repeats import cached_repeat_configs, comparison_configs, comparison_json
 from core.experiment.cache import ArtifactCache
@@ -22,12 +24,9 @@ from core.measurement.stats import Estimate
 from core.tasks import get_task
 
 QUESTION = "Do RNNs leak more?"
-#: the metric the answer's headline reads when the comparison declares no primary metric: the studies' own
-#: (Shokri's shadow-model attack accuracy, papers 000 and 001). Otherwise the headline is the comparison's
-#: primary metric (:data:`core.analyses.repeats.PRIMARY_ORDER`: LiRA AUC where LiRA ran, else RMIA, else the
-#: shadow attack's AUC — declared before any number is read), as on every other page; the other leakage
-#: metrics' verdicts are in ``comparison``
-HEADLINE_METRIC = "attack_accuracy"
+#: the metric the answer's headline reads: the studies' own (Shokri's shadow-model attack accuracy, papers 000 and
+#: 001), as :mod:`core.analyses.arch_answer` judges it; the other leakage metrics' verdicts are in ``comparison``
+HEADLINE_METRIC = ANSWER_METRIC
 #: where answers on real data are (what the quick presets' built-in data cannot stand for)
 ELSEWHERE = ("docs/results.md: CIFAR-10 (cifar_cpu), Multi30K (multi30k_cpu) and navigation, each with its "
              "repeats, intervals and verdicts",
@@ -42,21 +41,22 @@ def data_description(task: str, preset: str) -> str:
     return f"{task} task, {preset} preset" + (f": {note}" if note else "")
 
 
-def answer_sentence(value: str, metric: str, diff: Estimate | Mapping[str, Any], n: int) -> str:
-    """The headline in words: the verdict (holds / reversed / inconclusive, the only three) with the
-    difference FFNN − RNN, its interval and N — or "inconclusive (one repeat)" without an interval."""
+def answer_sentence(value: str, metric: str, diff: Estimate | Mapping[str, Any], n: int, reason: str = "") -> str:
+    """The headline in words: the verdict word (:data:`core.measurement.stats.FINDING_VERDICTS`) with the
+    difference FFNN − RNN, its interval and N, and why — "(one repeat)" without an interval."""
     e = diff if isinstance(diff, Estimate) else Estimate.from_dict(diff)
     d = f"FFNN − RNN {e.mean:+.3f}"
+    why = f" ({reason})" if reason else ""
     if n < 2 or e.ci_low is None:
-        return f"**inconclusive (one repeat)** — {metric}: {d}, no interval with N = {n}"
-    return f"**{value}** — {metric}: {d} 95 % CI [{e.ci_low:+.3f}, {e.ci_high:+.3f}], N = {n} paired repeats"
+        return f"**{value} (one repeat)** — {metric}: {d}, no interval with N = {n}{why}"
+    return f"**{value}** — {metric}: {d} 95 % CI [{e.ci_low:+.3f}, {e.ci_high:+.3f}], N = {n} paired repeats{why}"
 
 
 @dataclass(frozen=True)
 class Answer(Typed):
     """:func:`cached_answer`'s result (``compare --cached`` writes its ``to_dict``; the Home page reads it):
     N ``repeats`` cached for both architectures, the headline ``metric`` and its ``verdict`` (None with N = 0),
-    the ``sentence``, the ``data`` it rests on, where answers on real data are (``elsewhere``), the full
+    ``decidable_at`` (the fewest N at which the answer's test can decide; None with N = 0), the ``sentence``, the ``data`` it rests on, where answers on real data are (``elsewhere``), the full
     ``comparison`` (None with N = 0) and each architecture's mean of the metric (``ffnn``, ``rnn``)."""
 
     question: str
@@ -71,6 +71,7 @@ class Answer(Typed):
     comparison: ComparisonResult | None = None
     ffnn: float | None = None
     rnn: float | None = None
+    decidable_at: int | None = None
     extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
     keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
 
@@ -81,7 +82,7 @@ Answer._FIELDS = {
     "question": (STR, True), "task": (STR, True), "preset": (STR, True), "data": (STR, True),
     "elsewhere": (sequence(STR), True), "repeats": (INT, True), "metric": (STR, True), "verdict": (null(STR), True),
     "sentence": (null(STR), True), "comparison": (null(objects(ComparisonResult)), True), "ffnn": (null(NUM), False),
-    "rnn": (null(NUM), False)}
+    "rnn": (null(NUM), False), "decidable_at": (null(INT), False)}
 
 
 def cached_answer(task: str = "image", preset: str = "quick", cache: ArtifactCache | None = None) -> Answer:
@@ -101,12 +102,23 @@ def cached_answer(task: str = "image", preset: str = "quick", cache: ArtifactCac
     runs = {a: [RunSummary.from_dict(cached_summary(c, cache)) for c in v[:n]] for a, v in cached.items()}
     comp_json = comparison_json(runs["ffnn"], runs["rnn"])
     comp = ComparisonResult.from_dict(comp_json)
-    metric = comp.primary.metric if comp.primary is not None else HEADLINE_METRIC
-    m = comp.metrics[metric]
-    value = m.verdict.value if n >= 2 and m.verdict is not None else "inconclusive"
-    means = {a: Estimate.from_dict(m.estimate(a)).mean for a in ("ffnn", "rnn")}
+    ans = comp.answer
+    if ans is None:  # runs without an attack accuracy: no answer, the comparison only
+        out.update(comparison=comp_json, sentence="no attack accuracy in the cached runs: no answer")
+        return Answer.from_dict(out)
+    means = {"ffnn": ans.ffnn.mean, "rnn": ans.rnn.mean}
     means = {a: None if math.isnan(v) else v for a, v in means.items()}  # a JSON null is read as nan
     # written over the placeholders above (a key present keeps its place), as the JSON always was
-    out.update(comparison=comp_json, metric=metric, verdict=value, ffnn=means["ffnn"], rnn=means["rnn"],
-               sentence=answer_sentence(value, m.label if "label" in m.keys else metric, m.difference.diff, n))
+    out.update(comparison=comp_json, metric=ans.metric, verdict=ans.verdict, ffnn=means["ffnn"], rnn=means["rnn"],
+               sentence=answer_sentence(ans.verdict, ans.label, ans.difference, n, ans.reason),
+               decidable_at=ans.decidable_at)
     return Answer.from_dict(out)
+
+
+def answer_key(task: str, preset: str, cache: ArtifactCache | None = None) -> tuple[str, ...]:
+    """The config hashes of every repeat cached for both architectures (what :func:`cached_answer` reads): a memo
+    of the answer keyed on it follows every repeat added, not only the first few."""
+    configs = comparison_configs(task, preset, 1)
+    cached = {a: cached_repeat_configs(c, cache=cache) for a, c in configs.items()}
+    n = min(len(v) for v in cached.values())
+    return tuple(c.config_hash for a in sorted(cached) for c in cached[a][:n])

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from core.analyses.arch_answer import ArchAnswer
 from core.foundations.typed_json import DICT, INT, NUM, STR, Typed, mapping, null, objects, sequence
 from core.measurement.metrics import Resolution
 
@@ -164,6 +165,12 @@ class ComparisonResult(Typed):
     def has_roles(self) -> bool:
         """Whether the comparison declares its primary metric (schema 2), even a null one."""
         return "primary" in self.keys or self.primary is not None
+
+    @property
+    def answer(self) -> ArchAnswer | None:
+        """The one answer (:func:`core.analyses.arch_answer.arch_answer`) where the comparison carries it."""
+        block = self.extra.get("answer")
+        return ArchAnswer.from_dict(block) if isinstance(block, dict) else None
 
     def n_nonmembers(self) -> dict[str, int]:
         """Each architecture's evaluation non-members (repeat 0's ``resolution``), {} without the block."""

@@ -1,34 +1,38 @@
-"""The studies' findings beside what this machine measured (issue 35): one row per finding × task.
+"""The studies' findings beside what this machine measured: one row per finding × task × preset.
 
 Every row reads the cache only (nothing trains here): the cached repeats of a preset
 (:func:`core.analyses.repeats.repeat_config`; repeat r of both architectures shares its seed, hence
 its split), the memorization analysis' cached result of each repeat, the cached defended points of
-the Dirichlet mechanism, and the cached training-defense runs (DP-SGD at a target ε, L2 at a λ).
+the Dirichlet mechanism, and the cached training-defense runs (DP-SGD over a σ grid, L2 over a λ grid).
 The rows of F1 / F1a (the architectures compared), the repeats that decide a row and the table are here;
-F2 – F5's rows in :mod:`core.analyses.findings_defenses`; the findings, the shared settings and what is
-cached in :mod:`core.analyses.findings_base`.
-A row is *measured* when at least one repeat of what it needs is cached: then it carries N, the 95 %
-interval and the verdict (:func:`core.measurement.stats.compare`: the t interval and the exact
-sign-flip test, which cannot reach 95 % below N = 6); otherwise it says *not run*. F1 and F1a take each
-metric's verdict from the judgement ``python -m core compare`` builds on the same repeats
-(:func:`core.analyses.repeats.judged_pairs`: the declared primary metric, the secondary metrics
-Holm-adjusted over their family), so a metric's verdict here always equals compare's and the Home
-page's. Either way a row lists the runs that are missing for N = :data:`TARGET_REPEATS` (``missing``: each an
-ordinary config and a job kind of :mod:`ui.jobs`, so a page can queue exactly those) and their expected time from
-the runs measured on this machine (:func:`core.defenses.sweeps.run_cost_s`), or "time unknown".
+F2 – F5's rows in :mod:`core.analyses.findings_defenses`; each row's declaration (claim quoted and cited,
+metric, family, test, sign, matching, epochs, sizes, deviations, halves not built) in
+:mod:`core.analyses.finding_specs`; the shared settings and what is cached in :mod:`core.analyses.findings_base`.
+
+A row is *measured* when at least one repeat of what it needs is cached: then it carries N, the 95 % interval
+and its word — holds / reversed / inconclusive from its declared test, *not comparable* where the claim's
+condition fails (utility not matched on train and validation; F4: the same σ not the same ε), *uninformative*
+where both arms sit at a ceiling or a floor. F1 is the one answer (:mod:`core.analyses.arch_answer`) every page
+gives on the same cache. Each row says ``decidable_at`` (the fewest N at which its test can decide at all: the
+sign-flip floor 2/2^N times its Holm family's size) and ``target_repeats`` (≥ 80 % power at the paper's effect
+where it prints one, else at the measured one; never below ``decidable_at``), and lists the runs missing for that
+target (``missing``: ordinary configs and job kinds of :mod:`ui.jobs`, so a page can queue exactly those) with
+their expected time from measured runs (:func:`core.defenses.sweeps.run_cost_s`) — none where it cannot decide even
+when run, and none past a decidable N it has already read (more repeats would be a new design).
 
 The findings (``FINDINGS``; the papers' own numbers and sources from :mod:`core.measurement.studies`):
 
-* F1 the RNN is more vulnerable than the FFNN (paper 000 Fig. 4 image and translation, 001 §5.1 navigation):
-  the primary (Shokri shadow) attack's accuracy, FFNN − RNN < 0, with the validation-utility gap;
+* F1 the RNN is more vulnerable than the FFNN (000 §4.3 / Fig. 4; navigation 001 §1 and §5.1 / Fig. 2): the
+  primary (Shokri shadow) attack's accuracy, FFNN − RNN < 0, at matched train and validation utility;
 * F1a the attacker's view: the same under LiRA and RMIA (AUC);
-* F2 the FFNN forgets early training blocks faster (000 Fig. 6): attack accuracy on the first block
+* F2 the FFNN forgets early training blocks faster (000 §4.3 / Fig. 6): attack accuracy on the first block
   learned, FFNN − RNN < 0;
-* F3 Dirichlet k = 1 brings the attack to ≈ 50 % at a small utility cost (001 Tables 1–2, RNN victims):
-  the rule is stated in the row (the paper gives no tolerance; ours: 50 % ± 5 points, loss ≤ 10 %);
-* F4 the same ε costs the RNN more utility (000 Fig. 8): DP-SGD at target ε = 8, utility loss
-  FFNN − RNN < 0;
-* F5 L2 helps the FFNN more (000 Fig. 7): the attack accuracy's drop under λ = 1e-3, FFNN − RNN > 0.
+* F3 Dirichlet k = 1 brings the attack to ≈ 50 % at a small utility cost (001 §5.3, Tables 1–2, RNN victims): an
+  equivalence claim, tested by TOST (margin 50 % ± 5 points, ours) with the loss's one-sided bound;
+* F4 the same ε costs the RNN more utility (000 §5.2.2 / Fig. 8): DP-SGD's utility loss averaged over a σ grid
+  at the paper's clip norm, FFNN − RNN < 0;
+* F5 L2 helps the FFNN more (000 §5.1 / Fig. 7): the attack accuracy's slope over three λ (PPO clip ε for
+  navigation), FFNN − RNN > 0.
 """
 from __future__ import annotations
 
@@ -36,25 +40,32 @@ import dataclasses
 import math
 from typing import Any, Mapping
 
-from scipy import stats as sps
 
-from core.analyses.findings_base import (DP_TARGET_EPSILON, F3_TOLERANCE, FINDINGS, L2_LAMBDA, MAX_TABLE_REPEATS,
+from core.analyses.arch_answer import CEILING, arch_answer
+from core.analyses.finding_specs import (F3_MARGIN, declared_family, row_decidable_at, spec)
+from core.analyses.findings_base import (FINDINGS, MAX_TABLE_REPEATS,
                                          TARGET_REPEATS, TASKS,
                                          Costs, DecideBlock, DecideEntry, FindingRow, FindingsTable, MeasuredCell,
                                          Missing, PaperClaim, RuleCell, UtilityGap, cached_run, commit, finding_row,
                                          leading, missing_run, sets_text, time_text)
-from core.analyses.findings_defenses import (accuracy_drop, dirichlet_row, memorization_row, summary_utility_loss,
+from core.analyses.findings_defenses import (dirichlet_row, mean_utility_loss, memorization_row, sensitivity,
                                              training_defense_row)
 from core.analyses.repeats import comparison_configs, judged_pairs, repeat_config, summary_resolution
 from core.experiment.cache import ArtifactCache
 from core.experiment.results import RunSummary
 from core.foundations.config import ExperimentConfig
 from core.foundations.errors import ConfigError
-from core.measurement.stats import CONFIDENCE, Comparison
-from core.measurement.studies import ARCH_FINDINGS, RL_ATTACK_ACCURACY
+from core.measurement.stats import (CONFIDENCE, NOT_COMPARABLE, UNINFORMATIVE, Comparison, compare, decidable_at,
+                                    repeats_for_power, repeats_for_tost)
+from core.measurement.studies import ARCH_FINDINGS, DIRICHLET, DPSGD_RECIPE, RL_ATTACK_ACCURACY
 from core.tasks import get_task
 
 
+#: F4's σ grid (DP-SGD's noise multiplier, at the paper's clip norm: 000 Table 2)
+F4_SIGMAS = (0.5, 1.0, 2.0)
+#: F5's grids: three λ a decade apart (L2), three PPO clip ε for navigation (the paper's RL regulariser)
+F5_LAMBDAS = (1e-4, 1e-3, 1e-2)
+F5_CLIP_GRID = (0.05, 0.1, 0.3)
 #: the validation utilities of FFNN and RNN count as matched within this relative gap
 MATCHED_RELATIVE_GAP = 0.05
 #: the most repeats :func:`repeats_to_decide` searches (beyond: "more than this")
@@ -66,10 +77,10 @@ F1A_METRICS = ("lira_auc", "rmia_auc")
 MATCHED_UTILITY = "utility_val"
 
 #: (finding, task) → the difference FFNN − RNN the study reports in the row's metric, and where: only where the
-#: study prints numbers (001 §5.1's navigation attack accuracies); the other findings are figures without numbers
+#: study prints numbers (001 §1's navigation attack accuracies); the other findings are figures without numbers
 STUDY_DIFFERENCES: dict[tuple[str, str], tuple[float, str]] = {
     ("F1", "navigation"): (RL_ATTACK_ACCURACY[("navigation", "ffnn")] - RL_ATTACK_ACCURACY[("navigation", "rnn")],
-                           f"001 §5.1: attack accuracy {RL_ATTACK_ACCURACY[('navigation', 'ffnn')]:.0%} (MLP) − "
+                           f"001 §1: attack accuracy {RL_ATTACK_ACCURACY[('navigation', 'ffnn')]:.0%} (MLP) − "
                            f"{RL_ATTACK_ACCURACY[('navigation', 'rnn')]:.0%} (LSTM)"),
 }
 
@@ -80,7 +91,7 @@ STUDY_DIFFERENCES: dict[tuple[str, str], tuple[float, str]] = {
 DECIDING_NEEDS: dict[str, str] = {
     "translation": (
         "To decide F1 on translation both models must translate (validation BLEU ≥ 20 on Multi30K) with attacks "
-        "below saturation (AUC ≤ 0.95), over N ≥ 6 repeats. No CPU preset reaches it yet: multi30k_cpu and "
+        "below saturation (AUC ≤ 0.95), over the row's decidable N (the sign-flip floor × its Holm family: see the row). No CPU preset reaches it yet: multi30k_cpu and "
         "pairs_cpu reach validation BLEU 2–8 on 2 CPU cores (the models memorise; every attack AUC ≥ 0.99). The "
         "paper preset on one H100 (en→de, one seed, `CPU_ARCHS=rnn bench/device_session.sh .m30k $OUT` at commit "
         "f0f2da2; the LSTM again at commit 67b6db4) did not either: validation BLEU 12.9 (Transformer) / 19.6 "
@@ -89,53 +100,42 @@ DECIDING_NEEDS: dict[str, str] = {
         "BLEU 26.4 (Transformer) / 26.8 (LSTM), train 65.6 / 41.7 — issue 35's bar for utility met; LiRA AUC "
         "0.945 / 0.936 is below 0.95, but RMIA 0.986 / 0.975 is above, so not every attack is below saturation. "
         "One seed, so F1 there is inconclusive (one repeat; FFNN − RNN LiRA AUC +0.009 in that one run: an "
-        "observation, not a finding). Deciding it needs N = 6 repeats of multi30k_gpu on a GPU: about "
-        "6 × (149 + 138) s ≈ 29 min of one H100 (an estimate from that one repeat), not run yet."),
+        "observation, not a finding). Deciding it needs the row's target N of multi30k_gpu on a GPU, "
+        "about N × (149 + 138) s of one H100 (an estimate from that one repeat), not run yet."),
 }
 
 
 # ---------------------------------------------------------------------------- repeats to decide
-def repeats_to_decide(sd: float, difference: float, floor: int = TARGET_REPEATS,
-                      confidence: float = CONFIDENCE, cap: int = MAX_REPEATS_SEARCHED) -> int | None:
-    """The fewest repeats N ≥ ``floor`` (the sign-flip test's 6) with t_{N−1, 1−α/2} · sd / √N < |difference|:
-    the 95 % interval's half-width below the difference, so that an interval around a mean of that size
-    excludes 0. ``sd``: the measured standard deviation of the paired differences; None beyond ``cap``
-    (or for a zero difference)."""
+def repeats_to_decide(sd: float, difference: float, family: int = 1, confidence: float = CONFIDENCE,
+                      cap: int = MAX_REPEATS_SEARCHED) -> int | None:
+    """The fewest repeats N ≥ :func:`core.measurement.stats.decidable_at` (the sign-flip floor times the Holm
+    factor of a family of ``family``) at which the row's paired test has ≥ 80 % power against a true difference
+    ``difference`` with per-repeat spread ``sd`` (:func:`core.measurement.stats.repeats_for_power`); None beyond
+    ``cap`` or for a zero difference."""
     target = abs(float(difference))
     if not math.isfinite(target) or target == 0.0 or not math.isfinite(sd):
         return None
-    n = max(2, int(floor))
     if sd <= 0.0:
-        return n
-
-    def half(k: int) -> float:
-        return float(sps.t.ppf(0.5 + confidence / 2, k - 1)) * sd / math.sqrt(k)
-
-    if half(n) < target:
-        return n
-    if half(cap) >= target:
-        return None
-    lo, hi = n, cap  # half(lo) ≥ target > half(hi); half falls with k
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if half(mid) >= target else (lo, mid)
-    return hi
+        return decidable_at(family, confidence)
+    return repeats_for_power(target, sd, family, confidence=confidence, cap=cap)
 
 
 def _decide_entry(metric: str, sd: float | None, n: int, measured_mean: float, study: tuple[float, str] | None,
-                  per_repeat_s: float | None, study_missing: str = "the study gives no number") -> DecideEntry:
+                  per_repeat_s: float | None, study_missing: str = "the study gives no number",
+                  family: int = 1) -> DecideEntry:
     """One metric's repeats-to-decide: against the study's difference (when it gives one) and, for reference,
     against the difference measured here; with the expected time of the repeats still to run."""
     def block(diff: float, source: str | None = None) -> DecideBlock:
-        need = repeats_to_decide(sd, diff) if sd is not None else None
+        need = repeats_to_decide(sd, diff, family) if sd is not None else None
         more = None if need is None else max(0, need - n)
         return DecideBlock(diff, need, more, None if more is None or per_repeat_s is None else more * per_repeat_s,
                            source)
 
     return DecideEntry(metric, n, sd, per_repeat_s, None if study is None else block(study[0], study[1]),
                        "" if study is not None else study_missing, block(measured_mean),
-                       f"the fewest N ≥ {TARGET_REPEATS} with t(N−1, 0.975) × sd / √N < |difference| "
-                       f"(sd: the measured spread of the N = {n} paired differences)")
+                       f"the fewest N ≥ {decidable_at(family)} (the sign-flip floor × Holm over {family}) with ≥ 80 % "
+                       f"power of the paired test at that difference (noncentral t at α/{family}; sd: the measured "
+                       f"spread of the N = {n} paired differences)")
 
 
 def _per_repeat_s(items: list[tuple[ExperimentConfig, str]], costs: Costs) -> float | None:
@@ -156,15 +156,20 @@ def _decide(row: FindingRow, costs: Costs) -> tuple[DecideEntry, ...] | None:
         return None
     per = _per_repeat_s(list(row.repeat_items), costs)
     study = STUDY_DIFFERENCES.get((row.finding, row.task))
-    if isinstance(m, RuleCell):
+    if isinstance(m, RuleCell):  # F3: the repeats at which TOST has 80 % power where the mean sits now
         acc = m.attack_accuracy
-        margin = abs(abs(acc.mean - 0.5) - F3_TOLERANCE)
-        return (_decide_entry("attack_accuracy (distance to the rule's 50 % ± 5 points)", acc.sd, row.n,
-                              margin, None, per,
-                              "the study gives no tolerance (ours: 50 % ± 5 points; the margin is the measured "
-                              "mean's distance to its edge)"),)
+        inside = F3_MARGIN - abs(acc.mean - 0.5)
+        need = repeats_for_tost(inside, acc.sd, 2 * F3_MARGIN) if inside > 0 else None
+        more = None if need is None else max(0, need - row.n)
+        block = DecideBlock(inside, need, more, None if more is None or per is None else more * per)
+        return (DecideEntry(f"attack_accuracy (TOST within 50 % ± {F3_MARGIN:.0%})", row.n, acc.sd, per, None,
+                            "the distance is the measured mean's inside the margin (none: outside it, TOST cannot "
+                            "show equivalence)", block,
+                            "the fewest N with 80 % power of TOST at the measured mean and spread (noncentral t)"),)
     comps = {str(row.metric): m} if isinstance(m, MeasuredCell) else m
-    return tuple(_decide_entry(name, c.difference.sd, row.n, c.difference.mean, study, per)
+    family = len(row.family or ()) or 1
+    return tuple(_decide_entry(name, c.difference.sd, row.n, c.difference.mean, study, per,
+                               family=family if name == row.metric else 1)
                  for name, c in comps.items())
 
 
@@ -226,29 +231,78 @@ def _arch_rows(task: str, preset: str, sets: dict[str, Any] | None, cache: Artif
                   command=command, repeat_items=tuple((c, "plain") for c in configs.values()))
     f1_note = DECIDING_NEEDS.get(task)
     views_metric = ", ".join(F1A_METRICS)
+    f1 = dict(expected_sign=-1)
     if n == 0:
         return [finding_row(FINDINGS["F1"], task, preset, status="not run", metric=F1_METRIC, to_decide_note=f1_note,
-                            **common),
-                finding_row(FINDINGS["F1a"], task, preset, status="not run", metric=views_metric, **common)]
-    # the verdicts of the compare command's own judgement (core.analyses.repeats.judged_pairs): the declared
-    # primary metric, the secondary metrics Holm-adjusted over their family — never a metric judged alone
+                            family=declared_family(configs["ffnn"]), **f1, **common),
+                finding_row(FINDINGS["F1a"], task, preset, status="not run", metric=views_metric,
+                            family=("lira_auc",), expected_sign=-1, **common)]
+    # the one answer (core.analyses.arch_answer) over these repeats: compare's own judgement (the declared primary
+    # metric, the secondary metrics Holm-adjusted over their family), held to the claim's matching condition
     comps, judged = judged_pairs(pairs["ffnn"], pairs["rnn"])
+    answer = arch_answer(comps, judged)
     cells = {name: _judged_cell(j) for name, j in judged.items()}
     primary = next((name for name, c in cells.items() if c.role == "primary"), None)
     first = pairs["ffnn"][0]
+    matched = None if answer is None else {
+        **{u.which: u.matched for u in answer.utilities}, "matched": answer.matched,
+        "gaps": {u.which: u.text() for u in answer.utilities}}
     context = dict(resolution=summary_resolution(first), utility_gap=_utility_gap(comps),
                    utility_metric=first.utility.metric,
-                   config_hashes={a: tuple(s.config_hash for s in pairs[a]) for a in pairs})
+                   config_hashes={a: tuple(s.config_hash for s in pairs[a]) for a in pairs}, matched=matched)
+    over_epochs = _over_epochs(pairs)
     out = [finding_row(FINDINGS["F1"], task, preset, status="measured", metric=F1_METRIC, measured=cells[F1_METRIC],
-                       to_decide_note=f1_note, **context, **common)]
+                       to_decide_note=f1_note, family=answer.family if answer else (F1_METRIC,),
+                       verdict=answer.verdict if answer else None, verdict_reason=answer.reason if answer else None,
+                       beside=None if over_epochs is None else {"over_checkpoint_epochs": over_epochs},
+                       **f1, **context, **common)]
     views = {m: cells[m] for m in F1A_METRICS if m in cells}
     if views:
+        head = primary if primary in views else next(iter(views))
+        word, why = _f1a_word(views, head, answer)
         out.append(finding_row(FINDINGS["F1a"], task, preset, status="measured", metric=", ".join(views),
-                               measured=views, primary=primary if primary in views else None, **context, **common))
+                               measured=views, primary=primary if primary in views else None, family=(head,),
+                               expected_sign=-1, verdict=word, verdict_reason=why, **context, **common))
     else:
         out.append(finding_row(FINDINGS["F1a"], task, preset, status="not run", metric=views_metric,
+                               family=("lira_auc",), expected_sign=-1,
                                note="the cached runs have no LiRA/RMIA numbers (they need n_shadows ≥ 2)", **common))
     return out
+
+
+def _f1a_word(views: Mapping[str, MeasuredCell], head: str, answer: Any) -> tuple[str, str]:
+    """F1a's word: the primary reference attack's verdict, held to F1's matching condition, and uninformative
+    where every reference attack sits at the ceiling on both arms."""
+    cell = views[head]
+    if all(min(c.ffnn.mean, c.rnn.mean) >= CEILING for c in views.values()):
+        return UNINFORMATIVE, (f"both arms at the ceiling under every reference attack (AUC ≥ {CEILING:g}): no "
+                               "difference could show")
+    if answer is not None and answer.matched is False:
+        return NOT_COMPARABLE, "utility not matched on train and validation (F1's gaps)"
+    v = cell.verdict
+    return ("inconclusive", "no verdict") if v is None else (v.value, v.reason)
+
+
+def _over_epochs(pairs: dict[str, list[RunSummary]]) -> dict[str, Any] | None:
+    """F1 over the checkpoint epochs both architectures attacked in every repeat: per repeat the primary attack's
+    accuracy averaged with equal weight per epoch, then paired over repeats (an interval, no verdict of its own)."""
+    per: dict[str, list[float]] = {"ffnn": [], "rnn": []}
+    common_epochs: set[str] | None = None
+    for a in per:
+        for s in pairs[a]:
+            have = {e for e, atk in (s.attacks_by_epoch or {}).items() if s.primary in atk}
+            common_epochs = have if common_epochs is None else common_epochs & have
+    if not common_epochs or len(common_epochs) < 2:
+        return None
+    epochs = sorted(common_epochs, key=int)
+    for a in per:
+        for s in pairs[a]:
+            per[a].append(sum(float(s.attacks_by_epoch[e][s.primary].accuracy) for e in epochs) / len(epochs))
+    c = compare("attack_accuracy_over_epochs", per["ffnn"], per["rnn"])
+    return {"epochs": [int(e) for e in epochs],
+            "how": "per repeat the primary attack's accuracy averaged over these checkpoint epochs (equal weight), "
+                   "then FFNN − RNN paired over repeats; shown, not judged (a second test would enlarge the family)",
+            "comparison": c.to_dict()}
 
 
 # ---------------------------------------------------------------------------- the table
@@ -325,11 +379,79 @@ def findings_table(tasks: tuple[str, ...] | list[str] | None = None, preset: str
             continue
         for p in have:
             rows.extend(_task_rows(task, p, by_preset[p], cache, costs, target))
-    rows = [dataclasses.replace(row, decide=_decide(row, costs)) for row in rows]
+    rows = [_finish(row, costs, lambda t, task=row.task, p=row.preset: _task_rows(task, p, by_preset.get(p), cache,
+                                                                             costs, t))
+            for row in rows]
     order = list(FINDINGS)
     preset_order = {p: i for i, p in enumerate(presets)}
     rows.sort(key=lambda r: (order.index(r.finding), tasks.index(r.task), preset_order.get(r.preset, -1)))
     return FindingsTable(",".join(presets), tuple(presets), dict(sets or {}), tasks, target, commit(), tuple(rows))
+
+
+def _target(row: FindingRow, floor: int) -> tuple[int, str]:
+    """The row's target N and what it was sized for: ≥ 80 % power at the paper's effect where it gives one, else at
+    the effect measured here; the floor (``decidable_at``) where no spread is measured yet; never below the floor."""
+    s = spec(row.finding, row.task)
+    m = row.measured
+    if row.finding == "F3":
+        study = DIRICHLET.get((row.task, "rnn"))
+        if study is not None:
+            acc, acc_sd = study.rows[1.0][0] / 100, study.rows[1.0][1] / 100
+            need = repeats_for_tost(0.5 + F3_MARGIN - acc if acc >= 0.5 else acc - 0.5 + F3_MARGIN, acc_sd,
+                                    2 * F3_MARGIN)
+            if need is not None:
+                return max(floor, need), (f"the paper's k = 1 row ({study.source.cite()}: {acc:.2%} ± {acc_sd:.2%}), "
+                                          "80 % TOST power")
+        return floor, "the floor (no paper spread)"
+    sd = m.difference.sd if isinstance(m, MeasuredCell) else None
+    family = len(row.family or ()) or 1
+    if sd is None or not math.isfinite(sd):
+        return floor, "the floor: the fewest N at which the test can decide (no spread measured yet)"
+    if s.paper_effect is not None:
+        need = repeats_for_power(s.paper_effect[0], sd, family)
+        if need is not None:
+            return max(floor, need), f"80 % power at the paper's effect {s.paper_effect[0]:+.3g} ({s.paper_effect[1]}) " \
+                                     f"with the spread measured here (sd {sd:.3g})"
+    diff = m.difference.mean if isinstance(m, MeasuredCell) else float("nan")
+    need = repeats_to_decide(sd, diff, family)
+    if need is None:
+        return floor, (f"the floor: no N up to {MAX_REPEATS_SEARCHED:,} reaches 80 % power at the measured effect "
+                       f"{diff:+.3g} (sd {sd:.3g})")
+    return max(floor, need), f"80 % power at the effect measured here ({diff:+.3g}, sd {sd:.3g}; the paper gives none)"
+
+
+def _finish(row: FindingRow, costs: Costs, rebuild: Any) -> FindingRow:
+    """A row with its declaration and the contract's fields: ``decidable_at`` (the sign-flip floor × Holm),
+    ``target_repeats`` (:func:`_target`, never below it), the machines its runs were made on, and the runs it
+    queues — none where it cannot decide even when run (not comparable, uninformative) or where it has already
+    read its data at a decidable N (a larger N is then a new, declared design, not an extension)."""
+    s = spec(row.finding, row.task)
+    family = row.family or (s.metric,)
+    floor = row_decidable_at(s, len(family))
+    verdict = row.verdict if row.status == "measured" else ("not run" if row.status == "not run" else row.status)
+    row = dataclasses.replace(row, spec=s.to_dict(), family=tuple(family), decidable_at=floor,
+                              expected_sign=s.expected_sign if row.expected_sign is None else row.expected_sign,
+                              verdict=verdict,
+                              machine=tuple(sorted(costs.machines.get((row.task, row.preset), ()))) or None)
+    if row.status == "no preset":
+        return dataclasses.replace(row, target_repeats=floor, target_sized_by="the floor")
+    target, sized = _target(row, floor)
+    note = None
+    missing = row.missing
+    if row.verdict in (NOT_COMPARABLE, UNINFORMATIVE):
+        note = f"cannot decide even when run ({row.verdict}): no runs queued"
+        missing = ()
+    elif row.n >= floor and target > row.n and "measured here" in sized:
+        note = (f"read at N = {row.n} (≥ {floor}, where its test can decide): N = {target} would be a new, declared "
+                "design with fresh repeats, not an extension of these until it decides; not queued")
+        missing = ()
+    elif target > row.target_repeats:  # the runs up to this row's own target
+        again = next((r for r in rebuild(target) if r.finding == row.finding), None)
+        if again is not None:
+            missing = again.missing
+    row = dataclasses.replace(row, target_repeats=target, target_sized_by=sized, design_note=note,
+                              missing=tuple(missing), missing_time=time_text(list(missing), costs))
+    return dataclasses.replace(row, decide=_decide(row, costs))
 
 
 def _task_rows(task: str, preset: str, sets: dict[str, Any] | None, cache: ArtifactCache, costs: Costs,
@@ -340,16 +462,26 @@ def _task_rows(task: str, preset: str, sets: dict[str, Any] | None, cache: Artif
         rows.append(memorization_row(task, preset, sets, cache, costs, target))
     if task in FINDINGS["F3"].tasks:
         rows.append(dirichlet_row(task, preset, sets, cache, costs, target))
+    clip = DPSGD_RECIPE[task].clip_norm if task in DPSGD_RECIPE else None
     rows.append(training_defense_row(
-        FINDINGS["F4"], task, preset, sets, cache, costs, target, "dpsgd", DP_TARGET_EPSILON, True,
-        f"utility loss under DP-SGD at target ε = {DP_TARGET_EPSILON:g}", summary_utility_loss, -1,
+        FINDINGS["F4"], task, preset, sets, cache, costs, target, "dpsgd", F4_SIGMAS, False,
+        f"utility loss under DP-SGD averaged over σ = {', '.join(f'{v:g}' for v in F4_SIGMAS)} at clip norm "
+        f"{clip if clip is not None else 'the preset’s'}", mean_utility_loss, -1,
         PaperClaim(FINDINGS["F4"].source.cite(),
-                   "at the same ε the RNN loses more utility than the FFNN (curves only; no numbers printed)")))
+                   "at every noise variance tested the RNN loses more utility than the FFNN (curves only; no numbers "
+                   "printed)"), max_grad_norm=clip))
+    rl = task == "navigation"  # the paper regularises its PPO agents by the clip ε instead (000 §5.1)
+    grid, mechanism = (F5_CLIP_GRID, "clip") if rl else (F5_LAMBDAS, "l2")
+    metric = (f"sensitivity of the attack accuracy to PPO's clip ε (slope over clip ε = "
+              f"{', '.join(f'{v:g}' for v in grid)}; smaller ε is stronger)" if rl else
+              f"sensitivity of the attack accuracy to L2 (its fall per decade of λ over λ = "
+              f"{', '.join(f'{v:g}' for v in grid)})")
     rows.append(training_defense_row(
-        FINDINGS["F5"], task, preset, sets, cache, costs, target, "l2", L2_LAMBDA, False,
-        f"attack accuracy drop under L2, λ = {L2_LAMBDA:g}", accuracy_drop, +1,
+        FINDINGS["F5"], task, preset, sets, cache, costs, target, mechanism, grid, False, metric,
+        sensitivity(grid, log=not rl, stronger_when_larger=not rl), +1,
         PaperClaim(FINDINGS["F5"].source.cite(),
-                   "L2 lowers the attack more for the FFNN than for the RNN (curves only; no numbers printed)")))
+                   "the FFNN's attack accuracy is highly sensitive to the regularisation, the RNN's only marginally "
+                   "(the lines' slopes; curves only, no numbers printed)")))
     return rows
 
 

@@ -3,8 +3,9 @@ what is cached — the pieces :mod:`core.analyses.findings` (F1, F1a and the tab
 :mod:`core.analyses.findings_defenses` (F2 – F5) both build their rows from.
 
 * :data:`FINDINGS`: one :class:`Finding` per claim of the studies, with the tasks it applies to and its source;
-* the row settings: :data:`TARGET_REPEATS` (the fewest repeats with which the sign-flip test can reach 95 %),
-  the memorization schedule, the Dirichlet k and the training-defense values, F3's rule;
+* the row settings: :data:`TARGET_REPEATS` (the fewest repeats with which the sign-flip test can reach 95 % for
+  a metric alone: each row's own ``decidable_at`` and ``target_repeats`` come from its declaration,
+  :mod:`core.analyses.finding_specs`), the memorization schedule, the Dirichlet k and the training-defense values;
 * what is cached: :func:`cached_run` (a run's cached summary, noting its measured time), :class:`Missing` (a
   computation a row still needs, as a job of :mod:`ui.jobs`), :class:`Costs` (a missing run's expected time
   from the runs measured on this machine, :func:`core.defenses.sweeps.run_cost_s`), :func:`time_text`;
@@ -42,13 +43,9 @@ MAX_TABLE_REPEATS = 64
 TASKS = ("image", "translation", "navigation")
 #: memorization's schedule as the Analyses page and ``analyze`` run it (core.analyses.analysis.memorization)
 MEMORIZATION_BLOCKS = 4
-#: the Dirichlet k of F3 and the training-defense values of F4 / F5
+#: the Dirichlet k of F3 (F4's σ grid and F5's grids: core.analyses.findings)
 DIRICHLET_K = 1.0
-DP_TARGET_EPSILON = 8.0
-L2_LAMBDA = 1e-3
-#: F3's rule (the paper gives none): attack accuracy within 50 % ± this, utility loss at most F3_MAX_LOSS
-F3_TOLERANCE = 0.05
-F3_MAX_LOSS = 0.10
+#: F3's margin and loss bound: core.analyses.finding_specs (F3_MARGIN, F3_MAX_LOSS), tested by TOST
 
 
 @dataclass(frozen=True)
@@ -63,14 +60,16 @@ class Finding:
 
 FINDINGS: dict[str, Finding] = {f.id: f for f in (
     Finding("F1", "the RNN is more vulnerable than the FFNN at matched size and utility", TASKS,
-            Source("000/001", "000 Fig. 4 (image, translation), 001 §5.2 (translation), 001 Fig. 2 / §5.1 (navigation)")),
+            Source("000/001", "000 §4.3 and Fig. 4 (image, translation, navigation); 001 §1 (98 % vs 91 %) and §5.1 / "
+                              "Fig. 2 (navigation)")),
     Finding("F1a", "the attacker's view: F1 holds under LiRA and RMIA as well as under the studies' Shokri attack", TASKS,
             Source("—", "not in the studies (their attack is Shokri's shadow attack); our question")),
-    Finding("F2", "the FFNN forgets early training blocks faster than the RNN", ("image",), Source("000", "Fig. 6")),
+    Finding("F2", "the FFNN forgets early training blocks faster than the RNN", ("image",),
+            Source("000", "§4.3, Fig. 6")),
     Finding("F3", "Dirichlet k ≤ 1 brings the attack to ≈ 50 % at a small utility cost", ("translation", "navigation"),
-            Source("001", "Tables 1–2 (RNN victims only)")),
-    Finding("F4", "the same ε costs the RNN more utility", TASKS, Source("000", "Fig. 8")),
-    Finding("F5", "L2 regularisation helps the FFNN more", TASKS, Source("000", "Fig. 7")),
+            Source("001", "§5.3, Tables 1–2 (RNN victims only)")),
+    Finding("F4", "the same ε costs the RNN more utility", TASKS, Source("000", "§5.2.2, Fig. 8")),
+    Finding("F5", "L2 regularisation helps the FFNN more", TASKS, Source("000", "§5.1, Fig. 7")),
 )}
 
 
@@ -117,25 +116,48 @@ class Costs:
     def __init__(self) -> None:
         self.measured: dict[tuple[str, str, str, str], list[float]] = {}
         self.lower_bounds: set[str] = set()  # configs timed from an undefended run only
+        #: (task, preset) → the machines the cached runs read were made on (their ``machine`` block's label)
+        self.machines: dict[tuple[str, str], set[str]] = {}
+        #: (task, arch, preset, recipe) → the machines whose runs timed it; config hash → those of its estimate
+        self.timed_on: dict[tuple[str, str, str, str], set[str]] = {}
+        self.estimated_on: dict[str, set[str]] = {}
 
     def note(self, summary: RunSummary | None, recipe: str) -> None:
         if summary is None:
             return
+        label = machine_label(summary)
+        self.machines.setdefault((summary.task, str(summary.preset)), set()).add(label)
         cost = run_cost_s(summary)
         if cost is not None:
             key = (summary.task, summary.arch, str(summary.preset), recipe)
             self.measured.setdefault(key, []).append(cost)
+            self.timed_on.setdefault(key, set()).add(label)
 
     def of(self, cfg: ExperimentConfig, recipe: str) -> float | None:
-        done = self.measured.get((cfg.task, cfg.arch, str(cfg.preset), recipe))
+        key = (cfg.task, cfg.arch, str(cfg.preset), recipe)
+        done = self.measured.get(key)
         if done:
+            self.estimated_on[cfg.config_hash] = self.timed_on.get(key, set())
             return float(np.mean(done))
         if recipe != "plain":  # a defended run costs at least the undefended one (DP-SGD more): a lower bound
-            done = self.measured.get((cfg.task, cfg.arch, str(cfg.preset), "plain"))
+            plain = (cfg.task, cfg.arch, str(cfg.preset), "plain")
+            done = self.measured.get(plain)
             if done:
                 self.lower_bounds.add(cfg.config_hash)
+                self.estimated_on[cfg.config_hash] = self.timed_on.get(plain, set())
                 return float(np.mean(done))
         return None
+
+
+def machine_label(summary: RunSummary) -> str:
+    """Where a run was made, in one line: its ``machine`` block (CPU, GPU, torch, load), or what a summary written
+    before the block says (its device only)."""
+    m = summary.machine
+    if not m:
+        return f"{summary.device or 'unknown device'} (machine not recorded)"
+    gpu = f", {m['gpu']}" if m.get("gpu") else ""
+    load = f", load {m['load']:.1f}" if isinstance(m.get("load"), (int, float)) else ""
+    return f"{m.get('cpu') or 'unknown CPU'} × {m.get('cores') or '?'}{gpu}, torch {m.get('torch') or '?'}{load}"
 
 
 def leading(flags: list[bool]) -> int:
@@ -149,7 +171,8 @@ def leading(flags: list[bool]) -> int:
 
 
 def cached_run(cfg: ExperimentConfig, cache: ArtifactCache, costs: Costs, recipe: str = "plain") -> RunSummary | None:
-    """The cached run of ``cfg``, typed where it is read (None: not cached), its measured time noted in ``costs``."""
+    """The cached run of ``cfg``, typed where it is read (None: not cached), its measured time and machine noted in
+    ``costs``: the one place the findings read a run (runs made elsewhere can be joined here)."""
     s = cached_summary(cfg, cache)
     run = None if s is None else RunSummary.from_dict(s)
     costs.note(run, recipe)
@@ -173,10 +196,17 @@ def sets_text(sets: dict[str, Any] | None) -> str:
     return "".join(f" --set {k}={text(v)}" for k, v in (sets or {}).items())
 
 
-def time_text(missing: list[Missing]) -> str:
-    """The expected time of ``missing`` in words (from this machine's measured runs), or "" when none is missing."""
+def time_text(missing: list[Missing], costs: "Costs | None" = None) -> str:
+    """The expected time of ``missing`` in words (from this machine's measured runs), or "" when none is missing;
+    with ``costs``, the machines whose runs gave the estimate (their ``machine`` blocks) are named."""
     if not missing:
         return ""
+    text = _time_text(missing)
+    on = sorted(set().union(*(costs.estimated_on.get(m.config.config_hash, set()) for m in missing))) if costs else []
+    return text + (f" — timed from runs made on: {'; '.join(on)}" if on else "")
+
+
+def _time_text(missing: list[Missing]) -> str:
     known = [m.seconds for m in missing if m.seconds is not None]
     lower = any("lower bound" in m.what for m in missing)
     if len(known) == len(missing):
@@ -435,6 +465,21 @@ class FindingRow:
     paper: PaperClaim | None = None
     rule: str | None = None
     decide: tuple[DecideEntry, ...] | None = None
+    #: the row's declaration (core.analyses.finding_specs.RowSpec as JSON) and the contract's fields: the sign the
+    #: claim predicts, the Holm family, the N the test can decide at, how the target was sized, the utility match
+    #: (train and validation; None where the row has none), the verdict word and why, the machines the runs were
+    #: made on, the design note (a target past a read N is a new design), what else was measured beside the verdict
+    spec: dict[str, Any] | None = None
+    expected_sign: int | None = None
+    family: tuple[str, ...] | None = None
+    decidable_at: int | None = None
+    target_sized_by: str | None = None
+    matched: dict[str, Any] | None = None
+    verdict: str | None = None
+    verdict_reason: str | None = None
+    machine: tuple[str, ...] | None = None
+    design_note: str | None = None
+    beside: dict[str, Any] | None = None
     repeat_items: tuple[tuple[ExperimentConfig, str], ...] = field(default=(), repr=False, compare=False)
 
     def _layout(self) -> tuple[str, ...]:
@@ -469,6 +514,13 @@ class FindingRow:
                 value = value.to_dict()
             out[name] = value
         out["decide"] = None if self.decide is None else [e.to_dict() for e in self.decide]
+        # the findings JSON contract: every row carries these keys (null where they do not apply)
+        out.update(metric=self.metric, expected_sign=self.expected_sign,
+                   family=None if self.family is None else list(self.family), decidable_at=self.decidable_at,
+                   target_repeats=self.target_repeats, target_sized_by=self.target_sized_by, n=self.n,
+                   matched=self.matched, verdict=self.verdict, verdict_reason=self.verdict_reason,
+                   machine=None if self.machine is None else list(self.machine), design_note=self.design_note,
+                   spec=self.spec, beside=self.beside)
         return out
 
     @classmethod
@@ -487,7 +539,13 @@ class FindingRow:
             config_hashes=None if hashes is None else {a: tuple(h) for a, h in hashes.items()},
             to_decide_note=d.get("to_decide_note"), paper=None if paper is None else PaperClaim.from_dict(paper),
             rule=d.get("rule"),
-            decide=None if d.get("decide") is None else tuple(DecideEntry.from_dict(e) for e in d["decide"]))
+            decide=None if d.get("decide") is None else tuple(DecideEntry.from_dict(e) for e in d["decide"]),
+            spec=d.get("spec"), expected_sign=d.get("expected_sign"),
+            family=None if d.get("family") is None else tuple(d["family"]), decidable_at=d.get("decidable_at"),
+            target_sized_by=d.get("target_sized_by"), matched=d.get("matched"), verdict=d.get("verdict"),
+            verdict_reason=d.get("verdict_reason"),
+            machine=None if d.get("machine") is None else tuple(d["machine"]), design_note=d.get("design_note"),
+            beside=d.get("beside"))
 
 
 def finding_row(finding: Finding, task: str, preset: str, **fields: Any) -> FindingRow:

@@ -10,8 +10,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable
 
-from core.analyses.findings_base import (DIRICHLET_K, F3_MAX_LOSS, F3_TOLERANCE, FINDINGS, MAX_TABLE_REPEATS,
-                                         MEMORIZATION_BLOCKS, TARGET_REPEATS, Costs, Finding, FindingRow, MeasuredCell, Missing, PaperClaim,
+import numpy as np
+
+from core.analyses.findings_base import (DIRICHLET_K, FINDINGS, MAX_TABLE_REPEATS,
+                                         MEMORIZATION_BLOCKS, Costs, Finding, FindingRow, MeasuredCell, Missing, PaperClaim,
                                          RuleCell, RuleVerdict, cached_run, finding_row, leading, missing_run,
                                          sets_text, time_text)
 from core.analyses.own_models import Memorization
@@ -21,9 +23,11 @@ from core.defenses.spec import DefenseSpec
 from core.defenses.sweeps import baseline_config, point_config
 from core.experiment.cache import ArtifactCache
 from core.experiment.results import DefendedPoint, RunSummary
-from core.foundations.config import ExperimentConfig
+from core.foundations.config import ExperimentConfig, config_changes
 from core.measurement.metrics import utility_loss
-from core.measurement.stats import Estimate, compare, is_zero_width, mean_interval
+from core.analyses.arch_answer import utility_match
+from core.analyses.finding_specs import CHANCE_BAND, F3_MARGIN, F3_MAX_LOSS as F3_LOSS_BOUND, LOSS_FLOOR
+from core.measurement.stats import NOT_COMPARABLE, UNINFORMATIVE, compare, mean_interval, tost
 from core.measurement.studies import DIRICHLET
 from core.tasks import get_task
 
@@ -72,6 +76,7 @@ def memorization_row(task: str, preset: str, sets: dict[str, Any] | None, cache:
     common = dict(paper=PaperClaim(FINDINGS["F2"].source.cite(), "trained on blocks in sequence, the FFNN's attack "
                                    "on the first block falls toward 50 % while the RNN's stays high"),
                   metric="attack accuracy on the first block learned", n=n, target_repeats=target,
+                  family=("attack accuracy on the first block learned",), expected_sign=-1,
                   missing=tuple(missing), missing_time=time_text(missing),
                   command=f"python -m core analyze --task {task} --preset {preset}{sets_text(sets)} --analysis memorization "
                           f"--repeats {max(n, target)} --out findings_memorization",
@@ -81,7 +86,18 @@ def memorization_row(task: str, preset: str, sets: dict[str, Any] | None, cache:
     f = [per["ffnn"][r].blocks[0].attack_accuracy for r in range(n)]
     r_ = [per["rnn"][r].blocks[0].attack_accuracy for r in range(n)]
     comp = compare("memorization_first_block", f, r_, -1, bounds=(0.0, 1.0))
-    return finding_row(FINDINGS["F2"], task, preset, status="measured", measured=MeasuredCell.of(comp), **common)
+    word, why = _judged_word(comp)
+    if all(abs(x - 0.5) <= CHANCE_BAND for x in (comp.difference.a.mean, comp.difference.b.mean)):
+        word, why = UNINFORMATIVE, (f"both first-block attacks at chance (within 50 % ± {CHANCE_BAND:.0%}): the floor, "
+                                    "so neither architecture shows a memory to compare")
+    return finding_row(FINDINGS["F2"], task, preset, status="measured", measured=MeasuredCell.of(comp),
+                       verdict=word, verdict_reason=why, **common)
+
+
+def _judged_word(comp: Any) -> tuple[str, str]:
+    """A comparison's verdict word and reason (inconclusive where it has none)."""
+    v = comp.verdict
+    return ("inconclusive", "no verdict") if v is None else (v.value, v.reason)
 
 
 def _defended_point(cfg: ExperimentConfig, spec: DefenseSpec, cache: ArtifactCache) -> DefendedPoint | None:
@@ -97,25 +113,31 @@ def _defended_point(cfg: ExperimentConfig, spec: DefenseSpec, cache: ArtifactCac
     return None
 
 
-def f3_verdict(acc: Estimate, loss: Estimate, n: int) -> tuple[str, str]:
-    """F3's (value, reason) from the RNN's attack accuracy and utility loss under Dir_k over ``n`` repeats: the
-    rule in :func:`dirichlet_row`'s ``rule``; never a verdict from a zero-width interval (every repeat equal)."""
-    value, reason = "inconclusive", f"N = {n}"
-    if n < TARGET_REPEATS:
-        reason = f"N = {n} < {TARGET_REPEATS}: run {TARGET_REPEATS} repeats"
-    elif acc.ci_low is None or loss.ci_low is None:
-        reason = "no interval"
-    elif is_zero_width(acc.ci_low, acc.ci_high, acc.mean) or is_zero_width(loss.ci_low, loss.ci_high, loss.mean):
-        which = "attack accuracy" if is_zero_width(acc.ci_low, acc.ci_high, acc.mean) else "utility loss"
-        reason = (f"every one of the N = {n} repeats gave the same {which}: a zero-width interval is the metric's "
-                  "resolution, not certainty")
-    elif acc.ci_low >= 0.5 - F3_TOLERANCE and acc.ci_high <= 0.5 + F3_TOLERANCE and loss.ci_high <= F3_MAX_LOSS:
-        value, reason = "holds", "accuracy interval within 50 % ± 5 points and the loss's upper end ≤ 10 %"
-    elif acc.ci_low > 0.5 + F3_TOLERANCE or loss.ci_low > F3_MAX_LOSS:
-        value, reason = "reversed", "accuracy interval above 55 % or the loss's lower end above 10 %"
-    else:
-        reason = "the intervals straddle the rule's bounds"
-    return value, reason
+def f3_verdict(accuracies: list[float], losses: list[float], task: str) -> tuple[str, str]:
+    """F3's (word, reason): equivalence of the RNN's mean attack accuracy under Dir_k to 50 % within ±
+    :data:`core.analyses.finding_specs.F3_MARGIN` by TOST, and the utility loss's one-sided 95 % upper bound at most
+    the paper's bound for the task (both must pass: an intersection-union test, no multiplicity); reversed where
+    the accuracy's 95 % interval lies wholly outside the margin or the loss's lower end exceeds the bound;
+    uninformative where the defended models lost ≈ all utility (nothing left to protect)."""
+    n = len(accuracies)
+    bound = F3_LOSS_BOUND.get(task, 0.10)
+    if n < 2:
+        return "inconclusive", f"N = {n}: TOST needs N ≥ 2"
+    loss = mean_interval(losses, confidence=0.90, bounds=(None, 1.0))  # its upper end: the one-sided 95 % bound
+    if loss.mean >= LOSS_FLOOR:
+        return UNINFORMATIVE, f"utility loss {loss.mean:.0%} ≥ {LOSS_FLOOR:.0%}: the defended model answers nothing useful"
+    eq = tost(accuracies, 0.5 - F3_MARGIN, 0.5 + F3_MARGIN)
+    same = [w for w, v in (("attack accuracy", accuracies), ("utility loss", losses)) if max(v) == min(v)]
+    if same or eq.p is None or loss.ci_high is None:
+        return "inconclusive", (f"every one of the N = {n} repeats gave the same {' and '.join(same) or 'value'}: a "
+                                "zero-width interval is the metric's resolution, not certainty")
+    acc_text = f"attack accuracy {eq.mean:.3f}, 90 % CI [{eq.ci_low:.3f}, {eq.ci_high:.3f}], TOST p = {eq.p:.3g}"
+    loss_text = f"utility loss {loss.mean:.1%}, one-sided 95 % upper bound {loss.ci_high:.1%} (bound {bound:.0%})"
+    if eq.equivalent and loss.ci_high <= bound:
+        return "holds", f"{acc_text} within 50 % ± {F3_MARGIN:.0%}; {loss_text}"
+    if eq.outside or (loss.ci_low is not None and loss.ci_low > bound):
+        return "reversed", f"{acc_text}; {loss_text}: outside the claim"
+    return "inconclusive", f"{acc_text}; {loss_text}: not shown inside the margin"
 
 
 def dirichlet_row(task: str, preset: str, sets: dict[str, Any] | None, cache: ArtifactCache, costs: Costs,
@@ -152,71 +174,163 @@ def dirichlet_row(task: str, preset: str, sets: dict[str, Any] | None, cache: Ar
                            f"k = 1: attack {acc:.2f} % ± {acc_sd:.2f}, {study.metric} {util:g} ± {util_sd:g} "
                            f"(undefended {base:g}: loss {1 - util / base:.1%})",
                            attack_accuracy=acc / 100, utility_loss=1 - util / base)
-    rule = (f"holds: N ≥ {TARGET_REPEATS} and the attack accuracy's 95 % interval within 50 % ± {F3_TOLERANCE:.0%} "
-            f"points and the utility loss's upper end ≤ {F3_MAX_LOSS:.0%}; reversed: N ≥ {TARGET_REPEATS} and the "
-            f"accuracy interval wholly above 50 % + {F3_TOLERANCE:.0%} or the loss's lower end above "
-            f"{F3_MAX_LOSS:.0%}; else inconclusive (the paper gives no tolerance: ours)")
+    rule = (f"holds: TOST shows the RNN's mean attack accuracy within 50 % ± {F3_MARGIN:.0%} (two one-sided t tests "
+            f"at α = 0.05; the margin is ours, the paper gives none) and the utility loss's one-sided 95 % upper bound "
+            f"≤ {F3_LOSS_BOUND.get(task, 0.10):.0%} (001 §5.3); reversed: the accuracy's 95 % interval wholly outside "
+            "the margin or the loss's lower end above the bound; uninformative: utility loss ≥ "
+            f"{LOSS_FLOOR:.0%}; else inconclusive")
     common = dict(paper=paper, metric=f"RNN attack accuracy and utility loss under Dir_k, k = {DIRICHLET_K:g}", n=n,
+                  family=("alone (intersection-union)",), expected_sign=0,
                   target_repeats=target, rule=rule, missing=tuple(missing), missing_time=time_text(missing),
                   command=f"python -m core defend --task {task} --arch rnn --preset {preset}{sets_text(sets)} --mechanism dirichlet "
                           f"--values {DIRICHLET_K:g} --draws {spec.draws} --attacker both --repeats {max(n, target)}",
                   repeat_items=((cfg, "plain"), (cfg, "analysis")))
     if n == 0:
         return finding_row(FINDINGS["F3"], task, preset, status="not run", **common)
-    acc = mean_interval([float(p.attack.accuracy) for p in points[:n]], bounds=(0.0, 1.0))
-    loss = mean_interval([float(p.utility_loss) for p in points[:n]], bounds=(None, 1.0))
-    value, reason = f3_verdict(acc, loss, n)
+    accs = [float(p.attack.accuracy) for p in points[:n]]
+    losses = [float(p.utility_loss) for p in points[:n]]
+    acc = mean_interval(accs, bounds=(0.0, 1.0))
+    loss = mean_interval(losses, bounds=(None, 1.0))
+    value, reason = f3_verdict(accs, losses, task)
     measured = RuleCell(acc, loss, RuleVerdict(value, n, reason))
-    return finding_row(FINDINGS["F3"], task, preset, status="measured", measured=measured, **common)
+    return finding_row(FINDINGS["F3"], task, preset, status="measured", measured=measured, verdict=value,
+                       verdict_reason=reason, beside=_f3_beside(cfg, points[:n], cache, costs), **common)
+
+
+def _f3_beside(cfg: ExperimentConfig, points: list[DefendedPoint], cache: ArtifactCache, costs: Costs
+               ) -> dict[str, Any]:
+    """What the same defended points store beside the naive attacker's accuracy, each over the repeats: the
+    undefended baseline (the repeat's run), the adaptive attacker (where measured), LiRA and RMIA; not judged."""
+    out: dict[str, Any] = {}
+    base = [cached_run(repeat_config(cfg, r), cache, costs) for r in range(len(points))]  # the one reader of runs
+    if all(isinstance(b, RunSummary) for b in base):
+        out["undefended_attack_accuracy"] = mean_interval([float(b.attack.accuracy) for b in base],
+                                                          bounds=(0.0, 1.0)).to_dict()
+    adaptive = [getattr(p, "adaptive_attack", None) for p in points]
+    if all(a is not None for a in adaptive):
+        out["adaptive_attack_accuracy"] = mean_interval([float(a.accuracy) for a in adaptive],
+                                                        bounds=(0.0, 1.0)).to_dict()
+    for name in ("lira", "rmia"):
+        got = [(getattr(p, "attacks", None) or {}).get(name) for p in points]
+        if all(g is not None for g in got):
+            out[f"{name}_auc"] = mean_interval([float(g.auc) for g in got], bounds=(0.0, 1.0)).to_dict()
+    out["query_model"] = ("each query of a record gets a fresh Dirichlet draw; an attacker averaging repeated queries "
+                          "is not built")
+    return out
 
 
 def training_defense_row(finding: Finding, task: str, preset: str, sets: dict[str, Any] | None, cache: ArtifactCache,
                           costs: Costs, target: int,
-                          mechanism: str, value: float, target_epsilon: bool, metric: str,
-                          read: Callable[[RunSummary, RunSummary], float | None], expected: int,
-                          paper: PaperClaim) -> FindingRow:
+                          mechanism: str, value: float | tuple[float, ...], target_epsilon: bool, metric: str,
+                          read: Callable[..., float | None], expected: int,
+                          paper: PaperClaim, max_grad_norm: float | None = None) -> FindingRow:
     """A training-time defense compared between the architectures over repeats: per repeat r and
-    architecture, the undefended run and the defended one (both cached), ``read(baseline, point)``."""
+    architecture, the undefended run and the defended one at each of ``value`` (one value or several; all
+    cached), ``read(baseline, point)`` — or, with several values, ``read(baseline, [points in the values' order])``."""
+    several = isinstance(value, tuple)
+    grid = tuple(value) if several else (value,)
     configs = comparison_configs(task, preset, 1, sets)
     values: dict[str, list[float | None]] = {a: [] for a in configs}
+    bases: dict[str, list[RunSummary | None]] = {a: [] for a in configs}
+    epsilons: dict[str, list[tuple[float | None, ...]]] = {a: [] for a in configs}  # DP-SGD's ε of each point
     missing: list[Missing] = []
-    run_sets: dict[str, Any] = {}
+    run_sets: dict[str, list[dict[str, Any]]] = {}
     items: list[tuple[ExperimentConfig, str]] = []
-    for a, c in configs.items():
-        point_cfg = point_config(c, mechanism, value, target_epsilon)
+
+    def read_repeat(a: str, c: ExperimentConfig, r: int, note: bool) -> tuple[RunSummary | None, float | None]:
         base_cfg = baseline_config(c, mechanism)
-        items += [(base_cfg, "plain"), (point_cfg, mechanism)]
-        run_sets = {**dict(sets or {}), **{k: v for k, v in point_cfg.to_dict().items() if v != c.to_dict().get(k)}}
+        b = cached_run(repeat_config(base_cfg, r), cache, costs)
+        if b is None and note:
+            missing.append(missing_run(repeat_config(base_cfg, r), costs, "plain", f"undefended {a} repeat {r}"))
+        points = []
+        for v in grid:
+            pc = point_config(c, mechanism, v, target_epsilon, max_grad_norm)
+            p = cached_run(repeat_config(pc, r), cache, costs, mechanism)
+            if p is None and note:
+                missing.append(missing_run(repeat_config(pc, r), costs, mechanism,
+                                            f"{mechanism} {v:g} {a} repeat {r}"))
+            points.append(p)
+        if b is None or any(p is None for p in points):
+            return b, None
+        epsilons[a].append(tuple((p.privacy or {}).get("epsilon") for p in points))
+        return b, read(b, points) if several else read(b, points[0])
+
+    for a, c in configs.items():
+        items.append((baseline_config(c, mechanism), "plain"))
+        run_sets[a] = []
+        for v in grid:
+            pc = point_config(c, mechanism, v, target_epsilon, max_grad_norm)
+            items.append((pc, mechanism))
+            run_sets[a].append({**dict(sets or {}), **config_changes(c, pc)})  # task options flattened: --set keys
         for r in range(target):
-            b = cached_run(repeat_config(base_cfg, r), cache, costs)
-            p = cached_run(repeat_config(point_cfg, r), cache, costs, mechanism)
-            if b is None:
-                missing.append(missing_run(repeat_config(base_cfg, r), costs, "plain", f"undefended {a} repeat {r}"))
-            if p is None:
-                missing.append(missing_run(repeat_config(point_cfg, r), costs, mechanism,
-                                            f"{mechanism} {a} repeat {r}"))
-            values[a].append(read(b, p) if b is not None and p is not None else None)
+            b, got = read_repeat(a, c, r, True)
+            values[a].append(got)
+            bases[a].append(b)
     n = leading([all(values[a][r] is not None for a in values) for r in range(target)])
     while n == len(values["ffnn"]) and n < MAX_TABLE_REPEATS:  # further repeats cached for both: read them too
-        more = {}
-        for a, c in configs.items():
-            b = cached_run(repeat_config(baseline_config(c, mechanism), n), cache, costs)
-            p = cached_run(repeat_config(point_config(c, mechanism, value, target_epsilon), n), cache, costs, mechanism)
-            more[a] = read(b, p) if b is not None and p is not None else None
-        if any(v is None for v in more.values()):
+        more = {a: read_repeat(a, c, n, False) for a, c in configs.items()}
+        if any(v is None for _, v in more.values()):
             break
-        for a, v in more.items():
+        for a, (b, v) in more.items():
             values[a].append(v)
+            bases[a].append(b)
         n += 1
     reps = max(n, target)
-    command = " ; ".join(f"python -m core run --task {task} --arch {a} --preset {preset}{sets_text(run_sets)} "
-                         f"--repeats {reps} --quiet --out findings_{task}_{a}_{mechanism}.json" for a in configs)
+    command = " ; ".join(f"python -m core run --task {task} --arch {a} --preset {preset}{sets_text(rs)} "
+                         f"--repeats {reps} --quiet --out findings_{task}_{a}_{mechanism}"
+                         f"{'_' + format(v, 'g') if several else ''}.json"
+                         for a in configs for v, rs in zip(grid, run_sets[a]))
     common = dict(paper=paper, metric=metric, n=n, target_repeats=target, missing=tuple(missing),
-                  missing_time=time_text(missing), command=command, repeat_items=tuple(items))
+                  missing_time=time_text(missing), command=command, repeat_items=tuple(items), family=(metric,),
+                  expected_sign=expected)
     if n == 0:
         return finding_row(finding, task, preset, status="not run", **common)
     comp = compare(metric, [float(v) for v in values["ffnn"][:n]], [float(v) for v in values["rnn"][:n]], expected)
-    return finding_row(finding, task, preset, status="measured", measured=MeasuredCell.of(comp), **common)
+    word, why = _judged_word(comp)
+    matched = _baseline_match(bases["ffnn"][:n], bases["rnn"][:n])
+    a_mean, b_mean = comp.difference.a.mean, comp.difference.b.mean
+    if mechanism == "dpsgd" and min(a_mean, b_mean) >= LOSS_FLOOR:
+        word, why = UNINFORMATIVE, (f"utility loss ≥ {LOSS_FLOOR:.0%} on both arms (FFNN {a_mean:.0%}, RNN "
+                                    f"{b_mean:.0%}): both lost everything, no difference could show")
+    elif mechanism != "dpsgd" and all(b is not None and abs(float(b.attack.accuracy) - 0.5) <= CHANCE_BAND
+                                      for b in bases["ffnn"][:n] + bases["rnn"][:n]):
+        word, why = UNINFORMATIVE, (f"the undefended attack is at chance (50 % ± {CHANCE_BAND:.0%}) on both arms: "
+                                    "there is nothing for the defense to lower")
+    elif matched is not None and matched["matched"] is False:
+        word, why = NOT_COMPARABLE, ("the undefended models' utility is not matched on train and validation: "
+                                     + "; ".join(matched["gaps"].values()))
+    elif (apart := _epsilons_apart(epsilons)) is not None:
+        word, why = NOT_COMPARABLE, apart
+    return finding_row(finding, task, preset, status="measured", measured=MeasuredCell.of(comp), verdict=word,
+                       verdict_reason=why, matched=matched, **common)
+
+
+def _epsilons_apart(epsilons: dict[str, list[tuple[float | None, ...]]]) -> str | None:
+    """Why the same σ is not the same ε for FFNN and RNN (their accountants' ε of a point differ by more than 1 %:
+    another number of steps or sampling rate), or None — the claim is about the same ε (000 §5.2.2)."""
+    for (fe, re_) in zip(epsilons.get("ffnn", ()), epsilons.get("rnn", ())):
+        for f, r in zip(fe, re_):
+            if f is not None and r is not None and abs(f - r) > 0.01 * max(abs(f), abs(r)):
+                return (f"the same σ gives FFNN ε = {f:.3g} but RNN ε = {r:.3g} (other steps or sampling rate): the "
+                        "claim is at the same ε")
+    return None
+
+
+def _baseline_match(ffnn: list[RunSummary | None], rnn: list[RunSummary | None]) -> dict[str, Any] | None:
+    """Whether the undefended FFNN and RNN runs are matched on train and validation utility (each gap's interval
+    over the repeats within ±5 % of the larger: :func:`core.analyses.arch_answer.utility_match`)."""
+    out: dict[str, Any] = {"gaps": {}}
+    for key, which in (("train", "train"), ("val", "validation")):
+        f = [getattr(b.utility, key) if b is not None else None for b in ffnn]
+        r = [getattr(b.utility, key) if b is not None else None for b in rnn]
+        if not f or any(v is None for v in f + r):
+            continue
+        u = utility_match(compare(f"utility_{key}", [float(v) for v in f], [float(v) for v in r]), which)
+        out[which], out["gaps"][which] = u.matched, u.text()
+    if not out["gaps"]:
+        return None
+    out["matched"] = all(out[w] for w in out["gaps"])
+    return out
 
 
 def summary_utility_loss(base: RunSummary, point: RunSummary) -> float | None:
@@ -227,3 +341,22 @@ def summary_utility_loss(base: RunSummary, point: RunSummary) -> float | None:
 
 def accuracy_drop(base: RunSummary, point: RunSummary) -> float | None:
     return float(base.attack.accuracy) - float(point.attack.accuracy)
+
+
+def mean_utility_loss(base: RunSummary, points: list[RunSummary]) -> float | None:
+    """F4's per-repeat number: the utility loss averaged over the σ grid's points (equal weight per σ)."""
+    losses = [summary_utility_loss(base, p) for p in points]
+    return None if any(v is None for v in losses) else float(np.mean(losses))
+
+
+def sensitivity(grid: tuple[float, ...], log: bool, stronger_when_larger: bool) -> Callable[..., float | None]:
+    """F5's per-repeat number: how fast the attack accuracy falls as the regulariser strengthens — the least-squares
+    slope of the attack accuracy over the grid's values (on log10 of them where ``log``: λ spans decades), signed
+    so that a fall with stronger regularisation is positive (L2: larger λ is stronger; PPO's clip ε: smaller is)."""
+    x = np.log10(np.asarray(grid, np.float64)) if log else np.asarray(grid, np.float64)
+
+    def read(base: RunSummary, points: list[RunSummary]) -> float | None:
+        y = np.asarray([float(p.attack.accuracy) for p in points], np.float64)
+        slope = float(np.polyfit(x, y, 1)[0])
+        return -slope if stronger_when_larger else slope
+    return read

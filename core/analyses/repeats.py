@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
+from core.analyses.arch_answer import ArchAnswer, arch_answer
 from core.experiment.cache import ArtifactCache
 from core.foundations.config import MAX_REPEATS, ExperimentConfig
 from core.defenses.defender import defense_run
@@ -433,7 +434,8 @@ def comparison_json(ffnn: Sequence[RunSummary], rnn: Sequence[RunSummary]) -> di
     ``resolution`` per architecture (repeat 0's evaluation set: every repeat has one of that size), so
     that a difference of one record's step is read as one record. Layout :data:`COMPARISON_SCHEMA`."""
     first = ffnn[0]
-    _, metrics = judged_pairs(ffnn, rnn)
+    comps, metrics = judged_pairs(ffnn, rnn)
+    answer = arch_answer(comps, metrics)
     primary = next((m for m, d in metrics.items() if d["role"] == "primary"), None)
     secondary = [m for m, d in metrics.items() if d["role"] == "secondary"]
     return {
@@ -451,7 +453,17 @@ def comparison_json(ffnn: Sequence[RunSummary], rnn: Sequence[RunSummary]) -> di
         "utility_metric": first.utility.metric,
         "metrics": metrics,
         "roc_band": {"ffnn": roc_band(ffnn), "rnn": roc_band(rnn)},
+        # the one answer to "does the RNN leak more" (core.analyses.arch_answer): every page reads this block
+        "answer": None if answer is None else answer.to_dict(),
     }
+
+
+def answer_of(ffnn: Sequence[RunSummary], rnn: Sequence[RunSummary]) -> ArchAnswer | None:
+    """The one FFNN-vs-RNN answer over these paired repeats (:func:`core.analyses.arch_answer.arch_answer` of
+    :func:`judged_pairs`): what the Home page, ``compare --cached``, Train & attack, the run report, the Analyses
+    page and the findings table's F1 row all say."""
+    comps, judged = judged_pairs(ffnn, rnn)
+    return arch_answer(comps, judged)
 
 
 def run_comparison(configs: dict[str, ExperimentConfig], progress: ProgressCallback | None = None,

@@ -19,7 +19,8 @@ import numpy as np
 from core.analyses.analysis_results import AuditView, EpochRow, MemberMeans, Scatter
 from core.analyses.own_models import Memorization, Mismatch
 from core.analyses.registry import Analysis, registered
-from core.experiment.results import RunSummary
+from core.analyses.repeats import answer_of
+from core.experiment.results import RunSummary, runs as typed_runs
 from core.foundations.names import ARCH_NAMES
 from core.measurement.stats import Comparison, Estimate, compare as paired_compare
 
@@ -359,6 +360,16 @@ def repeated_verdicts(per_repeat: list[dict[str, Any]], seeds: list[int] | None 
         name, rep = entry.name, entry.repeat
         if not all(name in r for r in per_repeat):
             continue
+        if name == "runs":  # the one answer over these repeats (core.analyses.arch_answer), as every page gives it
+            answer = answer_of(typed_runs([r[name]["ffnn"] for r in per_repeat]),
+                               typed_runs([r[name]["rnn"] for r in per_repeat]))
+            if answer is not None:
+                c = paired_compare(name, [answer.ffnn.values[i] for i in range(n)],
+                                   [answer.rnn.values[i] for i in range(n)], rep.expected)
+                found[entry.verdict] = RepeatedVerdict(name, f"{answer.label} (the answer: Holm over "
+                                                             f"{len(answer.family)})", n,
+                                                       dataclasses.replace(c, verdict=answer.as_verdict()))
+                continue
         pairs = [rep.pair(r[name]) for r in per_repeat]
         if any(p is None for p in pairs):
             missing[entry.verdict] = f"{sum(p is None for p in pairs)} of {n} repeats have no {rep.what}"

@@ -40,6 +40,7 @@ from core.experiment.cache import ArtifactCache, dict_with
 ATTACK_FIT_VERSION = "fit3"
 from core.foundations.config import ExperimentConfig
 from core.foundations.device import default_device, single_thread
+from core.foundations.machine import machine_info
 from core.training.dpsgd import report as privacy_report
 from core.foundations.errors import ConfigError, NotCachedError
 from core.experiment.executor import Executor, TrainingJob, as_tuple
@@ -411,7 +412,7 @@ def config_of(summary: RunSummary | dict[str, Any]) -> ExperimentConfig:
 
 #: the summary's JSON layout as run_experiment writes it, key by key (a None is written as null, never left out:
 #: the JSON the cache stores and the CLI writes stays what it was before the summary was typed from birth)
-_RUN_KEYS = ("task", "arch", "preset", "config", "config_hash", "training_hash", "params", "data", "device", "utility",
+_RUN_KEYS = ("task", "arch", "preset", "config", "config_hash", "training_hash", "params", "data", "device", "machine", "utility",
              "attack", "attacks", "attacks_by_epoch", "per_epoch", "timings", "cache_hit", "models_from_cache",
              "cache_corrupted", "victim_source", "shadow_fidelity", "attacks_not_run", "resolution", "privacy",
              "examples", "records")
@@ -493,6 +494,7 @@ def run_experiment(
         training_hash=cfg.training_hash, params=victim.params,
         data=DataBlock.from_dict({"description": models.data.description, **models.data.info}, "summary.data"),
         device=str(default_device()),
+        machine=machine_info(default_device()),
         utility=Utility(task.utility_metric, last.utility_train, last.utility_val, keys=_UTILITY_KEYS),
         attack=replace(AttackResult.from_dict(final[primary].result.to_dict(include_roc=False), "summary.attack"),
                        name=primary),

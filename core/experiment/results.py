@@ -256,6 +256,8 @@ class RunSummary(Typed):
     training_hash: str | None = None
     data: DataBlock | None = None
     device: str | None = None
+    #: where the run was made (core.foundations.machine): CPU, cores, GPU, torch, load; None in older summaries
+    machine: dict[str, Any] | None = None
     attacks_by_epoch: dict[str, dict[str, AttackResult]] | None = None
     cache_hit: bool | None = None
     models_from_cache: dict[str, Any] | None = None
@@ -345,7 +347,8 @@ class RunSummary(Typed):
 RunSummary._FIELDS = {
     "task": (STR, True), "arch": (STR, True), "preset": (null(STR), False), "config": (DICT, True),
     "config_hash": (STR, True), "training_hash": (null(STR), False), "params": (INT, True),
-    "data": (null(objects(DataBlock)), False), "device": (null(STR), False), "utility": (objects(Utility), True),
+    "data": (null(objects(DataBlock)), False), "device": (null(STR), False), "machine": (null(DICT), False),
+    "utility": (objects(Utility), True),
     "attack": (_ATTACK, True), "attacks": (_ATTACKS, True),
     "attacks_by_epoch": (mapping(_ATTACKS), False), "per_epoch": (sequence(objects(EpochRecord)), True),
     "timings": (DICT, True), "cache_hit": (BOOL, False), "models_from_cache": (null(DICT), False),

@@ -52,8 +52,15 @@ from core.foundations.typed_json import INT, NUM, Conv, fail, null
 
 #: the confidence of every interval unless told otherwise
 CONFIDENCE = 0.95
-#: the three verdicts, in the studies' direction ("the RNN leaks more")
+#: the three verdicts of a test, in the studies' direction ("the RNN leaks more")
 VERDICTS = ("holds", "reversed", "inconclusive")
+#: the two words a finding reads where its test is not allowed to decide: the claim's condition fails (utility not
+#: matched on train and validation) or nothing could differ (both arms at a ceiling or a floor)
+NOT_COMPARABLE, UNINFORMATIVE = "not comparable", "uninformative"
+#: every word a finding's verdict can read
+FINDING_VERDICTS = VERDICTS + (NOT_COMPARABLE, UNINFORMATIVE)
+#: the power a finding's target N is sized for
+TARGET_POWER = 0.80
 #: repeats up to which the sign-flip test enumerates all 2^N sign patterns (above: Monte Carlo)
 EXACT_PERMUTATION_MAX_N = 16
 #: Monte Carlo sign flips above EXACT_PERMUTATION_MAX_N
@@ -327,7 +334,7 @@ class Verdict:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Verdict":
-        if d["value"] not in VERDICTS:
+        if d["value"] not in FINDING_VERDICTS:
             raise ValueError(f"unknown verdict {d['value']!r}")
         return cls(str(d["value"]), int(d["expected"]), float("nan") if d["effect"] is None else float(d["effect"]),
                    d.get("ci_low"), d.get("ci_high"), d.get("effect_size"), int(d["n"]), str(d.get("reason", "")))
@@ -449,3 +456,127 @@ def compare(metric: str, a: Sequence[float], b: Sequence[float], expected: int =
     ``expected`` = ±1, its verdict; ``bounds``: the metric's range (see :func:`mean_interval`)."""
     diff = paired_difference(a, b, confidence, bounds)
     return Comparison(metric, diff, verdict(diff, expected) if expected else None, labels)
+
+
+# ---------------------------------------------------------------------------- the N a test can decide at
+def decidable_at(family: int = 1, confidence: float = CONFIDENCE) -> int:
+    """The smallest N at which the paired test of :func:`verdict` can decide at all for a metric in a Holm family
+    of ``family`` tests: the exact sign-flip p is at least 2/2^N, and Holm multiplies the smallest p of the family
+    by ``family`` (the best position a metric can take), so N = ⌈log₂(2·family/α)⌉ (6 alone, 8 in a family of 5)."""
+    _check_confidence(confidence)
+    if family < 1:
+        raise ValueError("a family holds at least one test")
+    return max(1, math.ceil(math.log2(2 * family / (1 - confidence)) - 1e-12))
+
+
+def power_paired(effect: float, sd: float, n: int, family: int = 1, confidence: float = CONFIDENCE) -> float:
+    """The power of :func:`verdict` at N = ``n`` against a true mean difference ``effect`` with per-repeat spread
+    ``sd``, in a Holm family of ``family`` (Bonferroni's α/family: Holm's first step, the conservative one): the
+    two-sided paired t test by the noncentral t distribution, 0 below :func:`decidable_at` (where the sign-flip test
+    cannot reject). For normal differences above that floor the sign-flip test's power is close to the t test's."""
+    if n < decidable_at(family, confidence) or n < 2:
+        return 0.0
+    if sd <= 0:
+        return 1.0 if effect != 0 else 0.0
+    alpha = (1 - confidence) / family
+    crit = float(sps.t.ppf(1 - alpha / 2, n - 1))
+    nc = abs(float(effect)) / sd * math.sqrt(n)
+    # the far tail (a difference of the wrong sign past −crit) is below 1e-300 for a large nc, where scipy says nan
+    far = float(sps.nct.cdf(-crit, n - 1, nc))
+    return min(1.0, float(sps.nct.sf(crit, n - 1, nc)) + (far if math.isfinite(far) else 0.0))
+
+
+def repeats_for_power(effect: float, sd: float | None, family: int = 1, power: float = TARGET_POWER,
+                      confidence: float = CONFIDENCE, cap: int = 100_000) -> int | None:
+    """The fewest N ≥ :func:`decidable_at` with :func:`power_paired` ≥ ``power`` (None beyond ``cap``, for a zero
+    effect or an unknown spread)."""
+    floor = decidable_at(family, confidence)
+    if sd is None or not math.isfinite(sd) or not math.isfinite(effect) or effect == 0:
+        return None
+    def enough(k: int) -> bool:
+        return power_paired(effect, sd, k, family, confidence) >= power
+
+    if enough(floor):
+        return floor
+    lo, hi = floor, floor * 2
+    while not enough(hi):  # doubling first: the noncentral t is unreliable far beyond the N that suffices
+        lo, hi = hi, hi * 2
+        if hi > cap:
+            return None
+    while hi - lo > 1:  # enough(hi), not enough(lo)
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if enough(mid) else (mid, hi)
+    return hi
+
+
+@dataclass(frozen=True)
+class Equivalence:
+    """Two one-sided t tests (TOST; Schuirmann, J. Pharmacokin. Biopharm. 1987) of "the mean lies within
+    [``low``, ``high``]": ``p`` the larger one-sided p; ``equivalent`` when p ≤ α (the (1 − 2α) interval
+    ``ci_low``, ``ci_high`` lies within the margin); ``outside`` when the ordinary (1 − α) interval lies wholly
+    outside the margin."""
+
+    mean: float
+    low: float
+    high: float
+    ci_low: float | None
+    ci_high: float | None
+    p: float | None
+    equivalent: bool
+    outside: bool
+    n: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"mean": _finite_or_none(self.mean), "low": self.low, "high": self.high,
+                "ci_low": _finite_or_none(self.ci_low), "ci_high": _finite_or_none(self.ci_high),
+                "p": _finite_or_none(self.p), "equivalent": self.equivalent, "outside": self.outside, "n": self.n}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Equivalence":
+        return cls(float("nan") if d["mean"] is None else float(d["mean"]), float(d["low"]), float(d["high"]),
+                   d.get("ci_low"), d.get("ci_high"), d.get("p"), bool(d["equivalent"]), bool(d["outside"]),
+                   int(d["n"]))
+
+
+def tost(values: Sequence[float], low: float, high: float, confidence: float = CONFIDENCE) -> Equivalence:
+    """TOST of the mean of ``values`` against the margin [``low``, ``high``] at level α = 1 − ``confidence``; with
+    N < 2 or every value equal nothing is shown (a zero spread is the metric's resolution, not certainty)."""
+    x = np.asarray(values, np.float64).ravel()
+    mean = float(x.mean()) if x.size else float("nan")
+    if x.size < 2 or x.max() == x.min():
+        return Equivalence(mean, low, high, None, None, None, False, False, int(x.size))
+    alpha = 1 - confidence
+    se = float(x.std(ddof=1) / math.sqrt(x.size))
+    df = x.size - 1
+    p = max(float(sps.t.sf((mean - low) / se, df)), float(sps.t.sf((high - mean) / se, df)))
+    half90 = float(sps.t.ppf(1 - alpha, df)) * se
+    half95 = float(sps.t.ppf(1 - alpha / 2, df)) * se
+    outside = mean - half95 > high or mean + half95 < low
+    return Equivalence(mean, low, high, mean - half90, mean + half90, p, p <= alpha, outside, int(x.size))
+
+
+def power_tost(distance: float, sd: float, n: int, width: float, confidence: float = CONFIDENCE) -> float:
+    """The power of :func:`tost` at N = ``n`` where the true mean lies ``distance`` inside the nearer edge of a
+    margin of full ``width``, per-value spread ``sd`` (both one-sided tests by the noncentral t)."""
+    if n < 2 or distance <= 0:
+        return 0.0
+    if sd <= 0:
+        return 1.0
+    df, se = n - 1, sd / math.sqrt(n)
+    crit = float(sps.t.ppf(confidence, df))
+    near = float(sps.nct.sf(crit, df, distance / se))
+    far = float(sps.nct.sf(crit, df, (width - distance) / se))
+    near, far = (1.0 if not math.isfinite(v) else v for v in (near, far))
+    return max(0.0, near + far - 1.0)
+
+
+def repeats_for_tost(distance: float, sd: float | None, width: float, power: float = TARGET_POWER,
+                     confidence: float = CONFIDENCE, cap: int = 10_000) -> int | None:
+    """The fewest N ≥ 2 with :func:`power_tost` ≥ ``power`` (None beyond ``cap``, outside the margin, or with an
+    unknown spread)."""
+    if sd is None or not math.isfinite(sd) or distance <= 0:
+        return None
+    for n in range(2, cap + 1):
+        if power_tost(distance, sd, n, width, confidence) >= power:
+            return n
+    return None

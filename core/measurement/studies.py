@@ -12,8 +12,8 @@ from what.
 * :data:`DPSGD_RECIPE` — 000 Table 2: the DP-SGD recipe per task (|D|, batch, epochs, C, δ); the
   paper gives no ε per σ as numbers (Figs. 8–9 only), so any ε "for the study's recipe" is
   computed by us (:func:`core.defenses.sweeps.study_recipe_epsilons`) and labelled as ours.
-* :data:`RL_ATTACK_ACCURACY` — 001 §5.1: the RL attack's accuracy per agent.
-* :data:`ARCH_FINDINGS` — per task, the FFNN-vs-RNN finding (000 Fig. 4, 001 §5.1).
+* :data:`RL_ATTACK_ACCURACY` — 001 §1 (its introduction): the RL attack's accuracy per agent.
+* :data:`ARCH_FINDINGS` — per task, the FFNN-vs-RNN finding (000 §4.3 / Fig. 4; navigation also 001 §1 and §5.1).
 * :data:`ANALYSIS_FINDINGS` — per analysis of the Analyses page, the finding it checks.
 """
 from __future__ import annotations
@@ -56,7 +56,7 @@ DIRICHLET: dict[tuple[str, str], StudyTable] = {
     ("navigation", "rnn"): StudyTable(
         source=Source("001", "Table 1",
                       "the table does not name the agent; its undefended 99.19 % is the LSTM agent's level "
-                      "(001 §5.1: ≈ 98 % LSTM vs 91 % MLP; A.3: ≈ 99 % on LSTM victims), so filed under RNN"),
+                      "(001 §1: ≈ 98 % LSTM vs 91 % MLP; A.3: ≈ 99 % on LSTM victims), so filed under RNN"),
         model="PPO agent, MLP + LSTM (MiniGrid MultiRoom)", metric="total reward",
         rows={None: (99.19, 0.35, 0.9095, 0.0429), 100.0: (98.74, 0.58, 0.9047, 0.0425),
               10.0: (55.87, 2.58, 0.8960, 0.0475), 1.0: (50.59, 1.09, 0.8936, 0.0498),
@@ -126,9 +126,10 @@ def sensitivity_sentence(task: str) -> str:
 
 
 # ---------------------------------------------------------------------------- findings
-#: (task, arch) → the RL attack's accuracy on that agent (001 §5.1, at similar returns)
+#: (task, arch) → the RL attack's accuracy on that agent (001 §1, the introduction, at similar performance levels;
+#: §5.1 and its Fig. 2 show the curves without these numbers)
 RL_ATTACK_ACCURACY: dict[tuple[str, str], float] = {("navigation", "rnn"): 0.98, ("navigation", "ffnn"): 0.91}
-RL_ATTACK_SOURCE = Source("001", "§5.1", "“roughly 98 %” for the LSTM agent vs 91 % for the MLP agent")
+RL_ATTACK_SOURCE = Source("001", "§1", "“roughly 98 %” for the LSTM agent vs 91 % for the MLP agent")
 
 #: task → (what the studies found comparing the two architectures, its source)
 ARCH_FINDINGS: dict[str, tuple[str, Source]] = {
@@ -138,10 +139,11 @@ ARCH_FINDINGS: dict[str, tuple[str, Source]] = {
     "translation": ("On Multi30K (Transformer vs LSTM encoder-decoder; paper 000 Fig. 4) the two performed about "
                     "equally in training and validation, and the attack was more accurate against the LSTM.",
                     Source("000", "Fig. 4")),
-    "navigation": ("On MiniGrid MultiRoom (MLP vs MLP+LSTM agents; paper 000 Fig. 4, paper 001 §5.1) both agents "
+    "navigation": ("On MiniGrid MultiRoom (MLP vs MLP+LSTM agents; paper 000 Fig. 4, paper 001 §5.1 / Fig. 2) both agents "
                    "had about zero generalization gap, and the attack was more accurate against the LSTM agent "
                    f"(001: ≈ {RL_ATTACK_ACCURACY[('navigation', 'rnn')]:.0%} vs "
-                   f"{RL_ATTACK_ACCURACY[('navigation', 'ffnn')]:.0%} at similar returns).", Source("001", "§5.1")),
+                   f"{RL_ATTACK_ACCURACY[('navigation', 'ffnn')]:.0%} at similar returns, 001 §1).",
+                   Source("001", "§1 (98 % vs 91 %), §5.1 / Fig. 2")),
 }
 
 #: analysis (``core.analyses.registry.names()``) → (the finding its verdict checks, its source)

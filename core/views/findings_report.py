@@ -13,19 +13,24 @@ import pandas as pd
 
 from core.analyses.findings_base import (DecideBlock, FindingRow, FindingsTable, MeasuredCell, RuleCell,
                                          duration_text)
-from core.measurement.stats import Estimate
+from core.measurement.stats import NOT_COMPARABLE, UNINFORMATIVE, Estimate
 from core.views.report import _CSS, _table
 from core.views.run_text import ci_text
 
 #: the table's columns, in order
-COLUMNS = ("finding", "task", "claim", "paper", "measured here (95 % CI, N)", "verdict", "preset · resolution",
-           "utility gap", "repeats to decide (95 % CI narrower than the difference)", "command / runs needed")
+COLUMNS = ("finding", "task", "claim", "paper", "measured here (95 % CI, N)", "verdict", "decidable at · target N",
+           "preset · resolution", "utility gap (train and validation)", "declared: metric · family · test · deviations",
+           "made on", "repeats to decide (80 % power)", "command / runs needed")
 #: the column of :func:`decide_text`
 DECIDE = COLUMNS[-2]
 #: how F1 / F1a are judged: as ``python -m core compare`` judges the same repeats (core.analyses.repeats.judged_pairs)
-HOLM_NOTE = ("F1 and F1a carry compare's verdicts on the same repeats: the declared primary metric (LiRA AUC, else "
-             "RMIA, else the primary attack's AUC) as it is, every other leakage metric (attack accuracy among them) "
-             "Holm-adjusted over compare's secondary metrics.")
+HOLM_NOTE = ("F1 is the one answer every page gives (core.analyses.arch_answer): the studies' attack accuracy "
+             "Holm-adjusted over compare's secondary metrics; F1a the declared primary metric (LiRA AUC, else RMIA).")
+#: the verdict words, as every findings output explains them
+VERDICT_WORDS = ("Verdicts: holds / reversed / inconclusive from the row's declared test (paired rows: the FFNN − RNN "
+                 "difference's 95 % t interval and the exact sign-flip test, Holm-adjusted over the row's family; F3: "
+                 "TOST); not comparable where utility is not matched on train and validation (the gaps shown, no "
+                 "holds / reversed); uninformative where both arms sit at a ceiling or a floor.")
 #: the marker comments around the generated block in a Markdown file (docs/results.md)
 BEGIN, END = "<!-- findings:begin -->", "<!-- findings:end -->"
 
@@ -74,6 +79,8 @@ def verdict_text(row: FindingRow) -> str:
     m = row.measured
     if row.status != "measured" or m is None:
         return "— (not run)"
+    if isinstance(m, (MeasuredCell, RuleCell)) and row.verdict is not None and row.verdict_reason is not None:
+        return f"{row.verdict} ({row.verdict_reason})"  # the row's own word (its declared rules)
     if isinstance(m, (MeasuredCell, RuleCell)):
         v = m.verdict
         return "— ()" if v is None else f"{v.value} ({v.reason})"
@@ -85,7 +92,9 @@ def verdict_text(row: FindingRow) -> str:
         return "— (not run)"
     others = "; ".join(f"{n}: {w}" + (" after Holm" if m[n].p_holm else "")
                        for n, w in words.items() if n != primary)
-    return f"{words[primary]} (primary: {primary}" + (f"; {others})" if others else ")")
+    word = row.verdict if row.verdict in (NOT_COMPARABLE, UNINFORMATIVE) else words[primary]
+    gate = f"; {row.verdict_reason}" if word != words[primary] and row.verdict_reason else ""
+    return f"{word} (primary: {primary}" + (f"; {others}" if others else "") + f"{gate})"
 
 
 def _resolution_text(row: FindingRow) -> str:
@@ -96,6 +105,8 @@ def _resolution_text(row: FindingRow) -> str:
 
 
 def _gap_text(row: FindingRow) -> str:
+    if row.matched and row.matched.get("gaps"):
+        return "; ".join(row.matched["gaps"].values())
     gap = row.utility_gap
     if not gap:
         return "—"
@@ -140,6 +151,27 @@ def decide_text(row: FindingRow) -> str:
     return "; ".join(parts) or "—"
 
 
+def _decidable_text(row: FindingRow) -> str:
+    if row.decidable_at is None:
+        return "—"
+    text = f"decidable from N = {row.decidable_at}; target N = {row.target_repeats}"
+    if row.target_sized_by:
+        text += f" ({row.target_sized_by})"
+    return text + (f". {row.design_note}" if row.design_note else "")
+
+
+def _declared_text(row: FindingRow) -> str:
+    d = row.spec or {}
+    if not d:
+        return "—"
+    fam = ", ".join(row.family or ())
+    parts = [f"“{d['quote']}” ({d['cite']})", f"metric: {d['metric']}; Holm family ({len(row.family or ())}): {fam}",
+             f"expected FFNN − RNN sign: {d['expected_sign']:+d}" if d["expected_sign"] else "expected: equivalence",
+             f"test: {d['test']}", f"matching: {d['matching']}", f"epochs: {d['epochs']}", f"sizes: {d['sizes']}"]
+    parts += [f"deviation: {x}" for x in d["deviations"]] + [f"NOT BUILT: {x}" for x in d["not_built"]]
+    return " · ".join(parts)
+
+
 def row_cells(row: FindingRow) -> dict[str, str]:
     """The display cells of one row (:data:`COLUMNS`)."""
     paper = row.paper
@@ -149,7 +181,10 @@ def row_cells(row: FindingRow) -> dict[str, str]:
     return {"finding": row.finding, "task": row.task, "claim": row.claim,
             "paper": f"{text} ({cite})".strip(),
             "measured here (95 % CI, N)": measured_text(row), "verdict": verdict_text(row),
-            "preset · resolution": _resolution_text(row), "utility gap": _gap_text(row), DECIDE: decide_text(row),
+            "decidable at · target N": _decidable_text(row),
+            "preset · resolution": _resolution_text(row), "utility gap (train and validation)": _gap_text(row),
+            "declared: metric · family · test · deviations": _declared_text(row),
+            "made on": "; ".join(row.machine or ()) or "—", DECIDE: decide_text(row),
             "command / runs needed": row.command + (f" — needs {needs}" if needs else "")}
 
 
@@ -167,10 +202,12 @@ def findings_command(table: FindingsTable) -> str:
 
 
 def _method(table: FindingsTable) -> str:
-    return (f"Target N = {table.target_repeats} repeats (the fewest with which the exact sign-flip test can reach "
-            f"95 %). Read from the cache only; nothing was trained to make this table. Repeats to decide: the fewest N ≥ {table.target_repeats} with t(N−1, 0.975) × sd / √N < |difference| (sd: the "
-            f"measured spread of the paired differences), for the study's difference where it prints one and for "
-            f"the difference measured here; the time from this machine's measured runs.")
+    return ("Each row declares its metric, Holm family and test before any data (finding_specs). Decidable at: the "
+            "fewest N at which that test can decide at all (exact sign-flip floor 2/2^N × the Holm family's size); "
+            "target N: ≥ 80 % power at the paper's effect where it gives one, else at the effect measured here, "
+            "never below it. A row that has read its data at a decidable N queues nothing more (a larger N is a "
+            "new design); a row that cannot decide even when run (not comparable, uninformative) queues nothing. "
+            "Read from the cache only; nothing was trained to make this table; times from the runs measured here.")
 
 
 def _header(table: FindingsTable) -> str:
@@ -194,9 +231,7 @@ def markdown_rows(table: FindingsTable) -> list[str]:
 def findings_markdown(table: FindingsTable) -> str:
     """The table as Markdown (one line per row; ``|`` in cells escaped)."""
     lines = ["# The studies' findings on this machine", "", _header(table), "", *markdown_rows(table)]
-    lines += ["", "Verdicts: holds / reversed / inconclusive, from the paired FFNN − RNN difference's 95 % t "
-                  f"interval and the exact sign-flip test (N ≥ 6); one repeat is inconclusive. {HOLM_NOTE} Rows "
-                  "marked NOT matched compare models of different utility: read them with that gap."]
+    lines += ["", f"{VERDICT_WORDS} {HOLM_NOTE}"]
     return "\n".join(lines) + "\n"
 
 
@@ -209,8 +244,7 @@ def findings_html(table: FindingsTable) -> str:
         "<h1>The studies' findings on this machine</h1>",
         f"<p class='muted'>{html.escape(_header(table))} Written {stamp}.</p>",
         _table(findings_frame(table)),
-        "<p class='muted'>Verdicts: holds / reversed / inconclusive, from the paired FFNN − RNN difference's 95 % t "
-        f"interval and the exact sign-flip test (N ≥ 6); one repeat is inconclusive. {html.escape(HOLM_NOTE)}</p>",
+        f"<p class='muted'>{html.escape(VERDICT_WORDS)} {html.escape(HOLM_NOTE)}</p>",
         "</body></html>"])
 
 
@@ -226,8 +260,7 @@ def findings_block(table: FindingsTable, out_name: str = "docs/results.md") -> s
         "",
         *markdown_rows(table),
         "",
-        "Verdicts: holds / reversed / inconclusive, from the paired FFNN − RNN difference's 95 % t interval and the "
-        f"exact sign-flip test (N ≥ 6). {HOLM_NOTE} \"not run\": nothing of that row is in the cache the command "
+        f"{VERDICT_WORDS} {HOLM_NOTE} \"not run\": nothing of that row is in the cache the command "
         "read; the sections below give the measurements made with the bench scripts (their own commands and commits).",
         END])
 

@@ -5,7 +5,7 @@
   (``python -m core analyze``, the Analyses page's downloads), and one HTML page of them all
   (:func:`html_report`, the Analyses page's export).
 * **The run report** (:func:`run_report_html`): one self-contained HTML page of a run, FFNN and
-  RNN side by side: the sections of :func:`core.views.run_view.run_view` (overview, repeats and
+  RNN side by side (with ≥ 2 repeats of both cached, the comparison over all of them and its one answer): the sections of :func:`core.views.run_view.run_view` (overview, repeats and
   matched utility where given, over training, attacks, the strongest attacks, examples, issue 22's
   per-record views, configuration, reproduce), the same list the Train & attack page draws — the
   page's download and ``python -m core report`` (:func:`run_report`, which reads cached runs only)
@@ -41,6 +41,8 @@ from core.foundations.names import ARCH_NAMES
 from core.foundations.version import stamped
 from core.experiment.results import RunSummary
 from core.analyses.analyses_view import cached_runs
+from core.analyses.repeats import cached_repeat_configs, comparison_json
+from core.experiment.pipeline import cached_summary
 from core.analyses.analysis_results import ReportViews
 from core.analyses.record_views import report_views
 
@@ -203,6 +205,18 @@ def run_report_html(summaries: list[RunSummary], configs: list[ExperimentConfig]
     return "\n".join(parts)
 
 
+def cached_comparison(configs: dict[str, ExperimentConfig], cache: ArtifactCache | None = None
+                      ) -> dict[str, Any] | None:
+    """The comparison over every repeat cached for both architectures (with the one answer,
+    :func:`core.analyses.repeats.comparison_json`), as the report's repeats view; None below two repeats."""
+    cached = {a: cached_repeat_configs(c, cache=cache) for a, c in configs.items()}
+    n = min(len(v) for v in cached.values())
+    if n < 2:
+        return None
+    runs_ = {a: [RunSummary.from_dict(cached_summary(c, cache)) for c in v[:n]] for a, v in cached.items()}
+    return {"comparison": comparison_json(runs_["ffnn"], runs_["rnn"])}
+
+
 def run_report(configs: dict[str, ExperimentConfig], cache: ArtifactCache | None = None,
                overrides: dict[str, dict[str, Any]] | None = None, map_views: dict[str, MapViews] | None = None,
                repeats: dict[str, Any] | None = None, matched: MatchedView | None = None,
@@ -215,6 +229,8 @@ def run_report(configs: dict[str, ExperimentConfig], cache: ArtifactCache | None
     ``python -m core report`` both call this."""
     cache = cache or ArtifactCache()
     summaries = summaries if summaries is not None else cached_runs(configs, cache, ConfigError)
+    if repeats is None and set(configs) == {"ffnn", "rnn"}:
+        repeats = cached_comparison(configs, cache)
     views = report_views(configs, summaries, cache, budget=budget)
     return run_report_html(list(summaries.values()), list(configs.values()), overrides, map_views, repeats, matched,
                            views)

@@ -85,7 +85,8 @@ def _verdict_line(m: MetricComparison, title: str) -> str:
 
 def verdict_lines(comparison: ComparisonResult | Mapping[str, Any],
                   metrics: tuple[str, ...] = ("attack_accuracy", "attack_auc", "lira_auc")) -> list[str]:
-    """The headline of a comparison in markdown: the **primary** metric's verdict (effect, CI, p, N)
+    """The headline of a comparison in markdown: the one answer (the ``answer`` block, where the comparison carries
+    it), the **primary** metric's verdict (effect, CI, p, N)
     and why it is primary, then one line with the secondary metrics' verdicts and Holm-adjusted
     p-values, then what gets no verdict. A comparison written before roles (no ``primary`` key)
     gets one line per metric of ``metrics``, as then."""
@@ -98,6 +99,8 @@ def verdict_lines(comparison: ComparisonResult | Mapping[str, Any],
     if not comp.has_roles:
         return [_verdict_line(metrics_[n], METRIC_NAMES.get(n, n)) for n in metrics if judged(n)]
     lines = []
+    if (ans := comp.answer) is not None:  # the one answer every page gives (core.analyses.arch_answer)
+        lines.append(f"**The answer** (the studies' claim on their metric; the same on every page): {ans.sentence()}")
     primary = comp.primary
     if primary and judged(primary.metric):
         lines.append(_verdict_line(metrics_[primary.metric], f"Primary — {primary.label}") + f" — primary: {primary.why}")
