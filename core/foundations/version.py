@@ -21,8 +21,8 @@ SCHEMA_KEY = "schema"
 VERSION_KEY = "mia_explorer_version"
 #: every JSON layout the product writes, and its version
 SCHEMAS: dict[str, int] = {
-    "run": 1,               # run (and run --repeats: the summary with its repeats block)
-    "compare": 1,           # compare: FFNN vs RNN over paired repeats
+    "run": 2,               # run (and run --repeats: the summary with its repeats block); 2: the machine block
+    "compare": 2,           # compare: FFNN vs RNN over paired repeats; 2: the answer block
     "compare-matched": 1,   # compare --match-utility
     "answer": 1,            # compare --cached: the Home page's answer
     "config": 1,            # config: the resolved config and its hash (run --config reads it back)
@@ -32,9 +32,10 @@ SCHEMAS: dict[str, int] = {
     "analyses": 1,          # analyze: analyses.json
     "analyses-printed": 1,  # analyze: what it prints (the verdicts and where the files are)
     "score": 1,             # score: a file of per-record scores
-    "findings": 1,          # findings
+    "findings": 2,          # findings; 2: rows declared before data (decidable_at, target_repeats, matched, machine)
     "runs": 1,              # the app's download of the summaries shown
     "audit": 1,             # the one-run privacy audit (analyze --analysis audit's block)
+    "model_audit": 1,       # audit: a model the user already has (python -m core audit, core.audit.audit)
 }
 _PREFIX = DISTRIBUTION + "/"
 
