@@ -376,7 +376,7 @@ def _attacks(state: AuditState, logp: np.ndarray, logp_pool: np.ndarray | None, 
         pool_labels = state.labels[state.pool_index]
         pool_phi = logit_confidence_from_loss(-logp_pool[np.arange(len(pool_labels)), pool_labels])
         features = state.blind_features
-        q = QuantileRegressor(training=QuantileTraining(seed=seed)).fit(features[len(member):], pool_phi, by_hand=True)
+        q = QuantileRegressor(training=QuantileTraining(seed=seed)).fit(features[len(member):], pool_phi)
         phi = logit_confidence_from_loss(loss)
         extra.append(_named("quantile", quantile_scores(phi, q.predict(features[:len(member)])), member, half,
                             n_boot, seed))
