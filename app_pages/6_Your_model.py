@@ -49,7 +49,7 @@ st.caption("How much does **your** model leak, on **your** data, and what would 
 try:
     root = data_root()
 except MIAError as exc:
-    st.error(str(exc))
+    st.error(plain_markdown(exc))
     st.stop()
 
 way = st.radio("What do you bring?", WAYS, horizontal=True, key="yours:way")
@@ -102,7 +102,7 @@ def show_preview(cfg: ExperimentConfig) -> bool:
     try:
         p = cached_preview(cfg.config_hash, cfg)
     except MIAError as exc:
-        st.error(str(exc))
+        st.error(plain_markdown(exc))
         return False
     st.success(f"**Found:** {plain_markdown(p.description)}")  # names from the user's files, as text
     cols = st.columns(4)
@@ -115,7 +115,7 @@ def show_preview(cfg: ExperimentConfig) -> bool:
         st.caption("Missing values per column: " + ", ".join(f"{plain_markdown(str(k))}: {v}"
                                                               for k, v in missing.items()))
     if p.split_problem:
-        st.error(f"The configured sizes do not fit this data: {p.split_problem}")
+        st.error(f"The configured sizes do not fit this data: {plain_markdown(p.split_problem)}")
         return False
     st.caption(f"{p.shadows} shadow models, each on {p.shadow_members:,} members and {p.shadow_nonmembers:,} "
                f"non-members of the attacker's half. A member list's id is {p.record_id_meaning}.")
@@ -138,7 +138,7 @@ def train_and_show(configs: list[ExperimentConfig], key: str) -> None:
         active = [j for j in jobs if j is not None and j.active]
         failed = [j for j in jobs if j is not None and j.state == "failed"]
         for j in failed:
-            st.error(f"The last run of {j.label} failed: {j.error}")
+            st.error(f"The last run of {plain_markdown(j.label)} failed: {plain_markdown(j.error)}")
         if active:
             progress_panel(missing)
         elif st.button(f"Train & attack {', '.join(ARCH_LABELS[c.arch] for c in missing)}", type="primary",
@@ -166,7 +166,7 @@ def progress_panel(configs: list[ExperimentConfig]) -> None:
     for job in jobs:
         cols = st.columns([6, 1])
         left = job.eta_s
-        text = f"{job.label}: {job.state}" + (f" · about {format_seconds(left)} left" if left is not None else "")
+        text = f"{plain_markdown(job.label)}: {job.state}" + (f" · about {format_seconds(left)} left" if left is not None else "")
         cols[0].progress(min(job.fraction, 1.0), text=text)
         if cols[1].button("Cancel", key=f"cancel:{job.id}"):
             manager.cancel(job)
@@ -194,7 +194,7 @@ def kept_upload(upload, kind: str) -> str | None:
     try:
         return str(store_upload(upload.getvalue(), kind))
     except MIAError as exc:
-        st.error(str(exc))
+        st.error(plain_markdown(exc))
         return None
 
 
@@ -209,7 +209,7 @@ if way == "Your data":
     try:
         configs = [layout_config(arch, layout, path_text, extra) for arch in ("ffnn", "rnn")]
     except MIAError as exc:
-        st.error(str(exc))
+        st.error(plain_markdown(exc))
         st.stop()
     if show_preview(configs[0]):
         train_and_show(configs, "data")
@@ -246,7 +246,7 @@ elif way == "Your trained model":
         else:
             cfg = get_task(builtin).make_config(arch, "quick", user)
     except MIAError as exc:  # weights for another architecture, unknown ids, a list too short: one line
-        st.error(str(exc))
+        st.error(plain_markdown(exc))
         st.stop()
     if show_preview(cfg):
         train_and_show([cfg], "model")
@@ -276,12 +276,12 @@ elif way == "Just the scores":
         stamp = Path(path).stat().st_mtime if Path(path).is_absolute() else 0.0
         result = scored(path, stamp)
     except (MIAError, OSError) as exc:
-        st.error(str(exc))
+        st.error(plain_markdown(exc))
         st.stop()
     st.success(f"{result.n_records:,} records ({result.n_members:,} members, {result.n_nonmembers:,} non-members), "
                f"{result.n_references} reference model(s).")
     for note in result.notes:
-        st.caption(note)
+        st.caption(plain_markdown(note))  # may name the file's columns
     st.dataframe(attack_table(result), hide_index=True, width="stretch")
     st.caption("Each number with its 95 % bootstrap interval over the records (N). finding: *leak* when the AUC's "
                "interval lies above 0.5, *inconclusive* when it holds 0.5. ε̂: a 95 % lower bound on the ε of any "

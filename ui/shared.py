@@ -14,18 +14,27 @@ from core.defenses.defender import Defender
 from core.foundations.paths import cache_dir
 from core.experiment.pipeline import cached_runs, cached_summary, load_models
 from core.experiment.results import RunSummary, runs as typed_runs
-from ui.jobs import JobManager
+from ui.jobs import JobManager, SessionJobs
+from ui.session import in_session, is_lecturer, session_owner
 from ui.mapview import cached_map_views
 from core.tasks.navigation import MapViews
 
 
 @st.cache_resource
-def job_manager() -> JobManager:
+def server_jobs() -> JobManager:
     """One queue of jobs (trainings, SensitivitySampler, long analyses, adaptive refits) per server
     process: shared by every tab, survives reruns; its worker processes end with the server."""
     manager = JobManager()
     atexit.register(manager.shutdown)
     return manager
+
+
+def job_manager() -> SessionJobs:
+    """The server's job queue as this browser session sees it (:class:`ui.jobs.SessionJobs`): its own jobs, or
+    every job for a lecturer; outside a session's script run (a test, a thread) the server's whole view."""
+    if not in_session():
+        return SessionJobs(server_jobs(), None)
+    return SessionJobs(server_jobs(), session_owner(), is_lecturer())
 
 
 #: what the pages import beyond the Home page (torch-based analyses, scipy.stats via the defenses,
