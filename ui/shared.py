@@ -112,13 +112,63 @@ def map_views_of(cfg: ExperimentConfig) -> MapViews | None:
         return None
 
 
+class SharedDefender:
+    """A :class:`~core.defenses.defender.Defender` that every browser session of the server uses at once: each of its
+    calls holds the Defender's lock, so two sessions' slider steps never interleave inside it (its memos, the one
+    value's noisy models it keeps, its forward-pass store) — one waits for the other's call, whose point is then
+    memoised for both: cached points shared, in-flight work finished, never two sessions' values mixed.
+
+    :meth:`ready` (a lookup the page's script thread makes before queuing a step's calls) does not wait: while
+    another session's call holds the lock it answers "not known" (None), and the call it then queues in the
+    session's lane waits for the lock and finds the point memoised if it was. Plain attributes (``baseline``,
+    ``cfg``, …: set once when the Defender is built) are read without the lock."""
+
+    def __init__(self, defender: Defender) -> None:
+        object.__setattr__(self, "_defender", defender)
+        object.__setattr__(self, "_lock", threading.RLock())
+
+    def __getattr__(self, name: str):
+        value = getattr(self._defender, name)
+        if not callable(value) or isinstance(value, type):
+            return value
+        lock = self._lock
+        if name == "ready":
+            def ready(*args, **kwargs):
+                if not lock.acquire(blocking=False):
+                    return None
+                try:
+                    return value(*args, **kwargs)
+                finally:
+                    lock.release()
+            return ready
+
+        def locked(*args, **kwargs):
+            with lock:
+                return value(*args, **kwargs)
+        return locked
+
+    def __setattr__(self, name: str, value) -> None:
+        with self._lock:
+            setattr(self._defender, name, value)
+
+    @property
+    def unlocked(self) -> Defender:
+        """The Defender itself (for a caller that holds :attr:`lock`)."""
+        return self._defender
+
+    @property
+    def lock(self) -> threading.RLock:
+        return self._lock
+
+
 @st.cache_resource(max_entries=6, show_spinner="Loading the cached models and fitting nothing new…")
-def _defender(folder: str, config_hash: str, _cfg: ExperimentConfig):
-    return Defender(load_models(_cfg))
+def _defender(folder: str, config_hash: str, _cfg: ExperimentConfig) -> SharedDefender:
+    return SharedDefender(Defender(load_models(_cfg)))
 
 
-def defender_for(cfg: ExperimentConfig):
-    """One :class:`core.defenses.defender.Defender` per trained config and cache folder, shared by the pages
+def defender_for(cfg: ExperimentConfig) -> SharedDefender:
+    """One :class:`core.defenses.defender.Defender` per trained config and cache folder (behind its lock,
+    :class:`SharedDefender`: every session of the server steps it at once), shared by the pages
     (the Defenses page's slider and the Analyses page's scatter under defense reuse its memo). Its models come
     from :func:`core.experiment.pipeline.load_models`: a run not cached raises
     :class:`~core.foundations.errors.NotCachedError` (a page never trains; an error is not memoised)."""
