@@ -10,6 +10,7 @@ the runs it trained.
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import streamlit as st
@@ -22,14 +23,16 @@ from core.foundations.names import ARCH_NAMES as ARCH_LABELS
 from core.foundations.paths import data_root, resolve_data_dir
 from core.foundations.plugins import PLUGIN_ENV
 from core.foundations.task_registry import builtin_tasks
-from core.foundations.user_files import store_upload
+from core.foundations.user_files import UPLOAD_FOLDER, UPLOAD_KINDS, store_upload, upload_path
 from core.measurement.stats import Estimate
 from core.tasks import available_tasks, get_task
 from core.views.scores_report import roc_loglog_figure, scores_report_html
 from ui.examples import plain_markdown, show_record
 from ui.nav import format_seconds
 from ui.results import show_results
-from ui.shared import job_manager, summary_of
+from ui.ownership import UPLOADS_PER_SESSION
+from ui.session import session_owner
+from ui.shared import job_manager, summary_of, upload_ledger
 
 #: the layouts a user's data comes in: label → (task, dataset, preset to start from, what the box takes)
 LAYOUTS = {
@@ -94,7 +97,7 @@ def data_inputs(key: str) -> tuple[str, str, dict] | None:
     if not path_text.strip():
         st.info(f"Enter {takes}.")
         return None
-    return layout, path_text.strip(), extra
+    return layout, typed_file(path_text), extra
 
 
 def show_preview(cfg: ExperimentConfig) -> bool:
@@ -188,14 +191,43 @@ def attack_table(result: ScoresResult) -> list[dict]:
 
 
 def kept_upload(upload, kind: str) -> str | None:
-    """An uploaded file kept under the data root (content-addressed); its path, or None on an error said."""
+    """An uploaded file kept under the data root (content-addressed, shared storage) and recorded as this session's
+    (:class:`ui.ownership.UploadLedger`); its path, or None on an error said."""
     if upload is None:
         return None
+    ledger, owner = upload_ledger(), session_owner()
+    content = upload.getvalue()
     try:
-        return str(store_upload(upload.getvalue(), kind))
+        ledger.check_room(owner, str(upload_path(content, kind)))
+        path = str(store_upload(content, kind))
     except MIAError as exc:
         st.error(plain_markdown(exc))
         return None
+    ledger.add(owner, path)
+    return path
+
+
+def typed_file(text: str) -> str:
+    """A typed file name, unless it names another session's upload (the upload folder is shared storage: a session
+    names only its own uploads there, by uploading them)."""
+    text = text.strip()
+    if not text:
+        return ""
+    try:
+        named = Path(os.path.normpath(root / Path(text).expanduser()))
+    except (RuntimeError, ValueError):
+        return text  # the reader says what is wrong with it
+    if named.is_relative_to(root / UPLOAD_FOLDER) and not upload_ledger().owns(session_owner(), str(named)):
+        st.error(f"{plain_markdown(repr(text))} lies in the app's upload folder and is not one of this session's "
+                 "uploads: upload the file instead.")
+        st.stop()
+    return text
+
+
+#: what the upload boxes say of their caps (the server's upload limit, .streamlit/config.toml's maxUploadSize,
+#: is the largest of them: a file between two caps gets this page's message, not the browser's generic refusal)
+def cap_text(kind: str) -> str:
+    return f"At most {UPLOAD_KINDS[kind][1] // 2**20} MiB; {UPLOADS_PER_SESSION} uploads per session."
 
 
 # ---------------------------------------------------------------------------- the four ways
@@ -231,11 +263,12 @@ elif way == "Your trained model":
         builtin = st.selectbox("Task", [t for t in available_tasks() if t in builtin_tasks()], key="model:task")
     w1, w2 = st.columns(2)
     weights_text = w1.text_input("Weights file (.safetensors) under the data root", key="model:weights")
-    weights_upload = w1.file_uploader("…or upload it", type=["safetensors"], key="model:weights_up")
+    weights_upload = w1.file_uploader("…or upload it", type=["safetensors"], key="model:weights_up",
+                                      help=cap_text("weights"))
     members_text = w2.text_input("Member list (.txt) under the data root", key="model:members")
-    members_upload = w2.file_uploader("…or upload it", type=["txt"], key="model:members_up")
-    weights = kept_upload(weights_upload, "weights") or weights_text.strip()
-    members = kept_upload(members_upload, "members") or members_text.strip()
+    members_upload = w2.file_uploader("…or upload it", type=["txt"], key="model:members_up", help=cap_text("members"))
+    weights = kept_upload(weights_upload, "weights") or typed_file(weights_text)
+    members = kept_upload(members_upload, "members") or typed_file(members_text)
     if not (weights and members):
         st.info("Give both the weights and the member list.")
         st.stop()
@@ -259,12 +292,12 @@ elif way == "Just the scores":
                 "docs/your_data.md, 'Just the scores'.")
     s1, s2 = st.columns(2)
     path_text = s1.text_input("Scores file (.csv or .npz) under the data root", key="scores:path")
-    upload = s2.file_uploader("…or upload it", type=["csv", "npz"], key="scores:upload")
+    upload = s2.file_uploader("…or upload it", type=["csv", "npz"], key="scores:upload", help=cap_text("scores_csv"))
     path = None
     if upload is not None:
         path = kept_upload(upload, "scores_npz" if upload.name.lower().endswith(".npz") else "scores_csv")
     elif path_text.strip():
-        path = path_text.strip()
+        path = typed_file(path_text)
     if not path:
         st.stop()
 

@@ -52,7 +52,7 @@ import traceback
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from core.analyses.repeats import repeat_seed
 from core.defenses.registry import get_training, training_names
@@ -614,8 +614,10 @@ class SessionJobs:
     lecturer's view (``lecturer=True``) lists every job and its Cancel stops the job for everybody; the view
     of ``owner=None`` (the server itself: a test, a script outside a browser session) is a lecturer's."""
 
-    def __init__(self, manager: JobManager, owner: str | None, lecturer: bool = False) -> None:
+    def __init__(self, manager: JobManager, owner: str | None, lecturer: bool = False,
+                 on_submit: Callable[[list[ExperimentConfig], str], None] | None = None) -> None:
         self.manager, self.owner, self.lecturer = manager, owner, lecturer or owner is None
+        self._on_submit = on_submit  # told each owned submission (ui.shared records runs on user data as the owner's)
 
     @property
     def n_workers(self) -> int:
@@ -639,13 +641,17 @@ class SessionJobs:
     def submit(self, configs: Iterable[ExperimentConfig], kind: str = "experiment",
                params: dict[str, Any] | None = None) -> JobGroup:
         """:meth:`JobManager.submit` as this owner (a lecturer's submissions are owned and counted too, but not capped)."""
+        configs = list(configs)
         if self.owner is not None and self.lecturer:
             group = self.manager.submit(configs, kind, params)
             with self.manager._cond:
                 for job in group.jobs:
                     job.owners.add(self.owner)
-            return group
-        return self.manager.submit(configs, kind, params, owner=self.owner)
+        else:
+            group = self.manager.submit(configs, kind, params, owner=self.owner)
+        if self.owner is not None and self._on_submit is not None:
+            self._on_submit(configs, self.owner)
+        return group
 
     def job(self, config: ExperimentConfig, kind: str = "experiment", params: dict[str, Any] | None = None) -> Job | None:
         job = self.manager.job(config, kind, params)

@@ -15,6 +15,7 @@ from core.foundations.paths import cache_dir
 from core.experiment.pipeline import cached_runs, cached_summary, load_models
 from core.experiment.results import RunSummary, runs as typed_runs
 from ui.jobs import JobManager, SessionJobs
+from ui.ownership import RunOwners, UploadLedger, on_user_data
 from ui.session import in_session, is_lecturer, session_owner
 from ui.mapview import cached_map_views
 from core.tasks.navigation import MapViews
@@ -31,10 +32,16 @@ def server_jobs() -> JobManager:
 
 def job_manager() -> SessionJobs:
     """The server's job queue as this browser session sees it (:class:`ui.jobs.SessionJobs`): its own jobs, or
-    every job for a lecturer; outside a session's script run (a test, a thread) the server's whole view."""
-    if not in_session():
-        return SessionJobs(server_jobs(), None)
-    return SessionJobs(server_jobs(), session_owner(), is_lecturer())
+    every job for a lecturer; outside a session's script run (a test, a thread) the server's whole view. A run on
+    user data it submits is recorded as the session's (:func:`run_owners`), so only it (and a lecturer) lists it."""
+    owner, lecturer = _viewer()
+    return SessionJobs(server_jobs(), owner, lecturer, on_submit=_record_owner)
+
+
+def _record_owner(configs: list[ExperimentConfig], owner: str) -> None:
+    private = [c.config_hash for c in configs if on_user_data(c.to_dict())]
+    if private:
+        run_owners().add(private, owner)
 
 
 #: what the pages import beyond the Home page (torch-based analyses, scipy.stats via the defenses,
@@ -89,11 +96,39 @@ def _runs(folder: str, task: str, arch: str, keys: tuple[str, ...]) -> list[RunS
 
 
 def runs_of(task: str, arch: str) -> list[RunSummary]:
-    """:func:`core.experiment.pipeline.cached_runs`, typed, read from disk again only when the cache's result keys
-    change (a run was added or removed): a rerun does not read and check every cached result (their
-    number grows with use; each costs a checksum, a JSON parse and a schema check)."""
+    """The cached runs of ``task`` and ``arch`` this session may list (:meth:`ui.ownership.RunOwners.visible`: the
+    built-in data's runs, and the runs on user data it made), typed. :func:`core.experiment.pipeline.cached_runs` is
+    read from disk again only when the cache's result keys change (a run was added or removed): a rerun does not
+    read and check every cached result (their number grows with use; each costs a checksum, a JSON parse and a
+    schema check)."""
     cache = ArtifactCache()
-    return _runs(str(cache_dir()), task, arch, tuple(cache.keys(cache.key("result", ""))))
+    runs = _runs(str(cache_dir()), task, arch, tuple(cache.keys(cache.key("result", ""))))
+    owner, lecturer = _viewer()
+    owners = run_owners()
+    return [r for r in runs if owners.visible(r.config, r.config_hash, owner, lecturer)]
+
+
+def _viewer() -> tuple[str | None, bool]:
+    """(this session's owner id, whether it is a lecturer); (None, True) outside a session's script run."""
+    if not in_session():
+        return None, True
+    return session_owner(), is_lecturer()
+
+
+@st.cache_resource(max_entries=8)
+def _run_owners(folder: str) -> RunOwners:
+    return RunOwners(folder)
+
+
+def run_owners() -> RunOwners:
+    """Who made which run on user data, for the current cache folder (:class:`ui.ownership.RunOwners`)."""
+    return _run_owners(str(cache_dir()))
+
+
+@st.cache_resource
+def upload_ledger() -> UploadLedger:
+    """Which uploads each session of the server made (:class:`ui.ownership.UploadLedger`)."""
+    return UploadLedger()
 
 
 @st.cache_data(max_entries=64, show_spinner=False)

@@ -13,8 +13,8 @@ import html
 import re
 
 #: characters Streamlit's Markdown gives a meaning (CommonMark's punctuation, ``$`` for LaTeX, ``:`` for
-#: emoji and coloured text shortcodes)
-MARKDOWN_SPECIAL = frozenset("\\`*_{}[]()#+-.!|<>~$:=\"'&")
+#: emoji and coloured text shortcodes, ``@`` and ``.`` for GitHub's bare e-mail and www links)
+MARKDOWN_SPECIAL = frozenset("\\`*_{}[]()#+-.!|<>~$:=\"'&@")
 #: where :func:`protect_escapes` parks an escaped character while the report's Markdown rules run (a private-use
 #: block: no user text reaches it unescaped, :func:`plain_markdown` maps it away)
 _PARK = 0xE000
@@ -31,12 +31,18 @@ def plain_markdown(text: object) -> str:
 
 def protect_escapes(markdown: str) -> str:
     """``markdown`` with each backslash-escaped special character parked out of the way of Markdown rules."""
-    return re.sub(r"\\([\\`*_{}\[\]()#+\-.!|<>~$:=\"'&])", lambda m: chr(_PARK + ord(m.group(1))), markdown)
+    return re.sub(r"\\([\\`*_{}\[\]()#+\-.!|<>~$:=\"'&@])", lambda m: chr(_PARK + ord(m.group(1))), markdown)
 
 
 def unescape_to_html(text: str) -> str:
     """The parked characters of :func:`protect_escapes` back, each HTML-escaped (run after the Markdown rules)."""
     return re.sub(r"[\ue000-\ue07f]", lambda m: html.escape(chr(ord(m.group(0)) - _PARK), quote=True), text)
+
+
+def shown_text(markdown: str) -> str:
+    """What a reader sees of Markdown made with :func:`plain_markdown` (its escapes removed): for messages compared
+    as text, e.g. by tests."""
+    return re.sub(r"\\([\\`*_{}\[\]()#+\-.!|<>~$:=\"'&@])", r"\1", markdown)
 
 
 def plain_html(text: object) -> str:
