@@ -126,7 +126,8 @@ def show_preview(cfg: ExperimentConfig) -> bool:
         for k, (col, view, rid) in enumerate(zip(st.columns(len(p.examples)), p.examples, p.example_ids)):
             with col:
                 # an image's caption names its role; a text record's lines do not, so the note does
-                note = f"id {rid}" if view.kind == "image" else f"{view.caption} · id {rid}"
+                note = (f"id {plain_markdown(rid)}" if view.kind == "image"
+                        else f"{plain_markdown(view.caption)} · id {plain_markdown(rid)}")
                 show_record({cfg.arch: view}, key=f"preview:{k}", note=note)
     return True
 

@@ -18,7 +18,9 @@ def show_record(views: dict[str, RecordView], key: str, note: str = "", width: i
     (a translation; a map with its path), and ``note`` (scores) under it. Drawn by the view's kind
     alone, so a new task needs nothing here."""
     first = next(iter(views.values()))
-    caption = f"{first.caption} · {note}" if note else first.caption
+    # the task's caption names the record's class or label (the user's data): as text; ``note`` is the caller's
+    # Markdown (a caller escapes the user's strings it puts in, e.g. a record id)
+    caption = f"{plain_markdown(first.caption)} · {note}" if note else plain_markdown(first.caption)
     if first.kind == "image":
         st.image(first.image, caption=caption, width=width)
     elif first.kind == "text":
