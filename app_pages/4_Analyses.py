@@ -9,7 +9,7 @@ import json
 
 import streamlit as st
 
-from core.views.plain import plain_markdown
+from core.views.plain import csv_text, plain_markdown
 
 from core.analyses import analyses_view, analysis, record_views
 from core.analyses.analysis_results import CanaryAudit, ExposureView, SlicesView
@@ -85,7 +85,7 @@ def downloads(name: str, results: dict, fig) -> None:
     a, b = st.columns(2)
     a.download_button(f"{name}.html", lambda: fig.to_html(include_plotlyjs=True, full_html=True),
                       file_name=f"{name}.html", mime="text/html", key=f"dl-html-{name}", on_click="ignore")
-    b.download_button(f"{name}.csv", lambda: analysis_tables.tables(results)[name].to_csv(index=False),
+    b.download_button(f"{name}.csv", lambda: csv_text(analysis_tables.tables(results)[name]),
                       file_name=f"{name}.csv", mime="text/csv", key=f"dl-csv-{name}", on_click="ignore")
 
 

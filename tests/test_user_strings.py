@@ -137,3 +137,13 @@ def test_the_escaping_helper_leaves_no_markup_and_the_report_reads_it_back():
         assert shown_text(escaped) == " ".join(text.split()).replace("\ue02a", "\ufffd")
         html_text = report.markdown_html(f"**Data:** {escaped}")
         assert html_text.startswith("<b>Data:</b> ") and "<img" not in html_text and "<i>" not in html_text
+
+
+def test_a_csv_the_explorer_writes_runs_no_formula():
+    import pandas as pd
+
+    from core.views.plain import csv_text
+
+    frame = pd.DataFrame({"=cmd|' /C calc'!A0": ["=HYPERLINK(\"http://x\")", "@SUM(A1)", "-0.5", "plain"], "n": [1, -2, 3, 4]})
+    lines = csv_text(frame).splitlines()
+    assert lines == ["'=cmd|' /C calc'!A0,n", "\"'=HYPERLINK(\"\"http://x\"\")\",1", "'@SUM(A1),-2", "-0.5,3", "plain,4"]

@@ -48,3 +48,26 @@ def shown_text(markdown: str) -> str:
 def plain_html(text: object) -> str:
     """A user's string inside HTML: escaped, quotes included."""
     return html.escape(str(text), quote=True)
+
+
+#: a spreadsheet reads a cell that starts with one of these as a formula (``=HYPERLINK(...)``, ``@SUM``, ``+cmd|``)
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: object) -> object:
+    """A cell of a CSV the explorer writes: a text that a spreadsheet would run as a formula gets a leading ``'``
+    (shown as text there); numbers, and texts that read as numbers (``-0.5``), are left as they are."""
+    if not isinstance(value, str) or not value.startswith(_FORMULA_START):
+        return value
+    try:
+        float(value)
+        return value
+    except ValueError:
+        return "'" + value
+
+
+def csv_text(frame) -> str:
+    """``frame`` (a pandas DataFrame) as CSV text with every cell and column name through :func:`csv_cell`."""
+    safe = frame.map(csv_cell) if hasattr(frame, "map") else frame.applymap(csv_cell)
+    safe.columns = [csv_cell(c) for c in safe.columns]
+    return safe.to_csv(index=False)

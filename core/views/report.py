@@ -35,7 +35,7 @@ from core.experiment.cache import ArtifactCache
 from core.foundations.config import ExperimentConfig
 from core.tasks.navigation import MapViews
 from core.views.repeat_figures import MatchedView
-from core.views.plain import protect_escapes, unescape_to_html
+from core.views.plain import csv_text, protect_escapes, unescape_to_html
 from core.foundations.errors import ConfigError
 from core.foundations.fileio import write_json_atomically, write_text_atomically
 from core.foundations.names import ARCH_NAMES
@@ -70,7 +70,7 @@ def write_analyses(results: dict[str, Any], folder: str | Path) -> list[Path]:
     written = []
     for name, df in tables(results).items():
         path = folder / f"{name}.csv"
-        write_text_atomically(path, df.to_csv(index=False))
+        write_text_atomically(path, csv_text(df))  # a user's names: never a spreadsheet formula
         written.append(path)
     for name, fig in figures_of(results).items():
         path = folder / f"{name}.html"
