@@ -12,6 +12,7 @@ from __future__ import annotations
 import secrets
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from core.foundations.environment import env_value
 
@@ -50,8 +51,4 @@ def is_lecturer() -> bool:
 
 def in_session() -> bool:
     """Whether this code runs in a browser session's script run (not a test's or a thread's own call)."""
-    try:
-        from streamlit.runtime.scriptrunner import get_script_run_ctx
-        return get_script_run_ctx(suppress_warning=True) is not None
-    except Exception:  # noqa: BLE001
-        return False
+    return get_script_run_ctx(suppress_warning=True) is not None
