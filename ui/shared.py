@@ -147,16 +147,20 @@ def map_views_of(cfg: ExperimentConfig) -> MapViews | None:
         return None
 
 
+#: the Defender's calls that read whole memo entries only (see :class:`SharedDefender`): no lock
+_LOCK_FREE = frozenset({"ready"})
+
+
 class SharedDefender:
     """A :class:`~core.defenses.defender.Defender` that every browser session of the server uses at once: each of its
     calls holds the Defender's lock, so two sessions' slider steps never interleave inside it (its memos, the one
     value's noisy models it keeps, its forward-pass store) — one waits for the other's call, whose point is then
     memoised for both: cached points shared, in-flight work finished, never two sessions' values mixed.
 
-    :meth:`ready` (a lookup the page's script thread makes before queuing a step's calls) does not wait: while
-    another session's call holds the lock it answers "not known" (None), and the call it then queues in the
-    session's lane waits for the lock and finds the point memoised if it was. Plain attributes (``baseline``,
-    ``cfg``, …: set once when the Defender is built) are read without the lock."""
+    :meth:`ready` (the lookup the page's script thread makes before queuing a step's calls) takes no lock: it reads
+    the memo and the cache, whose entries are put in whole (a complete point under its key, one dict assignment),
+    and stores nothing but such an entry; so a known point is shown at once even while another session's call
+    computes. Plain attributes (``baseline``, ``cfg``, …: set once when the Defender is built) are read as they are."""
 
     def __init__(self, defender: Defender) -> None:
         object.__setattr__(self, "_defender", defender)
@@ -166,16 +170,9 @@ class SharedDefender:
         value = getattr(self._defender, name)
         if not callable(value) or isinstance(value, type):
             return value
+        if name in _LOCK_FREE:
+            return value
         lock = self._lock
-        if name == "ready":
-            def ready(*args, **kwargs):
-                if not lock.acquire(blocking=False):
-                    return None
-                try:
-                    return value(*args, **kwargs)
-                finally:
-                    lock.release()
-            return ready
 
         def locked(*args, **kwargs):
             with lock:
