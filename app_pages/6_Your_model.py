@@ -30,7 +30,7 @@ from core.views.scores_report import roc_loglog_figure, scores_report_html
 from ui.examples import plain_markdown, show_record
 from ui.nav import format_seconds
 from ui.results import show_results
-from ui.ownership import UPLOADS_PER_SESSION
+from ui.ownership import UPLOAD_BYTES_PER_SESSION, UPLOADS_PER_SESSION
 from ui.session import session_owner
 from ui.shared import job_manager, summary_of, upload_ledger
 
@@ -199,12 +199,12 @@ def kept_upload(upload, kind: str) -> str | None:
     ledger, owner = upload_ledger(), session_owner()
     content = upload.getvalue()
     try:
-        ledger.check_room(owner, str(upload_path(content, kind)))
+        ledger.check_room(owner, str(upload_path(content, kind)), len(content))
         path = str(store_upload(content, kind))
     except MIAError as exc:
         st.error(plain_markdown(exc))
         return None
-    ledger.add(owner, path)
+    ledger.add(owner, path, len(content))
     return path
 
 
@@ -228,7 +228,8 @@ def typed_file(text: str) -> str:
 #: what the upload boxes say of their caps (the server's upload limit, .streamlit/config.toml's maxUploadSize,
 #: is the largest of them: a file between two caps gets this page's message, not the browser's generic refusal)
 def cap_text(kind: str) -> str:
-    return f"At most {UPLOAD_KINDS[kind][1] // 2**20} MiB; {UPLOADS_PER_SESSION} uploads per session."
+    return (f"At most {UPLOAD_KINDS[kind][1] // 2**20} MiB; {UPLOADS_PER_SESSION} uploads and "
+            f"{UPLOAD_BYTES_PER_SESSION // 2**20:,} MiB in all per session.")
 
 
 # ---------------------------------------------------------------------------- the four ways

@@ -71,6 +71,12 @@ def test_each_session_has_its_own_upload_quota():
     ledger.check_room("a", "/r/1.txt")  # the same file again costs nothing
     ledger.check_room("b", "/r/3.txt")
     assert ledger.of("a") == ["/r/1.txt", "/r/2.txt"] and ledger.of("b") == []
+    small = UploadLedger(per_session=5, bytes_per_session=100)
+    small.add("a", "/r/1.bin", 60)
+    small.add("a", "/r/1.bin", 60)  # the same file again: counted once
+    small.check_room("a", "/r/2.bin", 40)
+    with pytest.raises(ConfigError, match="past 0 MiB in all"):
+        small.check_room("a", "/r/2.bin", 41)
 
 
 def _scores(path: Path) -> bytes:

@@ -321,9 +321,10 @@ class JobManager:
         return "+".join(sorted({c.config_hash for c in configs}))
 
     def submit(self, configs: Iterable[ExperimentConfig], kind: str = "experiment",
-               params: dict[str, Any] | None = None, owner: str | None = None) -> JobGroup:
+               params: dict[str, Any] | None = None, owner: str | None = None, capped: bool = True) -> JobGroup:
         """Queue a job of ``kind`` (with ``params``) for each config unless one is queued or running
-        already (then attach to it); ``owner`` (a session, :mod:`ui.session`) becomes one of each job's owners.
+        already (then attach to it); ``owner`` (a session, :mod:`ui.session`) becomes one of each job's owners, held
+        to :attr:`quota` unless not ``capped`` (a lecturer).
 
         A config whose last job finished is queued again (the page submits only what is not in
         the cache, so this resumes a cancelled job or retries a failed one).
@@ -337,7 +338,7 @@ class JobManager:
         with self._cond:
             if self._stopping:
                 raise RuntimeError("the job manager is shut down")
-            if owner is not None:
+            if owner is not None and capped:
                 keys = {job_key(cfg, kind, params=frozen) for cfg in configs}
                 held = {j.key for j in self._active_locked() if owner in j.owners}
                 wanted = len(held | keys)
@@ -642,13 +643,7 @@ class SessionJobs:
                params: dict[str, Any] | None = None) -> JobGroup:
         """:meth:`JobManager.submit` as this owner (a lecturer's submissions are owned and counted too, but not capped)."""
         configs = list(configs)
-        if self.owner is not None and self.lecturer:
-            group = self.manager.submit(configs, kind, params)
-            with self.manager._cond:
-                for job in group.jobs:
-                    job.owners.add(self.owner)
-        else:
-            group = self.manager.submit(configs, kind, params, owner=self.owner)
+        group = self.manager.submit(configs, kind, params, owner=self.owner, capped=not self.lecturer)
         if self.owner is not None and self._on_submit is not None:
             self._on_submit(configs, self.owner)
         return group

@@ -21,8 +21,10 @@ from core.foundations.fileio import read_named_file, write_text_atomically
 
 #: data sets that are a user's files, not a built-in data set (the Your model page's layouts)
 USER_DATASETS = frozenset({"folder", "csv", "pairs"})
-#: uploads one session may keep (the upload folder's own cap, for everybody, is MAX_UPLOADS in core)
+#: uploads one session may keep, and their bytes in all (the upload folder's own cap, for everybody, is MAX_UPLOADS
+#: in core): a class of thirty fills neither the folder's cap nor the disk through one student
 UPLOADS_PER_SESSION = 20
+UPLOAD_BYTES_PER_SESSION = 1024 * 2**20
 #: the record of who made which run on user data, in the cache folder
 OWNERS_FILE = "run_owners.json"
 #: largest owners record read (bytes)
@@ -93,25 +95,34 @@ class RunOwners:
 class UploadLedger:
     """The uploads each session made (owner → paths), at most :data:`UPLOADS_PER_SESSION` each."""
 
-    def __init__(self, per_session: int = UPLOADS_PER_SESSION) -> None:
-        self.per_session = per_session
+    def __init__(self, per_session: int = UPLOADS_PER_SESSION, bytes_per_session: int = UPLOAD_BYTES_PER_SESSION
+                 ) -> None:
+        self.per_session, self.bytes_per_session = per_session, bytes_per_session
         self._lock = threading.Lock()
         self._by_owner: dict[str, set[str]] = {}
+        self._bytes: dict[str, int] = {}
 
-    def check_room(self, owner: str, path_if_kept: str | None = None) -> None:
-        """Raise :class:`ConfigError` when ``owner`` holds its quota of uploads already (a file it uploaded before
-        costs nothing)."""
+    def check_room(self, owner: str, path_if_kept: str | None = None, size: int = 0) -> None:
+        """Raise :class:`ConfigError` when an upload of ``size`` bytes would take ``owner`` past its number of
+        uploads or its bytes (a file it uploaded before costs nothing)."""
         with self._lock:
             mine = self._by_owner.get(owner, set())
             if path_if_kept in mine:
                 return
             if len(mine) >= self.per_session:
                 raise ConfigError(f"this session has uploaded {len(mine)} files, the most one session keeps; "
-                                  "use one of them again or ask the lecturer to raise the limit")
+                                  "use one of them again")
+            used = self._bytes.get(owner, 0)
+            if used + size > self.bytes_per_session:
+                raise ConfigError(f"this upload ({size / 2**20:,.1f} MiB) would take this session's uploads past "
+                                  f"{self.bytes_per_session // 2**20:,} MiB in all ({used / 2**20:,.1f} MiB kept)")
 
-    def add(self, owner: str, path: str) -> None:
+    def add(self, owner: str, path: str, size: int = 0) -> None:
         with self._lock:
-            self._by_owner.setdefault(owner, set()).add(str(path))
+            mine = self._by_owner.setdefault(owner, set())
+            if str(path) not in mine:
+                mine.add(str(path))
+                self._bytes[owner] = self._bytes.get(owner, 0) + size
 
     def owns(self, owner: str, path: str) -> bool:
         with self._lock:

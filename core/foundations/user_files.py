@@ -190,8 +190,9 @@ UPLOAD_FOLDER = "mia_uploads"
 #: what an upload may be: kind → (file suffix, the most bytes kept)
 UPLOAD_KINDS = {"weights": (".safetensors", MAX_WEIGHTS_BYTES), "members": (".txt", MAX_MEMBERS_BYTES),
                 "scores_csv": (".csv", 64 * 2**20), "scores_npz": (".npz", 64 * 2**20)}
-#: uploads kept at most (a server shared by a class must not fill its disk through the browser)
-MAX_UPLOADS = 200
+#: uploads kept at most (a server shared by a class must not fill its disk through the browser; each session holds
+#: at most 20 of them and 1 GiB: ui.ownership)
+MAX_UPLOADS = 1000
 
 
 def upload_path(content: bytes, kind: str, root: str | os.PathLike | None = None) -> Path:
