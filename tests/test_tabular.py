@@ -300,7 +300,7 @@ def test_the_train_page_reads_a_csv_and_says_a_bad_label_in_one_message(root):
     at.run(timeout=60)
     [b for b in at.button if b.label == "Train & attack"][0].click()
     run_until(at, has_results)
-    shown = " ".join(c.value for c in at.caption)
+    shown = " ".join(shown_text(c.value) for c in at.caption)  # the data description: the user's names, as text
     assert not at.exception and "csv: 120 rows" in shown and "missing values: income 12" in shown
 
 
