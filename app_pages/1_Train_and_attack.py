@@ -181,7 +181,7 @@ def progress_panel(cfgs) -> None:
                                "the ETA extrapolates the measured rate")
             elif job.state == "queued":
                 place = manager.place(job)
-                running = [j.label for j in manager.active() if j.state == "running"]
+                running = [plain_markdown(j.label) for j in manager.active() if j.state == "running"]
                 st.progress(0.0, text=f"{plain_markdown(job.label)}: queued, #{place} in line"
                                       + (f" (running now: {', '.join(running)})" if running else ""))
             else:

@@ -166,7 +166,7 @@ def status_rows() -> list[dict]:
                 eta = f", ~{job.eta_s:.0f} s left" if job.eta_s is not None else ""
                 state = f"training {job.fraction:.0%}{eta}"
             elif job.error:
-                state = f"failed: {plain_markdown(job.error)}"
+                state = f"failed: {job.error}"  # a table cell: text as it is
             else:
                 state = job.state
         rows.append({"arch": ARCH_LABELS[arch], "run": run_label(v) + (f" (repeat {r + 1})" if r else ""),
