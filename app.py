@@ -18,6 +18,8 @@ if torch.get_num_threads() != SERVER_TORCH_THREADS:
 from core.foundations.environment import check_environment
 from core.foundations.errors import ConfigError
 from core.tasks import available_tasks
+from core.views.plain import plain_markdown
+from ui.jobs import JobQuotaError
 
 from ui.nav import jobs_sidebar, navigation
 from ui.shared import preload_page_modules
@@ -26,15 +28,18 @@ st.set_page_config(page_title="MIA Explorer", page_icon="🔍", layout="wide")
 try:  # a bad MIA_* value: one message before any page or worker starts (the CLI's rule too)
     check_environment()
 except ConfigError as exc:
-    st.error(str(exc))
+    st.error(plain_markdown(exc))
     st.stop()
 try:  # the plugins the server was configured with ($MIA_PLUGINS, installed entry points), never the browser
     available_tasks()
 except ConfigError as exc:
-    st.error(f"The server's task plugins cannot be loaded: {exc}. Fix or remove it in $MIA_PLUGINS and restart "
+    st.error(f"The server's task plugins cannot be loaded: {plain_markdown(exc)}. Fix or remove it in $MIA_PLUGINS and restart "
              "the server (docs/your_data.md, 'Your architecture').")
     st.stop()
 preload_page_modules()  # once per server: the other pages' imports start in the background now
 page = navigation()
 jobs_sidebar()
-page.run()
+try:
+    page.run()
+except JobQuotaError as exc:  # a click that would queue past this session's quota: one message, nothing queued
+    st.error(plain_markdown(exc))

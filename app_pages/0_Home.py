@@ -5,6 +5,8 @@ from pathlib import Path
 
 import streamlit as st
 
+from core.views.plain import plain_markdown
+
 from core.analyses.answer import Answer, answer_key, cached_answer
 from core.analyses.repeats import repeat_config
 from core.foundations.errors import MIAError
@@ -51,7 +53,7 @@ task = get_task("image")
 try:
     demo = [task.make_config(arch, "quick") for arch in ("ffnn", "rnn")]
 except MIAError as exc:  # a preset that no longer validates is a bug: say so rather than hide the button
-    st.error(f"The image demo's preset is invalid: {exc}")
+    st.error(f"The image demo's preset is invalid: {plain_markdown(exc)}")
     demo = []
 if demo:
     manager = job_manager()

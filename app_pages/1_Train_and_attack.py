@@ -9,6 +9,8 @@ import dataclasses
 
 import streamlit as st
 
+from core.views.plain import plain_markdown
+
 from core.data import multi30k
 from core.foundations.config import MAX_REPEATS
 from core.foundations.errors import MIAError
@@ -75,7 +77,7 @@ if dataset in task.real_datasets:
     try:  # MIA_DATA_ROOT may name nothing that resolves ("~nosuchuser"): say so, no traceback
         root_text = str(data_root())
     except MIAError as exc:
-        st.error(str(exc))
+        st.error(plain_markdown(exc))
         st.stop()
     with d2:
         data_dir = st.text_input(f"Local {dataset} {'file' if dataset == 'csv' else 'folder'}", value=base.data_dir,
@@ -90,7 +92,7 @@ if dataset in task.real_datasets:
         try:  # folders typed here are confined to the data root (the page may be served on a network)
             data_dir = str(resolve_data_dir(data_dir))
         except MIAError as exc:
-            st.error(str(exc))
+            st.error(plain_markdown(exc))
             st.stop()
 # a folder that cannot be read is said now, under its box, with Train disabled — not after a worker failed on it
 # (issue 32.14)
@@ -115,16 +117,16 @@ def multi30k_folder_check(cfg) -> None:
     needed = [f for f in multi30k.missing_files(cfg.data_dir, langs) if f.startswith("train.")]
     if not needed:
         return
-    st.warning(f"The folder {cfg.data_dir!r} lacks {', '.join(needed)}. Put the files from data/task1/raw/ of the "
+    st.warning(f"The folder {plain_markdown(repr(cfg.data_dir))} lacks {', '.join(needed)}. Put the files from data/task1/raw/ of the "
                "Multi30K repository there, or download them (needs an internet connection).")
     if st.button(f"Download Multi30K ({'/'.join(langs)}) into this folder"):
         with st.status("Downloading Multi30K…", expanded=True) as status:
             try:
                 fetched = multi30k.download_multi30k(cfg.data_dir, langs, root=data_root(),
-                                                     on_file=lambda name, k, n: st.write(f"{name} ({k + 1}/{n})"))
+                                                     on_file=lambda name, k, n: st.write(f"{plain_markdown(name)} ({k + 1}/{n})"))
             except MIAError as exc:  # offline, a broken file, or a folder outside the data root
                 status.update(label="Download failed", state="error")
-                st.error(str(exc))
+                st.error(plain_markdown(exc))
                 st.stop()
             status.update(label=f"Downloaded {len(fetched)} files", state="complete")
         st.rerun()
@@ -134,7 +136,7 @@ def multi30k_folder_check(cfg) -> None:
 try:
     configs = [task.make_config(arch, preset, overrides[arch]) for arch in archs]
 except MIAError as exc:
-    st.error(f"Invalid settings: {exc}")
+    st.error(f"Invalid settings: {plain_markdown(exc)}")
     st.stop()
 
 if dataset == "multi30k":
@@ -148,7 +150,7 @@ for c in configs:  # a job that finished but whose result cannot be read back fr
         try:
             summaries[c.arch] = RunSummary.from_dict(jobs[c.arch].summary)
         except MIAError as exc:  # checked like a cached one: a malformed result is said, not drawn
-            st.error(f"The result of {ARCH_LABELS[c.arch]} cannot be shown: {exc}")
+            st.error(f"The result of {ARCH_LABELS[c.arch]} cannot be shown: {plain_markdown(exc)}")
 missing = [c for c in configs if summaries[c.arch] is None]
 active = [c for c in missing if jobs[c.arch] is not None and jobs[c.arch].active]
 idle = [c for c in missing if c not in active]
@@ -170,20 +172,20 @@ def progress_panel(cfgs) -> None:
             if job.state == "running":
                 ev = job.event
                 if ev is None:
-                    st.progress(0.0, text=f"{job.label}: starting the worker…")
+                    st.progress(0.0, text=f"{plain_markdown(job.label)}: starting the worker…")
                 else:
                     # one progress figure: the bar, its text and the sidebar all read job.fraction (the whole
                     # job), never the running stage's own fraction (issue 32.10: "18 %", "(71 %)" and a bar at 20 %)
-                    st.progress(job.fraction, text=f"{job.label} — {job_line(job)}")
+                    st.progress(job.fraction, text=f"{plain_markdown(job.label)} — {job_line(job)}")
                     st.caption(f"running for {format_seconds(job.elapsed_s)} in worker process {job.worker_pid}; "
                                "the ETA extrapolates the measured rate")
             elif job.state == "queued":
                 place = manager.place(job)
-                running = [j.label for j in manager.active() if j.state == "running"]
-                st.progress(0.0, text=f"{job.label}: queued, #{place} in line"
+                running = [plain_markdown(j.label) for j in manager.active() if j.state == "running"]
+                st.progress(0.0, text=f"{plain_markdown(job.label)}: queued, #{place} in line"
                                       + (f" (running now: {', '.join(running)})" if running else ""))
             else:
-                st.progress(1.0, text=f"{job.label}: {job.state}")
+                st.progress(1.0, text=f"{plain_markdown(job.label)}: {job.state}")
         with cols[1]:
             if job.active and st.button("Cancel", key=f"cancel-{job.id}",
                                         help="Stops this job; models already trained stay cached, so training it "
@@ -196,7 +198,7 @@ if missing:
     for c in idle:
         job = jobs[c.arch]
         if job is not None and job.state == "failed":
-            st.error(f"The last run of {ARCH_LABELS[c.arch]} failed: {job.error}")
+            st.error(f"The last run of {ARCH_LABELS[c.arch]} failed: {plain_markdown(job.error)}")
         elif job is not None and job.state == "cancelled":
             st.warning(f"{ARCH_LABELS[c.arch]} was cancelled. Models it had finished are cached: training it again "
                        "resumes from them.")

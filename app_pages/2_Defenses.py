@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 
 import streamlit as st
+
+from core.views.plain import plain_markdown
 from streamlit.delta_generator import DeltaGenerator
 
 from core.defenses import registry as defense_registry
@@ -81,7 +83,7 @@ if any(runs.values()):
             try:
                 configs[arch] = config_of(options[chosen])
             except MIAError as exc:
-                col.error(f"This run cannot be reloaded: {exc}")
+                col.error(f"This run cannot be reloaded: {plain_markdown(exc)}")
 
 # ---------------------------------------------------------------------------- trained models?
 missing = [a for a, c in configs.items() if summary_of(c) is None]
@@ -98,7 +100,7 @@ if missing:
         st.button("Refresh")
         st.stop()
     if job is not None and job.error:
-        st.error(f"The last run failed: {job.error}")
+        st.error(f"The last run failed: {plain_markdown(job.error)}")
     st.info(f"Defenses act on trained models, and {names} of the *{preset}* preset are not in the cache yet. "
             f"Run Train & attack for them first (it runs in the background; this page picks them up).")
     if st.button(f"Train & attack {names} ({preset})", type="primary"):
@@ -111,7 +113,7 @@ if missing:
 try:
     defenders = {a: defender_for(c) for a, c in configs.items()}
 except MIAError as exc:
-    st.error(f"Could not load the trained models: {exc}")
+    st.error(f"Could not load the trained models: {plain_markdown(exc)}")
     st.stop()
 
 
@@ -136,7 +138,7 @@ try:
         # repeats_cached already counted them: no cache reads on a slider step (repeat_config is pure)
         repeat_defenders[a] = [defenders[a]] + [defender_for(repeat_config(c, r)) for r in range(1, n_repeats)]
 except MIAError as exc:
-    st.error(f"Could not load a repeat's models: {exc}")
+    st.error(f"Could not load a repeat's models: {plain_markdown(exc)}")
     repeat_defenders = {a: [d] for a, d in defenders.items()}
 
 
@@ -146,7 +148,7 @@ def job_allows_submit(job, what: str) -> bool:
     if job is None:
         return True
     if job.state == "failed":
-        st.error(f"{what} failed: {job.error}")
+        st.error(f"{what} failed: {plain_markdown(job.error)}")
         return True
     if job.state == "cancelled":
         st.caption(f"{what} was cancelled (pairs and models already computed stay cached).")
@@ -313,7 +315,7 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
             try:
                 point = shown[arch][0][0].result()
             except (MIAError, ValueError) as exc:
-                st.error(str(exc))
+                st.error(plain_markdown(exc))
                 continue
             fast[arch] = point
             cards[arch] = cards_of(point, d.baseline)
@@ -472,9 +474,9 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
         else:
             for j in grid_jobs:
                 if j.state == "failed":
-                    st.error(f"The last measurement failed ({j.label}): {j.error}")
+                    st.error(f"The last measurement failed ({plain_markdown(j.label)}): {plain_markdown(j.error)}")
                 elif j.state == "cancelled":
-                    st.caption(f"{j.label} was cancelled (the values already measured stay cached).")
+                    st.caption(f"{plain_markdown(j.label)} was cancelled (the values already measured stay cached).")
             if st.button(f"Measure {param.symbol} = {grid_text} (utility included"
                          + (f", on {n_repeats} repeats" if n_repeats > 1 else "") + ")"):
                 manager.submit(grid_configs, "defense_grid", grid_params)

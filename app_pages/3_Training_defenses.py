@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import streamlit as st
 
+from core.views.plain import plain_markdown
+
 from core.defenses import registry as defense_registry
 from core.foundations.config import ExperimentConfig, config_changes, field_range, parse_values
 from core.foundations.errors import MIAError
@@ -84,7 +86,7 @@ try:  # every value checked for every architecture before anything is shown or s
     runs: dict[str, list[tuple[float | None, ExperimentConfig]]] = sweep_runs(
         bases, mechanism, parse_values(text, f"the {name} grid"), target_epsilon, clip_norm, delta)
 except MIAError as exc:
-    st.error(str(exc))
+    st.error(plain_markdown(exc))
     st.stop()
 values = [v for v, _ in next(iter(runs.values()))[1:]]
 
@@ -164,7 +166,7 @@ def status_rows() -> list[dict]:
                 eta = f", ~{job.eta_s:.0f} s left" if job.eta_s is not None else ""
                 state = f"training {job.fraction:.0%}{eta}"
             elif job.error:
-                state = f"failed: {job.error}"
+                state = f"failed: {job.error}"  # a table cell: text as it is
             else:
                 state = job.state
         rows.append({"arch": ARCH_LABELS[arch], "run": run_label(v) + (f" (repeat {r + 1})" if r else ""),
@@ -194,7 +196,7 @@ if missing:
         _progress()
     else:
         if group.error:
-            st.error(f"Some runs failed: {group.error}")
+            st.error(f"Some runs failed: {plain_markdown(group.error)}")
         st.dataframe(status_rows(), hide_index=True, width="stretch")
         todo = [(arch, v is None) for _, arch, v, _, summary in all_runs if summary is None]
         estimate = expected_sweep(todo, measured_points, measured_baseline, mechanism)

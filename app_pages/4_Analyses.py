@@ -9,6 +9,8 @@ import json
 
 import streamlit as st
 
+from core.views.plain import csv_text, plain_markdown
+
 from core.analyses import analyses_view, analysis, record_views
 from core.analyses.analysis_results import CanaryAudit, ExposureView, SlicesView
 from core.analyses import registry as analysis_registry
@@ -84,7 +86,7 @@ def downloads(name: str, results: dict, fig) -> None:
     a, b = st.columns(2)
     a.download_button(f"{name}.html", lambda: fig.to_html(include_plotlyjs=True, full_html=True),
                       file_name=f"{name}.html", mime="text/html", key=f"dl-html-{name}", on_click="ignore")
-    b.download_button(f"{name}.csv", lambda: analysis_tables.tables(results)[name].to_csv(index=False),
+    b.download_button(f"{name}.csv", lambda: csv_text(analysis_tables.tables(results)[name]),
                       file_name=f"{name}.csv", mime="text/csv", key=f"dl-csv-{name}", on_click="ignore")
 
 
@@ -150,7 +152,7 @@ repeat_results = {r: {name: done for name in LONG if (done := job_results(long_r
 try:  # one core call: the page draws what it returns (core.analyses.analyses_view; nothing trains)
     view = analyses_view.analyses_view(configs, long_results, n_rep, repeat_results, compute=cached_analyses)
 except MIAError as exc:  # a summary whose models are gone from the cache: said, never retrained here
-    st.error(f"Could not load the trained models: {exc}")
+    st.error(f"Could not load the trained models: {plain_markdown(exc)}")
     st.stop()
 base = view.results
 #: what the downloads and the export hold: this view's results, plus the per-record views whose tabs ran
@@ -207,7 +209,7 @@ for _ in drawn(tabs[0]):
         try:
             scatter = defended_scatter(mechanism, float(value))
         except MIAError as exc:
-            st.error(f"Could not defend these runs: {exc}")
+            st.error(f"Could not defend these runs: {plain_markdown(exc)}")
     attacks, default = analyses_text.scatter_attacks(base["scatter"], scatter)
     with o3:
         attack = st.selectbox("Attack", attacks, index=default, format_func=lambda n: ATTACK_LABELS.get(n, n))
@@ -266,9 +268,9 @@ def group_unfinished(group, what: str) -> bool:
         return True
     for j in jobs:
         if j.state == "failed":
-            st.error(f"The last run failed ({j.label}): {j.error}")
+            st.error(f"The last run failed ({plain_markdown(j.label)}): {plain_markdown(j.error)}")
         elif j.state == "cancelled":
-            st.caption(f"{j.label} was cancelled (models already trained stay cached).")
+            st.caption(f"{plain_markdown(j.label)} was cancelled (models already trained stay cached).")
     return False
 
 
@@ -387,7 +389,7 @@ for _ in drawn(tabs[5]):
     try:
         exposed = exposure_of(HASHES, attack_x, mech, float(val) if val is not None else None, configs)
     except MIAError as exc:
-        st.error(f"Could not compute the exposure view: {exc}")
+        st.error(f"Could not compute the exposure view: {plain_markdown(exc)}")
         exposed = None
     if exposed is not None:
         all_results["exposure"] = exposed.to_dict()  # the exports' layout (analyses.json)
@@ -498,7 +500,7 @@ for _ in drawn(tabs[8]):
     try:
         sliced = slices_of(HASHES, None, configs)
     except MIAError as exc:
-        st.error(f"Could not slice the records: {exc}")
+        st.error(f"Could not slice the records: {plain_markdown(exc)}")
         sliced = None
     if sliced:
         all_results["slices"] = sliced.to_dict()

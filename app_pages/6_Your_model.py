@@ -10,6 +10,7 @@ the runs it trained.
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import streamlit as st
@@ -25,7 +26,8 @@ from core.foundations.names import ARCH_NAMES as ARCH_LABELS
 from core.foundations.paths import data_root, resolve_data_dir
 from core.foundations.plugins import PLUGIN_ENV
 from core.foundations.task_registry import builtin_tasks
-from core.foundations.user_files import parse_member_ids, read_user_file, store_upload, user_file_path
+from core.foundations.user_files import (UPLOAD_FOLDER, UPLOAD_KINDS, parse_member_ids, read_user_file,
+    store_upload, upload_path, user_file_path)
 from core.models.kinds.preprocess import read_preprocess
 from core.training.recipe import read_recipe
 from core.views.audit_report import audit_report_html
@@ -35,7 +37,9 @@ from core.views.scores_report import roc_loglog_figure, scores_report_html
 from ui.examples import plain_markdown, show_record
 from ui.nav import format_seconds
 from ui.results import show_results
-from ui.shared import job_manager, summary_of
+from ui.ownership import UPLOAD_BYTES_PER_SESSION, UPLOADS_PER_SESSION
+from ui.session import session_owner
+from ui.shared import job_manager, summary_of, upload_ledger
 
 #: the layouts a user's data comes in: label → (task, dataset, preset to start from, what the box takes)
 LAYOUTS = {
@@ -64,7 +68,7 @@ st.caption("How much does **your** model leak, on **your** data, and what would 
 try:
     root = data_root()
 except MIAError as exc:
-    st.error(str(exc))
+    st.error(plain_markdown(exc))
     st.stop()
 
 way = st.radio("What do you bring?", WAYS, horizontal=True, key="yours:way")
@@ -109,7 +113,7 @@ def data_inputs(key: str) -> tuple[str, str, dict] | None:
     if not path_text.strip():
         st.info(f"Enter {takes}.")
         return None
-    return layout, path_text.strip(), extra
+    return layout, typed_file(path_text), extra
 
 
 def show_preview(cfg: ExperimentConfig) -> bool:
@@ -117,7 +121,7 @@ def show_preview(cfg: ExperimentConfig) -> bool:
     try:
         p = cached_preview(cfg.config_hash, cfg)
     except MIAError as exc:
-        st.error(str(exc))
+        st.error(plain_markdown(exc))
         return False
     st.success(f"**Found:** {plain_markdown(p.description)}")  # names from the user's files, as text
     cols = st.columns(4)
@@ -130,7 +134,7 @@ def show_preview(cfg: ExperimentConfig) -> bool:
         st.caption("Missing values per column: " + ", ".join(f"{plain_markdown(str(k))}: {v}"
                                                               for k, v in missing.items()))
     if p.split_problem:
-        st.error(f"The configured sizes do not fit this data: {p.split_problem}")
+        st.error(f"The configured sizes do not fit this data: {plain_markdown(p.split_problem)}")
         return False
     st.caption(f"{p.shadows} shadow models, each on {p.shadow_members:,} members and {p.shadow_nonmembers:,} "
                f"non-members of the attacker's half. A member list's id is {p.record_id_meaning}.")
@@ -138,7 +142,8 @@ def show_preview(cfg: ExperimentConfig) -> bool:
         for k, (col, view, rid) in enumerate(zip(st.columns(len(p.examples)), p.examples, p.example_ids)):
             with col:
                 # an image's caption names its role; a text record's lines do not, so the note does
-                note = f"id {rid}" if view.kind == "image" else f"{view.caption} · id {rid}"
+                note = (f"id {plain_markdown(rid)}" if view.kind == "image"
+                        else f"{plain_markdown(view.caption)} · id {plain_markdown(rid)}")
                 show_record({cfg.arch: view}, key=f"preview:{k}", note=note)
     return True
 
@@ -153,7 +158,7 @@ def train_and_show(configs: list[ExperimentConfig], key: str) -> None:
         active = [j for j in jobs if j is not None and j.active]
         failed = [j for j in jobs if j is not None and j.state == "failed"]
         for j in failed:
-            st.error(f"The last run of {j.label} failed: {j.error}")
+            st.error(f"The last run of {plain_markdown(j.label)} failed: {plain_markdown(j.error)}")
         if active:
             progress_panel(missing)
         elif st.button(f"Train & attack {', '.join(ARCH_LABELS[c.arch] for c in missing)}", type="primary",
@@ -181,7 +186,7 @@ def progress_panel(configs: list[ExperimentConfig]) -> None:
     for job in jobs:
         cols = st.columns([6, 1])
         left = job.eta_s
-        text = f"{job.label}: {job.state}" + (f" · about {format_seconds(left)} left" if left is not None else "")
+        text = f"{plain_markdown(job.label)}: {job.state}" + (f" · about {format_seconds(left)} left" if left is not None else "")
         cols[0].progress(min(job.fraction, 1.0), text=text)
         if cols[1].button("Cancel", key=f"cancel:{job.id}"):
             manager.cancel(job)
@@ -203,14 +208,44 @@ def attack_table(result: ScoresResult) -> list[dict]:
 
 
 def kept_upload(upload, kind: str) -> str | None:
-    """An uploaded file kept under the data root (content-addressed); its path, or None on an error said."""
+    """An uploaded file kept under the data root (content-addressed, shared storage) and recorded as this session's
+    (:class:`ui.ownership.UploadLedger`); its path, or None on an error said."""
     if upload is None:
         return None
+    ledger, owner = upload_ledger(), session_owner()
+    content = upload.getvalue()
     try:
-        return str(store_upload(upload.getvalue(), kind))
+        ledger.check_room(owner, str(upload_path(content, kind)), len(content))
+        path = str(store_upload(content, kind))
     except MIAError as exc:
-        st.error(str(exc))
+        st.error(plain_markdown(exc))
         return None
+    ledger.add(owner, path, len(content))
+    return path
+
+
+def typed_file(text: str) -> str:
+    """A typed file name, unless it names another session's upload (the upload folder is shared storage: a session
+    names only its own uploads there, by uploading them)."""
+    text = text.strip()
+    if not text:
+        return ""
+    try:
+        named = Path(os.path.normpath(root / Path(text).expanduser()))
+    except (RuntimeError, ValueError):
+        return text  # the reader says what is wrong with it
+    if named.is_relative_to(root / UPLOAD_FOLDER) and not upload_ledger().owns(session_owner(), str(named)):
+        st.error(f"{plain_markdown(repr(text))} lies in the app's upload folder and is not one of this session's "
+                 "uploads: upload the file instead.")
+        st.stop()
+    return text
+
+
+#: what the upload boxes say of their caps (the server's upload limit, .streamlit/config.toml's maxUploadSize,
+#: is the largest of them: a file between two caps gets this page's message, not the browser's generic refusal)
+def cap_text(kind: str) -> str:
+    return (f"At most {UPLOAD_KINDS[kind][1] // 2**20} MiB; {UPLOADS_PER_SESSION} uploads and "
+            f"{UPLOAD_BYTES_PER_SESSION // 2**20:,} MiB in all per session.")
 
 
 def audit_table(result: AuditResult) -> list[dict]:
@@ -272,7 +307,7 @@ def own_model_section() -> None:
         records = read_records(data, pre, root=str(root))
         roles = assign_roles(records, parse_member_ids(read_user_file(members, "members", 32 * 2**20)), None, 0)
     except MIAError as exc:
-        st.error(str(exc))
+        st.error(plain_markdown(exc))
         return
     st.success(f"{roles.n_records:,} records: **{len(roles.members):,} members**, **{len(roles.nonmembers):,} "
                f"non-members** audited (as many as the members, at most half of the others), **{len(roles.pool):,}** "
@@ -284,7 +319,7 @@ def own_model_section() -> None:
         result = cached_audit((spec, stamps, pre_text, recipe_text), spec, weights or None, data, members, pre_text,
                               recipe_text)
     except MIAError as exc:
-        st.error(str(exc))
+        st.error(plain_markdown(exc))
         return
     st.markdown(f"**The model on its own members:** {plain_markdown(result.check.message)}.")
     for note in result.model["notes"]:  # names from the user's files: data, never markup
@@ -313,7 +348,7 @@ def own_model_section() -> None:
     try:
         defended = result.gaussian(sigma) if sigma > 0 else result.dirichlet(k)  # σ > 0: the weights' what-if
     except MIAError as exc:
-        st.error(str(exc))
+        st.error(plain_markdown(exc))
         defended = None
     if defended is not None:
         st.caption(f"{defended.defense['mechanism']}: utility loss {defended.defense['utility_loss']:.3f} "
@@ -337,7 +372,7 @@ if way == "Your data":
     try:
         configs = [layout_config(arch, layout, path_text, extra) for arch in ("ffnn", "rnn")]
     except MIAError as exc:
-        st.error(str(exc))
+        st.error(plain_markdown(exc))
         st.stop()
     if show_preview(configs[0]):
         train_and_show(configs, "data")
@@ -359,11 +394,12 @@ elif way == "Your trained model":
         builtin = st.selectbox("Task", [t for t in available_tasks() if t in builtin_tasks()], key="model:task")
     w1, w2 = st.columns(2)
     weights_text = w1.text_input("Weights file (.safetensors) under the data root", key="model:weights")
-    weights_upload = w1.file_uploader("…or upload it", type=["safetensors"], key="model:weights_up")
+    weights_upload = w1.file_uploader("…or upload it", type=["safetensors"], key="model:weights_up",
+                                      help=cap_text("weights"))
     members_text = w2.text_input("Member list (.txt) under the data root", key="model:members")
-    members_upload = w2.file_uploader("…or upload it", type=["txt"], key="model:members_up")
-    weights = kept_upload(weights_upload, "weights") or weights_text.strip()
-    members = kept_upload(members_upload, "members") or members_text.strip()
+    members_upload = w2.file_uploader("…or upload it", type=["txt"], key="model:members_up", help=cap_text("members"))
+    weights = kept_upload(weights_upload, "weights") or typed_file(weights_text)
+    members = kept_upload(members_upload, "members") or typed_file(members_text)
     if not (weights and members):
         st.info("Give both the weights and the member list.")
         st.stop()
@@ -374,7 +410,7 @@ elif way == "Your trained model":
         else:
             cfg = get_task(builtin).make_config(arch, "quick", user)
     except MIAError as exc:  # weights for another architecture, unknown ids, a list too short: one line
-        st.error(str(exc))
+        st.error(plain_markdown(exc))
         st.stop()
     if show_preview(cfg):
         train_and_show([cfg], "model")
@@ -390,12 +426,12 @@ elif way == "Just the scores":
                 "docs/your_data.md, 'Just the scores'.")
     s1, s2 = st.columns(2)
     path_text = s1.text_input("Scores file (.csv or .npz) under the data root", key="scores:path")
-    upload = s2.file_uploader("…or upload it", type=["csv", "npz"], key="scores:upload")
+    upload = s2.file_uploader("…or upload it", type=["csv", "npz"], key="scores:upload", help=cap_text("scores_csv"))
     path = None
     if upload is not None:
         path = kept_upload(upload, "scores_npz" if upload.name.lower().endswith(".npz") else "scores_csv")
     elif path_text.strip():
-        path = path_text.strip()
+        path = typed_file(path_text)
     if not path:
         st.stop()
 
@@ -407,12 +443,12 @@ elif way == "Just the scores":
         stamp = Path(path).stat().st_mtime if Path(path).is_absolute() else 0.0
         result = scored(path, stamp)
     except (MIAError, OSError) as exc:
-        st.error(str(exc))
+        st.error(plain_markdown(exc))
         st.stop()
     st.success(f"{result.n_records:,} records ({result.n_members:,} members, {result.n_nonmembers:,} non-members), "
                f"{result.n_references} reference model(s).")
     for note in result.notes:
-        st.caption(note)
+        st.caption(plain_markdown(note))  # may name the file's columns
     st.dataframe(attack_table(result), hide_index=True, width="stretch")
     st.caption("Each number with its 95 % bootstrap interval over the records (N). finding: *leak* when the AUC's "
                "interval lies above 0.5, *inconclusive* when it holds 0.5. ε̂: a 95 % lower bound on the ε of any "

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from core.views.plain import plain_markdown
 from core.analyses import analysis
 from core.analyses import registry as analysis_registry
 from core.foundations.errors import ConfigError
@@ -107,7 +108,7 @@ def test_a_toy_long_analysis_and_a_toy_job_kind_run_in_the_worker_and_reach_the_
     at.run(timeout=120)
     assert not at.exception, at.exception
     shown = [p.proto.text for p in at.get("progress")] + [c.value for c in at.sidebar.caption]
-    assert any(job.label in t for t in shown), shown
+    assert any(plain_markdown(job.label) in t for t in shown), shown  # the label as text
     assert any(t.startswith("toy waiting") for t in shown), shown
     gate.touch()
     wait(lambda: job.done)

@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 from apptest_fields import set_fields
 from job_events import record_job_events
+from core.views.plain import plain_markdown
 from core.defenses.sensitivity import cached_sensitivity
 from core.experiment.pipeline import cached_summary
 from core.experiment.results import DefendedPoint
@@ -133,8 +134,9 @@ def no_gradient_step_here(*args, **kwargs):
 
 
 def test_the_workers_progress_reaches_the_page(monkeypatch):
-    """Two browser sessions: A clicks Train & attack; B, with the selection in the other order,
-    sees the same jobs (no second button) and the worker's stage and ETA in its progress bar.
+    """Two browser sessions: A clicks Train & attack; B, with the selection in the other order, does not
+    see A's jobs until it asks for the same runs: its click attaches to them (no second job) and it sees the
+    worker's stage and ETA in its progress bar.
     Nothing trains in the server (this process, which runs the pages): a backward pass here fails
     the test, while the worker processes train.
 
@@ -164,9 +166,14 @@ def test_the_workers_progress_reaches_the_page(monkeypatch):
     a.run(timeout=60)
     b.multiselect[0].set_value(["rnn", "ffnn"]).run(timeout=60)
     assert not b.exception, b.exception
-    assert not [x for x in b.button if x.label.startswith("Train & attack")]  # B joins A's jobs
+    [button] = [x for x in b.button if x.label.startswith("Train & attack")]  # A's jobs are A's own
+    button.click()
+    b.run(timeout=60)
+    assert not b.exception, b.exception
+    assert not [x for x in b.button if x.label.startswith("Train & attack")]  # B waits for them now
     jobs = [j for j in job_manager().active() if j.kind == "experiment"]
-    assert sorted(j.config.arch for j in jobs) == ["ffnn", "rnn"]
+    assert sorted(j.config.arch for j in jobs) == ["ffnn", "rnn"]  # attached: no second job
+    assert all(len(j.owners) == 2 for j in jobs)
 
     shown = None
     for job in jobs:  # queue order: the first job, or the second if the first ended between two polls
@@ -189,7 +196,7 @@ def test_the_workers_progress_reaches_the_page(monkeypatch):
             os.kill(job.worker_pid, signal.SIGCONT)
     assert shown is not None, "no job was seen in a training stage"
     job, event, texts = shown
-    [text] = [t for t in texts if t.startswith(f"{job.label} — ")]
+    [text] = [t for t in texts if t.startswith(f"{plain_markdown(job.label)} — ")]
     # one progress figure (issue 32.10): the stage, then the whole job's fraction, the same as the sidebar's
     assert f"— {event.stage} · {job.fraction:.0%} · " in text, texts
     assert text.endswith(" left"), texts  # an ETA from the worker's measured rate, not "estimating"

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from recompute import assert_attacks_match_records
 
+from core.views.plain import shown_text
 from core.cli import main
 from core.foundations.errors import ConfigError
 from core.foundations.plugins import PLUGIN_ENV
@@ -298,7 +299,7 @@ def test_the_app_reports_a_broken_plugin_in_one_message(tmp_path, monkeypatch):
     monkeypatch.setenv(PLUGIN_ENV, str(broken))
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
     assert not at.exception
-    assert len(at.error) == 1 and "broken.py raised RuntimeError: no GPU here" in at.error[0].value
+    assert len(at.error) == 1 and "broken.py raised RuntimeError: no GPU here" in shown_text(at.error[0].value)
 
 
 def test_dp_sgd_on_a_plugin_layer_opacus_cannot_clip_is_one_line(tmp_path, capsys):

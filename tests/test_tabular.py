@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 
+from core.views.plain import shown_text
 from core.analyses import analysis
 from core.analyses import registry as analysis_registry
 from core.defenses.defender import Defender
@@ -294,12 +295,12 @@ def test_the_train_page_reads_a_csv_and_says_a_bad_label_in_one_message(root):
     at.run(timeout=60)
     assert not at.exception, at.exception
     [b for b in at.button if b.label == "Train & attack"][0].click()
-    run_until(at, lambda a: any("no column 'nope'" in e.value for e in a.error), timeout=120)
+    run_until(at, lambda a: any("no column 'nope'" in shown_text(e.value) for e in a.error), timeout=120)
     set_field(at, "tabular:quick", "label", "label")  # fixed: the run goes through
     at.run(timeout=60)
     [b for b in at.button if b.label == "Train & attack"][0].click()
     run_until(at, has_results)
-    shown = " ".join(c.value for c in at.caption)
+    shown = " ".join(shown_text(c.value) for c in at.caption)  # the data description: the user's names, as text
     assert not at.exception and "csv: 120 rows" in shown and "missing values: income 12" in shown
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from core.views.plain import shown_text
 from core import cli
 from core.experiment.cache import ArtifactCache
 from core.foundations.environment import VARIABLES, check_environment, env_value
@@ -204,7 +205,7 @@ def test_the_app_says_so_once_and_starts_no_worker(monkeypatch):
     at = AppTest.from_file(str(ROOT / "app.py"))
     at.run(timeout=60)
     assert not at.exception
-    assert len(at.error) == 1 and "MIA_WORKER_THREADS='abc'" in at.error[0].value
+    assert len(at.error) == 1 and "MIA_WORKER_THREADS='abc'" in shown_text(at.error[0].value)
 
 
 # ---------------------------------------------------------------- 6-11, 14. the CLI refuses before training

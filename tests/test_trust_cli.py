@@ -18,6 +18,7 @@ import pytest
 import torch
 from scipy import special
 
+from core.views.plain import shown_text
 from core import cli, cli_common
 from core.foundations import fileio
 from core.foundations.errors import ConfigError, DatasetNotFoundError, OutputPathError
@@ -308,7 +309,7 @@ def test_train_page_says_so_when_the_data_root_does_not_resolve(monkeypatch):
     assert not at.exception
     at.selectbox(key="image:quick:dataset").set_value("cifar10").run(timeout=60)
     assert not at.exception
-    assert any("MIA_DATA_ROOT='~nosuchuser' cannot be resolved" in e.value for e in at.error)
+    assert any("MIA_DATA_ROOT='~nosuchuser' cannot be resolved" in shown_text(e.value) for e in at.error)
 
 
 def write_batches(folder: Path, labels) -> None:

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from core.views.plain import shown_text
 from core.experiment.data_preview import preview_data
 from core.foundations.errors import ConfigError
 from core.foundations.user_files import MAX_UPLOADS, UPLOAD_FOLDER, store_upload
@@ -253,6 +254,6 @@ def test_the_page_takes_your_weights_and_member_list_and_refuses_a_mismatch_in_o
 
     at.text_input(key="model:weights").set_value(str(data_root / "renet.safetensors")).run()  # the RNN's weights
     assert not at.exception, at.exception
-    assert len(at.error) == 1 and "target_weights" in at.error[0].value
+    assert len(at.error) == 1 and "target_weights" in shown_text(at.error[0].value)
     assert not [b for b in at.button if b.label.startswith("Train & attack")]
     assert not any("/model/" in k for k in ArtifactCache().keys())  # nothing was trained or loaded as a victim

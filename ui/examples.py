@@ -7,18 +7,9 @@ import streamlit as st
 from core.views.map_figures import navigation_map
 from core.foundations.names import ARCH_NAMES
 from core.tasks.base import RECORD_KINDS, RecordView
+from core.views.plain import plain_markdown
 
-
-#: characters Streamlit's Markdown gives a meaning (CommonMark's punctuation, ``$`` for LaTeX, ``:`` for
-#: emoji and coloured text shortcodes)
-_MARKDOWN_SPECIAL = frozenset("\\`*_{}[]()#+-.!|<>~$:=\"'&")
-
-
-def plain_markdown(text: str) -> str:
-    """``text`` to show as it is inside Streamlit Markdown: every Markdown character backslash-escaped
-    and line breaks as spaces, so a user's data (a sentence, a CSV cell, a file name) cannot become an
-    image fetched from elsewhere, a link, a heading or LaTeX on the page."""
-    return "".join("\\" + c if c in _MARKDOWN_SPECIAL else c for c in " ".join(str(text).split()))
+__all__ = ["plain_markdown", "show_record"]
 
 
 def show_record(views: dict[str, RecordView], key: str, note: str = "", width: int = 120) -> None:
@@ -27,7 +18,9 @@ def show_record(views: dict[str, RecordView], key: str, note: str = "", width: i
     (a translation; a map with its path), and ``note`` (scores) under it. Drawn by the view's kind
     alone, so a new task needs nothing here."""
     first = next(iter(views.values()))
-    caption = f"{first.caption} · {note}" if note else first.caption
+    # the task's caption names the record's class or label (the user's data): as text; ``note`` is the caller's
+    # Markdown (a caller escapes the user's strings it puts in, e.g. a record id)
+    caption = f"{plain_markdown(first.caption)} · {note}" if note else plain_markdown(first.caption)
     if first.kind == "image":
         st.image(first.image, caption=caption, width=width)
     elif first.kind == "text":

@@ -15,9 +15,17 @@ page's reruns, so both crawl. Here a job runs in a worker process (:mod:`ui.work
   ``adaptive`` (a defended point with the adaptive attacker, ``spec`` = a ``DefenseSpec`` as a dict:
   the point, cached on disk) and ``defense_grid`` (the Defenses page's "Measure": the full point, utility
   included, at every one of ``values`` for ``spec``, each cached on disk as it finishes).
-* **A queue.** Jobs wait in submission order for one of ``MIA_JOB_WORKERS`` slots (default 1:
-  one training at a time, right for a small machine). Each slot keeps one worker process warm
-  between jobs and ends it after ``IDLE_S`` seconds without work.
+* **A fair queue.** Jobs wait for one of ``MIA_JOB_WORKERS`` slots (default 1: one training at a time,
+  right for a small machine). The next job is taken round-robin over the *owners* of the queued jobs (in
+  submission order within an owner), so a class does not wait behind one student's sweep. Each slot keeps
+  one worker process warm between jobs and ends it after ``IDLE_S`` seconds without work.
+* **Owners.** A job belongs to the sessions that submitted it (:attr:`Job.owners`: a browser session, or a
+  log-in name where the server is told the header its reverse proxy sets, :mod:`ui.session`). A second owner
+  submitting the same thing attaches to the job (the work is done once; its results are cached and shared,
+  the cache is content-addressed). :class:`SessionJobs` is one owner's view: it lists only that owner's
+  jobs, and its Cancel takes the owner off the job — the job stops only when no owner is left. An owner
+  holds at most ``MIA_JOB_QUOTA`` queued or running jobs (:class:`JobQuotaError`, one line, nothing
+  queued). A lecturer (``MIA_LECTURERS``, the server's own configuration) sees and cancels every job.
 * **Progress from the worker**: the pipeline's :class:`~core.foundations.progress.ProgressEvent` (stage,
   fraction, measured-rate ETA) arrives over a pipe, a few times per second.
 * **Cancel** stops a running job at its next progress report (a second request, 3 s later, at
@@ -44,12 +52,12 @@ import traceback
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from core.analyses.repeats import repeat_seed
 from core.defenses.registry import get_training, training_names
 from core.foundations.config import MAX_REPEATS, ExperimentConfig, config_changes
-from core.foundations.errors import MIAError
+from core.foundations.errors import ConfigError, MIAError
 from core.foundations.device import usable_cores
 from core.foundations.environment import check_environment, env_value
 from core.foundations.names import ARCH_NAMES
@@ -72,6 +80,20 @@ CANCEL_GRACE_S = 3.0
 KILL_AFTER_S = 10.0
 #: finished jobs remembered (for the sidebar and for error messages)
 HISTORY = 50
+
+
+#: queued or running jobs one owner may hold when ``MIA_JOB_QUOTA`` is not set: room for any one page's
+#: largest submission (a sweep's values, repeats of FFNN and RNN), none for a class's worth of them
+DEFAULT_QUOTA = 60
+
+
+class JobQuotaError(ConfigError):
+    """A submission that would take an owner past its quota of queued and running jobs (nothing is queued)."""
+
+
+def default_quota() -> int:
+    """Queued and running jobs per owner: ``$MIA_JOB_QUOTA`` if set, else :data:`DEFAULT_QUOTA`."""
+    return int(env_value("MIA_JOB_QUOTA") or DEFAULT_QUOTA)
 
 
 def default_workers() -> int:
@@ -172,6 +194,8 @@ class Job:
     error: str | None = None
     cancel_requested: bool = False
     worker_pid: int | None = None
+    #: who submitted it (session or log-in ids, :mod:`ui.session`); empty: the server itself (a test, the CLI)
+    owners: set[str] = field(default_factory=set)
 
     @property
     def label(self) -> str:
@@ -270,8 +294,9 @@ class _Worker(WorkerProcess):
 class JobManager:
     """The server-wide job queue (one per Streamlit server: ``ui.shared.job_manager``)."""
 
-    def __init__(self, workers: int | None = None) -> None:
+    def __init__(self, workers: int | None = None, quota: int | None = None) -> None:
         self.n_workers = workers or default_workers()
+        self.quota = quota or default_quota()
         self._cond = threading.Condition()
         self._ids = itertools.count(1)
         self._jobs: dict[str, Job] = {}  # latest job per key
@@ -281,6 +306,9 @@ class JobManager:
         self._workers: list[_Worker | None] = [None] * self.n_workers
         self._stopping = False
         self._warm_wanted = False
+        #: the fair queue's turns: when each owner last had a job started (never: absent, first in line)
+        self._turns = itertools.count()
+        self._last_turn: dict[str, int] = {}
         self._threads = [threading.Thread(target=self._slot_loop, args=(i,), daemon=True, name=f"mia-slot-{i}")
                          for i in range(self.n_workers)]
         for t in self._threads:
@@ -293,12 +321,16 @@ class JobManager:
         return "+".join(sorted({c.config_hash for c in configs}))
 
     def submit(self, configs: Iterable[ExperimentConfig], kind: str = "experiment",
-               params: dict[str, Any] | None = None) -> JobGroup:
+               params: dict[str, Any] | None = None, owner: str | None = None, capped: bool = True) -> JobGroup:
         """Queue a job of ``kind`` (with ``params``) for each config unless one is queued or running
-        already (then attach to it).
+        already (then attach to it); ``owner`` (a session, :mod:`ui.session`) becomes one of each job's owners, held
+        to :attr:`quota` unless not ``capped`` (a lecturer).
 
         A config whose last job finished is queued again (the page submits only what is not in
         the cache, so this resumes a cancelled job or retries a failed one).
+
+        Raises:
+            JobQuotaError: ``owner`` would hold more than :attr:`quota` queued or running jobs (nothing queued).
         """
         configs = list(configs)
         frozen = freeze_params(params)
@@ -306,6 +338,14 @@ class JobManager:
         with self._cond:
             if self._stopping:
                 raise RuntimeError("the job manager is shut down")
+            if owner is not None and capped:
+                keys = {job_key(cfg, kind, params=frozen) for cfg in configs}
+                held = {j.key for j in self._active_locked() if owner in j.owners}
+                wanted = len(held | keys)
+                if wanted > self.quota:
+                    raise JobQuotaError(
+                        f"this would make {wanted} queued or running jobs of yours; a session holds at most "
+                        f"{self.quota} (MIA_JOB_QUOTA): cancel some, or wait for them to finish")
             for cfg in configs:
                 key = job_key(cfg, kind, params=frozen)
                 job = self._jobs.get(key)
@@ -313,6 +353,8 @@ class JobManager:
                     job = Job(next(self._ids), key, cfg, kind, frozen)
                     self._jobs[key] = job
                     self._queue.append(job)
+                if owner is not None:
+                    job.owners.add(owner)
                 jobs.append(job)
             self._cond.notify_all()
         return JobGroup(configs, jobs)
@@ -338,17 +380,42 @@ class JobManager:
         return JobGroup([j.config for j in jobs], jobs)
 
     def active(self) -> list[Job]:
-        """Running jobs, then queued ones in queue order."""
+        """Running jobs, then queued ones in the order they will start."""
         with self._cond:
-            return [j for j in self._running if j is not None] + list(self._queue)
+            return self._active_locked()
+
+    def _active_locked(self) -> list[Job]:
+        return [j for j in self._running if j is not None] + self._fair_order()
 
     def place(self, job: Job) -> int | None:
         """1 for the next job to start, 2 for the one after, …; None unless queued."""
         with self._cond:
-            for i, j in enumerate(self._queue):
+            for i, j in enumerate(self._fair_order()):
                 if j is job:
                     return i + 1
         return None
+
+    @staticmethod
+    def _turn_of(job: Job, last_turn: dict[str, int]) -> int:
+        """When the job's owner that waited longest last had a job started (-1: never; the server's own jobs
+        count as one owner)."""
+        return min((last_turn.get(o, -1) for o in job.owners), default=last_turn.get("", -1))
+
+    def _pick_locked(self, last_turn: dict[str, int], queue: list[Job]) -> int:
+        """The index in ``queue`` of the job to start next: round-robin over owners, submission order within one."""
+        return min(range(len(queue)), key=lambda i: (self._turn_of(queue[i], last_turn), i))
+
+    def _fair_order(self) -> list[Job]:
+        """The queued jobs in the order the slots will start them (call with the lock held)."""
+        queue, turns, order = list(self._queue), dict(self._last_turn), []
+        tick = itertools.count(len(self._last_turn) and max(self._last_turn.values()) + 1)
+        while queue:
+            job = queue.pop(self._pick_locked(turns, queue))
+            order.append(job)
+            now = next(tick)
+            for o in job.owners or {""}:
+                turns[o] = now
+        return order
 
     def recent(self, seconds: float = 600.0) -> list[Job]:
         """Jobs that finished in the last ``seconds``, newest first."""
@@ -356,9 +423,15 @@ class JobManager:
         with self._cond:
             return [j for j in reversed(self._history) if j.finished and now - j.finished < seconds]
 
-    def cancel(self, job: Job) -> None:
-        """Take a queued job off the queue, or stop a running one (cached models are kept)."""
+    def cancel(self, job: Job, owner: str | None = None) -> None:
+        """Take a queued job off the queue, or stop a running one (cached models are kept). With ``owner``:
+        take that owner off the job, which stops only when no owner is left (another session's wait is kept)."""
         with self._cond:
+            if owner is not None:
+                job.owners.discard(owner)
+                if job.owners:
+                    self._cond.notify_all()
+                    return
             if job.state == QUEUED:
                 try:
                     self._queue.remove(job)
@@ -413,7 +486,11 @@ class JobManager:
                 if self._stopping:
                     return False, None
                 if self._queue:
-                    job = self._queue.popleft()
+                    job = self._queue[self._pick_locked(self._last_turn, list(self._queue))]
+                    self._queue.remove(job)
+                    now = next(self._turns)
+                    for o in job.owners or {""}:
+                        self._last_turn[o] = now
                     job.state, job.started = RUNNING, time.time()
                     self._running[slot] = job
                     return True, job
@@ -529,3 +606,83 @@ class JobManager:
                 worker.stop()
                 self._workers[slot] = None
             return
+
+
+class SessionJobs:
+    """One owner's view of the server's :class:`JobManager` (what every page gets from ``ui.shared.job_manager``):
+    the same calls, but only the owner's jobs are listed or found, a submission makes the owner one of the
+    jobs' owners (its quota applies), and Cancel takes the owner off a job (:meth:`JobManager.cancel`). A
+    lecturer's view (``lecturer=True``) lists every job and its Cancel stops the job for everybody; the view
+    of ``owner=None`` (the server itself: a test, a script outside a browser session) is a lecturer's."""
+
+    def __init__(self, manager: JobManager, owner: str | None, lecturer: bool = False,
+                 on_submit: Callable[[list[ExperimentConfig], str], None] | None = None) -> None:
+        self.manager, self.owner, self.lecturer = manager, owner, lecturer or owner is None
+        self._on_submit = on_submit  # told each owned submission (ui.shared records runs on user data as the owner's)
+
+    @property
+    def n_workers(self) -> int:
+        return self.manager.n_workers
+
+    @property
+    def quota(self) -> int:
+        return self.manager.quota
+
+    key_of = staticmethod(JobManager.key_of)
+
+    def sees(self, job: Job | None) -> bool:
+        """Whether this view lists ``job``: a lecturer every job, an owner the jobs it owns and the server's own
+        (submitted outside any session, e.g. a course's pre-warm: nobody's private work)."""
+        return job is not None and (self.lecturer or not job.owners or self.owner in job.owners)
+
+    def may_cancel(self, job: Job | None) -> bool:
+        """Whether this view's Cancel acts on ``job``: a lecturer's on every job, an owner's on its own."""
+        return job is not None and (self.lecturer or self.owner in job.owners)
+
+    def submit(self, configs: Iterable[ExperimentConfig], kind: str = "experiment",
+               params: dict[str, Any] | None = None) -> JobGroup:
+        """:meth:`JobManager.submit` as this owner (a lecturer's submissions are owned and counted too, but not capped)."""
+        configs = list(configs)
+        group = self.manager.submit(configs, kind, params, owner=self.owner, capped=not self.lecturer)
+        if self.owner is not None and self._on_submit is not None:
+            self._on_submit(configs, self.owner)
+        return group
+
+    def job(self, config: ExperimentConfig, kind: str = "experiment", params: dict[str, Any] | None = None) -> Job | None:
+        job = self.manager.job(config, kind, params)
+        return job if self.sees(job) else None
+
+    def group(self, configs: Iterable[ExperimentConfig], kind: str = "experiment",
+              params: dict[str, Any] | None = None) -> JobGroup:
+        configs = list(configs)
+        return JobGroup(configs, [self.job(c, kind, params) for c in configs])
+
+    def get(self, key: str) -> JobGroup | None:
+        group = self.manager.get(key)
+        if group is None:
+            return None
+        jobs = [j for j in group.jobs if self.sees(j)]
+        return JobGroup([j.config for j in jobs], jobs) if jobs else None
+
+    def active(self) -> list[Job]:
+        return [j for j in self.manager.active() if self.sees(j)]
+
+    def place(self, job: Job) -> int | None:
+        """The job's place in the whole server's queue (other sessions' jobs ahead of it count)."""
+        return self.manager.place(job)
+
+    def recent(self, seconds: float = 600.0) -> list[Job]:
+        return [j for j in self.manager.recent(seconds) if self.sees(j)]
+
+    def cancel(self, job: Job) -> None:
+        """A lecturer stops the job for everybody; an owner leaves it (it stops when no owner is left); another
+        session's job (or the server's own, for a non-lecturer) is left alone."""
+        if not self.may_cancel(job):
+            return
+        self.manager.cancel(job, owner=None if self.lecturer else self.owner)
+
+    def prewarm(self) -> None:
+        self.manager.prewarm()
+
+    def worker_pids(self) -> list[int]:
+        return self.manager.worker_pids()

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import streamlit as st
 
+from core.views.plain import plain_markdown
+
 from ui.shared import job_manager
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -126,22 +128,22 @@ def _panel() -> None:
     if not active:
         recent = [j for j in manager.recent(300) if j.state in ("failed", "cancelled")]
         if recent:
-            st.caption("Recent jobs: " + "; ".join(f"{j.label} {j.state}" for j in recent[:3]))
+            st.caption("Recent jobs: " + "; ".join(f"{plain_markdown(j.label)} {j.state}" for j in recent[:3]))
         return
-    st.markdown("**Jobs on this server**")
+    st.markdown("**Every job on this server** (lecturer)" if manager.lecturer else "**Your jobs**")
     for job in active:
         cols = st.columns([5, 1])
         with cols[0]:
             if job.state == "running":
-                st.progress(job.fraction, text=f":material/play_arrow: {job.label}")
+                st.progress(job.fraction, text=f":material/play_arrow: {plain_markdown(job.label)}")
                 st.caption(job_line(job))
             else:
                 place = manager.place(job)
-                st.caption(f":material/hourglass_empty: {job.label} — queued, #{place} in line" if place
-                           else f":material/hourglass_empty: {job.label} — queued")
+                st.caption(f":material/hourglass_empty: {plain_markdown(job.label)} — queued, #{place} in line" if place
+                           else f":material/hourglass_empty: {plain_markdown(job.label)} — queued")
         with cols[1]:
-            if st.button(":material/close:", key=f"cancel-side-{job.id}", type="tertiary",
-                         help=f"Cancel {job.label} (models already trained stay cached)"):
+            if manager.may_cancel(job) and st.button(":material/close:", key=f"cancel-side-{job.id}", type="tertiary",
+                         help=f"Cancel {plain_markdown(job.label)} (models already trained stay cached)"):
                 manager.cancel(job)
                 st.rerun(scope="app")
 
@@ -152,7 +154,7 @@ POLL_BUSY_S, POLL_IDLE_S = 4.0, 15.0
 
 
 def jobs_sidebar() -> None:
-    """The running and queued jobs of the whole server, on every page. The panel refreshes itself
+    """The running and queued jobs of this session (a lecturer's: of the whole server), on every page. The panel refreshes itself
     (every ``POLL_BUSY_S`` while jobs run, every ``POLL_IDLE_S`` otherwise) and reruns the page when a
     job starts or ends, so a page waiting for a model shows it as soon as it is cached."""
     def state() -> tuple:

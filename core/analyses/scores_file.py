@@ -42,8 +42,9 @@ from pathlib import Path
 
 import numpy as np
 
-from core.foundations.errors import MIAError
+from core.foundations.errors import ConfigError, MIAError
 from core.foundations.fileio import read_named_file, show_path
+from core.foundations.paths import refuse_hidden
 
 #: the largest file read (bytes on disk), CSV or npz
 MAX_FILE_BYTES = 256 * 2**20
@@ -148,6 +149,10 @@ def read_bytes(path: str | os.PathLike, root: str | os.PathLike | None = None) -
         real = os.path.realpath(p)
         if os.path.commonpath([base, real]) != base:
             raise ScoresFileError(f"{show_path(p)} lies outside the data root {show_path(base)}")
+        try:  # the home's hidden files and folders, without MIA_DATA_ROOT (core.foundations.paths)
+            refuse_hidden(Path(real), Path(base), show_path(p))
+        except ConfigError as exc:
+            raise ScoresFileError(str(exc)) from None
     data = read_named_file(p, MAX_FILE_BYTES, ScoresFileError, show_path(p))
     return p.name, data
 

@@ -67,6 +67,21 @@ def path_text(text: str) -> str:
     return text
 
 
+def names_list(text: str) -> tuple[str, ...]:
+    """A check: comma-separated log-in names (no blanks inside a name, at most 256 characters each)."""
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    if not names or any(len(n) > 256 or not n.isprintable() or " " in n for n in names):
+        raise ValueError("expected log-in names separated by commas")
+    return names
+
+
+def header_name(text: str) -> str:
+    """A check: an HTTP header name (letters, digits and hyphens)."""
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9-]{0,63}", text.strip()):
+        raise ValueError("expected an HTTP header name such as X-Forwarded-User")
+    return text.strip()
+
+
 #: every MIA_* variable the project reads, with its check
 VARIABLES: tuple[Variable, ...] = (
     Variable("MIA_CACHE_DIR", "the cache folder", path_text),
@@ -75,6 +90,9 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("MIA_EXECUTOR", "where the CLI's trainings run", one_of(EXECUTORS)),
     Variable("MIA_RAY_ADDRESS", "the Ray cluster's address", path_text),
     Variable("MIA_JOB_WORKERS", "the app's training slots", whole_number(1, 64)),
+    Variable("MIA_JOB_QUOTA", "queued or running app jobs per browser session", whole_number(1, 10000)),
+    Variable("MIA_LECTURERS", "log-in names that see and cancel every app job", names_list),
+    Variable("MIA_USER_HEADER", "the HTTP header the reverse proxy puts the log-in name in", header_name),
     Variable("MIA_WORKER_THREADS", "torch threads of each app worker", whole_number(1, 1024)),
     Variable("MIA_WORKER_NICE", "niceness added to each app worker", whole_number(0, 19)),
     Variable("MIA_ATTACK_BATCHED", "whether the learned attacks are fitted as one batched fit (1, the default) "

@@ -8,7 +8,11 @@ folder typed in the app goes through :func:`resolve_data_dir`, which only accept
 the data root:
 
 * ``$MIA_DATA_ROOT`` when set (``MIA_DATA_ROOT=/`` lifts the restriction on purpose);
-* otherwise the home directory of the user running the app (``~``).
+* otherwise the home directory of the user running the app (``~``), less its hidden files and folders: a
+  path with a component that starts with ``.`` below the home (``~/.ssh/id_ed25519``, ``~/.aws/credentials``,
+  ``~/.cache/...``) is refused (:func:`refuse_hidden`), since a reader's preview and messages show a file's
+  column names and lines. With ``$MIA_DATA_ROOT`` set the operator chose the root, and nothing under it is
+  refused for its name.
 
 The check happens on the fully resolved path (``~`` expanded, relative paths taken from the
 root, ``..`` and symbolic links resolved), so neither ``root/../etc`` nor a symlink inside the
@@ -98,4 +102,24 @@ def resolve_data_dir(user_text: str, root: str | os.PathLike | None = None) -> P
             f"data folder {text!r} lies outside the data root {str(base)!r}: put the data under it, "
             f"or start the app with {DATA_ROOT_ENV} set to a folder that holds it"
         )
+    refuse_hidden(resolved, base, f"data folder {text!r}")
     return resolved
+
+
+def refuse_hidden(path: Path, root: Path, what: str) -> None:
+    """Without ``$MIA_DATA_ROOT`` (the root is the home directory): refuse a ``path`` below ``root`` through a
+    hidden file or folder (a name starting with ``.``: the home's keys, credentials, caches and settings).
+
+    Raises:
+        ConfigError: one line naming the hidden component and ``MIA_DATA_ROOT``.
+    """
+    if os.environ.get(DATA_ROOT_ENV, "").strip():
+        return
+    try:
+        parts = path.relative_to(root).parts
+    except ValueError:
+        return
+    hidden = next((p for p in parts if p.startswith(".") and p not in (".", "..")), None)
+    if hidden is not None:
+        raise ConfigError(f"{what} passes through the hidden {hidden!r}: without {DATA_ROOT_ENV} the data root is the "
+                          f"home folder less its hidden files and folders; move the data, or set {DATA_ROOT_ENV}")

@@ -25,7 +25,7 @@ from typing import Any
 
 from core.foundations.errors import ConfigError
 from core.foundations.fileio import read_named_file
-from core.foundations.paths import DATA_ROOT_ENV, MAX_PATH_CHARS, data_root
+from core.foundations.paths import DATA_ROOT_ENV, MAX_PATH_CHARS, data_root, refuse_hidden
 
 #: largest weights file read (bytes): far above the presets' models (the paper presets' largest is a few MB)
 MAX_WEIGHTS_BYTES = 256 * 2**20
@@ -63,6 +63,7 @@ def user_file_path(text: str, what: str) -> Path:
     if not path.is_relative_to(root):
         raise ConfigError(f"{what} {text!r} lies outside the data root {str(root)!r}: put the file under it, "
                           f"or set {DATA_ROOT_ENV} to a folder that holds it")
+    refuse_hidden(path, root, f"{what} {text!r}")
     # links are not followed: a link inside the root could lead anywhere, and what the config's hash
     # binds must be the file the path names
     probe = root
@@ -189,8 +190,17 @@ UPLOAD_FOLDER = "mia_uploads"
 #: what an upload may be: kind → (file suffix, the most bytes kept)
 UPLOAD_KINDS = {"weights": (".safetensors", MAX_WEIGHTS_BYTES), "members": (".txt", MAX_MEMBERS_BYTES),
                 "scores_csv": (".csv", 64 * 2**20), "scores_npz": (".npz", 64 * 2**20)}
-#: uploads kept at most (a server shared by a class must not fill its disk through the browser)
-MAX_UPLOADS = 200
+#: uploads kept at most (a server shared by a class must not fill its disk through the browser; each session holds
+#: at most 20 of them and 1 GiB: ui.ownership)
+MAX_UPLOADS = 1000
+
+
+def upload_path(content: bytes, kind: str, root: str | os.PathLike | None = None) -> Path:
+    """Where :func:`store_upload` keeps ``content`` of ``kind``: ``<data root>/mia_uploads/<sha256>[:32]<suffix>``."""
+    if kind not in UPLOAD_KINDS:
+        raise ConfigError(f"unknown upload kind {kind!r}; one of {', '.join(UPLOAD_KINDS)}")
+    folder = (Path(root) if root is not None else data_root()) / UPLOAD_FOLDER
+    return folder / (hashlib.sha256(content).hexdigest()[:32] + UPLOAD_KINDS[kind][0])
 
 
 def store_upload(content: bytes, kind: str, root: str | os.PathLike | None = None) -> Path:
@@ -212,9 +222,8 @@ def store_upload(content: bytes, kind: str, root: str | os.PathLike | None = Non
         raise ConfigError("the uploaded file is empty")
     if len(content) > limit:
         raise ConfigError(f"the uploaded file holds {len(content):,} bytes; at most {limit:,} are kept for {kind}")
-    folder = Path(root) if root is not None else data_root()
-    folder = folder / UPLOAD_FOLDER
-    target = folder / (hashlib.sha256(content).hexdigest()[:32] + suffix)
+    target = upload_path(content, kind, root)
+    folder = target.parent
     try:
         folder.mkdir(mode=0o700, exist_ok=True)
         if folder.is_symlink() or not folder.is_dir():

@@ -35,6 +35,7 @@ from core.experiment.cache import ArtifactCache
 from core.foundations.config import ExperimentConfig
 from core.tasks.navigation import MapViews
 from core.views.repeat_figures import MatchedView
+from core.views.plain import csv_text, protect_escapes, unescape_to_html
 from core.foundations.errors import ConfigError
 from core.foundations.fileio import write_json_atomically, write_text_atomically
 from core.foundations.names import ARCH_NAMES
@@ -72,7 +73,7 @@ def write_analyses(results: dict[str, Any], folder: str | Path) -> list[Path]:
     written = []
     for name, df in tables(results).items():
         path = folder / f"{name}.csv"
-        write_text_atomically(path, df.to_csv(index=False))
+        write_text_atomically(path, csv_text(df))  # a user's names: never a spreadsheet formula
         written.append(path)
     for name, fig in figures_of(results).items():
         path = folder / f"{name}.html"
@@ -136,12 +137,13 @@ def _table(df: pd.DataFrame, precision: int = 3) -> str:
 
 
 def markdown_html(text: str) -> str:
-    """The Markdown a section's text uses (bold, italics, code, line breaks) as escaped HTML."""
-    out = html.escape(text)
+    """The Markdown a section's text uses (bold, italics, code, line breaks) as escaped HTML; a backslash-escaped
+    character (a user's string, :func:`core.views.plain.plain_markdown`) is that character, never markup."""
+    out = html.escape(protect_escapes(text))
     out = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", out)
     out = re.sub(r"(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])", r"<i>\1</i>", out)
     out = re.sub(r"`([^`]+)`", r"<code>\1</code>", out)
-    return out.replace("  \n", "<br>").replace("\n", "<br>")
+    return unescape_to_html(out.replace("  \n", "<br>").replace("\n", "<br>"))
 
 
 def block_html(block: run_view.Block, fig_html: Callable[[go.Figure], str]) -> str:

@@ -30,6 +30,7 @@ from core.foundations.config import ExperimentConfig
 from core.foundations.names import ARCH_NAMES, ATTACK_NAMES
 from core.tasks.examples import NavigationExamples, TranslationExamples
 from core.tasks.navigation import MapViews
+from core.views.plain import plain_markdown
 from core.views.map_figures import navigation_map
 from core.views.record_view_figures import budget_figure, exposure_figure, slices_figure
 from core.views.repeat_figures import (MatchedView, comparison_table, matched_stops_table, repeats_table,
@@ -155,7 +156,7 @@ def overview(run: RunInputs) -> Section:
         out: list[Block] = [Table(run.figures.overview if comp is None else overview_table(summaries, comp))]
         data = summaries[0].data
         if data is not None and data.description:  # what was read (a CSV's missing values among it)
-            out.append(Text(f"Data: {data.description}", "caption"))
+            out.append(Text(f"Data: {plain_markdown(data.description)}", "caption"))  # the user's names, as text
         if (note := resolution_note(summaries)) is not None:  # what one record is worth
             out.append(Text(note, "caption"))
         if (gap := param_gap(summaries)) is not None:
@@ -377,7 +378,7 @@ def configuration(run: RunInputs) -> Section:
         for s in run.summaries:
             out += [Text(f"{_name(s.arch)} · config hash `{s.config_hash}`", "subheading"),
                     Code(json.dumps(s.config, indent=2, ensure_ascii=False), "json"),
-                    Text(f"data: {json.dumps({} if s.data is None else s.data.to_dict(), ensure_ascii=False)}  \n"
+                    Text(f"data: {plain_markdown(json.dumps({} if s.data is None else s.data.to_dict(), ensure_ascii=False))}  \n"
                          f"device: {s.device} · "
                          f"timings (s): {_timings(s)}", "caption")]
         return out
