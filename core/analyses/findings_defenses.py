@@ -59,7 +59,7 @@ def memorization_row(task: str, preset: str, sets: dict[str, Any] | None, cache:
             result = _cached_memorization(rc, cache)
             per[a].append(result)
             if result is None:
-                missing.append(Missing(rc, "analysis", {"name": "memorization"}, f"memorization {a} repeat {r}",
+                missing.append(Missing(rc, "analysis", {"name": "memorization"}, f"memorization {a} repeat {r + 1}",
                                        None))
     n = leading([all(per[a][r] is not None for a in per) for r in range(target)])
     while n == len(per["ffnn"]) and n < MAX_TABLE_REPEATS:  # further repeats cached for both (as F1, F3 – F5 read
@@ -131,10 +131,10 @@ def dirichlet_row(task: str, preset: str, sets: dict[str, Any] | None, cache: Ar
         point = _defended_point(rc, spec, cache) if run is not None else None
         points.append(point)
         if run is None:
-            missing.append(missing_run(rc, costs, "plain", f"run rnn repeat {r}"))
+            missing.append(missing_run(rc, costs, "plain", f"run rnn repeat {r + 1}"))
         if point is None:
             missing.append(Missing(rc, "adaptive", {"spec": dataclasses.asdict(spec)},
-                                   f"Dirichlet k = {DIRICHLET_K:g} point (naive + adaptive attacker, utility) repeat {r}",
+                                   f"Dirichlet k = {DIRICHLET_K:g} point (naive + adaptive attacker, utility) repeat {r + 1}",
                                    None))
     n = leading([p is not None for p in points])
     while n == len(points) and n < MAX_TABLE_REPEATS:  # further repeats cached (as F1, F4, F5 read them): the
@@ -191,10 +191,10 @@ def training_defense_row(finding: Finding, task: str, preset: str, sets: dict[st
             b = cached_run(repeat_config(base_cfg, r), cache, costs)
             p = cached_run(repeat_config(point_cfg, r), cache, costs, mechanism)
             if b is None:
-                missing.append(missing_run(repeat_config(base_cfg, r), costs, "plain", f"undefended {a} repeat {r}"))
+                missing.append(missing_run(repeat_config(base_cfg, r), costs, "plain", f"undefended {a} repeat {r + 1}"))
             if p is None:
                 missing.append(missing_run(repeat_config(point_cfg, r), costs, mechanism,
-                                            f"{mechanism} {a} repeat {r}"))
+                                            f"{mechanism} {a} repeat {r + 1}"))
             values[a].append(read(b, p) if b is not None and p is not None else None)
     n = leading([all(values[a][r] is not None for a in values) for r in range(target)])
     while n == len(values["ffnn"]) and n < MAX_TABLE_REPEATS:  # further repeats cached for both: read them too
