@@ -67,11 +67,13 @@ def scatter_notes(arch: str, scatter: Scatter | Mapping[str, Any], attack: str) 
     elif entry.boundary is not None:
         notes.append(f"Threshold: member iff {entry.boundary.signal} ≤ {_number(entry.boundary.threshold)}.")
     q = sc.quadrant
-    if q.cross_entropy_max is not None and q.entropy_max is not None:
-        notes.append(f"Best quadrant (CE ≤ {q.cross_entropy_max:.3g} and H ≤ {q.entropy_max:.3g}): accuracy "
-                     f"{q.accuracy:.3f}.")
-    else:
-        notes.append(f"Best quadrant accuracy {q.accuracy:.3f}.")
+    rule = (f" (CE ≤ {q.cross_entropy_max:.3g} and H ≤ {q.entropy_max:.3g})"
+            if q.cross_entropy_max is not None and q.entropy_max is not None else "")
+    if q.n_scored is not None:
+        notes.append(f"Best quadrant{rule}, chosen on half the records: accuracy {q.accuracy:.3f} on the other "
+                     f"{q.n_scored} (held out, comparable with the attack's).")
+    else:  # a result written before the split: the best of every rule on the records it scores
+        notes.append(f"Best quadrant{rule}: accuracy {q.accuracy:.3f}, chosen on these records (it overstates).")
     notes.append(f"Mean APE: members {sc.mean_ape.members:.3g}, non-members {sc.mean_ape.non_members:.3g}.")
     return f"**{ARCH_NAMES[arch]}** · attack accuracy {entry.accuracy:.3f}", notes
 
