@@ -61,6 +61,20 @@ def with_ci(e: Estimate | None, digits: int = 3) -> str:
     return f"{e.mean:.{digits}f} [{e.ci_low:.{digits}f}, {e.ci_high:.{digits}f}]"
 
 
+#: the right margin a legend beside the plot takes (its entries' names wrap no further than this)
+LEGEND_BESIDE_PX = 230
+
+
+def legend_beside(fig: go.Figure, height: int = 420) -> go.Figure:
+    """The legend in a column right of the plot, inside the figure (a wide figure with many entries: below the plot
+    they pushed it a screen down); the figure keeps ``height``, and entries beyond it scroll in the legend."""
+    fig.update_layout(height=height, margin=dict(l=LEFT_PX, r=LEGEND_BESIDE_PX, t=50, b=AXIS_TITLE_PX),
+                      legend=dict(orientation="v", yref="paper", y=1, yanchor="top", xref="paper", x=1.02,
+                                  xanchor="left", entrywidth=0, entrywidthmode="pixels", font=dict(size=11),
+                                  itemclick="toggle", itemdoubleclick="toggleothers"))
+    return fig
+
+
 def legend_below(fig: go.Figure, height: int = 520, bottom: int = AXIS_TITLE_PX + 2 * LEGEND_ROW_PX) -> go.Figure:
     """The legend under the plot; ``bottom``: the margin it starts with (LEFT_PX: room enough, drawn once)."""
     fig.update_layout(height=height, margin=dict(l=LEFT_PX, r=RIGHT_PX, t=60, b=bottom),
