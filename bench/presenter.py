@@ -75,16 +75,20 @@ BAD_LEGENDS = """() => [...document.querySelectorAll('.js-plotly-plot')].flatMap
 EXCEPTIONS = "() => [...document.querySelectorAll('[data-testid=stException]')].map(e => e.innerText.slice(0, 300))"
 
 
+#: placeholders Streamlit draws while a page's elements are still to come
+PENDING = "() => document.querySelectorAll('[data-testid=stSkeleton], .stSpinner, [data-testid=stSpinner]').length"
+
+
 def settle(page, timeout_s: float) -> None:
-    """Wait for the script run to end and the charts to be drawn (a fixed extra second lets Plotly lay out)."""
+    """Wait for the script run to end with nothing pending (no skeleton, no spinner), twice a second apart, then a
+    second more for Plotly to lay its charts out."""
     deadline = time.time() + timeout_s
-    page.wait_for_timeout(800)
-    while time.time() < deadline:
-        if page.evaluate(IDLE):
-            page.wait_for_timeout(1000)
-            if page.evaluate(IDLE):
-                return
-        page.wait_for_timeout(250)
+    page.wait_for_timeout(1000)
+    calm = 0
+    while time.time() < deadline and calm < 2:
+        calm = calm + 1 if page.evaluate(IDLE) and not page.evaluate(PENDING) else 0
+        page.wait_for_timeout(500)
+    page.wait_for_timeout(1000)
 
 
 def main() -> int:
@@ -128,7 +132,15 @@ def main() -> int:
                     settle(page, args.timeout)
                     stem = f"{name.strip().replace(' & ', '_').replace(' ', '_').lower()}_{w}x{h}"
                     page.screenshot(path=str(out_dir / f"{stem}.png"))  # the screen the class sees first
-                    page.screenshot(path=str(out_dir / f"{stem}_full.png"), full_page=True)
+                    # the whole page: Streamlit scrolls inside its main block, so the window is made as tall as it
+                    tall = page.evaluate("() => Math.max(...[...document.querySelectorAll("
+                                         "'[data-testid=stMain], [data-testid=stAppViewContainer], section')]"
+                                         ".map(e => e.scrollHeight), document.body.scrollHeight)")
+                    page.set_viewport_size({"width": w, "height": min(int(tall) + 40, 9000)})
+                    page.wait_for_timeout(1500)
+                    page.screenshot(path=str(out_dir / f"{stem}_full.png"))
+                    page.set_viewport_size({"width": w, "height": h})
+                    page.wait_for_timeout(500)
                     problems = ([f"exception: {e}" for e in page.evaluate(EXCEPTIONS)]
                                 + [f"cut card {c}" for c in page.evaluate(CUT_CARDS)]
                                 + page.evaluate(BAD_LEGENDS))

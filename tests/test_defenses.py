@@ -608,7 +608,7 @@ def test_empirical_epsilon():
 
 
 def test_empirical_epsilon_is_a_95_percent_lower_bound_on_an_exactly_eps_dp_mechanism():
-    """The claim behind "ε̂ (95 % lower bound)": on a mechanism that is exactly ε-DP — randomized
+    """The claim behind "ε̂ lower bound": on a mechanism that is exactly ε-DP — randomized
     response on membership, e^ε/(1 + e^ε) = 0.73 for ε = 1, whose answers have one threshold — the
     bound exceeds the true ε in at most 5 % of runs (400 runs: + 3 Monte-Carlo standard errors). It
     is not trivially 0 (it reaches most of ε), and the plain ln(TPR/FPR) it is built from — no

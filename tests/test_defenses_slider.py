@@ -166,7 +166,7 @@ def test_every_card_names_its_number_and_the_guarantee_is_a_caption(tiny_image_r
     labels = [m.label for m in at.metric]
     # (the tiny runs have one shadow: no LiRA/RMIA cards here; tests/test_defense_cards.py reads a point that has them)
     assert "TPR @ 0.1 % FPR" not in labels and "δ" not in labels and "ε (theory)" not in labels
-    assert labels.count("ε̂ (95 % lower bound)") == 2
+    assert labels.count("ε̂ lower bound") == 2
     captions = [c.value for c in at.caption]
     assert sum(c.startswith("95 % intervals — accuracy [") for c in captions) == 2
     assert sum(c.startswith("Guarantee at this value: ε (theory)") for c in captions) == 2

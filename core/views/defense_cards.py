@@ -111,7 +111,7 @@ def point_cards(point: DefendedPoint, base: DefenseBaseline, n_nonmembers: int) 
              f"naive attacker ({a.name}), {draws}; undefended {base.attack.accuracy:.3f}"),
         Card("r1", "AUC", _num(a.auc), _delta(a.auc, base.attack.auc),
              f"naive attacker ({a.name}), {draws}; undefended {base.attack.auc:.3f}"),
-        Card("r1", "ε̂ (95 % lower bound)", "—" if point.epsilon_hat is None else f"{point.epsilon_hat:.2f}", None,
+        Card("r1", "ε̂ lower bound", "—" if point.epsilon_hat is None else f"{point.epsilon_hat:.2f}", None,
              "one 95 % lower bound on ε from the naive attacker's scores, every draw's trials pooled (the threshold "
              "chosen on half the records, the bound read on the other half)")]
     for s in strong:
