@@ -48,26 +48,34 @@ CUT_CARDS = """() => [...document.querySelectorAll('[data-testid=stMetric]')].fl
   }
   return out;
 })"""
-#: legends outside their chart's box, and legend entries drawn over one another
+#: legends outside their chart's box, entries cut at its edge, and entries whose names run into another entry
 BAD_LEGENDS = """() => [...document.querySelectorAll('.js-plotly-plot')].flatMap(plot => {
   const out = [];
   const box = plot.getBoundingClientRect();
-  const title = (plot.querySelector('.gtitle') || {}).textContent || '(untitled chart)';
+  const title = ((plot.querySelector('.gtitle') || {}).textContent || '(untitled chart)').slice(0, 60);
   const legend = plot.querySelector('g.legend');
   if (!legend || box.width === 0) return out;
   const lb = legend.getBoundingClientRect();
-  if (lb.width > 0 && (lb.left < box.left - 1 || lb.right > box.right + 1 || lb.top < box.top - 1
-                       || lb.bottom > box.bottom + 1)) out.push(`legend outside its chart: ${title}`);
+  if (lb.width > 0 && (lb.left < box.left - 1 || lb.top < box.top - 1 || lb.bottom > box.bottom + 1))
+    out.push(`legend outside its chart: ${title}`);
   const items = [...legend.querySelectorAll('g.traces')].map(t => {
     const text = t.querySelector('.legendtext');
-    return text ? {r: text.getBoundingClientRect(), name: text.textContent} : null;
+    const sym = t.querySelector('.layers');  // the entry's line and marker
+    return text ? {r: text.getBoundingClientRect(), s: sym ? sym.getBoundingClientRect() : null,
+                   name: text.textContent} : null;
   }).filter(x => x && x.r.width > 0);
-  for (let i = 0; i < items.length; i++) {
-    for (let j = i + 1; j < items.length; j++) {
-      const a = items[i].r, b = items[j].r;
-      const w = Math.min(a.right, b.right) - Math.max(a.left, b.left);
-      const h = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
-      if (w > 2 && h > 2) { out.push(`legend entries overlap: ${title}: "${items[i].name}" / "${items[j].name}"`); return out; }
+  const hit = (a, b) => b && Math.min(a.right, b.right) - Math.max(a.left, b.left) > 2
+                        && Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 2;
+  const bg = legend.querySelector('rect.bg');  // the legend's own box: plotly cuts what runs past it
+  const edge = Math.min(box.right, bg ? bg.getBoundingClientRect().right : box.right);
+  for (const it of items) {
+    if (it.r.right > edge + 1) { out.push(`legend entry cut at the chart's edge: ${title}: "${it.name}"`); break; }
+  }
+  outer: for (let i = 0; i < items.length; i++) {
+    for (let j = 0; j < items.length; j++) {
+      if (i !== j && (hit(items[i].r, items[j].r) || hit(items[i].r, items[j].s))) {
+        out.push(`legend entries overlap: ${title}: "${items[i].name}" / "${items[j].name}"`); break outer;
+      }
     }
   }
   return out;

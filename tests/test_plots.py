@@ -179,3 +179,21 @@ def test_repeats_table_names_an_unresolved_tpr_for_what_it_is():
     assert table["TPR at 0 false positives (FPR < 1/200)"][0] == "0.100 [0.050, 0.150]"
     old = {k: v for k, v in block.items() if k != "resolution"}  # a block written before its resolution
     assert "TPR @ 0.1% FPR" in repeats_table({"ffnn": old}).columns
+
+
+def test_long_legend_names_get_a_row_each_and_the_attack_curve_one_entry_per_attack():
+    """Two entries a row overlapped and were cut at a half-width figure's edge when names are long; the attack-over-
+    epochs figure lists each attack once (it toggles both architectures; the colour is the architecture)."""
+    import plotly.graph_objects as go
+
+    from core.views.style import TWO_A_ROW_CHARS, layout
+
+    fig = go.Figure()
+    for name in ("FFNN · quantile regression", "RNN · gap"):
+        fig.add_scatter(x=[0, 1], y=[0, 1], name=name)
+    assert len("FFNN · quantile regression") > TWO_A_ROW_CHARS
+    assert layout(fig, "t", "x", "y").layout.legend.entrywidth > 0.9  # one a row
+    short = go.Figure()
+    for name in ("LiRA", "RMIA"):
+        short.add_scatter(x=[0, 1], y=[0, 1], name=name)
+    assert layout(short, "t", "x", "y").layout.legend.entrywidth < 0.5  # two a row

@@ -46,8 +46,11 @@ def utility_curves(summaries: list[RunSummary]) -> go.Figure:
 
 
 def attack_accuracy_curve(summaries: list[RunSummary]) -> go.Figure:
-    """Accuracy of each attack at each checkpoint epoch (a separate attack per epoch)."""
+    """Accuracy of each attack at each checkpoint epoch (a separate attack per epoch). One legend entry per attack,
+    which shows or hides it for every architecture (the colour is the architecture, named in the title): one entry
+    per attack and architecture made 18 entries whose names overlapped two a row in a half-width column."""
     fig = go.Figure()
+    listed: set[str] = set()
     for s in summaries:
         c = ARCH_COLOURS.get(s.arch)
         by_epoch = s.attacks_by_epoch or {}
@@ -56,12 +59,18 @@ def attack_accuracy_curve(summaries: list[RunSummary]) -> go.Figure:
         for attack in names:  # an attack run at some checkpoints only (e.g. the final one) gets those points
             at = [e for e in epochs if attack in by_epoch[str(e)]]
             fig.add_scatter(x=at, y=[by_epoch[str(e)][attack].accuracy for e in at], mode="lines+markers",
-                            name=f"{ARCH_NAMES.get(s.arch)} · {ATTACK_SHORT.get(attack, attack)}",
+                            name=ATTACK_SHORT.get(attack, attack), legendgroup=attack,
+                            showlegend=attack not in listed,
+                            hovertemplate=f"{ARCH_NAMES.get(s.arch)} · {ATTACK_SHORT.get(attack, attack)}: "
+                                          "%{y:.3f} at epoch %{x}<extra></extra>",
                             line=dict(color=c, dash=ATTACK_DASH.get(attack, "solid")),
                             visible=True if attack == s.primary else "legendonly")
+            listed.add(attack)
     fig.add_hline(y=0.5, line=dict(color="grey", dash="dot"), annotation_text="chance")
     fig.update_yaxes(range=[0.3, 1.02])
-    return layout(fig, "Attack accuracy vs training epoch", "epoch", "attack accuracy")
+    colours = " · ".join(f"<span style='color:{ARCH_COLOURS.get(s.arch)}'>{ARCH_NAMES.get(s.arch)}</span>"
+                         for s in summaries)
+    return layout(fig, f"Attack accuracy vs training epoch ({colours})", "epoch", "attack accuracy")
 
 
 #: the low FPRs of the attack tables, as (the key of ``tpr_at_fpr``, the FPR, the column's name)

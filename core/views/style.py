@@ -31,7 +31,15 @@ def legend_rows(fig: go.Figure, per_row: int = 2) -> int:
     return max(1, math.ceil(len(shown) / per_row)) if shown else 0
 
 
+#: the longest legend name two entries a row hold in a half-width column at 1280 px (longer ones ran into the next
+#: entry and were cut at the figure's edge): beyond it, one entry a row
+TWO_A_ROW_CHARS = 20
+
+
 def layout(fig: go.Figure, title: str, x: str, y: str, height: int = 420, per_row: int = 2) -> go.Figure:
+    names = [t.name for t in fig.data if t.showlegend is not False and t.name]
+    if per_row > 1 and names and max(len(n) for n in names) > TWO_A_ROW_CHARS:
+        per_row = 1
     rows = legend_rows(fig, per_row)
     legend_px = rows * LEGEND_ROW_PX + (8 if rows else 0)
     fig.update_layout(
