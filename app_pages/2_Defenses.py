@@ -66,7 +66,8 @@ def run_label(summary: RunSummary, base: ExperimentConfig) -> str:
 # any cached run can be defended: the preset's by default, or one trained with other settings
 runs = {a: runs_of(task_name, a) for a in archs}
 if any(runs.values()):
-    with st.expander("Trained runs", expanded=any(len(r) > 1 for r in runs.values())):
+    # folded: on a projector the numbers below are what the class should see first (it holds the repeats too)
+    with st.expander("Trained runs", expanded=False):
         cols = st.columns(len(archs))
         for col, arch in zip(cols, archs):
             options = {s.config_hash: s for s in runs[arch]}
