@@ -133,15 +133,14 @@ def point_cards(point: DefendedPoint, base: DefenseBaseline, n_nonmembers: int) 
     where = (f"bootstrap over the {len((point.records or {}).get('membership') or ())} records of draw 1"
              + (f" (the cards: the mean of {point.draws} draws)" if (point.draws or 1) > 1 else ""))
     interval_line = f"95 % intervals — {' · '.join(parts)}; {where}; accuracy: Clopper–Pearson" if parts else ""
+    # the guarantee: its numbers where it has them, else the mechanism's own words (e.g. "vacuous (δ ≥ 1): …")
     guarantee = []
     if point.epsilon is not None:
         guarantee.append(f"ε (theory) = {point.epsilon:.3g}")
-    elif point.guarantee:
-        guarantee.append(f"ε (theory): {point.guarantee.split(' (')[0]}")
-    if point.delta is not None:
-        guarantee.append(f"δ = {point.delta:.2g}")
+        if point.delta is not None:
+            guarantee.append(f"δ = {point.delta:.2g}")
     if point.gamma is not None:
         guarantee.append(f"random DP with confidence γ = {point.gamma:.3f}")
-    caption = "Guarantee at this value: " + ", ".join(guarantee) + (f". {point.privacy_note}" if point.privacy_note
-                                                                     else "") if guarantee else (point.privacy_note or "")
+    note = point.privacy_note or (point.guarantee if point.epsilon is None else None) or ""
+    caption = "Guarantee at this value: " + "; ".join([*guarantee, *([note] if note else [])])
     return cards, interval_line, caption
