@@ -183,7 +183,7 @@ def attack_table(result: ScoresResult) -> list[dict]:
 
     return [{"attack": a.name, "finding": a.finding, "AUC [95 % CI]": ci(a.auc),
              **{f"{r.label} [95 % CI]": ci(r.estimate) for r in a.low_fpr},
-             "advantage [95 % CI]": ci(a.advantage), "ε̂ lower bound": a.epsilon.lower_bound, "N": a.auc.n}
+             "advantage [95 % CI]": ci(a.advantage), "ε̂ (95 % lower bound)": a.epsilon.lower_bound, "N": a.auc.n}
             for a in result.attacks]
 
 

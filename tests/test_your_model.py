@@ -132,7 +132,7 @@ def test_the_page_scores_a_file_of_scores(data_root):
     # the table is read off the typed result: one cell per number with its interval, the TPRs by their labels
     assert list(rows.columns) == ["attack", "finding", "AUC [95 % CI]", "TPR at 1.0% FPR [95 % CI]",
                                   "TPR at 0 false positives (FPR < 1/200; 0.1% FPR asked) [95 % CI]",
-                                  "advantage [95 % CI]", "ε̂ lower bound", "N"]
+                                  "advantage [95 % CI]", "ε̂ (95 % lower bound)", "N"]
     assert list(rows["N"]) == [400] and list(rows["finding"]) == ["leak"]
     assert not at.error
 

@@ -109,7 +109,7 @@ def scores_report_html(result: ScoresResult) -> str:
         rows.append([a.name, _ci(a.auc), tprs, _ci(a.advantage), f"{a.epsilon.lower_bound:.3f}", str(a.auc.n)])
     parts += ["<h2>Attacks</h2>",
               _table(["attack", "AUC [95 % CI]", "TPR at low FPR [95 % CI]", "advantage TPR − FPR (cross-fitted)",
-                      "ε̂ lower bound", "N"], rows),
+                      "ε̂ (95 % lower bound)", "N"], rows),
               "<ul class='muted'>" + "".join(f"<li><b>{html.escape(a.name)}</b>: {html.escape(a.description)}</li>"
                                               for a in result.attacks) + "</ul>"]
     if result.comparisons:
