@@ -22,7 +22,7 @@ def test_accuracy_interval_is_clopper_pearson():
     assert accuracy_interval(1.0, 50)[1] == 1.0 and accuracy_interval(0.0, 50)[0] == 0.0
 
 
-def test_record_intervals_bootstrap_the_stored_scores():
+def test_record_intervals_read_the_stored_scores():
     class P:  # the two attributes record_intervals reads
         rng = np.random.default_rng(0)
         y = np.r_[np.ones(100, bool), np.zeros(100, bool)]
@@ -32,6 +32,10 @@ def test_record_intervals_bootstrap_the_stored_scores():
     assert set(out) == {"lira"}  # no stored scores: no interval invented
     e = out["lira"]
     assert e.ci_low < e.mean < e.ci_high and e.n == 200 and e.mean == pytest.approx(0.76, abs=0.08)
+    # the same AUC as the bootstrap's, and an interval of about its width
+    from core.measurement.bootstrap import bootstrap_metric
+    b = bootstrap_metric(np.asarray(P.records["scores"]["lira"]), P.y, "auc", n_boot=2000)
+    assert e.mean == pytest.approx(b.mean) and e.ci_high - e.ci_low == pytest.approx(b.ci_high - b.ci_low, rel=0.2)
 
 
 def test_a_stored_point_gets_each_attack_its_own_cards_and_the_guarantee_as_a_caption():
