@@ -21,6 +21,7 @@ from scipy import stats as sps
 
 from core.experiment.results import AttackResult, DefendedPoint, DefenseBaseline
 from core.foundations.names import ATTACK_SHORT
+from core.measurement.bootstrap import delong_auc
 from core.measurement.stats import CONFIDENCE, Estimate
 
 #: the low FPR the strong attacks' cards read
@@ -63,27 +64,6 @@ def accuracy_interval(accuracy: float, n: int, confidence: float = CONFIDENCE) -
     low = 0.0 if k == 0 else float(sps.beta.ppf(alpha / 2, k, n - k + 1))
     high = 1.0 if k == n else float(sps.beta.ppf(1 - alpha / 2, k + 1, n - k))
     return low, high
-
-
-def delong_auc(scores: np.ndarray, membership: np.ndarray, confidence: float = CONFIDENCE) -> Estimate:
-    """A one-run AUC with its interval over the records by DeLong's variance (DeLong, DeLong & Clarke-Pearson 1988:
-    the members' and non-members' placement values), clipped to [0, 1]: the per-record interval in a millisecond, where
-    a bootstrap of three attacks on every slider step took a large share of the step."""
-    s, y = np.asarray(scores, np.float64), np.asarray(membership, bool)
-    pos, neg = s[y], s[~y]
-    m, n = len(pos), len(neg)
-    order = np.sort(neg)
-    below = np.searchsorted(order, pos, "left")
-    ties = np.searchsorted(order, pos, "right") - below
-    v10 = (below + 0.5 * ties) / n  # per member: the share of non-members it outranks
-    order_p = np.sort(pos)
-    above = m - np.searchsorted(order_p, neg, "right")
-    ties_p = np.searchsorted(order_p, neg, "right") - np.searchsorted(order_p, neg, "left")
-    v01 = (above + 0.5 * ties_p) / m  # per non-member: the share of members that outrank it
-    auc = float(v10.mean())
-    var = (v10.var(ddof=1) / m if m > 1 else 0.0) + (v01.var(ddof=1) / n if n > 1 else 0.0)
-    half = float(sps.norm.ppf((1 + confidence) / 2)) * float(np.sqrt(max(var, 0.0)))
-    return Estimate(auc, max(0.0, auc - half), min(1.0, auc + half), int(m + n), (), "delong", confidence, "")
 
 
 def record_intervals(point: DefendedPoint, names: list[str]) -> dict[str, Estimate]:

@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 from core.analyses.comparison_results import ComparisonResult
 from core.analyses.repeats import unresolved_label
 from core.experiment.results import AttackResult, RunSummary
-from core.measurement.bootstrap import bootstrap_metric
+from core.measurement.bootstrap import delong_auc
 from core.measurement.metrics import Resolution
 from core.measurement.stats import Estimate
 from core.foundations.names import ARCH_NAMES, ATTACK_NAMES, ATTACK_SHORT, UTILITY_NAMES
@@ -181,9 +181,9 @@ def roc_curves(summaries: list[RunSummary]) -> go.Figure:
                    per_row=1)  # as roc_loglog: the entries "FFNN · entropy threshold · AUC 0.74" overlapped two a row
 
 
-def auc_interval(summary: RunSummary, attack: str, n_boot: int = 400) -> str | None:
-    """An attack's AUC in one run with its 95 % interval over the evaluation records (a stratified percentile
-    bootstrap of the run's stored per-record scores), as "[low, high]"; None where the run stores no scores."""
+def auc_interval(summary: RunSummary, attack: str) -> str | None:
+    """An attack's AUC in one run with its 95 % interval over the evaluation records (DeLong's variance of the run's
+    stored per-record scores), as "[low, high]"; None where the run stores no scores."""
     if not summary.records:
         return None
     scores = summary.per_record.scores_of(attack)
@@ -193,7 +193,7 @@ def auc_interval(summary: RunSummary, attack: str, n_boot: int = 400) -> str | N
     s, y = np.asarray(scores, np.float64), np.asarray(membership, bool)
     if not np.isfinite(s).all() or y.all() or not y.any():
         return None
-    e = bootstrap_metric(s, y, "auc", n_boot=n_boot, method="percentile")
+    e = delong_auc(s, y)
     return f"[{e.ci_low:.3f}, {e.ci_high:.3f}]"
 
 
