@@ -359,8 +359,7 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
                 + "; ".join(f"{ARCH_LABELS[a]} {sh.members:.0%} of members / {sh.non_members:.0%} of non-members"
                             for a, sh in hit.items())
                 + f" answer almost surely (1 − c below {floor:.0e}); the draw's scatter of that tiny 1 − c moves LiRA's "
-                "logit by many units, so these AUCs move either way — noise, not a leak the mechanism adds "
-                "(docs/defenses.md measures it).")
+                "logit by many units, so these AUCs move either way, even at large k (docs/defenses.md measures it).")
 
     step.release()  # draw 1's numbers are drawn: every draw's points may compute now
     failed = None
