@@ -384,8 +384,10 @@ def pooled_empirical_epsilon(scores: np.ndarray, membership: np.ndarray, confide
     choose; the threshold is chosen on the selection half's trials of every draw pooled, and the bound read off the
     bounding half's trials of every draw pooled (``n_bound`` = draws × its records). Given the records, the draws
     are independent, so each count is a sum of independent Bernoulli trials, whose spread a binomial of the same
-    mean bounds: the Clopper–Pearson bounds stay valid and the bound holds with probability ≥ ``confidence`` — one
-    bound, unlike the mean of per-draw bounds, which is no bound at any stated level."""
+    mean bounds: the Clopper–Pearson bounds stay valid and the bound holds with probability ≥ ``confidence`` over
+    the mechanism's draws *on these records* (conditional on them: a record that is always flagged counts once per
+    draw). One bound, unlike the mean of per-draw bounds, which is no bound at any stated level; over new records
+    the one-draw :func:`empirical_epsilon` is the bound that treats records as the sample."""
     s = np.asarray(scores, np.float64)
     y = np.asarray(membership).astype(bool)
     if s.ndim != 2 or s.shape[1] != y.size:

@@ -114,7 +114,8 @@ def point_cards(point: DefendedPoint, base: DefenseBaseline, n_nonmembers: int) 
              f"naive attacker ({a.name}), {draws}; undefended {base.attack.auc:.3f}"),
         Card("r1", "ε̂ lower bound", "—" if point.epsilon_hat is None else f"{point.epsilon_hat:.2f}", None,
              "one 95 % lower bound on ε from the naive attacker's scores, every draw's trials pooled (the threshold "
-             "chosen on half the records, the bound read on the other half)")]
+             "chosen on half the records, the bound read on the other half); it holds over the mechanism's draws on "
+             "these records")]
     for s in strong:
         r, r0 = point.attacks[s], base.attacks[s]
         short = ATTACK_SHORT.get(s, s)
