@@ -125,7 +125,10 @@ def repeats_cached(config_hash: str, _cfg: ExperimentConfig) -> int:
 available = min(repeats_cached(c.config_hash, c) for c in configs.values())
 n_repeats = 1
 if available >= 2:
-    n_repeats = int(st.number_input(
+    # folded, as the runs above: the class sees the numbers first; the title says how many repeats the bands use
+    chosen = int(st.session_state.get(f"repeats:{task_name}:{preset}", available))
+    bands = st.expander(f"The curves' bands: {min(chosen, available)} of {available} cached repeats", expanded=False)
+    n_repeats = int(bands.number_input(
         "repeats in the curves' bands", 1, available, available, key=f"repeats:{task_name}:{preset}",
         help=f"{available} repeats of {'these runs' if len(configs) > 1 else 'this run'} are cached (seeds derived "
              "from the run's seed; Train & attack's repeats, or `python -m core compare --repeats N`): the curves "
