@@ -30,11 +30,15 @@ from ui.shared import defender_for, defense_value_key, job_manager, runs_of, sum
 
 
 st.title("Defenses after training")
-st.caption("Both mechanisms act on a trained model, so nothing here retrains a victim or a shadow. "
-           "**Dirichlet mechanism** (paper 001): every output distribution p is replaced by a sample of Dir(k·p) — "
-           "small k scatters the answers. **Gaussian privacy module** (paper 000, Algorithm 1): the trained weights "
-           "get N(0, σ²) noise, then the model answers. The *naive* attacker was fitted on undefended shadows (the "
-           "studies' setting); the *adaptive* attacker knows the mechanism, applies it to its own shadows and refits.")
+st.caption("Noise added to a trained model (nothing here retrains): slide it and watch the attacks, the utility and "
+           "the guarantee move, FFNN and RNN side by side.")
+with st.expander("The two mechanisms and the two attackers"):  # folded: the numbers first on a lecturer's screen
+    st.caption("Both mechanisms act on a trained model, so nothing here retrains a victim or a shadow. "
+               "**Dirichlet mechanism** (paper 001): every output distribution p is replaced by a sample of Dir(k·p) — "
+               "small k scatters the answers. **Gaussian privacy module** (paper 000, Algorithm 1): the trained weights "
+               "get N(0, σ²) noise, then the model answers. The *naive* attacker was fitted on undefended shadows "
+               "(the studies' setting); the *adaptive* attacker knows the mechanism, applies it to its own shadows "
+               "and refits.")
 
 c1, c2, c3, c4 = st.columns([2, 2, 1, 2])
 with c1:
