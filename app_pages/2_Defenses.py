@@ -69,9 +69,10 @@ def run_label(summary: RunSummary, base: ExperimentConfig) -> str:
 
 # any cached run can be defended: the preset's by default, or one trained with other settings
 runs = {a: runs_of(task_name, a) for a in archs}
-if any(runs.values()):
-    # folded: on a projector the numbers below are what the class should see first (it holds the repeats too)
-    with st.expander("Trained runs", expanded=False):
+# folded: on a projector the numbers below are what the class should see first; it holds the repeats' box too
+settings = st.expander("Trained runs and repeats", expanded=False) if any(runs.values()) else None
+if settings is not None:
+    with settings:
         cols = st.columns(len(archs))
         for col, arch in zip(cols, archs):
             options = {s.config_hash: s for s in runs[arch]}
@@ -129,10 +130,8 @@ def repeats_cached(config_hash: str, _cfg: ExperimentConfig) -> int:
 available = min(repeats_cached(c.config_hash, c) for c in configs.values())
 n_repeats = 1
 if available >= 2:
-    # folded, as the runs above: the class sees the numbers first; the title says how many repeats the bands use
-    chosen = int(st.session_state.get(f"repeats:{task_name}:{preset}", available))
-    bands = st.expander(f"The curves' bands: {min(chosen, available)} of {available} cached repeats", expanded=False)
-    n_repeats = int(bands.number_input(
+    # in the folded box with the runs: the class sees the numbers first (the cards' heading says the repeats)
+    n_repeats = int((settings or st).number_input(
         "repeats in the curves' bands", 1, available, available, key=f"repeats:{task_name}:{preset}",
         help=f"{available} repeats of {'these runs' if len(configs) > 1 else 'this run'} are cached (seeds derived "
              "from the run's seed; Train & attack's repeats, or `python -m core compare --repeats N`): the curves "
