@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import plotly.graph_objects as go
 import streamlit as st
 
 from core.views.plain import plain_markdown
@@ -12,9 +13,8 @@ from core.analyses.repeats import repeat_config
 from core.foundations.errors import MIAError
 from core.foundations.paths import cache_dir
 from core.tasks import get_task
-from core.foundations.names import ARCH_NAMES, ATTACK_NAMES
-from core.measurement.stats import Estimate
-from core.views.style import with_ci
+from core.views.home_cards import headline_cards
+from core.views.style import legend_beside
 from ui.nav import page_meta, registered_pages
 from core.views.run_text import verdict_lines
 from ui.results import figures
@@ -70,19 +70,13 @@ if demo:
             target = max(DEMO_REPEATS, ans.decidable_at or DEMO_REPEATS)
             extra = [repeat_config(c, r) for r in range(1, target) for c in demo]
             have = [summary_of(c) for c in extra]
+            # the big numbers are the metric the answer below reads, both architectures, each with its 95 %
+            # interval (core.views.home_cards)
             cols = st.columns(len(cached))
-            for col, s in zip(cols, cached):
-                val = "—" if s.utility.val is None else f"{s.utility.val:.3f}"
-                if n_rep >= 2:  # the mean over the cached repeats with its interval, as the verdict below reads
-                    m = Estimate.from_dict(ans.comparison.metrics["attack_accuracy"].estimate(s.arch))
-                    col.metric(f"{ARCH_NAMES[s.arch]}: attack accuracy, mean of {n_rep} repeats (chance 0.5)",
-                               f"{m.mean:.3f}", help=f"95 % CI {with_ci(m)}; repeat 1 of {n_rep}: "
-                               f"{s.attack.accuracy:.3f} (AUC {s.attack.auc:.3f}, validation accuracy {val})")
-                else:
-                    col.metric(f"{ARCH_NAMES[s.arch]}: attack accuracy, one repeat (chance 0.5)",
-                               f"{s.attack.accuracy:.3f}",
-                               help=f"{ATTACK_NAMES.get(s.attack.name, s.attack.name)}; AUC "
-                                    f"{s.attack.auc:.3f}; validation accuracy {val}")
+            for col, card in zip(cols, headline_cards(ans, {s.arch: s for s in cached})):
+                with col:
+                    st.metric(card.label, card.value, help="chance is 0.5; the answer below reads this metric")
+                    st.caption(card.interval)
             # the question asked, and answered from the cached repeats by core (python -m core compare --cached
             # prints the same): the verdict with its interval and N, or the one-repeat difference, never a claim
             st.markdown(f"##### {ans.question}")
@@ -102,7 +96,7 @@ if demo:
                     st.markdown(f"**Adding repeats**: {len(extra) - len(lacking)} of {len(extra)} runs done; follow "
                                 "them in the sidebar.")
                 elif n_rep < target and st.button(
-                        f"➕ Run to N = {target} repeats ({len(lacking)} runs; repeat 0 took {took:.0f} s here)",
+                        f"➕ Run to N = {target} repeats ({len(lacking)} runs; repeat 1 took {took:.0f} s here)",
                         help=f"N = {target} is the fewest repeats at which the answer's test (attack accuracy, "
                              "Holm-adjusted over the comparison's secondary metrics) can decide at all: below it "
                              "the answer stays inconclusive whatever the data. Trains the missing repeats in the "
@@ -115,7 +109,9 @@ if demo:
                          icon=":material/analytics:")
             if n_rep >= 2:
                 st.caption(f"The curve below is repeat 1 of {n_rep} (the demo's own seed).")
-            st.plotly_chart(figures(cached).attack_by_epoch, width="stretch")
+            # the legend beside the plot (18 entries below it pushed it a screen down): a copy, the Train & attack
+            # page's figure is the cached original
+            st.plotly_chart(legend_beside(go.Figure(figures(cached).attack_by_epoch)), width="stretch")
             if st.button("Open the image demo's results →", type="primary"):
                 st.switch_page(TRAIN, query_params={"task": "image"})
         else:

@@ -11,7 +11,6 @@ from streamlit.delta_generator import DeltaGenerator
 
 from core.defenses import registry as defense_registry
 from core.measurement import studies
-from core.measurement.metrics import EPSILON_HAT_HELP
 from core.foundations.config import MAX_DRAWS, ExperimentConfig, config_changes
 from core.defenses.side_by_side import PointLanes
 from core.defenses.spec import DefenseSpec
@@ -23,6 +22,7 @@ from core.experiment.results import DefendedPoint, DefenseBaseline, RunSummary
 from core.analyses.repeats import cached_repeat_configs, defense_curve_bands, repeat_config
 from core.tasks import get_task
 from core.foundations.names import ATTACK_SHORT, UTILITY_NAMES
+from core.views.defense_cards import point_cards
 from core.views.defense_figures import (NOT_MEASURED, band_caption, defended_entropy_histogram, defense_curves,
                                         defense_table, defense_table_display)
 from ui.nav import job_line
@@ -32,11 +32,15 @@ from ui.shared import defender_for, defense_value_key, job_manager, runs_of, sum
 
 
 st.title("Defenses after training")
-st.caption("Both mechanisms act on a trained model, so nothing here retrains a victim or a shadow. "
-           "**Dirichlet mechanism** (paper 001): every output distribution p is replaced by a sample of Dir(k·p) — "
-           "small k scatters the answers. **Gaussian privacy module** (paper 000, Algorithm 1): the trained weights "
-           "get N(0, σ²) noise, then the model answers. The *naive* attacker was fitted on undefended shadows (the "
-           "studies' setting); the *adaptive* attacker knows the mechanism, applies it to its own shadows and refits.")
+st.caption("Noise added to a trained model (nothing here retrains): slide it and watch the attacks, the utility and "
+           "the guarantee move, FFNN and RNN side by side.")
+with st.expander("The two mechanisms and the two attackers"):  # folded: the numbers first on a lecturer's screen
+    st.caption("Both mechanisms act on a trained model, so nothing here retrains a victim or a shadow. "
+               "**Dirichlet mechanism** (paper 001): every output distribution p is replaced by a sample of Dir(k·p) — "
+               "small k scatters the answers. **Gaussian privacy module** (paper 000, Algorithm 1): the trained weights "
+               "get N(0, σ²) noise, then the model answers. The *naive* attacker was fitted on undefended shadows "
+               "(the studies' setting); the *adaptive* attacker knows the mechanism, applies it to its own shadows "
+               "and refits.")
 
 c1, c2, c3, c4 = st.columns([2, 2, 1, 2])
 with c1:
@@ -67,8 +71,10 @@ def run_label(summary: RunSummary, base: ExperimentConfig) -> str:
 
 # any cached run can be defended: the preset's by default, or one trained with other settings
 runs = {a: runs_of(task_name, a) for a in archs}
-if any(runs.values()):
-    with st.expander("Trained runs", expanded=any(len(r) > 1 for r in runs.values())):
+# folded: on a projector the numbers below are what the class should see first; it holds the repeats' box too
+settings = st.expander("Trained runs and repeats", expanded=False) if any(runs.values()) else None
+if settings is not None:
+    with settings:
         cols = st.columns(len(archs))
         for col, arch in zip(cols, archs):
             options = {s.config_hash: s for s in runs[arch]}
@@ -126,7 +132,8 @@ def repeats_cached(config_hash: str, _cfg: ExperimentConfig) -> int:
 available = min(repeats_cached(c.config_hash, c) for c in configs.values())
 n_repeats = 1
 if available >= 2:
-    n_repeats = int(st.number_input(
+    # in the folded box with the runs: the class sees the numbers first (the cards' heading says the repeats)
+    n_repeats = int((settings or st).number_input(
         "repeats in the curves' bands", 1, available, available, key=f"repeats:{task_name}:{preset}",
         help=f"{available} repeats of {'these runs' if len(configs) > 1 else 'this run'} are cached (seeds derived "
              "from the run's seed; Train & attack's repeats, or `python -m core compare --repeats N`): the curves "
@@ -165,37 +172,17 @@ def job_allows_submit(job, what: str) -> bool:
 Card = tuple[str, str, tuple, dict]
 
 
-def cards_of(point: DefendedPoint, base: DefenseBaseline) -> list[Card]:
-    """One architecture's attack and guarantee cards at ``point`` (draw 1's or every draw's: the caller labels), as
-    data: drawn by :func:`draw_cards`, replaced one by one where they changed by :func:`redraw_cards`. Draw 1's and
-    every draw's point of one value give the same cards in the same order (the same attacks; the guarantee, γ and
-    the note depend on the value alone): only the numbers differ."""
-    a = point.attack
-    out: list[Card] = [
-        ("r1", "metric", ("attack accuracy", f"{a.accuracy:.3f}", f"{a.accuracy - base.attack.accuracy:+.3f}"),
-         {"delta_color": "inverse", "help": f"naive attacker ({a.name}); undefended {base.attack.accuracy:.3f}"}),
-        ("r1", "metric", ("AUC", f"{a.auc:.3f}", f"{a.auc - base.attack.auc:+.3f}"), {"delta_color": "inverse"}),
-        ("r1", "metric", ("TPR @ 1 % FPR", "—" if a.tpr_at_1pct_fpr is None else f"{a.tpr_at_1pct_fpr:.3f}"), {})]
-    no_bound = point.guarantee if point.epsilon is None else None
-    out += [
-        ("r2", "metric", ("ε (theory)", f"{point.epsilon:.3g}" if point.epsilon is not None else
-                          (no_bound.split(" (")[0] if no_bound else "—")), {"help": point.privacy_note}),
-        ("r2", "metric", ("δ", f"{point.delta:.2g}" if point.delta is not None else "—"), {}),
-        ("r2", "metric", ("ε̂ lower bound (attack)", "—" if point.epsilon_hat is None else f"{point.epsilon_hat:.2f}"),
-         {"help": EPSILON_HAT_HELP})]
-    strong = [n for n in ("lira", "rmia") if n in point.attacks and n in base.attacks]
-    if strong:  # the strongest attacks: a defense judged by the shadow MLP alone looks better than it is
-        for n in strong:
-            r, r0 = point.attacks[n], base.attacks[n]
-            out.append(("strong", "metric", (f"{ATTACK_SHORT.get(n, n)} AUC", f"{r.auc:.3f}", f"{r.auc - r0.auc:+.3f}"),
-                        {"delta_color": "inverse", "help": "naive: references and threshold fitted on undefended "
-                                                           f"shadows; undefended AUC {r0.auc:.3f}"}))
-        best = max(point.attacks[n].tpr_at_01pct_fpr or 0.0 for n in strong)
-        out.append(("strong", "metric", ("TPR @ 0.1 % FPR", f"{best:.3f}"),
-                    {"help": "the better of LiRA and RMIA at 0.1 % FPR"}))
-    if point.gamma is not None:
-        out.append(("", "caption", (f"random DP with confidence γ = {point.gamma:.3f}",), {}))
-    out.append(("", "caption", (point.privacy_note or "",), {}))
+def cards_of(point: DefendedPoint, base: DefenseBaseline, n_nonmembers: int) -> list[Card]:
+    """One architecture's attack cards at ``point`` (draw 1's or every draw's: the caller labels), their 95 %
+    intervals' line and the guarantee's caption, as data (:func:`core.views.defense_cards.point_cards`): drawn by
+    :func:`draw_cards`, replaced one by one where they changed by :func:`redraw_cards`. Draw 1's and every draw's
+    point of one value give the same cards in the same order (the same attacks): only the numbers differ. What cannot
+    move with the slider at a value (ε in theory, δ, γ) is a caption, not a card."""
+    cards, intervals, guarantee = point_cards(point, base, n_nonmembers)
+    out: list[Card] = [(c.row, "metric", (c.label, c.value, c.delta),
+                        {"delta_color": "inverse", "help": c.help}) for c in cards]
+    out.append(("", "caption", (intervals,), {}))
+    out.append(("", "caption", (guarantee,), {}))
     return out
 
 
@@ -318,7 +305,7 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
                 st.error(plain_markdown(exc))
                 continue
             fast[arch] = point
-            cards[arch] = cards_of(point, d.baseline)
+            cards[arch] = cards_of(point, d.baseline, int((~d.membership.astype(bool)).sum()))
             elements[arch] = draw_cards(cards[arch])
             slots[arch] = st.empty()
             with slots[arch].container():
@@ -376,20 +363,11 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
         if hit:
             floor = next(iter(shares.values())).floor
             st.caption(
-                "**Why LiRA/RMIA move oddly under Dir_k here** — "
-                + "; ".join(f"{ARCH_LABELS[a]}: {sh.members:.0%} of members and {sh.non_members:.0%} of "
-                            f"non-members" for a, sh in hit.items())
-                + f" answer with 1 − c below (n − 1)·η = {floor:.0e}"
-                + "".join(f" ({ARCH_LABELS[a]}: {shares[a].members:.0%} / {shares[a].non_members:.0%})"
-                          for a in shares if a not in hit)
-                + ". For those the noisy 1 − c is the draw's scatter around the floor, so LiRA's logit φ = log c − "
-                "log(1 − c) jumps by many units even at large k, and the attacks' AUCs move either way. The naive "
-                "attacker's undefended references explain only part of it: with the references passed through the "
-                "same draw the RNN's rise at k = 10 shrinks but stays. Measured on the image quick runs (N = 8 draws, "
-                "95 % intervals; `bench/dirichlet_reference_attacks.py`, docs/defenses.md): RNN (42 % / 47 % "
-                "saturated) at k = 10, LiRA +0.060 ± 0.013 naive vs +0.017 ± 0.010 with defended references, RMIA "
-                "+0.079 ± 0.003 vs +0.064 ± 0.010; median |Δφ| 91 at k = 10 and 1.2 at k = 10,000, against the "
-                "FFNN's (0 % saturated) 28 and 0.15.")
+                "**Why LiRA/RMIA AUC can rise under Dir_k even at the strongest noise:** "
+                + "; ".join(f"{ARCH_LABELS[a]} {sh.members:.0%} of members / {sh.non_members:.0%} of non-members"
+                            for a, sh in hit.items())
+                + f" answer almost surely (1 − c below {floor:.0e}); the draw's scatter of that tiny 1 − c moves LiRA's "
+                "logit by many units, so these AUCs move either way, even at large k (docs/defenses.md measures it).")
 
     step.release()  # draw 1's numbers are drawn: every draw's points may compute now
     failed = None
@@ -405,7 +383,8 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
         else:
             for arch in one_draw:
                 fast[arch], full[arch] = (f.result() for f in step.full[arch])
-                now = cards_of(fast[arch], defenders[arch].baseline)
+                now = cards_of(fast[arch], defenders[arch].baseline,
+                               int((~defenders[arch].membership.astype(bool)).sum()))
                 redraw_cards(elements[arch], cards[arch], now)
                 cards[arch] = now
                 with slots[arch].container():
@@ -440,7 +419,7 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
                                        log_x=param.log_scale), width="stretch")
         st.caption(band_caption(curve_points))
     st.caption("Solid: naive attack accuracy; dotted: utility loss where it was measured (visited values and the "
-               "table's rows; with repeats, where every repeat measured it); dashed: undefended accuracy (repeat 0); "
+               "table's rows; with repeats, where every repeat measured it); dashed: undefended accuracy (repeat 1); "
                "dash-dot: the AUC of the stronger of LiRA and RMIA (naive) — where it stays above the accuracy line, the "
                "shadow MLP understates the leak. One draw scatters (translation quick: validation BLEU's sd over draws "
                "is 1.1–2.7 points under Dirichlet noise, docs/defenses.md) — read a bend only where the bands do not "

@@ -226,6 +226,8 @@ for _ in drawn(tabs[0]):
             st.markdown(heading)
             for note in notes:
                 st.caption(note)
+    # the sentence read off what the figure shows at this scale (log: the clouds' centres; linear: the means)
+    st.markdown(analyses_text.scatter_separation(scatter, scale))
     tab_verdict("scatter")
     points = (event.selection.points if event and getattr(event, "selection", None) else []) or []
     if points:

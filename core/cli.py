@@ -100,7 +100,7 @@ def build_parser(prog: str = "python -m core", epilog: str | None = None) -> arg
                           "candidate records and trains on them); its models are cached. Added to the JSON as "
                           "attacks.lira_online")
     run.add_argument("--repeats", type=int, default=None, action=Once, metavar="N",
-                     help="run N repeats (1..20; seeds derived from the config's seed, repeat 0 = the config, each "
+                     help="run N repeats (1..20; seeds derived from the config's seed; repeat 1 = the config itself, each "
                           "cached) and add a 'repeats' block: every headline metric's mean, ci_low, ci_high, n and "
                           "per-repeat values (same as --set repeats=N)")
     add_compare_command(sub, common)

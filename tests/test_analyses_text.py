@@ -88,3 +88,23 @@ def test_a_repeated_verdict_is_typed_and_its_sentence_reads_the_same_typed_or_js
     assert analyses_text.repeated_line(d, "other") is None and analyses_text.repeated_line(None, "x") is None
     text, missing = analyses_text.repeated_summary(block, 6)
     assert "* lower member entropy (scatter): (1)" in text and missing == "1 of 6 repeats have no y"
+
+
+def test_the_scatter_sentence_reads_what_its_scale_shows():
+    """Records where most RNN members sit decades below its non-members (the log view's clouds far apart) while a few
+    large-entropy members pull its mean APE up (the linear view's means closer than the FFNN's): each view's sentence
+    says what that view shows, not one sentence for both."""
+    import numpy as np
+
+    from core.views.analyses_text import scatter_separation
+
+    rng = np.random.default_rng(0)
+    member = np.r_[np.ones(100, bool), np.zeros(100, bool)]
+    ffnn = np.where(member, -1.2, -0.8) + 0.05 * rng.normal(size=200)  # 0.4 decades apart, means clearly apart
+    rnn = np.where(member, -4.0, -0.8) + 0.05 * rng.normal(size=200)  # 3 decades apart at the centres ...
+    rnn[:25] = 0.5  # ... but a quarter of its members answer with APE ≈ 3 nats: their mean is above non-members'
+    scatters = {a: {"membership": member.tolist(), "log10_ape": v.tolist()} for a, v in (("ffnn", ffnn), ("rnn", rnn))}
+    log = scatter_separation(scatters, "log")
+    linear = scatter_separation(scatters, "linear")
+    assert "log view" in log and "decades" in log and "the RNN separates members from non-members more" in log
+    assert "linear view" in linear and "nats" in linear and "the FFNN separates members from non-members more" in linear

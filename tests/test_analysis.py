@@ -51,6 +51,21 @@ def test_quadrant_search_finds_a_planted_quadrant():
     q = analysis.best_quadrant(h, ce, member)
     assert q["accuracy"] > 0.98
     assert q["cross_entropy_max"] == pytest.approx(0.3, abs=0.03) and q["entropy_max"] == pytest.approx(0.6, abs=0.03)
+    assert q["n_scored"] in (500, 501)  # scored on the half that did not choose it
+
+
+def test_the_best_quadrant_is_scored_on_records_it_was_not_chosen_on():
+    """Signals that carry no membership: the best of 81 × 81 rules on the records it is scored on reads well above
+    chance (it overstates); chosen on one half and scored on the other it reads chance, within its noise."""
+    rng = np.random.default_rng(3)
+    held, chosen = [], []
+    for t in range(20):
+        h, ce = rng.uniform(0, 1, 200), rng.uniform(0, 1, 200)
+        member = np.r_[np.ones(100, bool), np.zeros(100, bool)]
+        q = analysis.best_quadrant(h, ce, member, seed=t)
+        held.append(q["accuracy"]), chosen.append(q["accuracy_chosen_on"])
+    assert np.mean(chosen) > 0.58  # the maximum over thousands of rules on its own records
+    assert abs(np.mean(held) - 0.5) < 0.03  # held out: chance
 
 
 @pytest.mark.parametrize("rnn,ffnn,diff", [([0.7, 0.8], [0.6, 0.65], -0.125), ([0.5, 0.5], [0.6, 0.7], 0.15),

@@ -608,7 +608,7 @@ def test_empirical_epsilon():
 
 
 def test_empirical_epsilon_is_a_95_percent_lower_bound_on_an_exactly_eps_dp_mechanism():
-    """The claim behind "ε̂ (95 % lower bound)": on a mechanism that is exactly ε-DP — randomized
+    """The claim behind "ε̂ lower bound": on a mechanism that is exactly ε-DP — randomized
     response on membership, e^ε/(1 + e^ε) = 0.73 for ε = 1, whose answers have one threshold — the
     bound exceeds the true ε in at most 5 % of runs (400 runs: + 3 Monte-Carlo standard errors). It
     is not trivially 0 (it reaches most of ε), and the plain ln(TPR/FPR) it is built from — no
@@ -654,3 +654,70 @@ def test_saturated_share_counts_answers_past_the_dirichlet_floor():
     share = saturated_share(r, np.array([True, False, True, False]), 1e-6)
     assert (share.members, share.non_members, share.floor) == (0.5, 0.5, pytest.approx(9e-6)) and share.most == 0.5
     assert saturated_share(r, np.array([True, True, False, False]), 1e-6).members == 1.0
+
+
+def test_epsilon_hat_is_one_bound_over_the_pooled_draws(overfit):
+    """ε̂ at a point of several draws is one 95 % lower bound over every draw's trials pooled (the records split once),
+    not the mean of per-draw bounds (no bound at any level)."""
+    from core.measurement.metrics import pooled_empirical_epsilon
+
+    spec = DefenseSpec("dirichlet", 3.0, draws=3, seed=11)
+    p = overfit.point(spec, "naive", utility=False)
+    detail = p.epsilon_lower_bound_detail
+    n = len(overfit.membership)
+    assert p.epsilon_lower_bound == detail.lower_bound
+    assert detail.n_bound == 3 * (n - n // 2) and "3 draws pooled" in detail.method
+    # the same bound as the function over the draws' own scores, which are the answers' draws
+    scores = np.stack([score_attacks([a for a in overfit.naive_attacks if a.name == overfit.primary],
+                                     overfit.victim_answers(spec, d, False), overfit.membership)[overfit.primary].scores
+                       for d in range(3)])
+    assert pooled_empirical_epsilon(scores, overfit.membership).lower_bound == pytest.approx(p.epsilon_lower_bound)
+
+
+def test_pooled_epsilon_of_one_draw_is_the_plain_bound_and_no_signal_bounds_nothing():
+    from core.measurement.metrics import pooled_empirical_epsilon
+
+    rng = np.random.default_rng(0)
+    y = np.r_[np.ones(100, bool), np.zeros(100, bool)]
+    s = rng.normal(size=200) + 2.0 * y
+    one = pooled_empirical_epsilon(s[None], y)
+    plain = empirical_epsilon(s, y)
+    assert one.lower_bound == pytest.approx(plain.lower_bound) and one.threshold == plain.threshold
+    # 8 draws of scores that ignore membership: a valid 95 % bound is 0 in (nearly) every trial
+    hits = sum(pooled_empirical_epsilon(rng.normal(size=(8, 200)), y, seed=t).lower_bound > 0 for t in range(40))
+    assert hits <= 6
+
+
+def test_a_warm_defender_reads_its_setup_and_fits_no_models_stage_attack(overfit, monkeypatch):
+    """A second Defender of the same cached run (a new server) reads the baseline and which models-stage attacks the
+    run has from the cache: it fits none of them until a point it computes needs them."""
+    from core.attacks import registry as attack_registry
+
+    fits = []
+    real = attack_registry.entries
+
+    def counting(*args, **kwargs):
+        if "models" in args:  # the models-stage attacks (the naive attacks' own entries are "responses")
+            fits.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr("core.defenses.defender.attack_registry.entries", counting)
+    again = Defender(overfit.models, overfit.cache)
+    assert not fits and again._model_attacks is None
+    assert again.baseline.to_dict() == overfit.baseline.to_dict()
+    spec = DefenseSpec("dirichlet", 5.0, draws=1, seed=3)
+    # the slider's draw-1 stand-in needs none of them; a full point does, and gets the same numbers as a cold one
+    again.point(spec, "naive", utility=False, registry=False)
+    assert not fits
+    warm = again.point(spec, "naive", utility=True)
+    assert fits and warm.attacks.keys() == overfit.point(spec, "naive", utility=True).attacks.keys()
+
+
+def test_the_slider_utility_point_is_read_back_by_a_new_defender(overfit):
+    """The utility card's point (utility, no quantile regression) is kept on disk: a new server's curves and table
+    show the utility of every value a session visited, not only "Measure"'s."""
+    spec = DefenseSpec("dirichlet", 7.0, draws=2, seed=5)
+    p = overfit.point(spec, "naive", utility=True, quantile=False)
+    again = Defender(overfit.models, overfit.cache)
+    known = again.known_rows(spec, [7.0])[0]
+    assert known.utility == p.utility and known.utility_loss == p.utility_loss

@@ -154,3 +154,19 @@ def test_a_full_point_in_before_the_page_draws_is_drawn_directly(tiny_image_runs
     assert not at.exception, at.exception
     assert not _labelled(at) and not waited
     assert _accuracy_cards(at) == _expected(DefenseSpec("dirichlet", value, draws=8))
+
+
+@pytest.mark.xdist_group("tiny-image-runs")
+def test_every_card_names_its_number_and_the_guarantee_is_a_caption(tiny_image_runs):
+    """Each attack its own cards (never "the larger of LiRA and RMIA"); a TPR finer than one non-member is named the
+    TPR at 0 false positives; ε in theory and δ, which a card showed at every value alike, are in a caption; the
+    cards' 95 % intervals are on the page beside them."""
+    tiny_image_runs(1)
+    at = _opened(AppTest.from_file(str(ROOT / "app.py")))
+    labels = [m.label for m in at.metric]
+    # (the tiny runs have one shadow: no LiRA/RMIA cards here; tests/test_defense_cards.py reads a point that has them)
+    assert "TPR @ 0.1 % FPR" not in labels and "δ" not in labels and "ε (theory)" not in labels
+    assert labels.count("ε̂ lower bound") == 2
+    captions = [c.value for c in at.caption]
+    assert sum(c.startswith("95 % intervals — accuracy [") for c in captions) == 2
+    assert sum(c.startswith("Guarantee at this value: ") for c in captions) == 2

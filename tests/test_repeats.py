@@ -89,8 +89,19 @@ def test_comparison_json_is_paired_with_verdicts():
         assert out["metrics"][tpr]["verdict"] is None and out["metrics"][tpr]["role"] == "unresolved"
         assert out["metrics"][tpr]["label"] == "TPR at 0 false positives (FPR < 1/20)" and tpr in out["no_verdict"]
     family = out["secondary"]["metrics"]
-    assert set(family) == {"attack_accuracy", "attack_auc", "rmia_auc", "epsilon_lower_bound"}
-    assert all(out["metrics"][n]["p_holm"]["family"] == 4 for n in family)
+    assert set(family) == {"attack_accuracy", "attack_auc", "rmia_auc"}
+    assert all(out["metrics"][n]["p_holm"]["family"] == 3 for n in family)
+    # ε̂: each repeat's 95 % lower bound, side by side; no t interval, no test, no verdict over bounds
+    eps = out["metrics"]["epsilon_lower_bound"]
+    assert eps["role"] == "bound" and eps["verdict"] is None and "lower bound" in eps["no_verdict_reason"]
+    for arch in ("ffnn", "rnn"):
+        assert eps[arch]["ci_low"] is None and eps[arch]["ci_high"] is None and len(eps[arch]["values"]) == 2
+        assert eps[arch]["mean"] == min(eps[arch]["values"])
+    assert eps["difference"]["diff"]["ci_low"] is None and eps["difference"]["p_t"] is None
+    from core.views.repeat_figures import comparison_table
+    row = comparison_table(out).set_index("metric").loc["ε̂ lower bound"]
+    assert row["FFNN mean [95% CI]"].startswith("per repeat: ") and "N = 1" not in row["FFNN mean [95% CI]"]
+    assert row["verdict: RNN leaks more"] == "— (no verdict)"
     # the step of one record beside the numbers: 20 members + 20 non-members per repeat
     assert out["resolution"]["ffnn"]["tpr_step"] == out["resolution"]["rnn"]["tpr_step"] == pytest.approx(1 / 20)
 
@@ -220,12 +231,13 @@ def test_one_declared_primary_metric_carries_the_verdict_and_the_rest_are_holm_c
     assert out["tpr_at_0.1pct_fpr"]["difference"]["diff"]["mean"] == pytest.approx(-0.2)  # still shown as a value
     assert roles["tpr_at_1pct_fpr"] == "secondary"  # 200 non-members allow 2 false positives at 1 %
     secondary = sorted(m for m, r in roles.items() if r == "secondary")
-    assert secondary == sorted(["attack_auc", "attack_accuracy", "tpr_at_1pct_fpr", "rmia_auc", "epsilon_lower_bound"])
-    # the shadow attack's AUC holds on its own (sign-flip p = 4/256) but not after Holm over 5 (5 · 4/256 > 0.05)
+    assert secondary == sorted(["attack_auc", "attack_accuracy", "tpr_at_1pct_fpr", "rmia_auc"])
+    assert roles["epsilon_lower_bound"] == "bound" and out["epsilon_lower_bound"]["verdict"] is None
+    # the shadow attack's AUC holds on its own (sign-flip p = 4/256) but not after Holm over 4 (4 · 4/256 > 0.05)
     assert comps["attack_auc"].verdict.value == "holds"
     auc = out["attack_auc"]
     assert auc["difference"]["p_permutation"] == pytest.approx(4 / 256)
-    assert auc["p_holm"]["p_permutation"] == pytest.approx(5 * 4 / 256) and auc["p_holm"]["family"] == 5
+    assert auc["p_holm"]["p_permutation"] == pytest.approx(4 * 4 / 256) and auc["p_holm"]["family"] == 4
     assert auc["verdict"]["value"] == "inconclusive" and "Holm" in auc["verdict"]["reason"]
     # with 1000 non-members both TPRs are resolved and enter the family
     wide = judged_comparisons(comps, EvaluationFacts(1000, 1000, True, "shadow"))

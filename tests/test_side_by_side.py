@@ -88,8 +88,8 @@ def test_a_failing_defender_fails_its_own_calls_only():
 # ---------------------------------------------------------------------------- the slider's lanes (issue 32 point 16)
 def test_the_one_draw_point_is_the_full_points_first_draw_and_cached(tiny_image_runs, tmp_path):
     """The Defenses page shows a new value's one-draw point first: it is draw 0 of the full point (a draw's noise is
-    seeded by its index, not by the number of draws), so its per-record scores, defended answers and ε̂ detail are
-    the full point's own, and it is a point of its own, cached: another Defender on the cache reads it (ready)."""
+    seeded by its index, not by the number of draws), so its per-record scores and defended answers are the full
+    point's own (ε̂ is the full point's over every draw pooled), and it is a point of its own, cached: another Defender on the cache reads it (ready)."""
     tiny_image_runs(1)
     d = _defenders(tmp_path / "a")["rnn"]
     for mechanism, value in (("dirichlet", 0.7), ("gpm", 0.01)):
@@ -99,7 +99,9 @@ def test_the_one_draw_point_is_the_full_points_first_draw_and_cached(tiny_image_
         first, whole = d.point(one, "naive", utility=False), d.point(full, "naive", utility=False)
         assert (first.draws, whole.draws) == (1, 3)
         assert first.records == whole.records and first.records["scores"]
-        assert first.epsilon_lower_bound_detail == whole.epsilon_lower_bound_detail
+        # ε̂: one bound over every draw pooled (the records split once): draw 0 alone bounds a third of the trials
+        assert whole.epsilon_lower_bound_detail.n_bound == 3 * first.epsilon_lower_bound_detail.n_bound
+        assert "3 draws pooled" in whole.epsilon_lower_bound_detail.method
         assert first.attack.accuracy_std == 0.0  # one draw: no spread over draws to claim
         again = _defenders(tmp_path / "a")["rnn"].ready(one, "naive", utility=False)
         assert again is not None and _numbers(again) == _numbers(first)

@@ -74,17 +74,22 @@ ScatterAttack._FIELDS = {"accuracy": (NUM, True), "decision": (flags(), False), 
 
 @dataclass(frozen=True)
 class Quadrant(Open):
-    """The best two-threshold rule "member iff CE ≤ a and H ≤ b" (None: that signal unused) and its accuracy."""
+    """The best two-threshold rule "member iff CE ≤ a and H ≤ b" (None: that signal unused), chosen on one half of
+    the records, and its ``accuracy`` on the other half (``n_scored`` records); ``accuracy_chosen_on``: on the half
+    that chose it (a maximum over every rule: it overstates). Written before the split, ``n_scored`` is None and
+    ``accuracy`` was read on the records that chose it."""
 
     accuracy: float
     cross_entropy_max: float | None = None
     entropy_max: float | None = None
+    accuracy_chosen_on: float | None = None
+    n_scored: int | None = None
 
     _WHAT: ClassVar[str] = "quadrant"
 
 
 Quadrant._FIELDS = {"cross_entropy_max": (null(NUM), False), "entropy_max": (null(NUM), False),
-                    "accuracy": (NUM, True)}
+                    "accuracy": (NUM, True), "accuracy_chosen_on": (null(NUM), False), "n_scored": (null(INT), False)}
 
 
 @dataclass(frozen=True)

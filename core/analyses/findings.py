@@ -203,7 +203,7 @@ def _paired_pairs(configs: dict[str, ExperimentConfig], cache: ArtifactCache, co
     per: dict[str, list[RunSummary | None]] = {
         a: [cached_run(repeat_config(c, r), cache, costs) for r in range(limit)] for a, c in configs.items()}
     n = leading([all(per[a][r] is not None for a in per) for r in range(limit)])
-    missing = [missing_run(repeat_config(c, r), costs, "plain", f"run {a} repeat {r}")
+    missing = [missing_run(repeat_config(c, r), costs, "plain", f"run {a} repeat {r + 1}")
                for r in range(limit) for a, c in configs.items() if per[a][r] is None]
     r = limit
     while n == r and r < MAX_TABLE_REPEATS:

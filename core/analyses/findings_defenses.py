@@ -63,7 +63,7 @@ def memorization_row(task: str, preset: str, sets: dict[str, Any] | None, cache:
             result = _cached_memorization(rc, cache)
             per[a].append(result)
             if result is None:
-                missing.append(Missing(rc, "analysis", {"name": "memorization"}, f"memorization {a} repeat {r}",
+                missing.append(Missing(rc, "analysis", {"name": "memorization"}, f"memorization {a} repeat {r + 1}",
                                        None))
     n = leading([all(per[a][r] is not None for a in per) for r in range(target)])
     while n == len(per["ffnn"]) and n < MAX_TABLE_REPEATS:  # further repeats cached for both (as F1, F3 – F5 read
@@ -153,10 +153,10 @@ def dirichlet_row(task: str, preset: str, sets: dict[str, Any] | None, cache: Ar
         point = _defended_point(rc, spec, cache) if run is not None else None
         points.append(point)
         if run is None:
-            missing.append(missing_run(rc, costs, "plain", f"run rnn repeat {r}"))
+            missing.append(missing_run(rc, costs, "plain", f"run rnn repeat {r + 1}"))
         if point is None:
             missing.append(Missing(rc, "adaptive", {"spec": dataclasses.asdict(spec)},
-                                   f"Dirichlet k = {DIRICHLET_K:g} point (naive + adaptive attacker, utility) repeat {r}",
+                                   f"Dirichlet k = {DIRICHLET_K:g} point (naive + adaptive attacker, utility) repeat {r + 1}",
                                    None))
     n = leading([p is not None for p in points])
     while n == len(points) and n < MAX_TABLE_REPEATS:  # further repeats cached (as F1, F4, F5 read them): the
@@ -241,14 +241,14 @@ def training_defense_row(finding: Finding, task: str, preset: str, sets: dict[st
         base_cfg = baseline_config(c, mechanism)
         b = cached_run(repeat_config(base_cfg, r), cache, costs)
         if b is None and note:
-            missing.append(missing_run(repeat_config(base_cfg, r), costs, "plain", f"undefended {a} repeat {r}"))
+            missing.append(missing_run(repeat_config(base_cfg, r), costs, "plain", f"undefended {a} repeat {r + 1}"))
         points = []
         for v in grid:
             pc = point_config(c, mechanism, v, target_epsilon, max_grad_norm)
             p = cached_run(repeat_config(pc, r), cache, costs, mechanism)
             if p is None and note:
                 missing.append(missing_run(repeat_config(pc, r), costs, mechanism,
-                                            f"{mechanism} {v:g} {a} repeat {r}"))
+                                            f"{mechanism} {v:g} {a} repeat {r + 1}"))
             points.append(p)
         if b is None or any(p is None for p in points):
             return b, None

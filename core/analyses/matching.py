@@ -100,7 +100,7 @@ def run_matched(configs: dict[str, ExperimentConfig], progress: ProgressCallback
                 cache: ArtifactCache | None = None, executor: "Executor | None" = None) -> dict[str, Any]:
     """FFNN and RNN at matched utility (``configs[a].match_utility``), repeat by repeat.
 
-    Returns ``{"match_utility", "metric", "repeats": [{"repeat", "seed", "target", arch: {epoch,
+    Returns ``{"match_utility", "metric", "repeats": [{"repeat" (1 … N), "seed", "target", arch: {epoch,
     reached, final_epoch, final_utility, utility_at_stop, config_hash}}], "comparison"}`` where
     ``comparison`` is :func:`core.analyses.repeats.comparison_json` of the stopped runs.
     """
@@ -119,7 +119,8 @@ def run_matched(configs: dict[str, ExperimentConfig], progress: ProgressCallback
             full[arch] = run_experiment(per[arch][r], bar.for_run(4 * r + j), cache, executor).run
             bar.done(full[arch])
         target = resolve_target(mode, {a: float(s.utility.val) for a, s in full.items()})
-        row: dict[str, Any] = {"repeat": r, "seed": per["ffnn"][r].seed, "target": target}
+        # numbered for people, as every page, the CLI's progress and the report number repeats: 1 … N
+        row: dict[str, Any] = {"repeat": r + 1, "seed": per["ffnn"][r].seed, "target": target}
         for j, arch in enumerate(("ffnn", "rnn")):
             point = stopping_point(full[arch], target)
             summary = run_experiment(stopped_config(per[arch][r], point.epoch), bar.for_run(4 * r + 2 + j), cache,

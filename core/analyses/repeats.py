@@ -36,8 +36,8 @@ from core.experiment.pipeline import cached_summary, run_experiment, trained_mod
 from core.foundations.progress import ProgressCallback, ProgressEvent
 from core.experiment.results import DefendedPoint, RunSummary, runs
 from core.measurement.bootstrap import bootstrap_metric, low_fpr_note, roc_band_repeats
-from core.measurement.stats import (Comparison, Estimate, compare, corrected_verdict, holm, interval_from_moments,
-    mean_interval)
+from core.measurement.stats import (Comparison, Estimate, PairedDifference, compare, corrected_verdict, holm,
+    interval_from_moments, mean_interval)
 from core.tasks import get_task
 
 if TYPE_CHECKING:
@@ -134,6 +134,21 @@ def headline_bounds(name: str, summaries: Sequence[RunSummary]) -> tuple[float |
     return HEADLINE_BOUNDS.get(name)
 
 
+#: headline metrics whose per-repeat value is a one-sided 95 % bound on that repeat's own model (ε̂): a mean, a t
+#: interval or a paired test over bounds is no statement at any level, so they are reported per repeat
+#: (:func:`bounds_only`), with no interval and no verdict
+BOUND_METRICS = ("epsilon_lower_bound",)
+BOUNDS_NOTE = ("each repeat's value is a 95 % lower bound on its own model's ε; shown: the smallest of them, with no "
+               "interval (a mean or a t interval of lower bounds is no bound at any level): read them per repeat")
+
+
+def bounds_only(values: Sequence[float], what: str = "per-repeat lower bounds") -> Estimate:
+    """Per-repeat lower bounds as an :class:`Estimate` without an interval: ``mean`` holds the smallest of them
+    (labelled by ``method``), ``values`` each repeat's."""
+    v = [float(x) for x in values]
+    return Estimate(min(v), None, None, len(v), tuple(v), method=f"{what} (the smallest shown)", note=BOUNDS_NOTE)
+
+
 def headline_values(summaries: Sequence[RunSummary]) -> dict[str, list[float | None]]:
     """Per headline metric, its value in each summary (None where the run has no such number)."""
     return {name: [get(s) for s in summaries] for name, (get, _) in HEADLINE.items()}
@@ -145,7 +160,8 @@ def aggregate(summaries: Sequence[RunSummary]) -> dict[str, Estimate]:
     typed = runs(summaries)
     for name, values in headline_values(typed).items():
         if values and all(v is not None for v in values):
-            out[name] = mean_interval([float(v) for v in values], bounds=headline_bounds(name, typed))
+            out[name] = (bounds_only(values) if name in BOUND_METRICS else
+                         mean_interval([float(v) for v in values], bounds=headline_bounds(name, typed)))
     return out
 
 
@@ -246,6 +262,13 @@ def compare_summaries(ffnn: Sequence[RunSummary], rnn: Sequence[RunSummary]) -> 
     for name, (_, expected) in HEADLINE.items():
         a, b = fa[name], rb[name]
         if a and all(v is not None for v in a + b):
+            if name in BOUND_METRICS:  # bounds side by side, repeat by repeat: no interval, no test, no verdict
+                d = [float(x) - float(y) for x, y in zip(a, b)]
+                diff = Estimate(float(np.mean(d)), None, None, len(d), tuple(d),
+                                method="differences of per-repeat lower bounds (no interval)", note=BOUNDS_NOTE)
+                out[name] = Comparison(name, PairedDifference(bounds_only(a), bounds_only(b), diff, None, None, True,
+                                                              None), None)
+                continue
             out[name] = compare(name, [float(v) for v in a], [float(v) for v in b], expected,
                                 bounds=headline_bounds(name, [*ffnn, *rnn]))
     return out
@@ -354,6 +377,7 @@ def metric_roles(comps: dict[str, Comparison], facts: EvaluationFacts) -> dict[s
     * ``unresolved``: a TPR at an FPR f with fewer than 1/f non-members (⌊f·n⌋ = 0 false positives
       allowed): it is the TPR at zero false positives, labelled so, with no verdict (and TPR @ 1 % and
       @ 0.1 % are then the same number);
+    * ``bound``: a per-repeat lower bound (ε̂, :data:`BOUND_METRICS`): no interval, no test, no verdict;
     * ``secondary``: every other leakage metric (Holm-corrected in :func:`judged_comparisons`);
     * ``utility``: no hypothesis (``expected`` = 0), the difference only.
     """
@@ -364,6 +388,8 @@ def metric_roles(comps: dict[str, Comparison], facts: EvaluationFacts) -> dict[s
         role, label, why = "secondary", None, None
         if HEADLINE[name][1] == 0:
             role = "utility"
+        elif name in BOUND_METRICS:
+            role, why = "bound", BOUNDS_NOTE
         elif name == primary:
             role = "primary"
         elif name == "attack_advantage" and facts.balanced and "attack_accuracy" in comps:
@@ -385,7 +411,8 @@ def judged_comparisons(comps: dict[str, Comparison], facts: EvaluationFacts) -> 
     verdict as :func:`core.measurement.stats.compare` gives it; the secondary metrics' p-values
     Holm-adjusted over the secondary family (:func:`core.measurement.stats.holm`, ``p_holm``) and their
     verdict held to them (:func:`core.measurement.stats.corrected_verdict`); duplicates and unresolved
-    rates keep their values and difference but no verdict."""
+    rates keep their values and difference but no verdict; per-repeat bounds (``bound``) their values per repeat,
+    with no interval and no verdict."""
     roles = metric_roles(comps, facts)
     secondary = [m for m, r in roles.items() if r.role == "secondary"]
     adj_t = holm([comps[m].difference.p_t for m in secondary])
@@ -395,7 +422,7 @@ def judged_comparisons(comps: dict[str, Comparison], facts: EvaluationFacts) -> 
         r = roles[name]
         # the comparison's JSON with the role written after it (update: a key it has keeps its place)
         d = {**c.to_dict(), "role": r.role, "label": r.label or METRIC_LABELS.get(name, name)}
-        if r.role in ("duplicate", "unresolved"):
+        if r.role in ("duplicate", "unresolved", "bound"):
             d.update(verdict=None, no_verdict_reason=r.no_verdict_reason)
         elif r.role == "secondary" and c.verdict is not None:
             i = secondary.index(name)

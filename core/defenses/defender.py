@@ -21,6 +21,7 @@ Navigation: the queries are each map's seeded query rollout's states; utility, r
 from __future__ import annotations
 
 import hashlib
+import threading
 import time
 from dataclasses import asdict
 from typing import Any, Callable
@@ -31,11 +32,11 @@ import torch
 from core.attacks.shadow_attacks import Attack, RecordFeatureAttack, score_attacks
 from core.experiment.cache import ArtifactCache
 from core.foundations.errors import ConfigError
-from core.measurement.metrics import empirical_epsilon, utility_loss
+from core.measurement.metrics import empirical_epsilon, pooled_empirical_epsilon, utility_loss
 from core.attacks import registry as attack_registry
 from core.attacks.registry import ModelAttack
 from core.experiment.model_attacks import DEFENDED_REFIT_STEPS, QuantileAttack, UndefendedQuery, record_score
-from core.experiment.pipeline import AttackVariant, fitted_attack_variants, fitted_attacks
+from core.experiment.pipeline import ATTACK_FIT_VERSION, AttackVariant, fitted_attack_variants, fitted_attacks
 from core.experiment.roles import TrainedModels
 from core.experiment.reference_attacks import (ReferenceAttack, ReferenceInputs, fit_reference_attacks,
     reference_inputs, score_reference_attacks)
@@ -49,6 +50,25 @@ from core.defenses.spec import ATTACKERS, NAIVE_FIELDS, DefenseSpec
 from core.defenses.defended_query import DefendedQuery, RememberingModel
 from core.defenses.adaptive_answers import adaptive_shadow_answers, defended_reference_inputs
 from core.defenses.defense_results import DefenseRun, mean_std, per_record_for_json, summarise_draws
+
+
+#: part of the cached set-up's key (:class:`Defender`: the baseline and which models-stage attacks a run has): raised
+#: when what it holds is computed differently
+SETUP_VERSION = "setup1"
+#: seconds before a point found missing on disk is looked up again (another session or a worker may store it)
+MISS_RECHECK_S = 5.0
+
+
+def _check_setup(value: Any) -> None:
+    """A cached Defender set-up read back: the baseline typed (``from_dict`` raises on a bad layout) and each
+    models-stage attack as its names and whether it is quantile regression."""
+    if not isinstance(value, dict) or not isinstance(value.get("model_attacks"), list):
+        raise ValueError("not a Defender set-up")
+    DefenseBaseline.from_dict(value["baseline"])
+    for m in value["model_attacks"]:
+        if not (isinstance(m, dict) and isinstance(m.get("names"), list) and all(isinstance(n, str) for n in m["names"])
+                and isinstance(m.get("quantile"), bool)):
+            raise ValueError("a models-stage attack entry is not {names, quantile}")
 
 
 class Defender:
@@ -84,6 +104,7 @@ class Defender:
         self._directions: dict[tuple[str, str, int, int], Any] = {}
         self._noisy_models: dict[str, dict[tuple[str, int], torch.nn.Module]] = {}
         self._memo: dict[tuple, DefendedPoint] = {}
+        self._missing: dict[tuple, float] = {}  # points looked up on disk and not found: when (time.monotonic)
         #: per (value, record features, registry's attacks or not): the draws' defended answers, the naive attacks'
         #: outcomes but quantile regression's, and the draws' DefendedQuery; the summaries built from them, with or
         #: without quantile
@@ -95,23 +116,32 @@ class Defender:
         #: noisy victim of one value and draw): see :meth:`remembering`
         self._forwards: dict[tuple, dict[bytes, torch.Tensor]] = {}
         self.sensitivity: SensitivityEstimate | None = None
-        last = EpochRecord.from_dict(models.victim.per_epoch[-1])
-        undefended = score_attacks(self.naive_attacks, self.victim_responses, self.membership)
         # LiRA and RMIA (need ≥ 2 shadows): inputs and fits from undefended shadows, once
         self.reference_inputs: ReferenceInputs | None = reference_inputs(models, self.cache)
         self.reference_attacks: list[ReferenceAttack] = (
             fit_reference_attacks(self.reference_inputs) if self.reference_inputs is not None else [])
+        #: the registry's other models-stage attacks (quantile regression, label-only, gap): fitted on first need
+        #: (:attr:`model_attacks`), then scored on each defended victim through a DefendedQuery. Which of them
+        #: this run has (their names, and which is quantile regression) is known without fitting them: read with
+        #: the baseline from the cache (a warm page opens without refitting them: most of a Defender's set-up)
+        self._model_attacks: list[ModelAttack] | None = None
+        self._model_lock = threading.Lock()
+        setup_key = self.cache.key("defender_setup", self.cfg.config_hash, ATTACK_FIT_VERSION, SETUP_VERSION)
+        stored = self.cache.get_json(setup_key, validate=_check_setup)
+        if stored is not None:
+            self._model_names: list[tuple[tuple[str, ...], bool]] = [
+                (tuple(m["names"]), bool(m["quantile"])) for m in stored["model_attacks"]]
+            #: the undefended numbers (``defend``'s ``baseline``)
+            self.baseline: DefenseBaseline = DefenseBaseline.from_dict(stored["baseline"])
+            return
+        last = EpochRecord.from_dict(models.victim.per_epoch[-1])
+        undefended = score_attacks(self.naive_attacks, self.victim_responses, self.membership)
         if self.reference_attacks:
             undefended.update(score_reference_attacks(self.reference_attacks, self.victim_responses, self.membership))
-        # the registry's other models-stage attacks (quantile regression, label-only, gap): fitted once,
-        # then scored on each defended victim through a DefendedQuery
-        self.model_attacks: list[ModelAttack] = []
-        for entry in attack_registry.entries(self.task.name, "models"):
-            if entry.under_defenses == "registry" and (attack := entry.factory()).fit(models, self.cache):
-                self.model_attacks.append(attack)
-                undefended.update(attack.outcomes(UndefendedQuery(models, self.cache)))
-        #: the undefended numbers (``defend``'s ``baseline``)
-        self.baseline: DefenseBaseline = DefenseBaseline.from_dict({
+        for attack in self.model_attacks:
+            undefended.update(attack.outcomes(UndefendedQuery(models, self.cache)))
+        self._model_names = [(tuple(a.names), isinstance(a, QuantileAttack)) for a in self.model_attacks]
+        self.baseline = DefenseBaseline.from_dict({
             "attack": {"name": self.primary, **undefended[self.primary].result.to_dict(include_roc=False)},
             "attacks": {n: o.result.to_dict(include_roc=False) for n, o in undefended.items()},
             "utility": last.utility_val,
@@ -119,6 +149,24 @@ class Defender:
             "utility_metric": self.task.utility_metric,
             "epsilon_lower_bound": empirical_epsilon(undefended[self.primary].scores, self.membership),
         })
+        if not self.cache.read_only:
+            self.cache.put_json(setup_key, {"baseline": self.baseline.to_dict(), "model_attacks": [
+                {"names": list(names), "quantile": q} for names, q in self._model_names]}, allow_nan=False)
+
+    @property
+    def model_attacks(self) -> list[ModelAttack]:
+        """The registry's models-stage attacks this run has, fitted on first access (once, under a lock: the page's
+        lanes of one Defender may ask together)."""
+        if self._model_attacks is None:
+            with self._model_lock:
+                if self._model_attacks is None:
+                    fitted = []
+                    for entry in attack_registry.entries(self.task.name, "models"):
+                        if entry.under_defenses == "registry" and (attack := entry.factory()).fit(self.models,
+                                                                                                   self.cache):
+                            fitted.append(attack)
+                    self._model_attacks = fitted
+        return self._model_attacks
 
     # ------------------------------------------------------------------ models
     def victim_model(self) -> torch.nn.Module:
@@ -305,7 +353,7 @@ class Defender:
                 self._answers.clear()
                 self._parts.clear()
             self._answers[key] = draws
-        part_key = (*key, bool(quantile and registry and self._quantile_attacks()))
+        part_key = (*key, bool(quantile and registry and any(q for _, q in self._model_names)))
         if part_key not in self._parts:
             answers, outcomes, queries = self._answers[key]
             if part_key[-1]:
@@ -316,12 +364,14 @@ class Defender:
                     for attack in self._quantile_attacks():
                         out.update(attack.outcomes(query))
             attack, attacks = summarise_draws([{n: o.result for n, o in out.items()} for out in outcomes], self.primary)
-            eps_hat = [empirical_epsilon(out[self.primary].scores, self.membership) for out in outcomes]
+            # one 95 % lower bound over every draw's trials pooled (the mean of per-draw bounds is no bound)
+            eps_hat = pooled_empirical_epsilon(np.stack([out[self.primary].scores for out in outcomes]),
+                                               self.membership)
             # the fields of NAIVE_FIELDS, in their order
             self._parts[part_key] = {
                 "attack": attack, "attacks": attacks,
-                "epsilon_lower_bound": mean_std([e.lower_bound for e in eps_hat])[0],
-                "epsilon_lower_bound_detail": eps_hat[0],
+                "epsilon_lower_bound": eps_hat.lower_bound,
+                "epsilon_lower_bound_detail": eps_hat,
                 "records": {"ape": per_record_for_json(answers[0].ape),
                             "cross_entropy": per_record_for_json(answers[0].mean_cross_entropy),
                             "membership": np.asarray(self.membership, bool).tolist(),
@@ -392,10 +442,11 @@ class Defender:
         if attacker not in ATTACKERS:
             raise ConfigError(f"attacker must be one of {', '.join(ATTACKERS)}, got {attacker!r}")
         quantile = utility if quantile is None else bool(quantile)
-        if self.primary == "quantile" or not self._quantile_attacks():
+        has_quantile = any(q for _, q in self._model_names)
+        if self.primary == "quantile" or not has_quantile:
             quantile = True  # nothing to leave out (or the headline attack itself)
-        registry = bool(registry) or not self.model_attacks or any(self.primary in a.names for a in self.model_attacks)
-        return (quantile and registry) or not self._quantile_attacks(), registry
+        registry = bool(registry) or not self._model_names or any(self.primary in n for n, _ in self._model_names)
+        return (quantile and registry) or not has_quantile, registry
 
     def _known(self, spec: DefenseSpec, attacker: str, utility: bool, quantile: bool, registry: bool = True
                ) -> tuple[tuple, str | None, DefendedPoint | None]:
@@ -410,9 +461,15 @@ class Defender:
         # recomputing them (first open, image quick, 3 repeats: 13 s of Dir_k curves); read once, then from
         # memory. Without quantile regression under its own key (the points under the old key carry it).
         # Without the registry's attacks (the Defenses page's draw-1 stand-in) under a third.
-        fast_key = (self.cache.key("defended_fast_noregistry" if not registry else
-                                   "defended_fast" if quantile else "defended_fast_noquantile", self.cfg.config_hash, spec.key)
-                    if not utility and attacker == "naive" else None)
+        # The Defenses page's utility card's point (utility, every draw, no quantile regression) under a fourth: the
+        # curves and the table show the utility loss of every value a session visited, not only of "Measure"'s
+        if utility and not quantile and registry and attacker == "naive":
+            fast_key = self.cache.key("defended_utility_noquantile", self.cfg.config_hash, spec.key)
+        else:
+            fast_key = (self.cache.key("defended_fast_noregistry" if not registry else
+                                       "defended_fast" if quantile else "defended_fast_noquantile", self.cfg.config_hash,
+                                       spec.key)
+                        if not utility and attacker == "naive" else None)
         if fast_key is not None and (stored := self._stored_point(fast_key, spec)) is not None:
             self._memo[memo_key] = stored
             return memo_key, fast_key, stored.with_json(self.privacy(spec))
@@ -452,9 +509,9 @@ class Defender:
         with_features = isinstance(spec.mechanism_class, WeightMechanism) or utility or not has_features
         skip = set() if with_features else {a.name for a in self.naive_attacks if isinstance(a, RecordFeatureAttack)}
         if not quantile:
-            skip |= {n for a in self._quantile_attacks() for n in a.names}
+            skip |= {n for names, q in self._model_names if q for n in names}
         if not registry:
-            skip |= {n for a in self.model_attacks for n in a.names}
+            skip |= {n for names, _ in self._model_names for n in names}
         # a fast point of this value read from disk (a curve's point) whose naive numbers are this point's — the
         # same attacks on the same draws, none skipped that this point scores — so only the utility is computed
         # (the Defenses page's step onto a curve value scored every attack again for its utility card before)
@@ -544,9 +601,24 @@ class Defender:
                 or self.point(spec.at(v), "naive", utility=False) for v in values]
 
     def _slider_utility(self, spec: DefenseSpec) -> DefendedPoint | None:
-        """The Defenses page's utility card's point of ``spec`` (utility, no quantile regression) if computed."""
-        memo = self._memo.get((spec.key, "naive", True, False))
-        return None if memo is None else memo.with_json(self.privacy(spec))
+        """The Defenses page's utility card's point of ``spec`` (utility, no quantile regression) if computed, in
+        this Defender or, read once, by any session before (the cache)."""
+        memo_key = (spec.key, "naive", True, False)
+        memo = self._memo.get(memo_key)
+        if memo is None:
+            # a value no session visited is looked up again only after a while (a curve asks every value each step)
+            missed = self._missing.get(memo_key)
+            if missed is not None and time.monotonic() - missed < MISS_RECHECK_S:
+                return None
+            memo = self._stored_point(self.cache.key("defended_utility_noquantile", self.cfg.config_hash, spec.key),
+                                      spec)
+            if memo is None:
+                if len(self._missing) > 4096:
+                    self._missing.clear()
+                self._missing[memo_key] = time.monotonic()
+                return None
+            self._memo[memo_key] = memo
+        return memo.with_json(self.privacy(spec))
 
 
 def defense_run(models: TrainedModels, mechanism: str, values: list[float], attacker: str = "naive", draws: int = 1,

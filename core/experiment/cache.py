@@ -55,7 +55,9 @@ log = logging.getLogger(__name__)
 #: result 2: per-record scores stored exactly (``core.measurement.metrics.scores_for_json``), not to 6 decimals.
 #: result 3: the attack stage's answers shared and its LSTMs fitted in length buckets (issue 34): the same
 #: attacks, scores moved by float rounding (a record answered in another batch), so not bit for bit the stored ones.
-KIND_REVISIONS = {"result": 3}
+KIND_REVISIONS = {"result": 3,
+                  # after-training defended points: ε̂ one bound over the pooled draws (was the mean of per-draw bounds)
+                  "defended": 1, "defended_fast": 1, "defended_fast_noquantile": 1, "defended_fast_noregistry": 1}
 
 #: format tag of a wrapped value: version 2 binds the key into the digest (version 1 did not,
 #: so an intact entry copied to another key was served; such entries are discarded and recomputed)

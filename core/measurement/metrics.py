@@ -371,13 +371,46 @@ def empirical_epsilon_rows(scores: np.ndarray, membership: np.ndarray, confidenc
     if np.isnan(s).any():
         raise ValueError("attack scores are NaN (did the model diverge?)")
     select = _split_halves(y, seed)
-    ys, yb = y[select], y[~select]
-    empty = EpsilonBound(0.0, 0.0, 0.0, 0.0, None, None, int((~select).sum()),
-                         "threshold chosen on a random half, bounded on the other")  # frozen: shared safely
+    return _bound_on_halves(s[:, select], y[select], s[:, ~select], y[~select], confidence,
+                            "threshold chosen on a random half, bounded on the other")
+
+
+def pooled_empirical_epsilon(scores: np.ndarray, membership: np.ndarray, confidence: float = 0.95,
+                             seed: int = 0) -> EpsilonBound:
+    """One ``confidence`` lower bound on ε from several independent draws of a randomised mechanism on the same
+    records (``scores`` shape (draws, records)): :func:`empirical_epsilon` with every (draw, record) a trial.
+
+    The records are split into the two halves once (the same for every draw), so no record bounds what it helped
+    choose; the threshold is chosen on the selection half's trials of every draw pooled, and the bound read off the
+    bounding half's trials of every draw pooled (``n_bound`` = draws × its records). Given the records, the draws
+    are independent, so each count is a sum of independent Bernoulli trials, whose spread a binomial of the same
+    mean bounds: the Clopper–Pearson bounds stay valid and the bound holds with probability ≥ ``confidence`` over
+    the mechanism's draws *on these records* (conditional on them: a record that is always flagged counts once per
+    draw). One bound, unlike the mean of per-draw bounds, which is no bound at any stated level; over new records
+    the one-draw :func:`empirical_epsilon` is the bound that treats records as the sample."""
+    s = np.asarray(scores, np.float64)
+    y = np.asarray(membership).astype(bool)
+    if s.ndim != 2 or s.shape[1] != y.size:
+        raise ValueError("scores must have shape (draws, records) with one membership flag per record")
+    if np.isnan(s).any():
+        raise ValueError("attack scores are NaN (did the model diverge?)")
+    select = _split_halves(y, seed)
+    draws = s.shape[0]
+    return _bound_on_halves(s[:, select].reshape(1, -1), np.tile(y[select], draws), s[:, ~select].reshape(1, -1),
+                            np.tile(y[~select], draws), confidence,
+                            f"threshold chosen on a random half of the records, bounded on the other; {draws} "
+                            "draws pooled")[0]
+
+
+def _bound_on_halves(sel: np.ndarray, ys: np.ndarray, bound: np.ndarray, yb: np.ndarray, confidence: float,
+                     method: str) -> list[EpsilonBound]:
+    """:func:`empirical_epsilon_rows` on halves already split: ``sel`` (rows × trials) and its membership ``ys``
+    choose each row's threshold, ``bound`` and ``yb`` bound it."""
+    s = sel
+    empty = EpsilonBound(0.0, 0.0, 0.0, 0.0, None, None, int(len(yb)), method)  # frozen: shared safely
     if min(ys.sum(), (~ys).sum(), yb.sum(), (~yb).sum()) == 0:
         return [empty] * len(s)  # a half without members or non-members: nothing to bound
     # selection half: every distinct threshold of each row (flag scores ≥ it), as roc_curve's points
-    sel = s[:, select]
     order = np.argsort(-sel, axis=1, kind="mergesort")
     sorted_scores = np.take_along_axis(sel, order, 1)
     tp = np.cumsum(ys[order], axis=1)
@@ -394,7 +427,6 @@ def empirical_epsilon_rows(scores: np.ndarray, membership: np.ndarray, confidenc
     chosen = flat[np.arange(len(s)), best] > 0
     threshold = sorted_scores[np.arange(len(s)), idx]
     # bounding half: the chosen threshold, now fixed, counted once
-    bound = s[:, ~select]
     flagged = bound >= threshold[:, None]
     member_b = yb[None]
     tp_b, fp_b = (flagged & member_b).sum(1), (flagged & ~member_b).sum(1)

@@ -31,8 +31,14 @@ def p_text(v: float | None) -> str:
 
 #: a comparison metric's role (core.analyses.repeats.metric_roles), as the table says it
 ROLE_NAMES = {"primary": "primary", "secondary": "secondary (Holm)", "duplicate": "duplicate: no verdict",
-              "unresolved": "finer than the data: no verdict", "utility": "utility: no hypothesis"}
-_ROLE_ORDER = {"primary": 0, "secondary": 1, "duplicate": 2, "unresolved": 3, "utility": 4}
+              "unresolved": "finer than the data: no verdict", "bound": "per-repeat bounds: no interval, no verdict",
+              "utility": "utility: no hypothesis"}
+_ROLE_ORDER = {"primary": 0, "secondary": 1, "duplicate": 2, "unresolved": 3, "bound": 4, "utility": 5}
+
+
+def _per_repeat(e: Estimate | None) -> str:
+    """Per-repeat lower bounds as they are: each repeat's, no mean and no interval over them."""
+    return "—" if e is None or not e.values else "per repeat: " + ", ".join(f"{v:.3f}" for v in e.values)
 
 
 def comparison_table(comparison: ComparisonResult | Mapping[str, Any]) -> pd.DataFrame:
@@ -48,16 +54,18 @@ def comparison_table(comparison: ComparisonResult | Mapping[str, Any]) -> pd.Dat
         d, v, role = m.difference, m.verdict, m.role
         if v:
             word = VERDICT_MARKS[v.value]
-        elif role in ("duplicate", "unresolved"):
+        elif role in ("duplicate", "unresolved", "bound"):
             word = "— (no verdict)"
         else:
             word = "(no hypothesis)"
         # the comparison keeps its estimates as JSON (core.analyses.comparison_results): read typed here
         ffnn, rnn = (m.estimate(a) for a in ("ffnn", "rnn"))
+        cell = _per_repeat if role == "bound" else with_ci  # bounds side by side, never a mean with an interval
         row = {"metric": m.label or METRIC_NAMES.get(name, name),
-               "FFNN mean [95% CI]": with_ci(Estimate.from_dict(ffnn) if ffnn else None),
-               "RNN mean [95% CI]": with_ci(Estimate.from_dict(rnn) if rnn else None),
-               "FFNN − RNN [95% CI]": with_ci(Estimate.from_dict(d.diff), 3),
+               "FFNN mean [95% CI]": cell(Estimate.from_dict(ffnn) if ffnn else None),
+               "RNN mean [95% CI]": cell(Estimate.from_dict(rnn) if rnn else None),
+               "FFNN − RNN [95% CI]": cell(Estimate.from_dict(d.diff)) if role == "bound" else with_ci(
+                   Estimate.from_dict(d.diff), 3),
                "p (paired t)": p_text(d.p_t), "p (sign flip)": p_text(d.p_permutation)}
         if role is not None:
             row["role"] = ROLE_NAMES.get(role, role)

@@ -16,6 +16,7 @@ import plotly.graph_objects as go
 from core.analyses.comparison_results import ComparisonResult
 from core.analyses.repeats import unresolved_label
 from core.experiment.results import AttackResult, RunSummary
+from core.measurement.bootstrap import delong_auc
 from core.measurement.metrics import Resolution
 from core.measurement.stats import Estimate
 from core.foundations.names import ARCH_NAMES, ATTACK_NAMES, ATTACK_SHORT, UTILITY_NAMES
@@ -46,8 +47,11 @@ def utility_curves(summaries: list[RunSummary]) -> go.Figure:
 
 
 def attack_accuracy_curve(summaries: list[RunSummary]) -> go.Figure:
-    """Accuracy of each attack at each checkpoint epoch (a separate attack per epoch)."""
+    """Accuracy of each attack at each checkpoint epoch (a separate attack per epoch). One legend entry per attack,
+    which shows or hides it for every architecture (the colour is the architecture, named in the title): one entry
+    per attack and architecture made 18 entries whose names overlapped two a row in a half-width column."""
     fig = go.Figure()
+    listed: set[str] = set()
     for s in summaries:
         c = ARCH_COLOURS.get(s.arch)
         by_epoch = s.attacks_by_epoch or {}
@@ -56,12 +60,18 @@ def attack_accuracy_curve(summaries: list[RunSummary]) -> go.Figure:
         for attack in names:  # an attack run at some checkpoints only (e.g. the final one) gets those points
             at = [e for e in epochs if attack in by_epoch[str(e)]]
             fig.add_scatter(x=at, y=[by_epoch[str(e)][attack].accuracy for e in at], mode="lines+markers",
-                            name=f"{ARCH_NAMES.get(s.arch)} · {ATTACK_SHORT.get(attack, attack)}",
+                            name=ATTACK_SHORT.get(attack, attack), legendgroup=attack,
+                            showlegend=attack not in listed,
+                            hovertemplate=f"{ARCH_NAMES.get(s.arch)} · {ATTACK_SHORT.get(attack, attack)}: "
+                                          "%{y:.3f} at epoch %{x}<extra></extra>",
                             line=dict(color=c, dash=ATTACK_DASH.get(attack, "solid")),
                             visible=True if attack == s.primary else "legendonly")
+            listed.add(attack)
     fig.add_hline(y=0.5, line=dict(color="grey", dash="dot"), annotation_text="chance")
     fig.update_yaxes(range=[0.3, 1.02])
-    return layout(fig, "Attack accuracy vs training epoch", "epoch", "attack accuracy")
+    colours = " · ".join(f"<span style='color:{ARCH_COLOURS.get(s.arch)}'>{ARCH_NAMES.get(s.arch)}</span>"
+                         for s in summaries)
+    return layout(fig, f"Attack accuracy vs training epoch ({colours})", "epoch", "attack accuracy")
 
 
 #: the low FPRs of the attack tables, as (the key of ``tpr_at_fpr``, the FPR, the column's name)
@@ -98,7 +108,10 @@ def low_fpr_cells(results: list[AttackResult]) -> list[dict[str, float | None]]:
     row's non-members resolve that FPR (:func:`resolves`), and otherwise one column "TPR at 0 false
     positives (FPR < 1/n)" — with 200 non-members "TPR @ 0.1 % FPR" is that number, not a rate of 0.1 %."""
     ns = [int(r.n_nonmembers or 0) for r in results]
-    resolved = [(k, name) for k, f, name in LOW_FPR_COLUMNS if ns and all(resolves(f, n) for n in ns)]
+    # a rate that allows one or two false positives rests on that many highest non-members: flagged in its name
+    resolved = [(k, name if min(math.floor(f * n + 1e-12) for n in ns) > 2 else
+                 f"{name} (≤ {min(math.floor(f * n + 1e-12) for n in ns)} FP: biased up)")
+                for k, f, name in LOW_FPR_COLUMNS if ns and all(resolves(f, n) for n in ns)]
     zero = len(resolved) < len(LOW_FPR_COLUMNS)
     label = zero_fp_label(ns)
     out = []
@@ -168,8 +181,25 @@ def roc_curves(summaries: list[RunSummary]) -> go.Figure:
                    per_row=1)  # as roc_loglog: the entries "FFNN · entropy threshold · AUC 0.74" overlapped two a row
 
 
+def auc_interval(summary: RunSummary, attack: str) -> str | None:
+    """An attack's AUC in one run with its 95 % interval over the evaluation records (DeLong's variance of the run's
+    stored per-record scores), as "[low, high]"; None where the run stores no scores."""
+    if not summary.records:
+        return None
+    scores = summary.per_record.scores_of(attack)
+    membership = summary.per_record.membership
+    if scores is None or not membership or len(scores) != len(membership) or any(x is None for x in scores):
+        return None
+    s, y = np.asarray(scores, np.float64), np.asarray(membership, bool)
+    if not np.isfinite(s).all() or y.all() or not y.any():
+        return None
+    e = delong_auc(s, y)
+    return f"[{e.ci_low:.3f}, {e.ci_high:.3f}]"
+
+
 def metrics_table(summaries: list[RunSummary]) -> pd.DataFrame:
-    """One row per (architecture, attack) with the common AttackResult metrics."""
+    """One row per (architecture, attack) with the common AttackResult metrics; the AUC with its 95 % interval over
+    the evaluation records where the run stores the attack's per-record scores (one run: no interval over seeds)."""
     pairs = [(s, name, r) for s in summaries for name, r in s.attacks.items()]
     rows = []
     for (s, name, r), tprs in zip(pairs, low_fpr_cells([r for _, _, r in pairs])):
@@ -179,6 +209,7 @@ def metrics_table(summaries: list[RunSummary]) -> pd.DataFrame:
             "accuracy": r.accuracy,
             "advantage (TPR−FPR)": r.advantage,
             "AUC": r.auc,
+            "AUC 95 % CI (records)": auc_interval(s, name),
             **tprs,  # "TPR @ 0.1% FPR" only where the non-members resolve it (low_fpr_cells)
             "eval records": r.n_members + r.n_nonmembers,
         })

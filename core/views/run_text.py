@@ -115,6 +115,8 @@ def verdict_lines(comparison: ComparisonResult | Mapping[str, Any],
     if fine:  # the same number under each name: said once
         dup.append(" and ".join(METRIC_NAMES.get(n, n) for n in fine) + f": {metrics_[fine[0]].label}, a "
                    "rate finer than the data")
+    dup += [f"{metrics_[n].label}: each repeat's own 95 % lower bound, side by side (no interval over bounds)"
+            for n in no if metrics_[n].role == "bound"]
     if dup:
         lines.append("No verdict: " + "; ".join(dup))
     return lines

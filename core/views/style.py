@@ -31,7 +31,15 @@ def legend_rows(fig: go.Figure, per_row: int = 2) -> int:
     return max(1, math.ceil(len(shown) / per_row)) if shown else 0
 
 
+#: the longest legend name two entries a row hold in a half-width column at 1280 px (longer ones ran into the next
+#: entry and were cut at the figure's edge): beyond it, one entry a row
+TWO_A_ROW_CHARS = 20
+
+
 def layout(fig: go.Figure, title: str, x: str, y: str, height: int = 420, per_row: int = 2) -> go.Figure:
+    names = [t.name for t in fig.data if t.showlegend is not False and t.name]
+    if per_row > 1 and names and max(len(n) for n in names) > TWO_A_ROW_CHARS:
+        per_row = 1
     rows = legend_rows(fig, per_row)
     legend_px = rows * LEGEND_ROW_PX + (8 if rows else 0)
     fig.update_layout(
@@ -59,6 +67,20 @@ def with_ci(e: Estimate | None, digits: int = 3) -> str:
         n = f" in N = {e.n}" if e.n else ""
         return f"{e.mean:.{digits}f} (no spread{n})"
     return f"{e.mean:.{digits}f} [{e.ci_low:.{digits}f}, {e.ci_high:.{digits}f}]"
+
+
+#: the right margin a legend beside the plot takes (its entries' names wrap no further than this)
+LEGEND_BESIDE_PX = 230
+
+
+def legend_beside(fig: go.Figure, height: int = 420) -> go.Figure:
+    """The legend in a column right of the plot, inside the figure (a wide figure with many entries: below the plot
+    they pushed it a screen down); the figure keeps ``height``, and entries beyond it scroll in the legend."""
+    fig.update_layout(height=height, margin=dict(l=LEFT_PX, r=LEGEND_BESIDE_PX, t=50, b=AXIS_TITLE_PX),
+                      legend=dict(orientation="v", yref="paper", y=1, yanchor="top", xref="paper", x=1.02,
+                                  xanchor="left", entrywidth=0, entrywidthmode="pixels", font=dict(size=11),
+                                  itemclick="toggle", itemdoubleclick="toggleothers"))
+    return fig
 
 
 def legend_below(fig: go.Figure, height: int = 520, bottom: int = AXIS_TITLE_PX + 2 * LEGEND_ROW_PX) -> go.Figure:
