@@ -193,7 +193,7 @@ class SharedDefender:
         return self._lock
 
 
-@st.cache_resource(max_entries=6, show_spinner="Loading the cached models and fitting nothing new…")
+@st.cache_resource(max_entries=6, show_spinner="Loading the cached models…")
 def _defender(folder: str, config_hash: str, _cfg: ExperimentConfig) -> SharedDefender:
     return SharedDefender(Defender(load_models(_cfg)))
 
