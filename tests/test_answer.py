@@ -78,6 +78,6 @@ def test_answer_follows_the_cached_repeats_on_core_cli_and_home(tiny_quick, tmp_
     # the cards say they are the mean over the repeats, beside the verdict they feed
     labels = [m.label for m in at.metric]
     assert labels and all("mean of 2 repeats" in label for label in labels)
-    means = {m.label.split(":")[0]: m.value for m in at.metric}
+    means = {m.label.split(" · ")[0]: m.value for m in at.metric}
     accuracy = comparison["metrics"]["attack_accuracy"]  # the cards: attack accuracy, as they say
     assert means["FFNN"] == f"{accuracy['ffnn']['mean']:.3f}" and means["RNN"] == f"{accuracy['rnn']['mean']:.3f}"

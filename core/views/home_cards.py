@@ -1,5 +1,5 @@
 """The Home page's big numbers: the metric its answer reads (:func:`core.analyses.answer.cached_answer`'s ``metric``:
-LiRA AUC where LiRA ran, else RMIA's, else the shadow attack's), for both architectures, each with its 95 %
+the studies' own, the shadow attack's accuracy, as :mod:`core.analyses.arch_answer` judges it), for both architectures, each with its 95 %
 interval — over the cached repeats where there are two or more, else a stratified bootstrap over the run's
 evaluation records — so the numbers above the answer are the numbers the answer is about. numpy only."""
 from __future__ import annotations
@@ -13,6 +13,7 @@ from core.analyses.answer import Answer
 from core.experiment.results import RunSummary
 from core.foundations.names import ARCH_NAMES
 from core.measurement.bootstrap import bootstrap_metric
+from core.measurement.metrics import clopper_pearson
 from core.measurement.stats import Estimate
 
 #: the comparison's AUC metrics and the attack whose per-record scores they are (None: the run's primary attack)
@@ -30,8 +31,25 @@ class HeadlineCard:
     interval: str
 
 
+def _accuracy_interval(summary: RunSummary) -> Estimate | None:
+    """The primary attack's accuracy at its threshold on the balanced evaluation records, with its exact
+    (Clopper–Pearson) 95 % interval over those records (None: the run does not say how many there were)."""
+    res = summary.resolution
+    if res is None or summary.attack is None or not math.isfinite(summary.attack.accuracy):
+        return None
+    n = int(res.n_members + res.n_nonmembers)
+    if n <= 0:
+        return None
+    acc = float(summary.attack.accuracy)
+    lo, hi = clopper_pearson(int(round(acc * n)), n)
+    return Estimate(acc, float(lo), float(hi), n, method="clopper-pearson")
+
+
 def _record_interval(summary: RunSummary, metric: str) -> Estimate | None:
-    """A one-run AUC's 95 % BCa bootstrap interval over the run's evaluation records (None: no stored scores)."""
+    """A one-run metric's 95 % interval over the run's evaluation records: an AUC's BCa bootstrap, the attack
+    accuracy's Clopper–Pearson interval (None: the run stores no per-record scores)."""
+    if metric == "attack_accuracy":
+        return _accuracy_interval(summary)
     if metric not in METRIC_ATTACK:
         return None
     attack = METRIC_ATTACK[metric] or summary.primary
@@ -63,7 +81,8 @@ def headline_cards(answer: Answer, summaries: dict[str, RunSummary]) -> list[Hea
         if one is not None:
             out.append(HeadlineCard(arch, f"{ARCH_NAMES[arch]} · {label}, one repeat", f"{one.mean:.3f}",
                                     f"95 % CI [{one.ci_low:.3f}, {one.ci_high:.3f}] over its {one.n} records "
-                                    "(bootstrap; a second seed may move it more)"))
+                                    f"({'exact binomial' if metric == 'attack_accuracy' else 'bootstrap'}; a second "
+                                    "seed may move it more)"))
         elif e is not None and math.isfinite(e.mean):
             out.append(HeadlineCard(arch, f"{ARCH_NAMES[arch]} · {label}, one repeat", f"{e.mean:.3f}",
                                     "no interval: the run stores no per-record scores"))
