@@ -28,8 +28,10 @@ from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 
 from core.attacks.attack_ensemble import FitMember, fit_members
+from core.attacks.registry import AttackEntry, register
 from core.foundations.device import default_device
 from core.foundations.environment import env_value
+from core.foundations.names import ATTACK_NAMES, ATTACK_SHORT
 from core.measurement.metrics import AttackMetrics, best_threshold, evaluate_attack
 from core.models.attack import AttackLSTM, AttackMLP, JointAttack
 from core.measurement.responses import Responses
@@ -465,3 +467,22 @@ def load_attack_bytes(attack: Attack, blob: bytes) -> Attack:
         raise ValueError(f"stored attack is {metadata.get('name')!r}, expected {attack.name!r}")
     attack.load_state(tensors, metadata)
     return attack
+
+
+# ---------------------------------------------------------------------------- registered (core.attacks imports this module)
+_NOT_TRANSLATION = "reads a translation's reference-token ranks or its own decoding; other tasks have neither"
+register(AttackEntry("shadow", ATTACK_NAMES["shadow"], ATTACK_SHORT["shadow"], "shadows", "responses",
+                     lambda training: ShadowModelAttack(training), cite="Shokri et al. 2017"))
+register(AttackEntry("loss_threshold", ATTACK_NAMES["loss_threshold"], ATTACK_SHORT["loss_threshold"], "shadows",
+                     "responses", lambda training: loss_threshold_attack(), cite="Yeom et al. 2018"))
+register(AttackEntry("entropy_threshold", ATTACK_NAMES["entropy_threshold"], ATTACK_SHORT["entropy_threshold"],
+                     "shadows", "responses", lambda training: entropy_threshold_attack(), cite="paper 000 eq. 3"))
+register(AttackEntry("prmia", ATTACK_NAMES["prmia"], ATTACK_SHORT["prmia"], "shadows", "responses",
+                     lambda training: RankHistogramAttack(training), tasks=("translation",),
+                     not_for=(("image", _NOT_TRANSLATION), ("navigation", _NOT_TRANSLATION)),
+                     cite="Song & Shmatikov 2019"))
+register(AttackEntry("bleu_feature", ATTACK_NAMES["bleu_feature"], ATTACK_SHORT["bleu_feature"], "shadows",
+                     "responses",
+                     lambda training: RecordFeatureAttack("bleu_features", name="bleu_feature", training=training),
+                     tasks=("translation",), not_for=(("image", _NOT_TRANSLATION), ("navigation", _NOT_TRANSLATION)),
+                     cite="Hisamoto et al. 2020"))

@@ -1,5 +1,8 @@
 """The models-stage attacks of the registry (:mod:`core.attacks.registry`) and their registrations.
 
+Each registers itself below its definition; :mod:`core.experiment.pipeline` imports this module, so every
+run sees them (a new models-stage attack module is imported there too).
+
 These attacks need more than the victim's stored answers, so they are fitted once on the trained
 models (:class:`~core.experiment.roles.TrainedModels`) at the final epoch and then score any
 :class:`~core.attacks.registry.VictimQuery`: :class:`UndefendedQuery` here, a defended victim in
@@ -28,7 +31,7 @@ import numpy as np
 from core.attacks.augmented_lira import augmented_lira_scores, pooled_covariance
 from core.attacks.label_only import GAP_THRESHOLD, LABEL_QUERIES, correct_counts, fit_count_threshold, gap_scores
 from core.attacks.quantile import QUANTILE_ALPHA, QuantileRegressor, QuantileTraining, quantile_scores
-from core.attacks.registry import AttackEntry, VictimQuery, register
+from core.attacks.registry import AttackEntry, VictimQuery, register, seal_builtins
 from core.attacks.sequence_scores import reference_ratio_scores
 from core.attacks.shadow_attacks import AttackOutcome
 from core.experiment.answer_memo import concat_arrays, take_arrays
@@ -475,3 +478,4 @@ register(AttackEntry(LIRA_AUGMENTED, "LiRA, augmented queries (offline)", "LiRA 
 register(AttackEntry(LIRA_AUGMENTED_ONLINE, "LiRA, augmented queries (online)", "LiRA aug. online", "references",
                      "models", AugmentedLiRAOnline, not_for=tuple(_NO_AUGMENTATIONS.items()),
                      cite="Carlini et al., IEEE S&P 2022 (augmented queries, online)"))
+seal_builtins()
