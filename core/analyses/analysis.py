@@ -317,9 +317,9 @@ def time_estimate(name: str, summary: RunSummary, blocks: int = 4, factor: int =
     return None
 
 
-#: measured time / :func:`time_estimate`, lowest and highest, per analysis: bench/analysis_estimates.py on the image
-#: quick runs (FFNN and RNN, one each, on a 2-core machine at load 6–15). The scaling leaves out fixed costs (loading
-#: the data, each block's evaluation), which weigh most on the shortest analysis
+#: measured time / :func:`time_estimate`, lowest and highest, per analysis on the image quick runs (docs/performance.md,
+#: "The long analyses' time estimates"). The scaling leaves out fixed costs (loading the data, each block's
+#: evaluation), which weigh most on the shortest analysis
 MEASURED_RATIO = {"memorization": (1.18, 2.32), "overtraining": (0.97, 1.51), "mismatch": (0.87, 1.53)}
 
 

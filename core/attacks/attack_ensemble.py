@@ -69,7 +69,7 @@ class FitMember:
 def joint_lstm_size(device: torch.device) -> int:
     """LSTM members per block-diagonal network: on a GPU one fused cuDNN kernel for several
     (launch-bound: the zeros are free); on a CPU one each — there the step is arithmetic, which the
-    E² zeros multiply (``bench/attack_lstm_step.py``, docs/performance.md: one each was faster than
+    E² zeros multiply (docs/performance.md: one each was faster than
     joined for the quick presets' attack LSTMs)."""
     return 8 if device.type == "cuda" else 1
 

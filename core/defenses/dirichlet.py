@@ -168,8 +168,8 @@ def saturated_share(responses: Responses, membership: np.ndarray, eta: float) ->
     """The share of members and of non-members whose true-class answer is saturated past Dir_k's floor:
     1 − c below (n − 1)·η (per step, then averaged per record). For those, the noisy 1 − c is set by the
     draw's scatter around the floor, not by p, and LiRA's logit φ = log c − log(1 − c) moves by many units
-    even at large k — why LiRA/RMIA's AUC can rise under Dir_k or fall at almost no noise (issue 32.8;
-    bench/dirichlet_reference_attacks.py measures both)."""
+    even at large k — why LiRA/RMIA's AUC can rise under Dir_k or fall at almost no noise (docs/defenses.md
+    has the measurement of both)."""
     member = np.asarray(membership, bool)
     floor = (responses.n_classes - 1) * eta
     phi = step_logit_confidence(responses)

@@ -348,7 +348,7 @@ class NavigationTask(Task):
         # id, and 0 % of member maps after 614,400 frames on "-v1"); neither did a N2-S4 → N4 layout
         # curriculum (the MLP solves N2-S4 maps within 100 k frames, yet stays in the first N4 room: 0 %
         # after 200 k N2 frames plus 491,520 N4 frames).
-        # The start-room curriculum does (bench/nav_probe.py, on a loaded 2-core machine): goal reached
+        # The start-room curriculum does (docs/results.md, navigation; on a loaded 2-core machine): goal reached
         # on 15/16 member maps after 819,200 frames by both agents at lr 5e-4 (MLP 164 s per agent,
         # 3/16 unseen maps; LSTM 198 s, 8/16 unseen); at lr 1e-3 the MLP peaked at 15/16, then fell to 9/16.
         "paper": dict(dataset="MiniGrid-MultiRoom-N4-S5-v1", n_train=16, n_eval=16, epochs=20, batch_size=256,
