@@ -19,7 +19,7 @@ the CLI writes (``python -m core analyze``) and the Analyses page draws:
   disjoint blocks one after another; each block is attacked separately, in the order it was learned.
   (These two train models that are not the run's: :mod:`core.analyses.own_models`; they are registered here.)
 
-Issue 22's per-record views (:mod:`core.analyses.record_views`): ``exposure`` (which records FFNN and RNN
+The per-record views (:mod:`core.analyses.record_views`): ``exposure`` (which records FFNN and RNN
 expose, flips behind a defense), ``budget`` (LiRA/RMIA against the number of references), ``audit``
 (a one-run audited ε beside the accountant's) and ``slices`` (attack metrics per slice).
 
@@ -348,7 +348,7 @@ def analyze(configs: dict[str, ExperimentConfig], analyses: tuple[str, ...] | No
     repeat r of both architectures on one split; each cached) and ``repeats`` holds their paired
     verdicts (:func:`repeated_verdicts`); everything else is repeat 0's, as without repeats.
 
-    Issue 22's views (:mod:`core.analyses.record_views`): ``exposure`` (both architectures; with ``defense``
+    The per-record views (:mod:`core.analyses.record_views`): ``exposure`` (both architectures; with ``defense``
     = (mechanism, value) also the flips under that after-training defense), ``budget`` (with
     ``online_lira`` = N > 0 also online LiRA's curve; its N models train once), ``audit``
     (one canary run of ``canaries`` canaries per architecture, cached) and ``slices``."""

@@ -1,4 +1,4 @@
-"""Sequence-model membership scores from the per-token log-probabilities of the reference (issue 34).
+"""Sequence-model membership scores from the per-token log-probabilities of the reference.
 
 For a record whose reference is a token sequence y₁ … y_L (a translation), the victim's Responses
 hold per step the reference token's log-probability ℓᵢ = log p(yᵢ | y_<i, x) = −CE (one-hot

@@ -327,12 +327,10 @@ def max_joint(sequential: bool, device: torch.device) -> int:
     """How many classifiers share one :class:`JointAttack` network.
 
     Its weight matrices grow with E² (all but E blocks are zeros), so joining pays only while the
-    saved kernel launches outweigh the zeros. Measured on 2 CPU cores (bench/throughput.py, cold,
-    several runs): attack MLPs of the image quick preset's 6 checkpoint epochs in joints of 4 + 2
-    fit in 2.6–3.6 s jointly vs 3.8–4.4 s one by one over five runs (1.07–1.54×); attack LSTMs of translation quick's 2
-    epochs jointly took 0.70–1.23× the one-by-one time (no reliable gain), so on a CPU sequence
-    attacks fit one by one. On a GPU the kernels are launch-bound and wider joints are used (not
-    yet measured: no GPU was available to this work).
+    saved kernel launches outweigh the zeros. On 2 CPU cores joints of 4 were faster for the attack
+    MLPs and gave no reliable gain for the attack LSTMs (docs/performance.md, "Joint attacks";
+    bench/throughput.py), so on a CPU sequence attacks fit one by one. On a GPU the kernels are
+    launch-bound and wider joints are used (not measured there).
     """
     if device.type == "cuda":
         return 8
@@ -342,7 +340,7 @@ def max_joint(sequential: bool, device: torch.device) -> int:
 def batched_fits() -> bool:
     """Whether :func:`fit_attack_sets` fits every learned classifier as one batched ensemble
     (:mod:`core.attacks.attack_ensemble`, the default) or one attack at a time (``MIA_ATTACK_BATCHED=0``:
-    the path before issue 34, kept so a benchmark can time both in one process)."""
+    kept so a benchmark can time both in one process)."""
     return env_value("MIA_ATTACK_BATCHED") != "0"  # a value other than 0 or 1: one ConfigError line
 
 

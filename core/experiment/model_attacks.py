@@ -222,7 +222,7 @@ class LabelOnlyAttack:
                 "gap": AttackOutcome(evaluate_attack("gap", gap, query.membership, GAP_THRESHOLD), gap)}
 
 
-# ---------------------------------------------------------------------------- the reference ratio (issue 34)
+# ---------------------------------------------------------------------------- the reference ratio
 class ReferenceRatioAttack:
     """The victim's mean token NLL minus the mean NLL of the shadows that did not train on the record
     (:func:`core.attacks.sequence_scores.reference_ratio_scores`; Carlini et al. 2021 §5.1).
@@ -282,7 +282,7 @@ class ReferenceRatioAttack:
             evaluate_attack("reference_ratio", scores, query.membership, self.threshold), scores)}
 
 
-# ---------------------------------------------------------------------------- LiRA with augmented queries (issue 34)
+# ---------------------------------------------------------------------------- LiRA with augmented queries
 #: the offline one's name, and the online one's (IN references: the online LiRA models, when trained)
 LIRA_AUGMENTED, LIRA_AUGMENTED_ONLINE = "lira_augmented", "lira_augmented_online"
 #: the most online reference models looked up in the cache (``--online-lira`` allows 2..64)
@@ -440,8 +440,8 @@ _NOT_TOKENS = ("one answer per record: the victim's loss minus the references' m
                "signal without its Gaussian; the reference ratio is registered for token sequences")
 _NO_LABELS = {
     "translation": "a translation's 'label' is a whole token sequence and no augmentation of a sentence keeps its "
-                   "reference translation; the sequence-model scores of issue 34 are its label-free attacks",
-    "navigation": "the actions alone without policy probabilities (issue 34) are not implemented yet: a map "
+                   "reference translation; the sequence-model scores (Min-K%, zlib) are its label-free attacks",
+    "navigation": "the actions alone without policy probabilities are not implemented yet: a map "
                   "has no augmentation that keeps its optimal actions",
 }
 _NO_FEATURES = {

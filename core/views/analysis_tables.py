@@ -60,7 +60,7 @@ def mismatch_table(data: dict[str, Any]) -> pd.DataFrame:
 
 @table_builder("exposure")
 def exposure_records_table(ex: ExposureView | Mapping[str, Any]) -> pd.DataFrame:
-    """Issue 22's exposure view (:mod:`core.analyses.record_views`), one row per record."""
+    """The per-record exposure view (:mod:`core.analyses.record_views`), one row per record."""
     ex = ExposureView.coerce(ex)
     rows = []
     for i, (index, m) in enumerate(zip(ex.records, ex.membership)):
