@@ -1,5 +1,5 @@
-"""Every attack's AUC per task and architecture over repeats, from run JSONs (issue 34: "the new attacks' rows
-for the quick presets with N ≥ 3 and intervals").
+"""Every attack's AUC per task and architecture over repeats, from run JSONs: each attack's row for the quick
+presets with N ≥ 3 repeats and its interval (docs/results.md's attack rows).
 
     .venv/bin/python bench/attack_rows.py FOLDER_OR_RUN.json [...] [--compare compare.json] [--json OUT.json]
 

@@ -1,4 +1,4 @@
-"""The attack stage fitted one attack at a time (before issue 34) vs as one batched fit, side by side.
+"""The attack stage fitted one attack at a time (MIA_ATTACK_BATCHED=0) vs as one batched fit, side by side.
 
     .venv/bin/python bench/attack_stage.py [--tasks image,translation,navigation] [--preset quick]
         [--arch ffnn] [--set key=value ...] [--repeat 1] [--models-cache DIR] [--executor ensemble] [--json FILE]

@@ -1,4 +1,4 @@
-"""One device call for issue 35: the translation preset that translates on the GPU, and the Findings
+"""One device call: the translation preset that translates on the GPU, and the Findings
 table's F1 runs on the CPU cores the GPU leaves, side by side, within a hard wall-clock budget.
 
     python3 bench/device_findings.py --multi30k .m30k --out "$OUT" [--budget-s 520] [--gpu-cores 7] [--tiny]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The device call of issue 35 (bench/device_findings.py says what it runs): on one GPU machine (16 cores) the
+# The findings device call (bench/device_findings.py says what it runs): on one GPU machine (16 cores) the
 # translation preset multi30k_gpu en→de for both architectures + the CUDA-relevant tests on the GPU, and the
 # Findings table's F1 quick runs (6 repeats per architecture) on the other cores, then compare + findings
 # from their shared cache; hard budget 520 s, at most 8 files in OUT_DIR.

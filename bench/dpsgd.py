@@ -1,4 +1,4 @@
-"""Benchmark: the cost of DP-SGD (issue 9).
+"""Benchmark: the cost of DP-SGD.
 
 * ``epochs``: the DP-SGD epoch time over the non-private epoch time, FFNN and RNN of every task's
   quick preset (one victim, σ = 1, C = 1), interleaved (plain, private, plain, private) and the

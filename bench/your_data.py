@@ -1,4 +1,4 @@
-"""Time to results for each "your data" layout (issue 33): the first run (empty cache) and a warm reopen.
+"""Time to results for each "your data" layout: the first run (empty cache) and a warm reopen.
 
     .venv/bin/python bench/your_data.py                       # generated fixtures, tiny sizes: minutes on 2 cores
     .venv/bin/python bench/your_data.py --folder DIR --pairs DIR --csv FILE --preset-sizes   # your own data, presets

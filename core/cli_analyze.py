@@ -169,7 +169,7 @@ def check_analyze_options(args: argparse.Namespace) -> None:
 
 
 def add_score_command(sub: Any) -> None:
-    """The ``score`` subcommand: membership inference from a file of per-record scores (issue 33)."""
+    """The ``score`` subcommand: membership inference from a file of per-record scores."""
     p = sub.add_parser("score", help="membership inference from a file of per-record scores, no model: loss/entropy "
                                      "thresholds (cross-fitted), LiRA and RMIA with reference losses, ROC, AUC, TPR at "
                                      "low FPR, ε̂, slices, all with 95 %% intervals (docs/your_data.md)")

@@ -15,7 +15,7 @@ def pairs():
 
 
 def test_deterministic_and_distinct():
-    """(Its speed, 3,000 captions, is bench/corpus_speed.py's to measure, not a test's.)"""
+    """(Its speed is a benchmark's to measure, not a test's.)"""
     a = generate_captions(3000, seed=7)
     assert a == generate_captions(3000, seed=7)
     assert a != generate_captions(3000, seed=8)

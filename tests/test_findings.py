@@ -247,10 +247,10 @@ def test_rows_for_every_preset_asked_and_not_run_where_nothing_is_cached(tmp_pat
     assert not any(t == "image" and p == "multi30k_cpu" for _, t, p in keys)  # a task's rows: its own presets
     assert all(r.status == "not run" and r.missing for r in table.rows)
     assert all(r.command.count(f"--preset {r.preset}") >= 1 for r in table.rows)
-    # the translation F1 rows say what deciding needs (validation BLEU ≥ 20; a GPU) and where it was measured
+    # the translation F1 rows say what deciding needs (validation BLEU ≥ 20; a GPU) and where the runs are told
     for r in table.rows:
         if r.finding == "F1" and r.task == "translation":
-            assert "No CPU preset reaches it yet" in r.to_decide_note and "commit f0f2da2" in r.to_decide_note
+            assert "No CPU preset reaches it yet" in r.to_decide_note and "docs/results.md" in r.to_decide_note
             assert "No CPU preset reaches it yet" in row_cells(r)[DECIDE_COLUMN]
     assert "validation BLEU" in get_task("translation").preset_notes["paper"]
     # a task without any of the presets: rows saying so

@@ -89,7 +89,7 @@ def show_results(summaries: list[RunSummary], configs: list[ExperimentConfig],
     ``match_utility`` is on; ``views``: arch → navigation map views): the sections of
     :func:`core.views.run_view.run_view`, the list the HTML report renders too, then the downloads.
     Consecutive tabbed sections are tabs of which only the open one is built and drawn (on_change="rerun":
-    a visit then sends the browser two or three charts instead of all of them, issue 23); collapsed
+    a visit then sends the browser two or three charts instead of all of them); collapsed
     sections are expanders."""
     sections = run_view(RunInputs(summaries, configs, overrides, views, repeats, matched, figures=figures(summaries)))
     downloads_drawn, tab_groups = False, 0

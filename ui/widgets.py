@@ -188,8 +188,8 @@ WAIT_SLICE_S = 0.05
 
 def wait_yielding(futures: list[Future], ticker: DeltaGenerator) -> str | None:
     """Wait for ``futures`` within this script run; None once all are done, else the first that failed or was
-    cancelled, as one line. The caller then draws what they computed in place, in the same run (issue 32 point 16:
-    a rerun to show them cost a second script run and a second drawing of everything).
+    cancelled, as one line. The caller then draws what they computed in place, in the same run (a
+    rerun to show them cost a second script run and a second drawing of everything).
 
     Between wait slices ``ticker`` (an ``st.empty()`` the caller placed where an empty element shows nothing, the
     same spot on every run, so no other element's spot is left blank during the wait) is emptied again: every

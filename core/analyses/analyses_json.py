@@ -1,4 +1,4 @@
-"""The analyses' combined result, typed (issue 29: one class for ``analyses.json``): what
+"""The analyses' combined result, typed (one class for ``analyses.json``): what
 :func:`core.analyses.analysis.analyze` returns (``to_dict()`` is the ``analyses.json`` it writes, the Analyses page's
 export too) and what the report reads back (:meth:`AnalysesResults.from_dict`, :func:`core.views.report.html_report`).
 The one-run verdicts (:class:`core.analyses.verdicts.RunVerdict`) and the verdicts over paired repeats

@@ -1,4 +1,4 @@
-"""What the Analyses page shows of the analyses that read cached runs only (issue 29, "pages only draw"):
+"""What the Analyses page shows of the analyses that read cached runs only (pages only draw):
 the entropy scatter (with the most exposed members), the vulnerability over training, the verdicts
 each computes, the verdicts over the cached repeats, and the scatter behind an after-training defense.
 

@@ -19,7 +19,7 @@ the CLI writes (``python -m core analyze``) and the Analyses page draws:
   disjoint blocks one after another; each block is attacked separately, in the order it was learned.
   (These two train models that are not the run's: :mod:`core.analyses.own_models`; they are registered here.)
 
-Issue 22's per-record views (:mod:`core.analyses.record_views`): ``exposure`` (which records FFNN and RNN
+The per-record views (:mod:`core.analyses.record_views`): ``exposure`` (which records FFNN and RNN
 expose, flips behind a defense), ``budget`` (LiRA/RMIA against the number of references), ``audit``
 (a one-run audited ε beside the accountant's) and ``slices`` (attack metrics per slice).
 
@@ -333,9 +333,9 @@ def time_estimate(name: str, summary: RunSummary, blocks: int = 4, factor: int =
     return None
 
 
-#: measured time / :func:`time_estimate`, lowest and highest, per analysis: bench/analysis_estimates.py on the image
-#: quick runs (FFNN and RNN, one each, on a 2-core machine at load 6–15). The scaling leaves out fixed costs (loading
-#: the data, each block's evaluation), which weigh most on the shortest analysis
+#: measured time / :func:`time_estimate`, lowest and highest, per analysis on the image quick runs (docs/performance.md,
+#: "The long analyses' time estimates"). The scaling leaves out fixed costs (loading the data, each block's
+#: evaluation), which weigh most on the shortest analysis
 MEASURED_RATIO = {"memorization": (1.18, 2.32), "overtraining": (0.97, 1.51), "mismatch": (0.87, 1.53)}
 
 
@@ -364,7 +364,7 @@ def analyze(configs: dict[str, ExperimentConfig], analyses: tuple[str, ...] | No
     repeat r of both architectures on one split; each cached) and ``repeats`` holds their paired
     verdicts (:func:`repeated_verdicts`); everything else is repeat 0's, as without repeats.
 
-    Issue 22's views (:mod:`core.analyses.record_views`): ``exposure`` (both architectures; with ``defense``
+    The per-record views (:mod:`core.analyses.record_views`): ``exposure`` (both architectures; with ``defense``
     = (mechanism, value) also the flips under that after-training defense), ``budget`` (with
     ``online_lira`` = N > 0 also online LiRA's curve; its N models train once), ``audit``
     (one canary run of ``canaries`` canaries per architecture, cached) and ``slices``."""
@@ -467,9 +467,6 @@ def _exposure_run(run: AnalysisRun) -> dict[str, Any]:
                          repeats=cached_repeats(run.configs, run.cache)).to_dict()
 
 
-_FIGURES, _RECORD_FIGURES = "core.views.analysis_figures", "core.views.record_view_figures"
-_REPORT = "core.views.report"
-_TABLES = "core.views.analysis_tables"
 #: the runs every analysis starts from: their verdict and repeat pairing (never run or written by name)
 register_analysis(Analysis(
     "runs", "Train & attack", None, verdict="rnn_more_vulnerable", verdict_of=runs_verdict,
@@ -479,43 +476,34 @@ register_analysis(Analysis(
     verdict="lower_member_entropy", verdict_of=scatter_verdict,
     repeat=Repeat(scatter_pair, -1, "entropy gap (non-members' − members' mean APE, nats): the RNN separates them "
                                      "more"),
-    table=f"{_TABLES}:scatter_table", figure=f"{_REPORT}:scatter_figure",
     extras=lambda run: {"most_exposed": run.per_arch(lambda cfg, s: [m.to_dict() for m in most_exposed(s)])}))
 register_analysis(Analysis(
     "vulnerability", "Over training",
     lambda run: run.per_arch(lambda cfg, s: vulnerability(trained_models(cfg, cache=run.cache), s).to_dict()),
     verdict="rnn_more_vulnerable_over_training", verdict_of=vulnerability_verdict,
-    repeat=Repeat(vulnerability_pair, -1, "attack accuracy averaged over the shared checkpoint epochs"),
-    table=f"{_TABLES}:rows_table", figure=f"{_FIGURES}:vulnerability_figure"))
+    repeat=Repeat(vulnerability_pair, -1, "attack accuracy averaged over the shared checkpoint epochs")))
 register_analysis(Analysis(
     "memorization", "Memorization", lambda run: run.staged("memorization", _laid_out(memorization)),
     verdict="ffnn_forgets_early_blocks", verdict_of=memorization_verdict,
     repeat=Repeat(memorization_pair, -1, "attack accuracy on the first block learned"),
-    long=True, job=_staged_job("memorization", _laid_out(memorization)),
-    table=f"{_TABLES}:memorization_table", figure=f"{_FIGURES}:memorization_figure"))
+    long=True, job=_staged_job("memorization", _laid_out(memorization))))
 register_analysis(Analysis(
     "overtraining", "Overtraining", lambda run: run.staged("overtraining", _laid_out(overtraining)),
     verdict="overtraining_raises_ffnn_more", verdict_of=overtraining_verdict,
     repeat=Repeat(overtraining_pair, +1, "rise of the attack accuracy past the best validation epoch"),
-    long=True, job=_staged_job("overtraining", _laid_out(overtraining)),
-    table=f"{_TABLES}:rows_table", figure=f"{_FIGURES}:overtraining_figure"))
+    long=True, job=_staged_job("overtraining", _laid_out(overtraining))))
 register_analysis(Analysis(
     "mismatch", "Model mismatch", lambda run: run.staged("mismatch", _laid_out(mismatch)),
     verdict="mismatch_costs_little", verdict_of=mismatch_verdict,
-    long=True, job=_staged_job("mismatch", _laid_out(mismatch)),
-    table=f"{_TABLES}:mismatch_table", figure=f"{_FIGURES}:mismatch_figure"))
+    long=True, job=_staged_job("mismatch", _laid_out(mismatch))))
 register_analysis(Analysis(
-    "exposure", "Exposure per record", _exposure_run,
-    table=f"{_TABLES}:exposure_records_table", figure=f"{_RECORD_FIGURES}:exposure_figure"))
+    "exposure", "Exposure per record", _exposure_run))
 register_analysis(Analysis(
-    "budget", "Reference budget", _budget_run, long=True, job=_budget_job, job_params=("online",),
-    table=f"{_TABLES}:budget_points_table", figure=f"{_RECORD_FIGURES}:budget_figure"))
+    "budget", "Reference budget", _budget_run, long=True, job=_budget_job, job_params=("online",)))
 register_analysis(Analysis(
     "audit", "Audited ε", lambda run: {a: v.to_dict() for a, v in audit_view(run.configs, run.summaries, run.canaries,
                                                                               run.cache, progress=run.say).items()},
     verdict="audit_within_accountant", verdict_of=audit_verdict,
-    long=True, job=_audit_job, job_params=("canaries",),
-    table=f"{_TABLES}:audit_table", figure=f"{_RECORD_FIGURES}:audit_figure"))
+    long=True, job=_audit_job, job_params=("canaries",)))
 register_analysis(Analysis(
-    "slices", "Slices", lambda run: slices_view(run.configs, run.summaries).to_dict(),
-    table=f"{_TABLES}:slices_rows_table", figure=f"{_RECORD_FIGURES}:slices_figure"))
+    "slices", "Slices", lambda run: slices_view(run.configs, run.summaries).to_dict()))

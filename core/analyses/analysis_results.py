@@ -1,4 +1,4 @@
-"""The analyses' results read typed (issue 29): the JSON that :mod:`core.analyses.analysis` and
+"""The analyses' results read typed: the JSON that :mod:`core.analyses.analysis` and
 :mod:`core.analyses.record_views` produce — and that the worker jobs, ``analyses.json`` and the cache carry —
 checked once by ``from_dict`` (:class:`core.foundations.typed_json.Typed`: one-line
 :class:`core.foundations.errors.ResultFormatError` naming a missing or ill-typed field) and read by attribute.
@@ -234,7 +234,7 @@ FlipCounts._FIELDS = {"n_stopped": (INT, True), "n_started": (INT, True), "kept"
 
 @dataclass(frozen=True)
 class ExposureView(Open):
-    """Issue 22's exposure view (:func:`core.analyses.record_views.exposure_view`)."""
+    """The per-record exposure view (:func:`core.analyses.record_views.exposure_view`)."""
 
     attack: str
     archs: tuple[str, ...]

@@ -1,4 +1,4 @@
-"""The FFNN-vs-RNN comparison read typed (issue 29): the JSON of :func:`core.analyses.repeats.comparison_json`
+"""The FFNN-vs-RNN comparison read typed: the JSON of :func:`core.analyses.repeats.comparison_json`
 (``compare``'s output, a run's repeats view, the matched view's and the Home page's comparison), checked once
 by ``from_dict`` (:class:`core.foundations.typed_json.Typed`) and read by attribute by the views that print its
 verdicts and table (:mod:`core.views.run_text`, :mod:`core.views.repeat_figures`, :mod:`core.views.run_view`).

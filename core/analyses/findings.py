@@ -84,24 +84,18 @@ STUDY_DIFFERENCES: dict[tuple[str, str], tuple[float, str]] = {
                            f"{RL_ATTACK_ACCURACY[('navigation', 'rnn')]:.0%} (LSTM)"),
 }
 
-#: task → what deciding F1 / F1a on it needs beyond repeats, where this was measured (command, commit), and what
-#: no preset does yet. Translation (issue 35): models that generalise (validation BLEU ≥ 20 for both) with attacks
-#: below saturation (AUC ≤ 0.95); figures from docs/results.md "GPU check" (docs/device_runs/2026-11-26-b, -c and
-#: 2026-11-27: gpu_check.json / gpu_check.log).
+#: task → what deciding F1 / F1a on it needs beyond repeats, and what no preset does yet; the runs behind it
+#: (commands, commits, figures) are in docs/results.md, "GPU check", not here.
 DECIDING_NEEDS: dict[str, str] = {
     "translation": (
         "To decide F1 on translation both models must translate (validation BLEU ≥ 20 on Multi30K) with attacks "
-        "below saturation (AUC ≤ 0.95), over the row's decidable N (the sign-flip floor × its Holm family: see the row). No CPU preset reaches it yet: multi30k_cpu and "
-        "pairs_cpu reach validation BLEU 2–8 on 2 CPU cores (the models memorise; every attack AUC ≥ 0.99). The "
-        "paper preset on one H100 (en→de, one seed, `CPU_ARCHS=rnn bench/device_session.sh .m30k $OUT` at commit "
-        "f0f2da2; the LSTM again at commit 67b6db4) did not either: validation BLEU 12.9 (Transformer) / 19.6 "
-        "(LSTM). The multi30k_gpu preset translates: on one H100 on 2026-11-27 (en→de, one seed, "
-        "`bench/device_session_findings.sh .m30k $OUT` on main's tree at commit 5953d02, torch 2.11) validation "
-        "BLEU 26.4 (Transformer) / 26.8 (LSTM), train 65.6 / 41.7 — issue 35's bar for utility met; LiRA AUC "
-        "0.945 / 0.936 is below 0.95, but RMIA 0.986 / 0.975 is above, so not every attack is below saturation. "
-        "One seed, so F1 there is inconclusive (one repeat; FFNN − RNN LiRA AUC +0.009 in that one run: an "
-        "observation, not a finding). Deciding it needs the row's target N of multi30k_gpu on a GPU, "
-        "about N × (149 + 138) s of one H100 (an estimate from that one repeat), not run yet."),
+        "below saturation (AUC ≤ 0.95), over the row's decidable N (the sign-flip floor × its Holm family: see the "
+        "row). No CPU preset reaches it yet: on 2 CPU cores multi30k_cpu and pairs_cpu memorise (validation BLEU "
+        "far below 20, every attack at saturation), and the paper preset on one GPU stayed below BLEU 20 too. "
+        "The multi30k_gpu preset translates on one GPU (both models above BLEU 20, LiRA below saturation) but RMIA "
+        "stays above it, and one repeat decides nothing (an observation, not a finding). Deciding it needs the "
+        "row's target N of multi30k_gpu on a GPU, not run yet; docs/results.md (\"GPU check\") has the runs, "
+        "their commands, commits and figures, and the time one repeat took."),
 }
 
 

@@ -1,4 +1,4 @@
-"""The findings of the defenses and of forgetting (issue 35): the rows of F2 (the FFNN forgets early training
+"""The findings of the defenses and of forgetting: the rows of F2 (the FFNN forgets early training
 blocks faster: the memorization analysis' cached results), F3 (Dirichlet k = 1 brings the attack to ≈ 50 % at a
 small utility cost: the cached defended points of the RNN victim), F4 (the same ε costs the RNN more utility:
 DP-SGD at a target ε) and F5 (L2 helps the FFNN more: the attack accuracy's drop under λ) — each a metric that is

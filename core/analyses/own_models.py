@@ -11,7 +11,7 @@ own models and registers every analysis, these two included.
 
 Their results are made typed (:class:`Mismatch`, :class:`Memorization`) and returned as their JSON
 (``to_dict``): the registry, the worker jobs, the cache and the analyses' views carry the dicts, whose
-layout (keys, order, types) is the one these functions wrote before they were typed (issue 29).
+layout (keys, order, types) is the one these functions wrote before they were typed.
 """
 from __future__ import annotations
 

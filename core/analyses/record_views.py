@@ -1,4 +1,4 @@
-"""Issue 22's four views on cached runs: per-record exposure FFNN vs RNN (and flips under a
+"""The four per-record views on cached runs: per-record exposure FFNN vs RNN (and flips under a
 defense), the attacker's reference budget, an audited ε beside the accountant's, and
 vulnerability per slice. The math is in the pure modules :mod:`core.measurement.exposure`,
 :mod:`core.measurement.budget`, :mod:`core.measurement.audit` and :mod:`core.measurement.slices`; this module feeds them the cached

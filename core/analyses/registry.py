@@ -1,4 +1,4 @@
-"""The analysis registry: one registration per analysis (issue 29; Opacus' accountant registry and
+"""The analysis registry: one registration per analysis (Opacus' accountant registry and
 :mod:`core.attacks.registry` are the model).
 
 A registration (:class:`Analysis`) says everything the CLI, the worker, the report and the Analyses
@@ -16,9 +16,12 @@ page used to read from five name tables and if-chains:
   ``analysis`` with ``params["name"]``) through ``job(config, stage, params)`` for one architecture
   (``stage(label)`` → a fraction callback; ``job_params``: the parameters it reads besides ``name``);
 * ``table`` and ``figure``: its CSV table and its figure from its data (``data → DataFrame`` /
-  ``data → plotly Figure``), given as a callable or as ``"module:function"`` of a builder in
-  :mod:`core.views` — this layer never imports the views; :mod:`core.views.report` resolves the
-  name (:func:`resolve`).
+  ``data → plotly Figure``). This layer never imports the views: a built-in analysis' builders are
+  registered by the view modules that define them (:func:`table_builder` / :func:`figure_builder` on each
+  builder, or :func:`register_views`, in
+  :mod:`core.views.analysis_tables`, :mod:`core.views.analysis_figures`,
+  :mod:`core.views.record_view_figures`); an analysis outside the package may give callables here
+  instead. :func:`table_of` / :func:`figure_of` return the one in use.
 
 The built-in analyses register themselves in :mod:`core.analyses.analysis`, which this module loads
 on the first look-up. A new analysis is one module plus one :func:`register_analysis` call; a test's
@@ -31,7 +34,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 from core.experiment.results import RunSummary
 from core.foundations.config import ExperimentConfig
@@ -94,8 +97,8 @@ class Analysis:
     long: bool = False
     job: Callable[[ExperimentConfig, Callable[[str], Callable[[float], None]], dict[str, Any]], Any] | None = None
     job_params: tuple[str, ...] = ()
-    table: Callable[[Any], Any] | str | None = None
-    figure: Callable[[Any], Any] | str | None = None
+    table: Callable[[Any], Any] | None = None
+    figure: Callable[[Any], Any] | None = None
     extras: Callable[[AnalysisRun], dict[str, Any]] | None = None
     #: chosen with ``--analysis`` (False: the runs every analysis starts from, whose verdict and
     #: repeat pairing are registered like an analysis' but which is never run or written by name)
@@ -106,6 +109,10 @@ class Analysis:
             raise ValueError(f"analysis {self.name}: a listed analysis needs a run function")
         if self.long and self.job is None:
             raise ValueError(f"analysis {self.name}: a long analysis needs a job function (the worker runs it)")
+        for what, builder in (("table", self.table), ("figure", self.figure)):
+            if builder is not None and not callable(builder):
+                raise ValueError(f"analysis {self.name}: {what} must be a callable (a view registers its own "
+                                 f"builder with register_views), got {builder!r}")
         if (self.verdict is None) != (self.verdict_of is None):
             raise ValueError(f"analysis {self.name}: give both verdict (its key) and verdict_of, or neither")
 
@@ -159,17 +166,61 @@ def long_names() -> tuple[str, ...]:
     return tuple(a.name for a in registered() if a.long)
 
 
-def resolve(spec: Callable[..., Any] | str) -> Callable[..., Any]:
-    """A builder given as a callable, or as ``"module:function"`` (imported here, on use)."""
-    if callable(spec):
-        return spec
-    module, sep, attr = str(spec).partition(":")
-    if not sep:
-        raise ConfigError(f"a builder is 'module:function', got {spec!r}")
-    obj: Any = importlib.import_module(module)
-    for part in attr.split("."):
-        obj = getattr(obj, part)
-    return obj
+#: analysis name -> the table / figure builder a view module registered for it (:func:`register_views`)
+_VIEW_TABLES: dict[str, Callable[[Any], Any]] = {}
+_VIEW_FIGURES: dict[str, Callable[[Any], Any]] = {}
+
+
+def register_views(name: str, table: Callable[[Any], Any] | None = None,
+                   figure: Callable[[Any], Any] | None = None) -> None:
+    """Called by a view module beside its builder: ``table`` / ``figure`` draw analysis ``name``'s data
+    (``data → DataFrame`` / ``data → plotly Figure``). A second, different builder for the same analysis
+    is refused (:class:`ConfigError`), like a taken name."""
+    for given, held, what in ((table, _VIEW_TABLES, "table"), (figure, _VIEW_FIGURES, "figure")):
+        if given is None:
+            continue
+        if not callable(given):
+            raise ConfigError(f"the {what} builder of analysis {name!r} must be a callable, got {given!r}")
+        if held.get(name, given) is not given:
+            raise ConfigError(f"analysis {name!r} already has a {what} builder ({held[name].__qualname__})")
+        held[name] = given
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def table_builder(*names: str) -> Callable[[F], F]:
+    """Decorator for a view's table builder: it draws the data of the analyses ``names``."""
+    def mark(fn: F) -> F:
+        for name in names:
+            register_views(name, table=fn)
+        return fn
+    return mark
+
+
+def figure_builder(*names: str) -> Callable[[F], F]:
+    """Decorator for a view's figure builder: it draws the data of the analyses ``names``."""
+    def mark(fn: F) -> F:
+        for name in names:
+            register_views(name, figure=fn)
+        return fn
+    return mark
+
+
+def unregister_views(name: str) -> None:
+    """Forget the builders a view registered for ``name`` (a test's toy)."""
+    _VIEW_TABLES.pop(name, None)
+    _VIEW_FIGURES.pop(name, None)
+
+
+def table_of(entry: Analysis) -> Callable[[Any], Any] | None:
+    """The table builder of ``entry``: its own callable, else the one a view registered, else None."""
+    return entry.table or _VIEW_TABLES.get(entry.name)
+
+
+def figure_of(entry: Analysis) -> Callable[[Any], Any] | None:
+    """The figure builder of ``entry``: its own callable, else the one a view registered, else None."""
+    return entry.figure or _VIEW_FIGURES.get(entry.name)
 
 
 def int_param(params: dict[str, Any], name: str, default: int, lo: int, hi: int) -> int:

@@ -298,7 +298,7 @@ def summary_resolution(summary: RunSummary) -> Resolution:
 
 
 #: the version of :func:`comparison_json`'s layout. 1: every headline metric with its own uncorrected
-#: verdict. 2 (issue 30.5/30.6): the same keys, plus ``primary`` (the one metric carrying the headline
+#: verdict. 2: the same keys, plus ``primary`` (the one metric carrying the headline
 #: verdict), ``secondary`` (the family, Holm-corrected), ``no_verdict`` (exact duplicates and rates finer than
 #: the data) and, per metric, ``role``, ``label``, ``p_holm`` (secondary) and ``no_verdict_reason``; a metric
 #: without a verdict has ``verdict`` null, as a utility always had.

@@ -1,4 +1,4 @@
-"""Membership inference from a file of scores, with no model (issue 33, way 4: "Just the scores").
+"""Membership inference from a file of scores, with no model ("Just the scores").
 
 The file (:mod:`core.analyses.scores_file`) gives, per record, whether the target model trained
 on it (``member``), the target's loss (or logits) and optionally reference models' losses on the

@@ -1,4 +1,4 @@
-"""Reading a user's per-record scores file (issue 33, "Just the scores"): CSV or npz, nothing trusted.
+"""Reading a user's per-record scores file ("Just the scores"): CSV or npz, nothing trusted.
 
 One row per record the user's model was asked about. What each column holds:
 

@@ -27,7 +27,7 @@ from core.measurement.stats import Comparison, Estimate, compare as paired_compa
 
 # ---------------------------------------------------------------------------- verdicts
 #: what a single run can say about a comparison: one pair of numbers has no interval, so no
-#: verdict (the same words as Train & attack and the run report; issue 30)
+#: verdict (the same words as Train & attack and the run report)
 ONE_REPEAT = "inconclusive (one repeat)"
 
 

@@ -1,4 +1,4 @@
-"""Every learned attack classifier of a run fitted as one batched ensemble (issue 34).
+"""Every learned attack classifier of a run fitted as one batched ensemble.
 
 A run fits many small classifiers on the shadows' answers: the shadow-model attack (an MLP, or an
 LSTM over answer sequences: PVMIA), PRMIA's and the BLEU-feature MLPs — each at every checkpoint
@@ -69,7 +69,7 @@ class FitMember:
 def joint_lstm_size(device: torch.device) -> int:
     """LSTM members per block-diagonal network: on a GPU one fused cuDNN kernel for several
     (launch-bound: the zeros are free); on a CPU one each — there the step is arithmetic, which the
-    E² zeros multiply (``bench/attack_lstm_step.py``, docs/performance.md: one each was faster than
+    E² zeros multiply (docs/performance.md: one each was faster than
     joined for the quick presets' attack LSTMs)."""
     return 8 if device.type == "cuda" else 1
 
@@ -181,9 +181,9 @@ class _LSTMBank:
         return self.module.members()
 
 
-#: what one more LSTM call costs, in multiply-adds × steps of one record (4·H·(H+F) per record-step):
-#: measured on 2 CPU cores (oneDNN LSTM, forward + backward, one thread): about 0.3 ms a call, 0.45 µs a
-#: record-step at H = 32, F = 16 — about 670 record-steps there, 220 at H = 64, F = 14
+#: what one more LSTM call costs, in multiply-adds × steps of one record (4·H·(H+F) per record-step): one call
+#: costs about as much as 670 record-steps at H = 32, F = 16 on a CPU (oneDNN LSTM, forward + backward, one
+#: thread; docs/performance.md, the attack stage's length buckets)
 _CALL_COST = 670 * 4 * 32 * 48
 
 

@@ -1,5 +1,5 @@
 """The attack registry: one registration per attack, read by the pipeline, the CLI's JSON, the
-attacks table, the report and the Defenses page (issue 34).
+attacks table, the report and the Defenses page.
 
 A registration (:class:`AttackEntry`) says what the attack is called (``name``, ``label``,
 ``short``), which tasks it runs on and why not on the others (``tasks``, ``not_for``), what the
@@ -17,11 +17,13 @@ only), and how it is built (``factory``). Two stages:
   label queries), then ``outcomes(query)`` on a :class:`VictimQuery` — the undefended victim in the
   pipeline, a defended one (through the mechanism, draw by draw) in the Defender.
 
-The built-in responses-stage attacks are registered here; the models-stage ones (LiRA and RMIA,
-quantile regression, label-only and the gap attack) in :mod:`core.experiment.model_attacks`, where
-the trained models are. A new attack is one module plus one :func:`register` call; a test's toy
-attack registered with :func:`register` runs in every pipeline run after it (and
-:func:`unregister` removes it). Registration also gives the display names
+Every attack registers itself beside its definition with one :func:`register` call: the built-in
+responses-stage ones in :mod:`core.attacks.shadow_attacks` and :mod:`core.attacks.sequence_scores`, which
+:mod:`core.attacks` imports (:data:`core.attacks.BUILTIN_MODULES`); the models-stage ones (LiRA and RMIA,
+quantile regression, label-only and the gap attack) in :mod:`core.experiment.model_attacks`, where the
+trained models are, which :mod:`core.experiment.pipeline` imports. A test's or a plugin's attack
+registered with :func:`register` runs in every pipeline run after it (and :func:`unregister` removes
+it; a built-in is refused). Registration also gives the display names
 (:data:`core.foundations.names.ATTACK_NAMES`, ``ATTACK_SHORT``) the label, unless one is set there.
 """
 from __future__ import annotations
@@ -31,14 +33,14 @@ from typing import Any, Callable, Protocol
 
 import numpy as np
 
-from core.attacks.sequence_scores import (lacks_moments, lacks_zlib, min_k_attack, min_k_plus_plus_attack,
-    zlib_attack)
-from core.attacks.shadow_attacks import (Attack, AttackOutcome, AttackTraining, RankHistogramAttack,
-    RecordFeatureAttack, ShadowModelAttack, entropy_threshold_attack, loss_threshold_attack)
 from core.foundations.errors import ConfigError
 from core.foundations.names import ATTACK_NAMES, ATTACK_SHORT
 from core.foundations.registry import Registry
 from core.measurement.responses import Responses
+
+#: :class:`core.attacks.shadow_attacks.Attack`, ``AttackOutcome`` and ``AttackTraining`` (not imported: that
+#: module imports this one to register its attacks)
+Attack = AttackOutcome = AttackTraining = Any
 
 STAGES = ("responses", "models")
 #: what the attacker needs: shadow models of the target's recipe; reference models on the attacked
@@ -148,8 +150,8 @@ def register(entry: AttackEntry) -> AttackEntry:
 
 def unregister(name: str) -> None:
     """Remove a registration (a test's toy attack); display names set by it are removed too."""
-    entry = _REGISTRY.unregister(name)
-    if entry is not None and entry.name not in _BUILTIN:
+    entry = _REGISTRY.unregister(name)  # a built-in (sealed by core.attacks): ValueError
+    if entry is not None:
         for n in entry.names:
             if ATTACK_NAMES.get(n) in (entry.label, n):
                 ATTACK_NAMES.pop(n, None)
@@ -198,39 +200,7 @@ def catalog(task: str) -> list[dict[str, Any]]:
              "cite": e.cite} for e in _REGISTRY.values()]
 
 
-# ---------------------------------------------------------------------------- the built-in responses-stage attacks
-_NOT_TRANSLATION = "reads a translation's reference-token ranks or its own decoding; other tasks have neither"
-_NOT_SEQUENCE = (("image", "one answer per record: the lowest k % of one token's log-probability is the loss threshold"),
-                 ("tabular", "one answer per record: the lowest k % of one token's log-probability is the loss threshold"),
-                 ("navigation", "the reference of a step is the label model's policy (a distribution), not one token "
-                                "whose log-probability could be ranked"))
-for _entry in (
-    AttackEntry("shadow", ATTACK_NAMES["shadow"], ATTACK_SHORT["shadow"], "shadows", "responses",
-                lambda training: ShadowModelAttack(training), cite="Shokri et al. 2017"),
-    AttackEntry("loss_threshold", ATTACK_NAMES["loss_threshold"], ATTACK_SHORT["loss_threshold"], "shadows",
-                "responses", lambda training: loss_threshold_attack(), cite="Yeom et al. 2018"),
-    AttackEntry("entropy_threshold", ATTACK_NAMES["entropy_threshold"], ATTACK_SHORT["entropy_threshold"], "shadows",
-                "responses", lambda training: entropy_threshold_attack(), cite="paper 000 eq. 3"),
-    AttackEntry("prmia", ATTACK_NAMES["prmia"], ATTACK_SHORT["prmia"], "shadows", "responses",
-                lambda training: RankHistogramAttack(training), tasks=("translation",),
-                not_for=(("image", _NOT_TRANSLATION), ("navigation", _NOT_TRANSLATION)), cite="Song & Shmatikov 2019"),
-    AttackEntry("bleu_feature", ATTACK_NAMES["bleu_feature"], ATTACK_SHORT["bleu_feature"], "shadows", "responses",
-                lambda training: RecordFeatureAttack("bleu_features", name="bleu_feature", training=training),
-                tasks=("translation",), not_for=(("image", _NOT_TRANSLATION), ("navigation", _NOT_TRANSLATION)),
-                cite="Hisamoto et al. 2020"),
-    # issue 34: sequence-model scores from the reference tokens' log-probabilities (core.attacks.sequence_scores)
-    AttackEntry("min_k", "Min-K% (lowest token log-probs)", "Min-K%", "shadows", "responses",
-                lambda training: min_k_attack(), tasks=("translation",), not_for=_NOT_SEQUENCE,
-                cite="Shi et al., ICLR 2024"),
-    AttackEntry("min_k_pp", "Min-K%++ (standardised token log-probs)", "Min-K%++", "shadows", "responses",
-                lambda training: min_k_plus_plus_attack(), tasks=("translation",), not_for=_NOT_SEQUENCE,
-                requires=lacks_moments, cite="Zhang et al. 2024"),
-    AttackEntry("zlib", "Loss / zlib length of the reference", "zlib", "shadows", "responses",
-                lambda training: zlib_attack(), tasks=("translation",),
-                not_for=(("image", "an image has no text to compress"),
-                         ("navigation", "a map's reference is a policy, not a text to compress"),
-                         ("tabular", "a table row has no text to compress")),
-                requires=lacks_zlib, cite="Carlini et al., USENIX Security 2021"),
-):
-    register(_entry)
-_BUILTIN = frozenset(_REGISTRY.names())
+def seal_builtins() -> None:
+    """Mark every attack registered so far as built-in (:func:`unregister` refuses them); called by
+    the modules that import the built-in attacks, after importing them."""
+    _REGISTRY.seal()

@@ -1,4 +1,4 @@
-"""Sequence-model membership scores from the per-token log-probabilities of the reference (issue 34).
+"""Sequence-model membership scores from the per-token log-probabilities of the reference.
 
 For a record whose reference is a token sequence y₁ … y_L (a translation), the victim's Responses
 hold per step the reference token's log-probability ℓᵢ = log p(yᵢ | y_<i, x) = −CE (one-hot
@@ -38,6 +38,7 @@ from typing import Callable
 import numpy as np
 import torch
 
+from core.attacks.registry import AttackEntry, register
 from core.measurement.metrics import best_threshold
 from core.measurement.responses import Responses
 
@@ -175,3 +176,22 @@ def min_k_plus_plus_attack(k: float = MIN_K) -> SequenceScoreAttack:
 
 def zlib_attack() -> SequenceScoreAttack:
     return SequenceScoreAttack("zlib", zlib_scores)
+
+
+# ---------------------------------------------------------------------------- registered (core.attacks imports this module)
+_NOT_SEQUENCE = (("image", "one answer per record: the lowest k % of one token's log-probability is the loss threshold"),
+                 ("tabular", "one answer per record: the lowest k % of one token's log-probability is the loss threshold"),
+                 ("navigation", "the reference of a step is the label model's policy (a distribution), not one token "
+                                "whose log-probability could be ranked"))
+register(AttackEntry("min_k", "Min-K% (lowest token log-probs)", "Min-K%", "shadows", "responses",
+                     lambda training: min_k_attack(), tasks=("translation",), not_for=_NOT_SEQUENCE,
+                     cite="Shi et al., ICLR 2024"))
+register(AttackEntry("min_k_pp", "Min-K%++ (standardised token log-probs)", "Min-K%++", "shadows", "responses",
+                     lambda training: min_k_plus_plus_attack(), tasks=("translation",), not_for=_NOT_SEQUENCE,
+                     requires=lacks_moments, cite="Zhang et al. 2024"))
+register(AttackEntry("zlib", "Loss / zlib length of the reference", "zlib", "shadows", "responses",
+                     lambda training: zlib_attack(), tasks=("translation",),
+                     not_for=(("image", "an image has no text to compress"),
+                              ("navigation", "a map's reference is a policy, not a text to compress"),
+                              ("tabular", "a table row has no text to compress")),
+                     requires=lacks_zlib, cite="Carlini et al., USENIX Security 2021"))

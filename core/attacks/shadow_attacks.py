@@ -28,8 +28,10 @@ from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 
 from core.attacks.attack_ensemble import FitMember, fit_members
+from core.attacks.registry import AttackEntry, register
 from core.foundations.device import default_device
 from core.foundations.environment import env_value
+from core.foundations.names import ATTACK_NAMES, ATTACK_SHORT
 from core.measurement.metrics import AttackMetrics, best_threshold, evaluate_attack
 from core.models.attack import AttackLSTM, AttackMLP, JointAttack
 from core.measurement.responses import Responses
@@ -325,12 +327,10 @@ def max_joint(sequential: bool, device: torch.device) -> int:
     """How many classifiers share one :class:`JointAttack` network.
 
     Its weight matrices grow with E² (all but E blocks are zeros), so joining pays only while the
-    saved kernel launches outweigh the zeros. Measured on 2 CPU cores (bench/throughput.py, cold,
-    several runs): attack MLPs of the image quick preset's 6 checkpoint epochs in joints of 4 + 2
-    fit in 2.6–3.6 s jointly vs 3.8–4.4 s one by one over five runs (1.07–1.54×); attack LSTMs of translation quick's 2
-    epochs jointly took 0.70–1.23× the one-by-one time (no reliable gain), so on a CPU sequence
-    attacks fit one by one. On a GPU the kernels are launch-bound and wider joints are used (not
-    yet measured: no GPU was available to this work).
+    saved kernel launches outweigh the zeros. On 2 CPU cores joints of 4 were faster for the attack
+    MLPs and gave no reliable gain for the attack LSTMs (docs/performance.md, "Joint attacks";
+    bench/throughput.py), so on a CPU sequence attacks fit one by one. On a GPU the kernels are
+    launch-bound and wider joints are used (not measured there).
     """
     if device.type == "cuda":
         return 8
@@ -340,7 +340,7 @@ def max_joint(sequential: bool, device: torch.device) -> int:
 def batched_fits() -> bool:
     """Whether :func:`fit_attack_sets` fits every learned classifier as one batched ensemble
     (:mod:`core.attacks.attack_ensemble`, the default) or one attack at a time (``MIA_ATTACK_BATCHED=0``:
-    the path before issue 34, kept so a benchmark can time both in one process)."""
+    kept so a benchmark can time both in one process)."""
     return env_value("MIA_ATTACK_BATCHED") != "0"  # a value other than 0 or 1: one ConfigError line
 
 
@@ -465,3 +465,22 @@ def load_attack_bytes(attack: Attack, blob: bytes) -> Attack:
         raise ValueError(f"stored attack is {metadata.get('name')!r}, expected {attack.name!r}")
     attack.load_state(tensors, metadata)
     return attack
+
+
+# ---------------------------------------------------------------------------- registered (core.attacks imports this module)
+_NOT_TRANSLATION = "reads a translation's reference-token ranks or its own decoding; other tasks have neither"
+register(AttackEntry("shadow", ATTACK_NAMES["shadow"], ATTACK_SHORT["shadow"], "shadows", "responses",
+                     lambda training: ShadowModelAttack(training), cite="Shokri et al. 2017"))
+register(AttackEntry("loss_threshold", ATTACK_NAMES["loss_threshold"], ATTACK_SHORT["loss_threshold"], "shadows",
+                     "responses", lambda training: loss_threshold_attack(), cite="Yeom et al. 2018"))
+register(AttackEntry("entropy_threshold", ATTACK_NAMES["entropy_threshold"], ATTACK_SHORT["entropy_threshold"],
+                     "shadows", "responses", lambda training: entropy_threshold_attack(), cite="paper 000 eq. 3"))
+register(AttackEntry("prmia", ATTACK_NAMES["prmia"], ATTACK_SHORT["prmia"], "shadows", "responses",
+                     lambda training: RankHistogramAttack(training), tasks=("translation",),
+                     not_for=(("image", _NOT_TRANSLATION), ("navigation", _NOT_TRANSLATION)),
+                     cite="Song & Shmatikov 2019"))
+register(AttackEntry("bleu_feature", ATTACK_NAMES["bleu_feature"], ATTACK_SHORT["bleu_feature"], "shadows",
+                     "responses",
+                     lambda training: RecordFeatureAttack("bleu_features", name="bleu_feature", training=training),
+                     tasks=("translation",), not_for=(("image", _NOT_TRANSLATION), ("navigation", _NOT_TRANSLATION)),
+                     cite="Hisamoto et al. 2020"))

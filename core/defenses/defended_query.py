@@ -56,7 +56,7 @@ class DefendedQuery:
     @classmethod
     def draws(cls, defender: Any, spec: DefenseSpec, answers: list[Responses], start: int = 0) -> list["DefendedQuery"]:
         """The queries of draws ``start``, ``start`` + 1, … of one point (``answers``: each draw's defended
-        evaluation answers), sharing the label and augmented queries they ask alike (issue 32.16)."""
+        evaluation answers), sharing the label and augmented queries they ask alike (each asked once per point)."""
         queries = [cls(defender, spec, d, r) for d, r in enumerate(answers, start)]
         shared: dict[tuple, np.ndarray] = {}
         for i, q in enumerate(queries):

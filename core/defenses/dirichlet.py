@@ -103,13 +103,13 @@ def torch_output_transform(k: float, eta: float, generator: torch.Generator) -> 
     Every random number comes from ``generator`` (one seed drawn from it per call feeds
     :func:`log_gamma_variates`), so a draw is fixed by the defense's seed. ``torch._standard_gamma``
     takes no generator: it read torch's global RNG, which made two runs of the same draw decode
-    differently (issue 20)."""
+    differently."""
     return DirichletOutputTransform(sampling_k(k), eta, generator)
 
 
 class DirichletOutputTransform:
     """:func:`torch_output_transform`'s callable; :meth:`apply_together` applies several draws' transforms to
-    the same log-probabilities at once (the task's ``*_under`` queries, issue 32.16)."""
+    the same log-probabilities at once (the task's ``*_under`` queries)."""
 
     def __init__(self, k: float, eta: float, generator: torch.Generator):
         self.k, self.eta, self.generator = k, eta, generator
@@ -168,8 +168,8 @@ def saturated_share(responses: Responses, membership: np.ndarray, eta: float) ->
     """The share of members and of non-members whose true-class answer is saturated past Dir_k's floor:
     1 − c below (n − 1)·η (per step, then averaged per record). For those, the noisy 1 − c is set by the
     draw's scatter around the floor, not by p, and LiRA's logit φ = log c − log(1 − c) moves by many units
-    even at large k — why LiRA/RMIA's AUC can rise under Dir_k or fall at almost no noise (issue 32.8;
-    bench/dirichlet_reference_attacks.py measures both)."""
+    even at large k — why LiRA/RMIA's AUC can rise under Dir_k or fall at almost no noise (docs/defenses.md
+    has the measurement of both)."""
     member = np.asarray(membership, bool)
     floor = (responses.n_classes - 1) * eta
     phi = step_logit_confidence(responses)
@@ -327,7 +327,7 @@ def lemma1_bound(k: float, n: int, eta: float, tau: float, b: float) -> Dirichle
     δ is bounded above by the union bound Σᵢ P(xᵢ < τ) + P(xᵢ > 1 − τ) over the Beta(k·p*ᵢ,
     k − k·p*ᵢ) marginals (clipped to 1), so the reported δ is never smaller than the lemma's.
     Kept per argument tuple (a frozen result): every Defenses slider step asks again for each curve point's
-    guarantee, four beta tails each (issue 32.16).
+    guarantee, four beta tails each.
     """
     if not (k > 0 and 0 < eta and (n - 1) * eta < 1 and 0 < tau and (n - 1) * tau < 1 and b > 0):
         raise ValueError("lemma 1 needs k > 0, 0 < η, (n−1)η < 1, 0 < τ, (n−1)τ < 1 and b > 0")

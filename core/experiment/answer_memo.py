@@ -1,11 +1,11 @@
-"""The attack stage's model answers, each computed once (issue 34).
+"""The attack stage's model answers, each computed once.
 
 The models-stage attacks each ask the trained models for answers of their own: LiRA/RMIA the
 shadows on the victim's records, on RMIA's population and on each other's calibration records, the
 reference ratio the shadows on every shadow's query records (a superset of the calibration's), the
 label-only attack and LiRA with augmented queries every model on the same augmented images (one
 the argmax, the other the confidence of the same logits); and each rebuilt a model from its weights
-per question. Asked one at a time (``MIA_ATTACK_BATCHED=0``, the path before issue 34) every
+per question. Asked one at a time (``MIA_ATTACK_BATCHED=0``: one attack at a time) every
 question runs its forward passes anew. With an :class:`AnswerMemo` on the
 :class:`~core.experiment.roles.TrainedModels` (the pipeline sets one for the batched path) each
 model is built once, and each (model, kind of answer) pair answers each record once: a question

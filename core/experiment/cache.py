@@ -53,7 +53,7 @@ log = logging.getLogger(__name__)
 #: trained models under them) did not: its keys become ``v<schema>.<revision>/<kind>/…``, so an older entry
 #: is never read as a new one (nor listed by ``keys(key(kind, ""))``) and is recomputed from the cached models.
 #: result 2: per-record scores stored exactly (``core.measurement.metrics.scores_for_json``), not to 6 decimals.
-#: result 3: the attack stage's answers shared and its LSTMs fitted in length buckets (issue 34): the same
+#: result 3: the attack stage's answers shared and its LSTMs fitted in length buckets: the same
 #: attacks, scores moved by float rounding (a record answered in another batch), so not bit for bit the stored ones.
 KIND_REVISIONS = {"result": 3,
                   # after-training defended points: ε̂ one bound over the pooled draws (was the mean of per-draw bounds)

@@ -1,4 +1,4 @@
-"""What the explorer found in a data source, before anything trains (issue 33: "see what was found").
+"""What the explorer found in a data source, before anything trains (the user sees what was found).
 
 A user pointing the explorer at their own folder, CSV file or parallel text wants to know, before
 minutes of training: how many records were read, what one record is, how they will be split

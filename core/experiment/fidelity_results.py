@@ -1,4 +1,4 @@
-"""The ``shadow_fidelity`` block of a summary, typed (issue 29): what :func:`core.experiment.fidelity.shadow_fidelity`
+"""The ``shadow_fidelity`` block of a summary, typed: what :func:`core.experiment.fidelity.shadow_fidelity`
 builds and :class:`core.experiment.results.RunSummary` holds (layout: :mod:`core.experiment.fidelity`'s docstring).
 
 Built from the block's dict by ``from_dict`` where it is born, so ``to_dict`` writes the JSON of before byte for

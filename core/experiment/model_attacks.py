@@ -1,5 +1,8 @@
 """The models-stage attacks of the registry (:mod:`core.attacks.registry`) and their registrations.
 
+Each registers itself below its definition; :mod:`core.experiment.pipeline` imports this module, so every
+run sees them (a new models-stage attack module is imported there too).
+
 These attacks need more than the victim's stored answers, so they are fitted once on the trained
 models (:class:`~core.experiment.roles.TrainedModels`) at the final epoch and then score any
 :class:`~core.attacks.registry.VictimQuery`: :class:`UndefendedQuery` here, a defended victim in
@@ -28,7 +31,7 @@ import numpy as np
 from core.attacks.augmented_lira import augmented_lira_scores, pooled_covariance
 from core.attacks.label_only import GAP_THRESHOLD, LABEL_QUERIES, correct_counts, fit_count_threshold, gap_scores
 from core.attacks.quantile import QUANTILE_ALPHA, QuantileRegressor, QuantileTraining, quantile_scores
-from core.attacks.registry import AttackEntry, VictimQuery, register
+from core.attacks.registry import AttackEntry, VictimQuery, register, seal_builtins
 from core.attacks.sequence_scores import reference_ratio_scores
 from core.attacks.shadow_attacks import AttackOutcome
 from core.experiment.answer_memo import concat_arrays, take_arrays
@@ -219,7 +222,7 @@ class LabelOnlyAttack:
                 "gap": AttackOutcome(evaluate_attack("gap", gap, query.membership, GAP_THRESHOLD), gap)}
 
 
-# ---------------------------------------------------------------------------- the reference ratio (issue 34)
+# ---------------------------------------------------------------------------- the reference ratio
 class ReferenceRatioAttack:
     """The victim's mean token NLL minus the mean NLL of the shadows that did not train on the record
     (:func:`core.attacks.sequence_scores.reference_ratio_scores`; Carlini et al. 2021 §5.1).
@@ -279,7 +282,7 @@ class ReferenceRatioAttack:
             evaluate_attack("reference_ratio", scores, query.membership, self.threshold), scores)}
 
 
-# ---------------------------------------------------------------------------- LiRA with augmented queries (issue 34)
+# ---------------------------------------------------------------------------- LiRA with augmented queries
 #: the offline one's name, and the online one's (IN references: the online LiRA models, when trained)
 LIRA_AUGMENTED, LIRA_AUGMENTED_ONLINE = "lira_augmented", "lira_augmented_online"
 #: the most online reference models looked up in the cache (``--online-lira`` allows 2..64)
@@ -437,8 +440,8 @@ _NOT_TOKENS = ("one answer per record: the victim's loss minus the references' m
                "signal without its Gaussian; the reference ratio is registered for token sequences")
 _NO_LABELS = {
     "translation": "a translation's 'label' is a whole token sequence and no augmentation of a sentence keeps its "
-                   "reference translation; the sequence-model scores of issue 34 are its label-free attacks",
-    "navigation": "the actions alone without policy probabilities (issue 34) are not implemented yet: a map "
+                   "reference translation; the sequence-model scores (Min-K%, zlib) are its label-free attacks",
+    "navigation": "the actions alone without policy probabilities are not implemented yet: a map "
                   "has no augmentation that keeps its optimal actions",
 }
 _NO_FEATURES = {
@@ -475,3 +478,4 @@ register(AttackEntry(LIRA_AUGMENTED, "LiRA, augmented queries (offline)", "LiRA 
 register(AttackEntry(LIRA_AUGMENTED_ONLINE, "LiRA, augmented queries (online)", "LiRA aug. online", "references",
                      "models", AugmentedLiRAOnline, not_for=tuple(_NO_AUGMENTATIONS.items()),
                      cite="Carlini et al., IEEE S&P 2022 (augmented queries, online)"))
+seal_builtins()

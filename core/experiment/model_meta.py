@@ -1,4 +1,4 @@
-"""A trained model's meta entry, typed (issue 29): what :mod:`core.experiment.roles` caches beside a model's
+"""A trained model's meta entry, typed: what :mod:`core.experiment.roles` caches beside a model's
 weights and answers, and what a training worker sends back with its bytes (:class:`core.experiment.roles.TrainingOutput`).
 
 The cache's layout is unchanged: ``{"params", "per_epoch", "train_s", "privacy"}`` (``privacy`` written as null

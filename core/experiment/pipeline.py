@@ -34,8 +34,8 @@ from core.experiment.answer_memo import AnswerMemo
 from core.experiment.cache import ArtifactCache, dict_with
 
 #: part of a fitted attack's cache key: raised when fitting changes its numbers, so no fit of an older
-#: version is served. 2: every learned classifier fitted as one batched ensemble (issue 34,
-#: core.attacks.attack_ensemble) — the same attack up to float rounding, but not bit for bit. 3: the LSTMs
+#: version is served. 2: every learned classifier fitted as one batched ensemble
+#: (core.attacks.attack_ensemble) — the same attack up to float rounding, but not bit for bit. 3: the LSTMs
 #: run in length buckets and the MLPs' gradients are written out by hand on a CPU (rounding again)
 ATTACK_FIT_VERSION = "fit3"
 from core.foundations.config import ExperimentConfig
@@ -464,7 +464,7 @@ def run_experiment(
     # weights, quantile regression the victim on a non-member pool, label-only its labels under
     # augmentations: core.experiment.model_attacks), and how closely the shadows track the victim
     t_reference = time.perf_counter()
-    # the batched path (issue 34) builds each model once and answers each record once across these
+    # the batched path builds each model once and answers each record once across these
     # attacks (core.experiment.answer_memo); MIA_ATTACK_BATCHED=0 asks anew per question, as before
     models.memo = AnswerMemo() if batched_fits() else None
     try:

@@ -262,11 +262,11 @@ class RunSummary(Typed):
     cache_hit: bool | None = None
     models_from_cache: dict[str, Any] | None = None
     cache_corrupted: list[Any] | None = None
-    #: whose victim (issue 33): ``{kind: trained | user weights, weights_sha256, members_sha256, n_members}``
+    #: whose victim: ``{kind: trained | user weights, weights_sha256, members_sha256, n_members}``
     victim_source: dict[str, Any] | None = None
     #: do the shadows track the victim (core.experiment.fidelity), typed: core.experiment.fidelity_results
     shadow_fidelity: ShadowFidelity | None = None
-    #: every registered attack that did not run here, and why (issue 34)
+    #: every registered attack that did not run here, and why
     attacks_not_run: dict[str, str] | None = None
     #: what one evaluation record is worth (:func:`core.measurement.metrics.resolution`); None in a summary written
     #: before the block (its config's ``n_eval`` says the balanced set's size: ``settings.n_eval``)

@@ -97,7 +97,7 @@ def _shadow_splits(cfg: ExperimentConfig, pool: np.ndarray) -> tuple[list[np.nda
 
 
 def user_splits(cfg: ExperimentConfig, data: TaskData, members: np.ndarray) -> Splits:
-    """The splits around a user's model that trained on records ``members`` (issue 33, way 3).
+    """The splits around a user's model that trained on records ``members``.
 
     The rule (seeded by ``cfg.seed``; listed and unlisted records never mix):
 
@@ -465,7 +465,7 @@ class TrainedModels:
     victim: TrainedModel
     shadows: list[TrainedModel]
     timings: dict[str, float] = field(default_factory=dict)
-    #: set for one attack stage on the batched path (issue 34): models built once, answers computed once
+    #: set for one attack stage on the batched path: models built once, answers computed once
     memo: AnswerMemo | None = field(default=None, repr=False)
 
     @property

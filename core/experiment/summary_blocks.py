@@ -1,4 +1,4 @@
-"""Blocks inside the typed results of :mod:`core.experiment.results`, typed (issue 29): the fields of a run's
+"""Blocks inside the typed results of :mod:`core.experiment.results`, typed: the fields of a run's
 ``config`` its readers use (:class:`RunSettings`, ``RunSummary.settings``; a ``resolution`` block is its producer's
 layout, :class:`core.measurement.metrics.Resolution`), what was read (:class:`DataBlock`, ``RunSummary.data``), the
 ``examples`` showcase's kind (:class:`ExampleShowcase`) and the converter of a defended point's empirical ε

@@ -1,4 +1,4 @@
-"""A user's trained model as the victim (issue 33, way 3): its member list and its weights, checked.
+"""A user's trained model as the victim: its member list and its weights, checked.
 
 The config names the files and holds the sha256 of their bytes (:mod:`core.foundations.user_files`).
 Here they are read for the experiment:

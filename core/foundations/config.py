@@ -40,8 +40,8 @@ REPEAT_FIELDS = frozenset({"repeats", "match_utility"})
 MAX_REPEATS = 20
 #: Most checkpoint epochs one config may list in ``attack_epochs``.
 MAX_ATTACK_EPOCHS = 1000
-#: Counts the CLI and the app accept, one cap each for both (issue 31: the CLI took 10⁹ sensitivity
-#: pairs while the app capped them): values in one ``--values`` list or a page's grid (each value
+#: Counts the CLI and the app accept, one cap each for both (so the CLI
+#: never accepts what the app refuses): values in one ``--values`` list or a page's grid (each value
 #: is at least one cached run or defended point), independent draws of an after-training mechanism
 #: (the Defenses page's box), SensitivitySampler pairs (2 trainings each).
 MAX_VALUES = 100
@@ -224,8 +224,8 @@ class ExperimentConfig:
             everything measured after training (Responses, utility, attacks) is computed in
             float32/float64. Image and translation only (PPO keeps float32), not with DP-SGD.
             A training field: bf16 models are other models (float32 adds nothing to the hashes).
-        target_weights, members: your trained model as the victim (issue 33, way 3;
-            :mod:`core.foundations.user_files`, docs/your_data.md): a safetensors file of its weights
+        target_weights, members: your trained model as the victim
+            (:mod:`core.foundations.user_files`, docs/your_data.md): a safetensors file of its weights
             and a text file of the records it trained on (one record id a line), under the data root.
             The victim is then loaded, not trained; the shadows train with this config's recipe.
         target_weights_sha256, members_sha256: the sha256 of those files' bytes, filled in when the
@@ -393,7 +393,7 @@ class ExperimentConfig:
         d = {**self.to_dict(), "options": self._hashed_options()}
         for name in LABEL_FIELDS | REPEAT_FIELDS | exclude | self.inert_fields():
             d.pop(name, None)
-        # a user's model (issue 33): its files' content is hashed, not where they lay; unused, the fields
+        # a user's model: its files' content is hashed, not where they lay; unused, the fields
         # stay out (every hash made before they existed is unchanged)
         if self.target_weights and not self.target_weights_sha256 or self.members and not self.members_sha256:
             raise ConfigError("target_weights / members are not bound to their content: make the config with the "

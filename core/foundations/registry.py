@@ -1,4 +1,4 @@
-"""One registry implementation for every kind of thing the explorer looks up by name (issue 29).
+"""One registry implementation for every kind of thing the explorer looks up by name.
 
 Tasks (:mod:`core.foundations.task_registry`), defenses (:mod:`core.defenses.registry`), attacks
 (:mod:`core.attacks.registry`), analyses (:mod:`core.analyses.registry`) and the app's job kinds

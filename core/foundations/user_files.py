@@ -1,4 +1,4 @@
-"""A user's trained model as an experiment's victim (issue 33, way 3): the two files it is named by.
+"""A user's trained model as an experiment's victim: the two files it is named by.
 
 ``--set target_weights=FILE.safetensors --set members=FILE.txt`` makes the victim the user's model,
 loaded instead of trained. The config names the files by path, but an experiment is what the files
@@ -149,7 +149,7 @@ def parse_member_ids(payload: bytes, what: str = "members") -> tuple[str, ...]:
 
 
 def bind_user_files(cfg: Any, given: frozenset[str] | set[str] = frozenset()) -> Any:
-    """``cfg`` with the sha256 of its user files filled in, read now where missing (issue 33, way 3).
+    """``cfg`` with the sha256 of its user files filled in, read now where missing.
 
     A config naming no user file comes back unchanged. Otherwise both files must be named; a file
     whose hash the config already holds (a config rebuilt from a summary or a job) is not read

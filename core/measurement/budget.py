@@ -99,7 +99,7 @@ BudgetCurve._FIELDS = {"attack": (STR, False), "n_available": (INT, True),
 
 
 #: budgets a curve needs before it can be said to flatten: one to reach the level, one beyond it to stay there, and
-#: one before it to rise from (with two points, "flattens at 4 of 4" only said where the curve ended; issue 32.13)
+#: one before it to rise from (with two points, "flattens at 4 of 4" only said where the curve ended)
 MIN_BUDGETS_FOR_PLATEAU = 3
 
 

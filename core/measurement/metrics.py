@@ -68,7 +68,7 @@ def _tpr_at(fpr: np.ndarray, tpr: np.ndarray, max_fpr: float) -> float:
 
 def rounded_list(values: np.ndarray, digits: int = 6) -> list[float]:
     """``[round(float(v), digits) for v in values]``, the same floats, vectorised (a ROC's stored points:
-    tens of thousands of ``round`` calls per Defenses slider step, issue 32.16). ``rint(v·10^d) / 10^d`` is
+    tens of thousands of ``round`` calls per Defenses slider step). ``rint(v·10^d) / 10^d`` is
     Python's correctly rounded result wherever v·10^d is not within rounding error of a half (the integer
     is then the decimal rounding's, and both divide it by 10^d to the nearest float); those few values
     (and any non-finite one) go through ``round`` itself."""
@@ -149,7 +149,7 @@ def scores_for_json(values) -> list[float]:
     stays one, for the caller to refuse or replace). Not rounded: 6 decimals tied a confident model's
     members (losses below 5e-7 all became 0.0) with each other and with as confident non-members, so an
     AUC, a TPR at low FPR or ε̂ computed later from the stored scores was not the one computed in memory
-    (issue 30; tests/test_stored_scores.py)."""
+    (tests/test_stored_scores.py)."""
     return np.asarray(values, np.float64).ravel().tolist()
 
 
@@ -262,7 +262,7 @@ def clopper_pearson(successes: np.ndarray | int, trials: np.ndarray | int,
 def _clopper_pearson_table(n: int, confidence: float) -> tuple[np.ndarray, np.ndarray]:
     """:func:`clopper_pearson` of every count 0…n out of n, kept (read-only): ε̂ asks for the same few n
     (a split half's members and non-members) on every attack and draw, and the beta quantiles were a tenth
-    of a Defenses slider step's CPU (issue 32.16)."""
+    of a Defenses slider step's CPU."""
     lo, hi = clopper_pearson(np.arange(n + 1), n, confidence)
     lo.setflags(write=False)
     hi.setflags(write=False)
@@ -295,7 +295,7 @@ class EpsilonBound(Open):
     (None: no false positive there, ∞), its ``tpr`` and ``fpr`` there, the chosen ``threshold`` and ``direction``
     (None when none was chosen), the records of the bounding half (``n_bound``) and the ``method``.
 
-    Only ``lower_bound`` is required, so a block written before the others were (issue 30.3) still reads; built
+    Only ``lower_bound`` is required, so a block written before the others were still reads; built
     in code it writes every field, null ones as null (the dict :func:`empirical_epsilon` always returned)."""
 
     lower_bound: float

@@ -1,4 +1,4 @@
-"""Models of the tabular task (issue 33): an MLP (FFNN) and an LSTM over the feature tokens (RNN).
+"""Models of the tabular task: an MLP (FFNN) and an LSTM over the feature tokens (RNN).
 
 Both read the same encoded row: F features (numeric columns as they are, with NaN where a value is
 missing; text columns one-hot; missing-value indicators), and both begin with

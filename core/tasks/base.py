@@ -271,7 +271,7 @@ class Task(ABC):
     def augmented_answers(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray,
                           n: int) -> tuple[np.ndarray, np.ndarray]:
         """(:meth:`label_queries`, :meth:`augmented_confidences`) of the same queries, undefended: what
-        the label-only attack and LiRA with augmented queries both read (issue 34's shared path). Default:
+        the label-only attack and LiRA with augmented queries both read (one shared path). Default:
         the two methods; a task whose two read the same outputs answers both from one forward pass
         (and says so: :attr:`augmented_in_one_pass`)."""
         return (self.label_queries(cfg, model, data, index, n),
@@ -320,7 +320,7 @@ class Task(ABC):
         labels it. Data only: the page draws it by :attr:`RecordView.kind`. Default: the index."""
         return RecordView("text", f"record {int(index)} ({role})", lines=(("record", f"#{int(index)}"),))
 
-    #: what a record id of a member list is (issue 33, way 3), one line for the docs and the errors
+    #: what a record id of a member list is (a user's own trained model), one line for the docs and the errors
     record_id_meaning: str = "the record's 0-based index in the task's record list"
 
     def record_ids(self, cfg: ExperimentConfig, data: TaskData, index: np.ndarray) -> list[str]:
@@ -330,7 +330,7 @@ class Task(ABC):
 
     def record_indices(self, cfg: ExperimentConfig, data: TaskData, ids: Sequence[str]) -> np.ndarray:
         """The record indices of a member list's ``ids`` (in that order): how a user's list of the
-        records their model trained on (issue 33, way 3) addresses ``data``. A task whose records have
+        records their model trained on addresses ``data``. A task whose records have
         names (a relative image path, a CSV row, a text line) overrides this and :meth:`record_ids`.
 
         Default: an id is :attr:`record_id_meaning`, written in decimal; the records are those of

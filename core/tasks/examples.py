@@ -1,4 +1,4 @@
-"""A run's ``examples`` block typed (issue 29): the translation task's ``examples`` builds
+"""A run's ``examples`` block typed: the translation task's ``examples`` builds
 :class:`TranslationExamples` and writes its ``to_dict`` (the summary's ``examples`` JSON, unchanged); the
 navigation task's block (still built as its JSON by ``NavigationTask.examples``: h_types_run edits that function)
 has the layout :class:`NavigationExamples` writes (tests/test_plots pins it). Both are read back by ``from_dict``

@@ -338,19 +338,14 @@ class NavigationTask(Task):
     presets = {
         # few member maps, each seen many times: memorisation, an attack above chance
         # (16 maps, each replayed ~500 times over 122,880 frames). 16 + 16 maps, not 8 + 8: one map moves a
-        # TPR by 0.0625 instead of 0.125, at the same cost (frames are fixed: on one loaded 2-core machine
-        # the MLP run took 203 CPU s at 16 + 16 and 211 CPU s at 8 + 8; docs/results.md)
+        # TPR by 0.0625 instead of 0.125, at the same cost (frames are fixed; docs/results.md has the timings)
         "quick": dict(dataset="MiniGrid-MultiRoom-N2-S4-v0", n_train=16, n_eval=16, epochs=12, batch_size=256,
                       lr=1e-3, n_shadows=4, attack_epochs=(4, 8), attack_train_epochs=400, attack_hidden=32,
                       frames=122880),
         # the studies' layout: 4 rooms of up to 5×5 cells (MiniGrid's "-N4-S5-v1"; "-v0" builds six rooms),
-        # 16 member maps. Plain PPO reaches no goal (12 variants up to 2.0 M frames on the six-room "-v0"
-        # id, and 0 % of member maps after 614,400 frames on "-v1"); neither did a N2-S4 → N4 layout
-        # curriculum (the MLP solves N2-S4 maps within 100 k frames, yet stays in the first N4 room: 0 %
-        # after 200 k N2 frames plus 491,520 N4 frames).
-        # The start-room curriculum does (bench/nav_probe.py, on a loaded 2-core machine): goal reached
-        # on 15/16 member maps after 819,200 frames by both agents at lr 5e-4 (MLP 164 s per agent,
-        # 3/16 unseen maps; LSTM 198 s, 8/16 unseen); at lr 1e-3 the MLP peaked at 15/16, then fell to 9/16.
+        # 16 member maps. Plain PPO reaches no goal there, nor does a N2-S4 → N4 layout curriculum; the
+        # start-room curriculum does, at lr 5e-4 (at 1e-3 the MLP peaked, then forgot maps). docs/results.md
+        # ("navigation paper preset") has the runs and their figures.
         "paper": dict(dataset="MiniGrid-MultiRoom-N4-S5-v1", n_train=16, n_eval=16, epochs=20, batch_size=256,
                       lr=5e-4, n_shadows=5, attack_epochs=(5, 10, 15), attack_train_epochs=200, attack_hidden=32,
                       frames=819200, curriculum="start_rooms"),

@@ -1,4 +1,4 @@
-"""Tabular classification (issue 33, "your data"): a CSV table with a header, MLP vs LSTM.
+"""Tabular classification (a user's own table, or the built-in one): a CSV table with a header, MLP vs LSTM.
 
 Data sources:
 
@@ -49,7 +49,7 @@ from core.tasks.base import (EpochCallback, FractionCallback, LogitClassifier, R
 from core.training.loop import (BatchCallback, PrivacySettings, TrainingRecord, autocast_dtype, build_optimizer,
     seeded_generator, train_epochs)
 
-#: the largest relative difference of the two architectures' parameter counts (issue 33: within 5 %)
+#: the largest relative difference of the two architectures' parameter counts (within 5 %)
 MATCH_TOLERANCE = 0.05
 #: loaded tables kept in memory per process (the oldest is dropped first)
 MAX_TABLES_KEPT = 4

@@ -1,4 +1,4 @@
-"""What the Analyses page writes beside its figures (issue 29, "pages only draw"): the verdict lines, the
+"""What the Analyses page writes beside its figures (pages only draw): the verdict lines, the
 scatter's captions, the exposure quadrants' table and flips, the budget's plateaus, the audit's tables and
 the slices' rows — computed from the analyses' results read typed (:mod:`core.analyses.analysis_results`),
 so the page gathers inputs, calls core and draws. Each function takes a typed result or its JSON dict

@@ -11,6 +11,7 @@ from plotly.subplots import make_subplots
 
 from core.analyses.analysis_results import Scatter, Vulnerability
 from core.analyses.own_models import Memorization, Mismatch
+from core.analyses.registry import figure_builder
 from core.foundations.names import ARCH_NAMES
 from core.views.style import ARCH_COLOURS, LEGEND_ROW_PX, AXIS_TITLE_PX, RIGHT_PX, legend_below
 
@@ -206,6 +207,14 @@ def scatter_figure(scatters: dict[str, dict[str, Any]], attack: str, scale: str 
     return fig
 
 
+@figure_builder("scatter")
+def default_scatter_figure(scatters: dict[str, dict[str, Any]]) -> go.Figure:
+    """The entropy scatter's figure for the shadow-model attack (else the first attack), log scale."""
+    first = Scatter.coerce(next(iter(scatters.values()))).attacks
+    return scatter_figure(scatters, "shadow" if "shadow" in first else next(iter(first)))
+
+
+@figure_builder("vulnerability")
 def vulnerability_figure(vulns: Mapping[str, Vulnerability | Mapping[str, Any]]) -> go.Figure:
     """Paper 000 Fig. 4: utility (train solid, validation dashed), APE of members (solid) and
     non-members (dashed, log scale) and attack accuracy over epochs; the best-validation epoch marked."""
@@ -235,6 +244,7 @@ def vulnerability_figure(vulns: Mapping[str, Vulnerability | Mapping[str, Any]])
     return legend_below(fig, 820, bottom=150)  # its ten entries take three rows, 0.14 of 820 px below the axis
 
 
+@figure_builder("mismatch")
 def mismatch_figure(results: Mapping[str, Mismatch | Mapping[str, Any]]) -> go.Figure:
     """Paper 001 A.3: primary attack accuracy with shadows of the victim's size (scale 1) and others."""
     fig = go.Figure()
@@ -249,6 +259,7 @@ def mismatch_figure(results: Mapping[str, Mismatch | Mapping[str, Any]]) -> go.F
     return legend_below(fig, 460)
 
 
+@figure_builder("memorization")
 def memorization_figure(results: Mapping[str, Memorization | Mapping[str, Any]]) -> go.Figure:
     """Paper 000 Fig. 6: attack accuracy per block in the order the blocks were learned (block 1 first),
     and the saw-tooth of train/validation utility during sequential training."""
@@ -269,6 +280,7 @@ def memorization_figure(results: Mapping[str, Memorization | Mapping[str, Any]])
     return legend_below(fig, 480)
 
 
+@figure_builder("overtraining")
 def overtraining_figure(results: Mapping[str, Vulnerability | Mapping[str, Any]]) -> go.Figure:
     """Attack accuracy (solid) and validation utility (dashed, right axis) far past the best epoch."""
     fig = go.Figure()

@@ -1,6 +1,7 @@
 """The analyses' flat tables (one row per record, epoch, block, budget point, slice …): what
-``python -m core analyze`` writes as ``<name>.csv`` and the Analyses page downloads. Each analysis names its
-builder in :mod:`core.analyses.registry` (``table="core.views.analysis_tables:…"``); :func:`tables` applies them.
+``python -m core analyze`` writes as ``<name>.csv`` and the Analyses page downloads. Each
+builder here is registered for its analyses (``@table_builder(name)``, :mod:`core.analyses.registry`); :func:`tables`
+applies them.
 """
 from __future__ import annotations
 
@@ -12,16 +13,17 @@ from core.analyses import registry as analysis_registry
 from core.analyses.analysis_results import AuditView, BudgetView, ExposureView, Scatter, SlicesView
 from core.analyses.own_models import Mismatch
 from core.measurement.budget import BudgetPoint
-from core.analyses.registry import resolve
+from core.analyses.registry import table_builder
 
 
 def tables(results: dict[str, Any]) -> dict[str, pd.DataFrame]:
     """One flat table per analysis present in ``results`` (see :func:`core.analyses.analysis.analyze`):
     its registered ``table`` builder (:mod:`core.analyses.registry`) on its data."""
-    return {a.name: resolve(a.table)(results[a.name]) for a in analysis_registry.registered()
-            if a.name in results and a.table is not None}
+    return {a.name: analysis_registry.table_of(a)(results[a.name]) for a in analysis_registry.registered()
+            if a.name in results and analysis_registry.table_of(a) is not None}
 
 
+@table_builder("scatter")
 def scatter_table(scatter: dict[str, Any]) -> pd.DataFrame:
     """The entropy scatter's records, one row per (architecture, record)."""
     rows = []
@@ -37,24 +39,28 @@ def scatter_table(scatter: dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+@table_builder("vulnerability", "overtraining")
 def rows_table(data: dict[str, Any]) -> pd.DataFrame:
     """The per-epoch rows of vulnerability or overtraining, one row per (architecture, epoch)."""
     return pd.DataFrame([{"arch": arch, **r} for arch, v in data.items() for r in v["rows"]])
 
 
+@table_builder("memorization")
 def memorization_table(data: dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame([{"arch": arch, **{k: v for k, v in b.items() if k != "accuracies"}}
                          for arch, m in data.items() for b in m["blocks"]])
 
 
+@table_builder("mismatch")
 def mismatch_table(data: dict[str, Any]) -> pd.DataFrame:
     runs = {arch: Mismatch.from_dict(m) for arch, m in data.items()}  # each read once, typed
     return pd.DataFrame([{"arch": arch, "scale": r.scale, m.knob: r.width, "attack": name, "accuracy": acc}
                          for arch, m in runs.items() for r in m.rows for name, acc in r.accuracy.items()])
 
 
+@table_builder("exposure")
 def exposure_records_table(ex: ExposureView | Mapping[str, Any]) -> pd.DataFrame:
-    """Issue 22's exposure view (:mod:`core.analyses.record_views`), one row per record."""
+    """The per-record exposure view (:mod:`core.analyses.record_views`), one row per record."""
     ex = ExposureView.coerce(ex)
     rows = []
     for i, (index, m) in enumerate(zip(ex.records, ex.membership)):
@@ -72,6 +78,7 @@ def exposure_records_table(ex: ExposureView | Mapping[str, Any]) -> pd.DataFrame
     return pd.DataFrame(rows)
 
 
+@table_builder("budget")
 def budget_points_table(budget: Mapping[str, BudgetView | Mapping[str, Any]]) -> pd.DataFrame:
     """One row per budget point; the spread over reference subsets only where there were two or more (one
     subset — all references — has no spread: empty cells, not a low = high "interval")."""
@@ -87,6 +94,7 @@ def budget_points_table(budget: Mapping[str, BudgetView | Mapping[str, Any]]) ->
         for arch, view in budget.items() for name, c in BudgetView.coerce(view).curves.items() for p in c.points])
 
 
+@table_builder("audit")
 def audit_table(audit: Mapping[str, AuditView | Mapping[str, Any]]) -> pd.DataFrame:
     views = {arch: AuditView.coerce(v) for arch, v in audit.items()}
     return pd.DataFrame([
@@ -98,6 +106,7 @@ def audit_table(audit: Mapping[str, AuditView | Mapping[str, Any]]) -> pd.DataFr
         for arch, v in views.items() for k in v.audit.per_k or ()])
 
 
+@table_builder("slices")
 def slices_rows_table(slices: SlicesView | Mapping[str, Any]) -> pd.DataFrame:
     sv = SlicesView.coerce(slices)
     return pd.DataFrame([{"arch": arch, "attack": sv.attack, **r.to_dict()}

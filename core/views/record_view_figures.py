@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from core.analyses.analysis_results import AuditView, BudgetView, ExposureView, SliceRow, SlicesView
+from core.analyses.registry import figure_builder
 from core.foundations.names import ARCH_NAMES
 from core.measurement.exposure import fpr_label
 from core.views.style import ARCH_COLOURS, legend_below
@@ -27,6 +28,7 @@ def quadrant_names(archs: list[str]) -> dict[str, str]:
     return {k: v.format(a=ARCH_NAMES.get(a, a), b=ARCH_NAMES.get(b, b)) for k, v in QUADRANT_NAMES.items()}
 
 
+@figure_builder("exposure")
 def exposure_figure(view: ExposureView | Mapping[str, Any], fpr: str = "0.01") -> go.Figure:
     """Each evaluated record's membership score under the two architectures (x: the first, y: the
     second), members and non-members marked, with each architecture's threshold at ``fpr`` (from its
@@ -63,6 +65,7 @@ def _budget_tpr_name(budgets: dict[str, BudgetView], attack: str) -> str:
     return "TPR at 1 % FPR" if math.floor(0.01 * n0 + 1e-9) >= 1 else f"TPR at 0 false positives (FPR < 1/{n0})"
 
 
+@figure_builder("budget")
 def budget_figure(budgets: Mapping[str, BudgetView | Mapping[str, Any]]) -> go.Figure:
     """AUC (top) and TPR at 1 % FPR (bottom) against the number of reference models, one panel per
     attack, per architecture; bars: 2.5–97.5 % over which references were drawn; ▼: where it flattens."""
@@ -99,6 +102,7 @@ def _accountant(v: AuditView, key: str) -> float | None:
     return None if v.accountant_epsilon is None else getattr(v.accountant_epsilon, key)
 
 
+@figure_builder("audit")
 def audit_figure(audits: Mapping[str, AuditView | Mapping[str, Any]]) -> go.Figure:
     """Per architecture: the audited ε (one run, canaries), the accountant's ε (RDP, PRV; DP-SGD
     runs only) and the attack-derived ε̂ of the cached run, side by side."""
@@ -173,6 +177,7 @@ def audit_guesses_figure(audits: Mapping[str, AuditView | Mapping[str, Any]]) ->
     return legend_below(fig, 480)
 
 
+@figure_builder("slices")
 def slices_figure(view: SlicesView | Mapping[str, Any], slicing: str | None = None) -> go.Figure:
     """AUC per slice, per architecture, with bootstrap 95 % bars; slices with too few records faded."""
     sv = SlicesView.coerce(view)

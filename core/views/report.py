@@ -30,7 +30,6 @@ from core.analyses import registry as analysis_registry
 from core.analyses.analyses_json import AnalysesResults
 from core.analyses.analysis_results import Scatter
 from core.analyses.verdicts import repeated_verdict_sentence
-from core.analyses.registry import resolve
 from core.experiment.cache import ArtifactCache
 from core.foundations.config import ExperimentConfig
 from core.tasks.navigation import MapViews
@@ -58,8 +57,9 @@ def scatter_figure(scatter: dict[str, Any], attack: str | None = None) -> go.Fig
 def figures_of(results: dict[str, Any]) -> dict[str, go.Figure]:
     """One figure per analysis present in ``results``: its registered ``figure`` builder on its data
     (and the audit's guesses beside its bounds)."""
-    out: dict[str, go.Figure] = {a.name: resolve(a.figure)(results[a.name]) for a in analysis_registry.registered()
-                                 if a.name in results and a.figure is not None}
+    out: dict[str, go.Figure] = {a.name: analysis_registry.figure_of(a)(results[a.name])
+                                 for a in analysis_registry.registered()
+                                 if a.name in results and analysis_registry.figure_of(a) is not None}
     if any(v.get("estimators") for v in results.get("audit", {}).values()):
         out["audit_guesses"] = audit_guesses_figure(results["audit"])
     return out

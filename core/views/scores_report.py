@@ -1,4 +1,4 @@
-"""The HTML report of a scores file (issue 33, "Just the scores"): one self-contained page.
+"""The HTML report of a scores file ("Just the scores" on the Your model page): one self-contained page.
 
 Built from :class:`core.analyses.scores.ScoresResult` alone: the findings with their intervals and
 N, the attacks table, the AUC differences, the ROC on log-log axes with its bootstrap band, the

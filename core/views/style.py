@@ -22,7 +22,7 @@ AXIS_TITLE_PX = 62
 #: the side margins a figure starts with: about what its tick labels and axis titles take. Plotly's
 #: automargin only ever widens a margin, and each widening redraws the whole figure once more: a
 #: figure that starts with its margins wide enough is drawn once, in about 60 % of the browser time
-#: (the Defenses page's two charts: 88 → 51 ms and 54 → 33 ms, `bench/sigma_step_probe.py --plotly`)
+#: (the Defenses page's two charts; docs/performance.md has the measurement)
 LEFT_PX, RIGHT_PX, RIGHT_AXIS_PX = 72, 20, 66
 
 
