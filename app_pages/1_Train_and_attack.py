@@ -95,7 +95,6 @@ if dataset in task.real_datasets:
             st.error(plain_markdown(exc))
             st.stop()
 # a folder that cannot be read is said now, under its box, with Train disabled — not after a worker failed on it
-# (issue 32.14)
 data_problem = task.data_problem(dataclasses.replace(base, dataset=dataset, data_dir=data_dir))
 if data_problem:
     st.warning(data_problem)
@@ -175,7 +174,8 @@ def progress_panel(cfgs) -> None:
                     st.progress(0.0, text=f"{plain_markdown(job.label)}: starting the worker…")
                 else:
                     # one progress figure: the bar, its text and the sidebar all read job.fraction (the whole
-                    # job), never the running stage's own fraction (issue 32.10: "18 %", "(71 %)" and a bar at 20 %)
+                    # job), never the running stage's own fraction (else one line could read "18 %", "(71 %)" and
+                    # a bar at 20 % at once)
                     st.progress(job.fraction, text=f"{plain_markdown(job.label)} — {job_line(job)}")
                     st.caption(f"running for {format_seconds(job.elapsed_s)} in worker process {job.worker_pid}; "
                                "the ETA extrapolates the measured rate")

@@ -233,8 +233,8 @@ def quantile_caption(points: dict[str, DefendedPoint]) -> str | None:
 
 # ---------------------------------------------------------------------------- the slider and all it moves
 # A fragment: a slider step (or draws, the adaptive toggle, a grid button) reruns this part alone, not the
-# page above it nor the app's navigation and sidebar; the browser redraws only what is in it (issue 23:
-# a σ step within 0.5 s). A choice above it (task, runs, mechanism, repeats) reruns the whole page.
+# page above it nor the app's navigation and sidebar; the browser redraws only what is in it, so a σ step stays
+# quick (docs/performance.md). A choice above it (task, runs, mechanism, repeats) reruns the whole page.
 @st.fragment
 def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
     # ---------------------------------------------------------------------------- the slider
@@ -273,9 +273,9 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
     notice = st.empty()  # while the draws after the first are computing, says so above the numbers
     ticker = st.empty()  # always here and always empty: what the wait below writes to between its slices
     # every architecture's fast point, then its utility card's point, in its own lane (a thread per architecture,
-    # the architectures at once; issue 32.16). A value whose points are known shows them at once; any other
-    # first by draw 1 alone, then, in this same script run, the mean over every draw in the same places (issue 32
-    # point 16); a step to another value cancels this session's calls not started yet
+    # the architectures at once). A value whose points are known shows them at once; any other first by draw 1
+    # alone, then, in this same script run, the mean over every draw in the same places, so the slider never waits
+    # for every draw; a step to another value cancels this session's calls not started yet
     # (core.defenses.side_by_side.PointLanes)
     lanes = st.session_state.get("defenses:lanes")
     if lanes is None:
@@ -296,7 +296,7 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
         d = defenders[arch]
         with col:
             st.markdown(f"**{ARCH_LABELS[arch]}** · {d.models.victim.params:,} parameters"
-                        # the cards read repeat 0's models; the curves below band over every repeat (issue 32)
+                        # the cards read repeat 0's models; the curves below band over every repeat
                         + (f" · cards: **repeat 1 of {n_repeats}** (the curves: means over the {n_repeats} repeats)"
                            if n_repeats > 1 else ""))
             try:
@@ -355,7 +355,7 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
     quantile = st.caption(quantile_text) if quantile_text else st.empty()
 
     if mechanism == "dirichlet":
-        # issue 32.8: LiRA/RMIA AUCs that rise under Dir_k (the RNN's at k = 10) or fall at almost no noise: the
+        # LiRA/RMIA AUCs that rise under Dir_k (the RNN's at k = 10) or fall at almost no noise come from the
         # logit scaling of saturated answers, not the naive attacker's undefended references — said with the share
         # of this run's records it concerns and the measurement behind it
         shares = {a: saturated_share(defenders[a].victim_responses, defenders[a].membership, spec.eta) for a in fast}
@@ -374,7 +374,7 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
     if one_draw:
         # draw 1's numbers are on screen; wait here for the full points (in slices that yield to a slider step
         # meanwhile) and put them in the same places — only the cards, the utility and the label change; one
-        # script run, where a rerun drew the whole fragment a second time (issue 32 point 16). What is below
+        # script run, not a rerun that would draw the whole fragment a second time. What is below
         # stays as the last run drew it until the wait ends: drawn now, the curves would be drawn twice
         failed = widgets.wait_yielding([f for a in one_draw for f in step.full[a]], ticker)
         if failed is not None:
@@ -426,7 +426,7 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
                "overlap; `python -m core defend --repeats N --draws D` writes the same intervals.")
 
     # two tabs of which only the open one runs (on_change="rerun"): a σ step redraws one chart, not two
-    # (issue 23: the browser's share of a step is mostly Plotly drawing its charts anew)
+    # (the browser's share of a step is mostly Plotly drawing its charts anew)
     grid_tab, entropy_tab = st.tabs(["Table over the grid", "Defended outputs' entropy"],
                                     key=f"defenses:below:{mechanism}", on_change="rerun")
     for _ in drawn(entropy_tab):

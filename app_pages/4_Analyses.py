@@ -1,7 +1,7 @@
 """Analyses: do RNNs leak more, and why do the attacks work? Entropy scatter with the attacks' decision boundaries,
 vulnerability over training, memorization of early blocks, overtraining and model mismatch —
 FFNN and RNN side by side, each with the study's finding and a verdict computed for this run — and
-issue 22's per-record views: exposure FFNN vs RNN (flips behind a defense), the reference budget,
+the per-record views: exposure FFNN vs RNN (flips behind a defense), the reference budget,
 an audited ε beside the accountant's and vulnerability per slice (computed in core.analyses.record_views)."""
 from __future__ import annotations
 
@@ -301,16 +301,15 @@ def long_tab(name: str, draw, explain: str) -> None:
     group = long_jobs(name)
     if group_unfinished(group, "Running"):
         return
-    # a time on the button (issue 32.13): these runs' own measured training times scaled by the work the analysis
+    # a time on the button: these runs' own measured training times scaled by the work the analysis
     # repeats, widened by how far real runs fell from that scaling (core.analyses.analysis.time_range)
     span = analysis.time_range(name, [summaries["ffnn"], summaries["rnn"]])
     about = f" — about {format_seconds(span[0])} to {format_seconds(span[1])}" if span is not None else ""
     if st.button(f"Run the {name} analysis (in a worker){about}", key=f"run-{name}",
                  help="Both architectures, one after another. The time is scaled from how long these runs' own "
                       "training took when they were trained (their summaries' timings) by the work the analysis "
-                      "repeats, then widened by the range real runs took against that scaling (bench/"
-                      "analysis_estimates.py, the image quick runs on a 2-core machine at load 6–15). It grows with "
-                      "the machine's load." if span is not None else
+                      "repeats, then widened by the range real runs took against that scaling "
+                      "(docs/performance.md). It grows with the machine's load." if span is not None else
                       "No time estimate: these runs carry no measured training time."):
         todo = [c for c, j in zip((configs["ffnn"], configs["rnn"]), group.jobs) if j is None or j.state != "done"]
         manager.submit(todo, "analysis", {"name": name})
@@ -329,7 +328,7 @@ for _ in drawn(tabs[4]):
     long_tab("mismatch", analysis_figures.mismatch_figure,
              "Shadows with half and double the task's width knob attack the unchanged victim.")
 
-# ---------------------------------------------------------------------------- issue 22: per-record views
+# ---------------------------------------------------------------------------- per-record views
 HASHES = tuple(c.config_hash for c in configs.values())
 
 

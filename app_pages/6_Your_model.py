@@ -1,4 +1,4 @@
-"""Your model, your data (issue 33): audit a model or data set the user brings, in the layouts they have.
+"""Your model, your data: audit a model or data set the user brings, in the layouts they have.
 
 Four ways in, one code path with the CLI: data in a local folder or file (class folders of images, a
 CSV table, parallel text) trained and attacked with our FFNN and RNN; the user's own trained weights

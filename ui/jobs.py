@@ -151,7 +151,7 @@ def run_differences(c: ExperimentConfig) -> str:
     """What a run changed from its preset, named as the pages name it: "repeat 3" (the seed of
     core.analyses.repeats.repeat_seed for r = 2, counted from 1), "σ = 1" for a sweep's point, "epochs=4" for any other field; ""
     for the preset as it is. The sidebar tells apart the jobs of one sweep or one set of repeats with it
-    (issue 32.11: every one of them read "image · RNN (quick)")."""
+    (without it every one of them would read "image · RNN (quick)")."""
     try:
         base = get_task(c.task).make_config(c.arch, c.preset)
     except (MIAError, KeyError, ValueError):
@@ -203,7 +203,7 @@ class Job:
         p = thaw_params(self.params)
         kind = KINDS.find(self.kind)
         what = kind.describe(p) if kind is not None else f" · {self.kind}"
-        differs = run_differences(c)  # what differs from the preset: repeat r, σ, λ, … (issue 32.11)
+        differs = run_differences(c)  # what differs from the preset: repeat r, σ, λ, …
         return f"{c.task} · {ARCH_NAMES.get(c.arch, c.arch)} ({c.preset}{' · ' + differs if differs else ''}){what}"
 
     @property

@@ -80,14 +80,14 @@ class Defender:
 
     #: a model's forward pass on an input it was given before is read from memory (:meth:`remembering`: under an
     #: output mechanism the undefended victim runs once per query, not once per draw); False: every pass runs,
-    #: the path before issue 32.16 (the tests compare both)
+    #: the plain reference path (the tests compare both)
     reuse_victim_outputs: bool = True
     #: the quantile-regression attack's refits on the defended victim's pool answers, one per draw, run as one
     #: batched fit (:meth:`core.attacks.quantile.QuantileRegressor.refit_many`; equal to one refit per draw up
-    #: to float rounding, ``tests/test_quantile_refits.py``); False: one refit per draw, the path before
+    #: to float rounding, ``tests/test_quantile_refits.py``); False: one refit per draw, the plain reference path
     batch_quantile_refits: bool = True
     #: a full point takes draw 0 from the one-draw point of its value where that was computed (:meth:`_draws`);
-    #: False: every draw computed again, the path before (the tests compare both)
+    #: False: every draw computed again, the plain reference path (the tests compare both)
     reuse_first_draw: bool = True
 
     def __init__(self, models: TrainedModels, cache: ArtifactCache | None = None):
@@ -290,7 +290,7 @@ class Defender:
         return self._utilities[key]
 
     def remembering(self, key: tuple, model: torch.nn.Module) -> torch.nn.Module:
-        """``model`` answering each forward pass it was given before (same input bytes) from memory (issue 32.16).
+        """``model`` answering each forward pass it was given before (same input bytes) from memory.
 
         A defended point's draws ask the same model the same inputs: under an output mechanism the
         undefended victim (``key`` ``("victim",)``) answers the utility's records and the label-only and
@@ -383,7 +383,7 @@ class Defender:
                ) -> tuple[list[Responses], list[dict[str, Any]], list[DefendedQuery]]:
         """Every draw's defended answers, the naive attacks' outcomes on them (with ``registry`` the registry's attacks'
         too, but quantile regression's) and the draws' queries. What was computed before is taken as it is, and only
-        the rest computed (issue 32.16): this value's draws without the registry's attacks (theirs are added), or
+        the rest computed: this value's draws without the registry's attacks (theirs are added), or
         draw 0 of the one-draw point of this value (the slider's first numbers): a draw's noise is seeded by
         (seed, draw, role), not by the number of draws, so it is this point's draw 0."""
         earlier = [(spec.key, False)] if registry else []
@@ -409,7 +409,7 @@ class Defender:
                 outcomes[d].update(score_reference_attacks(self.reference_attacks, r, self.membership,
                                                            self.population_answers(spec, d)))
         # the draws' label and augmented queries asked together (the victim answers each once for all draws);
-        # without reuse, each draw's own, as before issue 32.16 (the tests compare both)
+        # without reuse, each draw's own, the plain reference path (the tests compare both)
         queries += (DefendedQuery.draws(self, spec, new, start) if self.reuse_victim_outputs
                     else [DefendedQuery(self, spec, d, r) for d, r in enumerate(new, start)])
         answers += new
@@ -596,7 +596,7 @@ class Defender:
     def known_rows(self, spec: DefenseSpec, values: list[float]) -> list[DefendedPoint]:
         """Every value's best-known point: the full one where it was measured (utility, and the adaptive
         attacker where that was measured too), else the slider's fast point (naive attack and guarantee, utility
-        None) — what the page's curve already draws, so its table shows those numbers, not blanks (issue 32.9)."""
+        None) — what the page's curve already draws, so its table shows those numbers, not blanks."""
         return [self.measured(spec.at(v), "both") or self.measured(spec.at(v)) or self._slider_utility(spec.at(v))
                 or self.point(spec.at(v), "naive", utility=False) for v in values]
 

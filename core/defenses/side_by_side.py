@@ -1,18 +1,17 @@
-"""Several Defenders' points at one spec computed at once, one thread per Defender (issue 32.16).
+"""Several Defenders' points at one spec computed at once, one thread per Defender.
 
-The Defenses page shows the FFNN's and the RNN's numbers side by side: a slider step to a value not
-computed before scored the two architectures' points one after the other, each ~0.15 s of CPU on the
-image quick runs. Each Defender is its own object (its models, memo and cache handle), and most of a
-point's time is in torch and numpy kernels, which release the GIL, so on two cores the points overlap
-(measured idle, σ on the image quick runs: 0.64 s for both in threads vs 0.87 s one after the other,
-``bench/defender_step.py --mechanism gpm --side-by-side`` at 057c345; not the time of one).
-:func:`points_side_by_side` is one such step with threads of its own (the benches' "every draw at once"); the
+The Defenses page shows the FFNN's and the RNN's numbers side by side: scored one after the other, a
+slider step to a value not computed before would wait for the two architectures' points in turn. Each
+Defender is its own object (its models, memo and cache handle), and most of a point's time is in torch
+and numpy kernels, which release the GIL, so on two cores the points overlap: both in threads take less
+wall time than one after the other, though more than one alone (docs/performance.md).
+:func:`points_side_by_side` is one such step with threads of its own (every draw at once); the
 page uses :class:`PointLanes` below. Either way each Defender's calls run in order in its own thread (one
 loop, :func:`_run_in_order`), exactly as they would
 in one (the same calls, on the same Defender, in the same order: the same numbers —
 ``tests/test_side_by_side.py``); nothing is shared between the threads but read-only modules.
 
-:class:`PointLanes` serves a slider that must not wait for every draw (issue 32 point 16): per Defender one
+:class:`PointLanes` serves a slider that must not wait for every draw: per Defender one
 lasting thread (a *lane*) runs its calls in order; :meth:`PointLanes.step` answers a value whose point is known
 (memoised or stored: :meth:`Defender.ready`) at once, and any other first by its **one-draw** point
 (``spec`` with ``draws=1``: a real point under its own key, cached like any other; its draw is draw 0 of the
@@ -24,10 +23,10 @@ the full point where it is in by the time the page draws (no stand-in to replace
 
 A *gated* step (``step(..., gated=True)``, the page's) holds its full calls until :meth:`Step.release`: the page
 releases once it has drawn draw 1's numbers, so the full point's CPU does not compete with drawing them (in the
-script thread, which needs the GIL, and in the browser on the same cores). Its effect alone is small: σ's first
-numbers −0.018 s [−0.039, +0.004] against the ungated page, inconclusive (idle, image quick runs, 20 steps a side;
-docs/performance.md, ``bench/slider_medians.py``). A later step opens every earlier gate (after cancelling the calls behind them); a gate the page never
-releases (it stopped before: another page, an error) opens by itself after :data:`GATE_TIMEOUT_S`.
+script thread, which needs the GIL, and in the browser on the same cores). Its effect alone on when σ's first
+numbers appear is small and inconclusive against an ungated page (docs/performance.md). A later step opens every
+earlier gate (after cancelling the calls behind them); a gate the page never releases (it stopped before: another
+page, an error) opens by itself after :data:`GATE_TIMEOUT_S`.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 22's per-record views (:mod:`core.analyses.record_views`): exposure quadrants, the attacker's
+"""The per-record views (:mod:`core.analyses.record_views`): exposure quadrants, the attacker's
 reference budget, the audited ε (and its estimators against the number of guesses) and AUC per slice."""
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ from core.views.run_figures import resolves, zero_fp_label, mark_fpr_floor
 #: headline metrics of core.analyses.repeats, as the pages name them (one list: the comparison JSON's labels)
 METRIC_NAMES = METRIC_LABELS
 #: a verdict as printed: its own word only (holds / reversed / inconclusive), no ✅/↩️/❔ mark beside it, so that
-#: every page, the report and the CLI read the same three words (issue 32)
+#: every page, the report and the CLI read the same three words
 VERDICT_MARKS = {"holds": "holds", "reversed": "reversed", "inconclusive": "inconclusive"}
 
 

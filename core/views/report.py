@@ -6,7 +6,7 @@
   (:func:`html_report`, the Analyses page's export).
 * **The run report** (:func:`run_report_html`): one self-contained HTML page of a run, FFNN and
   RNN side by side (with ≥ 2 repeats of both cached, the comparison over all of them and its one answer): the sections of :func:`core.views.run_view.run_view` (overview, repeats and
-  matched utility where given, over training, attacks, the strongest attacks, examples, issue 22's
+  matched utility where given, over training, attacks, the strongest attacks, examples, the
   per-record views, configuration, reproduce), the same list the Train & attack page draws — the
   page's download and ``python -m core report`` (:func:`run_report`, which reads cached runs only)
   write the same page. This module decides only how a block looks in HTML; nothing draws with Streamlit.

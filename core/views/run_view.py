@@ -1,4 +1,4 @@
-"""The one view of a run: its sections, in order, defined once (issue 29, "one view of a run").
+"""The one view of a run: its sections, in order, defined once.
 
 The Train & attack page (:func:`ui.results.show_results`, Streamlit) and the HTML run report
 (:func:`core.views.report.run_report_html`, the app's download and ``python -m core report``) both
@@ -8,8 +8,8 @@ the renderers decide only *how* a block looks (a dataframe or an HTML table, an 
 sub-heading), never *what* a section holds.
 
 Two layout hints, read by the page only: ``tab`` (the page draws consecutive tabbed sections as tabs,
-of which only the open one is built: drawing every figure on each visit was most of a visit's time,
-issue 23) and ``collapsed`` (the page draws it in an expander). Blocks are built on demand
+of which only the open one is built: drawing every figure on each visit would be most of a visit's
+time) and ``collapsed`` (the page draws it in an expander). Blocks are built on demand
 (:attr:`Section.blocks`), so a closed tab costs nothing.
 
 New sections: :func:`register_section` (a test registers a toy one and finds it in both renderers)."""
@@ -152,7 +152,7 @@ def overview(run: RunInputs) -> Section:
     number is read; the studies' finding beside this run's direction."""
     def build() -> list[Block]:
         comp, summaries = run.comparison, run.summaries
-        # with repeats, repeat 0's numbers say so and the means with their intervals stand beside them (issue 32)
+        # with repeats, repeat 0's numbers say so and the means with their intervals stand beside them
         out: list[Block] = [Table(run.figures.overview if comp is None else overview_table(summaries, comp))]
         data = summaries[0].data
         if data is not None and data.description:  # what was read (a CSV's missing values among it)
@@ -323,7 +323,7 @@ def examples(run: RunInputs) -> Section | None:
 
 
 def per_record(run: RunInputs) -> Section:
-    """Issue 22's per-record views (exposure quadrants, the reference budget, slices) where the caller
+    """The per-record views (exposure quadrants, the reference budget, slices) where the caller
     computed them (:func:`core.analyses.record_views.report_views`, which refits LiRA and RMIA for the
     budget: the report computes them on request, the page never in its server), and where they are
     otherwise."""
