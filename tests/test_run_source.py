@@ -6,14 +6,13 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from core.analyses.answer import cached_answer
 from core.analyses.findings import findings_table
+from core.cli import main
 from core.experiment.cache import ArtifactCache
 from core.experiment.run_source import PROVENANCE, ImportRefused, RunSource, load_imports, write_batch
 
@@ -125,16 +124,27 @@ def test_a_summary_that_is_not_a_run_is_refused(tmp_path):
         write_batch(tmp_path / "imports", "x", {"r.json": b'{"config": {}, "config_hash": "x"}'}, "m", "t", "c")
 
 
-def test_the_cli_refuses_a_tampered_import_with_one_error_line(tmp_path):
+def test_the_cli_refuses_a_tampered_import_with_one_error_line(tmp_path, monkeypatch, capsys):
     folder = _two_machines(tmp_path / "imports")
     shutil.copy(QUICK / "image_ffnn_r2.json", folder / "a" / "image_ffnn_r0.json")  # another run under r0's name
-    proc = subprocess.run([sys.executable, "-m", "core", "findings", "--task", "image", "--imports", str(folder)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120,
-                          env={"MIA_CACHE_DIR": str(tmp_path / "empty"), "PATH": "/usr/bin:/bin", "MIA_DEVICE": "cpu",
-                               "OMP_NUM_THREADS": "1"})
-    assert proc.returncode == 2 and proc.stdout == ""
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: imported runs a/image_ffnn_r0.json: SHA-256")
+    monkeypatch.setenv("MIA_CACHE_DIR", str(tmp_path / "empty"))
+    for argv in (["findings", "--task", "image", "--imports", str(folder)],
+                 ["compare", "--task", "image", "--cached", "--imports", str(folder)]):
+        assert main(argv) == 2
+        out, err = capsys.readouterr()
+        lines = err.strip().splitlines()
+        assert out == "" and len(lines) == 1 and lines[0].startswith("error: imported runs a/image_ffnn_r0.json: SHA-256")
+    assert main(["compare", "--task", "image", "--imports", str(folder)]) == 2  # compare would train: refused
+    assert "needs --cached" in capsys.readouterr().err
+
+
+def test_compare_cached_reads_the_imports_from_the_cli(tmp_path, monkeypatch):
+    folder = _two_machines(tmp_path / "imports")
+    monkeypatch.setenv("MIA_CACHE_DIR", str(tmp_path / "empty"))
+    out = tmp_path / "answer.json"
+    assert main(["compare", "--task", "image", "--cached", "--quiet", "--imports", str(folder), "--out", str(out)]) == 0
+    printed = json.loads(out.read_text())
+    assert printed["repeats"] == 2 and printed["mixed"] is True and len(printed["origins"]) == 2
 
 
 def test_the_repository_imports_read_and_check(tmp_path):
