@@ -1,6 +1,7 @@
 """A victim-only probe of translation settings: one model trained on the victim's ``n_train`` members, its train /
 validation BLEU (greedy, ``bleu_sentences`` members / non-members of the victim's half, as the task's utility reports
-them) and the seconds since training began, after chosen epochs.
+them), the wall seconds since training began (and those spent training) and the process' CPU seconds — on a shared
+machine the CPU seconds are what other jobs inflate least — after chosen epochs.
 
     OMP_NUM_THREADS=1 .venv/bin/python bench/translation_probe.py ARCHS PRESET EPOCHS_TO_REPORT KEY=VALUE ...
 
@@ -38,7 +39,7 @@ def probe(arch: str, preset: str, report: set[int] | None, sets: dict) -> None:
     nonmembers = np.asarray(data.victim_pool[cfg.n_train: cfg.n_train + cfg.options.bleu_sentences])
     print(f"{arch} {count_params(model):,} parameters · {data.description} · {len(members):,} members · "
           f"seed {cfg.seed} · load {time.perf_counter() - t:.0f} s", flush=True)
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     bleu_seconds = 0.0
 
     def on_epoch(epoch: int, m) -> None:
@@ -48,12 +49,13 @@ def probe(arch: str, preset: str, report: set[int] | None, sets: dict) -> None:
             train_bleu = task.utility(cfg, m, data, members)
             val_bleu = task.utility(cfg, m, data, nonmembers)
             bleu_seconds += time.perf_counter() - b
-            total = time.perf_counter() - start
+            total, cpu = time.perf_counter() - start, time.process_time() - cpu_start
             print(f"{arch} epoch {epoch}: BLEU train {train_bleu:.1f} / val {val_bleu:.1f} · {total:.0f} s "
-                  f"({total - bleu_seconds:.0f} s training)", flush=True)
+                  f"({total - bleu_seconds:.0f} s training; {cpu:.0f} CPU s in all)", flush=True)
             print(json.dumps({"arch": arch, "preset": preset, "epoch": epoch, "train_bleu": round(train_bleu, 2),
                               "val_bleu": round(val_bleu, 2), "seconds": round(total, 1),
-                              "training_seconds": round(total - bleu_seconds, 1)}), flush=True)
+                              "training_seconds": round(total - bleu_seconds, 1), "cpu_seconds": round(cpu, 1)}),
+                  flush=True)
 
     task.train(cfg, model, data, members, on_epoch, lambda f: None)
 
