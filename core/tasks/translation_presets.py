@@ -79,6 +79,12 @@ PRESET_NOTES: dict[str, str] = {
                  "Multi30K en→de read as pairs (one seed, a 2-core machine loaded by other work): 586 s "
                  "(Transformer) / 444 s (LSTM) from the command to the results (95 / 128 CPU s); train BLEU "
                  "53.6 / 57.7, validation 4.1 / 4.0; both memorise: every attack near AUC 1.",
+    "multi30k_small": "Multi30K de→en in data_dir (train.de.gz, train.en.gz), sized for 2 CPU cores: 12,000 "
+                      "training pairs, word vocabularies capped at 4,000 per side, 2.43M parameters for both "
+                      "architectures, 12 epochs of 64 with multi30k_gpu's recipe (warm-up, label smoothing 0.1), 2 "
+                      "shadows. Measured victim-only so far (bench/translation_probe.py, one seed, a shared and "
+                      "loaded machine; docs/results.md \"multi30k_small\"); the full preset (shadows, attacks) is "
+                      "not measured yet.",
     "multi30k_gpu": "Multi30K en→de in data_dir (train.en.gz, train.de.gz), for a GPU: 12,000 training pairs, "
                     "5 shadows, batches of 128, 24 epochs, the same recipe for both architectures (learning-rate "
                     "warm-up over 400 steps then inverse-√ decay from 2e-3, label smoothing 0.1, the "
