@@ -133,7 +133,8 @@ def test_the_cli_refuses_a_tampered_import_with_one_error_line(tmp_path, monkeyp
         assert main(argv) == 2
         out, err = capsys.readouterr()
         lines = err.strip().splitlines()
-        assert out == "" and len(lines) == 1 and lines[0].startswith("error: imported runs a/image_ffnn_r0.json: SHA-256")
+        assert out == "" and len(lines) == 1
+        assert lines[0].startswith("error: imported runs a/image_ffnn_r0.json: SHA-256")
     assert main(["compare", "--task", "image", "--imports", str(folder)]) == 2  # compare would train: refused
     assert "needs --cached" in capsys.readouterr().err
 

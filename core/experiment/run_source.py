@@ -136,7 +136,8 @@ def _checked_summary(path: Path, where: str, expected_sha: str) -> RunSummary:
         run = RunSummary.from_dict(d)
         cfg = config_from_dict(d["config"])
     except (UnicodeDecodeError, ValueError, KeyError, TypeError, ConfigError) as exc:
-        raise ImportRefused(f"{where} is not a run summary ({str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__})") from None
+        why = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
+        raise ImportRefused(f"{where} is not a run summary ({why})") from None
     if cfg.config_hash != run.config_hash:
         raise ImportRefused(f"{where}: its config hashes to {cfg.config_hash}, not to the {run.config_hash} it "
                             f"states (a setting was changed, or it was made by an incompatible version)")
