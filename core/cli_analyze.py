@@ -218,6 +218,11 @@ def add_findings_command(sub: Any) -> None:
                    help="also write the table as Markdown; a FILE holding <!-- findings:begin --> … "
                         "<!-- findings:end --> (docs/results.md) gets only that block replaced")
     p.add_argument("--html", action=Once, metavar="FILE.html", help="also write the table as one HTML page")
+    p.add_argument("--imports", action=Once, metavar="DIR",
+                   help="also read run summaries made on other machines from DIR (one folder per batch with its "
+                        "provenance.json; e.g. imported_runs): each checked against its checksum, schema and config "
+                        "hash (one failing refuses all), read where this cache lacks a run under the same config "
+                        "hash (F1 / F1a rows); the table says which rows mix machines")
 
 
 def findings_command(args: argparse.Namespace) -> int:
@@ -231,9 +236,11 @@ def findings_command(args: argparse.Namespace) -> int:
     if len(set(given_paths)) != len(given_paths):
         raise ConfigError("--out, --markdown and --html must name different files")
     from core.analyses.findings import findings_table
+    from core.experiment.run_source import load_imports
     from core.views.findings_report import findings_html, markdown_into
 
-    table = findings_table((args.task,) if args.task else None, args.preset, sets=sets)
+    imports = load_imports(args.imports) if args.imports is not None else None
+    table = findings_table((args.task,) if args.task else None, args.preset, sets=sets, imports=imports)
     if paths["markdown"] is not None:
         md = paths["markdown"]
         existing = md.read_text(encoding="utf-8") if md.is_file() else None

@@ -53,6 +53,10 @@ def add_compare_command(sub: Any, common: Callable[[argparse.ArgumentParser], No
                    help="train nothing: answer 'Do RNNs leak more?' from the repeats cached for both architectures "
                         "(the Home page's answer: the verdict with its interval and N, or 'inconclusive (one "
                         "repeat)'; --repeats is ignored)")
+    p.add_argument("--imports", action=Once, metavar="DIR",
+                   help="with --cached: also read run summaries made on other machines from DIR (one folder per batch "
+                        "with its provenance.json; each checked against its checksum, schema and config hash), where "
+                        "this cache lacks a repeat under the same config hash; the JSON names each repeat's origin")
 
 
 def compare_command(args: argparse.Namespace, out: Path | None) -> int:
@@ -71,12 +75,16 @@ def compare_command(args: argparse.Namespace, out: Path | None) -> int:
                           f"{args.match_utility}): give it once")
     if "match_utility" in given(args):
         sets["match_utility"] = args.match_utility
+    if args.imports is not None and not args.cached:
+        raise ConfigError("--imports reads summaries made elsewhere: it needs --cached (without it compare trains)")
     if args.cached:  # what the Home page shows: read the cache, never train
         from core.analyses.answer import cached_answer
+        from core.experiment.run_source import RunSource, load_imports
 
         if sets:
             raise ConfigError("--cached answers for a preset as it is: leave out --set")
-        write_result(out, cached_answer(args.task, args.preset).to_dict(), "answer")
+        source = RunSource(None, load_imports(args.imports)) if args.imports is not None else None
+        write_result(out, cached_answer(args.task, args.preset, source=source).to_dict(), "answer")
         return 0
     configs = comparison_configs(args.task, args.preset, args.repeats, sets)
     configure_threads()

@@ -74,10 +74,11 @@ def test_cifar_cpu_models_at_cifar10s_shape_are_matched():
     assert abs(cnn - renet) / max(cnn, renet) <= 0.05
 
 
-def test_multi30k_cpu_models_at_the_capped_vocabulary_are_matched():
+@pytest.mark.parametrize("preset", ["multi30k_cpu", "multi30k_small"])
+def test_multi30k_cpu_models_at_the_capped_vocabulary_are_matched(preset):
     """Real Multi30K fills the vocabulary cap on every pair: both models at that size, within 5 %
     (the cap makes the output layer the same size whichever pair is chosen)."""
-    cfg = get_task("translation").make_config("rnn", "multi30k_cpu")
+    cfg = get_task("translation").make_config("rnn", preset)
     o = cfg.options
     assert o.max_vocab > 0
     lstm = LuongSeq2Seq.param_count(o.max_vocab, o.max_vocab, o.emb, o.hidden)

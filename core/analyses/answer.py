@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Mapping
+from typing import Any, Callable, ClassVar, Mapping
 
 from core.analyses.arch_answer import ANSWER_METRIC
 from core.analyses.comparison_results import ComparisonResult
-from core.analyses.repeats import cached_repeat_configs, comparison_configs, comparison_json
+from core.analyses.repeats import MAX_REPEATS, cached_repeat_configs, comparison_configs, comparison_json, repeat_config
 from core.experiment.cache import ArtifactCache
 from core.experiment.pipeline import cached_summary
 from core.experiment.results import RunSummary
-from core.foundations.typed_json import INT, NUM, STR, Typed, null, objects, sequence
+from core.experiment.run_source import RunSource
+from core.foundations.typed_json import BOOL, INT, NUM, STR, Typed, null, objects, sequence
 from core.measurement.stats import Estimate
 from core.tasks import get_task
 
@@ -72,6 +73,9 @@ class Answer(Typed):
     ffnn: float | None = None
     rnn: float | None = None
     decidable_at: int | None = None
+    #: with imported summaries only: where the repeats read were measured, and whether they mix origins
+    origins: tuple[str, ...] | None = None
+    mixed: bool | None = None
     extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
     keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
 
@@ -82,16 +86,42 @@ Answer._FIELDS = {
     "question": (STR, True), "task": (STR, True), "preset": (STR, True), "data": (STR, True),
     "elsewhere": (sequence(STR), True), "repeats": (INT, True), "metric": (STR, True), "verdict": (null(STR), True),
     "sentence": (null(STR), True), "comparison": (null(objects(ComparisonResult)), True), "ffnn": (null(NUM), False),
-    "rnn": (null(NUM), False), "decidable_at": (null(INT), False)}
+    "rnn": (null(NUM), False), "decidable_at": (null(INT), False), "origins": (null(sequence(STR)), False), "mixed": (null(BOOL), False)}
 
 
-def cached_answer(task: str = "image", preset: str = "quick", cache: ArtifactCache | None = None) -> Answer:
+def cached_answer(task: str = "image", preset: str = "quick", cache: ArtifactCache | None = None,
+                  source: RunSource | None = None) -> Answer:
     """The answer to :data:`QUESTION` from the cache: ``repeats`` (N cached for both architectures,
     0 when either lacks repeat 0), ``verdict`` (None with N = 0), ``sentence``, ``data``,
-    ``elsewhere`` and the full ``comparison`` (:func:`comparison_json`; None with N = 0)."""
+    ``elsewhere`` and the full ``comparison`` (:func:`comparison_json`; None with N = 0). With ``source``
+    (:class:`core.experiment.run_source.RunSource`: this cache plus summaries imported from other machines) its
+    runs are read instead, under the same config hashes, and ``origins`` names where the repeats were measured
+    (``mixed``: more than one machine, torch version or commit)."""
     cache = cache or ArtifactCache()
     configs = comparison_configs(task, preset, 1)
+    if source is not None:
+        return _answer_from(task, preset, configs, source)
     cached = {a: cached_repeat_configs(c, cache=cache) for a, c in configs.items()}
+    return _answer(task, preset, cached, lambda c: cached_summary(c, cache))
+
+
+def _answer_from(task: str, preset: str, configs: dict[str, Any], source: RunSource) -> Answer:
+    cached: dict[str, list[Any]] = {}
+    for a, c in configs.items():
+        cached[a] = []
+        for r in range(MAX_REPEATS):
+            rc = repeat_config(c, r)
+            if source.run(rc)[0] is None:
+                break
+            cached[a].append(rc)
+    answer = _answer(task, preset, cached, source.summary)
+    n = answer.repeats
+    origins = source.origins_of(c.config_hash for v in cached.values() for c in v[:n])
+    return answer.with_json({"origins": origins, "mixed": len(origins) > 1})
+
+
+def _answer(task: str, preset: str, cached: dict[str, list[Any]], summary: Callable[[Any], dict[str, Any] | None]
+            ) -> Answer:
     n = min(len(v) for v in cached.values())
     out: dict[str, Any] = {"question": QUESTION, "task": task, "preset": preset,
                            "data": data_description(task, preset), "elsewhere": list(ELSEWHERE), "repeats": n,
@@ -99,7 +129,7 @@ def cached_answer(task: str = "image", preset: str = "quick", cache: ArtifactCac
     if n == 0:
         out.update(sentence="not measured yet: no cached run of both architectures")
         return Answer.from_dict(out)
-    runs = {a: [RunSummary.from_dict(cached_summary(c, cache)) for c in v[:n]] for a, v in cached.items()}
+    runs = {a: [RunSummary.from_dict(summary(c)) for c in v[:n]] for a, v in cached.items()}
     comp_json = comparison_json(runs["ffnn"], runs["rnn"])
     comp = ComparisonResult.from_dict(comp_json)
     ans = comp.answer

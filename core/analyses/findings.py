@@ -53,6 +53,7 @@ from core.analyses.findings_defenses import (dirichlet_row, mean_utility_loss, m
 from core.analyses.repeats import comparison_configs, judged_pairs, repeat_config, summary_resolution
 from core.experiment.cache import ArtifactCache
 from core.experiment.results import RunSummary
+from core.experiment.run_source import ImportedRuns, RunSource
 from core.foundations.config import ExperimentConfig
 from core.foundations.errors import ConfigError
 from core.measurement.stats import (CONFIDENCE, NOT_COMPARABLE, UNINFORMATIVE, Comparison, compare, decidable_at,
@@ -190,7 +191,7 @@ def _judged_cell(judged: Mapping[str, Any]) -> MeasuredCell:
                            judged.get("no_verdict_reason"))
 
 
-def _paired_pairs(configs: dict[str, ExperimentConfig], cache: ArtifactCache, costs: Costs, limit: int
+def _paired_pairs(configs: dict[str, ExperimentConfig], cache: ArtifactCache | RunSource, costs: Costs, limit: int
                   ) -> tuple[dict[str, list[RunSummary]], list[Missing]]:
     """The leading repeats cached for both architectures and the runs missing for ``limit``: past ``limit``, every
     further repeat cached for both is read too (repeats added to narrow an interval count without retraining)."""
@@ -210,7 +211,7 @@ def _paired_pairs(configs: dict[str, ExperimentConfig], cache: ArtifactCache, co
     return {a: [s for s in v[:n] if s is not None] for a, v in per.items()}, missing
 
 
-def _arch_rows(task: str, preset: str, sets: dict[str, Any] | None, cache: ArtifactCache, costs: Costs,
+def _arch_rows(task: str, preset: str, sets: dict[str, Any] | None, cache: ArtifactCache | RunSource, costs: Costs,
                target: int) -> list[FindingRow]:
     configs = comparison_configs(task, preset, 1, sets)
     pairs, missing = _paired_pairs(configs, cache, costs, target)
@@ -346,7 +347,7 @@ def preset_sets(sets: dict[str, Any] | None, preset: str, presets: list[str]) ->
 
 def findings_table(tasks: tuple[str, ...] | list[str] | None = None, preset: str | list[str] = "quick",
                    cache: ArtifactCache | None = None, target: int = TARGET_REPEATS,
-                   sets: dict[str, Any] | None = None) -> FindingsTable:
+                   sets: dict[str, Any] | None = None, imports: ImportedRuns | None = None) -> FindingsTable:
     """The findings table from the cache: ``rows`` (one per finding × task × preset; :data:`FINDINGS`), the
     presets asked for (``preset``: a name, comma-separated names, a list, or ``all``: :func:`parse_presets`),
     the commit, and per row the runs missing for N = ``target`` and, where N ≥ 2 is measured, the repeats
@@ -354,8 +355,12 @@ def findings_table(tasks: tuple[str, ...] | list[str] | None = None, preset: str
     finding saying so; ``sets``: config fields changed from the preset (both architectures; every command
     carries them); a key ``PRESET:field`` changes that field for that preset's rows only (:func:`preset_sets`:
     a real dataset's ``data_dir`` is part of the config, so it cannot be given to the built-in presets beside it).
-    Nothing trains."""
+    ``imports``: run summaries made on other machines (:func:`core.experiment.run_source.load_imports`), read by
+    the F1 / F1a rows where this cache lacks a run (under the same config hash only); the table's ``sources`` then
+    says which rows mix machines. The other rows read this machine's cache only (defended points and analyses are
+    never imported). Nothing trains."""
     cache = cache or ArtifactCache()
+    arch_source: ArtifactCache | RunSource = cache if imports is None else RunSource(cache, imports)
     tasks = tuple(tasks or TASKS)
     presets = parse_presets(preset, tasks)
     by_preset = {p: preset_sets(sets, p, presets) for p in presets}
@@ -372,14 +377,29 @@ def findings_table(tasks: tuple[str, ...] | list[str] | None = None, preset: str
                                                  f"({', '.join(task_presets(task))})"))
             continue
         for p in have:
-            rows.extend(_task_rows(task, p, by_preset[p], cache, costs, target))
+            rows.extend(_task_rows(task, p, by_preset[p], cache, costs, target, arch_source))
     rows = [_finish(row, costs, lambda t, task=row.task, p=row.preset: _task_rows(task, p, by_preset.get(p), cache,
-                                                                             costs, t))
+                                                                             costs, t, arch_source))
             for row in rows]
     order = list(FINDINGS)
     preset_order = {p: i for i, p in enumerate(presets)}
     rows.sort(key=lambda r: (order.index(r.finding), tasks.index(r.task), preset_order.get(r.preset, -1)))
-    return FindingsTable(",".join(presets), tuple(presets), dict(sets or {}), tasks, target, commit(), tuple(rows))
+    sources = None if not isinstance(arch_source, RunSource) else imported_sources(arch_source, rows)
+    return FindingsTable(",".join(presets), tuple(presets), dict(sets or {}), tasks, target, commit(), tuple(rows),
+                         sources)
+
+
+def imported_sources(source: RunSource, rows: list[FindingRow]) -> dict[str, Any]:
+    """The table's ``sources``: the imported batches and, per measured F1 / F1a row, the origins of its runs
+    (``mixed``: more than one machine, torch version or commit)."""
+    per_row = []
+    for r in rows:
+        if r.config_hashes:
+            origins = source.origins_of(h for hs in r.config_hashes.values() for h in hs)
+            per_row.append({"finding": r.finding, "task": r.task, "preset": r.preset, "origins": origins,
+                            "mixed": len(origins) > 1})
+    imported = source.imports.to_dict() if source.imports is not None else {}
+    return dict(imported, rows=per_row)
 
 
 def _target(row: FindingRow, floor: int) -> tuple[int, str]:
@@ -449,9 +469,9 @@ def _finish(row: FindingRow, costs: Costs, rebuild: Any) -> FindingRow:
 
 
 def _task_rows(task: str, preset: str, sets: dict[str, Any] | None, cache: ArtifactCache, costs: Costs,
-               target: int) -> list[FindingRow]:
-    """Every finding's row of one task at one preset."""
-    rows = _arch_rows(task, preset, sets, cache, costs, target)
+               target: int, arch_source: ArtifactCache | RunSource | None = None) -> list[FindingRow]:
+    """Every finding's row of one task at one preset (F1 / F1a read ``arch_source`` when given)."""
+    rows = _arch_rows(task, preset, sets, cache if arch_source is None else arch_source, costs, target)
     if task in FINDINGS["F2"].tasks:
         rows.append(memorization_row(task, preset, sets, cache, costs, target))
     if task in FINDINGS["F3"].tasks:

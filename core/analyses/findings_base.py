@@ -30,6 +30,7 @@ from core.experiment.cache import ArtifactCache
 from core.experiment.pipeline import cached_summary
 from core.experiment.results import RunSummary
 from core.experiment.roles import config_from_dict
+from core.experiment.run_source import RunSource
 from core.foundations.config import ExperimentConfig
 from core.measurement.metrics import Resolution
 from core.measurement.stats import Comparison, Estimate, Verdict, min_repeats_for
@@ -170,9 +171,16 @@ def leading(flags: list[bool]) -> int:
     return n
 
 
-def cached_run(cfg: ExperimentConfig, cache: ArtifactCache, costs: Costs, recipe: str = "plain") -> RunSummary | None:
-    """The cached run of ``cfg``, typed where it is read (None: not cached), its measured time and machine noted in
-    ``costs``: the one place the findings read a run (runs made elsewhere can be joined here)."""
+def cached_run(cfg: ExperimentConfig, cache: ArtifactCache | RunSource, costs: Costs, recipe: str = "plain"
+               ) -> RunSummary | None:
+    """The cached run of ``cfg``, typed where it is read (None: not cached), its measured time and machine noted in ``costs``: the one place the findings read a run.
+    From a :class:`RunSource` an imported summary is read too, but its time is not noted: it was measured on
+    another machine, so it says nothing of what a missing run costs here."""
+    if isinstance(cache, RunSource):
+        run, local = cache.run(cfg)
+        if local:
+            costs.note(run, recipe)
+        return run
     s = cached_summary(cfg, cache)
     run = None if s is None else RunSummary.from_dict(s)
     costs.note(run, recipe)
@@ -566,13 +574,19 @@ class FindingsTable:
     target_repeats: int
     commit: str
     rows: tuple[FindingRow, ...]
+    #: with imported summaries (:mod:`core.experiment.run_source`): the batches read and, per F1 / F1a row, the
+    #: origins of its runs and whether they mix machines; None (not written) when nothing was imported
+    sources: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"preset": self.preset, "presets": list(self.presets), "sets": dict(self.sets),
-                "tasks": list(self.tasks), "target_repeats": self.target_repeats, "commit": self.commit,
-                "rows": [r.to_dict() for r in self.rows]}
+        out = {"preset": self.preset, "presets": list(self.presets), "sets": dict(self.sets),
+               "tasks": list(self.tasks), "target_repeats": self.target_repeats, "commit": self.commit,
+               "rows": [r.to_dict() for r in self.rows]}
+        if self.sources is not None:
+            out["sources"] = self.sources
+        return out
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "FindingsTable":
         return cls(d["preset"], tuple(d["presets"]), dict(d["sets"]), tuple(d["tasks"]), d["target_repeats"],
-                   d["commit"], tuple(FindingRow.from_dict(r) for r in d["rows"]))
+                   d["commit"], tuple(FindingRow.from_dict(r) for r in d["rows"]), d.get("sources"))

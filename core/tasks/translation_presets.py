@@ -46,6 +46,15 @@ PRESETS: dict[str, dict[str, Any]] = {
                          batch_size=128, lr=2e-3, n_shadows=5, attack_epochs=(), attack_train_epochs=40,
                          emb=150, hidden=200, dropout=0.2, clip=1.0, tf_layers=2, bleu_sentences=200,
                          warmup_steps=400, label_smoothing=0.1, tf_scaled_embeddings=True),
+    # Multi30K that should translate on 2 CPU cores: data size is the lever (12,000 de→en pairs, word
+    # vocabularies capped at 4,000 per side so that the output softmax stays small), multi30k_gpu's recipe
+    # (warm-up + inverse-√ decay, label smoothing 0.1, unit-scale Transformer embeddings) at batches of 64, so
+    # 12 epochs take about as many steps as its 24 of 128; emb 128 / hidden 160: 2.43M parameters, the
+    # Transformer matched by match_transformer (d 128). What it was measured at: its note and docs/results.md
+    "multi30k_small": dict(dataset="multi30k", src_lang="de", tgt_lang="en", n_train=12000, n_eval=1000, epochs=12,
+                           batch_size=64, lr=2e-3, n_shadows=2, attack_epochs=(), attack_train_epochs=40,
+                           max_vocab=4000, max_len=30, emb=128, hidden=160, dropout=0.2, clip=1.0, tf_layers=2,
+                           bleu_sentences=100, warmup_steps=400, label_smoothing=0.1, tf_scaled_embeddings=True),
     # the study's sizes (001 A.1): Multi30K fr→en, 5,000 training pairs, emb 150, hidden 200,
     # dropout 0.2, Adam 1e-3, 20 epochs; 1,000 members + 1,000 non-members = 2,000 sequences
     # per model for the attack classifier; 5 shadows
@@ -70,6 +79,12 @@ PRESET_NOTES: dict[str, str] = {
                  "Multi30K en→de read as pairs (one seed, a 2-core machine loaded by other work): 586 s "
                  "(Transformer) / 444 s (LSTM) from the command to the results (95 / 128 CPU s); train BLEU "
                  "53.6 / 57.7, validation 4.1 / 4.0; both memorise: every attack near AUC 1.",
+    "multi30k_small": "Multi30K de→en in data_dir (train.de.gz, train.en.gz), sized for 2 CPU cores: 12,000 "
+                      "training pairs, word vocabularies capped at 4,000 per side, 2.43M parameters for both "
+                      "architectures, 12 epochs of 64 with multi30k_gpu's recipe (warm-up, label smoothing 0.1), 2 "
+                      "shadows. Measured victim-only so far (bench/translation_probe.py, one seed, a shared and "
+                      "loaded machine; docs/results.md \"multi30k_small\"); the full preset (shadows, attacks) is "
+                      "not measured yet.",
     "multi30k_gpu": "Multi30K en→de in data_dir (train.en.gz, train.de.gz), for a GPU: 12,000 training pairs, "
                     "5 shadows, batches of 128, 24 epochs, the same recipe for both architectures (learning-rate "
                     "warm-up over 400 steps then inverse-√ decay from 2e-3, label smoothing 0.1, the "

@@ -198,7 +198,8 @@ def findings_command(table: FindingsTable) -> str:
         else "".join(f" --task {t}" for t in table.tasks)
     sets = "".join(f" --set {k}={','.join(map(str, v)) if isinstance(v, (list, tuple)) else v}"
                    for k, v in (table.sets or {}).items())
-    return f"python -m core findings{tasks} --preset {table.preset}{sets}"
+    imports = f" --imports {table.sources['folder']}" if table.sources and table.sources.get("folder") else ""
+    return f"python -m core findings{tasks} --preset {table.preset}{sets}{imports}"
 
 
 def _method(table: FindingsTable) -> str:
@@ -228,10 +229,36 @@ def markdown_rows(table: FindingsTable) -> list[str]:
     return lines
 
 
+def sources_lines(table: FindingsTable) -> list[str]:
+    """Where the F1 / F1a rows' runs come from, when summaries were imported: each batch (machine, torch version,
+    commit) and each row whose runs mix origins; [] when nothing was imported."""
+    src = table.sources
+    if not src:
+        return []
+    lines = [f"Run summaries imported from `{src.get('folder', '')}` (read where this machine's cache lacks a run, "
+             f"under the same config hash; F1 / F1a rows only):"]
+    for b in src.get("batches", []):
+        lines.append(f"- {b['batch']}: {b['machine']}, torch {b['torch']}, commit {b['commit']} "
+                     f"({b['summaries']} summaries)")
+    mixed = [r for r in src.get("rows", []) if r.get("mixed")]
+    if mixed:
+        lines.append("")
+        lines.append("Rows whose runs mix machines, torch versions or commits (same config hashes):")
+        lines += [f"- {r['finding']} {r['task']} {r['preset']}: " + "; ".join(r["origins"]) for r in mixed]
+    one = [r for r in src.get("rows", []) if r.get("origins") and not r.get("mixed")]
+    if one:
+        lines.append("")
+        lines.append("Rows read from one origin: " + "; ".join(
+            f"{r['finding']} {r['task']} {r['preset']} ({r['origins'][0]})" for r in one))
+    return [_cell(line) if not line.startswith("- ") else "- " + _cell(line[2:]) for line in lines]
+
+
 def findings_markdown(table: FindingsTable) -> str:
     """The table as Markdown (one line per row; ``|`` in cells escaped)."""
     lines = ["# The studies' findings on this machine", "", _header(table), "", *markdown_rows(table)]
     lines += ["", f"{VERDICT_WORDS} {HOLM_NOTE}"]
+    if table.sources:
+        lines += ["", *sources_lines(table)]
     return "\n".join(lines) + "\n"
 
 
@@ -245,6 +272,7 @@ def findings_html(table: FindingsTable) -> str:
         f"<p class='muted'>{html.escape(_header(table))} Written {stamp}.</p>",
         _table(findings_frame(table)),
         f"<p class='muted'>{html.escape(VERDICT_WORDS)} {html.escape(HOLM_NOTE)}</p>",
+        *(f"<p class='muted'>{html.escape(line)}</p>" for line in sources_lines(table) if line),
         "</body></html>"])
 
 
@@ -262,6 +290,7 @@ def findings_block(table: FindingsTable, out_name: str = "docs/results.md") -> s
         "",
         f"{VERDICT_WORDS} {HOLM_NOTE} \"not run\": nothing of that row is in the cache the command "
         "read; the sections below give the measurements made with the bench scripts (their own commands and commits).",
+        *(["", *sources_lines(table)] if table.sources else []),
         END])
 
 
