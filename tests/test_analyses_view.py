@@ -3,6 +3,8 @@
 ``python -m core analyze --cached`` writes the same data as JSON."""
 from __future__ import annotations
 
+from core.foundations.version import unstamped
+
 import json
 import subprocess
 import sys
@@ -74,7 +76,7 @@ def test_the_view_reads_the_cache_only_and_the_cli_writes_it(tmp_path, monkeypat
     p = cli("--out", str(out))
     assert p.returncode == 0, p.stderr
     written = json.loads((out / "analyses.json").read_text())
-    assert json.loads(p.stdout) == written["verdicts"] == json.loads(json.dumps(view.verdicts))
+    assert unstamped(json.loads(p.stdout)) == written["verdicts"] == json.loads(json.dumps(view.verdicts))
     assert written["scatter"] == json.loads(json.dumps(data["scatter"]))
     assert (out / "scatter.csv").stat().st_size > 0 and (out / "vulnerability.html").is_file()
     # analyses that train are refused with --cached, before any work

@@ -1,5 +1,6 @@
 """The "why" analyses: scatter boundaries, quadrant search, verdicts, sequential training, the
 analyze CLI and the Analyses page."""
+from core.foundations.version import unstamped
 import json
 import subprocess
 import sys
@@ -119,7 +120,7 @@ def test_analyze_cli_writes_csv_and_html(tmp_path):
                         "scatter,vulnerability", "--out", str(tmp_path), "--quiet"],
                        cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr
-    verdicts = json.loads(p.stdout)
+    verdicts = unstamped(json.loads(p.stdout))
     assert {"rnn_more_vulnerable", "lower_member_entropy", "rnn_more_vulnerable_over_training"} <= set(verdicts)
     # one run: the CLI prints the difference and no verdict (issue 30)
     assert {v["value"] for v in verdicts.values()} == {"inconclusive"}

@@ -1,6 +1,7 @@
 """One registry per kind (issue 29): a toy analysis and a toy job kind registered by a test alone
 (``tests/toy_registry.py``) appear end to end — in ``python -m core analyze`` (its JSON, CSV and
 HTML), in the HTML export, as a worker job, and in the page's job list."""
+from core.foundations.version import unstamped
 import json
 import time
 from pathlib import Path
@@ -63,7 +64,7 @@ def test_a_toy_analysis_appears_in_the_cli_its_files_and_the_html_export(toys, t
     sets = [f"--set={k}={','.join(map(str, v)) if isinstance(v, tuple) else v}" for k, v in TINY.items()]
     out = tmp_path / "a"
     assert main(["analyze", "--task", "image", *sets, "--analysis", "toy", "--out", str(out), "--quiet"]) == 0
-    printed = json.loads(capsys.readouterr().out)
+    printed = unstamped(json.loads(capsys.readouterr().out))
     assert printed["toy_verdict"]["text"].startswith("toy difference")  # its verdict, from its data
     assert set(printed) == {"rnn_more_vulnerable", "toy_verdict"}
     results = json.loads((out / "analyses.json").read_text())

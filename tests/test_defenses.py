@@ -422,34 +422,24 @@ def test_a_full_point_takes_draw_zero_from_the_one_draw_point(overfit, monkeypat
         assert sorted(utilities) == [1, 2]  # its utility too, once per draw
 
 
-def test_quantile_refits_of_all_draws_run_as_one_fit(overfit, monkeypatch):
-    """The quantile attack refits its regressor on every draw's defended pool answers; the Defender runs those refits
-    as one batched fit (issue 32.16): no refit per draw is left, every other number of the point is exactly the
-    per-draw path's, and quantile regression's are within float rounding's reach of it (the refit's own sensitivity:
-    tests/test_quantile_refits.py): AUC and accuracy within 0.01, TPR at low FPR within 0.02 (draws' means)."""
+def test_quantile_refits_one_per_draw_and_the_point_is_deterministic(overfit, monkeypatch):
+    """The quantile attack refits its regressor once per draw on that draw's defended pool answers, and two
+    Defenders with the same models give the same point, quantile regression's numbers included."""
     from core.attacks.quantile import QuantileRegressor
     from core.experiment.model_attacks import QuantileAttack
     assert any(isinstance(a, QuantileAttack) for a in overfit.model_attacks)
-    per_draw = Defender(overfit.models, ArtifactCache(overfit.cache.directory / "../per_draw_refit_cache"))
-    per_draw.batch_quantile_refits = False
-    batched = Defender(overfit.models, ArtifactCache(overfit.cache.directory / "../batched_refit_cache"))
+    first = Defender(overfit.models, ArtifactCache(overfit.cache.directory / "../first_refit_cache"))
+    second = Defender(overfit.models, ArtifactCache(overfit.cache.directory / "../second_refit_cache"))
     descents = []
     descend = QuantileRegressor._descend
     monkeypatch.setattr(QuantileRegressor, "_descend", lambda self, *a: descents.append(1) or descend(self, *a))
-    for mechanism, value in (("dirichlet", 0.5), ("dirichlet", 20.0), ("gpm", 0.004)):
+    for mechanism, value in (("dirichlet", 0.5), ("gpm", 0.004)):
         spec = DefenseSpec(mechanism, value, draws=3, seed=3)
         descents.clear()
-        b = _json(batched.point(spec, "naive", utility=True))
-        assert descents == []  # every draw's refit came from the batched fit
-        a = _json(per_draw.point(spec, "naive", utility=True))
-        assert len(descents) == spec.draws
-        qa, qb = a["attacks"].pop("quantile"), b["attacks"].pop("quantile")
-        for metric in ("auc", "accuracy"):
-            assert abs(qa[metric] - qb[metric]) < 0.01, (mechanism, value, metric, qa[metric], qb[metric])
-        for fpr, tpr in qa["tpr_at_fpr"].items():  # a member's flip moves a draw's TPR by 0.01 here
-            assert abs(tpr - qb["tpr_at_fpr"][fpr]) < 0.02, (mechanism, value, fpr, tpr, qb["tpr_at_fpr"][fpr])
-        assert qa["boundary"] == qb["boundary"]
-        a["records"]["scores"].pop("quantile"), b["records"]["scores"].pop("quantile")
+        a = _json(first.point(spec, "naive", utility=True))
+        assert len(descents) == spec.draws  # one refit per draw
+        b = _json(second.point(spec, "naive", utility=True))
+        assert "quantile" in a["attacks"]
         a.pop("timings"), b.pop("timings")
         assert a == b
 

@@ -8,6 +8,8 @@ Ctrl-C; folders from the browser confined to a data root; inter-process locks.
 """
 from __future__ import annotations
 
+from core.foundations.version import unstamped
+
 import gzip
 import io
 import json
@@ -688,7 +690,7 @@ def test_cli_writes_out_atomically_after_the_run(tmp_path, capsys, monkeypatch):
     out.write_text("old")
     monkeypatch.setattr(core.experiment.pipeline, "run_experiment", lambda cfg, progress=None, **kw: SimpleNamespace(summary={"ok": 1}))
     assert cli.main(["run", "--quiet", "--out", str(out)]) == 0
-    assert json.loads(out.read_text()) == {"ok": 1}
+    assert unstamped(json.loads(out.read_text())) == {"ok": 1}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]
 
 

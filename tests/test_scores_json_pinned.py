@@ -10,6 +10,8 @@ IN/OUT masks (offline and online LiRA, RMIA, the AUC comparisons), so every part
 """
 from __future__ import annotations
 
+from core.foundations.version import unstamped
+
 import csv
 import json
 import math
@@ -64,7 +66,7 @@ def test_the_score_command_writes_the_json_it_wrote_before_the_results_were_type
     src = write_fixture(tmp_path / "scores.csv")
     out = tmp_path / "result.json"
     main(["score", "--in", str(src), "--out", str(out), "--bootstrap", "100"])
-    got, want = json.loads(out.read_text(encoding="utf-8")), json.loads(GOLDEN.read_text(encoding="utf-8"))
+    got, want = dict(unstamped(json.loads(out.read_text(encoding="utf-8")))), json.loads(GOLDEN.read_text(encoding="utf-8"))
     assert list(want["attacks"]) == ["loss", "entropy", "lira_offline", "rmia", "lira_online"]  # the fixture's reach
     assert {s["slicing"] for s in want["slices"]} == {"slice", "label"} and len(want["comparisons"]) == 3
     assert _same(got, want) > 1000

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from core.measurement.stats import FINDING_VERDICTS
 from ui.nav import page_files
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,14 +51,15 @@ def test_pages_use_one_vocabulary_and_one_sign(cached_quick, page):
     for pattern in BANNED:
         found = pattern.search(text)
         assert found is None, f"{page} renders {found.group(0)!r}: …{text[max(found.start() - 120, 0):found.end() + 80]}…"
-    # a table that carries a verdict column holds the three words only
+    # a table that carries a verdict column holds the verdict words only
     for d in at.dataframe:
         df = d.value.data if hasattr(d.value, "data") else d.value
         for col in [c for c in df.columns if "verdict" in str(c).lower()]:
             # "—" opens a cell that carries no verdict (not run, or a metric with no test: a duplicate, a rate
-            # finer than the data); every other cell starts with one of the three words
+            # finer than the data); every other cell starts with one of the verdict words (the three of a paired
+            # difference, and the findings' "not comparable" and "uninformative")
             words = {str(v).split(" (")[0] for v in df[col] if isinstance(v, str) and v and not v.startswith("—")}
-            assert words <= {"holds", "reversed", "inconclusive", "(no hypothesis)"}, (page, col, words)
+            assert words <= {*FINDING_VERDICTS, "(no hypothesis)"}, (page, col, words)
     # every difference stated is FFNN − RNN
     for diff in re.findall(r"(\w+)\s*[−-]\s*(\w+)\s*(?:[+-−]\d|\[|:|\(|$)", text):
         if set(diff) == {"FFNN", "RNN"}:

@@ -82,10 +82,6 @@ class Defender:
     #: output mechanism the undefended victim runs once per query, not once per draw); False: every pass runs,
     #: the plain reference path (the tests compare both)
     reuse_victim_outputs: bool = True
-    #: the quantile-regression attack's refits on the defended victim's pool answers, one per draw, run as one
-    #: batched fit (:meth:`core.attacks.quantile.QuantileRegressor.refit_many`; equal to one refit per draw up
-    #: to float rounding, ``tests/test_quantile_refits.py``); False: one refit per draw, the plain reference path
-    batch_quantile_refits: bool = True
     #: a full point takes draw 0 from the one-draw point of its value where that was computed (:meth:`_draws`);
     #: False: every draw computed again, the plain reference path (the tests compare both)
     reuse_first_draw: bool = True
@@ -357,8 +353,6 @@ class Defender:
         if part_key not in self._parts:
             answers, outcomes, queries = self._answers[key]
             if part_key[-1]:
-                if self.batch_quantile_refits:
-                    self._refit_quantile_together(queries)
                 outcomes = [dict(out) for out in outcomes]
                 for query, out in zip(queries, outcomes):
                     for attack in self._quantile_attacks():
@@ -423,16 +417,6 @@ class Defender:
     def _quantile_attacks(self) -> list[ModelAttack]:
         """The fitted quantile-regression attacks (none where the task offers no record features for it)."""
         return [a for a in self.model_attacks if isinstance(a, QuantileAttack)]
-
-    def _refit_quantile_together(self, queries: list["DefendedQuery"]) -> None:
-        """The quantile attack refits its regressor on each draw's defended pool answers (its ``outcomes``):
-        those refits are run here first as one batched fit of all draws, which the regressor remembers and
-        hands back to each draw's ``refit`` (:meth:`core.attacks.quantile.QuantileRegressor.refit_many`); the
-        draws' pool answers are the queries' own, remembered by them, so each draw's scores are the same bytes."""
-        for attack in self.model_attacks:
-            if isinstance(attack, QuantileAttack) and attack.regressor is not None and len(queries) > 1:
-                attack.regressor.refit_many(attack.pool_features, [record_score(q.respond(attack.pool)) for q in queries],
-                                            DEFENDED_REFIT_STEPS)
 
     def _flags(self, spec: DefenseSpec, attacker: str, utility: bool, quantile: bool | None, registry: bool
                ) -> tuple[bool, bool]:
