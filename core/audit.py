@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping
 
 import numpy as np
 import torch
@@ -38,8 +38,8 @@ from core.analyses.user_audit import AuditOutcome, TrainFn, dirichlet, gaussian,
 from core.data.user_records import read_records
 from core.foundations.errors import ConfigError
 from core.foundations.fileio import read_named_file, write_json_atomically, write_text_atomically
-from core.foundations.version import stamped
 from core.foundations.user_files import MAX_MEMBERS_BYTES, parse_member_ids, user_file_path
+from core.foundations.version import stamped
 from core.models.kinds import LoadedModel, Preprocess, from_module, load_model
 from core.models.kinds.base import refuse_pickle_file
 from core.models.kinds.preprocess import RawRecords, parse_preprocess, read_preprocess

@@ -33,23 +33,46 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
+from core.cli_analyze import (
+    add_findings_command,
+    add_score_command,
+    analysis_archs,
+    analyze_command,
+    check_analyze_options,
+    findings_command,
+    report_archs,
+    report_command,
+    score_command,
+)
+from core.cli_audit import add_audit_command, audit_command
+from core.cli_common import (
+    CtrlC,  # noqa: F401  (re-exported: callers and tests reach it as core.cli.CtrlC)
+    Once,
+    OneLineErrorParser,
+    Progress,
+    apply_config_file,
+    check_named_sets,
+    config_document,
+    config_format,
+    emit_json,
+    guarded,
+    out_folder,
+    parse_sets,
+    positive_int,
+    write_config_file,
+    write_result,
+)
+from core.cli_compare import add_compare_command, compare_command, run_repeats_command, with_repeats
+from core.cli_defend import check_defend_options, defend_command
 from core.defenses import registry as defense_registry  # light: a mechanism's module (and torch) loads on first use
 from core.foundations.config import EXECUTORS, MAX_REPEATS, ExperimentConfig
 from core.foundations.environment import check_environment
 from core.foundations.errors import ConfigError
 from core.foundations.fileio import check_out_path
-from core.foundations.version import DISTRIBUTION, VERSION
 from core.foundations.plugins import PLUGIN_ENV
 from core.foundations.task_registry import load_plugin_file
+from core.foundations.version import DISTRIBUTION, VERSION
 from core.tasks import available_tasks, get_task  # light: a task's module (and torch) loads on first use
-from core.cli_analyze import (add_findings_command, add_score_command, analysis_archs, analyze_command,
-    check_analyze_options, findings_command, report_archs, report_command, score_command)
-from core.cli_common import (Once, OneLineErrorParser, Progress, apply_config_file, check_named_sets, config_document,
-    config_format, emit_json, guarded, out_folder, parse_sets, positive_int, write_config_file, write_result)
-from core.cli_common import CtrlC  # noqa: F401  (re-exported: callers and tests reach it as core.cli.CtrlC)
-from core.cli_audit import add_audit_command, audit_command
-from core.cli_compare import add_compare_command, compare_command, run_repeats_command, with_repeats
-from core.cli_defend import check_defend_options, defend_command
 
 if TYPE_CHECKING:  # the typed results load with the run (numpy, scipy): not for --help
     from core.experiment.results import RunSummary

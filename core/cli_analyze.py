@@ -11,11 +11,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from core.cli_common import Once, Progress, check_named_sets, given, out_folder, parse_sets, positive_int, write_result
 from core.foundations.config import parse_values
 from core.foundations.errors import ConfigError
 from core.foundations.fileio import check_out_path, show_path, write_text_atomically
 from core.tasks import available_tasks, get_task  # light: a task's module (and torch) loads on first use
-from core.cli_common import check_named_sets, given, Once, out_folder, parse_sets, positive_int, Progress, write_result
 
 
 def analysis_names(text: str) -> tuple[str, ...]:

@@ -20,7 +20,6 @@ from typing import Any, Callable, NoReturn, Sequence
 from core.foundations.errors import ConfigError, MIAError, OutputPathError
 from core.foundations.fileio import show_path
 
-
 #: printed (alone) when a run is interrupted with Ctrl-C
 INTERRUPTED = "interrupted; cached models are kept"
 

@@ -9,8 +9,8 @@ import argparse
 from pathlib import Path
 from typing import Any, Callable
 
+from core.cli_common import Once, Progress, check_named_sets, given, parse_sets, write_result
 from core.foundations.errors import ConfigError
-from core.cli_common import check_named_sets, given, Once, parse_sets, Progress, write_result
 
 
 # ---------------------------------------------------------------------------- repeats and compare
@@ -61,9 +61,9 @@ def add_compare_command(sub: Any, common: Callable[[argparse.ArgumentParser], No
 
 def compare_command(args: argparse.Namespace, out: Path | None) -> int:
     """``compare``: :func:`core.analyses.repeats.run_comparison` (``out`` checked by :func:`check_arguments`)."""
-    from core.foundations.device import configure_threads
-    from core.experiment.executor import make_executor
     from core.analyses.repeats import comparison_configs, run_comparison
+    from core.experiment.executor import make_executor
+    from core.foundations.device import configure_threads
 
     if args.arch != "rnn":  # --arch comes with the common flags; compare always runs both
         raise ConfigError("compare runs both architectures; leave out --arch")

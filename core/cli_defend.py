@@ -8,12 +8,12 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from core.cli_common import check_named_sets, given, parse_sets, write_result
+from core.cli_compare import with_repeats
 from core.defenses import registry as defense_registry  # light: a mechanism's module (and torch) loads on first use
 from core.foundations.config import MAX_DRAWS, MAX_REPEATS, MAX_SENSITIVITY_PAIRS, parse_values
 from core.foundations.errors import ConfigError, MIAError
 from core.tasks import get_task  # light: a task's module (and torch) loads on first use
-from core.cli_common import check_named_sets, given, parse_sets, write_result
-from core.cli_compare import with_repeats
 
 if TYPE_CHECKING:  # types only: the library loads inside the commands
     from core.defenses.defense_results import UtilityCost
@@ -44,8 +44,8 @@ def cached_utility_cost(args: argparse.Namespace, config, values: list[float]) -
     architectures — this sweep's, and the other architecture's from its own ``defend --arch`` or the page —
     and their repeats 1, 2, … as far as any is cached (the page's repeats box). Nothing trains here."""
     from core.analyses.repeats import repeat_config
-    from core.defenses.sweeps import sweep_runs
     from core.defenses.defense_results import UtilityCost
+    from core.defenses.sweeps import sweep_runs
     from core.defenses.utility_cost import question, sweep_utility_cost
     from core.experiment.pipeline import cached_summary
 

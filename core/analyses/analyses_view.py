@@ -16,11 +16,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from core.analyses.analysis import defended_summary, entropy_scatter, most_exposed, point_records, vulnerability
+from core.analyses import verdicts as analysis_verdicts
 from core.analyses.analyses_json import AnalysesResults
+from core.analyses.analysis import defended_summary, entropy_scatter, most_exposed, point_records, vulnerability
 from core.analyses.analysis_results import Scatter
 from core.analyses.repeats import cached_repeat_configs, repeat_config
-from core.analyses import verdicts as analysis_verdicts
 from core.experiment.cache import ArtifactCache
 from core.experiment.pipeline import cached_summary, load_models
 from core.experiment.results import DefendedPoint, RunSummary

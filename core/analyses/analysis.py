@@ -38,20 +38,41 @@ import numpy as np
 from core.analyses.analyses_json import AnalysesResults
 from core.analyses.analysis_results import EpochRow, ExposedMember, Scatter, Vulnerability
 from core.analyses.own_models import memorization, mismatch
-from core.experiment.cache import ArtifactCache
-from core.foundations.config import ExperimentConfig
-from core.foundations.errors import ConfigError
-from core.experiment.pipeline import run_experiment, trained_models
+from core.analyses.record_views import (
+    DEFAULT_CANARIES,
+    audit_view,
+    budget_view,
+    cached_repeats,
+    canary_audit,
+    defended_points,
+    exposure_view,
+    slices_view,
+)
 from core.analyses.registry import Analysis, AnalysisRun, Repeat, int_param, names, register_analysis, registered
 from core.analyses.repeats import repeat_config
-from core.analyses.verdicts import (audit_verdict, memorization_pair, memorization_verdict, mismatch_verdict,
-                                    overtraining_pair, overtraining_verdict, repeated_analyses, repeated_verdicts,
-                                    runs_pair, runs_verdict, scatter_pair, scatter_verdict, verdicts,
-                                    vulnerability_pair, vulnerability_verdict)
-from core.analyses.record_views import (DEFAULT_CANARIES, audit_view, budget_view, cached_repeats, canary_audit,
-    defended_points, exposure_view, slices_view)
+from core.analyses.verdicts import (
+    audit_verdict,
+    memorization_pair,
+    memorization_verdict,
+    mismatch_verdict,
+    overtraining_pair,
+    overtraining_verdict,
+    repeated_analyses,
+    repeated_verdicts,
+    runs_pair,
+    runs_verdict,
+    scatter_pair,
+    scatter_verdict,
+    verdicts,
+    vulnerability_pair,
+    vulnerability_verdict,
+)
+from core.experiment.cache import ArtifactCache
+from core.experiment.pipeline import run_experiment, trained_models
 from core.experiment.results import DefendedPoint, RunRecords, RunSummary
 from core.experiment.roles import RETRAINING_ANALYSES, TrainedModels, refuse_loaded_victim
+from core.foundations.config import ExperimentConfig
+from core.foundations.errors import ConfigError
 
 _FLOOR = 1e-12
 

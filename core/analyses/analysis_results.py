@@ -16,8 +16,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from core.foundations.typed_json import (BOOL, INT, LIST, NUM, STR, Open, flags, mapping, null, numbers, objects,
-                                         optional_numbers, sequence)
+from core.foundations.typed_json import (
+    BOOL,
+    INT,
+    LIST,
+    NUM,
+    STR,
+    Open,
+    flags,
+    mapping,
+    null,
+    numbers,
+    objects,
+    optional_numbers,
+    sequence,
+)
 from core.measurement.budget import BudgetCurve
 from core.measurement.exposure import QuadrantCount
 

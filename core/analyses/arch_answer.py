@@ -26,7 +26,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from core.measurement.stats import (NOT_COMPARABLE, UNINFORMATIVE, Comparison, Estimate, Verdict, decidable_at)
+from core.measurement.stats import NOT_COMPARABLE, UNINFORMATIVE, Comparison, Estimate, Verdict, decidable_at
 
 #: the metric of the answer: the studies' own (their attack's accuracy: 000 §4.3, 001 §1 and §5.1)
 ANSWER_METRIC = "attack_accuracy"

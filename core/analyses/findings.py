@@ -40,28 +40,57 @@ import dataclasses
 import math
 from typing import Any, Mapping
 
-
 from core.analyses.arch_answer import CEILING, arch_answer
 from core.analyses.declared_repeats import declared_for
-from core.analyses.finding_specs import (F3_MARGIN, declared_family, row_decidable_at, spec)
-from core.analyses.findings_base import (FINDINGS, MAX_TABLE_REPEATS,
-                                         TARGET_REPEATS, TASKS,
-                                         Costs, DecideBlock, DecideEntry, FindingRow, FindingsTable, MeasuredCell,
-                                         Missing, PaperClaim, RuleCell, UtilityGap, cached_run, commit, finding_row,
-                                         leading, missing_run, sets_text, time_text)
-from core.analyses.findings_defenses import (dirichlet_row, mean_utility_loss, memorization_row, sensitivity,
-                                             training_defense_row)
+from core.analyses.finding_specs import F3_MARGIN, declared_family, row_decidable_at, spec
+from core.analyses.findings_base import (
+    FINDINGS,
+    MAX_TABLE_REPEATS,
+    TARGET_REPEATS,
+    TASKS,
+    Costs,
+    DecideBlock,
+    DecideEntry,
+    FindingRow,
+    FindingsTable,
+    MeasuredCell,
+    Missing,
+    PaperClaim,
+    RuleCell,
+    UtilityGap,
+    cached_run,
+    commit,
+    finding_row,
+    leading,
+    missing_run,
+    sets_text,
+    time_text,
+)
+from core.analyses.findings_defenses import (
+    dirichlet_row,
+    mean_utility_loss,
+    memorization_row,
+    sensitivity,
+    training_defense_row,
+)
 from core.analyses.repeats import comparison_configs, judged_pairs, repeat_config, summary_resolution
 from core.experiment.cache import ArtifactCache
 from core.experiment.results import RunSummary
 from core.experiment.run_source import ImportedRuns, RunSource
 from core.foundations.config import ExperimentConfig
 from core.foundations.errors import ConfigError
-from core.measurement.stats import (CONFIDENCE, NOT_COMPARABLE, UNINFORMATIVE, Comparison, compare, decidable_at,
-                                    repeats_for_power, repeats_for_tost)
+from core.measurement.stats import (
+    CONFIDENCE,
+    NOT_COMPARABLE,
+    UNINFORMATIVE,
+    Comparison,
+    compare,
+    decidable_at,
+    repeats_for_power,
+    repeats_for_tost,
+)
 from core.measurement.studies import ARCH_FINDINGS, DIRICHLET, DPSGD_RECIPE, RL_ATTACK_ACCURACY
 from core.tasks import get_task
-
 
 #: F4's σ grid (DP-SGD's noise multiplier, at the paper's clip norm: 000 Table 2)
 F4_SIGMAS = (0.5, 1.0, 2.0)

@@ -12,10 +12,29 @@ from typing import Any, Callable
 
 import numpy as np
 
-from core.analyses.findings_base import (DIRICHLET_K, FINDINGS, MAX_TABLE_REPEATS,
-                                         MEMORIZATION_BLOCKS, Costs, Finding, FindingRow, MeasuredCell, Missing, PaperClaim,
-                                         RuleCell, RuleVerdict, cached_run, finding_row, leading, missing_run,
-                                         sets_text, time_text)
+from core.analyses.arch_answer import utility_match
+from core.analyses.finding_specs import CHANCE_BAND, F3_MARGIN, LOSS_FLOOR
+from core.analyses.finding_specs import F3_MAX_LOSS as F3_LOSS_BOUND
+from core.analyses.findings_base import (
+    DIRICHLET_K,
+    FINDINGS,
+    MAX_TABLE_REPEATS,
+    MEMORIZATION_BLOCKS,
+    Costs,
+    Finding,
+    FindingRow,
+    MeasuredCell,
+    Missing,
+    PaperClaim,
+    RuleCell,
+    RuleVerdict,
+    cached_run,
+    finding_row,
+    leading,
+    missing_run,
+    sets_text,
+    time_text,
+)
 from core.analyses.own_models import Memorization
 from core.analyses.repeats import comparison_configs, repeat_config
 from core.defenses import registry as defense_registry
@@ -25,8 +44,6 @@ from core.experiment.cache import ArtifactCache
 from core.experiment.results import DefendedPoint, RunSummary
 from core.foundations.config import ExperimentConfig, config_changes
 from core.measurement.metrics import utility_loss
-from core.analyses.arch_answer import utility_match
-from core.analyses.finding_specs import CHANCE_BAND, F3_MARGIN, F3_MAX_LOSS as F3_LOSS_BOUND, LOSS_FLOOR
 from core.measurement.stats import NOT_COMPARABLE, UNINFORMATIVE, compare, mean_interval, tost
 from core.measurement.studies import DIRICHLET
 from core.tasks import get_task

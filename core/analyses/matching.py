@@ -25,13 +25,13 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
+from core.analyses.repeats import _RepeatProgress, comparison_json, repeat_configs
 from core.experiment.cache import ArtifactCache
+from core.experiment.pipeline import run_experiment
+from core.experiment.results import RunSummary
 from core.foundations.config import ExperimentConfig
 from core.foundations.errors import ConfigError
-from core.experiment.pipeline import run_experiment
 from core.foundations.progress import ProgressCallback
-from core.analyses.repeats import _RepeatProgress, comparison_json, repeat_configs
-from core.experiment.results import RunSummary
 
 if TYPE_CHECKING:
     from core.experiment.executor import Executor

@@ -34,26 +34,32 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from core.analyses.analysis_results import AuditView, BudgetView, CanaryAudit, ExposureView, ReportViews, SlicesView
+from core.analyses.repeats import repeat_config
+from core.defenses.defender import Defender
+from core.defenses.spec import DefenseSpec
+from core.experiment.cache import ArtifactCache
+from core.experiment.pipeline import cached_summary, trained_models
+from core.experiment.reference_attacks import (
+    LIRA_ONLINE,
+    fit_reference_attacks,
+    lira_scores,
+    online_references,
+    reference_inputs,
+    score_reference_attacks,
+)
+from core.experiment.results import DefendedPoint, RunRecords, RunSummary
+from core.experiment.roles import is_cached, make_splits, refuse_loaded_victim, role_seed, train_model
+from core.foundations.config import MAX_REPEATS, ExperimentConfig
+from core.foundations.errors import ConfigError, MIAError
 from core.measurement.audit import audit, audit_comparability
 from core.measurement.audit_estimators import audit_estimators
 from core.measurement.budget import budget_curve
-from core.experiment.cache import ArtifactCache
-from core.foundations.config import MAX_REPEATS, ExperimentConfig
-from core.defenses.defender import Defender
-from core.defenses.spec import DefenseSpec
-from core.training.dpsgd import report as privacy_report
-from core.foundations.errors import ConfigError, MIAError
 from core.measurement.exposure import EXPOSURE_FPRS, flips, fpr_label, quadrants
 from core.measurement.metrics import empirical_epsilon
-from core.experiment.pipeline import cached_summary, trained_models
-from core.experiment.results import DefendedPoint, RunRecords, RunSummary
-from core.analyses.analysis_results import AuditView, BudgetView, CanaryAudit, ExposureView, ReportViews, SlicesView
-from core.experiment.reference_attacks import (LIRA_ONLINE, fit_reference_attacks, lira_scores, online_references,
-    reference_inputs, score_reference_attacks)
-from core.analyses.repeats import repeat_config
-from core.experiment.roles import is_cached, make_splits, refuse_loaded_victim, role_seed, train_model
 from core.measurement.slices import MIN_SLICE_RECORDS, slice_metrics
 from core.tasks import get_task
+from core.training.dpsgd import report as privacy_report
 
 #: the strongest attacks, in order of preference when a run has them
 STRONGEST = ("lira", "rmia")

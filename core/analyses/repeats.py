@@ -26,18 +26,26 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import numpy as np
 
 from core.analyses.arch_answer import ArchAnswer, arch_answer
-from core.experiment.cache import ArtifactCache
-from core.foundations.config import MAX_REPEATS, ExperimentConfig
 from core.defenses.defender import defense_run
 from core.defenses.defense_results import DefenseRun
-from core.foundations.errors import ConfigError
-from core.measurement.metrics import Resolution, empirical_epsilon, resolution
+from core.experiment.cache import ArtifactCache
 from core.experiment.pipeline import cached_summary, run_experiment, trained_models
-from core.foundations.progress import ProgressCallback, ProgressEvent
 from core.experiment.results import DefendedPoint, RunSummary, runs
+from core.foundations.config import MAX_REPEATS, ExperimentConfig
+from core.foundations.errors import ConfigError
+from core.foundations.progress import ProgressCallback, ProgressEvent
 from core.measurement.bootstrap import bootstrap_metric, low_fpr_note, roc_band_repeats
-from core.measurement.stats import (Comparison, Estimate, PairedDifference, compare, corrected_verdict, holm,
-    interval_from_moments, mean_interval)
+from core.measurement.metrics import Resolution, empirical_epsilon, resolution
+from core.measurement.stats import (
+    Comparison,
+    Estimate,
+    PairedDifference,
+    compare,
+    corrected_verdict,
+    holm,
+    interval_from_moments,
+    mean_interval,
+)
 from core.tasks import get_task
 
 if TYPE_CHECKING:

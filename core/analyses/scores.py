@@ -49,10 +49,10 @@ from scipy import stats as sps
 
 from core.analyses.scores_file import MAX_SLICES, MIN_PER_CLASS, ScoresTable, read_scores
 from core.foundations.paths import data_root
+from core.measurement.bootstrap import RocBand, at_bound_interval, bootstrap_metric, roc_band_bootstrap
 from core.measurement.metrics import clopper_pearson, roc_auc, roc_curve, roc_points_kept
 from core.measurement.reference_math import lira_unit_scores, logit_confidence_from_loss, rmia_from_log_likelihoods
 from core.measurement.slices import SliceResult, slice_metrics
-from core.measurement.bootstrap import RocBand, at_bound_interval, bootstrap_metric, roc_band_bootstrap
 from core.measurement.stats import CONFIDENCE, Estimate, is_zero_width
 
 #: bootstrap resamples of every interval over records (AUC, TPR, advantage, AUC differences) ...

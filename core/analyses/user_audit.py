@@ -40,8 +40,16 @@ import numpy as np
 import torch
 from torch import nn
 
-from core.analyses.scores import (AucDifference, AttackScores, ScoresResult, attack_scores, auc_difference,
-    bootstrap_size, halves, score_table)
+from core.analyses.scores import (
+    AttackScores,
+    AucDifference,
+    ScoresResult,
+    attack_scores,
+    auc_difference,
+    bootstrap_size,
+    halves,
+    score_table,
+)
 from core.analyses.scores_file import ScoresTable
 from core.attacks.quantile import QuantileRegressor, QuantileTraining, quantile_scores
 from core.defenses.dirichlet import sample_probs

@@ -20,10 +20,11 @@ from core.analyses.analysis_results import AuditView, EpochRow, MemberMeans, Sca
 from core.analyses.own_models import Memorization, Mismatch
 from core.analyses.registry import Analysis, registered
 from core.analyses.repeats import answer_of
-from core.experiment.results import RunSummary, runs as typed_runs
+from core.experiment.results import RunSummary
+from core.experiment.results import runs as typed_runs
 from core.foundations.names import ARCH_NAMES
-from core.measurement.stats import Comparison, Estimate, compare as paired_compare
-
+from core.measurement.stats import Comparison, Estimate
+from core.measurement.stats import compare as paired_compare
 
 # ---------------------------------------------------------------------------- verdicts
 #: what a single run can say about a comparison: one pair of numbers has no interval, so no

@@ -22,10 +22,9 @@ from typing import Callable, Protocol, Sequence
 
 import numpy as np
 import torch
-from torch import nn
-
 from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
+from torch import nn
 
 from core.attacks.attack_ensemble import FitMember, fit_members
 from core.attacks.registry import AttackEntry, register
@@ -33,8 +32,8 @@ from core.foundations.device import default_device
 from core.foundations.environment import env_value
 from core.foundations.names import ATTACK_NAMES, ATTACK_SHORT
 from core.measurement.metrics import AttackMetrics, best_threshold, evaluate_attack
-from core.models.attack import AttackLSTM, AttackMLP, JointAttack
 from core.measurement.responses import Responses
+from core.models.attack import AttackLSTM, AttackMLP, JointAttack
 
 
 class Attack(Protocol):

@@ -309,7 +309,7 @@ class _Sentence:
 
     def subject(self, attributes: bool = True) -> tuple[list[str], list[str], bool, bool]:
         """(en, tgt, plural, animate) of a subject with an optional attribute or relative clause."""
-        r, lex = self.r, self.lex
+        r = self.r
         animate = r.random() < 0.7
         en, t, plural, _ = self.noun_phrase("people" if animate else "animals", subject=True)
         if r.random() < 0.1:  # coordination "a man and a dog": plural; person verbs if any person

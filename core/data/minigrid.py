@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from core.foundations.errors import ConfigError
 from core.data.planner import DOOR, WALL
+from core.foundations.errors import ConfigError
 
 #: actions that change the grid (pickup, drop, toggle): the cached grid encoding is refreshed
 GRID_CHANGING_ACTIONS = frozenset({3, 4, 5})

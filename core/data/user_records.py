@@ -16,8 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from core.data.csv_table import LIMITS, _label_classes, parse_csv, read_csv_bytes
-from core.data.image_folder import (GREY_MODES, IMAGE_FORMATS, MAX_IMAGE_PIXELS, _opened, _read_bytes,
-    list_image_folder)
+from core.data.image_folder import GREY_MODES, IMAGE_FORMATS, MAX_IMAGE_PIXELS, _opened, _read_bytes, list_image_folder
 from core.foundations.errors import ConfigError, DatasetNotFoundError
 from core.models.kinds.preprocess import Preprocess, RawRecords, TableSpec, TextSpec
 

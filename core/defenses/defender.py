@@ -29,28 +29,32 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from core.attacks.shadow_attacks import Attack, RecordFeatureAttack, score_attacks
-from core.experiment.cache import ArtifactCache
-from core.foundations.errors import ConfigError
-from core.measurement.metrics import empirical_epsilon, pooled_empirical_epsilon, utility_loss
 from core.attacks import registry as attack_registry
 from core.attacks.registry import ModelAttack
-from core.experiment.model_attacks import DEFENDED_REFIT_STEPS, QuantileAttack, UndefendedQuery, record_score
-from core.experiment.pipeline import ATTACK_FIT_VERSION, AttackVariant, fitted_attack_variants, fitted_attacks
-from core.experiment.roles import TrainedModels
-from core.experiment.reference_attacks import (ReferenceAttack, ReferenceInputs, fit_reference_attacks,
-    reference_inputs, score_reference_attacks)
-from core.measurement.responses import Responses
-from core.tasks.base import LogitClassifier
-from core.experiment.results import DefendedPoint, DefenseBaseline, EpochRecord
+from core.attacks.shadow_attacks import Attack, RecordFeatureAttack, score_attacks
 from core.defenses import dirichlet, gpm  # noqa: F401  (each registers its mechanism)
+from core.defenses.adaptive_answers import adaptive_shadow_answers, defended_reference_inputs
+from core.defenses.defended_query import DefendedQuery, RememberingModel
+from core.defenses.defense_results import DefenseRun, mean_std, per_record_for_json, summarise_draws
 from core.defenses.registry import OutputMechanism, WeightMechanism
 from core.defenses.sensitivity import SensitivityEstimate, cached_sensitivity, sample_sensitivity
 from core.defenses.spec import ATTACKERS, NAIVE_FIELDS, DefenseSpec
-from core.defenses.defended_query import DefendedQuery, RememberingModel
-from core.defenses.adaptive_answers import adaptive_shadow_answers, defended_reference_inputs
-from core.defenses.defense_results import DefenseRun, mean_std, per_record_for_json, summarise_draws
-
+from core.experiment.cache import ArtifactCache
+from core.experiment.model_attacks import QuantileAttack, UndefendedQuery
+from core.experiment.pipeline import ATTACK_FIT_VERSION, AttackVariant, fitted_attack_variants, fitted_attacks
+from core.experiment.reference_attacks import (
+    ReferenceAttack,
+    ReferenceInputs,
+    fit_reference_attacks,
+    reference_inputs,
+    score_reference_attacks,
+)
+from core.experiment.results import DefendedPoint, DefenseBaseline, EpochRecord
+from core.experiment.roles import TrainedModels
+from core.foundations.errors import ConfigError
+from core.measurement.metrics import empirical_epsilon, pooled_empirical_epsilon, utility_loss
+from core.measurement.responses import Responses
+from core.tasks.base import LogitClassifier
 
 #: part of the cached set-up's key (:class:`Defender`: the baseline and which models-stage attacks a run has): raised
 #: when what it holds is computed differently

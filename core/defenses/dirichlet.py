@@ -48,10 +48,10 @@ import numpy as np
 import torch
 from scipy import special, stats
 
+from core.defenses.registry import OutputMechanism, Parameter, register
 from core.experiment.reference_attacks import step_logit_confidence
 from core.measurement import studies
 from core.measurement.responses import Responses
-from core.defenses.registry import OutputMechanism, Parameter, register
 
 #: explicit tokens representing the unseen rest of a top-K answer (see module docstring)
 REST_TOKENS = 32

@@ -32,7 +32,6 @@ if TYPE_CHECKING:  # types only: this module stays light (no torch) for the CLI
     from torch import nn
 
     from core.experiment.results import RunSummary
-
     from core.measurement.responses import Responses
 
 

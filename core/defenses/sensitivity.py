@@ -20,11 +20,11 @@ from typing import Callable
 import numpy as np
 import torch
 
-from core.experiment.cache import ArtifactCache
-from core.foundations.config import ExperimentConfig
-from core.experiment.roles import config_from_dict, train_model
-from core.tasks import get_task
 from core.defenses.gpm import random_dp_gamma
+from core.experiment.cache import ArtifactCache
+from core.experiment.roles import config_from_dict, train_model
+from core.foundations.config import ExperimentConfig
+from core.tasks import get_task
 
 
 @dataclass

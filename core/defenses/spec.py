@@ -8,7 +8,8 @@ import json
 import math
 from dataclasses import asdict, dataclass, replace
 
-from core.defenses.registry import Mechanism, get as get_mechanism
+from core.defenses.registry import Mechanism
+from core.defenses.registry import get as get_mechanism
 from core.foundations.config import MAX_DRAWS
 from core.foundations.errors import ConfigError
 

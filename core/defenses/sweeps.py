@@ -30,19 +30,20 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from core.defenses.defense_results import DefenseRun
+from core.defenses.registry import get_training
 from core.experiment.cache import ArtifactCache
 from core.experiment.fidelity import chance_utility
-from core.foundations.config import ExperimentConfig, config_changes
-from core.defenses.registry import get_training
-from core.training.dpsgd import EpsilonOutOfReachError, epsilon
-from core.foundations.errors import ConfigError
-from core.measurement.metrics import EpsilonBound, empirical_epsilon, utility_loss
 from core.experiment.pipeline import run_experiment
-from core.foundations.progress import ProgressCallback
 from core.experiment.results import AttackResult, DefendedPoint, DefenseBaseline, RunSummary
-from core.defenses.defense_results import DefenseRun
+from core.foundations.config import ExperimentConfig, config_changes
+from core.foundations.errors import ConfigError
+from core.foundations.progress import ProgressCallback
+from core.measurement.metrics import EpsilonBound, empirical_epsilon, utility_loss
 from core.measurement.stats import mean_interval
 from core.measurement.studies import DPSGD_RECIPE, DPSGD_RECIPE_SOURCE
+from core.training.dpsgd import EpsilonOutOfReachError, epsilon
+
 
 def value_name(mechanism: str, target_epsilon: bool = False) -> str:
     """How the swept value is written: σ, ε, λ or clip ε (the defense's parameter symbol)."""

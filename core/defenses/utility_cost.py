@@ -27,11 +27,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from core.defenses.registry import get_training
 from core.defenses.defense_results import UtilityCost, UtilityCostRow
+from core.defenses.registry import get_training
 from core.defenses.sweeps import SweepCurves, collect_points
-from core.experiment.results import DefendedPoint, DefenseBaseline
 from core.experiment.fidelity import NEAR_CHANCE
+from core.experiment.results import DefendedPoint, DefenseBaseline
 from core.foundations.config import ExperimentConfig
 from core.measurement.stats import compare
 

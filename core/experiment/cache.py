@@ -40,8 +40,16 @@ import torch
 from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 
-from core.experiment.cache_store import (DB_NAME, MIN_FILE_SIZE, ReadOnlyStore, SafeDisk, connect_read_only,
-                                         forget_shared_row, nearest_existing, writable)
+from core.experiment.cache_store import (
+    DB_NAME,
+    MIN_FILE_SIZE,
+    ReadOnlyStore,
+    SafeDisk,
+    connect_read_only,
+    forget_shared_row,
+    nearest_existing,
+    writable,
+)
 from core.foundations.config import CACHE_SCHEMA_VERSION
 from core.foundations.errors import CacheCorruptionError, CacheUnusableError, UnsafeCacheEntryError
 from core.foundations.paths import cache_dir

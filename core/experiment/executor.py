@@ -29,15 +29,21 @@ import numpy as np
 from safetensors.torch import save as save_safetensors
 from torch import nn
 
+from core.experiment.model_meta import ModelMeta
+from core.experiment.roles import (
+    EpochRecorder,
+    TrainingJob,
+    TrainingOutput,
+    config_from_dict,
+    role_seed,
+    seed_everything,
+    train_job,
+)
 from core.foundations.config import EXECUTORS
 from core.foundations.device import default_device, usable_cores
 from core.foundations.errors import ConfigError
 from core.foundations.processes import outbox, raise_failures, run_pool, throttled
-from core.experiment.model_meta import ModelMeta
-from core.experiment.roles import (EpochRecorder, TrainingJob, TrainingOutput, config_from_dict, role_seed, train_job,
-    seed_everything)
 from core.tasks import get_task
-
 
 
 # ---------------------------------------------------------------------------- the ensemble executor's grouping

@@ -30,12 +30,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from core.measurement.responses import Responses
 from core.experiment.fidelity_results import FidelityCheckpoint, FidelityUtility, ShadowFidelity, UtilityPair
 from core.experiment.results import AttackResult, EpochRecord, RunSummary
 from core.experiment.roles import TrainedModels
+from core.measurement.responses import Responses
 from core.measurement.studies import arch_finding
-
 
 #: relative loss gap above which shadows are said not to track the victim
 LOSS_TOLERANCE = 0.25

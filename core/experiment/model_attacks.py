@@ -36,11 +36,20 @@ from core.attacks.sequence_scores import reference_ratio_scores
 from core.attacks.shadow_attacks import AttackOutcome
 from core.experiment.answer_memo import concat_arrays, take_arrays
 from core.experiment.cache import ArtifactCache, tensor_shapes
-from core.experiment.reference_attacks import (LIRA, RMIA, ReferenceAttack, fit_reference_attacks,
-    online_reference_plan, record_mean, reference_inputs, score_reference_attacks, step_logit_confidence, victim_answers)
-from core.experiment.roles import TrainedModels, model_from_weights
+from core.experiment.reference_attacks import (
+    LIRA,
+    RMIA,
+    ReferenceAttack,
+    fit_reference_attacks,
+    online_reference_plan,
+    record_mean,
+    reference_inputs,
+    score_reference_attacks,
+    step_logit_confidence,
+    victim_answers,
+)
+from core.experiment.roles import TrainedModels, model_from_weights, reference_answers
 from core.foundations.errors import ConfigError
-from core.experiment.roles import reference_answers
 from core.measurement.metrics import best_threshold, evaluate_attack
 from core.measurement.responses import Responses
 

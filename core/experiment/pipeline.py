@@ -28,8 +28,16 @@ import numpy as np
 from safetensors.torch import load as load_safetensors
 
 from core.attacks import registry as attack_registry
-from core.attacks.shadow_attacks import (Attack, AttackOutcome, AttackTraining, attack_to_bytes, batched_fits,
-    fit_attack_sets, load_attack_bytes, score_attacks)
+from core.attacks.shadow_attacks import (
+    Attack,
+    AttackOutcome,
+    AttackTraining,
+    attack_to_bytes,
+    batched_fits,
+    fit_attack_sets,
+    load_attack_bytes,
+    score_attacks,
+)
 from core.experiment.answer_memo import AnswerMemo
 from core.experiment.cache import ArtifactCache, dict_with
 
@@ -38,23 +46,37 @@ from core.experiment.cache import ArtifactCache, dict_with
 #: (core.attacks.attack_ensemble) — the same attack up to float rounding, but not bit for bit. 3: the LSTMs
 #: run in length buckets and the MLPs' gradients are written out by hand on a CPU (rounding again)
 ATTACK_FIT_VERSION = "fit3"
-from core.foundations.config import ExperimentConfig
-from core.foundations.device import default_device, single_thread
-from core.foundations.machine import machine_info
-from core.training.dpsgd import report as privacy_report
-from core.foundations.errors import ConfigError, NotCachedError
 from core.experiment.executor import Executor, TrainingJob, as_tuple
 from core.experiment.fidelity import measure_shadow_fidelity
-from core.measurement.metrics import resolution, scores_for_json
-from core.foundations.progress import ProgressCallback, ProgressTracker
 from core.experiment.model_attacks import UndefendedQuery
-from core.measurement.responses import Responses
 from core.experiment.results import AttackResult, RunSummary, Utility
+from core.experiment.roles import (
+    Splits,
+    TrainedModel,
+    TrainedModels,
+    check_memory,
+    is_cached,
+    load_trained,
+    load_user_victim,
+    make_splits,
+    role_seed,
+    seed_everything,
+    store_trained,
+    train_or_load,
+    victim_source,
+)
 from core.experiment.summary_blocks import DataBlock
-from core.experiment.roles import (Splits, TrainedModel, TrainedModels, check_memory, load_trained, load_user_victim,
-    is_cached, make_splits, role_seed, seed_everything, store_trained, train_or_load, victim_source)
+from core.foundations.config import ExperimentConfig
+from core.foundations.device import default_device, single_thread
+from core.foundations.errors import ConfigError, NotCachedError
+from core.foundations.machine import machine_info
+from core.foundations.progress import ProgressCallback, ProgressTracker
+from core.measurement.metrics import resolution, scores_for_json
+from core.measurement.responses import Responses
 from core.tasks import get_task
 from core.tasks.base import Task
+from core.training.dpsgd import report as privacy_report
+
 
 def trained_models(
     cfg: ExperimentConfig,

@@ -64,17 +64,28 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field, replace
+
 import numpy as np
 import torch
 
 from core.attacks.shadow_attacks import AttackOutcome
 from core.experiment.cache import ArtifactCache, tensor_shapes
+from core.experiment.roles import (
+    TrainedModels,
+    memo_answers,
+    model_from_weights,
+    reference_answers,
+    role_seed,
+    train_model,
+)
 from core.measurement.metrics import best_threshold, evaluate_attack, roc_auc
 from core.measurement.reference_math import (  # the array math, shared with core.analyses.scores
-    logit_confidence_from_loss, lira_unit_scores, pooled_variance, rmia_from_log_likelihoods)
+    lira_unit_scores,
+    logit_confidence_from_loss,
+    pooled_variance,
+    rmia_from_log_likelihoods,
+)
 from core.measurement.responses import Responses
-from core.experiment.roles import (TrainedModels, memo_answers, model_from_weights, reference_answers, role_seed,
-    train_model)
 
 #: floors that keep logs finite (float32 cross-entropies and probabilities can be exactly 0)
 _TINY = 1e-45

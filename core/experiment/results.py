@@ -27,11 +27,27 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, ClassVar, Mapping, Sequence
 
-from core.foundations.typed_json import (BOOL, DICT, INT, LIST, NUM, STR, Typed, flags, is_number, kind,
-                                         mapping, null, numbers, objects, optional_numbers, sequence)
 from core.experiment.fidelity_results import ShadowFidelity
 from core.experiment.summary_blocks import DataBlock, ExampleShowcase, RunSettings, number_or_bound
 from core.foundations.errors import ResultFormatError
+from core.foundations.typed_json import (
+    BOOL,
+    DICT,
+    INT,
+    LIST,
+    NUM,
+    STR,
+    Typed,
+    flags,
+    is_number,
+    kind,
+    mapping,
+    null,
+    numbers,
+    objects,
+    optional_numbers,
+    sequence,
+)
 from core.measurement.metrics import EpsilonBound, Resolution
 from core.measurement.stats import Estimate, estimate
 

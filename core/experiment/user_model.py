@@ -22,8 +22,13 @@ from safetensors.torch import load as load_safetensors
 from core.experiment.cache import ArtifactCache
 from core.foundations.config import ExperimentConfig
 from core.foundations.errors import ConfigError
-from core.foundations.user_files import (MAX_MEMBERS_BYTES, MAX_WEIGHTS_BYTES, parse_member_ids, read_bound_file,
-    sha256_hex)
+from core.foundations.user_files import (
+    MAX_MEMBERS_BYTES,
+    MAX_WEIGHTS_BYTES,
+    parse_member_ids,
+    read_bound_file,
+    sha256_hex,
+)
 from core.tasks.base import Task, TaskData
 
 

@@ -68,8 +68,13 @@ from typing import Any, Sequence
 import numpy as np
 from scipy import special
 
-from core.measurement.audit import (SIGNIFICANCE, default_k_grid, epsilon_lower_bound, gaussian_mechanism_epsilon,
-                                    guesses)
+from core.measurement.audit import (
+    SIGNIFICANCE,
+    default_k_grid,
+    epsilon_lower_bound,
+    gaussian_mechanism_epsilon,
+    guesses,
+)
 
 #: bootstrap resamples of the GDP estimate's interval
 RESAMPLES = 1000

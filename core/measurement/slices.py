@@ -20,8 +20,8 @@ from typing import Any, Sequence
 import numpy as np
 from scipy import stats
 
-from core.measurement.metrics import roc_auc, tpr_at_fpr
 from core.measurement.bootstrap import at_bound_interval, low_fpr_note
+from core.measurement.metrics import roc_auc, tpr_at_fpr
 
 #: a slice with fewer members or non-members than this is marked too small
 MIN_SLICE_RECORDS = 20

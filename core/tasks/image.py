@@ -25,16 +25,37 @@ from core.data.image_folder import FolderListing, list_image_folder, read_image_
 from core.data.image_sources import cifar10_folder_problem, load_cifar10, load_digits_images
 from core.foundations.config import ExperimentConfig, bounded, check_fields
 from core.foundations.device import default_device
-from core.training.ensemble import member_generator, train_ensemble_epochs, train_joint_epochs
 from core.foundations.errors import ConfigError, DatasetNotFoundError
-from core.foundations.memory import (FLOAT_BYTES, attack_training_bytes, cnn_param_count, responses_bytes,
-    training_state_bytes)
+from core.foundations.memory import (
+    FLOAT_BYTES,
+    attack_training_bytes,
+    cnn_param_count,
+    responses_bytes,
+    training_state_bytes,
+)
 from core.models.image import JointReNet, ReNet, ResidualCNN, count_params, match_renet, renet_param_count
-from core.training.loop import (BatchCallback, PrivacySettings, TrainingRecord, autocast_dtype, build_optimizer,
-    seeded_generator, train_epochs)
-from core.tasks.base import (EpochCallback, apply_each, FractionCallback, LogitClassifier, OutputTransform, RecordView, Task, TaskData,
-                             VictimLoader,
-                             named_record_indices)
+from core.tasks.base import (
+    EpochCallback,
+    FractionCallback,
+    LogitClassifier,
+    OutputTransform,
+    RecordView,
+    Task,
+    TaskData,
+    VictimLoader,
+    apply_each,
+    named_record_indices,
+)
+from core.training.ensemble import member_generator, train_ensemble_epochs, train_joint_epochs
+from core.training.loop import (
+    BatchCallback,
+    PrivacySettings,
+    TrainingRecord,
+    autocast_dtype,
+    build_optimizer,
+    seeded_generator,
+    train_epochs,
+)
 
 
 @dataclass(frozen=True)

@@ -38,22 +38,26 @@ import numpy as np
 import torch
 from torch import nn
 
-from core.foundations.config import ExperimentConfig, bounded, check_fields
-from core.foundations.errors import ConfigError
-from core.foundations.memory import (FLOAT_BYTES, attack_training_bytes, mlp_agent_param_count, responses_bytes,
-    training_state_bytes)
-from core.models.navigation import build_agent, lstm_agent_params, match_lstm_width
 from core.data.minigrid import MapEnv, MapVecEnv, Rollout, StartRoomCurriculum, query_stream
 from core.data.planner import EMPTY, GOAL, PlannerCache
 from core.data.render import render_path
+from core.foundations.config import ExperimentConfig, bounded, check_fields
 from core.foundations.device import single_thread
-from core.training.dpsgd import PrivacyRecord
-from core.training.ppo import PPOSettings, train_ppo
+from core.foundations.errors import ConfigError
+from core.foundations.memory import (
+    FLOAT_BYTES,
+    attack_training_bytes,
+    mlp_agent_param_count,
+    responses_bytes,
+    training_state_bytes,
+)
 from core.measurement.responses import Responses
 from core.measurement.slices import quantile_buckets
-from core.training.loop import BatchCallback, PrivacySettings, TrainingRecord
+from core.models.navigation import build_agent, lstm_agent_params, match_lstm_width
 from core.tasks.base import EpochCallback, FractionCallback, OutputTransform, RecordView, Task, TaskData, VictimLoader
-
+from core.training.dpsgd import PrivacyRecord
+from core.training.loop import BatchCallback, PrivacySettings, TrainingRecord
+from core.training.ppo import PPOSettings, train_ppo
 
 
 @torch.no_grad()

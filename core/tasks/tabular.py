@@ -43,11 +43,17 @@ from core.foundations.config import ExperimentConfig, bounded, check_fields
 from core.foundations.device import default_device
 from core.foundations.errors import ConfigError, DatasetNotFoundError
 from core.foundations.memory import FLOAT_BYTES, attack_training_bytes, responses_bytes, training_state_bytes
-from core.models.tabular import (TabularLSTM, TabularMLP, lstm_param_count, match_lstm_hidden, mlp_param_count)
-from core.tasks.base import (EpochCallback, FractionCallback, LogitClassifier, RecordView, Task, TaskData,
-                             VictimLoader)
-from core.training.loop import (BatchCallback, PrivacySettings, TrainingRecord, autocast_dtype, build_optimizer,
-    seeded_generator, train_epochs)
+from core.models.tabular import TabularLSTM, TabularMLP, lstm_param_count, match_lstm_hidden, mlp_param_count
+from core.tasks.base import EpochCallback, FractionCallback, LogitClassifier, RecordView, Task, TaskData, VictimLoader
+from core.training.loop import (
+    BatchCallback,
+    PrivacySettings,
+    TrainingRecord,
+    autocast_dtype,
+    build_optimizer,
+    seeded_generator,
+    train_epochs,
+)
 
 #: the largest relative difference of the two architectures' parameter counts (within 5 %)
 MATCH_TOLERANCE = 0.05

@@ -37,25 +37,42 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from core.foundations.config import ExperimentConfig, bounded, check_fields
+from core.attacks.sequence_scores import ZLIB_FEATURE, zlib_length
 from core.data.corpus import generate_captions
-from core.foundations.device import default_device, single_thread
-from core.foundations.errors import ConfigError, DatasetNotFoundError
-from core.models.translation import EOS, PAD, SOS, LuongSeq2Seq, TransformerSeq2Seq, match_transformer
-from core.foundations.memory import FLOAT_BYTES, attack_training_bytes, responses_bytes, training_state_bytes
-from core.foundations.paths import data_root
 from core.data.multi30k import LANGUAGES, load_multi30k
 from core.data.text_pairs import LANGUAGE_CODE, load_text_pairs
 from core.data.translation_records import TranslationRecords, build_records, detokenize
-from core.attacks.sequence_scores import ZLIB_FEATURE, zlib_length
+from core.foundations.config import ExperimentConfig, bounded, check_fields
+from core.foundations.device import default_device, single_thread
+from core.foundations.errors import ConfigError, DatasetNotFoundError
+from core.foundations.memory import FLOAT_BYTES, attack_training_bytes, responses_bytes, training_state_bytes
+from core.foundations.paths import data_root
 from core.measurement.responses import Responses
 from core.measurement.slices import quantile_buckets
-from core.training.loop import (BatchCallback, PrivacySettings, TrainingRecord, autocast_dtype, build_optimizer,
-    seeded_generator, train_epochs, warmup_inverse_sqrt)
+from core.models.translation import EOS, PAD, SOS, LuongSeq2Seq, TransformerSeq2Seq, match_transformer
+from core.tasks.base import (
+    EpochCallback,
+    FractionCallback,
+    OutputTransform,
+    RecordView,
+    Task,
+    TaskData,
+    VictimLoader,
+    named_record_indices,
+)
 from core.tasks.examples import TokenProb, TranslationExample, TranslationExamples
-from core.tasks.base import (EpochCallback, FractionCallback, OutputTransform, RecordView, Task, TaskData, VictimLoader,
-                             named_record_indices)
 from core.tasks.translation_presets import PRESET_NOTES, PRESETS
+from core.training.loop import (
+    BatchCallback,
+    PrivacySettings,
+    TrainingRecord,
+    autocast_dtype,
+    build_optimizer,
+    seeded_generator,
+    train_epochs,
+    warmup_inverse_sqrt,
+)
+
 
 # ---------------------------------------------------------------------------- options and data
 @dataclass(frozen=True)

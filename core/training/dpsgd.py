@@ -40,6 +40,7 @@ from torch import nn
 
 from core.foundations.errors import ConfigError
 
+
 @dataclass(frozen=True)
 class PrivacySettings:
     """What a config asks of DP-SGD (:meth:`from_config`; None while ``dp`` is off).

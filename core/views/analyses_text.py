@@ -9,8 +9,15 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from core.analyses.analysis_results import AuditView, BudgetView, ExposedMember, ExposureView, Scatter, SlicesView, \
-    Vulnerability
+from core.analyses.analysis_results import (
+    AuditView,
+    BudgetView,
+    ExposedMember,
+    ExposureView,
+    Scatter,
+    SlicesView,
+    Vulnerability,
+)
 from core.analyses.verdicts import RepeatedVerdicts, RunVerdict, repeated_verdict_sentence
 from core.foundations.names import ARCH_NAMES
 from core.views.run_text import slice_tpr_cell

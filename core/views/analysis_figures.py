@@ -13,8 +13,7 @@ from core.analyses.analysis_results import Scatter, Vulnerability
 from core.analyses.own_models import Memorization, Mismatch
 from core.analyses.registry import figure_builder
 from core.foundations.names import ARCH_NAMES
-from core.views.style import ARCH_COLOURS, LEGEND_ROW_PX, AXIS_TITLE_PX, RIGHT_PX, legend_below
-
+from core.views.style import ARCH_COLOURS, AXIS_TITLE_PX, LEGEND_ROW_PX, RIGHT_PX, legend_below
 
 #: member / non-member colours of the scatter: an orange / blue pair that colour-blind readers tell apart
 POPULATION_COLOURS = {True: "#e66100", False: "#3b6fb6"}

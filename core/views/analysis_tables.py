@@ -12,8 +12,8 @@ import pandas as pd
 from core.analyses import registry as analysis_registry
 from core.analyses.analysis_results import AuditView, BudgetView, ExposureView, Scatter, SlicesView
 from core.analyses.own_models import Mismatch
-from core.measurement.budget import BudgetPoint
 from core.analyses.registry import table_builder
+from core.measurement.budget import BudgetPoint
 
 
 def tables(results: dict[str, Any]) -> dict[str, pd.DataFrame]:

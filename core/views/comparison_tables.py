@@ -3,8 +3,6 @@ fidelity to the victim and the matched-utility view (both measured by :mod:`core
 the matched view is computed by the caller and passed in)."""
 from __future__ import annotations
 
-from typing import Any
-
 import pandas as pd
 
 from core.experiment.fidelity import MatchedUtility

@@ -10,10 +10,10 @@ import plotly.graph_objects as go
 
 from core.defenses.registry import Mechanism
 from core.experiment.results import DefendedPoint, DefenseBand, DefenseBaseline
-from core.measurement.stats import Estimate
 from core.foundations.names import ARCH_NAMES
+from core.measurement.stats import Estimate
+from core.views.run_figures import STRONG_ATTACKS, entropy_figure
 from core.views.style import ARCH_COLOURS, layout
-from core.views.run_figures import entropy_figure, STRONG_ATTACKS
 
 
 def _interval(p: DefendedPoint, metric: str) -> Estimate | None:

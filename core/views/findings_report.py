@@ -11,8 +11,7 @@ import re
 
 import pandas as pd
 
-from core.analyses.findings_base import (DecideBlock, FindingRow, FindingsTable, MeasuredCell, RuleCell,
-                                         duration_text)
+from core.analyses.findings_base import DecideBlock, FindingRow, FindingsTable, MeasuredCell, RuleCell, duration_text
 from core.measurement.stats import NOT_COMPARABLE, UNINFORMATIVE, Estimate
 from core.views.report import _CSS, _table
 from core.views.run_text import ci_text

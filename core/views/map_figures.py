@@ -7,11 +7,10 @@ from typing import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from core.data.planner import DOOR, EMPTY, FLOOR, GOAL, LAVA, WALL  # MiniGrid's object indices: one source
 from core.foundations.names import ARCH_NAMES
 from core.tasks.navigation import MapView
-from core.data.planner import DOOR, EMPTY, FLOOR, GOAL, LAVA, WALL  # MiniGrid's object indices: one source
-from core.views.style import ARCH_COLOURS, LEGEND_ROW_PX, legend_rows, layout
-
+from core.views.style import ARCH_COLOURS, LEGEND_ROW_PX, layout, legend_rows
 
 #: MiniGrid object index -> (name, colour) of the cells drawn
 CELL_STYLE = {EMPTY: ("floor", "#f5f5f0"), FLOOR: ("floor", "#f5f5f0"), WALL: ("wall", "#4d4d4d"),

@@ -15,7 +15,6 @@ from core.foundations.names import ARCH_NAMES
 from core.measurement.exposure import fpr_label
 from core.views.style import ARCH_COLOURS, legend_below
 
-
 MEMBER_COLOURS = {True: "#d62728", False: "#1f77b4"}
 
 

@@ -11,12 +11,11 @@ import plotly.graph_objects as go
 from core.analyses.comparison_results import ComparisonResult
 from core.analyses.repeats import METRIC_LABELS
 from core.experiment.results import RepeatsBlock
+from core.foundations.names import ARCH_NAMES, UTILITY_NAMES
 from core.measurement.bootstrap import RocBand
 from core.measurement.stats import Estimate
-from core.foundations.names import ARCH_NAMES, UTILITY_NAMES
+from core.views.run_figures import mark_fpr_floor, resolves, zero_fp_label
 from core.views.style import ARCH_COLOURS, layout, with_ci
-from core.views.run_figures import resolves, zero_fp_label, mark_fpr_floor
-
 
 #: headline metrics of core.analyses.repeats, as the pages name them (one list: the comparison JSON's labels)
 METRIC_NAMES = METRIC_LABELS

@@ -23,28 +23,27 @@ from typing import Any, Callable
 import pandas as pd
 import plotly.graph_objects as go
 
-from core.views import analysis_figures, run_view
-from core.views.record_view_figures import audit_guesses_figure
-from core.views.analysis_tables import tables
 from core.analyses import registry as analysis_registry
 from core.analyses.analyses_json import AnalysesResults
-from core.analyses.analysis_results import Scatter
+from core.analyses.analyses_view import cached_runs
+from core.analyses.analysis_results import ReportViews, Scatter
+from core.analyses.record_views import report_views
+from core.analyses.repeats import cached_repeat_configs, comparison_json
 from core.analyses.verdicts import repeated_verdict_sentence
 from core.experiment.cache import ArtifactCache
+from core.experiment.pipeline import cached_summary
+from core.experiment.results import RunSummary
 from core.foundations.config import ExperimentConfig
-from core.tasks.navigation import MapViews
-from core.views.repeat_figures import MatchedView
-from core.views.plain import csv_text, protect_escapes, unescape_to_html
 from core.foundations.errors import ConfigError
 from core.foundations.fileio import write_json_atomically, write_text_atomically
 from core.foundations.names import ARCH_NAMES
 from core.foundations.version import stamped
-from core.experiment.results import RunSummary
-from core.analyses.analyses_view import cached_runs
-from core.analyses.repeats import cached_repeat_configs, comparison_json
-from core.experiment.pipeline import cached_summary
-from core.analyses.analysis_results import ReportViews
-from core.analyses.record_views import report_views
+from core.tasks.navigation import MapViews
+from core.views import analysis_figures, run_view
+from core.views.analysis_tables import tables
+from core.views.plain import csv_text, protect_escapes, unescape_to_html
+from core.views.record_view_figures import audit_guesses_figure
+from core.views.repeat_figures import MatchedView
 
 
 def scatter_figure(scatter: dict[str, Any], attack: str | None = None) -> go.Figure:

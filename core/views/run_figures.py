@@ -16,10 +16,10 @@ import plotly.graph_objects as go
 from core.analyses.comparison_results import ComparisonResult
 from core.analyses.repeats import unresolved_label
 from core.experiment.results import AttackResult, RunSummary
+from core.foundations.names import ARCH_NAMES, ATTACK_NAMES, ATTACK_SHORT, UTILITY_NAMES
 from core.measurement.bootstrap import delong_auc
 from core.measurement.metrics import Resolution
 from core.measurement.stats import Estimate
-from core.foundations.names import ARCH_NAMES, ATTACK_NAMES, ATTACK_SHORT, UTILITY_NAMES
 from core.tasks import REGISTRY, get_task
 from core.views.style import ARCH_COLOURS, ATTACK_DASH, AXIS_TITLE_PX, layout, with_ci
 

@@ -12,22 +12,30 @@ from typing import Any, Mapping
 import pandas as pd
 import plotly.graph_objects as go
 
-from core.analyses.comparison_results import ComparisonResult, MetricComparison
 from core.analyses.analysis_results import BudgetView, ExposureView, SliceRow, SlicesView
-from core.measurement.budget import BudgetCurve, BudgetPoint
-from core.views.comparison_tables import matched_utility_table, shadow_fidelity_table, strongest_attacks_table
-from core.views.record_view_figures import quadrant_names
-from core.views.repeat_figures import METRIC_NAMES, VERDICT_MARKS, p_text
-from core.views.run_figures import (attack_accuracy_curve, entropy_comparison, metrics_table, overview_table,
-                                    roc_curves, roc_loglog, steps_curves, utility_curves)
-from core.views.style import with_ci
-from core.tasks.examples import MemberUnseen, NavigationExamples, TranslationExamples
-from core.measurement.exposure import fpr_label
-from core.measurement.stats import Estimate, is_zero_width
+from core.analyses.comparison_results import ComparisonResult, MetricComparison
 from core.experiment.fidelity import matched_utility
 from core.experiment.results import RunSummary
 from core.foundations.config import ExperimentConfig
 from core.foundations.names import ARCH_NAMES, ATTACK_NAMES
+from core.measurement.budget import BudgetCurve, BudgetPoint
+from core.measurement.exposure import fpr_label
+from core.measurement.stats import Estimate, is_zero_width
+from core.tasks.examples import MemberUnseen, NavigationExamples, TranslationExamples
+from core.views.comparison_tables import matched_utility_table, shadow_fidelity_table, strongest_attacks_table
+from core.views.record_view_figures import quadrant_names
+from core.views.repeat_figures import METRIC_NAMES, VERDICT_MARKS, p_text
+from core.views.run_figures import (
+    attack_accuracy_curve,
+    entropy_comparison,
+    metrics_table,
+    overview_table,
+    roc_curves,
+    roc_loglog,
+    steps_curves,
+    utility_curves,
+)
+from core.views.style import with_ci
 
 
 @dataclass(frozen=True)

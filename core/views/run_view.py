@@ -30,15 +30,24 @@ from core.foundations.config import ExperimentConfig
 from core.foundations.names import ARCH_NAMES, ATTACK_NAMES
 from core.tasks.examples import NavigationExamples, TranslationExamples
 from core.tasks.navigation import MapViews
-from core.views.plain import plain_markdown
 from core.views.map_figures import navigation_map
+from core.views.plain import plain_markdown
 from core.views.record_view_figures import budget_figure, exposure_figure, slices_figure
-from core.views.repeat_figures import (MatchedView, comparison_table, matched_stops_table, repeats_table,
-                                       roc_band_figure)
+from core.views.repeat_figures import MatchedView, comparison_table, matched_stops_table, repeats_table, roc_band_figure
 from core.views.run_figures import comparison_resolution_note, overview_table, param_gap, resolution_note
-from core.views.run_text import (MATCHED_NOTE, SMALL_N_NOTE, budget_table, exposure_table, navigation_stats,
-                                 RunFigures, reproduce_commands, run_figures, slices_table, translation_html,
-                                 verdict_lines)
+from core.views.run_text import (
+    MATCHED_NOTE,
+    SMALL_N_NOTE,
+    RunFigures,
+    budget_table,
+    exposure_table,
+    navigation_stats,
+    reproduce_commands,
+    run_figures,
+    slices_table,
+    translation_html,
+    verdict_lines,
+)
 
 
 # ---------------------------------------------------------------------------- blocks

@@ -9,7 +9,6 @@ import plotly.graph_objects as go
 
 from core.measurement.stats import Estimate, is_zero_width
 
-
 ARCH_COLOURS = {"ffnn": "#1f77b4", "rnn": "#d62728"}
 ATTACK_DASH = {"shadow": "solid", "loss_threshold": "dash", "entropy_threshold": "dot", "prmia": "dashdot",
                "bleu_feature": "longdash", "lira": "longdashdot", "lira_online": "longdashdot", "rmia": "longdashdot"}

@@ -9,11 +9,11 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from core.experiment.results import DefendedPoint, DefenseBaseline
+from core.foundations.names import ARCH_NAMES
 from core.measurement import studies
 from core.measurement.studies import DpsgdRecipe
-from core.foundations.names import ARCH_NAMES
-from core.views.style import ARCH_COLOURS, layout
 from core.views.defense_figures import add_band, band_centre
+from core.views.style import ARCH_COLOURS, layout
 
 if TYPE_CHECKING:  # a type only: the sweeps load the pipeline (torch), which these figures do not need
     from core.defenses.sweeps import RecipeEpsilon
