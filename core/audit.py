@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sized, cast
 
 import numpy as np
 import torch
@@ -69,11 +69,11 @@ class AuditResult(AuditOutcome):
 
     def dirichlet(self, k: float, eta: float = 1e-6, seed: int = 0) -> "AuditResult":
         """Every attack again with the model's answers drawn from Dir(k·p̃)."""
-        return dirichlet(self, k, eta, seed)
+        return cast(AuditResult, dirichlet(self, k, eta, seed))  # a dataclasses.replace of self: an AuditResult
 
     def gaussian(self, sigma: float, seed: int = 0) -> "AuditResult":
         """Every attack again with the weights θ + σ·z (torch models)."""
-        return gaussian(self, sigma, seed)
+        return cast(AuditResult, gaussian(self, sigma, seed))  # a dataclasses.replace of self: an AuditResult
 
 
 def _read(path: str | os.PathLike, what: str, limit: int = 64 * 2**10) -> bytes:
@@ -115,7 +115,7 @@ def _tensors(value: Any, what: str) -> tuple[torch.Tensor, np.ndarray]:
         xs, ys = zip(*[(b[0], b[1]) for b in value])
         x, y = torch.cat(xs), torch.cat(ys)
     elif isinstance(value, torch.utils.data.Dataset):
-        items = [value[i] for i in range(len(value))]
+        items = [value[i] for i in range(len(cast(Sized, value)))]
         x, y = torch.stack([torch.as_tensor(i[0]) for i in items]), torch.as_tensor([int(i[1]) for i in items])
     else:
         raise ConfigError(f"{what}: give (inputs, labels), a Dataset or a DataLoader, got {type(value).__name__}")
@@ -181,7 +181,8 @@ def audit(model: str | nn.Module | LoadedModel, members: Any, non_members: Any =
     rec = load_recipe(recipe)
     if data is not None:
         records = read_records(os.path.expanduser(str(data)), pre, root=confined)
-        member_ids, nonmember_ids = read_ids(members, "members"), read_ids(non_members, "non-members")
+        member_ids, nonmember_ids = (cast("tuple[str, ...]", read_ids(members, "members")),  # required: not None
+                                      read_ids(non_members, "non-members"))
         prepared = None
     else:
         records, prepared, member_ids, nonmember_ids = _array_records(members, non_members, population, n_classes)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 import math
-from typing import Any
+from typing import Any, cast
 
 from core.cli_common import Once, positive_int, write_result
 from core.foundations.errors import ConfigError
@@ -120,7 +120,8 @@ def audit_command(args: argparse.Namespace) -> int:
     references = None
     if args.reference_losses:  # the rows of the audited records, in the audit's order (members, then non-members)
         records = read_records(args.data, load_preprocess(args.preprocess), root="/")
-        roles = assign_roles(records, read_ids(args.members, "members"), read_ids(args.non_members, "non-members"),
+        roles = assign_roles(records, cast("tuple[str, ...]", read_ids(args.members, "members")),
+                             read_ids(args.non_members, "non-members"),
                              args.seed)
         order = [records.ids[i] for i in list(roles.members) + list(roles.nonmembers)]
         references = _reference_losses(args.reference_losses, order)

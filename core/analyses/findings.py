@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Mapping
+from typing import Any, Mapping, cast
 
 from core.analyses.arch_answer import CEILING, arch_answer
 from core.analyses.declared_repeats import declared_for
@@ -75,7 +75,7 @@ from core.analyses.findings_defenses import (
 )
 from core.analyses.repeats import comparison_configs, judged_pairs, repeat_config, summary_resolution
 from core.experiment.cache import ArtifactCache
-from core.experiment.results import RunSummary
+from core.experiment.results import AttackResult, RunSummary
 from core.experiment.run_source import ImportedRuns, RunSource
 from core.foundations.config import ExperimentConfig
 from core.foundations.errors import ConfigError
@@ -324,7 +324,8 @@ def _over_epochs(pairs: dict[str, list[RunSummary]]) -> dict[str, Any] | None:
     epochs = sorted(common_epochs, key=int)
     for a in per:
         for s in pairs[a]:
-            per[a].append(sum(float(s.attacks_by_epoch[e][s.primary].accuracy) for e in epochs) / len(epochs))
+            by_epoch = cast("dict[str, dict[str, AttackResult]]", s.attacks_by_epoch)  # not None: it holds the epochs
+            per[a].append(sum(float(by_epoch[e][s.primary].accuracy) for e in epochs) / len(epochs))
     c = compare("attack_accuracy_over_epochs", per["ffnn"], per["rnn"])
     return {"epochs": [int(e) for e in epochs],
             "how": "per repeat the primary attack's accuracy averaged over these checkpoint epochs (equal weight), "

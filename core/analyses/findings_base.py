@@ -1,4 +1,4 @@
-"""The findings table's foundations (issue 35): the findings themselves, the settings every row shares, and
+"""The findings table's foundations: the findings themselves, the settings every row shares, and
 what is cached — the pieces :mod:`core.analyses.findings` (F1, F1a and the table) and
 :mod:`core.analyses.findings_defenses` (F2 – F5) both build their rows from.
 
@@ -9,7 +9,7 @@ what is cached — the pieces :mod:`core.analyses.findings` (F1, F1a and the tab
 * what is cached: :func:`cached_run` (a run's cached summary, noting its measured time), :class:`Missing` (a
   computation a row still needs, as a job of :mod:`ui.jobs`), :class:`Costs` (a missing run's expected time
   from the runs measured on this machine, :func:`core.defenses.sweeps.run_cost_s`), :func:`time_text`;
-* the table typed from birth (issue 29): :class:`FindingsTable` of :class:`FindingRow` (made by
+* the table typed from birth: :class:`FindingsTable` of :class:`FindingRow` (made by
   :func:`finding_row`), with their cells (:class:`MeasuredCell`, F3's :class:`RuleCell`, :class:`UtilityGap`,
   :class:`PaperClaim`, :class:`DecideEntry`); ``to_dict`` writes the table's JSON, ``from_dict`` reads it back.
 
@@ -235,7 +235,7 @@ def duration_text(s: float) -> str:
     return f"{s / 3600:.1f} h"
 
 
-# ---------------------------------------------------------------------------- rows, typed from birth (issue 29)
+# ---------------------------------------------------------------------------- rows, typed from birth
 def _finite(x: float | None) -> float | None:
     """``x``, or None where it is not a finite number (as :meth:`Estimate.to_dict` writes it)."""
     return None if x is None or not math.isfinite(x) else x
@@ -367,7 +367,7 @@ class PaperClaim:
 
     def to_dict(self) -> dict[str, Any]:
         if self.text is None or self.attack_accuracy is not None:
-            # F3's block, written cite first and then the study's k = 1 row (its layout since issue 35)
+            # F3's block, written cite first and then the study's k = 1 row
             out: dict[str, Any] = {"cite": self.cite}
             if self.text is not None:
                 out.update(text=self.text, attack_accuracy=self.attack_accuracy, utility_loss=self.utility_loss)

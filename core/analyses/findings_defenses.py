@@ -8,7 +8,7 @@ its own family (one comparison, no multiplicity), read from the cache only, with
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 import numpy as np
 
@@ -211,7 +211,8 @@ def dirichlet_row(task: str, preset: str, sets: dict[str, Any] | None, cache: Ar
     value, reason = f3_verdict(accs, losses, task)
     measured = RuleCell(acc, loss, RuleVerdict(value, n, reason))
     return finding_row(FINDINGS["F3"], task, preset, status="measured", measured=measured, verdict=value,
-                       verdict_reason=reason, beside=_f3_beside(cfg, points[:n], cache, costs), **common)
+                       verdict_reason=reason,
+                       beside=_f3_beside(cfg, cast("list[DefendedPoint]", points[:n]), cache, costs), **common)
 
 
 def _f3_beside(cfg: ExperimentConfig, points: list[DefendedPoint], cache: ArtifactCache, costs: Costs
@@ -221,16 +222,18 @@ def _f3_beside(cfg: ExperimentConfig, points: list[DefendedPoint], cache: Artifa
     out: dict[str, Any] = {}
     base = [cached_run(repeat_config(cfg, r), cache, costs) for r in range(len(points))]  # the one reader of runs
     if all(isinstance(b, RunSummary) for b in base):
-        out["undefended_attack_accuracy"] = mean_interval([float(b.attack.accuracy) for b in base],
+        out["undefended_attack_accuracy"] = mean_interval([float(b.attack.accuracy)
+                                                           for b in cast("list[RunSummary]", base)],
                                                           bounds=(0.0, 1.0)).to_dict()
     adaptive = [getattr(p, "adaptive_attack", None) for p in points]
     if all(a is not None for a in adaptive):
-        out["adaptive_attack_accuracy"] = mean_interval([float(a.accuracy) for a in adaptive],
+        out["adaptive_attack_accuracy"] = mean_interval([float(a.accuracy) for a in cast("list[Any]", adaptive)],
                                                         bounds=(0.0, 1.0)).to_dict()
     for name in ("lira", "rmia"):
         got = [(getattr(p, "attacks", None) or {}).get(name) for p in points]
         if all(g is not None for g in got):
-            out[f"{name}_auc"] = mean_interval([float(g.auc) for g in got], bounds=(0.0, 1.0)).to_dict()
+            out[f"{name}_auc"] = mean_interval([float(g.auc) for g in cast("list[Any]", got)],
+                                               bounds=(0.0, 1.0)).to_dict()
     out["query_model"] = ("each query of a record gets a fresh Dirichlet draw; an attacker averaging repeated queries "
                           "is not built")
     return out
@@ -245,7 +248,7 @@ def training_defense_row(finding: Finding, task: str, preset: str, sets: dict[st
     architecture, the undefended run and the defended one at each of ``value`` (one value or several; all
     cached), ``read(baseline, point)`` — or, with several values, ``read(baseline, [points in the values' order])``."""
     several = isinstance(value, tuple)
-    grid = tuple(value) if several else (value,)
+    grid: tuple[float, ...] = tuple(cast("tuple[float, ...]", value)) if several else (cast(float, value),)
     configs = comparison_configs(task, preset, 1, sets)
     values: dict[str, list[float | None]] = {a: [] for a in configs}
     bases: dict[str, list[RunSummary | None]] = {a: [] for a in configs}
@@ -269,9 +272,10 @@ def training_defense_row(finding: Finding, task: str, preset: str, sets: dict[st
             points.append(p)
         if b is None or any(p is None for p in points):
             return b, None
-        epsilons[a].append(tuple((p.privacy or {}).get("epsilon") for p in points))
+        epsilons[a].append(tuple((p.privacy or {}).get("epsilon") for p in cast("list[RunSummary]", points)))
         return b, read(b, points) if several else read(b, points[0])
 
+    v: float | None  # a grid value, then a repeat's read number
     for a, c in configs.items():
         items.append((baseline_config(c, mechanism), "plain"))
         run_sets[a] = []
@@ -342,7 +346,8 @@ def _baseline_match(ffnn: list[RunSummary | None], rnn: list[RunSummary | None])
         r = [getattr(b.utility, key) if b is not None else None for b in rnn]
         if not f or any(v is None for v in f + r):
             continue
-        u = utility_match(compare(f"utility_{key}", [float(v) for v in f], [float(v) for v in r]), which)
+        u = utility_match(compare(f"utility_{key}", [float(v) for v in cast("list[float]", f)],
+                                  [float(v) for v in cast("list[float]", r)]), which)
         out[which], out["gaps"][which] = u.matched, u.text()
     if not out["gaps"]:
         return None
@@ -363,7 +368,7 @@ def accuracy_drop(base: RunSummary, point: RunSummary) -> float | None:
 def mean_utility_loss(base: RunSummary, points: list[RunSummary]) -> float | None:
     """F4's per-repeat number: the utility loss averaged over the σ grid's points (equal weight per σ)."""
     losses = [summary_utility_loss(base, p) for p in points]
-    return None if any(v is None for v in losses) else float(np.mean(losses))
+    return None if any(v is None for v in losses) else float(np.mean(cast("list[float]", losses)))
 
 
 def sensitivity(grid: tuple[float, ...], log: bool, stronger_when_larger: bool) -> Callable[..., float | None]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, cast
 
 import numpy as np
 
@@ -168,7 +168,7 @@ def aggregate(summaries: Sequence[RunSummary]) -> dict[str, Estimate]:
     typed = runs(summaries)
     for name, values in headline_values(typed).items():
         if values and all(v is not None for v in values):
-            out[name] = (bounds_only(values) if name in BOUND_METRICS else
+            out[name] = (bounds_only(cast("list[float]", values)) if name in BOUND_METRICS else
                          mean_interval([float(v) for v in values], bounds=headline_bounds(name, typed)))
     return out
 
@@ -271,11 +271,12 @@ def compare_summaries(ffnn: Sequence[RunSummary], rnn: Sequence[RunSummary]) -> 
         a, b = fa[name], rb[name]
         if a and all(v is not None for v in a + b):
             if name in BOUND_METRICS:  # bounds side by side, repeat by repeat: no interval, no test, no verdict
-                d = [float(x) - float(y) for x, y in zip(a, b)]
+                d = [float(x) - float(y) for x, y in zip(cast("list[float]", a), cast("list[float]", b))]
                 diff = Estimate(float(np.mean(d)), None, None, len(d), tuple(d),
                                 method="differences of per-repeat lower bounds (no interval)", note=BOUNDS_NOTE)
-                out[name] = Comparison(name, PairedDifference(bounds_only(a), bounds_only(b), diff, None, None, True,
-                                                              None), None)
+                out[name] = Comparison(name, PairedDifference(bounds_only(cast("list[float]", a)),
+                                                              bounds_only(cast("list[float]", b)), diff, None, None,
+                                                              True, None), None)
                 continue
             out[name] = compare(name, [float(v) for v in a], [float(v) for v in b], expected,
                                 bounds=headline_bounds(name, [*ffnn, *rnn]))
@@ -374,7 +375,7 @@ class MetricRole:
     no_verdict_reason: str | None = None
 
 
-def metric_roles(comps: dict[str, Comparison], facts: EvaluationFacts) -> dict[str, MetricRole]:
+def metric_roles(comps: Mapping[str, Comparison | None], facts: EvaluationFacts) -> dict[str, MetricRole]:
     """Per compared metric its :class:`MetricRole`: ``role`` and display ``label`` (and ``no_verdict_reason``
     where it gets none):
 

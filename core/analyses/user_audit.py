@@ -34,7 +34,7 @@ from __future__ import annotations
 import copy
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, cast
 
 import numpy as np
 import torch
@@ -263,11 +263,11 @@ def check_fit(logp: np.ndarray, labels: np.ndarray, member: np.ndarray, stated: 
     acc_in, acc_out = _accuracy(correct[member]), _accuracy(correct[~member])
     loss = -logp[np.arange(len(labels)), labels]
     chance = float(np.bincount(labels[member]).max() / max(member.sum(), 1))
-    if acc_in.ci_low <= chance:
+    if cast(float, acc_in.ci_low) <= chance:
         fits, message = False, (f"the model does not fit its own members: check the preprocessing (accuracy on the "
                                 f"members {acc_in.mean:.3f} [{acc_in.ci_low:.3f}, {acc_in.ci_high:.3f}], chance "
                                 f"{chance:.3f})")
-    elif acc_in.ci_high < acc_out.ci_low:
+    elif cast(float, acc_in.ci_high) < cast(float, acc_out.ci_low):
         fits, message = False, (f"the model does not fit its own members: check the preprocessing (accuracy on the "
                                 f"members {acc_in.mean:.3f} [{acc_in.ci_low:.3f}, {acc_in.ci_high:.3f}] lies below the "
                                 f"non-members' {acc_out.mean:.3f} [{acc_out.ci_low:.3f}, {acc_out.ci_high:.3f}]: is the "
@@ -275,7 +275,7 @@ def check_fit(logp: np.ndarray, labels: np.ndarray, member: np.ndarray, stated: 
     else:
         fits, message = True, (f"accuracy on the members {acc_in.mean:.3f} [{acc_in.ci_low:.3f}, {acc_in.ci_high:.3f}], "
                                f"on the non-members {acc_out.mean:.3f} [{acc_out.ci_low:.3f}, {acc_out.ci_high:.3f}]")
-        if stated is not None and not acc_in.ci_low <= stated <= acc_in.ci_high:
+        if stated is not None and not cast(float, acc_in.ci_low) <= stated <= cast(float, acc_in.ci_high):
             message += (f"; the stated training accuracy {stated:.3f} lies outside the measured interval: check the "
                         f"preprocessing")
     return ModelCheck(acc_in, acc_out, float(loss[member].mean()), float(loss[~member].mean()), chance, stated, fits,
@@ -359,10 +359,11 @@ def risk_figures(attacks: Sequence[AttackScores], member: np.ndarray, prior: flo
 
         exposed = (lambda t: None if t is None else t * n_members)
         out.append(RiskFigure(a.name, fpr, prior, tpr,
-                              Estimate(precision(tpr.mean), precision(tpr.ci_low), precision(tpr.ci_high), tpr.n, (),
-                                       tpr.method, tpr.confidence, "the TPR's interval carried through"),
-                              Estimate(exposed(tpr.mean), exposed(tpr.ci_low), exposed(tpr.ci_high), tpr.n, (),
-                                       tpr.method, tpr.confidence, "TPR × members; the TPR's interval carried through"),
+                              Estimate(cast(float, precision(tpr.mean)), precision(tpr.ci_low), precision(tpr.ci_high),
+                                       tpr.n, (), tpr.method, tpr.confidence, "the TPR's interval carried through"),
+                              Estimate(cast(float, exposed(tpr.mean)), exposed(tpr.ci_low), exposed(tpr.ci_high),
+                                       tpr.n, (), tpr.method, tpr.confidence,
+                                       "TPR × members; the TPR's interval carried through"),
                               fpr * (n_population - n_members), math.floor(fpr * n0 + 1e-12) >= 1))
     return tuple(out)
 
@@ -407,7 +408,8 @@ def _attacks(state: AuditState, logp: np.ndarray, logp_pool: np.ndarray | None, 
                 and len(a.scores) == len(member):
             diff = auc_difference(a.scores, state.blind_scores, member, n_boot, seed)
             verdict = ("inconclusive" if is_zero_width(diff.ci_low, diff.ci_high, diff.mean) else
-                       f"{a.name} higher" if diff.ci_low > 0 else "blind higher" if diff.ci_high < 0 else "inconclusive")
+                       f"{a.name} higher" if cast(float, diff.ci_low) > 0 else
+                       "blind higher" if cast(float, diff.ci_high) < 0 else "inconclusive")
             comparisons.append(AucDifference(a.name, "blind", diff, verdict))
     differs = blind.auc.excludes(0.5)
     warning = ("your members and non-members differ in distribution — an attack's AUC is not all leakage: compare it "
@@ -550,7 +552,7 @@ def run_audit(model: LoadedModel, records: RawRecords, member_ids: Sequence[str]
 # ---------------------------------------------------------------------------- what-ifs
 def _rerun(outcome: AuditOutcome, logp: np.ndarray, pool: np.ndarray | None, queries: np.ndarray | None,
            defense: dict[str, Any]) -> AuditOutcome:
-    state = outcome.state
+    state = cast(AuditState, outcome.state)  # set by run_audit on every outcome a what-if reruns
     result, blind, risk, more, extra_notes = _attacks(state, logp, pool, queries)
     utility = _utility(logp, state.labels[state.audit_index], state.member)
     undefended = outcome.utility["nonmember_accuracy"]

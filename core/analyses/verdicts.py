@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence, cast
 
 import numpy as np
 
 from core.analyses.analysis_results import AuditView, EpochRow, MemberMeans, Scatter
 from core.analyses.own_models import Memorization, Mismatch
-from core.analyses.registry import Analysis, registered
+from core.analyses.registry import Analysis, Repeat, registered
 from core.analyses.repeats import answer_of
 from core.experiment.results import RunSummary
 from core.experiment.results import runs as typed_runs
@@ -358,7 +358,7 @@ def repeated_verdicts(per_repeat: list[dict[str, Any]], seeds: list[int] | None 
     found: dict[str, RepeatedVerdict] = {}
     missing: dict[str, str] = {}
     for entry in repeated_analyses():
-        name, rep = entry.name, entry.repeat
+        name, rep = entry.name, cast(Repeat, entry.repeat)  # repeated_analyses: repeat is set
         if not all(name in r for r in per_repeat):
             continue
         if name == "runs":  # the one answer over these repeats (core.analyses.arch_answer), as every page gives it
@@ -367,16 +367,17 @@ def repeated_verdicts(per_repeat: list[dict[str, Any]], seeds: list[int] | None 
             if answer is not None:
                 c = paired_compare(name, [answer.ffnn.values[i] for i in range(n)],
                                    [answer.rnn.values[i] for i in range(n)], rep.expected)
-                found[entry.verdict] = RepeatedVerdict(name, f"{answer.label} (the answer: Holm over "
+                found[cast(str, entry.verdict)] = RepeatedVerdict(name, f"{answer.label} (the answer: Holm over "
                                                              f"{len(answer.family)})", n,
                                                        dataclasses.replace(c, verdict=answer.as_verdict()))
                 continue
         pairs = [rep.pair(r[name]) for r in per_repeat]
         if any(p is None for p in pairs):
-            missing[entry.verdict] = f"{sum(p is None for p in pairs)} of {n} repeats have no {rep.what}"
+            missing[cast(str, entry.verdict)] = f"{sum(p is None for p in pairs)} of {n} repeats have no {rep.what}"
             continue
-        found[entry.verdict] = RepeatedVerdict(name, rep.what, n, paired_compare(
-            name, [p[0] for p in pairs], [p[1] for p in pairs], rep.expected))
+        found[cast(str, entry.verdict)] = RepeatedVerdict(name, rep.what, n, paired_compare(
+            name, [p[0] for p in cast("list[tuple[float, float]]", pairs)],
+            [p[1] for p in cast("list[tuple[float, float]]", pairs)], rep.expected))
     # typed as it is computed; the JSON layout analyses.json and analyze --repeats write (and the page's view holds)
     return RepeatedVerdicts(n, tuple(seeds) if seeds else None, found, missing).to_dict()
 

@@ -29,7 +29,7 @@ it; a built-in is refused). Registration also gives the display names
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Protocol, TypeAlias
 
 import numpy as np
 
@@ -40,7 +40,9 @@ from core.measurement.responses import Responses
 
 #: :class:`core.attacks.shadow_attacks.Attack`, ``AttackOutcome`` and ``AttackTraining`` (not imported: that
 #: module imports this one to register its attacks)
-Attack = AttackOutcome = AttackTraining = Any
+Attack: TypeAlias = Any
+AttackOutcome: TypeAlias = Any
+AttackTraining: TypeAlias = Any
 
 STAGES = ("responses", "models")
 #: what the attacker needs: shadow models of the target's recipe; reference models on the attacked

@@ -452,7 +452,7 @@ class Defender:
         # The Defenses page's utility card's point (utility, every draw, no quantile regression) under a fourth: the
         # curves and the table show the utility loss of every value a session visited, not only of "Measure"'s
         if utility and not quantile and registry and attacker == "naive":
-            fast_key = self.cache.key("defended_utility_noquantile", self.cfg.config_hash, spec.key)
+            fast_key: str | None = self.cache.key("defended_utility_noquantile", self.cfg.config_hash, spec.key)
         else:
             fast_key = (self.cache.key("defended_fast_noregistry" if not registry else
                                        "defended_fast" if quantile else "defended_fast_noquantile", self.cfg.config_hash,

@@ -177,13 +177,13 @@ class ImageTask(LogitClassifier, Task):
         # (the study trains ResNet with lr 1e-3 and ReNet with lr 1e-2: paper 000 §4.2)
         "quick": dict(dataset="digits", n_train=200, n_eval=200, epochs=40, batch_size=32, lr=1e-3,
                       n_shadows=4, attack_epochs=(2, 5, 10, 20, 30), attack_train_epochs=80, rnn=dict(lr=1e-2)),
-        # real CIFAR-10 sized for 2 CPU cores (issue 21; measured in docs/results.md): 4,000 members, small
+        # real CIFAR-10 sized for 2 CPU cores (measured in docs/results.md): 4,000 members, small
         # CNN (33k parameters) vs ReNet on 4×4 patches (35k), both at lr 3e-3 (the ReNet at the study's 1e-2
         # peaked at validation 0.43 by epoch 6, then fell to 0.38 as it memorised), 2 shadows
         "cifar_cpu": dict(dataset="cifar10", n_train=4000, n_eval=1000, epochs=24, batch_size=64, lr=3e-3,
                           n_shadows=2, attack_epochs=(6, 12, 18), attack_train_epochs=40, cnn_width=8, cnn_stages=3,
                           cnn_fc=64, renet_patch=4, renet_layers=1),
-        # the user's class folders (issue 33) at a quick size: cifar_cpu's matched pair (CNN 33k parameters,
+        # the user's class folders at a quick size: cifar_cpu's matched pair (CNN 33k parameters,
         # ReNet on 4×4 patches of the 32×32 images) on 500 members, 20 epochs, 2 shadows
         "folder_quick": dict(dataset="folder", image_size=32, n_train=500, n_eval=200, epochs=20, batch_size=64,
                              lr=3e-3, n_shadows=2, attack_epochs=(10,), attack_train_epochs=40, cnn_width=8,
@@ -481,7 +481,7 @@ class ImageTask(LogitClassifier, Task):
     def label_queries_under(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray, n: int,
                             output_transforms: Sequence[OutputTransform | None]) -> np.ndarray:
         """:meth:`label_queries` under each transform (a defense's draws), the model run once per augmented
-        batch for all of them (issue 32.16: it ran once per draw); each transform sees its batches in
+        batch for all of them (not once per draw); each transform sees its batches in
         :meth:`label_queries`' order, so each draw's noise, and its answers, are the ones it gave alone."""
         if not 1 <= n <= len(LABEL_AUGMENTATIONS):
             raise ConfigError(f"label queries: n must lie in 1..{len(LABEL_AUGMENTATIONS)}, got {n}")

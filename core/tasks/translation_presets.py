@@ -15,7 +15,7 @@ PRESETS: dict[str, dict[str, Any]] = {
                   n_shadows=2, attack_epochs=(8,), attack_train_epochs=40,
                   n_pairs_source=6000, emb=64, hidden=96, dropout=0.1, tf_layers=2, bleu_sentences=40,
                   rnn=dict(lr=1e-2)),
-    # real Multi30K sized for 2 CPU cores (issue 21; measured in docs/results.md, en→de and de→en): the
+    # real Multi30K sized for 2 CPU cores (measured in docs/results.md, en→de and de→en): the
     # vocabularies capped at 2,000 tokens per side (the output softmax was most of a step), pairs of at
     # most 20 tokens, no dropout, batches of 16. The LSTM at the quick preset's lr 1e-2 (batch 32: 31 steps an
     # epoch, full vocabularies) reached train BLEU 2.9 after 12 epochs; at 3e-3, batch 16, capped: 8.9 after 12
@@ -29,12 +29,12 @@ PRESETS: dict[str, dict[str, Any]] = {
                          batch_size=16, lr=3e-3, n_shadows=2, attack_epochs=(9,), attack_train_epochs=40,
                          max_vocab=2000, max_len=20, emb=64, hidden=96, dropout=0.0, tf_layers=2,
                          bleu_sentences=100, rnn=dict(lr=5e-3, epochs=28, attack_epochs=(14,))),
-    # parallel text in any folder (issue 33) at multi30k_cpu's sizes; its measured note in docs/your_data.md
+    # parallel text in any folder at multi30k_cpu's sizes; its measured note in docs/your_data.md
     "pairs_cpu": dict(dataset="pairs", src_lang="en", tgt_lang="de", n_train=1000, n_eval=200, epochs=18,
                       batch_size=16, lr=3e-3, n_shadows=2, attack_epochs=(9,), attack_train_epochs=40,
                       max_vocab=2000, max_len=20, emb=64, hidden=96, dropout=0.0, tf_layers=2,
                       bleu_sentences=100, rnn=dict(lr=5e-3, epochs=28, attack_epochs=(14,))),
-    # Multi30K that translates, for one GPU (issue 35): more pairs than the study's 5,000 (less memorisation, so
+    # Multi30K that translates, for one GPU: more pairs than the study's 5,000 (less memorisation, so
     # that attacks fall below saturation), batches of 128 (on a GPU these small models are launch-bound, so a
     # step of 128 should cost little more than one of 64: expected, not measured), the Transformer's warm-up +
     # inverse-√ schedule and label smoothing 0.1 for both
@@ -93,8 +93,8 @@ PRESET_NOTES: dict[str, str] = {
                     "(one seed; bench/device_session_findings.sh on main's tree at commit 5953d02, torch 2.11; "
                     "docs/results.md, \"GPU check (one H100, 2026-11-27)\"): the six models side by side "
                     "(MIA_EXECUTOR=processes) trained in 115.9 s (Transformer) / 117.0 s (LSTM), attack stage "
-                    "31.2 s / 20.7 s; validation BLEU 26.4 / 26.8 (train 65.6 / 41.7), so both translate (issue "
-                    "35's bar, validation BLEU ≥ 20); LiRA AUC 0.945 / 0.936 is below 0.95 but RMIA 0.986 / "
+                    "31.2 s / 20.7 s; validation BLEU 26.4 / 26.8 (train 65.6 / 41.7), so both translate (the "
+                    "findings' bar, validation BLEU ≥ 20); LiRA AUC 0.945 / 0.936 is below 0.95 but RMIA 0.986 / "
                     "0.975 is above (and the Transformer's shadow-model attack 0.968, zlib 0.955, PRMIA 0.952), "
                     "so not every attack is below saturation. One seed: F1 on it is inconclusive "
                     "(one repeat); 6 repeats would take about 6 × (149 + 138) s ≈ 29 min of one H100 (an "
@@ -106,7 +106,7 @@ PRESET_NOTES: dict[str, str] = {
              "(LSTM) and the attacks took 35–43 s (docs/results.md, commit f0f2da2); with the batched attack "
              "fit the LSTM's attack stage took 26.0 s (2026-11-27, main's tree at commit 5953d02; target ≤ 10 s). "
              "Not measured on 2 CPU cores. Validation BLEU there: 12.9 (Transformer) / 19.6 (LSTM), LiRA AUC "
-             "0.96 / 0.94: below the ≥ 20 both need for a comparison that can decide F1 (issue 35); the "
+             "0.96 / 0.94: below the ≥ 20 both need for a comparison that can decide F1; the "
              "multi30k_gpu preset reaches validation BLEU ≥ 20 for both (its note). No CPU preset comes near "
              "(multi30k_cpu: 2–8).",
 }

@@ -5,7 +5,7 @@ so the page gathers inputs, calls core and draws. Each function takes a typed re
 (read with ``coerce``: a worker job's result arrives as JSON)."""
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, cast
 
 import numpy as np
 
@@ -115,7 +115,7 @@ def scatter_separation(scatters: Mapping[str, Mapping[str, Any]], scale: str, n_
             inn = non[r.integers(0, len(non), (n_boot, len(non)))]
             v = values[a]
             boots[a] = (np.median(v[inn], 1) - np.median(v[im], 1)) if log else (v[inn].mean(1) - v[im].mean(1))
-            ci[a] = tuple(float(x) for x in np.quantile(boots[a], [0.025, 0.975]))
+            ci[a] = cast("tuple[float, float]", tuple(float(x) for x in np.quantile(boots[a], [0.025, 0.975])))
         if same:
             diff_ci = tuple(float(x) for x in np.quantile(boots["ffnn"] - boots["rnn"], [0.025, 0.975]))
     parts = [f"{ARCH_NAMES[a]} {gap[a]:+.3g}" + (f" [{ci[a][0]:+.3g}, {ci[a][1]:+.3g}]" if a in ci else "")

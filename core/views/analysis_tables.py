@@ -5,7 +5,7 @@ applies them.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping, cast
 
 import pandas as pd
 
@@ -19,7 +19,8 @@ from core.measurement.budget import BudgetPoint
 def tables(results: dict[str, Any]) -> dict[str, pd.DataFrame]:
     """One flat table per analysis present in ``results`` (see :func:`core.analyses.analysis.analyze`):
     its registered ``table`` builder (:mod:`core.analyses.registry`) on its data."""
-    return {a.name: analysis_registry.table_of(a)(results[a.name]) for a in analysis_registry.registered()
+    return {a.name: cast("Callable[[Any], Any]", analysis_registry.table_of(a))(results[a.name])
+            for a in analysis_registry.registered()
             if a.name in results and analysis_registry.table_of(a) is not None}
 
 

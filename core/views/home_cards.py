@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
 
@@ -71,7 +72,7 @@ def headline_cards(answer: Answer, summaries: dict[str, RunSummary]) -> list[Hea
     label = (m.label if m is not None and m.label else metric)
     out = []
     for arch, summary in summaries.items():
-        e = Estimate.from_dict(m.estimate(arch)) if m is not None and m.estimate(arch) else None
+        e = Estimate.from_dict(cast("dict[str, Any]", m.estimate(arch))) if m is not None and m.estimate(arch) else None
         if answer.repeats >= 2 and e is not None and e.ci_low is not None and math.isfinite(e.mean):
             out.append(HeadlineCard(arch, f"{ARCH_NAMES[arch]} · {label}, mean of {answer.repeats} repeats",
                                     f"{e.mean:.3f}",

@@ -18,7 +18,7 @@ import html
 import json
 import re
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -56,7 +56,7 @@ def scatter_figure(scatter: dict[str, Any], attack: str | None = None) -> go.Fig
 def figures_of(results: dict[str, Any]) -> dict[str, go.Figure]:
     """One figure per analysis present in ``results``: its registered ``figure`` builder on its data
     (and the audit's guesses beside its bounds)."""
-    out: dict[str, go.Figure] = {a.name: analysis_registry.figure_of(a)(results[a.name])
+    out: dict[str, go.Figure] = {a.name: cast("Callable[[Any], Any]", analysis_registry.figure_of(a))(results[a.name])
                                  for a in analysis_registry.registered()
                                  if a.name in results and analysis_registry.figure_of(a) is not None}
     if any(v.get("estimators") for v in results.get("audit", {}).values()):
@@ -214,7 +214,8 @@ def cached_comparison(configs: dict[str, ExperimentConfig], cache: ArtifactCache
     n = min(len(v) for v in cached.values())
     if n < 2:
         return None
-    runs_ = {a: [RunSummary.from_dict(cached_summary(c, cache)) for c in v[:n]] for a, v in cached.items()}
+    runs_ = {a: [RunSummary.from_dict(cast("dict[str, Any]", cached_summary(c, cache))) for c in v[:n]]  # cached
+              for a, v in cached.items()}
     return {"comparison": comparison_json(runs_["ffnn"], runs_["rnn"])}
 
 

@@ -17,7 +17,7 @@ Imports only :mod:`core.foundations` (and the kinds' own optional third-party pa
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, cast
 
 import numpy as np
 import torch
@@ -155,7 +155,8 @@ class LoadedModel:
         """(N, m) log-probabilities of ``module`` (default this model) on prepared inputs."""
         if module is None and self.run is not None:
             return self.run(inputs)
-        return torch_log_probs(module if module is not None else self.module, inputs)
+        # without a ``run`` (ONNX) the model is a torch module
+        return torch_log_probs(module if module is not None else cast(nn.Module, self.module), inputs)
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ import json
 import math
 import tomllib
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, cast
 
 import numpy as np
 from PIL import Image
@@ -209,14 +209,15 @@ def parse_preprocess(data: Mapping[str, Any], source: str = "given") -> Preproce
         dtype = s.get("dtype", "float32")
         if dtype not in DTYPES:
             raise ConfigError(f"preprocess: dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
-        table = TableSpec(tuple(cols), _text_of(s, "label", "label"), _text_of(s, "id", None), dtype)
+        table = TableSpec(tuple(cols), cast(str, _text_of(s, "label", "label")), _text_of(s, "id", None), dtype)
     if "text" in data:
         s = data["text"]
         _only(s, "text", {"column", "label", "id", "max_length"})
         ml = s.get("max_length", 128)
         if isinstance(ml, bool) or not isinstance(ml, int) or not 1 <= ml <= 8192:
             raise ConfigError(f"preprocess: max_length must be an integer in 1..8192, got {ml!r}")
-        text = TextSpec(_text_of(s, "column", "text"), _text_of(s, "label", "label"), _text_of(s, "id", None), ml)
+        text = TextSpec(cast(str, _text_of(s, "column", "text")), cast(str, _text_of(s, "label", "label")),
+                        _text_of(s, "id", None), ml)
     return Preprocess(image, table, text, n, source)
 
 
@@ -244,7 +245,7 @@ def _resize(img: Image.Image, resize: tuple[int, int] | int) -> Image.Image:
             w, h = resize, int(resize * height / width)
         else:
             h, w = resize, int(resize * width / height)
-    return img.resize((w, h), Image.BILINEAR)
+    return img.resize((w, h), Image.Resampling.BILINEAR.value)  # the int Image.BILINEAR is
 
 
 def _crop(img: Image.Image, crop: tuple[int, int]) -> Image.Image:

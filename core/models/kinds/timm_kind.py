@@ -4,6 +4,8 @@ the declared input transform (timm's ``data_config`` is not consulted: what the 
 user's to declare). Rebuilt untrained for references and shadows."""
 from __future__ import annotations
 
+from typing import cast
+
 from core.foundations.errors import ConfigError
 from core.models.kinds.base import LoadedModel, ModelKind, load_state_dict_into, register
 from core.models.kinds.preprocess import Preprocess
@@ -24,7 +26,7 @@ def _load(name: str, weights: str | None, n_classes: int | None, preprocess: Pre
         return timm.create_model(name, pretrained=False, num_classes=n_classes, in_chans=channels)
 
     module = fresh()
-    load_state_dict_into(module, weights, f"timm:{name} with {n_classes} classes")
+    load_state_dict_into(module, cast(str, weights), f"timm:{name} with {n_classes} classes")
     return LoadedModel(f"timm:{name}", "timm", n_classes, "image", image_prepare(preprocess), module, fresh,
                        preprocess=preprocess, notes=vision_notes())
 

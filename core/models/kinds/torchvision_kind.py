@@ -3,6 +3,8 @@ untrained by name with ``num_classes`` outputs, filled from a safetensors state 
 declared one (:mod:`core.models.kinds.preprocess`). Rebuilt untrained for references and shadows."""
 from __future__ import annotations
 
+from typing import cast
+
 import torch
 
 from core.foundations.errors import ConfigError
@@ -31,7 +33,7 @@ def _load(name: str, weights: str | None, n_classes: int | None, preprocess: Pre
         return tv.models.get_model(name, weights=None, num_classes=n_classes)
 
     module = fresh()
-    load_state_dict_into(module, weights, f"torchvision:{name} with {n_classes} classes")
+    load_state_dict_into(module, cast(str, weights), f"torchvision:{name} with {n_classes} classes")
     return LoadedModel(f"torchvision:{name}", "torchvision", n_classes, "image", image_prepare(preprocess), module,
                        fresh, preprocess=preprocess, notes=vision_notes())
 
