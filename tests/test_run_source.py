@@ -44,8 +44,11 @@ def test_repeats_from_two_machines_with_the_same_hashes_combine_and_the_row_says
     assert [b["batch"] for b in table.to_dict()["sources"]["batches"]] == ["a", "b"]
     # the defense rows never read imported runs (their defended points and analyses are this machine's only)
     assert all(r.status == "not run" for r in table.rows if r.finding not in ("F1", "F1a"))
-    # an imported run's time says nothing of this machine: no expected time is made from it
-    assert "time unknown" in f1.missing_time
+    # an imported run's time says nothing of this machine: no expected time is made from it — F4 queues the same
+    # undefended runs (missing here, imported there) beside its DP-SGD points, and its time stays unknown
+    f4 = next(r for r in table.rows if r.finding == "F4")
+    assert any(m.what.startswith("undefended") for m in f4.missing) and "time unknown" in f4.missing_time
+    assert all(m.seconds is None for m in f4.missing)
 
 
 def test_without_imports_the_table_has_no_sources_and_reads_nothing_imported(tmp_path):
