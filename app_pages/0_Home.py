@@ -6,17 +6,16 @@ from pathlib import Path
 import plotly.graph_objects as go
 import streamlit as st
 
-from core.views.plain import plain_markdown
-
 from core.analyses.answer import Answer, answer_key, cached_answer
 from core.analyses.repeats import repeat_config
 from core.foundations.errors import MIAError
 from core.foundations.paths import cache_dir
 from core.tasks import get_task
 from core.views.home_cards import headline_cards
+from core.views.plain import plain_markdown
+from core.views.run_text import verdict_lines
 from core.views.style import legend_beside
 from ui.nav import page_meta, registered_pages
-from core.views.run_text import verdict_lines
 from ui.results import figures
 from ui.shared import job_manager, summary_of
 

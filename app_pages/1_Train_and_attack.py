@@ -9,24 +9,21 @@ import dataclasses
 
 import streamlit as st
 
-from core.views.plain import plain_markdown
-
+from core.analyses.matching import matched_plan
+from core.analyses.repeats import repeat_config
 from core.data import multi30k
+from core.experiment.results import RunSummary
 from core.foundations.config import MAX_REPEATS
 from core.foundations.errors import MIAError
 from core.foundations.names import ARCH_NAMES as ARCH_LABELS
 from core.foundations.paths import data_root, resolve_data_dir
-from core.analyses.matching import matched_plan
-from core.analyses.repeats import repeat_config
-from core.experiment.results import RunSummary
 from core.tasks import available_tasks, get_task
-from ui.nav import format_seconds, job_line
+from core.views.plain import plain_markdown
 from core.views.repeat_figures import MatchedView
+from ui.nav import format_seconds, job_line
 from ui.results import cached_repeats_view, matched_view, show_results
 from ui.shared import job_manager, map_views_of, summary_of
 from ui.widgets import config_overrides, one_architecture_note, task_label
-
-
 
 st.title("Train & attack")
 st.caption("Trains a victim and the attacker's shadow models per architecture, then runs the membership inference "

@@ -5,31 +5,35 @@ from __future__ import annotations
 import dataclasses
 
 import streamlit as st
-
-from core.views.plain import plain_markdown
 from streamlit.delta_generator import DeltaGenerator
 
+from core.analyses.repeats import cached_repeat_configs, defense_curve_bands, repeat_config
 from core.defenses import registry as defense_registry
-from core.measurement import studies
-from core.foundations.config import MAX_DRAWS, ExperimentConfig, config_changes
+from core.defenses.dirichlet import saturated_share
 from core.defenses.side_by_side import PointLanes
 from core.defenses.spec import DefenseSpec
-from core.defenses.dirichlet import saturated_share
-from core.foundations.errors import MIAError
-from core.foundations.names import ARCH_NAMES as ARCH_LABELS
 from core.experiment.pipeline import config_of
 from core.experiment.results import DefendedPoint, DefenseBaseline, RunSummary
-from core.analyses.repeats import cached_repeat_configs, defense_curve_bands, repeat_config
-from core.tasks import get_task
+from core.foundations.config import MAX_DRAWS, ExperimentConfig, config_changes
+from core.foundations.errors import MIAError
+from core.foundations.names import ARCH_NAMES as ARCH_LABELS
 from core.foundations.names import ATTACK_SHORT, UTILITY_NAMES
+from core.measurement import studies
+from core.tasks import get_task
 from core.views.defense_cards import point_cards
-from core.views.defense_figures import (NOT_MEASURED, band_caption, defended_entropy_histogram, defense_curves,
-                                        defense_table, defense_table_display)
-from ui.nav import job_line
+from core.views.defense_figures import (
+    NOT_MEASURED,
+    band_caption,
+    defended_entropy_histogram,
+    defense_curves,
+    defense_table,
+    defense_table_display,
+)
+from core.views.plain import plain_markdown
 from ui import widgets
-from ui.widgets import drawn, one_architecture_note, task_selector
+from ui.nav import job_line
 from ui.shared import defender_for, defense_value_key, job_manager, runs_of, summary_of
-
+from ui.widgets import drawn, one_architecture_note, task_selector
 
 st.title("Defenses after training")
 st.caption("Noise added to a trained model (nothing here retrains): slide it and watch the attacks, the utility and "

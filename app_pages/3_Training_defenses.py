@@ -8,27 +8,33 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.views.plain import plain_markdown
-
+from core.analyses.repeats import repeat_config
 from core.defenses import registry as defense_registry
-from core.foundations.config import ExperimentConfig, config_changes, field_range, parse_values
+from core.defenses.sweeps import (
+    accuracy_bound_curve,
+    collect_points_repeats,
+    expected_run_s,
+    expected_sweep,
+    run_cost_s,
+    study_recipe_epsilons,
+    sweep_runs,
+)
+from core.defenses.utility_cost import question as utility_cost_question
+from core.defenses.utility_cost import sweep_utility_cost
+from core.defenses.utility_cost import table_rows as utility_cost_rows
+from core.foundations.config import MAX_REPEATS, ExperimentConfig, config_changes, field_range, parse_values
 from core.foundations.errors import MIAError
 from core.foundations.names import ARCH_NAMES as ARCH_LABELS
-from core.measurement.studies import DPSGD_RECIPE
-from core.foundations.config import MAX_REPEATS
-from core.analyses.repeats import repeat_config
-from core.defenses.sweeps import (accuracy_bound_curve, collect_points_repeats, expected_run_s, expected_sweep,
-    run_cost_s, study_recipe_epsilons, sweep_runs)
-from core.defenses.utility_cost import question as utility_cost_question, sweep_utility_cost, table_rows as utility_cost_rows
-from core.tasks import get_task
 from core.foundations.names import UTILITY_NAMES
+from core.measurement.studies import DPSGD_RECIPE
+from core.tasks import get_task
 from core.views.defense_figures import band_caption
+from core.views.plain import plain_markdown
 from core.views.training_defense_figures import dpsgd_recipe_table, training_defense_curves, training_defense_table
 from ui.nav import format_seconds
 from ui.results import show_results
-from ui.widgets import one_architecture_note, remember, remembered, task_label, task_selector
 from ui.shared import job_manager, summary_of
-
+from ui.widgets import one_architecture_note, remember, remembered, task_label, task_selector
 
 st.title("Training defenses")
 st.caption(

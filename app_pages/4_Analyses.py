@@ -9,29 +9,28 @@ import json
 
 import streamlit as st
 
-from core.views.plain import csv_text, plain_markdown
-
 from core.analyses import analyses_view, analysis, record_views
-from core.analyses.analysis_results import CanaryAudit, ExposureView, SlicesView
 from core.analyses import registry as analysis_registry
+from core.analyses.analysis_results import CanaryAudit, ExposureView, SlicesView
+from core.analyses.repeats import repeat_config
 from core.defenses import registry as defense_registry
+from core.defenses.spec import DefenseSpec
+from core.experiment.pipeline import load_models
+from core.foundations.config import ExperimentConfig
+from core.foundations.errors import MIAError
+from core.foundations.names import ARCH_NAMES as ARCH_LABELS
+from core.foundations.names import ATTACK_NAMES as ATTACK_LABELS
+from core.foundations.paths import cache_dir
 from core.foundations.version import stamped
-from core.views import analyses_text, analysis_figures, analysis_tables, record_view_figures, report
 from core.measurement import studies
 from core.measurement.metrics import EPSILON_HAT_HELP
-from core.foundations.config import ExperimentConfig
-from core.defenses.spec import DefenseSpec
-from core.foundations.errors import MIAError
-from core.foundations.names import ARCH_NAMES as ARCH_LABELS, ATTACK_NAMES as ATTACK_LABELS
-from core.foundations.paths import cache_dir
-from core.experiment.pipeline import load_models
-from core.analyses.repeats import repeat_config
 from core.tasks import get_task
+from core.views import analyses_text, analysis_figures, analysis_tables, record_view_figures, report
+from core.views.plain import csv_text, plain_markdown
 from ui.examples import show_record as draw_record
 from ui.nav import format_seconds, job_line
 from ui.shared import defender_for, defense_value_key, job_manager, summary_of
 from ui.widgets import drawn, task_selector
-
 
 st.title("Analyses: why do the attacks work?")
 st.caption("Every view is computed from the cached runs (the long ones train extra models in a worker process, "

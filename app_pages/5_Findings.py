@@ -6,13 +6,19 @@ import json
 
 import streamlit as st
 
-from core.foundations.version import stamped
 from core.analyses.findings import findings_table, missing_jobs
 from core.analyses.findings_base import FINDINGS, TASKS
 from core.foundations.errors import MIAError
+from core.foundations.version import stamped
 from core.tasks import get_task
-from core.views.findings_report import DECIDE, findings_command, findings_frame, findings_html, findings_markdown, \
-    needs_text
+from core.views.findings_report import (
+    DECIDE,
+    findings_command,
+    findings_frame,
+    findings_html,
+    findings_markdown,
+    needs_text,
+)
 from ui.shared import job_manager
 
 st.title("Findings: the studies' claims on this machine")

@@ -26,18 +26,25 @@ from core.foundations.names import ARCH_NAMES as ARCH_LABELS
 from core.foundations.paths import data_root, resolve_data_dir
 from core.foundations.plugins import PLUGIN_ENV
 from core.foundations.task_registry import builtin_tasks
-from core.foundations.user_files import (UPLOAD_FOLDER, UPLOAD_KINDS, parse_member_ids, read_user_file,
-    store_upload, upload_path, user_file_path)
+from core.foundations.user_files import (
+    UPLOAD_FOLDER,
+    UPLOAD_KINDS,
+    parse_member_ids,
+    read_user_file,
+    store_upload,
+    upload_path,
+    user_file_path,
+)
+from core.measurement.stats import Estimate
 from core.models.kinds.preprocess import read_preprocess
+from core.tasks import available_tasks, get_task
 from core.training.recipe import read_recipe
 from core.views.audit_report import audit_report_html
-from core.measurement.stats import Estimate
-from core.tasks import available_tasks, get_task
 from core.views.scores_report import roc_loglog_figure, scores_report_html
 from ui.examples import plain_markdown, show_record
 from ui.nav import format_seconds
-from ui.results import show_results
 from ui.ownership import UPLOAD_BYTES_PER_SESSION, UPLOADS_PER_SESSION
+from ui.results import show_results
 from ui.session import session_owner
 from ui.shared import job_manager, summary_of, upload_ledger
 

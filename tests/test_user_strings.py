@@ -144,6 +144,6 @@ def test_a_csv_the_explorer_writes_runs_no_formula():
 
     from core.views.plain import csv_text
 
-    frame = pd.DataFrame({"=cmd|' /C calc'!A0": ["=HYPERLINK(\"http://x\")", "@SUM(A1)", "-0.5", "plain"], "n": [1, -2, 3, 4]})
+    frame = pd.DataFrame({"=cmd|' /C calc'!A0": ["=HYPERLINK(\"x\")", "@SUM(A1)", "-0.5", "plain"], "n": [1, -2, 3, 4]})
     lines = csv_text(frame).splitlines()
-    assert lines == ["'=cmd|' /C calc'!A0,n", "\"'=HYPERLINK(\"\"http://x\"\")\",1", "'@SUM(A1),-2", "-0.5,3", "plain,4"]
+    assert lines == ["'=cmd|' /C calc'!A0,n", "\"'=HYPERLINK(\"\"x\"\")\",1", "'@SUM(A1),-2", "-0.5,3", "plain,4"]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.views.map_figures import navigation_map
 from core.foundations.names import ARCH_NAMES
 from core.tasks.base import RECORD_KINDS, RecordView
+from core.views.map_figures import navigation_map
 from core.views.plain import plain_markdown
 
 __all__ = ["plain_markdown", "show_record"]

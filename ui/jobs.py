@@ -57,9 +57,9 @@ from typing import Any, Callable, Iterable
 from core.analyses.repeats import repeat_seed
 from core.defenses.registry import get_training, training_names
 from core.foundations.config import MAX_REPEATS, ExperimentConfig, config_changes
-from core.foundations.errors import ConfigError, MIAError
 from core.foundations.device import usable_cores
 from core.foundations.environment import check_environment, env_value
+from core.foundations.errors import ConfigError, MIAError
 from core.foundations.names import ARCH_NAMES
 from core.foundations.paths import cache_dir
 from core.foundations.processes import WorkerProcess, failure_text

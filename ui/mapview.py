@@ -10,9 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 from core.experiment.cache import ArtifactCache
-from core.foundations.config import ExperimentConfig
 from core.experiment.pipeline import load_models
-from core.tasks.navigation import MapViews, map_view  # a map as data: the task's (its records' view, Task.describe_record)
+from core.foundations.config import ExperimentConfig
+from core.tasks.navigation import (  # a map as data: the task's (its records' view, Task.describe_record)
+    MapViews,
+    map_view,
+)
 
 #: bump when the layout of a map view changes (older entries are then recomputed)
 VERSION = 1

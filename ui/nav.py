@@ -8,7 +8,6 @@ from pathlib import Path
 import streamlit as st
 
 from core.views.plain import plain_markdown
-
 from ui.shared import job_manager
 
 ROOT = Path(__file__).resolve().parent.parent

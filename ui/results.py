@@ -11,19 +11,31 @@ from typing import Any
 
 import streamlit as st
 
-from core.views import report
-from core.views.run_text import RunFigures, run_figures
-from core.views.run_view import (Block, Code, Details, Figure, Html, Image, Row, RunInputs, Section, Table, Text,
-                                 run_view)
-from core.foundations.config import ExperimentConfig
-from core.foundations.paths import cache_dir
-from core.foundations.version import stamped
+from core.analyses.comparison_results import ComparisonResult
 from core.analyses.matching import PlannedRepeat
 from core.analyses.repeats import comparison_json, repeats_block
 from core.experiment.results import RunSummary
+from core.foundations.config import ExperimentConfig
+from core.foundations.paths import cache_dir
+from core.foundations.version import stamped
 from core.tasks.navigation import MapViews
-from core.analyses.comparison_results import ComparisonResult
+from core.views import report
 from core.views.repeat_figures import MatchedRepeat, MatchedStop, MatchedView
+from core.views.run_text import RunFigures, run_figures
+from core.views.run_view import (
+    Block,
+    Code,
+    Details,
+    Figure,
+    Html,
+    Image,
+    Row,
+    RunInputs,
+    Section,
+    Table,
+    Text,
+    run_view,
+)
 from ui.widgets import drawn
 
 

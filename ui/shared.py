@@ -8,17 +8,18 @@ import threading
 
 import streamlit as st
 
-from core.experiment.cache import ArtifactCache
-from core.foundations.config import ExperimentConfig
 from core.defenses.defender import Defender
-from core.foundations.paths import cache_dir
+from core.experiment.cache import ArtifactCache
 from core.experiment.pipeline import cached_runs, cached_summary, load_models
-from core.experiment.results import RunSummary, runs as typed_runs
+from core.experiment.results import RunSummary
+from core.experiment.results import runs as typed_runs
+from core.foundations.config import ExperimentConfig
+from core.foundations.paths import cache_dir
+from core.tasks.navigation import MapViews
 from ui.jobs import JobManager, SessionJobs
+from ui.mapview import cached_map_views
 from ui.ownership import RunOwners, UploadLedger, on_user_data
 from ui.session import in_session, is_lecturer, session_owner
-from ui.mapview import cached_map_views
-from core.tasks.navigation import MapViews
 
 
 @st.cache_resource

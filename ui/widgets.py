@@ -17,7 +17,6 @@ from core.foundations.config import ExperimentConfig, field_range
 from core.foundations.names import ARCH_NAMES as ARCH_LABELS
 from core.tasks import available_tasks, get_task
 
-
 #: Top-level fields offered on the page, with help texts.
 MAIN_FIELDS = {
     "n_train": "Records each model trains on (the members).",

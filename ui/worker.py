@@ -365,7 +365,7 @@ def serve(conn: Connection, parent: int) -> None:
     signal.signal(signal.SIGTERM, _on_term)  # also what ends an orphan here: it unwinds like Ctrl-C
     # MIA_WORKER_THREADS (checked by the server before it starts us), else the usable cores
     init_worker(int(env_value("MIA_WORKER_THREADS") or 0), parent)
-    import core.experiment.pipeline
+    import core.experiment.pipeline  # noqa: F401  (preloaded: the first job starts warm)
 
     _preload_tasks()  # pages start a worker before the click (JobManager.prewarm), so this is free
     _send(conn, ("ready", os.getpid()))
