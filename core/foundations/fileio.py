@@ -25,10 +25,11 @@ import json
 import os
 import stat
 import tempfile
+import tomllib
 from pathlib import Path
 from typing import Any, Callable
 
-from core.foundations.errors import OutputPathError
+from core.foundations.errors import ConfigError, OutputPathError
 
 #: temporary files in the target's folder start with this (short, so a long target name that the
 #: file system accepts does not make the temporary name too long)
@@ -254,3 +255,17 @@ def write_text_atomically(path: str | os.PathLike, text: str) -> None:
 def write_json_atomically(path: str | os.PathLike, obj: Any, indent: int | None = 2) -> None:
     """``json.dumps(obj)`` (plus a newline) written atomically to ``path``."""
     write_text_atomically(path, json.dumps(obj, indent=indent) + "\n")
+
+
+def read_document(payload: bytes, name: str, what: str, limit: int) -> Any:
+    """A small declared document (a preprocessing, a recipe) from its bytes: JSON where ``name`` ends in ``.json``,
+    else TOML; at most ``limit`` bytes. Anything else is one :class:`ConfigError` line naming ``what`` and ``name``."""
+    if len(payload) > limit:
+        raise ConfigError(f"{what} {name!r} is larger than {limit // 1024} KiB")
+    is_json = name.lower().endswith(".json")
+    try:
+        text = payload.decode("utf-8-sig")
+        return json.loads(text) if is_json else tomllib.loads(text)
+    except (UnicodeDecodeError, json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
+        reason = " ".join(str(exc).split())[:120]
+        raise ConfigError(f"{what} {name!r} is not valid {'JSON' if is_json else 'TOML'}: {reason}") from None

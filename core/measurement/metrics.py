@@ -359,17 +359,23 @@ def _cp_ratio_bound(hits: np.ndarray, n_hits: int, misses: np.ndarray, n_miss: i
         return np.where((lo > hi) & (hi > 0), np.log(lo / hi), 0.0)
 
 
+def _score_rows(scores: np.ndarray, membership: np.ndarray, rows: str) -> tuple[np.ndarray, np.ndarray]:
+    """``scores`` as a (rows, records) float array and ``membership`` as bools, checked: one flag per record, no NaN."""
+    s = np.asarray(scores, np.float64)
+    y = np.asarray(membership).astype(bool)
+    if s.ndim != 2 or s.shape[1] != y.size:
+        raise ValueError(f"scores must have shape ({rows}, records) with one membership flag per record")
+    if np.isnan(s).any():
+        raise ValueError("attack scores are NaN (did the model diverge?)")
+    return s, y
+
+
 def empirical_epsilon_rows(scores: np.ndarray, membership: np.ndarray, confidence: float = 0.95,
                            seed: int = 0) -> list[EpsilonBound]:
     """:func:`empirical_epsilon` of each row of ``scores`` (shape (T, n), one membership vector
     for all rows, one split for all rows), vectorised over the rows: what a simulation of many
     trials of one mechanism needs."""
-    s = np.asarray(scores, np.float64)
-    y = np.asarray(membership).astype(bool)
-    if s.ndim != 2 or s.shape[1] != y.size:
-        raise ValueError("scores must have shape (trials, records) with one membership flag per record")
-    if np.isnan(s).any():
-        raise ValueError("attack scores are NaN (did the model diverge?)")
+    s, y = _score_rows(scores, membership, "trials")
     select = _split_halves(y, seed)
     return _bound_on_halves(s[:, select], y[select], s[:, ~select], y[~select], confidence,
                             "threshold chosen on a random half, bounded on the other")
@@ -388,12 +394,7 @@ def pooled_empirical_epsilon(scores: np.ndarray, membership: np.ndarray, confide
     the mechanism's draws *on these records* (conditional on them: a record that is always flagged counts once per
     draw). One bound, unlike the mean of per-draw bounds, which is no bound at any stated level; over new records
     the one-draw :func:`empirical_epsilon` is the bound that treats records as the sample."""
-    s = np.asarray(scores, np.float64)
-    y = np.asarray(membership).astype(bool)
-    if s.ndim != 2 or s.shape[1] != y.size:
-        raise ValueError("scores must have shape (draws, records) with one membership flag per record")
-    if np.isnan(s).any():
-        raise ValueError("attack scores are NaN (did the model diverge?)")
+    s, y = _score_rows(scores, membership, "draws")
     select = _split_halves(y, seed)
     draws = s.shape[0]
     return _bound_on_halves(s[:, select].reshape(1, -1), np.tile(y[select], draws), s[:, ~select].reshape(1, -1),

@@ -21,9 +21,7 @@ Training is cross-entropy over the records' labels, mini-batches in a seeded ord
 """
 from __future__ import annotations
 
-import json
 import math
-import tomllib
 from dataclasses import asdict, dataclass
 from typing import Any, Mapping
 
@@ -32,6 +30,7 @@ import torch
 from torch import nn
 
 from core.foundations.errors import ConfigError
+from core.foundations.fileio import read_document
 
 OPTIMIZERS = ("sgd", "adam", "adamw")
 MAX_RECIPE_BYTES = 64 * 2**10
@@ -91,13 +90,7 @@ def parse_recipe(data: Mapping[str, Any], source: str = "given") -> Recipe:
 
 def read_recipe(payload: bytes, name: str) -> Recipe:
     """Parse a recipe file's bytes: JSON when ``name`` ends in ``.json``, else TOML."""
-    if len(payload) > MAX_RECIPE_BYTES:
-        raise ConfigError(f"recipe {name!r} is larger than {MAX_RECIPE_BYTES // 1024} KiB")
-    try:
-        text = payload.decode("utf-8-sig")
-        data = json.loads(text) if name.lower().endswith(".json") else tomllib.loads(text)
-    except (UnicodeDecodeError, json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"recipe {name!r} cannot be parsed: {' '.join(str(exc).split())[:120]}") from None
+    data = read_document(payload, name, "recipe", MAX_RECIPE_BYTES)
     return parse_recipe(data, name.rsplit("/", 1)[-1])
 
 

@@ -33,9 +33,7 @@ where the folder has one (:mod:`core.models.kinds.hf_kind`).
 from __future__ import annotations
 
 import io
-import json
 import math
-import tomllib
 from dataclasses import dataclass, field
 from typing import Any, Mapping, cast
 
@@ -43,6 +41,7 @@ import numpy as np
 from PIL import Image
 
 from core.foundations.errors import ConfigError
+from core.foundations.fileio import read_document
 
 #: the largest preprocessing file read (bytes)
 MAX_PREPROCESS_BYTES = 64 * 2**10
@@ -223,15 +222,7 @@ def parse_preprocess(data: Mapping[str, Any], source: str = "given") -> Preproce
 
 def read_preprocess(payload: bytes, name: str) -> Preprocess:
     """Parse a preprocessing file's bytes: JSON when ``name`` ends in ``.json``, else TOML."""
-    if len(payload) > MAX_PREPROCESS_BYTES:
-        raise ConfigError(f"preprocess {name!r} is larger than {MAX_PREPROCESS_BYTES // 1024} KiB")
-    try:
-        text = payload.decode("utf-8-sig")
-        data = json.loads(text) if name.lower().endswith(".json") else tomllib.loads(text)
-    except (UnicodeDecodeError, json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
-        reason = " ".join(str(exc).split())[:120]
-        raise ConfigError(f"preprocess {name!r} is not valid {'JSON' if name.lower().endswith('.json') else 'TOML'}: "
-                          f"{reason}") from None
+    data = read_document(payload, name, "preprocess", MAX_PREPROCESS_BYTES)
     return parse_preprocess(data, name.rsplit("/", 1)[-1])
 
 
