@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Mapping
 
 from core.analyses.verdicts import RepeatedVerdicts, RunVerdict
-from core.foundations.typed_json import STR, Conv, Open, fail, mapping, null, sequence
+from core.foundations.typed_json import Conv, Open, fail, json_key, mapping, omissible
 
 
 def _verdict_object(cls: type[RunVerdict] | type[RepeatedVerdicts]) -> Conv:
@@ -28,16 +28,16 @@ def _verdict_object(cls: type[RunVerdict] | type[RepeatedVerdicts]) -> Conv:
     return Conv(read, lambda v: v.to_dict(), schema={"type": "object"})
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class AnalysesResults(Open):
     """``analyses.json``: the task and architectures (None in a hand-made dict that lacks them), the one-run
     ``verdicts`` by key (None: none given), the ``repeats`` block (None without repeats) and every other entry —
     each analysis' data and its extras — by name in :attr:`analyses`."""
 
-    task: str | None = None
-    archs: tuple[str, ...] | None = None
-    verdicts: dict[str, RunVerdict] | None = None
-    repeats: RepeatedVerdicts | None = None
+    task: str | None = omissible()
+    archs: tuple[str, ...] | None = omissible()
+    verdicts: dict[str, RunVerdict] | None = json_key(default=None, conv=mapping(_verdict_object(RunVerdict)))
+    repeats: RepeatedVerdicts | None = json_key(default=None, conv=_verdict_object(RepeatedVerdicts))
 
     _WHAT: ClassVar[str] = "analyses"
 
@@ -51,8 +51,3 @@ class AnalysesResults(Open):
         ``repeats`` (the JSON written, verdicts as in ``to_dict``)."""
         verdicts = {k: v.to_dict() for k, v in (self.verdicts or {}).items()}
         return verdicts if self.repeats is None else {"verdicts": verdicts, "repeats": self.repeats.to_dict()}
-
-
-AnalysesResults._FIELDS = {"task": (STR, False), "archs": (sequence(STR), False),
-                           "verdicts": (null(mapping(_verdict_object(RunVerdict))), False),
-                           "repeats": (null(_verdict_object(RepeatedVerdicts)), False)}

@@ -17,26 +17,15 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from core.foundations.typed_json import (
-    BOOL,
-    INT,
-    LIST,
-    NUM,
-    STR,
     Open,
-    flags,
-    mapping,
-    null,
-    numbers,
-    objects,
-    optional_numbers,
-    sequence,
+    omissible,
 )
 from core.measurement.budget import BudgetCurve
 from core.measurement.exposure import QuadrantCount
 
 
 # ---------------------------------------------------------------------------- entropy scatter
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Boundary(Open):
     """A threshold attack's decision boundary: member iff ``signal`` ≤ ``threshold`` (in the signal's units)."""
 
@@ -46,66 +35,50 @@ class Boundary(Open):
     _WHAT: ClassVar[str] = "boundary"
 
 
-Boundary._FIELDS = {"signal": (STR, True), "threshold": (null(NUM), False)}
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Surrogate(Open):
     """A learned attack's surrogate on (log H, log CE): how often it agrees with the attack's decisions, and its
     member probability over the lattice ``x`` × ``y`` (rows: y; None away from the records)."""
 
     agreement: float
-    x: tuple[float, ...] = ()
-    y: tuple[float, ...] = ()
-    member_probability: list[list[float | None]] | None = None
+    x: tuple[float, ...] | None = omissible(())
+    y: tuple[float, ...] | None = omissible(())
+    member_probability: list[list[float | None]] | None = omissible()
 
     _WHAT: ClassVar[str] = "surrogate"
 
 
-Surrogate._FIELDS = {"agreement": (NUM, True), "x": (numbers(), False), "y": (numbers(), False),
-                     "member_probability": (LIST, False)}
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ScatterAttack(Open):
     """One attack in the scatter: its accuracy at its threshold, its decision per record and whether each was
     ``correct``, and its boundary (threshold attacks) or surrogate (learned attacks)."""
 
     accuracy: float
-    decision: tuple[bool, ...] | None = None
-    correct: tuple[bool, ...] | None = None
+    decision: tuple[bool, ...] | None = omissible()
+    correct: tuple[bool, ...] | None = omissible()
     boundary: Boundary | None = None
     surrogate: Surrogate | None = None
 
     _WHAT: ClassVar[str] = "scatter attack"
 
 
-ScatterAttack._FIELDS = {"accuracy": (NUM, True), "decision": (flags(), False), "correct": (flags(), False),
-                         "boundary": (null(objects(Boundary)), False),
-                         "surrogate": (null(objects(Surrogate)), False)}
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Quadrant(Open):
     """The best two-threshold rule "member iff CE ≤ a and H ≤ b" (None: that signal unused), chosen on one half of
     the records, and its ``accuracy`` on the other half (``n_scored`` records); ``accuracy_chosen_on``: on the half
     that chose it (a maximum over every rule: it overstates). Written before the split, ``n_scored`` is None and
     ``accuracy`` was read on the records that chose it."""
 
-    accuracy: float
     cross_entropy_max: float | None = None
     entropy_max: float | None = None
+    accuracy: float
     accuracy_chosen_on: float | None = None
     n_scored: int | None = None
 
     _WHAT: ClassVar[str] = "quadrant"
 
 
-Quadrant._FIELDS = {"cross_entropy_max": (null(NUM), False), "entropy_max": (null(NUM), False),
-                    "accuracy": (NUM, True), "accuracy_chosen_on": (null(NUM), False), "n_scored": (null(INT), False)}
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MemberMeans(Open):
     """A signal's mean over the members and over the non-members."""
 
@@ -115,10 +88,7 @@ class MemberMeans(Open):
     _WHAT: ClassVar[str] = "means"
 
 
-MemberMeans._FIELDS = {"members": (NUM, True), "non_members": (NUM, True)}
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Scatter(Open):
     """One architecture's entropy scatter (:func:`core.analyses.analysis.entropy_scatter`)."""
 
@@ -129,29 +99,21 @@ class Scatter(Open):
     _WHAT: ClassVar[str] = "scatter"
 
 
-Scatter._FIELDS = {"attacks": (mapping(objects(ScatterAttack)), True), "quadrant": (objects(Quadrant), True),
-                   "mean_ape": (objects(MemberMeans), True)}
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ExposedMember(Open):
     """One of the scatter's most exposed members (:func:`core.analyses.analysis.most_exposed`): its ``position`` in
     the evaluation set, its data ``index`` (where known), score, APE and CE."""
 
+    position: int | None = omissible()
     score: float
     ape: float
     cross_entropy: float
-    position: int | None = None
-    index: int | None = None
+    index: int | None = omissible()
 
     _WHAT: ClassVar[str] = "most exposed member"
 
 
-ExposedMember._FIELDS = {"position": (INT, False), "score": (NUM, True), "ape": (NUM, True),
-                         "cross_entropy": (NUM, True), "index": (INT, False)}
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class EpochRow(Open):
     """One epoch of :func:`core.analyses.analysis.vulnerability`: utility, and at a checkpoint the APE of members and
     non-members and the primary attack's numbers (None where not measured)."""
@@ -167,43 +129,32 @@ class EpochRow(Open):
     _WHAT: ClassVar[str] = "row"
 
 
-EpochRow._FIELDS = {"epoch": (INT, True), **{k: (null(NUM), False) for k in (
-    "utility_train", "utility_val", "ape_members", "ape_non_members", "attack_accuracy", "attack_auc")}}
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Vulnerability(Open):
     """One architecture's vulnerability over training (:func:`core.analyses.analysis.vulnerability`), and the
     overtraining run's (:func:`core.analyses.analysis.overtraining`: the same with ``preset_epochs``)."""
 
     best_val_epoch: int | None = None
     gap_final: float | None = None
-    rows: tuple[EpochRow, ...] = ()
-    preset_epochs: int | None = None
+    rows: tuple[EpochRow, ...] | None = omissible(())
+    preset_epochs: int | None = omissible()
 
     _WHAT: ClassVar[str] = "vulnerability"
 
 
-Vulnerability._FIELDS = {"best_val_epoch": (null(INT), False), "gap_final": (null(NUM), False),
-                         "rows": (sequence(objects(EpochRow)), False), "preset_epochs": (INT, False)}
-
-
 # ---------------------------------------------------------------------------- exposure per record
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Realised(Open):
     """One architecture's decisions at an FPR (:class:`core.measurement.exposure.Exposure`'s JSON): the FPR its
     threshold realised, and the threshold (in the score's units)."""
 
     fpr_realised: float
-    threshold: float | None = None
+    threshold: float | None = omissible()
 
     _WHAT: ClassVar[str] = "exposure"
 
 
-Realised._FIELDS = {"fpr_realised": (NUM, True), "threshold": (NUM, False)}
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class QuadrantsAt(Open):
     """The quadrants at one FPR (:class:`core.measurement.exposure.Quadrants`' JSON)."""
 
@@ -220,13 +171,7 @@ class QuadrantsAt(Open):
         return next(q.count for q in self.non_members if q.name == name)
 
 
-QuadrantsAt._FIELDS = {"a": (objects(Realised), True), "b": (objects(Realised), True),
-                       "members": (sequence(objects(QuadrantCount)), True),
-                       "non_members": (sequence(objects(QuadrantCount)), True),
-                       "quadrant": (sequence(STR), True)}
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FlipCounts(Open):
     """Members that stop / start being exposed behind a defense (:class:`core.measurement.exposure.Flips`)."""
 
@@ -235,44 +180,33 @@ class FlipCounts(Open):
     kept: int
     n_members: int
     #: the members (evaluation-set positions) that stop / start being exposed
-    stopped: tuple[int, ...] = ()
-    started: tuple[int, ...] = ()
+    stopped: tuple[int, ...] | None = omissible(())
+    started: tuple[int, ...] | None = omissible(())
 
     _WHAT: ClassVar[str] = "flips"
 
 
-FlipCounts._FIELDS = {"n_stopped": (INT, True), "n_started": (INT, True), "kept": (INT, True),
-                      "n_members": (INT, True), "stopped": (sequence(INT), False), "started": (sequence(INT), False)}
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ExposureView(Open):
     """The per-record exposure view (:func:`core.analyses.record_views.exposure_view`)."""
 
     attack: str
     archs: tuple[str, ...]
-    records: tuple[int, ...]
+    #: the evaluation-set positions (any JSON numbers: the layout never required integers)
+    records: tuple[float, ...]
     membership: tuple[bool, ...]
     scores: dict[str, tuple[float | None, ...]]
     cross_entropy: dict[str, tuple[float | None, ...]]
     ape: dict[str, tuple[float | None, ...]]
+    repeat_seeds: tuple[float, ...] | None = omissible(())
     quadrants: dict[str, QuadrantsAt]
-    repeat_seeds: tuple[int, ...] = ()
-    flips: dict[str, dict[str, FlipCounts]] | None = None
+    flips: dict[str, dict[str, FlipCounts]] | None = omissible()
 
     _WHAT: ClassVar[str] = "exposure"
 
 
-ExposureView._FIELDS = {
-    "attack": (STR, True), "archs": (sequence(STR), True), "records": (numbers(), True),
-    "membership": (flags(), True), "scores": (mapping(optional_numbers()), True),
-    "cross_entropy": (mapping(optional_numbers()), True), "ape": (mapping(optional_numbers()), True),
-    "repeat_seeds": (numbers(), False), "quadrants": (mapping(objects(QuadrantsAt)), True),
-    "flips": (mapping(mapping(objects(FlipCounts))), False)}
-
-
 # ---------------------------------------------------------------------------- reference budget
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class BudgetView(Open):
     """One architecture's reference budget (:func:`core.analyses.record_views.budget_view`)."""
 
@@ -281,17 +215,14 @@ class BudgetView(Open):
     _WHAT: ClassVar[str] = "budget"
 
 
-BudgetView._FIELDS = {"curves": (mapping(objects(BudgetCurve)), True)}
-
-
 # ---------------------------------------------------------------------------- audited ε
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class AuditK(Open):
     """One number of guesses k of the audit (:class:`core.measurement.audit.AuditAtK`) or of the f-DP bound:
     correct guesses, the accuracy of the guesses (the audit) or the bound's μ (f-DP), and its ε."""
 
     k: int
-    correct: int | None = None
+    correct: int | None = omissible()
     accuracy: float | None = None
     mu: float | None = None
     epsilon: float | None = None
@@ -299,11 +230,7 @@ class AuditK(Open):
     _WHAT: ClassVar[str] = "per_k"
 
 
-AuditK._FIELDS = {"k": (INT, True), "correct": (INT, False), "accuracy": (null(NUM), False), "mu": (null(NUM), False),
-                  "epsilon": (null(NUM), False)}
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class AuditHeadline(Open):
     """The audit's headline (:class:`core.measurement.audit.AuditResult`): best k, its audited ε and whether every
     guess was right."""
@@ -311,18 +238,13 @@ class AuditHeadline(Open):
     best_k: int
     epsilon: float | None = None
     saturated: bool | None = None
-    confidence: float | None = None
-    per_k: tuple[AuditK, ...] = ()
+    confidence: float | None = omissible()
+    per_k: tuple[AuditK, ...] | None = omissible(())
 
     _WHAT: ClassVar[str] = "audit"
 
 
-AuditHeadline._FIELDS = {"best_k": (INT, True), "epsilon": (null(NUM), False), "saturated": (null(BOOL), False),
-                         "confidence": (NUM, False),
-                         "per_k": (sequence(objects(AuditK)), False)}
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Accountant(Open):
     """The accountant's ε of a DP-SGD run, by RDP and by PRV."""
 
@@ -332,17 +254,14 @@ class Accountant(Open):
     _WHAT: ClassVar[str] = "accountant_epsilon"
 
 
-Accountant._FIELDS = {"rdp": (null(NUM), False), "prv": (null(NUM), False)}
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FdpBound(Open):
     """The f-DP lower bound (μ, its ε) at the best k; None: no finite value from these canaries."""
 
     best_k: int | None = None
     mu: float | None = None
     epsilon: float | None = None
-    per_k: tuple[AuditK, ...] = ()
+    per_k: tuple[AuditK, ...] | None = omissible(())
 
     _WHAT: ClassVar[str] = "fdp_bound"
 
@@ -351,15 +270,11 @@ class FdpBound(Open):
         return next((p for p in self.per_k or () if p.k == k), None)
 
 
-FdpBound._FIELDS = {"best_k": (null(INT), False), "mu": (null(NUM), False), "epsilon": (null(NUM), False),
-                    "per_k": (sequence(objects(AuditK)), False)}
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GdpEstimate(Open):
     """The Gaussian-DP estimate μ̂ (and ε̂) with its interval; ``saturated``: a perfect split, no finite value."""
 
-    saturated: bool = False
+    saturated: bool | None = omissible(False)
     mu: float | None = None
     mu_low: float | None = None
     mu_high: float | None = None
@@ -370,17 +285,14 @@ class GdpEstimate(Open):
     _WHAT: ClassVar[str] = "gdp_estimate"
 
 
-GdpEstimate._FIELDS = {"saturated": (BOOL, False), **{k: (null(NUM), False) for k in (
-    "mu", "mu_low", "mu_high", "epsilon", "epsilon_low", "epsilon_high")}}
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class BoundCurve(Open):
     """The bounds against the number of guesses ``k`` (:func:`core.measurement.audit_estimators.bound_curve`):
     correct guesses, Steinke et al.'s ε and the f-DP μ and ε at each k."""
 
-    k: tuple[int, ...]
-    correct: tuple[int, ...]
+    #: counts, read as any JSON numbers (the layout never required integers)
+    k: tuple[float, ...]
+    correct: tuple[float, ...]
     steinke_epsilon: tuple[float | None, ...]
     fdp_mu: tuple[float | None, ...]
     fdp_epsilon: tuple[float | None, ...]
@@ -388,60 +300,43 @@ class BoundCurve(Open):
     _WHAT: ClassVar[str] = "curve"
 
 
-BoundCurve._FIELDS = {"k": (numbers(), True), "correct": (numbers(), True),
-                      "steinke_epsilon": (optional_numbers(), True), "fdp_mu": (optional_numbers(), True),
-                      "fdp_epsilon": (optional_numbers(), True)}
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Estimators(Open):
     """The other estimators of the same canaries (:func:`core.measurement.audit_estimators.audit_estimators`)."""
 
     fdp_bound: FdpBound
     gdp_estimate: GdpEstimate
-    curve: BoundCurve | None = None
+    curve: BoundCurve | None = omissible()
 
     _WHAT: ClassVar[str] = "estimators"
 
 
-Estimators._FIELDS = {"fdp_bound": (objects(FdpBound), True), "gdp_estimate": (objects(GdpEstimate), True),
-                      "curve": (objects(BoundCurve), False)}
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PrivacyReport(Open):
     """The accountant's report of a DP-SGD run (:func:`core.training.dpsgd.report`): ε per accountant."""
 
-    epsilons: dict[str, float | None] | None = None
+    epsilons: dict[str, float | None] | None = omissible()
 
     _WHAT: ClassVar[str] = "accountant"
 
 
-PrivacyReport._FIELDS = {"epsilons": (mapping(null(NUM)), False)}
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CanaryAudit(Open):
     """One canary run's audit (:func:`core.analyses.record_views.canary_audit`, cached as this JSON): the canaries'
     scores and coin flips, the audit of them and the run's own accountant (None: not private)."""
 
     m: int
+    seed: int | None = omissible()  # None: cached before the seed was written (seed 0)
     delta: float
     scores: tuple[float, ...]
     included: tuple[bool, ...]
     audit: AuditHeadline
-    seed: int | None = None  # None: cached before the seed was written (seed 0)
     accountant: PrivacyReport | None = None
 
     _WHAT: ClassVar[str] = "canary audit"
 
 
-CanaryAudit._FIELDS = {"m": (INT, True), "seed": (INT, False), "delta": (NUM, True), "scores": (numbers(), True),
-                       "included": (flags(), True), "audit": (objects(AuditHeadline), True),
-                       "accountant": (null(objects(PrivacyReport)), False)}
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Comparability(Open):
     """Whether an audited ε and the accountant's bound one unit
     (:func:`core.measurement.audit.audit_comparability`)."""
@@ -452,10 +347,7 @@ class Comparability(Open):
     _WHAT: ClassVar[str] = "comparability"
 
 
-Comparability._FIELDS = {"comparable": (BOOL, True), "reason": (STR, True)}
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class AuditView(Open):
     """One architecture's audit beside its accountant and attack ε (:func:`core.analyses.record_views.audit_beside`)."""
 
@@ -466,22 +358,15 @@ class AuditView(Open):
     utility_val: float
     estimators: Estimators
     accountant_epsilon: Accountant | None = None
-    delta: float | None = None
-    m: int | None = None
-    comparability: Comparability | None = None
+    delta: float | None = omissible()
+    m: int | None = omissible()
+    comparability: Comparability | None = omissible()
 
     _WHAT: ClassVar[str] = "audit view"
 
 
-AuditView._FIELDS = {
-    "audited_epsilon": (NUM, True), "audit": (objects(AuditHeadline), True), "attack": (STR, True),
-    "attack_epsilon_lower_bound": (NUM, True), "utility_val": (NUM, True), "estimators": (objects(Estimators), True),
-    "accountant_epsilon": (null(objects(Accountant)), False), "delta": (NUM, False), "m": (INT, False),
-    "comparability": (objects(Comparability), False)}
-
-
 # ---------------------------------------------------------------------------- slices
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SliceRow(Open):
     """One slice's metrics (:class:`core.measurement.slices.SliceResult`'s JSON)."""
 
@@ -495,18 +380,12 @@ class SliceRow(Open):
     tpr_at_1pct: float | None = None
     tpr_low: float | None = None
     tpr_high: float | None = None
-    tpr_resolved: bool | None = None
+    tpr_resolved: bool | None = omissible()
 
     _WHAT: ClassVar[str] = "slice"
 
 
-SliceRow._FIELDS = {
-    "slice": (STR, True), "n_members": (INT, True), "n_non_members": (INT, True), "too_small": (BOOL, True),
-    **{k: (null(NUM), False) for k in ("auc", "auc_low", "auc_high", "tpr_at_1pct", "tpr_low", "tpr_high")},
-    "tpr_resolved": (BOOL, False)}
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SlicesView(Open):
     """Attack metrics per slice (:func:`core.analyses.record_views.slices_view`): arch → slicing → rows."""
 
@@ -520,10 +399,6 @@ class SlicesView(Open):
     def slicings(self) -> list[str]:
         """The slicings, in the first architecture's order."""
         return list(next(iter(self.archs.values()), {}))
-
-
-SlicesView._FIELDS = {"attack": (STR, True), "min_records": (INT, True),
-                      "archs": (mapping(mapping(sequence(objects(SliceRow)))), True)}
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ page, the findings table's F1 row and the run report give on the same cache.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Mapping
 
 from core.analyses.arch_answer import ANSWER_METRIC
@@ -20,7 +20,7 @@ from core.experiment.cache import ArtifactCache
 from core.experiment.pipeline import cached_summary
 from core.experiment.results import RunSummary
 from core.experiment.run_source import RunSource
-from core.foundations.typed_json import BOOL, INT, NUM, STR, Typed, null, objects, sequence
+from core.foundations.typed_json import Typed
 from core.measurement.stats import Estimate
 from core.tasks import get_task
 
@@ -53,7 +53,7 @@ def answer_sentence(value: str, metric: str, diff: Estimate | Mapping[str, Any],
     return f"**{value}** — {metric}: {d} 95 % CI [{e.ci_low:+.3f}, {e.ci_high:+.3f}], N = {n} paired repeats{why}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Answer(Typed):
     """:func:`cached_answer`'s result (``compare --cached`` writes its ``to_dict``; the Home page reads it):
     N ``repeats`` cached for both architectures, the headline ``metric`` and its ``verdict`` (None with N = 0),
@@ -67,26 +67,17 @@ class Answer(Typed):
     elsewhere: tuple[str, ...]
     repeats: int
     metric: str
-    verdict: str | None = None
-    sentence: str | None = None
-    comparison: ComparisonResult | None = None
+    verdict: str | None
+    sentence: str | None
+    comparison: ComparisonResult | None
     ffnn: float | None = None
     rnn: float | None = None
     decidable_at: int | None = None
     #: with imported summaries only: where the repeats read were measured, and whether they mix origins
     origins: tuple[str, ...] | None = None
     mixed: bool | None = None
-    extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
-    keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
 
     _WHAT: ClassVar[str] = "answer"
-
-
-Answer._FIELDS = {
-    "question": (STR, True), "task": (STR, True), "preset": (STR, True), "data": (STR, True),
-    "elsewhere": (sequence(STR), True), "repeats": (INT, True), "metric": (STR, True), "verdict": (null(STR), True),
-    "sentence": (null(STR), True), "comparison": (null(objects(ComparisonResult)), True), "ffnn": (null(NUM), False),
-    "rnn": (null(NUM), False), "decidable_at": (null(INT), False), "origins": (null(sequence(STR)), False), "mixed": (null(BOOL), False)}
 
 
 def cached_answer(task: str = "image", preset: str = "quick", cache: ArtifactCache | None = None,

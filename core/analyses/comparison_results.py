@@ -9,72 +9,56 @@ difference's) stay their JSON dicts: the views read them with ``Estimate.from_di
 (:func:`core.views.style.with_ci` takes an :class:`~core.measurement.stats.Estimate`)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from core.analyses.arch_answer import ArchAnswer
-from core.foundations.typed_json import DICT, INT, NUM, STR, Typed, mapping, null, objects, sequence
+from core.foundations.typed_json import Typed, omissible
 from core.measurement.metrics import Resolution
 
 _EXTRA = dict(default_factory=dict, kw_only=True)
 _KEYS = dict(default=(), repr=False, compare=False, kw_only=True)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class DifferenceView(Typed):
     """The paired difference FFNN − RNN (:class:`core.measurement.stats.PairedDifference`'s JSON): its estimate
     ``diff`` (a JSON estimate), both p-values, Cohen's d_z and the number of pairs."""
 
     diff: dict[str, Any]
-    n: int
     p_t: float | None = None
     p_permutation: float | None = None
     effect_size: float | None = None
-    extra: dict[str, Any] = field(**_EXTRA)
-    keys: tuple[str, ...] = field(**_KEYS)
+    n: int
 
     _WHAT: ClassVar[str] = "difference"
     _STRICT: ClassVar[bool] = False
 
 
-DifferenceView._FIELDS = {"diff": (DICT, True), "p_t": (null(NUM), False), "p_permutation": (null(NUM), False),
-                          "effect_size": (null(NUM), False), "n": (INT, True)}
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class VerdictView(Typed):
     """A metric's verdict (:class:`core.measurement.stats.Verdict`'s JSON): holds / reversed / inconclusive, on N pairs."""
 
     value: str
     n: int
-    extra: dict[str, Any] = field(**_EXTRA)
-    keys: tuple[str, ...] = field(**_KEYS)
 
     _WHAT: ClassVar[str] = "verdict"
     _STRICT: ClassVar[bool] = False
 
 
-VerdictView._FIELDS = {"value": (STR, True), "n": (INT, True)}
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class HolmP(Typed):
     """A secondary metric's p-values Holm-adjusted over its ``family``."""
 
     p_t: float | None = None
     p_permutation: float | None = None
-    family: int | None = None
-    extra: dict[str, Any] = field(**_EXTRA)
-    keys: tuple[str, ...] = field(**_KEYS)
+    family: int | None = omissible()
 
     _WHAT: ClassVar[str] = "p_holm"
     _STRICT: ClassVar[bool] = False
 
 
-HolmP._FIELDS = {"p_t": (null(NUM), False), "p_permutation": (null(NUM), False), "family": (INT, False)}
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MetricComparison(Typed):
     """One metric's comparison (:func:`core.analyses.repeats.judged_comparisons`): the difference, the verdict
     (None: a duplicate, a rate finer than the data, a utility), and, from schema 2, its ``role``, display
@@ -87,8 +71,6 @@ class MetricComparison(Typed):
     label: str | None = None
     p_holm: HolmP | None = None
     no_verdict_reason: str | None = None
-    extra: dict[str, Any] = field(**_EXTRA)
-    keys: tuple[str, ...] = field(**_KEYS)
 
     _WHAT: ClassVar[str] = "metric comparison"
     _STRICT: ClassVar[bool] = False
@@ -103,60 +85,42 @@ class MetricComparison(Typed):
         return None if self.p_holm is None else self.p_holm.p_permutation
 
 
-MetricComparison._FIELDS = {
-    "difference": (objects(DifferenceView), True), "verdict": (null(objects(VerdictView)), False),
-    "role": (null(STR), False), "label": (null(STR), False), "p_holm": (null(objects(HolmP)), False),
-    "no_verdict_reason": (null(STR), False)}
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PrimaryMetric(Typed):
     """The metric that carries the headline verdict, its label and why it is primary."""
 
     metric: str
     label: str
     why: str
-    extra: dict[str, Any] = field(**_EXTRA)
-    keys: tuple[str, ...] = field(**_KEYS)
 
     _WHAT: ClassVar[str] = "primary"
     _STRICT: ClassVar[bool] = False
 
 
-PrimaryMetric._FIELDS = {"metric": (STR, True), "label": (STR, True), "why": (STR, True)}
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SecondaryFamily(Typed):
     """The secondary metrics (their p-values Holm-adjusted over this family)."""
 
-    metrics: tuple[str, ...] = ()
-    extra: dict[str, Any] = field(**_EXTRA)
-    keys: tuple[str, ...] = field(**_KEYS)
+    metrics: tuple[str, ...] | None = omissible(())
 
     _WHAT: ClassVar[str] = "secondary"
     _STRICT: ClassVar[bool] = False
 
 
-SecondaryFamily._FIELDS = {"metrics": (sequence(STR), False)}
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ComparisonResult(Typed):
     """:func:`core.analyses.repeats.comparison_json`'s JSON. A comparison written before roles (schema 1) has
     no ``primary`` key: :attr:`has_roles` is False and every metric carries its own verdict."""
 
     metrics: dict[str, MetricComparison]
-    repeats: int | None = None
-    task: str | None = None
+    repeats: int | None = omissible()
+    task: str | None = omissible()
     primary: PrimaryMetric | None = None
-    secondary: SecondaryFamily | None = None
+    secondary: SecondaryFamily | None = omissible()
     no_verdict: dict[str, str] | None = None
     #: each architecture's repeat-0 evaluation set: what one record is worth
     resolution: dict[str, Resolution] | None = None
     roc_band: dict[str, Any] | None = None
-    extra: dict[str, Any] = field(**_EXTRA)
-    keys: tuple[str, ...] = field(**_KEYS)
 
     _WHAT: ClassVar[str] = "comparison"
     _STRICT: ClassVar[bool] = False
@@ -175,10 +139,3 @@ class ComparisonResult(Typed):
     def n_nonmembers(self) -> dict[str, int]:
         """Each architecture's evaluation non-members (repeat 0's ``resolution``), {} without the block."""
         return {a: r.n_nonmembers for a, r in (self.resolution or {}).items()}
-
-
-ComparisonResult._FIELDS = {
-    "metrics": (mapping(objects(MetricComparison)), True), "repeats": (INT, False), "task": (STR, False),
-    "primary": (null(objects(PrimaryMetric)), False), "secondary": (objects(SecondaryFamily), False),
-    "no_verdict": (null(mapping(STR)), False), "resolution": (null(mapping(objects(Resolution))), False),
-    "roc_band": (null(DICT), False)}

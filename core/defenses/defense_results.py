@@ -10,15 +10,15 @@ baseline are :class:`core.experiment.results.DefendedPoint` and :class:`core.exp
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
 from core.experiment.results import DefendedPoint, DefenseBaseline
-from core.foundations.typed_json import BOOL, DICT, INT, NUM, STR, Typed, null, numbers, objects, sequence
+from core.foundations.typed_json import Typed, omissible
 from core.measurement.metrics import scores_for_json
-from core.measurement.stats import Estimate, estimate
+from core.measurement.stats import Estimate
 
 
 # ---------------------------------------------------------------------------- a point's draws
@@ -55,137 +55,94 @@ def summarise_draws(per_draw: list[dict[str, Any]], primary: str) -> tuple[dict[
 
 
 # ---------------------------------------------------------------------------- defend's JSON
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Unreachable(Typed):
     """A target ε a sweep could not reach (the value and the one-line reason): not computed."""
 
     value: float
     error: str
-    extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
-    keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
 
     _WHAT: ClassVar[str] = "unreachable"
 
 
-Unreachable._FIELDS = {"value": (NUM, True), "error": (STR, True)}
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class VerdictBlock(Typed):
     """:class:`core.measurement.stats.Verdict`'s JSON: holds / reversed / inconclusive, and why."""
 
     value: str
     expected: int
-    n: int
     effect: float | None = None
     ci_low: float | None = None
     ci_high: float | None = None
     effect_size: float | None = None
-    reason: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
-    keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
+    n: int
+    reason: str | None = omissible()
 
     _WHAT: ClassVar[str] = "verdict"
 
 
-VerdictBlock._FIELDS = {
-    "value": (STR, True), "expected": (INT, True), "effect": (null(NUM), False), "ci_low": (null(NUM), False),
-    "ci_high": (null(NUM), False), "effect_size": (null(NUM), False), "n": (INT, True), "reason": (STR, False),
-}
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Difference(Typed):
     """FFNN − RNN paired by repeat (:class:`core.measurement.stats.PairedDifference`'s JSON, with ``of``)."""
 
+    of: str | None = omissible()
+    a: Estimate | None = omissible()
+    b: Estimate | None = omissible()
     diff: Estimate
-    a: Estimate | None = None
-    b: Estimate | None = None
-    of: str | None = None
     p_t: float | None = None
     p_permutation: float | None = None
-    permutation_exact: bool | None = None
+    permutation_exact: bool | None = omissible()
     effect_size: float | None = None
-    n: int | None = None
-    extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
-    keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
+    n: int | None = omissible()
 
     _WHAT: ClassVar[str] = "difference"
 
 
-Difference._FIELDS = {
-    "of": (STR, False), "a": (estimate(), False), "b": (estimate(), False), "diff": (estimate(), True),
-    "p_t": (null(NUM), False), "p_permutation": (null(NUM), False), "permutation_exact": (BOOL, False),
-    "effect_size": (null(NUM), False), "n": (INT, False),
-}
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ArchLoss(Typed):
     """One architecture's utility loss at a value: the mean over repeats and each repeat's."""
 
     utility_loss: float | None
-    per_repeat: tuple[float, ...] = ()
-    extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
-    keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
+    per_repeat: tuple[float, ...] | None = omissible(())
 
     _WHAT: ClassVar[str] = "loss"
 
 
-ArchLoss._FIELDS = {"utility_loss": (null(NUM), True), "per_repeat": (numbers(), False)}
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ArchPair(Typed):
     """A number per architecture (the ε each reached at a value; None: ∞ or not measured)."""
 
     ffnn: float | None = None
     rnn: float | None = None
-    extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
-    keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
 
     _WHAT: ClassVar[str] = "pair"
 
 
-ArchPair._FIELDS = {"ffnn": (null(NUM), False), "rnn": (null(NUM), False)}
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class UtilityCostRow(Typed):
     """One swept value of :class:`UtilityCost`: both architectures' utility loss, their paired difference and
     its verdict (``label`` "inconclusive (one repeat)" with N = 1), whether the value is ``comparable`` (and
     why not), and under DP-SGD the ε each reached."""
 
     value: float
+    value_name: str | None = omissible()
     n: int
     ffnn: ArchLoss
     rnn: ArchLoss
     difference: Difference
     verdict: VerdictBlock
     label: str
+    sentence: str | None = omissible()
     comparable: bool
-    value_name: str | None = None
-    sentence: str | None = None
-    not_comparable: tuple[str, ...] = ()
+    not_comparable: tuple[str, ...] | None = omissible(())
     epsilon: ArchPair | None = None
     same_epsilon: bool | None = None
-    epsilon_note: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
-    keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
+    epsilon_note: str | None = omissible()
 
     _WHAT: ClassVar[str] = "utility cost row"
 
 
-UtilityCostRow._FIELDS = {
-    "value": (NUM, True), "value_name": (STR, False), "n": (INT, True), "ffnn": (objects(ArchLoss), True),
-    "rnn": (objects(ArchLoss), True), "difference": (objects(Difference), True),
-    "verdict": (objects(VerdictBlock), True), "label": (STR, True), "sentence": (STR, False),
-    "comparable": (BOOL, True), "not_comparable": (sequence(STR), False), "epsilon": (null(objects(ArchPair)), False),
-    "same_epsilon": (null(BOOL), False), "epsilon_note": (STR, False),
-}
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class UtilityCost(Typed):
     """:func:`core.defenses.utility_cost.utility_cost_comparison`'s block (the sweep JSON's
     ``utility_cost_comparison``): the question, the values compared (:class:`UtilityCostRow`) and the summary
@@ -193,32 +150,22 @@ class UtilityCost(Typed):
     no values and the summary saying why."""
 
     question: str
+    metric: str | None = omissible()
+    of: str | None = omissible()
+    expected: int | None = omissible()
+    claim: str | None = omissible()
+    compared_at: str | None = omissible()
     values: tuple[UtilityCostRow, ...]
-    summary: str | None = None
-    metric: str | None = None
-    of: str | None = None
-    expected: int | None = None
-    claim: str | None = None
-    compared_at: str | None = None
-    repeats: int | None = None
+    repeats: int | None = omissible()
     note: str | None = None
-    per_value_tests: str | None = None
-    how: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
-    keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
+    per_value_tests: str | None = omissible()
+    summary: str | None = omissible()
+    how: str | None = omissible()
 
     _WHAT: ClassVar[str] = "utility_cost_comparison"
 
 
-UtilityCost._FIELDS = {
-    "question": (STR, True), "metric": (STR, False), "of": (STR, False), "expected": (INT, False),
-    "claim": (STR, False), "compared_at": (STR, False), "values": (sequence(objects(UtilityCostRow)), True),
-    "repeats": (INT, False), "note": (null(STR), False), "per_value_tests": (STR, False),
-    "summary": (STR, False), "how": (STR, False),
-}
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class DefenseRun(Typed):
     """``python -m core defend``'s JSON: one config's ``baseline`` (undefended) and a defended point per value.
 
@@ -231,30 +178,18 @@ class DefenseRun(Typed):
 
     task: str
     arch: str
+    preset: str | None = None
     mechanism: str
     attacker: str
+    attacker_note: str | None = omissible()
     config_hash: str
+    training_hash: str | None = None
     spec: dict[str, Any]
+    sensitivity: dict[str, Any] | None = None
     baseline: DefenseBaseline
     points: tuple[DefendedPoint, ...]
-    preset: str | None = None
-    training_hash: str | None = None
-    attacker_note: str | None = None
-    sensitivity: dict[str, Any] | None = None
-    unreachable: tuple[Unreachable, ...] | None = None
+    unreachable: tuple[Unreachable, ...] | None = omissible()
     utility_cost_comparison: UtilityCost | None = None
     repeats: dict[str, Any] | None = None
-    extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
-    keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
 
     _WHAT: ClassVar[str] = "defend"
-
-
-DefenseRun._FIELDS = {
-    "task": (STR, True), "arch": (STR, True), "preset": (null(STR), False), "mechanism": (STR, True),
-    "attacker": (STR, True), "attacker_note": (STR, False), "config_hash": (STR, True),
-    "training_hash": (null(STR), False), "spec": (DICT, True), "sensitivity": (null(DICT), False),
-    "baseline": (objects(DefenseBaseline), True), "points": (sequence(objects(DefendedPoint)), True),
-    "unreachable": (sequence(objects(Unreachable)), False),
-    "utility_cost_comparison": (null(objects(UtilityCost)), False), "repeats": (null(DICT), False),
-}

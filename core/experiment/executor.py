@@ -92,7 +92,8 @@ def train_jobs_together(jobs: Sequence[TrainingJob]) -> list[TrainingOutput]:
     for job, recorder, model in zip(jobs, recorders, models):
         trained = recorder.result(model.eval(), seconds / len(jobs))
         weights = save_safetensors({k: v.detach().cpu().contiguous() for k, v in trained.weights.items()})
-        meta = ModelMeta(trained.params, trained.per_epoch, trained.train_s, None, len(jobs))
+        meta = ModelMeta(params=trained.params, per_epoch=trained.per_epoch, train_s=trained.train_s,
+                         ensemble_members=len(jobs))
         out.append(TrainingOutput(job.role, meta, weights, {e: r.to_bytes() for e, r in trained.responses.items()}))
     return out
 

@@ -111,7 +111,7 @@ def measure_shadow_fidelity(models: TrainedModels) -> ShadowFidelity:
     victim = {e: response_stats(models.victim.responses[e], models.eval_membership) for e in cfg.checkpoint_epochs}
     one = np.r_[np.ones(cfg.n_eval, bool), np.zeros(cfg.n_eval, bool)]
     shadows = {e: [response_stats(s.responses[e], one) for s in models.shadows] for e in cfg.checkpoint_epochs}
-    last = models.victim.per_epoch[-1] if models.victim.per_epoch else EpochRecord(0)
+    last = models.victim.per_epoch[-1] if models.victim.per_epoch else EpochRecord(epoch=0)
     victim_utility = {"train": last.utility_train, "val": last.utility_val}
     shadow_utility = []
     for i in range(len(models.shadows)):

@@ -7,13 +7,13 @@ written before them lacks them (``shadow_each``, ``warnings``), so no cached sum
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import ClassVar
 
-from core.foundations.typed_json import INT, NUM, STR, Typed, null, objects, sequence
+from core.foundations.typed_json import Typed
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class LossStats(Typed):
     """Mean per-record loss and top-1 agreement of members and non-members (:func:`core.experiment.fidelity.response_stats`;
     the shadows' mean of them); None where not measured (no such record, no shadow)."""
@@ -22,8 +22,6 @@ class LossStats(Typed):
     nonmember_loss: float | None = None
     member_top1: float | None = None
     nonmember_top1: float | None = None
-    extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
-    keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
 
     _WHAT: ClassVar[str] = "stats"
     _STRICT: ClassVar[bool] = False
@@ -33,11 +31,7 @@ class LossStats(Typed):
         return self.member_loss if which == "member_loss" else self.nonmember_loss
 
 
-LossStats._FIELDS = {"member_loss": (null(NUM), False), "nonmember_loss": (null(NUM), False),
-                     "member_top1": (null(NUM), False), "nonmember_top1": (null(NUM), False)}
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FidelityCheckpoint(Typed):
     """One checkpoint: the victim's stats, the shadows' mean and each shadow's, and the relative loss gaps
     |shadows − victim| / max(victim, floor) (None where a side is not measured)."""
@@ -45,11 +39,9 @@ class FidelityCheckpoint(Typed):
     epoch: int
     victim: LossStats
     shadows: LossStats
+    shadow_each: tuple[LossStats, ...] | None = None
     member_loss_gap: float | None = None
     nonmember_loss_gap: float | None = None
-    shadow_each: tuple[LossStats, ...] | None = None
-    extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
-    keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
 
     _WHAT: ClassVar[str] = "checkpoint"
     _STRICT: ClassVar[bool] = False
@@ -59,30 +51,18 @@ class FidelityCheckpoint(Typed):
         return self.member_loss_gap if which == "member_loss" else self.nonmember_loss_gap
 
 
-FidelityCheckpoint._FIELDS = {
-    "epoch": (INT, True), "victim": (objects(LossStats), True), "shadows": (objects(LossStats), True),
-    "shadow_each": (null(sequence(objects(LossStats))), False),
-    "member_loss_gap": (null(NUM), False), "nonmember_loss_gap": (null(NUM), False),
-}
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class UtilityPair(Typed):
     """A model's utility on its members / in records (``train``) and on unseen / out records (``val``)."""
 
     train: float | None = None
     val: float | None = None
-    extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
-    keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
 
     _WHAT: ClassVar[str] = "utility"
     _STRICT: ClassVar[bool] = False
 
 
-UtilityPair._FIELDS = {"train": (null(NUM), False), "val": (null(NUM), False)}
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FidelityUtility(Typed):
     """The final utilities: the victim's, each shadow's and the shadows' mean (empty without shadows)."""
 
@@ -90,20 +70,12 @@ class FidelityUtility(Typed):
     victim: UtilityPair | None = None
     shadows: tuple[UtilityPair, ...] | None = None
     shadow_mean: UtilityPair | None = None
-    extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
-    keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
 
     _WHAT: ClassVar[str] = "utility"
     _STRICT: ClassVar[bool] = False
 
 
-FidelityUtility._FIELDS = {
-    "metric": (null(STR), False), "victim": (null(objects(UtilityPair)), False),
-    "shadows": (null(sequence(objects(UtilityPair))), False), "shadow_mean": (null(objects(UtilityPair)), False),
-}
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ShadowFidelity(Typed):
     """Do the shadows track the victim: the loss tolerance and floor, one :class:`FidelityCheckpoint` per
     checkpoint epoch, the final utilities and the warnings (:func:`core.experiment.fidelity.fidelity_warnings`)."""
@@ -113,8 +85,6 @@ class ShadowFidelity(Typed):
     checkpoints: tuple[FidelityCheckpoint, ...] | None = None
     utility: FidelityUtility | None = None
     warnings: tuple[str, ...] | None = None
-    extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
-    keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
 
     _WHAT: ClassVar[str] = "shadow_fidelity"
     _STRICT: ClassVar[bool] = False
@@ -123,10 +93,3 @@ class ShadowFidelity(Typed):
     def last_epoch(self) -> int | None:
         """The last checkpoint's epoch (None without checkpoints)."""
         return max((c.epoch for c in self.checkpoints or ()), default=None)
-
-
-ShadowFidelity._FIELDS = {
-    "loss_tolerance": (null(NUM), False), "loss_floor": (null(NUM), False),
-    "checkpoints": (null(sequence(objects(FidelityCheckpoint))), False), "utility": (null(objects(FidelityUtility)), False),
-    "warnings": (null(sequence(STR)), False),
-}

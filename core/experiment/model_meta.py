@@ -8,17 +8,17 @@ comes off the cache or the worker (:meth:`ModelMeta.from_dict`), and passed on t
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar, Sequence
 
 from core.experiment.results import EpochRecord
-from core.foundations.typed_json import DICT, INT, NUM, Typed, null, objects, sequence
+from core.foundations.typed_json import Typed
 
 #: the meta entry's keys in the order the roles wrote them as a dict (``privacy`` null, never left out)
 _KEYS = ("params", "per_epoch", "train_s", "privacy")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ModelMeta(Typed):
     """One trained role's meta: its parameter count, its learning curve (one row per epoch; a shadow's rows hold
     the epoch only), the seconds it trained, and DP-SGD's record of the training (σ, C, q, steps, accountant
@@ -30,8 +30,6 @@ class ModelMeta(Typed):
     train_s: float
     privacy: dict[str, Any] | None = None
     ensemble_members: int | None = None
-    extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
-    keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
 
     _WHAT: ClassVar[str] = "model meta"
     #: open: an entry written by another version may hold keys this one does not read (kept in ``extra``)
@@ -41,10 +39,4 @@ class ModelMeta(Typed):
     def of(cls, params: int, per_epoch: Sequence[EpochRecord], train_s: float,
            privacy: dict[str, Any] | None = None) -> "ModelMeta":
         """The meta entry as the cache stores it (the four keys, in their order)."""
-        return cls(params, tuple(per_epoch), train_s, privacy, keys=_KEYS)
-
-
-ModelMeta._FIELDS = {
-    "params": (INT, True), "per_epoch": (sequence(objects(EpochRecord)), True), "train_s": (NUM, True),
-    "privacy": (null(DICT), False), "ensemble_members": (null(INT), False),
-}
+        return cls(params=params, per_epoch=tuple(per_epoch), train_s=train_s, privacy=privacy, keys=_KEYS)

@@ -517,7 +517,8 @@ def run_experiment(
         data=DataBlock.from_dict({"description": models.data.description, **models.data.info}, "summary.data"),
         device=str(default_device()),
         machine=machine_info(default_device()),
-        utility=Utility(task.utility_metric, last.utility_train, last.utility_val, keys=_UTILITY_KEYS),
+        utility=Utility(metric=task.utility_metric, train=last.utility_train, val=last.utility_val,
+                        keys=_UTILITY_KEYS),
         attack=replace(AttackResult.from_dict(final[primary].result.to_dict(include_roc=False), "summary.attack"),
                        name=primary),
         attacks={name: AttackResult.from_dict(o.result.to_dict(), f"summary.attacks[{name!r}]")

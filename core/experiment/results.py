@@ -23,7 +23,7 @@ stay JSON values; ``to_dict`` returns them as they are (not copied), so treat th
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, ClassVar, Mapping, Sequence
 
@@ -31,29 +31,21 @@ from core.experiment.fidelity_results import ShadowFidelity
 from core.experiment.summary_blocks import DataBlock, ExampleShowcase, RunSettings, number_or_bound
 from core.foundations.errors import ResultFormatError
 from core.foundations.typed_json import (
-    BOOL,
-    DICT,
-    INT,
-    LIST,
     NUM,
-    STR,
     Typed,
-    flags,
+    fields_of,
     is_number,
+    json_key,
     kind,
-    mapping,
     null,
-    numbers,
-    objects,
-    optional_numbers,
-    sequence,
+    omissible,
 )
 from core.measurement.metrics import EpsilonBound, Resolution
-from core.measurement.stats import Estimate, estimate
+from core.measurement.stats import Estimate
 
 
 # ---------------------------------------------------------------------------- attacks
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class AttackResult(Typed):
     """One attack on one balanced evaluation set (:func:`core.measurement.metrics.evaluate_attack`'s numbers).
 
@@ -68,25 +60,23 @@ class AttackResult(Typed):
 
     name: str
     accuracy: float
+    accuracy_std: float | None = omissible()
     advantage: float
+    advantage_std: float | None = omissible()
     auc: float
+    auc_std: float | None = omissible()
     tpr_at_fpr: dict[str, float]
-    accuracy_std: float | None = None
-    advantage_std: float | None = None
-    auc_std: float | None = None
     threshold: float | None = None
-    n_members: int | None = None
-    n_nonmembers: int | None = None
-    roc_fpr: tuple[float, ...] | None = None
-    roc_tpr: tuple[float, ...] | None = None
+    n_members: int | None = omissible()
+    n_nonmembers: int | None = omissible()
+    roc_fpr: tuple[float, ...] | None = omissible()
+    roc_tpr: tuple[float, ...] | None = omissible()
     #: threshold attacks: {"signal", "threshold" (in the signal's units), "member_if"}
     boundary: dict[str, Any] | None = None
     #: ``run --online-lira N``'s attacks (:meth:`RunSummary.with_attack`): ``online`` (references trained with and
     #: without each target record) and, for LiRA online, the number of reference models
     threat_model: str | None = None
     reference_models: int | None = None
-    extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
-    keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
 
     _WHAT: ClassVar[str] = "attack"
 
@@ -105,18 +95,6 @@ class AttackResult(Typed):
         return bool(self.roc_fpr) and bool(self.roc_tpr)
 
 
-AttackResult._FIELDS = {
-    "name": (STR, True), "accuracy": (NUM, True), "accuracy_std": (NUM, False), "advantage": (NUM, True),
-    "advantage_std": (NUM, False), "auc": (NUM, True), "auc_std": (NUM, False),
-    "tpr_at_fpr": (mapping(NUM), True), "threshold": (null(NUM), False), "n_members": (INT, False),
-    "n_nonmembers": (INT, False), "roc_fpr": (numbers(), False), "roc_tpr": (numbers(), False),
-    "boundary": (null(DICT), False), "threat_model": (null(STR), False), "reference_models": (null(INT), False),
-}
-_ATTACK = objects(AttackResult)
-#: {name: AttackResult}: a result without a ``name`` key (a defended point's ``attacks``) takes its key
-_ATTACKS = mapping(objects(AttackResult, key_name=True), key_name=True)
-
-
 def _check_attacks(primary: AttackResult, attacks: Mapping[str, AttackResult], where: str) -> None:
     """Each attack under its own name, and the primary one among them."""
     for name, r in attacks.items():
@@ -127,7 +105,7 @@ def _check_attacks(primary: AttackResult, attacks: Mapping[str, AttackResult], w
 
 
 # ---------------------------------------------------------------------------- a run
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Utility(Typed):
     """The victim's final utility: ``metric`` (accuracy, bleu, return), on its members (``train``)
     and on unseen records (``val``); None where not measured."""
@@ -135,16 +113,11 @@ class Utility(Typed):
     metric: str
     train: float | None = None
     val: float | None = None
-    extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
-    keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
 
     _WHAT: ClassVar[str] = "utility"
 
 
-Utility._FIELDS = {"metric": (STR, True), "train": (null(NUM), False), "val": (null(NUM), False)}
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class EpochRecord(Typed):
     """One checkpoint of the victim's learning curve, with the primary attack's numbers at that
     epoch where attacks were fitted there (None elsewhere). Task-specific columns (navigation's
@@ -155,8 +128,6 @@ class EpochRecord(Typed):
     utility_val: float | None = None
     attack_accuracy: float | None = None
     attack_auc: float | None = None
-    extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
-    keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
 
     _WHAT: ClassVar[str] = "per_epoch row"
     #: open: a task's ``epoch_metrics`` adds its own curves (navigation's steps; a plugin's), each a number
@@ -171,18 +142,13 @@ class EpochRecord(Typed):
 
     def get(self, name: str, default: Any = None) -> Any:
         """A column by name, typed or task-specific."""
-        if name in self._FIELDS:
+        if name in fields_of(type(self)):
             value = getattr(self, name)
             return default if value is None else value
         return self.extra.get(name, default)
 
 
-EpochRecord._FIELDS = {"epoch": (INT, True), "utility_train": (null(NUM), False),
-                       "utility_val": (null(NUM), False), "attack_accuracy": (null(NUM), False),
-                       "attack_auc": (null(NUM), False)}
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RepeatsBlock(Typed):
     """``run --repeats N``'s block (:func:`core.analyses.repeats.repeats_block`): per headline metric the mean
     with its 95 % interval over the repeats, the primary attack's ROC band, and repeat 0's
@@ -195,9 +161,7 @@ class RepeatsBlock(Typed):
     roc_band: dict[str, Any] | None = None
     #: repeat 0's evaluation-set resolution (:func:`core.analyses.repeats.summary_resolution`): the band's 1/n floor
     resolution: Resolution | None = None
-    within_run: dict[str, Estimate] | None = None
-    extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
-    keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
+    within_run: dict[str, Estimate] | None = omissible()
 
     _WHAT: ClassVar[str] = "repeats"
 
@@ -207,13 +171,7 @@ class RepeatsBlock(Typed):
         return None if self.resolution is None else self.resolution.n_nonmembers
 
 
-RepeatsBlock._FIELDS = {"n": (INT, True), "seeds": (sequence(INT), True), "config_hashes": (sequence(STR), True),
-                        "metrics": (mapping(estimate()), True), "roc_band": (null(DICT), False),
-                        "resolution": (null(objects(Resolution)), False),
-                        "within_run": (mapping(estimate()), False)}
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RunRecords(Typed):
     """A run's per-record signals on its balanced evaluation set (the summary's ``records`` block,
     :func:`core.experiment.pipeline.record_signals`): ``membership`` (member or not, record by record),
@@ -221,14 +179,12 @@ class RunRecords(Typed):
     ``scores`` (None where an attack could not score a record) and each threshold attack's decision
     ``boundaries`` in its signal's units. Optional fields are absent in summaries written before them."""
 
-    membership: tuple[bool, ...] | None = None
-    ape: tuple[float, ...] | None = None
-    cross_entropy: tuple[float, ...] | None = None
-    length: tuple[int, ...] | None = None
-    scores: dict[str, tuple[float | None, ...]] | None = None
-    boundaries: dict[str, dict[str, Any]] | None = None
-    extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
-    keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
+    membership: tuple[bool, ...] | None = omissible()
+    ape: tuple[float, ...] | None = omissible()
+    cross_entropy: tuple[float, ...] | None = omissible()
+    length: tuple[int, ...] | None = omissible()
+    scores: dict[str, tuple[float | None, ...]] | None = omissible()
+    boundaries: dict[str, dict[str, Any]] | None = omissible()
 
     _WHAT: ClassVar[str] = "records"
 
@@ -240,14 +196,7 @@ class RunRecords(Typed):
         return attack in (self.scores or {})
 
 
-RunRecords._FIELDS = {
-    "membership": (flags(), False), "ape": (numbers(), False), "cross_entropy": (numbers(), False),
-    "length": (sequence(INT), False), "scores": (mapping(optional_numbers()), False),
-    "boundaries": (mapping(DICT), False),
-}
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RunSummary(Typed):
     """One run's summary (``python -m core run``'s JSON, the cache's ``result`` entry).
 
@@ -259,23 +208,22 @@ class RunSummary(Typed):
 
     task: str
     arch: str
+    preset: str | None = None
     config: dict[str, Any]
     config_hash: str
-    params: int
-    utility: Utility
-    attack: AttackResult
-    attacks: dict[str, AttackResult]
-    per_epoch: tuple[EpochRecord, ...]
-    timings: dict[str, Any]
-    records: dict[str, Any]
-    preset: str | None = None
     training_hash: str | None = None
+    params: int
     data: DataBlock | None = None
     device: str | None = None
     #: where the run was made (core.foundations.machine): CPU, cores, GPU, torch, load; None in older summaries
     machine: dict[str, Any] | None = None
-    attacks_by_epoch: dict[str, dict[str, AttackResult]] | None = None
-    cache_hit: bool | None = None
+    utility: Utility
+    attack: AttackResult
+    attacks: dict[str, AttackResult] = json_key(by_name=True)
+    attacks_by_epoch: dict[str, dict[str, AttackResult]] | None = json_key(default=None, nullable=False, by_name=True)
+    per_epoch: tuple[EpochRecord, ...]
+    timings: dict[str, Any]
+    cache_hit: bool | None = omissible()
     models_from_cache: dict[str, Any] | None = None
     cache_corrupted: list[Any] | None = None
     #: whose victim: ``{kind: trained | user weights, weights_sha256, members_sha256, n_members}``
@@ -288,10 +236,9 @@ class RunSummary(Typed):
     #: before the block (its config's ``n_eval`` says the balanced set's size: ``settings.n_eval``)
     resolution: Resolution | None = None
     privacy: dict[str, Any] | None = None
-    examples: dict[str, Any] | list[Any] | None = None
+    examples: dict[str, Any] | list[Any] | None = json_key(default=None, conv=kind((dict, list), "a JSON object or a list"))
+    records: dict[str, Any]
     repeats: RepeatsBlock | None = None
-    extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
-    keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
 
     _WHAT: ClassVar[str] = "summary"
 
@@ -360,24 +307,8 @@ class RunSummary(Typed):
         return ExampleShowcase.from_dict(self.examples, f"{self._WHAT}.examples").kind
 
 
-RunSummary._FIELDS = {
-    "task": (STR, True), "arch": (STR, True), "preset": (null(STR), False), "config": (DICT, True),
-    "config_hash": (STR, True), "training_hash": (null(STR), False), "params": (INT, True),
-    "data": (null(objects(DataBlock)), False), "device": (null(STR), False), "machine": (null(DICT), False),
-    "utility": (objects(Utility), True),
-    "attack": (_ATTACK, True), "attacks": (_ATTACKS, True),
-    "attacks_by_epoch": (mapping(_ATTACKS), False), "per_epoch": (sequence(objects(EpochRecord)), True),
-    "timings": (DICT, True), "cache_hit": (BOOL, False), "models_from_cache": (null(DICT), False),
-    "cache_corrupted": (null(LIST), False), "victim_source": (null(DICT), False),
-    "shadow_fidelity": (null(objects(ShadowFidelity)), False), "attacks_not_run": (null(mapping(STR)), False),
-    "resolution": (null(objects(Resolution)), False), "privacy": (null(DICT), False),
-    "examples": (null(kind((dict, list), "a JSON object or a list")), False),
-    "records": (DICT, True), "repeats": (null(objects(RepeatsBlock)), False),
-}
-
-
 # ---------------------------------------------------------------------------- defended points
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class DefenseBand(Typed):
     """What a curve point's ``intervals`` are over (``band``: :func:`core.analyses.repeats.defense_curve_bands`,
     :func:`core.defenses.sweeps.collect_points_repeats`): N ``repeats``, D ``draws`` per point, ``over``
@@ -386,16 +317,11 @@ class DefenseBand(Typed):
     repeats: int
     draws: int
     over: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
-    keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
 
     _WHAT: ClassVar[str] = "band"
 
 
-DefenseBand._FIELDS = {"repeats": (INT, True), "draws": (INT, True), "over": (null(STR), False)}
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class DPSGDBlock(Typed):
     """A DP-SGD run's accountant record (:func:`core.training.dpsgd.report`: a summary's ``privacy``, a
     training-time point's ``dpsgd``): σ, C, q, steps, δ, the accountant and ε by RDP / PRV / GDP (``epsilons``,
@@ -405,20 +331,18 @@ class DPSGDBlock(Typed):
     noise_multiplier: float
     max_grad_norm: float
     sample_rate: float
-    steps: int
+    steps: float  # a count, read as any JSON number (the layout never required an integer)
     delta: float
-    epsilons: dict[str, float | None]
     accountant: str | None = None
     target_epsilon: float | None = None
     epsilon: float | None = None
-    notes: dict[str, str] | None = None
+    epsilons: dict[str, float | None]
+    notes: dict[str, Any] | None = None
     history: list[Any] | None = None
-    n_samples: int | None = None
+    n_samples: float | None = None
     expected_batch_size: float | None = None
     unit: str | None = None
     poisson_sampling: bool | None = None
-    extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
-    keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
 
     _WHAT: ClassVar[str] = "dpsgd"
     _STRICT: ClassVar[bool] = False
@@ -428,16 +352,7 @@ class DPSGDBlock(Typed):
         return self.epsilons.get(accountant)
 
 
-DPSGDBlock._FIELDS = {
-    "noise_multiplier": (NUM, True), "max_grad_norm": (NUM, True), "sample_rate": (NUM, True), "steps": (NUM, True),
-    "delta": (NUM, True), "accountant": (null(STR), False), "target_epsilon": (null(NUM), False),
-    "epsilon": (null(NUM), False), "epsilons": (mapping(null(NUM)), True), "notes": (null(DICT), False),
-    "history": (null(LIST), False), "n_samples": (null(NUM), False), "expected_batch_size": (null(NUM), False),
-    "unit": (null(STR), False), "poisson_sampling": (null(BOOL), False),
-}
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class DefendedPoint(Typed):
     """One defended point (``defend``'s ``points[i]``, the cache's ``defended`` entry, a Defenses-page
     point): a mechanism at one ``value``, the attacks on the defended victim (the naive attacker's
@@ -451,39 +366,37 @@ class DefendedPoint(Typed):
     """
 
     value: float
-    attack: AttackResult
-    attacks: dict[str, AttackResult]
-    mechanism: str | None = None
-    draws: int | None = None
-    value_name: str | None = None
-    config_hash: str | None = None
+    mechanism: str | None = omissible()
+    draws: int | None = omissible()
+    value_name: str | None = omissible()
+    config_hash: str | None = omissible()
     training_hash: str | None = None
+    attack: AttackResult
+    attacks: dict[str, AttackResult] = json_key(by_name=True)
+    #: the naive attack's empirical ε lower bound: its mean over draws (after training), or
+    #: :func:`core.measurement.metrics.empirical_epsilon`'s block (a training-time point): :attr:`epsilon_hat`
+    epsilon_lower_bound: float | EpsilonBound | None = json_key(default=None, conv=number_or_bound())
+    #: draw 0's :class:`EpsilonBound` (after training), how the bound was found
+    epsilon_lower_bound_detail: EpsilonBound | None = None
+    records: dict[str, Any] | None = None
     adaptive_attack: AttackResult | None = None
-    adaptive_attacks: dict[str, AttackResult] | None = None
-    utility: float | None = None
-    utility_std: float | None = None
-    utility_train: float | None = None
-    utility_train_std: float | None = None
-    utility_loss: float | None = None
-    utility_loss_train: float | None = None
+    adaptive_attacks: dict[str, AttackResult] | None = json_key(default=None, by_name=True)
     epsilon: float | None = None
     delta: float | None = None
     gamma: float | None = None
     privacy_note: str | None = None
-    #: the naive attack's empirical ε lower bound: its mean over draws (after training), or
-    #: :func:`core.measurement.metrics.empirical_epsilon`'s block (a training-time point): :attr:`epsilon_hat`
-    epsilon_lower_bound: float | EpsilonBound | None = None
-    #: draw 0's :class:`EpsilonBound` (after training), how the bound was found
-    epsilon_lower_bound_detail: EpsilonBound | None = None
-    records: dict[str, Any] | None = None
+    utility_train: float | None = None
+    utility_train_std: float | None = None
+    utility: float | None = None
+    utility_std: float | None = None
+    utility_loss: float | None = None
+    utility_loss_train: float | None = None
     timings: dict[str, Any] | None = None
     skipped_attacks: tuple[str, ...] | None = None
-    cache_hit: bool | None = None
+    cache_hit: bool | None = omissible()
     dpsgd: DPSGDBlock | None = None
     intervals: dict[str, Estimate] | None = None
     band: DefenseBand | None = None
-    extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
-    keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
 
     _WHAT: ClassVar[str] = "point"
     #: open: a registered mechanism adds its own keys to its points (kept in ``extra``)
@@ -511,23 +424,7 @@ class DefendedPoint(Typed):
         return self.extra.get("guarantee")
 
 
-DefendedPoint._FIELDS = {
-    "value": (NUM, True), "mechanism": (STR, False), "draws": (INT, False), "value_name": (STR, False),
-    "config_hash": (STR, False), "training_hash": (null(STR), False), "attack": (_ATTACK, True),
-    "attacks": (_ATTACKS, True), "epsilon_lower_bound": (null(number_or_bound()), False),
-    "epsilon_lower_bound_detail": (null(objects(EpsilonBound)), False), "records": (null(DICT), False),
-    "adaptive_attack": (null(_ATTACK), False), "adaptive_attacks": (null(_ATTACKS), False),
-    "epsilon": (null(NUM), False), "delta": (null(NUM), False), "gamma": (null(NUM), False),
-    "privacy_note": (null(STR), False), "utility_train": (null(NUM), False),
-    "utility_train_std": (null(NUM), False), "utility": (null(NUM), False), "utility_std": (null(NUM), False),
-    "utility_loss": (null(NUM), False), "utility_loss_train": (null(NUM), False),
-    "timings": (null(DICT), False), "skipped_attacks": (null(sequence(STR)), False),
-    "cache_hit": (BOOL, False), "dpsgd": (null(objects(DPSGDBlock)), False), "intervals": (null(mapping(estimate())), False),
-    "band": (null(objects(DefenseBand)), False),
-}
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class DefenseBaseline(Typed):
     """The undefended numbers a defended point is compared with (``defend``'s ``baseline``,
     ``Defender.baseline``): the attacks, utility on unseen records and on members, and the
@@ -535,29 +432,19 @@ class DefenseBaseline(Typed):
     block)."""
 
     attack: AttackResult
-    attacks: dict[str, AttackResult]
+    attacks: dict[str, AttackResult] = json_key(by_name=True)
     utility: float | None = None
     utility_train: float | None = None
     utility_metric: str | None = None
-    epsilon_lower_bound: float | EpsilonBound | None = None
     #: the training-time sweeps' (:func:`core.defenses.sweeps.baseline_of`): the utility of a model that learned
     #: nothing (:func:`core.experiment.fidelity.chance_utility`) and the undefended run's config hash
     utility_chance: float | None = None
-    config_hash: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
-    keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
+    epsilon_lower_bound: float | EpsilonBound | None = json_key(default=None, conv=number_or_bound())
+    config_hash: str | None = omissible()
 
     _WHAT: ClassVar[str] = "baseline"
     #: open: a layout's keys this version does not type are kept in ``extra``
     _STRICT: ClassVar[bool] = False
-
-
-DefenseBaseline._FIELDS = {
-    "attack": (_ATTACK, True), "attacks": (_ATTACKS, True), "utility": (null(NUM), False),
-    "utility_train": (null(NUM), False), "utility_metric": (null(STR), False),
-    "utility_chance": (null(NUM), False), "epsilon_lower_bound": (null(number_or_bound()), False),
-    "config_hash": (STR, False),
-}
 
 
 def runs(summaries: Sequence[RunSummary | Mapping[str, Any]]) -> list[RunSummary]:

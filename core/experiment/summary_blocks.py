@@ -8,14 +8,14 @@ and is read by ``from_dict``, so ``to_dict`` writes the JSON read. Kept apart so
 summary's and the points' own layouts within its size."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from core.foundations.typed_json import NUM, STR, Conv, Typed, fail, is_number, null, numbers
+from core.foundations.typed_json import Conv, Typed, fail, is_number
 from core.measurement.metrics import EpsilonBound
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RunSettings(Typed):
     """The fields of a run's ``config`` (``ExperimentConfig.to_dict()``) that its readers use, typed: the preset it
     started from (a label), the seed, the epochs, the checkpoint epochs attacked before the last, the shadows and the
@@ -23,57 +23,41 @@ class RunSettings(Typed):
     field of the config is in ``extra``; ``RunSummary.config`` stays the JSON block (``config_of`` rebuilds the
     whole validated config from it)."""
 
-    seed: int | None = None
-    epochs: int | None = None
-    n_shadows: int | None = None
-    n_eval: int | None = None
+    #: numbers as the config holds them (any JSON number: the block never required integers)
+    seed: float | None = None
+    epochs: float | None = None
+    n_shadows: float | None = None
+    n_eval: float | None = None
     preset: str | None = None
-    attack_epochs: tuple[int, ...] | None = None
-    extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
-    keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
+    attack_epochs: tuple[float, ...] | None = None
 
     _WHAT: ClassVar[str] = "config"
     _STRICT: ClassVar[bool] = False
 
 
-RunSettings._FIELDS = {"seed": (null(NUM), False), "epochs": (null(NUM), False), "n_shadows": (null(NUM), False),
-                       "n_eval": (null(NUM), False), "preset": (null(STR), False),
-                       "attack_epochs": (null(numbers()), False)}
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class DataBlock(Typed):
     """A summary's ``data`` block, what was read (``{"description": TaskData.description, **TaskData.info}``): its
     one-line ``description`` (a CSV's missing values among it) and, for a classifier, ``n_classes``; the task's other
     facts (vocabulary size, image shape, …) are its own and are kept in ``extra``."""
 
     description: str | None = None
-    n_classes: int | None = None
-    extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
-    keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
+    n_classes: float | None = None  # any JSON number (the block never required an integer)
 
     _WHAT: ClassVar[str] = "data"
     _STRICT: ClassVar[bool] = False
 
 
-DataBlock._FIELDS = {"description": (null(STR), False), "n_classes": (null(NUM), False)}
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ExampleShowcase(Typed):
     """A summary's ``examples`` block as an object (:meth:`core.tasks.base.Task.examples`): its ``kind``
     (``translation``, ``navigation``; None for a task's own layout); the task's fields are kept in ``extra``, for the
     renderers that know that kind."""
 
     kind: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
-    keys: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
 
     _WHAT: ClassVar[str] = "examples"
     _STRICT: ClassVar[bool] = False
-
-
-ExampleShowcase._FIELDS = {"kind": (null(STR), False)}
 
 
 def number_or_bound() -> Conv:

@@ -20,7 +20,7 @@ from typing import Any, Callable, ClassVar, Sequence
 
 import numpy as np
 
-from core.foundations.typed_json import INT, NUM, STR, Open, mapping, null, objects, sequence
+from core.foundations.typed_json import Open, omissible
 from core.measurement.metrics import LOW_FPRS, roc_auc, tpr_at_fpr
 
 #: AUC gain below which more references are said not to help (absolute AUC)
@@ -53,7 +53,7 @@ def subsets(n_available: int, n: int, resamples: int, seed: int = 0) -> list[tup
     return sorted(seen)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class BudgetPoint(Open):
     """One budget: the metric's mean and 95 % spread over the ``draws`` reference subsets; TPR per FPR (keys
     ``"0.01"``, ``"0.001"``). Its JSON is read back as this class too (``from_dict``)."""
@@ -70,32 +70,22 @@ class BudgetPoint(Open):
     _WHAT: ClassVar[str] = "budget point"
 
 
-BudgetPoint._FIELDS = {"n_references": (INT, True), "draws": (INT, True), "auc": (NUM, True),
-                       "auc_low": (NUM, True), "auc_high": (NUM, True), "tpr_at_fpr": (mapping(NUM), True),
-                       "tpr_low": (mapping(NUM), True), "tpr_high": (mapping(NUM), True)}
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class BudgetCurve(Open):
     """One attack's curve against the number of references; its JSON is read back as this class too
     (``from_dict``: the fields a reader needs required, the others None where a layout lacks them)."""
 
+    attack: str | None = omissible()
     n_available: int
     points: tuple[BudgetPoint, ...]
-    attack: str | None = None
     #: smallest budget within FLAT_TOLERANCE of the largest budget's mean AUC
     flattens_at: int | None = None
-    flat_tolerance: float | None = FLAT_TOLERANCE
-    n_members: int | None = None
-    n_non_members: int | None = None
+    flat_tolerance: float | None = omissible(FLAT_TOLERANCE)
+    n_members: int | None = omissible()
+    n_non_members: int | None = omissible()
 
     _WHAT: ClassVar[str] = "budget curve"
     _ALL: ClassVar[bool] = True  # built here, every field is written (flattens_at as null)
-
-
-BudgetCurve._FIELDS = {"attack": (STR, False), "n_available": (INT, True),
-                       "points": (sequence(objects(BudgetPoint)), True), "flattens_at": (null(INT), False),
-                       "flat_tolerance": (NUM, False), "n_members": (INT, False), "n_non_members": (INT, False)}
 
 
 #: budgets a curve needs before it can be said to flatten: one to reach the level, one beyond it to stay there, and
@@ -146,7 +136,9 @@ def budget_curve(attack: str, score: Callable[[tuple[int, ...]], np.ndarray], n_
             continue
         a, lo, hi = _spread(aucs)
         t = {k: _spread(v) for k, v in tprs.items()}
-        points.append(BudgetPoint(int(n), len(aucs), a, lo, hi, {k: v[0] for k, v in t.items()},
-                                  {k: v[1] for k, v in t.items()}, {k: v[2] for k, v in t.items()}))
+        points.append(BudgetPoint(n_references=int(n), draws=len(aucs), auc=a, auc_low=lo, auc_high=hi,
+                                  tpr_at_fpr={k: v[0] for k, v in t.items()}, tpr_low={k: v[1] for k, v in t.items()},
+                                  tpr_high={k: v[2] for k, v in t.items()}))
     flat = flattening_point([p.n_references for p in points], [p.auc for p in points])
-    return BudgetCurve(int(n_available), tuple(points), attack, flat, FLAT_TOLERANCE, int(y.sum()), int((~y).sum()))
+    return BudgetCurve(attack=attack, n_available=int(n_available), points=tuple(points), flattens_at=flat,
+                       flat_tolerance=FLAT_TOLERANCE, n_members=int(y.sum()), n_non_members=int((~y).sum()))

@@ -28,7 +28,7 @@ from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
-from core.foundations.typed_json import INT, NUM, STR, Open, null
+from core.foundations.typed_json import Open, omissible
 from core.measurement.metrics import clopper_pearson
 from core.measurement.stats import mean_interval
 
@@ -94,7 +94,7 @@ def exposure(scores: Any, membership: Any, fpr: float) -> Exposure:
     return Exposure(t, float(fpr), float(exposed[~m].mean()), float(exposed[m].mean()), tuple(bool(v) for v in exposed))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class QuadrantCount(Open):
     """Members (or non-members) in one quadrant: count, share with its 95 % interval over records. Its JSON is
     read back as this class too (``from_dict``; ``repeats`` None where a layout lacks it)."""
@@ -106,19 +106,13 @@ class QuadrantCount(Open):
     share_low: float
     share_high: float
     #: over repeats (None with one): mean count and a 95 % t interval
-    repeats: int | None = 1
+    repeats: int | None = omissible(1)
     mean_count: float | None = None
     count_low: float | None = None
     count_high: float | None = None
 
     _WHAT: ClassVar[str] = "quadrant count"
     _ALL: ClassVar[bool] = True  # every field written, None as null, as asdict wrote it
-
-
-QuadrantCount._FIELDS = {
-    "name": (STR, True), "count": (INT, True), "n": (INT, True), "share": (NUM, True), "share_low": (NUM, True),
-    "share_high": (NUM, True), "repeats": (INT, False), "mean_count": (null(NUM), False),
-    "count_low": (null(NUM), False), "count_high": (null(NUM), False)}
 
 
 @dataclass(frozen=True)
@@ -199,7 +193,8 @@ def quadrants(scores_a: Any, scores_b: Any, membership: Any, fpr: float = 0.01, 
                                   np.float64)
                 mean, low, high = _count_interval(values, n)
                 extra = dict(repeats=len(values), mean_count=mean, count_low=low, count_high=high)
-            out.append(QuadrantCount(name, c, n, c / n if n else 0.0, float(lo), float(hi), **extra))
+            out.append(QuadrantCount(name=name, count=c, n=n, share=c / n if n else 0.0, share_low=float(lo),
+                                     share_high=float(hi), **extra))
         return tuple(out)
 
     return Quadrants(label_a, label_b, float(fpr), ea, eb, counts(True), counts(False), tuple(str(q) for q in quad))

@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Mapping
 
 import numpy as np
 
-from core.foundations.typed_json import INT, NUM, STR, Open, null
+from core.foundations.typed_json import Open, omissible
 
 #: FPR levels at which TPR is reported.
 LOW_FPRS = (0.01, 0.001)
@@ -180,7 +180,7 @@ def evaluate_attack(name: str, scores: np.ndarray, membership: np.ndarray, thres
 _STEPS = ("tpr_step", "fpr_step", "accuracy_step")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Resolution(Open):
     """The smallest step each metric of one evaluation set can take (:func:`resolution` builds it): the evaluation
     members and non-members, and the TPR, FPR and accuracy one record is worth. The one layout of the
@@ -190,9 +190,10 @@ class Resolution(Open):
 
     n_members: int
     n_nonmembers: int
-    tpr_step: float
-    fpr_step: float
-    accuracy_step: float
+    #: left out of a hand-made block, computed from the counts as it is read (:meth:`from_dict`)
+    tpr_step: float | None = omissible()
+    fpr_step: float | None = omissible()
+    accuracy_step: float | None = omissible()
 
     _WHAT: ClassVar[str] = "resolution"
 
@@ -204,10 +205,6 @@ class Resolution(Open):
         missing = {k: getattr(resolution(read.n_members, read.n_nonmembers), k)
                    for k in _STEPS if getattr(read, k) is None}
         return replace(read, **missing) if missing else read
-
-
-Resolution._FIELDS = {"n_members": (INT, True), "n_nonmembers": (INT, True), "tpr_step": (NUM, False),
-                      "fpr_step": (NUM, False), "accuracy_step": (NUM, False)}
 
 
 def resolution(n_members: int, n_nonmembers: int) -> Resolution:
@@ -287,7 +284,7 @@ def _split_halves(membership: np.ndarray, seed: int) -> np.ndarray:
     return select
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class EpsilonBound(Open):
     """:func:`empirical_epsilon`'s result, and its JSON block wherever one is stored (a defense baseline's and a
     training-time point's ``epsilon_lower_bound``, an after-training point's ``epsilon_lower_bound_detail``): the
@@ -309,12 +306,6 @@ class EpsilonBound(Open):
 
     _WHAT: ClassVar[str] = "epsilon_lower_bound"
     _ALL: ClassVar[bool] = True
-
-
-EpsilonBound._FIELDS = {"lower_bound": (NUM, True), "estimate": (null(NUM), False), "tpr": (null(NUM), False),
-                        "fpr": (null(NUM), False), "threshold": (null(NUM), False),
-                        "direction": (null(STR), False), "n_bound": (null(INT), False),
-                        "method": (null(STR), False)}
 
 
 def empirical_epsilon(scores: np.ndarray, membership: np.ndarray, confidence: float = 0.95,
@@ -408,7 +399,8 @@ def _bound_on_halves(sel: np.ndarray, ys: np.ndarray, bound: np.ndarray, yb: np.
     """:func:`empirical_epsilon_rows` on halves already split: ``sel`` (rows × trials) and its membership ``ys``
     choose each row's threshold, ``bound`` and ``yb`` bound it."""
     s = sel
-    empty = EpsilonBound(0.0, 0.0, 0.0, 0.0, None, None, int(len(yb)), method)  # frozen: shared safely
+    empty = EpsilonBound(lower_bound=0.0, estimate=0.0, tpr=0.0, fpr=0.0, threshold=None, direction=None,
+                         n_bound=int(len(yb)), method=method)  # frozen: shared safely
     if min(ys.sum(), (~ys).sum(), yb.sum(), (~yb).sum()) == 0:
         return [empty] * len(s)  # a half without members or non-members: nothing to bound
     # selection half: every distinct threshold of each row (flag scores ≥ it), as roc_curve's points

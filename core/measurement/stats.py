@@ -48,7 +48,7 @@ import numpy as np
 from scipy import stats as sps
 
 from core.foundations.errors import ResultFormatError
-from core.foundations.typed_json import INT, NUM, Conv, fail, null
+from core.foundations.typed_json import INT, NUM, Conv, converts, fail, null
 
 #: the confidence of every interval unless told otherwise
 CONFIDENCE = 0.95
@@ -163,6 +163,9 @@ def estimate() -> Conv:
         "properties": {"mean": {"type": ["number", "null"]}, "n": {"type": "integer"},
                        "ci_low": {"type": ["number", "null"]}, "ci_high": {"type": ["number", "null"]}},
         "required": ["mean", "n"]})
+
+
+converts(Estimate, estimate())  # a layout's field annotated Estimate reads and writes an interval
 
 
 def mean_interval(values: Sequence[float], confidence: float = CONFIDENCE,
