@@ -128,7 +128,8 @@ class ArchAnswer:
     def as_verdict(self) -> Verdict:
         """The answer as a :class:`Verdict` (its word and reason), for readers of paired comparisons."""
         e = self.difference
-        return Verdict(self.verdict, self.expected_sign, e.mean, e.ci_low, e.ci_high, None, self.n, self.reason)
+        return Verdict(value=self.verdict, expected=self.expected_sign, effect=e.mean, ci_low=e.ci_low,
+                       ci_high=e.ci_high, n=self.n, reason=self.reason)
 
 
 def _at_ceiling(comps: Mapping[str, Comparison]) -> str | None:

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 from core.analyses.arch_answer import ArchAnswer
 from core.foundations.typed_json import Typed, omissible
 from core.measurement.metrics import Resolution
+from core.measurement.stats import Verdict
 
 _EXTRA = dict(default_factory=dict, kw_only=True)
 _KEYS = dict(default=(), repr=False, compare=False, kw_only=True)
@@ -32,17 +33,6 @@ class DifferenceView(Typed):
     n: int
 
     _WHAT: ClassVar[str] = "difference"
-    _STRICT: ClassVar[bool] = False
-
-
-@dataclass(frozen=True, kw_only=True)
-class VerdictView(Typed):
-    """A metric's verdict (:class:`core.measurement.stats.Verdict`'s JSON): holds / reversed / inconclusive, on N pairs."""
-
-    value: str
-    n: int
-
-    _WHAT: ClassVar[str] = "verdict"
     _STRICT: ClassVar[bool] = False
 
 
@@ -66,7 +56,7 @@ class MetricComparison(Typed):
     estimate is under its own label (``ffnn``, ``rnn``): :meth:`estimate`."""
 
     difference: DifferenceView
-    verdict: VerdictView | None = None
+    verdict: Verdict | None = None
     role: str | None = None
     label: str | None = None
     p_holm: HolmP | None = None

@@ -18,7 +18,7 @@ import numpy as np
 from core.experiment.results import DefendedPoint, DefenseBaseline
 from core.foundations.typed_json import Typed, omissible
 from core.measurement.metrics import scores_for_json
-from core.measurement.stats import Estimate
+from core.measurement.stats import Estimate, Verdict
 
 
 # ---------------------------------------------------------------------------- a point's draws
@@ -63,22 +63,6 @@ class Unreachable(Typed):
     error: str
 
     _WHAT: ClassVar[str] = "unreachable"
-
-
-@dataclass(frozen=True, kw_only=True)
-class VerdictBlock(Typed):
-    """:class:`core.measurement.stats.Verdict`'s JSON: holds / reversed / inconclusive, and why."""
-
-    value: str
-    expected: int
-    effect: float | None = None
-    ci_low: float | None = None
-    ci_high: float | None = None
-    effect_size: float | None = None
-    n: int
-    reason: str | None = omissible()
-
-    _WHAT: ClassVar[str] = "verdict"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -130,7 +114,7 @@ class UtilityCostRow(Typed):
     ffnn: ArchLoss
     rnn: ArchLoss
     difference: Difference
-    verdict: VerdictBlock
+    verdict: Verdict
     label: str
     sentence: str | None = omissible()
     comparable: bool

@@ -42,13 +42,13 @@ import dataclasses
 import itertools
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, ClassVar, Mapping, Sequence
 
 import numpy as np
 from scipy import stats as sps
 
 from core.foundations.errors import ResultFormatError
-from core.foundations.typed_json import INT, NUM, Conv, converts, fail, null
+from core.foundations.typed_json import INT, NUM, Conv, Open, converts, fail, null, omissible
 
 #: the confidence of every interval unless told otherwise
 CONFIDENCE = 0.95
@@ -309,38 +309,44 @@ def paired_difference(a: Sequence[float], b: Sequence[float], confidence: float 
                             exact, effect)
 
 
-@dataclass(frozen=True)
-class Verdict:
-    """The three-valued verdict on a paired difference.
+@dataclass(frozen=True, kw_only=True)
+class Verdict(Open):
+    """The three-valued verdict on a paired difference, and its JSON wherever one is written (a comparison's metric,
+    a finding, a utility-cost row), read back by ``from_dict`` as this class (open: a key it does not type is kept).
 
     Attributes:
-        value: ``holds`` / ``reversed`` / ``inconclusive``.
+        value: ``holds`` / ``reversed`` / ``inconclusive`` (a finding's: also ``not comparable`` / ``uninformative``).
         expected: the sign the hypothesis predicts for A − B (−1: A below B, e.g. FFNN − RNN of a
             leakage metric when "the RNN leaks more"; +1 the other way).
-        effect: d̄ (in the metric's units), ci_low/ci_high its interval, effect_size Cohen's d_z.
+        effect: d̄ (in the metric's units), ci_low/ci_high its interval, effect_size Cohen's d_z (None: undefined).
         n: repeats; reason: one line saying why.
     """
 
     value: str
     expected: int
-    effect: float
-    ci_low: float | None
-    ci_high: float | None
-    effect_size: float | None
+    effect: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    effect_size: float | None = None
     n: int
-    reason: str
+    reason: str | None = omissible("")
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"value": self.value, "expected": self.expected, "effect": _finite_or_none(self.effect),
-                "ci_low": _finite_or_none(self.ci_low), "ci_high": _finite_or_none(self.ci_high),
-                "effect_size": _finite_or_none(self.effect_size), "n": self.n, "reason": self.reason}
+    _WHAT: ClassVar[str] = "verdict"
+    _ALL: ClassVar[bool] = True  # built here, every key is written, an undefined number as null
+
+    def __post_init__(self) -> None:
+        for k in ("effect", "ci_low", "ci_high", "effect_size"):  # no NaN in the JSON: a number that does not exist
+            v = getattr(self, k)
+            if isinstance(v, float) and not math.isfinite(v):
+                object.__setattr__(self, k, None)
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Verdict":
-        if d["value"] not in FINDING_VERDICTS:
-            raise ValueError(f"unknown verdict {d['value']!r}")
-        return cls(str(d["value"]), int(d["expected"]), float("nan") if d["effect"] is None else float(d["effect"]),
-                   d.get("ci_low"), d.get("ci_high"), d.get("effect_size"), int(d["n"]), str(d.get("reason", "")))
+    def from_dict(cls, d: Mapping[str, Any], where: str | None = None, name: str | None = None) -> "Verdict":
+        v = super().from_dict(d, where, name)
+        if v.value not in FINDING_VERDICTS:
+            raise ResultFormatError(f"{where or cls._WHAT}.value must be one of {', '.join(FINDING_VERDICTS)}, "
+                                    f"got {v.value!r}")
+        return v
 
 
 def min_repeats_for(confidence: float = CONFIDENCE) -> int:
@@ -364,9 +370,14 @@ def verdict(diff: PairedDifference, expected: int = -1) -> Verdict:
     pct = round(100 * e.confidence)
     alpha = 1 - e.confidence
     n_min = min_repeats_for(e.confidence)
+
+    def judged(value: str, why: str) -> Verdict:
+        return Verdict(value=value, expected=expected, effect=e.mean, ci_low=e.ci_low, ci_high=e.ci_high,
+                       effect_size=diff.effect_size, n=n, reason=why)
+
     if e.ci_low is None or e.ci_high is None:
-        return Verdict("inconclusive", expected, e.mean, None, None, None, n,
-                       f"N = {n}: no interval; run ≥ {n_min} repeats (a sign-flip test reaches {pct} % from N = {n_min})")
+        return Verdict(value="inconclusive", expected=expected, effect=e.mean, n=n, reason=(
+            f"N = {n}: no interval; run ≥ {n_min} repeats (a sign-flip test reaches {pct} % from N = {n_min})"))
     ci = f"{pct} % CI [{e.ci_low:+.3f}, {e.ci_high:+.3f}], N = {n}"
     p_perm = diff.p_permutation
     side = int(np.sign(e.mean))
@@ -375,24 +386,21 @@ def verdict(diff: PairedDifference, expected: int = -1) -> Verdict:
                f"resolution, not certainty")
         if n < n_min:
             why += f"; N = {n} cannot reach {pct} % with a sign test; {n_min} can"
-        return Verdict("inconclusive", expected, e.mean, e.ci_low, e.ci_high, diff.effect_size, n, why)
+        return judged("inconclusive", why)
     if not e.excludes(0.0):
-        return Verdict("inconclusive", expected, e.mean, e.ci_low, e.ci_high, diff.effect_size, n,
-                       f"difference {e.mean:+.3f} ({ci}) contains 0")
+        return judged("inconclusive", f"difference {e.mean:+.3f} ({ci}) contains 0")
     if n < n_min:
-        return Verdict("inconclusive", expected, e.mean, e.ci_low, e.ci_high, diff.effect_size, n,
-                       f"difference {e.mean:+.3f} ({ci}) excludes 0, but N = {n} cannot reach {pct} % with a "
-                       f"sign test; {n_min} can (its p is at least 2/2^{n} = {2 / 2 ** n:.3g})")
+        return judged("inconclusive", f"difference {e.mean:+.3f} ({ci}) excludes 0, but N = {n} cannot reach {pct} % "
+                      f"with a sign test; {n_min} can (its p is at least 2/2^{n} = {2 / 2 ** n:.3g})")
     if p_perm is None or p_perm > alpha:
-        return Verdict("inconclusive", expected, e.mean, e.ci_low, e.ci_high, diff.effect_size, n,
-                       f"difference {e.mean:+.3f} ({ci}) excludes 0, but the sign-flip test does not agree "
-                       f"(p = {p_perm:.3g} > {alpha:g})")
+        return judged("inconclusive", f"difference {e.mean:+.3f} ({ci}) excludes 0, but the sign-flip test does not "
+                      f"agree (p = {p_perm:.3g} > {alpha:g})")
     agrees = f"sign-flip p = {p_perm:.3g}"
     if side == expected:
         value, why = "holds", f"difference {e.mean:+.3f} ({ci}; {agrees}) excludes 0 in the expected direction"
     else:
         value, why = "reversed", f"difference {e.mean:+.3f} ({ci}; {agrees}) excludes 0 against the expected direction"
-    return Verdict(value, expected, e.mean, e.ci_low, e.ci_high, diff.effect_size, n, why)
+    return judged(value, why)
 
 
 def holm(pvalues: Sequence[float | None]) -> list[float | None]:
