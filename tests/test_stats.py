@@ -200,6 +200,26 @@ def test_comparison_json_round_trip():
     assert compare("utility_val", [0.9, 0.91], [0.85, 0.86]).verdict is None  # no hypothesis, no verdict
 
 
+def test_a_verdict_is_one_layout_written_and_read_back_as_it_was():
+    from core.analyses.comparison_results import MetricComparison
+    from core.foundations.errors import ResultFormatError
+
+    c = compare("attack_auc", [0.6, 0.62, 0.61, 0.6, 0.61, 0.6], [0.7, 0.73, 0.69, 0.7, 0.71, 0.73], expected=-1)
+    written = json.loads(json.dumps(c.to_dict(), allow_nan=False))
+    v = written["verdict"]
+    assert list(v) == ["value", "expected", "effect", "ci_low", "ci_high", "effect_size", "n", "reason"]
+    assert Verdict.from_dict(v).to_dict() == v and list(Verdict.from_dict(v).to_dict()) == list(v)
+    # the comparison's reader holds the same class
+    assert MetricComparison.from_dict({"difference": written["difference"], "verdict": v}).verdict == Verdict.from_dict(v)
+    undefined = Verdict(value="inconclusive", expected=-1, effect=math.nan, n=1, reason="no interval")
+    assert undefined.to_dict() == {"value": "inconclusive", "expected": -1, "effect": None, "ci_low": None,
+                                   "ci_high": None, "effect_size": None, "n": 1, "reason": "no interval"}
+    with pytest.raises(ResultFormatError, match="verdict.value must be one of holds"):
+        Verdict.from_dict({**v, "value": "probably"})
+    with pytest.raises(ResultFormatError, match="verdict lacks 'expected'"):
+        Verdict.from_dict({"value": "holds", "n": 6})
+
+
 def test_roc_band_from_bootstrap_contains_the_curve_and_the_truth():
     rng = np.random.default_rng(7)
     s, y = _synthetic(rng, 300, 1.0)

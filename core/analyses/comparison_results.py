@@ -17,9 +17,6 @@ from core.foundations.typed_json import Typed, omissible
 from core.measurement.metrics import Resolution
 from core.measurement.stats import Verdict
 
-_EXTRA = dict(default_factory=dict, kw_only=True)
-_KEYS = dict(default=(), repr=False, compare=False, kw_only=True)
-
 
 @dataclass(frozen=True, kw_only=True)
 class DifferenceView(Typed):

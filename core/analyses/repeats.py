@@ -32,7 +32,7 @@ from core.experiment.cache import ArtifactCache
 from core.experiment.pipeline import cached_summary, run_experiment, trained_models
 from core.experiment.results import DefendedPoint, RunSummary, runs
 from core.foundations.config import MAX_REPEATS, ExperimentConfig
-from core.foundations.errors import ConfigError
+from core.foundations.errors import ConfigError, ResultFormatError
 from core.foundations.progress import ProgressCallback, ProgressEvent
 from core.measurement.bootstrap import bootstrap_metric, low_fpr_note, roc_band_repeats
 from core.measurement.metrics import Resolution, empirical_epsilon, resolution
@@ -302,7 +302,10 @@ def summary_resolution(summary: RunSummary) -> Resolution:
     (the balanced set holds n_eval members and n_eval non-members)."""
     if summary.resolution is not None:
         return summary.resolution
-    n = int(summary.settings.n_eval)
+    n_eval = summary.settings.n_eval
+    if n_eval is None:
+        raise ResultFormatError("summary has neither a 'resolution' block nor its config's 'n_eval'")
+    n = int(n_eval)
     return resolution(n, n)
 
 

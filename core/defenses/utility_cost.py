@@ -185,6 +185,6 @@ def table_rows(block: UtilityCost) -> list[dict[str, Any]]:
                "N": r.n, "verdict": r.label if r.comparable else f"not comparable ({r.label})"}
         if r.epsilon is not None:
             row.update({"ε FFNN": r.epsilon.ffnn, "ε RNN": r.epsilon.rnn})
-        row.update(note="; ".join(list(r.not_comparable) + ([r.epsilon_note] if r.epsilon_note else [])))
+        row.update(note="; ".join(list(r.not_comparable or ()) + ([r.epsilon_note] if r.epsilon_note else [])))
         rows.append(row)
     return rows

@@ -270,7 +270,10 @@ class RunSummary(Typed):
     @property
     def seed(self) -> int:
         """The run's seed (the config's): repeat r of both architectures shares it (same split)."""
-        return int(self.settings.seed)
+        seed = self.settings.seed
+        if seed is None:
+            raise ResultFormatError(f"{self._WHAT}.config lacks 'seed'")
+        return int(seed)
 
     @property
     def epochs(self) -> int:
@@ -372,6 +375,7 @@ class DefendedPoint(Typed):
     config_hash: str | None = omissible()
     training_hash: str | None = None
     attack: AttackResult
+    #: each attack under its name: a result without a ``name`` key (a defended point's) takes its key
     attacks: dict[str, AttackResult] = json_key(by_name=True)
     #: the naive attack's empirical ε lower bound: its mean over draws (after training), or
     #: :func:`core.measurement.metrics.empirical_epsilon`'s block (a training-time point): :attr:`epsilon_hat`
@@ -437,7 +441,7 @@ class DefenseBaseline(Typed):
     utility_train: float | None = None
     utility_metric: str | None = None
     #: the training-time sweeps' (:func:`core.defenses.sweeps.baseline_of`): the utility of a model that learned
-    #: nothing (:func:`core.experiment.fidelity.chance_utility`) and the undefended run's config hash
+    #: nothing (:func:`core.experiment.fidelity.chance_utility`) and, after the bound, the undefended run's config hash
     utility_chance: float | None = None
     epsilon_lower_bound: float | EpsilonBound | None = json_key(default=None, conv=number_or_bound())
     config_hash: str | None = omissible()

@@ -48,7 +48,7 @@ import numpy as np
 from scipy import stats as sps
 
 from core.foundations.errors import ResultFormatError
-from core.foundations.typed_json import INT, NUM, Conv, Open, converts, fail, null, omissible
+from core.foundations.typed_json import INT, NUM, Conv, Open, converts, fail, null
 
 #: the confidence of every interval unless told otherwise
 CONFIDENCE = 0.95
@@ -329,7 +329,7 @@ class Verdict(Open):
     ci_high: float | None = None
     effect_size: float | None = None
     n: int
-    reason: str | None = omissible("")
+    reason: str
 
     _WHAT: ClassVar[str] = "verdict"
     _ALL: ClassVar[bool] = True  # built here, every key is written, an undefined number as null

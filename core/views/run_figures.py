@@ -251,7 +251,7 @@ def record_names(task: str) -> tuple[str, str]:
     return get_task(task).record_names if task in REGISTRY else ("record", "records")
 
 
-def _resolution_line(runs: list[tuple[str, str, Resolution | None, int | None]]) -> str | None:
+def _resolution_line(runs: list[tuple[str, str, Resolution | None, float | None]]) -> str | None:
     """The resolution note of (task, arch, resolution block — None in a summary written before it —, the
     config's ``n_eval``, which a summary without the block falls back on) per run."""
     parts = []

@@ -112,7 +112,7 @@ def verdict_lines(comparison: ComparisonResult | Mapping[str, Any],
     primary = comp.primary
     if primary and judged(primary.metric):
         lines.append(_verdict_line(metrics_[primary.metric], f"Primary — {primary.label}") + f" — primary: {primary.why}")
-    secondary = [n for n in (comp.secondary.metrics if comp.secondary else ()) if judged(n)]
+    secondary = [n for n in ((comp.secondary.metrics or ()) if comp.secondary else ()) if judged(n)]
     if secondary:
         parts = [f"{metrics_[n].label} {metrics_[n].verdict.value} (Holm p {p_text(metrics_[n].p_holm_permutation)})"
                  for n in secondary]
