@@ -17,8 +17,8 @@ hand a single command measures what the README and the issues name as GPU figure
 4. translation ``paper`` on Multi30K en→de, Transformer and LSTM, cold, the six models of each side
    by side in worker processes (``processes`` executor): training time of victim + shadows per
    architecture (issue 13: ≤ 60 s on one H100/H200), each model's own seconds, the attack stage
-   (≤ 10 s; 174 s before issue 13, 39 s before issue 34's batched fit; always timed through the batched
-   fit, ``core.attacks.attack_ensemble``: ``MIA_ATTACK_BATCHED`` is cleared), train / validation BLEU. Before the smaller steps: it is the
+   (≤ 10 s; 174 s before issue 13, 39 s before issue 34's batched fit, ``core.attacks.attack_ensemble``),
+   train / validation BLEU. Before the smaller steps: it is the
    figure only a GPU can give (on an H100 on 2026-11-26 the Transformer alone, one model after
    another, did not finish in ~460 s, docs/results.md);
 5. translation ``quick``, both architectures, cold (training and attack stage);
@@ -211,8 +211,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.tiny:
         os.environ["MIA_DEVICE"] = "cpu"
-    if os.environ.pop("MIA_ATTACK_BATCHED", "1").strip() == "0":  # the figures are of the default path
-        print("note: MIA_ATTACK_BATCHED=0 ignored: the attack stages are timed through the batched fit", flush=True)
     if not args.multi30k or not Path(args.multi30k).is_dir():
         print(f"error: --multi30k must name the Multi30K folder (train.en.gz, train.de.gz), got {args.multi30k!r}",
               file=sys.stderr)

@@ -138,7 +138,6 @@ def test_gpu_check_dry_run_runs_every_step_on_the_cpu(arch, tmp_path, monkeypatc
     folder = write_multi30k_fixture(tmp_path / "m30k", n=160)
     out = tmp_path / "gpu_check.json"
     monkeypatch.setenv("MIA_DEVICE", "cpu")  # main sets it for --tiny: restored after the test
-    monkeypatch.setenv("MIA_ATTACK_BATCHED", "1")  # main pops it
     monkeypatch.setenv("MIA_CACHE_DIR", str(tmp_path / "c"))
     rc = gpu_check.main(["--tiny", "--multi30k", str(folder), "--json", str(out), "--only", arch,
                          *(["tests"] if arch == "ffnn" else [])])
