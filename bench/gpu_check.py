@@ -55,6 +55,7 @@ sys.path.insert(0, str(ROOT))
 import core.training.ensemble
 from core.experiment.cache import ArtifactCache  # noqa: E402
 from core.foundations.device import configure_threads, default_device  # noqa: E402
+from core.foundations.errors import MIAError  # noqa: E402
 from core.experiment.executor import make_executor  # noqa: E402
 from core.experiment.pipeline import run_experiment, trained_models  # noqa: E402
 from core.tasks import get_task  # noqa: E402
@@ -242,7 +243,10 @@ def check(args: argparse.Namespace) -> int:
             out["steps"][name] = "not measured (budget)"
             return None
         t = time.perf_counter()
-        value = fn()
+        try:
+            value = fn()
+        except MIAError as exc:  # a refusal (e.g. no bfloat16 kernel on this CPU) is this step's answer, not a crash
+            value = f"refused: {exc}"
         out["steps"][name] = value
         say(f"[{name}] {time.perf_counter() - t:.1f} s · {json.dumps(value, default=str)}")
         if args.json:  # after every step: a run cut short (a device's time limit) keeps what it measured
@@ -310,7 +314,7 @@ def check(args: argparse.Namespace) -> int:
             cfg = make_config(task_name, arch, preset, args.tiny, {**extra, "precision": "bf16"})
             got = step(f"bf16 {task_name} {preset} {arch}",
                        lambda cfg=cfg: {"train_s": cold_training(cfg, executor_name)})
-            if got and ref.get(arch):
+            if isinstance(got, dict) and ref.get(arch):
                 figures.append((f"bf16 {task_name} {preset} {arch}: training (s) bf16 vs float32",
                                 f"{got['train_s']:.1f} vs {ref[arch]['train_s']:.1f}", "faster on a GPU", "README"))
 
