@@ -743,8 +743,10 @@ def outcome_from_dict(doc: Mapping[str, Any], kept: Mapping[str, np.ndarray]) ->
         roles = Roles(members, nonmembers, pool, int(roles_d["records"]), bool(roles_d["nonmembers_given"]))
         if roles.to_dict() != roles_d:
             raise ValueError("the kept roles do not match the JSON's counts")
-        attacks = tuple(_attack_from_dict(a, np.asarray(kept[f"scores_{name}"], np.float64))
-                        for name, a in doc["attacks"].items())
+        if set(doc["ran"]) != set(doc["attacks"]):
+            raise ValueError("'ran' does not name the attacks")
+        attacks = tuple(_attack_from_dict(doc["attacks"][name], np.asarray(kept[f"scores_{name}"], np.float64))
+                        for name in doc["ran"])  # in the order they ran (a JSON object's keys may come back sorted)
         comparisons = tuple(AucDifference(*str(c["of"]).split(" - ", 1), _estimate(c), str(c["verdict"]))
                             for c in doc["comparisons"])
         slices = tuple((str(r["attack"]), SliceResult(**{k: v for k, v in r.items() if k != "attack"}))
