@@ -273,6 +273,27 @@ def interval(e: Estimate | None, digits: int = 3) -> str:
     return f"{e.mean:.{digits}f} [{e.ci_low:.{digits}f}, {e.ci_high:.{digits}f}]"
 
 
+class _NotStored(Exception):
+    """Raised inside the cached reader so that "not stored yet" is never memoised."""
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def _stored_of(folder: str, key: str, _request: AuditRequest) -> tuple[dict, dict, AuditResult]:
+    stored = stored_audit(_request)
+    if stored is None:
+        raise _NotStored
+    return stored
+
+
+def stored_of(request: AuditRequest) -> tuple[dict, dict, AuditResult] | None:
+    """The stored audit of ``request`` (its JSON, kept arrays and typed result), read from the cache once per server,
+    cache folder and request (a rerun does not parse it again); None while there is none."""
+    try:
+        return _stored_of(str(cache_dir()), request.config_hash, request)
+    except _NotStored:
+        return None
+
+
 @st.cache_resource(max_entries=2, show_spinner="Loading your model and records for the what-ifs (nothing retrained)…")
 def restored_audit_of(folder: str, key: str, _request: AuditRequest, _doc: dict, _kept: dict) -> AuditResult:
     """The stored audit ``key`` with its what-ifs back (:func:`ui.own_model_job.restored_audit`): the model loaded
@@ -438,7 +459,7 @@ def own_model_section() -> None:
     st.success(f"{roles.n_records:,} records: **{len(roles.members):,} members**, **{len(roles.nonmembers):,} "
                f"non-members** audited (as many as the members, at most half of the others), **{len(roles.pool):,}** "
                f"in the attacker's pool (quantile regression needs 20).")
-    stored = stored_audit(request)
+    stored = stored_of(request)
     if stored is None or not run_owners().visible(request.to_dict(), request.config_hash, session_owner(),
                                                   is_lecturer()):
         audit_job(request, params, stored_elsewhere=stored is not None)

@@ -409,6 +409,7 @@ def test_the_page_audits_an_onnx_model_with_the_same_numbers_as_python(tmp_path,
     manager = server_jobs()  # the server's queue (the page's own, one per process)
     [job] = [j for j in manager.active() + manager.recent() if j.kind == KIND]
     assert "background worker" in " ".join(c.value for c in at.caption)
+    assert at.get("progress") and at.button(key=f"own:cancel:{job.id}")  # its progress bar and Cancel, while it runs
     with manager._cond:  # until the job ends (the manager is notified whenever a job leaves its slot)
         assert manager._cond.wait_for(lambda: job.done, 600)
     assert job.state == "done", job.error
