@@ -556,7 +556,7 @@ def run_audit(model: LoadedModel, records: RawRecords, member_ids: Sequence[str]
                 module = train_fn(module, take(inputs, chosen), labels[chosen], seed * 1000 + k)
             else:
                 train_by_recipe(module, take(inputs, chosen), labels[chosen], recipe, seed * 1000 + k,
-                                on_epoch=lambda done, epochs, fraction=fraction: fraction(done / epochs))
+                                on_epoch=lambda done, epochs: fraction(done / epochs))  # used in this iteration
             lp = _log_probs(model, take(inputs, audit_index), module)
             ref_loss[:, k] = -lp[np.arange(len(audit_index)), labels[audit_index]]
             for r in chosen:
@@ -715,6 +715,10 @@ def _estimate(d: Mapping[str, Any]) -> Estimate:
     return Estimate.from_dict(d)
 
 
+def _threshold(v: Any) -> float:
+    return float("nan") if v is None else float(v)  # JSON null: a threshold that was not finite
+
+
 def _attack_from_dict(d: Mapping[str, Any], scores: np.ndarray) -> AttackScores:
     thresholds = d["thresholds"]
     return AttackScores(
@@ -722,10 +726,17 @@ def _attack_from_dict(d: Mapping[str, Any], scores: np.ndarray) -> AttackScores:
         tuple(LowFpr(float(r["fpr"]), str(r["label"]), _estimate(r), bool(r["resolved"]), r["verdict"])
               for r in d["tpr_at_low_fpr"]),
         _estimate(d["advantage"]),
-        tuple(float("nan") if thresholds[k] is None else float(thresholds[k])
-              for k in ("fitted_on_half_0", "fitted_on_half_1")),  # type: ignore[arg-type]  (two of them)
+        (_threshold(thresholds["fitted_on_half_0"]), _threshold(thresholds["fitted_on_half_1"])),
         CrossFittedEpsilon(**d["epsilon"]), tuple(d["roc_fpr"]), tuple(d["roc_tpr"]), RocBand.from_dict(d["roc_band"]),
         str(d["finding"]), str(d["reason"]), scores)
+
+
+def _pair(of: str) -> tuple[str, str]:
+    """``"a - b"`` → (a, b)."""
+    a, sep, b = of.partition(" - ")
+    if not sep:
+        raise ValueError(f"a comparison {of[:40]!r} is not 'a - b'")
+    return a, b
 
 
 def outcome_from_dict(doc: Mapping[str, Any], kept: Mapping[str, np.ndarray]) -> AuditOutcome:
@@ -747,7 +758,7 @@ def outcome_from_dict(doc: Mapping[str, Any], kept: Mapping[str, np.ndarray]) ->
             raise ValueError("'ran' does not name the attacks")
         attacks = tuple(_attack_from_dict(doc["attacks"][name], np.asarray(kept[f"scores_{name}"], np.float64))
                         for name in doc["ran"])  # in the order they ran (a JSON object's keys may come back sorted)
-        comparisons = tuple(AucDifference(*str(c["of"]).split(" - ", 1), _estimate(c), str(c["verdict"]))
+        comparisons = tuple(AucDifference(*_pair(str(c["of"])), _estimate(c), str(c["verdict"]))
                             for c in doc["comparisons"])
         slices = tuple((str(r["attack"]), SliceResult(**{k: v for k, v in r.items() if k != "attack"}))
                        for r in doc["slices"])
