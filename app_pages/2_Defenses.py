@@ -263,7 +263,7 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
     if mech.needs_sensitivity:
         n_pairs = task.sensitivity_samples
         for arch, d in defenders.items():
-            if d.ensure_sensitivity(n_pairs, compute=False) is None:
+            if d.sensitivity_estimate(n_pairs, compute=False) is None:
                 params = {"pairs": n_pairs}
                 job = manager.job(configs[arch], "sensitivity", params)
                 if job_allows_submit(job, f"SensitivitySampler ({ARCH_LABELS[arch]})"):
@@ -284,10 +284,9 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
     lanes = st.session_state.get("defenses:lanes")
     if lanes is None:
         lanes = st.session_state["defenses:lanes"] = PointLanes()
-    # gated: every draw's points start once draw 1's numbers are drawn (step.release below), not beside their drawing;
     # draw 1 alone without the registry's attacks (label-only, gap, quantile regression): its cards show none of them
     calls = [{"utility": False}, {"utility": True, "quantile": False}]
-    step = lanes.step(defenders, spec, calls, gated=True, first_calls=[{**c, "registry": False} for c in calls])
+    step = lanes.step(defenders, spec, calls, first_calls=[{**c, "registry": False} for c in calls])
     shown = {a: step.shown(a) for a in archs}  # decided once: the full points where they are in already
     one_draw = [a for a in archs if shown[a][1]]
     columns = st.columns(len(archs))
@@ -332,7 +331,7 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
         d, base = defenders[arch], defenders[arch].baseline
         with adaptive[arch]:  # it reads the spec, not the draws: drawn once
             if show_adaptive:
-                cached = d.measured(spec, "both")
+                cached = d.cached_point(spec, "both")
                 if cached is not None and cached.adaptive_attack is not None:
                     ad = cached.adaptive_attack
                     st.metric("adaptive attack accuracy", f"{ad.accuracy:.3f}",
@@ -343,7 +342,7 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
                                                             for n, r in strong.items()))
                 else:
                     # the refit on defended shadows runs in a worker (ui.worker, job kind "adaptive"); the
-                    # point it caches on disk is what `measured` reads on the rerun after it finishes
+                    # point it caches on disk is what `cached_point` reads on the rerun after it finishes
                     params = {"spec": dataclasses.asdict(spec)}
                     job = manager.job(configs[arch], "adaptive", params)
                     if job is None:
@@ -373,7 +372,6 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
                 + f" answer almost surely (1 − c below {floor:.0e}); the draw's scatter of that tiny 1 − c moves LiRA's "
                 "logit by many units, so these AUCs move either way, even at large k (docs/defenses.md measures it).")
 
-    step.release()  # draw 1's numbers are drawn: every draw's points may compute now
     failed = None
     if one_draw:
         # draw 1's numbers are on screen; wait here for the full points (in slices that yield to a slider step
@@ -411,7 +409,7 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
     # only points known already (the page thread computes nothing a lane may be computing on the same Defender)
     curve_values = [*param.curve] if alone else [*param.curve, value]
     curves_known = not alone or all(
-        d.measured(spec.at(v), disk=False) or d.ready(spec.at(v), "naive", utility=False)
+        d.cached_point(spec.at(v), disk=False) or d.cached_point(spec.at(v), utility=False)
         for arch in fast for d in repeat_defenders[arch] for v in curve_values)
     if not curves_known:
         st.caption(f"The curves are drawn once the {spec.draws} draws of this value are in.")
@@ -437,7 +435,7 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
         st.plotly_chart(defended_entropy_histogram(full), width="stretch")
         st.caption("The defended outputs' entropy: when members and non-members overlap, the attack has nothing to read.")
     for _ in drawn(grid_tab):
-        if not curves_known:  # as the curves: its rows are the curve's points (Defender.known_rows)
+        if not curves_known:  # as the curves: its rows are the curve's points (Defender.table_rows)
             st.caption(f"The table is drawn once the {spec.draws} draws of this value are in.")
             continue
         grid_text = ", ".join(f"{v:g}" for v in param.grid)
@@ -466,7 +464,7 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
                 st.rerun()
         # every row shows what is known: the curve's fast point (naive attack, guarantee) until "Measure" adds
         # utility, and the adaptive attacker once its worker job (or the CLI) measured it; the rest "not measured"
-        rows = {a: defenders[a].known_rows(spec, list(param.grid)) for a in fast}
+        rows = {a: defenders[a].table_rows(spec, list(param.grid)) for a in fast}
         table = defense_table(task_name, mech, rows, {a: defenders[a].baseline for a in fast})
         st.dataframe(defense_table_display(table), hide_index=True, width="stretch",
                      column_config={"source": st.column_config.TextColumn(width="small")})  # the guarantee fits

@@ -13,19 +13,28 @@ from core.foundations.version import stamped
 from core.tasks import get_task
 from core.views.findings_report import (
     DECIDE,
+    VERDICT_WORDS,
     findings_command,
     findings_frame,
     findings_html,
     findings_markdown,
+    findings_short_frame,
     needs_text,
+    row_cells,
 )
+from core.views.plain import plain_markdown
 from ui.shared import job_manager
 
+#: the selected row's details under the short table: (label, the column of core.views.findings_report.COLUMNS)
+DETAILS = (("verdict", "verdict"), ("measured here (95 % CI, N)", "measured here (95 % CI, N)"),
+           ("the paper", "paper"), ("utility gap (train and validation)", "utility gap (train and validation)"),
+           ("decidable at · target N", "decidable at · target N"), ("preset · resolution", "preset · resolution"),
+           ("declared", "declared: metric · family · test · deviations"), ("made on", "made on"),
+           ("repeats to decide", DECIDE))
+
 st.title("Findings: the studies' claims on this machine")
-st.caption("One row per finding × task: the paper's value, this machine's value with N repeats and its 95 % interval, "
-           "the verdict (holds / reversed / inconclusive from the row's declared test; not comparable where utility is not "
-           "matched on train and validation; uninformative where both arms sit at a ceiling or floor), the preset and its resolution, the utility gap and the command that "
-           "reproduces it. Everything is read from the cache; nothing trains on this page. A missing cell queues "
+st.caption("Each claim of the two studies beside what this machine measured, read from the cache (nothing trains on "
+           "this page): the verdict and the value first, the rest of a row under the table. A missing cell queues "
            "exactly the runs it needs in the background (cached repeats are kept: adding repeats narrows an interval).")
 
 presets = list(dict.fromkeys(p for t in TASKS for p in get_task(t).presets))
@@ -42,10 +51,10 @@ with c2:
 if not tasks or not chosen:
     st.info("Pick at least one task and one preset.")
     st.stop()
-for name in chosen:
-    notes = [f"**{t}**: {get_task(t).preset_notes[name]}" for t in tasks
-             if name in get_task(t).presets and get_task(t).preset_notes.get(name)]
-    if notes and name != "quick":
+preset_notes = {name: [f"**{t}**: {get_task(t).preset_notes[name]}" for t in tasks
+                       if name in get_task(t).presets and get_task(t).preset_notes.get(name)] for name in chosen}
+for name, notes in preset_notes.items():
+    if notes and name != "quick":  # quick's: in sight under the table
         with st.expander(f"Preset {name}: what it needs and what it costs"):
             st.markdown("\n\n".join(notes))
 
@@ -53,13 +62,41 @@ try:
     with st.spinner("Reading the cached runs…"):
         table = findings_table(tasks, chosen)
 except MIAError as e:
-    st.error(str(e))
+    st.error(plain_markdown(e))
     st.stop()
-frame = findings_frame(table)
-first = ["finding", "task", "measured here (95 % CI, N)", "verdict", "decidable at · target N", "made on",
-         "utility gap (train and validation)", "declared: metric · family · test · deviations", "preset · resolution",
-         DECIDE]
-st.dataframe(frame[first + [c for c in frame.columns if c not in first]], hide_index=True, use_container_width=True)
+# the verdict and the value in a table narrow enough for 1280 px beside the sidebar (the whole row was 13 columns
+# of sentences: its verdict and value were cut at the screen's edge); the rest of the selected row under it
+picked = st.dataframe(
+    findings_short_frame(table), hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
+    key="findings:table",
+    column_config={"verdict": st.column_config.TextColumn(width=110, help=VERDICT_WORDS),
+                   "finding": st.column_config.TextColumn(width=60),
+                   "task": st.column_config.TextColumn(width=90),
+                   "preset": st.column_config.TextColumn(width=110),
+                   "measured here (95 % CI, N)": st.column_config.TextColumn(
+                       width="large", help="FFNN − RNN: the paired difference over the row's N repeats with its 95 % "
+                                           "interval (F1a: its primary metric's; F3: the RNN's attack accuracy and "
+                                           "utility loss). Both arms' values are in the row's details.")})
+st.caption(VERDICT_WORDS)
+if preset_notes.get("quick"):  # the default: what its rows are made of (built-in data, tiny sets) in sight, not folded
+    st.caption(f"Preset quick — {' · '.join(preset_notes['quick'])}")
+chosen_rows = list(picked.selection.rows) if picked is not None and picked.selection else []
+index = chosen_rows[0] if chosen_rows else next((i for i, r in enumerate(table.rows) if r.status == "measured"), 0)
+if table.rows:
+    row, cells = table.rows[index], row_cells(table.rows[index])
+    with st.container(border=True):
+        st.markdown(f"**{plain_markdown(row.finding)} · {plain_markdown(row.task)} · {plain_markdown(row.preset)}**"
+                    f"{'' if chosen_rows else ' (select a row in the table for its details)'}: "
+                    f"{plain_markdown(cells['claim'])}")
+        # the cells may name a user's folder (a preset's data_dir in the command) or machine: text, never Markdown
+        st.markdown("  \n".join(f"**{label}:** {plain_markdown(cells[column])}" for label, column in DETAILS))
+        st.code(cells["command / runs needed"], language="bash", wrap_lines=True)
+with st.expander("The whole table (every column, as findings.md writes it)"):
+    frame = findings_frame(table)
+    first = ["finding", "task", "measured here (95 % CI, N)", "verdict", "decidable at · target N", "made on",
+             "utility gap (train and validation)", "declared: metric · family · test · deviations",
+             "preset · resolution", DECIDE]
+    st.dataframe(frame[first + [c for c in frame.columns if c not in first]], hide_index=True, width="stretch")
 st.caption(f"Commit {table.commit}. The same table: `{findings_command(table)} --out findings.json --markdown "
            "findings.md`. Each row's target N is its own (≥ its decidable N: the sign-flip floor × its Holm family; "
            "≥ 80 % power at the paper's effect, else the measured one). Rows that cannot decide even when run (not "

@@ -16,14 +16,14 @@ from pathlib import Path
 import streamlit as st
 
 from core.analyses.scores import ScoresResult, score_file
-from core.analyses.user_audit import assign_roles
-from core.audit import AuditResult, audit
+from core.analyses.user_audit import assign_roles, utility_estimates, utility_loss_estimate
+from core.audit import AuditResult
 from core.data.user_records import read_records
 from core.experiment.data_preview import DataPreview, preview_data
 from core.foundations.config import ExperimentConfig
 from core.foundations.errors import MIAError
 from core.foundations.names import ARCH_NAMES as ARCH_LABELS
-from core.foundations.paths import data_root, resolve_data_dir
+from core.foundations.paths import cache_dir, data_root, resolve_data_dir
 from core.foundations.plugins import PLUGIN_ENV
 from core.foundations.task_registry import builtin_tasks
 from core.foundations.user_files import (
@@ -33,20 +33,19 @@ from core.foundations.user_files import (
     read_user_file,
     store_upload,
     upload_path,
-    user_file_path,
 )
 from core.measurement.stats import Estimate
-from core.models.kinds.preprocess import read_preprocess
 from core.tasks import available_tasks, get_task
-from core.training.recipe import read_recipe
 from core.views.audit_report import audit_report_html
 from core.views.scores_report import roc_loglog_figure, scores_report_html
 from ui.examples import plain_markdown, show_record
-from ui.nav import format_seconds
+from ui.nav import format_seconds, job_line
+from ui.own_model_job import KIND as OWN_AUDIT
+from ui.own_model_job import AuditParams, AuditRequest, restored_audit, stored_audit
 from ui.ownership import UPLOAD_BYTES_PER_SESSION, UPLOADS_PER_SESSION
 from ui.results import show_results
-from ui.session import session_owner
-from ui.shared import job_manager, summary_of, upload_ledger
+from ui.session import is_lecturer, session_owner
+from ui.shared import job_manager, run_owners, summary_of, upload_ledger
 
 #: the layouts a user's data comes in: label → (task, dataset, preset to start from, what the box takes)
 LAYOUTS = {
@@ -265,17 +264,160 @@ def audit_table(result: AuditResult) -> list[dict]:
     return rows
 
 
-@st.cache_resource(max_entries=4, show_spinner="Auditing: the fit check, references, every attack…")
-def cached_audit(key: tuple, spec: str, weights: str | None, data: str, members: str, pre_text: str,
-                 recipe_text: str) -> AuditResult:
-    """The audit of these inputs (``key``: their content's stamps), kept for the what-if sliders."""
-    pre = read_preprocess(pre_text.encode(), "page.toml") if pre_text.strip() else None
-    recipe = read_recipe(recipe_text.encode(), "page.toml") if recipe_text.strip() else None
-    return audit(spec, members, data=data, weights=weights, preprocess=pre, recipe=recipe, root=str(root))
+def interval(e: Estimate | None, digits: int = 3) -> str:
+    """A number beside its 95 % interval, in one cell ("—" where there is none)."""
+    if e is None or e.mean is None or e.mean != e.mean:
+        return "—"
+    if e.ci_low is None or e.ci_high is None:
+        return f"{e.mean:.{digits}f}"
+    return f"{e.mean:.{digits}f} [{e.ci_low:.{digits}f}, {e.ci_high:.{digits}f}]"
+
+
+class _NotStored(Exception):
+    """Raised inside the cached reader so that "not stored yet" is never memoised."""
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def _stored_of(folder: str, key: str, _request: AuditRequest) -> tuple[dict, dict, AuditResult]:
+    stored = stored_audit(_request)
+    if stored is None:
+        raise _NotStored
+    return stored
+
+
+def stored_of(request: AuditRequest) -> tuple[dict, dict, AuditResult] | None:
+    """The stored audit of ``request`` (its JSON, kept arrays and typed result), read from the cache once per server,
+    cache folder and request (a rerun does not parse it again); None while there is none."""
+    try:
+        return _stored_of(str(cache_dir()), request.config_hash, request)
+    except _NotStored:
+        return None
+
+
+@st.cache_resource(max_entries=2, show_spinner="Loading your model and records for the what-ifs (nothing retrained)…")
+def restored_audit_of(folder: str, key: str, _request: AuditRequest, _doc: dict, _kept: dict) -> AuditResult:
+    """The stored audit ``key`` with its what-ifs back (:func:`ui.own_model_job.restored_audit`): the model loaded
+    once per result and cache folder, shared by the sessions that see it."""
+    return restored_audit(_request, _doc, _kept)
+
+
+@st.cache_resource(max_entries=16, show_spinner="Answering every query again through the defense…")
+def what_if_of(folder: str, key: str, mechanism: str, value: float, _restored: AuditResult
+               ) -> tuple[AuditResult, Estimate | None]:
+    """One what-if of the stored audit ``key`` (every attack again, no retraining) and its utility loss's interval."""
+    defended = _restored.gaussian(value) if mechanism == "gaussian" else _restored.dirichlet(value)
+    return defended, utility_loss_estimate(_restored, defended)
+
+
+def what_if_rows(undefended: AuditResult, defended: AuditResult) -> list[dict]:
+    """Every attack that ran, its defended AUC beside the undefended one (each with its interval)."""
+    rows = []
+    for a in undefended.attacks:
+        moved = next((d for d in defended.attacks if d.name == a.name), None)
+        rows.append({"attack": a.name, "undefended AUC [95 % CI]": interval(a.auc),
+                     "defended AUC [95 % CI]": interval(moved.auc) if moved is not None else
+                     f"did not run: {defended.not_run.get(a.name, 'not scored')}",
+                     "change": f"{moved.auc.mean - a.auc.mean:+.3f}" if moved is not None else "—",
+                     "finding (defended)": moved.finding if moved is not None else "—"})
+    return rows
+
+
+@st.fragment
+def what_if_section(request: AuditRequest, doc: dict, kept: dict, result: AuditResult) -> None:
+    """The Dirichlet k / Gaussian σ what-ifs on the audited model (a slider step reruns this alone)."""
+    st.subheader("What if: defenses on your model, nothing retrained")
+    torch_model = result.model.get("kind") != "onnx"  # σ perturbs weights: torch models only
+    w1, w2 = st.columns(2)
+    k = w1.select_slider("Dirichlet k (outputs)", [1000.0, 100.0, 10.0, 1.0, 0.1, 0.01], value=10.0, key="own:k")
+    sigma = 0.0
+    if torch_model:
+        sigma = w2.select_slider("Gaussian σ (weights; above 0 it is shown instead of k)",
+                                 [0.0, 1e-3, 3e-3, 1e-2, 3e-2, 0.1], value=0.0, key="own:sigma")
+    else:
+        w2.caption("Gaussian σ perturbs a torch model's weights; an ONNX graph is run, not perturbed (the Dirichlet k "
+                   "acts on any model's outputs).")
+    mechanism, value = ("gaussian", float(sigma)) if sigma > 0 else ("dirichlet", float(k))
+    folder = str(cache_dir())
+    try:
+        restored = restored_audit_of(folder, request.config_hash, request, doc, kept)
+        defended, loss = what_if_of(folder, request.config_hash, mechanism, value, restored)
+    except MIAError as exc:
+        st.error(plain_markdown(exc))
+        return
+    before, after = utility_estimates(restored), utility_estimates(defended)
+    name = f"Dirichlet k = {value:g}" if mechanism == "dirichlet" else f"Gaussian σ = {value:g}"
+    st.caption(f"{name}, one draw; the attacker is naive (its references and the pool's regressor saw undefended "
+               "answers). Every attack that ran is scored again on the defended answers; the blind baseline never "
+               "queries the model, so it does not move.")
+    c1, c2, c3 = st.columns(3)
+    if before and after:
+        c1.metric("non-member accuracy (defended)", interval(after["nonmember_accuracy"]),
+                  help=f"undefended {interval(before['nonmember_accuracy'])}; Clopper–Pearson 95 % intervals")
+        c2.metric("member accuracy (defended)", interval(after["member_accuracy"]),
+                  help=f"undefended {interval(before['member_accuracy'])}")
+    c3.metric("utility loss", interval(loss) if loss is not None else (
+        f"{defended.defense['utility_loss']:.3f}" if defended.defense.get("utility_loss") is not None else "—"),
+              help="1 − defended / undefended non-member accuracy; 95 % paired bootstrap over the non-members "
+                   "(where the data allows one)")
+    st.dataframe(what_if_rows(result, defended), hide_index=True, width="stretch")
+
+
+@st.fragment(run_every=2.0)
+def audit_progress(request: AuditRequest, params: AuditParams) -> None:
+    """The audit job's progress (the worker's stage, fraction and ETA), with Cancel; the page reruns when it ends."""
+    manager = job_manager()
+    job = manager.job(request, OWN_AUDIT, params.to_dict())
+    if job is None or job.done:
+        st.rerun(scope="app")
+        return
+    cols = st.columns([6, 1])
+    if job.state == "queued":
+        place = manager.place(job)
+        cols[0].progress(0.0, text=f"{plain_markdown(job.label)}: queued" + (f", #{place} in line" if place else ""))
+    else:
+        cols[0].progress(min(job.fraction, 1.0), text=f"{plain_markdown(job.label)} — {job_line(job)}")
+    if cols[1].button("Cancel", key=f"own:cancel:{job.id}", help="Stops the audit at its next step (nothing is kept "
+                                                                 "of a cancelled audit)"):
+        manager.cancel(job)
+        st.rerun(scope="app")
+
+
+def audit_job(request: AuditRequest, params: AuditParams, stored_elsewhere: bool) -> None:
+    """No audit of these inputs to show this session yet: its job's progress, its last failure, or the button that
+    queues it (``stored_elsewhere``: another session audited the same inputs; the click makes this session one of
+    its owners instead of auditing again)."""
+    manager = job_manager()
+    job = manager.job(request, OWN_AUDIT, params.to_dict())
+    if job is not None and job.active:
+        st.caption("The audit runs in a background worker (also listed in the sidebar); you can change pages "
+                   "meanwhile.")
+        audit_progress(request, params)
+        return
+    if job is not None and job.state == "failed":
+        st.error(f"The last audit of these inputs failed: {plain_markdown(job.error)}")
+    elif job is not None and job.state == "cancelled":
+        st.info("The last audit of these inputs was cancelled.")
+    elif job is not None and job.state == "done":
+        st.warning("The audit finished but its result could not be read back from the cache; run it again.")
+    if st.button("Run the audit", type="primary", key="own:run"):
+        if stored_elsewhere:
+            run_owners().add([request.config_hash], session_owner())
+        else:
+            manager.prewarm()
+            try:
+                manager.submit([request], OWN_AUDIT, params.to_dict())
+            except MIAError as exc:  # the session's quota: one line, nothing queued
+                st.error(plain_markdown(exc))
+                return
+        st.rerun()
+    st.caption("The audit — the fit check, reference models trained by your recipe, every attack — runs in a "
+               "background worker with progress, ETA and Cancel; its result is kept, so reopening this page with the "
+               "same inputs shows it at once.")
 
 
 def own_model_section() -> None:
-    """A torchvision / timm / Hugging Face / ONNX model audited on its own declared preprocessing (core.audit)."""
+    """A torchvision / timm / Hugging Face / ONNX model audited on its own declared preprocessing (core.audit), in
+    the job queue (ui.own_model_job)."""
     st.markdown("Your model **as you have it** — no retraining into our architectures, and **your** preprocessing, "
                 "declared below as data (never ours): every attack with its 95 % interval beside the **blind "
                 "baseline** (what the records alone give, without the model), the risk at a chosen FPR, and the "
@@ -288,12 +430,12 @@ def own_model_section() -> None:
     if kind in ("torchvision", "timm"):
         weights_text = c2.text_input("Weights (.safetensors) under the data root", key="own:weights")
         weights = kept_upload(c2.file_uploader("…or upload it", type=["safetensors"], key="own:weights_up"),
-                              "weights") or weights_text.strip()
+                              "weights") or typed_file(weights_text)
     d1, d2 = st.columns(2)
     data = d1.text_input("Records: a folder of class folders, or a CSV, under the data root", key="own:data").strip()
     members_text = d2.text_input("Member list (.txt) under the data root", key="own:members")
     members = kept_upload(d2.file_uploader("…or upload it", type=["txt"], key="own:members_up"),
-                          "members") or members_text.strip()
+                          "members") or typed_file(members_text)
     p1, p2 = st.columns(2)
     pre_text = p1.text_area("Preprocessing the model was trained with (TOML)", PREPROCESS_EXAMPLE, height=220,
                             key="own:pre")
@@ -304,30 +446,25 @@ def own_model_section() -> None:
                 "the records and the member list.")
         return
     try:  # the roles first: how many records each gets, before anything trains
-        spec = f"{kind}:" + (target if kind in ("torchvision", "timm") else str(resolve_data_dir(target)) if kind == "hf"
-                             else str(user_file_path(target, "the ONNX file")))
-        # every path made absolute under the data root here (a relative one is the root's, not the server's folder)
-        data = str(user_file_path(data, "records") if data.lower().endswith(".csv") else resolve_data_dir(data))
-        members = str(user_file_path(members, "members"))
-        weights = str(user_file_path(weights, "weights")) if weights else None
-        pre = read_preprocess(pre_text.encode(), "page.toml") if pre_text.strip() else None
-        records = read_records(data, pre, root=str(root))
-        roles = assign_roles(records, parse_member_ids(read_user_file(members, "members", 32 * 2**20)), None, 0)
+        # every path made absolute under the data root (a relative one is the root's, not the server's folder)
+        params = AuditParams.from_dict({"spec": f"{kind}:{target}", "weights": weights or None, "data": data,
+                                        "members": members, "preprocess": pre_text, "recipe": recipe_text})
+        pre, _ = params.parsed()
+        records = read_records(params.data, pre, root=str(root))
+        roles = assign_roles(records, parse_member_ids(read_user_file(params.members, "members", 32 * 2**20)), None, 0)
+        request = AuditRequest.of(params)
     except MIAError as exc:
         st.error(plain_markdown(exc))
         return
     st.success(f"{roles.n_records:,} records: **{len(roles.members):,} members**, **{len(roles.nonmembers):,} "
                f"non-members** audited (as many as the members, at most half of the others), **{len(roles.pool):,}** "
                f"in the attacker's pool (quantile regression needs 20).")
-    if not st.toggle("Run the audit", key="own:run"):
+    stored = stored_of(request)
+    if stored is None or not run_owners().visible(request.to_dict(), request.config_hash, session_owner(),
+                                                  is_lecturer()):
+        audit_job(request, params, stored_elsewhere=stored is not None)
         return
-    stamps = tuple(Path(p).stat().st_mtime_ns if Path(p).exists() else 0 for p in (weights or "", data, members))
-    try:
-        result = cached_audit((spec, stamps, pre_text, recipe_text), spec, weights or None, data, members, pre_text,
-                              recipe_text)
-    except MIAError as exc:
-        st.error(plain_markdown(exc))
-        return
+    doc, kept, result = stored
     st.markdown(f"**The model on its own members:** {plain_markdown(result.check.message)}.")
     for note in result.model["notes"]:  # names from the user's files: data, never markup
         st.caption(plain_markdown(note))
@@ -347,22 +484,7 @@ def own_model_section() -> None:
                                           f"{r.members_exposed.ci_high:.1f}]"} for r in result.risk],
                      hide_index=True, width="stretch")
     st.plotly_chart(roc_loglog_figure(result.scores), width="stretch")
-    st.subheader("What if: defenses on your model, nothing retrained")
-    w1, w2 = st.columns(2)
-    k = w1.select_slider("Dirichlet k (outputs)", [1000.0, 100.0, 10.0, 1.0, 0.1, 0.01], value=10.0, key="own:k")
-    sigma = w2.select_slider("Gaussian σ (weights; torch models; above 0 it is shown instead of k)", [0.0, 1e-3, 3e-3, 1e-2, 3e-2, 0.1], value=0.0,
-                             key="own:sigma")
-    try:
-        defended = result.gaussian(sigma) if sigma > 0 else result.dirichlet(k)  # σ > 0: the weights' what-if
-    except MIAError as exc:
-        st.error(plain_markdown(exc))
-        defended = None
-    if defended is not None:
-        st.caption(f"{defended.defense['mechanism']}: utility loss {defended.defense['utility_loss']:.3f} "
-                   f"(1 − defended / undefended non-member accuracy); the attacker is naive.")
-        st.dataframe([{"attack": a.name, "undefended AUC": round(result.attack(a.name).auc.mean, 3),
-                       "defended AUC [95 % CI]": f"{a.auc.mean:.3f} [{a.auc.ci_low:.3f}, {a.auc.ci_high:.3f}]"}
-                      for a in defended.attacks], hide_index=True, width="stretch")
+    what_if_section(request, doc, kept, result)
     st.download_button("Download the report (HTML)", audit_report_html(result), file_name="audit_report.html",
                        mime="text/html")
     st.download_button("Download the JSON", result.to_json(), file_name="audit.json", mime="application/json")

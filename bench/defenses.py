@@ -50,7 +50,7 @@ def bench(task_name: str, arch: str, moves: int) -> list[dict]:
     t = time.perf_counter()
     defender = Defender(models)
     setup_s = time.perf_counter() - t
-    model = defender.victim_model()
+    model = models.model("victim")
     t = time.perf_counter()
     task.respond(cfg, model, models.data, models.splits.eval_index)
     query_ms = (time.perf_counter() - t) * 1000

@@ -5,8 +5,8 @@ server thread computes them — on cached models only (it never trains: run `pyt
 *First open* (a fresh process: a new server's first visit, the cache warm from earlier sessions): per architecture
 and cached repeat, the Defender (`ui.shared.defender_for`: the cached models, the fitted attacks and the cached
 set-up), then what the page draws at the slider's default value: the cards' point and the utility card's point
-(`Defender.ready`, else computed, one draw first as the page does), the curve over the mechanism's curve grid and
-the table's rows (`Defender.curve`, `Defender.known_rows`). Opened once to warm the disk cache (skipped with
+(`Defender.cached_point`, else computed, one draw first as the page does), the curve over the mechanism's curve grid and
+the table's rows (`Defender.curve`, `Defender.table_rows`). Opened once to warm the disk cache (skipped with
 `--no-warm`), then `--opens` times in fresh processes.
 
 *Slider first numbers*: `--steps` steps to values not computed before (a fresh mechanism seed per run), each the
@@ -81,14 +81,14 @@ def one_open(task_name: str, preset: str, mechanism: str, draws: int) -> dict:
     for ds in defenders.values():
         d = ds[0]
         for call in ({"utility": False}, {"utility": True, "quantile": False}):
-            if d.ready(spec, "naive", **call) is None:
+            if d.cached_point(spec, "naive", **call) is None:
                 d.point(spec, "naive", **call)
     point = time.perf_counter() - t
     t = time.perf_counter()
     for ds in defenders.values():
         for d in ds:
             d.curve(spec, [*param.curve, spec.value])
-        ds[0].known_rows(spec, list(param.grid))
+        ds[0].table_rows(spec, list(param.grid))
     curves = time.perf_counter() - t
     return {"imports_s": imports, "defenders_s": setup, "point_s": point, "curves_s": curves,
             "page_s": setup + point + curves, "repeats": min(len(ds) for ds in defenders.values())}

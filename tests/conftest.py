@@ -154,3 +154,16 @@ def pytest_xdist_make_scheduler(config, log):
             return f"group:{group}" if group else nodeid
 
     return GroupScheduling(config, log)
+
+
+def cpu_has_bf16_lstm() -> bool:
+    """Whether this CPU's oneDNN runs an LSTM under bfloat16 autocast (AMD EPYC without AVX-512 BF16 does not:
+    "could not create a primitive descriptor"); the product then refuses bf16 for such a model in one line."""
+    import torch
+    try:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            torch.nn.LSTM(4, 4, batch_first=True)(torch.randn(2, 3, 4))
+        return True
+    except RuntimeError:
+        return False
+

@@ -1,13 +1,13 @@
-"""The attack stage's shared answers (core.experiment.answer_memo, issue 34): the batched path builds each
-model once and answers each record once across the models-stage attacks; MIA_ATTACK_BATCHED=0 asks anew
-per question, as before. Both must give the same scores (up to float rounding: a record answered in
-another batch), and the batched path must actually share (fewer model runs)."""
+"""The attack stage's shared answers (core.experiment.answer_memo, issue 34): with its memo the stage builds each
+model once and answers each record once across the models-stage attacks; without one every question asks anew.
+Both must give the same scores (up to float rounding: a record answered in another batch), and the memo must
+actually share (fewer model runs)."""
 import shutil
 
 import numpy as np
 import pytest
 
-from core.experiment import roles
+from core.experiment import pipeline, roles
 from core.experiment.answer_memo import AnswerMemo, concat_arrays, take_arrays
 from core.experiment.cache import ArtifactCache
 from core.experiment.pipeline import run_experiment, trained_models
@@ -62,17 +62,19 @@ def _count(monkeypatch, owner, name, counter):
 
 
 def test_shared_answers_give_the_sequential_scores_with_fewer_model_runs(tmp_path, monkeypatch):
-    """A tiny image run through both paths from the same cached models: every attack's scores agree,
-    and the batched path ran the augmented queries of fewer records and built fewer models."""
+    """A tiny image run with the stage's memo and without it ("0": every question asks anew), from the same cached
+    models: every attack's scores agree, and the memo ran the augmented queries of fewer records and built fewer
+    models."""
     cfg = get_task("image").make_config("ffnn", "quick", {"n_train": 60, "n_eval": 40, "epochs": 3, "n_shadows": 3,
                                                           "attack_epochs": (2,), "attack_train_epochs": 3})
     models = trained_models(cfg, cache=ArtifactCache(tmp_path / "models"))
     union = np.unique(np.concatenate([models.shadow_query_index(k) for k in range(cfg.n_shadows)]))
     runs, counts = {}, {}
     for path in ("0", "1"):
-        monkeypatch.setenv("MIA_ATTACK_BATCHED", path)
         counts[path] = {}
         with monkeypatch.context() as m:
+            if path == "0":
+                m.setattr(pipeline, "AnswerMemo", lambda: None)  # the stage without its memo
             for name in ("label_queries", "augmented_confidences", "augmented_answers"):
                 _count(m, ImageTask, name, counts[path])
             _count(m, roles, "model_from_weights", counts[path])
@@ -89,8 +91,8 @@ def test_shared_answers_give_the_sequential_scores_with_fewer_model_runs(tmp_pat
         assert new.summary["attacks"][name]["threshold"] == pytest.approx(
             old.summary["attacks"][name]["threshold"], rel=1e-5, abs=1e-6), name
     assert new.summary["shadow_fidelity"] == old.summary["shadow_fidelity"]
-    # the sequential path asks each model separately per attack; the batched one answers both
-    # augmented questions of a record with one pass, each record once per model
+    # without the memo each attack asks each model separately; with it both augmented questions of a record
+    # are answered with one pass, each record once per model
     assert "augmented_answers" not in counts["0"] and "label_queries" not in counts["1"]
     # (the victim and every shadow on the victim's evaluation records, every shadow on all shadows' query records)
     n_eval = 2 * cfg.n_eval

@@ -263,7 +263,7 @@ def test_defenses_page_with_models_gone_says_not_cached_and_trains_nothing(monke
 
 def test_defenses_measure_runs_in_a_worker_and_the_table_fills_in(monkeypatch):
     """"Measure" submits the grid as worker jobs (kind ``defense_grid``): the server never measures it (its
-    Defender.measure fails here), and the table reads each point from the cache as it lands."""
+    Defender.full_points fails here), and the table reads each point from the cache as it lands."""
     from core.defenses.defender import Defender
     from core.experiment.pipeline import run_experiment
 
@@ -276,7 +276,7 @@ def test_defenses_measure_runs_in_a_worker_and_the_table_fills_in(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("the server measured the grid")
 
-    monkeypatch.setattr(Defender, "measure", refuse)
+    monkeypatch.setattr(Defender, "full_points", refuse)
     at = AppTest.from_file(str(ROOT / "app.py"))
     at.switch_page("app_pages/2_Defenses.py")
     at.run(timeout=120)

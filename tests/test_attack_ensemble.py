@@ -13,14 +13,11 @@ import numpy as np
 import pytest
 import torch
 
-from core import cli
-from core.attacks import shadow_attacks
 from core.attacks.attack_ensemble import FitMember, fit_members
 from core.attacks.shadow_attacks import (AttackTraining, RankHistogramAttack, RecordFeatureAttack, ShadowModelAttack,
     _fit_classifier, attack_to_bytes, fit_attack_sets, loss_threshold_attack)
 from core.experiment.cache import ArtifactCache
 from core.experiment.pipeline import ATTACK_FIT_VERSION, AttackVariant, fitted_attack_variants, fitted_attacks, trained_models
-from core.foundations.errors import ConfigError
 from core.measurement.metrics import roc_auc
 from core.measurement.responses import Responses
 from core.models.attack import AttackLSTM, AttackMLP, StackedAttackMLP
@@ -121,9 +118,10 @@ def _sequences(seed: int, n: int = 48) -> tuple[Responses, np.ndarray]:
     return r, member
 
 
-def test_fit_attack_sets_batched_equals_the_one_attack_at_a_time_path():
+def test_fit_attack_sets_batched_equals_each_attack_fitted_alone():
     """The pipeline's entry: PVMIA's LSTM, PRMIA, the BLEU-feature MLP and a threshold, over two
-    checkpoint epochs, batched vs not: the same scores (so the same AUC) on fresh records."""
+    checkpoint epochs, batched vs each attack fitted on its own: the same scores (so the same AUC) on fresh
+    records."""
     training = AttackTraining(hidden=8, epochs=4, lr=1e-2, batch_size=16, seed=5)
     data = [_sequences(s) for s in (0, 1)]
     membership = data[0][1]
@@ -133,9 +131,11 @@ def test_fit_attack_sets_batched_equals_the_one_attack_at_a_time_path():
                 RecordFeatureAttack("bleu_features", name="bleu_feature", training=training), loss_threshold_attack()]
 
     old, new = [fresh() for _ in data], [fresh() for _ in data]
-    fit_attack_sets(old, [r for r, _ in data], membership, batched=False)
+    for attacks, (r, _) in zip(old, data):
+        for attack in attacks:
+            attack.fit(r, membership)
     progress: list[float] = []
-    fit_attack_sets(new, [r for r, _ in data], membership, on_progress=progress.append, batched=True)
+    fit_attack_sets(new, [r for r, _ in data], membership, on_progress=progress.append)
     assert progress and all(0 < f < 1 for f in progress)
     target, target_membership = _sequences(9)
     for o_set, n_set in zip(old, new):
@@ -144,31 +144,6 @@ def test_fit_attack_sets_batched_equals_the_one_attack_at_a_time_path():
             # 1e-4: on a GPU the two paths use other kernels (packed cuDNN and foreach Adam vs unpacked and fused)
             np.testing.assert_allclose(n.score(target), o.score(target), atol=1e-4, err_msg=n.name)
         assert roc_auc(n_set[2].score(target), target_membership) > 0.9  # the BLEU-feature MLP really separates
-
-
-def test_the_environment_switches_the_sequential_path_back_on(monkeypatch):
-    r, m = _sequences(0)
-    calls = []
-    real = shadow_attacks.fit_members
-    monkeypatch.setattr(shadow_attacks, "fit_members", lambda *a, **k: calls.append(1) or real(*a, **k))
-    training = AttackTraining(hidden=4, epochs=1, lr=1e-2, batch_size=16, seed=0)
-    monkeypatch.setenv("MIA_ATTACK_BATCHED", "0")
-    fit_attack_sets([[RankHistogramAttack(training)]], [r], m)
-    assert calls == []
-    monkeypatch.delenv("MIA_ATTACK_BATCHED")
-    fit_attack_sets([[RankHistogramAttack(training)]], [r], m)
-    assert calls == [1]
-
-
-def test_a_bad_switch_is_one_line(monkeypatch, capsys):
-    monkeypatch.setenv("MIA_ATTACK_BATCHED", "yes")
-    rc = cli.main(["config", "--task", "image"])
-    err = capsys.readouterr().err.strip().splitlines()
-    assert rc == 2 and len(err) == 1
-    assert err[0].startswith("error: MIA_ATTACK_BATCHED='yes' is not valid")
-    r, m = _sequences(0)
-    with pytest.raises(ConfigError, match="MIA_ATTACK_BATCHED"):  # the library says the same, not a silent default
-        fit_attack_sets([[loss_threshold_attack()]], [r], m)
 
 
 def test_members_must_match_their_targets():

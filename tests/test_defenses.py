@@ -206,7 +206,7 @@ def test_dirichlet_large_k_changes_nothing_small_k_defeats_the_naive_attack(over
 
 
 def test_gpm_sigma_zero_changes_nothing(overfit):
-    answers = overfit.victim_answers(DefenseSpec("gpm", 0.0), 0, with_record_features=True)
+    answers = overfit._victim_answers(DefenseSpec("gpm", 0.0), 0, with_record_features=True)
     ref = overfit.victim_responses
     np.testing.assert_array_equal(answers.probs, ref.probs)
     np.testing.assert_array_equal(answers.cross_entropy, ref.cross_entropy)
@@ -244,10 +244,10 @@ def test_gpm_utility_from_the_attack_answers_equals_a_model_run(overfit):
         spec = DefenseSpec("gpm", sigma, draws=2)
         overfit.point(spec, "naive", utility=False)  # the answers the utility reads
         for draw in range(2):
-            model = overfit._noisy("victim", overfit.victim_model(), overfit.models.victim.weights, spec, draw)
+            model = overfit._noisy("victim", overfit._victim_model(), overfit.models.victim.weights, spec, draw)
             ran = (task.utility(overfit.cfg, model, overfit.models.data, splits.eval_members),
                    task.utility(overfit.cfg, model, overfit.models.data, splits.victim_nonmembers))
-            assert overfit.utility(spec, draw) == ran
+            assert overfit._utility(spec, draw) == ran
     tied = Responses.from_logits(torch.zeros(3, 10), np.ones(3, np.int64), torch.tensor([0, 3, 5]))
     assert task.utility_of_responses(overfit.cfg, tied) is None  # argmax picks class 0: only a model run knows
     clear = Responses.from_logits(torch.eye(10)[[0, 3, 5]], np.ones(3, np.int64), torch.tensor([0, 3, 4]))
@@ -259,7 +259,7 @@ def _utility_by_model_runs(defender, spec, draw):
     victim model re-run on members and non-members, its log-softmax through the draw's transform."""
     mech, splits = spec.mechanism_class, defender.models.splits
     transform = mech.torch_transform(spec, defender._torch_generator(spec, draw, "utility"))
-    model, data = defender.victim_model(), defender.models.data
+    model, data = defender._victim_model(), defender.models.data
     return (defender.task.utility(defender.cfg, model, data, splits.eval_members, transform),
             defender.task.utility(defender.cfg, model, data, splits.victim_nonmembers, transform))
 
@@ -282,27 +282,42 @@ def test_dirichlet_utility_from_cached_logits_equals_model_runs(which, overfit, 
     for k in (0.05, 1.0, 30.0, 1e4):
         spec = DefenseSpec("dirichlet", k, draws=3, seed=7)
         old = [_utility_by_model_runs(defender, spec, d) for d in range(spec.draws)]
-        assert [defender.utility(spec, d) for d in range(spec.draws)] == old
+        assert [defender._utility(spec, d) for d in range(spec.draws)] == old
         point = defender.point(spec, "naive", utility=True)
         assert (point.utility_train, point.utility_train_std) == _mean_std([u[0] for u in old])
         assert (point.utility, point.utility_std) == _mean_std([u[1] for u in old])
         assert point.utility_loss == utility_loss(point.utility, defender.baseline.utility)
     # the victim's outputs are remembered: further draws and values run no forward pass of it
     calls = []
-    victim = defender.victim_model()
+    victim = defender._victim_model()
     monkeypatch.setattr(victim, "forward", lambda x, f=victim.forward: calls.append(1) or f(x))
     defender.point(DefenseSpec("dirichlet", 3.3, draws=4), "naive", utility=True)
     assert calls == []
+
+
+def _every_pass_runs(monkeypatch, plain: Defender) -> None:
+    """``plain`` computes its points the plain way: every forward pass of its models runs (none is remembered) and
+    each draw asks its own label and augmented queries — the reference that the remembered outputs must equal."""
+    from core.defenses.defended_query import DefendedQuery
+    monkeypatch.setattr(plain, "_remembering", lambda key, model: model)
+    together = DefendedQuery.draws
+
+    def draws(defender, spec, answers, start=0):
+        if defender is not plain:
+            return together(defender, spec, answers, start)
+        return [DefendedQuery(defender, spec, d, r) for d, r in enumerate(answers, start)]
+
+    monkeypatch.setattr(DefendedQuery, "draws", staticmethod(draws))
 
 
 def test_dirichlet_points_equal_the_model_run_path(overfit, monkeypatch):
     """Reusing the victim's undefended outputs under Dir_k (utility, label-only and augmented-LiRA queries)
     changes no number of a defended point: the same points as one model run per draw (issue 32.16), and
     the victim's forward passes run once per query, not once per draw."""
-    assert overfit.model_attacks  # the label-only / augmented queries are exercised
+    assert overfit._fitted_model_attacks()  # the label-only / augmented queries are exercised
     cache = ArtifactCache(overfit.cache.directory / "../old_path_cache")
     old = Defender(overfit.models, cache)
-    old.reuse_victim_outputs = False
+    _every_pass_runs(monkeypatch, old)
     fresh = Defender(overfit.models, ArtifactCache(overfit.cache.directory / "../new_path_cache"))
     for k in (0.3, 4.0, 80.0):
         for utility in (False, True):
@@ -311,7 +326,7 @@ def test_dirichlet_points_equal_the_model_run_path(overfit, monkeypatch):
             assert replace(a, timings=None) == replace(b, timings=None)
     assert fresh._forwards[("victim",)]
     forwards = []
-    victim = fresh.victim_model()
+    victim = fresh._victim_model()
     monkeypatch.setattr(victim, "forward", lambda x, f=victim.forward: forwards.append(1) or f(x))
     fresh.point(DefenseSpec("dirichlet", 2.2, draws=3), "naive", utility=True)
     assert forwards == []
@@ -322,7 +337,7 @@ def test_dirichlet_draws_ask_the_augmented_queries_together(overfit, monkeypatch
     ``*_under`` once per kind with every draw's transform, which equals each draw's own call, transform by transform
     (each draw's noise from its own generator, in the order its own call draws it)."""
     task, d = overfit.task, overfit
-    model, data, index = d.victim_model(), d.models.data, d.models.splits.eval_index
+    model, data, index = d._victim_model(), d.models.data, d.models.splits.eval_index
     spec = DefenseSpec("dirichlet", 3.0, draws=4, seed=5)
     mech = spec.mechanism_class
 
@@ -362,12 +377,12 @@ def test_dirichlet_transforms_applied_together_equal_one_call_each():
     assert dirichlet.DirichletOutputTransform.apply_together(transforms() + transforms(9.0), log_probs) is None
 
 
-def test_gpm_points_equal_the_model_run_path(overfit):
+def test_gpm_points_equal_the_model_run_path(overfit, monkeypatch):
     """Under the GPM a draw's noisy victim answers the label-only and augmented-LiRA queries (the same
     augmented images) and the evaluation set from remembered forward passes: the same points as running
     every pass (issue 32.16), the adaptive attacker's too."""
     old = Defender(overfit.models, ArtifactCache(overfit.cache.directory / "../old_gpm_cache"))
-    old.reuse_victim_outputs = False
+    _every_pass_runs(monkeypatch, old)
     fresh = Defender(overfit.models, ArtifactCache(overfit.cache.directory / "../new_gpm_cache"))
     for sigma in (0.0, 0.004, 0.05):
         for attacker, utility in (("naive", False), ("both", True)):
@@ -401,19 +416,19 @@ def test_a_full_point_takes_draw_zero_from_the_one_draw_point(overfit, monkeypat
     number (quantile regression's included) is the one a Defender computing all draws itself gives. The page's
     one-draw point leaves the registry's attacks out (``registry=False``): the full point adds theirs on draw 0."""
     for mechanism, value in (("dirichlet", 2.5), ("gpm", 0.01)):
+        # computes the full point alone (no one-draw point before it): every draw its own
         every = Defender(overfit.models, ArtifactCache(overfit.cache.directory / f"../every_draw_{mechanism}_{registry}"))
-        every.reuse_first_draw = False
         staged = Defender(overfit.models, ArtifactCache(overfit.cache.directory / f"../staged_{mechanism}_{registry}"))
         full, one = DefenseSpec(mechanism, value, draws=3, seed=7), DefenseSpec(mechanism, value, draws=1, seed=7)
         calls = [{"utility": False}, {"utility": True, "quantile": False}, {"utility": True}]
         for call in calls[:2] if not registry else calls:
             first = staged.point(one, "naive", **call, registry=registry)
-            names = {n for a in overfit.model_attacks for n in a.names}
+            names = {n for a in overfit._fitted_model_attacks() for n in a.names}
             assert (names & set(first.attacks)) == (set() if not registry else names - set(first.skipped_attacks))
         asked, utilities = [], []
-        monkeypatch.setattr(staged, "victim_answers", lambda spec, draw, *a, f=staged.victim_answers:
+        monkeypatch.setattr(staged, "_victim_answers", lambda spec, draw, *a, f=staged._victim_answers:
                             asked.append(draw) or f(spec, draw, *a))
-        monkeypatch.setattr(staged, "utility", lambda spec, draw, f=staged.utility: utilities.append(draw) or f(spec, draw))
+        monkeypatch.setattr(staged, "_utility", lambda spec, draw, f=staged._utility: utilities.append(draw) or f(spec, draw))
         for call in calls:
             a, b = every.point(full, "naive", **call), staged.point(full, "naive", **call)
             assert replace(a, timings=None) == replace(b, timings=None)
@@ -427,7 +442,7 @@ def test_quantile_refits_one_per_draw_and_the_point_is_deterministic(overfit, mo
     Defenders with the same models give the same point, quantile regression's numbers included."""
     from core.attacks.quantile import QuantileRegressor
     from core.experiment.model_attacks import QuantileAttack
-    assert any(isinstance(a, QuantileAttack) for a in overfit.model_attacks)
+    assert any(isinstance(a, QuantileAttack) for a in overfit._fitted_model_attacks())
     first = Defender(overfit.models, ArtifactCache(overfit.cache.directory / "../first_refit_cache"))
     second = Defender(overfit.models, ArtifactCache(overfit.cache.directory / "../second_refit_cache"))
     descents = []
@@ -475,7 +490,7 @@ def test_the_slider_fast_point_leaves_quantile_regression_to_the_full_point(over
     import json
     from core.attacks.quantile import QuantileRegressor
     from core.experiment.model_attacks import QuantileAttack
-    assert any(isinstance(a, QuantileAttack) for a in overfit.model_attacks)
+    assert any(isinstance(a, QuantileAttack) for a in overfit._fitted_model_attacks())
     spec = DefenseSpec("dirichlet", 3.5, draws=3, seed=5)
     cache = ArtifactCache(tmp_path / "slider")
     d = Defender(overfit.models, cache)
@@ -488,7 +503,7 @@ def test_the_slider_fast_point_leaves_quantile_regression_to_the_full_point(over
         assert "quantile" not in p.attacks and "quantile" not in p.records["scores"]
         assert p.skipped_attacks == ("quantile",)
     assert card.utility is not None
-    assert d.measured(spec) is None  # the card is not the full point
+    assert d.cached_point(spec) is None  # the card is not the full point
     assert cache.get_json(cache.key("defended", overfit.cfg.config_hash, spec.key, "naive")) is None
     monkeypatch.setattr(QuantileRegressor, "refit", refit)
     monkeypatch.setattr(QuantileRegressor, "refit_many", refit_many)
@@ -500,7 +515,7 @@ def test_the_slider_fast_point_leaves_quantile_regression_to_the_full_point(over
     # every other attack's number at the fast point is the full point's
     assert {n: r for n, r in full.attacks.items() if n != "quantile"} == fast.attacks
     # after the full point, the table's row and the curve show it (quantile regression included)
-    assert "quantile" in d.known_rows(spec, [spec.value])[0].attacks
+    assert "quantile" in d.table_rows(spec, [spec.value])[0].attacks
     # what reads every attack's per-record scores (the Analyses page's exposure view) asks for quantile regression
     with_q = Defender(overfit.models, cache).point(spec, "naive", utility=False, quantile=True)
     assert with_q.records["scores"]["quantile"] == scratch.records["scores"]["quantile"]
@@ -527,7 +542,7 @@ def test_adaptive_attacker_and_cached_points(overfit):
     assert p.adaptive_attack.auc < overfit.baseline.attack.auc
     assert p.attack.accuracy == overfit.point(spec, "naive").attack.accuracy
     fresh = Defender(overfit.models, overfit.cache)  # a new page session: served from the disk cache
-    assert fresh.measured(spec, "both").adaptive_attack == p.adaptive_attack
+    assert fresh.cached_point(spec, "both").adaptive_attack == p.adaptive_attack
 
 
 
@@ -544,7 +559,7 @@ def test_a_curves_fast_points_are_read_back_by_a_new_session(overfit, monkeypatc
     assert [p.attack for p in again] == [p.attack for p in first]
     assert [p.records["scores"] for p in again] == [p.records["scores"] for p in first]
     assert all(p.utility is None for p in again)  # a fast point never stands in for a measured one
-    assert fresh.measured(spec.at(0.5)) is None
+    assert fresh.cached_point(spec.at(0.5)) is None
 
 def test_lira_and_rmia_score_defended_points(overfit):
     base = overfit.baseline.attacks
@@ -659,7 +674,7 @@ def test_epsilon_hat_is_one_bound_over_the_pooled_draws(overfit):
     assert detail.n_bound == 3 * (n - n // 2) and "3 draws pooled" in detail.method
     # the same bound as the function over the draws' own scores, which are the answers' draws
     scores = np.stack([score_attacks([a for a in overfit.naive_attacks if a.name == overfit.primary],
-                                     overfit.victim_answers(spec, d, False), overfit.membership)[overfit.primary].scores
+                                     overfit._victim_answers(spec, d, False), overfit.membership)[overfit.primary].scores
                        for d in range(3)])
     assert pooled_empirical_epsilon(scores, overfit.membership).lower_bound == pytest.approx(p.epsilon_lower_bound)
 
@@ -709,5 +724,5 @@ def test_the_slider_utility_point_is_read_back_by_a_new_defender(overfit):
     spec = DefenseSpec("dirichlet", 7.0, draws=2, seed=5)
     p = overfit.point(spec, "naive", utility=True, quantile=False)
     again = Defender(overfit.models, overfit.cache)
-    known = again.known_rows(spec, [7.0])[0]
+    known = again.table_rows(spec, [7.0])[0]
     assert known.utility == p.utility and known.utility_loss == p.utility_loss

@@ -32,7 +32,7 @@ def _expected(spec: DefenseSpec) -> list[str]:
     """The cards' attack accuracies of ``spec``'s point as the page's Defenders hold it (never computed here); the
     page's one-draw point leaves the registry's attacks out (its cards show none of them)."""
     task = get_task("image")
-    points = [defender_for(task.make_config(a, "quick")).ready(spec, "naive", utility=False, registry=spec.draws > 1)
+    points = [defender_for(task.make_config(a, "quick")).cached_point(spec, "naive", utility=False, registry=spec.draws > 1)
               for a in ("ffnn", "rnn")]
     assert all(p is not None for p in points)
     return [f"{p.attack.accuracy:.3f}" for p in points]
@@ -130,9 +130,8 @@ def test_the_page_puts_every_draw_in_draw_ones_place_in_the_same_run(tiny_image_
 
 @pytest.mark.xdist_group("tiny-image-runs")
 def test_a_full_point_in_before_the_page_draws_is_drawn_directly(tiny_image_runs, monkeypatch):
-    """No draw-1 stage where every draw's point is in by the time the page draws the cards (here: the step is released
-    at once — the page's gate would hold the full calls until draw 1 is drawn — and returns only once the lanes are
-    done): nothing labelled, nothing waited for, the mean over the draws at once."""
+    """No draw-1 stage where every draw's point is in by the time the page draws the cards (here: the step returns
+    only once the lanes are done): nothing labelled, nothing waited for, the mean over the draws at once."""
     tiny_image_runs(1)
     value = NEW_VALUES[2]
     step = PointLanes.step
@@ -140,7 +139,6 @@ def test_a_full_point_in_before_the_page_draws_is_drawn_directly(tiny_image_runs
     def settled(self, *args, **kwargs):
         s = step(self, *args, **kwargs)
         assert s.first  # the value was not known: the lanes computed draw 1 first all the same
-        s.release()  # (else the gate holds the full calls until it times out)
         for futures in s.full.values():
             for f in futures:
                 f.result(timeout=300)

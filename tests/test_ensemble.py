@@ -12,9 +12,11 @@ from core.tasks import get_task
 
 # Weights may differ by float rounding only, which depends on the kernels: with one CPU thread the
 # CNN's weights drift 1.3e-4 apart over these 3 epochs (1e-4 holds with two threads), and on an H100
-# the joint ReNet's head 1.4e-4 (docs/results.md "GPU check", TF32 off): the ensemble's batches are M
-# times larger, so another summation order. 5e-4 is about 4× the largest such gap seen.
-WEIGHT_TOLERANCE = 5e-4
+# the joint ReNet's head 1.4e-4 (docs/results.md "GPU check", TF32 off), and on an AMD EPYC without AVX-512 the
+# CNN's 5.8e-4: the ensemble's batches are M times larger, so another summation order. 1.5e-3 is about 2.5× the
+# largest such gap seen; another seed moves the weights by 0.6 and the answers by 0.26 (the same CPU).
+WEIGHT_TOLERANCE = 1.5e-3
+PROBS_TOLERANCE = 2e-3  # the answers of those weights: 5.4e-4 apart on that AMD EPYC, one thread
 
 TINY = dict(n_train=40, n_eval=10, epochs=3, n_shadows=2, attack_epochs=(1,), attack_train_epochs=3,
             weight_decay=1e-3)
@@ -38,7 +40,7 @@ def test_ensemble_trains_the_models_the_sequential_path_trains(tmp_path, arch):
             assert diff <= WEIGHT_TOLERANCE * max(1.0, init_scale), (a.role, k, diff)
             moved = max(moved, diff)
         for e in a.responses:
-            np.testing.assert_allclose(a.responses[e].probs, b.responses[e].probs, atol=1e-4)
+            np.testing.assert_allclose(a.responses[e].probs, b.responses[e].probs, atol=PROBS_TOLERANCE)
         # the victim's learning curve (utility after every epoch) is the same
         for ra, rb in zip([r.to_dict() for r in a.per_epoch], [r.to_dict() for r in b.per_epoch]):  # rows as cached
             assert ra.keys() == rb.keys()

@@ -159,6 +159,7 @@ def test_page_renders_the_table_and_its_button_queues_exactly_the_missing_runs(t
 
     import ui.shared
     from core.tasks import get_task
+    from core.views.plain import shown_text
 
     task = get_task("image")  # the page reads the quick preset: make it the tiny one the runs used
     monkeypatch.setattr(type(task), "presets", {**task.presets, "quick": {**task.presets["quick"], **TINY}})
@@ -169,13 +170,24 @@ def test_page_renders_the_table_and_its_button_queues_exactly_the_missing_runs(t
     at.session_state["findings:tasks"] = ["image"]
     at.run(timeout=120)
     assert not at.exception, at.exception
-    frame = at.dataframe[0].value
+    # first the short table (verdict first, the value: readable at 1280 px), then the whole row in the expander
+    short, frame = at.dataframe[0].value, at.dataframe[1].value
+    assert list(short.columns)[:2] == ["verdict", "finding"] and len(short.columns) == 5
     f1 = frame[frame["finding"] == "F1"].iloc[0]
     assert "N = 2" in f1["measured here (95 % CI, N)"] and "[" in f1["measured here (95 % CI, N)"]
     # two repeats never hold or reverse (F1's floor is N = 8 in its Holm family)
     assert f1["verdict"].split(" (")[0] in ("inconclusive", "not comparable", "uninformative")
     assert "decidable from N = " in f1["decidable at · target N"]
     assert (frame[frame["finding"] == "F4"]["verdict"] == "— (not run)").all()
+    s1 = short[short["finding"] == "F1"].iloc[0]
+    assert s1["verdict"] == f1["verdict"].split(" (")[0]
+    assert s1["measured here (95 % CI, N)"].startswith("FFNN − RNN ") and s1["measured here (95 % CI, N)"].endswith(", N = 2")
+    assert (short[short["finding"] == "F4"]["verdict"] == "not run").all()
+    # the row under the table: the first measured one until a row is selected, its verdict's reason in full
+    details = " ".join(m.value for m in at.markdown)
+    assert "F1 · image · quick" in shown_text(details) and f1["verdict"] in shown_text(details)
+    # the quick preset's note is in sight (not folded into an expander)
+    assert any(c.value.startswith("Preset quick — **image**:") for c in at.caption), [c.value for c in at.caption]
     buttons = [b for b in at.button if b.label.startswith("Queue these")]
     assert buttons and any(b.label.startswith("Queue every missing run") for b in at.button)
     buttons[0].click().run(timeout=120)  # the first row with runs missing: exactly those are queued

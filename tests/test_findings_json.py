@@ -183,3 +183,24 @@ def test_the_markdown_is_what_the_dict_views_wrote():
     again = FindingsTable.from_dict(json.loads(json.dumps(table.to_dict())))
     assert findings_markdown(again) == findings_markdown(table)
     assert "decidable at · target N" in findings_markdown(table) and MARKDOWN_AT_FEB74E8.startswith("# The studies")
+
+
+def test_the_short_table_gives_every_row_kind_its_verdict_word_and_value():
+    """The Findings page's first table (readable at 1280 px): the verdict's word and the value the verdict reads,
+    each the start of the whole row's cell."""
+    from core.views.findings_report import SHORT_COLUMNS, findings_frame, findings_short_frame
+
+    table = _table()
+    short, whole = findings_short_frame(table), findings_frame(table)
+    assert list(short.columns) == list(SHORT_COLUMNS) and len(short) == len(whole)
+    for (_, s), (_, w) in zip(short.iterrows(), whole.iterrows()):
+        assert (s["finding"], s["task"]) == (w["finding"], w["task"])
+        if w["verdict"] != "— (not run)":
+            assert w["verdict"].startswith(s["verdict"] + " ("), (s["verdict"], w["verdict"])
+    values = dict(zip(zip(short["finding"], short["task"]), short["measured here (95 % CI, N)"]))
+    verdicts = dict(zip(zip(short["finding"], short["task"]), short["verdict"]))
+    assert values[("F1", "image")] == "FFNN − RNN -0.090 [-0.113, -0.067], N = 6"
+    assert values[("F1a", "image")].startswith("lira_auc: FFNN − RNN +0.090 [+0.067, +0.113]") and values[("F1a", "image")].endswith("N = 6")
+    assert values[("F3", "navigation")].startswith("RNN attack acc. 0.508 [") and "utility loss 0.023 [" in values[("F3", "navigation")]
+    assert values[("F1", "navigation")] == "—" and verdicts[("F1", "navigation")] == "not run"
+    assert verdicts[("F5", "navigation")] == "no preset" and verdicts[("F3", "navigation")] == "holds"

@@ -326,7 +326,7 @@ def test_an_adaptive_job_caches_the_point_the_defenses_page_reads(manager):
     wait(lambda: job.done)
     assert job.state == DONE, job.error
     assert "adaptive attacker (dirichlet 1)" in job.label
-    point = Defender(trained_models(cfg)).measured(spec, "both")
+    point = Defender(trained_models(cfg)).cached_point(spec, "both")
     assert point is not None
     assert point.adaptive_attack.accuracy == DefendedPoint.coerce(job.result).adaptive_attack.accuracy
 

@@ -56,9 +56,9 @@ def test_defense_grid_job_kind_caches_every_point_with_progress(monkeypatch):
     assert events and events[-1].stage_fraction == 1.0 and events[-1].stage.startswith("defense grid")
     fresh = Defender(load_models(cfg))  # what the page reads: the points on disk, utility included
     for v in (0.1, 10.0):
-        point = fresh.measured(spec.at(v))
+        point = fresh.cached_point(spec.at(v))
         assert point is not None and point.utility is not None
-    assert fresh.measured(spec.at(1.0)) is None  # only the values asked for
+    assert fresh.cached_point(spec.at(1.0)) is None  # only the values asked for
     with pytest.raises(ConfigError):
         run_job("defense_grid", cfg, events.append, {"spec": params["spec"], "values": []})
     with pytest.raises(NotCachedError):  # the worker never trains a grid's models either

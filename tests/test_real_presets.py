@@ -14,6 +14,7 @@ from core.data.translation_records import SPECIALS, Vocab
 from tests.test_image import write_cifar_fixture
 from core.views.run_figures import comparison_resolution_note, resolution_note
 from tests.typed_runs import typed_run, typed_runs
+from tests.conftest import cpu_has_bf16_lstm
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -138,7 +139,6 @@ def test_gpu_check_dry_run_runs_every_step_on_the_cpu(arch, tmp_path, monkeypatc
     folder = write_multi30k_fixture(tmp_path / "m30k", n=160)
     out = tmp_path / "gpu_check.json"
     monkeypatch.setenv("MIA_DEVICE", "cpu")  # main sets it for --tiny: restored after the test
-    monkeypatch.setenv("MIA_ATTACK_BATCHED", "1")  # main pops it
     monkeypatch.setenv("MIA_CACHE_DIR", str(tmp_path / "c"))
     rc = gpu_check.main(["--tiny", "--multi30k", str(folder), "--json", str(out), "--only", arch,
                          *(["tests"] if arch == "ffnn" else [])])
@@ -155,7 +155,11 @@ def test_gpu_check_dry_run_runs_every_step_on_the_cpu(arch, tmp_path, monkeypatc
     names = ("translation multi30k_gpu en→de {}", "image quick {}", "translation paper en→de {}",
              "translation quick {}", "bf16 image quick {}", "bf16 translation paper {}")
     for name in names:
-        assert isinstance(steps[name.format(arch)], dict) and steps[name.format(arch)]["train_s"] > 0, name
+        got = steps[name.format(arch)]
+        if name.startswith("bf16") and arch == "rnn" and not cpu_has_bf16_lstm():  # the ReNet's and the LSTM's
+            assert isinstance(got, str) and got.startswith("refused: ") and "precision=bf16: this CPU" in got, got
+            continue
+        assert isinstance(got, dict) and got["train_s"] > 0, name
         assert steps[name.format(other)] == "not run (--only)", name
     assert set(steps) == {"device", "tests", *(n.format(a) for n in names for a in ("ffnn", "rnn"))}
     for name in (f"translation paper en→de {arch}", f"translation multi30k_gpu en→de {arch}"):
@@ -163,7 +167,8 @@ def test_gpu_check_dry_run_runs_every_step_on_the_cpu(arch, tmp_path, monkeypatc
         assert run["executor"] == "processes" and len(run["model_train_s"]) == run["models"]
     figures = {f["figure"] for f in result["figures"]}
     assert any("ensemble speedup" in f for f in figures) and any("attack stage" in f for f in figures)
-    assert any(f.startswith(f"bf16 translation paper {arch}") for f in figures)
+    if arch == "ffnn" or cpu_has_bf16_lstm():  # a refused step has no figure
+        assert any(f.startswith(f"bf16 translation paper {arch}") for f in figures)
     assert any(f.startswith(f"translation multi30k_gpu {arch}: BLEU") for f in figures)
     assert all(arch in f or f.startswith("CUDA-relevant tests") for f in figures), figures
     assert "TINY dry run" in printed

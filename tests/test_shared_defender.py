@@ -54,7 +54,7 @@ class _Slow:
         self.inside -= 1
         return ("point", spec.value)
 
-    def ready(self, spec, attacker="naive", **call):
+    def cached_point(self, spec, attacker="naive", **call):
         return ("known", spec.value) if spec.value == 1.0 else None
 
 
@@ -70,8 +70,8 @@ def test_a_second_sessions_call_waits_for_the_first_and_a_lookup_never_waits():
         second = pool.submit(shared.point, DefenseSpec("dirichlet", 2.0))
         assert lock.contended.wait(timeout=60)  # the second session's call waits for the lock…
         # …while a lookup answers at once, under nobody's lock
-        assert shared.ready(DefenseSpec("dirichlet", 1.0)) == ("known", 1.0)
-        assert shared.ready(DefenseSpec("dirichlet", 2.0)) is None
+        assert shared.cached_point(DefenseSpec("dirichlet", 1.0)) == ("known", 1.0)
+        assert shared.cached_point(DefenseSpec("dirichlet", 2.0)) is None
         slow.go.set()
         assert first.result(timeout=60) == ("point", 1.0) and second.result(timeout=60) == ("point", 2.0)
     assert slow.most == 1 and slow.order == [1.0, 2.0]  # one call inside at a time, in the order they came

@@ -1,4 +1,4 @@
-"""The Defenses page's architectures computed at once (issue 32.16): :func:`core.defenses.side_by_side.points_side_by_side`
+"""The Defenses page's architectures computed at once (issue 32.16): :class:`core.defenses.side_by_side.PointLanes`
 runs each Defender's calls in its own thread, all Defenders at once, and gives the numbers the calls give one after
 the other."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from core.defenses.defender import Defender
-from core.defenses.side_by_side import PointLanes, points_side_by_side
+from core.defenses.side_by_side import PointLanes
 from core.defenses.spec import DefenseSpec
 from core.experiment.cache import ArtifactCache
 from core.experiment.pipeline import load_models
@@ -33,14 +33,18 @@ def _numbers(point: DefendedPoint) -> dict:
 def test_side_by_side_points_equal_the_points_one_after_the_other(tiny_image_runs, tmp_path):
     tiny_image_runs(1)
     sequential, together = _defenders(tmp_path / "sequential"), _defenders(tmp_path / "together")
-    for k in (0.7, 12.0, 3000.0):
-        spec = DefenseSpec("dirichlet", k, draws=3)
-        futures = points_side_by_side(together, spec, CALLS)
-        for arch, d in sequential.items():
-            expected = [d.point(spec, "naive", **call) for call in CALLS]
-            got = [f.result(timeout=300) for f in futures[arch]]
-            assert [_numbers(p) for p in got] == [_numbers(p) for p in expected]
-            assert got[0].utility is None and got[1].utility is not None  # the fast point, then the card's
+    lanes = PointLanes()
+    try:
+        for k in (0.7, 12.0, 3000.0):
+            spec = DefenseSpec("dirichlet", k, draws=3)
+            futures = lanes.submit(together, spec, CALLS)
+            for arch, d in sequential.items():
+                expected = [d.point(spec, "naive", **call) for call in CALLS]
+                got = [f.result(timeout=300) for f in futures[arch]]
+                assert [_numbers(p) for p in got] == [_numbers(p) for p in expected]
+                assert got[0].utility is None and got[1].utility is not None  # the fast point, then the card's
+    finally:
+        lanes.close()
 
 
 class _Meeting:
@@ -62,40 +66,49 @@ def test_the_defenders_compute_at_the_same_time_and_in_order():
     barrier = threading.Barrier(2)
     a, b = _Meeting("ffnn", barrier), _Meeting("rnn", barrier)
     spec = DefenseSpec("dirichlet", 5.0)
-    futures = points_side_by_side({"ffnn": a, "rnn": b}, spec, CALLS)
-    for name, fs in futures.items():
-        assert [f.result(timeout=120) for f in fs] == [{"who": name, "value": 5.0, **c} for c in CALLS]
+    lanes = PointLanes()
+    try:
+        futures = lanes.submit({"ffnn": a, "rnn": b}, spec, CALLS)
+        for name, fs in futures.items():
+            assert [f.result(timeout=120) for f in fs] == [{"who": name, "value": 5.0, **c} for c in CALLS]
+    finally:
+        lanes.close()
     assert a.calls == b.calls == CALLS  # each Defender's calls in the page's order
 
 
 def test_a_failing_defender_fails_its_own_calls_only():
     barrier = threading.Barrier(2)
     good, bad = _Meeting("ffnn", barrier, wait_s=10.0), _Meeting("rnn", barrier, fail=True, wait_s=10.0)
-    futures = points_side_by_side({"ffnn": good, "rnn": bad}, DefenseSpec("dirichlet", 5.0), CALLS)
-    for f in futures["rnn"]:
-        with pytest.raises(ValueError, match="rnn cannot"):
-            f.result(timeout=120)
-    assert bad.calls == CALLS[:1]  # its later call is not run
-    # the good one met a partner for its first call only: its second can only wait alone (no partner is left to come),
-    # so the test breaks the barrier rather than sit out its timeout; the call still ran, and failed on its own
-    assert futures["ffnn"][0].result(timeout=120)["who"] == "ffnn"
-    barrier.abort()
-    with pytest.raises(threading.BrokenBarrierError):
-        futures["ffnn"][1].result(timeout=120)
-    assert good.calls == CALLS
+    lanes = PointLanes()
+    try:
+        futures = lanes.submit({"ffnn": good, "rnn": bad}, DefenseSpec("dirichlet", 5.0), CALLS)
+        for f in futures["rnn"]:
+            with pytest.raises(ValueError, match="rnn cannot"):
+                f.result(timeout=120)
+        assert bad.calls == CALLS[:1]  # its later call is not run
+        # the good one met a partner for its first call only: its second can only wait alone (no partner is left to
+        # come), so the test breaks the barrier rather than sit out its timeout; the call still ran, and failed on its
+        # own
+        assert futures["ffnn"][0].result(timeout=120)["who"] == "ffnn"
+        barrier.abort()
+        with pytest.raises(threading.BrokenBarrierError):
+            futures["ffnn"][1].result(timeout=120)
+        assert good.calls == CALLS
+    finally:
+        lanes.close()
 
 
 # ---------------------------------------------------------------------------- the slider's lanes (issue 32 point 16)
 def test_the_one_draw_point_is_the_full_points_first_draw_and_cached(tiny_image_runs, tmp_path):
     """The Defenses page shows a new value's one-draw point first: it is draw 0 of the full point (a draw's noise is
     seeded by its index, not by the number of draws), so its per-record scores and defended answers are the full
-    point's own (ε̂ is the full point's over every draw pooled), and it is a point of its own, cached: another Defender on the cache reads it (ready)."""
+    point's own (ε̂ is the full point's over every draw pooled), and it is a point of its own, cached: another Defender on the cache reads it (cached_point)."""
     tiny_image_runs(1)
     d = _defenders(tmp_path / "a")["rnn"]
     for mechanism, value in (("dirichlet", 0.7), ("gpm", 0.01)):
         full = DefenseSpec(mechanism, value, draws=3)
         one = DefenseSpec(mechanism, value, draws=1)
-        assert d.ready(one, "naive", utility=False) is None  # nothing known before: ready never computes
+        assert d.cached_point(one, "naive", utility=False) is None  # nothing known before: never computes
         first, whole = d.point(one, "naive", utility=False), d.point(full, "naive", utility=False)
         assert (first.draws, whole.draws) == (1, 3)
         assert first.records == whole.records and first.records["scores"]
@@ -103,7 +116,7 @@ def test_the_one_draw_point_is_the_full_points_first_draw_and_cached(tiny_image_
         assert whole.epsilon_lower_bound_detail.n_bound == 3 * first.epsilon_lower_bound_detail.n_bound
         assert "3 draws pooled" in whole.epsilon_lower_bound_detail.method
         assert first.attack.accuracy_std == 0.0  # one draw: no spread over draws to claim
-        again = _defenders(tmp_path / "a")["rnn"].ready(one, "naive", utility=False)
+        again = _defenders(tmp_path / "a")["rnn"].cached_point(one, "naive", utility=False)
         assert again is not None and _numbers(again) == _numbers(first)
 
 
@@ -139,7 +152,7 @@ class _Gate:
     def __init__(self) -> None:
         self.gate, self.started, self.calls = threading.Event(), threading.Event(), []
 
-    def ready(self, spec, attacker, **call):
+    def cached_point(self, spec, attacker, **call):
         return None
 
     def point(self, spec, attacker, **call):
@@ -183,32 +196,5 @@ def test_a_step_shows_draw_one_only_while_the_full_point_is_not_in():
         assert not one_draw and futures is step.full["rnn"]
         single = lanes.step({"rnn": d}, DefenseSpec("dirichlet", 5.0, draws=1), CALLS)  # one draw: no stage before
         assert single.shown("rnn") == (single.full["rnn"], False)
-    finally:
-        lanes.close()
-
-
-def test_a_gated_steps_full_calls_wait_for_the_release():
-    """A gated step (the page's) computes draw 1's calls, and its full calls only once the page releases it (draw 1's
-    numbers drawn); a later step opens an earlier gate and the calls behind it are cancelled, not run."""
-    d = _Gate()
-    d.gate.set()  # every call computes at once: only the step's gate holds anything
-    lanes = PointLanes()
-    try:
-        step = lanes.step({"rnn": d}, DefenseSpec("dirichlet", 5.0, draws=8), CALLS, gated=True)
-        assert [f.result(timeout=120) for f in step.first["rnn"]] == [(5.0, 1)] * 2
-        # the lane sits at the gate behind draw 1's calls: the full calls are queued, not run
-        assert not any(f.done() or f.running() for f in step.full["rnn"])
-        assert [(v, n) for v, n, _ in d.calls] == [(5.0, 1)] * 2
-        step.release()
-        assert [f.result(timeout=120) for f in step.full["rnn"]] == [(5.0, 8)] * 2
-        held = lanes.step({"rnn": d}, DefenseSpec("dirichlet", 6.0, draws=8), CALLS, gated=True)
-        assert [f.result(timeout=120) for f in held.first["rnn"]] == [(6.0, 1)] * 2
-        moved = lanes.step({"rnn": d}, DefenseSpec("dirichlet", 7.0, draws=8), CALLS, gated=True)  # never released
-        assert held.gate.is_set() and all(f.cancelled() for f in held.full["rnn"])
-        assert [f.result(timeout=120) for f in moved.first["rnn"]] == [(7.0, 1)] * 2
-        moved.release()
-        assert [f.result(timeout=120) for f in moved.full["rnn"]] == [(7.0, 8)] * 2
-        assert [(v, n) for v, n, _ in d.calls] == ([(5.0, 1)] * 2 + [(5.0, 8)] * 2 + [(6.0, 1)] * 2 + [(7.0, 1)] * 2
-                                                   + [(7.0, 8)] * 2)
     finally:
         lanes.close()

@@ -24,6 +24,7 @@ from core.experiment.pipeline import trained_models
 from core.experiment.roles import model_from_weights, seed_everything, train_model
 from core.defenses.registry import training_names
 from core.defenses.defense_results import DefenseRun
+from tests.conftest import cpu_has_bf16_lstm
 from tests.typed_runs import typed_run
 from core.defenses.sweeps import check_sweep, expected_sweep, point_config, run_cost_s, sweep
 from core.tasks import get_task
@@ -493,6 +494,11 @@ def test_bf16_autocast_trains_in_lower_precision_and_answers_in_float(task_name,
     cfg = task.make_config(arch, "quick", dict(extra, precision="bf16"))
     data = task.load(cfg)
     index = data.victim_pool[: cfg.n_train]
+    if task_name == "image" and arch == "rnn" and not cpu_has_bf16_lstm():
+        with pytest.raises(ConfigError, match="precision=bf16: this CPU has no torch.bfloat16 kernel") as refused:
+            train_model(task, cfg, data, index, seed=1)
+        assert "\n" not in str(refused.value)
+        pytest.skip("this CPU's oneDNN has no bfloat16 LSTM: the one-line refusal was checked instead")
     model = train_model(task, cfg, data, index, seed=1)
     assert autocasts and all(a is torch.bfloat16 for a in autocasts)
     assert all(p.dtype == torch.float32 for p in model.parameters())
@@ -509,6 +515,34 @@ def test_bf16_autocast_trains_in_lower_precision_and_answers_in_float(task_name,
     # … having learned about as much
     u_bf16, u_fp32 = task.utility(cfg, model, data, index), task.utility(plain_cfg, plain, data, index)
     assert abs(u_bf16 - u_fp32) <= 0.25 * max(abs(u_fp32), 1.0), (u_bf16, u_fp32)
+
+
+def test_a_missing_low_precision_kernel_is_one_line_before_any_weight_moves():
+    """A backend without a bfloat16 kernel for a layer fails the first forward pass: a ConfigError (CLI: error:,
+    exit 2) with the model untouched; any other error of the first step, or a kernel error later, stays a bug."""
+    model = nn.Linear(2, 2)
+    before = [p.detach().clone() for p in model.parameters()]
+
+    def no_kernel(index):
+        raise RuntimeError("could not create a primitive descriptor for the LSTM forward propagation primitive.\nmore")
+
+    def kwargs():
+        return dict(epochs=1, batch_size=2, optimizer=build_optimizer(model, 0.1), generator=torch.Generator())
+
+    with pytest.raises(ConfigError, match="precision=bf16: .*precision=float32") as refused:
+        train_epochs(model, 4, no_kernel, autocast=torch.bfloat16, **kwargs())
+    assert "\n" not in str(refused.value)
+    assert all(torch.equal(p, q) for p, q in zip(model.parameters(), before))
+    with pytest.raises(RuntimeError, match="primitive") as plain:  # float32: not ours to explain
+        train_epochs(model, 4, no_kernel, **kwargs())
+    assert not isinstance(plain.value, ConfigError)
+
+    def bug(index):
+        raise RuntimeError("mat1 and mat2 shapes cannot be multiplied")
+
+    with pytest.raises(RuntimeError, match="shapes") as other:
+        train_epochs(model, 4, bug, autocast=torch.bfloat16, **kwargs())
+    assert not isinstance(other.value, ConfigError)
 
 
 def test_autocast_is_refused_with_dp_sgd():

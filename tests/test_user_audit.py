@@ -401,13 +401,50 @@ def test_the_page_audits_an_onnx_model_with_the_same_numbers_as_python(tmp_path,
     assert not at.error, [e.value for e in at.error]
     said = " ".join(s.value for s in at.success)
     assert "150 records" in said and "50 members" in said and "50 non-members" in said and "**50**" in said
-    at.toggle(key="own:run").set_value(True).run()
+    at.button(key="own:run").click().run()  # queued in the job queue: the page shows its progress, never trains
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    from ui.own_model_job import KIND
+    from ui.shared import server_jobs
+    manager = server_jobs()  # the server's queue (the page's own, one per process)
+    [job] = [j for j in manager.active() + manager.recent() if j.kind == KIND]
+    assert "background worker" in " ".join(c.value for c in at.caption)
+    assert at.get("progress") and at.button(key=f"own:cancel:{job.id}")  # its progress bar and Cancel, while it runs
+    with manager._cond:  # until the job ends (the manager is notified whenever a job leaves its slot)
+        assert manager._cond.wait_for(lambda: job.done, 600)
+    assert job.state == "done", job.error
+    at.run()
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
     table = at.dataframe[0].value
     loss = table[table["attack"] == "loss"]["AUC [95 % CI]"].iloc[0]
     a = python.attack("loss").auc
     assert loss == f"{a.mean:.3f} [{a.ci_low:.3f}, {a.ci_high:.3f}]"
+    # the what-ifs: every attack that ran, its defended AUC beside the undefended one, and the defended utility
+    what_if = at.dataframe[-1].value
+    assert list(what_if["attack"]) == [x.name for x in python.attacks]
+    assert what_if[what_if["attack"] == "loss"]["undefended AUC [95 % CI]"].iloc[0] == loss
+    at.select_slider(key="own:k").set_value(0.01).run()
+    assert not at.exception, at.exception
+    moved = at.dataframe[-1].value
+    d = python.dirichlet(0.01).attack("loss").auc
+    assert moved[moved["attack"] == "loss"]["defended AUC [95 % CI]"].iloc[0] == \
+        f"{d.mean:.3f} [{d.ci_low:.3f}, {d.ci_high:.3f}]"
+    assert {m.label for m in at.metric} >= {"non-member accuracy (defended)", "utility loss"}
+    # another session with the same inputs: the audit is not shown until it asks; asking attaches, nothing recomputed
+    other = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "app.py"), default_timeout=120)
+    other.switch_page("app_pages/6_Your_model.py")
+    other.run()
+    other.radio(key="yours:way").set_value("A model you already have").run()
+    other.selectbox(key="own:kind").set_value("onnx").run()
+    for key, value in (("own:target", "tree.onnx"), ("own:data", "t.csv"), ("own:members", "members.txt")):
+        other.text_input(key=key).set_value(value).run()
+    other.text_area(key="own:pre").set_value((root / "pre.toml").read_text()).run()
+    other.text_area(key="own:recipe").set_value("").run()
+    assert not other.dataframe and other.button(key="own:run")
+    other.button(key="own:run").click().run()
+    assert not other.exception, other.exception
+    assert other.dataframe and [j for j in manager.active() if j.kind == KIND] == []
     outside = tmp_path / "outside.onnx"
     outside.write_bytes((root / "tree.onnx").read_bytes())
     at.text_input(key="own:target").set_value(str(outside)).run()

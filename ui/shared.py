@@ -149,7 +149,7 @@ def map_views_of(cfg: ExperimentConfig) -> MapViews | None:
 
 
 #: the Defender's calls that read whole memo entries only (see :class:`SharedDefender`): no lock
-_LOCK_FREE = frozenset({"ready"})
+_LOCK_FREE = frozenset({"cached_point"})
 
 
 class SharedDefender:
@@ -158,7 +158,7 @@ class SharedDefender:
     value's noisy models it keeps, its forward-pass store) — one waits for the other's call, whose point is then
     memoised for both: cached points shared, in-flight work finished, never two sessions' values mixed.
 
-    :meth:`ready` (the lookup the page's script thread makes before queuing a step's calls) takes no lock: it reads
+    ``cached_point`` (the lookup the page's script thread makes before queuing a step's calls) takes no lock: it reads
     the memo and the cache, whose entries are put in whole (a complete point under its key, one dict assignment),
     and stores nothing but such an entry; so a known point is shown at once even while another session's call
     computes. Plain attributes (``baseline``, ``cfg``, …: set once when the Defender is built) are read as they are."""

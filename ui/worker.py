@@ -295,7 +295,7 @@ def _defense_spec(fields: dict[str, Any]):
 
 
 def _defense_grid(config: Any, progress, params: dict[str, Any]) -> Any:
-    """``Defender.measure(spec, params["values"])`` on the cached models of ``config`` (never trained here:
+    """``Defender.full_points(spec, params["values"])`` on the cached models of ``config`` (never trained here:
     :func:`core.experiment.pipeline.load_models`) → how many points were measured. Each full point (utility
     included) is cached on disk as it finishes, where the Defenses page reads it; a cancel keeps those done."""
     from core.defenses.defender import Defender
@@ -304,7 +304,8 @@ def _defense_grid(config: Any, progress, params: dict[str, Any]) -> Any:
     grid = DefenseGridParams.from_dict(params)
     spec = _defense_spec(grid.spec)
     fraction = _one_stage(f"defense grid ({config.arch}, {spec.mechanism}, {len(grid.values)} values)", progress)
-    points = Defender(load_models(config)).measure(spec, list(grid.values), on_point=lambda i, n: fraction(i / n))
+    points = Defender(load_models(config)).full_points(spec, list(grid.values),
+                                                       on_point=lambda i, n: fraction(i / n))
     return len(points)
 
 

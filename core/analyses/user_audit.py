@@ -27,14 +27,24 @@ the member list to every attack with its 95 % interval, the blind baseline and t
 
 What-ifs (:func:`dirichlet`, :func:`gaussian`) re-answer the same queries through the Dirichlet mechanism on the
 outputs or the Gaussian privacy module on the weights and re-run every attack without retraining anything (the
-references stay undefended: the naive attacker of the Defenses page).
+references stay undefended: the naive attacker of the Defenses page); :func:`utility_loss_estimate` gives the
+defended utility loss with a paired interval over the non-members.
+
+A stored audit (the app keeps one per set of inputs) is its JSON (:meth:`AuditOutcome.to_dict`) and the arrays the
+JSON leaves out (:func:`kept_arrays`: the roles' record indices, every attack's per-record scores, the references'
+losses, the blind baseline's scores): :func:`outcome_from_dict` reads both back typed, and :func:`with_state` makes
+the what-ifs available again from the model and the records read anew — nothing retrained.
+
+Progress (``on_progress`` of :func:`run_audit`): one stage per step — the records prepared and the model checked,
+each reference model trained (per epoch by a recipe), the blind baseline, the model's answers, the attacks — with a
+measured-rate ETA (:class:`~core.foundations.progress.ProgressTracker`); each report is where a job's cancel stops it.
 """
 from __future__ import annotations
 
 import copy
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Sequence, cast
+from typing import Any, Callable, Mapping, Sequence, cast
 
 import numpy as np
 import torch
@@ -43,6 +53,8 @@ from torch import nn
 from core.analyses.scores import (
     AttackScores,
     AucDifference,
+    CrossFittedEpsilon,
+    LowFpr,
     ScoresResult,
     attack_scores,
     auc_difference,
@@ -55,10 +67,12 @@ from core.attacks.quantile import QuantileRegressor, QuantileTraining, quantile_
 from core.defenses.dirichlet import sample_probs
 from core.defenses.gpm import add_noise, noise_direction
 from core.foundations.device import default_device
-from core.foundations.errors import ConfigError
-from core.measurement.bootstrap import bootstrap_metric
+from core.foundations.errors import ConfigError, ResultFormatError
+from core.foundations.progress import ProgressCallback, ProgressTracker
+from core.measurement.bootstrap import RocBand, bootstrap_metric
 from core.measurement.metrics import clopper_pearson
 from core.measurement.reference_math import logit_confidence_from_loss
+from core.measurement.slices import SliceResult
 from core.measurement.stats import CONFIDENCE, Estimate, is_zero_width
 from core.models.kinds.base import LoadedModel, take
 from core.models.kinds.preprocess import RawRecords
@@ -83,6 +97,10 @@ EXTRA_ATTACKS = {
              "cross-fitted — the AUC a split's distribution gives without any leakage",
 }
 TrainFn = Callable[[nn.Module, Any, np.ndarray, int], nn.Module]
+#: the progress stages of an audit besides its references, with their weights (a reference: REFERENCE_WEIGHT)
+PREPARE, BLIND, ANSWERS, ATTACKS = "preparing the records", "blind baseline", "answers", "attacks"
+REFERENCE_WEIGHT = 4.0
+STAGE_WEIGHTS = {PREPARE: 1.0, BLIND: 0.5, ANSWERS: 1.0, ATTACKS: 2.0}
 
 
 # ---------------------------------------------------------------------------- results
@@ -194,6 +212,8 @@ class AuditOutcome:
     notes: tuple[str, ...]
     method: dict[str, Any]
     state: AuditState | None = field(default=None, repr=False, compare=False)
+    #: per audited record (members, then non-members), whether the model answered its label (never written to JSON)
+    correct: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     @property
     def attacks(self) -> tuple[AttackScores, ...]:
@@ -369,8 +389,11 @@ def risk_figures(attacks: Sequence[AttackScores], member: np.ndarray, prior: flo
 
 
 # ---------------------------------------------------------------------------- the attacks on given answers
-def _attacks(state: AuditState, logp: np.ndarray, logp_pool: np.ndarray | None, queries: np.ndarray | None
+def _attacks(state: AuditState, logp: np.ndarray, logp_pool: np.ndarray | None, queries: np.ndarray | None,
+             tick: Callable[[float], None] | None = None
              ) -> tuple[ScoresResult, BlindBaseline, tuple[RiskFigure, ...], dict[str, str], list[str]]:
+    """Every attack on the given answers; ``tick(fraction)`` after each step (a progress report)."""
+    tick = tick or (lambda _f: None)
     member, labels = state.member, state.labels[state.audit_index]
     loss = -logp[np.arange(len(labels)), labels]
     p = np.exp(logp)
@@ -378,6 +401,7 @@ def _attacks(state: AuditState, logp: np.ndarray, logp_pool: np.ndarray | None, 
     table = ScoresTable(state.model.spec, member, loss, "logits", entropy, labels, state.ref_loss, state.ref_in,
                         state.ref_in_given, None, state.model.n_classes)
     result = score_table(table, state.n_boot, state.seed)
+    tick(0.5)
     notes, not_run = list(result.notes), {}
     extra = []
     n_boot, seed, half = state.n_boot, state.seed, state.half
@@ -401,6 +425,7 @@ def _attacks(state: AuditState, logp: np.ndarray, logp_pool: np.ndarray | None, 
                                  f"{state.model.modality}")
     extra.append(_named("gap", (logp.argmax(1) == labels).astype(np.float64), member, half, n_boot, seed))
     blind = _named("blind", state.blind_scores, member, half, n_boot, seed)
+    tick(0.75)
     attacks = tuple(result.attacks) + tuple(extra)
     comparisons = list(result.comparisons)
     for a in attacks:
@@ -417,8 +442,10 @@ def _attacks(state: AuditState, logp: np.ndarray, logp_pool: np.ndarray | None, 
     if differs:
         notes.insert(0, warning)
     result = replace(result, attacks=attacks + (blind,), comparisons=tuple(comparisons), notes=tuple(notes))
+    tick(0.9)
     risk = risk_figures(attacks, member, state.prior, state.fpr, state.n_members_population, state.n_population,
                         n_boot, seed)
+    tick(1.0)
     return result, BlindBaseline(blind.auc, differs, warning), risk, not_run, notes
 
 
@@ -428,13 +455,19 @@ def _utility(logp: np.ndarray, labels: np.ndarray, member: np.ndarray) -> dict[s
 
 
 def _answers(state: AuditState, module: nn.Module | None = None,
-             transform: Callable[[np.ndarray], np.ndarray] | None = None
+             transform: Callable[[np.ndarray], np.ndarray] | None = None, tick: Callable[[float], None] | None = None
              ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """The model's answers on the audited records, the pool and (images) the augmented queries; ``tick(fraction)``
+    after each."""
+    tick = tick or (lambda _f: None)
     model = state.model
     logp = _log_probs(model, take(state.inputs, state.audit_index), module)
+    tick(0.25)
     pool = _log_probs(model, take(state.inputs, state.pool_index), module) if len(state.pool_index) else None
+    tick(0.4)
     queries = (_label_queries(model, take(state.inputs, state.audit_index), module, transform)
                if model.modality == "image" else None)
+    tick(1.0)
     if transform is not None:
         logp = transform(logp)
         pool = None if pool is None else transform(pool)
@@ -447,8 +480,11 @@ def run_audit(model: LoadedModel, records: RawRecords, member_ids: Sequence[str]
               reference_losses: np.ndarray | None = None, reference_in: np.ndarray | None = None,
               stated_accuracy: float | None = None, prior: float | None = None, fpr: float = RISK_FPR,
               seed: int = 0, n_boot: int | None = None,
-              progress: Callable[[str], None] | None = None) -> AuditOutcome:
-    """The whole audit (module docstring). Raises :class:`ConfigError` (one line) on bad input, before training."""
+              progress: Callable[[str], None] | None = None,
+              on_progress: ProgressCallback | None = None) -> AuditOutcome:
+    """The whole audit (module docstring). Raises :class:`ConfigError` (one line) on bad input, before training.
+    ``progress(message)`` says each step in words; ``on_progress`` gets its :class:`ProgressEvent` (stage, fraction,
+    ETA) — module docstring, Progress."""
     say = progress or (lambda _m: None)
     if not 0 < fpr < 1:
         raise ConfigError(f"fpr must lie in (0, 1), got {fpr}")
@@ -463,19 +499,33 @@ def run_audit(model: LoadedModel, records: RawRecords, member_ids: Sequence[str]
     audit_index = np.concatenate([roles.members, roles.nonmembers])
     member = np.zeros(len(audit_index), bool)
     member[:len(roles.members)] = True
+    trains = reference_losses is None and (recipe is not None or train_fn is not None) and model.retrainable
+    if trains:
+        recipe = recipe or Recipe(source="train_fn")
+    k_refs = recipe.references if trains and recipe is not None else 0
+    references = [f"reference {k + 1}/{k_refs}" for k in range(k_refs)]
+    tracker = ProgressTracker([(PREPARE, STAGE_WEIGHTS[PREPARE])] + [(r, REFERENCE_WEIGHT) for r in references]
+                              + [(s, STAGE_WEIGHTS[s]) for s in (BLIND, ANSWERS, ATTACKS)], on_progress)
+
+    def stage(name: str) -> Callable[[float], None]:
+        """Begin stage ``name`` (one report at 0); its fraction callback reports the rest."""
+        tracker.update(name, 0.0, force=True)
+        return lambda fraction: tracker.update(name, fraction)
+
     device = default_device()  # a GPU where there is one (MIA_DEVICE=cpu forces the CPU); inputs stay on the CPU
     if model.module is not None:
         model.module.to(device)
     say("preparing the records with the declared preprocessing")
+    stage(PREPARE)
     inputs = model.prepare(records)
     labels = np.asarray(records.labels, np.int64)
     logp = _log_probs(model, take(inputs, audit_index))
     check = check_fit(logp, labels[audit_index], member, stated_accuracy)
     if not check.fits:
         raise ConfigError(check.message)
+    tracker.finish(PREPARE)
     notes = list(model.notes)
     not_run: dict[str, str] = {}
-    k_refs = 0
     ref_loss = np.zeros((len(audit_index), 0))
     ref_in = np.zeros((len(audit_index), 0), bool)
     ref_in_given = False
@@ -490,9 +540,7 @@ def run_audit(model: LoadedModel, records: RawRecords, member_ids: Sequence[str]
         if ref_in.shape != ref_loss.shape:
             raise ConfigError("reference_in must have the shape of the reference losses")
         notes.append(f"{ref_loss.shape[1]} reference models' losses supplied by the user")
-    elif (recipe is not None or train_fn is not None) and model.retrainable:
-        recipe = recipe or Recipe(source="train_fn")
-        k_refs = recipe.references
+    elif trains and recipe is not None:
         population = np.concatenate([audit_index, roles.pool])
         size = min(len(roles.members), len(population) // 2)
         rng = np.random.default_rng([seed, 0x5EF])
@@ -501,17 +549,20 @@ def run_audit(model: LoadedModel, records: RawRecords, member_ids: Sequence[str]
         audit_pos = {int(r): i for i, r in enumerate(audit_index)}
         for k in range(k_refs):
             say(f"training reference {k + 1} of {k_refs} ({size} records, {recipe.epochs} epochs)")
+            fraction = stage(references[k])
             chosen = rng.choice(population, size=size, replace=False)
             module = model.fresh(seed * 1000 + k).to(device)
             if train_fn is not None:
                 module = train_fn(module, take(inputs, chosen), labels[chosen], seed * 1000 + k)
             else:
-                train_by_recipe(module, take(inputs, chosen), labels[chosen], recipe, seed * 1000 + k)
+                train_by_recipe(module, take(inputs, chosen), labels[chosen], recipe, seed * 1000 + k,
+                                on_epoch=lambda done, epochs: fraction(done / epochs))  # used in this iteration
             lp = _log_probs(model, take(inputs, audit_index), module)
             ref_loss[:, k] = -lp[np.arange(len(audit_index)), labels[audit_index]]
             for r in chosen:
                 if int(r) in audit_pos:
                     ref_in[audit_pos[int(r)], k] = True
+            tracker.finish(references[k])
         ref_in_given = True
     else:
         why = (model.why_not_retrainable if not model.retrainable else
@@ -523,14 +574,18 @@ def run_audit(model: LoadedModel, records: RawRecords, member_ids: Sequence[str]
     features = record_features(take(inputs, np.concatenate([audit_index, roles.pool])),
                                labels[np.concatenate([audit_index, roles.pool])], model.n_classes)
     say("blind baseline")
+    stage(BLIND)
     blind = blind_scores(features[:len(audit_index)], member, half, seed)
+    tracker.finish(BLIND)
     state = AuditState(model, inputs, labels, audit_index, member, roles.pool, ref_loss, ref_in, ref_in_given, blind,
                        features, half, n_boot, seed,
                        prior if prior is not None else len(roles.members) / roles.n_records, fpr, len(roles.members),
                        roles.n_records)
     say("attacks")
-    logp, pool, queries = _answers(state)
-    result, blind_baseline, risk, more_not_run, extra_notes = _attacks(state, logp, pool, queries)
+    logp, pool, queries = _answers(state, tick=stage(ANSWERS))
+    tracker.finish(ANSWERS)
+    result, blind_baseline, risk, more_not_run, extra_notes = _attacks(state, logp, pool, queries, stage(ATTACKS))
+    tracker.finish(ATTACKS)
     if ref_loss.shape[1] and not any(a.name.startswith(("lira", "rmia")) for a in result.attacks):
         not_run["lira_offline"] = not_run["rmia"] = "; ".join(n for n in result.notes if "LiRA" in n) or "too few references"
     not_run.update(more_not_run)
@@ -546,7 +601,8 @@ def run_audit(model: LoadedModel, records: RawRecords, member_ids: Sequence[str]
     return AuditOutcome(model_info, model.preprocess.to_dict() if model.preprocess else None,
                         recipe.to_dict() if recipe is not None and k_refs else None, roles, check, result,
                         blind_baseline, risk, not_run, _utility(logp, labels[audit_index], member), None,
-                        tuple(notes + [n for n in extra_notes if n not in notes]), method, state)
+                        tuple(notes + [n for n in extra_notes if n not in notes]), method, state,
+                        logp.argmax(1) == labels[audit_index])
 
 
 # ---------------------------------------------------------------------------- what-ifs
@@ -560,7 +616,7 @@ def _rerun(outcome: AuditOutcome, logp: np.ndarray, pool: np.ndarray | None, que
                "attacker": "naive: the references and the pool's regressor are fitted on undefended answers"}
     not_run = {k: v for k, v in outcome.not_run.items() if k not in {a.name for a in result.attacks}}
     return replace(outcome, scores=result, blind=blind, risk=risk, not_run={**not_run, **more}, utility=utility,
-                   defense=defense)
+                   defense=defense, correct=logp.argmax(1) == state.labels[state.audit_index])
 
 
 def dirichlet(outcome: AuditOutcome, k: float, eta: float = 1e-6, seed: int = 0) -> AuditOutcome:
@@ -597,3 +653,170 @@ def gaussian(outcome: AuditOutcome, sigma: float, seed: int = 0) -> AuditOutcome
     add_noise(module, base, noise_direction(module, seed), sigma)
     logp, pool, queries = _answers(state, module)
     return _rerun(outcome, logp, pool, queries, {"mechanism": "gaussian", "sigma": float(sigma), "seed": seed})
+
+
+# ---------------------------------------------------------------------------- utility with intervals
+def utility_estimates(outcome: AuditOutcome) -> dict[str, Estimate] | None:
+    """The members' and the non-members' accuracy (of the defended answers, for a what-if), each with its
+    Clopper–Pearson interval; None for an outcome without per-record answers."""
+    state, correct = outcome.state, outcome.correct
+    if state is None or correct is None:
+        return None
+    return {"member_accuracy": _accuracy(correct[state.member]), "nonmember_accuracy": _accuracy(correct[~state.member])}
+
+
+def utility_loss_estimate(undefended: AuditOutcome, defended: AuditOutcome, n_boot: int | None = None,
+                          seed: int = 0) -> Estimate | None:
+    """The what-if's utility loss L = 1 − acc(defended) / acc(undefended) on the non-members (the number in
+    ``defended.defense``), with a paired percentile bootstrap interval over the non-member records (each resample
+    answers both accuracies on the same records; the defense's draw is the one the what-if made). None where the
+    data does not allow one: no per-record answers, fewer than :data:`MIN_PER_ROLE` non-members, or the undefended
+    model right on none of them."""
+    state = undefended.state
+    if state is None or undefended.correct is None or defended.correct is None:
+        return None
+    before = undefended.correct[~state.member].astype(np.float64)
+    after = defended.correct[~state.member].astype(np.float64)
+    n = len(before)
+    if n < MIN_PER_ROLE or before.mean() == 0:
+        return None
+    b = state.n_boot if n_boot is None else int(n_boot)
+    rows = np.random.default_rng([int(seed), 0x0717]).integers(0, n, (b, n))
+    base = before[rows].mean(1)
+    ok = base > 0  # a resample with no non-member answered right has no ratio
+    losses = 1.0 - after[rows][ok].mean(1) / base[ok]
+    alpha = 1 - CONFIDENCE
+    low, high = np.quantile(losses, [alpha / 2, 1 - alpha / 2]) if len(losses) else (None, None)
+    note = "paired bootstrap over the non-members, one draw of the defense"
+    if ok.sum() < b:
+        note += f"; {int(b - ok.sum())} resamples without a right answer left out"
+    return Estimate(float(1.0 - after.mean() / before.mean()), None if low is None else float(low),
+                    None if high is None else float(high), n, (), "bootstrap-percentile", CONFIDENCE, note)
+
+
+# ---------------------------------------------------------------------------- a stored audit
+def kept_arrays(outcome: AuditOutcome) -> dict[str, np.ndarray]:
+    """What the audit's JSON leaves out and a stored audit needs back (module docstring): the roles' record indices,
+    each attack's per-record scores (``scores_<name>``), the references' losses and IN flags, the blind baseline's
+    scores, the halves and the per-record answers' correctness. Only an outcome :func:`run_audit` made (or
+    :func:`with_state` restored) has them."""
+    state = outcome.state
+    if state is None or outcome.correct is None:
+        raise ConfigError("this audit result holds no per-record arrays (read from JSON alone): run the audit again")
+    roles = outcome.roles
+    out = {"members": roles.members, "nonmembers": roles.nonmembers, "pool": roles.pool, "ref_loss": state.ref_loss,
+           "ref_in": state.ref_in, "ref_in_given": np.asarray(state.ref_in_given), "blind_scores": state.blind_scores,
+           "half": state.half, "correct": outcome.correct}
+    out.update({f"scores_{a.name}": np.asarray(a.scores) for a in outcome.attacks})
+    return {k: np.asarray(v) for k, v in out.items()}
+
+
+def _estimate(d: Mapping[str, Any]) -> Estimate:
+    return Estimate.from_dict(d)
+
+
+def _threshold(v: Any) -> float:
+    return float("nan") if v is None else float(v)  # JSON null: a threshold that was not finite
+
+
+def _attack_from_dict(d: Mapping[str, Any], scores: np.ndarray) -> AttackScores:
+    thresholds = d["thresholds"]
+    return AttackScores(
+        str(d["name"]), str(d["description"]), _estimate(d["auc"]),
+        tuple(LowFpr(float(r["fpr"]), str(r["label"]), _estimate(r), bool(r["resolved"]), r["verdict"])
+              for r in d["tpr_at_low_fpr"]),
+        _estimate(d["advantage"]),
+        (_threshold(thresholds["fitted_on_half_0"]), _threshold(thresholds["fitted_on_half_1"])),
+        CrossFittedEpsilon(**d["epsilon"]), tuple(d["roc_fpr"]), tuple(d["roc_tpr"]), RocBand.from_dict(d["roc_band"]),
+        str(d["finding"]), str(d["reason"]), scores)
+
+
+def _pair(of: str) -> tuple[str, str]:
+    """``"a - b"`` → (a, b)."""
+    a, sep, b = of.partition(" - ")
+    if not sep:
+        raise ValueError(f"a comparison {of[:40]!r} is not 'a - b'")
+    return a, b
+
+
+def outcome_from_dict(doc: Mapping[str, Any], kept: Mapping[str, np.ndarray]) -> AuditOutcome:
+    """A stored audit read back typed from its JSON (:meth:`AuditOutcome.to_dict`, envelope or not) and its
+    :func:`kept_arrays`, without a model (its what-ifs need :func:`with_state`). ``to_dict`` of the result is the
+    JSON read. The :class:`ScoresResult` inside carries what the JSON holds: the model's spec as its source, the
+    audited records' counts, the audit's notes and method.
+
+    Raises:
+        ResultFormatError: one line, when the JSON or the arrays are not an audit's.
+    """
+    try:
+        roles_d = doc["roles"]
+        members, nonmembers, pool = (np.asarray(kept[k], np.int64) for k in ("members", "nonmembers", "pool"))
+        roles = Roles(members, nonmembers, pool, int(roles_d["records"]), bool(roles_d["nonmembers_given"]))
+        if roles.to_dict() != roles_d:
+            raise ValueError("the kept roles do not match the JSON's counts")
+        if set(doc["ran"]) != set(doc["attacks"]):
+            raise ValueError("'ran' does not name the attacks")
+        attacks = tuple(_attack_from_dict(doc["attacks"][name], np.asarray(kept[f"scores_{name}"], np.float64))
+                        for name in doc["ran"])  # in the order they ran (a JSON object's keys may come back sorted)
+        comparisons = tuple(AucDifference(*_pair(str(c["of"])), _estimate(c), str(c["verdict"]))
+                            for c in doc["comparisons"])
+        slices = tuple((str(r["attack"]), SliceResult(**{k: v for k, v in r.items() if k != "attack"}))
+                       for r in doc["slices"])
+        method = dict(doc["method"])
+        scores = ScoresResult(str(doc["model"]["spec"]), len(members) + len(nonmembers), len(members), len(nonmembers),
+                              (), int(method.get("references", 0)), attacks, comparisons, slices,
+                              tuple(doc["notes"]), method)
+        c = doc["check"]
+        check = ModelCheck(_estimate(c["member_accuracy"]), _estimate(c["nonmember_accuracy"]), float(c["member_loss"]),
+                           float(c["nonmember_loss"]), float(c["chance"]), c["stated_accuracy"], bool(c["fits"]),
+                           str(c["message"]))
+        b = doc["blind_baseline"]
+        blind = BlindBaseline(_estimate(b["auc"]), bool(b["differs"]), str(b["warning"]))
+        risk = tuple(RiskFigure(str(r["attack"]), float(r["fpr"]), float(r["prior"]), _estimate(r["tpr"]),
+                                _estimate(r["precision"]), _estimate(r["members_exposed"]),
+                                float(r["expected_false_flags"]), bool(r["resolved"])) for r in doc["risk"])
+        outcome = AuditOutcome(dict(doc["model"]), doc["preprocess"], doc["recipe"], roles, check, scores, blind, risk,
+                               dict(doc["not_run"]), dict(doc["utility"]), doc["defense"], tuple(doc["notes"]), method,
+                               None, np.asarray(kept["correct"], bool))
+        written = outcome.to_dict()
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ResultFormatError(f"a stored audit cannot be read back ({type(exc).__name__}: {exc})") from None
+    if written != {k: v for k, v in doc.items() if k in written} or set(doc) - set(written) - {"schema",
+                                                                                             "mia_explorer_version"}:
+        raise ResultFormatError("a stored audit cannot be read back: its JSON is not the layout this version writes")
+    return outcome
+
+
+def with_state(outcome: AuditOutcome, model: LoadedModel, records: RawRecords,
+               kept: Mapping[str, np.ndarray]) -> AuditOutcome:
+    """A stored audit (:func:`outcome_from_dict`) with its what-ifs back: ``model`` and ``records`` loaded anew, the
+    references' losses, the blind baseline's scores and the halves from ``kept`` (nothing retrained or refitted).
+    The model's answers on the audited records must be right exactly where they were.
+
+    Raises:
+        ConfigError: one line, when the records or the model are not the ones audited.
+    """
+    roles, method = outcome.roles, outcome.method
+    changed = "the model or the records changed since this audit: run it again"
+    if roles.n_records != len(records) or model.modality != outcome.model.get("modality") \
+            or model.n_classes != outcome.model.get("n_classes"):
+        raise ConfigError(changed)
+    audit_index = np.concatenate([roles.members, roles.nonmembers])
+    member = np.zeros(len(audit_index), bool)
+    member[:len(roles.members)] = True
+    if model.module is not None:
+        model.module.to(default_device())
+    inputs = model.prepare(records)
+    labels = np.asarray(records.labels, np.int64)
+    logp = _log_probs(model, take(inputs, audit_index))
+    correct = logp.argmax(1) == labels[audit_index]
+    if outcome.correct is None or not np.array_equal(correct, outcome.correct):
+        raise ConfigError(changed)
+    everyone = np.concatenate([audit_index, roles.pool])
+    state = AuditState(model, inputs, labels, audit_index, member, roles.pool, np.asarray(kept["ref_loss"], np.float64),
+                       np.asarray(kept["ref_in"], bool), bool(kept["ref_in_given"]),
+                       np.asarray(kept["blind_scores"], np.float64),
+                       record_features(take(inputs, everyone), labels[everyone], model.n_classes),
+                       np.asarray(kept["half"]), int(method["bootstrap"]), int(method["seed"]), float(method["prior"]),
+                       float(method["risk_fpr"]), len(roles.members), roles.n_records)
+    return replace(outcome, state=state, correct=correct)

@@ -2,8 +2,7 @@
 
 A run fits many small classifiers on the shadows' answers: the shadow-model attack (an MLP, or an
 LSTM over answer sequences: PVMIA), PRMIA's and the BLEU-feature MLPs — each at every checkpoint
-epoch and every defense draw or memorization block. Fitted one after another (or one kind at a
-time, :func:`core.attacks.shadow_attacks.fit_attack_sets` with ``batched=False``) each optimiser
+epoch and every defense draw or memorization block. Fitted one after another each optimiser
 step runs a few tiny kernels, so the stage is bound by launches and Python, not arithmetic: on an
 H100 the translation ``paper`` preset spent 9,480 steps (docs/results.md, "GPU check").
 

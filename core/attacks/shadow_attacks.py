@@ -29,11 +29,10 @@ from torch import nn
 from core.attacks.attack_ensemble import FitMember, fit_members
 from core.attacks.registry import AttackEntry, register
 from core.foundations.device import default_device
-from core.foundations.environment import env_value
 from core.foundations.names import ATTACK_NAMES, ATTACK_SHORT
 from core.measurement.metrics import AttackMetrics, best_threshold, evaluate_attack
 from core.measurement.responses import Responses
-from core.models.attack import AttackLSTM, AttackMLP, JointAttack
+from core.models.attack import AttackLSTM, AttackMLP
 
 
 class Attack(Protocol):
@@ -69,7 +68,7 @@ def _fit_classifier(
 ) -> nn.Module:
     """Mini-batch Adam on binary cross-entropy; deterministic given ``train.seed``.
 
-    ``model`` may be a :class:`JointAttack` of E classifiers (logits (N, E)): the loss is then
+    ``model`` may be a :class:`core.models.attack.JointAttack` of E classifiers (logits (N, E)): the loss is then
     Σₑ of each member's mean cross-entropy, every member seeing the same batches — the batches a
     classifier fitted alone sees (the permutation depends on ``train.seed`` and N only).
     The model trains on the device its parameters are on; ``x`` and ``lengths`` move there.
@@ -322,39 +321,15 @@ def fit_attacks(attacks: list[Attack], shadow_responses: Responses, shadow_membe
     return attacks
 
 
-def max_joint(sequential: bool, device: torch.device) -> int:
-    """How many classifiers share one :class:`JointAttack` network.
-
-    Its weight matrices grow with E² (all but E blocks are zeros), so joining pays only while the
-    saved kernel launches outweigh the zeros. On 2 CPU cores joints of 4 were faster for the attack
-    MLPs and gave no reliable gain for the attack LSTMs (docs/performance.md, "Joint attacks";
-    bench/throughput.py), so on a CPU sequence attacks fit one by one. On a GPU the kernels are
-    launch-bound and wider joints are used (not measured there).
-    """
-    if device.type == "cuda":
-        return 8
-    return 1 if sequential else 4
-
-
-def batched_fits() -> bool:
-    """Whether :func:`fit_attack_sets` fits every learned classifier as one batched ensemble
-    (:mod:`core.attacks.attack_ensemble`, the default) or one attack at a time (``MIA_ATTACK_BATCHED=0``:
-    kept so a benchmark can time both in one process)."""
-    return env_value("MIA_ATTACK_BATCHED") != "0"  # a value other than 0 or 1: one ConfigError line
-
-
 def fit_attack_sets(attack_sets: Sequence[list[Attack]], responses: Sequence[Responses], membership: np.ndarray,
-                    on_progress: Callable[[float], None] | None = None, batched: bool | None = None) -> None:
+                    on_progress: Callable[[float], None] | None = None) -> None:
     """Fit ``attack_sets[j]`` on ``responses[j]`` (in place), for answers of the *same records*
     (the shadows' answers at several checkpoint epochs, or under several draws of a defense).
 
-    ``batched`` (default: :func:`batched_fits`): every learned classifier of every set — all
-    attacks, all sets — is fitted in one loop, one optimiser step for all
-    (:func:`core.attacks.attack_ensemble.fit_members`); the rest (thresholds) one by one. Otherwise
-    one attack at a time: the same learned attack across the sets as one :class:`JointAttack` (up
-    to :func:`max_joint` per network) when their shapes agree, else one by one. Either way each
-    classifier keeps its own standardisation, seeded initialisation and the batches it would see
-    alone, so the result is the one-by-one fit's up to float rounding.
+    Every learned classifier of every set — all attacks, all sets — is fitted in one loop, one
+    optimiser step for all (:func:`core.attacks.attack_ensemble.fit_members`); the rest (thresholds)
+    one by one. Each classifier keeps its own standardisation, seeded initialisation and the batches
+    it would see alone, so the result is the one-by-one fit's up to float rounding.
     ``on_progress(fraction)`` is called as the fit goes (fractions in (0, 1)).
     """
     if len(attack_sets) != len(responses):
@@ -363,9 +338,6 @@ def fit_attack_sets(attack_sets: Sequence[list[Attack]], responses: Sequence[Res
     for column in columns:
         if len({a.name for a in column}) != 1:
             raise ValueError(f"attack sets list different attacks: {sorted({a.name for a in column})}")
-    if not (batched_fits() if batched is None else batched):
-        _fit_attack_columns(columns, responses, membership, on_progress)
-        return
     learned: list[_LearnedAttack] = []
     members: list[FitMember] = []
     for attacks, r in zip(attack_sets, responses):
@@ -379,36 +351,6 @@ def fit_attack_sets(attack_sets: Sequence[list[Attack]], responses: Sequence[Res
             learned.append(attack)
     for attack, model in zip(learned, fit_members(members, on_progress=on_progress)):
         attack.model = model
-
-
-def _fit_attack_columns(columns: list[tuple[Attack, ...]], responses: Sequence[Responses], membership: np.ndarray,
-                        on_progress: Callable[[float], None] | None) -> None:
-    """The one-attack-at-a-time fit of :func:`fit_attack_sets` (``batched=False``)."""
-    for k, column in enumerate(columns):  # one attack across the sets
-        if on_progress and k:
-            on_progress(k / len(columns))
-        if len(column) == 1 or not all(type(a) is type(column[0]) and isinstance(a, _LearnedAttack) for a in column):
-            for attack, r in zip(column, responses):
-                attack.fit(r, membership)
-            continue
-        prepared = [a.prepare(r) for a, r in zip(column, responses)]
-        first_model, first_z, first_len = prepared[0]
-        joinable = all(
-            type(m) is type(first_model) and z.shape == first_z.shape and torch.equal(n, first_len)
-            and a.training == column[0].training
-            for a, (m, z, n) in zip(column, prepared)
-        )
-        size = max_joint(isinstance(first_model, AttackLSTM), default_device()) if joinable else 1
-        for start in range(0, len(column), size):
-            group = list(range(start, min(start + size, len(column))))
-            if len(group) == 1:
-                column[group[0]].fit_prepared(*prepared[group[0]], membership)
-                continue
-            joint = JointAttack([prepared[i][0] for i in group]).to(default_device())
-            z = torch.cat([prepared[i][1] for i in group], dim=-1)
-            _fit_classifier(joint, z, first_len, membership, column[0].training)
-            for i, member in zip(group, joint.members()):
-                column[i].model = member
 
 
 def score_attacks(attacks: list[Attack], target_responses: Responses, target_membership: np.ndarray) -> dict[str, AttackOutcome]:

@@ -17,7 +17,7 @@ from core.measurement.responses import Responses
 
 class RememberingModel(torch.nn.Module):
     """``model`` whose outputs are kept in ``store`` by the input's content (shape, dtype and a SHA-256 of
-    its bytes) and returned again for the same input (:meth:`core.defenses.defender.Defender.remembering`)."""
+    its bytes) and returned again for the same input (:meth:`core.defenses.defender.Defender._remembering`)."""
 
     def __init__(self, model: torch.nn.Module, store: dict[bytes, torch.Tensor]):
         super().__init__()
@@ -90,19 +90,19 @@ class DefendedQuery:
         if isinstance(mech, OutputMechanism):
             out = mech.transform(undefended_answers(d.models, index, d.cache), spec, d._rng(spec, self.draw, role))
         else:
-            model = d._noisy("victim", d.victim_model(), d.models.victim.weights, spec, self.draw)
+            model = d._noisy("victim", d._victim_model(), d.models.victim.weights, spec, self.draw)
             out = d.task.respond(d.cfg, model, d.models.data, index, record_features=False)
         self._answered[digest] = out
         return out
 
     def _model(self) -> torch.nn.Module:
         """The model the task's queries run: the undefended victim under an output mechanism (the noise is
-        applied to its outputs), else this draw's noisy victim; remembered per input (the defender's ``remembering``)."""
+        applied to its outputs), else this draw's noisy victim; remembered per input (the defender's ``_remembering``)."""
         d, spec = self.defender, self.spec
         if isinstance(spec.mechanism_class, OutputMechanism):
-            return d.remembering(("victim",), d.victim_model())
-        model = d._noisy("victim", d.victim_model(), d.models.victim.weights, spec, self.draw)
-        return d.remembering((spec.draw_key, "victim", self.draw), model)
+            return d._remembering(("victim",), d._victim_model())
+        model = d._noisy("victim", d._victim_model(), d.models.victim.weights, spec, self.draw)
+        return d._remembering((spec.draw_key, "victim", self.draw), model)
 
     def label_queries(self, index: np.ndarray, n: int) -> np.ndarray:
         d, mech = self.defender, self.spec.mechanism_class

@@ -78,17 +78,18 @@ def _check_setup(value: Any) -> None:
 class Defender:
     """Defended points of one trained config (see the module docstring).
 
-    Build it once per (config, cache) — e.g. kept by the page — then call :meth:`point` for any
-    spec; every point computed with utility is cached on disk, and all are memoised in memory.
-    """
+    Build it once per (config, cache) — e.g. kept by the page — then ask it for points; every point computed with
+    utility is cached on disk, and all are memoised in memory. What it answers, by what each call returns:
 
-    #: a model's forward pass on an input it was given before is read from memory (:meth:`remembering`: under an
-    #: output mechanism the undefended victim runs once per query, not once per draw); False: every pass runs,
-    #: the plain reference path (the tests compare both)
-    reuse_victim_outputs: bool = True
-    #: a full point takes draw 0 from the one-draw point of its value where that was computed (:meth:`_draws`);
-    #: False: every draw computed again, the plain reference path (the tests compare both)
-    reuse_first_draw: bool = True
+    * :meth:`point` — one defended point, computed or read (memory, then disk);
+    * :meth:`cached_point` — the same point if it is memoised or stored, else None: never computes;
+    * :meth:`curve` — the slider's curve: each value's fast point, sorted (a utility measured before included);
+    * :meth:`table_rows` — each value's best-known point, in order (the full one where it was measured);
+    * :meth:`full_points` — the full point (utility included, cached) at each value, in order;
+    * :meth:`sensitivity_estimate` — the SensitivitySampler's S for the mechanisms that need it.
+
+    ``baseline`` (the undefended numbers) and ``sensitivity`` (the last estimate) are plain attributes.
+    """
 
     def __init__(self, models: TrainedModels, cache: ArtifactCache | None = None):
         self.models = models
@@ -99,7 +100,7 @@ class Defender:
         self.naive_attacks: list[Attack] = fitted_attacks(models, cache=self.cache)
         self.victim_responses: Responses = models.victim.responses[self.cfg.epochs]
         self.membership = models.eval_membership
-        self._victim_model: torch.nn.Module | None = None
+        self._victim: torch.nn.Module | None = None
         self._shadow_models: dict[int, torch.nn.Module] = {}
         self._directions: dict[tuple[str, str, int, int], Any] = {}
         self._noisy_models: dict[str, dict[tuple[str, int], torch.nn.Module]] = {}
@@ -113,7 +114,7 @@ class Defender:
         self._population: dict[tuple, Responses] = {}
         self._utilities: dict[tuple[str, int], tuple[float, float]] = {}  # (members, non-members) per value and draw
         #: outputs of the models' forward passes by input content, per model (the undefended victim; the GPM's
-        #: noisy victim of one value and draw): see :meth:`remembering`
+        #: noisy victim of one value and draw): see :meth:`_remembering`
         self._forwards: dict[tuple, dict[bytes, torch.Tensor]] = {}
         self.sensitivity: SensitivityEstimate | None = None
         # LiRA and RMIA (need ≥ 2 shadows): inputs and fits from undefended shadows, once
@@ -121,7 +122,7 @@ class Defender:
         self.reference_attacks: list[ReferenceAttack] = (
             fit_reference_attacks(self.reference_inputs) if self.reference_inputs is not None else [])
         #: the registry's other models-stage attacks (quantile regression, label-only, gap): fitted on first need
-        #: (:attr:`model_attacks`), then scored on each defended victim through a DefendedQuery. Which of them
+        #: (:meth:`_fitted_model_attacks`), then scored on each defended victim through a DefendedQuery. Which of them
         #: this run has (their names, and which is quantile regression) is known without fitting them: read with
         #: the baseline from the cache (a warm page opens without refitting them: most of a Defender's set-up)
         self._model_attacks: list[ModelAttack] | None = None
@@ -138,9 +139,9 @@ class Defender:
         undefended = score_attacks(self.naive_attacks, self.victim_responses, self.membership)
         if self.reference_attacks:
             undefended.update(score_reference_attacks(self.reference_attacks, self.victim_responses, self.membership))
-        for attack in self.model_attacks:
+        for attack in self._fitted_model_attacks():
             undefended.update(attack.outcomes(UndefendedQuery(models, self.cache)))
-        self._model_names = [(tuple(a.names), isinstance(a, QuantileAttack)) for a in self.model_attacks]
+        self._model_names = [(tuple(a.names), isinstance(a, QuantileAttack)) for a in self._fitted_model_attacks()]
         self.baseline = DefenseBaseline.from_dict({
             "attack": {"name": self.primary, **undefended[self.primary].result.to_dict(include_roc=False)},
             "attacks": {n: o.result.to_dict(include_roc=False) for n, o in undefended.items()},
@@ -153,8 +154,7 @@ class Defender:
             self.cache.put_json(setup_key, {"baseline": self.baseline.to_dict(), "model_attacks": [
                 {"names": list(names), "quantile": q} for names, q in self._model_names]}, allow_nan=False)
 
-    @property
-    def model_attacks(self) -> list[ModelAttack]:
+    def _fitted_model_attacks(self) -> list[ModelAttack]:
         """The registry's models-stage attacks this run has, fitted on first access (once, under a lock: the page's
         lanes of one Defender may ask together)."""
         if self._model_attacks is None:
@@ -169,10 +169,10 @@ class Defender:
         return self._model_attacks
 
     # ------------------------------------------------------------------ models
-    def victim_model(self) -> torch.nn.Module:
-        if self._victim_model is None:
-            self._victim_model = self.models.model("victim")
-        return self._victim_model
+    def _victim_model(self) -> torch.nn.Module:
+        if self._victim is None:
+            self._victim = self.models.model("victim")
+        return self._victim
 
     def _shadow_model(self, i: int) -> torch.nn.Module:
         if i not in self._shadow_models:
@@ -201,9 +201,10 @@ class Defender:
         return noisy[(role, draw)]
 
     # ------------------------------------------------------------------ sensitivity
-    def ensure_sensitivity(self, n: int, compute: bool = True, on_pair=None, executor=None) -> SensitivityEstimate | None:
-        """S from ``n`` SensitivitySampler pairs: from the cache, else trained when ``compute``
-        (the pairs on ``executor`` when given: a process pool or Ray)."""
+    def sensitivity_estimate(self, n: int, compute: bool = True, on_pair=None, executor=None
+                             ) -> SensitivityEstimate | None:
+        """S from ``n`` SensitivitySampler pairs: from the cache, else trained when ``compute`` (the pairs on
+        ``executor`` when given: a process pool or Ray), else None; kept as ``sensitivity`` for the guarantees."""
         if self.sensitivity is not None and self.sensitivity.n == n:
             return self.sensitivity
         est = cached_sensitivity(self.cfg, n, self.cache)
@@ -219,7 +220,7 @@ class Defender:
     def _torch_generator(self, spec: DefenseSpec, draw: int, role: str) -> torch.Generator:
         return torch.Generator().manual_seed(int(self._rng(spec, draw, role + "/torch").integers(2**62)))
 
-    def victim_answers(self, spec: DefenseSpec, draw: int, with_record_features: bool) -> Responses:
+    def _victim_answers(self, spec: DefenseSpec, draw: int, with_record_features: bool) -> Responses:
         """The victim's defended answers on its evaluation set (draw ``draw``)."""
         mech = spec.mechanism_class
         if isinstance(mech, OutputMechanism):
@@ -227,14 +228,14 @@ class Defender:
             if with_record_features:
                 transform = mech.torch_transform(spec, self._torch_generator(spec, draw, "victim"))
                 out.record_features.update(self.task.record_features_under(
-                    self.cfg, self.victim_model(), self.models.data, self.models.splits.eval_index, transform))
+                    self.cfg, self._victim_model(), self.models.data, self.models.splits.eval_index, transform))
             return out
-        model = self._noisy("victim", self.victim_model(), self.models.victim.weights, spec, draw)
+        model = self._noisy("victim", self._victim_model(), self.models.victim.weights, spec, draw)
         # the same records as the label-only attack's first (identity) query of this draw: remembered
-        return self.task.respond(self.cfg, self.remembering((spec.draw_key, "victim", draw), model), self.models.data,
+        return self.task.respond(self.cfg, self._remembering((spec.draw_key, "victim", draw), model), self.models.data,
                                  self.models.splits.eval_index)
 
-    def population_answers(self, spec: DefenseSpec, draw: int) -> Responses:
+    def _population_answers(self, spec: DefenseSpec, draw: int) -> Responses:
         """The defended victim's answers on RMIA's population (the attacker queries it too);
         memoised per (spec, draw), so the naive and the adaptive attacker share one query."""
         key = (spec.draw_key, draw)
@@ -244,7 +245,7 @@ class Defender:
             if isinstance(mech, OutputMechanism):
                 out = mech.transform(inputs.population_target, spec, self._rng(spec, draw, "victim/population"))
             else:
-                model = self._noisy("victim", self.victim_model(), self.models.victim.weights, spec, draw)
+                model = self._noisy("victim", self._victim_model(), self.models.victim.weights, spec, draw)
                 out = self.task.respond(self.cfg, model, self.models.data, inputs.population_index,
                                         record_features=False)
             if len(self._population) > 64:  # a long slider session: keep memory bounded
@@ -252,16 +253,16 @@ class Defender:
             self._population[key] = out
         return self._population[key]
 
-    def utility(self, spec: DefenseSpec, draw: int) -> tuple[float, float]:
+    def _utility(self, spec: DefenseSpec, draw: int) -> tuple[float, float]:
         """(members, non-members) utility of the defended victim on the learning curve's records."""
         splits = self.models.splits
         mech = spec.mechanism_class
         if isinstance(mech, OutputMechanism):
-            model = self.victim_model()
+            model = self._victim_model()
             transform = mech.torch_transform(spec, self._torch_generator(spec, draw, "utility"))
             # under Dir_k the undefended victim answers the same records every draw: its forward passes are
-            # remembered, and each draw's noise applied to them (image, tabular; see :meth:`remembering`)
-            model = self.remembering(("victim",), model)
+            # remembered, and each draw's noise applied to them (image, tabular; see :meth:`_remembering`)
+            model = self._remembering(("victim",), model)
             return (self.task.utility(self.cfg, model, self.models.data, splits.eval_members, transform),
                     self.task.utility(self.cfg, model, self.models.data, splits.victim_nonmembers, transform))
         # the noisy victim answered these very records for the attack (eval_index = members ++
@@ -275,21 +276,21 @@ class Defender:
             nonmembers = self.task.utility_of_responses(self.cfg, r.subset(np.arange(n, len(r))))
             if members is not None and nonmembers is not None:
                 return members, nonmembers
-        model = self._noisy("victim", self.victim_model(), self.models.victim.weights, spec, draw)
+        model = self._noisy("victim", self._victim_model(), self.models.victim.weights, spec, draw)
         return (self.task.utility(self.cfg, model, self.models.data, splits.eval_members),
                 self.task.utility(self.cfg, model, self.models.data, splits.victim_nonmembers))
 
     def _draw_utility(self, spec: DefenseSpec, draw: int) -> tuple[float, float]:
-        """:meth:`utility`, remembered per (value, draw): the one-draw point's utility card computed draw 0 of the
+        """:meth:`_utility`, remembered per (value, draw): the one-draw point's utility card computed draw 0 of the
         full point's (the same draw: :attr:`DefenseSpec.draw_key`), which then computes only its later draws."""
         key = (spec.draw_key, draw)
-        if key not in self._utilities or not self.reuse_first_draw:
+        if key not in self._utilities:
             if len(self._utilities) > 512:  # a long slider session: keep memory bounded
                 self._utilities.clear()
-            self._utilities[key] = self.utility(spec, draw)
+            self._utilities[key] = self._utility(spec, draw)
         return self._utilities[key]
 
-    def remembering(self, key: tuple, model: torch.nn.Module) -> torch.nn.Module:
+    def _remembering(self, key: tuple, model: torch.nn.Module) -> torch.nn.Module:
         """``model`` answering each forward pass it was given before (same input bytes) from memory.
 
         A defended point's draws ask the same model the same inputs: under an output mechanism the
@@ -301,7 +302,7 @@ class Defender:
         to logits (:class:`LogitClassifier`: image, tabular); translation decodes and navigation rolls
         out under the noise (each step's input depends on the previous noisy decision): their models run.
         """
-        if not (self.reuse_victim_outputs and isinstance(self.task, LogitClassifier)):
+        if not isinstance(self.task, LogitClassifier):
             return model
         store = self._forwards.get(key)
         if store is None:
@@ -310,11 +311,12 @@ class Defender:
             store = self._forwards[key] = {}
         return RememberingModel(model, store)
 
-    def privacy(self, spec: DefenseSpec) -> dict[str, Any]:
+    def _guarantee(self, spec: DefenseSpec) -> dict[str, Any]:
         """The mechanism's theoretical guarantee at ``spec``'s value."""
         return spec.mechanism_class.guarantee(spec, self.victim_responses.n_classes, self.sensitivity)
 
-    def measured(self, spec: DefenseSpec, attacker: str = "naive", disk: bool = True) -> DefendedPoint | None:
+    def _full_point_known(self, spec: DefenseSpec, attacker: str = "naive", disk: bool = True
+                          ) -> DefendedPoint | None:
         """The full point (with utility) if it was computed before, in memory or (``disk``) in the
         cache; never computes. ``disk=False`` for per-rerun loops over a grid: no I/O on the slider's path."""
         memo = self._memo.get((spec.key, attacker, True))
@@ -326,7 +328,7 @@ class Defender:
                 return None
             memo = self._memo[(spec.key, attacker, True)] = stored
         # the guarantee is cheap and may have changed since (a sensitivity estimated later)
-        return memo.with_json(self.privacy(spec))
+        return memo.with_json(self._guarantee(spec))
 
     def _stored_point(self, key: str, spec: DefenseSpec) -> DefendedPoint | None:
         """The point cached under ``key`` if it is one of ``spec``'s value (core.experiment.results' schema, as it
@@ -385,7 +387,7 @@ class Defender:
         draw 0 of the one-draw point of this value (the slider's first numbers): a draw's noise is seeded by
         (seed, draw, role), not by the number of draws, so it is this point's draw 0."""
         earlier = [(spec.key, False)] if registry else []
-        if spec.draws > 1 and self.reuse_first_draw:
+        if spec.draws > 1:
             earlier += [(spec.draw_key, registry)] + ([(spec.draw_key, False)] if registry else [])
         answers: list[Responses] = []
         outcomes: list[dict[str, Any]] = []
@@ -399,28 +401,26 @@ class Defender:
         start = len(answers)
         # an output mechanism changes output-dependent record features: the model re-runs
         features = isinstance(spec.mechanism_class, OutputMechanism) and with_features
-        new = [self.victim_answers(spec, d, features) for d in range(start, spec.draws)]
+        new = [self._victim_answers(spec, d, features) for d in range(start, spec.draws)]
         attacks = [a for a in self.naive_attacks if with_features or not isinstance(a, RecordFeatureAttack)]
         outcomes += [score_attacks(attacks, r, self.membership) for r in new]
         if self.reference_attacks:
             for d, r in enumerate(new, start):
                 outcomes[d].update(score_reference_attacks(self.reference_attacks, r, self.membership,
-                                                           self.population_answers(spec, d)))
-        # the draws' label and augmented queries asked together (the victim answers each once for all draws);
-        # without reuse, each draw's own, the plain reference path (the tests compare both)
-        queries += (DefendedQuery.draws(self, spec, new, start) if self.reuse_victim_outputs
-                    else [DefendedQuery(self, spec, d, r) for d, r in enumerate(new, start)])
+                                                           self._population_answers(spec, d)))
+        # the draws' label and augmented queries asked together (the victim answers each once for all draws)
+        queries += DefendedQuery.draws(self, spec, new, start)
         answers += new
         if registry:
             for query, out in zip(queries[scored:], outcomes[scored:]):
-                for attack in self.model_attacks:
+                for attack in self._fitted_model_attacks():
                     if not isinstance(attack, QuantileAttack):
                         out.update(attack.outcomes(query))
         return answers, outcomes, queries
 
     def _quantile_attacks(self) -> list[ModelAttack]:
         """The fitted quantile-regression attacks (none where the task offers no record features for it)."""
-        return [a for a in self.model_attacks if isinstance(a, QuantileAttack)]
+        return [a for a in self._fitted_model_attacks() if isinstance(a, QuantileAttack)]
 
     def _flags(self, spec: DefenseSpec, attacker: str, utility: bool, quantile: bool | None, registry: bool
                ) -> tuple[bool, bool]:
@@ -436,14 +436,14 @@ class Defender:
         registry = bool(registry) or not self._model_names or any(self.primary in n for n, _ in self._model_names)
         return (quantile and registry) or not has_quantile, registry
 
-    def _known(self, spec: DefenseSpec, attacker: str, utility: bool, quantile: bool, registry: bool = True
-               ) -> tuple[tuple, str | None, DefendedPoint | None]:
-        """(memo key, the fast point's disk key or None, the point if memoised or stored, else None)."""
+    def _known(self, spec: DefenseSpec, attacker: str, utility: bool, quantile: bool, registry: bool = True,
+               disk: bool = True) -> tuple[tuple, str | None, DefendedPoint | None]:
+        """(memo key, the fast point's disk key or None, the point if memoised or (``disk``) stored, else None)."""
         memo_key = (spec.key, attacker, utility) if quantile == utility else (spec.key, attacker, utility, quantile)
         memo_key += () if registry else ("no registry",)
         if memo_key in self._memo:
-            return memo_key, None, self._memo[memo_key].with_json(self.privacy(spec))
-        if utility and (stored := self.measured(spec, attacker)) is not None:
+            return memo_key, None, self._memo[memo_key].with_json(self._guarantee(spec))
+        if utility and (stored := self._full_point_known(spec, attacker, disk)) is not None:
             return memo_key, None, stored
         # the slider's fast point is kept on disk too: a new server session reads a curve's points instead of
         # recomputing them (first open, image quick, 3 repeats: 13 s of Dir_k curves); read once, then from
@@ -458,16 +458,19 @@ class Defender:
                                        "defended_fast" if quantile else "defended_fast_noquantile", self.cfg.config_hash,
                                        spec.key)
                         if not utility and attacker == "naive" else None)
-        if fast_key is not None and (stored := self._stored_point(fast_key, spec)) is not None:
+        if fast_key is not None and disk and (stored := self._stored_point(fast_key, spec)) is not None:
             self._memo[memo_key] = stored
-            return memo_key, fast_key, stored.with_json(self.privacy(spec))
+            return memo_key, fast_key, stored.with_json(self._guarantee(spec))
         return memo_key, fast_key, None
 
-    def ready(self, spec: DefenseSpec, attacker: str = "naive", utility: bool = True,
-              quantile: bool | None = None, registry: bool = True) -> DefendedPoint | None:
-        """:meth:`point`'s answer if memoised or stored, else None; never computes (a slider step shows a known
-        point whole at once, any other first by its one-draw point: :mod:`core.defenses.side_by_side`)."""
-        return self._known(spec, attacker, utility, *self._flags(spec, attacker, utility, quantile, registry))[2]
+    def cached_point(self, spec: DefenseSpec, attacker: str = "naive", utility: bool = True,
+                     quantile: bool | None = None, registry: bool = True, disk: bool = True) -> DefendedPoint | None:
+        """:meth:`point`'s answer (the same arguments) if memoised or, with ``disk``, stored; else None. Never
+        computes: a slider step shows a known point whole at once, any other first by its one-draw point
+        (:mod:`core.defenses.side_by_side`). ``disk=False`` reads memory alone, for loops over a grid on every
+        rerun (no I/O on the slider's path); the defaults ask for the full point (utility and every attack)."""
+        quantile, registry = self._flags(spec, attacker, utility, quantile, registry)
+        return self._known(spec, attacker, utility, quantile, registry, disk)[2]
 
     def point(self, spec: DefenseSpec, attacker: str = "naive", utility: bool = True,
               quantile: bool | None = None, registry: bool = True) -> DefendedPoint:
@@ -527,7 +530,7 @@ class Defender:
                 attacks = [a for a in fitted[d] if a.name not in skip]
                 outcome = score_attacks(attacks, answers[d], self.membership)
                 if self.reference_attacks:
-                    inputs = defended_reference_inputs(self, spec, d, answers[d], self.population_answers(spec, d))
+                    inputs = defended_reference_inputs(self, spec, d, answers[d], self._population_answers(spec, d))
                     outcome.update(score_reference_attacks(fit_reference_attacks(inputs), answers[d], self.membership))
                 per_draw.append({n: o.result for n, o in outcome.items()})
             adaptive_attack, adaptive_attacks = summarise_draws(per_draw, self.primary)
@@ -535,7 +538,7 @@ class Defender:
             if attacker == "adaptive":
                 point.update(attack=adaptive_attack, attacks=adaptive_attacks)
             timings["adaptive_s"] = time.perf_counter() - t
-        point.update(self.privacy(spec))
+        point.update(self._guarantee(spec))
         if utility:
             t = time.perf_counter()
             values = [self._draw_utility(spec, d) for d in range(spec.draws)]
@@ -564,11 +567,11 @@ class Defender:
         measured before (in memory) comes with its utility loss. The slider's path: a value is read
         from disk at most once per Defender (its fast point, then memoised), and computed only when
         no session computed it before."""
-        return [self.measured(spec.at(v), disk=False) or self._slider_utility(spec.at(v))
+        return [self._full_point_known(spec.at(v), disk=False) or self._slider_utility(spec.at(v))
                 or self.point(spec.at(v), "naive", utility=False) for v in sorted(set(values))]
 
-    def measure(self, spec: DefenseSpec, values: list[float], attacker: str = "naive",
-                on_point: Callable[[int, int], None] | None = None) -> list[DefendedPoint]:
+    def full_points(self, spec: DefenseSpec, values: list[float], attacker: str = "naive",
+                    on_point: Callable[[int, int], None] | None = None) -> list[DefendedPoint]:
         """The full point (utility included, cached) at every value, in order; ``on_point(i, n)`` after each."""
         out = []
         for i, v in enumerate(values):
@@ -577,16 +580,13 @@ class Defender:
                 on_point(i + 1, len(values))
         return out
 
-    def measured_rows(self, spec: DefenseSpec, values: list[float]) -> list[DefendedPoint]:
-        """The points at ``values`` computed before (the adaptive attacker's too, when it was measured)."""
-        return [p for v in values if (p := self.measured(spec.at(v), "both") or self.measured(spec.at(v)))]
-
-    def known_rows(self, spec: DefenseSpec, values: list[float]) -> list[DefendedPoint]:
-        """Every value's best-known point: the full one where it was measured (utility, and the adaptive
+    def table_rows(self, spec: DefenseSpec, values: list[float]) -> list[DefendedPoint]:
+        """Every value's best-known point, in order: the full one where it was measured (utility, and the adaptive
         attacker where that was measured too), else the slider's fast point (naive attack and guarantee, utility
-        None) — what the page's curve already draws, so its table shows those numbers, not blanks."""
-        return [self.measured(spec.at(v), "both") or self.measured(spec.at(v)) or self._slider_utility(spec.at(v))
-                or self.point(spec.at(v), "naive", utility=False) for v in values]
+        None; computed where no session did) — what the page's curve already draws, so its table shows those
+        numbers, not blanks."""
+        return [self._full_point_known(spec.at(v), "both") or self._full_point_known(spec.at(v))
+                or self._slider_utility(spec.at(v)) or self.point(spec.at(v), "naive", utility=False) for v in values]
 
     def _slider_utility(self, spec: DefenseSpec) -> DefendedPoint | None:
         """The Defenses page's utility card's point of ``spec`` (utility, no quantile regression) if computed, in
@@ -606,7 +606,7 @@ class Defender:
                 self._missing[memo_key] = time.monotonic()
                 return None
             self._memo[memo_key] = memo
-        return memo.with_json(self.privacy(spec))
+        return memo.with_json(self._guarantee(spec))
 
 
 def defense_run(models: TrainedModels, mechanism: str, values: list[float], attacker: str = "naive", draws: int = 1,
@@ -616,8 +616,8 @@ def defense_run(models: TrainedModels, mechanism: str, values: list[float], atta
     defender = Defender(models, cache)
     spec = DefenseSpec(mechanism, float(values[0]) if values else 1.0, draws=draws, seed=seed).validate()
     if spec.mechanism_class.needs_sensitivity and sensitivity_samples > 0:
-        defender.ensure_sensitivity(sensitivity_samples, on_pair=on_pair, executor=executor)
-    points = defender.measure(spec, list(values), attacker, on_point)
+        defender.sensitivity_estimate(sensitivity_samples, on_pair=on_pair, executor=executor)
+    points = defender.full_points(spec, list(values), attacker, on_point)
     cfg = models.cfg
     return DefenseRun.from_dict({
         "task": cfg.task, "arch": cfg.arch, "preset": cfg.preset, "mechanism": mechanism, "attacker": attacker,

@@ -1,32 +1,23 @@
-"""Several Defenders' points at one spec computed at once, one thread per Defender.
+"""The Defenses page's slider step: several Defenders' points at one spec, one lasting thread per Defender.
 
-The Defenses page shows the FFNN's and the RNN's numbers side by side: scored one after the other, a
-slider step to a value not computed before would wait for the two architectures' points in turn. Each
-Defender is its own object (its models, memo and cache handle), and most of a point's time is in torch
-and numpy kernels, which release the GIL, so on two cores the points overlap: both in threads take less
-wall time than one after the other, though more than one alone (docs/performance.md).
-:func:`points_side_by_side` is one such step with threads of its own (every draw at once); the
-page uses :class:`PointLanes` below. Either way each Defender's calls run in order in its own thread (one
-loop, :func:`_run_in_order`), exactly as they would
-in one (the same calls, on the same Defender, in the same order: the same numbers —
-``tests/test_side_by_side.py``); nothing is shared between the threads but read-only modules.
+The page shows the FFNN's and the RNN's numbers side by side: scored one after the other, a slider step to a
+value not computed before would wait for the two architectures' points in turn. Each Defender is its own object
+(its models, memo and cache handle), and most of a point's time is in torch and numpy kernels, which release the
+GIL, so the points overlap. Each Defender's calls run in order in its own thread (one loop,
+:func:`_run_in_order`), exactly as they would in one (the same calls, on the same Defender, in the same order: the
+same numbers — ``tests/test_side_by_side.py``); nothing is shared between the threads but read-only modules.
 
-:class:`PointLanes` serves a slider that must not wait for every draw: per Defender one
-lasting thread (a *lane*) runs its calls in order; :meth:`PointLanes.step` answers a value whose point is known
-(memoised or stored: :meth:`Defender.ready`) at once, and any other first by its **one-draw** point
-(``spec`` with ``draws=1``: a real point under its own key, cached like any other; its draw is draw 0 of the
-full point, since a draw's noise is seeded by (seed, draw, role) and not by the number of draws — so its
-per-record scores and ε̂ detail equal the full point's, ``tests/test_side_by_side.py``), then the full point
-in the same lane. A new step cancels the calls of earlier steps that no lane has started (an abandoned value's
-remaining points are skipped; a call under way finishes, memoised). :meth:`Step.shown` picks what to draw first:
-the full point where it is in by the time the page draws (no stand-in to replace), else the one-draw point.
-
-A *gated* step (``step(..., gated=True)``, the page's) holds its full calls until :meth:`Step.release`: the page
-releases once it has drawn draw 1's numbers, so the full point's CPU does not compete with drawing them (in the
-script thread, which needs the GIL, and in the browser on the same cores). Its effect alone on when σ's first
-numbers appear is small and inconclusive against an ungated page (docs/performance.md). A later step opens every
-earlier gate (after cancelling the calls behind them); a gate the page never releases (it stopped before: another
-page, an error) opens by itself after :data:`GATE_TIMEOUT_S`.
+:class:`PointLanes` serves a slider that must not wait for every draw: per Defender one lasting thread (a *lane*)
+runs its calls in order; :meth:`PointLanes.step` answers a value whose point is known (memoised or stored:
+:meth:`Defender.cached_point`) at once, and any other first by its **one-draw** point (``spec`` with ``draws=1``: a
+real point under its own key, cached like any other; its draw is draw 0 of the full point, since a draw's noise is
+seeded by (seed, draw, role) and not by the number of draws — so its per-record scores and ε̂ detail equal the full
+point's, ``tests/test_side_by_side.py``), then the full point in the same lane. A new step cancels the calls of
+earlier steps that no lane has started (an abandoned value's remaining points are skipped; a call under way
+finishes, memoised). :meth:`Step.shown` picks what to draw first: the full point where it is in by the time the
+page draws (no stand-in to replace), else the one-draw point. The page's one-draw calls leave the registry's
+attacks out (``first_calls``): of the slider's staging, that is the change measured faster with an interval
+excluding zero (σ's first numbers, docs/performance.md).
 """
 from __future__ import annotations
 
@@ -38,28 +29,6 @@ from typing import Any, Generic, Hashable, Mapping, Sequence, TypeVar
 from core.defenses.spec import DefenseSpec
 
 K = TypeVar("K", bound=Hashable)
-
-#: the longest a gated step's full calls wait for the page's :meth:`Step.release` (a page that stopped before it)
-GATE_TIMEOUT_S = 10.0
-
-
-def points_side_by_side(defenders: Mapping[K, Any], spec: DefenseSpec, calls: Sequence[Mapping[str, Any]],
-                        attacker: str = "naive") -> dict[K, list[Future]]:
-    """Per key of ``defenders`` (:class:`core.defenses.defender.Defender`), one future per entry of ``calls``:
-    ``defender.point(spec, attacker, **call)``, the calls in order in that Defender's own thread, every
-    Defender's thread at once. A call that raises sets its future's exception and the Defender's later calls
-    are not run (their futures raise the same error). Returns at once; ``future.result()`` waits.
-
-    The threads belong to this call (no shared pool: one session's step never queues behind another's)
-    and end when their calls are done. With one Defender the calls run in a thread all the same."""
-    futures: dict[K, list[Future]] = {key: [Future() for _ in calls] for key in defenders}
-    pool = ThreadPoolExecutor(max_workers=max(1, len(defenders)), thread_name_prefix="defended-point")
-    try:
-        for key, defender in defenders.items():
-            pool.submit(_run_in_order, defender, spec, attacker, list(calls), futures[key])
-    finally:
-        pool.shutdown(wait=False)  # the threads finish their calls, then end
-    return futures
 
 
 def _run_in_order(defender: Any, spec: DefenseSpec, attacker: str, calls: Sequence[Mapping[str, Any]],
@@ -88,13 +57,6 @@ class Step(Generic[K]):
     spec: DefenseSpec
     full: dict[K, list[Future]]
     first: dict[K, list[Future]] = field(default_factory=dict)
-    #: a gated step's gate (:meth:`release` opens it); None: the full calls follow the one-draw calls directly
-    gate: threading.Event | None = None
-
-    def release(self) -> None:
-        """Let a gated step's full calls start (the page has drawn draw 1's numbers); nothing for another step."""
-        if self.gate is not None:
-            self.gate.set()
 
     @property
     def complete(self) -> bool:
@@ -124,7 +86,6 @@ class PointLanes:
     def __init__(self) -> None:
         self._lanes: dict[Hashable, ThreadPoolExecutor] = {}
         self._issued: list[Future] = []
-        self._gates: list[threading.Event] = []  # the gated steps' gates not opened by a later step yet
         self._lock = threading.Lock()
 
     def submit(self, defenders: Mapping[K, Any], spec: DefenseSpec, calls: Sequence[Mapping[str, Any]],
@@ -143,33 +104,25 @@ class PointLanes:
         return out
 
     def cancel_queued(self) -> int:
-        """Cancel every call submitted before that no lane has started, then open the earlier steps' gates (what
-        waited behind them is cancelled: the lanes go on to what comes next); returns how many were cancelled."""
+        """Cancel every call submitted before that no lane has started; returns how many were cancelled."""
         with self._lock:
             issued, self._issued = self._issued, []
-            gates, self._gates = self._gates, []
-        cancelled = sum(f.cancel() for f in issued)
-        for gate in gates:
-            gate.set()
-        return cancelled
+        return sum(f.cancel() for f in issued)
 
     def step(self, defenders: Mapping[K, Any], spec: DefenseSpec, calls: Sequence[Mapping[str, Any]],
-             attacker: str = "naive", gated: bool = False,
-             first_calls: Sequence[Mapping[str, Any]] | None = None) -> Step[K]:
+             attacker: str = "naive", first_calls: Sequence[Mapping[str, Any]] | None = None) -> Step[K]:
         """A slider step to ``spec``: earlier steps' calls not started are cancelled; per key, the calls'
-        points if every one is known (:meth:`Defender.ready`: resolved futures, nothing computed), else the calls
-        at ``spec`` queued in the key's lane, preceded by the one-draw calls where the first call's point
+        points if every one is known (:meth:`Defender.cached_point`: resolved futures, nothing computed), else the
+        calls at ``spec`` queued in the key's lane, preceded by the one-draw calls where the first call's point
         is not known and ``spec.draws`` > 1 (a known first point — the cards' — needs no stand-in: only the later
-        calls compute, e.g. the utility of a point read from the cache). ``gated``: the full calls that follow
-        one-draw calls wait for :meth:`Step.release` (see the module docstring). ``first_calls``: the one-draw
-        calls, one per call (default: the same calls; the page's leave out what its draw-1 cards do not show)."""
+        calls compute, e.g. the utility of a point read from the cache). ``first_calls``: the one-draw calls, one
+        per call (default: the same calls; the page's leave out what its draw-1 cards do not show)."""
         self.cancel_queued()
         full: dict[K, list[Future]] = {}
         first: dict[K, list[Future]] = {}
-        gate = threading.Event() if gated else None
         for key, defender in defenders.items():
             try:
-                known = [defender.ready(spec, attacker, **call) for call in calls]
+                known = [defender.cached_point(spec, attacker, **call) for call in calls]
             except Exception:  # noqa: BLE001 — e.g. a spec the Defender refuses: its calls raise it in their futures
                 known = [None] * len(calls)
             if all(p is not None for p in known):
@@ -177,14 +130,8 @@ class PointLanes:
                 continue
             if spec.draws > 1 and known[0] is None:  # the first call's point (the page's cards) computed: draw 1 first
                 first.update(self.submit({key: defender}, replace(spec, draws=1), first_calls or calls, attacker))
-                if gate is not None:
-                    with self._lock:
-                        self._lanes[key].submit(gate.wait, GATE_TIMEOUT_S)
             full.update(self.submit({key: defender}, spec, calls, attacker))
-        if gate is not None and first:
-            with self._lock:
-                self._gates.append(gate)
-        return Step(spec, full, first, gate if first else None)
+        return Step(spec, full, first)
 
     def close(self) -> None:
         """Cancel what was not started and end the lanes' threads once their calls under way are done."""

@@ -5,9 +5,9 @@ shadows on the victim's records, on RMIA's population and on each other's calibr
 reference ratio the shadows on every shadow's query records (a superset of the calibration's), the
 label-only attack and LiRA with augmented queries every model on the same augmented images (one
 the argmax, the other the confidence of the same logits); and each rebuilt a model from its weights
-per question. Asked one at a time (``MIA_ATTACK_BATCHED=0``: one attack at a time) every
-question runs its forward passes anew. With an :class:`AnswerMemo` on the
-:class:`~core.experiment.roles.TrainedModels` (the pipeline sets one for the batched path) each
+per question. Without a memo (``TrainedModels.memo`` None: every question outside the attack stage)
+every question runs its forward passes anew. With an :class:`AnswerMemo` on the
+:class:`~core.experiment.roles.TrainedModels` (the pipeline sets one for its attack stage) each
 model is built once, and each (model, kind of answer) pair answers each record once: a question
 computes only the records no earlier question asked, and reads the rest from the answers kept.
 

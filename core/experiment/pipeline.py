@@ -33,7 +33,6 @@ from core.attacks.shadow_attacks import (
     AttackOutcome,
     AttackTraining,
     attack_to_bytes,
-    batched_fits,
     fit_attack_sets,
     load_attack_bytes,
     score_attacks,
@@ -486,9 +485,8 @@ def run_experiment(
     # weights, quantile regression the victim on a non-member pool, label-only its labels under
     # augmentations: core.experiment.model_attacks), and how closely the shadows track the victim
     t_reference = time.perf_counter()
-    # the batched path builds each model once and answers each record once across these
-    # attacks (core.experiment.answer_memo); MIA_ATTACK_BATCHED=0 asks anew per question, as before
-    models.memo = AnswerMemo() if batched_fits() else None
+    # each model built once and each record answered once across these attacks (core.experiment.answer_memo)
+    models.memo = AnswerMemo()
     try:
         model_outcomes, model_timings, not_run = model_attack_outcomes(models, cache)
         attacks_by_epoch[cfg.epochs].update(model_outcomes)

@@ -220,7 +220,8 @@ class ExperimentConfig:
         dp_accountant: accountant calibrating σ to the target ε: ``rdp`` or ``prv``.
         precision: ``float32``, or ``bf16``: the training forward passes (and the loss) run
             under ``torch.autocast`` in bfloat16 — for GPUs with bfloat16 tensor cores; on a CPU
-            it is usually slower. Parameters, optimizer state and gradients stay float32, and
+            it is usually slower, and a CPU without a bfloat16 kernel for a layer (oneDNN's LSTM without
+            AVX-512 BF16) refuses it in one line at the first step. Parameters, optimizer state and gradients stay float32, and
             everything measured after training (Responses, utility, attacks) is computed in
             float32/float64. Image and translation only (PPO keeps float32), not with DP-SGD.
             A training field: bf16 models are other models (float32 adds nothing to the hashes).

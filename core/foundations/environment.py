@@ -95,8 +95,6 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("MIA_USER_HEADER", "the HTTP header the reverse proxy puts the log-in name in", header_name),
     Variable("MIA_WORKER_THREADS", "torch threads of each app worker", whole_number(1, 1024)),
     Variable("MIA_WORKER_NICE", "niceness added to each app worker", whole_number(0, 19)),
-    Variable("MIA_ATTACK_BATCHED", "whether the learned attacks are fitted as one batched fit (1, the default) "
-             "or one attack at a time (0)", one_of(("0", "1"))),
 )
 _BY_NAME = {v.name: v for v in VARIABLES}
 

@@ -47,6 +47,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from core.foundations.errors import ConfigError
 from core.training.dpsgd import PrivacySettings, make_private, per_sample_norms
 
 #: ``batch_loss(index)``: the mean loss of the records at positions ``index`` (a CPU LongTensor)
@@ -213,8 +214,16 @@ def train_epochs(
                     factor = float(lr_factor(steps))
                     for group, lr in zip(optimizer.param_groups, base_lr):
                         group["lr"] = lr * factor
-                loss, norms = _step(model, optimizer, private, batch_loss, index, clip_norm, on_batch is not None,
-                                    autocast)
+                try:
+                    loss, norms = _step(model, optimizer, private, batch_loss, index, clip_norm, on_batch is not None,
+                                        autocast)
+                except RuntimeError as exc:
+                    if steps == 0 and autocast is not None and _kernel_missing(exc):
+                        # the first forward pass failed before any weight moved: a refusal, nothing lost
+                        raise ConfigError(f"precision=bf16: this {next(model.parameters()).device.type.upper()} has "
+                                          f"no {autocast} kernel for a layer of this model ({_first_line(exc)}); "
+                                          f"train it with precision=float32") from exc
+                    raise
                 steps += 1
                 if on_batch is not None:  # reading the loss waits for the GPU: only when someone asks
                     on_batch(Batch(epoch, k, index.numpy(), float(loss), norms))
@@ -229,6 +238,17 @@ def train_epochs(
         if private is not None:
             private.close()
     return TrainingRecord(epochs, steps, time.perf_counter() - start, record)
+
+
+def _kernel_missing(exc: RuntimeError) -> bool:
+    """Whether ``exc`` says the backend has no kernel for a dtype (e.g. oneDNN's bfloat16 LSTM on a CPU without
+    AVX-512 BF16: "could not create a primitive descriptor"), as opposed to a bug in the model or the data."""
+    text = str(exc)
+    return "could not create a primitive" in text or "not implemented for 'BFloat16'" in text
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0][:160] if str(exc).strip() else type(exc).__name__
 
 
 def _step(model: nn.Module, optimizer: torch.optim.Optimizer, private, batch_loss: BatchLoss, index: torch.Tensor,

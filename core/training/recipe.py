@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 import torch
@@ -124,15 +124,17 @@ def _rows(inputs: Any, index: torch.Tensor) -> Any:
     return inputs[index]
 
 
-def train_by_recipe(module: nn.Module, inputs: Any, labels: np.ndarray, recipe: Recipe, seed: int) -> nn.Module:
+def train_by_recipe(module: nn.Module, inputs: Any, labels: np.ndarray, recipe: Recipe, seed: int,
+                    on_epoch: Callable[[int, int], None] | None = None) -> nn.Module:
     """Train ``module`` in place on (``inputs``, ``labels``) by ``recipe`` (module docstring), on the module's device
-    (the data stays where it is: each batch moves); returns it."""
+    (the data stays where it is: each batch moves); returns it. ``on_epoch(done, epochs)`` after each epoch: a
+    progress report, and where a job's cancel takes effect (an exception raised there ends the training)."""
     device = next(iter(module.parameters()), torch.zeros(0)).device
     g = torch.Generator().manual_seed(int(seed))
     y = torch.as_tensor(np.asarray(labels), dtype=torch.long)
     opt = _optimizer(recipe, [p for p in module.parameters() if p.requires_grad])
     module.train()
-    for _ in range(recipe.epochs):
+    for epoch in range(recipe.epochs):
         order = torch.randperm(len(y), generator=g)
         for i in range(0, len(y), recipe.batch_size):
             idx = order[i:i + recipe.batch_size]
@@ -148,5 +150,7 @@ def train_by_recipe(module: nn.Module, inputs: Any, labels: np.ndarray, recipe: 
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
+        if on_epoch is not None:
+            on_epoch(epoch + 1, recipe.epochs)
     module.eval()
     return module

@@ -191,6 +191,47 @@ def findings_frame(table: FindingsTable) -> pd.DataFrame:
     return pd.DataFrame([row_cells(r) for r in table.rows], columns=list(COLUMNS))
 
 
+#: the Findings page's first table, verdict first: the verdict's word and the value measured here, narrow enough to
+#: read at 1280 px beside the sidebar (the whole row, reasons and all, is :func:`row_cells`, shown under it)
+SHORT_COLUMNS = ("verdict", "finding", "task", "preset", "measured here (95 % CI, N)")
+
+
+def verdict_word(row: FindingRow) -> str:
+    """The verdict's word alone (holds / reversed / inconclusive / not comparable / uninformative), "not run" where
+    nothing is measured (or what the row is instead: "no preset"), "—" where a measured row has no verdict."""
+    if row.status != "measured" or row.measured is None:
+        return row.status
+    return verdict_text(row).split(" (", 1)[0] or "—"
+
+
+def _difference_text(m: MeasuredCell) -> str:
+    return f"FFNN − RNN {_signed(m.difference)}, N = {m.difference.n}"
+
+
+def measured_short(row: FindingRow) -> str:
+    """The value the verdict reads, in one short cell: the paired difference FFNN − RNN with its 95 % interval and
+    N (F1a: the primary metric's, named), F3: the RNN's attack accuracy and utility loss; "—" where nothing is
+    measured (the verdict column says why)."""
+    m = row.measured
+    if row.status != "measured" or m is None:
+        return "—"
+    if isinstance(m, RuleCell):
+        return (f"RNN attack acc. {_interval(m.attack_accuracy)}, utility loss {_interval(m.utility_loss)}, "
+                f"N = {m.attack_accuracy.n}")
+    if isinstance(m, MeasuredCell):
+        return _difference_text(m)
+    primary = row.primary if row.primary in m else next((n for n in ("lira_auc", "rmia_auc") if n in m), None)
+    primary = primary or next(iter(m), None)
+    return "—" if primary is None else f"{primary}: {_difference_text(m[primary])}"
+
+
+def findings_short_frame(table: FindingsTable) -> pd.DataFrame:
+    """:data:`SHORT_COLUMNS` of every row, in the table's order."""
+    return pd.DataFrame([{"verdict": verdict_word(r), "finding": r.finding, "task": r.task, "preset": r.preset,
+                          "measured here (95 % CI, N)": measured_short(r)} for r in table.rows],
+                        columns=list(SHORT_COLUMNS))
+
+
 def findings_command(table: FindingsTable) -> str:
     """The command that writes ``table`` (its tasks, presets and sets)."""
     tasks = "" if sorted(table.tasks) == sorted(("image", "translation", "navigation")) and len(table.tasks) == 3 \

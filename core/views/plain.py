@@ -6,6 +6,7 @@ The pages draw text as Streamlit Markdown and the HTML report turns the same tex
 every character Markdown (or Streamlit's extensions: ``$`` LaTeX, ``:`` shortcodes, raw HTML) gives a meaning is
 backslash-escaped, so a cell holding ``![x](http://host/a.png)`` shows those characters and fetches nothing. The
 report reads the escapes back as the literal characters and HTML-escapes them (:func:`unescape_to_html`).
+A user's string in a Plotly figure goes through :func:`plain_plotly`.
 """
 from __future__ import annotations
 
@@ -48,6 +49,16 @@ def shown_text(markdown: str) -> str:
 def plain_html(text: object) -> str:
     """A user's string inside HTML: escaped, quotes included."""
     return html.escape(str(text), quote=True)
+
+
+def plain_plotly(text: object) -> str:
+    """A user's string inside a Plotly figure's text (a title, an axis title or tick label, a category, a legend
+    name, hover text, an annotation): ``&``, ``<`` and ``>`` as HTML entities. Plotly.js draws a subset of HTML
+    there (``<b>``, ``<i>``, ``<br>``, ``<sup>``, ``<span style>``, ``<a href>``): it splits the text at tags first
+    and reads the entities of the text between them back as characters after, so an escaped string opens no tag
+    and shows as typed (``&amp;lt;`` as ``&lt;``). Kept as the figure's value: a category axis and the hover's
+    ``%{x}`` show it read back."""
+    return html.escape(str(text), quote=False)
 
 
 #: a spreadsheet reads a cell that starts with one of these as a formula (``=HYPERLINK(...)``, ``@SUM``, ``+cmd|``)

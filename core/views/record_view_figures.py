@@ -13,6 +13,7 @@ from core.analyses.analysis_results import AuditView, BudgetView, ExposureView, 
 from core.analyses.registry import figure_builder
 from core.foundations.names import ARCH_NAMES
 from core.measurement.exposure import fpr_label
+from core.views.plain import plain_plotly
 from core.views.style import ARCH_COLOURS, legend_below
 
 MEMBER_COLOURS = {True: "#d62728", False: "#1f77b4"}
@@ -178,13 +179,14 @@ def audit_guesses_figure(audits: Mapping[str, AuditView | Mapping[str, Any]]) ->
 
 @figure_builder("slices")
 def slices_figure(view: SlicesView | Mapping[str, Any], slicing: str | None = None) -> go.Figure:
-    """AUC per slice, per architecture, with bootstrap 95 % bars; slices with too few records faded."""
+    """AUC per slice, per architecture, with bootstrap 95 % bars; slices with too few records faded. A slice's name
+    may be the user's (a CSV's class): Plotly reads it as text (:func:`core.views.plain.plain_plotly`)."""
     sv = SlicesView.coerce(view)
     fig = go.Figure()
     for arch, by in sv.archs.items():
         name = slicing or next(iter(by))
         rows: tuple[SliceRow, ...] = by[name]
-        fig.add_bar(x=[r.slice for r in rows], y=[r.auc for r in rows], name=ARCH_NAMES.get(arch, arch),
+        fig.add_bar(x=[plain_plotly(r.slice) for r in rows], y=[r.auc for r in rows], name=ARCH_NAMES.get(arch, arch),
                     marker=dict(color=ARCH_COLOURS.get(arch), opacity=[0.35 if r.too_small else 1.0 for r in rows]),
                     error_y=dict(type="data", symmetric=False,
                                  array=[(r.auc_high - r.auc) if r.auc is not None else 0 for r in rows],
@@ -194,6 +196,6 @@ def slices_figure(view: SlicesView | Mapping[str, Any], slicing: str | None = No
                                   "<extra></extra>")
         slicing = name
     fig.add_hline(y=0.5, line=dict(color="grey", dash="dot", width=1))
-    fig.update_layout(title=f"{sv.attack} AUC per slice ({slicing}); faded: fewer than {sv.min_records} "
+    fig.update_layout(title=f"{plain_plotly(sv.attack)} AUC per slice ({plain_plotly(slicing)}); faded: fewer than {sv.min_records} "
                             "members or non-members", barmode="group", yaxis=dict(title="AUC", range=[0.0, 1.02]))
     return legend_below(fig, 460)
