@@ -9,7 +9,7 @@ import torch
 #: the server process's torch threads: one. The pages' work is many small products (a slider step's defended
 #: points); on a loaded machine two threads wait on each other at every one of them (a Dir_k step to a new k in
 #: the browser: tens of seconds with the default two, about 2 s with one; docs/performance.md, "The server's
-#: torch threads"). Not through OMP_NUM_THREADS: the worker processes (ui.worker, spawned) size their own
+#: torch threads"). Not through OMP_NUM_THREADS: the worker processes (core.jobs.worker, spawned) size their own
 #: pools (core.foundations.device.configure_threads) and would inherit it.
 SERVER_TORCH_THREADS = 1
 if torch.get_num_threads() != SERVER_TORCH_THREADS:
@@ -19,7 +19,7 @@ from core.foundations.environment import check_environment
 from core.foundations.errors import ConfigError
 from core.tasks import available_tasks
 from core.views.plain import plain_markdown
-from ui.jobs import JobQuotaError
+from core.jobs.manager import JobQuotaError
 
 from ui.nav import jobs_sidebar, navigation
 from ui.shared import preload_page_modules

@@ -341,7 +341,7 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
                         st.caption("adaptive " + " · ".join(f"{ATTACK_SHORT.get(n, n)} AUC {r.auc:.3f}"
                                                             for n, r in strong.items()))
                 else:
-                    # the refit on defended shadows runs in a worker (ui.worker, job kind "adaptive"); the
+                    # the refit on defended shadows runs in a worker (core.jobs.worker, job kind "adaptive"); the
                     # point it caches on disk is what `cached_point` reads on the rerun after it finishes
                     params = {"spec": dataclasses.asdict(spec)}
                     job = manager.job(configs[arch], "adaptive", params)
@@ -441,7 +441,7 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
         grid_text = ", ".join(f"{v:g}" for v in param.grid)
         reported = [a for a in fast if mech.study_rows(task_name, a)]
         st.markdown(f"**{mech.short}: {'the studies’ rows beside ours' if reported else 'the grid'}**")
-        # "Measure": one worker job per architecture and repeat (ui.worker, kind "defense_grid"), cancellable in
+        # "Measure": one worker job per architecture and repeat (core.jobs.worker, kind "defense_grid"), cancellable in
         # the sidebar; each full point is cached on disk as it finishes, where the table below reads it
         grid_params = {"spec": dataclasses.asdict(spec.at(float(param.grid[0]))), "values": [float(v) for v in param.grid]}
         grid_configs = [d.cfg for arch in fast for d in repeat_defenders[arch]]

@@ -115,7 +115,7 @@ def record_view(config_hash: str, arch: str, index: int, role: str):
 
 
 manager = job_manager()
-#: the long analyses run as worker jobs (ui.worker, kind "analysis"), one per architecture: the registered ones
+#: the long analyses run as worker jobs (core.jobs.worker, kind "analysis"), one per architecture: the registered ones
 #: whose job takes no parameter but its name (the audit's and the budget's have their own tabs' controls)
 LONG = tuple(a.name for a in analysis_registry.registered() if a.long and not a.job_params)
 

@@ -34,14 +34,14 @@ from core.foundations.user_files import (
     store_upload,
     upload_path,
 )
+from core.jobs.own_model_audit import KIND as OWN_AUDIT
+from core.jobs.own_model_audit import AuditParams, AuditRequest, restored_audit, stored_audit
 from core.measurement.stats import Estimate
 from core.tasks import available_tasks, get_task
 from core.views.audit_report import audit_report_html
 from core.views.scores_report import roc_loglog_figure, scores_report_html
 from ui.examples import plain_markdown, show_record
 from ui.nav import format_seconds, job_line
-from ui.own_model_job import KIND as OWN_AUDIT
-from ui.own_model_job import AuditParams, AuditRequest, restored_audit, stored_audit
 from ui.ownership import UPLOAD_BYTES_PER_SESSION, UPLOADS_PER_SESSION
 from ui.results import show_results
 from ui.session import is_lecturer, session_owner
@@ -296,7 +296,7 @@ def stored_of(request: AuditRequest) -> tuple[dict, dict, AuditResult] | None:
 
 @st.cache_resource(max_entries=2, show_spinner="Loading your model and records for the what-ifs (nothing retrained)…")
 def restored_audit_of(folder: str, key: str, _request: AuditRequest, _doc: dict, _kept: dict) -> AuditResult:
-    """The stored audit ``key`` with its what-ifs back (:func:`ui.own_model_job.restored_audit`): the model loaded
+    """The stored audit ``key`` with its what-ifs back (:func:`core.jobs.own_model_audit.restored_audit`): the model loaded
     once per result and cache folder, shared by the sessions that see it."""
     return restored_audit(_request, _doc, _kept)
 
@@ -417,7 +417,7 @@ def audit_job(request: AuditRequest, params: AuditParams, stored_elsewhere: bool
 
 def own_model_section() -> None:
     """A torchvision / timm / Hugging Face / ONNX model audited on its own declared preprocessing (core.audit), in
-    the job queue (ui.own_model_job)."""
+    the job queue (core.jobs.own_model_audit)."""
     st.markdown("Your model **as you have it** — no retraining into our architectures, and **your** preprocessing, "
                 "declared below as data (never ours): every attack with its 95 % interval beside the **blind "
                 "baseline** (what the records alone give, without the model), the risk at a chosen FPR, and the "

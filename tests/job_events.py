@@ -6,11 +6,11 @@ also keep each event it hands them, so a test asserts on what the worker reporte
 poll happened to see."""
 import pytest
 
-import ui.jobs
+import core.jobs.manager
 from core.foundations.progress import ProgressEvent
 
 
-class RecordingJob(ui.jobs.Job):
+class RecordingJob(core.jobs.manager.Job):
     """A ``Job`` that keeps every event assigned to it, in order, in ``reported``."""
 
     def __setattr__(self, name: str, value: object) -> None:
@@ -25,4 +25,4 @@ class RecordingJob(ui.jobs.Job):
 
 def record_job_events(monkeypatch: pytest.MonkeyPatch) -> None:
     """Jobs submitted from now on (in this test) record every event."""
-    monkeypatch.setattr(ui.jobs, "Job", RecordingJob)
+    monkeypatch.setattr(core.jobs.manager, "Job", RecordingJob)

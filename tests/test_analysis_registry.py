@@ -14,8 +14,8 @@ from core.analyses import analysis
 from core.analyses import registry as analysis_registry
 from core.foundations.errors import ConfigError
 from core.tasks import get_task
-from ui.jobs import DONE, JobManager, job_key
-from ui import worker
+from core.jobs.manager import DONE, JobManager, job_key
+from core.jobs import worker
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = dict(n_train=40, n_eval=20, epochs=2, n_shadows=1, attack_epochs=(), attack_train_epochs=3)

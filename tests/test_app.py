@@ -117,7 +117,7 @@ def test_train_page_runs_a_tiny_config_then_loads_it_from_cache(task, monkeypatc
     assert any(s.value == "Attacks" for s in at.subheader) and len(at.dataframe) >= 2
     # second visit with the same settings: straight from the cache, no button to press and nothing queued
     # (how fast a cached open is, is measured by bench/page_cpu.py's warm opens, not asserted here)
-    from ui.jobs import JobManager
+    from core.jobs.manager import JobManager
     queued = []
     submit = JobManager.submit
     monkeypatch.setattr(JobManager, "submit", lambda self, configs, *a, **k: (

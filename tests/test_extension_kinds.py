@@ -29,8 +29,8 @@ from core.tasks import available_tasks, get_task, register_task, unregister_task
 from core.views.analysis_tables import tables
 from core.views.report import figures_of
 from test_toy_task import BlobsTask  # the toy task: one class, registered below with register_task alone
-from ui.jobs import KINDS
-from ui.worker import JobKind, register_job_kind, run_job, unregister_job_kind
+from core.jobs.manager import KINDS
+from core.jobs.worker import JobKind, register_job_kind, run_job, unregister_job_kind
 
 
 # ---------------------------------------------------------------------------- a toy attack: one registration

@@ -19,7 +19,7 @@ from core.defenses.sensitivity import cached_sensitivity
 from core.experiment.pipeline import cached_summary
 from core.experiment.results import DefendedPoint
 from core.tasks import get_task
-from ui.jobs import CANCELLED, DONE, JobManager, job_key
+from core.jobs.manager import CANCELLED, DONE, JobManager, job_key
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = "app_pages/1_Train_and_attack.py"
@@ -213,7 +213,7 @@ SHUTDOWN_SCRIPT = textwrap.dedent("""
     import atexit, signal, sys, time
     sys.path.insert(0, {root!r})
     from core.tasks import get_task
-    from ui.jobs import JobManager
+    from core.jobs.manager import JobManager
     m = JobManager(workers=1)
     atexit.register(m.shutdown)
     signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))  # as the Streamlit server stops on SIGTERM
@@ -379,7 +379,7 @@ def test_defenses_page_runs_the_sensitivity_sampler_and_the_adaptive_attacker_as
 def test_worker_threads_leave_a_core_to_the_app():
     """The worker's torch threads: the usable cores less the one the server and browser use, shared
     by the slots, never 0 (a 2-thread worker on 2 cores spun against them: docs/performance.md)."""
-    from ui.jobs import worker_threads
+    from core.jobs.manager import worker_threads
 
     assert worker_threads(1, cores=2) == 1 and worker_threads(1, cores=1) == 1
     assert worker_threads(1, cores=16) == 15 and worker_threads(2, cores=16) == 7 and worker_threads(4, cores=2) == 1

@@ -6,7 +6,7 @@
   points down;
 * no import inside a function, except (a) in the two entry points, whose refusals and start-up
   must not wait for torch (``core/cli.py`` and its ``core/cli_*.py`` subcommands parse and validate before importing the library;
-  ``ui/worker.py`` starts warm workers before the first job), and (b) of optional heavy
+  ``core/jobs/worker.py`` starts warm workers before the first job), and (b) of optional heavy
   third-party dependencies that most runs never need.
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("core", "ui")
 #: files that may import lazily (see the module docstring)
 ENTRY_POINTS = {"core/cli.py", "core/cli_common.py", "core/cli_analyze.py", "core/cli_defend.py", "core/cli_compare.py",
-                "core/cli_audit.py", "ui/worker.py"}
+                "core/cli_audit.py", "core/jobs/worker.py"}
 #: third-party packages a function may import lazily: each loads only for the configs that need it
 OPTIONAL_HEAVY = {"ray", "opacus", "sklearn", "scipy", "gymnasium", "minigrid", "PIL", "torch", "playwright",
                   "transformers", "onnxruntime"}
@@ -169,7 +169,7 @@ def test_no_import_inside_a_function_except_entry_points_and_optional_heavy_depe
 #: the packages of ``core`` from the bottom floor up (docs/architecture.md, "Layers"); a package may
 #: import only the packages below it
 CORE_LAYERS = ("foundations", "measurement", "models", "data", "training", "attacks", "tasks", "experiment",
-               "defenses", "analyses", "views")
+               "defenses", "analyses", "views", "jobs")
 
 
 def package_of(module: str) -> str | None:
@@ -189,6 +189,17 @@ def test_core_packages_import_only_the_packages_below_them():
     assert upward == []
     # the reader sees the packages: a planted upward arrow would be caught
     assert any(package_of(m) == "experiment" and package_of(d) == "tasks" for m, deps in edges.items() for d in deps)
+
+
+def test_core_never_imports_streamlit():
+    """``core`` is the library (the CLI, notebooks, the app's worker processes): Streamlit stays in ``ui/`` and the pages."""
+    files = [p for p in (ROOT / "core").rglob("*.py") if "__pycache__" not in p.parts]
+    assert ROOT / "core" / "jobs" / "manager.py" in files  # the job queue the pages hold is read too
+    found = sorted(f"{p.relative_to(ROOT)}:{line}" for p in files
+                   for _, line, _, top in imports_of(p, set()) if top == "streamlit")
+    assert found == []
+    streamlit_side = [p for p in (ROOT / "ui").glob("*.py") if any(top == "streamlit" for *_, top in imports_of(p, set()))]
+    assert streamlit_side  # the reader sees a Streamlit import where there is one
 
 
 def test_core_shows_its_layers_as_packages():

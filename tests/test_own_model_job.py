@@ -1,4 +1,4 @@
-"""The Your model page's audit as a job of the worker queue (ui.own_model_job): the worker's JSON is core.audit.audit's
+"""The Your model page's audit as a job of the worker queue (core.jobs.own_model_audit): the worker's JSON is core.audit.audit's
 on the same inputs and seed, kept so that it is read back typed with its what-ifs; progress per step; cancel; hostile
 parameters refused in one line before anything trains; one session's audit is not another's."""
 from __future__ import annotations
@@ -16,8 +16,8 @@ from core.foundations.version import unstamped
 from core.models.kinds.preprocess import ImageTransform, read_preprocess, transform_image
 from job_events import record_job_events
 from test_user_audit import SmallCNN, digits_folder, fit, sklearn_table
-from ui.jobs import CANCELLED, DONE, FAILED, JobManager, SessionJobs
-from ui.own_model_job import KIND, AuditParams, AuditRequest, restored_audit, stored_audit
+from core.jobs.manager import CANCELLED, DONE, FAILED, JobManager, SessionJobs
+from core.jobs.own_model_audit import KIND, AuditParams, AuditRequest, restored_audit, stored_audit
 
 #: the longest a tiny audit may take in a worker on a loaded machine (a wait that ends on the job's end, not a sleep)
 JOB_TIMEOUT_S = 600
@@ -128,12 +128,12 @@ def timm_model(root):
 def test_cancel_stops_the_audit_at_its_next_step_and_keeps_nothing(root, manager, monkeypatch):
     """Cancelled as the first reference model starts training (from the event's arrival: no timing), the worker stops
     at its next report: no later step, nothing stored, and the worker serves the next job."""
-    import ui.jobs
+    import core.jobs.manager
 
     params = timm_model(root)
     request = AuditRequest.of(params)
 
-    class CancelAtFirstReference(ui.jobs.Job):
+    class CancelAtFirstReference(core.jobs.manager.Job):
         def __setattr__(self, name, value):
             super().__setattr__(name, value)
             if name == "event" and value is not None:
@@ -141,7 +141,7 @@ def test_cancel_stops_the_audit_at_its_next_step_and_keeps_nothing(root, manager
                 if value.stage.startswith("reference") and not self.cancel_requested:
                     manager.cancel(self)
 
-    monkeypatch.setattr(ui.jobs, "Job", CancelAtFirstReference)
+    monkeypatch.setattr(core.jobs.manager, "Job", CancelAtFirstReference)
     job = manager.submit([request], KIND, params.to_dict()).jobs[0]
     assert ended(manager, job)
     assert job.state == CANCELLED, job.error

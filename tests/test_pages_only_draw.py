@@ -43,7 +43,7 @@ def test_defense_grid_job_kind_caches_every_point_with_progress(monkeypatch):
     from core.defenses.defender import Defender
     from core.defenses.spec import DefenseSpec
     from core.foundations.errors import ConfigError
-    from ui.worker import JOB_KINDS, run_job
+    from core.jobs.worker import JOB_KINDS, run_job
 
     assert "defense_grid" in JOB_KINDS
     cfg = get_task("image").make_config("ffnn", "quick", TINY)
@@ -68,7 +68,7 @@ def test_defense_grid_job_kind_caches_every_point_with_progress(monkeypatch):
 def test_adaptive_and_mapview_jobs_say_not_cached_and_never_train(monkeypatch):
     """The app's other jobs on cached runs read them with load_models too: a run that is not cached is one
     "not cached" line, never a training started from a Defenses toggle or an example-maps request."""
-    from ui.worker import run_job
+    from core.jobs.worker import run_job
 
     no_training(monkeypatch, ("image", "navigation"))
     events = []
@@ -87,7 +87,7 @@ def test_job_params_are_read_once_typed_and_the_labels_read_them():
     kind's plain label."""
     from core.analyses import registry as analysis_registry
     from core.foundations.errors import ConfigError
-    from ui.worker import JOB_KINDS, AnalysisParams, DefenseGridParams, modules_of
+    from core.jobs.worker import JOB_KINDS, AnalysisParams, DefenseGridParams, modules_of
 
     spec = {"mechanism": "dirichlet", "value": 1.0}
     grid = DefenseGridParams.from_dict({"spec": spec, "values": [0.1, 10]})
@@ -106,4 +106,4 @@ def test_job_params_are_read_once_typed_and_the_labels_read_them():
     with pytest.raises(ConfigError, match="^unknown analysis job 'nope'; one of "):
         AnalysisParams.from_dict({"name": "nope"})
     assert JOB_KINDS.get("analysis").describe({"name": "nope"}) == " · analysis"
-    assert modules_of("analysis", {"name": "nope"}) == ("ui.worker",)
+    assert modules_of("analysis", {"name": "nope"}) == ("core.jobs.worker",)

@@ -95,7 +95,7 @@ def test_ecdf_points_are_a_thinned_cdf():
 
 
 def test_navigation_maps_show_each_architectures_path_start_and_goal():
-    from ui.mapview import cached_map_views, compute_map_views
+    from core.jobs.mapview import cached_map_views, compute_map_views
 
     values = {"n_train": 2, "n_eval": 2, "epochs": 1, "n_shadows": 1, "attack_epochs": (), "attack_train_epochs": 2,
               "frames": 2048}

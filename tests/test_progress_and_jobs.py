@@ -6,7 +6,7 @@ import pytest
 from core.foundations.progress import ProgressTracker
 from job_events import record_job_events
 from core.tasks import get_task
-from ui.jobs import JobManager
+from core.jobs.manager import JobManager
 
 
 def test_progress_is_weighted_by_stage_and_monotone():
@@ -150,7 +150,7 @@ def test_a_jobs_label_names_what_differs_from_its_preset():
     from core.analyses.repeats import repeat_config
     from core.defenses.sweeps import point_config
     from core.tasks import get_task
-    from ui.jobs import Job
+    from core.jobs.manager import Job
 
     cfg = get_task("image").make_config("rnn", "quick")
     labels = {Job(1, "k", c).label for c in (
@@ -167,7 +167,7 @@ def test_one_progress_figure_for_a_job_the_whole_jobs_fraction():
     at the whole job's ("18 %"); every line now reads the job's fraction."""
     from core.foundations.progress import ProgressEvent
     from core.tasks import get_task
-    from ui.jobs import RUNNING, Job
+    from core.jobs.manager import RUNNING, Job
     from ui.nav import job_line
 
     job = Job(1, "k", get_task("image").make_config("rnn", "quick"), state=RUNNING)

@@ -487,7 +487,7 @@ def test_translation_slicings_cover_every_record():
 
 
 def test_worker_runs_audit_and_budget_jobs_and_refuses_bad_params():
-    from ui.worker import run_job
+    from core.jobs.worker import run_job
 
     cfg = get_task("image").make_config("ffnn", "quick", dict(SMALL, epochs=5, n_shadows=2))
     events = []

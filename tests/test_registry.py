@@ -85,7 +85,8 @@ def test_the_five_registries_share_it():
     from core.attacks import registry as attacks
     from core.defenses import registry as defenses
     from core.foundations import task_registry
-    from ui import jobs, worker
+    from core.jobs import manager as jobs
+    from core.jobs import worker
 
     assert isinstance(task_registry.REGISTRY, Registry) and isinstance(worker.JOB_KINDS, Registry)
     assert jobs.KINDS is worker.JOB_KINDS

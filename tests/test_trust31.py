@@ -193,7 +193,7 @@ def test_good_and_unset_mia_values_pass_and_parse():
 def test_the_app_says_so_once_and_starts_no_worker(monkeypatch):
     from streamlit.testing.v1 import AppTest
 
-    from ui import jobs
+    from core.jobs import manager as jobs
 
     monkeypatch.setenv("MIA_WORKER_THREADS", "abc")
     with pytest.raises(ConfigError, match="MIA_WORKER_THREADS"):

@@ -404,7 +404,7 @@ def test_the_page_audits_an_onnx_model_with_the_same_numbers_as_python(tmp_path,
     at.button(key="own:run").click().run()  # queued in the job queue: the page shows its progress, never trains
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
-    from ui.own_model_job import KIND
+    from core.jobs.own_model_audit import KIND
     from ui.shared import server_jobs
     manager = server_jobs()  # the server's queue (the page's own, one per process)
     [job] = [j for j in manager.active() + manager.recent() if j.kind == KIND]

@@ -1,7 +1,7 @@
 """A toy analysis and a toy job kind, registered by tests alone (issue 29: one registry per kind).
 
 Imported as ``tests.toy_registry`` both here and in the app's worker process: the server names this
-module with each toy job (:func:`ui.worker.modules_of`), the worker imports it, and its import
+module with each toy job (:func:`core.jobs.worker.modules_of`), the worker imports it, and its import
 registers the toys there too. :func:`register` / :func:`unregister` for the test process."""
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 from core.analyses.verdicts import RunVerdict
 from core.analyses.registry import Analysis, AnalysisRun, register_analysis, unregister_analysis
 from core.foundations.progress import ProgressTracker
-from ui.worker import JobKind, register_job_kind, unregister_job_kind
+from core.jobs.worker import JobKind, register_job_kind, unregister_job_kind
 
 FIGURE_TITLE = "toy analysis figure"
 

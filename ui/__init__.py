@@ -1,1 +1,2 @@
-"""Streamlit-side helpers (pages, job queue, figures); ui/worker.py and ui/mapview.py never import Streamlit."""
+"""Streamlit-side helpers of the pages (session, navigation, widgets, shared state); the job queue they hold is
+:mod:`core.jobs`, which never imports Streamlit."""

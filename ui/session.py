@@ -1,4 +1,4 @@
-"""Who a browser session is, for what the server keeps per user: its jobs (:class:`ui.jobs.SessionJobs`) and
+"""Who a browser session is, for what the server keeps per user: its jobs (:class:`core.jobs.manager.SessionJobs`) and
 its uploads (:func:`ui.shared.my_uploads`).
 
 A session is its browser tab's Streamlit session unless the server is told which HTTP header its reverse proxy

@@ -15,9 +15,9 @@ from core.experiment.results import RunSummary
 from core.experiment.results import runs as typed_runs
 from core.foundations.config import ExperimentConfig
 from core.foundations.paths import cache_dir
+from core.jobs.manager import JobManager, SessionJobs
+from core.jobs.mapview import cached_map_views
 from core.tasks.navigation import MapViews
-from ui.jobs import JobManager, SessionJobs
-from ui.mapview import cached_map_views
 from ui.ownership import RunOwners, UploadLedger, on_user_data
 from ui.session import in_session, is_lecturer, session_owner
 
@@ -32,7 +32,7 @@ def server_jobs() -> JobManager:
 
 
 def job_manager() -> SessionJobs:
-    """The server's job queue as this browser session sees it (:class:`ui.jobs.SessionJobs`): its own jobs, or
+    """The server's job queue as this browser session sees it (:class:`core.jobs.manager.SessionJobs`): its own jobs, or
     every job for a lecturer; outside a session's script run (a test, a thread) the server's whole view. A run on
     user data it submits is recorded as the session's (:func:`run_owners`), so only it (and a lecturer) lists it."""
     owner, lecturer = _viewer()
@@ -141,7 +141,7 @@ def _map_views(folder: str, config_hash: str, _cfg: ExperimentConfig) -> MapView
 
 
 def map_views_of(cfg: ExperimentConfig) -> MapViews | None:
-    """The navigation map views of ``cfg`` (see :mod:`ui.mapview`), or None."""
+    """The navigation map views of ``cfg`` (see :mod:`core.jobs.mapview`), or None."""
     try:
         return _map_views(str(cache_dir()), cfg.config_hash, cfg)
     except _NotCached:

@@ -16,7 +16,7 @@ where both arms sit at a ceiling or a floor. F1 is the one answer (:mod:`core.an
 gives on the same cache. Each row says ``decidable_at`` (the fewest N at which its test can decide at all: the
 sign-flip floor 2/2^N times its Holm family's size) and ``target_repeats`` (≥ 80 % power at the paper's effect
 where it prints one, else at the measured one; never below ``decidable_at``), and lists the runs missing for that
-target (``missing``: ordinary configs and job kinds of :mod:`ui.jobs`, so a page can queue exactly those) with
+target (``missing``: ordinary configs and job kinds of :mod:`core.jobs.manager`, so a page can queue exactly those) with
 their expected time from measured runs (:func:`core.defenses.sweeps.run_cost_s`) — none where it cannot decide even
 when run, and none past a decidable N it has already read (more repeats would be a new design).
 

@@ -7,7 +7,7 @@ what is cached — the pieces :mod:`core.analyses.findings` (F1, F1a and the tab
   a metric alone: each row's own ``decidable_at`` and ``target_repeats`` come from its declaration,
   :mod:`core.analyses.finding_specs`), the memorization schedule, the Dirichlet k and the training-defense values;
 * what is cached: :func:`cached_run` (a run's cached summary, noting its measured time), :class:`Missing` (a
-  computation a row still needs, as a job of :mod:`ui.jobs`), :class:`Costs` (a missing run's expected time
+  computation a row still needs, as a job of :mod:`core.jobs.manager`), :class:`Costs` (a missing run's expected time
   from the runs measured on this machine, :func:`core.defenses.sweeps.run_cost_s`), :func:`time_text`;
 * the table typed from birth: :class:`FindingsTable` of :class:`FindingRow` (made by
   :func:`finding_row`), with their cells (:class:`MeasuredCell`, F3's :class:`RuleCell`, :class:`UtilityGap`,
@@ -90,7 +90,7 @@ def commit() -> str:
 # ---------------------------------------------------------------------------- what is cached
 @dataclass(frozen=True)
 class Missing:
-    """One missing computation: a config and the job that computes it (``kind`` of :mod:`ui.jobs`,
+    """One missing computation: a config and the job that computes it (``kind`` of :mod:`core.jobs.manager`,
     with ``params``), what it is, and its expected seconds (None: time unknown)."""
 
     config: ExperimentConfig

@@ -12,7 +12,7 @@ page used to read from five name tables and if-chains:
   one verdict from that analysis' data only;
 * ``repeat`` (:class:`Repeat`): how it compares FFNN with RNN over paired repeats (``analyze
   --repeats N``, :func:`core.analyses.verdicts.repeated_verdicts`);
-* ``long``: it trains models of its own, so the app runs it in a worker (:mod:`ui.worker`, job kind
+* ``long``: it trains models of its own, so the app runs it in a worker (:mod:`core.jobs.worker`, job kind
   ``analysis`` with ``params["name"]``) through ``job(config, stage, params)`` for one architecture
   (``stage(label)`` → a fraction callback; ``job_params``: the parameters it reads besides ``name``);
 * ``table`` and ``figure``: its CSV table and its figure from its data (``data → DataFrame`` /

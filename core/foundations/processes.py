@@ -1,8 +1,8 @@
 """Worker processes: the one machinery under the project's two uses of them.
 
-* The app's job workers: :mod:`ui.jobs` starts each (a :class:`WorkerProcess` running
-  ``python -m ui.worker``) and keeps it warm for one job after another; a job can be cancelled
-  (signals, :mod:`ui.worker`).
+* The app's job workers: :mod:`core.jobs.manager` starts each (a :class:`WorkerProcess` running
+  ``python -m core.jobs.worker``) and keeps it warm for one job after another; a job can be cancelled
+  (signals, :mod:`core.jobs.worker`).
 * The ``processes`` executor (:mod:`core.experiment.executor`): a pool of spawned processes whose
   results arrive as they finish (:func:`run_pool`).
 
@@ -12,7 +12,7 @@ dies, :func:`watch_parent`), progress sent to the parent at a bounded rate (:fun
 failures told in one line (:func:`failure_text`) and, for a batch, collected by name while the other
 jobs finish (:func:`raise_failures`). The two ways to start workers live here too and differ because
 the needs do: a warm worker that must be cancellable mid-job (:class:`WorkerProcess`) owns a pipe, and
-the job protocol and its signal handlers are the app's (:mod:`ui.worker`); a pool worker
+the job protocol and its signal handlers are the app's (:mod:`core.jobs.worker`); a pool worker
 (:func:`run_pool`) runs one function per item and returns its value.
 """
 from __future__ import annotations

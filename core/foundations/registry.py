@@ -2,7 +2,7 @@
 
 Tasks (:mod:`core.foundations.task_registry`), defenses (:mod:`core.defenses.registry`), attacks
 (:mod:`core.attacks.registry`), analyses (:mod:`core.analyses.registry`) and the app's job kinds
-(:mod:`ui.worker`) each keep one :class:`Registry`; what differs between them (what a task or a
+(:mod:`core.jobs.worker`) each keep one :class:`Registry`; what differs between them (what a task or a
 defense must look like, an attack's result names that must not clash, plugins loaded on a miss)
 stays in their own module, and what is the same lives here once:
 

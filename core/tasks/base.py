@@ -124,7 +124,7 @@ class Task(ABC):
     privacy_caveat: str = ""
     #: the training precisions the task's loop supports (``ExperimentConfig.precision``)
     precisions: tuple[str, ...] = ("float32", "bf16")
-    #: whether the app draws the task's records as maps (ui.mapview: navigation)
+    #: whether the app draws the task's records as maps (core.jobs.mapview: navigation)
     map_views: bool = False
     #: the architectures the task provides: both (the FFNN-vs-RNN comparison), or one (a plugin with
     #: a single model: runs, defenses and single-model views work; comparisons are refused in one line)

@@ -205,7 +205,7 @@ class MapView:
     record (member / non-member) and its ``seed``, its ``cells`` (MiniGrid object indices, rows = y, cropped to
     the used area), ``door_open``, the ``start`` (x, y) and ``start_dir``, the ``goal`` (None without one), and
     the seeded query episode's ``path``, ``steps``, return (``episode_return``, JSON ``return``) and whether it
-    ``reached_goal``. JSON (the app's map-view cache, ui.mapview) by :meth:`to_dict` / :meth:`from_dict`."""
+    ``reached_goal``. JSON (the app's map-view cache, core.jobs.mapview) by :meth:`to_dict` / :meth:`from_dict`."""
 
     role: str
     seed: int
@@ -232,7 +232,7 @@ class MapView:
 
 @dataclass(frozen=True)
 class MapViews:
-    """A run's example maps as data (ui.mapview's cache entry): its architecture, config hash, environment and
+    """A run's example maps as data (core.jobs.mapview's cache entry): its architecture, config hash, environment and
     the first member's and first non-member's :class:`MapView`."""
 
     arch: str

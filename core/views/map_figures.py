@@ -31,7 +31,7 @@ def navigation_map(views: dict[str, Sequence[MapView]], role: str) -> go.Figure 
     """One example map (``role`` = "member" or "non-member") drawn cell by cell, with the query path
     of each architecture's victim on it (when the architectures' maps differ, the first one's map
     is drawn and only agents on that map are shown), the start (triangle: facing direction),
-    the goal and where each agent stopped; ``views`` maps architecture -> its maps (:mod:`ui.mapview`)."""
+    the goal and where each agent stopped; ``views`` maps architecture -> its maps (:mod:`core.jobs.mapview`)."""
     maps = {arch: next((m for m in v if m.role == role), None) for arch, v in views.items()}
     maps = {a: m for a, m in maps.items() if m is not None}
     if not maps:

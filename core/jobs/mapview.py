@@ -2,7 +2,7 @@
 
 The task's ``examples`` block carries small rendered PNGs; the page draws the maps itself from
 this data instead (vector shapes, a legend, both architectures' paths). Computed in a worker
-process (:mod:`ui.worker`, job kind ``mapview``) from the cached victim: the same seeded query
+process (:mod:`core.jobs.worker`, job kind ``mapview``) from the cached victim: the same seeded query
 episodes as the examples, so the paths are the ones the PNGs show. No Streamlit here.
 """
 from __future__ import annotations

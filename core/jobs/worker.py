@@ -1,6 +1,6 @@
-"""The worker process that trains and fits for the app: ``python -m ui.worker FD SERVER_PID``
-(started by :mod:`ui.jobs`). Every job kind runs here (:func:`run_job`); the kinds are a registry,
-:data:`JOB_KINDS` (:class:`JobKind`, :func:`register_job_kind`), which :mod:`ui.jobs` reads.
+"""The worker process that trains and fits for the app: ``python -m core.jobs.worker FD SERVER_PID``
+(started by :mod:`core.jobs.manager`). Every job kind runs here (:func:`run_job`); the kinds are a registry,
+:data:`JOB_KINDS` (:class:`JobKind`, :func:`register_job_kind`), which :mod:`core.jobs.manager` reads.
 
 It never imports Streamlit. The app server (its parent) talks to it over the inherited socket ``FD``
 with pickled tuples (a :class:`multiprocessing.connection.Connection`; only these two processes
@@ -23,6 +23,7 @@ of :mod:`core.foundations.processes`, which the ``processes`` executor's pool wo
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 import os
 import signal
@@ -33,7 +34,7 @@ from multiprocessing.connection import Connection
 from typing import Any, Callable
 
 from core.foundations.config import MAX_SENSITIVITY_PAIRS
-from core.foundations.environment import env_value
+from core.foundations.environment import env_whole_number
 from core.foundations.errors import ConfigError
 from core.foundations.registry import Registry
 from core.tasks import get_task
@@ -45,7 +46,7 @@ JOB_ENV = ("MIA_CACHE_DIR", "MIA_DATA_ROOT", "MIA_DEVICE")
 def niceness() -> int:
     """``$MIA_WORKER_NICE`` (0..19), 0 when unset; a bad value is a ConfigError (the server checks
     every ``MIA_*`` variable before it starts a worker: :func:`core.foundations.environment.check_environment`)."""
-    return int(env_value("MIA_WORKER_NICE") or 0)
+    return env_whole_number("MIA_WORKER_NICE") or 0
 
 
 class JobCancelled(BaseException):
@@ -89,6 +90,10 @@ def _send(conn: Connection, msg: tuple) -> None:
         conn.send(msg)
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def _send_progress(conn: Connection, job_id: int, event: Any) -> None:
+    _send(conn, ("progress", job_id, event))
 
 
 def _preload_tasks() -> None:
@@ -138,7 +143,7 @@ class JobKind:
     must be importable by its name in the worker (the repository root is on its path; a pytest test
     file, imported under a bare name, is not: ``tests/toy_registry.py`` is, as ``tests.toy_registry``).
     Only code registers a kind (:func:`register_job_kind`); a page submits a kind by name and the
-    server refuses a name it has not registered (:func:`ui.jobs.job_key`): nothing a browser sends
+    server refuses a name it has not registered (:func:`core.jobs.manager.job_key`): nothing a browser sends
     names code or a module.
     """
 
@@ -151,7 +156,7 @@ class JobKind:
         return self.label(params) if self.label else f" · {self.name}"
 
 
-#: every job kind, by name (:data:`ui.jobs.KINDS` is this registry; an unknown name: ConfigError)
+#: every job kind, by name (:data:`core.jobs.manager.KINDS` is this registry; an unknown name: ConfigError)
 JOB_KINDS: Registry[JobKind] = Registry("job kind")
 
 
@@ -183,7 +188,7 @@ def _experiment(config: Any, progress, params: dict[str, Any]) -> Any:
     result = run_experiment(config, progress=progress)
     if get_task(config.task).map_views and result.models is not None:
         try:  # the crisp example maps, from the models still in memory
-            from ui.mapview import compute_map_views
+            from core.jobs.mapview import compute_map_views
 
             compute_map_views(config, models=result.models)
         except Exception:  # the summary is what the job is for; the page can redo this
@@ -194,7 +199,7 @@ def _experiment(config: Any, progress, params: dict[str, Any]) -> Any:
 def _mapview(config: Any, progress, params: dict[str, Any]) -> Any:
     """The navigation example maps, from the cached victim (never trained here: a run not cached is
     :class:`~core.foundations.errors.NotCachedError`, the page submits this job only for cached runs)."""
-    from ui.mapview import compute_map_views
+    from core.jobs.mapview import compute_map_views
 
     return compute_map_views(config)
 
@@ -211,8 +216,9 @@ def _sensitivity(config: Any, progress, params: dict[str, Any]) -> Any:
     return sample_sensitivity(config, pairs, on_pair=lambda done, total: fraction(done / total)).to_dict()
 
 
-# A kind's parameters arrive as the JSON dict every kind shares (:data:`JOB_KINDS`' interface; ``ui.jobs.freeze_params``
-# keys the job by it); each built-in kind reads its own once, into the class below, checked as they are read.
+# A kind's parameters arrive as the JSON dict every kind shares (:data:`JOB_KINDS`' interface;
+# ``core.jobs.manager.freeze_params`` keys the job by it); each built-in kind reads its own once, into the class
+# below, checked as they are read.
 @dataclass(frozen=True)
 class AnalysisParams:
     """An ``analysis`` job's parameters: ``name``, the long analysis to run (:mod:`core.analyses.registry`; only
@@ -275,6 +281,7 @@ def _analysis(config: Any, progress, params: dict[str, Any]) -> Any:
     from core.analyses import registry as analysis_registry
 
     entry = analysis_registry.get_analysis(AnalysisParams.from_dict(params).name)
+    assert entry.job is not None  # a long analysis has one (the registry refuses it without)
     return entry.job(config, lambda stage: _one_stage(stage, progress), params)
 
 
@@ -365,7 +372,7 @@ def serve(conn: Connection, parent: int) -> None:
     signal.signal(signal.SIGUSR1, _on_cancel)
     signal.signal(signal.SIGTERM, _on_term)  # also what ends an orphan here: it unwinds like Ctrl-C
     # MIA_WORKER_THREADS (checked by the server before it starts us), else the usable cores
-    init_worker(int(env_value("MIA_WORKER_THREADS") or 0), parent)
+    init_worker(env_whole_number("MIA_WORKER_THREADS") or 0, parent)
     import core.experiment.pipeline  # noqa: F401  (preloaded: the first job starts warm)
 
     _preload_tasks()  # pages start a worker before the click (JobManager.prewarm), so this is free
@@ -381,8 +388,7 @@ def serve(conn: Connection, parent: int) -> None:
         params = rest[0] if rest else {}
         modules = tuple(rest[1]) if len(rest) > 1 else ()
         _set_env(env)
-        send = throttled(lambda ev, job_id=job_id: _send(conn, ("progress", job_id, ev)),
-                         lambda ev: ev.stage_fraction >= 1.0)
+        send = throttled(functools.partial(_send_progress, conn, job_id), lambda ev: ev.stage_fraction >= 1.0)
 
         def progress(ev, send=send):
             _checkpoint()
@@ -442,6 +448,6 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    # one module, one registry: a module that registers a job kind imports ui.worker, which is this one
-    sys.modules.setdefault("ui.worker", sys.modules["__main__"])
+    # one module, one registry: a module that registers a job kind imports core.jobs.worker, which is this one
+    sys.modules.setdefault("core.jobs.worker", sys.modules["__main__"])
     sys.exit(main(sys.argv[1:]))

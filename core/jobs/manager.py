@@ -1,15 +1,15 @@
 """The app's long computations: a small queue served by worker processes, shared by every session.
 
 Why processes: training in a thread of the Streamlit server shares one interpreter with every
-page's reruns, so both crawl. Here a job runs in a worker process (:mod:`ui.worker`, the same
+page's reruns, so both crawl. Here a job runs in a worker process (:mod:`core.jobs.worker`, the same
 ``core`` entry points and thread count as the CLI), and the server only moves messages.
 
 * **One job per (config, kind, parameters).** A job computes one thing for one ``ExperimentConfig``;
   its key is (cache folder, kind, config hash, parameters). Whatever the order of clicks — FFNN then
   RNN, both at once, one removed and added back, a second browser tab — the same config attaches to
-  the same job. Kinds (:data:`KINDS`: the registry :data:`ui.worker.JOB_KINDS`, run by
-  :func:`ui.worker.run_job`; a new kind is one :func:`ui.worker.register_job_kind`): ``experiment`` (train and
-  attack: the summary), ``mapview`` (navigation example maps), ``sensitivity`` (the
+  the same job. Kinds (:data:`KINDS`: the registry :data:`core.jobs.worker.JOB_KINDS`, run by
+  :func:`core.jobs.worker.run_job`; a new kind is one :func:`core.jobs.worker.register_job_kind`): ``experiment``
+  (train and attack: the summary), ``mapview`` (navigation example maps), ``sensitivity`` (the
   SensitivitySampler, ``pairs`` pairs: its estimate, cached pair by pair), ``analysis`` (one long
   registered analysis, ``name`` = one of :func:`core.analyses.registry.long_names`: its data) and
   ``adaptive`` (a defended point with the adaptive attacker, ``spec`` = a ``DefenseSpec`` as a dict:
@@ -52,24 +52,25 @@ import traceback
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 from core.analyses.repeats import repeat_seed
 from core.defenses.registry import get_training, training_names
 from core.foundations.config import MAX_REPEATS, ExperimentConfig, config_changes
 from core.foundations.device import usable_cores
-from core.foundations.environment import check_environment, env_value
+from core.foundations.environment import check_environment, env_whole_number
 from core.foundations.errors import ConfigError, MIAError
 from core.foundations.names import ARCH_NAMES
 from core.foundations.paths import cache_dir
 from core.foundations.processes import WorkerProcess, failure_text
 from core.foundations.progress import ProgressEvent
+from core.jobs.worker import JOB_ENV, JOB_KINDS, modules_of
 from core.tasks import get_task
-from ui.worker import JOB_ENV, JOB_KINDS, modules_of
 
 QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed", "cancelled"
-#: what a job can compute: the job-kind registry (:data:`ui.worker.JOB_KINDS`; a kind's name → its
-#: :class:`ui.worker.JobKind`), so a kind registered with :func:`ui.worker.register_job_kind` is known here
+#: what a job can compute: the job-kind registry (:data:`core.jobs.worker.JOB_KINDS`; a kind's name → its
+#: :class:`core.jobs.worker.JobKind`), so a kind registered with :func:`core.jobs.worker.register_job_kind` is
+#: known here
 KINDS = JOB_KINDS
 ACTIVE = (QUEUED, RUNNING)
 
@@ -93,12 +94,12 @@ class JobQuotaError(ConfigError):
 
 def default_quota() -> int:
     """Queued and running jobs per owner: ``$MIA_JOB_QUOTA`` if set, else :data:`DEFAULT_QUOTA`."""
-    return int(env_value("MIA_JOB_QUOTA") or DEFAULT_QUOTA)
+    return env_whole_number("MIA_JOB_QUOTA") or DEFAULT_QUOTA
 
 
 def default_workers() -> int:
     """Training slots: ``$MIA_JOB_WORKERS`` if set, else 1 (a bad value: :class:`ConfigError`, one line)."""
-    return int(env_value("MIA_JOB_WORKERS") or 1)
+    return env_whole_number("MIA_JOB_WORKERS") or 1
 
 
 def _env_now() -> dict[str, str]:
@@ -164,7 +165,8 @@ def run_differences(c: ExperimentConfig) -> str:
         parts.append(f"repeat {r + 1}" if r is not None else f"seed {c.seed}")
     symbols = _parameter_symbols()
     # DP-SGD's mode switched on: the value it runs at may be the config's default, so not among the changes
-    mode_field = {"sigma": "dp_noise_multiplier", "epsilon": "dp_epsilon"}.get(changes.get("dp"))
+    dp = changes.get("dp")
+    mode_field = {"sigma": "dp_noise_multiplier", "epsilon": "dp_epsilon"}.get(dp) if isinstance(dp, str) else None
     if mode_field:
         changes.setdefault(mode_field, getattr(c, mode_field))
     for k, v in changes.items():
@@ -239,7 +241,7 @@ class Job:
 class JobGroup:
     """The jobs of a page's selection (one per config), read as one: what pages poll."""
 
-    def __init__(self, configs: list[ExperimentConfig], jobs: list[Job | None]):
+    def __init__(self, configs: list[ExperimentConfig], jobs: Sequence[Job | None]):
         self.configs, self.jobs = configs, jobs
 
     @property
@@ -282,12 +284,12 @@ def worker_threads(slots: int, cores: int | None = None) -> int:
 
 
 class _Worker(WorkerProcess):
-    """One app worker process (:mod:`ui.worker`) and the server's end of its pipe."""
+    """One app worker process (:mod:`core.jobs.worker`) and the server's end of its pipe."""
 
     def __init__(self, threads: int | None = None) -> None:
         check_environment()  # a bad MIA_* value: one message here, not a worker dying at start again and again
         env = {"MIA_WORKER_THREADS": str(threads)} if threads and not os.environ.get("MIA_WORKER_THREADS") else {}
-        super().__init__("ui.worker", env, root=Path(__file__).resolve().parents[1])  # the app's folder
+        super().__init__("core.jobs.worker", env)  # run from the folder that holds core/, checkout or installed
         self.idle_since = time.monotonic()  # a warm worker with nothing to do ends after IDLE_S
 
 
@@ -524,9 +526,9 @@ class JobManager:
                 with self._cond:
                     self._running[slot] = None
                     self._cond.notify_all()
-        worker = self._workers[slot]
-        if worker is not None:
-            worker.stop()
+        last = self._workers[slot]
+        if last is not None:
+            last.stop()
             self._workers[slot] = None
 
     def _worker(self, slot: int) -> _Worker:
@@ -661,7 +663,7 @@ class SessionJobs:
         group = self.manager.get(key)
         if group is None:
             return None
-        jobs = [j for j in group.jobs if self.sees(j)]
+        jobs = [j for j in group.jobs if j is not None and self.sees(j)]
         return JobGroup([j.config for j in jobs], jobs) if jobs else None
 
     def active(self) -> list[Job]:

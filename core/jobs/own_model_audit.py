@@ -1,10 +1,10 @@
 """The Your model page's audit as a job of the worker queue (kind ``own_model_audit``): the page never trains.
 
 An audit (:func:`core.audit.audit`) trains reference models by the user's recipe and scores every attack: minutes. So
-it runs in a worker process like every training of the app (:mod:`ui.jobs`), with progress and ETA (one stage per
+it runs in a worker process like every training of the app (:mod:`core.jobs.manager`), with progress and ETA (one stage per
 step, per epoch of each reference: :func:`core.analyses.user_audit.run_audit`), cancellable at each report, owned by
 the session that submitted it. This module registers the kind (imported by the page, and by the worker, which
-:func:`ui.worker.modules_of` tells to); it never imports Streamlit.
+:func:`core.jobs.worker.modules_of` tells to); it never imports Streamlit.
 
 * **Parameters** (:class:`AuditParams`, the job's JSON parameters): ``spec`` (``KIND:ARG``, one of :data:`KINDS`),
   ``weights``, ``data``, ``members`` (paths under the data root), ``preprocess`` and ``recipe`` (TOML texts) and
@@ -39,9 +39,9 @@ from core.foundations.errors import ConfigError, ResultFormatError
 from core.foundations.paths import MAX_PATH_CHARS, data_root, resolve_data_dir
 from core.foundations.progress import ProgressCallback
 from core.foundations.user_files import user_file_path
+from core.jobs.worker import JobKind, register_job_kind
 from core.models.kinds.preprocess import Preprocess, read_preprocess
 from core.training.recipe import Recipe, read_recipe
-from ui.worker import JobKind, register_job_kind
 
 #: the job kind's name
 KIND = "own_model_audit"
@@ -203,7 +203,8 @@ def store_audit(request: AuditRequest, result: AuditResult, cache: ArtifactCache
     cache = cache or ArtifactCache()
     doc = json.loads(result.to_json())
     buf = io.BytesIO()
-    np.savez(buf, **result.kept_arrays())
+    arrays: dict[str, Any] = result.kept_arrays()  # (numpy's stubs would take a name for savez's own allow_pickle)
+    np.savez(buf, **arrays)
     json_key, arrays_key = _keys(request)
     cache.put_bytes(arrays_key, buf.getvalue())
     cache.put_json(json_key, doc, allow_nan=False)
