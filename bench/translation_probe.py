@@ -25,7 +25,7 @@ from scipy.stats import rankdata
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.cli_common import parse_sets  # noqa: E402
+from core.cli.common import parse_sets  # noqa: E402
 from core.models.translation import count_params  # noqa: E402
 from core.tasks import get_task  # noqa: E402
 

@@ -1,7 +1,7 @@
 import sys
 
 try:
-    from core.cli import main
+    from core.cli.main import main
 except KeyboardInterrupt:  # Ctrl-C while the (light) CLI module loads, before its handler exists
     print("interrupted; cached models are kept", file=sys.stderr)
     sys.exit(130)

@@ -1,5 +1,5 @@
 """The ``mia-explorer`` console command: ``mia-explorer run|compare|defend|analyze|score|findings|report|config|
-inspect ...`` is ``python -m core ...`` (:mod:`core.cli`), with ``core`` bound to the installed library
+inspect ...`` is ``python -m core ...`` (:mod:`core.cli.main`), with ``core`` bound to the installed library
 (:mod:`mia_explorer`); ``mia-explorer app [STREAMLIT OPTIONS]`` serves the Streamlit app shipped with it."""
 from __future__ import annotations
 
@@ -63,6 +63,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["app"]:
         return serve_app(args[1:])
-    from core.cli import main as core_main
+    from core.cli.main import main as core_main
 
     return core_main(args, prog=PROG, epilog=APP_HELP)

@@ -56,7 +56,7 @@ def test_the_builtin_analyses_are_registered_in_their_order():
 
 
 def test_a_toy_analysis_appears_in_the_cli_its_files_and_the_html_export(toys, tmp_path, capsys, monkeypatch):
-    from core.cli import main
+    from core.cli.main import main
     from core.views.report import html_report
 
     monkeypatch.setattr("core.foundations.device.configure_threads", lambda: 1)

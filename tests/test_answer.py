@@ -9,7 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 from core.analyses.answer import QUESTION, cached_answer
 from core.analyses.repeats import comparison_json, repeat_config
-from core.cli import main
+from core.cli.main import main
 from core.experiment.pipeline import run_experiment
 from core.experiment.results import RunSummary
 from core.measurement.stats import FINDING_VERDICTS

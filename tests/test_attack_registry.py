@@ -14,7 +14,7 @@ from core.attacks import registry
 from core.attacks.label_only import GAP_THRESHOLD, correct_counts, fit_count_threshold, gap_scores
 from core.attacks.quantile import QuantileRegressor, quantile_scores
 from core.attacks.shadow_attacks import ThresholdAttack
-from core.cli import main
+from core.cli.main import main
 from core.experiment.model_attacks import LabelOnlyAttack, QuantileAttack  # noqa: F401  (registers them)
 from core.measurement.metrics import evaluate_attack, roc_auc
 from core.measurement.bootstrap import bootstrap_metric

@@ -13,7 +13,7 @@ from torch import nn
 
 from core.attacks import registry
 from core.attacks.augmented_lira import augmented_lira_scores, pooled_covariance
-from core.cli import main
+from core.cli.main import main
 from core.experiment.model_attacks import LIRA_AUGMENTED, LIRA_AUGMENTED_ONLINE, AugmentedLiRA, UndefendedQuery
 from core.experiment.pipeline import trained_models
 from core.measurement.metrics import best_threshold, evaluate_attack, roc_auc

@@ -160,7 +160,7 @@ def test_repeated_verdicts_on_planted_pairs():
 
 
 def test_analyze_repeats_writes_paired_verdicts_and_the_page_shows_them(tmp_path, capsys, monkeypatch):
-    from core.cli import main
+    from core.cli.main import main
 
     monkeypatch.setattr("core.foundations.device.configure_threads", lambda: 1)
     sets = [f"--set={k}={','.join(map(str, v)) if isinstance(v, tuple) else v}" for k, v in TINY.items()]

@@ -128,7 +128,7 @@ def test_ctrl_c_prints_one_line_and_exits_130(tmp_path):
 
 
 def test_a_ctrl_c_swallowed_by_library_code_still_stops_the_run_at_the_next_progress_report(capsys):
-    from core.cli import CtrlC, guarded
+    from core.cli.common import CtrlC, guarded
 
     reached = []
 

@@ -10,7 +10,7 @@ from core.analyses import findings_base as findings_mod
 from core.analyses.findings import findings_table, missing_jobs
 from core.analyses.findings_base import FINDINGS, TARGET_REPEATS
 from core.analyses.repeats import comparison_configs, repeat_config, run_comparison
-from core.cli import main
+from core.cli.main import main
 from core.experiment import roles
 from core.views.findings_report import findings_markdown, row_cells
 
@@ -283,7 +283,7 @@ def test_every_rows_command_is_one_the_cli_takes(tmp_path, monkeypatch):
     import shlex
     from pathlib import Path
 
-    from core.cli import build_parser
+    from core.cli.main import build_parser
     from core.experiment.cache import ArtifactCache
     from core.foundations.fileio import refuse_non_regular
 
@@ -384,7 +384,7 @@ def test_f3_reads_the_points_its_own_command_writes(tmp_path):
     8) wrote points of eight, so the runs it asked for never filled it (found on this machine's quick runs)."""
     import shlex
 
-    from core.cli import build_parser
+    from core.cli.main import build_parser
     from core.defenses import registry as defense_registry
     from core.experiment.cache import ArtifactCache
 

@@ -17,7 +17,7 @@ import pytest
 from core.analyses.answer import cached_answer
 from core.analyses.findings import findings_table
 from core.analyses.repeats import compare_summaries, comparison_configs, repeat_config, run_comparison
-from core.cli import main
+from core.cli.main import main
 from core.experiment import roles
 from core.experiment.cache import ArtifactCache
 from core.experiment.pipeline import cached_summary

@@ -17,7 +17,7 @@ from core.experiment.results import RunSummary
 from core.analyses.answer import cached_answer
 from core.analyses.findings import findings_table
 from core.analyses.repeats import comparison_configs, repeat_config, run_comparison
-from core.cli import main
+from core.cli.main import main
 from core.experiment import roles
 from core.experiment.cache import ArtifactCache
 from core.experiment.pipeline import cached_summary

@@ -32,7 +32,8 @@ import numpy as np
 import pytest
 import torch
 
-from core import cli, cli_common
+from core.cli import common as cli_common
+from core.cli import main as cli
 from core.data import multi30k
 from core.experiment.cache import ArtifactCache, dict_with, tensor_shapes
 from core.experiment.cache_store import SafeDisk

@@ -92,7 +92,7 @@ def test_matched_plan_rows_are_typed_stops_from_the_full_runs():
 
 
 def test_cli_compare_at_matched_utility(tmp_path, capsys, monkeypatch):
-    from core.cli import main
+    from core.cli.main import main
     # in-process CLI: keep this test process's torch thread count (the CLI sizes it for a whole machine)
     monkeypatch.setattr("core.foundations.device.configure_threads", lambda: 1)
 

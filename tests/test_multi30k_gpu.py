@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from core.analyses.repeats import comparison_configs, repeat_config, repeat_seed
-from core.cli_common import parse_sets
+from core.cli.common import parse_sets
 from core.experiment.cache import ArtifactCache
 from core.experiment.pipeline import run_experiment
 from core.foundations.errors import ConfigError

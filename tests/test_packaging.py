@@ -14,8 +14,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from core.cli import main
-from core.cli_common import Progress
+from core.cli.main import main
+from core.cli.progress import Progress
 from core.foundations.errors import ResultFormatError
 from core.foundations.version import SCHEMAS, VERSION, schema_of, stamped
 from shared_runs import use_tiny_image_preset

@@ -14,7 +14,7 @@ import pytest
 from recompute import assert_attacks_match_records
 
 from core.views.plain import shown_text
-from core.cli import main
+from core.cli.main import main
 from core.foundations.errors import ConfigError
 from core.foundations.plugins import PLUGIN_ENV
 from core.foundations.task_registry import REGISTRY, available_tasks, get_task, unload_plugins

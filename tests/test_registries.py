@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from core.defenses import registry as defense_registry
-from core.cli import build_parser, main
+from core.cli.main import build_parser, main
 from core.defenses.registry import (OutputMechanism, Parameter, TrainingDefense, get_training, register_training,
     training_names, unregister_training)
 from core.defenses.spec import DefenseSpec

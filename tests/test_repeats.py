@@ -107,7 +107,7 @@ def test_comparison_json_is_paired_with_verdicts():
 
 
 def _cli(capsys, *argv):
-    from core.cli import main
+    from core.cli.main import main
     code = main(list(argv))
     captured = capsys.readouterr()
     return code, captured.err
@@ -144,7 +144,7 @@ def test_cli_compare_and_run_repeats_write_intervals(tmp_path, capsys, monkeypat
 
 
 def test_defend_repeats_gives_intervals_over_repeats_and_over_draws(tmp_path, capsys, monkeypatch):
-    from core.cli import main
+    from core.cli.main import main
 
     monkeypatch.setattr("core.foundations.device.configure_threads", lambda: 1)
     sets = [f"--set={k}={','.join(map(str, v)) if isinstance(v, tuple) else v}" for k, v in TINY.items()]

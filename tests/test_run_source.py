@@ -12,7 +12,7 @@ import pytest
 
 from core.analyses.answer import cached_answer
 from core.analyses.findings import findings_table
-from core.cli import main
+from core.cli.main import main
 from core.experiment.cache import ArtifactCache
 from core.experiment.run_source import PROVENANCE, ImportRefused, RunSource, load_imports, write_batch
 

@@ -20,7 +20,7 @@ import pytest
 from core.analyses import scores_file
 from core.analyses.scores import halves, lira_offline, score_file, score_table, youden_threshold
 from core.analyses.scores_file import ScoresFileError, read_scores
-from core.cli import main
+from core.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
 #: few resamples: the tests check behaviour, not the third decimal
@@ -178,7 +178,7 @@ def test_lira_on_a_file_equals_lira_on_the_models_answers():
 # ---------------------------------------------------------------------------- the CLI
 def test_the_cli_writes_json_and_a_report_without_importing_torch(tmp_path):
     src = write_csv(tmp_path / "leak.csv", difficulty_case(n=400, k=4))
-    code = ("import sys; from core.cli import main; rc = main(sys.argv[1:]); "
+    code = ("import sys; from core.cli.main import main; rc = main(sys.argv[1:]); "
             "assert 'torch' not in sys.modules, 'torch imported'; sys.exit(rc)")
     out, report = tmp_path / "r.json", tmp_path / "r.html"
     proc = subprocess.run([sys.executable, "-c", code, "score", "--in", str(src), "--out", str(out), "--report",

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from core.cli import main
+from core.cli.main import main
 
 GOLDEN = Path(__file__).resolve().parent / "data" / "scores_cli_golden.json"
 

@@ -14,7 +14,7 @@ from torch import nn
 
 from core.training import loop as training
 from core.experiment.cache import ArtifactCache
-from core.cli import main
+from core.cli.main import main
 from core.data.corpus import generate_captions
 from core.training import dpsgd
 from core.foundations.errors import ConfigError

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from core.views.plain import shown_text
-from core import cli
+from core.cli import main as cli
 from core.experiment.cache import ArtifactCache
 from core.foundations.environment import VARIABLES, check_environment, env_value
 from core.foundations.errors import CacheUnusableError, ConfigError, DatasetNotFoundError

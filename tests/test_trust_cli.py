@@ -19,7 +19,9 @@ import torch
 from scipy import special
 
 from core.views.plain import shown_text
-from core import cli, cli_common
+from core.cli import common as cli_common
+from core.cli import main as cli
+from core.cli import output as cli_output
 from core.foundations import fileio
 from core.foundations.errors import ConfigError, DatasetNotFoundError, OutputPathError
 from core.measurement.metrics import roc_auc
@@ -48,7 +50,7 @@ def stand_ins(folder: Path) -> dict[str, Path]:
 # ---------------------------------------------------------------- refused before torch (one process)
 _REFUSALS_SCRIPT = r"""
 import contextlib, io, json, sys
-from core.cli import main
+from core.cli.main import main
 out = []
 for argv in json.loads(sys.argv[1]):
     err = io.StringIO()
@@ -254,7 +256,7 @@ def test_json_to_a_full_stdout_is_one_line(monkeypatch, capsys):
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     monkeypatch.setattr(sys, "stdout", Full())
-    rc = cli_common.guarded(cli_common.emit_json, {"a": 1})
+    rc = cli_common.guarded(cli_output.emit_json, {"a": 1})
     err = capsys.readouterr().err
     assert rc == 2 and err == "error: cannot write the JSON to stdout: the disk is full (No space left on device)\n"
 

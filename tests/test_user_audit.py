@@ -15,7 +15,7 @@ from sklearn.datasets import load_breast_cancer, load_digits
 from torch import nn
 
 from core.audit import AuditResult, audit
-from core.cli import main
+from core.cli.main import main
 from core.foundations.errors import ConfigError
 from core.measurement.metrics import roc_auc
 from core.models.kinds.preprocess import ImageTransform, transform_image

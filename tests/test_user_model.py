@@ -12,7 +12,7 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from core import cli
+from core.cli import main as cli
 from core.analyses.analysis import analyze
 from core.analyses.own_models import memorization
 from core.analyses.record_views import canary_audit

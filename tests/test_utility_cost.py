@@ -174,7 +174,7 @@ def test_cli_defend_dpsgd_writes_the_comparison_from_both_architectures_cached_r
     sweep is cached, then the paired FFNN − RNN difference at σ = 2 with N = 1 and "inconclusive (one repeat)"."""
     import json
 
-    from core.cli import main
+    from core.cli.main import main
 
     tiny = dict(n_train=40, n_eval=20, epochs=2, n_shadows=1, attack_epochs=(), attack_train_epochs=3, batch_size=16)
     sets = [a for k, v in tiny.items() for a in ("--set", f"{k}={','.join(map(str, v)) if isinstance(v, tuple) else v}")]

@@ -38,7 +38,8 @@ from core.foundations.errors import WorkerFailedError
 
 T = TypeVar("T")
 
-#: the repository root: a worker started by module name (:class:`WorkerProcess`) imports the project from here
+#: the folder that holds core/ (the checkout's root, or site-packages once installed): a worker started by module
+#: name (:class:`WorkerProcess`) imports the project from here
 ROOT = Path(__file__).resolve().parents[2]
 
 #: how often a worker looks whether its parent is still alive (seconds)
@@ -202,16 +203,15 @@ class WorkerProcess:
     environment, with the repository on ``PYTHONPATH``.
     """
 
-    def __init__(self, module: str, env: dict[str, str] | None = None, root: Path | None = None) -> None:
+    def __init__(self, module: str, env: dict[str, str] | None = None) -> None:
         mine, theirs = socket.socketpair()
-        # ``root``: the folder ``module`` lies under, where it is not beside core/ (the installed app's package)
-        root = root or ROOT
-        path = [str(root)] + ([str(ROOT)] if root != ROOT else []) + [os.environ.get("PYTHONPATH", "")]
+        # ``module`` lies under the folder that holds core/ (the checkout, or site-packages once installed)
+        path = [str(ROOT), os.environ.get("PYTHONPATH", "")]
         full = {**os.environ, **(env or {}), "PYTHONPATH": os.pathsep.join(filter(None, path))}
         try:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", module, str(theirs.fileno()), str(os.getpid())],
-                pass_fds=(theirs.fileno(),), cwd=str(root), start_new_session=True, env=full,
+                pass_fds=(theirs.fileno(),), cwd=str(ROOT), start_new_session=True, env=full,
             )
         finally:
             theirs.close()

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 out = Path(sys.argv[1]); out.mkdir(parents=True, exist_ok=True)
-from core.cli import main
+from core.cli.main import main
 TINY = ["--set", "n_train=40", "--set", "n_eval=20", "--set", "epochs=2", "--set", "n_shadows=2",
         "--set", "attack_epochs=1", "--set", "attack_train_epochs=3"]
 base = ["defend", "--task", "image", "--arch", "ffnn", *TINY, "--quiet"]

@@ -19,11 +19,12 @@ that is not a regular file, a full disk); Ctrl-C prints one line and exits with 
 start (the handler is installed before the heavy imports; only the light package import precedes it). The options are parsed and
 checked before torch is imported (``import torch`` takes over a second), so refused input
 answers at once; the config's values are checked next, still before any work. The subcommands
-live beside it (``core/cli_analyze.py``, ``core/cli_defend.py``, ``core/cli_compare.py``); reusable pieces
-for further subcommands: :mod:`core.cli_common` (:class:`~core.cli_common.OneLineErrorParser`,
-:class:`~core.cli_common.Once`, :func:`~core.cli_common.guarded`, :func:`~core.cli_common.parse_sets`,
-:func:`~core.cli_common.check_named_sets`), :func:`check_arguments`, and
-:func:`core.foundations.fileio.check_out_path` / :func:`core.foundations.fileio.write_json_atomically`.
+live beside it in :mod:`core.cli` (``run``, ``analyze``, ``defend``, ``compare``, ``audit``); reusable pieces
+for further subcommands: :mod:`core.cli.common` (:class:`~core.cli.common.OneLineErrorParser`,
+:class:`~core.cli.common.Once`, :func:`~core.cli.common.guarded`, :func:`~core.cli.common.parse_sets`,
+:func:`~core.cli.common.check_named_sets`), :func:`check_arguments`, :mod:`core.cli.output` (a command's JSON to
+``--out`` or stdout: :func:`~core.cli.output.write_result`; :func:`~core.cli.output.out_path`) and
+:class:`core.cli.progress.Progress`.
 """
 from __future__ import annotations
 
@@ -31,9 +32,9 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
-from core.cli_analyze import (
+from core.cli.analyze import (
     add_findings_command,
     add_score_command,
     analysis_archs,
@@ -44,38 +45,22 @@ from core.cli_analyze import (
     report_command,
     score_command,
 )
-from core.cli_audit import add_audit_command, audit_command
-from core.cli_common import (
-    CtrlC,  # noqa: F401  (re-exported: callers and tests reach it as core.cli.CtrlC)
-    Once,
-    OneLineErrorParser,
-    Progress,
-    apply_config_file,
-    check_named_sets,
-    config_document,
-    config_format,
-    emit_json,
-    guarded,
-    out_folder,
-    parse_sets,
-    positive_int,
-    write_config_file,
-    write_result,
-)
-from core.cli_compare import add_compare_command, compare_command, run_repeats_command, with_repeats
-from core.cli_defend import check_defend_options, defend_command
+from core.cli.audit import add_audit_command, audit_command
+from core.cli.common import Once, OneLineErrorParser, check_named_sets, guarded, parse_sets, positive_int
+from core.cli.compare import add_compare_command, compare_command
+from core.cli.config_file import apply_config_file, config_format, write_config
+from core.cli.defend import check_defend_options, defend_command
+from core.cli.output import out_folder, out_path, write_result
+from core.cli.progress import Progress
+from core.cli.run import run_command
 from core.defenses import registry as defense_registry  # light: a mechanism's module (and torch) loads on first use
-from core.foundations.config import EXECUTORS, MAX_REPEATS, ExperimentConfig
+from core.foundations.config import EXECUTORS, MAX_REPEATS
 from core.foundations.environment import check_environment
 from core.foundations.errors import ConfigError
-from core.foundations.fileio import check_out_path
 from core.foundations.plugins import PLUGIN_ENV
 from core.foundations.task_registry import load_plugin_file
 from core.foundations.version import DISTRIBUTION, VERSION
 from core.tasks import available_tasks, get_task  # light: a task's module (and torch) loads on first use
-
-if TYPE_CHECKING:  # the typed results load with the run (numpy, scipy): not for --help
-    from core.experiment.results import RunSummary
 
 
 def build_parser(prog: str = "python -m core", epilog: str | None = None) -> argparse.ArgumentParser:
@@ -263,7 +248,7 @@ def check_arguments(args: argparse.Namespace) -> Path | None:
     if args.command == "config" and out is not None:
         config_format(out)  # a suffix it cannot write: refused before anything
     # `--out ''` used to mean stdout; an empty name is a mistake (a variable that was not set)
-    return check_out_path(out) if out is not None else None  # before any work, not after it
+    return out_path(out)  # before any work, not after it
 
 
 def load_cli_plugins(argv: Sequence[str]) -> None:
@@ -298,10 +283,7 @@ def _main(argv: Sequence[str] | None, prog: str = "python -m core", epilog: str 
         return compare_command(args, out)
     config = resolve_config(args)
     if args.command == "config":
-        if out is not None:
-            write_config_file(out, config)
-        else:
-            emit_json(config_document(config))
+        write_config(out, config)
         return 0
     if args.command == "inspect":
         from core.experiment.data_preview import preview_data
@@ -321,56 +303,6 @@ def _main(argv: Sequence[str] | None, prog: str = "python -m core", epilog: str 
     try:
         if args.command == "defend":
             return defend_command(args, config, out, progress)
-        return _run(args, config, out, progress)
+        return run_command(args, config, out, progress)
     finally:
         progress.close()
-
-
-def _run(args: argparse.Namespace, config: ExperimentConfig, out: Path | None, progress: Progress) -> int:
-    """``run``: one run (or its repeats), written as the ``run`` layout."""
-    from core.experiment.executor import make_executor
-    from core.experiment.pipeline import run_experiment
-
-    executor = make_executor(args.executor, args.workers, args.ray_address)
-    config = with_repeats(config, args.repeats)
-    if args.repeats is not None or config.repeats > 1:
-        return run_repeats_command(args, config, out, progress, executor)
-    result = run_experiment(config, progress=progress, executor=executor)
-    if args.online_lira:
-        from core.experiment.pipeline import trained_models
-        from core.experiment.reference_attacks import LIRA_ONLINE, online_lira
-        from core.experiment.results import AttackResult
-        from core.measurement.metrics import scores_for_json
-
-        progress.say(f"[online LiRA] {args.online_lira} reference models (trained once, cached)")
-        outcome = online_lira(trained_models(config), n_models=args.online_lira)
-        online = AttackResult.from_dict({**outcome.result.to_dict(), "threat_model": "online",
-                                         "reference_models": args.online_lira}, f"summary.attacks[{LIRA_ONLINE!r}]")
-        # its per-record scores beside the others' (exact, as core.experiment.pipeline.record_signals keeps them)
-        run = add_augmented_online_lira(result.run.with_attack(online, scores_for_json(outcome.scores)), config)
-        summary = run.to_dict()
-    else:
-        summary = result.summary
-    write_result(out, summary, "run")
-    return 0
-
-
-def add_augmented_online_lira(run: RunSummary, config: ExperimentConfig) -> RunSummary:
-    """``run --online-lira N``: LiRA with augmented queries against the online references just trained
-    (:class:`core.experiment.model_attacks.AugmentedLiRAOnline`; the pipeline ran before those models existed, so
-    it could only say why not): ``run`` with it added, or where the task has no augmentations with the reason in
-    ``attacks_not_run``."""
-    from core.experiment.cache import ArtifactCache
-    from core.experiment.model_attacks import LIRA_AUGMENTED_ONLINE, AugmentedLiRAOnline, UndefendedQuery
-    from core.experiment.pipeline import trained_models
-    from core.experiment.results import AttackResult
-    from core.measurement.metrics import scores_for_json
-
-    models, cache = trained_models(config), ArtifactCache()
-    attack = AugmentedLiRAOnline()
-    if not attack.fit(models, cache):  # why not, beside the pipeline's reasons
-        return run.with_json({"attacks_not_run": {**(run.attacks_not_run or {}), LIRA_AUGMENTED_ONLINE: attack.skipped}})
-    outcome = attack.outcomes(UndefendedQuery(models, cache))[LIRA_AUGMENTED_ONLINE]
-    augmented = AttackResult.from_dict({**outcome.result.to_dict(), "threat_model": "online"},
-                                       f"summary.attacks[{LIRA_AUGMENTED_ONLINE!r}]")
-    return run.with_attack(augmented, scores_for_json(outcome.scores))

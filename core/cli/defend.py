@@ -8,8 +8,9 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from core.cli_common import check_named_sets, given, parse_sets, write_result
-from core.cli_compare import with_repeats
+from core.cli.common import check_named_sets, given, parse_sets
+from core.cli.compare import with_repeats
+from core.cli.output import write_result
 from core.defenses import registry as defense_registry  # light: a mechanism's module (and torch) loads on first use
 from core.foundations.config import MAX_DRAWS, MAX_REPEATS, MAX_SENSITIVITY_PAIRS, parse_values
 from core.foundations.errors import ConfigError, MIAError

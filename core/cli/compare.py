@@ -9,7 +9,9 @@ import argparse
 from pathlib import Path
 from typing import Any, Callable
 
-from core.cli_common import Once, Progress, check_named_sets, given, parse_sets, write_result
+from core.cli.common import Once, check_named_sets, given, parse_sets
+from core.cli.output import write_result
+from core.cli.progress import Progress
 from core.foundations.errors import ConfigError
 
 

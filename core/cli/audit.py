@@ -16,9 +16,9 @@ import argparse
 import math
 from typing import Any, cast
 
-from core.cli_common import Once, positive_int, write_result
+from core.cli.common import Once, positive_int
+from core.cli.output import out_path, write_result
 from core.foundations.errors import ConfigError
-from core.foundations.fileio import check_out_path
 
 KINDS = ("torchvision", "timm", "hf", "onnx")
 
@@ -109,8 +109,7 @@ def audit_command(args: argparse.Namespace) -> int:
     if not 0 < args.fpr < 1 or (args.prior is not None and not 0 < args.prior < 1):
         raise ConfigError("--fpr and --prior must lie in (0, 1)")
     ks, sigmas = _values(args.dirichlet, "dirichlet"), _values(args.gaussian, "gaussian")
-    out = check_out_path(args.out) if args.out is not None else None
-    report = check_out_path(args.report) if args.report is not None else None
+    out, report = out_path(args.out), out_path(args.report)
     if out is not None and report is not None and out == report:
         raise ConfigError("--out and --report name the same file")
     # after the checks: refused arguments answer at once

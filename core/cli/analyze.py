@@ -11,7 +11,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from core.cli_common import Once, Progress, check_named_sets, given, out_folder, parse_sets, positive_int, write_result
+from core.cli.common import Once, check_named_sets, given, parse_sets, positive_int
+from core.cli.output import out_folder, out_path, write_result
+from core.cli.progress import Progress
 from core.foundations.config import parse_values
 from core.foundations.errors import ConfigError
 from core.foundations.fileio import check_out_path, show_path, write_text_atomically
@@ -188,8 +190,7 @@ def score_command(args: argparse.Namespace) -> int:
     """``score``: :func:`core.analyses.scores.score_file` → JSON (and the HTML report)."""
     if args.bootstrap is not None and not 100 <= args.bootstrap <= 10_000:
         raise ConfigError(f"--bootstrap must lie in 100..10000, got {args.bootstrap}")
-    out = check_out_path(args.out) if args.out is not None else None
-    report = check_out_path(args.report) if args.report is not None else None
+    out, report = out_path(args.out), out_path(args.report)
     if out is not None and report is not None and out == report:
         raise ConfigError("--out and --report name the same file")
     from core.analyses.scores import score_file  # after the checks: refused arguments answer at once
@@ -198,6 +199,7 @@ def score_command(args: argparse.Namespace) -> int:
     if report is not None:
         write_text_atomically(report, scores_report_html(result))
     write_result(out, result.to_dict(), "score")
+    return 0
 
 
 def add_findings_command(sub: Any) -> None:
@@ -229,8 +231,7 @@ def findings_command(args: argparse.Namespace) -> int:
     """``findings``: :func:`core.analyses.findings.findings_table`; every output path checked before torch loads."""
     if not re.fullmatch(r"[A-Za-z0-9_]{1,64}(,[A-Za-z0-9_]{1,64}){0,15}", args.preset):
         raise ConfigError(f"--preset must be preset names separated by commas, got {args.preset!r}")
-    paths = {name: check_out_path(getattr(args, name)) if getattr(args, name) is not None else None
-             for name in ("out", "markdown", "html")}
+    paths = {name: out_path(getattr(args, name)) for name in ("out", "markdown", "html")}
     sets = parse_sets(args.sets)
     given_paths = [str(p.resolve()) for p in paths.values() if p is not None]
     if len(set(given_paths)) != len(given_paths):
