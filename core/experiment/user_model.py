@@ -8,7 +8,8 @@ Here they are read for the experiment:
   sha256, so a cached run reopens (Defenses, Analyses) after the file moved or changed (its victim's
   weights are cached like a trained victim's).
 * :func:`user_weights` — the safetensors file's tensors, which must be exactly the state dict of
-  this config's architecture (names, shapes, floating point where the model's are) and finite.
+  this config's architecture (names, shapes, floating point where the model's are) and finite: the one fit check
+  of :func:`core.models.state_dict.fitted_state_dict`, which a model kind's ``--weights`` passes too.
 
 Both refuse with one :class:`~core.foundations.errors.ConfigError` line; :mod:`core.experiment.roles`
 calls them before any model trains.
@@ -17,11 +18,9 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from safetensors.torch import load as load_safetensors
 
 from core.experiment.cache import ArtifactCache
 from core.foundations.config import ExperimentConfig
-from core.foundations.errors import ConfigError
 from core.foundations.user_files import (
     MAX_MEMBERS_BYTES,
     MAX_WEIGHTS_BYTES,
@@ -29,6 +28,7 @@ from core.foundations.user_files import (
     read_bound_file,
     sha256_hex,
 )
+from core.models.state_dict import fitted_state_dict
 from core.tasks.base import Task, TaskData
 
 
@@ -63,35 +63,9 @@ def user_weights(task: Task, cfg: ExperimentConfig, data: TaskData) -> dict[str,
             hold NaN or infinite values (after the cast to the model's dtype).
     """
     payload = read_bound_file(cfg.target_weights, "target_weights", MAX_WEIGHTS_BYTES, cfg.target_weights_sha256)
-    try:
-        tensors = load_safetensors(payload)
-    except Exception as exc:  # safetensors raises its own error types for a malformed header
-        reason = " ".join(str(exc).split())[:120] or type(exc).__name__
-        raise ConfigError(f"target_weights {cfg.target_weights!r} is not a safetensors file ({reason}); export with "
-                          f"safetensors.torch.save_file(model.state_dict(), path)") from None
     torch.manual_seed(0)  # construction only: every value is replaced by the user's
     expected = task.build_model(cfg, data).state_dict()
-    model_name = f"the {cfg.task}/{cfg.arch} model of this config ({len(expected)} tensors)"
-    missing, extra = sorted(set(expected) - set(tensors)), sorted(set(tensors) - set(expected))
-    if missing or extra:
-        parts = ([f"missing {', '.join(missing[:3])}" + (" …" if len(missing) > 3 else "")] if missing else []) + \
-                ([f"not in it {', '.join(extra[:3])}" + (" …" if len(extra) > 3 else "")] if extra else [])
-        raise ConfigError(f"target_weights do not fit {model_name}: {'; '.join(parts)} (arch and the size options "
-                          f"must be those the model was built with)")
-    out = {}
-    for name, want in expected.items():
-        got = tensors[name]
-        if tuple(got.shape) != tuple(want.shape):
-            raise ConfigError(f"target_weights do not fit {model_name}: {name} has shape {tuple(got.shape)}, the "
-                              f"model's is {tuple(want.shape)}")
-        if got.is_floating_point() != want.is_floating_point() or got.is_complex():
-            raise ConfigError(f"target_weights do not fit {model_name}: {name} is {got.dtype}, the model's {want.dtype}")
-        # cast first, then check: a float64 of 1e300 is infinite as the model's float32, and float8 has
-        # no isfinite of its own
-        cast = got.to(want.dtype).contiguous()
-        if cast.is_floating_point() and not bool(torch.isfinite(cast).all()):
-            raise ConfigError(f"target_weights hold NaN or infinite values in {name}" +
-                              (f" (as the model's {want.dtype}; the file's {got.dtype} values are too large)"
-                               if got.dtype != want.dtype else "") + ": a model that diverged cannot be audited")
-        out[name] = cast
-    return out
+    return fitted_state_dict(payload, expected, what="target_weights", source=cfg.target_weights,
+                             model=f"the {cfg.task}/{cfg.arch} model of this config",
+                             export_hint="export with safetensors.torch.save_file(model.state_dict(), path)",
+                             names_hint="arch and the size options must be those the model was built with")

@@ -21,12 +21,12 @@ from typing import Any, Callable, Mapping, cast
 
 import numpy as np
 import torch
-from safetensors.torch import load as load_safetensors
 from torch import nn
 
 from core.foundations.errors import ConfigError
 from core.foundations.fileio import read_named_file
 from core.models.kinds.preprocess import Preprocess
+from core.models.state_dict import fitted_state_dict
 
 #: file suffixes that hold pickles, with the export to use instead
 PICKLE_SUFFIXES = {
@@ -222,32 +222,11 @@ def read_model_file(path: str, what: str, limit: int = MAX_MODEL_BYTES) -> bytes
 
 
 def load_state_dict_into(module: nn.Module, path: str, spec: str) -> list[str]:
-    """Fill ``module`` with the safetensors state dict at ``path``: every name and shape must match (floating
-    tensors cast to the module's dtype, finite). Returns notes. Raises :class:`ConfigError` (one line)."""
-    payload = read_model_file(path, "--weights")
-    try:
-        tensors = load_safetensors(payload)
-    except Exception as exc:  # safetensors raises its own error types for a malformed header
-        reason = " ".join(str(exc).split())[:120] or type(exc).__name__
-        raise ConfigError(f"--weights {str(path)!r} is not a safetensors file ({reason}); {SAFE_EXPORTS}") from None
-    expected = module.state_dict()
-    missing, extra = sorted(set(expected) - set(tensors)), sorted(set(tensors) - set(expected))
-    # a buffer torch adds on its own (BatchNorm's num_batches_tracked) may be absent from an export
-    missing = [m for m in missing if not m.endswith("num_batches_tracked")]
-    if missing or extra:
-        parts = ([f"missing {', '.join(missing[:3])}" + (" …" if len(missing) > 3 else "")] if missing else []) + \
-                ([f"not in it {', '.join(extra[:3])}" + (" …" if len(extra) > 3 else "")] if extra else [])
-        raise ConfigError(f"--weights do not fit {spec} ({len(expected)} tensors): {'; '.join(parts)} (the name and "
-                          f"the number of classes must be those the model was trained with)")
-    state = {}
-    for name, got in tensors.items():
-        want = expected[name]
-        if tuple(got.shape) != tuple(want.shape):
-            raise ConfigError(f"--weights do not fit {spec}: {name} has shape {tuple(got.shape)}, the model's is "
-                              f"{tuple(want.shape)} (is the number of classes right?)")
-        cast = got.to(want.dtype)
-        if cast.is_floating_point() and not bool(torch.isfinite(cast).all()):
-            raise ConfigError(f"--weights hold NaN or infinite values in {name}: a model that diverged cannot be audited")
-        state[name] = cast
-    module.load_state_dict(state, strict=False)
+    """Fill ``module`` with the safetensors state dict at ``path``, checked against the module's own
+    (:func:`core.models.state_dict.fitted_state_dict`). Returns notes. Raises :class:`ConfigError` (one line)."""
+    state = fitted_state_dict(read_model_file(path, "--weights"), module.state_dict(), what="--weights",
+                              source=str(path), model=spec, export_hint=SAFE_EXPORTS,
+                              names_hint="the name and the number of classes must be those the model was trained with",
+                              shape_hint=" (is the number of classes right?)")
+    module.load_state_dict(state, strict=False)  # strict=False: a BatchNorm counter the export left out
     return []
