@@ -27,7 +27,7 @@ lint: venv
 	$(PY) .ci/mypy_check.py
 
 bench: venv
-	$(PY) bench/pipeline.py
+	$(PY) bench/presets.py --tasks image --warm
 
 clean-cache:
 	rm -rf cache/* && touch cache/.gitkeep

@@ -3,7 +3,10 @@ table's F1 runs on the CPU cores the GPU leaves, side by side, within a hard wal
 
     python3 bench/device_findings.py --multi30k .m30k --out "$OUT" [--budget-s 520] [--gpu-cores 7] [--tiny]
 
-(``bench/device_session_findings.sh`` wraps it for the device tool.) Two parts start together:
+The one command of the device tool, run from the repository root with the device image's Python (it holds torch;
+every process it starts uses the same one). Wheels the device image lacks, carried by the caller in ``.whl/`` at
+the repository root, are installed into ``/tmp/site`` first and put on the path of every process it starts; a
+module the runs need that is still missing is one ``error:`` line, exit 2. Two parts start together:
 
 * **GPU** — ``bench/gpu_check.py --only tests multi30k_gpu "translation paper en→de rnn"`` pinned to the
   last ``--gpu-cores`` cores: the CUDA-relevant tests, then the ``multi30k_gpu`` preset en→de for both
@@ -33,6 +36,7 @@ CPU: it checks every step's wiring on any machine in a few minutes; nothing it p
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import shutil
@@ -47,6 +51,30 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+#: what the runs import; the device image may lack some (their wheels carried in .whl/)
+NEEDED = ("torch", "numpy", "scipy", "sklearn", "diskcache", "safetensors", "sacrebleu", "opacus")
+#: where carried wheels are installed (never into the image's own Python)
+CARRIED_SITE = "/tmp/site"
+
+
+def use_carried_wheels() -> None:
+    """Install the wheels in ``ROOT/.whl/`` (if any) into :data:`CARRIED_SITE`, first on the path of this process and
+    of the processes it starts; then exit 2 with one line when a module of :data:`NEEDED` is still missing."""
+    wheels = sorted(str(w) for w in (ROOT / ".whl").glob("*.whl"))
+    if wheels and subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps",
+                                  "--no-compile", "--no-cache-dir", "--upgrade", "--target", CARRIED_SITE,
+                                  *wheels]).returncode == 0:
+        sys.path.insert(0, CARRIED_SITE)
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [CARRIED_SITE, os.environ.get("PYTHONPATH", "")]))
+    missing = [m for m in NEEDED if importlib.util.find_spec(m) is None]
+    if missing:
+        print(f"error: {sys.executable} cannot import: {' '.join(missing)} (carry their wheels in .whl/)",
+              file=sys.stderr)
+        raise SystemExit(2)
+
+
+if __name__ == "__main__":
+    use_carried_wheels()  # before the library's first import
 
 from core.analyses.repeats import repeat_seed  # noqa: E402
 

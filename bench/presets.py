@@ -2,7 +2,8 @@
 
     .venv/bin/python bench/presets.py [--tasks image,translation,navigation] [--presets quick]
                                       [--archs ffnn,rnn] [--set TASK:KEY=VALUE ...] [--json out.json]
-                                      [--repeats N]
+                                      [--repeats N] [--warm]
+    make bench          # = bench/presets.py --tasks image --warm: the image quick preset, cold and warm
 
 Per run (a fresh temporary cache, so every number is a cold run): parameters, wall and CPU time (the
 process's CPU seconds over all its threads: a figure that other jobs on the machine do not inflate;
@@ -12,6 +13,10 @@ epoch, their validation utility), every attack's AUC, TPR at 1 % and at 0.1 % FP
 Then per task and preset, the FFNN-vs-RNN comparison: utility gap, the confounding warnings of
 core.experiment.fidelity, and the matched-utility view (each architecture at the checkpoint whose validation
 utility is closest to the other's final one).
+
+With ``--warm`` each run is opened again at once from its own cache (``bench_warm_s``: what reopening a cached
+run costs — nothing trains, the whole result comes from the cache; a warm run that computed anything is an
+error).
 
 With ``--repeats N`` (N ≥ 2) every configuration runs N times (repeat r: the seed derived by
 core.analyses.repeats; repeat r of FFNN and RNN share a split) and the tables give each number as the mean
@@ -38,9 +43,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 MAIN_ATTACKS = ("shadow", "lira", "rmia")
 
 
-def run_one(task_name: str, arch: str, preset: str, overrides: dict, keep_cache: str | None, repeat: int = 0) -> dict:
+def typed_run(summary: dict):
+    """A run summary of this bench read typed (:class:`core.experiment.results.RunSummary`), without the timings
+    this bench adds to it (``bench_*``: keys the summary's layout does not have)."""
+    from core.experiment.results import RunSummary
+
+    return RunSummary.from_dict({k: v for k, v in summary.items() if not k.startswith("bench_")})
+
+
+def run_one(task_name: str, arch: str, preset: str, overrides: dict, keep_cache: str | None, repeat: int = 0,
+            warm: bool = False) -> dict:
     """One cold run (repeat ``repeat`` of the config) in its own cache folder; returns the summary
-    with the wall time added."""
+    with the wall time added (``warm``: and the time of the same run reopened from that cache)."""
     cache = keep_cache or tempfile.mkdtemp(prefix="mia_bench_")
     os.environ["MIA_CACHE_DIR"] = cache
     try:
@@ -57,6 +71,12 @@ def run_one(task_name: str, arch: str, preset: str, overrides: dict, keep_cache:
         summary["bench_wall_s"] = time.perf_counter() - t
         summary["bench_cpu_s"] = time.process_time() - c  # all threads of this process: robust to other load
         summary["bench_load"] = [load, os.getloadavg()[0]]
+        if warm:
+            t = time.perf_counter()
+            again = run_experiment(cfg, cache=ArtifactCache(cache)).summary
+            summary["bench_warm_s"] = time.perf_counter() - t
+            if not again.get("cache_hit"):
+                raise SystemExit(f"error: {task_name}/{arch}/{preset}: the warm run was not read from the cache")
         return summary
     finally:
         if keep_cache is None:
@@ -95,22 +115,25 @@ def markdown(rows: list[dict]) -> str:
     head = ["task", "arch", "preset", "params", "cold s (wall / CPU)", "utility train / val",
             "shadow fidelity: loss gap m / nm; val",
             *[f"{n} AUC / TPR@1% / TPR@0.1%" for n in MAIN_ATTACKS]]
+    warm = any("bench_warm_s" in s for s in rows)
+    if warm:
+        head.insert(5, "warm s")
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for s in rows:
         data = s.get("data", {})
         task = s["task"] + (f" ({data.get('pair') or data.get('env_id') or s['config']['dataset']})")
         lines.append("| " + " | ".join([
             task, s["arch"].upper(), s["preset"], f"{s['params']:,}",
-            f"{s['bench_wall_s']:.0f} / {s.get('bench_cpu_s', float('nan')):.0f}", utility_text(s),
+            f"{s['bench_wall_s']:.0f} / {s.get('bench_cpu_s', float('nan')):.0f}",
+            *([_f(s.get("bench_warm_s"), ".2f")] if warm else []), utility_text(s),
             fidelity_text(s), *[attack_text(s, n) for n in MAIN_ATTACKS]]) + " |")
     return "\n".join(lines)
 
 
 def comparison_text(pair: list[dict]) -> str:
     from core.experiment.fidelity import confounding_warnings, matched_utility, utility_gap
-    from core.experiment.results import RunSummary
 
-    pair = [RunSummary.from_dict(s) for s in pair]  # the analyses read typed runs
+    pair = [typed_run(s) for s in pair]  # the analyses read typed runs
     out = []
     gap = utility_gap(pair)
     if gap:
@@ -119,12 +142,12 @@ def comparison_text(pair: list[dict]) -> str:
     for w in confounding_warnings(pair):
         out.append(f"WARNING {w}")
     view = matched_utility(pair)
-    for p in (view or {}).get("pairs", []):
-        m, r = p["matched"], p["reference"]
-        names = sorted(set(m["attacks"]) & set(r["attacks"]))
-        aucs = ", ".join(f"{n} {m['attacks'][n]['auc']:.3f} vs {r['attacks'][n]['auc']:.3f}" for n in names)
-        out.append(f"matched utility: {m['arch'].upper()}@{m['epoch']} (val {m['utility_val']:.3g}) vs "
-                   f"{r['arch'].upper()}@{r['epoch']} (val {r['utility_val']:.3g}): AUC {aucs}")
+    for p in view.pairs if view is not None else ():
+        m, r = p.matched, p.reference
+        names = sorted(set(m.attacks) & set(r.attacks))
+        aucs = ", ".join(f"{n} {m.attacks[n].auc:.3f} vs {r.attacks[n].auc:.3f}" for n in names)
+        out.append(f"matched utility: {m.arch.upper()}@{m.epoch} (val {m.utility_val:.3g}) vs "
+                   f"{r.arch.upper()}@{r.epoch} (val {r.utility_val:.3g}): AUC {aucs}")
     return "\n".join(out)
 
 
@@ -144,9 +167,8 @@ def repeats_markdown(groups: list[tuple[str, str, dict[str, list[dict]]]]) -> st
     """Per (task, preset, arch): N and every headline metric as mean [95 % CI] over the repeats;
     then per (task, preset) with both architectures the paired FFNN − RNN differences."""
     from core.analyses.repeats import aggregate, judged_pairs
-    from core.experiment.results import RunSummary
 
-    groups = [(t, p, {a: [RunSummary.from_dict(s) for s in ss] for a, ss in runs.items()}) for t, p, runs in groups]
+    groups = [(t, p, {a: [typed_run(s) for s in ss] for a, ss in runs.items()}) for t, p, runs in groups]
 
     head = ["task", "preset", "arch", "N", *REPEAT_COLUMNS]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -194,6 +216,7 @@ def main() -> None:
     parser.add_argument("--cache", help="use (and keep) this cache folder instead of a fresh one per run")
     parser.add_argument("--repeats", type=int, default=1, help="runs per configuration (1..20; N ≥ 2: means with 95 %% "
                                                                "intervals and paired FFNN − RNN differences)")
+    parser.add_argument("--warm", action="store_true", help="also time each run reopened from its cache")
     args = parser.parse_args()
     if not 1 <= args.repeats <= 20:
         raise SystemExit(f"error: --repeats must lie in 1..20, got {args.repeats}")
@@ -210,14 +233,15 @@ def main() -> None:
             runs: dict[str, list[dict]] = {}
             for rep in range(args.repeats):
                 for arch in args.archs.split(","):
-                    s = run_one(task, arch, preset, sets.get(task, {}), args.cache, rep)
+                    s = run_one(task, arch, preset, sets.get(task, {}), args.cache, rep, warm=args.warm)
                     runs.setdefault(arch, []).append(s)
                     rows.append(s)
                     if rep == 0:
                         pair.append(s)
                     print(f"{task}/{arch}/{preset} (repeat {rep}, seed {s['config']['seed']}): {s['bench_wall_s']:.0f} s "
                           f"wall, {s['bench_cpu_s']:.0f} s CPU (load {s['bench_load'][0]:.1f}→{s['bench_load'][1]:.1f}), "
-                          f"{utility_text(s)}; " + ", ".join(
+                          + (f"warm {s['bench_warm_s']:.2f} s, " if "bench_warm_s" in s else "")
+                          + f"{utility_text(s)}; " + ", ".join(
                               f"{n} {a['auc']:.3f}/{a['tpr_at_fpr']['0.01']:.3f}/{a['tpr_at_fpr']['0.001']:.3f}"
                               for n, a in s["attacks"].items()), flush=True)
             if len(pair) == 2:

@@ -1,15 +1,20 @@
-"""docs/results.md's tables from bench/presets.py's JSON files: every attack's AUC with a 95 % interval.
+"""docs/results.md's tables, from run JSONs: one trained model's record-sampling intervals, or the repeats' intervals.
 
-    .venv/bin/python bench/results_table.py RUN.json [RUN.json ...] [--resamples 2000]
+    .venv/bin/python bench/results_table.py RUN.json [RUN.json ...] [--resamples 2000]   # bench/presets.py's JSON
+    .venv/bin/python bench/results_table.py --repeats RUN.json [RUN.json ...]  # python -m core run --out RUN.json
 
-Per run (one architecture, one seed): utility train / validation, shadow fidelity, wall and CPU seconds,
-and per attack the AUC with its 95 % bootstrap interval over the evaluation records (members and
-non-members resampled separately, N = their sum), TPR at 1 % FPR and the resolution (one member =
-1/n_members of TPR). Then per task, preset and pair of runs (FFNN, RNN) the AUC difference FFNN − RNN
-with its 95 % interval (the two bootstraps are independent), "inconclusive" where it holds 0.
+Without ``--repeats`` (files written by ``bench/presets.py --json``): per run (one architecture, one seed): utility
+train / validation, shadow fidelity, wall and CPU seconds, and per attack the AUC with its 95 % bootstrap interval
+over the evaluation records (members and non-members resampled separately, N = their sum), TPR at 1 % FPR and the
+resolution (one member = 1/n_members of TPR). Then per task, preset and pair of runs (FFNN, RNN) the AUC difference
+FFNN − RNN with its 95 % interval (the two bootstraps are independent), "inconclusive" where it holds 0. That
+interval is the record-sampling uncertainty of one trained model, not the seed-to-seed spread: repeats (other
+seeds) widen it.
 
-The interval is the record-sampling uncertainty of one trained model, not the seed-to-seed spread:
-repeats (other seeds) widen it.
+With ``--repeats`` (run summaries, one per file): the runs are grouped by task, preset and (translation) language
+pair, then by architecture; within a group the runs of both architectures are paired by seed (repeat r of FFNN and
+RNN share a seed, hence a split). Prints bench/presets.py's repeats tables: every headline metric as mean [95 % t
+interval] per architecture, then the paired FFNN − RNN differences with p-values and the three-valued verdicts.
 """
 from __future__ import annotations
 
@@ -77,11 +82,42 @@ def fidelity(s: dict) -> str:
             f"{format(u.get('train', float('nan')), fmt)} / {format(u.get('val', float('nan')), fmt)}")
 
 
+def group_runs(summaries: list[dict]) -> list[tuple[str, str, dict[str, list[dict]]]]:
+    """``--repeats``: (task, preset label, {arch: summaries sorted by seed}) per group; pairs checked by seed."""
+    groups: dict[tuple[str, str], dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
+    for s in summaries:
+        opts = s["config"].get("options", {})
+        label = s["config"]["preset"]
+        if s["task"] == "translation":
+            label += f" {opts.get('src_lang')}→{opts.get('tgt_lang')}"
+        groups[(s["task"], label)][s["arch"]].append(s)
+    out = []
+    for (task, label), runs in groups.items():
+        seeds = {arch: sorted(r["config"]["seed"] for r in rs) for arch, rs in runs.items()}
+        if len({tuple(v) for v in seeds.values()}) > 1:
+            raise SystemExit(f"error: {task} {label}: the architectures' seeds differ ({seeds}); repeats pair by seed")
+        out.append((task, label, {arch: sorted(rs, key=lambda r: r["config"]["seed"]) for arch, rs in sorted(runs.items())}))
+    return out
+
+
+def repeats_tables(paths: list[str]) -> str:
+    """``--repeats``: bench/presets.py's repeats tables (Markdown) of the run summaries at ``paths``."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from presets import repeats_markdown  # beside this file; loads the library only when called
+
+    return repeats_markdown(group_runs([json.loads(Path(p).read_text()) for p in paths]))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", nargs="+")
     parser.add_argument("--resamples", type=int, default=2000)
+    parser.add_argument("--repeats", action="store_true",
+                        help="the runs are run summaries (python -m core run --out): the repeats tables")
     args = parser.parse_args()
+    if args.repeats:
+        print(repeats_tables(args.runs))
+        return
     groups: dict[tuple, dict[str, tuple[dict, dict]]] = defaultdict(dict)
     print("| run | params | wall / CPU s | utility train / val | shadow fidelity (m / nm; shadows train / val) |")
     print("|---|---|---|---|---|")
