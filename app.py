@@ -7,9 +7,9 @@ import streamlit as st
 import torch
 
 #: the server process's torch threads: one. The pages' work is many small products (a slider step's defended
-#: points); on a loaded machine two threads wait on each other at every one of them (a Dir_k step to a new k in
-#: the browser: tens of seconds with the default two, about 2 s with one; docs/performance.md, "The server's
-#: torch threads"). Not through OMP_NUM_THREADS: the worker processes (core.jobs.worker, spawned) size their own
+#: points); on a loaded machine two threads wait on each other at every one of them, and a Dir_k step to a new k
+#: took many times longer in the browser with the default two than with one (docs/performance.md, "… the server
+#: on one torch thread"). Not through OMP_NUM_THREADS: the worker processes (core.jobs.worker, spawned) size their own
 #: pools (core.foundations.device.configure_threads) and would inherit it.
 SERVER_TORCH_THREADS = 1
 if torch.get_num_threads() != SERVER_TORCH_THREADS:

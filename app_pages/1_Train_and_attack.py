@@ -66,7 +66,7 @@ with d1:
                            key=f"{prefix}:dataset")
 if dataset == base.dataset and task.preset_notes.get(preset):
     note_slot.info(f"**Preset {preset}** — {task.preset_notes[preset]}", icon="⏱️")
-elif dataset != base.dataset:  # the preset's note (its data, its measured time) would describe another source
+elif dataset != base.dataset:  # the preset's note (its data, its sizes, its measured times) describes another source
     note_slot.info(f"**Preset {preset}** on **{dataset}** (the preset's sizes and epochs; the preset itself reads "
                    f"{base.dataset}): time not measured for this combination.", icon="⏱️")
 data_dir = base.data_dir

@@ -21,7 +21,7 @@ from core.foundations.errors import ConfigError
 from core.models.translation import PAD, LuongSeq2Seq, TransformerSeq2Seq, count_params, match_transformer
 from core.tasks import get_task
 from core.training.loop import build_optimizer, seeded_generator, train_epochs, warmup_inverse_sqrt
-from tests.test_real_presets import write_multi30k_fixture
+from tests.test_real_presets import preset_times_rows, write_multi30k_fixture
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Multi30K's train vocabularies at min_freq 2 (core/tasks/translation.py: en 5,871, de 7,833)
@@ -47,13 +47,14 @@ def test_multi30k_gpu_is_en_de_multi30k_sized_for_its_half_and_says_it_needs_a_g
     assert f.seed == r.seed and f.options == r.options and (f.lr, f.epochs, f.batch_size) == (r.lr, r.epochs, r.batch_size)
 
 
-def test_multi30k_gpu_note_carries_the_h100_numbers_of_the_device_run_it_cites():
-    """The preset's note and docs/results.md quote the one H100 run of 2026-11-27
-    (docs/device_runs/2026-11-27/gpu_check.json): every figure they give is that file's, rounded. The findings'
-    translation note (page text) gives no figure and points to docs/results.md."""
+def test_multi30k_gpu_figures_in_the_docs_are_the_device_runs_and_its_note_points_to_them():
+    """docs/results.md (its section and its "Preset times" row) quotes the one H100 run of 2026-11-27
+    (docs/device_runs/2026-11-27/gpu_check.json): every figure it gives is that file's, rounded. The preset's note
+    and the findings' translation note (page text) give no figure of it and point to the docs."""
     import json
 
     from core.analyses.findings import DECIDING_NEEDS
+    from core.tasks.base import PRESET_TIMES
 
     raw = json.loads((ROOT / "docs/device_runs/2026-11-27/gpu_check.json").read_text())["steps"]
     runs = {a: raw[f"translation multi30k_gpu en→de {a}"] for a in ("ffnn", "rnn")}
@@ -62,20 +63,22 @@ def test_multi30k_gpu_note_carries_the_h100_numbers_of_the_device_run_it_cites()
         r = runs[a]
         figures += [f"{r['train_s']:.1f} s", f"{r['attack_s']:.1f} s", f"{r['utility']['val']:.1f}",
                     f"{r['utility']['train']:.1f}", f"{r['auc']['lira']:.3f}", f"{r['auc']['rmia']:.3f}"]
-    texts = {"preset note": get_task("translation").preset_notes["multi30k_gpu"],
-             "docs/results.md": (ROOT / "docs/results.md").read_text()}
+    texts = {"docs/results.md": (ROOT / "docs/results.md").read_text(),
+             "its Preset times row": preset_times_rows()[("translation", "multi30k_gpu")]}
     finding_note = DECIDING_NEEDS["translation"]
     assert "docs/results.md" in finding_note and "2026" not in finding_note
-    assert not any(f in finding_note for f in figures), finding_note
+    note = get_task("translation").preset_notes["multi30k_gpu"]
+    assert PRESET_TIMES in note and "2026" not in note and "5953d02" not in note
+    for where, text in {"the findings' note": finding_note, "the preset note": note}.items():
+        assert not any(f in text for f in figures), (where, text)
     for where, text in texts.items():
         for f in figures[2:4] + figures[8:10]:  # validation / train BLEU of both
             assert f in text, (where, f)
         for f in (figures[4], figures[5], figures[10], figures[11]):  # LiRA and RMIA AUC of both
             assert f in text, (where, f)
+        for f in (figures[0], figures[1], figures[6], figures[7]):  # training and attack-stage seconds
+            assert f in text, (where, f)
         assert "5953d02" in text and "2026-11-27" in text, where
-    note = texts["preset note"]
-    for f in (figures[0], figures[1], figures[6], figures[7]):  # training and attack-stage seconds
-        assert f in note, f
     # the bar: both translate (validation BLEU ≥ 20); LiRA below 0.95 for both, RMIA above for both
     assert all(r["utility"]["val"] >= 20 for r in runs.values())
     assert all(r["auc"]["lira"] <= 0.95 < r["auc"]["rmia"] for r in runs.values())
@@ -85,8 +88,9 @@ def test_multi30k_gpu_note_carries_the_h100_numbers_of_the_device_run_it_cites()
     log = (ROOT / "docs/device_runs/2026-11-27/gpu_check.log").read_text()
     step = {a: float(re.search(rf"^\[translation multi30k_gpu en→de {a}\] ([0-9.]+) s", log, re.M).group(1))
             for a in ("ffnn", "rnn")}
-    assert f"6 × ({step['ffnn']:.0f} + {step['rnn']:.0f}) s" in note
-    assert f"≈ {6 * (step['ffnn'] + step['rnn']) / 60:.0f} min" in note
+    for where, text in texts.items():
+        assert f"6 × ({step['ffnn']:.0f} + {step['rnn']:.0f}) s" in text, where
+        assert f"≈ {6 * (step['ffnn'] + step['rnn']) / 60:.0f} min" in text, where
 
 
 def test_multi30k_gpu_models_at_multi30ks_vocabularies_are_matched_within_5_percent():

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from core.models.translation import LuongSeq2Seq, TransformerSeq2Seq, match_transformer
 from core.tasks import get_task
+from core.tasks.base import PRESET_TIMES
 from core.data.translation_records import SPECIALS, Vocab
 from tests.test_image import write_cifar_fixture
 from core.views.run_figures import comparison_resolution_note, resolution_note
@@ -20,6 +22,26 @@ ROOT = Path(__file__).resolve().parent.parent
 
 #: task -> (preset, real dataset); every real-data preset must appear here
 REAL_PRESETS = {"image": ("cifar_cpu", "cifar10"), "translation": ("multi30k_cpu", "multi30k")}
+#: the tasks that ship with the explorer: every preset of theirs has a row in docs/results.md's "Preset times"
+BUILT_IN_TASKS = ("image", "translation", "navigation", "tabular")
+#: a measured figure a note must not carry (it ages with the machine and the commit): seconds, minutes, hours, a
+#: CPU-seconds count, a date, a GPU model
+NOTE_FIGURE = re.compile(r"\d ?(s|min|h)\b|CPU s\b|\b20\d\d-\d\d-\d\d\b|\b[HA]100\b")
+
+
+def preset_times_rows() -> dict[tuple[str, str], str]:
+    """(task, preset) -> its row of the "Preset times" table in the file and section :data:`PRESET_TIMES` names."""
+    path, anchor = PRESET_TIMES.split("#")
+    text = (ROOT / path).read_text()
+    heading = next(line for line in text.splitlines()
+                   if line.startswith("## ") and re.sub(r"[^a-z0-9 -]", "", line[3:].lower()).replace(" ", "-") == anchor)
+    section = text.split(heading + "\n", 1)[1].split("\n## ", 1)[0]
+    rows = {}
+    for line in section.splitlines():
+        m = re.match(r"\| (\w+) · `(\w+)` \|", line)
+        if m:
+            rows[(m.group(1), m.group(2))] = line
+    return rows
 
 _EN = ["a man in a blue shirt is standing on a ladder .", "two dogs play in the grass .",
        "a woman is reading a book in the park .", "children are running on the beach .",
@@ -54,7 +76,7 @@ def test_real_preset_reads_its_dataset_and_matches_parameter_counts(task_name, t
     preset, dataset = REAL_PRESETS[task_name]
     assert preset in task.presets and dataset in task.real_datasets
     note = task.preset_notes[preset]
-    assert "data_dir" in note and "measured" in note.lower()  # what it needs, and how long it took where
+    assert "data_dir" in note and PRESET_TIMES in note  # what it needs, and where its measured times are
     overrides = _fixture_overrides(task_name, tmp_path)
     counts = {}
     for arch in ("ffnn", "rnn"):
@@ -62,6 +84,20 @@ def test_real_preset_reads_its_dataset_and_matches_parameter_counts(task_name, t
         assert cfg.dataset == dataset and cfg.preset == preset
         counts[arch] = task.param_count(task.build_model(cfg, task.load(cfg)))
     assert abs(counts["ffnn"] - counts["rnn"]) / max(counts.values()) <= 0.05, counts
+
+
+def test_every_preset_note_points_to_its_row_of_measured_times_and_carries_no_figure():
+    """A preset note says what the preset is (data, sizes) and ends with the pointer to "Preset times"; that section
+    has exactly one row per built-in task and preset, each naming a commit or saying "not measured"."""
+    rows = preset_times_rows()
+    presets = {(t, p) for t in BUILT_IN_TASKS for p in get_task(t).presets}
+    assert set(rows) == presets, (set(rows) ^ presets)
+    for task_name, preset in presets:
+        note = get_task(task_name).preset_notes[preset]
+        assert note.endswith(f"Measured times: {PRESET_TIMES}."), (task_name, preset, note)
+        assert not NOTE_FIGURE.search(note), (task_name, preset, NOTE_FIGURE.search(note))
+        row = rows[(task_name, preset)]
+        assert "not measured" in row or re.search(r"\b[0-9a-f]{7}\b", row), row  # a commit with its figures
 
 
 def test_cifar_cpu_models_at_cifar10s_shape_are_matched():
@@ -176,7 +212,7 @@ def test_gpu_check_dry_run_runs_every_step_on_the_cpu(arch, tmp_path, monkeypatc
 
 @pytest.mark.parametrize("task_name", sorted(REAL_PRESETS))
 def test_real_preset_is_selectable_on_the_page_with_what_it_needs(task_name, tmp_path, monkeypatch):
-    """Train & attack: picking the preset shows its note (data folder, measured time) and asks for the
+    """Train & attack: picking the preset shows its note (data folder, where its measured times are) and asks for the
     folder of its real dataset."""
     from streamlit.testing.v1 import AppTest
 

@@ -147,8 +147,9 @@ def _panel() -> None:
                 st.rerun(scope="app")
 
 
-#: seconds between refreshes of the sidebar's job panel while jobs run / otherwise (a fragment rerun
-#: costs the server about 0.1 s of CPU on a 2-core machine: polling is kept slow)
+#: seconds between refreshes of the sidebar's job panel while jobs run / otherwise (every fragment rerun costs the
+#: server CPU that a 2-core machine shares with the training: polling is kept slow; docs/performance.md, "Figures
+#: behind the code's choices")
 POLL_BUSY_S, POLL_IDLE_S = 4.0, 15.0
 
 

@@ -3,8 +3,8 @@
 A run fits many small classifiers on the shadows' answers: the shadow-model attack (an MLP, or an
 LSTM over answer sequences: PVMIA), PRMIA's and the BLEU-feature MLPs — each at every checkpoint
 epoch and every defense draw or memorization block. Fitted one after another each optimiser
-step runs a few tiny kernels, so the stage is bound by launches and Python, not arithmetic: on an
-H100 the translation ``paper`` preset spent 9,480 steps (docs/results.md, "GPU check").
+step runs a few tiny kernels, so the stage is bound by launches and Python, not arithmetic: on a GPU
+the translation ``paper`` preset's attack stage was thousands of such steps (docs/results.md, "GPU check").
 
 Here one loop takes one optimiser step for all of them. What makes that the one-by-one fit:
 

@@ -11,8 +11,8 @@ on the pool's (features(x), s(x)) by the pinball (quantile) loss
 
 whose minimiser over functions of x is the conditional (1 − α) quantile of s given x (Koenker &
 Bassett 1978). A regressor fitted on a few hundred records overfits them (its quantiles are too
-tight on records it has not seen: measured on a 100-member digits run, 15 % of the victim's
-non-members exceeded a 95 % quantile), so it is fitted on 70 % of the pool and shifted by the
+tight on records it has not seen: far more than α of the victim's non-members exceeded its (1 − α) quantile;
+docs/performance.md, "Figures behind the code's choices"), so it is fitted on 70 % of the pool and shifted by the
 conformal offset of the other 30 % — the ⌈(n + 1)(1 − α)⌉-th smallest held-out residual s − q̂
 (conformalised quantile regression, Romano, Patterson & Candès, NeurIPS 2019) — which makes the
 false-positive rate on records exchangeable with the pool at most α (marginally, over the pool's draw). The features are the record's own (its pixels and label): model-independent, so

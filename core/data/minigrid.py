@@ -49,7 +49,8 @@ class MapEnv:
     """One MiniGrid environment whose observation is computed with numpy.
 
     MiniGrid builds the agent's view by slicing and rotating a grid of Python objects and
-    propagating visibility cell by cell (~90 % of a step). Here the full grid's encoding is
+    propagating visibility cell by cell (most of a step: docs/performance.md, "Figures behind the
+    code's choices"). Here the full grid's encoding is
     cached (per map seed, and updated in the one cell in front of the agent after an action that
     can change the grid: pickup, drop, toggle); the view is one gather from it (padded with
     walls) at offsets precomputed per facing direction, and the visibility propagation is
@@ -57,7 +58,8 @@ class MapEnv:
     through the agent's actions alone (all navigation maps).
     """
 
-    #: initial grid encodings by (env id, seed): maps repeat, encoding a 25×25 grid costs ~0.7 ms
+    #: initial grid encodings by (env id, seed): maps repeat, and encoding a grid again at every reset costs more than
+    #: reading it back (docs/performance.md, "Figures behind the code's choices")
     _initial_codes: dict[tuple[str, int], np.ndarray] = {}
 
     def __init__(self, env_id: str, render_mode: str | None = None):
@@ -294,8 +296,8 @@ class MapVecEnv:
     """``n_envs`` :class:`MapEnv` stepped in lock-step; a finished episode restarts at once on
     the next map of the :class:`MapSampler` (the :class:`core.training.ppo.VecEnv` protocol).
 
-    A plain list of environments stepped in the main process: an env step takes ~20 µs here,
-    less than the cost of handing it to a worker process.
+    A plain list of environments stepped in the main process: an env step costs less than handing it to a
+    worker process (docs/performance.md, "Figures behind the code's choices").
     """
 
     def __init__(self, env_id: str, n_envs: int, seeds: np.ndarray, order_seed: int,

@@ -446,9 +446,9 @@ class Defender:
         if utility and (stored := self._full_point_known(spec, attacker, disk)) is not None:
             return memo_key, None, stored
         # the slider's fast point is kept on disk too: a new server session reads a curve's points instead of
-        # recomputing them (first open, image quick, 3 repeats: 13 s of Dir_k curves); read once, then from
-        # memory. Without quantile regression under its own key (the points under the old key carry it).
-        # Without the registry's attacks (the Defenses page's draw-1 stand-in) under a third.
+        # recomputing them (on a first open, most of the page's time: docs/performance.md, "Page speed"); read
+        # once, then from memory. Without quantile regression under its own key (the points under the old key
+        # carry it). Without the registry's attacks (the Defenses page's draw-1 stand-in) under a third.
         # The Defenses page's utility card's point (utility, every draw, no quantile regression) under a fourth: the
         # curves and the table show the utility loss of every value a session visited, not only of "Measure"'s
         if utility and not quantile and registry and attacker == "naive":

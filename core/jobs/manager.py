@@ -275,11 +275,9 @@ class JobGroup:
 def worker_threads(slots: int, cores: int | None = None) -> int:
     """Torch threads of each worker process: the usable cores less one, shared by the slots, at
     least 1. The core left over is the app's own: its server reruns the pages (the job panel every
-    2 s) and, on the same machine, the browser draws them while the worker trains. Measured on 2
-    idle cores (docs/performance.md, "Home demo vs the CLI"): the image demo took 54.4 s with a
-    2-thread worker (its threads spun, waiting for each other, whenever the server or the browser
-    ran: 82 s of CPU) and 38.7 s with one (41 s of CPU); the CLI's same two runs 48.8 s with two
-    threads, 48.1 s with one."""
+    2 s) and, on the same machine, the browser draws them while the worker trains: a worker with every
+    core's thread spins waiting for the others whenever the server or the browser runs, and the image
+    demo took longer that way than with one thread fewer (docs/performance.md, "Home demo vs the CLI")."""
     return max(1, ((cores or usable_cores()) - 1) // max(1, slots))
 
 

@@ -95,7 +95,7 @@ class Responses:
         non-members at a zero loss and blunt the threshold attacks. It runs where the logits
         are: on a GPU only the per-step signals and the top-K leave it, not the (T, m) matrix
         (a translation model's m is its whole vocabulary; copying and reducing that matrix on
-        the CPU was the largest cost of translation ``paper`` on an H100, docs/results.md).
+        the CPU was the largest cost of translation ``paper`` on a GPU, docs/results.md "GPU check").
         """
         logp = torch.log_softmax(torch.as_tensor(logits).detach().double(), dim=-1)
         return cls._build(logp, lengths, reference, keep_full)

@@ -28,6 +28,9 @@ EpochCallback = Callable[[int, nn.Module], None]
 FractionCallback = Callable[[float], None]
 #: Maps (B, m) log-probabilities to (B, m) log-probabilities (an output defense, e.g. Dir_k).
 OutputTransform = Callable[[torch.Tensor], torch.Tensor]
+#: where every built-in preset's measured times are (one row per task and preset, with its command and commit): a
+#: preset note points here instead of carrying figures that age with the machine and the commit
+PRESET_TIMES = "docs/results.md#preset-times"
 
 
 def apply_each(transforms: Sequence[OutputTransform], log_probs: torch.Tensor) -> torch.Tensor:
@@ -97,8 +100,8 @@ class Task(ABC):
     #: preset name -> field overrides of :class:`ExperimentConfig` (options included); a key
     #: ``ffnn`` or ``rnn`` holds overrides for that architecture only (e.g. its learning rate)
     presets: dict[str, dict[str, Any]] = {}
-    #: preset name -> one line for the UI and the CLI: what it needs (a data folder, a GPU) and how
-    #: long it takes (measured, with the machine it was measured on)
+    #: preset name -> one line for the UI and the CLI: what it needs (a data folder, a GPU), its sizes and what it
+    #: is for; the built-in tasks' notes end by pointing to :data:`PRESET_TIMES` for the measured times
     preset_notes: dict[str, str] = {}
     #: built-in and real data sources the task can load (the first is the default)
     datasets: tuple[str, ...] = ()

@@ -35,6 +35,7 @@ from core.foundations.memory import (
 )
 from core.models.image import JointReNet, ReNet, ResidualCNN, count_params, match_renet, renet_param_count
 from core.tasks.base import (
+    PRESET_TIMES,
     EpochCallback,
     FractionCallback,
     LogitClassifier,
@@ -177,9 +178,9 @@ class ImageTask(LogitClassifier, Task):
         # (the study trains ResNet with lr 1e-3 and ReNet with lr 1e-2: paper 000 §4.2)
         "quick": dict(dataset="digits", n_train=200, n_eval=200, epochs=40, batch_size=32, lr=1e-3,
                       n_shadows=4, attack_epochs=(2, 5, 10, 20, 30), attack_train_epochs=80, rnn=dict(lr=1e-2)),
-        # real CIFAR-10 sized for 2 CPU cores (measured in docs/results.md): 4,000 members, small
-        # CNN (33k parameters) vs ReNet on 4×4 patches (35k), both at lr 3e-3 (the ReNet at the study's 1e-2
-        # peaked at validation 0.43 by epoch 6, then fell to 0.38 as it memorised), 2 shadows
+        # real CIFAR-10 sized for 2 CPU cores: 4,000 members, small CNN (33k parameters) vs ReNet on 4×4
+        # patches (35k), both at lr 3e-3 (the ReNet at the study's 1e-2 peaked within a few epochs, then fell
+        # as it memorised: docs/results.md, "Image: cifar_cpu"), 2 shadows
         "cifar_cpu": dict(dataset="cifar10", n_train=4000, n_eval=1000, epochs=24, batch_size=64, lr=3e-3,
                           n_shadows=2, attack_epochs=(6, 12, 18), attack_train_epochs=40, cnn_width=8, cnn_stages=3,
                           cnn_fc=64, renet_patch=4, renet_layers=1),
@@ -195,19 +196,17 @@ class ImageTask(LogitClassifier, Task):
     }
 
     preset_notes = {
-        "quick": "built-in 8×8 digits, no data folder; cold on 2 CPU cores 18 s (CNN) / 10 s (ReNet), measured "
-                 "(docs/results.md).",
+        "quick": "built-in 8×8 digits, no data folder; 200 members, 4 shadows, 40 epochs: the default, a first look "
+                 f"that runs on a laptop. Measured times: {PRESET_TIMES}.",
         "cifar_cpu": "CIFAR-10 in data_dir (the 'python version' folder: data_batch_1 … data_batch_5); 4,000 members, "
-                     "2 shadows. Measured (one seed, docs/results.md): 413 CPU s (CNN) / 132 (ReNet) with shadows and attacks "
-                     "(≤ 7 / 2.5 min on 2 idle cores, an estimate: the machine was loaded, wall 45 / 22 min); "
-                     "validation accuracy 0.417 / 0.421, train 0.957 / 0.947.",
+                     "2 shadows, 24 epochs, a CNN and a ReNet of about 34k parameters each: real images sized for 2 CPU "
+                     f"cores. Measured times: {PRESET_TIMES}.",
         "folder_quick": "your images in class folders in data_dir (DIR/<class>/<file>.png|jpg|jpeg; "
-                        "docs/your_data.md), resized to image_size 32; 500 members, 2 shadows. Measured on 4,000 "
-                        "CIFAR-10 PNGs (one seed): 103 s (CNN) / 70 s (ReNet) from the command to the results on a "
-                        "2-core machine loaded by other work (21 / 11 CPU s); validation accuracy 0.30 / 0.39. Larger "
-                        "images need a larger renet_patch for matched models (image_size 64: renet_patch 8).",
-        "paper": "CIFAR-10 in data_dir; the study's layout (10,000 members, 5 shadows, 50 epochs): a GPU recommended, "
-                 "not measured on 2 CPU cores.",
+                        "docs/your_data.md), resized to image_size 32; 500 members, 2 shadows, 20 epochs. Larger "
+                        "images need a larger renet_patch for matched models (image_size 64: renet_patch 8). "
+                        f"Measured times: {PRESET_TIMES}.",
+        "paper": "CIFAR-10 in data_dir; the study's layout (10,000 members, 5 shadows, 50 epochs): a GPU recommended. "
+                 f"Measured times: {PRESET_TIMES}.",
     }
 
     def __init__(self) -> None:

@@ -54,7 +54,16 @@ from core.foundations.memory import (
 from core.measurement.responses import Responses
 from core.measurement.slices import quantile_buckets
 from core.models.navigation import build_agent, lstm_agent_params, match_lstm_width
-from core.tasks.base import EpochCallback, FractionCallback, OutputTransform, RecordView, Task, TaskData, VictimLoader
+from core.tasks.base import (
+    PRESET_TIMES,
+    EpochCallback,
+    FractionCallback,
+    OutputTransform,
+    RecordView,
+    Task,
+    TaskData,
+    VictimLoader,
+)
 from core.training.dpsgd import PrivacyRecord
 from core.training.loop import BatchCallback, PrivacySettings, TrainingRecord
 from core.training.ppo import PPOSettings, train_ppo
@@ -356,11 +365,10 @@ class NavigationTask(Task):
     }
 
     preset_notes = {
-        "quick": "built-in MiniGrid maps (N2-S4), no data folder; cold, 5 agents and the attacks: 203 CPU s (MLP) / "
-                 "298 CPU s (LSTM) on a loaded 2-core machine (docs/results.md; an idle machine is faster). 16 + 16 "
-                 "maps: one map moves a TPR by 0.0625.",
-        "paper": "built-in MiniGrid maps (N4-S5, start-room curriculum); 1,023 s (MLP) / 1,646 s (LSTM) cold, measured "
-                 "on a loaded 2-core machine. 16 + 16 maps: one map moves a TPR by 0.0625.",
+        "quick": "built-in MiniGrid maps (N2-S4), no data folder; 16 + 16 maps (one map moves a TPR by 0.0625), "
+                 f"4 shadows, 122,880 frames per agent. Measured times: {PRESET_TIMES}.",
+        "paper": "built-in MiniGrid maps (N4-S5, start-room curriculum): the studies' 4-room layout; 16 + 16 maps (one "
+                 f"map moves a TPR by 0.0625), 5 shadows, 819,200 frames per agent. Measured times: {PRESET_TIMES}.",
     }
 
     def __init__(self) -> None:

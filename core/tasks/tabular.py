@@ -44,7 +44,16 @@ from core.foundations.device import default_device
 from core.foundations.errors import ConfigError, DatasetNotFoundError
 from core.foundations.memory import FLOAT_BYTES, attack_training_bytes, responses_bytes, training_state_bytes
 from core.models.tabular import TabularLSTM, TabularMLP, lstm_param_count, match_lstm_hidden, mlp_param_count
-from core.tasks.base import EpochCallback, FractionCallback, LogitClassifier, RecordView, Task, TaskData, VictimLoader
+from core.tasks.base import (
+    PRESET_TIMES,
+    EpochCallback,
+    FractionCallback,
+    LogitClassifier,
+    RecordView,
+    Task,
+    TaskData,
+    VictimLoader,
+)
 from core.training.loop import (
     BatchCallback,
     PrivacySettings,
@@ -125,11 +134,11 @@ class TabularTask(LogitClassifier, Task):
                       rnn=dict(lr=3e-3)),
     }
     preset_notes = {
-        "quick": "built-in breast cancer table (scikit-learn, 569 rows), no file needed; for your CSV add data_dir "
-                 "and label (and lower n_train, n_eval for a table under 560 rows). Cold, victim + 4 shadows + attacks, "
-                 "measured once on a shared 2-core machine (docs/your_data.md): 33 CPU s (MLP) / 97 CPU s (LSTM).",
-        "paper": "your CSV in data_dir with at least 6,000 rows (2,000 members + 1,000 non-members a side), "
-                 "5 shadows, 100 epochs; not measured.",
+        "quick": "built-in breast cancer table (scikit-learn, 569 rows), no file needed; 140 members, 4 shadows, 60 "
+                 "epochs; for your CSV add data_dir and label (and lower n_train, n_eval for a table under 560 rows). "
+                 f"Measured times: {PRESET_TIMES}.",
+        "paper": "your CSV in data_dir with at least 6,000 rows (2,000 members + 1,000 non-members a side); "
+                 f"5 shadows, 100 epochs. Measured times: {PRESET_TIMES}.",
     }
 
     def __init__(self) -> None:

@@ -264,7 +264,7 @@ class TranslationTask(Task):
     record_id_meaning = ("pairs: the pair's 1-based line number in its files; captions and multi30k: the sentence "
                          "pair's 0-based index among the pairs kept (the data source's pairs in file order, those "
                          "longer than max_len tokens left out)")
-    presets = PRESETS  # core/tasks/translation_presets.py: the sizes and what each was measured at
+    presets = PRESETS  # core/tasks/translation_presets.py: the sizes and what each is for
     preset_notes = PRESET_NOTES
 
     def __init__(self) -> None:
