@@ -52,7 +52,10 @@ def test_the_builtin_analyses_are_registered_in_their_order():
         analysis_registry.register_analysis(analysis_registry.Analysis("scatter", "again", lambda run: {}))
     with pytest.raises(ConfigError, match="unknown analysis 'nope'"):
         analysis_registry.get_analysis("nope")
-    assert set(worker.JOB_KINDS) == {"experiment", "mapview", "sensitivity", "analysis", "adaptive", "defense_grid"}
+    import core.jobs.own_model_audit  # noqa: F401  the Your model page's kind registers where it is defined
+
+    assert set(worker.JOB_KINDS) == {"experiment", "mapview", "sensitivity", "analysis", "adaptive", "defense_grid",
+                                     "own_model_audit"}
 
 
 def test_a_toy_analysis_appears_in_the_cli_its_files_and_the_html_export(toys, tmp_path, capsys, monkeypatch):

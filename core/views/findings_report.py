@@ -197,10 +197,11 @@ SHORT_COLUMNS = ("verdict", "finding", "task", "preset", "measured here (95 % CI
 
 
 def verdict_word(row: FindingRow) -> str:
-    """The verdict's word alone (holds / reversed / inconclusive / not comparable / uninformative), "not run" where
-    nothing is measured (or what the row is instead: "no preset"), "—" where a measured row has no verdict."""
+    """The verdict's word alone (holds / reversed / inconclusive / not comparable / uninformative); "— (not run)"
+    where nothing is measured (or what the row is instead: "— (no preset)"), as every verdict column opens a cell
+    that carries no verdict; "—" where a measured row has no verdict."""
     if row.status != "measured" or row.measured is None:
-        return row.status
+        return f"— ({row.status})"
     return verdict_text(row).split(" (", 1)[0] or "—"
 
 
