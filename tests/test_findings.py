@@ -182,7 +182,7 @@ def test_page_renders_the_table_and_its_button_queues_exactly_the_missing_runs(t
     s1 = short[short["finding"] == "F1"].iloc[0]
     assert s1["verdict"] == f1["verdict"].split(" (")[0]
     assert s1["measured here (95 % CI, N)"].startswith("FFNN − RNN ") and s1["measured here (95 % CI, N)"].endswith(", N = 2")
-    assert (short[short["finding"] == "F4"]["verdict"] == "not run").all()
+    assert (short[short["finding"] == "F4"]["verdict"] == "— (not run)").all()
     # the row under the table: the first measured one until a row is selected, its verdict's reason in full
     details = " ".join(m.value for m in at.markdown)
     assert "F1 · image · quick" in shown_text(details) and f1["verdict"] in shown_text(details)
