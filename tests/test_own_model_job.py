@@ -13,9 +13,9 @@ from core.analyses.user_audit import utility_estimates, utility_loss_estimate
 from core.audit import AuditResult, audit
 from core.foundations.errors import ConfigError
 from core.foundations.version import unstamped
-from core.models.kinds.preprocess import ImageTransform, read_preprocess, transform_image
+from core.models.kinds.preprocess import read_preprocess
 from job_events import record_job_events
-from test_user_audit import SmallCNN, digits_folder, fit, sklearn_table
+from test_user_audit import SmallCNN, digits_folder, fit, sklearn_table, timm_on_digits
 from core.jobs.manager import CANCELLED, DONE, FAILED, JobManager, SessionJobs
 from core.jobs.own_model_audit import KIND, AuditParams, AuditRequest, restored_audit, stored_audit
 
@@ -107,17 +107,8 @@ def test_hostile_parameters_are_refused_in_one_line_before_anything_trains(root,
 
 def timm_model(root):
     """timm's ``test_resnet`` fitted on the digits' members (as in tests/test_user_audit.py), saved under the root."""
-    from safetensors.torch import save_file
-
-    from core.models.kinds.vision_import import import_timm
-    timm = import_timm()
     paths, images, labels, members = digits_folder(root / "digits")
-    transform = ImageTransform(channels=3, mean=(0.5, 0.5, 0.5), std=(0.25, 0.25, 0.25))
-    x = torch.as_tensor(np.stack([transform_image(p, transform) for p in images]))
-    torch.manual_seed(0)
-    net = fit(timm.create_model("test_resnet", pretrained=False, num_classes=3), x[members], labels[members],
-              steps=40, lr=3e-3, frozen_norm=True)
-    save_file(net.state_dict(), root / "timm.safetensors")
+    timm_on_digits(images, labels, members, root / "timm.safetensors")
     pre = 'num_classes = 3\n[image]\nchannels = 3\nmean = [0.5, 0.5, 0.5]\nstd = [0.25, 0.25, 0.25]\n'
     return AuditParams.from_dict({"spec": "timm:test_resnet", "weights": "timm.safetensors", "data": "digits",
                                   "members": "members.txt", "preprocess": pre,

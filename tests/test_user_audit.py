@@ -71,6 +71,21 @@ def fit(module: nn.Module, x: torch.Tensor, y: np.ndarray, steps: int = 150, lr:
     return module.eval()
 
 
+def timm_on_digits(images, labels, members, out) -> tuple[nn.Module, torch.Tensor]:
+    """timm's ``test_resnet`` fitted on the digits' members under a declared 3-channel transform, its state dict
+    saved as safetensors at ``out`` (a model trained outside the explorer, as a user brings one): (the model, the
+    transformed images)."""
+    from core.models.kinds.vision_import import import_timm
+    timm = import_timm()
+    transform = ImageTransform(channels=3, mean=(0.5, 0.5, 0.5), std=(0.25, 0.25, 0.25))
+    x = torch.as_tensor(np.stack([transform_image(p, transform) for p in images]))
+    torch.manual_seed(0)
+    net = fit(timm.create_model("test_resnet", pretrained=False, num_classes=3), x[members], labels[members],
+              steps=40, lr=3e-3, frozen_norm=True)
+    save_file(net.state_dict(), out)
+    return net, x
+
+
 @pytest.fixture()
 def digits(tmp_path):
     data = tmp_path / "digits"
@@ -165,15 +180,8 @@ def test_torchvision_resnet_end_to_end_via_the_cli(digits, tmp_path):
 
 
 def test_timm_model_without_a_recipe_says_why_lira_and_rmia_did_not_run(digits, tmp_path):
-    from core.models.kinds.vision_import import import_timm
-    timm = import_timm()
     data, paths, images, labels, members = digits
-    transform = ImageTransform(channels=3, mean=(0.5, 0.5, 0.5), std=(0.25, 0.25, 0.25))
-    x = torch.as_tensor(np.stack([transform_image(p, transform) for p in images]))
-    torch.manual_seed(0)
-    net = fit(timm.create_model("test_resnet", pretrained=False, num_classes=3), x[members], labels[members],
-              steps=40, lr=3e-3, frozen_norm=True)
-    save_file(net.state_dict(), tmp_path / "timm.safetensors")
+    net, x = timm_on_digits(images, labels, members, tmp_path / "timm.safetensors")
     pre = {"num_classes": 3, "image": {"channels": 3, "mean": [0.5] * 3, "std": [0.25] * 3}}
     result = audit("timm:test_resnet", str(tmp_path / "members.txt"), data=str(data), weights=str(tmp_path / "timm.safetensors"),
                    preprocess=pre, **QUICK)
