@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 
-from core.measurement.responses import TOP_K, Responses
+from core.measurement.responses import FULL_VECTOR_LIMIT, TOP_K, Responses
 
 
 def make(seed=0, lengths=(1, 3, 2), m=5):
@@ -53,11 +53,15 @@ def test_bytes_roundtrip_keeps_everything():
 
 
 def test_large_vocabulary_keeps_only_top_k():
-    """2,000 sentences x 15 tokens over a 10k vocabulary: a few MB, not gigabytes."""
+    """2,000 sentences x 15 tokens over a vocabulary far above FULL_VECTOR_LIMIT: a few MB, where the full
+    vectors would be hundreds (30,000 x 1,000 doubles = 240 MB; the bound below is 48 times smaller). What
+    is kept does not grow with the vocabulary, so 1,000 words test what 10,000 would, at a tenth of the work."""
+    vocab = 1_000
+    assert vocab > 10 * FULL_VECTOR_LIMIT
     parts = []
     for i in range(20):  # built in batches, as a task does
-        probs = torch.softmax(torch.randn(100 * 15, 10_000), 1)
-        parts.append(Responses.from_probs(probs, [15] * 100, torch.randint(0, 10_000, (1500,))))
+        probs = torch.softmax(torch.randn(100 * 15, vocab), 1)
+        parts.append(Responses.from_probs(probs, [15] * 100, torch.randint(0, vocab, (1500,))))
     r = Responses.concat(parts)
     assert len(r) == 2000 and r.probs is None and r.top_probs.shape == (30_000, TOP_K)
     assert r.nbytes < 5 * 2**20
