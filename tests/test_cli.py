@@ -181,10 +181,23 @@ def test_defend_gpm_reports_epsilon_from_the_sensitivity_sampler(tmp_path):
     assert zero["attack"]["accuracy"] == d["baseline"]["attack"]["accuracy"]
 
 
-def test_defend_refuses_bad_values_in_one_line():
-    for args in (["--mechanism", "dirichlet", "--values", "0"], ["--mechanism", "gpm", "--values", "-1"],
-                 ["--mechanism", "dirichlet", "--values", "nan"], ["--mechanism", "laplace", "--values", "1"],
-                 ["--mechanism", "gpm", "--values", "0.1", "--attacker", "smart"]):
-        p = cli("defend", "--task", "image", *args)
-        assert p.returncode == 2, args
-        assert p.stderr.startswith("error: ") and p.stderr.count("\n") == 1, p.stderr
+def test_defend_refuses_bad_values_in_one_line(capsys):
+    """Each refusal checked in this process (``main``, what ``python -m core`` calls: exit status 2, one
+    ``error:`` line on stderr, nothing on stdout); the first one also through a real ``python -m core``, for
+    the process's own exit status and stderr (an import-time warning or traceback would show there)."""
+    from core.cli.main import main
+
+    cases = (["--mechanism", "dirichlet", "--values", "0"], ["--mechanism", "gpm", "--values", "-1"],
+             ["--mechanism", "dirichlet", "--values", "nan"], ["--mechanism", "laplace", "--values", "1"],
+             ["--mechanism", "gpm", "--values", "0.1", "--attacker", "smart"])
+    for args in cases:
+        try:
+            rc = main(["defend", "--task", "image", *args])
+        except SystemExit as exit:  # argparse's own refusals (a choice it does not know) exit
+            rc = exit.code
+        out, err = capsys.readouterr()
+        assert rc == 2, args
+        assert err.startswith("error: ") and err.count("\n") == 1 and not out, (out, err)
+    p = cli("defend", "--task", "image", *cases[0])
+    assert p.returncode == 2
+    assert p.stderr.startswith("error: ") and p.stderr.count("\n") == 1, p.stderr
