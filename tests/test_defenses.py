@@ -409,15 +409,31 @@ def test_a_point_lists_as_skipped_only_the_attacks_it_does_not_carry(overfit):
     assert "quantile" not in card.attacks and card.skipped_attacks == ("quantile",)
 
 
+@pytest.fixture(scope="module")
+def every_draw_point(overfit):
+    """``point(spec, call)``: the point of a Defender that computes the full point alone (no one-draw point
+    before it: every draw its own), one Defender per mechanism with its own cache, each point computed once
+    and shared by the ``registry`` cases below (it does not depend on how the staged Defender was fed)."""
+    defenders, points = {}, {}
+
+    def point(spec, call):
+        every = defenders.setdefault(spec.mechanism, Defender(
+            overfit.models, ArtifactCache(overfit.cache.directory / f"../every_draw_{spec.mechanism}")))
+        key = (spec.key, tuple(sorted(call.items())))
+        if key not in points:
+            points[key] = every.point(spec, "naive", **call)
+        return points[key]
+
+    return point
+
+
 @pytest.mark.parametrize("registry", [True, False])
-def test_a_full_point_takes_draw_zero_from_the_one_draw_point(overfit, monkeypatch, registry):
+def test_a_full_point_takes_draw_zero_from_the_one_draw_point(overfit, every_draw_point, monkeypatch, registry):
     """The slider shows a new value's one-draw point first, then its full point (issue 32.16): the full point takes
     draw 0's answers, outcomes and query from the one-draw point and computes only the later draws — and every
     number (quantile regression's included) is the one a Defender computing all draws itself gives. The page's
     one-draw point leaves the registry's attacks out (``registry=False``): the full point adds theirs on draw 0."""
     for mechanism, value in (("dirichlet", 2.5), ("gpm", 0.01)):
-        # computes the full point alone (no one-draw point before it): every draw its own
-        every = Defender(overfit.models, ArtifactCache(overfit.cache.directory / f"../every_draw_{mechanism}_{registry}"))
         staged = Defender(overfit.models, ArtifactCache(overfit.cache.directory / f"../staged_{mechanism}_{registry}"))
         full, one = DefenseSpec(mechanism, value, draws=3, seed=7), DefenseSpec(mechanism, value, draws=1, seed=7)
         calls = [{"utility": False}, {"utility": True, "quantile": False}, {"utility": True}]
@@ -430,7 +446,7 @@ def test_a_full_point_takes_draw_zero_from_the_one_draw_point(overfit, monkeypat
                             asked.append(draw) or f(spec, draw, *a))
         monkeypatch.setattr(staged, "_utility", lambda spec, draw, f=staged._utility: utilities.append(draw) or f(spec, draw))
         for call in calls:
-            a, b = every.point(full, "naive", **call), staged.point(full, "naive", **call)
+            a, b = every_draw_point(full, call), staged.point(full, "naive", **call)
             assert replace(a, timings=None) == replace(b, timings=None)
             assert not set(b.skipped_attacks) & set(b.attacks)  # a skipped attack is one the point does not carry
         assert asked and 0 not in asked and set(asked) <= {1, 2}  # draw 0 was the one-draw point's
