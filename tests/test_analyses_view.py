@@ -37,7 +37,18 @@ def cli(*args: str) -> subprocess.CompletedProcess:
                            "--cached", "--quiet", *args], cwd=ROOT, capture_output=True, text=True, timeout=600)
 
 
-def test_the_view_reads_the_cache_only_and_the_cli_writes_it(tmp_path, monkeypatch):
+def analyze(capsys: pytest.CaptureFixture, *args: str) -> subprocess.CompletedProcess:
+    """The same command as :func:`cli`, in this process (``main``, what ``python -m core`` calls): its exit
+    status, stdout and stderr, as ``cli`` returns them."""
+    from core.cli.main import main
+
+    capsys.readouterr()  # what the test printed before is not the command's
+    rc = main(["analyze", "--task", "image", "--preset", "quick", *SETS, "--cached", "--quiet", *args])
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(["python", "-m", "core", "analyze", *args], rc, out, err)
+
+
+def test_the_view_reads_the_cache_only_and_the_cli_writes_it(tmp_path, monkeypatch, capsys):
     task = get_task("image")
     configs = {a: task.make_config(a, "quick", TINY) for a in ("ffnn", "rnn")}
     # nothing cached: one error line, nothing trained, no folder written
@@ -73,16 +84,17 @@ def test_the_view_reads_the_cache_only_and_the_cli_writes_it(tmp_path, monkeypat
     assert "overtraining_raises_ffnn_more" in more.verdicts and "overtraining_raises_ffnn_more" not in view.verdicts
 
     out = tmp_path / "out"
-    p = cli("--out", str(out))
+    # in this process, so the command runs under no_training too (a real process is started above)
+    p = analyze(capsys, "--out", str(out))
     assert p.returncode == 0, p.stderr
     written = json.loads((out / "analyses.json").read_text())
     assert unstamped(json.loads(p.stdout)) == written["verdicts"] == json.loads(json.dumps(view.verdicts))
     assert written["scatter"] == json.loads(json.dumps(data["scatter"]))
     assert (out / "scatter.csv").stat().st_size > 0 and (out / "vulnerability.html").is_file()
     # analyses that train are refused with --cached, before any work
-    p = cli("--analysis", "overtraining", "--out", str(tmp_path / "o"))
+    p = analyze(capsys, "--analysis", "overtraining", "--out", str(tmp_path / "o"))
     assert p.returncode == 2 and "train models" in p.stderr and not (tmp_path / "o").exists()
-    p = cli("--repeats", "2", "--out", str(tmp_path / "r"))
+    p = analyze(capsys, "--repeats", "2", "--out", str(tmp_path / "r"))
     assert p.returncode == 2 and "only 1 repeat" in p.stderr
 
 
