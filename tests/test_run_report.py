@@ -25,7 +25,18 @@ def cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "core", *args], cwd=ROOT, capture_output=True, text=True)
 
 
-def test_report_cli_writes_the_run_report_with_the_per_record_views(tmp_path):
+def in_process(capsys: pytest.CaptureFixture, *args: str) -> subprocess.CompletedProcess:
+    """The same command as :func:`cli`, in this process (``main``, what ``python -m core`` calls): its exit
+    status, stdout and stderr, as ``cli`` returns them."""
+    from core.cli.main import main
+
+    capsys.readouterr()  # what the test printed before is not the command's
+    rc = main(list(args))
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(["python", "-m", "core", *args], rc, out, err)
+
+
+def test_report_cli_writes_the_run_report_with_the_per_record_views(tmp_path, monkeypatch, capsys):
     task = get_task("image")
     configs = {a: task.make_config(a, "quick", TINY) for a in ("ffnn", "rnn")}
     missing = cli("report", "--task", "image", "--preset", "quick", *SETS, "--out", str(tmp_path / "r.html"))
@@ -34,8 +45,10 @@ def test_report_cli_writes_the_run_report_with_the_per_record_views(tmp_path):
     assert not (tmp_path / "r.html").exists()  # refused: nothing written, nothing trained
     for cfg in configs.values():
         run_experiment(cfg)
+    # the reports below run in this process (the refusal above started a real one): a report never trains
+    monkeypatch.setattr(type(task), "train", lambda *a, **k: pytest.fail("the report trained"))
     out = tmp_path / "report.html"
-    p = cli("report", "--task", "image", "--preset", "quick", *SETS, "--out", str(out))
+    p = in_process(capsys, "report", "--task", "image", "--preset", "quick", *SETS, "--out", str(out))
     assert p.returncode == 0, p.stderr
     page = out.read_text()
     assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
@@ -53,7 +66,7 @@ def test_report_cli_writes_the_run_report_with_the_per_record_views(tmp_path):
         assert section in app_page
     # one architecture: the views that need two are said to be missing, not silently dropped
     one = tmp_path / "one.html"
-    p = cli("report", "--task", "image", "--arch", "rnn", "--preset", "quick", *SETS, "--no-budget", "--out", str(one))
+    p = in_process(capsys, "report", "--task", "image", "--arch", "rnn", "--preset", "quick", *SETS, "--no-budget", "--out", str(one))
     assert p.returncode == 0, p.stderr
     text = one.read_text()
     assert "Not shown: exposure" in text and "reference budget" not in text and "Vulnerability per slice" in text
