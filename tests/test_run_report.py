@@ -31,7 +31,10 @@ def in_process(capsys: pytest.CaptureFixture, *args: str) -> subprocess.Complete
     from core.cli.main import main
 
     capsys.readouterr()  # what the test printed before is not the command's
-    rc = main(list(args))
+    try:
+        rc = main(list(args))
+    except SystemExit as exit:  # argparse's own refusals (an option it does not know) exit
+        rc = exit.code
     out, err = capsys.readouterr()
     return subprocess.CompletedProcess(["python", "-m", "core", *args], rc, out, err)
 
@@ -90,14 +93,19 @@ def test_a_run_not_cached_is_one_line_in_each_readers_own_class(monkeypatch):
                                   "with the same --set options)")
 
 
-def test_report_cli_refuses_bad_input_in_one_line(tmp_path):
+def test_report_cli_refuses_bad_input_in_one_line(tmp_path, capsys):
+    """Each refusal in this process (``main``), the first one also through a real ``python -m core``."""
     (tmp_path / "folder.html").mkdir()
-    for args in (["--arch", "ffnn", "--archs", "ffnn,rnn", "--out", str(tmp_path / "r.html")],
-                 ["--archs", "ffnn,cnn", "--out", str(tmp_path / "r.html")],
-                 ["--out", str(tmp_path / "folder.html")],
-                 ["--out", "/nonexistent-folder/r.html"],
-                 ["--set", "epochs=-1", "--out", str(tmp_path / "r.html")],
-                 []):
-        p = cli("report", "--task", "image", *args)
+    cases = (["--arch", "ffnn", "--archs", "ffnn,rnn", "--out", str(tmp_path / "r.html")],
+             ["--archs", "ffnn,cnn", "--out", str(tmp_path / "r.html")],
+             ["--out", str(tmp_path / "folder.html")],
+             ["--out", "/nonexistent-folder/r.html"],
+             ["--set", "epochs=-1", "--out", str(tmp_path / "r.html")],
+             [])
+    for args in cases:
+        p = in_process(capsys, "report", "--task", "image", *args)
         assert p.returncode == 2, (args, p.stderr)
-        assert p.stderr.startswith("error: ") and p.stderr.count("\n") == 1, p.stderr
+        assert p.stderr.startswith("error: ") and p.stderr.count("\n") == 1 and not p.stdout, (p.stdout, p.stderr)
+    p = cli("report", "--task", "image", *cases[0])
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.startswith("error: ") and p.stderr.count("\n") == 1, p.stderr
