@@ -189,11 +189,6 @@ def unavailable(task: str, responses: Responses) -> dict[str, str]:
     return out
 
 
-def model_attacks(task: str) -> list[ModelAttack]:
-    """Fresh (unfitted) models-stage attacks of ``task``, in registration order."""
-    return [e.factory() for e in entries(task, "models")]
-
-
 def catalog(task: str) -> list[dict[str, Any]]:
     """Every registered attack with whether it runs on ``task`` and why not (the JSON's
     ``attack_catalog``: a reader sees what was not run, not only what was)."""
