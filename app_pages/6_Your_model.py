@@ -39,8 +39,9 @@ from core.jobs.own_model_audit import AuditParams, AuditRequest, restored_audit,
 from core.measurement.stats import Estimate
 from core.tasks import available_tasks, get_task
 from core.views.audit_report import audit_report_html
+from core.views.plain import plain_markdown
 from core.views.scores_report import roc_loglog_figure, scores_report_html
-from ui.examples import plain_markdown, show_record
+from ui.examples import show_record
 from ui.nav import format_seconds, job_line
 from ui.ownership import UPLOAD_BYTES_PER_SESSION, UPLOADS_PER_SESSION
 from ui.results import show_results

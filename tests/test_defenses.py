@@ -510,9 +510,8 @@ def test_the_slider_fast_point_leaves_quantile_regression_to_the_full_point(over
     spec = DefenseSpec("dirichlet", 3.5, draws=3, seed=5)
     cache = ArtifactCache(tmp_path / "slider")
     d = Defender(overfit.models, cache)
-    refit, refit_many = QuantileRegressor.refit, QuantileRegressor.refit_many
+    refit = QuantileRegressor.refit
     monkeypatch.setattr(QuantileRegressor, "refit", lambda *a, **k: pytest.fail("refitted at the fast point"))
-    monkeypatch.setattr(QuantileRegressor, "refit_many", lambda *a, **k: pytest.fail("refitted at the fast point"))
     fast = d.point(spec, "naive", utility=False)
     card = d.point(spec, "naive", utility=True, quantile=False)  # the page's utility card of the same step
     for p in (fast, card):
@@ -522,7 +521,6 @@ def test_the_slider_fast_point_leaves_quantile_regression_to_the_full_point(over
     assert d.cached_point(spec) is None  # the card is not the full point
     assert cache.get_json(cache.key("defended", overfit.cfg.config_hash, spec.key, "naive")) is None
     monkeypatch.setattr(QuantileRegressor, "refit", refit)
-    monkeypatch.setattr(QuantileRegressor, "refit_many", refit_many)
     full = d.point(spec, "naive", utility=True)
     assert "quantile" in full.attacks and "quantile" in full.records["scores"] and full.skipped_attacks == ()
     scratch = Defender(overfit.models, ArtifactCache(tmp_path / "scratch")).point(spec, "naive", utility=True)

@@ -124,7 +124,7 @@ def test_a_toy_of_each_kind_runs_through_the_pipeline_by_registration_alone(toys
     assert summary["task"] == "blobs"
     assert "ext_margin" in summary["attacks"] and "shadow" in summary["attacks"]
     assert 0.0 <= summary["attacks"]["ext_margin"]["accuracy"] <= 1.0
-    assert "ext_margin" in [c["name"] for c in attack_registry.catalog("blobs") if c["runs"]]
+    assert "ext_margin" in [e.name for e in attack_registry.entries("blobs")]
 
     # defense: a point of the toy mechanism, the toy attack scored on its defended answers; w = 0 answers p
     defender = Defender(trained_models(ffnn))

@@ -1,5 +1,5 @@
-"""The quantile attack's refits of several draws: :meth:`core.attacks.quantile.QuantileRegressor.refit_many`
-against one :meth:`refit` per score vector."""
+"""The quantile attack's regressor: its fit's level and a refit's tracking of new scores
+(:class:`core.attacks.quantile.QuantileRegressor`)."""
 from __future__ import annotations
 
 import numpy as np
@@ -21,30 +21,13 @@ def fitted():
     rng = np.random.default_rng(3)
     x, s = _planted(700, rng)
     reg = QuantileRegressor(0.1).fit(x, s)
-    # the draws of a defense: the same records' scores moved and scattered, one with records it could not score
-    variants = [s + 0.5, 1.3 * s, s + 0.4 * rng.standard_normal(len(s)), s - 0.2]
-    holed = s + 0.3
-    holed[[5, 77, 300]] = np.nan
-    variants.append(holed)
     x_new, _ = _planted(500, rng)
-    return reg, x, variants, x_new
-
-
-def test_refit_many_equals_one_refit_per_vector_and_is_remembered(fitted):
-    reg, x, variants, x_new = fitted
-    many = reg.refit_many(x, variants, 150)
-    for s, b in zip(variants, many):
-        assert reg.refit(x, s, 150) is b  # remembered: the draw's own refit returns the batch's fit
-    reg._refits = {}
-    for s, b in zip(variants, many):
-        single = reg.refit(x, s, 150)
-        np.testing.assert_array_equal(single.predict(x_new), b.predict(x_new))
-    assert reg.refit(x, variants[0] + 1.0, 150) is not many[0]  # other scores: a fit of their own
+    return reg, x, x_new
 
 
 def test_a_refit_tracks_its_scores_quantile(fitted):
     """A refit moves with its scores: a shift of the scores by c shifts the fitted quantile by about c."""
-    reg, x, _, x_new = fitted
+    reg, x, x_new = fitted
     rng = np.random.default_rng(11)
     _, s = _planted(700, rng)
     base = reg.refit(x, s, 150).predict(x_new)

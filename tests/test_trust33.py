@@ -191,7 +191,7 @@ def test_the_same_upload_from_many_sessions_at_once_is_kept_for_each(tmp_path, m
 def test_the_preview_shows_a_users_text_as_text_not_markdown(root):
     from streamlit.testing.v1 import AppTest
 
-    from ui.examples import plain_markdown
+    from core.views.plain import plain_markdown
 
     # a protocol-relative image link (a browser would fetch it from elsewhere), math and bold: shown as text,
     # never rendered; nothing here reaches the network

@@ -9,8 +9,6 @@ from core.tasks.base import RECORD_KINDS, RecordView
 from core.views.map_figures import navigation_map
 from core.views.plain import plain_markdown
 
-__all__ = ["plain_markdown", "show_record"]
-
 
 def show_record(views: dict[str, RecordView], key: str, note: str = "", width: int = 120) -> None:
     """One record as :meth:`core.tasks.base.Task.describe_record` gives it, one view per

@@ -185,11 +185,6 @@ class SharedDefender:
             setattr(self._defender, name, value)
 
     @property
-    def unlocked(self) -> Defender:
-        """The Defender itself (for a caller that holds :attr:`lock`)."""
-        return self._defender
-
-    @property
     def lock(self) -> threading.RLock:
         return self._lock
 

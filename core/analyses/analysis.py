@@ -323,10 +323,6 @@ def overtraining(cfg: ExperimentConfig, factor: int = 3, points: int = 8, progre
 
 
 # ---------------------------------------------------------------------------- how long a long analysis takes
-#: the long analyses whose training :func:`time_estimate` can scale from a cached run's measured timings
-ESTIMATED = ("memorization", "overtraining", "mismatch")
-
-
 def time_estimate(name: str, summary: RunSummary, blocks: int = 4, factor: int = 3,
                   scales: tuple[float, ...] = (0.5, 2.0)) -> float | None:
     """Seconds the analysis ``name`` should take for one architecture, scaled from what ``summary``'s own run

@@ -25,9 +25,6 @@ from core.measurement.stats import Estimate
 from core.tasks import get_task
 
 QUESTION = "Do RNNs leak more?"
-#: the metric the answer's headline reads: the studies' own (Shokri's shadow-model attack accuracy, papers 000 and
-#: 001), as :mod:`core.analyses.arch_answer` judges it; the other leakage metrics' verdicts are in ``comparison``
-HEADLINE_METRIC = ANSWER_METRIC
 #: where answers on real data are (what the quick presets' built-in data cannot stand for)
 ELSEWHERE = ("docs/results.md: CIFAR-10 (cifar_cpu), Multi30K (multi30k_cpu) and navigation, each with its "
              "repeats, intervals and verdicts",
@@ -116,7 +113,7 @@ def _answer(task: str, preset: str, cached: dict[str, list[Any]], summary: Calla
     n = min(len(v) for v in cached.values())
     out: dict[str, Any] = {"question": QUESTION, "task": task, "preset": preset,
                            "data": data_description(task, preset), "elsewhere": list(ELSEWHERE), "repeats": n,
-                           "metric": HEADLINE_METRIC, "verdict": None, "sentence": None, "comparison": None}
+                           "metric": ANSWER_METRIC, "verdict": None, "sentence": None, "comparison": None}
     if n == 0:
         out.update(sentence="not measured yet: no cached run of both architectures")
         return Answer.from_dict(out)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from core.analyses.arch_answer import ANSWER_METRIC, CEILING, MATCHED_RELATIVE_GAP, TEST
+from core.analyses.arch_answer import ANSWER_METRIC, MATCHED_RELATIVE_GAP, TEST
 from core.analyses.repeats import HEADLINE, EvaluationFacts, metric_roles
 from core.foundations.config import ExperimentConfig
 from core.measurement.stats import decidable_at
@@ -205,4 +205,3 @@ def row_decidable_at(s: RowSpec, family_size: int) -> int:
     return decidable_at(max(1, family_size))
 
 
-CEILING_NOTE = f"AUC or accuracy ≥ {CEILING:g} on both arms"

@@ -148,8 +148,7 @@ def repeats_to_decide(sd: float, difference: float, family: int = 1, confidence:
 
 
 def _decide_entry(metric: str, sd: float | None, n: int, measured_mean: float, study: tuple[float, str] | None,
-                  per_repeat_s: float | None, study_missing: str = "the study gives no number",
-                  family: int = 1) -> DecideEntry:
+                  per_repeat_s: float | None, family: int = 1) -> DecideEntry:
     """One metric's repeats-to-decide: against the study's difference (when it gives one) and, for reference,
     against the difference measured here; with the expected time of the repeats still to run."""
     def block(diff: float, source: str | None = None) -> DecideBlock:
@@ -159,7 +158,7 @@ def _decide_entry(metric: str, sd: float | None, n: int, measured_mean: float, s
                            source)
 
     return DecideEntry(metric, n, sd, per_repeat_s, None if study is None else block(study[0], study[1]),
-                       "" if study is not None else study_missing, block(measured_mean),
+                       "" if study is not None else "the study gives no number", block(measured_mean),
                        f"the fewest N ≥ {decidable_at(family)} (the sign-flip floor × Holm over {family}) with ≥ 80 % "
                        f"power of the paired test at that difference (noncentral t at α/{family}; sd: the measured "
                        f"spread of the N = {n} paired differences)")

@@ -361,10 +361,6 @@ def summary_utility_loss(base: RunSummary, point: RunSummary) -> float | None:
     return utility_loss(None if u is None else float(u), None if u0 is None else float(u0))
 
 
-def accuracy_drop(base: RunSummary, point: RunSummary) -> float | None:
-    return float(base.attack.accuracy) - float(point.attack.accuracy)
-
-
 def mean_utility_loss(base: RunSummary, points: list[RunSummary]) -> float | None:
     """F4's per-repeat number: the utility loss averaged over the σ grid's points (equal weight per σ)."""
     losses = [summary_utility_loss(base, p) for p in points]

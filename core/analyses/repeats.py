@@ -525,16 +525,15 @@ def run_comparison(configs: dict[str, ExperimentConfig], progress: ProgressCallb
 
 
 # ---------------------------------------------------------------------------- defenses over repeats × draws
-#: the metrics of a defense point that get an interval (curve bands, ``defend --repeats``)
-BANDED = ("attack_accuracy", "attack_auc", "lira_auc", "rmia_auc", "utility", "utility_loss")
-#: their ranges (intervals are clipped to them); utility loss 1 − u/u₀ is at most 1 (u ≥ 0)
+#: the metrics of a defense point that get an interval (curve bands, ``defend --repeats``) and their ranges
+#: (intervals are clipped to them); utility loss 1 − u/u₀ is at most 1 (u ≥ 0)
 BANDED_BOUNDS: dict[str, tuple[float | None, float | None]] = {
     "attack_accuracy": (0.0, 1.0), "attack_auc": (0.0, 1.0), "lira_auc": (0.0, 1.0), "rmia_auc": (0.0, 1.0),
     "utility": (0.0, None), "utility_loss": (None, 1.0)}
 
 
 def _point_metrics(point: DefendedPoint) -> dict[str, tuple[float | None, float | None]]:
-    """(mean, sd) over draws of a point's banded metrics (:data:`BANDED`; sd None where it has none)."""
+    """(mean, sd) over draws of a point's banded metrics (:data:`BANDED_BOUNDS`; sd None where it has none)."""
     a, refs = point.attack, {n: point.attacks.get(n) for n in ("lira", "rmia")}
     return {"attack_accuracy": (a.accuracy, a.accuracy_std), "attack_auc": (a.auc, a.auc_std),
             **{f"{n}_auc": (None, None) if r is None else (r.auc, r.auc_std) for n, r in refs.items()},
@@ -543,7 +542,7 @@ def _point_metrics(point: DefendedPoint) -> dict[str, tuple[float | None, float 
 
 def defense_intervals(per_repeat: Sequence[DefendedPoint | dict[str, Any]], draws: int,
                       baseline_utility: float | None = None) -> dict[str, dict[str, Any]]:
-    """Intervals of one defense value's metrics (:data:`BANDED`) over repeats × draws (the points typed or
+    """Intervals of one defense value's metrics (:data:`BANDED_BOUNDS`) over repeats × draws (the points typed or
     their JSON), as a point's ``intervals`` JSON.
 
     With N ≥ 2 repeats: the t interval over the repeats of each repeat's mean over its draws (the

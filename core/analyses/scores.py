@@ -67,8 +67,6 @@ ROC_BAND_BOOTSTRAP = 500
 LOW_FPRS = (0.01, 0.001)
 #: RMIA's offline scaling a is chosen from this grid on the other half (as the built-in tasks do on the shadows)
 RMIA_A_GRID = (0.0, 0.25, 0.5, 0.75, 1.0)
-#: the most points of a ROC curve in the result (ends kept)
-MAX_ROC_POINTS = 400
 #: the attacks, in the order they are reported, with what each does
 ATTACKS = {
     "loss": "loss threshold: member if the target model's loss on the record is below a threshold",
@@ -133,7 +131,8 @@ class AttackScores:
         thresholds: the thresholds fitted on half 0 and half 1 (each decides the other half), in the
             attack's score units ("higher = member").
         epsilon: ε̂ (:class:`CrossFittedEpsilon`).
-        roc_fpr, roc_tpr: the ROC curve on all records (at most :data:`MAX_ROC_POINTS` points).
+        roc_fpr, roc_tpr: the ROC curve on all records
+            (the points :func:`core.measurement.metrics.roc_points_kept` keeps).
         roc_band: pointwise bootstrap band of the ROC on a log-spaced FPR grid.
         finding, reason: ``leak`` / ``inconclusive`` / ``below chance`` from the AUC's interval.
         scores: (N,) the per-record scores ("higher = member"; not written to JSON).
@@ -395,7 +394,7 @@ def rmia_cross_fitted(table: ScoresTable, half: np.ndarray, usable: np.ndarray
 
 # ---------------------------------------------------------------------------- one attack's numbers
 def _thin(fpr: np.ndarray, tpr: np.ndarray) -> tuple[tuple[float, ...], tuple[float, ...]]:
-    """The ROC points kept for the report: every corner up to FPR 0.1 and at most :data:`MAX_ROC_POINTS`
+    """The ROC points kept for the report: every corner up to FPR 0.1 and at most 400
     evenly spaced ones above (:func:`core.measurement.metrics.roc_points_kept`, as a run's stored ROC), so the
     log-log ROC's low-FPR TPR is the curve's own (evenly spaced points alone dropped its corners and drew it
     lower on files of more than 400 distinct scores)."""

@@ -26,9 +26,7 @@ form the pool and which features a task gives live in :mod:`core.experiment.mode
 """
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 import torch
@@ -70,9 +68,6 @@ class QuantileRegressor:
         self.training = training or QuantileTraining()
         self.model: nn.Module | None = None
         self.offset = 0.0
-        #: the latest :meth:`refit_many`'s fits by their inputs' content (:meth:`_refit_key`): what :meth:`refit`
-        #: returns for the same features, scores and steps
-        self._refits: dict[bytes, QuantileRegressor] = {}
 
     def _net(self, in_dim: int) -> nn.Module:
         h = self.training.hidden
@@ -114,13 +109,9 @@ class QuantileRegressor:
     def refit(self, features: np.ndarray, scores: np.ndarray, steps: int) -> "QuantileRegressor":
         """A copy fitted to new scores of the same records' kind, starting from this fit's weights and
         standardisation (the same pinball objective, fewer steps: a defended victim's pool answers,
-        draw after draw). A fit of the same features, scores and steps made by the latest
-        :meth:`refit_many` is returned as it is."""
+        draw after draw)."""
         if self.model is None:
             raise RuntimeError("quantile regressor: fit() before refit()")
-        remembered = self._refits.get(self._refit_key(features, scores, steps))
-        if remembered is not None:
-            return remembered
         x, s = self._finite(features, scores)
         other = self._copy()
         net = self._net(x.shape[1])
@@ -135,30 +126,6 @@ class QuantileRegressor:
         other = QuantileRegressor(self.alpha, self.training)
         other._x_mean, other._x_std, other._s_mean, other._s_std = self._x_mean, self._x_std, self._s_mean, self._s_std
         return other
-
-    @staticmethod
-    def _refit_key(features: np.ndarray, scores: np.ndarray, steps: int) -> bytes:
-        """The content of a refit's inputs (shapes, dtypes and bytes of features and scores, the steps)."""
-        h = hashlib.sha256()
-        for a in (np.ascontiguousarray(features), np.ascontiguousarray(scores)):
-            h.update(f"{a.shape}/{a.dtype}/".encode())
-            h.update(a.tobytes())
-        h.update(f"steps={int(steps)}".encode())
-        return h.digest()
-
-    def refit_many(self, features: np.ndarray, scores: Sequence[np.ndarray], steps: int) -> list["QuantileRegressor"]:
-        """:meth:`refit` of several score vectors of the same records (the draws of a defense), remembered
-        (the latest call's only): :meth:`refit` with the same features, scores and steps returns them.
-
-        One refit per vector, each its own full-batch Adam: a batched fit of all vectors as one product sums
-        in another order, and the pinball loss's kinks let such rounding differences grow over the steps
-        into visibly different quantiles on some CPUs, for a few hundredths of a second saved."""
-        if self.model is None:
-            raise RuntimeError("quantile regressor: fit() before refit_many()")
-        self._refits = {}
-        out = [self.refit(features, np.asarray(s), steps) for s in scores]
-        self._refits = {self._refit_key(features, np.asarray(s), steps): reg for s, reg in zip(scores, out)}
-        return out
 
     def _descend(self, net: nn.Module, x: torch.Tensor, s: np.ndarray, steps: int) -> nn.Module:
         """Full-batch Adam on the pinball loss at τ = 1 − α (standardised features and target)."""

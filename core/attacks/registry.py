@@ -189,19 +189,6 @@ def unavailable(task: str, responses: Responses) -> dict[str, str]:
     return out
 
 
-def model_attacks(task: str) -> list[ModelAttack]:
-    """Fresh (unfitted) models-stage attacks of ``task``, in registration order."""
-    return [e.factory() for e in entries(task, "models")]
-
-
-def catalog(task: str) -> list[dict[str, Any]]:
-    """Every registered attack with whether it runs on ``task`` and why not (the JSON's
-    ``attack_catalog``: a reader sees what was not run, not only what was)."""
-    return [{"name": e.name, "label": e.label, "outputs": list(e.names), "needs": e.needs, "stage": e.stage,
-             "runs": e.applies_to(task), "why_not": e.why_not(task), "under_defenses": e.under_defenses,
-             "cite": e.cite} for e in _REGISTRY.values()]
-
-
 def seal_builtins() -> None:
     """Mark every attack registered so far as built-in (:func:`unregister` refuses them); called by
     the modules that import the built-in attacks, after importing them."""

@@ -89,10 +89,6 @@ class ImportedRuns:
                 "duplicates": {h: list(b) for h, b in self.duplicates.items()}}
 
 
-def sha256_of(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def _text(d: Mapping[str, Any], key: str, where: str) -> str:
     value = d.get(key)
     if not isinstance(value, str) or not value.strip() or len(value) > 300 or "\n" in value:

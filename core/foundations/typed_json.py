@@ -79,7 +79,6 @@ STR = kind(str, "a string", {"type": "string"})
 BOOL = kind(bool, "true or false", {"type": "boolean"})
 DICT = kind(dict, "a JSON object", {"type": "object"})
 LIST = kind(list, "a list", {"type": "array"})
-ANY = Conv(lambda v, where: v, lambda v: v)
 
 
 def null(conv: Conv) -> Conv:

@@ -76,14 +76,13 @@ def dirichlet_rows(task: str, arch: str) -> StudyTable | None:
 
 
 # ---------------------------------------------------------------------------- 000 Tables 1–2 (DP)
-_SENS_SOURCE = Source("000", "Table 1", "empirical sensitivity, n = 500 SensitivitySampler pairs (γ < 0.08)")
+SENSITIVITY_SOURCE = Source("000", "Table 1", "empirical sensitivity, n = 500 SensitivitySampler pairs (γ < 0.08)")
 #: (task, arch) → the study's empirical sensitivity S (000 Table 1; repeated in its Table 2)
 SENSITIVITY: dict[tuple[str, str], float] = {
     ("image", "rnn"): 0.013209, ("image", "ffnn"): 0.013518,
     ("translation", "rnn"): 0.11678, ("translation", "ffnn"): 0.11845,
     ("navigation", "rnn"): 0.093682, ("navigation", "ffnn"): 0.093429,
 }
-SENSITIVITY_SOURCE = _SENS_SOURCE
 SENSITIVITY_SAMPLES = 500
 
 @dataclass(frozen=True)
@@ -121,7 +120,7 @@ def sensitivity_sentence(task: str) -> str:
     r, f = sensitivity(task, "rnn"), sensitivity(task, "ffnn")
     if r is None or f is None:
         return ""
-    return (f"The study's empirical sensitivity ({_SENS_SOURCE.cite()}, their models and data, "
+    return (f"The study's empirical sensitivity ({SENSITIVITY_SOURCE.cite()}, their models and data, "
             f"n = {SENSITIVITY_SAMPLES}): RNN {r:g}, FFNN {f:g}.")
 
 

@@ -90,10 +90,6 @@ class PPOSettings:
     threads: int = 1
     privacy: PrivacySettings | None = None
 
-    @property
-    def frames_per_update(self) -> int:
-        return self.n_envs * self.frames_per_env
-
     def window(self, recurrent: bool) -> int:
         """Frames per training window: ``recurrence`` for a recurrent agent and under DP-SGD
         (the window is the private sample), else 1."""

@@ -89,8 +89,8 @@ def record_intervals(point: DefendedPoint, names: list[str]) -> dict[str, Estima
     return out
 
 
-def _num(x: float | None, digits: int = 3) -> str:
-    return "—" if x is None else f"{x:.{digits}f}"
+def _num(x: float | None) -> str:
+    return "—" if x is None else f"{x:.3f}"
 
 
 def _delta(now: float | None, then: float | None) -> str | None:

@@ -46,11 +46,6 @@ def shown_text(markdown: str) -> str:
     return re.sub(r"\\([\\`*_{}\[\]()#+\-.!|<>~$:=\"'&@])", r"\1", markdown)
 
 
-def plain_html(text: object) -> str:
-    """A user's string inside HTML: escaped, quotes included."""
-    return html.escape(str(text), quote=True)
-
-
 def plain_plotly(text: object) -> str:
     """A user's string inside a Plotly figure's text (a title, an axis title or tick label, a category, a legend
     name, hover text, an annotation): ``&``, ``<`` and ``>`` as HTML entities. Plotly.js draws a subset of HTML

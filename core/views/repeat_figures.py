@@ -17,8 +17,6 @@ from core.measurement.stats import Estimate
 from core.views.run_figures import mark_fpr_floor, resolves, zero_fp_label
 from core.views.style import ARCH_COLOURS, layout, with_ci
 
-#: headline metrics of core.analyses.repeats, as the pages name them (one list: the comparison JSON's labels)
-METRIC_NAMES = METRIC_LABELS
 #: a verdict as printed: its own word only (holds / reversed / inconclusive), no ✅/↩️/❔ mark beside it, so that
 #: every page, the report and the CLI read the same three words
 VERDICT_MARKS = {"holds": "holds", "reversed": "reversed", "inconclusive": "inconclusive"}
@@ -60,7 +58,7 @@ def comparison_table(comparison: ComparisonResult | Mapping[str, Any]) -> pd.Dat
         # the comparison keeps its estimates as JSON (core.analyses.comparison_results): read typed here
         ffnn, rnn = (m.estimate(a) for a in ("ffnn", "rnn"))
         cell = _per_repeat if role == "bound" else with_ci  # bounds side by side, never a mean with an interval
-        row = {"metric": m.label or METRIC_NAMES.get(name, name),
+        row = {"metric": m.label or METRIC_LABELS.get(name, name),
                "FFNN mean [95% CI]": cell(Estimate.from_dict(ffnn) if ffnn else None),
                "RNN mean [95% CI]": cell(Estimate.from_dict(rnn) if rnn else None),
                "FFNN − RNN [95% CI]": cell(Estimate.from_dict(d.diff)) if role == "bound" else with_ci(
@@ -90,7 +88,7 @@ def repeats_table(blocks: Mapping[str, RepeatsBlock | Mapping[str, Any]]) -> pd.
             if name in unresolved:  # both unresolved: the same number, one column
                 row[zero_fp_label(ns)] = with_ci(block.metrics[unresolved[-1]])
                 continue
-            row[METRIC_NAMES.get(name, name)] = with_ci(e)
+            row[METRIC_LABELS.get(name, name)] = with_ci(e)
         rows.append(row)
     return pd.DataFrame(rows)
 

@@ -24,7 +24,7 @@ from core.measurement.stats import Estimate, is_zero_width
 from core.tasks.examples import MemberUnseen, NavigationExamples, TranslationExamples
 from core.views.comparison_tables import matched_utility_table, shadow_fidelity_table, strongest_attacks_table
 from core.views.record_view_figures import quadrant_names
-from core.views.repeat_figures import METRIC_NAMES, VERDICT_MARKS, p_text
+from core.views.repeat_figures import METRIC_LABELS, VERDICT_MARKS, p_text
 from core.views.run_figures import (
     attack_accuracy_curve,
     entropy_comparison,
@@ -105,7 +105,7 @@ def verdict_lines(comparison: ComparisonResult | Mapping[str, Any],
         return n in metrics_ and metrics_[n].verdict is not None
 
     if not comp.has_roles:
-        return [_verdict_line(metrics_[n], METRIC_NAMES.get(n, n)) for n in metrics if judged(n)]
+        return [_verdict_line(metrics_[n], METRIC_LABELS.get(n, n)) for n in metrics if judged(n)]
     lines = []
     if (ans := comp.answer) is not None:  # the one answer every page gives (core.analyses.arch_answer)
         lines.append(f"**The answer** (the studies' claim on their metric; the same on every page): {ans.sentence()}")
@@ -121,7 +121,7 @@ def verdict_lines(comparison: ComparisonResult | Mapping[str, Any],
     dup = [f"{metrics_[n].label} ({why})" for n, why in no.items() if metrics_[n].role == "duplicate"]
     fine = [n for n in no if metrics_[n].role == "unresolved"]
     if fine:  # the same number under each name: said once
-        dup.append(" and ".join(METRIC_NAMES.get(n, n) for n in fine) + f": {metrics_[fine[0]].label}, a "
+        dup.append(" and ".join(METRIC_LABELS.get(n, n) for n in fine) + f": {metrics_[fine[0]].label}, a "
                    "rate finer than the data")
     dup += [f"{metrics_[n].label}: each repeat's own 95 % lower bound, side by side (no interval over bounds)"
             for n in no if metrics_[n].role == "bound"]

@@ -8,9 +8,9 @@ One module per kind, each registering itself at definition (:func:`core.models.k
 from __future__ import annotations
 
 from core.models.kinds import hf_kind, onnx_kind, timm_kind, torchvision_kind  # noqa: F401  (they register)
-from core.models.kinds.base import LoadedModel, ModelKind, available_kinds, load_model, refuse_pickle, split_spec
+from core.models.kinds.base import LoadedModel, ModelKind, load_model, refuse_pickle, split_spec
 from core.models.kinds.module_kind import from_module
 from core.models.kinds.preprocess import Preprocess, read_preprocess
 
-__all__ = ["LoadedModel", "ModelKind", "Preprocess", "available_kinds", "from_module", "load_model",
+__all__ = ["LoadedModel", "ModelKind", "Preprocess", "from_module", "load_model",
            "read_preprocess", "refuse_pickle", "split_spec"]

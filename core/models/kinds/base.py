@@ -181,10 +181,6 @@ def register(kind: ModelKind) -> ModelKind:
     return kind
 
 
-def available_kinds() -> dict[str, ModelKind]:
-    return dict(_KINDS)
-
-
 def split_spec(spec: str) -> tuple[ModelKind, str]:
     """The kind and its argument of ``KIND:ARG``; one line naming the kinds when it is not one."""
     text = (spec or "").strip()
@@ -205,7 +201,6 @@ def load_model(spec: str, weights: str | None = None, n_classes: int | None = No
     if weights:
         refuse_pickle(str(weights))
     return kind.load(arg, weights, n_classes, preprocess)
-
 
 
 # ---------------------------------------------------------------------------- helpers the torch kinds share

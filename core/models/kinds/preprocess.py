@@ -32,7 +32,6 @@ where the folder has one (:mod:`core.models.kinds.hf_kind`).
 """
 from __future__ import annotations
 
-import io
 import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, cast
@@ -297,8 +296,3 @@ def table_features(records: RawRecords, spec: TableSpec) -> tuple[np.ndarray, tu
     return out.astype(spec.dtype), tuple(cols)
 
 
-def image_bytes_to_array(raw: bytes) -> np.ndarray:
-    """A PNG/JPEG's pixels as uint8, grey files H×W, others H×W×3 (for tests and the notebook door)."""
-    with Image.open(io.BytesIO(raw)) as img:
-        grey = img.mode in ("1", "L", "LA", "I", "I;16", "F")
-        return np.asarray(img.convert("L" if grey else "RGB"), np.uint8)
