@@ -28,14 +28,14 @@ TINY = dict(n_train=40, n_eval=20, epochs=2, n_shadows=2, attack_epochs=(1,), at
 N = 8
 
 
-def _plant(leak, utility):
+def _plant(leak, utility, n=N):
     """Repeats 0 … N−1 as copies of the trained repeat 0 with planted numbers: ``leak(arch, r)`` the leakage
     numbers (accuracy, every AUC), ``utility(arch, r)`` the train and validation utility."""
     configs = comparison_configs("image", "quick", 1, TINY)
     run_comparison(configs)
     cache = ArtifactCache()
     stored = {a: cache.get_json(cache.key("result", c.config_hash)) for a, c in configs.items()}
-    for r in range(N):
+    for r in range(n):
         for arch, cfg in configs.items():
             rc = repeat_config(cfg, r)
             s = copy.deepcopy(stored[arch])
@@ -83,8 +83,41 @@ def test_every_reader_gives_the_same_answer_and_unmatched_utility_is_not_compara
     report = words.pop("report")
     assert set(words.values()) == {"not comparable"}, words
     assert "not comparable" in report
-    assert f1.matched == {"train": False, "validation": False, "matched": False, "gaps": f1.matched["gaps"]}
+    assert f1.matched == {"train": False, "validation": False, "matched": False, "unsettled": False,
+                          "gaps": f1.matched["gaps"]}
     assert f1.missing == ()  # a row that cannot decide even when run is not queued
+    assert "cannot decide even when run" in f1.design_note
+
+
+def test_utility_matching_not_settled_yet_queues_the_repeats_that_can_settle_it(tiny_quick, tmp_path, monkeypatch):
+    """Not comparable only because the gaps' intervals are wide (each reaches past ±5 % and into it): more repeats
+    can settle the matching, so the row queues the runs up to its target instead of saying it can never decide."""
+    from core.analyses.arch_answer import UtilityMatch
+    from core.measurement.stats import Estimate
+
+    def gap(mean, low, high):
+        return Estimate(mean=mean, ci_low=low, ci_high=high, n=3)
+    assert UtilityMatch("train", 0.60, 0.64, gap(-0.04, -0.21, +0.13), False).unsettled  # reaches into ±0.032
+    assert not UtilityMatch("train", 0.60, 0.70, gap(-0.10, -0.15, -0.05), False).unsettled  # wholly outside
+    assert not UtilityMatch("train", 0.60, 0.70, gap(-0.10, None, None), False).unsettled  # one repeat: as measured
+    # a noisy utility: the RNN's alternates ±0.2 around the FFNN's steady 0.8 — the gap's mean is near 0, but its
+    # interval spans about ±0.2 where the band is ±0.05 × 1.0; N = 4 is below the row's target
+    configs = _plant(lambda a, r: 0.60 + 0.02 * r + (0.05 + 0.01 * r if a == "ffnn" else 0.0),
+                     lambda a, r: 0.8 if a == "ffnn" else 0.8 + (0.2 if r % 2 else -0.2), n=4)
+    monkeypatch.setattr(roles, "train_role", lambda *a, **k: pytest.fail("the table trained"))
+    f1 = next(r for r in findings_table(["image"], "quick").rows if r.finding == "F1")
+    assert f1.n == 4 and f1.verdict == "not comparable"
+    assert f1.matched["matched"] is False and f1.matched["unsettled"] is True
+    assert "not settled yet" in f1.verdict_reason and "not shown matched" in f1.verdict_reason
+    assert f1.target_repeats > 4 and "not comparable yet" in f1.design_note
+    assert sorted((m.config.arch, m.config.seed) for m in f1.missing) == sorted(
+        (a, repeat_config(c, r).seed) for a, c in configs.items() for r in range(4, f1.target_repeats))
+    # read at its target N and still unsettled: the design's answer is "not comparable", nothing more is queued
+    _plant(lambda a, r: 0.60 + 0.02 * r + (0.05 + 0.01 * r if a == "ffnn" else 0.0),
+           lambda a, r: 0.8 if a == "ffnn" else 0.8 + (0.2 if r % 2 else -0.2), n=f1.target_repeats)
+    again = next(r for r in findings_table(["image"], "quick").rows if r.finding == "F1")
+    assert again.n == f1.target_repeats and again.verdict == "not comparable" and again.matched["unsettled"]
+    assert again.missing == () and "still not settled" in again.design_note
 
 
 def test_matched_utility_gives_one_word_everywhere_and_the_row_decides_at_its_floor(tiny_quick, tmp_path, monkeypatch):

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from core.measurement.stats import NOT_COMPARABLE, UNINFORMATIVE, Comparison, Estimate, Verdict, decidable_at
 
@@ -60,11 +60,23 @@ class UtilityMatch:
         return cls(str(d["which"]), float(d["ffnn"]), float(d["rnn"]), Estimate.from_dict(d["gap"]),
                    bool(d["matched"]))
 
+    @property
+    def unsettled(self) -> bool:
+        """Not shown matched, but not shown unmatched either: the gap's interval reaches past the band and also
+        into it, so more repeats (a narrower interval) can still settle it either way. A gap whose interval
+        lies wholly outside the band, or one repeat's gap outside it, is unmatched as measured."""
+        g = self.gap
+        if self.matched or g.ci_low is None or g.ci_high is None:
+            return False
+        band = MATCHED_RELATIVE_GAP * max(abs(self.ffnn), abs(self.rnn), 1e-12)
+        return g.ci_low <= band and g.ci_high >= -band
+
     def text(self) -> str:
         g = self.gap
         ci = f" [{g.ci_low:+.3g}, {g.ci_high:+.3g}]" if g.ci_low is not None and g.ci_high is not None else ""
-        return (f"{self.which} FFNN {self.ffnn:.3g} vs RNN {self.rnn:.3g}, gap {g.mean:+.3g}{ci}: "
-                f"{'matched' if self.matched else 'NOT matched'}")
+        word = "matched" if self.matched else (
+            "not shown matched (the interval reaches past the band and into it)" if self.unsettled else "NOT matched")
+        return f"{self.which} FFNN {self.ffnn:.3g} vs RNN {self.rnn:.3g}, gap {g.mean:+.3g}{ci}: {word}"
 
 
 def utility_match(c: Comparison, which: str) -> UtilityMatch:
@@ -75,6 +87,12 @@ def utility_match(c: Comparison, which: str) -> UtilityMatch:
     scale = max(abs(f), abs(r), 1e-12)
     ends = [x for x in (d.diff.ci_low, d.diff.ci_high) if x is not None] or [d.diff.mean]
     return UtilityMatch(which, f, r, d.diff, max(abs(x) for x in ends) <= MATCHED_RELATIVE_GAP * scale)
+
+
+def matching_unsettled(utilities: Sequence[UtilityMatch]) -> bool:
+    """Whether an unmatched comparison may still be matched with more repeats: no gap is shown unmatched, and at
+    least one is :attr:`UtilityMatch.unsettled`."""
+    return not all(u.matched for u in utilities) and all(u.matched or u.unsettled for u in utilities)
 
 
 @dataclass(frozen=True)
@@ -168,6 +186,8 @@ def arch_answer(comps: Mapping[str, Comparison], judged: Mapping[str, Mapping[st
         word = NOT_COMPARABLE
         reason = ("the claim is about models of matched utility (paper 000 §4.1: train and validation); here "
                   + "; ".join(u.text() for u in utilities) + f" (±{MATCHED_RELATIVE_GAP:.0%} of the larger)")
+        if matching_unsettled(utilities):
+            reason += f"; at N = {n} the matching is not settled yet: more repeats narrow the gaps' intervals"
     else:
         v = c.verdict
         word, reason = ("inconclusive", "no verdict") if v is None else (v.value, v.reason)

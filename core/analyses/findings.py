@@ -40,7 +40,7 @@ import dataclasses
 import math
 from typing import Any, Mapping, cast
 
-from core.analyses.arch_answer import CEILING, arch_answer
+from core.analyses.arch_answer import CEILING, arch_answer, matching_unsettled
 from core.analyses.declared_repeats import declared_for
 from core.analyses.finding_specs import F3_MARGIN, declared_family, row_decidable_at, spec
 from core.analyses.findings_base import (
@@ -272,6 +272,7 @@ def _arch_rows(task: str, preset: str, sets: dict[str, Any] | None, cache: Artif
     first = pairs["ffnn"][0]
     matched = None if answer is None else {
         **{u.which: u.matched for u in answer.utilities}, "matched": answer.matched,
+        "unsettled": answer.matched is False and matching_unsettled(answer.utilities),
         "gaps": {u.which: u.text() for u in answer.utilities}}
     context = dict(resolution=summary_resolution(first), utility_gap=_utility_gap(comps),
                    utility_metric=first.utility.metric,
@@ -304,6 +305,8 @@ def _f1a_word(views: Mapping[str, MeasuredCell], head: str, answer: Any) -> tupl
         return UNINFORMATIVE, (f"both arms at the ceiling under every reference attack (AUC ≥ {CEILING:g}): no "
                                "difference could show")
     if answer is not None and answer.matched is False:
+        if matching_unsettled(answer.utilities):
+            return NOT_COMPARABLE, "utility matching not settled yet (F1's gaps: more repeats narrow their intervals)"
         return NOT_COMPARABLE, "utility not matched on train and validation (F1's gaps)"
     v = cell.verdict
     return ("inconclusive", "no verdict") if v is None else (v.value, v.reason)
@@ -487,9 +490,21 @@ def _finish(row: FindingRow, costs: Costs, rebuild: Any) -> FindingRow:
     target, sized = _target(row, floor)
     note = None
     missing = row.missing
-    if row.verdict in (NOT_COMPARABLE, UNINFORMATIVE):
+    unsettled = row.verdict == NOT_COMPARABLE and bool((row.matched or {}).get("unsettled"))
+    if row.verdict in (NOT_COMPARABLE, UNINFORMATIVE) and not unsettled:
         note = f"cannot decide even when run ({row.verdict}): no runs queued"
         missing = ()
+    elif unsettled and row.n >= target:
+        note = (f"read at its target N = {row.n}: the utility matching is still not settled (a gap's interval "
+                "reaches past ±5 % and into it), so the row stays not comparable at this design; not queued")
+        missing = ()
+    elif unsettled:
+        note = (f"not comparable yet at N = {row.n}: the utility gaps' intervals are too wide to show matching or "
+                f"its absence; the runs up to the target N = {target} are queued, and the row is read there")
+        if target > row.target_repeats:
+            again = next((r for r in rebuild(target) if r.finding == row.finding), None)
+            if again is not None:
+                missing = again.missing
     elif row.n >= floor and target > row.n and "measured here" in sized:
         note = (f"read at N = {row.n} (≥ {floor}, where its test can decide): N = {target} would be a new, declared "
                 "design with fresh repeats, not an extension of these until it decides; not queued")

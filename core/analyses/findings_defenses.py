@@ -12,7 +12,7 @@ from typing import Any, Callable, cast
 
 import numpy as np
 
-from core.analyses.arch_answer import utility_match
+from core.analyses.arch_answer import matching_unsettled, utility_match
 from core.analyses.finding_specs import CHANCE_BAND, F3_MARGIN, LOSS_FLOOR
 from core.analyses.finding_specs import F3_MAX_LOSS as F3_LOSS_BOUND
 from core.analyses.findings_base import (
@@ -317,11 +317,15 @@ def training_defense_row(finding: Finding, task: str, preset: str, sets: dict[st
                                       for b in bases["ffnn"][:n] + bases["rnn"][:n]):
         word, why = UNINFORMATIVE, (f"the undefended attack is at chance (50 % ± {CHANCE_BAND:.0%}) on both arms: "
                                     "there is nothing for the defense to lower")
+    elif (apart := _epsilons_apart(epsilons)) is not None:
+        word, why = NOT_COMPARABLE, apart
+        if matched is not None:  # more repeats cannot make two ε one
+            matched = {**matched, "unsettled": False}
     elif matched is not None and matched["matched"] is False:
         word, why = NOT_COMPARABLE, ("the undefended models' utility is not matched on train and validation: "
                                      + "; ".join(matched["gaps"].values()))
-    elif (apart := _epsilons_apart(epsilons)) is not None:
-        word, why = NOT_COMPARABLE, apart
+        if matched["unsettled"]:
+            why += "; the matching is not settled yet: more repeats narrow the gaps' intervals"
     return finding_row(finding, task, preset, status="measured", measured=MeasuredCell.of(comp), verdict=word,
                        verdict_reason=why, matched=matched, **common)
 
@@ -341,6 +345,7 @@ def _baseline_match(ffnn: list[RunSummary | None], rnn: list[RunSummary | None])
     """Whether the undefended FFNN and RNN runs are matched on train and validation utility (each gap's interval
     over the repeats within ±5 % of the larger: :func:`core.analyses.arch_answer.utility_match`)."""
     out: dict[str, Any] = {"gaps": {}}
+    matches = []
     for key, which in (("train", "train"), ("val", "validation")):
         f = [getattr(b.utility, key) if b is not None else None for b in ffnn]
         r = [getattr(b.utility, key) if b is not None else None for b in rnn]
@@ -349,9 +354,11 @@ def _baseline_match(ffnn: list[RunSummary | None], rnn: list[RunSummary | None])
         u = utility_match(compare(f"utility_{key}", [float(v) for v in cast("list[float]", f)],
                                   [float(v) for v in cast("list[float]", r)]), which)
         out[which], out["gaps"][which] = u.matched, u.text()
+        matches.append(u)
     if not out["gaps"]:
         return None
     out["matched"] = all(out[w] for w in out["gaps"])
+    out["unsettled"] = matching_unsettled(matches)
     return out
 
 

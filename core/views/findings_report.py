@@ -248,7 +248,9 @@ def _method(table: FindingsTable) -> str:
             "fewest N at which that test can decide at all (exact sign-flip floor 2/2^N × the Holm family's size); "
             "target N: ≥ 80 % power at the paper's effect where it gives one, else at the effect measured here, "
             "never below it. A row that has read its data at a decidable N queues nothing more (a larger N is a "
-            "new design); a row that cannot decide even when run (not comparable, uninformative) queues nothing. "
+            "new design); a row that cannot decide even when run (not comparable, uninformative) queues nothing, unless it is "
+            "not comparable only because its utility gaps' intervals are too wide to settle the matching (more "
+            "repeats can narrow them): it queues the runs up to its target. "
             "Read from the cache only; nothing was trained to make this table; times from the runs measured here.")
 
 
