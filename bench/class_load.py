@@ -31,8 +31,8 @@ the quick preset's runs must be in the cache (``python -m core run --task image 
 
     MIA_CACHE_DIR=/tmp/class-cache nice -n 10 .venv/bin/python bench/class_load.py --tiny --sessions 4,8,16 --seconds 60
 
-Needs Playwright (``.venv/bin/pip install playwright==1.65.2``, or any folder of it on ``PYTHONPATH``) and a
-Chromium (``/usr/bin/chromium``). On a machine whose load average exceeds its cores the output says "measured
+Needs Playwright (``app_browser.PLAYWRIGHT_INSTALL``, or any folder of it on ``PYTHONPATH``) and a
+Chromium (``/usr/bin/chromium``); without either it prints ``skipped: ...`` and exits 0. On a machine whose load average exceeds its cores the output says "measured
 under load".
 """
 from __future__ import annotations
@@ -51,7 +51,17 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from app_browser import CHROMIUM_ARGS, FULL_NUMBERS, IDLE, NEW_CHART, SLIDERS, _tree, free_port, load_note  # noqa: E402
+from app_browser import (  # noqa: E402
+    CHROMIUM_ARGS,
+    FULL_NUMBERS,
+    IDLE,
+    NEW_CHART,
+    SLIDERS,
+    _tree,
+    chromium_path,
+    free_port,
+    load_note,
+)
 
 #: the numbers a step shows: the value's heading and every card (label, value, delta) of the main area
 READ_NUMBERS = """() => {
@@ -357,13 +367,8 @@ def main() -> int:
     if args.serve_tiny:
         tiny_server(args.serve_tiny)
         return 0
-    try:
-        import playwright  # noqa: F401
-    except ImportError:
-        print("skipped: Playwright is not installed (.venv/bin/pip install playwright==1.65.2)")
-        return 0
-    if not Path(args.chromium).exists():
-        print(f"skipped: no Chromium at {args.chromium}")
+    args.chromium = chromium_path(args.chromium)
+    if args.chromium is None:
         return 0
     server = None
     url = args.url

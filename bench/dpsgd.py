@@ -14,7 +14,7 @@
     .venv/bin/python bench/dpsgd.py epochs [--task image|translation|navigation|all] [--json f.json]
     .venv/bin/python bench/dpsgd.py sweep [--task image] [--arch ffnn,rnn] [--sigmas 0.5,1,2,4] [--json f.json]
 
-Target (issue 9, 2 CPU cores): the quick sweep in under 10 minutes.
+Target (2 CPU cores): the quick sweep in under 10 minutes.
 """
 from __future__ import annotations
 

@@ -130,7 +130,9 @@ def main() -> None:
 
 
 def print_targets(rows: list[dict], device: str) -> None:
-    """Issue 13's targets beside what this run measured (a figure this run did not measure says so)."""
+    """The training-throughput targets beside what this run measured (a figure this run did not measure says so):
+    the ensemble's speedup over one-by-one training on a CPU (quick presets), and on a GPU the translation paper
+    preset's training per architecture and its attack stage."""
     print("\ntarget | this run")
     for r in rows:
         if r["preset"] == "quick" and not device.startswith("cuda"):
