@@ -24,7 +24,6 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from core.defenses.defender import Defender  # noqa: E402
-
 from core.defenses.spec import DefenseSpec
 from core.experiment.pipeline import trained_models  # noqa: E402
 from core.tasks import get_task  # noqa: E402

@@ -52,12 +52,12 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import core.training.ensemble
+import core.training.ensemble  # noqa: E402, F401 — loaded here, outside every timing of the ensemble executor
 from core.experiment.cache import ArtifactCache  # noqa: E402
-from core.foundations.device import configure_threads, default_device  # noqa: E402
-from core.foundations.errors import MIAError  # noqa: E402
 from core.experiment.executor import make_executor  # noqa: E402
 from core.experiment.pipeline import run_experiment, trained_models  # noqa: E402
+from core.foundations.device import configure_threads, default_device  # noqa: E402
+from core.foundations.errors import MIAError  # noqa: E402
 from core.tasks import get_task  # noqa: E402
 
 #: the CUDA-relevant tests: code paths that place tensors on the device the library picks
@@ -98,8 +98,6 @@ def say(text: str) -> None:
 
 def device_report() -> dict[str, Any]:
     """Torch, CUDA, the device the library picks, the GPU's name and bfloat16 support."""
-
-
     device = default_device()
     info: dict[str, Any] = {"torch": torch.__version__, "python": platform.python_version(), "device": str(device),
                             "cuda": torch.version.cuda, "cuda_available": torch.cuda.is_available()}
