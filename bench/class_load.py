@@ -9,8 +9,9 @@ Starts the app (or uses ``--url``), then
    each from another phase (so neighbours step to different values at the same moment), for ``--seconds``.
 
 Every session is a browser context (its own cookies and storage: its own Streamlit session) of **one** headless
-Chromium, driven from one asyncio loop: N Chromium processes each with its own browser, GPU and network processes
-saturated 2 cores at N = 16 before the server was loaded. The opens are staggered (``--stagger`` seconds apart:
+Chromium, driven from one asyncio loop: N Chromium processes, each with its own browser, GPU and network
+processes, would load a small machine's cores before the server is loaded, and the test would measure the browsers.
+The opens are staggered (``--stagger`` seconds apart:
 a class does not press Enter in the same millisecond, and N cold opens at once measure the browsers). A step
 waits on the page's own events, not on polling or fixed sleeps: a script installed in every page counts the
 script runs that start (the app element's ``data-test-script-state`` turning ``running``, seen by a
