@@ -9,8 +9,9 @@ Starts the app (or uses ``--url``), then
    each from another phase (so neighbours step to different values at the same moment), for ``--seconds``.
 
 Every session is a browser context (its own cookies and storage: its own Streamlit session) of **one** headless
-Chromium, driven from one asyncio loop: N Chromium processes each with its own browser, GPU and network processes
-saturated 2 cores at N = 16 before the server was loaded. The opens are staggered (``--stagger`` seconds apart:
+Chromium, driven from one asyncio loop: N Chromium processes, each with its own browser, GPU and network
+processes, would load a small machine's cores before the server is loaded, and the test would measure the browsers.
+The opens are staggered (``--stagger`` seconds apart:
 a class does not press Enter in the same millisecond, and N cold opens at once measure the browsers). A step
 waits on the page's own events, not on polling or fixed sleeps: a script installed in every page counts the
 script runs that start (the app element's ``data-test-script-state`` turning ``running``, seen by a
@@ -31,8 +32,8 @@ the quick preset's runs must be in the cache (``python -m core run --task image 
 
     MIA_CACHE_DIR=/tmp/class-cache nice -n 10 .venv/bin/python bench/class_load.py --tiny --sessions 4,8,16 --seconds 60
 
-Needs Playwright (``.venv/bin/pip install playwright==1.65.2``, or any folder of it on ``PYTHONPATH``) and a
-Chromium (``/usr/bin/chromium``). On a machine whose load average exceeds its cores the output says "measured
+Needs Playwright (``app_browser.PLAYWRIGHT_INSTALL``, or any folder of it on ``PYTHONPATH``) and a
+Chromium (``/usr/bin/chromium``); without either it prints ``skipped: ...`` and exits 0. On a machine whose load average exceeds its cores the output says "measured
 under load".
 """
 from __future__ import annotations
@@ -51,7 +52,17 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from app_browser import CHROMIUM_ARGS, FULL_NUMBERS, IDLE, NEW_CHART, SLIDERS, _tree, free_port, load_note  # noqa: E402
+from app_browser import (  # noqa: E402
+    CHROMIUM_ARGS,
+    FULL_NUMBERS,
+    IDLE,
+    NEW_CHART,
+    SLIDERS,
+    _tree,
+    chromium_path,
+    free_port,
+    load_note,
+)
 
 #: the numbers a step shows: the value's heading and every card (label, value, delta) of the main area
 READ_NUMBERS = """() => {
@@ -357,13 +368,8 @@ def main() -> int:
     if args.serve_tiny:
         tiny_server(args.serve_tiny)
         return 0
-    try:
-        import playwright  # noqa: F401
-    except ImportError:
-        print("skipped: Playwright is not installed (.venv/bin/pip install playwright==1.65.2)")
-        return 0
-    if not Path(args.chromium).exists():
-        print(f"skipped: no Chromium at {args.chromium}")
+    args.chromium = chromium_path(args.chromium)
+    if args.chromium is None:
         return 0
     server = None
     url = args.url

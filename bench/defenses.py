@@ -8,7 +8,7 @@ full point after it). p50 / p95 in milliseconds, and their ratio to one undefend
 
     .venv/bin/python bench/defenses.py [--task image|translation|navigation|all] [--moves 20]
 
-Targets (issue 7, 2 CPU cores): Dirichlet attack+ε ≤ 150 ms every task; utility image ≤ 150 ms,
+Targets (p95 on 2 CPU cores): Dirichlet attack+ε ≤ 150 ms every task; utility image ≤ 150 ms,
 translation ≤ 1.5 s, navigation ≤ 3 s; GPM ≤ 1 s image and translation, ≤ 3 s navigation.
 """
 from __future__ import annotations
@@ -24,7 +24,6 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from core.defenses.defender import Defender  # noqa: E402
-
 from core.defenses.spec import DefenseSpec
 from core.experiment.pipeline import trained_models  # noqa: E402
 from core.tasks import get_task  # noqa: E402

@@ -14,7 +14,7 @@
     .venv/bin/python bench/dpsgd.py epochs [--task image|translation|navigation|all] [--json f.json]
     .venv/bin/python bench/dpsgd.py sweep [--task image] [--arch ffnn,rnn] [--sigmas 0.5,1,2,4] [--json f.json]
 
-Target (issue 9, 2 CPU cores): the quick sweep in under 10 minutes.
+Target (2 CPU cores): the quick sweep in under 10 minutes.
 """
 from __future__ import annotations
 
@@ -23,14 +23,14 @@ import json
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 import torch
-from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.foundations.device import configure_threads, usable_cores  # noqa: E402
 from core.experiment.roles import train_model  # noqa: E402
+from core.foundations.device import configure_threads, usable_cores  # noqa: E402
 from core.tasks import get_task  # noqa: E402
 
 SWEEP_SIGMAS = (0.5, 1.0, 2.0, 4.0)
@@ -67,8 +67,8 @@ def bench_epochs(tasks: list[str]) -> list[dict]:
 
 def bench_sweep(task_name: str = "image", archs: tuple[str, ...] = ("ffnn", "rnn"),
                 sigmas: tuple[float, ...] = SWEEP_SIGMAS, cache_dir: str | None = None) -> dict:
-    from core.experiment.cache import ArtifactCache
     from core.defenses.sweeps import sweep
+    from core.experiment.cache import ArtifactCache
 
     task = get_task(task_name)
     cache = ArtifactCache(Path(cache_dir) if cache_dir else Path(tempfile.mkdtemp(prefix="dpsweep-")))

@@ -20,11 +20,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
-from core.experiment.cache import ArtifactCache  # noqa: E402
 from core.cli.common import parse_sets  # noqa: E402
-from core.foundations.device import default_device, usable_cores  # noqa: E402
+from core.experiment.cache import ArtifactCache  # noqa: E402
 from core.experiment.executor import make_executor  # noqa: E402
 from core.experiment.pipeline import trained_models  # noqa: E402
+from core.foundations.device import default_device, usable_cores  # noqa: E402
 from core.tasks import get_task  # noqa: E402
 
 

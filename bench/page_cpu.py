@@ -9,8 +9,8 @@ other jobs on the machine) of
 
 * the first open (cold: the page's imports, cache reads, figure building),
 * the later opens (warm: what every visit after the first costs: from Home to the page),
-  the speed of a cached Train & attack open that tests/test_app.py used to assert by the clock (a second open
-  within 30 s): the test now checks that the open queues nothing; how fast it is, is this bench's to say,
+  the speed of a cached Train & attack open (tests/test_app.py checks that such an open queues nothing; how
+  fast it is, is this bench's to say),
 * with ``--slider``, the Gaussian σ steps on the Defenses page (one slider step = one rerun; each one stop to the
   right, to a value not computed before); ``--slider-mechanism dirichlet`` the Dirichlet k steps instead.
 

@@ -20,14 +20,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from app_browser import CHROMIUM_ARGS, IDLE, free_port, serve  # noqa: E402
+from app_browser import CHROMIUM_ARGS, IDLE, chromium_path, free_port, serve  # noqa: E402
 
 #: the pages by their URL path (ui/nav.py's url_path: the file's name without its number) and the query they open on
 PAGES = {"Home": "", "Train & attack": "Train_and_attack?task=image", "Your model": "Your_model",
@@ -109,15 +108,11 @@ def main() -> int:
     parser.add_argument("--out", default="presenter_shots", help="folder for the screenshots and report.json")
     parser.add_argument("--timeout", type=float, default=180, help="seconds a page may take to settle")
     args = parser.parse_args()
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        print("skipped: the playwright package is not installed")
-        return 0
-    chromium = shutil.which(args.chromium) or (args.chromium if Path(args.chromium).exists() else None)
+    chromium = chromium_path(args.chromium)
     if chromium is None:
-        print(f"skipped: no Chromium at {args.chromium}")
         return 0
+    from playwright.sync_api import sync_playwright
+
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     server = None

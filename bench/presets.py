@@ -58,11 +58,10 @@ def run_one(task_name: str, arch: str, preset: str, overrides: dict, keep_cache:
     cache = keep_cache or tempfile.mkdtemp(prefix="mia_bench_")
     os.environ["MIA_CACHE_DIR"] = cache
     try:
+        from core.analyses.repeats import repeat_config
         from core.experiment.cache import ArtifactCache
         from core.experiment.pipeline import run_experiment
         from core.tasks import get_task
-
-        from core.analyses.repeats import repeat_config
 
         cfg = repeat_config(get_task(task_name).make_config(arch, preset, overrides), repeat)
         t, c = time.perf_counter(), time.process_time()

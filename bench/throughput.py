@@ -49,8 +49,8 @@ def attack_fitting(cfg, folder: str) -> tuple[float, float]:
     jointly (core.attacks.shadow_attacks.fit_attack_sets), on the shadows ``folder`` caches."""
     from core.attacks.shadow_attacks import fit_attack_sets, fit_attacks
     from core.experiment.cache import ArtifactCache
-    from core.foundations.device import single_thread
     from core.experiment.pipeline import build_attacks, trained_models
+    from core.foundations.device import single_thread
 
     models = trained_models(cfg, cache=ArtifactCache(folder))
     responses = [models.shadow_responses(e) for e in cfg.checkpoint_epochs]
@@ -75,14 +75,14 @@ def main() -> None:
                         help="also time the sequential training with precision=bf16 (image and translation)")
     parser.add_argument("--json", help="write the rows here")
     args = parser.parse_args()
-    from core.foundations.device import configure_threads, default_device
     from core.experiment.executor import make_executor
+    from core.foundations.device import configure_threads, default_device
     from core.tasks import get_task
 
     configure_threads()
     import torch
 
-    import core.training.ensemble
+    import core.training.ensemble  # noqa: F401 — loaded here, outside every timing of the ensemble executor
     from core.tasks import get_task as _get
 
     for name in args.tasks.split(","):  # each task's modules and data loaders, outside every timing
@@ -130,7 +130,9 @@ def main() -> None:
 
 
 def print_targets(rows: list[dict], device: str) -> None:
-    """Issue 13's targets beside what this run measured (a figure this run did not measure says so)."""
+    """The training-throughput targets beside what this run measured (a figure this run did not measure says so):
+    the ensemble's speedup over one-by-one training on a CPU (quick presets), and on a GPU the translation paper
+    preset's training per architecture and its attack stage."""
     print("\ntarget | this run")
     for r in rows:
         if r["preset"] == "quick" and not device.startswith("cuda"):
