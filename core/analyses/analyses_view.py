@@ -1,14 +1,10 @@
-"""What the Analyses page shows of the analyses that read cached runs only (pages only draw):
-the entropy scatter (with the most exposed members), the vulnerability over training, the verdicts
-each computes, the verdicts over the cached repeats, and the scatter behind an after-training defense.
+"""What the Analyses page shows of the analyses that read cached runs only: the entropy scatter (with the most
+exposed members), the vulnerability over training, their verdicts, the verdicts over the cached repeats, and
+the scatter behind an after-training defense.
 
-One call, :func:`analyses_view`, computes it; the page draws it and ``python -m core analyze --cached``
-writes it (``analyses.json``, CSV, HTML: the layout :func:`core.analyses.analysis.analyze` writes). It
-never trains: runs come from :func:`core.experiment.pipeline.cached_summary` and models from
-:func:`core.experiment.pipeline.load_models`, which raise :class:`NotCachedError` ("not cached") instead.
-The long analyses (memorization, overtraining, mismatch, …) train, so they run as worker jobs or with
-``analyze``; their results, where the caller has them, join the view (:meth:`AnalysesView.with_results`)
-and its verdicts."""
+:func:`analyses_view` computes it; the page draws it and ``python -m core analyze --cached`` writes it. It never
+trains: a run or model not cached raises :class:`NotCachedError`. The long analyses' results, where the caller
+has them, join the view (:meth:`AnalysesView.with_results`) and its verdicts."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace

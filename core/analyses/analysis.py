@@ -4,30 +4,17 @@ Each analysis takes summaries or trained models (never a figure) and returns JSO
 the CLI writes (``python -m core analyze``) and the Analyses page draws:
 
 * :func:`entropy_scatter` — paper 000 Fig. 5: per record, x = average prediction entropy (APE,
-  eq. 3), y = cross-entropy to the reference; membership, each attack's decision, and its decision
-  boundary in this plane: the real threshold for threshold attacks; for learned attacks (which see
-  more than these two signals) a *surrogate* classifier fitted to the attack's decisions on
-  (log H, log CE) with its agreement rate; and the best two-threshold quadrant
-  (CE < a and H < b) with its own accuracy.
-* :func:`vulnerability` — paper 000 Fig. 4: per checkpoint epoch, train/validation utility, APE of
-  members and non-members, attack accuracy and AUC (a separate attack per epoch, shadows at that
-  epoch), the best-validation epoch and the generalization gap.
+  eq. 3), y = cross-entropy to the reference; membership, each attack's decision and its decision
+  boundary in this plane (the real threshold, or for learned attacks a *surrogate* classifier fitted
+  to the attack's decisions), and the best two-threshold quadrant (CE < a and H < b).
+* :func:`vulnerability` — paper 000 Fig. 4: per checkpoint epoch, utility, APE of members and
+  non-members and a separate attack's accuracy and AUC.
 * :func:`overtraining` — attack accuracy far past the best validation epoch (a longer run).
-* :func:`~core.analyses.own_models.mismatch` — paper 001 A.3: shadows of another size than the victim
-  (half / double the task's width knob); how much the attack loses.
-* :func:`~core.analyses.own_models.memorization` — paper 000 Fig. 6 / 001 Figs. 1–3: the victim learns k
-  disjoint blocks one after another; each block is attacked separately, in the order it was learned.
-  (These two train models that are not the run's: :mod:`core.analyses.own_models`; they are registered here.)
+* :func:`~core.analyses.own_models.mismatch` and :func:`~core.analyses.own_models.memorization` (registered here).
+* the per-record views of :mod:`core.analyses.record_views`: ``exposure``, ``budget``, ``audit``, ``slices``.
 
-The per-record views (:mod:`core.analyses.record_views`): ``exposure`` (which records FFNN and RNN
-expose, flips behind a defense), ``budget`` (LiRA/RMIA against the number of references), ``audit``
-(a one-run audited ε beside the accountant's) and ``slices`` (attack metrics per slice).
-
-:mod:`core.analyses.verdicts` turns their data into computed sentences ("RNN higher than FFNN at 4 of 5
-epochs, by 0.06 on average") so no page writes a finding by hand: one verdict per analysis (its registration,
-:mod:`core.analyses.registry`), each from that analysis' own data only: a tab never shows
-a verdict that another analysis' runs decided. The findings they check, with their sources, are
-in :mod:`core.measurement.studies`.
+:mod:`core.analyses.verdicts` turns each analysis' own data into a computed sentence, so no page writes a
+finding by hand and a tab never shows a verdict another analysis' runs decided.
 """
 from __future__ import annotations
 

@@ -1,20 +1,14 @@
 """Repeats of an experiment and the FFNN-vs-RNN comparison with intervals (above the pipeline).
 
-Repeat r of a config (``cfg.repeats`` of them) is the config with seed
-:func:`repeat_seed` (``cfg.seed``, r): repeat 0 *is* the config (so runs cached before repeats
-existed are repeat 0), repeat r > 0 a seed derived by numpy's ``SeedSequence([seed, r])`` (a
-hash: no two repeats of nearby seeds collide by arithmetic). The seed moves everything the
-pipeline seeds — the member/non-member split (:func:`core.experiment.roles.make_splits`), the shadows'
-draws, initialisation and batch order (:func:`core.experiment.roles.role_seed`). Each repeat is an
-ordinary run, cached under its own hash, so raising N trains only the new repeats.
+Repeat r of a config is the config with seed :func:`repeat_seed` (``cfg.seed``, r): repeat 0 *is* the config,
+repeat r > 0 a seed derived by numpy's ``SeedSequence([seed, r])`` (a hash: no two repeats of nearby seeds
+collide by arithmetic). The seed moves the split, the shadows' draws, initialisation and batch order. Each repeat
+is an ordinary cached run, so raising N trains only the new repeats.
 
-Repeat r of the FFNN and repeat r of the RNN get the same derived seed, hence the same data
-split: their difference is **paired** (:func:`core.measurement.stats.paired_difference`).
-
-Headline metrics (:data:`HEADLINE`) are read from each repeat's summary and reported as a mean
-with a 95 % Student-t interval across repeats (:func:`core.measurement.stats.mean_interval`); within one run
-the primary attack's AUC and TPR at low FPR also get a stratified bootstrap over the evaluation
-records (:func:`within_run`).
+Repeat r of the FFNN and of the RNN share the seed, hence the split: their difference is **paired**
+(:func:`core.measurement.stats.paired_difference`). Headline metrics (:data:`HEADLINE`) are reported as a mean
+with a 95 % Student-t interval across repeats; within one run the primary attack's AUC and TPR at low FPR also
+get a stratified bootstrap over the evaluation records (:func:`within_run`).
 """
 from __future__ import annotations
 
