@@ -20,7 +20,7 @@ from core.foundations.config import ExperimentConfig
 from core.foundations.names import ARCH_NAMES, ATTACK_NAMES
 from core.measurement.budget import BudgetCurve, BudgetPoint
 from core.measurement.exposure import fpr_label
-from core.measurement.stats import Estimate, is_zero_width
+from core.measurement.stats import Estimate
 from core.tasks.examples import MemberUnseen, NavigationExamples, TranslationExamples
 from core.views.comparison_tables import matched_utility_table, shadow_fidelity_table, strongest_attacks_table
 from core.views.record_view_figures import quadrant_names
@@ -35,7 +35,7 @@ from core.views.run_figures import (
     steps_curves,
     utility_curves,
 )
-from core.views.style import with_ci
+from core.views.style import ci_text, with_ci
 
 
 @dataclass(frozen=True)
@@ -190,16 +190,6 @@ def navigation_stats(examples: NavigationExamples, arch_name: str) -> str:
     return (f"**{arch_name}**{maps} — mean steps to goal: member maps **{steps[0]:.1f}**, "
             f"unseen maps **{steps[1]:.1f}** · mean return {ret[0]:.3f} vs "
             f"{ret[1]:.3f} · goal reached {success[0]:.0%} vs {success[1]:.0%}")
-
-
-def ci_text(value: float | None, low: float | None, high: float | None, digits: int = 3) -> str:
-    if value is None:
-        return "—"
-    if low is None or high is None:
-        return f"{value:.{digits}f}"
-    if is_zero_width(low, high, value):  # every value equal: no spread to show, not certainty
-        return f"{value:.{digits}f} (no spread)"
-    return f"{value:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
 
 
 def exposure_table(view: ExposureView | Mapping[str, Any]) -> pd.DataFrame:

@@ -1,6 +1,7 @@
 """What every figure of :mod:`core.views` shares: the architectures' colours, the attacks' dashes, the
 margins a figure starts with (``LEFT_PX`` …), the layout of a titled figure with its legend below
-(:func:`layout`, :func:`legend_below`) and the text of an estimate with its interval (:func:`with_ci`)."""
+(:func:`layout`, :func:`legend_below`) and the text of an estimate with its interval (:func:`with_ci`,
+:func:`ci_text`, :func:`estimate_text`)."""
 from __future__ import annotations
 
 import math
@@ -66,6 +67,27 @@ def with_ci(e: Estimate | None, digits: int = 3) -> str:
         n = f" in N = {e.n}" if e.n else ""
         return f"{e.mean:.{digits}f} (no spread{n})"
     return f"{e.mean:.{digits}f} [{e.ci_low:.{digits}f}, {e.ci_high:.{digits}f}]"
+
+
+def ci_text(value: float | None, low: float | None, high: float | None, digits: int = 3) -> str:
+    """``value [low, high]``; ``—`` without a value, the value alone without both ends."""
+    if value is None:
+        return "—"
+    if low is None or high is None:
+        return f"{value:.{digits}f}"
+    if is_zero_width(low, high, value):  # every value equal: no spread to show, not certainty
+        return f"{value:.{digits}f} (no spread)"
+    return f"{value:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
+
+
+def finite(x: float | None) -> float | None:
+    """``x``, or None where it is not a finite number (as :meth:`Estimate.to_dict` writes it)."""
+    return None if x is None or not math.isfinite(x) else float(x)
+
+
+def estimate_text(e: Estimate | None, digits: int = 3) -> str:
+    """:func:`ci_text` of an estimate, its non-finite parts read as missing (as the JSON has them)."""
+    return "—" if e is None else ci_text(finite(e.mean), finite(e.ci_low), finite(e.ci_high), digits)
 
 
 #: the right margin a legend beside the plot takes (its entries' names wrap no further than this)
