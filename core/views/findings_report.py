@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import html
-import re
 
 import pandas as pd
 
@@ -332,13 +331,3 @@ def markdown_into(existing: str | None, table: FindingsTable, out_name: str) -> 
         if END in rest:
             return head + findings_block(table, out_name) + rest.split(END, 1)[1]
     return findings_markdown(table)
-
-
-def block_rows(text: str) -> tuple[str | None, list[str]]:
-    """The command (``Written by `…```) and the table lines of the generated block in ``text``; (None, [])
-    without a block."""
-    if BEGIN not in text or END not in text:
-        return None, []
-    block = text.split(BEGIN, 1)[1].split(END, 1)[0]
-    m = re.search(r"Written by `([^`]*)`", block)
-    return (m.group(1) if m else None), [line for line in block.splitlines() if line.startswith("|")]

@@ -26,7 +26,7 @@ import plotly.graph_objects as go
 from core.analyses import registry as analysis_registry
 from core.analyses.analyses_json import AnalysesResults
 from core.analyses.analyses_view import cached_runs
-from core.analyses.analysis_results import ReportViews, Scatter
+from core.analyses.analysis_results import ReportViews
 from core.analyses.record_views import report_views
 from core.analyses.repeats import cached_repeat_configs, comparison_json
 from core.analyses.verdicts import repeated_verdict_sentence
@@ -39,18 +39,11 @@ from core.foundations.fileio import write_json_atomically, write_text_atomically
 from core.foundations.names import ARCH_NAMES
 from core.foundations.version import stamped
 from core.tasks.navigation import MapViews
-from core.views import analysis_figures, run_view
+from core.views import analysis_figures, run_view  # noqa: F401 (analysis_figures registers the figure builders)
 from core.views.analysis_tables import tables
 from core.views.plain import csv_text, protect_escapes, unescape_to_html
 from core.views.record_view_figures import audit_guesses_figure
 from core.views.repeat_figures import MatchedView
-
-
-def scatter_figure(scatter: dict[str, Any], attack: str | None = None) -> go.Figure:
-    """The entropy scatter's figure for ``attack`` (default: the shadow-model attack, else the first)."""
-    first = Scatter.coerce(next(iter(scatter.values()))).attacks
-    name = attack or ("shadow" if "shadow" in first else next(iter(first)))
-    return analysis_figures.scatter_figure(scatter, name)
 
 
 def figures_of(results: dict[str, Any]) -> dict[str, go.Figure]:
