@@ -562,7 +562,7 @@ def defense_intervals(per_repeat: Sequence[DefendedPoint | dict[str, Any]], draw
         if name == "utility_loss" and u is not None and baseline_utility and abs(baseline_utility) > 1e-9:
             lo = None if u.ci_high is None else 1.0 - u.ci_high / baseline_utility
             hi = None if u.ci_low is None else 1.0 - u.ci_low / baseline_utility
-            # no per-draw values (so sd None), as the JSON always had
+            # no per-draw values (so sd None)
             out[name] = dataclasses.replace(u, mean=float(means[0]), ci_low=lo, ci_high=hi, values=(),
                                             method=f"t over {draws} draws (through L = 1 − u/u₀)")
             continue
@@ -596,7 +596,7 @@ def defense_curve_bands(curves: Sequence[Sequence[DefendedPoint | dict[str, Any]
     out = []
     for v in values:
         per = [b[v] for b in by_value]
-        # written over repeat 0's JSON as dict(point, intervals=…, band=…) was: same keys, same order
+        # repeat 0's JSON with intervals and band added: same keys, same order
         out.append(per[0].with_json({"intervals": defense_intervals(per, draws, base0 if n == 1 else None),
                                      "band": {"repeats": n, "draws": int(draws), "over": over}}))
     return out

@@ -58,7 +58,7 @@ from core.measurement.stats import CONFIDENCE, Estimate, is_zero_width
 #: bootstrap resamples of every interval over records (AUC, TPR, advantage, AUC differences) ...
 BOOTSTRAP = 1000
 #: ... fewer on large files (resamples × records at most this, never below MIN_BOOTSTRAP): each
-#: resample ranks every record, and 1000 × 200,000 records would take the better part of an hour
+#: resample ranks every record
 BOOTSTRAP_CELLS = 20_000_000
 MIN_BOOTSTRAP = 200
 #: resamples of the ROC band

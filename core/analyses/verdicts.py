@@ -244,7 +244,7 @@ def audit_verdict(aud: dict[str, dict[str, Any]]) -> RunVerdict:
             text += f" vs accountant ε RDP {g(acc.rdp)}, PRV {g(acc.prv)}"
         return text + (" (saturated: the ceiling of m canaries)" if v.audit.saturated else "")
 
-    # an empty accountant block ({}) counts as none, as a falsy dict did
+    # an empty accountant block ({}) counts as none
     private = [a for a, v in views.items() if v.accountant_epsilon is not None and v.accountant_epsilon.keys]
     text = "; ".join(line(a) for a in ("ffnn", "rnn"))
     if not private:
@@ -254,7 +254,7 @@ def audit_verdict(aud: dict[str, dict[str, Any]]) -> RunVerdict:
              if views[a].comparability is not None and views[a].comparability.comparable is False]
     if apart:
         return RunVerdict("inconclusive", f"{text} — not comparable: {apart[0].reason}")
-    # every ε the accountant reported (RDP, PRV and any other it adds), as the dict's values were
+    # every ε the accountant reported (RDP, PRV and any other it adds)
     within = all(views[a].audited_epsilon <= min(
         (e for e in views[a].accountant_epsilon.to_dict().values() if e is not None), default=float("inf"))
         for a in private)

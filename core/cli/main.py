@@ -238,7 +238,7 @@ def check_arguments(args: argparse.Namespace) -> Path | None:
     out = getattr(args, "out", None)
     if args.command == "config" and out is not None:
         config_format(out)  # a suffix it cannot write: refused before anything
-    # `--out ''` used to mean stdout; an empty name is a mistake (a variable that was not set)
+    # an empty `--out ''` is a mistake (a variable that was not set), not stdout
     return out_path(out)  # before any work, not after it
 
 

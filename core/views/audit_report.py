@@ -1,10 +1,6 @@
 """The HTML report of an audit of a user's own model (:mod:`core.analyses.user_audit`): one self-contained page,
-written by every door (``AuditResult.report(path)``, ``python -m core audit --report``, the Your model page).
-
-Built from the :class:`~core.analyses.user_audit.AuditOutcome` alone, with the same tables, ROC figure and interval
-formatting as the scores report (:mod:`core.views.scores_report`): the model and its check, the roles and their
-sizes, the blind baseline beside every attack, the risk figures, which attacks ran and why the others did not.
-Every string the user gave (paths, ids, class names) is escaped.
+built from the :class:`~core.analyses.user_audit.AuditOutcome` alone with the tables and ROC figure of the scores
+report. Every string the user gave (paths, ids, class names) is escaped.
 """
 from __future__ import annotations
 

@@ -1,15 +1,10 @@
 """The project's one report builder: every HTML (and CSV) file the app and the CLI write.
 
-* **The analyses**: one CSV (the data) and one self-contained HTML (the figure, plotly inlined so
-  it opens offline) per analysis, plus ``analyses.json`` with everything and the verdicts
-  (``python -m core analyze``, the Analyses page's downloads), and one HTML page of them all
-  (:func:`html_report`, the Analyses page's export).
-* **The run report** (:func:`run_report_html`): one self-contained HTML page of a run, FFNN and
-  RNN side by side (with ≥ 2 repeats of both cached, the comparison over all of them and its one answer): the sections of :func:`core.views.run_view.run_view` (overview, repeats and
-  matched utility where given, over training, attacks, the strongest attacks, examples, the
-  per-record views, configuration, reproduce), the same list the Train & attack page draws — the
-  page's download and ``python -m core report`` (:func:`run_report`, which reads cached runs only)
-  write the same page. This module decides only how a block looks in HTML; nothing draws with Streamlit.
+* **The analyses**: one CSV and one self-contained HTML (plotly inlined, so it opens offline) per analysis,
+  plus ``analyses.json`` (:func:`write_analyses`), and one HTML page of them all (:func:`html_report`).
+* **The run report** (:func:`run_report_html`): one self-contained HTML page of a run, FFNN and RNN side by
+  side, with the sections of :func:`core.views.run_view.run_view` that the Train & attack page draws;
+  :func:`run_report` builds it from cached runs only. This module decides only how a block looks in HTML.
 """
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
-"""The figures and tables of one run's results (one typed summary per architecture, :class:`RunSummary`:
-``python -m core run``'s JSON read once): utility and attack accuracy over training, ROC curves (linear and log-log FPR, each drawn
-only down to FPR = 1/n), the attacks and overview tables with their resolution notes, the entropy
-comparison of members and non-members and the navigation steps. No Streamlit, no computation beyond
-laying out what the library returned: the Train & attack page draws these and the run report
-(:mod:`core.views.report`) writes the same ones."""
+"""The figures and tables of one run's results (one typed :class:`RunSummary` per architecture): utility and
+attack accuracy over training, ROC curves (each drawn only down to FPR = 1/n), the attacks and overview tables,
+the entropy comparison and the navigation steps. No Streamlit and no computation: the Train & attack page and
+the run report draw the same ones."""
 from __future__ import annotations
 
 import math
@@ -178,7 +176,7 @@ def roc_curves(summaries: list[RunSummary]) -> go.Figure:
     fig.update_xaxes(type="log", range=[-3, 0], tickvals=[1e-3, 1e-2, 1e-1, 1], ticktext=["0.1%", "1%", "10%", "100%"])
     fig.update_yaxes(range=[0, 1])
     return layout(fig, "ROC of the attacks (log FPR)", "false positive rate", "true positive rate",
-                   per_row=1)  # as roc_loglog: the entries "FFNN · entropy threshold · AUC 0.74" overlapped two a row
+                   per_row=1)  # long entries: one a row
 
 
 def auc_interval(summary: RunSummary, attack: str) -> str | None:
@@ -428,6 +426,6 @@ def roc_loglog(summaries: list[RunSummary]) -> go.Figure:
     text = [f"{100 * t:g}%" for t in ticks]
     fig.update_xaxes(type="log", range=[lo_exp, 0], tickvals=ticks, ticktext=text)
     fig.update_yaxes(type="log", range=[lo_exp, 0], tickvals=ticks, ticktext=text)
-    # one legend entry a row: two a row overlapped and clipped "… · TPR@1% 0." in the page's half-width column
+    # one legend entry a row: two overlap in the page's half-width column
     return layout(fig, "ROC on log-log axes (low false-positive rates)", "false positive rate", "true positive rate",
                    per_row=1)

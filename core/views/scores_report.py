@@ -1,10 +1,6 @@
-"""The HTML report of a scores file ("Just the scores" on the Your model page): one self-contained page.
-
-Built from :class:`core.analyses.scores.ScoresResult` alone: the findings with their intervals and
-N, the attacks table, the AUC differences, the ROC on log-log axes with its bootstrap band, the
-slices and the method. Plotly's script is inlined once, so the file opens offline. Kept apart from
-:mod:`core.views.report` (whose run report reads the cache and loads torch): a scores file has no
-model, and ``python -m core score`` never imports torch.
+"""The HTML report of a scores file ("Just the scores" on the Your model page): one self-contained page, built from
+:class:`core.analyses.scores.ScoresResult` alone, plotly's script inlined once so the file opens offline. Kept
+apart from :mod:`core.views.report` (which loads torch): ``python -m core score`` never imports torch.
 """
 from __future__ import annotations
 

@@ -20,9 +20,7 @@ ATTACK_DASH = {"shadow": "solid", "loss_threshold": "dash", "entropy_threshold":
 LEGEND_ROW_PX = 22
 AXIS_TITLE_PX = 62
 #: the side margins a figure starts with: about what its tick labels and axis titles take. Plotly's
-#: automargin only ever widens a margin, and each widening redraws the whole figure once more: a
-#: figure that starts with its margins wide enough is drawn once, in about 60 % of the browser time
-#: (the Defenses page's two charts; docs/performance.md has the measurement)
+#: automargin only ever widens a margin, each widening redrawing the figure: wide enough, it is drawn once
 LEFT_PX, RIGHT_PX, RIGHT_AXIS_PX = 72, 20, 66
 
 
@@ -31,8 +29,7 @@ def legend_rows(fig: go.Figure, per_row: int = 2) -> int:
     return max(1, math.ceil(len(shown) / per_row)) if shown else 0
 
 
-#: the longest legend name two entries a row hold in a half-width column at 1280 px (longer ones ran into the next
-#: entry and were cut at the figure's edge): beyond it, one entry a row
+#: the longest legend name two entries a row hold in a half-width column at 1280 px: beyond it, one entry a row
 TWO_A_ROW_CHARS = 20
 
 
