@@ -312,16 +312,10 @@ def overtraining(cfg: ExperimentConfig, factor: int = 3, points: int = 8, progre
 # ---------------------------------------------------------------------------- how long a long analysis takes
 def time_estimate(name: str, summary: RunSummary, blocks: int = 4, factor: int = 3,
                   scales: tuple[float, ...] = (0.5, 2.0)) -> float | None:
-    """Seconds the analysis ``name`` should take for one architecture, scaled from what ``summary``'s own run
-    measured (``timings``: its victim's and shadows' training, its attacks) by the work the analysis repeats:
-
-    * memorization: every model again, each block ``epochs // blocks`` epochs on a ``1/blocks`` share of the
-      members — about ``1/blocks`` of the run's training (each model's own evaluation after a block is extra);
-    * overtraining: the whole run again at ``factor`` × the epochs, attacked at 8 checkpoints instead of the run's;
-    * mismatch: the shadows once per scale, their training time taken as the run's shadows' × the scale (a width
-      scale changes the work at least in proportion; more for a layer whose size is the width squared).
-
-    None where the run measured no training (a summary written before timings, or loaded from the cache)."""
+    """Seconds the analysis ``name`` should take for one architecture, scaled from the training and attack times
+    ``summary``'s own run measured by the work the analysis repeats: memorization about ``1/blocks`` of the run's
+    training, overtraining the whole run at ``factor`` × the epochs (attacked at 8 checkpoints), mismatch the
+    shadows once per scale. None where the run measured no training."""
     t = summary.timings
     victim, shadows = t.get("victim_trained_s"), t.get("shadows_trained_s")
     if not victim or shadows is None:
@@ -357,21 +351,14 @@ def time_range(name: str, summaries: list[RunSummary]) -> tuple[float, float] | 
 def analyze(configs: dict[str, ExperimentConfig], analyses: tuple[str, ...] | None = None, progress=None,
             cache: ArtifactCache | None = None, canaries: int = DEFAULT_CANARIES,
             defense: tuple[str, float] | None = None, online_lira: int = 0, repeats: int = 1) -> AnalysesResults:
-    """Run ``analyses`` (default: every registered one, :func:`core.analyses.registry.names`) for each
-    architecture's config (``{"ffnn": cfg, "rnn": cfg}``), in registration order, and compute the
-    verdicts that compare them. ``progress(stage, fraction)`` is told what runs. The result's ``to_dict()`` is
-    ``analyses.json``: task, archs, verdicts, one key per analysis, and repeats when computed.
+    """Run ``analyses`` (default: every registered one) for each architecture's config (``{"ffnn": cfg, "rnn": cfg}``),
+    in registration order, and compute the verdicts that compare them; ``progress(stage, fraction)`` is told what
+    runs. The result's ``to_dict()`` is ``analyses.json``.
 
-    With ``repeats`` = N ≥ 2 the analyses that compare FFNN with RNN (those registered with a
-    ``repeat`` pairing: the runs, scatter, vulnerability, memorization, overtraining, as far as asked
-    for) also run on repeats 1 … N−1 (:func:`core.analyses.repeats.repeat_config`: derived seeds,
-    repeat r of both architectures on one split; each cached) and ``repeats`` holds their paired
-    verdicts (:func:`repeated_verdicts`); everything else is repeat 0's, as without repeats.
-
-    The per-record views (:mod:`core.analyses.record_views`): ``exposure`` (both architectures; with ``defense``
-    = (mechanism, value) also the flips under that after-training defense), ``budget`` (with
-    ``online_lira`` = N > 0 also online LiRA's curve; its N models train once), ``audit``
-    (one canary run of ``canaries`` canaries per architecture, cached) and ``slices``."""
+    With ``repeats`` = N ≥ 2 the analyses registered with a ``repeat`` pairing also run on repeats 1 … N−1 (each
+    cached) and ``repeats`` holds their paired verdicts; everything else is repeat 0's. ``defense`` = (mechanism,
+    value) adds the exposure flips under that defense, ``online_lira`` = N > 0 online LiRA's budget curve, and
+    ``canaries`` sizes the audit's canary run."""
     known = names()
     analyses = known if analyses is None else tuple(analyses)
     unknown = set(analyses) - set(known)

@@ -358,17 +358,11 @@ def preset_sets(sets: dict[str, Any] | None, preset: str, presets: list[str]) ->
 def findings_table(tasks: tuple[str, ...] | list[str] | None = None, preset: str | list[str] = "quick",
                    cache: ArtifactCache | None = None, target: int = TARGET_REPEATS,
                    sets: dict[str, Any] | None = None, imports: ImportedRuns | None = None) -> FindingsTable:
-    """The findings table from the cache: ``rows`` (one per finding × task × preset; :data:`FINDINGS`), the
-    presets asked for (``preset``: a name, comma-separated names, a list, or ``all``: :func:`parse_presets`),
-    the commit, and per row the runs missing for N = ``target`` and, where N ≥ 2 is measured, the repeats
-    that decide it (``decide``: :func:`repeats_to_decide`). A task with none of the presets gets a row per
-    finding saying so; ``sets``: config fields changed from the preset (both architectures; every command
-    carries them); a key ``PRESET:field`` changes that field for that preset's rows only (:func:`preset_sets`:
-    a real dataset's ``data_dir`` is part of the config, so it cannot be given to the built-in presets beside it).
-    ``imports``: run summaries made on other machines (:func:`core.experiment.run_source.load_imports`), read by
-    the F1 / F1a rows where this cache lacks a run (under the same config hash only); the table's ``sources`` then
-    says which rows mix machines. The other rows read this machine's cache only (defended points and analyses are
-    never imported). Nothing trains."""
+    """The findings table from the cache: one row per finding × task × preset (``preset``: :func:`parse_presets`), the
+    commit, and per row the runs missing for N = ``target`` and the repeats that decide it. ``sets``: config fields
+    changed from the preset (``PRESET:field`` for that preset's rows only, :func:`preset_sets`). ``imports``: run
+    summaries made on other machines, read by the F1 / F1a rows where this cache lacks a run (under the same config
+    hash only); the table's ``sources`` then says which rows mix machines. Nothing trains."""
     cache = cache or ArtifactCache()
     arch_source: ArtifactCache | RunSource = cache if imports is None else RunSource(cache, imports)
     tasks = tuple(tasks or TASKS)

@@ -168,12 +168,10 @@ def exposure_view(configs: dict[str, ExperimentConfig], summaries: dict[str, Run
 # ---------------------------------------------------------------------------- 2. reference budget
 def budget_view(cfg: ExperimentConfig, resamples: int = 8, cache: ArtifactCache | None = None,
                 online: int = 0) -> BudgetView:
-    """Offline LiRA and RMIA with 2, 4, … up to all shadows as references (each budget refitted
-    on its own subset: σ²_out, RMIA's a and T, the calibration), AUC and TPR at 1 % / 0.1 % FPR with
-    their spread over which references were used (:func:`core.measurement.budget.budget_curve`). With
-    ``online`` = N > 0 also online LiRA over subsets of its N IN/OUT models plus the shadows
-    (:func:`core.experiment.reference_attacks.online_references`: the N models train once, on request, cached);
-    a record with no IN model in a subset gets the offline test there, as :func:`lira_scores` does."""
+    """Offline LiRA and RMIA with 2, 4, … up to all shadows as references (each budget refitted on its own subset):
+    AUC and TPR at 1 % / 0.1 % FPR with their spread over which references were used
+    (:func:`core.measurement.budget.budget_curve`). With ``online`` = N > 0 also online LiRA over subsets of its N
+    IN/OUT models plus the shadows (trained once, on request, cached)."""
     cache = cache or ArtifactCache()
     models = trained_models(cfg, cache=cache)
     inputs = reference_inputs(models, cache)
@@ -324,12 +322,9 @@ def slices_view(configs: dict[str, ExperimentConfig], summaries: dict[str, RunSu
 # ---------------------------------------------------------------------------- the run report's views
 def report_views(configs: dict[str, ExperimentConfig], summaries: dict[str, RunSummary],
                  cache: ArtifactCache | None = None, budget: bool = True) -> ReportViews:
-    """The per-record views a run report shows (:func:`core.views.report.run_report`), from what is cached
-    only — nothing trains: ``exposure`` (both architectures, with the cached repeats' intervals),
-    ``budget`` (each architecture with ≥ 2 shadows whose models are all still cached; with
-    ``budget`` False left out, as it refits LiRA and RMIA per subset) and ``slices``. A view the
-    runs cannot give (any :class:`MIAError` of its computation) is under ``skipped`` with the reason:
-    the report is still written."""
+    """The per-record views a run report shows, from what is cached only: ``exposure``, ``budget`` (each architecture
+    with ≥ 2 shadows still cached; left out with ``budget`` False, as it refits LiRA and RMIA per subset) and
+    ``slices``. A view the runs cannot give (any :class:`MIAError`) is under ``skipped`` with the reason."""
     cache = cache or ArtifactCache()
     skipped: dict[str, str] = {}
     exposure = slices = None

@@ -449,12 +449,9 @@ METRIC_LABELS = {"attack_accuracy": "attack accuracy", "attack_auc": "attack AUC
 
 def judged_pairs(ffnn: Sequence[RunSummary], rnn: Sequence[RunSummary]
                  ) -> tuple[dict[str, Comparison], dict[str, dict[str, Any]]]:
-    """The one FFNN-vs-RNN judgement every reader shares: the raw paired comparisons
-    (:func:`compare_summaries`) and the judged metrics (:func:`judged_comparisons` over the evaluation
-    facts of every run: the declared primary metric, the Holm family of the secondary ones). The
-    ``compare`` command (:func:`comparison_json`), the Home page's answer and the findings table
-    (:mod:`core.analyses.findings`) all take a metric's verdict from here, so the same cached repeats
-    give every one of them the same verdict per metric."""
+    """The one FFNN-vs-RNN judgement every reader shares: the raw paired comparisons (:func:`compare_summaries`) and
+    the judged metrics (:func:`judged_comparisons`). ``compare``, the Home page's answer and the findings table all
+    take a metric's verdict from here, so the same cached repeats give each the same verdict."""
     comps = compare_summaries(ffnn, rnn)
     return comps, judged_comparisons(comps, evaluation_facts(list(ffnn) + list(rnn)))
 
@@ -536,16 +533,14 @@ def _point_metrics(point: DefendedPoint) -> dict[str, tuple[float | None, float 
 
 def defense_intervals(per_repeat: Sequence[DefendedPoint | dict[str, Any]], draws: int,
                       baseline_utility: float | None = None) -> dict[str, dict[str, Any]]:
-    """Intervals of one defense value's metrics (:data:`BANDED_BOUNDS`) over repeats × draws (the points typed or
-    their JSON), as a point's ``intervals`` JSON.
+    """Intervals of one defense value's metrics (:data:`BANDED_BOUNDS`) over repeats × draws, as a point's
+    ``intervals`` JSON.
 
-    With N ≥ 2 repeats: the t interval over the repeats of each repeat's mean over its draws (the
-    draws of one repeat share its models, so they are not independent replicates of the
-    experiment). With one repeat: the t interval over the draws from their mean and sd (draw
-    noise only, n = draws); there the utility loss L = 1 − u/u₀ is linear in the utility u for the
-    repeat's fixed undefended u₀ (``baseline_utility``), so its interval is the utility's mapped
-    through L (Def. 4 of paper 000). Metrics missing in any repeat are left out; with one repeat
-    and one draw there is no interval (``ci_low`` None).
+    With N ≥ 2 repeats: the t interval over the repeats of each repeat's mean over its draws (the draws of one repeat
+    share its models, so they are not independent replicates). With one repeat: the t interval over the draws (draw
+    noise only); the utility loss L = 1 − u/u₀ is linear in u for the repeat's fixed u₀ (``baseline_utility``), so its
+    interval is the utility's mapped through L (Def. 4 of paper 000); with one draw there is none (``ci_low`` None).
+Metrics missing in any repeat are left out.
     """
     out: dict[str, Estimate] = {}
     u: Estimate | None = None  # the utility's interval over draws, which the loss's is mapped from
@@ -576,15 +571,10 @@ def defense_intervals(per_repeat: Sequence[DefendedPoint | dict[str, Any]], draw
 
 def defense_curve_bands(curves: Sequence[Sequence[DefendedPoint | dict[str, Any]]], draws: int,
                         baseline_utilities: Sequence[float | None] | None = None) -> list[DefendedPoint]:
-    """A defense curve with a 95 % band: ``curves[r]`` are repeat r's points (any values, the
-    points of :meth:`core.defenses.defender.Defender.curve` or ``defend``; typed or their JSON), ``draws``
-    the draws per point.
-
-    Returns, per value present in every repeat (in repeat 0's order), repeat 0's point with ``intervals``
-    (:func:`defense_intervals`: over the N repeats of each repeat's mean over its draws; with one
-    repeat over the draws) and ``band`` = ``{"repeats": N, "draws": D, "over": "repeats" | "draws"
-    | None}`` (None: one repeat and one draw, no interval). The pages draw the line at each
-    interval's mean and the band between its ends; the CLI writes the same points (``to_dict``).
+    """A defense curve with a 95 % band: ``curves[r]`` are repeat r's points (typed or their JSON), ``draws`` the draws
+    per point. Returns, per value present in every repeat (in repeat 0's order), repeat 0's point with ``intervals``
+    (:func:`defense_intervals`) and ``band`` = ``{"repeats": N, "draws": D, "over": "repeats" | "draws" | None}``
+    (None: one repeat and one draw, no interval).
     """
     if not curves:
         return []

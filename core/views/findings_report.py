@@ -57,12 +57,9 @@ def measured_text(row: FindingRow) -> str:
 
 
 def verdict_text(row: FindingRow) -> str:
-    """The verdict word first (holds / reversed / inconclusive), its reason in parentheses; "— (not run)" when
-    nothing is measured. Every verdict is the one ``python -m core compare`` gives the same metric on the same
-    cached repeats (:func:`core.analyses.repeats.judged_pairs`: a secondary metric Holm-adjusted over its
-    family). The attacker's view (F1a) has one verdict, the comparison's declared primary metric's (LiRA AUC,
-    else RMIA: :data:`core.analyses.repeats.PRIMARY_ORDER`; the row's ``primary``), the other attack's beside it
-    (Holm-adjusted, a secondary metric)."""
+    """The verdict word first (holds / reversed / inconclusive), its reason in parentheses; "— (not run)" when nothing
+    is measured. Every verdict is the one ``python -m core compare`` gives the same metric on the same cached
+    repeats; F1a's is the comparison's declared primary metric's, the other attack's beside it (Holm-adjusted)."""
     m = row.measured
     if row.status != "measured" or m is None:
         return "— (not run)"

@@ -165,11 +165,10 @@ def run_report_html(summaries: list[RunSummary], configs: list[ExperimentConfig]
                     overrides: dict[str, dict[str, Any]] | None = None,
                     map_views: dict[str, MapViews] | None = None, repeats: dict[str, Any] | None = None,
                     matched: MatchedView | None = None, views: ReportViews | None = None) -> str:
-    """One self-contained HTML file of a run: every section of :func:`core.views.run_view.run_view` (the
-    same sections, in the same order, as the Train & attack page), figures with plotly.js embedded once
-    so it opens offline. ``repeats``: ``comparison`` or ``blocks``; ``matched``: the matched-utility view;
-    ``map_views`` (arch → the app's navigation map views): crisp maps instead of the summaries' rendered
-    PNGs; ``views`` (:func:`core.analyses.record_views.report_views`): the per-record views."""
+    """One self-contained HTML file of a run: every section of :func:`core.views.run_view.run_view`, in the page's
+    order, plotly.js embedded once so it opens offline. ``repeats``: ``comparison`` or ``blocks``; ``matched``: the
+    matched-utility view; ``map_views``: crisp navigation maps instead of the summaries' PNGs; ``views``: the
+    per-record views (:func:`core.analyses.record_views.report_views`)."""
     first = [True]
 
     def fig_html(fig: go.Figure) -> str:
@@ -211,12 +210,9 @@ def run_report(configs: dict[str, ExperimentConfig], cache: ArtifactCache | None
                overrides: dict[str, dict[str, Any]] | None = None, map_views: dict[str, MapViews] | None = None,
                repeats: dict[str, Any] | None = None, matched: MatchedView | None = None,
                budget: bool = True, summaries: dict[str, RunSummary] | None = None) -> str:
-    """The run report of ``configs`` (arch → config) from the cache: their summaries (``summaries``
-    where the caller holds them, else :func:`core.analyses.analyses_view.cached_runs`: not cached →
-    :class:`ConfigError`) and the per-record views the cached runs allow
-    (:func:`core.analyses.record_views.report_views`; ``budget``: include the reference budget, which refits
-    LiRA and RMIA per subset of references), as :func:`run_report_html`. The app's download and
-    ``python -m core report`` both call this."""
+    """The run report of ``configs`` (arch → config) from the cache, as :func:`run_report_html`: their summaries
+    (``summaries`` where the caller holds them; not cached: :class:`ConfigError`) and the per-record views the
+    cached runs allow (``budget``: include the reference budget, which refits LiRA and RMIA per subset)."""
     cache = cache or ArtifactCache()
     summaries = summaries if summaries is not None else cached_runs(configs, cache, ConfigError)
     if repeats is None and set(configs) == {"ffnn", "rnn"}:

@@ -388,13 +388,10 @@ STRONG_ATTACKS = ("lira", "rmia")
 
 
 def roc_loglog(summaries: list[RunSummary]) -> go.Figure:
-    """ROC curves of every attack on log-log axes (the convention of the LiRA paper): the low-FPR
-    regime, where an attack that confidently identifies a few members differs from one that is
-    merely above chance on average. The primary attack, LiRA and RMIA are shown; the others are a
-    click on the legend away. Each curve is drawn only down to FPR = 1/n (its n non-members:
-    :func:`measured_roc`), a dotted line marks that floor, and nothing left of it is drawn as if
-    measured; TPR 0 is drawn at the axis floor. The legend's TPR is at 1 % FPR, or at 0 false
-    positives where 1/n > 1 %."""
+    """ROC curves of every attack on log-log axes (LiRA's convention: the low-FPR regime, where an attack that
+    confidently identifies a few members differs from one merely above chance). The primary attack, LiRA and RMIA
+    are shown, the others a legend click away. Each curve is drawn only down to FPR = 1/n (:func:`measured_roc`),
+    a dotted line marks that floor; the legend's TPR is at 1 % FPR, or at 0 false positives where 1/n > 1 %."""
     fig = go.Figure()
     floor = 1e-3
     ns = []

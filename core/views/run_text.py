@@ -93,11 +93,9 @@ def _verdict_line(m: MetricComparison, title: str) -> str:
 
 def verdict_lines(comparison: ComparisonResult | Mapping[str, Any],
                   metrics: tuple[str, ...] = ("attack_accuracy", "attack_auc", "lira_auc")) -> list[str]:
-    """The headline of a comparison in markdown: the one answer (the ``answer`` block, where the comparison carries
-    it), the **primary** metric's verdict (effect, CI, p, N)
-    and why it is primary, then one line with the secondary metrics' verdicts and Holm-adjusted
-    p-values, then what gets no verdict. A comparison written before roles (no ``primary`` key)
-    gets one line per metric of ``metrics``, as then."""
+    """The headline of a comparison in markdown: the one answer (where the comparison carries it), the **primary**
+    metric's verdict and why it is primary, the secondary metrics' verdicts with Holm-adjusted p-values, then what
+    gets no verdict. A comparison without roles (no ``primary`` key) gets one line per metric of ``metrics``."""
     comp = ComparisonResult.coerce(comparison)
     metrics_ = comp.metrics
 
