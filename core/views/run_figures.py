@@ -46,8 +46,8 @@ def utility_curves(summaries: list[RunSummary]) -> go.Figure:
 
 def attack_accuracy_curve(summaries: list[RunSummary]) -> go.Figure:
     """Accuracy of each attack at each checkpoint epoch (a separate attack per epoch). One legend entry per attack,
-    which shows or hides it for every architecture (the colour is the architecture, named in the title): one entry
-    per attack and architecture made 18 entries whose names overlapped two a row in a half-width column."""
+    which shows or hides it for every architecture (the colour is the architecture): one per attack and
+    architecture would be too many for a half-width column."""
     fig = go.Figure()
     listed: set[str] = set()
     for s in summaries:
