@@ -127,8 +127,8 @@ UTILITY_RANGE: dict[str, tuple[float | None, float | None]] = {"accuracy": (0.0,
 
 
 def headline_bounds(name: str, summaries: Sequence[RunSummary]) -> tuple[float | None, float | None] | None:
-    """:data:`HEADLINE_BOUNDS` of ``name``; a utility's upper end from its metric where every run has the same
-    one (an accuracy's interval across repeats read "0.333 [0.000, 1.392]": values no accuracy takes)."""
+    """:data:`HEADLINE_BOUNDS` of ``name``; a utility's upper end from its metric where every run has the same one
+    (so an accuracy's interval never reaches past 1)."""
     if name.startswith("utility_"):
         metrics = {s.utility.metric for s in summaries}
         if len(metrics) == 1 and (metric := metrics.pop()) in UTILITY_RANGE:
@@ -291,9 +291,8 @@ def comparison_configs(task: str, preset: str, repeats: int, sets: dict[str, Any
 
 
 def summary_resolution(summary: RunSummary) -> Resolution:
-    """A run's evaluation-set resolution (:func:`core.measurement.metrics.resolution`: one record = how much TPR,
-    FPR, accuracy): its ``resolution`` block, or from its config's ``n_eval`` for summaries written before the block
-    (the balanced set holds n_eval members and n_eval non-members)."""
+    """A run's evaluation-set resolution (:func:`core.measurement.metrics.resolution`): its ``resolution`` block, or
+    from its config's ``n_eval`` for a summary without the block (the balanced set holds n_eval of each)."""
     if summary.resolution is not None:
         return summary.resolution
     n_eval = summary.settings.n_eval
@@ -490,8 +489,7 @@ def comparison_json(ffnn: Sequence[RunSummary], rnn: Sequence[RunSummary]) -> di
 
 def answer_of(ffnn: Sequence[RunSummary], rnn: Sequence[RunSummary]) -> ArchAnswer | None:
     """The one FFNN-vs-RNN answer over these paired repeats (:func:`core.analyses.arch_answer.arch_answer` of
-    :func:`judged_pairs`): what the Home page, ``compare --cached``, Train & attack, the run report, the Analyses
-    page and the findings table's F1 row all say."""
+    :func:`judged_pairs`), which every page and the findings table's F1 row say."""
     comps, judged = judged_pairs(ffnn, rnn)
     return arch_answer(comps, judged)
 
@@ -540,7 +538,7 @@ def defense_intervals(per_repeat: Sequence[DefendedPoint | dict[str, Any]], draw
     share its models, so they are not independent replicates). With one repeat: the t interval over the draws (draw
     noise only); the utility loss L = 1 − u/u₀ is linear in u for the repeat's fixed u₀ (``baseline_utility``), so its
     interval is the utility's mapped through L (Def. 4 of paper 000); with one draw there is none (``ci_low`` None).
-Metrics missing in any repeat are left out.
+    Metrics missing in any repeat are left out.
     """
     out: dict[str, Estimate] = {}
     u: Estimate | None = None  # the utility's interval over draws, which the loss's is mapped from
