@@ -15,7 +15,7 @@ from core.analyses.scores import advantage_interval, finding_of
 from core.measurement.bootstrap import NO_SPREAD, at_bound_interval, bootstrap_metric
 from core.measurement.slices import slice_metrics
 from core.measurement.stats import ALL_EQUAL, mean_interval
-from core.views.run_text import ci_text as _ci
+from core.views.style import ci_text as _ci
 from core.views.style import with_ci
 
 

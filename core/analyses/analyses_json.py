@@ -1,12 +1,7 @@
-"""The analyses' combined result, typed (one class for ``analyses.json``): what
-:func:`core.analyses.analysis.analyze` returns (``to_dict()`` is the ``analyses.json`` it writes, the Analyses page's
-export too) and what the report reads back (:meth:`AnalysesResults.from_dict`, :func:`core.views.report.html_report`).
-The one-run verdicts (:class:`core.analyses.verdicts.RunVerdict`) and the verdicts over paired repeats
-(:class:`core.analyses.verdicts.RepeatedVerdicts`) are typed; each analysis' own data stays under its name (its
-registered figure and table builders read it, typed by :mod:`core.analyses.analysis_results`). The layout is open:
-every key but the four typed ones is an analysis' data (or its extras), kept in ``extra`` in the order read, so
-``to_dict()`` writes back exactly the dict read — ``analyze``'s order (verdicts before the analyses) and
-``analyze --cached``'s (:meth:`core.analyses.analyses_view.AnalysesView.as_results`: verdicts after them) alike."""
+"""The analyses' combined result, typed: what :func:`core.analyses.analysis.analyze` returns (``to_dict()`` is the
+``analyses.json`` it writes) and what the report reads back. The one-run verdicts and the verdicts over paired
+repeats are typed; every other key is an analysis' data (or its extras), kept in ``extra`` in the order read, so
+``to_dict()`` writes back exactly the dict read."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,14 +1,10 @@
-"""What the Analyses page shows of the analyses that read cached runs only (pages only draw):
-the entropy scatter (with the most exposed members), the vulnerability over training, the verdicts
-each computes, the verdicts over the cached repeats, and the scatter behind an after-training defense.
+"""What the Analyses page shows of the analyses that read cached runs only: the entropy scatter (with the most
+exposed members), the vulnerability over training, their verdicts, the verdicts over the cached repeats, and
+the scatter behind an after-training defense.
 
-One call, :func:`analyses_view`, computes it; the page draws it and ``python -m core analyze --cached``
-writes it (``analyses.json``, CSV, HTML: the layout :func:`core.analyses.analysis.analyze` writes). It
-never trains: runs come from :func:`core.experiment.pipeline.cached_summary` and models from
-:func:`core.experiment.pipeline.load_models`, which raise :class:`NotCachedError` ("not cached") instead.
-The long analyses (memorization, overtraining, mismatch, …) train, so they run as worker jobs or with
-``analyze``; their results, where the caller has them, join the view (:meth:`AnalysesView.with_results`)
-and its verdicts."""
+:func:`analyses_view` computes it; the page draws it and ``python -m core analyze --cached`` writes it. It never
+trains: a run or model not cached raises :class:`NotCachedError`. The long analyses' results, where the caller
+has them, join the view (:meth:`AnalysesView.with_results`) and its verdicts."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
@@ -107,14 +103,10 @@ def analyses_view(configs: dict[str, ExperimentConfig], long_results: dict[str, 
                   repeats: int = 1, repeat_results: dict[int, dict[str, dict[str, Any]]] | None = None,
                   cache: ArtifactCache | None = None,
                   compute: Callable[[dict[str, ExperimentConfig]], dict[str, Any]] | None = None) -> AnalysesView:
-    """The analyses of ``configs`` (``{"ffnn": cfg, "rnn": cfg}``) that read the cache only, joined with
-    ``long_results`` (name → arch → result of the analyses that trained elsewhere: worker jobs, ``analyze``),
-    and the verdicts of all of them. With ``repeats`` = N ≥ 2 (cached repeats: :func:`cached_repeat_count`)
-    the verdicts over the N paired repeats too, from each repeat's cached analyses and its
-    ``repeat_results[r]`` (name → arch → result, where the caller has them).
-
-    ``compute`` replaces :func:`cached_analyses` (the page passes its memoized copy, so a rerun reads no
-    model again). Never trains: a run or model missing from the cache raises :class:`NotCachedError`."""
+    """The analyses of ``configs`` that read the cache only, joined with ``long_results`` (name → arch → result of the
+    analyses that trained elsewhere), and the verdicts of all of them; with ``repeats`` = N ≥ 2 the verdicts over the
+    N cached paired repeats too (``repeat_results[r]``: the long results the caller has for repeat r). ``compute``
+    replaces :func:`cached_analyses` (the page's memoized copy). A run or model not cached: :class:`NotCachedError`."""
     compute = compute or (lambda c: cached_analyses(c, cache))
     summaries = cached_runs(configs, cache)
     view = AnalysesView(next(iter(configs.values())).task, dict(configs), summaries,

@@ -4,30 +4,17 @@ Each analysis takes summaries or trained models (never a figure) and returns JSO
 the CLI writes (``python -m core analyze``) and the Analyses page draws:
 
 * :func:`entropy_scatter` — paper 000 Fig. 5: per record, x = average prediction entropy (APE,
-  eq. 3), y = cross-entropy to the reference; membership, each attack's decision, and its decision
-  boundary in this plane: the real threshold for threshold attacks; for learned attacks (which see
-  more than these two signals) a *surrogate* classifier fitted to the attack's decisions on
-  (log H, log CE) with its agreement rate; and the best two-threshold quadrant
-  (CE < a and H < b) with its own accuracy.
-* :func:`vulnerability` — paper 000 Fig. 4: per checkpoint epoch, train/validation utility, APE of
-  members and non-members, attack accuracy and AUC (a separate attack per epoch, shadows at that
-  epoch), the best-validation epoch and the generalization gap.
+  eq. 3), y = cross-entropy to the reference; membership, each attack's decision and its decision
+  boundary in this plane (the real threshold, or for learned attacks a *surrogate* classifier fitted
+  to the attack's decisions), and the best two-threshold quadrant (CE < a and H < b).
+* :func:`vulnerability` — paper 000 Fig. 4: per checkpoint epoch, utility, APE of members and
+  non-members and a separate attack's accuracy and AUC.
 * :func:`overtraining` — attack accuracy far past the best validation epoch (a longer run).
-* :func:`~core.analyses.own_models.mismatch` — paper 001 A.3: shadows of another size than the victim
-  (half / double the task's width knob); how much the attack loses.
-* :func:`~core.analyses.own_models.memorization` — paper 000 Fig. 6 / 001 Figs. 1–3: the victim learns k
-  disjoint blocks one after another; each block is attacked separately, in the order it was learned.
-  (These two train models that are not the run's: :mod:`core.analyses.own_models`; they are registered here.)
+* :func:`~core.analyses.own_models.mismatch` and :func:`~core.analyses.own_models.memorization` (registered here).
+* the per-record views of :mod:`core.analyses.record_views`: ``exposure``, ``budget``, ``audit``, ``slices``.
 
-The per-record views (:mod:`core.analyses.record_views`): ``exposure`` (which records FFNN and RNN
-expose, flips behind a defense), ``budget`` (LiRA/RMIA against the number of references), ``audit``
-(a one-run audited ε beside the accountant's) and ``slices`` (attack metrics per slice).
-
-:mod:`core.analyses.verdicts` turns their data into computed sentences ("RNN higher than FFNN at 4 of 5
-epochs, by 0.06 on average") so no page writes a finding by hand: one verdict per analysis (its registration,
-:mod:`core.analyses.registry`), each from that analysis' own data only: a tab never shows
-a verdict that another analysis' runs decided. The findings they check, with their sources, are
-in :mod:`core.measurement.studies`.
+:mod:`core.analyses.verdicts` turns each analysis' own data into a computed sentence, so no page writes a
+finding by hand and a tab never shows a verdict another analysis' runs decided.
 """
 from __future__ import annotations
 
@@ -325,16 +312,10 @@ def overtraining(cfg: ExperimentConfig, factor: int = 3, points: int = 8, progre
 # ---------------------------------------------------------------------------- how long a long analysis takes
 def time_estimate(name: str, summary: RunSummary, blocks: int = 4, factor: int = 3,
                   scales: tuple[float, ...] = (0.5, 2.0)) -> float | None:
-    """Seconds the analysis ``name`` should take for one architecture, scaled from what ``summary``'s own run
-    measured (``timings``: its victim's and shadows' training, its attacks) by the work the analysis repeats:
-
-    * memorization: every model again, each block ``epochs // blocks`` epochs on a ``1/blocks`` share of the
-      members — about ``1/blocks`` of the run's training (each model's own evaluation after a block is extra);
-    * overtraining: the whole run again at ``factor`` × the epochs, attacked at 8 checkpoints instead of the run's;
-    * mismatch: the shadows once per scale, their training time taken as the run's shadows' × the scale (a width
-      scale changes the work at least in proportion; more for a layer whose size is the width squared).
-
-    None where the run measured no training (a summary written before timings, or loaded from the cache)."""
+    """Seconds the analysis ``name`` should take for one architecture, scaled from the training and attack times
+    ``summary``'s own run measured by the work the analysis repeats: memorization about ``1/blocks`` of the run's
+    training, overtraining the whole run at ``factor`` × the epochs (attacked at 8 checkpoints), mismatch the
+    shadows once per scale. None where the run measured no training."""
     t = summary.timings
     victim, shadows = t.get("victim_trained_s"), t.get("shadows_trained_s")
     if not victim or shadows is None:
@@ -370,21 +351,14 @@ def time_range(name: str, summaries: list[RunSummary]) -> tuple[float, float] | 
 def analyze(configs: dict[str, ExperimentConfig], analyses: tuple[str, ...] | None = None, progress=None,
             cache: ArtifactCache | None = None, canaries: int = DEFAULT_CANARIES,
             defense: tuple[str, float] | None = None, online_lira: int = 0, repeats: int = 1) -> AnalysesResults:
-    """Run ``analyses`` (default: every registered one, :func:`core.analyses.registry.names`) for each
-    architecture's config (``{"ffnn": cfg, "rnn": cfg}``), in registration order, and compute the
-    verdicts that compare them. ``progress(stage, fraction)`` is told what runs. The result's ``to_dict()`` is
-    ``analyses.json``: task, archs, verdicts, one key per analysis, and repeats when computed.
+    """Run ``analyses`` (default: every registered one) for each architecture's config (``{"ffnn": cfg, "rnn": cfg}``),
+    in registration order, and compute the verdicts that compare them; ``progress(stage, fraction)`` is told what
+    runs. The result's ``to_dict()`` is ``analyses.json``.
 
-    With ``repeats`` = N ≥ 2 the analyses that compare FFNN with RNN (those registered with a
-    ``repeat`` pairing: the runs, scatter, vulnerability, memorization, overtraining, as far as asked
-    for) also run on repeats 1 … N−1 (:func:`core.analyses.repeats.repeat_config`: derived seeds,
-    repeat r of both architectures on one split; each cached) and ``repeats`` holds their paired
-    verdicts (:func:`repeated_verdicts`); everything else is repeat 0's, as without repeats.
-
-    The per-record views (:mod:`core.analyses.record_views`): ``exposure`` (both architectures; with ``defense``
-    = (mechanism, value) also the flips under that after-training defense), ``budget`` (with
-    ``online_lira`` = N > 0 also online LiRA's curve; its N models train once), ``audit``
-    (one canary run of ``canaries`` canaries per architecture, cached) and ``slices``."""
+    With ``repeats`` = N ≥ 2 the analyses registered with a ``repeat`` pairing also run on repeats 1 … N−1 (each
+    cached) and ``repeats`` holds their paired verdicts; everything else is repeat 0's. ``defense`` = (mechanism,
+    value) adds the exposure flips under that defense, ``online_lira`` = N > 0 online LiRA's budget curve, and
+    ``canaries`` sizes the audit's canary run."""
     known = names()
     analyses = known if analyses is None else tuple(analyses)
     unknown = set(analyses) - set(known)

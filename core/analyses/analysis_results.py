@@ -1,16 +1,9 @@
-"""The analyses' results read typed: the JSON that :mod:`core.analyses.analysis` and
-:mod:`core.analyses.record_views` produce — and that the worker jobs, ``analyses.json`` and the cache carry —
-checked once by ``from_dict`` (:class:`core.foundations.typed_json.Typed`: one-line
-:class:`core.foundations.errors.ResultFormatError` naming a missing or ill-typed field) and read by attribute.
-The producers return these types from birth (built by ``from_dict`` of the dict they build, so ``to_dict()``
-is that dict); the JSON boundaries (``analyses.json``, a worker job's result, the page's exports) write it.
+"""The analyses' results read typed: the JSON of :mod:`core.analyses.analysis` and
+:mod:`core.analyses.record_views`, checked once by ``from_dict`` (:class:`core.foundations.typed_json.Typed`:
+a one-line :class:`core.foundations.errors.ResultFormatError` naming a missing or ill-typed field).
 
-Every layout here is open (:class:`core.foundations.typed_json.Open`): it types the fields its readers use (the
-Analyses page's captions and tables, :mod:`core.views.analyses_text`) and keeps the rest (the per-record lists the
-figures draw) in ``extra``, so ``to_dict()`` gives back exactly the dict read and nothing written changes. A
-result born on the measurement floor is its own layout here (one class per concept): the exposure quadrants'
-:class:`core.measurement.exposure.QuadrantCount`, the budget's :class:`core.measurement.budget.BudgetCurve` and
-:class:`core.measurement.budget.BudgetPoint`."""
+Every layout here is open (:class:`core.foundations.typed_json.Open`): it types the fields its readers use and
+keeps the rest in ``extra``, so ``to_dict()`` gives back exactly the dict read."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field

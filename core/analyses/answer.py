@@ -1,11 +1,8 @@
 """"Do RNNs leak more?" answered from the cached runs of one task and preset, never training.
 
-The Home page asks the question and shows this answer; ``python -m core compare --cached`` prints the
-same JSON. The answer is the one answer of :mod:`core.analyses.arch_answer` (the ``answer`` block of
-:func:`core.analyses.repeats.comparison_json`: the studies' metric judged with compare's Holm family, the
-words holds / reversed / inconclusive / not comparable / uninformative) over *every* repeat cached for both
-architectures (repeat 0, 1, … up to the first one either lacks): the same word Train & attack, the Analyses
-page, the findings table's F1 row and the run report give on the same cache.
+The Home page shows this answer and ``python -m core compare --cached`` prints the same JSON: the one answer of
+:mod:`core.analyses.arch_answer` over *every* repeat cached for both architectures (up to the first one either
+lacks), so every page gives the same word on the same cache.
 """
 from __future__ import annotations
 
@@ -126,7 +123,7 @@ def _answer(task: str, preset: str, cached: dict[str, list[Any]], summary: Calla
         return Answer.from_dict(out)
     means = {"ffnn": ans.ffnn.mean, "rnn": ans.rnn.mean}
     means = {a: None if math.isnan(v) else v for a, v in means.items()}  # a JSON null is read as nan
-    # written over the placeholders above (a key present keeps its place), as the JSON always was
+    # written over the placeholders above: a key present keeps its place
     out.update(comparison=comp_json, metric=ans.metric, verdict=ans.verdict, ffnn=means["ffnn"], rnn=means["rnn"],
                sentence=answer_sentence(ans.verdict, ans.label, ans.difference, n, ans.reason),
                decidable_at=ans.decidable_at)

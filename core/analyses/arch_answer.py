@@ -1,24 +1,17 @@
 """The one answer to "does the RNN leak more than the FFNN?" over paired repeats: the studies' claim (paper 000
-§4.3 / Fig. 4: the attack is more accurate against the RNN at matched utility) tested on the studies' own metric,
-the primary (Shokri shadow) attack's accuracy, as the comparison's judgement holds it
-(:func:`core.analyses.repeats.judged_pairs`: a secondary metric, Holm-adjusted over the secondary family).
+§4.3 / Fig. 4: the attack is more accurate against the RNN at matched utility) tested on the primary (Shokri
+shadow) attack's accuracy, as the comparison's judgement holds it (:func:`core.analyses.repeats.judged_pairs`).
 
-:func:`arch_answer` is the only place that turns that judgement into a finding's word. Every reader calls it
-through :func:`core.analyses.repeats.answer_of` or reads the ``answer`` block :func:`core.analyses.repeats.comparison_json`
-writes: the Home page and ``compare --cached`` (:mod:`core.analyses.answer`), Train & attack and the run report
-(the comparison's verdict lines), the Analyses page's verdict over repeats, and the findings table's F1 row.
+:func:`arch_answer` is the only place that turns that judgement into a finding's word; every page, report and
+the findings table's F1 row read it (:func:`core.analyses.repeats.answer_of`, or the ``answer`` block of
+:func:`core.analyses.repeats.comparison_json`). The words, in the order they are decided:
 
-The words (:data:`core.measurement.stats.FINDING_VERDICTS`), in the order they are decided:
-
-* **uninformative** — both arms at the ceiling: the attack's AUC (or accuracy) ≥ :data:`CEILING` on both, so
-  nothing could differ;
-* **not comparable** — the claim's condition fails: the papers compare models of similar training *and*
-  validation utility (000 §4.1), and a gap's interval (or, with one repeat, the gap) reaches beyond ±
-  :data:`MATCHED_RELATIVE_GAP` of the larger utility on either; the gaps are shown, never a holds / reversed;
-* otherwise the judged verdict: **holds** / **reversed** / **inconclusive** — inconclusive with its reason,
-  which names :func:`core.measurement.stats.decidable_at` where N is below it.
-
-Nothing here reads the cache or trains (below :mod:`core.analyses.repeats`, which imports it).
+* **uninformative** — both arms at the ceiling: AUC (or accuracy) ≥ :data:`CEILING` on both;
+* **not comparable** — the papers compare models of similar training *and* validation utility (000 §4.1), and
+  a gap's interval (or, with one repeat, the gap) reaches beyond ± :data:`MATCHED_RELATIVE_GAP` of the larger
+  utility on either;
+* otherwise the judged verdict: **holds** / **reversed** / **inconclusive** (with its reason, which names
+  :func:`core.measurement.stats.decidable_at` where N is below it).
 """
 from __future__ import annotations
 

@@ -1,12 +1,9 @@
-"""The FFNN-vs-RNN comparison read typed: the JSON of :func:`core.analyses.repeats.comparison_json`
-(``compare``'s output, a run's repeats view, the matched view's and the Home page's comparison), checked once
-by ``from_dict`` (:class:`core.foundations.typed_json.Typed`) and read by attribute by the views that print its
-verdicts and table (:mod:`core.views.run_text`, :mod:`core.views.repeat_figures`, :mod:`core.views.run_view`).
+"""The FFNN-vs-RNN comparison read typed: the JSON of :func:`core.analyses.repeats.comparison_json`, checked once by
+``from_dict`` (:class:`core.foundations.typed_json.Typed`) and read by attribute by the views.
 
-Every layout here is open (``_STRICT`` False): it types the fields its readers use and keeps the rest in
-``extra``, so ``to_dict()`` gives back exactly the dict read. The estimates (each architecture's mean and the
-difference's) stay their JSON dicts: the views read them with ``Estimate.from_dict`` where they print them
-(:func:`core.views.style.with_ci` takes an :class:`~core.measurement.stats.Estimate`)."""
+Every layout here is open: it types the fields its readers use and keeps the rest in ``extra``, so ``to_dict()``
+gives back exactly the dict read. The estimates stay their JSON dicts (the views read them with
+``Estimate.from_dict``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass

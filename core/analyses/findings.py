@@ -1,38 +1,16 @@
 """The studies' findings beside what this machine measured: one row per finding × task × preset.
 
-Every row reads the cache only (nothing trains here): the cached repeats of a preset
-(:func:`core.analyses.repeats.repeat_config`; repeat r of both architectures shares its seed, hence
-its split), the memorization analysis' cached result of each repeat, the cached defended points of
-the Dirichlet mechanism, and the cached training-defense runs (DP-SGD over a σ grid, L2 over a λ grid).
-The rows of F1 / F1a (the architectures compared), the repeats that decide a row and the table are here;
-F2 – F5's rows in :mod:`core.analyses.findings_defenses`; each row's declaration (claim quoted and cited,
-metric, family, test, sign, matching, epochs, sizes, deviations, halves not built) in
-:mod:`core.analyses.finding_specs`; the shared settings and what is cached in :mod:`core.analyses.findings_base`.
+Every row reads the cache only (nothing trains here). F1 / F1a (the architectures compared), the repeats that
+decide a row and the table are here; F2 – F5 in :mod:`core.analyses.findings_defenses`; each row's declaration in
+:mod:`core.analyses.finding_specs`; the shared settings in :mod:`core.analyses.findings_base` (``FINDINGS``).
 
 A row is *measured* when at least one repeat of what it needs is cached: then it carries N, the 95 % interval
 and its word — holds / reversed / inconclusive from its declared test, *not comparable* where the claim's
-condition fails (utility not matched on train and validation; F4: the same σ not the same ε), *uninformative*
-where both arms sit at a ceiling or a floor. F1 is the one answer (:mod:`core.analyses.arch_answer`) every page
-gives on the same cache. Each row says ``decidable_at`` (the fewest N at which its test can decide at all: the
-sign-flip floor 2/2^N times its Holm family's size) and ``target_repeats`` (≥ 80 % power at the paper's effect
-where it prints one, else at the measured one; never below ``decidable_at``), and lists the runs missing for that
-target (``missing``: ordinary configs and job kinds of :mod:`core.jobs.manager`, so a page can queue exactly those) with
-their expected time from measured runs (:func:`core.defenses.sweeps.run_cost_s`) — none where it cannot decide even
-when run, and none past a decidable N it has already read (more repeats would be a new design).
-
-The findings (``FINDINGS``; the papers' own numbers and sources from :mod:`core.measurement.studies`):
-
-* F1 the RNN is more vulnerable than the FFNN (000 §4.3 / Fig. 4; navigation 001 §1 and §5.1 / Fig. 2): the
-  primary (Shokri shadow) attack's accuracy, FFNN − RNN < 0, at matched train and validation utility;
-* F1a the attacker's view: the same under LiRA and RMIA (AUC);
-* F2 the FFNN forgets early training blocks faster (000 §4.3 / Fig. 6): attack accuracy on the first block
-  learned, FFNN − RNN < 0;
-* F3 Dirichlet k = 1 brings the attack to ≈ 50 % at a small utility cost (001 §5.3, Tables 1–2, RNN victims): an
-  equivalence claim, tested by TOST (margin 50 % ± 5 points, ours) with the loss's one-sided bound;
-* F4 the same ε costs the RNN more utility (000 §5.2.2 / Fig. 8): DP-SGD's utility loss averaged over a σ grid
-  at the paper's clip norm, FFNN − RNN < 0;
-* F5 L2 helps the FFNN more (000 §5.1 / Fig. 7): the attack accuracy's slope over three λ (PPO clip ε for
-  navigation), FFNN − RNN > 0.
+condition fails, *uninformative* where both arms sit at a ceiling or a floor. Each row says ``decidable_at``
+(the sign-flip floor 2/2^N times its Holm family's size) and ``target_repeats`` (≥ 80 % power at the paper's
+effect where it prints one, else at the measured one; never below ``decidable_at``), and lists the runs missing
+for that target (``missing``, queueable job kinds) — none where it cannot decide even when run, and none past a
+decidable N it has already read (more repeats would be a new design).
 """
 from __future__ import annotations
 
@@ -383,17 +361,11 @@ def preset_sets(sets: dict[str, Any] | None, preset: str, presets: list[str]) ->
 def findings_table(tasks: tuple[str, ...] | list[str] | None = None, preset: str | list[str] = "quick",
                    cache: ArtifactCache | None = None, target: int = TARGET_REPEATS,
                    sets: dict[str, Any] | None = None, imports: ImportedRuns | None = None) -> FindingsTable:
-    """The findings table from the cache: ``rows`` (one per finding × task × preset; :data:`FINDINGS`), the
-    presets asked for (``preset``: a name, comma-separated names, a list, or ``all``: :func:`parse_presets`),
-    the commit, and per row the runs missing for N = ``target`` and, where N ≥ 2 is measured, the repeats
-    that decide it (``decide``: :func:`repeats_to_decide`). A task with none of the presets gets a row per
-    finding saying so; ``sets``: config fields changed from the preset (both architectures; every command
-    carries them); a key ``PRESET:field`` changes that field for that preset's rows only (:func:`preset_sets`:
-    a real dataset's ``data_dir`` is part of the config, so it cannot be given to the built-in presets beside it).
-    ``imports``: run summaries made on other machines (:func:`core.experiment.run_source.load_imports`), read by
-    the F1 / F1a rows where this cache lacks a run (under the same config hash only); the table's ``sources`` then
-    says which rows mix machines. The other rows read this machine's cache only (defended points and analyses are
-    never imported). Nothing trains."""
+    """The findings table from the cache: one row per finding × task × preset (``preset``: :func:`parse_presets`), the
+    commit, and per row the runs missing for N = ``target`` and the repeats that decide it. ``sets``: config fields
+    changed from the preset (``PRESET:field`` for that preset's rows only, :func:`preset_sets`). ``imports``: run
+    summaries made on other machines, read by the F1 / F1a rows where this cache lacks a run (under the same config
+    hash only); the table's ``sources`` then says which rows mix machines. Nothing trains."""
     cache = cache or ArtifactCache()
     arch_source: ArtifactCache | RunSource = cache if imports is None else RunSource(cache, imports)
     tasks = tuple(tasks or TASKS)

@@ -1,19 +1,7 @@
-"""The findings table's foundations: the findings themselves, the settings every row shares, and
-what is cached — the pieces :mod:`core.analyses.findings` (F1, F1a and the table) and
-:mod:`core.analyses.findings_defenses` (F2 – F5) both build their rows from.
-
-* :data:`FINDINGS`: one :class:`Finding` per claim of the studies, with the tasks it applies to and its source;
-* the row settings: :data:`TARGET_REPEATS` (the fewest repeats with which the sign-flip test can reach 95 % for
-  a metric alone: each row's own ``decidable_at`` and ``target_repeats`` come from its declaration,
-  :mod:`core.analyses.finding_specs`), the memorization schedule, the Dirichlet k and the training-defense values;
-* what is cached: :func:`cached_run` (a run's cached summary, noting its measured time), :class:`Missing` (a
-  computation a row still needs, as a job of :mod:`core.jobs.manager`), :class:`Costs` (a missing run's expected time
-  from the runs measured on this machine, :func:`core.defenses.sweeps.run_cost_s`), :func:`time_text`;
-* the table typed from birth: :class:`FindingsTable` of :class:`FindingRow` (made by
-  :func:`finding_row`), with their cells (:class:`MeasuredCell`, F3's :class:`RuleCell`, :class:`UtilityGap`,
-  :class:`PaperClaim`, :class:`DecideEntry`); ``to_dict`` writes the table's JSON, ``from_dict`` reads it back.
-
-Nothing here trains.
+"""The findings table's foundations, shared by :mod:`core.analyses.findings` (F1, F1a and the table) and
+:mod:`core.analyses.findings_defenses` (F2 – F5): the findings (:data:`FINDINGS`), the settings every row
+shares, what is cached (:func:`cached_run`, :class:`Missing`, :class:`Costs`) and the typed table
+(:class:`FindingsTable` of :class:`FindingRow`, with ``to_dict`` / ``from_dict``). Nothing here trains.
 """
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""The findings of the defenses and of forgetting: the rows of F2 (the FFNN forgets early training
-blocks faster: the memorization analysis' cached results), F3 (Dirichlet k = 1 brings the attack to ≈ 50 % at a
-small utility cost: the cached defended points of the RNN victim), F4 (the same ε costs the RNN more utility:
-DP-SGD at a target ε) and F5 (L2 helps the FFNN more: the attack accuracy's drop under λ) — each a metric that is
-its own family (one comparison, no multiplicity), read from the cache only, with the runs it still needs.
-:func:`core.analyses.findings.findings_table` puts them beside F1 / F1a.
+"""The rows of F2 (the FFNN forgets early training blocks faster), F3 (Dirichlet k = 1 brings the attack to ≈ 50 %
+at a small utility cost), F4 (the same ε costs the RNN more utility) and F5 (L2 helps the FFNN more), each a
+metric that is its own family (one comparison, no multiplicity), read from the cache only.
 """
 from __future__ import annotations
 
@@ -160,8 +157,7 @@ def f3_verdict(accuracies: list[float], losses: list[float], task: str) -> tuple
 def dirichlet_row(task: str, preset: str, sets: dict[str, Any] | None, cache: ArtifactCache, costs: Costs,
                    target: int) -> FindingRow:
     cfg = get_task(task).make_config("rnn", preset, dict(sets or {}))
-    # the mechanism's default draws, as `defend` (the row's command) and the Defenses page use: a row reading
-    # one draw never found the points its own command had written with eight
+    # the mechanism's default draws, as `defend` (the row's command) and the Defenses page write them
     spec = DefenseSpec("dirichlet", DIRICHLET_K, draws=defense_registry.get("dirichlet").default_draws)
     points, missing = [], []
     for r in range(target):

@@ -5,13 +5,9 @@
 * :func:`memorization` — paper 000 Fig. 6 / 001 Figs. 1–3: the victim and every shadow learn k
   disjoint blocks one after another; each block is attacked separately, in the order it was learned.
 
-Both train models outside the pipeline's roles (other shadows, block-wise training), so they are long
-(the app runs them in a worker) and live apart from :mod:`core.analyses.analysis`, which reads the run's
-own models and registers every analysis, these two included.
-
-Their results are made typed (:class:`Mismatch`, :class:`Memorization`) and returned as their JSON
-(``to_dict``): the registry, the worker jobs, the cache and the analyses' views carry the dicts, whose
-layout (keys, order, types) is the one these functions wrote before they were typed.
+Both train models of their own, so they are long (the app runs them in a worker). Their results are typed
+(:class:`Mismatch`, :class:`Memorization`) and returned as their JSON (``to_dict``), which the registry, the
+worker jobs, the cache and the views carry.
 """
 from __future__ import annotations
 
@@ -141,11 +137,8 @@ class Memorization:
 # ---------------------------------------------------------------------------- model mismatch
 def mismatch(cfg: ExperimentConfig, scales: tuple[float, ...] = (0.5, 2.0), progress=None,
              cache: ArtifactCache | None = None) -> Mismatch:
-    """Attack the victim of ``cfg`` with shadows whose width knob is scaled (paper 001 A.3).
-
-    The victim, its evaluation set and the attacker's data stay the same; only the shadows'
-    architecture size changes (they are trained, and cached, under their own config). Returns a
-    :class:`Mismatch`; its JSON (``to_dict``) is what the analyses' registry and views carry.
+    """Attack the victim of ``cfg`` with shadows whose width knob is scaled (paper 001 A.3); the victim,
+    its evaluation set and the attacker's data stay the same. The shadows are cached under their own config.
     """
     cache = cache or ArtifactCache()
     models = trained_models(cfg, cache=cache)
@@ -217,12 +210,9 @@ def _train_in_blocks(task, cfg: ExperimentConfig, data, blocks: list[np.ndarray]
 
 def memorization(cfg: ExperimentConfig, blocks: int = 4, epochs_per_block: int | None = None, progress=None,
                  cache: ArtifactCache | None = None) -> Memorization:
-    """Paper 000 Fig. 6 / 001 Figs. 1–3: the victim and every shadow learn ``blocks`` disjoint
-    blocks of their members in sequence; block j is then attacked on its own — an attack fitted on
-    the shadows' block-j members vs their non-members, evaluated on the victim's block-j members
-    vs as many of its non-members. The studies' finding: the FFNN forgets early blocks (attack
-    → 50 %), the RNN does not. The result is cached under the training hash and the schedule, as
-    :class:`Memorization`'s JSON (``to_dict``), read back typed: this returns the :class:`Memorization`.
+    """Paper 000 Fig. 6 / 001 Figs. 1–3: the victim and every shadow learn ``blocks`` disjoint blocks of
+    their members in sequence; block j is then attacked on its own (fitted on the shadows' block-j members
+    vs their non-members, evaluated on the victim's). Cached under the training hash and the schedule.
     """
     refuse_loaded_victim(cfg, "memorization")
     cache = cache or ArtifactCache()

@@ -1,32 +1,22 @@
 """The four per-record views on cached runs: per-record exposure FFNN vs RNN (and flips under a
-defense), the attacker's reference budget, an audited ε beside the accountant's, and
-vulnerability per slice. The math is in the pure modules :mod:`core.measurement.exposure`,
-:mod:`core.measurement.budget`, :mod:`core.measurement.audit` and :mod:`core.measurement.slices`; this module feeds them the cached
-summaries and models and returns their typed results (:mod:`core.analyses.analysis_results`, each built by
-``from_dict`` of the dict it always built: ``to_dict()`` is what the CLI's ``analyze`` writes; the Analyses
-page and the run report draw them).
+defense), the attacker's reference budget, an audited ε beside the accountant's, and vulnerability
+per slice. The math is in :mod:`core.measurement.exposure`, :mod:`core.measurement.budget`,
+:mod:`core.measurement.audit` and :mod:`core.measurement.slices`; this module feeds them the cached
+summaries and models and returns their typed results (:mod:`core.analyses.analysis_results`).
 
-Every view but the audit reads what the runs already cached: the per-record scores in each
-summary (``records.scores``), the shadows' answers (LiRA/RMIA's references) and the defended
-points of the Defenses page. Nothing retrains, except the audit's one canary run per
-(config, m, seed), trained once and cached.
+Every view but the audit reads what the runs already cached; the audit trains one canary run per
+(config, m, seed), cached.
 
-**The same records.** FFNN and RNN of a preset share the seed, ``n_train``, ``n_eval``, the data
-source and so the split (:func:`core.experiment.roles.make_splits`): record i of one summary is record i
-of the other. :func:`evaluated_records` recomputes both splits and refuses a pair that differs.
+**The same records.** FFNN and RNN of a preset share the seed, sizes and data source, so the split
+(:func:`core.experiment.roles.make_splits`): record i of one summary is record i of the other.
+:func:`evaluated_records` recomputes both splits and refuses a pair that differs.
 
-**The audit's canary run** (Steinke, Nasr & Jagielski 2023; :mod:`core.measurement.audit`): m canaries are
-drawn (seeded) from the victim's half among records neither its members nor its non-members; the
-task turns them into canaries (:meth:`core.tasks.base.Task.canary_data`: image = mislabeled images);
-each is included with probability ½ (seeded coin flips); one model of the victim's recipe (same
-config: DP-SGD included, same seed) trains on the victim's members plus the included canaries.
-The auditor's score of a canary is minus the model's mean loss on it. The run's own accountant ε
-(Opacus RDP/PRV of *this* run's steps: its q counts the canaries) is reported beside the audited
-bound, and so is the attack-derived ε̂ of the cached run (:func:`core.measurement.metrics.empirical_epsilon`).
-Beside Steinke et al.'s bound, the same canaries' scores give a Gaussian-DP estimate (an estimate, with
-its bootstrap interval), the f-DP one-run bound of Mahloujifar et al. for the Gaussian family and every
-bound against the number of guesses (:mod:`core.measurement.audit_estimators`): computed from the
-cached scores, so a canary run cached before them shows them too.
+**The audit's canary run** (Steinke, Nasr & Jagielski 2023): m canaries are drawn (seeded) from the
+victim's unused records and made canaries by the task (:meth:`core.tasks.base.Task.canary_data`); each
+is included with probability ½; one model of the victim's recipe (same config, DP-SGD included) trains on
+the victim's members plus the included canaries. A canary's score is minus the model's mean loss on it.
+Beside the audited bound: the run's own accountant ε (its q counts the canaries), the cached run's
+attack-derived ε̂, and the estimators of :mod:`core.measurement.audit_estimators` on the same scores.
 """
 from __future__ import annotations
 
@@ -178,12 +168,10 @@ def exposure_view(configs: dict[str, ExperimentConfig], summaries: dict[str, Run
 # ---------------------------------------------------------------------------- 2. reference budget
 def budget_view(cfg: ExperimentConfig, resamples: int = 8, cache: ArtifactCache | None = None,
                 online: int = 0) -> BudgetView:
-    """Offline LiRA and RMIA with 2, 4, … up to all shadows as references (each budget refitted
-    on its own subset: σ²_out, RMIA's a and T, the calibration), AUC and TPR at 1 % / 0.1 % FPR with
-    their spread over which references were used (:func:`core.measurement.budget.budget_curve`). With
-    ``online`` = N > 0 also online LiRA over subsets of its N IN/OUT models plus the shadows
-    (:func:`core.experiment.reference_attacks.online_references`: the N models train once, on request, cached);
-    a record with no IN model in a subset gets the offline test there, as :func:`lira_scores` does."""
+    """Offline LiRA and RMIA with 2, 4, … up to all shadows as references (each budget refitted on its own subset):
+    AUC and TPR at 1 % / 0.1 % FPR with their spread over which references were used
+    (:func:`core.measurement.budget.budget_curve`). With ``online`` = N > 0 also online LiRA over subsets of its N
+    IN/OUT models plus the shadows (trained once, on request, cached)."""
     cache = cache or ArtifactCache()
     models = trained_models(cfg, cache=cache)
     inputs = reference_inputs(models, cache)
@@ -334,12 +322,9 @@ def slices_view(configs: dict[str, ExperimentConfig], summaries: dict[str, RunSu
 # ---------------------------------------------------------------------------- the run report's views
 def report_views(configs: dict[str, ExperimentConfig], summaries: dict[str, RunSummary],
                  cache: ArtifactCache | None = None, budget: bool = True) -> ReportViews:
-    """The per-record views a run report shows (:func:`core.views.report.run_report`), from what is cached
-    only — nothing trains: ``exposure`` (both architectures, with the cached repeats' intervals),
-    ``budget`` (each architecture with ≥ 2 shadows whose models are all still cached; with
-    ``budget`` False left out, as it refits LiRA and RMIA per subset) and ``slices``. A view the
-    runs cannot give (any :class:`MIAError` of its computation) is under ``skipped`` with the reason:
-    the report is still written."""
+    """The per-record views a run report shows, from what is cached only: ``exposure``, ``budget`` (each architecture
+    with ≥ 2 shadows still cached; left out with ``budget`` False, as it refits LiRA and RMIA per subset) and
+    ``slices``. A view the runs cannot give (any :class:`MIAError`) is under ``skipped`` with the reason."""
     cache = cache or ArtifactCache()
     skipped: dict[str, str] = {}
     exposure = slices = None

@@ -1,34 +1,19 @@
-"""The analysis registry: one registration per analysis (Opacus' accountant registry and
-:mod:`core.attacks.registry` are the model).
+"""The analysis registry: one registration (:class:`Analysis`) per analysis, read by the CLI, the worker,
+the report and the Analyses page.
 
-A registration (:class:`Analysis`) says everything the CLI, the worker, the report and the Analyses
-page used to read from five name tables and if-chains:
+* ``name`` (``analyze --analysis NAME``, its key in ``analyses.json``, its files ``NAME.csv`` / ``NAME.html``)
+  and ``label``;
+* ``run(AnalysisRun) → data`` for both architectures (``extras``: other keys it adds beside its own);
+* ``verdict`` (its key in ``verdicts``) and ``verdict_of({arch: data}) → Verdict``;
+* ``repeat`` (:class:`Repeat`): how it compares FFNN with RNN over paired repeats;
+* ``long``: it trains models of its own, so the app runs it as a worker job through
+  ``job(config, stage, params)`` (``job_params``: the parameters it reads besides ``name``);
+* ``table`` / ``figure``: ``data → DataFrame`` / ``data → plotly Figure``. This layer never imports the
+  views: the view modules register the built-in builders (:func:`table_builder`, :func:`figure_builder`,
+  :func:`register_views`); :func:`table_of` / :func:`figure_of` return the one in use.
 
-* ``name`` (``analyze --analysis NAME``, the key of its data in ``analyses.json``, its file names
-  ``NAME.csv`` / ``NAME.html``) and ``label``;
-* ``run(AnalysisRun) → data``: both architectures' data, run by :func:`core.analyses.analysis.analyze`
-  (``extras``: other keys it adds beside its own, the scatter's ``most_exposed``);
-* ``verdict`` (the key of its verdict in ``verdicts``) and ``verdict_of({arch: data}) → Verdict``:
-  one verdict from that analysis' data only;
-* ``repeat`` (:class:`Repeat`): how it compares FFNN with RNN over paired repeats (``analyze
-  --repeats N``, :func:`core.analyses.verdicts.repeated_verdicts`);
-* ``long``: it trains models of its own, so the app runs it in a worker (:mod:`core.jobs.worker`, job kind
-  ``analysis`` with ``params["name"]``) through ``job(config, stage, params)`` for one architecture
-  (``stage(label)`` → a fraction callback; ``job_params``: the parameters it reads besides ``name``);
-* ``table`` and ``figure``: its CSV table and its figure from its data (``data → DataFrame`` /
-  ``data → plotly Figure``). This layer never imports the views: a built-in analysis' builders are
-  registered by the view modules that define them (:func:`table_builder` / :func:`figure_builder` on each
-  builder, or :func:`register_views`, in
-  :mod:`core.views.analysis_tables`, :mod:`core.views.analysis_figures`,
-  :mod:`core.views.record_view_figures`); an analysis outside the package may give callables here
-  instead. :func:`table_of` / :func:`figure_of` return the one in use.
-
-The built-in analyses register themselves in :mod:`core.analyses.analysis`, which this module loads
-on the first look-up. A new analysis is one module plus one :func:`register_analysis` call; a test's
-toy registered that way appears in ``python -m core analyze``, its JSON, CSV and HTML, the HTML
-export and (long) as a worker job (``tests/test_analysis_registry.py``); :func:`unregister_analysis`
-removes it. Only code registers an analysis: a name from a page or a job's parameters is only ever
-looked up here, never imported.
+The built-in analyses register themselves in :mod:`core.analyses.analysis`, loaded on the first look-up.
+Only code registers an analysis: a name from a page or a job's parameters is only looked up, never imported.
 """
 from __future__ import annotations
 

@@ -1,20 +1,14 @@
 """Repeats of an experiment and the FFNN-vs-RNN comparison with intervals (above the pipeline).
 
-Repeat r of a config (``cfg.repeats`` of them) is the config with seed
-:func:`repeat_seed` (``cfg.seed``, r): repeat 0 *is* the config (so runs cached before repeats
-existed are repeat 0), repeat r > 0 a seed derived by numpy's ``SeedSequence([seed, r])`` (a
-hash: no two repeats of nearby seeds collide by arithmetic). The seed moves everything the
-pipeline seeds — the member/non-member split (:func:`core.experiment.roles.make_splits`), the shadows'
-draws, initialisation and batch order (:func:`core.experiment.roles.role_seed`). Each repeat is an
-ordinary run, cached under its own hash, so raising N trains only the new repeats.
+Repeat r of a config is the config with seed :func:`repeat_seed` (``cfg.seed``, r): repeat 0 *is* the config,
+repeat r > 0 a seed derived by numpy's ``SeedSequence([seed, r])`` (a hash: no two repeats of nearby seeds
+collide by arithmetic). The seed moves the split, the shadows' draws, initialisation and batch order. Each repeat
+is an ordinary cached run, so raising N trains only the new repeats.
 
-Repeat r of the FFNN and repeat r of the RNN get the same derived seed, hence the same data
-split: their difference is **paired** (:func:`core.measurement.stats.paired_difference`).
-
-Headline metrics (:data:`HEADLINE`) are read from each repeat's summary and reported as a mean
-with a 95 % Student-t interval across repeats (:func:`core.measurement.stats.mean_interval`); within one run
-the primary attack's AUC and TPR at low FPR also get a stratified bootstrap over the evaluation
-records (:func:`within_run`).
+Repeat r of the FFNN and of the RNN share the seed, hence the split: their difference is **paired**
+(:func:`core.measurement.stats.paired_difference`). Headline metrics (:data:`HEADLINE`) are reported as a mean
+with a 95 % Student-t interval across repeats; within one run the primary attack's AUC and TPR at low FPR also
+get a stratified bootstrap over the evaluation records (:func:`within_run`).
 """
 from __future__ import annotations
 
@@ -133,8 +127,8 @@ UTILITY_RANGE: dict[str, tuple[float | None, float | None]] = {"accuracy": (0.0,
 
 
 def headline_bounds(name: str, summaries: Sequence[RunSummary]) -> tuple[float | None, float | None] | None:
-    """:data:`HEADLINE_BOUNDS` of ``name``; a utility's upper end from its metric where every run has the same
-    one (an accuracy's interval across repeats read "0.333 [0.000, 1.392]": values no accuracy takes)."""
+    """:data:`HEADLINE_BOUNDS` of ``name``; a utility's upper end from its metric where every run has the same one
+    (so an accuracy's interval never reaches past 1)."""
     if name.startswith("utility_"):
         metrics = {s.utility.metric for s in summaries}
         if len(metrics) == 1 and (metric := metrics.pop()) in UTILITY_RANGE:
@@ -297,9 +291,8 @@ def comparison_configs(task: str, preset: str, repeats: int, sets: dict[str, Any
 
 
 def summary_resolution(summary: RunSummary) -> Resolution:
-    """A run's evaluation-set resolution (:func:`core.measurement.metrics.resolution`: one record = how much TPR,
-    FPR, accuracy): its ``resolution`` block, or from its config's ``n_eval`` for summaries written before the block
-    (the balanced set holds n_eval members and n_eval non-members)."""
+    """A run's evaluation-set resolution (:func:`core.measurement.metrics.resolution`): its ``resolution`` block, or
+    from its config's ``n_eval`` for a summary without the block (the balanced set holds n_eval of each)."""
     if summary.resolution is not None:
         return summary.resolution
     n_eval = summary.settings.n_eval
@@ -455,12 +448,9 @@ METRIC_LABELS = {"attack_accuracy": "attack accuracy", "attack_auc": "attack AUC
 
 def judged_pairs(ffnn: Sequence[RunSummary], rnn: Sequence[RunSummary]
                  ) -> tuple[dict[str, Comparison], dict[str, dict[str, Any]]]:
-    """The one FFNN-vs-RNN judgement every reader shares: the raw paired comparisons
-    (:func:`compare_summaries`) and the judged metrics (:func:`judged_comparisons` over the evaluation
-    facts of every run: the declared primary metric, the Holm family of the secondary ones). The
-    ``compare`` command (:func:`comparison_json`), the Home page's answer and the findings table
-    (:mod:`core.analyses.findings`) all take a metric's verdict from here, so the same cached repeats
-    give every one of them the same verdict per metric."""
+    """The one FFNN-vs-RNN judgement every reader shares: the raw paired comparisons (:func:`compare_summaries`) and
+    the judged metrics (:func:`judged_comparisons`). ``compare``, the Home page's answer and the findings table all
+    take a metric's verdict from here, so the same cached repeats give each the same verdict."""
     comps = compare_summaries(ffnn, rnn)
     return comps, judged_comparisons(comps, evaluation_facts(list(ffnn) + list(rnn)))
 
@@ -499,8 +489,7 @@ def comparison_json(ffnn: Sequence[RunSummary], rnn: Sequence[RunSummary]) -> di
 
 def answer_of(ffnn: Sequence[RunSummary], rnn: Sequence[RunSummary]) -> ArchAnswer | None:
     """The one FFNN-vs-RNN answer over these paired repeats (:func:`core.analyses.arch_answer.arch_answer` of
-    :func:`judged_pairs`): what the Home page, ``compare --cached``, Train & attack, the run report, the Analyses
-    page and the findings table's F1 row all say."""
+    :func:`judged_pairs`), which every page and the findings table's F1 row say."""
     comps, judged = judged_pairs(ffnn, rnn)
     return arch_answer(comps, judged)
 
@@ -542,16 +531,14 @@ def _point_metrics(point: DefendedPoint) -> dict[str, tuple[float | None, float 
 
 def defense_intervals(per_repeat: Sequence[DefendedPoint | dict[str, Any]], draws: int,
                       baseline_utility: float | None = None) -> dict[str, dict[str, Any]]:
-    """Intervals of one defense value's metrics (:data:`BANDED_BOUNDS`) over repeats × draws (the points typed or
-    their JSON), as a point's ``intervals`` JSON.
+    """Intervals of one defense value's metrics (:data:`BANDED_BOUNDS`) over repeats × draws, as a point's
+    ``intervals`` JSON.
 
-    With N ≥ 2 repeats: the t interval over the repeats of each repeat's mean over its draws (the
-    draws of one repeat share its models, so they are not independent replicates of the
-    experiment). With one repeat: the t interval over the draws from their mean and sd (draw
-    noise only, n = draws); there the utility loss L = 1 − u/u₀ is linear in the utility u for the
-    repeat's fixed undefended u₀ (``baseline_utility``), so its interval is the utility's mapped
-    through L (Def. 4 of paper 000). Metrics missing in any repeat are left out; with one repeat
-    and one draw there is no interval (``ci_low`` None).
+    With N ≥ 2 repeats: the t interval over the repeats of each repeat's mean over its draws (the draws of one repeat
+    share its models, so they are not independent replicates). With one repeat: the t interval over the draws (draw
+    noise only); the utility loss L = 1 − u/u₀ is linear in u for the repeat's fixed u₀ (``baseline_utility``), so its
+    interval is the utility's mapped through L (Def. 4 of paper 000); with one draw there is none (``ci_low`` None).
+    Metrics missing in any repeat are left out.
     """
     out: dict[str, Estimate] = {}
     u: Estimate | None = None  # the utility's interval over draws, which the loss's is mapped from
@@ -568,7 +555,7 @@ def defense_intervals(per_repeat: Sequence[DefendedPoint | dict[str, Any]], draw
         if name == "utility_loss" and u is not None and baseline_utility and abs(baseline_utility) > 1e-9:
             lo = None if u.ci_high is None else 1.0 - u.ci_high / baseline_utility
             hi = None if u.ci_low is None else 1.0 - u.ci_low / baseline_utility
-            # no per-draw values (so sd None), as the JSON always had
+            # no per-draw values (so sd None)
             out[name] = dataclasses.replace(u, mean=float(means[0]), ci_low=lo, ci_high=hi, values=(),
                                             method=f"t over {draws} draws (through L = 1 − u/u₀)")
             continue
@@ -582,15 +569,10 @@ def defense_intervals(per_repeat: Sequence[DefendedPoint | dict[str, Any]], draw
 
 def defense_curve_bands(curves: Sequence[Sequence[DefendedPoint | dict[str, Any]]], draws: int,
                         baseline_utilities: Sequence[float | None] | None = None) -> list[DefendedPoint]:
-    """A defense curve with a 95 % band: ``curves[r]`` are repeat r's points (any values, the
-    points of :meth:`core.defenses.defender.Defender.curve` or ``defend``; typed or their JSON), ``draws``
-    the draws per point.
-
-    Returns, per value present in every repeat (in repeat 0's order), repeat 0's point with ``intervals``
-    (:func:`defense_intervals`: over the N repeats of each repeat's mean over its draws; with one
-    repeat over the draws) and ``band`` = ``{"repeats": N, "draws": D, "over": "repeats" | "draws"
-    | None}`` (None: one repeat and one draw, no interval). The pages draw the line at each
-    interval's mean and the band between its ends; the CLI writes the same points (``to_dict``).
+    """A defense curve with a 95 % band: ``curves[r]`` are repeat r's points (typed or their JSON), ``draws`` the draws
+    per point. Returns, per value present in every repeat (in repeat 0's order), repeat 0's point with ``intervals``
+    (:func:`defense_intervals`) and ``band`` = ``{"repeats": N, "draws": D, "over": "repeats" | "draws" | None}``
+    (None: one repeat and one draw, no interval).
     """
     if not curves:
         return []
@@ -602,7 +584,7 @@ def defense_curve_bands(curves: Sequence[Sequence[DefendedPoint | dict[str, Any]
     out = []
     for v in values:
         per = [b[v] for b in by_value]
-        # written over repeat 0's JSON as dict(point, intervals=…, band=…) was: same keys, same order
+        # repeat 0's JSON with intervals and band added: same keys, same order
         out.append(per[0].with_json({"intervals": defense_intervals(per, draws, base0 if n == 1 else None),
                                      "band": {"repeats": n, "draws": int(draws), "over": over}}))
     return out

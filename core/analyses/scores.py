@@ -58,7 +58,7 @@ from core.measurement.stats import CONFIDENCE, Estimate, is_zero_width
 #: bootstrap resamples of every interval over records (AUC, TPR, advantage, AUC differences) ...
 BOOTSTRAP = 1000
 #: ... fewer on large files (resamples × records at most this, never below MIN_BOOTSTRAP): each
-#: resample ranks every record, and 1000 × 200,000 records would take the better part of an hour
+#: resample ranks every record
 BOOTSTRAP_CELLS = 20_000_000
 MIN_BOOTSTRAP = 200
 #: resamples of the ROC band
@@ -394,10 +394,8 @@ def rmia_cross_fitted(table: ScoresTable, half: np.ndarray, usable: np.ndarray
 
 # ---------------------------------------------------------------------------- one attack's numbers
 def _thin(fpr: np.ndarray, tpr: np.ndarray) -> tuple[tuple[float, ...], tuple[float, ...]]:
-    """The ROC points kept for the report: every corner up to FPR 0.1 and at most 400
-    evenly spaced ones above (:func:`core.measurement.metrics.roc_points_kept`, as a run's stored ROC), so the
-    log-log ROC's low-FPR TPR is the curve's own (evenly spaced points alone dropped its corners and drew it
-    lower on files of more than 400 distinct scores)."""
+    """The ROC points kept for the report: every corner up to FPR 0.1 and at most 400 evenly spaced ones above
+    (:func:`core.measurement.metrics.roc_points_kept`), so the log-log ROC's low-FPR TPR is the curve's own."""
     keep = roc_points_kept(fpr)
     return tuple(round(float(v), 6) for v in fpr[keep]), tuple(round(float(v), 6) for v in tpr[keep])
 

@@ -1,43 +1,28 @@
 """Auditing a model its owner already has (:mod:`core.audit` is the door): one pass from the model, the records and
 the member list to every attack with its 95 % interval, the blind baseline and the risk in the owner's terms.
 
-1. **Roles.** The members are the listed records; the others are split (seeded) into the audited non-members —
-   as many as the members, at most half of them — and the attacker's pool (the rest), unless the non-members are
-   given. Every count is in the result (:class:`Roles`).
-2. **The model is checked first** (:func:`check_fit`): the declared preprocessing applied to the members, its
-   accuracy on them (Clopper–Pearson interval) beside the non-members' and the user's stated one. Members at chance
-   (the interval reaches the majority class's share) or significantly below the non-members stop the audit with
-   one line — "the model does not fit its own members: check the preprocessing" — before anything trains.
-3. **References.** Where the model can be rebuilt untrained and a recipe (or a training function) is given,
-   ``references`` copies are trained by it, each on a random subset of the members' size drawn from every record
-   (members, non-members, pool), so every audited record is IN some and OUT of others (LiRA online and offline,
-   RMIA). An ONNX graph cannot be retrained: LiRA and RMIA then run only from reference losses the user supplies;
-   the result lists which attacks ran and why the others did not (:attr:`AuditOutcome.not_run`).
-4. **Attacks** on the audited records: the loss and entropy thresholds, LiRA, RMIA
-   (:func:`core.analyses.scores.score_table`, the same code as ``python -m core score``), quantile regression
-   (conformalised, fitted on the pool's answers; :mod:`core.attacks.quantile`), the label-only attacks (images: ten
-   augmented queries; every kind: the gap attack), each with AUC, TPR at low FPR, advantage and ε̂ with intervals.
-5. **Blind baseline**: a logistic regression on the records alone (their prepared inputs, average-pooled to at most
-   :data:`BLIND_FEATURES` numbers, and their one-hot label), never the model, cross-fitted over the same two halves.
-   Its AUC far from 0.5 (its interval excluding 0.5) says the members and non-members differ in distribution: an
-   attack's AUC is then not all leakage. Each attack's AUC minus the blind one is given with a paired interval.
-6. **Risk** (:class:`RiskFigure`): at a stated FPR, the TPR, the precision of the flagged records at a declared
-   membership prior π (default members / all records), π·TPR / (π·TPR + (1 − π)·FPR), and the expected number of
-   members exposed, TPR × members — each with the interval of the TPR carried through (both are monotone in it).
+1. **Roles.** The members are the listed records; unless the non-members are given, the others are split (seeded)
+   into the audited non-members (as many as the members, at most half of them) and the attacker's pool.
+2. **The model is checked first** (:func:`check_fit`): members at chance (their accuracy's Clopper–Pearson interval
+   reaches the majority class's share) or significantly below the non-members stop the audit with one line
+   ("check the preprocessing") before anything trains.
+3. **References.** Where the model can be rebuilt untrained and a recipe (or training function) is given,
+   ``references`` copies train on random member-sized subsets of every record, so each audited record is IN some
+   and OUT of others (LiRA online and offline, RMIA). An ONNX graph cannot be retrained: LiRA and RMIA then run
+   only from reference losses the user supplies (:attr:`AuditOutcome.not_run` says why an attack did not run).
+4. **Attacks**: the loss and entropy thresholds, LiRA, RMIA (:func:`core.analyses.scores.score_table`), quantile
+   regression (:mod:`core.attacks.quantile`) and the label-only attacks, each with AUC, TPR at low FPR, advantage
+   and ε̂ with intervals.
+5. **Blind baseline**: a logistic regression on the records alone (pooled inputs, one-hot label), never the model,
+   cross-fitted. Its AUC's interval excluding 0.5 says members and non-members differ in distribution, so an
+   attack's AUC is not all leakage; each attack's AUC minus the blind one has a paired interval.
+6. **Risk** (:class:`RiskFigure`): at a stated FPR, the TPR, the precision at a membership prior π,
+   π·TPR / (π·TPR + (1 − π)·FPR), and the members exposed, TPR × members — each with the TPR's interval carried
+   through (both are monotone in it).
 
-What-ifs (:func:`dirichlet`, :func:`gaussian`) re-answer the same queries through the Dirichlet mechanism on the
-outputs or the Gaussian privacy module on the weights and re-run every attack without retraining anything (the
-references stay undefended: the naive attacker of the Defenses page); :func:`utility_loss_estimate` gives the
-defended utility loss with a paired interval over the non-members.
-
-A stored audit (the app keeps one per set of inputs) is its JSON (:meth:`AuditOutcome.to_dict`) and the arrays the
-JSON leaves out (:func:`kept_arrays`: the roles' record indices, every attack's per-record scores, the references'
-losses, the blind baseline's scores): :func:`outcome_from_dict` reads both back typed, and :func:`with_state` makes
-the what-ifs available again from the model and the records read anew — nothing retrained.
-
-Progress (``on_progress`` of :func:`run_audit`): one stage per step — the records prepared and the model checked,
-each reference model trained (per epoch by a recipe), the blind baseline, the model's answers, the attacks — with a
-measured-rate ETA (:class:`~core.foundations.progress.ProgressTracker`); each report is where a job's cancel stops it.
+What-ifs (:func:`dirichlet`, :func:`gaussian`) re-answer the same queries through a defense and re-run every attack
+without retraining (the references stay undefended: the naive attacker). A stored audit is its JSON plus
+:func:`kept_arrays`; :func:`outcome_from_dict` reads both back and :func:`with_state` restores the what-ifs.
 """
 from __future__ import annotations
 

@@ -78,13 +78,11 @@ def runs_verdict(summaries: dict[str, RunSummary]) -> RunVerdict:
 
 
 def scatter_verdict(scatter: dict[str, dict[str, Any]]) -> RunVerdict:
-    """The study's two halves (:func:`core.analyses.analysis.entropy_scatter` data): members' mean APE below non-members'
-    (the gap non-members − members above 0) for each architecture, *and* the RNN separating them
-    more (FFNN − RNN gap below 0). One run gives both gaps and their difference, :data:`ONE_REPEAT`
-    (:func:`repeated_verdicts` gives the verdict over repeats). Where the scatter holds its records, each
-    gap and the difference carry a 95 % stratified bootstrap interval over the records (paired: the same
-    resampled records for both architectures), and a direction is stated only where that interval
-    excludes 0: a gap of 8e-7 nats — one stored APE's last digit over 12 records — is no direction."""
+    """The study's two halves (:func:`core.analyses.analysis.entropy_scatter` data): members' mean APE below
+    non-members' (the gap non-members − members above 0) for each architecture, *and* the RNN separating them
+    more (FFNN − RNN gap below 0); :data:`ONE_REPEAT`. Where the scatter holds its records, each gap and the
+    difference carry a paired 95 % stratified bootstrap interval over the records, and a direction is stated
+    only where that interval excludes 0 (a gap in a stored APE's last digit is no direction)."""
     gaps = {a: scatter_gap(scatter[a]) for a in ("ffnn", "rnn")}
     d = gaps["ffnn"] - gaps["rnn"]
     intervals = _gap_intervals(scatter)
@@ -246,7 +244,7 @@ def audit_verdict(aud: dict[str, dict[str, Any]]) -> RunVerdict:
             text += f" vs accountant ε RDP {g(acc.rdp)}, PRV {g(acc.prv)}"
         return text + (" (saturated: the ceiling of m canaries)" if v.audit.saturated else "")
 
-    # an empty accountant block ({}) counts as none, as a falsy dict did
+    # an empty accountant block ({}) counts as none
     private = [a for a, v in views.items() if v.accountant_epsilon is not None and v.accountant_epsilon.keys]
     text = "; ".join(line(a) for a in ("ffnn", "rnn"))
     if not private:
@@ -256,7 +254,7 @@ def audit_verdict(aud: dict[str, dict[str, Any]]) -> RunVerdict:
              if views[a].comparability is not None and views[a].comparability.comparable is False]
     if apart:
         return RunVerdict("inconclusive", f"{text} — not comparable: {apart[0].reason}")
-    # every ε the accountant reported (RDP, PRV and any other it adds), as the dict's values were
+    # every ε the accountant reported (RDP, PRV and any other it adds)
     within = all(views[a].audited_epsilon <= min(
         (e for e in views[a].accountant_epsilon.to_dict().values() if e is not None), default=float("inf"))
         for a in private)
@@ -346,14 +344,11 @@ class RepeatedVerdicts:
 
 
 def repeated_verdicts(per_repeat: list[dict[str, Any]], seeds: list[int] | None = None) -> dict[str, Any]:
-    """The comparing analyses' verdicts over N repeats: ``per_repeat[r]`` holds repeat r's data
-    (``runs``: both architectures' summaries; and any analysis registered with a ``repeat`` pairing). Per analysis
-    present in every repeat with a number for each, the paired comparison FFNN − RNN by repeat
-    (:func:`core.measurement.stats.compare`: mean difference d̄ with its Student-t 95 % interval, paired t and
-    sign-flip p-values, d_z) and the verdict on the studies' direction — *holds* (the interval
-    excludes 0 on the predicted side), *reversed* (on the other), *inconclusive* — keyed by
-    the analysis' registered ``verdict``, with N, the per-repeat values and what the number is. An analysis some
-    repeat lacks a number for (e.g. no overtraining happened) is listed under ``missing``."""
+    """The comparing analyses' verdicts over N repeats: ``per_repeat[r]`` holds repeat r's data (``runs``: both
+    architectures' summaries; and any analysis registered with a ``repeat`` pairing). Per analysis with a number in
+    every repeat: the paired comparison FFNN − RNN (:func:`core.measurement.stats.compare`) and its three-valued
+    verdict, keyed by the analysis' registered ``verdict``. An analysis some repeat lacks a number for is listed
+    under ``missing``."""
     n = len(per_repeat)
     found: dict[str, RepeatedVerdict] = {}
     missing: dict[str, str] = {}

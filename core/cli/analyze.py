@@ -9,7 +9,7 @@ import argparse
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.cli.common import Once, check_named_sets, given, parse_sets, positive_int
 from core.cli.output import out_folder, out_path, write_result
@@ -18,6 +18,9 @@ from core.foundations.config import parse_values
 from core.foundations.errors import ConfigError
 from core.foundations.fileio import check_out_path, show_path, write_text_atomically
 from core.tasks import available_tasks, get_task  # light: a task's module (and torch) loads on first use
+
+if TYPE_CHECKING:
+    from core.analyses.analyses_json import AnalysesResults
 
 
 def analysis_names(text: str) -> tuple[str, ...]:
@@ -65,7 +68,6 @@ def analyze_command(args: argparse.Namespace) -> int:
     from core.analyses import registry as analysis_registry
     from core.analyses.analysis import analyze
     from core.defenses.spec import DefenseSpec
-    from core.views.report import write_analyses
 
     known = analysis_registry.names()  # the registered analyses (core.analyses.registry), built-in ones first
     names = analysis_names(args.analysis)
@@ -114,11 +116,7 @@ def analyze_command(args: argparse.Namespace) -> int:
                           online_lira=args.online_lira, repeats=args.repeats or 1)
     finally:
         progress.close()
-    for path in write_analyses(results.to_dict(), folder):
-        if not args.quiet:
-            print(f"wrote {path}", file=sys.stderr)
-    write_result(None, results.printed(), "analyses-printed")
-    return 0
+    return _write(results, folder, args.quiet)
 
 
 def cached_analyze(args: argparse.Namespace, configs: dict[str, Any], names: tuple[str, ...], archs: list[str]) -> int:
@@ -126,7 +124,6 @@ def cached_analyze(args: argparse.Namespace, configs: dict[str, Any], names: tup
     page's data, nothing trains), written as ``analyze`` writes its results (one class, ``AnalysesResults``; the
     view's key order kept)."""
     from core.analyses import analyses_view
-    from core.views.report import write_analyses
 
     if set(names) - set(analyses_view.CACHED):
         raise ConfigError(f"--cached reads cached runs only: it computes {', '.join(analyses_view.CACHED)}; "
@@ -144,8 +141,15 @@ def cached_analyze(args: argparse.Namespace, configs: dict[str, Any], names: tup
     for name in ("analyses.json", *(f"{n}.{ext}" for n in analyses_view.CACHED for ext in ("csv", "html"))):
         check_out_path(folder / name)
     results = analyses_view.analyses_view(configs, repeats=repeats).as_results()
+    return _write(results, folder, args.quiet)
+
+
+def _write(results: AnalysesResults, folder: Path, quiet: bool) -> int:
+    """Write the analyses' files into ``folder`` (naming each on stderr) and print the verdicts' JSON."""
+    from core.views.report import write_analyses
+
     for path in write_analyses(results.to_dict(), folder):
-        if not args.quiet:
+        if not quiet:
             print(f"wrote {path}", file=sys.stderr)
     write_result(None, results.printed(), "analyses-printed")
     return 0

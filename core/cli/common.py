@@ -1,10 +1,6 @@
-"""The CLI's reusable pieces (:mod:`core.cli`): the parser that refuses in one line
-(:class:`OneLineErrorParser`), options given once (:class:`Once`, :func:`given`), :func:`guarded` (every fixable
-failure one ``error: ...`` line and exit status 2, Ctrl-C 130: :class:`CtrlC`), :func:`parse_sets` /
-:func:`check_named_sets` (``--set key=value``).
-
-Imports only the light floors (no torch), like every module of :mod:`core.cli`: the subcommands import the library
-inside their functions, after the arguments are checked."""
+"""The CLI's reusable pieces: the parser that refuses in one line (:class:`OneLineErrorParser`), options given once
+(:class:`Once`, :func:`given`), :func:`guarded` (every fixable failure one ``error: ...`` line and exit status 2,
+Ctrl-C 130) and ``--set key=value`` (:func:`parse_sets`, :func:`check_named_sets`). No torch at import."""
 from __future__ import annotations
 
 import argparse
@@ -57,7 +53,7 @@ class Once(argparse.Action):
 
 
 def positive_int(text: str) -> int:
-    """argparse type: an integer ≥ 1 (``--workers 0`` used to be clamped to 1 silently)."""
+    """argparse type: an integer ≥ 1 (``--workers 0`` is refused, not clamped)."""
     try:
         value = int(text)
     except ValueError:

@@ -122,7 +122,7 @@ def defend_command(args: argparse.Namespace, config, out, progress) -> int:
 def check_defend_options(args: argparse.Namespace) -> None:
     """``defend``'s options before torch: ``--values`` (at most MAX_VALUES), the counts' caps (the
     app's: draws 1..MAX_DRAWS, SensitivitySampler pairs 0..MAX_SENSITIVITY_PAIRS), and no option
-    that the chosen mechanism would ignore (``--draws`` with dpsgd used to vanish)."""
+    that the chosen mechanism would ignore (``--draws`` with dpsgd)."""
     parse_values(args.values)
     if args.sensitivity_samples is not None and not 0 <= args.sensitivity_samples <= MAX_SENSITIVITY_PAIRS:
         raise ConfigError(f"--sensitivity-samples must lie in 0..{MAX_SENSITIVITY_PAIRS} (each pair trains 2 models), "

@@ -13,18 +13,9 @@
     python -m core audit --model torchvision:resnet18 --weights m.safetensors --data DIR --members m.txt  # your model
     python -m core inspect --task tabular --set dataset=csv --set data_dir=~/t.csv --set label=y  # what a run reads
 
-Every failure the user can fix prints one line ``error: ...`` on stderr and exits with 2 (bad
-arguments, an option given twice, bad config values, missing data, an unwritable ``--out`` or one
-that is not a regular file, a full disk); Ctrl-C prints one line and exits with 130, from the
-start (the handler is installed before the heavy imports; only the light package import precedes it). The options are parsed and
-checked before torch is imported (``import torch`` takes over a second), so refused input
-answers at once; the config's values are checked next, still before any work. The subcommands
-live beside it in :mod:`core.cli` (``run``, ``analyze``, ``defend``, ``compare``, ``audit``); reusable pieces
-for further subcommands: :mod:`core.cli.common` (:class:`~core.cli.common.OneLineErrorParser`,
-:class:`~core.cli.common.Once`, :func:`~core.cli.common.guarded`, :func:`~core.cli.common.parse_sets`,
-:func:`~core.cli.common.check_named_sets`), :func:`check_arguments`, :mod:`core.cli.output` (a command's JSON to
-``--out`` or stdout: :func:`~core.cli.output.write_result`; :func:`~core.cli.output.out_path`) and
-:class:`core.cli.progress.Progress`.
+Every failure the user can fix prints one line ``error: ...`` on stderr and exits with 2; Ctrl-C prints one
+line and exits with 130 from the start. The options and then the config's values are checked before torch is
+imported, so refused input answers at once. The subcommands live beside it in :mod:`core.cli`.
 """
 from __future__ import annotations
 
@@ -247,7 +238,7 @@ def check_arguments(args: argparse.Namespace) -> Path | None:
     out = getattr(args, "out", None)
     if args.command == "config" and out is not None:
         config_format(out)  # a suffix it cannot write: refused before anything
-    # `--out ''` used to mean stdout; an empty name is a mistake (a variable that was not set)
+    # an empty `--out ''` is a mistake (a variable that was not set), not stdout
     return out_path(out)  # before any work, not after it
 
 

@@ -174,7 +174,7 @@ def scatter_figure(scatters: dict[str, dict[str, Any]], attack: str, scale: str 
         qx, qy = min(max(qx, bx[0]), bx[1]), min(max(qy, by[0]), by[1])
         fig.add_shape(type="rect", x0=bx[0], x1=qx, y0=by[0], y1=qy, line=dict(color="#222", dash="dot", width=2),
                       row=2, col=col)
-        # held out: chosen on half the records, scored on the other (a result written before says it overstates)
+        # held out: chosen on half the records, scored on the other (one chosen on all records overstates)
         quadrant = (f"best quadrant · held-out acc {q.accuracy:.2f}" if q.n_scored is not None
                     else f"best quadrant · acc {q.accuracy:.2f} (chosen on these records)")
         fig.add_annotation(x=qx, y=qy, text=quadrant, showarrow=False,

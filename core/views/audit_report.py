@@ -1,10 +1,6 @@
 """The HTML report of an audit of a user's own model (:mod:`core.analyses.user_audit`): one self-contained page,
-written by every door (``AuditResult.report(path)``, ``python -m core audit --report``, the Your model page).
-
-Built from the :class:`~core.analyses.user_audit.AuditOutcome` alone, with the same tables, ROC figure and interval
-formatting as the scores report (:mod:`core.views.scores_report`): the model and its check, the roles and their
-sizes, the blind baseline beside every attack, the risk figures, which attacks ran and why the others did not.
-Every string the user gave (paths, ids, class names) is escaped.
+built from the :class:`~core.analyses.user_audit.AuditOutcome` alone with the tables and ROC figure of the scores
+report. Every string the user gave (paths, ids, class names) is escaped.
 """
 from __future__ import annotations
 
@@ -13,7 +9,8 @@ import html
 import json
 
 from core.analyses.user_audit import AuditOutcome
-from core.views.scores_report import _CSS, _ci, _table, roc_loglog_figure
+from core.views.scores_report import _CSS, _table, roc_loglog_figure
+from core.views.style import estimate_text
 
 
 def audit_report_html(outcome: AuditOutcome) -> str:
@@ -37,14 +34,14 @@ def audit_report_html(outcome: AuditOutcome) -> str:
               "</ul>"]
     b = outcome.blind
     parts += ["<h2>Blind baseline</h2>",
-              f"<p>AUC {_ci(b.auc)} (N = {b.auc.n}) from the records alone, never the model. " +
+              f"<p>AUC {estimate_text(b.auc)} (N = {b.auc.n}) from the records alone, never the model. " +
               (f"<b>{html.escape(b.warning)}</b>" if b.differs else "Its interval contains 0.5: no sign that members "
                "and non-members differ in distribution.") + "</p>"]
     rows = []
     for a in res.attacks:
-        tprs = "; ".join(f"{r.label}: {_ci(r.estimate)}" for r in a.low_fpr)
-        rows.append([a.name, a.finding, _ci(a.auc), tprs, _ci(a.advantage), f"{a.epsilon.lower_bound:.3f}",
-                     str(a.auc.n)])
+        tprs = "; ".join(f"{r.label}: {estimate_text(r.estimate)}" for r in a.low_fpr)
+        rows.append([a.name, a.finding, estimate_text(a.auc), tprs, estimate_text(a.advantage),
+                     f"{a.epsilon.lower_bound:.3f}", str(a.auc.n)])
     parts += ["<h2>Attacks</h2>",
               _table(["attack", "finding", "AUC [95 % CI]", "TPR at low FPR [95 % CI]", "advantage TPR − FPR",
                       "ε̂ (95 % lower bound)", "N"], rows),
@@ -56,15 +53,16 @@ def audit_report_html(outcome: AuditOutcome) -> str:
     if res.comparisons:
         parts += ["<h2>AUC differences (paired)</h2>",
                   _table(["difference", "AUC difference [95 % CI]", "N", "verdict"],
-                         [[f"{c.a} - {c.b}", _ci(c.difference), str(c.difference.n), c.verdict]
+                         [[f"{c.a} - {c.b}", estimate_text(c.difference), str(c.difference.n), c.verdict]
                           for c in res.comparisons])]
     if outcome.risk:
         r0 = outcome.risk[0]
         parts += [f"<h2>Risk at {r0.fpr:.1%} FPR, membership prior {r0.prior:.3f}</h2>",
                   _table(["attack", "TPR [95 % CI]", "precision of flagged records [95 % CI]",
                           "members exposed [95 % CI]", "expected false flags"],
-                         [[r.attack, _ci(r.tpr) + ("" if r.resolved else " (0 false positives allowed)"),
-                           _ci(r.precision), _ci(r.members_exposed, 1), f"{r.false_flags:.1f}"] for r in outcome.risk])]
+                         [[r.attack, estimate_text(r.tpr) + ("" if r.resolved else " (0 false positives allowed)"),
+                           estimate_text(r.precision), estimate_text(r.members_exposed, 1), f"{r.false_flags:.1f}"]
+                          for r in outcome.risk])]
     parts += ["<h2>ROC</h2>", roc_loglog_figure(res).to_html(full_html=False, include_plotlyjs=True,
                                                               config={"displaylogo": False})]
     if outcome.notes:

@@ -1,14 +1,10 @@
-"""The Defenses page's cards of one defended point, as data: what each card's label names, its number, its change
-from the undefended run, and the 95 % intervals beside them; the guarantee (ε, δ, γ), which a card would show even
-where it cannot move with the slider, goes into a caption.
+"""The Defenses page's cards of one defended point, as data: each card's label, its number, its change from the
+undefended run and its 95 % interval; the guarantee (ε, δ, γ) goes into a caption.
 
-Every number a card shows is the one its label names: the naive attacker's accuracy and AUC (the mean over the
-point's draws), LiRA's and RMIA's AUC and their TPR at a low FPR — each attack its own card, never the larger of
-two —, and ε̂, one 95 % lower bound over every draw pooled. A TPR at an FPR finer than one non-member is named
-"TPR at 0 false positives"; one whose FPR allows one or two false positives is flagged (it rests on the one or two
-highest non-members: biased up, and its bootstrap interval covers less than it says). Intervals: over the records
-of draw 1's scores (the point stores draw 1's per-record scores) by DeLong's variance of the AUC, Clopper–Pearson
-for an accuracy; numpy/scipy only, no Streamlit.
+Every number a card shows is the one its label names — each attack its own card, never the larger of two. A TPR
+at an FPR finer than one non-member is named "TPR at 0 false positives"; one resting on one or two false
+positives is flagged (biased up, its interval covers less than it says). Intervals are over the records of draw
+1's scores: DeLong's variance for an AUC, Clopper–Pearson for an accuracy.
 """
 from __future__ import annotations
 

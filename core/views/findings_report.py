@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import datetime as _dt
 import html
-import math
-import re
 
 import pandas as pd
 
 from core.analyses.findings_base import DecideBlock, FindingRow, FindingsTable, MeasuredCell, RuleCell, duration_text
 from core.measurement.stats import NOT_COMPARABLE, UNINFORMATIVE, Estimate
 from core.views.report import _CSS, _table
-from core.views.run_text import ci_text
+from core.views.style import estimate_text, finite
 
 #: the table's columns, in order
 COLUMNS = ("finding", "task", "claim", "paper", "measured here (95 % CI, N)", "verdict", "decidable at · target N",
@@ -34,25 +32,15 @@ VERDICT_WORDS = ("Verdicts: holds / reversed / inconclusive from the row's decla
 BEGIN, END = "<!-- findings:begin -->", "<!-- findings:end -->"
 
 
-def _finite(x: float | None) -> float | None:
-    """``x``, or None where it is not a finite number (as the table's JSON writes it)."""
-    return None if x is None or not math.isfinite(x) else x
-
-
-def _interval(e: Estimate | None, digits: int = 3) -> str:
-    if not e:
-        return "—"
-    return f"{ci_text(_finite(e.mean), _finite(e.ci_low), _finite(e.ci_high), digits)}"
-
-
 def _signed(e: Estimate) -> str:
-    if _finite(e.ci_low) is None:
+    if finite(e.ci_low) is None:
         return f"{e.mean:+.3f} (no interval)"
     return f"{e.mean:+.3f} [{e.ci_low:+.3f}, {e.ci_high:+.3f}]"
 
 
 def _comparison_text(m: MeasuredCell) -> str:
-    return f"FFNN {_interval(m.ffnn)}, RNN {_interval(m.rnn)}; FFNN − RNN {_signed(m.difference)}, N = {m.difference.n}"
+    return (f"FFNN {estimate_text(m.ffnn)}, RNN {estimate_text(m.rnn)}; FFNN − RNN {_signed(m.difference)}, "
+            f"N = {m.difference.n}")
 
 
 def measured_text(row: FindingRow) -> str:
@@ -61,7 +49,7 @@ def measured_text(row: FindingRow) -> str:
     if row.status != "measured" or m is None:
         return f"not run ({row.note or 'nothing cached'})" if row.status == "not run" else row.status
     if isinstance(m, RuleCell):
-        return (f"RNN attack accuracy {_interval(m.attack_accuracy)}, utility loss {_interval(m.utility_loss)}, "
+        return (f"RNN attack accuracy {estimate_text(m.attack_accuracy)}, utility loss {estimate_text(m.utility_loss)}, "
                 f"N = {m.attack_accuracy.n}")
     if isinstance(m, MeasuredCell):
         return _comparison_text(m)
@@ -69,12 +57,9 @@ def measured_text(row: FindingRow) -> str:
 
 
 def verdict_text(row: FindingRow) -> str:
-    """The verdict word first (holds / reversed / inconclusive), its reason in parentheses; "— (not run)" when
-    nothing is measured. Every verdict is the one ``python -m core compare`` gives the same metric on the same
-    cached repeats (:func:`core.analyses.repeats.judged_pairs`: a secondary metric Holm-adjusted over its
-    family). The attacker's view (F1a) has one verdict, the comparison's declared primary metric's (LiRA AUC,
-    else RMIA: :data:`core.analyses.repeats.PRIMARY_ORDER`; the row's ``primary``), the other attack's beside it
-    (Holm-adjusted, a secondary metric)."""
+    """The verdict word first (holds / reversed / inconclusive), its reason in parentheses; "— (not run)" when nothing
+    is measured. Every verdict is the one ``python -m core compare`` gives the same metric on the same cached
+    repeats; F1a's is the comparison's declared primary metric's, the other attack's beside it (Holm-adjusted)."""
     m = row.measured
     if row.status != "measured" or m is None:
         return "— (not run)"
@@ -217,7 +202,7 @@ def measured_short(row: FindingRow) -> str:
     if row.status != "measured" or m is None:
         return "—"
     if isinstance(m, RuleCell):
-        return (f"RNN attack acc. {_interval(m.attack_accuracy)}, utility loss {_interval(m.utility_loss)}, "
+        return (f"RNN attack acc. {estimate_text(m.attack_accuracy)}, utility loss {estimate_text(m.utility_loss)}, "
                 f"N = {m.attack_accuracy.n}")
     if isinstance(m, MeasuredCell):
         return _difference_text(m)
@@ -345,13 +330,3 @@ def markdown_into(existing: str | None, table: FindingsTable, out_name: str) -> 
         if END in rest:
             return head + findings_block(table, out_name) + rest.split(END, 1)[1]
     return findings_markdown(table)
-
-
-def block_rows(text: str) -> tuple[str | None, list[str]]:
-    """The command (``Written by `…```) and the table lines of the generated block in ``text``; (None, [])
-    without a block."""
-    if BEGIN not in text or END not in text:
-        return None, []
-    block = text.split(BEGIN, 1)[1].split(END, 1)[0]
-    m = re.search(r"Written by `([^`]*)`", block)
-    return (m.group(1) if m else None), [line for line in block.splitlines() if line.startswith("|")]

@@ -47,12 +47,9 @@ def shown_text(markdown: str) -> str:
 
 
 def plain_plotly(text: object) -> str:
-    """A user's string inside a Plotly figure's text (a title, an axis title or tick label, a category, a legend
-    name, hover text, an annotation): ``&``, ``<`` and ``>`` as HTML entities. Plotly.js draws a subset of HTML
-    there (``<b>``, ``<i>``, ``<br>``, ``<sup>``, ``<span style>``, ``<a href>``): it splits the text at tags first
-    and reads the entities of the text between them back as characters after, so an escaped string opens no tag
-    and shows as typed (``&amp;lt;`` as ``&lt;``). Kept as the figure's value: a category axis and the hover's
-    ``%{x}`` show it read back."""
+    """A user's string inside a Plotly figure's text: ``&``, ``<`` and ``>`` as HTML entities. Plotly.js draws a subset
+    of HTML there and reads the entities between tags back as characters, so an escaped string opens no tag and
+    shows as typed."""
     return html.escape(str(text), quote=False)
 
 

@@ -39,11 +39,10 @@ def _per_repeat(e: Estimate | None) -> str:
 
 
 def comparison_table(comparison: ComparisonResult | Mapping[str, Any]) -> pd.DataFrame:
-    """One row per headline metric of ``core.analyses.repeats.comparison_json``: each architecture's mean
-    with its 95 % interval, the paired difference FFNN − RNN with its interval, both p-values (and,
-    for a secondary metric, the Holm-adjusted sign-flip p), Cohen's d_z, the metric's role, the verdict
-    on "the RNN leaks more" (none for a duplicate or a rate finer than the data) and N. The primary
-    metric comes first; a comparison written before roles (schema 1) keeps its order and verdicts."""
+    """One row per headline metric of ``core.analyses.repeats.comparison_json``: each architecture's mean and the
+    paired difference FFNN − RNN with their 95 % intervals, the p-values (and a secondary metric's Holm-adjusted p),
+    Cohen's d_z, the role, the verdict and N. The primary metric comes first; a comparison without roles (schema 1)
+    keeps its order and verdicts."""
     rows = []
     comp = ComparisonResult.coerce(comparison)
     items = sorted(comp.metrics.items(), key=lambda kv: _ROLE_ORDER.get(kv[1].role or "", 1))

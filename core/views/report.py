@@ -1,15 +1,10 @@
 """The project's one report builder: every HTML (and CSV) file the app and the CLI write.
 
-* **The analyses**: one CSV (the data) and one self-contained HTML (the figure, plotly inlined so
-  it opens offline) per analysis, plus ``analyses.json`` with everything and the verdicts
-  (``python -m core analyze``, the Analyses page's downloads), and one HTML page of them all
-  (:func:`html_report`, the Analyses page's export).
-* **The run report** (:func:`run_report_html`): one self-contained HTML page of a run, FFNN and
-  RNN side by side (with ≥ 2 repeats of both cached, the comparison over all of them and its one answer): the sections of :func:`core.views.run_view.run_view` (overview, repeats and
-  matched utility where given, over training, attacks, the strongest attacks, examples, the
-  per-record views, configuration, reproduce), the same list the Train & attack page draws — the
-  page's download and ``python -m core report`` (:func:`run_report`, which reads cached runs only)
-  write the same page. This module decides only how a block looks in HTML; nothing draws with Streamlit.
+* **The analyses**: one CSV and one self-contained HTML (plotly inlined, so it opens offline) per analysis,
+  plus ``analyses.json`` (:func:`write_analyses`), and one HTML page of them all (:func:`html_report`).
+* **The run report** (:func:`run_report_html`): one self-contained HTML page of a run, FFNN and RNN side by
+  side, with the sections of :func:`core.views.run_view.run_view` that the Train & attack page draws;
+  :func:`run_report` builds it from cached runs only. This module decides only how a block looks in HTML.
 """
 from __future__ import annotations
 
@@ -26,7 +21,7 @@ import plotly.graph_objects as go
 from core.analyses import registry as analysis_registry
 from core.analyses.analyses_json import AnalysesResults
 from core.analyses.analyses_view import cached_runs
-from core.analyses.analysis_results import ReportViews, Scatter
+from core.analyses.analysis_results import ReportViews
 from core.analyses.record_views import report_views
 from core.analyses.repeats import cached_repeat_configs, comparison_json
 from core.analyses.verdicts import repeated_verdict_sentence
@@ -39,18 +34,11 @@ from core.foundations.fileio import write_json_atomically, write_text_atomically
 from core.foundations.names import ARCH_NAMES
 from core.foundations.version import stamped
 from core.tasks.navigation import MapViews
-from core.views import analysis_figures, run_view
+from core.views import analysis_figures, run_view  # noqa: F401 (analysis_figures registers the figure builders)
 from core.views.analysis_tables import tables
 from core.views.plain import csv_text, protect_escapes, unescape_to_html
 from core.views.record_view_figures import audit_guesses_figure
 from core.views.repeat_figures import MatchedView
-
-
-def scatter_figure(scatter: dict[str, Any], attack: str | None = None) -> go.Figure:
-    """The entropy scatter's figure for ``attack`` (default: the shadow-model attack, else the first)."""
-    first = Scatter.coerce(next(iter(scatter.values()))).attacks
-    name = attack or ("shadow" if "shadow" in first else next(iter(first)))
-    return analysis_figures.scatter_figure(scatter, name)
 
 
 def figures_of(results: dict[str, Any]) -> dict[str, go.Figure]:
@@ -177,11 +165,10 @@ def run_report_html(summaries: list[RunSummary], configs: list[ExperimentConfig]
                     overrides: dict[str, dict[str, Any]] | None = None,
                     map_views: dict[str, MapViews] | None = None, repeats: dict[str, Any] | None = None,
                     matched: MatchedView | None = None, views: ReportViews | None = None) -> str:
-    """One self-contained HTML file of a run: every section of :func:`core.views.run_view.run_view` (the
-    same sections, in the same order, as the Train & attack page), figures with plotly.js embedded once
-    so it opens offline. ``repeats``: ``comparison`` or ``blocks``; ``matched``: the matched-utility view;
-    ``map_views`` (arch → the app's navigation map views): crisp maps instead of the summaries' rendered
-    PNGs; ``views`` (:func:`core.analyses.record_views.report_views`): the per-record views."""
+    """One self-contained HTML file of a run: every section of :func:`core.views.run_view.run_view`, in the page's
+    order, plotly.js embedded once so it opens offline. ``repeats``: ``comparison`` or ``blocks``; ``matched``: the
+    matched-utility view; ``map_views``: crisp navigation maps instead of the summaries' PNGs; ``views``: the
+    per-record views (:func:`core.analyses.record_views.report_views`)."""
     first = [True]
 
     def fig_html(fig: go.Figure) -> str:
@@ -223,12 +210,9 @@ def run_report(configs: dict[str, ExperimentConfig], cache: ArtifactCache | None
                overrides: dict[str, dict[str, Any]] | None = None, map_views: dict[str, MapViews] | None = None,
                repeats: dict[str, Any] | None = None, matched: MatchedView | None = None,
                budget: bool = True, summaries: dict[str, RunSummary] | None = None) -> str:
-    """The run report of ``configs`` (arch → config) from the cache: their summaries (``summaries``
-    where the caller holds them, else :func:`core.analyses.analyses_view.cached_runs`: not cached →
-    :class:`ConfigError`) and the per-record views the cached runs allow
-    (:func:`core.analyses.record_views.report_views`; ``budget``: include the reference budget, which refits
-    LiRA and RMIA per subset of references), as :func:`run_report_html`. The app's download and
-    ``python -m core report`` both call this."""
+    """The run report of ``configs`` (arch → config) from the cache, as :func:`run_report_html`: their summaries
+    (``summaries`` where the caller holds them; not cached: :class:`ConfigError`) and the per-record views the
+    cached runs allow (``budget``: include the reference budget, which refits LiRA and RMIA per subset)."""
     cache = cache or ArtifactCache()
     summaries = summaries if summaries is not None else cached_runs(configs, cache, ConfigError)
     if repeats is None and set(configs) == {"ffnn", "rnn"}:

@@ -1,9 +1,7 @@
-"""The figures and tables of one run's results (one typed summary per architecture, :class:`RunSummary`:
-``python -m core run``'s JSON read once): utility and attack accuracy over training, ROC curves (linear and log-log FPR, each drawn
-only down to FPR = 1/n), the attacks and overview tables with their resolution notes, the entropy
-comparison of members and non-members and the navigation steps. No Streamlit, no computation beyond
-laying out what the library returned: the Train & attack page draws these and the run report
-(:mod:`core.views.report`) writes the same ones."""
+"""The figures and tables of one run's results (one typed :class:`RunSummary` per architecture): utility and
+attack accuracy over training, ROC curves (each drawn only down to FPR = 1/n), the attacks and overview tables,
+the entropy comparison and the navigation steps. No Streamlit and no computation: the Train & attack page and
+the run report draw the same ones."""
 from __future__ import annotations
 
 import math
@@ -48,8 +46,8 @@ def utility_curves(summaries: list[RunSummary]) -> go.Figure:
 
 def attack_accuracy_curve(summaries: list[RunSummary]) -> go.Figure:
     """Accuracy of each attack at each checkpoint epoch (a separate attack per epoch). One legend entry per attack,
-    which shows or hides it for every architecture (the colour is the architecture, named in the title): one entry
-    per attack and architecture made 18 entries whose names overlapped two a row in a half-width column."""
+    which shows or hides it for every architecture (the colour is the architecture): one per attack and
+    architecture would be too many for a half-width column."""
     fig = go.Figure()
     listed: set[str] = set()
     for s in summaries:
@@ -178,7 +176,7 @@ def roc_curves(summaries: list[RunSummary]) -> go.Figure:
     fig.update_xaxes(type="log", range=[-3, 0], tickvals=[1e-3, 1e-2, 1e-1, 1], ticktext=["0.1%", "1%", "10%", "100%"])
     fig.update_yaxes(range=[0, 1])
     return layout(fig, "ROC of the attacks (log FPR)", "false positive rate", "true positive rate",
-                   per_row=1)  # as roc_loglog: the entries "FFNN · entropy threshold · AUC 0.74" overlapped two a row
+                   per_row=1)  # long entries: one a row
 
 
 def auc_interval(summary: RunSummary, attack: str) -> str | None:
@@ -390,13 +388,10 @@ STRONG_ATTACKS = ("lira", "rmia")
 
 
 def roc_loglog(summaries: list[RunSummary]) -> go.Figure:
-    """ROC curves of every attack on log-log axes (the convention of the LiRA paper): the low-FPR
-    regime, where an attack that confidently identifies a few members differs from one that is
-    merely above chance on average. The primary attack, LiRA and RMIA are shown; the others are a
-    click on the legend away. Each curve is drawn only down to FPR = 1/n (its n non-members:
-    :func:`measured_roc`), a dotted line marks that floor, and nothing left of it is drawn as if
-    measured; TPR 0 is drawn at the axis floor. The legend's TPR is at 1 % FPR, or at 0 false
-    positives where 1/n > 1 %."""
+    """ROC curves of every attack on log-log axes (LiRA's convention: the low-FPR regime, where an attack that
+    confidently identifies a few members differs from one merely above chance). The primary attack, LiRA and RMIA
+    are shown, the others a legend click away. Each curve is drawn only down to FPR = 1/n (:func:`measured_roc`),
+    a dotted line marks that floor; the legend's TPR is at 1 % FPR, or at 0 false positives where 1/n > 1 %."""
     fig = go.Figure()
     floor = 1e-3
     ns = []
@@ -428,6 +423,6 @@ def roc_loglog(summaries: list[RunSummary]) -> go.Figure:
     text = [f"{100 * t:g}%" for t in ticks]
     fig.update_xaxes(type="log", range=[lo_exp, 0], tickvals=ticks, ticktext=text)
     fig.update_yaxes(type="log", range=[lo_exp, 0], tickvals=ticks, ticktext=text)
-    # one legend entry a row: two a row overlapped and clipped "… · TPR@1% 0." in the page's half-width column
+    # one legend entry a row: two overlap in the page's half-width column
     return layout(fig, "ROC on log-log axes (low false-positive rates)", "false positive rate", "true positive rate",
                    per_row=1)

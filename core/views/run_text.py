@@ -20,7 +20,7 @@ from core.foundations.config import ExperimentConfig
 from core.foundations.names import ARCH_NAMES, ATTACK_NAMES
 from core.measurement.budget import BudgetCurve, BudgetPoint
 from core.measurement.exposure import fpr_label
-from core.measurement.stats import Estimate, is_zero_width
+from core.measurement.stats import Estimate
 from core.tasks.examples import MemberUnseen, NavigationExamples, TranslationExamples
 from core.views.comparison_tables import matched_utility_table, shadow_fidelity_table, strongest_attacks_table
 from core.views.record_view_figures import quadrant_names
@@ -35,7 +35,7 @@ from core.views.run_figures import (
     steps_curves,
     utility_curves,
 )
-from core.views.style import with_ci
+from core.views.style import ci_text, with_ci
 
 
 @dataclass(frozen=True)
@@ -93,11 +93,9 @@ def _verdict_line(m: MetricComparison, title: str) -> str:
 
 def verdict_lines(comparison: ComparisonResult | Mapping[str, Any],
                   metrics: tuple[str, ...] = ("attack_accuracy", "attack_auc", "lira_auc")) -> list[str]:
-    """The headline of a comparison in markdown: the one answer (the ``answer`` block, where the comparison carries
-    it), the **primary** metric's verdict (effect, CI, p, N)
-    and why it is primary, then one line with the secondary metrics' verdicts and Holm-adjusted
-    p-values, then what gets no verdict. A comparison written before roles (no ``primary`` key)
-    gets one line per metric of ``metrics``, as then."""
+    """The headline of a comparison in markdown: the one answer (where the comparison carries it), the **primary**
+    metric's verdict and why it is primary, the secondary metrics' verdicts with Holm-adjusted p-values, then what
+    gets no verdict. A comparison without roles (no ``primary`` key) gets one line per metric of ``metrics``."""
     comp = ComparisonResult.coerce(comparison)
     metrics_ = comp.metrics
 
@@ -190,16 +188,6 @@ def navigation_stats(examples: NavigationExamples, arch_name: str) -> str:
     return (f"**{arch_name}**{maps} — mean steps to goal: member maps **{steps[0]:.1f}**, "
             f"unseen maps **{steps[1]:.1f}** · mean return {ret[0]:.3f} vs "
             f"{ret[1]:.3f} · goal reached {success[0]:.0%} vs {success[1]:.0%}")
-
-
-def ci_text(value: float | None, low: float | None, high: float | None, digits: int = 3) -> str:
-    if value is None:
-        return "—"
-    if low is None or high is None:
-        return f"{value:.{digits}f}"
-    if is_zero_width(low, high, value):  # every value equal: no spread to show, not certainty
-        return f"{value:.{digits}f} (no spread)"
-    return f"{value:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
 
 
 def exposure_table(view: ExposureView | Mapping[str, Any]) -> pd.DataFrame:

@@ -1,18 +1,13 @@
 """The one view of a run: its sections, in order, defined once.
 
-The Train & attack page (:func:`ui.results.show_results`, Streamlit) and the HTML run report
-(:func:`core.views.report.run_report_html`, the app's download and ``python -m core report``) both
-render the list :func:`run_view` returns, so a section added here appears in both, in the same place.
-A section is an id, a heading and typed blocks (text, tables, figures, images, HTML, code, details);
-the renderers decide only *how* a block looks (a dataframe or an HTML table, an expander or a
-sub-heading), never *what* a section holds.
+The Train & attack page (:func:`ui.results.show_results`) and the HTML run report
+(:func:`core.views.report.run_report_html`) both render the list :func:`run_view` returns, so a section
+added here (:func:`register_section`) appears in both, in the same place. A section is an id, a heading and
+typed blocks; the renderers decide only *how* a block looks, never *what* a section holds.
 
-Two layout hints, read by the page only: ``tab`` (the page draws consecutive tabbed sections as tabs,
-of which only the open one is built: drawing every figure on each visit would be most of a visit's
-time) and ``collapsed`` (the page draws it in an expander). Blocks are built on demand
-(:attr:`Section.blocks`), so a closed tab costs nothing.
-
-New sections: :func:`register_section` (a test registers a toy one and finds it in both renderers)."""
+Two layout hints, read by the page only: ``tab`` (consecutive tabbed sections are drawn as tabs, and only the
+open one is built) and ``collapsed`` (drawn in an expander). Blocks are built on demand (:attr:`Section.blocks`),
+so a closed tab costs nothing."""
 from __future__ import annotations
 
 import json

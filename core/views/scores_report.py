@@ -1,10 +1,6 @@
-"""The HTML report of a scores file ("Just the scores" on the Your model page): one self-contained page.
-
-Built from :class:`core.analyses.scores.ScoresResult` alone: the findings with their intervals and
-N, the attacks table, the AUC differences, the ROC on log-log axes with its bootstrap band, the
-slices and the method. Plotly's script is inlined once, so the file opens offline. Kept apart from
-:mod:`core.views.report` (whose run report reads the cache and loads torch): a scores file has no
-model, and ``python -m core score`` never imports torch.
+"""The HTML report of a scores file ("Just the scores" on the Your model page): one self-contained page, built from
+:class:`core.analyses.scores.ScoresResult` alone, plotly's script inlined once so the file opens offline. Kept
+apart from :mod:`core.views.report` (which loads torch): ``python -m core score`` never imports torch.
 """
 from __future__ import annotations
 
@@ -16,7 +12,7 @@ import math
 import plotly.graph_objects as go
 
 from core.analyses.scores import ScoresResult
-from core.measurement.stats import Estimate, is_zero_width
+from core.views.style import ci_text, estimate_text
 
 _CSS = """
 body { font-family: -apple-system, Segoe UI, Helvetica, Arial, sans-serif; margin: 2em auto; max-width: 1200px;
@@ -29,27 +25,6 @@ td:first-child, th:first-child { text-align: left; } .muted { color: #666; font-
 #: a colour per attack (the same attack, the same colour, on every page)
 COLOURS = {"loss": "#1f77b4", "entropy": "#2ca02c", "lira_offline": "#d62728", "lira_online": "#9467bd",
            "rmia": "#ff7f0e"}
-
-
-def _interval(mean: float | None, low: float | None, high: float | None, digits: int = 3) -> str:
-    """``mean [low, high]``; ``—`` without a mean, the mean alone without both ends."""
-    if mean is None:
-        return "—"
-    if low is None or high is None:
-        return f"{mean:.{digits}f}"
-    if is_zero_width(low, high, mean):  # the scores do not vary: no spread, not certainty
-        return f"{mean:.{digits}f} (no spread)"
-    return f"{mean:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
-
-
-def _finite(v: float | None) -> float | None:
-    """None for a missing or non-finite number, as :meth:`Estimate.to_dict` writes it to the JSON."""
-    return None if v is None or not math.isfinite(v) else float(v)
-
-
-def _ci(e: Estimate, digits: int = 3) -> str:
-    """``mean [low, high]`` of an Estimate, its non-finite ends read as missing (as the JSON has them)."""
-    return _interval(_finite(e.mean), _finite(e.ci_low), _finite(e.ci_high), digits)
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
@@ -74,7 +49,7 @@ def roc_loglog_figure(result: ScoresResult) -> go.Figure:
                         fill="toself", fillcolor=colour, opacity=0.15, line=dict(width=0), hoverinfo="skip",
                         showlegend=False, name=f"{a.name} 95 % band")
         fig.add_scatter(x=[max(v, floor) for v in a.roc_fpr], y=[max(v, floor) for v in a.roc_tpr], mode="lines",
-                        line=dict(color=colour, width=2), name=f"{a.name} · AUC {_ci(a.auc)}")
+                        line=dict(color=colour, width=2), name=f"{a.name} · AUC {estimate_text(a.auc)}")
     diagonal = [10 ** (lo_exp + (-lo_exp) * i / 50) for i in range(51)]
     fig.add_scatter(x=diagonal, y=diagonal, mode="lines", line=dict(color="grey", dash="dot"), name="chance (TPR = FPR)")
     ticks = [10.0 ** k for k in range(lo_exp, 1)]
@@ -104,9 +79,9 @@ def scores_report_html(result: ScoresResult) -> str:
                  "above 0.5, <i>inconclusive</i> when it contains 0.5.</p>")
     rows = []
     for a in result.attacks:
-        tprs = "; ".join(f"{r.label}: {_ci(r.estimate)}" + (f" ({r.verdict})" if r.verdict else " (no verdict)")
+        tprs = "; ".join(f"{r.label}: {estimate_text(r.estimate)}" + (f" ({r.verdict})" if r.verdict else " (no verdict)")
                          for r in a.low_fpr)
-        rows.append([a.name, _ci(a.auc), tprs, _ci(a.advantage), f"{a.epsilon.lower_bound:.3f}", str(a.auc.n)])
+        rows.append([a.name, estimate_text(a.auc), tprs, estimate_text(a.advantage), f"{a.epsilon.lower_bound:.3f}", str(a.auc.n)])
     parts += ["<h2>Attacks</h2>",
               _table(["attack", "AUC [95 % CI]", "TPR at low FPR [95 % CI]", "advantage TPR − FPR (cross-fitted)",
                       "ε̂ (95 % lower bound)", "N"], rows),
@@ -115,15 +90,15 @@ def scores_report_html(result: ScoresResult) -> str:
     if result.comparisons:
         parts += ["<h2>Reference attacks against the loss threshold</h2>",
                   _table(["difference", "AUC difference [95 % CI]", "N", "verdict"],
-                         [[f"{c.a} - {c.b}", _ci(c.difference), str(c.difference.n), c.verdict]
+                         [[f"{c.a} - {c.b}", estimate_text(c.difference), str(c.difference.n), c.verdict]
                           for c in result.comparisons]),
                   "<p class='muted'>Paired: both attacks on the same resampled records.</p>"]
     parts += ["<h2>ROC</h2>", roc_loglog_figure(result).to_html(full_html=False, include_plotlyjs=True,
                                                                  config={"displaylogo": False})]
     if result.slices:
         rows = [[attack, s.slicing, s.slice, str(s.n_members), str(s.n_non_members),
-                 "too few to read" if s.too_small else "", _interval(s.auc, s.auc_low, s.auc_high),
-                 _interval(s.tpr_at_1pct, s.tpr_low, s.tpr_high)]
+                 "too few to read" if s.too_small else "", ci_text(s.auc, s.auc_low, s.auc_high),
+                 ci_text(s.tpr_at_1pct, s.tpr_low, s.tpr_high)]
                 for attack, s in result.slices]
         parts += ["<h2>Slices</h2>", _table(["attack", "slicing", "slice", "members", "non-members", "", "AUC [95 % CI]",
                                              "TPR at 1 % FPR [95 % CI]"], rows)]

@@ -1,6 +1,7 @@
 """What every figure of :mod:`core.views` shares: the architectures' colours, the attacks' dashes, the
 margins a figure starts with (``LEFT_PX`` …), the layout of a titled figure with its legend below
-(:func:`layout`, :func:`legend_below`) and the text of an estimate with its interval (:func:`with_ci`)."""
+(:func:`layout`, :func:`legend_below`) and the text of an estimate with its interval (:func:`with_ci`,
+:func:`ci_text`, :func:`estimate_text`)."""
 from __future__ import annotations
 
 import math
@@ -19,9 +20,7 @@ ATTACK_DASH = {"shadow": "solid", "loss_threshold": "dash", "entropy_threshold":
 LEGEND_ROW_PX = 22
 AXIS_TITLE_PX = 62
 #: the side margins a figure starts with: about what its tick labels and axis titles take. Plotly's
-#: automargin only ever widens a margin, and each widening redraws the whole figure once more: a
-#: figure that starts with its margins wide enough is drawn once, in about 60 % of the browser time
-#: (the Defenses page's two charts; docs/performance.md has the measurement)
+#: automargin only ever widens a margin, each widening redrawing the figure: wide enough, it is drawn once
 LEFT_PX, RIGHT_PX, RIGHT_AXIS_PX = 72, 20, 66
 
 
@@ -30,8 +29,7 @@ def legend_rows(fig: go.Figure, per_row: int = 2) -> int:
     return max(1, math.ceil(len(shown) / per_row)) if shown else 0
 
 
-#: the longest legend name two entries a row hold in a half-width column at 1280 px (longer ones ran into the next
-#: entry and were cut at the figure's edge): beyond it, one entry a row
+#: the longest legend name two entries a row hold in a half-width column at 1280 px: beyond it, one entry a row
 TWO_A_ROW_CHARS = 20
 
 
@@ -66,6 +64,27 @@ def with_ci(e: Estimate | None, digits: int = 3) -> str:
         n = f" in N = {e.n}" if e.n else ""
         return f"{e.mean:.{digits}f} (no spread{n})"
     return f"{e.mean:.{digits}f} [{e.ci_low:.{digits}f}, {e.ci_high:.{digits}f}]"
+
+
+def ci_text(value: float | None, low: float | None, high: float | None, digits: int = 3) -> str:
+    """``value [low, high]``; ``—`` without a value, the value alone without both ends."""
+    if value is None:
+        return "—"
+    if low is None or high is None:
+        return f"{value:.{digits}f}"
+    if is_zero_width(low, high, value):  # every value equal: no spread to show, not certainty
+        return f"{value:.{digits}f} (no spread)"
+    return f"{value:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
+
+
+def finite(x: float | None) -> float | None:
+    """``x``, or None where it is not a finite number (as :meth:`Estimate.to_dict` writes it)."""
+    return None if x is None or not math.isfinite(x) else float(x)
+
+
+def estimate_text(e: Estimate | None, digits: int = 3) -> str:
+    """:func:`ci_text` of an estimate, its non-finite parts read as missing (as the JSON has them)."""
+    return "—" if e is None else ci_text(finite(e.mean), finite(e.ci_low), finite(e.ci_high), digits)
 
 
 #: the right margin a legend beside the plot takes (its entries' names wrap no further than this)
