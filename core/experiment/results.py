@@ -90,10 +90,6 @@ class AttackResult(Typed):
         """TPR at 0.1 % FPR (None when not measured)."""
         return self.tpr_at_fpr.get("0.001")
 
-    @property
-    def has_roc(self) -> bool:
-        return bool(self.roc_fpr) and bool(self.roc_tpr)
-
 
 def _check_attacks(primary: AttackResult, attacks: Mapping[str, AttackResult], where: str) -> None:
     """Each attack under its own name, and the primary one among them."""
@@ -416,11 +412,6 @@ class DefendedPoint(Typed):
         """The empirical ε lower bound as a number, whichever layout holds it."""
         bound = self.epsilon_lower_bound
         return bound.lower_bound if isinstance(bound, EpsilonBound) else bound
-
-    @property
-    def has_utility(self) -> bool:
-        """Whether utility was measured at this point (the slider's fast points have none)."""
-        return self.utility is not None
 
     @property
     def guarantee(self) -> str | None:
