@@ -1,31 +1,17 @@
 """Every learned attack classifier of a run fitted as one batched ensemble.
 
-A run fits many small classifiers on the shadows' answers: the shadow-model attack (an MLP, or an
-LSTM over answer sequences: PVMIA), PRMIA's and the BLEU-feature MLPs — each at every checkpoint
-epoch and every defense draw or memorization block. Fitted one after another each optimiser
-step runs a few tiny kernels, so the stage is bound by launches and Python, not arithmetic: on a GPU
-the translation ``paper`` preset's attack stage was thousands of such steps (docs/results.md, "GPU check").
+A run fits many small classifiers (shadow-model MLP/LSTM, PRMIA, BLEU-feature) at every checkpoint and
+defense draw; fitted one by one, each optimiser step is a few tiny kernel launches. Here one loop takes one
+step for all of them, and the result is the one-by-one fit up to float rounding:
 
-Here one loop takes one optimiser step for all of them. What makes that the one-by-one fit:
-
-* every classifier alone sees, per epoch, ``torch.randperm(n, generator)`` of a generator seeded
-  with its seed, cut into batches of its batch size. Classifiers with the same (records n, seed,
-  batch size, epochs) — a *schedule* — see the very same batches, so one index serves them all;
-  a run's learned attacks share one schedule (the same shadow records, ``cfg.seed``);
-* classifiers of one schedule are computed together: the MLPs as one
-  :class:`~core.models.attack.StackedAttackMLP` (batched matrix products, inputs zero-padded to
-  the widest; the padding's gradient is exactly zero), the LSTMs as block-diagonal
-  :class:`~core.models.attack.JointAttack` networks read with each member's own lengths
-  (:meth:`~core.models.attack.JointAttack.forward_padded`; on a CPU one member per network, whose
-  cost would otherwise grow with E²);
-* the step minimises Σₑ Lₑ(θₑ), each Lₑ the mean loss of member e's own batch; ∂/∂θₑ of the sum is
-  ∂Lₑ/∂θₑ, and Adam is element-wise, so one Adam over all parameters is E independent Adams;
-* schedules of other lengths (fewer records: fewer steps per epoch; fewer epochs) hold their own
-  parameter tensors: at a step where a schedule has no batch its parameters are not in the graph,
-  their gradient stays ``None`` and Adam skips them — their moments and step count do not move.
-
-What differs from the one-by-one fit is float rounding (batched products add in another order;
-the LSTM runs unpacked): tests/test_attack_ensemble.py bounds it.
+* classifiers with the same (records n, seed, batch size, epochs) — a *schedule* — see the same batches
+  (``torch.randperm(n, generator)`` seeded alike), so one index serves them all;
+* a schedule's MLPs run as one :class:`~core.models.attack.StackedAttackMLP` (inputs zero-padded to the
+  widest; the padding's gradient is zero), its LSTMs as block-diagonal :class:`~core.models.attack.JointAttack`
+  networks read with each member's own lengths;
+* the step minimises Σₑ Lₑ(θₑ): ∂/∂θₑ of the sum is ∂Lₑ/∂θₑ, and Adam is element-wise, so one Adam is E
+  independent Adams;
+* at a step where a schedule has no batch its parameters' gradients stay ``None`` and Adam skips them.
 """
 from __future__ import annotations
 

@@ -1,26 +1,16 @@
 """On-disk cache of trained weights, Responses and results (diskcache-backed).
 
 Safety and integrity:
-* Nothing read from the cache is ever unpickled. diskcache unpickles any row whose stored mode
-  is "pickle" (values, in the database or in a ``.val`` file) and any key stored as a pickle;
-  a cache folder is just files, so anyone who can write there could plant such a row. The
-  store therefore uses :class:`~core.experiment.cache_store.SafeDisk`, which refuses those rows
-  *before any byte is deserialised*: only ``str`` keys and ``bytes`` values go in, and only raw or
-  binary rows come out. A refused row is reported through ``corrupted`` / the logger, deleted and
-  treated as a miss, so the caller recomputes it. (The stores — ``SafeDisk``, the value-file
-  reader, the read-only store — live in :mod:`core.experiment.cache_store`; this module holds the
-  keys, checksums and typed getters above them.)
+* Nothing read from the cache is ever unpickled. diskcache unpickles rows stored in "pickle" mode, and anyone
+  who can write the folder could plant one, so the store (:class:`~core.experiment.cache_store.SafeDisk`)
+  refuses such rows *before any byte is deserialised*: only ``str`` keys and ``bytes`` values go in, only raw
+  or binary rows come out. A refused row is reported (``corrupted`` / the logger), deleted and treated as a miss.
 * Weights are safetensors, Responses ``.npz`` read with ``allow_pickle=False``, results JSON.
-* Every value is wrapped as ``MAGIC + sha256(payload) + payload``; a value whose digest does not
-  match (truncated file, bit rot, a hand-edited entry) is discarded the same way.
-* An entry can pass its checksum and still not be what its key claims (a result ``[1, 2, 3]``,
-  weights of another model): the typed getters take a ``validate`` hook (JSON, Responses) or
-  the expected tensor names and shapes (weights); an entry that fails is discarded the same way.
-* diskcache commits an entry in one SQLite transaction after its file is fully written, so a
-  crash mid-write leaves no half entry under the key.
-* The folder and its database are created only when something is first stored: a run that
-  fails before storing anything leaves no empty cache behind, and reading a cache that does
-  not exist answers "miss" without creating it.
+* Every value is stored as ``MAGIC + sha256(payload) + payload``; a digest mismatch is discarded the same way.
+* The typed getters check an entry is what its key claims (a ``validate`` hook, or the expected tensor names
+  and shapes); one that fails is discarded the same way.
+* diskcache commits an entry in one SQLite transaction after its file is written: no half entries.
+* The folder is created only when something is first stored; reading a missing cache answers "miss".
 
 The folder is ``cache/`` at the repository root unless ``MIA_CACHE_DIR`` names another.
 """

@@ -1,25 +1,17 @@
-"""The models-stage attacks of the registry (:mod:`core.attacks.registry`) and their registrations.
+"""The models-stage attacks of the registry (:mod:`core.attacks.registry`), registered below their definitions.
 
-Each registers itself below its definition; :mod:`core.experiment.pipeline` imports this module, so every
-run sees them (a new models-stage attack module is imported there too).
+They need more than the victim's stored answers, so they are fitted once on the trained models at the final
+epoch and then score any :class:`~core.attacks.registry.VictimQuery` (:class:`UndefendedQuery` here, a defended
+victim in :mod:`core.defenses.defender`).
 
-These attacks need more than the victim's stored answers, so they are fitted once on the trained
-models (:class:`~core.experiment.roles.TrainedModels`) at the final epoch and then score any
-:class:`~core.attacks.registry.VictimQuery`: :class:`UndefendedQuery` here, a defended victim in
-:mod:`core.defenses.defender`.
-
-* ``reference`` — offline LiRA and RMIA (:mod:`core.experiment.reference_attacks`), fitted together on
-  the same reference answers; under defenses the Defender keeps their own naive and adaptive path.
-* ``quantile`` — quantile regression (Bertran et al., NeurIPS 2023; :mod:`core.attacks.quantile`): the
-  regressor is fitted on the victim's answers on a non-member pool — attacker-half records, which the
-  victim never trained on — from the records' own features (:meth:`core.tasks.base.Task.attack_features`).
-  No shadow model. Under a defense the attacker queries the *deployed* (defended) victim on its pool
-  and refits, as it would in practice (warm-started from the undefended fit, :data:`DEFENDED_REFIT_STEPS`).
-* ``label_only`` — Choquette-Choo et al. 2021 (:mod:`core.attacks.label_only`): the count of correct
-  labels over augmented queries (:meth:`core.tasks.base.Task.label_queries`), the threshold fitted on
-  the shadows' own records; and the **gap** attack (correct ⇒ member) beside it. Under a defense the
-  victim's labels are the argmax of its defended output (Dirichlet noise, or the GPM's noisy weights);
-  the threshold stays the one fitted on undefended shadows (the naive attacker).
+* ``reference`` — offline LiRA and RMIA (:mod:`core.experiment.reference_attacks`), fitted together.
+* ``quantile`` — quantile regression (Bertran et al., NeurIPS 2023): the regressor is fitted on the victim's
+  answers on attacker-half records it never trained on, from the records' own features; no shadow model.
+  Under a defense the attacker queries the defended victim on its pool and refits (warm-started,
+  :data:`DEFENDED_REFIT_STEPS`).
+* ``label_only`` — Choquette-Choo et al. 2021: the count of correct labels over augmented queries, the
+  threshold fitted on the shadows; and the **gap** attack (correct ⇒ member). Under a defense the labels are
+  the argmax of the defended output, the threshold stays the undefended one (the naive attacker).
 """
 from __future__ import annotations
 

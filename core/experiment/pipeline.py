@@ -1,21 +1,17 @@
 """The experiment pipeline: data → victim → shadow models → attacks → result (task-generic).
 
-Follows the shadow-model framework of Shokri et al. as laid out in paper 000 §3.2:
+The shadow-model framework of Shokri et al. as laid out in paper 000 §3.2:
 
-1. The task's data source is split into two disjoint halves, the victim's and the attacker's.
-2. The victim trains on ``n_train`` records of its half (members); ``n_eval`` further records
-   of its half are non-members. The evaluation set is ``n_eval`` members + ``n_eval``
-   non-members (balanced: chance = 50 %).
-3. Shadow model i trains on ``n_train`` records drawn from the attacker's half (its "in"
-   records) with the victim's specification; ``n_eval`` other attacker records are its "out"
-   records. Responses of all shadows on their in/out records, with known membership, train the
-   attack.
-4. At every checkpoint epoch a separate attack is fitted on shadows taken at that same epoch and
-   evaluated on the victim at that epoch (paper 000, Fig. 4).
+1. The data source is split into two disjoint halves, the victim's and the attacker's.
+2. The victim trains on ``n_train`` records of its half; the evaluation set is ``n_eval`` members +
+   ``n_eval`` non-members of its half (balanced: chance = 50 %).
+3. Shadow i trains on ``n_train`` attacker records (its "in" records) like the victim; ``n_eval`` other
+   attacker records are its "out" records. Their responses, with known membership, train the attack.
+4. At every checkpoint epoch an attack is fitted on shadows at that epoch and evaluated on the victim at
+   that epoch (paper 000, Fig. 4).
 
-Trained models (weights, learning curves, Responses at each checkpoint) are cached under the
-config's *training* hash, so changing only attack settings re-uses them; the whole result is
-cached under the full config hash.
+Trained models are cached under the config's *training* hash, so changing only attack settings reuses them;
+the whole result is cached under the full config hash.
 """
 from __future__ import annotations
 

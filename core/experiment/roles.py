@@ -1,18 +1,10 @@
 """The roles of one experiment: victim and shadow models, trained or loaded, one at a time.
 
-The layer under the pipeline (:mod:`core.experiment.pipeline` orchestrates; the executors, the ensemble,
-the reference attacks and shadow fidelity build on this module, never on the pipeline):
-
-* the data splits of paper 000 §3.2 (:func:`make_splits`) and the memory guard;
-* seeds: one per role, derived from the config's seed (:func:`role_seed`, :func:`seed_everything`);
-* one model trained (:func:`train_role`, :class:`EpochRecorder`: Responses, weights and utility
-  at each checkpoint epoch) or loaded from the cache, under an inter-process lock
-  (:func:`train_or_load`), and its (de)serialisation (:func:`model_from_weights`,
-  :func:`store_trained`);
-* :class:`TrainedModels`, what defenses and analyses consume, and the reference models'
-  answers on the victim's records (:func:`reference_answers`, for LiRA and RMIA);
-* the job types the executors run (:class:`TrainingJob` → :func:`train_job` → :class:`TrainingOutput`:
-  plain data and bytes, so a worker process or a Ray node can train one role).
+The layer under the pipeline (the executors, the reference attacks and shadow fidelity build on this, never on
+the pipeline): the data splits of paper 000 §3.2 (:func:`make_splits`); per-role seeds (:func:`role_seed`); one
+model trained (:func:`train_role`, :class:`EpochRecorder`) or loaded under an inter-process lock
+(:func:`train_or_load`); :class:`TrainedModels`, what defenses and analyses consume; and the executors' job types
+(:class:`TrainingJob` → :func:`train_job` → :class:`TrainingOutput`: plain bytes, so any worker can train a role).
 """
 from __future__ import annotations
 

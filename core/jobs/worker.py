@@ -1,24 +1,17 @@
 """The worker process that trains and fits for the app: ``python -m core.jobs.worker FD SERVER_PID``
-(started by :mod:`core.jobs.manager`). Every job kind runs here (:func:`run_job`); the kinds are a registry,
-:data:`JOB_KINDS` (:class:`JobKind`, :func:`register_job_kind`), which :mod:`core.jobs.manager` reads.
+(started by :mod:`core.jobs.manager`). Job kinds are a registry, :data:`JOB_KINDS` (:func:`register_job_kind`).
 
-It never imports Streamlit. The app server (its parent) talks to it over the inherited socket ``FD``
-with pickled tuples (a :class:`multiprocessing.connection.Connection`; only these two processes
-hold its ends):
+It never imports Streamlit. The server talks to it over the inherited socket ``FD`` (a
+:class:`multiprocessing.connection.Connection` whose ends only these two processes hold) with pickled tuples:
 
-* server → worker: ``("run", job_id, kind, config, env, params, modules)`` (``modules``: what to import
-  before the job, :func:`modules_of`) and ``("stop",)``;
-* worker → server: ``("ready", pid)``, then per job ``("progress", job_id, ProgressEvent)`` …
-  and one of ``("done", job_id, result)``, ``("error", job_id, message)``, ``("cancelled", job_id)``.
+* server → worker: ``("run", job_id, kind, config, env, params, modules)`` and ``("stop",)``;
+* worker → server: ``("ready", pid)``, then per job ``("progress", job_id, ProgressEvent)`` … and one of
+  ``("done", job_id, result)``, ``("error", job_id, message)``, ``("cancelled", job_id)``.
 
-Signals: ``SIGUSR1`` cancels the running job and the worker waits for the next one; ``SIGTERM``
-ends the worker. A first signal asks: the job stops at its next progress report (inside a training
-loop, never half-way through a cache write); a second one stops it at once. Either way it unwinds
-like Ctrl-C in the CLI: locks are released and the models already cached stay cached. The worker
-runs in its own session (Ctrl-C in the server's terminal reaches the server only, which then ends
-its workers) and ends by itself when the server process disappears (``kill -9`` included). Its start
-(thread cap, that parent watch), the progress rate and the failure text are the shared worker machinery
-of :mod:`core.foundations.processes`, which the ``processes`` executor's pool workers use as well.
+``SIGUSR1`` cancels the running job, ``SIGTERM`` ends the worker: a first signal stops the job at its next
+progress report (never mid cache write), a second at once; either way it unwinds like Ctrl-C, so locks are
+released and cached models stay. The worker runs in its own session and ends when the server process disappears
+(:mod:`core.foundations.processes`).
 """
 from __future__ import annotations
 
