@@ -52,10 +52,8 @@ class FitMember:
 
 
 def joint_lstm_size(device: torch.device) -> int:
-    """LSTM members per block-diagonal network: on a GPU one fused cuDNN kernel for several
-    (launch-bound: the zeros are free); on a CPU one each — there the step is arithmetic, which the
-    E² zeros multiply (docs/performance.md: one each was faster than
-    joined for the quick presets' attack LSTMs)."""
+    """LSTM members per block-diagonal network: several on a GPU (launch-bound: the zeros are free), one on a CPU
+    (arithmetic-bound: the block-diagonal zeros would cost E²)."""
     return 8 if device.type == "cuda" else 1
 
 
@@ -63,10 +61,9 @@ _ONE = torch.ones(())
 
 
 def _relu_mask(pre: torch.Tensor) -> torch.Tensor:
-    """ReLU's derivative at ``pre`` as floats, 1.0 where pre > 0 and 0.0 elsewhere: the values ``pre > 0``
-    multiplies by, without a bool tensor (a product of floats and bools takes PyTorch's slow casting loop:
-    3x the time on the image quick fit's (6, 128, 64) activations). At a NaN pre-activation it is 1.0, not
-    0.0 — the step's logits, and so every gradient it multiplies, are NaN there either way."""
+    """ReLU's derivative at ``pre`` as floats (1.0 where pre > 0, else 0.0), without a bool tensor: a product
+    of floats and bools takes PyTorch's slow casting loop. At a NaN pre-activation it is 1.0; the gradients
+    there are NaN either way."""
     return torch.ops.aten.threshold_backward(_ONE.to(pre.device).expand_as(pre), pre, 0)
 
 
@@ -157,8 +154,7 @@ class _LSTMBank:
                 rows = at[order[lo:hi]]
                 parts.append(self.module.final_states(self.x[rows, : int(sorted_lengths[hi - 1])],
                                                       self.lengths_dev[rows]))
-            # the head once for all buckets (row-wise: the same logits, one call instead of one per
-            # bucket), back in the batch's order: the loss reads the batch as before
+            # the head once for all buckets (row-wise: the same logits), back in the batch's order
             logits = self.module.head(torch.cat(parts)[torch.argsort(order).to(parts[0].device)])
         return nn.functional.binary_cross_entropy_with_logits(logits, self.y[at], reduction="none").mean(0).sum()
 
@@ -166,9 +162,8 @@ class _LSTMBank:
         return self.module.members()
 
 
-#: what one more LSTM call costs, in multiply-adds × steps of one record (4·H·(H+F) per record-step): one call
-#: costs about as much as 670 record-steps at H = 32, F = 16 on a CPU (oneDNN LSTM, forward + backward, one
-#: thread; docs/performance.md, the attack stage's length buckets)
+#: what one more LSTM call costs, in multiply-adds × steps of one record (4·H·(H+F) per record-step): about
+#: 670 record-steps at H = 32, F = 16 on a CPU (oneDNN LSTM, forward + backward, one thread)
 _CALL_COST = 670 * 4 * 32 * 48
 
 

@@ -36,10 +36,7 @@ from core.attacks.shadow_attacks import (
 from core.experiment.answer_memo import AnswerMemo
 from core.experiment.cache import ArtifactCache, dict_with
 
-#: part of a fitted attack's cache key: raised when fitting changes its numbers, so no fit of an older
-#: version is served. 2: every learned classifier fitted as one batched ensemble
-#: (core.attacks.attack_ensemble) — the same attack up to float rounding, but not bit for bit. 3: the LSTMs
-#: run in length buckets and the MLPs' gradients are written out by hand on a CPU (rounding again)
+#: part of a fitted attack's cache key: raise it whenever fitting changes its numbers, even by rounding
 ATTACK_FIT_VERSION = "fit3"
 from core.experiment.executor import Executor, TrainingJob, as_tuple
 from core.experiment.fidelity import measure_shadow_fidelity
@@ -329,8 +326,7 @@ class ExperimentResult:
 
     @cached_property
     def summary(self) -> dict[str, Any]:
-        """The summary's JSON (written once per result: a caller that adds to it, as ``run --out`` does with
-        online LiRA, adds to this one dict)."""
+        """The summary's JSON, built once: a caller that adds to it (``run --out``'s online LiRA) adds to this dict."""
         return self.run.to_dict()
 
     @property
@@ -362,15 +358,13 @@ def cached_run(cfg: ExperimentConfig, cache: ArtifactCache | None = None) -> Run
 
 
 def _loaded(cfg: ExperimentConfig) -> dict[str, Any]:
-    """What *this* load did (the stored values are the first run's): every model came from the cache (the config's
-    shadows: ``n_shadows`` is in the config hash the summary was checked against)."""
+    """What *this* load did (the stored values are the first run's): every model came from the cache."""
     return {"cache_hit": True, "models_from_cache": {"victim": True, "shadows": int(cfg.n_shadows)}}
 
 
 def _marked(run: RunSummary, marks: dict[str, Any]) -> RunSummary:
-    """``run`` with ``marks`` (JSON values of its plain fields: flags, objects, lists) written over it, as
-    ``with_json`` does; where the stored summary holds every such key already (every summary ``run_experiment``
-    wrote) they are set in place, without reading the whole summary again (a page reads every cached run)."""
+    """``run`` with ``marks`` (JSON values of plain fields) written over it, as ``with_json`` does, but without
+    re-reading the summary where it already holds every such key."""
     if all(k in run.keys for k in marks):
         return replace(run, **marks)
     return run.with_json(marks)
@@ -383,9 +377,8 @@ def _stored_run(cache: ArtifactCache, cfg: ExperimentConfig) -> RunSummary | Non
 
 def _read_run(cache: ArtifactCache, key: str, config_hash: str, task: str | None = None,
               arch: str | None = None) -> RunSummary | None:
-    """The summary under ``key`` read typed once, as it leaves the cache (a summary that does not read, or is not the
-    one asked for, is discarded there: a result whose own ``config_hash`` — or task, arch — differs from the requested
-    one is never served)."""
+    """The summary under ``key`` read typed once; one that does not read, or whose own ``config_hash`` (task, arch)
+    differs from the one asked for, is discarded and never served."""
     read: list[RunSummary] = []  # the typed summary the check read, so that it is parsed once
 
     def check(summary: Any) -> None:
@@ -427,8 +420,7 @@ def config_of(summary: RunSummary | dict[str, Any]) -> ExperimentConfig:
     return cfg
 
 
-#: the summary's JSON layout as run_experiment writes it, key by key (a None is written as null, never left out:
-#: the JSON the cache stores and the CLI writes stays what it was before the summary was typed from birth)
+#: the summary's JSON layout as run_experiment writes it, key by key (a None is written as null, never left out)
 _RUN_KEYS = ("task", "arch", "preset", "config", "config_hash", "training_hash", "params", "data", "device", "machine", "utility",
              "attack", "attacks", "attacks_by_epoch", "per_epoch", "timings", "cache_hit", "models_from_cache",
              "cache_corrupted", "victim_source", "shadow_fidelity", "attacks_not_run", "resolution", "privacy",
@@ -477,11 +469,8 @@ def run_experiment(
     for epoch, attacks in zip(cfg.checkpoint_epochs, fitted):
         with single_thread():
             attacks_by_epoch[epoch] = score_attacks(attacks, victim.responses[epoch], splits.eval_membership)
-    # the models-stage attacks beside them at the final epoch (LiRA and RMIA need the shadows' final
-    # weights, quantile regression the victim on a non-member pool, label-only its labels under
-    # augmentations: core.experiment.model_attacks), and how closely the shadows track the victim
+    # the models-stage attacks at the final epoch, and how closely the shadows track the victim
     t_reference = time.perf_counter()
-    # each model built once and each record answered once across these attacks (core.experiment.answer_memo)
     models.memo = AnswerMemo()
     try:
         model_outcomes, model_timings, not_run = model_attack_outcomes(models, cache)
@@ -489,7 +478,7 @@ def run_experiment(
         fidelity = measure_shadow_fidelity(models)
     finally:
         models.memo = None  # answers and models held for this stage only
-    # LiRA, RMIA and the fidelity, as before; the other models-stage attacks have their own timings
+    # LiRA, RMIA and the fidelity; the other models-stage attacks have their own timings
     reference_s = time.perf_counter() - t_reference - sum(v for k, v in model_timings.items() if not k.endswith("_fit_s"))
     tracker.finish("attacks")
     attack_s, attack_cpu_s = time.perf_counter() - t, time.process_time() - t_cpu
@@ -502,9 +491,7 @@ def run_experiment(
         per_epoch.append(row.with_json({"attack_accuracy": outcome.result.accuracy if outcome else None,
                                         "attack_auc": outcome.result.auc if outcome else None}))
     last = victim.per_epoch[-1]
-    # typed at birth: a key or value this version cannot read fails here, not forever at each cache read. The
-    # attack numbers come from core.measurement.metrics.AttackMetrics, read typed through their JSON (the measurement
-    # floor knows no result types); the primary one without its ROC, under its name
+    # typed at birth: a key or value this version cannot read fails here, not at each cache read
     run = RunSummary(
         task=cfg.task, arch=cfg.arch, preset=cfg.preset, config=cfg.to_dict(), config_hash=cfg.config_hash,
         training_hash=cfg.training_hash, params=victim.params,
@@ -567,7 +554,7 @@ def model_attack_outcomes(models: TrainedModels, cache: ArtifactCache | None = N
             not_run[entry.name] = attack.skipped
             continue
         outcomes.update(attack.outcomes(query))
-        if entry.name != "reference":  # LiRA/RMIA's cost stays in reference_attacks_s, as before
+        if entry.name != "reference":  # LiRA/RMIA's cost is in reference_attacks_s
             timings[f"{entry.name}_fit_s"] = attack.fit_s
             timings[f"{entry.name}_s"] = time.perf_counter() - t
     return outcomes, timings, not_run
@@ -579,8 +566,7 @@ def record_signals(responses: Responses, membership: np.ndarray, outcomes: dict[
     of each threshold attack in its signal's units (``{"signal", "threshold", "member_if"}``)."""
 
     def significant(a: np.ndarray) -> list[float]:
-        # 6 significant digits, not 6 decimals: a confident answer's APE or cross-entropy is 1e-7 … 1e-9, which
-        # 6 decimals turned into 0 or a few values (1e-6, 2e-6, …): rows of records on a log scale that are not data
+        # significant digits, not decimals: a confident answer's APE or cross-entropy is 1e-7 … 1e-9
         return [float(f"{v:.6g}") for v in np.asarray(a, np.float64)]
 
     return {

@@ -252,11 +252,8 @@ class JobGroup:
 
 
 def worker_threads(slots: int, cores: int | None = None) -> int:
-    """Torch threads of each worker process: the usable cores less one, shared by the slots, at
-    least 1. The core left over is the app's own: its server reruns the pages (the job panel every
-    2 s) and, on the same machine, the browser draws them while the worker trains: a worker with every
-    core's thread spins waiting for the others whenever the server or the browser runs, and the image
-    demo took longer that way than with one thread fewer (docs/performance.md, "Home demo vs the CLI")."""
+    """Torch threads of each worker process: the usable cores less one, shared by the slots, at least 1. The
+    core left over is the server's and the browser's: a worker using every core spins whenever they run."""
     return max(1, ((cores or usable_cores()) - 1) // max(1, slots))
 
 
