@@ -225,18 +225,14 @@ def _banks(members: Sequence[FitMember], where: list[int], device: torch.device,
 
 
 class _FlatParameters:
-    """One schedule's parameters of one learning rate as views of one flat tensor, which Adam steps (on a
-    CPU: Adam's per-tensor ops over ~20 small tensors cost more than the arithmetic). Adam is element-wise,
-    so stepping the flat tensor is stepping each parameter; a step where the schedule has no batch leaves
-    the flat gradient None and Adam skips it, as it skips the parameters themselves.
+    """One schedule's parameters of one learning rate as views of one flat tensor, which Adam steps: on small
+    tensors Adam's per-tensor ops and bookkeeping cost more than the arithmetic. Adam is element-wise, so
+    stepping the flat tensor is stepping each parameter; a step where the schedule has no batch leaves the
+    flat gradient None and Adam skips it.
 
-    The flat gradient is one buffer, the parameters' gradients views of it: a hand-written bank writes its
-    gradients there (:meth:`gradient_of`), an autograd bank's are copied in (:meth:`gather_gradients`) —
-    joining every parameter's gradient into a new flat tensor each step cost the image quick fit a fifth
-    of its step (1,040 steps).
-
-    Adam is stepped here too (:meth:`adam_step`): torch.optim.Adam's own update of the flat tensor, without
-    the optimiser's per-step bookkeeping, which on these small tensors cost as much as the update itself."""
+    The flat gradient is one buffer whose views are the parameters' gradients: a hand-written bank writes
+    there (:meth:`gradient_of`), an autograd bank's are copied in (:meth:`gather_gradients`). :meth:`adam_step`
+    is torch.optim.Adam's own update of the flat tensor."""
 
     def __init__(self, params: list[nn.Parameter], lr: float):
         self.params, self.lr = params, lr

@@ -567,11 +567,3 @@ def defense_run(models: TrainedModels, mechanism: str, values: list[float], atta
         "config_hash": cfg.config_hash, "training_hash": cfg.training_hash, "spec": asdict(spec),
         "sensitivity": defender.sensitivity.to_dict() if defender.sensitivity else None,
         "baseline": defender.baseline.to_dict(), "points": [p.to_dict() for p in points]})
-
-
-def defend(models: TrainedModels, mechanism: str, values: list[float], attacker: str = "naive", draws: int = 1,
-           sensitivity_samples: int = 0, cache: ArtifactCache | None = None, seed: int = 0,
-           on_point=None, on_pair=None, executor=None) -> dict[str, Any]:
-    """:func:`defense_run`'s JSON (``to_dict``), for the readers of the JSON (``defend --repeats``)."""
-    return defense_run(models, mechanism, values, attacker, draws, sensitivity_samples, cache, seed, on_point, on_pair,
-                       executor).to_dict()

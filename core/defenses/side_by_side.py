@@ -59,10 +59,8 @@ class Step(Generic[K]):
         return [f for fs in self.full.values() for f in fs if not f.done()]
 
     def shown(self, key: K) -> tuple[list[Future], bool]:
-        """What the page draws now for ``key``, decided once (the lane goes on meanwhile): the full points' futures
-        where there is no one-draw stage or the first full point (the cards') is in already — computed before the
-        page got to draw, e.g. a cheap Dir_k point: no draw-1 stand-in to draw and then replace — else the
-        one-draw futures; and whether they are the one-draw ones (the page labels those as draw 1's alone)."""
+        """What the page draws now for ``key``: the full points' futures where there is no one-draw stage or the
+        first full point is in already, else the one-draw futures; and whether they are the one-draw ones."""
         first = self.first.get(key)
         if first is None or self.full[key][0].done():
             return self.full[key], False
@@ -102,12 +100,10 @@ class PointLanes:
 
     def step(self, defenders: Mapping[K, Any], spec: DefenseSpec, calls: Sequence[Mapping[str, Any]],
              attacker: str = "naive", first_calls: Sequence[Mapping[str, Any]] | None = None) -> Step[K]:
-        """A slider step to ``spec``: earlier steps' calls not started are cancelled; per key, the calls'
-        points if every one is known (:meth:`Defender.cached_point`: resolved futures, nothing computed), else the
-        calls at ``spec`` queued in the key's lane, preceded by the one-draw calls where the first call's point
-        is not known and ``spec.draws`` > 1 (a known first point — the cards' — needs no stand-in: only the later
-        calls compute, e.g. the utility of a point read from the cache). ``first_calls``: the one-draw calls, one
-        per call (default: the same calls; the page's leave out what its draw-1 cards do not show)."""
+        """A slider step to ``spec``: earlier steps' calls not started are cancelled; per key, the calls' points
+        if every one is known (:meth:`Defender.cached_point`: resolved futures), else the calls queued in the key's
+        lane, preceded by the one-draw calls where the first call's point is unknown and ``spec.draws`` > 1.
+        ``first_calls``: the one-draw calls, one per call (default: the same calls)."""
         self.cancel_queued()
         full: dict[K, list[Future]] = {}
         first: dict[K, list[Future]] = {}

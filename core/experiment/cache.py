@@ -47,18 +47,13 @@ from core.measurement.responses import Responses
 
 log = logging.getLogger(__name__)
 
-#: Revision of one kind of entry whose stored values changed meaning while the configs' hashes (and so the
-#: trained models under them) did not: its keys become ``v<schema>.<revision>/<kind>/…``, so an older entry
-#: is never read as a new one (nor listed by ``keys(key(kind, ""))``) and is recomputed from the cached models.
-#: result 2: per-record scores stored exactly (``core.measurement.metrics.scores_for_json``), not to 6 decimals.
-#: result 3: the attack stage's answers shared and its LSTMs fitted in length buckets: the same
-#: attacks, scores moved by float rounding (a record answered in another batch), so not bit for bit the stored ones.
+#: Revision of a kind of entry whose stored values changed meaning while the configs' hashes did not: its keys
+#: become ``v<schema>.<revision>/<kind>/…``, so an older entry is never read (nor listed) and is recomputed from
+#: the cached models. Raise it whenever a kind's numbers change, even by rounding.
 KIND_REVISIONS = {"result": 3,
-                  # after-training defended points: ε̂ one bound over the pooled draws (was the mean of per-draw bounds)
                   "defended": 1, "defended_fast": 1, "defended_fast_noquantile": 1, "defended_fast_noregistry": 1}
 
-#: format tag of a wrapped value: version 2 binds the key into the digest (version 1 did not,
-#: so an intact entry copied to another key was served; such entries are discarded and recomputed)
+#: format tag of a wrapped value (version 2: the key is bound into the digest)
 _MAGIC = b"MIAX2"
 _DIGEST = 32
 
@@ -187,8 +182,7 @@ class ArtifactCache:
 
     def check_usable(self, write: bool = False) -> None:
         """Raise :class:`CacheUnusableError` (one line, saying what to do) unless the cache folder
-        can serve reads and, with ``write``, store: run it *before* work whose results must be
-        stored, so a broken cache fails in a second rather than after the whole training.
+        can serve reads and, with ``write``, store: run it *before* work whose results must be stored.
 
         Checked: the folder is a folder (or can be created), its database opens and its rows can
         be counted (a truncated or garbage ``cache.db`` fails here), ``locks/`` is a plain folder;

@@ -55,10 +55,10 @@ def response_stats(responses: Responses, membership: np.ndarray) -> dict[str, fl
             "member_top1": mean(top1, y), "nonmember_top1": mean(top1, ~y)}
 
 
-def _gap(shadow: float | None, victim: float | None, floor: float = LOSS_FLOOR) -> float | None:
+def _gap(shadow: float | None, victim: float | None) -> float | None:
     if shadow is None or victim is None:
         return None
-    return abs(shadow - victim) / max(abs(victim), floor)
+    return abs(shadow - victim) / max(abs(victim), LOSS_FLOOR)
 
 
 def _mean_stats(rows: list[dict[str, float | None]]) -> dict[str, float | None]:

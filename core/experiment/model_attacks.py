@@ -60,7 +60,7 @@ class UndefendedQuery:
         self.models, self.cache = models, cache or ArtifactCache()
         self.eval_index = models.splits.eval_index
         self.membership = models.eval_membership
-        self._model = None
+        self._model: Any = None  # the victim, built on first query
 
     def eval_responses(self) -> Responses:
         return self.models.victim.responses[self.models.cfg.epochs]

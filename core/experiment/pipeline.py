@@ -227,12 +227,11 @@ def training_stages(cfg: ExperimentConfig) -> list[tuple[str, float]]:
     return stages + [(role_stage(cfg, f"shadow_{i}"), 1.0) for i in range(cfg.n_shadows)]
 
 
-def build_attacks(task: Task, cfg: ExperimentConfig, responses: Responses | None = None) -> list[Attack]:
+def build_attacks(task: Task, cfg: ExperimentConfig) -> list[Attack]:
     """Fresh (unfitted) attacks of ``cfg`` fitted on the shadows' Responses: the registry's
-    responses-stage attacks of the task (:mod:`core.attacks.registry`), then the task's own; with
-    ``responses``, without those that cannot run on them (:func:`unavailable_attacks`)."""
+    responses-stage attacks of the task (:mod:`core.attacks.registry`), then the task's own."""
     training = AttackTraining(cfg.attack_hidden, cfg.attack_train_epochs, cfg.attack_lr, seed=cfg.seed)
-    return attack_registry.responses_attacks(task.name, training, responses) + task.extra_attacks(cfg, training)
+    return attack_registry.responses_attacks(task.name, training) + task.extra_attacks(cfg, training)
 
 
 def unavailable_attacks(models: TrainedModels) -> dict[str, str]:
@@ -246,27 +245,16 @@ def unavailable_attacks(models: TrainedModels) -> dict[str, str]:
     return out
 
 
-def fitted_attacks(
-    models: TrainedModels,
-    epoch: int | None = None,
-    shadow_responses: Responses | None = None,
-    tag: str = "undefended",
-    cache: ArtifactCache | None = None,
-) -> list[Attack]:
-    """Attacks fitted on the shadows' Responses at ``epoch`` (default: the last), cached as bytes.
-
-    ``shadow_responses`` replaces the shadows' own Responses (an adaptive attacker fits on its
-    shadows' *defended* answers); ``tag`` then names what they are (e.g. a defense spec's key),
-    so each variant is cached under (config hash, epoch, tag). Fitting happens once; scoring any
-    Responses afterwards is :func:`core.attacks.shadow_attacks.score_attacks`.
-    """
-    return fitted_attack_variants(models, [AttackVariant(epoch, tag, shadow_responses)], cache)[0]
+def fitted_attacks(models: TrainedModels, epoch: int | None = None, cache: ArtifactCache | None = None) -> list[Attack]:
+    """Attacks fitted on the shadows' Responses at ``epoch`` (default: the last), cached as bytes; score any
+    Responses with :func:`core.attacks.shadow_attacks.score_attacks`."""
+    return fitted_attack_variants(models, [AttackVariant(epoch)], cache)[0]
 
 
 @dataclass(frozen=True)
 class AttackVariant:
-    """What one set of attacks is fitted on: the shadows' answers at ``epoch`` (None: the last),
-    or ``shadow_responses`` in their place (defended answers), cached under ``tag``."""
+    """What one set of attacks is fitted on: the shadows' answers at ``epoch`` (None: the last), or
+    ``shadow_responses`` in their place (an adaptive attacker's defended answers), cached under ``tag``."""
 
     epoch: int | None = None
     tag: str = "undefended"

@@ -42,9 +42,8 @@ class AttackResult(Typed):
     ``auc``, ``tpr_at_fpr`` at the FPRs of :data:`core.measurement.metrics.LOW_FPRS` (keys ``"0.01"``,
     ``"0.001"``), the ROC curve when kept (``roc_fpr``, ``roc_tpr``), and — for a defended point's
     mean over draws — the standard deviations over draws (``*_std``). ``threshold`` is None for
-    "never a member" (+∞ in the computation). The computing side is :class:`core.measurement.metrics.AttackMetrics`
-    (what :func:`core.measurement.metrics.evaluate_attack` returns and the pipeline writes with ``to_dict``); this
-    is that JSON read back, checked and frozen.
+    "never a member" (+∞ in the computation). This is :class:`core.measurement.metrics.AttackMetrics`' JSON read
+    back, checked and frozen.
     """
 
     name: str
@@ -282,10 +281,10 @@ class RunSummary(Typed):
         """Every attack fitted at checkpoint ``epoch`` ({} where none was)."""
         return dict((self.attacks_by_epoch or {}).get(str(epoch), {}))
 
-    def timing(self, name: str, default: float = 0.0) -> float:
-        """A timing in seconds (``total_s``, ``victim_trained_s``, …)."""
+    def timing(self, name: str) -> float:
+        """A timing in seconds (``total_s``, ``victim_trained_s``, …); 0 where the summary has none."""
         value = self.timings.get(name)
-        return float(value) if is_number(value) else default
+        return float(value) if is_number(value) else 0.0
 
     @property
     def example_kind(self) -> str | None:

@@ -499,18 +499,24 @@ def reference_answers(models: TrainedModels, index: np.ndarray | None = None,
     record features (translation's BLEU features would cost a greedy decoding per record).
     """
     cache = cache or ArtifactCache()
-    cfg = models.cfg
     index = models.splits.eval_index if index is None else np.asarray(index, np.int64)
-    tag = hashlib.sha256(np.ascontiguousarray(index, np.int64).tobytes()).hexdigest()[:16]
-    out = []
-    for i in range(len(models.shadows)):
-        key = cache.key("model", cfg.training_hash, f"shadow_{i}", "answers", tag)
-        answers = cache.get_responses(key)
-        if answers is None or len(answers) != len(index):
-            answers = memo_answers(models, f"shadow_{i}", index)
-            cache.put_responses(key, answers)
-        out.append(answers)
-    return out
+    return [cached_answers(models, f"shadow_{i}", index, cache) for i in range(len(models.shadows))]
+
+
+def records_digest(index: np.ndarray) -> str:
+    """A short digest of record indices: part of the cache keys of answers on them."""
+    return hashlib.sha256(np.ascontiguousarray(index, np.int64).tobytes()).hexdigest()[:16]
+
+
+def cached_answers(models: TrainedModels, role: str, index: np.ndarray, cache: ArtifactCache) -> Responses:
+    """``role``'s final model answering records ``index``, cached under (training hash, role, a digest of the
+    records)."""
+    key = cache.key("model", models.cfg.training_hash, role, "answers", records_digest(index))
+    answers = cache.get_responses(key)
+    if answers is None or len(answers) != len(index):
+        answers = memo_answers(models, role, index)
+        cache.put_responses(key, answers)
+    return answers
 
 
 def memo_answers(models: TrainedModels, role: str, index: np.ndarray) -> Responses:

@@ -299,11 +299,8 @@ class JobManager:
     def submit(self, configs: Iterable[ExperimentConfig], kind: str = "experiment",
                params: dict[str, Any] | None = None, owner: str | None = None, capped: bool = True) -> JobGroup:
         """Queue a job of ``kind`` (with ``params``) for each config unless one is queued or running
-        already (then attach to it); ``owner`` (a session, :mod:`ui.session`) becomes one of each job's owners, held
-        to :attr:`quota` unless not ``capped`` (a lecturer).
-
-        A config whose last job finished is queued again (the page submits only what is not in
-        the cache, so this resumes a cancelled job or retries a failed one).
+        already (then attach to it); ``owner`` becomes one of each job's owners, held to :attr:`quota` unless
+        not ``capped`` (a lecturer). A config whose last job finished is queued again (resume or retry).
 
         Raises:
             JobQuotaError: ``owner`` would hold more than :attr:`quota` queued or running jobs (nothing queued).

@@ -126,17 +126,12 @@ def _one_stage(stage: str, progress):
 class JobKind:
     """One kind of job: ``run(config, progress, params)`` → the job's result (pickled back to the
     server); ``label(params)`` → what the page's job list adds to the config's name; ``needs(params)``
-    → the modules whose import registers what a job of this kind looks up beyond its kind (the
-    ``analysis`` kind: the module that registered the analysis ``params["name"]``).
+    → the modules whose import registers what a job of this kind looks up (the ``analysis`` kind: the
+    module that registered analysis ``params["name"]``).
 
-    The worker is another process: before a job it imports the modules the server names with it —
-    the module of the kind's ``run`` and those of ``needs`` (:func:`modules_of`), all taken from the
-    server's own registries — so a kind (or an analysis) registered by a module that does so when
-    imported is known in every worker, including one started before the registration. Such a module
-    must be importable by its name in the worker (the repository root is on its path; a pytest test
-    file, imported under a bare name, is not: ``tests/toy_registry.py`` is, as ``tests.toy_registry``).
-    Only code registers a kind (:func:`register_job_kind`); a page submits a kind by name and the
-    server refuses a name it has not registered (:func:`core.jobs.manager.job_key`): nothing a browser sends
+    Before a job the worker imports the modules the server names from its own registries (:func:`modules_of`),
+    so a kind registered on import is known in every worker; such a module must be importable by name there.
+    Only code registers a kind; the server refuses a name it has not registered, so nothing a browser sends
     names code or a module.
     """
 
