@@ -316,10 +316,8 @@ def fit_members(members: Sequence[FitMember], device: torch.device | None = None
     for (n, seed, batch_size, epochs), where in schedules.items():
         plan.append((n, batch_size, epochs, torch.Generator().manual_seed(seed), _banks(members, where, device, lstm_size)))
     banks = [bank for *_, bs in plan for _, bank in bs]
-    # the same Adam arithmetic as the one-by-one fit's, in fewer launches: one fused kernel on a GPU; on a
-    # CPU the multi-tensor (foreach) update, run by _FlatParameters.adam_step (its fused kernel orders the
-    # arithmetic otherwise: 80 epochs of the image quick attack MLPs moved scores by 1e-2 and the AUC by
-    # 0.0012; foreach: 1.2e-7, the same AUC)
+    # the one-by-one fit's Adam arithmetic in fewer launches: fused on a GPU; on a CPU the multi-tensor (foreach)
+    # update of _FlatParameters.adam_step, since the CPU's fused kernel orders the arithmetic otherwise
     # one parameter group per learning rate (not per bank): one multi-tensor Adam call a step for them all
     groups: dict[tuple[int, float], list[nn.Parameter]] = {}
     for which, (*_, bs) in enumerate(plan):  # on a CPU per schedule too: one flat tensor each (_FlatParameters)

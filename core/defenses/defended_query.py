@@ -46,9 +46,8 @@ class DefendedQuery:
         self.eval_index = defender.models.splits.eval_index
         self.membership = defender.membership
         self._answered: dict[str, Responses] = {}  # respond's answers by the records asked (one query, one draw)
-        #: the queries of the same point's draws (:meth:`draws`), this one's place among them, and what they
-        #: computed together: under an output mechanism the undefended victim answers an augmented query once for
-        #: every draw (the task's ``*_under``), each draw's noise then applied to it
+        #: the same point's draws' queries (:meth:`draws`), this one's place among them, and what they computed
+        #: together (under an output mechanism an augmented query is answered once for every draw)
         self._together: list["DefendedQuery"] = [self]
         self._position = 0
         self._shared: dict[tuple, np.ndarray] = {}

@@ -194,10 +194,7 @@ class RayExecutor(Executor):
             try:
                 ray.init(**kwargs)
             except (ValueError, ConnectionError, TimeoutError) as exc:
-                # `ray://` needs the client extra (ValueError "Ray Client requires pip package
-                # `ray[client]`"), a malformed address is a ValueError, an unreachable one a
-                # ConnectionError: the user's to fix, one line
-            
+                # no ray[client] extra or a malformed address (ValueError), an unreachable one: one line
                 where = f"the Ray cluster at {address!r}" if address else "a local Ray instance"
                 reason = " ".join(str(exc).split())
                 if "ray[client]" in reason:

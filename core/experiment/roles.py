@@ -98,13 +98,10 @@ def user_splits(cfg: ExperimentConfig, data: TaskData, members: np.ndarray) -> S
       seeded by (seed, 2); the evaluation's members are the first ``n_eval`` of them;
     * evaluation non-members: the first ``n_eval`` *unlisted* records of the victim's half in that
       same permutation (balanced: as many as the evaluation's members);
-    * attacker's pool: the attacker's half without the listed records (a listed record there is
-      left out, never trained on or queried by a shadow); shadow i draws ``n_train`` members and
-      ``n_eval`` non-members from it as in :func:`make_splits`.
+    * attacker's pool: the attacker's half without the listed records; shadow i draws ``n_train`` members
+      and ``n_eval`` non-members from it as in :func:`make_splits`.
 
-    A victim the explorer trained, exported with its members, so gets back the very splits of its
-    run (same non-members, same shadows). Listed members can therefore never overlap the attacker's
-    pool; too few of them or of the unlisted records is refused.
+    A victim the explorer trained, exported with its members, so gets back the very splits of its run.
 
     Raises:
         ConfigError: fewer members than n_train (or n_eval), fewer unlisted records of the victim's
@@ -213,12 +210,10 @@ def train_model(task: Task, cfg: ExperimentConfig, data: TaskData, train_index: 
                 on_epoch=None, on_progress=None, on_batch=None, on_record=None) -> torch.nn.Module:
     """A freshly initialised model of ``cfg`` (seeded by ``seed``) trained on ``train_index``.
 
-    The seed fixes the initialisation and the data order, so two calls with the same seed on
-    neighbouring training sets differ only through the record that differs (what
-    SensitivitySampler measures, paper 000 Algorithm 2). ``on_batch`` is the training loop's
-    per-step hook (:class:`core.training.loop.Batch`); ``on_record`` receives the run's
-    :class:`core.training.loop.TrainingRecord` (steps, and DP-SGD's privacy record). The model
-    returned is the one that trained (under DP-SGD with Opacus' hooks removed).
+    The seed fixes the initialisation and the data order, so two calls with the same seed on neighbouring
+    training sets differ only through the record that differs (paper 000 Algorithm 2). ``on_batch`` is the
+    loop's per-step hook; ``on_record`` receives the run's :class:`core.training.loop.TrainingRecord`. Returns
+    the model that trained (under DP-SGD with Opacus' hooks removed).
     """
     seed_everything(seed)
     model = task.build_model(cfg, data).to(default_device())
@@ -265,11 +260,9 @@ def load_user_victim(task: Task, cfg: ExperimentConfig, data: TaskData, splits: 
                      on_progress: Callable[[float], None] | None = None) -> TrainedModel:
     """The victim of a config with ``target_weights``: the user's model, loaded, never trained.
 
-    Its weights are checked against this config's architecture (:func:`core.experiment.user_model.user_weights`),
-    then it answers the evaluation set and its utility is measured on the evaluation's members and
-    non-members (one learning-curve row, at ``cfg.epochs``); the result is cached like a trained
-    victim (under the training hash, which binds the files' sha256), so a reopened run needs the
-    files no more.
+    Its weights are checked against this config's architecture, then it answers the evaluation set and its
+    utility is measured (one learning-curve row, at ``cfg.epochs``); it is cached like a trained victim (the
+    training hash binds the files' sha256), so a reopened run needs the files no more.
 
     Raises:
         ConfigError: the weights do not fit, or the model answers with NaN or infinite outputs.

@@ -47,9 +47,7 @@ from core.jobs.worker import JOB_ENV, JOB_KINDS, modules_of
 from core.tasks import get_task
 
 QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed", "cancelled"
-#: what a job can compute: the job-kind registry (:data:`core.jobs.worker.JOB_KINDS`; a kind's name → its
-#: :class:`core.jobs.worker.JobKind`), so a kind registered with :func:`core.jobs.worker.register_job_kind` is
-#: known here
+#: what a job can compute: the job-kind registry (:func:`core.jobs.worker.register_job_kind`)
 KINDS = JOB_KINDS
 ACTIVE = (QUEUED, RUNNING)
 

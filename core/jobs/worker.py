@@ -204,9 +204,7 @@ def _sensitivity(config: Any, progress, params: dict[str, Any]) -> Any:
     return sample_sensitivity(config, pairs, on_pair=lambda done, total: fraction(done / total)).to_dict()
 
 
-# A kind's parameters arrive as the JSON dict every kind shares (:data:`JOB_KINDS`' interface;
-# ``core.jobs.manager.freeze_params`` keys the job by it); each built-in kind reads its own once, into the class
-# below, checked as they are read.
+# a kind's parameters arrive as a JSON dict; each built-in kind reads and checks its own into a class below
 @dataclass(frozen=True)
 class AnalysisParams:
     """An ``analysis`` job's parameters: ``name``, the long analysis to run (:mod:`core.analyses.registry`; only
