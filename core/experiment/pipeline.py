@@ -79,11 +79,8 @@ def trained_models(
 ) -> TrainedModels:
     """Train (or load from the cache) the victim and every shadow model of ``cfg``.
 
-    The one public way to obtain trained models: the pipeline, the defenses and the analyses
-    all start here, so a model is trained once and then re-used from the cache. With an
-    ``executor`` other than the local one (:mod:`core.experiment.executor`: a process pool, Ray) the missing
-    models train there in parallel and come back as bytes that this process caches; the models
-    are then loaded like any cached ones (same numbers whichever executor trained them).
+    The one way to obtain trained models, so a model is trained once and then reused from the cache. With a
+    non-local ``executor`` the missing models train there and come back as bytes that this process caches.
     """
     cfg.validate()
     cache = cache or ArtifactCache()
@@ -134,8 +131,7 @@ def trained_models(
 def load_models(cfg: ExperimentConfig, cache: ArtifactCache | None = None) -> TrainedModels:
     """The cached victim and shadows of ``cfg``; never trains (nor loads a user's weights anew).
 
-    What a reader of cached runs uses (the pages: "pages never train" is this function's contract, not a
-    convention): :func:`trained_models` without the training.
+    "Pages never train" is this function's contract: :func:`trained_models` without the training.
 
     Raises:
         NotCachedError: a model of ``cfg`` is missing from the cache or fails its integrity checks (one line
@@ -170,10 +166,8 @@ def load_models(cfg: ExperimentConfig, cache: ArtifactCache | None = None) -> Tr
 
 def _train_missing_on(executor: Executor, cfg: ExperimentConfig, cache: ArtifactCache,
                       tracker: ProgressTracker | None = None) -> None:
-    """Train the roles of ``cfg`` missing from the cache on ``executor``; cache what comes back,
-    each model as it arrives (a failed or crashed job loses none that finished). Progress: the
-    models training side by side report their fractions where the executor passes them on
-    (local, processes), else move model by model (ensemble, Ray)."""
+    """Train the roles of ``cfg`` missing from the cache on ``executor``; cache each model as it arrives (a failed
+    job loses none that finished)."""
     cfg.validate()
     task = get_task(cfg.task)
     if tracker is not None:
