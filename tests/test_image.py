@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from core.attacks.shadow_attacks import AttackTraining, run_attacks, standard_attacks
+from core.attacks.shadow_attacks import (AttackTraining, ShadowModelAttack, entropy_threshold_attack, fit_attacks,
+                                         loss_threshold_attack, score_attacks)
 from core.experiment.cache import ArtifactCache
 from core.foundations.errors import DatasetNotFoundError
 from core.models.image import ReNet, count_params, renet_param_count
@@ -124,8 +125,9 @@ def test_victim_that_never_saw_the_members_is_not_attacked():
         query = np.concatenate([splits.shadow_in[i][: cfg.n_eval], splits.shadow_out[i]])
         shadows.append(train_or_load(task, cfg, data, f"shadow_{i}", splits.shadow_in[i], query, cache).responses[cfg.epochs])
     membership = np.concatenate([np.r_[np.ones(cfg.n_eval, bool), np.zeros(cfg.n_eval, bool)]] * cfg.n_shadows)
-    out = run_attacks(standard_attacks(AttackTraining(epochs=60)), Responses.concat(shadows), membership,
-                      blind.responses[cfg.epochs], splits.eval_membership)
+    attacks = [ShadowModelAttack(AttackTraining(epochs=60)), loss_threshold_attack(), entropy_threshold_attack()]
+    out = score_attacks(fit_attacks(attacks, Responses.concat(shadows), membership),
+                        blind.responses[cfg.epochs], splits.eval_membership)
     for name, o in out.items():
         assert abs(o.result.auc - 0.5) < 0.1, name
         assert abs(o.result.accuracy - 0.5) < 0.1, name

@@ -9,7 +9,7 @@ from scipy import stats
 from core.attacks.shadow_attacks import attack_to_bytes, load_attack_bytes
 from core.measurement.metrics import roc_auc
 from core.experiment.reference_attacks import (ReferenceAttack, aligned, lira_global_variance, lira_scores,
-    online_lira, reference_attack_outcomes, rmia_scores, step_logit_confidence)
+    fit_reference_attacks, online_lira, reference_inputs, rmia_scores, score_reference_attacks, step_logit_confidence)
 from core.measurement.responses import Responses
 
 
@@ -196,9 +196,10 @@ def test_pipeline_adds_lira_and_rmia_and_online_lira_runs():
         assert set(r["tpr_at_fpr"]) == {"0.01", "0.001"}
     assert summary["timings"]["reference_attacks_s"] >= 0
     models = trained_models(cfg)
-    again = reference_attack_outcomes(models)  # cached answers: the same numbers
+    inputs = reference_inputs(models)
+    again = score_reference_attacks(fit_reference_attacks(inputs), inputs.target, models.eval_membership)  # cached answers
     assert again["lira"].result.auc == pytest.approx(summary["attacks"]["lira"]["auc"])
     online = online_lira(models, n_models=2)
     assert online.result.name == "lira_online" and np.all(np.isfinite(online.scores))
     one_shadow = get_task("image").make_config("ffnn", "quick", {**TINY, "n_shadows": 1})
-    assert reference_attack_outcomes(trained_models(one_shadow)) == {}
+    assert reference_inputs(trained_models(one_shadow)) is None

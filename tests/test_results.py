@@ -65,7 +65,7 @@ def test_a_real_summary_round_trips_exactly(task, summaries, configs, cache_dir,
     assert run.attack.name == run.primary and run.attack.accuracy == d["attack"]["accuracy"]
     assert run.attacks[run.primary].auc == d["attacks"][run.primary]["auc"]
     assert run.attacks[run.primary].tpr_at_1pct_fpr == d["attacks"][run.primary]["tpr_at_fpr"]["0.01"]
-    assert run.attacks[run.primary].has_roc and not run.attack.has_roc  # the headline block has no ROC
+    assert run.attacks[run.primary].roc_fpr and run.attacks[run.primary].roc_tpr and not run.attack.roc_fpr  # the headline block has no ROC
     assert run.utility.val == d["utility"]["val"] and run.utility.metric == d["utility"]["metric"]
     assert [r.epoch for r in run.per_epoch] == [r["epoch"] for r in d["per_epoch"]]
     assert set(run.attacks_at(configs[task].epochs)) == set(d["attacks_by_epoch"][str(configs[task].epochs)])
@@ -133,7 +133,7 @@ def test_defended_points_round_trip(summaries, configs, cache_dir, monkeypatch):
     assert isinstance(point, DefendedPoint)  # typed from birth
     p = point.to_dict()
     assert DefendedPoint.from_dict(p) == point and exact(DefendedPoint.from_dict(p).to_dict()) == exact(p)
-    assert point.mechanism == "dirichlet" and point.value == 1.0 and point.has_utility
+    assert point.mechanism == "dirichlet" and point.value == 1.0 and point.utility is not None
     assert point.attack.accuracy == p["attack"]["accuracy"] and point.attack.accuracy_std == p["attack"]["accuracy_std"]
     assert point.attacks["lira"].name == "lira" and "name" not in point.to_dict()["attacks"]["lira"]  # its key names it
     assert point.utility_loss == p["utility_loss"] and point.epsilon == p["epsilon"]

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from core.attacks.shadow_attacks import AttackTraining, run_attacks
+from core.attacks.shadow_attacks import AttackTraining, fit_attacks, score_attacks
 from core.experiment.pipeline import build_attacks
 from core.experiment.cache import ArtifactCache
 from core.data.corpus import generate_captions
@@ -206,8 +206,8 @@ def test_pvmia_above_chance_on_victim_and_at_chance_on_unseen_members():
     training = AttackTraining(cfg.attack_hidden, cfg.attack_train_epochs, cfg.attack_lr, seed=cfg.seed)
 
     def auc(target) -> dict[str, float]:
-        out = run_attacks(build_attacks(TASK, cfg), shadow_resp, shadow_membership,
-                          target.responses[cfg.epochs], splits.eval_membership)
+        out = score_attacks(fit_attacks(build_attacks(TASK, cfg), shadow_resp, shadow_membership),
+                            target.responses[cfg.epochs], splits.eval_membership)
         return {name: o.result.auc for name, o in out.items()}
 
     on_victim, on_null = auc(victim), auc(null)

@@ -1,31 +1,17 @@
 """Every learned attack classifier of a run fitted as one batched ensemble.
 
-A run fits many small classifiers on the shadows' answers: the shadow-model attack (an MLP, or an
-LSTM over answer sequences: PVMIA), PRMIA's and the BLEU-feature MLPs — each at every checkpoint
-epoch and every defense draw or memorization block. Fitted one after another each optimiser
-step runs a few tiny kernels, so the stage is bound by launches and Python, not arithmetic: on a GPU
-the translation ``paper`` preset's attack stage was thousands of such steps (docs/results.md, "GPU check").
+A run fits many small classifiers (shadow-model MLP/LSTM, PRMIA, BLEU-feature) at every checkpoint and
+defense draw; fitted one by one, each optimiser step is a few tiny kernel launches. Here one loop takes one
+step for all of them, and the result is the one-by-one fit up to float rounding:
 
-Here one loop takes one optimiser step for all of them. What makes that the one-by-one fit:
-
-* every classifier alone sees, per epoch, ``torch.randperm(n, generator)`` of a generator seeded
-  with its seed, cut into batches of its batch size. Classifiers with the same (records n, seed,
-  batch size, epochs) — a *schedule* — see the very same batches, so one index serves them all;
-  a run's learned attacks share one schedule (the same shadow records, ``cfg.seed``);
-* classifiers of one schedule are computed together: the MLPs as one
-  :class:`~core.models.attack.StackedAttackMLP` (batched matrix products, inputs zero-padded to
-  the widest; the padding's gradient is exactly zero), the LSTMs as block-diagonal
-  :class:`~core.models.attack.JointAttack` networks read with each member's own lengths
-  (:meth:`~core.models.attack.JointAttack.forward_padded`; on a CPU one member per network, whose
-  cost would otherwise grow with E²);
-* the step minimises Σₑ Lₑ(θₑ), each Lₑ the mean loss of member e's own batch; ∂/∂θₑ of the sum is
-  ∂Lₑ/∂θₑ, and Adam is element-wise, so one Adam over all parameters is E independent Adams;
-* schedules of other lengths (fewer records: fewer steps per epoch; fewer epochs) hold their own
-  parameter tensors: at a step where a schedule has no batch its parameters are not in the graph,
-  their gradient stays ``None`` and Adam skips them — their moments and step count do not move.
-
-What differs from the one-by-one fit is float rounding (batched products add in another order;
-the LSTM runs unpacked): tests/test_attack_ensemble.py bounds it.
+* classifiers with the same (records n, seed, batch size, epochs) — a *schedule* — see the same batches
+  (``torch.randperm(n, generator)`` seeded alike), so one index serves them all;
+* a schedule's MLPs run as one :class:`~core.models.attack.StackedAttackMLP` (inputs zero-padded to the
+  widest; the padding's gradient is zero), its LSTMs as block-diagonal :class:`~core.models.attack.JointAttack`
+  networks read with each member's own lengths;
+* the step minimises Σₑ Lₑ(θₑ): ∂/∂θₑ of the sum is ∂Lₑ/∂θₑ, and Adam is element-wise, so one Adam is E
+  independent Adams;
+* at a step where a schedule has no batch its parameters' gradients stay ``None`` and Adam skips them.
 """
 from __future__ import annotations
 
@@ -66,10 +52,8 @@ class FitMember:
 
 
 def joint_lstm_size(device: torch.device) -> int:
-    """LSTM members per block-diagonal network: on a GPU one fused cuDNN kernel for several
-    (launch-bound: the zeros are free); on a CPU one each — there the step is arithmetic, which the
-    E² zeros multiply (docs/performance.md: one each was faster than
-    joined for the quick presets' attack LSTMs)."""
+    """LSTM members per block-diagonal network: several on a GPU (launch-bound: the zeros are free), one on a CPU
+    (arithmetic-bound: the block-diagonal zeros would cost E²)."""
     return 8 if device.type == "cuda" else 1
 
 
@@ -77,10 +61,9 @@ _ONE = torch.ones(())
 
 
 def _relu_mask(pre: torch.Tensor) -> torch.Tensor:
-    """ReLU's derivative at ``pre`` as floats, 1.0 where pre > 0 and 0.0 elsewhere: the values ``pre > 0``
-    multiplies by, without a bool tensor (a product of floats and bools takes PyTorch's slow casting loop:
-    3x the time on the image quick fit's (6, 128, 64) activations). At a NaN pre-activation it is 1.0, not
-    0.0 — the step's logits, and so every gradient it multiplies, are NaN there either way."""
+    """ReLU's derivative at ``pre`` as floats (1.0 where pre > 0, else 0.0), without a bool tensor: a product
+    of floats and bools takes PyTorch's slow casting loop. At a NaN pre-activation it is 1.0; the gradients
+    there are NaN either way."""
     return torch.ops.aten.threshold_backward(_ONE.to(pre.device).expand_as(pre), pre, 0)
 
 
@@ -171,8 +154,7 @@ class _LSTMBank:
                 rows = at[order[lo:hi]]
                 parts.append(self.module.final_states(self.x[rows, : int(sorted_lengths[hi - 1])],
                                                       self.lengths_dev[rows]))
-            # the head once for all buckets (row-wise: the same logits, one call instead of one per
-            # bucket), back in the batch's order: the loss reads the batch as before
+            # the head once for all buckets (row-wise: the same logits), back in the batch's order
             logits = self.module.head(torch.cat(parts)[torch.argsort(order).to(parts[0].device)])
         return nn.functional.binary_cross_entropy_with_logits(logits, self.y[at], reduction="none").mean(0).sum()
 
@@ -180,9 +162,8 @@ class _LSTMBank:
         return self.module.members()
 
 
-#: what one more LSTM call costs, in multiply-adds × steps of one record (4·H·(H+F) per record-step): one call
-#: costs about as much as 670 record-steps at H = 32, F = 16 on a CPU (oneDNN LSTM, forward + backward, one
-#: thread; docs/performance.md, the attack stage's length buckets)
+#: what one more LSTM call costs, in multiply-adds × steps of one record (4·H·(H+F) per record-step): about
+#: 670 record-steps at H = 32, F = 16 on a CPU (oneDNN LSTM, forward + backward, one thread)
 _CALL_COST = 670 * 4 * 32 * 48
 
 
@@ -244,18 +225,14 @@ def _banks(members: Sequence[FitMember], where: list[int], device: torch.device,
 
 
 class _FlatParameters:
-    """One schedule's parameters of one learning rate as views of one flat tensor, which Adam steps (on a
-    CPU: Adam's per-tensor ops over ~20 small tensors cost more than the arithmetic). Adam is element-wise,
-    so stepping the flat tensor is stepping each parameter; a step where the schedule has no batch leaves
-    the flat gradient None and Adam skips it, as it skips the parameters themselves.
+    """One schedule's parameters of one learning rate as views of one flat tensor, which Adam steps: on small
+    tensors Adam's per-tensor ops and bookkeeping cost more than the arithmetic. Adam is element-wise, so
+    stepping the flat tensor is stepping each parameter; a step where the schedule has no batch leaves the
+    flat gradient None and Adam skips it.
 
-    The flat gradient is one buffer, the parameters' gradients views of it: a hand-written bank writes its
-    gradients there (:meth:`gradient_of`), an autograd bank's are copied in (:meth:`gather_gradients`) —
-    joining every parameter's gradient into a new flat tensor each step cost the image quick fit a fifth
-    of its step (1,040 steps).
-
-    Adam is stepped here too (:meth:`adam_step`): torch.optim.Adam's own update of the flat tensor, without
-    the optimiser's per-step bookkeeping, which on these small tensors cost as much as the update itself."""
+    The flat gradient is one buffer whose views are the parameters' gradients: a hand-written bank writes
+    there (:meth:`gradient_of`), an autograd bank's are copied in (:meth:`gather_gradients`). :meth:`adam_step`
+    is torch.optim.Adam's own update of the flat tensor."""
 
     def __init__(self, params: list[nn.Parameter], lr: float):
         self.params, self.lr = params, lr
@@ -339,10 +316,8 @@ def fit_members(members: Sequence[FitMember], device: torch.device | None = None
     for (n, seed, batch_size, epochs), where in schedules.items():
         plan.append((n, batch_size, epochs, torch.Generator().manual_seed(seed), _banks(members, where, device, lstm_size)))
     banks = [bank for *_, bs in plan for _, bank in bs]
-    # the same Adam arithmetic as the one-by-one fit's, in fewer launches: one fused kernel on a GPU; on a
-    # CPU the multi-tensor (foreach) update, run by _FlatParameters.adam_step (its fused kernel orders the
-    # arithmetic otherwise: 80 epochs of the image quick attack MLPs moved scores by 1e-2 and the AUC by
-    # 0.0012; foreach: 1.2e-7, the same AUC)
+    # the one-by-one fit's Adam arithmetic in fewer launches: fused on a GPU; on a CPU the multi-tensor (foreach)
+    # update of _FlatParameters.adam_step, since the CPU's fused kernel orders the arithmetic otherwise
     # one parameter group per learning rate (not per bank): one multi-tensor Adam call a step for them all
     groups: dict[tuple[int, float], list[nn.Parameter]] = {}
     for which, (*_, bs) in enumerate(plan):  # on a CPU per schedule too: one flat tensor each (_FlatParameters)

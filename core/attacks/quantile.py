@@ -11,18 +11,13 @@ on the pool's (features(x), s(x)) by the pinball (quantile) loss
 
 whose minimiser over functions of x is the conditional (1 − α) quantile of s given x (Koenker &
 Bassett 1978). A regressor fitted on a few hundred records overfits them (its quantiles are too
-tight on records it has not seen: far more than α of the victim's non-members exceeded its (1 − α) quantile;
-docs/performance.md, "Figures behind the code's choices"), so it is fitted on 70 % of the pool and shifted by the
-conformal offset of the other 30 % — the ⌈(n + 1)(1 − α)⌉-th smallest held-out residual s − q̂
-(conformalised quantile regression, Romano, Patterson & Candès, NeurIPS 2019) — which makes the
-false-positive rate on records exchangeable with the pool at most α (marginally, over the pool's draw). The features are the record's own (its pixels and label): model-independent, so
-q̂(x) predicts how confident *a model that did not train on x* is on x. The attack declares x a
-member iff s(x) > q̂(x): on non-members distributed like the pool, the false-positive rate is α
-by construction (Bertran et al., Thm 3.1 in the population limit). Its score is s(x) − q̂(x), so
-the ROC (AUC, TPR at 1 % and 0.1 % FPR) is read at every threshold, like LiRA's and RMIA's.
-
-This module is the math on arrays (numpy in, numpy out; the regressor in torch); which records
-form the pool and which features a task gives live in :mod:`core.experiment.model_attacks`.
+tight on unseen records), so it is fitted on 70 % of the pool and shifted by the conformal offset of
+the other 30 % — the ⌈(n + 1)(1 − α)⌉-th smallest held-out residual s − q̂ (conformalised quantile
+regression, Romano, Patterson & Candès, NeurIPS 2019) — which bounds the false-positive rate on
+records exchangeable with the pool by α. The features are the record's own (model-independent), so
+q̂(x) predicts how confident *a model that did not train on x* is on x. Member iff s(x) > q̂(x); the
+score s(x) − q̂(x) gives the full ROC. The pool and the features are chosen in
+:mod:`core.experiment.model_attacks`.
 """
 from __future__ import annotations
 

@@ -1,30 +1,19 @@
-"""The attack registry: one registration per attack, read by the pipeline, the CLI's JSON, the
-attacks table, the report and the Defenses page.
+"""The attack registry: one registration per attack, read by the pipeline, the CLI's JSON, the attacks
+table, the report and the Defenses page.
 
-A registration (:class:`AttackEntry`) says what the attack is called (``name``, ``label``,
-``short``), which tasks it runs on and why not on the others (``tasks``, ``not_for``), what the
-attacker needs (``needs``: shadow models, reference models, a non-member pool, predicted labels
-only), and how it is built (``factory``). Two stages:
+An :class:`AttackEntry` gives the names, the tasks (and why not the others), what the attacker ``needs``, and
+a ``factory``. Two stages:
 
-* ``responses``: an :class:`~core.attacks.shadow_attacks.Attack` fitted on the shadows' Responses
-  at every checkpoint epoch (cached as safetensors under (config hash, epoch, tag, name): the name
-  is part of the key, so a name never changes) and scored on any Responses — the victim's, or a
-  defended victim's (the Defender's naive and adaptive attackers). ``factory(training)`` → Attack.
-* ``models``: an attack that needs more than the victim's stored answers (reference models' answers
-  on the same records, the victim queried on other records or under augmentations). ``factory()``
-  → a :class:`ModelAttack`: ``fit(models, cache)`` once on the trained models (False, with a
-  reason in ``skipped``, when the run cannot support it: fewer than two shadows, a task without
-  label queries), then ``outcomes(query)`` on a :class:`VictimQuery` — the undefended victim in the
-  pipeline, a defended one (through the mechanism, draw by draw) in the Defender.
+* ``responses``: an :class:`~core.attacks.shadow_attacks.Attack` fitted on the shadows' Responses at every
+  checkpoint (cached under (config hash, epoch, tag, name): a name never changes) and scored on any
+  Responses, defended or not. ``factory(training)`` → Attack.
+* ``models``: an attack that needs more than the victim's stored answers. ``factory()`` → a
+  :class:`ModelAttack`: ``fit(models, cache)`` once (False, with a reason in ``skipped``, when the run cannot
+  support it), then ``outcomes(query)`` on a :class:`VictimQuery`, undefended or defended.
 
-Every attack registers itself beside its definition with one :func:`register` call: the built-in
-responses-stage ones in :mod:`core.attacks.shadow_attacks` and :mod:`core.attacks.sequence_scores`, which
-:mod:`core.attacks` imports (:data:`core.attacks.BUILTIN_MODULES`); the models-stage ones (LiRA and RMIA,
-quantile regression, label-only and the gap attack) in :mod:`core.experiment.model_attacks`, where the
-trained models are, which :mod:`core.experiment.pipeline` imports. A test's or a plugin's attack
-registered with :func:`register` runs in every pipeline run after it (and :func:`unregister` removes
-it; a built-in is refused). Registration also gives the display names
-(:data:`core.foundations.names.ATTACK_NAMES`, ``ATTACK_SHORT``) the label, unless one is set there.
+Each attack registers itself beside its definition; a plugin's :func:`register` joins every later run
+(:func:`unregister` removes it; a built-in is refused). Registration also supplies the display names
+(:data:`core.foundations.names.ATTACK_NAMES`, ``ATTACK_SHORT``) unless set there.
 """
 from __future__ import annotations
 

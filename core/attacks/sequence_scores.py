@@ -1,34 +1,20 @@
 """Sequence-model membership scores from the per-token log-probabilities of the reference.
 
-For a record whose reference is a token sequence y₁ … y_L (a translation), the victim's Responses
-hold per step the reference token's log-probability ℓᵢ = log p(yᵢ | y_<i, x) = −CE (one-hot
-reference), the entropy H(pᵢ) and the spread Var_{j~pᵢ}[log pᵢⱼ] of the model's own distribution at
-that step (:class:`core.measurement.responses.Responses`). Scores here are "higher = member":
+For a reference y₁ … y_L the Responses hold per step ℓᵢ = log p(yᵢ | y_<i, x) = −CE, the entropy H(pᵢ)
+and the spread Var_{j~pᵢ}[log pᵢⱼ]. Scores are "higher = member" (the mean token loss is the existing
+``loss_threshold`` attack):
 
-* **loss** — the mean token NLL −(1/L) Σ ℓᵢ (Yeom et al. 2018) is the existing ``loss_threshold``
-  (:class:`core.attacks.shadow_attacks.ThresholdAttack` on ``mean_cross_entropy``); not duplicated.
-* **Min-K%** (Shi et al., ICLR 2024, "Detecting pretraining data from large language models"): the
-  mean of the ⌈k·L⌉ lowest ℓᵢ (k = 20 %): a member has few very unlikely tokens.
-* **Min-K%++** (Zhang et al. 2024, "Min-K%++: improved baseline for detecting pre-training data from
-  large language models"): each token standardised by the moments of log p under the model's own
-  distribution at that position,
-      zᵢ = (ℓᵢ − μᵢ) / σᵢ,   μᵢ = Σⱼ pᵢⱼ log pᵢⱼ = −H(pᵢ),   σᵢ² = Σⱼ pᵢⱼ (log pᵢⱼ)² − μᵢ²,
-  then the mean of the ⌈k·L⌉ lowest zᵢ. A training record sits at a local maximum of the likelihood:
-  its tokens are not merely likely, they are likely *relative to the alternatives the model saw*
-  (a peaked distribution whose mode is the reference), which the raw ℓᵢ cannot tell from an easy,
-  flat-ish step. σᵢ is floored at :data:`SIGMA_FLOOR` (a one-hot step has σ = 0).
-* **zlib** (Carlini et al., USENIX Security 2021, "Extracting training data from large language
-  models", §5.1): the loss divided by the zlib-compressed length (bytes) of the reference text,
-  score −loss / zlib_bytes: a repetitive text is easy for any model (low loss) but also compresses
-  well, so its low loss is not evidence of membership.
+* **Min-K%** (Shi et al., ICLR 2024): the mean of the ⌈k·L⌉ lowest ℓᵢ (k = 20 %).
+* **Min-K%++** (Zhang et al. 2024): each token standardised by the moments of log p under the model's own
+  distribution, zᵢ = (ℓᵢ − μᵢ) / σᵢ with μᵢ = −H(pᵢ), σᵢ² = Σⱼ pᵢⱼ (log pᵢⱼ)² − μᵢ², then the mean of the
+  ⌈k·L⌉ lowest zᵢ: a training record sits at a local maximum of the likelihood. σᵢ is floored at
+  :data:`SIGMA_FLOOR` (a one-hot step has σ = 0).
+* **zlib** (Carlini et al., USENIX Security 2021, §5.1): −loss / zlib_bytes of the reference text, since a
+  repetitive text is easy for any model but also compresses well.
 
-The **reference ratio** (loss of the victim minus the mean loss of reference models that did not
-train on the record; Carlini et al. 2021 §5.1 "comparing to other neural language models", mimir's
-``ref``) needs other models' answers on the attacked records: it is a models-stage attack
-(:mod:`core.experiment.model_attacks`) using :func:`reference_ratio_scores` here.
-
-Every threshold is fitted on the shadows' own in/out records (the one maximising accuracy there,
-:func:`core.measurement.metrics.best_threshold`), never on the records it is scored on.
+The **reference ratio** (Carlini et al. 2021 §5.1) needs other models' answers: it is a models-stage attack
+(:mod:`core.experiment.model_attacks`) built on :func:`reference_ratio_scores`. Every threshold is fitted on
+the shadows' own in/out records.
 """
 from __future__ import annotations
 

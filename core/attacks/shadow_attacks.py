@@ -301,11 +301,6 @@ def entropy_threshold_attack() -> ThresholdAttack:
     return ThresholdAttack("entropy_threshold", "ape")
 
 
-def standard_attacks(training: AttackTraining, extra: list[Attack] | None = None) -> list[Attack]:
-    """The attacks every task runs: shadow-model classifier and the two threshold baselines."""
-    return [ShadowModelAttack(training), loss_threshold_attack(), entropy_threshold_attack(), *(extra or [])]
-
-
 @dataclass
 class AttackOutcome:
     """Result of one attack plus its per-record scores on the evaluation set."""
@@ -362,17 +357,6 @@ def score_attacks(attacks: list[Attack], target_responses: Responses, target_mem
         result.boundary = attack.boundary()
         out[attack.name] = AttackOutcome(result, scores)
     return out
-
-
-def run_attacks(
-    attacks: list[Attack],
-    shadow_responses: Responses,
-    shadow_membership: np.ndarray,
-    target_responses: Responses,
-    target_membership: np.ndarray,
-) -> dict[str, AttackOutcome]:
-    """Fit each attack on shadow data and evaluate it on the target's balanced evaluation set."""
-    return score_attacks(fit_attacks(attacks, shadow_responses, shadow_membership), target_responses, target_membership)
 
 
 def safetensors_metadata(blob: bytes) -> dict[str, str]:

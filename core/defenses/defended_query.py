@@ -46,9 +46,8 @@ class DefendedQuery:
         self.eval_index = defender.models.splits.eval_index
         self.membership = defender.membership
         self._answered: dict[str, Responses] = {}  # respond's answers by the records asked (one query, one draw)
-        #: the queries of the same point's draws (:meth:`draws`), this one's place among them, and what they
-        #: computed together: under an output mechanism the undefended victim answers an augmented query once for
-        #: every draw (the task's ``*_under``), each draw's noise then applied to it
+        #: the same point's draws' queries (:meth:`draws`), this one's place among them, and what they computed
+        #: together (under an output mechanism an augmented query is answered once for every draw)
         self._together: list["DefendedQuery"] = [self]
         self._position = 0
         self._shared: dict[tuple, np.ndarray] = {}
@@ -104,17 +103,20 @@ class DefendedQuery:
         model = d._noisy("victim", d._victim_model(), d.models.victim.weights, spec, self.draw)
         return d._remembering((spec.draw_key, "victim", self.draw), model)
 
-    def label_queries(self, index: np.ndarray, n: int) -> np.ndarray:
-        d, mech = self.defender, self.spec.mechanism_class
-        if isinstance(mech, OutputMechanism):
-            return self._for_every_draw("labels", index, n, lambda transforms: d.task.label_queries_under(
+    def _augmented(self, kind: str, index: np.ndarray, n: int) -> np.ndarray:
+        """The task's ``labels`` or ``augmented`` queries of the defended victim."""
+        d = self.defender
+        task = d.task
+        plain, under = ((task.label_queries, task.label_queries_under) if kind == "labels"
+                        else (task.augmented_confidences, task.augmented_confidences_under))
+        if isinstance(self.spec.mechanism_class, OutputMechanism):
+            return self._for_every_draw(kind, index, n, lambda transforms: under(
                 d.cfg, self._model(), d.models.data, index, n, transforms))
-        return d.task.label_queries(d.cfg, self._model(), d.models.data, index, n)
+        return plain(d.cfg, self._model(), d.models.data, index, n)
+
+    def label_queries(self, index: np.ndarray, n: int) -> np.ndarray:
+        return self._augmented("labels", index, n)
 
     def augmented_confidences(self, index: np.ndarray, n: int) -> np.ndarray:
         """LiRA's φ under augmented queries of the defended output (the same draw's noise as its labels)."""
-        d, mech = self.defender, self.spec.mechanism_class
-        if isinstance(mech, OutputMechanism):
-            return self._for_every_draw("augmented", index, n, lambda transforms: d.task.augmented_confidences_under(
-                d.cfg, self._model(), d.models.data, index, n, transforms))
-        return d.task.augmented_confidences(d.cfg, self._model(), d.models.data, index, n)
+        return self._augmented("augmented", index, n)

@@ -1,22 +1,14 @@
-"""Defenses that act after training, evaluated on cached models: the defense facade.
+"""Defenses that act after training, evaluated on cached models.
 
 A defended *point* is one mechanism at one value (Dir_k's k, the GPM's σ), described by a :class:`DefenseSpec`
-that is **not** part of the experiment config: its key joins the config hash in the cache, so sliding a value
-never retrains a victim or a shadow and never changes the undefended result. :class:`Defender` holds what does
-not depend on the value — the trained models, the naive attacks fitted once on undefended shadows, the victim's
-rebuilt model, the GPM's noise directions — and answers a point from it:
+that is not part of the experiment config: its key joins the config hash in the cache, so sliding a value
+never retrains a model. A point carries:
 
-* attack numbers: the mechanism applied to the victim's answers on its balanced evaluation set,
-  scored by the **naive** attacker (fitted on undefended shadows, the studies' setting) and,
-  on request, by the **adaptive** attacker (who knows the mechanism and its value, applies it
-  to its own shadows and refits: the honest evaluation); the strongest attacks, offline LiRA and
-  RMIA (:mod:`core.experiment.reference_attacks`), score every point too: naive, with the references and
-  thresholds of undefended shadows on the defended victim's answers (attacked records, RMIA's population);
-  adaptive, every reference answer and calibration through the same mechanism, refitted;
-* utility and utility loss L = 1 − M(defended)/M(undefended) (paper 000, Def. 4), on the learning curve's records;
+* attack numbers on the defended victim's evaluation answers, by the **naive** attacker (fitted on undefended
+  shadows, the studies' setting) and on request the **adaptive** one (applies the mechanism to its own shadows
+  and refits); offline LiRA and RMIA score every point too;
+* utility and utility loss L = 1 − M(defended)/M(undefended) (paper 000, Def. 4);
 * the guarantee (001 Lemma 1 for Dir_k; 000 eq. 12–13 for the GPM) beside the attack's lower bound ε̂.
-
-Navigation: the queries are each map's seeded query rollout's states; utility, rollouts on the defended policy.
 """
 from __future__ import annotations
 
@@ -56,16 +48,14 @@ from core.measurement.metrics import empirical_epsilon, pooled_empirical_epsilon
 from core.measurement.responses import Responses
 from core.tasks.base import LogitClassifier
 
-#: part of the cached set-up's key (:class:`Defender`: the baseline and which models-stage attacks a run has): raised
-#: when what it holds is computed differently
+#: part of the cached set-up's key (the baseline and the run's models-stage attacks): raise it when that changes
 SETUP_VERSION = "setup1"
 #: seconds before a point found missing on disk is looked up again (another session or a worker may store it)
 MISS_RECHECK_S = 5.0
 
 
 def _check_setup(value: Any) -> None:
-    """A cached Defender set-up read back: the baseline typed (``from_dict`` raises on a bad layout) and each
-    models-stage attack as its names and whether it is quantile regression."""
+    """Validate a cached Defender set-up: a typed baseline and {names, quantile} per models-stage attack."""
     if not isinstance(value, dict) or not isinstance(value.get("model_attacks"), list):
         raise ValueError("not a Defender set-up")
     DefenseBaseline.from_dict(value["baseline"])
@@ -76,10 +66,7 @@ def _check_setup(value: Any) -> None:
 
 
 class Defender:
-    """Defended points of one trained config (see the module docstring).
-
-    Build it once per (config, cache) — e.g. kept by the page — then ask it for points; every point computed with
-    utility is cached on disk, and all are memoised in memory. What it answers, by what each call returns:
+    """Defended points of one trained config; points with utility are cached on disk, all memoised in memory.
 
     * :meth:`point` — one defended point, computed or read (memory, then disk);
     * :meth:`cached_point` — the same point if it is memoised or stored, else None: never computes;
@@ -106,25 +93,20 @@ class Defender:
         self._noisy_models: dict[str, dict[tuple[str, int], torch.nn.Module]] = {}
         self._memo: dict[tuple, DefendedPoint] = {}
         self._missing: dict[tuple, float] = {}  # points looked up on disk and not found: when (time.monotonic)
-        #: per (value, record features, registry's attacks or not): the draws' defended answers, the naive attacks'
-        #: outcomes but quantile regression's, and the draws' DefendedQuery; the summaries built from them, with or
-        #: without quantile
+        #: per (value, record features, registry's attacks): the draws' answers, naive outcomes and queries
         self._answers: dict[tuple, tuple[list[Responses], list[dict], list["DefendedQuery"]]] = {}
         self._parts: dict[tuple, dict[str, Any]] = {}
         self._population: dict[tuple, Responses] = {}
         self._utilities: dict[tuple[str, int], tuple[float, float]] = {}  # (members, non-members) per value and draw
-        #: outputs of the models' forward passes by input content, per model (the undefended victim; the GPM's
-        #: noisy victim of one value and draw): see :meth:`_remembering`
+        #: forward-pass outputs by input content, per model: see :meth:`_remembering`
         self._forwards: dict[tuple, dict[bytes, torch.Tensor]] = {}
         self.sensitivity: SensitivityEstimate | None = None
         # LiRA and RMIA (need ≥ 2 shadows): inputs and fits from undefended shadows, once
         self.reference_inputs: ReferenceInputs | None = reference_inputs(models, self.cache)
         self.reference_attacks: list[ReferenceAttack] = (
             fit_reference_attacks(self.reference_inputs) if self.reference_inputs is not None else [])
-        #: the registry's other models-stage attacks (quantile regression, label-only, gap): fitted on first need
-        #: (:meth:`_fitted_model_attacks`), then scored on each defended victim through a DefendedQuery. Which of them
-        #: this run has (their names, and which is quantile regression) is known without fitting them: read with
-        #: the baseline from the cache (a warm page opens without refitting them: most of a Defender's set-up)
+        #: the registry's models-stage attacks (quantile regression, label-only, gap), fitted on first need; their
+        #: names are cached with the baseline, so a warm Defender opens without fitting them
         self._model_attacks: list[ModelAttack] | None = None
         self._model_lock = threading.Lock()
         setup_key = self.cache.key("defender_setup", self.cfg.config_hash, ATTACK_FIT_VERSION, SETUP_VERSION)
@@ -155,8 +137,7 @@ class Defender:
                 {"names": list(names), "quantile": q} for names, q in self._model_names]}, allow_nan=False)
 
     def _fitted_model_attacks(self) -> list[ModelAttack]:
-        """The registry's models-stage attacks this run has, fitted on first access (once, under a lock: the page's
-        lanes of one Defender may ask together)."""
+        """The registry's models-stage attacks this run has, fitted once under a lock (page lanes share a Defender)."""
         if self._model_attacks is None:
             with self._model_lock:
                 if self._model_attacks is None:
@@ -186,9 +167,8 @@ class Defender:
         mech = spec.mechanism_class
         noisy = self._noisy_models.get(spec.draw_key)
         if noisy is None:
-            # one perturbed copy per (role, draw) serves the victim's answers, RMIA's population and
-            # the utility of the same point: one copy and one noise addition instead of three. Only
-            # the latest value's models are kept (a slider visits one value at a time).
+            # one perturbed copy per (role, draw) serves answers, RMIA's population and utility; only the
+            # latest value's are kept (a slider visits one value at a time)
             self._noisy_models = {spec.draw_key: {}}
             noisy = self._noisy_models[spec.draw_key]
         if (role, draw) in noisy:
@@ -260,8 +240,6 @@ class Defender:
         if isinstance(mech, OutputMechanism):
             model = self._victim_model()
             transform = mech.torch_transform(spec, self._torch_generator(spec, draw, "utility"))
-            # under Dir_k the undefended victim answers the same records every draw: its forward passes are
-            # remembered, and each draw's noise applied to them (image, tabular; see :meth:`_remembering`)
             model = self._remembering(("victim",), model)
             return (self.task.utility(self.cfg, model, self.models.data, splits.eval_members, transform),
                     self.task.utility(self.cfg, model, self.models.data, splits.victim_nonmembers, transform))
@@ -281,8 +259,7 @@ class Defender:
                 self.task.utility(self.cfg, model, self.models.data, splits.victim_nonmembers))
 
     def _draw_utility(self, spec: DefenseSpec, draw: int) -> tuple[float, float]:
-        """:meth:`_utility`, remembered per (value, draw): the one-draw point's utility card computed draw 0 of the
-        full point's (the same draw: :attr:`DefenseSpec.draw_key`), which then computes only its later draws."""
+        """:meth:`_utility`, remembered per (value, draw): a full point reuses the one-draw point's draw 0."""
         key = (spec.draw_key, draw)
         if key not in self._utilities:
             if len(self._utilities) > 512:  # a long slider session: keep memory bounded
@@ -291,16 +268,11 @@ class Defender:
         return self._utilities[key]
 
     def _remembering(self, key: tuple, model: torch.nn.Module) -> torch.nn.Module:
-        """``model`` answering each forward pass it was given before (same input bytes) from memory.
+        """``model`` answering a forward pass it saw before (same input bytes) from memory.
 
-        A defended point's draws ask the same model the same inputs: under an output mechanism the
-        undefended victim (``key`` ``("victim",)``) answers the utility's records and the label-only and
-        augmented-LiRA queries once per Defender, and only each draw's noise, applied to its outputs,
-        differs; under a weight mechanism the noisy victim of one draw (``key`` (spec, draw)) answers
-        the label-only and the augmented queries (the same augmented images) once. The outputs are the
-        very tensors the model computed, so no number changes. Only for tasks whose model maps a record
-        to logits (:class:`LogitClassifier`: image, tabular); translation decodes and navigation rolls
-        out under the noise (each step's input depends on the previous noisy decision): their models run.
+        A point's draws ask the same model the same inputs; the stored outputs are the tensors the model
+        computed, so no number changes. Only for :class:`LogitClassifier` tasks: translation and navigation
+        feed each noisy decision back as the next input, so their models run.
         """
         if not isinstance(self.task, LogitClassifier):
             return model
@@ -317,8 +289,7 @@ class Defender:
 
     def _full_point_known(self, spec: DefenseSpec, attacker: str = "naive", disk: bool = True
                           ) -> DefendedPoint | None:
-        """The full point (with utility) if it was computed before, in memory or (``disk``) in the
-        cache; never computes. ``disk=False`` for per-rerun loops over a grid: no I/O on the slider's path."""
+        """The full point (with utility) if memoised or (``disk``) cached; never computes."""
         memo = self._memo.get((spec.key, attacker, True))
         if memo is None and not disk:
             return None
@@ -331,8 +302,7 @@ class Defender:
         return memo.with_json(self._guarantee(spec))
 
     def _stored_point(self, key: str, spec: DefenseSpec) -> DefendedPoint | None:
-        """The point cached under ``key`` if it is one of ``spec``'s value (core.experiment.results' schema, as it
-        leaves the cache: read typed), else None."""
+        """The point cached under ``key`` if it is at ``spec``'s value, typed; else None."""
         stored = self.cache.get_json(key, validate=DefendedPoint.from_dict)
         if not isinstance(stored, dict):
             return None
@@ -341,13 +311,9 @@ class Defender:
 
     def _naive(self, spec: DefenseSpec, with_features: bool, quantile: bool = True, registry: bool = True
                ) -> tuple[list[Responses], dict[str, Any]]:
-        """The victim's defended answers (one per draw) and the naive attacker's numbers on them,
-        memoised so a full point re-uses what the slider's fast point computed. ``quantile``: with the
-        quantile-regression attack (its refits on every draw's defended pool answers, most of a fast point's
-        CPU); without it the slider's fast point, and a later call with it adds only its refits. ``registry``: with
-        the registry's models-stage attacks (label-only, gap, quantile regression; the label-only attack's augmented
-        queries are most of a one-draw point's CPU); without them the Defenses page's draw-1 stand-in, whose cards
-        show the shadow attack, LiRA and RMIA alone; a later call with them adds only theirs."""
+        """The victim's defended answers (one per draw) and the naive attacker's numbers on them, memoised so a
+        full point reuses the fast point's work. ``quantile`` / ``registry``: include quantile regression / the
+        registry's models-stage attacks (the costly parts); a later call with them adds only theirs."""
         key = (spec.key, with_features, registry)
         if key not in self._answers:
             draws = self._draws(spec, with_features, registry)
@@ -381,11 +347,9 @@ class Defender:
 
     def _draws(self, spec: DefenseSpec, with_features: bool, registry: bool
                ) -> tuple[list[Responses], list[dict[str, Any]], list[DefendedQuery]]:
-        """Every draw's defended answers, the naive attacks' outcomes on them (with ``registry`` the registry's attacks'
-        too, but quantile regression's) and the draws' queries. What was computed before is taken as it is, and only
-        the rest computed: this value's draws without the registry's attacks (theirs are added), or
-        draw 0 of the one-draw point of this value (the slider's first numbers): a draw's noise is seeded by
-        (seed, draw, role), not by the number of draws, so it is this point's draw 0."""
+        """Every draw's defended answers, naive outcomes (with ``registry`` the registry's attacks but quantile
+        regression) and queries. Earlier work is reused: the same draws without the registry's attacks, or the
+        one-draw point's draw 0 (a draw's noise is seeded by (seed, draw, role), not by the number of draws)."""
         earlier = [(spec.key, False)] if registry else []
         if spec.draws > 1:
             earlier += [(spec.draw_key, registry)] + ([(spec.draw_key, False)] if registry else [])
@@ -445,12 +409,8 @@ class Defender:
             return memo_key, None, self._memo[memo_key].with_json(self._guarantee(spec))
         if utility and (stored := self._full_point_known(spec, attacker, disk)) is not None:
             return memo_key, None, stored
-        # the slider's fast point is kept on disk too: a new server session reads a curve's points instead of
-        # recomputing them (on a first open, most of the page's time: docs/performance.md, "Page speed"); read
-        # once, then from memory. Without quantile regression under its own key (the points under the old key
-        # carry it). Without the registry's attacks (the Defenses page's draw-1 stand-in) under a third.
-        # The Defenses page's utility card's point (utility, every draw, no quantile regression) under a fourth: the
-        # curves and the table show the utility loss of every value a session visited, not only of "Measure"'s
+        # the slider's fast points and the utility card's point are cached too, each variant under its own key,
+        # so a new session reads a curve instead of recomputing it
         if utility and not quantile and registry and attacker == "naive":
             fast_key: str | None = self.cache.key("defended_utility_noquantile", self.cfg.config_hash, spec.key)
         else:
@@ -465,27 +425,18 @@ class Defender:
 
     def cached_point(self, spec: DefenseSpec, attacker: str = "naive", utility: bool = True,
                      quantile: bool | None = None, registry: bool = True, disk: bool = True) -> DefendedPoint | None:
-        """:meth:`point`'s answer (the same arguments) if memoised or, with ``disk``, stored; else None. Never
-        computes: a slider step shows a known point whole at once, any other first by its one-draw point
-        (:mod:`core.defenses.side_by_side`). ``disk=False`` reads memory alone, for loops over a grid on every
-        rerun (no I/O on the slider's path); the defaults ask for the full point (utility and every attack)."""
+        """:meth:`point`'s answer (same arguments) if memoised or, with ``disk``, stored; else None. Never computes."""
         quantile, registry = self._flags(spec, attacker, utility, quantile, registry)
         return self._known(spec, attacker, utility, quantile, registry, disk)[2]
 
     def point(self, spec: DefenseSpec, attacker: str = "naive", utility: bool = True,
               quantile: bool | None = None, registry: bool = True) -> DefendedPoint:
-        """Attack numbers, utility and guarantees at one defended point (see the module docstring).
+        """Attack numbers, utility and guarantees at one defended point.
 
-        ``utility=False`` is the slider's fast path: no utility, and attacks that read
-        output-dependent record features (the BLEU-feature attack under Dir_k) are left out
-        until the full point is computed. ``attacker`` is ``naive``, ``adaptive`` or ``both``.
-        ``quantile``: whether the quantile-regression attack is scored (it refits a regressor on every draw's
-        defended answers: most of a fast point's CPU); default: with utility (the full point, the only one
-        cached under the full point's key), not without (the slider's fast point lists it in
-        ``skipped_attacks``). ``utility=True, quantile=False`` is the Defenses page's utility card of a
-        slider step: kept in memory only; a full point measured before is returned instead. ``registry=False``
-        leaves the registry's models-stage attacks out too (label-only, gap, quantile regression; listed in
-        ``skipped_attacks``): the Defenses page's draw-1 stand-in, whose cards show none of them.
+        ``attacker``: ``naive``, ``adaptive`` or ``both``. ``utility=False`` is the slider's fast path: no utility,
+        and attacks on output-dependent record features are skipped. ``quantile`` (default: ``utility``) scores
+        quantile regression; ``registry=False`` leaves out every registry models-stage attack. Skipped attacks are
+        listed in ``skipped_attacks``; only the full point (utility, quantile, registry) is cached as ``defended``.
         """
         quantile, registry = self._flags(spec, attacker, utility, quantile, registry)
         memo_key, fast_key, known = self._known(spec, attacker, utility, quantile, registry)
@@ -503,9 +454,7 @@ class Defender:
             skip |= {n for names, q in self._model_names if q for n in names}
         if not registry:
             skip |= {n for names, _ in self._model_names for n in names}
-        # a fast point of this value read from disk (a curve's point) whose naive numbers are this point's — the
-        # same attacks on the same draws, none skipped that this point scores — so only the utility is computed
-        # (the Defenses page's step onto a curve value scored every attack again for its utility card before)
+        # a known fast point with the same naive numbers (none skipped that this point scores): compute utility only
         fast = next((p for k in ((spec.key, "naive", False), (spec.key, "naive", False, True))
                      if (p := self._memo.get(k)) is not None and set(p.skipped_attacks or ()) <= skip), None)
         computed = (spec.key, with_features, registry) in self._answers
@@ -563,10 +512,7 @@ class Defender:
 
     # ------------------------------------------------------------------ over a grid
     def curve(self, spec: DefenseSpec, values: list[float]) -> list[DefendedPoint]:
-        """The fast (naive, no utility) point at every value, sorted; a value whose full point was
-        measured before (in memory) comes with its utility loss. The slider's path: a value is read
-        from disk at most once per Defender (its fast point, then memoised), and computed only when
-        no session computed it before."""
+        """The fast (naive, no utility) point at every value, sorted; a full point known in memory instead."""
         return [self._full_point_known(spec.at(v), disk=False) or self._slider_utility(spec.at(v))
                 or self.point(spec.at(v), "naive", utility=False) for v in sorted(set(values))]
 
@@ -581,16 +527,13 @@ class Defender:
         return out
 
     def table_rows(self, spec: DefenseSpec, values: list[float]) -> list[DefendedPoint]:
-        """Every value's best-known point, in order: the full one where it was measured (utility, and the adaptive
-        attacker where that was measured too), else the slider's fast point (naive attack and guarantee, utility
-        None; computed where no session did) — what the page's curve already draws, so its table shows those
-        numbers, not blanks."""
+        """Every value's best-known point, in order: the full one (with the adaptive attacker where known), else
+        the fast point (computed if no session did)."""
         return [self._full_point_known(spec.at(v), "both") or self._full_point_known(spec.at(v))
                 or self._slider_utility(spec.at(v)) or self.point(spec.at(v), "naive", utility=False) for v in values]
 
     def _slider_utility(self, spec: DefenseSpec) -> DefendedPoint | None:
-        """The Defenses page's utility card's point of ``spec`` (utility, no quantile regression) if computed, in
-        this Defender or, read once, by any session before (the cache)."""
+        """The utility card's point of ``spec`` (utility, no quantile regression) if memoised or cached, else None."""
         memo_key = (spec.key, "naive", True, False)
         memo = self._memo.get(memo_key)
         if memo is None:
@@ -624,11 +567,3 @@ def defense_run(models: TrainedModels, mechanism: str, values: list[float], atta
         "config_hash": cfg.config_hash, "training_hash": cfg.training_hash, "spec": asdict(spec),
         "sensitivity": defender.sensitivity.to_dict() if defender.sensitivity else None,
         "baseline": defender.baseline.to_dict(), "points": [p.to_dict() for p in points]})
-
-
-def defend(models: TrainedModels, mechanism: str, values: list[float], attacker: str = "naive", draws: int = 1,
-           sensitivity_samples: int = 0, cache: ArtifactCache | None = None, seed: int = 0,
-           on_point=None, on_pair=None, executor=None) -> dict[str, Any]:
-    """:func:`defense_run`'s JSON (``to_dict``), for the readers of the JSON (``defend --repeats``)."""
-    return defense_run(models, mechanism, values, attacker, draws, sensitivity_samples, cache, seed, on_point, on_pair,
-                       executor).to_dict()

@@ -1,12 +1,9 @@
-"""The defenses' typed results: ``python -m core defend``'s JSON (:class:`DefenseRun`, after training and a
-training-time sweep alike) and the Training defenses page's answer to "does the same ε cost the RNN more
-utility?" (:class:`UtilityCost`, its rows :class:`UtilityCostRow`).
+"""The defenses' typed results: ``python -m core defend``'s JSON (:class:`DefenseRun`) and the Training defenses
+page's utility-cost comparison (:class:`UtilityCost`, :class:`UtilityCostRow`).
 
-Built where they are born (:func:`core.defenses.defender.defense_run`, :func:`core.defenses.sweeps.sweep`,
-:func:`core.defenses.utility_cost.utility_cost_comparison`) from the layout's dict by ``from_dict``, so the
-JSON that ``to_dict`` writes is exactly the one written before they were typed (keys, order, values;
-:mod:`core.foundations.typed_json`); the figures, pages and the CLI read attributes. A defended point and its
-baseline are :class:`core.experiment.results.DefendedPoint` and :class:`core.experiment.results.DefenseBaseline`.
+Built from the layout's dict by ``from_dict`` where they are born, so ``to_dict`` writes exactly that JSON
+(:mod:`core.foundations.typed_json`). Points and baselines are :class:`core.experiment.results.DefendedPoint` and
+:class:`core.experiment.results.DefenseBaseline`.
 """
 from __future__ import annotations
 

@@ -11,16 +11,11 @@ small k scatters it towards the simplex' corners (k → 0: a one-hot vector draw
   Gamma(a + 1)·U^{1/a}, so log G = log Gamma(a + 1) + log(U)/a stays finite where G itself
   underflows to 0 (k·p̃ᵢ ≪ 1), and x = G/ΣG becomes log x = log G − logsumexp(log G).
 * **Every k in (0, 1e9], however small.** Two limits of the number formats, not of the math:
-  (i) log x is floored at :data:`LOG_PROB_FLOOR` = −1e30: e^(−1e30) is 0 in every float format,
-  and the per-step signals are stored as float32, where a cross-entropy of 1e38 nats or more is
-  infinite (k ≲ 1e-37 gave log x ≈ −1/(k·p̃ᵢ) and failed). Only the stored cross-entropy of such
-  an answer saturates (at 1e30 nats); the answer's probabilities, its argmax and ranks are those
-  of the sample. (ii) k is sampled as max(k, :data:`K_SAMPLING_MIN` = 1e-250), where
-  log(U)/(k·p̃ᵢ) would otherwise overflow float64 (k·p̃ᵢ below ~1e-308: every component −∞, no
-  winner). As k → 0, Dir(k·p) tends to the one-hot vector e_I with P(I = i) = pᵢ (the smallest
-  log U_i/pᵢ wins an exponential race), within O(k); at k = 1e-250 the draw is that limit, every
-  other component below e^(−1e240), i.e. 0, so every k ≤ 1e-250 gives the same distribution of
-  stored answers to within 1e-240 (tested: the one-hot frequencies match p at k = 1e-100 and 1e-300).
+  (i) log x is floored at :data:`LOG_PROB_FLOOR` = −1e30 (e^(−1e30) is 0 in every float format, and
+  the float32 signals hold a cross-entropy of 1e30 nats); only the stored cross-entropy of such an
+  answer saturates. (ii) k is sampled as max(k, :data:`K_SAMPLING_MIN` = 1e-250), below which
+  log(U)/(k·p̃ᵢ) overflows float64. As k → 0, Dir(k·p) tends to the one-hot vector e_I with
+  P(I = i) = pᵢ within O(k), so every k ≤ 1e-250 gives the same distribution of stored answers.
 * **Top-K Responses (large vocabularies).** Only the K largest probabilities, the reference's
   and the total of the rest are stored. By the aggregation property of the Dirichlet
   distribution, (x_known…, x_rest) ~ Dir(k·p_known…, k·p_rest) exactly, so the reference's
@@ -29,8 +24,7 @@ small k scatters it towards the simplex' corners (k → 0: a one-hot vector draw
   conditional entropy, recovered from the stored entropy): R of them drawn explicitly, the
   largest of the others drawn as a maximum of Gamma variates, and the remaining ones as one
   aggregate whose entropy and rank contributions are their expectations. The
-  top-K, the reference's rank and the entropy are therefore approximate; ``test_defenses``
-  bounds their error against sampling the full vector.
+  top-K, the reference's rank and the entropy are therefore approximate.
 * **Privacy (Lemma 1, eq. 5–7 of paper 001, as printed).** With p* = [η, …, η, 1 − (n−1)η],
   δ = 1 − P_{x ~ Dir(k·p*)}(x ∈ Δₙ(τ)), Δₙ(τ) = {x : τ ≤ xᵢ ≤ 1 − τ ∀i}, bounded here by the
   union bound over the Beta marginals xᵢ ~ Beta(k·p*ᵢ, k − k·p*ᵢ) (never below the true δ), and
@@ -97,13 +91,11 @@ def sample_probs(p: np.ndarray, k: float, eta: float, rng: np.random.Generator) 
 
 
 def torch_output_transform(k: float, eta: float, generator: torch.Generator) -> "DirichletOutputTransform":
-    """A callable mapping (B, m) log-probabilities to log-probabilities of Dir(k·p̃) samples, in
-    torch (for decisions taken inside a model's decoding or rollout loop); any k > 0.
+    """A callable mapping (B, m) log-probabilities to log-probabilities of Dir(k·p̃) samples, in torch (for
+    decisions inside a model's decoding or rollout loop); any k > 0.
 
-    Every random number comes from ``generator`` (one seed drawn from it per call feeds
-    :func:`log_gamma_variates`), so a draw is fixed by the defense's seed. ``torch._standard_gamma``
-    takes no generator: it read torch's global RNG, which made two runs of the same draw decode
-    differently."""
+    Every random number comes from ``generator`` (one seed per call feeds :func:`log_gamma_variates`), so a draw
+    is fixed by the defense's seed; ``torch._standard_gamma`` takes no generator."""
     return DirichletOutputTransform(sampling_k(k), eta, generator)
 
 
@@ -136,10 +128,8 @@ class DirichletOutputTransform:
 
     @staticmethod
     def apply_together(transforms: list["DirichletOutputTransform"], log_probs: torch.Tensor) -> torch.Tensor | None:
-        """(T, B, m): each transform applied to ``log_probs`` — its own seed drawn from its own generator, as
-        its call draws it — with the draws' shared and elementwise work done once on the stacked tensor (the
-        same numbers as one call each, ``tests/test_defenses.py``). None where the transforms differ in k or η
-        (the caller then calls each)."""
+        """(T, B, m): each transform applied to ``log_probs`` (the same numbers as one call each), the shared work
+        done once. None where the transforms differ in k or η (the caller then calls each)."""
         first = transforms[0]
         if any(not isinstance(t, DirichletOutputTransform) or (t.k, t.eta) != (first.k, first.eta) for t in transforms):
             return None
@@ -168,8 +158,7 @@ def saturated_share(responses: Responses, membership: np.ndarray, eta: float) ->
     """The share of members and of non-members whose true-class answer is saturated past Dir_k's floor:
     1 − c below (n − 1)·η (per step, then averaged per record). For those, the noisy 1 − c is set by the
     draw's scatter around the floor, not by p, and LiRA's logit φ = log c − log(1 − c) moves by many units
-    even at large k — why LiRA/RMIA's AUC can rise under Dir_k or fall at almost no noise (docs/defenses.md
-    has the measurement of both)."""
+    even at large k — why LiRA/RMIA's AUC can rise under Dir_k or fall at almost no noise."""
     member = np.asarray(membership, bool)
     floor = (responses.n_classes - 1) * eta
     phi = step_logit_confidence(responses)
@@ -326,8 +315,7 @@ def lemma1_bound(k: float, n: int, eta: float, tau: float, b: float) -> Dirichle
 
     δ is bounded above by the union bound Σᵢ P(xᵢ < τ) + P(xᵢ > 1 − τ) over the Beta(k·p*ᵢ,
     k − k·p*ᵢ) marginals (clipped to 1), so the reported δ is never smaller than the lemma's.
-    Kept per argument tuple (a frozen result): every Defenses slider step asks again for each curve point's
-    guarantee, four beta tails each.
+    Memoised: every slider step asks again for each curve point's guarantee.
     """
     if not (k > 0 and 0 < eta and (n - 1) * eta < 1 and 0 < tau and (n - 1) * tau < 1 and b > 0):
         raise ValueError("lemma 1 needs k > 0, 0 < η, (n−1)η < 1, 0 < τ, (n−1)τ < 1 and b > 0")
@@ -366,12 +354,9 @@ class DirichletMechanism(OutputMechanism):
     help = "dirichlet: outputs x ~ Dir(k·p) (paper 001)"
     parameter = Parameter(name="k", symbol="k", low=0.0, high=1e9, low_open=True, log_scale=True,
                           grid=DIRICHLET_GRID, slider=K_VALUES, slider_default=10.0,
-                          # Dir_k re-samples cached answers (milliseconds a point): a fine curve is cheap
+                          # Dir_k re-samples cached answers: a fine curve is cheap
                           curve=K_VALUES[::4], hint="k (log scale: smaller = more noise)")
-    # one draw of Dir_k scatters: translation quick's validation BLEU (40 sentences) has an sd of 1.1–2.7
-    # points over draws, more than the gaps between neighbouring k of the draws' mean (docs/defenses.md,
-    # "Is the Dirichlet curve on translation draw noise or a defect?"); with 8 draws the 95 % half-width is
-    # 0.9–2.3 BLEU, so the curve's real step (k = 10 → 1: −4.5 BLEU) is resolved; a draw re-samples cached answers
+    # one draw scatters more than neighbouring k differ (translation's BLEU); 8 draws resolve the curve
     default_draws = 8
 
     def transform(self, responses: Responses, spec: Any, rng: np.random.Generator) -> Responses:

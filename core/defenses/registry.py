@@ -1,19 +1,12 @@
-"""The registry of defenses that act after training (the Opacus accountant registry is the model).
+"""The registry of defenses (after training, and training-time), after Opacus' accountant registry.
 
-A mechanism is one class in one module under ``core/defenses/``: it declares its name, its label,
-its one parameter (:class:`Parameter`: symbol, range, log scale, grids, slider default), how it
-transforms the model's answers (:class:`OutputMechanism`: Responses in, Responses out, e.g. the
-Dirichlet mechanism) or its weights (:class:`WeightMechanism`: θ → θ', e.g. the Gaussian privacy
-module), and its theoretical guarantee. It registers itself with :func:`register`; everything
-that used to ask ``mechanism == "dirichlet"`` — the :class:`~core.defenses.defender.Defender`, the CLI's
-``defend --mechanism`` choices, the Defenses page's radio, slider, curve grid and table, the
-Analyses page's "Outputs" — asks :func:`get` instead. An unknown name is a
-:class:`~core.foundations.errors.ConfigError`, never a silent fallback to another mechanism.
+A mechanism is one class in one module under ``core/defenses/``: its name, label, one :class:`Parameter`
+(symbol, range, grids, slider default), how it transforms the model's answers (:class:`OutputMechanism`) or its
+weights (:class:`WeightMechanism`), and its guarantee. It registers itself with :func:`register`; every reader
+asks :func:`get`, and an unknown name is a :class:`~core.foundations.errors.ConfigError`, never a fallback.
 
-Like the task registry, this module imports no torch: the built-in mechanisms are named here as
-``module:Class`` and their modules load on first :func:`get`, so the CLI can list and check
-names before the heavy imports. A mechanism defined elsewhere (a test's toy) registers its class
-with :func:`register` and is then listed like the built-in ones.
+This module imports no torch: built-in mechanisms are named as ``module:Class`` and load on first :func:`get`,
+so the CLI can list and check names before the heavy imports.
 """
 from __future__ import annotations
 

@@ -1,15 +1,10 @@
-"""SensitivitySampler (paper 000, Algorithm 2; Rubinstein & Aldà 2017): an empirical estimate of
-how far one training record can move the trained weights.
+"""SensitivitySampler (paper 000, Algorithm 2; Rubinstein & Aldà 2017): an empirical estimate of how far one
+training record can move the trained weights.
 
-Repeat n times: draw N + 1 records d₁…d_{N+1} from the data source; D₁ = {d₁…d_N};
-D₂ = D₁ with d_N replaced by d_{N+1}; train θ on D₁ and θ′ on D₂ **with the same
-initialisation and data order** (otherwise ‖θ − θ′‖ measures the randomness of training, not
-the record); Sᵢ = ‖θ − θ′‖₂ over the trainable parameters. S = maxᵢ Sᵢ. With n samples the
-Gaussian privacy module calibrated on S is random-DP with confidence γ(n) (eq. 12).
-
-Records are drawn from the victim's half of the data source (the curator's data), N = n_train,
-so each model is trained exactly like the victim. Every pair is cached as soon as it is done,
-so an interrupted run resumes where it stopped.
+Repeat n times: draw N + 1 records from the victim's half; D₁ = {d₁…d_N}, D₂ = D₁ with d_N replaced by d_{N+1};
+train θ on D₁ and θ′ on D₂ **with the same initialisation and data order** (else ‖θ − θ′‖ measures training's
+randomness); Sᵢ = ‖θ − θ′‖₂ over the trainable parameters. S = maxᵢ Sᵢ; the GPM calibrated on S is random-DP
+with confidence γ(n) (eq. 12). N = n_train, and every pair is cached as it finishes, so a run resumes.
 """
 from __future__ import annotations
 

@@ -1,23 +1,14 @@
 """The Defenses page's slider step: several Defenders' points at one spec, one lasting thread per Defender.
 
-The page shows the FFNN's and the RNN's numbers side by side: scored one after the other, a slider step to a
-value not computed before would wait for the two architectures' points in turn. Each Defender is its own object
-(its models, memo and cache handle), and most of a point's time is in torch and numpy kernels, which release the
-GIL, so the points overlap. Each Defender's calls run in order in its own thread (one loop,
-:func:`_run_in_order`), exactly as they would in one (the same calls, on the same Defender, in the same order: the
-same numbers — ``tests/test_side_by_side.py``); nothing is shared between the threads but read-only modules.
+Most of a point's time is in torch and numpy kernels, which release the GIL, so the FFNN's and the RNN's points
+overlap. Each Defender's calls run in order in its own thread (a *lane*, :func:`_run_in_order`), exactly as they
+would in one; nothing is shared between the threads but read-only modules.
 
-:class:`PointLanes` serves a slider that must not wait for every draw: per Defender one lasting thread (a *lane*)
-runs its calls in order; :meth:`PointLanes.step` answers a value whose point is known (memoised or stored:
-:meth:`Defender.cached_point`) at once, and any other first by its **one-draw** point (``spec`` with ``draws=1``: a
-real point under its own key, cached like any other; its draw is draw 0 of the full point, since a draw's noise is
-seeded by (seed, draw, role) and not by the number of draws — so its per-record scores and ε̂ detail equal the full
-point's, ``tests/test_side_by_side.py``), then the full point in the same lane. A new step cancels the calls of
-earlier steps that no lane has started (an abandoned value's remaining points are skipped; a call under way
-finishes, memoised). :meth:`Step.shown` picks what to draw first: the full point where it is in by the time the
-page draws (no stand-in to replace), else the one-draw point. The page's one-draw calls leave the registry's
-attacks out (``first_calls``): of the slider's staging, that is the change measured faster with an interval
-excluding zero (σ's first numbers, docs/performance.md).
+:meth:`PointLanes.step` answers a value whose point is known (:meth:`Defender.cached_point`) at once, any other
+first by its **one-draw** point (a real point under its own key, whose draw is draw 0 of the full point), then the
+full point in the same lane. A new step cancels the calls of earlier steps that no lane has started.
+:meth:`Step.shown` picks what to draw: the full point if it is in, else the one-draw point. The one-draw calls
+leave the registry's attacks out (``first_calls``) so the first numbers come sooner.
 """
 from __future__ import annotations
 
@@ -68,10 +59,8 @@ class Step(Generic[K]):
         return [f for fs in self.full.values() for f in fs if not f.done()]
 
     def shown(self, key: K) -> tuple[list[Future], bool]:
-        """What the page draws now for ``key``, decided once (the lane goes on meanwhile): the full points' futures
-        where there is no one-draw stage or the first full point (the cards') is in already — computed before the
-        page got to draw, e.g. a cheap Dir_k point: no draw-1 stand-in to draw and then replace — else the
-        one-draw futures; and whether they are the one-draw ones (the page labels those as draw 1's alone)."""
+        """What the page draws now for ``key``: the full points' futures where there is no one-draw stage or the
+        first full point is in already, else the one-draw futures; and whether they are the one-draw ones."""
         first = self.first.get(key)
         if first is None or self.full[key][0].done():
             return self.full[key], False
@@ -111,12 +100,10 @@ class PointLanes:
 
     def step(self, defenders: Mapping[K, Any], spec: DefenseSpec, calls: Sequence[Mapping[str, Any]],
              attacker: str = "naive", first_calls: Sequence[Mapping[str, Any]] | None = None) -> Step[K]:
-        """A slider step to ``spec``: earlier steps' calls not started are cancelled; per key, the calls'
-        points if every one is known (:meth:`Defender.cached_point`: resolved futures, nothing computed), else the
-        calls at ``spec`` queued in the key's lane, preceded by the one-draw calls where the first call's point
-        is not known and ``spec.draws`` > 1 (a known first point — the cards' — needs no stand-in: only the later
-        calls compute, e.g. the utility of a point read from the cache). ``first_calls``: the one-draw calls, one
-        per call (default: the same calls; the page's leave out what its draw-1 cards do not show)."""
+        """A slider step to ``spec``: earlier steps' calls not started are cancelled; per key, the calls' points
+        if every one is known (:meth:`Defender.cached_point`: resolved futures), else the calls queued in the key's
+        lane, preceded by the one-draw calls where the first call's point is unknown and ``spec.draws`` > 1.
+        ``first_calls``: the one-draw calls, one per call (default: the same calls)."""
         self.cancel_queued()
         full: dict[K, list[Future]] = {}
         first: dict[K, list[Future]] = {}

@@ -1,26 +1,16 @@
 """Training-time defenses over a grid of values: DP-SGD's σ (or a target ε), L2's λ, PPO's clip ε.
 
-Unlike the defenses after training (:mod:`core.defenses`), these change how victims and shadows
-train, so every value is its own experiment: a *point* is the base config with one field set
-(:func:`point_config`), run by :func:`core.experiment.pipeline.run_experiment` and therefore cached like
-any run (a second sweep over the same grid loads at once; each point is also a full Train &
-attack result). The attacker's shadows train with the same config, so the attacker knows the
-training recipe, DP settings included (the adaptive attacker of the defenses' vocabulary).
+These change how victims and shadows train, so every value is its own experiment: a *point* is the base config
+with one field set (:func:`point_config`), run and cached by :func:`core.experiment.pipeline.run_experiment`. The
+shadows train with the same config, so the attacker knows the recipe, DP settings included (the adaptive attacker).
 
-A sweep's JSON has the shape of ``python -m core defend`` (:func:`core.defenses.defender.defend`): a
-``baseline`` (the undefended run) and ``points`` each with ``attack``, ``attacks``,
-``utility``, ``utility_loss`` (paper 000 Def. 4: L = 1 − M(defended)/M(undefended)),
-``epsilon`` and ``delta``; DP-SGD points add a ``dpsgd`` block (σ, C, q, steps, δ, the
-accountant, ε by RDP / PRV / GDP and the accountant history to recompute them).
+A sweep's JSON has the shape of ``python -m core defend``: a ``baseline`` (the undefended run) and ``points``
+with ``attack``, ``attacks``, ``utility``, ``utility_loss`` (paper 000 Def. 4), ``epsilon`` and ``delta``; DP-SGD
+points add a ``dpsgd`` block. The mechanisms are the training-time defenses of :mod:`core.defenses.registry`:
 
-Mechanisms: the training-time defenses of :mod:`core.defenses.registry` (one module each under
-``core/defenses/``: which config fields a point sets, the undefended run, the guarantee); built in:
-
-* ``dpsgd`` — DP-SGD (paper 000 eq. 7–8) with noise multiplier σ = value, or, with
-  ``target_epsilon``, the σ reaching ε = value at δ (Opacus' ``get_noise_multiplier``).
+* ``dpsgd`` — DP-SGD (paper 000 eq. 7–8), σ = value, or with ``target_epsilon`` the σ reaching ε = value at δ.
 * ``l2`` — the L2 penalty λ = value on weight matrices (paper 000 Fig. 7); undefended: λ = 0.
-* ``clip`` — navigation only: PPO's clip ε = value (a small ε limits each update; paper 000
-  Fig. 7); undefended: the preset's ε (rl-starter-files' 0.2).
+* ``clip`` — navigation only: PPO's clip ε = value (paper 000 Fig. 7); undefended: the preset's ε.
 """
 from __future__ import annotations
 
@@ -140,14 +130,9 @@ def _sweep_metrics(point: DefendedPoint) -> dict[str, float | None]:
 def collect_points_repeats(runs: dict[str, list[tuple[float | None, ExperimentConfig]]],
                            summaries: Sequence[dict[tuple[str, float | None], RunSummary | dict[str, Any] | None]],
                            mechanism: str, target_epsilon: bool = False) -> SweepCurves:
-    """:func:`collect_points` over repeats: ``summaries[r]`` holds repeat r's runs (the same keys as
-    ``runs``; repeat r of a point is its config with :func:`core.analyses.repeats.repeat_config`'s seed, so
-    repeat r of every point and of the baseline share a split). Repeat 0's points, each with
-    ``intervals`` — per metric of :data:`SWEEP_BANDED`, the mean and 95 % Student-t interval over
-    the repeats whose point *and* baseline are cached (each repeat's utility loss against its own
-    baseline, paper 000 Def. 4), :func:`core.measurement.stats.mean_interval` — and ``band`` = ``{"repeats": N,
-    "draws": 1, "over": "repeats"}``, where N ≥ 2 such repeats exist; other points come as
-    :func:`collect_points` gives them."""
+    """:func:`collect_points` over repeats (``summaries[r]``: repeat r's runs). Repeat 0's points, where N ≥ 2
+    repeats have the point and its baseline cached, with ``intervals`` (per metric of :data:`SWEEP_BANDED`, the
+    mean and 95 % Student-t interval; each repeat's utility loss against its own baseline) and ``band``."""
     baselines, points = collect_points(runs, summaries[0], mechanism, target_epsilon)
     for arch, pts in points.items():
         for i, p in enumerate(pts):
@@ -226,8 +211,7 @@ def point_of(summary: RunSummary | dict[str, Any], baseline: DefenseBaseline, me
 
 
 def sweep(cfg: ExperimentConfig, mechanism: str, values: list[float], *, target_epsilon: bool = False,
-          max_grad_norm: float | None = None, delta: float | None = None, progress: ProgressCallback | None = None,
-          on_point: Callable[[int, int, DefendedPoint], None] | None = None,
+          progress: ProgressCallback | None = None, on_point: Callable[[int, int, DefendedPoint], None] | None = None,
           cache: ArtifactCache | None = None) -> DefenseRun:
     """Run (or load) the baseline and every point; the CLI's ``defend --mechanism dpsgd|l2|clip|…`` JSON.
 
@@ -237,7 +221,7 @@ def sweep(cfg: ExperimentConfig, mechanism: str, values: list[float], *, target_
     check_sweep(cfg, mechanism, values, target_epsilon)
     cache = cache or ArtifactCache()
     base_cfg = baseline_config(cfg, mechanism)
-    configs = sweep_configs(cfg, mechanism, values, target_epsilon, max_grad_norm, delta)
+    configs = sweep_configs(cfg, mechanism, values, target_epsilon)
     runs = [("baseline", base_cfg)] + [(f"{value_name(mechanism, target_epsilon)} = {v:g}", c)
                                        for v, c in zip(values, configs)]
 
@@ -289,10 +273,8 @@ class RecipeEpsilon:
 
 
 def study_recipe_epsilons(task: str, sigmas: list[float]) -> list[RecipeEpsilon]:
-    """ε at each σ of the study's DP-SGD recipe (:data:`core.measurement.studies.DPSGD_RECIPE`, paper 000
-    Table 2: |D|, batch, epochs, δ), **computed by us** with Opacus' RDP and PRV accountants under
-    Poisson sampling at q = batch/|D| (the paper prints no ε per σ): the privacy the study's
-    recipe gives at the σ values we sweep. Each row says so (``computed_by``)."""
+    """ε at each σ of the study's DP-SGD recipe (paper 000 Table 2), **computed by us** with Opacus' RDP and PRV
+    accountants under Poisson sampling at q = batch/|D| (the paper prints no ε per σ); ``computed_by`` says so."""
     row = DPSGD_RECIPE[task]
     n = int(row.samples)
     q = row.batch / n
@@ -320,10 +302,8 @@ def accuracy_bound(epsilon: float, delta: float) -> float:
 
 # ---------------------------------------------------------------------------- how long a sweep takes
 def run_cost_s(summary: RunSummary) -> float | None:
-    """Seconds that computing ``summary`` from nothing took on the machine that computed it: data
-    loading, the victim's and every shadow's *training* (``victim_trained_s``, ``shadows_trained_s``:
-    the models' own recorded times, kept when they are later loaded from the cache) and the attacks.
-    None when the summary does not carry them (a summary written by an older version)."""
+    """Seconds that computing ``summary`` from nothing took where it ran: data, the models' recorded training
+    times and the attacks. None when the summary does not carry them."""
     t = summary.timings
     parts = [t.get("victim_trained_s"), t.get("shadows_trained_s"), t.get("attack_s")]
     if any(not isinstance(p, (int, float)) or not math.isfinite(p) for p in parts):

@@ -1,25 +1,16 @@
-"""Does the same ε (λ, clip ε) cost the RNN more utility? The Training defenses page's own question, answered.
+"""Does the same ε (λ, clip ε) cost the RNN more utility? The Training defenses page's question.
 
-At every swept value where both architectures have a point, the utility loss
-L = 1 − M(defended)/M(undefended) (paper 000 Def. 4; each repeat against its own undefended run) is
-compared as FFNN − RNN, paired by repeat (repeat r of every run shares its split), with
-:func:`core.measurement.stats.compare`: the t interval, the exact sign-flip test and the verdict
-holds / reversed / inconclusive. ``holds`` = the difference is below 0 = the RNN loses more utility,
-the study's claim (paper 000 Fig. 8). One repeat gives the difference and "inconclusive (one repeat)".
-Each value is its own test (not corrected for the grid's other values).
+At every swept value where both architectures have a point, the utility loss L = 1 − M(defended)/M(undefended)
+(paper 000 Def. 4; each repeat against its own undefended run) is compared as FFNN − RNN, paired by repeat, with
+:func:`core.measurement.stats.compare`. ``holds`` = the difference is below 0 = the RNN loses more utility (paper
+000 Fig. 8). Each value is its own test (not corrected for the grid's other values).
 
-What makes a value's numbers not comparable is said, not hidden:
+What makes a value not comparable is said, not hidden:
 
-* a model that did not learn (its training utility within :data:`core.experiment.fidelity.NEAR_CHANCE`
-  of chance): undefended, its L has no meaning; defended, its L is saturated at 1 − chance/M(undefended),
-  and a difference then reflects the two undefended utilities, not the defense — the value is
-  ``comparable: false`` with the reasons, and the summary counts it apart from the verdicts;
-* DP-SGD in σ mode: at the same σ the two architectures' ε differ (ε depends on the number of steps
-  and the sampling rate), so the value answers "does the same σ cost the RNN more?" — each row says
-  both ε and ``same_epsilon``; the same ε needs the target-ε grid.
-
-The page (``app_pages/3_Training_defenses.py``) and ``python -m core defend --mechanism dpsgd|l2|clip``
-(key ``utility_cost_comparison``) show this block.
+* a model that did not learn (training utility within :data:`core.experiment.fidelity.NEAR_CHANCE` of chance):
+  its L is meaningless or saturated, so the value is ``comparable: false`` with the reasons;
+* DP-SGD in σ mode: the same σ gives the two architectures different ε, so each row gives both ε and
+  ``same_epsilon``; the same ε needs the target-ε grid.
 """
 from __future__ import annotations
 

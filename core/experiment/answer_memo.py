@@ -1,19 +1,10 @@
 """The attack stage's model answers, each computed once.
 
-The models-stage attacks each ask the trained models for answers of their own: LiRA/RMIA the
-shadows on the victim's records, on RMIA's population and on each other's calibration records, the
-reference ratio the shadows on every shadow's query records (a superset of the calibration's), the
-label-only attack and LiRA with augmented queries every model on the same augmented images (one
-the argmax, the other the confidence of the same logits); and each rebuilt a model from its weights
-per question. Without a memo (``TrainedModels.memo`` None: every question outside the attack stage)
-every question runs its forward passes anew. With an :class:`AnswerMemo` on the
-:class:`~core.experiment.roles.TrainedModels` (the pipeline sets one for its attack stage) each
-model is built once, and each (model, kind of answer) pair answers each record once: a question
-computes only the records no earlier question asked, and reads the rest from the answers kept.
-
-The answers are the same up to float rounding (a record answered in another batch); nothing here
-changes what an attack computes from them (tests/test_answer_memo.py compares the two paths).
-The memo lives for one attack stage: it holds models and answers in memory and is dropped after.
+The models-stage attacks ask the trained models overlapping questions (LiRA/RMIA, the reference ratio, the
+label-only attack and augmented LiRA on the same augmented images). With an :class:`AnswerMemo` on the
+:class:`~core.experiment.roles.TrainedModels` (the pipeline sets one for its attack stage) each model is built
+once and each (model, kind of answer) pair answers each record once; without one (``memo`` None) every question
+runs its forward passes anew. The answers are the same up to float rounding. The memo lives for one attack stage.
 """
 from __future__ import annotations
 

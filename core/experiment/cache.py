@@ -1,26 +1,16 @@
 """On-disk cache of trained weights, Responses and results (diskcache-backed).
 
 Safety and integrity:
-* Nothing read from the cache is ever unpickled. diskcache unpickles any row whose stored mode
-  is "pickle" (values, in the database or in a ``.val`` file) and any key stored as a pickle;
-  a cache folder is just files, so anyone who can write there could plant such a row. The
-  store therefore uses :class:`~core.experiment.cache_store.SafeDisk`, which refuses those rows
-  *before any byte is deserialised*: only ``str`` keys and ``bytes`` values go in, and only raw or
-  binary rows come out. A refused row is reported through ``corrupted`` / the logger, deleted and
-  treated as a miss, so the caller recomputes it. (The stores — ``SafeDisk``, the value-file
-  reader, the read-only store — live in :mod:`core.experiment.cache_store`; this module holds the
-  keys, checksums and typed getters above them.)
+* Nothing read from the cache is ever unpickled. diskcache unpickles rows stored in "pickle" mode, and anyone
+  who can write the folder could plant one, so the store (:class:`~core.experiment.cache_store.SafeDisk`)
+  refuses such rows *before any byte is deserialised*: only ``str`` keys and ``bytes`` values go in, only raw
+  or binary rows come out. A refused row is reported (``corrupted`` / the logger), deleted and treated as a miss.
 * Weights are safetensors, Responses ``.npz`` read with ``allow_pickle=False``, results JSON.
-* Every value is wrapped as ``MAGIC + sha256(payload) + payload``; a value whose digest does not
-  match (truncated file, bit rot, a hand-edited entry) is discarded the same way.
-* An entry can pass its checksum and still not be what its key claims (a result ``[1, 2, 3]``,
-  weights of another model): the typed getters take a ``validate`` hook (JSON, Responses) or
-  the expected tensor names and shapes (weights); an entry that fails is discarded the same way.
-* diskcache commits an entry in one SQLite transaction after its file is fully written, so a
-  crash mid-write leaves no half entry under the key.
-* The folder and its database are created only when something is first stored: a run that
-  fails before storing anything leaves no empty cache behind, and reading a cache that does
-  not exist answers "miss" without creating it.
+* Every value is stored as ``MAGIC + sha256(payload) + payload``; a digest mismatch is discarded the same way.
+* The typed getters check an entry is what its key claims (a ``validate`` hook, or the expected tensor names
+  and shapes); one that fails is discarded the same way.
+* diskcache commits an entry in one SQLite transaction after its file is written: no half entries.
+* The folder is created only when something is first stored; reading a missing cache answers "miss".
 
 The folder is ``cache/`` at the repository root unless ``MIA_CACHE_DIR`` names another.
 """
@@ -57,18 +47,13 @@ from core.measurement.responses import Responses
 
 log = logging.getLogger(__name__)
 
-#: Revision of one kind of entry whose stored values changed meaning while the configs' hashes (and so the
-#: trained models under them) did not: its keys become ``v<schema>.<revision>/<kind>/…``, so an older entry
-#: is never read as a new one (nor listed by ``keys(key(kind, ""))``) and is recomputed from the cached models.
-#: result 2: per-record scores stored exactly (``core.measurement.metrics.scores_for_json``), not to 6 decimals.
-#: result 3: the attack stage's answers shared and its LSTMs fitted in length buckets: the same
-#: attacks, scores moved by float rounding (a record answered in another batch), so not bit for bit the stored ones.
+#: Revision of a kind of entry whose stored values changed meaning while the configs' hashes did not: its keys
+#: become ``v<schema>.<revision>/<kind>/…``, so an older entry is never read (nor listed) and is recomputed from
+#: the cached models. Raise it whenever a kind's numbers change, even by rounding.
 KIND_REVISIONS = {"result": 3,
-                  # after-training defended points: ε̂ one bound over the pooled draws (was the mean of per-draw bounds)
                   "defended": 1, "defended_fast": 1, "defended_fast_noquantile": 1, "defended_fast_noregistry": 1}
 
-#: format tag of a wrapped value: version 2 binds the key into the digest (version 1 did not,
-#: so an intact entry copied to another key was served; such entries are discarded and recomputed)
+#: format tag of a wrapped value (version 2: the key is bound into the digest)
 _MAGIC = b"MIAX2"
 _DIGEST = 32
 
@@ -197,8 +182,7 @@ class ArtifactCache:
 
     def check_usable(self, write: bool = False) -> None:
         """Raise :class:`CacheUnusableError` (one line, saying what to do) unless the cache folder
-        can serve reads and, with ``write``, store: run it *before* work whose results must be
-        stored, so a broken cache fails in a second rather than after the whole training.
+        can serve reads and, with ``write``, store: run it *before* work whose results must be stored.
 
         Checked: the folder is a folder (or can be created), its database opens and its rows can
         be counted (a truncated or garbage ``cache.db`` fails here), ``locks/`` is a plain folder;

@@ -1,17 +1,11 @@
-"""The stores under :class:`core.experiment.cache.ArtifactCache`: what reads and writes the cache
-folder's bytes, and refuses what it must not touch.
+"""The stores under :class:`core.experiment.cache.ArtifactCache`: they read and write the cache folder's bytes
+and refuse what they must not touch.
 
-* :class:`SafeDisk` — the diskcache ``Disk`` that never unpickles (str keys, bytes values; a row
-  stored as a pickle is refused before a byte of it is read) and never reads, writes or deletes a
-  file outside the cache folder (value-file names checked, links not followed:
-  :func:`read_value_file`).
-* :class:`ReadOnlyStore` — the reads the cache needs from a folder it cannot write (plain SQL on
-  diskcache's table, values through the same checks), since diskcache writes on every read.
-* :func:`forget_shared_row`, :func:`writable`, :func:`connect_read_only`, :func:`nearest_existing` —
-  the folder-level checks :class:`~core.experiment.cache.ArtifactCache` makes.
-
-The split from :mod:`core.experiment.cache` follows the seam between the two jobs: this module
-knows files, rows and SQLite; the cache above it knows keys, checksums and typed values.
+* :class:`SafeDisk` — the diskcache ``Disk`` that never unpickles (str keys, bytes values; a pickled row is
+  refused before a byte of it is read) and never touches a file outside the cache folder (value-file names
+  checked, links not followed: :func:`read_value_file`).
+* :class:`ReadOnlyStore` — reads from a folder the cache cannot write (diskcache writes on every read).
+* :func:`forget_shared_row`, :func:`writable`, :func:`connect_read_only`, :func:`nearest_existing` — folder checks.
 """
 from __future__ import annotations
 

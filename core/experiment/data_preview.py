@@ -1,11 +1,8 @@
-"""What the explorer found in a data source, before anything trains (the user sees what was found).
+"""What the explorer found in a data source, before anything trains.
 
-A user pointing the explorer at their own folder, CSV file or parallel text wants to know, before
-minutes of training: how many records were read, what one record is, how they will be split
-between the victim (members, non-members) and the attacker (shadow models' pools), and whether the
-split fits the configured sizes. :func:`preview_data` reads the source through the task (the same
-reader, caps and refusals as a run) and makes the seeded splits a run would make; it trains nothing.
-The Your model page draws it; ``python -m core inspect`` writes it as JSON.
+:func:`preview_data` reads the source through the task (the same reader, caps and refusals as a run) and makes
+the seeded splits a run would make: how many records were read, what one record is, how they split between the
+victim and the attacker, and whether that fits the configured sizes. It trains nothing.
 """
 from __future__ import annotations
 
@@ -14,7 +11,6 @@ from typing import Any
 
 import numpy as np
 
-from core.experiment.cache import ArtifactCache
 from core.experiment.roles import make_splits
 from core.experiment.user_model import user_weights
 from core.foundations.config import ExperimentConfig
@@ -83,13 +79,12 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def preview_data(config: ExperimentConfig, examples: int = EXAMPLES,
-                 cache: ArtifactCache | None = None) -> DataPreview:
+def preview_data(config: ExperimentConfig) -> DataPreview:
     """Read ``config``'s data source and make its seeded splits, as a run would, without training.
 
-    Raises the reader's one-line errors (:class:`~core.foundations.errors.MIAError`) for a source it
-    refuses, and for a user's weights (``target_weights``) that do not fit the config's architecture; a source that reads but is too small for the configured sizes is not an error here: it is
-    said in :attr:`DataPreview.split_problem`, so the page can show what was found and what to change.
+    Raises the reader's one-line errors (:class:`~core.foundations.errors.MIAError`) for a source it refuses
+    and for ``target_weights`` that do not fit the architecture; a source too small for the configured sizes is
+    not an error here but :attr:`DataPreview.split_problem`, so the page can show what was found.
     """
     task = get_task(config.task)
     data = task.load(config)
@@ -100,17 +95,17 @@ def preview_data(config: ExperimentConfig, examples: int = EXAMPLES,
     members = nonmembers = shadow_in = shadow_out = 0
     shown: list[int] = []
     try:
-        splits = make_splits(config, data, cache)
+        splits = make_splits(config, data)
     except ConfigError as exc:
         problem = str(exc)
     else:
         members, nonmembers = len(splits.victim_members), len(splits.victim_nonmembers)
         shadow_in = len(splits.shadow_in[0]) if splits.shadow_in else 0
         shadow_out = len(splits.shadow_out[0]) if splits.shadow_out else 0
-        half = max(1, examples // 2)
+        half = max(1, EXAMPLES // 2)
         shown = [int(i) for i in splits.victim_members[:half]] + [int(i) for i in splits.victim_nonmembers[:half]]
     views = []
-    n_member_examples = min(max(1, examples // 2), members)
+    n_member_examples = min(max(1, EXAMPLES // 2), members)
     for k, index in enumerate(shown):
         role = "member" if k < n_member_examples else "non-member"
         views.append(task.describe_record(config, data, index, None, role))

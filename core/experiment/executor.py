@@ -1,24 +1,17 @@
 """Where independent trainings run: in this process, in a local process pool, or on Ray.
 
-The pipeline's trainings of one config (victim, shadows) and of analyses and sweeps are
-independent of each other. An executor runs a list of :class:`TrainingJob` and returns, per job,
-a :class:`TrainingOutput` made of plain bytes (safetensors weights, ``.npz`` Responses, JSON
-meta): the *driver* writes them into the content-addressed cache, so a result is the same
-whichever executor produced it, and a rerun on another executor is a cache hit.
+An executor runs a list of :class:`TrainingJob` and returns per job a :class:`TrainingOutput` of plain bytes
+(safetensors weights, ``.npz`` Responses, JSON meta); the driver writes them into the content-addressed cache, so
+a result is the same whichever executor produced it.
 
 * ``local`` (default): one after another, in this process.
-* ``ensemble``: in this process, the jobs of one config that the task can vectorise trained
-  together as one ensemble (:mod:`core.training.ensemble`; the rest one after another). Same per-member
-  seeds and data order as ``local``, equal to float tolerance rather than bit for bit.
-* ``processes``: a local pool of ``workers`` processes (spawned; each sizes torch's thread pool to
-  its share of the usable cores, so they do not oversubscribe the machine).
-* ``ray``: tasks on a Ray cluster (``address``), or on a local Ray instance when no address is
-  given. Workers need this repository importable (same code, same data paths): on a cluster,
-  ship it with a runtime environment (``ray.init(runtime_env={"working_dir": ...})``) or install
-  it on every node.
+* ``ensemble``: in this process, the jobs the task can vectorise trained together (:mod:`core.training.ensemble`);
+  same seeds and data order as ``local``, equal to float tolerance.
+* ``processes``: a pool of ``workers`` spawned processes, each sized to its share of the usable cores.
+* ``ray``: tasks on a Ray cluster (``address``) or a local Ray instance. Workers need this repository
+  importable (e.g. ``ray.init(runtime_env={"working_dir": ...})``).
 
-Seeds travel in the job (the role's seed is derived from the config), so every executor trains
-bit-for-bit the same model on the same hardware.
+Seeds travel in the job, so every executor trains bit-for-bit the same model on the same hardware.
 """
 from __future__ import annotations
 
@@ -201,10 +194,7 @@ class RayExecutor(Executor):
             try:
                 ray.init(**kwargs)
             except (ValueError, ConnectionError, TimeoutError) as exc:
-                # `ray://` needs the client extra (ValueError "Ray Client requires pip package
-                # `ray[client]`"), a malformed address is a ValueError, an unreachable one a
-                # ConnectionError: the user's to fix, one line
-            
+                # no ray[client] extra or a malformed address (ValueError), an unreachable one: one line
                 where = f"the Ray cluster at {address!r}" if address else "a local Ray instance"
                 reason = " ".join(str(exc).split())
                 if "ray[client]" in reason:

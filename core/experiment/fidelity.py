@@ -1,14 +1,9 @@
 """Honest comparisons: do the shadows track the victim, and do the two architectures compare fairly?
 
-The shadow-model attacks rest on one assumption: a shadow trained like the victim behaves like the
-victim, so a decision rule fitted on shadows transfers. When the shadows' losses differ from the
-victim's (they learned less, or more), thresholds and classifiers fitted on them misfire — an
-attack at chance then says nothing about the victim's privacy. And the FFNN-vs-RNN question ("at
-the same size and utility, does the RNN leak more?") is confounded when one model learned and the
-other did not. This module measures both, from the JSON summaries (pure functions) and, for the
-summary's ``shadow_fidelity`` block, from the trained models' cached Responses.
-
-``shadow_fidelity`` block of a summary::
+The shadow attacks assume a shadow trained like the victim behaves like it; when their losses differ, rules
+fitted on shadows misfire, and an attack at chance says nothing about privacy. An FFNN-vs-RNN comparison is
+confounded when one model learned and the other did not. This module measures both from the JSON summaries
+(pure functions) and, for the ``shadow_fidelity`` block, from the trained models' cached Responses::
 
     {"loss_tolerance": 0.25, "loss_floor": 0.05,
      "checkpoints": [{"epoch", "victim": Stats, "shadows": Stats (mean), "shadow_each": [Stats],
@@ -17,16 +12,15 @@ summary's ``shadow_fidelity`` block, from the trained models' cached Responses.
                  "shadow_mean": {"train", "val"}},
      "warnings": [str]}
 
-Stats = ``{"member_loss", "nonmember_loss", "member_top1", "nonmember_top1"}``: mean per-record
-cross-entropy to the reference and mean share of steps whose reference is the model's top choice,
-on the evaluation members / non-members (victim) or the in / out query records (each shadow).
-A loss gap is |shadows − victim| / max(victim, ``loss_floor``) (the floor keeps two near-zero
-losses from reading as "100 % apart"); above ``loss_tolerance`` the block warns.
+Stats = ``{"member_loss", "nonmember_loss", "member_top1", "nonmember_top1"}``: mean per-record cross-entropy
+to the reference and mean share of steps whose reference is the model's top choice, on members / non-members.
+A loss gap is |shadows − victim| / max(victim, ``loss_floor``) (the floor keeps two near-zero losses from
+reading as "100 % apart"); above ``loss_tolerance`` the block warns.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -61,10 +55,10 @@ def response_stats(responses: Responses, membership: np.ndarray) -> dict[str, fl
             "member_top1": mean(top1, y), "nonmember_top1": mean(top1, ~y)}
 
 
-def _gap(shadow: float | None, victim: float | None, floor: float = LOSS_FLOOR) -> float | None:
+def _gap(shadow: float | None, victim: float | None) -> float | None:
     if shadow is None or victim is None:
         return None
-    return abs(shadow - victim) / max(abs(victim), floor)
+    return abs(shadow - victim) / max(abs(victim), LOSS_FLOOR)
 
 
 def _mean_stats(rows: list[dict[str, float | None]]) -> dict[str, float | None]:
@@ -138,6 +132,14 @@ def _off(block: ShadowFidelity, loss: str) -> list[FidelityCheckpoint]:
     return [c for c in block.checkpoints or () if c.gap(loss) is not None and c.gap(loss) > tol]
 
 
+def _flagged(block: ShadowFidelity) -> Iterator[tuple[str, str, list[FidelityCheckpoint], FidelityCheckpoint, str]]:
+    """(which, loss, off checkpoints, the worst of them, their epochs as text) per loss that is off somewhere."""
+    for which, loss in (("member", "member_loss"), ("non-member", "nonmember_loss")):
+        off = _off(block, loss)
+        if off:
+            yield which, loss, off, max(off, key=lambda c: c.gap(loss)), ", ".join(str(c.epoch) for c in off)
+
+
 def fidelity_warnings(block: ShadowFidelity | None) -> list[str]:
     """One line per loss (member, non-member) whose shadows' mean is off the victim's by more than the
     tolerance at some checkpoint (the worst gap and every such epoch), plus one when the shadows'
@@ -146,12 +148,7 @@ def fidelity_warnings(block: ShadowFidelity | None) -> list[str]:
         return []
     tol = _tolerance(block)
     out = []
-    for which, loss in (("member", "member_loss"), ("non-member", "nonmember_loss")):
-        off = _off(block, loss)
-        if not off:
-            continue
-        worst = max(off, key=lambda c: c.gap(loss))
-        epochs = ", ".join(str(c.epoch) for c in off)
+    for which, loss, off, worst, epochs in _flagged(block):
         out.append(
             f"the shadows' mean {which} loss is off the victim's by more than {tol:.0%} at epoch{'s' * (len(off) > 1)} "
             f"{epochs} (worst: epoch {worst.epoch}, {_fmt(worst.shadows.loss(loss))} vs "
@@ -176,9 +173,8 @@ def _outside_spread(row: FidelityCheckpoint, loss: str) -> bool | None:
 
 
 def shadow_tracking_warning(summaries: Sequence[RunSummary]) -> str | None:
-    """One warning for every loss, architecture and checkpoint where the shadows' mean is off the victim's by
-    more than the tolerance (``fidelity_warnings``' loss lines, merged: the demo showed three alike), with what
-    to do about it, chosen from where the victim lies against the individual shadows (``shadow_each``):
+    """``fidelity_warnings``' loss lines of every architecture merged into one warning, with advice chosen from
+    where the victim lies against the individual shadows (``shadow_each``):
 
     * inside their spread: the gap is the shadows' own scatter — more shadows (``n_shadows``) steady their mean;
     * outside every shadow: no number of such shadows averages it away — the victim's records differ from the
@@ -191,12 +187,7 @@ def shadow_tracking_warning(summaries: Sequence[RunSummary]) -> str | None:
     for s in summaries:
         block = s.shadow_fidelity or ShadowFidelity()
         last = block.last_epoch
-        for which, loss in (("member", "member_loss"), ("non-member", "nonmember_loss")):
-            off = _off(block, loss)
-            if not off:
-                continue
-            worst = max(off, key=lambda r: r.gap(loss))
-            epochs = ", ".join(str(r.epoch) for r in off)
+        for which, loss, off, worst, epochs in _flagged(block):
             parts.append(f"{s.arch.upper()} {which} loss at epoch{'s' * (len(off) > 1)} {epochs} (worst "
                          f"{worst.gap(loss):.0%} off: shadows {_fmt(worst.shadows.loss(loss))} vs victim "
                          f"{_fmt(worst.victim.loss(loss))})")
@@ -229,9 +220,8 @@ def shadow_tracking_warning(summaries: Sequence[RunSummary]) -> str | None:
 
 def chance_utility(summary: RunSummary) -> float:
     """The utility of a model that learned nothing: 1/classes for accuracy, else 0."""
-    run = summary
-    if run.utility.metric == "accuracy":
-        n_classes = run.data.n_classes if run.data is not None else None
+    if summary.utility.metric == "accuracy":
+        n_classes = summary.data.n_classes if summary.data is not None else None
         return 1.0 / max(int(n_classes or 10), 1)
     return 0.0
 
@@ -307,8 +297,7 @@ class MatchedPair:
 
 @dataclass(frozen=True)
 class MatchedUtility:
-    """The matched-utility view (:func:`matched_utility`): the utility ``metric`` and one pair per direction. Built
-    and read in memory only (the run's page and report draw it as a table): it has no JSON form."""
+    """The matched-utility view (:func:`matched_utility`): one pair per direction; in memory only, no JSON form."""
 
     metric: str
     pairs: tuple[MatchedPair, ...]
@@ -317,22 +306,18 @@ class MatchedUtility:
 def closest_checkpoint(summary: RunSummary, target_val: float) -> int | None:
     """The checkpoint epoch (one with attack results) whose validation utility is closest to
     ``target_val`` (ties: the later epoch)."""
-    run = summary
-    vals = _val_by_epoch(run)
-    epochs = [int(e) for e in run.attacks_by_epoch or {} if int(e) in vals]
+    vals = _val_by_epoch(summary)
+    epochs = [int(e) for e in summary.attacks_by_epoch or {} if int(e) in vals]
     if not epochs:
         return None
     return min(sorted(epochs, reverse=True), key=lambda e: abs(vals[e] - target_val))
 
 
 def matched_utility(summaries: Sequence[RunSummary]) -> MatchedUtility | None:
-    """The matched-utility view of a two-architecture comparison (the studies compare at similar utility).
+    """The matched-utility view of a two-architecture comparison (None without two summaries).
 
-    For each architecture A (the other B): A's checkpoint epoch whose validation utility is closest
-    to B's final one, and the attack numbers of A there beside B's at its final epoch.
-    Returns a :class:`MatchedUtility` (None without two summaries): per direction a :class:`MatchedPair` of
-    ``matched`` and ``reference`` sides, the utility gap and ``more_leaky`` (attack → arch); ``within_tolerance`` says whether the gap is within
-    :data:`UTILITY_GAP` — when it is not, no checkpoint of A reaches B's utility and the pair is no fair match. Attacks run only at the final epoch (LiRA, RMIA) appear in a pair
+    For each architecture A (the other B): A's checkpoint whose validation utility is closest to B's final one,
+    beside B at its final epoch (:class:`MatchedPair`). Attacks run only at the final epoch (LiRA, RMIA) appear
     only when the matched epoch is the final one.
     """
     if len(summaries) != 2:
@@ -361,11 +346,8 @@ def matched_utility(summaries: Sequence[RunSummary]) -> MatchedUtility | None:
 # ---------------------------------------------------------------------------- the studies vs this run (pure)
 @dataclass(frozen=True)
 class StudyComparison:
-    """The studies' FFNN-vs-RNN ``finding`` for a ``task`` beside two runs (:func:`study_comparison`): whether "the
-    attack is more accurate against the RNN" ``holds`` for the primary ``attack``, whether the comparison is
-    ``fair`` (None where a validation utility is missing), per architecture the attack accuracy, the validation
-    utility and the generalization gap, and the sentence the run's overview shows (``text``). Built and read in
-    memory only (the overview section writes it): it has no JSON form."""
+    """The studies' FFNN-vs-RNN ``finding`` for a ``task`` beside two runs (:func:`study_comparison`); in memory
+    only, no JSON form."""
 
     task: str
     finding: str
@@ -379,11 +361,8 @@ class StudyComparison:
 
 
 def study_comparison(summaries: Sequence[RunSummary]) -> StudyComparison | None:
-    """The studies' FFNN-vs-RNN finding for this task beside what these two runs show, computed:
-    validation utility and generalization gap (train − validation) of each, the primary attack's
-    accuracy of each, whether "the attack is more accurate against the RNN" holds, and whether the
-    comparison is fair (validation utilities within :data:`UTILITY_GAP`). None unless the
-    summaries are one FFNN and one RNN run of the same task."""
+    """Whether "the attack is more accurate against the RNN" holds for these runs, and whether the comparison is
+    fair (validation utilities within :data:`UTILITY_GAP`). None unless one FFNN and one RNN run of one task."""
     by_arch = {s.arch: s for s in summaries}
     if set(by_arch) != {"ffnn", "rnn"} or len(summaries) != 2 or by_arch["ffnn"].task != by_arch["rnn"].task:
         return None

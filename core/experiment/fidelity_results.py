@@ -1,9 +1,7 @@
-"""The ``shadow_fidelity`` block of a summary, typed: what :func:`core.experiment.fidelity.shadow_fidelity`
-builds and :class:`core.experiment.results.RunSummary` holds (layout: :mod:`core.experiment.fidelity`'s docstring).
+"""The ``shadow_fidelity`` block of a summary, typed (layout: :mod:`core.experiment.fidelity`'s docstring).
 
-Built from the block's dict by ``from_dict`` where it is born, so ``to_dict`` writes the JSON of before byte for
-byte; read back from a cached summary the same way. Every layout is open and its fields optional where a summary
-written before them lacks them (``shadow_each``, ``warnings``), so no cached summary stops reading.
+Built by ``from_dict`` where it is born, so ``to_dict`` writes the block's JSON byte for byte. Every layout is
+open, and fields that older summaries lack (``shadow_each``, ``warnings``) are optional.
 """
 from __future__ import annotations
 

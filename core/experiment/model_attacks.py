@@ -1,25 +1,17 @@
-"""The models-stage attacks of the registry (:mod:`core.attacks.registry`) and their registrations.
+"""The models-stage attacks of the registry (:mod:`core.attacks.registry`), registered below their definitions.
 
-Each registers itself below its definition; :mod:`core.experiment.pipeline` imports this module, so every
-run sees them (a new models-stage attack module is imported there too).
+They need more than the victim's stored answers, so they are fitted once on the trained models at the final
+epoch and then score any :class:`~core.attacks.registry.VictimQuery` (:class:`UndefendedQuery` here, a defended
+victim in :mod:`core.defenses.defender`).
 
-These attacks need more than the victim's stored answers, so they are fitted once on the trained
-models (:class:`~core.experiment.roles.TrainedModels`) at the final epoch and then score any
-:class:`~core.attacks.registry.VictimQuery`: :class:`UndefendedQuery` here, a defended victim in
-:mod:`core.defenses.defender`.
-
-* ``reference`` — offline LiRA and RMIA (:mod:`core.experiment.reference_attacks`), fitted together on
-  the same reference answers; under defenses the Defender keeps their own naive and adaptive path.
-* ``quantile`` — quantile regression (Bertran et al., NeurIPS 2023; :mod:`core.attacks.quantile`): the
-  regressor is fitted on the victim's answers on a non-member pool — attacker-half records, which the
-  victim never trained on — from the records' own features (:meth:`core.tasks.base.Task.attack_features`).
-  No shadow model. Under a defense the attacker queries the *deployed* (defended) victim on its pool
-  and refits, as it would in practice (warm-started from the undefended fit, :data:`DEFENDED_REFIT_STEPS`).
-* ``label_only`` — Choquette-Choo et al. 2021 (:mod:`core.attacks.label_only`): the count of correct
-  labels over augmented queries (:meth:`core.tasks.base.Task.label_queries`), the threshold fitted on
-  the shadows' own records; and the **gap** attack (correct ⇒ member) beside it. Under a defense the
-  victim's labels are the argmax of its defended output (Dirichlet noise, or the GPM's noisy weights);
-  the threshold stays the one fitted on undefended shadows (the naive attacker).
+* ``reference`` — offline LiRA and RMIA (:mod:`core.experiment.reference_attacks`), fitted together.
+* ``quantile`` — quantile regression (Bertran et al., NeurIPS 2023): the regressor is fitted on the victim's
+  answers on attacker-half records it never trained on, from the records' own features; no shadow model.
+  Under a defense the attacker queries the defended victim on its pool and refits (warm-started,
+  :data:`DEFENDED_REFIT_STEPS`).
+* ``label_only`` — Choquette-Choo et al. 2021: the count of correct labels over augmented queries, the
+  threshold fitted on the shadows; and the **gap** attack (correct ⇒ member). Under a defense the labels are
+  the argmax of the defended output, the threshold stays the undefended one (the naive attacker).
 """
 from __future__ import annotations
 
@@ -68,7 +60,7 @@ class UndefendedQuery:
         self.models, self.cache = models, cache or ArtifactCache()
         self.eval_index = models.splits.eval_index
         self.membership = models.eval_membership
-        self._model = None
+        self._model: Any = None  # the victim, built on first query
 
     def eval_responses(self) -> Responses:
         return self.models.victim.responses[self.models.cfg.epochs]
@@ -76,27 +68,25 @@ class UndefendedQuery:
     def respond(self, index: np.ndarray) -> Responses:
         return victim_answers(self.models, index, self.cache)
 
-    def label_queries(self, index: np.ndarray, n: int) -> np.ndarray:
+    def _augmented(self, index: np.ndarray, n: int, which: int) -> np.ndarray:
         if self.models.memo is not None:
-            return augmented_answers(self.models, "victim", index, n, 0)
+            return augmented_answers(self.models, "victim", index, n, which)
         if self._model is None:
             self._model = self.models.model("victim")
-        return self.models.task.label_queries(self.models.cfg, self._model, self.models.data, index, n)
+        ask = self.models.task.augmented_confidences if which else self.models.task.label_queries
+        return ask(self.models.cfg, self._model, self.models.data, index, n)
+
+    def label_queries(self, index: np.ndarray, n: int) -> np.ndarray:
+        return self._augmented(index, n, 0)
 
     def augmented_confidences(self, index: np.ndarray, n: int) -> np.ndarray:
-        if self.models.memo is not None:
-            return augmented_answers(self.models, "victim", index, n, 1)
-        if self._model is None:
-            self._model = self.models.model("victim")
-        return self.models.task.augmented_confidences(self.models.cfg, self._model, self.models.data, index, n)
+        return self._augmented(index, n, 1)
 
 
 def augmented_answers(models: TrainedModels, role: str, index: np.ndarray, n: int, which: int) -> np.ndarray:
-    """``role``'s model on the ``n`` augmented queries of records ``index``: which 0, the correct labels
-    (:meth:`~core.tasks.base.Task.label_queries`), 1, φ (:meth:`~core.tasks.base.Task.augmented_confidences`);
-    each record's forward passes run once per attack stage (:class:`~core.experiment.answer_memo.AnswerMemo`,
-    set on the batched path) — for both at once where the task answers both from one pass (the label-only
-    attack and LiRA with augmented queries read the same logits)."""
+    """``role``'s model on the ``n`` augmented queries of records ``index`` through the memo: ``which`` 0, the
+    correct labels (:meth:`~core.tasks.base.Task.label_queries`), 1, φ
+    (:meth:`~core.tasks.base.Task.augmented_confidences`); both from one pass where the task can."""
     task, cfg, data, memo = models.task, models.cfg, models.data, models.memo
     if task.augmented_in_one_pass:
         def both(records: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -234,14 +224,8 @@ class LabelOnlyAttack:
 # ---------------------------------------------------------------------------- the reference ratio
 class ReferenceRatioAttack:
     """The victim's mean token NLL minus the mean NLL of the shadows that did not train on the record
-    (:func:`core.attacks.sequence_scores.reference_ratio_scores`; Carlini et al. 2021 §5.1).
-
-    The shadows answer the victim's evaluation records (:func:`core.experiment.roles.reference_answers`;
-    they train on the attacker's half, so none trained on those). The threshold is fitted on the
-    shadows: each shadow j in turn is the target on its own in/out records, the other shadows that did
-    not train on a record its references there (records no other shadow is out on are left out of the fit).
-    Under a defense the victim's defended answers are scored against the undefended references (the
-    naive attacker's threshold).
+    (Carlini et al. 2021 §5.1). The threshold is fitted with each shadow in turn as the target on its own
+    in/out records and the others as its references; under a defense the references stay undefended.
     """
 
     names = ("reference_ratio",)
@@ -308,13 +292,9 @@ def _phi(task: Any, models: TrainedModels, model: Any, index: np.ndarray, n: int
 
 
 class AugmentedLiRA:
-    """Offline LiRA with augmented queries (:mod:`core.attacks.augmented_lira`): per record and
-    augmentation the shadows' φ (all OUT: they train on the attacker's half) give μ_out; Σ_out is
-    pooled over the victim's evaluation records (no labels needed); the one-sided statistic T's
-    threshold is fitted on the shadows, each in turn the target on its own in/out records with the
-    other shadows that did not train on a record as its references (as plain offline LiRA). Under a
-    defense the defended victim is queried the same way; references and threshold stay undefended
-    (the naive attacker)."""
+    """Offline LiRA with augmented queries (:mod:`core.attacks.augmented_lira`): the shadows (all OUT) give
+    μ_out and Σ_out on the victim's evaluation records; the threshold is fitted on the shadows as for plain
+    offline LiRA. Under a defense references and threshold stay undefended (the naive attacker)."""
 
     names = (LIRA_AUGMENTED,)
 
@@ -380,9 +360,8 @@ class AugmentedLiRA:
 
 def cached_online_models(models: TrainedModels, cache: Any, limit: int = ONLINE_LOOKUP
                          ) -> list[tuple[Any, np.ndarray]]:
-    """The online LiRA reference models already trained and cached for this run (model 0, 1, …
-    until the first missing one; :func:`core.experiment.reference_attacks.online_references`), each
-    with its (N,) mask of the victim's evaluation records it trained on. Nothing is trained here."""
+    """The cached online LiRA reference models of this run (model 0, 1, … until the first missing one), each
+    with its (N,) mask of the evaluation records it trained on. Nothing is trained here."""
     cache = cache or ArtifactCache()
     plan = online_reference_plan(models, cache)
     expected = tensor_shapes(models.task.build_model(models.cfg, models.data).state_dict())
@@ -399,13 +378,9 @@ def cached_online_models(models: TrainedModels, cache: Any, limit: int = ONLINE_
 
 
 class AugmentedLiRAOnline(AugmentedLiRA):
-    """Online LiRA with augmented queries — the stronger threat model of online LiRA (the attacker
-    holds the candidate records and trains on them): the references are the online LiRA models
-    (IN for about half of the victim's evaluation records each; trained by ``--online-lira N`` and
-    cached) and the shadows (OUT). Per record and augmentation μ_in and μ_out, Σ_in and Σ_out pooled
-    over the records; the joint log-likelihood ratio, threshold 0 (the likelihood-ratio test at
-    equal priors, as plain online LiRA). It runs only where those models are in the cache: this
-    attack trains nothing."""
+    """Online LiRA with augmented queries (online LiRA's stronger threat model): the references are the cached
+    online LiRA models (``--online-lira N``, IN for about half the evaluation records) and the shadows (OUT);
+    the joint log-likelihood ratio, threshold 0. It trains nothing: without those models it is skipped."""
 
     names = (LIRA_AUGMENTED_ONLINE,)
 

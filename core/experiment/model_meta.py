@@ -1,10 +1,9 @@
-"""A trained model's meta entry, typed: what :mod:`core.experiment.roles` caches beside a model's
-weights and answers, and what a training worker sends back with its bytes (:class:`core.experiment.roles.TrainingOutput`).
+"""A trained model's meta entry, typed: what :mod:`core.experiment.roles` caches beside a model's weights and
+answers, and what a training worker sends back with its bytes.
 
-The cache's layout is unchanged: ``{"params", "per_epoch", "train_s", "privacy"}`` (``privacy`` written as null
-when not private, never left out), each ``per_epoch`` row the victim's learning-curve row as the task measured it
-(:class:`core.experiment.results.EpochRecord`: ``epoch`` and the task's own columns). It is read once, where it
-comes off the cache or the worker (:meth:`ModelMeta.from_dict`), and passed on typed.
+The layout: ``{"params", "per_epoch", "train_s", "privacy"}`` (``privacy`` null when not private, never left
+out), each ``per_epoch`` row an :class:`core.experiment.results.EpochRecord`. Read once where it comes off the
+cache or the worker (:meth:`ModelMeta.from_dict`), and passed on typed.
 """
 from __future__ import annotations
 

@@ -1,21 +1,17 @@
 """The experiment pipeline: data → victim → shadow models → attacks → result (task-generic).
 
-Follows the shadow-model framework of Shokri et al. as laid out in paper 000 §3.2:
+The shadow-model framework of Shokri et al. as laid out in paper 000 §3.2:
 
-1. The task's data source is split into two disjoint halves, the victim's and the attacker's.
-2. The victim trains on ``n_train`` records of its half (members); ``n_eval`` further records
-   of its half are non-members. The evaluation set is ``n_eval`` members + ``n_eval``
-   non-members (balanced: chance = 50 %).
-3. Shadow model i trains on ``n_train`` records drawn from the attacker's half (its "in"
-   records) with the victim's specification; ``n_eval`` other attacker records are its "out"
-   records. Responses of all shadows on their in/out records, with known membership, train the
-   attack.
-4. At every checkpoint epoch a separate attack is fitted on shadows taken at that same epoch and
-   evaluated on the victim at that epoch (paper 000, Fig. 4).
+1. The data source is split into two disjoint halves, the victim's and the attacker's.
+2. The victim trains on ``n_train`` records of its half; the evaluation set is ``n_eval`` members +
+   ``n_eval`` non-members of its half (balanced: chance = 50 %).
+3. Shadow i trains on ``n_train`` attacker records (its "in" records) like the victim; ``n_eval`` other
+   attacker records are its "out" records. Their responses, with known membership, train the attack.
+4. At every checkpoint epoch an attack is fitted on shadows at that epoch and evaluated on the victim at
+   that epoch (paper 000, Fig. 4).
 
-Trained models (weights, learning curves, Responses at each checkpoint) are cached under the
-config's *training* hash, so changing only attack settings re-uses them; the whole result is
-cached under the full config hash.
+Trained models are cached under the config's *training* hash, so changing only attack settings reuses them;
+the whole result is cached under the full config hash.
 """
 from __future__ import annotations
 
@@ -40,10 +36,7 @@ from core.attacks.shadow_attacks import (
 from core.experiment.answer_memo import AnswerMemo
 from core.experiment.cache import ArtifactCache, dict_with
 
-#: part of a fitted attack's cache key: raised when fitting changes its numbers, so no fit of an older
-#: version is served. 2: every learned classifier fitted as one batched ensemble
-#: (core.attacks.attack_ensemble) — the same attack up to float rounding, but not bit for bit. 3: the LSTMs
-#: run in length buckets and the MLPs' gradients are written out by hand on a CPU (rounding again)
+#: part of a fitted attack's cache key: raise it whenever fitting changes its numbers, even by rounding
 ATTACK_FIT_VERSION = "fit3"
 from core.experiment.executor import Executor, TrainingJob, as_tuple
 from core.experiment.fidelity import measure_shadow_fidelity
@@ -86,11 +79,8 @@ def trained_models(
 ) -> TrainedModels:
     """Train (or load from the cache) the victim and every shadow model of ``cfg``.
 
-    The one public way to obtain trained models: the pipeline, the defenses and the analyses
-    all start here, so a model is trained once and then re-used from the cache. With an
-    ``executor`` other than the local one (:mod:`core.experiment.executor`: a process pool, Ray) the missing
-    models train there in parallel and come back as bytes that this process caches; the models
-    are then loaded like any cached ones (same numbers whichever executor trained them).
+    The one way to obtain trained models, so a model is trained once and then reused from the cache. With a
+    non-local ``executor`` the missing models train there and come back as bytes that this process caches.
     """
     cfg.validate()
     cache = cache or ArtifactCache()
@@ -141,8 +131,7 @@ def trained_models(
 def load_models(cfg: ExperimentConfig, cache: ArtifactCache | None = None) -> TrainedModels:
     """The cached victim and shadows of ``cfg``; never trains (nor loads a user's weights anew).
 
-    What a reader of cached runs uses (the pages: "pages never train" is this function's contract, not a
-    convention): :func:`trained_models` without the training.
+    "Pages never train" is this function's contract: :func:`trained_models` without the training.
 
     Raises:
         NotCachedError: a model of ``cfg`` is missing from the cache or fails its integrity checks (one line
@@ -177,10 +166,8 @@ def load_models(cfg: ExperimentConfig, cache: ArtifactCache | None = None) -> Tr
 
 def _train_missing_on(executor: Executor, cfg: ExperimentConfig, cache: ArtifactCache,
                       tracker: ProgressTracker | None = None) -> None:
-    """Train the roles of ``cfg`` missing from the cache on ``executor``; cache what comes back,
-    each model as it arrives (a failed or crashed job loses none that finished). Progress: the
-    models training side by side report their fractions where the executor passes them on
-    (local, processes), else move model by model (ensemble, Ray)."""
+    """Train the roles of ``cfg`` missing from the cache on ``executor``; cache each model as it arrives (a failed
+    job loses none that finished)."""
     cfg.validate()
     task = get_task(cfg.task)
     if tracker is not None:
@@ -234,12 +221,11 @@ def training_stages(cfg: ExperimentConfig) -> list[tuple[str, float]]:
     return stages + [(role_stage(cfg, f"shadow_{i}"), 1.0) for i in range(cfg.n_shadows)]
 
 
-def build_attacks(task: Task, cfg: ExperimentConfig, responses: Responses | None = None) -> list[Attack]:
+def build_attacks(task: Task, cfg: ExperimentConfig) -> list[Attack]:
     """Fresh (unfitted) attacks of ``cfg`` fitted on the shadows' Responses: the registry's
-    responses-stage attacks of the task (:mod:`core.attacks.registry`), then the task's own; with
-    ``responses``, without those that cannot run on them (:func:`unavailable_attacks`)."""
+    responses-stage attacks of the task (:mod:`core.attacks.registry`), then the task's own."""
     training = AttackTraining(cfg.attack_hidden, cfg.attack_train_epochs, cfg.attack_lr, seed=cfg.seed)
-    return attack_registry.responses_attacks(task.name, training, responses) + task.extra_attacks(cfg, training)
+    return attack_registry.responses_attacks(task.name, training) + task.extra_attacks(cfg, training)
 
 
 def unavailable_attacks(models: TrainedModels) -> dict[str, str]:
@@ -253,27 +239,16 @@ def unavailable_attacks(models: TrainedModels) -> dict[str, str]:
     return out
 
 
-def fitted_attacks(
-    models: TrainedModels,
-    epoch: int | None = None,
-    shadow_responses: Responses | None = None,
-    tag: str = "undefended",
-    cache: ArtifactCache | None = None,
-) -> list[Attack]:
-    """Attacks fitted on the shadows' Responses at ``epoch`` (default: the last), cached as bytes.
-
-    ``shadow_responses`` replaces the shadows' own Responses (an adaptive attacker fits on its
-    shadows' *defended* answers); ``tag`` then names what they are (e.g. a defense spec's key),
-    so each variant is cached under (config hash, epoch, tag). Fitting happens once; scoring any
-    Responses afterwards is :func:`core.attacks.shadow_attacks.score_attacks`.
-    """
-    return fitted_attack_variants(models, [AttackVariant(epoch, tag, shadow_responses)], cache)[0]
+def fitted_attacks(models: TrainedModels, epoch: int | None = None, cache: ArtifactCache | None = None) -> list[Attack]:
+    """Attacks fitted on the shadows' Responses at ``epoch`` (default: the last), cached as bytes; score any
+    Responses with :func:`core.attacks.shadow_attacks.score_attacks`."""
+    return fitted_attack_variants(models, [AttackVariant(epoch)], cache)[0]
 
 
 @dataclass(frozen=True)
 class AttackVariant:
-    """What one set of attacks is fitted on: the shadows' answers at ``epoch`` (None: the last),
-    or ``shadow_responses`` in their place (defended answers), cached under ``tag``."""
+    """What one set of attacks is fitted on: the shadows' answers at ``epoch`` (None: the last), or
+    ``shadow_responses`` in their place (an adaptive attacker's defended answers), cached under ``tag``."""
 
     epoch: int | None = None
     tag: str = "undefended"
@@ -333,8 +308,7 @@ class ExperimentResult:
 
     @cached_property
     def summary(self) -> dict[str, Any]:
-        """The summary's JSON (written once per result: a caller that adds to it, as ``run --out`` does with
-        online LiRA, adds to this one dict)."""
+        """The summary's JSON, built once: a caller that adds to it (``run --out``'s online LiRA) adds to this dict."""
         return self.run.to_dict()
 
     @property
@@ -366,15 +340,13 @@ def cached_run(cfg: ExperimentConfig, cache: ArtifactCache | None = None) -> Run
 
 
 def _loaded(cfg: ExperimentConfig) -> dict[str, Any]:
-    """What *this* load did (the stored values are the first run's): every model came from the cache (the config's
-    shadows: ``n_shadows`` is in the config hash the summary was checked against)."""
+    """What *this* load did (the stored values are the first run's): every model came from the cache."""
     return {"cache_hit": True, "models_from_cache": {"victim": True, "shadows": int(cfg.n_shadows)}}
 
 
 def _marked(run: RunSummary, marks: dict[str, Any]) -> RunSummary:
-    """``run`` with ``marks`` (JSON values of its plain fields: flags, objects, lists) written over it, as
-    ``with_json`` does; where the stored summary holds every such key already (every summary ``run_experiment``
-    wrote) they are set in place, without reading the whole summary again (a page reads every cached run)."""
+    """``run`` with ``marks`` (JSON values of plain fields) written over it, as ``with_json`` does, but without
+    re-reading the summary where it already holds every such key."""
     if all(k in run.keys for k in marks):
         return replace(run, **marks)
     return run.with_json(marks)
@@ -387,9 +359,8 @@ def _stored_run(cache: ArtifactCache, cfg: ExperimentConfig) -> RunSummary | Non
 
 def _read_run(cache: ArtifactCache, key: str, config_hash: str, task: str | None = None,
               arch: str | None = None) -> RunSummary | None:
-    """The summary under ``key`` read typed once, as it leaves the cache (a summary that does not read, or is not the
-    one asked for, is discarded there: a result whose own ``config_hash`` — or task, arch — differs from the requested
-    one is never served)."""
+    """The summary under ``key`` read typed once; one that does not read, or whose own ``config_hash`` (task, arch)
+    differs from the one asked for, is discarded and never served."""
     read: list[RunSummary] = []  # the typed summary the check read, so that it is parsed once
 
     def check(summary: Any) -> None:
@@ -431,8 +402,7 @@ def config_of(summary: RunSummary | dict[str, Any]) -> ExperimentConfig:
     return cfg
 
 
-#: the summary's JSON layout as run_experiment writes it, key by key (a None is written as null, never left out:
-#: the JSON the cache stores and the CLI writes stays what it was before the summary was typed from birth)
+#: the summary's JSON layout as run_experiment writes it, key by key (a None is written as null, never left out)
 _RUN_KEYS = ("task", "arch", "preset", "config", "config_hash", "training_hash", "params", "data", "device", "machine", "utility",
              "attack", "attacks", "attacks_by_epoch", "per_epoch", "timings", "cache_hit", "models_from_cache",
              "cache_corrupted", "victim_source", "shadow_fidelity", "attacks_not_run", "resolution", "privacy",
@@ -481,11 +451,8 @@ def run_experiment(
     for epoch, attacks in zip(cfg.checkpoint_epochs, fitted):
         with single_thread():
             attacks_by_epoch[epoch] = score_attacks(attacks, victim.responses[epoch], splits.eval_membership)
-    # the models-stage attacks beside them at the final epoch (LiRA and RMIA need the shadows' final
-    # weights, quantile regression the victim on a non-member pool, label-only its labels under
-    # augmentations: core.experiment.model_attacks), and how closely the shadows track the victim
+    # the models-stage attacks at the final epoch, and how closely the shadows track the victim
     t_reference = time.perf_counter()
-    # each model built once and each record answered once across these attacks (core.experiment.answer_memo)
     models.memo = AnswerMemo()
     try:
         model_outcomes, model_timings, not_run = model_attack_outcomes(models, cache)
@@ -493,7 +460,7 @@ def run_experiment(
         fidelity = measure_shadow_fidelity(models)
     finally:
         models.memo = None  # answers and models held for this stage only
-    # LiRA, RMIA and the fidelity, as before; the other models-stage attacks have their own timings
+    # LiRA, RMIA and the fidelity; the other models-stage attacks have their own timings
     reference_s = time.perf_counter() - t_reference - sum(v for k, v in model_timings.items() if not k.endswith("_fit_s"))
     tracker.finish("attacks")
     attack_s, attack_cpu_s = time.perf_counter() - t, time.process_time() - t_cpu
@@ -506,9 +473,7 @@ def run_experiment(
         per_epoch.append(row.with_json({"attack_accuracy": outcome.result.accuracy if outcome else None,
                                         "attack_auc": outcome.result.auc if outcome else None}))
     last = victim.per_epoch[-1]
-    # typed at birth: a key or value this version cannot read fails here, not forever at each cache read. The
-    # attack numbers come from core.measurement.metrics.AttackMetrics, read typed through their JSON (the measurement
-    # floor knows no result types); the primary one without its ROC, under its name
+    # typed at birth: a key or value this version cannot read fails here, not at each cache read
     run = RunSummary(
         task=cfg.task, arch=cfg.arch, preset=cfg.preset, config=cfg.to_dict(), config_hash=cfg.config_hash,
         training_hash=cfg.training_hash, params=victim.params,
@@ -571,7 +536,7 @@ def model_attack_outcomes(models: TrainedModels, cache: ArtifactCache | None = N
             not_run[entry.name] = attack.skipped
             continue
         outcomes.update(attack.outcomes(query))
-        if entry.name != "reference":  # LiRA/RMIA's cost stays in reference_attacks_s, as before
+        if entry.name != "reference":  # LiRA/RMIA's cost is in reference_attacks_s
             timings[f"{entry.name}_fit_s"] = attack.fit_s
             timings[f"{entry.name}_s"] = time.perf_counter() - t
     return outcomes, timings, not_run
@@ -583,8 +548,7 @@ def record_signals(responses: Responses, membership: np.ndarray, outcomes: dict[
     of each threshold attack in its signal's units (``{"signal", "threshold", "member_if"}``)."""
 
     def significant(a: np.ndarray) -> list[float]:
-        # 6 significant digits, not 6 decimals: a confident answer's APE or cross-entropy is 1e-7 … 1e-9, which
-        # 6 decimals turned into 0 or a few values (1e-6, 2e-6, …): rows of records on a log scale that are not data
+        # significant digits, not decimals: a confident answer's APE or cross-entropy is 1e-7 … 1e-9
         return [float(f"{v:.6g}") for v in np.asarray(a, np.float64)]
 
     return {

@@ -1,9 +1,7 @@
 """The strongest black-box attacks: LiRA (Carlini et al. 2022) and RMIA (Zarifzadeh et al. 2024).
 
-Both compare the victim's answer on a record with *reference models'* answers on that same
-record, so a record that every model finds easy (or hard) is not mistaken for a member (or a
-non-member): the per-record difficulty that blunts a global loss threshold cancels out. They work
-from :class:`~core.measurement.responses.Responses` only; the reference models are the attacker's shadows.
+Both compare the victim's answer on a record with *reference models'* answers (the attacker's shadows) on
+that same record, so the per-record difficulty that blunts a global loss threshold cancels out.
 
 Signals (per step t of a record, from the Responses):
 
@@ -23,11 +21,9 @@ one-sided test statistic z = (φ_target − μ_out)/σ_out (monotone in Carlini'
 ``variance="global"`` pools σ over all records (the paper's advice with few reference models,
 and our default); ``"per_example"`` uses each record's own spread (needs many shadows).
 
-**LiRA, online** (:func:`online_lira`): a *different, stronger threat model*: the attacker
-trains IN models on the target records themselves (each reference model on a random half of
-the victim's evaluation records plus attacker data), then scores the likelihood ratio
-log N(φ; μ_in, σ_in) − log N(φ; μ_out, σ_out). It costs extra trainings and assumes the
-attacker holds the candidate records *and* may train on them; the offline attack does not.
+**LiRA, online** (:func:`online_lira`): a *stronger threat model*: the attacker holds the candidate
+records and trains IN models on them (each on a random half of the victim's evaluation records plus
+attacker data), then scores log N(φ; μ_in, σ_in) − log N(φ; μ_out, σ_out).
 
 **RMIA** (Zarifzadeh et al. 2024): with Pr(x|θ) the model's likelihood of record x and
 Pr(x) = ½[(1 + a)·mean_ref Pr(x|θ_ref) + (1 − a)] (the offline approximation of the average
@@ -51,18 +47,14 @@ itself, with a term smaller than one step, so the ranking is never coarser than 
 * RMIA uses the geometric-mean step confidence Pr(x|θ) = exp((1/L) Σₜ log cₜ) in both cases (for
   an image, L = 1 and this is p(label)), so records of different lengths stay comparable.
 
-Alignment is detected: steps are aligned when every reference model's Responses have the target's
-lengths and reference classes step for step.
+Steps are aligned when every reference's Responses have the target's lengths and reference classes.
 
-Thresholds (for accuracy and advantage; AUC and TPR at low FPR need none) are fitted like every
-other attack's, on the attacker's own data: each shadow in turn plays the target on its own
-in/out records, the other shadows that did not train on a record are its references
-(:func:`reference_attack_outcomes`; at most :data:`CALIBRATION_RECORDS` in and as many out records per
-shadow). The reference attacks need at least two shadows.
+Thresholds (for accuracy and advantage) are fitted on the attacker's own data: each shadow in turn plays
+the target on up to :data:`CALIBRATION_RECORDS` in and out records of its own, the other shadows that did
+not train on a record its references. The reference attacks need at least two shadows.
 """
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -72,8 +64,9 @@ from core.attacks.shadow_attacks import AttackOutcome
 from core.experiment.cache import ArtifactCache, tensor_shapes
 from core.experiment.roles import (
     TrainedModels,
-    memo_answers,
+    cached_answers,
     model_from_weights,
+    records_digest,
     reference_answers,
     role_seed,
     train_model,
@@ -164,10 +157,9 @@ def aligned(target: Responses, references: list[Responses]) -> bool:
 
 
 # ---------------------------------------------------------------------------- LiRA
-def lira_signals(target: Responses, references: list[Responses], steps: bool | None = None
-                 ) -> tuple[np.ndarray, np.ndarray, bool]:
+def lira_signals(target: Responses, references: list[Responses]) -> tuple[np.ndarray, np.ndarray, bool]:
     """(target φ (M,), references φ (n_refs, M), aligned): M = steps when aligned, else records."""
-    steps = aligned(target, references) if steps is None else steps
+    steps = aligned(target, references)
     phi_t = step_logit_confidence(target)
     phis = [step_logit_confidence(r) for r in references]
     if not steps:
@@ -273,11 +265,8 @@ def rmia_scores(
 # ---------------------------------------------------------------------------- attack objects
 @dataclass
 class ReferenceAttack:
-    """A fitted reference-model attack in the shape of :class:`core.attacks.shadow_attacks.Attack`.
-
-    Unlike the shadow-trained attacks it cannot score Responses alone: it scores the records it
-    was bound to (:meth:`bind`: the reference models' answers on those very records, and for
-    RMIA on the population). ``state``/``load_state`` keep the fitted threshold and parameters.
+    """A fitted reference-model attack in the shape of :class:`core.attacks.shadow_attacks.Attack`; it scores
+    only the records it was bound to (:meth:`bind`: the references' answers on them, and RMIA's population).
     """
 
     name: str
@@ -327,32 +316,19 @@ class ReferenceAttack:
 
 
 # ---------------------------------------------------------------------------- from trained models
-def _digest(index: np.ndarray) -> str:
-    return hashlib.sha256(np.ascontiguousarray(index, np.int64).tobytes()).hexdigest()[:16]
-
-
 def victim_answers(models: TrainedModels, index: np.ndarray, cache: ArtifactCache | None = None) -> Responses:
-    """The final victim answering records ``index`` (e.g. RMIA's population), cached like
-    :func:`core.experiment.roles.reference_answers` under (training hash, "victim", a digest of the records)."""
-
-    cache = cache or ArtifactCache()
-    index = np.asarray(index, np.int64)
-    key = cache.key("model", models.cfg.training_hash, "victim", "answers", _digest(index))
-    answers = cache.get_responses(key)
-    if answers is None or len(answers) != len(index):
-        answers = memo_answers(models, "victim", index)
-        cache.put_responses(key, answers)
-    return answers
+    """The final victim answering records ``index`` (e.g. RMIA's population), cached like the shadows'
+    :func:`core.experiment.roles.reference_answers`."""
+    return cached_answers(models, "victim", np.asarray(index, np.int64), cache or ArtifactCache())
 
 
-def population_index(models: TrainedModels, size: int | None = None) -> np.ndarray:
-    """RMIA's population: attacker-pool records no shadow trained on (seeded choice of ``size``,
-    default max(n_eval, 100), at most what the pool holds). Its size sets the resolution of the
-    share, not the ranking (see the module docstring), so a modest population suffices."""
+def population_index(models: TrainedModels) -> np.ndarray:
+    """RMIA's population: a seeded choice of max(n_eval, 100) attacker-pool records no shadow trained on (at
+    most what the pool holds). Its size sets the resolution of the share, not the ranking."""
     cfg, splits = models.cfg, models.splits
     used = np.concatenate(splits.shadow_in) if splits.shadow_in else np.zeros(0, np.int64)
     free = np.setdiff1d(models.data.attacker_pool, used)
-    size = max(cfg.n_eval, 100) if size is None else size
+    size = max(cfg.n_eval, 100)
     rng = np.random.default_rng([cfg.seed, 0x2A1A])
     return np.sort(rng.permutation(free)[: min(size, len(free))]).astype(np.int64)
 
@@ -445,8 +421,7 @@ class ReferenceInputs:
                        population_references=[self.population_references[k] for k in keep], calibration=sub_cal)
 
 
-def reference_inputs(models: TrainedModels, cache: ArtifactCache | None = None,
-                     population_size: int | None = None) -> ReferenceInputs | None:
+def reference_inputs(models: TrainedModels, cache: ArtifactCache | None = None) -> ReferenceInputs | None:
     """The undefended inputs of the final epoch (None with fewer than 2 shadows); the shadows'
     answers come from :func:`core.experiment.roles.reference_answers`, the victim's on the population from
     :func:`victim_answers`, all cached: nothing retrains."""
@@ -454,7 +429,7 @@ def reference_inputs(models: TrainedModels, cache: ArtifactCache | None = None,
     cache = cache or ArtifactCache()
     if len(models.shadows) < 2:
         return None
-    pop = population_index(models, population_size)
+    pop = population_index(models)
     return ReferenceInputs(models.victim.responses[models.cfg.epochs], reference_answers(models, None, cache),
                            victim_answers(models, pop, cache), reference_answers(models, pop, cache),
                            _calibration(models, cache), pop, models.splits.eval_index)
@@ -517,20 +492,8 @@ def score_reference_attacks(attacks: list[ReferenceAttack], target: Responses, m
     return out
 
 
-def reference_attack_outcomes(models: TrainedModels, cache: ArtifactCache | None = None,
-                              population_size: int | None = None, variance: str = "global"
-                              ) -> dict[str, AttackOutcome]:
-    """Offline LiRA and RMIA on the victim's evaluation set at the final epoch, fitted on the
-    shadows: ``{"lira": AttackOutcome, "rmia": AttackOutcome}`` (empty with fewer than 2 shadows)."""
-    inputs = reference_inputs(models, cache, population_size)
-    if inputs is None:
-        return {}
-    return score_reference_attacks(fit_reference_attacks(inputs, variance), inputs.target, models.eval_membership)
-
-
 # ---------------------------------------------------------------------------- online LiRA (option)
-def online_lira(models: TrainedModels, n_models: int = 4, cache: ArtifactCache | None = None,
-                variance: str = "global") -> AttackOutcome:
+def online_lira(models: TrainedModels, n_models: int = 4) -> AttackOutcome:
     """Online LiRA on the victim's evaluation set — **a stronger threat model**: the attacker is
     assumed to hold the candidate records and to train on them.
 
@@ -540,9 +503,9 @@ def online_lira(models: TrainedModels, n_models: int = 4, cache: ArtifactCache |
     shadows are added as OUT models. Score: per record, the log-likelihood ratio of φ under
     N(μ_in, σ²_in) and N(μ_out, σ²_out); threshold 0 (the likelihood-ratio test at equal priors).
     """
-    refs, in_mask = online_references(models, n_models, cache)
+    refs, in_mask = online_references(models, n_models)
     target = models.victim.responses[models.cfg.epochs]
-    scores = lira_scores(target, refs, in_mask=in_mask, variance=variance)
+    scores = lira_scores(target, refs, in_mask=in_mask)
     result = evaluate_attack(LIRA_ONLINE, scores, models.eval_membership, 0.0)
     return AttackOutcome(result, scores)
 
@@ -565,7 +528,7 @@ def online_reference_plan(models: TrainedModels, cache: ArtifactCache):
         chosen = rng.permutation(len(eval_index))[:n_eval]
         train_index = np.concatenate([eval_index[chosen], rng.permutation(spare)[:extra]]).astype(np.int64)
         role = f"lira_in_{m}"
-        return role, train_index, chosen, cache.key("model", cfg.training_hash, role, _digest(train_index), "weights")
+        return role, train_index, chosen, cache.key("model", cfg.training_hash, role, records_digest(train_index), "weights")
 
     return plan
 
@@ -583,7 +546,8 @@ def online_references(models: TrainedModels, n_models: int = 4, cache: ArtifactC
     plan = online_reference_plan(models, cache)
     for m in range(n_models):
         role, train_index, chosen, key_w = plan(m)
-        key_a = cache.key("model", cfg.training_hash, role, _digest(train_index), "answers", _digest(eval_index))
+        key_a = cache.key("model", cfg.training_hash, role, records_digest(train_index), "answers",
+                          records_digest(eval_index))
         resp = cache.get_responses(key_a)
         if resp is None or len(resp) != len(eval_index):
             weights = cache.get_tensors(key_w, expected=expected, require_finite=True)

@@ -1,25 +1,14 @@
 """Typed results: what a run, an attack and a defended point produce, as frozen dataclasses.
 
-The seam between ``core`` and its readers (pages, ``ui/``, views, analyses): the pipeline builds its
-:class:`RunSummary` itself (typed from birth, ``ExperimentResult.run``) and caches its ``to_dict()``; the defenses
-and the sweeps still build and cache plain JSON dicts (the documented layout of ``docs/architecture.md``,
-"Summary JSON"; the cache stores dicts, and the CLI writes them unchanged), and they are typed once,
-where the JSON is read or produced (the cache readers, the CLI, ``ui.shared``, the analyses that run
-experiments): :class:`RunSummary`, :class:`AttackResult`, :class:`DefendedPoint` by ``from_dict`` —
-validated there (after TF Privacy's ``AttackInputData.validate()``): a missing, ill-typed or unknown
-field raises :class:`core.foundations.errors.ResultFormatError` with one line that names it
-(``summary.attacks['lira'].auc must be a number, got 'x'``; ``summary has unknown key 'x' (written by
-another version?)``). The views and analyses take the typed objects only and read attributes
-(``run.attacks["lira"].auc``, ``run.per_record.scores_of("lira")``, ``point.attack.accuracy``).
+The seam between ``core`` and its readers (pages, ``ui/``, views, analyses). JSON (the layout of
+``docs/architecture.md``, "Summary JSON") is typed once where it is read or produced, by ``from_dict``, which
+validates it (after TF Privacy's ``AttackInputData.validate()``): a missing, ill-typed or unknown field raises
+:class:`core.foundations.errors.ResultFormatError` with one line that names it.
 
-``to_dict()`` gives back exactly the dict that was read — the same keys in the same order, the
-same values (numbers are checked, never converted: an int stays an int); a key that was absent stays
-absent (``None`` on the attribute). Three layouts are open by design and keep keys they do not type in
-``extra``, written back where they were: a learning-curve row (a task's own columns, numbers), a
-defended point (a registered mechanism's keys) and a defense baseline (the sweeps' keys). Built in code
-rather than read, an object writes every typed field in the layout's order, then ``extra``. Nested
-blobs that no reader needs typed (``config``, ``examples``, ``privacy``)
-stay JSON values; ``to_dict`` returns them as they are (not copied), so treat them as read-only.
+``to_dict()`` gives back exactly the dict that was read: same keys, order and values (numbers are checked, never
+converted); an absent key stays absent. Three layouts are open and keep untyped keys in ``extra``: a
+learning-curve row, a defended point and a defense baseline. Nested blobs no reader needs typed (``config``,
+``examples``, ``privacy``) stay JSON values, returned as they are: treat them as read-only.
 """
 from __future__ import annotations
 
@@ -53,9 +42,8 @@ class AttackResult(Typed):
     ``auc``, ``tpr_at_fpr`` at the FPRs of :data:`core.measurement.metrics.LOW_FPRS` (keys ``"0.01"``,
     ``"0.001"``), the ROC curve when kept (``roc_fpr``, ``roc_tpr``), and — for a defended point's
     mean over draws — the standard deviations over draws (``*_std``). ``threshold`` is None for
-    "never a member" (+∞ in the computation). The computing side is :class:`core.measurement.metrics.AttackMetrics`
-    (what :func:`core.measurement.metrics.evaluate_attack` returns and the pipeline writes with ``to_dict``); this
-    is that JSON read back, checked and frozen.
+    "never a member" (+∞ in the computation). This is :class:`core.measurement.metrics.AttackMetrics`' JSON read
+    back, checked and frozen.
     """
 
     name: str
@@ -89,10 +77,6 @@ class AttackResult(Typed):
     def tpr_at_01pct_fpr(self) -> float | None:
         """TPR at 0.1 % FPR (None when not measured)."""
         return self.tpr_at_fpr.get("0.001")
-
-    @property
-    def has_roc(self) -> bool:
-        return bool(self.roc_fpr) and bool(self.roc_tpr)
 
 
 def _check_attacks(primary: AttackResult, attacks: Mapping[str, AttackResult], where: str) -> None:
@@ -297,10 +281,10 @@ class RunSummary(Typed):
         """Every attack fitted at checkpoint ``epoch`` ({} where none was)."""
         return dict((self.attacks_by_epoch or {}).get(str(epoch), {}))
 
-    def timing(self, name: str, default: float = 0.0) -> float:
-        """A timing in seconds (``total_s``, ``victim_trained_s``, …)."""
+    def timing(self, name: str) -> float:
+        """A timing in seconds (``total_s``, ``victim_trained_s``, …); 0 where the summary has none."""
         value = self.timings.get(name)
-        return float(value) if is_number(value) else default
+        return float(value) if is_number(value) else 0.0
 
     @property
     def example_kind(self) -> str | None:
@@ -416,11 +400,6 @@ class DefendedPoint(Typed):
         """The empirical ε lower bound as a number, whichever layout holds it."""
         bound = self.epsilon_lower_bound
         return bound.lower_bound if isinstance(bound, EpsilonBound) else bound
-
-    @property
-    def has_utility(self) -> bool:
-        """Whether utility was measured at this point (the slider's fast points have none)."""
-        return self.utility is not None
 
     @property
     def guarantee(self) -> str | None:

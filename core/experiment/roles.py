@@ -1,18 +1,10 @@
 """The roles of one experiment: victim and shadow models, trained or loaded, one at a time.
 
-The layer under the pipeline (:mod:`core.experiment.pipeline` orchestrates; the executors, the ensemble,
-the reference attacks and shadow fidelity build on this module, never on the pipeline):
-
-* the data splits of paper 000 §3.2 (:func:`make_splits`) and the memory guard;
-* seeds: one per role, derived from the config's seed (:func:`role_seed`, :func:`seed_everything`);
-* one model trained (:func:`train_role`, :class:`EpochRecorder`: Responses, weights and utility
-  at each checkpoint epoch) or loaded from the cache, under an inter-process lock
-  (:func:`train_or_load`), and its (de)serialisation (:func:`model_from_weights`,
-  :func:`store_trained`);
-* :class:`TrainedModels`, what defenses and analyses consume, and the reference models'
-  answers on the victim's records (:func:`reference_answers`, for LiRA and RMIA);
-* the job types the executors run (:class:`TrainingJob` → :func:`train_job` → :class:`TrainingOutput`:
-  plain data and bytes, so a worker process or a Ray node can train one role).
+The layer under the pipeline (the executors, the reference attacks and shadow fidelity build on this, never on
+the pipeline): the data splits of paper 000 §3.2 (:func:`make_splits`); per-role seeds (:func:`role_seed`); one
+model trained (:func:`train_role`, :class:`EpochRecorder`) or loaded under an inter-process lock
+(:func:`train_or_load`); :class:`TrainedModels`, what defenses and analyses consume; and the executors' job types
+(:class:`TrainingJob` → :func:`train_job` → :class:`TrainingOutput`: plain bytes, so any worker can train a role).
 """
 from __future__ import annotations
 
@@ -106,13 +98,10 @@ def user_splits(cfg: ExperimentConfig, data: TaskData, members: np.ndarray) -> S
       seeded by (seed, 2); the evaluation's members are the first ``n_eval`` of them;
     * evaluation non-members: the first ``n_eval`` *unlisted* records of the victim's half in that
       same permutation (balanced: as many as the evaluation's members);
-    * attacker's pool: the attacker's half without the listed records (a listed record there is
-      left out, never trained on or queried by a shadow); shadow i draws ``n_train`` members and
-      ``n_eval`` non-members from it as in :func:`make_splits`.
+    * attacker's pool: the attacker's half without the listed records; shadow i draws ``n_train`` members
+      and ``n_eval`` non-members from it as in :func:`make_splits`.
 
-    A victim the explorer trained, exported with its members, so gets back the very splits of its
-    run (same non-members, same shadows). Listed members can therefore never overlap the attacker's
-    pool; too few of them or of the unlisted records is refused.
+    A victim the explorer trained, exported with its members, so gets back the very splits of its run.
 
     Raises:
         ConfigError: fewer members than n_train (or n_eval), fewer unlisted records of the victim's
@@ -221,12 +210,10 @@ def train_model(task: Task, cfg: ExperimentConfig, data: TaskData, train_index: 
                 on_epoch=None, on_progress=None, on_batch=None, on_record=None) -> torch.nn.Module:
     """A freshly initialised model of ``cfg`` (seeded by ``seed``) trained on ``train_index``.
 
-    The seed fixes the initialisation and the data order, so two calls with the same seed on
-    neighbouring training sets differ only through the record that differs (what
-    SensitivitySampler measures, paper 000 Algorithm 2). ``on_batch`` is the training loop's
-    per-step hook (:class:`core.training.loop.Batch`); ``on_record`` receives the run's
-    :class:`core.training.loop.TrainingRecord` (steps, and DP-SGD's privacy record). The model
-    returned is the one that trained (under DP-SGD with Opacus' hooks removed).
+    The seed fixes the initialisation and the data order, so two calls with the same seed on neighbouring
+    training sets differ only through the record that differs (paper 000 Algorithm 2). ``on_batch`` is the
+    loop's per-step hook; ``on_record`` receives the run's :class:`core.training.loop.TrainingRecord`. Returns
+    the model that trained (under DP-SGD with Opacus' hooks removed).
     """
     seed_everything(seed)
     model = task.build_model(cfg, data).to(default_device())
@@ -273,11 +260,9 @@ def load_user_victim(task: Task, cfg: ExperimentConfig, data: TaskData, splits: 
                      on_progress: Callable[[float], None] | None = None) -> TrainedModel:
     """The victim of a config with ``target_weights``: the user's model, loaded, never trained.
 
-    Its weights are checked against this config's architecture (:func:`core.experiment.user_model.user_weights`),
-    then it answers the evaluation set and its utility is measured on the evaluation's members and
-    non-members (one learning-curve row, at ``cfg.epochs``); the result is cached like a trained
-    victim (under the training hash, which binds the files' sha256), so a reopened run needs the
-    files no more.
+    Its weights are checked against this config's architecture, then it answers the evaluation set and its
+    utility is measured (one learning-curve row, at ``cfg.epochs``); it is cached like a trained victim (the
+    training hash binds the files' sha256), so a reopened run needs the files no more.
 
     Raises:
         ConfigError: the weights do not fit, or the model answers with NaN or infinite outputs.
@@ -507,18 +492,24 @@ def reference_answers(models: TrainedModels, index: np.ndarray | None = None,
     record features (translation's BLEU features would cost a greedy decoding per record).
     """
     cache = cache or ArtifactCache()
-    cfg = models.cfg
     index = models.splits.eval_index if index is None else np.asarray(index, np.int64)
-    tag = hashlib.sha256(np.ascontiguousarray(index, np.int64).tobytes()).hexdigest()[:16]
-    out = []
-    for i in range(len(models.shadows)):
-        key = cache.key("model", cfg.training_hash, f"shadow_{i}", "answers", tag)
-        answers = cache.get_responses(key)
-        if answers is None or len(answers) != len(index):
-            answers = memo_answers(models, f"shadow_{i}", index)
-            cache.put_responses(key, answers)
-        out.append(answers)
-    return out
+    return [cached_answers(models, f"shadow_{i}", index, cache) for i in range(len(models.shadows))]
+
+
+def records_digest(index: np.ndarray) -> str:
+    """A short digest of record indices: part of the cache keys of answers on them."""
+    return hashlib.sha256(np.ascontiguousarray(index, np.int64).tobytes()).hexdigest()[:16]
+
+
+def cached_answers(models: TrainedModels, role: str, index: np.ndarray, cache: ArtifactCache) -> Responses:
+    """``role``'s final model answering records ``index``, cached under (training hash, role, a digest of the
+    records)."""
+    key = cache.key("model", models.cfg.training_hash, role, "answers", records_digest(index))
+    answers = cache.get_responses(key)
+    if answers is None or len(answers) != len(index):
+        answers = memo_answers(models, role, index)
+        cache.put_responses(key, answers)
+    return answers
 
 
 def memo_answers(models: TrainedModels, role: str, index: np.ndarray) -> Responses:

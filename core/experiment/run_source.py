@@ -1,26 +1,19 @@
 """Where run summaries come from: this machine's cache, plus summaries imported from other machines.
 
-A summary is a run's JSON (``run --out``; a few hundred KB): the numbers the comparisons and the findings read,
-never a model. Runs made on another machine (a GPU session, another CPU) reach this one as a folder of such JSONs,
-one sub-folder per batch (one machine, one torch version, one commit)::
+Imported runs are a folder of summary JSONs, one sub-folder per batch (one machine, torch version, commit)::
 
     imported_runs/
         2026-11-26-h100-cpu/
             provenance.json    {"machine": ..., "torch": ..., "commit": ..., "source": ..., "files": {NAME: SHA256}}
             deen_ffnn_r0.json  ...
 
-Each summary is checked before anything reads it, and one failing check refuses the whole folder with one line
-(:class:`ImportRefused`, a :class:`ConfigError`: the CLI prints ``error: ...`` and exits 2): the file's SHA-256 is
-the one ``provenance.json`` lists (an edited number is caught), it parses as a run summary
-(:meth:`RunSummary.from_dict`: the schema), and its ``config`` hashes to its own ``config_hash`` with the same task
-and architecture (an edited setting is caught). Only ``.json`` files and a README are allowed in a batch: a weights
-file (or anything else) is refused, never opened. Nothing is unpickled.
+One failing check refuses the whole folder (:class:`ImportRefused`): each file's SHA-256 must match
+``provenance.json``, parse as a :class:`RunSummary`, and its ``config`` hash to its own ``config_hash`` with the
+same task and architecture. Only ``.json`` files and a README are allowed; anything else is refused, never opened.
 
-A summary is served for a config only under that config's hash (:meth:`RunSource.run`), so repeats made on
-different machines are combined only when their configs hash the same; this machine's cache is read first. A config
-measured in two batches is the same repeat measured twice, not two repeats: the first batch (by name) is read, and
-:attr:`ImportedRuns.duplicates` says so. Every summary served is labelled with its origin (:class:`Origin`), so a
-table can say which of its rows mix machines (:meth:`RunSource.origins_of`).
+A summary is served only under its config's hash (this machine's cache first), so repeats combine only when their
+configs hash the same. A config in two batches is one repeat: the first batch by name is read
+(:attr:`ImportedRuns.duplicates`). Every summary carries its :class:`Origin`.
 """
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
-"""Blocks inside the typed results of :mod:`core.experiment.results`, typed: the fields of a run's
-``config`` its readers use (:class:`RunSettings`, ``RunSummary.settings``; a ``resolution`` block is its producer's
-layout, :class:`core.measurement.metrics.Resolution`), what was read (:class:`DataBlock`, ``RunSummary.data``), the
-``examples`` showcase's kind (:class:`ExampleShowcase`) and the converter of a defended point's empirical ε
-(:func:`number_or_bound`; its block is :class:`core.measurement.metrics.EpsilonBound`, born there). Each layout is
-open (what it does not type stays in ``extra``)
-and is read by ``from_dict``, so ``to_dict`` writes the JSON read. Kept apart so that ``results`` holds the
-summary's and the points' own layouts within its size."""
+"""Blocks inside the typed results of :mod:`core.experiment.results`: the ``config`` fields readers use
+(:class:`RunSettings`), what was read (:class:`DataBlock`), the ``examples`` showcase's kind
+(:class:`ExampleShowcase`) and the converter of a defended point's empirical ε (:func:`number_or_bound`). Each
+layout is open (what it does not type stays in ``extra``), so ``to_dict`` writes the JSON read."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -17,11 +13,8 @@ from core.measurement.metrics import EpsilonBound
 
 @dataclass(frozen=True, kw_only=True)
 class RunSettings(Typed):
-    """The fields of a run's ``config`` (``ExperimentConfig.to_dict()``) that its readers use, typed: the preset it
-    started from (a label), the seed, the epochs, the checkpoint epochs attacked before the last, the shadows and the
-    evaluation set's size per side (None where a config lacks one). Open: every other
-    field of the config is in ``extra``; ``RunSummary.config`` stays the JSON block (``config_of`` rebuilds the
-    whole validated config from it)."""
+    """The fields of a run's ``config`` that its readers use, typed (None where a config lacks one); every other
+    field is in ``extra``, and ``RunSummary.config`` stays the JSON block."""
 
     #: numbers as the config holds them (any JSON number: the block never required integers)
     seed: float | None = None

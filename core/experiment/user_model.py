@@ -1,18 +1,11 @@
 """A user's trained model as the victim: its member list and its weights, checked.
 
-The config names the files and holds the sha256 of their bytes (:mod:`core.foundations.user_files`).
-Here they are read for the experiment:
+* :func:`member_index` — the listed records as indices of the task's data source. The list's bytes are cached
+  under their sha256, so a cached run reopens after the file moved or changed.
+* :func:`user_weights` — the safetensors file's tensors, which must be exactly this architecture's state dict
+  and finite (:func:`core.models.state_dict.fitted_state_dict`).
 
-* :func:`member_index` — the listed records as indices of the task's data source, through the task's
-  :meth:`~core.tasks.base.Task.record_indices`. The list's bytes are kept in the cache under their
-  sha256, so a cached run reopens (Defenses, Analyses) after the file moved or changed (its victim's
-  weights are cached like a trained victim's).
-* :func:`user_weights` — the safetensors file's tensors, which must be exactly the state dict of
-  this config's architecture (names, shapes, floating point where the model's are) and finite: the one fit check
-  of :func:`core.models.state_dict.fitted_state_dict`, which a model kind's ``--weights`` passes too.
-
-Both refuse with one :class:`~core.foundations.errors.ConfigError` line; :mod:`core.experiment.roles`
-calls them before any model trains.
+Both refuse with one :class:`~core.foundations.errors.ConfigError` line before any model trains.
 """
 from __future__ import annotations
 

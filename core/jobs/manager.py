@@ -1,43 +1,22 @@
 """The app's long computations: a small queue served by worker processes, shared by every session.
 
-Why processes: training in a thread of the Streamlit server shares one interpreter with every
-page's reruns, so both crawl. Here a job runs in a worker process (:mod:`core.jobs.worker`, the same
-``core`` entry points and thread count as the CLI), and the server only moves messages.
+Training in a thread of the Streamlit server would share one interpreter with every page's reruns, so a job
+runs in a worker process (:mod:`core.jobs.worker`, the CLI's entry points and thread count) and the server only
+moves messages. No page trains or fits in the server process.
 
-* **One job per (config, kind, parameters).** A job computes one thing for one ``ExperimentConfig``;
-  its key is (cache folder, kind, config hash, parameters). Whatever the order of clicks — FFNN then
-  RNN, both at once, one removed and added back, a second browser tab — the same config attaches to
-  the same job. Kinds (:data:`KINDS`: the registry :data:`core.jobs.worker.JOB_KINDS`, run by
-  :func:`core.jobs.worker.run_job`; a new kind is one :func:`core.jobs.worker.register_job_kind`): ``experiment``
-  (train and attack: the summary), ``mapview`` (navigation example maps), ``sensitivity`` (the
-  SensitivitySampler, ``pairs`` pairs: its estimate, cached pair by pair), ``analysis`` (one long
-  registered analysis, ``name`` = one of :func:`core.analyses.registry.long_names`: its data) and
-  ``adaptive`` (a defended point with the adaptive attacker, ``spec`` = a ``DefenseSpec`` as a dict:
-  the point, cached on disk) and ``defense_grid`` (the Defenses page's "Measure": the full point, utility
-  included, at every one of ``values`` for ``spec``, each cached on disk as it finishes).
-* **A fair queue.** Jobs wait for one of ``MIA_JOB_WORKERS`` slots (default 1: one training at a time,
-  right for a small machine). The next job is taken round-robin over the *owners* of the queued jobs (in
-  submission order within an owner), so a class does not wait behind one student's sweep. Each slot keeps
-  one worker process warm between jobs and ends it after ``IDLE_S`` seconds without work.
-* **Owners.** A job belongs to the sessions that submitted it (:attr:`Job.owners`: a browser session, or a
-  log-in name where the server is told the header its reverse proxy sets, :mod:`ui.session`). A second owner
-  submitting the same thing attaches to the job (the work is done once; its results are cached and shared,
-  the cache is content-addressed). :class:`SessionJobs` is one owner's view: it lists only that owner's
-  jobs, and its Cancel takes the owner off the job — the job stops only when no owner is left. An owner
-  holds at most ``MIA_JOB_QUOTA`` queued or running jobs (:class:`JobQuotaError`, one line, nothing
-  queued). A lecturer (``MIA_LECTURERS``, the server's own configuration) sees and cancels every job.
-* **Progress from the worker**: the pipeline's :class:`~core.foundations.progress.ProgressEvent` (stage,
-  fraction, measured-rate ETA) arrives over a pipe, a few times per second.
-* **Cancel** stops a running job at its next progress report (a second request, 3 s later, at
-  once); queued jobs just leave the queue. Models (and SensitivitySampler pairs) already cached
-  stay cached, as with Ctrl-C in the CLI, so the same job again resumes from them.
-* **Shutdown** (:meth:`JobManager.shutdown`, registered with ``atexit`` by ``ui.shared``)
-  cancels everything and ends the workers; a worker also ends by itself when the server dies
-  (:func:`core.foundations.processes.watch_parent`, the executor's pool workers' watch too).
-
-No page trains or fits in the server process: every training (victims, shadows, SensitivitySampler
-pairs, the analyses' extra models), every adaptive refit and every defense grid runs here, in a worker,
-cancellable.
+* **One job per (cache folder, kind, config hash, parameters)**: the same request from any click order or
+  browser tab attaches to the same job. Kinds: :data:`KINDS` (:data:`core.jobs.worker.JOB_KINDS`).
+* **A fair queue.** Jobs wait for one of ``MIA_JOB_WORKERS`` slots (default 1); the next job is taken
+  round-robin over the owners of queued jobs. A slot keeps its worker warm for ``IDLE_S`` seconds.
+* **Owners.** A job belongs to the sessions that submitted it (:attr:`Job.owners`); a second owner attaches
+  to it. :class:`SessionJobs` is one owner's view, and its Cancel stops the job only when no owner is left.
+  An owner holds at most ``MIA_JOB_QUOTA`` jobs (:class:`JobQuotaError`); a lecturer (``MIA_LECTURERS``)
+  sees and cancels every job.
+* **Progress** arrives from the worker over a pipe as :class:`~core.foundations.progress.ProgressEvent`.
+* **Cancel** stops a running job at its next progress report (a second request, 3 s later, at once);
+  what is already cached stays cached, so the same job again resumes from it.
+* **Shutdown** (:meth:`JobManager.shutdown`, registered with ``atexit``) cancels everything and ends the
+  workers; a worker also ends when the server dies (:func:`core.foundations.processes.watch_parent`).
 """
 from __future__ import annotations
 
@@ -68,9 +47,7 @@ from core.jobs.worker import JOB_ENV, JOB_KINDS, modules_of
 from core.tasks import get_task
 
 QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed", "cancelled"
-#: what a job can compute: the job-kind registry (:data:`core.jobs.worker.JOB_KINDS`; a kind's name → its
-#: :class:`core.jobs.worker.JobKind`), so a kind registered with :func:`core.jobs.worker.register_job_kind` is
-#: known here
+#: what a job can compute: the job-kind registry (:func:`core.jobs.worker.register_job_kind`)
 KINDS = JOB_KINDS
 ACTIVE = (QUEUED, RUNNING)
 
@@ -273,11 +250,8 @@ class JobGroup:
 
 
 def worker_threads(slots: int, cores: int | None = None) -> int:
-    """Torch threads of each worker process: the usable cores less one, shared by the slots, at
-    least 1. The core left over is the app's own: its server reruns the pages (the job panel every
-    2 s) and, on the same machine, the browser draws them while the worker trains: a worker with every
-    core's thread spins waiting for the others whenever the server or the browser runs, and the image
-    demo took longer that way than with one thread fewer (docs/performance.md, "Home demo vs the CLI")."""
+    """Torch threads of each worker process: the usable cores less one, shared by the slots, at least 1. The
+    core left over is the server's and the browser's: a worker using every core spins whenever they run."""
     return max(1, ((cores or usable_cores()) - 1) // max(1, slots))
 
 
@@ -323,11 +297,8 @@ class JobManager:
     def submit(self, configs: Iterable[ExperimentConfig], kind: str = "experiment",
                params: dict[str, Any] | None = None, owner: str | None = None, capped: bool = True) -> JobGroup:
         """Queue a job of ``kind`` (with ``params``) for each config unless one is queued or running
-        already (then attach to it); ``owner`` (a session, :mod:`ui.session`) becomes one of each job's owners, held
-        to :attr:`quota` unless not ``capped`` (a lecturer).
-
-        A config whose last job finished is queued again (the page submits only what is not in
-        the cache, so this resumes a cancelled job or retries a failed one).
+        already (then attach to it); ``owner`` becomes one of each job's owners, held to :attr:`quota` unless
+        not ``capped`` (a lecturer). A config whose last job finished is queued again (resume or retry).
 
         Raises:
             JobQuotaError: ``owner`` would hold more than :attr:`quota` queued or running jobs (nothing queued).

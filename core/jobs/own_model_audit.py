@@ -1,25 +1,17 @@
 """The Your model page's audit as a job of the worker queue (kind ``own_model_audit``): the page never trains.
 
-An audit (:func:`core.audit.audit`) trains reference models by the user's recipe and scores every attack: minutes. So
-it runs in a worker process like every training of the app (:mod:`core.jobs.manager`), with progress and ETA (one stage per
-step, per epoch of each reference: :func:`core.analyses.user_audit.run_audit`), cancellable at each report, owned by
-the session that submitted it. This module registers the kind (imported by the page, and by the worker, which
-:func:`core.jobs.worker.modules_of` tells to); it never imports Streamlit.
+An audit (:func:`core.audit.audit`) trains reference models and scores every attack, so it runs in a worker
+process with progress, cancel and an owner. This module registers the kind; it never imports Streamlit.
 
-* **Parameters** (:class:`AuditParams`, the job's JSON parameters): ``spec`` (``KIND:ARG``, one of :data:`KINDS`),
-  ``weights``, ``data``, ``members`` (paths under the data root), ``preprocess`` and ``recipe`` (TOML texts) and
-  ``seed``. Nothing names code. They are checked where the page builds them and again in the worker before a file
-  is read, under the data root the job was submitted with: an unknown key, a path outside the data root, a link on
-  the way, a bad TOML — one line, nothing trained.
-* **The key.** The queue keys a job by an ExperimentConfig's hash; an audit has no config, so :class:`AuditRequest`
-  stands in for one: frozen, its :attr:`~AuditRequest.config_hash` a digest of the parameters and of the input files'
-  stamps (size and modification time of each file named and of every file under a named folder), so the same inputs
-  attach to the same job and a file changed since is another audit. Its ``to_dict`` names the member list (a user's
-  data): the session that submits it owns the audit (:class:`ui.ownership.RunOwners`, as for a run on user data).
-* **The result**: the audit's JSON (:meth:`core.audit.AuditResult.to_json`'s layout), kept in the cache under the
-  request's hash with the arrays that JSON leaves out (:meth:`~core.audit.AuditResult.kept_arrays`): the page reads
-  it back typed (:func:`stored_audit`), so reopening it shows the audit without recomputing, and restores its
-  what-ifs from it (:func:`restored_audit`: the model and records loaded again, nothing retrained).
+* **Parameters** (:class:`AuditParams`): ``spec`` (``KIND:ARG``, one of :data:`KINDS`), ``weights``, ``data``,
+  ``members`` (paths under the data root), ``preprocess`` and ``recipe`` (TOML texts) and ``seed``. Nothing names
+  code. They are checked where the page builds them and again in the worker before a file is read: an unknown
+  key, a path outside the data root, a link on the way, a bad TOML — one line, nothing trained.
+* **The key.** :class:`AuditRequest` stands in for a config: its :attr:`~AuditRequest.config_hash` digests the
+  parameters and the input files' stamps (size and mtime), so a changed file is another audit. Its ``to_dict``
+  names the member list (user data), so the submitting session owns the audit.
+* **The result**: the audit's JSON and the arrays it leaves out, cached under the request's hash; the page reads
+  it back typed (:func:`stored_audit`) and restores its what-ifs (:func:`restored_audit`) without retraining.
 """
 from __future__ import annotations
 

@@ -1,24 +1,17 @@
 """The worker process that trains and fits for the app: ``python -m core.jobs.worker FD SERVER_PID``
-(started by :mod:`core.jobs.manager`). Every job kind runs here (:func:`run_job`); the kinds are a registry,
-:data:`JOB_KINDS` (:class:`JobKind`, :func:`register_job_kind`), which :mod:`core.jobs.manager` reads.
+(started by :mod:`core.jobs.manager`). Job kinds are a registry, :data:`JOB_KINDS` (:func:`register_job_kind`).
 
-It never imports Streamlit. The app server (its parent) talks to it over the inherited socket ``FD``
-with pickled tuples (a :class:`multiprocessing.connection.Connection`; only these two processes
-hold its ends):
+It never imports Streamlit. The server talks to it over the inherited socket ``FD`` (a
+:class:`multiprocessing.connection.Connection` whose ends only these two processes hold) with pickled tuples:
 
-* server → worker: ``("run", job_id, kind, config, env, params, modules)`` (``modules``: what to import
-  before the job, :func:`modules_of`) and ``("stop",)``;
-* worker → server: ``("ready", pid)``, then per job ``("progress", job_id, ProgressEvent)`` …
-  and one of ``("done", job_id, result)``, ``("error", job_id, message)``, ``("cancelled", job_id)``.
+* server → worker: ``("run", job_id, kind, config, env, params, modules)`` and ``("stop",)``;
+* worker → server: ``("ready", pid)``, then per job ``("progress", job_id, ProgressEvent)`` … and one of
+  ``("done", job_id, result)``, ``("error", job_id, message)``, ``("cancelled", job_id)``.
 
-Signals: ``SIGUSR1`` cancels the running job and the worker waits for the next one; ``SIGTERM``
-ends the worker. A first signal asks: the job stops at its next progress report (inside a training
-loop, never half-way through a cache write); a second one stops it at once. Either way it unwinds
-like Ctrl-C in the CLI: locks are released and the models already cached stay cached. The worker
-runs in its own session (Ctrl-C in the server's terminal reaches the server only, which then ends
-its workers) and ends by itself when the server process disappears (``kill -9`` included). Its start
-(thread cap, that parent watch), the progress rate and the failure text are the shared worker machinery
-of :mod:`core.foundations.processes`, which the ``processes`` executor's pool workers use as well.
+``SIGUSR1`` cancels the running job, ``SIGTERM`` ends the worker: a first signal stops the job at its next
+progress report (never mid cache write), a second at once; either way it unwinds like Ctrl-C, so locks are
+released and cached models stay. The worker runs in its own session and ends when the server process disappears
+(:mod:`core.foundations.processes`).
 """
 from __future__ import annotations
 
@@ -133,17 +126,12 @@ def _one_stage(stage: str, progress):
 class JobKind:
     """One kind of job: ``run(config, progress, params)`` → the job's result (pickled back to the
     server); ``label(params)`` → what the page's job list adds to the config's name; ``needs(params)``
-    → the modules whose import registers what a job of this kind looks up beyond its kind (the
-    ``analysis`` kind: the module that registered the analysis ``params["name"]``).
+    → the modules whose import registers what a job of this kind looks up (the ``analysis`` kind: the
+    module that registered analysis ``params["name"]``).
 
-    The worker is another process: before a job it imports the modules the server names with it —
-    the module of the kind's ``run`` and those of ``needs`` (:func:`modules_of`), all taken from the
-    server's own registries — so a kind (or an analysis) registered by a module that does so when
-    imported is known in every worker, including one started before the registration. Such a module
-    must be importable by its name in the worker (the repository root is on its path; a pytest test
-    file, imported under a bare name, is not: ``tests/toy_registry.py`` is, as ``tests.toy_registry``).
-    Only code registers a kind (:func:`register_job_kind`); a page submits a kind by name and the
-    server refuses a name it has not registered (:func:`core.jobs.manager.job_key`): nothing a browser sends
+    Before a job the worker imports the modules the server names from its own registries (:func:`modules_of`),
+    so a kind registered on import is known in every worker; such a module must be importable by name there.
+    Only code registers a kind; the server refuses a name it has not registered, so nothing a browser sends
     names code or a module.
     """
 
@@ -216,9 +204,7 @@ def _sensitivity(config: Any, progress, params: dict[str, Any]) -> Any:
     return sample_sensitivity(config, pairs, on_pair=lambda done, total: fraction(done / total)).to_dict()
 
 
-# A kind's parameters arrive as the JSON dict every kind shares (:data:`JOB_KINDS`' interface;
-# ``core.jobs.manager.freeze_params`` keys the job by it); each built-in kind reads its own once, into the class
-# below, checked as they are read.
+# a kind's parameters arrive as a JSON dict; each built-in kind reads and checks its own into a class below
 @dataclass(frozen=True)
 class AnalysisParams:
     """An ``analysis`` job's parameters: ``name``, the long analysis to run (:mod:`core.analyses.registry`; only
