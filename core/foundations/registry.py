@@ -73,9 +73,6 @@ class Registry(Generic[T]):
         """Mark every name registered or lazy so far as built-in: :meth:`unregister` refuses them."""
         self._builtin = frozenset(self._items) | frozenset(self._lazy)
 
-    def is_builtin(self, name: str) -> bool:
-        return name in self._builtin
-
     # ------------------------------------------------------------------ reading it
     def names(self) -> tuple[str, ...]:
         """Every name, the lazy (built-in) ones first, then in registration order; imports nothing."""

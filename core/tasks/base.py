@@ -416,3 +416,12 @@ class LogitClassifier:
         """One probability vector (softmax of the logits) per record; the reference is the one-hot label."""
         logits = self._logits(model, data, index)
         return Responses.from_logits(logits, np.ones(len(index), np.int64), data.records.labels[index])
+
+    def mislabeled(self, data: TaskData, index: np.ndarray, rng: np.random.Generator) -> torch.Tensor:
+        """The labels with those of ``index`` shifted by a seeded offset in 1..K−1 (mislabeled canaries):
+        a record with a wrong label is fitted only by memorising it."""
+        rec = data.records
+        labels = rec.labels.clone()
+        offset = torch.from_numpy(rng.integers(1, rec.n_classes, len(index))).to(labels.dtype)
+        labels[torch.as_tensor(index)] = (labels[torch.as_tensor(index)] + offset) % rec.n_classes
+        return labels

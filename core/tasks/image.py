@@ -150,6 +150,18 @@ def augment_image(x: torch.Tensor, flip: bool, dy: int, dx: int) -> torch.Tensor
     return x
 
 
+def _check_queries(n: int, what: str) -> None:
+    if not 1 <= n <= len(LABEL_AUGMENTATIONS):
+        raise ConfigError(f"{what}: n must lie in 1..{len(LABEL_AUGMENTATIONS)}, got {n}")
+
+
+def _phi(logp: torch.Tensor, at: torch.Tensor) -> torch.Tensor:
+    """log c − log(1 − c) of the class ``at`` (indices along the last axis, trailing 1) from log-probabilities:
+    log(1 − c) is the log-sum-exp of the other classes, exact where c rounds to 1."""
+    own = logp.gather(-1, at)[..., 0]
+    return own - torch.logsumexp(logp.scatter(-1, at, float("-inf")), -1)
+
+
 class ImageTask(LogitClassifier, Task):
     name = "image"
     utility_metric = "accuracy"
@@ -174,22 +186,19 @@ class ImageTask(LogitClassifier, Task):
                          "image's 0-based index in the data source (scikit-learn's load_digits order; data_batch_1 … "
                          "data_batch_5 in file order)")
     presets = {
-        # ~1 minute on 2 CPU cores for one architecture, shadows included
-        # (the study trains ResNet with lr 1e-3 and ReNet with lr 1e-2: paper 000 §4.2)
+        # the study trains ResNet with lr 1e-3 and ReNet with lr 1e-2 (paper 000 §4.2)
         "quick": dict(dataset="digits", n_train=200, n_eval=200, epochs=40, batch_size=32, lr=1e-3,
                       n_shadows=4, attack_epochs=(2, 5, 10, 20, 30), attack_train_epochs=80, rnn=dict(lr=1e-2)),
-        # real CIFAR-10 sized for 2 CPU cores: 4,000 members, small CNN (33k parameters) vs ReNet on 4×4
-        # patches (35k), both at lr 3e-3 (the ReNet at the study's 1e-2 peaked within a few epochs, then fell
-        # as it memorised: docs/results.md, "Image: cifar_cpu"), 2 shadows
+        # real CIFAR-10 sized for 2 CPU cores: small CNN (33k parameters) vs ReNet on 4×4 patches (35k), both
+        # at lr 3e-3: the ReNet at the study's 1e-2 peaked early, then memorised (docs/results.md, "Image: cifar_cpu")
         "cifar_cpu": dict(dataset="cifar10", n_train=4000, n_eval=1000, epochs=24, batch_size=64, lr=3e-3,
                           n_shadows=2, attack_epochs=(6, 12, 18), attack_train_epochs=40, cnn_width=8, cnn_stages=3,
                           cnn_fc=64, renet_patch=4, renet_layers=1),
-        # the user's class folders at a quick size: cifar_cpu's matched pair (CNN 33k parameters,
-        # ReNet on 4×4 patches of the 32×32 images) on 500 members, 20 epochs, 2 shadows
+        # the user's class folders at a quick size, with cifar_cpu's matched pair
         "folder_quick": dict(dataset="folder", image_size=32, n_train=500, n_eval=200, epochs=20, batch_size=64,
                              lr=3e-3, n_shadows=2, attack_epochs=(10,), attack_train_epochs=40, cnn_width=8,
                              cnn_stages=3, cnn_fc=64, renet_patch=4, renet_layers=1),
-        # the study's layout: CIFAR-10, 25,000 images per side, 5 shadows; models scaled to CPU/GPU budgets
+        # the study's layout (25,000 images per side, 5 shadows), models scaled to CPU/GPU budgets
         "paper": dict(dataset="cifar10", n_train=10000, n_eval=2500, epochs=50, batch_size=128, lr=1e-3,
                       n_shadows=5, attack_epochs=(5, 10, 20, 30, 40), cnn_width=32, cnn_stages=3, cnn_fc=256,
                       renet_patch=2, renet_layers=2, attack_train_epochs=40, rnn=dict(lr=1e-2)),
@@ -419,14 +428,9 @@ class ImageTask(LogitClassifier, Task):
 
     def canary_data(self, cfg: ExperimentConfig, data: TaskData, index: np.ndarray,
                     rng: np.random.Generator) -> TaskData:
-        """Mislabeled images: the labels of ``index`` are shifted by a seeded offset in 1..K−1, the
-        images kept. Our design choice: an image with a wrong label is fitted only by memorising it,
-        so its inclusion shows in the loss far more than a typical record's would."""
+        """Mislabeled images (:meth:`LogitClassifier.mislabeled`), the images kept."""
         rec: ImageRecords = data.records
-        labels = rec.labels.clone()
-        offset = torch.from_numpy(rng.integers(1, rec.n_classes, len(index))).to(labels.dtype)
-        labels[torch.as_tensor(index)] = (labels[torch.as_tensor(index)] + offset) % rec.n_classes
-        return TaskData(ImageRecords(rec.images, labels, rec.n_classes), data.victim_pool, data.attacker_pool,
+        return TaskData(ImageRecords(rec.images, self.mislabeled(data, index, rng), rec.n_classes), data.victim_pool, data.attacker_pool,
                         data.description, data.info)
 
     # ------------------------------------------------------------------ one record, for the app
@@ -482,8 +486,7 @@ class ImageTask(LogitClassifier, Task):
         """:meth:`label_queries` under each transform (a defense's draws), the model run once per augmented
         batch for all of them (not once per draw); each transform sees its batches in
         :meth:`label_queries`' order, so each draw's noise, and its answers, are the ones it gave alone."""
-        if not 1 <= n <= len(LABEL_AUGMENTATIONS):
-            raise ConfigError(f"label queries: n must lie in 1..{len(LABEL_AUGMENTATIONS)}, got {n}")
+        _check_queries(n, "label queries")
         index = np.asarray(index, np.int64)
         rec: ImageRecords = data.records
         device = next(model.parameters()).device
@@ -510,17 +513,15 @@ class ImageTask(LogitClassifier, Task):
 
     def augmented_confidences(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray,
                               n: int, output_transform: OutputTransform | None = None) -> np.ndarray:
-        """LiRA's φ = log c − log(1 − c) of the label under the first ``n`` of :data:`LABEL_AUGMENTATIONS`
-        (the label-only attack's queries), in float64 from the log-softmax: log(1 − c) is the
-        log-sum-exp of the other classes' log-probabilities, exact where c rounds to 1."""
+        """LiRA's φ = log c − log(1 − c) of the label (:func:`_phi`, float64) under the first ``n`` of
+        :data:`LABEL_AUGMENTATIONS` (the label-only attack's queries)."""
         return self.augmented_confidences_under(cfg, model, data, index, n, [output_transform])[0]
 
     def augmented_confidences_under(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray,
                                     n: int, output_transforms: Sequence[OutputTransform | None]) -> np.ndarray:
         """:meth:`augmented_confidences` under each transform, the model run once for all of them (as
         :meth:`label_queries_under`)."""
-        if not 1 <= n <= len(LABEL_AUGMENTATIONS):
-            raise ConfigError(f"augmented queries: n must lie in 1..{len(LABEL_AUGMENTATIONS)}, got {n}")
+        _check_queries(n, "augmented queries")
         index = np.asarray(index, np.int64)
         rec: ImageRecords = data.records
         device = next(model.parameters()).device
@@ -534,15 +535,11 @@ class ImageTask(LogitClassifier, Task):
                     if all(t is not None for t in output_transforms):  # every draw's noise at once: (T, B, m)
                         logp = torch.log_softmax(apply_each(output_transforms, clean).double(), -1)
                         at = y[None, :, None].expand(len(output_transforms), -1, 1)
-                        own = logp.gather(-1, at)[..., 0]
-                        others = torch.logsumexp(logp.scatter(-1, at, float("-inf")), -1)
-                        out[:, start : start + len(x), j] = (own - others).numpy()
+                        out[:, start : start + len(x), j] = _phi(logp, at).numpy()
                         continue
                     for t, transform in enumerate(output_transforms):
                         logp = clean if transform is None else torch.log_softmax(transform(clean).double(), 1)
-                        own = logp.gather(1, y[:, None])[:, 0]
-                        others = torch.logsumexp(logp.scatter(1, y[:, None], float("-inf")), 1)
-                        out[t, start : start + len(x), j] = (own - others).numpy()
+                        out[t, start : start + len(x), j] = _phi(logp, y[:, None]).numpy()
         return out
 
     augmented_in_one_pass = True
@@ -551,8 +548,7 @@ class ImageTask(LogitClassifier, Task):
                           n: int) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`label_queries` and :meth:`augmented_confidences` from one forward pass per augmented
         query: the argmax of the logits and φ of their float64 log-softmax, as the two compute them."""
-        if not 1 <= n <= len(LABEL_AUGMENTATIONS):
-            raise ConfigError(f"augmented queries: n must lie in 1..{len(LABEL_AUGMENTATIONS)}, got {n}")
+        _check_queries(n, "augmented queries")
         index = np.asarray(index, np.int64)
         rec: ImageRecords = data.records
         device = next(model.parameters()).device
@@ -565,10 +561,7 @@ class ImageTask(LogitClassifier, Task):
                 for j, (flip, dy, dx) in enumerate(LABEL_AUGMENTATIONS[:n]):
                     logits = model(augment_image(x, flip, dy, dx).to(device)).cpu()
                     correct[start : start + len(x), j] = (logits.float().argmax(1) == y).numpy()
-                    logp = torch.log_softmax(logits.double(), 1)
-                    own = logp.gather(1, y.long()[:, None])[:, 0]
-                    others = torch.logsumexp(logp.scatter(1, y.long()[:, None], float("-inf")), 1)
-                    phi[start : start + len(x), j] = (own - others).numpy()
+                    phi[start : start + len(x), j] = _phi(torch.log_softmax(logits.double(), 1), y.long()[:, None]).numpy()
         return correct, phi
 
     def attack_features(self, cfg: ExperimentConfig, data: TaskData, index: np.ndarray) -> np.ndarray:

@@ -125,7 +125,7 @@ class TabularTask(LogitClassifier, Task):
              "the data root) and label (its label column). No study measured tabular data: whether the FFNN or "
              "the RNN leaks more is what the run shown says, with its intervals.")
     presets = {
-        # the built-in table (569 rows, 284 per half): 140 members + 140 non-members a side
+        # the built-in table: 284 rows per half
         "quick": dict(dataset="breast_cancer", n_train=140, n_eval=140, epochs=60, batch_size=32, lr=1e-3,
                       n_shadows=4, attack_epochs=(10, 30), attack_train_epochs=80, rnn=dict(lr=3e-3)),
         # a user's larger table: 5 shadows as the studies' layout, wider models
@@ -282,12 +282,9 @@ class TabularTask(LogitClassifier, Task):
 
     def canary_data(self, cfg: ExperimentConfig, data: TaskData, index: np.ndarray,
                     rng: np.random.Generator) -> TaskData:
-        """Mislabeled rows: the labels of ``index`` shifted by a seeded offset in 1..K−1, the features kept
-        (as the image task's mislabeled images)."""
+        """Mislabeled rows (:meth:`LogitClassifier.mislabeled`), the features kept."""
         rec: TabularRecords = data.records
-        labels = rec.labels.clone()
-        offset = torch.from_numpy(rng.integers(1, rec.n_classes, len(index))).to(labels.dtype)
-        labels[torch.as_tensor(index)] = (labels[torch.as_tensor(index)] + offset) % rec.n_classes
+        labels = self.mislabeled(data, index, rng)
         canaries = TabularRecords(rec.x, labels, rec.class_names, rec.feature_names, rec.standardised, rec.columns)
         return TaskData(canaries, data.victim_pool, data.attacker_pool, data.description, data.info)
 

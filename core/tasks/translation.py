@@ -92,9 +92,8 @@ class TranslationOptions:
             source; rarer ones become <unk>. [1, 1000000]
         max_vocab: at most this many entries in each vocabulary (specials included), the most
             frequent tokens of the data source; rarer ones become <unk>. 0 = no cap. A cap, unlike
-            ``min_freq``, gives every language pair the same output layer: Multi30K's full
-            vocabularies (en 5,871, de 7,833 tokens at min_freq 2) make the output softmax most of a
-            CPU training step. [0, 1000000]
+            ``min_freq``, gives every language pair the same output layer (the output softmax is
+            most of a CPU training step on full vocabularies). [0, 1000000]
         max_len: pairs with more tokens than this on either side are left out of the data
             source. [1, 512]
         emb: embedding size of the LSTM (the study: 150). [1, 4096]
