@@ -38,8 +38,7 @@ class CsvLimits:
     """Hard caps on a CSV file, each refused with one line before anything is trained.
 
     They keep one table within what a run on a laptop holds (every cell is a Python string while
-    the file is parsed: 4 million cells take about 300 MB) and what the models read (an LSTM over
-    512 feature tokens).
+    the file is parsed) and what the models read (an LSTM over 512 feature tokens).
 
     Attributes:
         max_bytes: file size (32 MiB).

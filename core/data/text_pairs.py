@@ -18,7 +18,7 @@ Nothing read is trusted: the folder must lie under the data root
 is refused (never followed), files are opened with ``O_NOFOLLOW | O_NONBLOCK`` and must be regular;
 each file is read as a stream within :mod:`core.data.multi30k`'s caps (:data:`MAX_FILE_BYTES`
 decompressed bytes, :data:`MAX_LINES` lines, :data:`MAX_LINE_BYTES` bytes per line: a gzip bomb is
-refused after 64 MiB, not inflated). Different line counts, binary content (not UTF-8, or NUL bytes),
+refused, not inflated). Different line counts, binary content (not UTF-8, or NUL bytes),
 an empty file, a missing language, an unreadable gzip → one :class:`DatasetNotFoundError` line.
 
 Pairs where either side is an empty line are left out (as for Multi30K); a record's id is its line

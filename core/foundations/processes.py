@@ -60,10 +60,8 @@ _OUTBOX: Any = None
 def watch_parent(parent: int) -> threading.Thread:
     """End this process soon after ``parent`` is gone (``kill -9`` included).
 
-    A parent killed with ``kill -9`` runs no cleanup: its workers would train on for nobody (for many
-    minutes, holding the parent's stdout), and multiprocessing's resource tracker, which waits for
-    every holder of its pipe, with them. A dead parent re-parents the worker, so its parent id
-    changes: poll for that (portable, unlike Linux's PR_SET_PDEATHSIG, which also fires when the
+    A parent killed with ``kill -9`` runs no cleanup: its workers would train on for nobody, holding
+    its stdout. A dead parent re-parents the worker, so its parent id changes: poll for that (portable, unlike Linux's PR_SET_PDEATHSIG, which also fires when the
     *thread* that started the worker ends). Then SIGTERM to itself: a worker with a handler (the app's)
     unwinds as on Ctrl-C, releasing its locks; one without (a pool worker) ends at once. Whatever is
     still alive :data:`PARENT_GONE_GRACE_S` later exits.
