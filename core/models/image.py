@@ -64,9 +64,8 @@ class GridLSTM(nn.Module):
 
     The DP-SGD replacement of the ReNet's ``nn.LSTM``: Opacus' ``DPLSTM`` takes sequences as its
     batch, so an image's H rows would be H samples; here every Linear sees (B, N, ·) inputs and
-    Opacus sums their per-sample gradients over the rows, giving one gradient per image. (Opacus'
-    ``DPLSTM`` looping over the rows is exact too, but several times slower on the ReNet: docs/performance.md,
-    "Figures behind the code's choices".)
+    Opacus sums their per-sample gradients over the rows, giving one gradient per image (Opacus'
+    ``DPLSTM`` looping over the rows is exact too, but slower).
     """
 
     def __init__(self, in_features: int, hidden: int):

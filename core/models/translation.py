@@ -303,8 +303,7 @@ class TransformerSeq2Seq(nn.Module):
         and values of its self-attention) and only the new position runs through the layers — the
         pre-norm layer of ``nn.TransformerDecoderLayer`` (x += SA(LN₁x); x += CA(LN₂x, memory);
         x += FF(LN₃x)) computed for one query, O(L) instead of re-decoding the prefix (O(L²)).
-        Equal to teacher-forcing the decoded prefix up to float rounding (tested). Eval mode only
-        (dropout off), as every caller decodes.
+        Equal to teacher-forcing the decoded prefix up to float rounding. Eval mode only (dropout off).
         """
         memory, src_pad = self.encode(src)
         b = src.shape[0]
