@@ -19,7 +19,7 @@ So a model can learn the whole mapping from a few hundred pairs and translate un
 rare word forms and whole sentences seen in training — is what membership inference detects.
 
 :func:`translate` re-derives a target from its English source alone with an independent parser
-of the documented grammar (the tests check it against every generated pair).
+of the documented grammar.
 
 **Held-out combinations.** A fixed share of (adjective, noun) and (verb, object noun)
 combinations is *reserved* (:func:`reserved`): the default ``split="train"`` never uses them, and

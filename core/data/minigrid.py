@@ -57,7 +57,7 @@ class MapEnv:
     """
 
     #: initial grid encodings by (env id, seed): maps repeat, and encoding a grid again at every reset costs more than
-    #: reading it back (docs/performance.md, "Figures behind the code's choices")
+    #: reading it back
     _initial_codes: dict[tuple[str, int], np.ndarray] = {}
 
     def __init__(self, env_id: str, render_mode: str | None = None):

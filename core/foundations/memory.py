@@ -1,8 +1,7 @@
 """Memory estimates computed from a config alone, before anything is built or allocated.
 
 Closed forms, because building a model to count its parameters is itself the allocation we want
-to refuse. Each task's
-:meth:`~core.tasks.base.Task.memory_estimate` adds its model's training run to the attack
+to refuse. Each task's :meth:`~core.tasks.base.Task.memory_estimate` adds its model's training run to the attack
 classifiers' training (:func:`attack_training_bytes`) and the Responses every model keeps
 (:func:`responses_bytes`); the pipeline compares the sum with the memory available and raises
 :class:`~core.foundations.errors.ResourceLimitError` up front.

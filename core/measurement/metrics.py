@@ -256,8 +256,7 @@ def clopper_pearson(successes: np.ndarray | int, trials: np.ndarray | int,
 @functools.lru_cache(maxsize=64)
 def _clopper_pearson_table(n: int, confidence: float) -> tuple[np.ndarray, np.ndarray]:
     """:func:`clopper_pearson` of every count 0…n out of n, kept (read-only): ε̂ asks for the same few n
-    (a split half's members and non-members) on every attack and draw, and the beta quantiles were a tenth
-    of a Defenses slider step's CPU."""
+    (a split half's members and non-members) on every attack and draw."""
     lo, hi = clopper_pearson(np.arange(n + 1), n, confidence)
     lo.setflags(write=False)
     hi.setflags(write=False)

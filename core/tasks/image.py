@@ -471,8 +471,6 @@ class ImageTask(LogitClassifier, Task):
         out = [model(rec.images[index[i : i + 1024]].to(device)).cpu() for i in range(0, len(index), 1024)]
         return torch.cat(out) if out else torch.zeros(0, rec.n_classes)
 
-    label_queries_missing = ""
-
     def label_queries(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray, n: int,
                       output_transform: OutputTransform | None = None) -> np.ndarray:
         """Correctness of the argmax under the first ``n`` of :data:`LABEL_AUGMENTATIONS` (the
