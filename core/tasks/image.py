@@ -14,7 +14,7 @@ Half of the data source goes to the victim, the other half to the attacker (pape
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Sequence
+from typing import Any, Callable, ClassVar, Sequence
 
 import numpy as np
 import torch
@@ -484,30 +484,21 @@ class ImageTask(LogitClassifier, Task):
         """:meth:`label_queries` under each transform (a defense's draws), the model run once per augmented
         batch for all of them (not once per draw); each transform sees its batches in
         :meth:`label_queries`' order, so each draw's noise, and its answers, are the ones it gave alone."""
-        _check_queries(n, "label queries")
-        index = np.asarray(index, np.int64)
-        rec: ImageRecords = data.records
-        device = next(model.parameters()).device
-        labels = rec.labels[index]
-        out = np.zeros((len(output_transforms), len(index), n), bool)
-        with torch.no_grad():
-            for start in range(0, len(index), 1024):
-                x = rec.images[index[start : start + 1024]]
-                y = labels[start : start + len(x)]
-                for j, (flip, dy, dx) in enumerate(LABEL_AUGMENTATIONS[:n]):
-                    scores = model(augment_image(x, flip, dy, dx).to(device)).float().cpu()
-                    if all(t is not None for t in output_transforms):  # every draw's noise at once: (T, B, m)
-                        noisy = apply_each(output_transforms, torch.log_softmax(scores.double(), 1))
-                        out[:, start : start + len(x), j] = (noisy.argmax(-1) == y).numpy()
-                        continue
-                    logp = None
-                    for t, transform in enumerate(output_transforms):
-                        noisy = scores
-                        if transform is not None:
-                            logp = torch.log_softmax(scores.double(), 1) if logp is None else logp
-                            noisy = transform(logp)
-                        out[t, start : start + len(x), j] = (noisy.argmax(1) == y).numpy()
-        return out
+        def answer(logits: torch.Tensor, y: torch.Tensor) -> np.ndarray:
+            scores = logits.float().cpu()
+            if all(t is not None for t in output_transforms):  # every draw's noise at once: (T, B, m)
+                noisy = apply_each(output_transforms, torch.log_softmax(scores.double(), 1))
+                return (noisy.argmax(-1) == y).numpy()
+            rows, logp = [], None
+            for transform in output_transforms:
+                noisy = scores
+                if transform is not None:
+                    logp = torch.log_softmax(scores.double(), 1) if logp is None else logp
+                    noisy = transform(logp)
+                rows.append((noisy.argmax(1) == y).numpy())
+            return np.stack(rows)
+
+        return self._augmented(model, data, index, n, "label queries", len(output_transforms), bool, answer)
 
     def augmented_confidences(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray,
                               n: int, output_transform: OutputTransform | None = None) -> np.ndarray:
@@ -519,26 +510,19 @@ class ImageTask(LogitClassifier, Task):
                                     n: int, output_transforms: Sequence[OutputTransform | None]) -> np.ndarray:
         """:meth:`augmented_confidences` under each transform, the model run once for all of them (as
         :meth:`label_queries_under`)."""
-        _check_queries(n, "augmented queries")
-        index = np.asarray(index, np.int64)
-        rec: ImageRecords = data.records
-        device = next(model.parameters()).device
-        out = np.zeros((len(output_transforms), len(index), n), np.float64)
-        with torch.no_grad():
-            for start in range(0, len(index), 1024):
-                x = rec.images[index[start : start + 1024]]
-                y = rec.labels[index[start : start + 1024]].long()
-                for j, (flip, dy, dx) in enumerate(LABEL_AUGMENTATIONS[:n]):
-                    clean = torch.log_softmax(model(augment_image(x, flip, dy, dx).to(device)).double().cpu(), 1)
-                    if all(t is not None for t in output_transforms):  # every draw's noise at once: (T, B, m)
-                        logp = torch.log_softmax(apply_each(output_transforms, clean).double(), -1)
-                        at = y[None, :, None].expand(len(output_transforms), -1, 1)
-                        out[:, start : start + len(x), j] = _phi(logp, at).numpy()
-                        continue
-                    for t, transform in enumerate(output_transforms):
-                        logp = clean if transform is None else torch.log_softmax(transform(clean).double(), 1)
-                        out[t, start : start + len(x), j] = _phi(logp, y[:, None]).numpy()
-        return out
+        def answer(logits: torch.Tensor, labels: torch.Tensor) -> np.ndarray:
+            y = labels.long()
+            clean = torch.log_softmax(logits.double().cpu(), 1)
+            if all(t is not None for t in output_transforms):  # every draw's noise at once: (T, B, m)
+                logp = torch.log_softmax(apply_each(output_transforms, clean).double(), -1)
+                return _phi(logp, y[None, :, None].expand(len(output_transforms), -1, 1)).numpy()
+            rows = []
+            for transform in output_transforms:
+                logp = clean if transform is None else torch.log_softmax(transform(clean).double(), 1)
+                rows.append(_phi(logp, y[:, None]).numpy())
+            return np.stack(rows)
+
+        return self._augmented(model, data, index, n, "augmented queries", len(output_transforms), np.float64, answer)
 
     augmented_in_one_pass = True
 
@@ -546,21 +530,31 @@ class ImageTask(LogitClassifier, Task):
                           n: int) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`label_queries` and :meth:`augmented_confidences` from one forward pass per augmented
         query: the argmax of the logits and φ of their float64 log-softmax, as the two compute them."""
-        _check_queries(n, "augmented queries")
+        def answer(logits: torch.Tensor, y: torch.Tensor) -> np.ndarray:
+            logits = logits.cpu()
+            correct = (logits.float().argmax(1) == y).numpy()
+            return np.stack([correct, _phi(torch.log_softmax(logits.double(), 1), y.long()[:, None]).numpy()])
+
+        both = self._augmented(model, data, index, n, "augmented queries", 2, np.float64, answer)
+        return both[0].astype(bool), both[1]
+
+    @staticmethod
+    def _augmented(model: nn.Module, data: TaskData, index: np.ndarray, n: int, what: str, rows: int, dtype: Any,
+                   answer: Callable[[torch.Tensor, torch.Tensor], np.ndarray]) -> np.ndarray:
+        """(rows, N, n): ``answer(logits, labels)`` → (rows, B) of each batch of 1,024 images under each of the
+        first ``n`` of :data:`LABEL_AUGMENTATIONS`, the model run once per augmented batch."""
+        _check_queries(n, what)
         index = np.asarray(index, np.int64)
         rec: ImageRecords = data.records
         device = next(model.parameters()).device
-        correct = np.zeros((len(index), n), bool)
-        phi = np.zeros((len(index), n), np.float64)
+        out = np.zeros((rows, len(index), n), dtype)
         with torch.no_grad():
             for start in range(0, len(index), 1024):
                 x = rec.images[index[start : start + 1024]]
                 y = rec.labels[index[start : start + 1024]]
                 for j, (flip, dy, dx) in enumerate(LABEL_AUGMENTATIONS[:n]):
-                    logits = model(augment_image(x, flip, dy, dx).to(device)).cpu()
-                    correct[start : start + len(x), j] = (logits.float().argmax(1) == y).numpy()
-                    phi[start : start + len(x), j] = _phi(torch.log_softmax(logits.double(), 1), y.long()[:, None]).numpy()
-        return correct, phi
+                    out[:, start : start + len(x), j] = answer(model(augment_image(x, flip, dy, dx).to(device)), y)
+        return out
 
     def attack_features(self, cfg: ExperimentConfig, data: TaskData, index: np.ndarray) -> np.ndarray:
         """The image's standardised pixels and its one-hot label (no model involved)."""
