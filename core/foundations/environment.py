@@ -114,9 +114,9 @@ def env_value(name: str, environ: Mapping[str, str] | None = None) -> object | N
         raise ConfigError(f"{name}={shown!r} is not valid ({variable.meaning}): {exc}; fix it or unset it") from None
 
 
-def env_whole_number(name: str, environ: Mapping[str, str] | None = None) -> int | None:
+def env_whole_number(name: str) -> int | None:
     """The checked value of a whole-number variable (:func:`whole_number`), None when unset or empty."""
-    value = env_value(name, environ)
+    value = env_value(name)
     if value is not None and not isinstance(value, int):
         raise TypeError(f"{name} is not a whole-number variable")  # a caller's mistake, never a user's value
     return value

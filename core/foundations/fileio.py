@@ -249,9 +249,9 @@ def write_text_atomically(path: str | os.PathLike, text: str) -> None:
         raise
 
 
-def write_json_atomically(path: str | os.PathLike, obj: Any, indent: int | None = 2) -> None:
-    """``json.dumps(obj)`` (plus a newline) written atomically to ``path``."""
-    write_text_atomically(path, json.dumps(obj, indent=indent) + "\n")
+def write_json_atomically(path: str | os.PathLike, obj: Any) -> None:
+    """``json.dumps(obj, indent=2)`` (plus a newline) written atomically to ``path``."""
+    write_text_atomically(path, json.dumps(obj, indent=2) + "\n")
 
 
 def read_document(payload: bytes, name: str, what: str, limit: int) -> Any:

@@ -16,15 +16,8 @@ values (at most ``max_categories`` features a column, the rest as ``other``); a 
 numeric column plus a ``(missing)`` indicator feature, or its own ``(missing)`` category of a text
 column, and is counted per column in the data's description and ``info["missing_values"]``.
 
-A file is not trusted (:func:`core.data.csv_table.read_csv_bytes`): it must lie under the data root
-(:func:`core.foundations.paths.resolve_data_dir`, links leading out refused), must not itself be a
-symbolic link, must be a regular file, and is refused with one line past the caps of
-:class:`core.data.csv_table.CsvLimits` (bytes, rows, columns, cells, encoded features, classes), on a NUL byte or on
-text that is not UTF-8. Nothing is evaluated: cells are strings parsed as floats or kept as
-categories.
-
-Half of the rows go to the victim, the other half to the attacker (paper 000 §3.2), as in the
-other tasks.
+A file is not trusted: :mod:`core.data.csv_table` confines, caps and parses it without evaluating anything.
+Half of the rows go to the victim, the other half to the attacker (paper 000 §3.2).
 """
 from __future__ import annotations
 

@@ -406,15 +406,15 @@ class TranslationTask(Task):
     # ------------------------------------------------------------------ queries
     @torch.no_grad()
     def translate(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray,
-                  batch: int = 128, output_transform: OutputTransform | None = None) -> list[list[str]]:
+                  output_transform: OutputTransform | None = None) -> list[list[str]]:
         """Greedy translations (token lists) of the sources of records ``index`` (each step's
         distribution passed through ``output_transform`` first, when given)."""
         rec: TranslationRecords = data.records
         device = next(model.parameters()).device
         out: list[list[str]] = []
         with _EvalMode(model), single_thread():
-            for start in range(0, len(index), batch):
-                idx = index[start : start + batch]
+            for start in range(0, len(index), 128):
+                idx = index[start : start + 128]
                 src, src_len, _, _ = _batch(rec, idx, device)
                 # a translation longer than twice its source (+5) is a runaway, not a sentence: cap it
                 limit = min(cfg.options.max_len + 1, 2 * int(src_len.max()) + 5)
@@ -433,13 +433,13 @@ class TranslationTask(Task):
         return float(sacrebleu.corpus_bleu(hyps, [refs]).score)
 
     @torch.no_grad()
-    def _teacher_forced(self, model: nn.Module, data: TaskData, index: np.ndarray, batch: int = 64):
+    def _teacher_forced(self, model: nn.Module, data: TaskData, index: np.ndarray):
         """Yield (logits (T, V) at each reference token incl. <eos>, lengths, reference ids) per batch."""
         rec: TranslationRecords = data.records
         device = next(model.parameters()).device
         with _EvalMode(model), single_thread():
-            for start in range(0, len(index), batch):
-                idx = index[start : start + batch]
+            for start in range(0, len(index), 64):
+                idx = index[start : start + 64]
                 src, src_len, tgt_in, tgt_out = _batch(rec, idx, device)
                 logits = model(src, src_len, tgt_in).float()
                 valid = tgt_out != PAD
@@ -451,8 +451,8 @@ class TranslationTask(Task):
         """Teacher-forced answers: one probability vector per reference token (incl. <eos>), the
         reference being that token; plus ``record_features["bleu_features"]`` (N, 5) of the greedy
         translation (Hisamoto et al. 2020) and ``record_features["reference_zlib_bytes"]`` (N, 1), the
-        zlib-compressed length of each reference text (the zlib attack), unless ``record_features`` is False. Built batch by batch so only top-K and per-step
-        signals are ever held for the whole set (vocabularies exceed FULL_VECTOR_LIMIT)."""
+        zlib-compressed length of each reference text, unless ``record_features`` is False. Built batch
+        by batch, so only top-K and per-step signals are held for the whole set."""
         index = np.asarray(index)
         parts = [Responses.from_logits(z, lengths, ref) for z, lengths, ref in self._teacher_forced(model, data, index)]
         resp = Responses.concat(parts)

@@ -122,10 +122,10 @@ def adam_over(params: dict[str, torch.Tensor], layout: nn.Module, lr: float, wei
     return torch.optim.Adam([g for g in groups if g["params"]], lr=lr, eps=eps)
 
 
-def seeded_generator(offset: int = 0) -> torch.Generator:
+def seeded_generator() -> torch.Generator:
     """A CPU generator seeded from the seed the pipeline gave this model (``torch.initial_seed``),
     so the data order (and Poisson sampling) is fixed by the role's seed alone."""
-    return torch.Generator().manual_seed((int(torch.initial_seed()) + offset) % 2**63)
+    return torch.Generator().manual_seed(int(torch.initial_seed()) % 2**63)
 
 
 def noise_seed() -> int:
