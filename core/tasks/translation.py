@@ -181,19 +181,14 @@ def _pad(seqs: list[np.ndarray], prefix: int | None = None, suffix: int | None =
 
 def _batch(rec: TranslationRecords, idx: np.ndarray, device: torch.device):
     """src (B, S), src_len (B,), tgt_in = <sos> y (B, T), tgt_out = y <eos> (B, T)."""
-    src = [rec.src_ids[i] for i in idx]
-    tgt = [rec.tgt_ids[i] for i in idx]
-    return (_pad(src).to(device), torch.tensor([len(s) for s in src]), _pad(tgt, prefix=SOS).to(device),
-            _pad(tgt, suffix=EOS).to(device))
+    padded = _PaddedRecords(rec, idx, device)
+    return padded.src, torch.from_numpy(padded.src_len), padded.tgt_in, padded.tgt_out
 
 
 class _PaddedRecords:
-    """Records padded once and kept on the device: a training batch is then a gather and a trim
-    on the device, equal to :func:`_batch` of the same records (the same values, the same widths).
-
-    :func:`_batch` pads in Python and copies three tensors to the device per step; on a GPU each
-    blocking copy waits for the device to finish the previous step, so the CPU could never queue
-    a step ahead of a small, launch-bound model."""
+    """Records padded once and kept on the device: a training batch is then a gather and a trim on the
+    device, equal to :func:`_batch` of the same records, and no blocking copy per step keeps the CPU
+    from queueing the next step on a GPU."""
 
     def __init__(self, rec: TranslationRecords, index: np.ndarray, device: torch.device):
         src = [rec.src_ids[i] for i in index]
