@@ -93,6 +93,12 @@ class GridLSTM(nn.Module):
         return torch.cat([self._direction(x, 0), self._direction(x, 1)], -1)
 
 
+def _patches(x: torch.Tensor, p: int) -> torch.Tensor:
+    """(B, C, H, W) images as (B, H/p, W/p, C·p·p) non-overlapping p×p patches."""
+    b, c, h, w = x.shape
+    return x.reshape(b, c, h // p, p, w // p, p).permute(0, 2, 4, 1, 3, 5).reshape(b, h // p, w // p, c * p * p)
+
+
 class ReNetLayer(nn.Module):
     """One ReNet layer (Visin et al. 2015): a bidirectional LSTM sweeps every row, then another
     sweeps every column of the result. Input/output layout (B, H, W, F).
@@ -145,10 +151,7 @@ class ReNet(nn.Module):
         )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        b, c, h, w = x.shape
-        p = self.patch
-        x = x.reshape(b, c, h // p, p, w // p, p).permute(0, 2, 4, 1, 3, 5).reshape(b, h // p, w // p, c * p * p)
-        return self.head(self.renet(x))
+        return self.head(self.renet(_patches(x, self.patch)))
 
 
 class GroupedLinear(nn.Module):
@@ -227,10 +230,7 @@ class JointReNet(nn.Module):
         self.places = places
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        b, c, h, w = x.shape
-        p = self.patch
-        x = x.reshape(b, c, h // p, p, w // p, p).permute(0, 2, 4, 1, 3, 5).reshape(b, h // p, w // p, c * p * p)
-        return self.head(self.renet(x))
+        return self.head(self.renet(_patches(x, self.patch)))
 
 
 def count_params(model: nn.Module) -> int:
