@@ -251,9 +251,8 @@ def _step(model: nn.Module, optimizer: torch.optim.Optimizer, private, batch_los
           autocast: torch.dtype | None = None) -> tuple[torch.Tensor | float, np.ndarray | None]:
     """One optimizer step on the records ``index``: (loss, per-sample norms under DP or None).
 
-    The loss comes back as a detached tensor, not a float: turning it into a number waits for the
-    device to finish the step, and on a GPU that wait on every step kept the CPU from queueing the
-    next one (small models are launch-bound there)."""
+    The loss comes back as a detached tensor, not a float: turning it into a number would wait for the
+    device to finish the step and keep the CPU from queueing the next one."""
     if private is None:
         optimizer.zero_grad(set_to_none=True)
         if autocast is None:
