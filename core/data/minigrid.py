@@ -49,11 +49,11 @@ class MapEnv:
     """One MiniGrid environment whose observation is computed with numpy.
 
     MiniGrid builds the agent's view by slicing and rotating a grid of Python objects (most of a
-    step). Here the full grid's encoding is cached (per map seed, and updated in the one cell in front of the agent after an action that
-    can change the grid: pickup, drop, toggle); the view is one gather from it (padded with
-    walls) at offsets precomputed per facing direction, and the visibility propagation is
-    MiniGrid's ``Grid.process_vis`` on a 7×7 list. Only for environments whose grid changes
-    through the agent's actions alone (all navigation maps).
+    step). Here the full grid's encoding is cached (per map seed, and updated in the one cell in
+    front of the agent after an action that can change the grid: pickup, drop, toggle); the view is
+    one gather from it (padded with walls) at offsets precomputed per facing direction, and the
+    visibility propagation is MiniGrid's ``Grid.process_vis`` on a 7×7 list. Only for environments
+    whose grid changes through the agent's actions alone (all navigation maps).
     """
 
     #: initial grid encodings by (env id, seed): maps repeat, and encoding a grid again at every reset costs more than

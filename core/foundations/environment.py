@@ -2,7 +2,8 @@
 
 A bad value is one clear :class:`ConfigError` at start — the CLI before it parses its options, the
 app before it draws a page — never a default taken silently and never a worker process that dies
-at start and is started again. An unset or empty variable means the default. Light (no torch): the CLI checks before its imports.
+at start and is started again. An unset or empty variable means the default. Light (no torch): the CLI
+checks before its imports.
 
 The paths (``MIA_CACHE_DIR``, ``MIA_DATA_ROOT``) are checked where they are resolved
 (:mod:`core.foundations.paths`); here, for them, only what can be told from the text.

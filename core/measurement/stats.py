@@ -19,7 +19,8 @@ Two sources of spread, two intervals:
 The FFNN-vs-RNN comparison is **paired** by repeat: repeat r of both architectures uses the same
 derived seed, hence the same data split, so dᵣ = FFNN_r − RNN_r removes the split's share of
 the variance. Its interval is the t interval of the dᵣ; its p-values are the paired t test's and
-an exact sign-flip permutation test's (Fisher 1935; Good, *Permutation Tests*, 2000). The effect size is Cohen's d_z = d̄ / s_d (Lakens, Front. Psychol. 2013).
+an exact sign-flip permutation test's (Fisher 1935; Good, *Permutation Tests*, 2000). The effect size
+is Cohen's d_z = d̄ / s_d (Lakens, Front. Psychol. 2013).
 
 The verdict about the studies' finding "the RNN leaks more" is three-valued: ``holds`` when the
 difference's 95 % interval lies wholly on the expected side of 0 (FFNN − RNN < 0 for a leakage

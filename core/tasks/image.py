@@ -430,8 +430,8 @@ class ImageTask(LogitClassifier, Task):
                     rng: np.random.Generator) -> TaskData:
         """Mislabeled images (:meth:`LogitClassifier.mislabeled`), the images kept."""
         rec: ImageRecords = data.records
-        return TaskData(ImageRecords(rec.images, self.mislabeled(data, index, rng), rec.n_classes), data.victim_pool, data.attacker_pool,
-                        data.description, data.info)
+        canaries = ImageRecords(rec.images, self.mislabeled(data, index, rng), rec.n_classes)
+        return TaskData(canaries, data.victim_pool, data.attacker_pool, data.description, data.info)
 
     # ------------------------------------------------------------------ one record, for the app
     def record_ids(self, cfg: ExperimentConfig, data: TaskData, index: np.ndarray) -> list[str]:
