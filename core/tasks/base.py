@@ -42,6 +42,12 @@ def apply_each(transforms: Sequence[OutputTransform], log_probs: torch.Tensor) -
     return out if out is not None else torch.stack([t(log_probs) for t in transforms])
 
 
+def fixed_halves(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The victim's and the attacker's halves of ``n`` records (sorted indices), the same for every config."""
+    order = np.random.default_rng(12345).permutation(n)
+    return np.sort(order[: n // 2]), np.sort(order[n // 2 :])
+
+
 @dataclass
 class TaskData:
     """A task's data source split into the victim's half and the attacker's disjoint half.

@@ -45,6 +45,7 @@ from core.tasks.base import (
     TaskData,
     VictimLoader,
     apply_each,
+    fixed_halves,
     named_record_indices,
 )
 from core.training.ensemble import member_generator, train_ensemble_epochs, train_joint_epochs
@@ -148,6 +149,13 @@ def augment_image(x: torch.Tensor, flip: bool, dy: int, dx: int) -> torch.Tensor
         top, left = abs(dy) - dy, abs(dx) - dx
         x = padded[:, :, top : top + h, left : left + w]
     return x
+
+
+def _standardised(x: np.ndarray) -> torch.Tensor:
+    """(N, C, H, W) images standardised per channel over the whole data source."""
+    mean = x.mean(axis=(0, 2, 3), keepdims=True)
+    std = x.std(axis=(0, 2, 3), keepdims=True) + 1e-6
+    return torch.from_numpy((x - mean) / std)
 
 
 def _check_queries(n: int, what: str) -> None:
@@ -254,13 +262,9 @@ class ImageTask(LogitClassifier, Task):
             description = f"cifar10: {len(x):,} 32×32 colour images, 10 classes ({cfg.data_dir})"
         else:
             raise ConfigError(f"unknown image dataset {cfg.dataset!r}; choose digits, cifar10 or folder")
-        mean = x.mean(axis=(0, 2, 3), keepdims=True)
-        std = x.std(axis=(0, 2, 3), keepdims=True) + 1e-6
-        images = torch.from_numpy((x - mean) / std)
-        order = np.random.default_rng(12345).permutation(len(x))  # fixed victim/attacker halves
-        half = len(x) // 2
+        images = _standardised(x)
         records = ImageRecords(images, torch.from_numpy(y), int(y.max()) + 1)
-        data = TaskData(records, np.sort(order[:half]), np.sort(order[half:]), description,
+        data = TaskData(records, *fixed_halves(len(x)), description,
                         {"n_records": int(len(x)), "image_shape": list(images.shape[1:]), "n_classes": records.n_classes})
         self._loaded[key] = data
         return data
@@ -280,9 +284,7 @@ class ImageTask(LogitClassifier, Task):
         built-in sources, split into halves class by class."""
         o: ImageOptions = cfg.options
         x, facts = read_image_folder(listing, o.image_size, o.channels)
-        mean = x.mean(axis=(0, 2, 3), keepdims=True)
-        std = x.std(axis=(0, 2, 3), keepdims=True) + 1e-6
-        records = ImageRecords(torch.from_numpy((x - mean) / std), torch.from_numpy(listing.labels),
+        records = ImageRecords(_standardised(x), torch.from_numpy(listing.labels),
                                len(listing.classes), listing.paths, listing.classes)
         victim, attacker = stratified_halves(listing.labels)
         kind = "grey" if facts["channels"] == 1 else "colour"

@@ -46,6 +46,7 @@ from core.tasks.base import (
     Task,
     TaskData,
     VictimLoader,
+    fixed_halves,
 )
 from core.training.loop import (
     BatchCallback,
@@ -178,8 +179,6 @@ class TabularTask(LogitClassifier, Task):
         table = encode_table(header, columns, label, source, o.max_categories)
         rec = table.records
         n = len(rec.labels)
-        order = np.random.default_rng(12345).permutation(n)  # fixed victim/attacker halves
-        half = n // 2
         counts = np.bincount(rec.labels.numpy(), minlength=rec.n_classes)
         numeric = sum(c.kind == "numeric" for c in rec.columns)
         missing_text = (", missing values: " + ", ".join(f"{k} {v:,}" for k, v in list(table.missing.items())[:8])
@@ -193,7 +192,7 @@ class TabularTask(LogitClassifier, Task):
                 "classes": {c: int(k) for c, k in zip(rec.class_names, counts)},
                 "columns": {c.name: c.kind for c in rec.columns}, "missing_values": dict(table.missing),
                 "dropped_columns": list(table.dropped), **facts}
-        data = TaskData(rec, np.sort(order[:half]), np.sort(order[half:]), description, info)
+        data = TaskData(rec, *fixed_halves(n), description, info)
         if len(self._loaded) >= MAX_TABLES_KEPT:  # a server's worker reads one table after another: keep the last few
             self._loaded.pop(next(iter(self._loaded)))
         self._loaded[key] = data

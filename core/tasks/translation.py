@@ -58,6 +58,7 @@ from core.tasks.base import (
     Task,
     TaskData,
     VictimLoader,
+    fixed_halves,
     named_record_indices,
 )
 from core.tasks.examples import TokenProb, TranslationExample, TranslationExamples
@@ -305,8 +306,6 @@ class TranslationTask(Task):
             source = f"multi30k {pair_name}: {len(pairs):,} training pairs ({cfg.data_dir})"
         rec = build_records(pairs, o.min_freq, o.max_len, o.max_vocab, ids=line_numbers)
         n = len(rec.src_ids)
-        order = np.random.default_rng(12345).permutation(n)  # fixed victim/attacker halves
-        half = n // 2
         src_len = np.array([len(s) for s in rec.src_ids])
         tgt_len = np.array([len(t) for t in rec.tgt_ids])
         info = {
@@ -316,7 +315,7 @@ class TranslationTask(Task):
             "max_vocab": o.max_vocab,
         }
         description = f"{source}; vocabularies {len(rec.src_vocab):,} / {len(rec.tgt_vocab):,} tokens"
-        data = TaskData(rec, np.sort(order[:half]), np.sort(order[half:]), description, info)
+        data = TaskData(rec, *fixed_halves(n), description, info)
         self._loaded[key] = data
         return data
 
