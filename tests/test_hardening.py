@@ -448,7 +448,8 @@ def digits():
 
 @pytest.mark.parametrize("width,stages,fc", [(16, 2, 64), (8, 3, 32), (4, 1, 16), (32, 3, 256)])
 def test_cnn_param_count_closed_form(width, stages, fc):
-    from core.models.image import ResidualCNN, count_params
+    from core.models import count_params
+    from core.models.image import ResidualCNN
 
     for c, n in [(1, 10), (3, 10)]:
         assert cnn_param_count(c, n, width, stages, fc) == count_params(ResidualCNN(c, n, width, stages, fc))

@@ -7,7 +7,8 @@ import torch
 from core.attacks.shadow_attacks import AttackTraining, run_attacks, standard_attacks
 from core.experiment.cache import ArtifactCache
 from core.foundations.errors import DatasetNotFoundError
-from core.models.image import ReNet, count_params, renet_param_count
+from core.models import count_params
+from core.models.image import ReNet, renet_param_count
 from core.experiment.pipeline import run_experiment
 from core.experiment.roles import make_splits, train_or_load
 from core.measurement.responses import Responses

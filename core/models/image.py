@@ -233,10 +233,6 @@ class JointReNet(nn.Module):
         return self.head(self.renet(_patches(x, self.patch)))
 
 
-def count_params(model: nn.Module) -> int:
-    return sum(p.numel() for p in model.parameters() if p.requires_grad)
-
-
 def renet_param_count(in_channels: int, height: int, width: int, n_classes: int,
                       hidden: int, fc: int, patch: int, layers: int) -> int:
     """Closed-form parameter count of :class:`ReNet` (PyTorch LSTMs carry two bias vectors)."""

@@ -30,6 +30,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from core.models import count_params
+
 #: Sizes of MiniGrid's encoding channels: objects, colours, states (minigrid.core.constants).
 CHANNEL_SIZES = (11, 6, 3)
 N_ACTIONS = 7
@@ -140,10 +142,6 @@ class LSTMAgent(nn.Module):
             hs.append(h)
         hseq = torch.stack(hs, 1)  # (B, R, width)
         return self.actor(hseq), self.critic(hseq)[..., 0], torch.cat([h, c], 1)
-
-
-def count_params(model: nn.Module) -> int:
-    return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
 def lstm_agent_params(width: int, view_cells: int = 49, n_actions: int = N_ACTIONS) -> int:

@@ -78,10 +78,6 @@ def _pick(logits: torch.Tensor, step_transform=None) -> torch.Tensor:
     return step_transform(torch.log_softmax(logits.double(), -1)).argmax(-1)
 
 
-def count_params(model: nn.Module) -> int:
-    return sum(p.numel() for p in model.parameters() if p.requires_grad)
-
-
 class LuongSeq2Seq(nn.Module):
     """Bidirectional-LSTM encoder, LSTM decoder, Luong global dot attention (see module docstring)."""
 

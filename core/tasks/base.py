@@ -21,6 +21,7 @@ from core.foundations.errors import ConfigError
 from core.foundations.user_files import bind_user_files
 from core.measurement.responses import Responses
 from core.measurement.slices import quantile_buckets
+from core.models import count_params
 
 #: Called by a training loop after each epoch with the 1-based epoch number.
 EpochCallback = Callable[[int, nn.Module], None]
@@ -371,7 +372,7 @@ class Task(ABC):
         return "shadow"
 
     def param_count(self, model: nn.Module) -> int:
-        return sum(p.numel() for p in model.parameters() if p.requires_grad)
+        return count_params(model)
 
 
 def named_record_indices(names: Sequence[str], ids: Sequence[str], description: str, meaning: str) -> np.ndarray:

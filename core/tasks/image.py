@@ -33,7 +33,8 @@ from core.foundations.memory import (
     responses_bytes,
     training_state_bytes,
 )
-from core.models.image import JointReNet, ReNet, ResidualCNN, count_params, match_renet, renet_param_count
+from core.models import count_params
+from core.models.image import JointReNet, ReNet, ResidualCNN, match_renet, renet_param_count
 from core.tasks.base import (
     PRESET_TIMES,
     EpochCallback,
