@@ -168,14 +168,13 @@ def match_lstm_width(target: int, view_cells: int = 49, n_actions: int = N_ACTIO
     return best
 
 
-def build_agent(arch: str, actor_hidden: int = 74, critic_hidden: int = 64, view_cells: int = 49,
-                n_actions: int = N_ACTIONS, dp: bool = False) -> nn.Module:
+def build_agent(arch: str, actor_hidden: int = 74, critic_hidden: int = 64, dp: bool = False) -> nn.Module:
     """``ffnn``: :class:`MLPAgent`; ``rnn``: :class:`LSTMAgent` with the MLP's parameter count
-    (``dp``: with Opacus' DP LSTM cell)."""
-    mlp_agent = MLPAgent(view_cells, n_actions, actor_hidden, critic_hidden)
+    (``dp``: with Opacus' DP LSTM cell). Both read MiniGrid's 7×7 view."""
+    mlp_agent = MLPAgent(49, N_ACTIONS, actor_hidden, critic_hidden)
     if arch == "ffnn":
         return mlp_agent
     if arch == "rnn":
-        width = match_lstm_width(count_params(mlp_agent), view_cells, n_actions)
-        return LSTMAgent(view_cells, n_actions, width, dp=dp)
+        width = match_lstm_width(count_params(mlp_agent), 49, N_ACTIONS)
+        return LSTMAgent(49, N_ACTIONS, width, dp=dp)
     raise ValueError(f"unknown arch {arch!r}")
