@@ -26,7 +26,7 @@ from scipy.stats import rankdata
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from core.cli.common import parse_sets  # noqa: E402
-from core.models.translation import count_params  # noqa: E402
+from core.models import count_params  # noqa: E402
 from core.tasks import get_task  # noqa: E402
 
 

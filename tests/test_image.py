@@ -8,7 +8,8 @@ from core.attacks.shadow_attacks import (AttackTraining, ShadowModelAttack, entr
                                          loss_threshold_attack, score_attacks)
 from core.experiment.cache import ArtifactCache
 from core.foundations.errors import DatasetNotFoundError
-from core.models.image import ReNet, count_params, renet_param_count
+from core.models import count_params
+from core.models.image import ReNet, renet_param_count
 from core.experiment.pipeline import run_experiment
 from core.experiment.roles import make_splits, train_or_load
 from core.measurement.responses import Responses

@@ -18,7 +18,8 @@ from core.cli.common import parse_sets
 from core.experiment.cache import ArtifactCache
 from core.experiment.pipeline import run_experiment
 from core.foundations.errors import ConfigError
-from core.models.translation import PAD, LuongSeq2Seq, TransformerSeq2Seq, count_params, match_transformer
+from core.models import count_params
+from core.models.translation import PAD, LuongSeq2Seq, TransformerSeq2Seq, match_transformer
 from core.tasks import get_task
 from core.training.loop import build_optimizer, seeded_generator, train_epochs, warmup_inverse_sqrt
 from tests.test_real_presets import preset_times_rows, write_multi30k_fixture

@@ -102,7 +102,8 @@ def test_every_preset_note_points_to_its_row_of_measured_times_and_carries_no_fi
 
 def test_cifar_cpu_models_at_cifar10s_shape_are_matched():
     """On 32×32 colour images (the fixture's shape, CIFAR-10's): the counts the preset trains."""
-    from core.models.image import ResidualCNN, count_params, match_renet, renet_param_count
+    from core.models import count_params
+    from core.models.image import ResidualCNN, match_renet, renet_param_count
 
     o = get_task("image").make_config("ffnn", "cifar_cpu").options
     cnn = count_params(ResidualCNN(3, 10, o.cnn_width, o.cnn_stages, o.cnn_fc))

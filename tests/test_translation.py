@@ -14,7 +14,8 @@ from core.experiment.pipeline import build_attacks
 from core.experiment.cache import ArtifactCache
 from core.data.corpus import generate_captions
 from core.foundations.errors import ConfigError, DatasetNotFoundError
-from core.models.translation import LuongSeq2Seq, TransformerSeq2Seq, count_params, match_transformer
+from core.models import count_params
+from core.models.translation import LuongSeq2Seq, TransformerSeq2Seq, match_transformer
 from core.data.multi30k import load_multi30k
 from core.experiment.roles import make_splits, train_or_load
 from core.measurement.responses import Responses

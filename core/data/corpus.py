@@ -19,7 +19,7 @@ So a model can learn the whole mapping from a few hundred pairs and translate un
 rare word forms and whole sentences seen in training — is what membership inference detects.
 
 :func:`translate` re-derives a target from its English source alone with an independent parser
-of the documented grammar (the tests check it against every generated pair).
+of the documented grammar.
 
 **Held-out combinations.** A fixed share of (adjective, noun) and (verb, object noun)
 combinations is *reserved* (:func:`reserved`): the default ``split="train"`` never uses them, and
@@ -380,8 +380,7 @@ def _surface(words: list[str]) -> str:
     return text[0].upper() + text[1:] + "."
 
 
-def generate_caption_pairs(n: int, seed: int = 0, split: str = "train", min_words: int = 4,
-                           max_words: int = 24) -> list[CaptionPair]:
+def generate_caption_pairs(n: int, seed: int = 0, split: str = "train") -> list[CaptionPair]:
     """``n`` distinct caption pairs with the combinations each uses (see :func:`generate_captions`)."""
     if split not in ("train", "heldout"):
         raise ValueError(f"split must be 'train' or 'heldout', got {split!r}")
@@ -400,7 +399,7 @@ def generate_caption_pairs(n: int, seed: int = 0, split: str = "train", min_word
         held = any(reserved(*c) for c in gen.combos)
         if held != (split == "heldout"):
             continue
-        if not min_words <= sum(w != "," for w in en) <= max_words:
+        if not 4 <= sum(w != "," for w in en) <= 24:
             continue
         src = _surface(en)
         if src in seen:

@@ -38,8 +38,7 @@ class CsvLimits:
     """Hard caps on a CSV file, each refused with one line before anything is trained.
 
     They keep one table within what a run on a laptop holds (every cell is a Python string while
-    the file is parsed: 4 million cells take about 300 MB) and what the models read (an LSTM over
-    512 feature tokens).
+    the file is parsed) and what the models read (an LSTM over 512 feature tokens).
 
     Attributes:
         max_bytes: file size (32 MiB).
@@ -241,21 +240,21 @@ def _label_classes(name: str, cells: list[str], source: str, limits: CsvLimits) 
     return index.astype(np.int64), names
 
 
-def encode_table(header: list[str], columns: list[list[str]], label: str, source: str, max_categories: int = 16,
-                 limits: CsvLimits = LIMITS) -> EncodedTable:
+def encode_table(header: list[str], columns: list[list[str]], label: str, source: str,
+                 max_categories: int = 16) -> EncodedTable:
     """The records of a parsed table (see the module docstring for the encoding).
 
     Raises:
         ConfigError: no label given or no such column, a label with missing values, one value
-            or more than ``limits.max_classes``, no feature column left, more encoded features
-            than ``limits.max_features``.
+            or more than ``LIMITS.max_classes``, no feature column left, more encoded features
+            than ``LIMITS.max_features``.
     """
     shown_columns = ", ".join(header[:20]) + (f", … ({len(header)} in all)" if len(header) > 20 else "")
     if not label:
         raise ConfigError(f"name the label column of {source}: --set label=COLUMN (columns: {shown_columns})")
     if label not in header:
         raise ConfigError(f"{source} has no column {label!r} to use as the label; columns: {shown_columns}")
-    labels, class_names = _label_classes(label, columns[header.index(label)], source, limits)
+    labels, class_names = _label_classes(label, columns[header.index(label)], source, LIMITS)
     n_rows = len(labels)
     blocks: list[np.ndarray] = []
     names: list[str] = []
@@ -300,9 +299,9 @@ def encode_table(header: list[str], columns: list[list[str]], label: str, source
         described.append(TableColumn(name, "text", tuple(range(start, len(names))), tuple(categories)))
     if not names:
         raise ConfigError(f"{source} has no feature column with values besides the label {label!r}")
-    if len(names) > limits.max_features:
+    if len(names) > LIMITS.max_features:
         raise ConfigError(f"{source} encodes to {len(names):,} features (one-hot and missing indicators "
-                          f"included), more than {limits.max_features}: lower max_categories or drop columns")
+                          f"included), more than {LIMITS.max_features}: lower max_categories or drop columns")
     x = torch.from_numpy(np.concatenate(blocks, axis=1).astype(np.float32))
     records = TabularRecords(x, torch.from_numpy(labels), class_names, tuple(names),
                              torch.tensor(standardised, dtype=torch.bool), tuple(described))

@@ -2,7 +2,7 @@
 
 A *map* is a MiniGrid environment seed: ``MapEnv.reset(seed)`` builds the same floor-map and
 start state every time. :class:`MapEnv` computes MiniGrid's 7×7×3 egocentric view with numpy
-(cell for cell MiniGrid's own array; a test checks it), :class:`MapSampler` streams member maps
+(cell for cell MiniGrid's own array), :class:`MapSampler` streams member maps
 in a seeded order, :class:`MapVecEnv` steps several environments in lock-step for PPO
 (:class:`core.training.ppo.VecEnv` protocol), optionally starting episodes by a :class:`StartRoomCurriculum`,
 and :class:`Rollout` is one query episode's record. A seed in an environment's ``canaries`` is built
@@ -48,18 +48,16 @@ def _make_minigrid(env_id: str, render_mode: str | None = None):
 class MapEnv:
     """One MiniGrid environment whose observation is computed with numpy.
 
-    MiniGrid builds the agent's view by slicing and rotating a grid of Python objects and
-    propagating visibility cell by cell (most of a step: docs/performance.md, "Figures behind the
-    code's choices"). Here the full grid's encoding is
-    cached (per map seed, and updated in the one cell in front of the agent after an action that
-    can change the grid: pickup, drop, toggle); the view is one gather from it (padded with
-    walls) at offsets precomputed per facing direction, and the visibility propagation is
-    MiniGrid's ``Grid.process_vis`` on a 7×7 list. Only for environments whose grid changes
-    through the agent's actions alone (all navigation maps).
+    MiniGrid builds the agent's view by slicing and rotating a grid of Python objects (most of a
+    step). Here the full grid's encoding is cached (per map seed, and updated in the one cell in
+    front of the agent after an action that can change the grid: pickup, drop, toggle); the view is
+    one gather from it (padded with walls) at offsets precomputed per facing direction, and the
+    visibility propagation is MiniGrid's ``Grid.process_vis`` on a 7×7 list. Only for environments
+    whose grid changes through the agent's actions alone (all navigation maps).
     """
 
     #: initial grid encodings by (env id, seed): maps repeat, and encoding a grid again at every reset costs more than
-    #: reading it back (docs/performance.md, "Figures behind the code's choices")
+    #: reading it back
     _initial_codes: dict[tuple[str, int], np.ndarray] = {}
 
     def __init__(self, env_id: str, render_mode: str | None = None):
@@ -293,12 +291,9 @@ class StartRoomCurriculum:
 
 
 class MapVecEnv:
-    """``n_envs`` :class:`MapEnv` stepped in lock-step; a finished episode restarts at once on
-    the next map of the :class:`MapSampler` (the :class:`core.training.ppo.VecEnv` protocol).
-
-    A plain list of environments stepped in the main process: an env step costs less than handing it to a
-    worker process (docs/performance.md, "Figures behind the code's choices").
-    """
+    """``n_envs`` :class:`MapEnv` stepped in lock-step in this process (a step costs less than handing it
+    to a worker); a finished episode restarts at once on the next map of the :class:`MapSampler` (the
+    :class:`core.training.ppo.VecEnv` protocol)."""
 
     def __init__(self, env_id: str, n_envs: int, seeds: np.ndarray, order_seed: int,
                  curriculum: StartRoomCurriculum | None = None, canaries: frozenset[int] = frozenset()):

@@ -11,11 +11,10 @@ Line i of ``<split>.<src>`` translates to line i of ``<split>.<tgt>``. Files may
 (``.gz``) or plain. Nothing is downloaded unless a user asks for it explicitly
 (:func:`download_multi30k`, behind the app's download button); loading never touches the network.
 
-Files are read as a stream with hard caps, so a hostile or mistaken file (a gzip bomb: 37 MB
-that inflate to 8 GB, a file of newlines) is refused with a clear error instead of exhausting
-memory: at most :data:`MAX_FILE_BYTES` decompressed bytes per file, :data:`MAX_LINES` lines
-and :data:`MAX_LINE_BYTES` bytes per line. The real files are far below (train.en: 29,000 lines,
-about 2 MB; the longest line a few hundred bytes). A download is capped at
+Files are read as a stream with hard caps, so a hostile or mistaken file (a gzip bomb, a file of
+newlines) is refused with a clear error instead of exhausting memory: at most :data:`MAX_FILE_BYTES`
+decompressed bytes per file, :data:`MAX_LINES` lines and :data:`MAX_LINE_BYTES` bytes per line,
+far above the real files. A download is capped at
 :data:`MAX_DOWNLOAD_BYTES` compressed bytes and must decompress within the same caps.
 """
 from __future__ import annotations

@@ -4,7 +4,7 @@ Paper 001 §3.2 (and paper 000 §3.2) attack a reinforcement-learning agent by c
 victim's policy at every visited state with the policy of a *label model*, "a separate model
 [...] to find the optimal policy" on the queried map. The studies train a second PPO agent for
 that; on MiniGrid navigation maps the reward-maximising policy is known in closed form, so the
-default label model here is a planner (milliseconds per map instead of minutes of PPO):
+default label model here is a planner:
 
 * MiniGrid's reward for reaching the goal at step t is r = 1 − 0.9·t/T (paper 000, eq. 2), so
   maximising the return is exactly minimising the number of actions to the goal.

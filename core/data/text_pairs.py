@@ -18,7 +18,7 @@ Nothing read is trusted: the folder must lie under the data root
 is refused (never followed), files are opened with ``O_NOFOLLOW | O_NONBLOCK`` and must be regular;
 each file is read as a stream within :mod:`core.data.multi30k`'s caps (:data:`MAX_FILE_BYTES`
 decompressed bytes, :data:`MAX_LINES` lines, :data:`MAX_LINE_BYTES` bytes per line: a gzip bomb is
-refused after 64 MiB, not inflated). Different line counts, binary content (not UTF-8, or NUL bytes),
+refused, not inflated). Different line counts, binary content (not UTF-8, or NUL bytes),
 an empty file, a missing language, an unreadable gzip → one :class:`DatasetNotFoundError` line.
 
 Pairs where either side is an empty line are left out (as for Multi30K); a record's id is its line
@@ -145,15 +145,13 @@ def _read_text_lines(entry: os.DirEntry, shown: str) -> list[str]:
     return lines
 
 
-def load_text_pairs(data_dir: str, src_lang: str, tgt_lang: str, pair_name: str = "",
-                    root: str | os.PathLike | None = None) -> TextPairs:
+def load_text_pairs(data_dir: str, src_lang: str, tgt_lang: str, pair_name: str = "") -> TextPairs:
     """The (source, target) lines of the data-source pair of ``data_dir`` (see the module's rules).
 
     Args:
         data_dir: the folder, absolute or relative to the data root.
         src_lang, tgt_lang: the two files' language suffixes.
         pair_name: the pair's file stem; "" = ``train`` if present, else the only pair.
-        root: the data root (default :func:`core.foundations.paths.data_root`).
 
     Raises:
         ConfigError: the folder lies outside the data root.
@@ -163,7 +161,7 @@ def load_text_pairs(data_dir: str, src_lang: str, tgt_lang: str, pair_name: str 
     for lang in (src_lang, tgt_lang):
         if not LANGUAGE_CODE.fullmatch(lang):
             raise DatasetNotFoundError(f"language code {lang!r} must be 1–32 letters, digits, '_' or '-'")
-    folder = resolve_data_dir(data_dir, root)
+    folder = resolve_data_dir(data_dir)
     if not folder.is_dir():
         raise DatasetNotFoundError(f"text folder {data_dir!r} not found: point data_dir at a folder holding "
                                    f"<name>.{src_lang} and <name>.{tgt_lang} (plain or .gz)")

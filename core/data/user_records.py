@@ -1,14 +1,13 @@
 """A user's records as read, before any preprocessing, for auditing a model of their own (:mod:`core.audit`).
 
-``DIR`` — a folder of class folders (``DIR/<class>/<image>.png|jpg``; the record id is the path relative to DIR,
-as :func:`core.data.image_folder.list_image_folder` lists it): each image decoded at its own size as uint8, grey
-files kept grey, every other RGB; the model's own transform is applied later, exactly as declared
-(:mod:`core.models.kinds.preprocess`), never the explorer's resizing. ``FILE.csv`` — a table with a header row
-(:func:`core.data.csv_table.parse_csv`): the columns kept as text; the label column is the model's output index
-when it holds integers below the declared ``num_classes``, else encoded to 0…m−1 (numbers in numeric order, names
-alphabetically: scikit-learn's ``classes_`` order); the record id the declared ``id`` column or else the 0-based
-data row. Image classes are the class folders' names in sorted order (torchvision's ``ImageFolder``): the folder
-must hold every class the model was trained with.
+* ``DIR``: a folder of class folders (``DIR/<class>/<image>.png|jpg``; record id: the path relative to DIR;
+  classes: the folders' names sorted, as torchvision's ``ImageFolder``, so every class the model knows must be
+  there). Each image is decoded at its own size as uint8, grey kept grey, else RGB; the model's own declared
+  transform is applied later (:mod:`core.models.kinds.preprocess`), never the explorer's resizing.
+* ``FILE.csv``: a table with a header row (:func:`core.data.csv_table.parse_csv`), the columns kept as text; the
+  label is the model's output index when it holds integers below ``num_classes``, else encoded to 0…m−1 in
+  scikit-learn's ``classes_`` order; the record id is the declared ``id`` column, else the 0-based data row.
+
 The caps of the readers underneath hold, plus :data:`MAX_RAW_BYTES` of decoded pixels.
 """
 from __future__ import annotations

@@ -22,8 +22,6 @@ from core.foundations.errors import ConfigError
 from core.foundations.task_registry import available_tasks, get_task
 
 #: Bump when the meaning or layout of anything stored in the cache changes.
-#: v3: weight decay reaches weight matrices only (core.training); DP-SGD fields; privacy records.
-#: v4: captions corpus grammar v2 (same config, other data); summaries add LiRA/RMIA and shadow_fidelity.
 CACHE_SCHEMA_VERSION = 4
 
 ARCHS = ("ffnn", "rnn")
@@ -33,17 +31,14 @@ ATTACK_ONLY_FIELDS = frozenset({"n_shadows", "attack_hidden", "attack_train_epoc
 #: Fields that are labels only and never change a number.
 LABEL_FIELDS = frozenset({"preset"})
 #: Fields that say how a config is orchestrated above the pipeline (core.analyses.repeats: how often it is
-#: run; core.analyses.matching: where training stops), never what one run computes: left out of every hash,
-#: so repeat 0 of any N is the run cached before the fields existed.
+#: run; core.analyses.matching: where training stops), never what one run computes: left out of every hash.
 REPEAT_FIELDS = frozenset({"repeats", "match_utility"})
 #: Most repeats of one config (each is a full victim + shadows run)
 MAX_REPEATS = 20
 #: Most checkpoint epochs one config may list in ``attack_epochs``.
 MAX_ATTACK_EPOCHS = 1000
-#: Counts the CLI and the app accept, one cap each for both (so the CLI
-#: never accepts what the app refuses): values in one ``--values`` list or a page's grid (each value
-#: is at least one cached run or defended point), independent draws of an after-training mechanism
-#: (the Defenses page's box), SensitivitySampler pairs (2 trainings each).
+#: Caps shared by the CLI and the app: values in one ``--values`` list or a page's grid, independent
+#: draws of an after-training mechanism, SensitivitySampler pairs (2 trainings each).
 MAX_VALUES = 100
 MAX_DRAWS = 20
 MAX_SENSITIVITY_PAIRS = 10_000
@@ -54,7 +49,7 @@ DP_ACCOUNTANTS = ("rdp", "prv")
 #: DP-SGD parameters: while ``dp`` is off they change nothing and are left out of the hashes
 DP_FIELDS = frozenset({"dp_noise_multiplier", "dp_max_grad_norm", "dp_delta", "dp_epsilon", "dp_accountant"})
 #: Where independent trainings run (core.experiment.executor): this process, one vectorised ensemble, a local
-#: process pool, Ray (named here, import-light, so that the CLI can check ``--executor`` first)
+#: process pool, Ray (named here so that the CLI can check ``--executor`` without importing them)
 EXECUTORS = ("local", "ensemble", "processes", "ray")
 #: Training precisions: float32, or bfloat16 autocast of the training forward passes
 PRECISIONS = ("float32", "bf16")
@@ -63,12 +58,8 @@ PRECISIONS = ("float32", "bf16")
 # ---------------------------------------------------------------------------- field ranges
 @dataclass(frozen=True)
 class Range:
-    """The documented range of a numeric config field, checked by :func:`check_fields`.
-
-    Ranges exist so that a careless or hostile value (``lr=inf``, ``seed=-1``, ``epochs=10**12``,
-    ``n_shadows=10**9``) is refused with one clear line *before* anything is allocated or
-    trained, instead of surfacing later as a NaN result, a traceback or an out-of-memory kill.
-    The bounds are generous: every preset lies well inside them.
+    """The documented range of a numeric config field, checked by :func:`check_fields`: a careless or
+    hostile value (``lr=inf``, ``n_shadows=10**9``) is refused in one line before anything is allocated.
 
     Attributes:
         lo, hi: the bounds.
@@ -147,10 +138,7 @@ MAX_TEXT = 4096
 def check_fields(obj: Any) -> None:
     """Check every field of a config dataclass: ranged numbers against their :class:`Range`,
     booleans and strings by type (strings: at most :data:`MAX_TEXT` characters, no NUL byte,
-    which the OS would refuse in a path with a traceback).
-
-    One mechanism for every task's options, so a new field only needs ``bounded(...)``.
-    """
+    which the OS would refuse in a path with a traceback)."""
     for f in fields(obj):
         value = getattr(obj, f.name)
         rng = f.metadata.get("range")
@@ -171,11 +159,8 @@ def check_fields(obj: Any) -> None:
 class ExperimentConfig:
     """Everything that determines one victim-and-attack experiment.
 
-    Every numeric field has a documented range (in brackets below), checked by
-    :meth:`validate` before anything is loaded, allocated or trained; floats must be finite.
-    The ranges are generous sanity bounds, not recommendations: ``lr=inf``, ``seed=-1`` or
-    ``n_shadows=10**9`` are refused with one line instead of training to NaN, crashing or
-    exhausting memory.
+    Every numeric field has a range (in brackets below: sanity bounds, not recommendations),
+    checked by :meth:`validate` before anything is loaded; floats must be finite.
 
     Attributes:
         task: which task (``image``, ``translation``, ``navigation``).
@@ -219,12 +204,10 @@ class ExperimentConfig:
         dp_epsilon: target ε of ``dp=epsilon``. (0, 1000000]
         dp_accountant: accountant calibrating σ to the target ε: ``rdp`` or ``prv``.
         precision: ``float32``, or ``bf16``: the training forward passes (and the loss) run
-            under ``torch.autocast`` in bfloat16 — for GPUs with bfloat16 tensor cores; on a CPU
-            it is usually slower, and a CPU without a bfloat16 kernel for a layer (oneDNN's LSTM without
-            AVX-512 BF16) refuses it in one line at the first step. Parameters, optimizer state and gradients stay float32, and
-            everything measured after training (Responses, utility, attacks) is computed in
-            float32/float64. Image and translation only (PPO keeps float32), not with DP-SGD.
-            A training field: bf16 models are other models (float32 adds nothing to the hashes).
+            under ``torch.autocast`` in bfloat16 (for GPUs with bfloat16 tensor cores; a CPU without
+            a bfloat16 kernel for a layer refuses it in one line at the first step). Parameters,
+            optimizer state, gradients and everything measured after training stay float32/float64.
+            Image and translation only, not with DP-SGD. A training field (float32 is not hashed).
         target_weights, members: your trained model as the victim
             (:mod:`core.foundations.user_files`, docs/your_data.md): a safetensors file of its weights
             and a text file of the records it trained on (one record id a line), under the data root.
@@ -276,10 +259,7 @@ class ExperimentConfig:
 
     # ------------------------------------------------------------------ validation
     def validate(self) -> "ExperimentConfig":
-        """Raise :class:`ConfigError` naming the first invalid field; return self if valid.
-
-        Purely static (no data, no allocation), so it is cheap to call before every run.
-        """
+        """Raise :class:`ConfigError` naming the first invalid field; return self if valid (no data read)."""
         if self.task not in available_tasks():  # the task registry (light: no task module is imported)
             raise ConfigError(f"task must be one of {tuple(available_tasks())}, got {shown(self.task)}")
         if self.arch not in ARCHS:
@@ -374,7 +354,7 @@ class ExperimentConfig:
         """Fields that change nothing in this config (``training``: nothing in the trained models):
         DP fields while unused, and the default precision; left out of its hashes so that setting
         them never retrains or reruns anything."""
-        # float32 was the only precision before the field existed: it stays out of the hashes
+        # the default precision stays out of the hashes, so configs older than the field keep theirs
         precision = {"precision"} if self.precision == "float32" else set()
         if self.dp == "off":
             return DP_FIELDS | precision
@@ -394,8 +374,7 @@ class ExperimentConfig:
         d = {**self.to_dict(), "options": self._hashed_options()}
         for name in LABEL_FIELDS | REPEAT_FIELDS | exclude | self.inert_fields():
             d.pop(name, None)
-        # a user's model: its files' content is hashed, not where they lay; unused, the fields
-        # stay out (every hash made before they existed is unchanged)
+        # a user's model: its files' content is hashed, not where they lay; unused, the fields stay out
         if self.target_weights and not self.target_weights_sha256 or self.members and not self.members_sha256:
             raise ConfigError("target_weights / members are not bound to their content: make the config with the "
                               "task's make_config")
@@ -408,8 +387,8 @@ class ExperimentConfig:
         return hashlib.sha256(payload.encode()).hexdigest()[:20]
 
     def _hashed_options(self) -> dict[str, Any]:
-        """:meth:`option_values` less the option fields added after runs were cached while they are at their
-        default (so that every hash made before they existed is unchanged)."""
+        """:meth:`option_values` less the options' ``OMIT_AT_DEFAULT`` fields while at their default, so that
+        adding an option never moves an existing hash."""
         values = self.option_values()
         defaults = {f.name: f.default for f in fields(self.options)} if self.options is not None else {}
         omitted = {name for name in getattr(self.options, "OMIT_AT_DEFAULT", ())

@@ -11,9 +11,8 @@ from core.foundations.errors import ConfigError
 
 # float32 means float32 on a GPU too: cuDNN convolutions default to TF32 (a 10-bit mantissa) on
 # Ampere and later GPUs, so a "float32" GPU run would differ from the same config on the CPU, and
-# the ensemble from the sequential path, by far more than float32 rounding (on a GPU the ensemble's
-# weights moved several times the test's tolerance from the sequential path's, docs/results.md "GPU check").
-# Speed on a GPU is asked for explicitly with ``precision = "bf16"``.
+# the ensemble from the sequential path, by far more than float32 rounding. Speed on a GPU is asked
+# for explicitly with ``precision = "bf16"``.
 torch.backends.cudnn.allow_tf32 = False
 torch.backends.cuda.matmul.allow_tf32 = False
 

@@ -2,9 +2,8 @@
 
 A bad value is one clear :class:`ConfigError` at start — the CLI before it parses its options, the
 app before it draws a page — never a default taken silently and never a worker process that dies
-at start and is started again (a bad ``MIA_WORKER_THREADS`` would kill every app worker, over and over,
-and a bad ``MIA_WORKER_NICE`` or ``MIA_JOB_WORKERS`` would fall back to a default unseen).
-An unset or empty variable means the default. Light (no torch): the CLI checks before its imports.
+at start and is started again. An unset or empty variable means the default. Light (no torch): the CLI
+checks before its imports.
 
 The paths (``MIA_CACHE_DIR``, ``MIA_DATA_ROOT``) are checked where they are resolved
 (:mod:`core.foundations.paths`); here, for them, only what can be told from the text.
@@ -116,9 +115,9 @@ def env_value(name: str, environ: Mapping[str, str] | None = None) -> object | N
         raise ConfigError(f"{name}={shown!r} is not valid ({variable.meaning}): {exc}; fix it or unset it") from None
 
 
-def env_whole_number(name: str, environ: Mapping[str, str] | None = None) -> int | None:
+def env_whole_number(name: str) -> int | None:
     """The checked value of a whole-number variable (:func:`whole_number`), None when unset or empty."""
-    value = env_value(name, environ)
+    value = env_value(name)
     if value is not None and not isinstance(value, int):
         raise TypeError(f"{name} is not a whole-number variable")  # a caller's mistake, never a user's value
     return value

@@ -1,10 +1,8 @@
 """Writing result files safely: checked before the work, written atomically after it.
 
-Why: a CLI run can take minutes to hours. An ``--out`` into a missing folder or an unwritable
-place used to fail only at the very end (a FileNotFoundError traceback, the results lost), and
-an interrupted write left half a JSON file that later readers choke on. :func:`check_out_path`
-runs before any work; :func:`write_json_atomically` writes a temporary file next to the target
-and renames it into place, so the target is either the old file or the complete new one.
+A CLI run can take hours: :func:`check_out_path` refuses an unwritable ``--out`` before any work, and
+:func:`write_json_atomically` writes a temporary file next to the target and renames it into place, so
+the target is either the old file or the complete new one, never half a JSON file.
 
 **Only regular files are written.** The rename replaces the directory entry it lands on, whatever
 that entry is: ``--out /dev/stdout`` would replace the device node by a regular file (as root,
@@ -12,11 +10,10 @@ breaking the system's ``/dev/stdout``), and ``--out link`` would replace a symbo
 instead of writing where it points. Neither is what the user meant, and writing *through* a link
 or a device without the rename would lose the atomicity. So a target that exists and is not a
 regular file — a symbolic link (to anything, even a regular file), a device, a FIFO, a socket —
-is refused with one line before any work (write to a regular file and copy it, or use stdout by
-leaving ``--out`` out), and :func:`write_text_atomically` checks again, without following links,
-just before the rename: a link or node planted at the target during the run is refused, never
-followed or replaced. Other failures (no such user in ``~user``, a name longer than the file
-system allows, a full disk) are :class:`~core.foundations.errors.OutputPathError` with a one-line message.
+is refused with one line before any work, and :func:`write_text_atomically` checks again, without
+following links, just before the rename: a link or node planted at the target during the run is
+refused, never followed or replaced. Other failures are :class:`~core.foundations.errors.OutputPathError`
+with a one-line message.
 """
 from __future__ import annotations
 
@@ -252,9 +249,9 @@ def write_text_atomically(path: str | os.PathLike, text: str) -> None:
         raise
 
 
-def write_json_atomically(path: str | os.PathLike, obj: Any, indent: int | None = 2) -> None:
-    """``json.dumps(obj)`` (plus a newline) written atomically to ``path``."""
-    write_text_atomically(path, json.dumps(obj, indent=indent) + "\n")
+def write_json_atomically(path: str | os.PathLike, obj: Any) -> None:
+    """``json.dumps(obj, indent=2)`` (plus a newline) written atomically to ``path``."""
+    write_text_atomically(path, json.dumps(obj, indent=2) + "\n")
 
 
 def read_document(payload: bytes, name: str, what: str, limit: int) -> Any:

@@ -22,7 +22,7 @@ unsupported, so keep the cache on a local disk.
 
 Typical use in the pipeline (the second process waits, then finds the model in the cache)::
 
-    with hold(f"train/{cfg.training_hash}/{role}", timeout=3600, on_wait=report):
+    with hold(f"train/{cfg.training_hash}/{role}", timeout=3600):
         model = load_from_cache() or train_and_store()
 """
 from __future__ import annotations
@@ -37,7 +37,7 @@ import stat
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 from core.foundations.errors import LockFileError, LockTimeoutError
 from core.foundations.paths import cache_dir
@@ -116,17 +116,9 @@ class KeyLock:
             raise LockFileError(f"the lock file {str(self.path)!r} is not a regular file; remove it")
         return fd
 
-    def acquire(
-        self,
-        timeout: float | None = None,
-        on_wait: Callable[[dict[str, Any] | None], None] | None = None,
-    ) -> None:
-        """Block until the lock is held by this object.
-
-        Args:
-            timeout: seconds to wait at most (None: forever, 0: one try).
-            on_wait: called once, with :meth:`holder`, if the lock is busy at the first try
-                (e.g. to show "waiting for another process training this model").
+    def acquire(self, timeout: float | None = None) -> None:
+        """Block until the lock is held by this object; ``timeout``: seconds to wait at most (None: forever,
+        0: one try).
 
         Raises:
             LockTimeoutError: still busy after ``timeout`` seconds.
@@ -135,7 +127,6 @@ class KeyLock:
             raise RuntimeError(f"lock {self.key!r} is already held by this object")
         fd = self._open_lock_file()
         deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
-        waited = False
         try:
             while True:
                 try:
@@ -143,10 +134,6 @@ class KeyLock:
                     break
                 except BlockingIOError:
                     pass
-                if not waited:
-                    waited = True
-                    if on_wait is not None:
-                        on_wait(self.holder())
                 if deadline is not None and time.monotonic() >= deadline:
                     info = self.holder() or {}
                     who = f"process {info.get('pid', '?')} on {info.get('host', '?')}"
@@ -186,7 +173,6 @@ def hold(
     key: str,
     timeout: float | None = None,
     directory: str | os.PathLike | None = None,
-    on_wait: Callable[[dict[str, Any] | None], None] | None = None,
 ) -> Iterator[KeyLock]:
     """``with hold(key, timeout): ...`` — acquire :class:`KeyLock` ``key``, release on exit.
 
@@ -194,7 +180,7 @@ def hold(
         LockTimeoutError: the lock stayed busy for ``timeout`` seconds (nothing is held then).
     """
     lock = KeyLock(key, directory)
-    lock.acquire(timeout=timeout, on_wait=on_wait)
+    lock.acquire(timeout=timeout)
     try:
         yield lock
     finally:

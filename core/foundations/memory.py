@@ -1,8 +1,7 @@
 """Memory estimates computed from a config alone, before anything is built or allocated.
 
-Why closed forms: building a model to count its parameters is itself the allocation we want
-to refuse (``cnn_width=100000`` took gigabytes before the old check ran). Each task's
-:meth:`~core.tasks.base.Task.memory_estimate` adds its model's training run to the attack
+Closed forms, because building a model to count its parameters is itself the allocation we want
+to refuse. Each task's :meth:`~core.tasks.base.Task.memory_estimate` adds its model's training run to the attack
 classifiers' training (:func:`attack_training_bytes`) and the Responses every model keeps
 (:func:`responses_bytes`); the pipeline compares the sum with the memory available and raises
 :class:`~core.foundations.errors.ResourceLimitError` up front.
@@ -46,13 +45,14 @@ def cnn_param_count(in_channels: int, n_classes: int, width: int, stages: int, f
     return total + c * fc + fc + fc * n_classes + n_classes
 
 
-def mlp_agent_param_count(actor_hidden: int, critic_hidden: int, n_inputs: int = 980, n_actions: int = 7) -> int:
-    """Closed form of ``count_params(MLPAgent(...))``: two tanh layers each for actor and critic."""
+def mlp_agent_param_count(actor_hidden: int, critic_hidden: int) -> int:
+    """Closed form of ``count_params(MLPAgent(...))`` on the 980 one-hot view inputs: two tanh layers each for
+    actor (7 actions) and critic."""
 
     def two_layer(hidden: int, out: int) -> int:
-        return n_inputs * hidden + hidden + hidden * hidden + hidden + hidden * out + out
+        return 980 * hidden + hidden + hidden * hidden + hidden + hidden * out + out
 
-    return two_layer(actor_hidden, n_actions) + two_layer(critic_hidden, 1)
+    return two_layer(actor_hidden, 7) + two_layer(critic_hidden, 1)
 
 
 def attack_training_bytes(cfg: "ExperimentConfig", n_features: int, max_steps: int = 1) -> int:

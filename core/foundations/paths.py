@@ -1,11 +1,8 @@
 """Where files live: the cache folder, and folders typed in the browser, confined to a data root.
 
-The app asks for local dataset folders (CIFAR-10, Multi30K) and can download Multi30K into the
-folder typed. On 127.0.0.1 that is the user's own machine; once the app is served on a network
-(``--server.address 0.0.0.0``), anyone who reaches the page could make the server read or, with
-the download button, create folders and write files wherever the server's user may. So every
-folder typed in the app goes through :func:`resolve_data_dir`, which only accepts folders under
-the data root:
+Once the app is served on a network, anyone who reaches the page could make the server read (or, with
+the download button, write) wherever the server's user may. So every folder typed in the app goes
+through :func:`resolve_data_dir`, which only accepts folders under the data root:
 
 * ``$MIA_DATA_ROOT`` when set (``MIA_DATA_ROOT=/`` lifts the restriction on purpose);
 * otherwise the home directory of the user running the app (``~``), less its hidden files and folders: a

@@ -39,9 +39,9 @@ def one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def configured_paths(environ: dict[str, str] | None = None) -> list[str]:
+def configured_paths() -> list[str]:
     """The plugin files ``$MIA_PLUGINS`` lists, in order, empty entries skipped."""
-    value = (os.environ if environ is None else environ).get(PLUGIN_ENV, "")
+    value = os.environ.get(PLUGIN_ENV, "")
     return [p for p in value.split(os.pathsep) if p.strip()]
 
 

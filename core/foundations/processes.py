@@ -10,10 +10,8 @@ What both need, implemented once here: a worker's start (:func:`init_worker`: to
 so workers side by side do not oversubscribe the machine; the watch that ends it when its parent
 dies, :func:`watch_parent`), progress sent to the parent at a bounded rate (:func:`throttled`), and
 failures told in one line (:func:`failure_text`) and, for a batch, collected by name while the other
-jobs finish (:func:`raise_failures`). The two ways to start workers live here too and differ because
-the needs do: a warm worker that must be cancellable mid-job (:class:`WorkerProcess`) owns a pipe, and
-the job protocol and its signal handlers are the app's (:mod:`core.jobs.worker`); a pool worker
-(:func:`run_pool`) runs one function per item and returns its value.
+jobs finish (:func:`raise_failures`). A warm worker that must be cancellable mid-job (:class:`WorkerProcess`)
+owns a pipe; a pool worker (:func:`run_pool`) runs one function per item and returns its value.
 """
 from __future__ import annotations
 
@@ -60,13 +58,12 @@ _OUTBOX: Any = None
 def watch_parent(parent: int) -> threading.Thread:
     """End this process soon after ``parent`` is gone (``kill -9`` included).
 
-    A parent killed with ``kill -9`` runs no cleanup: its workers would train on for nobody (for many
-    minutes, holding the parent's stdout), and multiprocessing's resource tracker, which waits for
-    every holder of its pipe, with them. A dead parent re-parents the worker, so its parent id
-    changes: poll for that (portable, unlike Linux's PR_SET_PDEATHSIG, which also fires when the
-    *thread* that started the worker ends). Then SIGTERM to itself: a worker with a handler (the app's)
-    unwinds as on Ctrl-C, releasing its locks; one without (a pool worker) ends at once. Whatever is
-    still alive :data:`PARENT_GONE_GRACE_S` later exits.
+    A parent killed with ``kill -9`` runs no cleanup: its workers would train on for nobody, holding
+    its stdout. A dead parent re-parents the worker, so its parent id changes: poll for that (portable,
+    unlike Linux's PR_SET_PDEATHSIG, which also fires when the *thread* that started the worker ends).
+    Then SIGTERM to itself: a worker with a handler (the app's) unwinds as on Ctrl-C, releasing its
+    locks; one without (a pool worker) ends at once. Whatever is still alive
+    :data:`PARENT_GONE_GRACE_S` later exits.
     """
 
     def watch() -> None:

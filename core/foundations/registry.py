@@ -2,24 +2,9 @@
 
 Tasks (:mod:`core.foundations.task_registry`), defenses (:mod:`core.defenses.registry`), attacks
 (:mod:`core.attacks.registry`), analyses (:mod:`core.analyses.registry`) and the app's job kinds
-(:mod:`core.jobs.worker`) each keep one :class:`Registry`; what differs between them (what a task or a
-defense must look like, an attack's result names that must not clash, plugins loaded on a miss)
-stays in their own module, and what is the same lives here once:
-
-* ``register(name, item)`` refuses a name another item holds (:class:`ConfigError`, one line);
-  registering the same item again is a no-op, so a module imported twice (a worker that imports
-  the module that registered a job kind) does not fail;
-* ``get(name)`` returns the item or raises ``ConfigError: unknown <kind> 'x'; known: a, b`` — an
-  unknown name from a page, a job's parameters or the command line never falls back to another;
-* ``names()`` and iteration list the names in registration order;
-* ``lazy``: names whose module registers them when imported, imported on the first ``get`` (the
-  built-in defenses: listing and checking names must not load torch, so that the CLI can refuse a
-  bad argument at once);
-* ``seal()``: the names registered so far are built-in, and ``unregister`` refuses them (a test
-  removes its toy, never a built-in).
-
-This module imports nothing but the errors, so it sits at the bottom of the library with the task
-registry that needs it.
+(:mod:`core.jobs.worker`) each keep one :class:`Registry`; what differs between them stays in their own
+module. An unknown name never falls back to another; ``lazy`` names are imported on the first ``get``, so
+that listing and checking names does not load torch. Imports nothing but the errors.
 """
 from __future__ import annotations
 
@@ -72,9 +57,6 @@ class Registry(Generic[T]):
     def seal(self) -> None:
         """Mark every name registered or lazy so far as built-in: :meth:`unregister` refuses them."""
         self._builtin = frozenset(self._items) | frozenset(self._lazy)
-
-    def is_builtin(self, name: str) -> bool:
-        return name in self._builtin
 
     # ------------------------------------------------------------------ reading it
     def names(self) -> tuple[str, ...]:

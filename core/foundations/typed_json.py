@@ -88,16 +88,18 @@ def null(conv: Conv) -> Conv:
                  schema=lambda defs: {"anyOf": [schema_of(conv, defs), {"type": "null"}]})
 
 
-def numbers() -> Conv:
-    """A list of numbers, read as a tuple."""
+def numbers(nullable: bool = False) -> Conv:
+    """A list of numbers (``nullable``: or nulls, a record an attack could not score), read as a tuple."""
     def read(v: Any, where: str) -> tuple:
         if not isinstance(v, list):
             raise fail(where, "a list of numbers", v)
         for i, x in enumerate(v):
-            number(x, f"{where}[{i}]")
+            if x is not None or not nullable:
+                number(x, f"{where}[{i}]")
         return tuple(v)
 
-    return Conv(read, list, schema={"type": "array", "items": {"type": "number"}})
+    items = {"type": ["number", "null"]} if nullable else {"type": "number"}
+    return Conv(read, list, schema={"type": "array", "items": items})
 
 
 def mapping(conv: Conv, key_name: bool = False) -> Conv:
@@ -132,19 +134,6 @@ def sequence(conv: Conv) -> Conv:
 
     return Conv(read, lambda v: [conv.write(x) for x in v],
                 schema=lambda defs: {"type": "array", "items": schema_of(conv, defs)})
-
-
-def optional_numbers() -> Conv:
-    """A list of numbers or nulls (a record an attack could not score), read as a tuple."""
-    def read(v: Any, where: str) -> tuple:
-        if not isinstance(v, list):
-            raise fail(where, "a list of numbers", v)
-        for i, x in enumerate(v):
-            if x is not None:
-                number(x, f"{where}[{i}]")
-        return tuple(v)
-
-    return Conv(read, list, schema={"type": "array", "items": {"type": ["number", "null"]}})
 
 
 def flags() -> Conv:
@@ -202,7 +191,7 @@ def _without_none(tp: Any) -> Any:
 def converter(tp: Any, by_name: bool = False) -> Conv:
     """The converter of a field annotated ``tp``: ``float`` a number (an int stays an int), ``int``, ``str``,
     ``bool``; ``X | None`` :func:`null`; ``tuple[X, ...]`` a checked list read as a tuple (``float``:
-    :func:`numbers`, ``float | None``: :func:`optional_numbers`, ``bool``: :func:`flags`); ``list[...]`` a list kept
+    :func:`numbers`, ``float | None``: ``numbers(nullable=True)``, ``bool``: :func:`flags`); ``list[...]`` a list kept
     as read; ``dict[str, Any]`` a JSON object kept as read, ``dict[str, X]`` :func:`mapping`; a :class:`Typed`
     layout :func:`objects`; a type registered by :func:`converts`. ``by_name``: see :func:`json_key`."""
     if _is_union(tp):
@@ -226,7 +215,7 @@ def converter(tp: Any, by_name: bool = False) -> Conv:
         if item is bool:
             return flags()
         if _is_union(item) and _without_none(item) is float:
-            return optional_numbers()
+            return numbers(nullable=True)
         return sequence(converter(item, by_name))
     if tp is list or origin is list:
         return LIST

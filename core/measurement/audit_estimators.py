@@ -47,10 +47,8 @@ so a μ is read as ε at the run's δ by solving this for ε
    (:func:`fdp_rejects`). The **bound** is the largest μ so rejected (:func:`fdp_mu_lower_bound`;
    rejection shrinks as μ grows, so a bisection over μ finds it): with confidence 1 − τ, the run
    is not μ-GDP for any smaller μ. It is the paper's recursion (not the simpler binomial-tail
-   counting bound) for the Gaussian family only; vectorised over μ, k and c, so a simulation of
-   hundreds of audits takes seconds (``tests/test_audit_estimators.py`` checks it never exceeds
-   the true μ in more than 5 % of trials of exactly μ-GDP and of randomized-response canaries).
-   Read as ε at δ, it is a lower bound on the run's ε **if the run's trade-off curve is Gaussian**
+   counting bound) for the Gaussian family only, vectorised over μ, k and c. Read as ε at δ, it is a
+   lower bound on the run's ε **if the run's trade-off curve is Gaussian**
    (DP-SGD's nearly is); for another curve the μ statement holds but its ε reading need not
    (ε-DP randomized response is μ-GDP only from μ = 2·Φ⁻¹(e^ε/(1 + e^ε)), whose ε at δ > 0 is
    larger than ε). As for Steinke et al.'s bound, the headline is the best k of the grid at

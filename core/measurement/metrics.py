@@ -67,8 +67,7 @@ def _tpr_at(fpr: np.ndarray, tpr: np.ndarray, max_fpr: float) -> float:
 
 
 def rounded_list(values: np.ndarray, digits: int = 6) -> list[float]:
-    """``[round(float(v), digits) for v in values]``, the same floats, vectorised (a ROC's stored points:
-    tens of thousands of ``round`` calls per Defenses slider step). ``rint(v·10^d) / 10^d`` is
+    """``[round(float(v), digits) for v in values]``, the same floats, vectorised. ``rint(v·10^d) / 10^d`` is
     Python's correctly rounded result wherever v·10^d is not within rounding error of a half (the integer
     is then the decimal rounding's, and both divide it by 10^d to the nearest float); those few values
     (and any non-finite one) go through ``round`` itself."""
@@ -146,10 +145,9 @@ class AttackMetrics:
 def scores_for_json(values) -> list[float]:
     """Per-record scores as stored in a result (``records.scores``, a defended point's records): every
     score the float64 it is (JSON writes the shortest text that reads back the same float; a NaN or ±inf
-    stays one, for the caller to refuse or replace). Not rounded: 6 decimals tied a confident model's
-    members (losses below 5e-7 all became 0.0) with each other and with as confident non-members, so an
-    AUC, a TPR at low FPR or ε̂ computed later from the stored scores was not the one computed in memory
-    (tests/test_stored_scores.py)."""
+    stays one, for the caller to refuse or replace). Not rounded: rounding would tie a confident model's
+    members with each other and with as confident non-members, so an AUC, a TPR at low FPR or ε̂ computed
+    later from the stored scores would not be the one computed in memory."""
     return np.asarray(values, np.float64).ravel().tolist()
 
 
@@ -258,8 +256,7 @@ def clopper_pearson(successes: np.ndarray | int, trials: np.ndarray | int,
 @functools.lru_cache(maxsize=64)
 def _clopper_pearson_table(n: int, confidence: float) -> tuple[np.ndarray, np.ndarray]:
     """:func:`clopper_pearson` of every count 0…n out of n, kept (read-only): ε̂ asks for the same few n
-    (a split half's members and non-members) on every attack and draw, and the beta quantiles were a tenth
-    of a Defenses slider step's CPU."""
+    (a split half's members and non-members) on every attack and draw."""
     lo, hi = clopper_pearson(np.arange(n + 1), n, confidence)
     lo.setflags(write=False)
     hi.setflags(write=False)

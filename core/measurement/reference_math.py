@@ -3,8 +3,7 @@
 :mod:`core.experiment.reference_attacks` turns the victim's and the reference models' answers
 into per-unit signals and calls these; :mod:`core.analyses.scores` calls them on the losses a
 user brings in a file ("Just the scores"), where no model exists. The formulas and
-their sources are in :mod:`core.experiment.reference_attacks`' docstring; moved here unchanged so
-that both callers share one implementation.
+their sources are in :mod:`core.experiment.reference_attacks`' docstring.
 
 * LiRA's signal of a one-step record from its loss ℓ = −log c: φ = log c − log(1 − c)
   = −ℓ − log(−expm1(−ℓ)) (:func:`logit_confidence_from_loss`);

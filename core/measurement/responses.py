@@ -8,8 +8,7 @@ token, or the label model's policy).
 Sequences are stored ragged: the steps of all records are concatenated along the first axis
 (T = Σ L) and ``lengths`` says where each record ends. Full probability vectors are kept only
 when m is small (:data:`FULL_VECTOR_LIMIT`); otherwise only per-step signals and the top-K
-probabilities are kept, so 2,000 sentences with a 10k vocabulary take a few megabytes instead
-of gigabytes.
+probabilities are kept.
 
 Per-step signals (paper 000, §4 and eq. 3):
     entropy        H(p) = −Σⱼ pⱼ log pⱼ
@@ -93,9 +92,7 @@ class Responses:
         The log-softmax is taken in float64, so a confident model's loss on its reference
         (−log p ≈ 1e-9) is not rounded to 0: rounding would tie many members and
         non-members at a zero loss and blunt the threshold attacks. It runs where the logits
-        are: on a GPU only the per-step signals and the top-K leave it, not the (T, m) matrix
-        (a translation model's m is its whole vocabulary; copying and reducing that matrix on
-        the CPU was the largest cost of translation ``paper`` on a GPU, docs/results.md "GPU check").
+        are: only the per-step signals and the top-K leave the device, not the (T, m) matrix.
         """
         logp = torch.log_softmax(torch.as_tensor(logits).detach().double(), dim=-1)
         return cls._build(logp, lengths, reference, keep_full)

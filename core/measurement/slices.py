@@ -6,10 +6,9 @@ within each slice: AUC and TPR at 1 % FPR with seeded bootstrap 95 % intervals (
 within the slice, members and non-members separately so each resample keeps both), and marks
 slices with fewer than ``min_records`` members or non-members as too small to read. A slice with
 fewer than 100 non-members cannot resolve FPR 1 % (not one false positive is allowed): its "TPR at
-1 % FPR" is the TPR at zero false positives, and ``tpr_resolved`` / ``tpr_note`` say so (image slices
-hold about 20 + 20 records). The slices
-of one slicing partition the records (every record in exactly one). :func:`quantile_buckets` cuts a
-numeric feature into buckets of about equal size. Pure numpy/scipy.
+1 % FPR" is the TPR at zero false positives, and ``tpr_resolved`` / ``tpr_note`` say so. The slices
+of one slicing partition the records. :func:`quantile_buckets` cuts a numeric feature into buckets
+of about equal size. Pure numpy/scipy.
 """
 from __future__ import annotations
 
@@ -68,9 +67,8 @@ def quantile_buckets(values: Any, n_buckets: int = 3, unit: str = "") -> list[st
 
 
 def _bootstrap(scores: np.ndarray, y: np.ndarray, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """AUC and TPR at 1 % FPR of ``n`` stratified resamples, all resamples at once (a redraw of the
-    slices view stays well under a second). Each equals :func:`core.measurement.metrics.roc_auc` /
-    :func:`core.measurement.metrics.tpr_at_fpr` of its resample (a test checks it):
+    """AUC and TPR at 1 % FPR of ``n`` stratified resamples, all at once; each equals
+    :func:`core.measurement.metrics.roc_auc` / :func:`core.measurement.metrics.tpr_at_fpr` of its resample:
 
     * AUC = the Mann–Whitney statistic, P[member > non-member] + ½·P[tie], from average ranks
       (the trapezoidal area under the ROC with tied scores in one step is exactly this);

@@ -19,9 +19,8 @@ Two sources of spread, two intervals:
 The FFNN-vs-RNN comparison is **paired** by repeat: repeat r of both architectures uses the same
 derived seed, hence the same data split, so dᵣ = FFNN_r − RNN_r removes the split's share of
 the variance. Its interval is the t interval of the dᵣ; its p-values are the paired t test's and
-an exact sign-flip permutation test's (Fisher 1935; Good, *Permutation Tests*, 2000), which
-needs no normality but cannot go below 2/2^N — with N = 3 repeats never below 0.25 (N ≥ 6
-reaches 0.031). The effect size is Cohen's d_z = d̄ / s_d (Lakens, Front. Psychol. 2013).
+an exact sign-flip permutation test's (Fisher 1935; Good, *Permutation Tests*, 2000). The effect size
+is Cohen's d_z = d̄ / s_d (Lakens, Front. Psychol. 2013).
 
 The verdict about the studies' finding "the RNN leaks more" is three-valued: ``holds`` when the
 difference's 95 % interval lies wholly on the expected side of 0 (FFNN − RNN < 0 for a leakage
@@ -29,7 +28,7 @@ metric) **and** the exact sign-flip test agrees (p ≤ 1 − confidence), ``reve
 the other side, ``inconclusive`` otherwise. The t interval alone is not enough: when every repeat
 gives the same difference (a coarse metric: one navigation map moves accuracy by 1/32) its width
 is zero and p_t = 0, which is the metric's resolution, not certainty. The sign-flip test needs no
-normality, but with N pairs it cannot go below 2/2^N, so below :func:`min_repeats_for` (6 at
+normality, but with N pairs its p cannot go below 2/2^N, so below :func:`min_repeats_for` (6 at
 95 %) no verdict can be reached at all and the reason says which N could. ``inconclusive`` also
 for N < 2 (no interval) and for a zero-width interval (all differences equal).
 

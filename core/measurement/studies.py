@@ -128,7 +128,6 @@ def sensitivity_sentence(task: str) -> str:
 #: (task, arch) → the RL attack's accuracy on that agent (001 §1, the introduction, at similar performance levels;
 #: §5.1 and its Fig. 2 show the curves without these numbers)
 RL_ATTACK_ACCURACY: dict[tuple[str, str], float] = {("navigation", "rnn"): 0.98, ("navigation", "ffnn"): 0.91}
-RL_ATTACK_SOURCE = Source("001", "§1", "“roughly 98 %” for the LSTM agent vs 91 % for the MLP agent")
 
 #: task → (what the studies found comparing the two architectures, its source)
 ARCH_FINDINGS: dict[str, tuple[str, Source]] = {

@@ -64,9 +64,8 @@ class GridLSTM(nn.Module):
 
     The DP-SGD replacement of the ReNet's ``nn.LSTM``: Opacus' ``DPLSTM`` takes sequences as its
     batch, so an image's H rows would be H samples; here every Linear sees (B, N, ·) inputs and
-    Opacus sums their per-sample gradients over the rows, giving one gradient per image. (Opacus'
-    ``DPLSTM`` looping over the rows is exact too, but several times slower on the ReNet: docs/performance.md,
-    "Figures behind the code's choices".)
+    Opacus sums their per-sample gradients over the rows, giving one gradient per image (Opacus'
+    ``DPLSTM`` looping over the rows is exact too, but slower).
     """
 
     def __init__(self, in_features: int, hidden: int):
@@ -92,6 +91,12 @@ class GridLSTM(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return torch.cat([self._direction(x, 0), self._direction(x, 1)], -1)
+
+
+def _patches(x: torch.Tensor, p: int) -> torch.Tensor:
+    """(B, C, H, W) images as (B, H/p, W/p, C·p·p) non-overlapping p×p patches."""
+    b, c, h, w = x.shape
+    return x.reshape(b, c, h // p, p, w // p, p).permute(0, 2, 4, 1, 3, 5).reshape(b, h // p, w // p, c * p * p)
 
 
 class ReNetLayer(nn.Module):
@@ -146,10 +151,7 @@ class ReNet(nn.Module):
         )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        b, c, h, w = x.shape
-        p = self.patch
-        x = x.reshape(b, c, h // p, p, w // p, p).permute(0, 2, 4, 1, 3, 5).reshape(b, h // p, w // p, c * p * p)
-        return self.head(self.renet(x))
+        return self.head(self.renet(_patches(x, self.patch)))
 
 
 class GroupedLinear(nn.Module):
@@ -228,14 +230,7 @@ class JointReNet(nn.Module):
         self.places = places
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        b, c, h, w = x.shape
-        p = self.patch
-        x = x.reshape(b, c, h // p, p, w // p, p).permute(0, 2, 4, 1, 3, 5).reshape(b, h // p, w // p, c * p * p)
-        return self.head(self.renet(x))
-
-
-def count_params(model: nn.Module) -> int:
-    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+        return self.head(self.renet(_patches(x, self.patch)))
 
 
 def renet_param_count(in_channels: int, height: int, width: int, n_classes: int,

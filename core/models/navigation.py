@@ -30,6 +30,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from core.models import count_params
+
 #: Sizes of MiniGrid's encoding channels: objects, colours, states (minigrid.core.constants).
 CHANNEL_SIZES = (11, 6, 3)
 N_ACTIONS = 7
@@ -142,10 +144,6 @@ class LSTMAgent(nn.Module):
         return self.actor(hseq), self.critic(hseq)[..., 0], torch.cat([h, c], 1)
 
 
-def count_params(model: nn.Module) -> int:
-    return sum(p.numel() for p in model.parameters() if p.requires_grad)
-
-
 def lstm_agent_params(width: int, view_cells: int = 49, n_actions: int = N_ACTIONS) -> int:
     """Closed form of ``count_params(LSTMAgent(width))``: embedding, LSTM cell (4 gates with
     input and recurrent weights and two biases), actor and critic heads."""
@@ -170,14 +168,13 @@ def match_lstm_width(target: int, view_cells: int = 49, n_actions: int = N_ACTIO
     return best
 
 
-def build_agent(arch: str, actor_hidden: int = 74, critic_hidden: int = 64, view_cells: int = 49,
-                n_actions: int = N_ACTIONS, dp: bool = False) -> nn.Module:
+def build_agent(arch: str, actor_hidden: int = 74, critic_hidden: int = 64, dp: bool = False) -> nn.Module:
     """``ffnn``: :class:`MLPAgent`; ``rnn``: :class:`LSTMAgent` with the MLP's parameter count
-    (``dp``: with Opacus' DP LSTM cell)."""
-    mlp_agent = MLPAgent(view_cells, n_actions, actor_hidden, critic_hidden)
+    (``dp``: with Opacus' DP LSTM cell). Both read MiniGrid's 7×7 view."""
+    mlp_agent = MLPAgent(49, N_ACTIONS, actor_hidden, critic_hidden)
     if arch == "ffnn":
         return mlp_agent
     if arch == "rnn":
-        width = match_lstm_width(count_params(mlp_agent), view_cells, n_actions)
-        return LSTMAgent(view_cells, n_actions, width, dp=dp)
+        width = match_lstm_width(count_params(mlp_agent), 49, N_ACTIONS)
+        return LSTMAgent(49, N_ACTIONS, width, dp=dp)
     raise ValueError(f"unknown arch {arch!r}")

@@ -78,10 +78,6 @@ def _pick(logits: torch.Tensor, step_transform=None) -> torch.Tensor:
     return step_transform(torch.log_softmax(logits.double(), -1)).argmax(-1)
 
 
-def count_params(model: nn.Module) -> int:
-    return sum(p.numel() for p in model.parameters() if p.requires_grad)
-
-
 class LuongSeq2Seq(nn.Module):
     """Bidirectional-LSTM encoder, LSTM decoder, Luong global dot attention (see module docstring)."""
 
@@ -303,8 +299,7 @@ class TransformerSeq2Seq(nn.Module):
         and values of its self-attention) and only the new position runs through the layers — the
         pre-norm layer of ``nn.TransformerDecoderLayer`` (x += SA(LN₁x); x += CA(LN₂x, memory);
         x += FF(LN₃x)) computed for one query, O(L) instead of re-decoding the prefix (O(L²)).
-        Equal to teacher-forcing the decoded prefix up to float rounding (tested). Eval mode only
-        (dropout off), as every caller decodes.
+        Equal to teacher-forcing the decoded prefix up to float rounding. Eval mode only (dropout off).
         """
         memory, src_pad = self.encode(src)
         b = src.shape[0]

@@ -21,6 +21,7 @@ from core.foundations.errors import ConfigError
 from core.foundations.user_files import bind_user_files
 from core.measurement.responses import Responses
 from core.measurement.slices import quantile_buckets
+from core.models import count_params
 
 #: Called by a training loop after each epoch with the 1-based epoch number.
 EpochCallback = Callable[[int, nn.Module], None]
@@ -40,6 +41,12 @@ def apply_each(transforms: Sequence[OutputTransform], log_probs: torch.Tensor) -
     together = getattr(type(transforms[0]), "apply_together", None) if transforms else None
     out = together(list(transforms), log_probs) if together is not None else None
     return out if out is not None else torch.stack([t(log_probs) for t in transforms])
+
+
+def fixed_halves(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The victim's and the attacker's halves of ``n`` records (sorted indices), the same for every config."""
+    order = np.random.default_rng(12345).permutation(n)
+    return np.sort(order[: n // 2]), np.sort(order[n // 2 :])
 
 
 @dataclass
@@ -365,7 +372,7 @@ class Task(ABC):
         return "shadow"
 
     def param_count(self, model: nn.Module) -> int:
-        return sum(p.numel() for p in model.parameters() if p.requires_grad)
+        return count_params(model)
 
 
 def named_record_indices(names: Sequence[str], ids: Sequence[str], description: str, meaning: str) -> np.ndarray:
@@ -416,3 +423,12 @@ class LogitClassifier:
         """One probability vector (softmax of the logits) per record; the reference is the one-hot label."""
         logits = self._logits(model, data, index)
         return Responses.from_logits(logits, np.ones(len(index), np.int64), data.records.labels[index])
+
+    def mislabeled(self, data: TaskData, index: np.ndarray, rng: np.random.Generator) -> torch.Tensor:
+        """The labels with those of ``index`` shifted by a seeded offset in 1..K−1 (mislabeled canaries):
+        a record with a wrong label is fitted only by memorising it."""
+        rec = data.records
+        labels = rec.labels.clone()
+        offset = torch.from_numpy(rng.integers(1, rec.n_classes, len(index))).to(labels.dtype)
+        labels[torch.as_tensor(index)] = (labels[torch.as_tensor(index)] + offset) % rec.n_classes
+        return labels

@@ -1,10 +1,6 @@
-"""A run's ``examples`` block typed: the translation task's ``examples`` builds
-:class:`TranslationExamples` and writes its ``to_dict`` (the summary's ``examples`` JSON, unchanged); the
-navigation task's block (still built as its JSON by ``NavigationTask.examples``: h_types_run edits that function)
-has the layout :class:`NavigationExamples` writes (tests/test_plots pins it). Both are read back by ``from_dict``
-where the views show them (:func:`core.views.run_text.translation_html`, :func:`core.views.run_text.navigation_stats`,
-:func:`core.views.run_view.examples`). A reader fills a field the block lacks with what the views always
-showed for it (an empty text, a return of 0, "?"), so a block written by an older version reads as before."""
+"""A run's ``examples`` block typed: :class:`TranslationExamples` and :class:`NavigationExamples` write the
+summary's ``examples`` JSON and read it back (``from_dict``) where the views show it. A reader fills a field the
+block lacks with what the views show for it (an empty text, a return of 0, "?")."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -14,7 +14,7 @@ Half of the data source goes to the victim, the other half to the attacker (pape
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Sequence
+from typing import Any, Callable, ClassVar, Sequence
 
 import numpy as np
 import torch
@@ -33,7 +33,8 @@ from core.foundations.memory import (
     responses_bytes,
     training_state_bytes,
 )
-from core.models.image import JointReNet, ReNet, ResidualCNN, count_params, match_renet, renet_param_count
+from core.models import count_params
+from core.models.image import JointReNet, ReNet, ResidualCNN, match_renet, renet_param_count
 from core.tasks.base import (
     PRESET_TIMES,
     EpochCallback,
@@ -45,6 +46,7 @@ from core.tasks.base import (
     TaskData,
     VictimLoader,
     apply_each,
+    fixed_halves,
     named_record_indices,
 )
 from core.training.ensemble import member_generator, train_ensemble_epochs, train_joint_epochs
@@ -150,6 +152,25 @@ def augment_image(x: torch.Tensor, flip: bool, dy: int, dx: int) -> torch.Tensor
     return x
 
 
+def _standardised(x: np.ndarray) -> torch.Tensor:
+    """(N, C, H, W) images standardised per channel over the whole data source."""
+    mean = x.mean(axis=(0, 2, 3), keepdims=True)
+    std = x.std(axis=(0, 2, 3), keepdims=True) + 1e-6
+    return torch.from_numpy((x - mean) / std)
+
+
+def _check_queries(n: int, what: str) -> None:
+    if not 1 <= n <= len(LABEL_AUGMENTATIONS):
+        raise ConfigError(f"{what}: n must lie in 1..{len(LABEL_AUGMENTATIONS)}, got {n}")
+
+
+def _phi(logp: torch.Tensor, at: torch.Tensor) -> torch.Tensor:
+    """log c − log(1 − c) of the class ``at`` (indices along the last axis, trailing 1) from log-probabilities:
+    log(1 − c) is the log-sum-exp of the other classes, exact where c rounds to 1."""
+    own = logp.gather(-1, at)[..., 0]
+    return own - torch.logsumexp(logp.scatter(-1, at, float("-inf")), -1)
+
+
 class ImageTask(LogitClassifier, Task):
     name = "image"
     utility_metric = "accuracy"
@@ -174,22 +195,19 @@ class ImageTask(LogitClassifier, Task):
                          "image's 0-based index in the data source (scikit-learn's load_digits order; data_batch_1 … "
                          "data_batch_5 in file order)")
     presets = {
-        # ~1 minute on 2 CPU cores for one architecture, shadows included
-        # (the study trains ResNet with lr 1e-3 and ReNet with lr 1e-2: paper 000 §4.2)
+        # the study trains ResNet with lr 1e-3 and ReNet with lr 1e-2 (paper 000 §4.2)
         "quick": dict(dataset="digits", n_train=200, n_eval=200, epochs=40, batch_size=32, lr=1e-3,
                       n_shadows=4, attack_epochs=(2, 5, 10, 20, 30), attack_train_epochs=80, rnn=dict(lr=1e-2)),
-        # real CIFAR-10 sized for 2 CPU cores: 4,000 members, small CNN (33k parameters) vs ReNet on 4×4
-        # patches (35k), both at lr 3e-3 (the ReNet at the study's 1e-2 peaked within a few epochs, then fell
-        # as it memorised: docs/results.md, "Image: cifar_cpu"), 2 shadows
+        # real CIFAR-10 sized for 2 CPU cores: small CNN (33k parameters) vs ReNet on 4×4 patches (35k), both
+        # at lr 3e-3: the ReNet at the study's 1e-2 peaked early, then memorised (docs/results.md, "Image: cifar_cpu")
         "cifar_cpu": dict(dataset="cifar10", n_train=4000, n_eval=1000, epochs=24, batch_size=64, lr=3e-3,
                           n_shadows=2, attack_epochs=(6, 12, 18), attack_train_epochs=40, cnn_width=8, cnn_stages=3,
                           cnn_fc=64, renet_patch=4, renet_layers=1),
-        # the user's class folders at a quick size: cifar_cpu's matched pair (CNN 33k parameters,
-        # ReNet on 4×4 patches of the 32×32 images) on 500 members, 20 epochs, 2 shadows
+        # the user's class folders at a quick size, with cifar_cpu's matched pair
         "folder_quick": dict(dataset="folder", image_size=32, n_train=500, n_eval=200, epochs=20, batch_size=64,
                              lr=3e-3, n_shadows=2, attack_epochs=(10,), attack_train_epochs=40, cnn_width=8,
                              cnn_stages=3, cnn_fc=64, renet_patch=4, renet_layers=1),
-        # the study's layout: CIFAR-10, 25,000 images per side, 5 shadows; models scaled to CPU/GPU budgets
+        # the study's layout (25,000 images per side, 5 shadows), models scaled to CPU/GPU budgets
         "paper": dict(dataset="cifar10", n_train=10000, n_eval=2500, epochs=50, batch_size=128, lr=1e-3,
                       n_shadows=5, attack_epochs=(5, 10, 20, 30, 40), cnn_width=32, cnn_stages=3, cnn_fc=256,
                       renet_patch=2, renet_layers=2, attack_train_epochs=40, rnn=dict(lr=1e-2)),
@@ -245,13 +263,9 @@ class ImageTask(LogitClassifier, Task):
             description = f"cifar10: {len(x):,} 32×32 colour images, 10 classes ({cfg.data_dir})"
         else:
             raise ConfigError(f"unknown image dataset {cfg.dataset!r}; choose digits, cifar10 or folder")
-        mean = x.mean(axis=(0, 2, 3), keepdims=True)
-        std = x.std(axis=(0, 2, 3), keepdims=True) + 1e-6
-        images = torch.from_numpy((x - mean) / std)
-        order = np.random.default_rng(12345).permutation(len(x))  # fixed victim/attacker halves
-        half = len(x) // 2
+        images = _standardised(x)
         records = ImageRecords(images, torch.from_numpy(y), int(y.max()) + 1)
-        data = TaskData(records, np.sort(order[:half]), np.sort(order[half:]), description,
+        data = TaskData(records, *fixed_halves(len(x)), description,
                         {"n_records": int(len(x)), "image_shape": list(images.shape[1:]), "n_classes": records.n_classes})
         self._loaded[key] = data
         return data
@@ -271,9 +285,7 @@ class ImageTask(LogitClassifier, Task):
         built-in sources, split into halves class by class."""
         o: ImageOptions = cfg.options
         x, facts = read_image_folder(listing, o.image_size, o.channels)
-        mean = x.mean(axis=(0, 2, 3), keepdims=True)
-        std = x.std(axis=(0, 2, 3), keepdims=True) + 1e-6
-        records = ImageRecords(torch.from_numpy((x - mean) / std), torch.from_numpy(listing.labels),
+        records = ImageRecords(_standardised(x), torch.from_numpy(listing.labels),
                                len(listing.classes), listing.paths, listing.classes)
         victim, attacker = stratified_halves(listing.labels)
         kind = "grey" if facts["channels"] == 1 else "colour"
@@ -419,15 +431,10 @@ class ImageTask(LogitClassifier, Task):
 
     def canary_data(self, cfg: ExperimentConfig, data: TaskData, index: np.ndarray,
                     rng: np.random.Generator) -> TaskData:
-        """Mislabeled images: the labels of ``index`` are shifted by a seeded offset in 1..K−1, the
-        images kept. Our design choice: an image with a wrong label is fitted only by memorising it,
-        so its inclusion shows in the loss far more than a typical record's would."""
+        """Mislabeled images (:meth:`LogitClassifier.mislabeled`), the images kept."""
         rec: ImageRecords = data.records
-        labels = rec.labels.clone()
-        offset = torch.from_numpy(rng.integers(1, rec.n_classes, len(index))).to(labels.dtype)
-        labels[torch.as_tensor(index)] = (labels[torch.as_tensor(index)] + offset) % rec.n_classes
-        return TaskData(ImageRecords(rec.images, labels, rec.n_classes), data.victim_pool, data.attacker_pool,
-                        data.description, data.info)
+        canaries = ImageRecords(rec.images, self.mislabeled(data, index, rng), rec.n_classes)
+        return TaskData(canaries, data.victim_pool, data.attacker_pool, data.description, data.info)
 
     # ------------------------------------------------------------------ one record, for the app
     def record_ids(self, cfg: ExperimentConfig, data: TaskData, index: np.ndarray) -> list[str]:
@@ -467,8 +474,6 @@ class ImageTask(LogitClassifier, Task):
         out = [model(rec.images[index[i : i + 1024]].to(device)).cpu() for i in range(0, len(index), 1024)]
         return torch.cat(out) if out else torch.zeros(0, rec.n_classes)
 
-    label_queries_missing = ""
-
     def label_queries(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray, n: int,
                       output_transform: OutputTransform | None = None) -> np.ndarray:
         """Correctness of the argmax under the first ``n`` of :data:`LABEL_AUGMENTATIONS` (the
@@ -482,68 +487,45 @@ class ImageTask(LogitClassifier, Task):
         """:meth:`label_queries` under each transform (a defense's draws), the model run once per augmented
         batch for all of them (not once per draw); each transform sees its batches in
         :meth:`label_queries`' order, so each draw's noise, and its answers, are the ones it gave alone."""
-        if not 1 <= n <= len(LABEL_AUGMENTATIONS):
-            raise ConfigError(f"label queries: n must lie in 1..{len(LABEL_AUGMENTATIONS)}, got {n}")
-        index = np.asarray(index, np.int64)
-        rec: ImageRecords = data.records
-        device = next(model.parameters()).device
-        labels = rec.labels[index]
-        out = np.zeros((len(output_transforms), len(index), n), bool)
-        with torch.no_grad():
-            for start in range(0, len(index), 1024):
-                x = rec.images[index[start : start + 1024]]
-                y = labels[start : start + len(x)]
-                for j, (flip, dy, dx) in enumerate(LABEL_AUGMENTATIONS[:n]):
-                    scores = model(augment_image(x, flip, dy, dx).to(device)).float().cpu()
-                    if all(t is not None for t in output_transforms):  # every draw's noise at once: (T, B, m)
-                        noisy = apply_each(output_transforms, torch.log_softmax(scores.double(), 1))
-                        out[:, start : start + len(x), j] = (noisy.argmax(-1) == y).numpy()
-                        continue
-                    logp = None
-                    for t, transform in enumerate(output_transforms):
-                        noisy = scores
-                        if transform is not None:
-                            logp = torch.log_softmax(scores.double(), 1) if logp is None else logp
-                            noisy = transform(logp)
-                        out[t, start : start + len(x), j] = (noisy.argmax(1) == y).numpy()
-        return out
+        def answer(logits: torch.Tensor, y: torch.Tensor) -> np.ndarray:
+            scores = logits.float().cpu()
+            if all(t is not None for t in output_transforms):  # every draw's noise at once: (T, B, m)
+                noisy = apply_each(output_transforms, torch.log_softmax(scores.double(), 1))
+                return (noisy.argmax(-1) == y).numpy()
+            rows, logp = [], None
+            for transform in output_transforms:
+                noisy = scores
+                if transform is not None:
+                    logp = torch.log_softmax(scores.double(), 1) if logp is None else logp
+                    noisy = transform(logp)
+                rows.append((noisy.argmax(1) == y).numpy())
+            return np.stack(rows)
+
+        return self._augmented(model, data, index, n, "label queries", len(output_transforms), bool, answer)
 
     def augmented_confidences(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray,
                               n: int, output_transform: OutputTransform | None = None) -> np.ndarray:
-        """LiRA's φ = log c − log(1 − c) of the label under the first ``n`` of :data:`LABEL_AUGMENTATIONS`
-        (the label-only attack's queries), in float64 from the log-softmax: log(1 − c) is the
-        log-sum-exp of the other classes' log-probabilities, exact where c rounds to 1."""
+        """LiRA's φ = log c − log(1 − c) of the label (:func:`_phi`, float64) under the first ``n`` of
+        :data:`LABEL_AUGMENTATIONS` (the label-only attack's queries)."""
         return self.augmented_confidences_under(cfg, model, data, index, n, [output_transform])[0]
 
     def augmented_confidences_under(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray,
                                     n: int, output_transforms: Sequence[OutputTransform | None]) -> np.ndarray:
         """:meth:`augmented_confidences` under each transform, the model run once for all of them (as
         :meth:`label_queries_under`)."""
-        if not 1 <= n <= len(LABEL_AUGMENTATIONS):
-            raise ConfigError(f"augmented queries: n must lie in 1..{len(LABEL_AUGMENTATIONS)}, got {n}")
-        index = np.asarray(index, np.int64)
-        rec: ImageRecords = data.records
-        device = next(model.parameters()).device
-        out = np.zeros((len(output_transforms), len(index), n), np.float64)
-        with torch.no_grad():
-            for start in range(0, len(index), 1024):
-                x = rec.images[index[start : start + 1024]]
-                y = rec.labels[index[start : start + 1024]].long()
-                for j, (flip, dy, dx) in enumerate(LABEL_AUGMENTATIONS[:n]):
-                    clean = torch.log_softmax(model(augment_image(x, flip, dy, dx).to(device)).double().cpu(), 1)
-                    if all(t is not None for t in output_transforms):  # every draw's noise at once: (T, B, m)
-                        logp = torch.log_softmax(apply_each(output_transforms, clean).double(), -1)
-                        at = y[None, :, None].expand(len(output_transforms), -1, 1)
-                        own = logp.gather(-1, at)[..., 0]
-                        others = torch.logsumexp(logp.scatter(-1, at, float("-inf")), -1)
-                        out[:, start : start + len(x), j] = (own - others).numpy()
-                        continue
-                    for t, transform in enumerate(output_transforms):
-                        logp = clean if transform is None else torch.log_softmax(transform(clean).double(), 1)
-                        own = logp.gather(1, y[:, None])[:, 0]
-                        others = torch.logsumexp(logp.scatter(1, y[:, None], float("-inf")), 1)
-                        out[t, start : start + len(x), j] = (own - others).numpy()
-        return out
+        def answer(logits: torch.Tensor, labels: torch.Tensor) -> np.ndarray:
+            y = labels.long()
+            clean = torch.log_softmax(logits.double().cpu(), 1)
+            if all(t is not None for t in output_transforms):  # every draw's noise at once: (T, B, m)
+                logp = torch.log_softmax(apply_each(output_transforms, clean).double(), -1)
+                return _phi(logp, y[None, :, None].expand(len(output_transforms), -1, 1)).numpy()
+            rows = []
+            for transform in output_transforms:
+                logp = clean if transform is None else torch.log_softmax(transform(clean).double(), 1)
+                rows.append(_phi(logp, y[:, None]).numpy())
+            return np.stack(rows)
+
+        return self._augmented(model, data, index, n, "augmented queries", len(output_transforms), np.float64, answer)
 
     augmented_in_one_pass = True
 
@@ -551,25 +533,31 @@ class ImageTask(LogitClassifier, Task):
                           n: int) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`label_queries` and :meth:`augmented_confidences` from one forward pass per augmented
         query: the argmax of the logits and φ of their float64 log-softmax, as the two compute them."""
-        if not 1 <= n <= len(LABEL_AUGMENTATIONS):
-            raise ConfigError(f"augmented queries: n must lie in 1..{len(LABEL_AUGMENTATIONS)}, got {n}")
+        def answer(logits: torch.Tensor, y: torch.Tensor) -> np.ndarray:
+            logits = logits.cpu()
+            correct = (logits.float().argmax(1) == y).numpy()
+            return np.stack([correct, _phi(torch.log_softmax(logits.double(), 1), y.long()[:, None]).numpy()])
+
+        both = self._augmented(model, data, index, n, "augmented queries", 2, np.float64, answer)
+        return both[0].astype(bool), both[1]
+
+    @staticmethod
+    def _augmented(model: nn.Module, data: TaskData, index: np.ndarray, n: int, what: str, rows: int, dtype: Any,
+                   answer: Callable[[torch.Tensor, torch.Tensor], np.ndarray]) -> np.ndarray:
+        """(rows, N, n): ``answer(logits, labels)`` → (rows, B) of each batch of 1,024 images under each of the
+        first ``n`` of :data:`LABEL_AUGMENTATIONS`, the model run once per augmented batch."""
+        _check_queries(n, what)
         index = np.asarray(index, np.int64)
         rec: ImageRecords = data.records
         device = next(model.parameters()).device
-        correct = np.zeros((len(index), n), bool)
-        phi = np.zeros((len(index), n), np.float64)
+        out = np.zeros((rows, len(index), n), dtype)
         with torch.no_grad():
             for start in range(0, len(index), 1024):
                 x = rec.images[index[start : start + 1024]]
                 y = rec.labels[index[start : start + 1024]]
                 for j, (flip, dy, dx) in enumerate(LABEL_AUGMENTATIONS[:n]):
-                    logits = model(augment_image(x, flip, dy, dx).to(device)).cpu()
-                    correct[start : start + len(x), j] = (logits.float().argmax(1) == y).numpy()
-                    logp = torch.log_softmax(logits.double(), 1)
-                    own = logp.gather(1, y.long()[:, None])[:, 0]
-                    others = torch.logsumexp(logp.scatter(1, y.long()[:, None], float("-inf")), 1)
-                    phi[start : start + len(x), j] = (own - others).numpy()
-        return correct, phi
+                    out[:, start : start + len(x), j] = answer(model(augment_image(x, flip, dy, dx).to(device)), y)
+        return out
 
     def attack_features(self, cfg: ExperimentConfig, data: TaskData, index: np.ndarray) -> np.ndarray:
         """The image's standardised pixels and its one-hot label (no model involved)."""

@@ -10,9 +10,8 @@ number of floor-maps by feeding a randomly generated seed number", paper 000 §4
   MiniGrid's own reward r = 1 − 0.9·t/T on reaching the goal at step t of at most T, else 0
   (paper 000, eq. 2).
 * Observation: MiniGrid's 7×7×3 egocentric partial view; the agents one-hot encode it
-  (:mod:`core.models.navigation`). The view is computed by :class:`MapEnv` with numpy instead
-  of MiniGrid's per-cell Python loops — cell for cell the same array (a test checks this) —
-  which makes an environment step several times faster.
+  (:mod:`core.models.navigation`). :class:`MapEnv` computes the view with numpy, cell for cell
+  MiniGrid's array without its per-cell Python loops.
 * Training: PPO (:func:`core.training.ppo.train_ppo`) on ``n_envs`` environments, each restarted on a
   member map drawn in a seeded order (every map once per cycle, cycles shuffled). The
   pipeline's "epoch" is ``updates_per_epoch`` PPO updates of ``n_envs × frames_per_env``
@@ -333,8 +332,7 @@ class NavigationTask(Task):
         "privacy would need group privacy over all of them (ε grows roughly with their number) or clipping per map. "
         "The membership attack on this page asks about maps.")
     options_cls = NavigationOptions
-    # MiniGrid registers "MultiRoom-N4-S5-v0" with SIX rooms (minNumRooms = maxNumRooms = 6, 120 steps;
-    # kept for backward compatibility): "-v1" is the 4-room layout the name promises
+    # MiniGrid's "MultiRoom-N4-S5-v0" builds SIX rooms: "-v1" is the 4-room layout the name promises
     datasets = ("MiniGrid-MultiRoom-N2-S4-v0", "MiniGrid-MultiRoom-N4-S5-v1", "MiniGrid-MultiRoom-N4-S5-v0")
     about = ("A record is a floor-map (an environment seed); it is a member if the agent trained on it. A query is "
              "one seeded rollout of the agent on the map, answered by its action distribution at every step. The "
@@ -349,16 +347,13 @@ class NavigationTask(Task):
              "own start); the run shown reports how often its agents reach the goal. The curriculum is part of the "
              "training recipe, so the shadows follow it too.")
     presets = {
-        # few member maps, each seen many times: memorisation, an attack above chance
-        # (16 maps, each replayed ~500 times over 122,880 frames). 16 + 16 maps, not 8 + 8: one map moves a
-        # TPR by 0.0625 instead of 0.125, at the same cost (frames are fixed; docs/results.md has the timings)
+        # few member maps, each seen many times: memorisation, an attack above chance. 16 + 16 maps, not
+        # 8 + 8: one map moves a TPR by 0.0625 instead of 0.125, at the same cost (frames are fixed)
         "quick": dict(dataset="MiniGrid-MultiRoom-N2-S4-v0", n_train=16, n_eval=16, epochs=12, batch_size=256,
                       lr=1e-3, n_shadows=4, attack_epochs=(4, 8), attack_train_epochs=400, attack_hidden=32,
                       frames=122880),
-        # the studies' layout: 4 rooms of up to 5×5 cells (MiniGrid's "-N4-S5-v1"; "-v0" builds six rooms),
-        # 16 member maps. Plain PPO reaches no goal there, nor does a N2-S4 → N4 layout curriculum; the
-        # start-room curriculum does, at lr 5e-4 (at 1e-3 the MLP peaked, then forgot maps). docs/results.md
-        # ("navigation paper preset") has the runs and their figures.
+        # the studies' 4-room layout: plain PPO reaches no goal there; the start-room curriculum does, at
+        # lr 5e-4 (docs/results.md, "navigation paper preset")
         "paper": dict(dataset="MiniGrid-MultiRoom-N4-S5-v1", n_train=16, n_eval=16, epochs=20, batch_size=256,
                       lr=5e-4, n_shadows=5, attack_epochs=(5, 10, 15), attack_train_epochs=200, attack_hidden=32,
                       frames=819200, curriculum="start_rooms"),

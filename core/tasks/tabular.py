@@ -16,15 +16,8 @@ values (at most ``max_categories`` features a column, the rest as ``other``); a 
 numeric column plus a ``(missing)`` indicator feature, or its own ``(missing)`` category of a text
 column, and is counted per column in the data's description and ``info["missing_values"]``.
 
-A file is not trusted (:func:`core.data.csv_table.read_csv_bytes`): it must lie under the data root
-(:func:`core.foundations.paths.resolve_data_dir`, links leading out refused), must not itself be a
-symbolic link, must be a regular file, and is refused with one line past the caps of
-:class:`core.data.csv_table.CsvLimits` (bytes, rows, columns, cells, encoded features, classes), on a NUL byte or on
-text that is not UTF-8. Nothing is evaluated: cells are strings parsed as floats or kept as
-categories.
-
-Half of the rows go to the victim, the other half to the attacker (paper 000 §3.2), as in the
-other tasks.
+A file is not trusted: :mod:`core.data.csv_table` confines, caps and parses it without evaluating anything.
+Half of the rows go to the victim, the other half to the attacker (paper 000 §3.2).
 """
 from __future__ import annotations
 
@@ -53,6 +46,7 @@ from core.tasks.base import (
     Task,
     TaskData,
     VictimLoader,
+    fixed_halves,
 )
 from core.training.loop import (
     BatchCallback,
@@ -125,7 +119,7 @@ class TabularTask(LogitClassifier, Task):
              "the data root) and label (its label column). No study measured tabular data: whether the FFNN or "
              "the RNN leaks more is what the run shown says, with its intervals.")
     presets = {
-        # the built-in table (569 rows, 284 per half): 140 members + 140 non-members a side
+        # the built-in table: 284 rows per half
         "quick": dict(dataset="breast_cancer", n_train=140, n_eval=140, epochs=60, batch_size=32, lr=1e-3,
                       n_shadows=4, attack_epochs=(10, 30), attack_train_epochs=80, rnn=dict(lr=3e-3)),
         # a user's larger table: 5 shadows as the studies' layout, wider models
@@ -185,8 +179,6 @@ class TabularTask(LogitClassifier, Task):
         table = encode_table(header, columns, label, source, o.max_categories)
         rec = table.records
         n = len(rec.labels)
-        order = np.random.default_rng(12345).permutation(n)  # fixed victim/attacker halves
-        half = n // 2
         counts = np.bincount(rec.labels.numpy(), minlength=rec.n_classes)
         numeric = sum(c.kind == "numeric" for c in rec.columns)
         missing_text = (", missing values: " + ", ".join(f"{k} {v:,}" for k, v in list(table.missing.items())[:8])
@@ -200,7 +192,7 @@ class TabularTask(LogitClassifier, Task):
                 "classes": {c: int(k) for c, k in zip(rec.class_names, counts)},
                 "columns": {c.name: c.kind for c in rec.columns}, "missing_values": dict(table.missing),
                 "dropped_columns": list(table.dropped), **facts}
-        data = TaskData(rec, np.sort(order[:half]), np.sort(order[half:]), description, info)
+        data = TaskData(rec, *fixed_halves(n), description, info)
         if len(self._loaded) >= MAX_TABLES_KEPT:  # a server's worker reads one table after another: keep the last few
             self._loaded.pop(next(iter(self._loaded)))
         self._loaded[key] = data
@@ -282,12 +274,9 @@ class TabularTask(LogitClassifier, Task):
 
     def canary_data(self, cfg: ExperimentConfig, data: TaskData, index: np.ndarray,
                     rng: np.random.Generator) -> TaskData:
-        """Mislabeled rows: the labels of ``index`` shifted by a seeded offset in 1..K−1, the features kept
-        (as the image task's mislabeled images)."""
+        """Mislabeled rows (:meth:`LogitClassifier.mislabeled`), the features kept."""
         rec: TabularRecords = data.records
-        labels = rec.labels.clone()
-        offset = torch.from_numpy(rng.integers(1, rec.n_classes, len(index))).to(labels.dtype)
-        labels[torch.as_tensor(index)] = (labels[torch.as_tensor(index)] + offset) % rec.n_classes
+        labels = self.mislabeled(data, index, rng)
         canaries = TabularRecords(rec.x, labels, rec.class_names, rec.feature_names, rec.standardised, rec.columns)
         return TaskData(canaries, data.victim_pool, data.attacker_pool, data.description, data.info)
 

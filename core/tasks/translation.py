@@ -58,6 +58,7 @@ from core.tasks.base import (
     Task,
     TaskData,
     VictimLoader,
+    fixed_halves,
     named_record_indices,
 )
 from core.tasks.examples import TokenProb, TranslationExample, TranslationExamples
@@ -92,9 +93,8 @@ class TranslationOptions:
             source; rarer ones become <unk>. [1, 1000000]
         max_vocab: at most this many entries in each vocabulary (specials included), the most
             frequent tokens of the data source; rarer ones become <unk>. 0 = no cap. A cap, unlike
-            ``min_freq``, gives every language pair the same output layer: Multi30K's full
-            vocabularies (en 5,871, de 7,833 tokens at min_freq 2) make the output softmax most of a
-            CPU training step. [0, 1000000]
+            ``min_freq``, gives every language pair the same output layer (the output softmax is
+            most of a CPU training step on full vocabularies). [0, 1000000]
         max_len: pairs with more tokens than this on either side are left out of the data
             source. [1, 512]
         emb: embedding size of the LSTM (the study: 150). [1, 4096]
@@ -182,19 +182,14 @@ def _pad(seqs: list[np.ndarray], prefix: int | None = None, suffix: int | None =
 
 def _batch(rec: TranslationRecords, idx: np.ndarray, device: torch.device):
     """src (B, S), src_len (B,), tgt_in = <sos> y (B, T), tgt_out = y <eos> (B, T)."""
-    src = [rec.src_ids[i] for i in idx]
-    tgt = [rec.tgt_ids[i] for i in idx]
-    return (_pad(src).to(device), torch.tensor([len(s) for s in src]), _pad(tgt, prefix=SOS).to(device),
-            _pad(tgt, suffix=EOS).to(device))
+    padded = _PaddedRecords(rec, idx, device)
+    return padded.src, torch.from_numpy(padded.src_len), padded.tgt_in, padded.tgt_out
 
 
 class _PaddedRecords:
-    """Records padded once and kept on the device: a training batch is then a gather and a trim
-    on the device, equal to :func:`_batch` of the same records (the same values, the same widths).
-
-    :func:`_batch` pads in Python and copies three tensors to the device per step; on a GPU each
-    blocking copy waits for the device to finish the previous step, so the CPU could never queue
-    a step ahead of a small, launch-bound model."""
+    """Records padded once and kept on the device: a training batch is then a gather and a trim on the
+    device, equal to :func:`_batch` of the same records, and no blocking copy per step keeps the CPU
+    from queueing the next step on a GPU."""
 
     def __init__(self, rec: TranslationRecords, index: np.ndarray, device: torch.device):
         src = [rec.src_ids[i] for i in index]
@@ -311,8 +306,6 @@ class TranslationTask(Task):
             source = f"multi30k {pair_name}: {len(pairs):,} training pairs ({cfg.data_dir})"
         rec = build_records(pairs, o.min_freq, o.max_len, o.max_vocab, ids=line_numbers)
         n = len(rec.src_ids)
-        order = np.random.default_rng(12345).permutation(n)  # fixed victim/attacker halves
-        half = n // 2
         src_len = np.array([len(s) for s in rec.src_ids])
         tgt_len = np.array([len(t) for t in rec.tgt_ids])
         info = {
@@ -322,7 +315,7 @@ class TranslationTask(Task):
             "max_vocab": o.max_vocab,
         }
         description = f"{source}; vocabularies {len(rec.src_vocab):,} / {len(rec.tgt_vocab):,} tokens"
-        data = TaskData(rec, np.sort(order[:half]), np.sort(order[half:]), description, info)
+        data = TaskData(rec, *fixed_halves(n), description, info)
         self._loaded[key] = data
         return data
 
@@ -407,15 +400,15 @@ class TranslationTask(Task):
     # ------------------------------------------------------------------ queries
     @torch.no_grad()
     def translate(self, cfg: ExperimentConfig, model: nn.Module, data: TaskData, index: np.ndarray,
-                  batch: int = 128, output_transform: OutputTransform | None = None) -> list[list[str]]:
+                  output_transform: OutputTransform | None = None) -> list[list[str]]:
         """Greedy translations (token lists) of the sources of records ``index`` (each step's
         distribution passed through ``output_transform`` first, when given)."""
         rec: TranslationRecords = data.records
         device = next(model.parameters()).device
         out: list[list[str]] = []
         with _EvalMode(model), single_thread():
-            for start in range(0, len(index), batch):
-                idx = index[start : start + batch]
+            for start in range(0, len(index), 128):
+                idx = index[start : start + 128]
                 src, src_len, _, _ = _batch(rec, idx, device)
                 # a translation longer than twice its source (+5) is a runaway, not a sentence: cap it
                 limit = min(cfg.options.max_len + 1, 2 * int(src_len.max()) + 5)
@@ -434,13 +427,13 @@ class TranslationTask(Task):
         return float(sacrebleu.corpus_bleu(hyps, [refs]).score)
 
     @torch.no_grad()
-    def _teacher_forced(self, model: nn.Module, data: TaskData, index: np.ndarray, batch: int = 64):
+    def _teacher_forced(self, model: nn.Module, data: TaskData, index: np.ndarray):
         """Yield (logits (T, V) at each reference token incl. <eos>, lengths, reference ids) per batch."""
         rec: TranslationRecords = data.records
         device = next(model.parameters()).device
         with _EvalMode(model), single_thread():
-            for start in range(0, len(index), batch):
-                idx = index[start : start + batch]
+            for start in range(0, len(index), 64):
+                idx = index[start : start + 64]
                 src, src_len, tgt_in, tgt_out = _batch(rec, idx, device)
                 logits = model(src, src_len, tgt_in).float()
                 valid = tgt_out != PAD
@@ -452,8 +445,8 @@ class TranslationTask(Task):
         """Teacher-forced answers: one probability vector per reference token (incl. <eos>), the
         reference being that token; plus ``record_features["bleu_features"]`` (N, 5) of the greedy
         translation (Hisamoto et al. 2020) and ``record_features["reference_zlib_bytes"]`` (N, 1), the
-        zlib-compressed length of each reference text (the zlib attack), unless ``record_features`` is False. Built batch by batch so only top-K and per-step
-        signals are ever held for the whole set (vocabularies exceed FULL_VECTOR_LIMIT)."""
+        zlib-compressed length of each reference text, unless ``record_features`` is False. Built batch
+        by batch, so only top-K and per-step signals are held for the whole set."""
         index = np.asarray(index)
         parts = [Responses.from_logits(z, lengths, ref) for z, lengths, ref in self._teacher_forced(model, data, index)]
         resp = Responses.concat(parts)

@@ -1,6 +1,5 @@
-"""The translation task's presets and their notes (what each is for; its measured times are in
-docs/results.md, "Preset times"): kept apart from :mod:`core.tasks.translation` so that the task's code and its
-sizes are read separately."""
+"""The translation task's presets and their notes (what each is for; measured times: docs/results.md,
+"Preset times")."""
 from __future__ import annotations
 
 from typing import Any
@@ -8,19 +7,15 @@ from typing import Any
 from core.tasks.base import PRESET_TIMES
 
 PRESETS: dict[str, dict[str, Any]] = {
-    # captions v2 (context-decided synonyms): both architectures generalise at 1,000 pairs (at 300 both
-    # memorise), and 2 Transformer layers generalise better than one at equal parameters (docs/results.md,
-    # "Quick presets, built-in data").
+    # both architectures generalise at 1,000 pairs, 2 Transformer layers better than one at equal parameters
+    # (docs/results.md, "Quick presets, built-in data")
     "quick": dict(dataset="captions", n_train=1000, n_eval=200, epochs=16, batch_size=32, lr=5e-3,
                   n_shadows=2, attack_epochs=(8,), attack_train_epochs=40,
                   n_pairs_source=6000, emb=64, hidden=96, dropout=0.1, tf_layers=2, bleu_sentences=40,
                   rnn=dict(lr=1e-2)),
-    # real Multi30K sized for 2 CPU cores (en→de and de→en): the vocabularies capped at 2,000 tokens per
-    # side (the output softmax was most of a step), pairs of at most 20 tokens, no dropout, batches of 16. The
-    # LSTM learns only at these sizes with lr 5e-3 (the quick preset's 1e-2 and an uncapped vocabulary barely
-    # moved it), and trains 28 epochs: at 18 one seed of six had hardly started, every LSTM curve still rising;
-    # lr 1e-2 with clip 1 was slower. The Transformer has learned its members by epoch 18 in all six runs. The
-    # probes: docs/results.md, "Why the LSTM did not learn on Multi30K with the quick preset" and "The preset now".
+    # real Multi30K sized for 2 CPU cores: vocabularies capped so that the output softmax stays small; the LSTM
+    # learns here only with lr 5e-3 and needs 28 epochs to the Transformer's 18 (docs/results.md, "Why the LSTM
+    # did not learn on Multi30K with the quick preset")
     "multi30k_cpu": dict(dataset="multi30k", src_lang="en", tgt_lang="de", n_train=1000, n_eval=200, epochs=18,
                          batch_size=16, lr=3e-3, n_shadows=2, attack_epochs=(9,), attack_train_epochs=40,
                          max_vocab=2000, max_len=20, emb=64, hidden=96, dropout=0.0, tf_layers=2,
@@ -30,29 +25,21 @@ PRESETS: dict[str, dict[str, Any]] = {
                       batch_size=16, lr=3e-3, n_shadows=2, attack_epochs=(9,), attack_train_epochs=40,
                       max_vocab=2000, max_len=20, emb=64, hidden=96, dropout=0.0, tf_layers=2,
                       bleu_sentences=100, rnn=dict(lr=5e-3, epochs=28, attack_epochs=(14,))),
-    # Multi30K that translates, for one GPU: more pairs than the study's 5,000 (less memorisation, so
-    # that attacks fall below saturation), batches of 128 (on a GPU these small models are launch-bound, so a
-    # step of 128 should cost little more than one of 64: expected, not measured), the Transformer's warm-up +
-    # inverse-√ schedule and label smoothing 0.1 for both (the paper preset's Transformer underfit at a
-    # constant 1e-3); the same recipe for both architectures. Settings chosen with bench/translation_probe.py
-    # (docs/results.md, "multi30k_gpu"): with PyTorch's N(0, 1) embeddings the ×√d input scale drowned the
-    # Transformer's positions and it barely learned; unit-scale embeddings are what make it learn
+    # Multi30K that translates, for one GPU: more pairs than the study's 5,000 (less memorisation, so that
+    # attacks fall below saturation), one recipe for both architectures (warm-up + inverse-√ schedule, label
+    # smoothing 0.1). Unit-scale embeddings: with PyTorch's N(0, 1) the ×√d input scale drowns the
+    # Transformer's positions (docs/results.md, "multi30k_gpu")
     "multi30k_gpu": dict(dataset="multi30k", src_lang="en", tgt_lang="de", n_train=12000, n_eval=1000, epochs=24,
                          batch_size=128, lr=2e-3, n_shadows=5, attack_epochs=(), attack_train_epochs=40,
                          emb=150, hidden=200, dropout=0.2, clip=1.0, tf_layers=2, bleu_sentences=200,
                          warmup_steps=400, label_smoothing=0.1, tf_scaled_embeddings=True),
-    # Multi30K that should translate on 2 CPU cores: data size is the lever (12,000 de→en pairs, word
-    # vocabularies capped at 4,000 per side so that the output softmax stays small), multi30k_gpu's recipe
-    # (warm-up + inverse-√ decay, label smoothing 0.1, unit-scale Transformer embeddings) at batches of 64, so
-    # 12 epochs take about as many steps as its 24 of 128; emb 128 / hidden 160: 2.43M parameters, the
-    # Transformer matched by match_transformer (d 128)
+    # Multi30K that should translate on 2 CPU cores: data size is the lever, multi30k_gpu's recipe at batches
+    # of 64 (12 epochs: about as many steps as its 24 of 128)
     "multi30k_small": dict(dataset="multi30k", src_lang="de", tgt_lang="en", n_train=12000, n_eval=1000, epochs=12,
                            batch_size=64, lr=2e-3, n_shadows=2, attack_epochs=(), attack_train_epochs=40,
                            max_vocab=4000, max_len=30, emb=128, hidden=160, dropout=0.2, clip=1.0, tf_layers=2,
                            bleu_sentences=100, warmup_steps=400, label_smoothing=0.1, tf_scaled_embeddings=True),
-    # the study's sizes (001 A.1): Multi30K fr→en, 5,000 training pairs, emb 150, hidden 200,
-    # dropout 0.2, Adam 1e-3, 20 epochs; 1,000 members + 1,000 non-members = 2,000 sequences
-    # per model for the attack classifier; 5 shadows
+    # the study's sizes (001 A.1)
     "paper": dict(dataset="multi30k", src_lang="fr", tgt_lang="en", n_train=5000, n_eval=1000, epochs=20,
                   batch_size=64, lr=1e-3, n_shadows=5, attack_epochs=(5, 10, 15), attack_train_epochs=40,
                   emb=150, hidden=200, dropout=0.2, clip=10.0, tf_layers=2, bleu_sentences=100),

@@ -1,10 +1,9 @@
 """Several models of one config trained as one vectorised ensemble (victim and shadows at once).
 
 The victim and the shadows of a config share every shape; only their initialisation, their
-training records and their data order differ. Training them one after another runs many small
-kernels per step for each model; here the M models' parameters are stacked along a new leading
-dimension (``torch.func.stack_module_state``) and one step computes all M losses at once with
-``torch.func.vmap`` over ``functional_call`` — the same per-member mathematics:
+training records and their data order differ. The M models' parameters are stacked along a new
+leading dimension (``torch.func.stack_module_state``) and one step computes all M losses at once
+with ``torch.func.vmap`` over ``functional_call`` — the same per-member mathematics:
 
 * member m is initialised exactly as the sequential path initialises it (the model built right
   after seeding with the member's seed), and its data order comes from a generator seeded the
@@ -22,8 +21,7 @@ off the member entries are masked, and the same argument makes it E independent 
 
 What can differ from the sequential path is float rounding: vmapped kernels (a convolution
 becomes one grouped convolution) and wider matrix products add in another order, so weights
-agree to float tolerance, not bit for bit (``tests/test_ensemble.py`` checks a seeded tiny config
-of both image models). Not covered: DP-SGD (per-sample clipping is Opacus', per model), bf16,
+agree to float tolerance, not bit for bit. Not covered: DP-SGD (per-sample clipping is Opacus', per model), bf16,
 gradient clipping across the whole model, PPO, and the translation models (per-member
 variable-length batches; attention mixes features across blocks) — those configs train
 sequentially (``Task.supports_ensemble``).
@@ -144,14 +142,9 @@ def train_joint_epochs(
     on_progress: Callable[[float], None] | None = None,
 ) -> float:
     """Train ``models`` in place through ``joint``, one model E times as wide holding member e's
-    weights at ``places[name][e]`` and zeros elsewhere (e.g. :class:`core.models.image.JointReNet`)
-    — for models ``vmap`` cannot batch (``nn.LSTM``).
-
-    The same per-member mathematics as :func:`train_ensemble_epochs`: each member's batches from
-    its own generator, ``joint_loss(joint, inputs, targets)`` = Σₑ Lₑ, the gradients off the
-    member entries masked to zero (so Adam — element-wise, its weight decay λ·θ zero there too —
-    keeps them at exactly zero and runs E independent Adams with the sequential path's parameter
-    groups: L2 on weight matrices only). Members are read back after every epoch for ``on_epoch``.
+    weights at ``places[name][e]`` and zeros elsewhere (e.g. :class:`core.models.image.JointReNet`),
+    for models ``vmap`` cannot batch (module docstring). ``joint_loss(joint, inputs, targets)`` = Σₑ Lₑ;
+    members are read back after every epoch for ``on_epoch``. Returns the seconds of the loop.
     """
     start = time.perf_counter()
     if len(models) == 0 or len(generators) != len(models):

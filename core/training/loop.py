@@ -9,13 +9,9 @@ One epoch of :func:`train_epochs` over N training records with batch size B:
 * **non-private** — a seeded permutation of 0..N−1 cut into ⌈N/B⌉ batches; per batch:
   ``loss = batch_loss(index)`` (the mean of the records' losses), backward, optional global
   gradient-norm clip, optimizer step;
-* **private** (``privacy`` given, DP-SGD of paper 000 eq. 7–8) — ⌈N/B⌉ batches drawn by Opacus'
-  Poisson sampler (each record independently with q = 1/⌈N/B⌉, the same seeded generator);
-  the per-record gradients g_x of ``batch_loss`` are clipped to C and summed, N(0, σ²C²I) is
-  added and the sum divided by B̄ = q·N before the optimizer step:
-  θ ← θ − η·(1/B̄)·(Σₓ clip(gₓ, C) + N(0, C²σ²I)), clip(g, C) = g·min(1, C/‖g‖). The global clip
-  is not applied (the per-record clip takes its place); ε is accounted by
-  :mod:`core.training.dpsgd` (which imports Opacus only when a config asks for DP).
+* **private** (``privacy`` given) — DP-SGD as :mod:`core.training.dpsgd` states it: ⌈N/B⌉ Poisson
+  batches (q = 1/⌈N/B⌉, the same seeded generator), per-record gradients of ``batch_loss``
+  clipped to C, Gaussian noise added; the global clip is not applied.
 
 The optimizer is Adam with the L2 penalty (λ/2)·‖W‖² of the study's regularisation defense
 (paper 000 Fig. 7) on **weight matrices only** — parameters with two or more dimensions (linear,
@@ -30,8 +26,7 @@ and Adam's state stay float32 (bfloat16 has float32's range, so no loss scaling 
 nothing measured after training — Responses, utility — runs under autocast.
 
 Learning-rate schedule: with ``lr_factor`` (e.g. :func:`warmup_inverse_sqrt`) each step's learning rate
-is the optimizer's base rate times ``lr_factor(step)`` (step 0, 1, … over the whole run); without it
-the rate stays the optimizer's.
+is the optimizer's base rate times ``lr_factor(step)`` (step 0, 1, … over the whole run).
 
 Hooks: ``on_batch(Batch)`` after every optimizer step (record positions, loss and, under DP,
 each record's gradient norm before clipping), ``on_epoch(epoch, model)`` after every epoch,
@@ -127,10 +122,10 @@ def adam_over(params: dict[str, torch.Tensor], layout: nn.Module, lr: float, wei
     return torch.optim.Adam([g for g in groups if g["params"]], lr=lr, eps=eps)
 
 
-def seeded_generator(offset: int = 0) -> torch.Generator:
+def seeded_generator() -> torch.Generator:
     """A CPU generator seeded from the seed the pipeline gave this model (``torch.initial_seed``),
     so the data order (and Poisson sampling) is fixed by the role's seed alone."""
-    return torch.Generator().manual_seed((int(torch.initial_seed()) + offset) % 2**63)
+    return torch.Generator().manual_seed(int(torch.initial_seed()) % 2**63)
 
 
 def noise_seed() -> int:
@@ -256,9 +251,8 @@ def _step(model: nn.Module, optimizer: torch.optim.Optimizer, private, batch_los
           autocast: torch.dtype | None = None) -> tuple[torch.Tensor | float, np.ndarray | None]:
     """One optimizer step on the records ``index``: (loss, per-sample norms under DP or None).
 
-    The loss comes back as a detached tensor, not a float: turning it into a number waits for the
-    device to finish the step, and on a GPU that wait on every step kept the CPU from queueing the
-    next one (small models are launch-bound there)."""
+    The loss comes back as a detached tensor, not a float: turning it into a number would wait for the
+    device to finish the step and keep the CPU from queueing the next one."""
     if private is None:
         optimizer.zero_grad(set_to_none=True)
         if autocast is None:

@@ -3,7 +3,7 @@
 The studies train their agents with the PPO of rl-starter-files / torch-ac at its defaults
 (paper 000 §4.2, paper 001 A.1); :class:`PPOSettings` holds those defaults. The loop is
 written out here (CleanRL style: one readable function) so that the order of maps, the
-random streams, the device and, later, per-sample gradient clipping (DP-SGD) stay under our
+random streams, the device and per-sample gradient clipping (DP-SGD) stay under our
 control. What one update does, for N environments and T frames per environment:
 
 1. Roll out: N·T steps with the current policy, actions a ~ π(·|o, m); the recurrent memory m
@@ -24,7 +24,7 @@ loss is averaged over its frames. Like torch-ac, advantages are not normalised. 
 torch-ac, window starts are not shifted by half a window every other update and the stored
 memories are not refreshed between PPO epochs (simpler; no effect on the studies' findings
 that we know of), and the window is 16 frames by default (torch-ac: 4) so that the memory
-is trained over a whole member-map episode (~10–20 steps once learned).
+is trained over a whole member-map episode.
 
 The optimizer is :func:`core.training.loop.build_optimizer`'s (Adam, L2 on weight matrices only).
 With ``settings.privacy`` the updates are DP-SGD (paper 000 eq. 7–8) through

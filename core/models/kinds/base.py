@@ -92,17 +92,17 @@ def module_device(module: nn.Module) -> torch.device:
     return next(iter(module.parameters()), torch.zeros(0)).device
 
 
-def torch_log_probs(module: nn.Module, inputs: Any, batch: int = 256) -> np.ndarray:
-    """(N, m) float64 log-softmax of ``module``'s outputs on prepared ``inputs`` (eval mode, no grad), batch by
-    batch on the module's device."""
+def torch_log_probs(module: nn.Module, inputs: Any) -> np.ndarray:
+    """(N, m) float64 log-softmax of ``module``'s outputs on prepared ``inputs`` (eval mode, no grad), 256 records
+    at a time on the module's device."""
     device = module_device(module)
     was = module.training
     module.eval()
     out = []
     try:
         with torch.no_grad():
-            for i in range(0, n_rows(inputs), batch):
-                x = to_device(take(inputs, slice(i, i + batch)), device)
+            for i in range(0, n_rows(inputs), 256):
+                x = to_device(take(inputs, slice(i, i + 256)), device)
                 logits = module(**x) if isinstance(x, Mapping) else module(x)
                 logits = getattr(logits, "logits", logits)
                 out.append(torch.log_softmax(logits.double(), -1).cpu().numpy())
@@ -208,10 +208,11 @@ def load_model(spec: str, weights: str | None = None, n_classes: int | None = No
 MAX_MODEL_BYTES = 2 * 2**30
 
 
-def read_model_file(path: str, what: str, limit: int = MAX_MODEL_BYTES) -> bytes:
-    """A weights or model file's bytes (a regular file, not a link, at most ``limit``); pickles refused first."""
+def read_model_file(path: str, what: str) -> bytes:
+    """A weights or model file's bytes (a regular file, not a link, at most :data:`MAX_MODEL_BYTES`); pickles refused
+    first."""
     refuse_pickle(str(path))
-    payload = read_named_file(path, limit, ConfigError, f"{what} {str(path)!r}")
+    payload = read_named_file(path, MAX_MODEL_BYTES, ConfigError, f"{what} {str(path)!r}")
     refuse_pickle(str(path), payload[:4])
     return payload
 

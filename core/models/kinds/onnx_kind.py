@@ -38,7 +38,7 @@ def _session(payload: bytes, spec: str):
         raise ConfigError(f"{spec}: not an ONNX model onnxruntime can run ({' '.join(str(exc).split())[:160]})") from None
 
 
-def _as_matrix(value, n_classes: int | None) -> np.ndarray:
+def _as_matrix(value) -> np.ndarray:
     if isinstance(value, list) and value and isinstance(value[0], dict):  # ZipMap: one {class: p} per record
         keys = sorted(value[0])
         return np.asarray([[row[k] for k in keys] for row in value], np.float64)
@@ -93,7 +93,7 @@ def _load(file: str, weights: str | None, n_classes: int | None, preprocess: Pre
         out = []
         for i in range(0, len(x), 1024):
             res = session.run([outputs[out_index].name], {first.name: x[i:i + 1024]})[0]
-            out.append(_as_matrix(res, n_classes))
+            out.append(_as_matrix(res))
         p = np.concatenate(out) if out else np.zeros((0, n_classes or 2))
         probs = bool(len(p)) and bool((p >= -1e-6).all() and (p <= 1 + 1e-6).all()
                                       and np.allclose(p.sum(1), 1.0, atol=1e-4))
