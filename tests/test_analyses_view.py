@@ -1,4 +1,4 @@
-"""Pages only draw (issue 29): the Analyses page's scatter, vulnerability and verdicts are one core call,
+"""Pages only draw: the Analyses page's scatter, vulnerability and verdicts are one core call,
 :func:`core.analyses.analyses_view.analyses_view`, that reads cached runs and models only (never trains);
 ``python -m core analyze --cached`` writes the same data as JSON."""
 from __future__ import annotations

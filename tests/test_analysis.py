@@ -72,7 +72,7 @@ def test_the_best_quadrant_is_scored_on_records_it_was_not_chosen_on():
 @pytest.mark.parametrize("rnn,ffnn,diff", [([0.7, 0.8], [0.6, 0.65], -0.125), ([0.5, 0.5], [0.6, 0.7], 0.15),
                                            ([0.7, 0.5], [0.6, 0.6], 0.0), ([0.7], [0.6], -0.1)])
 def test_one_run_gives_the_difference_and_no_verdict(rnn, ffnn, diff):
-    """Issue 30: points of one run (epochs, blocks) are not repeats; one run never holds or fails."""
+    """Points of one run (epochs, blocks) are not repeats; one run never holds or fails."""
     v = analysis_verdicts.verdict(rnn, ffnn)
     assert v.value == "inconclusive" and v.difference == pytest.approx(diff)
     assert analysis_verdicts.ONE_REPEAT in v.text and f"{diff:+.3f}" in v.text
@@ -126,7 +126,7 @@ def test_analyze_cli_writes_csv_and_html(tmp_path, capsys):
     assert rc == 0, err
     verdicts = unstamped(json.loads(out))
     assert {"rnn_more_vulnerable", "lower_member_entropy", "rnn_more_vulnerable_over_training"} <= set(verdicts)
-    # one run: the CLI prints the difference and no verdict (issue 30)
+    # one run: the CLI prints the difference and no verdict
     assert {v["value"] for v in verdicts.values()} == {"inconclusive"}
     assert all(analysis_verdicts.ONE_REPEAT in v["text"] for v in verdicts.values())
     for name in ("scatter", "vulnerability"):
@@ -204,7 +204,7 @@ def _curve(acc_by_epoch: dict[int, float], best: int) -> dict:
 
 def test_each_verdict_is_computed_from_its_own_analysis_only():
     """Feed analyses whose data disagree: each verdict must follow its own analysis' numbers. The
-    overtraining tab once showed the vulnerability run's verdict (issue 18, point 10)."""
+    overtraining tab once showed the vulnerability run's verdict."""
     summaries = {a: typed_run({"arch": a, "attack": {"name": "shadow", "accuracy": acc}})
                  for a, acc in (("ffnn", 0.8), ("rnn", 0.6))}  # runs: RNN lower
     # vulnerability: RNN above FFNN at every checkpoint
@@ -296,7 +296,7 @@ def test_analyses_page_runs_the_long_analyses_as_worker_jobs_with_their_own_verd
     at.session_state["analyses:tab"] = "Overtraining"
     at.run(timeout=120)
     assert _shown_verdict_keys(at) == []  # not computed yet: no verdict borrowed from another analysis
-    # the button says how long it takes (issue 32.13), from these runs' measured training times
+    # the button says how long it takes, from these runs' measured training times
     [button] = [b for b in at.button if b.label.startswith("Run the overtraining analysis (in a worker) — about ")]
     button.click().run(timeout=120)
     assert not at.exception, at.exception
@@ -407,7 +407,7 @@ def test_record_signals_keep_small_values_to_six_significant_digits():
 
 
 def test_long_analyses_time_estimates_scale_the_runs_measured_training():
-    """Issue 32.13: the estimate on a long analysis' button is the run's own training time scaled by the work
+    """The estimate on a long analysis' button is the run's own training time scaled by the work
     the analysis repeats; none without a measured training time (a run loaded from the cache)."""
     base = {"victim_trained_s": 10.0, "shadows_trained_s": 30.0, "attack_s": 4.0}
     s = typed_run({"timings": base, "config": {"attack_epochs": [2, 5, 10]}})

@@ -1,4 +1,4 @@
-"""One registry per kind (issue 29): a toy analysis and a toy job kind registered by a test alone
+"""One registry per kind: a toy analysis and a toy job kind registered by a test alone
 (``tests/toy_registry.py``) appear end to end — in ``python -m core analyze`` (its JSON, CSV and
 HTML), in the HTML export, as a worker job, and in the page's job list."""
 from core.foundations.version import unstamped

@@ -1,4 +1,4 @@
-""""Do RNNs leak more?" answered from the cache (issue 32, point 1): core's answer, the CLI's
+""""Do RNNs leak more?" answered from the cache: core's answer, the CLI's
 ``compare --cached`` and the Home page say the same thing — the one-repeat difference as
 "inconclusive (one repeat)" with the button that adds repeats, then the verdict with its interval and N."""
 import json

@@ -1,4 +1,4 @@
-"""The attack stage's shared answers (core.experiment.answer_memo, issue 34): with its memo the stage builds each
+"""The attack stage's shared answers (core.experiment.answer_memo): with its memo the stage builds each
 model once and answers each record once across the models-stage attacks; without one every question asks anew.
 Both must give the same scores (up to float rounding: a record answered in another batch), and the memo must
 actually share (fewer model runs)."""

@@ -156,7 +156,7 @@ def test_missing_dataset_folder_is_reported(monkeypatch):
     monkeypatch.setenv("MIA_DATA_ROOT", "/")  # the folder is inside the data root, it just does not exist
     at = train_page().run(timeout=60)
     at.selectbox(key="image:quick:dataset").set_value("cifar10").run(timeout=60)
-    # issue 32.14: the preset's note no longer speaks of the built-in digits
+    # the preset's note speaks of the dataset chosen, not of the built-in digits
     assert not any("8×8 digits" in i.value for i in at.info)
     assert any("on **cifar10**" in i.value for i in at.info)
     at.text_input(key="image:quick:data_dir").set_value("/nonexistent/cifar")
@@ -207,10 +207,10 @@ def test_defenses_page_offers_training_then_moves_with_the_slider(monkeypatch):
     after = [m.value for m in at.metric]
     assert after != before
     assert any(m.label == "utility loss" for m in at.metric)
-    # the slider's point leaves quantile regression out, and the page says where its number is (issue 32.16)
+    # the slider's point leaves quantile regression out, and the page says where its number is
     assert any(c.value.startswith("Quantile regression is not computed at the slider's point") and "Measure" in c.value
                for c in at.caption)
-    # before "Measure", the table holds the curve's attack numbers and says "not measured" for utility (issue 32.9)
+    # before "Measure", the table holds the curve's attack numbers and says "not measured" for utility
     table = at.dataframe[0].value
     ours = table[table["source"].str.startswith("ours")]
     assert ours["attack acc (naive)"].notna().all() and (ours["utility"] == "not measured").any()

@@ -1,4 +1,4 @@
-"""Every learned attack classifier fitted as one batched ensemble (core.attacks.attack_ensemble, issue 34).
+"""Every learned attack classifier fitted as one batched ensemble (core.attacks.attack_ensemble).
 
 The reference is the one-by-one fit (core.attacks.shadow_attacks._fit_classifier) of each classifier
 from the same seeded initialisation. Tolerance: float32 rounding only — the batched products add in
@@ -154,8 +154,8 @@ def test_members_must_match_their_targets():
 
 
 def test_fits_of_the_older_path_are_not_served(tmp_path):
-    """Fitted attacks are keyed with the fit version: a fit stored under the key of the path before
-    issue 34 (no version part) is not what the pipeline loads, even where it is the only one."""
+    """Fitted attacks are keyed with the fit version: a fit stored under the key of the older path
+    (no version part) is not what the pipeline loads, even where it is the only one."""
     cache = ArtifactCache(tmp_path / "c")
     cfg = get_task("image").make_config("ffnn", "quick", dict(n_train=40, n_eval=20, epochs=2, n_shadows=1,
                                                                  attack_epochs=(1,), attack_train_epochs=3))

@@ -1,4 +1,4 @@
-"""The CPU attack ensemble's hand-written parts (core/attacks/attack_ensemble.py, issue 34): Adam run on the flat
+"""The CPU attack ensemble's hand-written parts (core/attacks/attack_ensemble.py): Adam run on the flat
 tensors must be torch.optim.Adam's update bit for bit, the ReLU mask must multiply exactly as the bool mask did,
 and the MLP bank's gradients, written into the flat gradient, must be autograd's (up to float rounding)."""
 import numpy as np

@@ -1,4 +1,4 @@
-"""Issue 34: the attack registry, quantile regression and the label-only attacks, on planted cases."""
+"""The attack registry, quantile regression and the label-only attacks, on planted cases."""
 from __future__ import annotations
 
 import contextlib

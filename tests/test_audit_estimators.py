@@ -1,4 +1,4 @@
-"""The audit's other estimators (issue 34): the Gaussian-DP estimate and the f-DP one-run bound of
+"""The audit's other estimators: the Gaussian-DP estimate and the f-DP one-run bound of
 Mahloujifar et al. on simulated canaries whose privacy is known exactly — μ-GDP Gaussian scores and
 ε-DP randomized response — and their wiring (the audit's entry, table and figure)."""
 from __future__ import annotations

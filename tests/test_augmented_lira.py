@@ -1,4 +1,4 @@
-"""LiRA with augmented queries (issue 34; Carlini et al. 2022): the math on planted signals, the
+"""LiRA with augmented queries (Carlini et al. 2022): the math on planted signals, the
 image task's query hook, and the attack on a run."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 29, one capped reader: every reader of a file it must not trust (a user's weights or member list, a
+"""One capped reader: every reader of a file it must not trust (a user's weights or member list, a
 scores file, a CSV table, a CIFAR-10 batch, an image of a class folder, the cache's value files) reads through
 :func:`core.foundations.fileio.read_capped` and says "not a regular file" and "over the cap" in the same words,
 each as its own error class (what its callers catch)."""

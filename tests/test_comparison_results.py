@@ -1,4 +1,4 @@
-"""The comparison JSON read typed (issue 29): ``ComparisonResult.from_dict`` gives back exactly the dict read, and
+"""The comparison JSON read typed: ``ComparisonResult.from_dict`` gives back exactly the dict read, and
 the views that print it (verdict lines, the comparison table) read its attributes — schema 2 (roles, Holm) and a
 comparison written before roles (schema 1) alike."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 29: the defenses typed from birth write and read the JSON written before they were typed.
+"""The defenses typed from birth write and read the JSON written before they were typed.
 
 ``tests/data/defense_layouts/`` holds what the code of af87210 (before: points, sweeps and defend results as
 dicts) wrote for a tiny image config: the CLI's ``defend`` JSON (Dir_k with both attackers, an L2 sweep, a

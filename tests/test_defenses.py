@@ -106,7 +106,7 @@ def test_lemma1_bound():
 
 
 def test_a_vacuous_dirichlet_guarantee_is_never_a_number():
-    """Issue 32 point 7: at k = 1, 0.1, 0.01 the printed ε goes negative or δ = 1; the guarantee the pages and
+    """At k = 1, 0.1, 0.01 the printed ε goes negative or δ = 1; the guarantee the pages and
     the CLI read carries no ε then, only the reason; where Lemma 1 holds (k large, δ < 1) the number stays."""
     mech = dirichlet.DirichletMechanism()
     for k in (1.0, 0.1, 0.01):
@@ -255,7 +255,7 @@ def test_gpm_utility_from_the_attack_answers_equals_a_model_run(overfit):
 
 
 def _utility_by_model_runs(defender, spec, draw):
-    """The defended utility as it was computed before the victim's logits were cached (issue 32.16): the
+    """The defended utility as it was computed before the victim's logits were cached: the
     victim model re-run on members and non-members, its log-softmax through the draw's transform."""
     mech, splits = spec.mechanism_class, defender.models.splits
     transform = mech.torch_transform(spec, defender._torch_generator(spec, draw, "utility"))
@@ -312,7 +312,7 @@ def _every_pass_runs(monkeypatch, plain: Defender) -> None:
 
 def test_dirichlet_points_equal_the_model_run_path(overfit, monkeypatch):
     """Reusing the victim's undefended outputs under Dir_k (utility, label-only and augmented-LiRA queries)
-    changes no number of a defended point: the same points as one model run per draw (issue 32.16), and
+    changes no number of a defended point: the same points as one model run per draw, and
     the victim's forward passes run once per query, not once per draw."""
     assert overfit._fitted_model_attacks()  # the label-only / augmented queries are exercised
     cache = ArtifactCache(overfit.cache.directory / "../old_path_cache")
@@ -333,7 +333,7 @@ def test_dirichlet_points_equal_the_model_run_path(overfit, monkeypatch):
 
 
 def test_dirichlet_draws_ask_the_augmented_queries_together(overfit, monkeypatch):
-    """Under Dir_k a point's draws ask the label-only and augmented-LiRA queries together (issue 32.16): the task's
+    """Under Dir_k a point's draws ask the label-only and augmented-LiRA queries together: the task's
     ``*_under`` once per kind with every draw's transform, which equals each draw's own call, transform by transform
     (each draw's noise from its own generator, in the order its own call draws it)."""
     task, d = overfit.task, overfit
@@ -380,7 +380,7 @@ def test_dirichlet_transforms_applied_together_equal_one_call_each():
 def test_gpm_points_equal_the_model_run_path(overfit, monkeypatch):
     """Under the GPM a draw's noisy victim answers the label-only and augmented-LiRA queries (the same
     augmented images) and the evaluation set from remembered forward passes: the same points as running
-    every pass (issue 32.16), the adaptive attacker's too."""
+    every pass, the adaptive attacker's too."""
     old = Defender(overfit.models, ArtifactCache(overfit.cache.directory / "../old_gpm_cache"))
     _every_pass_runs(monkeypatch, old)
     fresh = Defender(overfit.models, ArtifactCache(overfit.cache.directory / "../new_gpm_cache"))
@@ -429,7 +429,7 @@ def every_draw_point(overfit):
 
 @pytest.mark.parametrize("registry", [True, False])
 def test_a_full_point_takes_draw_zero_from_the_one_draw_point(overfit, every_draw_point, monkeypatch, registry):
-    """The slider shows a new value's one-draw point first, then its full point (issue 32.16): the full point takes
+    """The slider shows a new value's one-draw point first, then its full point: the full point takes
     draw 0's answers, outcomes and query from the one-draw point and computes only the later draws — and every
     number (quantile regression's included) is the one a Defender computing all draws itself gives. The page's
     one-draw point leaves the registry's attacks out (``registry=False``): the full point adds theirs on draw 0."""
@@ -478,7 +478,7 @@ def test_quantile_refits_one_per_draw_and_the_point_is_deterministic(overfit, mo
 def test_full_point_after_a_stored_fast_point_scores_nothing_again(overfit, tmp_path, monkeypatch):
     """A value whose fast point a new Defender read from disk (a curve's point, stored by another session): its
     full point takes the naive numbers from it and computes only the utility — the same point as one computed
-    from scratch (issue 32.16: the Defenses page's step onto a curve value re-scored every attack before)."""
+    from scratch (the Defenses page's step onto a curve value once re-scored every attack)."""
     import json
     from core.defenses import defender as defender_module
     spec = DefenseSpec("dirichlet", 6.5, draws=2, seed=4)
@@ -632,8 +632,8 @@ def test_empirical_epsilon_is_a_95_percent_lower_bound_on_an_exactly_eps_dp_mech
     bound exceeds the true ε in at most 5 % of runs (400 runs: + 3 Monte-Carlo standard errors). It
     is not trivially 0 (it reaches most of ε), and the plain ln(TPR/FPR) it is built from — no
     confidence bounds — exceeds ε in many runs, so the check can see an estimate that is no bound.
-    (Continuous scores, where the threshold is chosen among many on the same records, are issue 30
-    point 3.)"""
+    (Continuous scores, where the threshold is chosen among many on the same records, are
+    tests/test_metrics.py's.)"""
     eps, n, runs = 1.0, 1000, 400
     rng = np.random.default_rng(0)
     member = np.r_[np.ones(n, bool), np.zeros(n, bool)]
@@ -660,7 +660,7 @@ def test_responses_validate_and_strict_concat():
 
 
 def test_saturated_share_counts_answers_past_the_dirichlet_floor():
-    """Issue 32.8: the records whose 1 − c lies below (n − 1)·η are those whose LiRA logit Dir_k scatters even at
+    """The records whose 1 − c lies below (n − 1)·η are those whose LiRA logit Dir_k scatters even at
     large k; the share is what the Defenses page reports beside LiRA/RMIA."""
     from core.defenses.dirichlet import saturated_share
     from core.measurement.responses import Responses

@@ -1,4 +1,4 @@
-"""The Defenses page's slider on a value not computed before (issue 32 point 16): draw 1's numbers at once, labelled
+"""The Defenses page's slider on a value not computed before: draw 1's numbers at once, labelled
 "1 of 8 draws — the rest are computing", then, in the same script run, the mean over every draw in their places
 (no rerun of the page), without the user doing anything; a full point already in when the page draws is drawn
 directly. The lanes' full points are held behind an event where a test needs them not done yet."""
@@ -70,7 +70,7 @@ def _opened(at: AppTest) -> AppTest:
 @pytest.mark.xdist_group("tiny-image-runs")
 def test_a_new_value_shows_draw_one_labelled_with_the_page_around_it(tiny_image_runs, monkeypatch):
     """Stopped where it starts to wait: draw 1's own numbers, the label, and the quantile caption already in its
-    place (issue 32.16 (b): its spot was blank while draw 1 waited); then the value is known and shown whole."""
+    place (its spot was once blank while draw 1 waited); then the value is known and shown whole."""
     tiny_image_runs(1)
     value = NEW_VALUES[0]
     gate = _hold_full_points(monkeypatch, value)

@@ -66,7 +66,7 @@ def test_fidelity_block_and_its_warnings():
     tiny = shadow_fidelity({5: stats(0.001, 0.5)}, {5: [stats(0.002, 0.5)]}, "accuracy",
                            {"train": 1.0, "val": 0.9}, [{"train": 1.0, "val": 0.9}])
     assert tiny.warnings == () and tiny.checkpoints[0].member_loss_gap == pytest.approx(0.001 / 0.05)
-    # the comparison merges every architecture's loss lines into one warning with advice (issue 32.15), and
+    # the comparison merges every architecture's loss lines into one warning with advice, and
     # keeps the utility line, labelled by architecture
     w = confounding_warnings(typed_runs([summary("ffnn", 1.0, 0.9, fidelity=block), summary("rnn", 1.0, 0.9, fidelity=block)]))
     tracking = [line for line in w if "do not track" in line]

@@ -1,4 +1,4 @@
-"""Issue 35: the findings table from a tiny cached set of runs — measured cells carry N, the 95 %
+"""The findings table from a tiny cached set of runs — measured cells carry N, the 95 %
 interval and the verdict, the rest say "not run" with exactly the runs they need; the CLI writes
 JSON + Markdown + HTML without training; the Findings page renders with its queue button."""
 import json
@@ -200,7 +200,7 @@ def test_page_renders_the_table_and_its_button_queues_exactly_the_missing_runs(t
     assert sorted(h for _, _, c in recorder.submitted for h in c) == sorted(m.config.config_hash for m in first.missing)
 
 
-# ---------------------------------------------------------------------------- issue 35, second pass
+# ---------------------------------------------------------- repeats to decide, every preset's rows, past the target
 def test_repeats_to_decide_is_the_fewest_n_with_eighty_percent_power_never_below_the_decidable_n():
     from core.analyses.findings import repeats_to_decide
     from core.measurement.stats import decidable_at, power_paired
@@ -401,7 +401,7 @@ def test_f3_reads_the_points_its_own_command_writes(tmp_path):
 
 
 def test_repeats_cached_past_the_target_are_read(monkeypatch):
-    """Issue 35: adding repeats narrows an interval without retraining — a row whose N = 6 was measured and whose
+    """Adding repeats narrows an interval without retraining — a row whose N = 6 was measured and whose
     "repeats to decide" asked for 8 reads all 8 once they are cached (it stopped at the target before), and stops
     at the first repeat not cached for every architecture."""
     import core.analyses.findings as findings
@@ -449,7 +449,7 @@ def test_f3_reads_the_dirichlet_points_cached_past_the_target(monkeypatch):
 
 
 def test_f2_reads_the_memorization_results_cached_past_the_target(monkeypatch):
-    """F2's row read only the first ``target`` repeats (issue 35's note: "F2's row still stops at the target"), so the
+    """F2's row read only the first ``target`` repeats, so the
     repeats its "repeats to decide" asks for changed nothing; it reads on past the target while both architectures'
     memorization results are cached, and stops at the first repeat missing for either."""
     import core.analyses.findings_defenses as fd

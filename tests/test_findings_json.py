@@ -1,4 +1,4 @@
-"""Issue 29: the findings table is typed from birth (:class:`FindingsTable` of :class:`FindingRow`) and its JSON
+"""The findings table is typed from birth (:class:`FindingsTable` of :class:`FindingRow`) and its JSON
 and Markdown stayed what they were. This pins the JSON's layout — every row kind's keys in their order, the
 cells' keys, the private in-memory fields never written — the round trip through ``from_dict``, and the
 Markdown of a table with every kind of row against the text the dict-reading views wrote (at commit feb74e8,
@@ -154,7 +154,7 @@ def test_an_empty_caches_table_writes_todays_keys(tmp_path):
         assert FindingsTable.from_dict(json.loads(json.dumps(data))).to_dict() == data
 
 
-#: what the dict-reading views at feb74e8 (core/views/findings_report.py before issue 29 typed the rows) printed
+#: what the dict-reading views at feb74e8 (core/views/findings_report.py before the rows were typed) printed
 #: for :func:`_table`'s JSON: the typed views must print it character for character
 MARKDOWN_AT_FEB74E8 = r"""# The studies' findings on this machine
 

@@ -1,4 +1,4 @@
-"""Issue 8, "Hardening": each case a hostile or careless user tried, as a test.
+"""Hardening: each case a hostile or careless user tried, as a test.
 
 Families: the cache never unpickles (planted rows in the database, in files, pickled keys); cache
 entries that pass their checksum but are not what they claim; lazy creation of the cache;

@@ -53,7 +53,7 @@ def test_cifar10_task_end_to_end_on_fixture(tmp_path):
                                         attack_train_epochs=2, cnn_width=4))
     s = run_experiment(cfg).summary
     assert s["data"]["image_shape"] == [3, 32, 32] and s["data"]["n_records"] == 200
-    # what one evaluation record is worth, beside the numbers (issue 21): 10 members, 10 non-members
+    # what one evaluation record is worth, beside the numbers: 10 members, 10 non-members
     assert s["resolution"] == {"n_members": 10, "n_nonmembers": 10, "tpr_step": 0.1, "fpr_step": 0.1,
                                "accuracy_step": 0.05}
 

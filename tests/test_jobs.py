@@ -197,7 +197,7 @@ def test_the_workers_progress_reaches_the_page(monkeypatch):
     assert shown is not None, "no job was seen in a training stage"
     job, event, texts = shown
     [text] = [t for t in texts if t.startswith(f"{plain_markdown(job.label)} — ")]
-    # one progress figure (issue 32.10): the stage, then the whole job's fraction, the same as the sidebar's
+    # one progress figure: the stage, then the whole job's fraction, the same as the sidebar's
     assert f"— {event.stage} · {job.fraction:.0%} · " in text, texts
     assert text.endswith(" left"), texts  # an ETA from the worker's measured rate, not "estimating"
 

@@ -1,4 +1,4 @@
-"""Issue 19, one layer per job: the import graph read from the code (AST), not by eye.
+"""One layer per job: the import graph read from the code (AST), not by eye.
 
 * no circle among the project's modules — counting every import: module level, inside functions
   and under ``TYPE_CHECKING`` alike (an import hidden in a function is still a dependency);

@@ -59,7 +59,7 @@ def test_chance_scores_give_chance_metrics():
 
 
 def test_empirical_epsilon_is_a_95_percent_lower_bound_on_an_exactly_dp_mechanism():
-    """Issue 30: scores from an exactly ε-DP mechanism (the Laplace mechanism on the membership bit,
+    """Scores from an exactly ε-DP mechanism (the Laplace mechanism on the membership bit,
     score = b + Lap(1/ε): every tail threshold has TPR/FPR = e^ε exactly). A 95 % lower bound may
     exceed the true ε in at most 5 % of trials (+ Monte-Carlo error). Choosing the threshold on the
     same records it bounds exceeded it in about 7 % (1,000 trials, 1,000 + 1,000 records)."""
@@ -102,7 +102,7 @@ def test_empirical_epsilon_block_is_the_layout_it_always_wrote():
 
 
 def test_stored_roc_keeps_the_low_fpr_tpr_of_the_full_curve():
-    """Issue 30.7: a 2,000-record curve thinned evenly to 400 points dropped the corners that the
+    """A 2,000-record curve thinned evenly to 400 points dropped the corners that the
     low-FPR band reads, understating TPR there; the stored curve now reads the same at every FPR ≤ 0.1."""
     from core.measurement.bootstrap import ROC_GRID, _tpr_on_grid
 
@@ -118,7 +118,7 @@ def test_stored_roc_keeps_the_low_fpr_tpr_of_the_full_curve():
 
 
 def test_rounded_list_is_pythons_round_float_for_float():
-    """The ROC's stored points are rounded vectorised (issue 32.16): every float the same as ``round(v, 6)``,
+    """The ROC's stored points are rounded vectorised: every float the same as ``round(v, 6)``,
     ties and their neighbourhood (decided by ``round`` itself), signed zeros and non-finite values included."""
     import math
 

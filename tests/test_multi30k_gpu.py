@@ -1,4 +1,4 @@
-"""The translation preset that translates, for one GPU (issue 35): ``multi30k_gpu``'s config, matched sizes
+"""The translation preset that translates, for one GPU: ``multi30k_gpu``'s config, matched sizes
 at Multi30K's vocabularies, its training recipe (warm-up schedule, label smoothing, scaled Transformer
 embeddings) wired through the task, a tiny run of it; and the device call's CPU runs (bench/device_findings.py)
 landing exactly on the cache entries ``compare`` reads."""

@@ -1,4 +1,4 @@
-"""Issue 29, one name per concept: the ``resolution`` block is one class wherever it is written (the producer's,
+"""One name per concept: the ``resolution`` block is one class wherever it is written (the producer's,
 :class:`core.measurement.metrics.Resolution`), and ``analyses.json`` is one class whoever writes or reads it
 (:class:`core.analyses.analyses_json.AnalysesResults`); each writes back exactly the JSON read."""
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""One run's entropy-scatter sentence states a direction only where the records show one (issue 30, points 2
-and 6): on a tiny run the untrained RNN answered every record near ln 10, and its "gap" of +8.33e-07 nats —
+"""One run's entropy-scatter sentence states a direction only where the records show one:
+on a tiny run the untrained RNN answered every record near ln 10, and its "gap" of +8.33e-07 nats —
 one stored APE's last (6th significant) digit over 12 records — was reported as "members' mean APE below
 non-members' for FFNN and RNN". Each gap now carries a 95 % bootstrap interval over the records."""
 import math

@@ -1,4 +1,4 @@
-"""What keeps a page's rerun cheap (issue 23): cached runs read from disk once per set of results."""
+"""What keeps a page's rerun cheap: cached runs read from disk once per set of results."""
 from core.experiment.cache import ArtifactCache
 from core.tasks import get_task
 from ui import shared

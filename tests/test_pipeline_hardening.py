@@ -1,4 +1,4 @@
-"""Issue 8, pipeline side: one training per model across processes, diverged training caches
+"""Hardening, pipeline side: one training per model across processes, diverged training caches
 nothing, metrics refuse NaN, cache entries that are not what they claim are recomputed, and
 the corruption report describes this run only."""
 import json

@@ -1,4 +1,4 @@
-"""run_experiment types its summary from birth (issue 29): ``result.run`` is a RunSummary, and the JSON it
+"""run_experiment types its summary from birth: ``result.run`` is a RunSummary, and the JSON it
 writes (``result.summary`` = ``run.to_dict()``, the cache's entry, the CLI's output) keeps the layout it had when the
 pipeline built a dict — the key orders below are those of a tiny run's JSON written at af87210, before the change
 (a None written as null, never left out)."""
@@ -13,7 +13,7 @@ from core.tasks import get_task
 
 TINY = dict(n_train=40, n_eval=20, epochs=3, n_shadows=2, attack_epochs=(2,), attack_train_epochs=3)
 #: the layout of that run's JSON at af87210 (the pipeline's own keys; the attacks' numbers are measurement's), plus
-#: issue 34's ``timings.attack_cpu_s`` (the attack stage's own CPU seconds, added with result revision 3)
+#: ``timings.attack_cpu_s`` (the attack stage's own CPU seconds, added with result revision 3)
 TOP = ["task", "arch", "preset", "config", "config_hash", "training_hash", "params", "data", "device", "machine", "utility",
        "attack", "attacks", "attacks_by_epoch", "per_epoch", "timings", "cache_hit", "models_from_cache",
        "cache_corrupted", "victim_source", "shadow_fidelity", "attacks_not_run", "resolution", "privacy", "examples",

@@ -32,7 +32,7 @@ def test_legends_sit_below_the_axis_titles_in_their_own_margin():
     fig = roc_curves(typed_runs([summary("ffnn", 50, rng), summary("rnn", 50, rng)]))
     legend = fig.layout.legend
     assert legend.yref == "container" and legend.y == 0 and legend.yanchor == "bottom"
-    # one entry a row in both ROC figures (issue 32.12: two a row overlapped and clipped "… · TPR@1% 0." in the
+    # one entry a row in both ROC figures (at two a row they overlapped and clipped "… · TPR@1% 0." in the
     # page's half-width columns): each entry the legend's full width, the margin room for every row
     rows = legend_rows(fig, per_row=1)
     assert rows == 3  # 3 entries, 1 per row

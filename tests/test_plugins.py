@@ -1,4 +1,4 @@
-"""Issue 33, way 2: a task plugin — a Python file (``--plugin``, ``$MIA_PLUGINS``) or an installed
+"""A task plugin — a Python file (``--plugin``, ``$MIA_PLUGINS``) or an installed
 package's entry point — joins the registry, runs through the CLI (its worker processes included),
 and every bad plugin is refused in one line before any training."""
 from __future__ import annotations

@@ -145,7 +145,7 @@ def test_stages_side_by_side_count_once_and_never_go_back():
 
 
 def test_a_jobs_label_names_what_differs_from_its_preset():
-    """Issue 32.11: the sidebar named every repeat and sweep point "image · RNN (quick)". Repeats are counted
+    """The sidebar once named every repeat and sweep point "image · RNN (quick)". Repeats are counted
     from 1, as Train & attack counts them: repeat_config(cfg, 2) is "repeat 3"."""
     from core.analyses.repeats import repeat_config
     from core.defenses.sweeps import point_config
@@ -163,7 +163,7 @@ def test_a_jobs_label_names_what_differs_from_its_preset():
 
 
 def test_one_progress_figure_for_a_job_the_whole_jobs_fraction():
-    """Issue 32.10: the panel printed the running stage's own fraction ("71 %") beside a bar and a sidebar
+    """The panel once printed the running stage's own fraction ("71 %") beside a bar and a sidebar
     at the whole job's ("18 %"); every line now reads the job's fraction."""
     from core.foundations.progress import ProgressEvent
     from core.tasks import get_task

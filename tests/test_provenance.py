@@ -1,5 +1,5 @@
-"""Every commit the README and docs cite exists in this repository (issue 30, "Figures with their
-provenance"): a figure that names a commit no clone can check out has no provenance.
+"""Every commit the README and docs cite exists in this repository: a figure that names a commit no
+clone can check out has no provenance.
 
 Which tokens are commits — an explicit rule, tested below on the kinds of token the docs hold:
 7–40 lowercase hex digits standing alone (not part of a longer word or hash) with at least one letter

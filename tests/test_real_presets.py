@@ -1,4 +1,4 @@
-"""The real-data CPU presets (issue 21): their configs, matched parameter counts on small fixtures,
+"""The real-data CPU presets: their configs, matched parameter counts on small fixtures,
 the translation vocabulary cap, the evaluation set's resolution, and the GPU check's dry run."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Per-record exposure, the one-run audit, the reference budget and slices (issue 22): the pure
+"""Per-record exposure, the one-run audit, the reference budget and slices: the pure
 modules on planted data, then the wiring on a tiny cached image run."""
 from __future__ import annotations
 
@@ -162,7 +162,7 @@ def test_budget_subsets_enumerate_or_sample():
     assert len(draws) == 5 and len(set(draws)) == 5
     assert budget.budgets(5) == (1, 2, 4, 5) and budget.budgets(4, minimum=2) == (2, 4)
     assert budget.flattening_point([1, 2, 4], [0.6, 0.795, 0.8]) == 2
-    # issue 32.13: two budgets, or a curve still rising at its last one, show no plateau
+    # two budgets, or a curve still rising at its last one, show no plateau
     assert budget.flattening_point([2, 4], [0.6, 0.6]) is None
     assert budget.flattening_point([1, 2, 4], [0.6, 0.7, 0.8]) is None
 
@@ -525,7 +525,7 @@ def test_audit_verdict_checks_the_accountant_on_dp_runs_only():
     assert v.value == "reversed" and "EXCEEDS" in v.text
     v = analysis_verdicts.audit_verdict({"ffnn": entry(2.27, saturated=True), "rnn": entry(1.1)})
     assert v.value == "inconclusive" and "saturated" in v.text and "no accountant" in v.text
-    # issue 30: a canary map against DP-SGD's 16-frame window is no comparison, whichever is larger
+    # a canary map against DP-SGD's 16-frame window is no comparison, whichever is larger
     for audited in (0.2, 3.0):
         v = analysis_verdicts.audit_verdict({a: entry(audited, {"rdp": 2.7, "prv": 2.5}, comparable=False) for a in ("ffnn", "rnn")})
         assert v.value == "inconclusive" and "not comparable" in v.text

@@ -1,4 +1,4 @@
-"""The one registry implementation (core.foundations.registry) and the five registries built on it (issue 29)."""
+"""The one registry implementation (core.foundations.registry) and the five registries built on it."""
 from __future__ import annotations
 
 import sys

@@ -1,4 +1,4 @@
-"""With repeats cached, no number of repeat 0 passes for the result (issue 32, point 2): the Train &
+"""With repeats cached, no number of repeat 0 passes for the result: the Train &
 attack page finds the cached repeats even with the form at one repeat (a reload), its Overview labels
 repeat 0 as "repeat 1 of N" beside the means with their intervals, and the report says the same."""
 from test_repeats_app import TINY, WIDGETS, open_page

@@ -69,7 +69,7 @@ def test_a_real_summary_round_trips_exactly(task, summaries, configs, cache_dir,
     assert run.utility.val == d["utility"]["val"] and run.utility.metric == d["utility"]["metric"]
     assert [r.epoch for r in run.per_epoch] == [r["epoch"] for r in d["per_epoch"]]
     assert set(run.attacks_at(configs[task].epochs)) == set(d["attacks_by_epoch"][str(configs[task].epochs)])
-    # the data block and the config's fields readers use, typed (issue 29): attributes of what was written
+    # the data block and the config's fields readers use, typed: attributes of what was written
     assert run.data.description == d["data"]["description"] and run.data.to_dict() == d["data"]
     assert run.data.n_classes == d["data"].get("n_classes")  # image's and tabular's; None where a task has none
     assert run.settings.preset == d["config"]["preset"] == "quick"

@@ -1,4 +1,4 @@
-"""bench/results_table.py: the FFNN and RNN bootstraps are independent, as its text says (issue 30.7)."""
+"""bench/results_table.py: the FFNN and RNN bootstraps are independent, as its text says."""
 from __future__ import annotations
 
 import importlib.util

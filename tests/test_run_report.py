@@ -1,5 +1,5 @@
 """The one run report (core/views/report.py): ``python -m core report`` on tiny cached runs writes the
-same HTML page as the app's download, with the attacks table and issue 22's per-record views;
+same HTML page as the app's download, with the attacks table and the per-record views;
 bad input is one ``error:`` line and exit 2; a report never trains."""
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ def test_report_cli_writes_the_run_report_with_the_per_record_views(tmp_path, mo
 
 
 def test_a_run_not_cached_is_one_line_in_each_readers_own_class(monkeypatch):
-    """The report and the analyses view read cached runs through one function (issue 29, duplicates D2): the
+    """The report and the analyses view read cached runs through one function: the
     same line naming the missing run and its command, raised as what each one's callers catch."""
     task = get_task("image")
     configs = {a: task.make_config(a, "quick", TINY) for a in ("ffnn", "rnn")}

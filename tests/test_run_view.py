@@ -1,4 +1,4 @@
-"""One view of a run (issue 29): the Train & attack page and the HTML run report draw the sections of
+"""One view of a run: the Train & attack page and the HTML run report draw the sections of
 :func:`core.views.run_view.run_view`, so both show the same section headings in the same order, and a
 section registered once appears in both."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The entropy scatter's claim has two halves (issue 32, point 5): members get lower entropy than
+"""The entropy scatter's claim has two halves: members get lower entropy than
 non-members, and the RNN separates them more. One run states both with its numbers and
 "inconclusive (one repeat)"; over repeats, each architecture's gap gets its interval and the paired
 FFNN − RNN gap its verdict."""

@@ -1,4 +1,4 @@
-"""Issue 33, way 4 "Just the scores": `python -m core score` on files the tests write.
+"""Just the scores: `python -m core score` on files the tests write.
 
 A planted leak is found and a file without one is not; LiRA and RMIA with reference losses beat the
 loss threshold where records differ in difficulty; thresholds are fitted on the other half; TPR at

@@ -1,4 +1,4 @@
-"""``python -m core score`` writes the JSON it wrote before its results were read typed (issue 29).
+"""``python -m core score`` writes the JSON it wrote before its results were read typed.
 
 The report and the Your model page now read :class:`core.analyses.scores.ScoresResult` by attribute; the JSON
 is still ``result.to_dict()``. ``data/scores_cli_golden.json`` is that command's output on the file

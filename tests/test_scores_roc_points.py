@@ -1,4 +1,4 @@
-"""The scores file's stored ROC keeps every low-FPR corner (issue 30, point 7, on the `score` path): thinned
+"""The scores file's stored ROC keeps every low-FPR corner (on the `score` path): thinned
 to 400 evenly spaced points, a curve of 4,000 records lost the corners below FPR 0.1 that the report's log-log
 ROC draws, and read a lower TPR there than the scores give."""
 import numpy as np

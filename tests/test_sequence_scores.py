@@ -1,4 +1,4 @@
-"""Sequence-model scores of issue 34 (core/attacks/sequence_scores.py) on planted cases."""
+"""Sequence-model scores (core/attacks/sequence_scores.py) on planted cases."""
 from __future__ import annotations
 
 import numpy as np

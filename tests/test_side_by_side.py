@@ -1,4 +1,4 @@
-"""The Defenses page's architectures computed at once (issue 32.16): :class:`core.defenses.side_by_side.PointLanes`
+"""The Defenses page's architectures computed at once: :class:`core.defenses.side_by_side.PointLanes`
 runs each Defender's calls in its own thread, all Defenders at once, and gives the numbers the calls give one after
 the other."""
 from __future__ import annotations
@@ -98,7 +98,7 @@ def test_a_failing_defender_fails_its_own_calls_only():
         lanes.close()
 
 
-# ---------------------------------------------------------------------------- the slider's lanes (issue 32 point 16)
+# ---------------------------------------------------------------------------- the slider's lanes
 def test_the_one_draw_point_is_the_full_points_first_draw_and_cached(tiny_image_runs, tmp_path):
     """The Defenses page shows a new value's one-draw point first: it is draw 0 of the full point (a draw's noise is
     seeded by its index, not by the number of draws), so its per-record scores and defended answers are the full

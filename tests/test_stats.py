@@ -168,7 +168,7 @@ def test_sign_flip_test_exact_and_monte_carlo():
 
 
 def test_a_degenerate_interval_gives_no_verdict():
-    # issue 30: every repeat 1/16 apart (a coarse metric) used to give "holds" with CI [-0.062, -0.062], p_t = 0
+    # every repeat 1/16 apart (a coarse metric) used to give "holds" with CI [-0.062, -0.062], p_t = 0
     c = compare("attack_accuracy", [0.5, 0.5, 0.5], [0.5625] * 3, -1)
     assert c.verdict.value == "inconclusive"
     assert "zero-width" in c.verdict.reason and "N = 3 cannot reach 95 % with a sign test; 6 can" in c.verdict.reason

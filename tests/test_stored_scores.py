@@ -1,4 +1,4 @@
-"""Per-record scores stored in a result give back the numbers computed in memory (issue 30, leftover).
+"""Per-record scores stored in a result give back the numbers computed in memory.
 
 Every number a page, the report or an analysis computes later (an AUC of a repeat, a TPR at low FPR, ε̂, a
 slice, the exposure quadrants) is computed from ``records.scores`` as stored. Rounded to 6 decimals, the

@@ -1,5 +1,5 @@
 """The studies' figures (core/measurement/studies.py) are labelled as the paper's, on the architecture they
-belong to, and ours as ours; task texts carry no measured figures of ours (issue 18, points 11–12)."""
+belong to, and ours as ours; task texts carry no measured figures of ours."""
 import math
 import os
 import re
@@ -163,14 +163,14 @@ def test_rl_attack_accuracies_are_the_papers():
 def test_every_finding_has_a_source():
     for name, (text, source) in {**studies.ARCH_FINDINGS, **studies.ANALYSIS_FINDINGS}.items():
         assert text and source.paper in ("000", "001"), name
-    # every analysis of the studies has its finding; the per-record views (issue 22) go beyond them
+    # every analysis of the studies has its finding; the per-record views go beyond them
     beyond_the_studies = {"exposure", "budget", "audit", "slices"}
     assert set(studies.ANALYSIS_FINDINGS) == set(analysis_names()) - beyond_the_studies
     assert beyond_the_studies <= set(analysis_names())
 
 
 def test_defense_table_says_not_measured_where_only_the_attack_is_known():
-    """Issue 32.9: before "Measure", a row holds the curve's fast point (attack, guarantee; utility None): its
+    """Before "Measure", a row holds the curve's fast point (attack, guarantee; utility None): its
     utility reads "not measured", its attack the number; a study row's blanks stay "—"."""
     base = BASE
     fast = DefendedPoint.from_dict({"value": 10.0, "attack": _attack(0.61, name="shadow"),

@@ -1,4 +1,4 @@
-"""Issue 33, a table: the tabular task on CSV files written here — encoding, the bad inputs (each one
+"""Your data as a table: the tabular task on CSV files written here — encoding, the bad inputs (each one
 line, before any training), both architectures matched within 5 %, a run with attacks, defenses and
 an analysis, DP-SGD through Opacus' DPLSTM, and the CLI."""
 import json

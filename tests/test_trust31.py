@@ -1,4 +1,4 @@
-"""Issue 31, "Trust, round three": a full disk, a hostile CIFAR batch, a bad MIA_* value or an
+"""Trust cases: a full disk, a hostile CIFAR batch, a bad MIA_* value or an
 unbounded count gets one line before any training, and no setting is silently ignored. Every
 hostile file is built here; the full disk is a small tmpfs mounted by the test (root), else a
 simulated SQLITE_FULL (the test says which in its skip-free fallback)."""

@@ -1,6 +1,6 @@
-"""Issue 31's last paragraph: hostile and careless files against issue 33's readers (class folders, CSV,
+"""Hostile and careless files against the readers of the user's data and models (class folders, CSV,
 text pairs, weights, member lists, score files, uploads, the Your model page). One test per case that
-failed before its fix (docs/trust_cases.md, "Issue 33's readers"); every file is written by the test."""
+failed before its fix (docs/trust_cases.md, the section on these readers); every file is written by the test."""
 from __future__ import annotations
 
 import io

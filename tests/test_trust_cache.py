@@ -1,4 +1,4 @@
-"""Issue 18 (trust, round two), the cache and lock cases: a planted cache row or lock file can no
+"""Trust cases, the cache and locks: a planted cache row or lock file can no
 longer delete, overwrite or read without bound a file outside the cache; a misplaced entry is
 never served; an unusable cache fails before any training, with one line.
 

@@ -1,4 +1,4 @@
-"""Issue 18, points 3, 7, 8, 9, 14: the CLI's `--out`, one-line errors, refused input, orphans, the
+"""Trust cases: the CLI's `--out`, one-line errors, refused input, orphans, the
 app's error details. Files and nodes are stand-ins made in a temp folder (never the real /dev)."""
 import errno
 import importlib.util

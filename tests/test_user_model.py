@@ -1,4 +1,4 @@
-"""Issue 33, way 3: your trained model as the victim (``--set target_weights=… --set members=…``).
+"""Your trained model as the victim (``--set target_weights=… --set members=…``).
 
 A victim the explorer trained is exported (safetensors + its member list) and audited as a user's
 model: same splits, so the very same attack numbers. Every bad input is one line, exit 2, and no

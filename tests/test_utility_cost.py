@@ -1,4 +1,4 @@
-"""Issue 32 point 6: "does the same ε (λ) cost the RNN more utility?" answered from a sweep's points,
+""""Does the same ε (λ) cost the RNN more utility?" answered from a sweep's points,
 FFNN − RNN of the utility loss paired over repeats (core.defenses.utility_cost). The points are
 planted as core.defenses.sweeps.collect_points returns them: nothing trains here."""
 import pytest

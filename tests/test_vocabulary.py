@@ -1,4 +1,4 @@
-"""One vocabulary and one sign convention in what the pages render (issue 32, points 3 and 4): the
+"""One vocabulary and one sign convention in what the pages render: the
 verdicts read holds / reversed / inconclusive only, never "does not hold", "mixed" or a ✅/❌ mark,
 and every difference is FFNN − RNN, never RNN − FFNN. The pages are run (AppTest) on cached tiny runs
 with 1 and 2 repeats (built once per test run: tests/shared_runs.py) and their rendered text scanned —

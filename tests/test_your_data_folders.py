@@ -1,4 +1,4 @@
-"""Issue 33, way 1: the user's images in class folders (``image``, ``dataset=folder``) and parallel text
+"""Your data in folders: the user's images in class folders (``image``, ``dataset=folder``) and parallel text
 (``translation``, ``dataset=pairs``): what is read, the record ids, the splits, matched models, every bad
 input as one line before training, and a CLI run end to end — on tiny fixtures each test writes."""
 from __future__ import annotations
@@ -292,8 +292,8 @@ def test_the_only_pair_is_used_under_any_name_and_any_language_code(data_root):
 
 
 def test_adding_the_new_fields_keeps_every_existing_presets_hashes():
-    """The hashes every image and translation preset had before issue 33's fields (image_size, channels,
-    pair_name) existed: cached runs stay valid."""
+    """The hashes every image and translation preset had before the fields of the user's own data
+    (image_size, channels, pair_name) existed: cached runs stay valid."""
     before = {
         ("image", "quick", "ffnn"): ("a6cedffe0d0d8a88e051", "94a12b11673859f46f6e"),
         ("image", "quick", "rnn"): ("5138b927c106302a6c88", "f2d5065eb5aa917a4d3e"),

@@ -1,4 +1,4 @@
-"""The Your model page and its core pieces (issue 33): the data preview (`inspect`), uploads kept under the data
+"""The Your model page and its core pieces: the data preview (`inspect`), uploads kept under the data
 root, and the page's four ways driven through AppTest on files the tests write."""
 from __future__ import annotations
 

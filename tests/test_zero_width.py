@@ -1,4 +1,4 @@
-"""No number is shown with a zero-width interval, and none is a finding (issue 30, leftover of point 1).
+"""No number is shown with a zero-width interval, and none is a finding.
 
 A bootstrap over records cannot leave the observed value when it lies at the metric's bound: every
 resample of 12 members that all outrank 12 non-members has AUC 1, so the interval was [1.000, 1.000]

@@ -1,4 +1,4 @@
-"""A toy analysis and a toy job kind, registered by tests alone (issue 29: one registry per kind).
+"""A toy analysis and a toy job kind, registered by tests alone (one registry per kind).
 
 Imported as ``tests.toy_registry`` both here and in the app's worker process: the server names this
 module with each toy job (:func:`core.jobs.worker.modules_of`), the worker imports it, and its import
