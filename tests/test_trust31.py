@@ -48,7 +48,7 @@ def refused(argv: list[str], capsys) -> str:
 # ---------------------------------------------------------------- 1. a full disk under the cache
 @pytest.fixture
 def small_disk(tmp_path):
-    """A 600 KiB tmpfs at tmp_path/disk (the issue's case); None where mounting is not allowed."""
+    """A 600 KiB tmpfs at tmp_path/disk (a disk that fills); None where mounting is not allowed."""
     disk = tmp_path / "disk"
     disk.mkdir()
     mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=600k", "tmpfs", str(disk)],
