@@ -155,3 +155,24 @@ def test_the_repository_imports_read_and_check(tmp_path):
     imports = load_imports(ROOT / "imported_runs")
     assert len(imports.runs) == sum(n for _, n in imports.batches) and not imports.duplicates
     assert {o.commit for o, _ in imports.batches} == {"8c77a1a", "f0f2da2", "5953d02", "4d95747"}
+
+
+def test_a_row_names_each_machine_once_with_its_runs_and_their_load_range():
+    """The load is a run's, not a machine's: runs of one machine at other loads are one machine, with the range;
+    an imported run (its time not noted) still counts where it was made; one summary read twice counts once."""
+    from core.analyses.findings_base import Costs
+    from tests.typed_runs import typed_run
+
+    def run(h, load, cpu="AMD EPYC", preset="cifar_cpu"):
+        return typed_run({"config_hash": h, "preset": preset, "machine": {"cpu": cpu, "cores": 2, "gpu": None,
+                                                                          "torch": "2.13.0+cpu", "load": load}})
+    costs = Costs()
+    for h, load in (("a", 3.4), ("b", 11.2), ("c", 5.0)):
+        costs.note(run(h, load), "plain")
+    costs.note(run("a", 3.4), "plain")  # read again by another row
+    costs.note(run("d", 0.5, cpu="Xeon"), "plain", timed=False)  # imported
+    costs.note(run("e", None, preset="quick"), "plain")
+    assert costs.machines_of("image", "cifar_cpu") == ("AMD EPYC × 2, torch 2.13.0+cpu (3 runs, load 3.4–11.2)",
+                                                       "Xeon × 2, torch 2.13.0+cpu (1 run, load 0.5)")
+    assert costs.machines_of("image", "quick") == ("AMD EPYC × 2, torch 2.13.0+cpu (1 run)",)
+    assert costs.machines_of("image", "none") is None

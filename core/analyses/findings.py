@@ -456,7 +456,7 @@ def _finish(row: FindingRow, costs: Costs, rebuild: Any) -> FindingRow:
     row = dataclasses.replace(row, spec=s.to_dict(), family=tuple(family), decidable_at=floor,
                               expected_sign=s.expected_sign if row.expected_sign is None else row.expected_sign,
                               verdict=verdict,
-                              machine=tuple(sorted(costs.machines.get((row.task, row.preset), ()))) or None)
+                              machine=costs.machines_of(row.task, row.preset))
     if row.status == "no preset":
         return dataclasses.replace(row, target_repeats=floor, target_sized_by="the floor")
     target, sized = _target(row, floor)

@@ -105,22 +105,37 @@ class Costs:
     def __init__(self) -> None:
         self.measured: dict[tuple[str, str, str, str], list[float]] = {}
         self.lower_bounds: set[str] = set()  # configs timed from an undefended run only
-        #: (task, preset) → the machines the cached runs read were made on (their ``machine`` block's label)
-        self.machines: dict[tuple[str, str], set[str]] = {}
+        #: (task, preset) → the machines the runs read were made on (their ``machine`` block's label) → each of those
+        #: runs (config hash) → the load average it finished at (None: not recorded)
+        self.machines: dict[tuple[str, str], dict[str, dict[str, float | None]]] = {}
         #: (task, arch, preset, recipe) → the machines whose runs timed it; config hash → those of its estimate
         self.timed_on: dict[tuple[str, str, str, str], set[str]] = {}
         self.estimated_on: dict[str, set[str]] = {}
 
-    def note(self, summary: RunSummary | None, recipe: str) -> None:
+    def note(self, summary: RunSummary | None, recipe: str, timed: bool = True) -> None:
+        """Note where ``summary`` was made and (``timed``) its measured time, as a cost of its kind here."""
         if summary is None:
             return
         label = machine_label(summary)
-        self.machines.setdefault((summary.task, str(summary.preset)), set()).add(label)
-        cost = run_cost_s(summary)
+        load = (summary.machine or {}).get("load")
+        self.machines.setdefault((summary.task, str(summary.preset)), {}).setdefault(label, {})[
+            summary.config_hash] = float(load) if isinstance(load, (int, float)) else None
+        cost = run_cost_s(summary) if timed else None
         if cost is not None:
             key = (summary.task, summary.arch, str(summary.preset), recipe)
             self.measured.setdefault(key, []).append(cost)
             self.timed_on.setdefault(key, set()).add(label)
+
+    def machines_of(self, task: str, preset: str) -> tuple[str, ...] | None:
+        """The machines one (task, preset)'s runs were made on, one line each with its number of runs and the
+        range of the load they finished at (a timing read from them is only as good as that load)."""
+        lines = []
+        for label, loads in sorted(self.machines.get((task, preset), {}).items()):
+            known = [v for v in loads.values() if v is not None]
+            span = "" if not known else (f", load {min(known):.1f}" if min(known) == max(known) else
+                                         f", load {min(known):.1f}–{max(known):.1f}")
+            lines.append(f"{label} ({len(loads)} run{'s' * (len(loads) != 1)}{span})")
+        return tuple(lines) or None
 
     def of(self, cfg: ExperimentConfig, recipe: str) -> float | None:
         key = (cfg.task, cfg.arch, str(cfg.preset), recipe)
@@ -139,14 +154,14 @@ class Costs:
 
 
 def machine_label(summary: RunSummary) -> str:
-    """Where a run was made, in one line: its ``machine`` block (CPU, GPU, torch, load), or what a summary written
-    before the block says (its device only)."""
+    """Where a run was made, in one line: its ``machine`` block (CPU, cores, GPU, torch; the load is the run's, not
+    the machine's: :meth:`Costs.machines_of` gives its range), or what a summary without the block says (its
+    device only)."""
     m = summary.machine
     if not m:
         return f"{summary.device or 'unknown device'} (machine not recorded)"
     gpu = f", {m['gpu']}" if m.get("gpu") else ""
-    load = f", load {m['load']:.1f}" if isinstance(m.get("load"), (int, float)) else ""
-    return f"{m.get('cpu') or 'unknown CPU'} × {m.get('cores') or '?'}{gpu}, torch {m.get('torch') or '?'}{load}"
+    return f"{m.get('cpu') or 'unknown CPU'} × {m.get('cores') or '?'}{gpu}, torch {m.get('torch') or '?'}"
 
 
 def leading(flags: list[bool]) -> int:
@@ -166,8 +181,7 @@ def cached_run(cfg: ExperimentConfig, cache: ArtifactCache | RunSource, costs: C
     another machine, so it says nothing of what a missing run costs here."""
     if isinstance(cache, RunSource):
         run, local = cache.run(cfg)
-        if local:
-            costs.note(run, recipe)
+        costs.note(run, recipe, timed=local)
         return run
     s = cached_summary(cfg, cache)
     run = None if s is None else RunSummary.from_dict(s)
