@@ -54,12 +54,11 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import core.training.ensemble
 from core.experiment.cache import ArtifactCache  # noqa: E402
-from core.foundations.device import configure_threads, default_device  # noqa: E402
-from core.foundations.errors import MIAError  # noqa: E402
 from core.experiment.executor import make_executor  # noqa: E402
 from core.experiment.pipeline import run_experiment, trained_models  # noqa: E402
+from core.foundations.device import configure_threads, default_device  # noqa: E402
+from core.foundations.errors import MIAError  # noqa: E402
 from core.tasks import get_task  # noqa: E402
 
 #: the CUDA-relevant tests: code paths that place tensors on the device the library picks
