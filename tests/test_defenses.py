@@ -10,15 +10,15 @@ import torch
 from scipy import stats
 
 from core.attacks.shadow_attacks import attack_to_bytes, load_attack_bytes, score_attacks
-from core.experiment.cache import ArtifactCache
-from core.defenses.defender import Defender
-from core.defenses.spec import DefenseSpec
 from core.defenses import dirichlet, gpm
+from core.defenses.defender import Defender
 from core.defenses.sensitivity import parameter_distance, sensitivity_sampler
-from core.foundations.errors import ConfigError
-from core.measurement.metrics import empirical_epsilon
+from core.defenses.spec import DefenseSpec
+from core.experiment.cache import ArtifactCache
 from core.experiment.pipeline import build_attacks, fitted_attacks, trained_models
 from core.experiment.roles import train_model
+from core.foundations.errors import ConfigError
+from core.measurement.metrics import empirical_epsilon
 from core.measurement.responses import Responses
 from core.tasks import get_task
 
@@ -494,7 +494,6 @@ def test_full_point_after_a_stored_fast_point_scores_nothing_again(overfit, tmp_
     """A value whose fast point a new Defender read from disk (a curve's point, stored by another session): its
     full point takes the naive numbers from it and computes only the utility — the same point as one computed
     from scratch (issue 32.16: the Defenses page's step onto a curve value re-scored every attack before)."""
-    import json
     from core.defenses import defender as defender_module
     spec = DefenseSpec("dirichlet", 6.5, draws=2, seed=4)
     cache = ArtifactCache(tmp_path / "shared")
@@ -518,7 +517,6 @@ def test_the_slider_fast_point_leaves_quantile_regression_to_the_full_point(over
     pool answers were most of a fast point's CPU) and says so in ``skipped_attacks``; the full point — "Measure",
     the worker, the CLI — still scores it, with the same numbers as a full point computed without a fast point
     before it, and only the full point is stored under the full point's key."""
-    import json
     from core.attacks.quantile import QuantileRegressor
     from core.experiment.model_attacks import QuantileAttack
     assert any(isinstance(a, QuantileAttack) for a in overfit._fitted_model_attacks())
