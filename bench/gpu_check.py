@@ -30,8 +30,9 @@ not measure. The last lines are one table: figure | this run | target | source (
 it is: a preset's, the GPU throughput's, the README's, or a figure this check reports without one).
 
 ``--tiny`` forces the CPU (``MIA_DEVICE=cpu``) and shrinks every config (a few records, one epoch, one
-shadow): it checks that every step and figure is wired, in seconds, and measures nothing worth reading.
-``tests/test_real_presets.py`` runs it.
+shadow) and each worker-process step's pool to one worker (a spawned worker's start, not its tiny training,
+was most of a dry run's time): it checks that every step and figure is wired, in seconds, and measures
+nothing worth reading. ``tests/test_real_presets.py`` runs it.
 """
 from __future__ import annotations
 
@@ -146,9 +147,10 @@ def progress_printer(name: str, every_s: float = 20.0) -> Callable[[Any], None]:
     return show
 
 
-def cold_run(cfg, executor_name: str | None = None, name: str = "") -> dict[str, Any]:
+def cold_run(cfg, executor_name: str | None = None, name: str = "", workers: int | None = None) -> dict[str, Any]:
     """Victim + shadows trained cold in a fresh cache (``executor_name``: None = one by one), then
-    the attack stage on those models; seconds of both, each model's own training seconds
+    the attack stage on those models (``workers``: the executor's, None = one per core); seconds of both, each
+    model's own training seconds
     (``model_train_s``: concurrent models share the device, so their sum exceeds the wall time)
     and the run's utility."""
 
@@ -156,7 +158,7 @@ def cold_run(cfg, executor_name: str | None = None, name: str = "") -> dict[str,
     folder = tempfile.mkdtemp(prefix="mia_gpu_check_")
     try:
         cache = ArtifactCache(folder)
-        executor = make_executor(executor_name) if executor_name else None
+        executor = make_executor(executor_name, workers) if executor_name else None
         t = time.perf_counter()
         trained = trained_models(cfg, cache=cache, executor=executor, progress=progress_printer(name or cfg.task))
         train_s = time.perf_counter() - t
@@ -169,14 +171,15 @@ def cold_run(cfg, executor_name: str | None = None, name: str = "") -> dict[str,
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def cold_training(cfg, executor_name: str | None = None) -> float:
+def cold_training(cfg, executor_name: str | None = None, workers: int | None = None) -> float:
     """Seconds to train victim + shadows cold (fresh cache), without the attacks."""
 
     get_task(cfg.task).load(cfg)
     folder = tempfile.mkdtemp(prefix="mia_gpu_check_")
     try:
         t = time.perf_counter()
-        trained_models(cfg, cache=ArtifactCache(folder), executor=make_executor(executor_name) if executor_name else None)
+        trained_models(cfg, cache=ArtifactCache(folder),
+                       executor=make_executor(executor_name, workers) if executor_name else None)
         return time.perf_counter() - t
     finally:
         shutil.rmtree(folder, ignore_errors=True)
@@ -259,13 +262,14 @@ def check(args: argparse.Namespace) -> int:
     if tests is not None:
         figures.append(("CUDA-relevant tests", f"rc {tests['rc']}: {tests['last_line']}", "rc 0", "GPU check"))
 
+    workers = 1 if args.tiny else None  # a worker-process step's pool: one worker per core on the device
     m30k = {"dataset": "multi30k", "data_dir": args.multi30k, "src_lang": "en", "tgt_lang": "de"}
     image, paper, quick, translates = {}, {}, {}, {}
     # the preset that translates, first after the tests: the figure this check exists for
     for arch in ("ffnn", "rnn"):
         cfg = make_config("translation", arch, "multi30k_gpu", args.tiny, m30k)
         translates[arch] = step(f"translation multi30k_gpu en→de {arch}",
-                                lambda cfg=cfg, arch=arch: cold_run(cfg, "processes", f"multi30k_gpu {arch}"))
+                                lambda cfg=cfg, arch=arch: cold_run(cfg, "processes", f"multi30k_gpu {arch}", workers))
         if translates[arch]:
             r = translates[arch]
             figures += translation_figures(f"translation multi30k_gpu {arch}", r, {
@@ -293,7 +297,7 @@ def check(args: argparse.Namespace) -> int:
     for arch in ("ffnn", "rnn"):
         cfg = make_config("translation", arch, "paper", args.tiny, m30k)
         paper[arch] = step(f"translation paper en→de {arch}",
-                           lambda cfg=cfg, arch=arch: cold_run(cfg, paper_executor, f"paper {arch}"))
+                           lambda cfg=cfg, arch=arch: cold_run(cfg, paper_executor, f"paper {arch}", workers))
         if paper[arch]:
             figures += translation_figures(f"translation paper {arch}", paper[arch], {
                 "train": ("≤ 60 s", "GPU throughput target"), "side": ("–", "GPU check"),
@@ -311,7 +315,7 @@ def check(args: argparse.Namespace) -> int:
         for arch in ("ffnn", "rnn"):
             cfg = make_config(task_name, arch, preset, args.tiny, {**extra, "precision": "bf16"})
             got = step(f"bf16 {task_name} {preset} {arch}",
-                       lambda cfg=cfg: {"train_s": cold_training(cfg, executor_name)})
+                       lambda cfg=cfg: {"train_s": cold_training(cfg, executor_name, workers)})
             if isinstance(got, dict) and ref.get(arch):
                 figures.append((f"bf16 {task_name} {preset} {arch}: training (s) bf16 vs float32",
                                 f"{got['train_s']:.1f} vs {ref[arch]['train_s']:.1f}", "faster on a GPU", "README"))

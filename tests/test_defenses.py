@@ -1,6 +1,7 @@
 """Defenses after training: the Dirichlet mechanism, the Gaussian privacy module, the
 SensitivitySampler, the seam they plug into (fitted attacks, defended points) and their guarantees."""
 import math
+import shutil
 from dataclasses import replace
 
 import numpy as np
@@ -9,28 +10,40 @@ import torch
 from scipy import stats
 
 from core.attacks.shadow_attacks import attack_to_bytes, load_attack_bytes, score_attacks
-from core.experiment.cache import ArtifactCache
-from core.defenses.defender import Defender
-from core.defenses.spec import DefenseSpec
 from core.defenses import dirichlet, gpm
+from core.defenses.defender import Defender
 from core.defenses.sensitivity import parameter_distance, sensitivity_sampler
-from core.foundations.errors import ConfigError
-from core.measurement.metrics import empirical_epsilon
+from core.defenses.spec import DefenseSpec
+from core.experiment.cache import ArtifactCache
 from core.experiment.pipeline import build_attacks, fitted_attacks, trained_models
 from core.experiment.roles import train_model
+from core.foundations.errors import ConfigError
+from core.measurement.metrics import empirical_epsilon
 from core.measurement.responses import Responses
 from core.tasks import get_task
 
 OVERFIT = dict(n_train=100, n_eval=100, epochs=40, n_shadows=3, attack_epochs=(), attack_train_epochs=60)
 
 
-@pytest.fixture(scope="module")
-def overfit(tmp_path_factory):
-    """An image CNN trained 40 epochs on 100 records (it overfits) with 3 shadows, and its Defender."""
-    cache = ArtifactCache(tmp_path_factory.mktemp("cache"))
-    cfg = get_task("image").make_config("ffnn", "quick", OVERFIT)
-    models = trained_models(cfg, cache=cache)
-    return Defender(models, cache)
+def _build_overfit(folder):
+    """Into cache ``folder``: the models of :data:`OVERFIT` and a Defender's set-up (its fitted attacks)."""
+    cache = ArtifactCache(folder)
+    Defender(trained_models(get_task("image").make_config("ffnn", "quick", OVERFIT), cache=cache), cache)
+
+
+def _overfit_defender(built_once, folder):
+    """A Defender of :data:`OVERFIT` on cache ``folder``: a copy of the cache built once per test run."""
+    shutil.copytree(built_once("defenses-overfit", _build_overfit), folder)
+    cache = ArtifactCache(folder)
+    return Defender(trained_models(get_task("image").make_config("ffnn", "quick", OVERFIT), cache=cache), cache)
+
+
+@pytest.fixture
+def overfit(built_once, tmp_path):
+    """An image CNN trained 40 epochs on 100 records (it overfits) with 3 shadows, and its Defender: this test's
+    own, on its own copy of the models' cache (trained once per test run), so the tests that take it need not
+    share a worker."""
+    return _overfit_defender(built_once, tmp_path / "overfit")
 
 
 # ---------------------------------------------------------------------------- Dirichlet mechanism
@@ -273,10 +286,10 @@ def tabular_defender(tmp_path_factory):
 
 
 @pytest.mark.parametrize("which", ["image", "tabular"])
-def test_dirichlet_utility_from_cached_logits_equals_model_runs(which, overfit, tabular_defender, monkeypatch):
+def test_dirichlet_utility_from_cached_logits_equals_model_runs(which, request, monkeypatch):
     """Under Dir_k the utility of image and tabular is read from the victim's outputs computed once per
     Defender (not one model run per draw and split): every draw's numbers, and the point's, equal the old path's."""
-    defender = overfit if which == "image" else tabular_defender
+    defender = request.getfixturevalue("overfit" if which == "image" else "tabular_defender")
     from core.defenses.defense_results import mean_std as _mean_std
     from core.measurement.metrics import utility_loss
     for k in (0.05, 1.0, 30.0, 1e4):
@@ -352,6 +365,7 @@ def test_dirichlet_draws_ask_the_augmented_queries_together(overfit, monkeypatch
     together = task.label_queries_under(d.cfg, model, data, index, 10, transforms("l"))
     assert np.array_equal(together, np.stack([task.label_queries(d.cfg, model, data, index, 10, t)
                                               for t in transforms("l")]))
+    assert d._fitted_model_attacks()  # fitted first: their fit asks the undefended shadows' queries
     calls = []
     for name in ("label_queries_under", "augmented_confidences_under"):
         monkeypatch.setattr(task, name, lambda *a, f=getattr(task, name), name=name, **k:
@@ -410,10 +424,11 @@ def test_a_point_lists_as_skipped_only_the_attacks_it_does_not_carry(overfit):
 
 
 @pytest.fixture(scope="module")
-def every_draw_point(overfit):
+def every_draw_point(built_once, tmp_path_factory):
     """``point(spec, call)``: the point of a Defender that computes the full point alone (no one-draw point
     before it: every draw its own), one Defender per mechanism with its own cache, each point computed once
     and shared by the ``registry`` cases below (it does not depend on how the staged Defender was fed)."""
+    overfit = _overfit_defender(built_once, tmp_path_factory.mktemp("every_draw") / "overfit")
     defenders, points = {}, {}
 
     def point(spec, call):
@@ -479,7 +494,6 @@ def test_full_point_after_a_stored_fast_point_scores_nothing_again(overfit, tmp_
     """A value whose fast point a new Defender read from disk (a curve's point, stored by another session): its
     full point takes the naive numbers from it and computes only the utility — the same point as one computed
     from scratch (the Defenses page's step onto a curve value once re-scored every attack)."""
-    import json
     from core.defenses import defender as defender_module
     spec = DefenseSpec("dirichlet", 6.5, draws=2, seed=4)
     cache = ArtifactCache(tmp_path / "shared")
@@ -503,7 +517,6 @@ def test_the_slider_fast_point_leaves_quantile_regression_to_the_full_point(over
     pool answers were most of a fast point's CPU) and says so in ``skipped_attacks``; the full point — "Measure",
     the worker, the CLI — still scores it, with the same numbers as a full point computed without a fast point
     before it, and only the full point is stored under the full point's key."""
-    import json
     from core.attacks.quantile import QuantileRegressor
     from core.experiment.model_attacks import QuantileAttack
     assert any(isinstance(a, QuantileAttack) for a in overfit._fitted_model_attacks())

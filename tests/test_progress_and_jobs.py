@@ -2,11 +2,11 @@
 import time
 
 import pytest
+from job_events import record_job_events
 
 from core.foundations.progress import ProgressTracker
-from job_events import record_job_events
-from core.tasks import get_task
 from core.jobs.manager import JobManager
+from core.tasks import get_task
 
 
 def test_progress_is_weighted_by_stage_and_monotone():
@@ -149,8 +149,8 @@ def test_a_jobs_label_names_what_differs_from_its_preset():
     from 1, as Train & attack counts them: repeat_config(cfg, 2) is "repeat 3"."""
     from core.analyses.repeats import repeat_config
     from core.defenses.sweeps import point_config
-    from core.tasks import get_task
     from core.jobs.manager import Job
+    from core.tasks import get_task
 
     cfg = get_task("image").make_config("rnn", "quick")
     labels = {Job(1, "k", c).label for c in (
@@ -166,8 +166,8 @@ def test_one_progress_figure_for_a_job_the_whole_jobs_fraction():
     """The panel once printed the running stage's own fraction ("71 %") beside a bar and a sidebar
     at the whole job's ("18 %"); every line now reads the job's fraction."""
     from core.foundations.progress import ProgressEvent
-    from core.tasks import get_task
     from core.jobs.manager import RUNNING, Job
+    from core.tasks import get_task
     from ui.nav import job_line
 
     job = Job(1, "k", get_task("image").make_config("rnn", "quick"), state=RUNNING)
@@ -175,3 +175,17 @@ def test_one_progress_figure_for_a_job_the_whole_jobs_fraction():
     job.event_at = time.time()
     line = job_line(job)
     assert job.fraction == 0.18 and "18%" in line and "71" not in line and line.startswith("shadow 2/4")
+
+
+def test_the_bar_never_moves_back_when_side_by_side_fractions_arrive_in_another_order():
+    """The same fractions of stages running side by side, reported in another order, sum in another order: the
+    bar keeps its figure instead of stepping back in the last bit (seen on the processes executor)."""
+    events = []
+    tracker = ProgressTracker([("data", 0.3), ("victim", 2.0), ("shadow 1/2", 1.0), ("shadow 2/2", 1.0)], events.append,
+                              clock=lambda: 0.0)
+    tracker.finish("data")
+    fractions = {"victim": 0.5414124727934966, "shadow 1/2": 0.9391491627785106, "shadow 2/2": 0.38120423768821243}
+    tracker.update_parallel(fractions, force=True)
+    tracker.update_parallel(dict(reversed(fractions.items())), force=True)
+    overall = [e.overall_fraction for e in events]
+    assert len(overall) == 3 and overall == sorted(overall)

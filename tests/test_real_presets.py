@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from core.data.translation_records import SPECIALS, Vocab
 from core.models.translation import LuongSeq2Seq, TransformerSeq2Seq, match_transformer
 from core.tasks import get_task
 from core.tasks.base import PRESET_TIMES
-from core.data.translation_records import SPECIALS, Vocab
-from tests.test_image import write_cifar_fixture
 from core.views.run_figures import comparison_resolution_note, resolution_note
-from tests.typed_runs import typed_run, typed_runs
 from tests.conftest import cpu_has_bf16_lstm
+from tests.test_image import write_cifar_fixture
+from tests.typed_runs import typed_run, typed_runs
 
 ROOT = Path(__file__).resolve().parent.parent
 

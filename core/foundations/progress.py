@@ -74,6 +74,7 @@ class ProgressTracker:
         self._last_emit = float("-inf")
         self._parallel_start: float | None = None  # first report of stages running side by side
         self._parallel_done0 = 0.0
+        self._overall = 0.0  # the bar's last figure: never reported lower (sums taken in another order differ in the last bit)
 
     def _weight(self, stage: str) -> float:
         for name, w in self.stages:
@@ -139,7 +140,7 @@ class ProgressTracker:
         if self.callback is None or (not force and now - self._last_emit < self._min_interval):
             return
         self._last_emit = now
-        overall = min((self._done_weight + self._weight(stage) * fraction) / self.total, 1.0)
+        overall = self._overall = max(self._overall, min((self._done_weight + self._weight(stage) * fraction) / self.total, 1.0))
         self.callback(ProgressEvent(stage, fraction, overall, now - self.start, self._eta(stage, fraction, now)))
 
     def _begin(self, stage: str, now: float) -> None:
@@ -176,7 +177,7 @@ class ProgressTracker:
         names = [name for name, _ in self.stages if name in running] or sorted(running)
         moving = sum(self._weight(s) * min(max(f, 0.0), 1.0) for s, f in running.items())
         done = self._done_weight + moving
-        overall = min(done / self.total, 1.0)
+        overall = self._overall = max(self._overall, min(done / self.total, 1.0))
         elapsed = now - (self._parallel_start or now)
         rate = (done - self._parallel_done0) / elapsed if elapsed >= self.MIN_STAGE_S else 0.0
         left = sum(w for name, w in self.stages if name not in self._finished) - moving
