@@ -62,7 +62,7 @@ PRESET_NOTES: dict[str, str] = {
                       "architectures, 12 epochs of 64 with multi30k_gpu's recipe (warm-up, label smoothing 0.1), 2 "
                       "shadows. The full preset (victim, shadows, attacks) reaches validation BLEU ≥ 20 for both "
                       "architectures with every attack below saturation, within an hour of one CPU core each; the "
-                      "two architectures' BLEU is not matched within ±5 %. Measured times and figures: "
+                      "two architectures' BLEU is not matched within ±5 %. Measured times: "
                       f"{PRESET_TIMES}.",
     "multi30k_gpu": "Multi30K en→de in data_dir (train.en.gz, train.de.gz); for a GPU: 12,000 training pairs, "
                     "5 shadows, batches of 128, 24 epochs, the same recipe for both architectures (learning-rate "
