@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 #: the package version (``pyproject.toml`` reads it from here: one place to bump, CHANGELOG.md beside it)
-VERSION = "0.10.0"
+VERSION = "0.11.0"
 #: the distribution's name (``pip install mia-explorer``)
 DISTRIBUTION = "mia-explorer"
 #: the envelope's keys
