@@ -26,8 +26,8 @@ HOLM_NOTE = ("F1 is the one answer every page gives (core.analyses.arch_answer):
 #: the verdict words, as every findings output explains them
 VERDICT_WORDS = ("Verdicts: holds / reversed / inconclusive from the row's declared test (paired rows: the FFNN − RNN "
                  "difference's 95 % t interval and the exact sign-flip test, Holm-adjusted over the row's family; F3: "
-                 "TOST); not comparable where utility is not matched on train and validation (the gaps shown, no "
-                 "holds / reversed); uninformative where both arms sit at a ceiling or a floor.")
+                 "TOST); not comparable where utility is not matched on train and validation, or not yet shown to be (the "
+                 "gaps shown, no holds / reversed); uninformative where both arms sit at a ceiling or a floor.")
 #: the marker comments around the generated block in a Markdown file (docs/results.md)
 BEGIN, END = "<!-- findings:begin -->", "<!-- findings:end -->"
 
