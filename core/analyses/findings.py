@@ -461,28 +461,23 @@ def _finish(row: FindingRow, costs: Costs, rebuild: Any) -> FindingRow:
     if row.status == "no preset":
         return dataclasses.replace(row, target_repeats=floor, target_sized_by="the floor")
     target, sized = _target(row, floor)
-    note = None
-    missing = row.missing
+    note, missing, queued = None, row.missing, True
     unsettled = row.verdict == NOT_COMPARABLE and bool((row.matched or {}).get("unsettled"))
     if row.verdict in (NOT_COMPARABLE, UNINFORMATIVE) and not unsettled:
         note = f"cannot decide even when run ({row.verdict}): no runs queued"
-        missing = ()
+        missing, queued = (), False
     elif unsettled and row.n >= target:
         note = (f"read at its target N = {row.n}: the utility matching is still not settled (a gap's interval "
                 "reaches past ±5 % and into it), so the row stays not comparable at this design; not queued")
-        missing = ()
+        missing, queued = (), False
     elif unsettled:
         note = (f"not comparable yet at N = {row.n}: the utility gaps' intervals are too wide to show matching or "
                 f"its absence; the runs up to the target N = {target} are queued, and the row is read there")
-        if target > row.target_repeats:
-            again = next((r for r in rebuild(target) if r.finding == row.finding), None)
-            if again is not None:
-                missing = again.missing
     elif row.n >= floor and target > row.n and "measured here" in sized:
         note = (f"read at N = {row.n} (≥ {floor}, where its test can decide): N = {target} would be a new, declared "
                 "design with fresh repeats, not an extension of these until it decides; not queued")
-        missing = ()
-    elif target > row.target_repeats:  # the runs up to this row's own target
+        missing, queued = (), False
+    if queued and target > row.target_repeats:  # the runs up to this row's own target
         again = next((r for r in rebuild(target) if r.finding == row.finding), None)
         if again is not None:
             missing = again.missing
