@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Sequence, cast
 
 import numpy as np
 import torch
@@ -71,7 +71,7 @@ class _MLPBank:
     """MLP members of one schedule and learning rate, as one :class:`StackedAttackMLP`."""
 
     def __init__(self, members: Sequence[FitMember], device: torch.device):
-        self.module = StackedAttackMLP([m.model for m in members]).to(device)
+        self.module = StackedAttackMLP([cast(AttackMLP, m.model) for m in members]).to(device)
         n = members[0].x.shape[0]
         width = max(self.module.in_dims)
         x = torch.zeros(len(members), n, width)
@@ -111,7 +111,7 @@ class _MLPBank:
         torch.sum(dh, 1, keepdim=True, out=into(m.b1))
 
     def fitted(self) -> list[nn.Module]:
-        return self.module.members()
+        return list(self.module.members())
 
 
 class _LSTMBank:
@@ -137,7 +137,7 @@ class _LSTMBank:
         self.lengths_dev = self.lengths.to(device)
         self.y = torch.as_tensor(np.stack([np.asarray(m.y) for m in members], axis=1), dtype=torch.float32, device=device)
         self.lr = members[0].lr
-        lstm = members[0].model.lstm
+        lstm = cast(AttackLSTM, members[0].model).lstm
         # one more network call costs about this many record-steps of arithmetic (see _CALL_COST)
         self.call_cost = _CALL_COST / (4 * lstm.hidden_size * (lstm.hidden_size + lstm.input_size)) if buckets else None
 
@@ -204,8 +204,9 @@ def _banks(members: Sequence[FitMember], where: list[int], device: torch.device,
     groups: dict[tuple, list[int]] = {}
     for i in where:
         m = members[i].model
+        key: tuple[object, ...]
         if type(m) is AttackMLP:
-            key = ("mlp", members[i].lr, m.net[0].out_features)
+            key = ("mlp", members[i].lr, m.hidden)
         elif type(m) is AttackLSTM:
             key = ("lstm", members[i].lr, m.lstm.input_size, m.lstm.hidden_size)
         else:

@@ -20,7 +20,7 @@ reading as "100 % apart"); above ``loss_tolerance`` the block warns.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -42,7 +42,7 @@ NEAR_CHANCE = {"accuracy": 0.10, "bleu": 5.0, "return": 0.05}
 
 
 # ---------------------------------------------------------------------------- from Responses
-def response_stats(responses: Responses, membership: np.ndarray) -> dict[str, float]:
+def response_stats(responses: Responses, membership: np.ndarray) -> dict[str, float | None]:
     """Mean loss and top-1 agreement of members and non-members (see the module docstring)."""
     y = np.asarray(membership, bool)
     loss = responses.mean_cross_entropy.astype(np.float64)
@@ -61,20 +61,20 @@ def _gap(shadow: float | None, victim: float | None) -> float | None:
     return abs(shadow - victim) / max(abs(victim), LOSS_FLOOR)
 
 
-def _mean_stats(rows: list[dict[str, float | None]]) -> dict[str, float | None]:
-    out = {}
+def _mean_stats(rows: Sequence[Mapping[str, float | None]]) -> dict[str, float | None]:
+    out: dict[str, float | None] = {}
     for k in rows[0] if rows else ():
-        vals = [r[k] for r in rows if r[k] is not None]
+        vals = [v for r in rows if (v := r[k]) is not None]
         out[k] = float(np.mean(vals)) if vals else None
     return out
 
 
 def shadow_fidelity(
-    victim: dict[int, dict[str, float | None]],
-    shadows: dict[int, list[dict[str, float | None]]],
+    victim: Mapping[int, Mapping[str, float | None]],
+    shadows: Mapping[int, Sequence[Mapping[str, float | None]]],
     metric: str,
-    victim_utility: dict[str, float | None],
-    shadow_utility: list[dict[str, float | None]],
+    victim_utility: Mapping[str, float | None],
+    shadow_utility: Sequence[Mapping[str, float | None]],
 ) -> ShadowFidelity:
     """The ``shadow_fidelity`` block from per-checkpoint :func:`response_stats` of the victim and of
     each shadow, and the final utilities (train = members / in records, val = non-members / out): typed as it is
@@ -129,7 +129,7 @@ def _tolerance(block: ShadowFidelity) -> float:
 def _off(block: ShadowFidelity, loss: str) -> list[FidelityCheckpoint]:
     """The checkpoints whose shadows' mean ``loss`` is off the victim's by more than the block's tolerance."""
     tol = _tolerance(block)
-    return [c for c in block.checkpoints or () if c.gap(loss) is not None and c.gap(loss) > tol]
+    return [c for c in block.checkpoints or () if (gap := c.gap(loss)) is not None and gap > tol]
 
 
 def _flagged(block: ShadowFidelity) -> Iterator[tuple[str, str, list[FidelityCheckpoint], FidelityCheckpoint, str]]:
@@ -137,7 +137,7 @@ def _flagged(block: ShadowFidelity) -> Iterator[tuple[str, str, list[FidelityChe
     for which, loss in (("member", "member_loss"), ("non-member", "nonmember_loss")):
         off = _off(block, loss)
         if off:
-            yield which, loss, off, max(off, key=lambda c: c.gap(loss)), ", ".join(str(c.epoch) for c in off)
+            yield which, loss, off, max(off, key=lambda c: c.gap(loss) or 0.0), ", ".join(str(c.epoch) for c in off)
 
 
 def fidelity_warnings(block: ShadowFidelity | None) -> list[str]:
@@ -165,7 +165,7 @@ def fidelity_warnings(block: ShadowFidelity | None) -> list[str]:
 
 def _outside_spread(row: FidelityCheckpoint, loss: str) -> bool | None:
     """Whether the victim's mean ``loss`` at a checkpoint lies outside every shadow's (None: no shadow's known)."""
-    each = [e.loss(loss) for e in row.shadow_each or () if e.loss(loss) is not None]
+    each = [x for e in row.shadow_each or () if (x := e.loss(loss)) is not None]
     v = row.victim.loss(loss)
     if not each or v is None:
         return None
@@ -375,7 +375,8 @@ def study_comparison(summaries: Sequence[RunSummary]) -> StudyComparison | None:
 
     acc = {a: float(s.attack.accuracy) for a, s in by_arch.items()}
     vals = {a: s.utility.val for a, s in by_arch.items()}
-    fair = None if None in vals.values() else abs(vals["ffnn"] - vals["rnn"]) <= UTILITY_GAP.get(metric, 0.1)
+    val_f, val_r = vals["ffnn"], vals["rnn"]
+    fair = None if val_f is None or val_r is None else abs(val_f - val_r) <= UTILITY_GAP.get(metric, 0.1)
     holds = acc["rnn"] > acc["ffnn"]
     attack = f.attack.name
     # FFNN first and the difference as FFNN − RNN: the one sign convention of every page, report and CLI

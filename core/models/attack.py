@@ -1,6 +1,8 @@
 """Attack classifiers: pure ``nn.Module``s; their training loop lives in :mod:`core.attacks`."""
 from __future__ import annotations
 
+from typing import cast
+
 import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
@@ -13,11 +15,17 @@ class AttackMLP(nn.Module):
 
     def __init__(self, in_dim: int, hidden: int = 64):
         super().__init__()
+        self.in_dim, self.hidden = in_dim, hidden
         self.net = nn.Sequential(
             nn.Linear(in_dim, hidden), nn.ReLU(),
             nn.Linear(hidden, hidden), nn.ReLU(),
             nn.Linear(hidden, 1),
         )
+
+    @property
+    def linears(self) -> tuple[nn.Linear, nn.Linear, nn.Linear]:
+        """The three linear layers: input → hidden, hidden → hidden, hidden → logit."""
+        return cast(nn.Linear, self.net[0]), cast(nn.Linear, self.net[2]), cast(nn.Linear, self.net[4])
 
     def forward(self, x: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
         """x: (N, 1, F) or (N, F) -> logits (N,)."""
@@ -66,18 +74,18 @@ class JointAttack(nn.Module):
         self.n_members = e_n = len(members)
         first = members[0]
         self.sequential = isinstance(first, AttackLSTM)
-        if self.sequential:
+        if isinstance(first, AttackLSTM):
             in_dim, hidden = first.lstm.input_size, first.lstm.hidden_size
             self.lstm = nn.LSTM(e_n * in_dim, e_n * hidden, batch_first=True)
             self.head = nn.Sequential(nn.Linear(e_n * hidden, e_n * hidden), nn.ReLU(), nn.Linear(e_n * hidden, e_n))
         else:
-            in_dim, hidden = first.net[0].in_features, first.net[0].out_features
+            in_dim, hidden = cast(AttackMLP, first).in_dim, cast(AttackMLP, first).hidden
             self.net = nn.Sequential(
                 nn.Linear(e_n * in_dim, e_n * hidden), nn.ReLU(),
                 nn.Linear(e_n * hidden, e_n * hidden), nn.ReLU(),
                 nn.Linear(e_n * hidden, e_n),
             )
-        self._member_kind = (type(first), in_dim, hidden)  # rebuilds a member; not a submodule
+        self._member_kind: tuple[type[nn.Module], int, int] = (type(first), in_dim, hidden)  # rebuilds a member; not a submodule
         # LSTM weights stack their 4 gates along the rows: member e's rows stay gate-major
         self.places = block_places(self, e_n, lambda name: 4 if name.startswith("lstm.") else 1)
         hold_off_member_entries(self, place_members(self, members, self.places))
@@ -137,11 +145,11 @@ class StackedAttackMLP(nn.Module):
         super().__init__()
         if not members or any(type(m) is not AttackMLP for m in members):
             raise ValueError("a stacked attack MLP needs AttackMLP members")
-        hidden = {m.net[0].out_features for m in members}
+        hidden = {m.hidden for m in members}
         if len(hidden) != 1:
             raise ValueError(f"stacked attack MLPs need one hidden width, got {sorted(hidden)}")
         h = hidden.pop()
-        self.in_dims = [m.net[0].in_features for m in members]
+        self.in_dims = [m.in_dim for m in members]
         e_n, f = len(members), max(self.in_dims)
         self.w1 = nn.Parameter(torch.zeros(e_n, f, h))
         self.b1 = nn.Parameter(torch.zeros(e_n, 1, h))
@@ -151,7 +159,7 @@ class StackedAttackMLP(nn.Module):
         self.b3 = nn.Parameter(torch.zeros(e_n, 1, 1))
         with torch.no_grad():
             for e, m in enumerate(members):
-                first, second, last = m.net[0], m.net[2], m.net[4]
+                first, second, last = m.linears
                 self.w1[e, : self.in_dims[e]] = first.weight.T
                 self.b1[e, 0] = first.bias
                 self.w2[e] = second.weight.T
@@ -173,11 +181,12 @@ class StackedAttackMLP(nn.Module):
         with torch.random.fork_rng(devices=[]):  # their init is overwritten: leave the global RNG alone
             for e, f in enumerate(self.in_dims):
                 m = AttackMLP(f, h)
-                m.net[0].weight.copy_(self.w1[e, :f].T)
-                m.net[0].bias.copy_(self.b1[e, 0])
-                m.net[2].weight.copy_(self.w2[e].T)
-                m.net[2].bias.copy_(self.b2[e, 0])
-                m.net[4].weight.copy_(self.w3[e].T)
-                m.net[4].bias.copy_(self.b3[e, 0])
+                first, second, last = m.linears
+                first.weight.copy_(self.w1[e, :f].T)
+                first.bias.copy_(self.b1[e, 0])
+                second.weight.copy_(self.w2[e].T)
+                second.bias.copy_(self.b2[e, 0])
+                last.weight.copy_(self.w3[e].T)
+                last.bias.copy_(self.b3[e, 0])
                 out.append(m.cpu().eval())
         return out

@@ -2,7 +2,7 @@
 (the Train & attack page's examples and the run report)."""
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
@@ -27,7 +27,7 @@ def _dedup(path: list[list[int]]) -> list[list[int]]:
     return out
 
 
-def navigation_map(views: dict[str, Sequence[MapView]], role: str) -> go.Figure | None:
+def navigation_map(views: Mapping[str, Sequence[MapView]], role: str) -> go.Figure | None:
     """One example map (``role`` = "member" or "non-member") drawn cell by cell, with the query path
     of each architecture's victim on it (when the architectures' maps differ, the first one's map
     is drawn and only agents on that map are shown), the start (triangle: facing direction),

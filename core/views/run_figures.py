@@ -5,7 +5,7 @@ the run report draw the same ones."""
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -121,7 +121,7 @@ def low_fpr_cells(results: list[AttackResult]) -> list[dict[str, float | None]]:
     return out
 
 
-def measured_roc(fpr: list[float], tpr: list[float], n_nonmembers: int | None) -> tuple[list[float], list[float]]:
+def measured_roc(fpr: Sequence[float], tpr: Sequence[float], n_nonmembers: int | None) -> tuple[list[float], list[float]]:
     """The points of a ROC curve a log FPR axis can draw as measured: FPR ≥ 1/n (one non-member);
     FPR 0 has no place on a log axis, and drawing it at an axis floor such as 10⁻³ shows a rate the
     data never measured (with n unknown, the positive FPRs)."""
@@ -138,7 +138,7 @@ def mark_fpr_floor(fig: go.Figure, n_nonmembers: list[int]) -> None:
                       annotation_text=f"1/n = 1/{n}", annotation_position="top left")
 
 
-def thin_roc(fpr: list[float], tpr: list[float], max_points: int = 240) -> tuple[list[float], list[float]]:
+def thin_roc(fpr: Sequence[float], tpr: Sequence[float], max_points: int = 240) -> tuple[list[float], list[float]]:
     """At most about ``max_points`` points of a ROC curve for drawing (the full curve stays in the
     summary and in downloads): the first and last points, points spaced evenly in log FPR (the
     low-FPR end matters most) and in FPR, each keeping the highest TPR reached at that FPR."""
@@ -209,7 +209,7 @@ def metrics_table(summaries: list[RunSummary]) -> pd.DataFrame:
             "AUC": r.auc,
             "AUC 95 % CI (records)": auc_interval(s, name),
             **tprs,  # "TPR @ 0.1% FPR" only where the non-members resolve it (low_fpr_cells)
-            "eval records": r.n_members + r.n_nonmembers,
+            "eval records": None if r.n_members is None or r.n_nonmembers is None else r.n_members + r.n_nonmembers,
         })
     return pd.DataFrame(rows)
 
@@ -221,13 +221,13 @@ def overview_table(summaries: list[RunSummary], comparison: ComparisonResult | M
     of ``summaries`` are labelled "repeat 1 of N" and the means over the repeats with their 95 %
     intervals stand beside them, so no single repeat reads as the result."""
     comp = ComparisonResult.coerce(comparison) if comparison else None
-    n = int(comp.repeats) if comp else 1
+    n = int(comp.repeats or 1) if comp else 1
     one = f" (repeat 1 of {n})" if n > 1 else ""
     rows = []
     for s in summaries:
         utility = UTILITY_NAMES.get(s.utility.metric)
         row = {"architecture": ARCH_NAMES.get(s.arch, s.arch), "parameters": s.params}
-        if n > 1:  # the means first: a wide table scrolls, and the result must not be the part out of sight
+        if comp is not None and n > 1:  # the means first: a wide table scrolls, and the result must not be the part out of sight
             for name, label in (("attack_accuracy", "attack accuracy"), ("attack_auc", "attack AUC"),
                                 ("utility_val", f"{utility} validation")):
                 mc = comp.metrics.get(name)
@@ -335,7 +335,7 @@ def entropy_figure(records: list[tuple[str, dict[str, Any] | None]]) -> go.Figur
         return layout(fig, "Prediction entropy: members vs non-members", "log₁₀ average prediction entropy (nats)", "")
     small = max(max(len(m), len(n)) for _, m, n in groups) <= DOTS_UP_TO
     if small:
-        labels = []
+        labels: list[str] = []
         for arch, mem, non in groups:
             name = ARCH_NAMES.get(arch, arch)
             c = ARCH_COLOURS.get(arch)
@@ -398,14 +398,13 @@ def roc_loglog(summaries: list[RunSummary]) -> go.Figure:
     for s in summaries:
         c = ARCH_COLOURS.get(s.arch)
         for name, r in s.attacks.items():
-            fpr, tpr = r.roc_fpr or (), r.roc_tpr or ()
-            if not fpr:
+            if not r.roc_fpr:
                 continue
             n0 = int(r.n_nonmembers or 0) or None
             ns.append(n0)
             lo = 0.5 / (n0 or 1000)
             floor = min(floor, lo)
-            fpr, tpr = measured_roc(fpr, tpr, n0)
+            fpr, tpr = measured_roc(r.roc_fpr, r.roc_tpr or (), n0)
             if n0 and not resolves(0.01, n0):
                 low = f"TPR@0FP (FPR < 1/{n0}) {zero_fp_tpr(r) or 0:.2f}"
             else:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Callable, Union
+from typing import Any, Callable, Mapping, Union, cast
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -142,6 +142,12 @@ class RunInputs:
             self.figures = run_figures(self.summaries)
 
     @property
+    def drawn(self) -> RunFigures:
+        """The run's figures: the caller's, else those made from the summaries at construction."""
+        assert self.figures is not None  # __post_init__ made them
+        return self.figures
+
+    @property
     def comparison(self) -> dict[str, Any] | None:
         return (self.repeats or {}).get("comparison")
 
@@ -157,7 +163,7 @@ def overview(run: RunInputs) -> Section:
     def build() -> list[Block]:
         comp, summaries = run.comparison, run.summaries
         # with repeats, repeat 0's numbers say so and the means with their intervals stand beside them
-        out: list[Block] = [Table(run.figures.overview if comp is None else overview_table(summaries, comp))]
+        out: list[Block] = [Table(run.drawn.overview if comp is None else overview_table(summaries, comp))]
         data = summaries[0].data
         if data is not None and data.description:  # what was read (a CSV's missing values among it)
             out.append(Text(f"Data: {plain_markdown(data.description)}", "caption"))  # the user's names, as text
@@ -197,7 +203,7 @@ def repeats(run: RunInputs) -> Section | None:
             out: list[Block] = [Text("  \n".join(verdict_lines(comp))), Table(comparison_table(comp), precision=2)]
             if (note := comparison_resolution_note(comp)) is not None:
                 out.append(Text(note, "caption"))
-            out += [Figure(roc_band_figure(comp.roc_band, comp.n_nonmembers())), Text(SMALL_N_NOTE, "caption"),
+            out += [Figure(roc_band_figure(comp.roc_band or {}, comp.n_nonmembers())), Text(SMALL_N_NOTE, "caption"),
                     Text(f"The sections below show **repeat 1 of {comp.repeats}** (the form's seed); the means over "
                          f"the {comp.repeats} repeats, with their intervals, are in the Overview and the comparison "
                          "above.", "caption")]
@@ -207,8 +213,8 @@ def repeats(run: RunInputs) -> Section | None:
 
     def build_blocks() -> list[Block]:
         n_non = {a: b.n_nonmembers for a, b in blocks.items() if b.n_nonmembers is not None}
-        return [Table(repeats_table(blocks)), Figure(roc_band_figure({a: b.roc_band for a, b in blocks.items()},
-                                                                     n_non)), Text(SMALL_N_NOTE, "caption")]
+        bands = {a: b.roc_band for a, b in blocks.items() if b.roc_band is not None}
+        return [Table(repeats_table(blocks)), Figure(roc_band_figure(bands, n_non)), Text(SMALL_N_NOTE, "caption")]
     return Section("repeats", "Over repeats", build_blocks)
 
 
@@ -230,15 +236,15 @@ def matched_by_construction(run: RunInputs) -> Section | None:
 
 def over_training(run: RunInputs) -> Section:
     def build() -> list[Block]:
-        f = run.figures
-        return [Row((Figure(f.utility), Figure(f.attack_by_epoch)))] + \
-            ([Figure(f.steps)] if f.steps is not None else [])
+        f = run.drawn
+        out: list[Block] = [Row((Figure(f.utility), Figure(f.attack_by_epoch)))]
+        return out + ([Figure(f.steps)] if f.steps is not None else [])
     return Section("over_training", "Over training", build, tab=True)
 
 
 def attacks(run: RunInputs) -> Section:
     def build() -> list[Block]:
-        f = run.figures
+        f = run.drawn
         return [Table(f.metrics),
                 Row((Figure(f.roc, "Click a legend entry to show or hide an attack; the primary attack of each "
                                       "architecture is shown."),
@@ -258,7 +264,7 @@ def strongest(run: RunInputs) -> Section:
     """LiRA and RMIA beside the shadow attack, why attacks work (entropy), the post-hoc matched utility
     and the shadows' fidelity."""
     def build() -> list[Block]:
-        f = run.figures
+        f = run.drawn
         out: list[Block] = [
             Text("**The strongest attacks** — offline LiRA (Carlini et al.) and RMIA (Zarifzadeh et al.), with the "
                  "shadows as reference models, beside Shokri's shadow attack (final epoch)"),
@@ -299,7 +305,7 @@ def examples(run: RunInputs) -> Section | None:
     def build() -> list[Block]:
         out: list[Block] = [Text("What the victim does with members vs non-members", "subheading")]
         nav = [s for s in with_examples if s.example_kind == "navigation"]
-        typed = {s.arch: NavigationExamples.from_dict(s.examples) for s in nav}  # the summary keeps the JSON
+        typed = {s.arch: NavigationExamples.from_dict(cast(Mapping[str, Any], s.examples)) for s in nav}  # the summary keeps the JSON
         out += [Text(navigation_stats(typed[s.arch], _name(s.arch))) for s in nav]
         ready = {s.arch: run.map_views[s.arch].maps for s in nav if run.map_views and s.arch in run.map_views}
         if ready:
@@ -319,7 +325,8 @@ def examples(run: RunInputs) -> Section | None:
         for s in with_examples:
             kind = s.example_kind
             if kind == "translation":
-                out.append(Html(translation_html(TranslationExamples.from_dict(s.examples), _name(s.arch))))
+                out.append(Html(translation_html(TranslationExamples.from_dict(cast(Mapping[str, Any], s.examples)),
+                                                 _name(s.arch))))
             elif kind != "navigation":
                 out.append(Code(json.dumps(s.examples, indent=1, ensure_ascii=False), "json"))
         return out
@@ -391,11 +398,13 @@ def configuration(run: RunInputs) -> Section:
 
 def reproduce(run: RunInputs) -> Section | None:
     """The CLI commands that compute the same runs."""
-    if not run.configs:
+    configs = run.configs
+    if not configs:
         return None
 
     def build() -> list[Block]:
-        return [Code(cmd, "bash") for cmd in reproduce_commands(run.configs, run.overrides)] + [
+        out: list[Block] = [Code(cmd, "bash") for cmd in reproduce_commands(configs, run.overrides)]
+        return out + [
             Text("Config hashes: " + ", ".join(f"{s.arch}: `{s.config_hash}`" for s in run.summaries),
                  "caption")]
     return Section("reproduce", "Reproduce headless", build, collapsed=True)
