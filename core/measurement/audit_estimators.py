@@ -186,7 +186,7 @@ def fdp_mu_lower_bound(m: int, k: Any, c: Any, significance: Any = SIGNIFICANCE)
     return np.where(~rejected_at_0, 0.0, np.where(at_cap, MU_CAP, lo))
 
 
-def correct_guesses(scores: Any, included: Any, ks: Sequence[int]) -> np.ndarray:
+def correct_guesses(scores: Any, included: Any, ks: Sequence[int] | np.ndarray) -> np.ndarray:
     """Correct guesses at each k: k//2 + k%2 highest scores guessed IN, k//2 lowest OUT (as
     :func:`core.measurement.audit.audit`)."""
     truth = np.where(np.asarray(included, bool), 1, -1)

@@ -329,7 +329,8 @@ def empirical_epsilon(scores: np.ndarray, membership: np.ndarray, confidence: fl
     return empirical_epsilon_rows(np.asarray(scores, np.float64)[None], membership, confidence, seed)[0]
 
 
-def _cp_ratio_bound(hits: np.ndarray, n_hits: int, misses: np.ndarray, n_miss: int, confidence: float) -> np.ndarray:
+def _cp_ratio_bound(hits: np.ndarray, n_hits: int | np.ndarray, misses: np.ndarray, n_miss: int | np.ndarray,
+                    confidence: float) -> np.ndarray:
     """ln(CP-lower(hits/n_hits) / CP-upper(misses/n_miss)), 0 where not positive. A two-sided CP
     interval at ``confidence`` has each side at (1+confidence)/2: by the union bound the two
     bounds hold together with probability ≥ confidence."""

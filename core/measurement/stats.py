@@ -167,7 +167,7 @@ def estimate() -> Conv:
 converts(Estimate, estimate())  # a layout's field annotated Estimate reads and writes an interval
 
 
-def mean_interval(values: Sequence[float], confidence: float = CONFIDENCE,
+def mean_interval(values: Sequence[float] | np.ndarray, confidence: float = CONFIDENCE,
                   bounds: tuple[float | None, float | None] | None = None) -> Estimate:
     """Mean of per-repeat values with the Student-t interval x̄ ± t_{N−1,1−α/2}·s/√N.
 
@@ -213,9 +213,9 @@ def _clipped(low: float, high: float, bounds: tuple[float | None, float | None] 
     lo_bound, hi_bound = bounds if bounds is not None else (None, None)
     cut_low = lo_bound is not None and low < lo_bound
     cut_high = hi_bound is not None and high > hi_bound
-    if cut_low:
+    if lo_bound is not None and cut_low:
         low = float(lo_bound)
-    if cut_high:
+    if hi_bound is not None and cut_high:
         high = float(hi_bound)
     if cut_low and cut_high:
         return low, high, f"interval clipped to the metric's range [{lo_bound:g}, {hi_bound:g}]"
@@ -225,7 +225,7 @@ def _clipped(low: float, high: float, bounds: tuple[float | None, float | None] 
 
 
 # ---------------------------------------------------------------------------- paired difference and verdict
-def sign_flip_pvalue(differences: Sequence[float], *, seed: int = 0) -> tuple[float, bool]:
+def sign_flip_pvalue(differences: Sequence[float] | np.ndarray, *, seed: int = 0) -> tuple[float, bool]:
     """Two-sided p-value of H₀ "the paired differences are symmetric about 0" by sign flips.
 
     Under H₀ each dᵣ is as likely as −dᵣ, so the statistic |Σ εᵣdᵣ| over the 2^N sign patterns ε

@@ -3,6 +3,8 @@ fidelity to the victim and the matched-utility view (both measured by :mod:`core
 the matched view is computed by the caller and passed in)."""
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 
 from core.experiment.fidelity import MatchedUtility
@@ -63,7 +65,7 @@ def matched_utility_table(view: MatchedUtility | None, attacks: tuple[str, ...] 
     computed by the caller): for each architecture, the checkpoint whose validation utility is closest to the
     other's final one, beside the other at its final epoch, with each attack's AUC and TPR@1 % at those epochs
     and which architecture leaks more there."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     if not view:
         return pd.DataFrame(rows)
     metric = UTILITY_NAMES.get(view.metric, view.metric)

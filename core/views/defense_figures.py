@@ -43,7 +43,7 @@ def add_band(fig: go.Figure, pts: list[DefendedPoint], metric: str, colour: str 
              x_of: Callable[[DefendedPoint], float | None] = lambda p: p.value, yaxis: str | None = None) -> None:
     """The 95 % band of ``metric`` over the points that have an interval: one filled polygon
     (upper ends left to right, lower ends back), named with N (repeats or draws)."""
-    with_ci = [(x_of(p), e) for p in pts if (e := _interval(p, metric)) is not None and x_of(p) is not None]
+    with_ci = [(x, e) for p in pts if (e := _interval(p, metric)) is not None and (x := x_of(p)) is not None]
     if not with_ci:
         return
     with_ci.sort(key=lambda t: t[0])

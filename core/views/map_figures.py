@@ -32,8 +32,8 @@ def navigation_map(views: Mapping[str, Sequence[MapView]], role: str) -> go.Figu
     of each architecture's victim on it (when the architectures' maps differ, the first one's map
     is drawn and only agents on that map are shown), the start (triangle: facing direction),
     the goal and where each agent stopped; ``views`` maps architecture -> its maps (:mod:`core.jobs.mapview`)."""
-    maps = {arch: next((m for m in v if m.role == role), None) for arch, v in views.items()}
-    maps = {a: m for a, m in maps.items() if m is not None}
+    found = {arch: next((m for m in v if m.role == role), None) for arch, v in views.items()}
+    maps = {a: m for a, m in found.items() if m is not None}
     if not maps:
         return None
     base = next(iter(maps.values()))
@@ -55,17 +55,17 @@ def navigation_map(views: Mapping[str, Sequence[MapView]], role: str) -> go.Figu
                         marker=dict(symbol="square", size=13, color=colour, line=dict(width=1, color="#999")))
     offsets = {"ffnn": -0.14, "rnn": 0.14}
     for arch, m in same.items():
-        c = ARCH_COLOURS.get(arch)
+        arch_colour = ARCH_COLOURS.get(arch)
         d = offsets.get(arch, 0.0) if len(same) > 1 else 0.0
         path = _dedup(m.path)
         outcome = "goal reached" if m.reached_goal else "goal not reached"
         fig.add_scatter(x=[p[0] + d for p in path], y=[p[1] + d for p in path], mode="lines+markers",
-                        line=dict(color=c, width=3), marker=dict(size=6, color=c),
+                        line=dict(color=arch_colour, width=3), marker=dict(size=6, color=arch_colour),
                         name=f"{ARCH_NAMES.get(arch, arch)} path: {m.steps} steps, {outcome}",
                         hovertemplate="(%{x:.0f}, %{y:.0f})<extra>" + ARCH_NAMES.get(arch, arch) + "</extra>")
         end = path[-1]
         fig.add_scatter(x=[end[0] + d], y=[end[1] + d], mode="markers", showlegend=False, hoverinfo="skip",
-                        marker=dict(symbol="x", size=13, color=c, line=dict(width=1, color="white")))
+                        marker=dict(symbol="x", size=13, color=arch_colour, line=dict(width=1, color="white")))
     sx, sy = base.start
     fig.add_scatter(x=[sx], y=[sy], mode="markers", name="start (facing)",
                     marker=dict(symbol=DIR_SYMBOL.get(base.start_dir, "triangle-up"), size=18, color="black"))

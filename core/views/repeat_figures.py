@@ -57,7 +57,7 @@ def comparison_table(comparison: ComparisonResult | Mapping[str, Any]) -> pd.Dat
         # the comparison keeps its estimates as JSON (core.analyses.comparison_results): read typed here
         ffnn, rnn = (m.estimate(a) for a in ("ffnn", "rnn"))
         cell = _per_repeat if role == "bound" else with_ci  # bounds side by side, never a mean with an interval
-        row = {"metric": m.label or METRIC_LABELS.get(name, name),
+        row: dict[str, Any] = {"metric": m.label or METRIC_LABELS.get(name, name),
                "FFNN mean [95% CI]": cell(Estimate.from_dict(ffnn) if ffnn else None),
                "RNN mean [95% CI]": cell(Estimate.from_dict(rnn) if rnn else None),
                "FFNN − RNN [95% CI]": cell(Estimate.from_dict(d.diff)) if role == "bound" else with_ci(
