@@ -56,9 +56,9 @@ class MapEnv:
     whose grid changes through the agent's actions alone (all navigation maps).
     """
 
-    #: initial grid encodings by (env id, seed): maps repeat, and encoding a grid again at every reset costs more than
-    #: reading it back
-    _initial_codes: dict[tuple[str, int], np.ndarray] = {}
+    #: initial grid encodings by (env id, seed, canary): maps repeat, and encoding a grid again at every reset costs
+    #: more than reading it back
+    _initial_codes: dict[tuple[str, int, bool], np.ndarray] = {}
 
     def __init__(self, env_id: str, render_mode: str | None = None):
         self.env_id = env_id
@@ -77,9 +77,9 @@ class MapEnv:
         # instance attribute shadows the method: reset() and step() now call the fast version
         self.env.gen_obs = self._gen_obs
 
-    def _load_grid(self) -> None:
-        """Encoding of the freshly reset map (cached by seed), padded with walls."""
-        key = (self.env_id, int(self._seed), self._canary)
+    def _load_grid(self, seed: int) -> None:
+        """Encoding of the map freshly reset with ``seed`` (cached by seed), padded with walls."""
+        key = (self.env_id, int(seed), self._canary)
         code = self._initial_codes.get(key)
         if code is None:
             if len(self._initial_codes) > 20000:
@@ -98,7 +98,7 @@ class MapEnv:
     def _sync(self) -> None:
         """Bring the cached encoding up to date after a reset or a grid-changing action."""
         if self._seed is not None:
-            self._load_grid()
+            self._load_grid(self._seed)
             self._seed = None
         if self._changed is not None:
             x, y = self._changed

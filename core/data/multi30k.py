@@ -26,7 +26,7 @@ import tempfile
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import BinaryIO, Callable
+from typing import Callable
 
 from core.foundations.errors import DatasetNotFoundError, MIAError
 from core.foundations.paths import resolve_data_dir
@@ -67,7 +67,7 @@ def _read_lines(path: Path) -> list[str]:
         raise DatasetNotFoundError(f"Multi30K file {str(path)!r} is unreadable: {exc}") from None
 
 
-def _capped_lines(fh: BinaryIO, what: str) -> list[str]:
+def _capped_lines(fh: io.BufferedIOBase, what: str) -> list[str]:
     """Stripped UTF-8 lines of a binary stream; never holds more than the caps in memory."""
     lines: list[str] = []
     total = 0
@@ -191,11 +191,13 @@ def load_multi30k(folder: str | Path, src_lang: str = "en", tgt_lang: str = "de"
             f"Multi30K folder {str(folder)!r} lacks {' and '.join(missing)} (gzipped or plain): put {wanted} "
             f"from data/task1/raw/ of the Multi30K repository into {str(folder)!r}"
         )
-    src = _read_lines(paths[src_lang])
-    tgt = _read_lines(paths[tgt_lang])
+    src_path, tgt_path = paths[src_lang], paths[tgt_lang]
+    assert src_path is not None and tgt_path is not None  # none missing
+    src = _read_lines(src_path)
+    tgt = _read_lines(tgt_path)
     if len(src) != len(tgt):
         raise DatasetNotFoundError(
-            f"Multi30K files {paths[src_lang].name} ({len(src)} lines) and {paths[tgt_lang].name} ({len(tgt)} lines) "
+            f"Multi30K files {src_path.name} ({len(src)} lines) and {tgt_path.name} ({len(tgt)} lines) "
             f"in {str(folder)!r} do not align: line i of one must translate line i of the other"
         )
     return [(s, t) for s, t in zip(src, tgt) if s and t]

@@ -160,7 +160,9 @@ def run_pool(function: Callable[[Any], Any], items: Sequence[Any], on_done: Call
     messages = ctx.Queue() if on_message is not None else None  # handed to the workers as they start
 
     def drain() -> None:
-        while messages is not None:
+        if messages is None or on_message is None:  # no queue without a receiver
+            return
+        while True:
             try:
                 message = messages.get_nowait()
             except queue_module.Empty:

@@ -111,6 +111,7 @@ class ProgressTracker:
         w = self._weight(stage)
         own_spw = projected / w if projected is not None and w > 0 else None
         prior = self._expected(stage, None)
+        total: float | None
         if projected is not None and prior is not None:
             total = fraction * projected + (1 - fraction) * max(prior, in_stage)
         else:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import types
 from dataclasses import MISSING, dataclass, field, fields
-from typing import Any, Callable, ClassVar, Mapping, TypeVar, Union, get_args, get_origin, get_type_hints
+from typing import Any, Callable, ClassVar, Mapping, TypeVar, Union, cast, get_args, get_origin, get_type_hints
 
 from core.foundations.errors import ResultFormatError
 from core.foundations.version import SCHEMA_KEY, envelope_problem, unstamped
@@ -120,8 +120,10 @@ def mapping(conv: Conv, key_name: bool = False) -> Conv:
 def objects(cls: type[Typed], key_name: bool = False) -> Conv:
     """One typed object (``cls.from_dict``)."""
     if key_name:
-        return Conv(lambda v, where, name=None: cls.from_dict(v, where, name), lambda v: v.to_dict(),
-                    schema=lambda defs: reference(cls, defs, named_by_key=True))
+        def read(v: Any, where: str, name: str | None = None) -> Typed:
+            return cls.from_dict(v, where, name)
+
+        return Conv(read, lambda v: v.to_dict(), schema=lambda defs: reference(cls, defs, named_by_key=True))
     return Conv(lambda v, where: cls.from_dict(v, where), lambda v: v.to_dict(),
                 schema=lambda defs: reference(cls, defs))
 
@@ -322,7 +324,7 @@ class Typed:
     @classmethod
     def coerce(cls: type[T], d: "T | Mapping[str, Any]") -> T:
         """``d`` itself when it is already typed, else :meth:`from_dict` (readers that accept both)."""
-        return d if isinstance(d, cls) else cls.from_dict(d)
+        return d if isinstance(d, cls) else cls.from_dict(cast(Mapping[str, Any], d))  # not a T: its mapping
 
     def with_json(self: T, updates: Mapping[str, Any]) -> T:
         """A copy with ``updates`` (JSON values) written over the layout, as ``{**d, **updates}`` does to the dict

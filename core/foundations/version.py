@@ -10,7 +10,7 @@ existed reads as before. Import-light (no third-party import): the CLI prints ``
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, TypeGuard
 
 #: the package version (``pyproject.toml`` reads it from here: one place to bump, CHANGELOG.md beside it)
 VERSION = "0.11.0"
@@ -55,7 +55,7 @@ def stamped(obj: Mapping[str, Any], name: str) -> dict[str, Any]:
             **{k: v for k, v in obj.items() if k not in (SCHEMA_KEY, VERSION_KEY)}}
 
 
-def is_envelope(value: Any) -> bool:
+def is_envelope(value: Any) -> TypeGuard[Mapping[str, Any]]:
     """Whether ``value`` is a ``schema`` value this product writes (not a layout's own key of that name)."""
     return isinstance(value, Mapping) and isinstance(value.get("name"), str) and value["name"].startswith(_PREFIX) \
         and isinstance(value.get("version"), int) and not isinstance(value.get("version"), bool)

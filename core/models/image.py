@@ -106,6 +106,9 @@ class ReNetLayer(nn.Module):
     ``dp=True``: :class:`GridLSTM` sweeps (per-image per-sample gradients for DP-SGD).
     """
 
+    horizontal: nn.Module  # nn.LSTM, or GridLSTM under DP
+    vertical: nn.Module
+
     def __init__(self, in_features: int, hidden: int, dp: bool = False):
         super().__init__()
         self.dp = dp
@@ -172,6 +175,8 @@ class GroupedLinear(nn.Module):
 class _MemberFeatures(nn.Module):
     """(B, H', W', 2·E·h) joint ReNet features -> (B, E, H'·W'·2h): each member's flattened
     features in the order its own ``nn.Flatten`` gives them."""
+
+    index: torch.Tensor
 
     def __init__(self, index: torch.Tensor, members: int):
         super().__init__()

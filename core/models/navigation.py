@@ -40,6 +40,8 @@ N_ACTIONS = 7
 class OneHotView(nn.Module):
     """(B, 7, 7, 3) integer view -> (B, 7·7·20) float one-hot code (no parameters)."""
 
+    offsets: torch.Tensor
+
     def __init__(self, view_cells: int = 49):
         super().__init__()
         offsets = torch.tensor([0, CHANNEL_SIZES[0], CHANNEL_SIZES[0] + CHANNEL_SIZES[1]])
@@ -142,6 +144,11 @@ class LSTMAgent(nn.Module):
             hs.append(h)
         hseq = torch.stack(hs, 1)  # (B, R, width)
         return self.actor(hseq), self.critic(hseq)[..., 0], torch.cat([h, c], 1)
+
+
+#: the navigation agents (what PPO trains and the rollouts query)
+AGENTS = (MLPAgent, LSTMAgent)
+Agent = MLPAgent | LSTMAgent
 
 
 def lstm_agent_params(width: int, view_cells: int = 49, n_actions: int = N_ACTIONS) -> int:

@@ -35,6 +35,9 @@ class Standardize(nn.Module):
     weight defense); features that are not standardised (one-hot, indicators) keep mean 0, scale 1.
     """
 
+    mean: torch.Tensor
+    scale: torch.Tensor
+
     def __init__(self, n_features: int):
         super().__init__()
         self.register_buffer("mean", torch.zeros(n_features))

@@ -27,10 +27,14 @@ Token ids 0..3 are ``<pad> <sos> <eos> <unk>`` in both vocabularies.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, overload
 
 import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+if TYPE_CHECKING:
+    from opacus.layers import DPLSTM
 
 PAD, SOS, EOS, UNK = 0, 1, 2, 3
 
@@ -46,7 +50,7 @@ def _lstm(input_size: int, hidden: int, dp: bool, **kwargs) -> nn.Module:
     return lstm
 
 
-def _state_under_lstm_names(lstm: nn.Module) -> None:
+def _state_under_lstm_names(lstm: DPLSTM) -> None:
     """Keep each of a nested ``DPLSTM``'s tensors once in ``state_dict()``, under ``nn.LSTM``'s name.
 
     ``DPLSTM`` registers its weights under ``nn.LSTM``'s names (``weight_ih_l0``, ...) *and* keeps
@@ -161,6 +165,8 @@ class LuongSeq2Seq(nn.Module):
 class PositionalEncoding(nn.Module):
     """Sinusoidal positions (Vaswani et al. 2017, §3.5); a buffer, not a parameter."""
 
+    pe: torch.Tensor
+
     def __init__(self, d_model: int, max_len: int = 512):
         super().__init__()
         pos = torch.arange(max_len)[:, None].float()
@@ -202,6 +208,14 @@ class DPAttention(nn.Module):
         self.q, self.k, self.v = (nn.Linear(d_model, d_model) for _ in range(3))
         self.out_proj = nn.Linear(d_model, d_model)
 
+    @overload
+    @staticmethod
+    def _additive(mask: torch.Tensor, like: torch.Tensor) -> torch.Tensor: ...
+
+    @overload
+    @staticmethod
+    def _additive(mask: None, like: torch.Tensor) -> None: ...
+
     @staticmethod
     def _additive(mask: torch.Tensor | None, like: torch.Tensor) -> torch.Tensor | None:
         if mask is None or mask.dtype != torch.bool:
@@ -210,7 +224,7 @@ class DPAttention(nn.Module):
 
     def forward(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                 key_padding_mask: torch.Tensor | None = None, need_weights: bool = False,
-                attn_mask: torch.Tensor | None = None, is_causal: bool = False, **_: object):
+                attn_mask: torch.Tensor | None = None, is_causal: bool = False, **ignored: object):
         """query (B, T, d), key and value (B, S, d); attn_mask (T, S), key_padding_mask (B, S), each
         boolean (True = may not attend) or additive. Returns (output (B, T, d), None)."""
         b, t, _ = query.shape
@@ -255,7 +269,8 @@ class TransformerSeq2Seq(nn.Module):
         # pre-norm: trains stably without warm-up on small data (Xiong et al. 2020)
         enc_layer = nn.TransformerEncoderLayer(d_model, heads, ff, dropout, batch_first=True, norm_first=True)
         dec_layer = nn.TransformerDecoderLayer(d_model, heads, ff, dropout, batch_first=True, norm_first=True)
-        if dp:  # before the stacks deep-copy the layers
+        if dp:  # before the stacks deep-copy the layers; DPAttention is a drop-in for nn.MultiheadAttention
+            # (called the same way), not a subclass: mypy's three errors here are that, and accepted
             enc_layer.self_attn = DPAttention(d_model, heads, dropout)
             dec_layer.self_attn = DPAttention(d_model, heads, dropout)
             dec_layer.multihead_attn = DPAttention(d_model, heads, dropout)
@@ -302,6 +317,8 @@ class TransformerSeq2Seq(nn.Module):
         Equal to teacher-forcing the decoded prefix up to float rounding. Eval mode only (dropout off).
         """
         memory, src_pad = self.encode(src)
+        final_norm = self.decoder.norm
+        assert final_norm is not None  # built with norm=nn.LayerNorm
         b = src.shape[0]
         token = torch.full((b,), SOS, dtype=torch.long, device=src.device)
         done = torch.zeros(b, dtype=torch.bool, device=src.device)
@@ -312,11 +329,13 @@ class TransformerSeq2Seq(nn.Module):
             x = (self.tgt_emb(token) * scale + self.pos.pe[t])[:, None]  # (B, 1, d); dropout is off in eval
             for i, layer in enumerate(self.decoder.layers):
                 normed = layer.norm1(x)
-                seen[i] = normed if seen[i] is None else torch.cat([seen[i], normed], 1)
-                x = x + layer.self_attn(normed, seen[i], seen[i], need_weights=False)[0]
+                before = seen[i]
+                keys = normed if before is None else torch.cat([before, normed], 1)
+                seen[i] = keys
+                x = x + layer.self_attn(normed, keys, keys, need_weights=False)[0]
                 x = x + layer._mha_block(layer.norm2(x), memory, None, src_pad)
                 x = x + layer._ff_block(layer.norm3(x))
-            logits = self.out(self.decoder.norm(x))[:, 0]
+            logits = self.out(final_norm(x))[:, 0]
             # finished rows keep getting <pad>; their states never feed an unfinished row
             token = _pick(logits, step_transform).masked_fill(done, PAD)
             out.append(token)

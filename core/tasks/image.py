@@ -413,12 +413,17 @@ class ImageTask(LogitClassifier, Task):
         recipe = dict(epochs=cfg.epochs, batch_size=cfg.batch_size, lr=cfg.lr, weight_decay=cfg.weight_decay,
                       generators=[member_generator(s) for s in seeds], on_epoch=on_epoch)
         if isinstance(models[0], ReNet):  # nn.LSTM: no vmap rule; one block-structured joint ReNet instead
-            joint = JointReNet(list(models)).to(device)
+            renets = [m for m in models if isinstance(m, ReNet)]
+            if len(renets) != len(models):
+                raise ValueError("an ensemble whose first member is a ReNet must be all ReNets")
+            joint = JointReNet(renets).to(device)
 
             def joint_loss(net: nn.Module, inputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
                 m, b = inputs.shape[:2]  # the members' images side by side along channels
                 logits = net(inputs.transpose(0, 1).reshape(b, m * inputs.shape[2], *inputs.shape[3:]))  # (B, M, K)
-                return sum(F.cross_entropy(logits[:, e], targets[e]) for e in range(m))
+                loss = sum(F.cross_entropy(logits[:, e], targets[e]) for e in range(m))
+                assert isinstance(loss, torch.Tensor)  # m ≥ 1 members
+                return loss
 
             return train_joint_epochs(joint, joint.places, models, len(train_indices[0]), member_batches, joint_loss,
                                       **recipe)
@@ -458,7 +463,8 @@ class ImageTask(LogitClassifier, Task):
         img = (img - img.min()) / max(float(img.max() - img.min()), 1e-9)
         img = np.transpose(img, (1, 2, 0)) if img.shape[0] == 3 else img[0]
         label = int(rec.labels[int(index)])
-        name = f"{rec.record_ids[int(index)]}, class {rec.class_names[label]!r}" if rec.record_ids else f"label {label}"
+        ids, classes = rec.record_ids, rec.class_names  # a folder source names both, the built-in ones neither
+        name = f"{ids[int(index)]}, class {classes[label]!r}" if ids and classes is not None else f"label {label}"
         return RecordView("image", f"{name} ({role})", image=img)
 
     def slice_labels(self, cfg: ExperimentConfig, data: TaskData, records: np.ndarray,
@@ -489,8 +495,9 @@ class ImageTask(LogitClassifier, Task):
         :meth:`label_queries`' order, so each draw's noise, and its answers, are the ones it gave alone."""
         def answer(logits: torch.Tensor, y: torch.Tensor) -> np.ndarray:
             scores = logits.float().cpu()
-            if all(t is not None for t in output_transforms):  # every draw's noise at once: (T, B, m)
-                noisy = apply_each(output_transforms, torch.log_softmax(scores.double(), 1))
+            given = [t for t in output_transforms if t is not None]
+            if len(given) == len(output_transforms):  # every draw's noise at once: (T, B, m)
+                noisy = apply_each(given, torch.log_softmax(scores.double(), 1))
                 return (noisy.argmax(-1) == y).numpy()
             rows, logp = [], None
             for transform in output_transforms:
@@ -516,8 +523,9 @@ class ImageTask(LogitClassifier, Task):
         def answer(logits: torch.Tensor, labels: torch.Tensor) -> np.ndarray:
             y = labels.long()
             clean = torch.log_softmax(logits.double().cpu(), 1)
-            if all(t is not None for t in output_transforms):  # every draw's noise at once: (T, B, m)
-                logp = torch.log_softmax(apply_each(output_transforms, clean).double(), -1)
+            given = [t for t in output_transforms if t is not None]
+            if len(given) == len(output_transforms):  # every draw's noise at once: (T, B, m)
+                logp = torch.log_softmax(apply_each(given, clean).double(), -1)
                 return _phi(logp, y[None, :, None].expand(len(output_transforms), -1, 1)).numpy()
             rows = []
             for transform in output_transforms:

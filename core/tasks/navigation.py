@@ -52,7 +52,7 @@ from core.foundations.memory import (
 )
 from core.measurement.responses import Responses
 from core.measurement.slices import quantile_buckets
-from core.models.navigation import build_agent, lstm_agent_params, match_lstm_width
+from core.models.navigation import AGENTS, Agent, build_agent, lstm_agent_params, match_lstm_width
 from core.tasks.base import (
     PRESET_TIMES,
     EpochCallback,
@@ -79,11 +79,13 @@ def rollout_maps(model: nn.Module, envs: list[MapEnv], seeds: np.ndarray,
     ``policy_transform`` maps the (n, 7) log-probabilities of each step before the action is
     drawn (an output defense); the recorded distributions are then the transformed ones.
     """
+    if not isinstance(model, AGENTS):
+        raise TypeError(f"rollouts query a navigation agent (MLPAgent, LSTMAgent), got {type(model).__name__}")
     with single_thread():
         return _rollout_maps(model, envs, seeds, planner, policy_transform)
 
 
-def _rollout_maps(model: nn.Module, envs: list[MapEnv], seeds: np.ndarray, planner: PlannerCache | None,
+def _rollout_maps(model: Agent, envs: list[MapEnv], seeds: np.ndarray, planner: PlannerCache | None,
                   policy_transform=None) -> list[Rollout]:
     device = next(model.parameters()).device
     n = len(seeds)

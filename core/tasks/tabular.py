@@ -36,7 +36,14 @@ from core.foundations.config import ExperimentConfig, bounded, check_fields
 from core.foundations.device import default_device
 from core.foundations.errors import ConfigError, DatasetNotFoundError
 from core.foundations.memory import FLOAT_BYTES, attack_training_bytes, responses_bytes, training_state_bytes
-from core.models.tabular import TabularLSTM, TabularMLP, lstm_param_count, match_lstm_hidden, mlp_param_count
+from core.models.tabular import (
+    Standardize,
+    TabularLSTM,
+    TabularMLP,
+    lstm_param_count,
+    match_lstm_hidden,
+    mlp_param_count,
+)
 from core.tasks.base import (
     PRESET_TIMES,
     EpochCallback,
@@ -256,7 +263,10 @@ class TabularTask(LogitClassifier, Task):
         rec: TabularRecords = data.records
         x = rec.x[train_index].to(device)
         y = rec.labels[train_index].to(device)
-        model.standardize.fit(rec.x[train_index], rec.standardised)
+        standardize = model.standardize
+        if not isinstance(standardize, Standardize):
+            raise TypeError(f"a tabular model begins with Standardize (TabularMLP, TabularLSTM), got {type(model).__name__}")
+        standardize.fit(rec.x[train_index], rec.standardised)
 
         def batch_loss(index: torch.Tensor) -> torch.Tensor:
             idx = index.to(device)

@@ -403,6 +403,8 @@ class TranslationTask(Task):
                   output_transform: OutputTransform | None = None) -> list[list[str]]:
         """Greedy translations (token lists) of the sources of records ``index`` (each step's
         distribution passed through ``output_transform`` first, when given)."""
+        if not isinstance(model, (LuongSeq2Seq, TransformerSeq2Seq)):
+            raise TypeError(f"a translator is a LuongSeq2Seq or a TransformerSeq2Seq, got {type(model).__name__}")
         rec: TranslationRecords = data.records
         device = next(model.parameters()).device
         out: list[list[str]] = []

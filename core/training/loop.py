@@ -96,7 +96,8 @@ class TrainingRecord:
 def decay_groups(model: nn.Module) -> tuple[list[str], list[str]]:
     """(names decayed, names not decayed): weight matrices (≥ 2 dimensions) vs biases and
     normalisation gains (1 dimension)."""
-    decay, no_decay = [], []
+    decay: list[str] = []
+    no_decay: list[str] = []
     for name, p in model.named_parameters():
         if p.requires_grad:
             (decay if p.dim() >= 2 else no_decay).append(name)

@@ -51,6 +51,7 @@ import torch
 from torch import nn
 
 from core.foundations.device import single_thread
+from core.models.navigation import AGENTS, Agent
 from core.training.loop import Batch, BatchCallback, PrivacySettings, build_optimizer, privatize
 
 
@@ -133,9 +134,10 @@ def train_ppo(
     """Train ``model`` in place with ``n_updates`` PPO updates on ``envs`` (see module docstring).
 
     Args:
-        model: an agent with ``forward(obs, memory) -> (logits, value, memory)``,
-            ``forward_sequence(obs, memory, masks)`` (the same over R steps), ``memory_size``
-            and ``recurrent`` (:mod:`core.models.navigation`).
+        model: a navigation agent (:class:`~core.models.navigation.MLPAgent` or
+            :class:`~core.models.navigation.LSTMAgent`, else a ``TypeError``) with
+            ``forward(obs, memory) -> (logits, value, memory)``, ``forward_sequence(obs, memory, masks)``
+            (the same over R steps), ``memory_size`` and ``recurrent``.
         envs: the vectorised environments (their map order is seeded by their owner).
         settings: PPO hyper-parameters.
         n_updates: number of rollout + optimisation rounds.
@@ -147,6 +149,8 @@ def train_ppo(
     Returns:
         Under DP-SGD the privacy record (σ, C, q, steps, accountant history), else None.
     """
+    if not isinstance(model, AGENTS):
+        raise TypeError(f"PPO trains a navigation agent (MLPAgent, LSTMAgent), got {type(model).__name__}")
     recurrent = bool(getattr(model, "recurrent", False))
     settings.check(recurrent)
     s = settings
@@ -170,7 +174,7 @@ def train_ppo(
     return record
 
 
-def _updates(model: nn.Module, envs: VecEnv, s: PPOSettings, n_updates: int, rec: int, gen: torch.Generator,
+def _updates(model: Agent, envs: VecEnv, s: PPOSettings, n_updates: int, rec: int, gen: torch.Generator,
              batch_rng: np.random.Generator, opt: torch.optim.Optimizer, private, device: torch.device,
              on_update: Callable[[UpdateLog], None] | None, on_batch: BatchCallback | None) -> None:
     """The rollout / GAE / optimisation rounds of :func:`train_ppo`."""
