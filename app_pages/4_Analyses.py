@@ -92,7 +92,7 @@ def downloads(name: str, results: dict, fig) -> None:
 @st.cache_data(max_entries=16, show_spinner=False)
 def _cached_analyses(key: tuple[str, ...], _configs: dict[str, ExperimentConfig]) -> dict:
     """:func:`core.analyses.analyses_view.cached_analyses` (the scatter, the most exposed members, the
-    vulnerability: cached runs and models only), once per set of runs (``key``: cache folder and hashes)."""
+    vulnerability, typed: cached runs and models only), once per set of runs (``key``: cache folder and hashes)."""
     return analyses_view.cached_analyses(_configs)
 
 
@@ -144,9 +144,12 @@ def repeats_cached(key: tuple[str, ...], _configs: dict[str, ExperimentConfig]) 
 
 n_rep = repeats_cached((str(cache_dir()),) + tuple(c.config_hash for c in configs.values()), configs)
 repeat_configs = [{a: repeat_config(c, r) for a, c in configs.items()} for r in range(n_rep)]
-# the long analyses whose worker jobs finished, for this run and for each cached repeat
-long_results = {name: done for name in LONG if (done := job_results(long_jobs(name))) is not None}
-repeat_results = {r: {name: done for name in LONG if (done := job_results(long_repeat_jobs(name, r))) is not None}
+# the long analyses whose worker jobs finished, for this run and for each cached repeat: each job's JSON read once,
+# typed (core.analyses.registry.read_result)
+long_results = {name: analysis_registry.read_result(name, done) for name in LONG
+                if (done := job_results(long_jobs(name))) is not None}
+repeat_results = {r: {name: analysis_registry.read_result(name, done) for name in LONG
+                      if (done := job_results(long_repeat_jobs(name, r))) is not None}
                   for r in range(1, n_rep)}
 try:  # one core call: the page draws what it returns (core.analyses.analyses_view; nothing trains)
     view = analyses_view.analyses_view(configs, long_results, n_rep, repeat_results, compute=cached_analyses)
@@ -471,9 +474,8 @@ for _ in drawn(tabs[7]):
             # each job's canary audit arrives as its JSON layout: read once, typed
             audits = {a: record_views.audit_beside(CanaryAudit.from_dict(entry), summaries[a])
                       for a, entry in done.items()}
-            laid_out = {a: v.to_dict() for a, v in audits.items()}  # analyses.json's layout
-            view = view.with_results(audit=laid_out)  # its verdict joins the others
-            all_results.update(audit=laid_out, verdicts=view.verdicts)
+            view = view.with_results(audit=audits)  # its verdict joins the others
+            all_results.update(audit=view.results["audit"], verdicts=view.verdicts)  # analyses.json's layout
             fig = record_view_figures.audit_figure(audits)
             st.plotly_chart(fig, width="stretch")
             st.dataframe(analyses_text.audit_rows(audits), hide_index=True)

@@ -15,6 +15,7 @@ from streamlit.testing.v1 import AppTest
 
 from core.analyses import analyses_view, analysis
 from core.analyses.analyses_json import AnalysesResults
+from core.analyses.analysis_results import Vulnerability
 from core.experiment.pipeline import load_models, run_experiment
 from core.experiment.results import RunSummary
 from core.foundations.errors import NotCachedError
@@ -77,9 +78,10 @@ def test_the_view_reads_the_cache_only_and_the_cli_writes_it(tmp_path, monkeypat
     assert [r["epoch"] for r in data["vulnerability"]["ffnn"]["rows"]] == [1, 2, 3]
 
     # a long analysis' result joins the view with its own verdict
-    over = {a: {"arch": a, "rows": [{"epoch": 1, "utility_val": 0.5, "utility_train": 0.5, "attack_accuracy": 0.5},
-                                    {"epoch": 3, "utility_val": 0.4, "utility_train": 0.9, "attack_accuracy": x}],
-                "best_val_epoch": 1} for a, x in (("ffnn", 0.9), ("rnn", 0.6))}
+    over = {a: Vulnerability.from_dict({
+        "arch": a, "rows": [{"epoch": 1, "utility_val": 0.5, "utility_train": 0.5, "attack_accuracy": 0.5},
+                            {"epoch": 3, "utility_val": 0.4, "utility_train": 0.9, "attack_accuracy": x}],
+        "best_val_epoch": 1}) for a, x in (("ffnn", 0.9), ("rnn", 0.6))}
     more = view.with_results(overtraining=over)
     assert "overtraining_raises_ffnn_more" in more.verdicts and "overtraining_raises_ffnn_more" not in view.verdicts
 

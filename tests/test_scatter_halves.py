@@ -4,10 +4,13 @@ non-members, and the RNN separates them more. One run states both with its numbe
 FFNN − RNN gap its verdict."""
 from core.analyses import verdicts as analysis_verdicts
 from core.analyses import registry as analysis_registry
+from core.analyses.analysis_results import MemberMeans, Quadrant, Scatter
 
 
-def scatter(members: float, non_members: float) -> dict:
-    return {"mean_ape": {"members": members, "non_members": non_members}}
+def scatter(members: float, non_members: float) -> Scatter:
+    """A scatter with its means only (no records: no interval over them)."""
+    return Scatter(attacks={}, quadrant=Quadrant(accuracy=0.5),
+                   mean_ape=MemberMeans(members=members, non_members=non_members))
 
 
 def test_one_run_states_both_halves():
@@ -28,11 +31,11 @@ def test_repeats_give_each_half_its_interval():
     out = analysis_verdicts.repeated_verdicts(per_repeat)
     v = out["verdicts"][analysis_registry.get_analysis("scatter").verdict]
     assert v["n"] == 6 and v["verdict"]["value"] == "holds"  # FFNN − RNN gap below 0: the RNN separates more
-    text = analysis_verdicts.repeated_verdict_sentence(v)
+    text = analysis_verdicts.repeated_verdict_sentence(analysis_verdicts.RepeatedVerdict.from_dict(v))
     assert "(1) members' entropy below non-members'" in text and text.count("(above 0)") == 2 and "(2) **holds**" in text
     # the other way round: reversed, and a gap whose interval holds 0 says so
     flipped = [{"scatter": {"ffnn": scatter(0.5, 0.5 + r), "rnn": scatter(0.5, 0.5 + f - 0.11)}}
                for f, r in zip(ffnn, rnn)]
     v = analysis_verdicts.repeated_verdicts(flipped)["verdicts"][analysis_registry.get_analysis("scatter").verdict]
-    text = analysis_verdicts.repeated_verdict_sentence(v)
+    text = analysis_verdicts.repeated_verdict_sentence(analysis_verdicts.RepeatedVerdict.from_dict(v))
     assert v["verdict"]["value"] == "reversed" and "(contains 0)" in text and "(above 0)" in text
