@@ -13,6 +13,7 @@ from core.analyses import analyses_view, analysis, record_views
 from core.analyses import registry as analysis_registry
 from core.analyses.analysis_results import CanaryAudit, ExposureView, SlicesView
 from core.analyses.repeats import repeat_config
+from core.analyses.verdicts import RunVerdict
 from core.defenses import registry as defense_registry
 from core.defenses.spec import DefenseSpec
 from core.experiment.pipeline import load_models
@@ -61,7 +62,7 @@ if missing:
     st.stop()
 
 
-def verdict_box(v: dict | None, finding: str, label: str = "The studies") -> None:
+def verdict_box(v: RunVerdict | None, finding: str, label: str = "The studies") -> None:
     """The study's finding (or, with ``label``, what is checked) and this run's computed verdict."""
     st.markdown(f"**{label}:** {finding}")
     # the verdict's own word, no ✅/❌: a comparison from one run reads "inconclusive (one repeat)"
@@ -475,7 +476,8 @@ for _ in drawn(tabs[7]):
             audits = {a: record_views.audit_beside(CanaryAudit.from_dict(entry), summaries[a])
                       for a, entry in done.items()}
             view = view.with_results(audit=audits)  # its verdict joins the others
-            all_results.update(audit=view.results["audit"], verdicts=view.verdicts)  # analyses.json's layout
+            all_results.update(audit=view.results["audit"],  # analyses.json's layout
+                               verdicts={k: v.to_dict() for k, v in view.verdicts.items()})
             fig = record_view_figures.audit_figure(audits)
             st.plotly_chart(fig, width="stretch")
             st.dataframe(analyses_text.audit_rows(audits), hide_index=True)

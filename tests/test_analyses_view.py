@@ -90,7 +90,7 @@ def test_the_view_reads_the_cache_only_and_the_cli_writes_it(tmp_path, monkeypat
     p = analyze(capsys, "--out", str(out))
     assert p.returncode == 0, p.stderr
     written = json.loads((out / "analyses.json").read_text())
-    assert unstamped(json.loads(p.stdout)) == written["verdicts"] == json.loads(json.dumps(view.verdicts))
+    assert unstamped(json.loads(p.stdout)) == written["verdicts"] == json.loads(json.dumps({k: v.to_dict() for k, v in view.verdicts.items()}))
     assert written["scatter"] == json.loads(json.dumps(data["scatter"]))
     assert (out / "scatter.csv").stat().st_size > 0 and (out / "vulnerability.html").is_file()
     # analyses that train are refused with --cached, before any work
@@ -113,11 +113,11 @@ def test_the_analyses_page_draws_the_view(monkeypatch):
     at.run(timeout=120)
     assert not at.exception, at.exception
     shown = [m.value for m in at.markdown if m.value.startswith("**This run:**")]
-    assert shown == [f"**This run:** {view.verdicts['lower_member_entropy']['value']} — "
-                     f"{view.verdicts['lower_member_entropy']['text']}"]
+    assert shown == [f"**This run:** {view.verdicts['lower_member_entropy'].value} — "
+                     f"{view.verdicts['lower_member_entropy'].text}"]
     at.session_state["analyses:tab"] = "Over training"
     at.run(timeout=120)
     assert not at.exception, at.exception
     shown = [m.value for m in at.markdown if m.value.startswith("**This run:**")]
-    assert shown == [f"**This run:** {view.verdicts['rnn_more_vulnerable_over_training']['value']} — "
-                     f"{view.verdicts['rnn_more_vulnerable_over_training']['text']}"]
+    assert shown == [f"**This run:** {view.verdicts['rnn_more_vulnerable_over_training'].value} — "
+                     f"{view.verdicts['rnn_more_vulnerable_over_training'].text}"]

@@ -1,6 +1,7 @@
 """The "why" analyses: scatter boundaries, quadrant search, verdicts, sequential training, the
 analyze CLI and the Analyses page."""
 from core.foundations.version import unstamped
+import dataclasses
 import json
 import subprocess
 import sys
@@ -209,6 +210,11 @@ def _means(members: float, non_members: float) -> Scatter:
                    mean_ape=MemberMeans(members=members, non_members=non_members))
 
 
+def _as_json(verdicts: dict) -> dict:
+    """The verdicts' JSON by key (what ``analyses.json`` holds)."""
+    return {k: v.to_dict() for k, v in verdicts.items()}
+
+
 def test_each_verdict_is_computed_from_its_own_analysis_only():
     """Feed analyses whose data disagree: each verdict must follow its own analysis' numbers. The
     overtraining tab once showed the vulnerability run's verdict."""
@@ -223,7 +229,7 @@ def test_each_verdict_is_computed_from_its_own_analysis_only():
     mismatch = {a: _mismatched(0.8, 0.5) for a in ("ffnn", "rnn")}  # a big drop: does not hold
     results = {"vulnerability": vulnerability, "overtraining": overtraining, "scatter": scatter,
                "memorization": memorization, "mismatch": mismatch}
-    v = analysis_verdicts.verdicts(results, summaries)
+    v = _as_json(analysis_verdicts.verdicts(results, summaries))
     of = analysis_registry.verdict_keys()
     # one run: every comparison is "inconclusive (one repeat)" with its own analysis' FFNN − RNN difference
     assert {x["value"] for x in v.values()} == {"inconclusive"}
@@ -238,7 +244,7 @@ def test_each_verdict_is_computed_from_its_own_analysis_only():
     assert len(set(of.values())) == len(of)  # one verdict per analysis: no tab borrows another's
     # flip one analysis' data: only its own verdict moves
     flipped = {**results, "overtraining": {"ffnn": overtraining["rnn"], "rnn": overtraining["ffnn"]}}
-    w = analysis_verdicts.verdicts(flipped, summaries)
+    w = _as_json(analysis_verdicts.verdicts(flipped, summaries))
     assert w[of["overtraining"]]["difference"] == pytest.approx(-0.28)
     assert {k: x for k, x in w.items() if k != of["overtraining"]} == \
            {k: x for k, x in v.items() if k != of["overtraining"]}
@@ -270,7 +276,7 @@ def _tagged_verdicts(real):
     """``analysis_verdicts.verdicts`` with each verdict's text prefixed by its own key, so a page test can
     tell which analysis' verdict a tab shows."""
     def verdicts(*args, **kwargs):
-        return {key: {**v, "text": f"[{key}] {v['text']}"} for key, v in real(*args, **kwargs).items()}
+        return {key: dataclasses.replace(v, text=f"[{key}] {v.text}") for key, v in real(*args, **kwargs).items()}
     return verdicts
 
 

@@ -18,6 +18,7 @@ from core.analyses.analysis import defended_summary, entropy_scatter, most_expos
 from core.analyses.analysis_results import Scatter
 from core.analyses.registry import laid_out
 from core.analyses.repeats import cached_repeat_configs, repeat_config
+from core.analyses.verdicts import RepeatedVerdicts, RunVerdict
 from core.experiment.cache import ArtifactCache
 from core.experiment.pipeline import cached_summary, load_models
 from core.experiment.results import DefendedPoint, RunSummary
@@ -72,8 +73,8 @@ class AnalysesView:
     configs: dict[str, ExperimentConfig]
     summaries: dict[str, RunSummary]
     results: dict[str, dict[str, Any]]
-    verdicts: dict[str, dict[str, Any]] = field(default_factory=dict)
-    repeats: dict[str, Any] | None = None
+    verdicts: dict[str, RunVerdict] = field(default_factory=dict)
+    repeats: RepeatedVerdicts | None = None
     typed: dict[str, Any] = field(default_factory=dict)
 
     def with_results(self, **more: Any) -> AnalysesView:
@@ -89,7 +90,7 @@ class AnalysesView:
         :func:`core.analyses.analysis.analyze` returns): ``task``, ``archs``, one key per analysis, ``verdicts``
         and, over cached repeats, ``repeats`` — the view's own order (verdicts after the analyses). The view is the
         page's working state (its configs, the runs' summaries, results a worker job adds); this is what it writes."""
-        out = {"task": self.task, "archs": list(self.configs), **self.results, "verdicts": self.verdicts}
+        out: dict[str, Any] = {"task": self.task, "archs": list(self.configs), **self.results, "verdicts": self.verdicts}
         if self.repeats is not None:
             out["repeats"] = self.repeats
         return AnalysesResults.from_dict(out)

@@ -332,13 +332,13 @@ class RepeatedVerdicts:
         return d if isinstance(d, cls) else cls.from_dict(d)
 
 
-def repeated_verdicts(per_repeat: list[dict[str, dict[str, Any]]], seeds: list[int] | None = None) -> dict[str, Any]:
+def repeated_verdicts(per_repeat: list[dict[str, dict[str, Any]]], seeds: list[int] | None = None) -> RepeatedVerdicts:
     """The comparing analyses' verdicts over N repeats: ``per_repeat[r]`` holds repeat r's data, typed (``runs``: both
     architectures' :class:`RunSummary`; and any analysis registered with a ``repeat`` pairing, ``{arch: typed}`` as
     its ``reads`` gives it). Per analysis with a number in
     every repeat: the paired comparison FFNN − RNN (:func:`core.measurement.stats.compare`) and its three-valued
     verdict, keyed by the analysis' registered ``verdict``. An analysis some repeat lacks a number for is listed
-    under ``missing``."""
+    under ``missing``. Its ``to_dict()`` is the ``repeats`` block of ``analyses.json``."""
     n = len(per_repeat)
     found: dict[str, RepeatedVerdict] = {}
     missing: dict[str, str] = {}
@@ -362,8 +362,7 @@ def repeated_verdicts(per_repeat: list[dict[str, dict[str, Any]]], seeds: list[i
         found[cast(str, entry.verdict)] = RepeatedVerdict(name, rep.what, n, paired_compare(
             name, [p[0] for p in cast("list[tuple[float, float]]", pairs)],
             [p[1] for p in cast("list[tuple[float, float]]", pairs)], rep.expected))
-    # typed as it is computed; the JSON layout analyses.json and analyze --repeats write (and the page's view holds)
-    return RepeatedVerdicts(n, tuple(seeds) if seeds else None, found, missing).to_dict()
+    return RepeatedVerdicts(n, tuple(seeds) if seeds else None, found, missing)
 
 
 def repeated_analyses() -> list[Analysis]:
@@ -395,17 +394,17 @@ def repeated_verdict_sentence(v: RepeatedVerdict) -> str:
     return line
 
 
-def verdicts(results: Mapping[str, Any], summaries: dict[str, RunSummary]) -> dict[str, dict[str, Any]]:
+def verdicts(results: Mapping[str, Any], summaries: dict[str, RunSummary]) -> dict[str, RunVerdict]:
     """The studies' findings, each checked on the data of its own analysis (its registered
     ``verdict_of``): ``results[name]`` (``{arch: typed}`` where the analysis registers ``reads``) feeds the
     verdict of ``name`` and nothing else (needs both architectures); the runs' verdict reads ``summaries``.
-    Returns each verdict's JSON by key."""
+    By verdict key (``analyses.json``'s ``verdicts``: each one's ``to_dict()``)."""
     if not {"ffnn", "rnn"} <= set(summaries):
         return {}
     data_of = {**results, "runs": summaries}
-    out = {}
+    out: dict[str, RunVerdict] = {}
     for entry in registered(every=True):
         data = data_of.get(entry.name)
         if entry.verdict_of is not None and data and {"ffnn", "rnn"} <= set(data):
-            out[entry.verdict] = entry.verdict_of(data).to_dict()
+            out[cast(str, entry.verdict)] = entry.verdict_of(data)
     return out
