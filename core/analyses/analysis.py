@@ -1,7 +1,7 @@
 """Do RNNs leak more, and why do attacks work? The explorer's explanation analyses, task-generic, as plain data.
 
-Each analysis takes summaries or trained models (never a figure) and returns JSON-able dicts that
-the CLI writes (``python -m core analyze``) and the Analyses page draws:
+Each analysis takes summaries or trained models (never a figure) and returns its typed result, whose JSON
+(``to_dict``) the CLI writes (``python -m core analyze``) and the Analyses page draws:
 
 * :func:`entropy_scatter` — paper 000 Fig. 5: per record, x = average prediction entropy (APE,
   eq. 3), y = cross-entropy to the reference; membership, each attack's decision and its decision
@@ -397,7 +397,7 @@ def analyze(configs: dict[str, ExperimentConfig], analyses: tuple[str, ...] | No
             out[entry.name] = entry.run(run)
             if entry.extras is not None:
                 out.update(entry.extras(run))
-    # analyses.json's layout, typed as it is born (the verdicts and repeats checked and read as a reader reads them)
+    # analyses.json's layout: the verdicts typed, each analysis' data written as its JSON (laid_out)
     layout = {"task": next(iter(configs.values())).task, "archs": list(configs), "verdicts": verdicts(out, summaries),
               **laid_out(out)}
     if repeats >= 2 and {"ffnn", "rnn"} <= set(configs):

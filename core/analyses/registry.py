@@ -5,8 +5,8 @@ the report and the Analyses page.
   and ``label``;
 * ``run(AnalysisRun) → data`` for both architectures (``extras``: other keys it adds beside its own);
 * ``reads``: its typed class' reader of one architecture's JSON (``from_dict``); with one, ``run`` returns
-  ``{arch: typed}`` and ``verdict_of`` / ``repeat.pair`` take that; JSON read from a job, a file or the page's
-  memo becomes typed once, by :func:`read_result`, and typed data is written by :func:`laid_out`;
+  ``{arch: typed}`` and ``verdict_of`` / ``repeat.pair`` take that; a job's JSON result becomes typed once, where
+  it is read (:func:`read_result`), and typed data is written as JSON by :func:`laid_out`;
 * ``verdict`` (its key in ``verdicts``) and ``verdict_of({arch: data}) → Verdict``;
 * ``repeat`` (:class:`Repeat`): how it compares FFNN with RNN over paired repeats;
 * ``long``: it trains models of its own, so the app runs it as a worker job through
