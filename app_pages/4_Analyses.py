@@ -13,6 +13,7 @@ from core.analyses import analyses_view, analysis, record_views
 from core.analyses import registry as analysis_registry
 from core.analyses.analysis_results import CanaryAudit, ExposureView, SlicesView
 from core.analyses.repeats import repeat_config
+from core.analyses.verdicts import RunVerdict
 from core.defenses import registry as defense_registry
 from core.defenses.spec import DefenseSpec
 from core.experiment.pipeline import load_models
@@ -61,7 +62,7 @@ if missing:
     st.stop()
 
 
-def verdict_box(v: dict | None, finding: str, label: str = "The studies") -> None:
+def verdict_box(v: RunVerdict | None, finding: str, label: str = "The studies") -> None:
     """The study's finding (or, with ``label``, what is checked) and this run's computed verdict."""
     st.markdown(f"**{label}:** {finding}")
     # the verdict's own word, no ✅/❌: a comparison from one run reads "inconclusive (one repeat)"
@@ -92,7 +93,7 @@ def downloads(name: str, results: dict, fig) -> None:
 @st.cache_data(max_entries=16, show_spinner=False)
 def _cached_analyses(key: tuple[str, ...], _configs: dict[str, ExperimentConfig]) -> dict:
     """:func:`core.analyses.analyses_view.cached_analyses` (the scatter, the most exposed members, the
-    vulnerability: cached runs and models only), once per set of runs (``key``: cache folder and hashes)."""
+    vulnerability, typed: cached runs and models only), once per set of runs (``key``: cache folder and hashes)."""
     return analyses_view.cached_analyses(_configs)
 
 
@@ -144,9 +145,12 @@ def repeats_cached(key: tuple[str, ...], _configs: dict[str, ExperimentConfig]) 
 
 n_rep = repeats_cached((str(cache_dir()),) + tuple(c.config_hash for c in configs.values()), configs)
 repeat_configs = [{a: repeat_config(c, r) for a, c in configs.items()} for r in range(n_rep)]
-# the long analyses whose worker jobs finished, for this run and for each cached repeat
-long_results = {name: done for name in LONG if (done := job_results(long_jobs(name))) is not None}
-repeat_results = {r: {name: done for name in LONG if (done := job_results(long_repeat_jobs(name, r))) is not None}
+# the long analyses whose worker jobs finished, for this run and for each cached repeat: each job's JSON read once,
+# typed (core.analyses.registry.read_result)
+long_results = {name: analysis_registry.read_result(name, done) for name in LONG
+                if (done := job_results(long_jobs(name))) is not None}
+repeat_results = {r: {name: analysis_registry.read_result(name, done) for name in LONG
+                      if (done := job_results(long_repeat_jobs(name, r))) is not None}
                   for r in range(1, n_rep)}
 try:  # one core call: the page draws what it returns (core.analyses.analyses_view; nothing trains)
     view = analyses_view.analyses_view(configs, long_results, n_rep, repeat_results, compute=cached_analyses)
@@ -471,9 +475,9 @@ for _ in drawn(tabs[7]):
             # each job's canary audit arrives as its JSON layout: read once, typed
             audits = {a: record_views.audit_beside(CanaryAudit.from_dict(entry), summaries[a])
                       for a, entry in done.items()}
-            laid_out = {a: v.to_dict() for a, v in audits.items()}  # analyses.json's layout
-            view = view.with_results(audit=laid_out)  # its verdict joins the others
-            all_results.update(audit=laid_out, verdicts=view.verdicts)
+            view = view.with_results(audit=audits)  # its verdict joins the others
+            all_results.update(audit=view.results["audit"],  # analyses.json's layout
+                               verdicts={k: v.to_dict() for k, v in view.verdicts.items()})
             fig = record_view_figures.audit_figure(audits)
             st.plotly_chart(fig, width="stretch")
             st.dataframe(analyses_text.audit_rows(audits), hide_index=True)

@@ -71,7 +71,7 @@ def test_slice_rows_say_a_tpr_at_zero_false_positives():
     assert out["TPR@1 % FPR"].endswith("TPR at 0 false positives (FPR < 1/20)")
 
 
-def test_a_repeated_verdict_is_typed_and_its_sentence_reads_the_same_typed_or_json():
+def test_a_repeated_verdict_is_typed_and_its_sentence_reads_the_same_from_its_json():
     from core.analyses.verdicts import RepeatedVerdict, RepeatedVerdicts, repeated_verdict_sentence
     from core.measurement.stats import compare
 
@@ -81,7 +81,7 @@ def test_a_repeated_verdict_is_typed_and_its_sentence_reads_the_same_typed_or_js
     d = block.to_dict()
     assert list(d) == ["n", "seeds", "verdicts", "missing"] and RepeatedVerdicts.from_dict(d).to_dict() == d
     line = repeated_verdict_sentence(v)
-    assert line == repeated_verdict_sentence(d["verdicts"]["lower_member_entropy"])
+    assert line == repeated_verdict_sentence(RepeatedVerdict.from_dict(d["verdicts"]["lower_member_entropy"]))
     assert "**holds** — entropy gap: FFNN − RNN -0.202 95 % CI [-0.235, -0.168]" in line and "N = 6 repeats; p = " in line
     assert line.startswith("(1) members' entropy below non-members'") and "(above 0)" in line
     assert analyses_text.repeated_line(d, "lower_member_entropy").startswith("**Over 6 paired repeats:** (1)")

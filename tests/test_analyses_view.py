@@ -15,6 +15,7 @@ from streamlit.testing.v1 import AppTest
 
 from core.analyses import analyses_view, analysis
 from core.analyses.analyses_json import AnalysesResults
+from core.analyses.analysis_results import Vulnerability
 from core.experiment.pipeline import load_models, run_experiment
 from core.experiment.results import RunSummary
 from core.foundations.errors import NotCachedError
@@ -77,9 +78,10 @@ def test_the_view_reads_the_cache_only_and_the_cli_writes_it(tmp_path, monkeypat
     assert [r["epoch"] for r in data["vulnerability"]["ffnn"]["rows"]] == [1, 2, 3]
 
     # a long analysis' result joins the view with its own verdict
-    over = {a: {"arch": a, "rows": [{"epoch": 1, "utility_val": 0.5, "utility_train": 0.5, "attack_accuracy": 0.5},
-                                    {"epoch": 3, "utility_val": 0.4, "utility_train": 0.9, "attack_accuracy": x}],
-                "best_val_epoch": 1} for a, x in (("ffnn", 0.9), ("rnn", 0.6))}
+    over = {a: Vulnerability.from_dict({
+        "arch": a, "rows": [{"epoch": 1, "utility_val": 0.5, "utility_train": 0.5, "attack_accuracy": 0.5},
+                            {"epoch": 3, "utility_val": 0.4, "utility_train": 0.9, "attack_accuracy": x}],
+        "best_val_epoch": 1}) for a, x in (("ffnn", 0.9), ("rnn", 0.6))}
     more = view.with_results(overtraining=over)
     assert "overtraining_raises_ffnn_more" in more.verdicts and "overtraining_raises_ffnn_more" not in view.verdicts
 
@@ -88,7 +90,7 @@ def test_the_view_reads_the_cache_only_and_the_cli_writes_it(tmp_path, monkeypat
     p = analyze(capsys, "--out", str(out))
     assert p.returncode == 0, p.stderr
     written = json.loads((out / "analyses.json").read_text())
-    assert unstamped(json.loads(p.stdout)) == written["verdicts"] == json.loads(json.dumps(view.verdicts))
+    assert unstamped(json.loads(p.stdout)) == written["verdicts"] == json.loads(json.dumps({k: v.to_dict() for k, v in view.verdicts.items()}))
     assert written["scatter"] == json.loads(json.dumps(data["scatter"]))
     assert (out / "scatter.csv").stat().st_size > 0 and (out / "vulnerability.html").is_file()
     # analyses that train are refused with --cached, before any work
@@ -111,11 +113,11 @@ def test_the_analyses_page_draws_the_view(monkeypatch):
     at.run(timeout=120)
     assert not at.exception, at.exception
     shown = [m.value for m in at.markdown if m.value.startswith("**This run:**")]
-    assert shown == [f"**This run:** {view.verdicts['lower_member_entropy']['value']} — "
-                     f"{view.verdicts['lower_member_entropy']['text']}"]
+    assert shown == [f"**This run:** {view.verdicts['lower_member_entropy'].value} — "
+                     f"{view.verdicts['lower_member_entropy'].text}"]
     at.session_state["analyses:tab"] = "Over training"
     at.run(timeout=120)
     assert not at.exception, at.exception
     shown = [m.value for m in at.markdown if m.value.startswith("**This run:**")]
-    assert shown == [f"**This run:** {view.verdicts['rnn_more_vulnerable_over_training']['value']} — "
-                     f"{view.verdicts['rnn_more_vulnerable_over_training']['text']}"]
+    assert shown == [f"**This run:** {view.verdicts['rnn_more_vulnerable_over_training'].value} — "
+                     f"{view.verdicts['rnn_more_vulnerable_over_training'].text}"]

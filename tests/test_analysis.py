@@ -1,6 +1,7 @@
 """The "why" analyses: scatter boundaries, quadrant search, verdicts, sequential training, the
 analyze CLI and the Analyses page."""
 from core.foundations.version import unstamped
+import dataclasses
 import json
 import subprocess
 import sys
@@ -14,6 +15,7 @@ from streamlit.testing.v1 import AppTest
 from core.analyses import analysis, own_models
 from core.analyses import verdicts as analysis_verdicts
 from core.analyses import registry as analysis_registry
+from core.analyses.analysis_results import MemberMeans, Quadrant, Scatter, Vulnerability
 from core.foundations.errors import ConfigError
 from core.experiment.pipeline import run_experiment
 from core.experiment.results import RunRecords, RunSummary
@@ -37,9 +39,9 @@ def test_surrogate_recovers_a_known_boundary():
     x, y = rng.uniform(-3, 0, 2000), rng.uniform(-3, 0, 2000)
     decisions = x + y < -3  # the attack's (known) rule, a line in this plane
     s = analysis.surrogate_boundary(x, y, decisions)
-    assert s["agreement"] > 0.97
-    z = np.asarray(s["member_probability"])
-    gx, gy = np.asarray(s["x"]), np.asarray(s["y"])
+    assert s.agreement > 0.97
+    z = np.asarray(s.member_probability)
+    gx, gy = np.asarray(s.x), np.asarray(s.y)
     # the predicted member region on the lattice matches the rule away from the line
     far = np.abs(gx[None, :] + gy[:, None] + 3) > 0.3
     assert ((z > 0.5) == (gx[None, :] + gy[:, None] < -3))[far].mean() > 0.98
@@ -185,21 +187,32 @@ def _arch_pair(make):
     return {"ffnn": make("ffnn"), "rnn": make("rnn")}
 
 
-def _memorized(first: float) -> dict:
-    """A memorization result's JSON whose first block is attacked at ``first`` (the verdicts read it typed)."""
+def _memorized(first: float) -> own_models.Memorization:
+    """A memorization result whose first block is attacked at ``first``."""
     block = own_models.MemorizedBlock(1, first, None, {"shadow": first}, 0.0, 0.0)
-    return own_models.Memorization("x", (block,), (), 1, 1, 1, "shadow").to_dict()
+    return own_models.Memorization("x", (block,), (), 1, 1, 1, "shadow")
 
 
-def _mismatched(*accuracies: float) -> dict:
-    """A mismatch result's JSON: the shadow attack's accuracy per shadow size (the matched size first)."""
+def _mismatched(*accuracies: float) -> own_models.Mismatch:
+    """A mismatch result: the shadow attack's accuracy per shadow size (the matched size first)."""
     rows = tuple(own_models.MismatchRow(1.0 / (i + 1), 8, {"shadow": a}) for i, a in enumerate(accuracies))
-    return own_models.Mismatch("x", "cnn_width", rows, "shadow").to_dict()
+    return own_models.Mismatch("x", "cnn_width", rows, "shadow")
 
 
-def _curve(acc_by_epoch: dict[int, float], best: int) -> dict:
-    return {"rows": [{"epoch": e, "attack_accuracy": a, "utility_train": 1.0, "utility_val": 0.5}
-                     for e, a in sorted(acc_by_epoch.items())], "best_val_epoch": best}
+def _curve(acc_by_epoch: dict[int, float], best: int) -> Vulnerability:
+    return Vulnerability.from_dict({"rows": [{"epoch": e, "attack_accuracy": a, "utility_train": 1.0, "utility_val": 0.5}
+                                             for e, a in sorted(acc_by_epoch.items())], "best_val_epoch": best})
+
+
+def _means(members: float, non_members: float) -> Scatter:
+    """A scatter with its mean APEs only (no records)."""
+    return Scatter(attacks={}, quadrant=Quadrant(accuracy=0.5),
+                   mean_ape=MemberMeans(members=members, non_members=non_members))
+
+
+def _as_json(verdicts: dict) -> dict:
+    """The verdicts' JSON by key (what ``analyses.json`` holds)."""
+    return {k: v.to_dict() for k, v in verdicts.items()}
 
 
 def test_each_verdict_is_computed_from_its_own_analysis_only():
@@ -211,13 +224,12 @@ def test_each_verdict_is_computed_from_its_own_analysis_only():
     vulnerability = {"ffnn": _curve({2: 0.55, 4: 0.6}, 4), "rnn": _curve({2: 0.7, 4: 0.75}, 4)}
     # overtraining (a longer run): FFNN rises 0.6 → 0.9 past its best epoch, RNN 0.7 → 0.72
     overtraining = {"ffnn": _curve({3: 0.6, 6: 0.8, 12: 0.9}, 3), "rnn": _curve({3: 0.7, 6: 0.71, 12: 0.72}, 3)}
-    scatter = {"ffnn": {"mean_ape": {"members": 0.1, "non_members": 0.3}},
-               "rnn": {"mean_ape": {"members": 0.5, "non_members": 0.2}}}  # RNN members higher: does not hold
+    scatter = {"ffnn": _means(0.1, 0.3), "rnn": _means(0.5, 0.2)}  # RNN members higher: does not hold
     memorization = {"ffnn": _memorized(0.5), "rnn": _memorized(0.7)}
     mismatch = {a: _mismatched(0.8, 0.5) for a in ("ffnn", "rnn")}  # a big drop: does not hold
     results = {"vulnerability": vulnerability, "overtraining": overtraining, "scatter": scatter,
                "memorization": memorization, "mismatch": mismatch}
-    v = analysis_verdicts.verdicts(results, summaries)
+    v = _as_json(analysis_verdicts.verdicts(results, summaries))
     of = analysis_registry.verdict_keys()
     # one run: every comparison is "inconclusive (one repeat)" with its own analysis' FFNN − RNN difference
     assert {x["value"] for x in v.values()} == {"inconclusive"}
@@ -232,7 +244,7 @@ def test_each_verdict_is_computed_from_its_own_analysis_only():
     assert len(set(of.values())) == len(of)  # one verdict per analysis: no tab borrows another's
     # flip one analysis' data: only its own verdict moves
     flipped = {**results, "overtraining": {"ffnn": overtraining["rnn"], "rnn": overtraining["ffnn"]}}
-    w = analysis_verdicts.verdicts(flipped, summaries)
+    w = _as_json(analysis_verdicts.verdicts(flipped, summaries))
     assert w[of["overtraining"]]["difference"] == pytest.approx(-0.28)
     assert {k: x for k, x in w.items() if k != of["overtraining"]} == \
            {k: x for k, x in v.items() if k != of["overtraining"]}
@@ -264,7 +276,7 @@ def _tagged_verdicts(real):
     """``analysis_verdicts.verdicts`` with each verdict's text prefixed by its own key, so a page test can
     tell which analysis' verdict a tab shows."""
     def verdicts(*args, **kwargs):
-        return {key: {**v, "text": f"[{key}] {v['text']}"} for key, v in real(*args, **kwargs).items()}
+        return {key: dataclasses.replace(v, text=f"[{key}] {v.text}") for key, v in real(*args, **kwargs).items()}
     return verdicts
 
 

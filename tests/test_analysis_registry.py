@@ -58,6 +58,30 @@ def test_the_builtin_analyses_are_registered_in_their_order():
                                      "own_model_audit"}
 
 
+def test_the_verdicts_take_typed_results_and_the_json_is_read_once_at_the_boundary():
+    """Every analysis with a verdict (the runs' aside: summaries) registers the reader of its JSON; the verdicts and
+    pairings take ``{arch: typed}`` only (no ``X | dict`` alternative to coerce inside), and ``read_result`` /
+    ``laid_out`` turn a job's JSON into the typed result and back, unchanged."""
+    import inspect
+    import re
+
+    from core.analyses import verdicts
+    from core.analyses.analysis_results import Vulnerability
+
+    for entry in analysis_registry.registered():
+        if entry.verdict_of is not None or entry.repeat is not None:
+            assert entry.reads is not None, entry.name
+    mixed = [f"{name}({p.name})" for name, fn in inspect.getmembers(verdicts, inspect.isfunction)
+             if fn.__module__ == verdicts.__name__ for p in inspect.signature(fn).parameters.values()
+             if re.search(r"\| (dict|Mapping)\b|^dict\[str, dict\[str, Any\]\]$", str(p.annotation))]
+    assert mixed == []
+    job = {a: {"arch": a, "rows": [{"epoch": 1, "attack_accuracy": 0.5}], "best_val_epoch": 1} for a in ("ffnn", "rnn")}
+    typed = analysis_registry.read_result("overtraining", job)
+    assert all(isinstance(v, Vulnerability) for v in typed.values())
+    assert analysis_registry.laid_out({"overtraining": typed}) == {"overtraining": job}
+    assert analysis_registry.read_result("exposure", {"x": 1}) == {"x": 1}  # no reader: as given
+
+
 def test_a_toy_analysis_appears_in_the_cli_its_files_and_the_html_export(toys, tmp_path, capsys, monkeypatch):
     from core.cli.main import main
     from core.views.report import html_report

@@ -142,14 +142,14 @@ def test_repeated_verdicts_on_planted_pairs():
                          for a, acc in (("ffnn", f), ("rnn", r))}}
 
     ffnn, rnn = (0.6, 0.61, 0.59, 0.6, 0.62, 0.6), (0.7, 0.72, 0.69, 0.71, 0.7, 0.73)  # N = 6: a sign test can reach 95 %
-    holds = analysis_verdicts.repeated_verdicts([rep(f, r) for f, r in zip(ffnn, rnn)], list(range(6)))
+    holds = analysis_verdicts.repeated_verdicts([rep(f, r) for f, r in zip(ffnn, rnn)], list(range(6))).to_dict()
     v = holds["verdicts"]["rnn_more_vulnerable"]
     assert v["verdict"]["value"] == "holds" and v["n"] == 6 and v["verdict"]["ci_high"] < 0
-    assert analysis_verdicts.repeated_verdicts([rep(r, f) for f, r in zip(ffnn, rnn)])["verdicts"][
-        "rnn_more_vulnerable"]["verdict"]["value"] == "reversed"
-    three = analysis_verdicts.repeated_verdicts([rep(0.6, 0.7), rep(0.61, 0.72), rep(0.59, 0.69)])["verdicts"]
+    assert analysis_verdicts.repeated_verdicts([rep(r, f) for f, r in zip(ffnn, rnn)]).verdicts[
+        "rnn_more_vulnerable"].paired.verdict.value == "reversed"
+    three = analysis_verdicts.repeated_verdicts([rep(0.6, 0.7), rep(0.61, 0.72), rep(0.59, 0.69)]).to_dict()["verdicts"]
     assert three["rnn_more_vulnerable"]["verdict"]["value"] == "inconclusive"  # N = 3: the sign test cannot agree
-    null = analysis_verdicts.repeated_verdicts([rep(0.6, 0.7), rep(0.7, 0.6), rep(0.65, 0.66)])
+    null = analysis_verdicts.repeated_verdicts([rep(0.6, 0.7), rep(0.7, 0.6), rep(0.65, 0.66)]).to_dict()
     assert null["verdicts"]["rnn_more_vulnerable"]["verdict"]["value"] == "inconclusive"
     # the analyses' HTML export (the Analyses page's button) carries them, with interval and N
     from core.views.report import html_report

@@ -67,7 +67,7 @@ def _readers(configs, tmp_path, monkeypatch):
     # the Analyses page's verdicts over the cached repeats (analyses_view hands each repeat's runs to this)
     per_repeat = [{"runs": {a: RunSummary.from_dict(cached_summary(repeat_config(c, r))) for a, c in configs.items()}}
                   for r in range(N)]
-    analyses = repeated_verdicts(per_repeat)["verdicts"]["rnn_more_vulnerable"]["verdict"]["value"]
+    analyses = repeated_verdicts(per_repeat).to_dict()["verdicts"]["rnn_more_vulnerable"]["verdict"]["value"]
     f1 = next(r for r in findings_table(["image"], "quick").rows if r.finding == "F1")
     report = tmp_path / "report.html"
     assert main(["report", "--task", "image", "--no-budget", "--quiet", "--out", str(report)]) == 0

@@ -7,11 +7,13 @@ import math
 import numpy as np
 
 from core.analyses import verdicts as analysis_verdicts
+from core.analyses.analysis_results import MemberMeans, Quadrant, Scatter
 
 
-def _scatter(ape: np.ndarray, member: np.ndarray) -> dict:
-    return {"log10_ape": np.log10(ape).tolist(), "membership": member.tolist(),
-            "mean_ape": {"members": float(ape[member].mean()), "non_members": float(ape[~member].mean())}}
+def _scatter(ape: np.ndarray, member: np.ndarray) -> Scatter:
+    return Scatter(attacks={}, quadrant=Quadrant(accuracy=0.5), log10_ape=tuple(np.log10(ape).tolist()),
+                   membership=tuple(member.tolist()),
+                   mean_ape=MemberMeans(members=float(ape[member].mean()), non_members=float(ape[~member].mean())))
 
 
 def test_a_gap_at_the_stored_rounding_is_no_direction():

@@ -24,7 +24,7 @@ from core.foundations.errors import ConfigError
 from core.experiment.pipeline import trained_models
 from core.experiment.results import RunSummary
 from core.experiment.reference_attacks import lira_scores, online_lira, reference_inputs
-from core.analyses.analysis_results import SlicesView
+from core.analyses.analysis_results import AuditView, SlicesView
 from core.analyses.repeats import repeat_config
 from core.measurement.responses import Responses
 from tests.typed_runs import typed_run
@@ -514,10 +514,11 @@ def test_analyze_cli_refuses_bad_view_options_before_any_work(tmp_path, args, me
 
 def test_audit_verdict_checks_the_accountant_on_dp_runs_only():
     def entry(eps, acc=None, saturated=False, comparable=True):  # audit_beside's layout, the verdict's fields varied
-        return {"audited_epsilon": eps, "accountant_epsilon": acc, "audit": {"best_k": 10, "saturated": saturated},
-                "attack": "lira", "attack_epsilon_lower_bound": 0.0, "utility_val": 0.5,
-                "estimators": {"fdp_bound": {}, "gdp_estimate": {}},
-                "comparability": {"comparable": comparable, "reason": "canary a map, DP-SGD one window"}}
+        return AuditView.from_dict({
+            "audited_epsilon": eps, "accountant_epsilon": acc, "audit": {"best_k": 10, "saturated": saturated},
+            "attack": "lira", "attack_epsilon_lower_bound": 0.0, "utility_val": 0.5,
+            "estimators": {"fdp_bound": {}, "gdp_estimate": {}},
+            "comparability": {"comparable": comparable, "reason": "canary a map, DP-SGD one window"}})
 
     v = analysis_verdicts.audit_verdict({"ffnn": entry(0.2, {"rdp": 2.7, "prv": 2.5}), "rnn": entry(0.0, {"rdp": 2.7, "prv": 2.4})})
     assert v.value == "holds" and "stays within" in v.text

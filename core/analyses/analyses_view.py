@@ -16,7 +16,9 @@ from core.analyses import verdicts as analysis_verdicts
 from core.analyses.analyses_json import AnalysesResults
 from core.analyses.analysis import defended_summary, entropy_scatter, most_exposed, point_records, vulnerability
 from core.analyses.analysis_results import Scatter
+from core.analyses.registry import laid_out
 from core.analyses.repeats import cached_repeat_configs, repeat_config
+from core.analyses.verdicts import RepeatedVerdicts, RunVerdict
 from core.experiment.cache import ArtifactCache
 from core.experiment.pipeline import cached_summary, load_models
 from core.experiment.results import DefendedPoint, RunSummary
@@ -45,46 +47,50 @@ def cached_runs(configs: dict[str, ExperimentConfig], cache: ArtifactCache | Non
 
 
 def cached_analyses(configs: dict[str, ExperimentConfig], cache: ArtifactCache | None = None) -> dict[str, Any]:
-    """The analyses of :data:`CACHED` per architecture, plus the scatter's most exposed members (each row
-    with its record's data ``index``, so a reader can show the record): ``{"scatter": {arch: …},
-    "most_exposed": {arch: [...]}, "vulnerability": {arch: …}}``. Reads the cache only."""
+    """The analyses of :data:`CACHED` per architecture, typed, plus the scatter's most exposed members (each row's
+    JSON with its record's data ``index``, so a reader can show the record): ``{"scatter": {arch: Scatter},
+    "most_exposed": {arch: [...]}, "vulnerability": {arch: Vulnerability}}``, in analyses.json's key order. Reads
+    the cache only."""
     runs = cached_runs(configs, cache)
     out: dict[str, dict[str, Any]] = {"scatter": {}, "most_exposed": {}, "vulnerability": {}}
     for arch, cfg in configs.items():
         models = load_models(cfg, cache)
-        # the results' JSON layout (analyses.json's keys), which the view and the page's exports carry
-        out["scatter"][arch] = entropy_scatter(runs[arch]).to_dict()
+        out["scatter"][arch] = entropy_scatter(runs[arch])
         eval_index = np.asarray(models.splits.eval_index)
         out["most_exposed"][arch] = [{**row.to_dict(), "index": int(eval_index[row.position])}
                                      for row in most_exposed(runs[arch])]
-        out["vulnerability"][arch] = vulnerability(models, runs[arch]).to_dict()
+        out["vulnerability"][arch] = vulnerability(models, runs[arch])
     return out
 
 
 @dataclass
 class AnalysesView:
-    """The Analyses page's data: ``results`` (analysis name → arch → its data, the keys of ``analyses.json``),
-    the verdicts computed from them (each from its own analysis' data), and ``repeats`` (the paired verdicts
-    over the cached repeats, :func:`core.analyses.verdicts.repeated_verdicts`; None with fewer than 2)."""
+    """The Analyses page's data: ``results`` (analysis name → arch → its data as JSON, the keys of ``analyses.json``:
+    what the page draws and writes), ``typed`` (the same, typed where the analysis registers a reader), the verdicts
+    computed from ``typed`` (each from its own analysis' data), and ``repeats`` (the paired verdicts over the cached
+    repeats, :func:`core.analyses.verdicts.repeated_verdicts`; None with fewer than 2)."""
     task: str
     configs: dict[str, ExperimentConfig]
     summaries: dict[str, RunSummary]
     results: dict[str, dict[str, Any]]
-    verdicts: dict[str, dict[str, Any]] = field(default_factory=dict)
-    repeats: dict[str, Any] | None = None
+    verdicts: dict[str, RunVerdict] = field(default_factory=dict)
+    repeats: RepeatedVerdicts | None = None
+    typed: dict[str, Any] = field(default_factory=dict)
 
-    def with_results(self, **more: dict[str, Any]) -> AnalysesView:
-        """This view with more analyses' results (a finished worker job's, an audit's) and the verdicts
-        recomputed over all of them."""
-        results = {**self.results, **more}
-        return replace(self, results=results, verdicts=analysis_verdicts.verdicts(results, self.summaries))
+    def with_results(self, **more: Any) -> AnalysesView:
+        """This view with more analyses' results (a finished worker job's, an audit's: ``{arch: typed}`` where the
+        analysis registers a reader, :func:`core.analyses.registry.read_result`) and the verdicts recomputed over
+        all of them."""
+        typed = {**self.typed, **more}
+        return replace(self, results={**self.results, **laid_out(more)}, typed=typed,
+                       verdicts=analysis_verdicts.verdicts(typed, self.summaries))
 
     def as_results(self) -> AnalysesResults:
         """This view as ``analyses.json``, in the one class for it (:class:`AnalysesResults`, what
         :func:`core.analyses.analysis.analyze` returns): ``task``, ``archs``, one key per analysis, ``verdicts``
         and, over cached repeats, ``repeats`` — the view's own order (verdicts after the analyses). The view is the
         page's working state (its configs, the runs' summaries, results a worker job adds); this is what it writes."""
-        out = {"task": self.task, "archs": list(self.configs), **self.results, "verdicts": self.verdicts}
+        out: dict[str, Any] = {"task": self.task, "archs": list(self.configs), **self.results, "verdicts": self.verdicts}
         if self.repeats is not None:
             out["repeats"] = self.repeats
         return AnalysesResults.from_dict(out)
@@ -103,10 +109,11 @@ def analyses_view(configs: dict[str, ExperimentConfig], long_results: dict[str, 
                   repeats: int = 1, repeat_results: dict[int, dict[str, dict[str, Any]]] | None = None,
                   cache: ArtifactCache | None = None,
                   compute: Callable[[dict[str, ExperimentConfig]], dict[str, Any]] | None = None) -> AnalysesView:
-    """The analyses of ``configs`` that read the cache only, joined with ``long_results`` (name → arch → result of the
-    analyses that trained elsewhere), and the verdicts of all of them; with ``repeats`` = N ≥ 2 the verdicts over the
-    N cached paired repeats too (``repeat_results[r]``: the long results the caller has for repeat r). ``compute``
-    replaces :func:`cached_analyses` (the page's memoized copy). A run or model not cached: :class:`NotCachedError`."""
+    """The analyses of ``configs`` that read the cache only, joined with ``long_results`` (name → arch → typed result
+    of the analyses that trained elsewhere, :func:`core.analyses.registry.read_result`), and the verdicts of all of
+    them; with ``repeats`` = N ≥ 2 the verdicts over the N cached paired repeats too (``repeat_results[r]``: the long
+    results the caller has for repeat r, typed alike). ``compute`` replaces :func:`cached_analyses` (the page's
+    memoized copy; typed alike). A run or model not cached: :class:`NotCachedError`."""
     compute = compute or (lambda c: cached_analyses(c, cache))
     summaries = cached_runs(configs, cache)
     view = AnalysesView(next(iter(configs.values())).task, dict(configs), summaries,
@@ -115,7 +122,7 @@ def analyses_view(configs: dict[str, ExperimentConfig], long_results: dict[str, 
         return view
     # per repeat: its runs, its cached analyses and the long analyses whose results the caller has for it;
     # repeated_verdicts pairs them by repeat (repeat r of FFNN and RNN on one split)
-    per_repeat = [{"runs": summaries, **view.results}]
+    per_repeat = [{"runs": summaries, **view.typed}]
     for r in range(1, repeats):
         rc = {a: repeat_config(c, r) for a, c in configs.items()}
         data = compute(rc)

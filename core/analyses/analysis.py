@@ -1,7 +1,7 @@
 """Do RNNs leak more, and why do attacks work? The explorer's explanation analyses, task-generic, as plain data.
 
-Each analysis takes summaries or trained models (never a figure) and returns JSON-able dicts that
-the CLI writes (``python -m core analyze``) and the Analyses page draws:
+Each analysis takes summaries or trained models (never a figure) and returns its typed result, whose JSON
+(``to_dict``) the CLI writes (``python -m core analyze``) and the Analyses page draws:
 
 * :func:`entropy_scatter` — paper 000 Fig. 5: per record, x = average prediction entropy (APE,
   eq. 3), y = cross-entropy to the reference; membership, each attack's decision and its decision
@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 
 from core.analyses.analyses_json import AnalysesResults
-from core.analyses.analysis_results import EpochRow, ExposedMember, Scatter, Vulnerability
-from core.analyses.own_models import memorization, mismatch
+from core.analyses.analysis_results import AuditView, EpochRow, ExposedMember, Scatter, Surrogate, Vulnerability
+from core.analyses.own_models import Memorization, Mismatch, memorization, mismatch
 from core.analyses.record_views import (
     DEFAULT_CANARIES,
     audit_view,
@@ -35,7 +35,16 @@ from core.analyses.record_views import (
     exposure_view,
     slices_view,
 )
-from core.analyses.registry import Analysis, AnalysisRun, Repeat, int_param, names, register_analysis, registered
+from core.analyses.registry import (
+    Analysis,
+    AnalysisRun,
+    Repeat,
+    int_param,
+    laid_out,
+    names,
+    register_analysis,
+    registered,
+)
 from core.analyses.repeats import repeat_config
 from core.analyses.verdicts import (
     audit_verdict,
@@ -93,7 +102,7 @@ def clip_strip(lo: float, hi: float) -> float:
 
 def surrogate_boundary(x: np.ndarray, y: np.ndarray, decisions: np.ndarray, grid: int = 60,
                        x_range: tuple[float, float] | None = None,
-                       y_range: tuple[float, float] | None = None) -> dict[str, Any]:
+                       y_range: tuple[float, float] | None = None) -> Surrogate:
     """A logistic regression on quadratic features of (x, y) fitted to an attack's decisions.
 
     Returns its agreement with the decisions and its predicted member probability on a
@@ -113,13 +122,15 @@ def surrogate_boundary(x: np.ndarray, y: np.ndarray, decisions: np.ndarray, grid
     gy = np.linspace(y0, y1, grid)
     if decisions.all() or not decisions.any():  # one class everywhere: the boundary is the frame
         z = np.full((grid, grid), float(decisions.all()))
-        return {"agreement": 1.0, "x": gx.tolist(), "y": gy.tolist(), "member_probability": z.tolist()}
+        return Surrogate.from_dict({"agreement": 1.0, "x": gx.tolist(), "y": gy.tolist(),
+                                    "member_probability": z.tolist()})
     model = make_pipeline(StandardScaler(), PolynomialFeatures(2), LogisticRegression(C=10.0, max_iter=2000))
     model.fit(xy, decisions)
     agreement = float((model.predict(xy) == decisions).mean())
     mx, my = np.meshgrid(gx, gy)
     z = model.predict_proba(np.stack([mx.ravel(), my.ravel()], 1))[:, 1].reshape(grid, grid)
-    return {"agreement": agreement, "x": gx.tolist(), "y": gy.tolist(), "member_probability": np.round(z, 4).tolist()}
+    return Surrogate.from_dict({"agreement": agreement, "x": gx.tolist(), "y": gy.tolist(),
+                                "member_probability": np.round(z, 4).tolist()})
 
 
 def best_quadrant(entropy: np.ndarray, cross_entropy: np.ndarray, membership: np.ndarray,
@@ -162,20 +173,20 @@ def best_quadrant(entropy: np.ndarray, cross_entropy: np.ndarray, membership: np
             "n_scored": int(scored.sum()) if split else None}
 
 
-def near_records(surrogate: dict[str, Any], x: np.ndarray, y: np.ndarray, reach: float = 0.06) -> dict[str, Any]:
+def near_records(surrogate: Surrogate, x: np.ndarray, y: np.ndarray, reach: float = 0.06) -> Surrogate:
     """``surrogate`` with its member probability blanked (None) on lattice points farther than
     ``reach`` (a fraction of each axis' span, in the max norm) from every record: the shaded region
     and its boundary are then drawn where there are records to decide about, not extrapolated by the
     quadratic surface into empty corners of the plot."""
-    gx, gy = np.asarray(surrogate["x"]), np.asarray(surrogate["y"])
+    gx, gy = np.asarray(surrogate.x), np.asarray(surrogate.y)
     sx, sy = max(float(gx[-1] - gx[0]), 1e-12), max(float(gy[-1] - gy[0]), 1e-12)
     # per lattice row/column: distance of each lattice coordinate to each record, scaled by the span
     dx = np.abs(gx[:, None] - np.asarray(x)[None, :]) / sx  # (G, N)
     dy = np.abs(gy[:, None] - np.asarray(y)[None, :]) / sy  # (G, N)
     near = ((dx[None, :, :] <= reach) & (dy[:, None, :] <= reach)).any(axis=2)  # (Gy, Gx)
-    z = np.asarray(surrogate["member_probability"], dtype=object)
+    z = np.asarray(surrogate.member_probability, dtype=object)
     z[~near] = None
-    return {**surrogate, "member_probability": z.tolist(), "reach": reach}
+    return surrogate.with_json({"member_probability": z.tolist(), "reach": reach})  # its JSON, these two keys set
 
 
 def entropy_scatter(summary: RunSummary) -> Scatter:
@@ -374,7 +385,7 @@ def analyze(configs: dict[str, ExperimentConfig], analyses: tuple[str, ...] | No
                 refuse_loaded_victim(cfg, name)
     cache = cache or ArtifactCache()
     say = progress or (lambda stage, fraction: None)
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = {}  # each analysis' data as its run returns it (typed where it registers a reader)
     summaries = {}
     for arch, cfg in configs.items():
         say(f"train & attack ({arch})", 0.0)
@@ -386,9 +397,9 @@ def analyze(configs: dict[str, ExperimentConfig], analyses: tuple[str, ...] | No
             out[entry.name] = entry.run(run)
             if entry.extras is not None:
                 out.update(entry.extras(run))
-    # analyses.json's layout, typed as it is born (the verdicts and repeats checked and read as a reader reads them)
+    # analyses.json's layout: the verdicts typed, each analysis' data written as its JSON (laid_out)
     layout = {"task": next(iter(configs.values())).task, "archs": list(configs), "verdicts": verdicts(out, summaries),
-              **out}
+              **laid_out(out)}
     if repeats >= 2 and {"ffnn", "rnn"} <= set(configs):
         compared = [a.name for a in repeated_analyses()]
         per_repeat = [{"runs": summaries, **{n: out[n] for n in compared if n in out}}]
@@ -403,7 +414,8 @@ def analyze(configs: dict[str, ExperimentConfig], analyses: tuple[str, ...] | No
 
 def _repeat_results(configs: dict[str, ExperimentConfig], compared: list[str], cache: ArtifactCache, say
                     ) -> dict[str, Any]:
-    """One repeat's data for the comparing analyses ``compared`` (and its runs' summaries)."""
+    """One repeat's data for the comparing analyses ``compared`` (and its runs' summaries), typed as their runs
+    return it."""
     summaries = {}
     for arch, cfg in configs.items():
         say(f"train & attack ({arch})", 0.0)
@@ -424,8 +436,8 @@ def _staged_job(name: str, fn):
 
 
 def _laid_out(fn):
-    """``fn`` with its typed result written as its JSON layout (``to_dict``): what ``analyses.json`` and a worker
-    job's result carry, read typed again by whoever draws them."""
+    """``fn`` with its typed result written as its JSON layout (``to_dict``): what a worker job's result carries,
+    read typed again where the page takes it (:func:`core.analyses.registry.read_result`)."""
     return lambda *args, **kwargs: fn(*args, **kwargs).to_dict()
 
 
@@ -463,28 +475,28 @@ register_analysis(Analysis(
     "runs", "Train & attack", None, verdict="rnn_more_vulnerable", verdict_of=runs_verdict,
     repeat=Repeat(runs_pair, -1, "final attack accuracy"), listed=False))
 register_analysis(Analysis(
-    "scatter", "Entropy scatter", lambda run: run.per_arch(lambda cfg, s: entropy_scatter(s).to_dict()),
+    "scatter", "Entropy scatter", lambda run: run.per_arch(lambda cfg, s: entropy_scatter(s)), reads=Scatter.from_dict,
     verdict="lower_member_entropy", verdict_of=scatter_verdict,
     repeat=Repeat(scatter_pair, -1, "entropy gap (non-members' − members' mean APE, nats): the RNN separates them "
                                      "more"),
     extras=lambda run: {"most_exposed": run.per_arch(lambda cfg, s: [m.to_dict() for m in most_exposed(s)])}))
 register_analysis(Analysis(
     "vulnerability", "Over training",
-    lambda run: run.per_arch(lambda cfg, s: vulnerability(trained_models(cfg, cache=run.cache), s).to_dict()),
-    verdict="rnn_more_vulnerable_over_training", verdict_of=vulnerability_verdict,
+    lambda run: run.per_arch(lambda cfg, s: vulnerability(trained_models(cfg, cache=run.cache), s)),
+    reads=Vulnerability.from_dict, verdict="rnn_more_vulnerable_over_training", verdict_of=vulnerability_verdict,
     repeat=Repeat(vulnerability_pair, -1, "attack accuracy averaged over the shared checkpoint epochs")))
 register_analysis(Analysis(
-    "memorization", "Memorization", lambda run: run.staged("memorization", _laid_out(memorization)),
+    "memorization", "Memorization", lambda run: run.staged("memorization", memorization), reads=Memorization.from_dict,
     verdict="ffnn_forgets_early_blocks", verdict_of=memorization_verdict,
     repeat=Repeat(memorization_pair, -1, "attack accuracy on the first block learned"),
     long=True, job=_staged_job("memorization", _laid_out(memorization))))
 register_analysis(Analysis(
-    "overtraining", "Overtraining", lambda run: run.staged("overtraining", _laid_out(overtraining)),
+    "overtraining", "Overtraining", lambda run: run.staged("overtraining", overtraining), reads=Vulnerability.from_dict,
     verdict="overtraining_raises_ffnn_more", verdict_of=overtraining_verdict,
     repeat=Repeat(overtraining_pair, +1, "rise of the attack accuracy past the best validation epoch"),
     long=True, job=_staged_job("overtraining", _laid_out(overtraining))))
 register_analysis(Analysis(
-    "mismatch", "Model mismatch", lambda run: run.staged("mismatch", _laid_out(mismatch)),
+    "mismatch", "Model mismatch", lambda run: run.staged("mismatch", mismatch), reads=Mismatch.from_dict,
     verdict="mismatch_costs_little", verdict_of=mismatch_verdict,
     long=True, job=_staged_job("mismatch", _laid_out(mismatch))))
 register_analysis(Analysis(
@@ -492,9 +504,8 @@ register_analysis(Analysis(
 register_analysis(Analysis(
     "budget", "Reference budget", _budget_run, long=True, job=_budget_job, job_params=("online",)))
 register_analysis(Analysis(
-    "audit", "Audited ε", lambda run: {a: v.to_dict() for a, v in audit_view(run.configs, run.summaries, run.canaries,
-                                                                              run.cache, progress=run.say).items()},
-    verdict="audit_within_accountant", verdict_of=audit_verdict,
+    "audit", "Audited ε", lambda run: audit_view(run.configs, run.summaries, run.canaries, run.cache, progress=run.say),
+    reads=AuditView.from_dict, verdict="audit_within_accountant", verdict_of=audit_verdict,
     long=True, job=_audit_job, job_params=("canaries",)))
 register_analysis(Analysis(
     "slices", "Slices", lambda run: slices_view(run.configs, run.summaries).to_dict()))

@@ -83,11 +83,14 @@ class MemberMeans(Open):
 
 @dataclass(frozen=True, kw_only=True)
 class Scatter(Open):
-    """One architecture's entropy scatter (:func:`core.analyses.analysis.entropy_scatter`)."""
+    """One architecture's entropy scatter (:func:`core.analyses.analysis.entropy_scatter`); the per-record
+    ``log10_ape`` and ``membership`` None where the scatter holds no records."""
 
     attacks: dict[str, ScatterAttack]
     quadrant: Quadrant
     mean_ape: MemberMeans
+    log10_ape: tuple[float, ...] | None = omissible()
+    membership: tuple[bool, ...] | None = omissible()
 
     _WHAT: ClassVar[str] = "scatter"
 

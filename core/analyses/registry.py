@@ -4,6 +4,9 @@ the report and the Analyses page.
 * ``name`` (``analyze --analysis NAME``, its key in ``analyses.json``, its files ``NAME.csv`` / ``NAME.html``)
   and ``label``;
 * ``run(AnalysisRun) → data`` for both architectures (``extras``: other keys it adds beside its own);
+* ``reads``: its typed class' reader of one architecture's JSON (``from_dict``); with one, ``run`` returns
+  ``{arch: typed}`` and ``verdict_of`` / ``repeat.pair`` take that; a job's JSON result becomes typed once, where
+  it is read (:func:`read_result`), and typed data is written as JSON by :func:`laid_out`;
 * ``verdict`` (its key in ``verdicts``) and ``verdict_of({arch: data}) → Verdict``;
 * ``repeat`` (:class:`Repeat`): how it compares FFNN with RNN over paired repeats;
 * ``long``: it trains models of its own, so the app runs it as a worker job through
@@ -19,7 +22,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Mapping, TypeVar
 
 from core.experiment.results import RunSummary
 from core.foundations.config import ExperimentConfig
@@ -79,6 +82,7 @@ class Analysis:
     verdict: str | None = None
     verdict_of: Callable[[dict[str, Any]], Any] | None = None
     repeat: Repeat | None = None
+    reads: Callable[[Mapping[str, Any]], Any] | None = None
     long: bool = False
     job: Callable[[ExperimentConfig, Callable[[str], Callable[[float], None]], dict[str, Any]], Any] | None = None
     job_params: tuple[str, ...] = ()
@@ -139,6 +143,26 @@ def get_analysis(name: str) -> Analysis:
     """The registration of ``name`` (the runs' entry included); an unknown name: :class:`ConfigError`."""
     _load_builtins()
     return _REGISTRY.get(name)
+
+
+def read_result(name: str, data: Mapping[str, Any]) -> dict[str, Any]:
+    """Analysis ``name``'s ``{arch: JSON}`` (a job's result, a file) read typed by its registered ``reads``, once;
+    as given where it has no reader (an unknown name: as given too)."""
+    _load_builtins()
+    entry = _REGISTRY.find(name)
+    if entry is None or entry.reads is None:
+        return dict(data)
+    return {arch: entry.reads(v) for arch, v in data.items()}
+
+
+def laid_out(results: Mapping[str, Any]) -> dict[str, Any]:
+    """``results`` (name → its data) as their JSON layout: typed data (``{arch: typed}`` or one typed view) written
+    by ``to_dict``, JSON as it is (what ``analyses.json`` holds and the views draw)."""
+    def json_of(v: Any) -> Any:
+        return v.to_dict() if hasattr(v, "to_dict") else v
+
+    return {name: {a: json_of(v) for a, v in data.items()} if isinstance(data, Mapping) else json_of(data)
+            for name, data in results.items()}
 
 
 def verdict_keys() -> dict[str, str]:

@@ -16,12 +16,11 @@ from typing import Any, Mapping, Sequence, cast
 
 import numpy as np
 
-from core.analyses.analysis_results import AuditView, EpochRow, MemberMeans, Scatter
+from core.analyses.analysis_results import AuditView, EpochRow, Scatter, Vulnerability
 from core.analyses.own_models import Memorization, Mismatch
 from core.analyses.registry import Analysis, Repeat, registered
 from core.analyses.repeats import answer_of
 from core.experiment.results import RunSummary
-from core.experiment.results import runs as typed_runs
 from core.foundations.names import ARCH_NAMES
 from core.measurement.stats import Comparison, Estimate
 from core.measurement.stats import compare as paired_compare
@@ -77,7 +76,7 @@ def runs_verdict(summaries: dict[str, RunSummary]) -> RunVerdict:
     return verdict([summaries["rnn"].attack.accuracy], [summaries["ffnn"].attack.accuracy], "final attack accuracy")
 
 
-def scatter_verdict(scatter: dict[str, dict[str, Any]]) -> RunVerdict:
+def scatter_verdict(scatter: dict[str, Scatter]) -> RunVerdict:
     """The study's two halves (:func:`core.analyses.analysis.entropy_scatter` data): members' mean APE below
     non-members' (the gap non-members − members above 0) for each architecture, *and* the RNN separating them
     more (FFNN − RNN gap below 0); :data:`ONE_REPEAT`. Where the scatter holds its records, each gap and the
@@ -120,17 +119,17 @@ class GapIntervals:
     difference: tuple[float, float]
 
 
-def _gap_intervals(scatter: dict[str, dict[str, Any]], confidence: float = 0.95,
+def _gap_intervals(scatter: dict[str, Scatter], confidence: float = 0.95,
                    seed: int = 0) -> GapIntervals | None:
     """95 % percentile intervals of each architecture's gap (non-members' − members' mean APE) and of the
     FFNN − RNN difference, over stratified resamples of the records (the same resampled records for both:
     one split), from the scatter's per-record ``log10_ape`` (records clipped at its floor count as the floor);
     None where the scatter holds no records or the two do not describe the same records."""
-    try:
-        ape = {a: 10.0 ** np.asarray(scatter[a]["log10_ape"], np.float64) for a in ("ffnn", "rnn")}
-        member = {a: np.asarray(scatter[a]["membership"], bool) for a in ("ffnn", "rnn")}
-    except KeyError:
+    records = {a: (scatter[a].log10_ape, scatter[a].membership) for a in ("ffnn", "rnn")}
+    if any(x is None or m is None for x, m in records.values()):
         return None
+    ape = {a: 10.0 ** np.asarray(x, np.float64) for a, (x, _) in records.items()}
+    member = {a: np.asarray(m, bool) for a, (_, m) in records.items()}
     m = member["ffnn"]
     if len(m) != len(member["rnn"]) or not np.array_equal(m, member["rnn"]) or m.all() or not m.any():
         return None
@@ -150,40 +149,38 @@ def _gap_intervals(scatter: dict[str, dict[str, Any]], confidence: float = 0.95,
     return GapIntervals({a: interval(v) for a, v in boot.items()}, interval(boot["ffnn"] - boot["rnn"]))
 
 
-def scatter_gap(sc: Scatter | dict[str, Any]) -> float:
+def scatter_gap(sc: Scatter) -> float:
     """Non-members' minus members' mean APE (nats) of one :func:`core.analyses.analysis.entropy_scatter`: above 0 when members
     get the lower entropy, the larger the better the two are separated."""
-    means = sc.mean_ape if isinstance(sc, Scatter) else MemberMeans.coerce(sc["mean_ape"])
-    return float(means.non_members - means.members)
+    return float(sc.mean_ape.non_members - sc.mean_ape.members)
 
 
-def _checkpoint_accuracy(rows: Sequence[EpochRow | Mapping[str, Any]]) -> dict[int, float]:
-    """Attack accuracy by checkpoint epoch of a vulnerability's rows (typed, or their JSON)."""
-    typed = (EpochRow.coerce(r) for r in rows)
-    return {r.epoch: r.attack_accuracy for r in typed if r.attack_accuracy is not None}
+def _checkpoint_accuracy(rows: Sequence[EpochRow] | None) -> dict[int, float]:
+    """Attack accuracy by checkpoint epoch of a vulnerability's rows."""
+    return {r.epoch: r.attack_accuracy for r in rows or () if r.attack_accuracy is not None}
 
 
-def vulnerability_verdict(vuln: dict[str, dict[str, Any]]) -> RunVerdict:
+def vulnerability_verdict(vuln: dict[str, Vulnerability]) -> RunVerdict:
     """RNN's attack accuracy above the FFNN's at the shared checkpoint epochs (:func:`core.analyses.analysis.vulnerability` data)."""
-    f, r = _checkpoint_accuracy(vuln["ffnn"]["rows"]), _checkpoint_accuracy(vuln["rnn"]["rows"])
+    f, r = _checkpoint_accuracy(vuln["ffnn"].rows), _checkpoint_accuracy(vuln["rnn"].rows)
     epochs = sorted(set(f) & set(r))
     return verdict([r[e] for e in epochs], [f[e] for e in epochs], "attack accuracy per checkpoint epoch")
 
 
-def overtraining_rise(result: dict[str, Any]) -> tuple[int, int, float] | None:
+def overtraining_rise(result: Vulnerability) -> tuple[int, int, float] | None:
     """(from epoch, to epoch, rise) of one architecture's :func:`core.analyses.analysis.overtraining` data: the attack
     accuracy at the last checkpoint minus that at the last checkpoint not after the best
     validation epoch (the first checkpoint when none is). None when the best validation epoch is
     the last one (no overtraining happened) or fewer than two checkpoints were attacked."""
-    acc = _checkpoint_accuracy(result["rows"])
-    best, last = result.get("best_val_epoch"), max(acc, default=None)
+    acc = _checkpoint_accuracy(result.rows)
+    best, last = result.best_val_epoch, max(acc, default=None)
     if best is None or last is None or len(acc) < 2 or best >= last:
         return None
     start = max((e for e in acc if e <= best), default=min(acc))
     return start, last, acc[last] - acc[start]
 
 
-def overtraining_verdict(over: dict[str, dict[str, Any]]) -> RunVerdict:
+def overtraining_verdict(over: dict[str, Vulnerability]) -> RunVerdict:
     """Paper 001 §5.2: past the best validation epoch the FFNN's attack accuracy keeps rising
     (≈70 % → ≈90 %, its Fig. 1) while the RNN's rises by a small margin only (its Fig. 3). One
     run gives each rise (:func:`overtraining_rise`, from the :func:`core.analyses.analysis.overtraining` runs only) and
@@ -200,30 +197,30 @@ def overtraining_verdict(over: dict[str, dict[str, Any]]) -> RunVerdict:
                                    f"{fr - rr:+.3f} — {ONE_REPEAT}", fr - rr)
 
 
-def memorization_verdict(m: dict[str, dict[str, Any]]) -> RunVerdict:
+def memorization_verdict(m: dict[str, Memorization]) -> RunVerdict:
     """The FFNN forgets the first block and the RNN keeps more of it (:func:`core.analyses.own_models.memorization` data):
     the first block's attack accuracy of each and their difference, :data:`ONE_REPEAT` (no paper
     gives a threshold for "forgotten", so none is applied)."""
-    first = {a: _memorization(m[a]).blocks[0].attack_accuracy for a in ("ffnn", "rnn")}
+    first = {a: m[a].blocks[0].attack_accuracy for a in ("ffnn", "rnn")}
     return RunVerdict("inconclusive", f"first block attacked at {first['ffnn']:.3f} (FFNN) vs {first['rnn']:.3f} (RNN); "
                                    f"FFNN − RNN {first['ffnn'] - first['rnn']:+.3f} — {ONE_REPEAT}",
                    first["ffnn"] - first["rnn"])
 
 
-def mismatch_verdict(mm: dict[str, dict[str, Any]]) -> RunVerdict:
+def mismatch_verdict(mm: dict[str, Mismatch]) -> RunVerdict:
     """How much mismatched shadows cost the attack, per architecture (:func:`core.analyses.own_models.mismatch` data): the
     largest accuracy drop of each, :data:`ONE_REPEAT` (no paper gives a "small" threshold, so none
     is applied)."""
     drops = {}
     for a in ("ffnn", "rnn"):
-        m = mm[a] if isinstance(mm[a], Mismatch) else Mismatch.from_dict(mm[a])
+        m = mm[a]
         base = m.rows[0].accuracy[m.attack]
         drops[a] = max(base - r.accuracy[m.attack] for r in m.rows[1:])
     return RunVerdict("inconclusive", f"largest accuracy drop with mismatched shadows: FFNN {drops['ffnn']:+.3f}, "
                                    f"RNN {drops['rnn']:+.3f} — {ONE_REPEAT}", drops["ffnn"] - drops["rnn"])
 
 
-def audit_verdict(aud: dict[str, dict[str, Any]]) -> RunVerdict:
+def audit_verdict(aud: dict[str, AuditView]) -> RunVerdict:
     """An audited ε is a lower bound (95 %): on DP-SGD runs it must not exceed the accountant's
     upper bound (RDP and PRV) — ``holds`` when it stays within, ``reversed`` when it exceeds —
     provided both bound ε on the same unit (``comparable``: a navigation canary is a whole map,
@@ -234,7 +231,7 @@ def audit_verdict(aud: dict[str, dict[str, Any]]) -> RunVerdict:
     def g(x: float | None) -> str:
         return "n/a" if x is None else f"{x:.3g}"
 
-    views = {a: AuditView.from_dict(aud[a], f"audit[{a!r}]") for a in ("ffnn", "rnn")}  # read once, typed
+    views = {a: aud[a] for a in ("ffnn", "rnn")}
 
     def line(a: str) -> str:
         v = views[a]
@@ -267,32 +264,28 @@ def runs_pair(summaries: dict[str, RunSummary]) -> tuple[float, float] | None:
     return summaries["ffnn"].attack.accuracy, summaries["rnn"].attack.accuracy
 
 
-def scatter_pair(scatter: dict[str, dict[str, Any]]) -> tuple[float, float] | None:
+def scatter_pair(scatter: dict[str, Scatter]) -> tuple[float, float] | None:
     return scatter_gap(scatter["ffnn"]), scatter_gap(scatter["rnn"])
 
 
-def vulnerability_pair(vuln: dict[str, dict[str, Any]]) -> tuple[float, float] | None:
+def vulnerability_pair(vuln: dict[str, Vulnerability]) -> tuple[float, float] | None:
     """Each architecture's attack accuracy averaged over the checkpoint epochs both attacked."""
-    f, r = _checkpoint_accuracy(vuln["ffnn"]["rows"]), _checkpoint_accuracy(vuln["rnn"]["rows"])
+    f, r = _checkpoint_accuracy(vuln["ffnn"].rows), _checkpoint_accuracy(vuln["rnn"].rows)
     epochs = sorted(set(f) & set(r))
     if not epochs:
         return None
     return float(np.mean([f[e] for e in epochs])), float(np.mean([r[e] for e in epochs]))
 
 
-def overtraining_pair(over: dict[str, dict[str, Any]]) -> tuple[float, float] | None:
+def overtraining_pair(over: dict[str, Vulnerability]) -> tuple[float, float] | None:
     rise = {a: overtraining_rise(over[a]) for a in ("ffnn", "rnn")}
     if any(v is None for v in rise.values()):
         return None
     return rise["ffnn"][2], rise["rnn"][2]
 
 
-def _memorization(m: Memorization | Mapping[str, Any]) -> Memorization:
-    return m if isinstance(m, Memorization) else Memorization.from_dict(m)
-
-
-def memorization_pair(m: dict[str, Memorization | dict[str, Any]]) -> tuple[float, float] | None:
-    return _memorization(m["ffnn"]).blocks[0].attack_accuracy, _memorization(m["rnn"]).blocks[0].attack_accuracy
+def memorization_pair(m: dict[str, Memorization]) -> tuple[float, float] | None:
+    return m["ffnn"].blocks[0].attack_accuracy, m["rnn"].blocks[0].attack_accuracy
 
 
 @dataclass(frozen=True)
@@ -312,10 +305,6 @@ class RepeatedVerdict:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "RepeatedVerdict":
         return cls(str(d["analysis"]), str(d["what"]), int(d["n"]), Comparison.from_dict(d))
-
-    @classmethod
-    def coerce(cls, d: "RepeatedVerdict | Mapping[str, Any]") -> "RepeatedVerdict":
-        return d if isinstance(d, cls) else cls.from_dict(d)
 
 
 @dataclass(frozen=True)
@@ -343,12 +332,13 @@ class RepeatedVerdicts:
         return d if isinstance(d, cls) else cls.from_dict(d)
 
 
-def repeated_verdicts(per_repeat: list[dict[str, Any]], seeds: list[int] | None = None) -> dict[str, Any]:
-    """The comparing analyses' verdicts over N repeats: ``per_repeat[r]`` holds repeat r's data (``runs``: both
-    architectures' summaries; and any analysis registered with a ``repeat`` pairing). Per analysis with a number in
+def repeated_verdicts(per_repeat: list[dict[str, dict[str, Any]]], seeds: list[int] | None = None) -> RepeatedVerdicts:
+    """The comparing analyses' verdicts over N repeats: ``per_repeat[r]`` holds repeat r's data, typed (``runs``: both
+    architectures' :class:`RunSummary`; and any analysis registered with a ``repeat`` pairing, ``{arch: typed}`` as
+    its ``reads`` gives it). Per analysis with a number in
     every repeat: the paired comparison FFNN − RNN (:func:`core.measurement.stats.compare`) and its three-valued
     verdict, keyed by the analysis' registered ``verdict``. An analysis some repeat lacks a number for is listed
-    under ``missing``."""
+    under ``missing``. Its ``to_dict()`` is the ``repeats`` block of ``analyses.json``."""
     n = len(per_repeat)
     found: dict[str, RepeatedVerdict] = {}
     missing: dict[str, str] = {}
@@ -357,8 +347,7 @@ def repeated_verdicts(per_repeat: list[dict[str, Any]], seeds: list[int] | None 
         if not all(name in r for r in per_repeat):
             continue
         if name == "runs":  # the one answer over these repeats (core.analyses.arch_answer), as every page gives it
-            answer = answer_of(typed_runs([r[name]["ffnn"] for r in per_repeat]),
-                               typed_runs([r[name]["rnn"] for r in per_repeat]))
+            answer = answer_of([r[name]["ffnn"] for r in per_repeat], [r[name]["rnn"] for r in per_repeat])
             if answer is not None:
                 c = paired_compare(name, [answer.ffnn.values[i] for i in range(n)],
                                    [answer.rnn.values[i] for i in range(n)], rep.expected)
@@ -373,8 +362,7 @@ def repeated_verdicts(per_repeat: list[dict[str, Any]], seeds: list[int] | None 
         found[cast(str, entry.verdict)] = RepeatedVerdict(name, rep.what, n, paired_compare(
             name, [p[0] for p in cast("list[tuple[float, float]]", pairs)],
             [p[1] for p in cast("list[tuple[float, float]]", pairs)], rep.expected))
-    # typed as it is computed; the JSON layout analyses.json and analyze --repeats write (and the page's view holds)
-    return RepeatedVerdicts(n, tuple(seeds) if seeds else None, found, missing).to_dict()
+    return RepeatedVerdicts(n, tuple(seeds) if seeds else None, found, missing)
 
 
 def repeated_analyses() -> list[Analysis]:
@@ -382,10 +370,9 @@ def repeated_analyses() -> list[Analysis]:
     return [a for a in registered(every=True) if a.repeat is not None]
 
 
-def repeated_verdict_sentence(v: RepeatedVerdict | Mapping[str, Any]) -> str:
-    """One line for a verdict of :func:`repeated_verdicts` (typed, or its JSON): the value, FFNN − RNN with its
-    95 % interval, N and the p-values (what the pages and reports print)."""
-    v = RepeatedVerdict.coerce(v)
+def repeated_verdict_sentence(v: RepeatedVerdict) -> str:
+    """One line for a verdict of :func:`repeated_verdicts`: the value, FFNN − RNN with its 95 % interval, N and the
+    p-values (what the pages and reports print)."""
     d = v.paired.difference
     diff = d.diff
 
@@ -407,16 +394,17 @@ def repeated_verdict_sentence(v: RepeatedVerdict | Mapping[str, Any]) -> str:
     return line
 
 
-def verdicts(results: dict[str, Any], summaries: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def verdicts(results: Mapping[str, Any], summaries: dict[str, RunSummary]) -> dict[str, RunVerdict]:
     """The studies' findings, each checked on the data of its own analysis (its registered
-    ``verdict_of``): ``results[name]`` feeds the verdict of ``name`` and nothing else (needs both
-    architectures); the runs' verdict reads ``summaries``."""
+    ``verdict_of``): ``results[name]`` (``{arch: typed}`` where the analysis registers ``reads``) feeds the
+    verdict of ``name`` and nothing else (needs both architectures); the runs' verdict reads ``summaries``.
+    By verdict key (``analyses.json``'s ``verdicts``: each one's ``to_dict()``)."""
     if not {"ffnn", "rnn"} <= set(summaries):
         return {}
     data_of = {**results, "runs": summaries}
-    out = {}
+    out: dict[str, RunVerdict] = {}
     for entry in registered(every=True):
         data = data_of.get(entry.name)
         if entry.verdict_of is not None and data and {"ffnn", "rnn"} <= set(data):
-            out[entry.verdict] = entry.verdict_of(data).to_dict()
+            out[cast(str, entry.verdict)] = entry.verdict_of(data)
     return out

@@ -89,9 +89,9 @@ def html_report(results: dict[str, Any], configs: dict[str, dict], title: str) -
         parts.append(f"<h2>Verdicts over {repeated.n} paired repeats</h2><p>Repeat r of FFNN and RNN on one "
                      "split; 95 % t interval of the paired difference; <i>holds</i> or <i>reversed</i> only where it excludes 0 "
                      "and the exact sign-flip test agrees, else <i>inconclusive</i>.</p><ul>")
-        for key, v in repeated.verdicts.items():
-            line = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", html.escape(repeated_verdict_sentence(v)))
-            parts.append(f"<li><b>{html.escape(key.replace('_', ' '))}</b> ({html.escape(v.analysis)}): {line}</li>")
+        for key, rv in repeated.verdicts.items():
+            line = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", html.escape(repeated_verdict_sentence(rv)))
+            parts.append(f"<li><b>{html.escape(key.replace('_', ' '))}</b> ({html.escape(rv.analysis)}): {line}</li>")
         parts.append("</ul>")
         if repeated.missing:
             parts.append("<p>" + html.escape("; ".join(map(str, repeated.missing.values()))) + "</p>")
