@@ -147,13 +147,14 @@ def test_defended_points_round_trip(summaries, configs, cache_dir, monkeypatch):
     assert base.to_dict()["epsilon_lower_bound"]["lower_bound"] == base.epsilon_lower_bound.lower_bound
     assert exact(DefenseBaseline.from_dict(base.to_dict()).to_dict()) == exact(base.to_dict())
     # defend --repeats N: intervals per metric
-    with_intervals = dict(p, intervals=defense_intervals([p, p], 2))
+    with_intervals = dict(p, intervals=defense_intervals([point, point], 2))
     typed = DefendedPoint.from_dict(with_intervals)
     assert exact(typed.to_dict()) == exact(with_intervals)
     assert typed.interval("attack_accuracy").n == 2 and typed.interval("nothing") is None
     # a training-time point (core.defenses.sweeps) and its baseline, from real summaries
-    baseline = baseline_of(summaries["image"])
-    sweep_point = point_of(summaries["image"], baseline, "l2", 0.01)
+    image = RunSummary.from_dict(summaries["image"])
+    baseline = baseline_of(image)
+    sweep_point = point_of(image, baseline, "l2", 0.01)
     assert isinstance(baseline, DefenseBaseline) and isinstance(sweep_point, DefendedPoint)
     assert exact(DefendedPoint.from_dict(sweep_point.to_dict()).to_dict()) == exact(sweep_point.to_dict())
     assert sweep_point.value_name and sweep_point.config_hash and baseline.utility_chance is not None

@@ -21,7 +21,6 @@ from core.analyses.own_models import Memorization, Mismatch
 from core.analyses.registry import Analysis, Repeat, registered
 from core.analyses.repeats import answer_of
 from core.experiment.results import RunSummary
-from core.experiment.results import runs as typed_runs
 from core.foundations.names import ARCH_NAMES
 from core.measurement.stats import Comparison, Estimate
 from core.measurement.stats import compare as paired_compare
@@ -357,8 +356,7 @@ def repeated_verdicts(per_repeat: list[dict[str, Any]], seeds: list[int] | None 
         if not all(name in r for r in per_repeat):
             continue
         if name == "runs":  # the one answer over these repeats (core.analyses.arch_answer), as every page gives it
-            answer = answer_of(typed_runs([r[name]["ffnn"] for r in per_repeat]),
-                               typed_runs([r[name]["rnn"] for r in per_repeat]))
+            answer = answer_of([r[name]["ffnn"] for r in per_repeat], [r[name]["rnn"] for r in per_repeat])
             if answer is not None:
                 c = paired_compare(name, [answer.ffnn.values[i] for i in range(n)],
                                    [answer.rnn.values[i] for i in range(n)], rep.expected)
