@@ -44,13 +44,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import Callable, Protocol
 
 import numpy as np
 import torch
 from torch import nn
 
 from core.foundations.device import single_thread
+from core.training.dpsgd import PrivacyRecord
 from core.training.loop import Batch, BatchCallback, PrivacySettings, build_optimizer, privatize
 
 
@@ -129,7 +130,7 @@ def train_ppo(
     seed: int,
     on_update: Callable[[UpdateLog], None] | None = None,
     on_batch: BatchCallback | None = None,
-) -> dict[str, Any] | None:
+) -> PrivacyRecord | None:
     """Train ``model`` in place with ``n_updates`` PPO updates on ``envs`` (see module docstring).
 
     Args:
@@ -164,7 +165,7 @@ def train_ppo(
     try:
         _updates(model, envs, s, n_updates, rec, gen, batch_rng, opt, private, device, on_update, on_batch)
     finally:
-        record = private.record().to_dict() if private is not None else None
+        record = private.record() if private is not None else None
         if private is not None:
             private.close()
     return record
