@@ -23,7 +23,7 @@ from core.analyses.arch_answer import ArchAnswer, arch_answer
 from core.defenses.defender import defense_run
 from core.defenses.defense_results import DefenseRun
 from core.experiment.cache import ArtifactCache
-from core.experiment.pipeline import cached_summary, run_experiment, trained_models
+from core.experiment.pipeline import cached_run, run_experiment, trained_models
 from core.experiment.results import DefendedPoint, RunSummary
 from core.foundations.config import MAX_REPEATS, ExperimentConfig
 from core.foundations.errors import ConfigError, ResultFormatError
@@ -597,7 +597,7 @@ def cached_repeat_configs(cfg: ExperimentConfig, limit: int = MAX_REPEATS, cache
     out = []
     for r in range(limit):
         c = repeat_config(cfg, r)
-        if cached_summary(c, cache) is None:
+        if cached_run(c, cache) is None:
             break
         out.append(c)
     return out
