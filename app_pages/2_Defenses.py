@@ -10,7 +10,7 @@ from streamlit.delta_generator import DeltaGenerator
 from core.analyses.repeats import cached_repeat_configs, defense_curve_bands, repeat_config
 from core.defenses import registry as defense_registry
 from core.defenses.dirichlet import saturated_share
-from core.defenses.side_by_side import PointLanes
+from core.defenses.side_by_side import PointCall, PointLanes
 from core.defenses.spec import DefenseSpec
 from core.experiment.pipeline import config_of
 from core.experiment.results import DefendedPoint, DefenseBaseline, RunSummary
@@ -285,8 +285,8 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
     if lanes is None:
         lanes = st.session_state["defenses:lanes"] = PointLanes()
     # draw 1 alone without the registry's attacks (label-only, gap, quantile regression): its cards show none of them
-    calls = [{"utility": False}, {"utility": True, "quantile": False}]
-    step = lanes.step(defenders, spec, calls, first_calls=[{**c, "registry": False} for c in calls])
+    calls = [PointCall(utility=False), PointCall(utility=True, quantile=False)]
+    step = lanes.step(defenders, spec, calls, first_calls=[PointCall(**c, registry=False) for c in calls])
     shown = {a: step.shown(a) for a in archs}  # decided once: the full points where they are in already
     one_draw = [a for a in archs if shown[a][1]]
     columns = st.columns(len(archs))

@@ -13,7 +13,7 @@ from core.analyses import verdicts as analysis_verdicts
 from core.experiment.pipeline import run_experiment
 from core.analyses.repeats import defense_curve_bands as typed_curve_bands, defense_intervals, repeat_config
 from core.defenses.sweeps import collect_points_repeats
-from core.experiment.results import DefendedPoint
+from core.experiment.results import DefendedPoint, RunSummary
 from core.tasks import get_task
 from core.measurement.stats import FINDING_VERDICTS
 from core.views.defense_figures import band_caption, defense_curves
@@ -36,9 +36,10 @@ def _point(value, acc, acc_sd=None, utility=None, utility_sd=None, loss=None, li
     return p
 
 
-def defense_curve_bands(*args, **kwargs):
-    """The banded points' JSON (what ``defend --repeats`` writes): typed_curve_bands returns them typed."""
-    points = typed_curve_bands(*args, **kwargs)
+def defense_curve_bands(curves, *args, **kwargs):
+    """The banded points' JSON (what ``defend --repeats`` writes) of curves of points' JSON: typed_curve_bands
+    takes them typed and returns them typed."""
+    points = typed_curve_bands([_typed(c) for c in curves], *args, **kwargs)
     assert all(isinstance(p, DefendedPoint) for p in points)
     return [p.to_dict() for p in points]
 
@@ -80,7 +81,7 @@ def test_one_repeat_bands_over_draws_and_maps_the_utility_interval_into_the_loss
     assert band_caption({"ffnn": _typed([single])}).startswith("No interval")
     # a value missing in one repeat gets no point
     assert [q["value"] for q in defense_curve_bands([[_point(1.0, .6), _point(.1, .5)], [_point(1.0, .6)]], 1)] == [1.0]
-    assert defense_intervals([_point(1.0, 0.6)], 1) == {}  # no sd over draws: nothing to band
+    assert defense_intervals(_typed([_point(1.0, 0.6)]), 1) == {}  # no sd over draws: nothing to band
 
 
 def test_defense_curve_figure_draws_the_band_through_the_means():
@@ -107,12 +108,13 @@ def template_summary(tmp_path_factory):
 
 
 def _summary(template, acc, utility, seed=0):
+    """The template with these numbers planted, typed as a cached run is read."""
     s = copy.deepcopy(template)
     name = s["attack"]["name"]
     s["config_hash"] = f"{s['config_hash'][:10]}{seed:04d}{int(acc * 1000):06d}"
     s["attack"]["accuracy"] = s["attacks"][name]["accuracy"] = acc
     s["utility"]["val"] = utility
-    return s
+    return RunSummary.from_dict(s)
 
 
 def test_sweep_points_get_intervals_over_the_cached_repeats_only(template_summary):

@@ -147,13 +147,14 @@ def test_defended_points_round_trip(summaries, configs, cache_dir, monkeypatch):
     assert base.to_dict()["epsilon_lower_bound"]["lower_bound"] == base.epsilon_lower_bound.lower_bound
     assert exact(DefenseBaseline.from_dict(base.to_dict()).to_dict()) == exact(base.to_dict())
     # defend --repeats N: intervals per metric
-    with_intervals = dict(p, intervals=defense_intervals([p, p], 2))
+    with_intervals = dict(p, intervals=defense_intervals([point, point], 2))
     typed = DefendedPoint.from_dict(with_intervals)
     assert exact(typed.to_dict()) == exact(with_intervals)
     assert typed.interval("attack_accuracy").n == 2 and typed.interval("nothing") is None
     # a training-time point (core.defenses.sweeps) and its baseline, from real summaries
-    baseline = baseline_of(summaries["image"])
-    sweep_point = point_of(summaries["image"], baseline, "l2", 0.01)
+    image = RunSummary.from_dict(summaries["image"])
+    baseline = baseline_of(image)
+    sweep_point = point_of(image, baseline, "l2", 0.01)
     assert isinstance(baseline, DefenseBaseline) and isinstance(sweep_point, DefendedPoint)
     assert exact(DefendedPoint.from_dict(sweep_point.to_dict()).to_dict()) == exact(sweep_point.to_dict())
     assert sweep_point.value_name and sweep_point.config_hash and baseline.utility_chance is not None
@@ -251,3 +252,43 @@ def test_views_and_analyses_take_typed_runs_only():
                 if re.search(r"RunSummary \| (dict|Mapping)|(dict|Mapping)\[str, Any\] \| RunSummary", hint):
                     mixed.append(f"{module.__name__}.{name}({p.name})")
     assert sorted(mixed) == []
+
+
+def test_defenses_and_privacy_take_typed_objects_only():
+    """The defenses' curves, the bands, the answer, the side-by-side lanes and DP-SGD's record take the typed object
+    only (JSON is typed once, where it is read): no parameter or field admits a typed class or its dict."""
+    import importlib
+    import inspect
+    import re
+
+    names = ("core.defenses.sweeps", "core.defenses.utility_cost", "core.defenses.defense_results",
+             "core.defenses.side_by_side", "core.analyses.repeats", "core.analyses.answer", "core.training.dpsgd",
+             "core.training.loop", "core.experiment.pipeline", "core.experiment.results", "core.experiment.roles",
+             "core.experiment.model_meta")
+    typed = r"(RunSummary|DefendedPoint|DefenseBaseline|Estimate|PrivacyRecord|AttackMetrics)"
+    mixed_hint = re.compile(rf"{typed} \| (dict|Mapping)|(dict|Mapping)\[str, Any\] \| {typed}")
+    mixed = []
+    for name in names:
+        module = importlib.import_module(name)
+        fns = [(n, f) for n, f in inspect.getmembers(module, inspect.isfunction) if f.__module__ == name]
+        for cname, cls in inspect.getmembers(module, inspect.isclass):
+            if cls.__module__ == name:
+                fns += [(f"{cname}.{n}", f) for n, f in vars(cls).items() if inspect.isfunction(f)]
+                fns += [(f"{cname}.{n}", f.__func__) for n, f in vars(cls).items() if isinstance(f, classmethod)]
+                mixed += [f"{name}.{cname}.{k}" for k, hint in getattr(cls, "__annotations__", {}).items()
+                          if mixed_hint.search(str(hint))]
+        for fname, fn in fns:
+            for p in inspect.signature(fn).parameters.values():
+                if mixed_hint.search(str(p.annotation)):
+                    mixed.append(f"{name}.{fname}({p.name})")
+    assert sorted(mixed) == []
+    # the fields that held the JSON of a typed class hold the class
+    from core.experiment.model_meta import ModelMeta
+    from core.experiment.roles import TrainedModel
+    from core.training.loop import TrainingRecord
+
+    for cls in (ModelMeta, TrainedModel, TrainingRecord):
+        assert str(cls.__annotations__["privacy"]) == "PrivacyRecord | None", cls
+    from core.defenses.side_by_side import PointLanes
+    for method in (PointLanes.submit, PointLanes.step):
+        assert str(inspect.signature(method).parameters["defenders"].annotation) == "Mapping[K, Defender]"

@@ -123,7 +123,7 @@ def test_sigma_zero_and_huge_clip_trains_like_the_non_private_loop():
                            optimizer=build_optimizer(model, 1e-2, 1e-3), generator=torch.Generator().manual_seed(1),
                            privacy=privacy)
         models.append(model)
-    assert rec.privacy["sample_rate"] == 1.0 and rec.privacy["steps"] == 5
+    assert rec.privacy.sample_rate == 1.0 and rec.privacy.steps == 5
     for p, q in zip(models[0].parameters(), models[1].parameters()):
         torch.testing.assert_close(p, q, rtol=1e-4, atol=1e-6)
 
@@ -256,12 +256,12 @@ def test_epsilon_equals_opacus_accountants_on_the_recorded_history():
     records: list[TrainingRecord] = []
     train_model(task, cfg, data, data.victim_pool[:40], seed=2, on_record=records.append)
     rec = records[0].privacy
-    assert rec["noise_multiplier"] == 1.1 and rec["max_grad_norm"] == 0.5
-    assert rec["sample_rate"] == pytest.approx(1 / 3) and rec["steps"] == 2 * 3 == records[0].steps
-    assert rec["history"] == [[1.1, pytest.approx(1 / 3), 6]]
+    assert rec.noise_multiplier == 1.1 and rec.max_grad_norm == 0.5
+    assert rec.sample_rate == pytest.approx(1 / 3) and rec.steps == 2 * 3 == records[0].steps
+    assert rec.history == [[1.1, pytest.approx(1 / 3), 6]]
     report = dpsgd.report(rec, cfg.dp_delta)
     for name, acc in (("rdp", RDPAccountant()), ("prv", PRVAccountant())):
-        acc.history = [tuple(h) for h in rec["history"]]
+        acc.history = [tuple(h) for h in rec.history]
         assert report["epsilons"][name] == pytest.approx(acc.get_epsilon(delta=1e-4), rel=1e-9)
     assert report["epsilon"] == report["epsilons"]["rdp"] and report["delta"] == 1e-4
     assert report["epsilons"]["prv"] <= report["epsilons"]["rdp"]
@@ -279,8 +279,8 @@ def test_target_epsilon_finds_sigma_with_get_noise_multiplier():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # RDP's notes while the search probes tiny σ
         sigma = get_noise_multiplier(target_epsilon=2.0, target_delta=1e-4, sample_rate=0.25, steps=12, accountant="rdp")
-    assert rec["noise_multiplier"] == pytest.approx(sigma) and rec["target_epsilon"] == 2.0
-    assert 1.9 <= dpsgd.epsilon(rec["history"], 1e-4, "rdp") <= 2.0
+    assert rec.noise_multiplier == pytest.approx(sigma) and rec.target_epsilon == 2.0
+    assert 1.9 <= dpsgd.epsilon(rec.history, 1e-4, "rdp") <= 2.0
     assert dpsgd.epsilon([[0.0, 0.5, 3]], 1e-4) == math.inf
 
 
@@ -309,10 +309,10 @@ def test_every_task_trains_through_the_shared_loop(task_name, arch, monkeypatch,
     assert len(built) == 1 and built[0] is model  # the shared optimizer
     assert batches and all(isinstance(b, Batch) for b in batches)
     privacy = records[0].privacy
-    assert privacy["steps"] == records[0].steps >= len(batches)
-    assert privacy["noise_multiplier"] == 1.0 and privacy["max_grad_norm"] == 1.0
+    assert privacy.steps == records[0].steps >= len(batches)
+    assert privacy.noise_multiplier == 1.0 and privacy.max_grad_norm == 1.0
     unit = {"image": "image", "translation": "sentence pair", "navigation": "trajectory window"}[task_name]
-    assert unit in privacy["unit"]
+    assert unit in privacy.unit
     # the weights of the model that trained go through the cache (safetensors: each tensor once)
     # and load into the model the config builds, strictly
     weights = model.state_dict()
@@ -410,7 +410,7 @@ def test_private_victim_and_shadows_share_the_dp_recipe_and_weights_reload(dp_sw
     models = trained_models(point_config(cfg, "dpsgd", 2.0), cache=ArtifactCache(folder))
     assert models.victim.cache_hit and models.shadows[0].cache_hit
     keys = ("noise_multiplier", "max_grad_norm", "sample_rate", "steps")
-    assert [models.shadows[0].privacy[k] for k in keys] == [models.victim.privacy[k] for k in keys]
+    assert [getattr(models.shadows[0].privacy, k) for k in keys] == [getattr(models.victim.privacy, k) for k in keys]
     model = models.model("victim")  # the cached weights load strictly into the DP model of the config
     assert not any(k.startswith("_module.") for k in models.victim.weights)
     assert sum(p.numel() for p in model.parameters()) == models.victim.params

@@ -17,7 +17,7 @@ def _summary(metric: str, train: float, seed: int) -> dict:
                                                   ("return", (0.1, 0.9), None)])
 def test_a_utilitys_interval_is_clipped_to_its_metrics_range(metric, values, high):
     summaries = [_summary(metric, v, seed) for seed, v in enumerate(values)]
-    e = aggregate(summaries)["utility_train"]
+    e = aggregate(runs(summaries))["utility_train"]
     assert headline_bounds("utility_train", runs(summaries)) == (0.0, high)
     assert e.ci_low == 0.0 and "clipped" in e.note
     unclipped = e.mean + 12.706 * abs(values[1] - values[0]) / 2  # t(0.975, 1) · s / √2

@@ -145,7 +145,7 @@ def test_training_defenses_page_answers_its_question_over_the_cached_repeats(mon
                 s = copy.deepcopy(real)
                 loss = 0.0 if v is None else (0.1 + 0.01 * r if arch == "ffnn" else 0.3 + 0.02 * r)
                 s["utility"]["val"] = s["utility"]["train"] = BASE_U * (1 - loss)
-                planted[repeat_config(cfg, r).config_hash] = RunSummary.coerce(s)
+                planted[repeat_config(cfg, r).config_hash] = RunSummary.from_dict(s)
     monkeypatch.setattr(ui.shared, "summary_of", lambda cfg: planted.get(cfg.config_hash))
 
     at = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "app.py"))

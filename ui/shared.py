@@ -10,9 +10,8 @@ import streamlit as st
 
 from core.defenses.defender import Defender
 from core.experiment.cache import ArtifactCache
-from core.experiment.pipeline import cached_runs, cached_summary, load_models
+from core.experiment.pipeline import cached_run, cached_runs, load_models
 from core.experiment.results import RunSummary
-from core.experiment.results import runs as typed_runs
 from core.foundations.config import ExperimentConfig
 from core.foundations.paths import cache_dir
 from core.jobs.manager import JobManager, SessionJobs
@@ -76,10 +75,10 @@ class _NotCached(Exception):
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def _summary(folder: str, config_hash: str, _cfg: ExperimentConfig) -> RunSummary:
-    summary = cached_summary(_cfg)  # checked against core.experiment.results' schema as it left the cache
-    if summary is None:
+    run = cached_run(_cfg)  # checked against core.experiment.results' schema as it left the cache
+    if run is None:
         raise _NotCached
-    return RunSummary.from_dict(summary)
+    return run
 
 
 def summary_of(cfg: ExperimentConfig) -> RunSummary | None:
@@ -93,7 +92,7 @@ def summary_of(cfg: ExperimentConfig) -> RunSummary | None:
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def _runs(folder: str, task: str, arch: str, keys: tuple[str, ...]) -> list[RunSummary]:
-    return typed_runs(cached_runs(task, arch))
+    return cached_runs(task, arch)
 
 
 def runs_of(task: str, arch: str) -> list[RunSummary]:

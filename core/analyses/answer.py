@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Mapping
+from typing import Any, Callable, ClassVar, cast
 
 from core.analyses.arch_answer import ANSWER_METRIC
 from core.analyses.comparison_results import ComparisonResult
 from core.analyses.repeats import MAX_REPEATS, cached_repeat_configs, comparison_configs, comparison_json, repeat_config
 from core.experiment.cache import ArtifactCache
-from core.experiment.pipeline import cached_summary
+from core.experiment.pipeline import cached_run
 from core.experiment.results import RunSummary
 from core.experiment.run_source import RunSource
+from core.foundations.config import ExperimentConfig
 from core.foundations.typed_json import Typed
 from core.measurement.stats import Estimate
 from core.tasks import get_task
@@ -36,10 +37,9 @@ def data_description(task: str, preset: str) -> str:
     return f"{task} task, {preset} preset" + (f": {note}" if note else "")
 
 
-def answer_sentence(value: str, metric: str, diff: Estimate | Mapping[str, Any], n: int, reason: str = "") -> str:
+def answer_sentence(value: str, metric: str, e: Estimate, n: int, reason: str = "") -> str:
     """The headline in words: the verdict word (:data:`core.measurement.stats.FINDING_VERDICTS`) with the
-    difference FFNN − RNN, its interval and N, and why — "(one repeat)" without an interval."""
-    e = diff if isinstance(diff, Estimate) else Estimate.from_dict(diff)
+    difference FFNN − RNN ``e``, its interval and N, and why — "(one repeat)" without an interval."""
     d = f"FFNN − RNN {e.mean:+.3f}"
     why = f" ({reason})" if reason else ""
     if n < 2 or e.ci_low is None:
@@ -87,11 +87,11 @@ def cached_answer(task: str = "image", preset: str = "quick", cache: ArtifactCac
     if source is not None:
         return _answer_from(task, preset, configs, source)
     cached = {a: cached_repeat_configs(c, cache=cache) for a, c in configs.items()}
-    return _answer(task, preset, cached, lambda c: cached_summary(c, cache))
+    return _answer(task, preset, cached, lambda c: cached_run(c, cache))
 
 
-def _answer_from(task: str, preset: str, configs: dict[str, Any], source: RunSource) -> Answer:
-    cached: dict[str, list[Any]] = {}
+def _answer_from(task: str, preset: str, configs: dict[str, ExperimentConfig], source: RunSource) -> Answer:
+    cached: dict[str, list[ExperimentConfig]] = {}
     for a, c in configs.items():
         cached[a] = []
         for r in range(MAX_REPEATS):
@@ -99,14 +99,14 @@ def _answer_from(task: str, preset: str, configs: dict[str, Any], source: RunSou
             if source.run(rc)[0] is None:
                 break
             cached[a].append(rc)
-    answer = _answer(task, preset, cached, source.summary)
+    answer = _answer(task, preset, cached, lambda c: source.run(c)[0])
     n = answer.repeats
     origins = source.origins_of(c.config_hash for v in cached.values() for c in v[:n])
     return answer.with_json({"origins": origins, "mixed": len(origins) > 1})
 
 
-def _answer(task: str, preset: str, cached: dict[str, list[Any]], summary: Callable[[Any], dict[str, Any] | None]
-            ) -> Answer:
+def _answer(task: str, preset: str, cached: dict[str, list[ExperimentConfig]],
+            run: Callable[[ExperimentConfig], RunSummary | None]) -> Answer:
     n = min(len(v) for v in cached.values())
     out: dict[str, Any] = {"question": QUESTION, "task": task, "preset": preset,
                            "data": data_description(task, preset), "elsewhere": list(ELSEWHERE), "repeats": n,
@@ -114,7 +114,7 @@ def _answer(task: str, preset: str, cached: dict[str, list[Any]], summary: Calla
     if n == 0:
         out.update(sentence="not measured yet: no cached run of both architectures")
         return Answer.from_dict(out)
-    runs = {a: [RunSummary.from_dict(summary(c)) for c in v[:n]] for a, v in cached.items()}
+    runs = {a: [cast(RunSummary, run(c)) for c in v[:n]] for a, v in cached.items()}  # cached: never None
     comp_json = comparison_json(runs["ffnn"], runs["rnn"])
     comp = ComparisonResult.from_dict(comp_json)
     ans = comp.answer

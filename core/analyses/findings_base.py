@@ -15,7 +15,7 @@ import numpy as np
 
 from core.defenses.sweeps import run_cost_s
 from core.experiment.cache import ArtifactCache
-from core.experiment.pipeline import cached_summary
+from core.experiment.pipeline import cached_run as stored_run
 from core.experiment.results import RunSummary
 from core.experiment.roles import config_from_dict
 from core.experiment.run_source import RunSource
@@ -183,8 +183,7 @@ def cached_run(cfg: ExperimentConfig, cache: ArtifactCache | RunSource, costs: C
         run, local = cache.run(cfg)
         costs.note(run, recipe, timed=local)
         return run
-    s = cached_summary(cfg, cache)
-    run = None if s is None else RunSummary.from_dict(s)
+    run = stored_run(cfg, cache)
     costs.note(run, recipe)
     return run
 

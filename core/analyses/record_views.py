@@ -29,7 +29,7 @@ from core.analyses.repeats import repeat_config
 from core.defenses.defender import Defender
 from core.defenses.spec import DefenseSpec
 from core.experiment.cache import ArtifactCache
-from core.experiment.pipeline import cached_summary, trained_models
+from core.experiment.pipeline import cached_run, trained_models
 from core.experiment.reference_attacks import (
     LIRA_ONLINE,
     fit_reference_attacks,
@@ -108,9 +108,10 @@ def cached_repeats(configs: dict[str, ExperimentConfig], cache: ArtifactCache | 
     interval over. Nothing trains."""
     out = []
     for r in range(1, MAX_REPEATS):
-        pair = {arch: cached_summary(repeat_config(cfg, r), cache) for arch, cfg in configs.items()}
-        if all(s is not None for s in pair.values()):
-            out.append({arch: RunSummary.from_dict(s) for arch, s in pair.items()})
+        pair = {arch: cached_run(repeat_config(cfg, r), cache) for arch, cfg in configs.items()}
+        runs = {arch: s for arch, s in pair.items() if s is not None}
+        if len(runs) == len(pair):
+            out.append(runs)
     return out
 
 

@@ -23,8 +23,8 @@ from core.analyses.arch_answer import ArchAnswer, arch_answer
 from core.defenses.defender import defense_run
 from core.defenses.defense_results import DefenseRun
 from core.experiment.cache import ArtifactCache
-from core.experiment.pipeline import cached_summary, run_experiment, trained_models
-from core.experiment.results import DefendedPoint, RunSummary, runs
+from core.experiment.pipeline import cached_run, run_experiment, trained_models
+from core.experiment.results import DefendedPoint, RunSummary
 from core.foundations.config import MAX_REPEATS, ExperimentConfig
 from core.foundations.errors import ConfigError, ResultFormatError
 from core.foundations.progress import ProgressCallback, ProgressEvent
@@ -159,11 +159,10 @@ def headline_values(summaries: Sequence[RunSummary]) -> dict[str, list[float | N
 def aggregate(summaries: Sequence[RunSummary]) -> dict[str, Estimate]:
     """Mean and 95 % t interval across repeats of every headline metric present in all of them."""
     out = {}
-    typed = runs(summaries)
-    for name, values in headline_values(typed).items():
+    for name, values in headline_values(summaries).items():
         if values and all(v is not None for v in values):
             out[name] = (bounds_only(cast("list[float]", values)) if name in BOUND_METRICS else
-                         mean_interval([float(v) for v in values], bounds=headline_bounds(name, typed)))
+                         mean_interval([float(v) for v in values], bounds=headline_bounds(name, summaries)))
     return out
 
 
@@ -529,7 +528,7 @@ def _point_metrics(point: DefendedPoint) -> dict[str, tuple[float | None, float 
             "utility": (point.utility, point.utility_std), "utility_loss": (point.utility_loss, None)}
 
 
-def defense_intervals(per_repeat: Sequence[DefendedPoint | dict[str, Any]], draws: int,
+def defense_intervals(per_repeat: Sequence[DefendedPoint], draws: int,
                       baseline_utility: float | None = None) -> dict[str, dict[str, Any]]:
     """Intervals of one defense value's metrics (:data:`BANDED_BOUNDS`) over repeats × draws, as a point's
     ``intervals`` JSON.
@@ -542,7 +541,7 @@ def defense_intervals(per_repeat: Sequence[DefendedPoint | dict[str, Any]], draw
     """
     out: dict[str, Estimate] = {}
     u: Estimate | None = None  # the utility's interval over draws, which the loss's is mapped from
-    rows = [_point_metrics(DefendedPoint.coerce(p)) for p in per_repeat]
+    rows = [_point_metrics(p) for p in per_repeat]
     for name in rows[0]:
         means = [r[name][0] for r in rows]
         if any(m is None for m in means):
@@ -567,16 +566,16 @@ def defense_intervals(per_repeat: Sequence[DefendedPoint | dict[str, Any]], draw
     return {name: e.to_dict() for name, e in out.items()}
 
 
-def defense_curve_bands(curves: Sequence[Sequence[DefendedPoint | dict[str, Any]]], draws: int,
+def defense_curve_bands(curves: Sequence[Sequence[DefendedPoint]], draws: int,
                         baseline_utilities: Sequence[float | None] | None = None) -> list[DefendedPoint]:
-    """A defense curve with a 95 % band: ``curves[r]`` are repeat r's points (typed or their JSON), ``draws`` the draws
+    """A defense curve with a 95 % band: ``curves[r]`` are repeat r's points, ``draws`` the draws
     per point. Returns, per value present in every repeat (in repeat 0's order), repeat 0's point with ``intervals``
     (:func:`defense_intervals`) and ``band`` = ``{"repeats": N, "draws": D, "over": "repeats" | "draws" | None}``
     (None: one repeat and one draw, no interval).
     """
     if not curves:
         return []
-    by_value = [{float(p.value): p for p in map(DefendedPoint.coerce, c)} for c in curves]
+    by_value = [{float(p.value): p for p in c} for c in curves]
     values = [v for v in by_value[0] if all(v in b for b in by_value[1:])]
     n = len(curves)
     over = "repeats" if n >= 2 else ("draws" if draws >= 2 else None)
@@ -598,7 +597,7 @@ def cached_repeat_configs(cfg: ExperimentConfig, limit: int = MAX_REPEATS, cache
     out = []
     for r in range(limit):
         c = repeat_config(cfg, r)
-        if cached_summary(c, cache) is None:
+        if cached_run(c, cache) is None:
             break
         out.append(c)
     return out

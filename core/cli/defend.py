@@ -48,7 +48,7 @@ def cached_utility_cost(args: argparse.Namespace, config, values: list[float]) -
     from core.defenses.defense_results import UtilityCost
     from core.defenses.sweeps import sweep_runs
     from core.defenses.utility_cost import question, sweep_utility_cost
-    from core.experiment.pipeline import cached_summary
+    from core.experiment.pipeline import cached_run
 
     task = get_task(config.task)
     others = [a for a in ("ffnn", "rnn") if a in task.archs and a != config.arch]
@@ -65,7 +65,7 @@ def cached_utility_cost(args: argparse.Namespace, config, values: list[float]) -
                                       "summary": f"no comparison: {' '.join(str(exc).split())}"})
     summaries = []
     for r in range(MAX_REPEATS):
-        cached = {(a, v): cached_summary(repeat_config(c, r)) for a, rs in runs.items() for v, c in rs}
+        cached = {(a, v): cached_run(repeat_config(c, r)) for a, rs in runs.items() for v, c in rs}
         if r and all(s is None for s in cached.values()):
             break
         summaries.append(cached)

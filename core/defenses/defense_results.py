@@ -8,13 +8,13 @@ Built from the layout's dict by ``from_dict`` where they are born, so ``to_dict`
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Mapping, Sequence
 
 import numpy as np
 
 from core.experiment.results import DefendedPoint, DefenseBaseline
 from core.foundations.typed_json import Typed, omissible
-from core.measurement.metrics import scores_for_json
+from core.measurement.metrics import AttackMetrics, scores_for_json
 from core.measurement.stats import Estimate, Verdict
 
 
@@ -34,9 +34,10 @@ def mean_std(values: list[float]) -> tuple[float, float]:
     return float(a.mean()), float(a.std(ddof=1)) if len(a) > 1 else 0.0
 
 
-def summarise_draws(per_draw: list[dict[str, Any]], primary: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Mean (± std over draws) of every attack's headline numbers: (the ``primary`` attack's JSON, every
-    attack's JSON by name), the layout of a point's ``attack`` and ``attacks``."""
+def summarise_draws(per_draw: Sequence[Mapping[str, AttackMetrics]], primary: str
+                    ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Mean (± std over draws) of every attack's headline numbers, ``per_draw[d]``: draw d's metrics by attack name.
+    Returns (the ``primary`` attack's JSON, every attack's JSON by name), a point's ``attack`` and ``attacks``."""
     names = per_draw[0].keys()
     attacks = {}
     for name in names:

@@ -15,14 +15,25 @@ from __future__ import annotations
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Any, Generic, Hashable, Mapping, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Hashable, Mapping, Sequence, TypedDict, TypeVar
 
 from core.defenses.spec import DefenseSpec
+
+if TYPE_CHECKING:
+    from core.defenses.defender import Defender
 
 K = TypeVar("K", bound=Hashable)
 
 
-def _run_in_order(defender: Any, spec: DefenseSpec, attacker: str, calls: Sequence[Mapping[str, Any]],
+class PointCall(TypedDict, total=False):
+    """The keyword arguments of one :meth:`Defender.point` call (and :meth:`Defender.cached_point`)."""
+
+    utility: bool
+    quantile: bool | None
+    registry: bool
+
+
+def _run_in_order(defender: Defender, spec: DefenseSpec, attacker: str, calls: Sequence[PointCall],
                   out: list[Future]) -> None:
     """``defender.point(spec, attacker, **call)`` for each call into its future, in order: a cancelled future's
     call is skipped; a call that raises fails its future and the later ones (they are not run)."""
@@ -77,7 +88,7 @@ class PointLanes:
         self._issued: list[Future] = []
         self._lock = threading.Lock()
 
-    def submit(self, defenders: Mapping[K, Any], spec: DefenseSpec, calls: Sequence[Mapping[str, Any]],
+    def submit(self, defenders: Mapping[K, Defender], spec: DefenseSpec, calls: Sequence[PointCall],
                attacker: str = "naive") -> dict[K, list[Future]]:
         """Per key of ``defenders`` one future per call, ``defender.point(spec, attacker, **call)`` run in order in
         that key's lane after what the lane holds already; returns at once."""
@@ -98,8 +109,8 @@ class PointLanes:
             issued, self._issued = self._issued, []
         return sum(f.cancel() for f in issued)
 
-    def step(self, defenders: Mapping[K, Any], spec: DefenseSpec, calls: Sequence[Mapping[str, Any]],
-             attacker: str = "naive", first_calls: Sequence[Mapping[str, Any]] | None = None) -> Step[K]:
+    def step(self, defenders: Mapping[K, Defender], spec: DefenseSpec, calls: Sequence[PointCall],
+             attacker: str = "naive", first_calls: Sequence[PointCall] | None = None) -> Step[K]:
         """A slider step to ``spec``: earlier steps' calls not started are cancelled; per key, the calls' points
         if every one is known (:meth:`Defender.cached_point`: resolved futures), else the calls queued in the key's
         lane, preceded by the one-draw calls where the first call's point is unknown and ``spec.draws`` > 1.

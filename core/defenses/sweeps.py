@@ -99,10 +99,12 @@ def sweep_runs(bases: dict[str, ExperimentConfig], mechanism: str, values: list[
 
 #: a sweep's curves: (baselines, points) per architecture (:func:`collect_points`)
 SweepCurves = tuple[dict[str, DefenseBaseline], dict[str, list[DefendedPoint]]]
+#: one repeat's runs of a sweep: the typed summary per (architecture, value; None: the baseline), None where not run
+SweepSummaries = dict[tuple[str, float | None], RunSummary | None]
 
 
 def collect_points(runs: dict[str, list[tuple[float | None, ExperimentConfig]]],
-                   summaries: dict[tuple[str, float | None], RunSummary | dict[str, Any] | None], mechanism: str,
+                   summaries: SweepSummaries, mechanism: str,
                    target_epsilon: bool = False) -> SweepCurves:
     """(baselines, points) per architecture from the runs' summaries (``None``: not trained yet);
     an architecture whose baseline is missing is left out, a missing point is skipped."""
@@ -113,8 +115,8 @@ def collect_points(runs: dict[str, list[tuple[float | None, ExperimentConfig]]],
         if base_summary is None:
             continue
         baselines[arch] = baseline_of(base_summary)
-        points[arch] = [point_of(summaries[(arch, v)], baselines[arch], mechanism, v, target_epsilon)
-                        for v, _ in rs[1:] if summaries.get((arch, v)) is not None]
+        points[arch] = [point_of(run, baselines[arch], mechanism, v, target_epsilon)
+                        for v, _ in rs[1:] if (run := summaries.get((arch, v))) is not None]
     return baselines, points
 
 
@@ -128,7 +130,7 @@ def _sweep_metrics(point: DefendedPoint) -> dict[str, float | None]:
 
 
 def collect_points_repeats(runs: dict[str, list[tuple[float | None, ExperimentConfig]]],
-                           summaries: Sequence[dict[tuple[str, float | None], RunSummary | dict[str, Any] | None]],
+                           summaries: Sequence[SweepSummaries],
                            mechanism: str, target_epsilon: bool = False) -> SweepCurves:
     """:func:`collect_points` over repeats (``summaries[r]``: repeat r's runs). Repeat 0's points, where N ≥ 2
     repeats have the point and its baseline cached, with ``intervals`` (per metric of :data:`SWEEP_BANDED`, the
@@ -172,10 +174,9 @@ def _without_roc(result: AttackResult) -> dict[str, Any]:
     return {k: v for k, v in result.to_dict().items() if k not in ("roc_fpr", "roc_tpr")}
 
 
-def baseline_of(summary: RunSummary | dict[str, Any]) -> DefenseBaseline:
+def baseline_of(run: RunSummary) -> DefenseBaseline:
     """The ``baseline`` block from the undefended run's summary (the defenses' layout), with
     ``utility_chance``: the utility of a model that learned nothing (:func:`core.experiment.fidelity.chance_utility`)."""
-    run = RunSummary.coerce(summary)
     return DefenseBaseline.from_dict({
         "attack": _without_roc(run.attack),
         "attacks": {n: _without_roc(a) for n, a in run.attacks.items()},
@@ -185,11 +186,10 @@ def baseline_of(summary: RunSummary | dict[str, Any]) -> DefenseBaseline:
     })
 
 
-def point_of(summary: RunSummary | dict[str, Any], baseline: DefenseBaseline, mechanism: str, value: float,
+def point_of(run: RunSummary, baseline: DefenseBaseline, mechanism: str, value: float,
              target_epsilon: bool = False, changes: dict[str, Any] | None = None) -> DefendedPoint:
     """One point from its run's summary and the baseline block (see the module docstring); ``changes``: what the
     point's run changed from the baseline's (:func:`sweep`'s points)."""
-    run = RunSummary.coerce(summary)
     point: dict[str, Any] = {
         "value": float(value), "mechanism": mechanism, "value_name": value_name(mechanism, target_epsilon),
         "config_hash": run.config_hash, "training_hash": run.training_hash,
@@ -225,12 +225,12 @@ def sweep(cfg: ExperimentConfig, mechanism: str, values: list[float], *, target_
     runs = [("baseline", base_cfg)] + [(f"{value_name(mechanism, target_epsilon)} = {v:g}", c)
                                        for v, c in zip(values, configs)]
 
-    def run(i: int, label: str, c: ExperimentConfig) -> RunSummary | dict[str, Any]:
+    def run(i: int, label: str, c: ExperimentConfig) -> RunSummary:
         def relay(ev) -> None:
             if progress is not None:
                 progress(dataclasses.replace(ev, stage=f"{label} ({i + 1}/{len(runs)}): {ev.stage}",
                                              overall_fraction=(i + ev.overall_fraction) / len(runs)))
-        return run_experiment(c, progress=relay, cache=cache).summary
+        return run_experiment(c, progress=relay, cache=cache).run
 
     baseline = baseline_of(run(0, *runs[0]))
     points: list[DefendedPoint] = []

@@ -20,7 +20,7 @@ import numpy as np
 
 from core.defenses.defense_results import UtilityCost, UtilityCostRow
 from core.defenses.registry import get_training
-from core.defenses.sweeps import SweepCurves, collect_points
+from core.defenses.sweeps import SweepCurves, SweepSummaries, collect_points
 from core.experiment.fidelity import NEAR_CHANCE
 from core.experiment.results import DefendedPoint, DefenseBaseline
 from core.foundations.config import ExperimentConfig
@@ -156,7 +156,7 @@ def summary_sentence(rows: Sequence[UtilityCostRow], symbol: str) -> str:
 
 
 def sweep_utility_cost(runs: dict[str, list[tuple[float | None, ExperimentConfig]]],
-                       summaries: Sequence[dict[tuple[str, float | None], Any]], mechanism: str,
+                       summaries: Sequence[SweepSummaries], mechanism: str,
                        target_epsilon: bool = False) -> UtilityCost:
     """:func:`utility_cost_comparison` of a sweep's runs (:func:`core.defenses.sweeps.sweep_runs`) from
     ``summaries[r]`` = repeat r's summaries (None where not run yet), as

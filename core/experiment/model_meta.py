@@ -11,10 +11,24 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Sequence
 
 from core.experiment.results import EpochRecord
-from core.foundations.typed_json import Typed
+from core.foundations.typed_json import DICT, Conv, Typed, fail, json_key
+from core.training.dpsgd import PrivacyRecord
 
 #: the meta entry's keys in the order the roles wrote them as a dict (``privacy`` null, never left out)
 _KEYS = ("params", "per_epoch", "train_s", "privacy")
+
+
+def _privacy(v: Any, where: str) -> PrivacyRecord:
+    """A ``privacy`` entry read (its keys as :meth:`PrivacyRecord.to_dict` writes them)."""
+    DICT.read(v, where)
+    try:
+        return PrivacyRecord.from_dict(v)
+    except TypeError:  # a required field missing
+        raise fail(where, "a DP-SGD privacy record", v) from None
+
+
+#: ``privacy``: read as a :class:`PrivacyRecord`, written as the dict it was read from
+PRIVACY = Conv(_privacy, lambda r: r.to_dict(), schema=DICT.schema)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -27,7 +41,7 @@ class ModelMeta(Typed):
     params: int
     per_epoch: tuple[EpochRecord, ...]
     train_s: float
-    privacy: dict[str, Any] | None = None
+    privacy: PrivacyRecord | None = json_key(default=None, conv=PRIVACY)
     ensemble_members: int | None = None
 
     _WHAT: ClassVar[str] = "model meta"
@@ -36,6 +50,6 @@ class ModelMeta(Typed):
 
     @classmethod
     def of(cls, params: int, per_epoch: Sequence[EpochRecord], train_s: float,
-           privacy: dict[str, Any] | None = None) -> "ModelMeta":
+           privacy: PrivacyRecord | None = None) -> "ModelMeta":
         """The meta entry as the cache stores it (the four keys, in their order)."""
         return cls(params=params, per_epoch=tuple(per_epoch), train_s=train_s, privacy=privacy, keys=_KEYS)

@@ -389,9 +389,8 @@ def cached_runs(task: str, arch: str | None = None, cache: ArtifactCache | None 
     return out
 
 
-def config_of(summary: RunSummary | dict[str, Any]) -> ExperimentConfig:
+def config_of(run: RunSummary) -> ExperimentConfig:
     """The validated config a summary was produced with (options included)."""
-    run = RunSummary.coerce(summary)
     c = dict(run.config)
     task = get_task(c.pop("task"))
     arch, preset = c.pop("arch"), c.pop("preset")

@@ -430,6 +430,6 @@ class DefenseBaseline(Typed):
     _STRICT: ClassVar[bool] = False
 
 
-def runs(summaries: Sequence[RunSummary | Mapping[str, Any]]) -> list[RunSummary]:
-    """Each summary typed (already typed ones as they are)."""
-    return [RunSummary.coerce(s) for s in summaries]
+def runs(summaries: Sequence[Mapping[str, Any]]) -> list[RunSummary]:
+    """Each summary's JSON typed: where run JSON is read (files, planted test data)."""
+    return [RunSummary.from_dict(s) for s in summaries]

@@ -31,6 +31,7 @@ from core.foundations.locks import hold
 from core.measurement.responses import Responses
 from core.tasks import get_task
 from core.tasks.base import Task, TaskData
+from core.training.dpsgd import PrivacyRecord
 
 
 @dataclass
@@ -171,7 +172,7 @@ class TrainedModel:
     train_s: float
     cache_hit: bool
     #: DP-SGD's record of the training (σ, C, q, steps, accountant history), None if not private
-    privacy: dict[str, Any] | None = None
+    privacy: PrivacyRecord | None = None
 
     def meta(self) -> ModelMeta:
         """The meta entry the cache stores beside the weights and answers (and a worker sends back)."""
@@ -411,7 +412,7 @@ class EpochRecorder:
         trained.train()
         self.per_epoch.append(EpochRecord.from_dict(row))  # typed as it is measured
 
-    def result(self, model: torch.nn.Module, train_s: float, privacy: dict[str, Any] | None = None) -> TrainedModel:
+    def result(self, model: torch.nn.Module, train_s: float, privacy: PrivacyRecord | None = None) -> TrainedModel:
         missing = self.checkpoints - set(self.responses)
         if missing:
             raise RuntimeError(f"task {self.task.name} did not report checkpoint epochs {sorted(missing)}")

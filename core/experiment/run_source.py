@@ -220,11 +220,6 @@ class RunSource:
         self._served[cfg.config_hash] = origin
         return run, False
 
-    def summary(self, cfg: ExperimentConfig) -> dict[str, Any] | None:
-        """:meth:`run` as the JSON the dict readers take."""
-        run, _ = self.run(cfg)
-        return None if run is None else run.to_dict()
-
     def origins_of(self, config_hashes: Iterable[str]) -> list[str]:
         """The distinct origins (labels, in order of first use) of summaries this source served."""
         labels: list[str] = []

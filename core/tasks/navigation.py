@@ -63,7 +63,6 @@ from core.tasks.base import (
     TaskData,
     VictimLoader,
 )
-from core.training.dpsgd import PrivacyRecord
 from core.training.loop import BatchCallback, PrivacySettings, TrainingRecord
 from core.training.ppo import PPOSettings, train_ppo
 
@@ -462,7 +461,7 @@ class NavigationTask(Task):
         privacy = train_ppo(model, envs, ppo_settings(cfg), n_updates, seed, on_update, on_batch)
         steps = n_updates * o.ppo_epochs * -(-(o.n_envs * o.frames_per_env) // cfg.batch_size)
         if privacy is not None:  # the noisy steps DP-SGD took, as its record counts them
-            steps = int(PrivacyRecord.from_dict(privacy).steps)
+            steps = int(privacy.steps)
         return TrainingRecord(n_updates, steps, time.perf_counter() - start, privacy)
 
     # ------------------------------------------------------------------ audit canaries

@@ -164,10 +164,9 @@ def _finite_or_none(x: float | None) -> float | None:
     return x if x is not None and math.isfinite(x) else None
 
 
-def report(record: PrivacyRecord | dict[str, Any], delta: float) -> dict[str, Any]:
+def report(rec: PrivacyRecord, delta: float) -> dict[str, Any]:
     """The ``dpsgd`` block of a result: σ, C, q, steps, δ, the accountant and ε by RDP, PRV and
     GDP (None where infinite or where an accountant fails at these values, with the reason)."""
-    rec = record if isinstance(record, PrivacyRecord) else PrivacyRecord.from_dict(record)
     epsilons: dict[str, float | None] = {}
     notes: dict[str, str] = {}
     for name in REPORTED_ACCOUNTANTS:

@@ -43,7 +43,7 @@ import torch
 from torch import nn
 
 from core.foundations.errors import ConfigError
-from core.training.dpsgd import PrivacySettings, make_private, per_sample_norms
+from core.training.dpsgd import PrivacyRecord, PrivacySettings, make_private, per_sample_norms
 
 #: ``batch_loss(index)``: the mean loss of the records at positions ``index`` (a CPU LongTensor)
 BatchLoss = Callable[[torch.Tensor], torch.Tensor]
@@ -80,13 +80,13 @@ class TrainingRecord:
         steps: optimizer steps taken.
         seconds: wall-clock seconds of the loop.
         privacy: DP-SGD only: σ, C, q, steps and the accountant history
-            (:class:`core.training.dpsgd.PrivacyRecord` as a dict), else None.
+            (:class:`core.training.dpsgd.PrivacyRecord`), else None.
     """
 
     epochs: int
     steps: int
     seconds: float
-    privacy: dict[str, Any] | None = None
+    privacy: PrivacyRecord | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -230,7 +230,7 @@ def train_epochs(
     finally:
         for group, lr in zip(optimizer.param_groups, base_lr):  # the optimizer as it came
             group["lr"] = lr
-        record = private.record().to_dict() if private is not None else None
+        record = private.record() if private is not None else None
         if private is not None:
             private.close()
     return TrainingRecord(epochs, steps, time.perf_counter() - start, record)

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import Callable, Protocol
 
 import numpy as np
 import torch
@@ -52,6 +52,7 @@ from torch import nn
 
 from core.foundations.device import single_thread
 from core.models.navigation import AGENTS, Agent
+from core.training.dpsgd import PrivacyRecord
 from core.training.loop import Batch, BatchCallback, PrivacySettings, build_optimizer, privatize
 
 
@@ -130,7 +131,7 @@ def train_ppo(
     seed: int,
     on_update: Callable[[UpdateLog], None] | None = None,
     on_batch: BatchCallback | None = None,
-) -> dict[str, Any] | None:
+) -> PrivacyRecord | None:
     """Train ``model`` in place with ``n_updates`` PPO updates on ``envs`` (see module docstring).
 
     Args:
@@ -168,7 +169,7 @@ def train_ppo(
     try:
         _updates(model, envs, s, n_updates, rec, gen, batch_rng, opt, private, device, on_update, on_batch)
     finally:
-        record = private.record().to_dict() if private is not None else None
+        record = private.record() if private is not None else None
         if private is not None:
             private.close()
     return record

@@ -26,7 +26,7 @@ from core.analyses.record_views import report_views
 from core.analyses.repeats import cached_repeat_configs, comparison_json
 from core.analyses.verdicts import repeated_verdict_sentence
 from core.experiment.cache import ArtifactCache
-from core.experiment.pipeline import cached_summary
+from core.experiment.pipeline import cached_run
 from core.experiment.results import RunSummary
 from core.foundations.config import ExperimentConfig
 from core.foundations.errors import ConfigError
@@ -201,8 +201,7 @@ def cached_comparison(configs: dict[str, ExperimentConfig], cache: ArtifactCache
     n = min(len(v) for v in cached.values())
     if n < 2:
         return None
-    runs_ = {a: [RunSummary.from_dict(cast("dict[str, Any]", cached_summary(c, cache))) for c in v[:n]]  # cached
-              for a, v in cached.items()}
+    runs_ = {a: [cast(RunSummary, cached_run(c, cache)) for c in v[:n]] for a, v in cached.items()}  # cached
     return {"comparison": comparison_json(runs_["ffnn"], runs_["rnn"])}
 
 
