@@ -483,12 +483,11 @@ def run_experiment(
                         keys=_UTILITY_KEYS),
         attack=replace(AttackResult.from_dict(final[primary].result.to_dict(include_roc=False), "summary.attack"),
                        name=primary),
-        # attacks by name, the order the cache serves them in (it sorts keys): a fresh run and a cache hit list alike
         attacks={name: AttackResult.from_dict(o.result.to_dict(), f"summary.attacks[{name!r}]")
-                 for name, o in sorted(final.items())},
+                 for name, o in final.items()},
         attacks_by_epoch={str(e): {name: AttackResult.from_dict(o.result.to_dict(include_roc=False),
                                                                 f"summary.attacks_by_epoch[{e!r}]")
-                                   for name, o in sorted(res.items())} for e, res in attacks_by_epoch.items()},
+                                   for name, o in res.items()} for e, res in attacks_by_epoch.items()},
         per_epoch=tuple(per_epoch),
         timings={
             **models.timings,
@@ -556,7 +555,7 @@ def record_signals(responses: Responses, membership: np.ndarray, outcomes: dict[
         "ape": significant(responses.ape),
         "cross_entropy": significant(responses.mean_cross_entropy),
         "length": [int(v) for v in responses.lengths],
-        "scores": {name: scores_for_json(o.scores) for name, o in sorted(outcomes.items())},  # exact, not rounded
+        "scores": {name: scores_for_json(o.scores) for name, o in outcomes.items()},  # exact, not rounded
         "boundaries": {name: o.result.boundary for name, o in outcomes.items() if o.result.boundary is not None},
     }
 
