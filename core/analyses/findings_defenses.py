@@ -268,7 +268,7 @@ def training_defense_row(finding: Finding, task: str, preset: str, sets: dict[st
             points.append(p)
         if b is None or any(p is None for p in points):
             return b, None
-        epsilons[a].append(tuple((p.privacy or {}).get("epsilon") for p in cast("list[RunSummary]", points)))
+        epsilons[a].append(tuple(p.privacy.epsilon if p.privacy else None for p in cast("list[RunSummary]", points)))
         return b, read(b, points) if several else read(b, points[0])
 
     v: float | None  # a grid value, then a repeat's read number

@@ -11,7 +11,7 @@ import math
 from typing import Any
 
 from core.defenses.registry import Parameter, TrainingDefense, register_training
-from core.experiment.results import DPSGDBlock, RunSummary
+from core.experiment.results import RunSummary
 from core.foundations.errors import ConfigError
 
 
@@ -40,10 +40,10 @@ class DPSGDDefense(TrainingDefense):
         return {"dp": "off"}
 
     def guarantee(self, run: RunSummary) -> dict[str, Any]:
-        if not run.privacy:
+        dp = run.privacy
+        if dp is None:
             raise ConfigError(f"the run {run.config_hash} has no DP-SGD record (cached by an older version?)")
-        dp = DPSGDBlock.from_dict(run.privacy, "summary.privacy")
-        out: dict[str, Any] = {"dpsgd": run.privacy, "epsilon": dp.epsilon, "delta": dp.delta, "gamma": None}
+        out: dict[str, Any] = {"dpsgd": dp.to_dict(), "epsilon": dp.epsilon, "delta": dp.delta, "gamma": None}
         recipe = (f"σ = {dp.noise_multiplier:.4g}, C = {dp.max_grad_norm:g}, q = {dp.sample_rate:.4g}, "
                   f"{dp.steps} steps")
         if dp.epsilon is None:

@@ -41,7 +41,7 @@ ATTACK_FIT_VERSION = "fit3"
 from core.experiment.executor import Executor, TrainingJob, as_tuple
 from core.experiment.fidelity import measure_shadow_fidelity
 from core.experiment.model_attacks import UndefendedQuery
-from core.experiment.results import AttackResult, RunSummary, Utility
+from core.experiment.results import AttackResult, DPSGDBlock, RunSummary, Utility
 from core.experiment.roles import (
     Splits,
     TrainedModel,
@@ -560,11 +560,11 @@ def record_signals(responses: Responses, membership: np.ndarray, outcomes: dict[
     }
 
 
-def _privacy(cfg: ExperimentConfig, victim: TrainedModel) -> dict[str, Any] | None:
+def _privacy(cfg: ExperimentConfig, victim: TrainedModel) -> DPSGDBlock | None:
     """DP-SGD's ``dpsgd`` block of the victim (σ, C, q, steps, δ, ε by RDP/PRV/GDP), None if not private."""
     if victim.privacy is None:
         return None
-    return privacy_report(victim.privacy, cfg.dp_delta)
+    return DPSGDBlock.from_dict(privacy_report(victim.privacy, cfg.dp_delta), "summary.privacy")
 
 
 def _examples(models: TrainedModels) -> dict[str, Any]:

@@ -219,7 +219,7 @@ class RunSummary(Typed):
     #: what one evaluation record is worth (:func:`core.measurement.metrics.resolution`); None in a summary written
     #: before the block (its config's ``n_eval`` says the balanced set's size: ``settings.n_eval``)
     resolution: Resolution | None = None
-    privacy: dict[str, Any] | None = None
+    privacy: DPSGDBlock | None = None
     examples: dict[str, Any] | list[Any] | None = json_key(default=None, conv=kind((dict, list), "a JSON object or a list"))
     records: dict[str, Any]
     repeats: RepeatsBlock | None = None
