@@ -288,6 +288,7 @@ def _main(argv: Sequence[str] | None, prog: str = "python -m core", epilog: str 
     if args.command == "analyze":  # --out is a folder here
         return analyze_command(args)
     if args.command == "report":
+        assert out is not None  # report's --out is required (the parser refuses it missing)
         return report_command(args, out)
 
     progress = Progress(args.quiet)  # a bar on a terminal, lines otherwise, nothing with --quiet

@@ -62,14 +62,13 @@ class DefendedQuery:
             q._together, q._position, q._shared = queries, i, shared
         return queries
 
-    def _for_every_draw(self, kind: str, index: np.ndarray, n: int, run: Any) -> np.ndarray:
-        """This draw's part of ``run(transforms)`` — the task's ``*_under`` with every draw's transform (role
-        ``victim/<kind>``, each from its draw's own generator, as a draw alone makes it) — computed once for
-        the draws together; a copy (a caller may write to it)."""
+    def _for_every_draw(self, mech: OutputMechanism, kind: str, index: np.ndarray, n: int, run: Any) -> np.ndarray:
+        """This draw's part of ``run(transforms)`` — the task's ``*_under`` with every draw's transform of
+        ``mech`` (the spec's output mechanism; role ``victim/<kind>``, each from its draw's own generator, as a
+        draw alone makes it) — computed once for the draws together; a copy (a caller may write to it)."""
         key = (kind, hashlib.sha256(np.asarray(index, np.int64).tobytes()).hexdigest(), n)
         if key not in self._shared:
             d, spec = self.defender, self.spec
-            mech = spec.mechanism_class
             self._shared[key] = run([mech.torch_transform(spec, d._torch_generator(spec, q.draw, f"victim/{kind}"))
                                      for q in self._together])
         return self._shared[key][self._position].copy()
@@ -109,8 +108,9 @@ class DefendedQuery:
         task = d.task
         plain, under = ((task.label_queries, task.label_queries_under) if kind == "labels"
                         else (task.augmented_confidences, task.augmented_confidences_under))
-        if isinstance(self.spec.mechanism_class, OutputMechanism):
-            return self._for_every_draw(kind, index, n, lambda transforms: under(
+        mech = self.spec.mechanism_class
+        if isinstance(mech, OutputMechanism):
+            return self._for_every_draw(mech, kind, index, n, lambda transforms: under(
                 d.cfg, self._model(), d.models.data, index, n, transforms))
         return plain(d.cfg, self._model(), d.models.data, index, n)
 

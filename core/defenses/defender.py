@@ -41,7 +41,7 @@ from core.experiment.reference_attacks import (
     reference_inputs,
     score_reference_attacks,
 )
-from core.experiment.results import DefendedPoint, DefenseBaseline, EpochRecord
+from core.experiment.results import DefendedPoint, DefenseBaseline
 from core.experiment.roles import TrainedModels
 from core.foundations.errors import ConfigError
 from core.measurement.metrics import empirical_epsilon, pooled_empirical_epsilon, utility_loss
@@ -117,7 +117,7 @@ class Defender:
             #: the undefended numbers (``defend``'s ``baseline``)
             self.baseline: DefenseBaseline = DefenseBaseline.from_dict(stored["baseline"])
             return
-        last = EpochRecord.from_dict(models.victim.per_epoch[-1])
+        last = models.victim.per_epoch[-1]  # typed when it was read (roles: EpochRecord.from_dict)
         undefended = score_attacks(self.naive_attacks, self.victim_responses, self.membership)
         if self.reference_attacks:
             undefended.update(score_reference_attacks(self.reference_attacks, self.victim_responses, self.membership))
@@ -165,6 +165,8 @@ class Defender:
         """A copy of ``model`` behind a weight mechanism (for the GPM θ + σ·z_draw); what does not
         depend on the value (the GPM's direction) is fixed per (mechanism, seed, draw, role)."""
         mech = spec.mechanism_class
+        if not isinstance(mech, WeightMechanism):
+            raise TypeError(f"the {spec.mechanism!r} mechanism does not change weights: its victim is not noisy")
         noisy = self._noisy_models.get(spec.draw_key)
         if noisy is None:
             # one perturbed copy per (role, draw) serves answers, RMIA's population and utility; only the
@@ -221,6 +223,9 @@ class Defender:
         key = (spec.draw_key, draw)
         if key not in self._population:
             inputs = self.reference_inputs
+            if inputs is None:
+                raise RuntimeError("RMIA's population is asked for, but this run has no reference models "
+                                   "(LiRA and RMIA need at least two shadows)")
             mech = spec.mechanism_class
             if isinstance(mech, OutputMechanism):
                 out = mech.transform(inputs.population_target, spec, self._rng(spec, draw, "victim/population"))
@@ -327,8 +332,8 @@ class Defender:
             if part_key[-1]:
                 outcomes = [dict(out) for out in outcomes]
                 for query, out in zip(queries, outcomes):
-                    for attack in self._quantile_attacks():
-                        out.update(attack.outcomes(query))
+                    for quantile_attack in self._quantile_attacks():
+                        out.update(quantile_attack.outcomes(query))
             attack, attacks = summarise_draws([{n: o.result for n, o in out.items()} for out in outcomes], self.primary)
             # one 95 % lower bound over every draw's trials pooled (the mean of per-draw bounds is no bound)
             eps_hat = pooled_empirical_epsilon(np.stack([out[self.primary].scores for out in outcomes]),
@@ -403,6 +408,7 @@ class Defender:
     def _known(self, spec: DefenseSpec, attacker: str, utility: bool, quantile: bool, registry: bool = True,
                disk: bool = True) -> tuple[tuple, str | None, DefendedPoint | None]:
         """(memo key, the fast point's disk key or None, the point if memoised or (``disk``) stored, else None)."""
+        memo_key: tuple[str | bool, ...]
         memo_key = (spec.key, attacker, utility) if quantile == utility else (spec.key, attacker, utility, quantile)
         memo_key += () if registry else ("no registry",)
         if memo_key in self._memo:
@@ -458,6 +464,7 @@ class Defender:
         fast = next((p for k in ((spec.key, "naive", False), (spec.key, "naive", False, True))
                      if (p := self._memo.get(k)) is not None and set(p.skipped_attacks or ()) <= skip), None)
         computed = (spec.key, with_features, registry) in self._answers
+        answers: list[Responses]
         if utility and attacker == "naive" and fast is not None and not computed:
             stored = fast.to_dict()
             answers, naive_part = [], {k: stored[k] for k in NAIVE_FIELDS if k in stored}

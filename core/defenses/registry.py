@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, ClassVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, TypeVar
 
 from core.foundations.errors import ConfigError
 from core.foundations.registry import Registry
@@ -138,13 +138,19 @@ BUILTIN: dict[str, str] = {
     "dirichlet": "core.defenses.dirichlet:DirichletMechanism",
     "gpm": "core.defenses.gpm:GaussianPrivacyModule",
 }
+
+
+#: the two kinds of defense a registry holds: a post-training mechanism, a training-time defense
+_Defense = TypeVar("_Defense", "Mechanism", "TrainingDefense")
+
+
 def _lazy(builtin: dict[str, str]) -> dict[str, str]:
     """name -> the module whose import registers the built-in class."""
     return {name: where.split(":")[0] for name, where in builtin.items()}
 
 
-def _register(registry: Registry[Any], builtin: dict[str, str], cls: type, base: tuple[type, ...],
-              taken_elsewhere: tuple[str, ...] = ()) -> type:
+def _register(registry: Registry[_Defense], builtin: dict[str, str], cls: type[_Defense], base: tuple[type, ...],
+              taken_elsewhere: tuple[str, ...] = ()) -> type[_Defense]:
     """Register an instance of ``cls`` in ``registry`` under ``cls.name``: a class of the wrong
     kind, a built-in name claimed by another class or a name taken by the other kind of defense is
     refused; the same class again replaces its instance (its module was imported again)."""

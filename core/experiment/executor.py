@@ -105,6 +105,14 @@ def train_job_reporting(job: TrainingJob) -> TrainingOutput:
 JobProgress = Callable[[str, float], None]
 
 
+def _for_role(on_progress: JobProgress, role: str) -> Callable[[float], None]:
+    """``on_progress`` for one job: the ``on_progress(fraction)`` that :func:`train_job` calls, reported under ``role``."""
+    def report(fraction: float) -> None:
+        on_progress(role, fraction)
+
+    return report
+
+
 class Executor:
     """Runs jobs; ``on_done(output)`` is called in the driver as each one finishes, and
     ``on_progress(role, fraction)`` (where the executor can) while each trains."""
@@ -114,7 +122,7 @@ class Executor:
     def map(self, jobs: list[TrainingJob], on_done: Callable[[TrainingOutput], None],
             on_progress: JobProgress | None = None) -> None:
         for job in jobs:
-            on_done(train_job(job, (lambda f, r=job.role: on_progress(r, f)) if on_progress else None))
+            on_done(train_job(job, _for_role(on_progress, job.role) if on_progress else None))
 
     def run_many(self, function: Callable[[Any], Any], items: list[Any], on_done: Callable[[Any], None]) -> None:
         """``on_done(function(item))`` for every item, in any order: for independent work other than

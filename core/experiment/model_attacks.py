@@ -16,7 +16,7 @@ victim in :mod:`core.defenses.defender`).
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -49,6 +49,15 @@ from core.measurement.responses import Responses
 QUANTILE_POOL = 2000
 #: steps of the refit on a defended victim's pool answers (warm-started; a slider point has up to 8 draws)
 DEFENDED_REFIT_STEPS = 150
+
+_T = TypeVar("_T")
+
+
+def _fitted(value: _T | None, what: str) -> _T:
+    """``value``, set by a successful ``fit``: an attack scores only once fitted (a skipped one is not asked)."""
+    if value is None:
+        raise RuntimeError(f"{what} is asked for its outcomes before a successful fit")
+    return value
 
 
 class UndefendedQuery:
@@ -88,6 +97,8 @@ def augmented_answers(models: TrainedModels, role: str, index: np.ndarray, n: in
     correct labels (:meth:`~core.tasks.base.Task.label_queries`), 1, φ
     (:meth:`~core.tasks.base.Task.augmented_confidences`); both from one pass where the task can."""
     task, cfg, data, memo = models.task, models.cfg, models.data, models.memo
+    if memo is None:
+        raise RuntimeError("augmented_answers reads through the answer memo, and this run has none")
     if task.augmented_in_one_pass:
         def both(records: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             return task.augmented_answers(cfg, models.model(role), data, records, n)
@@ -129,7 +140,8 @@ class ReferenceFamily:
         return True
 
     def outcomes(self, query: VictimQuery) -> dict[str, AttackOutcome]:
-        population = query.respond(self.population_index) if getattr(query, "defended", True) else None
+        population = (query.respond(_fitted(self.population_index, "LiRA and RMIA"))
+                      if getattr(query, "defended", True) else None)
         return score_reference_attacks(self.attacks, query.eval_responses(), query.membership, population)
 
 
@@ -167,14 +179,18 @@ class QuantileAttack:
                             "(Task.attack_features) for the regressor")
             return False
         self.pool_features = features
-        self.eval_features = task.attack_features(cfg, data, models.splits.eval_index)
+        eval_features = task.attack_features(cfg, data, models.splits.eval_index)
+        if eval_features is None:
+            raise ValueError(f"the {task.name} task gave record features (Task.attack_features) for the attacker's "
+                             "pool but none for the evaluation records")
+        self.eval_features = eval_features
         self.regressor = self._fit_on(victim_answers(models, self.pool, cache))
         self.fit_s = time.perf_counter() - t
         return True
 
     def outcomes(self, query: VictimQuery) -> dict[str, AttackOutcome]:
         # a defended victim is what the attacker can query: it refits on the defended answers on its pool
-        regressor = self.regressor
+        regressor = _fitted(self.regressor, "quantile regression")
         if getattr(query, "defended", True):  # from the undefended fit's weights: the same objective, fewer steps
             regressor = regressor.refit(self.pool_features, record_score(query.respond(self.pool)), DEFENDED_REFIT_STEPS)
         scores = quantile_scores(record_score(query.eval_responses()), regressor.predict(self.eval_features))
@@ -268,8 +284,9 @@ class ReferenceRatioAttack:
         return True
 
     def outcomes(self, query: VictimQuery) -> dict[str, AttackOutcome]:
-        scores = reference_ratio_scores(query.eval_responses().mean_cross_entropy, self.reference_loss,
-                                        self.reference_out)
+        scores = reference_ratio_scores(query.eval_responses().mean_cross_entropy,
+                                        _fitted(self.reference_loss, "the reference ratio"),
+                                        _fitted(self.reference_out, "the reference ratio"))
         scores = np.where(np.isfinite(scores), scores, -np.inf)
         return {"reference_ratio": AttackOutcome(
             evaluate_attack("reference_ratio", scores, query.membership, self.threshold), scores)}
@@ -323,7 +340,10 @@ class AugmentedLiRA:
             self.skipped = str(exc)
             return False
         self.outs = np.ones(self.refs.shape[:2], bool)
-        self.cov = pooled_covariance(self.refs, self.outs)
+        cov = pooled_covariance(self.refs, self.outs)
+        if cov is None:  # every shadow is OUT on every record (≥ 2 of them): only without evaluation records
+            raise ValueError("LiRA with augmented queries needs evaluation records: the victim has none")
+        self.cov = cov
         # the threshold: each shadow the target on its own query records, the others its OUT references
         queries = [models.shadow_query_index(k) for k in range(len(shadows))]
         union = np.unique(np.concatenate(queries))
@@ -334,7 +354,7 @@ class AugmentedLiRA:
             refs = np.stack([phi_union[j][pos] for j in range(len(shadows)) if j != k])
             outs = np.stack([~np.isin(q, models.splits.shadow_in[j]) for j in range(len(shadows)) if j != k])
             s, _ = augmented_lira_scores(phi_union[k][pos], refs, np.zeros_like(outs), outs, self.covariance,
-                                         shared=(self.cov, None))
+                                         shared=(cov, None))
             scores.append(s)
         cal, member = np.concatenate(scores), np.asarray(models.shadow_membership, bool)
         ok = np.isfinite(cal)
@@ -404,11 +424,12 @@ class AugmentedLiRAOnline(AugmentedLiRA):
         n_sh = len(phis) - len(online)
         self.ins = np.r_[np.stack([mask for _, mask in online]), np.zeros((n_sh, len(eval_index)), bool)]
         self.outs = ~self.ins
-        self.cov_out = pooled_covariance(self.refs, self.outs)
+        cov_out = pooled_covariance(self.refs, self.outs)
         self.cov_in = pooled_covariance(self.refs, self.ins)
-        if self.cov_out is None:
+        if cov_out is None:
             self.skipped = "no evaluation record has two reference models that did not train on it"
             return False
+        self.cov_out = cov_out
         self.threshold = 0.0
         self.fit_s = time.perf_counter() - t
         return True

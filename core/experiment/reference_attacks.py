@@ -92,8 +92,13 @@ LIRA, LIRA_ONLINE, RMIA = "lira", "lira_online", "rmia"
 
 
 # ---------------------------------------------------------------------------- signals
-def _distribution_reference(r: Responses) -> bool:
-    return r.reference is not None and not r.is_one_hot_reference
+def _reference_distribution(r: Responses) -> tuple[np.ndarray, np.ndarray] | None:
+    """(probs, reference) where the reference is a distribution (not one-hot); else None."""
+    if r.reference is None or r.is_one_hot_reference:
+        return None
+    if r.probs is None:  # Responses.validate refuses a reference kept without its probabilities
+        raise ValueError("Responses: a reference distribution without its probability vectors")
+    return r.probs, r.reference
 
 
 def step_log_confidence(r: Responses, temperature: float = 1.0) -> np.ndarray:
@@ -106,27 +111,32 @@ def step_log_confidence(r: Responses, temperature: float = 1.0) -> np.ndarray:
         if r.probs is None:
             raise ValueError("a temperature needs full probability vectors; these Responses keep only the top-K")
         logp = np.log(np.maximum(r.probs.astype(np.float64), _TINY))
-        if not _distribution_reference(r):  # the reference's own log-probability is exact in the cross-entropy
+        distribution = _reference_distribution(r)
+        if distribution is None:  # the reference's own log-probability is exact in the cross-entropy
             logp[np.arange(len(logp)), r.ref_index] = -r.cross_entropy.astype(np.float64)
         z = logp / temperature
         z -= z.max(1, keepdims=True)
         logq = z - np.log(np.exp(z).sum(1, keepdims=True))
-        if _distribution_reference(r):
-            support = r.reference > 0
+        if distribution is not None:
+            support = distribution[1] > 0
             return np.log(np.maximum(np.where(support, np.exp(logq), 0.0).sum(1), _FLOOR))
         return logq[np.arange(len(logq)), r.ref_index]
-    if _distribution_reference(r):
-        support = r.reference > 0
-        mass = (r.probs.astype(np.float64) * support).sum(1)
+    distribution = _reference_distribution(r)
+    if distribution is not None:
+        probs, reference = distribution
+        support = reference > 0
+        mass = (probs.astype(np.float64) * support).sum(1)
         return np.log(np.maximum(mass, _FLOOR))
     return -r.cross_entropy.astype(np.float64)
 
 
 def step_logit_confidence(r: Responses) -> np.ndarray:
     """(T,) LiRA's φₜ = log cₜ − log(1 − cₜ) (see the module docstring for the stable forms)."""
-    if _distribution_reference(r):
-        support = r.reference > 0
-        p = r.probs.astype(np.float64)
+    distribution = _reference_distribution(r)
+    if distribution is not None:
+        probs, reference = distribution
+        support = reference > 0
+        p = probs.astype(np.float64)
         inside, outside = (p * support).sum(1), (p * ~support).sum(1)
         return np.log(np.maximum(inside, _FLOOR)) - np.log(np.maximum(outside, _FLOOR))
     ce = r.cross_entropy.astype(np.float64)
@@ -472,6 +482,7 @@ def fit_reference_attacks(inputs: ReferenceInputs, variance: str = "global") -> 
             auc = roc_auc(s[ok], cal.membership[ok]) if ok.any() else 0.5
             if auc > best_auc + 1e-9:
                 best, best_auc, best_scores = (a, t), auc, s
+    assert best_scores is not None  # the grid's first point beats best_auc = −1 (an AUC lies in [0, 1])
     rmia = ReferenceAttack(RMIA, "rmia", a=best[0], temperature=best[1]).bind(refs, inputs.population_target, pop_refs)
     ok = np.isfinite(best_scores)
     rmia.threshold = best_threshold(best_scores[ok], cal.membership[ok])

@@ -37,9 +37,10 @@ def member_index(task: Task, cfg: ExperimentConfig, data: TaskData, cache: Artif
     """
     key = cache.key("user_file", cfg.members_sha256)
     payload = cache.get_bytes(key)
-    from_file = payload is None or sha256_hex(payload) != cfg.members_sha256
-    if from_file:
-        payload = read_bound_file(cfg.members, "members", MAX_MEMBERS_BYTES, cfg.members_sha256)
+    if payload is not None and sha256_hex(payload) == cfg.members_sha256:
+        from_file = False
+    else:
+        payload, from_file = read_bound_file(cfg.members, "members", MAX_MEMBERS_BYTES, cfg.members_sha256), True
     index = task.record_indices(cfg, data, parse_member_ids(payload))
     if from_file and not cache.read_only:
         cache.put_bytes(key, payload)

@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 import io
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Any, Iterable
 
 import numpy as np
 import torch
@@ -232,9 +232,11 @@ class Responses:
         unknown = set(arrays) - set(self._ARRAYS)
         if unknown:
             raise ValueError(f"unknown Responses arrays {sorted(unknown)}")
+        # per-step arrays by field name (checked above), or None for an optional one
+        changes: dict[str, Any] = dict(arrays)
         if "logp_var" not in arrays and {"top_probs", "entropy", "probs"} & set(arrays):
-            arrays["logp_var"] = None  # new distributions: the old spread of log p would be stale
-        return dataclasses.replace(self, record_features=dict(self.record_features), **arrays).validate()
+            changes["logp_var"] = None  # new distributions: the old spread of log p would be stale
+        return dataclasses.replace(self, record_features=dict(self.record_features), **changes).validate()
 
     @property
     def is_one_hot_reference(self) -> bool:
@@ -404,7 +406,8 @@ class Responses:
     def from_bytes(cls, data: bytes) -> "Responses":
         """Inverse of :meth:`to_bytes`; never unpickles (``allow_pickle=False``)."""
         with np.load(io.BytesIO(data), allow_pickle=False) as z:
-            kwargs = {name: (z[name] if name in z.files else None) for name in cls._ARRAYS}
+            # the arrays by field name (None: not stored; the required ones are checked next)
+            kwargs: dict[str, Any] = {name: (z[name] if name in z.files else None) for name in cls._ARRAYS}
             missing = [n for n in cls._ARRAYS[:7] if kwargs[n] is None] + ([] if "n_classes" in z.files else ["n_classes"])
             if missing:
                 raise ValueError(f"Responses archive lacks {', '.join(missing)}")

@@ -9,7 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from core.analyses.analysis_results import AuditView, BudgetView, ExposureView, SliceRow, SlicesView
+from core.analyses.analysis_results import AuditView, BoundCurve, BudgetView, ExposureView, SliceRow, SlicesView
 from core.analyses.registry import figure_builder
 from core.foundations.names import ARCH_NAMES
 from core.measurement.exposure import fpr_label
@@ -61,7 +61,14 @@ def exposure_figure(view: ExposureView | Mapping[str, Any], fpr: str = "0.01") -
 
 def _budget_tpr_name(budgets: dict[str, BudgetView], attack: str) -> str:
     """"TPR at 1 % FPR", or where the evaluated non-members cannot resolve 1 % (fewer than 100), what it is."""
-    n0 = min(int(v.curves[attack].n_non_members) for v in budgets.values() if attack in v.curves)
+    counts = []
+    for v in budgets.values():
+        if attack in v.curves:
+            n_non_members = v.curves[attack].n_non_members
+            if n_non_members is None:  # every budget curve the product writes carries it
+                raise ValueError(f"the {attack} budget curve lacks n_non_members, which its TPR's label reads")
+            counts.append(int(n_non_members))
+    n0 = min(counts)
     return "TPR at 1 % FPR" if math.floor(0.01 * n0 + 1e-9) >= 1 else f"TPR at 0 false positives (FPR < 1/{n0})"
 
 
@@ -69,11 +76,11 @@ def _budget_tpr_name(budgets: dict[str, BudgetView], attack: str) -> str:
 def budget_figure(budgets: Mapping[str, BudgetView | Mapping[str, Any]]) -> go.Figure:
     """AUC (top) and TPR at 1 % FPR (bottom) against the number of reference models, one panel per
     attack, per architecture; bars: 2.5–97.5 % over which references were drawn; ▼: where it flattens."""
-    budgets = {arch: BudgetView.coerce(v) for arch, v in budgets.items()}
-    attacks = list(next(iter(budgets.values())).curves)
+    views = {arch: BudgetView.coerce(v) for arch, v in budgets.items()}
+    attacks = list(next(iter(views.values())).curves)
     fig = make_subplots(rows=2, cols=len(attacks), shared_xaxes=True, vertical_spacing=0.08,
-                        subplot_titles=[f"{n} AUC" for n in attacks] + [f"{n} {_budget_tpr_name(budgets, n)}" for n in attacks])
-    for arch, view in budgets.items():
+                        subplot_titles=[f"{n} AUC" for n in attacks] + [f"{n} {_budget_tpr_name(views, n)}" for n in attacks])
+    for arch, view in views.items():
         c, name = ARCH_COLOURS.get(arch), ARCH_NAMES.get(arch, arch)
         for col, attack in enumerate(attacks, 1):
             curve = view.curves[attack]
@@ -128,6 +135,16 @@ def audit_figure(audits: Mapping[str, AuditView | Mapping[str, Any]]) -> go.Figu
 AUDIT_COLOURS = {"steinke": "#2ca02c", "fdp": "#ff7f0e", "gdp": "#17becf", "rdp": "#7f7f7f", "prv": "#bcbd22"}
 
 
+def _bound_epsilons(arch: str, curve: BoundCurve) -> list[float]:
+    """Steinke et al.'s ε and the f-DP ε at every k of ``arch``'s curve (each a number: the bounds are capped)."""
+    out = []
+    for epsilon in (*curve.steinke_epsilon, *curve.fdp_epsilon):
+        if epsilon is None:
+            raise ValueError(f"the {arch} audit's bound curve has an ε of null; every bound the audit writes is a number")
+        out.append(epsilon)
+    return out
+
+
 def audit_guesses_figure(audits: Mapping[str, AuditView | Mapping[str, Any]]) -> go.Figure:
     """Per architecture (one panel each): the ε lower bound of each one-run estimator against the
     number of guesses k on the most confident canaries (Steinke et al.; the f-DP bound of
@@ -135,12 +152,13 @@ def audit_guesses_figure(audits: Mapping[str, AuditView | Mapping[str, Any]]) ->
     estimate (an estimate, not a bound) as a dotted line with its bootstrap band; the accountant's
     ε (RDP, PRV) as dashed lines where DP-SGD ran (:mod:`core.measurement.audit_estimators`)."""
     views = {a: AuditView.coerce(v) for a, v in audits.items()}
-    archs = [a for a, v in views.items() if v.estimators.curve is not None]
+    curves = {a: v.estimators.curve for a, v in views.items() if v.estimators.curve is not None}
+    archs = list(curves)
     fig = make_subplots(rows=1, cols=max(1, len(archs)), shared_yaxes=True,
                         subplot_titles=[ARCH_NAMES.get(a, a) for a in archs])
     for col, arch in enumerate(archs, 1):
         est = views[arch].estimators
-        curve, gdp = est.curve, est.gdp_estimate
+        curve, gdp = curves[arch], est.gdp_estimate
         ks = list(curve.k)
         for key, ys, name in (("steinke", list(curve.steinke_epsilon), "Steinke et al. bound (ε)"),
                               ("fdp", list(curve.fdp_epsilon), "f-DP bound, Gaussian family (ε)")):
@@ -151,7 +169,7 @@ def audit_guesses_figure(audits: Mapping[str, AuditView | Mapping[str, Any]]) ->
                                           + (" (μ ≥ %{customdata[1]:.3g})" if key == "fdp" else "") + "<extra></extra>")
         # no finite estimate (every member above every non-member) or upper end: the band runs to the panel's top
         top = gdp.epsilon_high if gdp.epsilon_high is not None else 1.25 * max(
-            [*curve.steinke_epsilon, *curve.fdp_epsilon, gdp.epsilon_low or 0.0, 1.0])
+            [*_bound_epsilons(arch, curve), gdp.epsilon_low or 0.0, 1.0])
         fig.add_scatter(x=[ks[0], ks[-1], ks[-1], ks[0]], y=[gdp.epsilon_low or 0.0] * 2 + [top] * 2,
                         fill="toself", mode="none", fillcolor="rgba(23, 190, 207, 0.15)", legendgroup="gdp",
                         name="Gaussian-DP estimate (not a bound; 95 % bootstrap band)",
@@ -177,6 +195,15 @@ def audit_guesses_figure(audits: Mapping[str, AuditView | Mapping[str, Any]]) ->
     return legend_below(fig, 480)
 
 
+def _auc_bar(r: SliceRow) -> tuple[float, float]:
+    """The AUC's bootstrap bar of a slice, (above, below) the AUC; 0 for a slice without an AUC."""
+    if r.auc is None:
+        return 0, 0
+    if r.auc_low is None or r.auc_high is None:  # every slice with an AUC is written with its interval
+        raise ValueError(f"slice {r.slice!r} has an AUC without its bootstrap interval")
+    return r.auc_high - r.auc, r.auc - r.auc_low
+
+
 @figure_builder("slices")
 def slices_figure(view: SlicesView | Mapping[str, Any], slicing: str | None = None) -> go.Figure:
     """AUC per slice, per architecture, with bootstrap 95 % bars; slices with too few records faded. A slice's name
@@ -188,9 +215,8 @@ def slices_figure(view: SlicesView | Mapping[str, Any], slicing: str | None = No
         rows: tuple[SliceRow, ...] = by[name]
         fig.add_bar(x=[plain_plotly(r.slice) for r in rows], y=[r.auc for r in rows], name=ARCH_NAMES.get(arch, arch),
                     marker=dict(color=ARCH_COLOURS.get(arch), opacity=[0.35 if r.too_small else 1.0 for r in rows]),
-                    error_y=dict(type="data", symmetric=False,
-                                 array=[(r.auc_high - r.auc) if r.auc is not None else 0 for r in rows],
-                                 arrayminus=[(r.auc - r.auc_low) if r.auc is not None else 0 for r in rows]),
+                    error_y=dict(type="data", symmetric=False, array=[_auc_bar(r)[0] for r in rows],
+                                 arrayminus=[_auc_bar(r)[1] for r in rows]),
                     customdata=[[r.n_members, r.n_non_members] for r in rows],
                     hovertemplate="%{x}: AUC %{y:.3f}<br>%{customdata[0]} members, %{customdata[1]} non-members"
                                   "<extra></extra>")
