@@ -91,6 +91,20 @@ def test_matched_plan_rows_are_typed_stops_from_the_full_runs():
     assert ffnn.config == stopped_config(cfgs["ffnn"], 3) and rnn.config.config_hash == cfgs["rnn"].config_hash
 
 
+def test_a_full_run_without_validation_utility_cannot_be_matched():
+    attack = {"name": "shadow", "accuracy": 0.5, "advantage": 0.0, "auc": 0.5, "tpr_at_fpr": {}}
+    cfgs = {a: c.with_updates({"match_utility": "lower"}) for a, c in comparison_configs("image", "quick", 1, TINY).items()}
+
+    def run(arch, val):
+        return RunSummary.from_dict({
+            "task": "image", "arch": arch, "config": {"epochs": 1}, "config_hash": f"{arch}_hash", "params": 1,
+            "utility": {"metric": "accuracy", "val": val}, "attack": attack, "attacks": {"shadow": attack},
+            "timings": {}, "records": {}, "per_epoch": [{"epoch": 1, "utility_val": val}]})
+
+    with pytest.raises(ConfigError, match="rnn run rnn_ha has no validation accuracy"):
+        matched_plan({"ffnn": [run("ffnn", 0.6)], "rnn": [run("rnn", None)]}, cfgs)
+
+
 def test_cli_compare_at_matched_utility(tmp_path, capsys, monkeypatch):
     from core.cli.main import main
     # in-process CLI: keep this test process's torch thread count (the CLI sizes it for a whole machine)

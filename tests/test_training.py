@@ -551,3 +551,10 @@ def test_autocast_is_refused_with_dp_sgd():
         train_epochs(model, 4, lambda i: model(torch.zeros(len(i), 2)).sum(), epochs=1, batch_size=2,
                      optimizer=build_optimizer(model, 0.1), generator=torch.Generator(), privacy=PrivacySettings(1.0),
                      autocast=torch.bfloat16)
+
+
+def test_privacy_settings_without_sigma_or_target_epsilon_are_refused():
+    settings = dpsgd.PrivacySettings(max_grad_norm=1.0, noise_multiplier=None, target_epsilon=None)
+    with pytest.raises(ConfigError, match="noise multiplier σ or a target ε"):
+        dpsgd.resolve_noise(settings, 0.1, 10)
+    assert dpsgd.resolve_noise(dpsgd.PrivacySettings(max_grad_norm=1.0, noise_multiplier=2), 0.1, 10) == 2.0

@@ -198,3 +198,12 @@ def test_cli_defend_dpsgd_writes_the_comparison_from_both_architectures_cached_r
     assert row["epsilon"] == {"ffnn": pytest.approx(pf["epsilon"]), "rnn": pytest.approx(pr["epsilon"])}
     learned = all(b["utility_train"] >= b["utility_chance"] + 0.1 for b in (ffnn["baseline"], rnn["baseline"]))
     assert row["comparable"] == (learned and all(p["utility_train"] >= 0.2 for p in (pf, pr)))
+
+
+def test_table_rows_need_the_values_name_where_there_are_values():
+    block = utility_cost_comparison(_repeats(*RNN_MORE), "l2")
+    assert next(iter(table_rows(UtilityCost.from_dict(block))[0])) == "λ"  # the first column: the values' name
+    without = {k: v for k, v in block.items() if k != "compared_at"}
+    with pytest.raises(ValueError, match="no compared_at"):
+        table_rows(UtilityCost.from_dict(without))
+    assert table_rows(UtilityCost.from_dict({**without, "values": []})) == []

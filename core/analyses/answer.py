@@ -121,8 +121,8 @@ def _answer(task: str, preset: str, cached: dict[str, list[ExperimentConfig]],
     if ans is None:  # runs without an attack accuracy: no answer, the comparison only
         out.update(comparison=comp_json, sentence="no attack accuracy in the cached runs: no answer")
         return Answer.from_dict(out)
-    means = {"ffnn": ans.ffnn.mean, "rnn": ans.rnn.mean}
-    means = {a: None if math.isnan(v) else v for a, v in means.items()}  # a JSON null is read as nan
+    # a JSON null is read as nan
+    means = {a: None if math.isnan(v) else v for a, v in (("ffnn", ans.ffnn.mean), ("rnn", ans.rnn.mean))}
     # written over the placeholders above: a key present keeps its place
     out.update(comparison=comp_json, metric=ans.metric, verdict=ans.verdict, ffnn=means["ffnn"], rnn=means["rnn"],
                sentence=answer_sentence(ans.verdict, ans.label, ans.difference, n, ans.reason),

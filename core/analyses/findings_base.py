@@ -9,7 +9,7 @@ import math
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Union
+from typing import Any, Mapping, Sequence, TypeVar, Union
 
 import numpy as np
 
@@ -174,6 +174,16 @@ def leading(flags: list[bool]) -> int:
     return n
 
 
+_T = TypeVar("_T")
+
+
+def present(items: Sequence[_T | None], n: int) -> list[_T]:
+    """The first ``n`` of ``items``, every one present: the repeats :func:`leading` counted."""
+    out = [x for x in items[:n] if x is not None]
+    assert len(out) == n, f"{n} leading repeats counted, {len(out)} present"
+    return out
+
+
 def cached_run(cfg: ExperimentConfig, cache: ArtifactCache | RunSource, costs: Costs, recipe: str = "plain"
                ) -> RunSummary | None:
     """The cached run of ``cfg``, typed where it is read (None: not cached), its measured time and machine noted in ``costs``: the one place the findings read a run.
@@ -265,8 +275,9 @@ class MeasuredCell:
         return cls(d.a, d.b, d.diff, _finite(d.p_permutation), c.verdict, role, p_holm, no_verdict_reason)
 
     def to_dict(self) -> dict[str, Any]:
-        out = {"ffnn": self.ffnn.to_dict(), "rnn": self.rnn.to_dict(), "difference": self.difference.to_dict(),
-               "p_permutation": self.p_permutation, "verdict": None if self.verdict is None else self.verdict.to_dict()}
+        out: dict[str, Any] = {
+            "ffnn": self.ffnn.to_dict(), "rnn": self.rnn.to_dict(), "difference": self.difference.to_dict(),
+            "p_permutation": self.p_permutation, "verdict": None if self.verdict is None else self.verdict.to_dict()}
         # written only where set: a metric judged alone has no role, only a secondary one a Holm p
         for key, value in (("role", self.role), ("p_holm", self.p_holm), ("no_verdict_reason", self.no_verdict_reason)):
             if value is not None:
@@ -396,8 +407,8 @@ class DecideBlock:
     source: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        out = {"difference": self.difference, "repeats": self.repeats, "more": self.more,
-               "expected_s": self.expected_s}
+        out: dict[str, Any] = {"difference": self.difference, "repeats": self.repeats, "more": self.more,
+                               "expected_s": self.expected_s}
         if self.source is not None:
             out["source"] = self.source
         return out

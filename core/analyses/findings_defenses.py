@@ -29,6 +29,7 @@ from core.analyses.findings_base import (
     finding_row,
     leading,
     missing_run,
+    present,
     sets_text,
     time_text,
 )
@@ -97,8 +98,8 @@ def memorization_row(task: str, preset: str, sets: dict[str, Any] | None, cache:
                   repeat_items=tuple([(c, "plain") for c in configs.values()] + [(c, "analysis") for c in configs.values()]))
     if n == 0:
         return finding_row(FINDINGS["F2"], task, preset, status="not run", **common)
-    f = [per["ffnn"][r].blocks[0].attack_accuracy for r in range(n)]
-    r_ = [per["rnn"][r].blocks[0].attack_accuracy for r in range(n)]
+    f = [m.blocks[0].attack_accuracy for m in present(per["ffnn"], n)]
+    r_ = [m.blocks[0].attack_accuracy for m in present(per["rnn"], n)]
     comp = compare("memorization_first_block", f, r_, -1, bounds=(0.0, 1.0))
     word, why = _judged_word(comp)
     if all(abs(x - 0.5) <= CHANCE_BAND for x in (comp.difference.a.mean, comp.difference.b.mean)):
@@ -200,15 +201,16 @@ def dirichlet_row(task: str, preset: str, sets: dict[str, Any] | None, cache: Ar
                   repeat_items=((cfg, "plain"), (cfg, "analysis")))
     if n == 0:
         return finding_row(FINDINGS["F3"], task, preset, status="not run", **common)
-    accs = [float(p.attack.accuracy) for p in points[:n]]
-    losses = [float(p.utility_loss) for p in points[:n]]
-    acc = mean_interval(accs, bounds=(0.0, 1.0))
-    loss = mean_interval(losses, bounds=(None, 1.0))
+    measured_points = present(points, n)
+    accs = [float(p.attack.accuracy) for p in measured_points]
+    losses = [float(u) for p in measured_points if (u := p.utility_loss) is not None]
+    assert len(losses) == n, "_defended_point returns points with a utility loss only"
+    accuracy = mean_interval(accs, bounds=(0.0, 1.0))
+    loss_estimate = mean_interval(losses, bounds=(None, 1.0))
     value, reason = f3_verdict(accs, losses, task)
-    measured = RuleCell(acc, loss, RuleVerdict(value, n, reason))
+    measured = RuleCell(accuracy, loss_estimate, RuleVerdict(value, n, reason))
     return finding_row(FINDINGS["F3"], task, preset, status="measured", measured=measured, verdict=value,
-                       verdict_reason=reason,
-                       beside=_f3_beside(cfg, cast("list[DefendedPoint]", points[:n]), cache, costs), **common)
+                       verdict_reason=reason, beside=_f3_beside(cfg, measured_points, cache, costs), **common)
 
 
 def _f3_beside(cfg: ExperimentConfig, points: list[DefendedPoint], cache: ArtifactCache, costs: Costs
@@ -302,7 +304,8 @@ def training_defense_row(finding: Finding, task: str, preset: str, sets: dict[st
                   expected_sign=expected)
     if n == 0:
         return finding_row(finding, task, preset, status="not run", **common)
-    comp = compare(metric, [float(v) for v in values["ffnn"][:n]], [float(v) for v in values["rnn"][:n]], expected)
+    comp = compare(metric, [float(v) for v in present(values["ffnn"], n)], [float(v) for v in present(values["rnn"], n)],
+                   expected)
     word, why = _judged_word(comp)
     matched = _baseline_match(bases["ffnn"][:n], bases["rnn"][:n])
     a_mean, b_mean = comp.difference.a.mean, comp.difference.b.mean

@@ -59,6 +59,19 @@ def stopped_config(cfg: ExperimentConfig, epoch: int) -> ExperimentConfig:
                                match_utility="off", repeats=1).validate()
 
 
+def final_utility(summary: RunSummary) -> float:
+    """The victim's final validation utility, which ``lower`` resolves the target from.
+
+    Raises:
+        ConfigError: the run did not measure it (no utility to match on).
+    """
+    val = summary.utility.val
+    if val is None:
+        raise ConfigError(f"the {summary.arch} run {summary.config_hash[:6]} has no validation "
+                          f"{summary.utility.metric}: match_utility needs it")
+    return float(val)
+
+
 def resolve_target(match_utility: str, finals: dict[str, float]) -> float:
     """The target utility: the number, or (``lower``) the lower of the final utilities ``finals``."""
     if match_utility == "lower":
@@ -112,13 +125,14 @@ def run_matched(configs: dict[str, ExperimentConfig], progress: ProgressCallback
     n = len(per["ffnn"])
     bar = _RepeatProgress(4 * n, progress, lambda i: f"repeat {i // 4 + 1}/{n} "
                                                      f"{('FFNN full', 'RNN full', 'FFNN stopped', 'RNN stopped')[i % 4]}")
-    rows, stopped = [], {"ffnn": [], "rnn": []}
+    rows: list[dict[str, Any]] = []
+    stopped: dict[str, list[RunSummary]] = {"ffnn": [], "rnn": []}
     for r in range(n):
         full = {}
         for j, arch in enumerate(("ffnn", "rnn")):
             full[arch] = run_experiment(per[arch][r], bar.for_run(4 * r + j), cache, executor).run
             bar.done(full[arch])
-        target = resolve_target(mode, {a: float(s.utility.val) for a, s in full.items()})
+        target = resolve_target(mode, {a: final_utility(s) for a, s in full.items()})
         # numbered for people, as every page, the CLI's progress and the report number repeats: 1 … N
         row: dict[str, Any] = {"repeat": r + 1, "seed": per["ffnn"][r].seed, "target": target}
         for j, arch in enumerate(("ffnn", "rnn")):
@@ -159,7 +173,7 @@ def matched_plan(full: dict[str, Sequence[RunSummary]], configs: dict[str, Exper
     per = {a: repeat_configs(c) for a, c in configs.items()}
     plan = []
     for r in range(len(full["ffnn"])):
-        target = resolve_target(mode, {a: float(full[a][r].utility.val) for a in ("ffnn", "rnn")})
+        target = resolve_target(mode, {a: final_utility(full[a][r]) for a in ("ffnn", "rnn")})
         stops = {}
         for arch in ("ffnn", "rnn"):
             point = stopping_point(full[arch][r], target)

@@ -280,7 +280,9 @@ def advantage_interval(decide: np.ndarray, member: np.ndarray, n_boot: int = BOO
         vals[start:start + len(idx)] = d[idx[:, :n1]].mean(1) - d[idx[:, n1:]].mean(1)
     theta = float(d[member].mean() - d[~member].mean())
     est = _percentile(theta, vals, len(d), confidence, "threshold fitted on the other half (cross-fitting)")
-    exact = at_bound_interval("advantage", theta, n1, len(d) - n1, confidence) if est.half_width <= 1e-12 else None
+    half_width = est.half_width
+    assert half_width is not None, "a percentile bootstrap interval has both ends"
+    exact = at_bound_interval("advantage", theta, n1, len(d) - n1, confidence) if half_width <= 1e-12 else None
     return est if exact is None else replace(est, ci_low=exact[0], ci_high=exact[1], method=exact[2])
 
 
@@ -508,8 +510,10 @@ def score_table(table: ScoresTable, n_boot: int | None = None, seed: int = 0) ->
         if name in inputs:  # on the records both attacks score
             s, rows = inputs[name]
             diff = auc_difference(s[rows], loss[rows], member[rows], n_boot, seed)
-            verdict = ("inconclusive" if is_zero_width(diff.ci_low, diff.ci_high, diff.mean)  # no spread: no finding
-                       else f"{name} higher" if diff.ci_low > 0 else "loss higher" if diff.ci_high < 0 else "inconclusive")
+            low, high = diff.ci_low, diff.ci_high
+            assert low is not None and high is not None, "a percentile bootstrap interval has both ends"
+            verdict = ("inconclusive" if is_zero_width(low, high, diff.mean)  # no spread: no finding
+                       else f"{name} higher" if low > 0 else "loss higher" if high < 0 else "inconclusive")
             comparisons.append(AucDifference(name, "loss", diff, verdict))
     slicings = []
     if table.slice is not None:

@@ -372,8 +372,12 @@ def _finite(name: str, key: str, a: np.ndarray, lines: np.ndarray | None) -> Non
 def _table(name: str, arrays: dict[str, np.ndarray]) -> ScoresTable:
     lines = arrays.pop("_lines", None)  # None: an npz, whose rows are counted from 0
     npz = lines is None
-    col = (lambda stem: stem) if npz else (lambda stem: {"logits": "logit_*", "ref_loss": "ref_loss_*",
-                                                         "ref_in": "ref_in_*"}.get(stem, stem))
+    csv_columns = {"logits": "logit_*", "ref_loss": "ref_loss_*", "ref_in": "ref_in_*"}
+
+    def col(stem: str) -> str:
+        """The name a message gives an array: the npz key, or the CSV column (a 2-D array's columns as stem_*)."""
+        return stem if npz else csv_columns.get(stem, stem)
+
     if "member" not in arrays:
         raise ScoresFileError(f"{name}: no 'member' {'array' if npz else 'column'} (1 = trained on, 0 = not)")
     has_loss, has_logits = "loss" in arrays, "logits" in arrays

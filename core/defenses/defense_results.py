@@ -19,10 +19,10 @@ from core.measurement.stats import Estimate, Verdict
 
 
 # ---------------------------------------------------------------------------- a point's draws
-def per_record_for_json(values: Any) -> list[float | None]:
+def per_record_for_json(values: Any) -> Sequence[float | None]:
     """Per-record values for JSON: each float64 exactly (:func:`core.measurement.metrics.scores_for_json`; 6
     decimals tied a confident model's losses), None where not finite; vectorised, as every slider step
-    writes a few thousand of them."""
+    writes a few thousand of them. A list either way (the float list itself where every value is finite)."""
     a = scores_for_json(values)
     finite = np.isfinite(a)
     return a if finite.all() else [v if f else None for v, f in zip(a, finite.tolist())]

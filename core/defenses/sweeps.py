@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -115,8 +115,13 @@ def collect_points(runs: dict[str, list[tuple[float | None, ExperimentConfig]]],
         if base_summary is None:
             continue
         baselines[arch] = baseline_of(base_summary)
-        points[arch] = [point_of(run, baselines[arch], mechanism, v, target_epsilon)
-                        for v, _ in rs[1:] if (run := summaries.get((arch, v))) is not None]
+        points[arch] = []
+        for v, _ in rs[1:]:
+            if v is None:  # sweep_runs: the baseline first (value None), then one run per value
+                raise ValueError(f"{arch}: a sweep run after the baseline without a value")
+            run = summaries.get((arch, v))
+            if run is not None:
+                points[arch].append(point_of(run, baselines[arch], mechanism, v, target_epsilon))
     return baselines, points
 
 
@@ -147,8 +152,8 @@ def collect_points_repeats(runs: dict[str, list[tuple[float | None, ExperimentCo
                 continue
             intervals = {}
             for name in SWEEP_BANDED:
-                values = [m[name] for m in per_repeat]
-                if all(v is not None for v in values):
+                values = [v for m in per_repeat if (v := m[name]) is not None]
+                if len(values) == len(per_repeat):  # every repeat has it
                     e = mean_interval([float(v) for v in values])
                     intervals[name] = dataclasses.replace(e, method=f"t over {len(values)} repeats").to_dict()
             pts[i] = p.with_json({"intervals": intervals,
@@ -305,8 +310,9 @@ def run_cost_s(summary: RunSummary) -> float | None:
     """Seconds that computing ``summary`` from nothing took where it ran: data, the models' recorded training
     times and the attacks. None when the summary does not carry them."""
     t = summary.timings
-    parts = [t.get("victim_trained_s"), t.get("shadows_trained_s"), t.get("attack_s")]
-    if any(not isinstance(p, (int, float)) or not math.isfinite(p) for p in parts):
+    given = [t.get("victim_trained_s"), t.get("shadows_trained_s"), t.get("attack_s")]
+    parts = [p for p in given if isinstance(p, (int, float)) and math.isfinite(p)]
+    if len(parts) < len(given):
         return None
     data = t.get("data_s")
     return float(sum(parts) + (data if isinstance(data, (int, float)) and math.isfinite(data) else 0.0))
@@ -326,8 +332,8 @@ class SweepEstimate:
     basis: str
 
 
-def expected_run_s(arch: str, is_baseline: bool, points: dict[str, list[float | None]],
-                   baseline: dict[str, float | None], mechanism: str) -> tuple[float | None, bool]:
+def expected_run_s(arch: str, is_baseline: bool, points: Mapping[str, Sequence[float | None]],
+                   baseline: Mapping[str, float | None], mechanism: str) -> tuple[float | None, bool]:
     """Expected seconds of one missing run of ``arch`` and whether that is a lower bound.
 
     A point: the mean measured cost of this sweep's points of ``arch`` that already ran (same

@@ -90,12 +90,16 @@ def utility_cost_comparison(per_repeat: Sequence[SweepCurves], mechanism: str, t
         eps: dict[str, list[float | None]] = {a: [] for a in ARCHS}
         reasons: dict[str, list[int]] = {}  # why not comparable → the repeats (1-based) it holds in
         for r, (bases, pts) in enumerate(per_repeat):
-            pair = {a: next((p for p in pts.get(a, []) if p.value == v), None) for a in ARCHS}
-            if any(pair[a] is None or pair[a].utility_loss is None or a not in bases for a in ARCHS):
+            pair: dict[str, tuple[DefendedPoint, float]] = {}  # each architecture's point at v and its utility loss
+            for a in ARCHS:
+                point = next((p for p in pts.get(a, []) if p.value == v), None)
+                if point is not None and point.utility_loss is not None and a in bases:
+                    pair[a] = (point, point.utility_loss)
+            if len(pair) < len(ARCHS):
                 continue
             for a in ARCHS:
-                p, base = pair[a], bases[a]
-                losses[a].append(float(p.utility_loss))
+                (p, loss), base = pair[a], bases[a]
+                losses[a].append(float(loss))
                 eps[a].append(p.epsilon)
                 metric = base.utility_metric or "accuracy"
                 chance = base.utility_chance
@@ -110,6 +114,8 @@ def utility_cost_comparison(per_repeat: Sequence[SweepCurves], mechanism: str, t
         if n == 0:
             continue
         comp = compare("utility_loss", losses["ffnn"], losses["rnn"], expected=EXPECTED)
+        verdict = comp.verdict
+        assert verdict is not None, "compare gives a verdict where a direction is expected"
         diff = comp.difference.diff
         reasons_shown = [f"{why} (repeat{'s' if len(rs) > 1 else ''} {', '.join(map(str, rs))})"
                          for why, rs in reasons.items()]
@@ -118,7 +124,7 @@ def utility_cost_comparison(per_repeat: Sequence[SweepCurves], mechanism: str, t
             "ffnn": {"utility_loss": _mean(losses["ffnn"]), "per_repeat": losses["ffnn"]},
             "rnn": {"utility_loss": _mean(losses["rnn"]), "per_repeat": losses["rnn"]},
             "difference": {"of": "ffnn - rnn", **comp.difference.to_dict()},
-            "verdict": comp.verdict.to_dict(), "label": ONE_REPEAT if n < 2 else comp.verdict.value,
+            "verdict": verdict.to_dict(), "label": ONE_REPEAT if n < 2 else verdict.value,
             "sentence": (f"FFNN − RNN {diff.mean:+.3f}, no interval with N = 1" if n < 2 else
                          f"FFNN − RNN {diff.mean:+.3f}, 95 % CI [{diff.ci_low:+.3f}, {diff.ci_high:+.3f}], N = {n}"),
             "comparable": not reasons, "not_comparable": reasons_shown, "epsilon": None, "same_epsilon": None,
@@ -166,11 +172,21 @@ def sweep_utility_cost(runs: dict[str, list[tuple[float | None, ExperimentConfig
 
 
 def table_rows(block: UtilityCost) -> list[dict[str, Any]]:
-    """The block's values as table rows (the page's table; FFNN − RNN throughout)."""
-    rows = []
+    """The block's values as table rows (the page's table; FFNN − RNN throughout).
+
+    Raises:
+        ValueError: the block has values but no ``compared_at`` (the values' column).
+    """
+    if not block.values:
+        return []
+    column = block.compared_at
+    if column is None:
+        raise ValueError("utility_cost_comparison has values but no compared_at: the values' name (σ, ε, …) "
+                         "the table's first column is headed with")
+    rows: list[dict[str, Any]] = []
     for r in block.values:
         d = r.difference.diff
-        row = {block.compared_at: r.value, "L FFNN": r.ffnn.utility_loss, "L RNN": r.rnn.utility_loss,
+        row = {column: r.value, "L FFNN": r.ffnn.utility_loss, "L RNN": r.rnn.utility_loss,
                "FFNN − RNN": d.mean, "95 % CI": (f"[{d.ci_low:+.3f}, {d.ci_high:+.3f}]"
                                                  if d.ci_low is not None and d.ci_high is not None else "—"),
                "N": r.n, "verdict": r.label if r.comparable else f"not comparable ({r.label})"}

@@ -151,16 +151,17 @@ def load_models(cfg: ExperimentConfig, cache: ArtifactCache | None = None) -> Tr
     task = get_task(cfg.task)
     data = task.load(cfg)
     splits = make_splits(cfg, data, cache)
-    loaded = {}
+    loaded: dict[str, TrainedModel] = {}
     for role in roles:
         if role == "victim":
             n_queries = len(splits.eval_index)
         else:  # the records trained_models has shadow i answer: its first n_eval members and its non-members
             i = int(role.split("_")[1])
             n_queries = len(splits.shadow_in[i][: cfg.n_eval]) + len(splits.shadow_out[i])
-        loaded[role] = load_trained(task, cfg, data, role, cache, n_queries)
-        if loaded[role] is None:
+        trained = load_trained(task, cfg, data, role, cache, n_queries)
+        if trained is None:
             raise missing(role)
+        loaded[role] = trained
     return TrainedModels(cfg, task, data, splits, loaded["victim"], [loaded[r] for r in roles[1:]], {})
 
 
@@ -202,6 +203,7 @@ def _train_missing_on(executor: Executor, cfg: ExperimentConfig, cache: Artifact
     finished: set[str] = set()
 
     def progress(role: str, fraction: float) -> None:
+        assert tracker is not None, "progress is reported only to a tracker"  # handed to the executor only with one
         stage = role_stage(cfg, role)
         if stage not in finished and fraction > running.get(stage, -1.0):  # a late report changes nothing
             running[stage] = fraction
@@ -275,8 +277,8 @@ def fitted_attack_variants(
         epoch = cfg.epochs if v.epoch is None else v.epoch
         attacks = build()
         keys = [cache.key("attack", cfg.config_hash, epoch, v.tag, ATTACK_FIT_VERSION, a.name) for a in attacks]
-        blobs = [cache.get_bytes(k) for k in keys]
-        if all(b is not None for b in blobs):
+        blobs = [b for b in (cache.get_bytes(k) for k in keys) if b is not None]
+        if len(blobs) == len(keys):  # every attack's fit cached
             try:
                 out.append([load_attack_bytes(a, b) for a, b in zip(attacks, blobs)])
                 continue
@@ -527,7 +529,7 @@ def model_attack_outcomes(models: TrainedModels, cache: ArtifactCache | None = N
     query = UndefendedQuery(models, cache)
     outcomes: dict[str, AttackOutcome] = {}
     timings: dict[str, float] = {}
-    not_run = {e.name: e.why_not(task) for e in attack_registry.entries() if not e.applies_to(task)}
+    not_run = {e.name: why for e in attack_registry.entries() if (why := e.why_not(task)) is not None}
     for entry in attack_registry.entries(task, "models"):
         t = time.perf_counter()
         attack = entry.factory()

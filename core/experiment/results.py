@@ -284,7 +284,7 @@ class RunSummary(Typed):
     def timing(self, name: str) -> float:
         """A timing in seconds (``total_s``, ``victim_trained_s``, …); 0 where the summary has none."""
         value = self.timings.get(name)
-        return float(value) if is_number(value) else 0.0
+        return float(value) if value is not None and is_number(value) else 0.0
 
     @property
     def example_kind(self) -> str | None:

@@ -32,6 +32,7 @@ from core.measurement.responses import Responses
 from core.tasks import get_task
 from core.tasks.base import Task, TaskData
 from core.training.dpsgd import PrivacyRecord
+from core.training.loop import TrainingRecord
 
 
 @dataclass
@@ -348,11 +349,12 @@ def load_trained(task: Task, cfg: ExperimentConfig, data: TaskData, role: str, c
             raise ValueError(f"answers {len(r)} records, the config queries {n_queries}")
         r.validate()
 
-    responses = {e: cache.get_responses(cache.key("model", digest, role, "responses", e), validate=answers_the_queries)
-                 for e in cfg.checkpoint_epochs}
+    stored_responses = {e: cache.get_responses(cache.key("model", digest, role, "responses", e),
+                                               validate=answers_the_queries) for e in cfg.checkpoint_epochs}
+    responses = {e: r for e, r in stored_responses.items() if r is not None}
     expected = tensor_shapes(task.build_model(cfg, data).state_dict())
     weights = cache.get_tensors(cache.key("model", digest, role, "weights"), expected=expected, require_finite=True)
-    if weights is None or any(r is None for r in responses.values()):
+    if weights is None or len(responses) < len(stored_responses):  # a checkpoint's answers missing or refused
         return None
     if cfg.private and meta.privacy is None:
         return None  # a private model without its privacy record cannot report ε: retrain
@@ -429,7 +431,7 @@ def train_role(task: Task, cfg: ExperimentConfig, data: TaskData, role: str, tra
     Touches no cache (an executor's worker runs this and sends the result back as bytes)."""
     start = time.perf_counter()
     recorder = EpochRecorder(task, cfg, data, role, query_index, measure_utility)
-    records = []
+    records: list[TrainingRecord] = []
     model = train_model(task, cfg, data, train_index, role_seed(cfg, role), recorder, on_progress,
                         on_record=records.append)
     privacy = records[0].privacy if records else None

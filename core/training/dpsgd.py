@@ -33,12 +33,15 @@ import functools
 import math
 import warnings
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 import torch
 from torch import nn
 
 from core.foundations.errors import ConfigError
+
+if TYPE_CHECKING:  # Opacus is imported where it is used (non-private runs never load it)
+    from opacus.grad_sample import GradSampleModule
 
 
 @dataclass(frozen=True)
@@ -84,6 +87,8 @@ def resolve_noise(settings: PrivacySettings, sample_rate: float, steps: int) -> 
     ``get_noise_multiplier`` finds for the target ε (its binary search stops within 0.01 of ε,
     on the side of more noise)."""
     if settings.target_epsilon is None:
+        if settings.noise_multiplier is None:  # from_config sets one of the two; a hand-built setting may not
+            raise ConfigError("DP-SGD needs a noise multiplier σ or a target ε; the privacy settings give neither")
         return float(settings.noise_multiplier)
     try:
         return noise_for_epsilon(float(settings.target_epsilon), float(settings.delta), float(sample_rate), int(steps),
@@ -199,7 +204,7 @@ class PrivateTraining:
     whose parameters are the trained ones and whose ``state_dict`` has no wrapper prefix.
     """
 
-    module: nn.Module
+    module: GradSampleModule  # make_private's grad_sample_mode="hooks"
     optimizer: Any
     loader: Any
     engine: Any
