@@ -29,6 +29,7 @@ from core.foundations.typed_json import (
     null,
     omissible,
 )
+from core.measurement.bootstrap import RocBand
 from core.measurement.metrics import EpsilonBound, Resolution
 from core.measurement.stats import Estimate
 
@@ -142,7 +143,7 @@ class RepeatsBlock(Typed):
     seeds: tuple[int, ...]
     config_hashes: tuple[str, ...]
     metrics: dict[str, Estimate]
-    roc_band: dict[str, Any] | None = None
+    roc_band: RocBand | None = None
     #: repeat 0's evaluation-set resolution (:func:`core.analyses.repeats.summary_resolution`): the band's 1/n floor
     resolution: Resolution | None = None
     within_run: dict[str, Estimate] | None = omissible()
