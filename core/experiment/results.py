@@ -396,6 +396,12 @@ class DefendedPoint(Typed):
         ``utility_loss``) over repeats × draws, None without ``--repeats``."""
         return (self.intervals or {}).get(metric)
 
+    @cached_property
+    def per_record(self) -> RunRecords | None:
+        """The ``records`` block typed (a run's records layout: membership, APE, cross-entropy, the naive attacks'
+        scores on the defended outputs), read on first use; None without one. ``records`` stays the JSON block."""
+        return RunRecords.from_dict(self.records, f"{self._WHAT}.records") if self.records else None
+
     @property
     def epsilon_hat(self) -> float | None:
         """The empirical ε lower bound as a number, whichever layout holds it."""

@@ -9,7 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from core.defenses.registry import Mechanism
-from core.experiment.results import DefendedPoint, DefenseBand, DefenseBaseline, RunRecords
+from core.experiment.results import DefendedPoint, DefenseBand, DefenseBaseline
 from core.foundations.names import ARCH_NAMES
 from core.measurement.stats import Estimate
 from core.views.run_figures import STRONG_ATTACKS, entropy_figure
@@ -135,9 +135,7 @@ def defense_curves(points: dict[str, list[DefendedPoint]], baselines: dict[str, 
 
 def defended_entropy_histogram(points: dict[str, DefendedPoint]) -> go.Figure:
     """The entropy comparison of :func:`core.views.run_figures.entropy_figure` on the defended outputs of each architecture."""
-    # a point keeps its per-record block as JSON (a run's records layout): read typed once, here
-    return entropy_figure([(arch, RunRecords.from_dict(p.records, f"defended {arch} point.records") if p.records
-                            else None) for arch, p in points.items()])
+    return entropy_figure([(arch, p.per_record) for arch, p in points.items()])
 
 
 def _best_strong_auc(point: DefendedPoint | DefenseBaseline | None) -> float | None:
