@@ -102,3 +102,21 @@ def test_a_comparison_written_before_roles_keeps_one_line_per_metric():
     assert not comp.has_roles and comp.to_dict() == old
     assert [line.split(":")[0] for line in verdict_lines(comp)] == ["**attack accuracy**", "**attack AUC**"]
     assert "role" not in comparison_table(comp).columns
+
+
+def test_a_repeats_block_reads_its_band_typed_and_writes_it_back():
+    from core.experiment.results import RepeatsBlock
+    from core.measurement.stats import mean_interval
+    from core.views.repeat_figures import roc_band_figure
+
+    block = {"n": 3, "seeds": [0, 1, 2], "config_hashes": ["a", "b", "c"],
+             "metrics": {"attack_auc": mean_interval([0.5, 0.6, 0.7]).to_dict()},
+             "roc_band": {**_band(), "fpr": [0.0, 0.05, 1.0]},
+             "resolution": {"n_members": 20, "n_nonmembers": 20}}
+    b = RepeatsBlock.from_dict(copy.deepcopy(block))
+    assert isinstance(b.roc_band, RocBand) and b.roc_band.n == 3 and b.roc_band.tpr == (0.1, 0.3, 1.0)
+    assert json.dumps(b.to_dict()) == json.dumps(block)  # the run summary's repeats block as read
+    fig = roc_band_figure({"ffnn": b.roc_band}, {"ffnn": b.n_nonmembers})
+    assert fig.data[1].name == "FFNN: mean of N = 3, 95% band" and list(fig.data[1].x) == [0.05, 1.0]  # down to 1/20
+    with pytest.raises(ResultFormatError, match=r"repeats\.roc_band\.n must be an integer"):
+        RepeatsBlock.from_dict({**block, "roc_band": {**_band(), "n": "3"}})
