@@ -10,6 +10,8 @@ from core.tasks import get_task
 from core.views.comparison_tables import strongest_attacks_table
 from core.views.map_figures import navigation_map
 from core.tasks.examples import NavigationExamples
+from core.experiment.results import RepeatsBlock
+from core.measurement.bootstrap import RocBand
 from core.views.repeat_figures import repeats_table, roc_band_figure
 from core.views.run_figures import ecdf_points, entropy_comparison, metrics_table, roc_curves, roc_loglog, thin_roc
 from tests.typed_runs import typed_runs
@@ -169,7 +171,7 @@ def test_log_roc_draws_only_what_the_non_members_measure_and_marks_the_floor():
     band = {"fpr": [0.0, 0.001, 0.005, 0.01, 0.1, 1.0], "tpr": [0.1, 0.1, 0.2, 0.3, 0.6, 1.0],
             "lo": [0.0] * 5 + [1.0], "hi": [0.3, 0.3, 0.4, 0.5, 0.8, 1.0], "n": 3,
             "method": "t over 3 repeats"}
-    fig = roc_band_figure({"rnn": band}, {"rnn": 200})
+    fig = roc_band_figure({"rnn": RocBand.from_dict(band)}, {"rnn": 200})
     assert min(fig.data[1].x) == pytest.approx(0.005) and fig.data[1].y[0] == 0.2
     assert [sh.x0 for sh in fig.layout.shapes] == [pytest.approx(1 / 200)]
 
@@ -178,11 +180,11 @@ def test_repeats_table_names_an_unresolved_tpr_for_what_it_is():
     e = {"mean": 0.1, "ci_low": 0.05, "ci_high": 0.15, "n": 3}
     block = {"n": 3, "seeds": [0, 1, 2], "config_hashes": ["a", "b", "c"], "resolution": {"n_members": 200, "n_nonmembers": 200},
              "metrics": {"attack_auc": e, "tpr_at_1pct_fpr": {**e, "mean": 0.3}, "tpr_at_0.1pct_fpr": e}}
-    table = repeats_table({"ffnn": block})
+    table = repeats_table({"ffnn": RepeatsBlock.from_dict(block)})
     assert "TPR @ 1% FPR" in table.columns and "TPR @ 0.1% FPR" not in table.columns
     assert table["TPR at 0 false positives (FPR < 1/200)"][0] == "0.100 [0.050, 0.150]"
     old = {k: v for k, v in block.items() if k != "resolution"}  # a block written before its resolution
-    assert "TPR @ 0.1% FPR" in repeats_table({"ffnn": old}).columns
+    assert "TPR @ 0.1% FPR" in repeats_table({"ffnn": RepeatsBlock.from_dict(old)}).columns
 
 
 def test_long_legend_names_get_a_row_each_and_the_attack_curve_one_entry_per_attack():

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from core.analyses.comparison_results import ComparisonResult
 from core.data.translation_records import SPECIALS, Vocab
 from core.models.translation import LuongSeq2Seq, TransformerSeq2Seq, match_transformer
 from core.tasks import get_task
@@ -156,9 +157,10 @@ def test_a_comparison_states_its_resolution_beside_the_numbers():
     old = {"config": {"n_eval": 16}}  # a summary written before the resolution block
     res = {"ffnn": summary_resolution(typed_run(old)),
            "rnn": summary_resolution(typed_run({"resolution": {"n_members": 16, "n_nonmembers": 16}}))}
-    note = comparison_resolution_note({"task": "navigation", "resolution": res, "metrics": {}})
+    note = comparison_resolution_note(ComparisonResult.from_dict({"task": "navigation", "resolution": res, "metrics": {}}))
     assert "16 + 16 maps, one map = 0.0625 of TPR" in note and note.count("0.0625 of TPR") == 2
-    assert comparison_resolution_note({"task": "navigation", "metrics": {}}) is None  # written before the block
+    # a comparison written before the block
+    assert comparison_resolution_note(ComparisonResult.from_dict({"task": "navigation", "metrics": {}})) is None
 
 
 @pytest.mark.parametrize("arch", ["ffnn", "rnn"])

@@ -3,12 +3,14 @@ attack page finds the cached repeats even with the form at one repeat (a reload)
 repeat 0 as "repeat 1 of N" beside the means with their intervals, and the report says the same."""
 from test_repeats_app import TINY, WIDGETS, open_page
 
+from core.analyses.comparison_results import ComparisonResult
 from core.analyses.repeats import comparison_configs, comparison_json, repeat_configs, run_comparison
 from core.experiment.pipeline import run_experiment
 from core.experiment.results import RunSummary
 from core.measurement.stats import Estimate
 from core.views.run_figures import overview_table
 from core.views.style import with_ci
+from core.views.repeat_figures import RepeatsView
 from core.views.report import run_report_html
 
 
@@ -29,7 +31,8 @@ def test_cached_repeats_are_shown_after_a_reload_and_repeat_0_is_labelled():
             Estimate.from_dict(comp["metrics"]["attack_accuracy"][arch]))
     assert any("repeat 1 of 2" in c.value for c in at.caption)  # the tabs say which run they draw
 
-    page = run_report_html([runs["ffnn"][0], runs["rnn"][0]], list(configs.values()), {}, None, {"comparison": comp})
+    page = run_report_html([runs["ffnn"][0], runs["rnn"][0]], list(configs.values()), {}, None,
+                           RepeatsView(comparison=ComparisonResult.from_dict(comp)))
     assert "attack accuracy (repeat 1 of 2)" in page and "attack accuracy, mean of 2 [95 % CI]" in page
     assert "verdicts over 2 paired repeats" in page and "repeat 0" not in page
 

@@ -98,8 +98,9 @@ def test_comparison_json_is_paired_with_verdicts():
         assert eps[arch]["ci_low"] is None and eps[arch]["ci_high"] is None and len(eps[arch]["values"]) == 2
         assert eps[arch]["mean"] == min(eps[arch]["values"])
     assert eps["difference"]["diff"]["ci_low"] is None and eps["difference"]["p_t"] is None
+    from core.analyses.comparison_results import ComparisonResult
     from core.views.repeat_figures import comparison_table
-    row = comparison_table(out).set_index("metric").loc["ε̂ lower bound"]
+    row = comparison_table(ComparisonResult.from_dict(out)).set_index("metric").loc["ε̂ lower bound"]
     assert row["FFNN mean [95% CI]"].startswith("per repeat: ") and "N = 1" not in row["FFNN mean [95% CI]"]
     assert row["verdict: RNN leaks more"] == "— (no verdict)"
     # the step of one record beside the numbers: 20 members + 20 non-members per repeat

@@ -114,6 +114,7 @@ def test_an_exposure_fpr_finer_than_the_non_members_is_named_zero_false_positive
     score: the report's table and the figure said "1.0%" and "0.1%" for the same operating point."""
     from core.measurement.exposure import fpr_label, quadrants
     from core.views.record_view_figures import exposure_figure
+    from core.analyses.analysis_results import ExposureView
     from core.views.run_text import exposure_table
 
     assert fpr_label(0.01, 200) == "FPR 1.0%" and fpr_label(0.001, 200).startswith("0 false positives (FPR < 1/200")
@@ -126,7 +127,7 @@ def test_an_exposure_fpr_finer_than_the_non_members_is_named_zero_false_positive
             "ape": {"ffnn": [], "rnn": []},
             "quadrants": {str(f): quadrants(a, b, member, f).to_dict() for f in (0.01, 0.001)}}
     assert view["quadrants"]["0.01"]["quadrant"] == view["quadrants"]["0.001"]["quadrant"]  # one operating point
-    table = exposure_table(view)
+    table = exposure_table(ExposureView.from_dict(view))
     assert set(table["FPR"]) == {"0 false positives (FPR < 1/12; 1.0% asked)",
                                  "0 false positives (FPR < 1/12; 0.1% asked)"}
     assert "0 false positives (FPR < 1/12" in exposure_figure(view, "0.001").layout.title.text
@@ -134,6 +135,7 @@ def test_an_exposure_fpr_finer_than_the_non_members_is_named_zero_false_positive
 
 def test_the_budget_names_its_tpr_at_zero_false_positives_below_100_non_members():
     from core.views.record_view_figures import budget_figure
+    from core.analyses.analysis_results import BudgetView
     from core.views.run_text import budget_table
 
     def budgets(n0: int) -> dict:
@@ -145,8 +147,11 @@ def test_the_budget_names_its_tpr_at_zero_false_positives_below_100_non_members(
         return {"ffnn": {"curves": {"lira": curve}}}
 
     small, large = budgets(12), budgets(200)
-    assert budget_table(small)["TPR @ 1% FPR [spread]"][0] == "0.250 — TPR at 0 false positives (FPR < 1/12)"
-    assert budget_table(large)["TPR @ 1% FPR [spread]"][0] == "0.250"
+    def typed(budgets: dict) -> dict[str, BudgetView]:
+        return {a: BudgetView.from_dict(v) for a, v in budgets.items()}
+
+    assert budget_table(typed(small))["TPR @ 1% FPR [spread]"][0] == "0.250 — TPR at 0 false positives (FPR < 1/12)"
+    assert budget_table(typed(large))["TPR @ 1% FPR [spread]"][0] == "0.250"
     titles = [a.text for a in budget_figure(small).layout.annotations]
     assert "lira TPR at 0 false positives (FPR < 1/12)" in titles and "lira TPR at 1 % FPR" not in titles
     assert "lira TPR at 1 % FPR" in [a.text for a in budget_figure(large).layout.annotations]

@@ -14,13 +14,13 @@ import streamlit as st
 from core.analyses.comparison_results import ComparisonResult
 from core.analyses.matching import PlannedRepeat
 from core.analyses.repeats import comparison_json, repeats_block
-from core.experiment.results import RunSummary
+from core.experiment.results import RepeatsBlock, RunSummary
 from core.foundations.config import ExperimentConfig
 from core.foundations.paths import cache_dir
 from core.foundations.version import stamped
 from core.tasks.navigation import MapViews
 from core.views import report
-from core.views.repeat_figures import MatchedRepeat, MatchedStop, MatchedView
+from core.views.repeat_figures import MatchedRepeat, MatchedStop, MatchedView, RepeatsView
 from core.views.run_text import RunFigures, run_figures
 from core.views.run_view import (
     Block,
@@ -95,7 +95,7 @@ def draw_section(section: Section, heading: bool = True) -> None:
 
 def show_results(summaries: list[RunSummary], configs: list[ExperimentConfig],
                  overrides: dict[str, dict[str, Any]], views: dict[str, MapViews] | None = None,
-                 repeats: dict[str, Any] | None = None, matched: MatchedView | None = None) -> None:
+                 repeats: RepeatsView | None = None, matched: MatchedView | None = None) -> None:
     """The results of a run (``summaries``: repeat 0 of each architecture; ``repeats``: a
     :func:`repeats_view` of every repeat, when there are several; ``matched``: a :func:`matched_view` when
     ``match_utility`` is on; ``views``: arch → navigation map views): the sections of
@@ -129,7 +129,7 @@ def show_results(summaries: list[RunSummary], configs: list[ExperimentConfig],
 
 
 def show_downloads(summaries: list[RunSummary], configs: list[ExperimentConfig], overrides: dict[str, dict[str, Any]],
-                   views: dict[str, MapViews] | None, repeats: dict[str, Any] | None,
+                   views: dict[str, MapViews] | None, repeats: RepeatsView | None,
                    matched: MatchedView | None) -> None:
     """The run as one HTML report (the same sections as above, plus the per-record views) and as JSON."""
     e1, e2 = st.columns([1, 3])
@@ -151,21 +151,21 @@ def show_downloads(summaries: list[RunSummary], configs: list[ExperimentConfig],
 
 
 # ---------------------------------------------------------------------------- repeats
-def repeats_view(runs: dict[str, list[RunSummary]]) -> dict[str, Any]:
-    """What the repeats section shows, computed by ``core.analyses.repeats``: with FFNN and RNN at the same
-    number of repeats the paired comparison (``comparison``), else each architecture's
+def repeats_view(runs: dict[str, list[RunSummary]]) -> RepeatsView:
+    """What the repeats section shows, computed by ``core.analyses.repeats`` and read typed here: with FFNN and
+    RNN at the same number of repeats the paired comparison (``comparison``), else each architecture's
     mean [95 % CI] per headline metric (``blocks``)."""
     if set(runs) == {"ffnn", "rnn"} and len(runs["ffnn"]) == len(runs["rnn"]):
-        return {"comparison": comparison_json(runs["ffnn"], runs["rnn"])}
-    return {"blocks": {a: repeats_block(ss, n_boot=500) for a, ss in runs.items()}}
+        return RepeatsView(comparison=ComparisonResult.from_dict(comparison_json(runs["ffnn"], runs["rnn"])))
+    return RepeatsView(blocks={a: RepeatsBlock.from_dict(repeats_block(ss, n_boot=500)) for a, ss in runs.items()})
 
 
 @st.cache_resource(max_entries=24, show_spinner=False)
-def _repeats_view(key: tuple[str, ...], _runs: dict[str, list[RunSummary]]) -> dict[str, Any]:
+def _repeats_view(key: tuple[str, ...], _runs: dict[str, list[RunSummary]]) -> RepeatsView:
     return repeats_view(_runs)
 
 
-def cached_repeats_view(runs: dict[str, list[RunSummary]]) -> dict[str, Any]:
+def cached_repeats_view(runs: dict[str, list[RunSummary]]) -> RepeatsView:
     """:func:`repeats_view` once per set of config hashes."""
     return _repeats_view(_key([s for a in sorted(runs) for s in runs[a]]), runs)
 

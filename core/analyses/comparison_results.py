@@ -3,14 +3,15 @@
 
 Every layout here is open: it types the fields its readers use and keeps the rest in ``extra``, so ``to_dict()``
 gives back exactly the dict read. The estimates stay their JSON dicts (the views read them with
-``Estimate.from_dict``)."""
+``Estimate.from_dict``); the ROC bands are read typed (:class:`core.measurement.bootstrap.RocBand`)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from core.analyses.arch_answer import ArchAnswer
-from core.foundations.typed_json import Typed, omissible
+from core.foundations.typed_json import Typed, converter, json_key, mapping, omissible
+from core.measurement.bootstrap import RocBand
 from core.measurement.metrics import Resolution
 from core.measurement.stats import Verdict
 
@@ -104,7 +105,10 @@ class ComparisonResult(Typed):
     no_verdict: dict[str, str] | None = None
     #: each architecture's repeat-0 evaluation set: what one record is worth
     resolution: dict[str, Resolution] | None = None
-    roc_band: dict[str, Any] | None = None
+    #: each architecture's primary attack's ROC band over the repeats (its JSON Schema stays the plain object the
+    #: checked-in ``docs/schemas/compare.schema.json`` has)
+    roc_band: dict[str, RocBand] | None = json_key(default=None, conv=replace(mapping(converter(RocBand)),
+                                                                             schema={"type": "object"}))
 
     _WHAT: ClassVar[str] = "comparison"
     _STRICT: ClassVar[bool] = False

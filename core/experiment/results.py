@@ -29,6 +29,7 @@ from core.foundations.typed_json import (
     null,
     omissible,
 )
+from core.measurement.bootstrap import RocBand
 from core.measurement.metrics import EpsilonBound, Resolution
 from core.measurement.stats import Estimate
 
@@ -142,7 +143,7 @@ class RepeatsBlock(Typed):
     seeds: tuple[int, ...]
     config_hashes: tuple[str, ...]
     metrics: dict[str, Estimate]
-    roc_band: dict[str, Any] | None = None
+    roc_band: RocBand | None = None
     #: repeat 0's evaluation-set resolution (:func:`core.analyses.repeats.summary_resolution`): the band's 1/n floor
     resolution: Resolution | None = None
     within_run: dict[str, Estimate] | None = omissible()
@@ -394,6 +395,12 @@ class DefendedPoint(Typed):
         """The 95 % interval of ``metric`` (``attack_accuracy``, ``attack_auc``, ``utility``,
         ``utility_loss``) over repeats × draws, None without ``--repeats``."""
         return (self.intervals or {}).get(metric)
+
+    @cached_property
+    def per_record(self) -> RunRecords | None:
+        """The ``records`` block typed (a run's records layout: membership, APE, cross-entropy, the naive attacks'
+        scores on the defended outputs), read on first use; None without one. ``records`` stays the JSON block."""
+        return RunRecords.from_dict(self.records, f"{self._WHAT}.records") if self.records else None
 
     @property
     def epsilon_hat(self) -> float | None:

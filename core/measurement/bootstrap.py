@@ -18,6 +18,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 from scipy import stats as sps
 
+from core.foundations.errors import ResultFormatError
+from core.foundations.typed_json import INT, NUM, STR, Conv, converts, fail, numbers
 from core.measurement.stats import CONFIDENCE, Estimate, _check_confidence
 
 
@@ -242,6 +244,33 @@ class RocBand:
     def from_dict(cls, d: Mapping[str, Any]) -> "RocBand":
         return cls(tuple(d["fpr"]), tuple(d["tpr"]), tuple(d["lo"]), tuple(d["hi"]), int(d["n"]), str(d["method"]),
                    float(d.get("confidence", CONFIDENCE)))
+
+
+def roc_band() -> Conv:
+    """The converter of a :class:`RocBand` in a typed layout (:mod:`core.foundations.typed_json`): every key of
+    :meth:`RocBand.to_dict` checked (``confidence`` may be left out), any other refused, so that the band is
+    written back as read. Its JSON Schema stays a plain object, as the layouts' checked-in schemas have it."""
+    keys = {"fpr": numbers(), "tpr": numbers(), "lo": numbers(), "hi": numbers(), "n": INT, "method": STR,
+            "confidence": NUM}
+
+    def read(v: Any, where: str) -> RocBand:
+        if not isinstance(v, dict):
+            raise fail(where, "a ROC band object", v)
+        for key, conv in keys.items():
+            if key in v:
+                conv.read(v[key], f"{where}.{key}")
+            elif key != "confidence":
+                raise ResultFormatError(f"{where} lacks {key!r}")
+        unknown = [k for k in v if k not in keys]
+        if unknown:
+            raise ResultFormatError(f"{where} has unknown key{'s' * (len(unknown) > 1)} "
+                                    f"{', '.join(map(repr, unknown))} (written by another version?)")
+        return RocBand.from_dict(v)
+
+    return Conv(read, lambda b: b.to_dict(), schema={"type": "object"})
+
+
+converts(RocBand, roc_band())  # a layout's field annotated RocBand reads and writes a band
 
 
 #: FPR grid of ROC bands: log-spaced at low FPR (where the studies look), linear above

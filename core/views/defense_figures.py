@@ -135,7 +135,7 @@ def defense_curves(points: dict[str, list[DefendedPoint]], baselines: dict[str, 
 
 def defended_entropy_histogram(points: dict[str, DefendedPoint]) -> go.Figure:
     """The entropy comparison of :func:`core.views.run_figures.entropy_figure` on the defended outputs of each architecture."""
-    return entropy_figure([(arch, p.records) for arch, p in points.items()])
+    return entropy_figure([(arch, p.per_record) for arch, p in points.items()])
 
 
 def _best_strong_auc(point: DefendedPoint | DefenseBaseline | None) -> float | None:

@@ -2,8 +2,8 @@
 verdicts, the means over repeats, the ROC band over repeats and the matched-stops table."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -38,13 +38,12 @@ def _per_repeat(e: Estimate | None) -> str:
     return "—" if e is None or not e.values else "per repeat: " + ", ".join(f"{v:.3f}" for v in e.values)
 
 
-def comparison_table(comparison: ComparisonResult | Mapping[str, Any]) -> pd.DataFrame:
+def comparison_table(comp: ComparisonResult) -> pd.DataFrame:
     """One row per headline metric of ``core.analyses.repeats.comparison_json``: each architecture's mean and the
     paired difference FFNN − RNN with their 95 % intervals, the p-values (and a secondary metric's Holm-adjusted p),
     Cohen's d_z, the role, the verdict and N. The primary metric comes first; a comparison without roles (schema 1)
     keeps its order and verdicts."""
     rows = []
-    comp = ComparisonResult.coerce(comparison)
     items = sorted(comp.metrics.items(), key=lambda kv: _ROLE_ORDER.get(kv[1].role or "", 1))
     for name, m in items:
         d, v, role = m.difference, m.verdict, m.role
@@ -71,17 +70,16 @@ def comparison_table(comparison: ComparisonResult | Mapping[str, Any]) -> pd.Dat
     return pd.DataFrame(rows)
 
 
-def repeats_table(blocks: Mapping[str, RepeatsBlock | Mapping[str, Any]]) -> pd.DataFrame:
+def repeats_table(blocks: dict[str, RepeatsBlock]) -> pd.DataFrame:
     """Per architecture, every headline metric as mean [95 % CI] over its repeats
-    (``blocks``: arch → ``core.analyses.repeats.repeats_block``)."""
-    typed = {arch: RepeatsBlock.coerce(b) for arch, b in blocks.items()}
+    (arch → its ``core.analyses.repeats.repeats_block``, typed)."""
     # a TPR at an FPR the non-members cannot resolve is the TPR at 0 false positives, and named so
     # (blocks written before their ``resolution`` keep the plain names)
-    ns = [b.n_nonmembers for b in typed.values() if b.n_nonmembers is not None]
+    ns = [b.n_nonmembers for b in blocks.values() if b.n_nonmembers is not None]
     fprs = {"tpr_at_1pct_fpr": 0.01, "tpr_at_0.1pct_fpr": 0.001}
     unresolved = [m for m, f in fprs.items() if ns and not all(resolves(f, n) for n in ns)]
     rows = []
-    for arch, block in typed.items():
+    for arch, block in blocks.items():
         row: dict[str, Any] = {"architecture": ARCH_NAMES.get(arch, arch), "N": block.n}
         for name, e in block.metrics.items():
             if name in unresolved:  # both unresolved: the same number, one column
@@ -92,8 +90,7 @@ def repeats_table(blocks: Mapping[str, RepeatsBlock | Mapping[str, Any]]) -> pd.
     return pd.DataFrame(rows)
 
 
-def roc_band_figure(bands: Mapping[str, RocBand | Mapping[str, Any]], n_nonmembers: dict[str, int] | None = None
-                    ) -> go.Figure:
+def roc_band_figure(bands: dict[str, RocBand], n_nonmembers: dict[str, int] | None = None) -> go.Figure:
     """Each architecture's mean ROC curve over its repeats with the pointwise 95 % band (log FPR).
     With ``n_nonmembers`` (arch → its evaluation set's non-members) the band is drawn only down to
     FPR = 1/n and a dotted line marks it: below it the grid reads the TPR at zero false positives."""
@@ -101,7 +98,6 @@ def roc_band_figure(bands: Mapping[str, RocBand | Mapping[str, Any]], n_nonmembe
     floor = 1e-3
     ns = n_nonmembers or {}
     for arch, b in bands.items():
-        b = b if isinstance(b, RocBand) else RocBand.from_dict(b)
         c = ARCH_COLOURS.get(arch, "#444")
         n0 = ns.get(arch)
         keep = [i for i, v in enumerate(b.fpr) if (v >= 1.0 / n0 - 1e-12 if n0 else True)]
@@ -151,6 +147,17 @@ class MatchedView:
     metric: str
     rows: tuple[MatchedRepeat, ...]
     comparison: ComparisonResult
+
+
+@dataclass(frozen=True)
+class RepeatsView:
+    """What the repeats section shows, typed where it is computed (the page: ``ui.results.repeats_view``; the
+    report: :func:`core.views.report.cached_comparison`): with FFNN and RNN at the same number of repeats their
+    paired ``comparison`` (:func:`core.analyses.repeats.comparison_json`, read), else each architecture's
+    ``blocks`` (:func:`core.analyses.repeats.repeats_block`, read: mean [95 % CI] per headline metric)."""
+
+    comparison: ComparisonResult | None = None
+    blocks: dict[str, RepeatsBlock] = field(default_factory=dict)
 
 
 def matched_stops_table(view: MatchedView) -> pd.DataFrame:

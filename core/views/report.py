@@ -22,6 +22,7 @@ from core.analyses import registry as analysis_registry
 from core.analyses.analyses_json import AnalysesResults
 from core.analyses.analyses_view import cached_runs
 from core.analyses.analysis_results import ReportViews
+from core.analyses.comparison_results import ComparisonResult
 from core.analyses.record_views import report_views
 from core.analyses.repeats import cached_repeat_configs, comparison_json
 from core.analyses.verdicts import repeated_verdict_sentence
@@ -38,7 +39,7 @@ from core.views import analysis_figures, run_view  # noqa: F401 (analysis_figure
 from core.views.analysis_tables import tables
 from core.views.plain import csv_text, protect_escapes, unescape_to_html
 from core.views.record_view_figures import audit_guesses_figure
-from core.views.repeat_figures import MatchedView
+from core.views.repeat_figures import MatchedView, RepeatsView
 
 
 def figures_of(results: dict[str, Any]) -> dict[str, go.Figure]:
@@ -163,12 +164,12 @@ def block_html(block: run_view.Block, fig_html: Callable[[go.Figure], str]) -> s
 
 def run_report_html(summaries: list[RunSummary], configs: list[ExperimentConfig] | None = None,
                     overrides: dict[str, dict[str, Any]] | None = None,
-                    map_views: dict[str, MapViews] | None = None, repeats: dict[str, Any] | None = None,
+                    map_views: dict[str, MapViews] | None = None, repeats: RepeatsView | None = None,
                     matched: MatchedView | None = None, views: ReportViews | None = None) -> str:
     """One self-contained HTML file of a run: every section of :func:`core.views.run_view.run_view`, in the page's
-    order, plotly.js embedded once so it opens offline. ``repeats``: ``comparison`` or ``blocks``; ``matched``: the
-    matched-utility view; ``map_views``: crisp navigation maps instead of the summaries' PNGs; ``views``: the
-    per-record views (:func:`core.analyses.record_views.report_views`)."""
+    order, plotly.js embedded once so it opens offline. ``repeats``: the repeats view (its ``comparison`` or
+    ``blocks``); ``matched``: the matched-utility view; ``map_views``: crisp navigation maps instead of the summaries'
+    PNGs; ``views``: the per-record views (:func:`core.analyses.record_views.report_views`)."""
     first = [True]
 
     def fig_html(fig: go.Figure) -> str:
@@ -194,20 +195,21 @@ def run_report_html(summaries: list[RunSummary], configs: list[ExperimentConfig]
 
 
 def cached_comparison(configs: dict[str, ExperimentConfig], cache: ArtifactCache | None = None
-                      ) -> dict[str, Any] | None:
+                      ) -> RepeatsView | None:
     """The comparison over every repeat cached for both architectures (with the one answer,
-    :func:`core.analyses.repeats.comparison_json`), as the report's repeats view; None below two repeats."""
+    :func:`core.analyses.repeats.comparison_json`, read typed here), as the report's repeats view; None below two
+    repeats."""
     cached = {a: cached_repeat_configs(c, cache=cache) for a, c in configs.items()}
     n = min(len(v) for v in cached.values())
     if n < 2:
         return None
     runs_ = {a: [cast(RunSummary, cached_run(c, cache)) for c in v[:n]] for a, v in cached.items()}  # cached
-    return {"comparison": comparison_json(runs_["ffnn"], runs_["rnn"])}
+    return RepeatsView(comparison=ComparisonResult.from_dict(comparison_json(runs_["ffnn"], runs_["rnn"])))
 
 
 def run_report(configs: dict[str, ExperimentConfig], cache: ArtifactCache | None = None,
                overrides: dict[str, dict[str, Any]] | None = None, map_views: dict[str, MapViews] | None = None,
-               repeats: dict[str, Any] | None = None, matched: MatchedView | None = None,
+               repeats: RepeatsView | None = None, matched: MatchedView | None = None,
                budget: bool = True, summaries: dict[str, RunSummary] | None = None) -> str:
     """The run report of ``configs`` (arch → config) from the cache, as :func:`run_report_html`: their summaries
     (``summaries`` where the caller holds them; not cached: :class:`ConfigError`) and the per-record views the

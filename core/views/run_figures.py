@@ -5,7 +5,7 @@ the run report draw the same ones."""
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 
 from core.analyses.comparison_results import ComparisonResult
 from core.analyses.repeats import unresolved_label
-from core.experiment.results import AttackResult, RunSummary
+from core.experiment.results import AttackResult, RunRecords, RunSummary
 from core.foundations.names import ARCH_NAMES, ATTACK_NAMES, ATTACK_SHORT, UTILITY_NAMES
 from core.measurement.bootstrap import delong_auc
 from core.measurement.metrics import Resolution
@@ -214,13 +214,11 @@ def metrics_table(summaries: list[RunSummary]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def overview_table(summaries: list[RunSummary], comparison: ComparisonResult | Mapping[str, Any] | None = None
-                   ) -> pd.DataFrame:
-    """Parameters, utility and headline attack numbers per architecture. With ``comparison`` (the
+def overview_table(summaries: list[RunSummary], comp: ComparisonResult | None = None) -> pd.DataFrame:
+    """Parameters, utility and headline attack numbers per architecture. With ``comp`` (the
     paired comparison over N ≥ 2 repeats, :func:`core.analyses.repeats.comparison_json`) the numbers
     of ``summaries`` are labelled "repeat 1 of N" and the means over the repeats with their 95 %
     intervals stand beside them, so no single repeat reads as the result."""
-    comp = ComparisonResult.coerce(comparison) if comparison else None
     n = int(comp.repeats or 1) if comp else 1
     one = f" (repeat 1 of {n})" if n > 1 else ""
     rows = []
@@ -272,10 +270,9 @@ def resolution_note(summaries: list[RunSummary]) -> str | None:
     return _resolution_line([(s.task, s.arch, s.resolution, s.settings.n_eval) for s in summaries])
 
 
-def comparison_resolution_note(comparison: ComparisonResult | Mapping[str, Any]) -> str | None:
+def comparison_resolution_note(comp: ComparisonResult) -> str | None:
     """:func:`resolution_note` of a comparison (``core.analyses.repeats.comparison_json``'s ``resolution``
     block; None for a comparison written before it)."""
-    comp = ComparisonResult.coerce(comparison)
     return _resolution_line([(comp.task or "", arch, r, None) for arch, r in (comp.resolution or {}).items()])
 
 
@@ -291,7 +288,7 @@ def param_gap(summaries: list[RunSummary]) -> float | None:
 DOTS_UP_TO = 60
 
 
-def _log_ape(values: list[float]) -> np.ndarray:
+def _log_ape(values: Sequence[float]) -> np.ndarray:
     # log scale: a confident model's entropies span many orders of magnitude near 0
     return np.log10(np.maximum(np.asarray(values, float), 1e-12))
 
@@ -317,18 +314,19 @@ def entropy_comparison(summaries: list[RunSummary]) -> go.Figure:
     apart the two curves of one colour, the easier the attack). Few records (navigation's maps): every
     record as a dot, one row per architecture and group, so a handful of values is not a few spikes.
     """
-    return entropy_figure([(s.arch, s.records) for s in summaries])
+    return entropy_figure([(s.arch, s.per_record if s.records else None) for s in summaries])
 
 
-def entropy_figure(records: list[tuple[str, dict[str, Any] | None]]) -> go.Figure:
-    """:func:`entropy_comparison` of (architecture, per-record signals ``{ape, membership}``) pairs: a run's
-    ``records`` or a defended point's (the Defenses page draws the defended outputs with it)."""
+def entropy_figure(records: list[tuple[str, RunRecords | None]]) -> go.Figure:
+    """:func:`entropy_comparison` of (architecture, per-record signals: APE and membership) pairs: a run's
+    ``records`` or a defended point's, typed (the Defenses page draws the defended outputs with it); a pair
+    without them is left out."""
     groups = []
     for arch, rec in records:
-        if not rec:
+        if rec is None or rec.ape is None or rec.membership is None:
             continue
-        ape = _log_ape(rec["ape"])
-        member = np.asarray(rec["membership"], bool)
+        ape = _log_ape(rec.ape)
+        member = np.asarray(rec.membership, bool)
         groups.append((arch, ape[member], ape[~member]))
     fig = go.Figure()
     if not groups:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import html
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -91,12 +91,11 @@ def _verdict_line(m: MetricComparison, title: str) -> str:
             f"p (paired t) {p_text(d.p_t)}, p (sign flip) {p_text(d.p_permutation)}, N = {v.n}")
 
 
-def verdict_lines(comparison: ComparisonResult | Mapping[str, Any],
+def verdict_lines(comp: ComparisonResult,
                   metrics: tuple[str, ...] = ("attack_accuracy", "attack_auc", "lira_auc")) -> list[str]:
     """The headline of a comparison in markdown: the one answer (where the comparison carries it), the **primary**
     metric's verdict and why it is primary, the secondary metrics' verdicts with Holm-adjusted p-values, then what
     gets no verdict. A comparison without roles (no ``primary`` key) gets one line per metric of ``metrics``."""
-    comp = ComparisonResult.coerce(comparison)
     metrics_ = comp.metrics
 
     def judged(n: str) -> bool:
@@ -190,11 +189,10 @@ def navigation_stats(examples: NavigationExamples, arch_name: str) -> str:
             f"{ret[1]:.3f} · goal reached {success[0]:.0%} vs {success[1]:.0%}")
 
 
-def exposure_table(view: ExposureView | Mapping[str, Any]) -> pd.DataFrame:
+def exposure_table(ex: ExposureView) -> pd.DataFrame:
     """Per FPR and quadrant of :func:`core.analyses.record_views.exposure_view`: members (share with its 95 %
     Clopper–Pearson interval, and the mean count over repeats where repeats are cached) and the
     non-members in the same quadrant (false alarms)."""
-    ex = ExposureView.coerce(view)
     names = quadrant_names(list(ex.archs))
     rows = []
     n0 = len(ex.membership) - sum(ex.membership)
@@ -226,17 +224,16 @@ def _budget_row(arch: str, name: str, c: BudgetCurve, p: BudgetPoint) -> dict[st
             "flattens at": c.flattens_at if c.flattens_at is not None else "—"}
 
 
-def budget_table(budgets: Mapping[str, BudgetView | Mapping[str, Any]]) -> pd.DataFrame:
+def budget_table(budgets: dict[str, BudgetView]) -> pd.DataFrame:
     """Per architecture, attack and number of references: AUC and TPR at 1 % FPR with their
     2.5–97.5 % spread over which references were used (:func:`core.analyses.record_views.budget_view`)."""
     return pd.DataFrame([_budget_row(arch, name, c, p) for arch, view in budgets.items()
-                         for name, c in BudgetView.coerce(view).curves.items() for p in c.points])
+                         for name, c in view.curves.items() for p in c.points])
 
 
-def slice_tpr_cell(r: SliceRow | Mapping[str, Any]) -> str:
+def slice_tpr_cell(r: SliceRow) -> str:
     """A slice's TPR at 1 % FPR with its interval, or, where its n non-members cannot resolve 1 %
     (``tpr_resolved`` false), the same number named for what it is: the TPR at 0 false positives."""
-    r = SliceRow.coerce(r)
     cell = ci_text(r.tpr_at_1pct, r.tpr_low, r.tpr_high)
     if r.tpr_resolved is not False or r.tpr_at_1pct is None:
         return cell

@@ -20,7 +20,7 @@ import plotly.graph_objects as go
 from core.analyses.analysis_results import ReportViews
 from core.analyses.comparison_results import ComparisonResult
 from core.experiment.fidelity import confounding_warnings, study_comparison
-from core.experiment.results import RepeatsBlock, RunSummary
+from core.experiment.results import RunSummary
 from core.foundations.config import ExperimentConfig
 from core.foundations.names import ARCH_NAMES, ATTACK_NAMES
 from core.tasks.examples import NavigationExamples, TranslationExamples
@@ -28,7 +28,14 @@ from core.tasks.navigation import MapViews
 from core.views.map_figures import navigation_map
 from core.views.plain import plain_markdown
 from core.views.record_view_figures import budget_figure, exposure_figure, slices_figure
-from core.views.repeat_figures import MatchedView, comparison_table, matched_stops_table, repeats_table, roc_band_figure
+from core.views.repeat_figures import (
+    MatchedView,
+    RepeatsView,
+    comparison_table,
+    matched_stops_table,
+    repeats_table,
+    roc_band_figure,
+)
 from core.views.run_figures import comparison_resolution_note, overview_table, param_gap, resolution_note
 from core.views.run_text import (
     MATCHED_NOTE,
@@ -125,13 +132,13 @@ class Section:
 class RunInputs:
     """What a run's view is built from: the typed summaries (repeat 0 of each architecture), and where
     given the configs and their ``--set`` overrides (the reproduce commands), the app's navigation map
-    views (arch → views), the repeats view (``comparison`` or ``blocks``), the matched-utility view and the
+    views (arch → views), the repeats view (its ``comparison`` or ``blocks``), the matched-utility view and the
     per-record views (:func:`core.analyses.record_views.report_views`)."""
     summaries: list[RunSummary]
     configs: list[ExperimentConfig] | None = None
     overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
     map_views: dict[str, MapViews] | None = None
-    repeats: dict[str, Any] | None = None
+    repeats: RepeatsView | None = None
     matched: MatchedView | None = None
     views: ReportViews | None = None
     #: :func:`core.views.run_text.run_figures` of the summaries, where the caller keeps them (the page caches them)
@@ -148,8 +155,8 @@ class RunInputs:
         return self.figures
 
     @property
-    def comparison(self) -> dict[str, Any] | None:
-        return (self.repeats or {}).get("comparison")
+    def comparison(self) -> ComparisonResult | None:
+        return None if self.repeats is None else self.repeats.comparison
 
 
 def _name(arch: str) -> str:
@@ -183,7 +190,7 @@ def overview(run: RunInputs) -> Section:
                     verdict += " (utilities too far apart to blame the architecture)"
                 line = f"**This run:** {verdict} — {study.text}."
             else:
-                n = ComparisonResult.coerce(comp).repeats
+                n = comp.repeats
                 line = (f"**Over {n} repeats:** the verdicts over {n} paired repeats follow "
                         f"below; the sections after them show repeat 1 of {n}.")
             out.append(Text(f"**The studies:** {study.finding}  \n{line}", "info"))
@@ -194,10 +201,10 @@ def overview(run: RunInputs) -> Section:
 def repeats(run: RunInputs) -> Section | None:
     """Over the repeats: the paired verdicts, the means with their intervals and the ROC band."""
     view = run.repeats
-    if not view:
+    if view is None or (view.comparison is None and not view.blocks):
         return None
-    if "comparison" in view:
-        comp = ComparisonResult.coerce(view["comparison"])
+    if view.comparison is not None:
+        comp = view.comparison
 
         def build() -> list[Block]:
             out: list[Block] = [Text("  \n".join(verdict_lines(comp))), Table(comparison_table(comp), precision=2)]
@@ -209,7 +216,7 @@ def repeats(run: RunInputs) -> Section | None:
                          "above.", "caption")]
             return out
         return Section("repeats", f"FFNN vs RNN over {comp.repeats} paired repeats", build)
-    blocks = {a: RepeatsBlock.coerce(b) for a, b in view["blocks"].items()}
+    blocks = view.blocks
 
     def build_blocks() -> list[Block]:
         n_non = {a: b.n_nonmembers for a, b in blocks.items() if b.n_nonmembers is not None}
