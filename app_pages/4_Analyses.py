@@ -11,7 +11,8 @@ import streamlit as st
 
 from core.analyses import analyses_view, analysis, record_views
 from core.analyses import registry as analysis_registry
-from core.analyses.analysis_results import CanaryAudit, ExposureView, SlicesView
+from core.analyses.analyses_json import AnalysesResults
+from core.analyses.analysis_results import CanaryAudit, ExposureView, Scatter, SlicesView
 from core.analyses.repeats import repeat_config
 from core.analyses.verdicts import RunVerdict
 from core.defenses import registry as defense_registry
@@ -81,12 +82,14 @@ def tab_verdict(name: str) -> None:
 
 
 def downloads(name: str, results: dict, fig) -> None:
-    """The figure as self-contained HTML and its data as CSV, both written on the click only (a
-    self-contained figure carries ~5 MB of plotly.js: building it on every rerun delayed the page)."""
+    """The figure as self-contained HTML and its data (``results``: analyses.json's layout, read typed on the click)
+    as CSV, both written on the click only (a self-contained figure carries ~5 MB of plotly.js: building it on every
+    rerun delayed the page)."""
     a, b = st.columns(2)
     a.download_button(f"{name}.html", lambda: fig.to_html(include_plotlyjs=True, full_html=True),
                       file_name=f"{name}.html", mime="text/html", key=f"dl-html-{name}", on_click="ignore")
-    b.download_button(f"{name}.csv", lambda: csv_text(analysis_tables.tables(results)[name]),
+    b.download_button(f"{name}.csv", lambda: csv_text(analysis_tables.tables(
+                      analysis_registry.read_results({name: results[name]}))[name]),
                       file_name=f"{name}.csv", mime="text/csv", key=f"dl-csv-{name}", on_click="ignore")
 
 
@@ -157,7 +160,7 @@ try:  # one core call: the page draws what it returns (core.analyses.analyses_vi
 except MIAError as exc:  # a summary whose models are gone from the cache: said, never retrained here
     st.error(f"Could not load the trained models: {plain_markdown(exc)}")
     st.stop()
-base = view.results
+base = view.typed  # what the tabs draw: each analysis' data typed (the exports hold its JSON, all_results)
 #: what the downloads and the export hold: this view's results, plus the per-record views whose tabs ran
 all_results = view.to_dict()
 repeated = view.repeats
@@ -175,17 +178,16 @@ tabs = st.tabs(["Entropy scatter", "Over training", "Memorization", "Overtrainin
 
 
 # ---------------------------------------------------------------------------- scatter
-def defended_scatter(mechanism: str, value: float) -> dict[str, dict]:
+def defended_scatter(mechanism: str, value: float) -> dict[str, Scatter]:
     """The scatter of both architectures' outputs behind a defense (naive attacker: its thresholds
     and boundaries unchanged, its scores on the defended outputs): the Defenses page's points."""
     points = {arch: defender_for(cfg).point(DefenseSpec(mechanism, value), "naive", utility=False, quantile=True)
               for arch, cfg in configs.items()}
-    # drawn beside the undefended scatter, which the view holds in analyses.json's layout: the same layout here
-    return {arch: sc.to_dict() for arch, sc in analyses_view.defended_scatter(view.summaries, points).items()}
+    return analyses_view.defended_scatter(view.summaries, points)  # typed, as the undefended scatter beside it
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)
-def scatter_figure(key: tuple, _scatter: dict[str, dict], attack: str, scale: str):
+def scatter_figure(key: tuple, _scatter: dict[str, Scatter], attack: str, scale: str):
     """The scatter's figure, built once per (runs, outputs, defense value) × attack × scale and shared
     read-only: a rerun (a selection, another tab) does not lay out its contours and histograms again."""
     return analysis_figures.scatter_figure(_scatter, attack, scale)
@@ -449,10 +451,11 @@ for _ in drawn(tabs[6]):
             manager.submit(todo, "analysis", params)
             st.rerun()
     if budgets:
-        all_results["budget"] = budgets
-        fig = record_view_figures.budget_figure(budgets)
+        all_results["budget"] = budgets  # each job's result arrives as its JSON layout (analyses.json's)
+        budget_views = analysis_registry.read_result("budget", budgets)  # read once, typed
+        fig = record_view_figures.budget_figure(budget_views)
         st.plotly_chart(fig, width="stretch")
-        for note in analyses_text.budget_notes(budgets):
+        for note in analyses_text.budget_notes(budget_views):
             st.caption(note)
         downloads("budget", all_results, fig)
 
@@ -536,7 +539,8 @@ with st.expander("Reproduce headless · export"):
     st.code(f"python -m core analyze --task {task_name} --preset {preset} --analysis all --out analyses/")
     # both written on the click only (every figure's HTML and the records' JSON, on every rerun otherwise)
     st.download_button("Export report (one self-contained HTML: config, verdicts, every figure computed so far)",
-                       lambda: report.html_report(exported(), {a: c.to_dict() for a, c in configs.items()},
+                       lambda: report.html_report(AnalysesResults.from_dict(exported()),
+                                                  {a: c.to_dict() for a, c in configs.items()},
                                                   f"MIA Explorer analyses — {task_name}, {preset}"),
                        file_name=f"analyses_{task_name}_{preset}.html", mime="text/html", on_click="ignore")
     st.download_button("analyses.json", lambda: json.dumps(stamped(exported(), "analyses"), default=str),

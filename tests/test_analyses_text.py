@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.analyses.analysis_results import AuditView, ExposureView, Scatter, SlicesView
+from core.analyses.analysis_results import AuditView, ExposureView, MemberMeans, Quadrant, Scatter, SlicesView
 from core.foundations.errors import ResultFormatError
 from core.views import analyses_text
 
@@ -38,25 +38,28 @@ def test_the_readers_give_back_the_json_read_and_refuse_a_bad_field():
 
 
 def test_audit_rows_name_the_accountant_and_the_saturated_bound():
-    [row] = analyses_text.audit_rows({"ffnn": AUDIT})
+    audit = AuditView.from_dict(AUDIT)  # the views take the typed result (read once where the JSON arrives)
+    [row] = analyses_text.audit_rows({"ffnn": audit})
     assert row["accountant ε (RDP / PRV)"] == "4 / 3.5" and row["attack ε̂ (lira)"] == 0.25
-    assert row["every guess right"] == "yes: m's ceiling" and analyses_text.audit_saturated({"ffnn": AUDIT})
-    assert analyses_text.audit_rows({"ffnn": {**AUDIT, "accountant_epsilon": None}})[0]["accountant ε (RDP / PRV)"] == "—"
-    [est] = analyses_text.estimator_rows({"ffnn": AUDIT})
+    assert row["every guess right"] == "yes: m's ceiling" and analyses_text.audit_saturated({"ffnn": audit})
+    no_dp = AuditView.from_dict({**AUDIT, "accountant_epsilon": None})
+    assert analyses_text.audit_rows({"ffnn": no_dp})[0]["accountant ε (RDP / PRV)"] == "—"
+    [est] = analyses_text.estimator_rows({"ffnn": audit})
     assert est["f-DP bound μ ≥ (ε at δ ≥), best k"] == "1.2 (∞), k = 10"  # no finite ε from m canaries
     assert est["Gaussian-DP estimate μ̂ [95 %] (ε̂ [95 %])"] == "1 [0.5, 1.5] (2 [1, ∞])"
 
 
 def test_exposure_rows_caption_flips_and_the_first_record():
     names = {"only_b": "RNN only"}
-    [row] = analyses_text.quadrant_rows(EXPOSURE, "0.01", names)
+    exposure = ExposureView.from_dict(EXPOSURE)
+    [row] = analyses_text.quadrant_rows(exposure, "0.01", names)
     assert row["quadrant"] == "RNN only" and row["share"] == "50.0% [10.0%, 90.0%]"
     assert row["mean over 3 repeats [95 %]"] == "1.0 [0.5, 1.5]" and row["non-members (false alarms)"] == 0
-    assert "over 3 cached repeats" in analyses_text.exposure_caption(EXPOSURE, "0.01")
-    assert analyses_text.flip_lines(EXPOSURE, "0.01", "Dirichlet k", 10.0) == [
+    assert "over 3 cached repeats" in analyses_text.exposure_caption(exposure, "0.01")
+    assert analyses_text.flip_lines(exposure, "0.01", "Dirichlet k", 10.0) == [
         "**FFNN** behind Dirichlet k = 10: 2 members stop being exposed, 1 start, 3 stay exposed (of 9)."]
-    assert analyses_text.first_record(EXPOSURE, "0.01") == 1  # a member only the RNN exposes
-    index, member, title, notes = analyses_text.record_notes(EXPOSURE, 1)
+    assert analyses_text.first_record(exposure, "0.01") == 1  # a member only the RNN exposes
+    index, member, title, notes = analyses_text.record_notes(exposure, 1)
     assert (index, member) == (8, True) and "data index 8" in title and "score — ·" in notes["ffnn"]
 
 
@@ -65,8 +68,9 @@ def test_slice_rows_say_a_tpr_at_zero_false_positives():
            "auc": 0.7, "auc_low": 0.6, "auc_high": 0.8, "tpr_at_1pct": 0.1, "tpr_low": 0.0, "tpr_high": 0.3,
            "tpr_resolved": False, "tpr_note": ""}
     sliced = {"attack": "lira", "min_records": 30, "archs": {"ffnn": {"class": [row]}}}
-    assert SlicesView.from_dict(sliced).slicings == ["class"]
-    [out] = analyses_text.slice_rows(sliced, "class")
+    typed = SlicesView.from_dict(sliced)
+    assert typed.slicings == ["class"]
+    [out] = analyses_text.slice_rows(typed, "class")
     assert out["AUC [95 %]"] == "0.700 [0.600, 0.800]" and out["too small"] == "yes"
     assert out["TPR@1 % FPR"].endswith("TPR at 0 false positives (FPR < 1/20)")
 
@@ -84,8 +88,8 @@ def test_a_repeated_verdict_is_typed_and_its_sentence_reads_the_same_from_its_js
     assert line == repeated_verdict_sentence(RepeatedVerdict.from_dict(d["verdicts"]["lower_member_entropy"]))
     assert "**holds** — entropy gap: FFNN − RNN -0.202 95 % CI [-0.235, -0.168]" in line and "N = 6 repeats; p = " in line
     assert line.startswith("(1) members' entropy below non-members'") and "(above 0)" in line
-    assert analyses_text.repeated_line(d, "lower_member_entropy").startswith("**Over 6 paired repeats:** (1)")
-    assert analyses_text.repeated_line(d, "other") is None and analyses_text.repeated_line(None, "x") is None
+    assert analyses_text.repeated_line(RepeatedVerdicts.from_dict(d), "lower_member_entropy").startswith("**Over 6 paired repeats:** (1)")
+    assert analyses_text.repeated_line(block, "other") is None and analyses_text.repeated_line(None, "x") is None
     text, missing = analyses_text.repeated_summary(block, 6)
     assert "* lower member entropy (scatter): (1)" in text and missing == "1 of 6 repeats have no y"
 
@@ -103,7 +107,9 @@ def test_the_scatter_sentence_reads_what_its_scale_shows():
     ffnn = np.where(member, -1.2, -0.8) + 0.05 * rng.normal(size=200)  # 0.4 decades apart, means clearly apart
     rnn = np.where(member, -4.0, -0.8) + 0.05 * rng.normal(size=200)  # 3 decades apart at the centres ...
     rnn[:25] = 0.5  # ... but a quarter of its members answer with APE ≈ 3 nats: their mean is above non-members'
-    scatters = {a: {"membership": member.tolist(), "log10_ape": v.tolist()} for a, v in (("ffnn", ffnn), ("rnn", rnn))}
+    scatters = {a: Scatter(attacks={}, quadrant=Quadrant(accuracy=0.5), mean_ape=MemberMeans(members=0.0, non_members=0.0),
+                           membership=tuple(member.tolist()), log10_ape=tuple(v.tolist()))
+                for a, v in (("ffnn", ffnn), ("rnn", rnn))}
     log = scatter_separation(scatters, "log")
     linear = scatter_separation(scatters, "linear")
     assert "log view" in log and "decades" in log and "the RNN separates members from non-members more" in log

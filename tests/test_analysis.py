@@ -15,6 +15,7 @@ from streamlit.testing.v1 import AppTest
 from core.analyses import analysis, own_models
 from core.analyses import verdicts as analysis_verdicts
 from core.analyses import registry as analysis_registry
+from core.analyses.analyses_json import AnalysesResults
 from core.analyses.analysis_results import MemberMeans, Quadrant, Scatter, Vulnerability
 from core.foundations.errors import ConfigError
 from core.experiment.pipeline import run_experiment
@@ -259,7 +260,8 @@ def test_html_export_of_one_run_shows_differences_and_no_verdict():
     summaries = {a: typed_run({"arch": a, "attack": {"name": "shadow", "accuracy": acc}})
                  for a, acc in (("ffnn", 0.55), ("rnn", 0.75))}
     memorization = {"ffnn": _memorized(0.5), "rnn": _memorized(0.7)}
-    page = html_report({"verdicts": analysis_verdicts.verdicts({"memorization": memorization}, summaries)}, {}, "t")
+    page = html_report(AnalysesResults.from_dict(
+        {"verdicts": analysis_verdicts.verdicts({"memorization": memorization}, summaries)}), {}, "t")
     assert "inconclusive — final attack accuracy: FFNN 0.550, RNN 0.750, FFNN − RNN -0.200 — inconclusive (one repeat)" \
         in page
     assert "first block attacked at 0.500 (FFNN) vs 0.700 (RNN); FFNN − RNN -0.200" in page
@@ -379,7 +381,7 @@ def test_scatter_flags_clipped_records_and_keeps_boundaries_in_the_records_range
 def test_scatter_figure_draws_populations_clipped_marks_and_clips_shapes_to_the_box():
     from core.views.analysis_figures import SCALES, scatter_figure
 
-    scatters = {a: analysis.entropy_scatter(_synthetic_summary(a, seed=i)).to_dict() for i, a in enumerate(("ffnn", "rnn"))}
+    scatters = {a: analysis.entropy_scatter(_synthetic_summary(a, seed=i)) for i, a in enumerate(("ffnn", "rnn"))}
     for scale in SCALES:
         for attack in ("shadow", "loss_threshold"):
             fig = scatter_figure(scatters, attack, scale)

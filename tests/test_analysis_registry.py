@@ -12,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 from core.views.plain import plain_markdown
 from core.analyses import analysis
 from core.analyses import registry as analysis_registry
+from core.analyses.analyses_json import AnalysesResults
 from core.foundations.errors import ConfigError
 from core.tasks import get_task
 from core.jobs.manager import DONE, JobManager, job_key
@@ -79,7 +80,35 @@ def test_the_verdicts_take_typed_results_and_the_json_is_read_once_at_the_bounda
     typed = analysis_registry.read_result("overtraining", job)
     assert all(isinstance(v, Vulnerability) for v in typed.values())
     assert analysis_registry.laid_out({"overtraining": typed}) == {"overtraining": job}
-    assert analysis_registry.read_result("exposure", {"x": 1}) == {"x": 1}  # no reader: as given
+    assert analysis_registry.read_result("nope", {"x": 1}) == {"x": 1}  # no reader (an unknown name): as given
+    assert analysis_registry.read_result("overtraining", typed) == typed  # typed already: kept, not read again
+
+
+def test_the_views_take_typed_results_only_and_every_builtin_reads_its_json():
+    """The Analyses page's text, tables and figures take the typed results (no ``X | Mapping`` alternative coerced
+    inside); every built-in analysis registers its reader, so the registry hands its builders typed data, and a
+    per-record view (one view over both architectures, ``whole``) is read and written back whole."""
+    import inspect
+    import re
+
+    from core.analyses.analysis_results import ExposureView, SlicesView
+    from core.views import analyses_text, analysis_figures, analysis_tables, record_view_figures
+
+    mixed = [f"{module.__name__}.{name}({p.name})" for module in (analyses_text, analysis_figures, analysis_tables,
+                                                                 record_view_figures)
+             for name, fn in inspect.getmembers(module, inspect.isfunction) if fn.__module__ == module.__name__
+             for p in inspect.signature(fn).parameters.values()
+             if re.search(r"\| (dict|Mapping)\b|Mapping\[str, Any\]\]|dict\[str, dict\[str, Any\]\]", str(p.annotation))]
+    assert mixed == []
+    assert [a.name for a in analysis_registry.registered() if a.reads is None] == []
+    exposure = {"attack": "lira", "archs": ["ffnn", "rnn"], "records": [7], "membership": [True],
+                "scores": {"ffnn": [0.1], "rnn": [0.2]}, "cross_entropy": {"ffnn": [1.0], "rnn": [1.0]},
+                "ape": {"ffnn": [0.1], "rnn": [0.1]}, "quadrants": {}, "fpr_labels": {"0.01": "1 %"}}
+    sliced = {"attack": "lira", "min_records": 30, "archs": {"ffnn": {"class": []}}}
+    typed = analysis_registry.read_results({"exposure": exposure, "slices": sliced, "task": "image"})
+    assert isinstance(typed["exposure"], ExposureView) and isinstance(typed["slices"], SlicesView)
+    assert typed["task"] == "image"  # not an analysis: as it is
+    assert analysis_registry.laid_out(typed) == {"exposure": exposure, "slices": sliced, "task": "image"}
 
 
 def test_a_toy_analysis_appears_in_the_cli_its_files_and_the_html_export(toys, tmp_path, capsys, monkeypatch):
@@ -99,7 +128,7 @@ def test_a_toy_analysis_appears_in_the_cli_its_files_and_the_html_export(toys, t
     assert sorted(p.name for p in out.iterdir()) == ["analyses.json", "toy.csv", "toy.html"]
     assert (out / "toy.csv").read_text().splitlines()[0] == "arch,step,value"
     assert toys.FIGURE_TITLE in (out / "toy.html").read_text()
-    page = html_report(results, {}, "t")
+    page = html_report(AnalysesResults.from_dict(results), {}, "t")
     assert toys.FIGURE_TITLE in page and "toy verdict" in page
     # an unknown name is refused before any work, the registry's names listed
     with pytest.raises(ConfigError, match="unknown analyses.*toy"):

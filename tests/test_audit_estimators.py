@@ -10,7 +10,7 @@ import pytest
 from scipy import special
 
 from core.analyses import record_views
-from core.analyses.analysis_results import CanaryAudit
+from core.analyses.analysis_results import AuditView, CanaryAudit
 from core.measurement import audit, audit_estimators as ae
 from core.measurement.metrics import roc_auc
 from core.views import analysis_tables, report
@@ -161,7 +161,8 @@ def test_audit_entry_table_and_figure_carry_the_estimators():
     v = record_views.audit_beside(CanaryAudit.from_dict(entry), summary).to_dict()  # analyses.json's layout
     est = v["estimators"]
     assert est["gdp_estimate"]["kind"] == "estimate" and est["fdp_bound"]["kind"] == "lower bound"
-    audits = {"ffnn": v, "rnn": v}
+    typed = AuditView.from_dict(v)  # the views take it typed: read once, as the report reads analyses.json
+    audits = {"ffnn": typed, "rnn": typed}
     table = analysis_tables.tables({"audit": audits})["audit"]
     assert {"fdp_mu", "fdp_epsilon_at_k", "gdp_mu_estimate", "gdp_mu_low", "gdp_mu_high"} <= set(table.columns)
     fig = audit_guesses_figure(audits)
@@ -179,5 +180,5 @@ def test_a_saturated_audit_has_no_finite_gdp_estimate_and_still_draws():
     assert est["fdp_bound"]["saturated"] and est["fdp_bound"]["mu"] > 0  # m's ceiling, a finite bound
     entry = {"m": 40, "delta": 1e-4, "accountant_epsilon": None, "estimators": est, "audited_epsilon": 0.0,
              "audit": {"best_k": 2}, "attack": "loss", "attack_epsilon_lower_bound": 0.0, "utility_val": 0.5}
-    fig = audit_guesses_figure({"ffnn": entry})
+    fig = audit_guesses_figure({"ffnn": AuditView.from_dict(entry)})
     assert any(t.name.startswith("Gaussian-DP estimate") and t.showlegend for t in fig.data)  # the band alone

@@ -156,9 +156,11 @@ def test_repeated_verdicts_on_planted_pairs():
     # the analyses' HTML export (the Analyses page's button) carries them, with interval and N
     from core.views.report import html_report
 
-    page = html_report({"verdicts": {}, "repeats": holds}, {}, "t")
+    from core.analyses.analyses_json import AnalysesResults
+
+    page = html_report(AnalysesResults.from_dict({"verdicts": {}, "repeats": holds}), {}, "t")
     assert "Verdicts over 6 paired repeats" in page and "<b>holds</b>" in page and "N = 6 repeats" in page
-    assert "Verdicts over" not in html_report({"verdicts": {}}, {}, "t")  # one run: no such section
+    assert "Verdicts over" not in html_report(AnalysesResults.from_dict({"verdicts": {}}), {}, "t")  # one run: no such section
 
 
 def test_analyze_repeats_writes_paired_verdicts_and_the_page_shows_them(tmp_path, capsys, monkeypatch):

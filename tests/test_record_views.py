@@ -2,6 +2,7 @@
 modules on planted data, then the wiring on a tiny cached image run."""
 from __future__ import annotations
 
+import json
 import math
 import subprocess
 import sys
@@ -26,6 +27,7 @@ from core.experiment.results import RunSummary
 from core.experiment.reference_attacks import lira_scores, online_lira, reference_inputs
 from core.analyses.analysis_results import AuditView, SlicesView
 from core.analyses.repeats import repeat_config
+from core.foundations.version import stamped
 from core.measurement.responses import Responses
 from tests.typed_runs import typed_run
 from core.tasks import get_task
@@ -247,8 +249,9 @@ def _check_reference_subset(cfg) -> None:
 def test_four_views_on_tiny_cached_image_runs_and_the_page(tmp_path, monkeypatch):
     task = get_task("image")
     configs = {a: task.make_config(a, "quick", SMALL) for a in ("ffnn", "rnn")}
-    results = analysis.analyze(configs, ("exposure", "budget", "audit", "slices"), canaries=60,
-                               defense=("dirichlet", 1.0)).to_dict()
+    analysed = analysis.analyze(configs, ("exposure", "budget", "audit", "slices"), canaries=60,
+                                defense=("dirichlet", 1.0))
+    results = analysed.to_dict()
     ex = results["exposure"]
     assert ex["attack"] in ("lira", "rmia") and len(ex["records"]) == 80
     assert np.array_equal(ex["records"], record_views.evaluated_records(configs["rnn"]))
@@ -271,7 +274,8 @@ def test_four_views_on_tiny_cached_image_runs_and_the_page(tmp_path, monkeypatch
     assert aud["ffnn"]["m"] == 60 and aud["ffnn"]["accountant_epsilon"] is None  # non-private: no accountant
     assert aud["ffnn"]["audited_epsilon"] > 1.0  # an overfit non-private CNN memorises mislabeled canaries
     _check_reference_subset(configs["ffnn"])
-    written = {p.name for p in report.write_analyses(results, tmp_path)}
+    written = {p.name for p in report.write_analyses(analysed, tmp_path)}
+    assert json.loads((tmp_path / "analyses.json").read_text()) == stamped(results, "analyses")  # the JSON as built
     assert {"exposure.csv", "exposure.html", "budget.csv", "budget.html", "audit.csv", "audit.html", "slices.csv",
             "slices.html"} <= written
     # the CSVs hold the raw rows (one per record / budget point / slice), not the page's display tables

@@ -222,13 +222,14 @@ def test_the_plotly_escaping_leaves_no_tag_and_shows_the_text_as_typed():
 
 
 def test_the_slices_figure_draws_a_users_slice_names_as_text():
+    from core.analyses.analysis_results import SlicesView
     from core.views.record_view_figures import slices_figure
 
     names = [f"class {n}" for n in (HTML, PLOTLY, "a & b")]
     rows = [{"slice": n, "n_members": 5, "n_non_members": 5, "too_small": True, "auc": 0.5, "auc_low": 0.4,
              "auc_high": 0.6} for n in names]
     view = {"attack": "lira", "min_records": 10, "archs": {"ffnn": {"class": rows}}}
-    drawn = assert_figures_plain([slices_figure(view, "class").to_plotly_json()])
+    drawn = assert_figures_plain([slices_figure(SlicesView.from_dict(view), "class").to_plotly_json()])
     assert all(n in drawn for n in names), drawn
 
 

@@ -113,8 +113,8 @@ def test_an_exposure_fpr_finer_than_the_non_members_is_named_zero_false_positive
     """With 12 non-members the exposure thresholds at FPR 1 % and 0.1 % are both the highest non-member
     score: the report's table and the figure said "1.0%" and "0.1%" for the same operating point."""
     from core.measurement.exposure import fpr_label, quadrants
-    from core.views.record_view_figures import exposure_figure
     from core.analyses.analysis_results import ExposureView
+    from core.views.record_view_figures import exposure_figure
     from core.views.run_text import exposure_table
 
     assert fpr_label(0.01, 200) == "FPR 1.0%" and fpr_label(0.001, 200).startswith("0 false positives (FPR < 1/200")
@@ -130,12 +130,12 @@ def test_an_exposure_fpr_finer_than_the_non_members_is_named_zero_false_positive
     table = exposure_table(ExposureView.from_dict(view))
     assert set(table["FPR"]) == {"0 false positives (FPR < 1/12; 1.0% asked)",
                                  "0 false positives (FPR < 1/12; 0.1% asked)"}
-    assert "0 false positives (FPR < 1/12" in exposure_figure(view, "0.001").layout.title.text
+    assert "0 false positives (FPR < 1/12" in exposure_figure(ExposureView.from_dict(view), "0.001").layout.title.text
 
 
 def test_the_budget_names_its_tpr_at_zero_false_positives_below_100_non_members():
-    from core.views.record_view_figures import budget_figure
     from core.analyses.analysis_results import BudgetView
+    from core.views.record_view_figures import budget_figure
     from core.views.run_text import budget_table
 
     def budgets(n0: int) -> dict:
@@ -152,12 +152,13 @@ def test_the_budget_names_its_tpr_at_zero_false_positives_below_100_non_members(
 
     assert budget_table(typed(small))["TPR @ 1% FPR [spread]"][0] == "0.250 — TPR at 0 false positives (FPR < 1/12)"
     assert budget_table(typed(large))["TPR @ 1% FPR [spread]"][0] == "0.250"
-    titles = [a.text for a in budget_figure(small).layout.annotations]
+    titles = [a.text for a in budget_figure(typed(small)).layout.annotations]
     assert "lira TPR at 0 false positives (FPR < 1/12)" in titles and "lira TPR at 1 % FPR" not in titles
-    assert "lira TPR at 1 % FPR" in [a.text for a in budget_figure(large).layout.annotations]
+    assert "lira TPR at 1 % FPR" in [a.text for a in budget_figure(typed(large)).layout.annotations]
 
 
 def test_the_budget_csv_leaves_the_spread_of_one_subset_empty():
+    from core.analyses.analysis_results import BudgetView
     from core.views.analysis_tables import budget_points_table
 
     def point(draws: int, low: float, high: float) -> dict:
@@ -166,6 +167,6 @@ def test_the_budget_csv_leaves_the_spread_of_one_subset_empty():
 
     budget = {"ffnn": {"curves": {"lira": {"n_available": 4, "points": [point(1, 0.6, 0.6), point(4, 0.55, 0.65)],
                                            "flattens_at": None}}}}
-    t = budget_points_table(budget)
+    t = budget_points_table({arch: BudgetView.from_dict(v) for arch, v in budget.items()})
     assert t["auc_low"].isna().tolist() == [True, False] and t["tpr_high_0.01"].isna().tolist() == [True, False]
     assert t["auc_low"][1] == 0.55 and t["tpr_high_0.01"][1] == pytest.approx(0.25)

@@ -47,17 +47,17 @@ def cached_runs(configs: dict[str, ExperimentConfig], cache: ArtifactCache | Non
 
 
 def cached_analyses(configs: dict[str, ExperimentConfig], cache: ArtifactCache | None = None) -> dict[str, Any]:
-    """The analyses of :data:`CACHED` per architecture, typed, plus the scatter's most exposed members (each row's
-    JSON with its record's data ``index``, so a reader can show the record): ``{"scatter": {arch: Scatter},
-    "most_exposed": {arch: [...]}, "vulnerability": {arch: Vulnerability}}``, in analyses.json's key order. Reads
-    the cache only."""
+    """The analyses of :data:`CACHED` per architecture, typed, plus the scatter's most exposed members (each with its
+    record's data ``index``, so a reader can show the record): ``{"scatter": {arch: Scatter}, "most_exposed":
+    {arch: [ExposedMember]}, "vulnerability": {arch: Vulnerability}}``, in analyses.json's key order. Reads the
+    cache only."""
     runs = cached_runs(configs, cache)
     out: dict[str, dict[str, Any]] = {"scatter": {}, "most_exposed": {}, "vulnerability": {}}
     for arch, cfg in configs.items():
         models = load_models(cfg, cache)
         out["scatter"][arch] = entropy_scatter(runs[arch])
         eval_index = np.asarray(models.splits.eval_index)
-        out["most_exposed"][arch] = [{**row.to_dict(), "index": int(eval_index[row.position])}
+        out["most_exposed"][arch] = [row.with_json({"index": int(eval_index[row.position])})  # its JSON, index last
                                      for row in most_exposed(runs[arch])]
         out["vulnerability"][arch] = vulnerability(models, runs[arch])
     return out

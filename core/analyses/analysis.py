@@ -23,7 +23,17 @@ from typing import Any
 import numpy as np
 
 from core.analyses.analyses_json import AnalysesResults
-from core.analyses.analysis_results import AuditView, EpochRow, ExposedMember, Scatter, Surrogate, Vulnerability
+from core.analyses.analysis_results import (
+    AuditView,
+    BudgetView,
+    EpochRow,
+    ExposedMember,
+    ExposureView,
+    Scatter,
+    SlicesView,
+    Surrogate,
+    Vulnerability,
+)
 from core.analyses.own_models import Memorization, Mismatch, memorization, mismatch
 from core.analyses.record_views import (
     DEFAULT_CANARIES,
@@ -452,22 +462,21 @@ def _budget_job(cfg: ExperimentConfig, stage, params: dict[str, Any]) -> dict[st
     fraction = stage(f"reference budget ({cfg.arch}, {online} online models)")
     result = budget_view(cfg, online=online)
     fraction(1.0)
-    return result.to_dict()  # the page reads the layout (BudgetView.coerce), as analyses.json holds it
+    return result.to_dict()  # a job's result crosses as its JSON layout, read typed where the page takes it
 
 
-def _budget_run(run: AnalysisRun) -> dict[str, Any]:
+def _budget_run(run: AnalysisRun) -> dict[str, BudgetView]:
     out = {}
     for arch, cfg in run.configs.items():
         run.say(f"budget ({arch})", 0.0)
-        out[arch] = budget_view(cfg, cache=run.cache, online=run.online_lira).to_dict()
+        out[arch] = budget_view(cfg, cache=run.cache, online=run.online_lira)
     return out
 
 
-def _exposure_run(run: AnalysisRun) -> dict[str, Any]:
+def _exposure_run(run: AnalysisRun) -> ExposureView:
     run.say("exposure", 0.0)
     points = defended_points(run.configs, run.defense[0], run.defense[1], run.cache) if run.defense else None
-    return exposure_view(run.configs, run.summaries, defended=points,
-                         repeats=cached_repeats(run.configs, run.cache)).to_dict()
+    return exposure_view(run.configs, run.summaries, defended=points, repeats=cached_repeats(run.configs, run.cache))
 
 
 #: the runs every analysis starts from: their verdict and repeat pairing (never run or written by name)
@@ -479,7 +488,7 @@ register_analysis(Analysis(
     verdict="lower_member_entropy", verdict_of=scatter_verdict,
     repeat=Repeat(scatter_pair, -1, "entropy gap (non-members' − members' mean APE, nats): the RNN separates them "
                                      "more"),
-    extras=lambda run: {"most_exposed": run.per_arch(lambda cfg, s: [m.to_dict() for m in most_exposed(s)])}))
+    extras=lambda run: {"most_exposed": run.per_arch(lambda cfg, s: most_exposed(s))}))  # laid_out writes each
 register_analysis(Analysis(
     "vulnerability", "Over training",
     lambda run: run.per_arch(lambda cfg, s: vulnerability(trained_models(cfg, cache=run.cache), s)),
@@ -500,12 +509,13 @@ register_analysis(Analysis(
     verdict="mismatch_costs_little", verdict_of=mismatch_verdict,
     long=True, job=_staged_job("mismatch", _laid_out(mismatch))))
 register_analysis(Analysis(
-    "exposure", "Exposure per record", _exposure_run))
+    "exposure", "Exposure per record", _exposure_run, reads=ExposureView.from_dict, whole=True))
 register_analysis(Analysis(
-    "budget", "Reference budget", _budget_run, long=True, job=_budget_job, job_params=("online",)))
+    "budget", "Reference budget", _budget_run, reads=BudgetView.from_dict, long=True, job=_budget_job,
+    job_params=("online",)))
 register_analysis(Analysis(
     "audit", "Audited ε", lambda run: audit_view(run.configs, run.summaries, run.canaries, run.cache, progress=run.say),
     reads=AuditView.from_dict, verdict="audit_within_accountant", verdict_of=audit_verdict,
     long=True, job=_audit_job, job_params=("canaries",)))
 register_analysis(Analysis(
-    "slices", "Slices", lambda run: slices_view(run.configs, run.summaries).to_dict()))
+    "slices", "Slices", lambda run: slices_view(run.configs, run.summaries), reads=SlicesView.from_dict, whole=True))

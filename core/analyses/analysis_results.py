@@ -90,7 +90,16 @@ class Scatter(Open):
     quadrant: Quadrant
     mean_ape: MemberMeans
     log10_ape: tuple[float, ...] | None = omissible()
+    log10_cross_entropy: tuple[float, ...] | None = omissible()
     membership: tuple[bool, ...] | None = omissible()
+    #: per record: its signal was at or below ``floor`` (drawn on ``strip``); None: written before the flags
+    clipped_ape: tuple[bool, ...] | None = omissible()
+    clipped_cross_entropy: tuple[bool, ...] | None = omissible()
+    floor: float | None = omissible()
+    #: per signal (``log10_ape``, ``log10_cross_entropy``): the unclipped records' log₁₀ span [lo, hi] and where
+    #: clipped records are drawn
+    range: dict[str, tuple[float, ...]] | None = omissible()
+    strip: dict[str, float] | None = omissible()
 
     _WHAT: ClassVar[str] = "scatter"
 

@@ -4,14 +4,17 @@ the report and the Analyses page.
 * ``name`` (``analyze --analysis NAME``, its key in ``analyses.json``, its files ``NAME.csv`` / ``NAME.html``)
   and ``label``;
 * ``run(AnalysisRun) → data`` for both architectures (``extras``: other keys it adds beside its own);
-* ``reads``: its typed class' reader of one architecture's JSON (``from_dict``); with one, ``run`` returns
-  ``{arch: typed}`` and ``verdict_of`` / ``repeat.pair`` take that; a job's JSON result becomes typed once, where
-  it is read (:func:`read_result`), and typed data is written as JSON by :func:`laid_out`;
+* ``reads``: its typed class' reader of one architecture's JSON (``from_dict``; ``whole``: of its one view over
+  every architecture); with one, ``run`` returns ``{arch: typed}`` (``whole``: the typed view) and ``verdict_of`` /
+  ``repeat.pair`` and its table and figure builders take that; JSON (a job's result, a file) becomes typed once,
+  where it is read (:func:`read_result`, :func:`read_results`), and typed data is written as JSON by
+  :func:`laid_out`;
 * ``verdict`` (its key in ``verdicts``) and ``verdict_of({arch: data}) → Verdict``;
 * ``repeat`` (:class:`Repeat`): how it compares FFNN with RNN over paired repeats;
 * ``long``: it trains models of its own, so the app runs it as a worker job through
   ``job(config, stage, params)`` (``job_params``: the parameters it reads besides ``name``);
-* ``table`` / ``figure``: ``data → DataFrame`` / ``data → plotly Figure``. This layer never imports the
+* ``table`` / ``figure``: ``data → DataFrame`` / ``data → plotly Figure`` (``data`` typed where it registers
+  ``reads``). This layer never imports the
   views: the view modules register the built-in builders (:func:`table_builder`, :func:`figure_builder`,
   :func:`register_views`); :func:`table_of` / :func:`figure_of` return the one in use.
 
@@ -83,6 +86,8 @@ class Analysis:
     verdict_of: Callable[[dict[str, Any]], Any] | None = None
     repeat: Repeat | None = None
     reads: Callable[[Mapping[str, Any]], Any] | None = None
+    #: its data is one view over every architecture (not ``{arch: data}``): ``reads`` takes all of it
+    whole: bool = False
     long: bool = False
     job: Callable[[ExperimentConfig, Callable[[str], Callable[[float], None]], dict[str, Any]], Any] | None = None
     job_params: tuple[str, ...] = ()
@@ -145,20 +150,35 @@ def get_analysis(name: str) -> Analysis:
     return _REGISTRY.get(name)
 
 
-def read_result(name: str, data: Mapping[str, Any]) -> dict[str, Any]:
-    """Analysis ``name``'s ``{arch: JSON}`` (a job's result, a file) read typed by its registered ``reads``, once;
-    as given where it has no reader (an unknown name: as given too)."""
+def read_result(name: str, data: Mapping[str, Any]) -> Any:
+    """Analysis ``name``'s ``{arch: JSON}`` (a job's result, a file; typed already: kept) read typed by its
+    registered ``reads``, once: ``{arch: typed}``, or the typed view of an analysis registered ``whole``; as given
+    where it has no reader (an unknown name: as given too)."""
     _load_builtins()
     entry = _REGISTRY.find(name)
     if entry is None or entry.reads is None:
         return dict(data)
-    return {arch: entry.reads(v) for arch, v in data.items()}
+    reads = entry.reads
+    if entry.whole:
+        return reads(data) if isinstance(data, Mapping) else data
+    return {arch: reads(v) if isinstance(v, Mapping) else v for arch, v in data.items()}
+
+
+def read_results(results: Mapping[str, Any]) -> dict[str, Any]:
+    """Every analysis' data in ``results`` (``analyses.json``'s analyses, name → its JSON) read typed by
+    :func:`read_result`, once, at the file or page boundary: what the table and figure builders take. Other
+    entries (the extras, the verdicts) as they are."""
+    _load_builtins()
+    return {name: read_result(name, data) if _REGISTRY.find(name) is not None and isinstance(data, Mapping)
+            else data for name, data in results.items()}
 
 
 def laid_out(results: Mapping[str, Any]) -> dict[str, Any]:
     """``results`` (name → its data) as their JSON layout: typed data (``{arch: typed}`` or one typed view) written
-    by ``to_dict``, JSON as it is (what ``analyses.json`` holds and the views draw)."""
+    by ``to_dict``, a list item by item (the most exposed members), JSON as it is (what ``analyses.json`` holds)."""
     def json_of(v: Any) -> Any:
+        if isinstance(v, list):
+            return [json_of(x) for x in v]
         return v.to_dict() if hasattr(v, "to_dict") else v
 
     return {name: {a: json_of(v) for a, v in data.items()} if isinstance(data, Mapping) else json_of(data)

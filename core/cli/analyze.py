@@ -148,7 +148,7 @@ def _write(results: AnalysesResults, folder: Path, quiet: bool) -> int:
     """Write the analyses' files into ``folder`` (naming each on stderr) and print the verdicts' JSON."""
     from core.views.report import write_analyses
 
-    for path in write_analyses(results.to_dict(), folder):
+    for path in write_analyses(results, folder):
         if not quiet:
             print(f"wrote {path}", file=sys.stderr)
     write_result(None, results.printed(), "analyses-printed")

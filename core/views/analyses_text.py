@@ -1,8 +1,8 @@
 """What the Analyses page writes beside its figures (pages only draw): the verdict lines, the
 scatter's captions, the exposure quadrants' table and flips, the budget's plateaus, the audit's tables and
 the slices' rows — computed from the analyses' results read typed (:mod:`core.analyses.analysis_results`),
-so the page gathers inputs, calls core and draws. Each function takes a typed result or its JSON dict
-(read with ``coerce``: a worker job's result arrives as JSON)."""
+so the page gathers inputs, calls core and draws. Each function takes the typed result (a worker job's JSON is read
+typed once, where the page takes it: :func:`core.analyses.registry.read_result`)."""
 from __future__ import annotations
 
 from typing import Any, Mapping, cast
@@ -24,27 +24,25 @@ from core.views.run_text import slice_tpr_cell
 
 
 # ---------------------------------------------------------------------------- verdicts
-def run_verdict_line(v: RunVerdict | Mapping[str, Any] | None) -> str | None:
+def run_verdict_line(v: RunVerdict | None) -> str | None:
     """"**This run:** <value> — <text>" (the verdict's own word: one run reads "inconclusive (one repeat)")."""
-    if not v:
+    if v is None:
         return None
-    v = v if isinstance(v, RunVerdict) else RunVerdict(**v)
     return f"**This run:** {v.value} — {v.text}"
 
 
-def repeated_line(repeated: RepeatedVerdicts | Mapping[str, Any] | None, key: str) -> str | None:
+def repeated_line(repeated: RepeatedVerdicts | None, key: str) -> str | None:
     """The verdict ``key`` over the cached repeats (None where there is none), as the tab under its analysis
     prints it."""
-    v = RepeatedVerdicts.coerce(repeated).verdicts.get(key) if repeated else None
+    v = repeated.verdicts.get(key) if repeated is not None else None
     if v is None:
         return None
     return f"**Over {v.n} paired repeats:** {repeated_verdict_sentence(v)}"
 
 
-def repeated_summary(repeated: RepeatedVerdicts | Mapping[str, Any], n_rep: int) -> tuple[str, str | None]:
+def repeated_summary(r: RepeatedVerdicts, n_rep: int) -> tuple[str, str | None]:
     """Every verdict over the ``n_rep`` cached repeats (one Markdown block) and the note of the analyses that
     some repeat lacks a number for (None when none)."""
-    r = RepeatedVerdicts.coerce(repeated)
     lines = [f"* {key.replace('_', ' ')} ({v.analysis}): {repeated_verdict_sentence(v)}" for key, v in r.verdicts.items()]
     text = (f"**Over {n_rep} paired repeats** (the cached repeats of both runs; repeat r of FFNN and RNN on one "
             "split; 95 % t interval of the paired difference; *inconclusive* where it contains 0):\n" + "\n".join(lines))
@@ -56,18 +54,17 @@ def _number(x: float | None) -> str:
     return "∞" if x is None else f"{x:.3g}"
 
 
-def scatter_attacks(undefended: Mapping[str, Any], shown: Mapping[str, Any]) -> tuple[list[str], int]:
+def scatter_attacks(undefended: Mapping[str, Scatter], shown: Mapping[str, Scatter]) -> tuple[list[str], int]:
     """The attacks both the undefended scatter and the shown one (perhaps behind a defense) hold, and the
     index of the one to pick first (the shadow attack where present)."""
-    first, now = Scatter.coerce(next(iter(undefended.values()))), Scatter.coerce(next(iter(shown.values())))
+    first, now = next(iter(undefended.values())), next(iter(shown.values()))
     attacks = [a for a in first.attacks if a in now.attacks]
     return attacks, attacks.index("shadow") if "shadow" in attacks else 0
 
 
-def scatter_notes(arch: str, scatter: Scatter | Mapping[str, Any], attack: str) -> tuple[str, list[str]]:
+def scatter_notes(arch: str, sc: Scatter, attack: str) -> tuple[str, list[str]]:
     """One architecture's heading (its attack accuracy) and captions: how the attack decides in this plane (the
     real threshold, or its surrogate's agreement), the best quadrant and the mean APE of members and non-members."""
-    sc = Scatter.coerce(scatter)
     entry = sc.attacks[attack]
     notes = []
     if entry.surrogate is not None:
@@ -87,7 +84,7 @@ def scatter_notes(arch: str, scatter: Scatter | Mapping[str, Any], attack: str) 
     return f"**{ARCH_NAMES[arch]}** · attack accuracy {entry.accuracy:.3f}", notes
 
 
-def scatter_separation(scatters: Mapping[str, Mapping[str, Any]], scale: str, n_boot: int = 1000,
+def scatter_separation(scatters: Mapping[str, Scatter], scale: str, n_boot: int = 1000,
                        seed: int = 0) -> str:
     """One sentence on how far apart members and non-members sit in the scatter *as it is drawn*: on the log view
     the gap between the populations' median log₁₀ APE (decades: where the clouds' centres lie), on the linear view
@@ -95,10 +92,10 @@ def scatter_separation(scatters: Mapping[str, Mapping[str, Any]], scale: str, n_
     interval over the records (the same resampled records for both), and which architecture the figure shows
     separating them more — stated only where the interval of the difference excludes 0."""
     archs = [a for a in ("ffnn", "rnn") if a in scatters]
-    member = {a: np.asarray(scatters[a]["membership"], bool) for a in archs}
+    member = {a: np.asarray(scatters[a].membership, bool) for a in archs}
     log = scale == "log"
-    values = {a: (np.asarray(scatters[a]["log10_ape"], np.float64) if log
-                  else 10.0 ** np.asarray(scatters[a]["log10_ape"], np.float64)) for a in archs}
+    values = {a: (np.asarray(scatters[a].log10_ape, np.float64) if log
+                  else 10.0 ** np.asarray(scatters[a].log10_ape, np.float64)) for a in archs}
     stat = np.median if log else np.mean
     gap = {a: float(stat(values[a][~member[a]]) - stat(values[a][member[a]])) for a in archs}
     unit, what = ("decades", "median log₁₀ APE") if log else ("nats", "mean APE")
@@ -137,20 +134,20 @@ def scatter_separation(scatters: Mapping[str, Mapping[str, Any]], scale: str, n_
             + ". One run: a description of these records, not a verdict.")
 
 
-def exposed_members(rows: list[ExposedMember | Mapping[str, Any]], top: int) -> list[tuple[int, str]]:
+def exposed_members(rows: list[ExposedMember], top: int) -> list[tuple[int, str]]:
     """The first ``top`` most exposed members as (data index, label: score, APE, CE)."""
     out = []
-    for row in rows[:top]:
-        r = ExposedMember.coerce(row)
-        out.append((int(r.index), f"score {r.score:.3f} · APE {r.ape:.3g} · CE {r.cross_entropy:.3g}"))
+    for r in rows[:top]:
+        if r.index is None:  # the page's rows carry it (core.analyses.analyses_view.cached_analyses)
+            raise ValueError(f"the most exposed member at position {r.position} has no data index to show")
+        out.append((r.index, f"score {r.score:.3f} · APE {r.ape:.3g} · CE {r.cross_entropy:.3g}"))
     return out
 
 
-def vulnerability_notes(vulnerability: Mapping[str, Vulnerability | Mapping[str, Any]]) -> list[str]:
+def vulnerability_notes(vulnerability: Mapping[str, Vulnerability]) -> list[str]:
     """Per architecture: its best validation epoch and its generalization gap at the end (none without a gap)."""
     notes = []
     for arch, v in vulnerability.items():
-        v = Vulnerability.coerce(v)
         if v.gap_final is not None:
             notes.append(f"{ARCH_NAMES[arch]}: best validation epoch {v.best_val_epoch}; generalization gap "
                          f"(train − validation utility) at the end {v.gap_final:.3g}")
@@ -158,10 +155,10 @@ def vulnerability_notes(vulnerability: Mapping[str, Vulnerability | Mapping[str,
 
 
 # ---------------------------------------------------------------------------- exposure per record
-def quadrant_rows(view: ExposureView | Mapping[str, Any], fpr: str, names: Mapping[str, str]) -> list[dict[str, Any]]:
+def quadrant_rows(view: ExposureView, fpr: str, names: Mapping[str, str]) -> list[dict[str, Any]]:
     """The quadrants at ``fpr`` as table rows (``names``: quadrant → its label): members with their share and
     Clopper–Pearson interval, the mean over repeats where there are several, and the non-members (false alarms)."""
-    q = ExposureView.coerce(view).quadrants[fpr]
+    q = view.quadrants[fpr]
     rows = []
     for c in q.members:
         row: dict[str, Any] = {"quadrant": names[c.name], "members": c.count, "of": c.n,
@@ -173,9 +170,8 @@ def quadrant_rows(view: ExposureView | Mapping[str, Any], fpr: str, names: Mappi
     return rows
 
 
-def exposure_caption(view: ExposureView | Mapping[str, Any], fpr: str) -> str:
+def exposure_caption(v: ExposureView, fpr: str) -> str:
     """The realised FPRs, N and whether the counts have an interval over cached repeats."""
-    v = ExposureView.coerce(view)
     q = v.quadrants[fpr]
     seeds = v.repeat_seeds or ()
     over = (f"counts also over {1 + len(seeds)} cached repeats (mean, 95 % t interval)" if seeds else
@@ -185,24 +181,21 @@ def exposure_caption(view: ExposureView | Mapping[str, Any], fpr: str) -> str:
             f"shares with Clopper–Pearson 95 % intervals; {over}).")
 
 
-def flip_lines(view: ExposureView | Mapping[str, Any], fpr: str, behind: str, value: float) -> list[str]:
+def flip_lines(v: ExposureView, fpr: str, behind: str, value: float) -> list[str]:
     """Per architecture, the members that stop / start being exposed behind ``behind`` = ``value`` (none without)."""
-    v = ExposureView.coerce(view)
     return [f"**{ARCH_NAMES[arch]}** behind {behind} = {value:g}: {by[fpr].n_stopped} members stop being exposed, "
             f"{by[fpr].n_started} start, {by[fpr].kept} stay exposed (of {by[fpr].n_members})."
             for arch, by in (v.flips or {}).items()]
 
 
-def first_record(view: ExposureView | Mapping[str, Any], fpr: str) -> int:
+def first_record(v: ExposureView, fpr: str) -> int:
     """The record to show first: the first member only the RNN exposes at ``fpr`` (else the first record)."""
-    v = ExposureView.coerce(view)
     return next((i for i, qn in enumerate(v.quadrants[fpr].quadrant) if qn == "only_b" and v.membership[i]), 0)
 
 
-def record_notes(view: ExposureView | Mapping[str, Any], position: int) -> tuple[int, bool, str, dict[str, str]]:
+def record_notes(v: ExposureView, position: int) -> tuple[int, bool, str, dict[str, str]]:
     """The record at ``position``: its data index, membership, heading, and per architecture its score, loss
     and entropy."""
-    v = ExposureView.coerce(view)
     index, member = int(v.records[position]), bool(v.membership[position])
     title = f"**Record {position}** (data index {index}, {'member' if member else 'non-member'})"
     notes = {arch: f"{ARCH_NAMES[arch]}: {v.attack} score {_g(v.scores[arch][position])} · loss "
@@ -215,13 +208,13 @@ def _g(x: float | None) -> str:
 
 
 # ---------------------------------------------------------------------------- reference budget
-def budget_notes(budgets: Mapping[str, BudgetView | Mapping[str, Any]]) -> list[str]:
+def budget_notes(budgets: Mapping[str, BudgetView]) -> list[str]:
     """Per architecture: where each attack's curve flattens (within 0.01 AUC of all references), or that no
     plateau was seen."""
     out = []
     for arch, b in budgets.items():
         parts = []
-        for n, c in BudgetView.coerce(b).curves.items():
+        for n, c in b.curves.items():
             if c.flattens_at is not None:
                 parts.append(f"{n} flattens at {c.flattens_at} of {c.n_available} references (within 0.01 AUC of "
                              "all of them)")
@@ -234,15 +227,11 @@ def budget_notes(budgets: Mapping[str, BudgetView | Mapping[str, Any]]) -> list[
 
 
 # ---------------------------------------------------------------------------- audited ε
-def _audits(audits: Mapping[str, AuditView | Mapping[str, Any]]) -> dict[str, AuditView]:
-    return {a: AuditView.coerce(v) for a, v in audits.items()}
-
-
-def audit_rows(audits: Mapping[str, AuditView | Mapping[str, Any]]) -> list[dict[str, Any]]:
+def audit_rows(audits: Mapping[str, AuditView]) -> list[dict[str, Any]]:
     """Per architecture: the audited ε, best k, the accountant's ε, the attack's ε̂, the canary run's utility
     and whether every guess was right (the bound then set by m)."""
     rows = []
-    for a, v in _audits(audits).items():
+    for a, v in audits.items():
         acc = v.accountant_epsilon
         rows.append({"arch": ARCH_NAMES[a], "audited ε": round(v.audited_epsilon, 3), "best k": v.audit.best_k,
                      "accountant ε (RDP / PRV)": "—" if acc is None else f"{_g(acc.rdp)} / {_g(acc.prv)}",
@@ -252,15 +241,15 @@ def audit_rows(audits: Mapping[str, AuditView | Mapping[str, Any]]) -> list[dict
     return rows
 
 
-def audit_saturated(audits: Mapping[str, AuditView | Mapping[str, Any]]) -> bool:
+def audit_saturated(audits: Mapping[str, AuditView]) -> bool:
     """Whether any architecture's every guess at the best k was right."""
-    return any(v.audit.saturated for v in _audits(audits).values())
+    return any(v.audit.saturated for v in audits.values())
 
 
-def estimator_rows(audits: Mapping[str, AuditView | Mapping[str, Any]]) -> list[dict[str, str]]:
+def estimator_rows(audits: Mapping[str, AuditView]) -> list[dict[str, str]]:
     """Per architecture: the f-DP bound (μ, its ε, best k) and the Gaussian-DP estimate with its interval."""
     rows = []
-    for a, v in _audits(audits).items():
+    for a, v in audits.items():
         f, g = v.estimators.fdp_bound, v.estimators.gdp_estimate
         rows.append({"arch": ARCH_NAMES[a],
                      "f-DP bound μ ≥ (ε at δ ≥), best k": f"{_number(f.mu)} ({_number(f.epsilon)}), k = {f.best_k}",
@@ -271,10 +260,9 @@ def estimator_rows(audits: Mapping[str, AuditView | Mapping[str, Any]]) -> list[
 
 
 # ---------------------------------------------------------------------------- slices
-def slice_rows(sliced: SlicesView | Mapping[str, Any], slicing: str) -> list[dict[str, Any]]:
+def slice_rows(s: SlicesView, slicing: str) -> list[dict[str, Any]]:
     """Per architecture and slice of ``slicing``: members, non-members, AUC and TPR at 1 % FPR with their
     intervals, and whether the slice is too small to read."""
-    s = SlicesView.coerce(sliced)
     return [{"arch": ARCH_NAMES[a], "slice": r.slice, "members": r.n_members, "non-members": r.n_non_members,
              "AUC [95 %]": "—" if r.auc is None else f"{r.auc:.3f} [{r.auc_low:.3f}, {r.auc_high:.3f}]",
              "TPR@1 % FPR": "—" if r.tpr_at_1pct is None else slice_tpr_cell(r),
@@ -282,8 +270,7 @@ def slice_rows(sliced: SlicesView | Mapping[str, Any], slicing: str) -> list[dic
             for a, by in s.archs.items() for r in by[slicing]]
 
 
-def slices_caption(sliced: SlicesView | Mapping[str, Any]) -> str:
-    s = SlicesView.coerce(sliced)
+def slices_caption(s: SlicesView) -> str:
     return (f"{s.attack} per slice; a slice with fewer than {s.min_records} members or non-members is marked too "
             "small (its interval is wide or degenerate: read it as inconclusive); with fewer than 100 non-members a "
             "slice cannot resolve 1 % FPR, so its TPR is the TPR at 0 false positives (FPR < 1/n), and says so.")

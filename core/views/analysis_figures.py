@@ -1,9 +1,10 @@
 """The analyses' figures (:mod:`core.analyses.analysis`): paper 000 Fig. 5's entropy vs cross-entropy
 scatter (per-population density contours, marginal histograms, clipped records on a strip,
-log / linear axes), vulnerability over training, model mismatch, memorization and overtraining."""
+log / linear axes), vulnerability over training, model mismatch, memorization and overtraining — each from its
+analysis' typed results (:mod:`core.analyses.analysis_results`, :mod:`core.analyses.own_models`)."""
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Mapping, TypeVar
 
 import numpy as np
 import plotly.graph_objects as go
@@ -19,18 +20,20 @@ from core.views.style import ARCH_COLOURS, AXIS_TITLE_PX, LEGEND_ROW_PX, RIGHT_P
 POPULATION_COLOURS = {True: "#e66100", False: "#3b6fb6"}
 POPULATION_NAMES = {True: "members", False: "non-members"}
 SCALES = ("log", "linear")
+T = TypeVar("T")
 
 
-def scatter_box(sc: dict[str, Any], scale: str = "log") -> dict[str, tuple[float, float]]:
+def scatter_box(sc: Scatter, scale: str = "log") -> dict[str, tuple[float, float]]:
     """The plotted box of one panel in the figure's units: in ``log`` the records' log₁₀ range
     (``range``, :func:`core.analyses.analysis.data_range`) from the strip (``strip``) of clipped records below it to its top, padded
     by 3 %; in ``linear`` from 0 to the largest value. The surrogate region, the threshold and the
     best quadrant are drawn inside this box only."""
     box = {}
-    for key, clipped in (("log10_ape", "clipped_ape"), ("log10_cross_entropy", "clipped_cross_entropy")):
-        lo, hi = sc["range"][key]
+    spans, strip = _required(sc.range, "range"), _required(sc.strip, "strip")
+    for key, clipped in (("log10_ape", sc.clipped_ape), ("log10_cross_entropy", sc.clipped_cross_entropy)):
+        lo, hi = spans[key]
         if scale == "log":
-            bottom = sc["strip"][key] if any(sc.get(clipped, ())) else lo  # the strip only when it holds records
+            bottom = strip[key] if any(clipped or ()) else lo  # the strip only when it holds records
             pad = 0.03 * (hi - bottom)
             box[key] = (bottom - pad, hi + pad)
         else:
@@ -39,12 +42,20 @@ def scatter_box(sc: dict[str, Any], scale: str = "log") -> dict[str, tuple[float
     return box
 
 
+def _required(value: T | None, what: str) -> T:
+    """A scatter's ``what``, which the figure cannot be drawn without: None (a layout without it) is a ValueError
+    naming it."""
+    if value is None:
+        raise ValueError(f"this scatter has no {what}: it cannot be drawn")
+    return value
+
+
 def _in_units(values, scale: str) -> np.ndarray:
     v = np.asarray(values, np.float64)
     return v if scale == "log" else 10.0 ** v
 
 
-def scatter_figure(scatters: dict[str, dict[str, Any]], attack: str, scale: str = "log") -> go.Figure:
+def scatter_figure(scatters: Mapping[str, Scatter], attack: str, scale: str = "log") -> go.Figure:
     """Paper 000 Fig. 5: average prediction entropy vs cross-entropy per record (``scale`` ``log``:
     log₁₀ of both, or ``linear``), one panel per architecture.
 
@@ -76,15 +87,17 @@ def scatter_figure(scatters: dict[str, dict[str, Any]], attack: str, scale: str 
         box = scatter_box(sc, scale)
         bx, by = box["log10_ape"], box["log10_cross_entropy"]
         boxes.append((bx, by))
-        member = np.asarray(sc["membership"], bool)
-        cx = np.asarray(sc.get("clipped_ape", [False] * len(member)), bool)
-        cy = np.asarray(sc.get("clipped_cross_entropy", [False] * len(member)), bool)
-        x, y = _in_units(sc["log10_ape"], scale), _in_units(sc["log10_cross_entropy"], scale)
+        member = np.asarray(_required(sc.membership, "membership"), bool)
+        cx = np.asarray(sc.clipped_ape if sc.clipped_ape is not None else [False] * len(member), bool)
+        cy = np.asarray(sc.clipped_cross_entropy if sc.clipped_cross_entropy is not None else [False] * len(member),
+                        bool)
+        x = _in_units(_required(sc.log10_ape, "log10_ape"), scale)
+        y = _in_units(_required(sc.log10_cross_entropy, "log10_cross_entropy"), scale)
+        strip = _required(sc.strip, "strip")
         if log:  # clipped records on the strip below the records' range
-            x = np.where(cx, sc["strip"]["log10_ape"], x)
-            y = np.where(cy, sc["strip"]["log10_cross_entropy"], y)
-        typed = Scatter.coerce(sc)  # the typed fields (the per-record arrays stay the JSON's lists above)
-        entry = typed.attacks[attack]
+            x = np.where(cx, strip["log10_ape"], x)
+            y = np.where(cy, strip["log10_cross_entropy"], y)
+        entry = sc.attacks[attack]
         correct = np.asarray(entry.correct, bool)
         first = i == 0
         surrogate = entry.surrogate
@@ -97,16 +110,16 @@ def scatter_figure(scatters: dict[str, dict[str, Any]], attack: str, scale: str 
                             name="attack's member side (surrogate on these two signals)", showlegend=first)
         if log:  # the strips where clipped records lie, labelled as such
             if cx.any():
-                fig.add_shape(type="rect", x0=bx[0], x1=sc["strip"]["log10_ape"] + 0.02 * (bx[1] - bx[0]), y0=by[0],
+                fig.add_shape(type="rect", x0=bx[0], x1=strip["log10_ape"] + 0.02 * (bx[1] - bx[0]), y0=by[0],
                               y1=by[1], fillcolor="rgba(0,0,0,0.06)", line_width=0, layer="below", row=2, col=col)
-                fig.add_annotation(x=sc["strip"]["log10_ape"], y=by[1], text="APE ≤ 1e-12 (clipped)", textangle=-90,
+                fig.add_annotation(x=strip["log10_ape"], y=by[1], text="APE ≤ 1e-12 (clipped)", textangle=-90,
                                    showarrow=False, xanchor="center", yanchor="top", font=dict(size=10, color="#555"),
                                    row=2, col=col)
             if cy.any():
-                fig.add_shape(type="rect", y0=by[0], y1=sc["strip"]["log10_cross_entropy"] + 0.02 * (by[1] - by[0]),
+                fig.add_shape(type="rect", y0=by[0], y1=strip["log10_cross_entropy"] + 0.02 * (by[1] - by[0]),
                               x0=bx[0], x1=bx[1], fillcolor="rgba(0,0,0,0.06)", line_width=0, layer="below",
                               row=2, col=col)
-                fig.add_annotation(x=bx[1], y=sc["strip"]["log10_cross_entropy"], text="CE ≤ 1e-12 (clipped)",
+                fig.add_annotation(x=bx[1], y=strip["log10_cross_entropy"], text="CE ≤ 1e-12 (clipped)",
                                    showarrow=False, xanchor="right", yanchor="bottom", font=dict(size=10, color="#555"),
                                    row=2, col=col)
         for is_member in (False, True):  # members on top: the smaller, denser population
@@ -135,7 +148,7 @@ def scatter_figure(scatters: dict[str, dict[str, Any]], attack: str, scale: str 
             fig.add_scatter(
                 x=x[clipped], y=y[clipped], mode="markers", row=2, col=col,
                 marker=dict(color=colour, symbol="triangle-down", size=7, opacity=0.6),
-                name=f"{POPULATION_NAMES[is_member]}, clipped at {sc.get('floor', 1e-12):g}",
+                name=f"{POPULATION_NAMES[is_member]}, clipped at {1e-12 if sc.floor is None else sc.floor:g}",
                 legendgroup=f"clipped{is_member}", customdata=idx,
                 showlegend=bool(clipped.any()) and f"clipped{is_member}" not in in_legend,
                 hovertemplate="record %{customdata}: a signal ≤ 1e-12 (clipped)<extra></extra>")
@@ -167,7 +180,7 @@ def scatter_figure(scatters: dict[str, dict[str, Any]], attack: str, scale: str 
                                    xref=f"x{'' if col + 2 * n == 1 else col + 2 * n} domain",
                                    yref=f"y{'' if col + 2 * n == 1 else col + 2 * n} domain",
                                    x=0.5, y=0.98, showarrow=False, font=dict(size=11))
-        q = typed.quadrant
+        q = sc.quadrant
         qx = float(np.log10(max(q.entropy_max, 1e-12)) if log else q.entropy_max) if q.entropy_max is not None else bx[1]
         qy = float(np.log10(max(q.cross_entropy_max, 1e-12)) if log else q.cross_entropy_max) \
             if q.cross_entropy_max is not None else by[1]
@@ -194,7 +207,7 @@ def scatter_figure(scatters: dict[str, dict[str, Any]], attack: str, scale: str 
         fig.update_yaxes(row=1, col=col + 1, visible=False)
     fig.update_layout(barmode="overlay", plot_bgcolor="white",
                       title=dict(text="Entropy vs cross-entropy per record · " + ("dashed: the attack's threshold"
-                                 if any(Scatter.coerce(scatters[a]).attacks[attack].boundary is not None
+                                 if any(scatters[a].attacks[attack].boundary is not None
                                         for a in archs) else
                                  "solid line: the attack's boundary (surrogate), shaded: its member side")
                                  + " · dotted: best quadrant", font=dict(size=14)))
@@ -207,19 +220,19 @@ def scatter_figure(scatters: dict[str, dict[str, Any]], attack: str, scale: str 
 
 
 @figure_builder("scatter")
-def default_scatter_figure(scatters: dict[str, dict[str, Any]]) -> go.Figure:
+def default_scatter_figure(scatters: Mapping[str, Scatter]) -> go.Figure:
     """The entropy scatter's figure for the shadow-model attack (else the first attack), log scale."""
-    first = Scatter.coerce(next(iter(scatters.values()))).attacks
+    first = next(iter(scatters.values())).attacks
     return scatter_figure(scatters, "shadow" if "shadow" in first else next(iter(first)))
 
 
 @figure_builder("vulnerability")
-def vulnerability_figure(vulns: Mapping[str, Vulnerability | Mapping[str, Any]]) -> go.Figure:
+def vulnerability_figure(vulns: Mapping[str, Vulnerability]) -> go.Figure:
     """Paper 000 Fig. 4: utility (train solid, validation dashed), APE of members (solid) and
     non-members (dashed, log scale) and attack accuracy over epochs; the best-validation epoch marked."""
     fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06,
                         subplot_titles=["utility", "average prediction entropy (log scale)", "attack accuracy"])
-    for arch, v in ((a, Vulnerability.coerce(v)) for a, v in vulns.items()):
+    for arch, v in vulns.items():
         c, name = ARCH_COLOURS.get(arch), ARCH_NAMES.get(arch, arch)
         rows = v.rows or ()
         e = [r.epoch for r in rows]
@@ -244,11 +257,10 @@ def vulnerability_figure(vulns: Mapping[str, Vulnerability | Mapping[str, Any]])
 
 
 @figure_builder("mismatch")
-def mismatch_figure(results: Mapping[str, Mismatch | Mapping[str, Any]]) -> go.Figure:
+def mismatch_figure(results: Mapping[str, Mismatch]) -> go.Figure:
     """Paper 001 A.3: primary attack accuracy with shadows of the victim's size (scale 1) and others."""
     fig = go.Figure()
-    for arch, result in results.items():
-        m = result if isinstance(result, Mismatch) else Mismatch.from_dict(result)
+    for arch, m in results.items():
         fig.add_bar(x=[f"×{r.scale:g} ({m.knob}={r.width})" for r in m.rows],
                     y=[r.accuracy[m.attack] for r in m.rows], name=ARCH_NAMES.get(arch, arch),
                     marker_color=ARCH_COLOURS.get(arch))
@@ -259,13 +271,12 @@ def mismatch_figure(results: Mapping[str, Mismatch | Mapping[str, Any]]) -> go.F
 
 
 @figure_builder("memorization")
-def memorization_figure(results: Mapping[str, Memorization | Mapping[str, Any]]) -> go.Figure:
+def memorization_figure(results: Mapping[str, Memorization]) -> go.Figure:
     """Paper 000 Fig. 6: attack accuracy per block in the order the blocks were learned (block 1 first),
     and the saw-tooth of train/validation utility during sequential training."""
     fig = make_subplots(rows=1, cols=2, subplot_titles=["attack accuracy per block (learned first → last)",
                                                         "utility during sequential training"])
-    for arch, result in results.items():
-        m = result if isinstance(result, Memorization) else Memorization.from_dict(result)
+    for arch, m in results.items():
         c, name = ARCH_COLOURS.get(arch), ARCH_NAMES.get(arch, arch)
         fig.add_scatter(x=[b.block for b in m.blocks], y=[b.attack_accuracy for b in m.blocks],
                         mode="lines+markers", name=f"{name} attack accuracy", line=dict(color=c), row=1, col=1)
@@ -280,10 +291,10 @@ def memorization_figure(results: Mapping[str, Memorization | Mapping[str, Any]])
 
 
 @figure_builder("overtraining")
-def overtraining_figure(results: Mapping[str, Vulnerability | Mapping[str, Any]]) -> go.Figure:
+def overtraining_figure(results: Mapping[str, Vulnerability]) -> go.Figure:
     """Attack accuracy (solid) and validation utility (dashed, right axis) far past the best epoch."""
     fig = go.Figure()
-    for arch, v in ((a, Vulnerability.coerce(v)) for a, v in results.items()):
+    for arch, v in results.items():
         c, name = ARCH_COLOURS.get(arch), ARCH_NAMES.get(arch, arch)
         rows = v.rows or ()
         at = [r for r in rows if r.attack_accuracy is not None]

@@ -1,7 +1,7 @@
 """The analyses' flat tables (one row per record, epoch, block, budget point, slice …): what
 ``python -m core analyze`` writes as ``<name>.csv`` and the Analyses page downloads. Each
-builder here is registered for its analyses (``@table_builder(name)``, :mod:`core.analyses.registry`); :func:`tables`
-applies them.
+builder here is registered for its analyses (``@table_builder(name)``, :mod:`core.analyses.registry`) and takes
+their data typed (as the registry reads it: :func:`core.analyses.registry.read_results`); :func:`tables` applies them.
 """
 from __future__ import annotations
 
@@ -10,59 +10,58 @@ from typing import Any, Callable, Mapping, cast
 import pandas as pd
 
 from core.analyses import registry as analysis_registry
-from core.analyses.analysis_results import AuditView, BudgetView, ExposureView, Scatter, SlicesView
-from core.analyses.own_models import Mismatch
+from core.analyses.analysis_results import AuditView, BudgetView, ExposureView, Scatter, SlicesView, Vulnerability
+from core.analyses.own_models import Memorization, Mismatch
 from core.analyses.registry import table_builder
 from core.measurement.budget import BudgetPoint
 
 
-def tables(results: dict[str, Any]) -> dict[str, pd.DataFrame]:
-    """One flat table per analysis present in ``results`` (see :func:`core.analyses.analysis.analyze`):
-    its registered ``table`` builder (:mod:`core.analyses.registry`) on its data."""
+def tables(results: Mapping[str, Any]) -> dict[str, pd.DataFrame]:
+    """One flat table per analysis present in ``results`` (name → its data typed, as
+    :func:`core.analyses.registry.read_results` reads ``analyses.json``'s): its registered ``table`` builder
+    (:mod:`core.analyses.registry`) on its data."""
     return {a.name: cast("Callable[[Any], Any]", analysis_registry.table_of(a))(results[a.name])
             for a in analysis_registry.registered()
             if a.name in results and analysis_registry.table_of(a) is not None}
 
 
 @table_builder("scatter")
-def scatter_table(scatter: dict[str, Any]) -> pd.DataFrame:
+def scatter_table(scatter: Mapping[str, Scatter]) -> pd.DataFrame:
     """The entropy scatter's records, one row per (architecture, record)."""
     rows = []
     for arch, sc in scatter.items():
-        attacks = Scatter.from_dict(sc, f"scatter[{arch!r}]").attacks  # the attacks read once, typed
-        for i, (x, y, m) in enumerate(zip(sc["log10_ape"], sc["log10_cross_entropy"], sc["membership"])):
+        for i, (x, y, m) in enumerate(zip(sc.log10_ape or (), sc.log10_cross_entropy or (), sc.membership or ())):
             row = {"arch": arch, "record": i, "member": m, "log10_ape": x, "log10_cross_entropy": y,
                    # −12 means "at or below 1e-12": flagged, so a reader does not take it for a value
-                   "clipped_ape": sc.get("clipped_ape", [None] * (i + 1))[i],
-                   "clipped_cross_entropy": sc.get("clipped_cross_entropy", [None] * (i + 1))[i]}
-            row.update({f"{name}_decision": a.decision[i] for name, a in attacks.items()})
+                   "clipped_ape": None if sc.clipped_ape is None else sc.clipped_ape[i],
+                   "clipped_cross_entropy": None if sc.clipped_cross_entropy is None else sc.clipped_cross_entropy[i]}
+            row.update({f"{name}_decision": (a.decision or ())[i] for name, a in sc.attacks.items()})
             rows.append(row)
     return pd.DataFrame(rows)
 
 
 @table_builder("vulnerability", "overtraining")
-def rows_table(data: dict[str, Any]) -> pd.DataFrame:
-    """The per-epoch rows of vulnerability or overtraining, one row per (architecture, epoch)."""
-    return pd.DataFrame([{"arch": arch, **r} for arch, v in data.items() for r in v["rows"]])
+def rows_table(data: Mapping[str, Vulnerability]) -> pd.DataFrame:
+    """The per-epoch rows of vulnerability or overtraining, one row per (architecture, epoch): each row's JSON."""
+    return pd.DataFrame([{"arch": arch, **r.to_dict()} for arch, v in data.items() for r in v.rows or ()])
 
 
 @table_builder("memorization")
-def memorization_table(data: dict[str, Any]) -> pd.DataFrame:
-    return pd.DataFrame([{"arch": arch, **{k: v for k, v in b.items() if k != "accuracies"}}
-                         for arch, m in data.items() for b in m["blocks"]])
+def memorization_table(data: Mapping[str, Memorization]) -> pd.DataFrame:
+    """One row per (architecture, block): each block's JSON but its per-attack accuracies."""
+    return pd.DataFrame([{"arch": arch, **{k: v for k, v in b.to_dict().items() if k != "accuracies"}}
+                         for arch, m in data.items() for b in m.blocks])
 
 
 @table_builder("mismatch")
-def mismatch_table(data: dict[str, Any]) -> pd.DataFrame:
-    runs = {arch: Mismatch.from_dict(m) for arch, m in data.items()}  # each read once, typed
+def mismatch_table(data: Mapping[str, Mismatch]) -> pd.DataFrame:
     return pd.DataFrame([{"arch": arch, "scale": r.scale, m.knob: r.width, "attack": name, "accuracy": acc}
-                         for arch, m in runs.items() for r in m.rows for name, acc in r.accuracy.items()])
+                         for arch, m in data.items() for r in m.rows for name, acc in r.accuracy.items()])
 
 
 @table_builder("exposure")
-def exposure_records_table(ex: ExposureView | Mapping[str, Any]) -> pd.DataFrame:
+def exposure_records_table(ex: ExposureView) -> pd.DataFrame:
     """The per-record exposure view (:mod:`core.analyses.record_views`), one row per record."""
-    ex = ExposureView.coerce(ex)
     rows = []
     for i, (index, m) in enumerate(zip(ex.records, ex.membership)):
         row: dict[str, Any] = {"record": i, "dataset_index": index, "member": m, "attack": ex.attack}
@@ -80,7 +79,7 @@ def exposure_records_table(ex: ExposureView | Mapping[str, Any]) -> pd.DataFrame
 
 
 @table_builder("budget")
-def budget_points_table(budget: Mapping[str, BudgetView | Mapping[str, Any]]) -> pd.DataFrame:
+def budget_points_table(budget: Mapping[str, BudgetView]) -> pd.DataFrame:
     """One row per budget point; the spread over reference subsets only where there were two or more (one
     subset — all references — has no spread: empty cells, not a low = high "interval")."""
     def spread(p: BudgetPoint, value: Any) -> Any:
@@ -92,12 +91,11 @@ def budget_points_table(budget: Mapping[str, BudgetView | Mapping[str, Any]]) ->
          **{f"tpr_at_fpr_{f}": v for f, v in p.tpr_at_fpr.items()},
          **{f"tpr_low_{f}": spread(p, v) for f, v in p.tpr_low.items()},
          **{f"tpr_high_{f}": spread(p, v) for f, v in p.tpr_high.items()}, "flattens_at": c.flattens_at}
-        for arch, view in budget.items() for name, c in BudgetView.coerce(view).curves.items() for p in c.points])
+        for arch, view in budget.items() for name, c in view.curves.items() for p in c.points])
 
 
 @table_builder("audit")
-def audit_table(audit: Mapping[str, AuditView | Mapping[str, Any]]) -> pd.DataFrame:
-    views = {arch: AuditView.coerce(v) for arch, v in audit.items()}
+def audit_table(views: Mapping[str, AuditView]) -> pd.DataFrame:
     return pd.DataFrame([
         {"arch": arch, "m": v.m, "delta": v.delta, "k": k.k, "correct": k.correct,
          "accuracy": k.accuracy, "epsilon_at_k": k.epsilon, "audited_epsilon": v.audited_epsilon,
@@ -108,8 +106,7 @@ def audit_table(audit: Mapping[str, AuditView | Mapping[str, Any]]) -> pd.DataFr
 
 
 @table_builder("slices")
-def slices_rows_table(slices: SlicesView | Mapping[str, Any]) -> pd.DataFrame:
-    sv = SlicesView.coerce(slices)
+def slices_rows_table(sv: SlicesView) -> pd.DataFrame:
     return pd.DataFrame([{"arch": arch, "attack": sv.attack, **r.to_dict()}
                          for arch, by in sv.archs.items() for rows in by.values() for r in rows])
 

@@ -1,9 +1,10 @@
 """The per-record views (:mod:`core.analyses.record_views`): exposure quadrants, the attacker's
-reference budget, the audited ε (and its estimators against the number of guesses) and AUC per slice."""
+reference budget, the audited ε (and its estimators against the number of guesses) and AUC per slice, each from its
+typed view (:mod:`core.analyses.analysis_results`)."""
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from typing import Mapping
 
 import numpy as np
 import plotly.graph_objects as go
@@ -29,11 +30,10 @@ def quadrant_names(archs: list[str]) -> dict[str, str]:
 
 
 @figure_builder("exposure")
-def exposure_figure(view: ExposureView | Mapping[str, Any], fpr: str = "0.01") -> go.Figure:
+def exposure_figure(ex: ExposureView, fpr: str = "0.01") -> go.Figure:
     """Each evaluated record's membership score under the two architectures (x: the first, y: the
     second), members and non-members marked, with each architecture's threshold at ``fpr`` (from its
     non-members): the four quadrants of exposure, their member counts in the title."""
-    ex = ExposureView.coerce(view)
     a, b = ex.archs
     q = ex.quadrants[fpr]
     x, y = np.asarray(ex.scores[a]), np.asarray(ex.scores[b])
@@ -59,7 +59,7 @@ def exposure_figure(view: ExposureView | Mapping[str, Any], fpr: str = "0.01") -
     return legend_below(fig, 560)
 
 
-def _budget_tpr_name(budgets: dict[str, BudgetView], attack: str) -> str:
+def _budget_tpr_name(budgets: Mapping[str, BudgetView], attack: str) -> str:
     """"TPR at 1 % FPR", or where the evaluated non-members cannot resolve 1 % (fewer than 100), what it is."""
     counts = []
     for v in budgets.values():
@@ -73,10 +73,9 @@ def _budget_tpr_name(budgets: dict[str, BudgetView], attack: str) -> str:
 
 
 @figure_builder("budget")
-def budget_figure(budgets: Mapping[str, BudgetView | Mapping[str, Any]]) -> go.Figure:
+def budget_figure(views: Mapping[str, BudgetView]) -> go.Figure:
     """AUC (top) and TPR at 1 % FPR (bottom) against the number of reference models, one panel per
     attack, per architecture; bars: 2.5–97.5 % over which references were drawn; ▼: where it flattens."""
-    views = {arch: BudgetView.coerce(v) for arch, v in budgets.items()}
     attacks = list(next(iter(views.values())).curves)
     fig = make_subplots(rows=2, cols=len(attacks), shared_xaxes=True, vertical_spacing=0.08,
                         subplot_titles=[f"{n} AUC" for n in attacks] + [f"{n} {_budget_tpr_name(views, n)}" for n in attacks])
@@ -110,10 +109,9 @@ def _accountant(v: AuditView, key: str) -> float | None:
 
 
 @figure_builder("audit")
-def audit_figure(audits: Mapping[str, AuditView | Mapping[str, Any]]) -> go.Figure:
+def audit_figure(views: Mapping[str, AuditView]) -> go.Figure:
     """Per architecture: the audited ε (one run, canaries), the accountant's ε (RDP, PRV; DP-SGD
     runs only) and the attack-derived ε̂ of the cached run, side by side."""
-    views = {a: AuditView.coerce(v) for a, v in audits.items()}
     fig = go.Figure()
     archs = list(views)
     labels = [ARCH_NAMES.get(a, a) for a in archs]
@@ -145,13 +143,12 @@ def _bound_epsilons(arch: str, curve: BoundCurve) -> list[float]:
     return out
 
 
-def audit_guesses_figure(audits: Mapping[str, AuditView | Mapping[str, Any]]) -> go.Figure:
+def audit_guesses_figure(views: Mapping[str, AuditView]) -> go.Figure:
     """Per architecture (one panel each): the ε lower bound of each one-run estimator against the
     number of guesses k on the most confident canaries (Steinke et al.; the f-DP bound of
     Mahloujifar et al., Gaussian family), each point a 95 % bound on its own; the Gaussian-DP
     estimate (an estimate, not a bound) as a dotted line with its bootstrap band; the accountant's
     ε (RDP, PRV) as dashed lines where DP-SGD ran (:mod:`core.measurement.audit_estimators`)."""
-    views = {a: AuditView.coerce(v) for a, v in audits.items()}
     curves = {a: v.estimators.curve for a, v in views.items() if v.estimators.curve is not None}
     archs = list(curves)
     fig = make_subplots(rows=1, cols=max(1, len(archs)), shared_yaxes=True,
@@ -205,10 +202,9 @@ def _auc_bar(r: SliceRow) -> tuple[float, float]:
 
 
 @figure_builder("slices")
-def slices_figure(view: SlicesView | Mapping[str, Any], slicing: str | None = None) -> go.Figure:
+def slices_figure(sv: SlicesView, slicing: str | None = None) -> go.Figure:
     """AUC per slice, per architecture, with bootstrap 95 % bars; slices with too few records faded. A slice's name
     may be the user's (a CSV's class): Plotly reads it as text (:func:`core.views.plain.plain_plotly`)."""
-    sv = SlicesView.coerce(view)
     fig = go.Figure()
     for arch, by in sv.archs.items():
         name = slicing or next(iter(by))

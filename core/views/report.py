@@ -13,7 +13,7 @@ import html
 import json
 import re
 from pathlib import Path
-from typing import Any, Callable, cast
+from typing import Any, Callable, Mapping, cast
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -21,7 +21,7 @@ import plotly.graph_objects as go
 from core.analyses import registry as analysis_registry
 from core.analyses.analyses_json import AnalysesResults
 from core.analyses.analyses_view import cached_runs
-from core.analyses.analysis_results import ReportViews
+from core.analyses.analysis_results import AuditView, ReportViews
 from core.analyses.comparison_results import ComparisonResult
 from core.analyses.record_views import report_views
 from core.analyses.repeats import cached_repeat_configs, comparison_json
@@ -42,43 +42,46 @@ from core.views.record_view_figures import audit_guesses_figure
 from core.views.repeat_figures import MatchedView, RepeatsView
 
 
-def figures_of(results: dict[str, Any]) -> dict[str, go.Figure]:
-    """One figure per analysis present in ``results``: its registered ``figure`` builder on its data
-    (and the audit's guesses beside its bounds)."""
+def figures_of(results: Mapping[str, Any]) -> dict[str, go.Figure]:
+    """One figure per analysis present in ``results`` (name → its data typed, as
+    :func:`core.analyses.registry.read_results` reads ``analyses.json``'s): its registered ``figure`` builder on its
+    data (and the audit's guesses beside its bounds)."""
     out: dict[str, go.Figure] = {a.name: cast("Callable[[Any], Any]", analysis_registry.figure_of(a))(results[a.name])
                                  for a in analysis_registry.registered()
                                  if a.name in results and analysis_registry.figure_of(a) is not None}
-    if any(v.get("estimators") for v in results.get("audit", {}).values()):
-        out["audit_guesses"] = audit_guesses_figure(results["audit"])
+    audits: Mapping[str, AuditView] = results.get("audit") or {}
+    if audits:  # every audit view carries its estimators
+        out["audit_guesses"] = audit_guesses_figure(audits)
     return out
 
 
-def write_analyses(results: dict[str, Any], folder: str | Path) -> list[Path]:
-    """``<name>.csv`` and ``<name>.html`` per analysis and ``analyses.json``, each written atomically
+def write_analyses(results: AnalysesResults, folder: str | Path) -> list[Path]:
+    """``<name>.csv`` and ``<name>.html`` per analysis (drawn from its data read typed once,
+    :func:`core.analyses.registry.read_results`) and ``analyses.json`` (``results.to_dict()``), each written atomically
     and only as a regular file (a link or device planted in the folder is refused, never written
     through: :mod:`core.foundations.fileio`); returns the paths."""
     folder = Path(folder)
     written = []
-    for name, df in tables(results).items():
+    typed = analysis_registry.read_results(results.analyses)
+    for name, df in tables(typed).items():
         path = folder / f"{name}.csv"
         write_text_atomically(path, csv_text(df))  # a user's names: never a spreadsheet formula
         written.append(path)
-    for name, fig in figures_of(results).items():
+    for name, fig in figures_of(typed).items():
         path = folder / f"{name}.html"
         write_text_atomically(path, fig.to_html(include_plotlyjs=True, full_html=True))  # inlined: opens offline
         written.append(path)
     path = folder / "analyses.json"
-    write_json_atomically(path, stamped(results, "analyses"))
+    write_json_atomically(path, stamped(results.to_dict(), "analyses"))
     written.append(path)
     return written
 
 
-def html_report(results: dict[str, Any], configs: dict[str, dict], title: str) -> str:
-    """One self-contained HTML page: the configs, the computed verdicts (and, where ``results``
+def html_report(typed: AnalysesResults, configs: dict[str, dict], title: str) -> str:
+    """One self-contained HTML page: the configs, the computed verdicts (and, where ``typed``
     holds ``repeats``, the verdicts over the paired repeats of :func:`core.analyses.verdicts.repeated_verdicts`
-    with their intervals and N) and every figure (plotly's script inlined once, so the file opens
-    offline)."""
-    typed = AnalysesResults.from_dict(results)
+    with their intervals and N) and every figure (each analysis' data read typed once,
+    :func:`core.analyses.registry.read_results`; plotly's script inlined once, so the file opens offline)."""
     parts = [f"<h1>{html.escape(title)}</h1>", "<h2>Verdicts (computed from this run)</h2><ul>"]
     for name, v in (typed.verdicts or {}).items():
         # one run: a comparison is "inconclusive (one repeat)" in its text; the word is the verdict's own
@@ -96,7 +99,7 @@ def html_report(results: dict[str, Any], configs: dict[str, dict], title: str) -
         parts.append("</ul>")
         if repeated.missing:
             parts.append("<p>" + html.escape("; ".join(map(str, repeated.missing.values()))) + "</p>")
-    for i, (name, fig) in enumerate(figures_of(results).items()):
+    for i, (name, fig) in enumerate(figures_of(analysis_registry.read_results(typed.analyses)).items()):
         parts.append(f"<h2>{html.escape(name)}</h2>")
         parts.append(fig.to_html(include_plotlyjs=(i == 0), full_html=False))
     parts.append("<h2>Configs</h2><pre>" + html.escape(json.dumps(configs, indent=2)) + "</pre>")
