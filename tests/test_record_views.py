@@ -349,6 +349,19 @@ def test_per_record_views_refuse_different_records_and_bad_canaries():
         analysis.analyze({"ffnn": a}, ("audit",), canaries=1)
 
 
+def test_a_run_without_an_attacks_per_record_scores_is_a_config_error_not_a_crash():
+    """The views read per-record scores and columns through one check: a run without them is refused with a
+    ConfigError (which the run report lists under ``skipped``), not a TypeError on None."""
+    with pytest.raises(ConfigError, match="ffnn lira has no per-record scores"):
+        record_views._scores(None, "ffnn lira")
+    with pytest.raises(ConfigError, match="without a score"):
+        record_views._scores([0.1, None], "ffnn lira")
+    assert record_views._scores([0.5, 0.25], "x").tolist() == [0.5, 0.25]
+    with pytest.raises(ConfigError, match="rnn APE has no per-record values"):
+        record_views._column(None, "rnn APE")
+    assert record_views._column((1.0, 2.0), "rnn APE") == [1.0, 2.0]
+
+
 def test_translation_canaries_are_mismatched_pairs():
     task = get_task("translation")
     cfg = task.make_config("rnn", "quick")

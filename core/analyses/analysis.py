@@ -18,7 +18,7 @@ finding by hand and a tab never shows a verdict another analysis' runs decided.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -79,6 +79,7 @@ from core.experiment.results import DefendedPoint, RunRecords, RunSummary
 from core.experiment.roles import RETRAINING_ANALYSES, TrainedModels, refuse_loaded_victim
 from core.foundations.config import ExperimentConfig
 from core.foundations.errors import ConfigError
+from core.foundations.progress import ProgressCallback, ProgressEvent
 
 _FLOOR = 1e-12
 
@@ -273,11 +274,14 @@ def most_exposed(summary: RunSummary, attack: str | None = None, top: int = 10) 
     attack = attack or summary.primary
     if not rec.has_scores(attack):
         raise KeyError(attack)  # as a look-up of a missing attack always did
+    ape, cross_entropy = rec.ape, rec.cross_entropy
+    if ape is None or cross_entropy is None:
+        raise ConfigError("the run has no per-record APE and cross-entropy to show its most exposed members by")
     scores = np.asarray(rec.scores_of(attack))
     member = np.asarray(rec.membership, bool)
     order = [int(i) for i in np.argsort(-scores) if member[i]][:top]
-    return [ExposedMember.from_dict({"position": i, "score": float(scores[i]), "ape": rec.ape[i],
-                                     "cross_entropy": rec.cross_entropy[i]}) for i in order]
+    return [ExposedMember.from_dict({"position": i, "score": float(scores[i]), "ape": ape[i],
+                                     "cross_entropy": cross_entropy[i]}) for i in order]
 
 
 # ---------------------------------------------------------------------------- over training
@@ -304,7 +308,9 @@ def vulnerability(models: TrainedModels, summary: RunSummary) -> Vulnerability:
 
     def gap(e: int) -> float | None:
         r = by_epoch.get(e)
-        return None if r is None or r.utility_train is None else r.utility_train - r.utility_val
+        # no gap where the epoch lacks either utility
+        return (None if r is None or r.utility_train is None or r.utility_val is None
+                else r.utility_train - r.utility_val)
 
     return Vulnerability.from_dict({"arch": run.arch, "rows": rows, "best_val_epoch": best,  # the rows typed already
                                     "gap_at_best": gap(best) if best else None,
@@ -361,8 +367,8 @@ MEASURED_RATIO = {"memorization": (1.18, 2.32), "overtraining": (0.97, 1.51), "m
 def time_range(name: str, summaries: list[RunSummary]) -> tuple[float, float] | None:
     """The seconds ``name`` should take for all of ``summaries`` one after another, as (low, high): the sum of their
     :func:`time_estimate` times :data:`MEASURED_RATIO`'s bounds; None where any run has no estimate."""
-    estimates = [time_estimate(name, s) for s in summaries]
-    if not estimates or any(e is None for e in estimates) or name not in MEASURED_RATIO:
+    estimates = [e for s in summaries if (e := time_estimate(name, s)) is not None]
+    if not estimates or len(estimates) < len(summaries) or name not in MEASURED_RATIO:
         return None
     lo, hi = MEASURED_RATIO[name]
     return sum(estimates) * lo, sum(estimates) * hi
@@ -397,14 +403,20 @@ def analyze(configs: dict[str, ExperimentConfig], analyses: tuple[str, ...] | No
     say = progress or (lambda stage, fraction: None)
     out: dict[str, Any] = {}  # each analysis' data as its run returns it (typed where it registers a reader)
     summaries = {}
+
+    def stage_progress(stage: str) -> ProgressCallback:
+        def report(ev: ProgressEvent) -> None:
+            say(stage, ev.overall_fraction)
+        return report
+
     for arch, cfg in configs.items():
         say(f"train & attack ({arch})", 0.0)
         summaries[arch] = run_experiment(  # typed from birth (core.experiment.pipeline)
-            cfg, cache=cache, progress=lambda ev, a=arch: say(f"train & attack ({a})", ev.overall_fraction)).run
+            cfg, cache=cache, progress=stage_progress(f"train & attack ({arch})")).run
     run = AnalysisRun(configs, summaries, cache, say, canaries=canaries, defense=defense, online_lira=online_lira)
     for entry in registered():
         if entry.name in analyses:
-            out[entry.name] = entry.run(run)
+            out[entry.name] = _run_of(entry)(run)
             if entry.extras is not None:
                 out.update(entry.extras(run))
     # analyses.json's layout: the verdicts typed, each analysis' data written as its JSON (laid_out)
@@ -434,8 +446,16 @@ def _repeat_results(configs: dict[str, ExperimentConfig], compared: list[str], c
     run = AnalysisRun(configs, summaries, cache, say)
     for entry in repeated_analyses():
         if entry.name in compared:
-            out[entry.name] = entry.run(run)
+            out[entry.name] = _run_of(entry)(run)
     return out
+
+
+def _run_of(entry: Analysis) -> Callable[[AnalysisRun], Any]:
+    """A listed analysis' run function (the registry refuses a listed analysis without one; only the runs' entry,
+    never run by name, has none)."""
+    if entry.run is None:
+        raise ValueError(f"analysis {entry.name} has no run function: it cannot be run by name")
+    return entry.run
 
 
 # ---------------------------------------------------------------------------- the registrations

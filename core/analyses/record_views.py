@@ -84,10 +84,20 @@ def strongest_attack(summaries: dict[str, RunSummary]) -> str:
     return max(names, key=lambda n: np.mean([s.attacks[n].auc for s in summaries.values()]))
 
 
-def _scores(values: Sequence[Any], what: str) -> np.ndarray:
+def _scores(values: Sequence[Any] | None, what: str) -> np.ndarray:
+    if values is None:
+        raise ConfigError(f"{what} has no per-record scores")
     if any(v is None for v in values):
         raise ConfigError(f"{what} has records without a score (an attack with no usable reference)")
     return np.asarray(values, np.float64)
+
+
+def _column(values: Sequence[float] | None, what: str) -> list[float]:
+    """A per-record column of a run (its cross-entropy, its APE) as a list; :class:`ConfigError` when the run has
+    none."""
+    if values is None:
+        raise ConfigError(f"{what} has no per-record values")
+    return list(values)
 
 
 # ---------------------------------------------------------------------------- 1. exposure
@@ -138,8 +148,9 @@ def exposure_view(configs: dict[str, ExperimentConfig], summaries: dict[str, Run
     out: dict[str, Any] = {
         "attack": attack, "archs": [a, b], "records": [int(i) for i in records], "membership": member.tolist(),
         "scores": {k: v.tolist() for k, v in scores.items()},
-        "cross_entropy": {arch: list(s.per_record.cross_entropy) for arch, s in summaries.items()},
-        "ape": {arch: list(s.per_record.ape) for arch, s in summaries.items()},
+        "cross_entropy": {arch: _column(s.per_record.cross_entropy, f"{arch} cross-entropy")
+                          for arch, s in summaries.items()},
+        "ape": {arch: _column(s.per_record.ape, f"{arch} APE") for arch, s in summaries.items()},
     }
     triples, seeds = [], []
     for pair in repeats or []:
@@ -189,7 +200,12 @@ def budget_view(cfg: ExperimentConfig, resamples: int = 8, cache: ArtifactCache 
             memo[sub] = {name: o.scores for name, o in outcome.items()}
         return memo[sub]
 
-    curves = {name: budget_curve(name, lambda sub, name=name: scores(sub)[name], n, member, resamples=resamples,
+    def scores_of(name: str) -> Callable[[tuple[int, ...]], np.ndarray]:
+        def score(sub: tuple[int, ...]) -> np.ndarray:
+            return scores(sub)[name]
+        return score
+
+    curves = {name: budget_curve(name, scores_of(name), n, member, resamples=resamples,
                                  seed=cfg.seed, minimum=2).to_dict() for name in STRONGEST}
     if online:
         refs, in_mask = online_references(models, online, cache)
@@ -266,8 +282,16 @@ def audit_view(configs: dict[str, ExperimentConfig], summaries: dict[str, RunSum
                ) -> dict[str, AuditView]:
     """Per architecture: the audited ε of a canary run, its accountant ε (DP-SGD runs; None
     otherwise: no guarantee to compare) and the attack-derived ε̂ of the cached run."""
-    return {arch: audit_beside(canary_audit(cfg, m, cache=cache, progress=(lambda f, a=arch: progress(f"audit ({a})", f))
-                                            if progress else None), summaries[arch])
+    def progress_of(arch: str) -> Callable[[float], None] | None:
+        if not progress:
+            return None
+        report = progress
+
+        def of(f: float) -> None:
+            report(f"audit ({arch})", f)
+        return of
+
+    return {arch: audit_beside(canary_audit(cfg, m, cache=cache, progress=progress_of(arch)), summaries[arch])
             for arch, cfg in configs.items()}
 
 

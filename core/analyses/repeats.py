@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, cast
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -160,9 +160,10 @@ def aggregate(summaries: Sequence[RunSummary]) -> dict[str, Estimate]:
     """Mean and 95 % t interval across repeats of every headline metric present in all of them."""
     out = {}
     for name, values in headline_values(summaries).items():
-        if values and all(v is not None for v in values):
-            out[name] = (bounds_only(cast("list[float]", values)) if name in BOUND_METRICS else
-                         mean_interval([float(v) for v in values], bounds=headline_bounds(name, summaries)))
+        known = [v for v in values if v is not None]
+        if values and len(known) == len(values):
+            out[name] = (bounds_only(known) if name in BOUND_METRICS else
+                         mean_interval([float(v) for v in known], bounds=headline_bounds(name, summaries)))
     return out
 
 
@@ -201,15 +202,16 @@ class _RepeatProgress:
         self.run_start = self.start
 
     def for_run(self, i: int) -> ProgressCallback | None:
-        if self.callback is None:
+        callback = self.callback
+        if callback is None:
             return None
         self.run_start = time.perf_counter()
 
         def report(ev: ProgressEvent) -> None:
-            per_run = (np.mean(self.durations) if self.durations else
+            per_run = (float(np.mean(self.durations)) if self.durations else
                        ((ev.elapsed_s + ev.eta_s) if ev.eta_s is not None else None))
             eta = None if ev.eta_s is None or per_run is None else ev.eta_s + per_run * (self.n - i - 1)
-            self.callback(ProgressEvent(f"{self.label(i)}: {ev.stage}", ev.stage_fraction,
+            callback(ProgressEvent(f"{self.label(i)}: {ev.stage}", ev.stage_fraction,
                                         min((i + ev.overall_fraction) / self.n, 1.0),
                                         time.perf_counter() - self.start, eta))
         return report
@@ -255,20 +257,20 @@ def compare_summaries(ffnn: Sequence[RunSummary], rnn: Sequence[RunSummary]) -> 
     RNN leaks more" for leakage metrics (utility: the difference only)."""
     if len(ffnn) != len(rnn):
         raise ValueError(f"paired repeats need as many FFNN as RNN runs ({len(ffnn)} vs {len(rnn)})")
-    for a, b in zip(ffnn, rnn):
-        if a.seed != b.seed:
+    for f_run, r_run in zip(ffnn, rnn):
+        if f_run.seed != r_run.seed:
             raise ValueError("repeat r of both architectures must share its seed (same split)")
     fa, rb = headline_values(ffnn), headline_values(rnn)
     out = {}
     for name, (_, expected) in HEADLINE.items():
-        a, b = fa[name], rb[name]
-        if a and all(v is not None for v in a + b):
+        a = [v for v in fa[name] if v is not None]
+        b = [v for v in rb[name] if v is not None]
+        if a and len(a) == len(fa[name]) and len(b) == len(rb[name]):
             if name in BOUND_METRICS:  # bounds side by side, repeat by repeat: no interval, no test, no verdict
-                d = [float(x) - float(y) for x, y in zip(cast("list[float]", a), cast("list[float]", b))]
+                d = [float(x) - float(y) for x, y in zip(a, b)]
                 diff = Estimate(float(np.mean(d)), None, None, len(d), tuple(d),
                                 method="differences of per-repeat lower bounds (no interval)", note=BOUNDS_NOTE)
-                out[name] = Comparison(name, PairedDifference(bounds_only(cast("list[float]", a)),
-                                                              bounds_only(cast("list[float]", b)), diff, None, None,
+                out[name] = Comparison(name, PairedDifference(bounds_only(a), bounds_only(b), diff, None, None,
                                                               True, None), None)
                 continue
             out[name] = compare(name, [float(v) for v in a], [float(v) for v in b], expected,
@@ -400,9 +402,9 @@ def metric_roles(comps: Mapping[str, Comparison | None], facts: EvaluationFacts)
             role = "duplicate"
             why = (f"advantage = 2·accuracy − 1 on a balanced evaluation set ({facts.n_members} + {n0}): "
                    "the same finding as attack accuracy")
-        elif name == "attack_auc" and _AUC_OF_ATTACK.get(facts.primary_attack or "") in comps:
+        elif name == "attack_auc" and (auc_of_attack := _AUC_OF_ATTACK.get(facts.primary_attack or "")) in comps:
             role = "duplicate"
-            why = f"the primary attack is {facts.primary_attack}: the same number as {_AUC_OF_ATTACK[facts.primary_attack]}"
+            why = f"the primary attack is {facts.primary_attack}: the same number as {auc_of_attack}"
         elif name in TPR_FPR and math.floor(TPR_FPR[name] * n0 + 1e-12) == 0:
             role, label = "unresolved", unresolved_label(n0)
             why = low_fpr_note(n0, TPR_FPR[name]) + "; a rate finer than the data gets no verdict"
@@ -543,8 +545,8 @@ def defense_intervals(per_repeat: Sequence[DefendedPoint], draws: int,
     u: Estimate | None = None  # the utility's interval over draws, which the loss's is mapped from
     rows = [_point_metrics(p) for p in per_repeat]
     for name in rows[0]:
-        means = [r[name][0] for r in rows]
-        if any(m is None for m in means):
+        means = [m for r in rows if (m := r[name][0]) is not None]
+        if len(means) < len(rows):
             continue
         if len(rows) >= 2:
             e = mean_interval([float(m) for m in means], bounds=BANDED_BOUNDS.get(name))
@@ -618,9 +620,10 @@ def defend_repeats(cfg: ExperimentConfig, mechanism: str, values: Sequence[float
         results.append(defense_run(models, mechanism, list(values), attacker, draws, sensitivity_samples, cache,
                                    seed=seed, on_point=on_point))
     utilities = [r.baseline.utility for r in results]
+    known_utilities = [u for u in utilities if u is not None]
     return results[0].with_json({
         "points": [p.to_dict() for p in defense_curve_bands([r.points for r in results], draws, utilities)],
         "repeats": {"n": len(results), "seeds": [c.seed for c in configs],
                     "config_hashes": [r.config_hash for r in results],
-                    "baseline_utility": mean_interval([float(u) for u in utilities]).to_dict()
-                    if all(u is not None for u in utilities) else None}})
+                    "baseline_utility": mean_interval([float(u) for u in known_utilities]).to_dict()
+                    if len(known_utilities) == len(utilities) else None}})

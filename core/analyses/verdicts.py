@@ -185,13 +185,13 @@ def overtraining_verdict(over: dict[str, Vulnerability]) -> RunVerdict:
     (≈70 % → ≈90 %, its Fig. 1) while the RNN's rises by a small margin only (its Fig. 3). One
     run gives each rise (:func:`overtraining_rise`, from the :func:`core.analyses.analysis.overtraining` runs only) and
     their difference, :data:`ONE_REPEAT`."""
-    rise = {a: overtraining_rise(over[a]) for a in ("ffnn", "rnn")}
-    missing = [ARCH_NAMES[a] for a, v in rise.items() if v is None]
-    if missing:
+    f_rise, r_rise = overtraining_rise(over["ffnn"]), overtraining_rise(over["rnn"])
+    if f_rise is None or r_rise is None:
+        missing = [ARCH_NAMES[a] for a, v in (("ffnn", f_rise), ("rnn", r_rise)) if v is None]
         return RunVerdict("inconclusive", f"no overtraining to compare for {' and '.join(missing)}: its best validation "
                                        "epoch is not before its last attacked checkpoint (or fewer than two checkpoints "
                                        "were attacked)")
-    (f0, f1, fr), (r0, r1, rr) = rise["ffnn"], rise["rnn"]
+    (f0, f1, fr), (r0, r1, rr) = f_rise, r_rise
     return RunVerdict("inconclusive", f"past the best validation epoch the attack accuracy rose by {fr:+.3f} for the FFNN "
                                    f"(epoch {f0} → {f1}) and {rr:+.3f} for the RNN (epoch {r0} → {r1}); FFNN − RNN "
                                    f"{fr - rr:+.3f} — {ONE_REPEAT}", fr - rr)
@@ -242,19 +242,19 @@ def audit_verdict(aud: dict[str, AuditView]) -> RunVerdict:
         return text + (" (saturated: the ceiling of m canaries)" if v.audit.saturated else "")
 
     # an empty accountant block ({}) counts as none
-    private = [a for a, v in views.items() if v.accountant_epsilon is not None and v.accountant_epsilon.keys]
+    private = {a: accountant for a, v in views.items()
+               if (accountant := v.accountant_epsilon) is not None and accountant.keys}
     text = "; ".join(line(a) for a in ("ffnn", "rnn"))
     if not private:
         return RunVerdict("inconclusive", f"no accountant to check against (non-private runs): {text}; each a 95 % lower "
                                        "bound")
-    apart = [views[a].comparability for a in private
-             if views[a].comparability is not None and views[a].comparability.comparable is False]
+    apart = [c for a in private if (c := views[a].comparability) is not None and c.comparable is False]
     if apart:
         return RunVerdict("inconclusive", f"{text} — not comparable: {apart[0].reason}")
     # every ε the accountant reported (RDP, PRV and any other it adds)
     within = all(views[a].audited_epsilon <= min(
-        (e for e in views[a].accountant_epsilon.to_dict().values() if e is not None), default=float("inf"))
-        for a in private)
+        (e for e in accountant.to_dict().values() if e is not None), default=float("inf"))
+        for a, accountant in private.items())
     return RunVerdict("holds" if within else "reversed",
                    f"{text} — the audit {'stays within' if within else 'EXCEEDS'} the accountant")
 
@@ -278,10 +278,10 @@ def vulnerability_pair(vuln: dict[str, Vulnerability]) -> tuple[float, float] | 
 
 
 def overtraining_pair(over: dict[str, Vulnerability]) -> tuple[float, float] | None:
-    rise = {a: overtraining_rise(over[a]) for a in ("ffnn", "rnn")}
-    if any(v is None for v in rise.values()):
+    f_rise, r_rise = overtraining_rise(over["ffnn"]), overtraining_rise(over["rnn"])
+    if f_rise is None or r_rise is None:
         return None
-    return rise["ffnn"][2], rise["rnn"][2]
+    return f_rise[2], r_rise[2]
 
 
 def memorization_pair(m: dict[str, Memorization]) -> tuple[float, float] | None:
@@ -326,10 +326,6 @@ class RepeatedVerdicts:
         seeds = d.get("seeds")
         return cls(int(d["n"]), tuple(int(x) for x in seeds) if seeds is not None else None,
                    {k: RepeatedVerdict.from_dict(v) for k, v in d["verdicts"].items()}, dict(d.get("missing") or {}))
-
-    @classmethod
-    def coerce(cls, d: "RepeatedVerdicts | Mapping[str, Any]") -> "RepeatedVerdicts":
-        return d if isinstance(d, cls) else cls.from_dict(d)
 
 
 def repeated_verdicts(per_repeat: list[dict[str, dict[str, Any]]], seeds: list[int] | None = None) -> RepeatedVerdicts:

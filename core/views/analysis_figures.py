@@ -239,10 +239,11 @@ def vulnerability_figure(vulns: Mapping[str, Vulnerability]) -> go.Figure:
         fig.add_scatter(x=e, y=[r.utility_train for r in rows], name=f"{name} train", line=dict(color=c), row=1, col=1)
         fig.add_scatter(x=e, y=[r.utility_val for r in rows], name=f"{name} validation", line=dict(color=c, dash="dash"),
                         row=1, col=1)
-        ck = [r for r in rows if r.ape_members is not None]  # the checkpoints
-        fig.add_scatter(x=[r.epoch for r in ck], y=[max(r.ape_members, 1e-12) for r in ck], mode="lines+markers",
+        # the checkpoints: (epoch, members' APE, non-members' APE), both APEs measured there
+        ck = [(r.epoch, m, nm) for r in rows if (m := r.ape_members) is not None and (nm := r.ape_non_members) is not None]
+        fig.add_scatter(x=[e for e, _, _ in ck], y=[max(m, 1e-12) for _, m, _ in ck], mode="lines+markers",
                         name=f"{name} APE members", line=dict(color=c), row=2, col=1)
-        fig.add_scatter(x=[r.epoch for r in ck], y=[max(r.ape_non_members, 1e-12) for r in ck], mode="lines+markers",
+        fig.add_scatter(x=[e for e, _, _ in ck], y=[max(nm, 1e-12) for _, _, nm in ck], mode="lines+markers",
                         name=f"{name} APE non-members", line=dict(color=c, dash="dash"), row=2, col=1)
         at = [r for r in rows if r.attack_accuracy is not None]
         fig.add_scatter(x=[r.epoch for r in at], y=[r.attack_accuracy for r in at], mode="lines+markers",

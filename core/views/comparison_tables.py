@@ -46,7 +46,7 @@ def shadow_fidelity_table(summaries: list[RunSummary]) -> pd.DataFrame:
                          "non-member gap": c.nonmember_loss_gap,
                          "tracks the victim": "yes" if gaps and max(gaps) <= tol else "no"})
         u = block.utility or FidelityUtility()
-        metric = UTILITY_NAMES.get(u.metric, u.metric)
+        metric = UTILITY_NAMES.get(u.metric, u.metric) if u.metric is not None else None
         if u.shadow_mean and u.shadow_mean.to_dict():  # a mean over shadows ({} without shadows)
             victim = u.victim or UtilityPair()
             rows.append({"architecture": ARCH_NAMES.get(s.arch, s.arch), "epoch": "final utility",

@@ -3,7 +3,7 @@ a mechanism's value with their 95 % bands (:func:`band_caption` says over what),
 entropy comparison and the table of our measured rows beside the study's."""
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from typing import Callable, Iterable, overload
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -57,8 +57,13 @@ def add_band(fig: go.Figure, pts: list[DefendedPoint], metric: str, colour: str 
                     hoverinfo="skip", name=f"{name} 95% band (N = {n} {what}{extra})", yaxis=yaxis)
 
 
+@overload
+def band_centre(p: DefendedPoint, metric: str, value: float) -> float: ...
+@overload
+def band_centre(p: DefendedPoint, metric: str, value: float | None) -> float | None: ...
 def band_centre(p: DefendedPoint, metric: str, value: float | None) -> float | None:
-    """Where a curve's line passes: the interval's mean (over repeats) where the point has one."""
+    """Where a curve's line passes: the interval's mean (over repeats) where the point has one, else ``value``
+    (so a point with a value always has a centre)."""
     e = _interval(p, metric)
     return e.mean if e else value
 

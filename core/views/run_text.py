@@ -20,7 +20,7 @@ from core.foundations.config import ExperimentConfig
 from core.foundations.names import ARCH_NAMES, ATTACK_NAMES
 from core.measurement.budget import BudgetCurve, BudgetPoint
 from core.measurement.exposure import fpr_label
-from core.measurement.stats import Estimate
+from core.measurement.stats import Estimate, Verdict
 from core.tasks.examples import MemberUnseen, NavigationExamples, TranslationExamples
 from core.views.comparison_tables import matched_utility_table, shadow_fidelity_table, strongest_attacks_table
 from core.views.record_view_figures import quadrant_names
@@ -84,8 +84,9 @@ def reproduce_commands(configs: list[ExperimentConfig], overrides: dict[str, dic
     return cmds
 
 
-def _verdict_line(m: MetricComparison, title: str) -> str:
-    v, d = m.verdict, m.difference
+def _verdict_line(m: MetricComparison, v: Verdict, title: str) -> str:
+    """One judged metric's line: ``v`` is its verdict (``m.verdict``, which the callers have checked is there)."""
+    d = m.difference
     dz = f", d_z = {d.effect_size:.2f}" if d.effect_size is not None else ""
     return (f"**{title}**: {VERDICT_MARKS[v.value]} — FFNN − RNN {with_ci(Estimate.from_dict(d.diff))}{dz}, "
             f"p (paired t) {p_text(d.p_t)}, p (sign flip) {p_text(d.p_permutation)}, N = {v.n}")
@@ -97,21 +98,23 @@ def verdict_lines(comp: ComparisonResult,
     metric's verdict and why it is primary, the secondary metrics' verdicts with Holm-adjusted p-values, then what
     gets no verdict. A comparison without roles (no ``primary`` key) gets one line per metric of ``metrics``."""
     metrics_ = comp.metrics
+    verdicts = {n: v for n, m in metrics_.items() if (v := m.verdict) is not None}  # the judged metrics
 
     def judged(n: str) -> bool:
-        return n in metrics_ and metrics_[n].verdict is not None
+        return n in verdicts
 
     if not comp.has_roles:
-        return [_verdict_line(metrics_[n], METRIC_LABELS.get(n, n)) for n in metrics if judged(n)]
+        return [_verdict_line(metrics_[n], verdicts[n], METRIC_LABELS.get(n, n)) for n in metrics if judged(n)]
     lines = []
     if (ans := comp.answer) is not None:  # the one answer every page gives (core.analyses.arch_answer)
         lines.append(f"**The answer** (the studies' claim on their metric; the same on every page): {ans.sentence()}")
     primary = comp.primary
     if primary and judged(primary.metric):
-        lines.append(_verdict_line(metrics_[primary.metric], f"Primary — {primary.label}") + f" — primary: {primary.why}")
+        lines.append(_verdict_line(metrics_[primary.metric], verdicts[primary.metric], f"Primary — {primary.label}")
+                     + f" — primary: {primary.why}")
     secondary = [n for n in ((comp.secondary.metrics or ()) if comp.secondary else ()) if judged(n)]
     if secondary:
-        parts = [f"{metrics_[n].label} {metrics_[n].verdict.value} (Holm p {p_text(metrics_[n].p_holm_permutation)})"
+        parts = [f"{metrics_[n].label} {verdicts[n].value} (Holm p {p_text(metrics_[n].p_holm_permutation)})"
                  for n in secondary]
         lines.append(f"Secondary, sign-flip p Holm-adjusted over {len(secondary)}: " + "; ".join(parts))
     no = comp.no_verdict or {}

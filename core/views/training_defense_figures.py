@@ -3,7 +3,7 @@ swept value or over ε (RDP / PRV) with bands over repeats, the sweep's table an
 recipe beside ours."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -36,6 +36,13 @@ def _point_x(p: DefendedPoint, x: str) -> float | None:
     raise ValueError(f"a sweep point's x is its value or epsilon_<accountant>, not {x!r}")
 
 
+def _x_of(x: str) -> Callable[[DefendedPoint], float | None]:
+    """:func:`_point_x` with the x fixed (a band's ``x_of``)."""
+    def x_of(p: DefendedPoint) -> float | None:
+        return _point_x(p, x)
+    return x_of
+
+
 def training_defense_curves(points: dict[str, list[DefendedPoint]], baselines: dict[str, DefenseBaseline],
                             metric: str, x: str, x_title: str, log_x: bool = False,
                             bound: list[tuple[float, float]] | None = None) -> go.Figure:
@@ -56,7 +63,7 @@ def training_defense_curves(points: dict[str, list[DefendedPoint]], baselines: d
             if rows:
                 xs_all += [r[0] for r in rows]
                 if dash == "solid":  # one band per architecture (over the RDP ε or the swept value)
-                    add_band(fig, pts, metric, c, name, x_of=lambda p, k=key: _point_x(p, k))
+                    add_band(fig, pts, metric, c, name, x_of=_x_of(key))
                 fig.add_scatter(x=[r[0] for r in rows], y=[r[1] for r in rows], mode="lines+markers",
                                 name=f"{name}{suffix}", line=dict(color=c, dash=dash))
         base = baselines.get(arch)
