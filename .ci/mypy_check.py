@@ -1,4 +1,4 @@
-"""mypy on core/ against a baseline that may only shrink.
+"""mypy on the app's code (core/, ui/, app_pages/, mia_explorer/, app.py) against a baseline that may only shrink.
 
 The errors mypy reports (pyproject.toml's [tool.mypy]) are compared with .ci/mypy_baseline.txt, keyed by file,
 message and code (not line: an edit above an error must not count as a new one). An error beyond the baseline
@@ -45,7 +45,7 @@ def baseline() -> Counter[str]:
 
 
 def write(found: Counter[str]) -> None:
-    lines = ["# mypy errors on core/ accepted for now (count<TAB>file: message [code]); only ever shrinks: "
+    lines = ["# mypy errors accepted for now (count<TAB>file: message [code]); only ever shrinks: "
              ".ci/mypy_check.py --update"]
     lines += [f"{n}\t{key}" for key, n in sorted(found.items())]
     BASELINE.write_text("\n".join(lines) + "\n", encoding="utf-8")

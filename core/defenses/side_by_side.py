@@ -15,12 +15,12 @@ from __future__ import annotations
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Generic, Hashable, Mapping, Sequence, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Hashable, Mapping, Protocol, Sequence, TypedDict, TypeVar
 
 from core.defenses.spec import DefenseSpec
 
 if TYPE_CHECKING:
-    from core.defenses.defender import Defender
+    from core.experiment.results import DefendedPoint
 
 K = TypeVar("K", bound=Hashable)
 
@@ -33,7 +33,18 @@ class PointCall(TypedDict, total=False):
     registry: bool
 
 
-def _run_in_order(defender: Defender, spec: DefenseSpec, attacker: str, calls: Sequence[PointCall],
+class PointSource(Protocol):
+    """What a lane calls: a :class:`~core.defenses.defender.Defender`, or a wrapper with its two calls (the app's
+    lock-holding shared Defender)."""
+
+    def point(self, spec: DefenseSpec, attacker: str = "naive", utility: bool = True,
+              quantile: bool | None = None, registry: bool = True) -> DefendedPoint: ...
+
+    def cached_point(self, spec: DefenseSpec, attacker: str = "naive", utility: bool = True,
+                     quantile: bool | None = None, registry: bool = True, disk: bool = True) -> DefendedPoint | None: ...
+
+
+def _run_in_order(defender: PointSource, spec: DefenseSpec, attacker: str, calls: Sequence[PointCall],
                   out: list[Future]) -> None:
     """``defender.point(spec, attacker, **call)`` for each call into its future, in order: a cancelled future's
     call is skipped; a call that raises fails its future and the later ones (they are not run)."""
@@ -88,7 +99,7 @@ class PointLanes:
         self._issued: list[Future] = []
         self._lock = threading.Lock()
 
-    def submit(self, defenders: Mapping[K, Defender], spec: DefenseSpec, calls: Sequence[PointCall],
+    def submit(self, defenders: Mapping[K, PointSource], spec: DefenseSpec, calls: Sequence[PointCall],
                attacker: str = "naive") -> dict[K, list[Future]]:
         """Per key of ``defenders`` one future per call, ``defender.point(spec, attacker, **call)`` run in order in
         that key's lane after what the lane holds already; returns at once."""
@@ -109,7 +120,7 @@ class PointLanes:
             issued, self._issued = self._issued, []
         return sum(f.cancel() for f in issued)
 
-    def step(self, defenders: Mapping[K, Defender], spec: DefenseSpec, calls: Sequence[PointCall],
+    def step(self, defenders: Mapping[K, PointSource], spec: DefenseSpec, calls: Sequence[PointCall],
              attacker: str = "naive", first_calls: Sequence[PointCall] | None = None) -> Step[K]:
         """A slider step to ``spec``: earlier steps' calls not started are cancelled; per key, the calls' points
         if every one is known (:meth:`Defender.cached_point`: resolved futures), else the calls queued in the key's
