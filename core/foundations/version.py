@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Mapping, TypeGuard
 
 #: the package version (``pyproject.toml`` reads it from here: one place to bump, CHANGELOG.md beside it)
-VERSION = "0.11.0"
+VERSION = "0.12.0"
 #: the distribution's name (``pip install mia-explorer``)
 DISTRIBUTION = "mia-explorer"
 #: the envelope's keys
