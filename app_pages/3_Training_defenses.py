@@ -130,13 +130,15 @@ all_runs = [(r, arch, v, cfg, repeat_summaries[r][(arch, v)])
             for r, rr in enumerate(repeat_runs) for arch, rs in rr.items() for v, cfg in rs]
 missing = [cfg for _, _, _, cfg, s in all_runs if s is None]
 manager = job_manager()
-# what this machine measured: the cost of every cached point of this sweep and of the undefended runs
-# (core.defenses.sweeps.run_cost_s), the basis of the time announced before the click and left during the sweep
+
+
 def cost_s(summary: RunSummary | None) -> float | None:
     """:func:`run_cost_s` of a cached run, None for one not cached."""
     return None if summary is None else run_cost_s(summary)
 
 
+# what this machine measured: the cost of every cached point of this sweep and of the undefended runs
+# (core.defenses.sweeps.run_cost_s), the basis of the time announced before the click and left during the sweep
 measured_points = {arch: [cost_s(summaries[(arch, v)]) for v, _ in rs[1:] if summaries[(arch, v)] is not None]
                    for arch, rs in runs.items()}
 measured_baseline = {arch: cost_s(summaries[(arch, None)]) for arch in runs}

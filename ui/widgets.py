@@ -112,13 +112,13 @@ def config_overrides(bases: dict[str, ExperimentConfig], key_prefix: str) -> dic
                 if value != shown[a]:
                     overrides[a][name] = value
 
-    def field(n: str) -> Callable[[ExperimentConfig], Any]:
+    def config_field(n: str) -> Callable[[ExperimentConfig], Any]:
         """The reader of the config's field ``n``."""
         def get(c: ExperimentConfig) -> Any:
             return getattr(c, n)
         return get
 
-    def option(n: str) -> Callable[[ExperimentConfig], Any]:
+    def task_option(n: str) -> Callable[[ExperimentConfig], Any]:
         """The reader of the task option ``n`` of a config."""
         def get(c: ExperimentConfig) -> Any:
             return getattr(c.options, n)
@@ -126,19 +126,19 @@ def config_overrides(bases: dict[str, ExperimentConfig], key_prefix: str) -> dic
 
     grid = _Grid()
     for name, help_text in MAIN_FIELDS.items():
-        widget(grid, name, field(name), help_text)
+        widget(grid, name, config_field(name), help_text)
     with st.expander("More settings: attack checkpoints, attack classifier, matched utility, precision, task options"):
         grid = _Grid()
         for name, help_text in MORE_FIELDS.items():
             if name == "precision" and len(get_task(bases[archs[0]].task).precisions) < 2:
                 continue  # one precision only (PPO: float32)
-            widget(grid, name, field(name), help_text)
+            widget(grid, name, config_field(name), help_text)
         options = bases[archs[0]].options
         if options is not None:
             st.markdown("**Task options**")
             grid = _Grid()
             for f in dataclasses.fields(options):
-                widget(grid, f.name, option(f.name), None, owner=options)
+                widget(grid, f.name, task_option(f.name), None, owner=options)
     return overrides
 
 
