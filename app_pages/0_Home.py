@@ -56,11 +56,12 @@ except MIAError as exc:  # a preset that no longer validates is a bug: say so ra
     demo = []
 if demo:
     manager = job_manager()
-    cached = [summary_of(c) for c in demo]
+    found = [summary_of(c) for c in demo]
+    cached = [s for s in found if s is not None]  # the demo's cached runs (all of them, or it is not in the cache)
     jobs = [manager.job(c) for c in demo]
     with st.container(border=True):
         st.markdown("#### Start here: the image demo")
-        if all(s is not None for s in cached):
+        if len(cached) == len(found):
             st.markdown("FFNN (residual CNN) and RNN (ReNet) trained on 8×8 digits with the *quick* preset, attacked "
                         "by every attack of the Train & attack page. It is in the cache:")
             ans = demo_answer((str(cache_dir()),) + answer_key("image", "quick"))
@@ -81,6 +82,7 @@ if demo:
             st.markdown(f"##### {ans.question}")
             st.markdown(f"On **{ans.data}** ({n_rep} paired repeat{'s' * (n_rep != 1)} cached):  \n{ans.sentence}")
             if n_rep >= 2:
+                assert ans.comparison is not None  # the answer's comparison is there from N = 1 on
                 lines = verdict_lines(ans.comparison)
                 st.markdown("Every leakage metric, FFNN − RNN (below 0: the RNN leaks more, as the studies found):  \n"
                             + "  \n".join(lines))
@@ -121,7 +123,7 @@ if demo:
                         + ("**It is training now**: follow it on the Train & attack page or in the sidebar."
                            if running else "One click:"))
             if st.button("▶ Run the image demo" if not running else "Follow the image demo →", type="primary"):
-                missing = [c for c, s in zip(demo, cached) if s is None]
+                missing = [c for c, s in zip(demo, found) if s is None]
                 manager.submit(missing)
                 st.switch_page(TRAIN, query_params={"task": "image"})
             if not running:

@@ -23,7 +23,7 @@ from core.views.repeat_figures import MatchedView
 from ui.nav import format_seconds, job_line
 from ui.results import cached_repeats_view, matched_view, show_results
 from ui.shared import job_manager, map_views_of, summary_of
-from ui.widgets import config_overrides, one_architecture_note, task_label
+from ui.widgets import arch_label, config_overrides, one_architecture_note, task_label
 
 st.title("Train & attack")
 st.caption("Trains a victim and the attacker's shadow models per architecture, then runs the membership inference "
@@ -42,7 +42,7 @@ with c1:
         st.session_state["_task_link"] = task_name
 task = get_task(task_name)
 with c2:
-    picked = st.multiselect("Architectures", list(task.archs), default=list(task.archs), format_func=ARCH_LABELS.get,
+    picked = st.multiselect("Architectures", list(task.archs), default=list(task.archs), format_func=arch_label,
                             help="FFNN and RNN of matched parameter counts, trained and attacked side by side.")
     one_architecture_note(task)
     archs = [a for a in ("ffnn", "rnn") if a in picked]  # the same order whatever the clicks
@@ -142,13 +142,14 @@ manager = job_manager()
 summaries = {c.arch: summary_of(c) for c in configs}
 jobs = {c.arch: manager.job(c) for c in configs}
 for c in configs:  # a job that finished but whose result cannot be read back from the cache
-    if summaries[c.arch] is None and jobs[c.arch] is not None and jobs[c.arch].summary is not None:
+    finished = jobs[c.arch]
+    if summaries[c.arch] is None and finished is not None and finished.summary is not None:
         try:
-            summaries[c.arch] = RunSummary.from_dict(jobs[c.arch].summary)
+            summaries[c.arch] = RunSummary.from_dict(finished.summary)
         except MIAError as exc:  # checked like a cached one: a malformed result is said, not drawn
             st.error(f"The result of {ARCH_LABELS[c.arch]} cannot be shown: {plain_markdown(exc)}")
 missing = [c for c in configs if summaries[c.arch] is None]
-active = [c for c in missing if jobs[c.arch] is not None and jobs[c.arch].active]
+active = [c for c, j in ((c, jobs[c.arch]) for c in missing) if j is not None and j.active]
 idle = [c for c in missing if c not in active]
 
 
@@ -215,7 +216,7 @@ if missing:
                         "change settings or pages meanwhile; this job keeps running.")
             progress_panel(active)
 
-available = [summaries[c.arch] for c in configs if summaries[c.arch] is not None]
+available = [s for s in (summaries[c.arch] for c in configs) if s is not None]
 if not available:
     st.stop()
 if missing:
@@ -293,7 +294,7 @@ def matched_section(cfgs, runs) -> MatchedView | None:
         offer_runs(lacking, "matched", f"**Matched utility** ({cfgs[0].match_utility}): {len(lacking)} of the "
                    f"{len(stopped)} runs stopped at the target are not trained yet.", "stopped run(s)")
         return None
-    return matched_view(plan, have)
+    return matched_view(plan, {h: s for h, s in have.items() if s is not None})
 
 
 runs = None

@@ -33,7 +33,7 @@ from core.views.plain import plain_markdown
 from ui import widgets
 from ui.nav import job_line
 from ui.shared import defender_for, defense_value_key, job_manager, runs_of, summary_of
-from ui.widgets import drawn, one_architecture_note, task_selector
+from ui.widgets import arch_label, drawn, one_architecture_note, task_selector
 
 st.title("Defenses after training")
 st.caption("Noise added to a trained model (nothing here retrains): slide it and watch the attacks, the utility and "
@@ -51,7 +51,7 @@ with c1:
     task_name = task_selector()
 task = get_task(task_name)
 with c2:
-    archs = st.multiselect("Architectures", list(task.archs), default=list(task.archs), format_func=ARCH_LABELS.get)
+    archs = st.multiselect("Architectures", list(task.archs), default=list(task.archs), format_func=arch_label)
     one_architecture_note(task)
 with c3:
     preset = st.selectbox("Preset", list(task.presets))
@@ -216,7 +216,8 @@ def redraw_cards(elements: list[DeltaGenerator], old: list[Card], new: list[Card
 
 def draw_utility(point: DefendedPoint, base: DefenseBaseline) -> None:
     """One architecture's utility cards at ``point`` (its utility measured)."""
-    metric = UTILITY_NAMES.get(base.utility_metric, base.utility_metric)
+    name = base.utility_metric  # the defender's task's metric
+    metric = None if name is None else UTILITY_NAMES.get(name, name)
     u1, u2 = st.columns(2)
     u = point.utility
     u1.metric(f"utility ({metric}, unseen records)", "—" if u is None else f"{u:.3f}",
@@ -439,7 +440,8 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
             st.caption(f"The table is drawn once the {spec.draws} draws of this value are in.")
             continue
         grid_text = ", ".join(f"{v:g}" for v in param.grid)
-        reported = [a for a in fast if mech.study_rows(task_name, a)]
+        studied = {a: mech.study_rows(task_name, a) for a in fast}
+        reported = {a: t for a, t in studied.items() if t}  # arch → the studies' table on it
         st.markdown(f"**{mech.short}: {'the studies’ rows beside ours' if reported else 'the grid'}**")
         # "Measure": one worker job per architecture and repeat (core.jobs.worker, kind "defense_grid"), cancellable in
         # the sidebar; each full point is cached on disk as it finishes, where the table below reads it
@@ -474,7 +476,7 @@ def defended_view(repeat_defenders: dict[str, list], n_repeats: int) -> None:
         if reported:
             st.caption("Rows marked *study* are the paper's figures (their models and data), on the architecture the "
                        "paper reports them for: " + "; ".join(
-                           f"{ARCH_LABELS[a]} — {mech.study_rows(task_name, a).source.note}" for a in reported)
+                           f"{ARCH_LABELS[a]} — {t.source.note}" for a, t in reported.items())
                        + ". Rows marked *ours* are measured on this preset.")
         elif mech.needs_sensitivity:
             st.caption(studies.sensitivity_sentence(task_name))

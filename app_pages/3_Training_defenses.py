@@ -22,6 +22,7 @@ from core.defenses.sweeps import (
 from core.defenses.utility_cost import question as utility_cost_question
 from core.defenses.utility_cost import sweep_utility_cost
 from core.defenses.utility_cost import table_rows as utility_cost_rows
+from core.experiment.results import RunSummary
 from core.foundations.config import MAX_REPEATS, ExperimentConfig, config_changes, field_range, parse_values
 from core.foundations.errors import MIAError
 from core.foundations.names import ARCH_NAMES as ARCH_LABELS
@@ -34,7 +35,7 @@ from core.views.training_defense_figures import dpsgd_recipe_table, training_def
 from ui.nav import format_seconds
 from ui.results import show_results
 from ui.shared import job_manager, summary_of
-from ui.widgets import one_architecture_note, remember, remembered, task_label, task_selector
+from ui.widgets import arch_label, one_architecture_note, remember, remembered, task_label, task_selector
 
 st.title("Training defenses")
 st.caption(
@@ -51,7 +52,7 @@ with c1:
     task_name = task_selector(key="tdef:task")
 task = get_task(task_name)
 with c2:
-    picked = st.multiselect("Architectures", list(task.archs), default=list(task.archs), format_func=ARCH_LABELS.get,
+    picked = st.multiselect("Architectures", list(task.archs), default=list(task.archs), format_func=arch_label,
                             key="tdef:archs" if len(task.archs) == 2 else f"tdef:archs:{task.archs[0]}")
     one_architecture_note(task)
     archs = [a for a in ("ffnn", "rnn") if a in picked]
@@ -76,11 +77,13 @@ if defense.accounted:  # DP-SGD: a grid of σ or of target ε, the clip norm C a
                                   format_func=modes.get) != defense.parameter.symbol
     with d2:
         rng = field_range(ExperimentConfig, "dp_max_grad_norm")
+        assert rng is not None  # the config documents the range of its DP-SGD fields
         clip_norm = st.number_input("clip norm C", value=1.0, format="%g", key="tdef:C",
                                     help=f"Each record's gradient is clipped to this L2 norm (the study: 10). "
                                          f"Allowed: {rng.describe()}.")
     with d3:
         rng = field_range(ExperimentConfig, "dp_delta")
+        assert rng is not None
         delta = st.number_input("δ", value=1e-4, format="%g", key="tdef:delta",
                                 help=f"δ of the reported (ε, δ) (the study: 1e-4). Allowed: {rng.describe()}.")
 param = defense.parameter_of(target_epsilon)
@@ -127,12 +130,18 @@ all_runs = [(r, arch, v, cfg, repeat_summaries[r][(arch, v)])
             for r, rr in enumerate(repeat_runs) for arch, rs in rr.items() for v, cfg in rs]
 missing = [cfg for _, _, _, cfg, s in all_runs if s is None]
 manager = job_manager()
+
+
+def cost_s(summary: RunSummary | None) -> float | None:
+    """:func:`run_cost_s` of a cached run, None for one not cached."""
+    return None if summary is None else run_cost_s(summary)
+
+
 # what this machine measured: the cost of every cached point of this sweep and of the undefended runs
 # (core.defenses.sweeps.run_cost_s), the basis of the time announced before the click and left during the sweep
-measured_points = {arch: [run_cost_s(summaries[(arch, v)]) for v, _ in rs[1:] if summaries[(arch, v)] is not None]
+measured_points = {arch: [cost_s(summaries[(arch, v)]) for v, _ in rs[1:] if summaries[(arch, v)] is not None]
                    for arch, rs in runs.items()}
-measured_baseline = {arch: run_cost_s(summaries[(arch, None)]) if summaries[(arch, None)] is not None else None
-                     for arch in runs}
+measured_baseline = {arch: cost_s(summaries[(arch, None)]) for arch in runs}
 
 
 def sweep_left_s() -> tuple[float | None, bool]:
@@ -237,6 +246,7 @@ if defense.accounted:
     eps_values = [e for pts in points.values() for p in pts if p.dpsgd for e in p.dpsgd.epsilons.values() if e]
     bound = None
     if eps_values:
+        assert delta is not None  # the δ box above, drawn for every accounted defense
         bound = accuracy_bound_curve(max(eps_values), delta)
     left, right = st.columns(2)
     with left:
@@ -256,7 +266,8 @@ if n_repeats > 1:
                "runs) are cached.")
 st.dataframe(training_defense_table(points, baselines).style.format(precision=4, na_rep="—"),
              hide_index=True, width="stretch")
-metric = UTILITY_NAMES.get(next(iter(baselines.values())).utility_metric, "utility")
+utility_metric = next(iter(baselines.values())).utility_metric
+metric = "utility" if utility_metric is None else UTILITY_NAMES.get(utility_metric, "utility")
 st.caption(f"Utility: {metric} on unseen records; utility loss 1 − M(defended)/M(undefended) (paper 000 Def. 4). "
            "Attack: the task's primary attack, fitted on shadows trained with the same recipe.")
 
@@ -297,7 +308,8 @@ st.subheader("One point in full")
 choices = [v for v in values if all(summaries[(a, v)] is not None for a in archs)]
 if choices:
     chosen = st.selectbox("Point", choices, format_func=lambda v: run_label(v), key=f"tdef:point:{grid_key}")
-    shown = [summaries[(a, chosen)] for a in archs]
+    # every one cached: a point is a choice once every selected architecture ran it
+    shown = [s for s in (summaries[(a, chosen)] for a in archs) if s is not None]
     cfgs = [cfg for a in archs for v, cfg in runs[a] if v == chosen]
     overrides = {a: config_changes(bases[a], cfg) for a, cfg in zip(archs, cfgs)}
     st.page_link("app_pages/1_Train_and_attack.py", label=f"Open Train & attack for {task_label(task_name)} →",

@@ -51,8 +51,8 @@ if len(task.archs) < 2:  # a plugin with one model: every analysis here reads bo
             "the CLI's `analyze --archs` runs the single-model analyses.")
     st.stop()
 configs: dict[str, ExperimentConfig] = {a: task.make_config(a, preset) for a in ("ffnn", "rnn")}
-summaries = {a: summary_of(c) for a, c in configs.items()}
-missing = [a for a, s in summaries.items() if s is None]
+found = {a: summary_of(c) for a, c in configs.items()}
+missing = [a for a, s in found.items() if s is None]
 if missing:
     manager = job_manager()
     names = ", ".join(ARCH_LABELS[a] for a in missing)
@@ -61,6 +61,7 @@ if missing:
         manager.submit([configs[a] for a in missing])
         st.rerun()
     st.stop()
+summaries = {a: s for a, s in found.items() if s is not None}  # both: the page stopped above otherwise
 
 
 def verdict_box(v: RunVerdict | None, finding: str, label: str = "The studies") -> None:
@@ -76,8 +77,8 @@ def tab_verdict(name: str) -> None:
     (its registered ``verdict``: no tab shows a verdict another analysis computed); over the cached
     repeats too where they exist (paired FFNN − RNN, its interval and N)."""
     key = analysis_registry.get_analysis(name).verdict
-    verdict_box(view.verdicts.get(key), studies.analysis_finding(name))
-    if (line := analyses_text.repeated_line(repeated, key)) is not None:
+    verdict_box(None if key is None else view.verdicts.get(key), studies.analysis_finding(name))
+    if key is not None and (line := analyses_text.repeated_line(repeated, key)) is not None:
         st.markdown(line)
 
 
@@ -197,18 +198,18 @@ for _ in drawn(tabs[0]):
     o1, o2, o3 = st.columns([2, 3, 2])
     with o1:
         # "undefended", then every registered mechanism as "<short name> <parameter symbol>" ("Dirichlet k")
-        behind = {f"{m.short} {m.parameter.symbol}": m for m in defense_registry.all_mechanisms()}
-        outputs = st.radio("Outputs", ["undefended", *behind], horizontal=True,
+        mechanisms = {f"{m.short} {m.parameter.symbol}": m for m in defense_registry.all_mechanisms()}
+        outputs = st.radio("Outputs", ["undefended", *mechanisms], horizontal=True,
                            key="analyses:outputs", help="the records as the attack sees them behind a defense "
                                                         "of the Defenses page (naive attacker)")
     scatter = base["scatter"]
     if outputs != "undefended":
-        mech = behind[outputs]
-        mechanism, values = mech.name, list(mech.parameter.slider)
-        chosen = st.session_state.get(defense_value_key(task_name, mechanism), mech.parameter.slider_default)
+        shown_mech = mechanisms[outputs]
+        mechanism, values = shown_mech.name, list(shown_mech.parameter.slider)
+        chosen = st.session_state.get(defense_value_key(task_name, mechanism), shown_mech.parameter.slider_default)
         chosen = min(values, key=lambda v: abs(v - chosen))
         with o2:
-            value = st.select_slider(mech.parameter.symbol, options=values, value=chosen,
+            value = st.select_slider(shown_mech.parameter.symbol, options=values, value=chosen,
                                      key=f"analyses:{mechanism}", format_func=lambda v: f"{v:g}",
                                      help="starts at the value last chosen on the Defenses page")
         try:
@@ -343,16 +344,18 @@ def exposure_of(hashes: tuple[str, ...], attack: str | None, mechanism: str | No
     """The exposure view (quadrants at both FPRs, flips behind a defense): reads cached scores only."""
     points = None
     if mechanism is not None:
+        assert value is not None  # a mechanism comes with its value
         # every attack's per-record scores, quantile regression's too (the slider's fast point leaves it out)
         points = {a: defender_for(c).point(DefenseSpec(mechanism, value), "naive", utility=False, quantile=True)
                   for a, c in _configs.items()}
-    return record_views.exposure_view(_configs, {a: summary_of(c) for a, c in _configs.items()}, attack,
+    # the page's cached runs (``_configs`` is the page's ``configs``)
+    return record_views.exposure_view(_configs, {a: summaries[a] for a in _configs}, attack,
                                       defended=points, repeats=record_views.cached_repeats(_configs))
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def slices_of(hashes: tuple[str, ...], attack: str | None, _configs: dict[str, ExperimentConfig]) -> SlicesView:
-    return record_views.slices_view(_configs, {a: summary_of(c) for a, c in _configs.items()}, attack)
+    return record_views.slices_view(_configs, {a: summaries[a] for a in _configs}, attack)
 
 
 def show_record(position: int, view: ExposureView) -> None:
@@ -376,7 +379,7 @@ for _ in drawn(tabs[5]):
                        key="exposure:fpr")
     strongest = [a for a in record_views.STRONGEST if all(s.per_record.has_scores(a) for s in summaries.values())]
     with e2:
-        attack_x = st.selectbox("Attack", strongest or [None], format_func=lambda n: ATTACK_LABELS.get(n, str(n)),
+        attack_x = st.selectbox("Attack", strongest, format_func=lambda n: ATTACK_LABELS.get(n, str(n)),
                                 key="exposure:attack") if strongest else None
     with e3:
         # "none", then every registered mechanism as "<short name> <parameter symbol>" ("Dirichlet k")
@@ -392,6 +395,7 @@ for _ in drawn(tabs[5]):
         val = st.select_slider(param.symbol, options=values,
                                value=min(values, key=lambda v: abs(v - chosen)), key=f"exposure:{mech}",
                                format_func=lambda v: f"{v:g}")
+    exposed: ExposureView | None
     try:
         exposed = exposure_of(HASHES, attack_x, mech, float(val) if val is not None else None, configs)
     except MIAError as exc:
@@ -402,8 +406,8 @@ for _ in drawn(tabs[5]):
         fig = record_view_figures.exposure_figure(exposed, fpr)
         event = st.plotly_chart(fig, width="stretch", on_select="rerun", selection_mode=("points",),
                                 key="exposure-scatter")
-        names = record_view_figures.quadrant_names(exposed.archs)
-        st.dataframe(analyses_text.quadrant_rows(exposed, fpr, names), hide_index=True)
+        quadrants = record_view_figures.quadrant_names(list(exposed.archs))
+        st.dataframe(analyses_text.quadrant_rows(exposed, fpr, quadrants), hide_index=True)
         st.caption(analyses_text.exposure_caption(exposed, fpr))
         for line in analyses_text.flip_lines(exposed, fpr, behind, val if val is not None else 0.0):
             st.markdown(line)
@@ -493,7 +497,8 @@ for _ in drawn(tabs[7]):
                        "ε assumes a Gaussian trade-off curve. Gaussian-DP estimate: μ̂ = √2·Φ⁻¹(AUC) of the canaries "
                        "with a bootstrap interval — an estimate, not a bound (Dong, Roth & Su 2019, Cor. 2.13 for ε); "
                        "∞: more resamples than the interval's tail split the canaries perfectly.")
-            verdict_box(view.verdicts.get(analysis_registry.get_analysis("audit").verdict),
+            audit_key = analysis_registry.get_analysis("audit").verdict
+            verdict_box(None if audit_key is None else view.verdicts.get(audit_key),
                         "an audited ε is a lower bound: it must never exceed the accountant's upper bound (DP-SGD "
                         "runs).", label="The check")
             downloads("audit", all_results, fig)
@@ -504,6 +509,7 @@ for _ in drawn(tabs[7]):
             st.rerun()
 
 for _ in drawn(tabs[8]):
+    sliced: SlicesView | None
     try:
         sliced = slices_of(HASHES, None, configs)
     except MIAError as exc:
@@ -511,8 +517,8 @@ for _ in drawn(tabs[8]):
         sliced = None
     if sliced:
         all_results["slices"] = sliced.to_dict()
-        names = sliced.slicings
-        slicing = st.radio("Slice by", names, horizontal=True, key="slices:by") if len(names) > 1 else names[0]
+        slicings = sliced.slicings
+        slicing = st.radio("Slice by", slicings, horizontal=True, key="slices:by") if len(slicings) > 1 else slicings[0]
         fig = record_view_figures.slices_figure(sliced, slicing)
         st.plotly_chart(fig, width="stretch")
         st.dataframe(analyses_text.slice_rows(sliced, slicing), hide_index=True)

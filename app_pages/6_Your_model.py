@@ -175,7 +175,7 @@ def train_and_show(configs: list[ExperimentConfig], key: str) -> None:
         else:
             st.caption("Training runs in a background worker with progress, ETA and Cancel (also in the sidebar); "
                        "results are cached, so the Defenses and Analyses pages list the run afterwards.")
-    done = [summaries[c.arch] for c in configs if summaries[c.arch] is not None]
+    done = [s for s in (summaries[c.arch] for c in configs) if s is not None]
     if done:
         shown = [c for c in configs if summaries[c.arch] is not None]
         show_results(done, shown, {c.arch: {} for c in shown})
@@ -191,6 +191,8 @@ def progress_panel(configs: list[ExperimentConfig]) -> None:
         st.rerun(scope="app")
         return
     for job in jobs:
+        if job is None:  # none: the check above
+            continue
         cols = st.columns([6, 1])
         left = job.eta_s
         text = f"{plain_markdown(job.label)}: {job.state}" + (f" · about {format_seconds(left)} left" if left is not None else "")
@@ -356,8 +358,10 @@ def what_if_section(request: AuditRequest, doc: dict, kept: dict, result: AuditR
                   help=f"undefended {interval(before['nonmember_accuracy'])}; Clopper–Pearson 95 % intervals")
         c2.metric("member accuracy (defended)", interval(after["member_accuracy"]),
                   help=f"undefended {interval(before['member_accuracy'])}")
+    defense = defended.defense
+    assert defense is not None  # a what-if's result names its defense
     c3.metric("utility loss", interval(loss) if loss is not None else (
-        f"{defended.defense['utility_loss']:.3f}" if defended.defense.get("utility_loss") is not None else "—"),
+        f"{defense['utility_loss']:.3f}" if defense.get("utility_loss") is not None else "—"),
               help="1 − defended / undefended non-member accuracy; 95 % paired bootstrap over the non-members "
                    "(where the data allows one)")
     st.dataframe(what_if_rows(result, defended), hide_index=True, width="stretch")

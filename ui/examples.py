@@ -20,6 +20,8 @@ def show_record(views: dict[str, RecordView], key: str, note: str = "", width: i
     # Markdown (a caller escapes the user's strings it puts in, e.g. a record id)
     caption = f"{plain_markdown(first.caption)} · {note}" if note else plain_markdown(first.caption)
     if first.kind == "image":
+        if first.image is None:
+            raise ValueError("an image record without its image")
         st.image(first.image, caption=caption, width=width)
     elif first.kind == "text":
         # the record's text is the user's data: shown as it is, never as Markdown

@@ -57,8 +57,16 @@ def figures(summaries: list[RunSummary]) -> RunFigures:
 def draw_block(block: Block, key: str) -> None:
     """One block of a run's view as Streamlit draws it (``key``: unique per block, for the charts)."""
     if isinstance(block, Text):
-        {"caption": st.caption, "info": st.info, "warning": lambda t: st.warning(t, icon="⚠️"),
-         "subheading": lambda t: st.markdown(f"**{t}**")}.get(block.style, st.markdown)(block.text)
+        if block.style == "caption":
+            st.caption(block.text)
+        elif block.style == "info":
+            st.info(block.text)
+        elif block.style == "warning":
+            st.warning(block.text, icon="⚠️")
+        elif block.style == "subheading":
+            st.markdown(f"**{block.text}**")
+        else:
+            st.markdown(block.text)
     elif isinstance(block, Table):
         frame = block.frame
         config = ({c: st.column_config.Column(s, help=c) for c, s in block.short.items()} if block.short else None)
@@ -105,8 +113,8 @@ def show_results(summaries: list[RunSummary], configs: list[ExperimentConfig],
     sections are expanders."""
     sections = run_view(RunInputs(summaries, configs, overrides, views, repeats, matched, figures=figures(summaries)))
     downloads_drawn, tab_groups = False, 0
-    for tabbed, group in itertools.groupby(sections, key=lambda s: s.tab):
-        group = list(group)
+    for tabbed, grouped in itertools.groupby(sections, key=lambda s: s.tab):
+        group = list(grouped)
         if tabbed:  # one group today; a section registered between untabbed ones would start a second
             key = "train:results_tab" + (f":{tab_groups}" if tab_groups else "")
             tab_groups += 1
@@ -174,9 +182,10 @@ def matched_view(plan: list[PlannedRepeat], stopped: dict[str, RunSummary]) -> M
     """The matched-utility section's data: per repeat the target and each architecture's stopping
     point (``core.analyses.matching.matched_plan``) with its stopped run's measured utility and attack, and
     the paired comparison of the stopped runs (``stopped``: config hash → summary), typed as it is built."""
-    rows, runs = [], {"ffnn": [], "rnn": []}
+    rows: list[MatchedRepeat] = []
+    runs: dict[str, list[RunSummary]] = {"ffnn": [], "rnn": []}
     for row in plan:
-        stops = {}
+        stops: dict[str, MatchedStop] = {}
         for arch in ("ffnn", "rnn"):
             stop = row.stops[arch]  # matched_plan's stopping point of this architecture, with its config
             s, point = stopped[stop.config.config_hash], stop.point

@@ -46,7 +46,8 @@ def session_owner() -> str:
 def is_lecturer() -> bool:
     """Whether this session's log-in name is one of ``MIA_LECTURERS``."""
     name = login_name()
-    return bool(name) and name in (env_value("MIA_LECTURERS") or ())
+    lecturers = env_value("MIA_LECTURERS")  # names_list's tuple of names, or None when unset
+    return bool(name) and isinstance(lecturers, tuple) and name in lecturers
 
 
 def in_session() -> bool:

@@ -14,7 +14,7 @@ from core.experiment.pipeline import cached_run, cached_runs, load_models
 from core.experiment.results import RunSummary
 from core.foundations.config import ExperimentConfig
 from core.foundations.paths import cache_dir
-from core.jobs.manager import JobManager, SessionJobs
+from core.jobs.manager import JobInput, JobManager, SessionJobs
 from core.jobs.mapview import cached_map_views
 from core.tasks.navigation import MapViews
 from ui.ownership import RunOwners, UploadLedger, on_user_data
@@ -38,7 +38,7 @@ def job_manager() -> SessionJobs:
     return SessionJobs(server_jobs(), owner, lecturer, on_submit=_record_owner)
 
 
-def _record_owner(configs: list[ExperimentConfig], owner: str) -> None:
+def _record_owner(configs: list[JobInput], owner: str) -> None:
     private = [c.config_hash for c in configs if on_user_data(c.to_dict())]
     if private:
         run_owners().add(private, owner)

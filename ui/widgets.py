@@ -112,21 +112,33 @@ def config_overrides(bases: dict[str, ExperimentConfig], key_prefix: str) -> dic
                 if value != shown[a]:
                     overrides[a][name] = value
 
+    def config_field(n: str) -> Callable[[ExperimentConfig], Any]:
+        """The reader of the config's field ``n``."""
+        def get(c: ExperimentConfig) -> Any:
+            return getattr(c, n)
+        return get
+
+    def task_option(n: str) -> Callable[[ExperimentConfig], Any]:
+        """The reader of the task option ``n`` of a config."""
+        def get(c: ExperimentConfig) -> Any:
+            return getattr(c.options, n)
+        return get
+
     grid = _Grid()
     for name, help_text in MAIN_FIELDS.items():
-        widget(grid, name, lambda c, n=name: getattr(c, n), help_text)
+        widget(grid, name, config_field(name), help_text)
     with st.expander("More settings: attack checkpoints, attack classifier, matched utility, precision, task options"):
         grid = _Grid()
         for name, help_text in MORE_FIELDS.items():
             if name == "precision" and len(get_task(bases[archs[0]].task).precisions) < 2:
                 continue  # one precision only (PPO: float32)
-            widget(grid, name, lambda c, n=name: getattr(c, n), help_text)
+            widget(grid, name, config_field(name), help_text)
         options = bases[archs[0]].options
         if options is not None:
             st.markdown("**Task options**")
             grid = _Grid()
             for f in dataclasses.fields(options):
-                widget(grid, f.name, lambda c, n=f.name: getattr(c.options, n), None, owner=options)
+                widget(grid, f.name, task_option(f.name), None, owner=options)
     return overrides
 
 
@@ -138,6 +150,11 @@ def one_architecture_note(task) -> None:
     if len(task.archs) < 2:
         st.caption(f"{task.label or task.name} provides the {ARCH_LABELS[task.archs[0]]} only: "
                    "the FFNN-vs-RNN comparison is unavailable for it.")
+
+
+def arch_label(arch: str) -> str:
+    """An architecture's display name (FFNN, RNN), for an architecture picker's ``format_func``."""
+    return ARCH_LABELS.get(arch, arch)
 
 
 def task_label(name: str) -> str:

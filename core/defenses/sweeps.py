@@ -351,8 +351,8 @@ def expected_run_s(arch: str, is_baseline: bool, points: Mapping[str, Sequence[f
     return None, False
 
 
-def expected_sweep(missing: list[tuple[str, bool]], points: dict[str, list[float]],
-                   baseline: dict[str, float | None], mechanism: str) -> SweepEstimate:
+def expected_sweep(missing: list[tuple[str, bool]], points: Mapping[str, Sequence[float | None]],
+                   baseline: Mapping[str, float | None], mechanism: str) -> SweepEstimate:
     """The expected time of a sweep's missing runs (``missing``: (arch, is the undefended run) per
     run) from the measured costs (:func:`run_cost_s`) of the sweep's points already cached
     (``points`` per arch) and of the undefended runs (``baseline`` per arch)."""

@@ -31,7 +31,7 @@ import traceback
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, Union
 
 from core.analyses.repeats import repeat_seed
 from core.defenses.registry import get_training, training_names
@@ -45,6 +45,13 @@ from core.foundations.processes import WorkerProcess, failure_text
 from core.foundations.progress import ProgressEvent
 from core.jobs.worker import JOB_ENV, JOB_KINDS, modules_of
 from core.tasks import get_task
+
+if TYPE_CHECKING:
+    from core.jobs.own_model_audit import AuditRequest
+
+#: what a job computes: an experiment's config, or what keys a job where the queue takes one (an own-model audit's
+#: request: its ``config_hash``, ``to_dict``, ``task``, ``arch`` and ``preset`` as a config's)
+JobInput = Union[ExperimentConfig, "AuditRequest"]
 
 QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed", "cancelled"
 #: what a job can compute: the job-kind registry (:func:`core.jobs.worker.register_job_kind`)
@@ -98,7 +105,7 @@ def thaw_params(params: str) -> dict[str, Any]:
     return json.loads(params) if params else {}
 
 
-def job_key(config: ExperimentConfig, kind: str = "experiment", cache: str | os.PathLike | None = None,
+def job_key(config: JobInput, kind: str = "experiment", cache: str | os.PathLike | None = None,
             params: dict[str, Any] | str | None = None) -> str:
     """A job's identity: the cache it writes to, what it computes, the config's hash and the parameters."""
     KINDS.get(kind)  # a kind nobody registered: ConfigError (a ValueError) "unknown job kind 'x'; known: …"
@@ -159,7 +166,7 @@ class Job:
 
     id: int
     key: str
-    config: ExperimentConfig
+    config: JobInput
     kind: str = "experiment"
     params: str = ""  # canonical JSON (freeze_params)
     env: dict[str, str] = field(default_factory=_env_now)
@@ -182,7 +189,8 @@ class Job:
         p = thaw_params(self.params)
         kind = KINDS.find(self.kind)
         what = kind.describe(p) if kind is not None else f" · {self.kind}"
-        differs = run_differences(c)  # what differs from the preset: repeat r, σ, λ, …
+        # what differs from the preset: repeat r, σ, λ, … (an audit's request has no preset to differ from)
+        differs = run_differences(c) if isinstance(c, ExperimentConfig) else ""
         return f"{c.task} · {ARCH_NAMES.get(c.arch, c.arch)} ({c.preset}{' · ' + differs if differs else ''}){what}"
 
     @property
@@ -218,7 +226,7 @@ class Job:
 class JobGroup:
     """The jobs of a page's selection (one per config), read as one: what pages poll."""
 
-    def __init__(self, configs: list[ExperimentConfig], jobs: Sequence[Job | None]):
+    def __init__(self, configs: list[JobInput], jobs: Sequence[Job | None]):
         self.configs, self.jobs = configs, jobs
 
     @property
@@ -294,7 +302,7 @@ class JobManager:
         """A selection's key, independent of its order (kept for pages that poll a selection)."""
         return "+".join(sorted({c.config_hash for c in configs}))
 
-    def submit(self, configs: Iterable[ExperimentConfig], kind: str = "experiment",
+    def submit(self, configs: Iterable[JobInput], kind: str = "experiment",
                params: dict[str, Any] | None = None, owner: str | None = None, capped: bool = True) -> JobGroup:
         """Queue a job of ``kind`` (with ``params``) for each config unless one is queued or running
         already (then attach to it); ``owner`` becomes one of each job's owners, held to :attr:`quota` unless
@@ -330,12 +338,12 @@ class JobManager:
             self._cond.notify_all()
         return JobGroup(configs, jobs)
 
-    def group(self, configs: Iterable[ExperimentConfig], kind: str = "experiment",
+    def group(self, configs: Iterable[JobInput], kind: str = "experiment",
               params: dict[str, Any] | None = None) -> JobGroup:
         configs = list(configs)
         return JobGroup(configs, [self.job(c, kind, params) for c in configs])
 
-    def job(self, config: ExperimentConfig, kind: str = "experiment", params: dict[str, Any] | None = None) -> Job | None:
+    def job(self, config: JobInput, kind: str = "experiment", params: dict[str, Any] | None = None) -> Job | None:
         """The latest job of ``config`` of ``kind`` with ``params`` (in the current cache folder), or None."""
         with self._cond:
             return self._jobs.get(job_key(config, kind, params=params))
@@ -587,7 +595,7 @@ class SessionJobs:
     of ``owner=None`` (the server itself: a test, a script outside a browser session) is a lecturer's."""
 
     def __init__(self, manager: JobManager, owner: str | None, lecturer: bool = False,
-                 on_submit: Callable[[list[ExperimentConfig], str], None] | None = None) -> None:
+                 on_submit: Callable[[list[JobInput], str], None] | None = None) -> None:
         self.manager, self.owner, self.lecturer = manager, owner, lecturer or owner is None
         self._on_submit = on_submit  # told each owned submission (ui.shared records runs on user data as the owner's)
 
@@ -610,7 +618,7 @@ class SessionJobs:
         """Whether this view's Cancel acts on ``job``: a lecturer's on every job, an owner's on its own."""
         return job is not None and (self.lecturer or self.owner in job.owners)
 
-    def submit(self, configs: Iterable[ExperimentConfig], kind: str = "experiment",
+    def submit(self, configs: Iterable[JobInput], kind: str = "experiment",
                params: dict[str, Any] | None = None) -> JobGroup:
         """:meth:`JobManager.submit` as this owner (a lecturer's submissions are owned and counted too, but not capped)."""
         configs = list(configs)
@@ -619,11 +627,11 @@ class SessionJobs:
             self._on_submit(configs, self.owner)
         return group
 
-    def job(self, config: ExperimentConfig, kind: str = "experiment", params: dict[str, Any] | None = None) -> Job | None:
+    def job(self, config: JobInput, kind: str = "experiment", params: dict[str, Any] | None = None) -> Job | None:
         job = self.manager.job(config, kind, params)
         return job if self.sees(job) else None
 
-    def group(self, configs: Iterable[ExperimentConfig], kind: str = "experiment",
+    def group(self, configs: Iterable[JobInput], kind: str = "experiment",
               params: dict[str, Any] | None = None) -> JobGroup:
         configs = list(configs)
         return JobGroup(configs, [self.job(c, kind, params) for c in configs])
