@@ -291,4 +291,4 @@ def test_defenses_and_privacy_take_typed_objects_only():
         assert str(cls.__annotations__["privacy"]) == "PrivacyRecord | None", cls
     from core.defenses.side_by_side import PointLanes
     for method in (PointLanes.submit, PointLanes.step):
-        assert str(inspect.signature(method).parameters["defenders"].annotation) == "Mapping[K, Defender]"
+        assert str(inspect.signature(method).parameters["defenders"].annotation) == "Mapping[K, PointSource]"
