@@ -834,7 +834,7 @@ def test_threads_exclude_each_other_and_keys_are_independent(tmp_path):
 
 def test_float32_on_a_gpu_is_not_tf32():
     """precision float32 must mean float32 on a GPU too (cuDNN convolutions default to TF32)."""
-    import core.foundations.device
+    import core.foundations.device  # noqa: F401  (importing it sets the TF32 flags under test)
     import torch
 
     assert torch.backends.cudnn.allow_tf32 is False and torch.backends.cuda.matmul.allow_tf32 is False

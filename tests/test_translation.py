@@ -3,13 +3,12 @@ from __future__ import annotations
 
 import gzip
 import json
-import time
 
 import numpy as np
 import pytest
 import torch
 
-from core.attacks.shadow_attacks import AttackTraining, fit_attacks, score_attacks
+from core.attacks.shadow_attacks import fit_attacks, score_attacks
 from core.experiment.pipeline import build_attacks
 from core.experiment.cache import ArtifactCache
 from core.data.corpus import generate_captions
@@ -204,7 +203,6 @@ def test_pvmia_above_chance_on_victim_and_at_chance_on_unseen_members():
         shadows.append(train_or_load(TASK, cfg, data, f"shadow_{i}", splits.shadow_in[i], q, cache))
     shadow_resp = Responses.concat([s.responses[cfg.epochs] for s in shadows])
     shadow_membership = np.concatenate([splits.eval_membership] * cfg.n_shadows)
-    training = AttackTraining(cfg.attack_hidden, cfg.attack_train_epochs, cfg.attack_lr, seed=cfg.seed)
 
     def auc(target) -> dict[str, float]:
         out = score_attacks(fit_attacks(build_attacks(TASK, cfg), shadow_resp, shadow_membership),

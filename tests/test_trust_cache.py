@@ -7,7 +7,6 @@ access to the folder would); links and FIFOs are made in temp folders (never rea
 """
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sqlite3
@@ -22,7 +21,6 @@ import pytest
 
 from core.experiment import pipeline, roles
 from core.experiment.cache import ArtifactCache
-from core.experiment.cache_store import SafeDisk
 from core.foundations.errors import CacheUnusableError, LockFileError
 from core.foundations.locks import KeyLock, hold
 from core.tasks import get_task

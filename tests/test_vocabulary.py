@@ -6,7 +6,6 @@ the text a user reads, not the source."""
 import re
 from pathlib import Path
 
-import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
