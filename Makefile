@@ -23,7 +23,7 @@ test: venv
 
 # ruff (pyflakes + import order) and mypy against .ci/mypy_baseline.txt; .ci/run runs it before the suite
 lint: venv
-	$(PY) -m ruff check core mia_explorer ui app_pages app.py
+	$(PY) -m ruff check core mia_explorer ui app_pages app.py tests bench examples
 	$(PY) .ci/mypy_check.py
 
 bench: venv

@@ -56,7 +56,6 @@ def tiny_image_runs(built_once, isolated_cache, monkeypatch):
     its cache holds ``repeats`` (1 or 2) paired FFNN/RNN repeats of it with the Defenses page's
     default curves, copied from a build made once per test run instead of trained per test."""
     import streamlit as st
-
     from shared_runs import build_tiny_image_runs, use_tiny_image_preset
 
     def cache(repeats):

@@ -3,8 +3,6 @@
 ``python -m core analyze --cached`` writes the same data as JSON."""
 from __future__ import annotations
 
-from core.foundations.version import unstamped
-
 import json
 import subprocess
 import sys
@@ -19,6 +17,7 @@ from core.analyses.analysis_results import Vulnerability
 from core.experiment.pipeline import load_models, run_experiment
 from core.experiment.results import RunSummary
 from core.foundations.errors import NotCachedError
+from core.foundations.version import unstamped
 from core.tasks import get_task
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,6 +1,5 @@
 """The "why" analyses: scatter boundaries, quadrant search, verdicts, sequential training, the
 analyze CLI and the Analyses page."""
-from core.foundations.version import unstamped
 import dataclasses
 import json
 import subprocess
@@ -13,13 +12,14 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from core.analyses import analysis, own_models
-from core.analyses import verdicts as analysis_verdicts
 from core.analyses import registry as analysis_registry
+from core.analyses import verdicts as analysis_verdicts
 from core.analyses.analyses_json import AnalysesResults
 from core.analyses.analysis_results import MemberMeans, Quadrant, Scatter, Vulnerability
-from core.foundations.errors import ConfigError
 from core.experiment.pipeline import run_experiment
 from core.experiment.results import RunRecords, RunSummary
+from core.foundations.errors import ConfigError
+from core.foundations.version import unstamped
 from core.measurement.responses import Responses
 from core.tasks import get_task
 from tests.typed_runs import typed_run

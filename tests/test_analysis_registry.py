@@ -1,7 +1,6 @@
 """One registry per kind: a toy analysis and a toy job kind registered by a test alone
 (``tests/toy_registry.py``) appear end to end — in ``python -m core analyze`` (its JSON, CSV and
 HTML), in the HTML export, as a worker job, and in the page's job list."""
-from core.foundations.version import unstamped
 import json
 import time
 from pathlib import Path
@@ -9,14 +8,15 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.views.plain import plain_markdown
 from core.analyses import analysis
 from core.analyses import registry as analysis_registry
 from core.analyses.analyses_json import AnalysesResults
 from core.foundations.errors import ConfigError
-from core.tasks import get_task
-from core.jobs.manager import DONE, JobManager, job_key
+from core.foundations.version import unstamped
 from core.jobs import worker
+from core.jobs.manager import DONE, JobManager, job_key
+from core.tasks import get_task
+from core.views.plain import plain_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = dict(n_train=40, n_eval=20, epochs=2, n_shadows=1, attack_epochs=(), attack_train_epochs=3)

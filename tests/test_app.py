@@ -3,9 +3,9 @@ import time
 from pathlib import Path
 
 import pytest
+from apptest_fields import set_field
 from streamlit.testing.v1 import AppTest
 
-from apptest_fields import set_field
 from core.tasks import available_tasks, get_task
 from ui.nav import page_files
 

@@ -14,10 +14,24 @@ import pytest
 import torch
 
 from core.attacks.attack_ensemble import FitMember, fit_members
-from core.attacks.shadow_attacks import (AttackTraining, RankHistogramAttack, RecordFeatureAttack, ShadowModelAttack,
-    _fit_classifier, attack_to_bytes, fit_attack_sets, loss_threshold_attack)
+from core.attacks.shadow_attacks import (
+    AttackTraining,
+    RankHistogramAttack,
+    RecordFeatureAttack,
+    ShadowModelAttack,
+    _fit_classifier,
+    attack_to_bytes,
+    fit_attack_sets,
+    loss_threshold_attack,
+)
 from core.experiment.cache import ArtifactCache
-from core.experiment.pipeline import ATTACK_FIT_VERSION, AttackVariant, fitted_attack_variants, fitted_attacks, trained_models
+from core.experiment.pipeline import (
+    ATTACK_FIT_VERSION,
+    AttackVariant,
+    fitted_attack_variants,
+    fitted_attacks,
+    trained_models,
+)
 from core.measurement.metrics import roc_auc
 from core.measurement.responses import Responses
 from core.models.attack import AttackLSTM, AttackMLP, StackedAttackMLP

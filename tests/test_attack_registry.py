@@ -15,14 +15,14 @@ from core.attacks.label_only import GAP_THRESHOLD, correct_counts, fit_count_thr
 from core.attacks.quantile import QuantileRegressor, quantile_scores
 from core.attacks.shadow_attacks import ThresholdAttack
 from core.cli.main import main
+from core.data.image_sources import load_digits_images
 from core.experiment.model_attacks import LabelOnlyAttack, QuantileAttack  # noqa: F401  (registers them)
-from core.measurement.metrics import evaluate_attack, roc_auc
+from core.experiment.results import RunSummary
 from core.measurement.bootstrap import bootstrap_metric
+from core.measurement.metrics import evaluate_attack, roc_auc
 from core.tasks import get_task
 from core.tasks.base import TaskData
-from core.data.image_sources import load_digits_images
 from core.tasks.image import ImageRecords, ImageTask
-from core.experiment.results import RunSummary
 from core.views.run_figures import metrics_table
 
 TINY = ["--set", "n_train=40", "--set", "n_eval=20", "--set", "epochs=2", "--set", "n_shadows=1",

@@ -11,7 +11,8 @@ from scipy import special
 
 from core.analyses import record_views
 from core.analyses.analysis_results import AuditView, CanaryAudit
-from core.measurement import audit, audit_estimators as ae
+from core.measurement import audit
+from core.measurement import audit_estimators as ae
 from core.measurement.metrics import roc_auc
 from core.views import analysis_tables, report
 from core.views.record_view_figures import audit_guesses_figure

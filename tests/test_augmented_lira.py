@@ -14,13 +14,13 @@ from torch import nn
 from core.attacks import registry
 from core.attacks.augmented_lira import augmented_lira_scores, pooled_covariance
 from core.cli.main import main
+from core.data.image_sources import load_digits_images
 from core.experiment.model_attacks import LIRA_AUGMENTED, LIRA_AUGMENTED_ONLINE, AugmentedLiRA, UndefendedQuery
 from core.experiment.pipeline import trained_models
 from core.measurement.metrics import best_threshold, evaluate_attack, roc_auc
 from core.measurement.reference_math import lira_unit_scores
 from core.tasks import get_task
 from core.tasks.base import TaskData
-from core.data.image_sources import load_digits_images
 from core.tasks.image import LABEL_AUGMENTATIONS, ImageRecords, ImageTask, augment_image
 
 

@@ -10,12 +10,13 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from core.analyses import verdicts as analysis_verdicts
-from core.experiment.pipeline import run_experiment
-from core.analyses.repeats import defense_curve_bands as typed_curve_bands, defense_intervals, repeat_config
+from core.analyses.repeats import defense_curve_bands as typed_curve_bands
+from core.analyses.repeats import defense_intervals, repeat_config
 from core.defenses.sweeps import collect_points_repeats
+from core.experiment.pipeline import run_experiment
 from core.experiment.results import DefendedPoint, RunSummary
-from core.tasks import get_task
 from core.measurement.stats import FINDING_VERDICTS
+from core.tasks import get_task
 from core.views.defense_figures import band_caption, defense_curves
 from core.views.training_defense_figures import training_defense_curves
 from tests.typed_runs import typed_run
@@ -154,9 +155,8 @@ def test_repeated_verdicts_on_planted_pairs():
     null = analysis_verdicts.repeated_verdicts([rep(0.6, 0.7), rep(0.7, 0.6), rep(0.65, 0.66)]).to_dict()
     assert null["verdicts"]["rnn_more_vulnerable"]["verdict"]["value"] == "inconclusive"
     # the analyses' HTML export (the Analyses page's button) carries them, with interval and N
-    from core.views.report import html_report
-
     from core.analyses.analyses_json import AnalysesResults
+    from core.views.report import html_report
 
     page = html_report(AnalysesResults.from_dict({"verdicts": {}, "repeats": holds}), {}, "t")
     assert "Verdicts over 6 paired repeats" in page and "<b>holds</b>" in page and "N = 6 repeats" in page

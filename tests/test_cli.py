@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from recompute import assert_attacks_match_records, recomputed
 
 ROOT = Path(__file__).resolve().parent.parent

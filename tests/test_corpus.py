@@ -4,8 +4,25 @@ from __future__ import annotations
 
 import pytest
 
-from core.data.corpus import (ADJ_SUFFIX, AND, COLOURS, DEF_ART, INDEF_ART, NUMBERS, PREPOSITIONS, TIMES, WHILE, WHO,
-    WITH, GrammarError, generate_caption_pairs, generate_captions, lexicon, reserved, translate)
+from core.data.corpus import (
+    ADJ_SUFFIX,
+    AND,
+    COLOURS,
+    DEF_ART,
+    INDEF_ART,
+    NUMBERS,
+    PREPOSITIONS,
+    TIMES,
+    WHILE,
+    WHO,
+    WITH,
+    GrammarError,
+    generate_caption_pairs,
+    generate_captions,
+    lexicon,
+    reserved,
+    translate,
+)
 from core.data.translation_records import tokenize
 
 

@@ -6,7 +6,6 @@ DP-SGD sweep) and two cache entries (a full defended point, a slider's fast poin
 ``tests/data/defense_layouts/make_layouts.py``. Read typed, each is written back byte for byte; the typed code
 run on the same config writes the same layout (every key, in the same order, at every level) and the same
 values of everything that is not measured (the measured numbers depend on the machine's float arithmetic)."""
-from core.foundations.version import unstamped
 import json
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import pytest
 
 from core.defenses.defense_results import DefenseRun
 from core.experiment.results import DefendedPoint
+from core.foundations.version import unstamped
 
 LAYOUTS = Path(__file__).resolve().parent / "data" / "defense_layouts"
 CLI_FILES = ("defend_dirichlet.json", "defend_l2.json", "defend_dpsgd.json")

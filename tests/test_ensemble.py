@@ -5,8 +5,7 @@ import pytest
 import torch
 
 from core.experiment.cache import ArtifactCache
-from core.experiment.executor import ensemble_groups
-from core.experiment.executor import TrainingJob, make_executor
+from core.experiment.executor import TrainingJob, ensemble_groups, make_executor
 from core.experiment.pipeline import run_experiment, trained_models
 from core.tasks import get_task
 
@@ -75,8 +74,8 @@ def test_only_what_can_be_vectorised_is_grouped():
 
 def test_joint_renet_computes_each_member():
     """The joint ReNet with the members placed in it gives each member's logits, and reads back exactly."""
-    from core.models.joint import place_members, read_members
     from core.models.image import JointReNet, ReNet
+    from core.models.joint import place_members, read_members
 
     members = []
     for seed in range(3):

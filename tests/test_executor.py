@@ -8,10 +8,10 @@ import pytest
 import torch
 
 from core.experiment.cache import ArtifactCache
-from core.foundations.errors import ConfigError, WorkerFailedError
 from core.experiment.executor import ProcessExecutor, make_executor
-from core.experiment.roles import train_job
 from core.experiment.pipeline import trained_models
+from core.experiment.roles import train_job
+from core.foundations.errors import ConfigError, WorkerFailedError
 from core.tasks import get_task
 
 TINY = dict(n_train=30, n_eval=10, epochs=2, n_shadows=2, attack_epochs=(1,), attack_train_epochs=3)

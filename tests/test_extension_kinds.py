@@ -12,6 +12,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import pytest
 import torch
+from test_toy_task import BlobsTask  # the toy task: one class, registered below with register_task alone
 
 from core.analyses import analysis
 from core.analyses import registry as analysis_registry
@@ -24,13 +25,12 @@ from core.defenses.defender import Defender
 from core.defenses.registry import OutputMechanism, Parameter
 from core.defenses.spec import DefenseSpec
 from core.experiment.pipeline import run_experiment, trained_models
+from core.jobs.manager import KINDS
+from core.jobs.worker import JobKind, register_job_kind, run_job, unregister_job_kind
 from core.measurement.responses import Responses
 from core.tasks import available_tasks, get_task, register_task, unregister_task
 from core.views.analysis_tables import tables
 from core.views.report import figures_of
-from test_toy_task import BlobsTask  # the toy task: one class, registered below with register_task alone
-from core.jobs.manager import KINDS
-from core.jobs.worker import JobKind, register_job_kind, run_job, unregister_job_kind
 
 
 # ---------------------------------------------------------------------------- a toy attack: one registration

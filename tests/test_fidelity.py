@@ -4,11 +4,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.experiment.fidelity import (confounding_warnings, fidelity_warnings, matched_utility, response_stats,
-    shadow_fidelity, utility_gap)
+from core.experiment.fidelity import (
+    confounding_warnings,
+    fidelity_warnings,
+    matched_utility,
+    response_stats,
+    shadow_fidelity,
+    utility_gap,
+)
 from core.experiment.fidelity_results import ShadowFidelity
-from tests.typed_runs import typed_runs
 from core.measurement.responses import Responses
+from tests.typed_runs import typed_runs
 
 
 def summary(arch, train, val, metric="accuracy", per_epoch=None, attacks_by_epoch=None, fidelity=None, epochs=30):

@@ -10,8 +10,6 @@ alone and printed "reversed" where compare printed "inconclusive"; this test fai
 import copy
 import json
 
-from core.experiment.results import runs as typed_runs
-
 import pytest
 
 from core.analyses.answer import cached_answer
@@ -21,6 +19,7 @@ from core.cli.main import main
 from core.experiment import roles
 from core.experiment.cache import ArtifactCache
 from core.experiment.pipeline import cached_summary
+from core.experiment.results import runs as typed_runs
 from core.views.findings_report import row_cells
 
 TINY = dict(n_train=40, n_eval=20, epochs=2, n_shadows=2, attack_epochs=(1,), attack_train_epochs=3)

@@ -7,8 +7,20 @@ import dataclasses
 import json
 
 from core.analyses.findings import findings_table
-from core.analyses.findings_base import (FINDINGS, DecideBlock, DecideEntry, FindingRow, FindingsTable, MeasuredCell,
-                                         Missing, PaperClaim, RuleCell, RuleVerdict, UtilityGap, finding_row)
+from core.analyses.findings_base import (
+    FINDINGS,
+    DecideBlock,
+    DecideEntry,
+    FindingRow,
+    FindingsTable,
+    MeasuredCell,
+    Missing,
+    PaperClaim,
+    RuleCell,
+    RuleVerdict,
+    UtilityGap,
+    finding_row,
+)
 from core.experiment.cache import ArtifactCache
 from core.measurement.metrics import resolution
 from core.measurement.stats import compare, mean_interval

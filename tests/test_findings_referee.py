@@ -12,15 +12,15 @@ import json
 import numpy as np
 import pytest
 
-from core.analyses.verdicts import repeated_verdicts
-from core.experiment.results import RunSummary
 from core.analyses.answer import cached_answer
 from core.analyses.findings import findings_table
 from core.analyses.repeats import comparison_configs, repeat_config, run_comparison
+from core.analyses.verdicts import repeated_verdicts
 from core.cli.main import main
 from core.experiment import roles
 from core.experiment.cache import ArtifactCache
 from core.experiment.pipeline import cached_summary
+from core.experiment.results import RunSummary
 from core.measurement.stats import compare, decidable_at, power_paired, repeats_for_power
 from core.tasks import get_task
 

@@ -4,8 +4,9 @@ CLI test, recomputing the victim's accuracy in the test process, was served the 
 test instead of its own 24 images)."""
 from pathlib import Path
 
-from core.tasks import get_task
 from test_your_data_folders import TINY_IMAGE, write_class_folders, write_pairs
+
+from core.tasks import get_task
 
 
 def test_an_image_folder_under_another_root_or_with_other_files_is_read_again(tmp_path, monkeypatch):

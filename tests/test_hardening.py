@@ -8,8 +8,6 @@ Ctrl-C; folders from the browser confined to a data root; inter-process locks.
 """
 from __future__ import annotations
 
-from core.foundations.version import unstamped
-
 import gzip
 import io
 import json
@@ -38,12 +36,21 @@ from core.data import multi30k
 from core.experiment.cache import ArtifactCache, dict_with, tensor_shapes
 from core.experiment.cache_store import SafeDisk
 from core.foundations.config import ExperimentConfig, field_range
-from core.foundations.errors import (CacheCorruptionError, ConfigError, DatasetNotFoundError, LockTimeoutError, MIAError,
-    OutputPathError, ResourceLimitError, UnsafeCacheEntryError)
+from core.foundations.errors import (
+    CacheCorruptionError,
+    ConfigError,
+    DatasetNotFoundError,
+    LockTimeoutError,
+    MIAError,
+    OutputPathError,
+    ResourceLimitError,
+    UnsafeCacheEntryError,
+)
 from core.foundations.fileio import check_out_path, write_json_atomically
 from core.foundations.locks import KeyLock, hold
 from core.foundations.memory import cnn_param_count, mlp_agent_param_count
 from core.foundations.paths import DATA_ROOT_ENV, data_root, resolve_data_dir
+from core.foundations.version import unstamped
 from core.measurement.responses import Responses
 from core.tasks import get_task
 from core.tasks.base import TaskData
@@ -834,8 +841,9 @@ def test_threads_exclude_each_other_and_keys_are_independent(tmp_path):
 
 def test_float32_on_a_gpu_is_not_tf32():
     """precision float32 must mean float32 on a GPU too (cuDNN convolutions default to TF32)."""
-    import core.foundations.device  # noqa: F401  (importing it sets the TF32 flags under test)
     import torch
+
+    import core.foundations.device  # noqa: F401  (importing it sets the TF32 flags under test)
 
     assert torch.backends.cudnn.allow_tf32 is False and torch.backends.cuda.matmul.allow_tf32 is False
 

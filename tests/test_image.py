@@ -4,17 +4,23 @@ import numpy as np
 import pytest
 import torch
 
-from core.attacks.shadow_attacks import (AttackTraining, ShadowModelAttack, entropy_threshold_attack, fit_attacks,
-                                         loss_threshold_attack, score_attacks)
+from core.attacks.shadow_attacks import (
+    AttackTraining,
+    ShadowModelAttack,
+    entropy_threshold_attack,
+    fit_attacks,
+    loss_threshold_attack,
+    score_attacks,
+)
+from core.data.image_sources import load_cifar10
 from core.experiment.cache import ArtifactCache
-from core.foundations.errors import DatasetNotFoundError
-from core.models import count_params
-from core.models.image import ReNet, renet_param_count
 from core.experiment.pipeline import run_experiment
 from core.experiment.roles import make_splits, train_or_load
+from core.foundations.errors import DatasetNotFoundError
 from core.measurement.responses import Responses
+from core.models import count_params
+from core.models.image import ReNet, renet_param_count
 from core.tasks import get_task
-from core.data.image_sources import load_cifar10
 
 TINY = dict(n_train=100, n_eval=100, epochs=40, n_shadows=3, attack_epochs=(), attack_train_epochs=60)
 

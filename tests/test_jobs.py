@@ -10,16 +10,16 @@ import time
 from pathlib import Path
 
 import pytest
-from streamlit.testing.v1 import AppTest
-
 from apptest_fields import set_fields
 from job_events import record_job_events
-from core.views.plain import plain_markdown
+from streamlit.testing.v1 import AppTest
+
 from core.defenses.sensitivity import cached_sensitivity
 from core.experiment.pipeline import cached_summary
 from core.experiment.results import DefendedPoint
-from core.tasks import get_task
 from core.jobs.manager import CANCELLED, DONE, JobManager, job_key
+from core.tasks import get_task
+from core.views.plain import plain_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = "app_pages/1_Train_and_attack.py"

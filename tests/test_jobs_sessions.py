@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.tasks import get_task
 from core.jobs.manager import CANCELLED, QUEUED, RUNNING, JobManager, JobQuotaError, SessionJobs
+from core.tasks import get_task
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = dict(n_train=40, n_eval=20, epochs=2, n_shadows=1, attack_epochs=(), attack_train_epochs=3)

@@ -3,12 +3,18 @@ import numpy as np
 import pytest
 import torch
 
-from core.attacks.shadow_attacks import (AttackTraining, ShadowModelAttack, _fit_classifier, entropy_threshold_attack,
-    fit_attack_sets, loss_threshold_attack)
+from core.attacks.shadow_attacks import (
+    AttackTraining,
+    ShadowModelAttack,
+    _fit_classifier,
+    entropy_threshold_attack,
+    fit_attack_sets,
+    loss_threshold_attack,
+)
 from core.measurement.metrics import roc_auc
+from core.measurement.responses import Responses
 from core.models.attack import AttackLSTM, AttackMLP, JointAttack
 from core.models.joint import block_places, member_index, place_members
-from core.measurement.responses import Responses
 
 
 def _members(kind, e_n=3, in_dim=5, hidden=7):

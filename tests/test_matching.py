@@ -4,12 +4,19 @@ import json
 
 import pytest
 
+from core.analyses.matching import (
+    PlannedRepeat,
+    PlannedStop,
+    first_epoch_reaching,
+    matched_plan,
+    run_matched,
+    stopped_config,
+    stopping_point,
+)
+from core.analyses.repeats import comparison_configs
 from core.experiment import roles
 from core.experiment.results import RunSummary
 from core.foundations.config import ConfigError
-from core.analyses.matching import (PlannedRepeat, PlannedStop, first_epoch_reaching, matched_plan, run_matched,
-                                    stopped_config, stopping_point)
-from core.analyses.repeats import comparison_configs
 
 # small but learning: the CNN passes the ReNet's final validation accuracy before its last epoch
 TINY = dict(n_train=150, n_eval=40, epochs=6, n_shadows=1, attack_epochs=(), attack_train_epochs=3)

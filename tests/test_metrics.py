@@ -3,8 +3,17 @@ import pytest
 from sklearn.metrics import roc_auc_score
 from sklearn.metrics import roc_curve as sk_roc_curve
 
-from core.measurement.metrics import (EpsilonBound, best_threshold, clopper_pearson, empirical_epsilon, empirical_epsilon_rows,
-    evaluate_attack, roc_auc, roc_curve, tpr_at_fpr)
+from core.measurement.metrics import (
+    EpsilonBound,
+    best_threshold,
+    clopper_pearson,
+    empirical_epsilon,
+    empirical_epsilon_rows,
+    evaluate_attack,
+    roc_auc,
+    roc_curve,
+    tpr_at_fpr,
+)
 
 CASES = [
     (np.array([0.9, 0.8, 0.7, 0.6, 0.55, 0.4, 0.3, 0.2]), np.array([1, 1, 0, 1, 0, 1, 0, 0])),

@@ -6,12 +6,23 @@ import numpy as np
 import pytest
 import torch
 
-from core.models.navigation import LSTMAgent, build_agent, count_params
-from core.data.planner import (DOOR, EMPTY, FORWARD, GOAL, LEFT, RIGHT, TOGGLE, WALL, PlannerCache, distance_map,
-    optimal_policy)
-from core.training.ppo import PPOSettings, train_ppo
 from core.data.minigrid import MapEnv, MapVecEnv, StartRoomCurriculum
+from core.data.planner import (
+    DOOR,
+    EMPTY,
+    FORWARD,
+    GOAL,
+    LEFT,
+    RIGHT,
+    TOGGLE,
+    WALL,
+    PlannerCache,
+    distance_map,
+    optimal_policy,
+)
+from core.models.navigation import LSTMAgent, build_agent, count_params
 from core.tasks.navigation import rollout_maps
+from core.training.ppo import PPOSettings, train_ppo
 
 N2 = "MiniGrid-MultiRoom-N2-S4-v0"
 

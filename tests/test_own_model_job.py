@@ -8,16 +8,16 @@ import json
 import numpy as np
 import pytest
 import torch
+from job_events import record_job_events
+from test_user_audit import SmallCNN, digits_folder, fit, sklearn_table, timm_on_digits
 
 from core.analyses.user_audit import utility_estimates, utility_loss_estimate
 from core.audit import AuditResult, audit
 from core.foundations.errors import ConfigError
 from core.foundations.version import unstamped
-from core.models.kinds.preprocess import read_preprocess
-from job_events import record_job_events
-from test_user_audit import SmallCNN, digits_folder, fit, sklearn_table, timm_on_digits
 from core.jobs.manager import CANCELLED, DONE, FAILED, JobManager, SessionJobs
 from core.jobs.own_model_audit import KIND, AuditParams, AuditRequest, restored_audit, stored_audit
+from core.models.kinds.preprocess import read_preprocess
 
 #: the longest a tiny audit may take in a worker on a loaded machine (a wait that ends on the job's end, not a sleep)
 JOB_TIMEOUT_S = 600

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from shared_runs import use_tiny_image_preset
 
 from core.cli.main import main
 from core.cli.progress import Progress
 from core.foundations.errors import ResultFormatError
 from core.foundations.version import SCHEMAS, VERSION, schema_of, stamped
-from shared_runs import use_tiny_image_preset
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -12,9 +12,9 @@ import pytest
 import torch
 
 from core.experiment.cache import ArtifactCache
+from core.experiment.pipeline import run_experiment
 from core.foundations.errors import TrainingDivergedError
 from core.measurement.metrics import evaluate_attack, roc_auc
-from core.experiment.pipeline import run_experiment
 from core.tasks import get_task
 from core.tasks.image import ImageTask
 

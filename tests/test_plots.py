@@ -6,16 +6,16 @@ import numpy as np
 import pytest
 
 from core.experiment.pipeline import run_experiment
-from core.tasks import get_task
-from core.views.comparison_tables import strongest_attacks_table
-from core.views.map_figures import navigation_map
-from core.tasks.examples import NavigationExamples
 from core.experiment.results import RepeatsBlock
 from core.measurement.bootstrap import RocBand
+from core.tasks import get_task
+from core.tasks.examples import NavigationExamples
+from core.views.comparison_tables import strongest_attacks_table
+from core.views.map_figures import navigation_map
 from core.views.repeat_figures import repeats_table, roc_band_figure
 from core.views.run_figures import ecdf_points, entropy_comparison, metrics_table, roc_curves, roc_loglog, thin_roc
-from tests.typed_runs import typed_runs
 from core.views.style import AXIS_TITLE_PX, LEGEND_ROW_PX, legend_rows
+from tests.typed_runs import typed_runs
 
 
 def summary(arch, n, rng, separation=1.0):

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from recompute import assert_attacks_match_records
 
-from core.views.plain import shown_text
 from core.cli.main import main
 from core.foundations.errors import ConfigError
 from core.foundations.plugins import PLUGIN_ENV
 from core.foundations.task_registry import REGISTRY, available_tasks, get_task, unload_plugins
+from core.views.plain import shown_text
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE = ROOT / "examples" / "plugin_task.py"

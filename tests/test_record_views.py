@@ -18,19 +18,19 @@ from streamlit.testing.v1 import AppTest
 
 from core.analyses import analysis, record_views
 from core.analyses import verdicts as analysis_verdicts
-from core.measurement import audit, budget, exposure, slices
-from core.views import report
-from core.experiment.cache import ArtifactCache
-from core.foundations.errors import ConfigError
-from core.experiment.pipeline import trained_models
-from core.experiment.results import RunSummary
-from core.experiment.reference_attacks import lira_scores, online_lira, reference_inputs
 from core.analyses.analysis_results import AuditView, SlicesView
 from core.analyses.repeats import repeat_config
+from core.experiment.cache import ArtifactCache
+from core.experiment.pipeline import trained_models
+from core.experiment.reference_attacks import lira_scores, online_lira, reference_inputs
+from core.experiment.results import RunSummary
+from core.foundations.errors import ConfigError
 from core.foundations.version import stamped
+from core.measurement import audit, budget, exposure, slices
 from core.measurement.responses import Responses
-from tests.typed_runs import typed_run
 from core.tasks import get_task
+from core.views import report
+from tests.typed_runs import typed_run
 
 
 # ---------------------------------------------------------------------------- exposure

@@ -7,9 +7,19 @@ import pytest
 from scipy import stats
 
 from core.attacks.shadow_attacks import attack_to_bytes, load_attack_bytes
+from core.experiment.reference_attacks import (
+    ReferenceAttack,
+    aligned,
+    fit_reference_attacks,
+    lira_global_variance,
+    lira_scores,
+    online_lira,
+    reference_inputs,
+    rmia_scores,
+    score_reference_attacks,
+    step_logit_confidence,
+)
 from core.measurement.metrics import roc_auc
-from core.experiment.reference_attacks import (ReferenceAttack, aligned, lira_global_variance, lira_scores,
-    fit_reference_attacks, online_lira, reference_inputs, rmia_scores, score_reference_attacks, step_logit_confidence)
 from core.measurement.responses import Responses
 
 

@@ -9,19 +9,26 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from recompute import assert_attacks_match_records
 
-from core.defenses import registry as defense_registry
 from core.cli.main import build_parser, main
-from core.defenses.registry import (OutputMechanism, Parameter, TrainingDefense, get_training, register_training,
-    training_names, unregister_training)
+from core.defenses import registry as defense_registry
+from core.defenses.registry import (
+    OutputMechanism,
+    Parameter,
+    TrainingDefense,
+    get_training,
+    register_training,
+    training_names,
+    unregister_training,
+)
 from core.defenses.spec import DefenseSpec
+from core.defenses.sweeps import accuracy_bound_curve, check_sweep, sweep_runs
+from core.experiment.pipeline import trained_models
+from core.foundations.config import config_changes, parse_values
 from core.foundations.errors import ConfigError
 from core.measurement.responses import Responses
-from core.foundations.config import config_changes, parse_values
-from core.experiment.pipeline import trained_models
-from core.defenses.sweeps import accuracy_bound_curve, check_sweep, sweep_runs
 from core.tasks import get_task
-from recompute import assert_attacks_match_records
 
 TINY = ["--set", "n_train=40", "--set", "n_eval=20", "--set", "epochs=2", "--set", "n_shadows=1",
         "--set", "attack_epochs=1", "--set", "attack_train_epochs=3"]

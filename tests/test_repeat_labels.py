@@ -8,10 +8,10 @@ from core.analyses.repeats import comparison_configs, comparison_json, repeat_co
 from core.experiment.pipeline import run_experiment
 from core.experiment.results import RunSummary
 from core.measurement.stats import Estimate
-from core.views.run_figures import overview_table
-from core.views.style import with_ci
 from core.views.repeat_figures import RepeatsView
 from core.views.report import run_report_html
+from core.views.run_figures import overview_table
+from core.views.style import with_ci
 
 
 def test_cached_repeats_are_shown_after_a_reload_and_repeat_0_is_labelled():

@@ -5,10 +5,17 @@ import json
 import numpy as np
 import pytest
 
+from core.analyses.repeats import (
+    comparison_configs,
+    repeat_config,
+    repeat_configs,
+    repeat_seed,
+    repeats_block,
+    run_comparison,
+    run_repeats,
+)
 from core.experiment import roles
 from core.foundations.config import ConfigError
-from core.analyses.repeats import (comparison_configs, repeat_config, repeat_configs, repeat_seed, repeats_block,
-    run_comparison, run_repeats)
 from core.tasks import get_task
 
 TINY = dict(n_train=40, n_eval=20, epochs=2, n_shadows=1, attack_epochs=(1,), attack_train_epochs=3)
@@ -170,9 +177,8 @@ def test_defend_repeats_gives_intervals_over_repeats_and_over_draws(tmp_path, ca
 
 
 def test_defense_curve_draws_the_interval_when_a_point_has_one():
-    from core.views.defense_figures import defense_curves
-
     from core.experiment.results import DefendedPoint
+    from core.views.defense_figures import defense_curves
 
     def attack(acc, sd):
         return {"name": "shadow", "accuracy": acc, "accuracy_std": sd, "advantage": 2 * acc - 1, "auc": acc,

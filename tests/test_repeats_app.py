@@ -3,13 +3,13 @@ the paired differences and the three-valued verdicts; the HTML report shows them
 from pathlib import Path
 
 import pytest
+from apptest_fields import set_fields
 from streamlit.testing.v1 import AppTest
 
-from apptest_fields import set_fields
 from core.analyses.matching import run_matched
+from core.analyses.repeats import comparison_configs, repeat_configs, run_comparison
 from core.experiment.pipeline import run_experiment
 from core.experiment.results import RunSummary
-from core.analyses.repeats import comparison_configs, repeat_configs, run_comparison
 from core.tasks import get_task
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,10 +49,9 @@ def test_page_offers_missing_repeats_then_shows_verdicts():
 
 def test_report_shows_the_paired_comparison(tiny_image_runs, monkeypatch):
     """On the shared two tiny repeats (tests/shared_runs.py: the same config as ``TINY``), read from the cache."""
+    from core.experiment import roles
     from core.views.report import run_report_html as report_html
     from ui.results import repeats_view
-
-    from core.experiment import roles
 
     tiny_image_runs(2)
     # every training, one by one or as an ensemble, records its epochs: none may start here

@@ -9,15 +9,15 @@ import json
 
 import pytest
 
-from core.experiment.cache import ArtifactCache
+from core.analyses.repeats import defense_intervals, repeat_config, repeats_block
 from core.defenses.defender import Defender
 from core.defenses.spec import DefenseSpec
-from core.foundations.errors import MIAError, ResultFormatError
-from core.experiment.pipeline import cached_summary, run_experiment, trained_models
-from core.analyses.repeats import defense_intervals, repeat_config, repeats_block
-from core.experiment.results import AttackResult, DefendedPoint, DefenseBaseline, RunSummary
-from core.measurement.metrics import EpsilonBound
 from core.defenses.sweeps import baseline_of, point_of
+from core.experiment.cache import ArtifactCache
+from core.experiment.pipeline import cached_summary, run_experiment, trained_models
+from core.experiment.results import AttackResult, DefendedPoint, DefenseBaseline, RunSummary
+from core.foundations.errors import MIAError, ResultFormatError
+from core.measurement.metrics import EpsilonBound
 from core.tasks import get_task
 
 #: the smallest runs of each task (tests/test_app.py's sizes); translation with two shadows for LiRA and RMIA

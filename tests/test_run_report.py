@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from core.analyses import analyses_view
-from core.views import report
 from core.experiment.pipeline import run_experiment
 from core.foundations.errors import ConfigError, NotCachedError
 from core.tasks import get_task
+from core.views import report
 
 ROOT = Path(__file__).resolve().parent.parent
 #: two shadows: LiRA and RMIA (and so the exposure view and the reference budget) need two references

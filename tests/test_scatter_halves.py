@@ -2,8 +2,8 @@
 non-members, and the RNN separates them more. One run states both with its numbers and
 "inconclusive (one repeat)"; over repeats, each architecture's gap gets its interval and the paired
 FFNN − RNN gap its verdict."""
-from core.analyses import verdicts as analysis_verdicts
 from core.analyses import registry as analysis_registry
+from core.analyses import verdicts as analysis_verdicts
 from core.analyses.analysis_results import MemberMeans, Quadrant, Scatter
 
 

@@ -10,8 +10,6 @@ IN/OUT masks (offline and online LiRA, RMIA, the AUC comparisons), so every part
 """
 from __future__ import annotations
 
-from core.foundations.version import unstamped
-
 import csv
 import json
 import math
@@ -21,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from core.cli.main import main
+from core.foundations.version import unstamped
 
 GOLDEN = Path(__file__).resolve().parent / "data" / "scores_cli_golden.json"
 

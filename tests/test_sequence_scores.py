@@ -5,10 +5,21 @@ import numpy as np
 import pytest
 import torch
 
-from core.attacks import registry
 import core.experiment.model_attacks  # noqa: F401  (registers the models-stage attacks, reference_ratio among them)
-from core.attacks.sequence_scores import (MIN_K, ZLIB_FEATURE, min_k_attack, min_k_mean, min_k_plus_plus_attack,
-    min_k_plus_plus_scores, min_k_scores, reference_ratio_scores, zlib_attack, zlib_length, zlib_scores)
+from core.attacks import registry
+from core.attacks.sequence_scores import (
+    MIN_K,
+    ZLIB_FEATURE,
+    min_k_attack,
+    min_k_mean,
+    min_k_plus_plus_attack,
+    min_k_plus_plus_scores,
+    min_k_scores,
+    reference_ratio_scores,
+    zlib_attack,
+    zlib_length,
+    zlib_scores,
+)
 from core.attacks.shadow_attacks import attack_to_bytes, load_attack_bytes, loss_threshold_attack
 from core.measurement.metrics import evaluate_attack
 from core.measurement.responses import FULL_VECTOR_LIMIT, Responses

@@ -7,11 +7,29 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
+from core.measurement.bootstrap import (
+    RocBand,
+    _jackknife,
+    _metric_rows,
+    bootstrap_metric,
+    low_fpr_note,
+    roc_band_bootstrap,
+    roc_band_repeats,
+)
 from core.measurement.metrics import roc_auc, roc_curve, tpr_at_fpr
-from core.measurement.bootstrap import (RocBand, _jackknife, _metric_rows, bootstrap_metric, low_fpr_note,
-    roc_band_bootstrap, roc_band_repeats)
-from core.measurement.stats import (Comparison, Estimate, PairedDifference, Verdict, min_repeats_for, compare,
-    interval_from_moments, mean_interval, paired_difference, sign_flip_pvalue, verdict)
+from core.measurement.stats import (
+    Comparison,
+    Estimate,
+    PairedDifference,
+    Verdict,
+    compare,
+    interval_from_moments,
+    mean_interval,
+    min_repeats_for,
+    paired_difference,
+    sign_flip_pvalue,
+    verdict,
+)
 
 
 def test_t_interval_covers_the_true_mean_at_the_stated_rate():

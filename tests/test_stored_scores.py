@@ -15,8 +15,7 @@ from core.defenses.defense_results import per_record_for_json as _for_json
 from core.defenses.spec import DEFENSE_SCHEMA, DefenseSpec
 from core.experiment.cache import ArtifactCache
 from core.experiment.pipeline import record_signals
-from core.measurement.metrics import (LOW_FPRS, empirical_epsilon, evaluate_attack, roc_auc, scores_for_json,
-                                      tpr_at_fpr)
+from core.measurement.metrics import LOW_FPRS, empirical_epsilon, evaluate_attack, roc_auc, scores_for_json, tpr_at_fpr
 from core.measurement.responses import Responses
 
 

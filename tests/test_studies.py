@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from core.measurement import studies
 from core.analyses.registry import names as analysis_names
 from core.defenses import gpm
 from core.defenses.registry import get as get_mechanism
 from core.defenses.sweeps import study_recipe_epsilons
 from core.experiment.results import DefendedPoint, DefenseBaseline
+from core.measurement import studies
 from core.tasks import available_tasks, get_task
 from core.views.defense_figures import MEASURABLE_COLUMNS, NOT_MEASURED, defense_table, defense_table_display
 from core.views.training_defense_figures import dpsgd_recipe_table

@@ -10,20 +10,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from recompute import assert_attacks_match_records
 
-from core.views.plain import shown_text
 from core.analyses import analysis
 from core.analyses import registry as analysis_registry
+from core.data.csv_table import LIMITS, CsvLimits, parse_csv, read_csv_bytes
 from core.defenses.defender import Defender
 from core.defenses.spec import DefenseSpec
 from core.defenses.sweeps import check_sweep
 from core.experiment.pipeline import run_experiment, trained_models
-from core.measurement.metrics import roc_auc, tpr_at_fpr
 from core.foundations.errors import ConfigError, DatasetNotFoundError
+from core.measurement.metrics import roc_auc, tpr_at_fpr
 from core.models.tabular import lstm_param_count, mlp_param_count
 from core.tasks import available_tasks, get_task
-from core.data.csv_table import LIMITS, CsvLimits, parse_csv, read_csv_bytes
-from recompute import assert_attacks_match_records
+from core.views.plain import shown_text
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = {"n_train": 40, "n_eval": 20, "epochs": 2, "n_shadows": 1, "attack_epochs": (), "attack_train_epochs": 3}

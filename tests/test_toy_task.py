@@ -6,18 +6,18 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from recompute import assert_attacks_match_records
 from torch import nn
 
 from core.analyses import analysis
-from core.foundations.config import ExperimentConfig, bounded, check_fields
 from core.defenses.defender import Defender
 from core.defenses.spec import DefenseSpec
-from core.foundations.errors import ConfigError
 from core.experiment.pipeline import run_experiment, trained_models
+from core.foundations.config import ExperimentConfig, bounded, check_fields
+from core.foundations.errors import ConfigError
 from core.measurement.responses import Responses
 from core.tasks import available_tasks, get_task, register_task, unregister_task
 from core.tasks.base import Task, TaskData
-from recompute import assert_attacks_match_records
 from core.training.loop import PrivacySettings, build_optimizer, seeded_generator, train_epochs
 
 FEATURES = 6

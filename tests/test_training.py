@@ -12,27 +12,27 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from core.training import loop as training
-from core.experiment.cache import ArtifactCache
 from core.cli.main import main
 from core.data.corpus import generate_captions
-from core.training import dpsgd
+from core.data.translation_records import build_records
+from core.defenses.defense_results import DefenseRun
+from core.defenses.registry import training_names
+from core.defenses.sweeps import check_sweep, expected_sweep, point_config, run_cost_s, sweep
+from core.experiment.cache import ArtifactCache
+from core.experiment.pipeline import trained_models
+from core.experiment.roles import model_from_weights, seed_everything, train_model
 from core.foundations.errors import ConfigError
 from core.models.image import GridLSTM
 from core.models.navigation import build_agent
-from core.experiment.pipeline import trained_models
-from core.experiment.roles import model_from_weights, seed_everything, train_model
-from core.defenses.registry import training_names
-from core.defenses.defense_results import DefenseRun
-from tests.conftest import cpu_has_bf16_lstm
-from tests.typed_runs import typed_run
-from core.defenses.sweeps import check_sweep, expected_sweep, point_config, run_cost_s, sweep
+from core.models.translation import PAD
 from core.tasks import get_task
 from core.tasks.base import TaskData
-from core.data.translation_records import build_records
-from core.models.translation import PAD
 from core.tasks.translation import _batch
+from core.training import dpsgd
+from core.training import loop as training
 from core.training.loop import Batch, PrivacySettings, TrainingRecord, build_optimizer, privatize, train_epochs
+from tests.conftest import cpu_has_bf16_lstm
+from tests.typed_runs import typed_run
 
 IMAGE_TINY = dict(n_train=40, n_eval=20, epochs=2, n_shadows=1, attack_epochs=(), attack_train_epochs=5, batch_size=16)
 

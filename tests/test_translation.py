@@ -9,19 +9,19 @@ import pytest
 import torch
 
 from core.attacks.shadow_attacks import fit_attacks, score_attacks
-from core.experiment.pipeline import build_attacks
-from core.experiment.cache import ArtifactCache
 from core.data.corpus import generate_captions
+from core.data.multi30k import load_multi30k
+from core.data.translation_records import Vocab, build_records, detokenize, tokenize
+from core.experiment.cache import ArtifactCache
+from core.experiment.pipeline import build_attacks
+from core.experiment.roles import make_splits, train_or_load
 from core.foundations.errors import ConfigError, DatasetNotFoundError
+from core.measurement.responses import Responses
 from core.models import count_params
 from core.models.translation import LuongSeq2Seq, TransformerSeq2Seq, match_transformer
-from core.data.multi30k import load_multi30k
-from core.experiment.roles import make_splits, train_or_load
-from core.measurement.responses import Responses
 from core.tasks import get_task
 from core.tasks.base import TaskData
 from core.tasks.examples import TranslationExamples
-from core.data.translation_records import Vocab, build_records, detokenize, tokenize
 from core.tasks.translation import bleu_features
 
 TASK = get_task("translation")

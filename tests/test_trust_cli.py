@@ -18,13 +18,13 @@ import pytest
 import torch
 from scipy import special
 
-from core.views.plain import shown_text
 from core.cli import common as cli_common
 from core.cli import main as cli
 from core.cli import output as cli_output
 from core.foundations import fileio
 from core.foundations.errors import ConfigError, DatasetNotFoundError, OutputPathError
 from core.measurement.metrics import roc_auc
+from core.views.plain import shown_text
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = ["--set", "n_train=40", "--set", "n_eval=20", "--set", "epochs=2", "--set", "n_shadows=1",

@@ -12,14 +12,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.views.plain import shown_text
 from core.cli import main as cli
+from core.data.image_sources import load_cifar10
 from core.experiment.cache import ArtifactCache
 from core.foundations.environment import VARIABLES, check_environment, env_value
 from core.foundations.errors import CacheUnusableError, ConfigError, DatasetNotFoundError
 from core.tasks import get_task
-from core.data.image_sources import load_cifar10
 from core.tasks.image import ImageTask
+from core.views.plain import shown_text
 
 ROOT = Path(__file__).resolve().parent.parent
 T = ["--preset", "quick", "--set", "epochs=2", "--set", "n_train=40", "--set", "n_eval=40",

@@ -19,8 +19,7 @@ from core.data.image_folder import list_image_folder, read_image_folder
 from core.data.text_pairs import load_text_pairs
 from core.experiment.user_model import user_weights
 from core.foundations.errors import ConfigError, DatasetNotFoundError
-from core.foundations.user_files import (parse_member_ids, read_user_file, sha256_hex, store_upload,
-    user_file_path)
+from core.foundations.user_files import parse_member_ids, read_user_file, sha256_hex, store_upload, user_file_path
 from core.tasks import get_task
 
 

@@ -12,10 +12,10 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from core.cli import main as cli
 from core.analyses.analysis import analyze
 from core.analyses.own_models import memorization
 from core.analyses.record_views import canary_audit
+from core.cli import main as cli
 from core.defenses.defender import Defender
 from core.defenses.spec import DefenseSpec
 from core.defenses.sweeps import check_sweep

@@ -17,14 +17,14 @@ import numpy as np
 import pytest
 import torch
 from PIL import Image
+from recompute import assert_attacks_match_records
 
 from core.data.image_folder import list_image_folder, read_image_folder
+from core.data.text_pairs import load_text_pairs
 from core.experiment.cache import ArtifactCache
 from core.experiment.pipeline import trained_models
-from core.data.text_pairs import load_text_pairs
 from core.foundations.errors import ConfigError, DatasetNotFoundError
 from core.tasks import get_task
-from recompute import assert_attacks_match_records
 
 ROOT = Path(__file__).resolve().parent.parent
 #: a matched tiny pair on 8×8 images: CNN 7,922 vs ReNet 7,586 parameters (colour, 2 classes)

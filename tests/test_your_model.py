@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.views.plain import shown_text
 from core.experiment.data_preview import preview_data
 from core.foundations.errors import ConfigError
 from core.foundations.user_files import MAX_UPLOADS, UPLOAD_FOLDER, store_upload
 from core.tasks import get_task
+from core.views.plain import shown_text
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = "app_pages/6_Your_model.py"

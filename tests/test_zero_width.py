@@ -112,8 +112,8 @@ def test_f3_gives_no_verdict_from_repeats_that_all_gave_the_same_accuracy():
 def test_an_exposure_fpr_finer_than_the_non_members_is_named_zero_false_positives():
     """With 12 non-members the exposure thresholds at FPR 1 % and 0.1 % are both the highest non-member
     score: the report's table and the figure said "1.0%" and "0.1%" for the same operating point."""
-    from core.measurement.exposure import fpr_label, quadrants
     from core.analyses.analysis_results import ExposureView
+    from core.measurement.exposure import fpr_label, quadrants
     from core.views.record_view_figures import exposure_figure
     from core.views.run_text import exposure_table
 

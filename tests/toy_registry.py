@@ -12,8 +12,8 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
-from core.analyses.verdicts import RunVerdict
 from core.analyses.registry import Analysis, AnalysisRun, register_analysis, unregister_analysis
+from core.analyses.verdicts import RunVerdict
 from core.foundations.progress import ProgressTracker
 from core.jobs.worker import JobKind, register_job_kind, unregister_job_kind
 

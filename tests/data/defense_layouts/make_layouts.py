@@ -10,6 +10,7 @@ from pathlib import Path
 
 out = Path(sys.argv[1]); out.mkdir(parents=True, exist_ok=True)
 from core.cli.main import main
+
 TINY = ["--set", "n_train=40", "--set", "n_eval=20", "--set", "epochs=2", "--set", "n_shadows=2",
         "--set", "attack_epochs=1", "--set", "attack_train_epochs=3"]
 base = ["defend", "--task", "image", "--arch", "ffnn", *TINY, "--quiet"]
@@ -23,6 +24,7 @@ from core.defenses.spec import DefenseSpec
 from core.experiment.cache import ArtifactCache
 from core.experiment.pipeline import trained_models
 from core.tasks import get_task
+
 cfg = get_task("image").make_config("ffnn", "quick", {"n_train": 40, "n_eval": 20, "epochs": 2, "n_shadows": 2,
                                                       "attack_epochs": (1,), "attack_train_epochs": 3})
 cache = ArtifactCache()
