@@ -78,6 +78,7 @@ def _summary(folder: str, config_hash: str, _cfg: ExperimentConfig) -> RunSummar
     run = cached_run(_cfg)  # checked against core.experiment.results' schema as it left the cache
     if run is None:
         raise _NotCached
+    _ = run.per_record  # parsed once, here: the page cache keeps it with the run, so a warm open does not parse it again
     return run
 
 
