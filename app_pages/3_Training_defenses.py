@@ -22,7 +22,6 @@ from core.defenses.sweeps import (
 from core.defenses.utility_cost import question as utility_cost_question
 from core.defenses.utility_cost import sweep_utility_cost
 from core.defenses.utility_cost import table_rows as utility_cost_rows
-from core.experiment.results import RunSummary
 from core.foundations.config import MAX_REPEATS, ExperimentConfig, config_changes, field_range, parse_values
 from core.foundations.errors import MIAError
 from core.foundations.names import ARCH_NAMES as ARCH_LABELS
@@ -131,17 +130,12 @@ all_runs = [(r, arch, v, cfg, repeat_summaries[r][(arch, v)])
 missing = [cfg for _, _, _, cfg, s in all_runs if s is None]
 manager = job_manager()
 
-
-def cost_s(summary: RunSummary | None) -> float | None:
-    """:func:`run_cost_s` of a cached run, None for one not cached."""
-    return None if summary is None else run_cost_s(summary)
-
-
 # what this machine measured: the cost of every cached point of this sweep and of the undefended runs
 # (core.defenses.sweeps.run_cost_s), the basis of the time announced before the click and left during the sweep
-measured_points = {arch: [cost_s(summaries[(arch, v)]) for v, _ in rs[1:] if summaries[(arch, v)] is not None]
+measured_points = {arch: [run_cost_s(known) for v, _ in rs[1:] if (known := summaries[(arch, v)]) is not None]
                    for arch, rs in runs.items()}
-measured_baseline = {arch: cost_s(summaries[(arch, None)]) for arch in runs}
+measured_baseline = {arch: None if (known := summaries[(arch, None)]) is None else run_cost_s(known)
+                     for arch in runs}
 
 
 def sweep_left_s() -> tuple[float | None, bool]:
